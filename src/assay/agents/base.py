@@ -1,0 +1,69 @@
+"""The agent protocol: one context in, one :class:`AgentOutcome` out.
+
+An agent acts on the substituted prompt inside the row's sandbox. It never raises for a
+failure of the thing it drives: a crash, a timeout or a model error becomes an outcome with
+``status`` and ``error``, so the runner can record the row and go on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal, Protocol
+
+from assay.providers.base import Usage
+from assay.providers.pool import ModelPool
+from assay.results.trace import Span
+
+OutcomeStatus = Literal["completed", "timeout", "error", "token_budget"]
+
+
+@dataclass
+class AgentContext:
+    """What an agent gets for one row-task.
+
+    Attributes:
+        prompt: the substituted prompt (``None`` for ``agent: none``).
+        sandbox: the working directory.
+        base_dir: the task file's directory (relative files in the agent block).
+        timeout: seconds the agent may run (``run_limits.task_timeout``).
+        max_total_tokens: the token budget of the row, if any.
+        env: environment variables for programs the agent starts.
+        models: the run's started models.
+        root_span: the row's span; the agent adds children to it.
+    """
+
+    prompt: str | None
+    sandbox: Path
+    base_dir: Path
+    timeout: float
+    max_total_tokens: int | None
+    env: dict[str, str]
+    models: ModelPool
+    root_span: Span
+
+
+@dataclass
+class AgentOutcome:
+    """What an agent did: final response, status, usage, exit code, spans."""
+
+    response: str | None = None
+    status: OutcomeStatus = "completed"
+    error: str | None = None
+    usage: Usage | None = None
+    exit_code: int | None = None
+    stderr_tail: str = ""
+    model_calls: int = 0
+    model_used: str | None = None
+    seconds: float = 0.0
+    spans: list[Span] = field(default_factory=list)
+
+
+class Agent(Protocol):
+    """Acts on a prompt in a sandbox."""
+
+    type_name: str
+
+    async def run(self, context: AgentContext) -> AgentOutcome:
+        """Run once for one row-task; failures are returned, not raised."""
+        ...

@@ -1,0 +1,68 @@
+"""``agent: {type: command}``: any program, run in the sandbox.
+
+The prompt is written to the program's stdin and put in ``ASSAY_PROMPT``; its stdout is the
+final response. The program is killed (its whole process group) at
+``run_limits.task_timeout``; the row then ends ``TIMEOUT``. A non-zero exit code ends the
+row ``ERROR`` with the tail of stderr.
+"""
+
+from __future__ import annotations
+
+import time
+
+from assay.agents.base import AgentContext, AgentOutcome
+from assay.sandbox.process import run_process, tail
+from assay.spec.task import CommandAgent
+
+
+class CommandRunner:
+    """Runs :class:`assay.spec.task.CommandAgent`."""
+
+    type_name = "command"
+
+    def __init__(self, config: CommandAgent) -> None:
+        self.config = config
+
+    async def run(self, context: AgentContext) -> AgentOutcome:
+        """Run the program once; see the module docstring."""
+        span = context.root_span.child("agent.command")
+        command = self.config.command
+        span.attributes["process.command"] = (
+            command if isinstance(command, str) else " ".join(command)
+        )
+        env = {**context.env, **self.config.env, "ASSAY_PROMPT": context.prompt or ""}
+        started = time.perf_counter()
+        try:
+            result = await run_process(
+                command,
+                cwd=context.sandbox,
+                env=env,
+                timeout=context.timeout,
+                stdin=context.prompt or "",
+            )
+        except OSError as exc:
+            span.end(error=str(exc))
+            return AgentOutcome(
+                status="error",
+                error=f"cannot start the agent command: {exc}",
+                seconds=time.perf_counter() - started,
+                spans=[span],
+            )
+        span.attributes["process.exit_code"] = -1 if result.exit_code is None else result.exit_code
+        outcome = AgentOutcome(
+            response=result.stdout,
+            exit_code=result.exit_code,
+            stderr_tail=tail(result.stderr),
+            seconds=result.seconds,
+            spans=[span],
+        )
+        if result.timed_out:
+            outcome.status = "timeout"
+            outcome.error = f"the agent command was killed after {context.timeout:g} s"
+        elif result.exit_code != 0:
+            outcome.status = "error"
+            outcome.error = f"the agent command exited with code {result.exit_code}" + (
+                f": {tail(result.stderr.strip(), 500)}" if result.stderr.strip() else ""
+            )
+        span.end(error=outcome.error)
+        return outcome

@@ -1,0 +1,128 @@
+"""``agent: {type: llm}``: send the prompt to a model and take its answer as the response.
+
+Chat format builds ``[system?, (user, assistant) × few_shot, user=prompt]``; completion
+format sends the prompt as plain text. ``labels`` or ``json_schema`` constrain the answer
+(the server enforces them). A model failure ends the row ``ERROR``; a reply over
+``run_limits.max_total_tokens`` ends it ``TOKEN_BUDGET_EXCEEDED``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+from assay.agents.base import AgentContext, AgentOutcome
+from assay.errors import ModelError
+from assay.providers.base import Choice, Constraint, JsonSchema, Message, ModelRequest
+from assay.providers.pool import ModelKey
+from assay.sandbox.tempdir import Sandbox, SandboxEscape
+from assay.spec.task import LlmAgent
+
+
+def model_key(config: LlmAgent, base_dir: Path) -> ModelKey:
+    """The pool key of the model an ``llm`` agent uses."""
+    return ModelKey(
+        name=config.model,
+        base_url=config.base_url,
+        api_key_env=config.api_key_env,
+        base_dir=str(base_dir),
+        timeout=config.request_timeout,
+    )
+
+
+def build_request(config: LlmAgent, prompt: str) -> ModelRequest:
+    """The :class:`ModelRequest` for ``prompt`` under ``config``."""
+    constraint: Constraint | None = None
+    if config.labels:
+        constraint = Choice(tuple(config.labels))
+    elif config.json_schema is not None:
+        constraint = JsonSchema(config.json_schema)
+    common = {
+        "temperature": config.temperature,
+        "max_tokens": config.max_tokens,
+        "top_p": config.top_p,
+        "stop": tuple(config.stop),
+        "seed": config.seed,
+        "constraint": constraint,
+        "extra_body": dict(config.extra_body),
+    }
+    if config.prompt_format == "completion":
+        return ModelRequest(prompt=prompt, **common)  # type: ignore[arg-type]
+    messages: list[Message] = []
+    if config.system_prompt:
+        messages.append(Message("system", config.system_prompt))
+    for shot in config.few_shot:
+        messages.append(Message("user", shot.user))
+        messages.append(Message("assistant", shot.assistant))
+    messages.append(Message("user", prompt))
+    return ModelRequest(messages=tuple(messages), **common)  # type: ignore[arg-type]
+
+
+class LlmRunner:
+    """Runs :class:`assay.spec.task.LlmAgent`."""
+
+    type_name = "llm"
+
+    def __init__(self, config: LlmAgent) -> None:
+        self.config = config
+
+    async def run(self, context: AgentContext) -> AgentOutcome:
+        """Ask the model once; see the module docstring."""
+        model = context.models.get(model_key(self.config, context.base_dir))
+        request = build_request(self.config, context.prompt or "")
+        span = context.root_span.child(f"chat {self.config.model}")
+        span.attributes.update(
+            {
+                "gen_ai.operation.name": "chat"
+                if self.config.prompt_format == "chat"
+                else "text_completion",
+                "gen_ai.request.model": self.config.model,
+                "gen_ai.request.temperature": float(self.config.temperature),
+                "gen_ai.request.max_tokens": self.config.max_tokens,
+            }
+        )
+        started = time.perf_counter()
+        outcome = AgentOutcome(model_used=self.config.model, model_calls=1, spans=[span])
+        try:
+            response = await asyncio.wait_for(model.generate(request), context.timeout)
+        except TimeoutError:
+            outcome.status, outcome.error = (
+                "timeout",
+                (f"the model did not answer within {context.timeout:g} s"),
+            )
+        except ModelError as exc:
+            outcome.status, outcome.error = "error", str(exc)
+        else:
+            outcome.response = response.text
+            outcome.usage = response.usage
+            if response.usage is not None:
+                span.attributes["gen_ai.usage.input_tokens"] = response.usage.input_tokens
+                span.attributes["gen_ai.usage.output_tokens"] = response.usage.output_tokens
+            if response.finish_reason:
+                span.attributes["gen_ai.response.finish_reasons"] = response.finish_reason
+            self._check_budget(outcome, context.max_total_tokens)
+            self._write_response_file(outcome, context.sandbox)
+        outcome.seconds = time.perf_counter() - started
+        span.end(error=outcome.error)
+        return outcome
+
+    @staticmethod
+    def _check_budget(outcome: AgentOutcome, budget: int | None) -> None:
+        usage = outcome.usage
+        if budget is not None and usage is not None and usage.total_tokens > budget:
+            outcome.status = "token_budget"
+            outcome.error = (
+                f"the call used {usage.total_tokens} tokens; "
+                f"run_limits.max_total_tokens is {budget}"
+            )
+
+    def _write_response_file(self, outcome: AgentOutcome, root: Path) -> None:
+        if self.config.response_file is None or outcome.response is None:
+            return
+        try:
+            target = Sandbox(root).resolve(self.config.response_file)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(outcome.response, encoding="utf-8")
+        except (SandboxEscape, OSError) as exc:
+            outcome.status, outcome.error = "error", f"cannot write response_file: {exc}"

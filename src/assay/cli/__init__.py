@@ -1,0 +1,1 @@
+"""The ``assay`` command line."""

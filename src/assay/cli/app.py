@@ -1,0 +1,243 @@
+"""The ``assay`` command line (typer). Commands stay thin: parse flags, call a use case, print.
+
+Exit codes (DESIGN.md): 0 every gate passed and every task without a dataset succeeded;
+1 a gate or such a task failed; 2 invalid input (task file, dataset, flags); 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from assay.cli.render import plan_as_json, print_plan, print_reports
+from assay.errors import UserError
+from assay.orchestration.expand import Selectors
+from assay.orchestration.plan import Plan, PlanOptions, build_plan
+from assay.orchestration.runner import RunOptions, Stage
+from assay.reports.progress import make_progress
+
+EXIT_USAGE = 2
+
+app = typer.Typer(
+    name="assay",
+    help="Evaluate LLMs and coding agents on your datasets: one task file fans out over every "
+    "row, criteria grade each row, suite metrics gate CI.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+TaskArgs = Annotated[
+    list[str] | None,
+    typer.Argument(help="Task files, folders (searched recursively) or globs. Default: tasks/."),
+]
+Sample = Annotated[
+    int | None,
+    typer.Option("--sample", min=1, help="Run a uniform sample of N rows (fixed seed 0)."),
+]
+PerStratum = Annotated[
+    int | None,
+    typer.Option("--sample-per-stratum", min=1,
+                 help="Keep up to N rows per stratum (dataset.stratify_field)."),
+]  # fmt: skip
+Split = Annotated[
+    str | None, typer.Option("--split", help="Keep only rows whose split_field equals NAME.")
+]
+Tags = Annotated[
+    str | None, typer.Option("--tags", "-t", help="Run tasks with any of these tags (a,b).")
+]
+ExcludeTags = Annotated[
+    str | None, typer.Option("--exclude-tags", help="Skip tasks with any of these tags.")
+]
+IncludeSkipped = Annotated[
+    bool, typer.Option("--include-skipped", help="Also run tasks marked skip: true.")
+]
+Repeats = Annotated[
+    int | None, typer.Option("--repeats", min=1, help="Replicates per row-task (00, 01, ...).")
+]
+Jobs = Annotated[
+    int, typer.Option("--max-parallel", "-j", min=1, help="Row-tasks running at once.")
+]
+RunsRoot = Annotated[
+    Path, typer.Option("--run-dir", help="Folder that receives runs/<timestamp>/.")
+]
+Junit = Annotated[
+    Path | None, typer.Option("--junit-xml", help="Also write JUnit XML here (one case per row).")
+]
+Keep = Annotated[
+    bool,
+    typer.Option("--keep-sandboxes",
+                 help="Keep each row's sandbox in its run folder (for assay evaluate)."),
+]  # fmt: skip
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")]
+
+
+def _split_tags(value: str | None) -> tuple[str, ...]:
+    return tuple(t.strip() for t in (value or "").split(",") if t.strip())
+
+
+def _options(
+    sample: int | None,
+    per_stratum: int | None,
+    split: str | None,
+    tags: str | None,
+    exclude_tags: str | None,
+    include_skipped: bool,
+    repeats: int | None,
+) -> PlanOptions:
+    return PlanOptions(
+        selectors=Selectors(sample=sample, sample_per_stratum=per_stratum, split=split),
+        tags=_split_tags(tags),
+        exclude_tags=_split_tags(exclude_tags),
+        include_skipped=include_skipped,
+        repeats=repeats,
+    )
+
+
+def _err() -> Console:
+    return Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def fail(error: UserError) -> typer.Exit:
+    """Print a user error and return the exit (code 2)."""
+    _err().print(f"[bold red]error:[/] {error.render()}", markup=True)
+    return typer.Exit(EXIT_USAGE)
+
+
+def _plan_or_exit(tasks: list[str] | None, options: PlanOptions) -> Plan:
+    try:
+        plan = build_plan(tasks or [], options)
+    except UserError as exc:
+        raise fail(exc) from None
+    console = _err()
+    for warning in plan.warnings:
+        console.print(f"[yellow]warning:[/] {warning}", markup=True)
+    return plan
+
+
+def _run(stage: Stage, tasks: list[str] | None, options: PlanOptions, *, jobs: int,
+         runs_root: Path, junit: Path | None, keep: bool, quiet: bool) -> None:  # fmt: skip
+    from assay.cli.session import RunRequest, run_plan
+
+    plan = _plan_or_exit(tasks, options)
+    request = RunRequest(
+        runs_root=runs_root,
+        options=RunOptions(jobs=jobs, stage=stage, keep_sandboxes=keep),
+        progress=make_progress(quiet=quiet),
+        junit_path=junit,
+        command=["assay", *sys.argv[1:]],
+    )
+    try:
+        run_dir, reports = run_plan(plan, request)
+    except UserError as exc:
+        raise fail(exc) from None
+    print_reports(run_dir, reports)
+    raise typer.Exit(reports.exit_code)
+
+
+@app.command()
+def run(
+    tasks: TaskArgs = None,
+    sample: Sample = None,
+    sample_per_stratum: PerStratum = None,
+    split: Split = None,
+    tags: Tags = None,
+    exclude_tags: ExcludeTags = None,
+    include_skipped: IncludeSkipped = False,
+    repeats: Repeats = None,
+    jobs: Jobs = 4,
+    run_dir: RunsRoot = Path("runs"),
+    junit_xml: Junit = None,
+    keep_sandboxes: Keep = False,
+    quiet: Quiet = False,
+) -> None:
+    """Run agents on every selected row, grade them, and write the reports."""
+    options = _options(sample, sample_per_stratum, split, tags, exclude_tags, include_skipped,
+                       repeats)  # fmt: skip
+    _run("run", tasks, options, jobs=jobs, runs_root=run_dir, junit=junit_xml,
+         keep=keep_sandboxes, quiet=quiet)  # fmt: skip
+
+
+@app.command()
+def execute(
+    tasks: TaskArgs = None,
+    sample: Sample = None,
+    sample_per_stratum: PerStratum = None,
+    split: Split = None,
+    tags: Tags = None,
+    exclude_tags: ExcludeTags = None,
+    include_skipped: IncludeSkipped = False,
+    repeats: Repeats = None,
+    jobs: Jobs = 4,
+    run_dir: RunsRoot = Path("runs"),
+    quiet: Quiet = False,
+) -> None:
+    """Run agents only (rows NOT_GRADED, sandboxes kept); grade later with `assay evaluate`."""
+    options = _options(sample, sample_per_stratum, split, tags, exclude_tags, include_skipped,
+                       repeats)  # fmt: skip
+    _run("execute", tasks, options, jobs=jobs, runs_root=run_dir, junit=None, keep=True,
+         quiet=quiet)  # fmt: skip
+
+
+@app.command()
+def plan(
+    tasks: TaskArgs = None,
+    sample: Sample = None,
+    sample_per_stratum: PerStratum = None,
+    split: Split = None,
+    tags: Tags = None,
+    exclude_tags: ExcludeTags = None,
+    include_skipped: IncludeSkipped = False,
+    repeats: Repeats = None,
+    rows: Annotated[int, typer.Option("--rows", min=0, help="Row-task ids to list per task.")] = 5,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the plan as JSON.")] = False,
+) -> None:
+    """Show the expansion and the row selection; run nothing. Exits 2 on invalid input."""
+    options = _options(sample, sample_per_stratum, split, tags, exclude_tags, include_skipped,
+                       repeats)  # fmt: skip
+    built = _plan_or_exit(tasks, options)
+    if as_json:
+        sys.stdout.write(json.dumps(plan_as_json(built), indent=2, ensure_ascii=False) + "\n")
+    else:
+        print_plan(built, show_rows=rows)
+
+
+RunDirArg = Annotated[str, typer.Argument(help="A run directory, e.g. runs/latest.")]
+
+
+@app.command()
+def evaluate(run_dir: RunDirArg, jobs: Jobs = 4, junit_xml: Junit = None) -> None:
+    """Grade a finished run again without running agents, and rewrite its reports."""
+    from assay.cli.session import evaluate_run, resolve_run_dir
+
+    try:
+        folder = resolve_run_dir(run_dir)
+        reports = evaluate_run(folder, jobs=jobs, junit_path=junit_xml)
+    except UserError as exc:
+        raise fail(exc) from None
+    print_reports(folder, reports)
+    raise typer.Exit(reports.exit_code)
+
+
+@app.command()
+def report(run_dir: RunDirArg, junit_xml: Junit = None) -> None:
+    """Rebuild suite.json/md, run.json/md (and JUnit XML) from a run's task.json files."""
+    from assay.cli.session import rebuild_reports, resolve_run_dir
+
+    try:
+        folder = resolve_run_dir(run_dir)
+        reports = rebuild_reports(folder, junit_path=junit_xml)
+    except UserError as exc:
+        raise fail(exc) from None
+    print_reports(folder, reports)
+    raise typer.Exit(reports.exit_code)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

@@ -1,0 +1,121 @@
+"""What the commands print: the plan, and the end-of-run summary."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from assay.orchestration.plan import Plan, PlannedTask
+from assay.reports.markdown import fmt
+from assay.reports.writer import Reports
+from assay.results.suite import SuiteRollup
+
+HEADLINE_METRICS = ("accuracy", "macro_f1", "mean")
+
+
+def _out() -> Console:
+    return Console(highlight=False, soft_wrap=True)
+
+
+def _selection_text(planned: PlannedTask) -> str:
+    expansion = planned.expansion
+    if expansion.selection is None:
+        return "no dataset: 1 task"
+    total = expansion.selection.rows_in_dataset
+    chosen = len(expansion.row_tasks)
+    how = ", ".join(expansion.selection.applied) or "all rows"
+    text = f"{chosen} of {total} rows selected ({how})"
+    if expansion.selection.seed_was_drawn:
+        text += f"; unseeded stratified draw, seed {expansion.selection.stratified_seed} this time"
+    return text
+
+
+def print_plan(plan: Plan, *, show_rows: int) -> None:
+    """Print each task's expansion and selection, then the totals."""
+    console = _out()
+    for planned in plan.tasks:
+        task = planned.loaded.definition
+        console.print(f"[bold]{task.task_id}[/]  ({planned.loaded.display})", markup=True)
+        model = getattr(task.agent, "model", None)
+        console.print(f"  agent: {task.agent.type}" + (f" ({model})" if model else ""))
+        gates = [
+            f"{c.type}.{m} ≥ {v:g}"
+            for c in task.success_criteria
+            for m, v in (c.suite_thresholds or {}).items()
+        ]
+        kinds = ", ".join(c.type for c in task.success_criteria)
+        console.print(f"  criteria: {kinds}" + (f"; gates: {', '.join(gates)}" if gates else ""))
+        console.print(f"  rows: {_selection_text(planned)}")
+        ids = [t.task_id for t in planned.expansion.row_tasks]
+        if show_rows and ids:
+            shown = ids[:show_rows]
+            more = f" … and {len(ids) - len(shown)} more" if len(ids) > len(shown) else ""
+            console.print("  row-tasks: " + ", ".join(shown) + more)
+    for skipped in plan.skipped:
+        console.print(f"[dim]skipped {skipped.path}: {skipped.reason}[/]", markup=True)
+    items = len(plan.work_items()) if plan.tasks else 0
+    console.print(
+        f"Plan: {len(plan.tasks)} task file(s), {plan.row_task_count} row-task(s), "
+        f"{len(plan.variants)} variant(s), {items} work item(s)."
+    )
+
+
+def plan_as_json(plan: Plan) -> dict[str, Any]:
+    """The plan as JSON data (``assay plan --json``)."""
+    tasks = []
+    for planned in plan.tasks:
+        selection = planned.selection()
+        tasks.append(
+            {
+                "task_id": planned.loaded.definition.task_id,
+                "file": planned.loaded.display,
+                "row_tasks": len(planned.expansion.row_tasks),
+                "repeats": plan.repeats_override or planned.repeats,
+                "selection": selection.selection.model_dump(mode="json") if selection else None,
+                "task_ids": [t.task_id for t in planned.expansion.row_tasks],
+            }
+        )
+    return {
+        "tasks": tasks,
+        "skipped": [s.model_dump() for s in plan.skipped],
+        "variants": list(plan.variants),
+        "work_items": len(plan.work_items()),
+        "warnings": plan.warnings,
+    }
+
+
+def _headline(suite: SuiteRollup) -> str:
+    parts = []
+    for aggregate in suite.criterion_aggregates:
+        for name in HEADLINE_METRICS:
+            if name in aggregate.metrics:
+                parts.append(f"{name} {fmt(aggregate.metrics[name])}")
+                break
+    return "; ".join(parts)
+
+
+def print_reports(run_dir: Path, reports: Reports) -> None:
+    """The end-of-run summary: one line per suite, totals, where the reports are."""
+    console = _out()
+    summary = reports.summary
+    for suite in reports.suites:
+        gate = "[green]PASSED[/]" if suite.passed else "[red]FAILED[/]"
+        metrics = _headline(suite)
+        console.print(
+            f"[bold]{suite.suite_id}[/] [{suite.variant_id}]: {suite.rows_total} rows — "
+            f"{suite.rows_passed} passed, {suite.rows_failed} failed, {suite.rows_error} errored"
+            + (f" · {metrics}" if metrics else "")
+            + f" · gate {gate}",
+            markup=True,
+        )
+    console.print(
+        f"{summary.tasks_run} row-task(s): {summary.tasks_succeeded} passed, "
+        f"{summary.tasks_failed} failed, {summary.tasks_error} errored"
+        + (f", {summary.tasks_not_graded} not graded" if summary.tasks_not_graded else "")
+        + f" in {summary.total_duration_seconds:.1f} s"
+    )
+    if summary.interrupted:
+        console.print("[yellow]interrupted[/]: finished rows are kept", markup=True)
+    console.print(f"reports: {run_dir}/run.md")

@@ -1,0 +1,234 @@
+"""The use cases behind the commands: run/execute a plan, evaluate a run, rebuild reports.
+
+Each function takes plain arguments, does the whole job (run directory, models, rows,
+reports) and returns the :class:`Reports` with the exit code; the typer commands only parse
+flags and print.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from assay.agents.base import OutcomeStatus
+from assay.criteria.base import CriterionRegistry, GradingContext
+from assay.criteria.registry import default_criteria
+from assay.errors import UsageError
+from assay.orchestration.grading import final_status, grade, weighted_score
+from assay.orchestration.plan import Plan
+from assay.orchestration.rundir import create_run_dir
+from assay.orchestration.runner import SANDBOX_DIR, Runner, RunOptions, Stage, model_keys
+from assay.providers.pool import ModelPool, PoolSettings, ProviderRegistry, default_registry
+from assay.reports.progress import Progress
+from assay.reports.writer import Reports, RunMeta, write_reports
+from assay.results.io import read_json, write_json_atomic
+from assay.results.run import RunSummary
+from assay.results.status import FinalStatus
+from assay.results.task_result import EvaluationResult
+from assay.sandbox.tempdir import Sandbox
+from assay.spec.task import TaskDefinition
+
+
+@dataclass
+class RunRequest:
+    """Everything ``assay run`` / ``assay execute`` needs besides the plan."""
+
+    runs_root: Path
+    options: RunOptions
+    progress: Progress
+    junit_path: Path | None = None
+    command: list[str] | None = None
+    registry: ProviderRegistry | None = None
+    pool_hook: Callable[[ModelPool], None] | None = None
+
+
+def run_plan(plan: Plan, request: RunRequest) -> tuple[Path, Reports]:
+    """Execute ``plan`` into a new run directory and write its reports.
+
+    Returns:
+        The run directory and the reports (with the exit code).
+
+    Raises:
+        UsageError: a model cannot be started (not installed, no key).
+    """
+    started = datetime.now()
+    run_dir = create_run_dir(request.runs_root, now=started)
+    items = plan.work_items()
+    pool = ModelPool(
+        request.registry or default_registry(), PoolSettings(parallel=request.options.jobs)
+    )
+    if request.pool_hook is not None:
+        request.pool_hook(pool)
+    runner = Runner(run_dir, pool, default_criteria(), request.options)
+
+    async def main() -> tuple[list[EvaluationResult | None], bool]:
+        try:
+            await pool.start(model_keys(plan))
+            request.progress.start(len(items))
+            outcome = await runner.execute(items, request.progress.advance)
+            return outcome.results, outcome.interrupted
+        finally:
+            request.progress.stop()
+            await pool.aclose()
+
+    try:
+        results, interrupted = asyncio.run(main())
+    except KeyboardInterrupt:
+        results, interrupted = _collect(run_dir), True
+    meta = RunMeta(
+        run_id=run_dir.name,
+        stage=request.options.stage,
+        start_time=started,
+        end_time=datetime.now(),
+        max_parallel=request.options.jobs,
+        command=request.command or sys.argv,
+        skipped=plan.skipped,
+        selections=[s for s in (t.selection() for t in plan.tasks) if s is not None],
+        warnings=plan.warnings,
+        interrupted=interrupted,
+        criteria={
+            t.loaded.definition.task_id: [
+                c.model_dump(mode="json", exclude_none=True)
+                for c in t.loaded.definition.success_criteria
+            ]
+            for t in plan.tasks
+            if t.loaded.definition.dataset is not None
+        },
+    )
+    finished = [r for r in results if r is not None]
+    reports = write_reports(run_dir, finished, meta, default_criteria(),
+                            junit_path=request.junit_path)  # fmt: skip
+    return run_dir, reports
+
+
+def _collect(run_dir: Path) -> list[EvaluationResult | None]:
+    return list(load_results(run_dir))
+
+
+def load_results(run_dir: Path) -> list[EvaluationResult]:
+    """Every ``task.json`` under ``run_dir``."""
+    return [
+        EvaluationResult.model_validate(read_json(path))
+        for path in sorted(run_dir.rglob("task.json"))
+        if SANDBOX_DIR not in path.relative_to(run_dir).parts
+    ]
+
+
+def resolve_run_dir(argument: str) -> Path:
+    """A run directory given by path (``runs/latest`` works).
+
+    Raises:
+        UsageError: not a directory or no ``task.json`` inside.
+    """
+    path = Path(argument)
+    if not path.is_dir():
+        raise UsageError(f"run directory not found: {argument}")
+    return path.resolve()
+
+
+def previous_meta(run_dir: Path, stage: Stage | str) -> RunMeta:
+    """The run's recorded facts (selections, skipped tasks, criteria) for a new report."""
+    now = datetime.now()
+    summary: RunSummary | None = None
+    if (run_dir / "run.json").is_file():
+        summary = RunSummary.model_validate(read_json(run_dir / "run.json"))
+    criteria = {}
+    for path in run_dir.glob("*/*/suite.json"):
+        data = read_json(path)
+        if data.get("criteria") is not None:
+            criteria[data["suite_id"]] = data["criteria"]
+    return RunMeta(
+        run_id=run_dir.name,
+        stage=stage,  # type: ignore[arg-type]
+        start_time=datetime.fromisoformat(summary.start_time) if summary else now,
+        end_time=datetime.fromisoformat(summary.end_time) if summary else now,
+        max_parallel=summary.max_parallel if summary else 1,
+        command=summary.command if summary else [],
+        skipped=summary.skipped_tasks if summary else [],
+        selections=summary.selections if summary else [],
+        warnings=summary.warnings if summary else [],
+        criteria=criteria,
+    )
+
+
+def rebuild_reports(run_dir: Path, *, junit_path: Path | None = None) -> Reports:
+    """``assay report``: write every report again from the ``task.json`` files."""
+    results = load_results(run_dir)
+    if not results:
+        raise UsageError(f"no task.json under {run_dir}: is it a run directory?")
+    meta = previous_meta(run_dir, "report")
+    meta.stage = "report"
+    return write_reports(run_dir, results, meta, default_criteria(), junit_path=junit_path)
+
+
+_KEEP_STATUS: dict[FinalStatus, OutcomeStatus] = {
+    FinalStatus.ERROR: "error",
+    FinalStatus.BUILD_FAILED: "error",
+    FinalStatus.TIMEOUT: "timeout",
+    FinalStatus.TOKEN_BUDGET_EXCEEDED: "token_budget",
+}
+
+
+def evaluate_run(run_dir: Path, *, jobs: int, junit_path: Path | None = None) -> Reports:
+    """``assay evaluate``: grade every row again from its response and kept sandbox."""
+    paths = [
+        p for p in sorted(run_dir.rglob("task.json"))
+        if SANDBOX_DIR not in p.relative_to(run_dir).parts
+    ]  # fmt: skip
+    if not paths:
+        raise UsageError(f"no task.json under {run_dir}: is it a run directory?")
+    started = datetime.now()
+    registry = default_criteria()
+
+    async def regrade(path: Path, limit: asyncio.Semaphore) -> EvaluationResult:
+        async with limit:
+            return await _regrade_one(path, registry)
+
+    async def main() -> list[EvaluationResult]:
+        limit = asyncio.Semaphore(max(1, jobs))
+        return list(await asyncio.gather(*(regrade(p, limit) for p in paths)))
+
+    results = asyncio.run(main())
+    meta = previous_meta(run_dir, "evaluate")
+    meta.start_time, meta.end_time, meta.max_parallel = started, datetime.now(), jobs
+    return write_reports(run_dir, results, meta, registry, junit_path=junit_path)
+
+
+async def _regrade_one(path: Path, registry: CriterionRegistry) -> EvaluationResult:
+    result = EvaluationResult.model_validate(read_json(path))
+    agent_status = _KEEP_STATUS.get(result.final_status, "completed")
+    if agent_status == "error":
+        return result
+    task = TaskDefinition.model_validate(result.task_config.resolved)
+    directory = path.parent
+    response_file = directory / "response.txt"
+    response = response_file.read_text(encoding="utf-8") if response_file.exists() else None
+    kept = directory / SANDBOX_DIR
+    scratch: Sandbox | None = None
+    if kept.is_dir():
+        scratch = Sandbox(Path(tempfile.mkdtemp(prefix="assay-eval-")))
+        shutil.copytree(kept, scratch.root, symlinks=True, dirs_exist_ok=True)
+    try:
+        context = GradingContext(sandbox=scratch, response=response, env=dict(os.environ))
+        criteria = await grade(list(task.success_criteria), context, registry)
+    finally:
+        if scratch is not None:
+            scratch.remove()
+    status = final_status(agent_status, criteria, graded=True)
+    updated = result.model_copy(
+        update={
+            "success_criteria_results": criteria,
+            "final_status": status,
+            "weighted_score": weighted_score(criteria) if criteria else None,
+            "error_message": result.error_message if status is not FinalStatus.SUCCESS else None,
+        }
+    )
+    write_json_atomic(path, updated)
+    return updated

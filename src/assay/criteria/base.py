@@ -1,0 +1,168 @@
+"""The criterion protocol: check one row, aggregate a suite.
+
+A checker is a small class per criterion ``type``. ``check`` grades one row from a
+:class:`GradingContext` (the sandbox and the final response) and returns a criterion result
+(a score in [0, 1] plus details); ``aggregate`` turns the results of every graded row into
+suite metrics. The base aggregate is descriptive statistics of the scores
+(``reference/originals.md`` §1.4); classification checkers add their own metrics.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from assay.metrics.descriptive import describe
+from assay.metrics.values import MetricTable
+from assay.results.task_result import BasicCriterionResult, CriterionResult
+from assay.sandbox.tempdir import Sandbox, SandboxEscape
+from assay.spec.criteria import CriterionSpec
+
+MAX_READ_BYTES = 10 * 1024 * 1024
+
+
+@dataclass
+class GradingContext:
+    """What a criterion may look at for one row.
+
+    Attributes:
+        sandbox: the row's sandbox after the agent, or ``None`` when it was not preserved.
+        response: the agent's final response, or ``None`` when it gave none.
+        env: the environment for commands run by criteria.
+    """
+
+    sandbox: Sandbox | None
+    response: str | None
+    env: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Text:
+    """Text a criterion reads: ``value`` is ``None`` when the file (or response) is absent."""
+
+    value: str | None
+    source: str
+
+
+class CriterionError(Exception):
+    """The criterion cannot be evaluated (its result gets ``error`` and score 0)."""
+
+
+def read_text(path: str | None, context: GradingContext) -> Text:
+    """Read ``path`` from the sandbox, or the final response when ``path`` is ``None``.
+
+    Raises:
+        CriterionError: the path leaves the sandbox, is a directory, or the sandbox is gone.
+    """
+    if path is None:
+        return Text(context.response, "the final response")
+    root = sandbox_of(context)
+    try:
+        target = root.resolve(path)
+    except SandboxEscape as exc:
+        raise CriterionError(str(exc)) from None
+    if not target.exists():
+        return Text(None, f"'{path}'")
+    if target.is_dir():
+        raise CriterionError(f"'{path}' is a directory, not a file")
+    with target.open("rb") as handle:
+        data = handle.read(MAX_READ_BYTES)
+    return Text(data.decode("utf-8", errors="replace"), f"'{path}'")
+
+
+def sandbox_of(context: GradingContext) -> Sandbox:
+    """The sandbox, or an error saying it was not kept.
+
+    Raises:
+        CriterionError: the run did not preserve sandboxes.
+    """
+    if context.sandbox is None:
+        raise CriterionError(
+            "the row's sandbox was not kept, so files cannot be graded again; "
+            "use `assay execute` (or `assay run --keep-sandboxes`) before `assay evaluate`"
+        )
+    return context.sandbox
+
+
+def basic_result(
+    spec: CriterionSpec, score: float, details: str, error: str | None = None
+) -> BasicCriterionResult:
+    """A :class:`BasicCriterionResult` carrying ``spec``'s description, threshold and weight."""
+    return BasicCriterionResult(
+        criterion_type=spec.type,
+        description=spec.description,
+        score=0.0 if error else min(1.0, max(0.0, score)),
+        details=details,
+        error=error,
+        evaluation_status="error" if error else "evaluated",
+        pass_threshold=spec.pass_threshold,
+        gating=spec.gating,
+        weight=spec.weight,
+    )
+
+
+class Checker(Protocol):
+    """Grades one criterion type."""
+
+    type_name: str
+
+    async def check(self, spec: Any, context: GradingContext) -> CriterionResult:
+        """Grade one row. Raises :class:`CriterionError` when it cannot evaluate."""
+        ...
+
+    def aggregate(
+        self, spec: Any, results: list[CriterionResult]
+    ) -> tuple[MetricTable, dict[str, Any]]:
+        """Suite metrics and details over the graded rows' results."""
+        ...
+
+
+class ScoreAggregate:
+    """The base aggregate: count, mean, median, std, min, max of the scores."""
+
+    def aggregate(
+        self, spec: Any, results: list[CriterionResult]
+    ) -> tuple[MetricTable, dict[str, Any]]:
+        """Descriptive statistics of the scores."""
+        return describe([r.score for r in results]), {}
+
+
+class CriterionRegistry:
+    """Criterion type → checker; rejects duplicates, suggests on unknown names."""
+
+    def __init__(self) -> None:
+        self._checkers: dict[str, Checker] = {}
+
+    def register(self, checker: Checker) -> None:
+        """Add a checker.
+
+        Raises:
+            ValueError: its type is already registered.
+        """
+        if checker.type_name in self._checkers:
+            raise ValueError(f"criterion type '{checker.type_name}' is already registered")
+        self._checkers[checker.type_name] = checker
+
+    def get(self, type_name: str) -> Checker:
+        """The checker for ``type_name``.
+
+        Raises:
+            KeyError: unknown type, with a suggestion.
+        """
+        checker = self._checkers.get(type_name)
+        if checker is None:
+            close = difflib.get_close_matches(type_name, list(self._checkers), n=1)
+            suggestion = f"; did you mean '{close[0]}'?" if close else ""
+            raise KeyError(f"unknown criterion type '{type_name}'{suggestion}")
+        return checker
+
+    @property
+    def types(self) -> list[str]:
+        """Registered type names, sorted."""
+        return sorted(self._checkers)
+
+
+def path_label(path: str | None) -> str:
+    """How a criterion names what it read: the file, or the final response."""
+    return f"'{path}'" if path else "the final response"

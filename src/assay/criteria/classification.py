@@ -1,0 +1,84 @@
+"""``classification_match``: one label against the expected one, and suite classification metrics.
+
+Rules (``reference/originals.md`` §1.6): the text is stripped; unless ``case_sensitive`` it
+takes the casing of the matching allowed label; empty or missing text is ``(none)``; text
+outside the allowed labels is ``(other)``. An empty ``expected_label`` expects ``(none)``.
+The suite aggregate adds accuracy, macro/weighted/micro F1, per-label precision/recall/F1 and
+the confusion matrix over ``(expected, observed)`` pairs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from assay.criteria.base import GradingContext, read_text
+from assay.metrics.classification import classification_report
+from assay.metrics.descriptive import describe
+from assay.metrics.values import MetricTable
+from assay.results.task_result import ClassificationCriterionResult, CriterionResult
+from assay.spec.criteria import ClassificationMatch
+
+NONE_LABEL = "(none)"
+OTHER_LABEL = "(other)"
+
+
+def canonical_label(text: str | None, allowed: list[str], *, case_sensitive: bool) -> str:
+    """The label ``text`` stands for: an allowed label, ``(none)`` or ``(other)``."""
+    value = (text or "").strip()
+    if not value:
+        return NONE_LABEL
+    if case_sensitive:
+        return value if value in allowed else OTHER_LABEL
+    folded = value.casefold()
+    for label in allowed:
+        if label.casefold() == folded:
+            return label
+    return OTHER_LABEL
+
+
+def expected_label(spec: ClassificationMatch) -> str:
+    """The expected label in the allowed casing; ``(none)`` when empty."""
+    value = spec.expected_label.strip()
+    if not value:
+        return NONE_LABEL
+    label = canonical_label(value, spec.allowed_labels, case_sensitive=spec.case_sensitive)
+    return value if label == OTHER_LABEL else label
+
+
+class ClassificationChecker:
+    """Grades ``classification_match`` and aggregates classification metrics."""
+
+    type_name = "classification_match"
+
+    async def check(self, spec: ClassificationMatch, context: GradingContext) -> CriterionResult:
+        """Compare the observed label with the expected one."""
+        text = read_text(spec.path, context)
+        observed = canonical_label(
+            text.value, spec.allowed_labels, case_sensitive=spec.case_sensitive
+        )
+        expected = expected_label(spec)
+        return ClassificationCriterionResult(
+            criterion_type=spec.type,
+            description=spec.description,
+            score=1.0 if observed == expected else 0.0,
+            details=f"observed={observed!r}, expected={expected!r}",
+            pass_threshold=spec.pass_threshold,
+            gating=spec.gating,
+            weight=spec.weight,
+            observed_label=observed,
+            expected_label=expected,
+        )
+
+    def aggregate(
+        self, spec: ClassificationMatch, results: list[CriterionResult]
+    ) -> tuple[MetricTable, dict[str, Any]]:
+        """Score statistics plus classification metrics over the classification results."""
+        table = describe([r.score for r in results])
+        pairs = [
+            (r.expected_label, r.observed_label)
+            for r in results
+            if isinstance(r, ClassificationCriterionResult)
+        ]
+        report = classification_report(pairs)
+        table.merge(report.table)
+        return table, report.details()

@@ -1,0 +1,46 @@
+"""``response_match``: the final response (or a file) against expected text."""
+
+from __future__ import annotations
+
+import re
+
+from assay.criteria.base import GradingContext, ScoreAggregate, basic_result, read_text
+from assay.results.task_result import CriterionResult
+from assay.spec.criteria import ResponseMatch
+
+
+def matches(text: str, expected: str, how: str, *, case_sensitive: bool) -> bool:
+    """``exact`` (both stripped), ``contains`` or ``regex`` (``re.search``)."""
+    if how == "regex":
+        return re.search(expected, text, 0 if case_sensitive else re.IGNORECASE) is not None
+    if not case_sensitive:
+        text, expected = text.casefold(), expected.casefold()
+    if how == "exact":
+        return text.strip() == expected.strip()
+    return expected in text
+
+
+def _short(text: str, limit: int = 80) -> str:
+    return repr(text if len(text) <= limit else text[: limit - 1] + "…")
+
+
+class ResponseMatchChecker(ScoreAggregate):
+    """Score 1.0 when the text matches any of ``expected``, else 0.0."""
+
+    type_name = "response_match"
+
+    async def check(self, spec: ResponseMatch, context: GradingContext) -> CriterionResult:
+        """Match the text against each expected item."""
+        text = read_text(spec.path, context)
+        if text.value is None:
+            return basic_result(spec, 0.0, f"{text.source} is missing")
+        wanted = [spec.expected] if isinstance(spec.expected, str) else spec.expected
+        for item in wanted:
+            if matches(text.value, item, spec.match, case_sensitive=spec.case_sensitive):
+                return basic_result(spec, 1.0, f"{text.source} matched ({spec.match}) {item!r}")
+        return basic_result(
+            spec,
+            0.0,
+            f"{text.source} {_short(text.value)} does not match ({spec.match}) "
+            + " or ".join(repr(w) for w in wanted),
+        )

@@ -1,0 +1,1 @@
+"""Rows in: strict JSONL/CSV readers, ${row.x} substitution, row selection."""

@@ -1,0 +1,131 @@
+"""A strict, streaming JSONL reader: one JSON object per line, errors with file and line.
+
+Rules (each one tested):
+
+- records are split on ``\\n`` only, so a raw U+2028 inside a string is not a line break;
+- a ``\\r`` before the ``\\n`` is removed (CRLF files); escaped ``\\r\\n`` inside strings survives;
+- a leading UTF-8 byte-order mark is stripped; the last line needs no final newline;
+- blank and whitespace-only lines are skipped, but line numbers stay physical and 1-based;
+- a key repeated in one object, and the literals ``NaN``/``Infinity``/``-Infinity``, are errors.
+
+Message shapes follow Coder Eval's loader (``reference/originals.md`` §1.1):
+``Dataset {path}: invalid JSON on line {n}: {reason}`` and
+``Dataset {path}: row on line {n} is not a JSON object: {row!r}``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from assay.errors import DatasetError
+
+_BOM = b"\xef\xbb\xbf"
+_JSON_SPACE = b" \t\r"
+
+
+class _DuplicateKey(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _object_without_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKey(key)
+            seen.add(key)
+    return obj
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON; write null or a string instead")
+
+
+_DECODER = json.JSONDecoder(
+    object_pairs_hook=_object_without_duplicates, parse_constant=_reject_constant
+)
+
+
+def parse_json_strict(text: str) -> Any:
+    """Parse one JSON text, refusing duplicate keys and NaN/Infinity.
+
+    Raises:
+        ValueError: invalid JSON (``json.JSONDecodeError``), a duplicate key, or NaN/Infinity.
+    """
+    return _DECODER.decode(text)
+
+
+def iter_jsonl(path: Path, *, display: str | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield ``(line_number, object)`` for every non-blank line of a JSONL file.
+
+    Args:
+        path: the file to read; streamed, so memory stays constant.
+        display: how to name the file in messages (default: ``str(path)``).
+
+    Raises:
+        DatasetError: the file is missing, a line is not UTF-8, not JSON, not an object,
+            repeats a key, or uses NaN/Infinity.
+    """
+    name = display or str(path)
+    try:
+        handle = path.open("rb")
+    except FileNotFoundError:
+        raise DatasetError(f"Dataset file not found: {name}", file=name) from None
+    except IsADirectoryError:
+        raise DatasetError(f"Dataset path is a directory, not a file: {name}", file=name) from None
+    with handle:
+        for number, raw in enumerate(handle, start=1):
+            if number == 1 and raw.startswith(_BOM):
+                raw = raw[len(_BOM) :]
+            body = raw[:-1] if raw.endswith(b"\n") else raw
+            if not body.strip(_JSON_SPACE):
+                continue
+            yield number, _decode_line(body, name, number)
+
+
+def _decode_line(body: bytes, name: str, number: int) -> dict[str, Any]:
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DatasetError(
+            f"Dataset {name}: invalid JSON on line {number}: not UTF-8 text "
+            f"(byte {exc.start + 1} of the line)",
+            file=name,
+            line=number,
+        ) from None
+    if text.endswith("\r"):
+        text = text[:-1]
+    try:
+        row = _DECODER.decode(text)
+    except _DuplicateKey as exc:
+        raise DatasetError(
+            f"Dataset {name}: key '{exc.key}' appears twice in the object on line {number}",
+            file=name,
+            line=number,
+            hint="a JSON object may name each key once",
+        ) from None
+    except json.JSONDecodeError as exc:
+        raise DatasetError(
+            f"Dataset {name}: invalid JSON on line {number}: {exc.msg} (column {exc.colno})",
+            file=name,
+            line=number,
+        ) from None
+    except ValueError as exc:
+        raise DatasetError(
+            f"Dataset {name}: invalid JSON on line {number}: {exc}", file=name, line=number
+        ) from None
+    if not isinstance(row, dict):
+        shown = repr(row)
+        shown = shown if len(shown) <= 120 else shown[:117] + "..."
+        raise DatasetError(
+            f"Dataset {name}: row on line {number} is not a JSON object: {shown}",
+            file=name,
+            line=number,
+        )
+    return row

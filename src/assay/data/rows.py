@@ -1,0 +1,119 @@
+"""Load a task's rows: inline ``rows`` or ``paths`` (JSONL or CSV), concatenated in order.
+
+Each row remembers where it came from (file and line, or the task file's ``dataset.rows[i]``)
+so that every later error can point at it.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from assay.data.csvrows import iter_csv
+from assay.data.jsonl import iter_jsonl
+from assay.errors import DatasetError
+
+CSV_SUFFIXES = (".csv",)
+
+
+@dataclass
+class RowSource:
+    """One file (or the inline list) that contributed rows ``[start, start + count)``."""
+
+    name: str
+    start: int
+    lines: array[int] = field(default_factory=lambda: array("l"))
+
+
+@dataclass
+class Rows:
+    """The rows of a dataset, in order, with their origins.
+
+    Attributes:
+        items: the row objects (JSON objects, or CSV records as ``dict[str, str]``).
+        sources: one :class:`RowSource` per file, in order.
+    """
+
+    items: list[dict[str, Any]] = field(default_factory=list)
+    sources: list[RowSource] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def origin(self, index: int) -> tuple[str, int | None]:
+        """Return ``(file name, line)`` of row ``index``; line is ``None`` for inline rows."""
+        for source in reversed(self.sources):
+            if index >= source.start:
+                offset = index - source.start
+                line = source.lines[offset] if offset < len(source.lines) else None
+                return source.name, line
+        raise IndexError(index)  # pragma: no cover - every index has a source
+
+
+def read_rows_file(path: Path, *, display: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield ``(line, row)`` from a JSONL file, or a CSV file when the name ends in .csv."""
+    if path.suffix.lower() in CSV_SUFFIXES:
+        yield from iter_csv(path, display=display)
+    else:
+        yield from iter_jsonl(path, display=display)
+
+
+def load_rows(
+    *,
+    inline: list[dict[str, Any]] | None,
+    paths: list[str] | None,
+    base_dir: Path,
+    task_file: str,
+) -> Rows:
+    """Read the rows named by a ``dataset:`` block.
+
+    Args:
+        inline: ``dataset.rows`` as written in the task file, or ``None``.
+        paths: ``dataset.paths``, relative to ``base_dir`` unless absolute, or ``None``.
+        base_dir: the task file's directory.
+        task_file: the task file's name, for inline rows' origins.
+
+    Raises:
+        DatasetError: a file cannot be read or a line is invalid (see the readers).
+    """
+    rows = Rows()
+    if inline is not None:
+        rows.sources.append(RowSource(f"{task_file} (dataset.rows)", 0))
+        rows.items.extend(dict(row) for row in inline)
+        return rows
+    for raw in paths or []:
+        path = Path(raw) if Path(raw).is_absolute() else base_dir / raw
+        source = RowSource(raw if not Path(raw).is_absolute() else str(path), len(rows.items))
+        rows.sources.append(source)
+        display = str(path) if Path(raw).is_absolute() else _display(path)
+        for line, row in read_rows_file(path, display=display):
+            rows.items.append(row)
+            source.lines.append(line)
+        source.name = display
+    return rows
+
+
+def _display(path: Path) -> str:
+    """A path as the user would type it: relative to the working directory when inside it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def check_inline_rows(inline: list[Any], task_file: str) -> None:
+    """Inline rows must be objects (mappings).
+
+    Raises:
+        DatasetError: naming the index of the first row that is not a mapping.
+    """
+    for index, row in enumerate(inline):
+        if not isinstance(row, dict):
+            raise DatasetError(
+                f"dataset.rows[{index}] is not an object: {row!r}",
+                file=task_file,
+                field=f"dataset.rows[{index}]",
+            )

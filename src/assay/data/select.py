@@ -1,0 +1,172 @@
+"""Row selection: ``--split``, then one sampler (``--sample`` or stratified).
+
+The one declaration of the selection and its precedence (``reference/originals.md`` §1.3):
+
+1. ``--split NAME`` keeps rows whose ``split_field`` equals ``NAME`` (compared as text).
+   Rows without a label (field absent, null or ``""``) are dropped with a warning; when no
+   row carries a label the split does not apply to the task (also a warning); when rows are
+   labelled but none match, it is an error.
+2. ``--sample N``: a uniform draw of N rows over the whole dataset with the fixed seed 0
+   (Coder Eval's ``random.Random(0).sample``, so the same rows come back every run). N at
+   least the size keeps every row. It wins over both stratified sources.
+3. Otherwise stratified: up to N rows per stratum (``--sample-per-stratum`` over
+   ``dataset.sample_per_stratum``), the stratum being ``str(row[stratify_field])`` (absent or
+   null: ``""``). Seeded only by ``sample_seed``; unseeded draws a fresh seed each run, which
+   is recorded so the draw can be reproduced.
+
+Selected rows keep the dataset's order.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from assay.errors import SelectionError
+
+SAMPLE_SEED = 0
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which rows of a dataset a run evaluates, and why.
+
+    Attributes:
+        indexes: positions in the full dataset, ascending (dataset order).
+        applied: the selectors that removed rows, e.g. ``["--split test", "--sample 200"]``.
+        rows_in_dataset: the size of the full dataset.
+        stratified_seed: the seed of a stratified draw (given, or drawn when unseeded).
+        seed_was_drawn: True when ``stratified_seed`` was drawn because none was given.
+        warnings: messages about dropped rows or a split that does not apply.
+    """
+
+    indexes: list[int]
+    applied: list[str]
+    rows_in_dataset: int
+    stratified_seed: int | None = None
+    seed_was_drawn: bool = False
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class SelectionRequest:
+    """The selectors in force for one task: CLI flags and the dataset block's fields."""
+
+    sample: int | None = None
+    sample_per_stratum: int | None = None
+    split: str | None = None
+    yaml_sample_per_stratum: int | None = None
+    stratify_field: str = "expected_skill"
+    split_field: str = "split"
+    sample_seed: int | None = None
+
+
+def split_label(row: dict[str, Any], split_field: str) -> str | None:
+    """The row's split as text, or ``None`` when it has none (absent, null or ``""``)."""
+    value = row.get(split_field)
+    if value is None or value == "":
+        return None
+    return str(value)
+
+
+def select_rows(
+    rows: Sequence[dict[str, Any]], request: SelectionRequest, *, task_id: str
+) -> Selection:
+    """Apply ``request`` to ``rows`` (the whole dataset, in order).
+
+    Raises:
+        SelectionError: ``--split`` names a split no labelled row has.
+    """
+    indexes = list(range(len(rows)))
+    applied: list[str] = []
+    warnings: list[str] = []
+    if request.split is not None:
+        indexes = _apply_split(rows, indexes, request, task_id, applied, warnings)
+    seed: int | None = None
+    drawn = False
+    if request.sample is not None:
+        if request.sample < len(indexes):
+            picked = random.Random(SAMPLE_SEED).sample(indexes, request.sample)
+            indexes = sorted(picked)
+            applied.append(f"--sample {request.sample}")
+    else:
+        per_stratum = (
+            request.sample_per_stratum
+            if request.sample_per_stratum is not None
+            else request.yaml_sample_per_stratum
+        )
+        if per_stratum is not None:
+            seed, drawn = _seed(request.sample_seed)
+            kept = stratified(rows, indexes, request.stratify_field, per_stratum, seed)
+            if len(kept) < len(indexes):
+                source = (
+                    f"--sample-per-stratum {per_stratum}"
+                    if request.sample_per_stratum is not None
+                    else f"dataset.sample_per_stratum: {per_stratum}"
+                )
+                applied.append(source)
+            indexes = kept
+    return Selection(indexes, applied, len(rows), seed, drawn, warnings)
+
+
+def _seed(given: int | None) -> tuple[int, bool]:
+    if given is not None:
+        return given, False
+    return random.SystemRandom().randrange(2**32), True
+
+
+def stratified(
+    rows: Sequence[dict[str, Any]], indexes: list[int], field_name: str, n: int, seed: int
+) -> list[int]:
+    """Keep up to ``n`` of ``indexes`` per stratum; strata of at most ``n`` rows stay whole.
+
+    Strata are drawn in first-seen order from one ``random.Random(seed)``; the result is in
+    dataset order.
+    """
+    rng = random.Random(seed)
+    groups: dict[str, list[int]] = {}
+    for index in indexes:
+        value = rows[index].get(field_name)
+        groups.setdefault("" if value is None else str(value), []).append(index)
+    kept: list[int] = []
+    for members in groups.values():
+        kept.extend(members if len(members) <= n else rng.sample(members, n))
+    return sorted(kept)
+
+
+def _apply_split(
+    rows: Sequence[dict[str, Any]],
+    indexes: list[int],
+    request: SelectionRequest,
+    task_id: str,
+    applied: list[str],
+    warnings: list[str],
+) -> list[int]:
+    split, field_name = request.split, request.split_field
+    labels = [split_label(rows[i], field_name) for i in indexes]
+    present = sorted({label for label in labels if label is not None})
+    if not present:
+        warnings.append(
+            f"Task '{task_id}': --split {split!r} does not apply: no row carries a "
+            f"{field_name!r} label, so all {len(indexes)} rows are kept."
+        )
+        return indexes
+    kept = [i for i, label in zip(indexes, labels, strict=True) if label == split]
+    if not kept:
+        raise SelectionError(
+            f"Dataset for task '{task_id}' has no rows in split {split!r} "
+            f"(split_field={field_name!r}); labelled splits present: {present}",
+            hint="pass one of the labelled splits to --split",
+        )
+    unlabelled = labels.count(None)
+    if unlabelled:
+        warnings.append(
+            f"Task '{task_id}': --split {split!r} kept {len(kept)} of {len(indexes)} rows; "
+            f"{unlabelled} row(s) carry no {field_name!r} label and were DROPPED. "
+            "Every metric below is computed over the smaller set."
+        )
+    if len(kept) < len(indexes):
+        applied.append(f"--split {split}")
+    return kept

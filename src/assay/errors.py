@@ -1,0 +1,112 @@
+"""The exceptions assay raises, in one tree.
+
+```
+AssayError                 root: everything assay raises on purpose
+├── UserError              bad input; the CLI exits 2 and prints where and how to fix it
+│   ├── TaskFileError      a task file: YAML syntax, unknown or invalid field
+│   ├── DatasetError       a dataset: unreadable file, bad JSONL/CSV line, row id, placeholder
+│   ├── SelectionError     a row selector that leaves nothing (e.g. ``--split`` names no split)
+│   └── UsageError         command-line flags and arguments
+└── RunFailure             something failed while running; the row ends ``ERROR``, never ``FAILURE``
+    ├── ModelError         a model endpoint failed (connection, HTTP status, unparseable reply)
+    ├── AgentError         an agent could not run (program not found, crashed before answering)
+    └── SandboxError       a sandbox could not be prepared (template missing, pre_run failed)
+```
+
+A ``UserError`` carries where the problem is (``file``, ``line``, ``field``, ``row_id``) and a
+``hint`` that says what would fix it; ``str(error)`` renders all of them on one or two lines,
+for example::
+
+    tasks/sentiment.yaml:12: success_criteria[0].expeced_label: unknown field
+      hint: did you mean 'expected_label'?
+
+A ``RunFailure`` is recorded in the row's ``task.json`` (``error_message``) and never stops
+the other rows.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class AssayError(Exception):
+    """Root of every exception assay raises on purpose."""
+
+
+class UserError(AssayError):
+    """Bad input: a task file, a dataset, a flag. The CLI exits with code 2.
+
+    Args:
+        message: what is wrong, in one sentence.
+        file: the file the input came from, if any.
+        line: the 1-based line in ``file``, where the parser gives one.
+        field: the dotted field path inside the file, e.g. ``success_criteria[0].path``.
+        row_id: the dataset row concerned, if any.
+        hint: what would fix it.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str | Path | None = None,
+        line: int | None = None,
+        field: str | None = None,
+        row_id: str | None = None,
+        hint: str | None = None,
+    ) -> None:
+        self.message = message
+        self.file = str(file) if file is not None else None
+        self.line = line
+        self.field = field
+        self.row_id = row_id
+        self.hint = hint
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        """Return ``file:line: field: [row id] message`` plus an indented ``hint:`` line."""
+        where = ""
+        if self.file and self.file in self.message:
+            where = ""  # the message already names the file (Coder Eval's message shapes)
+        elif self.file:
+            where = self.file + (f":{self.line}" if self.line else "") + ": "
+        elif self.line:
+            where = f"line {self.line}: "
+        field = f"{self.field}: " if self.field else ""
+        row = f"[row {self.row_id}] " if self.row_id else ""
+        text = f"{where}{field}{row}{self.message}"
+        if self.hint:
+            text += f"\n  hint: {self.hint}"
+        return text
+
+
+class TaskFileError(UserError):
+    """A task file cannot be read or does not validate."""
+
+
+class DatasetError(UserError):
+    """A dataset cannot be read, or one of its rows is invalid."""
+
+
+class SelectionError(UserError):
+    """A row selector (``--split``, sampling) cannot be applied as asked."""
+
+
+class UsageError(UserError):
+    """A command-line flag or argument is invalid."""
+
+
+class RunFailure(AssayError):
+    """Something failed while running a row; the row ends ``ERROR`` with this message."""
+
+
+class ModelError(RunFailure):
+    """A model endpoint failed: connection refused, HTTP error, or an unusable reply."""
+
+
+class AgentError(RunFailure):
+    """An agent could not run: its program is missing or it crashed before answering."""
+
+
+class SandboxError(RunFailure):
+    """A sandbox could not be prepared: a template is missing or ``pre_run`` failed."""

@@ -1,0 +1,85 @@
+"""Find task files: named files, folders (searched recursively) and glob patterns.
+
+In a folder, every ``*.yaml`` / ``*.yml`` is a task file except YAML mappings without a
+``task_id`` (mock scripts, experiment files and schemas live beside tasks). Hidden folders,
+``runs``, ``node_modules`` and virtual environments are not searched. A named file or a glob
+match is always a task file. With no argument, ``tasks/`` is searched.
+"""
+
+from __future__ import annotations
+
+import glob
+from pathlib import Path
+
+import yaml
+
+from assay.errors import UsageError
+
+SKIP_DIRS = frozenset({"runs", "node_modules", "__pycache__", "venv", ".venv"})
+SUFFIXES = (".yaml", ".yml")
+
+
+def discover(arguments: list[str], *, cwd: Path | None = None) -> list[Path]:
+    """The task files named by ``arguments``, in order, without duplicates.
+
+    Raises:
+        UsageError: an argument matches nothing, or no argument was given and there is no
+            ``tasks/`` folder.
+    """
+    base = cwd or Path.cwd()
+    if not arguments:
+        default = base / "tasks"
+        if not default.is_dir():
+            raise UsageError(
+                "no task files given and no tasks/ folder here",
+                hint="pass task files, folders or globs, e.g. `assay run examples/sst2/task.yaml`",
+            )
+        arguments = [str(default)]
+    found: list[Path] = []
+    seen: set[Path] = set()
+    for argument in arguments:
+        for path in _expand(argument):
+            key = path.resolve()
+            if key not in seen:
+                seen.add(key)
+                found.append(path)
+    return found
+
+
+def _expand(argument: str) -> list[Path]:
+    path = Path(argument)
+    if path.is_dir():
+        files = [p for p in _walk(path) if _looks_like_task(p)]
+        if not files:
+            raise UsageError(f"no task files (*.yaml with a task_id) under {argument}")
+        return files
+    if path.exists():
+        return [path]
+    if glob.has_magic(argument):
+        matches = sorted(Path(m) for m in glob.glob(argument, recursive=True))
+        files = [m for m in matches if m.is_file()]
+        if not files:
+            raise UsageError(f"the pattern '{argument}' matches no file")
+        return files
+    raise UsageError(f"task file not found: {argument}")
+
+
+def _walk(folder: Path) -> list[Path]:
+    out: list[Path] = []
+    for entry in sorted(folder.iterdir()):
+        if entry.is_dir():
+            if entry.name.startswith(".") or entry.name in SKIP_DIRS:
+                continue
+            out.extend(_walk(entry))
+        elif entry.suffix.lower() in SUFFIXES:
+            out.append(entry)
+    return out
+
+
+def _looks_like_task(path: Path) -> bool:
+    """False only for a YAML mapping without ``task_id``; unreadable files count as tasks."""
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8-sig"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return True
+    return not (isinstance(data, dict) and "task_id" not in data)

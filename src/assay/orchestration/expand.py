@@ -1,0 +1,325 @@
+"""``expand_dataset``: a task with ``dataset:`` → one row-task per selected row.
+
+Exactly as Coder Eval's DATASETS.md specifies (``reference/000_5cd227a88a34738f.txt``,
+``reference/originals.md`` §1.2): load the rows (paths concatenated in order) → empty check →
+row ids over **all** rows (field present, pattern, unique) → placeholders over all rows
+(field present, scalar value) → selection → one row-task per row with
+``task_id = <task_id>/<row_id>``, ``suite_id = <task_id>``, ``row_id``.
+
+Row-tasks are light: the substitution into ``initial_prompt`` and ``success_criteria``
+happens in :meth:`RowTask.resolve`, when the row runs. Criteria whose substituted fields are
+validated (a ``path``, a regex) are resolved for every selected row here, so a bad value is
+a load-time error in ``plan`` and ``run`` alike.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
+
+from assay.data.rows import Rows, check_inline_rows, load_rows
+from assay.data.select import Selection, SelectionRequest, select_rows
+from assay.data.substitute import (
+    PlaceholderKeyError,
+    PlaceholderTypeError,
+    fields_in,
+    fields_in_tree,
+    scalar_text,
+    substitute,
+    substitute_tree,
+)
+from assay.errors import DatasetError
+from assay.orchestration.task_loader import LoadedTask
+from assay.results.suite import DatasetRecord, SelectionRecord
+from assay.spec.criteria import Criterion, CriterionSpec
+from assay.spec.task import ID_PATTERN, TaskDefinition
+
+ID_MESSAGE = f"must match {ID_PATTERN.pattern} (letters, digits, underscore, hyphen, dot)"
+_CRITERION = TypeAdapter(Criterion)
+_VALIDATED_FIELDS = ("path", "patterns", "expected")
+
+
+@dataclass(frozen=True)
+class CriterionTemplate:
+    """A criterion before substitution: its raw fields and whether they need re-validation."""
+
+    spec: CriterionSpec
+    raw: dict[str, Any]
+    has_placeholders: bool
+    needs_validation: bool
+
+    @classmethod
+    def of(cls, spec: CriterionSpec) -> CriterionTemplate:
+        """Analyse ``spec`` once per task."""
+        raw = spec.model_dump(exclude_unset=True)
+        raw["type"] = spec.type
+        placeholders = bool(fields_in_tree(raw))
+        validated = any(fields_in_tree(raw.get(name)) for name in _VALIDATED_FIELDS)
+        return cls(spec, raw, placeholders, validated)
+
+    def resolve(self, row: dict[str, Any]) -> CriterionSpec:
+        """The criterion for ``row``.
+
+        Raises:
+            PlaceholderKeyError, PlaceholderTypeError: see :func:`scalar_text`.
+            ValidationError: a substituted value is invalid (a path out of the sandbox, a
+                bad regex).
+        """
+        if not self.has_placeholders:
+            return self.spec
+        data = substitute_tree(self.raw, row)
+        if self.needs_validation:
+            return _CRITERION.validate_python(data)
+        return self.spec.model_copy(update={k: v for k, v in data.items() if k != "type"})
+
+
+@dataclass(frozen=True, slots=True)
+class RowTask:
+    """One row of a dataset task (or a task without a dataset, when ``row`` is ``None``)."""
+
+    source: LoadedTask
+    templates: tuple[CriterionTemplate, ...]
+    row_id: str | None = None
+    row_index: int | None = None
+    row: dict[str, Any] | None = None
+
+    @property
+    def task_id(self) -> str:
+        """``<task_id>/<row_id>``, or the task's id without a dataset."""
+        base = self.source.definition.task_id
+        return f"{base}/{self.row_id}" if self.row_id is not None else base
+
+    @property
+    def suite_id(self) -> str | None:
+        """The task file's ``task_id`` for a row-task, else ``None``."""
+        return self.source.definition.task_id if self.row_id is not None else None
+
+    def resolve(self) -> TaskDefinition:
+        """The row-task as it runs: placeholders substituted, ``dataset`` cleared."""
+        task = self.source.definition
+        if self.row is None:
+            return task
+        prompt = task.initial_prompt
+        return task.model_copy(
+            update={
+                "task_id": self.task_id,
+                "suite_id": task.task_id,
+                "row_id": self.row_id,
+                "dataset": None,
+                "initial_prompt": substitute(prompt, self.row) if prompt is not None else None,
+                "success_criteria": [t.resolve(self.row) for t in self.templates],
+            }
+        )
+
+
+@dataclass
+class Expansion:
+    """A task file's row-tasks, with the rows they came from and the selection made."""
+
+    task: LoadedTask
+    row_tasks: list[RowTask]
+    rows: Rows | None = None
+    selection: Selection | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def dataset_record(self) -> DatasetRecord | None:
+        """Where the rows came from, for ``suite.json`` and ``run.json``."""
+        spec = self.task.definition.dataset
+        if spec is None:
+            return None
+        source = "paths" if spec.paths is not None else "rows"
+        return DatasetRecord(source=source, paths=list(spec.paths or []), id_field=spec.id_field)
+
+    def selection_record(self, request: SelectionRequest) -> SelectionRecord | None:
+        """The selection made, with the selected row ids in dataset order."""
+        if self.selection is None:
+            return None
+        return SelectionRecord(
+            rows_in_dataset=self.selection.rows_in_dataset,
+            rows_selected=len(self.row_tasks),
+            applied=self.selection.applied,
+            sample=request.sample,
+            sample_per_stratum=request.sample_per_stratum
+            if request.sample_per_stratum is not None
+            else request.yaml_sample_per_stratum,
+            split=request.split,
+            stratify_field=request.stratify_field,
+            stratified_seed=self.selection.stratified_seed,
+            seed_was_drawn=self.selection.seed_was_drawn,
+            row_ids=[t.row_id for t in self.row_tasks if t.row_id is not None],
+        )
+
+
+@dataclass(frozen=True)
+class Selectors:
+    """Row selectors from the command line."""
+
+    sample: int | None = None
+    sample_per_stratum: int | None = None
+    split: str | None = None
+
+
+def selection_request(task: TaskDefinition, selectors: Selectors) -> SelectionRequest:
+    """Combine CLI selectors with the task's dataset block."""
+    spec = task.dataset
+    assert spec is not None
+    return SelectionRequest(
+        sample=selectors.sample,
+        sample_per_stratum=selectors.sample_per_stratum,
+        split=selectors.split,
+        yaml_sample_per_stratum=spec.sample_per_stratum,
+        stratify_field=spec.stratify_field,
+        split_field=spec.split_field,
+        sample_seed=spec.sample_seed,
+    )
+
+
+def expand_dataset(loaded: LoadedTask, selectors: Selectors | None = None) -> Expansion:
+    """Fan ``loaded`` out over its dataset; a task without one gives one row-task.
+
+    Raises:
+        DatasetError: unreadable rows, an empty dataset, a bad or duplicate row id, a
+            placeholder naming a missing field or a non-scalar value.
+        SelectionError: ``--split`` names a split no labelled row has.
+    """
+    task = loaded.definition
+    templates = tuple(CriterionTemplate.of(c) for c in task.success_criteria)
+    if task.dataset is None:
+        return Expansion(loaded, [RowTask(loaded, templates)])
+    rows = read_dataset(loaded)
+    if not rows.items:
+        raise DatasetError(
+            f"Dataset for task '{task.task_id}' is empty",
+            file=loaded.display,
+            line=loaded.document.line_of(("dataset",)),
+        )
+    ids = check_row_ids(rows, loaded)
+    check_placeholders(rows, loaded, ids)
+    request = selection_request(task, selectors or Selectors())
+    selection = select_rows(rows.items, request, task_id=task.task_id)
+    row_tasks = [RowTask(loaded, templates, ids[i], i, rows.items[i]) for i in selection.indexes]
+    _validate_substituted(row_tasks, templates, rows)
+    return Expansion(loaded, row_tasks, rows, selection, list(selection.warnings))
+
+
+def read_dataset(loaded: LoadedTask) -> Rows:
+    """Read the task's rows (inline or files), remembering where each came from."""
+    spec = loaded.definition.dataset
+    assert spec is not None
+    if spec.rows is not None:
+        check_inline_rows(spec.rows, loaded.display)
+    rows = load_rows(
+        inline=spec.rows, paths=spec.paths, base_dir=loaded.base_dir, task_file=loaded.display
+    )
+    if spec.rows is not None:
+        for index in range(len(spec.rows)):
+            line = loaded.document.line_of(("dataset", "rows", index))
+            rows.sources[0].lines.append(line or 0)
+        rows.sources[0].name = loaded.display
+    return rows
+
+
+def _short_row(row: dict[str, Any], limit: int = 200) -> str:
+    text = repr(row)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def check_row_ids(rows: Rows, loaded: LoadedTask) -> list[str]:
+    """Every row's id as text, in order.
+
+    Raises:
+        DatasetError: Coder Eval's messages for a missing, malformed or duplicate id.
+    """
+    task_id = loaded.definition.task_id
+    spec = loaded.definition.dataset
+    assert spec is not None
+    id_field = spec.id_field
+    ids: list[str] = []
+    first_seen: dict[str, int] = {}
+    match = ID_PATTERN.match
+    for index, row in enumerate(rows.items):
+        value = row.get(id_field)
+        if value is None or isinstance(value, dict | list):
+            file, line = rows.origin(index)
+            raise DatasetError(
+                f"Dataset row {index} for task '{task_id}' missing id_field '{id_field}': "
+                + _short_row(row),
+                file=file,
+                line=line,
+                hint=f"give every row a scalar '{id_field}', or set dataset.id_field",
+            )
+        row_id = str(value)
+        if not match(row_id):
+            file, line = rows.origin(index)
+            raise DatasetError(f"Dataset row id {row_id!r} {ID_MESSAGE}", file=file, line=line)
+        if row_id in first_seen:
+            file, line = rows.origin(index)
+            first_file, first_line = rows.origin(first_seen[row_id])
+            raise DatasetError(
+                f"Duplicate dataset row id for task '{task_id}': {row_id!r}",
+                file=file,
+                line=line,
+                hint=f"first used at {first_file}:{first_line}",
+            )
+        first_seen[row_id] = index
+        ids.append(row_id)
+    return ids
+
+
+def check_placeholders(rows: Rows, loaded: LoadedTask, ids: list[str]) -> None:
+    """Every placeholder of the prompt and criteria resolves, for every row.
+
+    Raises:
+        DatasetError: ``${row.foo}: key not found (available: [...])`` or ``${row.foo}:
+            value must be a scalar ...``, with the row's id, file and line.
+    """
+    task = loaded.definition
+    names = fields_in(task.initial_prompt or "")
+    for spec in task.success_criteria:
+        names |= fields_in_tree(spec.model_dump(exclude_unset=True))
+    if not names:
+        return
+    ordered = sorted(names)
+    for index, row in enumerate(rows.items):
+        for name in ordered:
+            value = row.get(name, _MISSING)
+            if value is _MISSING or isinstance(value, dict | list):
+                _placeholder_error(rows, index, ids[index], name, row)
+
+
+_MISSING = object()
+
+
+def _placeholder_error(rows: Rows, index: int, row_id: str, name: str, row: dict[str, Any]) -> None:
+    file, line = rows.origin(index)
+    try:
+        scalar_text(name, row)
+    except (PlaceholderKeyError, PlaceholderTypeError) as exc:
+        raise DatasetError(str(exc), file=file, line=line, row_id=row_id) from None
+
+
+def _validate_substituted(
+    row_tasks: list[RowTask], templates: tuple[CriterionTemplate, ...], rows: Rows
+) -> None:
+    checked = [(i, t) for i, t in enumerate(templates) if t.needs_validation]
+    if not checked:
+        return
+    for row_task in row_tasks:
+        assert row_task.row is not None and row_task.row_index is not None
+        for position, template in checked:
+            try:
+                template.resolve(row_task.row)
+            except ValidationError as exc:
+                file, line = rows.origin(row_task.row_index)
+                reason = exc.errors()[0]["msg"].removeprefix("Value error, ")
+                raise DatasetError(
+                    f"criterion '{template.spec.type}' is invalid for this row after "
+                    f"substitution: {reason}",
+                    file=file,
+                    line=line,
+                    row_id=row_task.row_id,
+                    field=f"success_criteria[{position}]",
+                ) from None

@@ -1,0 +1,86 @@
+"""Grading one row: run its criteria in order, then decide its status and weighted score.
+
+Criteria run sequentially in declaration order (a ``run_command`` may prepare a file a later
+criterion reads). Task success and the weighted score follow Coder Eval
+(``reference/originals.md`` §1.7): the row succeeds when every gating criterion
+(``weight > 0``) scores at least its ``pass_threshold``;
+``weighted_score = Σ score·weight / Σ weight`` (``None`` when every weight is 0).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from assay.agents.base import OutcomeStatus
+from assay.criteria.base import CriterionError, CriterionRegistry, GradingContext
+from assay.results.status import FinalStatus
+from assay.results.task_result import BasicCriterionResult, CriterionResult
+from assay.spec.criteria import CriterionSpec
+
+Stage = Literal["run", "execute"]
+
+
+async def grade(
+    criteria: list[CriterionSpec], context: GradingContext, registry: CriterionRegistry
+) -> list[CriterionResult]:
+    """Check each criterion in order; a criterion that cannot evaluate records its error."""
+    results: list[CriterionResult] = []
+    for spec in criteria:
+        checker = registry.get(spec.type)
+        try:
+            results.append(await checker.check(spec, context))
+        except CriterionError as exc:
+            results.append(_errored(spec, str(exc)))
+        except Exception as exc:  # a checker bug must not lose the row
+            results.append(_errored(spec, f"internal error in {spec.type}: {exc!r}"))
+    return results
+
+
+def _errored(spec: CriterionSpec, message: str) -> CriterionResult:
+    return BasicCriterionResult(
+        criterion_type=spec.type,
+        description=spec.description,
+        score=0.0,
+        details="",
+        error=message,
+        evaluation_status="error",
+        pass_threshold=spec.pass_threshold,
+        gating=spec.gating,
+        weight=spec.weight,
+    )
+
+
+def weighted_score(results: list[CriterionResult]) -> float | None:
+    """``Σ score·weight / Σ weight``; ``None`` when the weights sum to 0."""
+    total = sum(r.weight for r in results)
+    if total == 0:
+        return None
+    return sum(r.score * r.weight for r in results) / total
+
+
+def passed(results: list[CriterionResult]) -> bool:
+    """Every gating criterion reached its threshold without error."""
+    return all(r.passed for r in results if r.gating)
+
+
+_AGENT_STATUS: dict[OutcomeStatus, FinalStatus] = {
+    "timeout": FinalStatus.TIMEOUT,
+    "token_budget": FinalStatus.TOKEN_BUDGET_EXCEEDED,
+}
+
+
+def final_status(
+    agent_status: OutcomeStatus, results: list[CriterionResult], *, graded: bool
+) -> FinalStatus:
+    """The row's status from the agent's outcome and the criteria's results.
+
+    An agent error is ``ERROR`` (no criteria ran); a timeout or a spent token budget keeps
+    its own failed status even when criteria pass; without grading it is ``NOT_GRADED``.
+    """
+    if agent_status == "error":
+        return FinalStatus.ERROR
+    if agent_status in _AGENT_STATUS:
+        return _AGENT_STATUS[agent_status]
+    if not graded:
+        return FinalStatus.NOT_GRADED
+    return FinalStatus.SUCCESS if passed(results) else FinalStatus.FAILURE

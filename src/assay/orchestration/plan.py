@@ -1,0 +1,160 @@
+"""The plan: every work item of a run, computed without running anything.
+
+``build_plan`` = discover → load each task file → filter (``skip``, tags) → expand and select
+rows → one work item per ``row-task × variant × replicate``. ``assay plan`` prints it;
+``assay run`` executes it. Both refuse exactly the same inputs, because both call this.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from assay.data.select import SelectionRequest
+from assay.errors import TaskFileError
+from assay.orchestration.discover import discover
+from assay.orchestration.expand import (
+    Expansion,
+    RowTask,
+    Selectors,
+    expand_dataset,
+    selection_request,
+)
+from assay.orchestration.task_loader import LoadedTask, load_task
+from assay.results.run import SkippedTask, TaskSelection
+
+DEFAULT_VARIANT = "default"
+
+
+@dataclass(frozen=True)
+class PlanOptions:
+    """What the command line adds to the task files."""
+
+    selectors: Selectors = field(default_factory=Selectors)
+    tags: tuple[str, ...] = ()
+    exclude_tags: tuple[str, ...] = ()
+    include_skipped: bool = False
+    repeats: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class WorkItem:
+    """One unit of execution: a row-task, in a variant, for one replicate."""
+
+    row_task: RowTask
+    variant_id: str
+    replicate: int
+    index: int
+
+
+@dataclass
+class PlannedTask:
+    """One task file, expanded, with the selection request that chose its rows."""
+
+    expansion: Expansion
+    request: SelectionRequest | None
+
+    @property
+    def loaded(self) -> LoadedTask:
+        """The task file."""
+        return self.expansion.task
+
+    @property
+    def repeats(self) -> int:
+        """Replicates per row-task."""
+        return self.loaded.definition.repeats
+
+    def selection(self) -> TaskSelection | None:
+        """The record of the rows this task selected."""
+        record = self.expansion.dataset_record
+        if record is None or self.request is None:
+            return None
+        selection = self.expansion.selection_record(self.request)
+        assert selection is not None
+        return TaskSelection(
+            task_id=self.loaded.definition.task_id,
+            source_file=self.loaded.display,
+            dataset=record,
+            selection=selection,
+        )
+
+
+@dataclass
+class Plan:
+    """Everything a run will do."""
+
+    tasks: list[PlannedTask]
+    skipped: list[SkippedTask] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    variants: tuple[str, ...] = (DEFAULT_VARIANT,)
+    repeats_override: int | None = None
+
+    def work_items(self) -> list[WorkItem]:
+        """Every ``row-task × variant × replicate``, in task, row, replicate order."""
+        items: list[WorkItem] = []
+        for variant in self.variants:
+            for planned in self.tasks:
+                repeats = self.repeats_override or planned.repeats
+                for row_task in planned.expansion.row_tasks:
+                    for replicate in range(repeats):
+                        items.append(WorkItem(row_task, variant, replicate, len(items)))
+        return items
+
+    @property
+    def row_task_count(self) -> int:
+        """Row-tasks over all task files (before variants and replicates)."""
+        return sum(len(t.expansion.row_tasks) for t in self.tasks)
+
+
+def build_plan(arguments: list[str], options: PlanOptions) -> Plan:
+    """Load, filter and expand every task file named by ``arguments``.
+
+    Raises:
+        UserError: any invalid input; nothing runs.
+    """
+    plan = Plan(tasks=[], repeats_override=options.repeats)
+    owners: dict[str, str] = {}
+    for path in discover(arguments):
+        loaded = load_task(path)
+        plan.warnings.extend(loaded.warnings)
+        reason = _skip_reason(loaded, options)
+        if reason is not None:
+            plan.skipped.append(SkippedTask(path=loaded.display, reason=reason))
+            continue
+        task_id = loaded.definition.task_id
+        if task_id in owners:
+            raise TaskFileError(
+                f"task_id '{task_id}' is also defined in {owners[task_id]}",
+                file=loaded.display,
+                line=loaded.document.line_of(("task_id",)),
+                field="task_id",
+                hint="task ids name run directories and suites; make them unique",
+            )
+        owners[task_id] = loaded.display
+        expansion = expand_dataset(loaded, options.selectors)
+        plan.warnings.extend(expansion.warnings)
+        request = (
+            selection_request(loaded.definition, options.selectors)
+            if loaded.definition.dataset is not None
+            else None
+        )
+        plan.tasks.append(PlannedTask(expansion, request))
+    return plan
+
+
+def _skip_reason(loaded: LoadedTask, options: PlanOptions) -> str | None:
+    task = loaded.definition
+    if task.skip and not options.include_skipped:
+        return "skip: true (pass --include-skipped to run it)"
+    tags = set(task.tags)
+    if options.tags and not tags & set(options.tags):
+        return f"no tag in --tags {','.join(options.tags)}"
+    excluded = tags & set(options.exclude_tags)
+    if excluded:
+        return f"tag {sorted(excluded)[0]} is in --exclude-tags"
+    return None
+
+
+def base_dirs(plan: Plan) -> dict[str, Path]:
+    """Task id → the task file's folder."""
+    return {t.loaded.definition.task_id: t.loaded.base_dir for t in plan.tasks}

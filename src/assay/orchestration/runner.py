@@ -1,0 +1,324 @@
+"""Execute a plan: every work item in its own sandbox, ``-j`` at a time, nothing lost.
+
+Per work item: resolve the row-task → create the sandbox → ``pre_run`` → agent → criteria
+(stage ``run``) → ``post_run`` → write ``response.txt``, ``trace.json``, ``task.log`` and,
+last and atomically, ``task.json``. A failure of the agent, a model or the sandbox ends that
+row ``ERROR`` and the others go on. Results come back in plan order, whatever order rows
+finish in.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Literal
+
+from assay.agents.base import AgentContext, AgentOutcome
+from assay.agents.llm import model_key
+from assay.agents.registry import build_agent
+from assay.criteria.base import CriterionRegistry, GradingContext
+from assay.errors import SandboxError
+from assay.orchestration.grading import final_status, grade, weighted_score
+from assay.orchestration.plan import Plan, WorkItem
+from assay.orchestration.rundir import item_dir
+from assay.providers.pool import ModelKey, ModelPool
+from assay.results.io import write_json_atomic, write_text_atomic
+from assay.results.status import FinalStatus
+from assay.results.task_result import (
+    AgentRecord,
+    CommandResult,
+    CriterionResult,
+    EvaluationResult,
+    TaskConfigRecord,
+    TokenUsage,
+)
+from assay.results.trace import Span, new_trace_id, to_otlp_json
+from assay.sandbox.process import run_process, tail
+from assay.sandbox.tempdir import Sandbox
+from assay.spec.task import LlmAgent, TaskDefinition
+
+Stage = Literal["run", "execute"]
+SANDBOX_DIR = "sandbox"
+
+
+@dataclass
+class RunOptions:
+    """How to execute: ``jobs`` at a time, which stage, whether to keep sandboxes."""
+
+    jobs: int = 4
+    stage: Stage = "run"
+    keep_sandboxes: bool = False
+
+
+@dataclass
+class ExecutionResult:
+    """The results in plan order (``None`` for items that never finished) and whether the
+    run was interrupted."""
+
+    results: list[EvaluationResult | None]
+    interrupted: bool = False
+    seconds: float = 0.0
+
+
+OnDone = Callable[[EvaluationResult], None]
+
+
+@dataclass
+class _Row:
+    """Mutable state while one work item runs."""
+
+    item: WorkItem
+    task: TaskDefinition
+    directory: Path
+    started: datetime = field(default_factory=datetime.now)
+    clock: float = field(default_factory=time.perf_counter)
+    log: list[str] = field(default_factory=list)
+    pre_run: list[CommandResult] = field(default_factory=list)
+    post_run: list[CommandResult] = field(default_factory=list)
+
+    def note(self, text: str) -> None:
+        stamp = datetime.now().strftime("%H:%M:%S.%f")[:-3]
+        self.log.append(f"{stamp} {text}")
+
+
+def model_keys(plan: Plan) -> list[ModelKey]:
+    """The model endpoints the plan's agents use, to start before any row runs."""
+    keys: dict[ModelKey, None] = {}
+    for planned in plan.tasks:
+        agent = planned.loaded.definition.agent
+        if isinstance(agent, LlmAgent):
+            keys[model_key(agent, planned.loaded.base_dir)] = None
+    return list(keys)
+
+
+class Runner:
+    """Runs work items against a started :class:`ModelPool`.
+
+    Args:
+        run_dir: the run directory.
+        pool: started models.
+        criteria: the criterion registry.
+        options: jobs, stage, sandbox keeping.
+    """
+
+    def __init__(
+        self, run_dir: Path, pool: ModelPool, criteria: CriterionRegistry, options: RunOptions
+    ) -> None:
+        self.run_dir = run_dir
+        self.pool = pool
+        self.criteria = criteria
+        self.options = options
+        self.base_env = dict(os.environ)
+
+    async def execute(self, items: list[WorkItem], on_done: OnDone) -> ExecutionResult:
+        """Run every item, ``jobs`` at a time; stop cleanly when cancelled (Ctrl-C)."""
+        started = time.perf_counter()
+        results: list[EvaluationResult | None] = [None] * len(items)
+        queue = iter(items)
+
+        async def worker() -> None:
+            for item in queue:
+                result = await self.run_item(item)
+                results[item.index] = result
+                on_done(result)
+
+        workers = [asyncio.create_task(worker()) for _ in range(max(1, self.options.jobs))]
+        interrupted = False
+        try:
+            await asyncio.gather(*workers)
+        except asyncio.CancelledError:
+            interrupted = True
+            for task in workers:
+                task.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
+        return ExecutionResult(results, interrupted, time.perf_counter() - started)
+
+    def _env(self, item: WorkItem, task: TaskDefinition, sandbox: Path) -> dict[str, str]:
+        env = dict(self.base_env)
+        env.update(
+            {
+                "ASSAY_TASK_ID": task.task_id,
+                "ASSAY_SUITE_ID": task.suite_id or "",
+                "ASSAY_ROW_ID": task.row_id or "",
+                "ASSAY_VARIANT": item.variant_id,
+                "ASSAY_REPLICATE": str(item.replicate),
+                "ASSAY_SANDBOX": str(sandbox),
+                "ASSAY_TASK_DIR": str(item.row_task.source.base_dir),
+            }
+        )
+        return env
+
+    async def run_item(self, item: WorkItem) -> EvaluationResult:
+        """Run one work item to its ``task.json``; never raises for a row's own failure."""
+        row_task = item.row_task
+        task = row_task.resolve()
+        directory = item_dir(
+            self.run_dir,
+            variant_id=item.variant_id,
+            task_id=task.task_id,
+            suite_id=task.suite_id,
+            row_id=task.row_id,
+            replicate=item.replicate,
+        )
+        row = _Row(item, task, directory)
+        base_dir = row_task.source.base_dir
+        try:
+            sandbox = Sandbox.create(task.sandbox, base_dir=base_dir)
+        except SandboxError as exc:
+            row.note(f"sandbox: {exc}")
+            return self._finish(row, AgentOutcome(status="error", error=str(exc)), [], None)
+        try:
+            return await self._in_sandbox(row, sandbox, base_dir)
+        finally:
+            if sandbox.root.exists() and not self._keeps(sandbox, directory):
+                sandbox.remove()
+
+    def _keeps(self, sandbox: Sandbox, directory: Path) -> bool:
+        return sandbox.root == directory / SANDBOX_DIR
+
+    async def _in_sandbox(self, row: _Row, sandbox: Sandbox, base_dir: Path) -> EvaluationResult:
+        task, item = row.task, row.item
+        env = self._env(item, task, sandbox.root)
+        failure = await self._pre_run(row, sandbox, env)
+        if failure is not None:
+            return self._finish(row, AgentOutcome(status="error", error=failure), [], sandbox)
+        root_span = Span(name=f"row {task.task_id}", trace_id=new_trace_id())
+        root_span.attributes.update(
+            {"assay.task_id": task.task_id, "assay.replicate": item.replicate}
+        )
+        context = AgentContext(
+            prompt=task.initial_prompt,
+            sandbox=sandbox.root,
+            base_dir=base_dir,
+            timeout=task.run_limits.task_timeout,
+            max_total_tokens=task.run_limits.max_total_tokens,
+            env=env,
+            models=self.pool,
+            root_span=root_span,
+        )
+        outcome = await build_agent(task.agent).run(context)
+        root_span.end(error=outcome.error)
+        outcome.spans.insert(0, root_span)
+        row.note(f"agent {task.agent.type}: {outcome.status}" + (
+            f" ({outcome.error})" if outcome.error else ""))  # fmt: skip
+        results: list[CriterionResult] = []
+        if outcome.status != "error" and self.options.stage == "run":
+            grading = GradingContext(sandbox=sandbox, response=outcome.response, env=env)
+            results = await grade(list(task.success_criteria), grading, self.criteria)
+            for result in results:
+                row.note(f"criterion {result.criterion_type}: score {result.score:.3f} "
+                         f"{_first_line(result.error or result.details)}")  # fmt: skip
+        await self._post_run(row, sandbox, env)
+        return self._finish(row, outcome, results, sandbox)
+
+    async def _pre_run(self, row: _Row, sandbox: Sandbox, env: dict[str, str]) -> str | None:
+        for command in row.task.pre_run:
+            result = await self._command(command.command, command.timeout, sandbox, env)
+            row.pre_run.append(result)
+            row.note(f"pre_run {command.command!r}: exit {result.exit_code}")
+            if command.fail_on_error and result.exit_code != 0:
+                why = result.error or f"exited with code {result.exit_code}"
+                return f"pre_run command {command.command!r} {why}: {tail(result.stderr, 500)}"
+        return None
+
+    async def _post_run(self, row: _Row, sandbox: Sandbox, env: dict[str, str]) -> None:
+        for command in row.task.post_run:
+            result = await self._command(command.command, command.timeout, sandbox, env)
+            row.post_run.append(result)
+            row.note(f"post_run {command.command!r}: exit {result.exit_code}")
+
+    @staticmethod
+    async def _command(
+        command: str, timeout: float, sandbox: Sandbox, env: dict[str, str]
+    ) -> CommandResult:
+        result = await run_process(command, cwd=sandbox.root, env=env, timeout=timeout)
+        return CommandResult(
+            command=command,
+            exit_code=result.exit_code,
+            stdout=tail(result.stdout),
+            stderr=tail(result.stderr),
+            duration_seconds=result.seconds,
+            error=f"timed out after {timeout:g} s" if result.timed_out else None,
+        )
+
+    def _finish(
+        self,
+        row: _Row,
+        outcome: AgentOutcome,
+        results: list[CriterionResult],
+        sandbox: Sandbox | None,
+    ) -> EvaluationResult:
+        task, item = row.task, row.item
+        status = final_status(outcome.status, results, graded=self.options.stage == "run")
+        kept = None
+        if sandbox is not None and (self.options.keep_sandboxes or self.options.stage == "execute"):
+            kept = sandbox.preserve(row.directory / SANDBOX_DIR)
+        result = EvaluationResult(
+            task_id=task.task_id,
+            suite_id=task.suite_id,
+            row_id=task.row_id,
+            row_index=item.row_task.row_index,
+            replicate_index=item.replicate,
+            task_description=task.description,
+            variant_id=item.variant_id,
+            agent_type=task.agent.type,
+            model_used=outcome.model_used,
+            started_at=row.started.isoformat(),
+            completed_at=datetime.now().isoformat(),
+            duration_seconds=time.perf_counter() - row.clock,
+            final_status=status,
+            weighted_score=weighted_score(results) if results else None,
+            success_criteria_results=results,
+            error_message=outcome.error if status is not FinalStatus.SUCCESS else None,
+            agent=AgentRecord(
+                exit_code=outcome.exit_code,
+                timed_out=outcome.status == "timeout",
+                stderr_tail=outcome.stderr_tail,
+                model_calls=outcome.model_calls,
+                response_chars=len(outcome.response or ""),
+                duration_seconds=outcome.seconds,
+            ),
+            total_token_usage=_usage(outcome),
+            pre_run_results=row.pre_run,
+            post_run_results=row.post_run,
+            sandbox_path=(kept.relative_to(self.run_dir).as_posix() if kept else None),
+            row=item.row_task.row,
+            task_config=TaskConfigRecord(
+                resolved=task.model_dump(mode="json", exclude_none=True),
+                source_file=item.row_task.source.display,
+            ),
+        )
+        write_row_files(row.directory, result, outcome, row.log)
+        return result
+
+
+def _first_line(text: str) -> str:
+    return text.splitlines()[0] if text else ""
+
+
+def _usage(outcome: AgentOutcome) -> TokenUsage | None:
+    if outcome.usage is None:
+        return None
+    return TokenUsage(
+        input_tokens=outcome.usage.input_tokens,
+        output_tokens=outcome.usage.output_tokens,
+        total_tokens=outcome.usage.total_tokens,
+    )
+
+
+def write_row_files(
+    directory: Path, result: EvaluationResult, outcome: AgentOutcome, log: list[str]
+) -> None:
+    """Write a row's files; ``task.json`` last, atomically, so it marks a finished row."""
+    directory.mkdir(parents=True, exist_ok=True)
+    if outcome.response is not None:
+        write_text_atomic(directory / "response.txt", outcome.response)
+    if len(outcome.spans) > 1:
+        write_json_atomic(directory / "trace.json", to_otlp_json(outcome.spans))
+    write_text_atomic(directory / "task.log", "\n".join(log) + "\n")
+    write_json_atomic(directory / "task.json", result)

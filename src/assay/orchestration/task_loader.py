@@ -1,0 +1,228 @@
+"""``load_task``: one YAML file → a validated :class:`TaskDefinition`, with warnings.
+
+Order: parse YAML (lines kept) → screen fields (unknown: error with suggestion; Coder Eval
+fields not implemented: one warning each) → inline ``initial_prompt_file`` and
+``system_prompt_file`` (relative to the task file) → pydantic validation → suite threshold
+names → placeholder lint. Every error is a :class:`TaskFileError` naming file, line, field.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from assay.data.substitute import PLACEHOLDER, lookalikes, string_leaves
+from assay.errors import TaskFileError
+from assay.orchestration.thresholds import check_threshold_names
+from assay.spec.base import ScreenError, screen
+from assay.spec.source import Loc, YamlDocument, field_path, read_yaml
+from assay.spec.task import TaskDefinition
+
+SUBSTITUTED_FIELDS = ("initial_prompt", "success_criteria")
+
+
+@dataclass(frozen=True)
+class LoadedTask:
+    """A validated task file.
+
+    Attributes:
+        definition: the task.
+        path: the file as given.
+        display: the file as messages name it (relative to the working directory).
+        base_dir: the file's directory (relative paths in the file start here).
+        document: the parsed YAML, for line numbers in later errors.
+        warnings: load-time warnings, each naming the file and field.
+    """
+
+    definition: TaskDefinition
+    path: Path
+    display: str
+    base_dir: Path
+    document: YamlDocument
+    warnings: list[str] = field(default_factory=list)
+
+    def located(self, loc: Loc) -> tuple[str, int | None]:
+        """``(file, line)`` of a field path in this file."""
+        return self.display, self.document.line_of(loc)
+
+
+def display_path(path: Path) -> str:
+    """``path`` relative to the working directory when it is inside it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def load_task(path: Path) -> LoadedTask:
+    """Read and validate one task file.
+
+    Raises:
+        TaskFileError: unreadable file, invalid YAML, unknown field, invalid value,
+            missing prompt file, unknown suite threshold name.
+    """
+    display = display_path(path)
+    document = read_yaml(path)
+    data = document.data
+    if not isinstance(data, dict):
+        raise TaskFileError(
+            "a task file is a YAML mapping with task_id, description and success_criteria",
+            file=display,
+            line=document.line_of(()),
+        )
+    try:
+        screened = screen(data, TaskDefinition)
+    except ScreenError as exc:
+        problem = exc.problem
+        raise TaskFileError(
+            problem.message,
+            file=display,
+            line=document.line_of(problem.loc),
+            field=field_path(problem.loc),
+            hint=problem.hint,
+        ) from None
+    warnings = [
+        f"{display}:{document.line_of(loc) or '?'}: {field_path(loc)}: {text}"
+        for loc, text in screened.warnings
+    ]
+    base_dir = path.resolve().parent
+    raw = _inline_files(dict(screened.data), base_dir, display, document)
+    definition = _validate(raw, display, document)
+    check_threshold_names(definition, display=display, document=document)
+    warnings += lint_placeholders(data, definition, display=display, document=document)
+    return LoadedTask(definition, path, display, base_dir, document, warnings)
+
+
+def _inline_files(
+    raw: dict[str, Any], base_dir: Path, display: str, document: YamlDocument
+) -> dict[str, Any]:
+    if isinstance(raw.get("initial_prompt_file"), str):
+        loc: Loc = ("initial_prompt_file",)
+        raw["initial_prompt"] = _read_prompt(raw, loc, base_dir, display, document)
+        del raw["initial_prompt_file"]
+    agent = raw.get("agent")
+    if isinstance(agent, dict) and isinstance(agent.get("system_prompt_file"), str):
+        agent = dict(agent)
+        agent["system_prompt"] = _read_prompt(
+            agent, ("agent", "system_prompt_file"), base_dir, display, document
+        )
+        del agent["system_prompt_file"]
+        raw["agent"] = agent
+    return raw
+
+
+def _read_prompt(
+    holder: dict[str, Any], loc: Loc, base_dir: Path, display: str, document: YamlDocument
+) -> str:
+    name = str(holder[str(loc[-1])])
+    target = Path(name) if Path(name).is_absolute() else base_dir / name
+    try:
+        return target.read_text(encoding="utf-8-sig").strip()
+    except OSError as exc:
+        raise TaskFileError(
+            f"cannot read {name}: {exc.strerror or exc}",
+            file=display,
+            line=document.line_of(loc),
+            field=field_path(loc),
+            hint="the path is relative to the task file's folder",
+        ) from None
+
+
+def _validate(raw: dict[str, Any], display: str, document: YamlDocument) -> TaskDefinition:
+    try:
+        return TaskDefinition.model_validate(raw)
+    except ValidationError as exc:
+        problems = [_problem(error, raw, document, display) for error in exc.errors()]
+        first = problems[0]
+        rest = "".join(f"\n  also: {p.render()}" for p in problems[1:6])
+        raise TaskFileError(
+            first.message + rest, file=display, line=first.line, field=first.field
+        ) from None
+
+
+def _problem(error: Any, raw: Any, document: YamlDocument, display: str) -> TaskFileError:
+    loc = data_loc(tuple(error["loc"]), raw)
+    message = str(error["msg"]).removeprefix("Value error, ").removeprefix("Assertion failed, ")
+    if error["type"] == "missing":
+        message = "required field is missing"
+    elif error["type"] == "extra_forbidden":
+        message = "unknown field"
+    return TaskFileError(
+        message, file=display, line=document.line_of(loc), field=field_path(loc) or None
+    )
+
+
+def data_loc(loc: tuple[Any, ...], data: Any) -> Loc:
+    """Drop the parts of a pydantic error location that are not in the data (union tags)."""
+    out: list[str | int] = []
+    node = data
+    for part in loc:
+        if (isinstance(node, dict) and part in node) or (
+            isinstance(node, list) and isinstance(part, int) and part < len(node)
+        ):
+            node = node[part]
+            out.append(part)
+        elif isinstance(node, dict) and isinstance(part, str) and "[" not in part:
+            if part not in _UNION_TAGS:
+                out.append(part)  # a missing field: name it
+            node = None
+    return tuple(out)
+
+
+_UNION_TAGS = frozenset(
+    {
+        "file_exists",
+        "file_check",
+        "run_command",
+        "classification_match",
+        "response_match",
+        "none",
+        "command",
+        "llm",
+        "template_dir",
+        "starter_files",
+    }
+)
+
+
+def lint_placeholders(
+    data: dict[str, Any], task: TaskDefinition, *, display: str, document: YamlDocument
+) -> list[str]:
+    """Warnings for placeholders that will not do what they seem to.
+
+    - a dataset task whose prompt has no ``${row.…}`` (every row gets the same prompt);
+    - look-alikes (``{row.x}``, ``{{row.x}}``, ``$row.x``, …) in substituted fields;
+    - ``${row.…}`` in a field that is never substituted, or in a task without a dataset.
+    """
+    out: list[str] = []
+
+    def warn(loc: Loc, text: str) -> None:
+        out.append(f"{display}:{document.line_of(loc) or '?'}: {field_path(loc)}: {text}")
+
+    has_dataset = task.dataset is not None
+    prompt = task.initial_prompt
+    if has_dataset and prompt is not None and not PLACEHOLDER.search(prompt):
+        where = "initial_prompt_file" if "initial_prompt_file" in data else "initial_prompt"
+        warn((where,), "the task has a dataset but the prompt has no ${row.<field>} placeholder, "
+             "so every row gets the same prompt")  # fmt: skip
+    for key in SUBSTITUTED_FIELDS:
+        texts = [prompt] if key == "initial_prompt" and prompt else []
+        if key == "success_criteria":
+            texts = string_leaves(data.get(key))
+        for text in texts:
+            for look in lookalikes(text):
+                warn((key,), f"{look!r} looks like a placeholder but is not one; "
+                     "write ${row.<field>}")  # fmt: skip
+            if not has_dataset and PLACEHOLDER.search(text):
+                warn((key,), "${row.…} is only substituted in tasks with a dataset; "
+                     "here it stays literal")  # fmt: skip
+    for key, value in data.items():
+        if key in SUBSTITUTED_FIELDS or key == "dataset":
+            continue
+        if any("${row." in leaf for leaf in string_leaves(value)):
+            warn((key,), "${row.…} is substituted only in initial_prompt and success_criteria; "
+                 "here it stays literal")  # fmt: skip
+    return out

@@ -1,0 +1,71 @@
+"""Suite thresholds: which metric names exist, and checking a gate.
+
+Metric names (``reference/originals.md`` §1.4): every criterion has ``count``, ``mean``,
+``median``, ``std``, ``min``, ``max`` and ``completion_rate``; classification criteria add
+``accuracy``, ``macro_f1``, ``weighted_f1``, ``micro_f1`` and ``precision.<label>``,
+``recall.<label>``, ``f1.<label>`` for each allowed label and ``(none)``/``(other)``.
+A name outside that set is a load-time error with a suggestion: a typo would otherwise make
+a gate that can never pass.
+"""
+
+from __future__ import annotations
+
+from assay.errors import TaskFileError
+from assay.results.suite import ThresholdCheck
+from assay.spec.base import did_you_mean
+from assay.spec.criteria import CLASSIFICATION_TYPES, ClassificationMatch, CriterionSpec
+from assay.spec.source import YamlDocument, field_path
+from assay.spec.task import TaskDefinition
+
+BASE_METRICS = ("count", "mean", "median", "std", "min", "max", "completion_rate")
+CLASSIFICATION_METRICS = ("accuracy", "macro_f1", "weighted_f1", "micro_f1")
+PER_LABEL = ("precision", "recall", "f1")
+SPECIAL_LABELS = ("(none)", "(other)")
+
+
+def known_metrics(spec: CriterionSpec) -> set[str] | None:
+    """The metric names ``spec`` can produce; ``None`` when labels are not known at load."""
+    names = set(BASE_METRICS)
+    if spec.type in CLASSIFICATION_TYPES and isinstance(spec, ClassificationMatch):
+        names |= set(CLASSIFICATION_METRICS)
+        labels = [*spec.allowed_labels, *SPECIAL_LABELS]
+        if any("${" in label for label in labels):
+            return None
+        names |= {f"{kind}.{label}" for kind in PER_LABEL for label in labels}
+    return names
+
+
+def check_threshold_names(task: TaskDefinition, *, display: str, document: YamlDocument) -> None:
+    """Reject unknown metric names and minimums no value can reach.
+
+    Raises:
+        TaskFileError: naming the criterion's ``suite_thresholds.<metric>`` and its line.
+    """
+    for index, spec in enumerate(task.success_criteria):
+        known = known_metrics(spec)
+        for metric, minimum in (spec.suite_thresholds or {}).items():
+            loc = ("success_criteria", index, "suite_thresholds", metric)
+            line, name = document.line_of(loc), field_path(loc)
+            if known is not None and metric not in known:
+                hint = did_you_mean(metric, known) or "known: " + ", ".join(sorted(known))
+                raise TaskFileError(
+                    f"'{spec.type}' produces no metric named '{metric}'",
+                    file=display, line=line, field=name, hint=hint,
+                )  # fmt: skip
+            if metric != "count" and not 0 <= minimum <= 1:
+                raise TaskFileError(
+                    f"minimum {minimum} for '{metric}' is outside [0, 1], so the gate can never "
+                    "be decided as intended",
+                    file=display, line=line, field=name,
+                )  # fmt: skip
+
+
+def check_gate(metric: str, minimum: float, values: dict[str, float | None]) -> ThresholdCheck:
+    """One gate: passes when the metric exists, is defined and is at least ``minimum``."""
+    actual = values.get(metric)
+    return ThresholdCheck(
+        metric=metric,
+        min_value=minimum,
+        actual_value=actual,
+        passed=actual is not None and actual >= minimum,
+    )

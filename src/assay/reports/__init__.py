@@ -1,0 +1,1 @@
+"""Roll-ups and renderings: suite.json/md, run.json/md, JUnit XML, progress."""

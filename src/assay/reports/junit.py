@@ -1,0 +1,102 @@
+"""JUnit XML for CI: one ``testcase`` per row-task replicate, one per suite gate.
+
+A ``testsuite`` per (variant, suite) or per task without a dataset. A row's test case is
+named by its row id (task ids contain ``/``; they are attribute values here, never paths);
+``classname`` is the suite id, prefixed by the variant when it is not ``default``. A failed
+row is a ``failure``, an errored row an ``error``, a row not graded ``skipped``. The suite
+gate is one more test case, so a failed gate fails the CI job visibly.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+
+from assay.reports.rollup import failure_reasons, order_key
+from assay.results.io import write_text_atomic
+from assay.results.suite import SuiteRollup
+from assay.results.task_result import EvaluationResult
+
+GATE_CASE = "suite gate"
+
+
+def _classname(variant_id: str, name: str) -> str:
+    return name if variant_id == "default" else f"{variant_id}.{name}"
+
+
+def _case(result: EvaluationResult) -> ET.Element:
+    name = result.row_id if result.row_id is not None else result.task_id
+    if result.replicate_index:
+        name += f" [replicate {result.replicate_index:02d}]"
+    case = ET.Element(
+        "testcase",
+        {
+            "name": name,
+            "classname": _classname(result.variant_id, result.suite_id or result.task_id),
+            "time": f"{result.duration_seconds:.3f}",
+        },
+    )
+    category = result.final_status.category
+    text = "\n".join(failure_reasons(result))
+    if category == "failed":
+        node = ET.SubElement(case, "failure", {"message": result.final_status.value,
+                                               "type": result.final_status.value})  # fmt: skip
+        node.text = text or result.error_message or ""
+    elif category == "error":
+        node = ET.SubElement(case, "error", {"message": result.error_message or "error",
+                                             "type": result.final_status.value})  # fmt: skip
+        node.text = result.error_message or ""
+    elif category == "not_graded":
+        ET.SubElement(case, "skipped", {"message": "not graded (assay execute)"})
+    return case
+
+
+def _gate_case(suite: SuiteRollup) -> ET.Element:
+    case = ET.Element("testcase", {"name": GATE_CASE,
+                                   "classname": _classname(suite.variant_id, suite.suite_id),
+                                   "time": "0"})  # fmt: skip
+    if not suite.passed:
+        failed = [
+            f"{agg.criterion_type}: {c.metric} = {c.actual_value} < {c.min_value}"
+            for agg in suite.criterion_aggregates
+            for c in agg.threshold_checks
+            if not c.passed
+        ]
+        node = ET.SubElement(case, "failure", {"message": "suite gate failed",
+                                               "type": "SuiteGate"})  # fmt: skip
+        node.text = "\n".join(failed)
+    return case
+
+
+def render_junit(results: Sequence[EvaluationResult], suites: Sequence[SuiteRollup]) -> str:
+    """The JUnit XML document."""
+    groups: dict[tuple[str, str], list[EvaluationResult]] = defaultdict(list)
+    for result in sorted(results, key=order_key):
+        groups[(result.variant_id, result.suite_id or result.task_id)].append(result)
+    gates = {(s.variant_id, s.suite_id): s for s in suites}
+    root = ET.Element("testsuites", {"name": "assay"})
+    for (variant, name), members in groups.items():
+        cases = [_case(r) for r in members]
+        gate = gates.get((variant, name))
+        if gate is not None:
+            cases.append(_gate_case(gate))
+        suite_el = ET.SubElement(root, "testsuite", {
+            "name": _classname(variant, name),
+            "tests": str(len(cases)),
+            "failures": str(sum(1 for c in cases if c.find("failure") is not None)),
+            "errors": str(sum(1 for c in cases if c.find("error") is not None)),
+            "skipped": str(sum(1 for c in cases if c.find("skipped") is not None)),
+            "time": f"{sum(r.duration_seconds for r in members):.3f}",
+        })  # fmt: skip
+        suite_el.extend(cases)
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def write_junit(
+    path: Path, results: Sequence[EvaluationResult], suites: Sequence[SuiteRollup]
+) -> None:
+    """Write the JUnit XML to ``path`` atomically."""
+    write_text_atomic(path, render_junit(results, suites))

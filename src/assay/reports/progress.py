@@ -1,0 +1,151 @@
+"""Progress while rows run: a rich bar on a terminal, plain periodic lines otherwise.
+
+Both show rows done/total, passed, errors, rows per second and the time left.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import IO, Protocol
+
+from assay.results.task_result import EvaluationResult
+
+
+class Progress(Protocol):
+    """Receives one call per finished row."""
+
+    def start(self, total: int) -> None:
+        """Called once before the first row."""
+
+    def advance(self, result: EvaluationResult) -> None:
+        """Called when a row finishes."""
+
+    def stop(self) -> None:
+        """Called once at the end."""
+
+
+class _Counts:
+    def __init__(self) -> None:
+        self.total = 0
+        self.done = 0
+        self.passed = 0
+        self.errors = 0
+        self.started = time.monotonic()
+
+    def add(self, result: EvaluationResult) -> None:
+        self.done += 1
+        category = result.final_status.category
+        self.passed += category == "passed"
+        self.errors += category == "error"
+
+    def line(self) -> str:
+        elapsed = max(time.monotonic() - self.started, 1e-9)
+        rate = self.done / elapsed
+        left = (self.total - self.done) / rate if rate > 0 else 0.0
+        return (
+            f"{self.done}/{self.total} rows · {self.passed} passed · {self.errors} errors · "
+            f"{rate:.1f} rows/s · ETA {left:.0f} s"
+        )
+
+
+class PlainProgress:
+    """One line to ``stream`` every ``every`` seconds and at the end (for logs and CI)."""
+
+    def __init__(self, stream: IO[str] | None = None, every: float = 10.0) -> None:
+        self.stream = stream or sys.stderr
+        self.every = every
+        self.counts = _Counts()
+        self._last = 0.0
+
+    def start(self, total: int) -> None:
+        """Remember the total."""
+        self.counts = _Counts()
+        self.counts.total = total
+        self._last = time.monotonic()
+
+    def advance(self, result: EvaluationResult) -> None:
+        """Count the row; print when ``every`` seconds have passed."""
+        self.counts.add(result)
+        now = time.monotonic()
+        if now - self._last >= self.every:
+            self._last = now
+            print(f"[assay] {self.counts.line()}", file=self.stream, flush=True)
+
+    def stop(self) -> None:
+        """Print the final line."""
+        if self.counts.total:
+            print(f"[assay] {self.counts.line()}", file=self.stream, flush=True)
+
+
+class RichProgress:
+    """A rich progress bar with the same counters in its description."""
+
+    def __init__(self) -> None:
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        self.counts = _Counts()
+        self.bar = Progress(
+            TextColumn("[bold]assay"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[status]}"),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            console=Console(stderr=True),
+            transient=False,
+        )
+        self.task_id = self.bar.add_task("rows", total=0, status="")
+
+    def start(self, total: int) -> None:
+        """Show the bar."""
+        self.counts = _Counts()
+        self.counts.total = total
+        self.bar.update(self.task_id, total=total)
+        self.bar.start()
+
+    def advance(self, result: EvaluationResult) -> None:
+        """Move the bar by one row."""
+        self.counts.add(result)
+        elapsed = max(time.monotonic() - self.counts.started, 1e-9)
+        status = (
+            f"[green]{self.counts.passed} passed[/] · [red]{self.counts.errors} errors[/] · "
+            f"{self.counts.done / elapsed:.1f} rows/s"
+        )
+        self.bar.update(self.task_id, advance=1, status=status)
+
+    def stop(self) -> None:
+        """Remove the live display."""
+        self.bar.stop()
+
+
+class NoProgress:
+    """Shows nothing."""
+
+    def start(self, total: int) -> None:
+        """Nothing."""
+
+    def advance(self, result: EvaluationResult) -> None:
+        """Nothing."""
+
+    def stop(self) -> None:
+        """Nothing."""
+
+
+def make_progress(stream: IO[str] | None = None, *, quiet: bool = False) -> Progress:
+    """A rich bar when stderr is a terminal, plain lines otherwise, nothing when quiet."""
+    if quiet:
+        return NoProgress()
+    target = stream or sys.stderr
+    if target.isatty():
+        return RichProgress()
+    return PlainProgress(target)

@@ -1,0 +1,179 @@
+"""Roll the row results of one suite (one variant) up into a ``SuiteRollup``.
+
+Counting follows Coder Eval (``reference/originals.md`` §1.4–1.5): the four status categories
+sum to ``rows_total``; ``pass_rate = rows_passed / rows_graded`` (``null`` when nothing was
+graded). Criteria aggregate **by position**: result ``i`` of each row belongs to criterion
+``i``. Rows without that result (errored before grading, or not graded) are counted in
+``rows_total``, excluded from the criterion's denominator, and visible through
+``completion_rate`` and ``rows_excluded``. A gate passes when its metric exists and reaches
+the minimum; a metric never produced fails its gate.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from collections.abc import Sequence
+
+from assay.criteria.base import CriterionRegistry
+from assay.metrics.values import MetricTable
+from assay.orchestration.thresholds import check_gate
+from assay.results.status import FinalStatus
+from assay.results.suite import (
+    CriterionAggregate,
+    CriterionStat,
+    DatasetRecord,
+    FailedRowSummary,
+    SelectionRecord,
+    SuiteRollup,
+)
+from assay.results.task_result import CriterionResult, EvaluationResult
+from assay.spec.criteria import CriterionSpec
+
+FAILED_SAMPLE_LIMIT = 20
+NOT_GRADED_ERROR = "no row was graded (run `assay evaluate RUN_DIR` to grade them)"
+NO_ROWS_ERROR = "no row reached this criterion (every row errored), so thresholds fail"
+
+
+def order_key(result: EvaluationResult) -> tuple[int, int, str]:
+    """Dataset order, then replicate: the order of every report."""
+    return (result.row_index if result.row_index is not None else -1, result.replicate_index,
+            result.task_id)  # fmt: skip
+
+
+def build_suite(
+    *,
+    suite_id: str,
+    variant_id: str,
+    results: Sequence[EvaluationResult],
+    criteria: Sequence[CriterionSpec],
+    registry: CriterionRegistry,
+    task_json_paths: dict[int, str],
+    dataset: DatasetRecord | None = None,
+    selection: SelectionRecord | None = None,
+) -> SuiteRollup:
+    """The roll-up of ``results`` (every row of one suite in one variant).
+
+    Args:
+        suite_id: the task file's ``task_id``.
+        variant_id: the variant.
+        results: the rows' results, any order (they are sorted into dataset order).
+        criteria: the task's criteria, in declaration order.
+        registry: checkers, which aggregate their criterion.
+        task_json_paths: ``id(result)`` → its ``task.json`` path relative to the run dir.
+        dataset: where the rows came from.
+        selection: which rows the run selected.
+    """
+    ordered = sorted(results, key=order_key)
+    counts = _counts(ordered)
+    graded = counts["passed"] + counts["failed"]
+    scores = [r.weighted_score for r in ordered if r.weighted_score is not None]
+    aggregates = [
+        aggregate_criterion(position, spec, ordered, registry)
+        for position, spec in enumerate(criteria)
+    ]
+    failed = [r for r in ordered if r.final_status.category != "passed"]
+    return SuiteRollup(
+        suite_id=suite_id,
+        variant_id=variant_id,
+        rows_total=len(ordered),
+        rows_passed=counts["passed"],
+        rows_failed=counts["failed"],
+        rows_error=counts["error"],
+        rows_not_graded=counts["not_graded"],
+        rows_graded=graded,
+        pass_rate=counts["passed"] / graded if graded else None,
+        average_weighted_score=statistics.fmean(scores) if scores else None,
+        criterion_stats=_criterion_stats(ordered),
+        failed_samples=[
+            _failed_summary(r, task_json_paths[id(r)]) for r in failed[:FAILED_SAMPLE_LIMIT]
+        ],
+        failed_samples_total=len(failed),
+        criterion_aggregates=aggregates,
+        passed=all(a.passed for a in aggregates),
+        dataset=dataset,
+        selection=selection,
+    )
+
+
+def _counts(results: Sequence[EvaluationResult]) -> dict[str, int]:
+    counts = {"passed": 0, "failed": 0, "error": 0, "not_graded": 0}
+    for result in results:
+        counts[result.final_status.category] += 1
+    return counts
+
+
+def aggregate_criterion(
+    position: int,
+    spec: CriterionSpec,
+    results: Sequence[EvaluationResult],
+    registry: CriterionRegistry,
+) -> CriterionAggregate:
+    """Aggregate criterion ``position`` over the rows that produced its result."""
+    rows_total = len(results)
+    per_row: list[CriterionResult] = [
+        r.success_criteria_results[position]
+        for r in results
+        if len(r.success_criteria_results) > position
+    ]
+    table, details = registry.get(spec.type).aggregate(spec, per_row)
+    completion = MetricTable()
+    completion.put("completion_rate", len(per_row), rows_total, "the suite has no rows")
+    table.merge(completion)
+    checks = [check_gate(m, v, table.values) for m, v in (spec.suite_thresholds or {}).items()]
+    error = None
+    if not per_row:
+        not_graded = all(r.final_status is FinalStatus.NOT_GRADED for r in results)
+        error = NOT_GRADED_ERROR if not_graded and results else NO_ROWS_ERROR
+    return CriterionAggregate(
+        criterion_type=spec.type,
+        description=spec.description,
+        rows_total=rows_total,
+        rows_excluded=rows_total - len(per_row),
+        metrics=dict(sorted(table.values.items())),
+        undefined_metrics=dict(sorted(table.undefined.items())),
+        threshold_checks=checks,
+        passed=all(c.passed for c in checks) and not (error and checks),
+        details=details,
+        error=error,
+    )
+
+
+def _criterion_stats(results: Sequence[EvaluationResult]) -> list[CriterionStat]:
+    by_type: dict[str, list[CriterionResult]] = defaultdict(list)
+    for result in results:
+        for item in result.success_criteria_results:
+            by_type[item.criterion_type].append(item)
+    return [
+        CriterionStat(
+            criterion_type=name,
+            rows_evaluated=len(items),
+            average_score=statistics.fmean(i.score for i in items) if items else None,
+            error_count=sum(1 for i in items if i.error),
+        )
+        for name, items in sorted(by_type.items())
+    ]
+
+
+def failure_reasons(result: EvaluationResult) -> list[str]:
+    """Why a row did not pass: criteria with an error or a score below 1.0."""
+    reasons = []
+    for item in result.success_criteria_results:
+        if item.error:
+            reasons.append(f"{item.criterion_type}: {item.error}")
+        elif item.score < 1.0:
+            reasons.append(item.details.splitlines()[0] if item.details else item.criterion_type)
+    return reasons
+
+
+def _failed_summary(result: EvaluationResult, relpath: str) -> FailedRowSummary:
+    return FailedRowSummary(
+        row_id=result.row_id,
+        task_id=result.task_id,
+        final_status=result.final_status.value,
+        weighted_score=result.weighted_score,
+        failure_reasons=failure_reasons(result),
+        error_message=result.error_message,
+        task_json_relpath=relpath,
+        replicate_index=result.replicate_index,
+    )

@@ -1,0 +1,226 @@
+"""Write every report of a run from its row results: suites, ``run.json``/``run.md``, JUnit.
+
+The same function serves ``assay run`` (at the end of the run), ``assay evaluate`` (after
+re-grading) and ``assay report`` (rebuilding from the ``task.json`` files), so the reports
+never depend on how the results were obtained.
+"""
+
+from __future__ import annotations
+
+import platform
+import sys
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import TypeAdapter
+
+from assay.criteria.base import CriterionRegistry
+from assay.orchestration.rundir import suite_dir
+from assay.reports.junit import write_junit
+from assay.reports.markdown import render_run, render_suite
+from assay.reports.rollup import build_suite, order_key
+from assay.results.io import write_json_atomic, write_text_atomic
+from assay.results.run import RunSummary, SkippedTask, SuiteRef, TaskRow, TaskSelection
+from assay.results.status import FinalStatus
+from assay.results.suite import SuiteRollup
+from assay.results.task_result import EvaluationResult
+from assay.spec.criteria import Criterion, CriterionSpec
+
+Stage = Literal["run", "execute", "evaluate", "report"]
+_CRITERIA = TypeAdapter(list[Criterion])
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_INTERRUPTED = 130
+
+
+@dataclass
+class RunMeta:
+    """Facts about the invocation that the row results do not carry."""
+
+    run_id: str
+    stage: Stage
+    start_time: datetime
+    end_time: datetime
+    max_parallel: int
+    command: list[str] = field(default_factory=list)
+    skipped: list[SkippedTask] = field(default_factory=list)
+    selections: list[TaskSelection] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    interrupted: bool = False
+    criteria: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+
+@dataclass
+class Reports:
+    """What was written, and the exit code it implies."""
+
+    summary: RunSummary
+    suites: list[SuiteRollup]
+    exit_code: int
+
+
+def task_json_relpath(result: EvaluationResult) -> str:
+    """``<variant>/<suite>/<row>/<NN>/task.json`` (or ``<variant>/<task>/<NN>/…``), POSIX."""
+    parts = [result.variant_id]
+    if result.suite_id is not None and result.row_id is not None:
+        parts += [result.suite_id, result.row_id]
+    else:
+        parts.append(result.task_id)
+    parts += [f"{result.replicate_index:02d}", "task.json"]
+    return "/".join(parts)
+
+
+def suite_criteria(
+    suite_id: str, members: Sequence[EvaluationResult], meta: RunMeta
+) -> list[CriterionSpec]:
+    """The suite's criteria as written (before substitution) when known, else as the first
+    row resolved them."""
+    raw = meta.criteria.get(suite_id)
+    if raw is None:
+        raw = members[0].task_config.resolved.get("success_criteria", [])
+    return list(_CRITERIA.validate_python(raw))
+
+
+def write_reports(
+    run_dir: Path,
+    results: Sequence[EvaluationResult],
+    meta: RunMeta,
+    registry: CriterionRegistry,
+    *,
+    junit_path: Path | None = None,
+) -> Reports:
+    """Write suites, ``run.json``, ``run.md`` (and JUnit XML) for ``results``."""
+    ordered = sorted(results, key=lambda r: (r.variant_id, r.suite_id or r.task_id, order_key(r)))
+    paths = {id(r): task_json_relpath(r) for r in ordered}
+    selections = {s.task_id: s for s in meta.selections}
+    groups: dict[tuple[str, str], list[EvaluationResult]] = defaultdict(list)
+    for result in ordered:
+        if result.suite_id is not None:
+            groups[(result.variant_id, result.suite_id)].append(result)
+    suites: list[SuiteRollup] = []
+    refs: list[SuiteRef] = []
+    for (variant, suite_id), members in groups.items():
+        chosen = selections.get(suite_id)
+        suite = build_suite(
+            suite_id=suite_id,
+            variant_id=variant,
+            results=members,
+            criteria=suite_criteria(suite_id, members, meta),
+            registry=registry,
+            task_json_paths=paths,
+            dataset=chosen.dataset if chosen else None,
+            selection=chosen.selection if chosen else None,
+        )
+        suite.criteria = meta.criteria.get(suite_id)
+        folder = suite_dir(run_dir, variant, suite_id)
+        write_json_atomic(folder / "suite.json", suite)
+        write_text_atomic(folder / "suite.md", render_suite(suite))
+        suites.append(suite)
+        refs.append(_suite_ref(suite))
+    exit_code = decide_exit_code(ordered, suites, meta)
+    summary = _summary(ordered, refs, meta, paths, exit_code)
+    write_json_atomic(run_dir / "run.json", summary)
+    write_text_atomic(run_dir / "run.md", render_run(summary))
+    if junit_path is not None:
+        write_junit(junit_path, ordered, suites)
+    return Reports(summary, suites, exit_code)
+
+
+def _suite_ref(suite: SuiteRollup) -> SuiteRef:
+    failed = [
+        f"{agg.criterion_type}.{check.metric}"
+        for agg in suite.criterion_aggregates
+        for check in agg.threshold_checks
+        if not check.passed
+    ]
+    return SuiteRef(
+        suite_id=suite.suite_id,
+        variant_id=suite.variant_id,
+        passed=suite.passed,
+        failed_gates=failed,
+        suite_json=f"{suite.variant_id}/{suite.suite_id}/suite.json",
+    )
+
+
+def decide_exit_code(
+    results: Sequence[EvaluationResult], suites: Sequence[SuiteRollup], meta: RunMeta
+) -> int:
+    """130 when interrupted; 0 for ``execute``; else 1 when a suite gate or a task without a
+    dataset failed, and 0 otherwise (DESIGN.md "Exit codes")."""
+    if meta.interrupted:
+        return EXIT_INTERRUPTED
+    if meta.stage == "execute":
+        return EXIT_OK
+    if any(not s.passed for s in suites):
+        return EXIT_FAILED
+    standalone = [r for r in results if r.suite_id is None]
+    if any(r.final_status is not FinalStatus.SUCCESS for r in standalone):
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def _summary(
+    results: Sequence[EvaluationResult],
+    refs: list[SuiteRef],
+    meta: RunMeta,
+    paths: dict[int, str],
+    exit_code: int,
+) -> RunSummary:
+    from assay import __version__
+
+    counts = {"passed": 0, "failed": 0, "error": 0, "not_graded": 0}
+    for result in results:
+        counts[result.final_status.category] += 1
+    graded = counts["passed"] + counts["failed"]
+    total = len(results)
+    return RunSummary(
+        run_id=meta.run_id,
+        stage=meta.stage,
+        start_time=meta.start_time.isoformat(),
+        end_time=meta.end_time.isoformat(),
+        total_duration_seconds=(meta.end_time - meta.start_time).total_seconds(),
+        tasks_run=total,
+        tasks_succeeded=counts["passed"],
+        tasks_failed=counts["failed"],
+        tasks_error=counts["error"],
+        tasks_not_graded=counts["not_graded"],
+        tasks_graded=graded,
+        pass_rate=counts["passed"] / graded if graded else None,
+        error_share=counts["error"] / total if total else None,
+        tasks_token_budget_exceeded=sum(
+            1 for r in results if r.final_status is FinalStatus.TOKEN_BUDGET_EXCEEDED
+        ),
+        tasks_timeout=sum(1 for r in results if r.final_status is FinalStatus.TIMEOUT),
+        interrupted=meta.interrupted,
+        exit_code=exit_code,
+        max_parallel=meta.max_parallel,
+        command=meta.command,
+        skipped_tasks=meta.skipped,
+        selections=meta.selections,
+        suites=refs,
+        warnings=meta.warnings,
+        task_results=[
+            TaskRow(
+                task_id=r.task_id,
+                suite_id=r.suite_id,
+                row_id=r.row_id,
+                variant_id=r.variant_id,
+                replicate_index=r.replicate_index,
+                final_status=r.final_status.value,
+                weighted_score=r.weighted_score,
+                duration_seconds=r.duration_seconds,
+                task_json=paths[id(r)],
+            )
+            for r in results
+        ],
+        framework_version=__version__,
+        environment_info={
+            "python": sys.version.split()[0],
+            "platform": platform.platform(),
+        },
+    )

@@ -1,0 +1,50 @@
+"""Writing result files: atomically, as UTF-8, and never with NaN in JSON.
+
+A file is written to a temporary name in the same directory and renamed over the target, so
+a reader (or a resumed run) sees either the old file or the complete new one, never half.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` (UTF-8) by rename; creates parent directories."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def dumps(data: Any) -> str:
+    """JSON text with two-space indent and a final newline.
+
+    Raises:
+        ValueError: ``data`` contains NaN or an infinity (``allow_nan=False``).
+    """
+    return json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write ``data`` (a pydantic model or plain JSON data) to ``path`` atomically."""
+    if isinstance(data, BaseModel):
+        data = data.model_dump(mode="json")
+    write_text_atomic(path, dumps(data))
+
+
+def read_json(path: Path) -> Any:
+    """Read a JSON file written by assay."""
+    with path.open(encoding="utf-8") as handle:
+        return json.load(handle)

@@ -1,0 +1,91 @@
+"""``run.json``: one invocation of ``assay run`` / ``execute`` / ``evaluate`` (``RunSummary``).
+
+Field names follow ``reference/originals.md`` §1.10; assay adds ``schema_version``,
+``stage``, ``suites``, ``selections``, ``warnings`` and ``exit_code``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from assay.results.suite import DatasetRecord, SelectionRecord
+
+RUN_SCHEMA_VERSION = "1"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class SkippedTask(_Model):
+    """A task file that did not run, and why (``skip: true``, tag filter)."""
+
+    path: str
+    reason: str
+
+
+class TaskRow(_Model):
+    """One row-task replicate, flattened for ``run.json``."""
+
+    task_id: str
+    suite_id: str | None
+    row_id: str | None
+    variant_id: str
+    replicate_index: int
+    final_status: str
+    weighted_score: float | None
+    duration_seconds: float
+    task_json: str
+
+
+class SuiteRef(_Model):
+    """A suite written by this run, with its gate and where its report is."""
+
+    suite_id: str
+    variant_id: str
+    passed: bool
+    failed_gates: list[str] = Field(default_factory=list)
+    suite_json: str
+
+
+class TaskSelection(_Model):
+    """The rows one dataset task selected."""
+
+    task_id: str
+    source_file: str
+    dataset: DatasetRecord
+    selection: SelectionRecord
+
+
+class RunSummary(_Model):
+    """One ``run.json``."""
+
+    schema_version: str = RUN_SCHEMA_VERSION
+    run_id: str
+    stage: Literal["run", "execute", "evaluate", "report"] = "run"
+    start_time: str
+    end_time: str
+    total_duration_seconds: float
+    tasks_run: int
+    tasks_succeeded: int
+    tasks_failed: int
+    tasks_error: int
+    tasks_not_graded: int
+    tasks_graded: int
+    pass_rate: float | None
+    error_share: float | None
+    tasks_token_budget_exceeded: int = 0
+    tasks_timeout: int = 0
+    interrupted: bool = False
+    exit_code: int | None = None
+    max_parallel: int
+    command: list[str] = Field(default_factory=list)
+    skipped_tasks: list[SkippedTask] = Field(default_factory=list)
+    selections: list[TaskSelection] = Field(default_factory=list)
+    suites: list[SuiteRef] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+    task_results: list[TaskRow] = Field(default_factory=list)
+    framework_version: str
+    environment_info: dict[str, Any] = Field(default_factory=dict)

@@ -1,0 +1,111 @@
+"""``suite.json``: the roll-up of one suite for one variant (Coder Eval's ``SuiteRollup``).
+
+Field names follow ``reference/originals.md`` §1.5. An undefined metric (a zero denominator,
+an empty suite) is ``null`` in ``metrics`` and its reason is in ``undefined_metrics``; JSON
+never carries NaN. assay adds ``schema_version``, ``dataset`` and ``selection``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SUITE_SCHEMA_VERSION = "1"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class ThresholdCheck(_Model):
+    """One suite gate: ``passed`` is ``actual_value >= min_value``; a missing value fails."""
+
+    metric: str
+    min_value: float
+    actual_value: float | None
+    passed: bool
+
+
+class CriterionAggregate(_Model):
+    """A criterion's metrics over the suite's rows (by position in ``success_criteria``)."""
+
+    criterion_type: str
+    description: str = ""
+    rows_total: int
+    rows_excluded: int
+    metrics: dict[str, float | None] = Field(default_factory=dict)
+    undefined_metrics: dict[str, str] = Field(default_factory=dict)
+    threshold_checks: list[ThresholdCheck] = Field(default_factory=list)
+    passed: bool = True
+    details: dict[str, Any] = Field(default_factory=dict)
+    error: str | None = None
+
+
+class CriterionStat(_Model):
+    """Per criterion type: rows evaluated, mean score, rows whose criterion errored."""
+
+    criterion_type: str
+    rows_evaluated: int
+    average_score: float | None
+    error_count: int
+
+
+class FailedRowSummary(_Model):
+    """A row that did not pass, with a link to its ``task.json`` (POSIX, run-relative)."""
+
+    row_id: str | None
+    task_id: str
+    final_status: str
+    weighted_score: float | None
+    failure_reasons: list[str] = Field(default_factory=list)
+    error_message: str | None = None
+    task_json_relpath: str
+    replicate_index: int = 0
+
+
+class SelectionRecord(_Model):
+    """Which rows a run selected: the selectors applied and the ids, in dataset order."""
+
+    rows_in_dataset: int
+    rows_selected: int
+    applied: list[str] = Field(default_factory=list)
+    sample: int | None = None
+    sample_per_stratum: int | None = None
+    split: str | None = None
+    stratify_field: str | None = None
+    stratified_seed: int | None = None
+    seed_was_drawn: bool = False
+    row_ids: list[str] = Field(default_factory=list)
+
+
+class DatasetRecord(_Model):
+    """Where the rows came from: files (paths as written) or inline rows."""
+
+    source: str
+    paths: list[str] = Field(default_factory=list)
+    id_field: str = "id"
+
+
+class SuiteRollup(_Model):
+    """One ``suite.json``."""
+
+    schema_version: str = SUITE_SCHEMA_VERSION
+    suite_id: str
+    variant_id: str
+    rows_total: int
+    rows_passed: int
+    rows_failed: int
+    rows_error: int
+    rows_not_graded: int
+    rows_graded: int
+    pass_rate: float | None
+    average_weighted_score: float | None
+    criterion_stats: list[CriterionStat] = Field(default_factory=list)
+    failed_samples: list[FailedRowSummary] = Field(default_factory=list)
+    failed_samples_total: int = 0
+    criterion_aggregates: list[CriterionAggregate] = Field(default_factory=list)
+    passed: bool
+    dataset: DatasetRecord | None = None
+    selection: SelectionRecord | None = None
+    criteria: list[dict[str, Any]] | None = None

@@ -1,0 +1,119 @@
+"""``task.json``: the result of one row-task replicate (Coder Eval's ``EvaluationResult``).
+
+Field names follow ``reference/originals.md`` §1.10; assay adds ``schema_version``,
+``suite_id``, ``row_id``, ``row_index``, ``replicate_index``, ``row`` and ``agent``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from assay.results.status import FinalStatus
+
+TASK_SCHEMA_VERSION = "1"
+
+
+class _Result(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class BasicCriterionResult(_Result):
+    """The outcome of one criterion on one row: a score in [0, 1] plus details."""
+
+    result_kind: Literal["basic"] = "basic"
+    criterion_type: str
+    description: str = ""
+    score: float = Field(ge=0, le=1)
+    details: str = ""
+    error: str | None = None
+    evaluation_status: Literal["evaluated", "error"] = "evaluated"
+    pass_threshold: float = 0.9
+    gating: bool = True
+    weight: float = 1.0
+
+    @property
+    def passed(self) -> bool:
+        """True when the score reaches the pass threshold."""
+        return self.error is None and self.score >= self.pass_threshold
+
+
+class ClassificationCriterionResult(BasicCriterionResult):
+    """A criterion that compares an observed label with an expected one."""
+
+    result_kind: Literal["classification"] = "classification"  # type: ignore[assignment]
+    observed_label: str
+    expected_label: str
+
+
+CriterionResult = Annotated[
+    ClassificationCriterionResult | BasicCriterionResult,
+    Field(discriminator="result_kind"),
+]
+
+
+class CommandResult(_Result):
+    """One ``pre_run``/``post_run`` command: exit code, output tails (text), seconds."""
+
+    command: str
+    exit_code: int | None
+    stdout: str = ""
+    stderr: str = ""
+    duration_seconds: float = 0.0
+    error: str | None = None
+
+
+class TokenUsage(_Result):
+    """Tokens counted by the model endpoint for one row (all calls summed)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    total_tokens: int = 0
+
+
+class AgentRecord(_Result):
+    """What the agent did: its exit code (command agents), calls (model agents), timing."""
+
+    exit_code: int | None = None
+    timed_out: bool = False
+    stderr_tail: str = ""
+    model_calls: int = 0
+    response_chars: int = 0
+    duration_seconds: float = 0.0
+
+
+class TaskConfigRecord(_Result):
+    """The row-task as it ran: ``resolved`` (after substitution) and where it came from."""
+
+    resolved: dict[str, Any]
+    source_file: str | None = None
+
+
+class EvaluationResult(_Result):
+    """One ``task.json``."""
+
+    schema_version: str = TASK_SCHEMA_VERSION
+    task_id: str
+    suite_id: str | None = None
+    row_id: str | None = None
+    row_index: int | None = None
+    replicate_index: int = 0
+    task_description: str = ""
+    variant_id: str = "default"
+    agent_type: str
+    model_used: str | None = None
+    started_at: str
+    completed_at: str
+    duration_seconds: float
+    final_status: FinalStatus
+    weighted_score: float | None = None
+    success_criteria_results: list[CriterionResult] = Field(default_factory=list)
+    error_message: str | None = None
+    agent: AgentRecord = Field(default_factory=AgentRecord)
+    total_token_usage: TokenUsage | None = None
+    pre_run_results: list[CommandResult] = Field(default_factory=list)
+    post_run_results: list[CommandResult] = Field(default_factory=list)
+    sandbox_path: str | None = None
+    row: dict[str, Any] | None = None
+    task_config: TaskConfigRecord

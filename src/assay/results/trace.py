@@ -1,0 +1,96 @@
+"""Spans of one agent run, and their OTLP JSON encoding (``trace.json``).
+
+The encoding follows the OpenTelemetry Protocol's JSON mapping (``opentelemetry-proto``,
+``ExportTraceServiceRequest``): ``resourceSpans → scopeSpans → spans``; trace and span ids
+are lowercase hex; times are Unix nanoseconds as decimal strings; attribute values are
+``{"stringValue"| "intValue" | "doubleValue" | "boolValue": …}``. Attribute names follow the
+GenAI semantic conventions (``gen_ai.request.model``, ``gen_ai.usage.input_tokens``, …).
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+SCOPE = "assay"
+STATUS_OK = 1
+STATUS_ERROR = 2
+
+
+def new_trace_id() -> str:
+    """A random 16-byte trace id, as 32 hex characters."""
+    return secrets.token_hex(16)
+
+
+def new_span_id() -> str:
+    """A random 8-byte span id, as 16 hex characters."""
+    return secrets.token_hex(8)
+
+
+@dataclass
+class Span:
+    """One timed operation. Times are Unix nanoseconds."""
+
+    name: str
+    trace_id: str
+    span_id: str = field(default_factory=new_span_id)
+    parent_span_id: str | None = None
+    start_ns: int = field(default_factory=time.time_ns)
+    end_ns: int | None = None
+    attributes: dict[str, str | int | float | bool] = field(default_factory=dict)
+    error: str | None = None
+
+    def end(self, *, error: str | None = None) -> None:
+        """Close the span now, optionally as failed."""
+        self.end_ns = time.time_ns()
+        self.error = error
+
+    def child(self, name: str) -> Span:
+        """A new span under this one."""
+        return Span(name=name, trace_id=self.trace_id, parent_span_id=self.span_id)
+
+
+def _value(value: str | int | float | bool) -> dict[str, Any]:
+    if isinstance(value, bool):
+        return {"boolValue": value}
+    if isinstance(value, int):
+        return {"intValue": str(value)}
+    if isinstance(value, float):
+        return {"doubleValue": value}
+    return {"stringValue": str(value)}
+
+
+def _encode_span(span: Span) -> dict[str, Any]:
+    encoded: dict[str, Any] = {
+        "traceId": span.trace_id,
+        "spanId": span.span_id,
+        "name": span.name,
+        "kind": 1,
+        "startTimeUnixNano": str(span.start_ns),
+        "endTimeUnixNano": str(span.end_ns or span.start_ns),
+        "attributes": [{"key": k, "value": _value(v)} for k, v in span.attributes.items()],
+        "status": {"code": STATUS_ERROR, "message": span.error}
+        if span.error
+        else {"code": STATUS_OK},
+    }
+    if span.parent_span_id:
+        encoded["parentSpanId"] = span.parent_span_id
+    return encoded
+
+
+def to_otlp_json(spans: list[Span], *, service: str = "assay") -> dict[str, Any]:
+    """Encode ``spans`` as one OTLP ``ExportTraceServiceRequest`` JSON object."""
+    return {
+        "resourceSpans": [
+            {
+                "resource": {
+                    "attributes": [{"key": "service.name", "value": {"stringValue": service}}]
+                },
+                "scopeSpans": [
+                    {"scope": {"name": SCOPE}, "spans": [_encode_span(s) for s in spans]}
+                ],
+            }
+        ]
+    }

@@ -1,0 +1,200 @@
+"""The base of every user-written model, and the screen that runs before pydantic.
+
+Every model that mirrors YAML a user writes derives from :class:`StrictModel`
+(``extra="forbid"``). Two class attributes describe compatibility with Coder Eval's task
+format (``reference/originals.md`` §1.7):
+
+- ``coder_eval_only``: fields of Coder Eval's format that assay accepts but does not
+  implement yet. :func:`screen` removes them and reports one warning each.
+- ``writer_only``: fields that assay itself writes (``suite_id``, ``row_id``); a user who
+  writes them gets an error.
+
+:func:`screen` walks raw YAML data along the model tree before validation, so that an
+unknown field is reported with its path and a "did you mean" suggestion drawn from the
+fields valid at that place, and a discriminated union (criteria, agents, template sources)
+is reported by its tag with the list of valid tags.
+"""
+
+from __future__ import annotations
+
+import difflib
+import types
+import typing
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal, Union, get_args, get_origin
+
+from pydantic import BaseModel, ConfigDict
+
+Loc = tuple[str | int, ...]
+
+
+class StrictModel(BaseModel):
+    """A model of user-written YAML: unknown fields are errors (``extra="forbid"``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    coder_eval_only: ClassVar[Mapping[str, str]] = {}
+    writer_only: ClassVar[frozenset[str]] = frozenset()
+
+
+@dataclass(frozen=True)
+class UnionInfo:
+    """Metadata on a discriminated union: its noun and Coder Eval tags not implemented yet."""
+
+    noun: str
+    not_yet: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class FieldProblem:
+    """An unknown field, a bad union tag, or a writer-only field found by :func:`screen`."""
+
+    loc: Loc
+    message: str
+    hint: str | None = None
+
+
+@dataclass
+class ScreenResult:
+    """The data with Coder-Eval-only fields removed, and one warning per removed field."""
+
+    data: Any
+    warnings: list[tuple[Loc, str]]
+
+
+class ScreenError(Exception):
+    """Raised by :func:`screen`; carries the :class:`FieldProblem`."""
+
+    def __init__(self, problem: FieldProblem) -> None:
+        super().__init__(problem.message)
+        self.problem = problem
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str | None:
+    """Return ``"did you mean 'x'?"`` for the closest of ``choices``, or ``None``."""
+    close = difflib.get_close_matches(word, sorted(set(choices)), n=1, cutoff=0.6)
+    return f"did you mean '{close[0]}'?" if close else None
+
+
+def screen(data: Any, model: type[StrictModel], loc: Loc = ()) -> ScreenResult:
+    """Check ``data`` (raw YAML) against ``model``'s fields, recursively.
+
+    Returns:
+        The data without Coder-Eval-only fields, and a warning ``(loc, text)`` for each.
+
+    Raises:
+        ScreenError: an unknown field, a writer-only field, or an unknown union tag.
+    """
+    warnings: list[tuple[Loc, str]] = []
+    cleaned = _screen_model(data, model, loc, warnings)
+    return ScreenResult(cleaned, warnings)
+
+
+def _screen_model(
+    data: Any, model: type[StrictModel], loc: Loc, warnings: list[tuple[Loc, str]]
+) -> Any:
+    if not isinstance(data, dict):
+        return data  # pydantic reports the type error
+    fields = model.model_fields
+    known = set(fields) | set(model.coder_eval_only)
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        key_loc = (*loc, str(key))
+        if key in model.writer_only:
+            raise ScreenError(
+                FieldProblem(key_loc, f"'{key}' is written by assay, not by users", "remove it")
+            )
+        if key in model.coder_eval_only:
+            if value is not None:
+                note = model.coder_eval_only[key]
+                warnings.append(
+                    (key_loc, f"a Coder Eval field that assay does not implement yet; {note}")
+                )
+            continue
+        if key not in fields:
+            hint = did_you_mean(str(key), known) or (
+                "valid fields here: " + ", ".join(sorted(fields))
+            )
+            raise ScreenError(FieldProblem(key_loc, f"unknown field '{key}'", hint))
+        info = fields[key]
+        out[key] = _screen_value(value, info.annotation, info.metadata, key_loc, warnings)
+    return out
+
+
+def _screen_value(
+    value: Any, annotation: Any, metadata: list[Any], loc: Loc, warnings: list[tuple[Loc, str]]
+) -> Any:
+    origin = get_origin(annotation)
+    if origin is typing.Annotated:
+        inner, *extra = get_args(annotation)
+        return _screen_value(value, inner, [*metadata, *extra], loc, warnings)
+    union_info = next((m for m in metadata if isinstance(m, UnionInfo)), None)
+    if origin in (Union, types.UnionType):
+        members = [a for a in get_args(annotation) if a is not type(None)]
+        if value is None:
+            return value
+        models = [m for m in members if _is_model(m)]
+        if union_info is not None and models:
+            return _screen_tagged(value, models, union_info, loc, warnings)
+        if len(members) == 1:
+            return _screen_value(value, members[0], [], loc, warnings)
+        for member in members:
+            if _is_model(member) and isinstance(value, dict):
+                return _screen_model(value, member, loc, warnings)
+            if get_origin(member) is list and isinstance(value, list):
+                return _screen_value(value, member, [], loc, warnings)
+        return value
+    if origin is list and isinstance(value, list):
+        (item_type,) = get_args(annotation) or (Any,)
+        return [
+            _screen_value(item, item_type, metadata, (*loc, i), warnings)
+            for i, item in enumerate(value)
+        ]
+    if _is_model(annotation):
+        return _screen_model(value, annotation, loc, warnings)
+    return value
+
+
+def _screen_tagged(
+    value: Any,
+    models: list[type[StrictModel]],
+    info: UnionInfo,
+    loc: Loc,
+    warnings: list[tuple[Loc, str]],
+) -> Any:
+    if not isinstance(value, dict):
+        return value
+    tags = {_tag_of(m): m for m in models}
+    tag = value.get("type")
+    if tag is None:
+        raise ScreenError(
+            FieldProblem(
+                (*loc, "type"),
+                f"a {info.noun} needs a 'type'",
+                "one of: " + ", ".join(sorted(tags)),
+            )
+        )
+    if tag not in tags:
+        if tag in info.not_yet:
+            raise ScreenError(
+                FieldProblem(
+                    (*loc, "type"),
+                    f"{info.noun} type '{tag}' (from Coder Eval) is not implemented in assay yet",
+                    info.not_yet[tag],
+                )
+            )
+        hint = did_you_mean(str(tag), tags) or ("one of: " + ", ".join(sorted(tags)))
+        raise ScreenError(FieldProblem((*loc, "type"), f"unknown {info.noun} type '{tag}'", hint))
+    return _screen_model(value, tags[tag], loc, warnings)
+
+
+def _tag_of(model: type[StrictModel]) -> str:
+    annotation = model.model_fields["type"].annotation
+    if get_origin(annotation) is Literal:
+        return str(get_args(annotation)[0])
+    raise TypeError(f"{model.__name__}.type must be a Literal")  # pragma: no cover
+
+
+def _is_model(tp: Any) -> bool:
+    return isinstance(tp, type) and issubclass(tp, StrictModel)

@@ -1,0 +1,231 @@
+"""Success criteria as users write them: one small model per ``type``.
+
+The fields are exactly the YAML config of each criterion (Coder Eval's names,
+``reference/originals.md`` §1.6–1.7). A criterion that reads text reads ``path`` (a file in
+the sandbox) or, when ``path`` is omitted, the agent's final response (an assay extension).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Annotated, ClassVar, Literal
+
+from pydantic import Field, StrictStr, field_validator, model_validator
+
+from assay.spec.base import StrictModel, UnionInfo
+
+
+class CriterionSpec(StrictModel):
+    """Fields every criterion has.
+
+    ``weight`` 0 makes a criterion informational: it is recorded but never gates the row.
+    ``pass_threshold`` is the score in [0, 1] a gating criterion needs for the row to pass.
+    ``suite_thresholds`` maps an aggregated metric name to its minimum (a suite gate).
+    """
+
+    coder_eval_only: ClassVar[Mapping[str, str]] = {
+        "stop_when": "the criterion is checked once, after the agent finishes",
+        "stop_early": "the criterion is checked once, after the agent finishes",
+        "read_only": "criteria run in the row's sandbox after the agent",
+    }
+
+    type: str
+    description: str = ""
+    weight: float = Field(default=1.0, ge=0)
+    pass_threshold: float = Field(default=0.9, ge=0, le=1)
+    suite_thresholds: dict[str, float] | None = None
+
+    @property
+    def gating(self) -> bool:
+        """True when the criterion decides the row's pass/fail (``weight > 0``)."""
+        return self.weight > 0
+
+    @model_validator(mode="after")
+    def _informational_has_no_gate(self) -> CriterionSpec:
+        if self.weight == 0 and self.suite_thresholds:
+            raise ValueError(
+                "a criterion with weight 0 is informational and may not set suite_thresholds"
+            )
+        return self
+
+
+def _check_relative_path(value: str | None) -> str | None:
+    """Reject a path that could leave the sandbox before any row runs."""
+    if value is None or "${" in value:
+        return value
+    if value.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:[\\/]", value):
+        raise ValueError(f"path '{value}' is absolute; criteria read files inside the sandbox")
+    parts = re.split(r"[\\/]+", value)
+    if ".." in parts:
+        raise ValueError(f"path '{value}' leaves the sandbox ('..'); use a path inside it")
+    if not value.strip():
+        raise ValueError("path is empty; omit it to read the agent's final response")
+    return value
+
+
+class FileExists(CriterionSpec):
+    """Score 1.0 when ``path`` exists in the sandbox, else 0.0."""
+
+    type: Literal["file_exists"]
+    path: StrictStr
+
+    _path = field_validator("path")(_check_relative_path)
+
+
+class PatternCheck(StrictModel):
+    """One regex of ``file_check``; ``flags`` takes the letters ``i``, ``m``, ``s``, ``x``."""
+
+    pattern: StrictStr
+    must_match: bool = True
+    flags: str | list[str] | None = None
+
+    @model_validator(mode="after")
+    def _compiles(self) -> PatternCheck:
+        try:
+            re.compile(self.pattern, regex_flags(self.flags))
+        except re.error as exc:
+            raise ValueError(f"pattern {self.pattern!r} is not a valid regex: {exc}") from None
+        return self
+
+
+_FLAG_LETTERS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE}
+_FLAG_NAMES = {
+    "IGNORECASE": re.IGNORECASE,
+    "MULTILINE": re.MULTILINE,
+    "DOTALL": re.DOTALL,
+    "VERBOSE": re.VERBOSE,
+}
+
+
+def regex_flags(flags: str | list[str] | None) -> int:
+    """Turn ``"im"`` or ``["IGNORECASE", "MULTILINE"]`` into ``re`` flags.
+
+    Raises:
+        ValueError: an unknown letter or name.
+    """
+    if not flags:
+        return 0
+    items = list(flags) if isinstance(flags, str) else flags
+    value = 0
+    for item in items:
+        key = item.strip()
+        if key in _FLAG_LETTERS:
+            value |= _FLAG_LETTERS[key]
+        elif key.upper().removeprefix("RE.") in _FLAG_NAMES:
+            value |= _FLAG_NAMES[key.upper().removeprefix("RE.")]
+        elif key:
+            raise ValueError(f"unknown regex flag {item!r}; use i, m, s, x")
+    return value
+
+
+class FileCheck(CriterionSpec):
+    """Substring and regex checks on a file (or the response when ``path`` is omitted).
+
+    Each active category (includes, excludes, patterns) scores the fraction of its items
+    satisfied; the criterion's score is the mean over the active categories.
+    """
+
+    type: Literal["file_check"]
+    path: StrictStr | None = None
+    includes: list[StrictStr] = Field(default_factory=list)
+    excludes: list[StrictStr] = Field(default_factory=list)
+    patterns: list[PatternCheck] = Field(default_factory=list)
+
+    _path = field_validator("path")(_check_relative_path)
+
+    @model_validator(mode="after")
+    def _has_a_check(self) -> FileCheck:
+        if not (self.includes or self.excludes or self.patterns):
+            raise ValueError("file_check needs at least one of includes, excludes, patterns")
+        return self
+
+
+class RunCommand(CriterionSpec):
+    """Run a shell command in the sandbox; score 1.0 when exit code (and stdout) match."""
+
+    type: Literal["run_command"]
+    command: StrictStr
+    timeout: float = Field(default=30, gt=0)
+    expected_exit_code: int = 0
+    expected_stdout: StrictStr | None = None
+    stdout_match: Literal["exact", "contains", "regex"] = "exact"
+
+
+class ClassificationMatch(CriterionSpec):
+    """Compare one label (file or response) with ``expected_label``.
+
+    The text is stripped; unless ``case_sensitive``, it is matched to the casing in
+    ``allowed_labels``. Empty or missing text is the label ``(none)``, text outside the
+    allowed set is ``(other)`` (``reference/originals.md`` §1.6).
+    """
+
+    type: Literal["classification_match"]
+    path: StrictStr | None = None
+    expected_label: StrictStr
+    allowed_labels: list[StrictStr] = Field(min_length=1)
+    case_sensitive: bool = False
+
+    _path = field_validator("path")(_check_relative_path)
+
+
+class ResponseMatch(CriterionSpec):
+    """Match the final response (or ``path``) against ``expected``.
+
+    ``match``: ``exact`` (after stripping both sides), ``contains`` or ``regex``
+    (``re.search``). A list in ``expected`` passes when any item matches.
+    """
+
+    type: Literal["response_match"]
+    expected: StrictStr | list[StrictStr]
+    match: Literal["exact", "contains", "regex"] = "exact"
+    case_sensitive: bool = False
+    path: StrictStr | None = None
+
+    _path = field_validator("path")(_check_relative_path)
+
+    @model_validator(mode="after")
+    def _regex_compiles(self) -> ResponseMatch:
+        if self.match == "regex":
+            for pattern in [self.expected] if isinstance(self.expected, str) else self.expected:
+                if "${" in pattern:
+                    continue
+                try:
+                    re.compile(pattern)
+                except re.error as exc:
+                    raise ValueError(f"expected {pattern!r} is not a valid regex: {exc}") from None
+        return self
+
+
+_LATER = "assay implements: " + ", ".join(
+    ["file_exists", "file_check", "run_command", "classification_match", "response_match"]
+)
+CODER_EVAL_CRITERIA_NOT_YET = {
+    name: _LATER
+    for name in [
+        "file_contains",
+        "file_matches_regex",
+        "json_check",
+        "skill_triggered",
+        "command_executed",
+        "commands_efficiency",
+        "reference_comparison",
+        "llm_judge",
+        "agent_judge",
+        "uipath_eval",
+        "cli_called",
+        "pytest",
+        "pylint_score",
+        "import_check",
+        "system_one_judge",
+    ]
+}
+
+Criterion = Annotated[
+    FileExists | FileCheck | RunCommand | ClassificationMatch | ResponseMatch,
+    Field(discriminator="type"),
+    UnionInfo(noun="criterion", not_yet=CODER_EVAL_CRITERIA_NOT_YET),
+]
+"""Any criterion, chosen by its ``type``."""
+
+CLASSIFICATION_TYPES = frozenset({"classification_match"})

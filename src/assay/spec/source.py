@@ -1,0 +1,123 @@
+"""YAML documents with the line of every key, so errors can name file, line and field.
+
+A task file is parsed once with PyYAML's safe loader (libyaml when available); the node tree
+gives a ``{path: line}`` map where a path is a tuple of mapping keys and list indexes, e.g.
+``("success_criteria", 0, "path")``. Duplicate keys in one mapping are an error (PyYAML
+would silently keep the last).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from assay.errors import TaskFileError
+
+Loc = tuple[str | int, ...]
+
+_Loader: type[yaml.SafeLoader]
+try:  # libyaml is ~10x faster; both give node marks
+    _Loader = yaml.CSafeLoader  # type: ignore[assignment,unused-ignore]
+except AttributeError:  # pragma: no cover - depends on the PyYAML build
+    _Loader = yaml.SafeLoader
+
+
+@dataclass(frozen=True)
+class YamlDocument:
+    """A parsed YAML document: its data, its text and the 1-based line of each path."""
+
+    path: Path
+    text: str
+    data: Any
+    lines: dict[Loc, int]
+
+    def line_of(self, loc: Loc) -> int | None:
+        """Return the line of ``loc`` or of its nearest ancestor that has one."""
+        for end in range(len(loc), -1, -1):
+            line = self.lines.get(tuple(loc[:end]))
+            if line is not None:
+                return line
+        return None
+
+
+def field_path(loc: Loc) -> str:
+    """Render ``("success_criteria", 0, "path")`` as ``success_criteria[0].path``."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + part
+    return out
+
+
+def read_yaml(path: Path) -> YamlDocument:
+    """Read and parse one YAML file.
+
+    Raises:
+        TaskFileError: the file is missing, is a directory, is not UTF-8, or is not valid YAML
+            (with the line PyYAML reports), or a mapping repeats a key.
+    """
+    if path.is_dir():
+        raise TaskFileError(
+            "expected a YAML task file but got a directory",
+            file=path,
+            hint=f"pass the folder itself to `assay run` (it is searched recursively) "
+            f"or a glob such as '{path}/*.yaml'",
+        )
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise TaskFileError("task file not found", file=path) from None
+    except UnicodeDecodeError as exc:
+        raise TaskFileError(f"task file is not UTF-8 text ({exc.reason})", file=path) from None
+    return parse_yaml(text, path=path)
+
+
+def parse_yaml(text: str, *, path: Path) -> YamlDocument:
+    """Parse YAML ``text`` that came from ``path`` (used only in messages)."""
+    loader = _Loader(text)
+    try:
+        node = loader.get_single_node()
+        data = loader.construct_document(node) if node is not None else None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark is not None else None
+        problem = exc.problem or "invalid YAML"
+        context = f" ({exc.context})" if exc.context else ""
+        raise TaskFileError(f"invalid YAML: {problem}{context}", file=path, line=line) from None
+    except yaml.YAMLError as exc:
+        raise TaskFileError(f"invalid YAML: {exc}", file=path) from None
+    finally:
+        loader.dispose()
+    lines: dict[Loc, int] = {}
+    if node is not None:
+        lines[()] = node.start_mark.line + 1
+        _collect_lines(node, (), lines, path)
+    return YamlDocument(path=path, text=text, data=data, lines=lines)
+
+
+def _collect_lines(node: yaml.Node, loc: Loc, lines: dict[Loc, int], path: Path) -> None:
+    if isinstance(node, yaml.MappingNode):
+        seen: dict[str, int] = {}
+        for key_node, value_node in node.value:
+            key = str(key_node.value)
+            line = key_node.start_mark.line + 1
+            if key in seen and key != "<<":
+                raise TaskFileError(
+                    f"key '{key}' appears twice in one mapping (first on line {seen[key]})",
+                    file=path,
+                    line=line,
+                    field=field_path((*loc, key)),
+                    hint="remove one of them; YAML would silently keep only the last",
+                )
+            seen[key] = line
+            lines[(*loc, key)] = line
+            _collect_lines(value_node, (*loc, key), lines, path)
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            lines[(*loc, index)] = item.start_mark.line + 1
+            _collect_lines(item, (*loc, index), lines, path)

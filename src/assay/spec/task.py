@@ -1,0 +1,345 @@
+"""The task file, as pydantic models (Coder Eval's format; ``reference/originals.md`` §1.1, §1.7).
+
+``TaskDefinition`` is one YAML file. Fields that Coder Eval has and assay does not implement
+yet are accepted with one warning each (``coder_eval_only``); any other unknown field is an
+error with a suggestion.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import (
+    Field,
+    StrictBool,
+    StrictInt,
+    StrictStr,
+    field_validator,
+    model_validator,
+)
+
+from assay.spec.base import StrictModel, UnionInfo
+from assay.spec.criteria import Criterion
+
+ID_PATTERN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$")
+ID_RULE = "letters, digits, underscore, hyphen, dot"
+
+_NOT_USED = "assay's agents do not use it"
+
+
+class AgentBase(StrictModel):
+    """Fields shared by every agent type."""
+
+    coder_eval_only: ClassVar[Mapping[str, str]] = {
+        "permission_mode": _NOT_USED,
+        "allowed_tools": _NOT_USED,
+        "disallowed_tools": _NOT_USED,
+        "plugins": _NOT_USED,
+        "setting_sources": _NOT_USED,
+        "claude_settings": _NOT_USED,
+        "sdk_options": _NOT_USED,
+        "ignore_patterns": _NOT_USED,
+        "context_window": _NOT_USED,
+        "system_prompt_mode": _NOT_USED,
+    }
+
+
+class NoneAgent(AgentBase):
+    """No agent runs; criteria grade the sandbox as ``pre_run`` and templates left it."""
+
+    type: Literal["none"]
+    model: str | None = None
+
+
+class CommandAgent(AgentBase):
+    """Any program, run in the sandbox.
+
+    The prompt arrives on stdin and in ``ASSAY_PROMPT``; stdout is the final response;
+    the program is killed at ``run_limits.task_timeout``. ``command`` is a shell string or
+    an argv list (no shell).
+    """
+
+    type: Literal["command"]
+    command: StrictStr | list[StrictStr]
+    env: dict[str, StrictStr] = Field(default_factory=dict)
+
+    @field_validator("command")
+    @classmethod
+    def _not_empty(cls, value: str | list[str]) -> str | list[str]:
+        if not value or (isinstance(value, str) and not value.strip()):
+            raise ValueError("command is empty")
+        return value
+
+
+class FewShot(StrictModel):
+    """One worked example given to a chat model before the prompt."""
+
+    user: StrictStr
+    assistant: StrictStr
+
+
+class LlmAgent(AgentBase):
+    """Send the prompt to a model and take its answer as the final response.
+
+    ``prompt_format``: ``chat`` (messages with the system prompt and ``few_shot``) or
+    ``completion`` (the prompt as plain text, no chat template; small models often score
+    better this way). ``labels`` constrains the answer to one of a fixed set; ``json_schema``
+    constrains it to JSON of that schema (both enforced by the server's structured output).
+    ``response_file`` also writes the answer to that file in the sandbox.
+    """
+
+    type: Literal["llm"] = "llm"
+    model: StrictStr = "local/smollm2"
+    system_prompt: StrictStr | None = None
+    system_prompt_file: StrictStr | None = None
+    few_shot: list[FewShot] = Field(default_factory=list)
+    prompt_format: Literal["chat", "completion"] = "chat"
+    temperature: float = Field(default=0.0, ge=0, le=2)
+    top_p: float | None = Field(default=None, gt=0, le=1)
+    max_tokens: int = Field(default=256, ge=1)
+    stop: list[StrictStr] = Field(default_factory=list)
+    seed: StrictInt | None = None
+    labels: list[StrictStr] | None = Field(default=None, min_length=1)
+    json_schema: dict[str, Any] | None = None
+    base_url: StrictStr | None = None
+    api_key_env: StrictStr | None = None
+    request_timeout: float = Field(default=120, gt=0)
+    extra_body: dict[str, Any] = Field(default_factory=dict)
+    response_file: StrictStr | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> LlmAgent:
+        if self.labels and self.json_schema:
+            raise ValueError("set either labels or json_schema, not both")
+        if self.system_prompt and self.system_prompt_file:
+            raise ValueError("set either system_prompt or system_prompt_file, not both")
+        if self.prompt_format == "completion" and (self.few_shot or self.system_prompt):
+            raise ValueError(
+                "prompt_format 'completion' sends the prompt as plain text: "
+                "write the system prompt and examples into initial_prompt instead"
+            )
+        if "/" not in self.model:
+            raise ValueError(
+                f"model '{self.model}' must be named provider/name, e.g. local/smollm2, "
+                "openai/gpt-4o-mini, mock/echo"
+            )
+        return self
+
+
+_CODING_AGENT = (
+    "use type 'command' to run its CLI (e.g. command: \"claude -p\"), "
+    "or type 'llm' to have a model answer the prompt"
+)
+AgentConfig = Annotated[
+    NoneAgent | CommandAgent | LlmAgent,
+    Field(discriminator="type"),
+    UnionInfo(
+        noun="agent",
+        not_yet={
+            name: _CODING_AGENT
+            for name in ["claude-code", "codex", "antigravity", "opencode", "pi", "gemini"]
+        },
+    ),
+]
+
+
+class TemplateDir(StrictModel):
+    """Copy a folder (relative to the task file) into the sandbox, at ``mount_point``."""
+
+    type: Literal["template_dir"]
+    path: StrictStr
+    mount_point: StrictStr | None = None
+
+
+class StarterFile(StrictModel):
+    """One file written into the sandbox before the agent runs."""
+
+    path: StrictStr
+    content: StrictStr
+
+
+class StarterFiles(StrictModel):
+    """Write the given files into the sandbox."""
+
+    type: Literal["starter_files"]
+    files: list[StarterFile] = Field(min_length=1)
+
+
+TemplateSource = Annotated[
+    TemplateDir | StarterFiles,
+    Field(discriminator="type"),
+    UnionInfo(
+        noun="template source",
+        not_yet={"repo": "copy a checkout with template_dir, or clone it in pre_run"},
+    ),
+]
+
+
+class SandboxConfig(StrictModel):
+    """Where a row-task runs: a fresh temporary directory filled from ``template_sources``."""
+
+    coder_eval_only: ClassVar[Mapping[str, str]] = {
+        "python": "no per-row Python environment is built; the sandbox uses the host's",
+        "node": "no per-row Node.js environment is built",
+        "docker": "only the tempdir driver exists",
+        "limits": "only run_limits.task_timeout and command timeouts are enforced",
+        "ignore_patterns": "sandboxes are not preserved by pattern",
+        "mock_path_dirs": "not supported",
+        "record_cli": "not supported",
+    }
+
+    driver: Literal["tempdir"] = "tempdir"
+    template_sources: list[TemplateSource] | None = None
+
+
+class RunLimits(StrictModel):
+    """Limits per row-task: seconds (``task_timeout``), tokens, turns."""
+
+    coder_eval_only: ClassVar[Mapping[str, str]] = {
+        "expected_turns": "not enforced",
+        "turn_timeout": "task_timeout bounds the whole agent run",
+        "max_input_tokens": "use max_total_tokens",
+        "max_output_tokens": "use agent.max_tokens",
+        "count_cached_input": "not supported",
+        "count_cache_creation": "not supported",
+        "stop_early": "not supported",
+        "max_usd": "no price table yet; cost limits are not enforced",
+    }
+
+    task_timeout: float = Field(default=600, gt=0)
+    max_turns: int | None = Field(default=None, gt=0)
+    max_total_tokens: int | None = Field(default=None, gt=0)
+
+
+class PreRunCommand(StrictModel):
+    """A shell command run in the sandbox before the agent; failure ends the row ``ERROR``."""
+
+    command: StrictStr
+    timeout: float = Field(default=30, ge=1, le=300)
+    fail_on_error: bool = True
+
+
+class PostRunCommand(StrictModel):
+    """A shell command run in the sandbox after grading; informational only."""
+
+    command: StrictStr
+    timeout: float = Field(default=30, ge=1, le=300)
+
+
+class DatasetSpec(StrictModel):
+    """The ``dataset:`` block: where the rows come from and how they are selected.
+
+    Exactly one of ``rows`` (inline) or ``paths`` (JSONL or CSV files, relative to the task
+    file, concatenated in order). See ``reference/000_5cd227a88a34738f.txt``.
+    """
+
+    rows: list[dict[str, Any]] | None = None
+    paths: list[StrictStr] | None = None
+    id_field: StrictStr = "id"
+    sample_per_stratum: StrictInt | None = Field(default=None, ge=1)
+    stratify_field: StrictStr = "expected_skill"
+    split_field: StrictStr = "split"
+    sample_seed: StrictInt | None = None
+
+    @model_validator(mode="after")
+    def _check_source(self) -> DatasetSpec:
+        if self.rows is None and self.paths is None:
+            raise ValueError("Dataset must specify either 'paths' or 'rows'")
+        if self.rows is not None and self.paths is not None:
+            raise ValueError("Dataset must specify only one of 'paths' or 'rows'")
+        if self.paths is not None and len(self.paths) == 0:
+            raise ValueError("Dataset.paths must be a non-empty list")
+        return self
+
+
+class TaskDefinition(StrictModel):
+    """One task file. With ``dataset`` it fans out into one row-task per row."""
+
+    coder_eval_only: ClassVar[Mapping[str, str]] = {
+        "simulation": "no simulated user; the agent gets initial_prompt once",
+        "reference": "reference solutions are not compared",
+        "expected_commands": "command efficiency is not measured",
+    }
+    writer_only: ClassVar[frozenset[str]] = frozenset({"suite_id", "row_id"})
+
+    task_id: StrictStr
+    description: StrictStr
+    initial_prompt: StrictStr | None = None
+    initial_prompt_file: StrictStr | None = None
+    tags: list[StrictStr] = Field(default_factory=list)
+    skip: StrictBool = False
+    agent: AgentConfig = Field(default_factory=LlmAgent)
+    sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
+    run_limits: RunLimits = Field(default_factory=RunLimits)
+    pre_run: list[PreRunCommand] = Field(default_factory=list)
+    post_run: list[PostRunCommand] = Field(default_factory=list)
+    repeats: StrictInt = Field(default=1, ge=1)
+    success_criteria: list[Criterion] = Field(min_length=1)
+    dataset: DatasetSpec | None = None
+    suite_id: str | None = None
+    row_id: str | None = None
+
+    @field_validator("task_id")
+    @classmethod
+    def _task_id(cls, value: str) -> str:
+        if not ID_PATTERN.match(value):
+            raise ValueError(f"task_id {value!r} must match {ID_PATTERN.pattern} ({ID_RULE})")
+        return value
+
+    @field_validator("tags")
+    @classmethod
+    def _tags(cls, value: list[str]) -> list[str]:
+        for tag in value:
+            if not tag or re.search(r"[\s,]", tag):
+                raise ValueError(f"tag {tag!r} must be non-empty without spaces or commas")
+        return value
+
+    @model_validator(mode="after")
+    def _prompt_rules(self) -> TaskDefinition:
+        has_prompt = self.initial_prompt is not None or self.initial_prompt_file is not None
+        if self.initial_prompt is not None and self.initial_prompt_file is not None:
+            raise ValueError("set either 'initial_prompt' or 'initial_prompt_file', not both")
+        if isinstance(self.agent, NoneAgent):
+            if has_prompt:
+                raise ValueError(
+                    "agent type 'none' runs no agent, so a prompt would be ignored; "
+                    "remove initial_prompt or choose an agent"
+                )
+        elif not has_prompt:
+            raise ValueError("Either 'initial_prompt' or 'initial_prompt_file' must be set")
+        return self
+
+    @model_validator(mode="after")
+    def _gates_need_a_dataset(self) -> TaskDefinition:
+        gated = [c for c in self.success_criteria if c.suite_thresholds]
+        if gated and self.dataset is None and self.suite_id is None:
+            raise ValueError(
+                "suite_thresholds are only valid on tasks that declare a dataset: "
+                f"criterion '{gated[0].type}' sets them"
+            )
+        return self
+
+    @property
+    def is_row_task(self) -> bool:
+        """True for a task expanded from one dataset row."""
+        return self.suite_id is not None
+
+
+__all__ = [
+    "ID_PATTERN",
+    "AgentConfig",
+    "CommandAgent",
+    "DatasetSpec",
+    "LlmAgent",
+    "NoneAgent",
+    "PostRunCommand",
+    "PreRunCommand",
+    "RunLimits",
+    "SandboxConfig",
+    "StarterFiles",
+    "TaskDefinition",
+    "TemplateDir",
+    "TemplateSource",
+]
