@@ -43,6 +43,8 @@ class UserError(AssayError):
         field: the dotted field path inside the file, e.g. ``success_criteria[0].path``.
         row_id: the dataset row concerned, if any.
         hint: what would fix it.
+        located: the message already names file and line (Coder Eval's message shapes), so
+            they are not repeated in front of it.
     """
 
     def __init__(
@@ -54,8 +56,10 @@ class UserError(AssayError):
         field: str | None = None,
         row_id: str | None = None,
         hint: str | None = None,
+        located: bool = False,
     ) -> None:
         self.message = message
+        self.located = located
         self.file = str(file) if file is not None else None
         self.line = line
         self.field = field
@@ -66,8 +70,8 @@ class UserError(AssayError):
     def render(self) -> str:
         """Return ``file:line: field: [row id] message`` plus an indented ``hint:`` line."""
         where = ""
-        if self.file and self.file in self.message:
-            where = ""  # the message already names the file (Coder Eval's message shapes)
+        if self.located:
+            where = ""
         elif self.file:
             where = self.file + (f":{self.line}" if self.line else "") + ": "
         elif self.line:

@@ -139,11 +139,11 @@ def previous_meta(run_dir: Path, stage: Stage | str) -> RunMeta:
     summary: RunSummary | None = None
     if (run_dir / "run.json").is_file():
         summary = RunSummary.model_validate(read_json(run_dir / "run.json"))
-    criteria = {}
+    criteria = dict(summary.task_criteria) if summary else {}
     for path in run_dir.glob("*/*/suite.json"):
         data = read_json(path)
         if data.get("criteria") is not None:
-            criteria[data["suite_id"]] = data["criteria"]
+            criteria.setdefault(data["suite_id"], data["criteria"])
     return RunMeta(
         run_id=run_dir.name,
         stage=stage,  # type: ignore[arg-type]

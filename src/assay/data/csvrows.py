@@ -14,33 +14,67 @@ from typing import Any
 
 from assay.errors import DatasetError
 
+_BOM = b"\xef\xbb\xbf"
+
 
 def iter_csv(path: Path, *, display: str | None = None) -> Iterator[tuple[int, dict[str, str]]]:
     """Yield ``(line_number, row)`` for each record after the header.
 
     Raises:
-        DatasetError: missing file, non-UTF-8 text, an empty or repeated header name, or a
-            record whose field count differs from the header's.
+        DatasetError: missing file (or a directory), non-UTF-8 text (naming the line of the
+            first bad byte), an empty or repeated header name, or a record whose field count
+            differs from the header's.
     """
     name = display or str(path)
     try:
         handle = path.open(encoding="utf-8-sig", newline="")
     except FileNotFoundError:
-        raise DatasetError(f"Dataset file not found: {name}", file=name) from None
+        raise DatasetError(f"Dataset file not found: {name}", file=name, located=True) from None
+    except IsADirectoryError:
+        raise DatasetError(
+            f"Dataset path is a directory, not a file: {name}", file=name, located=True
+        ) from None
     with handle:
         reader = csv.reader(handle, strict=True)
         try:
             yield from _records(reader, name)
         except UnicodeDecodeError as exc:
+            # The text layer decodes ahead in blocks, so reader.line_num is not where the bad
+            # byte is: find it again in the raw bytes.
+            line, byte = _first_non_utf8(path) or (reader.line_num + 1, exc.start + 1)
             raise DatasetError(
-                f"Dataset {name}: not UTF-8 text ({exc.reason})", file=name, line=reader.line_num
+                f"Dataset {name}: invalid CSV on line {line}: not UTF-8 text "
+                f"(byte {byte} of the line)",
+                file=name,
+                line=line,
+                located=True,
             ) from None
         except csv.Error as exc:
             raise DatasetError(
                 f"Dataset {name}: invalid CSV on line {reader.line_num}: {exc}",
                 file=name,
+                located=True,
                 line=reader.line_num,
             ) from None
+
+
+def _first_non_utf8(path: Path) -> tuple[int, int] | None:
+    """``(line, byte in the line)`` of the first byte that is not UTF-8, both 1-based.
+
+    Lines end at ``\\n``, ``\\r\\n`` or a lone ``\\r``, as the ``csv`` module counts them
+    (a UTF-8 sequence never contains either byte, so lines can be checked one by one).
+    """
+    number = 0
+    with path.open("rb") as handle:
+        for chunk in handle:
+            for piece in chunk.splitlines(keepends=True):
+                number += 1
+                skip = len(_BOM) if number == 1 and piece.startswith(_BOM) else 0
+                try:
+                    piece[skip:].decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    return number, exc.start + 1
+    return None
 
 
 def _records(reader: Any, name: str) -> Iterator[tuple[int, dict[str, str]]]:
@@ -59,6 +93,7 @@ def _records(reader: Any, name: str) -> Iterator[tuple[int, dict[str, str]]]:
                 f"Dataset {name}: record on line {line} has {len(record)} fields; "
                 f"the header has {len(header)}",
                 file=name,
+                located=True,
                 line=line,
                 hint="quote values that contain commas or line breaks",
             )
@@ -71,11 +106,17 @@ def _check_header(record: list[str], name: str, line: int) -> list[str]:
     for position, cell in enumerate(header, start=1):
         if not cell:
             raise DatasetError(
-                f"Dataset {name}: header column {position} has no name", file=name, line=line
+                f"Dataset {name}: header column {position} has no name",
+                file=name,
+                line=line,
+                located=True,
             )
         if cell in seen:
             raise DatasetError(
-                f"Dataset {name}: header names column '{cell}' twice", file=name, line=line
+                f"Dataset {name}: header names column '{cell}' twice",
+                file=name,
+                line=line,
+                located=True,
             )
         seen.add(cell)
     return header

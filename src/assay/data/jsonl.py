@@ -6,7 +6,8 @@ Rules (each one tested):
 - a ``\\r`` before the ``\\n`` is removed (CRLF files); escaped ``\\r\\n`` inside strings survives;
 - a leading UTF-8 byte-order mark is stripped; the last line needs no final newline;
 - blank and whitespace-only lines are skipped, but line numbers stay physical and 1-based;
-- a key repeated in one object, and the literals ``NaN``/``Infinity``/``-Infinity``, are errors.
+- a key repeated in one object, and the literals ``NaN``/``Infinity``/``-Infinity``, are errors;
+  so is a number too large for a float (``1e400``), which Python would read as infinity.
 
 Message shapes follow Coder Eval's loader (``reference/originals.md`` §1.1):
 ``Dataset {path}: invalid JSON on line {n}: {reason}`` and
@@ -16,6 +17,7 @@ Message shapes follow Coder Eval's loader (``reference/originals.md`` §1.1):
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -47,16 +49,26 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON; write null or a string instead")
 
 
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"the number {text} is too large for a float; write it as a string")
+    return value
+
+
 _DECODER = json.JSONDecoder(
-    object_pairs_hook=_object_without_duplicates, parse_constant=_reject_constant
+    object_pairs_hook=_object_without_duplicates,
+    parse_constant=_reject_constant,
+    parse_float=_finite_float,
 )
 
 
 def parse_json_strict(text: str) -> Any:
-    """Parse one JSON text, refusing duplicate keys and NaN/Infinity.
+    """Parse one JSON text, refusing duplicate keys, NaN/Infinity and numbers that overflow.
 
     Raises:
-        ValueError: invalid JSON (``json.JSONDecodeError``), a duplicate key, or NaN/Infinity.
+        ValueError: invalid JSON (``json.JSONDecodeError``), a duplicate key, NaN/Infinity, or
+            a number too large for a float.
     """
     return _DECODER.decode(text)
 
@@ -70,15 +82,17 @@ def iter_jsonl(path: Path, *, display: str | None = None) -> Iterator[tuple[int,
 
     Raises:
         DatasetError: the file is missing, a line is not UTF-8, not JSON, not an object,
-            repeats a key, or uses NaN/Infinity.
+            repeats a key, or uses NaN/Infinity (or a number that overflows to it).
     """
     name = display or str(path)
     try:
         handle = path.open("rb")
     except FileNotFoundError:
-        raise DatasetError(f"Dataset file not found: {name}", file=name) from None
+        raise DatasetError(f"Dataset file not found: {name}", file=name, located=True) from None
     except IsADirectoryError:
-        raise DatasetError(f"Dataset path is a directory, not a file: {name}", file=name) from None
+        raise DatasetError(
+            f"Dataset path is a directory, not a file: {name}", file=name, located=True
+        ) from None
     with handle:
         for number, raw in enumerate(handle, start=1):
             if number == 1 and raw.startswith(_BOM):
@@ -97,6 +111,7 @@ def _decode_line(body: bytes, name: str, number: int) -> dict[str, Any]:
             f"Dataset {name}: invalid JSON on line {number}: not UTF-8 text "
             f"(byte {exc.start + 1} of the line)",
             file=name,
+            located=True,
             line=number,
         ) from None
     if text.endswith("\r"):
@@ -107,6 +122,7 @@ def _decode_line(body: bytes, name: str, number: int) -> dict[str, Any]:
         raise DatasetError(
             f"Dataset {name}: key '{exc.key}' appears twice in the object on line {number}",
             file=name,
+            located=True,
             line=number,
             hint="a JSON object may name each key once",
         ) from None
@@ -114,11 +130,15 @@ def _decode_line(body: bytes, name: str, number: int) -> dict[str, Any]:
         raise DatasetError(
             f"Dataset {name}: invalid JSON on line {number}: {exc.msg} (column {exc.colno})",
             file=name,
+            located=True,
             line=number,
         ) from None
     except ValueError as exc:
         raise DatasetError(
-            f"Dataset {name}: invalid JSON on line {number}: {exc}", file=name, line=number
+            f"Dataset {name}: invalid JSON on line {number}: {exc}",
+            file=name,
+            line=number,
+            located=True,
         ) from None
     if not isinstance(row, dict):
         shown = repr(row)
@@ -126,6 +146,7 @@ def _decode_line(body: bytes, name: str, number: int) -> dict[str, Any]:
         raise DatasetError(
             f"Dataset {name}: row on line {number} is not a JSON object: {shown}",
             file=name,
+            located=True,
             line=number,
         )
     return row

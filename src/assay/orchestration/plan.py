@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from assay.data.select import SelectionRequest
-from assay.errors import TaskFileError
+from assay.errors import TaskFileError, UserError
 from assay.orchestration.discover import discover
 from assay.orchestration.expand import (
     Expansion,
@@ -21,7 +21,9 @@ from assay.orchestration.expand import (
     selection_request,
 )
 from assay.orchestration.task_loader import LoadedTask, load_task
+from assay.providers.pool import ProviderRegistry, default_registry
 from assay.results.run import SkippedTask, TaskSelection
+from assay.spec.task import LlmAgent
 
 DEFAULT_VARIANT = "default"
 
@@ -106,12 +108,16 @@ class Plan:
         return sum(len(t.expansion.row_tasks) for t in self.tasks)
 
 
-def build_plan(arguments: list[str], options: PlanOptions) -> Plan:
+def build_plan(
+    arguments: list[str], options: PlanOptions, registry: ProviderRegistry | None = None
+) -> Plan:
     """Load, filter and expand every task file named by ``arguments``.
 
     Raises:
-        UserError: any invalid input; nothing runs.
+        UserError: any invalid input (including a model with an unknown provider);
+            nothing runs.
     """
+    registry = registry or default_registry()
     plan = Plan(tasks=[], repeats_override=options.repeats)
     owners: dict[str, str] = {}
     for path in discover(arguments):
@@ -131,6 +137,7 @@ def build_plan(arguments: list[str], options: PlanOptions) -> Plan:
                 hint="task ids name run directories and suites; make them unique",
             )
         owners[task_id] = loaded.display
+        _check_model(loaded, registry)
         expansion = expand_dataset(loaded, options.selectors)
         plan.warnings.extend(expansion.warnings)
         request = (
@@ -140,6 +147,22 @@ def build_plan(arguments: list[str], options: PlanOptions) -> Plan:
         )
         plan.tasks.append(PlannedTask(expansion, request))
     return plan
+
+
+def _check_model(loaded: LoadedTask, registry: ProviderRegistry) -> None:
+    agent = loaded.definition.agent
+    if not isinstance(agent, LlmAgent):
+        return
+    try:
+        registry.check(agent.model)
+    except UserError as exc:
+        raise TaskFileError(
+            exc.message,
+            file=loaded.display,
+            line=loaded.document.line_of(("agent", "model")),
+            field="agent.model",
+            hint=exc.hint,
+        ) from None
 
 
 def _skip_reason(loaded: LoadedTask, options: PlanOptions) -> str | None:

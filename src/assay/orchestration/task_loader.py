@@ -135,28 +135,46 @@ def _validate(raw: dict[str, Any], display: str, document: YamlDocument) -> Task
     try:
         return TaskDefinition.model_validate(raw)
     except ValidationError as exc:
-        problems = [_problem(error, raw, document, display) for error in exc.errors()]
+        problems: list[TaskFileError] = []
+        for error in exc.errors():
+            problem = _problem(error, raw, document, display)
+            if all(p.field != problem.field for p in problems):
+                problems.append(problem)
+        problems.sort(key=lambda p: p.line or 0)
         first = problems[0]
         rest = "".join(f"\n  also: {p.render()}" for p in problems[1:6])
         raise TaskFileError(
-            first.message + rest, file=display, line=first.line, field=first.field
-        ) from None
+            first.message + rest, file=display, line=first.line, field=first.field,
+            hint=first.hint,
+        ) from None  # fmt: skip
 
 
 def _problem(error: Any, raw: Any, document: YamlDocument, display: str) -> TaskFileError:
     loc = data_loc(tuple(error["loc"]), raw)
     message = str(error["msg"]).removeprefix("Value error, ").removeprefix("Assertion failed, ")
+    hint = None
     if error["type"] == "missing":
         message = "required field is missing"
     elif error["type"] == "extra_forbidden":
         message = "unknown field"
+    elif isinstance(error.get("input"), bool) and error["type"] in _TEXT_ERRORS:
+        message = f"expected text but YAML read a boolean ({error['input']})"
+        hint = "YAML reads yes/no/on/off/true/false unquoted as booleans; quote the value"
     return TaskFileError(
-        message, file=display, line=document.line_of(loc), field=field_path(loc) or None
-    )
+        message, file=display, line=document.line_of(loc), field=field_path(loc) or None,
+        hint=hint,
+    )  # fmt: skip
+
+
+_TEXT_ERRORS = frozenset({"string_type", "list_type"})
 
 
 def data_loc(loc: tuple[Any, ...], data: Any) -> Loc:
-    """Drop the parts of a pydantic error location that are not in the data (union tags)."""
+    """Drop the parts of a pydantic error location that are not in the data.
+
+    A discriminated union adds its tag (the ``type`` value) to the location, and validators
+    add names like ``function-after[...]``; a missing field's name is kept.
+    """
     out: list[str | int] = []
     node = data
     for part in loc:
@@ -165,27 +183,12 @@ def data_loc(loc: tuple[Any, ...], data: Any) -> Loc:
         ):
             node = node[part]
             out.append(part)
+        elif isinstance(node, dict) and node.get("type") == part:
+            continue  # the union tag
         elif isinstance(node, dict) and isinstance(part, str) and "[" not in part:
-            if part not in _UNION_TAGS:
-                out.append(part)  # a missing field: name it
+            out.append(part)  # a missing field: name it
             node = None
     return tuple(out)
-
-
-_UNION_TAGS = frozenset(
-    {
-        "file_exists",
-        "file_check",
-        "run_command",
-        "classification_match",
-        "response_match",
-        "none",
-        "command",
-        "llm",
-        "template_dir",
-        "starter_files",
-    }
-)
 
 
 def lint_placeholders(

@@ -203,6 +203,7 @@ def _summary(
         skipped_tasks=meta.skipped,
         selections=meta.selections,
         suites=refs,
+        task_criteria=meta.criteria,
         warnings=meta.warnings,
         task_results=[
             TaskRow(

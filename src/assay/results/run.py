@@ -85,6 +85,7 @@ class RunSummary(_Model):
     skipped_tasks: list[SkippedTask] = Field(default_factory=list)
     selections: list[TaskSelection] = Field(default_factory=list)
     suites: list[SuiteRef] = Field(default_factory=list)
+    task_criteria: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)
     warnings: list[str] = Field(default_factory=list)
     task_results: list[TaskRow] = Field(default_factory=list)
     framework_version: str

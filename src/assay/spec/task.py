@@ -281,12 +281,14 @@ class TaskDefinition(StrictModel):
     suite_id: str | None = None
     row_id: str | None = None
 
-    @field_validator("task_id")
-    @classmethod
-    def _task_id(cls, value: str) -> str:
-        if not ID_PATTERN.match(value):
-            raise ValueError(f"task_id {value!r} must match {ID_PATTERN.pattern} ({ID_RULE})")
-        return value
+    @model_validator(mode="after")
+    def _task_id(self) -> TaskDefinition:
+        base = self.suite_id if self.suite_id is not None else self.task_id
+        if not ID_PATTERN.match(base):
+            raise ValueError(f"task_id {base!r} must match {ID_PATTERN.pattern} ({ID_RULE})")
+        if self.suite_id is not None and self.task_id != f"{self.suite_id}/{self.row_id}":
+            raise ValueError("a row-task's task_id is <suite_id>/<row_id>")
+        return self
 
     @field_validator("tags")
     @classmethod

@@ -1,0 +1,185 @@
+"""The llm agent with scripted models: mock provider and a real OpenAI-compatible server."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from assay.agents.llm import build_request
+from assay.providers.base import Choice, JsonSchema
+from assay.providers.constraints import choice_grammar, gbnf_literal, read_choice
+from assay.spec.task import LlmAgent
+from tests.cli.test_run import assay, latest
+from tests.helpers import write
+from tests.openai_server import scripted_server
+
+TASK = """\
+task_id: mocked
+description: llm agent with a scripted model
+initial_prompt: "Review: ${{row.text}}"
+agent:
+{agent}
+dataset:
+  rows:
+    - {{id: p, text: "I love it", label: positive}}
+    - {{id: n, text: "I hate it", label: negative}}
+    - {{id: x, text: "server down", label: negative}}
+success_criteria:
+  - type: classification_match
+    expected_label: "${{row.label}}"
+    allowed_labels: [positive, negative]
+    suite_thresholds: {{accuracy: 1.0}}
+"""
+
+SCRIPT = """\
+replies:
+  - {match: love, reply: positive}
+  - {match: server down, error: "HTTP 503"}
+default: negative
+"""
+
+
+def run_task(tmp_path: Path, agent: str, *extra: str) -> tuple[int, Path]:
+    write(tmp_path / "script.yaml", SCRIPT)
+    path = write(tmp_path / "task.yaml", TASK.format(agent=agent))
+    done = assay("run", str(path), *extra, cwd=tmp_path)
+    return done.returncode, latest(tmp_path)
+
+
+def row(run_dir: Path, row_id: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(
+        (run_dir / "default" / "mocked" / row_id / "00" / "task.json").read_text()
+    )
+    return data
+
+
+def test_scripted_model_grades_and_errors_stay_errors(tmp_path: Path) -> None:
+    code, run_dir = run_task(tmp_path, "  type: llm\n  model: mock/script.yaml\n  labels: [positive, negative]")
+    assert row(run_dir, "p")["final_status"] == "SUCCESS"
+    assert row(run_dir, "n")["final_status"] == "SUCCESS"
+    errored = row(run_dir, "x")
+    assert errored["final_status"] == "ERROR"
+    assert errored["error_message"] == "mock/script.yaml: scripted error: HTTP 503"
+    suite = json.loads((run_dir / "default/mocked/suite.json").read_text())
+    metrics = suite["criterion_aggregates"][0]["metrics"]
+    assert metrics["accuracy"] == 1.0
+    assert metrics["completion_rate"] == 2 / 3
+    assert code == 0
+    assert (run_dir / "default/mocked/p/00/trace.json").exists()
+
+
+def test_reply_outside_labels_is_an_error(tmp_path: Path) -> None:
+    code, run_dir = run_task(tmp_path, "  type: llm\n  model: mock/echo\n  labels: [positive, negative]")
+    assert row(run_dir, "p")["final_status"] == "ERROR"
+    assert "not one of the labels" in row(run_dir, "p")["error_message"]
+    assert code == 1
+
+
+def test_token_budget(tmp_path: Path) -> None:
+    agent = "  type: llm\n  model: mock/echo\nrun_limits: {max_total_tokens: 3}"
+    _, run_dir = run_task(tmp_path, agent)
+    task = row(run_dir, "p")
+    assert task["final_status"] == "TOKEN_BUDGET_EXCEEDED"
+    assert task["total_token_usage"]["total_tokens"] > 3
+
+
+def test_response_file_is_written_in_the_sandbox(tmp_path: Path) -> None:
+    agent = "  type: llm\n  model: mock/script.yaml\n  response_file: out/answer.txt"
+    _, run_dir = run_task(tmp_path, agent, "--keep-sandboxes")
+    assert (run_dir / "default/mocked/p/00/sandbox/out/answer.txt").read_text() == "positive"
+
+
+def test_unknown_provider_exits_2(tmp_path: Path) -> None:
+    code, _ = run_task(tmp_path, "  type: llm\n  model: opena/gpt-4o")
+    assert code == 2
+
+
+def test_chat_request_has_system_then_shots_then_prompt() -> None:
+    config = LlmAgent(
+        system_prompt="Be brief.",
+        few_shot=[{"user": "2+2", "assistant": "4"}],  # type: ignore[list-item]
+        labels=["a", "b"],
+    )
+    request = build_request(config, "3+3")
+    assert request.messages is not None
+    assert [(m.role, m.content) for m in request.messages] == [
+        ("system", "Be brief."),
+        ("user", "2+2"),
+        ("assistant", "4"),
+        ("user", "3+3"),
+    ]
+    assert request.constraint == Choice(("a", "b"))
+
+
+def test_completion_request_and_schema_constraint() -> None:
+    config = LlmAgent(prompt_format="completion", json_schema={"type": "object"})
+    request = build_request(config, "text")
+    assert request.prompt == "text" and request.messages is None
+    assert request.constraint == JsonSchema({"type": "object"})
+
+
+def test_gbnf_escaping() -> None:
+    assert gbnf_literal('a"b\\c\nd') == '"a\\"b\\\\c\\nd"'
+    assert choice_grammar(("yes", "no")) == 'root ::= " "? ("yes" | "no")'
+
+
+@pytest.mark.parametrize(
+    ("text", "wrapped", "label"),
+    [(" positive", False, "positive"), ('{"answer": "negative"}', True, "negative"),
+     ('"positive"', False, "positive")],
+)  # fmt: skip
+def test_read_choice(text: str, wrapped: bool, label: str) -> None:
+    assert read_choice(text, ("positive", "negative"), wrapped=wrapped) == label
+
+
+def test_openai_compatible_endpoint_gets_structured_output(tmp_path: Path) -> None:
+    def reply(body: dict[str, Any]) -> str:
+        text = body["messages"][-1]["content"]
+        return json.dumps({"answer": "positive" if "love" in text else "negative"})
+
+    with scripted_server(reply) as server:
+        agent = (
+            "  type: llm\n  model: openai/test-model\n"
+            f"  base_url: {server.base_url}\n  api_key_env: TEST_KEY\n"
+            "  labels: [positive, negative]\n  system_prompt: Classify."
+        )
+        os.environ["TEST_KEY"] = "sekrit"
+        try:
+            code, run_dir = run_task(tmp_path, agent)
+        finally:
+            del os.environ["TEST_KEY"]
+    assert row(run_dir, "p")["final_status"] == "SUCCESS"
+    assert row(run_dir, "x")["final_status"] == "SUCCESS"
+    assert code == 0
+    body = server.requests[0]
+    assert body["model"] == "test-model"
+    assert body["messages"][0] == {"role": "system", "content": "Classify."}
+    schema = body["response_format"]["json_schema"]["schema"]
+    assert schema["properties"]["answer"]["enum"] == ["positive", "negative"]
+    assert server.headers[0]["authorization"] == "Bearer sekrit"
+    usage = row(run_dir, "p")["total_token_usage"]
+    assert usage == {"input_tokens": 7, "output_tokens": 2, "total_tokens": 9}
+
+
+def test_unreachable_endpoint_is_an_error_row(tmp_path: Path) -> None:
+    agent = "  type: llm\n  model: openai/m\n  base_url: http://127.0.0.1:9/v1\n  request_timeout: 2"
+    code, run_dir = run_task(tmp_path, agent)
+    task = row(run_dir, "p")
+    assert task["final_status"] == "ERROR"
+    assert "cannot reach http://127.0.0.1:9/v1" in task["error_message"]
+    assert code == 1
+
+
+def test_unknown_provider_is_refused_before_any_run(tmp_path: Path) -> None:
+    write(tmp_path / "script.yaml", SCRIPT)
+    path = write(tmp_path / "task.yaml", TASK.format(agent="  type: llm\n  model: opena/gpt-4o"))
+    done = assay("plan", str(path), cwd=tmp_path)
+    assert done.returncode == 2
+    assert "agent.model: unknown model provider 'opena'" in done.stderr
+    assert "did you mean 'openai/...'?" in done.stderr
+    assert assay("run", str(path), cwd=tmp_path).returncode == 2
+    assert not (tmp_path / "runs").exists()

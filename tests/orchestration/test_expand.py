@@ -1,0 +1,239 @@
+"""expand_dataset: the source document's fan-out rules and its error table, message by message."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from assay.errors import DatasetError, SelectionError
+from assay.orchestration.expand import Selectors, expand_dataset
+from assay.orchestration.task_loader import load_task
+from assay.spec.criteria import ClassificationMatch, FileCheck
+from tests.helpers import write
+
+HEAD = """\
+task_id: sentiment
+description: "Binary sentiment, row ${row.id} (not substituted here)"
+initial_prompt: "Classify: ${row.text}"
+pre_run:
+  - command: "echo ${row.id}"
+"""
+CRITERIA = """\
+success_criteria:
+  - type: classification_match
+    path: result.txt
+    expected_label: "${row.expected}"
+    allowed_labels: [positive, negative]
+    description: "Predicted label matches expected for row ${row.id}"
+"""
+
+
+def jsonl(path: Path, rows: list[dict[str, object]]) -> Path:
+    return write(path, "".join(json.dumps(r) + "\n" for r in rows))
+
+
+def task(tmp_path: Path, dataset: str, criteria: str = CRITERIA) -> Path:
+    return write(tmp_path / "tasks" / "task.yaml", HEAD + dataset + criteria)
+
+
+def expand(path: Path, **selectors: object):  # type: ignore[no-untyped-def]
+    return expand_dataset(load_task(path), Selectors(**selectors))  # type: ignore[arg-type]
+
+
+ROWS = [
+    {"id": "r1", "text": "This product is fantastic, I love it.", "expected": "positive"},
+    {"id": "r2", "text": "Terrible service, would not recommend.", "expected": "negative"},
+    {"id": "r3", "text": "Amazing quality and excellent value for money.", "expected": "negative"},
+]
+
+
+def test_row_task_ids_and_substitution(tmp_path: Path) -> None:
+    jsonl(tmp_path / "tasks" / "datasets" / "s.jsonl", ROWS)
+    expansion = expand(task(tmp_path, "dataset:\n  paths: [datasets/s.jsonl]\n"))
+    ids = [t.task_id for t in expansion.row_tasks]
+    assert ids == ["sentiment/r1", "sentiment/r2", "sentiment/r3"]
+    resolved = expansion.row_tasks[2].resolve()
+    assert resolved.task_id == "sentiment/r3"
+    assert resolved.suite_id == "sentiment"
+    assert resolved.row_id == "r3"
+    assert resolved.dataset is None
+    assert resolved.initial_prompt == "Classify: Amazing quality and excellent value for money."
+    criterion = resolved.success_criteria[0]
+    assert isinstance(criterion, ClassificationMatch)
+    assert criterion.expected_label == "negative"
+    assert criterion.description == "Predicted label matches expected for row r3"
+    assert resolved.description.endswith("row ${row.id} (not substituted here)")
+    assert resolved.pre_run[0].command == "echo ${row.id}"
+
+
+def test_paths_concatenate_in_declared_order(tmp_path: Path) -> None:
+    jsonl(tmp_path / "tasks" / "b.jsonl", ROWS[2:])
+    jsonl(tmp_path / "tasks" / "a.jsonl", ROWS[:2])
+    expansion = expand(task(tmp_path, "dataset:\n  paths: [b.jsonl, a.jsonl]\n"))
+    assert [t.row_id for t in expansion.row_tasks] == ["r3", "r1", "r2"]
+
+
+def test_csv_rows_are_strings(tmp_path: Path) -> None:
+    write(tmp_path / "tasks" / "s.csv", "id,text,expected\r\nr1,\"Nice, really\",positive\r\n")
+    expansion = expand(task(tmp_path, "dataset:\n  paths: [s.csv]\n"))
+    row = expansion.row_tasks[0]
+    assert row.row == {"id": "r1", "text": "Nice, really", "expected": "positive"}
+    assert row.resolve().initial_prompt == "Classify: Nice, really"
+
+
+def test_substitution_reaches_every_string_leaf_of_criteria(tmp_path: Path) -> None:
+    criteria = """\
+success_criteria:
+  - type: file_check
+    path: "out/${row.id}.txt"
+    includes: ["${row.expected}", "fixed"]
+    patterns:
+      - {pattern: "^${row.id}$", flags: m}
+"""
+    jsonl(tmp_path / "tasks" / "s.jsonl", ROWS[:1])
+    resolved = expand(task(tmp_path, "dataset:\n  paths: [s.jsonl]\n", criteria)).row_tasks[0]
+    check = resolved.resolve().success_criteria[0]
+    assert isinstance(check, FileCheck)
+    assert check.path == "out/r1.txt"
+    assert check.includes == ["positive", "fixed"]
+    assert check.patterns[0].pattern == "^r1$"
+
+
+def test_null_value_substitutes_as_empty_string(tmp_path: Path) -> None:
+    jsonl(tmp_path / "tasks" / "s.jsonl", [{"id": "n", "text": None, "expected": None}])
+    row_task = expand(task(tmp_path, "dataset:\n  paths: [s.jsonl]\n")).row_tasks[0]
+    resolved = row_task.resolve()
+    assert resolved.initial_prompt == "Classify: "
+    criterion = resolved.success_criteria[0]
+    assert isinstance(criterion, ClassificationMatch)
+    assert criterion.expected_label == ""
+
+
+def test_value_containing_a_placeholder_is_inserted_literally(tmp_path: Path) -> None:
+    rows = [{"id": "x", "text": "see ${row.expected}", "expected": "positive"}]
+    jsonl(tmp_path / "tasks" / "s.jsonl", rows)
+    resolved = expand(task(tmp_path, "dataset:\n  paths: [s.jsonl]\n")).row_tasks[0].resolve()
+    assert resolved.initial_prompt == "Classify: see ${row.expected}"
+
+
+def test_inline_rows(tmp_path: Path) -> None:
+    dataset = "dataset:\n  rows:\n    - {id: alpha, text: a, expected: positive}\n"
+    expansion = expand(task(tmp_path, dataset))
+    assert [t.task_id for t in expansion.row_tasks] == ["sentiment/alpha"]
+
+
+def test_id_field_option(tmp_path: Path) -> None:
+    rows = [{"case_id": "c-1", "text": "t", "expected": "positive"}]
+    jsonl(tmp_path / "tasks" / "s.jsonl", rows)
+    dataset = "dataset:\n  id_field: case_id\n  paths: [s.jsonl]\n"
+    criteria = CRITERIA.replace("${row.id}", "${row.case_id}")
+    assert expand(task(tmp_path, dataset, criteria)).row_tasks[0].task_id == "sentiment/c-1"
+
+
+def errors(tmp_path: Path, rows: list[dict[str, object]]) -> DatasetError:
+    jsonl(tmp_path / "tasks" / "s.jsonl", rows)
+    with pytest.raises(DatasetError) as caught:
+        expand(task(tmp_path, "dataset:\n  paths: [s.jsonl]\n"))
+    return caught.value
+
+
+def test_empty_dataset_message(tmp_path: Path) -> None:
+    write(tmp_path / "tasks" / "s.jsonl", "\n  \n")
+    with pytest.raises(DatasetError) as caught:
+        expand(task(tmp_path, "dataset:\n  paths: [s.jsonl]\n"))
+    assert caught.value.message == "Dataset for task 'sentiment' is empty"
+
+
+def test_missing_id_message_indexes_the_whole_dataset(tmp_path: Path) -> None:
+    error = errors(tmp_path, [*ROWS, {"text": "no id", "expected": "positive"}])
+    assert error.message == (
+        "Dataset row 3 for task 'sentiment' missing id_field 'id': "
+        "{'text': 'no id', 'expected': 'positive'}"
+    )
+    assert error.line == 4
+    assert error.file is not None and error.file.endswith("s.jsonl")
+
+
+@pytest.mark.parametrize("bad", ["has space", ".hidden", "-dash", "a/b", "ü", ""])
+def test_illegal_id_message(tmp_path: Path, bad: str) -> None:
+    error = errors(tmp_path, [{"id": bad, "text": "t", "expected": "positive"}])
+    assert error.message == (
+        f"Dataset row id {bad!r} must match ^[A-Za-z0-9_][A-Za-z0-9_.\\-]*$ "
+        "(letters, digits, underscore, hyphen, dot)"
+    )
+
+
+def test_duplicate_id_message_and_first_line(tmp_path: Path) -> None:
+    error = errors(tmp_path, [*ROWS, dict(ROWS[1])])
+    assert error.message == "Duplicate dataset row id for task 'sentiment': 'r2'"
+    assert error.line == 4
+    assert error.hint is not None and error.hint.endswith(":2")
+
+
+def test_numeric_ids_become_text(tmp_path: Path) -> None:
+    jsonl(tmp_path / "tasks" / "s.jsonl", [{"id": 7, "text": "t", "expected": "positive"}])
+    assert expand(task(tmp_path, "dataset:\n  paths: [s.jsonl]\n")).row_tasks[0].row_id == "7"
+
+
+def test_missing_placeholder_field_message(tmp_path: Path) -> None:
+    error = errors(tmp_path, [{"id": "r1", "expected": "positive"}])
+    assert error.message == "${row.text}: key not found (available: ['expected', 'id'])"
+    assert error.row_id == "r1"
+    assert error.line == 1
+
+
+def test_non_scalar_placeholder_message(tmp_path: Path) -> None:
+    error = errors(tmp_path, [{"id": "r1", "text": ["a"], "expected": "positive"}])
+    assert error.message == (
+        "${row.text}: value must be a scalar (str/int/float/bool/None), got list"
+    )
+
+
+def test_dataset_file_not_found(tmp_path: Path) -> None:
+    with pytest.raises(DatasetError, match="Dataset file not found: .*missing.jsonl"):
+        expand(task(tmp_path, "dataset:\n  paths: [missing.jsonl]\n"))
+
+
+def test_substituted_path_leaving_the_sandbox_is_a_load_error(tmp_path: Path) -> None:
+    criteria = CRITERIA.replace("path: result.txt", 'path: "${row.text}"')
+    jsonl(tmp_path / "tasks" / "s.jsonl", [{"id": "r1", "text": "../up", "expected": "x"}])
+    with pytest.raises(DatasetError) as caught:
+        expand(task(tmp_path, "dataset:\n  paths: [s.jsonl]\n", criteria))
+    assert caught.value.row_id == "r1"
+    assert "leaves the sandbox" in caught.value.message
+
+
+def test_sample_is_recorded_with_row_ids(tmp_path: Path) -> None:
+    rows = [{"id": f"r{i}", "text": "t", "expected": "positive"} for i in range(10)]
+    jsonl(tmp_path / "tasks" / "s.jsonl", rows)
+    loaded = load_task(task(tmp_path, "dataset:\n  paths: [s.jsonl]\n"))
+    expansion = expand_dataset(loaded, Selectors(sample=3))
+    from assay.orchestration.expand import selection_request
+
+    record = expansion.selection_record(selection_request(loaded.definition, Selectors(sample=3)))
+    assert record is not None
+    assert record.applied == ["--sample 3"]
+    assert record.rows_in_dataset == 10
+    assert record.row_ids == [t.row_id for t in expansion.row_tasks]
+    indexes = [t.row_index for t in expansion.row_tasks]
+    assert indexes == sorted(indexes)
+
+
+def test_split_with_no_rows_is_an_error(tmp_path: Path) -> None:
+    rows = [{"id": "a", "text": "t", "expected": "x", "split": "train"}]
+    jsonl(tmp_path / "tasks" / "s.jsonl", rows)
+    with pytest.raises(SelectionError, match="has no rows in split 'test'"):
+        expand(task(tmp_path, "dataset:\n  paths: [s.jsonl]\n"), split="test")
+
+
+def test_task_without_dataset_is_one_row_task(tmp_path: Path) -> None:
+    path = write(
+        tmp_path / "t.yaml",
+        "task_id: solo\ndescription: d\ninitial_prompt: hi\n"
+        "success_criteria:\n  - {type: response_match, expected: hi}\n",
+    )
+    expansion = expand(path)
+    assert [t.task_id for t in expansion.row_tasks] == ["solo"]
+    assert expansion.row_tasks[0].suite_id is None

@@ -1,0 +1,291 @@
+"""load_task: validation errors name file, line and field; Coder Eval fields warn; lints."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from assay.errors import TaskFileError
+from assay.orchestration.task_loader import load_task
+from assay.spec.task import CommandAgent, LlmAgent, NoneAgent
+from tests.helpers import write
+
+MINIMAL = """\
+task_id: demo
+description: a demo
+initial_prompt: "say ${row.text}"
+dataset:
+  rows:
+    - {id: a, text: hello}
+success_criteria:
+  - type: response_match
+    expected: hello
+"""
+
+
+def load(tmp_path: Path, text: str, name: str = "task.yaml") -> object:
+    return load_task(write(tmp_path / name, text))
+
+
+def error_of(tmp_path: Path, text: str) -> TaskFileError:
+    with pytest.raises(TaskFileError) as caught:
+        load_task(write(tmp_path / "task.yaml", text))
+    return caught.value
+
+
+def test_minimal_task_loads_with_llm_default(tmp_path: Path) -> None:
+    loaded = load_task(write(tmp_path / "task.yaml", MINIMAL))
+    assert loaded.definition.task_id == "demo"
+    assert isinstance(loaded.definition.agent, LlmAgent)
+    assert loaded.definition.agent.model == "local/smollm2"
+    assert loaded.warnings == []
+
+
+def test_unknown_top_level_field_suggests(tmp_path: Path) -> None:
+    error = error_of(tmp_path, MINIMAL + "succes_criteria: []\n")
+    assert error.field == "succes_criteria"
+    assert error.line == 10
+    assert error.hint == "did you mean 'success_criteria'?"
+    assert "task.yaml:10: succes_criteria: unknown field 'succes_criteria'" in str(error)
+
+
+def test_unknown_nested_criterion_field_names_its_path_and_line(tmp_path: Path) -> None:
+    text = MINIMAL.replace("    expected: hello\n", "    expected: hello\n    mach: exact\n")
+    error = error_of(tmp_path, text)
+    assert error.field == "success_criteria[0].mach"
+    assert error.line == 10
+    assert error.hint == "did you mean 'match'?"
+
+
+def test_unknown_agent_field_suggests(tmp_path: Path) -> None:
+    text = MINIMAL + "agent: {type: command, command: cat, comand: x}\n"
+    error = error_of(tmp_path, text)
+    assert error.field == "agent.comand"
+    assert error.hint == "did you mean 'command'?"
+
+
+def test_unknown_criterion_type_suggests(tmp_path: Path) -> None:
+    error = error_of(tmp_path, MINIMAL.replace("response_match", "respons_match"))
+    assert error.field == "success_criteria[0].type"
+    assert "unknown criterion type 'respons_match'" in error.message
+    assert error.hint == "did you mean 'response_match'?"
+
+
+def test_coder_eval_criterion_not_implemented_is_an_error(tmp_path: Path) -> None:
+    error = error_of(tmp_path, MINIMAL.replace("response_match", "llm_judge"))
+    assert "criterion type 'llm_judge' (from Coder Eval) is not implemented" in error.message
+
+
+def test_coder_eval_agent_not_implemented_points_to_command(tmp_path: Path) -> None:
+    error = error_of(tmp_path, MINIMAL + "agent: {type: claude-code}\n")
+    assert error.field == "agent.type"
+    assert error.hint is not None and "type 'command'" in error.hint
+
+
+def test_coder_eval_only_fields_warn_once_each(tmp_path: Path) -> None:
+    text = MINIMAL + (
+        "agent: {type: command, command: cat, permission_mode: acceptEdits, allowed_tools: [W]}\n"
+        "sandbox: {python: {version: '3.11'}}\n"
+        "simulation: {enabled: false}\n"
+    )
+    loaded = load_task(write(tmp_path / "task.yaml", text))
+    assert isinstance(loaded.definition.agent, CommandAgent)
+    names = [w.split(": ")[1] for w in loaded.warnings]
+    assert names == [
+        "agent.permission_mode",
+        "agent.allowed_tools",
+        "sandbox.python",
+        "simulation",
+    ]
+    assert all("a Coder Eval field that assay does not implement yet" in w for w in loaded.warnings)
+
+
+def test_null_coder_eval_field_does_not_warn(tmp_path: Path) -> None:
+    loaded = load_task(write(tmp_path / "task.yaml", MINIMAL + "sandbox: {python: null}\n"))
+    assert loaded.warnings == []
+
+
+def test_writer_only_fields_are_rejected(tmp_path: Path) -> None:
+    error = error_of(tmp_path, MINIMAL + "suite_id: x\n")
+    assert error.field == "suite_id"
+    assert "written by assay" in error.message
+
+
+def test_missing_required_field_named(tmp_path: Path) -> None:
+    error = error_of(tmp_path, MINIMAL.replace("description: a demo\n", ""))
+    assert error.field == "description"
+    assert error.message.startswith("required field is missing")
+
+
+def test_missing_criterion_field_named_through_union(tmp_path: Path) -> None:
+    text = MINIMAL + "  - type: run_command\n"
+    error = error_of(tmp_path, text)
+    assert error.field == "success_criteria[1].command"
+    assert error.line == 10
+
+
+@pytest.mark.parametrize(
+    ("dataset", "message"),
+    [
+        ("dataset: {id_field: id}\n", "Dataset must specify either 'paths' or 'rows'"),
+        (
+            "dataset: {rows: [{id: a}], paths: [x.jsonl]}\n",
+            "Dataset must specify only one of 'paths' or 'rows'",
+        ),
+        ("dataset: {paths: []}\n", "Dataset.paths must be a non-empty list"),
+    ],
+)
+def test_dataset_source_messages(tmp_path: Path, dataset: str, message: str) -> None:
+    text = (
+        'task_id: demo\ndescription: d\ninitial_prompt: "say ${row.text}"\n'
+        + dataset
+        + "success_criteria:\n  - type: response_match\n    expected: hello\n"
+    )
+    error = error_of(tmp_path, text)
+    assert error.message.startswith(message)
+    assert error.field == "dataset"
+
+
+def test_sample_seed_true_is_not_a_seed(tmp_path: Path) -> None:
+    text = MINIMAL.replace("dataset:\n", "dataset:\n  sample_seed: true\n")
+    error = error_of(tmp_path, text)
+    assert error.field == "dataset.sample_seed"
+
+
+def test_sample_seed_zero_is_a_seed(tmp_path: Path) -> None:
+    text = MINIMAL.replace("dataset:\n", "dataset:\n  sample_seed: 0\n")
+    loaded = load_task(write(tmp_path / "task.yaml", text))
+    assert loaded.definition.dataset is not None
+    assert loaded.definition.dataset.sample_seed == 0
+
+
+def test_criterion_path_outside_sandbox_rejected(tmp_path: Path) -> None:
+    for bad in ("../x.txt", "/etc/passwd", "a/../../b"):
+        text = MINIMAL.replace("    expected: hello\n", f"    expected: hello\n    path: '{bad}'\n")
+        error = error_of(tmp_path, text)
+        assert error.field == "success_criteria[0].path", bad
+
+
+def test_suite_threshold_typo_suggests_metric(tmp_path: Path) -> None:
+    text = MINIMAL.replace(
+        "  - type: response_match\n    expected: hello\n",
+        "  - type: classification_match\n    expected_label: a\n    allowed_labels: [a, b]\n"
+        "    suite_thresholds: {recall.positve: 0.5}\n",
+    )
+    error = error_of(tmp_path, text)
+    assert error.field == "success_criteria[0].suite_thresholds.recall.positve"
+    assert error.hint is not None and error.hint.startswith("did you mean")
+
+
+def test_suite_thresholds_need_a_dataset(tmp_path: Path) -> None:
+    text = (
+        "task_id: t\ndescription: d\ninitial_prompt: hi\n"
+        "success_criteria:\n  - type: response_match\n    expected: x\n"
+        "    suite_thresholds: {mean: 0.5}\n"
+    )
+    error = error_of(tmp_path, text)
+    assert "only valid on tasks that declare a dataset" in error.message
+
+
+def test_none_agent_forbids_a_prompt(tmp_path: Path) -> None:
+    error = error_of(tmp_path, MINIMAL + "agent: {type: none}\n")
+    assert "agent type 'none' runs no agent" in error.message
+
+
+def test_none_agent_without_prompt_loads(tmp_path: Path) -> None:
+    text = MINIMAL.replace('initial_prompt: "say ${row.text}"\n', "") + "agent: {type: none}\n"
+    loaded = load_task(write(tmp_path / "task.yaml", text))
+    assert isinstance(loaded.definition.agent, NoneAgent)
+
+
+def test_prompt_required_for_an_agent(tmp_path: Path) -> None:
+    error = error_of(tmp_path, MINIMAL.replace('initial_prompt: "say ${row.text}"\n', ""))
+    assert "Either 'initial_prompt' or 'initial_prompt_file' must be set" in error.message
+
+
+def test_initial_prompt_file_is_read_relative_to_task(tmp_path: Path) -> None:
+    write(tmp_path / "sub" / "prompt.md", "Classify: ${row.text}\n")
+    text = MINIMAL.replace('initial_prompt: "say ${row.text}"', "initial_prompt_file: prompt.md")
+    loaded = load_task(write(tmp_path / "sub" / "task.yaml", text))
+    assert loaded.definition.initial_prompt == "Classify: ${row.text}"
+
+
+def test_missing_prompt_file_is_an_error_with_line(tmp_path: Path) -> None:
+    text = MINIMAL.replace('initial_prompt: "say ${row.text}"', "initial_prompt_file: nope.md")
+    error = error_of(tmp_path, text)
+    assert error.field == "initial_prompt_file"
+    assert error.line == 3
+
+
+def test_invalid_yaml_reports_line(tmp_path: Path) -> None:
+    error = error_of(tmp_path, "task_id: x\ndescription: [unclosed\n")
+    assert error.message.startswith("invalid YAML")
+    assert error.line is not None
+
+
+def test_duplicate_yaml_key_is_an_error(tmp_path: Path) -> None:
+    error = error_of(tmp_path, MINIMAL + "task_id: again\n")
+    assert error.field == "task_id"
+    assert "appears twice" in error.message
+
+
+def test_not_a_mapping(tmp_path: Path) -> None:
+    error = error_of(tmp_path, "- a\n- b\n")
+    assert "a task file is a YAML mapping" in error.message
+
+
+def test_directory_is_not_a_task_file(tmp_path: Path) -> None:
+    with pytest.raises(TaskFileError, match="expected a YAML task file but got a directory"):
+        load_task(tmp_path)
+
+
+def test_prompt_without_placeholder_warns(tmp_path: Path) -> None:
+    loaded = load_task(write(tmp_path / "t.yaml", MINIMAL.replace("${row.text}", "hello")))
+    assert any("has no ${row.<field>} placeholder" in w for w in loaded.warnings)
+
+
+@pytest.mark.parametrize("look", ["{row.text}", "{{row.text}}", "{{ row.text }}", "$row.text"])
+def test_lookalike_placeholders_warn(tmp_path: Path, look: str) -> None:
+    loaded = load_task(write(tmp_path / "t.yaml", MINIMAL.replace("${row.text}", look)))
+    assert any(f"{look!r} looks like a placeholder" in w for w in loaded.warnings)
+
+
+def test_lookalike_in_criteria_warns(tmp_path: Path) -> None:
+    loaded = load_task(write(tmp_path / "t.yaml", MINIMAL.replace("expected: hello", "expected: '{row.x}'")))
+    assert any("success_criteria" in w and "looks like a placeholder" in w for w in loaded.warnings)
+
+
+def test_placeholder_in_unsubstituted_field_warns(tmp_path: Path) -> None:
+    loaded = load_task(write(tmp_path / "t.yaml", MINIMAL.replace("a demo", "demo ${row.text}")))
+    assert any(w.split(": ")[1] == "description" for w in loaded.warnings)
+
+
+def test_llm_agent_model_needs_provider(tmp_path: Path) -> None:
+    error = error_of(tmp_path, MINIMAL + "agent: {type: llm, model: smollm2}\n")
+    assert "must be named provider/name" in error.message
+
+
+def test_completion_format_rejects_few_shot(tmp_path: Path) -> None:
+    text = MINIMAL + (
+        "agent:\n  type: llm\n  prompt_format: completion\n"
+        "  few_shot: [{user: a, assistant: b}]\n"
+    )
+    error = error_of(tmp_path, text)
+    assert "write the system prompt and examples into initial_prompt" in error.message
+
+
+def test_bad_regex_in_file_check_is_a_load_error(tmp_path: Path) -> None:
+    text = MINIMAL.replace(
+        "  - type: response_match\n    expected: hello\n",
+        "  - type: file_check\n    path: out.txt\n    patterns: [{pattern: '(unclosed'}]\n",
+    )
+    error = error_of(tmp_path, text)
+    assert "not a valid regex" in error.message
+
+
+def test_unquoted_yes_gets_a_yaml_hint(tmp_path: Path) -> None:
+    error = error_of(tmp_path, MINIMAL.replace("expected: hello", "expected: yes"))
+    assert error.field == "success_criteria[0].expected"
+    assert error.message.startswith("expected text but YAML read a boolean (True)")
+    assert error.hint is not None and "quote the value" in error.hint
