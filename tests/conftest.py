@@ -18,4 +18,3 @@ def workdir(tmp_path: Path) -> Iterator[Path]:
         yield tmp_path
     finally:
         os.chdir(old)
-

@@ -29,7 +29,7 @@ class ScriptedServer:
 
 def _handler(server: ScriptedServer, reply: Reply) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        def log_message(self, format: str, *args: Any) -> None:
             return
 
         def do_POST(self) -> None:

@@ -58,7 +58,9 @@ def row(run_dir: Path, row_id: str) -> dict[str, Any]:
 
 
 def test_scripted_model_grades_and_errors_stay_errors(tmp_path: Path) -> None:
-    code, run_dir = run_task(tmp_path, "  type: llm\n  model: mock/script.yaml\n  labels: [positive, negative]")
+    code, run_dir = run_task(
+        tmp_path, "  type: llm\n  model: mock/script.yaml\n  labels: [positive, negative]"
+    )
     assert row(run_dir, "p")["final_status"] == "SUCCESS"
     assert row(run_dir, "n")["final_status"] == "SUCCESS"
     errored = row(run_dir, "x")
@@ -73,7 +75,9 @@ def test_scripted_model_grades_and_errors_stay_errors(tmp_path: Path) -> None:
 
 
 def test_reply_outside_labels_is_an_error(tmp_path: Path) -> None:
-    code, run_dir = run_task(tmp_path, "  type: llm\n  model: mock/echo\n  labels: [positive, negative]")
+    code, run_dir = run_task(
+        tmp_path, "  type: llm\n  model: mock/echo\n  labels: [positive, negative]"
+    )
     assert row(run_dir, "p")["final_status"] == "ERROR"
     assert "not one of the labels" in row(run_dir, "p")["error_message"]
     assert code == 1
@@ -166,7 +170,9 @@ def test_openai_compatible_endpoint_gets_structured_output(tmp_path: Path) -> No
 
 
 def test_unreachable_endpoint_is_an_error_row(tmp_path: Path) -> None:
-    agent = "  type: llm\n  model: openai/m\n  base_url: http://127.0.0.1:9/v1\n  request_timeout: 2"
+    agent = (
+        "  type: llm\n  model: openai/m\n  base_url: http://127.0.0.1:9/v1\n  request_timeout: 2"
+    )
     code, run_dir = run_task(tmp_path, agent)
     task = row(run_dir, "p")
     assert task["final_status"] == "ERROR"

@@ -48,13 +48,32 @@ def test_execute_then_evaluate_matches_run(tmp_path: Path) -> None:
     assert run["selections"][0]["selection"]["row_ids"] == ["r1", "r2", "r3"]
 
 
-def test_evaluate_without_kept_sandbox_says_so(tmp_path: Path) -> None:
+def test_evaluate_without_kept_sandbox_refuses_and_changes_nothing(tmp_path: Path) -> None:
     task = copy_example(tmp_path)
     assay("run", task, cwd=tmp_path)
+    row_file = latest(tmp_path) / "default" / SUITE / "r1/00/task.json"
+    before = row_file.read_text()
     done = assay("evaluate", str(latest(tmp_path)), cwd=tmp_path)
-    assert done.returncode == 1
-    row = json.loads((latest(tmp_path) / "default" / SUITE / "r1/00/task.json").read_text())
-    assert "sandbox was not kept" in row["success_criteria_results"][0]["error"]
+    assert done.returncode == 2
+    assert "3 row(s) have criteria that read the sandbox" in done.stderr
+    assert "nothing was changed" in done.stderr
+    assert row_file.read_text() == before
+
+
+def test_evaluate_response_criteria_needs_no_sandbox(tmp_path: Path) -> None:
+    text = (
+        "task_id: echo\ndescription: d\ninitial_prompt: ${row.text}\n"
+        "agent: {type: command, command: cat}\n"
+        "dataset: {rows: [{id: a, text: 'yes'}, {id: b, text: 'no'}]}\n"
+        "success_criteria:\n  - {type: response_match, expected: 'yes',"
+        " suite_thresholds: {mean: 0.5}}\n"
+    )
+    (tmp_path / "echo.yaml").write_text(text)
+    assert assay("run", "echo.yaml", cwd=tmp_path).returncode == 0
+    done = assay("evaluate", str(latest(tmp_path)), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    suite = json.loads((latest(tmp_path) / "default/echo/suite.json").read_text())
+    assert suite["criterion_aggregates"][0]["metrics"]["mean"] == 0.5
 
 
 def test_report_rebuilds_identical_suite(tmp_path: Path) -> None:

@@ -76,7 +76,7 @@ def test_paths_concatenate_in_declared_order(tmp_path: Path) -> None:
 
 
 def test_csv_rows_are_strings(tmp_path: Path) -> None:
-    write(tmp_path / "tasks" / "s.csv", "id,text,expected\r\nr1,\"Nice, really\",positive\r\n")
+    write(tmp_path / "tasks" / "s.csv", 'id,text,expected\r\nr1,"Nice, really",positive\r\n')
     expansion = expand(task(tmp_path, "dataset:\n  paths: [s.csv]\n"))
     row = expansion.row_tasks[0]
     assert row.row == {"id": "r1", "text": "Nice, really", "expected": "positive"}
@@ -192,7 +192,7 @@ def test_non_scalar_placeholder_message(tmp_path: Path) -> None:
 
 
 def test_dataset_file_not_found(tmp_path: Path) -> None:
-    with pytest.raises(DatasetError, match="Dataset file not found: .*missing.jsonl"):
+    with pytest.raises(DatasetError, match=r"Dataset file not found: .*missing\.jsonl"):
         expand(task(tmp_path, "dataset:\n  paths: [missing.jsonl]\n"))
 
 

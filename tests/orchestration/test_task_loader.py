@@ -252,7 +252,9 @@ def test_lookalike_placeholders_warn(tmp_path: Path, look: str) -> None:
 
 
 def test_lookalike_in_criteria_warns(tmp_path: Path) -> None:
-    loaded = load_task(write(tmp_path / "t.yaml", MINIMAL.replace("expected: hello", "expected: '{row.x}'")))
+    loaded = load_task(
+        write(tmp_path / "t.yaml", MINIMAL.replace("expected: hello", "expected: '{row.x}'"))
+    )
     assert any("success_criteria" in w and "looks like a placeholder" in w for w in loaded.warnings)
 
 
@@ -268,8 +270,7 @@ def test_llm_agent_model_needs_provider(tmp_path: Path) -> None:
 
 def test_completion_format_rejects_few_shot(tmp_path: Path) -> None:
     text = MINIMAL + (
-        "agent:\n  type: llm\n  prompt_format: completion\n"
-        "  few_shot: [{user: a, assistant: b}]\n"
+        "agent:\n  type: llm\n  prompt_format: completion\n  few_shot: [{user: a, assistant: b}]\n"
     )
     error = error_of(tmp_path, text)
     assert "write the system prompt and examples into initial_prompt" in error.message

@@ -65,7 +65,9 @@ def test_sst2_demo_on_a_few_real_rows(tmp_path: Path) -> None:
     assert aggregate["metrics"]["completion_rate"] == 1.0
     assert aggregate["metrics"]["accuracy"] is not None
     for row_id in suite["selection"]["row_ids"]:
-        task = json.loads((run_dir / "default/sst2-sentiment" / row_id / "00/task.json").read_text())
+        task = json.loads(
+            (run_dir / "default/sst2-sentiment" / row_id / "00/task.json").read_text()
+        )
         observed = task["success_criteria_results"][0]["observed_label"]
         assert observed in ("positive", "negative")
         assert task["model_used"] == "local/smollm2"

@@ -13,6 +13,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from assay.cli.render import plan_as_json, print_plan, print_reports
 from assay.errors import UserError
@@ -105,7 +106,7 @@ def _err() -> Console:
 
 def fail(error: UserError) -> typer.Exit:
     """Print a user error and return the exit (code 2)."""
-    _err().print(f"[bold red]error:[/] {error.render()}", markup=True)
+    _err().print(f"[bold red]error:[/] {escape(error.render())}", markup=True)
     return typer.Exit(EXIT_USAGE)
 
 
@@ -116,7 +117,7 @@ def _plan_or_exit(tasks: list[str] | None, options: PlanOptions) -> Plan:
         raise fail(exc) from None
     console = _err()
     for warning in plan.warnings:
-        console.print(f"[yellow]warning:[/] {warning}", markup=True)
+        console.print(f"[yellow]warning:[/] {escape(warning)}", markup=True)
     return plan
 
 

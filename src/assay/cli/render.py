@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 
 from assay.orchestration.plan import Plan, PlannedTask
 from assay.reports.markdown import fmt
@@ -37,7 +38,9 @@ def print_plan(plan: Plan, *, show_rows: int) -> None:
     console = _out()
     for planned in plan.tasks:
         task = planned.loaded.definition
-        console.print(f"[bold]{task.task_id}[/]  ({planned.loaded.display})", markup=True)
+        console.print(
+            f"[bold]{escape(task.task_id)}[/]  ({escape(planned.loaded.display)})", markup=True
+        )
         model = getattr(task.agent, "model", None)
         console.print(f"  agent: {task.agent.type}" + (f" ({model})" if model else ""))
         gates = [
@@ -54,7 +57,7 @@ def print_plan(plan: Plan, *, show_rows: int) -> None:
             more = f" … and {len(ids) - len(shown)} more" if len(ids) > len(shown) else ""
             console.print("  row-tasks: " + ", ".join(shown) + more)
     for skipped in plan.skipped:
-        console.print(f"[dim]skipped {skipped.path}: {skipped.reason}[/]", markup=True)
+        console.print(f"[dim]skipped {escape(skipped.path)}: {escape(skipped.reason)}[/]")
     items = len(plan.work_items()) if plan.tasks else 0
     console.print(
         f"Plan: {len(plan.tasks)} task file(s), {plan.row_task_count} row-task(s), "
@@ -87,11 +90,12 @@ def plan_as_json(plan: Plan) -> dict[str, Any]:
 
 
 def _headline(suite: SuiteRollup) -> str:
+    """The first headline metric of each gating criterion, named by criterion type."""
     parts = []
     for aggregate in suite.criterion_aggregates:
         for name in HEADLINE_METRICS:
             if name in aggregate.metrics:
-                parts.append(f"{name} {fmt(aggregate.metrics[name])}")
+                parts.append(f"{aggregate.criterion_type} {name} {fmt(aggregate.metrics[name])}")
                 break
     return "; ".join(parts)
 
@@ -102,9 +106,10 @@ def print_reports(run_dir: Path, reports: Reports) -> None:
     summary = reports.summary
     for suite in reports.suites:
         gate = "[green]PASSED[/]" if suite.passed else "[red]FAILED[/]"
-        metrics = _headline(suite)
+        metrics = escape(_headline(suite))
         console.print(
-            f"[bold]{suite.suite_id}[/] [{suite.variant_id}]: {suite.rows_total} rows — "
+            f"[bold]{escape(suite.suite_id)}[/] \\[{escape(suite.variant_id)}]: "
+            f"{suite.rows_total} rows — "
             f"{suite.rows_passed} passed, {suite.rows_failed} failed, {suite.rows_error} errored"
             + (f" · {metrics}" if metrics else "")
             + f" · gate {gate}",

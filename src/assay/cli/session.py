@@ -18,7 +18,7 @@ from datetime import datetime
 from pathlib import Path
 
 from assay.agents.base import OutcomeStatus
-from assay.criteria.base import CriterionRegistry, GradingContext
+from assay.criteria.base import CriterionRegistry, GradingContext, needs_sandbox
 from assay.criteria.registry import default_criteria
 from assay.errors import UsageError
 from assay.orchestration.grading import final_status, grade, weighted_score
@@ -32,6 +32,7 @@ from assay.results.io import read_json, write_json_atomic
 from assay.results.run import RunSummary
 from assay.results.status import FinalStatus
 from assay.results.task_result import EvaluationResult
+from assay.sandbox.process import use_pidfd_child_watcher
 from assay.sandbox.tempdir import Sandbox
 from assay.spec.task import TaskDefinition
 
@@ -69,6 +70,7 @@ def run_plan(plan: Plan, request: RunRequest) -> tuple[Path, Reports]:
     runner = Runner(run_dir, pool, default_criteria(), request.options)
 
     async def main() -> tuple[list[EvaluationResult | None], bool]:
+        use_pidfd_child_watcher()
         try:
             await pool.start(model_keys(plan))
             request.progress.start(len(items))
@@ -177,23 +179,33 @@ _KEEP_STATUS: dict[FinalStatus, OutcomeStatus] = {
 
 
 def evaluate_run(run_dir: Path, *, jobs: int, junit_path: Path | None = None) -> Reports:
-    """``assay evaluate``: grade every row again from its response and kept sandbox."""
+    """``assay evaluate``: grade every row again from its response and kept sandbox.
+
+    Raises:
+        UsageError: no ``task.json`` under ``run_dir``, or rows whose criteria read the sandbox
+            but the run did not keep sandboxes (nothing is changed then).
+    """
     paths = [
         p for p in sorted(run_dir.rglob("task.json"))
         if SANDBOX_DIR not in p.relative_to(run_dir).parts
     ]  # fmt: skip
     if not paths:
         raise UsageError(f"no task.json under {run_dir}: is it a run directory?")
+    rows = [(p, EvaluationResult.model_validate(read_json(p))) for p in paths]
+    _check_sandboxes_kept(run_dir, rows)
     started = datetime.now()
     registry = default_criteria()
 
-    async def regrade(path: Path, limit: asyncio.Semaphore) -> EvaluationResult:
+    async def regrade(
+        path: Path, result: EvaluationResult, limit: asyncio.Semaphore
+    ) -> EvaluationResult:
         async with limit:
-            return await _regrade_one(path, registry)
+            return await _regrade_one(path, result, registry)
 
     async def main() -> list[EvaluationResult]:
+        use_pidfd_child_watcher()
         limit = asyncio.Semaphore(max(1, jobs))
-        return list(await asyncio.gather(*(regrade(p, limit) for p in paths)))
+        return list(await asyncio.gather(*(regrade(p, r, limit) for p, r in rows)))
 
     results = asyncio.run(main())
     meta = previous_meta(run_dir, "evaluate")
@@ -201,8 +213,27 @@ def evaluate_run(run_dir: Path, *, jobs: int, junit_path: Path | None = None) ->
     return write_reports(run_dir, results, meta, registry, junit_path=junit_path)
 
 
-async def _regrade_one(path: Path, registry: CriterionRegistry) -> EvaluationResult:
-    result = EvaluationResult.model_validate(read_json(path))
+def _check_sandboxes_kept(run_dir: Path, rows: list[tuple[Path, EvaluationResult]]) -> None:
+    missing = []
+    for path, result in rows:
+        if _KEEP_STATUS.get(result.final_status) == "error":
+            continue
+        task = TaskDefinition.model_validate(result.task_config.resolved)
+        kept = (path.parent / SANDBOX_DIR).is_dir()
+        if not kept and any(needs_sandbox(c) for c in task.success_criteria):
+            missing.append(path.parent.relative_to(run_dir).as_posix())
+    if missing:
+        raise UsageError(
+            f"{len(missing)} row(s) have criteria that read the sandbox, but the run did not "
+            f"keep it (first: {missing[0]}); nothing was changed",
+            hint="run `assay execute` (or `assay run --keep-sandboxes`) to keep sandboxes, "
+            "then `assay evaluate`; `assay report` rebuilds reports without grading",
+        )
+
+
+async def _regrade_one(
+    path: Path, result: EvaluationResult, registry: CriterionRegistry
+) -> EvaluationResult:
     agent_status = _KEEP_STATUS.get(result.final_status, "completed")
     if agent_status == "error":
         return result

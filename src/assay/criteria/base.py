@@ -163,6 +163,14 @@ class CriterionRegistry:
         return sorted(self._checkers)
 
 
+SANDBOX_TYPES = frozenset({"file_exists", "run_command"})
+
+
+def needs_sandbox(spec: CriterionSpec) -> bool:
+    """True when the criterion reads the sandbox (a file, or a command run in it)."""
+    return spec.type in SANDBOX_TYPES or getattr(spec, "path", None) is not None
+
+
 def path_label(path: str | None) -> str:
     """How a criterion names what it read: the file, or the final response."""
     return f"'{path}'" if path else "the final response"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 
 @dataclass
@@ -18,19 +19,23 @@ class MetricTable:
     values: dict[str, float | None] = field(default_factory=dict)
     undefined: dict[str, str] = field(default_factory=dict)
 
-    def put(self, name: str, numerator: float, denominator: float, reason: str) -> None:
-        """Store ``numerator / denominator``, or ``None`` with ``reason`` when it is 0."""
+    def put(self, name: str, numerator: float | Fraction, denominator: float, reason: str) -> None:
+        """Store ``numerator / denominator``, or ``None`` with ``reason`` when it is 0.
+
+        An exact :class:`~fractions.Fraction` numerator is divided exactly and rounded once.
+        """
         if denominator == 0:
-            self.values[name] = None
-            self.undefined[name] = reason
+            self.set(name, None, reason)
         else:
-            self.values[name] = numerator / denominator
+            self.set(name, float(numerator / denominator))
 
     def set(self, name: str, value: float | None, reason: str = "") -> None:
         """Store a computed value, or ``None`` with ``reason``."""
         self.values[name] = value
         if value is None:
             self.undefined[name] = reason
+        else:
+            self.undefined.pop(name, None)
 
     def merge(self, other: MetricTable) -> None:
         """Add ``other``'s values and reasons (``other`` wins on equal names)."""

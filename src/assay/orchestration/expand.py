@@ -244,12 +244,13 @@ def check_row_ids(rows: Rows, loaded: LoadedTask) -> list[str]:
         value = row.get(id_field)
         if value is None or isinstance(value, dict | list):
             file, line = rows.origin(index)
+            what = "missing" if id_field not in row else f"has a {_kind(value)} for"
             raise DatasetError(
-                f"Dataset row {index} for task '{task_id}' missing id_field '{id_field}': "
+                f"Dataset row {index} for task '{task_id}' {what} id_field '{id_field}': "
                 + _short_row(row),
                 file=file,
                 line=line,
-                hint=f"give every row a scalar '{id_field}', or set dataset.id_field",
+                hint=f"give every row a text or number '{id_field}', or set dataset.id_field",
             )
         row_id = str(value)
         if not match(row_id):
@@ -267,6 +268,10 @@ def check_row_ids(rows: Rows, loaded: LoadedTask) -> list[str]:
         first_seen[row_id] = index
         ids.append(row_id)
     return ids
+
+
+def _kind(value: Any) -> str:
+    return "null" if value is None else "list" if isinstance(value, list) else "object"
 
 
 def check_placeholders(rows: Rows, loaded: LoadedTask, ids: list[str]) -> None:

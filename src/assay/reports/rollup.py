@@ -33,6 +33,7 @@ from assay.spec.criteria import CriterionSpec
 FAILED_SAMPLE_LIMIT = 20
 NOT_GRADED_ERROR = "no row was graded (run `assay evaluate RUN_DIR` to grade them)"
 NO_ROWS_ERROR = "no row reached this criterion (every row errored), so thresholds fail"
+EMPTY_SUITE_ERROR = "the suite has no rows, so thresholds fail"
 
 
 def order_key(result: EvaluationResult) -> tuple[int, int, str]:
@@ -72,7 +73,7 @@ def build_suite(
         aggregate_criterion(position, spec, ordered, registry)
         for position, spec in enumerate(criteria)
     ]
-    failed = [r for r in ordered if r.final_status.category != "passed"]
+    failed = [r for r in ordered if r.final_status.category in ("failed", "error")]
     return SuiteRollup(
         suite_id=suite_id,
         variant_id=variant_id,
@@ -122,9 +123,11 @@ def aggregate_criterion(
     table.merge(completion)
     checks = [check_gate(m, v, table.values) for m, v in (spec.suite_thresholds or {}).items()]
     error = None
-    if not per_row:
+    if not results:
+        error = EMPTY_SUITE_ERROR
+    elif not per_row:
         not_graded = all(r.final_status is FinalStatus.NOT_GRADED for r in results)
-        error = NOT_GRADED_ERROR if not_graded and results else NO_ROWS_ERROR
+        error = NOT_GRADED_ERROR if not_graded else NO_ROWS_ERROR
     return CriterionAggregate(
         criterion_type=spec.type,
         description=spec.description,

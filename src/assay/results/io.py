@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -16,15 +15,25 @@ from pydantic import BaseModel
 
 
 def write_text_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` (UTF-8) by rename; creates parent directories."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    """Write ``text`` to ``path`` (UTF-8) by rename; creates parent directories.
+
+    The temporary name carries the process id, so two processes never share one.
+    """
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+        _write_and_rename(path, text)
+    except FileNotFoundError:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _write_and_rename(path, text)
+
+
+def _write_and_rename(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8", newline="") as handle:
             handle.write(text)
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
 
 

@@ -95,5 +95,8 @@ class Sandbox:
         return destination
 
     def remove(self) -> None:
-        """Delete the sandbox."""
-        shutil.rmtree(self.root, ignore_errors=True)
+        """Delete the sandbox (an empty one with a single ``rmdir``)."""
+        try:
+            self.root.rmdir()
+        except OSError:
+            shutil.rmtree(self.root, ignore_errors=True)
