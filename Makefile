@@ -43,7 +43,7 @@ pytest: install-dev
 	$(BIN)/pytest -q
 
 bench: install-dev
-	$(BIN)/python bench/run_all.py
+	cd bench && ../$(BIN)/python run_all.py
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache .mypy_cache .ruff_cache

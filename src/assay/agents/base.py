@@ -24,7 +24,8 @@ class AgentContext:
 
     Attributes:
         prompt: the substituted prompt (``None`` for ``agent: none``).
-        sandbox: the working directory.
+        sandbox: the working directory; ``None`` for an ``llm`` agent whose row needs none
+            (see :func:`assay.orchestration.runner.needs_directory`).
         base_dir: the task file's directory (relative files in the agent block).
         timeout: seconds the agent may run (``run_limits.task_timeout``).
         max_total_tokens: the token budget of the row, if any.
@@ -34,7 +35,7 @@ class AgentContext:
     """
 
     prompt: str | None
-    sandbox: Path
+    sandbox: Path | None
     base_dir: Path
     timeout: float
     max_total_tokens: int | None

@@ -32,6 +32,7 @@ class CommandRunner:
         )
         env = {**context.env, **self.config.env, "ASSAY_PROMPT": context.prompt or ""}
         started = time.perf_counter()
+        assert context.sandbox is not None  # a command agent always gets a directory
         try:
             result = await run_process(
                 command,

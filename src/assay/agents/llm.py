@@ -117,8 +117,8 @@ class LlmRunner:
                 f"run_limits.max_total_tokens is {budget}"
             )
 
-    def _write_response_file(self, outcome: AgentOutcome, root: Path) -> None:
-        if self.config.response_file is None or outcome.response is None:
+    def _write_response_file(self, outcome: AgentOutcome, root: Path | None) -> None:
+        if self.config.response_file is None or outcome.response is None or root is None:
             return
         try:
             target = Sandbox(root).resolve(self.config.response_file)

@@ -28,7 +28,7 @@ from assay.orchestration.runner import SANDBOX_DIR, Runner, RunOptions, Stage, m
 from assay.providers.pool import ModelPool, PoolSettings, ProviderRegistry, default_registry
 from assay.reports.progress import Progress
 from assay.reports.writer import Reports, RunMeta, write_reports
-from assay.results.io import read_json, write_json_atomic
+from assay.results.io import read_json, write_model_atomic
 from assay.results.run import RunSummary
 from assay.results.status import FinalStatus
 from assay.results.task_result import EvaluationResult
@@ -261,5 +261,5 @@ async def _regrade_one(
             "error_message": result.error_message if status is not FinalStatus.SUCCESS else None,
         }
     )
-    write_json_atomic(path, updated)
+    write_model_atomic(path, updated)
     return updated

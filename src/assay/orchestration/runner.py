@@ -10,6 +10,7 @@ finish in.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import time
 from collections.abc import Callable
@@ -21,13 +22,13 @@ from typing import Literal
 from assay.agents.base import AgentContext, AgentOutcome
 from assay.agents.llm import model_key
 from assay.agents.registry import build_agent
-from assay.criteria.base import CriterionRegistry, GradingContext
+from assay.criteria.base import CriterionRegistry, GradingContext, needs_sandbox
 from assay.errors import SandboxError
 from assay.orchestration.grading import final_status, grade, weighted_score
 from assay.orchestration.plan import Plan, WorkItem
 from assay.orchestration.rundir import item_dir
 from assay.providers.pool import ModelKey, ModelPool
-from assay.results.io import write_json_atomic, write_text_atomic
+from assay.results.io import write_json_atomic, write_model_atomic, write_text_atomic
 from assay.results.status import FinalStatus
 from assay.results.task_result import (
     AgentRecord,
@@ -86,6 +87,18 @@ class _Row:
         self.log.append(f"{stamp} {text}")
 
 
+def needs_directory(task: TaskDefinition) -> bool:
+    """False only for an ``llm`` agent whose row nothing could observe a directory of: no
+    ``pre_run``/``post_run``, no templates, no ``response_file``, and criteria that read the
+    response alone. Such rows skip creating and deleting a directory."""
+    agent = task.agent
+    if not isinstance(agent, LlmAgent) or agent.response_file is not None:
+        return True
+    if task.pre_run or task.post_run or task.sandbox.template_sources:
+        return True
+    return any(needs_sandbox(c) for c in task.success_criteria)
+
+
 def model_keys(plan: Plan) -> list[ModelKey]:
     """The model endpoints the plan's agents use, to start before any row runs."""
     keys: dict[ModelKey, None] = {}
@@ -121,13 +134,19 @@ class Runner:
         results: list[EvaluationResult | None] = [None] * len(items)
         queue = iter(items)
 
+        jobs = max(1, self.options.jobs)
+        slots = asyncio.Semaphore(jobs)
+
         async def worker() -> None:
             for item in queue:
-                result = await self.run_item(item)
+                result = await self.run_item(item, slots)
                 results[item.index] = result
                 on_done(result)
 
-        workers = [asyncio.create_task(worker()) for _ in range(max(1, self.options.jobs))]
+        # Twice as many workers as slots: while ``jobs`` rows run their agent and criteria,
+        # the others resolve their row or write finished files, so no slot waits on
+        # bookkeeping (a model endpoint stays as busy as a bare client would keep it).
+        workers = [asyncio.create_task(worker()) for _ in range(2 * jobs)]
         interrupted = False
         try:
             await asyncio.gather(*workers)
@@ -138,7 +157,7 @@ class Runner:
             await asyncio.gather(*workers, return_exceptions=True)
         return ExecutionResult(results, interrupted, time.perf_counter() - started)
 
-    def _env(self, item: WorkItem, task: TaskDefinition, sandbox: Path) -> dict[str, str]:
+    def _env(self, item: WorkItem, task: TaskDefinition, sandbox: Path | None) -> dict[str, str]:
         env = dict(self.base_env)
         env.update(
             {
@@ -147,14 +166,27 @@ class Runner:
                 "ASSAY_ROW_ID": task.row_id or "",
                 "ASSAY_VARIANT": item.variant_id,
                 "ASSAY_REPLICATE": str(item.replicate),
-                "ASSAY_SANDBOX": str(sandbox),
+                "ASSAY_SANDBOX": str(sandbox or ""),
                 "ASSAY_TASK_DIR": str(item.row_task.source.base_dir),
             }
         )
         return env
 
-    async def run_item(self, item: WorkItem) -> EvaluationResult:
-        """Run one work item to its ``task.json``; never raises for a row's own failure."""
+    async def run_item(
+        self, item: WorkItem, slots: asyncio.Semaphore | None = None
+    ) -> EvaluationResult:
+        """Run one work item to its ``task.json``; never raises for a row's own failure.
+
+        ``slots`` bounds the rows whose sandbox, agent and criteria run at once (``-j``);
+        resolving the row and writing its files happen outside a slot.
+        """
+        row = self._prepare(item)
+        async with slots or contextlib.nullcontext():
+            result, outcome = await self._execute(row)
+        write_row_files(row.directory, result, outcome, row.log)
+        return result
+
+    def _prepare(self, item: WorkItem) -> _Row:
         row_task = item.row_task
         task = row_task.resolve()
         directory = item_dir(
@@ -165,8 +197,13 @@ class Runner:
             row_id=task.row_id,
             replicate=item.replicate,
         )
-        row = _Row(item, task, directory)
-        base_dir = row_task.source.base_dir
+        return _Row(item, task, directory)
+
+    async def _execute(self, row: _Row) -> tuple[EvaluationResult, AgentOutcome]:
+        task, directory = row.task, row.directory
+        base_dir = row.item.row_task.source.base_dir
+        if not needs_directory(task):
+            return await self._in_sandbox(row, None, base_dir)
         try:
             sandbox = Sandbox.create(task.sandbox, base_dir=base_dir)
         except SandboxError as exc:
@@ -181,19 +218,23 @@ class Runner:
     def _keeps(self, sandbox: Sandbox, directory: Path) -> bool:
         return sandbox.root == directory / SANDBOX_DIR
 
-    async def _in_sandbox(self, row: _Row, sandbox: Sandbox, base_dir: Path) -> EvaluationResult:
+    async def _in_sandbox(
+        self, row: _Row, sandbox: Sandbox | None, base_dir: Path
+    ) -> tuple[EvaluationResult, AgentOutcome]:
         task, item = row.task, row.item
-        env = self._env(item, task, sandbox.root)
-        failure = await self._pre_run(row, sandbox, env)
-        if failure is not None:
-            return self._finish(row, AgentOutcome(status="error", error=failure), [], sandbox)
+        env = self._env(item, task, sandbox.root if sandbox else None)
+        if sandbox is not None:
+            failure = await self._pre_run(row, sandbox, env)
+            if failure is not None:
+                outcome = AgentOutcome(status="error", error=failure)
+                return self._finish(row, outcome, [], sandbox)
         root_span = Span(name=f"row {task.task_id}", trace_id=new_trace_id())
         root_span.attributes.update(
             {"assay.task_id": task.task_id, "assay.replicate": item.replicate}
         )
         context = AgentContext(
             prompt=task.initial_prompt,
-            sandbox=sandbox.root,
+            sandbox=sandbox.root if sandbox else None,
             base_dir=base_dir,
             timeout=task.run_limits.task_timeout,
             max_total_tokens=task.run_limits.max_total_tokens,
@@ -213,7 +254,8 @@ class Runner:
             for result in results:
                 row.note(f"criterion {result.criterion_type}: score {result.score:.3f} "
                          f"{_first_line(result.error or result.details)}")  # fmt: skip
-        await self._post_run(row, sandbox, env)
+        if sandbox is not None:
+            await self._post_run(row, sandbox, env)
         return self._finish(row, outcome, results, sandbox)
 
     async def _pre_run(self, row: _Row, sandbox: Sandbox, env: dict[str, str]) -> str | None:
@@ -252,7 +294,7 @@ class Runner:
         outcome: AgentOutcome,
         results: list[CriterionResult],
         sandbox: Sandbox | None,
-    ) -> EvaluationResult:
+    ) -> tuple[EvaluationResult, AgentOutcome]:
         task, item = row.task, row.item
         status = final_status(outcome.status, results, graded=self.options.stage == "run")
         kept = None
@@ -293,8 +335,7 @@ class Runner:
                 source_file=item.row_task.source.display,
             ),
         )
-        write_row_files(row.directory, result, outcome, row.log)
-        return result
+        return result, outcome
 
 
 def _first_line(text: str) -> str:
@@ -319,6 +360,6 @@ def write_row_files(
     if outcome.response is not None:
         write_text_atomic(directory / "response.txt", outcome.response)
     if len(outcome.spans) > 1:
-        write_json_atomic(directory / "trace.json", to_otlp_json(outcome.spans))
+        write_json_atomic(directory / "trace.json", to_otlp_json(outcome.spans), compact=True)
     write_text_atomic(directory / "task.log", "\n".join(log) + "\n")
-    write_json_atomic(directory / "task.json", result)
+    write_model_atomic(directory / "task.json", result)

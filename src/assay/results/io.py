@@ -37,20 +37,31 @@ def _write_and_rename(path: Path, text: str) -> None:
         raise
 
 
-def dumps(data: Any) -> str:
-    """JSON text with two-space indent and a final newline.
+def dumps(data: Any, *, compact: bool = False) -> str:
+    """JSON text with two-space indent (or compact, which uses the C encoder) and a newline.
 
     Raises:
         ValueError: ``data`` contains NaN or an infinity (``allow_nan=False``).
     """
+    if compact:
+        return json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":")) + "\n"
     return json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 
-def write_json_atomic(path: Path, data: Any) -> None:
+def write_json_atomic(path: Path, data: Any, *, compact: bool = False) -> None:
     """Write ``data`` (a pydantic model or plain JSON data) to ``path`` atomically."""
     if isinstance(data, BaseModel):
         data = data.model_dump(mode="json")
-    write_text_atomic(path, dumps(data))
+    write_text_atomic(path, dumps(data, compact=compact))
+
+
+def write_model_atomic(path: Path, model: BaseModel) -> None:
+    """Write a result model with pydantic's own (compiled) serializer, for per-row files.
+
+    Result models reject NaN and infinities when built (``allow_inf_nan=False``), so the
+    output never holds them.
+    """
+    write_text_atomic(path, model.model_dump_json(indent=2) + "\n")
 
 
 def read_json(path: Path) -> Any:

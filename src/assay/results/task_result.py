@@ -16,7 +16,7 @@ TASK_SCHEMA_VERSION = "1"
 
 
 class _Result(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", allow_inf_nan=False)
 
 
 class BasicCriterionResult(_Result):

@@ -1,0 +1,29 @@
+"""Run every benchmark in one session and print the figures bench/README.md records.
+
+Usage: python bench/run_all.py [REPEATS]     (setup_anchors.sh installs the anchors first)
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import expand
+import overhead
+import throughput
+from common import BENCH
+
+
+def main(repeats: int = 3) -> None:
+    subprocess.run([str(BENCH / "setup_anchors.sh")], check=True)
+    results = {
+        "expand": expand.main(100_000, repeats),
+        "overhead": overhead.main(500, repeats),
+        "throughput": throughput.main(4, repeats),
+    }
+    print(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main(*(int(a) for a in sys.argv[1:]))
