@@ -38,7 +38,7 @@ def discover(arguments: list[str], *, cwd: Path | None = None) -> list[Path]:
     found: list[Path] = []
     seen: set[Path] = set()
     for argument in arguments:
-        for path in _expand(argument):
+        for path in _expand(argument, cwd):
             key = path.resolve()
             if key not in seen:
                 seen.add(key)
@@ -46,8 +46,8 @@ def discover(arguments: list[str], *, cwd: Path | None = None) -> list[Path]:
     return found
 
 
-def _expand(argument: str) -> list[Path]:
-    path = Path(argument)
+def _expand(argument: str, cwd: Path | None) -> list[Path]:
+    path = Path(argument) if cwd is None else cwd / argument
     if path.is_dir():
         files = [p for p in _walk(path) if _looks_like_task(p)]
         if not files:
@@ -56,7 +56,8 @@ def _expand(argument: str) -> list[Path]:
     if path.exists():
         return [path]
     if glob.has_magic(argument):
-        matches = sorted(Path(m) for m in glob.glob(argument, recursive=True))
+        found = glob.glob(argument, root_dir=cwd, recursive=True)
+        matches = sorted(Path(m) if cwd is None else cwd / m for m in found)
         files = [m for m in matches if m.is_file()]
         if not files:
             raise UsageError(f"the pattern '{argument}' matches no file")
