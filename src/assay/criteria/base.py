@@ -53,7 +53,8 @@ def read_text(path: str | None, context: GradingContext) -> Text:
     """Read ``path`` from the sandbox, or the final response when ``path`` is ``None``.
 
     Raises:
-        CriterionError: the path leaves the sandbox, is a directory, or the sandbox is gone.
+        CriterionError: the path leaves the sandbox, is a directory or another non-regular
+            file, or the sandbox is gone.
     """
     if path is None:
         return Text(context.response, "the final response")
@@ -66,6 +67,8 @@ def read_text(path: str | None, context: GradingContext) -> Text:
         return Text(None, f"'{path}'")
     if target.is_dir():
         raise CriterionError(f"'{path}' is a directory, not a file")
+    if not target.is_file():  # a FIFO or a device would block the read forever
+        raise CriterionError(f"'{path}' is not a regular file")
     with target.open("rb") as handle:
         data = handle.read(MAX_READ_BYTES)
     return Text(data.decode("utf-8", errors="replace"), f"'{path}'")

@@ -11,11 +11,15 @@ from assay.spec.criteria import RunCommand
 
 
 def stdout_matches(stdout: str, expected: str, how: str) -> bool:
-    """``exact`` compares stripped text; ``contains`` a substring; ``regex`` ``re.search``."""
+    """Coder Eval's rules: ``exact`` and ``contains`` strip both sides, ``regex`` is ``re.search``.
+
+    Stripping ``expected`` means a YAML block scalar's trailing newline does not fail
+    ``contains``; a regex is used as written.
+    """
     if how == "exact":
         return stdout.strip() == expected.strip()
     if how == "contains":
-        return expected in stdout
+        return expected.strip() in stdout.strip()
     return re.search(expected, stdout) is not None
 
 

@@ -38,7 +38,7 @@ class FileCheckChecker(ScoreAggregate):
 
     Each category scores the fraction of its items satisfied: an ``includes`` string is
     present, an ``excludes`` string is absent, a pattern's ``re.search`` result equals
-    ``must_match``. A missing file scores 0.0.
+    ``must_match``. A missing file scores 0.0; with no category, an existing one scores 1.0.
     """
 
     type_name = "file_check"
@@ -49,6 +49,8 @@ class FileCheckChecker(ScoreAggregate):
         if text.value is None:
             return basic_result(spec, 0.0, f"{text.source} does not exist")
         body = text.value
+        if not (spec.includes or spec.excludes or spec.patterns):
+            return basic_result(spec, 1.0, f"{text.source} exists")
         scores: list[float] = []
         notes: list[str] = []
         if spec.includes:

@@ -1,7 +1,8 @@
 """Run a program in a sandbox: asyncio subprocess, its own process group, a hard timeout.
 
 On timeout the whole process group is killed (``SIGKILL``), so a shell's children die with
-it. Output is decoded as UTF-8 with replacement characters for invalid bytes.
+it, and the output printed until then is kept. Output is decoded as UTF-8 with replacement
+characters for invalid bytes.
 """
 
 from __future__ import annotations
@@ -62,28 +63,62 @@ async def run_process(
         process = await asyncio.create_subprocess_shell(command, **kwargs)  # type: ignore[arg-type]
     else:
         process = await asyncio.create_subprocess_exec(*command, **kwargs)  # type: ignore[arg-type]
-    data = stdin.encode("utf-8") if stdin is not None else None
+    # Output is collected into buffers by tasks that the timeout does not cancel, so what a
+    # program printed before it was killed is kept (``communicate`` would lose it).
+    out, err = bytearray(), bytearray()
+    assert process.stdout is not None and process.stderr is not None
+    tasks = {
+        asyncio.ensure_future(_collect(process.stdout, out)),
+        asyncio.ensure_future(_collect(process.stderr, err)),
+        asyncio.ensure_future(process.wait()),
+    }
+    if stdin is not None and process.stdin is not None:
+        tasks.add(asyncio.ensure_future(_feed(process.stdin, stdin.encode("utf-8"))))
     try:
-        out, err = await asyncio.wait_for(process.communicate(data), timeout)
-    except TimeoutError:
-        _kill_group(process.pid)
-        out, err = await _drain(process)
-        return ProcessResult(None, _text(out), _text(err), True, time.perf_counter() - started)
+        _, pending = await asyncio.wait(tasks, timeout=timeout)
+        if pending:
+            _kill_group(process.pid)
+            _, still = await asyncio.wait(pending, timeout=_DRAIN_SECONDS)
+            for task in still:  # a pipe held open by a process that left the group
+                task.cancel()
+            await asyncio.gather(*still, return_exceptions=True)
+            await process.wait()
+            if still:  # stop reading those pipes; their file descriptors would leak
+                transport = getattr(process, "_transport", None)
+                if transport is not None:
+                    transport.close()
+        for task in tasks:
+            if not task.cancelled():
+                task.result()
     except BaseException:
+        for task in tasks:
+            task.cancel()
         _kill_group(process.pid)
         await process.wait()
         raise
+    exit_code = None if pending else process.returncode
     return ProcessResult(
-        process.returncode, _text(out), _text(err), False, time.perf_counter() - started
+        exit_code, _text(out), _text(err), bool(pending), time.perf_counter() - started
     )
 
 
-async def _drain(process: asyncio.subprocess.Process) -> tuple[bytes, bytes]:
-    try:
-        return await asyncio.wait_for(process.communicate(), 5)
-    except (TimeoutError, ValueError):
-        await process.wait()
-        return b"", b""
+_DRAIN_SECONDS = 5.0
+"""After the kill, how long to wait for output still buffered in the pipes."""
+
+
+async def _collect(stream: asyncio.StreamReader, sink: bytearray) -> None:
+    while chunk := await stream.read(65536):
+        sink.extend(chunk)
+
+
+async def _feed(pipe: asyncio.StreamWriter, data: bytes) -> None:
+    """Write ``data`` to standard input and close it; a program may exit without reading."""
+    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+        pipe.write(data)
+        await pipe.drain()
+    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+        pipe.close()
+        await pipe.wait_closed()
 
 
 def _kill_group(pid: int) -> None:
@@ -91,8 +126,8 @@ def _kill_group(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
 
 
-def _text(data: bytes | None) -> str:
-    return data.decode("utf-8", errors="replace") if data else ""
+def _text(data: bytes | bytearray) -> str:
+    return bytes(data).decode("utf-8", errors="replace")
 
 
 def use_pidfd_child_watcher() -> None:

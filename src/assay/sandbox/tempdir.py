@@ -8,6 +8,7 @@ copies a folder (relative to the task file) to ``mount_point`` (default: the roo
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from pathlib import Path, PurePosixPath
@@ -53,6 +54,9 @@ class Sandbox:
                         target = sandbox.resolve(item.path)
                         target.parent.mkdir(parents=True, exist_ok=True)
                         target.write_text(item.content, encoding="utf-8")
+        except SandboxError:
+            sandbox.remove()
+            raise
         except (OSError, SandboxEscape) as exc:
             sandbox.remove()
             raise SandboxError(f"cannot prepare the sandbox: {exc}") from exc
@@ -64,7 +68,7 @@ class Sandbox:
         if not origin.is_dir():
             raise SandboxError(f"template_dir not found: {origin}")
         target = self.resolve(source.mount_point) if source.mount_point else self.root
-        shutil.copytree(origin, target, symlinks=True, dirs_exist_ok=True)
+        _copy_over(origin, target)
 
     def resolve(self, relative: str) -> Path:
         """The absolute path of ``relative`` inside the sandbox.
@@ -100,3 +104,35 @@ class Sandbox:
             self.root.rmdir()
         except OSError:
             shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _copy_over(source: Path, target: Path) -> None:
+    """Copy the contents of ``source`` into ``target``; each entry replaces what was there.
+
+    Unlike ``shutil.copytree(dirs_exist_ok=True)``, a file never writes through a symlink an
+    earlier source left, never lands inside a directory of the same name, and a symlink or a
+    directory replaces a file: later sources win on every kind of conflict. Symlinks are
+    copied as symlinks.
+    """
+    if target.is_symlink() or (target.exists() and not target.is_dir()):
+        _delete(target)
+    target.mkdir(parents=True, exist_ok=True)
+    for entry in os.scandir(source):
+        destination = target / entry.name
+        if entry.is_dir(follow_symlinks=False):
+            _copy_over(Path(entry.path), destination)
+            continue
+        if destination.is_symlink() or destination.exists():
+            _delete(destination)
+        if entry.is_symlink():
+            os.symlink(os.readlink(entry.path), destination)
+        else:
+            shutil.copy2(entry.path, destination)
+    shutil.copystat(source, target)
+
+
+def _delete(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink()

@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping
 from typing import Annotated, ClassVar, Literal
 
-from pydantic import Field, StrictStr, field_validator, model_validator
+from pydantic import Field, StrictInt, StrictStr, field_validator, model_validator
 
 from assay.spec.base import StrictModel, UnionInfo
 
@@ -74,11 +74,16 @@ class FileExists(CriterionSpec):
 
 
 class PatternCheck(StrictModel):
-    """One regex of ``file_check``; ``flags`` takes the letters ``i``, ``m``, ``s``, ``x``."""
+    """One regex of ``file_check``.
+
+    ``flags`` takes the letters ``i``, ``m``, ``s``, ``x`` (``"im"``), flag names
+    (``IGNORECASE``, ``re.M``; a list, or one string separated by ``|``, ``,`` or spaces), or
+    Coder Eval's integer (``re.IGNORECASE`` = 2, ``re.MULTILINE`` = 8, ``re.DOTALL`` = 16).
+    """
 
     pattern: StrictStr
     must_match: bool = True
-    flags: str | list[str] | None = None
+    flags: StrictInt | StrictStr | list[StrictStr] | None = None
 
     @model_validator(mode="after")
     def _compiles(self) -> PatternCheck:
@@ -95,27 +100,42 @@ _FLAG_NAMES = {
     "MULTILINE": re.MULTILINE,
     "DOTALL": re.DOTALL,
     "VERBOSE": re.VERBOSE,
+    "I": re.IGNORECASE,
+    "M": re.MULTILINE,
+    "S": re.DOTALL,
+    "X": re.VERBOSE,
 }
+_FLAG_BITS = re.IGNORECASE | re.MULTILINE | re.DOTALL | re.VERBOSE | re.ASCII | re.UNICODE
+"""The integer flags a ``str`` pattern accepts (Coder Eval passes the integer to ``re``)."""
 
 
-def regex_flags(flags: str | list[str] | None) -> int:
-    """Turn ``"im"`` or ``["IGNORECASE", "MULTILINE"]`` into ``re`` flags.
+def regex_flags(flags: int | str | list[str] | None) -> int:
+    """Turn ``"im"``, ``"IGNORECASE|MULTILINE"``, ``["i", "re.M"]`` or ``10`` into ``re`` flags.
 
     Raises:
-        ValueError: an unknown letter or name.
+        ValueError: an unknown letter, name or integer bit.
     """
     if not flags:
         return 0
-    items = list(flags) if isinstance(flags, str) else flags
+    if isinstance(flags, int):
+        if flags < 0 or flags & ~_FLAG_BITS:
+            raise ValueError(
+                f"unknown regex flag {flags!r}; an integer combines re.IGNORECASE (2), "
+                "re.MULTILINE (8), re.DOTALL (16), re.VERBOSE (64), re.ASCII (256)"
+            )
+        return flags
+    items = [flags] if isinstance(flags, str) else flags
     value = 0
     for item in items:
-        key = item.strip()
-        if key in _FLAG_LETTERS:
-            value |= _FLAG_LETTERS[key]
-        elif key.upper().removeprefix("RE.") in _FLAG_NAMES:
-            value |= _FLAG_NAMES[key.upper().removeprefix("RE.")]
-        elif key:
-            raise ValueError(f"unknown regex flag {item!r}; use i, m, s, x")
+        for key in re.split(r"[\s,|+]+", item.strip()):
+            name = key.upper().removeprefix("RE.")
+            if name in _FLAG_NAMES:
+                value |= _FLAG_NAMES[name]
+            elif key and all(letter in _FLAG_LETTERS for letter in key):
+                for letter in key:
+                    value |= _FLAG_LETTERS[letter]
+            elif key:
+                raise ValueError(f"unknown regex flag {key!r}; use i, m, s, x")
     return value
 
 
@@ -123,7 +143,9 @@ class FileCheck(CriterionSpec):
     """Substring and regex checks on a file (or the response when ``path`` is omitted).
 
     Each active category (includes, excludes, patterns) scores the fraction of its items
-    satisfied; the criterion's score is the mean over the active categories.
+    satisfied; the criterion's score is the mean over the active categories. With no
+    category it is an existence check, as in Coder Eval: 1.0 when the file (or response)
+    exists.
     """
 
     type: Literal["file_check"]
@@ -133,12 +155,6 @@ class FileCheck(CriterionSpec):
     patterns: list[PatternCheck] = Field(default_factory=list)
 
     _path = field_validator("path")(_check_relative_path)
-
-    @model_validator(mode="after")
-    def _has_a_check(self) -> FileCheck:
-        if not (self.includes or self.excludes or self.patterns):
-            raise ValueError("file_check needs at least one of includes, excludes, patterns")
-        return self
 
 
 class RunCommand(CriterionSpec):
@@ -150,6 +166,25 @@ class RunCommand(CriterionSpec):
     expected_exit_code: int = 0
     expected_stdout: StrictStr | None = None
     stdout_match: Literal["exact", "contains", "regex"] = "exact"
+
+    @field_validator("command")
+    @classmethod
+    def _command_not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("command is empty; a blank command always exits 0")
+        return value
+
+    @model_validator(mode="after")
+    def _regex_compiles(self) -> RunCommand:
+        pattern = self.expected_stdout
+        if self.stdout_match == "regex" and pattern is not None and "${" not in pattern:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(
+                    f"expected_stdout {pattern!r} is not a valid regex: {exc}"
+                ) from None
+        return self
 
 
 class ClassificationMatch(CriterionSpec):
@@ -186,6 +221,8 @@ class ResponseMatch(CriterionSpec):
 
     @model_validator(mode="after")
     def _regex_compiles(self) -> ResponseMatch:
+        if isinstance(self.expected, list) and not self.expected:
+            raise ValueError("expected is an empty list; give at least one alternative")
         if self.match == "regex":
             for pattern in [self.expected] if isinstance(self.expected, str) else self.expected:
                 if "${" in pattern:

@@ -1,0 +1,222 @@
+"""``run_process``: real subprocesses, their output, stdin, environment and the hard timeout."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from assay.sandbox.process import ProcessResult, run_process, tail
+
+
+def run(
+    command: str | list[str],
+    cwd: Path,
+    *,
+    env: dict[str, str] | None = None,
+    timeout: float = 20,
+    stdin: str | None = None,
+) -> ProcessResult:
+    return asyncio.run(
+        run_process(
+            command,
+            cwd=cwd,
+            env=dict(os.environ) if env is None else env,
+            timeout=timeout,
+            stdin=stdin,
+        )
+    )
+
+
+def appears(path: Path, within: float = 10) -> bool:
+    """True once ``path`` exists (polled), False if it never shows up within ``within`` s."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if path.exists():
+            return True
+        time.sleep(0.05)
+    return path.exists()
+
+
+def test_stdout_stderr_and_exit_code_are_captured(tmp_path: Path) -> None:
+    result = run("echo out; echo err >&2; exit 3", tmp_path)
+    assert result == ProcessResult(3, "out\n", "err\n", False, result.seconds)
+    assert result.seconds >= 0
+
+
+def test_success_has_exit_code_zero(tmp_path: Path) -> None:
+    result = run(["true"], tmp_path)
+    assert (result.exit_code, result.stdout, result.stderr, result.timed_out) == (0, "", "", False)
+
+
+def test_stdin_text_is_fed_and_closed(tmp_path: Path) -> None:
+    result = run(["cat"], tmp_path, stdin="héllo\nworld")
+    assert result.stdout == "héllo\nworld"
+    # UTF-8 on the wire: "héllo\n" is 7 bytes.
+    assert run("head -n 1 | wc -c", tmp_path, stdin="héllo\nworld").stdout.strip() == "7"
+
+
+def test_no_stdin_reads_as_empty_instead_of_waiting(tmp_path: Path) -> None:
+    result = run(["cat"], tmp_path, timeout=10)
+    assert (result.exit_code, result.stdout, result.timed_out) == (0, "", False)
+
+
+def test_stdin_a_program_never_reads_is_not_an_error(tmp_path: Path) -> None:
+    result = run(["true"], tmp_path, stdin="x" * 1_000_000)
+    assert (result.exit_code, result.timed_out) == (0, False)
+
+
+def test_large_stdin_and_output_do_not_deadlock(tmp_path: Path) -> None:
+    script = "import sys; data = sys.stdin.read(); sys.stdout.write(data); sys.stderr.write(data)"
+    payload = "0123456789" * 200_000  # 2 MB: far beyond a pipe's buffer
+    result = run([sys.executable, "-c", script], tmp_path, stdin=payload)
+    assert result.exit_code == 0
+    assert result.stdout == payload
+    assert result.stderr == payload
+
+
+def test_argv_list_is_not_interpreted_by_a_shell(tmp_path: Path) -> None:
+    env = {**os.environ, "GREETING": "hi"}
+    result = run(["printf", "%s|%s", "$GREETING", "a;  b"], tmp_path, env=env)
+    assert result.stdout == "$GREETING|a;  b"
+
+
+def test_shell_string_is_interpreted_by_the_shell(tmp_path: Path) -> None:
+    env = {**os.environ, "GREETING": "hi"}
+    result = run("printf '%s|' $GREETING; echo a;  echo   b", tmp_path, env=env)
+    assert result.stdout == "hi|a\nb\n"
+
+
+def test_missing_program_in_argv_mode_raises(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError):
+        run(["assay-no-such-program-xyz"], tmp_path)
+
+
+def test_missing_program_in_a_shell_string_is_exit_127(tmp_path: Path) -> None:
+    result = run("assay-no-such-program-xyz", tmp_path)
+    assert result.exit_code == 127
+    assert "not found" in result.stderr
+
+
+def test_runs_in_the_given_directory(tmp_path: Path) -> None:
+    (tmp_path / "here.txt").write_text("x", encoding="utf-8")
+    assert run(["pwd", "-P"], tmp_path).stdout.strip() == str(tmp_path.resolve())
+    assert run(["ls"], tmp_path).stdout.split() == ["here.txt"]
+
+
+def test_environment_is_exactly_the_one_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ASSAY_TEST_LEAK", "leaked")
+    env = {"PATH": os.environ["PATH"], "ONLY_THIS": "1"}
+    lines = run(["env"], tmp_path, env=env).stdout.splitlines()
+    assert "ONLY_THIS=1" in lines
+    assert not any(line.startswith("ASSAY_TEST_LEAK=") for line in lines)
+    assert not any(line.startswith("HOME=") for line in lines)
+
+
+def test_invalid_utf8_output_is_decoded_with_replacement_characters(tmp_path: Path) -> None:
+    script = (
+        "import sys; sys.stdout.buffer.write(b'ok\\xff\\xfeend'); "
+        "sys.stderr.buffer.write(b'\\xc3(')"
+    )
+    result = run([sys.executable, "-c", script], tmp_path)
+    assert result.stdout == "ok\ufffd\ufffdend"
+    assert result.stderr == "\ufffd("
+
+
+def test_timeout_returns_timed_out_without_exit_code(tmp_path: Path) -> None:
+    result = run("sleep 30", tmp_path, timeout=0.3)
+    assert result.timed_out is True
+    assert result.exit_code is None
+    assert result.seconds < 30  # killed, not waited for
+
+
+def test_timeout_keeps_output_printed_before_the_kill(tmp_path: Path) -> None:
+    result = run("echo started; echo warming >&2; sleep 30", tmp_path, timeout=0.5)
+    assert result.timed_out is True
+    assert result.stdout == "started\n"
+    assert result.stderr == "warming\n"
+
+
+def test_background_child_outlives_a_finished_command(tmp_path: Path) -> None:
+    # The control for the tests below: without a timeout, a detached child keeps running
+    # and writes its marker, so the marker check can detect a child that survived.
+    marker = tmp_path / "control"
+    result = run(f"(sleep 0.3; touch '{marker}') >/dev/null 2>&1 &", tmp_path)
+    assert (result.exit_code, result.timed_out) == (0, False)
+    assert appears(marker)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "(sleep 1; touch '{marker}') & sleep 30",
+        "(sleep 1; touch '{marker}') >/dev/null 2>&1 </dev/null & sleep 30",
+        "sh -c \"sleep 1; touch '{marker}'\" & exec sleep 30",
+    ],
+)
+def test_timeout_kills_the_whole_process_group(tmp_path: Path, command: str) -> None:
+    marker = tmp_path / "marker"
+    result = run(command.format(marker=marker), tmp_path, timeout=0.3)
+    assert result.timed_out is True
+    assert not appears(marker, within=2.0), "a background child survived the timeout"
+
+
+def test_timeout_kills_an_argv_program_group(tmp_path: Path) -> None:
+    marker = tmp_path / "marker"
+    command = ["sh", "-c", f"(sleep 1; touch '{marker}') & sleep 30"]
+    assert run(command, tmp_path, timeout=0.3).timed_out is True
+    assert not appears(marker, within=2.0)
+
+
+def test_a_child_holding_the_pipe_open_is_killed_at_the_timeout(tmp_path: Path) -> None:
+    # The shell exits at once, but its background child still holds stdout: the command
+    # is not finished until the pipe closes, so the timeout ends it and keeps the output.
+    result = run("sleep 30 & echo hi", tmp_path, timeout=0.5)
+    assert (result.timed_out, result.exit_code, result.stdout) == (True, None, "hi\n")
+
+
+def test_a_pipe_held_by_a_process_that_left_the_group_does_not_hang(tmp_path: Path) -> None:
+    # A daemon (new session) survives the group kill and keeps stdout open: the output
+    # read so far is returned once the drain gives up, and nothing raises.
+    script = (
+        "import os, time\n"
+        "print('hi', flush=True)\n"
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        "    time.sleep(7)\n"
+    )
+    result = run([sys.executable, "-c", script], tmp_path, timeout=0.5)
+    assert (result.timed_out, result.exit_code, result.stdout) == (True, None, "hi\n")
+
+
+def test_cancellation_kills_the_process_group(tmp_path: Path) -> None:
+    marker = tmp_path / "marker"
+
+    async def cancel_midway() -> None:
+        task = asyncio.ensure_future(
+            run_process(
+                f"(sleep 1; touch '{marker}') & sleep 30",
+                cwd=tmp_path,
+                env=dict(os.environ),
+                timeout=60,
+            )
+        )
+        await asyncio.sleep(0.3)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(cancel_midway())
+    assert not appears(marker, within=2.0)
+
+
+def test_tail_keeps_the_end_and_marks_the_cut() -> None:
+    assert tail("abc", 5) == "abc"
+    assert tail("abcde", 5) == "abcde"
+    assert tail("abcdef", 3) == "…def"

@@ -1,0 +1,387 @@
+"""``Sandbox``: creation from template sources, path resolution, preserve and remove."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from assay.errors import SandboxError
+from assay.sandbox.tempdir import Sandbox, SandboxEscape
+from assay.spec.task import SandboxConfig
+from tests.helpers import write
+
+
+def config(*sources: dict[str, Any]) -> SandboxConfig:
+    return SandboxConfig.model_validate({"template_sources": list(sources)})
+
+
+def template(path: str, mount_point: str | None = None) -> dict[str, Any]:
+    source: dict[str, Any] = {"type": "template_dir", "path": path}
+    if mount_point is not None:
+        source["mount_point"] = mount_point
+    return source
+
+
+def starter(files: dict[str, str]) -> dict[str, Any]:
+    return {
+        "type": "starter_files",
+        "files": [{"path": p, "content": c} for p, c in files.items()],
+    }
+
+
+def tree(root: Path) -> dict[str, str]:
+    """Every file and symlink under ``root``: relative path → content or ``-> target``."""
+    found: dict[str, str] = {}
+    for path in sorted(root.rglob("*")):
+        key = path.relative_to(root).as_posix()
+        if path.is_symlink():
+            found[key] = f"-> {path.readlink()}"
+        elif path.is_file():
+            found[key] = path.read_text(encoding="utf-8")
+    return found
+
+
+@pytest.fixture
+def made() -> Iterator[list[Sandbox]]:
+    """Sandboxes a test creates; removed afterwards."""
+    boxes: list[Sandbox] = []
+    yield boxes
+    for box in boxes:
+        box.remove()
+
+
+def create(made: list[Sandbox], cfg: SandboxConfig, base_dir: Path, **kw: Any) -> Sandbox:
+    box = Sandbox.create(cfg, base_dir=base_dir, **kw)
+    made.append(box)
+    return box
+
+
+def leftovers(prefix: str) -> list[Path]:
+    return sorted(Path(tempfile.gettempdir()).glob(prefix + "*"))
+
+
+# --- create ---------------------------------------------------------------------------
+
+
+def test_create_without_sources_is_an_empty_temporary_directory(
+    made: list[Sandbox], tmp_path: Path
+) -> None:
+    box = create(made, SandboxConfig(), tmp_path, prefix="assay-test-empty-")
+    assert box.root.is_dir()
+    assert box.root.name.startswith("assay-test-empty-")
+    assert box.root.parent == Path(tempfile.gettempdir())
+    assert list(box.root.iterdir()) == []
+
+
+def test_each_sandbox_is_a_fresh_directory(made: list[Sandbox], tmp_path: Path) -> None:
+    first = create(made, SandboxConfig(), tmp_path)
+    second = create(made, SandboxConfig(), tmp_path)
+    assert first.root != second.root
+
+
+def test_template_dir_is_relative_to_base_dir_and_copies_nested_folders(
+    made: list[Sandbox], tmp_path: Path
+) -> None:
+    write(tmp_path / "templates" / "proj" / "README.md", "readme")
+    write(tmp_path / "templates" / "proj" / "src" / "pkg" / "mod.py", "x = 1\n")
+    (tmp_path / "templates" / "proj" / "empty").mkdir()
+    box = create(made, config(template("templates/proj")), tmp_path)
+    assert tree(box.root) == {"README.md": "readme", "src/pkg/mod.py": "x = 1\n"}
+    assert (box.root / "empty").is_dir()
+
+
+def test_template_dir_is_not_relative_to_the_working_directory(
+    made: list[Sandbox], tmp_path: Path, workdir: Path
+) -> None:
+    base = tmp_path / "task_dir"
+    write(base / "tpl" / "a.txt", "from base_dir")
+    write(workdir / "tpl" / "a.txt", "from cwd")
+    box = create(made, config(template("tpl")), base)
+    assert tree(box.root) == {"a.txt": "from base_dir"}
+
+
+def test_template_dir_with_a_nested_mount_point(made: list[Sandbox], tmp_path: Path) -> None:
+    write(tmp_path / "tpl" / "a.txt", "A")
+    write(tmp_path / "tpl" / "sub" / "b.txt", "B")
+    box = create(made, config(template("tpl", mount_point="vendor/lib")), tmp_path)
+    assert tree(box.root) == {"vendor/lib/a.txt": "A", "vendor/lib/sub/b.txt": "B"}
+
+
+def test_template_dir_with_an_absolute_path(made: list[Sandbox], tmp_path: Path) -> None:
+    write(tmp_path / "abs" / "a.txt", "A")
+    box = create(made, config(template(str(tmp_path / "abs"))), tmp_path / "elsewhere")
+    assert tree(box.root) == {"a.txt": "A"}
+
+
+def test_starter_files_with_nested_paths(made: list[Sandbox], tmp_path: Path) -> None:
+    files = {"main.py": "print('hi')\n", "pkg/sub/data.txt": "héllo ✓", "a\\b.txt": "win"}
+    box = create(made, config(starter(files)), tmp_path)
+    assert tree(box.root) == {
+        "main.py": "print('hi')\n",
+        "pkg/sub/data.txt": "héllo ✓",
+        "a/b.txt": "win",
+    }
+
+
+def test_later_sources_win_over_earlier_ones(made: list[Sandbox], tmp_path: Path) -> None:
+    write(tmp_path / "one" / "shared.txt", "one")
+    write(tmp_path / "one" / "only_one.txt", "1")
+    write(tmp_path / "one" / "dir" / "x.txt", "one")
+    write(tmp_path / "two" / "shared.txt", "two")
+    write(tmp_path / "two" / "dir" / "x.txt", "two")
+    write(tmp_path / "two" / "dir" / "y.txt", "two")
+    cfg = config(
+        template("one"),
+        template("two"),
+        starter({"dir/x.txt": "starter", "new.txt": "n"}),
+        template("one", mount_point="dir"),
+    )
+    box = create(made, cfg, tmp_path)
+    assert tree(box.root) == {
+        "shared.txt": "two",
+        "only_one.txt": "1",
+        "dir/x.txt": "starter",
+        "dir/y.txt": "two",
+        "dir/shared.txt": "one",
+        "dir/only_one.txt": "1",
+        "dir/dir/x.txt": "one",
+        "new.txt": "n",
+    }
+
+
+def test_a_later_template_replaces_an_entry_of_another_kind(
+    made: list[Sandbox], tmp_path: Path
+) -> None:
+    # Earlier: a file `f`, a symlink `link -> f`, a directory `d`.
+    write(tmp_path / "one" / "f", "file")
+    (tmp_path / "one" / "link").symlink_to("f")
+    write(tmp_path / "one" / "d" / "inner.txt", "inner")
+    # Later: a directory `f`, a regular file `link`, a file `d`.
+    write(tmp_path / "two" / "f" / "g", "now a dir")
+    write(tmp_path / "two" / "link", "now a file")
+    write(tmp_path / "two" / "d", "now a file")
+    box = create(made, config(template("one"), template("two")), tmp_path)
+    assert tree(box.root) == {"f/g": "now a dir", "link": "now a file", "d": "now a file"}
+
+
+def test_a_later_symlink_replaces_a_file(made: list[Sandbox], tmp_path: Path) -> None:
+    write(tmp_path / "one" / "config.txt", "real")
+    write(tmp_path / "one" / "target.txt", "target")
+    (tmp_path / "two").mkdir()
+    (tmp_path / "two" / "config.txt").symlink_to("target.txt")
+    box = create(made, config(template("one"), template("two")), tmp_path)
+    assert tree(box.root) == {"config.txt": "-> target.txt", "target.txt": "target"}
+
+
+def test_a_later_file_does_not_write_through_an_earlier_symlink(
+    made: list[Sandbox], tmp_path: Path
+) -> None:
+    outside = write(tmp_path / "outside.txt", "untouched")
+    (tmp_path / "one").mkdir()
+    (tmp_path / "one" / "notes.txt").symlink_to(outside)
+    write(tmp_path / "two" / "notes.txt", "mine")
+    box = create(made, config(template("one"), template("two")), tmp_path)
+    assert outside.read_text(encoding="utf-8") == "untouched"
+    assert tree(box.root) == {"notes.txt": "mine"}
+
+
+def test_template_symlinks_are_copied_as_symlinks(made: list[Sandbox], tmp_path: Path) -> None:
+    write(tmp_path / "tpl" / "real.txt", "R")
+    (tmp_path / "tpl" / "alias.txt").symlink_to("real.txt")
+    box = create(made, config(template("tpl")), tmp_path)
+    assert (box.root / "alias.txt").is_symlink()
+    assert tree(box.root) == {"alias.txt": "-> real.txt", "real.txt": "R"}
+
+
+def test_missing_template_folder_is_a_sandbox_error_and_leaves_nothing(
+    tmp_path: Path,
+) -> None:
+    prefix = "assay-test-missing-"
+    before = leftovers(prefix)
+    with pytest.raises(SandboxError) as caught:
+        Sandbox.create(config(template("no/such/dir")), base_dir=tmp_path, prefix=prefix)
+    assert str(caught.value) == f"template_dir not found: {tmp_path / 'no/such/dir'}"
+    assert leftovers(prefix) == before
+
+
+def test_template_that_is_a_file_is_a_sandbox_error(tmp_path: Path) -> None:
+    write(tmp_path / "file.txt", "x")
+    with pytest.raises(SandboxError, match="template_dir not found"):
+        Sandbox.create(config(template("file.txt")), base_dir=tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        (starter({"../escaped.txt": "x"}), "path '../escaped.txt' leaves the sandbox ('..')"),
+        (
+            starter({"/tmp/abs.txt": "x"}),
+            "path '/tmp/abs.txt' is absolute; use a path inside the sandbox",
+        ),
+        (template("tpl", mount_point="../up"), "path '../up' leaves the sandbox ('..')"),
+    ],
+)
+def test_a_source_that_would_leave_the_sandbox_is_refused(
+    tmp_path: Path, source: dict[str, Any], message: str
+) -> None:
+    write(tmp_path / "tpl" / "a.txt", "A")
+    prefix = "assay-test-escape-"
+    before = leftovers(prefix)
+    with pytest.raises(SandboxError) as caught:
+        Sandbox.create(config(source), base_dir=tmp_path, prefix=prefix)
+    assert str(caught.value) == f"cannot prepare the sandbox: {message}"
+    assert leftovers(prefix) == before
+    assert not (Path(tempfile.gettempdir()) / "escaped.txt").exists()
+    assert not (Path(tempfile.gettempdir()) / "up").exists()
+
+
+def test_starter_file_through_an_outward_template_symlink_is_refused(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (tmp_path / "tpl").mkdir()
+    (tmp_path / "tpl" / "out").symlink_to(outside)
+    with pytest.raises(SandboxError, match="resolves outside the sandbox"):
+        Sandbox.create(config(template("tpl"), starter({"out/x.txt": "x"})), base_dir=tmp_path)
+    assert list(outside.iterdir()) == []
+
+
+def test_starter_file_over_a_directory_is_a_sandbox_error(tmp_path: Path) -> None:
+    write(tmp_path / "tpl" / "data" / "x.txt", "x")
+    with pytest.raises(SandboxError, match=r"^cannot prepare the sandbox: "):
+        Sandbox.create(config(template("tpl"), starter({"data": "text"})), base_dir=tmp_path)
+
+
+# --- resolve --------------------------------------------------------------------------
+
+
+@pytest.fixture
+def box(made: list[Sandbox], tmp_path: Path) -> Sandbox:
+    return create(made, SandboxConfig(), tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("relative", "parts"),
+    [
+        ("a.txt", ("a.txt",)),
+        ("dir/sub/a.txt", ("dir", "sub", "a.txt")),
+        ("dir\\sub\\a.txt", ("dir", "sub", "a.txt")),
+        ("./dir//a.txt", ("dir", "a.txt")),
+        (".", ()),
+        ("", ()),
+    ],
+)
+def test_resolve_joins_relative_paths(box: Sandbox, relative: str, parts: tuple[str, ...]) -> None:
+    assert box.resolve(relative) == box.root.joinpath(*parts)
+
+
+@pytest.mark.parametrize(
+    ("relative", "message"),
+    [
+        ("/etc/passwd", "path '/etc/passwd' is absolute; use a path inside the sandbox"),
+        ("\\windows\\x", "path '\\windows\\x' is absolute; use a path inside the sandbox"),
+        ("C:\\x.txt", "path 'C:\\x.txt' is absolute; use a path inside the sandbox"),
+        ("c:/x.txt", "path 'c:/x.txt' is absolute; use a path inside the sandbox"),
+        ("..", "path '..' leaves the sandbox ('..')"),
+        ("../x", "path '../x' leaves the sandbox ('..')"),
+        ("a/../../x", "path 'a/../../x' leaves the sandbox ('..')"),
+        ("a/../b", "path 'a/../b' leaves the sandbox ('..')"),
+        ("a\\..\\..\\x", "path 'a\\..\\..\\x' leaves the sandbox ('..')"),
+    ],
+)
+def test_resolve_refuses_absolute_paths_and_dotdot(
+    box: Sandbox, relative: str, message: str
+) -> None:
+    with pytest.raises(SandboxEscape) as caught:
+        box.resolve(relative)
+    assert str(caught.value) == message
+
+
+def test_resolve_refuses_a_symlink_that_leads_out(box: Sandbox, tmp_path: Path) -> None:
+    outside = write(tmp_path / "secret.txt", "secret")
+    (box.root / "link.txt").symlink_to(outside)
+    (box.root / "dirlink").symlink_to(tmp_path)
+    (box.root / "dangling").symlink_to(tmp_path / "not-there")
+    (box.root / "up").symlink_to("..")
+    for relative in ("link.txt", "dirlink", "dirlink/secret.txt", "dangling", "up/x"):
+        with pytest.raises(SandboxEscape) as caught:
+            box.resolve(relative)
+        assert str(caught.value) == f"path '{relative}' resolves outside the sandbox (a symlink)"
+
+
+def test_resolve_allows_symlinks_that_stay_inside(box: Sandbox) -> None:
+    write(box.root / "data" / "real.txt", "R")
+    (box.root / "alias.txt").symlink_to("data/real.txt")
+    (box.root / "absolute_alias").symlink_to(box.root / "data")
+    (box.root / "self").symlink_to(".")
+    assert box.resolve("alias.txt") == box.root / "alias.txt"  # the link, not its target
+    assert box.resolve("absolute_alias/real.txt") == box.root / "absolute_alias" / "real.txt"
+    assert box.resolve("self") == box.root / "self"
+
+
+def test_resolve_works_when_the_root_is_reached_through_a_symlink(tmp_path: Path) -> None:
+    real = tmp_path / "real_root"
+    real.mkdir()
+    write(real / "a.txt", "A")
+    link = tmp_path / "link_root"
+    link.symlink_to(real)
+    box = Sandbox(link)
+    assert box.resolve("a.txt") == link / "a.txt"
+    with pytest.raises(SandboxEscape):
+        box.resolve("../real_root/a.txt")
+
+
+# --- preserve and remove --------------------------------------------------------------
+
+
+def test_preserve_moves_the_sandbox(made: list[Sandbox], tmp_path: Path) -> None:
+    box = create(made, config(starter({"out/result.txt": "done"})), tmp_path)
+    old_root = box.root
+    destination = tmp_path / "runs" / "row1" / "00" / "sandbox"
+    assert box.preserve(destination) == destination
+    assert not old_root.exists()
+    assert box.root == destination
+    assert tree(destination) == {"out/result.txt": "done"}
+    assert box.resolve("out/result.txt") == destination / "out" / "result.txt"
+
+
+def test_preserve_replaces_an_existing_destination(made: list[Sandbox], tmp_path: Path) -> None:
+    destination = tmp_path / "kept"
+    write(destination / "stale.txt", "old")
+    box = create(made, config(starter({"fresh.txt": "new"})), tmp_path)
+    box.preserve(destination)
+    assert tree(destination) == {"fresh.txt": "new"}
+
+
+def test_symlink_check_follows_the_preserved_location(made: list[Sandbox], tmp_path: Path) -> None:
+    box = create(made, config(starter({"a.txt": "A"})), tmp_path)
+    old_root = box.root
+    box.preserve(tmp_path / "kept")
+    (box.root / "back").symlink_to(old_root.parent)  # the old temp folder's parent
+    with pytest.raises(SandboxEscape):
+        box.resolve("back")
+
+
+def test_remove_an_empty_sandbox(tmp_path: Path) -> None:
+    box = Sandbox.create(SandboxConfig(), base_dir=tmp_path)
+    box.remove()
+    assert not box.root.exists()
+
+
+def test_remove_a_sandbox_with_nested_content(tmp_path: Path) -> None:
+    box = Sandbox.create(config(starter({"a/b/c.txt": "x", "d.txt": "y"})), base_dir=tmp_path)
+    (box.root / "link").symlink_to(tmp_path)  # removing must not follow it
+    keep = write(tmp_path / "keep.txt", "keep")
+    box.remove()
+    assert not box.root.exists()
+    assert keep.read_text(encoding="utf-8") == "keep"
+
+
+def test_remove_twice_is_harmless(tmp_path: Path) -> None:
+    box = Sandbox.create(SandboxConfig(), base_dir=tmp_path)
+    box.remove()
+    box.remove()
+    assert not box.root.exists()
