@@ -95,3 +95,21 @@ def test_evaluate_missing_dir_exits_2(tmp_path: Path) -> None:
     done = assay("evaluate", "runs/nothing", cwd=tmp_path)
     assert done.returncode == 2
     assert "run directory not found" in done.stderr
+
+
+def test_evaluate_gives_criteria_the_row_environment_and_exact_response(tmp_path: Path) -> None:
+    text = (
+        "task_id: envcheck\ndescription: d\ninitial_prompt: hi\n"
+        "agent: {type: command, command: \"printf 'a\\\\r\\\\nb'\"}\n"
+        "dataset: {rows: [{id: r1}]}\n"
+        "success_criteria:\n"
+        "  - {type: run_command, command: 'test \"$ASSAY_ROW_ID\" = r1'}\n"
+        '  - {type: response_match, expected: "a\\r\\nb", case_sensitive: true}\n'
+    )
+    (tmp_path / "env.yaml").write_text(text)
+    assert assay("run", "env.yaml", "--keep-sandboxes", cwd=tmp_path).returncode == 0
+    row_file = latest(tmp_path) / "default/envcheck/r1/00/task.json"
+    assert json.loads(row_file.read_text())["final_status"] == "SUCCESS"
+    done = assay("evaluate", str(latest(tmp_path)), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(row_file.read_text())["final_status"] == "SUCCESS"

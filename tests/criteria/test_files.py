@@ -122,9 +122,9 @@ def test_file_exists_escaping_path_reaching_the_checker_is_an_error_result(
     [
         ("../x.txt", "path '../x.txt' leaves the sandbox ('..'); use a path inside it"),
         ("a/../../x.txt", "path 'a/../../x.txt' leaves the sandbox ('..'); use a path inside it"),
-        ("/etc/passwd", "path '/etc/passwd' is absolute; criteria read files inside the sandbox"),
-        ("C:\\x.txt", "path 'C:\\x.txt' is absolute; criteria read files inside the sandbox"),
-        ("  ", "path is empty; omit it to read the agent's final response"),
+        ("/etc/passwd", "path '/etc/passwd' is absolute; use a path inside the sandbox"),
+        ("C:\\x.txt", "path 'C:\\x.txt' is absolute; use a path inside the sandbox"),
+        ("  ", "path is empty (a criterion without path reads the final response)"),
     ],
 )
 def test_escaping_paths_are_refused_when_the_spec_is_loaded(path: str, message: str) -> None:

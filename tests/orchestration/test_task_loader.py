@@ -290,3 +290,21 @@ def test_unquoted_yes_gets_a_yaml_hint(tmp_path: Path) -> None:
     assert error.field == "success_criteria[0].expected"
     assert error.message.startswith("expected text but YAML read a boolean (True)")
     assert error.hint is not None and "quote the value" in error.hint
+
+
+def test_missing_template_dir_is_a_load_error(tmp_path: Path) -> None:
+    text = MINIMAL + "sandbox:\n  template_sources:\n    - {type: template_dir, path: nope}\n"
+    error = error_of(tmp_path, text)
+    assert error.field == "sandbox.template_sources[0].path"
+    assert error.message.startswith("template_dir not found:")
+    assert error.line == 12
+
+
+@pytest.mark.parametrize(
+    "source",
+    ["{type: starter_files, files: [{path: ../x, content: a}]}",
+     "{type: template_dir, path: '.', mount_point: /abs}"],
+)  # fmt: skip
+def test_template_paths_may_not_leave_the_sandbox(tmp_path: Path, source: str) -> None:
+    error = error_of(tmp_path, MINIMAL + f"sandbox:\n  template_sources:\n    - {source}\n")
+    assert (error.field or "").startswith("sandbox.template_sources[0]")

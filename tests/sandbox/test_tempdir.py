@@ -8,10 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from assay.errors import SandboxError
 from assay.sandbox.tempdir import Sandbox, SandboxEscape
-from assay.spec.task import SandboxConfig
+from assay.spec.task import SandboxConfig, StarterFile, StarterFiles
 from tests.helpers import write
 
 
@@ -228,15 +229,26 @@ def test_template_that_is_a_file_is_a_sandbox_error(tmp_path: Path) -> None:
 def test_a_source_that_would_leave_the_sandbox_is_refused(
     tmp_path: Path, source: dict[str, Any], message: str
 ) -> None:
-    write(tmp_path / "tpl" / "a.txt", "A")
+    with pytest.raises(ValidationError) as caught:
+        config(source)
+    assert message in str(caught.value)
+
+
+def test_an_escaping_source_built_without_validation_is_still_refused(tmp_path: Path) -> None:
+    files = StarterFiles.model_construct(
+        type="starter_files",
+        files=[StarterFile.model_construct(path="../escaped.txt", content="x")],
+    )
+    unchecked = SandboxConfig.model_construct(driver="tempdir", template_sources=[files])
     prefix = "assay-test-escape-"
     before = leftovers(prefix)
     with pytest.raises(SandboxError) as caught:
-        Sandbox.create(config(source), base_dir=tmp_path, prefix=prefix)
-    assert str(caught.value) == f"cannot prepare the sandbox: {message}"
+        Sandbox.create(unchecked, base_dir=tmp_path, prefix=prefix)
+    assert str(caught.value) == (
+        "cannot prepare the sandbox: path '../escaped.txt' leaves the sandbox ('..')"
+    )
     assert leftovers(prefix) == before
     assert not (Path(tempfile.gettempdir()) / "escaped.txt").exists()
-    assert not (Path(tempfile.gettempdir()) / "up").exists()
 
 
 def test_starter_file_through_an_outward_template_symlink_is_refused(tmp_path: Path) -> None:

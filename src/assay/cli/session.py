@@ -24,7 +24,14 @@ from assay.errors import UsageError
 from assay.orchestration.grading import final_status, grade, weighted_score
 from assay.orchestration.plan import Plan
 from assay.orchestration.rundir import create_run_dir
-from assay.orchestration.runner import SANDBOX_DIR, Runner, RunOptions, Stage, model_keys
+from assay.orchestration.runner import (
+    SANDBOX_DIR,
+    Runner,
+    RunOptions,
+    Stage,
+    model_keys,
+    row_env,
+)
 from assay.providers.pool import ModelPool, PoolSettings, ProviderRegistry, default_registry
 from assay.reports.progress import Progress
 from assay.reports.writer import Reports, RunMeta, write_reports
@@ -240,14 +247,25 @@ async def _regrade_one(
     task = TaskDefinition.model_validate(result.task_config.resolved)
     directory = path.parent
     response_file = directory / "response.txt"
-    response = response_file.read_text(encoding="utf-8") if response_file.exists() else None
+    response = None
+    if response_file.exists():
+        with response_file.open(encoding="utf-8", newline="") as handle:
+            response = handle.read()
     kept = directory / SANDBOX_DIR
     scratch: Sandbox | None = None
     if kept.is_dir():
         scratch = Sandbox(Path(tempfile.mkdtemp(prefix="assay-eval-")))
         shutil.copytree(kept, scratch.root, symlinks=True, dirs_exist_ok=True)
     try:
-        context = GradingContext(sandbox=scratch, response=response, env=dict(os.environ))
+        env = row_env(
+            dict(os.environ),
+            task,
+            variant_id=result.variant_id,
+            replicate=result.replicate_index,
+            sandbox=scratch.root if scratch else None,
+            task_dir=Path(result.task_config.task_dir) if result.task_config.task_dir else None,
+        )
+        context = GradingContext(sandbox=scratch, response=response, env=env)
         criteria = await grade(list(task.success_criteria), context, registry)
     finally:
         if scratch is not None:

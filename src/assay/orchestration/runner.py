@@ -87,6 +87,31 @@ class _Row:
         self.log.append(f"{stamp} {text}")
 
 
+def row_env(
+    base: dict[str, str],
+    task: TaskDefinition,
+    *,
+    variant_id: str,
+    replicate: int,
+    sandbox: Path | None,
+    task_dir: Path | None,
+) -> dict[str, str]:
+    """The environment of every program a row runs (agent, pre/post_run, criteria)."""
+    env = dict(base)
+    env.update(
+        {
+            "ASSAY_TASK_ID": task.task_id,
+            "ASSAY_SUITE_ID": task.suite_id or "",
+            "ASSAY_ROW_ID": task.row_id or "",
+            "ASSAY_VARIANT": variant_id,
+            "ASSAY_REPLICATE": str(replicate),
+            "ASSAY_SANDBOX": str(sandbox or ""),
+            "ASSAY_TASK_DIR": str(task_dir or ""),
+        }
+    )
+    return env
+
+
 def needs_directory(task: TaskDefinition) -> bool:
     """False only for an ``llm`` agent whose row nothing could observe a directory of: no
     ``pre_run``/``post_run``, no templates, no ``response_file``, and criteria that read the
@@ -158,19 +183,14 @@ class Runner:
         return ExecutionResult(results, interrupted, time.perf_counter() - started)
 
     def _env(self, item: WorkItem, task: TaskDefinition, sandbox: Path | None) -> dict[str, str]:
-        env = dict(self.base_env)
-        env.update(
-            {
-                "ASSAY_TASK_ID": task.task_id,
-                "ASSAY_SUITE_ID": task.suite_id or "",
-                "ASSAY_ROW_ID": task.row_id or "",
-                "ASSAY_VARIANT": item.variant_id,
-                "ASSAY_REPLICATE": str(item.replicate),
-                "ASSAY_SANDBOX": str(sandbox or ""),
-                "ASSAY_TASK_DIR": str(item.row_task.source.base_dir),
-            }
+        return row_env(
+            self.base_env,
+            task,
+            variant_id=item.variant_id,
+            replicate=item.replicate,
+            sandbox=sandbox,
+            task_dir=item.row_task.source.base_dir,
         )
-        return env
 
     async def run_item(
         self, item: WorkItem, slots: asyncio.Semaphore | None = None
@@ -333,6 +353,7 @@ class Runner:
             task_config=TaskConfigRecord(
                 resolved=task.model_dump(mode="json", exclude_none=True),
                 source_file=item.row_task.source.display,
+                task_dir=str(item.row_task.source.base_dir),
             ),
         )
         return result, outcome

@@ -19,7 +19,7 @@ from assay.errors import TaskFileError
 from assay.orchestration.thresholds import check_threshold_names
 from assay.spec.base import ScreenError, screen
 from assay.spec.source import Loc, YamlDocument, field_path, read_yaml
-from assay.spec.task import TaskDefinition
+from assay.spec.task import TaskDefinition, TemplateDir
 
 SUBSTITUTED_FIELDS = ("initial_prompt", "success_criteria")
 
@@ -92,6 +92,7 @@ def load_task(path: Path) -> LoadedTask:
     raw = _inline_files(dict(screened.data), base_dir, display, document)
     definition = _validate(raw, display, document)
     check_threshold_names(definition, display=display, document=document)
+    check_templates(definition, base_dir=base_dir, display=display, document=document)
     warnings += lint_placeholders(data, definition, display=display, document=document)
     return LoadedTask(definition, path, display, base_dir, document, warnings)
 
@@ -189,6 +190,30 @@ def data_loc(loc: tuple[Any, ...], data: Any) -> Loc:
             out.append(part)  # a missing field: name it
             node = None
     return tuple(out)
+
+
+def check_templates(
+    task: TaskDefinition, *, base_dir: Path, display: str, document: YamlDocument
+) -> None:
+    """Every ``template_dir`` exists (relative to the task file) before any row runs.
+
+    Raises:
+        TaskFileError: naming ``sandbox.template_sources[i].path`` and its line.
+    """
+    for index, source in enumerate(task.sandbox.template_sources or []):
+        if not isinstance(source, TemplateDir):
+            continue
+        folder = Path(source.path)
+        folder = folder if folder.is_absolute() else base_dir / folder
+        if not folder.is_dir():
+            loc: Loc = ("sandbox", "template_sources", index, "path")
+            raise TaskFileError(
+                f"template_dir not found: {folder}",
+                file=display,
+                line=document.line_of(loc),
+                field=field_path(loc),
+                hint="the path is relative to the task file's folder",
+            )
 
 
 def lint_placeholders(

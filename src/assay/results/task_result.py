@@ -88,6 +88,7 @@ class TaskConfigRecord(_Result):
 
     resolved: dict[str, Any]
     source_file: str | None = None
+    task_dir: str | None = None
 
 
 class EvaluationResult(_Result):

@@ -50,17 +50,17 @@ class CriterionSpec(StrictModel):
         return self
 
 
-def _check_relative_path(value: str | None) -> str | None:
+def check_relative_path(value: str | None) -> str | None:
     """Reject a path that could leave the sandbox before any row runs."""
     if value is None or "${" in value:
         return value
     if value.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:[\\/]", value):
-        raise ValueError(f"path '{value}' is absolute; criteria read files inside the sandbox")
+        raise ValueError(f"path '{value}' is absolute; use a path inside the sandbox")
     parts = re.split(r"[\\/]+", value)
     if ".." in parts:
         raise ValueError(f"path '{value}' leaves the sandbox ('..'); use a path inside it")
     if not value.strip():
-        raise ValueError("path is empty; omit it to read the agent's final response")
+        raise ValueError("path is empty (a criterion without path reads the final response)")
     return value
 
 
@@ -70,7 +70,7 @@ class FileExists(CriterionSpec):
     type: Literal["file_exists"]
     path: StrictStr
 
-    _path = field_validator("path")(_check_relative_path)
+    _path = field_validator("path")(check_relative_path)
 
 
 class PatternCheck(StrictModel):
@@ -154,7 +154,7 @@ class FileCheck(CriterionSpec):
     excludes: list[StrictStr] = Field(default_factory=list)
     patterns: list[PatternCheck] = Field(default_factory=list)
 
-    _path = field_validator("path")(_check_relative_path)
+    _path = field_validator("path")(check_relative_path)
 
 
 class RunCommand(CriterionSpec):
@@ -201,7 +201,7 @@ class ClassificationMatch(CriterionSpec):
     allowed_labels: list[StrictStr] = Field(min_length=1)
     case_sensitive: bool = False
 
-    _path = field_validator("path")(_check_relative_path)
+    _path = field_validator("path")(check_relative_path)
 
 
 class ResponseMatch(CriterionSpec):
@@ -217,7 +217,7 @@ class ResponseMatch(CriterionSpec):
     case_sensitive: bool = False
     path: StrictStr | None = None
 
-    _path = field_validator("path")(_check_relative_path)
+    _path = field_validator("path")(check_relative_path)
 
     @model_validator(mode="after")
     def _regex_compiles(self) -> ResponseMatch:

@@ -21,7 +21,7 @@ from pydantic import (
 )
 
 from assay.spec.base import StrictModel, UnionInfo
-from assay.spec.criteria import Criterion
+from assay.spec.criteria import Criterion, check_relative_path
 
 ID_PATTERN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$")
 ID_RULE = "letters, digits, underscore, hyphen, dot"
@@ -152,12 +152,16 @@ class TemplateDir(StrictModel):
     path: StrictStr
     mount_point: StrictStr | None = None
 
+    _mount = field_validator("mount_point")(check_relative_path)
+
 
 class StarterFile(StrictModel):
     """One file written into the sandbox before the agent runs."""
 
     path: StrictStr
     content: StrictStr
+
+    _path = field_validator("path")(check_relative_path)
 
 
 class StarterFiles(StrictModel):
