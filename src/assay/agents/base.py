@@ -12,7 +12,9 @@ from pathlib import Path
 from typing import Literal, Protocol
 
 from assay.providers.base import Usage
+from assay.providers.managed import OnRetry
 from assay.providers.pool import ModelPool
+from assay.providers.retry import Attempt
 from assay.results.trace import Span
 
 OutcomeStatus = Literal["completed", "timeout", "error", "token_budget"]
@@ -32,6 +34,8 @@ class AgentContext:
         env: environment variables for programs the agent starts.
         models: the run's started models.
         root_span: the row's span; the agent adds children to it.
+        replicate: the replicate index (part of the response cache key).
+        on_retry: called for every retried model call (the progress display shows them).
     """
 
     prompt: str | None
@@ -42,6 +46,8 @@ class AgentContext:
     env: dict[str, str]
     models: ModelPool
     root_span: Span
+    replicate: int = 0
+    on_retry: OnRetry | None = None
 
 
 @dataclass
@@ -58,6 +64,8 @@ class AgentOutcome:
     model_used: str | None = None
     seconds: float = 0.0
     spans: list[Span] = field(default_factory=list)
+    attempts: list[Attempt] = field(default_factory=list)
+    cached: bool = False
 
 
 class Agent(Protocol):

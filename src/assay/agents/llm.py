@@ -16,6 +16,7 @@ from assay.agents.base import AgentContext, AgentOutcome
 from assay.errors import ModelError
 from assay.providers.base import Choice, Constraint, JsonSchema, Message, ModelRequest
 from assay.providers.pool import ModelKey
+from assay.providers.retry import CallRecord
 from assay.sandbox.tempdir import Sandbox, SandboxEscape
 from assay.spec.task import LlmAgent
 
@@ -28,6 +29,7 @@ def model_key(config: LlmAgent, base_dir: Path) -> ModelKey:
         api_key_env=config.api_key_env,
         base_dir=str(base_dir),
         timeout=config.request_timeout,
+        cache=config.cache,
     )
 
 
@@ -84,8 +86,12 @@ class LlmRunner:
         )
         started = time.perf_counter()
         outcome = AgentOutcome(model_used=self.config.model, model_calls=1, spans=[span])
+        record = CallRecord()
+        call = model.generate(
+            request, replicate=context.replicate, record=record, on_retry=context.on_retry
+        )
         try:
-            response = await asyncio.wait_for(model.generate(request), context.timeout)
+            response = await asyncio.wait_for(call, context.timeout)
         except TimeoutError:
             outcome.status, outcome.error = (
                 "timeout",
@@ -96,6 +102,7 @@ class LlmRunner:
         else:
             outcome.response = response.text
             outcome.usage = response.usage
+            outcome.cached = response.cached
             if response.usage is not None:
                 span.attributes["gen_ai.usage.input_tokens"] = response.usage.input_tokens
                 span.attributes["gen_ai.usage.output_tokens"] = response.usage.output_tokens
@@ -103,7 +110,10 @@ class LlmRunner:
                 span.attributes["gen_ai.response.finish_reasons"] = response.finish_reason
             self._check_budget(outcome, context.max_total_tokens)
             self._write_response_file(outcome, context.sandbox)
+        outcome.attempts = record.attempts
         outcome.seconds = time.perf_counter() - started
+        if record.retries:
+            span.attributes["assay.retries"] = record.retries
         span.end(error=outcome.error)
         return outcome
 

@@ -15,8 +15,10 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from assay.cli.cache import cache_app
 from assay.cli.render import plan_as_json, print_plan, print_reports
-from assay.errors import UserError
+from assay.cli.running import ModelSettings, RunRequest
+from assay.errors import UsageError, UserError
 from assay.orchestration.expand import Selectors
 from assay.orchestration.plan import Plan, PlanOptions, build_plan
 from assay.orchestration.runner import RunOptions, Stage
@@ -32,6 +34,12 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+from assay.cli.qa import qa_app  # noqa: E402
+
+app.add_typer(qa_app, name="qa")
+from assay.cli.dataset import dataset_app  # noqa: E402
+
+app.add_typer(dataset_app, name="dataset")
 
 TaskArgs = Annotated[
     list[str] | None,
@@ -121,24 +129,68 @@ def _plan_or_exit(tasks: list[str] | None, options: PlanOptions) -> Plan:
     return plan
 
 
-def _run(stage: Stage, tasks: list[str] | None, options: PlanOptions, *, jobs: int,
-         runs_root: Path, junit: Path | None, keep: bool, quiet: bool) -> None:  # fmt: skip
-    from assay.cli.session import RunRequest, run_plan
+MaxRetries = Annotated[
+    int, typer.Option("--max-retries", min=0, help="Retries per model call (0 = none).")
+]
+Timeout = Annotated[
+    float | None, typer.Option("--timeout", min=0.001, help="Seconds per model request.")
+]
+Cache = Annotated[bool, typer.Option("--cache", help="Cache model answers (.assay/cache.db).")]
+CacheExpiry = Annotated[
+    str | None, typer.Option("--cache-expiry", help="Ignore cached answers older than this (7d).")
+]
+Resume = Annotated[
+    str | None,
+    typer.Option("--resume", help="Finish an interrupted run (e.g. runs/latest); no task args."),
+]
+RetryErrors = Annotated[
+    bool, typer.Option("--retry-errors", help="With --resume: run the rows that ended ERROR again.")
+]
 
-    plan = _plan_or_exit(tasks, options)
-    request = RunRequest(
-        runs_root=runs_root,
-        options=RunOptions(jobs=jobs, stage=stage, keep_sandboxes=keep),
-        progress=make_progress(quiet=quiet),
-        junit_path=junit,
-        command=["assay", *sys.argv[1:]],
-    )
+
+def _model_settings(
+    max_retries: int, timeout: float | None, cache: bool, cache_expiry: str | None
+) -> ModelSettings:
+    from assay.providers.cache import parse_duration
+
     try:
-        run_dir, reports = run_plan(plan, request)
+        expiry = parse_duration(cache_expiry) if cache_expiry else None
+    except ValueError as exc:
+        raise fail(UsageError(str(exc), field="--cache-expiry")) from None
+    return ModelSettings(max_retries=max_retries, timeout=timeout, cache=cache or bool(expiry),
+                         cache_expiry=expiry)  # fmt: skip
+
+
+def _execute(
+    stage: Stage,
+    tasks: list[str] | None,
+    options: PlanOptions,
+    request: RunRequest,
+    *,
+    resume: str | None,
+) -> None:
+    from assay.cli.running import resume_run, start_run
+
+    try:
+        if resume is not None:
+            if tasks:
+                raise UsageError("--resume takes the task files from the run; give no tasks")
+            run_dir = _existing_run(resume)
+            reports = resume_run(run_dir, request)
+        else:
+            plan = _plan_or_exit(tasks, options)
+            run_dir, reports = start_run(plan, options, request)
     except UserError as exc:
         raise fail(exc) from None
     print_reports(run_dir, reports)
     raise typer.Exit(reports.exit_code)
+
+
+def _existing_run(argument: str) -> Path:
+    path = Path(argument)
+    if not path.is_dir():
+        raise UsageError(f"run directory not found: {argument}")
+    return path.resolve()
 
 
 @app.command()
@@ -156,12 +208,26 @@ def run(
     junit_xml: Junit = None,
     keep_sandboxes: Keep = False,
     quiet: Quiet = False,
+    max_retries: MaxRetries = 4,
+    timeout: Timeout = None,
+    cache: Cache = False,
+    cache_expiry: CacheExpiry = None,
+    resume: Resume = None,
+    retry_errors: RetryErrors = False,
 ) -> None:
     """Run agents on every selected row, grade them, and write the reports."""
     options = _options(sample, sample_per_stratum, split, tags, exclude_tags, include_skipped,
                        repeats)  # fmt: skip
-    _run("run", tasks, options, jobs=jobs, runs_root=run_dir, junit=junit_xml,
-         keep=keep_sandboxes, quiet=quiet)  # fmt: skip
+    request = RunRequest(
+        runs_root=run_dir,
+        options=RunOptions(jobs=jobs, stage="run", keep_sandboxes=keep_sandboxes),
+        progress=make_progress(quiet=quiet),
+        junit_path=junit_xml,
+        command=["assay", *sys.argv[1:]],
+        models=_model_settings(max_retries, timeout, cache, cache_expiry),
+        retry_errors=retry_errors,
+    )
+    _execute("run", tasks, options, request, resume=resume)
 
 
 @app.command()
@@ -177,12 +243,25 @@ def execute(
     jobs: Jobs = 4,
     run_dir: RunsRoot = Path("runs"),
     quiet: Quiet = False,
+    max_retries: MaxRetries = 4,
+    timeout: Timeout = None,
+    cache: Cache = False,
+    cache_expiry: CacheExpiry = None,
+    resume: Resume = None,
+    retry_errors: RetryErrors = False,
 ) -> None:
     """Run agents only (rows NOT_GRADED, sandboxes kept); grade later with `assay evaluate`."""
     options = _options(sample, sample_per_stratum, split, tags, exclude_tags, include_skipped,
                        repeats)  # fmt: skip
-    _run("execute", tasks, options, jobs=jobs, runs_root=run_dir, junit=None, keep=True,
-         quiet=quiet)  # fmt: skip
+    request = RunRequest(
+        runs_root=run_dir,
+        options=RunOptions(jobs=jobs, stage="execute", keep_sandboxes=True),
+        progress=make_progress(quiet=quiet),
+        command=["assay", *sys.argv[1:]],
+        models=_model_settings(max_retries, timeout, cache, cache_expiry),
+        retry_errors=retry_errors,
+    )
+    _execute("execute", tasks, options, request, resume=resume)
 
 
 @app.command()
@@ -214,7 +293,7 @@ RunDirArg = Annotated[str, typer.Argument(help="A run directory, e.g. runs/lates
 @app.command()
 def evaluate(run_dir: RunDirArg, jobs: Jobs = 4, junit_xml: Junit = None) -> None:
     """Grade a finished run again without running agents, and rewrite its reports."""
-    from assay.cli.session import evaluate_run, resolve_run_dir
+    from assay.cli.regrade import evaluate_run, resolve_run_dir
 
     try:
         folder = resolve_run_dir(run_dir)
@@ -228,7 +307,7 @@ def evaluate(run_dir: RunDirArg, jobs: Jobs = 4, junit_xml: Junit = None) -> Non
 @app.command()
 def report(run_dir: RunDirArg, junit_xml: Junit = None) -> None:
     """Rebuild suite.json/md, run.json/md (and JUnit XML) from a run's task.json files."""
-    from assay.cli.session import rebuild_reports, resolve_run_dir
+    from assay.cli.regrade import rebuild_reports, resolve_run_dir
 
     try:
         folder = resolve_run_dir(run_dir)
@@ -237,6 +316,9 @@ def report(run_dir: RunDirArg, junit_xml: Junit = None) -> None:
         raise fail(exc) from None
     print_reports(folder, reports)
     raise typer.Exit(reports.exit_code)
+
+
+app.add_typer(cache_app, name="cache")
 
 
 def main() -> None:

@@ -30,7 +30,7 @@ from assay.data.substitute import (
     substitute,
     substitute_tree,
 )
-from assay.errors import DatasetError
+from assay.errors import DatasetError, SelectionError
 from assay.orchestration.task_loader import LoadedTask
 from assay.results.suite import DatasetRecord, SelectionRecord
 from assay.spec.criteria import Criterion, CriterionSpec
@@ -177,13 +177,25 @@ def selection_request(task: TaskDefinition, selectors: Selectors) -> SelectionRe
     )
 
 
-def expand_dataset(loaded: LoadedTask, selectors: Selectors | None = None) -> Expansion:
+def expand_dataset(
+    loaded: LoadedTask,
+    selectors: Selectors | None = None,
+    *,
+    fixed_row_ids: list[str] | None = None,
+) -> Expansion:
     """Fan ``loaded`` out over its dataset; a task without one gives one row-task.
+
+    Args:
+        loaded: the task file.
+        selectors: ``--sample``, ``--sample-per-stratum``, ``--split``.
+        fixed_row_ids: select exactly these rows instead (a resumed run's recorded selection,
+            so even an unseeded sample comes back the same).
 
     Raises:
         DatasetError: unreadable rows, an empty dataset, a bad or duplicate row id, a
             placeholder naming a missing field or a non-scalar value.
-        SelectionError: ``--split`` names a split no labelled row has.
+        SelectionError: ``--split`` names a split no labelled row has, or a fixed row id is
+            no longer in the dataset.
     """
     task = loaded.definition
     templates = tuple(CriterionTemplate.of(c) for c in task.success_criteria)
@@ -198,11 +210,31 @@ def expand_dataset(loaded: LoadedTask, selectors: Selectors | None = None) -> Ex
         )
     ids = check_row_ids(rows, loaded)
     check_placeholders(rows, loaded, ids)
-    request = selection_request(task, selectors or Selectors())
-    selection = select_rows(rows.items, request, task_id=task.task_id)
+    if fixed_row_ids is not None:
+        selection = fixed_selection(ids, fixed_row_ids, task_id=task.task_id)
+    else:
+        request = selection_request(task, selectors or Selectors())
+        selection = select_rows(rows.items, request, task_id=task.task_id)
     row_tasks = [RowTask(loaded, templates, ids[i], i, rows.items[i]) for i in selection.indexes]
     _validate_substituted(row_tasks, templates, rows)
     return Expansion(loaded, row_tasks, rows, selection, list(selection.warnings))
+
+
+def fixed_selection(ids: list[str], wanted: list[str], *, task_id: str) -> Selection:
+    """The selection of exactly the rows ``wanted`` (by id), in dataset order.
+
+    Raises:
+        SelectionError: an id is no longer in the dataset.
+    """
+    where = {row_id: index for index, row_id in enumerate(ids)}
+    missing = [row_id for row_id in wanted if row_id not in where]
+    if missing:
+        raise SelectionError(
+            f"the run selected row(s) {missing[:5]} of task '{task_id}', which are no longer "
+            "in its dataset; a resumed run evaluates exactly the rows it started with",
+            hint="restore the dataset, or start a new run",
+        )
+    return Selection(sorted(where[row_id] for row_id in wanted), ["recorded selection"], len(ids))
 
 
 def read_dataset(loaded: LoadedTask) -> Rows:

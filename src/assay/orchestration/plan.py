@@ -7,6 +7,7 @@ rows → one work item per ``row-task × variant × replicate``. ``assay plan`` 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,6 +38,7 @@ class PlanOptions:
     exclude_tags: tuple[str, ...] = ()
     include_skipped: bool = False
     repeats: int | None = None
+    fixed_rows: Mapping[str, list[str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,7 +140,9 @@ def build_plan(
             )
         owners[task_id] = loaded.display
         _check_model(loaded, registry)
-        expansion = expand_dataset(loaded, options.selectors)
+        expansion = expand_dataset(
+            loaded, options.selectors, fixed_row_ids=options.fixed_rows.get(task_id)
+        )
         plan.warnings.extend(expansion.warnings)
         request = (
             selection_request(loaded.definition, options.selectors)

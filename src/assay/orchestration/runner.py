@@ -27,11 +27,13 @@ from assay.errors import SandboxError
 from assay.orchestration.grading import final_status, grade, weighted_score
 from assay.orchestration.plan import Plan, WorkItem
 from assay.orchestration.rundir import item_dir
+from assay.providers.managed import OnRetry
 from assay.providers.pool import ModelKey, ModelPool
 from assay.results.io import write_json_atomic, write_model_atomic, write_text_atomic
 from assay.results.status import FinalStatus
 from assay.results.task_result import (
     AgentRecord,
+    AttemptRecord,
     CommandResult,
     CriterionResult,
     EvaluationResult,
@@ -145,27 +147,34 @@ class Runner:
     """
 
     def __init__(
-        self, run_dir: Path, pool: ModelPool, criteria: CriterionRegistry, options: RunOptions
+        self,
+        run_dir: Path,
+        pool: ModelPool,
+        criteria: CriterionRegistry,
+        options: RunOptions,
+        *,
+        on_retry: OnRetry | None = None,
     ) -> None:
         self.run_dir = run_dir
         self.pool = pool
         self.criteria = criteria
         self.options = options
+        self.on_retry = on_retry
         self.base_env = dict(os.environ)
 
     async def execute(self, items: list[WorkItem], on_done: OnDone) -> ExecutionResult:
         """Run every item, ``jobs`` at a time; stop cleanly when cancelled (Ctrl-C)."""
         started = time.perf_counter()
         results: list[EvaluationResult | None] = [None] * len(items)
-        queue = iter(items)
+        queue = iter(enumerate(items))
 
         jobs = max(1, self.options.jobs)
         slots = asyncio.Semaphore(jobs)
 
         async def worker() -> None:
-            for item in queue:
+            for position, item in queue:
                 result = await self.run_item(item, slots)
-                results[item.index] = result
+                results[position] = result
                 on_done(result)
 
         # Twice as many workers as slots: while ``jobs`` rows run their agent and criteria,
@@ -177,9 +186,10 @@ class Runner:
             await asyncio.gather(*workers)
         except asyncio.CancelledError:
             interrupted = True
-            for task in workers:
-                task.cancel()
-            await asyncio.gather(*workers, return_exceptions=True)
+            await _cancel(workers)
+        except BaseException:
+            await _cancel(workers)  # a bug in one worker must not leave the others running
+            raise
         return ExecutionResult(results, interrupted, time.perf_counter() - started)
 
     def _env(self, item: WorkItem, task: TaskDefinition, sandbox: Path | None) -> dict[str, str]:
@@ -261,6 +271,8 @@ class Runner:
             env=env,
             models=self.pool,
             root_span=root_span,
+            replicate=item.replicate,
+            on_retry=self.on_retry,
         )
         outcome = await build_agent(task.agent).run(context)
         root_span.end(error=outcome.error)
@@ -342,6 +354,9 @@ class Runner:
                 timed_out=outcome.status == "timeout",
                 stderr_tail=outcome.stderr_tail,
                 model_calls=outcome.model_calls,
+                retries=len(outcome.attempts),
+                attempts=[AttemptRecord(**vars(a)) for a in outcome.attempts],
+                cached=outcome.cached,
                 response_chars=len(outcome.response or ""),
                 duration_seconds=outcome.seconds,
             ),
@@ -357,6 +372,12 @@ class Runner:
             ),
         )
         return result, outcome
+
+
+async def _cancel(workers: list[asyncio.Task[None]]) -> None:
+    for task in workers:
+        task.cancel()
+    await asyncio.gather(*workers, return_exceptions=True)
 
 
 def _first_line(text: str) -> str:

@@ -95,6 +95,7 @@ class ModelResponse:
     finish_reason: str | None = None
     model: str | None = None
     seconds: float = 0.0
+    cached: bool = False
 
 
 class Model(Protocol):

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from assay.errors import ModelError, UsageError
 from assay.providers.base import Choice, ModelRequest, ModelResponse, Usage
 from assay.providers.constraints import llamacpp_fields, openai_response_format, read_choice
+from assay.providers.retry import TransientModelError, is_retryable_status, parse_retry_after
 
 if TYPE_CHECKING:
     import openai
@@ -29,7 +30,8 @@ class OpenAICompatibleModel:
         base_url: the endpoint's ``/v1`` URL; ``None`` reads ``OPENAI_BASE_URL``.
         api_key: the key; ``None`` reads ``OPENAI_API_KEY``.
         timeout: seconds per request.
-        max_retries: retries the SDK makes on 408/409/429/5xx and connection errors.
+        max_retries: retries inside the SDK; 0, because :mod:`assay.providers.retry` retries
+            (visibly, honouring ``Retry-After``) around every provider.
         dialect: ``openai`` or ``llamacpp`` (how constraints are sent).
         max_connections: the HTTP connection pool size (the run's ``-j``).
     """
@@ -42,7 +44,7 @@ class OpenAICompatibleModel:
         base_url: str | None = None,
         api_key: str | None = None,
         timeout: float = 120.0,
-        max_retries: int = 2,
+        max_retries: int = 0,
         dialect: Literal["openai", "llamacpp"] = "openai",
         max_connections: int = 16,
     ) -> None:
@@ -105,17 +107,26 @@ class OpenAICompatibleModel:
             else:
                 text, usage, finish, model = await self._chat(request)
         except openai.APIStatusError as exc:
-            raise ModelError(
-                f"{self.name}: HTTP {exc.status_code} from the endpoint: {_short(exc.message)}"
-            ) from exc
+            raise self._status_error(exc) from exc
         except openai.APIConnectionError as exc:
             where = self.base_url or os.environ.get("OPENAI_BASE_URL") or "api.openai.com"
-            raise ModelError(f"{self.name}: cannot reach {where}: {exc}") from exc
+            kind = "timed out" if isinstance(exc, openai.APITimeoutError) else "cannot reach"
+            raise TransientModelError(f"{self.name}: {kind} {where}: {exc}") from exc
+        except (openai.APIResponseValidationError, ValueError) as exc:
+            raise TransientModelError(f"{self.name}: unreadable response: {exc}") from exc
         except openai.OpenAIError as exc:
             raise ModelError(f"{self.name}: {exc}") from exc
         if isinstance(request.constraint, Choice):
             text = read_choice(text, request.constraint.labels, wrapped=self.dialect == "openai")
         return ModelResponse(text, usage, finish, model, time.perf_counter() - started)
+
+    def _status_error(self, exc: Any) -> ModelError:
+        status = int(exc.status_code)
+        message = f"{self.name}: HTTP {status} from the endpoint: {_short(str(exc.message))}"
+        if is_retryable_status(status):
+            retry_after = parse_retry_after(getattr(exc.response, "headers", None))
+            return TransientModelError(message, status=status, retry_after=retry_after)
+        return ModelError(message)
 
     def _common(self, request: ModelRequest) -> dict[str, Any]:
         body: dict[str, Any] = {

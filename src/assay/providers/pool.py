@@ -12,29 +12,48 @@ import asyncio
 import difflib
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from assay.errors import UsageError
 from assay.providers.base import Model, split_model_name
+from assay.providers.cache import Identity, ResponseCache
+from assay.providers.limiter import AdaptiveLimiter
+from assay.providers.managed import ManagedModel
+from assay.providers.retry import RetryPolicy
 
 
 @dataclass(frozen=True)
 class ModelKey:
-    """What identifies one endpoint: name, URL, key variable, and a mock script's folder."""
+    """What identifies one agent block's model: name, URL, key variable, a mock script's
+    folder, the request timeout (seconds) and whether its answers are cached."""
 
     name: str
     base_url: str | None = None
     api_key_env: str | None = None
     base_dir: str = "."
     timeout: float = 120.0
+    cache: bool = False
 
 
 @dataclass(frozen=True)
 class PoolSettings:
-    """Settings that apply to every model of a run: ``parallel`` is ``-j``."""
+    """Settings for every model of a run.
+
+    Attributes:
+        parallel: ``-j``: the most calls in flight per endpoint, and the local server's slots.
+        retry: retries and waits for transient errors.
+        cache: the response cache, used by models with ``cache: true`` (or all, with
+            ``cache_all``, the ``--cache`` flag).
+        cache_all: cache every model's answers.
+        timeout: seconds per request when set on the command line (``--timeout``).
+    """
 
     parallel: int = 4
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    cache: ResponseCache | None = None
+    cache_all: bool = False
+    timeout: float | None = None
 
 
 Factory = Callable[[ModelKey, PoolSettings], Model]
@@ -87,7 +106,9 @@ class ProviderRegistry:
 def _local(key: ModelKey, settings: PoolSettings) -> Model:
     from assay.providers.local import LocalModel
 
-    return LocalModel(name=key.name, parallel=settings.parallel, timeout=key.timeout)
+    return LocalModel(
+        name=key.name, parallel=settings.parallel, timeout=settings.timeout or key.timeout
+    )
 
 
 def _openai(key: ModelKey, settings: PoolSettings) -> Model:
@@ -104,7 +125,7 @@ def _openai(key: ModelKey, settings: PoolSettings) -> Model:
         model=key.name.partition("/")[2],
         base_url=key.base_url,
         api_key=api_key,
-        timeout=key.timeout,
+        timeout=settings.timeout or key.timeout,
         max_connections=settings.parallel,
     )
 
@@ -125,43 +146,65 @@ def default_registry() -> ProviderRegistry:
 
 
 class ModelPool:
-    """The started models of one run, shared by every row that names the same endpoint."""
+    """The models of one run. Each endpoint is created and started once and gets one adaptive
+    concurrency limiter; each agent block gets a :class:`ManagedModel` (retries, cache)."""
 
     def __init__(self, registry: ProviderRegistry, settings: PoolSettings) -> None:
         self.registry = registry
         self.settings = settings
-        self._models: dict[ModelKey, Model] = {}
-        self._local_by_name: dict[str, Model] = {}
+        self._providers: dict[tuple[str, str | None], Model] = {}
+        self._limiters: dict[tuple[str, str | None], AdaptiveLimiter] = {}
+        self._managed: dict[ModelKey, ManagedModel] = {}
+
+    def _endpoint(self, key: ModelKey) -> tuple[str, str | None]:
+        if key.name.startswith("local/"):
+            return (key.name, None)  # one local server per model name
+        if key.name.startswith("mock/"):
+            return (key.name, key.base_dir)
+        return (key.name, key.base_url or os.environ.get("OPENAI_BASE_URL"))
 
     def add(self, key: ModelKey, model: Model) -> None:
-        """Use ``model`` for ``key`` (tests register scripted models this way)."""
-        self._models[key] = model
+        """Use ``model`` for ``key``'s endpoint (tests register scripted models this way)."""
+        self._providers[self._endpoint(key)] = model
 
-    def get(self, key: ModelKey) -> Model:
-        """The model for ``key``, created on first use (not started)."""
-        model = self._models.get(key)
-        if model is None:
-            model = self._shared_local(key) or self.registry.create(key, self.settings)
-            self._models[key] = model
-        return model
+    def get(self, key: ModelKey) -> ManagedModel:
+        """The managed model for ``key``, created on first use (not started)."""
+        managed = self._managed.get(key)
+        if managed is not None:
+            return managed
+        endpoint = self._endpoint(key)
+        provider = self._providers.get(endpoint)
+        if provider is None:
+            provider = self.registry.create(key, self.settings)
+            self._providers[endpoint] = provider
+        limiter = self._limiters.setdefault(endpoint, AdaptiveLimiter(self.settings.parallel))
+        prefix = key.name.partition("/")[0]
+        cached = self.settings.cache if (key.cache or self.settings.cache_all) else None
+        managed = ManagedModel(
+            provider,
+            identity=Identity(prefix, endpoint[1] if prefix != "mock" else None, key.name),
+            limiter=limiter,
+            policy=self.settings.retry,
+            cache=cached,
+        )
+        self._managed[key] = managed
+        return managed
 
-    def _shared_local(self, key: ModelKey) -> Model | None:
-        """One local server per model name, whatever the other key fields are."""
-        if not key.name.startswith("local/"):
-            return None
-        if key.name not in self._local_by_name:
-            self._local_by_name[key.name] = self.registry.create(key, self.settings)
-        return self._local_by_name[key.name]
+    def limiter(self, key: ModelKey) -> AdaptiveLimiter:
+        """The adaptive limiter of ``key``'s endpoint."""
+        self.get(key)
+        return self._limiters[self._endpoint(key)]
 
     async def start(self, keys: list[ModelKey]) -> None:
-        """Create and start the models for ``keys`` before any row runs."""
-        models = {id(m): m for m in (self.get(k) for k in keys)}
-        await asyncio.gather(*(m.start() for m in models.values()))
+        """Create and start the endpoints for ``keys`` before any row runs."""
+        for key in keys:
+            self.get(key)
+        await asyncio.gather(*(p.start() for p in self._providers.values()))
 
     async def aclose(self) -> None:
-        """Close every model (stops the local server)."""
-        models = {id(m): m for m in self._models.values()}
-        self._models.clear()
-        self._local_by_name.clear()
-        for model in models.values():
-            await model.aclose()
+        """Close every endpoint (stops the local server) and the cache."""
+        providers = list(self._providers.values())
+        self._providers.clear()
+        self._managed.clear()
+        for provider in providers:
+            await provider.aclose()

@@ -9,17 +9,23 @@ import sys
 import time
 from typing import IO, Protocol
 
+from rich.markup import escape
+
+from assay.providers.retry import Attempt
 from assay.results.task_result import EvaluationResult
 
 
 class Progress(Protocol):
-    """Receives one call per finished row."""
+    """Receives one call per finished row and per retried model call."""
 
-    def start(self, total: int) -> None:
-        """Called once before the first row."""
+    def start(self, total: int, *, already_done: int = 0) -> None:
+        """Called once before the first row; ``already_done`` rows were kept (resume)."""
 
     def advance(self, result: EvaluationResult) -> None:
         """Called when a row finishes."""
+
+    def retry(self, model: str, attempt: Attempt) -> None:
+        """Called when a model call failed and will be tried again."""
 
     def stop(self) -> None:
         """Called once at the end."""
@@ -31,6 +37,8 @@ class _Counts:
         self.done = 0
         self.passed = 0
         self.errors = 0
+        self.retries = 0
+        self.kept = 0
         self.started = time.monotonic()
 
     def add(self, result: EvaluationResult) -> None:
@@ -43,9 +51,11 @@ class _Counts:
         elapsed = max(time.monotonic() - self.started, 1e-9)
         rate = self.done / elapsed
         left = (self.total - self.done) / rate if rate > 0 else 0.0
+        kept = f" (+{self.kept} kept)" if self.kept else ""
+        retries = f" · {self.retries} retries" if self.retries else ""
         return (
-            f"{self.done}/{self.total} rows · {self.passed} passed · {self.errors} errors · "
-            f"{rate:.1f} rows/s · ETA {left:.0f} s"
+            f"{self.done}/{self.total} rows{kept} · {self.passed} passed · {self.errors} errors"
+            f"{retries} · {rate:.1f} rows/s · ETA {left:.0f} s"
         )
 
 
@@ -58,11 +68,13 @@ class PlainProgress:
         self.counts = _Counts()
         self._last = 0.0
 
-    def start(self, total: int) -> None:
+    def start(self, total: int, *, already_done: int = 0) -> None:
         """Remember the total."""
         self.counts = _Counts()
         self.counts.total = total
+        self.counts.kept = already_done
         self._last = time.monotonic()
+        self._last_retry = 0.0
 
     def advance(self, result: EvaluationResult) -> None:
         """Count the row; print when ``every`` seconds have passed."""
@@ -71,6 +83,14 @@ class PlainProgress:
         if now - self._last >= self.every:
             self._last = now
             print(f"[assay] {self.counts.line()}", file=self.stream, flush=True)
+
+    def retry(self, model: str, attempt: Attempt) -> None:
+        """Count the retry; say so at most once every ``every`` / 5 seconds."""
+        self.counts.retries += 1
+        now = time.monotonic()
+        if now - self._last_retry >= self.every / 5:
+            self._last_retry = now
+            print(f"[assay] {retry_text(model, attempt)}", file=self.stream, flush=True)
 
     def stop(self) -> None:
         """Print the final line."""
@@ -106,10 +126,11 @@ class RichProgress:
         )
         self.task_id = self.bar.add_task("rows", total=0, status="")
 
-    def start(self, total: int) -> None:
+    def start(self, total: int, *, already_done: int = 0) -> None:
         """Show the bar."""
         self.counts = _Counts()
         self.counts.total = total
+        self.counts.kept = already_done
         self.bar.update(self.task_id, total=total)
         self.bar.start()
 
@@ -117,11 +138,21 @@ class RichProgress:
         """Move the bar by one row."""
         self.counts.add(result)
         elapsed = max(time.monotonic() - self.counts.started, 1e-9)
-        status = (
-            f"[green]{self.counts.passed} passed[/] · [red]{self.counts.errors} errors[/] · "
-            f"{self.counts.done / elapsed:.1f} rows/s"
+        self.bar.update(self.task_id, advance=1, status=self._status(elapsed))
+
+    def _status(self, elapsed: float) -> str:
+        retries = f" · [yellow]{self.counts.retries} retries[/]" if self.counts.retries else ""
+        return (
+            f"[green]{self.counts.passed} passed[/] · [red]{self.counts.errors} errors[/]"
+            f"{retries} · {self.counts.done / elapsed:.1f} rows/s"
         )
-        self.bar.update(self.task_id, advance=1, status=status)
+
+    def retry(self, model: str, attempt: Attempt) -> None:
+        """Count the retry and show the latest cause under the bar."""
+        self.counts.retries += 1
+        elapsed = max(time.monotonic() - self.counts.started, 1e-9)
+        self.bar.update(self.task_id, status=self._status(elapsed))
+        self.bar.console.print(f"[yellow]retry[/] {escape(retry_text(model, attempt))}")
 
     def stop(self) -> None:
         """Remove the live display."""
@@ -131,14 +162,25 @@ class RichProgress:
 class NoProgress:
     """Shows nothing."""
 
-    def start(self, total: int) -> None:
+    def start(self, total: int, *, already_done: int = 0) -> None:
         """Nothing."""
 
     def advance(self, result: EvaluationResult) -> None:
         """Nothing."""
 
+    def retry(self, model: str, attempt: Attempt) -> None:
+        """Nothing."""
+
     def stop(self) -> None:
         """Nothing."""
+
+
+def retry_text(model: str, attempt: Attempt) -> str:
+    """One line about a retried call: model, cause, attempt number, wait."""
+    return (
+        f"{model}: attempt {attempt.number} failed ({attempt.error}); "
+        f"retrying in {attempt.wait_seconds:.1f} s"
+    )
 
 
 def make_progress(stream: IO[str] | None = None, *, quiet: bool = False) -> Progress:

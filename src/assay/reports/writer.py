@@ -27,7 +27,7 @@ from assay.results.io import write_json_atomic, write_text_atomic
 from assay.results.run import RunSummary, SkippedTask, SuiteRef, TaskRow, TaskSelection
 from assay.results.status import FinalStatus
 from assay.results.suite import SuiteRollup
-from assay.results.task_result import EvaluationResult
+from assay.results.task_result import EvaluationResult, TokenUsage
 from assay.spec.criteria import Criterion, CriterionSpec
 
 Stage = Literal["run", "execute", "evaluate", "report"]
@@ -53,6 +53,8 @@ class RunMeta:
     warnings: list[str] = field(default_factory=list)
     interrupted: bool = False
     criteria: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    active_seconds: float | None = None
+    sessions: int = 1
 
 
 @dataclass
@@ -164,6 +166,17 @@ def decide_exit_code(
     return EXIT_OK
 
 
+def _token_total(results: Sequence[EvaluationResult]) -> TokenUsage:
+    total = TokenUsage()
+    for result in results:
+        usage = result.total_token_usage
+        if usage is not None:
+            total.input_tokens += usage.input_tokens
+            total.output_tokens += usage.output_tokens
+            total.total_tokens += usage.total_tokens
+    return total
+
+
 def _summary(
     results: Sequence[EvaluationResult],
     refs: list[SuiteRef],
@@ -183,7 +196,11 @@ def _summary(
         stage=meta.stage,
         start_time=meta.start_time.isoformat(),
         end_time=meta.end_time.isoformat(),
-        total_duration_seconds=(meta.end_time - meta.start_time).total_seconds(),
+        total_duration_seconds=meta.active_seconds
+        if meta.active_seconds is not None
+        else (meta.end_time - meta.start_time).total_seconds(),
+        sessions=meta.sessions,
+        total_token_usage=_token_total(results),
         tasks_run=total,
         tasks_succeeded=counts["passed"],
         tasks_failed=counts["failed"],

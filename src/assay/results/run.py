@@ -11,6 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from assay.results.suite import DatasetRecord, SelectionRecord
+from assay.results.task_result import TokenUsage
 
 RUN_SCHEMA_VERSION = "1"
 
@@ -68,6 +69,8 @@ class RunSummary(_Model):
     start_time: str
     end_time: str
     total_duration_seconds: float
+    sessions: int = 1
+    total_token_usage: TokenUsage | None = None
     tasks_run: int
     tasks_succeeded: int
     tasks_failed: int

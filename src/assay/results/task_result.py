@@ -72,6 +72,15 @@ class TokenUsage(_Result):
     total_tokens: int = 0
 
 
+class AttemptRecord(_Result):
+    """A model call attempt that failed and was retried, and the wait (seconds) that followed."""
+
+    number: int
+    error: str
+    status: int | None = None
+    wait_seconds: float
+
+
 class AgentRecord(_Result):
     """What the agent did: its exit code (command agents), calls (model agents), timing."""
 
@@ -79,6 +88,9 @@ class AgentRecord(_Result):
     timed_out: bool = False
     stderr_tail: str = ""
     model_calls: int = 0
+    retries: int = 0
+    attempts: list[AttemptRecord] = Field(default_factory=list)
+    cached: bool = False
     response_chars: int = 0
     duration_seconds: float = 0.0
 

@@ -87,7 +87,8 @@ class LlmAgent(AgentBase):
     ``completion`` (the prompt as plain text, no chat template; small models often score
     better this way). ``labels`` constrains the answer to one of a fixed set; ``json_schema``
     constrains it to JSON of that schema (both enforced by the server's structured output).
-    ``response_file`` also writes the answer to that file in the sandbox.
+    ``response_file`` also writes the answer to that file in the sandbox. ``cache`` keeps
+    answers in the response cache (``--cache`` turns it on for every model).
     """
 
     type: Literal["llm"] = "llm"
@@ -106,6 +107,7 @@ class LlmAgent(AgentBase):
     base_url: StrictStr | None = None
     api_key_env: StrictStr | None = None
     request_timeout: float = Field(default=120, gt=0)
+    cache: bool = False
     extra_body: dict[str, Any] = Field(default_factory=dict)
     response_file: StrictStr | None = None
 

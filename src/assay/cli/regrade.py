@@ -1,8 +1,9 @@
-"""The use cases behind the commands: run/execute a plan, evaluate a run, rebuild reports.
+"""``assay evaluate`` and ``assay report``: grade a finished run again, or rebuild its reports.
 
-Each function takes plain arguments, does the whole job (run directory, models, rows,
-reports) and returns the :class:`Reports` with the exit code; the typer commands only parse
-flags and print.
+``evaluate`` re-runs every row's criteria from its ``response.txt`` and kept sandbox (a copy,
+so the kept one stays as the agent left it), with the row's own environment, and rewrites its
+``task.json``; it refuses, changing nothing, when criteria need sandboxes the run did not
+keep. ``report`` rebuilds ``suite.*``, ``run.*`` and JUnit XML from the ``task.json`` files.
 """
 
 from __future__ import annotations
@@ -10,10 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
-import sys
 import tempfile
-from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
@@ -22,18 +20,7 @@ from assay.criteria.base import CriterionRegistry, GradingContext, needs_sandbox
 from assay.criteria.registry import default_criteria
 from assay.errors import UsageError
 from assay.orchestration.grading import final_status, grade, weighted_score
-from assay.orchestration.plan import Plan
-from assay.orchestration.rundir import create_run_dir
-from assay.orchestration.runner import (
-    SANDBOX_DIR,
-    Runner,
-    RunOptions,
-    Stage,
-    model_keys,
-    row_env,
-)
-from assay.providers.pool import ModelPool, PoolSettings, ProviderRegistry, default_registry
-from assay.reports.progress import Progress
+from assay.orchestration.runner import SANDBOX_DIR, Stage, row_env
 from assay.reports.writer import Reports, RunMeta, write_reports
 from assay.results.io import read_json, write_model_atomic
 from assay.results.run import RunSummary
@@ -42,83 +29,6 @@ from assay.results.task_result import EvaluationResult
 from assay.sandbox.process import use_pidfd_child_watcher
 from assay.sandbox.tempdir import Sandbox
 from assay.spec.task import TaskDefinition
-
-
-@dataclass
-class RunRequest:
-    """Everything ``assay run`` / ``assay execute`` needs besides the plan."""
-
-    runs_root: Path
-    options: RunOptions
-    progress: Progress
-    junit_path: Path | None = None
-    command: list[str] | None = None
-    registry: ProviderRegistry | None = None
-    pool_hook: Callable[[ModelPool], None] | None = None
-
-
-def run_plan(plan: Plan, request: RunRequest) -> tuple[Path, Reports]:
-    """Execute ``plan`` into a new run directory and write its reports.
-
-    Returns:
-        The run directory and the reports (with the exit code).
-
-    Raises:
-        UsageError: a model cannot be started (not installed, no key).
-    """
-    started = datetime.now()
-    run_dir = create_run_dir(request.runs_root, now=started)
-    items = plan.work_items()
-    pool = ModelPool(
-        request.registry or default_registry(), PoolSettings(parallel=request.options.jobs)
-    )
-    if request.pool_hook is not None:
-        request.pool_hook(pool)
-    runner = Runner(run_dir, pool, default_criteria(), request.options)
-
-    async def main() -> tuple[list[EvaluationResult | None], bool]:
-        use_pidfd_child_watcher()
-        try:
-            await pool.start(model_keys(plan))
-            request.progress.start(len(items))
-            outcome = await runner.execute(items, request.progress.advance)
-            return outcome.results, outcome.interrupted
-        finally:
-            request.progress.stop()
-            await pool.aclose()
-
-    try:
-        results, interrupted = asyncio.run(main())
-    except KeyboardInterrupt:
-        results, interrupted = _collect(run_dir), True
-    meta = RunMeta(
-        run_id=run_dir.name,
-        stage=request.options.stage,
-        start_time=started,
-        end_time=datetime.now(),
-        max_parallel=request.options.jobs,
-        command=request.command or sys.argv,
-        skipped=plan.skipped,
-        selections=[s for s in (t.selection() for t in plan.tasks) if s is not None],
-        warnings=plan.warnings,
-        interrupted=interrupted,
-        criteria={
-            t.loaded.definition.task_id: [
-                c.model_dump(mode="json", exclude_none=True)
-                for c in t.loaded.definition.success_criteria
-            ]
-            for t in plan.tasks
-            if t.loaded.definition.dataset is not None
-        },
-    )
-    finished = [r for r in results if r is not None]
-    reports = write_reports(run_dir, finished, meta, default_criteria(),
-                            junit_path=request.junit_path)  # fmt: skip
-    return run_dir, reports
-
-
-def _collect(run_dir: Path) -> list[EvaluationResult | None]:
-    return list(load_results(run_dir))
 
 
 def load_results(run_dir: Path) -> list[EvaluationResult]:

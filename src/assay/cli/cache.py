@@ -1,0 +1,56 @@
+"""``assay cache stats | clear``: the response cache (``.assay/cache.db``)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from assay.providers.cache import DEFAULT_PATH, ResponseCache, parse_duration
+
+cache_app = typer.Typer(help="Inspect or empty the response cache.", no_args_is_help=True)
+
+CachePath = Annotated[Path, typer.Option("--path", help="The cache file.")]
+
+
+def _when(stamp: float | None) -> str:
+    return datetime.fromtimestamp(stamp).isoformat(timespec="seconds") if stamp else "—"
+
+
+@cache_app.command()
+def stats(path: CachePath = DEFAULT_PATH) -> None:
+    """How many answers the cache holds, how big, how old."""
+    if not path.exists():
+        typer.echo(f"{path}: no cache yet (0 entries)")
+        return
+    cache = ResponseCache(path)
+    info = cache.stats()
+    cache.close()
+    typer.echo(
+        f"{path}: {info.entries} entries, {info.text_chars} characters of answers, "
+        f"oldest {_when(info.oldest)}, newest {_when(info.newest)}"
+    )
+
+
+@cache_app.command()
+def clear(
+    path: CachePath = DEFAULT_PATH,
+    older_than: Annotated[
+        str | None, typer.Option("--older-than", help="Only entries older than this (7d, 12h).")
+    ] = None,
+) -> None:
+    """Remove every cached answer (or only old ones)."""
+    if not path.exists():
+        typer.echo(f"{path}: no cache (removed 0)")
+        return
+    try:
+        seconds = parse_duration(older_than) if older_than else None
+    except ValueError as exc:
+        typer.echo(f"error: --older-than: {exc}", err=True)
+        raise typer.Exit(2) from None
+    cache = ResponseCache(path)
+    removed = cache.clear(older_than=seconds)
+    cache.close()
+    typer.echo(f"{path}: removed {removed} entries")

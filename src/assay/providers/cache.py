@@ -1,0 +1,169 @@
+"""An opt-in response cache in SQLite, keyed by everything that can change an answer.
+
+The key is the SHA-256 of a canonical JSON of: the provider, the base URL, the model name,
+every field of the :class:`~assay.providers.base.ModelRequest` (messages or prompt, every
+generation parameter, the constraint, extra body fields — a field added to the request later
+enters the key automatically) and the replicate index. So a different model, endpoint,
+setting or replicate never receives another's answer, and replicates are never made identical
+by the cache. Entries older than ``max_age`` seconds are ignored (and removed by ``clear``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import sqlite3
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from assay.providers.base import Choice, JsonSchema, ModelRequest, ModelResponse, Usage
+
+DEFAULT_PATH = Path(".assay") / "cache.db"
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS responses (
+    key TEXT PRIMARY KEY,
+    created REAL NOT NULL,
+    model TEXT NOT NULL,
+    text TEXT NOT NULL,
+    input_tokens INTEGER,
+    output_tokens INTEGER,
+    finish_reason TEXT
+)
+"""
+
+
+@dataclass(frozen=True)
+class Identity:
+    """Which endpoint answered: provider, base URL (``None`` = the provider's default), model."""
+
+    provider: str
+    base_url: str | None
+    model: str
+
+
+def _constraint(value: Any) -> Any:
+    if isinstance(value, Choice):
+        return {"choice": list(value.labels)}
+    if isinstance(value, JsonSchema):
+        return {"json_schema": value.schema}
+    return value
+
+
+def cache_key(identity: Identity, request: ModelRequest, *, replicate: int) -> str:
+    """The cache key of one call (64 hex characters)."""
+    fields = {f.name: getattr(request, f.name) for f in dataclasses.fields(request)}
+    fields["constraint"] = _constraint(request.constraint)
+    if request.messages is not None:
+        fields["messages"] = [[m.role, m.content] for m in request.messages]
+    payload = {
+        "provider": identity.provider,
+        "base_url": identity.base_url,
+        "model": identity.model,
+        "request": fields,
+        "replicate": replicate,
+    }
+    text = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class CacheStats:
+    """Entries, their total text size (characters) and the oldest and newest (Unix seconds)."""
+
+    entries: int
+    text_chars: int
+    oldest: float | None
+    newest: float | None
+
+
+class ResponseCache:
+    """The cache file. Safe for several processes (SQLite locking, WAL journal).
+
+    Args:
+        path: the SQLite file (created with its folder).
+        max_age: seconds after which an entry no longer counts; ``None`` keeps entries forever.
+    """
+
+    def __init__(self, path: Path = DEFAULT_PATH, *, max_age: float | None = None) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self.max_age = max_age
+        self.hits = 0
+        self.misses = 0
+        self._db = sqlite3.connect(path, timeout=30, check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute(_SCHEMA)
+        self._db.commit()
+
+    def get(self, key: str) -> ModelResponse | None:
+        """The stored response for ``key`` if present and fresh."""
+        row = self._db.execute(
+            "SELECT created, model, text, input_tokens, output_tokens, finish_reason "
+            "FROM responses WHERE key = ?",
+            (key,),
+        ).fetchone()
+        if row is None or (self.max_age is not None and time.time() - row[0] > self.max_age):
+            self.misses += 1
+            return None
+        self.hits += 1
+        usage = Usage(row[3], row[4]) if row[3] is not None else None
+        return ModelResponse(text=row[2], usage=usage, finish_reason=row[5], model=row[1],
+                             cached=True)  # fmt: skip
+
+    def put(self, key: str, response: ModelResponse) -> None:
+        """Store ``response`` under ``key`` (replacing an older entry)."""
+        usage = response.usage
+        self._db.execute(
+            "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (key, time.time(), response.model or "", response.text,
+             usage.input_tokens if usage else None, usage.output_tokens if usage else None,
+             response.finish_reason),
+        )  # fmt: skip
+        self._db.commit()
+
+    def stats(self) -> CacheStats:
+        """How much the cache holds."""
+        count, chars, oldest, newest = self._db.execute(
+            "SELECT COUNT(*), COALESCE(SUM(LENGTH(text)), 0), MIN(created), MAX(created) "
+            "FROM responses"
+        ).fetchone()
+        return CacheStats(count, chars, oldest, newest)
+
+    def clear(self, *, older_than: float | None = None) -> int:
+        """Delete every entry, or those older than ``older_than`` seconds; return how many."""
+        if older_than is None:
+            cursor = self._db.execute("DELETE FROM responses")
+        else:
+            cursor = self._db.execute(
+                "DELETE FROM responses WHERE created < ?", (time.time() - older_than,)
+            )
+        self._db.commit()
+        return cursor.rowcount
+
+    def close(self) -> None:
+        """Close the file."""
+        self._db.close()
+
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def parse_duration(text: str) -> float:
+    """``"90"`` or ``"90s"``, ``"15m"``, ``"12h"``, ``"7d"``, ``"2w"`` → seconds.
+
+    Raises:
+        ValueError: any other shape.
+    """
+    value = text.strip().lower()
+    unit = _UNITS.get(value[-1:]) if value else None
+    number = value[:-1] if unit else value
+    try:
+        seconds = float(number) * (unit or 1)
+    except ValueError:
+        raise ValueError(f"'{text}' is not a duration; use e.g. 90s, 15m, 12h, 7d") from None
+    if seconds < 0:
+        raise ValueError(f"'{text}' is negative")
+    return seconds

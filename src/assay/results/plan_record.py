@@ -1,0 +1,92 @@
+"""``plan.json``: what a run set out to do, written before its first row, so it can be resumed.
+
+It names the task files (absolute paths), the command-line options that shaped the plan, and
+for every dataset task the selection it made (row ids in dataset order, and the selectors).
+``assay run --resume RUN_DIR`` rebuilds exactly this plan, with exactly these rows, even when
+the selection was an unseeded random draw. ``sessions.jsonl`` beside it logs when each
+invocation started and ended, so durations cover the whole run, not its downtime.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from assay.results.io import write_json_atomic
+from assay.results.suite import DatasetRecord, SelectionRecord
+
+PLAN_SCHEMA_VERSION = "1"
+PLAN_FILE = "plan.json"
+SESSIONS_FILE = "sessions.jsonl"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class PlannedTaskRecord(_Model):
+    """One task file of the plan and the rows it selected."""
+
+    task_id: str
+    file: str
+    dataset: DatasetRecord | None = None
+    selection: SelectionRecord | None = None
+
+
+class PlanOptionsRecord(_Model):
+    """The command-line options that shaped the plan."""
+
+    sample: int | None = None
+    sample_per_stratum: int | None = None
+    split: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    exclude_tags: list[str] = Field(default_factory=list)
+    include_skipped: bool = False
+    repeats: int | None = None
+
+
+class PlanRecord(_Model):
+    """One ``plan.json``."""
+
+    schema_version: str = PLAN_SCHEMA_VERSION
+    stage: Literal["run", "execute"] = "run"
+    files: list[str]
+    options: PlanOptionsRecord = Field(default_factory=PlanOptionsRecord)
+    jobs: int = 4
+    keep_sandboxes: bool = False
+    tasks: list[PlannedTaskRecord] = Field(default_factory=list)
+    variants: list[str] = Field(default_factory=lambda: ["default"])
+    criteria: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)
+    work_items: int = 0
+
+
+def write_plan(run_dir: Path, record: PlanRecord) -> None:
+    """Write ``plan.json`` atomically."""
+    write_json_atomic(run_dir / PLAN_FILE, record)
+
+
+def log_session(run_dir: Path, event: Literal["start", "end"], when: datetime) -> None:
+    """Append one line to ``sessions.jsonl``."""
+    with (run_dir / SESSIONS_FILE).open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps({event: when.isoformat()}) + "\n")
+
+
+def read_sessions(run_dir: Path) -> list[tuple[datetime, datetime | None]]:
+    """Each invocation's (start, end); end is ``None`` for one that was killed."""
+    sessions: list[tuple[datetime, datetime | None]] = []
+    path = run_dir / SESSIONS_FILE
+    if not path.exists():
+        return sessions
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        event = json.loads(line)
+        if "start" in event:
+            sessions.append((datetime.fromisoformat(event["start"]), None))
+        elif "end" in event and sessions and sessions[-1][1] is None:
+            sessions[-1] = (sessions[-1][0], datetime.fromisoformat(event["end"]))
+    return sessions

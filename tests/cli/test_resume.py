@@ -1,0 +1,123 @@
+"""A run killed with SIGKILL mid-way, then resumed, reports what an uninterrupted run does."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from tests.cli.test_run import assay, latest
+from tests.helpers import write
+
+ROWS = 24
+TASK = """\
+task_id: resumable
+description: rows that take a little time, graded deterministically
+initial_prompt: "${{row.text}}"
+agent:
+  type: command
+  command: 'sleep 0.15; case "$ASSAY_ROW_ID" in *[02468]) echo yes;; *) echo no;; esac'
+dataset:
+  stratify_field: kind
+  rows:
+{rows}
+success_criteria:
+  - type: classification_match
+    expected_label: "yes"
+    allowed_labels: ["yes", "no"]
+    suite_thresholds: {{accuracy: 0.4}}
+"""
+
+
+def make_task(folder: Path) -> Path:
+    rows = "".join(f"    - {{id: r{i:02d}, text: t{i}, kind: k{i % 3}}}\n" for i in range(ROWS))
+    return write(folder / "task.yaml", TASK.format(rows=rows))
+
+
+def suite(run_dir: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((run_dir / "default/resumable/suite.json").read_text())
+    return data
+
+
+def kill_after(folder: Path, rows_done: int, *args: str) -> Path:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "assay", "run", "task.yaml", "-j", "2", "-q", *args],
+        cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        run_dir = folder / "runs" / "latest"
+        if run_dir.exists() and len(list(run_dir.glob("default/*/*/00/task.json"))) >= rows_done:
+            break
+        time.sleep(0.05)
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    return latest(folder)
+
+
+def test_sigkill_then_resume_matches_an_uninterrupted_run(tmp_path: Path) -> None:
+    whole, broken = tmp_path / "whole", tmp_path / "broken"
+    make_task(whole)
+    make_task(broken)
+    assert assay("run", "task.yaml", "-j", "2", "-q", cwd=whole).returncode == 0
+    run_dir = kill_after(broken, 6)
+    finished = list(run_dir.glob("default/resumable/*/00/task.json"))
+    assert 6 <= len(finished) < ROWS
+    for path in finished:
+        json.loads(path.read_text())  # every task.json on disk is complete
+    assert not (run_dir / "run.json").exists()
+    before = {p: p.read_text() for p in finished}
+
+    done = assay("run", "--resume", str(run_dir), "-q", cwd=broken)
+    assert done.returncode == 0, done.stderr
+    assert suite(run_dir) == suite(latest(whole))
+    assert {p: p.read_text() for p in finished} == before  # kept rows were not run again
+    run = json.loads((run_dir / "run.json").read_text())
+    assert run["tasks_run"] == ROWS and run["sessions"] == 2
+    assert 0 < run["total_duration_seconds"] < 120
+
+
+def test_resume_reuses_an_unseeded_stratified_sample(tmp_path: Path) -> None:
+    make_task(tmp_path)
+    run_dir = kill_after(tmp_path, 2, "--sample-per-stratum", "3")
+    plan = json.loads((run_dir / "plan.json").read_text())
+    recorded = plan["tasks"][0]["selection"]["row_ids"]
+    assert len(recorded) == 9 and plan["tasks"][0]["selection"]["seed_was_drawn"]
+    assert assay("run", "--resume", str(run_dir), "-q", cwd=tmp_path).returncode == 0
+    assert suite(run_dir)["selection"]["row_ids"] == recorded
+    assert sorted(
+        p.parent.parent.name for p in run_dir.glob("default/resumable/*/00/task.json")
+    ) == (sorted(recorded))
+
+
+def test_retry_errors_runs_only_the_errored_rows(tmp_path: Path) -> None:
+    marker = tmp_path / "outage"
+    marker.write_text("down")
+    text = (
+        "task_id: outage\ndescription: d\ninitial_prompt: x\n"
+        f"agent: {{type: command, command: 'test ! -e {marker} || exit 9; echo ok'}}\n"
+        "dataset: {rows: [{id: a}, {id: b}]}\n"
+        "success_criteria:\n  - {type: response_match, expected: ok, suite_thresholds: {mean: 1}}\n"
+    )
+    write(tmp_path / "outage.yaml", text)
+    assert assay("run", "outage.yaml", cwd=tmp_path).returncode == 1
+    run_dir = latest(tmp_path)
+    marker.unlink()
+    assert assay("run", "--resume", str(run_dir), cwd=tmp_path).returncode == 1  # errors kept
+    done = assay("run", "--resume", str(run_dir), "--retry-errors", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert json.loads((run_dir / "run.json").read_text())["tasks_succeeded"] == 2
+
+
+def test_resume_refuses_task_arguments_and_non_runs(tmp_path: Path) -> None:
+    make_task(tmp_path)
+    assert assay("run", "task.yaml", "--resume", "runs/x", cwd=tmp_path).returncode == 2
+    (tmp_path / "empty").mkdir()
+    done = assay("run", "--resume", "empty", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "has no plan.json" in done.stderr

@@ -1,0 +1,129 @@
+"""The response cache: the key covers everything that can change an answer; runs reuse it."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from assay.providers.base import Choice, JsonSchema, Message, ModelRequest, ModelResponse, Usage
+from assay.providers.cache import Identity, ResponseCache, cache_key, parse_duration
+from tests.cli.test_run import assay, latest
+from tests.helpers import write
+from tests.openai_server import scripted_server
+
+BASE = ModelRequest(messages=(Message("system", "s"), Message("user", "u")), temperature=0.0)
+IDENTITY = Identity("openai", "http://a/v1", "openai/m")
+
+VARIANTS: dict[str, ModelRequest] = {
+    "messages": dataclasses.replace(BASE, messages=(Message("system", "s"), Message("user", "v"))),
+    "role": dataclasses.replace(BASE, messages=(Message("user", "s"), Message("user", "u"))),
+    "prompt": ModelRequest(prompt="u"),
+    "temperature": dataclasses.replace(BASE, temperature=0.7),
+    "max_tokens": dataclasses.replace(BASE, max_tokens=17),
+    "top_p": dataclasses.replace(BASE, top_p=0.9),
+    "stop": dataclasses.replace(BASE, stop=("\n",)),
+    "seed": dataclasses.replace(BASE, seed=1),
+    "choice": dataclasses.replace(BASE, constraint=Choice(("a", "b"))),
+    "choice_order": dataclasses.replace(BASE, constraint=Choice(("b", "a"))),
+    "schema": dataclasses.replace(BASE, constraint=JsonSchema({"type": "object"})),
+    "extra_body": dataclasses.replace(BASE, extra_body={"tools": [{"name": "t"}]}),
+}
+
+
+def test_every_request_field_changes_the_key() -> None:
+    keys = {name: cache_key(IDENTITY, request, replicate=0) for name, request in VARIANTS.items()}
+    base = cache_key(IDENTITY, BASE, replicate=0)
+    assert base not in keys.values()
+    assert len(set(keys.values())) == len(keys)
+
+
+def test_every_request_field_is_in_the_variants() -> None:
+    covered = {"messages", "prompt", "temperature", "max_tokens", "top_p", "stop", "seed",
+               "constraint", "extra_body"}  # fmt: skip
+    assert {f.name for f in dataclasses.fields(ModelRequest)} == covered
+
+
+@pytest.mark.parametrize(
+    "identity",
+    [
+        Identity("anthropic", "http://a/v1", "openai/m"),
+        Identity("openai", "http://b/v1", "openai/m"),
+        Identity("openai", None, "openai/m"),
+        Identity("openai", "http://a/v1", "openai/m2"),
+    ],
+)
+def test_provider_url_and_model_change_the_key(identity: Identity) -> None:
+    assert cache_key(identity, BASE, replicate=0) != cache_key(IDENTITY, BASE, replicate=0)
+
+
+def test_replicate_changes_the_key_and_same_inputs_do_not() -> None:
+    assert cache_key(IDENTITY, BASE, replicate=1) != cache_key(IDENTITY, BASE, replicate=0)
+    same = ModelRequest(messages=(Message("system", "s"), Message("user", "u")))
+    assert cache_key(IDENTITY, same, replicate=0) == cache_key(IDENTITY, BASE, replicate=0)
+
+
+def test_store_get_expire_clear(tmp_path: Path) -> None:
+    cache = ResponseCache(tmp_path / "c.db")
+    cache.put("k", ModelResponse("answer", Usage(3, 1), "stop", "m"))
+    hit = cache.get("k")
+    assert hit is not None and hit.text == "answer" and hit.cached and hit.usage == Usage(3, 1)
+    assert cache.get("other") is None
+    assert cache.stats().entries == 1
+    stale = ResponseCache(tmp_path / "c.db", max_age=0.0)
+    time.sleep(0.01)
+    assert stale.get("k") is None
+    assert cache.clear(older_than=3600) == 0
+    assert cache.clear() == 1
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"), [("90", 90), ("90s", 90), ("15m", 900), ("12h", 43200), ("7d", 604800)]
+)
+def test_parse_duration(text: str, seconds: float) -> None:
+    assert parse_duration(text) == seconds
+
+
+def test_parse_duration_rejects_nonsense() -> None:
+    with pytest.raises(ValueError, match="is not a duration"):
+        parse_duration("soon")
+
+
+TASK = """\
+task_id: cached
+description: answers come from the cache the second time
+initial_prompt: "${{row.text}}"
+agent: {{type: llm, model: openai/m, base_url: "{url}", api_key_env: CACHE_KEY}}
+dataset:
+  rows: [{{id: a, text: one}}, {{id: b, text: two}}]
+success_criteria:
+  - {{type: response_match, expected: echo, match: contains}}
+"""
+
+
+def test_second_run_is_served_from_the_cache_but_replicates_are_not_merged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CACHE_KEY", "k")
+
+    def reply(body: dict[str, Any]) -> str:
+        return "echo " + body["messages"][-1]["content"]
+
+    with scripted_server(reply) as server:
+        path = write(tmp_path / "t.yaml", TASK.format(url=server.base_url))
+        assert assay("run", str(path), "--cache", "--repeats", "2", cwd=tmp_path).returncode == 0
+        assert len(server.requests) == 4
+        assert assay("run", str(path), "--cache", "--repeats", "2", cwd=tmp_path).returncode == 0
+        assert len(server.requests) == 4
+        assert assay("run", str(path), cwd=tmp_path).returncode == 0
+        assert len(server.requests) == 6
+    assert (tmp_path / ".assay" / "cache.db").exists()
+    done = assay("cache", "stats", cwd=tmp_path)
+    assert done.returncode == 0 and "4 entries" in done.stdout
+    done = assay("cache", "clear", cwd=tmp_path)
+    assert done.returncode == 0 and "removed 4" in done.stdout
+    run_dir = latest(tmp_path)
+    assert (run_dir / "default/cached/a/00/task.json").exists()
