@@ -1,6 +1,7 @@
-"""A real OpenAI-compatible HTTP server on 127.0.0.1 that tests script.
+"""A real OpenAI-compatible (and Anthropic Messages) HTTP server on 127.0.0.1 that tests script.
 
-It answers ``/v1/chat/completions`` and ``/v1/completions`` with what a ``reply(body)``
+It answers ``/v1/chat/completions``, ``/v1/completions`` and ``/v1/messages`` with what a
+``reply(body)``
 function returns: a string (the model's text), or a :class:`Fault` (an HTTP status with
 headers such as ``Retry-After``, a delay, a truncated body). It records every request body and
 the number of requests in flight at once, so tests can check what assay sent and how many
@@ -54,7 +55,23 @@ class ScriptedServer:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
+def _anthropic_payload(body: dict[str, Any], text: str) -> bytes:
+    if body.get("tool_choice"):
+        content: list[dict[str, Any]] = [
+            {"type": "tool_use", "id": "t1", "name": body["tool_choice"]["name"],
+             "input": json.loads(text)}
+        ]  # fmt: skip
+    else:
+        content = [{"type": "text", "text": text}]
+    data = {"id": "msg_1", "type": "message", "role": "assistant", "model": body["model"],
+            "content": content, "stop_reason": "end_turn", "stop_sequence": None,
+            "usage": {"input_tokens": 11, "output_tokens": 3}}  # fmt: skip
+    return json.dumps(data).encode()
+
+
 def _payload(path: str, body: dict[str, Any], text: str) -> bytes:
+    if path.endswith("/messages"):
+        return _anthropic_payload(body, text)
     usage = {"prompt_tokens": 7, "completion_tokens": 2, "total_tokens": 9}
     if path.endswith("/chat/completions"):
         choice: dict[str, Any] = {

@@ -17,7 +17,7 @@ from assay.providers.pool import ModelPool
 from assay.providers.retry import Attempt
 from assay.results.trace import Span
 
-OutcomeStatus = Literal["completed", "timeout", "error", "token_budget"]
+OutcomeStatus = Literal["completed", "timeout", "error", "token_budget", "cost_budget"]
 
 
 @dataclass
@@ -31,6 +31,7 @@ class AgentContext:
         base_dir: the task file's directory (relative files in the agent block).
         timeout: seconds the agent may run (``run_limits.task_timeout``).
         max_total_tokens: the token budget of the row, if any.
+        max_usd: the cost budget of the row in US dollars, if any.
         env: environment variables for programs the agent starts.
         models: the run's started models.
         root_span: the row's span; the agent adds children to it.
@@ -48,6 +49,7 @@ class AgentContext:
     root_span: Span
     replicate: int = 0
     on_retry: OnRetry | None = None
+    max_usd: float | None = None
 
 
 @dataclass
@@ -66,6 +68,7 @@ class AgentOutcome:
     spans: list[Span] = field(default_factory=list)
     attempts: list[Attempt] = field(default_factory=list)
     cached: bool = False
+    cost_usd: float | None = None
 
 
 class Agent(Protocol):

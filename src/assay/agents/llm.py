@@ -16,6 +16,7 @@ from assay.agents.base import AgentContext, AgentOutcome
 from assay.errors import ModelError
 from assay.providers.base import Choice, Constraint, JsonSchema, Message, ModelRequest
 from assay.providers.pool import ModelKey
+from assay.providers.pricing import Price
 from assay.providers.retry import CallRecord
 from assay.sandbox.tempdir import Sandbox, SandboxEscape
 from assay.spec.task import LlmAgent
@@ -109,6 +110,7 @@ class LlmRunner:
             if response.finish_reason:
                 span.attributes["gen_ai.response.finish_reasons"] = response.finish_reason
             self._check_budget(outcome, context.max_total_tokens)
+            self._check_cost(outcome, context)
             self._write_response_file(outcome, context.sandbox)
         outcome.attempts = record.attempts
         outcome.seconds = time.perf_counter() - started
@@ -126,6 +128,23 @@ class LlmRunner:
                 f"the call used {usage.total_tokens} tokens; "
                 f"run_limits.max_total_tokens is {budget}"
             )
+
+    def _check_cost(self, outcome: AgentOutcome, context: AgentContext) -> None:
+        price = self.price(context)
+        if price is None or outcome.usage is None:
+            return
+        outcome.cost_usd = price.cost(outcome.usage)
+        if context.max_usd is not None and outcome.cost_usd > context.max_usd:
+            outcome.status = "cost_budget"
+            outcome.error = (
+                f"the call cost ${outcome.cost_usd:.6f}; run_limits.max_usd is {context.max_usd}"
+            )
+
+    def price(self, context: AgentContext) -> Price | None:
+        """The agent's own price, else the run's price table entry for its model."""
+        if self.config.price is not None:
+            return Price(self.config.price.input_per_mtok, self.config.price.output_per_mtok)
+        return context.models.settings.prices.lookup(self.config.model)
 
     def _write_response_file(self, outcome: AgentOutcome, root: Path | None) -> None:
         if self.config.response_file is None or outcome.response is None or root is None:

@@ -22,6 +22,7 @@ from assay.errors import UsageError, UserError
 from assay.orchestration.expand import Selectors
 from assay.orchestration.plan import Plan, PlanOptions, build_plan
 from assay.orchestration.runner import RunOptions, Stage
+from assay.providers.pricing import PriceTable
 from assay.reports.progress import make_progress
 
 EXIT_USAGE = 2
@@ -84,6 +85,9 @@ Keep = Annotated[
                  help="Keep each row's sandbox in its run folder (for assay evaluate)."),
 ]  # fmt: skip
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")]
+Prices = Annotated[
+    Path | None, typer.Option("--prices", help="YAML of model → {input_per_mtok, output_per_mtok}.")
+]
 
 
 def _split_tags(value: str | None) -> tuple[str, ...]:
@@ -98,13 +102,22 @@ def _options(
     exclude_tags: str | None,
     include_skipped: bool,
     repeats: int | None,
+    *,
+    prices: Path | None = None,
 ) -> PlanOptions:
+    table = PriceTable()
+    if prices is not None:
+        try:
+            table = table.extended(prices)
+        except UserError as exc:
+            raise fail(exc) from None
     return PlanOptions(
         selectors=Selectors(sample=sample, sample_per_stratum=per_stratum, split=split),
         tags=_split_tags(tags),
         exclude_tags=_split_tags(exclude_tags),
         include_skipped=include_skipped,
         repeats=repeats,
+        prices=table,
     )
 
 
@@ -176,7 +189,7 @@ def _execute(
             if tasks:
                 raise UsageError("--resume takes the task files from the run; give no tasks")
             run_dir = _existing_run(resume)
-            reports = resume_run(run_dir, request)
+            reports = resume_run(run_dir, request, prices=options.prices)
         else:
             plan = _plan_or_exit(tasks, options)
             run_dir, reports = start_run(plan, options, request)
@@ -214,10 +227,11 @@ def run(
     cache_expiry: CacheExpiry = None,
     resume: Resume = None,
     retry_errors: RetryErrors = False,
+    prices: Prices = None,
 ) -> None:
     """Run agents on every selected row, grade them, and write the reports."""
     options = _options(sample, sample_per_stratum, split, tags, exclude_tags, include_skipped,
-                       repeats)  # fmt: skip
+                       repeats, prices=prices)  # fmt: skip
     request = RunRequest(
         runs_root=run_dir,
         options=RunOptions(jobs=jobs, stage="run", keep_sandboxes=keep_sandboxes),
@@ -249,10 +263,11 @@ def execute(
     cache_expiry: CacheExpiry = None,
     resume: Resume = None,
     retry_errors: RetryErrors = False,
+    prices: Prices = None,
 ) -> None:
     """Run agents only (rows NOT_GRADED, sandboxes kept); grade later with `assay evaluate`."""
     options = _options(sample, sample_per_stratum, split, tags, exclude_tags, include_skipped,
-                       repeats)  # fmt: skip
+                       repeats, prices=prices)  # fmt: skip
     request = RunRequest(
         runs_root=run_dir,
         options=RunOptions(jobs=jobs, stage="execute", keep_sandboxes=True),
@@ -276,10 +291,11 @@ def plan(
     repeats: Repeats = None,
     rows: Annotated[int, typer.Option("--rows", min=0, help="Row-task ids to list per task.")] = 5,
     as_json: Annotated[bool, typer.Option("--json", help="Print the plan as JSON.")] = False,
+    prices: Prices = None,
 ) -> None:
     """Show the expansion and the row selection; run nothing. Exits 2 on invalid input."""
     options = _options(sample, sample_per_stratum, split, tags, exclude_tags, include_skipped,
-                       repeats)  # fmt: skip
+                       repeats, prices=prices)  # fmt: skip
     built = _plan_or_exit(tasks, options)
     if as_json:
         sys.stdout.write(json.dumps(plan_as_json(built), indent=2, ensure_ascii=False) + "\n")

@@ -92,6 +92,7 @@ _KEEP_STATUS: dict[FinalStatus, OutcomeStatus] = {
     FinalStatus.BUILD_FAILED: "error",
     FinalStatus.TIMEOUT: "timeout",
     FinalStatus.TOKEN_BUDGET_EXCEEDED: "token_budget",
+    FinalStatus.COST_BUDGET_EXCEEDED: "cost_budget",
 }
 
 

@@ -25,6 +25,7 @@ from assay.orchestration.rundir import create_run_dir, item_dir, point_latest
 from assay.orchestration.runner import Runner, RunOptions, model_keys
 from assay.providers.cache import ResponseCache
 from assay.providers.pool import ModelPool, PoolSettings, ProviderRegistry, default_registry
+from assay.providers.pricing import PriceTable
 from assay.providers.retry import RetryPolicy
 from assay.reports.progress import Progress
 from assay.reports.writer import Reports, RunMeta, write_reports
@@ -121,10 +122,10 @@ def start_run(plan: Plan, options: PlanOptions, request: RunRequest) -> tuple[Pa
     run_dir = create_run_dir(request.runs_root, now=started)
     record = plan_record(plan, options, request.options)
     write_plan(run_dir, record)
-    return run_dir, _run(plan, record, run_dir, request, started, kept=[])
+    return run_dir, _run(plan, record, run_dir, request, started, kept=[], prices=options.prices)
 
 
-def resume_run(run_dir: Path, request: RunRequest) -> Reports:
+def resume_run(run_dir: Path, request: RunRequest, *, prices: PriceTable | None = None) -> Reports:
     """Finish the run in ``run_dir``; see the module docstring.
 
     Raises:
@@ -147,13 +148,14 @@ def resume_run(run_dir: Path, request: RunRequest) -> Reports:
         include_skipped=record.options.include_skipped,
         repeats=record.options.repeats,
         fixed_rows=fixed,
+        prices=prices or PriceTable(),
     )
     plan = build_plan(record.files, options, request.registry)
     request.options.stage = record.stage
     request.options.keep_sandboxes = request.options.keep_sandboxes or record.keep_sandboxes
     kept = finished_results(run_dir, plan.work_items(), retry_errors=request.retry_errors)
     point_latest(run_dir.parent, run_dir)
-    return _run(plan, record, run_dir, request, started, kept=kept)
+    return _run(plan, record, run_dir, request, started, kept=kept, prices=options.prices)
 
 
 def finished_results(
@@ -183,7 +185,7 @@ def _task_json(run_dir: Path, item: WorkItem) -> Path:
                     replicate=item.replicate) / "task.json"  # fmt: skip
 
 
-def _pool(request: RunRequest) -> ModelPool:
+def _pool(request: RunRequest, prices: PriceTable) -> ModelPool:
     models = request.models
     cache = None
     if models.cache or models.cache_path is not None:
@@ -195,6 +197,7 @@ def _pool(request: RunRequest) -> ModelPool:
         cache=cache,
         cache_all=models.cache,
         timeout=models.timeout,
+        prices=prices,
     )
     pool = ModelPool(request.registry or default_registry(), settings)
     if request.pool_hook is not None:
@@ -210,13 +213,14 @@ def _run(
     started: datetime,
     *,
     kept: list[EvaluationResult],
+    prices: PriceTable,
 ) -> Reports:
     done = {(r.variant_id, r.task_id, r.replicate_index) for r in kept}
     items = [
         i for i in plan.work_items()
         if (i.variant_id, i.row_task.task_id, i.replicate) not in done
     ]  # fmt: skip
-    pool = _pool(request)
+    pool = _pool(request, prices)
     runner = Runner(run_dir, pool, default_criteria(), request.options,
                     on_retry=request.progress.retry)  # fmt: skip
     log_session(run_dir, "start", started)

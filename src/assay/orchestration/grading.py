@@ -66,6 +66,7 @@ def passed(results: list[CriterionResult]) -> bool:
 _AGENT_STATUS: dict[OutcomeStatus, FinalStatus] = {
     "timeout": FinalStatus.TIMEOUT,
     "token_budget": FinalStatus.TOKEN_BUDGET_EXCEEDED,
+    "cost_budget": FinalStatus.COST_BUDGET_EXCEEDED,
 }
 
 

@@ -23,6 +23,7 @@ from assay.orchestration.expand import (
 )
 from assay.orchestration.task_loader import LoadedTask, load_task
 from assay.providers.pool import ProviderRegistry, default_registry
+from assay.providers.pricing import PriceTable
 from assay.results.run import SkippedTask, TaskSelection
 from assay.spec.task import LlmAgent
 
@@ -39,6 +40,7 @@ class PlanOptions:
     include_skipped: bool = False
     repeats: int | None = None
     fixed_rows: Mapping[str, list[str]] = field(default_factory=dict)
+    prices: PriceTable = field(default_factory=PriceTable)
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,7 +141,7 @@ def build_plan(
                 hint="task ids name run directories and suites; make them unique",
             )
         owners[task_id] = loaded.display
-        _check_model(loaded, registry)
+        _check_model(loaded, registry, options.prices)
         expansion = expand_dataset(
             loaded, options.selectors, fixed_row_ids=options.fixed_rows.get(task_id)
         )
@@ -153,20 +155,30 @@ def build_plan(
     return plan
 
 
-def _check_model(loaded: LoadedTask, registry: ProviderRegistry) -> None:
+def _check_model(loaded: LoadedTask, registry: ProviderRegistry, prices: PriceTable) -> None:
+    """The model's provider exists; a cost limit has a price to be checked against."""
     agent = loaded.definition.agent
     if not isinstance(agent, LlmAgent):
         return
+    file, line = loaded.display, loaded.document.line_of(("agent", "model"))
     try:
         registry.check(agent.model)
     except UserError as exc:
+        raise TaskFileError(exc.message, field="agent.model", hint=exc.hint, file=file,
+                            line=line) from None  # fmt: skip
+    if agent.model.startswith("anthropic/") and agent.prompt_format == "completion":
+        raise TaskFileError("anthropic models have no completion endpoint",
+                            field="agent.prompt_format", hint="use prompt_format: chat",
+                            file=file, line=line)  # fmt: skip
+    limit = loaded.definition.run_limits.max_usd
+    if limit is not None and agent.price is None and prices.lookup(agent.model) is None:
         raise TaskFileError(
-            exc.message,
+            f"run_limits.max_usd needs a price for {agent.model}, and the price table has none",
+            field="run_limits.max_usd",
+            hint="give agent.price {input_per_mtok, output_per_mtok} or a price file (--prices)",
             file=loaded.display,
-            line=loaded.document.line_of(("agent", "model")),
-            field="agent.model",
-            hint=exc.hint,
-        ) from None
+            line=loaded.document.line_of(("run_limits", "max_usd")),
+        )
 
 
 def _skip_reason(loaded: LoadedTask, options: PlanOptions) -> str | None:

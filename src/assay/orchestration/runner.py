@@ -273,6 +273,7 @@ class Runner:
             root_span=root_span,
             replicate=item.replicate,
             on_retry=self.on_retry,
+            max_usd=task.run_limits.max_usd,
         )
         outcome = await build_agent(task.agent).run(context)
         root_span.end(error=outcome.error)
@@ -361,6 +362,7 @@ class Runner:
                 duration_seconds=outcome.seconds,
             ),
             total_token_usage=_usage(outcome),
+            cost_usd=outcome.cost_usd,
             pre_run_results=row.pre_run,
             post_run_results=row.post_run,
             sandbox_path=(kept.relative_to(self.run_dir).as_posix() if kept else None),

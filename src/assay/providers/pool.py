@@ -20,6 +20,7 @@ from assay.providers.base import Model, split_model_name
 from assay.providers.cache import Identity, ResponseCache
 from assay.providers.limiter import AdaptiveLimiter
 from assay.providers.managed import ManagedModel
+from assay.providers.pricing import PriceTable
 from assay.providers.retry import RetryPolicy
 
 
@@ -47,6 +48,7 @@ class PoolSettings:
             ``cache_all``, the ``--cache`` flag).
         cache_all: cache every model's answers.
         timeout: seconds per request when set on the command line (``--timeout``).
+        prices: the price table (cost per row, ``max_usd``).
     """
 
     parallel: int = 4
@@ -54,6 +56,7 @@ class PoolSettings:
     cache: ResponseCache | None = None
     cache_all: bool = False
     timeout: float | None = None
+    prices: PriceTable = field(default_factory=PriceTable)
 
 
 Factory = Callable[[ModelKey, PoolSettings], Model]
@@ -130,6 +133,24 @@ def _openai(key: ModelKey, settings: PoolSettings) -> Model:
     )
 
 
+def _anthropic(key: ModelKey, settings: PoolSettings) -> Model:
+    from assay.providers.anthropic_messages import AnthropicModel
+
+    api_key = os.environ.get(key.api_key_env) if key.api_key_env else None
+    if key.api_key_env and not api_key:
+        raise UsageError(
+            f"model '{key.name}': environment variable {key.api_key_env} (agent.api_key_env) "
+            "is not set"
+        )
+    return AnthropicModel(
+        name=key.name,
+        model=key.name.partition("/")[2],
+        base_url=key.base_url,
+        api_key=api_key,
+        timeout=settings.timeout or key.timeout,
+    )
+
+
 def _mock(key: ModelKey, settings: PoolSettings) -> Model:
     from assay.providers.mock import load_mock
 
@@ -137,10 +158,11 @@ def _mock(key: ModelKey, settings: PoolSettings) -> Model:
 
 
 def default_registry() -> ProviderRegistry:
-    """A registry with ``local``, ``openai`` and ``mock``."""
+    """A registry with ``local``, ``openai``, ``anthropic`` and ``mock``."""
     registry = ProviderRegistry()
     registry.register("local", _local)
     registry.register("openai", _openai)
+    registry.register("anthropic", _anthropic)
     registry.register("mock", _mock)
     return registry
 
@@ -161,6 +183,8 @@ class ModelPool:
             return (key.name, None)  # one local server per model name
         if key.name.startswith("mock/"):
             return (key.name, key.base_dir)
+        if key.name.startswith("anthropic/"):
+            return (key.name, key.base_url or os.environ.get("ANTHROPIC_BASE_URL"))
         return (key.name, key.base_url or os.environ.get("OPENAI_BASE_URL"))
 
     def add(self, key: ModelKey, model: Model) -> None:

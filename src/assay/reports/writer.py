@@ -213,6 +213,15 @@ def _summary(
             1 for r in results if r.final_status is FinalStatus.TOKEN_BUDGET_EXCEEDED
         ),
         tasks_timeout=sum(1 for r in results if r.final_status is FinalStatus.TIMEOUT),
+        tasks_cost_budget_exceeded=sum(
+            1 for r in results if r.final_status is FinalStatus.COST_BUDGET_EXCEEDED
+        ),
+        total_cost_usd=sum(r.cost_usd for r in results if r.cost_usd is not None)
+        if any(r.cost_usd is not None for r in results)
+        else None,
+        cost_complete=all(
+            r.cost_usd is not None for r in results if r.agent.model_calls and r.total_token_usage
+        ),
         interrupted=meta.interrupted,
         exit_code=exit_code,
         max_parallel=meta.max_parallel,

@@ -80,6 +80,9 @@ class RunSummary(_Model):
     pass_rate: float | None
     error_share: float | None
     tasks_token_budget_exceeded: int = 0
+    tasks_cost_budget_exceeded: int = 0
+    total_cost_usd: float | None = None
+    cost_complete: bool = True
     tasks_timeout: int = 0
     interrupted: bool = False
     exit_code: int | None = None

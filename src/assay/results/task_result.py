@@ -125,6 +125,7 @@ class EvaluationResult(_Result):
     error_message: str | None = None
     agent: AgentRecord = Field(default_factory=AgentRecord)
     total_token_usage: TokenUsage | None = None
+    cost_usd: float | None = None
     pre_run_results: list[CommandResult] = Field(default_factory=list)
     post_run_results: list[CommandResult] = Field(default_factory=list)
     sandbox_path: str | None = None

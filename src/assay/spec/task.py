@@ -80,6 +80,13 @@ class FewShot(StrictModel):
     assistant: StrictStr
 
 
+class ModelPrice(StrictModel):
+    """US dollars per million tokens, overriding the price table for this agent's model."""
+
+    input_per_mtok: float = Field(ge=0)
+    output_per_mtok: float = Field(ge=0)
+
+
 class LlmAgent(AgentBase):
     """Send the prompt to a model and take its answer as the final response.
 
@@ -88,7 +95,8 @@ class LlmAgent(AgentBase):
     better this way). ``labels`` constrains the answer to one of a fixed set; ``json_schema``
     constrains it to JSON of that schema (both enforced by the server's structured output).
     ``response_file`` also writes the answer to that file in the sandbox. ``cache`` keeps
-    answers in the response cache (``--cache`` turns it on for every model).
+    answers in the response cache (``--cache`` turns it on for every model). ``price``
+    overrides the price table (cost per row, ``run_limits.max_usd``).
     """
 
     type: Literal["llm"] = "llm"
@@ -108,6 +116,7 @@ class LlmAgent(AgentBase):
     api_key_env: StrictStr | None = None
     request_timeout: float = Field(default=120, gt=0)
     cache: bool = False
+    price: ModelPrice | None = None
     extra_body: dict[str, Any] = Field(default_factory=dict)
     response_file: StrictStr | None = None
 
@@ -211,12 +220,12 @@ class RunLimits(StrictModel):
         "count_cached_input": "not supported",
         "count_cache_creation": "not supported",
         "stop_early": "not supported",
-        "max_usd": "no price table yet; cost limits are not enforced",
     }
 
     task_timeout: float = Field(default=600, gt=0)
     max_turns: int | None = Field(default=None, gt=0)
     max_total_tokens: int | None = Field(default=None, gt=0)
+    max_usd: float | None = Field(default=None, gt=0)
 
 
 class PreRunCommand(StrictModel):

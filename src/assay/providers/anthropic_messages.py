@@ -1,0 +1,169 @@
+"""``anthropic/<model>``: Claude models through the Messages API (the ``anthropic`` SDK, extra
+``anthropic``).
+
+The key is the environment variable named by ``api_key_env``, else ``ANTHROPIC_API_KEY``;
+``base_url`` (or ``ANTHROPIC_BASE_URL``) points at another host. Chat only: the system message
+goes in ``system``. A label set or JSON schema is enforced by forcing a tool call
+(``tool_choice: {type: tool}``) whose input schema is the constraint; the answer is the tool
+input (the label itself for a label set). Errors are classified for
+:mod:`assay.providers.retry` like the OpenAI-compatible provider's (529 "overloaded" is a 5xx).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Any
+
+from assay.errors import ModelError, UsageError
+from assay.providers.base import Choice, JsonSchema, ModelRequest, ModelResponse, Usage
+from assay.providers.constraints import ANSWER_KEY
+from assay.providers.retry import TransientModelError, is_retryable_status, parse_retry_after
+
+TOOL_NAME = "answer"
+
+
+def _tool(request: ModelRequest) -> dict[str, Any] | None:
+    constraint = request.constraint
+    if isinstance(constraint, Choice):
+        schema: dict[str, Any] = {
+            "type": "object",
+            "properties": {ANSWER_KEY: {"type": "string", "enum": list(constraint.labels)}},
+            "required": [ANSWER_KEY],
+        }
+    elif isinstance(constraint, JsonSchema):
+        schema = constraint.schema
+    else:
+        return None
+    return {"name": TOOL_NAME, "description": "Give the answer.", "input_schema": schema}
+
+
+class AnthropicModel:
+    """A Claude model.
+
+    Args:
+        name: the assay name, e.g. ``anthropic/claude-sonnet-4``.
+        model: the name the API knows.
+        base_url: another host (``None``: ``ANTHROPIC_BASE_URL`` or the SDK default).
+        api_key: the key (``None``: ``ANTHROPIC_API_KEY``).
+        timeout: seconds per request.
+    """
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        model: str,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout: float = 120.0,
+    ) -> None:
+        self.name = name
+        self.model = model
+        self.base_url = base_url
+        self.api_key = api_key
+        self.timeout = timeout
+        self._client: Any = None
+
+    async def start(self) -> None:
+        """Open the client.
+
+        Raises:
+            UsageError: the ``anthropic`` package or the key is missing.
+        """
+        try:
+            import anthropic
+        except ImportError:
+            raise UsageError(
+                f"model '{self.name}' needs the anthropic package",
+                hint="pip install 'assay[anthropic]'",
+            ) from None
+        key = self.api_key or os.environ.get("ANTHROPIC_API_KEY")
+        if not key:
+            raise UsageError(f"model '{self.name}' needs ANTHROPIC_API_KEY (or agent.api_key_env)")
+        self._client = anthropic.AsyncAnthropic(
+            api_key=key,
+            base_url=self.base_url or os.environ.get("ANTHROPIC_BASE_URL"),
+            timeout=self.timeout,
+            max_retries=0,
+        )
+
+    async def aclose(self) -> None:
+        """Close the client."""
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
+
+    def _body(self, request: ModelRequest) -> dict[str, Any]:
+        if request.messages is None:
+            raise ModelError(f"{self.name}: the Messages API has no completion endpoint; "
+                             "use prompt_format: chat")  # fmt: skip
+        system = "\n\n".join(m.content for m in request.messages if m.role == "system")
+        body: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": request.max_tokens,
+            "messages": [
+                {"role": m.role, "content": m.content}
+                for m in request.messages
+                if m.role != "system"
+            ],
+        }
+        if system:
+            body["system"] = system
+        if request.stop:
+            body["stop_sequences"] = list(request.stop)
+        extra = {"temperature": request.temperature, **request.extra_body}
+        if request.top_p is not None:
+            extra["top_p"] = request.top_p
+        body["extra_body"] = extra
+        tool = _tool(request)
+        if tool is not None:
+            body["tools"] = [tool]
+            body["tool_choice"] = {"type": "tool", "name": TOOL_NAME}
+        return body
+
+    async def generate(self, request: ModelRequest) -> ModelResponse:
+        """Send one request; see :class:`assay.providers.base.Model`."""
+        if self._client is None:
+            await self.start()
+        import anthropic
+
+        started = time.perf_counter()
+        try:
+            result = await self._client.messages.create(**self._body(request))
+        except anthropic.APIStatusError as exc:
+            raise _status_error(self.name, exc) from exc
+        except anthropic.APIConnectionError as exc:
+            raise TransientModelError(f"{self.name}: cannot reach the API: {exc}") from exc
+        except anthropic.AnthropicError as exc:
+            raise ModelError(f"{self.name}: {exc}") from exc
+        text = _answer(self.name, result, request)
+        usage = Usage(int(result.usage.input_tokens or 0), int(result.usage.output_tokens or 0))
+        return ModelResponse(text, usage, result.stop_reason, result.model,
+                             time.perf_counter() - started)  # fmt: skip
+
+
+def _status_error(name: str, exc: Any) -> ModelError:
+    status = int(exc.status_code)
+    message = f"{name}: HTTP {status} from the API: {exc.message}"
+    if is_retryable_status(status):
+        retry_after = parse_retry_after(getattr(exc.response, "headers", None))
+        return TransientModelError(message, status=status, retry_after=retry_after)
+    return ModelError(message)
+
+
+def _answer(name: str, result: Any, request: ModelRequest) -> str:
+    for block in result.content:
+        if getattr(block, "type", None) == "tool_use" and request.constraint is not None:
+            data = block.input
+            if isinstance(request.constraint, Choice):
+                label = str(data.get(ANSWER_KEY, "")) if isinstance(data, dict) else ""
+                if label not in request.constraint.labels:
+                    raise ModelError(f"{name}: answered {label!r}, not one of the labels")
+                return label
+            return json.dumps(data, ensure_ascii=False)
+    texts = [b.text for b in result.content if getattr(b, "type", None) == "text"]
+    if request.constraint is not None and not texts:
+        raise ModelError(f"{name}: the reply has no answer")
+    return "".join(texts)

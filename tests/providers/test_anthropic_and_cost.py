@@ -1,0 +1,114 @@
+"""The Anthropic provider against a real HTTP server, token costs, and run_limits.max_usd."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from assay.providers.base import Usage
+from assay.providers.pricing import Price, PriceTable
+from tests.cli.test_run import assay, latest
+from tests.helpers import write
+from tests.openai_server import Fault, scripted_server
+
+TASK = """\
+task_id: claude
+description: the Messages API, scripted
+initial_prompt: "${{row.text}}"
+agent:
+  type: llm
+  model: anthropic/claude-test
+  base_url: "{url}"
+  api_key_env: ANT_KEY
+  system_prompt: Be brief.
+  labels: [positive, negative]
+{limits}
+dataset:
+  rows: [{{id: a, text: love}}, {{id: b, text: hate}}]
+success_criteria:
+  - {{type: classification_match, expected_label: positive, allowed_labels: [positive, negative]}}
+"""
+
+
+def reply(body: dict[str, Any]) -> str:
+    text = body["messages"][-1]["content"]
+    return json.dumps({"answer": "positive" if "love" in text else "negative"})
+
+
+def test_anthropic_messages_with_a_forced_tool(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANT_KEY", "sk-test")
+    prices = write(tmp_path / "prices.yaml", "anthropic/claude-test: "
+                   "{input_per_mtok: 3.0, output_per_mtok: 15.0}\n")  # fmt: skip
+    with scripted_server(reply) as server:
+        url = server.base_url.removesuffix("/v1")
+        path = write(tmp_path / "t.yaml", TASK.format(url=url, limits=""))
+        done = assay("run", str(path), "--prices", str(prices), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    body = server.requests[0]
+    assert body["model"] == "claude-test"
+    assert body["system"] == "Be brief."
+    assert body["messages"] == [{"role": "user", "content": "love"}]
+    assert body["tool_choice"] == {"type": "tool", "name": "answer"}
+    assert body["tools"][0]["input_schema"]["properties"]["answer"]["enum"] == [
+        "positive", "negative"]  # fmt: skip
+    sent = server.headers[0]
+    assert sent.get("x-api-key") == "sk-test" or sent.get("authorization") == "Bearer sk-test"
+    row = json.loads((latest(tmp_path) / "default/claude/a/00/task.json").read_text())
+    assert row["final_status"] == "SUCCESS"
+    assert row["total_token_usage"] == {"input_tokens": 11, "output_tokens": 3, "total_tokens": 14}
+    assert row["cost_usd"] == pytest.approx((11 * 3.0 + 3 * 15.0) / 1e6)
+    run = json.loads((latest(tmp_path) / "run.json").read_text())
+    assert run["total_cost_usd"] == pytest.approx(2 * (11 * 3.0 + 3 * 15.0) / 1e6)
+    assert run["cost_complete"] is True
+
+
+def test_overloaded_529_is_retried(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANT_KEY", "k")
+    calls = iter([Fault(529), Fault(text=reply({"messages": [{"content": "love"}]}))] * 2)
+    with scripted_server(lambda body: next(calls)) as server:
+        url = server.base_url.removesuffix("/v1")
+        path = write(tmp_path / "t.yaml", TASK.format(url=url, limits=""))
+        assay("run", str(path), "-j", "1", cwd=tmp_path)
+    row = json.loads((latest(tmp_path) / "default/claude/a/00/task.json").read_text())
+    assert row["agent"]["retries"] == 1 and row["agent"]["attempts"][0]["status"] == 529
+
+
+def test_max_usd_is_enforced_per_row(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANT_KEY", "k")
+    limits = ("  price: {input_per_mtok: 1000.0, output_per_mtok: 1000.0}\n"
+              "run_limits: {max_usd: 0.001}")  # fmt: skip
+    with scripted_server(reply) as server:
+        url = server.base_url.removesuffix("/v1")
+        path = write(tmp_path / "t.yaml", TASK.format(url=url, limits=limits))
+        assay("run", str(path), cwd=tmp_path)
+    row = json.loads((latest(tmp_path) / "default/claude/a/00/task.json").read_text())
+    assert row["final_status"] == "COST_BUDGET_EXCEEDED"
+    assert "run_limits.max_usd is 0.001" in row["error_message"]
+    assert row["cost_usd"] == pytest.approx(14 * 1000.0 / 1e6)
+
+
+def test_max_usd_without_a_price_is_refused_at_plan(tmp_path: Path) -> None:
+    text = TASK.format(url="http://127.0.0.1:9", limits="run_limits: {max_usd: 1.0}")
+    path = write(tmp_path / "t.yaml", text)
+    done = assay("plan", str(path), cwd=tmp_path)
+    assert done.returncode == 2
+    assert "run_limits.max_usd needs a price for anthropic/claude-test" in done.stderr
+
+
+def test_price_table_lookup_and_extension(tmp_path: Path) -> None:
+    table = PriceTable()
+    assert table.lookup("local/smollm2") == Price(0.0, 0.0)
+    assert table.lookup("anthropic/claude-sonnet-4-5") == Price(3.0, 15.0)
+    assert table.lookup("openai/unknown") is None
+    extra = write(tmp_path / "p.yaml", "'openai/ft-*': {input_per_mtok: 1, output_per_mtok: 2}\n"
+                  "openai/ft-special: {input_per_mtok: 5, output_per_mtok: 5}\n")  # fmt: skip
+    bigger = table.extended(extra)
+    assert bigger.lookup("openai/ft-x") == Price(1.0, 2.0)
+    assert bigger.lookup("openai/ft-special") == Price(5.0, 5.0)
+    assert Price(2.0, 4.0).cost(Usage(1_000_000, 500_000)) == pytest.approx(4.0)
+    assert table.lookup("openai/ft-x") is None  # the original is unchanged
