@@ -183,7 +183,6 @@ class LocalModel(OpenAICompatibleModel):
             name=name,
             model=alias,
             timeout=timeout,
-            max_retries=0,
             dialect="llamacpp",
             max_connections=parallel,
         )
