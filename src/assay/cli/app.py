@@ -20,6 +20,7 @@ from assay.cli.render import plan_as_json, print_plan, print_reports
 from assay.cli.running import ModelSettings, RunRequest
 from assay.errors import UsageError, UserError
 from assay.orchestration.expand import Selectors
+from assay.orchestration.experiment import Override
 from assay.orchestration.plan import Plan, PlanOptions, build_plan
 from assay.orchestration.runner import RunOptions, Stage
 from assay.providers.pricing import PriceTable
@@ -85,6 +86,19 @@ Keep = Annotated[
                  help="Keep each row's sandbox in its run folder (for assay evaluate)."),
 ]  # fmt: skip
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")]
+ExperimentOpt = Annotated[
+    str | None,
+    typer.Option("--experiment", "-e", help="Experiment file, or NAME for experiments/NAME.yaml."),
+]
+SetOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--set", "-D", help="Override a task field: -D agent.temperature=0.7 (repeatable)."
+    ),
+]
+ModelOpt = Annotated[
+    str | None, typer.Option("--model", "-m", help="Use this model in every variant (agent.model).")
+]
 Prices = Annotated[
     Path | None, typer.Option("--prices", help="YAML of model → {input_per_mtok, output_per_mtok}.")
 ]
@@ -104,14 +118,22 @@ def _options(
     repeats: int | None,
     *,
     prices: Path | None = None,
+    experiment: str | None = None,
+    sets: list[str] | None = None,
+    model: str | None = None,
 ) -> PlanOptions:
     table = PriceTable()
-    if prices is not None:
-        try:
+    try:
+        if prices is not None:
             table = table.extended(prices)
-        except UserError as exc:
-            raise fail(exc) from None
+        overrides = [Override.parse(text) for text in sets or []]
+    except UserError as exc:
+        raise fail(exc) from None
+    if model is not None:
+        overrides.append(Override(("agent", "model"), model))
     return PlanOptions(
+        experiment=experiment,
+        overrides=tuple(overrides),
         selectors=Selectors(sample=sample, sample_per_stratum=per_stratum, split=split),
         tags=_split_tags(tags),
         exclude_tags=_split_tags(exclude_tags),
@@ -228,10 +250,14 @@ def run(
     resume: Resume = None,
     retry_errors: RetryErrors = False,
     prices: Prices = None,
+    experiment: ExperimentOpt = None,
+    set_: SetOpt = None,
+    model: ModelOpt = None,
 ) -> None:
     """Run agents on every selected row, grade them, and write the reports."""
     options = _options(sample, sample_per_stratum, split, tags, exclude_tags, include_skipped,
-                       repeats, prices=prices)  # fmt: skip
+                       repeats, prices=prices, experiment=experiment, sets=set_,
+                       model=model)  # fmt: skip
     request = RunRequest(
         runs_root=run_dir,
         options=RunOptions(jobs=jobs, stage="run", keep_sandboxes=keep_sandboxes),
@@ -264,10 +290,14 @@ def execute(
     resume: Resume = None,
     retry_errors: RetryErrors = False,
     prices: Prices = None,
+    experiment: ExperimentOpt = None,
+    set_: SetOpt = None,
+    model: ModelOpt = None,
 ) -> None:
     """Run agents only (rows NOT_GRADED, sandboxes kept); grade later with `assay evaluate`."""
     options = _options(sample, sample_per_stratum, split, tags, exclude_tags, include_skipped,
-                       repeats, prices=prices)  # fmt: skip
+                       repeats, prices=prices, experiment=experiment, sets=set_,
+                       model=model)  # fmt: skip
     request = RunRequest(
         runs_root=run_dir,
         options=RunOptions(jobs=jobs, stage="execute", keep_sandboxes=True),
@@ -292,10 +322,15 @@ def plan(
     rows: Annotated[int, typer.Option("--rows", min=0, help="Row-task ids to list per task.")] = 5,
     as_json: Annotated[bool, typer.Option("--json", help="Print the plan as JSON.")] = False,
     prices: Prices = None,
+    experiment: ExperimentOpt = None,
+    set_: SetOpt = None,
+    model: ModelOpt = None,
 ) -> None:
-    """Show the expansion and the row selection; run nothing. Exits 2 on invalid input."""
+    """Show the expansion, the row selection and each variant's resolved configuration (with
+    where each value came from); run nothing. Exits 2 on invalid input."""
     options = _options(sample, sample_per_stratum, split, tags, exclude_tags, include_skipped,
-                       repeats, prices=prices)  # fmt: skip
+                       repeats, prices=prices, experiment=experiment, sets=set_,
+                       model=model)  # fmt: skip
     built = _plan_or_exit(tasks, options)
     if as_json:
         sys.stdout.write(json.dumps(plan_as_json(built), indent=2, ensure_ascii=False) + "\n")
@@ -332,6 +367,35 @@ def report(run_dir: RunDirArg, junit_xml: Junit = None) -> None:
         raise fail(exc) from None
     print_reports(folder, reports)
     raise typer.Exit(reports.exit_code)
+
+
+@app.command()
+def compare(
+    run_a: RunDirArg,
+    run_b: RunDirArg,
+    variant_a: Annotated[str | None, typer.Option("--variant-a", help="A's variant.")] = None,
+    variant_b: Annotated[str | None, typer.Option("--variant-b", help="B's variant.")] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write compare.json and compare.md here.")
+    ] = None,
+) -> None:
+    """Compare two runs over the same rows: intervals, paired differences, McNemar, flips."""
+    from assay.cli.compare import compare_runs, render_comparison
+    from assay.cli.regrade import load_run_results, resolve_run_dir
+    from assay.results.io import write_json_atomic, write_text_atomic
+
+    try:
+        folder_a, folder_b = resolve_run_dir(run_a), resolve_run_dir(run_b)
+        report = compare_runs(folder_a, load_run_results(folder_a), folder_b,
+                              load_run_results(folder_b), variant_a=variant_a,
+                              variant_b=variant_b)  # fmt: skip
+    except UserError as exc:
+        raise fail(exc) from None
+    text = render_comparison(report)
+    if output is not None:
+        write_json_atomic(output / "compare.json", report)
+        write_text_atomic(output / "compare.md", text)
+    sys.stdout.write(text)
 
 
 app.add_typer(cache_app, name="cache")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import shutil
 import tempfile
 from datetime import datetime
@@ -23,6 +24,7 @@ from assay.orchestration.grading import final_status, grade, weighted_score
 from assay.orchestration.runner import SANDBOX_DIR, Stage, row_env
 from assay.reports.writer import Reports, RunMeta, write_reports
 from assay.results.io import read_json, write_model_atomic
+from assay.results.plan_record import PLAN_FILE
 from assay.results.run import RunSummary
 from assay.results.status import FinalStatus
 from assay.results.task_result import EvaluationResult
@@ -30,26 +32,85 @@ from assay.sandbox.process import use_pidfd_child_watcher
 from assay.sandbox.tempdir import Sandbox
 from assay.spec.task import TaskDefinition
 
+REPLICATE_DIR = re.compile(r"^\d{2,}$")
+
+
+def task_json_paths(run_dir: Path) -> list[Path]:
+    """Every row's ``task.json``, found where the layout puts them (never inside a kept
+    sandbox): ``<variant>/<suite>/<row>/<NN>/`` and ``<variant>/<task>/<NN>/``."""
+    found: list[Path] = []
+    for variant in sorted(p for p in run_dir.iterdir() if p.is_dir()):
+        for entry in sorted(p for p in variant.iterdir() if p.is_dir()):
+            found += _replicates(entry)
+            for row in sorted(p for p in entry.iterdir() if p.is_dir()):
+                if not REPLICATE_DIR.match(row.name):
+                    found += _replicates(row)
+    return found
+
+
+def _replicates(folder: Path) -> list[Path]:
+    return [
+        child / "task.json"
+        for child in sorted(folder.iterdir())
+        if REPLICATE_DIR.match(child.name) and (child / "task.json").is_file()
+    ]
+
+
+def load_task_json(path: Path) -> EvaluationResult:
+    """One ``task.json``.
+
+    Raises:
+        UsageError: the file is not a valid ``task.json`` (named, with what to do).
+    """
+    try:
+        return EvaluationResult.model_validate(read_json(path))
+    except (ValueError, OSError) as exc:
+        reason = str(exc).splitlines()[0]
+        raise UsageError(
+            f"{path} is not a valid task.json ({reason})",
+            hint="delete it and run `assay run --resume RUN_DIR` to run that row again",
+        ) from None
+
 
 def load_results(run_dir: Path) -> list[EvaluationResult]:
-    """Every ``task.json`` under ``run_dir``."""
-    return [
-        EvaluationResult.model_validate(read_json(path))
-        for path in sorted(run_dir.rglob("task.json"))
-        if SANDBOX_DIR not in path.relative_to(run_dir).parts
-    ]
+    """Every ``task.json`` of the run in ``run_dir``."""
+    return [load_task_json(path) for path in task_json_paths(run_dir)]
+
+
+def load_run_results(run_dir: Path) -> list[EvaluationResult]:
+    """Like :func:`load_results`, refusing a run without any row.
+
+    Raises:
+        UsageError: no ``task.json`` at all.
+    """
+    results = load_results(run_dir)
+    if not results:
+        raise UsageError(f"no task.json under {run_dir}: is it a run directory?")
+    return results
 
 
 def resolve_run_dir(argument: str) -> Path:
     """A run directory given by path (``runs/latest`` works).
 
     Raises:
-        UsageError: not a directory or no ``task.json`` inside.
+        UsageError: not a directory; a folder of runs (``runs/``) rather than one run; or a
+            folder that holds no run.
     """
     path = Path(argument)
     if not path.is_dir():
         raise UsageError(f"run directory not found: {argument}")
-    return path.resolve()
+    path = path.resolve()
+    if (path / PLAN_FILE).is_file() or (path / "run.json").is_file():
+        return path
+    runs = [
+        p.name for p in path.iterdir() if (p / PLAN_FILE).is_file() or (p / "run.json").is_file()
+    ]
+    if runs:
+        raise UsageError(
+            f"{argument} is a folder of {len(runs)} runs, not one run",
+            hint=f"pass one of them, e.g. {Path(argument) / 'latest'}",
+        )
+    raise UsageError(f"{argument} is not a run directory (no plan.json or run.json)")
 
 
 def previous_meta(run_dir: Path, stage: Stage | str) -> RunMeta:
@@ -79,9 +140,7 @@ def previous_meta(run_dir: Path, stage: Stage | str) -> RunMeta:
 
 def rebuild_reports(run_dir: Path, *, junit_path: Path | None = None) -> Reports:
     """``assay report``: write every report again from the ``task.json`` files."""
-    results = load_results(run_dir)
-    if not results:
-        raise UsageError(f"no task.json under {run_dir}: is it a run directory?")
+    results = load_run_results(run_dir)
     meta = previous_meta(run_dir, "report")
     meta.stage = "report"
     return write_reports(run_dir, results, meta, default_criteria(), junit_path=junit_path)
@@ -103,13 +162,10 @@ def evaluate_run(run_dir: Path, *, jobs: int, junit_path: Path | None = None) ->
         UsageError: no ``task.json`` under ``run_dir``, or rows whose criteria read the sandbox
             but the run did not keep sandboxes (nothing is changed then).
     """
-    paths = [
-        p for p in sorted(run_dir.rglob("task.json"))
-        if SANDBOX_DIR not in p.relative_to(run_dir).parts
-    ]  # fmt: skip
+    paths = task_json_paths(run_dir)
     if not paths:
         raise UsageError(f"no task.json under {run_dir}: is it a run directory?")
-    rows = [(p, EvaluationResult.model_validate(read_json(p))) for p in paths]
+    rows = [(p, load_task_json(p)) for p in paths]
     _check_sandboxes_kept(run_dir, rows)
     started = datetime.now()
     registry = default_criteria()

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
 
+from assay.orchestration.experiment import ResolvedVariant
 from assay.orchestration.plan import Plan, PlannedTask
 from assay.reports.markdown import fmt
 from assay.reports.writer import Reports
@@ -33,9 +35,54 @@ def _selection_text(planned: PlannedTask) -> str:
     return text
 
 
+def variant_settings(variant: ResolvedVariant) -> list[tuple[str, str, str]]:
+    """``(field, value, source)`` for every setting of a variant except its criteria and
+    dataset, source being ``default``, ``experiment-defaults``, ``task``, ``variant`` or
+    ``cli``."""
+    data = variant.definition.model_dump(
+        mode="json", exclude={"success_criteria", "dataset", "suite_id", "row_id"}
+    )
+    rows: list[tuple[str, str, str]] = []
+    _leaves(data, "", rows, variant.provenance)
+    return rows
+
+
+def _leaves(value: Any, path: str, rows: list[tuple[str, str, str]], where: dict[str, str]) -> None:
+    if isinstance(value, dict) and value:
+        for key, inner in value.items():
+            _leaves(inner, f"{path}.{key}" if path else key, rows, where)
+        return
+    text = json.dumps(value, ensure_ascii=False)
+    if len(text) > 70:
+        text = text[:67] + "..."
+    rows.append((path, text, _source(path, where)))
+
+
+def _source(path: str, where: dict[str, str]) -> str:
+    while path:
+        if path in where:
+            return where[path]
+        path = path.rpartition(".")[0]
+    return "default"
+
+
+def _print_variants(console: Console, planned: PlannedTask, plan: Plan) -> None:
+    if plan.experiment is None:
+        return
+    for variant in planned.variants:
+        about = f": {escape(variant.description)}" if variant.description else ""
+        console.print(f"  variant [bold]{escape(variant.variant_id)}[/]{about}")
+        for name, value, source in variant_settings(variant):
+            if source != "default" or name in ("agent.type", "agent.model", "repeats"):
+                console.print(f"    {escape(name)} = {escape(value)}  [dim]({source})[/]")
+
+
 def print_plan(plan: Plan, *, show_rows: int) -> None:
-    """Print each task's expansion and selection, then the totals."""
+    """Print each task's expansion and selection, each variant's settings, then the totals."""
     console = _out()
+    if plan.experiment is not None:
+        console.print(f"experiment [bold]{escape(plan.experiment.experiment_id)}[/]: "
+                      f"variants {', '.join(plan.variants)}")  # fmt: skip
     for planned in plan.tasks:
         task = planned.loaded.definition
         console.print(
@@ -56,6 +103,7 @@ def print_plan(plan: Plan, *, show_rows: int) -> None:
             shown = ids[:show_rows]
             more = f" … and {len(ids) - len(shown)} more" if len(ids) > len(shown) else ""
             console.print("  row-tasks: " + ", ".join(shown) + more)
+        _print_variants(console, planned, plan)
     for skipped in plan.skipped:
         console.print(f"[dim]skipped {escape(skipped.path)}: {escape(skipped.reason)}[/]")
     items = len(plan.work_items()) if plan.tasks else 0
@@ -78,6 +126,20 @@ def plan_as_json(plan: Plan) -> dict[str, Any]:
                 "repeats": plan.repeats_override or planned.repeats,
                 "selection": selection.selection.model_dump(mode="json") if selection else None,
                 "task_ids": [t.task_id for t in planned.expansion.row_tasks],
+                "variants": [
+                    {
+                        "variant_id": v.variant_id,
+                        "settings": [
+                            {
+                                "field": f,
+                                "value": json.loads(val) if not val.endswith("...") else val,
+                                "source": src,
+                            }
+                            for f, val, src in variant_settings(v)
+                        ],
+                    }
+                    for v in planned.variants
+                ],
             }
         )
     return {

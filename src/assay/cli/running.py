@@ -20,6 +20,7 @@ from pathlib import Path
 from assay.criteria.registry import default_criteria
 from assay.errors import UsageError
 from assay.orchestration.expand import Selectors
+from assay.orchestration.experiment import Override
 from assay.orchestration.plan import Plan, PlanOptions, WorkItem, build_plan
 from assay.orchestration.rundir import create_run_dir, item_dir, point_latest
 from assay.orchestration.runner import Runner, RunOptions, model_keys
@@ -94,6 +95,8 @@ def plan_record(plan: Plan, options: PlanOptions, run: RunOptions) -> PlanRecord
             exclude_tags=list(options.exclude_tags),
             include_skipped=options.include_skipped,
             repeats=options.repeats,
+            experiment=str(plan.experiment_file) if plan.experiment_file else None,
+            overrides=[(list(o.path), o.value) for o in options.overrides],
         ),
         jobs=run.jobs,
         keep_sandboxes=run.keep_sandboxes,
@@ -147,6 +150,8 @@ def resume_run(run_dir: Path, request: RunRequest, *, prices: PriceTable | None 
         exclude_tags=tuple(record.options.exclude_tags),
         include_skipped=record.options.include_skipped,
         repeats=record.options.repeats,
+        experiment=record.options.experiment,
+        overrides=tuple(Override(tuple(path), value) for path, value in record.options.overrides),
         fixed_rows=fixed,
         prices=prices or PriceTable(),
     )
@@ -292,6 +297,9 @@ def _meta(
         criteria=record.criteria,
         active_seconds=active_seconds(sessions, results, now),
         sessions=len(sessions),
+        experiment_id=plan.experiment.experiment_id if plan.experiment else None,
+        experiment_description=plan.experiment.description if plan.experiment else "",
+        variant_ids=list(plan.variants),
     )
 
 

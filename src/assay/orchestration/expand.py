@@ -96,16 +96,21 @@ class RowTask:
         """The task file's ``task_id`` for a row-task, else ``None``."""
         return self.source.definition.task_id if self.row_id is not None else None
 
-    def resolve(self) -> TaskDefinition:
-        """The row-task as it runs: placeholders substituted, ``dataset`` cleared."""
-        task = self.source.definition
+    def resolve(self, variant: TaskDefinition | None = None) -> TaskDefinition:
+        """The row-task as it runs: placeholders substituted, ``dataset`` cleared.
+
+        Args:
+            variant: the task as a variant merged it (its prompt and agent); the criteria
+                are always the task file's.
+        """
+        task = variant or self.source.definition
         if self.row is None:
             return task
         prompt = task.initial_prompt
         return task.model_copy(
             update={
                 "task_id": self.task_id,
-                "suite_id": task.task_id,
+                "suite_id": self.source.definition.task_id,
                 "row_id": self.row_id,
                 "dataset": None,
                 "initial_prompt": substitute(prompt, self.row) if prompt is not None else None,
@@ -123,6 +128,7 @@ class Expansion:
     rows: Rows | None = None
     selection: Selection | None = None
     warnings: list[str] = field(default_factory=list)
+    ids: list[str] = field(default_factory=list)
 
     @property
     def dataset_record(self) -> DatasetRecord | None:
@@ -217,7 +223,7 @@ def expand_dataset(
         selection = select_rows(rows.items, request, task_id=task.task_id)
     row_tasks = [RowTask(loaded, templates, ids[i], i, rows.items[i]) for i in selection.indexes]
     _validate_substituted(row_tasks, templates, rows)
-    return Expansion(loaded, row_tasks, rows, selection, list(selection.warnings))
+    return Expansion(loaded, row_tasks, rows, selection, list(selection.warnings), ids)
 
 
 def fixed_selection(ids: list[str], wanted: list[str], *, task_id: str) -> Selection:
@@ -306,15 +312,20 @@ def _kind(value: Any) -> str:
     return "null" if value is None else "list" if isinstance(value, list) else "object"
 
 
-def check_placeholders(rows: Rows, loaded: LoadedTask, ids: list[str]) -> None:
+def check_placeholders(
+    rows: Rows, loaded: LoadedTask, ids: list[str], *, prompt: str | None = None
+) -> None:
     """Every placeholder of the prompt and criteria resolves, for every row.
+
+    Args:
+        prompt: check this prompt (a variant's) instead of the task file's.
 
     Raises:
         DatasetError: ``${row.foo}: key not found (available: [...])`` or ``${row.foo}:
             value must be a scalar ...``, with the row's id, file and line.
     """
     task = loaded.definition
-    names = fields_in(task.initial_prompt or "")
+    names = fields_in(prompt if prompt is not None else task.initial_prompt or "")
     for spec in task.success_criteria:
         names |= fields_in_tree(spec.model_dump(exclude_unset=True))
     if not names:

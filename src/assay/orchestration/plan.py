@@ -18,16 +18,23 @@ from assay.orchestration.expand import (
     Expansion,
     RowTask,
     Selectors,
+    check_placeholders,
     expand_dataset,
     selection_request,
+)
+from assay.orchestration.experiment import (
+    DEFAULT_VARIANT,
+    Override,
+    ResolvedVariant,
+    load_experiment,
+    resolve_variant,
 )
 from assay.orchestration.task_loader import LoadedTask, load_task
 from assay.providers.pool import ProviderRegistry, default_registry
 from assay.providers.pricing import PriceTable
 from assay.results.run import SkippedTask, TaskSelection
-from assay.spec.task import LlmAgent
-
-DEFAULT_VARIANT = "default"
+from assay.spec.experiment import Experiment
+from assay.spec.task import LlmAgent, TaskDefinition
 
 
 @dataclass(frozen=True)
@@ -41,6 +48,8 @@ class PlanOptions:
     repeats: int | None = None
     fixed_rows: Mapping[str, list[str]] = field(default_factory=dict)
     prices: PriceTable = field(default_factory=PriceTable)
+    experiment: str | None = None
+    overrides: tuple[Override, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,17 +57,28 @@ class WorkItem:
     """One unit of execution: a row-task, in a variant, for one replicate."""
 
     row_task: RowTask
-    variant_id: str
+    variant: ResolvedVariant
     replicate: int
     index: int
+
+    @property
+    def variant_id(self) -> str:
+        """The variant's id (``default`` without an experiment)."""
+        return self.variant.variant_id
+
+    def resolve(self) -> TaskDefinition:
+        """The row-task as this variant runs it."""
+        return self.row_task.resolve(self.variant.definition)
 
 
 @dataclass
 class PlannedTask:
-    """One task file, expanded, with the selection request that chose its rows."""
+    """One task file, expanded, with the selection request that chose its rows and the task as
+    each variant runs it."""
 
     expansion: Expansion
     request: SelectionRequest | None
+    variants: list[ResolvedVariant] = field(default_factory=list)
 
     @property
     def loaded(self) -> LoadedTask:
@@ -67,7 +87,7 @@ class PlannedTask:
 
     @property
     def repeats(self) -> int:
-        """Replicates per row-task."""
+        """Replicates per row-task (of the default variant)."""
         return self.loaded.definition.repeats
 
     def selection(self) -> TaskSelection | None:
@@ -94,13 +114,16 @@ class Plan:
     warnings: list[str] = field(default_factory=list)
     variants: tuple[str, ...] = (DEFAULT_VARIANT,)
     repeats_override: int | None = None
+    experiment: Experiment | None = None
+    experiment_file: Path | None = None
 
     def work_items(self) -> list[WorkItem]:
-        """Every ``row-task × variant × replicate``, in task, row, replicate order."""
+        """Every ``row-task × variant × replicate``, in variant, task, row, replicate order."""
         items: list[WorkItem] = []
-        for variant in self.variants:
+        for position, _ in enumerate(self.variants):
             for planned in self.tasks:
-                repeats = self.repeats_override or planned.repeats
+                variant = planned.variants[position]
+                repeats = self.repeats_override or variant.definition.repeats
                 for row_task in planned.expansion.row_tasks:
                     for replicate in range(repeats):
                         items.append(WorkItem(row_task, variant, replicate, len(items)))
@@ -122,6 +145,10 @@ def build_plan(
             nothing runs.
     """
     registry = registry or default_registry()
+    experiment, experiment_file = (
+        load_experiment(options.experiment) if options.experiment else (None, None)
+    )
+    experiment_dir = experiment_file.resolve().parent if experiment_file else None
     plan = Plan(tasks=[], repeats_override=options.repeats)
     owners: dict[str, str] = {}
     for path in discover(arguments):
@@ -141,7 +168,6 @@ def build_plan(
                 hint="task ids name run directories and suites; make them unique",
             )
         owners[task_id] = loaded.display
-        _check_model(loaded, registry, options.prices)
         expansion = expand_dataset(
             loaded, options.selectors, fixed_row_ids=options.fixed_rows.get(task_id)
         )
@@ -151,13 +177,49 @@ def build_plan(
             if loaded.definition.dataset is not None
             else None
         )
-        plan.tasks.append(PlannedTask(expansion, request))
+        variants = _variants(loaded, expansion, experiment, experiment_dir, options)
+        for variant in variants:
+            _check_model(loaded, variant.definition, registry, options.prices)
+        plan.tasks.append(PlannedTask(expansion, request, variants))
+    if experiment is not None and experiment_file is not None:
+        plan.variants = tuple(v.variant_id for v in experiment.variants)
+        plan.experiment = experiment
+        plan.experiment_file = experiment_file.resolve()
     return plan
 
 
-def _check_model(loaded: LoadedTask, registry: ProviderRegistry, prices: PriceTable) -> None:
+def _variants(
+    loaded: LoadedTask,
+    expansion: Expansion,
+    experiment: Experiment | None,
+    experiment_dir: Path | None,
+    options: PlanOptions,
+) -> list[ResolvedVariant]:
+    """The task as each variant runs it; a variant's prompt must resolve on every row."""
+    ids = [v.variant_id for v in experiment.variants] if experiment else [DEFAULT_VARIANT]
+    variants = [
+        resolve_variant(
+            loaded,
+            experiment,
+            vid,
+            overrides=list(options.overrides),
+            experiment_dir=experiment_dir,
+        )
+        for vid in ids
+    ]
+    if expansion.rows is not None:
+        for variant in variants:
+            prompt = variant.definition.initial_prompt
+            if prompt != loaded.definition.initial_prompt:
+                check_placeholders(expansion.rows, loaded, expansion.ids, prompt=prompt)
+    return variants
+
+
+def _check_model(
+    loaded: LoadedTask, task: TaskDefinition, registry: ProviderRegistry, prices: PriceTable
+) -> None:
     """The model's provider exists; a cost limit has a price to be checked against."""
-    agent = loaded.definition.agent
+    agent = task.agent
     if not isinstance(agent, LlmAgent):
         return
     file, line = loaded.display, loaded.document.line_of(("agent", "model"))
@@ -170,7 +232,7 @@ def _check_model(loaded: LoadedTask, registry: ProviderRegistry, prices: PriceTa
         raise TaskFileError("anthropic models have no completion endpoint",
                             field="agent.prompt_format", hint="use prompt_format: chat",
                             file=file, line=line)  # fmt: skip
-    limit = loaded.definition.run_limits.max_usd
+    limit = task.run_limits.max_usd
     if limit is not None and agent.price is None and prices.lookup(agent.model) is None:
         raise TaskFileError(
             f"run_limits.max_usd needs a price for {agent.model}, and the price table has none",

@@ -127,12 +127,13 @@ def needs_directory(task: TaskDefinition) -> bool:
 
 
 def model_keys(plan: Plan) -> list[ModelKey]:
-    """The model endpoints the plan's agents use, to start before any row runs."""
+    """The model endpoints the plan's agents use (every variant's), to start before any row."""
     keys: dict[ModelKey, None] = {}
     for planned in plan.tasks:
-        agent = planned.loaded.definition.agent
-        if isinstance(agent, LlmAgent):
-            keys[model_key(agent, planned.loaded.base_dir)] = None
+        for variant in planned.variants:
+            agent = variant.definition.agent
+            if isinstance(agent, LlmAgent):
+                keys[model_key(agent, planned.loaded.base_dir)] = None
     return list(keys)
 
 
@@ -217,8 +218,7 @@ class Runner:
         return result
 
     def _prepare(self, item: WorkItem) -> _Row:
-        row_task = item.row_task
-        task = row_task.resolve()
+        task = item.resolve()
         directory = item_dir(
             self.run_dir,
             variant_id=item.variant_id,

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from assay.reports.rollup import FAILED_SAMPLE_LIMIT
+from assay.results.experiment import Comparison, Difference, Estimate, ExperimentResult
 from assay.results.run import RunSummary
 from assay.results.suite import CriterionAggregate, SuiteRollup
 
@@ -175,3 +176,73 @@ def render_run(summary: RunSummary) -> str:
         out += ["", "## Warnings", ""]
         out += [f"- {w}" for w in summary.warnings]
     return "\n".join(out) + "\n"
+
+
+def _estimate(value: Estimate | None) -> str:
+    if value is None:
+        return "—"
+    if value.low is None or value.high is None:
+        return fmt(value.value)
+    return f"{fmt(value.value)} [{fmt(value.low)}, {fmt(value.high)}]"
+
+
+def _difference(diff: Difference) -> str:
+    if diff.difference is None:
+        return "—"
+    sign = "+" if diff.difference >= 0 else ""
+    if diff.low is None or diff.high is None:
+        return f"{sign}{fmt(diff.difference)} ({diff.reason or 'no interval'})"
+    return f"{sign}{fmt(diff.difference)} [{fmt(diff.low)}, {fmt(diff.high)}]"
+
+
+def render_experiment(report: ExperimentResult) -> str:
+    """The Markdown report of an experiment (or of ``assay compare``)."""
+    out = [f"# Experiment {report.experiment_id}", ""]
+    if report.description:
+        out += [report.description, ""]
+    out.append("Variants: " + ", ".join(f"`{v}`" for v in report.variant_ids))
+    out.append("Intervals are 95%: Wilson for proportions over independent rows, a bootstrap "
+               "over rows (replicates kept with their row) otherwise.")  # fmt: skip
+    suites = list(dict.fromkeys(v.suite_id for v in report.variants))
+    for suite in suites:
+        arms = [v for v in report.variants if v.suite_id == suite]
+        out += ["", f"## Suite `{suite}` ({arms[0].rows} rows)", ""]
+        names = list(dict.fromkeys(m for arm in arms for m in arm.metrics))
+        out += _table(
+            ["metric", *[f"`{a.variant_id}`" for a in arms]],
+            [[f"`{n}`", *[_estimate(a.metrics.get(n)) for a in arms]] for n in names],
+        )
+        for arm in arms:
+            if arm.pass_k:
+                out += ["", f"pass@k / pass^k for `{arm.variant_id}` ({arm.replicates} "
+                        "replicates): " + ", ".join(
+                            f"k={k}: {fmt(v['pass_at_k'])} / {fmt(v['pass_hat_k'])}"
+                            for k, v in arm.pass_k.items())]  # fmt: skip
+        for comparison in (c for c in report.comparisons if c.suite_id == suite):
+            out += ["", *_comparison_section(comparison)]
+    return "\n".join(out) + "\n"
+
+
+def _comparison_section(c: Comparison) -> list[str]:
+    out = [f"### `{c.variant_b}` vs `{c.variant_a}`", ""]
+    out += _table(
+        ["metric", f"`{c.variant_a}`", f"`{c.variant_b}`", "difference [95% CI]"],
+        [[f"`{n}`", fmt(d.a), fmt(d.b), _difference(d)] for n, d in c.metrics.items()],
+    )
+    test = c.mcnemar
+    out += [
+        "",
+        f"McNemar (exact, per-row pass/fail): {test.a_only} row(s) pass only with "
+        f"`{c.variant_a}`, {test.b_only} only with `{c.variant_b}`; p = {test.p_value:.4g}",
+    ]
+    groups = [
+        ("became passes", c.became_pass, c.became_pass_total),
+        ("became failures", c.became_fail, c.became_fail_total),
+    ]
+    for title, rows, total in groups:
+        if rows:
+            shown = f" (first {len(rows)} of {total})" if total > len(rows) else ""
+            out += ["", f"Rows that {title} with `{c.variant_b}`{shown}:"]
+            out += [f"- `{r.row_id}`: [{c.variant_a}](./{r.a_task_json}), "
+                    f"[{c.variant_b}](./{r.b_task_json})" for r in rows]  # fmt: skip
+    return out

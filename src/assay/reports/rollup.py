@@ -14,8 +14,10 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 from collections.abc import Sequence
+from typing import Any
 
 from assay.criteria.base import CriterionRegistry
+from assay.metrics.passk import suite_pass_k
 from assay.metrics.values import MetricTable
 from assay.orchestration.thresholds import check_gate
 from assay.results.status import FinalStatus
@@ -24,6 +26,7 @@ from assay.results.suite import (
     CriterionStat,
     DatasetRecord,
     FailedRowSummary,
+    ReplicateRollup,
     SelectionRecord,
     SuiteRollup,
 )
@@ -94,7 +97,45 @@ def build_suite(
         passed=all(a.passed for a in aggregates),
         dataset=dataset,
         selection=selection,
+        **_replicate_fields(ordered, criteria, registry),
     )
+
+
+REPLICATE_METRICS = ("accuracy", "macro_f1", "mean")
+
+
+def _replicate_fields(
+    results: Sequence[EvaluationResult],
+    criteria: Sequence[CriterionSpec],
+    registry: CriterionRegistry,
+) -> dict[str, Any]:
+    """Per-replicate roll-ups and pass@k / pass^k, when the suite has replicates."""
+    replicates = sorted({r.replicate_index for r in results})
+    if len(replicates) <= 1:
+        return {}
+    per: list[ReplicateRollup] = []
+    for index in replicates:
+        members = [r for r in results if r.replicate_index == index]
+        counts = _counts(members)
+        graded = counts["passed"] + counts["failed"]
+        metrics = [
+            {k: v for k, v in aggregate_criterion(i, spec, members, registry).metrics.items()
+             if k in REPLICATE_METRICS}
+            for i, spec in enumerate(criteria)
+        ]  # fmt: skip
+        per.append(ReplicateRollup(
+            replicate_index=index, rows_total=len(members), rows_passed=counts["passed"],
+            rows_graded=graded, pass_rate=counts["passed"] / graded if graded else None,
+            criterion_metrics=metrics,
+        ))  # fmt: skip
+    by_row: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for result in results:
+        if result.final_status.category in ("passed", "failed"):
+            tally = by_row[result.task_id]
+            tally[0] += 1
+            tally[1] += result.final_status.category == "passed"
+    return {"replicates": len(replicates), "per_replicate": per,
+            "pass_k": suite_pass_k([(n, c) for n, c in by_row.values()])}  # fmt: skip
 
 
 def _counts(results: Sequence[EvaluationResult]) -> dict[str, int]:

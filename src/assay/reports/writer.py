@@ -20,8 +20,9 @@ from pydantic import TypeAdapter
 
 from assay.criteria.base import CriterionRegistry
 from assay.orchestration.rundir import suite_dir
+from assay.reports.experiment import build_experiment
 from assay.reports.junit import write_junit
-from assay.reports.markdown import render_run, render_suite
+from assay.reports.markdown import render_experiment, render_run, render_suite
 from assay.reports.rollup import build_suite, order_key
 from assay.results.io import write_json_atomic, write_text_atomic
 from assay.results.run import RunSummary, SkippedTask, SuiteRef, TaskRow, TaskSelection
@@ -55,6 +56,9 @@ class RunMeta:
     criteria: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     active_seconds: float | None = None
     sessions: int = 1
+    experiment_id: str | None = None
+    experiment_description: str = ""
+    variant_ids: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -124,6 +128,8 @@ def write_reports(
         write_text_atomic(folder / "suite.md", render_suite(suite))
         suites.append(suite)
         refs.append(_suite_ref(suite))
+    if meta.experiment_id is not None:
+        _write_experiment(run_dir, ordered, paths, meta)
     exit_code = decide_exit_code(ordered, suites, meta)
     summary = _summary(ordered, refs, meta, paths, exit_code)
     write_json_atomic(run_dir / "run.json", summary)
@@ -131,6 +137,22 @@ def write_reports(
     if junit_path is not None:
         write_junit(junit_path, ordered, suites)
     return Reports(summary, suites, exit_code)
+
+
+def _write_experiment(
+    run_dir: Path, results: Sequence[EvaluationResult], paths: dict[int, str], meta: RunMeta
+) -> None:
+    assert meta.experiment_id is not None
+    report = build_experiment(
+        results,
+        paths,
+        experiment_id=meta.experiment_id,
+        description=meta.experiment_description,
+        variant_ids=meta.variant_ids,
+        row_ids={s.task_id: s.selection.row_ids for s in meta.selections},
+    )
+    write_json_atomic(run_dir / "experiment.json", report)
+    write_text_atomic(run_dir / "experiment.md", render_experiment(report))
 
 
 def _suite_ref(suite: SuiteRollup) -> SuiteRef:

@@ -47,6 +47,8 @@ class PlanOptionsRecord(_Model):
     exclude_tags: list[str] = Field(default_factory=list)
     include_skipped: bool = False
     repeats: int | None = None
+    experiment: str | None = None
+    overrides: list[tuple[list[str], Any]] = Field(default_factory=list)
 
 
 class PlanRecord(_Model):

@@ -87,6 +87,17 @@ class DatasetRecord(_Model):
     id_field: str = "id"
 
 
+class ReplicateRollup(_Model):
+    """One replicate's counts and metrics (suites run with ``repeats`` > 1)."""
+
+    replicate_index: int
+    rows_total: int
+    rows_passed: int
+    rows_graded: int
+    pass_rate: float | None
+    criterion_metrics: list[dict[str, float | None]] = Field(default_factory=list)
+
+
 class SuiteRollup(_Model):
     """One ``suite.json``."""
 
@@ -109,3 +120,6 @@ class SuiteRollup(_Model):
     dataset: DatasetRecord | None = None
     selection: SelectionRecord | None = None
     criteria: list[dict[str, Any]] | None = None
+    replicates: int = 1
+    per_replicate: list[ReplicateRollup] = Field(default_factory=list)
+    pass_k: dict[str, dict[str, float | int]] = Field(default_factory=dict)

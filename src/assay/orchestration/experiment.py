@@ -1,0 +1,254 @@
+"""Variants: the layered merge of an experiment over a task, with where each value came from.
+
+Layers, later wins (Coder Eval's order, ``reference/originals.md`` §1.8): the field's default
+→ the experiment's ``defaults`` → the task file → the variant → the command line
+(``-D path=value``, ``--model``). Scalars and lists are replaced; mappings are merged key by
+key, except an ``agent`` whose ``type`` changes, which replaces the earlier agent whole.
+``pre_run`` from the defaults runs before the task's, ``post_run`` after; a variant's
+``template_sources`` come after the task's. Prompt mutations apply in order, the defaults'
+before the variant's, to the prompt template (before ``${row.…}`` substitution, so a mutation
+may itself use placeholders). Without an experiment the single variant is ``default``.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from assay.errors import TaskFileError, UsageError
+from assay.orchestration.task_loader import LoadedTask, data_loc
+from assay.spec.base import ScreenError, screen
+from assay.spec.experiment import Experiment, Prefix, PromptMutation, Replace, Suffix, Template
+from assay.spec.source import field_path, read_yaml
+from assay.spec.task import TaskDefinition
+
+DEFAULT_VARIANT = "default"
+SOURCES = ("default", "experiment-defaults", "task", "variant", "cli")
+
+
+@dataclass(frozen=True)
+class Override:
+    """``-D path=value`` from the command line (``value`` parsed as YAML)."""
+
+    path: tuple[str, ...]
+    value: Any
+
+    @classmethod
+    def parse(cls, text: str) -> Override:
+        """Parse ``agent.temperature=0.7``.
+
+        Raises:
+            UsageError: no ``=`` or an empty path.
+        """
+        name, sep, raw = text.partition("=")
+        if not sep or not name.strip():
+            raise UsageError(f"-D takes path=value, got '{text}'",
+                             hint="e.g. -D agent.temperature=0.7")  # fmt: skip
+        try:
+            value = yaml.safe_load(raw) if raw.strip() else ""
+        except yaml.YAMLError:
+            value = raw
+        return cls(tuple(p for p in name.strip().split(".") if p), value)
+
+
+@dataclass
+class ResolvedVariant:
+    """A task as one variant runs it, and the source of every value set in it."""
+
+    variant_id: str
+    definition: TaskDefinition
+    provenance: dict[str, str] = field(default_factory=dict)
+    description: str = ""
+
+
+def load_experiment(argument: str) -> tuple[Experiment, Path]:
+    """Read ``-e FILE`` or ``-e NAME`` (``experiments/NAME.yaml``).
+
+    Raises:
+        TaskFileError: missing file, invalid YAML, unknown field, invalid value.
+    """
+    path = Path(argument)
+    if not path.exists() and not argument.endswith((".yaml", ".yml")):
+        path = Path("experiments") / f"{argument}.yaml"
+    if not path.is_file():
+        raise TaskFileError(f"experiment file not found: {argument}",
+                            hint="give a file, or NAME for experiments/NAME.yaml")  # fmt: skip
+    document = read_yaml(path)
+    if not isinstance(document.data, dict):
+        raise TaskFileError("an experiment file is a YAML mapping", file=path, line=1)
+    try:
+        screened = screen(document.data, Experiment)
+        return Experiment.model_validate(screened.data), path
+    except ScreenError as exc:
+        loc = exc.problem.loc
+        raise TaskFileError(exc.problem.message, file=path, line=document.line_of(loc),
+                            field=field_path(loc), hint=exc.problem.hint) from None  # fmt: skip
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        loc = data_loc(tuple(error["loc"]), document.data)
+        message = str(error["msg"]).removeprefix("Value error, ")
+        raise TaskFileError(message, file=path, line=document.line_of(loc),
+                            field=field_path(loc) or None) from None  # fmt: skip
+
+
+def apply_mutations(prompt: str, mutations: list[PromptMutation]) -> str:
+    """Apply prompt mutations in order."""
+    for mutation in mutations:
+        if isinstance(mutation, Prefix):
+            prompt = mutation.content + mutation.separator + prompt
+        elif isinstance(mutation, Suffix):
+            prompt = prompt + mutation.separator + mutation.content
+        elif isinstance(mutation, Replace):
+            if mutation.regex:
+                prompt = re.sub(mutation.pattern, _literal(mutation.replacement), prompt)
+            else:
+                prompt = prompt.replace(mutation.pattern, mutation.replacement)
+        elif isinstance(mutation, Template):
+            for name, value in mutation.variables.items():
+                prompt = prompt.replace("{" + name + "}", value)
+    return prompt
+
+
+def _literal(text: str) -> Callable[[re.Match[str]], str]:
+    """A ``re.sub`` replacement that inserts ``text`` as is (no backslash escapes)."""
+    return lambda _match: text
+
+
+def _merge(
+    base: dict[str, Any], over: dict[str, Any], source: str, where: dict[str, str], prefix: str
+) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in over.items():
+        path = f"{prefix}{key}"
+        old = out.get(key)
+        agent_switch = key == "agent" and isinstance(old, dict) and isinstance(value, dict) and (
+            value.get("type", old.get("type")) != old.get("type")
+        )  # fmt: skip
+        if isinstance(old, dict) and isinstance(value, dict) and not agent_switch:
+            out[key] = _merge(old, value, source, where, path + ".")
+        else:
+            for stale in [p for p in where if p == path or p.startswith(path + ".")]:
+                del where[stale]
+            out[key] = copy.deepcopy(value)
+            _mark(value, source, where, path)
+    return out
+
+
+def _mark(value: Any, source: str, where: dict[str, str], path: str) -> None:
+    if isinstance(value, dict) and value:
+        for key, inner in value.items():
+            _mark(inner, source, where, f"{path}.{key}")
+    else:
+        where[path] = source
+
+
+def _nested(path: tuple[str, ...], value: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {path[-1]: value}
+    for part in reversed(path[:-1]):
+        out = {part: out}
+    return out
+
+
+def resolve_variant(
+    loaded: LoadedTask,
+    experiment: Experiment | None,
+    variant_id: str,
+    *,
+    overrides: list[Override],
+    experiment_dir: Path | None = None,
+) -> ResolvedVariant:
+    """The task ``loaded`` as variant ``variant_id`` of ``experiment`` runs it.
+
+    Raises:
+        TaskFileError: the merged task is invalid (named by variant and field).
+    """
+    where: dict[str, str] = {}
+    data: dict[str, Any] = {}
+    variant = None
+    if experiment is not None:
+        variant = next(v for v in experiment.variants if v.variant_id == variant_id)
+        data = _merge(data, _defaults_layer(experiment), "experiment-defaults", where, "")
+    task_layer = loaded.definition.model_dump(mode="json", exclude_unset=True)
+    task_layer.pop("dataset", None)
+    data = _merge(data, task_layer, "task", where, "")
+    if experiment is not None and variant is not None:
+        data = _merge(data, _variant_layer(variant, experiment_dir), "variant", where, "")
+        _join_lists(data, experiment, variant, loaded)
+    for override in overrides:
+        data = _merge(data, _nested(override.path, override.value), "cli", where, "")
+    data["initial_prompt"] = _mutated_prompt(data, experiment, variant)
+    data["dataset"] = loaded.definition.dataset
+    try:
+        definition = TaskDefinition.model_validate(data)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        loc = field_path(data_loc(tuple(error["loc"]), data))
+        raise TaskFileError(
+            f"variant '{variant_id}': {str(error['msg']).removeprefix('Value error, ')}",
+            file=loaded.display, field=loc or None,
+            hint=f"set by {where.get(loc, 'the merge')}" if loc else None,
+        ) from None  # fmt: skip
+    if definition.initial_prompt is not None:
+        where.setdefault("initial_prompt", "task")
+    return ResolvedVariant(variant_id, definition, where, variant.description if variant else "")
+
+
+def _defaults_layer(experiment: Experiment) -> dict[str, Any]:
+    defaults = experiment.defaults
+    layer: dict[str, Any] = {}
+    for name in ("agent", "run_limits", "repeats"):
+        value = getattr(defaults, name)
+        if value is not None:
+            layer[name] = value
+    return layer
+
+
+def _variant_layer(variant: Any, experiment_dir: Path | None) -> dict[str, Any]:
+    layer: dict[str, Any] = {}
+    for name in ("agent", "run_limits", "repeats", "initial_prompt"):
+        value = getattr(variant, name)
+        if value is not None:
+            layer[name] = value
+    if variant.initial_prompt_file is not None:
+        base = experiment_dir or Path.cwd()
+        target = Path(variant.initial_prompt_file)
+        target = target if target.is_absolute() else base / target
+        try:
+            layer["initial_prompt"] = target.read_text(encoding="utf-8-sig").strip()
+        except OSError as exc:
+            raise TaskFileError(
+                f"variant '{variant.variant_id}': cannot read initial_prompt_file {target}: "
+                f"{exc.strerror}"
+            ) from None
+    return layer
+
+
+def _join_lists(
+    data: dict[str, Any], experiment: Experiment, variant: Any, loaded: LoadedTask
+) -> None:
+    defaults = experiment.defaults
+    task = loaded.definition
+    if defaults.pre_run:
+        data["pre_run"] = [*defaults.pre_run, *(c.model_dump() for c in task.pre_run)]
+    if defaults.post_run:
+        data["post_run"] = [*(c.model_dump() for c in task.post_run), *defaults.post_run]
+    if variant.template_sources:
+        sandbox = dict(data.get("sandbox") or {})
+        sandbox["template_sources"] = [*(sandbox.get("template_sources") or []),
+                                       *variant.template_sources]  # fmt: skip
+        data["sandbox"] = sandbox
+
+
+def _mutated_prompt(data: dict[str, Any], experiment: Experiment | None, variant: Any) -> Any:
+    prompt = data.get("initial_prompt")
+    if prompt is None or experiment is None:
+        return prompt
+    mutations = [*experiment.defaults.prompt_mutations, *(variant.prompt_mutations or [])]
+    return apply_mutations(prompt, mutations)

@@ -1,0 +1,93 @@
+"""``experiment.json`` (and ``assay compare``'s JSON): metrics with intervals per variant, and
+paired comparisons per pair of variants.
+
+Every estimate carries its method (``wilson`` or ``bootstrap``) and, when no interval can be
+given, ``low``/``high`` are ``null`` with the reason; never NaN.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+EXPERIMENT_SCHEMA_VERSION = "1"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="ignore", allow_inf_nan=False)
+
+
+class Estimate(_Model):
+    """A metric's value and 95% interval."""
+
+    value: float | None
+    low: float | None = None
+    high: float | None = None
+    method: str
+    rows: int
+    reason: str | None = None
+
+
+class VariantSuite(_Model):
+    """One variant's metrics on one suite."""
+
+    variant_id: str
+    suite_id: str
+    rows: int
+    replicates: int
+    metrics: dict[str, Estimate] = Field(default_factory=dict)
+    pass_k: dict[str, dict[str, float | int]] = Field(default_factory=dict)
+
+
+class Difference(_Model):
+    """``b - a`` for one metric, with a paired 95% interval (bootstrap over rows)."""
+
+    a: float | None
+    b: float | None
+    difference: float | None
+    low: float | None = None
+    high: float | None = None
+    reason: str | None = None
+
+
+class FlippedRow(_Model):
+    """A row whose pass/fail differs between the arms, with both ``task.json`` files."""
+
+    row_id: str
+    a_task_json: str
+    b_task_json: str
+
+
+class McNemarRecord(_Model):
+    """McNemar's exact test on per-row pass/fail (a row passes when it passed in more than half
+    of its graded replicates)."""
+
+    a_only: int
+    b_only: int
+    p_value: float
+
+
+class Comparison(_Model):
+    """Arm ``variant_b`` against arm ``variant_a`` on one suite, row by row."""
+
+    suite_id: str
+    variant_a: str
+    variant_b: str
+    rows: int
+    metrics: dict[str, Difference] = Field(default_factory=dict)
+    mcnemar: McNemarRecord
+    became_pass: list[FlippedRow] = Field(default_factory=list)
+    became_fail: list[FlippedRow] = Field(default_factory=list)
+    became_pass_total: int = 0
+    became_fail_total: int = 0
+
+
+class ExperimentResult(_Model):
+    """One ``experiment.json``."""
+
+    schema_version: str = EXPERIMENT_SCHEMA_VERSION
+    experiment_id: str
+    description: str = ""
+    variant_ids: list[str]
+    row_ids: dict[str, list[str]] = Field(default_factory=dict)
+    variants: list[VariantSuite] = Field(default_factory=list)
+    comparisons: list[Comparison] = Field(default_factory=list)
