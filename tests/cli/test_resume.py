@@ -88,7 +88,8 @@ def test_resume_reuses_an_unseeded_stratified_sample(tmp_path: Path) -> None:
     plan = json.loads((run_dir / "plan.json").read_text())
     recorded = plan["tasks"][0]["selection"]["row_ids"]
     assert len(recorded) == 9 and plan["tasks"][0]["selection"]["seed_was_drawn"]
-    assert assay("run", "--resume", str(run_dir), "-q", cwd=tmp_path).returncode == 0
+    done = assay("run", "--resume", str(run_dir), "-q", cwd=tmp_path)
+    assert done.returncode in (0, 1), done.stderr  # the gate depends on the random draw
     assert suite(run_dir)["selection"]["row_ids"] == recorded
     assert sorted(
         p.parent.parent.name for p in run_dir.glob("default/resumable/*/00/task.json")

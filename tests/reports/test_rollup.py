@@ -318,14 +318,22 @@ def test_errored_classification_result_is_scored_but_not_a_pair() -> None:
     )  # fmt: skip
     rows = [*sentiment_rows(), row(3, FinalStatus.FAILURE, [command_result(), broken], score=0.0)]
     agg = roll_up(rows).criterion_aggregates[1]
-    assert (agg.metrics["count"], agg.details["total_pairs"]) == (4.0, 3)
+    # A criterion that could not evaluate is excluded from every metric of that criterion and
+    # shows in completion_rate, like a row that errored before grading.
+    assert (agg.metrics["count"], agg.details["total_pairs"]) == (3.0, 3)
+    assert agg.details["criterion_errors"] == 1
+    assert (agg.rows_total, agg.rows_excluded) == (4, 1)
+    assert agg.metrics["completion_rate"] == pytest.approx(3 / 4)
     assert agg.metrics["accuracy"] == pytest.approx(2 / 3, abs=1e-15)
 
 
 def test_every_row_errored_gives_aggregate_error_and_failed_gate() -> None:
     suite = roll_up([errored(0), errored(1)])
     agg = suite.criterion_aggregates[1]
-    assert agg.error == "no row reached this criterion (every row errored), so thresholds fail"
+    assert agg.error == (
+        "no row was graded by this criterion (every row errored, or the criterion could not "
+        "evaluate), so its thresholds fail"
+    )
     assert (agg.metrics["count"], agg.metrics["completion_rate"]) == (0.0, 0.0)
     assert all(actual is None and not ok for actual, ok in checks(suite).values())
     assert (agg.passed, suite.passed) == (False, False)
@@ -334,7 +342,7 @@ def test_every_row_errored_gives_aggregate_error_and_failed_gate() -> None:
 def test_nothing_graded_gives_not_graded_error() -> None:
     suite = roll_up([row(0, FinalStatus.NOT_GRADED), row(1, FinalStatus.NOT_GRADED)])
     assert suite.criterion_aggregates[1].error == (
-        "no row was graded (run `assay evaluate RUN_DIR` to grade them)"
+        "no row was graded (run `assay evaluate RUN_DIR` to grade them), so its thresholds fail"
     )
     assert suite.passed is False
 
@@ -417,7 +425,7 @@ def test_empty_suite_does_not_crash() -> None:
     )  # fmt: skip
     agg = suite.criterion_aggregates[1]
     assert (agg.rows_total, agg.rows_excluded) == (0, 0)
-    assert agg.error == "the suite has no rows, so thresholds fail"
+    assert agg.error == "the suite has no rows, so its thresholds fail"
     assert agg.metrics["completion_rate"] is None
     assert agg.undefined_metrics["completion_rate"]
     assert agg.metrics["accuracy"] is None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -346,35 +347,38 @@ def test_resolve_works_when_the_root_is_reached_through_a_symlink(tmp_path: Path
         box.resolve("../real_root/a.txt")
 
 
-# --- preserve and remove --------------------------------------------------------------
+# --- kept sandboxes, copies and removal ---------------------------------------------
 
 
-def test_preserve_moves_the_sandbox(made: list[Sandbox], tmp_path: Path) -> None:
-    box = create(made, config(starter({"out/result.txt": "done"})), tmp_path)
-    old_root = box.root
+def test_create_at_a_given_path(tmp_path: Path) -> None:
     destination = tmp_path / "runs" / "row1" / "00" / "sandbox"
-    assert box.preserve(destination) == destination
-    assert not old_root.exists()
+    box = Sandbox.create(config(starter({"out/result.txt": "done"})), base_dir=tmp_path,
+                         at=destination)  # fmt: skip
     assert box.root == destination
     assert tree(destination) == {"out/result.txt": "done"}
     assert box.resolve("out/result.txt") == destination / "out" / "result.txt"
 
 
-def test_preserve_replaces_an_existing_destination(made: list[Sandbox], tmp_path: Path) -> None:
-    destination = tmp_path / "kept"
-    write(destination / "stale.txt", "old")
-    box = create(made, config(starter({"fresh.txt": "new"})), tmp_path)
-    box.preserve(destination)
-    assert tree(destination) == {"fresh.txt": "new"}
+def test_create_at_an_existing_path_is_an_error(tmp_path: Path) -> None:
+    (tmp_path / "kept").mkdir()
+    with pytest.raises(SandboxError, match="cannot create the sandbox at"):
+        Sandbox.create(config(), base_dir=tmp_path, at=tmp_path / "kept")
 
 
-def test_symlink_check_follows_the_preserved_location(made: list[Sandbox], tmp_path: Path) -> None:
-    box = create(made, config(starter({"a.txt": "A"})), tmp_path)
-    old_root = box.root
-    box.preserve(tmp_path / "kept")
-    (box.root / "back").symlink_to(old_root.parent)  # the old temp folder's parent
+def test_copy_keeps_absolute_links_inside_the_copy(tmp_path: Path) -> None:
+    box = Sandbox.create(config(starter({"real.txt": "yes"})), base_dir=tmp_path,
+                         at=tmp_path / "kept")  # fmt: skip
+    (box.root / "result.txt").symlink_to(box.root / "real.txt")
+    (box.root / "relative.txt").symlink_to("real.txt")
+    copy = box.copy_to(tmp_path / "scratch")
+    assert copy.resolve("result.txt").read_text() == "yes"
+    assert os.readlink(copy.root / "result.txt") == str(copy.root / "real.txt")
+    assert os.readlink(copy.root / "relative.txt") == "real.txt"
+    outside = box.root.parent / "outside.txt"
+    outside.write_text("no")
+    (box.root / "escape").symlink_to(outside)
     with pytest.raises(SandboxEscape):
-        box.resolve("back")
+        box.copy_to(tmp_path / "scratch2").resolve("escape")
 
 
 def test_remove_an_empty_sandbox(tmp_path: Path) -> None:

@@ -1,18 +1,30 @@
 """``agent: {type: command}``: any program, run in the sandbox.
 
-The prompt is written to the program's stdin and put in ``ASSAY_PROMPT``; its stdout is the
-final response. The program is killed (its whole process group) at
+The prompt is written to the program's stdin and to a file named by ``ASSAY_PROMPT_FILE``
+(outside the sandbox), and put in ``ASSAY_PROMPT`` when it fits in an environment variable
+(at most 64 KiB and no NUL character; Linux refuses larger ones); its stdout is the final
+response. The program is killed (its whole process group) at
 ``run_limits.task_timeout``; the row then ends ``TIMEOUT``. A non-zero exit code ends the
 row ``ERROR`` with the tail of stderr.
 """
 
 from __future__ import annotations
 
+import tempfile
 import time
+from pathlib import Path
 
 from assay.agents.base import AgentContext, AgentOutcome
+from assay.results.trace import Span
 from assay.sandbox.process import run_process, tail
 from assay.spec.task import CommandAgent
+
+ENVIRONMENT_LIMIT = 64 * 1024
+
+
+def fits_in_environment(text: str) -> bool:
+    """True when ``text`` can be an environment variable's value."""
+    return "\0" not in text and len(text.encode("utf-8", errors="replace")) <= ENVIRONMENT_LIMIT
 
 
 class CommandRunner:
@@ -30,7 +42,17 @@ class CommandRunner:
         span.attributes["process.command"] = (
             command if isinstance(command, str) else " ".join(command)
         )
-        env = {**context.env, **self.config.env, "ASSAY_PROMPT": context.prompt or ""}
+        prompt = context.prompt or ""
+        with tempfile.TemporaryDirectory(prefix="assay-prompt-") as folder:
+            prompt_file = Path(folder) / "prompt.txt"
+            prompt_file.write_text(prompt, encoding="utf-8", errors="backslashreplace")
+            env = {**context.env, **self.config.env, "ASSAY_PROMPT_FILE": str(prompt_file)}
+            if fits_in_environment(prompt):
+                env["ASSAY_PROMPT"] = prompt
+            return await self._run(context, env, span)
+
+    async def _run(self, context: AgentContext, env: dict[str, str], span: Span) -> AgentOutcome:
+        command = self.config.command
         started = time.perf_counter()
         assert context.sandbox is not None  # a command agent always gets a directory
         try:

@@ -12,7 +12,7 @@ import asyncio
 import time
 from pathlib import Path
 
-from assay.agents.base import AgentContext, AgentOutcome
+from assay.agents.base import AgentContext, AgentOutcome, OutcomeStatus
 from assay.errors import ModelError
 from assay.providers.base import Choice, Constraint, JsonSchema, Message, ModelRequest
 from assay.providers.pool import ModelKey
@@ -62,6 +62,18 @@ def build_request(config: LlmAgent, prompt: str) -> ModelRequest:
     return ModelRequest(messages=tuple(messages), **common)  # type: ignore[arg-type]
 
 
+def _timed_out(record: CallRecord, seconds: float) -> tuple[OutcomeStatus, str]:
+    """A model that was still failing when time ran out is an error with its cause (the row
+    is excluded), not a wrong answer; a model that was merely slow is a timeout."""
+    if record.attempts:
+        last = record.attempts[-1]
+        return "error", (
+            f"the model endpoint was still failing after {len(record.attempts)} attempt(s) when "
+            f"run_limits.task_timeout ({seconds:g} s) ran out; last error: {last.error}"
+        )
+    return "timeout", f"the model did not answer within {seconds:g} s"
+
+
 class LlmRunner:
     """Runs :class:`assay.spec.task.LlmAgent`."""
 
@@ -94,10 +106,7 @@ class LlmRunner:
         try:
             response = await asyncio.wait_for(call, context.timeout)
         except TimeoutError:
-            outcome.status, outcome.error = (
-                "timeout",
-                (f"the model did not answer within {context.timeout:g} s"),
-            )
+            outcome.status, outcome.error = _timed_out(record, context.timeout)
         except ModelError as exc:
             outcome.status, outcome.error = "error", str(exc)
         else:

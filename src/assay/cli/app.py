@@ -402,5 +402,9 @@ app.add_typer(cache_app, name="cache")
 
 
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point; Ctrl-C before a run starts exits 130 without a traceback."""
+    try:
+        app()
+    except KeyboardInterrupt:
+        sys.stderr.write("interrupted\n")
+        raise SystemExit(130) from None

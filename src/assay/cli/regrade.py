@@ -15,6 +15,9 @@ import shutil
 import tempfile
 from datetime import datetime
 from pathlib import Path
+from typing import TypeVar
+
+from pydantic import BaseModel
 
 from assay.agents.base import OutcomeStatus
 from assay.criteria.base import CriterionRegistry, GradingContext, needs_sandbox
@@ -24,14 +27,15 @@ from assay.orchestration.grading import final_status, grade, weighted_score
 from assay.orchestration.runner import SANDBOX_DIR, Stage, row_env
 from assay.reports.writer import Reports, RunMeta, write_reports
 from assay.results.io import read_json, write_model_atomic
-from assay.results.plan_record import PLAN_FILE
-from assay.results.run import RunSummary
+from assay.results.plan_record import PLAN_FILE, PlanRecord
+from assay.results.run import RunSummary, TaskSelection
 from assay.results.status import FinalStatus
 from assay.results.task_result import EvaluationResult
 from assay.sandbox.process import use_pidfd_child_watcher
 from assay.sandbox.tempdir import Sandbox
 from assay.spec.task import TaskDefinition
 
+ModelT = TypeVar("ModelT", bound=BaseModel)
 REPLICATE_DIR = re.compile(r"^\d{2,}$")
 
 
@@ -114,28 +118,63 @@ def resolve_run_dir(argument: str) -> Path:
 
 
 def previous_meta(run_dir: Path, stage: Stage | str) -> RunMeta:
-    """The run's recorded facts (selections, skipped tasks, criteria) for a new report."""
+    """The run's recorded facts for a new report: from ``plan.json`` (what it set out to do:
+    selections, planned rows, criteria, experiment) and ``run.json`` (how it went)."""
     now = datetime.now()
-    summary: RunSummary | None = None
-    if (run_dir / "run.json").is_file():
-        summary = RunSummary.model_validate(read_json(run_dir / "run.json"))
-    criteria = dict(summary.task_criteria) if summary else {}
+    summary = _read_model(run_dir / "run.json", RunSummary)
+    plan = _read_model(run_dir / PLAN_FILE, PlanRecord)
+    criteria = dict(plan.criteria) if plan else {}
+    criteria.update(summary.task_criteria if summary else {})
     for path in run_dir.glob("*/*/suite.json"):
         data = read_json(path)
         if data.get("criteria") is not None:
             criteria.setdefault(data["suite_id"], data["criteria"])
+    selections = summary.selections if summary else []
+    if not selections and plan is not None:
+        selections = [
+            TaskSelection(
+                task_id=t.task_id, source_file=t.file, dataset=t.dataset, selection=t.selection
+            )
+            for t in plan.tasks
+            if t.dataset is not None and t.selection is not None
+        ]
+    experiment = _experiment(run_dir)
     return RunMeta(
         run_id=run_dir.name,
         stage=stage,  # type: ignore[arg-type]
         start_time=datetime.fromisoformat(summary.start_time) if summary else now,
         end_time=datetime.fromisoformat(summary.end_time) if summary else now,
-        max_parallel=summary.max_parallel if summary else 1,
+        max_parallel=summary.max_parallel if summary else (plan.jobs if plan else 1),
         command=summary.command if summary else [],
         skipped=summary.skipped_tasks if summary else [],
-        selections=summary.selections if summary else [],
+        selections=selections,
         warnings=summary.warnings if summary else [],
         criteria=criteria,
+        interrupted=summary.interrupted if summary else plan is not None,
+        active_seconds=summary.total_duration_seconds if summary else None,
+        sessions=summary.sessions if summary else 1,
+        planned=plan.planned if plan else {},
+        experiment_id=experiment[0] if experiment else None,
+        experiment_description=experiment[1] if experiment else "",
+        variant_ids=list(plan.variants) if plan else [],
     )
+
+
+def _read_model(path: Path, model: type[ModelT]) -> ModelT | None:
+    if not path.is_file():
+        return None
+    try:
+        return model.model_validate(read_json(path))
+    except (ValueError, OSError):
+        return None
+
+
+def _experiment(run_dir: Path) -> tuple[str, str] | None:
+    path = run_dir / "experiment.json"
+    if not path.is_file():
+        return None
+    data = read_json(path)
+    return str(data.get("experiment_id", "")), str(data.get("description", ""))
 
 
 def rebuild_reports(run_dir: Path, *, junit_path: Path | None = None) -> Reports:
@@ -221,8 +260,7 @@ async def _regrade_one(
     kept = directory / SANDBOX_DIR
     scratch: Sandbox | None = None
     if kept.is_dir():
-        scratch = Sandbox(Path(tempfile.mkdtemp(prefix="assay-eval-")))
-        shutil.copytree(kept, scratch.root, symlinks=True, dirs_exist_ok=True)
+        scratch = Sandbox(kept).copy_to(Path(tempfile.mkdtemp(prefix="assay-eval-")) / "sandbox")
     try:
         env = row_env(
             dict(os.environ),
@@ -236,7 +274,7 @@ async def _regrade_one(
         criteria = await grade(list(task.success_criteria), context, registry)
     finally:
         if scratch is not None:
-            scratch.remove()
+            shutil.rmtree(scratch.root.parent, ignore_errors=True)
     status = final_status(agent_status, criteria, graded=True)
     updated = result.model_copy(
         update={

@@ -11,6 +11,7 @@ each session's active time.
 from __future__ import annotations
 
 import asyncio
+import signal
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -104,7 +105,18 @@ def plan_record(plan: Plan, options: PlanOptions, run: RunOptions) -> PlanRecord
         variants=list(plan.variants),
         criteria=criteria_templates(plan),
         work_items=len(plan.work_items()),
+        planned=planned_rows(plan),
     )
+
+
+def planned_rows(plan: Plan) -> dict[str, int]:
+    """``"<variant>/<suite>"`` → the work items the plan holds for that suite."""
+    counts: dict[str, int] = {}
+    for item in plan.work_items():
+        if item.row_task.suite_id is not None:
+            key = f"{item.variant_id}/{item.row_task.suite_id}"
+            counts[key] = counts.get(key, 0) + 1
+    return counts
 
 
 def criteria_templates(plan: Plan) -> dict[str, list[dict[str, object]]]:
@@ -232,6 +244,7 @@ def _run(
 
     async def main() -> tuple[list[EvaluationResult | None], bool]:
         use_pidfd_child_watcher()
+        stop_on_sigterm()
         try:
             await pool.start(model_keys(plan))
             request.progress.start(len(items), already_done=len(kept))
@@ -297,10 +310,20 @@ def _meta(
         criteria=record.criteria,
         active_seconds=active_seconds(sessions, results, now),
         sessions=len(sessions),
+        planned=record.planned,
         experiment_id=plan.experiment.experiment_id if plan.experiment else None,
         experiment_description=plan.experiment.description if plan.experiment else "",
         variant_ids=list(plan.variants),
     )
+
+
+def stop_on_sigterm() -> None:
+    """Make SIGTERM (``timeout``, ``docker stop``, a cancelled CI job) stop the run like Ctrl-C:
+    rows in flight are cancelled and their processes killed, finished rows are kept, reports
+    are written. Call inside the running event loop."""
+    task = asyncio.current_task()
+    if task is not None:
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
 
 
 def active_seconds(

@@ -19,7 +19,7 @@ from assay.results.task_result import BasicCriterionResult, CriterionResult
 from assay.sandbox.tempdir import Sandbox, SandboxEscape
 from assay.spec.criteria import CriterionSpec
 
-MAX_READ_BYTES = 10 * 1024 * 1024
+MAX_READ_BYTES = 64 * 1024 * 1024
 
 
 @dataclass
@@ -54,7 +54,7 @@ def read_text(path: str | None, context: GradingContext) -> Text:
 
     Raises:
         CriterionError: the path leaves the sandbox, is a directory or another non-regular
-            file, or the sandbox is gone.
+            file, is larger than 64 MiB, or the sandbox is gone.
     """
     if path is None:
         return Text(context.response, "the final response")
@@ -70,7 +70,12 @@ def read_text(path: str | None, context: GradingContext) -> Text:
     if not target.is_file():  # a FIFO or a device would block the read forever
         raise CriterionError(f"'{path}' is not a regular file")
     with target.open("rb") as handle:
-        data = handle.read(MAX_READ_BYTES)
+        data = handle.read(MAX_READ_BYTES + 1)
+    if len(data) > MAX_READ_BYTES:
+        raise CriterionError(
+            f"'{path}' is larger than {MAX_READ_BYTES // (1024 * 1024)} MiB; criteria do not "
+            "grade part of a file"
+        )
     return Text(data.decode("utf-8", errors="replace"), f"'{path}'")
 
 

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from scipy.stats import binomtest
-
 
 @dataclass(frozen=True)
 class McNemar:
@@ -30,6 +28,8 @@ def mcnemar_exact(a_only: int, b_only: int) -> McNemar:
     """
     if a_only < 0 or b_only < 0:
         raise ValueError("counts cannot be negative")
+    from scipy.stats import binomtest  # imported on use: scipy takes a second to load
+
     total = a_only + b_only
     p_value = 1.0 if total == 0 else float(binomtest(a_only, total, 0.5).pvalue)
     return McNemar(a_only, b_only, min(1.0, p_value))

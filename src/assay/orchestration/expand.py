@@ -38,7 +38,9 @@ from assay.spec.task import ID_PATTERN, TaskDefinition
 
 ID_MESSAGE = f"must match {ID_PATTERN.pattern} (letters, digits, underscore, hyphen, dot)"
 _CRITERION = TypeAdapter(Criterion)
-_VALIDATED_FIELDS = ("path", "patterns", "expected")
+_VALIDATED_FIELDS = ("path", "patterns", "expected", "expected_stdout", "includes", "excludes")
+RESERVED_ROW_IDS = frozenset({"suite.json", "suite.md"})
+MAX_ID_LENGTH = 200
 
 
 @dataclass(frozen=True)
@@ -277,7 +279,7 @@ def check_row_ids(rows: Rows, loaded: LoadedTask) -> list[str]:
     id_field = spec.id_field
     ids: list[str] = []
     first_seen: dict[str, int] = {}
-    match = ID_PATTERN.match
+    match = ID_PATTERN.fullmatch
     for index, row in enumerate(rows.items):
         value = row.get(id_field)
         if value is None or isinstance(value, dict | list):
@@ -291,9 +293,9 @@ def check_row_ids(rows: Rows, loaded: LoadedTask) -> list[str]:
                 hint=f"give every row a text or number '{id_field}', or set dataset.id_field",
             )
         row_id = str(value)
-        if not match(row_id):
+        if not match(row_id) or row_id in RESERVED_ROW_IDS or len(row_id) > MAX_ID_LENGTH:
             file, line = rows.origin(index)
-            raise DatasetError(f"Dataset row id {row_id!r} {ID_MESSAGE}", file=file, line=line)
+            raise DatasetError(_bad_id_message(row_id), file=file, line=line)
         if row_id in first_seen:
             file, line = rows.origin(index)
             first_file, first_line = rows.origin(first_seen[row_id])
@@ -310,6 +312,17 @@ def check_row_ids(rows: Rows, loaded: LoadedTask) -> list[str]:
 
 def _kind(value: Any) -> str:
     return "null" if value is None else "list" if isinstance(value, list) else "object"
+
+
+def _bad_id_message(row_id: str) -> str:
+    if row_id in RESERVED_ROW_IDS:
+        return f"Dataset row id {row_id!r} is the name of the suite's report file; rename the row"
+    if len(row_id) > MAX_ID_LENGTH:
+        return (
+            f"Dataset row id {row_id[:40]!r}... is {len(row_id)} characters; the limit is "
+            f"{MAX_ID_LENGTH} (it names a folder)"
+        )
+    return f"Dataset row id {row_id!r} {ID_MESSAGE}"
 
 
 def check_placeholders(

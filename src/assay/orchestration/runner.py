@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -213,8 +214,21 @@ class Runner:
         """
         row = self._prepare(item)
         async with slots or contextlib.nullcontext():
-            result, outcome = await self._execute(row)
-        write_row_files(row.directory, result, outcome, row.log)
+            try:
+                result, outcome = await self._execute(row)
+            except Exception as exc:  # an unforeseen failure ends this row, not the run
+                row.note(f"internal error: {exc!r}")
+                failed = AgentOutcome(status="error", error=f"internal error: {exc!r}")
+                result, outcome = self._finish(row, failed, [], None)
+        try:
+            write_row_files(row.directory, result, outcome, row.log)
+        except (OSError, ValueError) as exc:
+            result = result.model_copy(update={
+                "final_status": FinalStatus.ERROR,
+                "error_message": f"the row's files could not be written: {exc}",
+                "success_criteria_results": [], "weighted_score": None,
+            })  # fmt: skip
+            write_row_files(row.directory, result, AgentOutcome(status="error"), row.log)
         return result
 
     def _prepare(self, item: WorkItem) -> _Row:
@@ -235,7 +249,7 @@ class Runner:
         if not needs_directory(task):
             return await self._in_sandbox(row, None, base_dir)
         try:
-            sandbox = Sandbox.create(task.sandbox, base_dir=base_dir)
+            sandbox = Sandbox.create(task.sandbox, base_dir=base_dir, at=self._kept_at(directory))
         except SandboxError as exc:
             row.note(f"sandbox: {exc}")
             return self._finish(row, AgentOutcome(status="error", error=str(exc)), [], None)
@@ -247,6 +261,15 @@ class Runner:
 
     def _keeps(self, sandbox: Sandbox, directory: Path) -> bool:
         return sandbox.root == directory / SANDBOX_DIR
+
+    def _kept_at(self, directory: Path) -> Path | None:
+        """Where a kept sandbox lives (made there from the start), or ``None``."""
+        if not (self.options.keep_sandboxes or self.options.stage == "execute"):
+            return None
+        target = directory / SANDBOX_DIR
+        if target.exists():  # a resumed row runs again from scratch
+            shutil.rmtree(target, ignore_errors=True)
+        return target
 
     async def _in_sandbox(
         self, row: _Row, sandbox: Sandbox | None, base_dir: Path
@@ -330,9 +353,7 @@ class Runner:
     ) -> tuple[EvaluationResult, AgentOutcome]:
         task, item = row.task, row.item
         status = final_status(outcome.status, results, graded=self.options.stage == "run")
-        kept = None
-        if sandbox is not None and (self.options.keep_sandboxes or self.options.stage == "execute"):
-            kept = sandbox.preserve(row.directory / SANDBOX_DIR)
+        kept = sandbox.root if sandbox is not None and self._keeps(sandbox, row.directory) else None
         result = EvaluationResult(
             task_id=task.task_id,
             suite_id=task.suite_id,

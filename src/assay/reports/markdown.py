@@ -44,7 +44,13 @@ def render_suite(suite: SuiteRollup) -> str:
         f"**Rows**: {suite.rows_total} total — {suite.rows_passed} passed, "
         f"{suite.rows_failed} failed, {suite.rows_error} errored"
         + (f", {suite.rows_not_graded} not graded" if suite.rows_not_graded else "")
+        + (f", {suite.rows_missing} never ran" if suite.rows_missing else "")
     )
+    if suite.rows_missing:
+        out.append(
+            f"**Incomplete**: {suite.rows_missing} planned row(s) never ran (an interrupted "
+            "run); the suite cannot pass until `assay run --resume` finishes them."
+        )
     if suite.selection is not None and suite.selection.applied:
         out.append(
             f"**Selection**: {suite.selection.rows_selected} of "
@@ -77,8 +83,8 @@ def _aggregate_section(agg: CriterionAggregate) -> list[str]:
     if agg.rows_excluded:
         used = agg.rows_total - agg.rows_excluded
         out += [
-            f"_Denominator: {used}/{agg.rows_total} rows ({agg.rows_excluded} excluded — "
-            "errored before criteria ran)_",
+            f"_Denominator: {used}/{agg.rows_total} rows ({agg.rows_excluded} excluded: "
+            "errored, not graded, not run, or the criterion could not evaluate)_",
             "",
         ]
     if agg.error:

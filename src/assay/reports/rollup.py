@@ -35,8 +35,10 @@ from assay.spec.criteria import CriterionSpec
 
 FAILED_SAMPLE_LIMIT = 20
 NOT_GRADED_ERROR = "no row was graded (run `assay evaluate RUN_DIR` to grade them)"
-NO_ROWS_ERROR = "no row reached this criterion (every row errored), so thresholds fail"
-EMPTY_SUITE_ERROR = "the suite has no rows, so thresholds fail"
+NO_ROWS_ERROR = (
+    "no row was graded by this criterion (every row errored, or the criterion could not evaluate)"
+)
+EMPTY_SUITE_ERROR = "the suite has no rows"
 
 
 def order_key(result: EvaluationResult) -> tuple[int, int, str]:
@@ -55,6 +57,7 @@ def build_suite(
     task_json_paths: dict[int, str],
     dataset: DatasetRecord | None = None,
     selection: SelectionRecord | None = None,
+    rows_planned: int | None = None,
 ) -> SuiteRollup:
     """The roll-up of ``results`` (every row of one suite in one variant).
 
@@ -67,20 +70,25 @@ def build_suite(
         task_json_paths: ``id(result)`` → its ``task.json`` path relative to the run dir.
         dataset: where the rows came from.
         selection: which rows the run selected.
+        rows_planned: the work items the run planned for this suite; rows that never ran
+            (an interrupted run) count in ``rows_total`` as ``rows_missing``, and the suite
+            cannot pass until they do.
     """
     ordered = sorted(results, key=order_key)
     counts = _counts(ordered)
     graded = counts["passed"] + counts["failed"]
     scores = [r.weighted_score for r in ordered if r.weighted_score is not None]
+    missing = max(0, (rows_planned or 0) - len(ordered))
     aggregates = [
-        aggregate_criterion(position, spec, ordered, registry)
+        aggregate_criterion(position, spec, ordered, registry, rows_planned=rows_planned)
         for position, spec in enumerate(criteria)
     ]
     failed = [r for r in ordered if r.final_status.category in ("failed", "error")]
     return SuiteRollup(
         suite_id=suite_id,
         variant_id=variant_id,
-        rows_total=len(ordered),
+        rows_total=len(ordered) + missing,
+        rows_missing=missing,
         rows_passed=counts["passed"],
         rows_failed=counts["failed"],
         rows_error=counts["error"],
@@ -94,7 +102,7 @@ def build_suite(
         ],
         failed_samples_total=len(failed),
         criterion_aggregates=aggregates,
-        passed=all(a.passed for a in aggregates),
+        passed=all(a.passed for a in aggregates) and missing == 0,
         dataset=dataset,
         selection=selection,
         **_replicate_fields(ordered, criteria, registry),
@@ -150,25 +158,31 @@ def aggregate_criterion(
     spec: CriterionSpec,
     results: Sequence[EvaluationResult],
     registry: CriterionRegistry,
+    *,
+    rows_planned: int | None = None,
 ) -> CriterionAggregate:
-    """Aggregate criterion ``position`` over the rows that produced its result."""
-    rows_total = len(results)
-    per_row: list[CriterionResult] = [
+    """Aggregate criterion ``position`` over the rows where it evaluated.
+
+    A row counts in the criterion's denominator only when the criterion ran and evaluated
+    (no ``error``). Rows that errored before grading, rows whose criterion could not evaluate
+    and rows that never ran (``rows_planned`` above the results) are excluded; they count in
+    ``rows_total`` and lower ``completion_rate``.
+    """
+    rows_total = max(rows_planned or 0, len(results))
+    present = [
         r.success_criteria_results[position]
         for r in results
         if len(r.success_criteria_results) > position
     ]
+    per_row: list[CriterionResult] = [item for item in present if item.error is None]
     table, details = registry.get(spec.type).aggregate(spec, per_row)
+    if len(per_row) < len(present):
+        details = {**details, "criterion_errors": len(present) - len(per_row)}
     completion = MetricTable()
     completion.put("completion_rate", len(per_row), rows_total, "the suite has no rows")
     table.merge(completion)
     checks = [check_gate(m, v, table.values) for m, v in (spec.suite_thresholds or {}).items()]
-    error = None
-    if not results:
-        error = EMPTY_SUITE_ERROR
-    elif not per_row:
-        not_graded = all(r.final_status is FinalStatus.NOT_GRADED for r in results)
-        error = NOT_GRADED_ERROR if not_graded else NO_ROWS_ERROR
+    error = _aggregate_error(results, per_row, gated=bool(checks))
     return CriterionAggregate(
         criterion_type=spec.type,
         description=spec.description,
@@ -181,6 +195,20 @@ def aggregate_criterion(
         details=details,
         error=error,
     )
+
+
+def _aggregate_error(
+    results: Sequence[EvaluationResult], per_row: list[CriterionResult], *, gated: bool
+) -> str | None:
+    if per_row:
+        return None
+    if not results:
+        error = EMPTY_SUITE_ERROR
+    elif all(r.final_status is FinalStatus.NOT_GRADED for r in results):
+        error = NOT_GRADED_ERROR
+    else:
+        error = NO_ROWS_ERROR
+    return error + (", so its thresholds fail" if gated else "")
 
 
 def _criterion_stats(results: Sequence[EvaluationResult]) -> list[CriterionStat]:

@@ -20,7 +20,6 @@ from pydantic import TypeAdapter
 
 from assay.criteria.base import CriterionRegistry
 from assay.orchestration.rundir import suite_dir
-from assay.reports.experiment import build_experiment
 from assay.reports.junit import write_junit
 from assay.reports.markdown import render_experiment, render_run, render_suite
 from assay.reports.rollup import build_suite, order_key
@@ -56,6 +55,7 @@ class RunMeta:
     criteria: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     active_seconds: float | None = None
     sessions: int = 1
+    planned: dict[str, int] = field(default_factory=dict)
     experiment_id: str | None = None
     experiment_description: str = ""
     variant_ids: list[str] = field(default_factory=list)
@@ -121,6 +121,7 @@ def write_reports(
             task_json_paths=paths,
             dataset=chosen.dataset if chosen else None,
             selection=chosen.selection if chosen else None,
+            rows_planned=meta.planned.get(f"{variant}/{suite_id}"),
         )
         suite.criteria = meta.criteria.get(suite_id)
         folder = suite_dir(run_dir, variant, suite_id)
@@ -142,6 +143,8 @@ def write_reports(
 def _write_experiment(
     run_dir: Path, results: Sequence[EvaluationResult], paths: dict[int, str], meta: RunMeta
 ) -> None:
+    from assay.reports.experiment import build_experiment  # numpy/scipy: only when needed
+
     assert meta.experiment_id is not None
     report = build_experiment(
         results,
@@ -174,9 +177,10 @@ def _suite_ref(suite: SuiteRollup) -> SuiteRef:
 def decide_exit_code(
     results: Sequence[EvaluationResult], suites: Sequence[SuiteRollup], meta: RunMeta
 ) -> int:
-    """130 when interrupted; 0 for ``execute``; else 1 when a suite gate or a task without a
-    dataset failed, and 0 otherwise (DESIGN.md "Exit codes")."""
-    if meta.interrupted:
+    """130 when this invocation was interrupted; 0 for ``execute``; else 1 when a suite gate
+    (or an incomplete suite) or a task without a dataset failed, and 0 otherwise (DESIGN.md
+    "Exit codes")."""
+    if meta.interrupted and meta.stage in ("run", "execute"):
         return EXIT_INTERRUPTED
     if meta.stage == "execute":
         return EXIT_OK

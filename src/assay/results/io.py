@@ -29,7 +29,7 @@ def write_text_atomic(path: Path, text: str) -> None:
 def _write_and_rename(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        with open(tmp, "w", encoding="utf-8", newline="") as handle:
+        with open(tmp, "w", encoding="utf-8", newline="", errors="backslashreplace") as handle:
             handle.write(text)
         os.replace(tmp, path)
     except BaseException:

@@ -64,6 +64,7 @@ class PlanRecord(_Model):
     variants: list[str] = Field(default_factory=lambda: ["default"])
     criteria: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)
     work_items: int = 0
+    planned: dict[str, int] = Field(default_factory=dict)
 
 
 def write_plan(run_dir: Path, record: PlanRecord) -> None:

@@ -109,6 +109,7 @@ class SuiteRollup(_Model):
     rows_failed: int
     rows_error: int
     rows_not_graded: int
+    rows_missing: int = 0
     rows_graded: int
     pass_rate: float | None
     average_weighted_score: float | None

@@ -84,9 +84,7 @@ async def run_process(
             await asyncio.gather(*still, return_exceptions=True)
             await process.wait()
             if still:  # stop reading those pipes; their file descriptors would leak
-                transport = getattr(process, "_transport", None)
-                if transport is not None:
-                    transport.close()
+                _close(process)
         for task in tasks:
             if not task.cancelled():
                 task.result()
@@ -94,7 +92,9 @@ async def run_process(
         for task in tasks:
             task.cancel()
         _kill_group(process.pid)
-        await process.wait()
+        with contextlib.suppress(BaseException):
+            await process.wait()
+        _close(process)  # before the loop closes, or its finaliser complains at exit
         raise
     exit_code = None if pending else process.returncode
     return ProcessResult(
@@ -119,6 +119,12 @@ async def _feed(pipe: asyncio.StreamWriter, data: bytes) -> None:
     with contextlib.suppress(BrokenPipeError, ConnectionResetError):
         pipe.close()
         await pipe.wait_closed()
+
+
+def _close(process: asyncio.subprocess.Process) -> None:
+    transport = getattr(process, "_transport", None)
+    if transport is not None:
+        transport.close()
 
 
 def _kill_group(pid: int) -> None:

@@ -33,18 +33,36 @@ class Sandbox:
         self._real = root.resolve()
 
     @classmethod
-    def create(cls, config: SandboxConfig, *, base_dir: Path, prefix: str = "assay-") -> Sandbox:
-        """Make a new temporary directory and fill it from ``config.template_sources``.
+    def create(
+        cls,
+        config: SandboxConfig,
+        *,
+        base_dir: Path,
+        prefix: str = "assay-",
+        at: Path | None = None,
+    ) -> Sandbox:
+        """Make a new directory and fill it from ``config.template_sources``.
 
         Args:
             config: the task's sandbox block.
             base_dir: the task file's directory (template paths are relative to it).
             prefix: the temporary directory's name prefix.
+            at: create the sandbox at this (new) path instead of a temporary directory; a
+                sandbox that will be kept is made where it stays, so nothing in it (absolute
+                symlinks, FIFOs) has to survive a move.
 
         Raises:
-            SandboxError: a template folder is missing or a file cannot be written.
+            SandboxError: a template folder is missing, a file cannot be written, or ``at``
+                already exists.
         """
-        sandbox = cls(Path(tempfile.mkdtemp(prefix=prefix)))
+        if at is not None:
+            try:
+                at.mkdir(parents=True)
+            except OSError as exc:
+                raise SandboxError(f"cannot create the sandbox at {at}: {exc}") from exc
+            sandbox = cls(at)
+        else:
+            sandbox = cls(Path(tempfile.mkdtemp(prefix=prefix)))
         try:
             for source in config.template_sources or []:
                 if isinstance(source, TemplateDir):
@@ -88,15 +106,19 @@ class Sandbox:
             raise SandboxEscape(f"path '{relative}' resolves outside the sandbox (a symlink)")
         return candidate
 
-    def preserve(self, destination: Path) -> Path:
-        """Move the sandbox to ``destination`` (kept for ``assay evaluate``)."""
-        destination.parent.mkdir(parents=True, exist_ok=True)
-        if destination.exists():
-            shutil.rmtree(destination)
-        shutil.move(str(self.root), destination)
-        self.root = destination
-        self._real = destination.resolve()
-        return destination
+    def copy_to(self, destination: Path) -> Sandbox:
+        """A copy at ``destination`` (a new folder) in which absolute symlinks that pointed
+        inside this sandbox point to the same place inside the copy."""
+        shutil.copytree(self.root, destination, symlinks=True)
+        real = self.root.resolve()
+        for link in [p for p in destination.rglob("*") if p.is_symlink()]:
+            target = Path(os.readlink(link))
+            if target.is_absolute() and (target == real or real in target.parents or
+                                         self.root in target.parents):  # fmt: skip
+                base = real if (target == real or real in target.parents) else self.root
+                link.unlink()
+                link.symlink_to(destination / target.relative_to(base))
+        return Sandbox(destination)
 
     def remove(self) -> None:
         """Delete the sandbox (an empty one with a single ``rmdir``)."""

@@ -32,7 +32,7 @@ Loc = tuple[str | int, ...]
 class StrictModel(BaseModel):
     """A model of user-written YAML: unknown fields are errors (``extra="forbid"``)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     coder_eval_only: ClassVar[Mapping[str, str]] = {}
     writer_only: ClassVar[frozenset[str]] = frozenset()
@@ -97,7 +97,6 @@ def _screen_model(
     if not isinstance(data, dict):
         return data  # pydantic reports the type error
     fields = model.model_fields
-    known = set(fields) | set(model.coder_eval_only)
     out: dict[str, Any] = {}
     for key, value in data.items():
         key_loc = (*loc, str(key))
@@ -113,8 +112,9 @@ def _screen_model(
                 )
             continue
         if key not in fields:
-            hint = did_you_mean(str(key), known) or (
-                "valid fields here: " + ", ".join(sorted(fields))
+            valid = sorted(set(fields) - model.writer_only)
+            hint = did_you_mean(str(key), set(valid) | set(model.coder_eval_only)) or (
+                "valid fields here: " + ", ".join(valid)
             )
             raise ScreenError(FieldProblem(key_loc, f"unknown field '{key}'", hint))
         info = fields[key]
@@ -171,7 +171,7 @@ def _screen_tagged(
         raise ScreenError(
             FieldProblem(
                 (*loc, "type"),
-                f"a {info.noun} needs a 'type'",
+                f"{_article(info.noun)} {info.noun} needs a 'type'",
                 "one of: " + ", ".join(sorted(tags)),
             )
         )
@@ -187,6 +187,10 @@ def _screen_tagged(
         hint = did_you_mean(str(tag), tags) or ("one of: " + ", ".join(sorted(tags)))
         raise ScreenError(FieldProblem((*loc, "type"), f"unknown {info.noun} type '{tag}'", hint))
     return _screen_model(value, tags[tag], loc, warnings)
+
+
+def _article(noun: str) -> str:
+    return "an" if noun[:1] in "aeiou" else "a"
 
 
 def _tag_of(model: type[StrictModel]) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Annotated, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, StrictInt, StrictStr, field_validator, model_validator
 
@@ -32,9 +32,18 @@ class CriterionSpec(StrictModel):
 
     type: str
     description: str = ""
-    weight: float = Field(default=1.0, ge=0)
+    weight: float = Field(default=1.0, ge=0, le=1e6)
     pass_threshold: float = Field(default=0.9, ge=0, le=1)
     suite_thresholds: dict[str, float] | None = None
+
+    @field_validator("suite_thresholds", mode="before")
+    @classmethod
+    def _numbers_only(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            for metric, minimum in value.items():
+                if isinstance(minimum, bool) or not isinstance(minimum, int | float):
+                    raise ValueError(f"suite_thresholds.{metric} must be a number, not {minimum!r}")
+        return value
 
     @property
     def gating(self) -> bool:
@@ -156,6 +165,16 @@ class FileCheck(CriterionSpec):
 
     _path = field_validator("path")(check_relative_path)
 
+    @model_validator(mode="after")
+    def _no_empty_items(self) -> FileCheck:
+        for name in ("includes", "excludes"):
+            if any(not item for item in getattr(self, name)):
+                raise ValueError(
+                    f"{name} has an empty item, which every text contains "
+                    "(a row whose value is empty or null?)"
+                )
+        return self
+
 
 class RunCommand(CriterionSpec):
     """Run a shell command in the sandbox; score 1.0 when exit code (and stdout) match."""
@@ -223,6 +242,12 @@ class ResponseMatch(CriterionSpec):
     def _regex_compiles(self) -> ResponseMatch:
         if isinstance(self.expected, list) and not self.expected:
             raise ValueError("expected is an empty list; give at least one alternative")
+        items = [self.expected] if isinstance(self.expected, str) else self.expected
+        if self.match != "exact" and any(not item for item in items):
+            raise ValueError(
+                f"expected is empty, which every response matches with match: {self.match} "
+                "(a row whose value is empty or null?); use match: exact to expect no answer"
+            )
         if self.match == "regex":
             for pattern in [self.expected] if isinstance(self.expected, str) else self.expected:
                 if "${" in pattern:

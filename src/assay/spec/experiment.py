@@ -19,6 +19,10 @@ from pydantic import Field, StrictStr, field_validator, model_validator
 from assay.spec.base import StrictModel, UnionInfo
 
 _ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$")
+RESERVED_VARIANT_IDS = frozenset(
+    {"run.json", "run.md", "plan.json", "sessions.jsonl", "experiment.json", "experiment.md",
+     "latest"}
+)  # fmt: skip
 
 
 class Prefix(StrictModel):
@@ -102,8 +106,10 @@ class Variant(StrictModel):
     @field_validator("variant_id")
     @classmethod
     def _id(cls, value: str) -> str:
-        if not _ID.match(value):
+        if not _ID.fullmatch(value):
             raise ValueError(f"variant_id {value!r} must match {_ID.pattern}")
+        if value in RESERVED_VARIANT_IDS:
+            raise ValueError(f"variant_id {value!r} is the name of a run file; choose another")
         return value
 
     @model_validator(mode="after")
@@ -134,7 +140,7 @@ class Experiment(StrictModel):
     @field_validator("experiment_id")
     @classmethod
     def _id(cls, value: str) -> str:
-        if not _ID.match(value):
+        if not _ID.fullmatch(value):
             raise ValueError(f"experiment_id {value!r} must match {_ID.pattern}")
         return value
 

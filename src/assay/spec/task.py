@@ -299,7 +299,7 @@ class TaskDefinition(StrictModel):
     @model_validator(mode="after")
     def _task_id(self) -> TaskDefinition:
         base = self.suite_id if self.suite_id is not None else self.task_id
-        if not ID_PATTERN.match(base):
+        if not ID_PATTERN.fullmatch(base) or len(base) > 200:
             raise ValueError(f"task_id {base!r} must match {ID_PATTERN.pattern} ({ID_RULE})")
         if self.suite_id is not None and self.task_id != f"{self.suite_id}/{self.row_id}":
             raise ValueError("a row-task's task_id is <suite_id>/<row_id>")
