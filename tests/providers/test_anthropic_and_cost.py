@@ -92,7 +92,10 @@ def test_max_usd_is_enforced_per_row(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert row["cost_usd"] == pytest.approx(14 * 1000.0 / 1e6)
 
 
-def test_max_usd_without_a_price_is_refused_at_plan(tmp_path: Path) -> None:
+def test_max_usd_without_a_price_is_refused_at_plan(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANT_KEY", "k")
     text = TASK.format(url="http://127.0.0.1:9", limits="run_limits: {max_usd: 1.0}")
     path = write(tmp_path / "t.yaml", text)
     done = assay("plan", str(path), cwd=tmp_path)
@@ -112,3 +115,15 @@ def test_price_table_lookup_and_extension(tmp_path: Path) -> None:
     assert bigger.lookup("openai/ft-special") == Price(5.0, 5.0)
     assert Price(2.0, 4.0).cost(Usage(1_000_000, 500_000)) == pytest.approx(4.0)
     assert table.lookup("openai/ft-x") is None  # the original is unchanged
+
+
+def test_missing_api_key_is_refused_at_plan(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("ANT_KEY", raising=False)
+    path = write(tmp_path / "t.yaml", TASK.format(url="http://127.0.0.1:9", limits=""))
+    for command in ("plan", "run"):
+        done = assay(command, str(path), cwd=tmp_path)
+        assert done.returncode == 2
+        assert "needs an API key in the environment variable ANT_KEY" in done.stderr
+    assert not (tmp_path / "runs").exists()

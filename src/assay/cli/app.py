@@ -211,14 +211,40 @@ def _execute(
             if tasks:
                 raise UsageError("--resume takes the task files from the run; give no tasks")
             run_dir = _existing_run(resume)
+            check_outputs(run_dir.parent, request.junit_path)
             reports = resume_run(run_dir, request, prices=options.prices)
         else:
             plan = _plan_or_exit(tasks, options)
+            check_outputs(request.runs_root, request.junit_path)
             run_dir, reports = start_run(plan, options, request)
     except UserError as exc:
         raise fail(exc) from None
     print_reports(run_dir, reports)
     raise typer.Exit(reports.exit_code)
+
+
+def check_outputs(runs_root: Path, junit: Path | None) -> None:
+    """Refuse output paths that cannot be written, before any row runs.
+
+    Raises:
+        UsageError: ``--run-dir`` is a file or cannot be created; ``--junit-xml`` is a
+            directory or its folder cannot be created.
+    """
+    if runs_root.exists() and not runs_root.is_dir():
+        raise UsageError(f"--run-dir {runs_root} is a file, not a folder")
+    try:
+        runs_root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"--run-dir {runs_root} cannot be created: {exc.strerror}") from None
+    if junit is None:
+        return
+    if junit.is_dir():
+        raise UsageError(f"--junit-xml {junit} is a folder; give a file name")
+    try:
+        junit.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"--junit-xml {junit}: its folder cannot be created: "
+                         f"{exc.strerror}") from None  # fmt: skip
 
 
 def _existing_run(argument: str) -> Path:

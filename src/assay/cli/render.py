@@ -11,7 +11,7 @@ from rich.markup import escape
 
 from assay.orchestration.experiment import ResolvedVariant
 from assay.orchestration.plan import Plan, PlannedTask
-from assay.reports.markdown import fmt
+from assay.reports.markdown import fmt, plural
 from assay.reports.writer import Reports
 from assay.results.suite import SuiteRollup
 
@@ -106,7 +106,7 @@ def print_plan(plan: Plan, *, show_rows: int) -> None:
         _print_variants(console, planned, plan)
     for skipped in plan.skipped:
         console.print(f"[dim]skipped {escape(skipped.path)}: {escape(skipped.reason)}[/]")
-    items = len(plan.work_items()) if plan.tasks else 0
+    items = plan.work_item_count()
     console.print(
         f"Plan: {len(plan.tasks)} task file(s), {plan.row_task_count} row-task(s), "
         f"{len(plan.variants)} variant(s), {items} work item(s)."
@@ -146,7 +146,7 @@ def plan_as_json(plan: Plan) -> dict[str, Any]:
         "tasks": tasks,
         "skipped": [s.model_dump() for s in plan.skipped],
         "variants": list(plan.variants),
-        "work_items": len(plan.work_items()),
+        "work_items": plan.work_item_count(),
         "warnings": plan.warnings,
     }
 
@@ -171,7 +171,7 @@ def print_reports(run_dir: Path, reports: Reports) -> None:
         metrics = escape(_headline(suite))
         console.print(
             f"[bold]{escape(suite.suite_id)}[/] \\[{escape(suite.variant_id)}]: "
-            f"{suite.rows_total} rows — "
+            f"{plural(suite.rows_total, 'row')} — "
             f"{suite.rows_passed} passed, {suite.rows_failed} failed, {suite.rows_error} errored"
             + (f" · {metrics}" if metrics else "")
             + f" · gate {gate}",

@@ -63,6 +63,57 @@ _DECODER = json.JSONDecoder(
 )
 
 
+_FAST = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)
+
+
+def _count_keys(value: Any) -> int:
+    """The keys of every object in ``value``, nested ones included."""
+    if isinstance(value, dict):
+        return len(value) + sum(
+            _count_keys(v) for v in value.values() if isinstance(v, dict | list)
+        )
+    if isinstance(value, list):
+        return sum(_count_keys(v) for v in value if isinstance(v, dict | list))
+    return 0
+
+
+def _decode(text: str) -> Any:
+    """Decode with the C parser; take the duplicate-checking path only when it could matter.
+
+    Every key in JSON ends with ``":``; when the keys of the decoded objects number exactly the
+    ``":`` in the text, no key was repeated (a repeat would leave fewer keys than
+    separators, and text inside strings can only add separators). Otherwise the text is
+    decoded again with the hook that names the repeated key.
+    """
+    value = _FAST.decode(text)
+    if _count_keys(value) != text.count('":'):
+        value = _DECODER.decode(text)
+    return value
+
+
+def _check_surrogates(value: Any) -> None:
+    """Refuse a lone UTF-16 surrogate (``\\ud800`` alone): it cannot be written as UTF-8.
+
+    Raises:
+        ValueError: naming the escape.
+    """
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            bad = value[exc.start]
+            raise ValueError(
+                f"a lone surrogate \\u{ord(bad):04x} is not text; it cannot be written as UTF-8"
+            ) from None
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _check_surrogates(key)
+            _check_surrogates(item)
+    elif isinstance(value, list):
+        for item in value:
+            _check_surrogates(item)
+
+
 def parse_json_strict(text: str) -> Any:
     """Parse one JSON text, refusing duplicate keys, NaN/Infinity and numbers that overflow.
 
@@ -70,7 +121,10 @@ def parse_json_strict(text: str) -> Any:
         ValueError: invalid JSON (``json.JSONDecodeError``), a duplicate key, NaN/Infinity, or
             a number too large for a float.
     """
-    return _DECODER.decode(text)
+    value = _decode(text)
+    if "\\ud" in text or "\\uD" in text:
+        _check_surrogates(value)
+    return value
 
 
 def iter_jsonl(path: Path, *, display: str | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -117,7 +171,9 @@ def _decode_line(body: bytes, name: str, number: int) -> dict[str, Any]:
     if text.endswith("\r"):
         text = text[:-1]
     try:
-        row = _DECODER.decode(text)
+        row = _decode(text)
+        if "\\ud" in text or "\\uD" in text:
+            _check_surrogates(row)
     except _DuplicateKey as exc:
         raise DatasetError(
             f"Dataset {name}: key '{exc.key}' appears twice in the object on line {number}",

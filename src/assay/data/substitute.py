@@ -20,6 +20,7 @@ _LOOKALIKES = [
     re.compile(r"\$\{\s+row\.[A-Za-z_][A-Za-z0-9_]*\s*\}|\$\{row\.[A-Za-z_][A-Za-z0-9_]*\s+\}"),
     re.compile(r"\$\{rows?\[[^\]]*\]\}|\$\{rows\.[A-Za-z_][A-Za-z0-9_]*\}"),  # ${row[x]} ${rows.x}
     re.compile(r"\$\(row\.[A-Za-z_][A-Za-z0-9_]*\)"),  # $(row.x)
+    re.compile(r"\$\{row\.[^}\s]*\}"),  # ${row.a.b}, ${row.my-field}, ${row.1x}: not names
 ]
 
 

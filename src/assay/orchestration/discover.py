@@ -1,7 +1,11 @@
 """Find task files: named files, folders (searched recursively) and glob patterns.
 
-In a folder, every ``*.yaml`` / ``*.yml`` is a task file except YAML mappings without a
-``task_id`` (mock scripts, experiment files and schemas live beside tasks). Hidden folders,
+In a folder, every ``*.yaml`` / ``*.yml`` is a task file except the other files assay reads
+that live beside tasks: experiment files (``experiment_id`` or ``variants``), mock scripts
+(``replies``), dataset schemas (``fields``, or JSON Schema's ``properties``) and price files
+(every value has ``input_per_mtok``). A file that is none of these and has no ``task_id`` is
+loaded as a task, so a misspelt ``task_id`` is an error, not a silently skipped file. Hidden
+folders,
 ``runs``, ``node_modules`` and virtual environments are not searched. A named file or a glob
 match is always a task file. With no argument, ``tasks/`` is searched.
 """
@@ -51,7 +55,7 @@ def _expand(argument: str, cwd: Path | None) -> list[Path]:
     if path.is_dir():
         files = [p for p in _walk(path) if _looks_like_task(p)]
         if not files:
-            raise UsageError(f"no task files (*.yaml with a task_id) under {argument}")
+            raise UsageError(f"no task files (*.yaml, *.yml) under {argument}")
         return files
     if path.exists():
         return [path]
@@ -78,9 +82,15 @@ def _walk(folder: Path) -> list[Path]:
 
 
 def _looks_like_task(path: Path) -> bool:
-    """False only for a YAML mapping without ``task_id``; unreadable files count as tasks."""
+    """False only for another kind of assay file; unreadable files count as tasks."""
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8-sig"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError):
         return True
-    return not (isinstance(data, dict) and "task_id" not in data)
+    return not (isinstance(data, dict) and "task_id" not in data and _other_kind(data))
+
+
+def _other_kind(data: dict[str, object]) -> bool:
+    if {"experiment_id", "variants", "replies", "fields", "properties"} & set(data):
+        return True
+    return bool(data) and all(isinstance(v, dict) and "input_per_mtok" in v for v in data.values())

@@ -22,6 +22,7 @@ from pydantic import TypeAdapter, ValidationError
 from assay.data.rows import Rows, check_inline_rows, load_rows
 from assay.data.select import Selection, SelectionRequest, select_rows
 from assay.data.substitute import (
+    PLACEHOLDER,
     PlaceholderKeyError,
     PlaceholderTypeError,
     fields_in,
@@ -33,7 +34,7 @@ from assay.data.substitute import (
 from assay.errors import DatasetError, SelectionError
 from assay.orchestration.task_loader import LoadedTask
 from assay.results.suite import DatasetRecord, SelectionRecord
-from assay.spec.criteria import Criterion, CriterionSpec
+from assay.spec.criteria import ClassificationMatch, Criterion, CriterionSpec
 from assay.spec.task import ID_PATTERN, TaskDefinition
 
 ID_MESSAGE = f"must match {ID_PATTERN.pattern} (letters, digits, underscore, hyphen, dot)"
@@ -225,7 +226,61 @@ def expand_dataset(
         selection = select_rows(rows.items, request, task_id=task.task_id)
     row_tasks = [RowTask(loaded, templates, ids[i], i, rows.items[i]) for i in selection.indexes]
     _validate_substituted(row_tasks, templates, rows)
-    return Expansion(loaded, row_tasks, rows, selection, list(selection.warnings), ids)
+    warnings = [*selection.warnings, *_label_warnings(row_tasks, templates, loaded),
+                *_boolean_warnings(loaded)]  # fmt: skip
+    return Expansion(loaded, row_tasks, rows, selection, warnings, ids)
+
+
+def _label_warnings(
+    row_tasks: list[RowTask], templates: tuple[CriterionTemplate, ...], loaded: LoadedTask
+) -> list[str]:
+    """Rows whose expected label is outside ``allowed_labels`` can never pass: say so."""
+    out = []
+    for position, template in enumerate(templates):
+        spec = template.spec
+        if not isinstance(spec, ClassificationMatch) or not template.has_placeholders:
+            continue
+        allowed = {label.casefold() for label in spec.allowed_labels}
+        if any("${" in label for label in spec.allowed_labels):
+            continue
+        bad = []
+        whole = PLACEHOLDER.fullmatch(spec.expected_label)
+        for row_task in row_tasks:
+            assert row_task.row is not None
+            if whole is not None:  # "${row.x}": no substitution needed
+                value = row_task.row.get(whole.group(1))
+                label = "" if value is None else str(value).strip()
+            else:
+                label = substitute(spec.expected_label, row_task.row).strip()
+            if label and label.casefold() not in allowed:
+                bad.append(f"{row_task.row_id} ({label!r})")
+        if bad:
+            out.append(
+                f"{loaded.display}: success_criteria[{position}]: {len(bad)} row(s) expect a "
+                f"label outside allowed_labels, so they can never pass: {', '.join(bad[:5])}"
+                + (" ..." if len(bad) > 5 else "")
+            )
+    return out
+
+
+def _boolean_warnings(loaded: LoadedTask) -> list[str]:
+    """Inline rows with YAML booleans where text was probably meant."""
+    spec = loaded.definition.dataset
+    if spec is None or spec.rows is None:
+        return []
+    found = [
+        f"dataset.rows[{i}].{key}"
+        for i, row in enumerate(spec.rows)
+        for key, value in row.items()
+        if isinstance(value, bool)
+    ]
+    if not found:
+        return []
+    return [
+        f"{loaded.display}: {', '.join(found[:3])}{' ...' if len(found) > 3 else ''} "
+        "hold booleans (YAML reads unquoted yes/no/on/off/true/false that way); they "
+        "substitute as True/False: quote them if you meant text"
+    ]
 
 
 def fixed_selection(ids: list[str], wanted: list[str], *, task_id: str) -> Selection:
@@ -251,9 +306,19 @@ def read_dataset(loaded: LoadedTask) -> Rows:
     assert spec is not None
     if spec.rows is not None:
         check_inline_rows(spec.rows, loaded.display)
-    rows = load_rows(
-        inline=spec.rows, paths=spec.paths, base_dir=loaded.base_dir, task_file=loaded.display
-    )
+    try:
+        rows = load_rows(
+            inline=spec.rows, paths=spec.paths, base_dir=loaded.base_dir, task_file=loaded.display
+        )
+    except DatasetError as exc:
+        if exc.message.startswith("Dataset file not found") and spec.paths:
+            listed = next((i for i, p in enumerate(spec.paths) if p in exc.message), 0)
+            loc = ("dataset", "paths", listed)
+            exc.hint = (
+                f"listed in {loaded.display}:{loaded.document.line_of(loc)} "
+                f"(dataset.paths[{listed}]); paths are relative to the task file's folder"
+            )
+        raise
     if spec.rows is not None:
         for index in range(len(spec.rows)):
             line = loaded.document.line_of(("dataset", "rows", index))
@@ -282,6 +347,14 @@ def check_row_ids(rows: Rows, loaded: LoadedTask) -> list[str]:
     match = ID_PATTERN.fullmatch
     for index, row in enumerate(rows.items):
         value = row.get(id_field)
+        if isinstance(value, bool):
+            file, line = rows.origin(index)
+            raise DatasetError(
+                f"Dataset row {index} for task '{task_id}' has id_field '{id_field}' = {value}, "
+                "a boolean",
+                file=file, line=line,
+                hint="YAML reads unquoted yes/no/on/off/true/false as booleans; quote the id",
+            )  # fmt: skip
         if value is None or isinstance(value, dict | list):
             file, line = rows.origin(index)
             what = "missing" if id_field not in row else f"has a {_kind(value)} for"

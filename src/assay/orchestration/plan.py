@@ -11,8 +11,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from assay.agents.llm import model_key
 from assay.data.select import SelectionRequest
-from assay.errors import TaskFileError, UserError
+from assay.errors import TaskFileError, UsageError, UserError
 from assay.orchestration.discover import discover
 from assay.orchestration.expand import (
     Expansion,
@@ -129,6 +130,16 @@ class Plan:
                         items.append(WorkItem(row_task, variant, replicate, len(items)))
         return items
 
+    def work_item_count(self) -> int:
+        """How many work items :meth:`work_items` gives, without building them."""
+        total = 0
+        for position, _ in enumerate(self.variants):
+            for planned in self.tasks:
+                variant = planned.variants[position]
+                repeats = self.repeats_override or variant.definition.repeats
+                total += len(planned.expansion.row_tasks) * repeats
+        return total
+
     @property
     def row_task_count(self) -> int:
         """Row-tasks over all task files (before variants and replicates)."""
@@ -181,6 +192,12 @@ def build_plan(
         for variant in variants:
             _check_model(loaded, variant.definition, registry, options.prices)
         plan.tasks.append(PlannedTask(expansion, request, variants))
+    if not plan.tasks:
+        reasons = "; ".join(f"{s.path}: {s.reason}" for s in plan.skipped[:5])
+        raise UsageError(
+            "no task to run: every task file was skipped" + (f" ({reasons})" if reasons else ""),
+            hint="check --tags / --exclude-tags, or pass --include-skipped",
+        )
     if experiment is not None and experiment_file is not None:
         plan.variants = tuple(v.variant_id for v in experiment.variants)
         plan.experiment = experiment
@@ -224,7 +241,7 @@ def _check_model(
         return
     file, line = loaded.display, loaded.document.line_of(("agent", "model"))
     try:
-        registry.check(agent.model)
+        registry.preflight(model_key(agent, loaded.base_dir))
     except UserError as exc:
         raise TaskFileError(exc.message, field="agent.model", hint=exc.hint, file=file,
                             line=line) from None  # fmt: skip

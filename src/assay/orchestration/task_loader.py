@@ -122,6 +122,11 @@ def _read_prompt(
     target = Path(name) if Path(name).is_absolute() else base_dir / name
     try:
         return target.read_text(encoding="utf-8-sig").strip()
+    except UnicodeDecodeError as exc:
+        raise TaskFileError(
+            f"{name} is not UTF-8 text ({exc.reason} at byte {exc.start})",
+            file=display, line=document.line_of(loc), field=field_path(loc),
+        ) from None  # fmt: skip
     except OSError as exc:
         raise TaskFileError(
             f"cannot read {name}: {exc.strerror or exc}",
@@ -178,14 +183,16 @@ def data_loc(loc: tuple[Any, ...], data: Any) -> Loc:
     """
     out: list[str | int] = []
     node = data
+    tagged: Any = None
     for part in loc:
         if (isinstance(node, dict) and part in node) or (
             isinstance(node, list) and isinstance(part, int) and part < len(node)
         ):
             node = node[part]
             out.append(part)
-        elif isinstance(node, dict) and node.get("type") == part:
-            continue  # the union tag
+        elif isinstance(node, dict) and node.get("type") == part and tagged is not node:
+            tagged = node  # the union tag, once per mapping
+            continue
         elif isinstance(node, dict) and isinstance(part, str) and "[" not in part:
             out.append(part)  # a missing field: name it
             node = None
@@ -242,8 +249,9 @@ def lint_placeholders(
             texts = string_leaves(data.get(key))
         for text in texts:
             for look in lookalikes(text):
-                warn((key,), f"{look!r} looks like a placeholder but is not one; "
-                     "write ${row.<field>}")  # fmt: skip
+                warn((key,), f"{look!r} looks like a placeholder but is not one; write "
+                     "${row.<field>}, a field name of letters, digits and underscores "
+                     "(nested values and names with dots or hyphens cannot be filled)")  # fmt: skip
             if not has_dataset and PLACEHOLDER.search(text):
                 warn((key,), "${row.…} is only substituted in tasks with a dataset; "
                      "here it stays literal")  # fmt: skip

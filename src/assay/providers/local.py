@@ -59,6 +59,18 @@ def find_gguf(name: str) -> Path:
     return path
 
 
+def check_installed(name: str) -> Path:
+    """The weights and the server of ``local/<name>`` are installed (no server is started).
+
+    Raises:
+        UsageError: unknown name, missing weights, or xllamacpp missing.
+    """
+    path = find_gguf(name)
+    if importlib.util.find_spec("xllamacpp") is None:
+        raise UsageError("the local model server (xllamacpp) is not installed", hint=INSTALL_HINT)
+    return path
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that is free right now."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:

@@ -109,6 +109,10 @@ def load_mock(name: str, base_dir: Path) -> MockModel:
         )
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise UsageError(
+            f"mock script {path} is not UTF-8 text ({exc.reason})", file=path
+        ) from None
     except yaml.YAMLError as exc:
         raise UsageError(f"mock script {path} is not valid YAML: {exc}", file=path) from None
     return _from_data(name, data, path)
@@ -133,8 +137,18 @@ def _from_data(name: str, data: Any, path: Path) -> MockModel:
             pattern = re.compile(str(item["match"]))
         except re.error as exc:
             raise UsageError(f"replies[{index}].match is not a regex: {exc}", file=path) from None
-        reply = None if item.get("reply") is None else str(item["reply"])
-        error = None if item.get("error") is None else str(item["error"])
+        reply, error = _text(item, "reply", index, path), _text(item, "error", index, path)
         rules.append(MockRule(pattern, reply, error))
-    default = data.get("default")
-    return MockModel(name=name, rules=rules, default=None if default is None else str(default))
+    return MockModel(name=name, rules=rules, default=_text(data, "default", None, path))
+
+
+def _text(holder: dict[str, Any], key: str, index: int | None, path: Path) -> str | None:
+    """A reply as text; YAML's unquoted yes/no/on/off are booleans, refused with a hint."""
+    value = holder.get(key)
+    if value is None or isinstance(value, str):
+        return value
+    where = f"replies[{index}].{key}" if index is not None else key
+    if isinstance(value, bool):
+        raise UsageError(f"{where} is a boolean ({value}); YAML reads unquoted yes/no/on/off "
+                         "that way: quote it", file=path)  # fmt: skip
+    return str(value)

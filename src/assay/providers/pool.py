@@ -60,6 +60,7 @@ class PoolSettings:
 
 
 Factory = Callable[[ModelKey, PoolSettings], Model]
+Preflight = Callable[[ModelKey], None]
 
 
 class ProviderRegistry:
@@ -67,9 +68,10 @@ class ProviderRegistry:
 
     def __init__(self) -> None:
         self._factories: dict[str, Factory] = {}
+        self._preflights: dict[str, Preflight] = {}
 
-    def register(self, prefix: str, factory: Factory) -> None:
-        """Add a provider.
+    def register(self, prefix: str, factory: Factory, preflight: Preflight | None = None) -> None:
+        """Add a provider, with an optional check of a key that needs no network.
 
         Raises:
             ValueError: ``prefix`` is already registered.
@@ -77,6 +79,21 @@ class ProviderRegistry:
         if prefix in self._factories:
             raise ValueError(f"provider '{prefix}' is already registered")
         self._factories[prefix] = factory
+        if preflight is not None:
+            self._preflights[prefix] = preflight
+
+    def preflight(self, key: ModelKey) -> None:
+        """Everything that can be checked before a run: the provider exists, and its
+        configuration (a mock script, an API key, the local weights) is usable.
+
+        Raises:
+            UsageError: what a run would refuse when it starts the model.
+        """
+        self.check(key.name)
+        provider, _ = split_model_name(key.name)
+        check = self._preflights.get(provider)
+        if check is not None:
+            check(key)
 
     @property
     def prefixes(self) -> list[str]:
@@ -157,13 +174,40 @@ def _mock(key: ModelKey, settings: PoolSettings) -> Model:
     return load_mock(key.name, Path(key.base_dir))
 
 
+def _local_preflight(key: ModelKey) -> None:
+    from assay.providers.local import check_installed
+
+    check_installed(key.name.partition("/")[2])
+
+
+def _key_preflight(default_variable: str) -> Preflight:
+    def check(key: ModelKey) -> None:
+        variable = key.api_key_env or default_variable
+        official = key.base_url is None and not (
+            default_variable == "OPENAI_API_KEY" and os.environ.get("OPENAI_BASE_URL")
+        )
+        if not os.environ.get(variable) and (key.api_key_env or official):
+            raise UsageError(
+                f"model '{key.name}' needs an API key in the environment variable {variable}",
+                hint="export it, or set agent.base_url for a local server that needs none",
+            )
+
+    return check
+
+
+def _mock_preflight(key: ModelKey) -> None:
+    from assay.providers.mock import load_mock
+
+    load_mock(key.name, Path(key.base_dir))
+
+
 def default_registry() -> ProviderRegistry:
     """A registry with ``local``, ``openai``, ``anthropic`` and ``mock``."""
     registry = ProviderRegistry()
-    registry.register("local", _local)
-    registry.register("openai", _openai)
-    registry.register("anthropic", _anthropic)
-    registry.register("mock", _mock)
+    registry.register("local", _local, _local_preflight)
+    registry.register("openai", _openai, _key_preflight("OPENAI_API_KEY"))
+    registry.register("anthropic", _anthropic, _key_preflight("ANTHROPIC_API_KEY"))
+    registry.register("mock", _mock, _mock_preflight)
     return registry
 
 

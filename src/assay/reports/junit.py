@@ -9,6 +9,7 @@ gate is one more test case, so a failed gate fails the CI job visibly.
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from collections import defaultdict
 from collections.abc import Sequence
@@ -20,6 +21,12 @@ from assay.results.suite import SuiteRollup
 from assay.results.task_result import EvaluationResult
 
 GATE_CASE = "suite gate"
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def clean(text: str) -> str:
+    """``text`` without the characters XML 1.0 cannot hold (ANSI escapes, NUL, ...)."""
+    return _NOT_XML.sub("", text)
 
 
 def _classname(variant_id: str, name: str) -> str:
@@ -43,11 +50,11 @@ def _case(result: EvaluationResult) -> ET.Element:
     if category == "failed":
         node = ET.SubElement(case, "failure", {"message": result.final_status.value,
                                                "type": result.final_status.value})  # fmt: skip
-        node.text = text or result.error_message or ""
+        node.text = clean(text or result.error_message or "")
     elif category == "error":
-        node = ET.SubElement(case, "error", {"message": result.error_message or "error",
+        node = ET.SubElement(case, "error", {"message": clean(result.error_message or "error"),
                                              "type": result.final_status.value})  # fmt: skip
-        node.text = result.error_message or ""
+        node.text = clean(result.error_message or "")
     elif category == "not_graded":
         ET.SubElement(case, "skipped", {"message": "not graded (assay execute)"})
     return case
@@ -59,11 +66,15 @@ def _gate_case(suite: SuiteRollup) -> ET.Element:
                                    "time": "0"})  # fmt: skip
     if not suite.passed:
         failed = [
-            f"{agg.criterion_type}: {c.metric} = {c.actual_value} < {c.min_value}"
+            f"{agg.criterion_type}: {c.metric} = {c.actual_value:.6g} < {c.min_value:g}"
+            if c.actual_value is not None
+            else f"{agg.criterion_type}: {c.metric} was not produced (needs >= {c.min_value:g})"
             for agg in suite.criterion_aggregates
             for c in agg.threshold_checks
             if not c.passed
         ]
+        if suite.rows_missing:
+            failed.append(f"{suite.rows_missing} planned row(s) never ran")
         node = ET.SubElement(case, "failure", {"message": "suite gate failed",
                                                "type": "SuiteGate"})  # fmt: skip
         node.text = "\n".join(failed)

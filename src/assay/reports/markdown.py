@@ -24,6 +24,30 @@ def fmt(value: float | None, digits: int = 3) -> str:
     return "—" if value is None else f"{value:.{digits}f}"
 
 
+def fmt_close(value: float | None, other: float) -> str:
+    """Like :func:`fmt`, with more digits when three would make ``value`` look equal to
+    ``other`` (a gate that fails by less than the rounding)."""
+    if value is None:
+        return "—"
+    for digits in (3, 4, 6, 9):
+        if fmt(value, digits) != fmt(other, digits):
+            return fmt(value, digits)
+    return fmt(value, 9)
+
+
+def code(text: str) -> str:
+    """``text`` as a Markdown code span that survives backticks and table pipes."""
+    text = text.replace("|", "\\|")
+    fence = "``" if "`" in text else "`"
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def plural(count: int, noun: str) -> str:
+    """``1 row``, ``2 rows``."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 def _percent(numerator: int, denominator: int) -> str:
     if not denominator:
         return "— (no graded rows)"
@@ -89,7 +113,7 @@ def _aggregate_section(agg: CriterionAggregate) -> list[str]:
         ]
     if agg.error:
         out += [f"**Error**: {agg.error}", ""]
-    out += _table(["metric", "value"], [[f"`{k}`", fmt(v)] for k, v in agg.metrics.items()])
+    out += _table(["metric", "value"], [[code(k), fmt(v)] for k, v in agg.metrics.items()])
     if agg.undefined_metrics:
         out += ["", "Undefined (—):"]
         out += [f"- `{k}`: {why}" for k, why in agg.undefined_metrics.items()]
@@ -98,8 +122,8 @@ def _aggregate_section(agg: CriterionAggregate) -> list[str]:
         out += _table(
             ["metric", "minimum", "actual", "passed"],
             [
-                [f"`{c.metric}`", fmt(c.min_value), fmt(c.actual_value),
-                 "✓" if c.passed else "✗"]
+                [code(c.metric), fmt_close(c.min_value, c.actual_value or 0.0),
+                 fmt_close(c.actual_value, c.min_value), "✓" if c.passed else "✗"]
                 for c in agg.threshold_checks
             ],
         )  # fmt: skip
@@ -114,7 +138,7 @@ def _classification_sections(details: dict[str, Any]) -> list[str]:
     out += _table(
         ["label", "precision", "recall", "f1", "support"],
         [
-            [f"`{p['label']}`", fmt(p["precision"]), fmt(p["recall"]), fmt(p["f1"]),
+            [code(p["label"]), fmt(p["precision"]), fmt(p["recall"]), fmt(p["f1"]),
              str(p["support"])]
             for p in details["per_label"]
         ],
@@ -123,8 +147,8 @@ def _classification_sections(details: dict[str, Any]) -> list[str]:
     cells = {(c["expected"], c["observed"]): c["count"] for c in details["confusion"]}
     out += ["", "### Confusion matrix", ""]
     out += _table(
-        ["expected \\\\ observed", *[f"`{label}`" for label in labels]],
-        [[f"`{e}`", *[str(cells.get((e, o), 0)) for o in labels]] for e in labels],
+        ["expected \\\\ observed", *[code(label) for label in labels]],
+        [[code(e), *[str(cells.get((e, o), 0)) for o in labels]] for e in labels],
     )
     return out
 

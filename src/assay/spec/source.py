@@ -80,8 +80,12 @@ def read_yaml(path: Path) -> YamlDocument:
 def parse_yaml(text: str, *, path: Path) -> YamlDocument:
     """Parse YAML ``text`` that came from ``path`` (used only in messages)."""
     loader = _Loader(text)
+    lines: dict[Loc, int] = {}
     try:
         node = loader.get_single_node()
+        if node is not None:  # before construction, which merges ``<<`` keys in place
+            lines[()] = node.start_mark.line + 1
+            _collect_lines(node, (), lines, path, [MAX_NODES])
         data = loader.construct_document(node) if node is not None else None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
@@ -93,20 +97,33 @@ def parse_yaml(text: str, *, path: Path) -> YamlDocument:
         raise TaskFileError(f"invalid YAML: {exc}", file=path) from None
     finally:
         loader.dispose()
-    lines: dict[Loc, int] = {}
-    if node is not None:
-        lines[()] = node.start_mark.line + 1
-        _collect_lines(node, (), lines, path)
     return YamlDocument(path=path, text=text, data=data, lines=lines)
 
 
-def _collect_lines(node: yaml.Node, loc: Loc, lines: dict[Loc, int], path: Path) -> None:
+MAX_NODES = 1_000_000
+"""The most values a task file may expand to; YAML aliases can make a small file expand
+exponentially ("billion laughs"), which would exhaust memory long before an error."""
+
+
+def _collect_lines(
+    node: yaml.Node, loc: Loc, lines: dict[Loc, int], path: Path, budget: list[int]
+) -> None:
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise TaskFileError(
+            f"the file expands to more than {MAX_NODES:,} values (through YAML aliases?)",
+            file=path,
+            line=node.start_mark.line + 1,
+        )
     if isinstance(node, yaml.MappingNode):
         seen: dict[str, int] = {}
         for key_node, value_node in node.value:
             key = str(key_node.value)
             line = key_node.start_mark.line + 1
-            if key in seen and key != "<<":
+            if key_node.tag == "tag:yaml.org,2002:merge" or key == "<<":
+                _collect_lines(value_node, loc, {}, path, budget)
+                continue
+            if key in seen:
                 raise TaskFileError(
                     f"key '{key}' appears twice in one mapping (first on line {seen[key]})",
                     file=path,
@@ -116,8 +133,8 @@ def _collect_lines(node: yaml.Node, loc: Loc, lines: dict[Loc, int], path: Path)
                 )
             seen[key] = line
             lines[(*loc, key)] = line
-            _collect_lines(value_node, (*loc, key), lines, path)
+            _collect_lines(value_node, (*loc, key), lines, path, budget)
     elif isinstance(node, yaml.SequenceNode):
         for index, item in enumerate(node.value):
             lines[(*loc, index)] = item.start_mark.line + 1
-            _collect_lines(item, (*loc, index), lines, path)
+            _collect_lines(item, (*loc, index), lines, path, budget)
