@@ -24,7 +24,9 @@ COMPLETION = json.dumps({
 }).encode()  # fmt: skip
 
 
-async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, latency: float) -> None:
+async def handle(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, latency: float
+) -> None:
     try:
         while True:
             head = await reader.readuntil(b"\r\n\r\n")
@@ -38,8 +40,8 @@ async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, lat
                 await reader.readexactly(length)
             await asyncio.sleep(latency)
             body = COMPLETION if path.endswith("/completions") and "chat" not in path else CHAT
-            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                         b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)  # fmt: skip
+            head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
+            writer.write(head + str(len(body)).encode() + b"\r\n\r\n" + body)
             await writer.drain()
     except (asyncio.IncompleteReadError, ConnectionError):
         pass

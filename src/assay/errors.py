@@ -6,6 +6,7 @@ AssayError                 root: everything assay raises on purpose
 │   ├── TaskFileError      a task file: YAML syntax, unknown or invalid field
 │   ├── DatasetError       a dataset: unreadable file, bad JSONL/CSV line, row id, placeholder
 │   ├── SelectionError     a row selector that leaves nothing (e.g. ``--split`` names no split)
+│   ├── StoreError         the dataset store: bad schema, example, version, trace or store URL
 │   └── UsageError         command-line flags and arguments
 └── RunFailure             something failed while running; the row ends ``ERROR``, never ``FAILURE``
     ├── ModelError         a model endpoint failed (connection, HTTP status, unparseable reply)
@@ -94,6 +95,10 @@ class DatasetError(UserError):
 
 class SelectionError(UserError):
     """A row selector (``--split``, sampling) cannot be applied as asked."""
+
+
+class StoreError(UserError):
+    """Bad input to the dataset store: a schema, an example, a version, a trace, a store URL."""
 
 
 class UsageError(UserError):

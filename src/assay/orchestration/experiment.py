@@ -30,6 +30,7 @@ from assay.spec.source import field_path, read_yaml
 from assay.spec.task import TaskDefinition
 
 DEFAULT_VARIANT = "default"
+DEFAULT_AGENT = "llm"  # an agent block without a type is an llm agent
 SOURCES = ("default", "experiment-defaults", "task", "variant", "cli")
 
 
@@ -129,7 +130,7 @@ def _merge(
         path = f"{prefix}{key}"
         old = out.get(key)
         agent_switch = key == "agent" and isinstance(old, dict) and isinstance(value, dict) and (
-            value.get("type", old.get("type")) != old.get("type")
+            "type" in value and value["type"] != old.get("type", DEFAULT_AGENT)
         )  # fmt: skip
         if isinstance(old, dict) and isinstance(value, dict) and not agent_switch:
             out[key] = _merge(old, value, source, where, path + ".")

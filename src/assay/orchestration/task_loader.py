@@ -185,14 +185,14 @@ def data_loc(loc: tuple[Any, ...], data: Any) -> Loc:
     node = data
     tagged: Any = None
     for part in loc:
+        if isinstance(node, dict) and node.get("type") == part and tagged is not node:
+            tagged = node  # the union tag, once per mapping
+            continue
         if (isinstance(node, dict) and part in node) or (
             isinstance(node, list) and isinstance(part, int) and part < len(node)
         ):
             node = node[part]
             out.append(part)
-        elif isinstance(node, dict) and node.get("type") == part and tagged is not node:
-            tagged = node  # the union tag, once per mapping
-            continue
         elif isinstance(node, dict) and isinstance(part, str) and "[" not in part:
             out.append(part)  # a missing field: name it
             node = None

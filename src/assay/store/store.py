@@ -1,0 +1,237 @@
+"""The :class:`Store`: the Python API that ``assay dataset …`` calls, verb for verb."""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from sqlalchemy import Engine
+from sqlalchemy.exc import IntegrityError, OperationalError
+
+from assay.errors import StoreError
+from assay.store import reads, writes
+from assay.store.engine import (
+    display_url,
+    ensure_tables,
+    make_engine,
+    read_transaction,
+    resolve_url,
+    write_transaction,
+)
+from assay.store.models import DatasetInfo, Example, RemoveResult, SourceRow, VersionInfo
+from assay.store.schema import Schema
+
+
+@contextmanager
+def _database_errors(engine: Engine) -> Iterator[None]:
+    """Turn the database's refusals into :class:`StoreError` naming the store."""
+    try:
+        yield
+    except (IntegrityError, OperationalError) as exc:
+        reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
+        raise StoreError(f"the store at {display_url(str(engine.url))} refused: {reason}") from exc
+
+
+class Store:
+    """A versioned, schema-typed dataset store on one database (SQLite or PostgreSQL).
+
+    Use :func:`open_store` to get one; close it (or use it as a context manager) when done.
+
+    Args:
+        engine: a SQLAlchemy engine made by :func:`assay.store.engine.make_engine`; its
+            tables are created on first use.
+    """
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        ensure_tables(engine)
+
+    @property
+    def url(self) -> str:
+        """The store's URL, password hidden."""
+        return display_url(str(self._engine.url))
+
+    def close(self) -> None:
+        """Release the database connections."""
+        self._engine.dispose()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def create_dataset(self, name: str, schema: Schema, *, id_field: str = "id") -> DatasetInfo:
+        """Create an empty dataset (no version until the first add).
+
+        Args:
+            name: ``[A-Za-z0-9_][A-Za-z0-9_.-]*``, at most 200 characters, unique.
+            schema: its fields; editable with :meth:`set_schema` until the first add.
+            id_field: the row field whose value becomes the example id; not a schema field.
+
+        Raises:
+            StoreError: invalid name, taken name, or the schema declares ``id_field``.
+        """
+        with _database_errors(self._engine), write_transaction(self._engine) as connection:
+            writes.create(connection, name, schema, id_field)
+        return self.dataset(name)
+
+    def set_schema(self, name: str, schema: Schema) -> DatasetInfo:
+        """Replace the schema of a dataset that has no examples yet.
+
+        Raises:
+            StoreError: unknown dataset, or its schema is locked (it has had examples).
+        """
+        with _database_errors(self._engine), write_transaction(self._engine) as connection:
+            writes.set_schema(connection, name, schema)
+        return self.dataset(name)
+
+    def dataset(self, name: str) -> DatasetInfo:
+        """The dataset called ``name``.
+
+        Raises:
+            StoreError: no such dataset (with a "did you mean" hint).
+        """
+        with _database_errors(self._engine), read_transaction(self._engine) as connection:
+            return reads.get_dataset(connection, name).info
+
+    def datasets(self) -> list[DatasetInfo]:
+        """Every dataset, by name."""
+        with _database_errors(self._engine), read_transaction(self._engine) as connection:
+            return reads.list_datasets(connection)
+
+    def add(
+        self,
+        name: str,
+        rows: Iterable[Mapping[str, Any] | SourceRow],
+        *,
+        origin: str | None = None,
+        base_dir: Path | None = None,
+    ) -> VersionInfo:
+        """Add a batch of examples as exactly one new version, in one transaction.
+
+        Args:
+            name: the dataset.
+            rows: dicts (field → value, plus the id field if any) or :class:`SourceRow`
+                (which carries its own file, line and base folder); consumed once, as a
+                stream, so a million rows need not be in memory.
+            origin: the file the dict rows came from, for messages and the version record.
+            base_dir: where relative trace/session paths of dict rows are resolved
+                (default: the working directory).
+
+        Returns:
+            The version created.
+
+        Raises:
+            StoreError: a row breaks the schema (naming file, line, example id and field),
+                an id is already a member or repeats in the batch, or there are no rows;
+                nothing is written.
+        """
+        with _database_errors(self._engine), write_transaction(self._engine) as connection:
+            return writes.add(connection, name, rows, origin=origin, base_dir=base_dir)
+
+    def import_dataset(
+        self,
+        name: str,
+        schema: Schema,
+        rows: Iterable[Mapping[str, Any] | SourceRow],
+        *,
+        id_field: str = "id",
+        origin: str | None = None,
+        base_dir: Path | None = None,
+    ) -> VersionInfo:
+        """Create a dataset and add ``rows`` as its version 1, all in one transaction.
+
+        Raises:
+            StoreError: as :meth:`create_dataset` and :meth:`add`; on error nothing exists.
+        """
+        with _database_errors(self._engine), write_transaction(self._engine) as connection:
+            writes.create(connection, name, schema, id_field)
+            return writes.add(connection, name, rows, origin=origin, base_dir=base_dir)
+
+    def remove(self, name: str, example_ids: Sequence[str]) -> RemoveResult:
+        """Remove examples from the latest version, as exactly one new version.
+
+        Repeated ids count once. Earlier versions keep the removed examples.
+
+        Returns:
+            ``removed_example_ids`` (in the order given) and ``version_created``.
+
+        Raises:
+            StoreError: no ids, or ids that are not in the latest version (all named;
+                nothing changes).
+        """
+        with _database_errors(self._engine), write_transaction(self._engine) as connection:
+            return writes.remove(connection, name, example_ids)
+
+    def versions(self, name: str) -> list[VersionInfo]:
+        """Every version of the dataset, oldest (1) first; empty before the first add."""
+        with _database_errors(self._engine), read_transaction(self._engine) as connection:
+            return reads.list_versions(connection, reads.get_dataset(connection, name))
+
+    def resolve(self, name: str, version: int | None = None) -> VersionInfo:
+        """Version ``version`` of the dataset, or its latest when ``None``.
+
+        Raises:
+            StoreError: unknown dataset, no versions yet, or no such version (naming the
+                versions that exist).
+        """
+        with _database_errors(self._engine), read_transaction(self._engine) as connection:
+            dataset = reads.get_dataset(connection, name)
+            return reads.resolve_version(connection, dataset, version)
+
+    def iter_examples(
+        self, name: str, version: int, *, inline_traces: bool = False
+    ) -> Generator[Example, None, None]:
+        """Stream the examples of one version, in insertion order, in constant memory.
+
+        The dataset and version are checked now (raising :class:`StoreError`); rows are
+        fetched in batches as the iterator is consumed, on a connection it holds until it
+        is exhausted or closed.
+
+        Args:
+            inline_traces: put the stored OTLP JSON object in the trace/session field
+                instead of its id.
+        """
+        with _database_errors(self._engine), read_transaction(self._engine) as connection:
+            dataset = reads.get_dataset(connection, name)
+            reads.resolve_version(connection, dataset, version)
+        return self._stream(dataset, version, inline_traces)
+
+    def _stream(
+        self, dataset: reads.DatasetRow, version: int, inline_traces: bool
+    ) -> Generator[Example, None, None]:
+        with read_transaction(self._engine) as connection:
+            yield from reads.stream_examples(
+                connection, dataset, version, inline_traces=inline_traces
+            )
+
+    def get_trace(self, trace_id: str) -> dict[str, Any]:
+        """The stored OTLP JSON object of a trace or session id.
+
+        Raises:
+            StoreError: no such trace or session.
+        """
+        with _database_errors(self._engine), read_transaction(self._engine) as connection:
+            return reads.get_trace(connection, trace_id)
+
+
+def open_store(url: str | None = None) -> Store:
+    """Open (and on first use create) the store at ``url``.
+
+    Args:
+        url: a SQLAlchemy URL; ``None`` means ``$ASSAY_STORE``, else
+            ``sqlite:///.assay/store.db`` under the working directory.
+
+    Raises:
+        StoreError: bad URL, missing driver, unreachable database, or a newer store schema.
+    """
+    return Store(make_engine(resolve_url(url)))

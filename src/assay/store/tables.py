@@ -1,0 +1,105 @@
+"""The store's tables (SQLAlchemy Core), created on first use.
+
+```
+store_meta  key → value; ``schema_version`` = STORE_SCHEMA_VERSION, for later migrations
+datasets    dataset_id, name (unique), schema_json, id_field, current_version, created_at,
+            updated_at
+versions    (dataset_id, number) → created_at, item_count, content_hash, operation, added,
+            removed, origin.  Written once, never updated.
+members     member_id (insertion order), dataset_id, example_id, data (JSON text),
+            added_in, removed_in.  One row per membership interval: an example belongs to
+            version v when added_in <= v and (removed_in is null or removed_in > v).
+            Removing sets removed_in; re-adding the id opens a new row. At most one open
+            row (removed_in null) per (dataset_id, example_id): a partial unique index.
+traces      trace_id → kind (trace | session), body (OTLP JSON text), body_hash, created_at
+```
+
+Times are ISO 8601 text in UTC. A batch touches only its own rows, the dataset row and one
+new version row, so a version costs what its batch changes, not the dataset's size.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    PrimaryKeyConstraint,
+    String,
+    Table,
+    Text,
+)
+
+STORE_SCHEMA_VERSION = 1
+
+metadata = MetaData()
+
+_Id = BigInteger().with_variant(Integer, "sqlite")  # INTEGER PRIMARY KEY is SQLite's rowid
+
+store_meta = Table(
+    "store_meta",
+    metadata,
+    Column("key", String(64), primary_key=True),
+    Column("value", Text, nullable=False),
+)
+
+datasets = Table(
+    "datasets",
+    metadata,
+    Column("dataset_id", Integer, primary_key=True, autoincrement=True),
+    Column("name", String(200), nullable=False, unique=True),
+    Column("schema_json", Text, nullable=False),
+    Column("id_field", Text, nullable=False),
+    Column("current_version", Integer, nullable=False, default=0),
+    Column("created_at", String(40), nullable=False),
+    Column("updated_at", String(40), nullable=False),
+)
+
+versions = Table(
+    "versions",
+    metadata,
+    Column("dataset_id", Integer, ForeignKey("datasets.dataset_id"), nullable=False),
+    Column("number", Integer, nullable=False),
+    Column("created_at", String(40), nullable=False),
+    Column("item_count", BigInteger, nullable=False),
+    Column("content_hash", String(64), nullable=False),
+    Column("operation", String(16), nullable=False),
+    Column("added", BigInteger, nullable=False),
+    Column("removed", BigInteger, nullable=False),
+    Column("origin", Text, nullable=True),
+    PrimaryKeyConstraint("dataset_id", "number"),
+)
+
+members = Table(
+    "members",
+    metadata,
+    Column("member_id", _Id, primary_key=True, autoincrement=True),
+    Column("dataset_id", Integer, ForeignKey("datasets.dataset_id"), nullable=False),
+    Column("example_id", Text, nullable=False),
+    Column("data", Text, nullable=False),
+    Column("added_in", Integer, nullable=False),
+    Column("removed_in", Integer, nullable=True),
+    Index("ix_members_order", "dataset_id", "member_id"),
+)
+
+Index(
+    "ux_members_open",
+    members.c.dataset_id,
+    members.c.example_id,
+    unique=True,
+    sqlite_where=members.c.removed_in.is_(None),
+    postgresql_where=members.c.removed_in.is_(None),
+)
+
+traces = Table(
+    "traces",
+    metadata,
+    Column("trace_id", String(128), primary_key=True),
+    Column("kind", String(16), nullable=False),
+    Column("body", Text, nullable=False),
+    Column("body_hash", String(64), nullable=False),
+    Column("created_at", String(40), nullable=False),
+)

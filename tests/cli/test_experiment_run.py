@@ -1,0 +1,119 @@
+"""`assay run -e`, `assay plan -e` and `assay compare`, end to end."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from scipy.stats import binomtest
+
+from assay.metrics.intervals import wilson_interval
+from tests.cli.test_run import assay, latest
+from tests.helpers import write
+
+TASK = """\
+task_id: toy
+description: a deterministic classifier per variant
+initial_prompt: "${row.text}"
+agent:
+  type: command
+  command: 'case "$ASSAY_PROMPT" in *good*) echo positive;; *) echo negative;; esac'
+
+dataset:
+  rows:
+""" + "".join(
+    f"    - {{id: r{i:02d}, text: '{'good' if i % 3 == 0 else 'bad'} {i}', label: positive}}\n"
+    for i in range(12)
+) + """\
+success_criteria:
+  - type: classification_match
+    expected_label: "${row.label}"
+    allowed_labels: [positive, negative]
+"""  # fmt: skip
+
+EXPERIMENT = """\
+experiment_id: optimism
+description: a classifier that always says positive against the keyword one
+variants:
+  - variant_id: keyword
+  - variant_id: optimist
+    agent: {command: "echo positive"}
+"""
+
+
+def setup(tmp_path: Path) -> None:
+    write(tmp_path / "t.yaml", TASK)
+    write(tmp_path / "experiments" / "optimism.yaml", EXPERIMENT)
+
+
+def experiment(tmp_path: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((latest(tmp_path) / "experiment.json").read_text())
+    return data
+
+
+def test_experiment_report_with_intervals_and_mcnemar(tmp_path: Path) -> None:
+    setup(tmp_path)
+    done = assay("run", "t.yaml", "-e", "optimism", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    report = experiment(tmp_path)
+    assert report["variant_ids"] == ["keyword", "optimist"]
+    assert report["row_ids"]["toy"] == [f"r{i:02d}" for i in range(12)]
+    keyword, optimist = report["variants"]
+    estimate = keyword["metrics"]["pass_rate"]
+    assert estimate["value"] == pytest.approx(4 / 12)
+    assert (estimate["low"], estimate["high"]) == pytest.approx(wilson_interval(4, 12))
+    assert estimate["method"] == "wilson"
+    assert optimist["metrics"]["pass_rate"]["value"] == 1.0
+    comparison = report["comparisons"][0]
+    assert comparison["mcnemar"]["a_only"] == 0 and comparison["mcnemar"]["b_only"] == 8
+    assert comparison["mcnemar"]["p_value"] == pytest.approx(binomtest(0, 8, 0.5).pvalue)
+    assert comparison["became_pass_total"] == 8
+    first = comparison["became_pass"][0]
+    assert first["row_id"] == "r01"
+    assert (latest(tmp_path) / first["a_task_json"]).exists()
+    difference = comparison["metrics"]["pass_rate"]
+    assert difference["difference"] == pytest.approx(8 / 12)
+    assert difference["low"] < difference["difference"] < difference["high"]
+    markdown = (latest(tmp_path) / "experiment.md").read_text()
+    assert "### `optimist` vs `keyword`" in markdown
+    assert (latest(tmp_path) / "keyword" / "toy" / "suite.json").exists()
+    assert (latest(tmp_path) / "optimist" / "toy" / "suite.json").exists()
+
+
+def test_plan_shows_each_variant_and_where_values_came_from(tmp_path: Path) -> None:
+    setup(tmp_path)
+    done = assay("plan", "t.yaml", "-e", "optimism", "-D", "run_limits.task_timeout=9",
+                 cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "variant optimist" in done.stdout
+    assert 'agent.command = "echo positive"  (variant)' in done.stdout
+    assert "run_limits.task_timeout = 9.0  (cli)" in done.stdout
+    assert "Plan: 1 task file(s), 12 row-task(s), 2 variant(s), 24 work item(s)." in done.stdout
+
+
+def test_replicates_give_pass_at_k(tmp_path: Path) -> None:
+    setup(tmp_path)
+    assert assay("run", "t.yaml", "--repeats", "3", cwd=tmp_path).returncode == 0
+    suite = json.loads((latest(tmp_path) / "default/toy/suite.json").read_text())
+    assert suite["replicates"] == 3
+    assert [r["replicate_index"] for r in suite["per_replicate"]] == [0, 1, 2]
+    assert suite["pass_k"]["2"]["pass_at_k"] == pytest.approx(4 / 12)
+    assert (latest(tmp_path) / "default/toy/r00/02/task.json").exists()
+
+
+def test_compare_two_runs_and_refuse_different_rows(tmp_path: Path) -> None:
+    setup(tmp_path)
+    assay("run", "t.yaml", "--run-dir", "a", cwd=tmp_path)
+    assay("run", "t.yaml", "-D", "agent.command=echo positive", "--run-dir", "b", cwd=tmp_path)
+    done = assay("compare", "a/latest", "b/latest", "-o", "out", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "McNemar (exact, per-row pass/fail): 0 row(s)" in done.stdout
+    data = json.loads((tmp_path / "out" / "compare.json").read_text())
+    assert data["comparisons"][0]["became_pass_total"] == 8
+    assay("run", "t.yaml", "--sample", "5", "--run-dir", "c", cwd=tmp_path)
+    done = assay("compare", "a/latest", "c/latest", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "suite 'toy' has different rows in the two runs" in done.stderr
+    assert "only in A" in done.stderr
