@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from assay.providers.base import Usage
 from assay.providers.managed import OnRetry
@@ -69,6 +69,7 @@ class AgentOutcome:
     attempts: list[Attempt] = field(default_factory=list)
     cached: bool = False
     cost_usd: float | None = None
+    stored_trace: dict[str, Any] | None = None
 
 
 class Agent(Protocol):

@@ -99,6 +99,10 @@ SetOpt = Annotated[
 ModelOpt = Annotated[
     str | None, typer.Option("--model", "-m", help="Use this model in every variant (agent.model).")
 ]
+StoreOpt = Annotated[
+    str | None,
+    typer.Option("--store", help="Dataset store URL (default $ASSAY_STORE or .assay/store.db)."),
+]
 Prices = Annotated[
     Path | None, typer.Option("--prices", help="YAML of model → {input_per_mtok, output_per_mtok}.")
 ]
@@ -121,6 +125,7 @@ def _options(
     experiment: str | None = None,
     sets: list[str] | None = None,
     model: str | None = None,
+    store: str | None = None,
 ) -> PlanOptions:
     table = PriceTable()
     try:
@@ -134,6 +139,7 @@ def _options(
     return PlanOptions(
         experiment=experiment,
         overrides=tuple(overrides),
+        store_url=store,
         selectors=Selectors(sample=sample, sample_per_stratum=per_stratum, split=split),
         tags=_split_tags(tags),
         exclude_tags=_split_tags(exclude_tags),
@@ -206,13 +212,15 @@ def _execute(
 ) -> None:
     from assay.cli.running import resume_run, start_run
 
+    store_url = options.store_url
+
     try:
         if resume is not None:
             if tasks:
                 raise UsageError("--resume takes the task files from the run; give no tasks")
             run_dir = _existing_run(resume)
             check_outputs(run_dir.parent, request.junit_path)
-            reports = resume_run(run_dir, request, prices=options.prices)
+            reports = resume_run(run_dir, request, prices=options.prices, store_url=store_url)
         else:
             plan = _plan_or_exit(tasks, options)
             check_outputs(request.runs_root, request.junit_path)
@@ -279,11 +287,12 @@ def run(
     experiment: ExperimentOpt = None,
     set_: SetOpt = None,
     model: ModelOpt = None,
+    store: StoreOpt = None,
 ) -> None:
     """Run agents on every selected row, grade them, and write the reports."""
     options = _options(sample, sample_per_stratum, split, tags, exclude_tags, include_skipped,
                        repeats, prices=prices, experiment=experiment, sets=set_,
-                       model=model)  # fmt: skip
+                       model=model, store=store)  # fmt: skip
     request = RunRequest(
         runs_root=run_dir,
         options=RunOptions(jobs=jobs, stage="run", keep_sandboxes=keep_sandboxes),
@@ -319,11 +328,12 @@ def execute(
     experiment: ExperimentOpt = None,
     set_: SetOpt = None,
     model: ModelOpt = None,
+    store: StoreOpt = None,
 ) -> None:
     """Run agents only (rows NOT_GRADED, sandboxes kept); grade later with `assay evaluate`."""
     options = _options(sample, sample_per_stratum, split, tags, exclude_tags, include_skipped,
                        repeats, prices=prices, experiment=experiment, sets=set_,
-                       model=model)  # fmt: skip
+                       model=model, store=store)  # fmt: skip
     request = RunRequest(
         runs_root=run_dir,
         options=RunOptions(jobs=jobs, stage="execute", keep_sandboxes=True),
@@ -351,12 +361,13 @@ def plan(
     experiment: ExperimentOpt = None,
     set_: SetOpt = None,
     model: ModelOpt = None,
+    store: StoreOpt = None,
 ) -> None:
     """Show the expansion, the row selection and each variant's resolved configuration (with
     where each value came from); run nothing. Exits 2 on invalid input."""
     options = _options(sample, sample_per_stratum, split, tags, exclude_tags, include_skipped,
                        repeats, prices=prices, experiment=experiment, sets=set_,
-                       model=model)  # fmt: skip
+                       model=model, store=store)  # fmt: skip
     built = _plan_or_exit(tasks, options)
     if as_json:
         sys.stdout.write(json.dumps(plan_as_json(built), indent=2, ensure_ascii=False) + "\n")

@@ -30,6 +30,10 @@ def _selection_text(planned: PlannedTask) -> str:
     chosen = len(expansion.row_tasks)
     how = ", ".join(expansion.selection.applied) or "all rows"
     text = f"{chosen} of {total} rows selected ({how})"
+    store = expansion.store
+    if store is not None:
+        version = store.version
+        text += f" from store {store.name}@{version.number} (hash {version.content_hash[:12]})"
     if expansion.selection.seed_was_drawn:
         text += f"; unseeded stratified draw, seed {expansion.selection.stratified_seed} this time"
     return text

@@ -140,7 +140,13 @@ def start_run(plan: Plan, options: PlanOptions, request: RunRequest) -> tuple[Pa
     return run_dir, _run(plan, record, run_dir, request, started, kept=[], prices=options.prices)
 
 
-def resume_run(run_dir: Path, request: RunRequest, *, prices: PriceTable | None = None) -> Reports:
+def resume_run(
+    run_dir: Path,
+    request: RunRequest,
+    *,
+    prices: PriceTable | None = None,
+    store_url: str | None = None,
+) -> Reports:
     """Finish the run in ``run_dir``; see the module docstring.
 
     Raises:
@@ -166,13 +172,40 @@ def resume_run(run_dir: Path, request: RunRequest, *, prices: PriceTable | None 
         overrides=tuple(Override(tuple(path), value) for path, value in record.options.overrides),
         fixed_rows=fixed,
         prices=prices or PriceTable(),
+        store_url=store_url,
+        store_versions={
+            t.task_id: t.dataset.version
+            for t in record.tasks
+            if t.dataset is not None and t.dataset.version is not None
+        },
     )
     plan = build_plan(record.files, options, request.registry)
+    _check_same_store_versions(plan, record)
     request.options.stage = record.stage
     request.options.keep_sandboxes = request.options.keep_sandboxes or record.keep_sandboxes
     kept = finished_results(run_dir, plan.work_items(), retry_errors=request.retry_errors)
     point_latest(run_dir.parent, run_dir)
     return _run(plan, record, run_dir, request, started, kept=kept, prices=options.prices)
+
+
+def _check_same_store_versions(plan: Plan, record: PlanRecord) -> None:
+    """A resumed run must read the store versions it started with, with the same content.
+
+    Raises:
+        UsageError: a version's content hash differs (another store, or a rewritten one).
+    """
+    recorded = {t.task_id: t.dataset for t in record.tasks if t.dataset is not None}
+    for planned in plan.tasks:
+        before = recorded.get(planned.loaded.definition.task_id)
+        now = planned.expansion.dataset_record
+        if before is None or now is None or before.store is None:
+            continue
+        if before.content_hash != now.content_hash:
+            raise UsageError(
+                f"store dataset {before.store}@{before.version} has content hash "
+                f"{now.content_hash} here, but the run recorded {before.content_hash}",
+                hint="resume with the store the run used (--store URL or $ASSAY_STORE)",
+            )
 
 
 def finished_results(
@@ -252,6 +285,7 @@ def _run(
             return outcome.results, outcome.interrupted
         finally:
             request.progress.stop()
+            runner.close()
             await pool.aclose()
             if pool.settings.cache is not None:
                 pool.settings.cache.close()

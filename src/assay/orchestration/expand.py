@@ -32,6 +32,7 @@ from assay.data.substitute import (
     substitute_tree,
 )
 from assay.errors import DatasetError, SelectionError
+from assay.orchestration.store_rows import StoreSource, read_store_rows
 from assay.orchestration.task_loader import LoadedTask
 from assay.results.suite import DatasetRecord, SelectionRecord
 from assay.spec.criteria import ClassificationMatch, Criterion, CriterionSpec
@@ -87,6 +88,15 @@ class RowTask:
     row_id: str | None = None
     row_index: int | None = None
     row: dict[str, Any] | None = None
+    store: StoreSource | None = None
+
+    @property
+    def trace_id(self) -> str | None:
+        """The id of the stored trace (or session) this row points to, if any."""
+        if self.store is None or self.store.pointer_field is None or self.row is None:
+            return None
+        value = self.row.get(self.store.pointer_field)
+        return value if isinstance(value, str) and value else None
 
     @property
     def task_id(self) -> str:
@@ -132,6 +142,7 @@ class Expansion:
     selection: Selection | None = None
     warnings: list[str] = field(default_factory=list)
     ids: list[str] = field(default_factory=list)
+    store: StoreSource | None = None
 
     @property
     def dataset_record(self) -> DatasetRecord | None:
@@ -139,6 +150,12 @@ class Expansion:
         spec = self.task.definition.dataset
         if spec is None:
             return None
+        if self.store is not None:
+            version = self.store.version
+            return DatasetRecord(source="store", id_field=spec.id_field, store=self.store.name,
+                                 store_url=self.store.shown_url, version=version.number,
+                                 content_hash=version.content_hash,
+                                 item_count=version.item_count)  # fmt: skip
         source = "paths" if spec.paths is not None else "rows"
         return DatasetRecord(source=source, paths=list(spec.paths or []), id_field=spec.id_field)
 
@@ -191,6 +208,8 @@ def expand_dataset(
     selectors: Selectors | None = None,
     *,
     fixed_row_ids: list[str] | None = None,
+    store_url: str | None = None,
+    store_version: int | None = None,
 ) -> Expansion:
     """Fan ``loaded`` out over its dataset; a task without one gives one row-task.
 
@@ -199,6 +218,9 @@ def expand_dataset(
         selectors: ``--sample``, ``--sample-per-stratum``, ``--split``.
         fixed_row_ids: select exactly these rows instead (a resumed run's recorded selection,
             so even an unseeded sample comes back the same).
+        store_url: the store for ``dataset.store`` (``None``: ``$ASSAY_STORE`` or the default).
+        store_version: read this version of a store dataset (a resumed run's recorded one)
+            instead of ``dataset.version`` or the latest.
 
     Raises:
         DatasetError: unreadable rows, an empty dataset, a bad or duplicate row id, a
@@ -210,7 +232,16 @@ def expand_dataset(
     templates = tuple(CriterionTemplate.of(c) for c in task.success_criteria)
     if task.dataset is None:
         return Expansion(loaded, [RowTask(loaded, templates)])
-    rows = read_dataset(loaded)
+    store = None
+    if task.dataset.store is not None:
+        rows, store = read_store_rows(
+            task.dataset.store,
+            version=store_version or task.dataset.version,
+            id_field=task.dataset.id_field,
+            url=store_url,
+        )
+    else:
+        rows = read_dataset(loaded)
     if not rows.items:
         raise DatasetError(
             f"Dataset for task '{task.task_id}' is empty",
@@ -224,11 +255,13 @@ def expand_dataset(
     else:
         request = selection_request(task, selectors or Selectors())
         selection = select_rows(rows.items, request, task_id=task.task_id)
-    row_tasks = [RowTask(loaded, templates, ids[i], i, rows.items[i]) for i in selection.indexes]
+    row_tasks = [
+        RowTask(loaded, templates, ids[i], i, rows.items[i], store) for i in selection.indexes
+    ]
     _validate_substituted(row_tasks, templates, rows)
     warnings = [*selection.warnings, *_label_warnings(row_tasks, templates, loaded),
                 *_boolean_warnings(loaded)]  # fmt: skip
-    return Expansion(loaded, row_tasks, rows, selection, warnings, ids)
+    return Expansion(loaded, row_tasks, rows, selection, warnings, ids, store)
 
 
 def _label_warnings(

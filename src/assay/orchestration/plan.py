@@ -51,6 +51,8 @@ class PlanOptions:
     prices: PriceTable = field(default_factory=PriceTable)
     experiment: str | None = None
     overrides: tuple[Override, ...] = ()
+    store_url: str | None = None
+    store_versions: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,7 +182,11 @@ def build_plan(
             )
         owners[task_id] = loaded.display
         expansion = expand_dataset(
-            loaded, options.selectors, fixed_row_ids=options.fixed_rows.get(task_id)
+            loaded,
+            options.selectors,
+            fixed_row_ids=options.fixed_rows.get(task_id),
+            store_url=options.store_url,
+            store_version=options.store_versions.get(task_id),
         )
         plan.warnings.extend(expansion.warnings)
         request = (

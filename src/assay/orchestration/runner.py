@@ -24,10 +24,12 @@ from assay.agents.base import AgentContext, AgentOutcome
 from assay.agents.llm import model_key
 from assay.agents.registry import build_agent
 from assay.criteria.base import CriterionRegistry, GradingContext, needs_sandbox
-from assay.errors import SandboxError
+from assay.errors import AssayError, SandboxError
+from assay.orchestration.expand import RowTask
 from assay.orchestration.grading import final_status, grade, weighted_score
 from assay.orchestration.plan import Plan, WorkItem
 from assay.orchestration.rundir import item_dir
+from assay.orchestration.store_rows import trace_reader
 from assay.providers.managed import OnRetry
 from assay.providers.pool import ModelKey, ModelPool
 from assay.results.io import write_json_atomic, write_model_atomic, write_text_atomic
@@ -44,7 +46,8 @@ from assay.results.task_result import (
 from assay.results.trace import Span, new_trace_id, to_otlp_json
 from assay.sandbox.process import run_process, tail
 from assay.sandbox.tempdir import Sandbox
-from assay.spec.task import LlmAgent, TaskDefinition
+from assay.spec.task import LlmAgent, NoneAgent, TaskDefinition
+from assay.store import Store, final_output
 
 Stage = Literal["run", "execute"]
 SANDBOX_DIR = "sandbox"
@@ -163,6 +166,7 @@ class Runner:
         self.options = options
         self.on_retry = on_retry
         self.base_env = dict(os.environ)
+        self._stores: dict[str, Store] = {}
 
     async def execute(self, items: list[WorkItem], on_done: OnDone) -> ExecutionResult:
         """Run every item, ``jobs`` at a time; stop cleanly when cancelled (Ctrl-C)."""
@@ -259,6 +263,25 @@ class Runner:
             if sandbox.root.exists() and not self._keeps(sandbox, directory):
                 sandbox.remove()
 
+    def _replay(self, row_task: RowTask) -> AgentOutcome:
+        """A trace-backed row graded without an agent: its final response is the stored
+        trace's output, and the stored trace becomes the row's ``trace.json``."""
+        assert row_task.store is not None and row_task.trace_id is not None
+        store = self._stores.get(row_task.store.url)
+        if store is None:
+            store = self._stores[row_task.store.url] = trace_reader(row_task.store.url)
+        try:
+            trace = store.get_trace(row_task.trace_id)
+        except AssayError as exc:
+            return AgentOutcome(status="error", error=f"cannot read the row's trace: {exc}")
+        return AgentOutcome(response=final_output(trace) or "", stored_trace=trace)
+
+    def close(self) -> None:
+        """Release store handles opened for trace-backed rows."""
+        for store in self._stores.values():
+            store.close()
+        self._stores.clear()
+
     def _keeps(self, sandbox: Sandbox, directory: Path) -> bool:
         return sandbox.root == directory / SANDBOX_DIR
 
@@ -298,7 +321,10 @@ class Runner:
             on_retry=self.on_retry,
             max_usd=task.run_limits.max_usd,
         )
-        outcome = await build_agent(task.agent).run(context)
+        if isinstance(task.agent, NoneAgent) and item.row_task.trace_id is not None:
+            outcome = self._replay(item.row_task)
+        else:
+            outcome = await build_agent(task.agent).run(context)
         root_span.end(error=outcome.error)
         outcome.spans.insert(0, root_span)
         row.note(f"agent {task.agent.type}: {outcome.status}" + (
@@ -424,7 +450,9 @@ def write_row_files(
     directory.mkdir(parents=True, exist_ok=True)
     if outcome.response is not None:
         write_text_atomic(directory / "response.txt", outcome.response)
-    if len(outcome.spans) > 1:
+    if outcome.stored_trace is not None:
+        write_json_atomic(directory / "trace.json", outcome.stored_trace, compact=True)
+    elif len(outcome.spans) > 1:
         write_json_atomic(directory / "trace.json", to_otlp_json(outcome.spans), compact=True)
     write_text_atomic(directory / "task.log", "\n".join(log) + "\n")
     write_model_atomic(directory / "task.json", result)

@@ -80,11 +80,17 @@ class SelectionRecord(_Model):
 
 
 class DatasetRecord(_Model):
-    """Where the rows came from: files (paths as written) or inline rows."""
+    """Where the rows came from: files (paths as written), inline rows, or a store dataset at
+    one version (with that version's content hash and example count)."""
 
     source: str
     paths: list[str] = Field(default_factory=list)
     id_field: str = "id"
+    store: str | None = None
+    store_url: str | None = None
+    version: int | None = None
+    content_hash: str | None = None
+    item_count: int | None = None
 
 
 class ReplicateRollup(_Model):

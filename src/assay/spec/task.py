@@ -246,12 +246,16 @@ class PostRunCommand(StrictModel):
 class DatasetSpec(StrictModel):
     """The ``dataset:`` block: where the rows come from and how they are selected.
 
-    Exactly one of ``rows`` (inline) or ``paths`` (JSONL or CSV files, relative to the task
-    file, concatenated in order). See ``reference/000_5cd227a88a34738f.txt``.
+    Exactly one of ``rows`` (inline), ``paths`` (JSONL or CSV files, relative to the task file,
+    concatenated in order) or ``store`` (a dataset in assay's store, at ``version``, or the
+    latest version, resolved once when the run starts). See
+    ``reference/000_5cd227a88a34738f.txt``.
     """
 
     rows: list[dict[str, Any]] | None = None
     paths: list[StrictStr] | None = None
+    store: StrictStr | None = None
+    version: StrictInt | None = Field(default=None, ge=1)
     id_field: StrictStr = "id"
     sample_per_stratum: StrictInt | None = Field(default=None, ge=1)
     stratify_field: StrictStr = "expected_skill"
@@ -260,12 +264,17 @@ class DatasetSpec(StrictModel):
 
     @model_validator(mode="after")
     def _check_source(self) -> DatasetSpec:
-        if self.rows is None and self.paths is None:
-            raise ValueError("Dataset must specify either 'paths' or 'rows'")
-        if self.rows is not None and self.paths is not None:
+        given = [n for n in ("paths", "rows", "store") if getattr(self, n) is not None]
+        if not given:
+            raise ValueError("Dataset must specify either 'paths' or 'rows' (or 'store')")
+        if given == ["paths", "rows"]:
             raise ValueError("Dataset must specify only one of 'paths' or 'rows'")
+        if len(given) > 1:
+            raise ValueError("Dataset must specify only one of 'paths', 'rows' or 'store'")
         if self.paths is not None and len(self.paths) == 0:
             raise ValueError("Dataset.paths must be a non-empty list")
+        if self.version is not None and self.store is None:
+            raise ValueError("Dataset.version pins a store dataset; it needs 'store'")
         return self
 
 

@@ -1,0 +1,75 @@
+"""Rows from the store: ``dataset: {store: NAME, version: N}`` as a row source.
+
+The version is resolved once, when the plan is built (the latest when ``version`` is absent),
+and recorded with its content hash in ``plan.json``, ``run.json`` and every ``suite.json``, so
+a later edit of the dataset cannot change what a run says it evaluated; a resumed run reads
+the recorded version again. A row is the example's data plus its id under the store's id field
+(and under the task's ``id_field`` when that differs and the data has no such field); a
+``trace`` or ``session`` field holds the stored trace's id.
+"""
+
+from __future__ import annotations
+
+from array import array
+from dataclasses import dataclass
+from typing import Any
+
+from assay.data.rows import Rows, RowSource
+from assay.store import Store, VersionInfo, open_store
+from assay.store.engine import display_url, resolve_url
+
+
+@dataclass(frozen=True)
+class StoreSource:
+    """Where a task's rows came from in the store.
+
+    Attributes:
+        url: the store URL (as opened; may hold a password, never written to reports).
+        shown_url: ``url`` with any password hidden.
+        name: the dataset.
+        version: the version read.
+        pointer_field: the dataset's ``trace``/``session`` field, if it has one.
+    """
+
+    url: str
+    shown_url: str
+    name: str
+    version: VersionInfo
+    pointer_field: str | None
+
+
+def read_store_rows(
+    name: str, *, version: int | None, id_field: str, url: str | None
+) -> tuple[Rows, StoreSource]:
+    """Every example of ``name@version`` (latest when ``None``) as rows, in insertion order.
+
+    Raises:
+        StoreError: unknown store, dataset or version (naming the versions that exist).
+    """
+    resolved_url = resolve_url(url)
+    store = open_store(resolved_url)
+    try:
+        info = store.dataset(name)
+        pinned = store.resolve(name, version)
+        rows = Rows()
+        source = RowSource(f"store {name}@{pinned.number}", 0, array("l"))
+        rows.sources.append(source)
+        for example in store.iter_examples(name, pinned.number):
+            rows.items.append(_row(example.data, example.example_id, info.id_field, id_field))
+            source.lines.append(example.position + 1)
+    finally:
+        store.close()
+    pointer = info.schema.pointer_field
+    return rows, StoreSource(resolved_url, display_url(resolved_url), name, pinned, pointer)
+
+
+def _row(data: dict[str, Any], example_id: str, store_id: str, task_id: str) -> dict[str, Any]:
+    row = {store_id: example_id, **data} if store_id not in data else dict(data)
+    if task_id not in row:
+        row[task_id] = example_id
+    return row
+
+
+def trace_reader(url: str) -> Store:
+    """A store handle to read traces from while a run grades trace-backed rows."""
+    return open_store(url)

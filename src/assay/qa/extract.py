@@ -1,0 +1,185 @@
+r"""Extract the chosen option letters from what a model wrote.
+
+Rules, tried in this order; the first that yields letters wins. Strong rules (``boxed``,
+``whole``, ``marker``) take the **last** valid occurrence (a model that revises its answer
+means the last one); the weak rules (``bold``, ``line_start``, ``parenthesized``) only count
+when every match of all three names the same letter (a response that restates the options,
+``A. … B. … C. …`` or ``(A) … (B) …``, names none of them).
+
+==================  =================================================  ==========
+rule                examples                                           occurrence
+==================  =================================================  ==========
+``boxed``           ``\boxed{B}``, ``\boxed{ b }``, ``\box{B}``,        last valid
+                    ``\boxed{\text{B}}``, ``\boxed{A, C}``,
+                    ``\boxed{A and C}``, ``\boxed{B. the text}``
+``whole``           the whole response is ``B``, ``b``, ``(B)``,       —
+                    ``B.``, ``**B**``, ``A,C``
+``marker``          ``Answer: B``, ``ANSWER: $B$``, ``Answer: (C)``,   last valid
+                    ``the answer is **C**``, ``Final answer: A, C``,
+                    ``correct option is D``
+``bold``            ``**C**``, ``**(C)**``, ``**C. the text**``        unanimous
+``line_start``      a line starting ``D.``, ``D)``, ``D:`` or a        unanimous
+                    line that is only ``D``
+``parenthesized``   ``(D)`` anywhere                                    unanimous
+==================  =================================================  ==========
+
+A letter is only an answer when it stands alone: the ``B`` of "Because" and the ``A`` of
+"A good answer" are not (an ``a``/``A``/``i``/``I`` followed by a word is read as English).
+Lower-case letters count inside a box, after a marker and as the whole response; the weak
+rules read capitals only. A letter outside the option range (``E`` of four options) is not
+an answer: a candidate containing one is skipped. Several letters (``A, C``) come from the
+strong rules only; the weak rules give one letter. A response with nothing extractable gives
+``letters == ()`` and ``extraction_failed`` (graded as ``extraction_failed``, never as a
+wrong letter).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass
+
+_LETTER = r"\(?[A-Za-z]\)?(?![A-Za-z0-9])"
+_JOIN = r"\s*(?:,|;|/|&|\+|\band\b)\s*"
+_LIST = re.compile(rf"{_LETTER}(?:(?:{_JOIN}|\s+){_LETTER})*")
+_BOX = re.compile(r"\\box(?:ed)?\s*\{((?:[^{}]|\{[^{}]*\})*)\}")
+_LATEX_WRAP = re.compile(r"\\(?:text|textbf|textrm|mathrm|mathbf|mathit|emph)\s*\{([^{}]*)\}")
+_MARKUP = "*_$`\"' \t"
+_MARKER = re.compile(
+    r"(?i)(?:\b(?:final\s+)?answers?\b|\b(?:correct|best|right)\s+(?:option|choice)s?\b)"
+    r"(?:\s*(?:is|are|would\s+be|should\s+be|will\s+be)\b)?\s*\**\s*[:=\-–—]?"
+    r"(?:\s*\**\s*(?:option|choice)\b)?"
+)
+_WITH_TEXT = re.compile(r"^\(?([A-Za-z])(?:\)|[.:])\s+\S")
+_BOLD = re.compile(r"\*\*\s*\(?([A-Z])\)?[.):]?\s*\*\*|\*\*\s*\(?([A-Z])[.):]\s[^*\n]*\*\*")
+_LINE_START = re.compile(r"(?m)^[ \t>#*-]*(?:\(?([A-Z])[.):](?=\s|$)|\(?([A-Z])\)?[ \t]*$)")
+_PAREN = re.compile(r"(?<![A-Za-z0-9])\(([A-Z])\)(?![A-Za-z0-9])")
+_WORDLIKE = frozenset("aAiI")
+
+
+@dataclass(frozen=True)
+class ChoiceExtraction:
+    """What :func:`extract_choice` found.
+
+    Attributes:
+        letters: upper-case option letters, de-duplicated, in the order written; ``()`` when
+            nothing could be extracted.
+        rule: the rule that matched (``boxed``, ``whole``, ``marker``, ``bold``,
+            ``line_start``, ``parenthesized``), or ``None``.
+    """
+
+    letters: tuple[str, ...] = ()
+    rule: str | None = None
+
+    @property
+    def extraction_failed(self) -> bool:
+        """No answer letter could be read from the response."""
+        return not self.letters
+
+
+def extract_choice(text: str | None, letters: Collection[str]) -> ChoiceExtraction:
+    """Extract the chosen letters from ``text``.
+
+    Args:
+        text: the model's response (``None`` and blank give a failed extraction).
+        letters: the valid option letters (e.g. ``"ABCD"`` or an option map's keys).
+    """
+    valid = frozenset(letter.upper() for letter in letters)
+    if not text or not text.strip():
+        return ChoiceExtraction()
+    for rule, finder in _STRONG:
+        found = finder(text, valid)
+        if found:
+            return ChoiceExtraction(found, rule)
+    return _weak(text, valid)
+
+
+def parse_letter_list(content: str, valid: frozenset[str]) -> tuple[str, ...] | None:
+    """Read ``content`` as a letter or a list of letters (``B``, ``(b)``, ``A, C``,
+    ``A and C``) or an option with its text (``B. the text``); ``None`` if it is not one, or
+    names a letter outside ``valid``."""
+    cleaned = _LATEX_WRAP.sub(r"\1", content).strip(_MARKUP).rstrip(".").strip(_MARKUP)
+    if not cleaned:
+        return None
+    match = _LIST.fullmatch(cleaned)
+    if match is None:
+        with_text = _WITH_TEXT.match(cleaned)
+        if with_text is None:
+            return None
+        return _checked([with_text.group(1)], valid)
+    return _checked(re.findall(r"[A-Za-z]", cleaned.replace("and", " ")), valid)
+
+
+def _checked(found: Iterable[str], valid: frozenset[str]) -> tuple[str, ...] | None:
+    letters = _unique(letter.upper() for letter in found)
+    if not letters or any(letter not in valid for letter in letters):
+        return None
+    return letters
+
+
+def _unique(items: Iterable[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(items))
+
+
+def _boxed(text: str, valid: frozenset[str]) -> tuple[str, ...] | None:
+    for match in reversed(list(_BOX.finditer(text))):
+        letters = parse_letter_list(match.group(1), valid)
+        if letters:
+            return letters
+    return None
+
+
+def _whole(text: str, valid: frozenset[str]) -> tuple[str, ...] | None:
+    cleaned = text.strip().strip(_MARKUP + "\n").rstrip(".").strip(_MARKUP)
+    if _LIST.fullmatch(cleaned) is None:
+        return None
+    return parse_letter_list(cleaned, valid)
+
+
+def _after_marker(rest: str, valid: frozenset[str]) -> tuple[str, ...] | None:
+    rest = rest.lstrip(_MARKUP + "\n")
+    match = _LIST.match(rest)
+    if match is None:
+        return None
+    written = match.group(0)
+    after = rest[match.end() :]
+    if after[:1].isalnum():
+        return None
+    if written in _WORDLIKE and re.match(r"[ \t]+[a-z]", after):
+        return None  # "Answer: A good one", "the answer is I think"
+    return parse_letter_list(written, valid)
+
+
+def _marker(text: str, valid: frozenset[str]) -> tuple[str, ...] | None:
+    for match in reversed(list(_MARKER.finditer(text))):
+        letters = _after_marker(text[match.end() :], valid)
+        if letters:
+            return letters
+    return None
+
+
+def _bold(text: str) -> list[str]:
+    return [m.group(1) or m.group(2) for m in _BOLD.finditer(text)]
+
+
+def _line_start(text: str) -> list[str]:
+    return [m.group(1) or m.group(2) for m in _LINE_START.finditer(text)]
+
+
+def _parenthesized(text: str) -> list[str]:
+    return [m.group(1) for m in _PAREN.finditer(text)]
+
+
+_STRONG = (("boxed", _boxed), ("whole", _whole), ("marker", _marker))
+_WEAK = (("bold", _bold), ("line_start", _line_start), ("parenthesized", _parenthesized))
+
+
+def _weak(text: str, valid: frozenset[str]) -> ChoiceExtraction:
+    """The one letter every weak rule agrees on (with the first rule that found it)."""
+    found = [(rule, letter.upper()) for rule, finder in _WEAK for letter in finder(text)]
+    letters = {letter for _, letter in found if letter in valid}
+    if len(letters) != 1:
+        return ChoiceExtraction()
+    (letter,) = letters
+    rule = next(rule for rule, found_letter in found if found_letter == letter)
+    return ChoiceExtraction((letter,), rule)

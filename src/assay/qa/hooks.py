@@ -1,0 +1,129 @@
+"""Per-dataset metrics hooks: ``compute_metrics(records, per_sample_results)`` in a Python file.
+
+As in ToMEval (``tasks/<DS>/metrics.py``), a dataset may add its own metrics. The task file
+names the file (``qa.metrics_hook: metrics.py``, relative to the task's folder); it must
+define ``compute_metrics(records, per_sample_results) -> dict``, called once per replicate
+with the replicate's ``prediction.jsonl`` records and grades as plain dicts, in sample order.
+The returned dict must contain ``accuracy``, ``correct``, ``total`` and ``per_sample_results``
+(ToMEval's contract); ToMEval's own ``metrics.py`` files therefore work unchanged.
+
+The file is imported from its path (``importlib``), under a private module name that is
+registered in ``sys.modules`` only while the file executes (so ``dataclasses`` work) and
+removed afterwards: loading a hook leaves no process-wide state behind. Errors name the file
+(``TaskFileError``):
+
+- ``metrics hook not found: {path}``
+- ``metrics hook {path} failed to import: {error}``
+- ``{path} must define compute_metrics(records, per_sample_results).``
+- ``{path}: compute_metrics raised {error}``
+- ``{path}: compute_metrics must return a dict, not {type}``
+- ``{path}: compute_metrics returned a dict without {keys}`` (the missing required keys)
+- ``{path}: compute_metrics returned {key}={value!r}; …`` (a required key of the wrong type)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from assay.errors import TaskFileError
+
+MetricsHook = Callable[[list[dict[str, Any]], list[dict[str, Any]]], Mapping[str, Any]]
+
+REQUIRED_KEYS = ("accuracy", "correct", "total", "per_sample_results")
+HOOK_FUNCTION = "compute_metrics"
+
+
+def load_metrics_hook(path: Path) -> MetricsHook:
+    """Import ``compute_metrics`` from the Python file ``path``.
+
+    Raises:
+        TaskFileError: the file is missing, fails to import, or lacks the function.
+    """
+    if not path.is_file():
+        raise TaskFileError(f"metrics hook not found: {path}", file=path, field="qa.metrics_hook")
+    name = "_assay_metrics_hook_" + hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise TaskFileError(f"metrics hook {path} is not a Python file", file=path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        raise TaskFileError(
+            f"metrics hook {path} failed to import: {type(exc).__name__}: {exc}", file=path
+        ) from exc
+    finally:
+        sys.modules.pop(name, None)
+    function = getattr(module, HOOK_FUNCTION, None)
+    if not callable(function):
+        raise TaskFileError(
+            f"{path} must define compute_metrics(records, per_sample_results).", file=path
+        )
+    hook: MetricsHook = function
+    return hook
+
+
+def call_hook(
+    hook: MetricsHook,
+    records: list[dict[str, Any]],
+    per_sample_results: list[dict[str, Any]],
+    *,
+    file: str | Path,
+) -> dict[str, Any]:
+    """Call ``hook`` and check its result (:func:`check_hook_result`).
+
+    Raises:
+        TaskFileError: the hook raised, or returned an invalid result (naming ``file``).
+    """
+    try:
+        result = hook(records, per_sample_results)
+    except Exception as exc:
+        raise TaskFileError(
+            f"{file}: compute_metrics raised {type(exc).__name__}: {exc}", file=file
+        ) from exc
+    return check_hook_result(result, file=file)
+
+
+def check_hook_result(result: Any, *, file: str | Path) -> dict[str, Any]:
+    """Return ``result`` as a dict if it holds the required keys with sensible types.
+
+    Raises:
+        TaskFileError: not a dict, a missing key, or ``correct``/``total`` not integers,
+            ``accuracy`` not a number or null, ``per_sample_results`` not a list.
+    """
+    if not isinstance(result, Mapping):
+        raise TaskFileError(
+            f"{file}: compute_metrics must return a dict, not {type(result).__name__}", file=file
+        )
+    missing = [key for key in REQUIRED_KEYS if key not in result]
+    if missing:
+        raise TaskFileError(
+            f"{file}: compute_metrics returned a dict without {', '.join(missing)}",
+            file=file,
+            hint="return at least accuracy, correct, total and per_sample_results",
+        )
+    problems = _type_problems(result)
+    if problems:
+        raise TaskFileError(f"{file}: compute_metrics returned {'; '.join(problems)}", file=file)
+    return dict(result)
+
+
+def _type_problems(result: Mapping[str, Any]) -> list[str]:
+    problems = []
+    for key in ("correct", "total"):
+        value = result[key]
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            problems.append(f"{key}={value!r} (expected a non-negative integer)")
+    accuracy = result["accuracy"]
+    number = isinstance(accuracy, int | float) and not isinstance(accuracy, bool)
+    if accuracy is not None and not number:
+        problems.append(f"accuracy={accuracy!r} (expected a number or null)")
+    if not isinstance(result["per_sample_results"], list):
+        problems.append("per_sample_results that is not a list")
+    return problems

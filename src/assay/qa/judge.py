@@ -1,0 +1,230 @@
+"""The LLM judge of open answers: messages, structured verdict, strict parsing, retries.
+
+The judge sees the question, the accepted answers, the known wrong answers and the response
+(optionally the story) and answers JSON of :data:`VERDICT_SCHEMA`,
+``{"is_correct": bool, "reason": str}``, requested through the model's structured-output
+constraint (:class:`~assay.providers.base.JsonSchema`: a grammar on llama.cpp,
+``response_format`` on OpenAI-compatible endpoints). Every text is inserted literally
+(concatenation, never ``str.format``), so a response containing ``{braces}`` or ``${...}``
+reaches the judge unchanged. The prompt follows ToMEval's current open-question judge
+(``reference/originals.md`` §2.4) with a ``reason`` added.
+
+For ``open_unanswerable`` items the judge is told that the story does not answer the
+question: a response that says so is correct, any specific answer is wrong.
+
+The reply is parsed strictly (:class:`JudgeReply`: exactly the two keys, a JSON boolean and
+a string; one surrounding Markdown code fence is tolerated). An unparseable reply, or a
+judge endpoint that fails, is retried up to ``retries`` more times: after an unparseable reply
+the retry shows the judge its reply and what was wrong with it (so a deterministic judge at
+temperature 0 does not simply repeat itself); after a failed call the request is sent again.
+After the last attempt the verdict is a judge error (``is_correct is None``), which accuracy
+keeps out of its denominator, visibly.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from pydantic import BaseModel, ConfigDict, StrictBool, StrictStr, ValidationError
+
+from assay.errors import ModelError
+from assay.providers.base import JsonSchema, Message, Model, ModelRequest
+
+VERDICT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "is_correct": {"type": "boolean"},
+        "reason": {"type": "string", "maxLength": 300},
+    },
+    "required": ["is_correct", "reason"],
+    "additionalProperties": False,
+}
+
+JUDGE_SYSTEM = (
+    "You grade answers to questions. You compare a model response with reference answers "
+    "and reply with one JSON object only."
+)
+_FENCE = re.compile(r"^```(?:json)?\s*\n?(.*?)\n?```$", re.DOTALL)
+
+
+class JudgeReply(BaseModel):
+    """The judge's JSON, validated strictly: exactly ``is_correct`` (bool) and ``reason``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    is_correct: StrictBool
+    reason: StrictStr
+
+
+@dataclass(frozen=True)
+class JudgeVerdict:
+    """The outcome of judging one response.
+
+    Attributes:
+        is_correct: the verdict; ``None`` when every attempt failed (a judge error).
+        reason: the judge's one-sentence reason (``None`` on a judge error).
+        attempts: model calls made (1 to ``retries + 1``).
+        error: why the last attempt failed, on a judge error.
+        raw: the judge's last raw reply, if any.
+    """
+
+    is_correct: bool | None
+    reason: str | None = None
+    attempts: int = 0
+    error: str | None = None
+    raw: str | None = None
+
+    @property
+    def judge_error(self) -> bool:
+        """No parseable verdict after all attempts."""
+        return self.is_correct is None
+
+
+class JudgeSubject(Protocol):
+    """What the judge reads from an item (a :class:`~assay.qa.item.QaItem` or a
+    :class:`~assay.qa.records.PredictionRecord` converted to one)."""
+
+    @property
+    def story(self) -> str: ...
+    @property
+    def question(self) -> str: ...
+    @property
+    def correct_answers(self) -> tuple[str, ...]: ...
+    @property
+    def wrong_answers(self) -> tuple[str, ...]: ...
+    @property
+    def prompt_type(self) -> str: ...
+
+
+def judge_messages(
+    item: JudgeSubject, response: str, *, include_story: bool = False
+) -> tuple[Message, ...]:
+    """The system and user messages asking the judge about ``response``.
+
+    Args:
+        item: the question, its accepted and known wrong answers, its story.
+        response: the model's response, inserted literally.
+        include_story: also show the story (off by default, as in ToMEval's current judge).
+    """
+    parts = ["You are grading a response to a question by comparing it with reference answers."]
+    if include_story and item.story:
+        parts.append("Story:\n" + item.story)
+    parts.append("Question:\n" + item.question)
+    if item.prompt_type == "open_unanswerable":
+        parts.append(
+            "This question CANNOT be answered from the story: no correct answer exists.\n"
+            "Plausible but unsupported answers (must NOT be given):\n" + _json(item.wrong_answers)
+        )
+    else:
+        parts.append("Accepted correct answers:\n" + _json(item.correct_answers))
+        parts.append("Known wrong answers (must NOT match these):\n" + _json(item.wrong_answers))
+    parts.append("Model response:\n" + response)
+    parts.append(_instructions(item.prompt_type == "open_unanswerable"))
+    return (Message("system", JUDGE_SYSTEM), Message("user", "\n\n".join(parts)))
+
+
+def _instructions(unanswerable: bool) -> str:
+    head = (
+        'Output ONLY a JSON object: {"is_correct": true or false, "reason": "one short sentence"}\n'
+    )
+    if unanswerable:
+        return head + (
+            "Mark is_correct as true ONLY if the model response says that the question cannot "
+            "be answered from the story (the story does not say, the answer is unknown).\n"
+            "Mark is_correct as false if the model response gives any specific answer."
+        )
+    return head + (
+        "Mark is_correct as true ONLY if the model response semantically matches at least one "
+        "accepted correct answer.\n"
+        "Mark is_correct as false if the model response matches a known wrong answer, "
+        "contradicts the correct answers, or is irrelevant.\n"
+        "Minor wording differences are acceptable."
+    )
+
+
+def _json(items: tuple[str, ...]) -> str:
+    return json.dumps(list(items), ensure_ascii=False)
+
+
+def parse_verdict(text: str) -> JudgeReply:
+    """Parse a judge reply strictly.
+
+    Raises:
+        ValueError: not JSON, not an object, a missing or extra key, or a non-boolean
+            ``is_correct`` (``pydantic.ValidationError`` is a ``ValueError``).
+    """
+    body = text.strip()
+    fenced = _FENCE.match(body)
+    if fenced:
+        body = fenced.group(1).strip()
+    return JudgeReply.model_validate_json(body, strict=True)
+
+
+async def judge_open(
+    model: Model,
+    item: JudgeSubject,
+    response: str,
+    *,
+    retries: int = 2,
+    include_story: bool = False,
+    max_tokens: int = 200,
+) -> JudgeVerdict:
+    """Ask ``model`` whether ``response`` answers ``item``; never raises on a bad reply.
+
+    Args:
+        model: any assay model (started by the caller).
+        item: the open question being judged.
+        response: the model's response, passed literally.
+        retries: extra attempts after an unparseable reply or a failed call (``>= 0``).
+        include_story: show the story to the judge.
+        max_tokens: generated-token budget per attempt.
+
+    Returns:
+        A verdict, or a judge error (``is_correct is None``) after ``retries + 1`` failures.
+    """
+    if retries < 0:
+        raise ValueError(f"retries must be >= 0, got {retries}")
+    first = judge_messages(item, response, include_story=include_story)
+    messages, error, raw = first, "no attempt made", None
+    for attempt in range(retries + 1):
+        request = ModelRequest(
+            messages=messages, max_tokens=max_tokens, constraint=JsonSchema(VERDICT_SCHEMA)
+        )
+        try:
+            raw = (await model.generate(request)).text
+        except ModelError as exc:
+            error, raw, messages = f"judge call failed: {exc}", None, first
+            continue
+        try:
+            reply = parse_verdict(raw)
+        except ValueError as exc:
+            error = f"unparseable verdict: {_first_line(exc)}"
+            messages = repair_messages(first, raw, error)
+            continue
+        return JudgeVerdict(reply.is_correct, reply.reason, attempt + 1, None, raw)
+    return JudgeVerdict(None, None, retries + 1, error, raw)
+
+
+def repair_messages(first: tuple[Message, ...], reply: str, problem: str) -> tuple[Message, ...]:
+    """The conversation of a retry: the question, the unusable reply, and a request to
+    answer again with the JSON object only."""
+    return (
+        *first,
+        Message("assistant", reply),
+        Message(
+            "user",
+            f"Your reply could not be read ({problem}). Reply again with only the JSON object "
+            '{"is_correct": true or false, "reason": "one short sentence"}.',
+        ),
+    )
+
+
+def _first_line(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ())) or "reply"
+        return f"{where}: {first.get('msg', '')}"
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__

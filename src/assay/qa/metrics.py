@@ -1,0 +1,254 @@
+"""QA metrics per replicate, grouped accuracies, and the ``metrics.json`` document.
+
+One replicate's metrics (:func:`replicate_metrics`)::
+
+    accuracy              correct / graded; null when graded is 0 (reason in undefined_metrics)
+    accuracy_ci           Wilson 95% interval of accuracy: {low, high, confidence} or null
+    correct               samples graded correct
+    total                 samples in the replicate
+    graded                total - excluded (accuracy's denominator)
+    excluded, judge_errors   samples kept out of the denominator: the judge errors
+    extraction_failed, extraction_failed_rate   choice responses naming no option (/ total)
+    content_none          missing or blank responses
+    by_prompt_type …      always grouped by prompt type (open, open_unanswerable, …)
+    by_<key> …            one group per ``group_by`` path
+    per_sample_results    one SampleResult dict per sample
+    undefined_metrics     metric → why it is null
+
+Decisions:
+
+- a **judge error** is not a wrong answer: it leaves the denominator (``excluded``) and is
+  counted in ``judge_errors``;
+- an **extraction failure** is a wrong answer (the model was asked for a letter and gave
+  none; excluding it would reward unparseable output) and is also reported on its own as
+  ``extraction_failed`` and ``extraction_failed_rate``; ``content_none`` likewise.
+
+Grouping (ToMEval's ``generic_group_metrics``): a ``group_by`` path is dotted and read from the
+record (``meta.ability``, ``meta.source.kind``, ``prompt_type``); a list value gives its first
+non-blank item (ToMEval's ``first_value``); a missing, null or blank value is ``"unknown"``;
+a boolean is ``"true"``/``"false"``. For the group named ``by_<path without "meta.">`` it adds
+ToMEval's three entries, the flat ``by_x.<key>`` accuracies, the dict ``by_x`` and the counts
+``by_x_counts`` (samples per key), plus ``by_x_ci``, each key's Wilson interval.
+
+``metrics.json`` (:func:`metrics_document`) is ``{schema_version, avg_metrics, all_metrics}``:
+``all_metrics`` holds one dict per replicate; ``avg_metrics`` (:func:`average_metrics`)
+averages numbers recursively, key by key, over the replicates that define them (``null``
+when none does), and drops lists (``per_sample_results``), strings and booleans;
+``undefined_metrics`` keeps the reasons of the metrics that stay ``null``. Interval
+bounds are averaged like any number: the result is an interval at the per-replicate sample
+size (pooling replicates as independent trials would understate its width, since the
+replicates of one sample are correlated).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from assay.metrics.intervals import wilson_interval
+from assay.qa.grading import SampleResult
+from assay.qa.hooks import MetricsHook, call_hook
+from assay.qa.records import PredictionRecord
+
+UNKNOWN = "unknown"
+CONFIDENCE = 0.95
+NO_GRADED = "0/0: no graded samples (every sample was a judge error, or there are none)"
+
+
+def group_name(path: str) -> str:
+    """``meta.ability`` → ``by_ability``; ``prompt_type`` → ``by_prompt_type``."""
+    return "by_" + path.removeprefix("meta.")
+
+
+def lookup(data: Mapping[str, Any], path: str) -> Any:
+    """The value at a dotted ``path`` in nested mappings, or ``None`` if absent."""
+    value: Any = data
+    for part in path.split("."):
+        if not isinstance(value, Mapping) or part not in value:
+            return None
+        value = value[part]
+    return value
+
+
+def first_value(value: Any, default: str = UNKNOWN) -> str:
+    """ToMEval's ``first_value``: a list gives its first non-blank item; ``None``/blank give
+    ``default``; booleans are spelled ``true``/``false``."""
+    if isinstance(value, list):
+        return next((first_value(item) for item in value if str(item).strip()), default)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    text = "" if value is None else str(value).strip()
+    return text or default
+
+
+def interval(correct: int, graded: int, confidence: float = CONFIDENCE) -> dict[str, float] | None:
+    """``{low, high, confidence}`` of the Wilson interval, or ``None`` when ``graded`` is 0."""
+    bounds = wilson_interval(correct, graded, confidence)
+    if bounds is None:
+        return None
+    return {"low": bounds[0], "high": bounds[1], "confidence": confidence}
+
+
+def _counts(results: Sequence[SampleResult]) -> dict[str, int]:
+    judge_errors = sum(1 for r in results if r.error_reason == "judge_error")
+    return {
+        "correct": sum(1 for r in results if r.is_correct is True),
+        "total": len(results),
+        "graded": len(results) - judge_errors,
+        "excluded": judge_errors,
+        "judge_errors": judge_errors,
+        "extraction_failed": sum(1 for r in results if r.error_reason == "extraction_failed"),
+        "content_none": sum(1 for r in results if r.error_reason == "content_none"),
+    }
+
+
+def base_metrics(results: Sequence[SampleResult], confidence: float = CONFIDENCE) -> dict[str, Any]:
+    """Accuracy, its interval and the counts of the module docstring (no groups)."""
+    counts = _counts(results)
+    graded, total = counts["graded"], counts["total"]
+    metrics: dict[str, Any] = {
+        "accuracy": counts["correct"] / graded if graded else None,
+        "accuracy_ci": interval(counts["correct"], graded, confidence),
+        **counts,
+        "extraction_failed_rate": counts["extraction_failed"] / total if total else None,
+    }
+    undefined = {}
+    if not graded:
+        undefined["accuracy"] = NO_GRADED
+    if not total:
+        undefined["extraction_failed_rate"] = "0/0: no samples"
+    metrics["undefined_metrics"] = undefined
+    return metrics
+
+
+def group_metrics(
+    rows: Sequence[Mapping[str, Any]],
+    results: Sequence[SampleResult],
+    path: str,
+    confidence: float = CONFIDENCE,
+) -> dict[str, Any]:
+    """The grouped entries of one ``group_by`` path (see the module docstring)."""
+    members: dict[str, list[SampleResult]] = {}
+    for row, result in zip(rows, results, strict=True):
+        members.setdefault(first_value(lookup(row, path)), []).append(result)
+    name = group_name(path)
+    out: dict[str, Any] = {}
+    accuracies: dict[str, float | None] = {}
+    intervals: dict[str, dict[str, float] | None] = {}
+    for key in sorted(members):
+        counts = _counts(members[key])
+        graded = counts["graded"]
+        accuracies[key] = counts["correct"] / graded if graded else None
+        intervals[key] = interval(counts["correct"], graded, confidence)
+        out[f"{name}.{key}"] = accuracies[key]
+    out[name] = accuracies
+    out[f"{name}_counts"] = {key: len(members[key]) for key in sorted(members)}
+    out[f"{name}_ci"] = intervals
+    return out
+
+
+def replicate_metrics(
+    records: Sequence[PredictionRecord | Mapping[str, Any]],
+    results: Sequence[SampleResult],
+    *,
+    group_by: Sequence[str] = (),
+    hook: MetricsHook | None = None,
+    hook_file: str | Path = "metrics hook",
+    confidence: float = CONFIDENCE,
+) -> dict[str, Any]:
+    """The metrics of one replicate.
+
+    Args:
+        records: the replicate's prediction records, in the same order as ``results``.
+        results: their grades.
+        group_by: dotted paths to group accuracy by (``meta.ability``).
+        hook: a per-dataset ``compute_metrics(records, per_sample_results)``; its dict is
+            merged over the built-in metrics (its keys win) and checked by
+            :func:`assay.qa.hooks.check_hook_result`; ``accuracy_ci`` is then recomputed from
+            the merged ``correct`` and ``graded`` (or ``total - excluded``).
+        hook_file: the hook's file, named in errors.
+        confidence: the intervals' confidence level.
+
+    Raises:
+        ValueError: ``records`` and ``results`` differ in length or sample order.
+        TaskFileError: the hook's result lacks a required key (naming ``hook_file``).
+    """
+    views = [_view(record) for record in records]
+    _check_aligned(views, results)
+    metrics = base_metrics(results, confidence)
+    for path in ("prompt_type", *group_by):
+        metrics.update(group_metrics(views, results, path, confidence))
+    # every field of a SampleResult is JSON-native, so the Python dump is the JSON one
+    metrics["per_sample_results"] = [result.model_dump() for result in results]
+    if hook is None:
+        return metrics
+    rows = [_as_dict(record) for record in records]
+    merged = {**metrics, **call_hook(hook, rows, metrics["per_sample_results"], file=hook_file)}
+    graded = merged.get("graded", merged["total"] - merged.get("excluded", 0))
+    merged["accuracy_ci"] = interval(int(merged["correct"]), int(graded), confidence)
+    return merged
+
+
+def _view(record: PredictionRecord | Mapping[str, Any]) -> Mapping[str, Any]:
+    """The record's top-level fields without copying (``meta`` is a plain dict)."""
+    return record.__dict__ if isinstance(record, PredictionRecord) else record
+
+
+def _as_dict(record: PredictionRecord | Mapping[str, Any]) -> dict[str, Any]:
+    if isinstance(record, PredictionRecord):
+        return record.model_dump(mode="json")
+    return dict(record)
+
+
+def _check_aligned(rows: Sequence[Mapping[str, Any]], results: Sequence[SampleResult]) -> None:
+    if len(rows) != len(results):
+        raise ValueError(f"{len(rows)} records but {len(results)} results")
+    for row, result in zip(rows, results, strict=True):
+        if str(row.get("sample_id")) != result.sample_id:
+            raise ValueError(
+                f"record {row.get('sample_id')!r} is paired with the result of {result.sample_id!r}"
+            )
+
+
+def average_metrics(all_metrics: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Average per-replicate metrics recursively (see the module docstring)."""
+    keys: dict[str, None] = {}
+    for metrics in all_metrics:
+        keys.update(dict.fromkeys(metrics))
+    out: dict[str, Any] = {}
+    for key in keys:
+        values = [m[key] for m in all_metrics if key in m]
+        if any(isinstance(v, Mapping) for v in values):
+            out[key] = average_metrics([v for v in values if isinstance(v, Mapping)])
+        elif all(v is None or _is_number(v) for v in values):
+            numbers = [float(v) for v in values if v is not None]
+            out[key] = sum(numbers) / len(numbers) if numbers else None
+    if "undefined_metrics" in out:
+        out["undefined_metrics"] = _still_undefined(all_metrics, out)
+    return out
+
+
+def _still_undefined(
+    all_metrics: Sequence[Mapping[str, Any]], averaged: Mapping[str, Any]
+) -> dict[str, str]:
+    """The reasons of the metrics that stay ``None`` after averaging (first reason wins)."""
+    reasons: dict[str, str] = {}
+    for metrics in all_metrics:
+        for name, reason in (metrics.get("undefined_metrics") or {}).items():
+            if name in averaged and averaged[name] is None:
+                reasons.setdefault(name, str(reason))
+    return reasons
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def metrics_document(all_metrics: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The ``metrics.json`` object: ``{schema_version, avg_metrics, all_metrics}``."""
+    return {
+        "schema_version": 1,
+        "avg_metrics": average_metrics(all_metrics),
+        "all_metrics": [dict(m) for m in all_metrics],
+    }

@@ -1,0 +1,59 @@
+"""Rule grading of open answers, tried before the LLM judge: exact match and abstention.
+
+- :func:`normalize_answer` is SQuAD's official normalization (lower-case, drop punctuation
+  and the articles a/an/the, collapse whitespace), plus thousands separators removed from
+  numbers (``14,000`` → ``14000``) so GSM8K's gold answers match either spelling.
+- :func:`matches_any`: the normalized response equals a normalized reference answer.
+- :func:`is_abstention`: the response obviously declines to answer ("The story does not
+  say.", "unanswerable", "I don't know", a bare "unknown"). Only short responses (at most
+  :data:`ABSTENTION_MAX_WORDS` words) without a hedge ("but", "probably", "maybe", …) count;
+  anything else is left to the judge.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections.abc import Iterable
+
+ABSTENTION_MAX_WORDS = 25
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}\b)")
+_PUNCTUATION = str.maketrans("", "", string.punctuation)
+_ABSTAIN = re.compile(
+    r"(?ix)"
+    r"\b(?:unanswerable|not\s+answerable|no\s+answer"
+    r"|can\s*not\s+(?:be\s+)?(?:answer(?:ed)?|determine[d]?|tell|know|say|be\s+determined)"
+    r"|can'?t\s+(?:be\s+)?(?:answer(?:ed)?|determine[d]?|tell|know|say)"
+    r"|(?:does|do|did)\s*(?:not|n'?t)\s+(?:say|mention|state|specify|tell|contain|provide|give|indicate)"
+    r"|(?:is|are|was|were)\s*(?:not|n'?t)\s+(?:mentioned|stated|specified|given|provided|known|answered)"
+    r"|not\s+(?:enough|sufficient)\s+information|no\s+information|insufficient\s+information"
+    r"|i\s+(?:do\s*not|don'?t)\s+know|(?:answer|it)\s+is\s+unknown"
+    r"|impossible\s+to\s+(?:say|tell|know|determine))\b"
+)
+_HEDGE = re.compile(r"(?i)\b(?:but|however|probably|likely|perhaps|maybe|although|though|guess)\b")
+_BARE = frozenset({"unknown", "none", "n/a", "na", "not mentioned", "not stated", "not given"})
+
+
+def normalize_answer(text: str) -> str:
+    """SQuAD normalization plus removal of thousands separators (see the module docstring)."""
+    text = _THOUSANDS.sub("", text.lower())
+    text = text.translate(_PUNCTUATION)
+    text = _ARTICLES.sub(" ", text)
+    return " ".join(text.split())
+
+
+def matches_any(response: str, answers: Iterable[str]) -> bool:
+    """``True`` when the normalized response equals one normalized answer (non-empty)."""
+    normalized = normalize_answer(response)
+    return bool(normalized) and any(normalized == normalize_answer(a) for a in answers)
+
+
+def is_abstention(response: str) -> bool:
+    """``True`` when a short response plainly declines to answer."""
+    text = response.replace("’", "'").strip()
+    if len(text.split()) > ABSTENTION_MAX_WORDS or _HEDGE.search(text):
+        return False
+    if text.lower().rstrip(".!") in _BARE:
+        return True
+    return _ABSTAIN.search(text) is not None
