@@ -107,7 +107,9 @@ def resolve_run_dir(argument: str) -> Path:
     if (path / PLAN_FILE).is_file() or (path / "run.json").is_file():
         return path
     runs = [
-        p.name for p in path.iterdir() if (p / PLAN_FILE).is_file() or (p / "run.json").is_file()
+        p.name
+        for p in path.iterdir()
+        if not p.is_symlink() and ((p / PLAN_FILE).is_file() or (p / "run.json").is_file())
     ]
     if runs:
         raise UsageError(
