@@ -189,3 +189,9 @@ def test_unknown_provider_is_refused_before_any_run(tmp_path: Path) -> None:
     assert "did you mean 'openai/...'?" in done.stderr
     assert assay("run", str(path), cwd=tmp_path).returncode == 2
     assert not (tmp_path / "runs").exists()
+
+
+def test_labels_raise_max_tokens_to_fit_the_longest_label() -> None:
+    config = LlmAgent(labels=["positive", "negative"], max_tokens=3)
+    assert build_request(config, "x").max_tokens == len("positive") + 2
+    assert build_request(LlmAgent(max_tokens=3), "x").max_tokens == 3

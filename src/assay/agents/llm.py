@@ -41,9 +41,12 @@ def build_request(config: LlmAgent, prompt: str) -> ModelRequest:
         constraint = Choice(tuple(config.labels))
     elif config.json_schema is not None:
         constraint = JsonSchema(config.json_schema)
+    max_tokens = config.max_tokens
+    if config.labels:  # a cut-off label would break the constraint: leave room for the longest
+        max_tokens = max(max_tokens, max(len(label) for label in config.labels) + 2)
     common = {
         "temperature": config.temperature,
-        "max_tokens": config.max_tokens,
+        "max_tokens": max_tokens,
         "top_p": config.top_p,
         "stop": tuple(config.stop),
         "seed": config.seed,

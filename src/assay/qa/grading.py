@@ -19,10 +19,11 @@ Choice questions are graded by rule only: ``mcq_single`` is correct iff exactly 
 was extracted and it is correct; ``mcq_multi`` iff the extracted set equals the correct set.
 Open questions are tried by rule first (``graded_by: rule``), then by the judge:
 
-- ``open``: a normalized exact match with an accepted answer is correct, with a known wrong
-  answer is wrong (:mod:`assay.qa.rules`; the whole response, the last ``\\boxed{}`` and the
-  rest of the line after the last "answer:"/"answer is"/"####" are tried); an obvious
-  abstention is wrong;
+- ``open``: a normalized exact match with an accepted answer is correct (:mod:`assay.qa.rules`;
+  the whole response, the last ``\\boxed{}`` and the rest of the line after the last
+  "answer:"/"answer is"/"####" are tried); when every accepted answer is a number, the final
+  number written decides (GSM8K: ``#### 16`` against ``18`` is wrong by rule); a match with a
+  known wrong answer is wrong; an obvious abstention is wrong;
 - ``open_unanswerable``: an obvious abstention is correct; a response equal to one of the
   plausible (wrong) answers is wrong; everything else goes to the judge, told that no answer
   exists. ``unanswerable: true`` marks these rows in every result.
@@ -41,7 +42,7 @@ from assay.qa.extract import extract_choice
 from assay.qa.item import QaItem
 from assay.qa.judge import JudgeVerdict, judge_open
 from assay.qa.records import PredictionRecord
-from assay.qa.rules import is_abstention, matches_any
+from assay.qa.rules import is_abstention, matches_any, to_number
 from assay.qa.schema import PromptType
 
 ErrorReason = Literal["content_none", "extraction_failed", "judge_error", "wrong_answer"]
@@ -169,10 +170,32 @@ def rule_grade_open(item: QaItem, response: str) -> SampleResult | None:
         return None
     if any(matches_any(text, item.correct_answers) for text in candidates):
         return _verdict(item, True, graded_by="rule", rule="exact_match")
+    numeric = _numeric_grade(item, candidates)
+    if numeric is not None:
+        return numeric
     if any(matches_any(text, item.wrong_answers) for text in candidates):
         return _verdict(item, False, graded_by="rule", rule="wrong_match")
     if abstained:
         return _verdict(item, False, graded_by="rule", rule="abstention")
+    return None
+
+
+def _numeric_grade(item: QaItem, candidates: list[str]) -> SampleResult | None:
+    """When every accepted answer is a number, the final number written (after a marker, in a
+    box, or the whole response) decides: equal by value is correct, different is wrong."""
+    gold = [to_number(answer) for answer in item.correct_answers]
+    if not gold or any(number is None for number in gold):
+        return None
+    for text in reversed(candidates):  # the explicit final answer first
+        number = to_number(text)
+        if number is not None:
+            correct = number in gold
+            return _verdict(
+                item,
+                correct,
+                graded_by="rule",
+                rule="numeric_match" if correct else "numeric_mismatch",
+            )
     return None
 
 

@@ -4,6 +4,8 @@
   and the articles a/an/the, collapse whitespace), plus thousands separators removed from
   numbers (``14,000`` → ``14000``) so GSM8K's gold answers match either spelling.
 - :func:`matches_any`: the normalized response equals a normalized reference answer.
+- :func:`to_number`: a text that is just a number (``18``, ``$1,875``, ``-3.50``, ``40%``)
+  as a :class:`~decimal.Decimal`; numbers compare by value (``18`` equals ``18.0``).
 - :func:`is_abstention`: the response obviously declines to answer ("The story does not
   say.", "unanswerable", "I don't know", a bare "unknown"). Only short responses (at most
   :data:`ABSTENTION_MAX_WORDS` words) without a hedge ("but", "probably", "maybe", …) count;
@@ -15,6 +17,7 @@ from __future__ import annotations
 import re
 import string
 from collections.abc import Iterable
+from decimal import Decimal, InvalidOperation
 
 ABSTENTION_MAX_WORDS = 25
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
@@ -33,6 +36,7 @@ _ABSTAIN = re.compile(
 )
 _HEDGE = re.compile(r"(?i)\b(?:but|however|probably|likely|perhaps|maybe|although|though|guess)\b")
 _BARE = frozenset({"unknown", "none", "n/a", "na", "not mentioned", "not stated", "not given"})
+_NUMBER = re.compile(r"[-+]?(?:\d+(?:,\d{3})*|\d*)(?:\.\d+)?")
 
 
 def normalize_answer(text: str) -> str:
@@ -57,3 +61,15 @@ def is_abstention(response: str) -> bool:
     if text.lower().rstrip(".!") in _BARE:
         return True
     return _ABSTAIN.search(text) is not None
+
+
+def to_number(text: str) -> Decimal | None:
+    """The number ``text`` consists of (currency sign, ``%``, thousands separators and a
+    final period allowed), or ``None``."""
+    body = text.strip().rstrip(".").strip().removeprefix("$").removesuffix("%").strip()
+    if not body or _NUMBER.fullmatch(body) is None or not any(c.isdigit() for c in body):
+        return None
+    try:
+        return Decimal(body.replace(",", ""))
+    except InvalidOperation:
+        return None

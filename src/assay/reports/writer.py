@@ -101,7 +101,12 @@ def write_reports(
     junit_path: Path | None = None,
 ) -> Reports:
     """Write suites, ``run.json``, ``run.md`` (and JUnit XML) for ``results``."""
-    ordered = sorted(results, key=lambda r: (r.variant_id, r.suite_id or r.task_id, order_key(r)))
+    variants = {v: i for i, v in enumerate(meta.variant_ids)}
+    ordered = sorted(
+        results,
+        key=lambda r: (variants.get(r.variant_id, len(variants)), r.variant_id,
+                       r.suite_id or r.task_id, order_key(r)),
+    )  # fmt: skip
     paths = {id(r): task_json_relpath(r) for r in ordered}
     selections = {s.task_id: s for s in meta.selections}
     groups: dict[tuple[str, str], list[EvaluationResult]] = defaultdict(list)

@@ -92,7 +92,8 @@ class LlmAgent(AgentBase):
 
     ``prompt_format``: ``chat`` (messages with the system prompt and ``few_shot``) or
     ``completion`` (the prompt as plain text, no chat template; small models often score
-    better this way). ``labels`` constrains the answer to one of a fixed set; ``json_schema``
+    better this way). ``labels`` constrains the answer to one of a fixed set (``max_tokens`` is
+    raised to fit the longest label, so a label is never cut off); ``json_schema``
     constrains it to JSON of that schema (both enforced by the server's structured output).
     ``response_file`` also writes the answer to that file in the sandbox. ``cache`` keeps
     answers in the response cache (``--cache`` turns it on for every model). ``price``
