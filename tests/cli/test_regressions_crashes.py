@@ -1,0 +1,290 @@
+"""Regressions from adversarial testing: inputs that used to crash, hang or corrupt a run."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.cli.test_run import assay, latest, suite_json, task_json
+from tests.helpers import write
+from tests.openai_server import Fault, scripted_server
+
+
+def command_task(tmp_path: Path, command: str, rows: str = "[{id: a}, {id: b}]") -> Path:
+    text = f"""\
+task_id: t
+description: d
+initial_prompt: "x ${{row.id}}"
+agent: {{type: command, command: {json.dumps(command)}}}
+dataset:
+  rows: {rows}
+success_criteria:
+  - {{type: response_match, expected: positive, match: contains}}
+"""
+    return write(tmp_path / "t.yaml", text)
+
+
+def test_endpoint_failing_until_the_timeout_is_an_error_not_a_wrong_answer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FLAKY_KEY", "k")
+    with scripted_server(lambda body: Fault(500)) as server:
+        text = f"""\
+task_id: down
+description: d
+initial_prompt: hello
+agent: {{type: llm, model: openai/m, base_url: "{server.base_url}", api_key_env: FLAKY_KEY}}
+run_limits: {{task_timeout: 2}}
+success_criteria:
+  - {{type: response_match, expected: hello}}
+"""
+        path = write(tmp_path / "down.yaml", text)
+        assay("run", str(path), "--max-retries", "1000", cwd=tmp_path)
+    task = json.loads((latest(tmp_path) / "default/down/00/task.json").read_text())
+    assert task["final_status"] == "ERROR"
+    assert "still failing" in task["error_message"]
+    assert "500" in task["error_message"]
+    assert task["success_criteria_results"] == []
+
+
+SYMLINK = """\
+task_id: abs
+description: d
+initial_prompt: "x ${row.id}"
+agent: {type: command, command: 'echo positive > real.txt; ln -s "$PWD/real.txt" result.txt'}
+dataset:
+  rows: [{id: a}]
+success_criteria:
+  - type: classification_match
+    path: result.txt
+    expected_label: positive
+    allowed_labels: [positive, negative]
+"""
+
+
+@pytest.mark.parametrize("first", [["execute"], ["run", "--keep-sandboxes"]])
+def test_absolute_symlink_inside_the_sandbox_grades_the_same_in_evaluate(
+    tmp_path: Path, first: list[str]
+) -> None:
+    path = write(tmp_path / "abs.yaml", SYMLINK)
+    assert assay("run", str(path), "-q", cwd=tmp_path).returncode == 0  # run grades it a pass
+    done = assay(*first, str(path), "-q", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    evaluated = assay("evaluate", str(latest(tmp_path)), cwd=tmp_path)
+    assert evaluated.returncode == 0, evaluated.stderr
+    task = task_json(tmp_path, "abs", "a")
+    assert task["final_status"] == "SUCCESS"
+    assert task["success_criteria_results"][0]["score"] == 1.0
+
+
+def test_nul_in_a_row_reaches_a_command_agent_without_crashing(tmp_path: Path) -> None:
+    (tmp_path / "d.jsonl").write_text(
+        '{"id": "c", "x": "nul \\u0000 z"}\n{"id": "d", "x": "plain"}\n'
+    )
+    command = (
+        'echo "env=${ASSAY_PROMPT-unset}"; tr "\\000" @ < "$ASSAY_PROMPT_FILE"; echo; tr "\\000" @'
+    )
+    text = f"""\
+task_id: nul
+description: d
+initial_prompt: "${{row.x}}"
+agent: {{type: command, command: {json.dumps(command)}}}
+dataset: {{paths: [d.jsonl]}}
+success_criteria:
+  - {{type: response_match, expected: "@", match: contains}}
+"""
+    done = assay("run", str(write(tmp_path / "t.yaml", text)), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    response = latest(tmp_path) / "default/nul/c/00/response.txt"
+    assert response.read_text() == "env=unset\nnul @ z\nnul @ z"
+    assert task_json(tmp_path, "nul", "d")["final_status"] == "FAILURE"
+
+
+@pytest.mark.skipif(not Path("/dev/shm").is_dir(), reason="needs /dev/shm")
+def test_kept_sandbox_with_a_fifo_on_another_filesystem(tmp_path: Path) -> None:
+    path = command_task(tmp_path, "mkfifo pipe; echo positive")
+    run_dir = Path("/dev/shm") / f"assay-test-{uuid.uuid4().hex}"
+    try:
+        done = assay("run", str(path), "-q", "--keep-sandboxes", "--run-dir", str(run_dir),
+                     cwd=tmp_path)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        latest_run = (run_dir / "latest").resolve()
+        assert suite_json(latest_run, "t")["rows_passed"] == 2
+        assert (latest_run / "run.md").exists()
+    finally:
+        shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def popen_run(tmp_path: Path, path: Path, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "assay", "run", str(path), "-q", *args],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+
+def wait_for(predicate: Any, seconds: float = 30) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and not predicate():
+        time.sleep(0.05)
+    assert predicate()
+
+
+def alive(pid: int) -> bool:
+    """Running (a zombie waiting for a reaper counts as gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+# the shell and its sleep both record their pid; every one must be gone after the run stops
+AGENT = "echo $$ >> {pids}; sh -c 'echo $$ >> {pids}; exec sleep 30'; echo positive"
+
+
+def test_sigterm_stops_the_run_kills_agents_and_writes_run_json(tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+    path = command_task(tmp_path, AGENT.format(pids=pids))
+    process = popen_run(tmp_path, path)
+    wait_for(lambda: pids.exists() and len(pids.read_text().split()) == 4)
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=30)
+    assert process.returncode == 130, err
+    time.sleep(0.5)
+    assert [pid for pid in map(int, pids.read_text().split()) if alive(pid)] == []
+    run = json.loads((latest(tmp_path) / "run.json").read_text())
+    assert run["interrupted"] is True and run["exit_code"] == 130
+
+
+def test_ctrl_c_with_agents_running_prints_no_asyncio_noise(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SLOW_KEY", "k")
+    with scripted_server(lambda body: Fault(delay=20)) as server:
+        text = f"""\
+task_id: noise
+description: d
+initial_prompt: "x ${{row.id}}"
+agent: {{type: llm, model: openai/m, base_url: "{server.base_url}", api_key_env: SLOW_KEY}}
+dataset:
+  rows: [{{id: a}}, {{id: b}}, {{id: c}}, {{id: d}}]
+success_criteria:
+  - {{type: response_match, expected: ok}}
+"""
+        path = write(tmp_path / "t.yaml", text)
+        process = popen_run(tmp_path, path, "-j", "2")
+        wait_for(lambda: server.in_flight == 2)
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=30)
+    assert process.returncode == 130, err
+    assert "Exception ignored" not in err
+    assert "Event loop is closed" not in err
+    assert "Traceback" not in err
+
+
+def test_command_agents_interrupted_print_no_asyncio_noise(tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+    rows = "[{id: a}, {id: b}, {id: c}, {id: d}]"  # rows still queued matter
+    path = command_task(tmp_path, AGENT.format(pids=pids), rows)
+    process = popen_run(tmp_path, path, "-j", "2")
+    wait_for(lambda: pids.exists() and len(pids.read_text().split()) == 4)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=30)
+    assert process.returncode == 130, err
+    assert "Exception ignored" not in err and "Event loop is closed" not in err
+    time.sleep(0.5)
+    assert [pid for pid in map(int, pids.read_text().split()) if alive(pid)] == []
+
+
+def test_junit_xml_parses_when_the_agent_prints_control_characters(tmp_path: Path) -> None:
+    path = command_task(tmp_path, "printf '\\033[1merr\\001 boom\\n' >&2; exit 3", "[{id: a}]")
+    report = tmp_path / "j.xml"
+    assay("run", str(path), "--junit-xml", str(report), cwd=tmp_path)
+    root = ET.parse(report).getroot()
+    case = next(c for c in root.iter("testcase") if c.get("name") == "a")
+    problem = case.find("error")
+    if problem is None:
+        problem = case.find("failure")
+    assert problem is not None
+    text = (problem.get("message") or "") + (problem.text or "")
+    assert "exited with code 3" in text and "boom" in text
+
+
+def test_a_200_kb_prompt_reaches_a_command_agent(tmp_path: Path) -> None:
+    (tmp_path / "d.jsonl").write_text(json.dumps({"id": "big", "x": "w " * 100_000}) + "\n")
+    command = 'wc -c < "$ASSAY_PROMPT_FILE"; wc -c'
+    text = f"""\
+task_id: e2
+description: d
+initial_prompt: "${{row.x}}"
+agent: {{type: command, command: {json.dumps(command)}}}
+dataset: {{paths: [d.jsonl]}}
+success_criteria:
+  - {{type: response_match, expected: "200000", match: contains}}
+"""
+    done = assay("run", str(write(tmp_path / "t.yaml", text)), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    task = task_json(tmp_path, "e2", "big")
+    assert task["final_status"] == "SUCCESS", task["error_message"]
+    response = (latest(tmp_path) / "default/e2/big/00/response.txt").read_text()
+    assert response.split() == ["200000", "200000"]
+
+
+def test_corrupted_task_json_is_named_by_report(tmp_path: Path) -> None:
+    path = command_task(tmp_path, "echo positive")
+    assert assay("run", str(path), "-q", cwd=tmp_path).returncode == 0
+    broken = latest(tmp_path) / "default/t/a/00/task.json"
+    broken.write_text('{"trunc')
+    done = assay("report", str(latest(tmp_path)), cwd=tmp_path)
+    assert done.returncode == 2
+    assert "default/t/a/00/task.json" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_yaml_billion_laughs_is_refused_quickly(tmp_path: Path) -> None:
+    lines = ['a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    for level in range(1, 9):
+        aliases = ",".join([f"*a{level - 1}"] * 10)
+        lines.append(f"a{level}: &a{level} [{aliases}]")
+    path = write(tmp_path / "bomb.yaml", "\n".join(lines) + "\ntask_id: t1\n")
+    started = time.monotonic()
+    done = assay("plan", str(path), cwd=tmp_path)
+    assert done.returncode == 2
+    assert "expands to more than 1,000,000 values" in done.stderr
+    assert time.monotonic() - started < 15
+
+
+def test_unusable_output_paths_are_refused_before_any_row_runs(tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    path = command_task(tmp_path, f"touch {marker}; echo positive")
+    (tmp_path / "adir").mkdir()
+    done = assay("run", str(path), "--junit-xml", "adir", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "adir" in done.stderr and "Traceback" not in done.stderr
+    (tmp_path / "afile").write_text("")
+    done = assay("run", str(path), "--run-dir", "afile", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "afile" in done.stderr and "Traceback" not in done.stderr
+    assert not marker.exists()
+
+
+@pytest.mark.xfail(
+    strict=True, reason="only 'is a folder' is checked; the write fails after the run"
+)
+def test_unwritable_junit_path_is_refused_before_any_row_runs(tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    path = command_task(tmp_path, f"touch {marker}; echo positive")
+    done = assay("run", str(path), "--junit-xml", "/proc/assay-junit.xml", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    assert not marker.exists()
