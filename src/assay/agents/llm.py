@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 from pathlib import Path
+from typing import Protocol
 
 from assay.agents.base import AgentContext, AgentOutcome, OutcomeStatus
 from assay.errors import ModelError
@@ -22,8 +23,24 @@ from assay.sandbox.tempdir import Sandbox, SandboxEscape
 from assay.spec.task import LlmAgent
 
 
-def model_key(config: LlmAgent, base_dir: Path) -> ModelKey:
-    """The pool key of the model an ``llm`` agent uses."""
+class Endpoint(Protocol):
+    """What names a model endpoint in a task file: an ``llm`` agent or a ``qa.judge``."""
+
+    @property
+    def model(self) -> str: ...
+    @property
+    def base_url(self) -> str | None: ...
+    @property
+    def api_key_env(self) -> str | None: ...
+    @property
+    def request_timeout(self) -> float: ...
+    @property
+    def cache(self) -> bool: ...
+
+
+def model_key(config: Endpoint, base_dir: Path) -> ModelKey:
+    """The pool key of the model an ``llm`` agent (or a ``qa.judge``) uses; ``base_dir`` is
+    the task file's folder (a mock script's path is relative to it)."""
     return ModelKey(
         name=config.model,
         base_url=config.base_url,

@@ -9,22 +9,19 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
 from assay.cli.cache import cache_app
-from assay.cli.render import plan_as_json, print_plan, print_reports
-from assay.cli.running import ModelSettings, RunRequest
 from assay.errors import UsageError, UserError
-from assay.orchestration.expand import Selectors
-from assay.orchestration.experiment import Override
-from assay.orchestration.plan import Plan, PlanOptions, build_plan
-from assay.orchestration.runner import RunOptions, Stage
-from assay.providers.pricing import PriceTable
-from assay.reports.progress import make_progress
+
+if TYPE_CHECKING:  # the rest is imported by the commands that use it (fast start-up)
+    from assay.cli.running import ModelSettings, RunRequest
+    from assay.orchestration.plan import Plan, PlanOptions
+    from assay.orchestration.runner import Stage
 
 EXIT_USAGE = 2
 
@@ -127,6 +124,11 @@ def _options(
     model: str | None = None,
     store: str | None = None,
 ) -> PlanOptions:
+    from assay.orchestration.expand import Selectors
+    from assay.orchestration.experiment import Override
+    from assay.orchestration.plan import PlanOptions
+    from assay.providers.pricing import PriceTable
+
     table = PriceTable()
     try:
         if prices is not None:
@@ -160,6 +162,8 @@ def fail(error: UserError) -> typer.Exit:
 
 
 def _plan_or_exit(tasks: list[str] | None, options: PlanOptions) -> Plan:
+    from assay.orchestration.plan import build_plan
+
     try:
         plan = build_plan(tasks or [], options)
     except UserError as exc:
@@ -192,6 +196,7 @@ RetryErrors = Annotated[
 def _model_settings(
     max_retries: int, timeout: float | None, cache: bool, cache_expiry: str | None
 ) -> ModelSettings:
+    from assay.cli.running import ModelSettings
     from assay.providers.cache import parse_duration
 
     try:
@@ -210,6 +215,7 @@ def _execute(
     *,
     resume: str | None,
 ) -> None:
+    from assay.cli.render import print_reports
     from assay.cli.running import resume_run, start_run
 
     store_url = options.store_url
@@ -290,6 +296,10 @@ def run(
     store: StoreOpt = None,
 ) -> None:
     """Run agents on every selected row, grade them, and write the reports."""
+    from assay.cli.running import RunRequest
+    from assay.orchestration.runner import RunOptions
+    from assay.reports.progress import make_progress
+
     options = _options(sample, sample_per_stratum, split, tags, exclude_tags, include_skipped,
                        repeats, prices=prices, experiment=experiment, sets=set_,
                        model=model, store=store)  # fmt: skip
@@ -331,6 +341,10 @@ def execute(
     store: StoreOpt = None,
 ) -> None:
     """Run agents only (rows NOT_GRADED, sandboxes kept); grade later with `assay evaluate`."""
+    from assay.cli.running import RunRequest
+    from assay.orchestration.runner import RunOptions
+    from assay.reports.progress import make_progress
+
     options = _options(sample, sample_per_stratum, split, tags, exclude_tags, include_skipped,
                        repeats, prices=prices, experiment=experiment, sets=set_,
                        model=model, store=store)  # fmt: skip
@@ -365,6 +379,8 @@ def plan(
 ) -> None:
     """Show the expansion, the row selection and each variant's resolved configuration (with
     where each value came from); run nothing. Exits 2 on invalid input."""
+    from assay.cli.render import plan_as_json, print_plan
+
     options = _options(sample, sample_per_stratum, split, tags, exclude_tags, include_skipped,
                        repeats, prices=prices, experiment=experiment, sets=set_,
                        model=model, store=store)  # fmt: skip
@@ -379,9 +395,66 @@ RunDirArg = Annotated[str, typer.Argument(help="A run directory, e.g. runs/lates
 
 
 @app.command()
-def evaluate(run_dir: RunDirArg, jobs: Jobs = 4, junit_xml: Junit = None) -> None:
-    """Grade a finished run again without running agents, and rewrite its reports."""
+def evaluate(
+    run_dir: Annotated[
+        str, typer.Argument(help="A run directory (runs/latest) or a prediction.jsonl file.")
+    ],
+    jobs: Jobs = 4,
+    junit_xml: Junit = None,
+    task: Annotated[
+        Path | None,
+        typer.Option("--task", help="prediction.jsonl: grade with this task file's qa: block."),
+    ] = None,
+    judge: Annotated[
+        str | None,
+        typer.Option("--judge", help="prediction.jsonl: judge model for open questions."),
+    ] = None,
+    judge_retries: Annotated[
+        int | None, typer.Option("--judge-retries", min=0, max=10, help="Judge retries.")
+    ] = None,
+    include_story: Annotated[
+        bool | None,
+        typer.Option("--include-story/--no-include-story", help="Show the judge the story."),
+    ] = None,
+    group_by: Annotated[
+        list[str] | None,
+        typer.Option("--group-by", help="prediction.jsonl: group accuracy by this path."),
+    ] = None,
+    metrics_hook: Annotated[
+        Path | None,
+        typer.Option("--metrics-hook", help="prediction.jsonl: compute_metrics(...) file."),
+    ] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="prediction.jsonl: where metrics.json goes."),
+    ] = None,
+) -> None:
+    """Grade a finished run again without running agents, and rewrite its reports; or grade
+    a QA prediction.jsonl file and write its metrics.json."""
+
+    if Path(run_dir).is_file():
+        from assay.cli.predictions import PredictionOptions, evaluate_predictions
+        from assay.cli.render import print_prediction_report
+
+        options = PredictionOptions(
+            task=task, judge_model=judge, judge_retries=judge_retries,
+            include_story=include_story, group_by=tuple(group_by or ()),
+            metrics_hook=metrics_hook, output=output, jobs=jobs,
+        )  # fmt: skip
+        try:
+            report = evaluate_predictions(Path(run_dir), options)
+        except UserError as exc:
+            raise fail(exc) from None
+        print_prediction_report(report)
+        raise typer.Exit(0)
+    file_only = [task, judge, judge_retries, include_story, group_by, metrics_hook, output]
+    if any(value not in (None, []) for value in file_only):
+        raise fail(UsageError(
+            "--task, --judge, --judge-retries, --include-story, --group-by, --metrics-hook "
+            "and --output apply to a prediction.jsonl file; a run is graded with its own task",
+        )) from None  # fmt: skip
     from assay.cli.regrade import evaluate_run, resolve_run_dir
+    from assay.cli.render import print_reports
 
     try:
         folder = resolve_run_dir(run_dir)
@@ -396,6 +469,7 @@ def evaluate(run_dir: RunDirArg, jobs: Jobs = 4, junit_xml: Junit = None) -> Non
 def report(run_dir: RunDirArg, junit_xml: Junit = None) -> None:
     """Rebuild suite.json/md, run.json/md (and JUnit XML) from a run's task.json files."""
     from assay.cli.regrade import rebuild_reports, resolve_run_dir
+    from assay.cli.render import print_reports
 
     try:
         folder = resolve_run_dir(run_dir)

@@ -15,7 +15,7 @@ import shutil
 import tempfile
 from datetime import datetime
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
@@ -24,7 +24,11 @@ from assay.criteria.base import CriterionRegistry, GradingContext, needs_sandbox
 from assay.criteria.registry import default_criteria
 from assay.errors import UsageError
 from assay.orchestration.grading import final_status, grade, weighted_score
+from assay.orchestration.qa_rows import judge_key
 from assay.orchestration.runner import SANDBOX_DIR, Stage, row_env
+from assay.providers.pool import ModelKey, ModelPool, PoolSettings, default_registry
+from assay.qa import PredictionRecord
+from assay.qa.schema import OPEN_TYPES
 from assay.reports.writer import Reports, RunMeta, write_reports
 from assay.results.io import read_json, write_model_atomic
 from assay.results.plan_record import PLAN_FILE, PlanRecord
@@ -33,6 +37,7 @@ from assay.results.status import FinalStatus
 from assay.results.task_result import EvaluationResult
 from assay.sandbox.process import use_pidfd_child_watcher
 from assay.sandbox.tempdir import Sandbox
+from assay.spec.qa import QaJudge
 from assay.spec.task import TaskDefinition
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
@@ -196,6 +201,14 @@ _KEEP_STATUS: dict[FinalStatus, OutcomeStatus] = {
 }
 
 
+def agent_status(result: EvaluationResult) -> OutcomeStatus:
+    """How the row's agent ended, as recorded: an ``ERROR`` row whose agent finished but
+    whose grader failed (a judge error) is graded again."""
+    if any(c.grader_failed for c in result.success_criteria_results):
+        return "completed"
+    return _KEEP_STATUS.get(result.final_status, "completed")
+
+
 def evaluate_run(run_dir: Path, *, jobs: int, junit_path: Path | None = None) -> Reports:
     """``assay evaluate``: grade every row again from its response and kept sandbox.
 
@@ -210,17 +223,22 @@ def evaluate_run(run_dir: Path, *, jobs: int, junit_path: Path | None = None) ->
     _check_sandboxes_kept(run_dir, rows)
     started = datetime.now()
     registry = default_criteria()
+    pool = ModelPool(default_registry(), PoolSettings(parallel=max(1, jobs)))
 
     async def regrade(
         path: Path, result: EvaluationResult, limit: asyncio.Semaphore
     ) -> EvaluationResult:
         async with limit:
-            return await _regrade_one(path, result, registry)
+            return await _regrade_one(path, result, registry, pool)
 
     async def main() -> list[EvaluationResult]:
         use_pidfd_child_watcher()
         limit = asyncio.Semaphore(max(1, jobs))
-        return list(await asyncio.gather(*(regrade(p, r, limit) for p, r in rows)))
+        try:
+            await pool.start(judge_keys([r for _, r in rows]))
+            return list(await asyncio.gather(*(regrade(p, r, limit) for p, r in rows)))
+        finally:
+            await pool.aclose()
 
     results = asyncio.run(main())
     meta = previous_meta(run_dir, "evaluate")
@@ -231,7 +249,7 @@ def evaluate_run(run_dir: Path, *, jobs: int, junit_path: Path | None = None) ->
 def _check_sandboxes_kept(run_dir: Path, rows: list[tuple[Path, EvaluationResult]]) -> None:
     missing = []
     for path, result in rows:
-        if _KEEP_STATUS.get(result.final_status) == "error":
+        if agent_status(result) == "error":
             continue
         task = TaskDefinition.model_validate(result.task_config.resolved)
         kept = (path.parent / SANDBOX_DIR).is_dir()
@@ -246,11 +264,38 @@ def _check_sandboxes_kept(run_dir: Path, rows: list[tuple[Path, EvaluationResult
         )
 
 
+def judge_keys(results: list[EvaluationResult]) -> list[ModelKey]:
+    """The judge models that open QA rows need, to start once before grading."""
+    keys: dict[ModelKey, None] = {}
+    for result in results:
+        record = result.qa_record
+        qa = result.task_config.resolved.get("qa")
+        if record is None or not qa or not qa.get("judge"):
+            continue
+        if record.get("prompt_type") in OPEN_TYPES and agent_status(result) != "error":
+            judge = QaJudge.model_validate(qa["judge"])
+            keys[judge_key(judge, Path(result.task_config.task_dir or "."))] = None
+    return list(keys)
+
+
+def _qa_context(result: EvaluationResult, task: TaskDefinition, pool: ModelPool) -> dict[str, Any]:
+    """The QA item and judge a ``qa:`` row is graded with (from its recorded record)."""
+    if result.qa_record is None or task.qa is None:
+        return {}
+    judge = task.qa.judge
+    base_dir = Path(result.task_config.task_dir or ".")
+    return {
+        "qa_item": PredictionRecord.model_validate(result.qa_record).to_item(),
+        "judge": pool.get(judge_key(judge, base_dir)) if judge is not None else None,
+        "judge_settings": judge,
+    }
+
+
 async def _regrade_one(
-    path: Path, result: EvaluationResult, registry: CriterionRegistry
+    path: Path, result: EvaluationResult, registry: CriterionRegistry, pool: ModelPool
 ) -> EvaluationResult:
-    agent_status = _KEEP_STATUS.get(result.final_status, "completed")
-    if agent_status == "error":
+    status_of_agent = agent_status(result)
+    if status_of_agent == "error":
         return result
     task = TaskDefinition.model_validate(result.task_config.resolved)
     directory = path.parent
@@ -272,19 +317,33 @@ async def _regrade_one(
             sandbox=scratch.root if scratch else None,
             task_dir=Path(result.task_config.task_dir) if result.task_config.task_dir else None,
         )
-        context = GradingContext(sandbox=scratch, response=response, env=env)
+        context = GradingContext(
+            sandbox=scratch, response=response, env=env, **_qa_context(result, task, pool)
+        )
         criteria = await grade(list(task.success_criteria), context, registry)
     finally:
         if scratch is not None:
             shutil.rmtree(scratch.root.parent, ignore_errors=True)
-    status = final_status(agent_status, criteria, graded=True)
+    status = final_status(status_of_agent, criteria, graded=True)
     updated = result.model_copy(
         update={
             "success_criteria_results": criteria,
             "final_status": status,
             "weighted_score": weighted_score(criteria) if criteria else None,
-            "error_message": result.error_message if status is not FinalStatus.SUCCESS else None,
+            "error_message": _message(status, result, criteria),
         }
     )
     write_model_atomic(path, updated)
     return updated
+
+
+def _message(status: FinalStatus, result: EvaluationResult, criteria: list[Any]) -> str | None:
+    """The row's error message after grading again: a grader's failure, or the agent's."""
+    if status is FinalStatus.SUCCESS:
+        return None
+    failed: str | None = next((c.error for c in criteria if c.grader_failed and c.error), None)
+    if failed is not None:
+        return failed
+    previous = result.error_message
+    was_grader = any(c.grader_failed for c in result.success_criteria_results)
+    return None if was_grader else previous

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -14,6 +14,9 @@ from assay.orchestration.plan import Plan, PlannedTask
 from assay.reports.markdown import fmt, plural
 from assay.reports.writer import Reports
 from assay.results.suite import SuiteRollup
+
+if TYPE_CHECKING:
+    from assay.cli.predictions import PredictionReport
 
 HEADLINE_METRICS = ("accuracy", "macro_f1", "mean")
 
@@ -190,3 +193,24 @@ def print_reports(run_dir: Path, reports: Reports) -> None:
     if summary.interrupted:
         console.print("[yellow]interrupted[/]: finished rows are kept", markup=True)
     console.print(f"reports: {run_dir}/run.md")
+
+
+def print_prediction_report(report: PredictionReport) -> None:
+    """One line per replicate (accuracy, Wilson 95% interval, counts) and where
+    ``metrics.json`` went."""
+    console = _out()
+    for index, metrics in enumerate(report.document["all_metrics"]):
+        ci = metrics.get("accuracy_ci")
+        interval = f" [{ci['low']:.3f}, {ci['high']:.3f}]" if ci else ""
+        accuracy = metrics.get("accuracy")
+        shown = "—" if accuracy is None else f"{accuracy:.3f}"
+        console.print(
+            escape(
+                f"replicate {index}: accuracy {shown}{interval} · correct "
+                f"{metrics.get('correct')}/{metrics.get('graded')} graded of "
+                f"{metrics.get('total')} · extraction_failed {metrics.get('extraction_failed')}"
+                f" · content_none {metrics.get('content_none')} · judge_errors "
+                f"{metrics.get('judge_errors')} · answer_errors {metrics.get('answer_errors')}"
+            )
+        )
+    console.print(escape(f"{report.records} records graded; metrics: {report.output}"))

@@ -18,17 +18,21 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from rich.console import Console
+from rich.markup import escape
+
 from assay.criteria.registry import default_criteria
 from assay.errors import UsageError
 from assay.orchestration.expand import Selectors
 from assay.orchestration.experiment import Override
 from assay.orchestration.plan import Plan, PlanOptions, WorkItem, build_plan
 from assay.orchestration.rundir import create_run_dir, item_dir, point_latest
-from assay.orchestration.runner import Runner, RunOptions, model_keys
+from assay.orchestration.runner import Runner, RunOptions, judge_keys, model_keys
 from assay.providers.cache import ResponseCache
 from assay.providers.pool import ModelPool, PoolSettings, ProviderRegistry, default_registry
 from assay.providers.pricing import PriceTable
 from assay.providers.retry import RetryPolicy
+from assay.qa import check_judge
 from assay.reports.progress import Progress
 from assay.reports.writer import Reports, RunMeta, write_reports
 from assay.results.io import read_json
@@ -280,6 +284,8 @@ def _run(
         stop_on_sigterm()
         try:
             await pool.start(model_keys(plan))
+            if request.options.stage == "run":
+                plan.warnings.extend(await check_judges(plan, pool))
             request.progress.start(len(items), already_done=len(kept))
             outcome = await runner.execute(items, request.progress.advance)
             return outcome.results, outcome.interrupted
@@ -302,6 +308,31 @@ def _run(
     meta = _meta(plan, record, run_dir, request, finished, interrupted=interrupted, now=ended)
     return write_reports(run_dir, finished, meta, default_criteria(),
                          junit_path=request.junit_path)  # fmt: skip
+
+
+async def check_judges(plan: Plan, pool: ModelPool) -> list[str]:
+    """Sanity-check every judge of the plan (:func:`assay.qa.check_judge`); a warning, also
+    printed at once, for each judge that gets an obvious case wrong."""
+    warnings = []
+    seen: set[tuple[str, str | None, str | None, str]] = set()
+    for key in judge_keys(plan, checked_only=True):
+        where = key.base_dir if key.name.startswith("mock/") else ""  # a script per folder
+        if (key.name, key.base_url, key.api_key_env, where) in seen:
+            continue  # one check per judge endpoint
+        seen.add((key.name, key.base_url, key.api_key_env, where))
+        check = await check_judge(pool.get(key))
+        if check.passed:
+            continue
+        wrong = [f"{text!r} judged {verdict}" for text, expected, verdict in check.probes
+                 if verdict != expected]  # fmt: skip
+        warning = (
+            f"judge {key.name} failed its sanity check (answers to 'What is the capital of "
+            f"France?': {'; '.join(wrong)}): its verdicts on open questions are not a "
+            "measurement; use a stronger judge model (qa.judge.model)"
+        )
+        Console(stderr=True).print(f"[yellow]warning:[/] {escape(warning)}", markup=True)
+        warnings.append(warning)
+    return warnings
 
 
 def _reload(

@@ -11,13 +11,18 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from assay.metrics.descriptive import describe
 from assay.metrics.values import MetricTable
 from assay.results.task_result import BasicCriterionResult, CriterionResult
 from assay.sandbox.tempdir import Sandbox, SandboxEscape
 from assay.spec.criteria import CriterionSpec
+from assay.spec.qa import QaJudge
+
+if TYPE_CHECKING:
+    from assay.providers.base import Model
+    from assay.qa.item import QaItem
 
 MAX_READ_BYTES = 64 * 1024 * 1024
 
@@ -30,11 +35,17 @@ class GradingContext:
         sandbox: the row's sandbox after the agent, or ``None`` when it was not preserved.
         response: the agent's final response, or ``None`` when it gave none.
         env: the environment for commands run by criteria.
+        qa_item: the row's QA item (prompt, shuffled options, answers), for a ``qa:`` row.
+        judge: the started judge model of a ``qa:`` task with ``qa.judge``.
+        judge_settings: that ``qa.judge`` block (retries, story, rules).
     """
 
     sandbox: Sandbox | None
     response: str | None
     env: dict[str, str] = field(default_factory=dict)
+    qa_item: QaItem | None = None
+    judge: Model | None = None
+    judge_settings: QaJudge | None = None
 
 
 @dataclass(frozen=True)

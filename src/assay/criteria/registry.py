@@ -6,6 +6,7 @@ from assay.criteria.base import CriterionRegistry
 from assay.criteria.classification import ClassificationChecker
 from assay.criteria.commands import RunCommandChecker
 from assay.criteria.files import FileCheckChecker, FileExistsChecker
+from assay.criteria.qa import QaChecker
 from assay.criteria.response import ResponseMatchChecker
 
 
@@ -18,6 +19,7 @@ def default_criteria() -> CriterionRegistry:
         RunCommandChecker(),
         ClassificationChecker(),
         ResponseMatchChecker(),
+        QaChecker(),
     ):
         registry.register(checker)
     return registry

@@ -32,8 +32,16 @@ from assay.data.substitute import (
     substitute_tree,
 )
 from assay.errors import DatasetError, SelectionError
+from assay.orchestration.qa_rows import (
+    check_items,
+    explicit_ids,
+    make_item,
+    qa_samples,
+    templates_of,
+)
 from assay.orchestration.store_rows import StoreSource, read_store_rows
 from assay.orchestration.task_loader import LoadedTask
+from assay.qa import QaItem, QaSample
 from assay.results.suite import DatasetRecord, SelectionRecord
 from assay.spec.criteria import ClassificationMatch, Criterion, CriterionSpec
 from assay.spec.task import ID_PATTERN, TaskDefinition
@@ -89,6 +97,7 @@ class RowTask:
     row_index: int | None = None
     row: dict[str, Any] | None = None
     store: StoreSource | None = None
+    qa: QaSample | None = None
 
     @property
     def trace_id(self) -> str | None:
@@ -109,24 +118,38 @@ class RowTask:
         """The task file's ``task_id`` for a row-task, else ``None``."""
         return self.source.definition.task_id if self.row_id is not None else None
 
-    def resolve(self, variant: TaskDefinition | None = None) -> TaskDefinition:
-        """The row-task as it runs: placeholders substituted, ``dataset`` cleared.
+    def qa_item(self, variant: TaskDefinition | None = None, replicate: int = 0) -> QaItem | None:
+        """The QA item of this row in ``replicate`` (its prompt and shuffled options), or
+        ``None`` for a row of a task without ``qa:``."""
+        task = variant or self.source.definition
+        if self.qa is None or task.qa is None:
+            return None
+        named = task.model_copy(update={"suite_id": self.source.definition.task_id})
+        return make_item(self.qa, named, replicate, templates_of(task.qa))
+
+    def resolve(self, variant: TaskDefinition | None = None, replicate: int = 0) -> TaskDefinition:
+        """The row-task as it runs: placeholders substituted, ``dataset`` cleared; a QA row's
+        prompt is built for ``replicate``.
 
         Args:
             variant: the task as a variant merged it (its prompt and agent); the criteria
                 are always the task file's.
+            replicate: 0-based; the option order of a QA row depends on it.
         """
         task = variant or self.source.definition
         if self.row is None:
             return task
-        prompt = task.initial_prompt
+        item = self.qa_item(variant, replicate)
+        prompt = item.prompt if item is not None else task.initial_prompt
+        if item is None and prompt is not None:
+            prompt = substitute(prompt, self.row)
         return task.model_copy(
             update={
                 "task_id": self.task_id,
                 "suite_id": self.source.definition.task_id,
                 "row_id": self.row_id,
                 "dataset": None,
-                "initial_prompt": substitute(prompt, self.row) if prompt is not None else None,
+                "initial_prompt": prompt,
                 "success_criteria": [t.resolve(self.row) for t in self.templates],
             }
         )
@@ -248,7 +271,14 @@ def expand_dataset(
             file=loaded.display,
             line=loaded.document.line_of(("dataset",)),
         )
-    ids = check_row_ids(rows, loaded)
+    samples: list[QaSample | None] = [None] * len(rows.items)
+    qa_warnings: list[str] = []
+    if task.qa is None:
+        ids = check_row_ids(rows, loaded)
+    else:
+        explicit = check_row_ids(rows, loaded) if explicit_ids(task) else None
+        found, ids, qa_warnings = qa_samples(rows, task, explicit)
+        samples = list(found)
     check_placeholders(rows, loaded, ids)
     if fixed_row_ids is not None:
         selection = fixed_selection(ids, fixed_row_ids, task_id=task.task_id)
@@ -256,12 +286,32 @@ def expand_dataset(
         request = selection_request(task, selectors or Selectors())
         selection = select_rows(rows.items, request, task_id=task.task_id)
     row_tasks = [
-        RowTask(loaded, templates, ids[i], i, rows.items[i], store) for i in selection.indexes
+        RowTask(loaded, templates, ids[i], i, rows.items[i], store, samples[i])
+        for i in selection.indexes
     ]
     _validate_substituted(row_tasks, templates, rows)
+    if task.qa is not None:
+        check_qa_rows(loaded, row_tasks, rows, task)
     warnings = [*selection.warnings, *_label_warnings(row_tasks, templates, loaded),
-                *_boolean_warnings(loaded)]  # fmt: skip
+                *_boolean_warnings(loaded), *qa_warnings]  # fmt: skip
     return Expansion(loaded, row_tasks, rows, selection, warnings, ids, store)
+
+
+def check_qa_rows(
+    loaded: LoadedTask, row_tasks: list[RowTask], rows: Rows, task: TaskDefinition
+) -> None:
+    """Render every selected QA row under ``task`` (the task file's or a variant's ``qa:``).
+
+    Raises:
+        TaskFileError: a bad template; DatasetError: a sample with too many options.
+    """
+    selected = [
+        (row_task.qa, rows.origin(row_task.row_index))
+        for row_task in row_tasks
+        if row_task.qa is not None and row_task.row_index is not None
+    ]
+    named = task.model_copy(update={"suite_id": loaded.definition.task_id})
+    check_items(selected, named, file=loaded.display, line_of=loaded.document.line_of)
 
 
 def _label_warnings(

@@ -75,7 +75,8 @@ def final_status(
 ) -> FinalStatus:
     """The row's status from the agent's outcome and the criteria's results.
 
-    An agent error is ``ERROR`` (no criteria ran); a timeout or a spent token budget keeps
+    An agent error is ``ERROR`` (no criteria ran), and so is a gating criterion whose grader
+    failed (a judge without a verdict); a timeout or a spent token budget keeps
     its own failed status even when criteria pass; without grading it is ``NOT_GRADED``.
     """
     if agent_status == "error":
@@ -84,4 +85,6 @@ def final_status(
         return _AGENT_STATUS[agent_status]
     if not graded:
         return FinalStatus.NOT_GRADED
+    if any(r.gating and r.grader_failed for r in results):
+        return FinalStatus.ERROR
     return FinalStatus.SUCCESS if passed(results) else FinalStatus.FAILURE

@@ -20,6 +20,7 @@ from assay.orchestration.expand import (
     RowTask,
     Selectors,
     check_placeholders,
+    check_qa_rows,
     expand_dataset,
     selection_request,
 )
@@ -30,9 +31,11 @@ from assay.orchestration.experiment import (
     load_experiment,
     resolve_variant,
 )
+from assay.orchestration.qa_rows import judge_key
 from assay.orchestration.task_loader import LoadedTask, load_task
 from assay.providers.pool import ProviderRegistry, default_registry
 from assay.providers.pricing import PriceTable
+from assay.qa import QaItem
 from assay.results.run import SkippedTask, TaskSelection
 from assay.spec.experiment import Experiment
 from assay.spec.task import LlmAgent, TaskDefinition
@@ -71,7 +74,11 @@ class WorkItem:
 
     def resolve(self) -> TaskDefinition:
         """The row-task as this variant runs it."""
-        return self.row_task.resolve(self.variant.definition)
+        return self.row_task.resolve(self.variant.definition, self.replicate)
+
+    def qa_item(self) -> QaItem | None:
+        """The QA item this work item asks (``None`` outside ``qa:`` tasks)."""
+        return self.row_task.qa_item(self.variant.definition, self.replicate)
 
 
 @dataclass
@@ -235,13 +242,30 @@ def _variants(
             prompt = variant.definition.initial_prompt
             if prompt != loaded.definition.initial_prompt:
                 check_placeholders(expansion.rows, loaded, expansion.ids, prompt=prompt)
+            qa = variant.definition.qa
+            if qa is not None and qa != loaded.definition.qa:
+                check_qa_rows(loaded, expansion.row_tasks, expansion.rows, variant.definition)
     return variants
+
+
+def _check_judge(loaded: LoadedTask, task: TaskDefinition, registry: ProviderRegistry) -> None:
+    """A ``qa.judge`` model's provider exists and can start (weights, API key, script)."""
+    if task.qa is None or task.qa.judge is None:
+        return
+    try:
+        registry.preflight(judge_key(task.qa.judge, loaded.base_dir))
+    except UserError as exc:
+        line = loaded.document.line_of(("qa", "judge", "model"))
+        raise TaskFileError(
+            exc.message, field="qa.judge.model", hint=exc.hint, file=loaded.display, line=line
+        ) from None
 
 
 def _check_model(
     loaded: LoadedTask, task: TaskDefinition, registry: ProviderRegistry, prices: PriceTable
 ) -> None:
     """The model's provider exists; a cost limit has a price to be checked against."""
+    _check_judge(loaded, task, registry)
     agent = task.agent
     if not isinstance(agent, LlmAgent):
         return

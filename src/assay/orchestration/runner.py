@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from assay.agents.base import AgentContext, AgentOutcome
 from assay.agents.llm import model_key
@@ -27,11 +27,15 @@ from assay.criteria.base import CriterionRegistry, GradingContext, needs_sandbox
 from assay.errors import AssayError, SandboxError
 from assay.orchestration.expand import RowTask
 from assay.orchestration.grading import final_status, grade, weighted_score
-from assay.orchestration.plan import Plan, WorkItem
+from assay.orchestration.plan import Plan, PlannedTask, WorkItem
+from assay.orchestration.qa_rows import judge_key
 from assay.orchestration.rundir import item_dir
 from assay.orchestration.store_rows import trace_reader
+from assay.providers.base import Model
 from assay.providers.managed import OnRetry
 from assay.providers.pool import ModelKey, ModelPool
+from assay.qa import PredictionRecord, QaItem
+from assay.qa.schema import OPEN_TYPES, route
 from assay.results.io import write_json_atomic, write_model_atomic, write_text_atomic
 from assay.results.status import FinalStatus
 from assay.results.task_result import (
@@ -47,7 +51,9 @@ from assay.results.trace import Span, new_trace_id, to_otlp_json
 from assay.sandbox.process import run_process, tail
 from assay.sandbox.tempdir import Sandbox
 from assay.spec.task import LlmAgent, NoneAgent, TaskDefinition
-from assay.store import Store, final_output
+
+if TYPE_CHECKING:
+    from assay.store import Store
 
 Stage = Literal["run", "execute"]
 SANDBOX_DIR = "sandbox"
@@ -85,6 +91,7 @@ class _Row:
     started: datetime = field(default_factory=datetime.now)
     clock: float = field(default_factory=time.perf_counter)
     log: list[str] = field(default_factory=list)
+    qa: QaItem | None = None
     pre_run: list[CommandResult] = field(default_factory=list)
     post_run: list[CommandResult] = field(default_factory=list)
 
@@ -138,7 +145,30 @@ def model_keys(plan: Plan) -> list[ModelKey]:
             agent = variant.definition.agent
             if isinstance(agent, LlmAgent):
                 keys[model_key(agent, planned.loaded.base_dir)] = None
+    keys.update(dict.fromkeys(judge_keys(plan)))
     return list(keys)
+
+
+def judge_keys(plan: Plan, *, checked_only: bool = False) -> list[ModelKey]:
+    """The judge models of ``qa:`` tasks that ask open questions (``checked_only``: those
+    whose ``qa.judge.check`` is on)."""
+    keys: dict[ModelKey, None] = {}
+    for planned in plan.tasks:
+        for variant in planned.variants:
+            qa = variant.definition.qa
+            if qa is None or qa.judge is None or (checked_only and not qa.judge.check):
+                continue
+            if _asks_open(planned, qa.as_open):
+                keys[judge_key(qa.judge, planned.loaded.base_dir)] = None
+    return list(keys)
+
+
+def _asks_open(planned: PlannedTask, as_open: bool) -> bool:
+    """Some selected row of ``planned`` is an open question (so its judge may be needed)."""
+    return any(
+        t.qa is not None and route(t.qa, as_open=as_open) in OPEN_TYPES
+        for t in planned.expansion.row_tasks
+    )
 
 
 class Runner:
@@ -245,7 +275,7 @@ class Runner:
             row_id=task.row_id,
             replicate=item.replicate,
         )
-        return _Row(item, task, directory)
+        return _Row(item, task, directory, qa=item.qa_item())
 
     async def _execute(self, row: _Row) -> tuple[EvaluationResult, AgentOutcome]:
         task, directory = row.task, row.directory
@@ -266,6 +296,8 @@ class Runner:
     def _replay(self, row_task: RowTask) -> AgentOutcome:
         """A trace-backed row graded without an agent: its final response is the stored
         trace's output, and the stored trace becomes the row's ``trace.json``."""
+        from assay.store.traces import final_output  # SQLAlchemy only for store tasks
+
         assert row_task.store is not None and row_task.trace_id is not None
         store = self._stores.get(row_task.store.url)
         if store is None:
@@ -331,7 +363,11 @@ class Runner:
             f" ({outcome.error})" if outcome.error else ""))  # fmt: skip
         results: list[CriterionResult] = []
         if outcome.status != "error" and self.options.stage == "run":
-            grading = GradingContext(sandbox=sandbox, response=outcome.response, env=env)
+            grading = GradingContext(
+                sandbox=sandbox, response=outcome.response, env=env, qa_item=row.qa,
+                judge=self._judge(task, base_dir),
+                judge_settings=task.qa.judge if task.qa else None,
+            )  # fmt: skip
             results = await grade(list(task.success_criteria), grading, self.criteria)
             for result in results:
                 row.note(f"criterion {result.criterion_type}: score {result.score:.3f} "
@@ -339,6 +375,11 @@ class Runner:
         if sandbox is not None:
             await self._post_run(row, sandbox, env)
         return self._finish(row, outcome, results, sandbox)
+
+    def _judge(self, task: TaskDefinition, base_dir: Path) -> Model | None:
+        if task.qa is None or task.qa.judge is None:
+            return None
+        return self.pool.get(judge_key(task.qa.judge, base_dir))
 
     async def _pre_run(self, row: _Row, sandbox: Sandbox, env: dict[str, str]) -> str | None:
         for command in row.task.pre_run:
@@ -396,7 +437,7 @@ class Runner:
             final_status=status,
             weighted_score=weighted_score(results) if results else None,
             success_criteria_results=results,
-            error_message=outcome.error if status is not FinalStatus.SUCCESS else None,
+            error_message=_error_message(status, outcome, results),
             agent=AgentRecord(
                 exit_code=outcome.exit_code,
                 timed_out=outcome.status == "timeout",
@@ -414,6 +455,7 @@ class Runner:
             post_run_results=row.post_run,
             sandbox_path=(kept.relative_to(self.run_dir).as_posix() if kept else None),
             row=item.row_task.row,
+            qa_record=_qa_record(row.qa, outcome),
             task_config=TaskConfigRecord(
                 resolved=task.model_dump(mode="json", exclude_none=True),
                 source_file=item.row_task.source.display,
@@ -427,6 +469,32 @@ async def _cancel(workers: list[asyncio.Task[None]]) -> None:
     for task in workers:
         task.cancel()
     await asyncio.gather(*workers, return_exceptions=True)
+
+
+def _error_message(
+    status: FinalStatus, outcome: AgentOutcome, results: list[CriterionResult]
+) -> str | None:
+    """Why a row did not succeed: the agent's error, else a grader's failure."""
+    if status is FinalStatus.SUCCESS:
+        return None
+    if outcome.error is None and status is FinalStatus.ERROR:
+        return next((r.error for r in results if r.grader_failed and r.error), None)
+    return outcome.error
+
+
+def _qa_record(item: QaItem | None, outcome: AgentOutcome) -> dict[str, Any] | None:
+    """The ``prediction.jsonl`` record of a QA row: the item and what the model answered
+    (no content and the error when the agent failed)."""
+    if item is None:
+        return None
+    failed = outcome.status == "error"
+    record = PredictionRecord.from_item(
+        item,
+        content=None if failed else outcome.response,
+        model=outcome.model_used,
+        error=(outcome.error or "the agent failed") if failed else None,
+    )
+    return record.model_dump(mode="json")
 
 
 def _first_line(text: str) -> str:

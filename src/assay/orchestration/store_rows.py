@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from array import array
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from assay.data.rows import Rows, RowSource
-from assay.store import Store, VersionInfo, open_store
-from assay.store.engine import display_url, resolve_url
+
+if TYPE_CHECKING:  # the store (SQLAlchemy) is imported only by tasks that read it
+    from assay.store import Store, VersionInfo
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,9 @@ def read_store_rows(
     Raises:
         StoreError: unknown store, dataset or version (naming the versions that exist).
     """
+    from assay.store import open_store
+    from assay.store.engine import display_url, resolve_url
+
     resolved_url = resolve_url(url)
     store = open_store(resolved_url)
     try:
@@ -72,4 +76,6 @@ def _row(data: dict[str, Any], example_id: str, store_id: str, task_id: str) -> 
 
 def trace_reader(url: str) -> Store:
     """A store handle to read traces from while a run grades trace-backed rows."""
+    from assay.store import open_store
+
     return open_store(url)

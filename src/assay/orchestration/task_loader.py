@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from assay.data.substitute import PLACEHOLDER, lookalikes, string_leaves
 from assay.errors import TaskFileError
 from assay.orchestration.thresholds import check_threshold_names
+from assay.qa import QaTemplates, load_metrics_hook
 from assay.spec.base import ScreenError, screen
 from assay.spec.source import Loc, YamlDocument, field_path, read_yaml
 from assay.spec.task import TaskDefinition, TemplateDir
@@ -93,6 +94,7 @@ def load_task(path: Path) -> LoadedTask:
     definition = _validate(raw, display, document)
     check_threshold_names(definition, display=display, document=document)
     check_templates(definition, base_dir=base_dir, display=display, document=document)
+    check_qa(definition, base_dir=base_dir, display=display, document=document)
     warnings += lint_placeholders(data, definition, display=display, document=document)
     return LoadedTask(definition, path, display, base_dir, document, warnings)
 
@@ -221,6 +223,33 @@ def check_templates(
                 field=field_path(loc),
                 hint="the path is relative to the task file's folder",
             )
+
+
+def check_qa(task: TaskDefinition, *, base_dir: Path, display: str, document: YamlDocument) -> None:
+    """A ``qa:`` block's templates are valid and its metrics hook imports, before any row.
+
+    Raises:
+        TaskFileError: naming ``qa.templates.<name>`` or ``qa.metrics_hook`` and its line.
+    """
+    if task.qa is None:
+        return
+    try:
+        QaTemplates.from_mapping(task.qa.templates, file=display)
+    except TaskFileError as exc:
+        loc = tuple((exc.field or "qa.templates").split("."))
+        raise TaskFileError(exc.message, file=display, line=document.line_of(loc),
+                            field=exc.field, hint=exc.hint) from None  # fmt: skip
+    if task.qa.metrics_hook is not None:
+        path = Path(task.qa.metrics_hook)
+        path = path if path.is_absolute() else base_dir / path
+        try:
+            load_metrics_hook(path)
+        except TaskFileError as exc:
+            loc, loc_name = ("qa", "metrics_hook"), "qa.metrics_hook"
+            hint = exc.hint or "the path is relative to the task file's folder"
+            raise TaskFileError(
+                exc.message, file=display, line=document.line_of(loc), field=loc_name, hint=hint
+            ) from None
 
 
 def lint_placeholders(

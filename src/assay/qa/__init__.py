@@ -26,7 +26,15 @@ from assay.qa.grading import (
 )
 from assay.qa.hooks import MetricsHook, check_hook_result, load_metrics_hook
 from assay.qa.item import QaItem, build_item
-from assay.qa.judge import VERDICT_SCHEMA, JudgeVerdict, judge_messages, judge_open, parse_verdict
+from assay.qa.judge import (
+    VERDICT_SCHEMA,
+    JudgeCheck,
+    JudgeVerdict,
+    check_judge,
+    judge_messages,
+    judge_open,
+    parse_verdict,
+)
 from assay.qa.metrics import (
     average_metrics,
     base_metrics,
@@ -35,7 +43,13 @@ from assay.qa.metrics import (
     replicate_metrics,
 )
 from assay.qa.prompts import QaTemplates, render, render_prompt
-from assay.qa.records import Prediction, PredictionRecord, by_replicate, read_predictions
+from assay.qa.records import (
+    Prediction,
+    PredictionRecord,
+    by_replicate,
+    iter_predictions,
+    read_predictions,
+)
 from assay.qa.rules import is_abstention, normalize_answer
 from assay.qa.schema import PROMPT_TYPES, PromptType, QaSample, normalize_sample, route
 from assay.qa.shuffle import OptionShuffle, shuffle_options, shuffle_seed
@@ -48,6 +62,7 @@ __all__ = [
     "ConvertSummary",
     "ErrorReason",
     "FieldMap",
+    "JudgeCheck",
     "JudgeVerdict",
     "MetricsHook",
     "OptionShuffle",
@@ -63,6 +78,7 @@ __all__ = [
     "build_item",
     "by_replicate",
     "check_hook_result",
+    "check_judge",
     "convert_file",
     "convert_rows",
     "extract_choice",
@@ -72,6 +88,7 @@ __all__ = [
     "grade_record",
     "group_metrics",
     "is_abstention",
+    "iter_predictions",
     "judge_messages",
     "judge_open",
     "load_metrics_hook",

@@ -82,9 +82,10 @@ def extract_choice(text: str | None, letters: Collection[str]) -> ChoiceExtracti
 
     Args:
         text: the model's response (``None`` and blank give a failed extraction).
-        letters: the valid option letters (e.g. ``"ABCD"`` or an option map's keys).
+        letters: the valid option letters (e.g. ``"ABCD"`` or an option map's keys); a
+            ``frozenset`` is taken as already upper-case.
     """
-    valid = frozenset(letter.upper() for letter in letters)
+    valid = letters if isinstance(letters, frozenset) else frozenset(x.upper() for x in letters)
     if not text or not text.strip():
         return ChoiceExtraction()
     for rule, finder in _STRONG:
@@ -98,6 +99,9 @@ def parse_letter_list(content: str, valid: frozenset[str]) -> tuple[str, ...] | 
     """Read ``content`` as a letter or a list of letters (``B``, ``(b)``, ``A, C``,
     ``A and C``) or an option with its text (``B. the text``); ``None`` if it is not one, or
     names a letter outside ``valid``."""
+    if len(content) == 1:  # the common case, a bare letter
+        letter = content.upper()
+        return (letter,) if content.isalpha() and letter in valid else None
     cleaned = _LATEX_WRAP.sub(r"\1", content).strip(_MARKUP).rstrip(".").strip(_MARKUP)
     if not cleaned:
         return None
@@ -122,6 +126,8 @@ def _unique(items: Iterable[str]) -> tuple[str, ...]:
 
 
 def _boxed(text: str, valid: frozenset[str]) -> tuple[str, ...] | None:
+    if "\\box" not in text:  # a substring test in C before the regex
+        return None
     for match in reversed(list(_BOX.finditer(text))):
         letters = parse_letter_list(match.group(1), valid)
         if letters:
@@ -151,6 +157,9 @@ def _after_marker(rest: str, valid: frozenset[str]) -> tuple[str, ...] | None:
 
 
 def _marker(text: str, valid: frozenset[str]) -> tuple[str, ...] | None:
+    folded = text.lower()
+    if "answer" not in folded and "option" not in folded and "choice" not in folded:
+        return None
     for match in reversed(list(_MARKER.finditer(text))):
         letters = _after_marker(text[match.end() :], valid)
         if letters:
@@ -159,6 +168,8 @@ def _marker(text: str, valid: frozenset[str]) -> tuple[str, ...] | None:
 
 
 def _bold(text: str) -> list[str]:
+    if "**" not in text:
+        return []
     return [m.group(1) or m.group(2) for m in _BOLD.finditer(text)]
 
 
@@ -167,6 +178,8 @@ def _line_start(text: str) -> list[str]:
 
 
 def _parenthesized(text: str) -> list[str]:
+    if "(" not in text:
+        return []
     return [m.group(1) for m in _PAREN.finditer(text)]
 
 

@@ -13,11 +13,20 @@ error_reason           is_correct      when
                                        letter (:mod:`assay.qa.extract`)
 ``judge_error``        ``None``        the judge gave no parseable verdict after its
                                        retries; kept out of accuracy's denominator
+``answer_error``       ``None``        the answering model never answered (its call failed
+                                       after retries, the agent crashed); kept out of
+                                       accuracy's denominator, like a row that never ran
 =====================  ==============  ================================================
+
+ToMEval counts a failed answering call as ``content_none`` (wrong); assay keeps it out of
+accuracy, so a provider outage cannot lower a model's score, and shows it as
+``answer_errors`` (resume the run with ``--retry-errors`` to answer those samples).
 
 Choice questions are graded by rule only: ``mcq_single`` is correct iff exactly one letter
 was extracted and it is correct; ``mcq_multi`` iff the extracted set equals the correct set.
-Open questions are tried by rule first (``graded_by: rule``), then by the judge:
+Open questions are tried by rule first (``graded_by: rule``), then by the judge; without a
+judge the rules are final and a response they cannot match is wrong (``rule: no_match``,
+the exact-match grading of SQuAD and NQ-open):
 
 - ``open``: a normalized exact match with an accepted answer is correct (:mod:`assay.qa.rules`;
   the whole response, the last ``\\boxed{}`` and the rest of the line after the last
@@ -32,9 +41,11 @@ Open questions are tried by rule first (``graded_by: rule``), then by the judge:
 from __future__ import annotations
 
 import re
-from typing import Literal
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict, TypeAdapter
 
 from assay.errors import UsageError
 from assay.providers.base import Model
@@ -45,37 +56,44 @@ from assay.qa.records import PredictionRecord
 from assay.qa.rules import is_abstention, matches_any, to_number
 from assay.qa.schema import PromptType
 
-ErrorReason = Literal["content_none", "extraction_failed", "judge_error", "wrong_answer"]
+ErrorReason = Literal[
+    "content_none", "extraction_failed", "judge_error", "wrong_answer", "answer_error"
+]
 GradedBy = Literal["rule", "judge"]
 _LAST_BOX = re.compile(r"\\box(?:ed)?\s*\{([^{}]*)\}")
 _AFTER = re.compile(r"(?i)(?:\banswer\s*(?:is|:)|####)\s*([^\n]*)")
 
 
-class SampleResult(BaseModel):
+@dataclass(slots=True)
+class SampleResult:
     """The grade of one sample in one replicate (one entry of ``per_sample_results``).
+
+    A slotted dataclass, not a pydantic model and not frozen: ``assay evaluate`` builds one
+    per prediction (100,000 and more), and validation (or a frozen ``__init__``, four times
+    slower) would cost more than the grading. Treat it as immutable.
 
     Attributes:
         sample_id, sample_index, replicate: which sample and replicate (0-based).
         prompt_type: the routing; ``unanswerable`` is ``prompt_type == open_unanswerable``
             (the expected behaviour was to abstain).
-        is_correct: ``None`` only on a judge error.
+        is_correct: ``None`` on a judge error or an answer error.
         error_reason: see the module table.
         extracted: choice questions: the extracted letters (``None`` if none).
         extracted_answers: the answer texts behind ``extracted``, through the shuffle.
         graded_by: ``rule`` or ``judge``; ``None`` for ``content_none``.
         rule: which rule decided (an extraction rule, ``exact_match``, ``wrong_match``,
-            ``abstention``), when ``graded_by == "rule"``.
+            ``abstention``, ``no_match``), when ``graded_by == "rule"``.
         judge_reason, judge_attempts, judge_error: the judge's reason, its calls, and the
             last failure on a judge error.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    __pydantic_config__: ClassVar[ConfigDict] = ConfigDict(extra="forbid")
 
     sample_id: str
     sample_index: int
     replicate: int
     prompt_type: PromptType
-    unanswerable: bool = False
+    unanswerable: bool
     is_correct: bool | None
     error_reason: ErrorReason | None = None
     extracted: list[str] | None = None
@@ -86,8 +104,51 @@ class SampleResult(BaseModel):
     judge_attempts: int = 0
     judge_error: str | None = None
 
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object of ``per_sample_results`` (every value is JSON-native)."""
+        return {name: getattr(self, name) for name in _FIELDS}
 
-def _base(item: QaItem) -> dict[str, object]:
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SampleResult:
+        """Validate a ``per_sample_results`` entry (as written by :meth:`to_dict`).
+
+        Raises:
+            pydantic.ValidationError: a missing or unknown key, or a value of the wrong type.
+        """
+        return _ADAPTER.validate_python(dict(data))
+
+
+_FIELDS = tuple(field.name for field in fields(SampleResult))
+_ADAPTER: TypeAdapter[SampleResult] = TypeAdapter(SampleResult)
+
+
+class Graded(Protocol):
+    """What grading reads from a sample: a :class:`QaItem`, or a ``prediction.jsonl`` record
+    as it is (``assay evaluate`` grades records without building items)."""
+
+    @property
+    def sample_id(self) -> str: ...
+    @property
+    def sample_index(self) -> int: ...
+    @property
+    def replicate(self) -> int: ...
+    @property
+    def prompt_type(self) -> PromptType: ...
+    @property
+    def unanswerable(self) -> bool: ...
+    @property
+    def is_choice(self) -> bool: ...
+    @property
+    def options(self) -> Mapping[str, str] | None: ...
+    @property
+    def correct_letters(self) -> Sequence[str]: ...
+    @property
+    def correct_answers(self) -> Sequence[str]: ...
+    @property
+    def wrong_answers(self) -> Sequence[str]: ...
+
+
+def _base(item: Graded) -> dict[str, Any]:
     return {
         "sample_id": item.sample_id,
         "sample_index": item.sample_index,
@@ -97,9 +158,9 @@ def _base(item: QaItem) -> dict[str, object]:
     }
 
 
-def _verdict(item: QaItem, correct: bool, **details: object) -> SampleResult:
-    return SampleResult.model_validate(
-        {
+def _verdict(item: Graded, correct: bool, **details: Any) -> SampleResult:
+    return SampleResult(
+        **{
             **_base(item),
             "is_correct": correct,
             "error_reason": None if correct else "wrong_answer",
@@ -108,14 +169,17 @@ def _verdict(item: QaItem, correct: bool, **details: object) -> SampleResult:
     )
 
 
-def content_none(item: QaItem) -> SampleResult:
+def content_none(item: Graded) -> SampleResult:
     """The result of a missing or blank response."""
-    return SampleResult.model_validate(
-        {**_base(item), "is_correct": False, "error_reason": "content_none"}
-    )
+    return SampleResult(**{**_base(item), "is_correct": False, "error_reason": "content_none"})
 
 
-def grade_choice(item: QaItem, response: str | None) -> SampleResult:
+def answer_error(item: Graded) -> SampleResult:
+    """The result of a sample the answering model never answered (kept out of accuracy)."""
+    return SampleResult(**{**_base(item), "is_correct": None, "error_reason": "answer_error"})
+
+
+def grade_choice(item: Graded, response: str | None) -> SampleResult:
     """Grade a ``mcq_single``/``mcq_multi`` response by rule (see the module docstring).
 
     Raises:
@@ -127,8 +191,8 @@ def grade_choice(item: QaItem, response: str | None) -> SampleResult:
         return content_none(item)
     found = extract_choice(response, item.options.keys())
     if found.extraction_failed:
-        return SampleResult.model_validate(
-            {**_base(item), "is_correct": False, "error_reason": "extraction_failed"}
+        return SampleResult(
+            **{**_base(item), "is_correct": False, "error_reason": "extraction_failed"}
         )
     letters = list(found.letters)
     if item.prompt_type == "mcq_multi":
@@ -158,7 +222,7 @@ def answer_candidates(response: str) -> list[str]:
     return candidates
 
 
-def rule_grade_open(item: QaItem, response: str) -> SampleResult | None:
+def rule_grade_open(item: Graded, response: str) -> SampleResult | None:
     """The rule grade of an open response, or ``None`` when only the judge can tell."""
     candidates = answer_candidates(response)
     abstained = is_abstention(response)
@@ -180,7 +244,7 @@ def rule_grade_open(item: QaItem, response: str) -> SampleResult | None:
     return None
 
 
-def _numeric_grade(item: QaItem, candidates: list[str]) -> SampleResult | None:
+def _numeric_grade(item: Graded, candidates: list[str]) -> SampleResult | None:
     """When every accepted answer is a number, the final number written (after a marker, in a
     box, or the whole response) decides: equal by value is correct, different is wrong."""
     gold = [to_number(answer) for answer in item.correct_answers]
@@ -199,11 +263,11 @@ def _numeric_grade(item: QaItem, candidates: list[str]) -> SampleResult | None:
     return None
 
 
-def from_verdict(item: QaItem, verdict: JudgeVerdict) -> SampleResult:
+def from_verdict(item: Graded, verdict: JudgeVerdict) -> SampleResult:
     """The result of a judge's verdict (a judge error when it has none)."""
     if verdict.is_correct is None:
-        return SampleResult.model_validate(
-            {
+        return SampleResult(
+            **{
                 **_base(item),
                 "is_correct": None,
                 "error_reason": "judge_error",
@@ -235,30 +299,50 @@ async def grade_open(
     Args:
         item: the open question.
         response: the model's response (``None``/blank → ``content_none``, no judge call).
-        judge: the judge model (started); needed only when the rules cannot decide.
+        judge: the judge model (started), asked when the rules cannot decide; ``None``: the
+            rules are final (an undecided response is wrong, ``rule: no_match``).
         retries: judge retries on an unparseable reply.
         include_story: show the story to the judge.
         rules: try :func:`rule_grade_open` first (``False``: every response goes to the judge).
 
     Raises:
         ValueError: ``item`` is a choice question.
-        UsageError: the judge is needed but ``judge`` is ``None``.
+        UsageError: ``rules`` is ``False`` and ``judge`` is ``None`` (nothing can grade).
     """
     if item.is_choice:
         raise ValueError(f"sample {item.sample_id} is {item.prompt_type}, not an open question")
+    decided = decide_open(item, response, rules=rules, judged=judge is not None)
+    if decided is not None or judge is None:
+        assert decided is not None
+        return decided
+    assert response is not None
+    verdict = await judge_open(judge, item, response, retries=retries, include_story=include_story)
+    return from_verdict(item, verdict)
+
+
+def decide_open(
+    item: Graded, response: str | None, *, rules: bool, judged: bool
+) -> SampleResult | None:
+    """The grade of an open response that needs no judge call, or ``None`` when the judge
+    must decide (``judged``: a judge is available).
+
+    Raises:
+        UsageError: ``rules`` is ``False`` and there is no judge.
+    """
     if response is None or not response.strip():
         return content_none(item)
     if rules:
         decided = rule_grade_open(item, response)
         if decided is not None:
             return decided
-    if judge is None:
-        raise UsageError(
-            f"open question {item.sample_id} needs a judge model, but none is configured",
-            hint="set qa.judge.model in the task file (e.g. local/smollm2)",
-        )
-    verdict = await judge_open(judge, item, response, retries=retries, include_story=include_story)
-    return from_verdict(item, verdict)
+    if judged:
+        return None
+    if rules:
+        return _verdict(item, False, graded_by="rule", rule="no_match")
+    raise UsageError(
+        f"open question {item.sample_id} needs a judge model, but none is configured",
+        hint="set qa.judge.model in the task file (e.g. local/smollm2)",
+    )
 
 
 async def grade_item(
@@ -268,12 +352,13 @@ async def grade_item(
     judge: Model | None = None,
     retries: int = 2,
     include_story: bool = False,
+    rules: bool = True,
 ) -> SampleResult:
     """Grade any QA item: :func:`grade_choice` or :func:`grade_open`."""
     if item.is_choice:
         return grade_choice(item, response)
     return await grade_open(
-        item, response, judge=judge, retries=retries, include_story=include_story
+        item, response, judge=judge, retries=retries, include_story=include_story, rules=rules
     )
 
 
@@ -283,12 +368,20 @@ async def grade_record(
     judge: Model | None = None,
     retries: int = 2,
     include_story: bool = False,
+    rules: bool = True,
 ) -> SampleResult:
     """Grade a ``prediction.jsonl`` record again, without the answering model.
 
-    A record whose answering call failed (``error`` set) grades as ``content_none``.
+    A record whose answering call failed (``error`` set) is an ``answer_error``.
     """
-    content = None if record.error is not None else record.pred.content
+    item = record.to_item()
+    if record.error is not None:
+        return answer_error(item)
     return await grade_item(
-        record.to_item(), content, judge=judge, retries=retries, include_story=include_story
+        item,
+        record.pred.content,
+        judge=judge,
+        retries=retries,
+        include_story=include_story,
+        rules=rules,
     )

@@ -228,3 +228,48 @@ def _first_line(exc: Exception) -> str:
         where = ".".join(str(p) for p in first.get("loc", ())) or "reply"
         return f"{where}: {first.get('msg', '')}"
     return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+
+@dataclass(frozen=True)
+class JudgeCheck:
+    """The outcome of :func:`check_judge`: each probe's expected and given verdict.
+
+    Attributes:
+        passed: every probe got the expected verdict.
+        probes: ``(response, expected, verdict)`` per probe (``verdict`` ``None`` on a judge
+            error).
+    """
+
+    passed: bool
+    probes: tuple[tuple[str, bool, bool | None], ...]
+
+
+@dataclass(frozen=True)
+class _Probe:
+    story: str = ""
+    question: str = "What is the capital of France?"
+    correct_answers: tuple[str, ...] = ("Paris",)
+    wrong_answers: tuple[str, ...] = ()
+    prompt_type: str = "open"
+
+
+_PROBES: tuple[tuple[str, bool], ...] = (
+    ("Paris", True),
+    ("The capital of France is Paris.", True),
+    ("Berlin", False),
+    ("I like turtles.", False),
+)
+
+
+async def check_judge(model: Model, *, retries: int = 2) -> JudgeCheck:
+    """Ask ``model`` to judge four obvious cases (two right, two wrong answers to "What is
+    the capital of France?") before trusting it. A judge that accepts "Berlin" grades noise;
+    record the check beside the metrics rather than reporting its accuracy as a measurement
+    (SmolLM2-135M accepts every response).
+    """
+    results = []
+    for response, expected in _PROBES:
+        verdict = await judge_open(model, _Probe(), response, retries=retries)
+        results.append((response, expected, verdict.is_correct))
+    passed = all(expected == given for _, expected, given in results)
+    return JudgeCheck(passed=passed, probes=tuple(results))

@@ -7,7 +7,9 @@ One replicate's metrics (:func:`replicate_metrics`)::
     correct               samples graded correct
     total                 samples in the replicate
     graded                total - excluded (accuracy's denominator)
-    excluded, judge_errors   samples kept out of the denominator: the judge errors
+    excluded              samples kept out of the denominator: judge_errors + answer_errors
+    judge_errors          the judge gave no verdict
+    answer_errors         the answering model never answered (its call failed)
     extraction_failed, extraction_failed_rate   choice responses naming no option (/ total)
     content_none          missing or blank responses
     by_prompt_type …      always grouped by prompt type (open, open_unanswerable, …)
@@ -53,7 +55,7 @@ from assay.qa.records import PredictionRecord
 
 UNKNOWN = "unknown"
 CONFIDENCE = 0.95
-NO_GRADED = "0/0: no graded samples (every sample was a judge error, or there are none)"
+NO_GRADED = "0/0: no graded samples (every sample was a judge or answer error, or there are none)"
 
 
 def group_name(path: str) -> str:
@@ -92,12 +94,14 @@ def interval(correct: int, graded: int, confidence: float = CONFIDENCE) -> dict[
 
 def _counts(results: Sequence[SampleResult]) -> dict[str, int]:
     judge_errors = sum(1 for r in results if r.error_reason == "judge_error")
+    answer_errors = sum(1 for r in results if r.error_reason == "answer_error")
     return {
         "correct": sum(1 for r in results if r.is_correct is True),
         "total": len(results),
-        "graded": len(results) - judge_errors,
-        "excluded": judge_errors,
+        "graded": len(results) - judge_errors - answer_errors,
+        "excluded": judge_errors + answer_errors,
         "judge_errors": judge_errors,
+        "answer_errors": answer_errors,
         "extraction_failed": sum(1 for r in results if r.error_reason == "extraction_failed"),
         "content_none": sum(1 for r in results if r.error_reason == "content_none"),
     }
@@ -180,7 +184,7 @@ def replicate_metrics(
     for path in ("prompt_type", *group_by):
         metrics.update(group_metrics(views, results, path, confidence))
     # every field of a SampleResult is JSON-native, so the Python dump is the JSON one
-    metrics["per_sample_results"] = [result.model_dump() for result in results]
+    metrics["per_sample_results"] = [result.to_dict() for result in results]
     if hook is None:
         return metrics
     rows = [_as_dict(record) for record in records]

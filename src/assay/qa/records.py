@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -101,6 +102,21 @@ class PredictionRecord(BaseModel):
             error=error,
         )
 
+    @property
+    def replicate(self) -> int:
+        """assay's name for ``repeat`` (0-based)."""
+        return self.repeat
+
+    @property
+    def is_choice(self) -> bool:
+        """``mcq_single`` or ``mcq_multi``."""
+        return self.prompt_type in ("mcq_single", "mcq_multi")
+
+    @property
+    def unanswerable(self) -> bool:
+        """The sample has no answer; the expected behaviour is to abstain."""
+        return self.prompt_type == "open_unanswerable"
+
     def to_item(self) -> QaItem:
         """The :class:`QaItem` this record was made from (for grading it again)."""
         return QaItem(
@@ -134,17 +150,24 @@ def read_predictions(path: Path) -> list[PredictionRecord]:
         DatasetError: the file is missing or not UTF-8, or a line is not JSON or not a valid
             record (file:line and the first invalid field).
     """
-    records = []
+    return list(iter_predictions(path))
+
+
+def iter_predictions(path: Path) -> Iterator[PredictionRecord]:
+    """Like :func:`read_predictions`, one record at a time (constant memory).
+
+    Raises:
+        DatasetError: as :func:`read_predictions`, when the bad line is reached.
+    """
     try:
         with path.open(encoding="utf-8") as handle:
             for number, text in enumerate(handle, start=1):
                 if text.strip():
-                    records.append(_record(text, path, number))
+                    yield _record(text, path, number)
     except FileNotFoundError:
         raise DatasetError(f"prediction file not found: {path}", file=path) from None
     except UnicodeDecodeError as exc:
         raise DatasetError(f"prediction file is not UTF-8 text: {exc}", file=path) from None
-    return records
 
 
 def _record(text: str, path: Path, line: int) -> PredictionRecord:

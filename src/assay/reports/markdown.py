@@ -54,7 +54,7 @@ def _percent(numerator: int, denominator: int) -> str:
     return f"{100 * numerator / denominator:.1f}% ({numerator}/{denominator})"
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+def md_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     return lines
@@ -83,7 +83,7 @@ def render_suite(suite: SuiteRollup) -> str:
     out.append(f"**Pass rate**: {_percent(suite.rows_passed, suite.rows_graded)}")
     out.append(f"**Average weighted score**: {fmt(suite.average_weighted_score)}")
     out += ["", "## Criterion stats", ""]
-    out += _table(
+    out += md_table(
         ["Criterion", "Rows", "Avg score", "Errors"],
         [
             [f"`{s.criterion_type}`", str(s.rows_evaluated), fmt(s.average_score),
@@ -113,13 +113,13 @@ def _aggregate_section(agg: CriterionAggregate) -> list[str]:
         ]
     if agg.error:
         out += [f"**Error**: {agg.error}", ""]
-    out += _table(["metric", "value"], [[code(k), fmt(v)] for k, v in agg.metrics.items()])
+    out += md_table(["metric", "value"], [[code(k), fmt(v)] for k, v in agg.metrics.items()])
     if agg.undefined_metrics:
         out += ["", "Undefined (—):"]
         out += [f"- `{k}`: {why}" for k, why in agg.undefined_metrics.items()]
     if agg.threshold_checks:
         out += ["", "### Thresholds", ""]
-        out += _table(
+        out += md_table(
             ["metric", "minimum", "actual", "passed"],
             [
                 [code(c.metric), fmt_close(c.min_value, c.actual_value or 0.0),
@@ -135,7 +135,7 @@ def _classification_sections(details: dict[str, Any]) -> list[str]:
     if "per_label" not in details:
         return []
     out = ["", "### Per-label breakdown", ""]
-    out += _table(
+    out += md_table(
         ["label", "precision", "recall", "f1", "support"],
         [
             [code(p["label"]), fmt(p["precision"]), fmt(p["recall"]), fmt(p["f1"]),
@@ -146,7 +146,7 @@ def _classification_sections(details: dict[str, Any]) -> list[str]:
     labels: list[str] = details["labels"]
     cells = {(c["expected"], c["observed"]): c["count"] for c in details["confusion"]}
     out += ["", "### Confusion matrix", ""]
-    out += _table(
+    out += md_table(
         ["expected \\\\ observed", *[code(label) for label in labels]],
         [[code(e), *[str(cells.get((e, o), 0)) for o in labels]] for e in labels],
     )
@@ -183,7 +183,7 @@ def render_run(summary: RunSummary) -> str:
         out.append("**Interrupted**: the run stopped early; finished rows are kept.")
     if summary.suites:
         out += ["", "## Suites", ""]
-        out += _table(
+        out += md_table(
             ["variant", "suite", "gate", "failed gates", "report"],
             [
                 [f"`{s.variant_id}`", f"`{s.suite_id}`", "PASSED" if s.passed else "FAILED",
@@ -194,7 +194,7 @@ def render_run(summary: RunSummary) -> str:
     standalone = [t for t in summary.task_results if t.suite_id is None]
     if standalone:
         out += ["", "## Tasks without a dataset", ""]
-        out += _table(
+        out += md_table(
             ["task", "variant", "status", "score"],
             [[f"`{t.task_id}`", f"`{t.variant_id}`", t.final_status, fmt(t.weighted_score)]
              for t in standalone],
@@ -238,7 +238,7 @@ def render_experiment(report: ExperimentResult) -> str:
         arms = [v for v in report.variants if v.suite_id == suite]
         out += ["", f"## Suite `{suite}` ({arms[0].rows} rows)", ""]
         names = list(dict.fromkeys(m for arm in arms for m in arm.metrics))
-        out += _table(
+        out += md_table(
             ["metric", *[f"`{a.variant_id}`" for a in arms]],
             [[f"`{n}`", *[_estimate(a.metrics.get(n)) for a in arms]] for n in names],
         )
@@ -255,7 +255,7 @@ def render_experiment(report: ExperimentResult) -> str:
 
 def _comparison_section(c: Comparison) -> list[str]:
     out = [f"### `{c.variant_b}` vs `{c.variant_a}`", ""]
-    out += _table(
+    out += md_table(
         ["metric", f"`{c.variant_a}`", f"`{c.variant_b}`", "difference [95% CI]"],
         [[f"`{n}`", fmt(d.a), fmt(d.b), _difference(d)] for n, d in c.metrics.items()],
     )

@@ -19,9 +19,11 @@ from typing import Any, Literal
 from pydantic import TypeAdapter
 
 from assay.criteria.base import CriterionRegistry
+from assay.errors import TaskFileError
 from assay.orchestration.rundir import suite_dir
 from assay.reports.junit import write_junit
 from assay.reports.markdown import render_experiment, render_run, render_suite
+from assay.reports.qa import render_qa, write_qa_files
 from assay.reports.rollup import build_suite, order_key
 from assay.results.io import write_json_atomic, write_text_atomic
 from assay.results.run import RunSummary, SkippedTask, SuiteRef, TaskRow, TaskSelection
@@ -100,7 +102,12 @@ def write_reports(
     *,
     junit_path: Path | None = None,
 ) -> Reports:
-    """Write suites, ``run.json``, ``run.md`` (and JUnit XML) for ``results``."""
+    """Write suites (with ``prediction.jsonl``/``metrics.json`` for QA suites), ``run.json``,
+    ``run.md`` (and JUnit XML) for ``results``.
+
+    Raises:
+        TaskFileError: a QA suite's metrics hook failed; every other file is written first.
+    """
     variants = {v: i for i, v in enumerate(meta.variant_ids)}
     ordered = sorted(
         results,
@@ -115,6 +122,7 @@ def write_reports(
             groups[(result.variant_id, result.suite_id)].append(result)
     suites: list[SuiteRollup] = []
     refs: list[SuiteRef] = []
+    errors: list[TaskFileError] = []
     for (variant, suite_id), members in groups.items():
         chosen = selections.get(suite_id)
         suite = build_suite(
@@ -130,8 +138,12 @@ def write_reports(
         )
         suite.criteria = meta.criteria.get(suite_id)
         folder = suite_dir(run_dir, variant, suite_id)
+        qa = write_qa_files(folder, members)
+        if qa is not None and qa.error is not None:
+            errors.append(qa.error)
         write_json_atomic(folder / "suite.json", suite)
-        write_text_atomic(folder / "suite.md", render_suite(suite))
+        extra = render_qa(qa.document) if qa is not None and qa.document is not None else ""
+        write_text_atomic(folder / "suite.md", render_suite(suite) + extra)
         suites.append(suite)
         refs.append(_suite_ref(suite))
     if meta.experiment_id is not None:
@@ -142,6 +154,8 @@ def write_reports(
     write_text_atomic(run_dir / "run.md", render_run(summary))
     if junit_path is not None:
         write_junit(junit_path, ordered, suites)
+    if errors:  # every other report is written: fix the hook, then `assay report RUN_DIR`
+        raise errors[0]
     return Reports(summary, suites, exit_code)
 
 

@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+import pydantic_core
 from pydantic import BaseModel
 
 
@@ -38,14 +39,23 @@ def _write_and_rename(path: Path, text: str) -> None:
 
 
 def dumps(data: Any, *, compact: bool = False) -> str:
-    """JSON text with two-space indent (or compact, which uses the C encoder) and a newline.
+    """JSON text with two-space indent (or compact) and a newline.
+
+    Indented text comes from pydantic-core's compiled serializer: the standard library
+    indents in pure Python, about 15 times slower (6.5 s for a 100,000-sample
+    ``metrics.json``). NaN and infinities are refused either way: the serializer writes them
+    as bare ``NaN``/``Infinity`` tokens, so text without those letters holds none, and text
+    with them (an answer that says "NaN") is checked exactly by the standard encoder.
 
     Raises:
         ValueError: ``data`` contains NaN or an infinity (``allow_nan=False``).
     """
     if compact:
         return json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":")) + "\n"
-    return json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    text = pydantic_core.to_json(data, indent=2, inf_nan_mode="constants").decode("utf-8")
+    if "NaN" in text or "Infinity" in text:
+        json.dumps(data, allow_nan=False)  # raises ValueError on a real NaN or infinity
+    return text + "\n"
 
 
 def write_json_atomic(path: Path, data: Any, *, compact: bool = False) -> None:

@@ -1,7 +1,8 @@
 """``task.json``: the result of one row-task replicate (Coder Eval's ``EvaluationResult``).
 
 Field names follow ``reference/originals.md`` §1.10; assay adds ``schema_version``,
-``suite_id``, ``row_id``, ``row_index``, ``replicate_index``, ``row`` and ``agent``.
+``suite_id``, ``row_id``, ``row_index``, ``replicate_index``, ``row``, ``agent`` and, for a
+``qa:`` row, ``qa_record`` (its ``prediction.jsonl`` record, ``assay.qa.records``).
 """
 
 from __future__ import annotations
@@ -38,6 +39,12 @@ class BasicCriterionResult(_Result):
         """True when the score reaches the pass threshold."""
         return self.error is None and self.score >= self.pass_threshold
 
+    @property
+    def grader_failed(self) -> bool:
+        """The grader itself failed (an LLM judge gave no verdict): the row is neither right
+        nor wrong, so it ends ``ERROR`` rather than ``FAILURE``."""
+        return False
+
 
 class ClassificationCriterionResult(BasicCriterionResult):
     """A criterion that compares an observed label with an expected one."""
@@ -47,8 +54,29 @@ class ClassificationCriterionResult(BasicCriterionResult):
     expected_label: str
 
 
+class QaCriterionResult(BasicCriterionResult):
+    """The grade of one QA row (``assay.qa.grading``).
+
+    ``error_reason``: ``None`` (correct), ``wrong_answer``, ``content_none``,
+    ``extraction_failed`` or ``judge_error`` (then ``error`` is set and ``is_correct`` is
+    ``None``). ``sample_result`` is the full per-sample result written to ``metrics.json``.
+    """
+
+    result_kind: Literal["qa"] = "qa"  # type: ignore[assignment]
+    sample_id: str
+    prompt_type: str
+    is_correct: bool | None
+    error_reason: str | None = None
+    sample_result: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def grader_failed(self) -> bool:
+        """A judge error."""
+        return self.error_reason == "judge_error"
+
+
 CriterionResult = Annotated[
-    ClassificationCriterionResult | BasicCriterionResult,
+    QaCriterionResult | ClassificationCriterionResult | BasicCriterionResult,
     Field(discriminator="result_kind"),
 ]
 
@@ -130,4 +158,5 @@ class EvaluationResult(_Result):
     post_run_results: list[CommandResult] = Field(default_factory=list)
     sandbox_path: str | None = None
     row: dict[str, Any] | None = None
+    qa_record: dict[str, Any] | None = None
     task_config: TaskConfigRecord

@@ -259,8 +259,17 @@ class ResponseMatch(CriterionSpec):
         return self
 
 
+class QaCriterion(CriterionSpec):
+    """Grade a QA row (a task with a ``qa:`` block): choice questions by the extracted
+    letter(s) mapped back through the shuffle, open questions by rules and then the judge
+    (``assay.qa.grading``). Score 1.0 when correct; a judge that gives no verdict is a
+    criterion error (``judge_error``), kept out of accuracy."""
+
+    type: Literal["qa"]
+
+
 _LATER = "assay implements: " + ", ".join(
-    ["file_exists", "file_check", "run_command", "classification_match", "response_match"]
+    ["file_exists", "file_check", "run_command", "classification_match", "response_match", "qa"]
 )
 CODER_EVAL_CRITERIA_NOT_YET = {
     name: _LATER
@@ -284,7 +293,7 @@ CODER_EVAL_CRITERIA_NOT_YET = {
 }
 
 Criterion = Annotated[
-    FileExists | FileCheck | RunCommand | ClassificationMatch | ResponseMatch,
+    FileExists | FileCheck | RunCommand | ClassificationMatch | ResponseMatch | QaCriterion,
     Field(discriminator="type"),
     UnionInfo(noun="criterion", not_yet=CODER_EVAL_CRITERIA_NOT_YET),
 ]

@@ -21,12 +21,14 @@ from pydantic import (
 )
 
 from assay.spec.base import StrictModel, UnionInfo
-from assay.spec.criteria import Criterion, check_relative_path
+from assay.spec.criteria import Criterion, QaCriterion, check_relative_path
+from assay.spec.qa import QaConfig
 
 ID_PATTERN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$")
 ID_RULE = "letters, digits, underscore, hyphen, dot"
 
 _NOT_USED = "assay's agents do not use it"
+QA_GRADE = "the answer is correct (QA rules and judge)"
 
 
 class AgentBase(StrictModel):
@@ -303,8 +305,18 @@ class TaskDefinition(StrictModel):
     repeats: StrictInt = Field(default=1, ge=1)
     success_criteria: list[Criterion] = Field(min_length=1)
     dataset: DatasetSpec | None = None
+    qa: QaConfig | None = None
     suite_id: str | None = None
     row_id: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _qa_default_criterion(cls, data: Any) -> Any:
+        """A ``qa:`` task without ``success_criteria`` is graded by the ``qa`` criterion."""
+        qa = isinstance(data, dict) and data.get("qa") is not None
+        if qa and "success_criteria" not in data:
+            data = {**data, "success_criteria": [{"type": "qa", "description": QA_GRADE}]}
+        return data
 
     @model_validator(mode="after")
     def _task_id(self) -> TaskDefinition:
@@ -324,7 +336,39 @@ class TaskDefinition(StrictModel):
         return value
 
     @model_validator(mode="after")
+    def _qa_rules(self) -> TaskDefinition:
+        graded_by_qa = any(isinstance(c, QaCriterion) for c in self.success_criteria)
+        if self.qa is None:
+            if graded_by_qa:
+                raise ValueError("criterion 'qa' grades QA rows; it needs a qa: block")
+            return self
+        if self.is_row_task:
+            return self
+        if self.dataset is None:
+            raise ValueError(
+                "a qa: block needs a dataset of QA rows (dataset: paths, rows or store)"
+            )
+        if self.initial_prompt is not None or self.initial_prompt_file is not None:
+            raise ValueError(
+                "a qa: task builds each row's prompt from qa.templates; remove initial_prompt "
+                "(override qa.templates.open / qa.templates.choice to change the prompt)"
+            )
+        if isinstance(self.agent, NoneAgent) and self.dataset.store is None:
+            raise ValueError(
+                "agent type 'none' gives no answers to grade; a qa: task needs an agent "
+                "(the default is type llm with local/smollm2)"
+            )
+        if not graded_by_qa:
+            raise ValueError(
+                "a qa: task is graded by the 'qa' criterion; add {type: qa} to "
+                "success_criteria (or omit success_criteria)"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _prompt_rules(self) -> TaskDefinition:
+        if self.qa is not None:
+            return self
         has_prompt = self.initial_prompt is not None or self.initial_prompt_file is not None
         if self.initial_prompt is not None and self.initial_prompt_file is not None:
             raise ValueError("set either 'initial_prompt' or 'initial_prompt_file', not both")

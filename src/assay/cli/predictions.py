@@ -1,0 +1,171 @@
+"""``assay evaluate PREDICTIONS.jsonl``: grade a ``prediction.jsonl`` file and write
+``metrics.json``, without a run directory and without the answering model.
+
+The QA settings (judge, ``group_by``, metrics hook) come from, in order: the command-line
+flags; ``--task FILE`` (its ``qa:`` block); the run the file belongs to (a
+``<run>/<variant>/<suite>/prediction.jsonl`` written by assay: its rows' recorded task);
+else the defaults (rules only, no groups, no hook). ToMEval's own ``prediction.jsonl`` files
+load as they are.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from assay.errors import UsageError
+from assay.orchestration.qa_rows import judge_key
+from assay.orchestration.task_loader import load_task
+from assay.providers.pool import ModelPool, PoolSettings, default_registry
+from assay.qa import iter_predictions, load_metrics_hook
+from assay.qa.evaluate import JudgeSettings, collector_paused, evaluate_records
+from assay.results.io import read_json, write_json_atomic
+from assay.spec.qa import QaConfig, QaJudge
+
+
+@dataclass(frozen=True)
+class PredictionOptions:
+    """Command-line settings of ``assay evaluate FILE.jsonl``; ``None``/empty: not given."""
+
+    task: Path | None = None
+    judge_model: str | None = None
+    judge_retries: int | None = None
+    include_story: bool | None = None
+    group_by: tuple[str, ...] = ()
+    metrics_hook: Path | None = None
+    output: Path | None = None
+    jobs: int = 4
+
+
+@dataclass
+class PredictionReport:
+    """What was graded and written."""
+
+    output: Path
+    document: dict[str, Any]
+    records: int
+    sources: list[str] = field(default_factory=list)
+
+
+def recorded_config(path: Path) -> tuple[QaConfig, Path] | None:
+    """The ``qa:`` block and task folder recorded by the run ``path`` belongs to, if any."""
+    for task_json in sorted(path.parent.glob("*/[0-9][0-9]*/task.json"))[:1]:
+        data = read_json(task_json)
+        resolved = (data.get("task_config") or {}).get("resolved") or {}
+        if resolved.get("qa") is not None:
+            task_dir = (data.get("task_config") or {}).get("task_dir") or "."
+            return QaConfig.model_validate(resolved["qa"]), Path(task_dir)
+    return None
+
+
+def settings_for(path: Path, options: PredictionOptions) -> tuple[QaConfig, Path, str]:
+    """The QA settings to grade ``path`` with, the folder a hook path is relative to, and
+    where they came from.
+
+    Raises:
+        TaskFileError: ``--task`` is invalid or has no ``qa:`` block.
+    """
+    config, base, source = QaConfig(), Path.cwd(), "defaults"
+    recorded = recorded_config(path)
+    if options.task is not None:
+        loaded = load_task(options.task)
+        if loaded.definition.qa is None:
+            raise UsageError(f"{options.task} has no qa: block to grade predictions with")
+        config, base, source = loaded.definition.qa, loaded.base_dir, str(options.task)
+    elif recorded is not None:
+        config, base = recorded
+        source = f"the run's task ({path.parent})"
+    updates: dict[str, Any] = {}
+    if options.group_by:
+        updates["group_by"] = list(options.group_by)
+    if options.metrics_hook is not None:
+        updates["metrics_hook"] = str(options.metrics_hook.resolve())
+    judge = _judge(config.judge, options)
+    if judge is not config.judge:
+        updates["judge"] = judge
+    config = QaConfig.model_validate({**config.model_dump(), **updates}) if updates else config
+    return config, base, source
+
+
+def _judge(current: QaJudge | None, options: PredictionOptions) -> QaJudge | None:
+    fields: dict[str, Any] = {}
+    if options.judge_model is not None:
+        fields["model"] = options.judge_model
+    if options.judge_retries is not None:
+        fields["retries"] = options.judge_retries
+    if options.include_story is not None:
+        fields["include_story"] = options.include_story
+    if not fields:
+        return current
+    if current is None and "model" not in fields:
+        raise UsageError("--judge-retries and --include-story need a judge (--judge MODEL)")
+    base = current.model_dump() if current is not None else {}
+    try:
+        return QaJudge.model_validate({**base, **fields})
+    except ValueError as exc:
+        raise UsageError(f"invalid judge setting: {str(exc).splitlines()[-1]}") from None
+
+
+def evaluate_predictions(path: Path, options: PredictionOptions) -> PredictionReport:
+    """Grade every record of ``path`` and write ``metrics.json``.
+
+    Raises:
+        DatasetError: the file is missing or a line is not a prediction record.
+        TaskFileError: the metrics hook failed; UsageError: bad settings, or an open question
+            with neither rules nor a judge.
+    """
+    with collector_paused():
+        return _evaluate(path, options)
+
+
+def _evaluate(path: Path, options: PredictionOptions) -> PredictionReport:
+    config, base, source = settings_for(path, options)
+    hook, hook_file = None, "metrics hook"
+    if config.metrics_hook is not None:
+        hook_path = Path(config.metrics_hook)
+        hook_path = hook_path if hook_path.is_absolute() else base / hook_path
+        hook, hook_file = load_metrics_hook(hook_path), str(hook_path)
+    if not path.is_file():
+        raise UsageError(f"prediction file not found: {path}")
+    registry = default_registry()
+    key = judge_key(config.judge, base) if config.judge is not None else None
+    if key is not None:
+        registry.preflight(key)
+
+    async def main() -> dict[str, Any]:
+        pool = ModelPool(registry, PoolSettings(parallel=options.jobs))
+        try:
+            judge = JudgeSettings(
+                model=pool.get(key) if key is not None else None,
+                retries=config.judge.retries if config.judge else 0,
+                include_story=config.judge.include_story if config.judge else False,
+                rules=config.judge.rules if config.judge else True,
+            )
+
+            async def start() -> None:  # only when a record needs the judge
+                assert key is not None
+                await pool.start([key])
+
+            return await evaluate_records(
+                iter_predictions(path), judge, group_by=config.group_by, hook=hook,
+                hook_file=hook_file, parallel=options.jobs, before_judging=start,
+            )  # fmt: skip
+        finally:
+            await pool.aclose()
+
+    document = asyncio.run(main())
+    records = sum(int(m.get("total", 0)) for m in document["all_metrics"])
+    if not document["all_metrics"]:
+        raise UsageError(f"{path} holds no prediction records")
+    document = {
+        "schema_version": document["schema_version"],
+        "source": str(path),
+        "judge": config.judge.model if config.judge else None,
+        "avg_metrics": document["avg_metrics"],
+        "all_metrics": document["all_metrics"],
+    }
+    output = options.output or path.parent / "metrics.json"
+    write_json_atomic(output, document)
+    return PredictionReport(output, document, records, [source])

@@ -1,0 +1,128 @@
+"""``qa``: grade a QA row, and the suite's QA metrics.
+
+A row of a ``qa:`` task carries its :class:`~assay.qa.item.QaItem` (prompt, shuffled
+options, correct and wrong answers). Choice questions are graded by the extracted letters
+mapped back through the shuffle; open questions by the rules, then the judge
+(:mod:`assay.qa.grading`). Score 1.0 when correct, else 0.0. A judge without a verdict after
+its retries is a criterion error (``judge_error``): the row ends ``ERROR``, outside every
+denominator, never counted wrong.
+
+The suite aggregate (over rows whose grade exists) adds ``accuracy`` (= correct / graded,
+the same number as ``metrics.json``'s accuracy over all replicates pooled), its Wilson 95%
+interval in the details, and the rates of ``extraction_failed`` and ``content_none``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from assay.criteria.base import CriterionError, GradingContext
+from assay.errors import UsageError
+from assay.metrics.descriptive import describe
+from assay.metrics.intervals import wilson_interval
+from assay.metrics.values import MetricTable
+from assay.qa.grading import SampleResult, grade_choice, grade_open
+from assay.results.task_result import CriterionResult, QaCriterionResult
+from assay.spec.criteria import QaCriterion
+
+NO_ITEM = (
+    "criterion 'qa' grades rows of a task with a qa: block, and this row has no QA item "
+    "(was its task.json written by an older assay?)"
+)
+
+
+class QaChecker:
+    """Grades ``qa`` criteria and aggregates QA accuracy."""
+
+    type_name = "qa"
+
+    async def check(self, spec: QaCriterion, context: GradingContext) -> CriterionResult:
+        """Grade the response to the row's QA item.
+
+        Raises:
+            CriterionError: the row has no QA item, or an open question needs a judge and
+                the task has none.
+        """
+        item = context.qa_item
+        if item is None:
+            raise CriterionError(NO_ITEM)
+        settings = context.judge_settings
+        try:
+            if item.is_choice:
+                result = grade_choice(item, context.response)
+            else:
+                result = await grade_open(
+                    item,
+                    context.response,
+                    judge=context.judge,
+                    retries=settings.retries if settings else 0,
+                    include_story=settings.include_story if settings else False,
+                    rules=settings.rules if settings else True,
+                )
+        except UsageError as exc:
+            raise CriterionError(
+                f"{exc.message} ({exc.hint})" if exc.hint else exc.message
+            ) from None
+        return to_criterion_result(spec, result)
+
+    def aggregate(
+        self, spec: QaCriterion, results: list[CriterionResult]
+    ) -> tuple[MetricTable, dict[str, Any]]:
+        """Score statistics, accuracy, and the rates of unreadable and empty answers."""
+        table = describe([r.score for r in results])
+        graded = [r for r in results if isinstance(r, QaCriterionResult)]
+        reasons = Counter(r.error_reason or "correct" for r in graded)
+        correct = sum(1 for r in graded if r.is_correct is True)
+        none = "0/0: no graded QA row"
+        table.put("accuracy", correct, len(graded), none)
+        table.put("extraction_failed_rate", reasons["extraction_failed"], len(graded), none)
+        table.put("content_none_rate", reasons["content_none"], len(graded), none)
+        bounds = wilson_interval(correct, len(graded), 0.95)
+        details: dict[str, Any] = {
+            "correct": correct,
+            "graded": len(graded),
+            "outcomes": dict(sorted(reasons.items())),
+            "by_prompt_type": dict(sorted(Counter(r.prompt_type for r in graded).items())),
+            "accuracy_ci": {"low": bounds[0], "high": bounds[1], "confidence": 0.95}
+            if bounds
+            else None,
+        }
+        return table, details
+
+
+def to_criterion_result(spec: QaCriterion, result: SampleResult) -> QaCriterionResult:
+    """The criterion result of one graded sample."""
+    judge_error = result.error_reason == "judge_error"
+    return QaCriterionResult(
+        criterion_type=spec.type,
+        description=spec.description,
+        score=1.0 if result.is_correct else 0.0,
+        details=describe_result(result),
+        error=f"judge_error: {result.judge_error}" if judge_error else None,
+        evaluation_status="error" if judge_error else "evaluated",
+        pass_threshold=spec.pass_threshold,
+        gating=spec.gating,
+        weight=spec.weight,
+        sample_id=result.sample_id,
+        prompt_type=result.prompt_type,
+        is_correct=result.is_correct,
+        error_reason=result.error_reason,
+        sample_result=result.to_dict(),
+    )
+
+
+def describe_result(result: SampleResult) -> str:
+    """One line saying how the sample was graded."""
+    if result.error_reason == "content_none":
+        return "content_none: the response is empty"
+    if result.error_reason == "extraction_failed":
+        return "extraction_failed: the response names no option letter"
+    if result.error_reason == "judge_error":
+        return f"judge_error after {result.judge_attempts} attempt(s)"
+    verdict = "correct" if result.is_correct else "wrong_answer"
+    if result.extracted is not None:
+        return f"{verdict}: chose {','.join(result.extracted)} ({result.rule})"
+    if result.graded_by == "judge":
+        return f"{verdict} (judge: {result.judge_reason or 'no reason'})"
+    return f"{verdict} (rule: {result.rule})"

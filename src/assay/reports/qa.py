@@ -1,0 +1,178 @@
+"""``prediction.jsonl`` and ``metrics.json`` of a QA suite, and their section of ``suite.md``.
+
+Beside ``suite.json`` in ``<run>/<variant>/<suite>/`` (``reference/originals.md`` §2.3-2.4):
+
+- ``prediction.jsonl``: one :class:`~assay.qa.records.PredictionRecord` per row and
+  replicate, sorted by replicate then sample index; written by every stage (``execute`` too).
+- ``metrics.json``: ``{schema_version, suite_id, variant_id, dataset, judge, avg_metrics,
+  all_metrics}`` with one entry of :func:`assay.qa.replicate_metrics` per replicate (the
+  task's ``qa.group_by`` groups and its ``qa.metrics_hook``); written once rows are graded.
+
+Each row's grade is the one in its ``task.json`` (the ``qa`` criterion's ``sample_result``),
+so these files always agree with ``suite.json``; a row whose agent failed is an
+``answer_error`` (outside accuracy).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from assay.errors import TaskFileError
+from assay.qa import (
+    PredictionRecord,
+    SampleResult,
+    load_metrics_hook,
+    metrics_document,
+    replicate_metrics,
+)
+from assay.qa.grading import answer_error
+from assay.reports.markdown import code, fmt, md_table, plural
+from assay.results.io import write_json_atomic, write_text_atomic
+from assay.results.status import FinalStatus
+from assay.results.task_result import EvaluationResult, QaCriterionResult
+from assay.spec.qa import QaConfig
+
+PREDICTIONS = "prediction.jsonl"
+METRICS = "metrics.json"
+
+
+@dataclass
+class QaFiles:
+    """What :func:`write_qa_files` wrote: the metrics document (``None`` before grading) and
+    a hook error to report once every other file is written."""
+
+    document: dict[str, Any] | None
+    error: TaskFileError | None = None
+
+
+def write_qa_files(folder: Path, members: Sequence[EvaluationResult]) -> QaFiles | None:
+    """Write ``prediction.jsonl`` and, when every row is graded, ``metrics.json``.
+
+    Returns:
+        ``None`` when the suite is not a QA suite (no row has a ``qa_record``).
+    """
+    rows = [(r, PredictionRecord.model_validate(r.qa_record)) for r in members if r.qa_record]
+    if not rows:
+        return None
+    rows.sort(key=lambda pair: (pair[1].repeat, pair[1].sample_index))
+    lines = "".join(record.to_json_line() + "\n" for _, record in rows)
+    write_text_atomic(folder / PREDICTIONS, lines)
+    if any(r.final_status is FinalStatus.NOT_GRADED for r, _ in rows):
+        return QaFiles(None)
+    config = _config(rows[0][0])
+    try:
+        document = qa_metrics(rows, config, task_dir=rows[0][0].task_config.task_dir)
+    except TaskFileError as exc:
+        return QaFiles(None, exc)
+    document = {
+        "schema_version": document["schema_version"],
+        "suite_id": rows[0][0].suite_id,
+        "variant_id": rows[0][0].variant_id,
+        "dataset": rows[0][1].dataset,
+        "judge": config.judge.model if config.judge else None,
+        "avg_metrics": document["avg_metrics"],
+        "all_metrics": document["all_metrics"],
+    }
+    write_json_atomic(folder / METRICS, document)
+    return QaFiles(document)
+
+
+def _config(result: EvaluationResult) -> QaConfig:
+    return QaConfig.model_validate(result.task_config.resolved.get("qa") or {})
+
+
+def sample_result(result: EvaluationResult, record: PredictionRecord) -> SampleResult:
+    """The row's grade: its ``qa`` criterion's result, or an ``answer_error`` when the agent
+    failed before grading."""
+    for item in result.success_criteria_results:
+        if isinstance(item, QaCriterionResult) and item.sample_result:
+            return SampleResult.from_dict(item.sample_result)
+    return answer_error(record.to_item())
+
+
+def qa_metrics(
+    rows: Sequence[tuple[EvaluationResult, PredictionRecord]],
+    config: QaConfig,
+    *,
+    task_dir: str | None,
+) -> dict[str, Any]:
+    """The ``metrics.json`` document of graded rows (one entry per replicate).
+
+    Raises:
+        TaskFileError: the metrics hook is missing, fails, or returns an invalid dict.
+    """
+    hook, hook_file = None, "metrics hook"
+    if config.metrics_hook is not None:
+        path = Path(config.metrics_hook)
+        path = path if path.is_absolute() else Path(task_dir or ".") / path
+        hook, hook_file = load_metrics_hook(path), str(path)
+    by_replicate: dict[int, list[tuple[PredictionRecord, SampleResult]]] = defaultdict(list)
+    for result, record in rows:
+        by_replicate[record.repeat].append((record, sample_result(result, record)))
+    all_metrics = [
+        replicate_metrics(
+            [record for record, _ in pairs],
+            [graded for _, graded in pairs],
+            group_by=config.group_by,
+            hook=hook,
+            hook_file=hook_file,
+        )
+        for _, pairs in sorted(by_replicate.items())
+    ]
+    return metrics_document(all_metrics)
+
+
+def render_qa(document: dict[str, Any]) -> str:
+    """The "QA metrics" section of ``suite.md``: accuracy per replicate with its Wilson 95%
+    interval and counts, then each group's accuracy (mean over replicates) and size."""
+    per = document["all_metrics"]
+    lines = ["", "## QA metrics", ""]
+    judge = document.get("judge")
+    lines.append(f"From `{METRICS}` ({plural(len(per), 'replicate')}; judge: "
+                 f"{code(judge) if judge else 'none, rules only'}).")  # fmt: skip
+    lines.append("")
+    header = ["replicate", "accuracy", "95% CI", "correct / graded", "extraction failed",
+              "empty", "judge errors", "answer errors"]  # fmt: skip
+    rows = [_replicate_row(str(i), m) for i, m in enumerate(per)]
+    if len(per) > 1:
+        rows.append(_replicate_row("mean", document["avg_metrics"]))
+    lines += md_table(header, rows)
+    for name in _group_names(document["avg_metrics"]):
+        lines += ["", f"### {name.removeprefix('by_')}", ""]
+        accuracies = document["avg_metrics"].get(name) or {}
+        counts = per[0].get(f"{name}_counts", {}) if per else {}
+        lines += md_table(
+            ["value", "accuracy", "samples per replicate"],
+            [[code(str(k)), fmt(v), str(counts.get(k, "—"))] for k, v in accuracies.items()],
+        )
+    undefined = document["avg_metrics"].get("undefined_metrics") or {}
+    if undefined:
+        lines += [""] + [f"- `{k}` is undefined: {v}" for k, v in undefined.items()]
+    return "\n".join(lines) + "\n"
+
+
+def _replicate_row(label: str, m: dict[str, Any]) -> list[str]:
+    ci = m.get("accuracy_ci")
+    interval = f"[{fmt(ci['low'])}, {fmt(ci['high'])}]" if ci else "—"
+
+    def count(key: str) -> str:
+        value = m.get(key)
+        return "—" if value is None else f"{value:g}"
+
+    return [label, fmt(m.get("accuracy")), interval, f"{count('correct')} / {count('graded')}",
+            count("extraction_failed"), count("content_none"), count("judge_errors"),
+            count("answer_errors")]  # fmt: skip
+
+
+def _group_names(metrics: dict[str, Any]) -> list[str]:
+    return [
+        key
+        for key, value in metrics.items()
+        if key.startswith("by_")
+        and isinstance(value, dict)
+        and not key.endswith(("_counts", "_ci"))
+    ]

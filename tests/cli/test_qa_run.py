@@ -1,0 +1,277 @@
+"""QA tasks end to end, as a user runs them: a `qa:` task file over QA rows, a real answering
+program (a command agent), a scripted judge, and the files the stages write."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.cli.test_run import assay, latest, suite_json
+from tests.helpers import write
+
+ANSWERER = r"""
+import os, re, sys
+prompt = sys.stdin.read()
+with open(os.path.join(os.environ["ASSAY_TASK_DIR"], "calls.log"), "a") as log:
+    log.write(os.environ["ASSAY_ROW_ID"] + "\n")
+question = re.search(r"Question:\n(.*)\n", prompt).group(1)
+if "Options:" in prompt:
+    if "Pick one" in question:
+        print("I like turtles")
+        sys.exit(0)
+    letters = [m.group(1) for m in re.finditer(r"(?m)^([A-Z])\. (.*)$", prompt)
+               if m.group(2) in ("Paris", "2", "4")]
+    print("\\boxed{" + ",".join(letters) + "}")
+    sys.exit(0)
+answers = {
+    "When did people last walk on the moon?": "in the early seventies",
+    "What does the template print?": "It prints ${row.x} {story} literally",
+    "Who is the king of the Moon?": "The story does not say.",
+    "What is hard?": "hmm maybe",
+}
+if question == "Crash please?":
+    sys.exit(3)
+print(answers[question])
+"""
+
+JUDGE = r"""
+replies:
+  - match: "Model response:\\nin the early seventies"
+    reply: '{"is_correct": true, "reason": "1972 is in the early seventies"}'
+  - match: "Model response:\\nIt prints \\$\\{row\\.x\\} \\{story\\} literally"
+    reply: '{"is_correct": true, "reason": "same text"}'
+  - match: "Model response:\\nhmm maybe"
+    reply: "not json"
+  - match: "could not be read"
+    reply: "still not json"
+default: '{"is_correct": false, "reason": "no"}'
+"""
+
+ROWS = [
+    {"sample_id": "fr", "story": "France's capital is Paris.",
+     "question": "What is the capital of France?",
+     "answer": {"correct_answers": ["Paris"], "wrong_answers": ["Berlin", "Madrid", "Rome"]},
+     "meta": {"ability": "geo"}},
+    {"sample_id": "even", "story": "", "question": "Which numbers are even?",
+     "answer": {"correct_answers": ["2", "4"], "wrong_answers": ["3", "5"]},
+     "meta": {"ability": "math"}},
+    {"sample_id": "moon", "story": "", "question": "When did people last walk on the moon?",
+     "answer": {"correct_answers": ["December 1972"], "wrong_answers": []},
+     "meta": {"ability": "history"}},
+    {"sample_id": "braces", "story": "", "question": "What does the template print?",
+     "answer": {"correct_answers": ["the placeholder text"], "wrong_answers": []},
+     "meta": {"ability": "geo"}},
+    {"sample_id": "nope", "story": "The Moon has no people.",
+     "question": "Who is the king of the Moon?",
+     "answer": {"correct_answers": [], "wrong_answers": ["Bob"]},
+     "meta": {"ability": "history", "unanswerable": True}},
+    {"sample_id": "junk", "story": "", "question": "Pick one",
+     "answer": {"correct_answers": ["yes"], "wrong_answers": ["no"]}, "meta": {}},
+    {"sample_id": "hard", "story": "", "question": "What is hard?",
+     "answer": {"correct_answers": ["diamond"], "wrong_answers": []}, "meta": {"ability": "geo"}},
+    {"sample_id": "crash", "story": "", "question": "Crash please?",
+     "answer": {"correct_answers": ["ok"], "wrong_answers": []}, "meta": {"ability": "geo"}},
+]  # fmt: skip
+
+HOOK = """
+def compute_metrics(records, per_sample_results):
+    graded = [r for r in per_sample_results if r["is_correct"] is not None]
+    correct = sum(1 for r in graded if r["is_correct"])
+    return {"accuracy": correct / len(graded), "correct": correct, "total": len(records),
+            "per_sample_results": per_sample_results, "records_seen": len(records)}
+"""
+
+TASK = f"""
+task_id: qa-demo
+description: the QA pipeline end to end
+agent: {{type: command, command: '{sys.executable} "$ASSAY_TASK_DIR/answerer.py"'}}
+dataset: {{paths: [qa.jsonl]}}
+repeats: 2
+qa:
+  group_by: [meta.ability]
+  judge: {{model: mock/judge.yaml, retries: 1, check: false}}
+  metrics_hook: metrics.py
+success_criteria:
+  - type: qa
+    suite_thresholds: {{accuracy: 0.8}}
+"""
+
+
+def make_task(folder: Path, *, task: str = TASK, hook: str = HOOK) -> Path:
+    write(folder / "answerer.py", ANSWERER)
+    write(folder / "judge.yaml", JUDGE)
+    write(folder / "metrics.py", hook)
+    write(folder / "qa.jsonl", "".join(json.dumps(row) + "\n" for row in ROWS))
+    return write(folder / "task.yaml", task)
+
+
+def suite_folder(cwd: Path) -> Path:
+    return latest(cwd) / "default" / "qa-demo"
+
+
+def predictions(cwd: Path) -> list[dict[str, Any]]:
+    text = (suite_folder(cwd) / "prediction.jsonl").read_text(encoding="utf-8")
+    return [json.loads(line) for line in text.splitlines()]
+
+
+def metrics(cwd: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((suite_folder(cwd) / "metrics.json").read_text())
+    return data
+
+
+@pytest.fixture(scope="module")
+def qa_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    cwd = tmp_path_factory.mktemp("qa")
+    make_task(cwd / "t")
+    done = assay("run", "t/task.yaml", cwd=cwd)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return cwd
+
+
+def test_metrics_per_replicate(qa_run: Path) -> None:
+    document = metrics(qa_run)
+    assert [m["total"] for m in document["all_metrics"]] == [8, 8]
+    for replicate in document["all_metrics"]:
+        # graded = 8 - 1 judge error - 1 answer error; wrong: only the unreadable letter
+        assert (replicate["correct"], replicate["graded"]) == (5, 6)
+        assert replicate["accuracy"] == pytest.approx(5 / 6)
+        assert (replicate["judge_errors"], replicate["answer_errors"]) == (1, 1)
+        assert replicate["extraction_failed"] == 1
+        assert replicate["records_seen"] == 8  # from the metrics hook
+        assert replicate["by_ability"] == {"geo": 1.0, "history": 1.0, "math": 1.0,
+                                           "unknown": 0.0}  # fmt: skip
+        assert replicate["by_ability_counts"] == {"geo": 4, "history": 2, "math": 1, "unknown": 1}
+        low, high = replicate["accuracy_ci"]["low"], replicate["accuracy_ci"]["high"]
+        assert low == pytest.approx(0.4365, abs=1e-4) and high == pytest.approx(0.9699, abs=1e-4)
+    assert document["avg_metrics"]["accuracy"] == pytest.approx(5 / 6)
+    assert "per_sample_results" not in document["avg_metrics"]
+    reasons = {r["sample_id"]: r["error_reason"] for r in document["all_metrics"][0]
+               ["per_sample_results"]}  # fmt: skip
+    assert reasons == {"fr": None, "even": None, "moon": None, "braces": None, "nope": None,
+                       "junk": "extraction_failed", "hard": "judge_error",
+                       "crash": "answer_error"}  # fmt: skip
+
+
+def test_suite_agrees_with_metrics_and_gates(qa_run: Path) -> None:
+    suite = suite_json(latest(qa_run), "qa-demo")
+    aggregate = suite["criterion_aggregates"][0]
+    assert aggregate["metrics"]["accuracy"] == pytest.approx(10 / 12)
+    assert aggregate["metrics"]["extraction_failed_rate"] == pytest.approx(2 / 12)
+    assert aggregate["threshold_checks"][0]["passed"] is True
+    assert (suite["rows_error"], suite["rows_passed"], suite["rows_failed"]) == (4, 10, 2)
+    hard = json.loads((suite_folder(qa_run) / "hard" / "00" / "task.json").read_text())
+    assert hard["final_status"] == "ERROR"
+    assert hard["error_message"].startswith("judge_error: unparseable verdict")
+    markdown = (suite_folder(qa_run) / "suite.md").read_text()
+    assert "## QA metrics" in markdown and "| 0 | 0.833 | [0.436, 0.970] | 5 / 6 |" in markdown
+
+
+def test_prediction_records(qa_run: Path) -> None:
+    records = predictions(qa_run)
+    assert [(r["repeat"], r["sample_id"]) for r in records][:3] == [
+        (0, "fr"), (0, "even"), (0, "moon")]  # fmt: skip
+    assert len(records) == 16
+    fr0, fr1 = records[0], records[8]
+    assert fr0["prompt_type"] == "mcq_single" and fr0["dataset"] == "qa-demo"
+    assert set(fr0["options"].values()) == {"Paris", "Berlin", "Madrid", "Rome"}
+    assert fr0["options"][fr0["correct_letters"][0]] == "Paris"
+    assert fr0["pred"]["content"].strip() == "\\boxed{" + fr0["correct_letters"][0] + "}"
+    assert fr0["shuffle_seed"] != fr1["shuffle_seed"]
+    crash = next(r for r in records if r["sample_id"] == "crash")
+    assert crash["pred"]["content"] is None and "exited with code 3" in crash["error"]
+    braces = next(r for r in records if r["sample_id"] == "braces")
+    assert "${row.x} {story}" in braces["pred"]["content"]
+    nope = next(r for r in records if r["sample_id"] == "nope")
+    assert nope["prompt_type"] == "open_unanswerable"
+
+
+def test_option_order_differs_by_replicate_and_repeats_across_runs(tmp_path: Path) -> None:
+    make_task(tmp_path / "t")
+    first = assay("run", "t/task.yaml", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    prompts = [(r["sample_id"], r["repeat"], r["prompt"]) for r in predictions(tmp_path)]
+    second = assay("run", "t/task.yaml", cwd=tmp_path)
+    assert second.returncode == 0, second.stderr
+    assert [(r["sample_id"], r["repeat"], r["prompt"]) for r in predictions(tmp_path)] == prompts
+    orders = {}
+    for record in predictions(tmp_path):
+        if record["options"]:
+            orders.setdefault(record["sample_id"], []).append(tuple(record["options"].values()))
+    assert any(len(set(order)) > 1 for order in orders.values())
+
+
+def test_evaluate_a_prediction_file_reproduces_the_metrics(qa_run: Path) -> None:
+    before = (qa_run / "t" / "calls.log").read_text()
+    out = qa_run / "again.json"
+    done = assay("evaluate", str(suite_folder(qa_run) / "prediction.jsonl"), "-o", str(out),
+                 cwd=qa_run)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "replicate 0: accuracy 0.833 [0.436, 0.970] · correct 5/6 graded of 8" in done.stdout
+    again = json.loads(out.read_text())
+    assert again["all_metrics"] == metrics(qa_run)["all_metrics"]
+    assert (qa_run / "t" / "calls.log").read_text() == before  # the answerer was not asked
+
+
+def test_evaluate_a_copied_prediction_file_with_flags(qa_run: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "prediction.jsonl"
+    shutil.copy(suite_folder(qa_run) / "prediction.jsonl", copy)
+    done = assay("evaluate", str(copy), "--group-by", "meta.ability", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    document = json.loads((tmp_path / "metrics.json").read_text())
+    first = document["all_metrics"][0]
+    # no judge: the open answers the rules cannot match are wrong (exact match), not errors
+    assert (first["correct"], first["graded"], first["judge_errors"]) == (3, 7, 0)
+    assert first["by_ability"]["math"] == 1.0 and document["judge"] is None
+
+
+def test_execute_then_evaluate(tmp_path: Path) -> None:
+    make_task(tmp_path / "t")
+    done = assay("execute", "t/task.yaml", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert len(predictions(tmp_path)) == 16
+    assert not (suite_folder(tmp_path) / "metrics.json").exists()
+    calls = (tmp_path / "t" / "calls.log").read_text()
+    write(tmp_path / "t" / "judge.yaml", JUDGE.replace('reply: "not json"',
+          """reply: '{"is_correct": false, "reason": "vague"}'"""))  # fmt: skip
+    graded = assay("evaluate", "runs/latest", cwd=tmp_path)
+    assert graded.returncode == 1, graded.stdout + graded.stderr  # 5/7 misses the 0.8 gate
+    assert (tmp_path / "t" / "calls.log").read_text() == calls
+    first = metrics(tmp_path)["all_metrics"][0]
+    assert (first["correct"], first["graded"], first["judge_errors"]) == (5, 7, 0)
+    hard = json.loads((suite_folder(tmp_path) / "hard" / "00" / "task.json").read_text())
+    assert hard["final_status"] == "FAILURE" and hard["error_message"] is None
+
+
+def test_a_bad_metrics_hook_is_named_after_every_row_is_kept(tmp_path: Path) -> None:
+    make_task(tmp_path / "t", hook="def compute_metrics(records, results):\n    return {}\n")
+    done = assay("run", "t/task.yaml", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "compute_metrics returned a dict without accuracy, correct, total, per_sample_results" \
+        in done.stderr  # fmt: skip
+    folder = suite_folder(tmp_path)
+    assert (folder / "suite.json").is_file() and (folder / "prediction.jsonl").is_file()
+    assert len(list(folder.glob("*/*/task.json"))) == 16
+    write(tmp_path / "t" / "metrics.py", HOOK)
+    rebuilt = assay("report", "runs/latest", cwd=tmp_path)
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    assert metrics(tmp_path)["all_metrics"][0]["records_seen"] == 8
+
+
+def test_a_judge_that_accepts_anything_is_flagged(tmp_path: Path) -> None:
+    task = TASK.replace("check: false", "check: true")
+    make_task(tmp_path / "t", task=task)
+    write(tmp_path / "t" / "judge.yaml", 'default: \'{"is_correct": true, "reason": "ok"}\'\n')
+    done = assay("run", "t/task.yaml", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    message = (
+        "judge mock/judge.yaml failed its sanity check (answers to 'What is the capital of "
+        "France?': 'Berlin' judged True; 'I like turtles.' judged True)"
+    )
+    assert message in " ".join(done.stderr.split())
+    run_json = json.loads((latest(tmp_path) / "run.json").read_text())
+    assert sum(message in w for w in run_json["warnings"]) == 1

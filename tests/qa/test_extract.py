@@ -1,0 +1,138 @@
+"""Answer extraction for choice questions: what models really write."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from assay.qa import extract_choice
+
+ABCD = "ABCD"
+
+
+@pytest.mark.parametrize(
+    ("text", "letters", "rule"),
+    [
+        ("\\boxed{B}", "B", "boxed"),
+        ("\\boxed{ B }", "B", "boxed"),
+        ("\\box{B}", "B", "boxed"),
+        ("\\boxed {c}", "C", "boxed"),
+        ("\\boxed{\\text{B}}", "B", "boxed"),
+        ("\\boxed{$D$}", "D", "boxed"),
+        ("\\boxed{(A)}", "A", "boxed"),
+        ("\\boxed{B. He wants to get married}", "B", "boxed"),
+        ("So \\boxed{A} ... no wait, \\boxed{C}", "C", "boxed"),  # the last box counts
+        ("\\boxed{C} then \\boxed{}", "C", "boxed"),  # an empty last box is skipped
+        ("ANSWER: $B$", "B", "marker"),
+        ("Answer: (C)", "C", "marker"),
+        ("answer: c", "C", "marker"),
+        ("The answer is B because the story says so.", "B", "marker"),
+        ("I think the answer is b.", "B", "marker"),
+        ("**Answer:** C", "C", "marker"),
+        ("The answer is **D**.", "D", "marker"),
+        ("Final answer: A", "A", "marker"),
+        ("Answer: Option B", "B", "marker"),
+        ("The correct option is D.", "D", "marker"),
+        ("### Answer\nB", "B", "marker"),
+        ("Answer: A) a person who", "A", "marker"),
+        ("Answer: A\nOn reflection...\nAnswer: C", "C", "marker"),  # the last one counts
+        ("Answer: B. The answer is a guess.", "B", "marker"),  # a later marker without a letter
+        ("**C**", "C", "whole"),
+        ("I pick **C** here.", "C", "bold"),
+        ("**C. She confirms her biases**", "C", "bold"),
+        ("(D)", "D", "whole"),
+        ("I would go with (D) here.", "D", "parenthesized"),
+        ("D. Because the plane landed on water.", "D", "line_start"),
+        ("B. Conservative", "B", "line_start"),
+        ("Looking at this:\nC) the bus arrives", "C", "line_start"),
+        ("B\n\nExplanation: the story says...", "B", "line_start"),
+        ("d", "D", "whole"),
+        ("B.", "B", "whole"),
+        (" c ", "C", "whole"),
+    ],
+)
+def test_single_letters(text: str, letters: str, rule: str) -> None:
+    found = extract_choice(text, ABCD)
+    assert found.letters == tuple(letters)
+    assert found.rule == rule
+    assert not found.extraction_failed
+
+
+@pytest.mark.parametrize(
+    ("text", "letters"),
+    [
+        ("\\boxed{A,C}", "AC"),
+        ("\\boxed{A, C}", "AC"),
+        ("\\boxed{A and C}", "AC"),
+        ("\\boxed{a; c; d}", "ACD"),
+        ("\\boxed{C, A, C}", "CA"),  # de-duplicated, order kept
+        ("Answer: A, C", "AC"),
+        ("The answers are B and D.", "BD"),
+        ("A,C", "AC"),
+    ],
+)
+def test_letter_sets(text: str, letters: str) -> None:
+    assert extract_choice(text, ABCD).letters == tuple(letters)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "A good answer would be the second one.",  # "A" is an article
+        "Because he wanted to.",  # the B of a word
+        "Answer: A good question.",
+        "the answer is I think unclear",
+        "\\boxed{E}",  # outside A-D
+        "Answer: E",
+        "\\boxed{A, E}",  # a set containing a letter outside the range
+        "A. foo\nB. bar\nC. baz\nD. qux",  # restating the options names none of them
+        "(A) foo (B) bar",
+        "**A** or **B**",
+        "I don't know.",
+        "e.g. the story",
+        "",
+        "   \n",
+        "He wants to get married to a different person.",
+        "\\boxed{}",
+        "Answer:",
+    ],
+)
+def test_not_an_answer(text: str) -> None:
+    found = extract_choice(text, ABCD)
+    assert found.letters == ()
+    assert found.extraction_failed
+    assert found.rule is None
+
+
+def test_none_is_a_failed_extraction() -> None:
+    assert extract_choice(None, ABCD).extraction_failed
+
+
+def test_option_range_comes_from_the_letters_given() -> None:
+    assert extract_choice("\\boxed{E}", "ABCDE").letters == ("E",)
+    assert extract_choice("Answer: c", ["A", "B"]).extraction_failed
+
+
+@given(
+    st.sampled_from(ABCD),
+    st.sampled_from(
+        ["\\boxed{%s}", "Answer: %s", "(%s)", "**%s**", "%s", "ANSWER: $%s$", "%s. text"]
+    ),
+    st.booleans(),
+)
+def test_each_form_in_each_case(letter: str, form: str, lower: bool) -> None:
+    written = letter.lower() if lower else letter
+    if lower and form in ("(%s)", "**%s**", "%s. text") and written in "ai":
+        return  # lower-case a/i in weak forms read as English, by design
+    found = extract_choice(form % written, ABCD)
+    if lower and form == "%s. text":
+        return  # line-start letters are capitals only
+    assert found.letters == (letter,)
+
+
+@given(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=200))
+def test_never_crashes_and_never_leaves_the_range(text: str) -> None:
+    found = extract_choice(text, "ABC")
+    assert set(found.letters) <= set("ABC")
+    assert found.extraction_failed == (found.letters == ())
