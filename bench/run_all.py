@@ -11,6 +11,7 @@ import sys
 
 import expand
 import overhead
+import qa_evaluate
 import throughput
 from common import BENCH
 
@@ -21,6 +22,7 @@ def main(repeats: int = 3) -> None:
         "expand": expand.main(100_000, repeats),
         "overhead": overhead.main(500, repeats),
         "throughput": throughput.main(4, repeats),
+        "qa_evaluate": qa_evaluate.main(100_000, repeats),
     }
     print(json.dumps(results, indent=2))
 
