@@ -278,9 +278,6 @@ def test_unusable_output_paths_are_refused_before_any_row_runs(tmp_path: Path) -
     assert not marker.exists()
 
 
-@pytest.mark.xfail(
-    strict=True, reason="only 'is a folder' is checked; the write fails after the run"
-)
 def test_unwritable_junit_path_is_refused_before_any_row_runs(tmp_path: Path) -> None:
     marker = tmp_path / "ran"
     path = command_task(tmp_path, f"touch {marker}; echo positive")

@@ -259,7 +259,6 @@ def test_boolean_threshold_is_a_load_error(tmp_path: Path) -> None:
     refused(tmp_path, echo_task(tmp_path, "[{id: r, x: a}]", criterion), "accuracy")
 
 
-@pytest.mark.xfail(strict=True, reason="run_command expected_stdout '' with contains passes")
 def test_empty_expected_stdout_with_contains_is_a_load_error(tmp_path: Path) -> None:
     text = """\
 task_id: rc2

@@ -66,7 +66,9 @@ success_criteria:
     )
     done = assay("plan", str(path), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert "dataset.rows[0].x" in done.stderr and "booleans" in done.stderr
+    message = " ".join(done.stderr.split())
+    assert "dataset.rows[0].x holds a boolean (YAML reads unquoted" in message
+    assert "booleans substitute as True/False" in message
 
 
 def test_command_agent_without_command_names_the_field(tmp_path: Path) -> None:
@@ -168,3 +170,36 @@ def test_one_row_suite_summary_says_row_not_rows(tmp_path: Path) -> None:
     assert "1 rows" not in done.stdout
     run = json.loads((latest(tmp_path) / "run.json").read_text())
     assert run["tasks_run"] == 1
+
+
+def test_more_load_time_messages(tmp_path: Path) -> None:
+    rows = '[{id: a, l: positive, c: "x\\0y"}, {id: b, l: "", c: z}]'
+    nul = task(tmp_path, f"""\
+dataset:
+  rows: {rows}
+initial_prompt: "${{row.l}}"
+success_criteria:
+  - {{type: run_command, command: "echo ${{row.c}}"}}
+""", "nul.yaml")  # fmt: skip
+    done = assay("plan", str(nul), cwd=tmp_path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "command contains a NUL character" in done.stderr and "row a" in done.stderr
+    empty = task(tmp_path, """\
+dataset:
+  rows: [{id: a, l: positive}, {id: b, l: ""}, {id: c, l: null}]
+initial_prompt: "${row.l}"
+success_criteria:
+  - {type: classification_match, expected_label: "${row.l}", allowed_labels: [positive]}
+""", "empty.yaml")  # fmt: skip
+    done = assay("plan", str(empty), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    message = " ".join(done.stderr.split())
+    assert "2 row(s) have an empty or null expected label" in message and ": b, c" in message
+    write(tmp_path / "m.yaml", "replies:\n  - {match: x, reply: yes}\ndefault: 'no'\n")
+    body = "initial_prompt: x\nsuccess_criteria: [{type: file_exists, path: a}]\n"
+    mock = task(tmp_path, body, "mock.yaml")
+    write(mock, mock.read_text().replace("mock/echo", "mock/m.yaml"))
+    done = assay("plan", "mock.yaml", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "m.yaml: replies[0].reply is a boolean" in done.stderr
+    assert "used by mock.yaml:" in done.stderr

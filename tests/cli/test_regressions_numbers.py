@@ -10,8 +10,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from tests.cli.test_run import assay, latest, suite_json, task_json
 from tests.helpers import write
 
@@ -235,7 +233,6 @@ success_criteria:
     assert task_json(tmp_path, "s", "sandbox")["final_status"] == "SUCCESS"
 
 
-@pytest.mark.xfail(strict=True, reason="no suite.json when no row finished; report exits 2")
 def test_run_interrupted_before_any_row_finished_reports_every_row_missing(
     tmp_path: Path,
 ) -> None:

@@ -240,9 +240,12 @@ def _execute(
 def check_outputs(runs_root: Path, junit: Path | None) -> None:
     """Refuse output paths that cannot be written, before any row runs.
 
+    Both are written by creating a file in their folder and renaming it, so each folder is
+    probed with a temporary file.
+
     Raises:
-        UsageError: ``--run-dir`` is a file or cannot be created; ``--junit-xml`` is a
-            directory or its folder cannot be created.
+        UsageError: ``--run-dir`` is a file, cannot be created or is not writable;
+            ``--junit-xml`` is a directory, or its folder cannot be created or written.
     """
     if runs_root.exists() and not runs_root.is_dir():
         raise UsageError(f"--run-dir {runs_root} is a file, not a folder")
@@ -250,6 +253,7 @@ def check_outputs(runs_root: Path, junit: Path | None) -> None:
         runs_root.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UsageError(f"--run-dir {runs_root} cannot be created: {exc.strerror}") from None
+    _probe(runs_root, f"--run-dir {runs_root}")
     if junit is None:
         return
     if junit.is_dir():
@@ -259,6 +263,22 @@ def check_outputs(runs_root: Path, junit: Path | None) -> None:
     except OSError as exc:
         raise UsageError(f"--junit-xml {junit}: its folder cannot be created: "
                          f"{exc.strerror}") from None  # fmt: skip
+    _probe(junit.parent, f"--junit-xml {junit}")
+
+
+def _probe(folder: Path, what: str) -> None:
+    """Create and delete a temporary file in ``folder``.
+
+    Raises:
+        UsageError: the folder cannot be written.
+    """
+    import tempfile
+
+    try:
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".assay-probe-"):
+            pass
+    except OSError as exc:
+        raise UsageError(f"{what}: cannot write in {folder}: {exc.strerror or exc}") from None
 
 
 def _existing_run(argument: str) -> Path:

@@ -185,9 +185,12 @@ def _experiment(run_dir: Path) -> tuple[str, str] | None:
 
 
 def rebuild_reports(run_dir: Path, *, junit_path: Path | None = None) -> Reports:
-    """``assay report``: write every report again from the ``task.json`` files."""
-    results = load_run_results(run_dir)
+    """``assay report``: write every report again from the ``task.json`` files (a run that
+    planned rows but finished none reports them all missing)."""
+    results = load_results(run_dir)
     meta = previous_meta(run_dir, "report")
+    if not results and not meta.planned:
+        raise UsageError(f"no task.json under {run_dir}: is it a run directory?")
     meta.stage = "report"
     return write_reports(run_dir, results, meta, default_criteria(), junit_path=junit_path)
 

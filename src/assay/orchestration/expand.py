@@ -48,7 +48,15 @@ from assay.spec.task import ID_PATTERN, TaskDefinition
 
 ID_MESSAGE = f"must match {ID_PATTERN.pattern} (letters, digits, underscore, hyphen, dot)"
 _CRITERION = TypeAdapter(Criterion)
-_VALIDATED_FIELDS = ("path", "patterns", "expected", "expected_stdout", "includes", "excludes")
+_VALIDATED_FIELDS = (
+    "path",
+    "patterns",
+    "expected",
+    "expected_stdout",
+    "includes",
+    "excludes",
+    "command",
+)
 RESERVED_ROW_IDS = frozenset({"suite.json", "suite.md"})
 MAX_ID_LENGTH = 200
 
@@ -326,7 +334,7 @@ def _label_warnings(
         allowed = {label.casefold() for label in spec.allowed_labels}
         if any("${" in label for label in spec.allowed_labels):
             continue
-        bad = []
+        bad, empty = [], []
         whole = PLACEHOLDER.fullmatch(spec.expected_label)
         for row_task in row_tasks:
             assert row_task.row is not None
@@ -337,6 +345,15 @@ def _label_warnings(
                 label = substitute(spec.expected_label, row_task.row).strip()
             if label and label.casefold() not in allowed:
                 bad.append(f"{row_task.row_id} ({label!r})")
+            elif not label:
+                empty.append(str(row_task.row_id))
+        if empty:
+            out.append(
+                f"{loaded.display}: success_criteria[{position}]: {len(empty)} row(s) have an "
+                "empty or null expected label, so they expect no answer ('(none)') and pass "
+                f"when the agent answers nothing: {', '.join(empty[:5])}"
+                + (" ..." if len(empty) > 5 else "")
+            )
         if bad:
             out.append(
                 f"{loaded.display}: success_criteria[{position}]: {len(bad)} row(s) expect a "
@@ -352,17 +369,20 @@ def _boolean_warnings(loaded: LoadedTask) -> list[str]:
     if spec is None or spec.rows is None:
         return []
     found = [
-        f"dataset.rows[{i}].{key}"
-        for i, row in enumerate(spec.rows)
+        (index, key)
+        for index, row in enumerate(spec.rows)
         for key, value in row.items()
         if isinstance(value, bool)
     ]
     if not found:
         return []
+    line = loaded.document.line_of(("dataset", "rows", found[0][0], found[0][1]))
+    names = ", ".join(f"dataset.rows[{index}].{key}" for index, key in found[:3])
+    verb = "holds a boolean" if len(found) == 1 else "hold booleans"
     return [
-        f"{loaded.display}: {', '.join(found[:3])}{' ...' if len(found) > 3 else ''} "
-        "hold booleans (YAML reads unquoted yes/no/on/off/true/false that way); they "
-        "substitute as True/False: quote them if you meant text"
+        f"{loaded.display}:{line or '?'}: {names}{' ...' if len(found) > 3 else ''} {verb} "
+        "(YAML reads unquoted yes/no/on/off/true/false that way); booleans substitute as "
+        "True/False: quote them if you meant text"
     ]
 
 

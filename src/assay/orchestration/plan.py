@@ -248,6 +248,17 @@ def _variants(
     return variants
 
 
+def _model_error(exc: UserError, loaded: LoadedTask, loc: tuple[str, ...]) -> TaskFileError:
+    """A model that cannot start, located: in its own file (a mock script) when the problem is
+    there, else at the task file's model field."""
+    line, field = loaded.document.line_of(loc), ".".join(loc)
+    if exc.file is not None and Path(exc.file).resolve() != loaded.path.resolve():
+        hint = f"used by {loaded.display}:{line} ({field})" + (f"; {exc.hint}" if exc.hint else "")
+        return TaskFileError(exc.message, file=exc.file, line=exc.line, field=exc.field,
+                             hint=hint)  # fmt: skip
+    return TaskFileError(exc.message, field=field, hint=exc.hint, file=loaded.display, line=line)
+
+
 def _check_judge(loaded: LoadedTask, task: TaskDefinition, registry: ProviderRegistry) -> None:
     """A ``qa.judge`` model's provider exists and can start (weights, API key, script)."""
     if task.qa is None or task.qa.judge is None:
@@ -255,10 +266,7 @@ def _check_judge(loaded: LoadedTask, task: TaskDefinition, registry: ProviderReg
     try:
         registry.preflight(judge_key(task.qa.judge, loaded.base_dir))
     except UserError as exc:
-        line = loaded.document.line_of(("qa", "judge", "model"))
-        raise TaskFileError(
-            exc.message, field="qa.judge.model", hint=exc.hint, file=loaded.display, line=line
-        ) from None
+        raise _model_error(exc, loaded, ("qa", "judge", "model")) from None
 
 
 def _check_model(
@@ -273,8 +281,7 @@ def _check_model(
     try:
         registry.preflight(model_key(agent, loaded.base_dir))
     except UserError as exc:
-        raise TaskFileError(exc.message, field="agent.model", hint=exc.hint, file=file,
-                            line=line) from None  # fmt: skip
+        raise _model_error(exc, loaded, ("agent", "model")) from None
     if agent.model.startswith("anthropic/") and agent.prompt_format == "completion":
         raise TaskFileError("anthropic models have no completion endpoint",
                             field="agent.prompt_format", hint="use prompt_format: chat",

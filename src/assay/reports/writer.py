@@ -90,7 +90,7 @@ def suite_criteria(
     row resolved them."""
     raw = meta.criteria.get(suite_id)
     if raw is None:
-        raw = members[0].task_config.resolved.get("success_criteria", [])
+        raw = members[0].task_config.resolved.get("success_criteria", []) if members else []
     return list(_CRITERIA.validate_python(raw))
 
 
@@ -120,6 +120,9 @@ def write_reports(
     for result in ordered:
         if result.suite_id is not None:
             groups[(result.variant_id, result.suite_id)].append(result)
+    for key in meta.planned:  # a suite none of whose rows finished still gets its report
+        variant, _, suite_id = key.partition("/")
+        groups.setdefault((variant, suite_id), [])
     suites: list[SuiteRollup] = []
     refs: list[SuiteRef] = []
     errors: list[TaskFileError] = []

@@ -63,6 +63,8 @@ def check_relative_path(value: str | None) -> str | None:
     """Reject a path that could leave the sandbox before any row runs."""
     if value is None or "${" in value:
         return value
+    if "\x00" in value:
+        raise ValueError("path contains a NUL character, which no file name can hold")
     if value.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:[\\/]", value):
         raise ValueError(f"path '{value}' is absolute; use a path inside the sandbox")
     parts = re.split(r"[\\/]+", value)
@@ -191,10 +193,18 @@ class RunCommand(CriterionSpec):
     def _command_not_blank(cls, value: str) -> str:
         if not value.strip():
             raise ValueError("command is empty; a blank command always exits 0")
+        if "\x00" in value:
+            raise ValueError("command contains a NUL character, which a shell command cannot")
         return value
 
     @model_validator(mode="after")
     def _regex_compiles(self) -> RunCommand:
+        if self.expected_stdout == "" and self.stdout_match != "exact":
+            raise ValueError(
+                f"expected_stdout is empty, which every output matches with stdout_match: "
+                f"{self.stdout_match} (a row whose value is empty or null?); use stdout_match: "
+                "exact to expect no output"
+            )
         pattern = self.expected_stdout
         if self.stdout_match == "regex" and pattern is not None and "${" not in pattern:
             try:
