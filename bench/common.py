@@ -78,3 +78,15 @@ def save(name: str, data: dict[str, object]) -> None:
     out = BENCH / "results"
     out.mkdir(exist_ok=True)
     (out / f"{name}.json").write_text(json.dumps(data, indent=2) + "\n")
+
+
+def rates(seconds: dict[str, list[float]], rows: int) -> dict[str, object]:
+    """Per client: median seconds, requests/s, and its share of the ``bare`` client's rate."""
+    ceiling = rows / median(seconds["bare"])
+    out: dict[str, object] = {}
+    for name, values in seconds.items():
+        if values:
+            rate = rows / median(values)
+            out[name] = {"seconds": median(values), "req_per_s": rate,
+                         "share_of_ceiling": rate / ceiling, "all_seconds": values}  # fmt: skip
+    return out

@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 import expand
+import latency
 import overhead
 import qa_evaluate
 import throughput
@@ -23,6 +24,7 @@ def main(repeats: int = 3) -> None:
         "overhead": overhead.main(500, repeats),
         "throughput": throughput.main(4, repeats),
         "qa_evaluate": qa_evaluate.main(100_000, repeats),
+        "latency": latency.main(2000, repeats),
     }
     print(json.dumps(results, indent=2))
 

@@ -17,7 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from common import ASSAY, BENCH, INSPECT_VENV, WORK, median, save, timed
+from common import ASSAY, BENCH, INSPECT_VENV, WORK, rates, save, timed
 
 from assay.providers.local import LocalServer, find_gguf
 
@@ -68,12 +68,7 @@ def main(concurrency: int = 4, repeats: int = 3) -> dict[str, object]:
     finally:
         server.stop()
     result: dict[str, object] = {"rows": ROWS, "concurrency": concurrency, "repeats": repeats}
-    ceiling = ROWS / median(seconds["bare"])
-    for name, values in seconds.items():
-        if values:
-            rate = ROWS / median(values)
-            result[name] = {"seconds": median(values), "req_per_s": rate,
-                            "share_of_ceiling": rate / ceiling, "all_seconds": values}  # fmt: skip
+    result.update(rates(seconds, ROWS))
     save("throughput", result)
     return result
 

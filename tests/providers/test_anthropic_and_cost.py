@@ -69,8 +69,16 @@ def test_anthropic_messages_with_a_forced_tool(
 
 def test_overloaded_529_is_retried(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANT_KEY", "k")
-    calls = iter([Fault(529), Fault(text=reply({"messages": [{"content": "love"}]}))] * 2)
-    with scripted_server(lambda body: next(calls)) as server:
+    seen: set[str] = set()
+
+    def first_overloaded(body: dict[str, Any]) -> Fault:
+        text = body["messages"][-1]["content"]
+        if text in seen:
+            return Fault(text=reply(body))
+        seen.add(text)
+        return Fault(529)
+
+    with scripted_server(first_overloaded) as server:
         url = server.base_url.removesuffix("/v1")
         path = write(tmp_path / "t.yaml", TASK.format(url=url, limits=""))
         assay("run", str(path), "-j", "1", cwd=tmp_path)

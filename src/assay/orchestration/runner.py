@@ -244,10 +244,16 @@ class Runner:
         """Run one work item to its ``task.json``; never raises for a row's own failure.
 
         ``slots`` bounds the rows whose sandbox, agent and criteria run at once (``-j``);
-        resolving the row and writing its files happen outside a slot.
+        resolving the row and writing its files happen outside a slot. A row without a
+        directory (an ``llm`` agent graded on its response) takes no slot: its only shared
+        resource is its model endpoint, whose limiter keeps at most ``-j`` calls in flight,
+        so the endpoint stays busy while other rows are graded.
         """
         row = self._prepare(item)
-        async with slots or contextlib.nullcontext():
+        gate: contextlib.AbstractAsyncContextManager[Any] = contextlib.nullcontext()
+        if slots is not None and needs_directory(row.task):
+            gate = slots
+        async with gate:
             try:
                 result, outcome = await self._execute(row)
             except Exception as exc:  # an unforeseen failure ends this row, not the run

@@ -57,7 +57,9 @@ class AdaptiveLimiter:
             async with self._changed:
                 self.in_flight -= 1
                 self._account(ticket)
-                self._changed.notify_all()
+                # Wake only as many waiters as there are free slots: waking all of them at
+                # every release costs a scan of every waiting call, per call.
+                self._changed.notify(max(0, self.limit - self.in_flight))
 
     def _account(self, ticket: Ticket) -> None:
         if ticket.rate_limited:

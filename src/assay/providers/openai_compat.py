@@ -24,6 +24,7 @@ import httpx
 from assay.errors import ModelError, UsageError
 from assay.providers.base import Choice, ModelRequest, ModelResponse, Usage
 from assay.providers.constraints import llamacpp_fields, openai_response_format, read_choice
+from assay.providers.http import ShardedClient
 from assay.providers.retry import TransientModelError, is_retryable_status, parse_retry_after
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -60,7 +61,7 @@ class OpenAICompatibleModel:
         self.timeout = timeout
         self.dialect = dialect
         self.max_connections = max_connections
-        self._client: httpx.AsyncClient | None = None
+        self._client: ShardedClient | None = None
 
     @property
     def endpoint(self) -> str:
@@ -82,14 +83,11 @@ class OpenAICompatibleModel:
                     "or give agent.base_url and agent.api_key_env",
                 )
             api_key = "none"  # local servers (vLLM, llama.cpp, Ollama) accept any key
-        limits = httpx.Limits(
-            max_connections=self.max_connections, max_keepalive_connections=self.max_connections
-        )
-        self._client = httpx.AsyncClient(
+        self._client = ShardedClient(
             base_url=self.endpoint + "/",
             headers={"Authorization": f"Bearer {api_key}"},
             timeout=self.timeout,
-            limits=limits,
+            max_connections=self.max_connections,
         )
 
     async def aclose(self) -> None:
