@@ -7,6 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from assay.qa import extract_choice
+from assay.qa.prompts import SINGLE_INSTRUCTION
 
 ABCD = "ABCD"
 
@@ -136,3 +137,42 @@ def test_never_crashes_and_never_leaves_the_range(text: str) -> None:
     found = extract_choice(text, "ABC")
     assert set(found.letters) <= set("ABC")
     assert found.extraction_failed == (found.letters == ())
+
+
+@pytest.mark.parametrize(
+    ("text", "letters"),
+    [
+        # an explanation after the letter: every letter reads the same, A and I included
+        ("The answer is A because the story says so.", "A"),
+        ("The answer is B because the story says so.", "B"),
+        ("Answer: A since he left", "A"),
+        ("The answer is A as the text says", "A"),
+        ("Final answer: A with confidence", "A"),
+        ("The correct option is A according to the text.", "A"),
+        ("Answer: A is correct", "A"),
+        # an English word after the letter is not a second letter
+        ("Answer: C a bit unsure", "C"),
+        ("answer: D; a second thought", "D"),
+        ("The answer is A, I think.", "A"),
+        # a list does not run on into the next line
+        ("ANSWER: B\n\nA. foo\nB. bar", "B"),
+        ("The answer is C\nA", "C"),
+    ],
+)
+def test_answer_letter_followed_by_prose(text: str, letters: str) -> None:
+    assert extract_choice(text, ABCD).letters == tuple(letters)
+
+
+@pytest.mark.parametrize(
+    ("text", "letters"),
+    [("The answer is B I believe", "B"), ("The answer is B, I think.", "B")],
+)
+def test_pronoun_after_a_letter_with_nine_options(text: str, letters: str) -> None:
+    assert extract_choice(text, "ABCDEFGHIJ").letters == tuple(letters)
+
+
+def test_the_instructions_example_repeated_is_not_an_answer() -> None:
+    echoed = "Options:\nA. yes\nB. no\n\n" + SINGLE_INSTRUCTION
+    assert extract_choice(echoed, "AB").extraction_failed
+    assert extract_choice(echoed + "\n\\boxed{B}", "AB").letters == ("B",)
+    assert extract_choice("for example \\boxed{A, B}", "AB").extraction_failed

@@ -278,6 +278,17 @@ THOUSANDS = item(["14,000"], [])
         (THOUSANDS, "#### 14000", True, "exact_match"),
         (THOUSANDS, "The answer is 14,000.", True, "exact_match"),
         (THOUSANDS, "#### 14,500", False, "numeric_mismatch"),
+        (GSM, "#### 1.8", False, "numeric_mismatch"),  # not "18" once punctuation goes
+        (GSM, "#### -18", False, "numeric_mismatch"),
+        (GSM, "1-8", False, "no_match"),
+        (GSM, "6 * 3 = 18", True, "last_number_match"),
+        (GSM, "18 dollars", True, "last_number_match"),
+        (item(["144"], []), "14.4", False, "numeric_mismatch"),
+        (item(["144"], []), "1.44", False, "numeric_mismatch"),
+        (item(["1.5"], []), "15", False, "numeric_mismatch"),
+        (item(["-3"], []), "#### 3", False, "numeric_mismatch"),
+        (item(["1,000"], []), "1.000", False, "numeric_mismatch"),
+        (item(["1,000"], []), "10,00", False, "no_match"),
     ],
 )
 def test_numeric_answers_are_compared_by_value(
@@ -314,3 +325,19 @@ def test_to_number(text: str, value: str | None) -> None:
     from assay.qa.rules import to_number
 
     assert to_number(text) == (None if value is None else Decimal(value))
+
+
+@pytest.mark.parametrize(
+    ("gold", "response"),
+    [("-5 degrees", "5 degrees"), ("3/4", "34"), ("12:30", "1230"), ("3.14", "314")],
+)
+def test_text_answers_keep_the_punctuation_that_changes_a_number(gold: str, response: str) -> None:
+    assert normalize_answer(gold) != normalize_answer(response)
+    result = run(grade_open(item([gold], []), response, judge=None))
+    assert result.is_correct is False
+
+
+def test_a_different_last_number_goes_to_the_judge() -> None:
+    model = judge(default=GOOD)
+    result = run(grade_open(GSM, "9 * 2 = 18 dollars, minus 2 is 16", judge=model))
+    assert result.graded_by == "judge" and model.calls == 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -23,17 +24,42 @@ def row(**overrides: Any) -> dict[str, Any]:
 
 def test_normalizes_text_and_lists() -> None:
     sample = normalize_sample(
-        row(
-            answer={"correct_answers": "  in the box ", "wrong_answers": [" a ", "", "  ", None, 3]}
-        ),
+        row(answer={"correct_answers": "  in the box ", "wrong_answers": [" a ", "", "  ", 3]}),
         index=4,
     )
     assert sample.story == "Anna put the ball in the box."
     assert sample.question == "Where is the ball?"
     assert sample.correct_answers == ("in the box",)
-    # None is str-ed to "None" inside a list, as ToMEval's normalize_text_list does
-    assert sample.wrong_answers == ("a", "None", "3")
-    assert sample.index == 4
+    assert sample.wrong_answers == ("a", "3")
+
+
+@pytest.mark.parametrize(
+    ("answer", "message"),
+    [
+        # ToMEval str()s these into options "None", "True", "{'a': 1}"; assay refuses them
+        ({"correct_answers": ["x"], "wrong_answers": [None]}, "answer.wrong_answers[0] is None"),
+        ({"correct_answers": [True]}, "answer.correct_answers[0] is True"),
+        ({"correct_answers": "x", "wrong_answers": [{"a": 1}]}, "answer.wrong_answers[0] is {"),
+        ({"correct_answers": ["Paris", "Paris"], "wrong_answers": ["Rome"]},
+         "lists the option 'Paris' twice"),
+        ({"correct_answers": ["Paris"], "wrong_answers": ["Rome", " rome"]},
+         "lists the option 'rome' twice"),
+        ({"correct_answers": ["Paris"], "wrong_answers": ["PARIS"]},
+         "lists 'Paris' as both a correct and a wrong answer"),
+    ],
+)  # fmt: skip
+def test_answers_that_would_make_wrong_options_are_refused(
+    answer: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(DatasetError, match=re.escape(message)) as caught:
+        normalize_sample(row(answer=answer), index=0, file="d.jsonl", line=7)
+    assert "d.jsonl:7" in str(caught.value)
+
+
+def test_open_rows_drop_repeated_answers() -> None:
+    answers = {"correct_answers": ["Denver Broncos", "denver  broncos", "Broncos"]}
+    assert normalize_sample(row(answer=answers), index=0).correct_answers == (
+        "Denver Broncos", "Broncos")  # fmt: skip
 
 
 def test_missing_lists_become_empty() -> None:

@@ -24,7 +24,12 @@ rule                examples                                           occurrenc
 ==================  =================================================  ==========
 
 A letter is only an answer when it stands alone: the ``B`` of "Because" and the ``A`` of
-"A good answer" are not (an ``a``/``A``/``i``/``I`` followed by a word is read as English).
+"A good answer" are not (an ``a``/``A``/``i``/``I`` followed by a lower-case word is read as
+English, unless the word explains an answer: "A because …", "A since …", "A is correct").
+A box right after "e.g."/"for example"/"for instance"/"such as" is an example (the default
+instruction's ``e.g. \boxed{A}``, echoed back), not an answer. A list of letters stays on
+one line ("ANSWER: B" followed by a line "A. …" is B), and an English word after it is not
+part of it ("C a bit unsure" is C, "B, I think" is B).
 Lower-case letters count inside a box, after a marker and as the whole response; the weak
 rules read capitals only. A letter outside the option range (``E`` of four options) is not
 an answer: a candidate containing one is skipped. Several letters (``A, C``) come from the
@@ -40,8 +45,16 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
 _LETTER = r"\(?[A-Za-z]\)?(?![A-Za-z0-9])"
-_JOIN = r"\s*(?:,|;|/|&|\+|\band\b)\s*"
-_LIST = re.compile(rf"{_LETTER}(?:(?:{_JOIN}|\s+){_LETTER})*")
+_JOIN = r"[ \t]*(?:,|;|/|&|\+|\band\b)[ \t]*"
+_LIST = re.compile(rf"{_LETTER}(?:(?:{_JOIN}|[ \t]+){_LETTER})*")
+_LAST_OF_LIST = re.compile(rf"(?:{_JOIN}|[ \t]+){_LETTER}$")
+_NEXT_WORD = re.compile(r"[ \t,]+([a-z]+)")
+# Words that follow an answer letter in an explanation ("A because …", "Answer: I since …"),
+# never the article "a" or the pronoun "I" ("a good one", "I think").
+_EXPLAINS = frozenset({
+    "because", "since", "as", "with", "according", "for", "given", "which", "based", "due",
+    "per", "from", "is", "was", "seems", "looks", "fits", "matches", "being", "here",
+})  # fmt: skip
 _BOX = re.compile(r"\\box(?:ed)?\s*\{((?:[^{}]|\{[^{}]*\})*)\}")
 _LATEX_WRAP = re.compile(r"\\(?:text|textbf|textrm|mathrm|mathbf|mathit|emph)\s*\{([^{}]*)\}")
 _MARKUP = "*_$`\"' \t"
@@ -55,6 +68,7 @@ _BOLD = re.compile(r"\*\*\s*\(?([A-Z])\)?[.):]?\s*\*\*|\*\*\s*\(?([A-Z])[.):]\s[
 _LINE_START = re.compile(r"(?m)^[ \t>#*-]*(?:\(?([A-Z])[.):](?=\s|$)|\(?([A-Z])\)?[ \t]*$)")
 _PAREN = re.compile(r"(?<![A-Za-z0-9])\(([A-Z])\)(?![A-Za-z0-9])")
 _WORDLIKE = frozenset("aAiI")
+_EXAMPLE = re.compile(r"(?i)(?:\be\.g\.|\bfor example|\bfor instance|\bsuch as)[\s,:]*$")
 
 
 @dataclass(frozen=True)
@@ -129,6 +143,8 @@ def _boxed(text: str, valid: frozenset[str]) -> tuple[str, ...] | None:
     if "\\box" not in text:  # a substring test in C before the regex
         return None
     for match in reversed(list(_BOX.finditer(text))):
+        if _EXAMPLE.search(text, max(0, match.start() - 20), match.start()):
+            continue  # the instruction's own "e.g. \boxed{A}", repeated by the model
         letters = parse_letter_list(match.group(1), valid)
         if letters:
             return letters
@@ -151,9 +167,22 @@ def _after_marker(rest: str, valid: frozenset[str]) -> tuple[str, ...] | None:
     after = rest[match.end() :]
     if after[:1].isalnum():
         return None
-    if written in _WORDLIKE and re.match(r"[ \t]+[a-z]", after):
-        return None  # "Answer: A good one", "the answer is I think"
+    while _starts_english(written, after):
+        # "Answer: A good one", "the answer is I think", "C a bit unsure", "B, I think"
+        last = _LAST_OF_LIST.search(written)
+        if last is None:
+            return None
+        written, after = written[: last.start()], written[last.start() :] + after
     return parse_letter_list(written, valid)
+
+
+def _starts_english(written: str, after: str) -> bool:
+    """The list's last letter is an ``a``/``A``/``i``/``I`` that begins an English phrase:
+    a lower-case word follows that does not explain an answer ("because", "since", …)."""
+    if written.rstrip(")")[-1:] not in _WORDLIKE or written.endswith(")"):
+        return False
+    word = _NEXT_WORD.match(after)
+    return word is not None and word.group(1) not in _EXPLAINS
 
 
 def _marker(text: str, valid: frozenset[str]) -> tuple[str, ...] | None:

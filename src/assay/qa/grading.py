@@ -30,9 +30,13 @@ the exact-match grading of SQuAD and NQ-open):
 
 - ``open``: a normalized exact match with an accepted answer is correct (:mod:`assay.qa.rules`;
   the whole response, the last ``\\boxed{}`` and the rest of the line after the last
-  "answer:"/"answer is"/"####" are tried); when every accepted answer is a number, the final
-  number written decides (GSM8K: ``#### 16`` against ``18`` is wrong by rule); a match with a
-  known wrong answer is wrong; an obvious abstention is wrong;
+  "answer:"/"answer is"/"####" are tried; numbers keep their sign and decimal point, so
+  ``14.4`` never matches ``144``); when every accepted answer is a number, a candidate that is
+  a number decides by value (GSM8K: ``#### 16`` against ``18`` is wrong by rule,
+  ``numeric_match``/``numeric_mismatch``); failing that, the last number written
+  ("12 * 12 = 144", "144 apples") is correct when equal (``last_number_match``) and otherwise
+  left to the judge; a match with a known wrong answer is wrong; an obvious abstention is
+  wrong;
 - ``open_unanswerable``: an obvious abstention is correct; a response equal to one of the
   plausible (wrong) answers is wrong; everything else goes to the judge, told that no answer
   exists. ``unanswerable: true`` marks these rows in every result.
@@ -53,7 +57,7 @@ from assay.qa.extract import extract_choice
 from assay.qa.item import QaItem
 from assay.qa.judge import JudgeVerdict, judge_open
 from assay.qa.records import PredictionRecord
-from assay.qa.rules import is_abstention, matches_any, to_number
+from assay.qa.rules import is_abstention, last_number, matches_any, to_number
 from assay.qa.schema import PromptType
 
 ErrorReason = Literal[
@@ -81,8 +85,9 @@ class SampleResult:
         extracted: choice questions: the extracted letters (``None`` if none).
         extracted_answers: the answer texts behind ``extracted``, through the shuffle.
         graded_by: ``rule`` or ``judge``; ``None`` for ``content_none``.
-        rule: which rule decided (an extraction rule, ``exact_match``, ``wrong_match``,
-            ``abstention``, ``no_match``), when ``graded_by == "rule"``.
+        rule: which rule decided (an extraction rule, ``exact_match``, ``numeric_match``,
+            ``numeric_mismatch``, ``last_number_match``, ``wrong_match``, ``abstention``,
+            ``no_match``), when ``graded_by == "rule"``.
         judge_reason, judge_attempts, judge_error: the judge's reason, its calls, and the
             last failure on a judge error.
     """
@@ -260,6 +265,12 @@ def _numeric_grade(item: Graded, candidates: list[str]) -> SampleResult | None:
                 graded_by="rule",
                 rule="numeric_match" if correct else "numeric_mismatch",
             )
+    for text in reversed(candidates):  # "12 * 12 = 144", "144 apples": the last number
+        number = last_number(text)
+        if number is not None:
+            if number in gold:
+                return _verdict(item, True, graded_by="rule", rule="last_number_match")
+            return None  # prose around a different number: the judge (or no_match) decides
     return None
 
 

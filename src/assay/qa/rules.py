@@ -6,6 +6,8 @@
 - :func:`matches_any`: the normalized response equals a normalized reference answer.
 - :func:`to_number`: a text that is just a number (``18``, ``$1,875``, ``-3.50``, ``40%``)
   as a :class:`~decimal.Decimal`; numbers compare by value (``18`` equals ``18.0``).
+- :func:`last_number`: the last number written in a text ("12 * 12 = 144" → 144), the
+  flexible extraction lm-evaluation-harness uses for GSM8K.
 - :func:`is_abstention`: the response obviously declines to answer ("The story does not
   say.", "unanswerable", "I don't know", a bare "unknown"). Only short responses (at most
   :data:`ABSTENTION_MAX_WORDS` words) without a hedge ("but", "probably", "maybe", …) count;
@@ -37,14 +39,26 @@ _ABSTAIN = re.compile(
 _HEDGE = re.compile(r"(?i)\b(?:but|however|probably|likely|perhaps|maybe|although|though|guess)\b")
 _BARE = frozenset({"unknown", "none", "n/a", "na", "not mentioned", "not stated", "not given"})
 _NUMBER = re.compile(r"[-+]?(?:\d+(?:,\d{3})*|\d*)(?:\.\d+)?")
+_NUMBER_TOKEN = re.compile(r"(?:(?<![\w.,:/-])[-+])?\d+(?:[.,:/]\d+)*")
+_LAST_NUMBER = re.compile(r"(?<![\w.,])[-+]?\d+(?:,\d{3})*(?:\.\d+)?(?![\w]|[.,]\d)")
 
 
 def normalize_answer(text: str) -> str:
-    """SQuAD normalization plus removal of thousands separators (see the module docstring)."""
+    """SQuAD normalization plus removal of thousands separators (see the module docstring).
+
+    Numbers keep the punctuation that changes their value (SQuAD's normalization would make
+    ``14.4``, ``1-44`` and ``-144`` all equal ``144``): a sign before a number and a ``.``,
+    ``:``, ``/`` or ``,`` between digits stay, so ``3/4`` is not ``34``.
+    """
     text = _THOUSANDS.sub("", text.lower())
-    text = text.translate(_PUNCTUATION)
-    text = _ARTICLES.sub(" ", text)
-    return " ".join(text.split())
+    pieces: list[str] = []
+    start = 0
+    for number in _NUMBER_TOKEN.finditer(text):
+        pieces.append(text[start : number.start()].translate(_PUNCTUATION))
+        pieces.append(f" {number.group(0)} ")
+        start = number.end()
+    pieces.append(text[start:].translate(_PUNCTUATION))
+    return " ".join(_ARTICLES.sub(" ", "".join(pieces)).split())
 
 
 def matches_any(response: str, answers: Iterable[str]) -> bool:
@@ -71,5 +85,16 @@ def to_number(text: str) -> Decimal | None:
         return None
     try:
         return Decimal(body.replace(",", ""))
+    except InvalidOperation:
+        return None
+
+
+def last_number(text: str) -> Decimal | None:
+    """The last number written in ``text`` (thousands separators allowed), or ``None``."""
+    found = _LAST_NUMBER.findall(text)
+    if not found:
+        return None
+    try:
+        return Decimal(found[-1].replace(",", ""))
     except InvalidOperation:
         return None

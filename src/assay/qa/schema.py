@@ -32,7 +32,13 @@ assay's additions (each an error, never a silent skip):
   ``wrong_answers``, if any, are plausible-but-unsupported answers shown to the judge.
   ``meta.unanswerable`` must be a JSON boolean; ``true`` together with correct answers is
   ``Sample {id} is marked unanswerable (meta.unanswerable: true) but has correct_answers.``
-- ``Sample {id} lists {text!r} as both a correct and a wrong answer.``
+- ``Sample {id} lists {text!r} as both a correct and a wrong answer.`` (answers compare
+  ignoring case and repeated whitespace, here and below)
+- ``Sample {id} lists the option {text!r} twice.``: a choice question (correct and wrong
+  answers) whose options repeat one text, which would show one answer under two letters.
+  Open and unanswerable rows drop repeats instead (SQuAD lists one answer once per
+  annotator).
+- ``Sample {id}: answer.{field}[{i}] is {value!r}; answers are strings or numbers.``
 
 Routing (:func:`route`), assay's rule:
 
@@ -151,6 +157,8 @@ def normalize_sample(
     if not isinstance(question, str):
         raise fail("Each standardized sample must contain a string 'question'.")
     sample_id = build_sample_id(row, meta, index)
+    for field in ("correct_answers", "wrong_answers"):
+        _check_answer_types(answer.get(field), f"Sample {sample_id}: answer.{field}", fail)
     correct = normalize_text_list(answer.get("correct_answers"))
     wrong = normalize_text_list(answer.get("wrong_answers"))
     if not question.strip():
@@ -166,9 +174,7 @@ def normalize_sample(
             f"Sample {sample_id} is marked unanswerable (meta.unanswerable: true) "
             "but has correct_answers."
         )
-    both = next((text for text in correct if text in wrong), None)
-    if both is not None:
-        raise fail(f"Sample {sample_id} lists {both!r} as both a correct and a wrong answer.")
+    correct, wrong = _without_repeats(correct, wrong, sample_id, fail)
     return QaSample(
         sample_id=sample_id,
         index=index,
@@ -179,6 +185,51 @@ def normalize_sample(
         meta=meta,
         unanswerable=unanswerable,
     )
+
+
+def _check_answer_types(value: Any, where: str, fail: Callable[..., DatasetError]) -> None:
+    items = value if isinstance(value, list) else [value]
+    for i, item in enumerate(items):
+        if value is None or isinstance(item, str):
+            continue
+        if isinstance(item, bool) or not isinstance(item, int | float):
+            at = f"{where}[{i}]" if isinstance(value, list) else where
+            raise fail(
+                f"{at} is {item!r}; answers are strings or numbers.",
+                hint="write each answer as a JSON string",
+            )
+
+
+def _key(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def _without_repeats(
+    correct: list[str], wrong: list[str], sample_id: str, fail: Callable[..., DatasetError]
+) -> tuple[list[str], list[str]]:
+    """Refuse a text that is both correct and wrong, and repeated options of a choice
+    question; drop repeats elsewhere (first spelling kept)."""
+    wrong_keys = {_key(text) for text in wrong}
+    both = next((text for text in correct if _key(text) in wrong_keys), None)
+    if both is not None:
+        raise fail(f"Sample {sample_id} lists {both!r} as both a correct and a wrong answer.")
+    if correct and wrong:
+        seen: set[str] = set()
+        for text in [*correct, *wrong]:
+            if _key(text) in seen:
+                raise fail(
+                    f"Sample {sample_id} lists the option {text!r} twice.",
+                    hint="each option of a choice question must be a different answer",
+                )
+            seen.add(_key(text))
+    return _unique(correct), _unique(wrong)
+
+
+def _unique(texts: list[str]) -> list[str]:
+    first: dict[str, str] = {}
+    for text in texts:
+        first.setdefault(_key(text), text)
+    return list(first.values())
 
 
 def _unanswerable_flag(
