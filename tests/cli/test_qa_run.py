@@ -275,3 +275,37 @@ def test_a_judge_that_accepts_anything_is_flagged(tmp_path: Path) -> None:
     assert message in " ".join(done.stderr.split())
     run_json = json.loads((latest(tmp_path) / "run.json").read_text())
     assert sum(message in w for w in run_json["warnings"]) == 1
+
+
+def test_experiment_prompt_mutations_change_each_built_prompt(tmp_path: Path) -> None:
+    task = """
+task_id: qa-demo
+description: mutations on built prompts
+agent: {type: llm, model: mock/echo}
+dataset: {paths: [qa.jsonl]}
+qa: {prompt_mutations: [{type: suffix, content: TASK-SUFFIX}]}
+"""
+    experiment = """
+experiment_id: careful
+defaults:
+  prompt_mutations: [{type: prefix, content: DEFAULT-PREFIX}]
+variants:
+  - variant_id: plain
+  - variant_id: careful
+    prompt_mutations:
+      - {type: replace, pattern: "Story:", replacement: "TALE:"}
+"""
+    write(tmp_path / "qa.jsonl", json.dumps(ROWS[0]) + "\n")
+    write(tmp_path / "task.yaml", task)
+    write(tmp_path / "careful.yaml", experiment)
+    done = assay("run", "task.yaml", "-e", "careful.yaml", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    for variant, tale in (("plain", False), ("careful", True)):
+        folder = latest(tmp_path) / variant / "qa-demo"
+        (record,) = [json.loads(line) for line in (folder / "prediction.jsonl").open()]
+        prompt = record["prompt"]
+        assert prompt.startswith("DEFAULT-PREFIX\n\n") and prompt.endswith("\n\nTASK-SUFFIX")
+        assert ("TALE:" in prompt) is tale and ("Story:" in prompt) is not tale
+        assert record["raw_prediction"] == prompt  # the echo model saw the mutated prompt
+    plan = assay("plan", "task.yaml", "-e", "careful.yaml", cwd=tmp_path)
+    assert "qa.prompt_mutations" in plan.stdout and "variant" in plan.stdout

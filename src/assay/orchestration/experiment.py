@@ -13,8 +13,6 @@ may itself use placeholders). Without an experiment the single variant is ``defa
 from __future__ import annotations
 
 import copy
-import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,7 +23,7 @@ from pydantic import ValidationError
 from assay.errors import TaskFileError, UsageError
 from assay.orchestration.task_loader import LoadedTask, data_loc
 from assay.spec.base import ScreenError, screen
-from assay.spec.experiment import Experiment, Prefix, PromptMutation, Replace, Suffix, Template
+from assay.spec.experiment import Experiment, PromptMutation
 from assay.spec.source import field_path, read_yaml
 from assay.spec.task import TaskDefinition
 
@@ -102,24 +100,8 @@ def load_experiment(argument: str) -> tuple[Experiment, Path]:
 def apply_mutations(prompt: str, mutations: list[PromptMutation]) -> str:
     """Apply prompt mutations in order."""
     for mutation in mutations:
-        if isinstance(mutation, Prefix):
-            prompt = mutation.content + mutation.separator + prompt
-        elif isinstance(mutation, Suffix):
-            prompt = prompt + mutation.separator + mutation.content
-        elif isinstance(mutation, Replace):
-            if mutation.regex:
-                prompt = re.sub(mutation.pattern, _literal(mutation.replacement), prompt)
-            else:
-                prompt = prompt.replace(mutation.pattern, mutation.replacement)
-        elif isinstance(mutation, Template):
-            for name, value in mutation.variables.items():
-                prompt = prompt.replace("{" + name + "}", value)
+        prompt = mutation.apply(prompt)
     return prompt
-
-
-def _literal(text: str) -> Callable[[re.Match[str]], str]:
-    """A ``re.sub`` replacement that inserts ``text`` as is (no backslash escapes)."""
-    return lambda _match: text
 
 
 def _merge(
@@ -184,7 +166,7 @@ def resolve_variant(
         _join_lists(data, experiment, variant, loaded)
     for override in overrides:
         data = _merge(data, _nested(override.path, override.value), "cli", where, "")
-    data["initial_prompt"] = _mutated_prompt(data, experiment, variant)
+    _mutate_prompt(data, experiment, variant, where)
     data["dataset"] = loaded.definition.dataset
     try:
         definition = TaskDefinition.model_validate(data)
@@ -247,9 +229,21 @@ def _join_lists(
         data["sandbox"] = sandbox
 
 
-def _mutated_prompt(data: dict[str, Any], experiment: Experiment | None, variant: Any) -> Any:
-    prompt = data.get("initial_prompt")
-    if prompt is None or experiment is None:
-        return prompt
+def _mutate_prompt(
+    data: dict[str, Any], experiment: Experiment | None, variant: Any, where: dict[str, str]
+) -> None:
+    """Apply the experiment's mutations to ``initial_prompt``; a ``qa:`` task builds its
+    prompts per row, so its mutations join ``qa.prompt_mutations`` (applied to each)."""
+    if experiment is None:
+        return
     mutations = [*experiment.defaults.prompt_mutations, *(variant.prompt_mutations or [])]
-    return apply_mutations(prompt, mutations)
+    if not mutations:
+        return
+    if isinstance(data.get("qa"), dict):
+        qa = data["qa"] = dict(data["qa"])
+        qa["prompt_mutations"] = [*(qa.get("prompt_mutations") or []),
+                                  *(m.model_dump(mode="json") for m in mutations)]  # fmt: skip
+        where["qa.prompt_mutations"] = "variant" if variant.prompt_mutations else (
+            "experiment-defaults")  # fmt: skip
+    elif data.get("initial_prompt") is not None:
+        data["initial_prompt"] = apply_mutations(data["initial_prompt"], mutations)

@@ -140,7 +140,7 @@ def make_item(
 ) -> QaItem:
     """The item of ``sample`` in ``replicate`` under ``task``'s ``qa:`` block."""
     assert task.qa is not None
-    return build_item(
+    item = build_item(
         sample,
         dataset=dataset_name(task),
         replicate=replicate,
@@ -148,6 +148,12 @@ def make_item(
         shuffle=task.qa.shuffle,
         as_open=task.qa.as_open,
     )
+    if not task.qa.prompt_mutations:
+        return item
+    prompt = item.prompt
+    for mutation in task.qa.prompt_mutations:
+        prompt = mutation.apply(prompt)
+    return replace(item, prompt=prompt)
 
 
 def check_items(

@@ -32,6 +32,10 @@ class Prefix(StrictModel):
     content: StrictStr
     separator: StrictStr = "\n\n"
 
+    def apply(self, prompt: str) -> str:
+        """The mutated prompt."""
+        return self.content + self.separator + prompt
+
 
 class Suffix(StrictModel):
     """Put ``content`` after the prompt, joined by ``separator``."""
@@ -39,6 +43,10 @@ class Suffix(StrictModel):
     type: Literal["suffix"]
     content: StrictStr
     separator: StrictStr = "\n\n"
+
+    def apply(self, prompt: str) -> str:
+        """The mutated prompt."""
+        return prompt + self.separator + self.content
 
 
 class Replace(StrictModel):
@@ -58,12 +66,25 @@ class Replace(StrictModel):
                 raise ValueError(f"pattern {self.pattern!r} is not a valid regex: {exc}") from None
         return self
 
+    def apply(self, prompt: str) -> str:
+        """The mutated prompt (a regex replacement is inserted literally, no ``\\1``)."""
+        if self.regex:
+            replacement = self.replacement
+            return re.sub(self.pattern, lambda _match: replacement, prompt)
+        return prompt.replace(self.pattern, self.replacement)
+
 
 class Template(StrictModel):
     """Replace each literal ``{name}`` by ``variables[name]``; an unknown ``{x}`` stays."""
 
     type: Literal["template"]
     variables: dict[StrictStr, StrictStr]
+
+    def apply(self, prompt: str) -> str:
+        """The mutated prompt."""
+        for name, value in self.variables.items():
+            prompt = prompt.replace("{" + name + "}", value)
+        return prompt
 
 
 PromptMutation = Annotated[

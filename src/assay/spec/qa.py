@@ -15,6 +15,11 @@ the ``qa`` criterion (the default ``success_criteria``)::
       shuffle: true
       as_open: false
       metrics_hook: metrics.py     # compute_metrics(records, per_sample_results)
+      prompt_mutations: [{type: prefix, content: "Think step by step."}]
+
+``prompt_mutations`` (the experiment file's prefix/suffix/replace/template) are applied in
+order to every prompt the templates build; an experiment variant's ``prompt_mutations`` on a
+``qa:`` task are appended here (defaults first), so they change each row's built prompt.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import re
 from pydantic import Field, StrictBool, StrictStr, field_validator
 
 from assay.spec.base import StrictModel
+from assay.spec.experiment import PromptMutation
 
 GROUP_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*(\.[A-Za-z0-9_\-]+)*$")
 
@@ -71,6 +77,7 @@ class QaConfig(StrictModel):
     shuffle: StrictBool = True
     as_open: StrictBool = False
     metrics_hook: StrictStr | None = None
+    prompt_mutations: list[PromptMutation] = Field(default_factory=list)
 
     @field_validator("group_by")
     @classmethod
