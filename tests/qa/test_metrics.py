@@ -254,11 +254,11 @@ def test_hook_with_a_dataclass_loads_and_leaves_no_module_behind(tmp_path: Path)
     [
         (
             "def other():\n    pass\n",
-            "{path} must define compute_metrics(records, per_sample_results).",
+            "must define compute_metrics(records, per_sample_results).",
         ),
         (
             "compute_metrics = 3\n",
-            "{path} must define compute_metrics(records, per_sample_results).",
+            "must define compute_metrics(records, per_sample_results).",
         ),
         (
             "raise RuntimeError('boom')\n",
@@ -284,27 +284,35 @@ def test_missing_hook_file(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("returned", "message"),
     [
-        (
-            "{'accuracy': 1.0, 'correct': 1}",
-            "metrics.py: compute_metrics returned a dict without total, per_sample_results",
-        ),
-        (
-            "{}",
-            "metrics.py: compute_metrics returned a dict without accuracy, correct, total, "
-            "per_sample_results",
-        ),
-        ("[1, 2]", "metrics.py: compute_metrics must return a dict, not list"),
-        (
-            "{'accuracy': 'high', 'correct': 1, 'total': 2, 'per_sample_results': []}",
-            "metrics.py: compute_metrics returned accuracy='high' (expected a number or null)",
-        ),
-        (
-            "{'accuracy': 0.5, 'correct': 1.5, 'total': 2, 'per_sample_results': []}",
-            "metrics.py: compute_metrics returned correct=1.5 (expected a non-negative integer)",
-        ),
-        ("1 / 0", "metrics.py: compute_metrics raised ZeroDivisionError: division by zero"),
+        ("{'accuracy': 1.0, 'correct': 1}",
+         "compute_metrics returned a dict without total, per_sample_results"),
+        ("{}",
+         "compute_metrics returned a dict without accuracy, correct, total, per_sample_results"),
+        ("[1, 2]", "compute_metrics must return a dict, not list"),
+        ("{'accuracy': 'high', 'correct': 1, 'total': 2, 'per_sample_results': []}",
+         "compute_metrics returned accuracy='high' (expected a number from 0 to 1, or null)"),
+        ("{'accuracy': 2.0, 'correct': 1, 'total': 2, 'per_sample_results': []}",
+         "compute_metrics returned accuracy=2.0 (expected a number from 0 to 1, or null)"),
+        ("{'accuracy': float('nan'), 'correct': 1, 'total': 2, 'per_sample_results': []}",
+         "compute_metrics returned accuracy=nan (expected a number from 0 to 1, or null); "
+         "accuracy that cannot be written as JSON (Out of range float values are not JSON "
+         "compliant)"),
+        ("{'accuracy': 0.5, 'correct': 1.5, 'total': 2, 'per_sample_results': []}",
+         "compute_metrics returned correct=1.5 (expected a non-negative integer)"),
+        ("{'accuracy': 0.5, 'correct': 3, 'total': 2, 'per_sample_results': []}",
+         "compute_metrics returned correct=3 greater than total=2"),
+        ("{'accuracy': 0.5, 'correct': 1, 'total': 2, 'per_sample_results': [], 'x': object()}",
+         "compute_metrics returned x that cannot be written as JSON (Object of type object is "
+         "not JSON serializable)"),
+        ("{'accuracy': 0.5, 'correct': 1, 'total': 2, 'per_sample_results': [], 'x': [1e999]}",
+         "compute_metrics returned x that cannot be written as JSON (Out of range float values "
+         "are not JSON compliant)"),
+        ("{'accuracy': 1.0, 'correct': 2, 'total': 2, 'per_sample_results': []}",
+         "compute_metrics returned correct=2, more than the 1 graded samples"),
+        ("1 / 0", "compute_metrics raised ZeroDivisionError: division by zero"),
+        ("__import__('sys').exit(3)", "compute_metrics raised SystemExit: 3"),
     ],
-)
+)  # fmt: skip
 def test_hook_result_errors_name_the_file(tmp_path: Path, returned: str, message: str) -> None:
     hook = load_metrics_hook(
         write(
@@ -314,6 +322,16 @@ def test_hook_result_errors_name_the_file(tmp_path: Path, returned: str, message
     with pytest.raises(TaskFileError) as info:
         build(["ok"], hook=hook, hook_file="metrics.py")
     assert info.value.message == message
+    assert str(info.value).count("metrics.py") == 1
+
+
+def test_a_hook_accuracy_of_its_own_has_no_interval(tmp_path: Path) -> None:
+    body = "{'accuracy': 0.9, 'correct': 1, 'total': 2, 'per_sample_results': []}"
+    hook = load_metrics_hook(
+        write(tmp_path, f"def compute_metrics(records, per_sample_results):\n    return {body}\n")
+    )
+    metrics = build(["ok", "wrong"], hook=hook, hook_file="metrics.py")
+    assert metrics["accuracy"] == 0.9 and metrics["accuracy_ci"] is None
 
 
 def test_answer_errors_are_excluded_like_judge_errors() -> None:

@@ -137,3 +137,40 @@ def test_invalid_json_and_missing_file(tmp_path: Path) -> None:
     with pytest.raises(DatasetError) as missing:
         read_predictions(tmp_path / "nope.jsonl")
     assert missing.value.message == f"prediction file not found: {tmp_path / 'nope.jsonl'}"
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"correct_letters": ["Z"]}, "letter 'Z' is not one of the options"),
+        ({"correct_letters": ["a"]}, "letter 'a' is not one of the options"),
+        ({"correct_letters": []}, "a choice record needs correct_letters"),
+        ({"wrong_letters": ["A", "B", "C"], "correct_letters": ["A"]},
+         "letter 'A' is in both correct_letters and wrong_letters"),
+        ({"correct_letters": ["A", "B"], "wrong_letters": []},
+         "an mcq_single record has one correct letter, not 2"),
+        ({"options": None}, "a mcq_single record needs its options"),
+        ({"prompt_type": "open", "correct_answers": []}, "an open record needs correct_answers"),
+        ({"prompt_type": "open_unanswerable"}, "an open_unanswerable record has no correct_"),
+    ],
+)  # fmt: skip
+def test_an_inconsistent_record_is_refused_with_its_line(
+    tmp_path: Path, change: dict[str, object], message: str
+) -> None:
+    good = json.loads(PredictionRecord.from_item(choice_item(), content="A").to_json_line())
+    path = tmp_path / "prediction.jsonl"
+    path.write_text(json.dumps(good) + "\n" + json.dumps({**good, **change}) + "\n")
+    with pytest.raises(DatasetError, match=message) as caught:
+        read_predictions(path)
+    assert f"{path}:2" in str(caught.value)
+
+
+def test_a_sample_twice_in_one_replicate_is_refused(tmp_path: Path) -> None:
+    line = PredictionRecord.from_item(choice_item(), content="A").to_json_line()
+    other = PredictionRecord.from_item(choice_item(replicate=1), content="A").to_json_line()
+    path = tmp_path / "prediction.jsonl"
+    path.write_text(f"{line}\n{other}\n{line}\n")
+    with pytest.raises(DatasetError, match=r"sample s1 replicate 0 appears twice \(first at "
+                       r"line 1\)") as caught:  # fmt: skip
+        read_predictions(path)
+    assert f"{path}:3" in str(caught.value)

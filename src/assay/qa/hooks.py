@@ -14,17 +14,21 @@ removed afterwards: loading a hook leaves no process-wide state behind. Errors n
 
 - ``metrics hook not found: {path}``
 - ``metrics hook {path} failed to import: {error}``
-- ``{path} must define compute_metrics(records, per_sample_results).``
-- ``{path}: compute_metrics raised {error}``
+- ``{path}: must define compute_metrics(records, per_sample_results).``
+- ``{path}: compute_metrics raised {error}`` (``SystemExit`` included)
 - ``{path}: compute_metrics must return a dict, not {type}``
 - ``{path}: compute_metrics returned a dict without {keys}`` (the missing required keys)
-- ``{path}: compute_metrics returned {key}={value!r}; …`` (a required key of the wrong type)
+- ``{path}: compute_metrics returned {key}={value!r} (expected …); …``: ``correct``,
+  ``total`` (and ``graded`` when given) non-negative integers with ``correct`` at most
+  ``graded`` (else ``total``), ``accuracy`` from 0 to 1 or null, every value finite JSON
+  (no NaN, no infinity, no Python objects).
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -62,9 +66,7 @@ def load_metrics_hook(path: Path) -> MetricsHook:
         sys.modules.pop(name, None)
     function = getattr(module, HOOK_FUNCTION, None)
     if not callable(function):
-        raise TaskFileError(
-            f"{path} must define compute_metrics(records, per_sample_results).", file=path
-        )
+        raise TaskFileError("must define compute_metrics(records, per_sample_results).", file=path)
     hook: MetricsHook = function
     return hook
 
@@ -83,9 +85,9 @@ def call_hook(
     """
     try:
         result = hook(records, per_sample_results)
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # a hook's sys.exit() must not end assay silently
         raise TaskFileError(
-            f"{file}: compute_metrics raised {type(exc).__name__}: {exc}", file=file
+            f"compute_metrics raised {type(exc).__name__}: {exc}", file=file
         ) from exc
     return check_hook_result(result, file=file)
 
@@ -99,31 +101,40 @@ def check_hook_result(result: Any, *, file: str | Path) -> dict[str, Any]:
     """
     if not isinstance(result, Mapping):
         raise TaskFileError(
-            f"{file}: compute_metrics must return a dict, not {type(result).__name__}", file=file
+            f"compute_metrics must return a dict, not {type(result).__name__}", file=file
         )
     missing = [key for key in REQUIRED_KEYS if key not in result]
     if missing:
         raise TaskFileError(
-            f"{file}: compute_metrics returned a dict without {', '.join(missing)}",
+            f"compute_metrics returned a dict without {', '.join(missing)}",
             file=file,
             hint="return at least accuracy, correct, total and per_sample_results",
         )
     problems = _type_problems(result)
     if problems:
-        raise TaskFileError(f"{file}: compute_metrics returned {'; '.join(problems)}", file=file)
+        raise TaskFileError(f"compute_metrics returned {'; '.join(problems)}", file=file)
     return dict(result)
 
 
 def _type_problems(result: Mapping[str, Any]) -> list[str]:
     problems = []
-    for key in ("correct", "total"):
-        value = result[key]
+    for key in ("correct", "total", "graded"):
+        value = result.get(key, 0)
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             problems.append(f"{key}={value!r} (expected a non-negative integer)")
+    if not problems and result["correct"] > result.get("graded", result["total"]):
+        denominator = "graded" if "graded" in result else "total"
+        problems.append(f"correct={result['correct']} greater than {denominator}="
+                        f"{result[denominator]}")  # fmt: skip
     accuracy = result["accuracy"]
     number = isinstance(accuracy, int | float) and not isinstance(accuracy, bool)
-    if accuracy is not None and not number:
-        problems.append(f"accuracy={accuracy!r} (expected a number or null)")
+    if accuracy is not None and not (number and 0 <= accuracy <= 1):
+        problems.append(f"accuracy={accuracy!r} (expected a number from 0 to 1, or null)")
     if not isinstance(result["per_sample_results"], list):
         problems.append("per_sample_results that is not a list")
+    for key, value in result.items():
+        try:
+            json.dumps(value, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            problems.append(f"{key} that cannot be written as JSON ({exc})")
     return problems

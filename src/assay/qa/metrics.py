@@ -48,6 +48,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from assay.errors import TaskFileError
 from assay.metrics.intervals import wilson_interval
 from assay.qa.grading import SampleResult
 from assay.qa.hooks import MetricsHook, call_hook
@@ -169,14 +170,17 @@ def replicate_metrics(
         group_by: dotted paths to group accuracy by (``meta.ability``).
         hook: a per-dataset ``compute_metrics(records, per_sample_results)``; its dict is
             merged over the built-in metrics (its keys win) and checked by
-            :func:`assay.qa.hooks.check_hook_result`; ``accuracy_ci`` is then recomputed from
-            the merged ``correct`` and ``graded`` (or ``total - excluded``).
+            :func:`assay.qa.hooks.check_hook_result`; ``accuracy_ci`` becomes the Wilson
+            interval of ``correct / graded`` (the hook's ``graded`` if it returns one) when
+            that is the hook's ``accuracy``, else ``None`` (an accuracy the hook defines
+            otherwise has no interval assay can compute).
         hook_file: the hook's file, named in errors.
         confidence: the intervals' confidence level.
 
     Raises:
         ValueError: ``records`` and ``results`` differ in length or sample order.
-        TaskFileError: the hook's result lacks a required key (naming ``hook_file``).
+        TaskFileError: the hook's result is invalid (naming ``hook_file``), or its
+            ``correct`` exceeds ``graded``.
     """
     views = [_view(record) for record in records]
     _check_aligned(views, results)
@@ -188,9 +192,19 @@ def replicate_metrics(
     if hook is None:
         return metrics
     rows = [_as_dict(record) for record in records]
-    merged = {**metrics, **call_hook(hook, rows, metrics["per_sample_results"], file=hook_file)}
-    graded = merged.get("graded", merged["total"] - merged.get("excluded", 0))
-    merged["accuracy_ci"] = interval(int(merged["correct"]), int(graded), confidence)
+    returned = call_hook(hook, rows, metrics["per_sample_results"], file=hook_file)
+    merged = {**metrics, **returned}
+    graded = int(merged["graded"])
+    if merged["correct"] > graded:
+        raise TaskFileError(
+            f"compute_metrics returned correct={merged['correct']}, more than the "
+            f"{graded} graded samples",
+            file=hook_file,
+            hint="return graded too when the hook counts its own denominator",
+        )
+    accuracy = merged["accuracy"]
+    agrees = accuracy is not None and graded and abs(accuracy - merged["correct"] / graded) < 1e-9
+    merged["accuracy_ci"] = interval(int(merged["correct"]), graded, confidence) if agrees else None
     return merged
 
 

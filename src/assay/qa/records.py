@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from assay.errors import DatasetError
 from assay.qa.item import QaItem
@@ -66,6 +66,18 @@ class PredictionRecord(BaseModel):
     error: str | None = None
     protocol: str | None = None
     extractor: str | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> PredictionRecord:
+        """A record that could not have come from a QA row is refused, not graded."""
+        if self.prompt_type in ("mcq_single", "mcq_multi"):
+            _check_choice(self)
+        elif self.prompt_type == "open" and not self.correct_answers:
+            raise ValueError("an open record needs correct_answers (or prompt_type "
+                             "open_unanswerable)")  # fmt: skip
+        elif self.prompt_type == "open_unanswerable" and self.correct_answers:
+            raise ValueError("an open_unanswerable record has no correct_answers")
+        return self
 
     @classmethod
     def from_item(
@@ -142,13 +154,32 @@ class PredictionRecord(BaseModel):
         return json.dumps(self.model_dump(mode="json"), ensure_ascii=False, allow_nan=False)
 
 
+def _check_choice(record: PredictionRecord) -> None:
+    options = record.options
+    if not options:
+        raise ValueError(f"a {record.prompt_type} record needs its options (letter → text)")
+    correct, wrong = record.correct_letters, record.wrong_letters
+    unknown = [letter for letter in (*correct, *wrong) if letter not in options]
+    if unknown:
+        raise ValueError(f"letter {unknown[0]!r} is not one of the options {sorted(options)}")
+    if not correct:
+        raise ValueError("a choice record needs correct_letters")
+    if set(correct) & set(wrong):
+        raise ValueError(f"letter {sorted(set(correct) & set(wrong))[0]!r} is in both "
+                         "correct_letters and wrong_letters")  # fmt: skip
+    if record.prompt_type == "mcq_single" and len(correct) != 1:
+        raise ValueError(f"an mcq_single record has one correct letter, not {len(correct)}")
+
+
 def read_predictions(path: Path) -> list[PredictionRecord]:
     """Read ``prediction.jsonl`` (a file assay wrote; each line parsed and validated by
     pydantic in one step, which is several times faster than the strict dataset reader).
 
     Raises:
-        DatasetError: the file is missing or not UTF-8, or a line is not JSON or not a valid
-            record (file:line and the first invalid field).
+        DatasetError: the file is missing or not UTF-8, a line is not JSON or not a valid
+            record (file:line and the first invalid field; a choice record's letters must be
+            its options, correct and wrong disjoint), or one sample and replicate appears
+            twice.
     """
     return list(iter_predictions(path))
 
@@ -159,11 +190,21 @@ def iter_predictions(path: Path) -> Iterator[PredictionRecord]:
     Raises:
         DatasetError: as :func:`read_predictions`, when the bad line is reached.
     """
+    seen: dict[tuple[str, int], int] = {}
     try:
         with path.open(encoding="utf-8") as handle:
             for number, text in enumerate(handle, start=1):
                 if text.strip():
-                    yield _record(text, path, number)
+                    record = _record(text, path, number)
+                    first = seen.setdefault((record.sample_id, record.repeat), number)
+                    if first != number:
+                        raise DatasetError(
+                            f"sample {record.sample_id} replicate {record.repeat} appears "
+                            f"twice (first at line {first})",
+                            file=path, line=number,
+                            hint="keep one record per sample and replicate",
+                        )  # fmt: skip
+                    yield record
     except FileNotFoundError:
         raise DatasetError(f"prediction file not found: {path}", file=path) from None
     except UnicodeDecodeError as exc:
