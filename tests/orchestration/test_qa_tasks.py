@@ -201,3 +201,16 @@ def test_folder_ids() -> None:
     assert odd.startswith("3BFF_q1_a1_XYZ-") and len(odd) == len("3BFF_q1_a1_XYZ-") + 8
     assert folder_id("suite.json") != "suite.json"
     assert folder_id("a/b") != folder_id("a?b")
+
+
+def test_group_by_a_field_no_row_has_is_warned(tmp_path: Path) -> None:
+    rows = [dict(ROW, sample_id="a", meta={"ability": "x"}),
+            dict(ROW, sample_id="b", meta={"ability": {"n": 1}})]  # fmt: skip
+    body = "  group_by: [meta.abilty, meta.ability, prompt_type]\n"
+    warnings = expand_dataset(load_task(qa_task(tmp_path, body, rows=rows))).warnings
+    assert warnings == [
+        "qa.group_by meta.abilty: no selected row has this field, so every row is in the "
+        "group 'unknown'; did you mean 'meta.ability'?",
+        "qa.group_by meta.ability: 1 row(s) hold an object there (e.g. {'n': 1}), grouped by "
+        "its text",
+    ]

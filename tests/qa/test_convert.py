@@ -324,6 +324,20 @@ def test_csv_errors(tmp_path: Path, content: str, args: list[str], message: str)
     assert message in error_of(done)
 
 
+def test_the_input_is_never_the_output_and_an_empty_input_is_an_error(tmp_path: Path) -> None:
+    src = tmp_path / "x.jsonl"
+    src.write_text('{"question": "q", "answers": ["a"]}\n', encoding="utf-8")
+    done = convert(src, "-o", tmp_path / "." / "x.jsonl", "--from", "jsonl-answers")
+    assert "is the input file; converting would replace the source rows" in error_of(done)
+    assert src.read_text(encoding="utf-8") == '{"question": "q", "answers": ["a"]}\n'
+    empty = tmp_path / "empty.csv"
+    empty.write_text("question,answer0,answer1,label\n", encoding="utf-8")
+    done = convert(empty, "-o", tmp_path / "o.jsonl", "--from", "csv-choices", "--story",
+                   "question")  # fmt: skip
+    assert "empty.csv has no rows to convert" in error_of(done)
+    assert not (tmp_path / "o.jsonl").exists()
+
+
 def test_unknown_shape(tmp_path: Path) -> None:
     done = convert(DATA / "nq_open_dev_first5.jsonl", "-o", tmp_path / "o", "--from", "xml")
     assert "unknown shape 'xml'" in error_of(done)

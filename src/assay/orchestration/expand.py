@@ -35,6 +35,7 @@ from assay.errors import DatasetError, SelectionError
 from assay.orchestration.qa_rows import (
     check_items,
     explicit_ids,
+    group_by_warnings,
     make_item,
     qa_samples,
     templates_of,
@@ -300,6 +301,7 @@ def expand_dataset(
     _validate_substituted(row_tasks, templates, rows)
     if task.qa is not None:
         check_qa_rows(loaded, row_tasks, rows, task)
+        qa_warnings += group_by_warnings([rt.qa for rt in row_tasks if rt.qa], task.qa)
     warnings = [*selection.warnings, *_label_warnings(row_tasks, templates, loaded),
                 *_boolean_warnings(loaded), *qa_warnings]  # fmt: skip
     return Expansion(loaded, row_tasks, rows, selection, warnings, ids, store)

@@ -26,7 +26,9 @@ from assay.agents.llm import model_key
 from assay.data.rows import Rows
 from assay.errors import DatasetError, TaskFileError
 from assay.providers.pool import ModelKey
-from assay.qa import QaItem, QaSample, QaTemplates, build_item, normalize_sample
+from assay.qa import QaItem, QaSample, QaTemplates, build_item, normalize_sample, route
+from assay.qa.metrics import lookup
+from assay.spec.base import did_you_mean
 from assay.spec.qa import QaConfig, QaJudge
 from assay.spec.task import ID_PATTERN, TaskDefinition
 
@@ -189,6 +191,37 @@ def check_items(
         raise TaskFileError(
             exc.message, file=file, line=line_of(loc), field=exc.field, hint=exc.hint
         ) from None
+
+
+def group_by_warnings(samples: Sequence[QaSample], qa: QaConfig) -> list[str]:
+    """One warning per ``qa.group_by`` path that no selected sample has a value at (a typo
+    puts every row in the group ``unknown``), and per path holding objects (grouped by their
+    text)."""
+    views = [_record_view(sample) for sample in samples]
+    warnings = []
+    for path in qa.group_by:
+        values = [lookup(view, path) for view in views]
+        present = [value for value in values if value not in (None, "", [])]
+        if views and not present:
+            known = {f"meta.{key}" for view in views for key in view["meta"]}
+            hint = did_you_mean(path, known)
+            message = f"qa.group_by {path}: no selected row has this field, so every row is in "
+            warnings.append(message + "the group 'unknown'" + (f"; {hint}" if hint else ""))
+        objects = [value for value in present if isinstance(value, dict)]
+        if objects:
+            warnings.append(f"qa.group_by {path}: {len(objects)} row(s) hold an object there "
+                            f"(e.g. {objects[0]!r}), grouped by its text")  # fmt: skip
+    return warnings
+
+
+def _record_view(sample: QaSample) -> dict[str, Any]:
+    """The fields a prediction record has for ``sample`` that do not depend on a replicate."""
+    return {
+        "sample_id": sample.sample_id, "sample_index": sample.index, "story": sample.story,
+        "question": sample.question, "correct_answers": list(sample.correct_answers),
+        "wrong_answers": list(sample.wrong_answers), "meta": sample.meta,
+        "prompt_type": route(sample),
+    }  # fmt: skip
 
 
 def judge_key(judge: QaJudge, base_dir: Path) -> ModelKey:

@@ -180,6 +180,11 @@ def convert_file(
         id_prefix: the prefix of numbered ids (default: the input's stem and ``-``).
         limit: convert only the first ``limit`` rows.
     """
+    if output.exists() and output.resolve() == source_path.resolve():
+        raise UsageError(
+            f"the output {output} is the input file; converting would replace the source rows",
+            hint="write the QA JSONL to another file (-o NAME.qa.jsonl)",
+        )
     label = source or source_path.name
     prefix = id_prefix if id_prefix is not None else _default_prefix(source_path)
     counts: dict[str, int] = {}
@@ -190,6 +195,8 @@ def convert_file(
         kind = route(normalize_sample(row, index=0))
         counts[kind] = counts.get(kind, 0) + 1
         lines.append(json.dumps(row, ensure_ascii=False, allow_nan=False))
+    if not lines:
+        raise DatasetError(f"{source_path} has no rows to convert", file=source_path)
     output.parent.mkdir(parents=True, exist_ok=True)
     partial = output.with_name(output.name + ".partial")
     partial.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
