@@ -169,6 +169,7 @@ def test_suite_agrees_with_metrics_and_gates(qa_run: Path) -> None:
     assert hard["error_message"].startswith("judge_error: unparseable verdict")
     markdown = (suite_folder(qa_run) / "suite.md").read_text()
     assert "## QA metrics" in markdown and "| 0 | 0.833 | [0.436, 0.970] | 5 / 6 |" in markdown
+    assert "### Metrics hook" in markdown and "| `records_seen` | 8.000 | 8.000, 8.000 |" in markdown
 
 
 def test_prediction_records(qa_run: Path) -> None:
@@ -275,6 +276,8 @@ def test_a_judge_that_accepts_anything_is_flagged(tmp_path: Path) -> None:
     assert message in " ".join(done.stderr.split())
     run_json = json.loads((latest(tmp_path) / "run.json").read_text())
     assert sum(message in w for w in run_json["warnings"]) == 1
+    assert message in " ".join(metrics(tmp_path)["judge_warnings"])
+    assert "**Warning**: " + message in (suite_folder(tmp_path) / "suite.md").read_text()
 
 
 def test_experiment_prompt_mutations_change_each_built_prompt(tmp_path: Path) -> None:
@@ -309,3 +312,16 @@ variants:
         assert record["raw_prediction"] == prompt  # the echo model saw the mutated prompt
     plan = assay("plan", "task.yaml", "-e", "careful.yaml", cwd=tmp_path)
     assert "qa.prompt_mutations" in plan.stdout and "variant" in plan.stdout
+
+
+def test_evaluate_with_other_settings_never_replaces_a_runs_metrics(qa_run: Path) -> None:
+    target = suite_folder(qa_run) / "metrics.json"
+    before = target.read_text()
+    prediction = str(suite_folder(qa_run) / "prediction.jsonl")
+    done = assay("evaluate", prediction, "--group-by", "meta.ability", cwd=qa_run)
+    assert done.returncode == 2
+    assert "belongs to the run; grading with other settings would replace it" in done.stderr
+    assert target.read_text() == before
+    same = assay("evaluate", prediction, cwd=qa_run)  # the run's own settings: same metrics
+    assert same.returncode == 0, same.stderr
+    assert json.loads(target.read_text())["all_metrics"] == json.loads(before)["all_metrics"]

@@ -203,3 +203,13 @@ success_criteria:
     assert done.returncode == 2
     assert "m.yaml: replies[0].reply is a boolean" in done.stderr
     assert "used by mock.yaml:" in done.stderr
+
+
+def test_replicates_are_counted_apart_from_rows_and_execute_has_no_gate(tmp_path: Path) -> None:
+    body = "dataset: {rows: [{id: a, x: x}, {id: b, x: y}]}\ninitial_prompt: ${row.x}\n"
+    body += "repeats: 3\nsuccess_criteria:\n  - {type: response_match, expected: x}\n"
+    done = assay("run", str(task(tmp_path, body)), cwd=tmp_path)
+    assert "t1 [default]: 2 rows × 3 replicates = 6 row-tasks — 3 passed, 3 failed" in done.stdout
+    executed = assay("execute", str(task(tmp_path, body)), cwd=tmp_path)
+    assert executed.returncode == 0, executed.stderr
+    assert "gate not graded" in executed.stdout and "FAILED" not in executed.stdout

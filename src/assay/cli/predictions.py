@@ -11,6 +11,7 @@ load as they are.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from assay.errors import UsageError
 from assay.orchestration.qa_rows import judge_key
 from assay.orchestration.task_loader import load_task
 from assay.providers.pool import ModelPool, PoolSettings, default_registry
-from assay.qa import iter_predictions, load_metrics_hook
+from assay.qa import PredictionRecord, iter_predictions, load_metrics_hook
 from assay.qa.evaluate import JudgeSettings, collector_paused, evaluate_records
 from assay.results.io import read_json, write_json_atomic
 from assay.spec.qa import QaConfig, QaJudge
@@ -120,7 +121,25 @@ def evaluate_predictions(path: Path, options: PredictionOptions) -> PredictionRe
         return _evaluate(path, options)
 
 
+def _default_output(path: Path, options: PredictionOptions) -> Path:
+    """``metrics.json`` beside ``path``; refused inside a run's suite folder when settings
+    differ from the run's (it would replace the metrics ``suite.json`` agrees with)."""
+    if options.output is not None:
+        return options.output
+    changed = (options.task, options.judge_model, options.judge_retries, options.include_story,
+               options.metrics_hook)  # fmt: skip
+    if (path.parent / "suite.json").is_file() and (options.group_by or any(
+            value is not None for value in changed)):  # fmt: skip
+        raise UsageError(
+            f"{path.parent / 'metrics.json'} belongs to the run; grading with other settings "
+            "would replace it",
+            hint="give -o FILE to write these metrics elsewhere",
+        )
+    return path.parent / "metrics.json"
+
+
 def _evaluate(path: Path, options: PredictionOptions) -> PredictionReport:
+    output = _default_output(path, options)
     config, base, source = settings_for(path, options)
     hook, hook_file = None, "metrics hook"
     if config.metrics_hook is not None:
@@ -149,14 +168,21 @@ def _evaluate(path: Path, options: PredictionOptions) -> PredictionReport:
                 await pool.start([key])
 
             return await evaluate_records(
-                iter_predictions(path), judge, group_by=config.group_by, hook=hook,
+                counted(iter_predictions(path)), judge, group_by=config.group_by, hook=hook,
                 hook_file=hook_file, parallel=options.jobs, before_judging=start,
             )  # fmt: skip
         finally:
             await pool.aclose()
 
+    read = [0]
+
+    def counted(records: Iterator[PredictionRecord]) -> Iterator[PredictionRecord]:
+        for record in records:
+            read[0] += 1
+            yield record
+
     document = asyncio.run(main())
-    records = sum(int(m.get("total", 0)) for m in document["all_metrics"])
+    records = read[0]  # the hook's own total may count differently
     if not document["all_metrics"]:
         raise UsageError(f"{path} holds no prediction records")
     document = {
@@ -166,6 +192,5 @@ def _evaluate(path: Path, options: PredictionOptions) -> PredictionReport:
         "avg_metrics": document["avg_metrics"],
         "all_metrics": document["all_metrics"],
     }
-    output = options.output or path.parent / "metrics.json"
     write_json_atomic(output, document)
     return PredictionReport(output, document, records, [source])

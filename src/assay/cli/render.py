@@ -169,16 +169,26 @@ def _headline(suite: SuiteRollup) -> str:
     return "; ".join(parts)
 
 
+def _row_count(suite: SuiteRollup) -> str:
+    """``12 rows``, or ``6 rows × 2 replicates = 12 row-tasks`` when repeated."""
+    if suite.replicates <= 1:
+        return plural(suite.rows_total, "row")
+    rows = suite.rows_total // suite.replicates
+    return f"{plural(rows, 'row')} × {suite.replicates} replicates = {suite.rows_total} row-tasks"
+
+
 def print_reports(run_dir: Path, reports: Reports) -> None:
     """The end-of-run summary: one line per suite, totals, where the reports are."""
     console = _out()
     summary = reports.summary
     for suite in reports.suites:
         gate = "[green]PASSED[/]" if suite.passed else "[red]FAILED[/]"
+        if suite.rows_not_graded == suite.rows_total and suite.rows_total:
+            gate = "not graded"  # assay execute: nothing to gate yet
         metrics = escape(_headline(suite))
         console.print(
             f"[bold]{escape(suite.suite_id)}[/] \\[{escape(suite.variant_id)}]: "
-            f"{plural(suite.rows_total, 'row')} — "
+            f"{_row_count(suite)} — "
             f"{suite.rows_passed} passed, {suite.rows_failed} failed, {suite.rows_error} errored"
             + (f" · {metrics}" if metrics else "")
             + f" · gate {gate}",

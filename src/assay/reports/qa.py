@@ -4,9 +4,11 @@ Beside ``suite.json`` in ``<run>/<variant>/<suite>/`` (``reference/originals.md`
 
 - ``prediction.jsonl``: one :class:`~assay.qa.records.PredictionRecord` per row and
   replicate, sorted by replicate then sample index; written by every stage (``execute`` too).
-- ``metrics.json``: ``{schema_version, suite_id, variant_id, dataset, judge, avg_metrics,
-  all_metrics}`` with one entry of :func:`assay.qa.replicate_metrics` per replicate (the
-  task's ``qa.group_by`` groups and its ``qa.metrics_hook``); written once rows are graded.
+- ``metrics.json``: ``{schema_version, suite_id, variant_id, dataset, judge,
+  judge_warnings, avg_metrics, all_metrics}`` with one entry of
+  :func:`assay.qa.replicate_metrics` per replicate (the task's ``qa.group_by`` groups and its
+  ``qa.metrics_hook``); written once rows are graded. ``suite.md`` shows the hook's added
+  numbers in a "Metrics hook" table.
 
 Each row's grade is the one in its ``task.json`` (the ``qa`` criterion's ``sample_result``),
 so these files always agree with ``suite.json``; a row whose agent failed is an
@@ -30,6 +32,7 @@ from assay.qa import (
     replicate_metrics,
 )
 from assay.qa.grading import answer_error
+from assay.qa.metrics import base_metrics
 from assay.reports.markdown import code, fmt, md_table, plural
 from assay.results.io import write_json_atomic, write_text_atomic
 from assay.results.status import FinalStatus
@@ -49,8 +52,13 @@ class QaFiles:
     error: TaskFileError | None = None
 
 
-def write_qa_files(folder: Path, members: Sequence[EvaluationResult]) -> QaFiles | None:
+def write_qa_files(
+    folder: Path, members: Sequence[EvaluationResult], *, warnings: Sequence[str] = ()
+) -> QaFiles | None:
     """Write ``prediction.jsonl`` and, when every row is graded, ``metrics.json``.
+
+    ``warnings`` are the run's; a failed sanity check of this suite's judge is copied into
+    ``metrics.json`` (``judge_warnings``), so the file says its verdicts are suspect.
 
     Returns:
         ``None`` when the suite is not a QA suite (no row has a ``qa_record``).
@@ -74,11 +82,18 @@ def write_qa_files(folder: Path, members: Sequence[EvaluationResult]) -> QaFiles
         "variant_id": rows[0][0].variant_id,
         "dataset": rows[0][1].dataset,
         "judge": config.judge.model if config.judge else None,
+        "judge_warnings": _judge_warnings(config, warnings),
         "avg_metrics": document["avg_metrics"],
         "all_metrics": document["all_metrics"],
     }
     write_json_atomic(folder / METRICS, document)
     return QaFiles(document)
+
+
+def _judge_warnings(config: QaConfig, warnings: Sequence[str]) -> list[str]:
+    if config.judge is None:
+        return []
+    return [w for w in warnings if w.startswith(f"judge {config.judge.model} failed its sanity")]
 
 
 def _config(result: EvaluationResult) -> QaConfig:
@@ -134,6 +149,7 @@ def render_qa(document: dict[str, Any]) -> str:
     judge = document.get("judge")
     lines.append(f"From `{METRICS}` ({plural(len(per), 'replicate')}; judge: "
                  f"{code(judge) if judge else 'none, rules only'}).")  # fmt: skip
+    lines += [f"\n**Warning**: {warning}" for warning in document.get("judge_warnings") or []]
     lines.append("")
     header = ["replicate", "accuracy", "95% CI", "correct / graded", "extraction failed",
               "empty", "judge errors", "answer errors"]  # fmt: skip
@@ -149,6 +165,12 @@ def render_qa(document: dict[str, Any]) -> str:
             ["value", "accuracy", "samples per replicate"],
             [[code(str(k)), fmt(v), str(counts.get(k, "—"))] for k, v in accuracies.items()],
         )
+    extras = _hook_metrics(document["avg_metrics"])
+    if extras:
+        lines += ["", "### Metrics hook", ""]
+        lines += md_table(["metric", "mean over replicates", "per replicate"],
+                          [[code(k), fmt(v), ", ".join(fmt(m.get(k)) for m in per)]
+                           for k, v in extras.items()])  # fmt: skip
     undefined = document["avg_metrics"].get("undefined_metrics") or {}
     if undefined:
         lines += [""] + [f"- `{k}` is undefined: {v}" for k, v in undefined.items()]
@@ -166,6 +188,17 @@ def _replicate_row(label: str, m: dict[str, Any]) -> list[str]:
     return [label, fmt(m.get("accuracy")), interval, f"{count('correct')} / {count('graded')}",
             count("extraction_failed"), count("content_none"), count("judge_errors"),
             count("answer_errors")]  # fmt: skip
+
+
+def _hook_metrics(metrics: dict[str, Any]) -> dict[str, Any]:
+    """The numbers a metrics hook added (not the built-in counts, not groups)."""
+    builtin = {*base_metrics([]), "per_sample_results"}
+    return {
+        key: value
+        for key, value in metrics.items()
+        if key not in builtin and not key.startswith("by_")
+        and (value is None or isinstance(value, int | float)) and not isinstance(value, bool)
+    }  # fmt: skip
 
 
 def _group_names(metrics: dict[str, Any]) -> list[str]:

@@ -141,7 +141,7 @@ def write_reports(
         )
         suite.criteria = meta.criteria.get(suite_id)
         folder = suite_dir(run_dir, variant, suite_id)
-        qa = write_qa_files(folder, members)
+        qa = write_qa_files(folder, members, warnings=meta.warnings)
         if qa is not None and qa.error is not None:
             errors.append(qa.error)
         write_json_atomic(folder / "suite.json", suite)
