@@ -169,7 +169,8 @@ def test_suite_agrees_with_metrics_and_gates(qa_run: Path) -> None:
     assert hard["error_message"].startswith("judge_error: unparseable verdict")
     markdown = (suite_folder(qa_run) / "suite.md").read_text()
     assert "## QA metrics" in markdown and "| 0 | 0.833 | [0.436, 0.970] | 5 / 6 |" in markdown
-    assert "### Metrics hook" in markdown and "| `records_seen` | 8.000 | 8.000, 8.000 |" in markdown
+    assert "### Metrics hook" in markdown
+    assert "| `records_seen` | 8.000 | 8.000, 8.000 |" in markdown
 
 
 def test_prediction_records(qa_run: Path) -> None:

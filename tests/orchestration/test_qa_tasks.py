@@ -214,3 +214,11 @@ def test_group_by_a_field_no_row_has_is_warned(tmp_path: Path) -> None:
         "qa.group_by meta.ability: 1 row(s) hold an object there (e.g. {'n': 1}), grouped by "
         "its text",
     ]
+
+
+def test_an_empty_qa_block_is_every_default(tmp_path: Path) -> None:
+    path = qa_task(tmp_path)
+    path.write_text(path.read_text().replace("qa:\n  shuffle: true\n", "qa:\n"))
+    task = load_task(path).definition
+    assert task.qa is not None and task.qa.shuffle is True
+    assert [type(c) for c in task.success_criteria] == [QaCriterion]

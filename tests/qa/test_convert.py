@@ -366,3 +366,20 @@ def test_wired_into_the_assay_command(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == f"wrote 4 samples to {out} (open 3, open_unanswerable 1)"
+
+
+def test_choices_and_choice_prefix_together_are_refused(tmp_path: Path) -> None:
+    src = tmp_path / "x.csv"
+    src.write_text("q,a0,a1,label\nx,y,z,0\n", encoding="utf-8")
+    done = convert(src, "-o", tmp_path / "o.jsonl", "--from", "csv-choices", "--story", "q",
+                   "--question", "q", "--choices", "a0,a1", "--choice-prefix", "a")  # fmt: skip
+    assert "--choices and --choice-prefix name the choices twice; give one" in error_of(done)
+
+
+def test_gsm8k_without_idx_converts(tmp_path: Path) -> None:
+    src = tmp_path / "g.jsonl"
+    src.write_text('{"question": "2+2?", "answer": "so 4\\n#### 4"}\n', encoding="utf-8")
+    out = tmp_path / "o.jsonl"
+    done = convert(src, "-o", out, "--from", "gsm8k")
+    assert done.exit_code == 0, done.output
+    assert read(out)[0]["answer"]["correct_answers"] == ["4"] and "idx" not in read(out)[0]["meta"]

@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from assay.errors import UserError
+from assay.errors import UsageError, UserError
 from assay.qa.convert import SHAPES, convert_file, preset
 
 EXIT_USAGE = 2
@@ -87,6 +87,8 @@ def convert(
 ) -> None:
     """Convert INPUT (CSV choices, JSONL answer lists, SQuAD, GSM8K) into the QA schema."""
     try:
+        if choices is not None and choice_prefix is not None:
+            raise UsageError("--choices and --choice-prefix name the choices twice; give one")
         fields = preset(
             shape,
             story=story,

@@ -69,6 +69,8 @@ class FieldMap:
         label_base: the index of the first choice (0 or 1).
         id: the source id used as ``sample_id``; ``None`` numbers the rows.
         meta: source fields copied into ``meta`` under their (last) name.
+        optional_meta: top-level fields copied into ``meta`` when a row has them (the
+            ``gsm8k`` preset's ``idx``, which not every copy of GSM8K carries).
         answer_after: keep only the text after the last occurrence of this marker in each
             answer (the full text goes to ``meta.rationale``).
         unanswerable_if_empty: a row without answers is unanswerable instead of an error.
@@ -84,6 +86,7 @@ class FieldMap:
     label_base: int = 0
     id: str | None = None
     meta: tuple[str, ...] = ()
+    optional_meta: tuple[str, ...] = ()
     answer_after: str | None = None
     unanswerable_if_empty: bool = False
 
@@ -97,7 +100,7 @@ PRESETS: dict[Shape, FieldMap] = {
     "csv-choices": FieldMap(story="context", answers=None, label="label"),
     "jsonl-answers": FieldMap(),
     "squad": FieldMap(story="context", answers="answers.text", id="id", unanswerable_if_empty=True),
-    "gsm8k": FieldMap(answers="answer", answer_after="####", meta=("idx",)),
+    "gsm8k": FieldMap(answers="answer", answer_after="####", optional_meta=("idx",)),
 }
 
 
@@ -281,6 +284,9 @@ def _convert(
     meta: dict[str, Any] = {"source": where.source, "line": where.line}
     for path in fields.meta:
         meta[path.rsplit(".", 1)[-1]] = _get(row, path, where)
+    for path in fields.optional_meta:
+        if path in row:
+            meta[path] = row[path]
     if fields.is_choices:
         correct, wrong = _from_choices(row, fields, choices, where, meta)
     else:

@@ -312,7 +312,10 @@ class TaskDefinition(StrictModel):
     @model_validator(mode="before")
     @classmethod
     def _qa_default_criterion(cls, data: Any) -> Any:
-        """A ``qa:`` task without ``success_criteria`` is graded by the ``qa`` criterion."""
+        """A ``qa:`` task without ``success_criteria`` is graded by the ``qa`` criterion; an
+        empty ``qa:`` (YAML null) is the block with every default."""
+        if isinstance(data, dict) and "qa" in data and data["qa"] is None:
+            data = {**data, "qa": {}}
         qa = isinstance(data, dict) and data.get("qa") is not None
         if qa and "success_criteria" not in data:
             data = {**data, "success_criteria": [{"type": "qa", "description": QA_GRADE}]}
