@@ -36,8 +36,9 @@ def fmt_close(value: float | None, other: float) -> str:
 
 
 def code(text: str) -> str:
-    """``text`` as a Markdown code span that survives backticks and table pipes."""
-    text = text.replace("|", "\\|")
+    """``text`` as a Markdown code span that survives backticks, table pipes and line breaks
+    (each shown as ``⏎``: a newline would end the table row)."""
+    text = text.replace("|", "\\|").replace("\r\n", "⏎").replace("\n", "⏎").replace("\r", "⏎")
     fence = "``" if "`" in text else "`"
     pad = " " if text.startswith("`") or text.endswith("`") else ""
     return f"{fence}{pad}{text}{pad}{fence}"
