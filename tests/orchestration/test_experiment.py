@@ -141,6 +141,9 @@ def test_override_parsing() -> None:
     assert Override.parse("agent.temperature=0.7") == Override(("agent", "temperature"), 0.7)
     assert Override.parse("agent.labels=[a, b]").value == ["a", "b"]
     assert Override.parse("agent.system_prompt=") == Override(("agent", "system_prompt"), "")
+    # a prompt template is text, not YAML's flow mapping {question: null}
+    assert Override.parse("qa.templates.choice={question}").value == "{question}"
+    assert Override.parse("agent.json_schema={type: object}").value == {"type": "object"}
     with pytest.raises(Exception, match="-D takes path=value"):
         Override.parse("nonsense")
 

@@ -34,7 +34,8 @@ SOURCES = ("default", "experiment-defaults", "task", "variant", "cli")
 
 @dataclass(frozen=True)
 class Override:
-    """``-D path=value`` from the command line (``value`` parsed as YAML)."""
+    """``-D path=value`` from the command line (``value`` parsed as YAML; text that YAML reads
+    as a mapping of bare keys, like the template ``{question}``, stays text)."""
 
     path: tuple[str, ...]
     value: Any
@@ -54,6 +55,8 @@ class Override:
             value = yaml.safe_load(raw) if raw.strip() else ""
         except yaml.YAMLError:
             value = raw
+        if isinstance(value, dict) and value and all(v is None for v in value.values()):
+            value = raw  # "{question} …" is a template, not YAML's mapping {question: null}
         return cls(tuple(p for p in name.strip().split(".") if p), value)
 
 
