@@ -40,10 +40,10 @@ ABCD = "ABCD"
         ("Answer: A\nOn reflection...\nAnswer: C", "C", "marker"),  # the last one counts
         ("Answer: B. The answer is a guess.", "B", "marker"),  # a later marker without a letter
         ("**C**", "C", "whole"),
-        ("I pick **C** here.", "C", "bold"),
+        ("I pick **C** here.", "C", "marker"),
         ("**C. She confirms her biases**", "C", "bold"),
         ("(D)", "D", "whole"),
-        ("I would go with (D) here.", "D", "parenthesized"),
+        ("I would go with (D) here.", "D", "marker"),
         ("D. Because the plane landed on water.", "D", "line_start"),
         ("B. Conservative", "B", "line_start"),
         ("Looking at this:\nC) the bus arrives", "C", "line_start"),
@@ -176,3 +176,19 @@ def test_the_instructions_example_repeated_is_not_an_answer() -> None:
     assert extract_choice(echoed, "AB").extraction_failed
     assert extract_choice(echoed + "\n\\boxed{B}", "AB").letters == ("B",)
     assert extract_choice("for example \\boxed{A, B}", "AB").extraction_failed
+
+
+@pytest.mark.parametrize(
+    ("text", "letters"),
+    [
+        ("I choose B.", "B"),
+        ("I would go with C because of the ending.", "C"),
+        ("i'd pick d", "D"),
+        ("B is correct.", "B"),
+        ("After reading it, (C) is the right answer.", "C"),
+        ("A is wrong, D is the best option.", "D"),
+    ],
+)
+def test_choice_statements(text: str, letters: str) -> None:
+    assert extract_choice(text, ABCD).letters == tuple(letters)
+    assert extract_choice(text, ABCD).rule == "marker"

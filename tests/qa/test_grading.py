@@ -254,7 +254,7 @@ def test_grade_item_dispatches() -> None:
 
 
 def test_grade_record_regrades_from_the_record_alone() -> None:
-    record = PredictionRecord.from_item(SINGLE, content="I choose **A**.")
+    record = PredictionRecord.from_item(SINGLE, content="Clearly **A**.")
     again = PredictionRecord.model_validate_json(record.to_json_line())
     result = run(grade_record(again))
     assert result.is_correct is True and result.rule == "bold"

@@ -16,7 +16,9 @@ rule                examples                                           occurrenc
                     ``B.``, ``**B**``, ``A,C``
 ``marker``          ``Answer: B``, ``ANSWER: $B$``, ``Answer: (C)``,   last valid
                     ``the answer is **C**``, ``Final answer: A, C``,
-                    ``correct option is D``
+                    ``correct option is D``, ``I choose B``,
+                    ``I would go with C``; else ``B is correct``,
+                    ``(C) is the right answer``
 ``bold``            ``**C**``, ``**(C)**``, ``**C. the text**``        unanimous
 ``line_start``      a line starting ``D.``, ``D)``, ``D:`` or a        unanimous
                     line that is only ``D``
@@ -59,9 +61,13 @@ _BOX = re.compile(r"\\box(?:ed)?\s*\{((?:[^{}]|\{[^{}]*\})*)\}")
 _LATEX_WRAP = re.compile(r"\\(?:text|textbf|textrm|mathrm|mathbf|mathit|emph)\s*\{([^{}]*)\}")
 _MARKUP = "*_$`\"' \t"
 _MARKER = re.compile(
-    r"(?i)(?:\b(?:final\s+)?answers?\b|\b(?:correct|best|right)\s+(?:option|choice)s?\b)"
+    r"(?i)(?:\b(?:final\s+)?answers?\b|\b(?:correct|best|right)\s+(?:option|choice)s?\b"
+    r"|\bI(?:\s+would|\s+will|'d)?\s+(?:choose|pick|select|go\s+with)\b)"
     r"(?:\s*(?:is|are|would\s+be|should\s+be|will\s+be)\b)?\s*\**\s*[:=\-–—]?"
     r"(?:\s*\**\s*(?:option|choice)\b)?"
+)
+_IS_CORRECT = re.compile(
+    r"(?<![A-Za-z0-9])\(?([A-Z])\)?\s+is\s+(?:the\s+)?(?:correct|right|best)\b"
 )
 _WITH_TEXT = re.compile(r"^\(?([A-Za-z])(?:\)|[.:])\s+\S")
 _BOLD = re.compile(r"\*\*\s*\(?([A-Z])\)?[.):]?\s*\*\*|\*\*\s*\(?([A-Z])[.):]\s[^*\n]*\*\*")
@@ -187,10 +193,20 @@ def _starts_english(written: str, after: str) -> bool:
 
 def _marker(text: str, valid: frozenset[str]) -> tuple[str, ...] | None:
     folded = text.lower()
-    if "answer" not in folded and "option" not in folded and "choice" not in folded:
-        return None
+    if not any(word in folded for word in ("answer", "option", "choice", "cho", "pick",
+                                            "select", "go with")):  # fmt: skip
+        return _is_correct(text, valid)
     for match in reversed(list(_MARKER.finditer(text))):
         letters = _after_marker(text[match.end() :], valid)
+        if letters:
+            return letters
+    return _is_correct(text, valid)
+
+
+def _is_correct(text: str, valid: frozenset[str]) -> tuple[str, ...] | None:
+    """ "B is correct", "(C) is the right answer": the last such statement."""
+    for match in reversed(list(_IS_CORRECT.finditer(text))):
+        letters = _checked([match.group(1)], valid)
         if letters:
             return letters
     return None
