@@ -170,6 +170,39 @@ def test_never_more_in_flight_than_the_limit() -> None:
     assert peak == 3 == limiter.peak_in_flight
 
 
+def test_a_waiter_cancelled_after_its_wake_up_passes_the_slot_on() -> None:
+    limiter = AdaptiveLimiter(1)
+
+    async def scenario() -> bool:
+        release = asyncio.Event()
+        waiters: list[asyncio.Task[None]] = []
+
+        async def holder() -> None:
+            async with limiter.slot():
+                await release.wait()
+            # the release woke the first waiter; cancel it before it runs, as a row timeout
+            # would, in the same step
+            waiters[0].cancel()
+
+        async def waiter() -> None:
+            async with limiter.slot():
+                pass
+
+        first = asyncio.create_task(holder())
+        await asyncio.sleep(0)
+        waiters += [asyncio.create_task(waiter()), asyncio.create_task(waiter())]
+        await asyncio.sleep(0)
+        release.set()
+        await first
+        try:
+            await asyncio.wait_for(waiters[1], timeout=2)  # the free slot is not lost
+        except TimeoutError:
+            return False
+        return limiter.in_flight == 0
+
+    assert asyncio.run(scenario())
+
+
 def test_rate_limited_endpoint_gets_fewer_concurrent_calls() -> None:
     counter = itertools.count()
     lock = threading.Lock()

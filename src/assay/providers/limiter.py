@@ -47,7 +47,12 @@ class AdaptiveLimiter:
     async def slot(self) -> AsyncIterator[Ticket]:
         """Hold one of ``limit`` slots for one call; mark the ticket with its outcome."""
         async with self._changed:
-            await self._changed.wait_for(lambda: self.in_flight < self.limit)
+            try:
+                await self._changed.wait_for(lambda: self.in_flight < self.limit)
+            except asyncio.CancelledError:
+                # a cancelled waiter may have consumed the wake-up meant for a free slot
+                self._changed.notify(max(0, self.limit - self.in_flight))
+                raise
             self.in_flight += 1
             self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
         ticket = Ticket()
