@@ -222,3 +222,26 @@ def test_an_empty_qa_block_is_every_default(tmp_path: Path) -> None:
     task = load_task(path).definition
     assert task.qa is not None and task.qa.shuffle is True
     assert [type(c) for c in task.success_criteria] == [QaCriterion]
+
+
+def test_store_qa_rows_keep_their_own_sample_ids(tmp_path: Path) -> None:
+    """A QA file added to the store (its example ids generated) keeps its sample ids, which
+    seed the option order and name the folders and prediction.jsonl records."""
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    rows = [dict(ROW, sample_id="fr-1"), dict(ROW, meta={"id": "m-2"}), dict(ROW)]
+    with open_store(url) as store:
+        schema = Schema({"sample_id": "string", "story": "string", "question": "string",
+                         "answer": "json", "meta": "json"})  # fmt: skip
+        store.create_dataset("qa", schema)
+        store.add("qa", [dict(r, id=f"gen{i}", sample_id=r.get("sample_id", ""))
+                         for i, r in enumerate(rows)])  # fmt: skip
+    text = ("task_id: st\ndescription: d\nagent: {type: command, command: cat}\n"
+            "dataset: {store: qa}\nqa: {}\n")  # fmt: skip
+    plan = build_plan([str(write(tmp_path / "t.yaml", text))], PlanOptions(store_url=url))
+    items = plan.work_items()
+    assert [i.row_task.row_id for i in items] == ["fr-1", "m-2", "gen2"]
+    first = items[0].qa_item()
+    assert first is not None and first.sample_id == "fr-1"
+    pinned = text.replace("{store: qa}", "{store: qa, id_field: id}")
+    explicit = build_plan([str(write(tmp_path / "p.yaml", pinned))], PlanOptions(store_url=url))
+    assert [i.row_task.row_id for i in explicit.work_items()] == ["gen0", "gen1", "gen2"]

@@ -62,7 +62,10 @@ def qa_samples(
     Args:
         rows: the dataset's rows, with their origins.
         task: the task (its ``task_id`` names errors).
-        ids: the checked row ids when :func:`explicit_ids`, else ``None``.
+        ids: the checked row ids when :func:`explicit_ids`, else ``None``. A store
+            dataset's example ids only name the rows that carry no ``sample_id`` or
+            ``meta.id`` of their own (unless the task sets ``dataset.id_field``), so a QA
+            file added to the store keeps its sample ids, and with them its option order.
 
     Returns:
         ``(samples, row_ids, warnings)`` in dataset order.
@@ -74,10 +77,13 @@ def qa_samples(
     row_ids: list[str] = []
     first_seen: dict[str, int] = {}
     renamed = 0
+    spec = task.dataset
+    own_first = spec is not None and spec.store is not None and (
+        "id_field" not in spec.model_fields_set)  # fmt: skip
     for index, row in enumerate(rows.items):
         file, line = rows.origin(index)
         sample = normalize_sample(row, index=index, file=file, line=line)
-        if ids is not None:
+        if ids is not None and not (own_first and _has_own_id(row)):
             sample = replace(sample, sample_id=ids[index])
             row_id = ids[index]
         else:
@@ -106,6 +112,11 @@ def qa_samples(
             "prediction.jsonl keeps the sample ids"
         )
     return samples, row_ids, warnings
+
+
+def _has_own_id(row: Any) -> bool:
+    meta = row.get("meta")
+    return bool(row.get("sample_id") or (isinstance(meta, dict) and meta.get("id")))
 
 
 def _check_unique(row_ids: list[str], rows: Rows, task: TaskDefinition) -> None:
