@@ -117,3 +117,27 @@ def test_compare_two_runs_and_refuse_different_rows(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert "suite 'toy' has different rows in the two runs" in done.stderr
     assert "only in A" in done.stderr
+
+
+def test_compare_names_the_variant_flags_for_an_experiment_run(tmp_path: Path) -> None:
+    setup(tmp_path)
+    assay("run", "t.yaml", "--run-dir", "a", cwd=tmp_path)
+    assay("run", "t.yaml", "-e", "optimism", "--run-dir", "b", cwd=tmp_path)
+    done = assay("compare", "a/latest", "b/latest", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "has variants ['keyword', 'optimist']; choose one with --variant-b NAME" in done.stderr
+    chosen = assay("compare", "a/latest", "b/latest", "--variant-b", "optimist", cwd=tmp_path)
+    assert chosen.returncode == 0, chosen.stderr
+
+
+def test_a_misspelled_field_from_d_or_a_variant_gets_a_suggestion(tmp_path: Path) -> None:
+    setup(tmp_path)
+    done = assay("plan", "t.yaml", "-D", "agent.comand=echo x", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "agent.comand: variant 'default': unknown field 'comand'" in done.stderr
+    assert "did you mean 'command'?; set by -D on the command line" in done.stderr
+    write(tmp_path / "bad.yaml", "experiment_id: bad\nvariants:\n  - variant_id: v1\n"
+          "    run_limits: {task_timout: 3}\n")  # fmt: skip
+    done = assay("plan", "t.yaml", "-e", "bad.yaml", cwd=tmp_path)
+    assert "unknown field 'task_timout'" in done.stderr
+    assert "set by variant 'v1' of the experiment file" in done.stderr

@@ -483,3 +483,15 @@ def test_selection_properties(
     assert bool(selection.applied) == (len(indexes) < len(rows))
     if split is not None and len(pool) < len(rows):
         assert selection.applied[0] == f"--split {split}"
+
+
+def test_a_stratify_field_no_row_has_is_warned() -> None:
+    rows = clinc()
+    request = SelectionRequest(sample_per_stratum=4, sample_seed=0)  # expected_skill
+    selection = select_rows(rows, request, task_id="t")
+    assert selection.warnings == [
+        "task 't': no row has the stratify_field 'expected_skill', so all rows are one "
+        "stratum; set dataset.stratify_field to the field to stratify by"
+    ]
+    assert len(selection.indexes) == 4
+    assert by_label(sample_per_stratum=4, sample_seed=0).warnings == []

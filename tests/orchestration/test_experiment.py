@@ -153,4 +153,6 @@ def test_cli_override_invalid_for_one_variant_names_it(tmp_path: Path) -> None:
         plan_for(tmp_path, overrides=(Override(("agent", "max_tokens"), 5),))
     assert "variant 'cmd'" in caught.value.message
     assert caught.value.field == "agent.max_tokens"
-    assert caught.value.hint == "set by cli"
+    assert caught.value.hint == (
+        "valid fields here: command, env, type; set by -D on the command line"
+    )

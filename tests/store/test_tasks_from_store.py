@@ -151,3 +151,26 @@ def test_resume_reads_the_recorded_version(tmp_path: Path, store_url: str) -> No
     assert again["dataset"]["version"] == 2
     assert again["selection"]["row_ids"] == suite["selection"]["row_ids"] == ["b", "c"]
     assert again["criterion_aggregates"] == suite["criterion_aggregates"]
+
+
+def test_the_default_store_is_recorded_absolute_and_never_created_by_a_read(
+    tmp_path: Path,
+) -> None:
+    project = tmp_path / "project"
+    make_store(f"sqlite:///{project / '.assay' / 'store.db'}")
+    write(project / "t.yaml", TASK.format(version=""))
+    done = assay("run", "t.yaml", cwd=project)  # the default store: .assay/store.db
+    assert done.returncode == 0, done.stderr
+    suite = json.loads((latest(project) / "default/from-store/suite.json").read_text())
+    assert suite["dataset"]["store_url"] == f"sqlite:///{project / '.assay' / 'store.db'}"
+    elsewhere = assay("plan", "project/t.yaml", cwd=tmp_path)  # no store in tmp_path
+    assert elsewhere.returncode == 2
+    assert f"no store at {tmp_path / '.assay' / 'store.db'} (dataset 'reviews'" in (
+        " ".join(elsewhere.stderr.split()))  # fmt: skip
+    assert not (tmp_path / ".assay").exists()
+    empty = tmp_path / "empty.db"
+    make_empty = assay("dataset", "list", "--store", f"sqlite:///{empty}", cwd=tmp_path)
+    assert make_empty.returncode == 0
+    unknown = assay("plan", "project/t.yaml", "--store", f"sqlite:///{empty}", cwd=tmp_path)
+    assert f"no dataset named 'reviews' in the store at sqlite:///{empty}" in (
+        " ".join(unknown.stderr.split()))  # fmt: skip

@@ -21,14 +21,16 @@ from assay.results.task_result import EvaluationResult
 SHOWN_IDS = 10
 
 
-def _only_variant(results: Sequence[EvaluationResult], run: Path, variant: str | None) -> str:
+def _only_variant(
+    results: Sequence[EvaluationResult], run: Path, variant: str | None, flag: str
+) -> str:
     variants = sorted({r.variant_id for r in results})
     if variant is not None:
         if variant not in variants:
             raise UsageError(f"{run} has no variant '{variant}'; it has {variants}")
         return variant
     if len(variants) != 1:
-        raise UsageError(f"{run} has variants {variants}; choose one with --variant")
+        raise UsageError(f"{run} has variants {variants}; choose one with {flag} NAME")
     return variants[0]
 
 
@@ -76,8 +78,8 @@ def compare_runs(
     Raises:
         UsageError: an ambiguous or unknown variant, no shared suite, or different rows.
     """
-    va = _only_variant(results_a, run_a, variant_a)
-    vb = _only_variant(results_b, run_b, variant_b)
+    va = _only_variant(results_a, run_a, variant_a, "--variant-a")
+    vb = _only_variant(results_b, run_b, variant_b, "--variant-b")
     kept_a = [r for r in results_a if r.variant_id == va and r.suite_id is not None]
     kept_b = [r for r in results_b if r.variant_id == vb and r.suite_id is not None]
     shared = check_same_rows(_rows(kept_a), _rows(kept_b))

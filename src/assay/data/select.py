@@ -11,8 +11,9 @@ The one declaration of the selection and its precedence (``reference/originals.m
    least the size keeps every row. It wins over both stratified sources.
 3. Otherwise stratified: up to N rows per stratum (``--sample-per-stratum`` over
    ``dataset.sample_per_stratum``), the stratum being ``str(row[stratify_field])`` (absent or
-   null: ``""``). Seeded only by ``sample_seed``; unseeded draws a fresh seed each run, which
-   is recorded so the draw can be reproduced.
+   null: ``""``; ``stratify_field`` defaults to Coder Eval's ``expected_skill``, and a
+   field no selected row has is warned). Seeded only by ``sample_seed``; unseeded draws a
+   fresh seed each run, which is recorded so the draw can be reproduced.
 
 Selected rows keep the dataset's order.
 """
@@ -98,6 +99,13 @@ def select_rows(
             else request.yaml_sample_per_stratum
         )
         if per_stratum is not None:
+            field_name = request.stratify_field
+            if indexes and all(rows[i].get(field_name) is None for i in indexes):
+                warnings.append(
+                    f"task '{task_id}': no row has the stratify_field '{field_name}', so all "
+                    f"rows are one stratum; set dataset.stratify_field to the field to "
+                    "stratify by"
+                )
             seed, drawn = _seed(request.sample_seed)
             kept = stratified(rows, indexes, request.stratify_field, per_stratum, seed)
             if len(kept) < len(indexes):

@@ -170,6 +170,7 @@ def resolve_variant(
     for override in overrides:
         data = _merge(data, _nested(override.path, override.value), "cli", where, "")
     _mutate_prompt(data, experiment, variant, where)
+    _screen_merged(data, variant_id, where, loaded)
     data["dataset"] = loaded.definition.dataset
     try:
         definition = TaskDefinition.model_validate(data)
@@ -184,6 +185,30 @@ def resolve_variant(
     if definition.initial_prompt is not None:
         where.setdefault("initial_prompt", "task")
     return ResolvedVariant(variant_id, definition, where, variant.description if variant else "")
+
+
+def _screen_merged(
+    data: dict[str, Any], variant_id: str, where: dict[str, str], loaded: LoadedTask
+) -> None:
+    """An unknown field set by a variant, the defaults or ``-D`` gets the task file's error:
+    its name, a "did you mean", and where it was set."""
+    try:
+        screen(data, TaskDefinition)
+    except ScreenError as exc:
+        loc = field_path(exc.problem.loc)
+        source = where.get(loc, "the merge")
+        origin = {
+            "cli": "-D on the command line",
+            "variant": f"variant '{variant_id}' of the experiment file",
+            "experiment-defaults": "the experiment file's defaults",
+        }
+        hints = [exc.problem.hint, f"set by {origin.get(source, source)}"]  # fmt: skip
+        raise TaskFileError(
+            f"variant '{variant_id}': {exc.problem.message}",
+            file=loaded.display if source == "task" else None,
+            field=loc or None,
+            hint="; ".join(h for h in hints if h),
+        ) from None
 
 
 def _defaults_layer(experiment: Experiment) -> dict[str, Any]:

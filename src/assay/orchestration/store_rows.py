@@ -47,13 +47,25 @@ def read_store_rows(
     Raises:
         StoreError: unknown store, dataset or version (naming the versions that exist).
     """
+    from assay.errors import StoreError
     from assay.store import open_store
-    from assay.store.engine import display_url, resolve_url
+    from assay.store.engine import display_url, resolve_url, sqlite_path
 
     resolved_url = resolve_url(url)
+    path = sqlite_path(resolved_url)
+    if path is not None and not path.exists():  # reading never creates an empty store
+        raise StoreError(
+            f"no store at {path} (dataset '{name}' was asked for)",
+            hint="run from the folder that holds .assay/store.db, or give --store URL / "
+            "$ASSAY_STORE; assay dataset create makes a store",
+        )
     store = open_store(resolved_url)
     try:
-        info = store.dataset(name)
+        try:
+            info = store.dataset(name)
+        except StoreError as exc:  # the message names the store: it depends on --store/cwd
+            raise StoreError(f"{exc.message} at {display_url(resolved_url)}", hint=exc.hint
+                             ) from None  # fmt: skip
         pinned = store.resolve(name, version)
         rows = Rows()
         source = RowSource(f"store {name}@{pinned.number}", 0, array("l"))

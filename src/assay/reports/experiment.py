@@ -35,6 +35,7 @@ from assay.results.task_result import (
     ClassificationCriterionResult,
     CriterionResult,
     EvaluationResult,
+    QaCriterionResult,
 )
 
 FLIPPED_LIMIT = 20
@@ -106,7 +107,25 @@ def metric_specs(arms: Sequence[Arm]) -> list[tuple[MetricSpec, RowFn]]:
                           _accuracy_row(position)))  # fmt: skip
             f1 = MetricSpec(f"{prefix}.macro_f1", 3 * len(labels), False, macro_f1(len(labels)))
             specs.append((f1, _f1_row(position, labels)))
+        elif isinstance(sample.success_criteria_results[position], QaCriterionResult):
+            specs.append((MetricSpec(f"{prefix}.accuracy", 2, True, ratio(0, 1)),
+                          _qa_accuracy_row(position)))  # fmt: skip
     return specs
+
+
+def _qa_accuracy_row(position: int) -> RowFn:
+    """QA accuracy: correct over graded samples (judge and answer errors are outside it)."""
+
+    def row(results: list[EvaluationResult]) -> list[float]:
+        verdicts = [
+            c.sample_result.get("is_correct")
+            for c in (_criterion(r, position) for r in results)
+            if isinstance(c, QaCriterionResult) and c.sample_result
+        ]
+        graded = [v for v in verdicts if v is not None]
+        return [float(sum(1 for v in graded if v)), float(len(graded))]
+
+    return row
 
 
 def _labels(arms: Sequence[Arm], position: int) -> list[str]:

@@ -213,7 +213,7 @@ def _estimate(value: Estimate | None) -> str:
     if value is None:
         return "—"
     if value.low is None or value.high is None:
-        return fmt(value.value)
+        return fmt(value.value) + (f" ({value.reason})" if value.reason else "")
     return f"{fmt(value.value)} [{fmt(value.low)}, {fmt(value.high)}]"
 
 
@@ -249,12 +249,13 @@ def render_experiment(report: ExperimentResult) -> str:
                         "replicates): " + ", ".join(
                             f"k={k}: {fmt(v['pass_at_k'])} / {fmt(v['pass_hat_k'])}"
                             for k, v in arm.pass_k.items())]  # fmt: skip
+        replicates = max(a.replicates for a in arms)
         for comparison in (c for c in report.comparisons if c.suite_id == suite):
-            out += ["", *_comparison_section(comparison)]
+            out += ["", *_comparison_section(comparison, replicates)]
     return "\n".join(out) + "\n"
 
 
-def _comparison_section(c: Comparison) -> list[str]:
+def _comparison_section(c: Comparison, replicates: int) -> list[str]:
     out = [f"### `{c.variant_b}` vs `{c.variant_a}`", ""]
     out += md_table(
         ["metric", f"`{c.variant_a}`", f"`{c.variant_b}`", "difference [95% CI]"],
@@ -266,6 +267,9 @@ def _comparison_section(c: Comparison) -> list[str]:
         f"McNemar (exact, per-row pass/fail): {test.a_only} row(s) pass only with "
         f"`{c.variant_a}`, {test.b_only} only with `{c.variant_b}`; p = {test.p_value:.4g}",
     ]
+    if replicates > 1:
+        out += ["", "With replicates, a row passes when more than half of its graded "
+                "replicates passed; the links go to its first replicate."]  # fmt: skip
     groups = [
         ("became passes", c.became_pass, c.became_pass_total),
         ("became failures", c.became_fail, c.became_fail_total),

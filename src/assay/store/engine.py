@@ -37,12 +37,27 @@ _PG_CREATE_LOCK = 0x61737361  # "assa": serialises first-use table creation
 
 
 def resolve_url(url: str | None = None) -> str:
-    """The store URL to use: ``url``, else ``$ASSAY_STORE``, else the default SQLite file."""
+    """The store URL to use: ``url``, else ``$ASSAY_STORE``, else the default SQLite file.
+
+    A relative SQLite path is made absolute (against the working directory), so the URL a
+    run records names the same file from any folder it is resumed or reported from.
+    """
     chosen = url or os.environ.get(STORE_ENV) or DEFAULT_STORE_URL
     for prefix in ("postgresql://", "postgres://"):
         if chosen.startswith(prefix):
             return "postgresql+psycopg://" + chosen[len(prefix) :]
+    path = sqlite_path(chosen)
+    if path is not None and not path.is_absolute():
+        return "sqlite:///" + str(path.absolute())
     return chosen
+
+
+def sqlite_path(url: str) -> Path | None:
+    """The file of a ``sqlite:///path`` URL, or ``None`` (another backend, or in memory)."""
+    if not url.startswith("sqlite:///"):
+        return None
+    database = url.removeprefix("sqlite:///").split("?", 1)[0]
+    return Path(database) if database and database != ":memory:" else None
 
 
 def display_url(url: str) -> str:
