@@ -311,6 +311,10 @@ variants:
         assert prompt.startswith("DEFAULT-PREFIX\n\n") and prompt.endswith("\n\nTASK-SUFFIX")
         assert ("TALE:" in prompt) is tale and ("Story:" in prompt) is not tale
         assert record["raw_prediction"] == prompt  # the echo model saw the mutated prompt
+    report = json.loads((latest(tmp_path) / "experiment.json").read_text())
+    for variant in report["variants"]:  # echo repeats the prompt: no letter, accuracy 0 of 1
+        accuracy = variant["metrics"]["qa.accuracy"]
+        assert (accuracy["value"], accuracy["method"], accuracy["rows"]) == (0.0, "wilson", 1)
     plan = assay("plan", "task.yaml", "-e", "careful.yaml", cwd=tmp_path)
     assert "qa.prompt_mutations" in plan.stdout and "variant" in plan.stdout
 
