@@ -257,6 +257,7 @@ def test_a_bad_metrics_hook_is_named_after_every_row_is_kept(tmp_path: Path) -> 
         in done.stderr  # fmt: skip
     folder = suite_folder(tmp_path)
     assert (folder / "suite.json").is_file() and (folder / "prediction.jsonl").is_file()
+    assert "**Not written**: the metrics hook failed: " in (folder / "suite.md").read_text()
     assert len(list(folder.glob("*/*/task.json"))) == 16
     write(tmp_path / "t" / "metrics.py", HOOK)
     rebuilt = assay("report", "runs/latest", cwd=tmp_path)
@@ -323,10 +324,13 @@ def test_evaluate_with_other_settings_never_replaces_a_runs_metrics(qa_run: Path
     target = suite_folder(qa_run) / "metrics.json"
     before = target.read_text()
     prediction = str(suite_folder(qa_run) / "prediction.jsonl")
-    done = assay("evaluate", prediction, "--group-by", "meta.ability", cwd=qa_run)
+    done = assay("evaluate", prediction, "--group-by", "meta.other", cwd=qa_run)
     assert done.returncode == 2
     assert "belongs to the run; grading with other settings would replace it" in done.stderr
     assert target.read_text() == before
     same = assay("evaluate", prediction, cwd=qa_run)  # the run's own settings: same metrics
     assert same.returncode == 0, same.stderr
+    spelled = assay("evaluate", prediction, "--group-by", "meta.ability", "--judge-retries", "1",
+                    cwd=qa_run)  # the run's settings again, given as flags  # fmt: skip
+    assert spelled.returncode == 0, spelled.stderr
     assert json.loads(target.read_text())["all_metrics"] == json.loads(before)["all_metrics"]

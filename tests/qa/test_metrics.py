@@ -353,3 +353,13 @@ def test_sample_results_round_trip_and_refuse_bad_entries() -> None:
         SampleResult.from_dict({**entry.to_dict(), "surprise": 1})
     with pytest.raises(ValueError):
         SampleResult.from_dict({**entry.to_dict(), "is_correct": "maybe"})
+
+
+def test_a_hook_that_raises_is_located_by_its_line(tmp_path: Path) -> None:
+    path = write(tmp_path, "def compute_metrics(records, per_sample_results):\n"
+                 "    x = 1\n    return records[99]\n")  # fmt: skip
+    with pytest.raises(TaskFileError) as info:
+        build(["ok"], hook=load_metrics_hook(path), hook_file=str(path))
+    assert info.value.message == (
+        "compute_metrics raised IndexError: list index out of range (at line 3)"
+    )

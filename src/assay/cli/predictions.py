@@ -121,15 +121,13 @@ def evaluate_predictions(path: Path, options: PredictionOptions) -> PredictionRe
         return _evaluate(path, options)
 
 
-def _default_output(path: Path, options: PredictionOptions) -> Path:
-    """``metrics.json`` beside ``path``; refused inside a run's suite folder when settings
-    differ from the run's (it would replace the metrics ``suite.json`` agrees with)."""
+def _default_output(path: Path, options: PredictionOptions, config: QaConfig) -> Path:
+    """``metrics.json`` beside ``path``; refused inside a run's suite folder when ``config``
+    differs from the run's (it would replace the metrics ``suite.json`` agrees with)."""
     if options.output is not None:
         return options.output
-    changed = (options.task, options.judge_model, options.judge_retries, options.include_story,
-               options.metrics_hook)  # fmt: skip
-    if (path.parent / "suite.json").is_file() and (options.group_by or any(
-            value is not None for value in changed)):  # fmt: skip
+    in_run = (path.parent / "suite.json").is_file()
+    if in_run and config != settings_for(path, PredictionOptions(jobs=options.jobs))[0]:
         raise UsageError(
             f"{path.parent / 'metrics.json'} belongs to the run; grading with other settings "
             "would replace it",
@@ -139,8 +137,8 @@ def _default_output(path: Path, options: PredictionOptions) -> Path:
 
 
 def _evaluate(path: Path, options: PredictionOptions) -> PredictionReport:
-    output = _default_output(path, options)
     config, base, source = settings_for(path, options)
+    output = _default_output(path, options, config)
     hook, hook_file = None, "metrics hook"
     if config.metrics_hook is not None:
         hook_path = Path(config.metrics_hook)

@@ -246,7 +246,8 @@ def check_qa(task: TaskDefinition, *, base_dir: Path, display: str, document: Ya
             load_metrics_hook(path)
         except TaskFileError as exc:
             loc, loc_name = ("qa", "metrics_hook"), "qa.metrics_hook"
-            hint = exc.hint or "the path is relative to the task file's folder"
+            found = path.is_file()
+            hint = exc.hint or (None if found else "the path is relative to the task file's folder")
             raise TaskFileError(
                 exc.message, file=display, line=document.line_of(loc), field=loc_name, hint=hint
             ) from None

@@ -30,6 +30,7 @@ import hashlib
 import importlib.util
 import json
 import sys
+import traceback
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -87,9 +88,15 @@ def call_hook(
         result = hook(records, per_sample_results)
     except (Exception, SystemExit) as exc:  # a hook's sys.exit() must not end assay silently
         raise TaskFileError(
-            f"compute_metrics raised {type(exc).__name__}: {exc}", file=file
+            f"compute_metrics raised {type(exc).__name__}: {exc}{_where(exc, file)}", file=file
         ) from exc
     return check_hook_result(result, file=file)
+
+
+def _where(exc: BaseException, file: str | Path) -> str:
+    """`` (at line N)`` of the hook file's deepest frame in the traceback, or ``""``."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if Path(f.filename) == Path(file)]
+    return f" (at line {frames[-1].lineno})" if frames else ""
 
 
 def check_hook_result(result: Any, *, file: str | Path) -> dict[str, Any]:

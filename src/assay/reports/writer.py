@@ -146,6 +146,9 @@ def write_reports(
             errors.append(qa.error)
         write_json_atomic(folder / "suite.json", suite)
         extra = render_qa(qa.document) if qa is not None and qa.document is not None else ""
+        if qa is not None and qa.error is not None:
+            extra = ("\n## QA metrics\n\n**Not written**: the metrics hook failed: "
+                     f"{qa.error.render()}. Fix it, then `assay report RUN_DIR`.\n")  # fmt: skip
         write_text_atomic(folder / "suite.md", render_suite(suite) + extra)
         suites.append(suite)
         refs.append(_suite_ref(suite))
