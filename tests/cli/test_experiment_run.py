@@ -101,6 +101,9 @@ def test_replicates_give_pass_at_k(tmp_path: Path) -> None:
     assert [r["replicate_index"] for r in suite["per_replicate"]] == [0, 1, 2]
     assert suite["pass_k"]["2"]["pass_at_k"] == pytest.approx(4 / 12)
     assert (latest(tmp_path) / "default/toy/r00/02/task.json").exists()
+    markdown = (latest(tmp_path) / "default/toy/suite.md").read_text()
+    assert "## Replicates (3)" in markdown and "| 02 | 4 / 12 | 0.333 |" in markdown
+    assert "k=2: 0.333 / 0.333" in markdown
 
 
 def test_compare_two_runs_and_refuse_different_rows(tmp_path: Path) -> None:

@@ -94,10 +94,36 @@ def render_suite(suite: SuiteRollup) -> str:
     )  # fmt: skip
     for aggregate in suite.criterion_aggregates:
         out += ["", *_aggregate_section(aggregate)]
+    if suite.per_replicate:
+        out += ["", *_replicates_section(suite)]
     out += ["", f"**Suite gate**: {'PASSED' if suite.passed else 'FAILED'}"]
     if suite.failed_samples:
         out += ["", *_failed_section(suite)]
     return "\n".join(out) + "\n"
+
+
+def _replicates_section(suite: SuiteRollup) -> list[str]:
+    """Each replicate's counts and metrics, then pass@k / pass^k over rows."""
+    kinds = [a.criterion_type for a in suite.criterion_aggregates]
+    first = suite.per_replicate[0].criterion_metrics
+    columns = [(i, name) for i, metrics in enumerate(first) for name in metrics]
+    header = [
+        "replicate",
+        "passed / graded",
+        "pass rate",
+        *[f"{kinds[i] if i < len(kinds) else i} {name}" for i, name in columns],
+    ]
+    rows = [[f"{r.replicate_index:02d}", f"{r.rows_passed} / {r.rows_graded}", fmt(r.pass_rate),
+             *[fmt(r.criterion_metrics[i].get(name)) if i < len(r.criterion_metrics) else "—"
+               for i, name in columns]]
+            for r in suite.per_replicate]  # fmt: skip
+    out = [f"## Replicates ({suite.replicates})", "", *md_table(header, rows)]
+    if suite.pass_k:
+        out += ["", "pass@k / pass^k (Chen et al. 2021; rows with at least k graded "
+                "replicates): " + ", ".join(f"k={k}: {fmt(v['pass_at_k'])} / "
+                                            f"{fmt(v['pass_hat_k'])}"
+                                            for k, v in suite.pass_k.items())]  # fmt: skip
+    return out
 
 
 def _aggregate_section(agg: CriterionAggregate) -> list[str]:
