@@ -32,7 +32,7 @@ from assay.qa.judge import judge_open
 from assay.qa.metrics import metrics_document, replicate_metrics
 from assay.qa.records import PredictionRecord
 
-_LONG_FIELDS = frozenset({"story", "question", "prompt", "pred", "raw_prediction", "options"})
+_VIEW_FIELDS = ("sample_id", "sample_index", "repeat", "prompt_type", "meta")
 
 
 @dataclass(frozen=True)
@@ -102,12 +102,14 @@ async def evaluate_records(
     views: list[Mapping[str, Any]] = []
     results: list[SampleResult | None] = []
     pending: list[tuple[int, PredictionRecord]] = []
+    keys = (*_VIEW_FIELDS, *{path.split(".")[0] for path in group_by} - set(_VIEW_FIELDS))
     for record in records:
         result = decide(record, judge)
         if result is None:
             pending.append((len(results), record))
         results.append(result)
-        views.append(_view(record, whole=hook is not None))
+        views.append(record.model_dump(mode="json") if hook is not None else
+                     _view(record.__dict__, keys))  # fmt: skip
     if pending:
         if before_judging is not None:
             await before_judging()
@@ -124,11 +126,11 @@ async def evaluate_records(
     return metrics_document(all_metrics)
 
 
-def _view(record: PredictionRecord, *, whole: bool) -> Mapping[str, Any]:
-    """What the metrics read from a record: every field for a hook, else the short ones."""
-    if whole:
-        return record.model_dump(mode="json")
-    return {k: v for k, v in record.__dict__.items() if k not in _LONG_FIELDS}
+def _view(fields: Mapping[str, Any], keys: Sequence[str]) -> dict[str, Any]:
+    """What the metrics read from a record (a hook gets every field instead): the ids, the
+    prompt type, ``meta`` and the top-level fields ``group_by`` names; the long texts are
+    not kept, so memory does not grow with the prompts."""
+    return {key: fields.get(key) for key in keys}
 
 
 def _replicates(views: Sequence[Mapping[str, Any]]) -> list[list[int]]:

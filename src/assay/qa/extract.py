@@ -66,6 +66,7 @@ _MARKER = re.compile(
     r"(?:\s*(?:is|are|would\s+be|should\s+be|will\s+be)\b)?\s*\**\s*[:=\-–—]?"
     r"(?:\s*\**\s*(?:option|choice)\b)?"
 )
+_MARKER_WORD = re.compile(r"(?i)answer|option|choice|choose|pick|select|go\s+with")
 _IS_CORRECT = re.compile(
     r"(?<![A-Za-z0-9])\(?([A-Z])\)?\s+is\s+(?:the\s+)?(?:correct|right|best)\b"
 )
@@ -192,9 +193,7 @@ def _starts_english(written: str, after: str) -> bool:
 
 
 def _marker(text: str, valid: frozenset[str]) -> tuple[str, ...] | None:
-    folded = text.lower()
-    if not any(word in folded for word in ("answer", "option", "choice", "cho", "pick",
-                                            "select", "go with")):  # fmt: skip
+    if _MARKER_WORD.search(text) is None:  # one scan in C before the full pattern
         return _is_correct(text, valid)
     for match in reversed(list(_MARKER.finditer(text))):
         letters = _after_marker(text[match.end() :], valid)

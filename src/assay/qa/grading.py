@@ -47,6 +47,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
+from operator import attrgetter
 from typing import Any, ClassVar, Literal, Protocol
 
 from pydantic import ConfigDict, TypeAdapter
@@ -111,7 +112,7 @@ class SampleResult:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object of ``per_sample_results`` (every value is JSON-native)."""
-        return {name: getattr(self, name) for name in _FIELDS}
+        return dict(zip(_FIELDS, _VALUES(self), strict=True))
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> SampleResult:
@@ -124,6 +125,7 @@ class SampleResult:
 
 
 _FIELDS = tuple(field.name for field in fields(SampleResult))
+_VALUES = attrgetter(*_FIELDS)  # every field's value as one tuple, in C
 _ADAPTER: TypeAdapter[SampleResult] = TypeAdapter(SampleResult)
 
 
@@ -194,7 +196,7 @@ def grade_choice(item: Graded, response: str | None) -> SampleResult:
         raise ValueError(f"sample {item.sample_id} is {item.prompt_type}, not a choice question")
     if response is None or not response.strip():
         return content_none(item)
-    found = extract_choice(response, item.options.keys())
+    found = extract_choice(response, frozenset(item.options))  # keys are upper-case letters
     if found.extraction_failed:
         return SampleResult(
             **{**_base(item), "is_correct": False, "error_reason": "extraction_failed"}

@@ -70,7 +70,17 @@ class PredictionRecord(BaseModel):
     @model_validator(mode="after")
     def _consistent(self) -> PredictionRecord:
         """A record that could not have come from a QA row is refused, not graded."""
-        if self.prompt_type in ("mcq_single", "mcq_multi"):
+        kind, options = self.prompt_type, self.options
+        if kind == "mcq_single" and options:  # the common case, checked in a few operations
+            correct, wrong = self.correct_letters, self.wrong_letters
+            letters = {*correct, *wrong}
+            if (
+                len(correct) == 1
+                and len(letters) == len(options) == len(wrong) + 1
+                and (letters.issubset(options))
+            ):
+                return self
+        if kind in ("mcq_single", "mcq_multi"):
             _check_choice(self)
         elif self.prompt_type == "open" and not self.correct_answers:
             raise ValueError("an open record needs correct_answers (or prompt_type "
