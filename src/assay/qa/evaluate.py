@@ -159,4 +159,10 @@ def collector_paused() -> Iterator[None]:
         yield
     finally:
         if enabled:
+            # Everything allocated while paused sits in the youngest generation, which the
+            # first allocation after gc.enable() would scan whole (0.2 s at 100,000 records);
+            # freeze + unfreeze moves it to the oldest generation instead, scanned as rarely
+            # as any long-lived object.
+            gc.freeze()
             gc.enable()
+            gc.unfreeze()

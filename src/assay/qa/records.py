@@ -204,7 +204,7 @@ def iter_predictions(path: Path) -> Iterator[PredictionRecord]:
     try:
         with path.open(encoding="utf-8") as handle:
             for number, text in enumerate(handle, start=1):
-                if text.strip():
+                if text and not text.isspace():  # no copy of a long line
                     record = _record(text, path, number)
                     first = seen.setdefault((record.sample_id, record.repeat), number)
                     if first != number:
