@@ -264,3 +264,4 @@ success_criteria:
     assert report.returncode == 1, report.stderr
     suite = suite_json(latest(tmp_path), "none")
     assert (suite["rows_total"], suite["rows_missing"], suite["passed"]) == (2, 2, False)
+    assert "0 passed, 0 failed, 0 errored, 2 never ran" in report.stdout

@@ -190,6 +190,7 @@ def print_reports(run_dir: Path, reports: Reports) -> None:
             f"[bold]{escape(suite.suite_id)}[/] \\[{escape(suite.variant_id)}]: "
             f"{_row_count(suite)} — "
             f"{suite.rows_passed} passed, {suite.rows_failed} failed, {suite.rows_error} errored"
+            + (f", {suite.rows_missing} never ran" if suite.rows_missing else "")
             + (f" · {metrics}" if metrics else "")
             + f" · gate {gate}",
             markup=True,
