@@ -144,3 +144,14 @@ def test_a_misspelled_field_from_d_or_a_variant_gets_a_suggestion(tmp_path: Path
     done = assay("plan", "t.yaml", "-e", "bad.yaml", cwd=tmp_path)
     assert "unknown field 'task_timout'" in done.stderr
     assert "set by variant 'v1' of the experiment file" in done.stderr
+
+
+def test_experiment_md_with_replicates_says_why_an_interval_is_missing(tmp_path: Path) -> None:
+    setup(tmp_path)
+    assert assay("run", "t.yaml", "-e", "optimism", "--repeats", "2", cwd=tmp_path).returncode == 0
+    markdown = (latest(tmp_path) / "experiment.md").read_text()
+    assert ("| `classification_match.mean` | 0.333 [" in markdown
+            and "| 1.000 (every resample gives the same value; no uncertainty can be "
+            "estimated) |" in markdown)  # fmt: skip
+    assert ("With replicates, a row passes when more than half of its graded replicates "
+            "passed; the links go to its first replicate.") in markdown  # fmt: skip

@@ -213,3 +213,17 @@ def test_replicates_are_counted_apart_from_rows_and_execute_has_no_gate(tmp_path
     executed = assay("execute", str(task(tmp_path, body)), cwd=tmp_path)
     assert executed.returncode == 0, executed.stderr
     assert "gate not graded" in executed.stdout and "FAILED" not in executed.stdout
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_an_unset_api_key_variable_is_named(tmp_path: Path, provider: str) -> None:
+    text = (
+        f"task_id: t1\ndescription: d\nagent: {{type: llm, model: {provider}/m, "
+        "base_url: 'http://127.0.0.1:9/v1', api_key_env: ASSAY_TEST_UNSET_KEY}\n"
+        "initial_prompt: hi\nsuccess_criteria:\n  - {type: response_match, expected: x}\n"
+    )
+    done = assay("run", str(write(tmp_path / "t.yaml", text)), cwd=tmp_path)
+    assert done.returncode == 2
+    assert (
+        f"model '{provider}/m' needs an API key in the environment variable ASSAY_TEST_UNSET_KEY"
+    ) in " ".join(done.stderr.split())

@@ -316,23 +316,40 @@ def run(
     store: StoreOpt = None,
 ) -> None:
     """Run agents on every selected row, grade them, and write the reports."""
+    options = _options(sample, sample_per_stratum, split, tags, exclude_tags, include_skipped,
+                       repeats, prices=prices, experiment=experiment, sets=set_,
+                       model=model, store=store)  # fmt: skip
+    request = _request("run", run_dir, jobs=jobs, keep_sandboxes=keep_sandboxes, quiet=quiet,
+                       models=_model_settings(max_retries, timeout, cache, cache_expiry),
+                       retry_errors=retry_errors, junit_path=junit_xml)  # fmt: skip
+    _execute("run", tasks, options, request, resume=resume)
+
+
+def _request(
+    stage: Stage,
+    run_dir: Path,
+    *,
+    jobs: int,
+    keep_sandboxes: bool,
+    quiet: bool,
+    models: ModelSettings,
+    retry_errors: bool,
+    junit_path: Path | None = None,
+) -> RunRequest:
+    """The request of ``assay run`` or ``assay execute``."""
     from assay.cli.running import RunRequest
     from assay.orchestration.runner import RunOptions
     from assay.reports.progress import make_progress
 
-    options = _options(sample, sample_per_stratum, split, tags, exclude_tags, include_skipped,
-                       repeats, prices=prices, experiment=experiment, sets=set_,
-                       model=model, store=store)  # fmt: skip
-    request = RunRequest(
+    return RunRequest(
         runs_root=run_dir,
-        options=RunOptions(jobs=jobs, stage="run", keep_sandboxes=keep_sandboxes),
+        options=RunOptions(jobs=jobs, stage=stage, keep_sandboxes=keep_sandboxes),
         progress=make_progress(quiet=quiet),
-        junit_path=junit_xml,
+        junit_path=junit_path,
         command=["assay", *sys.argv[1:]],
-        models=_model_settings(max_retries, timeout, cache, cache_expiry),
+        models=models,
         retry_errors=retry_errors,
     )
-    _execute("run", tasks, options, request, resume=resume)
 
 
 @app.command()
@@ -361,21 +378,12 @@ def execute(
     store: StoreOpt = None,
 ) -> None:
     """Run agents only (rows NOT_GRADED, sandboxes kept); grade later with `assay evaluate`."""
-    from assay.cli.running import RunRequest
-    from assay.orchestration.runner import RunOptions
-    from assay.reports.progress import make_progress
-
     options = _options(sample, sample_per_stratum, split, tags, exclude_tags, include_skipped,
                        repeats, prices=prices, experiment=experiment, sets=set_,
                        model=model, store=store)  # fmt: skip
-    request = RunRequest(
-        runs_root=run_dir,
-        options=RunOptions(jobs=jobs, stage="execute", keep_sandboxes=True),
-        progress=make_progress(quiet=quiet),
-        command=["assay", *sys.argv[1:]],
-        models=_model_settings(max_retries, timeout, cache, cache_expiry),
-        retry_errors=retry_errors,
-    )
+    request = _request("execute", run_dir, jobs=jobs, keep_sandboxes=True, quiet=quiet,
+                       models=_model_settings(max_retries, timeout, cache, cache_expiry),
+                       retry_errors=retry_errors)  # fmt: skip
     _execute("execute", tasks, options, request, resume=resume)
 
 

@@ -51,25 +51,28 @@ class PredictionReport:
 
 
 def recorded_config(path: Path) -> tuple[QaConfig, Path] | None:
-    """The ``qa:`` block and task folder recorded by the run ``path`` belongs to, if any."""
-    for task_json in sorted(path.parent.glob("*/[0-9][0-9]*/task.json"))[:1]:
+    """The ``qa:`` block and task folder recorded by the run ``path`` belongs to, if any
+    (every row of a suite folder records the same task, so the first one found answers)."""
+    for task_json in path.parent.glob("*/[0-9][0-9]*/task.json"):
         data = read_json(task_json)
         resolved = (data.get("task_config") or {}).get("resolved") or {}
         if resolved.get("qa") is not None:
             task_dir = (data.get("task_config") or {}).get("task_dir") or "."
             return QaConfig.model_validate(resolved["qa"]), Path(task_dir)
+        return None
     return None
 
 
-def settings_for(path: Path, options: PredictionOptions) -> tuple[QaConfig, Path, str]:
-    """The QA settings to grade ``path`` with, the folder a hook path is relative to, and
-    where they came from.
+def settings_for(
+    path: Path, options: PredictionOptions, recorded: tuple[QaConfig, Path] | None
+) -> tuple[QaConfig, Path, str]:
+    """The QA settings to grade ``path`` with (``recorded``: :func:`recorded_config`), the
+    folder a hook path is relative to, and where they came from.
 
     Raises:
         TaskFileError: ``--task`` is invalid or has no ``qa:`` block.
     """
     config, base, source = QaConfig(), Path.cwd(), "defaults"
-    recorded = recorded_config(path)
     if options.task is not None:
         loaded = load_task(options.task)
         if loaded.definition.qa is None:
@@ -121,13 +124,14 @@ def evaluate_predictions(path: Path, options: PredictionOptions) -> PredictionRe
         return _evaluate(path, options)
 
 
-def _default_output(path: Path, options: PredictionOptions, config: QaConfig) -> Path:
+def _default_output(
+    path: Path, options: PredictionOptions, config: QaConfig, run_config: QaConfig
+) -> Path:
     """``metrics.json`` beside ``path``; refused inside a run's suite folder when ``config``
-    differs from the run's (it would replace the metrics ``suite.json`` agrees with)."""
+    differs from ``run_config`` (it would replace the metrics ``suite.json`` agrees with)."""
     if options.output is not None:
         return options.output
-    in_run = (path.parent / "suite.json").is_file()
-    if in_run and config != settings_for(path, PredictionOptions(jobs=options.jobs))[0]:
+    if (path.parent / "suite.json").is_file() and config != run_config:
         raise UsageError(
             f"{path.parent / 'metrics.json'} belongs to the run; grading with other settings "
             "would replace it",
@@ -137,8 +141,9 @@ def _default_output(path: Path, options: PredictionOptions, config: QaConfig) ->
 
 
 def _evaluate(path: Path, options: PredictionOptions) -> PredictionReport:
-    config, base, source = settings_for(path, options)
-    output = _default_output(path, options, config)
+    recorded = recorded_config(path)
+    config, base, source = settings_for(path, options, recorded)
+    output = _default_output(path, options, config, recorded[0] if recorded else QaConfig())
     hook, hook_file = None, "metrics hook"
     if config.metrics_hook is not None:
         hook_path = Path(config.metrics_hook)

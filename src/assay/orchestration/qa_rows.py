@@ -27,7 +27,7 @@ from assay.data.rows import Rows
 from assay.errors import DatasetError, TaskFileError
 from assay.providers.pool import ModelKey
 from assay.qa import QaItem, QaSample, QaTemplates, build_item, normalize_sample, route
-from assay.qa.metrics import lookup
+from assay.qa.schema import lookup, own_sample_id
 from assay.spec.base import did_you_mean
 from assay.spec.qa import QaConfig, QaJudge
 from assay.spec.task import ID_PATTERN, TaskDefinition
@@ -83,7 +83,7 @@ def qa_samples(
     for index, row in enumerate(rows.items):
         file, line = rows.origin(index)
         sample = normalize_sample(row, index=index, file=file, line=line)
-        if ids is not None and not (own_first and _has_own_id(row)):
+        if ids is not None and not (own_first and own_sample_id(row, sample.meta)):
             sample = replace(sample, sample_id=ids[index])
             row_id = ids[index]
         else:
@@ -112,11 +112,6 @@ def qa_samples(
             "prediction.jsonl keeps the sample ids"
         )
     return samples, row_ids, warnings
-
-
-def _has_own_id(row: Any) -> bool:
-    meta = row.get("meta")
-    return bool(row.get("sample_id") or (isinstance(meta, dict) and meta.get("id")))
 
 
 def _check_unique(row_ids: list[str], rows: Rows, task: TaskDefinition) -> None:

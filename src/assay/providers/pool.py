@@ -131,15 +131,32 @@ def _local(key: ModelKey, settings: PoolSettings) -> Model:
     )
 
 
+def _api_key(key: ModelKey) -> str | None:
+    """The key in ``agent.api_key_env``'s variable; ``None`` when no variable is named.
+
+    Raises:
+        UsageError: the named variable is not set (as the preflight says, for a model
+            started without one).
+    """
+    if not key.api_key_env:
+        return None
+    api_key = os.environ.get(key.api_key_env)
+    if not api_key:
+        raise _no_key(key, key.api_key_env)
+    return api_key
+
+
+def _no_key(key: ModelKey, variable: str) -> UsageError:
+    return UsageError(
+        f"model '{key.name}' needs an API key in the environment variable {variable}",
+        hint="export it, or set agent.base_url for a local server that needs none",
+    )
+
+
 def _openai(key: ModelKey, settings: PoolSettings) -> Model:
     from assay.providers.openai_compat import OpenAICompatibleModel
 
-    api_key = os.environ.get(key.api_key_env) if key.api_key_env else None
-    if key.api_key_env and not api_key:
-        raise UsageError(
-            f"model '{key.name}': environment variable {key.api_key_env} (agent.api_key_env) "
-            "is not set"
-        )
+    api_key = _api_key(key)
     return OpenAICompatibleModel(
         name=key.name,
         model=key.name.partition("/")[2],
@@ -153,12 +170,7 @@ def _openai(key: ModelKey, settings: PoolSettings) -> Model:
 def _anthropic(key: ModelKey, settings: PoolSettings) -> Model:
     from assay.providers.anthropic_messages import AnthropicModel
 
-    api_key = os.environ.get(key.api_key_env) if key.api_key_env else None
-    if key.api_key_env and not api_key:
-        raise UsageError(
-            f"model '{key.name}': environment variable {key.api_key_env} (agent.api_key_env) "
-            "is not set"
-        )
+    api_key = _api_key(key)
     return AnthropicModel(
         name=key.name,
         model=key.name.partition("/")[2],
@@ -187,10 +199,7 @@ def _key_preflight(default_variable: str) -> Preflight:
             default_variable == "OPENAI_API_KEY" and os.environ.get("OPENAI_BASE_URL")
         )
         if not os.environ.get(variable) and (key.api_key_env or official):
-            raise UsageError(
-                f"model '{key.name}' needs an API key in the environment variable {variable}",
-                hint="export it, or set agent.base_url for a local server that needs none",
-            )
+            raise _no_key(key, variable)
 
     return check
 

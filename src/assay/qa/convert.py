@@ -46,7 +46,7 @@ from typing import Any, Literal
 from assay.data.csvrows import iter_csv
 from assay.data.jsonl import iter_jsonl
 from assay.errors import DatasetError, UsageError
-from assay.qa.schema import normalize_sample, route
+from assay.qa.schema import lookup, normalize_sample, route
 from assay.spec.task import ID_PATTERN
 
 Shape = Literal["csv-choices", "jsonl-answers", "squad", "gsm8k"]
@@ -238,20 +238,10 @@ class _Where:
         return DatasetError(message, file=self.source, line=self.line, hint=hint)
 
 
-def _walk(row: Mapping[str, Any], path: str) -> Any:
-    """``row[path]`` if that key exists, else the dotted path's value, else ``_MISSING``."""
-    if path in row:
-        return row[path]
-    value: Any = row
-    for part in path.split("."):
-        if not isinstance(value, Mapping) or part not in value:
-            return _MISSING
-        value = value[part]
-    return value
-
-
 def _get(row: Mapping[str, Any], path: str, where: _Where) -> Any:
-    value = _walk(row, path)
+    """``row[path]`` if that key exists (a CSV header may contain dots), else the dotted
+    path's value."""
+    value = row[path] if path in row else lookup(row, path, _MISSING)
     if value is _MISSING:
         raise where.error(f"field {path!r} is missing", hint=f"fields: {', '.join(map(str, row))}")
     return value

@@ -53,6 +53,7 @@ from assay.metrics.intervals import wilson_interval
 from assay.qa.grading import SampleResult
 from assay.qa.hooks import MetricsHook, call_hook
 from assay.qa.records import PredictionRecord
+from assay.qa.schema import lookup
 
 UNKNOWN = "unknown"
 CONFIDENCE = 0.95
@@ -62,16 +63,6 @@ NO_GRADED = "0/0: no graded samples (every sample was a judge or answer error, o
 def group_name(path: str) -> str:
     """``meta.ability`` → ``by_ability``; ``prompt_type`` → ``by_prompt_type``."""
     return "by_" + path.removeprefix("meta.")
-
-
-def lookup(data: Mapping[str, Any], path: str) -> Any:
-    """The value at a dotted ``path`` in nested mappings, or ``None`` if absent."""
-    value: Any = data
-    for part in path.split("."):
-        if not isinstance(value, Mapping) or part not in value:
-            return None
-        value = value[part]
-    return value
 
 
 def first_value(value: Any, default: str = UNKNOWN) -> str:

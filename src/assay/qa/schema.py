@@ -108,6 +108,17 @@ class QaSample:
         return route(self)
 
 
+def lookup(data: Mapping[str, Any], path: str, default: Any = None) -> Any:
+    """The value at a dotted ``path`` (``meta.ability``) in nested mappings, else
+    ``default``."""
+    value: Any = data
+    for part in path.split("."):
+        if not isinstance(value, Mapping) or part not in value:
+            return default
+        value = value[part]
+    return value
+
+
 def normalize_text_list(value: Any) -> list[str]:
     """``None`` → ``[]``; a list → its items ``str``-ed, stripped, blanks dropped; a scalar →
     ``[str(value).strip()]`` (or ``[]`` when blank). ToMEval's ``normalize_text_list``."""
@@ -119,9 +130,15 @@ def normalize_text_list(value: Any) -> list[str]:
     return [text] if text else []
 
 
+def own_sample_id(row: Mapping[str, Any], meta: Mapping[str, Any]) -> str | None:
+    """``row.sample_id`` or ``meta.id`` (falsy values fall through), or ``None``."""
+    value = row.get("sample_id") or meta.get("id")
+    return str(value) if value else None
+
+
 def build_sample_id(row: Mapping[str, Any], meta: Mapping[str, Any], index: int) -> str:
-    """``row.sample_id`` or ``meta.id`` or ``sample_{index}`` (falsy values fall through)."""
-    return str(row.get("sample_id") or meta.get("id") or f"sample_{index}")
+    """:func:`own_sample_id`, else ``sample_{index}``."""
+    return own_sample_id(row, meta) or f"sample_{index}"
 
 
 def normalize_sample(
