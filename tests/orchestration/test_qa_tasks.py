@@ -12,7 +12,7 @@ import pytest
 
 from assay.errors import DatasetError, TaskFileError, UserError
 from assay.orchestration.expand import expand_dataset
-from assay.orchestration.plan import PlanOptions, build_plan
+from assay.orchestration.plan import Plan, PlanOptions, build_plan
 from assay.orchestration.qa_rows import folder_id
 from assay.orchestration.task_loader import load_task
 from assay.qa.schema import route
@@ -179,16 +179,25 @@ def test_explicit_id_field_names_the_rows(tmp_path: Path) -> None:
     assert [t.qa.sample_id for t in expansion.row_tasks if t.qa] == ["k0", "k1"]
 
 
-def test_a_store_dataset_of_qa_rows(tmp_path: Path) -> None:
+STORE_TASK = ("task_id: st\ndescription: d\nagent: {type: command, command: cat}\n"
+              "dataset: {store: qa}\nqa: {}\n")  # fmt: skip
+
+
+def store_plan(tmp_path: Path, rows: list[dict[str, Any]], text: str = STORE_TASK) -> Plan:
+    """The plan of a qa: task over ``rows`` added to a fresh store dataset ``qa``."""
     url = f"sqlite:///{tmp_path / 'store.db'}"
-    with open_store(url) as store:
-        schema = Schema({"story": "string", "question": "string", "answer": "json", "meta": "json"})
-        store.create_dataset("qa", schema)
-        store.add("qa", [dict(ROW, id=f"q{i}") for i in range(3)])
-    text = ("task_id: st\ndescription: d\nagent: {type: command, command: cat}\n"
-            "dataset: {store: qa}\nqa: {}\n")  # fmt: skip
-    plan = build_plan([str(write(tmp_path / "t.yaml", text))], PlanOptions(store_url=url))
-    items = plan.work_items()
+    if not (tmp_path / "store.db").exists():
+        fields = {"sample_id": "string"} if "sample_id" in rows[0] else {}
+        with open_store(url) as store:
+            store.create_dataset("qa", Schema({**fields, "story": "string", "question": "string",
+                                               "answer": "json", "meta": "json"}))  # fmt: skip
+            store.add("qa", rows)
+    path = write(tmp_path / f"t{len(list(tmp_path.glob('*.yaml')))}.yaml", text)
+    return build_plan([str(path)], PlanOptions(store_url=url))
+
+
+def test_a_store_dataset_of_qa_rows(tmp_path: Path) -> None:
+    items = store_plan(tmp_path, [dict(ROW, id=f"q{i}") for i in range(3)]).work_items()
     assert [i.row_task.row_id for i in items] == ["q0", "q1", "q2"]
     first = items[0].qa_item()
     assert first is not None and first.sample_id == "q0"
@@ -227,21 +236,12 @@ def test_an_empty_qa_block_is_every_default(tmp_path: Path) -> None:
 def test_store_qa_rows_keep_their_own_sample_ids(tmp_path: Path) -> None:
     """A QA file added to the store (its example ids generated) keeps its sample ids, which
     seed the option order and name the folders and prediction.jsonl records."""
-    url = f"sqlite:///{tmp_path / 'store.db'}"
     rows = [dict(ROW, sample_id="fr-1"), dict(ROW, meta={"id": "m-2"}), dict(ROW)]
-    with open_store(url) as store:
-        schema = Schema({"sample_id": "string", "story": "string", "question": "string",
-                         "answer": "json", "meta": "json"})  # fmt: skip
-        store.create_dataset("qa", schema)
-        store.add("qa", [dict(r, id=f"gen{i}", sample_id=r.get("sample_id", ""))
-                         for i, r in enumerate(rows)])  # fmt: skip
-    text = ("task_id: st\ndescription: d\nagent: {type: command, command: cat}\n"
-            "dataset: {store: qa}\nqa: {}\n")  # fmt: skip
-    plan = build_plan([str(write(tmp_path / "t.yaml", text))], PlanOptions(store_url=url))
-    items = plan.work_items()
+    rows = [dict(r, id=f"gen{i}", sample_id=r.get("sample_id", "")) for i, r in enumerate(rows)]
+    items = store_plan(tmp_path, rows).work_items()
     assert [i.row_task.row_id for i in items] == ["fr-1", "m-2", "gen2"]
     first = items[0].qa_item()
     assert first is not None and first.sample_id == "fr-1"
-    pinned = text.replace("{store: qa}", "{store: qa, id_field: id}")
-    explicit = build_plan([str(write(tmp_path / "p.yaml", pinned))], PlanOptions(store_url=url))
+    pinned = STORE_TASK.replace("{store: qa}", "{store: qa, id_field: id}")
+    explicit = store_plan(tmp_path, rows, pinned)
     assert [i.row_task.row_id for i in explicit.work_items()] == ["gen0", "gen1", "gen2"]
