@@ -49,14 +49,16 @@ def test_anthropic_messages_with_a_forced_tool(
         path = write(tmp_path / "t.yaml", TASK.format(url=url, limits=""))
         done = assay("run", str(path), "--prices", str(prices), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    body = server.requests[0]
+    # rows run concurrently: find row a's request (and its headers) rather than the first
+    index = next(i for i, r in enumerate(server.requests) if r["messages"][-1]["content"] == "love")
+    body = server.requests[index]
     assert body["model"] == "claude-test"
     assert body["system"] == "Be brief."
     assert body["messages"] == [{"role": "user", "content": "love"}]
     assert body["tool_choice"] == {"type": "tool", "name": "answer"}
     assert body["tools"][0]["input_schema"]["properties"]["answer"]["enum"] == [
         "positive", "negative"]  # fmt: skip
-    sent = server.headers[0]
+    sent = server.headers[index]
     assert sent.get("x-api-key") == "sk-test" or sent.get("authorization") == "Bearer sk-test"
     row = json.loads((latest(tmp_path) / "default/claude/a/00/task.json").read_text())
     assert row["final_status"] == "SUCCESS"
