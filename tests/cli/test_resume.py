@@ -122,3 +122,34 @@ def test_resume_refuses_task_arguments_and_non_runs(tmp_path: Path) -> None:
     done = assay("run", "--resume", "empty", cwd=tmp_path)
     assert done.returncode == 2
     assert "has no plan.json" in done.stderr
+
+
+def test_a_row_whose_files_cannot_be_written_ends_error_and_the_run_goes_on(
+    tmp_path: Path,
+) -> None:
+    text = (
+        'task_id: disk\ndescription: d\ninitial_prompt: "${row.id}"\n'
+        "agent: {type: command, command: 'echo ok'}\n"
+        "dataset: {rows: [{id: a}, {id: b}, {id: c}]}\n"
+        "success_criteria:\n  - {type: response_match, expected: ok}\n"
+    )
+    write(tmp_path / "disk.yaml", text)
+    assert assay("run", "disk.yaml", cwd=tmp_path).returncode == 0
+    run_dir = latest(tmp_path)
+    (run_dir / "run.json").unlink()
+    blocked = run_dir / "default/disk/b"
+    for path in sorted(blocked.rglob("*"), reverse=True):
+        path.rmdir() if path.is_dir() else path.unlink()
+    blocked.rmdir()
+    blocked.write_text("a file where row b's folder goes")  # its files cannot be written
+
+    done = assay("run", "--resume", str(run_dir), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr  # no gate: a row's error alone does not fail
+    run = json.loads((run_dir / "run.json").read_text())
+    assert (run["tasks_succeeded"], run["tasks_error"]) == (2, 1)
+    failed = [t for t in run["task_results"] if t["final_status"] == "ERROR"]
+    assert [t["row_id"] for t in failed] == ["b"]
+    report = (run_dir / "default/disk/suite.md").read_text()
+    assert "### `disk/b` — ERROR\n- score: —\n- error: the row's files could not be written: " in (
+        report
+    )

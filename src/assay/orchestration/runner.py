@@ -15,6 +15,7 @@ import os
 import shutil
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -57,6 +58,7 @@ if TYPE_CHECKING:
 
 Stage = Literal["run", "execute"]
 SANDBOX_DIR = "sandbox"
+WRITER_THREADS = 2  # rows whose files are written at once, off the event loop
 
 
 @dataclass
@@ -199,33 +201,49 @@ class Runner:
         self._stores: dict[str, Store] = {}
 
     async def execute(self, items: list[WorkItem], on_done: OnDone) -> ExecutionResult:
-        """Run every item, ``jobs`` at a time; stop cleanly when cancelled (Ctrl-C)."""
+        """Run every item, ``jobs`` at a time; stop cleanly when cancelled (Ctrl-C).
+
+        A row's files are written by a writer thread, so a slow disk never holds up the
+        event loop (and the model calls of the rows still running). A row whose files are
+        being written when the run is cancelled finishes writing and is counted.
+        """
         started = time.perf_counter()
         results: list[EvaluationResult | None] = [None] * len(items)
         queue = iter(enumerate(items))
 
         jobs = max(1, self.options.jobs)
         slots = asyncio.Semaphore(jobs)
+        loop = asyncio.get_running_loop()
 
-        async def worker() -> None:
+        def record(position: int, result: EvaluationResult) -> None:
+            results[position] = result
+            on_done(result)
+
+        async def worker(writer: ThreadPoolExecutor) -> None:
             for position, item in queue:
-                result = await self.run_item(item, slots)
-                results[position] = result
-                on_done(result)
+                row, result, outcome = await self.run_row(item, slots)
+                written = loop.run_in_executor(writer, write_row, row, result, outcome)
+                try:
+                    await asyncio.shield(written)
+                except asyncio.CancelledError:
+                    record(position, await written)
+                    raise
+                record(position, written.result())
 
         # Twice as many workers as slots: while ``jobs`` rows run their agent and criteria,
         # the others resolve their row or write finished files, so no slot waits on
         # bookkeeping (a model endpoint stays as busy as a bare client would keep it).
-        workers = [asyncio.create_task(worker()) for _ in range(2 * jobs)]
-        interrupted = False
-        try:
-            await asyncio.gather(*workers)
-        except asyncio.CancelledError:
-            interrupted = True
-            await _cancel(workers)
-        except BaseException:
-            await _cancel(workers)  # a bug in one worker must not leave the others running
-            raise
+        with ThreadPoolExecutor(WRITER_THREADS, thread_name_prefix="assay-writer") as writer:
+            workers = [asyncio.create_task(worker(writer)) for _ in range(2 * jobs)]
+            interrupted = False
+            try:
+                await asyncio.gather(*workers)
+            except asyncio.CancelledError:
+                interrupted = True
+                await _cancel(workers)
+            except BaseException:
+                await _cancel(workers)  # a bug in one worker must not leave the others running
+                raise
         return ExecutionResult(results, interrupted, time.perf_counter() - started)
 
     def _env(self, item: WorkItem, task: TaskDefinition, sandbox: Path | None) -> dict[str, str]:
@@ -238,16 +256,17 @@ class Runner:
             task_dir=item.row_task.source.base_dir,
         )
 
-    async def run_item(
+    async def run_row(
         self, item: WorkItem, slots: asyncio.Semaphore | None = None
-    ) -> EvaluationResult:
-        """Run one work item to its ``task.json``; never raises for a row's own failure.
+    ) -> tuple[_Row, EvaluationResult, AgentOutcome]:
+        """Run one work item up to its result, without writing its files (see
+        :func:`write_row`); never raises for a row's own failure.
 
         ``slots`` bounds the rows whose sandbox, agent and criteria run at once (``-j``);
-        resolving the row and writing its files happen outside a slot. A row without a
-        directory (an ``llm`` agent graded on its response) takes no slot: its only shared
-        resource is its model endpoint, whose limiter keeps at most ``-j`` calls in flight,
-        so the endpoint stays busy while other rows are graded.
+        resolving the row happens outside a slot. A row without a directory (an ``llm``
+        agent graded on its response) takes no slot: its only shared resource is its model
+        endpoint, whose limiter keeps at most ``-j`` calls in flight, so the endpoint stays
+        busy while other rows are graded.
         """
         row = self._prepare(item)
         gate: contextlib.AbstractAsyncContextManager[Any] = contextlib.nullcontext()
@@ -260,16 +279,7 @@ class Runner:
                 row.note(f"internal error: {exc!r}")
                 failed = AgentOutcome(status="error", error=f"internal error: {exc!r}")
                 result, outcome = self._finish(row, failed, [], None)
-        try:
-            write_row_files(row.directory, result, outcome, row.log)
-        except (OSError, ValueError) as exc:
-            result = result.model_copy(update={
-                "final_status": FinalStatus.ERROR,
-                "error_message": f"the row's files could not be written: {exc}",
-                "success_criteria_results": [], "weighted_score": None,
-            })  # fmt: skip
-            write_row_files(row.directory, result, AgentOutcome(status="error"), row.log)
-        return result
+        return row, result, outcome
 
     def _prepare(self, item: WorkItem) -> _Row:
         task = item.resolve()
@@ -515,6 +525,27 @@ def _usage(outcome: AgentOutcome) -> TokenUsage | None:
         output_tokens=outcome.usage.output_tokens,
         total_tokens=outcome.usage.total_tokens,
     )
+
+
+def write_row(row: _Row, result: EvaluationResult, outcome: AgentOutcome) -> EvaluationResult:
+    """Write a finished row's files and return its result; safe to call from a writer thread.
+
+    A row whose files cannot be written (a full disk, a file where its folder should be, a
+    value JSON refuses) ends ``ERROR`` with the reason, written in their place when that
+    is possible; when even that fails the row is reported without files (a resumed run
+    runs it again), and the run goes on.
+    """
+    try:
+        write_row_files(row.directory, result, outcome, row.log)
+    except (OSError, ValueError) as exc:
+        result = result.model_copy(update={
+            "final_status": FinalStatus.ERROR,
+            "error_message": f"the row's files could not be written: {exc}",
+            "success_criteria_results": [], "weighted_score": None,
+        })  # fmt: skip
+        with contextlib.suppress(OSError, ValueError):
+            write_row_files(row.directory, result, AgentOutcome(status="error"), row.log)
+    return result
 
 
 def write_row_files(
