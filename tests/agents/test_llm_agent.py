@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -71,7 +72,15 @@ def test_scripted_model_grades_and_errors_stay_errors(tmp_path: Path) -> None:
     assert metrics["accuracy"] == 1.0
     assert metrics["completion_rate"] == 2 / 3
     assert code == 0
-    assert (run_dir / "default/mocked/p/00/trace.json").exists()
+    traces = [json.loads((run_dir / f"default/mocked/{r}/00/trace.json").read_text())
+              for r in ("p", "n")]  # fmt: skip
+    spans = [t["resourceSpans"][0]["scopeSpans"][0]["spans"] for t in traces]
+    trace_ids = [{s["traceId"] for s in row_spans} for row_spans in spans]
+    assert all(len(ids) == 1 for ids in trace_ids)  # one trace per row
+    assert trace_ids[0] != trace_ids[1]
+    for span in spans[0] + spans[1]:
+        assert re.fullmatch(r"[0-9a-f]{32}", span["traceId"]) and set(span["traceId"]) != {"0"}
+        assert re.fullmatch(r"[0-9a-f]{16}", span["spanId"]) and set(span["spanId"]) != {"0"}
 
 
 def test_reply_outside_labels_is_an_error(tmp_path: Path) -> None:

@@ -61,6 +61,7 @@ def test_429_with_retry_after_is_honoured_then_succeeds() -> None:
         assert call(managed(server.base_url), record) == "fine"
     assert len(server.requests) == 3
     assert [a.status for a in record.attempts] == [429, 500]
+    assert [a.number for a in record.attempts] == [1, 2]
     assert record.attempts[0].wait_seconds == pytest.approx(0.4)
     assert server.times[1] - server.times[0] >= 0.38
     assert record.attempts[1].wait_seconds <= 0.05
@@ -96,6 +97,7 @@ def test_gives_up_after_max_retries_with_the_cause() -> None:
             call(managed(server.base_url), record)
     assert len(server.requests) == 4
     assert record.retries == 3
+    assert [a.number for a in record.attempts] == [1, 2, 3]
 
 
 def test_zero_retries_means_one_attempt() -> None:

@@ -132,10 +132,35 @@ async def call_with_retries(
 ) -> T:
     """Await ``call()``, retrying :class:`TransientModelError` as the policy allows.
 
+    The first attempt runs without the retry machinery (most calls succeed at once); a
+    transient failure enters tenacity's loop as its attempt 1, so the numbering, the waits
+    and the record are those of a loop that made every attempt.
+
     Raises:
         ModelError: the last error, when it is not transient or retries are exhausted; its
             message says how many attempts were made.
     """
+    try:
+        return await call()
+    except TransientModelError as exc:
+        if not policy.max_retries:
+            raise
+        first: list[TransientModelError] = [exc]
+
+    async def again() -> T:
+        if first:
+            raise first.pop()
+        return await call()
+
+    return await _retry_loop(again, policy, record, on_retry)
+
+
+async def _retry_loop(
+    call: Callable[[], Awaitable[T]],
+    policy: RetryPolicy,
+    record: CallRecord,
+    on_retry: Callable[[Attempt], None] | None,
+) -> T:
 
     def remember(state: RetryCallState) -> None:
         error = state.outcome.exception() if state.outcome else None
