@@ -37,7 +37,7 @@ from assay.providers.managed import OnRetry
 from assay.providers.pool import ModelKey, ModelPool
 from assay.qa import PredictionRecord, QaItem
 from assay.qa.schema import OPEN_TYPES, route
-from assay.results.io import write_json_atomic, write_model_atomic, write_text_atomic
+from assay.results.io import dumps, make_dirs, write_model_atomic, write_text
 from assay.results.status import FinalStatus
 from assay.results.task_result import (
     AgentRecord,
@@ -551,13 +551,14 @@ def write_row(row: _Row, result: EvaluationResult, outcome: AgentOutcome) -> Eva
 def write_row_files(
     directory: Path, result: EvaluationResult, outcome: AgentOutcome, log: list[str]
 ) -> None:
-    """Write a row's files; ``task.json`` last, atomically, so it marks a finished row."""
-    directory.mkdir(parents=True, exist_ok=True)
+    """Write a row's files; ``task.json`` last, atomically, so it alone marks a finished row
+    (the files before it are written in place: a row without ``task.json`` runs again)."""
+    make_dirs(directory)
     if outcome.response is not None:
-        write_text_atomic(directory / "response.txt", outcome.response)
+        write_text(directory / "response.txt", outcome.response)
     if outcome.stored_trace is not None:
-        write_json_atomic(directory / "trace.json", outcome.stored_trace, compact=True)
+        write_text(directory / "trace.json", dumps(outcome.stored_trace, compact=True))
     elif len(outcome.spans) > 1:
-        write_json_atomic(directory / "trace.json", to_otlp_json(outcome.spans), compact=True)
-    write_text_atomic(directory / "task.log", "\n".join(log) + "\n")
+        write_text(directory / "trace.json", dumps(to_otlp_json(outcome.spans), compact=True))
+    write_text(directory / "task.log", "\n".join(log) + "\n")
     write_model_atomic(directory / "task.json", result)
