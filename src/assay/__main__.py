@@ -1,5 +1,5 @@
 """``python -m assay``."""
 
-from assay.cli.app import main
+from assay.cli.entry import main
 
 main()
