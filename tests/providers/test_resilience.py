@@ -205,6 +205,29 @@ def test_a_waiter_cancelled_after_its_wake_up_passes_the_slot_on() -> None:
     assert asyncio.run(scenario())
 
 
+def test_waiters_get_slots_first_come_first_served() -> None:
+    limiter = AdaptiveLimiter(1)
+    order: list[str] = []
+
+    async def call(name: str, hold: float = 0.0) -> None:
+        async with limiter.slot():
+            order.append(name)
+            await asyncio.sleep(hold)
+
+    async def scenario() -> None:
+        first = asyncio.create_task(call("holder", 0.05))
+        await asyncio.sleep(0)
+        queued = [asyncio.create_task(call(f"waiter{i}")) for i in range(3)]
+        await asyncio.sleep(0.02)
+        await first
+        late = asyncio.create_task(call("newcomer"))  # arrives as the slot is handed over
+        await asyncio.gather(*queued, late)
+
+    asyncio.run(scenario())
+    assert order == ["holder", "waiter0", "waiter1", "waiter2", "newcomer"]
+    assert limiter.in_flight == 0 and limiter.peak_in_flight == 1
+
+
 def test_rate_limited_endpoint_gets_fewer_concurrent_calls() -> None:
     counter = itertools.count()
     lock = threading.Lock()

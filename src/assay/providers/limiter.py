@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections import deque
 from dataclasses import dataclass
 
 
@@ -26,6 +25,11 @@ class Ticket:
 
 class AdaptiveLimiter:
     """Bounds the calls in flight to one endpoint.
+
+    A semaphore whose size changes: a call takes a free slot at once when nobody waits;
+    otherwise it queues, first come first served, and a released slot is handed to the
+    longest waiter directly (taken on its behalf), so no newcomer overtakes it. A waiter
+    cancelled after it was handed a slot passes the slot on.
 
     Args:
         ceiling: the maximum (``-j``), also the starting limit.
@@ -41,30 +45,45 @@ class AdaptiveLimiter:
         self.decreases = 0
         self._successes = 0
         self._last_decrease = -float("inf")
-        self._changed = asyncio.Condition()
+        self._waiters: deque[asyncio.Future[None]] = deque()
 
-    @asynccontextmanager
-    async def slot(self) -> AsyncIterator[Ticket]:
-        """Hold one of ``limit`` slots for one call; mark the ticket with its outcome."""
-        async with self._changed:
-            try:
-                await self._changed.wait_for(lambda: self.in_flight < self.limit)
-            except asyncio.CancelledError:
-                # a cancelled waiter may have consumed the wake-up meant for a free slot
-                self._changed.notify(max(0, self.limit - self.in_flight))
-                raise
-            self.in_flight += 1
-            self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
-        ticket = Ticket()
+    def slot(self) -> _Slot:
+        """Hold one of ``limit`` slots for one call (``async with limiter.slot() as
+        ticket``); mark the ticket with its outcome before the block ends."""
+        return _Slot(self)
+
+    async def _acquire(self) -> None:
+        if self.in_flight < self.limit and not self._waiters:
+            self._take()
+            return
+        handed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.append(handed)
         try:
-            yield ticket
-        finally:
-            async with self._changed:
-                self.in_flight -= 1
-                self._account(ticket)
-                # Wake only as many waiters as there are free slots: waking all of them at
-                # every release costs a scan of every waiting call, per call.
-                self._changed.notify(max(0, self.limit - self.in_flight))
+            await handed
+        except asyncio.CancelledError:
+            if handed.done() and not handed.cancelled():
+                self.in_flight -= 1  # handed a slot, but cancelled before using it
+                self._hand_over()
+            else:
+                self._waiters.remove(handed)
+            raise
+
+    def _release(self, ticket: Ticket) -> None:
+        self.in_flight -= 1
+        self._account(ticket)
+        self._hand_over()
+
+    def _take(self) -> None:
+        self.in_flight += 1
+        self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+
+    def _hand_over(self) -> None:
+        """Give free slots to the longest waiters (only as many as are free)."""
+        while self._waiters and self.in_flight < self.limit:
+            handed = self._waiters.popleft()
+            if not handed.done():
+                self._take()
+                handed.set_result(None)
 
     def _account(self, ticket: Ticket) -> None:
         if ticket.rate_limited:
@@ -79,3 +98,19 @@ class AdaptiveLimiter:
             if self._successes >= self.limit and self.limit < self.ceiling:
                 self._successes = 0
                 self.limit += 1
+
+
+class _Slot:
+    """``async with`` for one slot of an :class:`AdaptiveLimiter`; yields the call's
+    :class:`Ticket`."""
+
+    def __init__(self, limiter: AdaptiveLimiter) -> None:
+        self._limiter = limiter
+        self._ticket = Ticket()
+
+    async def __aenter__(self) -> Ticket:
+        await self._limiter._acquire()
+        return self._ticket
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._limiter._release(self._ticket)
