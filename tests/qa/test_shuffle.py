@@ -139,7 +139,11 @@ texts = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), min_size=1
 @settings(max_examples=200, deadline=None)
 @given(
     answers=st.lists(
-        texts.map(str.strip).filter(bool), min_size=2, max_size=26, unique=True
+        texts.map(str.strip).filter(bool),
+        min_size=2,
+        max_size=26,
+        # options are the same answer when equal up to case and spacing (refused as repeats)
+        unique_by=lambda text: " ".join(text.split()).casefold(),
     ).flatmap(lambda xs: st.tuples(st.just(xs), st.integers(1, len(xs) - 1))),
     sample_id=st.from_regex(r"[A-Za-z0-9_][A-Za-z0-9_.\-]{0,15}", fullmatch=True),
     replicate=st.integers(0, 50),
