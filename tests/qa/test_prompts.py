@@ -103,6 +103,11 @@ def test_option_template_override() -> None:
     assert render_options({"A": "x", "B": "y"}, template="({letter}) {text}") == "(A) x\n(B) y"
 
 
+def test_an_option_over_two_lines_stays_one_option_line() -> None:
+    block = render_options({"A": "first line\nB. looks like an option", "B": "x\r\ny"})
+    assert block.splitlines() == ["A. first line B. looks like an option", "B. x y"]
+
+
 def test_override_from_mapping() -> None:
     templates = QaTemplates.from_mapping(
         {"open": "Q: {question}\nA:", "open_instruction": "Be brief."}

@@ -161,9 +161,14 @@ def render(template: str, values: Mapping[str, str]) -> str:
 
 
 def render_options(options: Mapping[str, str], *, template: str = OPTION_TEMPLATE) -> str:
-    """The option block: one ``template`` line per option, in letter order."""
+    """The option block: one ``template`` line per option, in letter order.
+
+    An option's own line breaks become spaces: an option written over two lines, the second
+    starting "B.", would otherwise read as one more option.
+    """
     return "\n".join(
-        render(template, {"letter": letter, "text": text}) for letter, text in options.items()
+        render(template, {"letter": letter, "text": " ".join(text.splitlines())})
+        for letter, text in options.items()
     )
 
 
