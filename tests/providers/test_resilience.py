@@ -205,6 +205,32 @@ def test_a_waiter_cancelled_after_its_wake_up_passes_the_slot_on() -> None:
     assert asyncio.run(scenario())
 
 
+def test_waiters_cancelled_as_the_slot_is_released_end_cancelled() -> None:
+    """A holder and a waiter cancelled in the same step (Ctrl-C, a shared timeout): the
+    release may drop the waiter's cancelled hand-off before the waiter runs."""
+    limiter = AdaptiveLimiter(1)
+
+    async def call() -> None:
+        async with limiter.slot():
+            await asyncio.sleep(10)
+
+    async def scenario() -> list[BaseException | None]:
+        holder = asyncio.create_task(call())
+        await asyncio.sleep(0)
+        waiter = asyncio.create_task(call())
+        await asyncio.sleep(0)
+        holder.cancel()
+        waiter.cancel()
+        done = await asyncio.gather(holder, waiter, return_exceptions=True)
+        async with asyncio.timeout(2), limiter.slot():  # the slot is free again
+            pass
+        return [d if isinstance(d, BaseException) else None for d in done]
+
+    outcomes = asyncio.run(scenario())
+    assert [type(o).__name__ for o in outcomes] == ["CancelledError", "CancelledError"]
+    assert limiter.in_flight == 0
+
+
 def test_waiters_get_slots_first_come_first_served() -> None:
     limiter = AdaptiveLimiter(1)
     order: list[str] = []

@@ -64,7 +64,7 @@ class AdaptiveLimiter:
             if handed.done() and not handed.cancelled():
                 self.in_flight -= 1  # handed a slot, but cancelled before using it
                 self._hand_over()
-            else:
+            elif handed in self._waiters:  # a hand-over may already have dropped it
                 self._waiters.remove(handed)
             raise
 
