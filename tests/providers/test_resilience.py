@@ -326,3 +326,31 @@ def test_run_records_attempts_and_keeps_error_apart_from_failure(
     suite = json.loads((run_dir / "default/flaky/suite.json").read_text())
     assert (suite["rows_passed"], suite["rows_failed"], suite["rows_error"]) == (1, 0, 1)
     assert "retrying in" in done.stderr
+
+
+SHARED = """\
+task_id: {name}
+description: one of two models served by one server
+initial_prompt: "${{row.text}}"
+agent: {{type: llm, model: openai/{name}, base_url: "{url}", api_key_env: FLAKY_KEY}}
+dataset:
+  rows: [{rows}]
+success_criteria:
+  - {{type: response_match, expected: hello, match: contains}}
+"""
+
+
+def test_models_served_by_one_server_share_its_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two models behind one base_url (a vLLM or Ollama server comparing them) never have
+    more than -j calls in flight between them, however the URL ends."""
+    monkeypatch.setenv("FLAKY_KEY", "k")
+    rows = ", ".join(f"{{id: r{i}, text: hello}}" for i in range(12))
+    with scripted_server(lambda body: Fault(delay=0.05, text="hello")) as server:
+        for name, url in (("one", server.base_url), ("two", server.base_url + "/")):
+            write(tmp_path / f"{name}.yaml", SHARED.format(name=name, url=url, rows=rows))
+        done = assay("run", "one.yaml", "two.yaml", "-j", "3", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert sorted(body["model"] for body in server.requests) == ["one"] * 12 + ["two"] * 12
+    assert server.peak_in_flight == 3

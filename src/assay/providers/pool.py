@@ -221,8 +221,9 @@ def default_registry() -> ProviderRegistry:
 
 
 class ModelPool:
-    """The models of one run. Each endpoint is created and started once and gets one adaptive
-    concurrency limiter; each agent block gets a :class:`ManagedModel` (retries, cache)."""
+    """The models of one run. Each endpoint is created and started once; each server gets one
+    adaptive concurrency limiter, shared by the models it serves, so it never has more than
+    ``-j`` calls in flight; each agent block gets a :class:`ManagedModel` (retries, cache)."""
 
     def __init__(self, registry: ProviderRegistry, settings: PoolSettings) -> None:
         self.registry = registry
@@ -240,6 +241,16 @@ class ModelPool:
             return (key.name, key.base_url or os.environ.get("ANTHROPIC_BASE_URL"))
         return (key.name, key.base_url or os.environ.get("OPENAI_BASE_URL"))
 
+    def _server(self, key: ModelKey) -> tuple[str, str | None]:
+        """What one limiter guards: a server given by URL (``base_url``, or the provider's
+        base-URL variable) with every model it serves, since they share its capacity; else
+        the endpoint (a hosted API's default URL rate-limits each model on its own, a
+        ``local/`` model has a server of its own, a mock script is its own endpoint)."""
+        name, url = self._endpoint(key)
+        if url is not None and not name.startswith(("local/", "mock/")):
+            return ("server", url.rstrip("/"))
+        return (name, url)
+
     def add(self, key: ModelKey, model: Model) -> None:
         """Use ``model`` for ``key``'s endpoint (tests register scripted models this way)."""
         self._providers[self._endpoint(key)] = model
@@ -254,7 +265,9 @@ class ModelPool:
         if provider is None:
             provider = self.registry.create(key, self.settings)
             self._providers[endpoint] = provider
-        limiter = self._limiters.setdefault(endpoint, AdaptiveLimiter(self.settings.parallel))
+        limiter = self._limiters.get(self._server(key))
+        if limiter is None:
+            limiter = self._limiters[self._server(key)] = AdaptiveLimiter(self.settings.parallel)
         prefix = key.name.partition("/")[0]
         cached = self.settings.cache if (key.cache or self.settings.cache_all) else None
         managed = ManagedModel(
@@ -268,9 +281,9 @@ class ModelPool:
         return managed
 
     def limiter(self, key: ModelKey) -> AdaptiveLimiter:
-        """The adaptive limiter of ``key``'s endpoint."""
+        """The adaptive limiter of ``key``'s server (see :meth:`_server`)."""
         self.get(key)
-        return self._limiters[self._endpoint(key)]
+        return self._limiters[self._server(key)]
 
     async def start(self, keys: list[ModelKey]) -> None:
         """Create and start the endpoints for ``keys`` before any row runs."""
