@@ -11,6 +11,7 @@ import pytest
 
 from assay.errors import StoreError
 from assay.store import DEFAULT_STORE_URL, Schema, Store, open_store
+from assay.store.engine import resolve_url, sqlite_path
 from assay.store.values import EMPTY_HASH, combine, example_digest
 from assay.store.writes import CHUNK
 
@@ -349,3 +350,15 @@ def test_bad_store_urls(tmp_path: Path) -> None:
         "cannot open the store at postgresql+psycopg://someone:***@127.0.0.1:9/none:"
     )
     assert "s3cret" not in error.render()
+
+
+def test_a_relative_sqlite_url_is_made_absolute_keeping_driver_and_query(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert resolve_url("sqlite:///s.db?timeout=3") == f"sqlite:///{tmp_path}/s.db?timeout=3"
+    assert resolve_url("sqlite+pysqlite:///s.db") == f"sqlite+pysqlite:///{tmp_path}/s.db"
+    assert resolve_url("sqlite:////abs/s.db") == "sqlite:////abs/s.db"
+    assert sqlite_path("sqlite:///:memory:") is None and sqlite_path("sqlite://") is None
+    assert sqlite_path("postgresql+psycopg://u:p@h/db") is None
+    assert sqlite_path("not a url") is None

@@ -48,16 +48,22 @@ def resolve_url(url: str | None = None) -> str:
             return "postgresql+psycopg://" + chosen[len(prefix) :]
     path = sqlite_path(chosen)
     if path is not None and not path.is_absolute():
-        return "sqlite:///" + str(path.absolute())
+        absolute = make_url(chosen).set(database=str(path.absolute()))
+        return absolute.render_as_string(hide_password=False)
     return chosen
 
 
 def sqlite_path(url: str) -> Path | None:
-    """The file of a ``sqlite:///path`` URL, or ``None`` (another backend, or in memory)."""
-    if not url.startswith("sqlite:///"):
+    """The file of a SQLite store URL (as SQLAlchemy parses it, any ``sqlite+driver``), or
+    ``None``: another backend, an in-memory database, or text that is not a URL."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
         return None
-    database = url.removeprefix("sqlite:///").split("?", 1)[0]
-    return Path(database) if database and database != ":memory:" else None
+    database = parsed.database
+    if parsed.get_backend_name() != "sqlite" or not database or database == ":memory:":
+        return None
+    return Path(database)
 
 
 def display_url(url: str) -> str:
