@@ -53,14 +53,14 @@ class PredictionReport:
 def recorded_config(path: Path) -> tuple[QaConfig, Path] | None:
     """The ``qa:`` block and task folder recorded by the run ``path`` belongs to, if any
     (every row of a suite folder records the same task, so the first one found answers)."""
-    for task_json in path.parent.glob("*/[0-9][0-9]*/task.json"):
-        data = read_json(task_json)
-        resolved = (data.get("task_config") or {}).get("resolved") or {}
-        if resolved.get("qa") is not None:
-            task_dir = (data.get("task_config") or {}).get("task_dir") or "."
-            return QaConfig.model_validate(resolved["qa"]), Path(task_dir)
+    task_json = next(path.parent.glob("*/[0-9][0-9]*/task.json"), None)
+    if task_json is None:
         return None
-    return None
+    task_config = read_json(task_json).get("task_config") or {}
+    qa = (task_config.get("resolved") or {}).get("qa")
+    if qa is None:
+        return None
+    return QaConfig.model_validate(qa), Path(task_config.get("task_dir") or ".")
 
 
 def settings_for(
