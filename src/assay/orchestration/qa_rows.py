@@ -25,6 +25,7 @@ from typing import Any
 from assay.agents.llm import model_key
 from assay.data.rows import Rows
 from assay.errors import DatasetError, TaskFileError
+from assay.orchestration.experiment import apply_mutations
 from assay.providers.pool import ModelKey
 from assay.qa import QaItem, QaSample, QaTemplates, build_item, normalize_sample, route
 from assay.qa.schema import lookup, own_sample_id
@@ -158,10 +159,7 @@ def make_item(
     )
     if not task.qa.prompt_mutations:
         return item
-    prompt = item.prompt
-    for mutation in task.qa.prompt_mutations:
-        prompt = mutation.apply(prompt)
-    return replace(item, prompt=prompt)
+    return replace(item, prompt=apply_mutations(item.prompt, task.qa.prompt_mutations))
 
 
 def check_items(

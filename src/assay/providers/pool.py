@@ -265,9 +265,10 @@ class ModelPool:
         if provider is None:
             provider = self.registry.create(key, self.settings)
             self._providers[endpoint] = provider
-        limiter = self._limiters.get(self._server(key))
+        server = self._server(key)
+        limiter = self._limiters.get(server)
         if limiter is None:
-            limiter = self._limiters[self._server(key)] = AdaptiveLimiter(self.settings.parallel)
+            limiter = self._limiters[server] = AdaptiveLimiter(self.settings.parallel)
         prefix = key.name.partition("/")[0]
         cached = self.settings.cache if (key.cache or self.settings.cache_all) else None
         managed = ManagedModel(
