@@ -91,10 +91,5 @@ def to_number(text: str) -> Decimal | None:
 
 def last_number(text: str) -> Decimal | None:
     """The last number written in ``text`` (thousands separators allowed), or ``None``."""
-    found = _LAST_NUMBER.findall(text)
-    if not found:
-        return None
-    try:
-        return Decimal(found[-1].replace(",", ""))
-    except InvalidOperation:
-        return None
+    found = _LAST_NUMBER.findall(text)  # each match is a well-formed decimal number
+    return Decimal(found[-1].replace(",", "")) if found else None
