@@ -71,9 +71,24 @@ def test_single_letters(text: str, letters: str, rule: str) -> None:
         ("Answer: A, C", "AC"),
         ("The answers are B and D.", "BD"),
         ("A,C", "AC"),
+        # an explanation after the letter: every letter reads the same, A and I included
+        ("The answer is A because the story says so.", "A"),
+        ("The answer is B because the story says so.", "B"),
+        ("Answer: A since he left", "A"),
+        ("The answer is A as the text says", "A"),
+        ("Final answer: A with confidence", "A"),
+        ("The correct option is A according to the text.", "A"),
+        ("Answer: A is correct", "A"),
+        # an English word after the letter is not a second letter
+        ("Answer: C a bit unsure", "C"),
+        ("answer: D; a second thought", "D"),
+        ("The answer is A, I think.", "A"),
+        # a list does not run on into the next line
+        ("ANSWER: B\n\nA. foo\nB. bar", "B"),
+        ("The answer is C\nA", "C"),
     ],
 )
-def test_letter_sets(text: str, letters: str) -> None:
+def test_letter_lists_and_letters_followed_by_prose(text: str, letters: str) -> None:
     assert extract_choice(text, ABCD).letters == tuple(letters)
 
 
@@ -137,30 +152,6 @@ def test_never_crashes_and_never_leaves_the_range(text: str) -> None:
     found = extract_choice(text, "ABC")
     assert set(found.letters) <= set("ABC")
     assert found.extraction_failed == (found.letters == ())
-
-
-@pytest.mark.parametrize(
-    ("text", "letters"),
-    [
-        # an explanation after the letter: every letter reads the same, A and I included
-        ("The answer is A because the story says so.", "A"),
-        ("The answer is B because the story says so.", "B"),
-        ("Answer: A since he left", "A"),
-        ("The answer is A as the text says", "A"),
-        ("Final answer: A with confidence", "A"),
-        ("The correct option is A according to the text.", "A"),
-        ("Answer: A is correct", "A"),
-        # an English word after the letter is not a second letter
-        ("Answer: C a bit unsure", "C"),
-        ("answer: D; a second thought", "D"),
-        ("The answer is A, I think.", "A"),
-        # a list does not run on into the next line
-        ("ANSWER: B\n\nA. foo\nB. bar", "B"),
-        ("The answer is C\nA", "C"),
-    ],
-)
-def test_answer_letter_followed_by_prose(text: str, letters: str) -> None:
-    assert extract_choice(text, ABCD).letters == tuple(letters)
 
 
 @pytest.mark.parametrize(
