@@ -1,5 +1,98 @@
-"""assay: evaluate LLMs and coding agents on the datasets their users bring."""
+"""assay: evaluate LLMs and coding agents on the datasets their users bring.
+
+The Python API (:mod:`assay.api`) is exported here and imported on first use, so the
+command line starts without it::
+
+    import assay
+    result = assay.run("tasks/", sample=50)
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__"]
+if TYPE_CHECKING:
+    from assay.api import (
+        Gate,
+        RunResult,
+        Store,
+        SuiteResult,
+        compare,
+        evaluate,
+        evaluate_async,
+        evaluate_predictions,
+        load_task,
+        plan,
+        report,
+        resume,
+        resume_async,
+        run,
+        run_async,
+        task,
+    )
+    from assay.errors import AssayError, RunFailure, UserError
+    from assay.spec.task import TaskDefinition
+
+_EXPORTS = {
+    "AssayError": "assay.errors",
+    "Gate": "assay.api",
+    "RunFailure": "assay.errors",
+    "RunResult": "assay.api",
+    "Store": "assay.api",
+    "SuiteResult": "assay.api",
+    "TaskDefinition": "assay.spec.task",
+    "UserError": "assay.errors",
+    "compare": "assay.api",
+    "evaluate": "assay.api",
+    "evaluate_async": "assay.api",
+    "evaluate_predictions": "assay.api",
+    "load_task": "assay.api",
+    "plan": "assay.api",
+    "report": "assay.api",
+    "resume": "assay.api",
+    "resume_async": "assay.api",
+    "run": "assay.api",
+    "run_async": "assay.api",
+    "task": "assay.api",
+}
+
+__all__ = [
+    "AssayError",
+    "Gate",
+    "RunFailure",
+    "RunResult",
+    "Store",
+    "SuiteResult",
+    "TaskDefinition",
+    "UserError",
+    "__version__",
+    "compare",
+    "evaluate",
+    "evaluate_async",
+    "evaluate_predictions",
+    "load_task",
+    "plan",
+    "report",
+    "resume",
+    "resume_async",
+    "run",
+    "run_async",
+    "task",
+]
+
+
+def __getattr__(name: str) -> Any:
+    """Import an exported name on first use (PEP 562)."""
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'assay' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

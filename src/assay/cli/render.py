@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
 
-from assay.orchestration.experiment import ResolvedVariant
 from assay.orchestration.plan import Plan, PlannedTask
 from assay.reports.markdown import fmt, plural
-from assay.reports.writer import Reports
+from assay.reports.plan import variant_settings
 from assay.results.suite import SuiteRollup
 
 if TYPE_CHECKING:
-    from assay.cli.predictions import PredictionReport
+    from assay.api import RunResult
+    from assay.orchestration.predictions import PredictionReport
 
 HEADLINE_METRICS = ("accuracy", "macro_f1", "mean")
 
@@ -40,37 +38,6 @@ def _selection_text(planned: PlannedTask) -> str:
     if expansion.selection.seed_was_drawn:
         text += f"; unseeded stratified draw, seed {expansion.selection.stratified_seed} this time"
     return text
-
-
-def variant_settings(variant: ResolvedVariant) -> list[tuple[str, str, str]]:
-    """``(field, value, source)`` for every setting of a variant except its criteria and
-    dataset, source being ``default``, ``experiment-defaults``, ``task``, ``variant`` or
-    ``cli``."""
-    data = variant.definition.model_dump(
-        mode="json", exclude={"success_criteria", "dataset", "suite_id", "row_id"}
-    )
-    rows: list[tuple[str, str, str]] = []
-    _leaves(data, "", rows, variant.provenance)
-    return rows
-
-
-def _leaves(value: Any, path: str, rows: list[tuple[str, str, str]], where: dict[str, str]) -> None:
-    if isinstance(value, dict) and value:
-        for key, inner in value.items():
-            _leaves(inner, f"{path}.{key}" if path else key, rows, where)
-        return
-    text = json.dumps(value, ensure_ascii=False)
-    if len(text) > 70:
-        text = text[:67] + "..."
-    rows.append((path, text, _source(path, where)))
-
-
-def _source(path: str, where: dict[str, str]) -> str:
-    while path:
-        if path in where:
-            return where[path]
-        path = path.rpartition(".")[0]
-    return "default"
 
 
 def _print_variants(console: Console, planned: PlannedTask, plan: Plan) -> None:
@@ -120,44 +87,6 @@ def print_plan(plan: Plan, *, show_rows: int) -> None:
     )
 
 
-def plan_as_json(plan: Plan) -> dict[str, Any]:
-    """The plan as JSON data (``assay plan --json``)."""
-    tasks = []
-    for planned in plan.tasks:
-        selection = planned.selection()
-        tasks.append(
-            {
-                "task_id": planned.loaded.definition.task_id,
-                "file": planned.loaded.display,
-                "row_tasks": len(planned.expansion.row_tasks),
-                "repeats": plan.repeats_override or planned.repeats,
-                "selection": selection.selection.model_dump(mode="json") if selection else None,
-                "task_ids": [t.task_id for t in planned.expansion.row_tasks],
-                "variants": [
-                    {
-                        "variant_id": v.variant_id,
-                        "settings": [
-                            {
-                                "field": f,
-                                "value": json.loads(val) if not val.endswith("...") else val,
-                                "source": src,
-                            }
-                            for f, val, src in variant_settings(v)
-                        ],
-                    }
-                    for v in planned.variants
-                ],
-            }
-        )
-    return {
-        "tasks": tasks,
-        "skipped": [s.model_dump() for s in plan.skipped],
-        "variants": list(plan.variants),
-        "work_items": plan.work_item_count(),
-        "warnings": plan.warnings,
-    }
-
-
 def _headline(suite: SuiteRollup) -> str:
     """The first headline metric of each gating criterion, named by criterion type."""
     parts = []
@@ -177,11 +106,11 @@ def _row_count(suite: SuiteRollup) -> str:
     return f"{plural(rows, 'row')} × {suite.replicates} replicates = {suite.rows_total} row-tasks"
 
 
-def print_reports(run_dir: Path, reports: Reports) -> None:
+def print_reports(result: RunResult) -> None:
     """The end-of-run summary: one line per suite, totals, where the reports are."""
     console = _out()
-    summary = reports.summary
-    for suite in reports.suites:
+    summary = result.summary
+    for suite in (s.rollup for s in result.suites):
         gate = "[green]PASSED[/]" if suite.passed else "[red]FAILED[/]"
         if suite.rows_not_graded == suite.rows_total and suite.rows_total:
             gate = "not graded"  # assay execute: nothing to gate yet
@@ -203,7 +132,7 @@ def print_reports(run_dir: Path, reports: Reports) -> None:
     )
     if summary.interrupted:
         console.print("[yellow]interrupted[/]: finished rows are kept", markup=True)
-    console.print(f"reports: {run_dir}/run.md")
+    console.print(f"reports: {result.run_dir}/run.md")
 
 
 def print_prediction_report(report: PredictionReport) -> None:

@@ -7,7 +7,7 @@ rows → one work item per ``row-task × variant × replicate``. ``assay plan`` 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -155,10 +155,37 @@ class Plan:
         return sum(len(t.expansion.row_tasks) for t in self.tasks)
 
 
+TaskSource = str | Path | LoadedTask
+
+
+def load_sources(sources: Sequence[TaskSource]) -> Iterator[LoadedTask]:
+    """The tasks of ``sources`` in order: files, folders and globs found by
+    :func:`~assay.orchestration.discover.discover` (each file once) and tasks already loaded
+    or built; no source at all means ``tasks/``.
+
+    Raises:
+        UsageError: a source matches nothing. TaskFileError: a task file is invalid.
+    """
+    found: list[Path | LoadedTask] = []
+    seen: set[Path] = set()
+    given: Sequence[TaskSource | None] = sources or [None]  # None: tasks/
+    for source in given:  # every path is found before any file is read
+        if isinstance(source, LoadedTask):
+            found.append(source)
+            continue
+        for path in discover([str(source)] if source is not None else []):
+            if path.resolve() not in seen:
+                seen.add(path.resolve())
+                found.append(path)
+    for item in found:
+        yield item if isinstance(item, LoadedTask) else load_task(item)
+
+
 def build_plan(
-    arguments: list[str], options: PlanOptions, registry: ProviderRegistry | None = None
+    arguments: Sequence[TaskSource], options: PlanOptions, registry: ProviderRegistry | None = None
 ) -> Plan:
-    """Load, filter and expand every task file named by ``arguments``.
+    """Load, filter and expand every task named by ``arguments`` (paths, folders, globs, or
+    tasks already loaded).
 
     Raises:
         UserError: any invalid input (including a model with an unknown provider);
@@ -171,8 +198,7 @@ def build_plan(
     experiment_dir = experiment_file.resolve().parent if experiment_file else None
     plan = Plan(tasks=[], repeats_override=options.repeats)
     owners: dict[str, str] = {}
-    for path in discover(arguments):
-        loaded = load_task(path)
+    for loaded in load_sources(arguments):
         plan.warnings.extend(loaded.warnings)
         reason = _skip_reason(loaded, options)
         if reason is not None:

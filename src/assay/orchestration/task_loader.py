@@ -36,6 +36,8 @@ class LoadedTask:
         base_dir: the file's directory (relative paths in the file start here).
         document: the parsed YAML, for line numbers in later errors.
         warnings: load-time warnings, each naming the file and field.
+        built: built in Python (:func:`assay.task`), with no file of its own; a run saves
+            it in its run directory (so it can be resumed).
     """
 
     definition: TaskDefinition
@@ -44,6 +46,7 @@ class LoadedTask:
     base_dir: Path
     document: YamlDocument
     warnings: list[str] = field(default_factory=list)
+    built: bool = False
 
     def located(self, loc: Loc) -> tuple[str, int | None]:
         """``(file, line)`` of a field path in this file."""
@@ -58,16 +61,31 @@ def display_path(path: Path) -> str:
         return str(path)
 
 
-def load_task(path: Path) -> LoadedTask:
+def load_task(path: Path, *, base_dir: Path | None = None) -> LoadedTask:
     """Read and validate one task file.
+
+    Args:
+        path: the YAML file.
+        base_dir: where its relative paths start (default: the file's folder; a task built
+            in Python and saved in its run directory keeps the folder it was built in).
 
     Raises:
         TaskFileError: unreadable file, invalid YAML, unknown field, invalid value,
             missing prompt file, unknown suite threshold name.
     """
-    display = display_path(path)
     document = read_yaml(path)
-    data = document.data
+    return load_document(document, display=display_path(path),
+                         base_dir=base_dir or path.resolve().parent)  # fmt: skip
+
+
+def load_document(document: YamlDocument, *, display: str, base_dir: Path) -> LoadedTask:
+    """Validate a parsed task (a file's, or one built in Python with no lines) exactly as
+    :func:`load_task` does; ``display`` names it in messages.
+
+    Raises:
+        TaskFileError: as :func:`load_task`.
+    """
+    path, data = document.path, document.data
     if not isinstance(data, dict):
         raise TaskFileError(
             "a task file is a YAML mapping with task_id, description and success_criteria",
@@ -89,7 +107,6 @@ def load_task(path: Path) -> LoadedTask:
         f"{display}:{document.line_of(loc) or '?'}: {field_path(loc)}: {text}"
         for loc, text in screened.warnings
     ]
-    base_dir = path.resolve().parent
     raw = _inline_files(dict(screened.data), base_dir, display, document)
     definition = _validate(raw, display, document)
     check_threshold_names(definition, display=display, document=document)

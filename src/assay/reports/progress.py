@@ -1,5 +1,8 @@
 """Progress while rows run: a rich bar on a terminal, plain periodic lines otherwise.
 
+:class:`Progress` (the protocol) and :class:`NoProgress` live in
+:mod:`assay.orchestration.progress`; they are imported here for the displays' users.
+
 Both show rows done/total, passed, errors, rows per second and the time left.
 """
 
@@ -7,28 +10,13 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import IO, Protocol
+from typing import IO
 
 from rich.markup import escape
 
+from assay.orchestration.progress import NoProgress, Progress
 from assay.providers.retry import Attempt
 from assay.results.task_result import EvaluationResult
-
-
-class Progress(Protocol):
-    """Receives one call per finished row and per retried model call."""
-
-    def start(self, total: int, *, already_done: int = 0) -> None:
-        """Called once before the first row; ``already_done`` rows were kept (resume)."""
-
-    def advance(self, result: EvaluationResult) -> None:
-        """Called when a row finishes."""
-
-    def retry(self, model: str, attempt: Attempt) -> None:
-        """Called when a model call failed and will be tried again."""
-
-    def stop(self) -> None:
-        """Called once at the end."""
 
 
 class _Counts:
@@ -157,22 +145,6 @@ class RichProgress:
     def stop(self) -> None:
         """Remove the live display."""
         self.bar.stop()
-
-
-class NoProgress:
-    """Shows nothing."""
-
-    def start(self, total: int, *, already_done: int = 0) -> None:
-        """Nothing."""
-
-    def advance(self, result: EvaluationResult) -> None:
-        """Nothing."""
-
-    def retry(self, model: str, attempt: Attempt) -> None:
-        """Nothing."""
-
-    def stop(self) -> None:
-        """Nothing."""
 
 
 def retry_text(model: str, attempt: Attempt) -> str:

@@ -29,10 +29,13 @@ class _Model(BaseModel):
 
 
 class PlannedTaskRecord(_Model):
-    """One task file of the plan and the rows it selected."""
+    """One task file of the plan and the rows it selected. A task built in Python is saved
+    in the run directory (``file``) with the folder its relative paths start from
+    (``base_dir``)."""
 
     task_id: str
     file: str
+    base_dir: str | None = None
     dataset: DatasetRecord | None = None
     selection: SelectionRecord | None = None
 

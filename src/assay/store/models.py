@@ -41,6 +41,19 @@ class DatasetInfo:
         """Whether the schema can no longer change (true from the first add on)."""
         return self.current_version > 0
 
+    def to_json(self) -> dict[str, Any]:
+        """As JSON data (``assay dataset list --json``): times in ISO 8601."""
+        return {
+            "name": self.name,
+            "schema": self.schema.to_dict(),
+            "id_field": self.id_field,
+            "current_version": self.current_version,
+            "item_count": self.item_count,
+            "content_hash": self.content_hash,
+            "created_at": self.created_at.isoformat(),
+            "updated_at": self.updated_at.isoformat() if self.updated_at else None,
+        }
+
 
 @dataclass(frozen=True)
 class VersionInfo:
@@ -72,6 +85,20 @@ class VersionInfo:
     def ref(self) -> str:
         """``name@N``."""
         return f"{self.dataset}@{self.number}"
+
+    def to_json(self) -> dict[str, Any]:
+        """As JSON data (``assay dataset versions --json``): times in ISO 8601."""
+        return {
+            "dataset": self.dataset,
+            "number": self.number,
+            "created_at": self.created_at.isoformat(),
+            "item_count": self.item_count,
+            "content_hash": self.content_hash,
+            "operation": self.operation,
+            "added": self.added,
+            "removed": self.removed,
+            "origin": self.origin,
+        }
 
 
 @dataclass(frozen=True)

@@ -6,12 +6,13 @@ from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import IO, Any
 
 from sqlalchemy import Engine
 from sqlalchemy.exc import IntegrityError, OperationalError
 
 from assay.errors import StoreError
+from assay.store import files as files_verbs
 from assay.store import reads, writes
 from assay.store.engine import (
     display_url,
@@ -38,16 +39,21 @@ def _database_errors(engine: Engine) -> Iterator[None]:
 class Store:
     """A versioned, schema-typed dataset store on one database (SQLite or PostgreSQL).
 
-    Use :func:`open_store` to get one; close it (or use it as a context manager) when done.
+    Close it (or use it as a context manager) when done. ``assay dataset <verb>`` calls the
+    method of the same name.
 
     Args:
-        engine: a SQLAlchemy engine made by :func:`assay.store.engine.make_engine`; its
-            tables are created on first use.
+        url: a SQLAlchemy URL; ``None`` means ``$ASSAY_STORE``, else
+            ``sqlite:///.assay/store.db`` under the working directory. Its tables are
+            created on first use.
+
+    Raises:
+        StoreError: bad URL, missing driver, unreachable database, or a newer store schema.
     """
 
-    def __init__(self, engine: Engine) -> None:
-        self._engine = engine
-        ensure_tables(engine)
+    def __init__(self, url: str | None = None) -> None:
+        self._engine = make_engine(resolve_url(url))
+        ensure_tables(self._engine)
 
     @property
     def url(self) -> str:
@@ -214,6 +220,51 @@ class Store:
                 connection, dataset, version, inline_traces=inline_traces
             )
 
+    def add_files(self, name: str, files: Sequence[Path]) -> VersionInfo:
+        """Add the rows of JSONL, CSV or Parquet ``files`` (read with the dataset's schema)
+        as one new version.
+
+        Raises:
+            UsageError: a missing file. StoreError: as :meth:`add`, or an unreadable file.
+        """
+        return files_verbs.add_files(self, name, files)
+
+    def import_file(
+        self, name: str, file: Path, *, schema: Schema | None = None, id_field: str = "id"
+    ) -> VersionInfo:
+        """Create dataset ``name`` from ``file``: its schema (``schema``, else inferred from
+        the file) and its rows as version 1.
+
+        Raises:
+            UsageError: a missing file. StoreError: as :meth:`import_dataset`.
+        """
+        return files_verbs.import_file(self, name, file, schema=schema, id_field=id_field)[1]
+
+    def export(
+        self,
+        name: str,
+        output: Path | IO[bytes],
+        *,
+        version: int | None = None,
+        format: str | None = None,
+        inline_traces: bool = False,
+    ) -> int:
+        """Write a version (default: the latest) to ``output``, a file (written whole or not
+        at all) or a binary stream, as ``format`` (``jsonl``, ``csv`` or ``parquet``; for a
+        file, default from its suffix). Returns how many examples were written.
+
+        Raises:
+            UsageError: an unknown format, Parquet to a stream, an unwritable file.
+            StoreError: no such dataset or version; Parquet without ``pyarrow``.
+        """
+        path = output if isinstance(output, Path) else None
+        fmt = files_verbs.export_format(format, path)
+        number = self.resolve(name, version).number
+        if path is not None:
+            return files_verbs.export_file(self, name, number, fmt, path, inline=inline_traces)
+        assert not isinstance(output, Path)
+        return files_verbs.export_to(self, name, number, fmt, output, inline=inline_traces)
+
     def get_trace(self, trace_id: str) -> dict[str, Any]:
         """The stored OTLP JSON object of a trace or session id.
 
@@ -234,4 +285,4 @@ def open_store(url: str | None = None) -> Store:
     Raises:
         StoreError: bad URL, missing driver, unreachable database, or a newer store schema.
     """
-    return Store(make_engine(resolve_url(url)))
+    return Store(url)

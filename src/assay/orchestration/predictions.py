@@ -1,5 +1,6 @@
-"""``assay evaluate PREDICTIONS.jsonl``: grade a ``prediction.jsonl`` file and write
-``metrics.json``, without a run directory and without the answering model.
+"""Grade a ``prediction.jsonl`` file and write ``metrics.json``, without a run directory and
+without the answering model (``assay evaluate PREDICTIONS.jsonl``,
+:func:`assay.evaluate_predictions`).
 
 The QA settings (judge, ``group_by``, metrics hook) come from, in order: the command-line
 flags; ``--task FILE`` (its ``qa:`` block); the run the file belongs to (a
@@ -28,7 +29,19 @@ from assay.spec.qa import QaConfig, QaJudge
 
 @dataclass(frozen=True)
 class PredictionOptions:
-    """Command-line settings of ``assay evaluate FILE.jsonl``; ``None``/empty: not given."""
+    """Settings of grading a prediction file; ``None``/empty: not given (the run's or the
+    defaults apply).
+
+    Attributes:
+        task: a task file whose ``qa:`` block gives the settings.
+        judge_model: the judge for open questions the rules cannot decide.
+        judge_retries: retries of an unreadable verdict (0-10).
+        include_story: show the judge the story.
+        group_by: report accuracy per value of these record paths (``meta.ability``).
+        metrics_hook: a Python file with ``compute_metrics(records, per_sample_results)``.
+        output: where ``metrics.json`` goes (default: beside the file).
+        jobs: judge calls in flight.
+    """
 
     task: Path | None = None
     judge_model: str | None = None
@@ -42,7 +55,9 @@ class PredictionOptions:
 
 @dataclass
 class PredictionReport:
-    """What was graded and written."""
+    """What was graded and written: ``output`` (the ``metrics.json`` path), ``document``
+    (its content: ``avg_metrics`` and ``all_metrics``, one entry per replicate),
+    ``records`` (how many were read) and ``sources`` (where the settings came from)."""
 
     output: Path
     document: dict[str, Any]

@@ -1,4 +1,5 @@
-"""``assay compare RUN_A RUN_B``: two runs over the same rows, compared row by row.
+"""Two runs over the same rows, compared row by row (``assay compare RUN_A RUN_B``,
+:func:`assay.compare`).
 
 Every suite present in both runs is compared (each run's single variant; with several
 variants, pass ``--variant``). The rows must be the same in both: otherwise the comparison is
@@ -16,6 +17,7 @@ from assay.reports.experiment import build_experiment
 from assay.reports.markdown import render_experiment
 from assay.reports.writer import task_json_relpath
 from assay.results.experiment import ExperimentResult
+from assay.results.io import write_json_atomic, write_text_atomic
 from assay.results.task_result import EvaluationResult
 
 SHOWN_IDS = 10
@@ -104,3 +106,9 @@ def compare_runs(
 def render_comparison(report: ExperimentResult) -> str:
     """The comparison as Markdown (links are paths from the working directory)."""
     return render_experiment(report).replace("](./", "](")
+
+
+def write_comparison(folder: Path, report: ExperimentResult) -> None:
+    """Write ``compare.json`` and ``compare.md`` into ``folder`` (created if needed)."""
+    write_json_atomic(folder / "compare.json", report)
+    write_text_atomic(folder / "compare.md", render_comparison(report))

@@ -1,0 +1,165 @@
+"""Finished runs from Python: grade again (:func:`evaluate`), rebuild the reports
+(:func:`report`), compare two runs (:func:`compare`), grade a QA prediction file
+(:func:`evaluate_predictions`)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+
+from assay.api.result import RunResult
+from assay.orchestration.predictions import (
+    PredictionOptions,
+    PredictionReport,
+)
+from assay.orchestration.predictions import (
+    evaluate_predictions as grade_prediction_file,
+)
+from assay.orchestration.regrade import regrade_run
+from assay.orchestration.runfiles import load_run_results, resolve_run_dir
+from assay.reports.compare import compare_runs, write_comparison
+from assay.reports.rebuild import rebuild_reports, report_regraded
+from assay.results.experiment import ExperimentResult
+from assay.results.task_result import EvaluationResult
+
+
+def evaluate(
+    run_dir: str | Path, *, jobs: int = 4, junit_xml: str | Path | None = None
+) -> RunResult:
+    """Grade every row of a finished run again, without running its agents, and rewrite its
+    reports (``assay evaluate RUN_DIR``; ToMEval's metric stage after ``execute``).
+
+    Args:
+        run_dir: the run (``runs/latest`` works).
+        jobs: rows graded at once.
+        junit_xml: also write JUnit XML here.
+
+    Raises:
+        UsageError: not a run; an invalid ``task.json``; rows whose criteria read the
+            sandbox when the run did not keep sandboxes (nothing is changed then).
+        ModelError: a judge could not start.
+    """
+    folder = resolve_run_dir(run_dir)
+    started = datetime.now()
+    results = asyncio.run(regrade_run(folder, jobs=jobs))
+    return _regraded(folder, results, started, jobs, junit_xml)
+
+
+async def evaluate_async(
+    run_dir: str | Path, *, jobs: int = 4, junit_xml: str | Path | None = None
+) -> RunResult:
+    """:func:`evaluate` for async code.
+
+    Raises:
+        UsageError, ModelError: as :func:`evaluate`.
+    """
+    folder = resolve_run_dir(run_dir)
+    started = datetime.now()
+    results = await regrade_run(folder, jobs=jobs)
+    return _regraded(folder, results, started, jobs, junit_xml)
+
+
+def _regraded(
+    folder: Path,
+    results: list[EvaluationResult],
+    started: datetime,
+    jobs: int,
+    junit: str | Path | None,
+) -> RunResult:
+    reports = report_regraded(folder, results, started=started, jobs=jobs,
+                              junit_path=Path(junit) if junit is not None else None)  # fmt: skip
+    return RunResult.from_reports(folder, reports)
+
+
+def report(run_dir: str | Path, *, junit_xml: str | Path | None = None) -> RunResult:
+    """Rebuild ``suite.*``, ``run.*`` and ``experiment.*`` (and JUnit XML) from a run's
+    ``task.json`` files (``assay report``); rows that never ran are reported missing.
+
+    Raises:
+        UsageError: not a run directory, or an invalid ``task.json``.
+        TaskFileError: a QA suite's metrics hook failed (every other file is written).
+    """
+    folder = resolve_run_dir(run_dir)
+    junit = Path(junit_xml) if junit_xml is not None else None
+    return RunResult.from_reports(folder, rebuild_reports(folder, junit_path=junit))
+
+
+def compare(
+    run_a: str | Path,
+    run_b: str | Path,
+    *,
+    variant_a: str | None = None,
+    variant_b: str | None = None,
+    output: str | Path | None = None,
+) -> ExperimentResult:
+    """Compare run B with run A over the rows they share (``assay compare``): each suite
+    metric with its 95% interval, paired differences, McNemar's exact test, flipped rows.
+
+    Args:
+        run_a, run_b: the runs.
+        variant_a, variant_b: which variant of a run with several.
+        output: also write ``compare.json`` and ``compare.md`` into this folder.
+
+    Returns:
+        The comparison (the shape of ``experiment.json``);
+        :func:`assay.reports.compare.render_comparison` renders it as Markdown.
+
+    Raises:
+        UsageError: not a run; an ambiguous or unknown variant; no suite in common; a
+            shared suite whose row ids differ (the first ones named).
+    """
+    folder_a, folder_b = resolve_run_dir(run_a), resolve_run_dir(run_b)
+    result = compare_runs(folder_a, load_run_results(folder_a), folder_b,
+                          load_run_results(folder_b), variant_a=variant_a,
+                          variant_b=variant_b)  # fmt: skip
+    if output is not None:
+        write_comparison(Path(output), result)
+    return result
+
+
+def evaluate_predictions(
+    path: str | Path,
+    *,
+    task: str | Path | None = None,
+    judge: str | None = None,
+    judge_retries: int | None = None,
+    include_story: bool | None = None,
+    group_by: Sequence[str] = (),
+    metrics_hook: str | Path | None = None,
+    output: str | Path | None = None,
+    jobs: int = 4,
+) -> PredictionReport:
+    """Grade a QA ``prediction.jsonl`` (assay's or ToMEval's) and write its
+    ``metrics.json`` (``assay evaluate FILE.jsonl``). Settings come from the arguments,
+    else ``task``'s ``qa:`` block, else the run the file belongs to, else the defaults.
+
+    Args:
+        path: the prediction file.
+        task: a task file whose ``qa:`` block gives the settings.
+        judge: the judge model for open answers the rules cannot decide.
+        judge_retries: retries of an unreadable verdict (0-10).
+        include_story: show the judge the story.
+        group_by: accuracy per value of these record paths (``meta.ability``).
+        metrics_hook: a file with ``compute_metrics(records, per_sample_results)``.
+        output: where ``metrics.json`` goes (default beside ``path``).
+        jobs: judge calls in flight.
+
+    Returns:
+        ``.output``, ``.document`` (``avg_metrics``, ``all_metrics`` per replicate:
+        ``accuracy`` in [0, 1] with its Wilson 95% ``accuracy_ci``, counts, groups) and
+        ``.records``.
+
+    Raises:
+        DatasetError: a missing file or a line that is not a prediction record.
+        TaskFileError: the metrics hook failed. UsageError: bad settings, or an open
+            question with neither rules nor a judge.
+    """
+    options = PredictionOptions(
+        task=Path(task) if task is not None else None, judge_model=judge,
+        judge_retries=judge_retries, include_story=include_story, group_by=tuple(group_by),
+        metrics_hook=Path(metrics_hook) if metrics_hook is not None else None,
+        output=Path(output) if output is not None else None, jobs=jobs,
+    )  # fmt: skip
+    return grade_prediction_file(Path(path), options)

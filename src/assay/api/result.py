@@ -1,0 +1,206 @@
+"""What :func:`assay.run`, :func:`assay.evaluate` and :func:`assay.report` return: the run
+folder, its suites with their metrics and gates, the exit code the command line would give,
+and the row results, read from their ``task.json`` files only when asked for."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from assay.errors import UsageError
+from assay.orchestration.runfiles import entry_task_jsons, load_task_json
+from assay.reports.writer import Reports
+from assay.results.io import read_json
+from assay.results.run import RunSummary
+from assay.results.suite import CriterionAggregate, SuiteRollup
+from assay.results.task_result import EvaluationResult
+
+
+@dataclass(frozen=True)
+class Gate:
+    """One suite threshold: ``actual_value >= min_value`` passes; a metric that was never
+    produced (``actual_value`` ``None``) fails."""
+
+    criterion_type: str
+    metric: str
+    min_value: float
+    actual_value: float | None
+    passed: bool
+
+
+class SuiteResult:
+    """One suite of one variant (its ``suite.json``).
+
+    Attributes:
+        suite_id: the task file's ``task_id``.
+        variant_id: ``default`` without an experiment.
+        folder: ``<run>/<variant>/<suite>/``.
+        rollup: the whole ``suite.json`` (:class:`~assay.results.suite.SuiteRollup`).
+    """
+
+    def __init__(self, run_dir: Path, rollup: SuiteRollup) -> None:
+        self.suite_id = rollup.suite_id
+        self.variant_id = rollup.variant_id
+        self.folder = run_dir / rollup.variant_id / rollup.suite_id
+        self.rollup = rollup
+
+    def __repr__(self) -> str:
+        gate = ("passed" if self.passed else "failed") if self.gates else "no gate"
+        return f"SuiteResult({self.suite_id!r}, variant={self.variant_id!r}, {gate})"
+
+    @property
+    def passed(self) -> bool:
+        """The suite's verdict as the exit code sees it: its gates passed, or, without a
+        gate, every row succeeded."""
+        return self.rollup.passed
+
+    @property
+    def criteria(self) -> list[CriterionAggregate]:
+        """Each criterion's aggregate, in ``success_criteria`` order: ``metrics`` (``None``
+        where undefined, the reason in ``undefined_metrics``), ``threshold_checks``."""
+        return self.rollup.criterion_aggregates
+
+    @property
+    def metrics(self) -> dict[str, float | None]:
+        """The first criterion's metrics (``accuracy``, ``macro_f1``, ``recall.<label>``,
+        ``mean``, ``completion_rate``, …); the others' are in :attr:`criteria`. Proportions
+        are in [0, 1]; an undefined metric is ``None``."""
+        return dict(self.criteria[0].metrics) if self.criteria else {}
+
+    @property
+    def gates(self) -> list[Gate]:
+        """Every suite threshold of every criterion, with its value; empty: no gate."""
+        return [
+            Gate(a.criterion_type, c.metric, c.min_value, c.actual_value, c.passed)
+            for a in self.criteria
+            for c in a.threshold_checks
+        ]
+
+    @property
+    def rows_total(self) -> int:
+        """Row-tasks of the suite (rows × replicates), those that never ran included."""
+        return self.rollup.rows_total
+
+    @property
+    def pass_rate(self) -> float | None:
+        """Passed rows over graded rows (errored rows excluded); ``None`` with none graded."""
+        return self.rollup.pass_rate
+
+    def rows(self) -> Iterator[EvaluationResult]:
+        """The suite's row results (``task.json``), in row then replicate order, each read
+        when reached.
+
+        Raises:
+            UsageError: a ``task.json`` is not valid.
+        """
+        if not self.folder.is_dir():
+            return
+        for path in entry_task_jsons(self.folder):
+            yield load_task_json(path)
+
+
+class RunResult:
+    """One run: its folder, suites, exit code and rows.
+
+    Attributes:
+        run_dir: ``runs/<timestamp>/``.
+        summary: its ``run.json`` (:class:`~assay.results.run.RunSummary`): counts,
+            durations, tokens, cost, selections, warnings.
+        suites: every suite of every variant, in report order.
+        exit_code: what ``assay run`` would exit with: 0 green, 1 a gate or row failed or a
+            row errored, 130 interrupted.
+    """
+
+    def __init__(
+        self, run_dir: Path, summary: RunSummary, suites: list[SuiteResult], exit_code: int
+    ) -> None:
+        self.run_dir = run_dir
+        self.summary = summary
+        self.suites = suites
+        self.exit_code = exit_code
+
+    def __repr__(self) -> str:
+        return f"RunResult({str(self.run_dir)!r}, exit_code={self.exit_code})"
+
+    @classmethod
+    def from_reports(cls, run_dir: Path, reports: Reports) -> RunResult:
+        """The result of a run whose reports were just written."""
+        suites = [SuiteResult(run_dir, rollup) for rollup in reports.suites]
+        return cls(run_dir, reports.summary, suites, reports.exit_code)
+
+    @classmethod
+    def open(cls, run_dir: str | Path) -> RunResult:
+        """A run as its reports on disk say (``run.json`` and each ``suite.json``), without
+        writing anything.
+
+        Raises:
+            UsageError: ``run_dir`` has no valid ``run.json`` (it never finished a session:
+                :func:`assay.report` writes one).
+        """
+        folder = Path(run_dir).resolve()
+        try:
+            summary = RunSummary.model_validate(read_json(folder / "run.json"))
+        except (OSError, ValueError) as exc:
+            raise UsageError(f"{folder} has no valid run.json ({str(exc).splitlines()[0]})",
+                             hint="rebuild it with assay.report(run_dir)") from None  # fmt: skip
+        suites = [
+            SuiteResult(folder, SuiteRollup.model_validate(read_json(folder / ref.suite_json)))
+            for ref in summary.suites
+        ]
+        return cls(folder, summary, suites, summary.exit_code or 0)
+
+    @property
+    def passed(self) -> bool:
+        """The run is green (exit code 0)."""
+        return self.exit_code == 0
+
+    @property
+    def interrupted(self) -> bool:
+        """The run was stopped (Ctrl-C, SIGTERM) before every row finished; finished rows
+        are kept and it can be resumed."""
+        return self.summary.interrupted
+
+    @property
+    def warnings(self) -> list[str]:
+        """Warnings of the plan and the run (unused fields, judges that failed their
+        sanity check, …)."""
+        return list(self.summary.warnings)
+
+    def suite(self, suite_id: str, *, variant: str | None = None) -> SuiteResult:
+        """The suite ``suite_id`` (of ``variant``; needed when the run has several).
+
+        Raises:
+            UsageError: no such suite, or several variants and none chosen.
+        """
+        found = [s for s in self.suites if s.suite_id == suite_id]
+        if variant is not None:
+            found = [s for s in found if s.variant_id == variant]
+        if len(found) == 1:
+            return found[0]
+        if found:
+            variants = [s.variant_id for s in found]
+            raise UsageError(f"suite '{suite_id}' ran in variants {variants}; pass variant=")
+        names = sorted({f"{s.suite_id} [{s.variant_id}]" for s in self.suites})
+        raise UsageError(f"no suite '{suite_id}'" + (f" in variant '{variant}'" if variant
+                         else "") + f"; the run has {names}")  # fmt: skip
+
+    def rows(
+        self, *, suite: str | None = None, variant: str | None = None
+    ) -> Iterator[EvaluationResult]:
+        """Row results (``task.json``) in report order, each read when reached, so asking
+        for one suite of a 100,000-row run reads only that suite's files.
+
+        Args:
+            suite: only this suite (``None``: every row, tasks without a dataset included).
+            variant: only this variant.
+
+        Raises:
+            UsageError: a ``task.json`` is not valid.
+        """
+        for row in self.summary.task_results:
+            if suite is not None and row.suite_id != suite:
+                continue
+            if variant is not None and row.variant_id != variant:
+                continue
+            yield load_task_json(self.run_dir / row.task_json)

@@ -1,0 +1,318 @@
+"""Plan and run tasks from Python: :func:`plan`, :func:`run` / :func:`run_async` and
+:func:`resume` / :func:`resume_async`, the calls behind ``assay plan``, ``assay run``,
+``assay execute`` and ``assay run --resume``."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal, TypedDict, Unpack
+
+from assay.api.result import RunResult
+from assay.api.tasks import task
+from assay.errors import UsageError
+from assay.orchestration.options import Overrides, plan_options
+from assay.orchestration.plan import Plan, TaskSource, build_plan
+from assay.orchestration.progress import NoProgress, Progress
+from assay.orchestration.runfiles import existing_run_dir
+from assay.orchestration.runner import RunOptions
+from assay.orchestration.services import ModelSettings
+from assay.orchestration.session import (
+    RunRequest,
+    RunSession,
+    Warn,
+    check_outputs,
+    execute_session,
+)
+from assay.orchestration.task_loader import LoadedTask
+from assay.providers.cache import parse_duration
+from assay.reports.progress import make_progress
+from assay.reports.session import write_session_reports
+from assay.spec.task import TaskDefinition
+
+TaskInput = str | Path | LoadedTask | TaskDefinition | Mapping[str, Any]
+Tasks = TaskInput | Sequence[TaskInput] | None
+
+
+class PlanKeywords(TypedDict, total=False):
+    """The keyword options of :func:`plan` (and of :func:`run`).
+
+    Keys:
+        sample: run a uniform sample of N rows of each dataset (seed 0; ``--sample``).
+        sample_per_stratum: keep up to N rows per stratum (``dataset.stratify_field``).
+        split: keep only rows whose ``split_field`` equals this.
+        tags: run only tasks with one of these tags; exclude_tags: skip tasks with one.
+        include_skipped: also run tasks marked ``skip: true``.
+        repeats: replicates per row-task.
+        experiment: an experiment file, or NAME for ``experiments/NAME.yaml``.
+        overrides: task fields to override in every variant: ``{"agent.temperature": 0.7}``
+            or ``["agent.temperature=0.7"]`` (``-D``).
+        model: use this model in every variant (``agent.model``).
+        store: the dataset store URL (default ``$ASSAY_STORE``, else ``.assay/store.db``).
+        prices: a YAML file of model → ``{input_per_mtok, output_per_mtok}`` (USD).
+        rows: run exactly these row ids, per task id: ``{"sentiment": ["r1", "r3"]}``.
+    """
+
+    sample: int | None
+    sample_per_stratum: int | None
+    split: str | None
+    tags: Sequence[str]
+    exclude_tags: Sequence[str]
+    include_skipped: bool
+    repeats: int | None
+    experiment: str | Path | None
+    overrides: Overrides | None
+    model: str | None
+    store: str | None
+    prices: str | Path | None
+    rows: Mapping[str, Sequence[str]] | None
+
+
+class SessionKeywords(TypedDict, total=False):
+    """The keyword options of running rows (:func:`run` and :func:`resume`).
+
+    Keys:
+        jobs: row-tasks running at once, and model calls in flight per server (default 4).
+        junit_xml: also write JUnit XML here (one case per row-task and per suite gate).
+        keep_sandboxes: keep each row's sandbox in the run folder.
+        max_retries: retries per model call (default 4; 0 = none).
+        timeout: seconds per model request.
+        cache: cache every model's answers in ``.assay/cache.db``.
+        cache_expiry: ignore cached answers older than this (``"7d"``, ``"12h"``, or seconds).
+        progress: ``True`` shows a progress bar (stderr), or give a
+            :class:`~assay.orchestration.progress.Progress`; default nothing.
+        on_warning: called with each warning as it is found (they are also in
+            ``RunResult.warnings``).
+        command: the command line to record in ``run.json`` (default ``sys.argv``).
+        stop_on_sigterm: SIGTERM stops the run like Ctrl-C (for a command line; a library
+            leaves its process's signals alone by default).
+    """
+
+    jobs: int
+    junit_xml: str | Path | None
+    keep_sandboxes: bool
+    max_retries: int
+    timeout: float | None
+    cache: bool
+    cache_expiry: str | float | None
+    progress: bool | Progress
+    on_warning: Warn | None
+    command: list[str] | None
+    stop_on_sigterm: bool
+
+
+class RunKeywords(PlanKeywords, SessionKeywords, total=False):
+    """The keyword options of :func:`run`: those of :class:`PlanKeywords` and
+    :class:`SessionKeywords`, and
+
+    Keys:
+        run_dir: the folder that receives ``<timestamp>/`` (default ``runs``).
+        stage: ``"run"`` (default) or ``"execute"`` (agents only: rows ``NOT_GRADED``,
+            sandboxes kept; grade later with :func:`assay.evaluate`).
+    """
+
+    run_dir: str | Path
+    stage: Literal["run", "execute"]
+
+
+class ResumeKeywords(SessionKeywords, total=False):
+    """The keyword options of :func:`resume`: those of :class:`SessionKeywords`, and
+
+    Keys:
+        retry_errors: run the rows that ended ``ERROR`` again.
+        prices: a price file (as for :func:`run`); store: the store the run used.
+    """
+
+    retry_errors: bool
+    prices: str | Path | None
+    store: str | None
+
+
+_PLAN_KEYS = frozenset(PlanKeywords.__annotations__)
+
+
+def plan(tasks: Tasks = None, **options: Unpack[PlanKeywords]) -> Plan:
+    """Load, expand and select every task, and resolve each variant: what :func:`run` would
+    do, running nothing (``assay plan``).
+
+    Args:
+        tasks: task files, folders (searched recursively), globs, tasks loaded with
+            :func:`assay.load_task` or built with :func:`assay.task`, or a list of them;
+            ``None``: ``tasks/``.
+        **options: see :class:`PlanKeywords`.
+
+    Returns:
+        The plan: ``.tasks`` (each expanded, with its row-tasks and variants),
+        ``.work_items()`` (row-task × variant × replicate), ``.warnings``, ``.skipped``.
+
+    Raises:
+        UserError: exactly the inputs ``assay run`` refuses (a task file, a dataset, a
+            selector, an unknown model provider, a missing API key), naming file, line,
+            field and row.
+    """
+    return build_plan(_sources(tasks), plan_options(**options))
+
+
+def run(tasks: Tasks = None, **options: Unpack[RunKeywords]) -> RunResult:
+    """Run and grade every selected row, write the reports, and return the result
+    (``assay run``). Ctrl-C stops the run with its finished rows kept and reported
+    (``RunResult.interrupted``, exit code 130); :func:`resume` finishes it.
+
+    Args:
+        tasks: as for :func:`plan`.
+        **options: see :class:`RunKeywords`.
+
+    Returns:
+        The run: folder, suites with metrics and gates, exit code, rows.
+
+    Raises:
+        UserError: invalid input, as :func:`plan`, or an output folder that cannot be
+            written; nothing runs then.
+        ModelError: a model could not start (no row ran).
+        UsageError: called inside a running event loop (use :func:`run_async`).
+    """
+    _no_running_loop("run")
+    session = _new_session(tasks, options)
+    return _reported(session, execute_session(session))
+
+
+async def run_async(tasks: Tasks = None, **options: Unpack[RunKeywords]) -> RunResult:
+    """:func:`run` for async code (a notebook, a service): same options, same result.
+
+    Raises:
+        UserError, ModelError: as :func:`run`.
+    """
+    session = _new_session(tasks, options)
+    return _reported(session, await session.execute())
+
+
+def resume(run_dir: str | Path, **options: Unpack[ResumeKeywords]) -> RunResult:
+    """Finish an interrupted run (``assay run --resume``): its recorded plan, rows and store
+    versions; every finished row kept, the rest run, the reports rebuilt over all rows.
+
+    Raises:
+        UsageError: not a run directory assay can resume.
+        UserError: a task file or dataset changed so that the recorded rows are gone.
+        ModelError: a model could not start.
+    """
+    _no_running_loop("resume")
+    session = _resumed_session(run_dir, options)
+    return _reported(session, execute_session(session))
+
+
+async def resume_async(run_dir: str | Path, **options: Unpack[ResumeKeywords]) -> RunResult:
+    """:func:`resume` for async code.
+
+    Raises:
+        UserError, ModelError: as :func:`resume`.
+    """
+    session = _resumed_session(run_dir, options)
+    return _reported(session, await session.execute())
+
+
+def _new_session(tasks: Tasks, options: RunKeywords) -> RunSession:
+    """Options are checked in the command line's order: plan options, run options, the
+    tasks, then the output folders."""
+    selected: dict[str, Any] = {k: v for k, v in options.items() if k in _PLAN_KEYS}
+    plan_opts = plan_options(**selected)
+    stage = options.get("stage", "run")
+    request = _request(Path(options.get("run_dir", "runs")), options, stage=stage)
+    built = build_plan(_sources(tasks), plan_opts)
+    warn = options.get("on_warning")
+    for warning in built.warnings:
+        if warn is not None:
+            warn(warning)
+    check_outputs(request.runs_root, request.junit_path)
+    return RunSession.start(built, plan_opts, request)
+
+
+def _resumed_session(run_dir: str | Path, options: ResumeKeywords) -> RunSession:
+    prices = plan_options(prices=options.get("prices")).prices
+    request = _request(Path(run_dir).parent, options, stage="run")
+    request.retry_errors = options.get("retry_errors", False)
+    folder = existing_run_dir(run_dir)
+    request.runs_root = folder.parent
+    check_outputs(request.runs_root, request.junit_path)
+    return RunSession.resume(folder, request, prices=prices, store_url=options.get("store"))
+
+
+def _request(
+    runs_root: Path, options: SessionKeywords, *, stage: Literal["run", "execute"]
+) -> RunRequest:
+    jobs = options.get("jobs", 4)
+    if jobs < 1:
+        raise UsageError(f"jobs must be at least 1, got {jobs}")
+    keep = options.get("keep_sandboxes", False) or stage == "execute"
+    junit = options.get("junit_xml")
+    return RunRequest(
+        runs_root=runs_root,
+        options=RunOptions(jobs=jobs, stage=stage, keep_sandboxes=keep),
+        progress=_progress(options.get("progress", False)),
+        junit_path=Path(junit) if junit is not None else None,
+        command=options.get("command"),
+        models=_model_settings(options),
+        on_warning=options.get("on_warning"),
+        stop_on_sigterm=options.get("stop_on_sigterm", False),
+    )
+
+
+def _model_settings(options: SessionKeywords) -> ModelSettings:
+    expiry = options.get("cache_expiry")
+    if isinstance(expiry, str):
+        try:
+            expiry = parse_duration(expiry)
+        except ValueError as exc:
+            raise UsageError(str(exc), field="--cache-expiry") from None
+    cache = options.get("cache", False) or bool(expiry)
+    return ModelSettings(max_retries=options.get("max_retries", 4),
+                         timeout=options.get("timeout"), cache=cache,
+                         cache_expiry=expiry)  # fmt: skip
+
+
+def _progress(choice: bool | Progress) -> Progress:
+    if choice is True:
+        return make_progress()
+    if choice is False:
+        return NoProgress()
+    return choice
+
+
+def _reported(session: RunSession, outcome: Any) -> RunResult:
+    reports = write_session_reports(session, outcome)
+    return RunResult.from_reports(session.run_dir, reports)
+
+
+def _sources(tasks: Tasks) -> list[TaskSource]:
+    """Task files, folders and globs as paths; tasks built from a definition."""
+    if tasks is None:
+        return []
+    many = tasks if isinstance(tasks, Sequence) and not isinstance(tasks, str) else [tasks]
+    out: list[TaskSource] = []
+    for item in many:
+        if isinstance(item, (TaskDefinition, Mapping)):
+            out.append(task(item))
+        elif isinstance(item, (str, Path, LoadedTask)):
+            out.append(item)
+        else:
+            raise UsageError(
+                f"a task is a path, a loaded task, a TaskDefinition or a dict of task fields, "
+                f"not {type(item).__name__}"
+            )
+    return out
+
+
+def _no_running_loop(name: str) -> None:
+    """``asyncio.run`` cannot start inside a running event loop.
+
+    Raises:
+        UsageError: there is one (a notebook cell, an async function).
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    raise UsageError(
+        f"assay.{name}() was called inside a running event loop",
+        hint=f"use `await assay.{name}_async(...)` there (a notebook cell can await directly)",
+    )

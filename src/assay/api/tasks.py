@@ -1,0 +1,102 @@
+"""Tasks for the Python API: a task file read from disk, or a task built in Python from the
+same fields (a dict, or the :class:`~assay.spec.task.TaskDefinition` pydantic model) with
+its rows from a list, a pandas or Polars ``DataFrame`` or a ``datasets.Dataset``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from assay.data.frames import rows_of
+from assay.errors import TaskFileError
+from assay.orchestration.task_loader import LoadedTask, load_document
+from assay.orchestration.task_loader import load_task as load_task_file
+from assay.spec.source import YamlDocument
+from assay.spec.task import TaskDefinition
+
+
+def load_task(path: str | Path) -> LoadedTask:
+    """Read and validate one task file, as ``assay run`` does.
+
+    Returns:
+        The task: ``.definition`` (a :class:`~assay.spec.task.TaskDefinition`), ``.path``,
+        ``.base_dir`` (where its relative paths start) and ``.warnings`` (one line each).
+
+    Raises:
+        TaskFileError: unreadable file, invalid YAML, unknown field (with a "did you mean"),
+            invalid value, missing prompt file, unknown suite threshold name; each names
+            the file, line and field.
+    """
+    return load_task_file(Path(path))
+
+
+def task(
+    definition: TaskDefinition | Mapping[str, Any],
+    *,
+    rows: Any = None,
+    base_dir: str | Path | None = None,
+) -> LoadedTask:
+    """A task built in Python, validated exactly as a task file with the same fields.
+
+    Args:
+        definition: the task file's fields as a dict (``{"task_id": ..., "description":
+            ..., "initial_prompt": "Review: ${row.text}", "success_criteria": [...]}``) or
+            a :class:`~assay.spec.task.TaskDefinition`.
+        rows: the dataset's rows: a list of dicts, a ``pandas.DataFrame``, a
+            ``polars.DataFrame`` or a ``datasets.Dataset`` (missing values become
+            ``null``). They become ``dataset.rows``; the other ``dataset`` settings
+            (``id_field``, ``stratify_field``, ``sample_seed``, …) apply as written.
+        base_dir: where relative paths (templates, metrics hook, mock scripts) start;
+            default the working directory.
+
+    Returns:
+        A task for :func:`assay.run` and :func:`assay.plan`. Messages name it
+        ``<python:TASK_ID>``. A run saves it, rows included, in its run directory, so the
+        run can be resumed (also with ``assay run --resume``).
+
+    Raises:
+        TaskFileError: an invalid field, as for a task file (without line numbers), or
+            ``rows`` given with ``dataset.rows``, ``dataset.paths`` or ``dataset.store``.
+        DatasetError: ``rows`` is not one of the kinds above, or holds a value that is not
+            JSON data (naming the row and field).
+    """
+    data = _fields(definition)
+    name = f"<python:{data.get('task_id', 'task')}>"
+    if rows is not None:
+        data["dataset"] = _with_rows(data.get("dataset"), rows_of(rows, name="rows"), name)
+    folder = Path(base_dir).resolve() if base_dir is not None else Path.cwd()
+    document = YamlDocument(path=folder / name, text="", data=data, lines={})
+    loaded = load_document(document, display=name, base_dir=folder)
+    return LoadedTask(loaded.definition, loaded.path, loaded.display, loaded.base_dir,
+                      loaded.document, loaded.warnings, built=True)  # fmt: skip
+
+
+def _fields(definition: TaskDefinition | Mapping[str, Any]) -> dict[str, Any]:
+    if isinstance(definition, TaskDefinition):
+        return definition.model_dump(mode="json", exclude_none=True)
+    if not isinstance(definition, Mapping):
+        raise TaskFileError(
+            f"a task is a dict of task file fields or a TaskDefinition, not "
+            f"{type(definition).__name__}",
+            file="<python>",
+        )
+    return dict(definition)
+
+
+def _with_rows(dataset: Any, rows: list[dict[str, Any]], name: str) -> dict[str, Any]:
+    """The ``dataset`` block with ``rows`` as its rows.
+
+    Raises:
+        TaskFileError: the block already names its rows (``rows``, ``paths`` or ``store``).
+    """
+    block = dict(dataset) if isinstance(dataset, Mapping) else {}
+    given = [key for key in ("rows", "paths", "store") if block.get(key) is not None]
+    if given:
+        raise TaskFileError(
+            f"rows= and dataset.{given[0]} both give the rows; keep one",
+            file=name,
+            field=f"dataset.{given[0]}",
+        )
+    block["rows"] = rows
+    return block

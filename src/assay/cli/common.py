@@ -1,0 +1,44 @@
+"""What every command shares: printing a user error (exit 2) and a warning."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from assay.errors import UserError
+
+EXIT_USAGE = 2
+
+
+def err() -> Console:
+    """Standard error, without highlighting or hard wrapping."""
+    return Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def fail(error: UserError) -> typer.Exit:
+    """Print a user error and return the exit (code 2)."""
+    err().print(f"[bold red]error:[/] {escape(error.render())}", markup=True)
+    return typer.Exit(EXIT_USAGE)
+
+
+def warn(text: str) -> None:
+    """Print one warning on standard error."""
+    err().print(f"[yellow]warning:[/] {escape(text)}", markup=True)
+
+
+@contextmanager
+def user_errors() -> Iterator[None]:
+    """Print a :class:`UserError` raised in the block and exit 2."""
+    try:
+        yield
+    except UserError as exc:
+        raise fail(exc) from None
+
+
+def split_tags(value: str | None) -> tuple[str, ...]:
+    """``"a, b"`` → ``("a", "b")``."""
+    return tuple(t.strip() for t in (value or "").split(",") if t.strip())

@@ -1,0 +1,107 @@
+"""``assay dataset list | versions | show | export``: reading the versioned dataset store.
+
+Every command takes ``--store URL`` (default ``$ASSAY_STORE``, else
+``sqlite:///.assay/store.db``); bad input exits 2 with the message of its ``StoreError``.
+The store package is imported only when a dataset command runs, so other commands start fast.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from assay.cli.common import user_errors
+from assay.cli.dataset_support import (
+    AsJson,
+    InlineTraces,
+    Name,
+    Ref,
+    StoreUrl,
+    datasets_table,
+    open_store,
+    out,
+    print_examples,
+    print_json,
+    versions_table,
+)
+
+if TYPE_CHECKING:
+    pass
+
+
+def list_datasets(store: StoreUrl = None, as_json: AsJson = False) -> None:
+    """List the datasets of the store."""
+    with user_errors(), open_store(store) as opened:
+        infos = opened.datasets()
+    if as_json:
+        print_json([info.to_json() for info in infos])
+        return
+    out().print(datasets_table(infos) if infos else "no datasets in the store")
+
+
+def versions(name: Name, store: StoreUrl = None, as_json: AsJson = False) -> None:
+    """List the versions of a dataset, oldest first."""
+    with user_errors(), open_store(store) as opened:
+        found = opened.versions(name)
+    if as_json:
+        print_json([version.to_json() for version in found])
+        return
+    out().print(versions_table(found) if found else f"dataset {name} has no versions yet")
+
+
+def show(
+    ref: Ref,
+    limit: Annotated[int, typer.Option("--limit", min=0, help="Examples to show.")] = 20,
+    inline_traces: InlineTraces = False,
+    store: StoreUrl = None,
+    as_json: AsJson = False,
+) -> None:
+    """Show a version (default: the latest) and its first examples."""
+    from assay.store.files import parse_ref
+
+    with user_errors():
+        name, number = parse_ref(ref)
+        with open_store(store) as opened:
+            version = opened.resolve(name, number)
+            info = opened.dataset(name)
+            stream = opened.iter_examples(name, version.number, inline_traces=inline_traces)
+            examples = list(itertools.islice(stream, limit))
+            stream.close()
+    if as_json:
+        print_json({**version.to_json(), "id_field": info.id_field,
+                     "schema": info.schema.to_dict(),
+                     "examples": [{"example_id": e.example_id, "data": e.data}
+                                  for e in examples]})  # fmt: skip
+        return
+    print_examples(version, info, examples)
+
+
+def export(
+    ref: Ref,
+    fmt: Annotated[
+        str | None, typer.Option("--format", help="jsonl, csv or parquet (default: from -o).")
+    ] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write here (default: stdout).")
+    ] = None,
+    inline_traces: InlineTraces = False,
+    store: StoreUrl = None,
+) -> None:
+    """Export a version (default: the latest) as JSONL, CSV or Parquet."""
+    from assay.store.files import export_format, parse_ref
+
+    with user_errors():
+        name, number = parse_ref(ref)
+        chosen = export_format(fmt, output)
+        with open_store(store) as opened:
+            version = opened.resolve(name, number)
+            count = opened.export(name, output or sys.stdout.buffer, version=version.number,
+                                  format=chosen, inline_traces=inline_traces)  # fmt: skip
+    if output is None:
+        sys.stdout.buffer.flush()
+        return
+    out().print(f"wrote {count} example(s) of {version.ref} to {output}", markup=False)

@@ -1,0 +1,107 @@
+"""``assay evaluate``, ``assay report`` and ``assay compare``: parse, call the API
+(:func:`assay.api.evaluate`, :func:`~assay.api.evaluate_predictions`,
+:func:`~assay.api.report`, :func:`~assay.api.compare`), print."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from assay.cli import options as o
+from assay.cli.common import fail, user_errors
+from assay.errors import UsageError
+
+FILE_ONLY = (
+    "--task, --judge, --judge-retries, --include-story, --group-by, --metrics-hook "
+    "and --output apply to a prediction.jsonl file; a run is graded with its own task"
+)
+
+
+def evaluate(
+    run_dir: Annotated[
+        str, typer.Argument(help="A run directory (runs/latest) or a prediction.jsonl file.")
+    ],
+    jobs: o.Jobs = 4,
+    junit_xml: o.Junit = None,
+    task: Annotated[
+        Path | None,
+        typer.Option("--task", help="prediction.jsonl: grade with this task file's qa: block."),
+    ] = None,
+    judge: Annotated[
+        str | None,
+        typer.Option("--judge", help="prediction.jsonl: judge model for open questions."),
+    ] = None,
+    judge_retries: Annotated[
+        int | None, typer.Option("--judge-retries", min=0, max=10, help="Judge retries.")
+    ] = None,
+    include_story: Annotated[
+        bool | None,
+        typer.Option("--include-story/--no-include-story", help="Show the judge the story."),
+    ] = None,
+    group_by: Annotated[
+        list[str] | None,
+        typer.Option("--group-by", help="prediction.jsonl: group accuracy by this path."),
+    ] = None,
+    metrics_hook: Annotated[
+        Path | None,
+        typer.Option("--metrics-hook", help="prediction.jsonl: compute_metrics(...) file."),
+    ] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="prediction.jsonl: where metrics.json goes."),
+    ] = None,
+) -> None:
+    """Grade a finished run again without running agents, and rewrite its reports; or grade
+    a QA prediction.jsonl file and write its metrics.json."""
+    from assay import api
+    from assay.cli.render import print_prediction_report, print_reports
+
+    if Path(run_dir).is_file():
+        with user_errors():
+            report = api.evaluate_predictions(
+                run_dir, task=task, judge=judge, judge_retries=judge_retries,
+                include_story=include_story, group_by=group_by or (),
+                metrics_hook=metrics_hook, output=output, jobs=jobs,
+            )  # fmt: skip
+        print_prediction_report(report)
+        raise typer.Exit(0)
+    file_only = [task, judge, judge_retries, include_story, group_by, metrics_hook, output]
+    if any(value not in (None, []) for value in file_only):
+        raise fail(UsageError(FILE_ONLY))
+    with user_errors():
+        result = api.evaluate(run_dir, jobs=jobs, junit_xml=junit_xml)
+    print_reports(result)
+    raise typer.Exit(result.exit_code)
+
+
+def report(run_dir: o.RunDirArg, junit_xml: o.Junit = None) -> None:
+    """Rebuild suite.json/md, run.json/md (and JUnit XML) from a run's task.json files."""
+    from assay import api
+    from assay.cli.render import print_reports
+
+    with user_errors():
+        result = api.report(run_dir, junit_xml=junit_xml)
+    print_reports(result)
+    raise typer.Exit(result.exit_code)
+
+
+def compare(
+    run_a: o.RunDirArg,
+    run_b: o.RunDirArg,
+    variant_a: Annotated[str | None, typer.Option("--variant-a", help="A's variant.")] = None,
+    variant_b: Annotated[str | None, typer.Option("--variant-b", help="B's variant.")] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write compare.json and compare.md here.")
+    ] = None,
+) -> None:
+    """Compare two runs over the same rows: intervals, paired differences, McNemar, flips."""
+    from assay import api
+    from assay.reports.compare import render_comparison
+
+    with user_errors():
+        result = api.compare(run_a, run_b, variant_a=variant_a, variant_b=variant_b,
+                             output=output)  # fmt: skip
+    sys.stdout.write(render_comparison(result))

@@ -1,0 +1,116 @@
+"""The options ``run``, ``execute`` and ``plan`` share, as typer annotations, and the plan
+keywords they make."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from assay.cli.common import split_tags
+
+TaskArgs = Annotated[
+    list[str] | None,
+    typer.Argument(help="Task files, folders (searched recursively) or globs. Default: tasks/."),
+]
+Sample = Annotated[
+    int | None,
+    typer.Option("--sample", min=1, help="Run a uniform sample of N rows (fixed seed 0)."),
+]
+PerStratum = Annotated[
+    int | None,
+    typer.Option("--sample-per-stratum", min=1,
+                 help="Keep up to N rows per stratum (dataset.stratify_field)."),
+]  # fmt: skip
+Split = Annotated[
+    str | None, typer.Option("--split", help="Keep only rows whose split_field equals NAME.")
+]
+Tags = Annotated[
+    str | None, typer.Option("--tags", "-t", help="Run tasks with any of these tags (a,b).")
+]
+ExcludeTags = Annotated[
+    str | None, typer.Option("--exclude-tags", help="Skip tasks with any of these tags.")
+]
+IncludeSkipped = Annotated[
+    bool, typer.Option("--include-skipped", help="Also run tasks marked skip: true.")
+]
+Repeats = Annotated[
+    int | None, typer.Option("--repeats", min=1, help="Replicates per row-task (00, 01, ...).")
+]
+Jobs = Annotated[
+    int, typer.Option("--max-parallel", "-j", min=1, help="Row-tasks running at once.")
+]
+RunsRoot = Annotated[
+    Path, typer.Option("--run-dir", help="Folder that receives runs/<timestamp>/.")
+]
+Junit = Annotated[
+    Path | None, typer.Option("--junit-xml", help="Also write JUnit XML here (one case per row).")
+]
+Keep = Annotated[
+    bool,
+    typer.Option("--keep-sandboxes",
+                 help="Keep each row's sandbox in its run folder (for assay evaluate)."),
+]  # fmt: skip
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")]
+ExperimentOpt = Annotated[
+    str | None,
+    typer.Option("--experiment", "-e", help="Experiment file, or NAME for experiments/NAME.yaml."),
+]
+SetOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--set", "-D", help="Override a task field: -D agent.temperature=0.7 (repeatable)."
+    ),
+]
+ModelOpt = Annotated[
+    str | None, typer.Option("--model", "-m", help="Use this model in every variant (agent.model).")
+]
+StoreOpt = Annotated[
+    str | None,
+    typer.Option("--store", help="Dataset store URL (default $ASSAY_STORE or .assay/store.db)."),
+]
+Prices = Annotated[
+    Path | None, typer.Option("--prices", help="YAML of model → {input_per_mtok, output_per_mtok}.")
+]
+MaxRetries = Annotated[
+    int, typer.Option("--max-retries", min=0, help="Retries per model call (0 = none).")
+]
+Timeout = Annotated[
+    float | None, typer.Option("--timeout", min=0.001, help="Seconds per model request.")
+]
+Cache = Annotated[bool, typer.Option("--cache", help="Cache model answers (.assay/cache.db).")]
+CacheExpiry = Annotated[
+    str | None, typer.Option("--cache-expiry", help="Ignore cached answers older than this (7d).")
+]
+Resume = Annotated[
+    str | None,
+    typer.Option("--resume", help="Finish an interrupted run (e.g. runs/latest); no task args."),
+]
+RetryErrors = Annotated[
+    bool, typer.Option("--retry-errors", help="With --resume: run the rows that ended ERROR again.")
+]
+RunDirArg = Annotated[str, typer.Argument(help="A run directory, e.g. runs/latest.")]
+
+
+def selection(
+    sample: int | None,
+    per_stratum: int | None,
+    split: str | None,
+    tags: str | None,
+    exclude_tags: str | None,
+    include_skipped: bool,
+    repeats: int | None,
+    *,
+    prices: Path | None,
+    experiment: str | None,
+    sets: list[str] | None,
+    model: str | None,
+    store: str | None,
+) -> dict[str, Any]:
+    """The plan keywords (:class:`assay.api.PlanKeywords`) of the shared flags."""
+    return {"sample": sample, "sample_per_stratum": per_stratum, "split": split,
+            "tags": split_tags(tags), "exclude_tags": split_tags(exclude_tags),
+            "include_skipped": include_skipped, "repeats": repeats, "prices": prices,
+            "experiment": experiment, "overrides": list(sets or []), "model": model,
+            "store": store}  # fmt: skip

@@ -1,0 +1,48 @@
+"""``assay plan``: parse the flags, call :func:`assay.api.plan`, print the plan."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Annotated
+
+import typer
+
+from assay.cli import options as o
+from assay.cli.common import user_errors, warn
+
+
+def plan(
+    tasks: o.TaskArgs = None,
+    sample: o.Sample = None,
+    sample_per_stratum: o.PerStratum = None,
+    split: o.Split = None,
+    tags: o.Tags = None,
+    exclude_tags: o.ExcludeTags = None,
+    include_skipped: o.IncludeSkipped = False,
+    repeats: o.Repeats = None,
+    rows: Annotated[int, typer.Option("--rows", min=0, help="Row-task ids to list per task.")] = 5,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the plan as JSON.")] = False,
+    prices: o.Prices = None,
+    experiment: o.ExperimentOpt = None,
+    set_: o.SetOpt = None,
+    model: o.ModelOpt = None,
+    store: o.StoreOpt = None,
+) -> None:
+    """Show the expansion, the row selection and each variant's resolved configuration (with
+    where each value came from); run nothing. Exits 2 on invalid input."""
+    from assay import api
+    from assay.cli.render import print_plan
+    from assay.reports.plan import plan_as_json
+
+    chosen = o.selection(sample, sample_per_stratum, split, tags, exclude_tags, include_skipped,
+                       repeats, prices=prices, experiment=experiment, sets=set_, model=model,
+                       store=store)  # fmt: skip
+    with user_errors():
+        built = api.plan(tasks, **chosen)
+    for warning in built.warnings:
+        warn(warning)
+    if as_json:
+        sys.stdout.write(json.dumps(plan_as_json(built), indent=2, ensure_ascii=False) + "\n")
+    else:
+        print_plan(built, show_rows=rows)

@@ -1,0 +1,113 @@
+"""``assay run`` and ``assay execute`` (new or ``--resume``): parse the flags, call
+:func:`assay.api.run` / :func:`assay.api.resume`, print the summary, exit with its code."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from assay.cli import options as o
+from assay.cli.common import user_errors, warn
+from assay.errors import UsageError
+
+
+def execute_command(
+    tasks: list[str] | None, chosen: dict[str, Any], session: dict[str, Any], *, resume: str | None
+) -> None:
+    """Run (or resume) with ``chosen`` plan keywords and ``session`` keywords; print the
+    summary; exit with the run's code (2 on invalid input)."""
+    from assay import api
+    from assay.cli.render import print_reports
+    from assay.reports.progress import make_progress
+
+    session.update(progress=make_progress(quiet=session.pop("quiet")), on_warning=warn,
+                   command=["assay", *sys.argv[1:]], stop_on_sigterm=True)  # fmt: skip
+    with user_errors():
+        if resume is not None:
+            if tasks:
+                raise UsageError("--resume takes the task files from the run; give no tasks")
+            session.pop("run_dir")
+            session.pop("stage")
+            result = api.resume(resume, prices=chosen["prices"], store=chosen["store"],
+                                **session)  # fmt: skip
+        else:
+            result = api.run(tasks, **chosen, **session)
+    print_reports(result)
+    raise typer.Exit(result.exit_code)
+
+
+def run(
+    tasks: o.TaskArgs = None,
+    sample: o.Sample = None,
+    sample_per_stratum: o.PerStratum = None,
+    split: o.Split = None,
+    tags: o.Tags = None,
+    exclude_tags: o.ExcludeTags = None,
+    include_skipped: o.IncludeSkipped = False,
+    repeats: o.Repeats = None,
+    jobs: o.Jobs = 4,
+    run_dir: o.RunsRoot = Path("runs"),
+    junit_xml: o.Junit = None,
+    keep_sandboxes: o.Keep = False,
+    quiet: o.Quiet = False,
+    max_retries: o.MaxRetries = 4,
+    timeout: o.Timeout = None,
+    cache: o.Cache = False,
+    cache_expiry: o.CacheExpiry = None,
+    resume: o.Resume = None,
+    retry_errors: o.RetryErrors = False,
+    prices: o.Prices = None,
+    experiment: o.ExperimentOpt = None,
+    set_: o.SetOpt = None,
+    model: o.ModelOpt = None,
+    store: o.StoreOpt = None,
+) -> None:
+    """Run agents on every selected row, grade them, and write the reports."""
+    chosen = o.selection(sample, sample_per_stratum, split, tags, exclude_tags, include_skipped,
+                       repeats, prices=prices, experiment=experiment, sets=set_, model=model,
+                       store=store)  # fmt: skip
+    session = {"stage": "run", "run_dir": run_dir, "jobs": jobs, "junit_xml": junit_xml,
+               "keep_sandboxes": keep_sandboxes, "quiet": quiet, "max_retries": max_retries,
+               "timeout": timeout, "cache": cache, "cache_expiry": cache_expiry}  # fmt: skip
+    if resume is not None:
+        session["retry_errors"] = retry_errors
+    execute_command(tasks, chosen, session, resume=resume)
+
+
+def execute(
+    tasks: o.TaskArgs = None,
+    sample: o.Sample = None,
+    sample_per_stratum: o.PerStratum = None,
+    split: o.Split = None,
+    tags: o.Tags = None,
+    exclude_tags: o.ExcludeTags = None,
+    include_skipped: o.IncludeSkipped = False,
+    repeats: o.Repeats = None,
+    jobs: o.Jobs = 4,
+    run_dir: o.RunsRoot = Path("runs"),
+    quiet: o.Quiet = False,
+    max_retries: o.MaxRetries = 4,
+    timeout: o.Timeout = None,
+    cache: o.Cache = False,
+    cache_expiry: o.CacheExpiry = None,
+    resume: o.Resume = None,
+    retry_errors: o.RetryErrors = False,
+    prices: o.Prices = None,
+    experiment: o.ExperimentOpt = None,
+    set_: o.SetOpt = None,
+    model: o.ModelOpt = None,
+    store: o.StoreOpt = None,
+) -> None:
+    """Run agents only (rows NOT_GRADED, sandboxes kept); grade later with `assay evaluate`."""
+    chosen = o.selection(sample, sample_per_stratum, split, tags, exclude_tags, include_skipped,
+                       repeats, prices=prices, experiment=experiment, sets=set_, model=model,
+                       store=store)  # fmt: skip
+    session = {"stage": "execute", "run_dir": run_dir, "jobs": jobs, "keep_sandboxes": True,
+               "quiet": quiet, "max_retries": max_retries, "timeout": timeout, "cache": cache,
+               "cache_expiry": cache_expiry}  # fmt: skip
+    if resume is not None:
+        session["retry_errors"] = retry_errors
+    execute_command(tasks, chosen, session, resume=resume)

@@ -1,0 +1,128 @@
+"""``plan.json`` from a plan, and the plan options a resumed run rebuilds from it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from assay.orchestration.expand import Selectors
+from assay.orchestration.experiment import Override
+from assay.orchestration.plan import Plan, PlanOptions, TaskSource
+from assay.orchestration.runner import RunOptions
+from assay.orchestration.task_loader import load_task
+from assay.providers.pricing import PriceTable
+from assay.results.io import write_json_atomic
+from assay.results.plan_record import PlannedTaskRecord, PlanOptionsRecord, PlanRecord
+
+BUILT_DIR = "python-tasks"
+
+
+def save_built_tasks(run_dir: Path, plan: Plan) -> dict[str, Path]:
+    """Save every task of ``plan`` built in Python (rows included) as a task file in
+    ``run_dir/python-tasks/``, so the run can be resumed; task id → its file."""
+    saved: dict[str, Path] = {}
+    for planned in plan.tasks:
+        if planned.loaded.built:
+            task_id = planned.loaded.definition.task_id
+            saved[task_id] = run_dir / BUILT_DIR / f"{task_id}.json"  # JSON is YAML
+            write_json_atomic(saved[task_id], planned.loaded.document.data)
+    return saved
+
+
+def plan_sources(record: PlanRecord) -> list[TaskSource]:
+    """The tasks of a recorded plan: task files, and tasks built in Python as saved, read
+    with the folder they were built in."""
+    return [
+        load_task(Path(t.file), base_dir=Path(t.base_dir)) if t.base_dir else t.file
+        for t in record.tasks
+    ]
+
+
+def plan_record(
+    plan: Plan, options: PlanOptions, run: RunOptions, *, saved: Mapping[str, Path] | None = None
+) -> PlanRecord:
+    """What ``plan.json`` says about ``plan`` (``saved``: :func:`save_built_tasks`)."""
+    tasks = []
+    for planned in plan.tasks:
+        selection = planned.selection()
+        task_id = planned.loaded.definition.task_id
+        file = (saved or {}).get(task_id)
+        tasks.append(
+            PlannedTaskRecord(
+                task_id=task_id,
+                file=str((file or planned.loaded.path).resolve()),
+                base_dir=str(planned.loaded.base_dir) if file else None,
+                dataset=selection.dataset if selection else None,
+                selection=selection.selection if selection else None,
+            )
+        )
+    return PlanRecord(
+        stage=run.stage,
+        files=[t.file for t in tasks],
+        options=PlanOptionsRecord(
+            sample=options.selectors.sample,
+            sample_per_stratum=options.selectors.sample_per_stratum,
+            split=options.selectors.split,
+            tags=list(options.tags),
+            exclude_tags=list(options.exclude_tags),
+            include_skipped=options.include_skipped,
+            repeats=options.repeats,
+            experiment=str(plan.experiment_file) if plan.experiment_file else None,
+            overrides=[(list(o.path), o.value) for o in options.overrides],
+        ),
+        jobs=run.jobs,
+        keep_sandboxes=run.keep_sandboxes,
+        tasks=tasks,
+        variants=list(plan.variants),
+        criteria=criteria_templates(plan),
+        work_items=len(plan.work_items()),
+        planned=planned_rows(plan),
+    )
+
+
+def planned_rows(plan: Plan) -> dict[str, int]:
+    """``"<variant>/<suite>"`` → the work items the plan holds for that suite."""
+    counts: dict[str, int] = {}
+    for item in plan.work_items():
+        if item.row_task.suite_id is not None:
+            key = f"{item.variant_id}/{item.row_task.suite_id}"
+            counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+def criteria_templates(plan: Plan) -> dict[str, list[dict[str, object]]]:
+    """Each dataset task's criteria as written (before substitution), for its suite."""
+    return {
+        t.loaded.definition.task_id: [
+            c.model_dump(mode="json", exclude_none=True)
+            for c in t.loaded.definition.success_criteria
+        ]
+        for t in plan.tasks
+        if t.loaded.definition.dataset is not None
+    }
+
+
+def replayed_options(
+    record: PlanRecord, *, prices: PriceTable | None = None, store_url: str | None = None
+) -> PlanOptions:
+    """The options that rebuild ``record``'s plan with exactly its rows and store versions."""
+    recorded = record.options
+    return PlanOptions(
+        selectors=Selectors(recorded.sample, recorded.sample_per_stratum, recorded.split),
+        tags=tuple(recorded.tags),
+        exclude_tags=tuple(recorded.exclude_tags),
+        include_skipped=recorded.include_skipped,
+        repeats=recorded.repeats,
+        experiment=recorded.experiment,
+        overrides=tuple(Override(tuple(path), value) for path, value in recorded.overrides),
+        fixed_rows={
+            t.task_id: t.selection.row_ids for t in record.tasks if t.selection is not None
+        },
+        prices=prices or PriceTable(),
+        store_url=store_url,
+        store_versions={
+            t.task_id: t.dataset.version
+            for t in record.tasks
+            if t.dataset is not None and t.dataset.version is not None
+        },
+    )

@@ -1,0 +1,79 @@
+"""The plan as data: each variant's settings with where each value came from, and the whole
+plan as JSON (``assay plan --json``)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from assay.orchestration.experiment import ResolvedVariant
+from assay.orchestration.plan import Plan
+
+
+def variant_settings(variant: ResolvedVariant) -> list[tuple[str, str, str]]:
+    """``(field, value, source)`` for every setting of a variant except its criteria and
+    dataset, source being ``default``, ``experiment-defaults``, ``task``, ``variant`` or
+    ``cli``."""
+    data = variant.definition.model_dump(
+        mode="json", exclude={"success_criteria", "dataset", "suite_id", "row_id"}
+    )
+    rows: list[tuple[str, str, str]] = []
+    _leaves(data, "", rows, variant.provenance)
+    return rows
+
+
+def _leaves(value: Any, path: str, rows: list[tuple[str, str, str]], where: dict[str, str]) -> None:
+    if isinstance(value, dict) and value:
+        for key, inner in value.items():
+            _leaves(inner, f"{path}.{key}" if path else key, rows, where)
+        return
+    text = json.dumps(value, ensure_ascii=False)
+    if len(text) > 70:
+        text = text[:67] + "..."
+    rows.append((path, text, _source(path, where)))
+
+
+def _source(path: str, where: dict[str, str]) -> str:
+    while path:
+        if path in where:
+            return where[path]
+        path = path.rpartition(".")[0]
+    return "default"
+
+
+def plan_as_json(plan: Plan) -> dict[str, Any]:
+    """The plan as JSON data (``assay plan --json``)."""
+    tasks = []
+    for planned in plan.tasks:
+        selection = planned.selection()
+        tasks.append(
+            {
+                "task_id": planned.loaded.definition.task_id,
+                "file": planned.loaded.display,
+                "row_tasks": len(planned.expansion.row_tasks),
+                "repeats": plan.repeats_override or planned.repeats,
+                "selection": selection.selection.model_dump(mode="json") if selection else None,
+                "task_ids": [t.task_id for t in planned.expansion.row_tasks],
+                "variants": [
+                    {
+                        "variant_id": v.variant_id,
+                        "settings": [
+                            {
+                                "field": f,
+                                "value": json.loads(val) if not val.endswith("...") else val,
+                                "source": src,
+                            }
+                            for f, val, src in variant_settings(v)
+                        ],
+                    }
+                    for v in planned.variants
+                ],
+            }
+        )
+    return {
+        "tasks": tasks,
+        "skipped": [s.model_dump() for s in plan.skipped],
+        "variants": list(plan.variants),
+        "work_items": plan.work_item_count(),
+        "warnings": plan.warnings,
+    }

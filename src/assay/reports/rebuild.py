@@ -1,0 +1,118 @@
+"""Reports written again for a finished run: ``assay report`` rebuilds them from the
+``task.json`` files, ``assay evaluate`` after grading the rows again. The run's recorded facts
+come from ``plan.json`` (what it set out to do) and ``run.json`` (how it went)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import TypeVar
+
+from pydantic import BaseModel
+
+from assay.criteria.registry import default_criteria
+from assay.errors import UsageError
+from assay.orchestration.runfiles import load_results
+from assay.reports.writer import Reports, RunMeta, Stage, write_reports
+from assay.results.io import read_json
+from assay.results.plan_record import PLAN_FILE, PlanRecord
+from assay.results.run import RunSummary, TaskSelection
+from assay.results.task_result import EvaluationResult
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+def previous_meta(run_dir: Path, stage: Stage) -> RunMeta:
+    """The run's recorded facts for a new report: from ``plan.json`` (what it set out to do:
+    selections, planned rows, criteria, experiment) and ``run.json`` (how it went)."""
+    now = datetime.now()
+    summary = _read_model(run_dir / "run.json", RunSummary)
+    plan = _read_model(run_dir / PLAN_FILE, PlanRecord)
+    criteria = dict(plan.criteria) if plan else {}
+    criteria.update(summary.task_criteria if summary else {})
+    for path in run_dir.glob("*/*/suite.json"):
+        data = read_json(path)
+        if data.get("criteria") is not None:
+            criteria.setdefault(data["suite_id"], data["criteria"])
+    selections = summary.selections if summary else []
+    if not selections and plan is not None:
+        selections = [
+            TaskSelection(
+                task_id=t.task_id, source_file=t.file, dataset=t.dataset, selection=t.selection
+            )
+            for t in plan.tasks
+            if t.dataset is not None and t.selection is not None
+        ]
+    experiment = _experiment(run_dir)
+    return RunMeta(
+        run_id=run_dir.name,
+        stage=stage,
+        start_time=datetime.fromisoformat(summary.start_time) if summary else now,
+        end_time=datetime.fromisoformat(summary.end_time) if summary else now,
+        max_parallel=summary.max_parallel if summary else (plan.jobs if plan else 1),
+        command=summary.command if summary else [],
+        skipped=summary.skipped_tasks if summary else [],
+        selections=selections,
+        warnings=summary.warnings if summary else [],
+        criteria=criteria,
+        interrupted=summary.interrupted if summary else plan is not None,
+        active_seconds=summary.total_duration_seconds if summary else None,
+        sessions=summary.sessions if summary else 1,
+        planned=plan.planned if plan else {},
+        experiment_id=experiment[0] if experiment else None,
+        experiment_description=experiment[1] if experiment else "",
+        variant_ids=list(plan.variants) if plan else [],
+    )
+
+
+def _read_model(path: Path, model: type[ModelT]) -> ModelT | None:
+    if not path.is_file():
+        return None
+    try:
+        return model.model_validate(read_json(path))
+    except (ValueError, OSError):
+        return None
+
+
+def _experiment(run_dir: Path) -> tuple[str, str] | None:
+    path = run_dir / "experiment.json"
+    if not path.is_file():
+        return None
+    data = read_json(path)
+    return str(data.get("experiment_id", "")), str(data.get("description", ""))
+
+
+def rebuild_reports(run_dir: Path, *, junit_path: Path | None = None) -> Reports:
+    """``assay report``: write every report again from the ``task.json`` files (a run that
+    planned rows but finished none reports them all missing).
+
+    Raises:
+        UsageError: no ``task.json`` and no plan (not a run), or an invalid ``task.json``.
+        TaskFileError: a QA suite's metrics hook failed; every other file is written first.
+    """
+    results = load_results(run_dir)
+    meta = previous_meta(run_dir, "report")
+    if not results and not meta.planned:
+        raise UsageError(f"no task.json under {run_dir}: is it a run directory?")
+    meta.stage = "report"
+    return write_reports(run_dir, results, meta, default_criteria(), junit_path=junit_path)
+
+
+def report_regraded(
+    run_dir: Path,
+    results: Sequence[EvaluationResult],
+    *,
+    started: datetime,
+    jobs: int,
+    junit_path: Path | None = None,
+) -> Reports:
+    """The reports of a run whose rows were graded again (``assay evaluate``), the
+    re-grading having started at ``started`` with ``jobs`` rows at once.
+
+    Raises:
+        TaskFileError: a QA suite's metrics hook failed; every other file is written first.
+    """
+    meta = previous_meta(run_dir, "evaluate")
+    meta.start_time, meta.end_time, meta.max_parallel = started, datetime.now(), jobs
+    return write_reports(run_dir, results, meta, default_criteria(), junit_path=junit_path)
