@@ -46,7 +46,9 @@ def task(
         rows: the dataset's rows: a list of dicts, a ``pandas.DataFrame``, a
             ``polars.DataFrame`` or a ``datasets.Dataset`` (missing values become
             ``null``). They become ``dataset.rows``; the other ``dataset`` settings
-            (``id_field``, ``stratify_field``, ``sample_seed``, …) apply as written.
+            (``id_field``, ``stratify_field``, ``sample_seed``, …) apply as written. A
+            ``TaskDefinition`` with ``suite_thresholds`` must declare a dataset to
+            validate: give it ``dataset={"rows": []}``, which ``rows`` fills.
         base_dir: where relative paths (templates, metrics hook, mock scripts) start;
             default the working directory.
 
@@ -91,6 +93,8 @@ def _with_rows(dataset: Any, rows: list[dict[str, Any]], name: str) -> dict[str,
         TaskFileError: the block already names its rows (``rows``, ``paths`` or ``store``).
     """
     block = dict(dataset) if isinstance(dataset, Mapping) else {}
+    if block.get("rows") == []:
+        del block["rows"]  # a placeholder: a TaskDefinition with gates needs a dataset block
     given = [key for key in ("rows", "paths", "store") if block.get(key) is not None]
     if given:
         raise TaskFileError(
