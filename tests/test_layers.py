@@ -1,0 +1,106 @@
+"""The import layering of DESIGN.md: no module imports a higher layer, and no command
+module of ``cli/`` imports another command module (nor is any of ``cli/`` over ~200 lines).
+
+Layers, low to high: errors → spec → results → data → metrics → providers → sandbox →
+bridge → agents → store → judges → qa → criteria → orchestration → reports → view → api →
+cli and the pytest plugin (``pytest_plugin``, beside ``cli``: both only call the API).
+Every import counts, at module level, inside a function or under ``TYPE_CHECKING``.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from tests.helpers import write
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "assay"
+ORDER = ["errors", "spec", "results", "data", "metrics", "providers", "sandbox", "bridge",
+         "agents", "store", "judges", "qa", "criteria", "orchestration", "reports", "view",
+         "api", "cli"]  # fmt: skip
+RANK = {name: index for index, name in enumerate(ORDER)}
+RANK["pytest_plugin"] = RANK["cli"]
+RANK["__main__"] = RANK["cli"]
+# cli modules that hold no command: what command modules may share
+CLI_SHARED = {"common", "options", "render", "dataset_support"}
+CLI_ROOTS = {"app", "entry", "__init__"}  # they assemble or start the commands
+MAX_CLI_LINES = 200
+
+
+def imported(tree: ast.AST) -> list[tuple[str, int]]:
+    """``(dotted assay module, line)`` of every import of ``assay.…`` in ``tree``;
+    ``from assay import name`` counts as ``assay.name`` (a package) or ``assay.api`` (a name
+    that ``import assay`` exports), except the facade's own ``__version__``."""
+    found: list[tuple[str, int]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(a.name, node.lineno) for a in node.names if a.name.startswith("assay.")]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module.startswith("assay."):
+                found.append((node.module, node.lineno))
+            elif node.module == "assay":
+                for alias in node.names:
+                    if alias.name.startswith("__"):
+                        continue  # __version__: the facade's own
+                    name = alias.name if alias.name in RANK else "api"
+                    found.append((f"assay.{name}", node.lineno))
+    return found
+
+
+def violations(root: Path) -> list[str]:
+    """Every import against the layers, and every command module importing another."""
+    problems: list[str] = []
+    for path in sorted(root.rglob("*.py")):
+        parts = path.relative_to(root).parts
+        layer = parts[0].removesuffix(".py")
+        if layer not in RANK:
+            continue  # the package facade (assay/__init__.py)
+        for module, line in imported(ast.parse(path.read_text(encoding="utf-8"))):
+            target = module.split(".")[1]
+            if target in RANK and RANK[target] > RANK[layer]:
+                problems.append(f"{path}:{line}: {layer} imports {module}, a higher layer")
+            if layer == "cli" and target == "cli" and len(module.split(".")) > 2:
+                problems += _command_import(path, module, line)
+    return problems
+
+
+def _command_import(path: Path, module: str, line: int) -> list[str]:
+    importer, imported_name = path.stem, module.split(".")[2]
+    if importer in CLI_ROOTS or importer in CLI_SHARED or imported_name in CLI_SHARED:
+        if importer in CLI_SHARED and imported_name not in CLI_SHARED:
+            return [f"{path}:{line}: shared cli module imports command module {module}"]
+        return []
+    return [f"{path}:{line}: command module {importer} imports command module {module}"]
+
+
+def test_no_module_imports_a_higher_layer_or_another_command_module() -> None:
+    assert violations(SRC) == []
+
+
+def test_no_cli_module_is_over_200_lines() -> None:
+    sizes = {p.name: len(p.read_text().splitlines()) for p in (SRC / "cli").glob("*.py")}
+    assert {name: n for name, n in sizes.items() if n > MAX_CLI_LINES} == {}
+
+
+def test_the_check_finds_upward_imports_and_command_modules_importing_each_other(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "assay"
+    write(root / "metrics" / "x.py", "def f():\n    from assay.reports.writer import w\n")
+    write(root / "orchestration" / "y.py", "from typing import TYPE_CHECKING\n"
+          "if TYPE_CHECKING:\n    import assay.api.runs\n")  # fmt: skip
+    write(root / "store" / "z.py", "from assay import run\n")
+    write(root / "cli" / "app.py", "from assay.cli import run\n")  # the app may
+    write(root / "cli" / "run.py", "from assay.cli.common import fail\n")  # shared: fine
+    write(root / "cli" / "dataset.py", "from assay.cli.run import run\n")
+    write(root / "cli" / "common.py", "from assay.cli.plan import plan\n")
+    write(root / "errors.py", "import assay.spec.task\n")
+    found = violations(root)
+    assert [f.split(": ", 1)[1] for f in found] == [
+        "shared cli module imports command module assay.cli.plan",
+        "command module dataset imports command module assay.cli.run",
+        "errors imports assay.spec.task, a higher layer",
+        "metrics imports assay.reports.writer, a higher layer",
+        "orchestration imports assay.api.runs, a higher layer",
+        "store imports assay.api, a higher layer",
+    ]
