@@ -139,7 +139,9 @@ def test_rows_from_something_else_are_refused_with_the_reason(workdir: Path) -> 
         assay.task(frame_task(), rows="a,b")
     with pytest.raises(DatasetError, match=r"rows\[1\] is not an object: 3"):
         assay.task(frame_task(), rows=[{"id": "a"}, 3])
-    with pytest.raises(DatasetError, match=r"rows\[0\].when holds a set, which is not JSON"):
+    with pytest.raises(
+        DatasetError, match=r"rows\[0\].when holds a value of type set, which is not JSON"
+    ):
         assay.task(frame_task(), rows=[{"id": "a", "when": {1}}])
     with pytest.raises(TaskFileError, match=r"<python:frame>: success_criteria\[0\]"):
         assay.task({**frame_task(), "success_criteria": [{"type": "classification_matc"}]})

@@ -74,7 +74,7 @@ def _json_value(value: Any, where: str) -> Any:
         return [_json_value(v, f"{where}[{i}]") for i, v in enumerate(value)]
     if hasattr(value, "tolist"):  # numpy scalars and arrays, Polars/Arrow series
         return _json_value(value.tolist(), where)
-    raise DatasetError(f"{where} holds a {type(value).__name__}, which is not JSON data",
+    raise DatasetError(f"{where} holds a value of type {type(value).__name__}, which is not JSON",
                        hint="convert it to text or a number first")  # fmt: skip
 
 

@@ -20,7 +20,7 @@ for example in store.iter_examples("sst2", pinned.number):   # streamed, inserti
 API (all errors about bad input are :class:`assay.errors.StoreError`):
 
 ==========================================  ===============================================
-``open_store(url=None) -> Store``           ``None``: ``$ASSAY_STORE``, else the SQLite file
+``Store(url=None)``, ``open_store(url)``     ``None``: ``$ASSAY_STORE``, else the SQLite file
                                             ``.assay/store.db``; also PostgreSQL
                                             (``postgresql+psycopg://…``, extra ``postgres``)
 ``create_dataset(name, schema, *,           an empty dataset; ``id_field`` names the row
@@ -34,6 +34,8 @@ id_field="id") -> DatasetInfo``             field that holds example ids
 ``versions(name)``, ``resolve(name, v)``    :class:`VersionInfo`; ``v=None`` is the latest
 ``iter_examples(name, version, *,           :class:`Example` (``example_id``, ``data``,
 inline_traces=False)``                      ``position``), streamed in constant memory
+``add_files``, ``import_file``, ``export``   the verbs on JSONL/CSV/Parquet files
+                                            (:mod:`.files`)
 ``get_trace(trace_id) -> dict``             a stored trace or session (OTLP JSON)
 ``final_output(trace) -> str | None``       the trace's output text (:mod:`.traces`)
 ==========================================  ===============================================

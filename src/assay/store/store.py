@@ -220,17 +220,17 @@ class Store:
                 connection, dataset, version, inline_traces=inline_traces
             )
 
-    def add_files(self, name: str, files: Sequence[Path]) -> VersionInfo:
+    def add_files(self, name: str, files: Sequence[str | Path]) -> VersionInfo:
         """Add the rows of JSONL, CSV or Parquet ``files`` (read with the dataset's schema)
         as one new version.
 
         Raises:
             UsageError: a missing file. StoreError: as :meth:`add`, or an unreadable file.
         """
-        return files_verbs.add_files(self, name, files)
+        return files_verbs.add_files(self, name, [Path(f) for f in files])
 
     def import_file(
-        self, name: str, file: Path, *, schema: Schema | None = None, id_field: str = "id"
+        self, name: str, file: str | Path, *, schema: Schema | None = None, id_field: str = "id"
     ) -> VersionInfo:
         """Create dataset ``name`` from ``file``: its schema (``schema``, else inferred from
         the file) and its rows as version 1.
@@ -238,12 +238,13 @@ class Store:
         Raises:
             UsageError: a missing file. StoreError: as :meth:`import_dataset`.
         """
-        return files_verbs.import_file(self, name, file, schema=schema, id_field=id_field)[1]
+        chosen = files_verbs.import_file(self, name, Path(file), schema=schema, id_field=id_field)
+        return chosen[1]
 
     def export(
         self,
         name: str,
-        output: Path | IO[bytes],
+        output: str | Path | IO[bytes],
         *,
         version: int | None = None,
         format: str | None = None,
@@ -257,12 +258,12 @@ class Store:
             UsageError: an unknown format, Parquet to a stream, an unwritable file.
             StoreError: no such dataset or version; Parquet without ``pyarrow``.
         """
-        path = output if isinstance(output, Path) else None
+        path = Path(output) if isinstance(output, (str, Path)) else None
         fmt = files_verbs.export_format(format, path)
         number = self.resolve(name, version).number
         if path is not None:
             return files_verbs.export_file(self, name, number, fmt, path, inline=inline_traces)
-        assert not isinstance(output, Path)
+        assert not isinstance(output, (str, Path))
         return files_verbs.export_to(self, name, number, fmt, output, inline=inline_traces)
 
     def get_trace(self, trace_id: str) -> dict[str, Any]:
