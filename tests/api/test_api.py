@@ -167,6 +167,8 @@ def test_run_inside_an_event_loop_points_at_run_async(workdir: Path) -> None:
     async def inside() -> assay.RunResult:
         with pytest.raises(UsageError, match=r"assay.run\(\) was called inside a running event"):
             assay.run("d")
+        with pytest.raises(UsageError, match=r"asyncio.to_thread\(assay.evaluate_predictions"):
+            assay.evaluate_predictions("p.jsonl")
         return await assay.run_async("d", jobs=2)
 
     result = asyncio.run(inside())

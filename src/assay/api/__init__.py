@@ -16,21 +16,54 @@ Errors are the exception tree of :mod:`assay.errors` (``UserError`` for bad inpu
 ``RunFailure`` for what failed while running), never ``SystemExit``.
 """
 
-from assay.api.grading import compare, evaluate, evaluate_async, evaluate_predictions, report
-from assay.api.result import Gate, RunResult, SuiteResult
-from assay.api.runs import (
-    PlanKeywords,
-    ResumeKeywords,
-    RunKeywords,
-    SessionKeywords,
-    plan,
-    resume,
-    resume_async,
-    run,
-    run_async,
-)
-from assay.api.tasks import load_task, task
-from assay.store import Store
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from assay.api.grading import compare, evaluate, evaluate_async, evaluate_predictions, report
+    from assay.api.result import Gate, RunResult, SuiteResult
+    from assay.api.runs import (
+        PlanKeywords,
+        ResumeKeywords,
+        RunKeywords,
+        SessionKeywords,
+        plan,
+        resume,
+        resume_async,
+        run,
+        run_async,
+    )
+    from assay.api.tasks import load_task, task
+    from assay.api.tools import cache_stats, clear_cache, convert_qa
+    from assay.store import Store
+
+_MODULES = {
+    "assay.api.grading": (
+        "compare",
+        "evaluate",
+        "evaluate_async",
+        "evaluate_predictions",
+        "report",
+    ),
+    "assay.api.result": ("Gate", "RunResult", "SuiteResult"),
+    "assay.api.runs": (
+        "PlanKeywords",
+        "ResumeKeywords",
+        "RunKeywords",
+        "SessionKeywords",
+        "plan",
+        "resume",
+        "resume_async",
+        "run",
+        "run_async",
+    ),
+    "assay.api.tasks": ("load_task", "task"),
+    "assay.api.tools": ("cache_stats", "clear_cache", "convert_qa"),
+    "assay.store": ("Store",),
+}
+_HOME = {name: module for module, names in _MODULES.items() for name in names}
 
 __all__ = [
     "Gate",
@@ -41,7 +74,10 @@ __all__ = [
     "SessionKeywords",
     "Store",
     "SuiteResult",
+    "cache_stats",
+    "clear_cache",
     "compare",
+    "convert_qa",
     "evaluate",
     "evaluate_async",
     "evaluate_predictions",
@@ -54,3 +90,18 @@ __all__ = [
     "run_async",
     "task",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Import an exported name on first use (PEP 562), so a command imports only what it
+    calls (the store's SQLAlchemy only for the store, …)."""
+    module = _HOME.get(name)
+    if module is None:
+        raise AttributeError(f"module 'assay.api' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -10,6 +10,7 @@ from datetime import datetime
 from pathlib import Path
 
 from assay.api.result import RunResult
+from assay.api.runs import no_running_loop
 from assay.orchestration.predictions import (
     PredictionOptions,
     PredictionReport,
@@ -40,7 +41,9 @@ def evaluate(
         UsageError: not a run; an invalid ``task.json``; rows whose criteria read the
             sandbox when the run did not keep sandboxes (nothing is changed then).
         ModelError: a judge could not start.
+        UsageError: called inside a running event loop (use :func:`evaluate_async`).
     """
+    no_running_loop("evaluate")
     folder = resolve_run_dir(run_dir)
     started = datetime.now()
     results = asyncio.run(regrade_run(folder, jobs=jobs))
@@ -153,9 +156,10 @@ def evaluate_predictions(
 
     Raises:
         DatasetError: a missing file or a line that is not a prediction record.
-        TaskFileError: the metrics hook failed. UsageError: bad settings, or an open
-            question with neither rules nor a judge.
+        TaskFileError: the metrics hook failed. UsageError: bad settings, an open
+            question with neither rules nor a judge, or a call inside a running event loop.
     """
+    no_running_loop("evaluate_predictions", has_async=False)
     options = PredictionOptions(
         task=Path(task) if task is not None else None, judge_model=judge,
         judge_retries=judge_retries, include_story=include_story, group_by=tuple(group_by),

@@ -172,7 +172,7 @@ def run(tasks: Tasks = None, **options: Unpack[RunKeywords]) -> RunResult:
         ModelError: a model could not start (no row ran).
         UsageError: called inside a running event loop (use :func:`run_async`).
     """
-    _no_running_loop("run")
+    no_running_loop("run")
     session = _new_session(tasks, options)
     return _reported(session, execute_session(session))
 
@@ -196,7 +196,7 @@ def resume(run_dir: str | Path, **options: Unpack[ResumeKeywords]) -> RunResult:
         UserError: a task file or dataset changed so that the recorded rows are gone.
         ModelError: a model could not start.
     """
-    _no_running_loop("resume")
+    no_running_loop("resume")
     session = _resumed_session(run_dir, options)
     return _reported(session, execute_session(session))
 
@@ -302,17 +302,20 @@ def _sources(tasks: Tasks) -> list[TaskSource]:
     return out
 
 
-def _no_running_loop(name: str) -> None:
+def no_running_loop(name: str, *, has_async: bool = True) -> None:
     """``asyncio.run`` cannot start inside a running event loop.
 
     Raises:
-        UsageError: there is one (a notebook cell, an async function).
+        UsageError: there is one (a notebook cell, an async function); the hint names the
+            async form, or a thread when there is none.
     """
     try:
         asyncio.get_running_loop()
     except RuntimeError:
         return
-    raise UsageError(
-        f"assay.{name}() was called inside a running event loop",
-        hint=f"use `await assay.{name}_async(...)` there (a notebook cell can await directly)",
+    hint = (
+        f"use `await assay.{name}_async(...)` there (a notebook cell can await directly)"
+        if has_async
+        else f"run it in a thread there: `await asyncio.to_thread(assay.{name}, ...)`"
     )
+    raise UsageError(f"assay.{name}() was called inside a running event loop", hint=hint)

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from assay.providers.cache import DEFAULT_PATH, ResponseCache, parse_duration
+from assay.providers.cache import DEFAULT_PATH, parse_duration
 
 cache_app = typer.Typer(help="Inspect or empty the response cache.", no_args_is_help=True)
 
@@ -22,12 +22,12 @@ def _when(stamp: float | None) -> str:
 @cache_app.command()
 def stats(path: CachePath = DEFAULT_PATH) -> None:
     """How many answers the cache holds, how big, how old."""
-    if not path.exists():
+    from assay.api.tools import cache_stats
+
+    info = cache_stats(path)
+    if info is None:
         typer.echo(f"{path}: no cache yet (0 entries)")
         return
-    cache = ResponseCache(path)
-    info = cache.stats()
-    cache.close()
     typer.echo(
         f"{path}: {info.entries} entries, {info.text_chars} characters of answers, "
         f"oldest {_when(info.oldest)}, newest {_when(info.newest)}"
@@ -42,6 +42,8 @@ def clear(
     ] = None,
 ) -> None:
     """Remove every cached answer (or only old ones)."""
+    from assay.api.tools import clear_cache
+
     if not path.exists():
         typer.echo(f"{path}: no cache (removed 0)")
         return
@@ -50,7 +52,5 @@ def clear(
     except ValueError as exc:
         typer.echo(f"error: --older-than: {exc}", err=True)
         raise typer.Exit(2) from None
-    cache = ResponseCache(path)
-    removed = cache.clear(older_than=seconds)
-    cache.close()
+    removed = clear_cache(path, older_than=seconds)
     typer.echo(f"{path}: removed {removed} entries")

@@ -3,18 +3,13 @@ schema (:mod:`assay.qa.convert` has the shapes and their default field mapping).
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
-from assay.errors import UsageError, UserError
-from assay.qa.convert import SHAPES, convert_file, preset
-
-EXIT_USAGE = 2
+from assay.cli.common import user_errors
+from assay.qa.convert import SHAPES
 
 qa_app = typer.Typer(
     help="Standardized QA datasets: convert common shapes into the QA schema.",
@@ -86,34 +81,16 @@ def convert(
     limit: Annotated[int | None, typer.Option(min=1, help="Convert only the first N rows.")] = None,
 ) -> None:
     """Convert INPUT (CSV choices, JSONL answer lists, SQuAD, GSM8K) into the QA schema."""
-    try:
-        if choices is not None and choice_prefix is not None:
-            raise UsageError("--choices and --choice-prefix name the choices twice; give one")
-        fields = preset(
-            shape,
-            story=story,
-            question=question,
-            answers=answers,
-            wrong=wrong,
-            choices=_split(choices),
-            choice_prefix=choice_prefix,
-            label=label,
-            label_base=label_base,
-            id=id_field,
-            meta=tuple(meta) if meta else None,
-            answer_after=answer_after,
-            unanswerable_if_empty=unanswerable_if_empty,
-        )
-        if no_id:
-            fields = replace(fields, id=None)
-        summary = convert_file(
-            input_path, output, fields=fields, source=source, id_prefix=id_prefix, limit=limit
-        )
-    except UserError as exc:
-        Console(stderr=True, highlight=False, soft_wrap=True).print(
-            f"[bold red]error:[/] {escape(exc.render())}", markup=True
-        )
-        raise typer.Exit(EXIT_USAGE) from None
+    from assay.api.tools import convert_qa
+
+    with user_errors():
+        summary = convert_qa(
+            input_path, output, shape=shape, numbered_ids=no_id, source=source,
+            id_prefix=id_prefix, limit=limit, story=story, question=question, answers=answers,
+            wrong=wrong, choices=_split(choices), choice_prefix=choice_prefix, label=label,
+            label_base=label_base, id=id_field, meta=tuple(meta) if meta else None,
+            answer_after=answer_after, unanswerable_if_empty=unanswerable_if_empty,
+        )  # fmt: skip
     kinds = ", ".join(f"{kind} {n}" for kind, n in sorted(summary.by_prompt_type.items()))
     typer.echo(f"wrote {summary.rows} samples to {output} ({kinds or 'none'})")
 
