@@ -175,6 +175,8 @@ class TaskFile(pytest.File):
                              run_dir=config.getoption("assay_run_dir"), rows=rows)  # fmt: skip
         except AssayError as exc:
             return None, exc
+        if result.interrupted:  # Ctrl-C stopped the run (its finished rows are reported)
+            raise KeyboardInterrupt
         return result, None
 
 

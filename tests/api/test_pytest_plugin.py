@@ -138,7 +138,7 @@ def test_task_files_are_collected_only_when_named_or_asked_for(
 def test_the_assay_run_fixture(pytester: pytest.Pytester) -> None:
     task_file(pytester, b="maybe")
     pytester.makepyfile(
-        test_metrics="""
+        test_plugin_fixture_use="""
         def test_mean(assay_run, tmp_path):
             result = assay_run("tasks/echo.yaml")
             suite = result.suite("echo")
@@ -147,4 +147,4 @@ def test_the_assay_run_fixture(pytester: pytest.Pytester) -> None:
             assert result.run_dir.is_relative_to(tmp_path)
         """
     )
-    pytester.runpytest("test_metrics.py").assert_outcomes(passed=1)
+    pytester.runpytest("test_plugin_fixture_use.py").assert_outcomes(passed=1)

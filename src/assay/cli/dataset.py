@@ -1,4 +1,6 @@
-"""``assay dataset …``: the versioned dataset store, one command per verb of :mod:`assay.store`.
+"""``assay dataset create | add | remove | import | schema``: writing the versioned dataset
+store, one command per verb of :class:`assay.store.Store` (the reading verbs are in
+:mod:`assay.cli.dataset_read`, what they share in :mod:`assay.cli.dataset_support`).
 
 Every command takes ``--store URL`` (default ``$ASSAY_STORE``, else
 ``sqlite:///.assay/store.db``); bad input exits 2 with the message of its ``StoreError``.
@@ -9,7 +11,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
@@ -26,9 +28,6 @@ from assay.cli.dataset_support import (
     version_line,
 )
 from assay.errors import UsageError
-
-if TYPE_CHECKING:
-    pass
 
 
 def create(

@@ -1,16 +1,12 @@
-"""``assay dataset list | versions | show | export``: reading the versioned dataset store.
-
-Every command takes ``--store URL`` (default ``$ASSAY_STORE``, else
-``sqlite:///.assay/store.db``); bad input exits 2 with the message of its ``StoreError``.
-The store package is imported only when a dataset command runs, so other commands start fast.
-"""
+"""``assay dataset list | versions | show | export``: reading the store (the module
+:mod:`assay.cli.dataset` has the writing verbs and what every dataset command shares)."""
 
 from __future__ import annotations
 
 import itertools
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
@@ -28,9 +24,6 @@ from assay.cli.dataset_support import (
     print_json,
     versions_table,
 )
-
-if TYPE_CHECKING:
-    pass
 
 
 def list_datasets(store: StoreUrl = None, as_json: AsJson = False) -> None:
