@@ -85,10 +85,15 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    """Import an exported name on first use (PEP 562)."""
+    """Import an exported name, or a subpackage (``assay.api``), on first use (PEP 562)."""
     module = _EXPORTS.get(name)
     if module is None:
-        raise AttributeError(f"module 'assay' has no attribute {name!r}")
+        try:
+            return importlib.import_module(f"assay.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"assay.{name}":
+                raise  # the subpackage exists; something it imports is missing
+            raise AttributeError(f"module 'assay' has no attribute {name!r}") from None
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value

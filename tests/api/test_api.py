@@ -221,3 +221,35 @@ def test_store_verbs_from_python(workdir: Path) -> None:
         with pytest.raises(UsageError, match="Parquet is binary"):
             store.export("notes", sys.stdout.buffer, format="parquet")
     assert (workdir / "v1.csv").read_text().splitlines() == ["id,text", "a,fine", "b,bad"]
+
+
+def test_bad_arguments_are_named(workdir: Path) -> None:
+    shutil.copytree(EXAMPLES / "dataset_example", workdir / "d")
+    with pytest.raises(UsageError, match=r"^jobs must be at least 1, got 0$"):
+        assay.run("d", jobs=0)
+    with pytest.raises(UsageError, match=r"^an override needs a field path, got '\.'$"):
+        assay.plan("d", overrides={".": 1})
+    with pytest.raises(UsageError, match=r"^-D takes path=value, got 'agent'"):
+        assay.plan("d", overrides=["agent"])
+    with pytest.raises(UsageError, match=r"^a task is a path, a loaded task, a TaskDefinition "
+                       r"or a dict of task fields, not int$"):  # fmt: skip
+        assay.plan([3])  # type: ignore[list-item]
+    with pytest.raises(TaskFileError, match=r"a task is a dict of task file fields or a "
+                       r"TaskDefinition, not list"):  # fmt: skip
+        assay.task([])  # type: ignore[arg-type]
+    with pytest.raises(UsageError, match=r"has no valid run\.json \(.*\)\n  hint: rebuild it"):
+        assay.RunResult.open(workdir)
+    with pytest.raises(UsageError, match=r"^unknown field mapping: "):
+        assay.api.convert_qa("in.csv", "out.jsonl", shape="gsm8k", colour="red")
+
+
+def test_a_suite_in_several_variants_needs_one_named(workdir: Path) -> None:
+    shutil.copytree(EXAMPLES / "dataset_example", workdir / "d")
+    write(workdir / "two.yaml", "experiment_id: two\nvariants:\n  - variant_id: one\n"
+          "  - variant_id: other\n")  # fmt: skip
+    result = assay.run("d", experiment="two.yaml")
+    with pytest.raises(UsageError, match=r"^suite 'dataset-example' ran in variants \['one', "
+                       r"'other'\]; pass variant=$"):  # fmt: skip
+        result.suite("dataset-example")
+    assert result.suite("dataset-example", variant="other").variant_id == "other"
+    assert len(list(result.rows(variant="one"))) == 2
