@@ -51,8 +51,9 @@ class SuiteResult:
 
     @property
     def passed(self) -> bool:
-        """The suite's verdict as the exit code sees it: its gates passed, or, without a
-        gate, every row succeeded."""
+        """``suite.json``'s verdict, which the exit code reads: every gate passed and no
+        planned row is missing (a suite without gates has only the second condition; see
+        :attr:`gates`)."""
         return self.rollup.passed
 
     @property
