@@ -86,6 +86,16 @@ def test_an_errored_row_fails_with_its_error(pytester: pytest.Pytester) -> None:
     done.stdout.fnmatch_lines(["*echo/row2: ERROR (pre_run command*exited with code 1*"])
 
 
+def test_an_errored_row_is_xfail_when_its_suite_gates_completion_rate(
+    pytester: pytest.Pytester,
+) -> None:
+    pre_run = "pre_run:\n  - command: 'test \"$ASSAY_ROW_ID\" != row2'"
+    task_file(pytester, extra="    suite_thresholds: {completion_rate: 0.6}\n" + pre_run)
+    done = pytester.runpytest("tasks", "-rx")
+    done.assert_outcomes(passed=3, xfailed=1)
+    done.stdout.fnmatch_lines(["XFAIL tasks/echo.yaml::row2 - echo/row2: ERROR*"])
+
+
 def test_an_invalid_task_file_is_a_collection_error_naming_file_line_field(
     pytester: pytest.Pytester,
 ) -> None:
