@@ -227,6 +227,10 @@ def test_bad_arguments_are_named(workdir: Path) -> None:
     shutil.copytree(EXAMPLES / "dataset_example", workdir / "d")
     with pytest.raises(UsageError, match=r"^jobs must be at least 1, got 0$"):
         assay.run("d", jobs=0)
+    with pytest.raises(UsageError, match=r"^max_retries must be 0 or more, got -1$"):
+        assay.run("d", max_retries=-1)
+    with pytest.raises(UsageError, match=r"^timeout must be a positive number of seconds, got 0"):
+        assay.run("d", timeout=0)
     with pytest.raises(UsageError, match=r"^an override needs a field path, got '\.'$"):
         assay.plan("d", overrides={".": 1})
     with pytest.raises(UsageError, match=r"^-D takes path=value, got 'agent'"):

@@ -21,6 +21,7 @@ from assay.orchestration.services import ModelSettings
 from assay.orchestration.session import (
     RunRequest,
     RunSession,
+    SessionOutcome,
     Warn,
     check_outputs,
     execute_session,
@@ -265,8 +266,12 @@ def _model_settings(options: SessionKeywords) -> ModelSettings:
         except ValueError as exc:
             raise UsageError(str(exc), field="--cache-expiry") from None
     cache = options.get("cache", False) or bool(expiry)
-    return ModelSettings(max_retries=options.get("max_retries", 4),
-                         timeout=options.get("timeout"), cache=cache,
+    retries, timeout = options.get("max_retries", 4), options.get("timeout")
+    if retries < 0:
+        raise UsageError(f"max_retries must be 0 or more, got {retries}")
+    if timeout is not None and timeout <= 0:
+        raise UsageError(f"timeout must be a positive number of seconds, got {timeout}")
+    return ModelSettings(max_retries=retries, timeout=timeout, cache=cache,
                          cache_expiry=expiry)  # fmt: skip
 
 
@@ -278,7 +283,7 @@ def _progress(choice: bool | Progress) -> Progress:
     return choice
 
 
-def _reported(session: RunSession, outcome: Any) -> RunResult:
+def _reported(session: RunSession, outcome: SessionOutcome) -> RunResult:
     reports = write_session_reports(session, outcome)
     return RunResult.from_reports(session.run_dir, reports)
 
