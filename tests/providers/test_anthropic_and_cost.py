@@ -113,10 +113,20 @@ def test_max_usd_without_a_price_is_refused_at_plan(
     assert "run_limits.max_usd needs a price for anthropic/claude-test" in done.stderr
 
 
+def test_cost_prices_cache_reads_and_writes_apart() -> None:
+    # Anthropic's list prices for Sonnet 4 (USD per million): input 3, output 15, cache read
+    # 0.30, cache write 3.75. 1,000 input tokens of which 600 read and 100 written, 50 output:
+    # 300·3 + 600·0.30 + 100·3.75 + 50·15 = 900 + 180 + 375 + 750 = 2,205 micro-dollars.
+    usage = Usage(1000, 50, cache_read_tokens=600, cache_write_tokens=100)
+    assert Price(3.0, 15.0, 0.30, 3.75).cost(usage) == pytest.approx(0.002205)
+    # Without cache prices every input token costs the input price: 1000·3 + 50·15.
+    assert Price(3.0, 15.0).cost(usage) == pytest.approx(0.00375)
+
+
 def test_price_table_lookup_and_extension(tmp_path: Path) -> None:
     table = PriceTable()
     assert table.lookup("local/smollm2") == Price(0.0, 0.0)
-    assert table.lookup("anthropic/claude-sonnet-4-5") == Price(3.0, 15.0)
+    assert table.lookup("anthropic/claude-sonnet-4-5") == Price(3.0, 15.0, 0.30, 3.75)
     assert table.lookup("openai/unknown") is None
     extra = write(tmp_path / "p.yaml", "'openai/ft-*': {input_per_mtok: 1, output_per_mtok: 2}\n"
                   "openai/ft-special: {input_per_mtok: 5, output_per_mtok: 5}\n")  # fmt: skip

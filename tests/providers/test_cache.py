@@ -9,7 +9,17 @@ from typing import Any
 
 import pytest
 
-from assay.providers.base import Choice, JsonSchema, Message, ModelRequest, ModelResponse, Usage
+from assay.providers.base import (
+    Choice,
+    JsonSchema,
+    Message,
+    ModelRequest,
+    ModelResponse,
+    Tool,
+    ToolCall,
+    ToolResult,
+    Usage,
+)
 from assay.providers.cache import Identity, ResponseCache, cache_key, parse_duration
 from tests.cli.test_run import assay, latest
 from tests.helpers import write
@@ -31,6 +41,25 @@ VARIANTS: dict[str, ModelRequest] = {
     "choice_order": dataclasses.replace(BASE, constraint=Choice(("b", "a"))),
     "schema": dataclasses.replace(BASE, constraint=JsonSchema({"type": "object"})),
     "extra_body": dataclasses.replace(BASE, extra_body={"tools": [{"name": "t"}]}),
+    "tools": dataclasses.replace(BASE, tools=(Tool("Write", parameters={"type": "object"}),)),
+    "tool_choice": dataclasses.replace(BASE, tool_choice="required"),
+    "script_vars": dataclasses.replace(BASE, script_vars={"row.id": "r1"}),
+    "tool_calls": dataclasses.replace(
+        BASE,
+        messages=(
+            Message("user", "u"),
+            Message("assistant", "", tool_calls=(ToolCall("c1", "Write", "{}"),)),
+            Message("user", "", tool_results=(ToolResult("c1", "ok"),)),
+        ),
+    ),
+    "tool_results": dataclasses.replace(
+        BASE,
+        messages=(
+            Message("user", "u"),
+            Message("assistant", "", tool_calls=(ToolCall("c1", "Write", "{}"),)),
+            Message("user", "", tool_results=(ToolResult("c1", "failed", is_error=True),)),
+        ),
+    ),
 }
 
 
@@ -43,7 +72,7 @@ def test_every_request_field_changes_the_key() -> None:
 
 def test_every_request_field_is_in_the_variants() -> None:
     covered = {"messages", "prompt", "temperature", "max_tokens", "top_p", "stop", "seed",
-               "constraint", "extra_body"}  # fmt: skip
+               "constraint", "extra_body", "tools", "tool_choice", "script_vars"}  # fmt: skip
     assert {f.name for f in dataclasses.fields(ModelRequest)} == covered
 
 
@@ -78,6 +107,35 @@ def test_store_get_expire_clear(tmp_path: Path) -> None:
     assert stale.get("k") is None
     assert cache.clear(older_than=3600) == 0
     assert cache.clear() == 1
+
+
+def test_tool_calls_and_usage_buckets_round_trip(tmp_path: Path) -> None:
+    cache = ResponseCache(tmp_path / "c.db")
+    calls = (
+        ToolCall("c1", "Write", '{"file_path": "a"}'),
+        ToolCall("c2", "apply_patch", "*** x", kind="custom"),
+    )
+    usage = Usage(100, 7, cache_read_tokens=20, cache_write_tokens=5, reasoning_tokens=2)
+    cache.put("k", ModelResponse("", usage, "tool_calls", "m", tool_calls=calls))
+    hit = ResponseCache(tmp_path / "c.db").get("k")
+    assert hit is not None and hit.tool_calls == calls and hit.usage == usage
+
+
+def test_a_cache_file_from_before_tool_calls_is_upgraded(tmp_path: Path) -> None:
+    import sqlite3
+
+    old = sqlite3.connect(tmp_path / "c.db")
+    old.execute("CREATE TABLE responses (key TEXT PRIMARY KEY, created REAL NOT NULL, model TEXT "
+                "NOT NULL, text TEXT NOT NULL, input_tokens INTEGER, output_tokens INTEGER, "
+                "finish_reason TEXT)")  # fmt: skip
+    old.execute("INSERT INTO responses VALUES ('k', ?, 'm', 'old', 3, 1, 'stop')", (time.time(),))
+    old.commit()
+    old.close()
+    cache = ResponseCache(tmp_path / "c.db")
+    hit = cache.get("k")
+    assert hit is not None and hit.text == "old" and hit.usage == Usage(3, 1)
+    cache.put("k2", ModelResponse("new", None, "stop", "m", tool_calls=(ToolCall("c", "t", "{}"),)))
+    assert cache.get("k2") is not None
 
 
 @pytest.mark.parametrize(

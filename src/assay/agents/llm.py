@@ -172,7 +172,7 @@ class LlmRunner:
     def price(self, context: AgentContext) -> Price | None:
         """The agent's own price, else the run's price table entry for its model."""
         if self.config.price is not None:
-            return Price(self.config.price.input_per_mtok, self.config.price.output_per_mtok)
+            return Price(**self.config.price.model_dump())
         return context.models.settings.prices.lookup(self.config.model)
 
     def _write_response_file(self, outcome: AgentOutcome, root: Path | None) -> None:

@@ -19,7 +19,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from assay.providers.base import Choice, JsonSchema, ModelRequest, ModelResponse, Usage
+from assay.providers.base import (
+    Choice,
+    JsonSchema,
+    Message,
+    ModelRequest,
+    ModelResponse,
+    ToolCall,
+    Usage,
+)
 
 DEFAULT_PATH = Path(".assay") / "cache.db"
 _SCHEMA = """
@@ -30,9 +38,11 @@ CREATE TABLE IF NOT EXISTS responses (
     text TEXT NOT NULL,
     input_tokens INTEGER,
     output_tokens INTEGER,
-    finish_reason TEXT
+    finish_reason TEXT,
+    extra TEXT
 )
 """
+_EXTRA_COLUMN = "ALTER TABLE responses ADD COLUMN extra TEXT"
 
 
 @dataclass(frozen=True)
@@ -52,12 +62,20 @@ def _constraint(value: Any) -> Any:
     return value
 
 
+def _message(message: Message) -> list[Any]:
+    if not message.tool_calls and not message.tool_results:
+        return [message.role, message.content]
+    return [message.role, message.content, [dataclasses.astuple(c) for c in message.tool_calls],
+            [dataclasses.astuple(r) for r in message.tool_results]]  # fmt: skip
+
+
 def cache_key(identity: Identity, request: ModelRequest, *, replicate: int) -> str:
     """The cache key of one call (64 hex characters)."""
     fields = {f.name: getattr(request, f.name) for f in dataclasses.fields(request)}
     fields["constraint"] = _constraint(request.constraint)
     if request.messages is not None:
-        fields["messages"] = [[m.role, m.content] for m in request.messages]
+        fields["messages"] = [_message(m) for m in request.messages]
+    fields["tools"] = [dataclasses.asdict(t) for t in request.tools]
     payload = {
         "provider": identity.provider,
         "base_url": identity.base_url,
@@ -96,12 +114,15 @@ class ResponseCache:
         self._db = sqlite3.connect(path, timeout=30, check_same_thread=False)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute(_SCHEMA)
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(responses)")}
+        if "extra" not in columns:  # a cache file written before tool calls were cached
+            self._db.execute(_EXTRA_COLUMN)
         self._db.commit()
 
     def get(self, key: str) -> ModelResponse | None:
         """The stored response for ``key`` if present and fresh."""
         row = self._db.execute(
-            "SELECT created, model, text, input_tokens, output_tokens, finish_reason "
+            "SELECT created, model, text, input_tokens, output_tokens, finish_reason, extra "
             "FROM responses WHERE key = ?",
             (key,),
         ).fetchone()
@@ -109,18 +130,27 @@ class ResponseCache:
             self.misses += 1
             return None
         self.hits += 1
-        usage = Usage(row[3], row[4]) if row[3] is not None else None
+        extra = json.loads(row[6]) if row[6] else {}
+        usage = Usage(row[3], row[4], *extra.get("usage", ())) if row[3] is not None else None
+        calls = tuple(ToolCall(*call) for call in extra.get("tool_calls", ()))
         return ModelResponse(text=row[2], usage=usage, finish_reason=row[5], model=row[1],
-                             cached=True)  # fmt: skip
+                             cached=True, tool_calls=calls)  # fmt: skip
 
     def put(self, key: str, response: ModelResponse) -> None:
         """Store ``response`` under ``key`` (replacing an older entry)."""
         usage = response.usage
+        extra: dict[str, Any] = {}
+        if response.tool_calls:
+            extra["tool_calls"] = [dataclasses.astuple(c) for c in response.tool_calls]
+        if usage is not None and (usage.cache_read_tokens or usage.cache_write_tokens
+                                  or usage.reasoning_tokens):  # fmt: skip
+            extra["usage"] = [usage.cache_read_tokens, usage.cache_write_tokens,
+                              usage.reasoning_tokens]  # fmt: skip
         self._db.execute(
-            "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?)",
+            "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             (key, time.time(), response.model or "", response.text,
              usage.input_tokens if usage else None, usage.output_tokens if usage else None,
-             response.finish_reason),
+             response.finish_reason, json.dumps(extra) if extra else None),
         )  # fmt: skip
         self._db.commit()
 

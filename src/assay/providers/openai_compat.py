@@ -14,6 +14,7 @@ serve (see bench/README.md); this class does the same HTTP exchange in a few lin
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import time
@@ -26,6 +27,8 @@ from assay.providers.base import Choice, ModelRequest, ModelResponse, Usage
 from assay.providers.constraints import llamacpp_fields, openai_response_format, read_choice
 from assay.providers.http import ShardedClient
 from assay.providers.retry import TransientModelError, is_retryable_status, parse_retry_after
+from assay.providers.wire import WireError
+from assay.providers.wire import chat as chat_wire
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
@@ -111,10 +114,17 @@ class OpenAICompatibleModel:
         body = self._chat_body(request) if chat else self._completion_body(request)
         started = time.perf_counter()
         data = await self._post("chat/completions" if chat else "completions", body)
+        seconds = time.perf_counter() - started
+        if chat and request.tools:
+            try:
+                answer = chat_wire.response_from_wire(data)
+            except WireError as exc:
+                raise TransientModelError(f"{self.name}: {exc}") from exc
+            return dataclasses.replace(answer, seconds=seconds)
         text, usage, finish, model = _read_choice(self.name, data, chat=chat)
         if isinstance(request.constraint, Choice):
             text = read_choice(text, request.constraint.labels, wrapped=self.dialect == "openai")
-        return ModelResponse(text, usage, finish, model, time.perf_counter() - started)
+        return ModelResponse(text, usage, finish, model, seconds)
 
     async def _post(self, path: str, body: dict[str, Any]) -> Any:
         assert self._client is not None
@@ -161,7 +171,8 @@ class OpenAICompatibleModel:
     def _chat_body(self, request: ModelRequest) -> dict[str, Any]:
         assert request.messages is not None
         body = self._common(request)
-        body["messages"] = [{"role": m.role, "content": m.content} for m in request.messages]
+        wired = chat_wire.request_to_wire(request, model=self.model)
+        body.update({k: v for k, v in wired.items() if k != "model"})
         if self.dialect == "openai":
             response_format = openai_response_format(request.constraint)
             if response_format is not None:
@@ -198,12 +209,7 @@ def _read_choice(
 
 
 def _usage(usage: Any) -> Usage | None:
-    if not isinstance(usage, dict):
-        return None
-    return Usage(
-        input_tokens=int(usage.get("prompt_tokens") or 0),
-        output_tokens=int(usage.get("completion_tokens") or 0),
-    )
+    return chat_wire.usage_from_wire(usage)
 
 
 def _error_text(response: httpx.Response, limit: int = 300) -> str:

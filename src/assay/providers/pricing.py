@@ -28,15 +28,27 @@ from assay.providers.base import Usage
 
 @dataclass(frozen=True)
 class Price:
-    """US dollars per million input and output tokens."""
+    """US dollars per million input and output tokens; input tokens read from or written to
+    the provider's prompt cache at their own prices when given (else at the input price)."""
 
     input_per_mtok: float
     output_per_mtok: float
+    cache_read_per_mtok: float | None = None
+    cache_write_per_mtok: float | None = None
 
     def cost(self, usage: Usage) -> float:
-        """The cost of ``usage`` in US dollars."""
+        """The cost of ``usage`` in US dollars:
+        ``(uncached·input + cache_read·read + cache_write·write + output·output) / 10⁶``."""
+        read = self.input_per_mtok if self.cache_read_per_mtok is None else self.cache_read_per_mtok
+        write = (
+            self.input_per_mtok if self.cache_write_per_mtok is None else self.cache_write_per_mtok
+        )
+        uncached = usage.input_tokens - usage.cache_read_tokens - usage.cache_write_tokens
         return (
-            usage.input_tokens * self.input_per_mtok + usage.output_tokens * self.output_per_mtok
+            uncached * self.input_per_mtok
+            + usage.cache_read_tokens * read
+            + usage.cache_write_tokens * write
+            + usage.output_tokens * self.output_per_mtok
         ) / 1_000_000
 
 
@@ -50,9 +62,9 @@ BUILTIN: Mapping[str, Price] = MappingProxyType(
         "openai/gpt-4.1": Price(2.00, 8.00),
         "openai/gpt-4.1-mini": Price(0.40, 1.60),
         "openai/gpt-4.1-nano": Price(0.10, 0.40),
-        "anthropic/claude-3-5-haiku*": Price(0.80, 4.00),
-        "anthropic/claude-sonnet-4*": Price(3.00, 15.00),
-        "anthropic/claude-opus-4*": Price(15.00, 75.00),
+        "anthropic/claude-3-5-haiku*": Price(0.80, 4.00, 0.08, 1.00),
+        "anthropic/claude-sonnet-4*": Price(3.00, 15.00, 0.30, 3.75),
+        "anthropic/claude-opus-4*": Price(15.00, 75.00, 1.50, 18.75),
     }
 )
 
@@ -100,10 +112,27 @@ def parse_price(value: object, *, where: str) -> Price:
     """
     if not isinstance(value, dict):
         raise UsageError(f"{where}: give input_per_mtok and output_per_mtok")
+    unknown = sorted(set(value) - set(_PRICE_FIELDS))
+    if unknown:
+        raise UsageError(f"{where}: unknown field(s) {unknown}; known: {list(_PRICE_FIELDS)}")
     try:
-        price = Price(float(value["input_per_mtok"]), float(value["output_per_mtok"]))
+        price = Price(
+            float(value["input_per_mtok"]),
+            float(value["output_per_mtok"]),
+            *(_optional(value.get(name)) for name in _PRICE_FIELDS[2:]),
+        )
     except (KeyError, TypeError, ValueError):
         raise UsageError(f"{where}: give input_per_mtok and output_per_mtok as numbers") from None
-    if price.input_per_mtok < 0 or price.output_per_mtok < 0:
+    if any(p is not None and p < 0 for p in (price.input_per_mtok, price.output_per_mtok,
+                                              price.cache_read_per_mtok,
+                                              price.cache_write_per_mtok)):  # fmt: skip
         raise UsageError(f"{where}: prices cannot be negative")
     return price
+
+
+_PRICE_FIELDS = ("input_per_mtok", "output_per_mtok", "cache_read_per_mtok",
+                 "cache_write_per_mtok")  # fmt: skip
+
+
+def _optional(value: object) -> float | None:
+    return None if value is None else float(value)  # type: ignore[arg-type]

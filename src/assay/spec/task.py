@@ -87,6 +87,8 @@ class ModelPrice(StrictModel):
 
     input_per_mtok: float = Field(ge=0)
     output_per_mtok: float = Field(ge=0)
+    cache_read_per_mtok: float | None = Field(default=None, ge=0)
+    cache_write_per_mtok: float | None = Field(default=None, ge=0)
 
 
 class LlmAgent(AgentBase):
