@@ -11,17 +11,23 @@ input (the label itself for a label set). Errors are classified for
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import time
 from typing import Any
 
+import httpx
+
 from assay.errors import ModelError, UsageError
-from assay.providers.base import Choice, JsonSchema, ModelRequest, ModelResponse, Usage
+from assay.providers.base import Choice, JsonSchema, ModelRequest, ModelResponse
 from assay.providers.constraints import ANSWER_KEY
 from assay.providers.retry import TransientModelError, is_retryable_status, parse_retry_after
+from assay.providers.wire import WireError
+from assay.providers.wire import anthropic as anthropic_wire
 
 TOOL_NAME = "answer"
+DEFAULT_BASE_URL = "https://api.anthropic.com"
 
 
 def _tool(request: ModelRequest) -> dict[str, Any] | None:
@@ -65,37 +71,87 @@ class AnthropicModel:
         self.api_key = api_key
         self.timeout = timeout
         self._client: Any = None
+        self._forwarder: httpx.AsyncClient | None = None
 
     async def start(self) -> None:
-        """Open the client.
+        """Check the key (the SDK client and the forwarding client open on first use).
 
         Raises:
-            UsageError: the ``anthropic`` package or the key is missing.
+            UsageError: the key is missing.
         """
-        try:
-            import anthropic
-        except ImportError:
-            raise UsageError(
-                f"model '{self.name}' needs the anthropic package",
-                hint="pip install 'assay[anthropic]'",
-            ) from None
         key = self.api_key or os.environ.get("ANTHROPIC_API_KEY")
         if not key:
             raise UsageError(f"model '{self.name}' needs ANTHROPIC_API_KEY (or agent.api_key_env)")
-        self._client = anthropic.AsyncAnthropic(
-            api_key=key,
-            base_url=self.base_url or os.environ.get("ANTHROPIC_BASE_URL"),
-            timeout=self.timeout,
-            max_retries=0,
+        self.api_key = key
+
+    @property
+    def endpoint(self) -> str:
+        """The API's base URL (without ``/v1``)."""
+        url = self.base_url or os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL
+        return url.rstrip("/").removesuffix("/v1")
+
+    def _sdk(self) -> Any:
+        """The ``anthropic`` SDK client, created on first use.
+
+        Raises:
+            UsageError: the ``anthropic`` package is missing.
+        """
+        if self._client is None:
+            try:
+                import anthropic
+            except ImportError:
+                raise UsageError(
+                    f"model '{self.name}' needs the anthropic package",
+                    hint="pip install 'assay[anthropic]'",
+                ) from None
+            self._client = anthropic.AsyncAnthropic(
+                api_key=self.api_key, base_url=self.endpoint, timeout=self.timeout, max_retries=0
+            )
+        return self._client
+
+    async def forward(self, body: bytes, *, headers: dict[str, str], query: str) -> httpx.Response:
+        """Send a Messages request body as it is (the model bridge's pass-through) and return
+        the response with its body not yet read (``aclose`` it).
+
+        ``headers`` are the client's (``anthropic-version``, ``anthropic-beta``, …); the key
+        is replaced by this model's. Connection failures and timeouts raise
+        :class:`TransientModelError`.
+        """
+        if self.api_key is None:
+            await self.start()
+        if self._forwarder is None:
+            self._forwarder = httpx.AsyncClient(
+                base_url=self.endpoint, timeout=httpx.Timeout(self.timeout, connect=30.0)
+            )
+        sent = {**headers, "x-api-key": str(self.api_key)}
+        request = self._forwarder.build_request(
+            "POST", "/v1/messages" + (f"?{query}" if query else ""), content=body, headers=sent
         )
+        try:
+            return await self._forwarder.send(request, stream=True)
+        except httpx.TimeoutException as exc:
+            raise TransientModelError(f"{self.name}: timed out {self.endpoint}: {exc!r}") from exc
+        except httpx.TransportError as exc:
+            raise TransientModelError(
+                f"{self.name}: cannot reach {self.endpoint}: {exc!r}"
+            ) from exc
 
     async def aclose(self) -> None:
-        """Close the client."""
+        """Close the clients."""
         if self._client is not None:
             await self._client.close()
             self._client = None
+        if self._forwarder is not None:
+            await self._forwarder.aclose()
+            self._forwarder = None
 
     def _body(self, request: ModelRequest) -> dict[str, Any]:
+        if request.tools:  # a coding agent's turn, through the bridge
+            try:
+                wired = anthropic_wire.request_to_wire(request, model=self.model)
+            except WireError as exc:
+                raise ModelError(f"{self.name}: {exc}") from None
+            return {**wired, "extra_body": dict(request.extra_body)}
         if request.messages is None:
             raise ModelError(f"{self.name}: the Messages API has no completion endpoint; "
                              "use prompt_format: chat")  # fmt: skip
@@ -125,23 +181,28 @@ class AnthropicModel:
 
     async def generate(self, request: ModelRequest) -> ModelResponse:
         """Send one request; see :class:`assay.providers.base.Model`."""
-        if self._client is None:
+        if self.api_key is None:
             await self.start()
+        client = self._sdk()
         import anthropic
 
         started = time.perf_counter()
         try:
-            result = await self._client.messages.create(**self._body(request))
+            result = await client.messages.create(**self._body(request))
         except anthropic.APIStatusError as exc:
             raise _status_error(self.name, exc) from exc
         except anthropic.APIConnectionError as exc:
             raise TransientModelError(f"{self.name}: cannot reach the API: {exc}") from exc
         except anthropic.AnthropicError as exc:
             raise ModelError(f"{self.name}: {exc}") from exc
+        seconds = time.perf_counter() - started
+        if request.tools:
+            custom = frozenset(t.name for t in request.tools if t.kind == "custom")
+            answer = anthropic_wire.response_from_wire(result.model_dump(), custom_tools=custom)
+            return dataclasses.replace(answer, seconds=seconds)
         text = _answer(self.name, result, request)
-        usage = Usage(int(result.usage.input_tokens or 0), int(result.usage.output_tokens or 0))
-        return ModelResponse(text, usage, result.stop_reason, result.model,
-                             time.perf_counter() - started)  # fmt: skip
+        usage = anthropic_wire.usage_from_wire(result.usage.model_dump())
+        return ModelResponse(text, usage, result.stop_reason, result.model, seconds)
 
 
 def _status_error(name: str, exc: Any) -> ModelError:

@@ -9,7 +9,11 @@ in the cache.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
+import httpx
+
+from assay.errors import ModelError
 from assay.providers.base import Model, ModelRequest, ModelResponse
 from assay.providers.cache import Identity, ResponseCache, cache_key
 from assay.providers.limiter import AdaptiveLimiter
@@ -19,6 +23,8 @@ from assay.providers.retry import (
     RetryPolicy,
     TransientModelError,
     call_with_retries,
+    is_retryable_status,
+    parse_retry_after,
 )
 
 OnRetry = Callable[[str, Attempt], None]
@@ -96,3 +102,70 @@ class ManagedModel:
         if self.cache is not None and key is not None:
             self.cache.put(key, response)
         return response
+
+    async def forward(
+        self,
+        body: bytes,
+        *,
+        headers: dict[str, str],
+        query: str = "",
+        record: CallRecord | None = None,
+        on_retry: OnRetry | None = None,
+    ) -> Forwarded:
+        """Send a request body untranslated (an ``anthropic/`` model behind the bridge),
+        through the same limiter and retries as :meth:`generate`.
+
+        A retryable status (408, 409, 429, 5xx) is retried before anything reaches the
+        caller; the returned :class:`Forwarded` holds the endpoint's slot until it is
+        closed, so a streamed answer counts as in flight while it streams. Any other status
+        is returned as it is (the client gets the provider's own error).
+
+        Raises:
+            ModelError: the provider cannot forward, or retries ran out (the message has the
+                last status and body).
+        """
+        forward = getattr(self.model, "forward", None)
+        if forward is None:
+            raise ModelError(f"{self.name}: this provider cannot pass requests through")
+
+        async def once() -> Forwarded:
+            slot = self.limiter.slot()
+            ticket = await slot.__aenter__()
+            try:
+                response: httpx.Response = await forward(body, headers=headers, query=query)
+            except TransientModelError:
+                await slot.__aexit__(None, None, None)
+                raise
+            if is_retryable_status(response.status_code):
+                text = (await response.aread()).decode("utf-8", "replace")[:300]
+                await response.aclose()
+                ticket.rate_limited = response.status_code == 429
+                await slot.__aexit__(None, None, None)
+                raise TransientModelError(
+                    f"{self.name}: HTTP {response.status_code} from the endpoint: {text}",
+                    status=response.status_code,
+                    retry_after=parse_retry_after(response.headers),
+                )
+            ticket.succeeded = response.status_code < 400
+            return Forwarded(response, slot)
+
+        def notify(attempt: Attempt) -> None:
+            if on_retry is not None:
+                on_retry(self.name, attempt)
+
+        return await call_with_retries(once, self.policy, record or CallRecord(), notify)
+
+
+class Forwarded:
+    """A passed-through response being streamed; ``aclose`` releases the endpoint's slot."""
+
+    def __init__(self, response: httpx.Response, slot: Any) -> None:
+        self.response = response
+        self._slot = slot
+
+    async def aclose(self) -> None:
+        """Close the response and release the slot (safe to call twice)."""
+        if self._slot is not None:
+            slot, self._slot = self._slot, None
+            await self.response.aclose()
+            await slot.__aexit__(None, None, None)

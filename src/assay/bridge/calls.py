@@ -1,0 +1,253 @@
+"""One request through the bridge: translate it, call the row's model, answer in the CLI's wire.
+
+Every path records a :class:`~assay.bridge.session.CallLog` (and so a ``chat`` span) and
+answers in the shape the CLI expects: the protocol's error object on a request that cannot
+be translated (400), a refused call (a limit reached, 400), or a model that failed after its
+retries (502). A request for an ``anthropic/`` model in the Messages wire is passed through
+untranslated and streamed back as it arrives (:func:`forward`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from assay.bridge.session import BridgeSession, CallLog, Protocol
+from assay.bridge.sse import DONE, EventReader, encode
+from assay.errors import ModelError
+from assay.providers.base import ModelRequest, ModelResponse
+from assay.providers.managed import ManagedModel, OnRetry
+from assay.providers.retry import CallRecord
+from assay.providers.wire import WireError
+from assay.providers.wire import anthropic as anthropic_wire
+from assay.providers.wire import chat as chat_wire
+from assay.providers.wire import responses as responses_wire
+from assay.providers.wire.anthropic import usage_from_wire
+
+TEXT_KEPT = 2000
+"""Characters of an answer's text kept in its call log."""
+
+
+@dataclass
+class Reply:
+    """What the server sends: a status and either a JSON body or a stream of bytes."""
+
+    status: int
+    body: dict[str, Any] | None = None
+    stream: AsyncIterator[bytes] | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+def error_reply(protocol: Protocol, status: int, kind: str, message: str) -> Reply:
+    """The protocol's own error object (``kind`` in Anthropic's terms: ``invalid_request_error``,
+    ``authentication_error``, ``api_error``, ``not_found_error``)."""
+    if protocol == "anthropic":
+        return Reply(status, anthropic_wire.error_body(kind, message))
+    return Reply(status, chat_wire.error_body(kind, message, code=kind))
+
+
+_DECODE: dict[Protocol, Callable[[Any], ModelRequest]] = {
+    "anthropic": anthropic_wire.request_from_wire,
+    "chat": chat_wire.request_from_wire,
+    "responses": responses_wire.request_from_wire,
+}
+
+
+async def translate(
+    protocol: Protocol,
+    session: BridgeSession,
+    model: ManagedModel,
+    body: Any,
+    *,
+    on_retry: OnRetry | None = None,
+) -> Reply:
+    """Answer ``body`` (already parsed JSON) with the session's model, translated both ways."""
+    log = session.begin(protocol, session.model_key.name)
+    try:
+        request = _DECODE[protocol](body)
+    except (WireError, TypeError, ValueError) as exc:
+        return _failed(
+            session,
+            log,
+            protocol,
+            400,
+            "invalid_request_error",
+            f"the bridge cannot translate this request for {model.name}: {exc}",
+        )
+    request = dataclasses.replace(request, script_vars=dict(session.script_vars))
+    record = CallRecord()
+    try:
+        response = await model.generate(
+            request, replicate=session.replicate, record=record, on_retry=on_retry
+        )
+    except ModelError as exc:
+        log.attempts = record.attempts
+        return _failed(session, log, protocol, 502, "api_error", str(exc))
+    log.attempts = record.attempts
+    _fill(log, response)
+    session.end(log)
+    return _encode(protocol, response, model=_model_name(body, session), stream=_streams(body))
+
+
+def _fill(log: CallLog, response: ModelResponse) -> None:
+    log.usage = response.usage
+    log.stop_reason = response.finish_reason
+    log.tool_calls = [c.name for c in response.tool_calls]
+    log.text = response.text[:TEXT_KEPT]
+    log.cached = response.cached
+
+
+def _failed(
+    session: BridgeSession, log: CallLog, protocol: Protocol, status: int, kind: str, why: str
+) -> Reply:
+    log.status, log.error = status, why
+    session.end(log)
+    return error_reply(protocol, status, kind, why)
+
+
+def _streams(body: Any) -> bool:
+    return isinstance(body, dict) and bool(body.get("stream"))
+
+
+def _model_name(body: Any, session: BridgeSession) -> str:
+    """The model name answered: the one the CLI asked for (it checks the echo)."""
+    asked = body.get("model") if isinstance(body, dict) else None
+    return str(asked) if asked else session.model_key.name
+
+
+def _encode(protocol: Protocol, response: ModelResponse, *, model: str, stream: bool) -> Reply:
+    if protocol == "anthropic":
+        if not stream:
+            return Reply(200, anthropic_wire.response_to_wire(response, model=model))
+        events = anthropic_wire.stream_events(response, model=model)
+        return Reply(200, stream=_replay([encode(d, event=n) for n, d in events]))
+    if protocol == "responses":
+        if not stream:
+            return Reply(200, responses_wire.response_to_wire(response, model=model))
+        events = responses_wire.stream_events(response, model=model)
+        return Reply(200, stream=_replay([encode(d, event=n) for n, d in events]))
+    if not stream:
+        return Reply(200, chat_wire.response_to_wire(response, model=model))
+    chunks = chat_wire.stream_chunks(response, model=model, include_usage=True)
+    return Reply(200, stream=_replay([*(encode(c) for c in chunks), DONE]))
+
+
+async def _replay(chunks: list[bytes]) -> AsyncIterator[bytes]:
+    for chunk in chunks:
+        yield chunk
+
+
+_HOP_HEADERS = frozenset({"host", "content-length", "connection", "x-api-key", "authorization",
+                          "accept-encoding", "transfer-encoding", "keep-alive"})  # fmt: skip
+_ANSWER_HEADERS = ("content-type", "request-id", "x-request-id", "anthropic-organization-id")
+
+
+async def forward(
+    session: BridgeSession,
+    model: ManagedModel,
+    raw: bytes,
+    body: Any,
+    *,
+    headers: dict[str, str],
+    query: str,
+    on_retry: OnRetry | None = None,
+) -> Reply:
+    """Pass a Messages request through to an ``anthropic/`` model, untranslated: the body
+    as sent (only ``model`` set to the task's model, unless the task left it to the CLI), the
+    client's headers (``anthropic-version``, ``anthropic-beta``, …) with the model's key, and
+    the answer streamed back byte for byte while its usage is read on the side."""
+    name = session.model_key.name.partition("/")[2]
+    sent_model = str(body.get("model")) if session.keep_model else name
+    log = session.begin("anthropic", f"anthropic/{sent_model}", passthrough=True)
+    if not session.keep_model and body.get("model") != name:
+        raw = json.dumps({**body, "model": name}, ensure_ascii=False).encode("utf-8")
+    sent = {k: v for k, v in headers.items() if k.lower() not in _HOP_HEADERS}
+    record = CallRecord()
+    try:
+        forwarded = await model.forward(
+            raw, headers=sent, query=query, record=record, on_retry=on_retry
+        )
+    except ModelError as exc:
+        log.attempts = record.attempts
+        return _failed(session, log, "anthropic", 502, "api_error", str(exc))
+    log.attempts = record.attempts
+    response = forwarded.response
+    log.status = response.status_code
+    answer_headers = {k: v for k in _ANSWER_HEADERS if (v := response.headers.get(k))}
+    observer = _Observer(log)
+
+    async def stream() -> AsyncIterator[bytes]:
+        try:
+            async for chunk in response.aiter_bytes():
+                observer.feed(chunk)
+                yield chunk
+        finally:
+            observer.finish()
+            await forwarded.aclose()
+            session.end(log, price_model=sent_model)
+
+    return Reply(response.status_code, stream=stream(), headers=answer_headers)
+
+
+class _Observer:
+    """Reads a passed-through answer on the side: usage, stop reason, tool names, text.
+
+    A streamed answer is read event by event (``message_start`` carries the input usage,
+    ``message_delta`` the output); a plain JSON answer when it is complete.
+    """
+
+    def __init__(self, log: CallLog) -> None:
+        self.log = log
+        self.reader = EventReader()
+        self.plain = b""
+        self.streamed = False
+        self.usage: dict[str, Any] = {}
+
+    def feed(self, chunk: bytes) -> None:
+        events = self.reader.feed(chunk)
+        if events:
+            self.streamed = True
+        elif not self.streamed:
+            self.plain += chunk
+        for _, data in events:
+            self._event(data)
+
+    def _event(self, data: str) -> None:
+        try:
+            event = json.loads(data)
+        except ValueError:
+            return
+        kind = event.get("type") if isinstance(event, dict) else None
+        if kind == "message_start":
+            self.usage.update(event.get("message", {}).get("usage") or {})
+        elif kind == "message_delta":
+            self.usage.update({k: v for k, v in (event.get("usage") or {}).items() if v})
+            self.log.stop_reason = (event.get("delta") or {}).get("stop_reason")
+        elif kind == "content_block_start":
+            block = event.get("content_block") or {}
+            if block.get("type") == "tool_use":
+                self.log.tool_calls.append(str(block.get("name")))
+        elif kind == "content_block_delta":
+            delta = event.get("delta") or {}
+            if delta.get("type") == "text_delta" and len(self.log.text) < TEXT_KEPT:
+                self.log.text += str(delta.get("text", ""))[: TEXT_KEPT - len(self.log.text)]
+        elif kind == "error":
+            self.log.error = json.dumps(event.get("error"))[:500]
+
+    def finish(self) -> None:
+        if not self.streamed and self.plain:
+            try:
+                message = json.loads(self.plain)
+            except ValueError:
+                message = None
+            if isinstance(message, dict) and message.get("type") == "message":
+                decoded = anthropic_wire.response_from_wire(message)
+                _fill(self.log, decoded)
+            elif isinstance(message, dict) and message.get("type") == "error":
+                self.log.error = json.dumps(message.get("error"))[:500]
+            return
+        if self.usage:
+            self.log.usage = usage_from_wire(self.usage)

@@ -1,0 +1,205 @@
+"""The model bridge's server: the CLIs' wire protocols on 127.0.0.1, one server per run.
+
+Routes (any path prefix before ``/v1`` is accepted, since clients differ in how they join a
+base URL and a path):
+
+- ``POST /v1/messages`` — Anthropic Messages, streamed (SSE with ``event:`` lines) or not;
+- ``POST /v1/responses`` — OpenAI Responses, streamed or not;
+- ``POST /v1/chat/completions`` — OpenAI Chat Completions, streamed or not;
+- ``GET /v1/models`` — the session's model, for clients that list models first.
+
+A request names its row-task by the credential it carries (``x-api-key``, or
+``Authorization: Bearer``): the token of a :class:`BridgeSession` opened by the row's agent.
+A request without a valid one is refused with 401. Starlette serves the routes and uvicorn
+runs in the run's event loop (no threads, no signal handlers of its own: Ctrl-C stays the
+run's).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import socket
+from collections.abc import Iterator
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from assay.bridge.calls import Reply, error_reply, forward, translate
+from assay.bridge.session import BridgeSession, Protocol
+from assay.errors import UsageError
+from assay.providers.managed import OnRetry
+from assay.providers.pool import ModelPool
+
+HOST = "127.0.0.1"
+
+
+class _Server(uvicorn.Server):
+    """uvicorn without its signal handlers (the run owns Ctrl-C and SIGTERM)."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+class Bridge:
+    """The model bridge of one run.
+
+    Args:
+        pool: the run's models; each session's calls go to ``pool.get(session.model_key)``.
+        on_retry: called for every retried model call (the progress display).
+    """
+
+    def __init__(self, pool: ModelPool, *, on_retry: OnRetry | None = None) -> None:
+        self.pool = pool
+        self.on_retry = on_retry
+        self.refused = 0
+        self._sessions: dict[str, BridgeSession] = {}
+        self._server: _Server | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._port = 0
+
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:PORT`` (without ``/v1``)."""
+        if not self._port:
+            raise RuntimeError("the bridge is not started")
+        return f"http://{HOST}:{self._port}"
+
+    def open(self, session: BridgeSession) -> BridgeSession:
+        """Accept calls carrying ``session.token`` from now on."""
+        self._sessions[session.token] = session
+        return session
+
+    def close(self, session: BridgeSession) -> None:
+        """Refuse ``session.token`` from now on (the row's CLI has ended)."""
+        self._sessions.pop(session.token, None)
+
+    async def start(self) -> None:
+        """Listen on a free port of 127.0.0.1.
+
+        Raises:
+            UsageError: the server could not start.
+        """
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((HOST, 0))
+        self._port = sock.getsockname()[1]
+        config = uvicorn.Config(self._app(), log_level="warning", lifespan="off",
+                                access_log=False, timeout_keep_alive=120)  # fmt: skip
+        self._server = _Server(config)
+        self._task = asyncio.create_task(self._server.serve(sockets=[sock]))
+        while not self._server.started:
+            if self._task.done():
+                raise UsageError(f"the model bridge could not start: {self._task.exception()!r}")
+            await asyncio.sleep(0.005)
+
+    async def aclose(self) -> None:
+        """Stop listening and close open connections."""
+        if self._server is not None and self._task is not None:
+            self._server.should_exit = True
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await asyncio.wait_for(asyncio.shield(self._task), 5)
+            if not self._task.done():
+                self._server.force_exit = True
+                self._task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await self._task
+        self._server, self._task, self._port = None, None, 0
+
+    def _app(self) -> Starlette:
+        async def messages(request: Request) -> Response:
+            return await self._call("anthropic", request)
+
+        async def responses(request: Request) -> Response:
+            return await self._call("responses", request)
+
+        async def chat(request: Request) -> Response:
+            return await self._call("chat", request)
+
+        async def models(request: Request) -> Response:
+            session = self._session(request)
+            if session is None:
+                return _send(error_reply("chat", 401, "authentication_error", _NO_TOKEN))
+            name = session.model_key.name
+            return JSONResponse(
+                {
+                    "object": "list",
+                    "data": [
+                        {"id": name.partition("/")[2], "object": "model", "owned_by": "assay"}
+                    ],
+                }
+            )
+
+        async def unknown(request: Request) -> Response:
+            return _send(
+                error_reply(
+                    "chat",
+                    404,
+                    "not_found_error",
+                    f"the assay model bridge does not serve {request.url.path}",
+                )
+            )
+
+        return Starlette(routes=[
+            Route("/{prefix:path}/messages", messages, methods=["POST"]),
+            Route("/{prefix:path}/responses", responses, methods=["POST"]),
+            Route("/{prefix:path}/chat/completions", chat, methods=["POST"]),
+            Route("/{prefix:path}/models", models, methods=["GET"]),
+            Route("/{path:path}", unknown, methods=["GET", "POST", "HEAD", "PUT", "DELETE"]),
+        ])  # fmt: skip
+
+    def _session(self, request: Request) -> BridgeSession | None:
+        token = request.headers.get("x-api-key") or ""
+        bearer = request.headers.get("authorization", "")
+        if not token and bearer.lower().startswith("bearer "):
+            token = bearer[7:].strip()
+        return self._sessions.get(token)
+
+    async def _call(self, protocol: Protocol, request: Request) -> Response:
+        session = self._session(request)
+        if session is None:
+            self.refused += 1
+            return _send(error_reply(protocol, 401, "authentication_error", _NO_TOKEN))
+        refusal = session.refusal()
+        if refusal is not None:
+            log = session.begin(protocol, session.model_key.name)
+            log.status, log.error = 400, refusal
+            session.end(log)
+            return _send(error_reply(protocol, 400, "invalid_request_error", refusal))
+        raw = await request.body()
+        try:
+            body: Any = json.loads(raw)
+        except ValueError as exc:
+            return _send(
+                error_reply(
+                    protocol, 400, "invalid_request_error", f"the request body is not JSON: {exc}"
+                )
+            )
+        model = self.pool.get(session.model_key)
+        passthrough = session.model_key.name.startswith("anthropic/")
+        if protocol == "anthropic" and passthrough and isinstance(body, dict):
+            reply = await forward(session, model, raw, body, headers=dict(request.headers),
+                                  query=request.url.query, on_retry=self.on_retry)  # fmt: skip
+        else:
+            reply = await translate(protocol, session, model, body, on_retry=self.on_retry)
+        return _send(reply)
+
+
+_NO_TOKEN = (
+    "this request carries no valid assay row credential (x-api-key or Authorization: "
+    "Bearer); the bridge only answers the agents of a running row-task"
+)
+
+
+def _send(reply: Reply) -> Response:
+    if reply.stream is not None:
+        media = reply.headers.pop("content-type", None) or "text/event-stream"
+        return StreamingResponse(reply.stream, status_code=reply.status, headers=reply.headers,
+                                 media_type=media)  # fmt: skip
+    return JSONResponse(reply.body, status_code=reply.status, headers=reply.headers)

@@ -1,0 +1,205 @@
+"""One row-task's use of the bridge: its credential, model, limits, and every call it made.
+
+The agent opens a session before it starts its CLI and gives the CLI the session's token as
+its API key; every request the CLI sends carries it, so each call is attributed to its row.
+The session counts tokens and cost as calls end and stops (refusing further calls and
+setting :attr:`BridgeSession.stopped`) when a limit is crossed, so the agent can end the CLI
+mid-run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import time
+from dataclasses import dataclass, field
+from typing import Literal
+
+from assay.providers.base import Usage
+from assay.providers.pool import ModelKey
+from assay.providers.pricing import Price, PriceTable
+from assay.providers.retry import Attempt
+from assay.results.trace import Span
+
+StopKind = Literal["token_budget", "cost_budget", "max_turns"]
+Protocol = Literal["anthropic", "responses", "chat"]
+
+
+@dataclass(frozen=True)
+class SessionLimits:
+    """A row's limits: total tokens, US dollars, model calls (``run_limits``)."""
+
+    max_total_tokens: int | None = None
+    max_usd: float | None = None
+    max_turns: int | None = None
+
+
+@dataclass
+class CallLog:
+    """One model call through the bridge.
+
+    Attributes:
+        index: 1-based, in the order calls started.
+        protocol: the wire the CLI spoke.
+        model: the assay model that answered (``anthropic/<name>`` when passed through).
+        started_ns, ended_ns: Unix nanoseconds.
+        status: the HTTP status the CLI received.
+        usage: tokens the endpoint counted (``None`` when it reported none).
+        cost_usd: priced from ``usage`` (``None`` without a price).
+        stop_reason: why the answer ended (``tool_calls``, ``stop``, ``length``, …).
+        tool_calls: names of the tools the answer called, in order.
+        text: the answer's text (the start of it).
+        error: why the call failed, if it did.
+        attempts: retried attempts.
+        passthrough: the request was forwarded untranslated.
+        cached: the answer came from the response cache.
+    """
+
+    index: int
+    protocol: Protocol
+    model: str
+    started_ns: int
+    ended_ns: int = 0
+    status: int = 200
+    usage: Usage | None = None
+    cost_usd: float | None = None
+    stop_reason: str | None = None
+    tool_calls: list[str] = field(default_factory=list)
+    text: str = ""
+    error: str | None = None
+    attempts: list[Attempt] = field(default_factory=list)
+    passthrough: bool = False
+    cached: bool = False
+
+
+@dataclass
+class BridgeSession:
+    """The bridge's state for one row-task (see the module docstring).
+
+    Attributes:
+        label: the row-task and replicate, for messages.
+        model_key: the model every call goes to.
+        keep_model: pass the CLI's own model name through (an ``anthropic/`` model left
+            unset in the task: the CLI chooses).
+        price: what a call costs, or ``None``.
+        prices: the run's price table, for a model the CLI chose (``keep_model``).
+        limits: the row's budgets.
+        script_vars: ``row.<field>`` and ``sandbox``, for ``mock/`` scripts.
+        replicate: part of the response cache key.
+        parent_span: the agent's span; each call adds a ``chat`` span under it.
+        token: the credential the CLI sends (``assay-row-`` and 32 hex digits).
+    """
+
+    label: str
+    model_key: ModelKey
+    parent_span: Span
+    keep_model: bool = False
+    price: Price | None = None
+    prices: PriceTable | None = None
+    limits: SessionLimits = field(default_factory=SessionLimits)
+    script_vars: dict[str, str] = field(default_factory=dict)
+    replicate: int = 0
+    token: str = field(default_factory=lambda: "assay-row-" + secrets.token_hex(16))
+    calls: list[CallLog] = field(default_factory=list)
+    spans: list[Span] = field(default_factory=list)
+    stopped: StopKind | None = None
+    stop_message: str | None = None
+    stop_event: asyncio.Event = field(default_factory=asyncio.Event)
+
+    @property
+    def usage(self) -> Usage:
+        """Tokens of every call so far."""
+        total = Usage()
+        for call in self.calls:
+            if call.usage is not None:
+                total = total + call.usage
+        return total
+
+    @property
+    def cost_usd(self) -> float | None:
+        """US dollars of every call so far; ``None`` when no call could be priced."""
+        costs = [c.cost_usd for c in self.calls if c.cost_usd is not None]
+        return sum(costs) if costs else None
+
+    def begin(self, protocol: Protocol, model: str, *, passthrough: bool = False) -> CallLog:
+        """Record a call as started and return its log; the caller fills it in and calls
+        :meth:`end`."""
+        log = CallLog(len(self.calls) + 1, protocol, model, time.time_ns(),
+                      passthrough=passthrough)  # fmt: skip
+        self.calls.append(log)
+        return log
+
+    def refusal(self) -> str | None:
+        """Why the next call may not be made (a limit already reached), or ``None``."""
+        if self.stopped is not None:
+            return self.stop_message
+        turns = self.limits.max_turns
+        if turns is not None and len(self.calls) >= turns:
+            self.stop("max_turns", f"the agent asked for model call {len(self.calls) + 1}; "
+                                   f"run_limits.max_turns is {turns}")  # fmt: skip
+            return self.stop_message
+        return None
+
+    def end(self, log: CallLog, *, price_model: str | None = None) -> None:
+        """Close ``log``: time, cost, its span, and the budgets (crossing one stops the
+        session)."""
+        log.ended_ns = time.time_ns()
+        price = self.price
+        if self.keep_model and price_model and self.prices is not None:
+            price = self.prices.lookup(f"anthropic/{price_model}")
+        if log.usage is not None and price is not None:
+            log.cost_usd = price.cost(log.usage)
+        self.spans.append(_span(self.parent_span, log, price_model))
+        self._check_budgets()
+
+    def stop(self, kind: StopKind, message: str) -> None:
+        """Refuse every further call and tell the agent to end its CLI."""
+        if self.stopped is None:
+            self.stopped, self.stop_message = kind, message
+            self.stop_event.set()
+
+    def _check_budgets(self) -> None:
+        tokens, budget = self.usage.total_tokens, self.limits.max_total_tokens
+        if budget is not None and tokens > budget:
+            self.stop("token_budget", f"the agent's model calls used {tokens} tokens; "
+                                      f"run_limits.max_total_tokens is {budget}")  # fmt: skip
+            return
+        cost, limit = self.cost_usd, self.limits.max_usd
+        if limit is not None and cost is not None and cost > limit:
+            self.stop("cost_budget", f"the agent's model calls cost ${cost:.6f}; "
+                                     f"run_limits.max_usd is {limit}")  # fmt: skip
+
+
+def _span(parent: Span, log: CallLog, model: str | None) -> Span:
+    """The ``chat`` span of a call (OpenTelemetry GenAI semantic conventions)."""
+    span = parent.child(f"chat {log.model}")
+    span.start_ns, span.end_ns = log.started_ns, log.ended_ns
+    attributes: dict[str, str | int | float | bool] = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.request.model": model or log.model,
+        "assay.bridge.protocol": log.protocol,
+        "assay.bridge.call": log.index,
+        "http.response.status_code": log.status,
+    }
+    if log.usage is not None:
+        attributes.update({
+            "gen_ai.usage.input_tokens": log.usage.input_tokens,
+            "gen_ai.usage.output_tokens": log.usage.output_tokens,
+            "gen_ai.usage.cache_read.input_tokens": log.usage.cache_read_tokens,
+            "gen_ai.usage.cache_creation.input_tokens": log.usage.cache_write_tokens,
+        })  # fmt: skip
+    if log.stop_reason:
+        attributes["gen_ai.response.finish_reasons"] = log.stop_reason
+    if log.tool_calls:
+        attributes["assay.tool_calls"] = ",".join(log.tool_calls)
+    if log.cost_usd is not None:
+        attributes["assay.cost_usd"] = log.cost_usd
+    if log.attempts:
+        attributes["assay.retries"] = len(log.attempts)
+    if log.passthrough:
+        attributes["assay.bridge.passthrough"] = True
+    if log.cached:
+        attributes["assay.cached"] = True
+    span.attributes.update(attributes)
+    span.error = log.error
+    return span
