@@ -19,7 +19,6 @@ from assay.providers.base import Usage
 from assay.providers.pool import ModelKey
 from assay.providers.pricing import Price, PriceTable
 from assay.providers.retry import Attempt
-from assay.results.trace import Span
 
 StopKind = Literal["token_budget", "cost_budget", "max_turns"]
 Protocol = Literal["anthropic", "responses", "chat"]
@@ -86,13 +85,11 @@ class BridgeSession:
         limits: the row's budgets.
         script_vars: ``row.<field>`` and ``sandbox``, for ``mock/`` scripts.
         replicate: part of the response cache key.
-        parent_span: the agent's span; each call adds a ``chat`` span under it.
         token: the credential the CLI sends (``assay-row-`` and 32 hex digits).
     """
 
     label: str
     model_key: ModelKey
-    parent_span: Span
     keep_model: bool = False
     price: Price | None = None
     prices: PriceTable | None = None
@@ -101,7 +98,6 @@ class BridgeSession:
     replicate: int = 0
     token: str = field(default_factory=lambda: "assay-row-" + secrets.token_hex(16))
     calls: list[CallLog] = field(default_factory=list)
-    spans: list[Span] = field(default_factory=list)
     stopped: StopKind | None = None
     stop_message: str | None = None
     stop_event: asyncio.Event = field(default_factory=asyncio.Event)
@@ -141,15 +137,13 @@ class BridgeSession:
         return None
 
     def end(self, log: CallLog, *, price_model: str | None = None) -> None:
-        """Close ``log``: time, cost, its span, and the budgets (crossing one stops the
-        session)."""
+        """Close ``log``: time, cost, and the budgets (crossing one stops the session)."""
         log.ended_ns = time.time_ns()
         price = self.price
         if self.keep_model and price_model and self.prices is not None:
             price = self.prices.lookup(f"anthropic/{price_model}")
         if log.usage is not None and price is not None:
             log.cost_usd = price.cost(log.usage)
-        self.spans.append(_span(self.parent_span, log, price_model))
         self._check_budgets()
 
     def stop(self, kind: StopKind, message: str) -> None:
@@ -168,38 +162,3 @@ class BridgeSession:
         if limit is not None and cost is not None and cost > limit:
             self.stop("cost_budget", f"the agent's model calls cost ${cost:.6f}; "
                                      f"run_limits.max_usd is {limit}")  # fmt: skip
-
-
-def _span(parent: Span, log: CallLog, model: str | None) -> Span:
-    """The ``chat`` span of a call (OpenTelemetry GenAI semantic conventions)."""
-    span = parent.child(f"chat {log.model}")
-    span.start_ns, span.end_ns = log.started_ns, log.ended_ns
-    attributes: dict[str, str | int | float | bool] = {
-        "gen_ai.operation.name": "chat",
-        "gen_ai.request.model": model or log.model,
-        "assay.bridge.protocol": log.protocol,
-        "assay.bridge.call": log.index,
-        "http.response.status_code": log.status,
-    }
-    if log.usage is not None:
-        attributes.update({
-            "gen_ai.usage.input_tokens": log.usage.input_tokens,
-            "gen_ai.usage.output_tokens": log.usage.output_tokens,
-            "gen_ai.usage.cache_read.input_tokens": log.usage.cache_read_tokens,
-            "gen_ai.usage.cache_creation.input_tokens": log.usage.cache_write_tokens,
-        })  # fmt: skip
-    if log.stop_reason:
-        attributes["gen_ai.response.finish_reasons"] = log.stop_reason
-    if log.tool_calls:
-        attributes["assay.tool_calls"] = ",".join(log.tool_calls)
-    if log.cost_usd is not None:
-        attributes["assay.cost_usd"] = log.cost_usd
-    if log.attempts:
-        attributes["assay.retries"] = len(log.attempts)
-    if log.passthrough:
-        attributes["assay.bridge.passthrough"] = True
-    if log.cached:
-        attributes["assay.cached"] = True
-    span.attributes.update(attributes)
-    span.error = log.error
-    return span

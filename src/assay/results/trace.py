@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,6 +42,15 @@ def _nonzero_bits(bits: int) -> int:
     return value
 
 
+@dataclass(frozen=True)
+class SpanEvent:
+    """Something that happened at one moment of a span (OTLP ``Span.Event``)."""
+
+    name: str
+    time_ns: int
+    attributes: dict[str, str | int | float | bool] = field(default_factory=dict)
+
+
 @dataclass
 class Span:
     """One timed operation. Times are Unix nanoseconds."""
@@ -53,6 +63,7 @@ class Span:
     end_ns: int | None = None
     attributes: dict[str, str | int | float | bool] = field(default_factory=dict)
     error: str | None = None
+    events: list[SpanEvent] = field(default_factory=list)
 
     def end(self, *, error: str | None = None) -> None:
         """Close the span now, optionally as failed."""
@@ -89,6 +100,12 @@ def _encode_span(span: Span) -> dict[str, Any]:
     }
     if span.parent_span_id:
         encoded["parentSpanId"] = span.parent_span_id
+    if span.events:
+        encoded["events"] = [
+            {"timeUnixNano": str(e.time_ns), "name": e.name,
+             "attributes": [{"key": k, "value": _value(v)} for k, v in e.attributes.items()]}
+            for e in span.events
+        ]  # fmt: skip
     return encoded
 
 
@@ -106,3 +123,36 @@ def to_otlp_json(spans: list[Span], *, service: str = "assay") -> dict[str, Any]
             }
         ]
     }
+
+
+def iter_spans(trace: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Every span object of an OTLP JSON object, in file order (non-objects are skipped)."""
+    for resource in _objects(trace.get("resourceSpans")):
+        for scope in _objects(resource.get("scopeSpans")):
+            yield from _objects(scope.get("spans"))
+
+
+def _objects(value: Any) -> Iterator[dict[str, Any]]:
+    if isinstance(value, list):
+        yield from (item for item in value if isinstance(item, dict))
+
+
+def attribute(span: dict[str, Any], key: str) -> Any:
+    """The plain value of a span attribute (``stringValue``, ``intValue``, …) or ``None``."""
+    for item in _objects(span.get("attributes")):
+        if item.get("key") == key:
+            return _plain(item.get("value"))
+    return None
+
+
+def _plain(value: Any) -> Any:
+    if not isinstance(value, dict):
+        return value
+    for kind in ("stringValue", "boolValue", "doubleValue"):
+        if kind in value:
+            return value[kind]
+    if "intValue" in value:
+        return int(value["intValue"])
+    if "arrayValue" in value:
+        return [_plain(v) for v in value["arrayValue"].get("values", [])]
+    return None

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator
 from typing import Any
+
+from assay.results.trace import attribute, iter_spans
 
 OUTPUT_ATTRIBUTES = (
     "output.value",  # OpenInference
@@ -24,18 +25,6 @@ OUTPUT_ATTRIBUTES = (
     "gen_ai.completion.0.content",  # OpenLLMetry, indexed form
     "assay.response",  # assay's own agents
 )
-
-
-def iter_spans(trace: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    """Every span object of an OTLP JSON object, in file order (non-objects are skipped)."""
-    for resource in _objects(trace.get("resourceSpans")):
-        for scope in _objects(resource.get("scopeSpans")):
-            yield from _objects(scope.get("spans"))
-
-
-def _objects(value: Any) -> Iterator[dict[str, Any]]:
-    if isinstance(value, list):
-        yield from (item for item in value if isinstance(item, dict))
 
 
 def otlp_problem(trace: Any) -> str | None:
@@ -72,27 +61,6 @@ def session_id(trace: dict[str, Any]) -> str:
 def merge(traces: list[dict[str, Any]]) -> dict[str, Any]:
     """One OTLP object holding the ``resourceSpans`` of each of ``traces``, in order."""
     return {"resourceSpans": [r for t in traces for r in t.get("resourceSpans", [])]}
-
-
-def attribute(span: dict[str, Any], key: str) -> Any:
-    """The plain value of a span attribute (``stringValue``, ``intValue``, …) or ``None``."""
-    for item in _objects(span.get("attributes")):
-        if item.get("key") == key:
-            return _plain(item.get("value"))
-    return None
-
-
-def _plain(value: Any) -> Any:
-    if not isinstance(value, dict):
-        return value
-    for kind in ("stringValue", "boolValue", "doubleValue"):
-        if kind in value:
-            return value[kind]
-    if "intValue" in value:
-        return int(value["intValue"])
-    if "arrayValue" in value:
-        return [_plain(v) for v in value["arrayValue"].get("values", [])]
-    return None
 
 
 def _output_of(span: dict[str, Any]) -> str | None:

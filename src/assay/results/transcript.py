@@ -1,0 +1,286 @@
+"""The transcript: what an agent did during one row-task, whatever CLI it was.
+
+Each agent turns its own events (Claude Code's stream-json, Codex's ``exec --json``, an
+``llm`` call, a command's exit) into one list of :class:`TranscriptEvent`, in the order they
+happened. Criteria read the transcript, never a CLI's raw output. It is stored twice:
+:class:`TranscriptSummary` in ``task.json``, and every event as OTLP spans in ``trace.json``
+(:mod:`assay.results.transcript_otlp`), from which it can be read back.
+
+Event kinds:
+
+- ``model_call``: one call of the model (``name`` the model, ``usage``, ``cost_usd``,
+  ``stop_reason``, ``is_error`` and ``text`` the error);
+- ``text``: assistant text between tool calls;
+- ``tool_call``: ``name``, ``call_id``, ``arguments`` (the input: a mapping, or text);
+- ``tool_result``: ``call_id``, ``name``, ``text`` (the output), ``is_error``;
+- ``command``: a shell command (``command``, ``exit_code``, ``text`` the output tail);
+- ``file_change``: ``path`` and ``change`` (``add``, ``update``, ``delete``);
+- ``denial``: a tool call the permission rules refused (``name``, ``call_id``, ``text``);
+- ``error``: something the agent reported as failed (``text``);
+- ``final``: the final answer (``text``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+EventKind = Literal[
+    "model_call", "text", "tool_call", "tool_result", "command", "file_change", "denial",
+    "error", "final",
+]  # fmt: skip
+SHELL_TOOLS = frozenset({"Bash", "exec_command", "shell", "local_shell", "run_shell_command"})
+FILE_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit", "apply_patch"})
+LAST_LINES = 12
+
+
+@dataclass(frozen=True)
+class TranscriptEvent:
+    """One thing the agent did (see the module docstring for the fields of each kind)."""
+
+    kind: EventKind
+    at_ns: int
+    name: str = ""
+    call_id: str = ""
+    arguments: Any = None
+    text: str = ""
+    is_error: bool = False
+    command: str = ""
+    exit_code: int | None = None
+    path: str = ""
+    change: str = ""
+    usage: TokenBuckets | None = None
+    cost_usd: float | None = None
+    stop_reason: str | None = None
+    duration_ns: int = 0
+
+
+@dataclass(frozen=True)
+class ToolUse:
+    """A tool call joined with its result: ``result`` is ``None`` when none came back (the
+    run ended first), ``denied`` when the permission rules refused it."""
+
+    name: str
+    call_id: str
+    arguments: Any
+    result: str | None
+    is_error: bool
+    denied: bool
+    exit_code: int | None = None
+
+
+@dataclass
+class Transcript:
+    """Everything one agent run did.
+
+    Attributes:
+        agent: the agent type (``claude-code``, ``codex``, ``llm``, ``command``).
+        events: in the order they happened.
+        stop_reason: why the run ended (``end_turn``, ``max_turns``, ``token_budget``,
+            ``timeout``, ``api_error``, ``crashed``, …).
+        cli: facts the CLI reported about itself (``version``, ``session_id``, ``model``).
+        cli_usage, cli_cost_usd: the CLI's own totals (cross-checked with the bridge's).
+        skills_offered: skills the agent was offered (from its plugins).
+        usage_source: ``bridge`` (every call counted by assay), ``cli`` (direct mode: the
+            CLI's totals alone) or ``model`` (an ``llm`` agent's own call).
+    """
+
+    agent: str
+    events: list[TranscriptEvent] = field(default_factory=list)
+    stop_reason: str | None = None
+    cli: dict[str, str] = field(default_factory=dict)
+    cli_usage: TokenBuckets | None = None
+    cli_cost_usd: float | None = None
+    skills_offered: list[str] = field(default_factory=list)
+    usage_source: Literal["bridge", "cli", "model"] | None = None
+
+    def add(self, event: TranscriptEvent) -> None:
+        """Append ``event``."""
+        self.events.append(event)
+
+    def of_kind(self, kind: EventKind) -> list[TranscriptEvent]:
+        """The events of one kind, in order."""
+        return [e for e in self.events if e.kind == kind]
+
+    @property
+    def final(self) -> str | None:
+        """The final answer, or ``None``."""
+        finals = self.of_kind("final")
+        return finals[-1].text if finals else None
+
+    @property
+    def model_calls(self) -> int:
+        """How many times the model was called."""
+        return len(self.of_kind("model_call"))
+
+    @property
+    def usage(self) -> TokenBuckets | None:
+        """Tokens of every model call (``None`` when no call reported any)."""
+        usages = [e.usage for e in self.of_kind("model_call") if e.usage is not None]
+        if not usages:
+            return None
+        total = TokenBuckets()
+        for usage in usages:
+            total = total + usage
+        return total
+
+    @property
+    def cost_usd(self) -> float | None:
+        """US dollars of every priced model call (``None`` when none was priced)."""
+        costs = [e.cost_usd for e in self.of_kind("model_call") if e.cost_usd is not None]
+        return sum(costs) if costs else None
+
+    def tool_uses(self) -> list[ToolUse]:
+        """Every tool call with its result, exit code and denial, in call order."""
+        results = {e.call_id: e for e in self.of_kind("tool_result")}
+        commands = {e.call_id: e for e in self.of_kind("command") if e.call_id}
+        denied = {e.call_id for e in self.of_kind("denial")}
+        uses = []
+        for call in self.of_kind("tool_call"):
+            result = results.get(call.call_id)
+            command = commands.get(call.call_id)
+            uses.append(ToolUse(
+                name=call.name, call_id=call.call_id, arguments=call.arguments,
+                result=result.text if result is not None else None,
+                is_error=bool(result is not None and result.is_error) or call.call_id in denied,
+                denied=call.call_id in denied,
+                exit_code=command.exit_code if command is not None else None,
+            ))  # fmt: skip
+        return uses
+
+    def lines(self) -> list[str]:
+        """The transcript as readable lines (``task.log``)."""
+        return [line for event in self.events if (line := _line(event))]
+
+    def summary(self) -> TranscriptSummary:
+        """The part of the transcript stored in ``task.json``."""
+        uses = self.tool_uses()
+        commands = self.of_kind("command")
+        usage = self.usage
+        return TranscriptSummary(
+            agent=self.agent,
+            model_calls=self.model_calls,
+            turns=self.model_calls,
+            tool_calls=len(uses),
+            tool_calls_by_name=dict(Counter(u.name for u in uses)),
+            tool_errors=sum(1 for u in uses if u.is_error),
+            commands=len(commands),
+            commands_failed=sum(1 for c in commands if c.exit_code not in (0, None)),
+            files_changed=sorted({e.path for e in self.of_kind("file_change")})[:100],
+            denials=[_denial(e) for e in self.of_kind("denial")],
+            stop_reason=self.stop_reason,
+            usage=usage,
+            cost_usd=self.cost_usd,
+            usage_source=self.usage_source,
+            cli_usage=self.cli_usage,
+            cli_cost_usd=self.cli_cost_usd,
+            usage_difference=self.usage_difference(),
+            cli=dict(self.cli),
+            skills_offered=list(self.skills_offered),
+            last_lines=self.lines()[-LAST_LINES:],
+        )
+
+    def usage_difference(self) -> str | None:
+        """How the CLI's own token totals differ from the bridge's, or ``None`` when they
+        agree (or one side is missing)."""
+        if self.usage_source != "bridge" or self.cli_usage is None:
+            return None
+        ours, theirs = self.usage or TokenBuckets(), self.cli_usage
+        pairs = [("input", ours.input, theirs.input), ("output", ours.output, theirs.output)]
+        different = [f"{name} {a} (bridge) vs {b} (CLI)" for name, a, b in pairs if a != b]
+        return "; ".join(different) or None
+
+
+def _denial(event: TranscriptEvent) -> DenialRecord:
+    return DenialRecord(tool=event.name, reason=event.text[:300])
+
+
+def _line(event: TranscriptEvent) -> str:
+    if event.kind == "model_call":
+        usage = event.usage or TokenBuckets()
+        cost = f" ${event.cost_usd:.6f}" if event.cost_usd is not None else ""
+        error = f" ERROR {event.text}" if event.is_error else ""
+        return (f"model {event.name}: {usage.input} in / {usage.output} out{cost}"
+                f" → {event.stop_reason or '?'}{error}")  # fmt: skip
+    if event.kind == "tool_call":
+        return f"tool {event.name}({_short(event.arguments)})"
+    if event.kind == "tool_result":
+        mark = "error" if event.is_error else "result"
+        return f"  {mark}: {_short(event.text)}"
+    if event.kind == "command":
+        return f"  $ {_short(event.command)} → exit {event.exit_code}"
+    if event.kind == "file_change":
+        return f"  file {event.change}: {event.path}"
+    if event.kind == "denial":
+        return f"  denied {event.name}: {_short(event.text)}"
+    labels = {"text": "assistant", "error": "error", "final": "final answer"}
+    return f"{labels[event.kind]}: {_short(event.text)}"
+
+
+def _short(value: Any, limit: int = 160) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="ignore", allow_inf_nan=False)
+
+
+class TokenBuckets(_Record):
+    """Tokens by bucket: ``input`` (all input, cache included), of which ``cache_read`` and
+    ``cache_write``; ``output``, of which ``reasoning``; ``total`` = input + output."""
+
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    reasoning: int = 0
+    total: int = 0
+
+    def __add__(self, other: TokenBuckets) -> TokenBuckets:
+        return TokenBuckets(**{k: getattr(self, k) + getattr(other, k) for k in _BUCKETS})
+
+
+_BUCKETS = ("input", "output", "cache_read", "cache_write", "reasoning", "total")
+
+
+class DenialRecord(_Record):
+    """A tool call the permission rules refused."""
+
+    tool: str
+    reason: str = ""
+
+
+class TranscriptSummary(_Record):
+    """What ``task.json`` keeps of a transcript (the whole of it is in ``trace.json``).
+
+    ``turns`` counts model calls; ``usage`` is counted by assay (the bridge, or the model
+    call), ``cli_usage`` is the CLI's own report, and ``usage_difference`` says where they
+    differ.
+    """
+
+    agent: str
+    model_calls: int = 0
+    turns: int = 0
+    tool_calls: int = 0
+    tool_calls_by_name: dict[str, int] = {}
+    tool_errors: int = 0
+    commands: int = 0
+    commands_failed: int = 0
+    files_changed: list[str] = []
+    denials: list[DenialRecord] = []
+    stop_reason: str | None = None
+    usage: TokenBuckets | None = None
+    cost_usd: float | None = None
+    usage_source: str | None = None
+    cli_usage: TokenBuckets | None = None
+    cli_cost_usd: float | None = None
+    usage_difference: str | None = None
+    cli: dict[str, str] = {}
+    skills_offered: list[str] = []
+    last_lines: list[str] = []
