@@ -11,13 +11,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from assay.bridge import Bridge
 from assay.providers.base import Usage
 from assay.providers.managed import OnRetry
 from assay.providers.pool import ModelPool
 from assay.providers.retry import Attempt
 from assay.results.trace import Span
+from assay.results.transcript import Transcript
 
-OutcomeStatus = Literal["completed", "timeout", "error", "token_budget", "cost_budget"]
+OutcomeStatus = Literal["completed", "timeout", "error", "token_budget", "cost_budget", "max_turns"]
 
 
 @dataclass
@@ -37,6 +39,10 @@ class AgentContext:
         root_span: the row's span; the agent adds children to it.
         replicate: the replicate index (part of the response cache key).
         on_retry: called for every retried model call (the progress display shows them).
+        bridge: the run's model bridge (``None`` when no agent of the run needs one).
+        label: the row-task and replicate, for messages (``task/row#00``).
+        row: the dataset row (``${row.x}`` in ``mock/`` scripts), if any.
+        max_turns: the most model calls the agent may make (``run_limits.max_turns``).
     """
 
     prompt: str | None
@@ -50,11 +56,16 @@ class AgentContext:
     replicate: int = 0
     on_retry: OnRetry | None = None
     max_usd: float | None = None
+    bridge: Bridge | None = None
+    label: str = ""
+    row: dict[str, Any] | None = None
+    max_turns: int | None = None
 
 
 @dataclass
 class AgentOutcome:
-    """What an agent did: final response, status, usage, exit code, spans."""
+    """What an agent did: final response, status, usage, exit code, spans, and the
+    transcript of its events (``None`` for an agent that has none, e.g. ``none``)."""
 
     response: str | None = None
     status: OutcomeStatus = "completed"
@@ -70,6 +81,7 @@ class AgentOutcome:
     cached: bool = False
     cost_usd: float | None = None
     stored_trace: dict[str, Any] | None = None
+    transcript: Transcript | None = None
 
 
 class Agent(Protocol):

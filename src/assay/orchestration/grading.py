@@ -67,6 +67,7 @@ _AGENT_STATUS: dict[OutcomeStatus, FinalStatus] = {
     "timeout": FinalStatus.TIMEOUT,
     "token_budget": FinalStatus.TOKEN_BUDGET_EXCEEDED,
     "cost_budget": FinalStatus.COST_BUDGET_EXCEEDED,
+    "max_turns": FinalStatus.MAX_TURNS_EXHAUSTED,
 }
 
 

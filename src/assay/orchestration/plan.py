@@ -14,6 +14,7 @@ from pathlib import Path
 from assay.agents.llm import model_key
 from assay.data.select import SelectionRequest
 from assay.errors import TaskFileError, UsageError, UserError
+from assay.orchestration.coding_checks import check_coding_agent
 from assay.orchestration.discover import discover
 from assay.orchestration.expand import (
     Expansion,
@@ -300,6 +301,7 @@ def _check_model(
 ) -> None:
     """The model's provider exists; a cost limit has a price to be checked against."""
     _check_judge(loaded, task, registry)
+    check_coding_agent(loaded, task, registry, prices)
     agent = task.agent
     if not isinstance(agent, LlmAgent):
         return

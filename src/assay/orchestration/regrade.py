@@ -41,6 +41,7 @@ _KEEP_STATUS: dict[FinalStatus, OutcomeStatus] = {
     FinalStatus.TIMEOUT: "timeout",
     FinalStatus.TOKEN_BUDGET_EXCEEDED: "token_budget",
     FinalStatus.COST_BUDGET_EXCEEDED: "cost_budget",
+    FinalStatus.MAX_TURNS_EXHAUSTED: "max_turns",
 }
 
 

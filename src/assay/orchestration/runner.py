@@ -22,8 +22,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from assay.agents.base import AgentContext, AgentOutcome
+from assay.agents.coding_models import bridge_key
 from assay.agents.llm import model_key
 from assay.agents.registry import build_agent
+from assay.bridge import Bridge
 from assay.criteria.base import CriterionRegistry, GradingContext, needs_sandbox
 from assay.errors import AssayError, SandboxError
 from assay.orchestration.expand import RowTask
@@ -51,6 +53,7 @@ from assay.results.task_result import (
 from assay.results.trace import Span, new_trace_id, to_otlp_json
 from assay.sandbox.process import run_process, tail
 from assay.sandbox.tempdir import Sandbox
+from assay.spec.coding_agents import CodingAgent
 from assay.spec.task import LlmAgent, NoneAgent, TaskDefinition
 
 if TYPE_CHECKING:
@@ -147,8 +150,19 @@ def model_keys(plan: Plan) -> list[ModelKey]:
             agent = variant.definition.agent
             if isinstance(agent, LlmAgent):
                 keys[model_key(agent, planned.loaded.base_dir)] = None
+            elif isinstance(agent, CodingAgent) and agent.route == "bridge":
+                keys[bridge_key(agent, planned.loaded.base_dir)] = None
     keys.update(dict.fromkeys(judge_keys(plan)))
     return list(keys)
+
+
+def needs_bridge(plan: Plan) -> bool:
+    """Some variant of some task runs a coding agent whose calls go through the bridge."""
+    return any(
+        isinstance(v.definition.agent, CodingAgent) and v.definition.agent.route == "bridge"
+        for planned in plan.tasks
+        for v in planned.variants
+    )
 
 
 def judge_keys(plan: Plan, *, checked_only: bool = False) -> list[ModelKey]:
@@ -191,12 +205,14 @@ class Runner:
         options: RunOptions,
         *,
         on_retry: OnRetry | None = None,
+        bridge: Bridge | None = None,
     ) -> None:
         self.run_dir = run_dir
         self.pool = pool
         self.criteria = criteria
         self.options = options
         self.on_retry = on_retry
+        self.bridge = bridge
         self.base_env = dict(os.environ)
         self._stores: dict[str, Store] = {}
 
@@ -368,6 +384,10 @@ class Runner:
             replicate=item.replicate,
             on_retry=self.on_retry,
             max_usd=task.run_limits.max_usd,
+            bridge=self.bridge,
+            label=f"{task.task_id}#{item.replicate:02d}",
+            row=item.row_task.row,
+            max_turns=task.run_limits.max_turns,
         )
         if isinstance(task.agent, NoneAgent) and item.row_task.trace_id is not None:
             outcome = self._replay(item.row_task)
@@ -375,6 +395,8 @@ class Runner:
             outcome = await build_agent(task.agent).run(context)
         root_span.end(error=outcome.error)
         outcome.spans.insert(0, root_span)
+        if outcome.transcript is not None:
+            row.log.extend(f"  | {line}" for line in outcome.transcript.lines())
         row.note(f"agent {task.agent.type}: {outcome.status}" + (
             f" ({outcome.error})" if outcome.error else ""))  # fmt: skip
         results: list[CriterionResult] = []
@@ -467,6 +489,7 @@ class Runner:
             ),
             total_token_usage=_usage(outcome),
             cost_usd=outcome.cost_usd,
+            transcript=outcome.transcript.summary() if outcome.transcript is not None else None,
             pre_run_results=row.pre_run,
             post_run_results=row.post_run,
             sandbox_path=(kept.relative_to(self.run_dir).as_posix() if kept else None),
@@ -520,10 +543,14 @@ def _first_line(text: str) -> str:
 def _usage(outcome: AgentOutcome) -> TokenUsage | None:
     if outcome.usage is None:
         return None
+    usage = outcome.usage
     return TokenUsage(
-        input_tokens=outcome.usage.input_tokens,
-        output_tokens=outcome.usage.output_tokens,
-        total_tokens=outcome.usage.total_tokens,
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        total_tokens=usage.total_tokens,
+        cache_read_tokens=usage.cache_read_tokens,
+        cache_write_tokens=usage.cache_write_tokens,
+        reasoning_tokens=usage.reasoning_tokens,
     )
 
 

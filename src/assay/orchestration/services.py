@@ -1,10 +1,10 @@
 """The services one run starts before its first row and stops after its last.
 
-Today that is the model pool (every model endpoint the plan's agents and judges use, the
-local llama.cpp server among them, with the response cache). A service that lives exactly
-as long as a run (the model bridge that coding agents call, for one) is started and stopped
-here, in :func:`run_services`, so every way of running rows (``assay run``, ``assay
-execute``, a resumed run, :func:`assay.run`) gets it without knowing about it.
+The model pool (every model endpoint the plan's agents and judges use, the local llama.cpp
+server among them, with the response cache) and, when a coding agent's calls go through it,
+the model bridge (:mod:`assay.bridge`, on 127.0.0.1). Both are started and stopped here, in
+:func:`run_services`, so every way of running rows (``assay run``, ``assay execute``, a
+resumed run, :func:`assay.run`) gets them without knowing about them.
 """
 
 from __future__ import annotations
@@ -13,12 +13,17 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from assay.providers.cache import ResponseCache
+from assay.providers.managed import OnRetry
 from assay.providers.pool import ModelKey, ModelPool, PoolSettings, ProviderRegistry
 from assay.providers.pool import default_registry as default_providers
 from assay.providers.pricing import PriceTable
 from assay.providers.retry import RetryPolicy
+
+if TYPE_CHECKING:
+    from assay.bridge import Bridge
 
 DEFAULT_CACHE = Path(".assay") / "cache.db"
 
@@ -45,9 +50,11 @@ class ModelSettings:
 
 @dataclass
 class RunServices:
-    """What a running run can use: ``pool`` (started models)."""
+    """What a running run can use: ``pool`` (started models) and ``bridge`` (the model
+    bridge, ``None`` when no agent of the run needs it)."""
 
     pool: ModelPool
+    bridge: Bridge | None = None
 
 
 def build_pool(
@@ -73,21 +80,37 @@ def build_pool(
 
 
 @asynccontextmanager
-async def run_services(pool: ModelPool, keys: Sequence[ModelKey]) -> AsyncIterator[RunServices]:
+async def run_services(
+    pool: ModelPool,
+    keys: Sequence[ModelKey],
+    *,
+    bridge: bool = False,
+    on_retry: OnRetry | None = None,
+) -> AsyncIterator[RunServices]:
     """Start the run's services, yield them, and stop them however the block ends.
 
     Args:
         pool: the run's models (:func:`build_pool`); ``keys`` are started before the block
             (a local model server is launched then), and the pool and its cache are closed
             after it.
+        bridge: also serve the model bridge (a coding agent of the run calls through it).
+        on_retry: told of every model call the bridge retries.
 
     Raises:
-        ModelError, UserError: a model could not start; whatever was started is stopped.
+        ModelError, UserError: a model or the bridge could not start; whatever was started
+            is stopped.
     """
     async with AsyncExitStack() as stack:
         stack.push_async_callback(_close_pool, pool)
         await pool.start(list(keys))
-        yield RunServices(pool)
+        served = None
+        if bridge:
+            from assay.bridge import Bridge  # a web server: imported only for coding agents
+
+            served = Bridge(pool, on_retry=on_retry)
+            stack.push_async_callback(served.aclose)
+            await served.start()
+        yield RunServices(pool, served)
 
 
 async def _close_pool(pool: ModelPool) -> None:

@@ -33,7 +33,13 @@ from assay.orchestration.record import (
 )
 from assay.orchestration.rundir import create_run_dir, point_latest
 from assay.orchestration.runfiles import finished_results
-from assay.orchestration.runner import Runner, RunOptions, judge_keys, model_keys
+from assay.orchestration.runner import (
+    Runner,
+    RunOptions,
+    judge_keys,
+    model_keys,
+    needs_bridge,
+)
 from assay.orchestration.services import ModelSettings, build_pool, run_services
 from assay.providers.pool import ModelPool, ProviderRegistry
 from assay.providers.pricing import PriceTable
@@ -178,9 +184,11 @@ class RunSession:
             stop_on_sigterm()
         pool = build_pool(request.models, jobs=request.options.jobs, prices=self.prices,
                           registry=request.registry)  # fmt: skip
-        runner = Runner(self.run_dir, pool, default_criteria(), request.options,
-                        on_retry=request.progress.retry)  # fmt: skip
-        async with run_services(pool, model_keys(self.plan)) as services:
+        services_of_run = run_services(pool, model_keys(self.plan), bridge=needs_bridge(self.plan),
+                                       on_retry=request.progress.retry)  # fmt: skip
+        async with services_of_run as services:
+            runner = Runner(self.run_dir, pool, default_criteria(), request.options,
+                            on_retry=request.progress.retry, bridge=services.bridge)  # fmt: skip
             try:
                 if request.options.stage == "run":
                     warnings = await check_judges(self.plan, services.pool, request.on_warning)

@@ -222,9 +222,8 @@ def _token_total(results: Sequence[EvaluationResult]) -> TokenUsage:
     for result in results:
         usage = result.total_token_usage
         if usage is not None:
-            total.input_tokens += usage.input_tokens
-            total.output_tokens += usage.output_tokens
-            total.total_tokens += usage.total_tokens
+            for name in TokenUsage.model_fields:
+                setattr(total, name, getattr(total, name) + getattr(usage, name))
     return total
 
 

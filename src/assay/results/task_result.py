@@ -1,7 +1,8 @@
 """``task.json``: the result of one row-task replicate (Coder Eval's ``EvaluationResult``).
 
 Field names follow ``reference/originals.md`` §1.10; assay adds ``schema_version``,
-``suite_id``, ``row_id``, ``row_index``, ``replicate_index``, ``row``, ``agent`` and, for a
+``suite_id``, ``row_id``, ``row_index``, ``replicate_index``, ``row``, ``agent``,
+``transcript`` (what the agent did, summed up: :class:`TranscriptSummary`) and, for a
 ``qa:`` row, ``qa_record`` (its ``prediction.jsonl`` record, ``assay.qa.records``).
 """
 
@@ -12,6 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from assay.results.status import FinalStatus
+from assay.results.transcript import TranscriptSummary
 
 TASK_SCHEMA_VERSION = "1"
 
@@ -93,11 +95,17 @@ class CommandResult(_Result):
 
 
 class TokenUsage(_Result):
-    """Tokens counted by the model endpoint for one row (all calls summed)."""
+    """Tokens counted by the model endpoint for one row (all calls summed): ``input_tokens``
+    counts every input token, of which ``cache_read_tokens`` and ``cache_write_tokens`` were
+    read from or written to the provider's prompt cache; ``reasoning_tokens`` are part of
+    ``output_tokens``; ``total_tokens`` = input + output."""
 
     input_tokens: int = 0
     output_tokens: int = 0
     total_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
 
 
 class AttemptRecord(_Result):
@@ -154,6 +162,7 @@ class EvaluationResult(_Result):
     agent: AgentRecord = Field(default_factory=AgentRecord)
     total_token_usage: TokenUsage | None = None
     cost_usd: float | None = None
+    transcript: TranscriptSummary | None = None
     pre_run_results: list[CommandResult] = Field(default_factory=list)
     post_run_results: list[CommandResult] = Field(default_factory=list)
     sandbox_path: str | None = None

@@ -14,6 +14,7 @@ import signal
 import sys
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -100,6 +101,102 @@ async def run_process(
     return ProcessResult(
         exit_code, _text(out), _text(err), bool(pending), time.perf_counter() - started
     )
+
+
+@dataclass(frozen=True)
+class StreamResult:
+    """How a streamed program ended: exit code (``None`` when killed), the tail of stderr,
+    whether the timeout or the stop event killed it, seconds."""
+
+    exit_code: int | None
+    stderr: str
+    timed_out: bool
+    stopped: bool
+    seconds: float
+
+
+async def stream_process(
+    argv: list[str],
+    *,
+    cwd: Path,
+    env: dict[str, str],
+    timeout: float,
+    on_line: Callable[[str], None],
+    stdin: str | None = None,
+    stop: asyncio.Event | None = None,
+) -> StreamResult:
+    """Run ``argv`` in its own process group and hand each line of its stdout to
+    ``on_line`` as it arrives (a line may be any length); stderr is kept (its last 64 KiB).
+
+    The whole process group is killed (``SIGKILL``) at ``timeout`` seconds or as soon as
+    ``stop`` is set; the lines printed until then have been handed over.
+
+    Raises:
+        FileNotFoundError, PermissionError: the program cannot be started.
+    """
+    started = time.perf_counter()
+    process = await asyncio.create_subprocess_exec(
+        *argv, cwd=cwd, env=env, start_new_session=True,
+        stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    assert process.stdout is not None and process.stderr is not None
+    err = bytearray()
+    reading = {asyncio.ensure_future(_lines(process.stdout, on_line)),
+               asyncio.ensure_future(_collect_tail(process.stderr, err))}  # fmt: skip
+    if stdin is not None and process.stdin is not None:
+        reading.add(asyncio.ensure_future(_feed(process.stdin, stdin.encode("utf-8"))))
+    waiting = asyncio.ensure_future(process.wait())
+    stopping = asyncio.ensure_future(stop.wait()) if stop is not None else None
+    timed_out = stopped = False
+    try:
+        watched = {waiting, *([stopping] if stopping else [])}
+        done, _ = await asyncio.wait(watched, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        if waiting not in done:
+            stopped = stopping is not None and stopping in done
+            timed_out = not stopped
+            _kill_group(process.pid)
+            await waiting
+        else:
+            _kill_group(process.pid)  # what the program left running dies with it
+        _, still = await asyncio.wait(reading, timeout=_DRAIN_SECONDS)
+        for task in still:
+            task.cancel()
+        await asyncio.gather(*reading, return_exceptions=True)
+        if still:
+            _close(process)
+    except BaseException:
+        _kill_group(process.pid)
+        waiting.cancel()
+        for task in reading:
+            task.cancel()
+        with contextlib.suppress(BaseException):
+            await process.wait()
+        _close(process)
+        raise
+    finally:
+        if stopping is not None:
+            stopping.cancel()
+    exit_code = None if (timed_out or stopped) else process.returncode
+    return StreamResult(exit_code, _text(err), timed_out, stopped, time.perf_counter() - started)
+
+
+async def _lines(stream: asyncio.StreamReader, on_line: Callable[[str], None]) -> None:
+    pending = b""
+    while chunk := await stream.read(65536):
+        pending += chunk
+        *complete, pending = pending.split(b"\n")
+        for line in complete:
+            on_line(_text(line))
+    if pending.strip():
+        on_line(_text(pending))
+
+
+async def _collect_tail(stream: asyncio.StreamReader, sink: bytearray, keep: int = 65536) -> None:
+    while chunk := await stream.read(65536):
+        sink.extend(chunk)
+        if len(sink) > 2 * keep:
+            del sink[:-keep]
 
 
 _DRAIN_SECONDS = 5.0

@@ -8,6 +8,8 @@ format (``reference/originals.md`` §1.7):
   implement yet. :func:`screen` removes them and reports one warning each.
 - ``writer_only``: fields that assay itself writes (``suite_id``, ``row_id``); a user who
   writes them gets an error.
+- ``refused_fields``: fields of Coder Eval's format that this model refuses, with the reason
+  (Coder Eval refuses them too, e.g. ``permission_mode`` on a ``codex`` agent).
 
 :func:`screen` walks raw YAML data along the model tree before validation, so that an
 unknown field is reported with its path and a "did you mean" suggestion drawn from the
@@ -36,6 +38,7 @@ class StrictModel(BaseModel):
 
     coder_eval_only: ClassVar[Mapping[str, str]] = {}
     writer_only: ClassVar[frozenset[str]] = frozenset()
+    refused_fields: ClassVar[Mapping[str, str]] = {}
 
 
 @dataclass(frozen=True)
@@ -103,6 +106,12 @@ def _screen_model(
         if key in model.writer_only:
             raise ScreenError(
                 FieldProblem(key_loc, f"'{key}' is written by assay, not by users", "remove it")
+            )
+        if key in model.refused_fields:
+            raise ScreenError(
+                FieldProblem(
+                    key_loc, f"field '{key}' is not accepted here", model.refused_fields[key]
+                )
             )
         if key in model.coder_eval_only:
             if value is not None:

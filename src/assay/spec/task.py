@@ -21,7 +21,9 @@ from pydantic import (
 )
 
 from assay.spec.base import StrictModel, UnionInfo
+from assay.spec.coding_agents import ClaudeCodeAgent, CodexAgent
 from assay.spec.criteria import Criterion, QaCriterion, check_relative_path
+from assay.spec.price import ModelPrice
 from assay.spec.qa import QaConfig
 
 ID_PATTERN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$")
@@ -82,15 +84,6 @@ class FewShot(StrictModel):
     assistant: StrictStr
 
 
-class ModelPrice(StrictModel):
-    """US dollars per million tokens, overriding the price table for this agent's model."""
-
-    input_per_mtok: float = Field(ge=0)
-    output_per_mtok: float = Field(ge=0)
-    cache_read_per_mtok: float | None = Field(default=None, ge=0)
-    cache_write_per_mtok: float | None = Field(default=None, ge=0)
-
-
 class LlmAgent(AgentBase):
     """Send the prompt to a model and take its answer as the final response.
 
@@ -149,14 +142,11 @@ _CODING_AGENT = (
     "or type 'llm' to have a model answer the prompt"
 )
 AgentConfig = Annotated[
-    NoneAgent | CommandAgent | LlmAgent,
+    NoneAgent | CommandAgent | LlmAgent | ClaudeCodeAgent | CodexAgent,
     Field(discriminator="type"),
     UnionInfo(
         noun="agent",
-        not_yet={
-            name: _CODING_AGENT
-            for name in ["claude-code", "codex", "antigravity", "opencode", "pi", "gemini"]
-        },
+        not_yet={name: _CODING_AGENT for name in ["antigravity", "opencode", "pi", "gemini"]},
     ),
 ]
 

@@ -1,0 +1,202 @@
+"""``agent: {type: claude-code}``: the Claude Code CLI, headless, in the row's sandbox.
+
+The CLI runs as ``claude -p --output-format stream-json --verbose`` with the prompt on
+standard input, in a fresh home folder (no user settings, hooks, memory or login), with
+``--setting-sources`` from the task (default ``project``: the sandbox's own ``.claude/``),
+the task's permission mode and tool lists, ``--plugin-dir`` for each plugin, and
+``sdk_options`` as the CLI flags the Claude Agent SDK would pass. Its non-essential
+traffic, auto-updater and telemetry are off. Behind the bridge it gets
+``ANTHROPIC_BASE_URL`` = the bridge and ``ANTHROPIC_API_KEY`` = the row's credential (never
+the user's key), and its own retries are off (the bridge retries); with ``route: direct``
+it uses the user's ``ANTHROPIC_API_KEY`` or login. Flags and environment from
+``reference/coding_agents_offline.md``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+from assay.agents.base import AgentContext, AgentOutcome
+from assay.agents.claude_stream import ClaudeStreamParser
+from assay.agents.cli import (
+    CliLaunch,
+    cli_environment,
+    find_cli,
+    fresh_home,
+    open_session,
+    refused,
+    run_cli,
+)
+from assay.agents.coding_models import (
+    bridge_key,
+    plugin_dirs,
+    read_system_prompt,
+    skills_offered,
+)
+from assay.errors import UserError
+from assay.spec.coding_agents import ClaudeCodeAgent
+
+QUIET = {
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    "DISABLE_AUTOUPDATER": "1",
+    "DISABLE_TELEMETRY": "1",
+    "DISABLE_ERROR_REPORTING": "1",
+}
+
+
+def bundled_claude() -> Path | None:
+    """The CLI inside the ``claude-agent-sdk`` wheel (extra ``agents``), if installed."""
+    spec = importlib.util.find_spec("claude_agent_sdk")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for folder in spec.submodule_search_locations:
+        path = Path(folder) / "_bundled" / "claude"
+        if path.is_file():
+            return path
+    return None
+
+
+def find_claude(config: ClaudeCodeAgent) -> Path:
+    """The ``claude`` executable for ``config`` (see :func:`assay.agents.cli.find_cli`)."""
+    return find_cli("claude", configured=config.cli_path, bundled=bundled_claude)
+
+
+class ClaudeCodeRunner:
+    """Runs :class:`assay.spec.coding_agents.ClaudeCodeAgent`."""
+
+    type_name = "claude-code"
+
+    def __init__(self, config: ClaudeCodeAgent) -> None:
+        self.config = config
+
+    async def run(self, context: AgentContext) -> AgentOutcome:
+        """Run the CLI once for the row; see the module docstring."""
+        span = context.root_span.child("invoke_agent claude-code")
+        parser = ClaudeStreamParser()
+        config = self.config
+        try:
+            cli = find_claude(config)
+            argv = claude_argv(config, cli, context)
+            plugins = plugin_dirs(config, context.base_dir)
+        except UserError as exc:
+            return refused(span, parser.transcript, str(exc))
+        parser.transcript.skills_offered = skills_offered(plugins)
+        home = fresh_home("claude")
+        env = cli_environment(context, config, home) | QUIET
+        session = None
+        if config.route == "bridge":
+            session = open_session(context, config, bridge_key(config, context.base_dir))
+            assert context.bridge is not None
+            env |= {"ANTHROPIC_BASE_URL": context.bridge.url, "ANTHROPIC_API_KEY": session.token,
+                    "CLAUDE_CODE_MAX_RETRIES": "0"}  # fmt: skip
+        else:
+            env |= _direct_credentials(context.env, home)
+        if config.permission_mode == "bypassPermissions":
+            env["IS_SANDBOX"] = "1"  # the CLI refuses the mode as root otherwise
+        launch = CliLaunch(argv, env, stdin=context.prompt or "", cleanup=[home])
+        return await run_cli(context, name="claude-code", launch=launch, parser=parser,
+                             session=session, span=span)  # fmt: skip
+
+
+def claude_argv(config: ClaudeCodeAgent, cli: Path, context: AgentContext) -> list[str]:
+    """The CLI's command line for one row (the prompt goes on standard input).
+
+    Raises:
+        UserError: a system prompt file, settings file or plugin folder that cannot be read.
+    """
+    argv = [str(cli), "-p", "--output-format", "stream-json", "--verbose",
+            "--permission-mode", config.permission_mode,
+            "--setting-sources", ",".join(config.setting_sources or ["project"])]  # fmt: skip
+    if config.allowed_tools:
+        argv += ["--allowedTools", ",".join(config.allowed_tools)]
+    if config.disallowed_tools:
+        argv += ["--disallowedTools", ",".join(config.disallowed_tools)]
+    if context.max_turns is not None:
+        argv += ["--max-turns", str(context.max_turns)]
+    model = cli_model(config)
+    if model:
+        argv += ["--model", model]
+    argv += _system_prompt(config, context.base_dir)
+    argv += _settings(config, context.base_dir)
+    for folder in plugin_dirs(config, context.base_dir):
+        argv += ["--plugin-dir", str(folder)]
+    return argv + sdk_flags(config.sdk_options)
+
+
+def cli_model(config: ClaudeCodeAgent) -> str | None:
+    """The name given to ``--model``: ``cli_model``, else an ``anthropic/`` model's own name
+    (other models leave the CLI's default: the bridge answers with the task's model)."""
+    if config.cli_model:
+        return config.cli_model
+    if config.model and config.model.startswith("anthropic/"):
+        return config.model.partition("/")[2]
+    return None
+
+
+def _system_prompt(config: ClaudeCodeAgent, base_dir: Path) -> list[str]:
+    text = read_system_prompt(config, base_dir)
+    if text is None:
+        return []
+    if config.system_prompt_mode == "replace":
+        return ["--system-prompt", text]
+    return ["--append-system-prompt", text, "--exclude-dynamic-system-prompt-sections"]
+
+
+def _settings(config: ClaudeCodeAgent, base_dir: Path) -> list[str]:
+    settings = config.claude_settings
+    if settings is None:
+        return []
+    if isinstance(settings, dict):
+        return ["--settings", json.dumps(settings)]
+    path = Path(os.path.expandvars(settings))
+    path = path if path.is_absolute() else base_dir / path
+    if not path.is_file():
+        raise UserError(f"agent.claude_settings file not found: {path}")
+    return ["--settings", str(path)]
+
+
+def sdk_flags(options: dict[str, Any]) -> list[str]:
+    """The CLI flags for ``sdk_options``, as the Claude Agent SDK (0.2.189) passes them."""
+    flags: list[str] = []
+    for key, value in options.items():
+        if key == "betas":
+            flags += ["--betas", ",".join(value if isinstance(value, list) else [str(value)])]
+        elif key in ("effort", "fallback_model", "max_thinking_tokens"):
+            flags += ["--" + key.replace("_", "-"), str(value)]
+        elif key in ("strict_mcp_config", "include_hook_events") and value:
+            flags.append("--" + key.replace("_", "-"))
+        elif key == "output_format" and isinstance(value, dict):
+            flags += ["--json-schema", json.dumps(value.get("schema", {}))]
+        elif key == "thinking" and isinstance(value, dict):
+            flags += _thinking(value)
+    return flags
+
+
+def _thinking(value: dict[str, Any]) -> list[str]:
+    kind = value.get("type")
+    flags = []
+    if kind == "adaptive":
+        flags = ["--thinking", "adaptive"]
+    elif kind == "enabled":
+        flags = ["--max-thinking-tokens", str(value.get("budget_tokens", 0))]
+    elif kind == "disabled":
+        flags = ["--thinking", "disabled"]
+    if value.get("display"):
+        flags += ["--thinking-display", str(value["display"])]
+    return flags
+
+
+def _direct_credentials(host: dict[str, str], home: Path) -> dict[str, str]:
+    """``route: direct``: the user's key or login, copied into the fresh home."""
+    env = {k: host[k] for k in ("ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN",
+                                "ANTHROPIC_BASE_URL") if host.get(k)}  # fmt: skip
+    login = Path(host.get("HOME", "~")).expanduser() / ".claude" / ".credentials.json"
+    if login.is_file():
+        (home / ".claude").mkdir(parents=True, exist_ok=True)
+        shutil.copy2(login, home / ".claude" / ".credentials.json")
+    return env

@@ -1,0 +1,186 @@
+"""Claude Code's ``--output-format stream-json`` events, read into a transcript.
+
+One JSON object a line (``reference/coding_agents_offline.md``): ``system`` (``init``: cwd,
+session id, tools, model, version; ``api_retry``), ``assistant`` (a message whose content
+blocks are ``text``, ``thinking`` or ``tool_use``), ``user`` (``tool_result`` blocks, and
+``tool_use_result`` with the tool's details: a Bash command's ``stdout``/``stderr``, a
+Write's ``{type: create|update, filePath}``), and last ``result`` (``subtype``,
+``is_error``, ``result`` = the final text, ``num_turns``, ``total_cost_usd``, ``usage``,
+``permission_denials``, ``terminal_reason``, ``api_error_status``). A line that is not JSON
+(a warning the CLI printed) is ignored.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from datetime import datetime
+from typing import Any
+
+from assay.agents.cli import CliEnding
+from assay.results.transcript import (
+    FILE_TOOLS,
+    SHELL_TOOLS,
+    TokenBuckets,
+    Transcript,
+    TranscriptEvent,
+)
+
+_EXIT = re.compile(r"^Exit code (-?\d+)")
+
+
+class ClaudeStreamParser:
+    """Builds the transcript of one Claude Code run from its stdout lines."""
+
+    def __init__(self) -> None:
+        self.transcript = Transcript(agent="claude-code")
+        self._calls: dict[str, tuple[str, Any]] = {}
+        self._results: dict[str, str] = {}
+        self._result: dict[str, Any] | None = None
+
+    def feed(self, line: str) -> None:
+        """Read one line; see the module docstring."""
+        try:
+            event = json.loads(line)
+        except ValueError:
+            return
+        if not isinstance(event, dict):
+            return
+        kind = event.get("type")
+        if kind == "system" and event.get("subtype") == "init":
+            self._init(event)
+        elif kind == "assistant":
+            self._assistant(event.get("message") or {}, _at(event))
+        elif kind == "user":
+            self._user(event, _at(event))
+        elif kind == "result":
+            self._result = event
+
+    def _init(self, event: dict[str, Any]) -> None:
+        facts = {"version": event.get("claude_code_version"), "session_id":
+                 event.get("session_id"), "model": event.get("model"),
+                 "permission_mode": event.get("permissionMode")}  # fmt: skip
+        self.transcript.cli.update({k: str(v) for k, v in facts.items() if v is not None})
+
+    def _assistant(self, message: dict[str, Any], now: int) -> None:
+        for block in message.get("content") or []:
+            if not isinstance(block, dict):
+                continue
+            if block.get("type") == "text" and str(block.get("text", "")).strip():
+                self.transcript.add(TranscriptEvent("text", now, text=str(block["text"])))
+            elif block.get("type") == "tool_use":
+                call_id, name = str(block.get("id")), str(block.get("name"))
+                arguments = block.get("input")
+                self._calls[call_id] = (name, arguments)
+                self.transcript.add(TranscriptEvent("tool_call", now, name=name, call_id=call_id,
+                                                    arguments=arguments))  # fmt: skip
+
+    def _user(self, event: dict[str, Any], now: int) -> None:
+        details = event.get("tool_use_result")
+        content = (event.get("message") or {}).get("content")
+        for block in content if isinstance(content, list) else []:
+            if not isinstance(block, dict) or block.get("type") != "tool_result":
+                continue
+            call_id = str(block.get("tool_use_id"))
+            name, arguments = self._calls.get(call_id, ("", None))
+            text = _text(block.get("content"))
+            error = bool(block.get("is_error"))
+            self._results[call_id] = text
+            self.transcript.add(TranscriptEvent("tool_result", now, name=name, call_id=call_id,
+                                                text=text, is_error=error))  # fmt: skip
+            self._side_effects(now, name, call_id, arguments, text, error, details)
+
+    def _side_effects(
+        self, now: int, name: str, call_id: str, arguments: Any, text: str, error: bool,
+        details: Any,
+    ) -> None:  # fmt: skip
+        given = arguments if isinstance(arguments, dict) else {}
+        if name in SHELL_TOOLS:
+            found = _EXIT.match(text)
+            code = int(found.group(1)) if found else (None if error else 0)
+            self.transcript.add(
+                TranscriptEvent(
+                    "command",
+                    now,
+                    name=name,
+                    call_id=call_id,
+                    command=str(given.get("command", "")),
+                    exit_code=code,
+                    text=text[-2000:],
+                )
+            )
+        elif name in FILE_TOOLS and not error:
+            info = details if isinstance(details, dict) else {}
+            path = given.get("file_path") or given.get("notebook_path") or info.get("filePath")
+            change = "add" if info.get("type") == "create" else "update"
+            if path:
+                self.transcript.add(TranscriptEvent("file_change", now, name=name,
+                                                    call_id=call_id, path=str(path),
+                                                    change=change))  # fmt: skip
+
+    def ending(self) -> CliEnding:
+        """What the ``result`` event said (an ending with nothing when the CLI died first)."""
+        result = self._result
+        if result is None:
+            return CliEnding()
+        self._denials(result.get("permission_denials"))
+        usage = _usage(result.get("usage"))
+        max_turns = result.get("subtype") == "error_max_turns" or (
+            result.get("terminal_reason") == "max_turns"
+        )
+        text = result.get("result")
+        failed = bool(result.get("is_error")) and not max_turns
+        api_error = None
+        if failed:
+            status = result.get("api_error_status")
+            fallback = f"HTTP {status}" if status else str(result.get("subtype"))
+            api_error = str(text) if text else fallback
+        cost = result.get("total_cost_usd")
+        return CliEnding(
+            final=str(text) if isinstance(text, str) and not failed and not max_turns else None,
+            max_turns=max_turns, api_error=api_error, usage=usage,
+            cost_usd=float(cost) if isinstance(cost, int | float) else None,
+        )  # fmt: skip
+
+    def _denials(self, denials: Any) -> None:
+        now = time.time_ns()
+        for denial in denials if isinstance(denials, list) else []:
+            if not isinstance(denial, dict):
+                continue
+            call_id = str(denial.get("tool_use_id", ""))
+            reason = self._results.get(call_id, "denied by the permission rules")
+            self.transcript.add(TranscriptEvent("denial", now, name=str(denial.get("tool_name")),
+                                                call_id=call_id, text=reason))  # fmt: skip
+
+
+def _at(event: dict[str, Any]) -> int:
+    """When the CLI says the event happened (its ``timestamp``, milliseconds), else now: the
+    CLI may print a tool's result after it has sent the next request."""
+    stamp = event.get("timestamp")
+    if isinstance(stamp, str):
+        try:
+            moment = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+        except ValueError:
+            return time.time_ns()
+        return int(moment.timestamp() * 1_000_000_000)
+    return time.time_ns()
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return ""
+
+
+def _usage(raw: Any) -> TokenBuckets | None:
+    if not isinstance(raw, dict):
+        return None
+    read = int(raw.get("cache_read_input_tokens") or 0)
+    write = int(raw.get("cache_creation_input_tokens") or 0)
+    total_input = int(raw.get("input_tokens") or 0) + read + write
+    output = int(raw.get("output_tokens") or 0)
+    return TokenBuckets(input=total_input, output=output, cache_read=read, cache_write=write,
+                        total=total_input + output)  # fmt: skip

@@ -1,0 +1,312 @@
+"""What the coding-agent CLIs share: finding the program, a fresh home per row, the bridge
+session, running the CLI with its events read as they arrive, and the outcome.
+
+A CLI run ends in one of these ways, checked in this order: the bridge stopped the session
+(a budget or ``max_turns`` was crossed: the CLI is killed, the row ends with that status),
+the row's ``task_timeout`` ran out (killed, ``TIMEOUT``), the CLI reported its own
+``max_turns`` (``MAX_TURNS_EXHAUSTED``), the CLI reported an API error or crashed
+(``ERROR`` with the cause: the bridge's own error for the failed call when there is one),
+or it finished (its final answer is the response). In every case the transcript so far is
+kept.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from assay.agents.base import AgentContext, AgentOutcome, OutcomeStatus
+from assay.bridge import BridgeSession, CallLog, SessionLimits
+from assay.errors import UsageError
+from assay.providers.base import Usage
+from assay.providers.pool import ModelKey
+from assay.providers.pricing import Price
+from assay.results.trace import Span
+from assay.results.transcript import TokenBuckets, Transcript, TranscriptEvent
+from assay.results.transcript_otlp import to_spans
+from assay.sandbox.process import StreamResult, stream_process, tail
+from assay.spec.coding_agents import CodingAgent
+
+CREDENTIAL_VARIABLES = frozenset({
+    "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN", "OPENAI_API_KEY",
+    "CODEX_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "AWS_BEARER_TOKEN_BEDROCK",
+    "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX",
+})  # fmt: skip
+"""Variables through which a CLI would reach a model on the user's account; a CLI behind the
+bridge never sees them (it gets the row's bridge credential instead)."""
+
+
+def buckets(usage: Usage) -> TokenBuckets:
+    """``usage`` as the transcript's token buckets."""
+    return TokenBuckets(input=usage.input_tokens, output=usage.output_tokens,
+                        cache_read=usage.cache_read_tokens,
+                        cache_write=usage.cache_write_tokens,
+                        reasoning=usage.reasoning_tokens, total=usage.total_tokens)  # fmt: skip
+
+
+def find_cli(name: str, *, configured: str | None, bundled: Callable[[], Path | None]) -> Path:
+    """The CLI's executable: ``agent.cli_path``, else ``name`` on ``PATH``, else the copy a
+    Python package bundles.
+
+    Raises:
+        UsageError: none of them exists (the hint says how to install it).
+    """
+    if configured:
+        path = Path(os.path.expandvars(configured)).expanduser()
+        if path.is_file() and os.access(path, os.X_OK):
+            return path
+        raise UsageError(f"agent.cli_path {configured} is not an executable file")
+    found = shutil.which(name)
+    if found:
+        return Path(found)
+    packaged = bundled()
+    if packaged is not None:
+        return packaged
+    raise UsageError(f"the {name} CLI was not found (agent.cli_path, then PATH)",
+                     hint=_INSTALL[name])  # fmt: skip
+
+
+_INSTALL = {
+    "claude": "pip install 'assay[agents]' (the claude-agent-sdk wheel bundles the CLI), or "
+    "npm install -g @anthropic-ai/claude-code, or set agent.cli_path",
+    "codex": "npm install -g @openai/codex@0.171.0, or set agent.cli_path",
+}
+
+
+class EventParser(Protocol):
+    """Reads one CLI's event stream into a transcript, line by line."""
+
+    transcript: Transcript
+
+    def feed(self, line: str) -> None:
+        """Read one line of the CLI's stdout."""
+
+    def ending(self) -> CliEnding:
+        """How the CLI said the run ended (after the last line)."""
+        ...
+
+
+@dataclass
+class CliEnding:
+    """What the CLI reported at its end: its final answer, whether it hit its own turn
+    limit or an API error (and the message), and its own usage and cost totals."""
+
+    final: str | None = None
+    max_turns: bool = False
+    api_error: str | None = None
+    usage: TokenBuckets | None = None
+    cost_usd: float | None = None
+
+
+@dataclass
+class CliLaunch:
+    """How to start the CLI for one row: argv, environment, standard input."""
+
+    argv: list[str]
+    env: dict[str, str]
+    stdin: str | None = None
+    cleanup: list[Path] = field(default_factory=list)
+
+
+def fresh_home(prefix: str) -> Path:
+    """An empty home folder for one row (no user settings, hooks, logins or memory)."""
+    return Path(tempfile.mkdtemp(prefix=f"assay-{prefix}-home-"))
+
+
+def cli_environment(context: AgentContext, config: CodingAgent, home: Path) -> dict[str, str]:
+    """The CLI's environment: the row's, without model credentials, with a fresh home and
+    the task's ``agent.env``."""
+    env = {k: v for k, v in context.env.items() if k not in CREDENTIAL_VARIABLES}
+    env.update(
+        {
+            "HOME": str(home),
+            "XDG_CONFIG_HOME": str(home / ".config"),
+            "XDG_CACHE_HOME": str(home / ".cache"),
+            "XDG_DATA_HOME": str(home / ".local"),
+        }
+    )
+    env.update(config.env)
+    return env
+
+
+def open_session(context: AgentContext, config: CodingAgent, key: ModelKey) -> BridgeSession:
+    """Register the row with the bridge (its credential, model, budgets and script
+    variables).
+
+    Raises:
+        UsageError: the run has no bridge (a caller that did not start one).
+    """
+    if context.bridge is None:
+        raise UsageError("this agent's model calls go through the model bridge, which the run "
+                         "did not start")  # fmt: skip
+    row = context.row or {}
+    variables = {f"row.{k}": "" if v is None else str(v) for k, v in row.items()
+                 if isinstance(v, str | int | float | bool) or v is None}  # fmt: skip
+    if context.sandbox is not None:
+        variables["sandbox"] = str(context.sandbox)
+    prices = context.models.settings.prices
+    price = (Price(**config.price.model_dump()) if config.price is not None
+             else prices.lookup(key.name))  # fmt: skip
+    session = BridgeSession(
+        label=context.label, model_key=key, keep_model=config.model is None, price=price,
+        prices=prices, script_vars=variables, replicate=context.replicate,
+        limits=SessionLimits(context.max_total_tokens, context.max_usd, context.max_turns),
+    )  # fmt: skip
+    return context.bridge.open(session)
+
+
+async def run_cli(
+    context: AgentContext,
+    *,
+    name: str,
+    launch: CliLaunch,
+    parser: EventParser,
+    session: BridgeSession | None,
+    span: Span,
+) -> AgentOutcome:
+    """Run the CLI in the sandbox and make its outcome; see the module docstring."""
+    assert context.sandbox is not None  # a coding agent always gets a directory
+    transcript = parser.transcript
+    started = time.perf_counter()
+    try:
+        result = await stream_process(
+            launch.argv, cwd=context.sandbox, env=launch.env, timeout=context.timeout,
+            on_line=parser.feed, stdin=launch.stdin,
+            stop=session.stop_event if session is not None else None,
+        )  # fmt: skip
+    except OSError as exc:
+        return _failed(span, transcript, f"cannot start the {name} CLI: {exc}", started)
+    finally:
+        if session is not None and context.bridge is not None:
+            context.bridge.close(session)
+        for path in launch.cleanup:
+            shutil.rmtree(path, ignore_errors=True)
+    ending = parser.ending()
+    _relative_paths(transcript, context.sandbox)
+    if session is not None:
+        _merge_calls(transcript, session.calls)
+        transcript.cli_usage, transcript.cli_cost_usd = ending.usage, ending.cost_usd
+        transcript.usage_source = "bridge"
+    else:
+        transcript.cli_usage, transcript.cli_cost_usd = ending.usage, ending.cost_usd
+        transcript.usage_source = "cli"
+    status, error = _status(name, result, ending, session, context.timeout)
+    transcript.stop_reason = transcript.stop_reason or _stop_reason(status, ending)
+    if ending.final is not None and not any(e.kind == "final" for e in transcript.events):
+        transcript.add(TranscriptEvent("final", time.time_ns(), text=ending.final))
+    outcome = AgentOutcome(
+        response=ending.final if ending.final is not None else "",
+        status=status, error=error, exit_code=result.exit_code,
+        stderr_tail=tail(result.stderr), seconds=result.seconds,
+        model_calls=len(session.calls) if session is not None else transcript.model_calls,
+        model_used=session.model_key.name if session is not None else None,
+        transcript=transcript,
+    )  # fmt: skip
+    _usage_and_cost(outcome, transcript, session)
+    span.end(error=error)
+    outcome.spans = [span, *to_spans(transcript, span)]
+    return outcome
+
+
+def refused(span: Span, transcript: Transcript, error: str) -> AgentOutcome:
+    """The outcome of a CLI that could not be started (missing, or a file it needs)."""
+    return _failed(span, transcript, error, time.perf_counter())
+
+
+def _failed(span: Span, transcript: Transcript, error: str, started: float) -> AgentOutcome:
+    transcript.add(TranscriptEvent("error", time.time_ns(), text=error))
+    transcript.stop_reason = "crashed"
+    span.end(error=error)
+    return AgentOutcome(status="error", error=error, transcript=transcript,
+                        seconds=time.perf_counter() - started,
+                        spans=[span, *to_spans(transcript, span)])  # fmt: skip
+
+
+def _relative_paths(transcript: Transcript, sandbox: Path) -> None:
+    """File changes inside the sandbox are named relative to it (``out.txt``), as criteria
+    name them; a change outside it keeps its absolute path."""
+    root = sandbox.resolve()
+    for index, event in enumerate(transcript.events):
+        if event.kind != "file_change" or not event.path:
+            continue
+        path = Path(event.path)
+        path = path if path.is_absolute() else root / path
+        try:
+            relative = path.resolve().relative_to(root).as_posix()
+        except ValueError:
+            continue
+        transcript.events[index] = dataclasses.replace(event, path=relative)
+
+
+def _merge_calls(transcript: Transcript, calls: list[CallLog]) -> None:
+    """Put the bridge's calls into the transcript, in time order with the CLI's events."""
+    events = [
+        TranscriptEvent(
+            "model_call", call.ended_ns, name=call.model,
+            usage=buckets(call.usage) if call.usage is not None else None,
+            cost_usd=call.cost_usd, stop_reason=call.stop_reason,
+            is_error=call.error is not None, text=call.error or "",
+            duration_ns=max(0, call.ended_ns - call.started_ns),
+        )
+        for call in calls
+    ]  # fmt: skip
+    merged = transcript.events + events
+    merged.sort(key=lambda e: e.at_ns)
+    transcript.events = merged
+
+
+def _status(
+    name: str,
+    result: StreamResult,
+    ending: CliEnding,
+    session: BridgeSession | None,
+    timeout: float,
+) -> tuple[OutcomeStatus, str | None]:
+    if session is not None and session.stopped is not None:
+        return session.stopped, session.stop_message
+    if result.timed_out:
+        return "timeout", f"the {name} CLI was killed after {timeout:g} s (task_timeout)"
+    if ending.max_turns:
+        return "max_turns", f"the {name} CLI reached its turn limit (run_limits.max_turns)"
+    failed_call = next((c for c in reversed(session.calls) if c.error), None) if session else None
+    if ending.api_error is not None or (result.exit_code != 0 and failed_call is not None):
+        cause = failed_call.error if failed_call is not None else ending.api_error
+        return "error", f"the {name} CLI ended with an API error: {cause}"
+    if result.exit_code != 0:
+        stderr = tail(result.stderr.strip(), 500)
+        return "error", f"the {name} CLI exited with code {result.exit_code}" + (
+            f": {stderr}" if stderr else " without a result"
+        )
+    if ending.final is None:
+        return "error", f"the {name} CLI exited without a final answer"
+    return "completed", None
+
+
+def _stop_reason(status: OutcomeStatus, ending: CliEnding) -> str:
+    if status == "completed":
+        return "end_turn"
+    if status == "error":
+        return "api_error" if ending.api_error is not None else "crashed"
+    return status
+
+
+def _usage_and_cost(
+    outcome: AgentOutcome, transcript: Transcript, session: BridgeSession | None
+) -> None:
+    """Usage and cost: the bridge's counts when it carried the calls, else the CLI's own."""
+    if session is not None:
+        outcome.usage = session.usage if session.calls else None
+        outcome.cost_usd = session.cost_usd
+        return
+    reported = transcript.cli_usage
+    if reported is not None:
+        outcome.usage = Usage(reported.input, reported.output, reported.cache_read,
+                              reported.cache_write, reported.reasoning)  # fmt: skip
+    outcome.cost_usd = transcript.cli_cost_usd

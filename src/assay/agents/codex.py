@@ -1,0 +1,141 @@
+"""``agent: {type: codex}``: the OpenAI Codex CLI (``codex exec --json``) in the row's sandbox.
+
+Each row gets a fresh ``CODEX_HOME`` whose ``config.toml`` points Codex at the bridge
+through a provider of its own (Codex ignores ``OPENAI_BASE_URL``): the Responses wire, the
+row's credential in ``ASSAY_BRIDGE_KEY``, and no retries of its own (the bridge retries);
+plugins and analytics are off (else it reaches outside hosts). It runs with
+``--dangerously-bypass-approvals-and-sandbox`` inside assay's sandbox, reads the prompt
+from standard input (``-``), and is killed with its process group at ``task_timeout``
+(without a listening server it retries forever). ``route: direct`` keeps the user's Codex
+login (``auth.json``) or ``CODEX_API_KEY`` instead. Settings from
+``reference/coding_agents_offline.md``.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from assay.agents.base import AgentContext, AgentOutcome
+from assay.agents.cli import (
+    CliLaunch,
+    cli_environment,
+    find_cli,
+    fresh_home,
+    open_session,
+    refused,
+    run_cli,
+)
+from assay.agents.codex_stream import CodexStreamParser
+from assay.agents.coding_models import (
+    bridge_key,
+    plugin_dirs,
+    read_system_prompt,
+    skills_offered,
+)
+from assay.errors import UserError
+from assay.spec.coding_agents import CodexAgent
+
+DEFAULT_CLI_MODEL = "gpt-5.5"
+"""A model Codex 0.171 knows (an unknown name loses its ``apply_patch`` tool)."""
+KEY_VARIABLE = "ASSAY_BRIDGE_KEY"
+
+
+def find_codex(config: CodexAgent) -> Path:
+    """The ``codex`` executable for ``config``."""
+    return find_cli("codex", configured=config.cli_path, bundled=lambda: None)
+
+
+class CodexRunner:
+    """Runs :class:`assay.spec.coding_agents.CodexAgent`."""
+
+    type_name = "codex"
+
+    def __init__(self, config: CodexAgent) -> None:
+        self.config = config
+
+    async def run(self, context: AgentContext) -> AgentOutcome:
+        """Run the CLI once for the row; see the module docstring."""
+        span = context.root_span.child("invoke_agent codex")
+        parser = CodexStreamParser()
+        config = self.config
+        home = fresh_home("codex")
+        codex_home = home / ".codex"
+        try:
+            cli = find_codex(config)
+            plugins = plugin_dirs(config, context.base_dir)
+            instructions = read_system_prompt(config, context.base_dir)
+        except UserError as exc:
+            shutil.rmtree(home, ignore_errors=True)
+            return refused(span, parser.transcript, str(exc))
+        env = cli_environment(context, config, home) | {"CODEX_HOME": str(codex_home)}
+        settings: dict[str, Any] = {"model": cli_model(config)}
+        session = None
+        if config.route == "bridge":
+            session = open_session(context, config, bridge_key(config, context.base_dir))
+            assert context.bridge is not None
+            env[KEY_VARIABLE] = session.token
+            settings["model_provider"] = "assay"
+            settings["provider_url"] = context.bridge.url + "/v1"
+        else:
+            env |= _direct_credentials(context.env, codex_home)
+        write_config(codex_home, settings=settings, instructions=instructions)
+        parser.transcript.skills_offered = _stage_skills(plugins, codex_home)
+        argv = [str(cli), "exec", "--json", "--skip-git-repo-check",
+                "--dangerously-bypass-approvals-and-sandbox", "--ephemeral", "-"]  # fmt: skip
+        launch = CliLaunch(argv, env, stdin=context.prompt or "", cleanup=[home])
+        return await run_cli(context, name="codex", launch=launch, parser=parser,
+                             session=session, span=span)  # fmt: skip
+
+
+def cli_model(config: CodexAgent) -> str:
+    """The name given to Codex: ``cli_model``, else an ``openai/`` model's own name, else a
+    model Codex knows (the bridge answers with the task's model whatever the name)."""
+    if config.cli_model:
+        return config.cli_model
+    if config.model and config.model.startswith("openai/"):
+        return config.model.partition("/")[2]
+    return DEFAULT_CLI_MODEL
+
+
+def write_config(codex_home: Path, *, settings: dict[str, Any], instructions: str | None) -> None:
+    """Write ``config.toml`` (strings are TOML basic strings, written with JSON's escapes,
+    which TOML shares)."""
+    codex_home.mkdir(parents=True, exist_ok=True)
+    lines = [f"model = {json.dumps(settings['model'])}"]
+    if instructions is not None:
+        lines.append(f"developer_instructions = {json.dumps(instructions)}")
+    if "model_provider" in settings:
+        lines.append('model_provider = "assay"')
+    lines += ["", "[features]", "plugins = false", "", "[analytics]", "enabled = false"]
+    if "model_provider" in settings:
+        lines += ["", "[model_providers.assay]", 'name = "assay"',
+                  f"base_url = {json.dumps(settings['provider_url'])}",
+                  'wire_api = "responses"', f'env_key = "{KEY_VARIABLE}"',
+                  "request_max_retries = 0", "stream_max_retries = 0"]  # fmt: skip
+    (codex_home / "config.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def _stage_skills(plugins: list[Path], codex_home: Path) -> list[str]:
+    """Link each plugin's ``skills/<name>`` into ``$CODEX_HOME/skills`` (where Codex finds a
+    user's skills) and return the names offered."""
+    target = codex_home / "skills"
+    names = skills_offered(plugins)
+    for plugin in plugins:
+        for skill in sorted(plugin.glob("skills/*/SKILL.md")):
+            target.mkdir(parents=True, exist_ok=True)
+            link = target / skill.parent.name
+            if not link.exists():
+                link.symlink_to(skill.parent, target_is_directory=True)
+    return names
+
+
+def _direct_credentials(host: dict[str, str], codex_home: Path) -> dict[str, str]:
+    env = {k: host[k] for k in ("CODEX_API_KEY",) if host.get(k)}
+    login = Path(host.get("HOME", "~")).expanduser() / ".codex" / "auth.json"
+    if login.is_file():
+        codex_home.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(login, codex_home / "auth.json")
+    return env

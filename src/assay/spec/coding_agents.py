@@ -1,0 +1,200 @@
+"""Coding-agent CLIs as task-file agents: ``claude-code`` and ``codex`` (Coder Eval's fields,
+``reference/coder_eval_agents.md`` §1.2–1.4).
+
+Both run their CLI headless in the row's sandbox. With ``route: bridge`` (the default) the
+CLI's model calls go to assay's model bridge, which forwards them to ``model`` (any assay
+model: ``anthropic/…`` passed through untranslated, ``openai/…``, ``local/…``, ``mock/…``)
+and counts them; with ``route: direct`` the CLI uses its own credentials and assay only
+reads what the CLI reports.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field, StrictStr, field_validator, model_validator
+
+from assay.spec.base import StrictModel
+from assay.spec.price import ModelPrice
+
+PERMISSION_MODES = ("default", "acceptEdits", "plan", "bypassPermissions")
+_TOOL_RULE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\(.*\))?$|^mcp__[A-Za-z0-9_\-]+(__[\w\-]+)?$")
+
+SDK_FLAGS = frozenset({
+    "betas", "effort", "fallback_model", "max_thinking_tokens", "thinking", "output_format",
+    "strict_mcp_config", "include_hook_events",
+})  # fmt: skip
+"""``sdk_options`` keys that become flags of the CLI."""
+SDK_FRAMEWORK = frozenset({
+    "model", "permission_mode", "allowed_tools", "disallowed_tools", "plugins", "system_prompt",
+    "system_prompt_file", "settings", "cwd", "env", "stderr", "debug_stderr", "resume",
+    "max_turns", "session_id", "session_store", "session_store_flush", "continue_conversation",
+    "fork_session", "max_budget_usd", "task_budget", "hooks", "mcp_servers", "cli_path",
+    "extra_args", "agents", "can_use_tool", "permission_prompt_tool_name", "tools", "sandbox",
+    "skills", "add_dirs", "setting_sources", "user", "include_partial_messages",
+})  # fmt: skip
+"""``sdk_options`` keys the harness owns (Coder Eval's list)."""
+SDK_TRANSPORT = frozenset({
+    "enable_file_checkpointing", "max_buffer_size", "load_timeout_ms", "forward_subagent_text",
+    "verbatim_prompts", "client_app", "resume_drops_turn", "resume_session_at",
+})  # fmt: skip
+"""``ClaudeAgentOptions`` fields of the Python SDK's own transport (claude-agent-sdk 0.2.189)."""
+
+
+class PluginSource(StrictModel):
+    """A plugin folder offered to the agent (its ``skills/<name>/SKILL.md`` become skills).
+
+    ``path`` may use ``$VAR`` / ``${VAR}``; a relative path is relative to the task file.
+    """
+
+    type: Literal["local"]
+    path: StrictStr
+
+
+class CodingAgent(StrictModel):
+    """Fields shared by the coding-agent CLIs.
+
+    ``model``: the assay model that answers the CLI's calls through the bridge (``None``:
+    the CLI's own default model on its own API). ``cli_model``: the model name given to the
+    CLI itself (its ``--model``), when it should differ from ``model``'s. ``cli_path``: the
+    CLI's executable (else found on ``PATH``, else bundled). ``env``: extra environment
+    variables for the CLI. ``base_url``, ``api_key_env``, ``request_timeout``, ``cache`` and
+    ``price`` configure ``model`` as for an ``llm`` agent.
+    """
+
+    coder_eval_only: ClassVar[Mapping[str, str]] = {
+        "ignore_patterns": "no judge sub-agent copies the workspace",
+        "context_window": "not used",
+    }
+    native_provider: ClassVar[str] = ""
+    """The provider whose API the CLI speaks natively."""
+
+    model: StrictStr | None = None
+    cli_model: StrictStr | None = None
+    cli_path: StrictStr | None = None
+    route: Literal["bridge", "direct"] = "bridge"
+    env: dict[str, StrictStr] = Field(default_factory=dict)
+    system_prompt: StrictStr | None = None
+    system_prompt_file: StrictStr | None = None
+    plugins: list[PluginSource] | None = None
+    base_url: StrictStr | None = None
+    api_key_env: StrictStr | None = None
+    request_timeout: float = Field(default=600, gt=0)
+    cache: bool = False
+    price: ModelPrice | None = None
+
+    @model_validator(mode="after")
+    def _shared(self) -> CodingAgent:
+        if self.system_prompt is not None and self.system_prompt_file is not None:
+            raise ValueError(
+                "Only one of 'system_prompt' or 'system_prompt_file' can be provided, not both"
+            )
+        if self.model is not None and "/" not in self.model:
+            raise ValueError(
+                f"model '{self.model}' must be an assay model named provider/name (e.g. "
+                "anthropic/claude-sonnet-4-5, openai/gpt-4.1, mock/script.yaml); the CLI's own "
+                "model name goes in cli_model"
+            )
+        if (
+            self.route == "direct"
+            and self.model is not None
+            and not self.model.startswith(self.native_provider + "/")
+        ):
+            raise ValueError(
+                f"route 'direct' runs the CLI on its own credentials, so model must be a "
+                f"{self.native_provider}/ model or unset (got '{self.model}'); use route: "
+                "bridge for any other model"
+            )
+        return self
+
+
+class ClaudeCodeAgent(CodingAgent):
+    """``agent: {type: claude-code}``: the Claude Code CLI.
+
+    ``permission_mode`` (default ``acceptEdits``), ``allowed_tools`` / ``disallowed_tools``
+    (tool names or rules such as ``Bash(git status:*)``), ``system_prompt_mode``
+    (``append`` to Claude Code's own prompt, or ``replace`` it), ``setting_sources``
+    (``user`` / ``project`` / ``local``; unset = ``[project]``: the sandbox's own
+    ``.claude/`` and ``CLAUDE.md``; the user's settings never leak in, the home folder is
+    fresh), ``claude_settings`` (a settings file or mapping, the CLI's ``--settings``),
+    ``sdk_options`` (``ClaudeAgentOptions`` fields that map onto CLI flags: ``effort``,
+    ``betas``, ``fallback_model``, ``max_thinking_tokens``, ``thinking``, ``output_format``,
+    …).
+    """
+
+    type: Literal["claude-code"]
+    permission_mode: Literal["default", "acceptEdits", "plan", "bypassPermissions"] = "acceptEdits"
+    allowed_tools: list[StrictStr] | None = None
+    disallowed_tools: list[StrictStr] | None = None
+    system_prompt_mode: Literal["append", "replace"] = "append"
+    setting_sources: list[Literal["user", "project", "local"]] | None = None
+    claude_settings: StrictStr | dict[str, Any] | None = None
+    sdk_options: dict[str, Any] = Field(default_factory=dict)
+
+    native_provider: ClassVar[str] = "anthropic"
+
+    @field_validator("allowed_tools", "disallowed_tools")
+    @classmethod
+    def _tool_names(cls, value: list[str] | None) -> list[str] | None:
+        for name in value or []:
+            if not _TOOL_RULE.match(name.strip()):
+                raise ValueError(
+                    f"tool {name!r} is not a tool name (Bash, Edit, Write, …), a rule such "
+                    "as Bash(git status:*), or mcp__<server>[__<tool>]"
+                )
+        return value
+
+    @field_validator("sdk_options")
+    @classmethod
+    def _sdk_options(cls, value: dict[str, Any]) -> dict[str, Any]:
+        valid = sorted(SDK_FLAGS | SDK_FRAMEWORK | SDK_TRANSPORT)
+        for key in value:
+            if key in SDK_FRAMEWORK:
+                raise ValueError(f"sdk_options key '{key}' is framework-managed; set it as a "
+                                 "top-level AgentConfig field instead")  # fmt: skip
+            if key in SDK_TRANSPORT:
+                raise ValueError(f"sdk_options key '{key}' configures the Python SDK's "
+                                 "transport; assay runs the CLI itself, so it would have no "
+                                 "effect: remove it")  # fmt: skip
+            if key not in SDK_FLAGS:
+                raise ValueError(f"sdk_options key '{key}' is not a ClaudeAgentOptions field "
+                                 f"(valid keys: {valid})")  # fmt: skip
+        return value
+
+    @model_validator(mode="after")
+    def _replace_needs_text(self) -> ClaudeCodeAgent:
+        if self.system_prompt_mode == "replace" and not (
+            (self.system_prompt or "").strip() or self.system_prompt_file
+        ):
+            raise ValueError("system_prompt_mode 'replace' needs a non-blank system_prompt "
+                             "(or system_prompt_file)")  # fmt: skip
+        return self
+
+
+class CodexAgent(CodingAgent):
+    """``agent: {type: codex}``: the OpenAI Codex CLI (``codex exec --json``).
+
+    ``system_prompt`` (or ``system_prompt_file``) is added to Codex's own instructions.
+    Codex has no permission modes or tool lists (it runs with full access inside its
+    sandbox); those fields are refused.
+    """
+
+    refused_fields: ClassVar[Mapping[str, str]] = {
+        name: "codex has no permission modes or tool lists (it runs every command with full "
+        "access inside the row's sandbox); remove it, or use a claude-code agent"
+        for name in ("permission_mode", "allowed_tools", "disallowed_tools")
+    } | {
+        "system_prompt_mode": "codex always adds system_prompt to its own instructions",
+        "sdk_options": "sdk_options are Claude Agent SDK options; codex takes none",
+        "setting_sources": "a claude-code field",
+        "claude_settings": "a claude-code field",
+    }
+
+    type: Literal["codex"]
+
+    native_provider: ClassVar[str] = "openai"
+
+
+__all__ = ["ClaudeCodeAgent", "CodexAgent", "CodingAgent", "PluginSource"]
