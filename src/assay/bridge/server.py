@@ -77,8 +77,10 @@ class Bridge:
         return session
 
     def close(self, session: BridgeSession) -> None:
-        """Refuse ``session.token`` from now on (the row's CLI has ended)."""
+        """Refuse ``session.token`` from now on (the row's CLI has ended); a call of the
+        session still in progress is abandoned (its client is gone)."""
         self._sessions.pop(session.token, None)
+        session.closed.set()
 
     async def start(self) -> None:
         """Listen on a free port of 127.0.0.1.
@@ -100,7 +102,9 @@ class Bridge:
             await asyncio.sleep(0.005)
 
     async def aclose(self) -> None:
-        """Stop listening and close open connections."""
+        """Abandon the calls in progress, stop listening and close open connections."""
+        for session in list(self._sessions.values()):
+            self.close(session)
         if self._server is not None and self._task is not None:
             self._server.should_exit = True
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -181,15 +185,25 @@ class Bridge:
                     protocol, 400, "invalid_request_error", f"the request body is not JSON: {exc}"
                 )
             )
+        work = asyncio.ensure_future(self._answer(protocol, session, request, raw, body))
+        closed = asyncio.ensure_future(session.closed.wait())
+        await asyncio.wait({work, closed}, return_when=asyncio.FIRST_COMPLETED)
+        closed.cancel()
+        if not work.done():  # the row's CLI ended (killed at a limit): nobody waits for this
+            work.cancel()
+            await asyncio.gather(work, return_exceptions=True)
+            return _send(error_reply(protocol, 499, "api_error", "the row ended"))
+        return _send(work.result())
+
+    async def _answer(
+        self, protocol: Protocol, session: BridgeSession, request: Request, raw: bytes, body: Any
+    ) -> Reply:
         model = self.pool.get(session.model_key)
         passthrough = session.model_key.name.startswith("anthropic/")
         if protocol == "anthropic" and passthrough and isinstance(body, dict):
-            reply = await forward(session, model, raw, body, headers=dict(request.headers),
-                                  query=request.url.query, on_retry=self.on_retry)  # fmt: skip
-        else:
-            reply = await translate(protocol, session, model, body, on_retry=self.on_retry)
-        return _send(reply)
-
+            return await forward(session, model, raw, body, headers=dict(request.headers),
+                                 query=request.url.query, on_retry=self.on_retry)  # fmt: skip
+        return await translate(protocol, session, model, body, on_retry=self.on_retry)
 
 _NO_TOKEN = (
     "this request carries no valid assay row credential (x-api-key or Authorization: "

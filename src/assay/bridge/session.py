@@ -101,6 +101,7 @@ class BridgeSession:
     stopped: StopKind | None = None
     stop_message: str | None = None
     stop_event: asyncio.Event = field(default_factory=asyncio.Event)
+    closed: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
     def usage(self) -> Usage:
