@@ -175,7 +175,14 @@ def test_openai_compatible_endpoint_gets_structured_output(tmp_path: Path) -> No
     assert schema["properties"]["answer"]["enum"] == ["positive", "negative"]
     assert server.headers[0]["authorization"] == "Bearer sekrit"
     usage = row(run_dir, "p")["total_token_usage"]
-    assert usage == {"input_tokens": 7, "output_tokens": 2, "total_tokens": 9}
+    assert usage == {
+        "input_tokens": 7,
+        "output_tokens": 2,
+        "total_tokens": 9,
+        "cache_read_tokens": 0,
+        "cache_write_tokens": 0,
+        "reasoning_tokens": 0,
+    }
 
 
 def test_unreachable_endpoint_is_an_error_row(tmp_path: Path) -> None:

@@ -62,7 +62,14 @@ def test_anthropic_messages_with_a_forced_tool(
     assert sent.get("x-api-key") == "sk-test" or sent.get("authorization") == "Bearer sk-test"
     row = json.loads((latest(tmp_path) / "default/claude/a/00/task.json").read_text())
     assert row["final_status"] == "SUCCESS"
-    assert row["total_token_usage"] == {"input_tokens": 11, "output_tokens": 3, "total_tokens": 14}
+    assert row["total_token_usage"] == {
+        "input_tokens": 11,
+        "output_tokens": 3,
+        "total_tokens": 14,
+        "cache_read_tokens": 0,
+        "cache_write_tokens": 0,
+        "reasoning_tokens": 0,
+    }
     assert row["cost_usd"] == pytest.approx((11 * 3.0 + 3 * 15.0) / 1e6)
     run = json.loads((latest(tmp_path) / "run.json").read_text())
     assert run["total_cost_usd"] == pytest.approx(2 * (11 * 3.0 + 3 * 15.0) / 1e6)

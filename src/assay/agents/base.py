@@ -9,15 +9,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from assay.bridge import Bridge
 from assay.providers.base import Usage
 from assay.providers.managed import OnRetry
 from assay.providers.pool import ModelPool
 from assay.providers.retry import Attempt
 from assay.results.trace import Span
 from assay.results.transcript import Transcript
+
+if TYPE_CHECKING:
+    from assay.bridge import Bridge
 
 OutcomeStatus = Literal["completed", "timeout", "error", "token_budget", "cost_budget", "max_turns"]
 

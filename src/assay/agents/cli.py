@@ -43,14 +43,6 @@ CREDENTIAL_VARIABLES = frozenset({
 bridge never sees them (it gets the row's bridge credential instead)."""
 
 
-def buckets(usage: Usage) -> TokenBuckets:
-    """``usage`` as the transcript's token buckets."""
-    return TokenBuckets(input=usage.input_tokens, output=usage.output_tokens,
-                        cache_read=usage.cache_read_tokens,
-                        cache_write=usage.cache_write_tokens,
-                        reasoning=usage.reasoning_tokens, total=usage.total_tokens)  # fmt: skip
-
-
 def find_cli(name: str, *, configured: str | None, bundled: Callable[[], Path | None]) -> Path:
     """The CLI's executable: ``agent.cli_path``, else ``name`` on ``PATH``, else the copy a
     Python package bundles.
@@ -250,7 +242,7 @@ def _merge_calls(transcript: Transcript, calls: list[CallLog]) -> None:
     events = [
         TranscriptEvent(
             "model_call", call.ended_ns, name=call.model,
-            usage=buckets(call.usage) if call.usage is not None else None,
+            usage=call.usage.buckets() if call.usage is not None else None,
             cost_usd=call.cost_usd, stop_reason=call.stop_reason,
             is_error=call.error is not None, text=call.error or "",
             duration_ns=max(0, call.ended_ns - call.started_ns),

@@ -16,6 +16,8 @@ from pathlib import Path
 
 from assay.agents.base import AgentContext, AgentOutcome
 from assay.results.trace import Span
+from assay.results.transcript import Transcript, TranscriptEvent
+from assay.results.transcript_otlp import agent_attributes
 from assay.sandbox.process import run_process, tail
 from assay.spec.task import CommandAgent
 
@@ -37,7 +39,7 @@ class CommandRunner:
 
     async def run(self, context: AgentContext) -> AgentOutcome:
         """Run the program once; see the module docstring."""
-        span = context.root_span.child("agent.command")
+        span = context.root_span.child("invoke_agent command")
         command = self.config.command
         span.attributes["process.command"] = (
             command if isinstance(command, str) else " ".join(command)
@@ -87,5 +89,18 @@ class CommandRunner:
             outcome.error = f"the agent command exited with code {result.exit_code}" + (
                 f": {tail(result.stderr.strip(), 500)}" if result.stderr.strip() else ""
             )
+        outcome.transcript = _transcript(outcome)
+        span.attributes.update(agent_attributes(outcome.transcript))
         span.end(error=outcome.error)
         return outcome
+
+
+def _transcript(outcome: AgentOutcome) -> Transcript:
+    """The program's answer, or why it failed (a command agent's steps are its own)."""
+    transcript = Transcript(agent="command", stop_reason=outcome.status)
+    now = time.time_ns()
+    if outcome.error is not None:
+        transcript.add(TranscriptEvent("error", now, text=outcome.error))
+    elif outcome.response is not None:
+        transcript.add(TranscriptEvent("final", now, text=outcome.response))
+    return transcript

@@ -19,6 +19,9 @@ from assay.providers.base import Choice, Constraint, JsonSchema, Message, ModelR
 from assay.providers.pool import ModelKey
 from assay.providers.pricing import Price
 from assay.providers.retry import CallRecord
+from assay.results.trace import Span
+from assay.results.transcript import Transcript, TranscriptEvent
+from assay.results.transcript_otlp import agent_attributes
 from assay.sandbox.tempdir import Sandbox, SandboxEscape
 from assay.spec.task import LlmAgent
 
@@ -51,8 +54,11 @@ def model_key(config: Endpoint, base_dir: Path) -> ModelKey:
     )
 
 
-def build_request(config: LlmAgent, prompt: str) -> ModelRequest:
-    """The :class:`ModelRequest` for ``prompt`` under ``config``."""
+def build_request(
+    config: LlmAgent, prompt: str, context: AgentContext | None = None
+) -> ModelRequest:
+    """The :class:`ModelRequest` for ``prompt`` under ``config`` (``context`` gives a
+    ``mock/`` script the row's ``${row.x}`` values)."""
     constraint: Constraint | None = None
     if config.labels:
         constraint = Choice(tuple(config.labels))
@@ -69,6 +75,7 @@ def build_request(config: LlmAgent, prompt: str) -> ModelRequest:
         "seed": config.seed,
         "constraint": constraint,
         "extra_body": dict(config.extra_body),
+        "script_vars": _script_vars(context) if config.model.startswith("mock/") else {},
     }
     if config.prompt_format == "completion":
         return ModelRequest(prompt=prompt, **common)  # type: ignore[arg-type]
@@ -80,6 +87,13 @@ def build_request(config: LlmAgent, prompt: str) -> ModelRequest:
         messages.append(Message("assistant", shot.assistant))
     messages.append(Message("user", prompt))
     return ModelRequest(messages=tuple(messages), **common)  # type: ignore[arg-type]
+
+
+def _script_vars(context: AgentContext | None) -> dict[str, str]:
+    if context is None or not context.row:
+        return {}
+    return {f"row.{k}": "" if v is None else str(v) for k, v in context.row.items()
+            if isinstance(v, str | int | float | bool) or v is None}  # fmt: skip
 
 
 def _timed_out(record: CallRecord, seconds: float) -> tuple[OutcomeStatus, str]:
@@ -105,8 +119,9 @@ class LlmRunner:
     async def run(self, context: AgentContext) -> AgentOutcome:
         """Ask the model once; see the module docstring."""
         model = context.models.get(model_key(self.config, context.base_dir))
-        request = build_request(self.config, context.prompt or "")
-        span = context.root_span.child(f"chat {self.config.model}")
+        request = build_request(self.config, context.prompt or "", context)
+        agent_span = context.root_span.child("invoke_agent llm")
+        span = agent_span.child(f"chat {self.config.model}")
         span.attributes.update(
             {
                 "gen_ai.operation.name": "chat"
@@ -146,7 +161,26 @@ class LlmRunner:
         if record.retries:
             span.attributes["assay.retries"] = record.retries
         span.end(error=outcome.error)
+        outcome.transcript = self._transcript(outcome, span)
+        agent_span.attributes.update(agent_attributes(outcome.transcript))
+        agent_span.end(error=outcome.error)
+        outcome.spans = [agent_span, span]
         return outcome
+
+    def _transcript(self, outcome: AgentOutcome, span: Span) -> Transcript:
+        """One model call and the answer (or the error)."""
+        transcript = Transcript(agent="llm", usage_source="model", stop_reason=outcome.status)
+        usage = outcome.usage
+        transcript.add(TranscriptEvent(
+            "model_call", span.end_ns or time.time_ns(), name=self.config.model,
+            usage=usage.buckets() if usage is not None else None, cost_usd=outcome.cost_usd,
+            stop_reason=str(span.attributes.get("gen_ai.response.finish_reasons", "")) or None,
+            is_error=outcome.error is not None, text=outcome.error or "",
+            duration_ns=(span.end_ns or span.start_ns) - span.start_ns,
+        ))  # fmt: skip
+        if outcome.response is not None:
+            transcript.add(TranscriptEvent("final", time.time_ns(), text=outcome.response))
+        return transcript
 
     @staticmethod
     def _check_budget(outcome: AgentOutcome, budget: int | None) -> None:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 from assay.agents.base import Agent
-from assay.agents.claude_code import ClaudeCodeRunner
-from assay.agents.codex import CodexRunner
 from assay.agents.command import CommandRunner
 from assay.agents.llm import LlmRunner
 from assay.agents.none import NoAgent
@@ -21,7 +19,11 @@ def build_agent(config: AgentConfig) -> Agent:
     if isinstance(config, LlmAgent):
         return LlmRunner(config)
     if isinstance(config, ClaudeCodeAgent):
+        from assay.agents.claude_code import ClaudeCodeRunner  # only runs with coding agents
+
         return ClaudeCodeRunner(config)
     if isinstance(config, CodexAgent):
+        from assay.agents.codex import CodexRunner
+
         return CodexRunner(config)
     raise TypeError(f"no runner for agent config {type(config).__name__}")  # pragma: no cover

@@ -205,6 +205,7 @@ class Bridge:
                                  query=request.url.query, on_retry=self.on_retry)  # fmt: skip
         return await translate(protocol, session, model, body, on_retry=self.on_retry)
 
+
 _NO_TOKEN = (
     "this request carries no valid assay row credential (x-api-key or Authorization: "
     "Bearer); the bridge only answers the agents of a running row-task"

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from assay.metrics.descriptive import describe
 from assay.metrics.values import MetricTable
 from assay.results.task_result import BasicCriterionResult, CriterionResult
+from assay.results.transcript import Transcript
 from assay.sandbox.tempdir import Sandbox, SandboxEscape
 from assay.spec.criteria import CriterionSpec
 from assay.spec.qa import QaJudge
@@ -38,6 +39,8 @@ class GradingContext:
         qa_item: the row's QA item (prompt, shuffled options, answers), for a ``qa:`` row.
         judge: the started judge model of a ``qa:`` task with ``qa.judge``.
         judge_settings: that ``qa.judge`` block (retries, story, rules).
+        transcript: what the agent did (tool calls, commands, file changes, model calls),
+            live or read back from ``trace.json``; ``None`` for an agent without one.
     """
 
     sandbox: Sandbox | None
@@ -46,6 +49,7 @@ class GradingContext:
     qa_item: QaItem | None = None
     judge: Model | None = None
     judge_settings: QaJudge | None = None
+    transcript: Transcript | None = None
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from assay.agents.claude_code import find_claude
-from assay.agents.codex import find_codex
 from assay.agents.coding_models import bridge_key, plugin_dirs, read_system_prompt
 from assay.errors import TaskFileError, UserError
 from assay.orchestration.task_loader import LoadedTask
@@ -44,8 +42,12 @@ def check_coding_agent(
 
 def _find(agent: CodingAgent) -> object:
     if isinstance(agent, ClaudeCodeAgent):
+        from assay.agents.claude_code import find_claude  # only plans with coding agents
+
         return find_claude(agent)
     assert isinstance(agent, CodexAgent)
+    from assay.agents.codex import find_codex
+
     return find_codex(agent)
 
 

@@ -27,13 +27,27 @@ from assay.orchestration.services import run_services
 from assay.providers.pool import ModelKey, ModelPool, PoolSettings, default_registry
 from assay.qa import PredictionRecord
 from assay.qa.schema import OPEN_TYPES
-from assay.results.io import write_model_atomic
+from assay.results.io import read_json, write_model_atomic
 from assay.results.status import FinalStatus
 from assay.results.task_result import EvaluationResult
+from assay.results.transcript import Transcript
+from assay.results.transcript_otlp import from_trace
 from assay.sandbox.process import use_pidfd_child_watcher
 from assay.sandbox.tempdir import Sandbox
 from assay.spec.qa import QaJudge
 from assay.spec.task import TaskDefinition
+
+
+def read_transcript(directory: Path) -> Transcript | None:
+    """The transcript a row recorded in its ``trace.json`` (``None`` without one)."""
+    path = directory / "trace.json"
+    if not path.is_file():
+        return None
+    try:
+        return from_trace(read_json(path))
+    except (ValueError, TypeError):
+        return None
+
 
 _KEEP_STATUS: dict[FinalStatus, OutcomeStatus] = {
     FinalStatus.ERROR: "error",
@@ -153,8 +167,9 @@ async def _regrade_one(
             task_dir=Path(result.task_config.task_dir) if result.task_config.task_dir else None,
         )
         context = GradingContext(
-            sandbox=scratch, response=response, env=env, **_qa_context(result, task, pool)
-        )
+            sandbox=scratch, response=response, env=env, transcript=read_transcript(directory),
+            **_qa_context(result, task, pool),
+        )  # fmt: skip
         criteria = await grade(list(task.success_criteria), context, registry)
     finally:
         if scratch is not None:

@@ -25,7 +25,6 @@ from assay.agents.base import AgentContext, AgentOutcome
 from assay.agents.coding_models import bridge_key
 from assay.agents.llm import model_key
 from assay.agents.registry import build_agent
-from assay.bridge import Bridge
 from assay.criteria.base import CriterionRegistry, GradingContext, needs_sandbox
 from assay.errors import AssayError, SandboxError
 from assay.orchestration.expand import RowTask
@@ -57,6 +56,7 @@ from assay.spec.coding_agents import CodingAgent
 from assay.spec.task import LlmAgent, NoneAgent, TaskDefinition
 
 if TYPE_CHECKING:
+    from assay.bridge import Bridge
     from assay.store import Store
 
 Stage = Literal["run", "execute"]
@@ -405,6 +405,7 @@ class Runner:
                 sandbox=sandbox, response=outcome.response, env=env, qa_item=row.qa,
                 judge=self._judge(task, base_dir),
                 judge_settings=task.qa.judge if task.qa else None,
+                transcript=outcome.transcript,
             )  # fmt: skip
             results = await grade(list(task.success_criteria), grading, self.criteria)
             for result in results:

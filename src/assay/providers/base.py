@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from assay.errors import UsageError
+from assay.results.transcript import TokenBuckets
 
 
 @dataclass(frozen=True)
@@ -170,6 +171,13 @@ class Usage:
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
     reasoning_tokens: int = 0
+
+    def buckets(self) -> TokenBuckets:
+        """These tokens as a transcript's :class:`~assay.results.transcript.TokenBuckets`."""
+        return TokenBuckets(input=self.input_tokens, output=self.output_tokens,
+                            cache_read=self.cache_read_tokens,
+                            cache_write=self.cache_write_tokens,
+                            reasoning=self.reasoning_tokens, total=self.total_tokens)  # fmt: skip
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(

@@ -143,7 +143,7 @@ class MockModel:
         self.calls += 1
         prompt, turn = request.exchange()
         if self.echo:
-            return self._response(request, prompt, ())
+            return self._checked(request, prompt, ())
         call = self._resolve(prompt, turn)
         step = call.step
         if step.delay:
@@ -157,6 +157,12 @@ class MockModel:
             raise ModelError(message)
         text = _fill(step.reply or "", variables, self.name)
         calls = tuple(self._tool_call(n, i, variables) for n, i in step.calls)
+        return self._checked(request, text, calls)
+
+    def _checked(
+        self, request: ModelRequest, text: str, calls: tuple[ToolCall, ...]
+    ) -> ModelResponse:
+        """The response, refused as a real server would when it breaks the label set."""
         if isinstance(request.constraint, Choice) and text.strip() not in request.constraint.labels:
             raise ModelError(
                 f"{self.name}: scripted reply {text!r} is not one of the labels "
