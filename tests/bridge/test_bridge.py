@@ -14,6 +14,7 @@ import pytest
 
 from assay.bridge import Bridge, BridgeSession, SessionLimits
 from assay.bridge.sse import EventReader
+from assay.providers.cache import ResponseCache
 from assay.providers.pool import ModelKey, ModelPool, PoolSettings, default_registry
 from assay.providers.pricing import Price
 from assay.providers.retry import RetryPolicy
@@ -41,7 +42,8 @@ Scenario = Callable[[Bridge, BridgeSession, httpx.AsyncClient], Awaitable[None]]
 
 def run(tmp_path: Path, scenario: Scenario, *, name: str = "mock/s.yaml",
         limits: SessionLimits | None = None, price: Price | None = None,
-        keep_model: bool = False, base_url: str | None = None) -> BridgeSession:  # fmt: skip
+        keep_model: bool = False, base_url: str | None = None,
+        cache: ResponseCache | None = None) -> BridgeSession:  # fmt: skip
     write(tmp_path / "s.yaml", SCRIPT)
     key = ModelKey(
         name=name,
@@ -51,7 +53,12 @@ def run(tmp_path: Path, scenario: Scenario, *, name: str = "mock/s.yaml",
     )
 
     async def main() -> BridgeSession:
-        settings = PoolSettings(parallel=4, retry=RetryPolicy(max_retries=4, initial_wait=0.001))
+        settings = PoolSettings(
+            parallel=4,
+            retry=RetryPolicy(max_retries=4, initial_wait=0.001),
+            cache=cache,
+            cache_all=cache is not None,
+        )
         pool = ModelPool(default_registry(), settings)
         await pool.start([key])
         bridge = Bridge(pool)
@@ -358,6 +365,36 @@ def test_pass_through_retries_before_streaming_and_relays_client_errors(
     assert [a.status for a in first.attempts] == [429, 529]
     assert first.model == "anthropic/claude-opus-5-5"
     assert second.status == 400 and second.error is not None
+
+
+def test_passed_through_answers_are_cached_byte_for_byte(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("UPSTREAM_KEY", "k")
+    blocks = [{"type": "text", "text": "remembered"}]
+    with anthropic_upstream(lambda body: blocks) as upstream:
+        bodies: list[bytes] = []
+
+        async def scenario(bridge: Bridge, session: BridgeSession,
+                           client: httpx.AsyncClient) -> None:  # fmt: skip
+            for _ in range(2):
+                answer = await client.post(
+                    "/v1/messages", json=message("same"), headers=claude(session)
+                )
+                bodies.append(answer.content)
+
+        cache = ResponseCache(tmp_path / "cache.db")
+        session = run(
+            tmp_path,
+            scenario,
+            name="anthropic/claude-sonnet-4-5",
+            base_url=upstream.url,
+            cache=cache,
+        )
+    assert len(upstream.bodies) == 1 and bodies[0] == bodies[1] == upstream.sent[0]
+    first, second = session.calls
+    assert not first.cached and second.cached and second.usage == first.usage
+    assert cache.stats().entries == 1
 
 
 def test_the_bridge_listens_on_loopback_only(tmp_path: Path) -> None:

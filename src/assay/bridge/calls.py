@@ -19,6 +19,7 @@ from assay.bridge.session import BridgeSession, CallLog, Protocol
 from assay.bridge.sse import DONE, EventReader, encode
 from assay.errors import ModelError
 from assay.providers.base import ModelRequest, ModelResponse
+from assay.providers.cache import raw_cache_key
 from assay.providers.managed import ManagedModel, OnRetry
 from assay.providers.retry import CallRecord
 from assay.providers.wire import WireError
@@ -165,6 +166,12 @@ async def forward(
     if not session.keep_model and body.get("model") != name:
         raw = json.dumps({**body, "model": name}, ensure_ascii=False).encode("utf-8")
     sent = {k: v for k, v in headers.items() if k.lower() not in _HOP_HEADERS}
+    cache_key = None
+    if model.cache is not None:
+        cache_key = raw_cache_key(model.identity, raw, replicate=session.replicate)
+        hit = model.cache.get_raw(cache_key)
+        if hit is not None:
+            return _replayed(session, log, hit, sent_model)
     record = CallRecord()
     try:
         forwarded = await model.forward(
@@ -178,18 +185,39 @@ async def forward(
     log.status = response.status_code
     answer_headers = {k: v for k in _ANSWER_HEADERS if (v := response.headers.get(k))}
     observer = _Observer(log)
+    kept: list[bytes] | None = [] if cache_key is not None and response.status_code == 200 else None
 
     async def stream() -> AsyncIterator[bytes]:
+        complete = False
         try:
             async for chunk in response.aiter_bytes():
                 observer.feed(chunk)
+                if kept is not None:
+                    kept.append(chunk)
                 yield chunk
+            complete = True
         finally:
             observer.finish()
             await forwarded.aclose()
             session.end(log, price_model=sent_model)
+            if complete and kept is not None and model.cache is not None and cache_key:
+                kind = answer_headers.get("content-type", "text/event-stream")
+                model.cache.put_raw(cache_key, kind, b"".join(kept))
 
     return Reply(response.status_code, stream=stream(), headers=answer_headers)
+
+
+def _replayed(
+    session: BridgeSession, log: CallLog, hit: tuple[str, bytes], sent_model: str
+) -> Reply:
+    """A passed-through answer from the response cache, sent as it was received."""
+    content_type, body = hit
+    observer = _Observer(log)
+    observer.feed(body)
+    observer.finish()
+    log.cached = True
+    session.end(log, price_model=sent_model)
+    return Reply(200, stream=_replay([body]), headers={"content-type": content_type})
 
 
 class _Observer:

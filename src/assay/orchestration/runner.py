@@ -314,13 +314,19 @@ class Runner:
         base_dir = row.item.row_task.source.base_dir
         if not needs_directory(task):
             return await self._in_sandbox(row, None, base_dir)
+        kept_at = self._kept_at(directory)
+        # A coding agent reads instruction files (CLAUDE.md, AGENTS.md) from every folder
+        # above its working directory: its sandbox is made in the temporary folder and copied
+        # into the run folder at the end, never placed under the user's project.
+        moved = kept_at if isinstance(task.agent, CodingAgent) else None
         try:
-            sandbox = Sandbox.create(task.sandbox, base_dir=base_dir, at=self._kept_at(directory))
+            sandbox = Sandbox.create(task.sandbox, base_dir=base_dir,
+                                     at=None if moved else kept_at)  # fmt: skip
         except SandboxError as exc:
             row.note(f"sandbox: {exc}")
             return self._finish(row, AgentOutcome(status="error", error=str(exc)), [], None)
         try:
-            return await self._in_sandbox(row, sandbox, base_dir)
+            return await self._in_sandbox(row, sandbox, base_dir, keep_copy=moved)
         finally:
             if sandbox.root.exists() and not self._keeps(sandbox, directory):
                 sandbox.remove()
@@ -359,7 +365,7 @@ class Runner:
         return target
 
     async def _in_sandbox(
-        self, row: _Row, sandbox: Sandbox | None, base_dir: Path
+        self, row: _Row, sandbox: Sandbox | None, base_dir: Path, *, keep_copy: Path | None = None
     ) -> tuple[EvaluationResult, AgentOutcome]:
         task, item = row.task, row.item
         env = self._env(item, task, sandbox.root if sandbox else None)
@@ -413,6 +419,8 @@ class Runner:
                          f"{_first_line(result.error or result.details)}")  # fmt: skip
         if sandbox is not None:
             await self._post_run(row, sandbox, env)
+        if sandbox is not None and keep_copy is not None:
+            return self._finish(row, outcome, results, sandbox.copy_to(keep_copy))
         return self._finish(row, outcome, results, sandbox)
 
     def _judge(self, task: TaskDefinition, base_dir: Path) -> Model | None:

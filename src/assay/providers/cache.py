@@ -43,6 +43,14 @@ CREATE TABLE IF NOT EXISTS responses (
 )
 """
 _EXTRA_COLUMN = "ALTER TABLE responses ADD COLUMN extra TEXT"
+_RAW_SCHEMA = """
+CREATE TABLE IF NOT EXISTS raw_responses (
+    key TEXT PRIMARY KEY,
+    created REAL NOT NULL,
+    content_type TEXT NOT NULL,
+    body BLOB NOT NULL
+)
+"""
 
 
 @dataclass(frozen=True)
@@ -87,6 +95,16 @@ def cache_key(identity: Identity, request: ModelRequest, *, replicate: int) -> s
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def raw_cache_key(identity: Identity, body: bytes, *, replicate: int) -> str:
+    """The cache key of a request passed through untranslated: its exact body bytes (which
+    hold every request field) with the endpoint and the replicate index."""
+    digest = hashlib.sha256()
+    for part in (identity.provider, identity.base_url or "", identity.model, str(replicate)):
+        digest.update(part.encode("utf-8") + b"\0")
+    digest.update(body)
+    return digest.hexdigest()
+
+
 @dataclass(frozen=True)
 class CacheStats:
     """Entries, their total text size (characters) and the oldest and newest (Unix seconds)."""
@@ -117,6 +135,7 @@ class ResponseCache:
         columns = {row[1] for row in self._db.execute("PRAGMA table_info(responses)")}
         if "extra" not in columns:  # a cache file written before tool calls were cached
             self._db.execute(_EXTRA_COLUMN)
+        self._db.execute(_RAW_SCHEMA)
         self._db.commit()
 
     def get(self, key: str) -> ModelResponse | None:
@@ -154,24 +173,46 @@ class ResponseCache:
         )  # fmt: skip
         self._db.commit()
 
+    def get_raw(self, key: str) -> tuple[str, bytes] | None:
+        """A passed-through answer stored under ``key`` (content type and the exact bytes),
+        if present and fresh."""
+        row = self._db.execute(
+            "SELECT created, content_type, body FROM raw_responses WHERE key = ?", (key,)
+        ).fetchone()
+        if row is None or (self.max_age is not None and time.time() - row[0] > self.max_age):
+            self.misses += 1
+            return None
+        self.hits += 1
+        return str(row[1]), bytes(row[2])
+
+    def put_raw(self, key: str, content_type: str, body: bytes) -> None:
+        """Store a passed-through answer's bytes under ``key``."""
+        self._db.execute("INSERT OR REPLACE INTO raw_responses VALUES (?, ?, ?, ?)",
+                         (key, time.time(), content_type, body))  # fmt: skip
+        self._db.commit()
+
     def stats(self) -> CacheStats:
         """How much the cache holds."""
         count, chars, oldest, newest = self._db.execute(
-            "SELECT COUNT(*), COALESCE(SUM(LENGTH(text)), 0), MIN(created), MAX(created) "
-            "FROM responses"
+            "SELECT COUNT(*), COALESCE(SUM(LENGTH(text)), 0), MIN(created), MAX(created) FROM "
+            "(SELECT text, created FROM responses UNION ALL "
+            "SELECT CAST(body AS TEXT), created FROM raw_responses)"
         ).fetchone()
         return CacheStats(count, chars, oldest, newest)
 
     def clear(self, *, older_than: float | None = None) -> int:
         """Delete every entry, or those older than ``older_than`` seconds; return how many."""
-        if older_than is None:
-            cursor = self._db.execute("DELETE FROM responses")
-        else:
-            cursor = self._db.execute(
-                "DELETE FROM responses WHERE created < ?", (time.time() - older_than,)
-            )
+        removed = 0
+        for table in ("responses", "raw_responses"):
+            if older_than is None:
+                cursor = self._db.execute(f"DELETE FROM {table}")
+            else:
+                cursor = self._db.execute(
+                    f"DELETE FROM {table} WHERE created < ?", (time.time() - older_than,)
+                )
+            removed += cursor.rowcount
         self._db.commit()
-        return cursor.rowcount
+        return removed
 
     def close(self) -> None:
         """Close the file."""

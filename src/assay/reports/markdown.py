@@ -208,6 +208,7 @@ def render_run(summary: RunSummary) -> str:
     )
     if summary.interrupted:
         out.append("**Interrupted**: the run stopped early; finished rows are kept.")
+    out += _usage_lines(summary)
     if summary.suites:
         out += ["", "## Suites", ""]
         out += md_table(
@@ -233,6 +234,22 @@ def render_run(summary: RunSummary) -> str:
         out += ["", "## Warnings", ""]
         out += [f"- {w}" for w in summary.warnings]
     return "\n".join(out) + "\n"
+
+
+def _usage_lines(summary: RunSummary) -> list[str]:
+    """Tokens and cost, and where usage was not counted by assay itself."""
+    usage = summary.total_token_usage
+    if usage is None or not usage.total_tokens:
+        return []
+    cost = "—" if summary.total_cost_usd is None else f"${summary.total_cost_usd:.4f}"
+    lines = [f"**Tokens**: {usage.total_tokens:,} ({usage.input_tokens:,} in, "
+             f"{usage.output_tokens:,} out) · **Cost**: {cost}"
+             + ("" if summary.cost_complete else " (some rows could not be priced)")]  # fmt: skip
+    if summary.rows_usage_from_cli:
+        lines.append(f"**Usage source**: for {summary.rows_usage_from_cli} row(s) the coding "
+                     "agent ran with route: direct, so their tokens and cost are what the CLI "
+                     "reported, not counted by assay's model bridge.")  # fmt: skip
+    return lines
 
 
 def _estimate(value: Estimate | None) -> str:

@@ -272,6 +272,9 @@ def _summary(
         cost_complete=all(
             r.cost_usd is not None for r in results if r.agent.model_calls and r.total_token_usage
         ),
+        rows_usage_from_cli=sum(
+            1 for r in results if r.transcript is not None and r.transcript.usage_source == "cli"
+        ),
         interrupted=meta.interrupted,
         exit_code=exit_code,
         max_parallel=meta.max_parallel,

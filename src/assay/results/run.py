@@ -83,6 +83,7 @@ class RunSummary(_Model):
     tasks_cost_budget_exceeded: int = 0
     total_cost_usd: float | None = None
     cost_complete: bool = True
+    rows_usage_from_cli: int = 0
     tasks_timeout: int = 0
     interrupted: bool = False
     exit_code: int | None = None
