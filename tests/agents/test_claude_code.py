@@ -308,3 +308,93 @@ def test_coder_evals_worked_examples_run_offline_unchanged(tmp_path: Path) -> No
     assert example["rows_passed"] == 2
     alpha = json.loads((run_dir / "default/dataset-example/alpha/00/task.json").read_text())
     assert alpha["transcript"]["files_changed"] == ["out.txt"]
+
+
+def test_direct_route_uses_the_users_key_and_says_usage_is_the_clis(tmp_path: Path) -> None:
+    claude_available()
+
+    def answer(body: dict[str, Any]) -> list[dict[str, Any]]:
+        if turn_of(body) == 0:
+            return [{"type": "tool_use", "id": "toolu_1", "name": "Write",
+                     "input": {"file_path": "out.txt", "content": "direct"}}]  # fmt: skip
+        return [{"type": "text", "text": "done"}]
+
+    with anthropic_upstream(answer) as upstream:
+        write(tmp_path / "t.yaml", "task_id: direct\ndescription: d\ninitial_prompt: go\n"
+              "agent: {type: claude-code, route: direct}\n"
+              "success_criteria: [{type: file_check, path: out.txt, includes: [direct], "
+              "description: d}]\n")  # fmt: skip
+        done = run_assay("run", "t.yaml", cwd=tmp_path, env={
+            "ANTHROPIC_BASE_URL": upstream.url, "ANTHROPIC_API_KEY": SECRET})  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert upstream.headers[0]["x-api-key"] == SECRET  # the CLI's own credentials
+    result = json.loads(next((tmp_path / "runs").rglob("task.json")).read_text())
+    summary = result["transcript"]
+    assert summary["usage_source"] == "cli" and summary["usage"] is None
+    assert summary["cli_usage"] == {"input": 290, "output": 24, "cache_read": 200,
+                                    "cache_write": 10, "reasoning": 0, "total": 314}  # fmt: skip
+    assert result["total_token_usage"]["total_tokens"] == 314
+    run_md = (tmp_path / "runs" / "latest" / "run.md").read_text()
+    assert "for 1 row(s) the coding agent ran with route: direct" in run_md
+
+
+def test_an_unreachable_api_ends_the_row_error(tmp_path: Path) -> None:
+    claude_available()
+    write(tmp_path / "t.yaml", "task_id: lost\ndescription: d\ninitial_prompt: go\n"
+          "agent: {type: claude-code, route: direct, env: {CLAUDE_CODE_MAX_RETRIES: '0'}}\n"
+          "run_limits: {task_timeout: 60}\n"
+          "success_criteria: [{type: file_exists, path: x, description: d}]\n")  # fmt: skip
+    done = run_assay("run", "t.yaml", cwd=tmp_path, env={
+        "ANTHROPIC_BASE_URL": "http://127.0.0.1:9", "ANTHROPIC_API_KEY": SECRET})  # fmt: skip
+    assert done.returncode == 1
+    result = json.loads(next((tmp_path / "runs").rglob("task.json")).read_text())
+    assert result["final_status"] == "ERROR"
+    assert result["error_message"].startswith("the claude-code CLI ended with an API error:")
+    assert SECRET not in json.dumps(result)
+
+
+def test_agent_fields_get_did_you_mean_and_coder_eval_fields_one_warning(tmp_path: Path) -> None:
+    claude_available()
+    base = ("task_id: fields\ndescription: d\ninitial_prompt: go\n"
+            "success_criteria: [{type: file_exists, path: x, description: d}]\n")  # fmt: skip
+    write(tmp_path / "typo.yaml", base + "agent: {type: claude-code, permision_mode: plan}\n")
+    typo = run_assay("plan", "typo.yaml", cwd=tmp_path)
+    assert typo.returncode == 2
+    assert "agent.permision_mode: unknown field 'permision_mode'" in typo.stderr
+    assert "did you mean 'permission_mode'?" in typo.stderr
+    write(tmp_path / "extra.yaml", base + "agent: {type: claude-code, model: mock/echo, "
+          "context_window: 200000, ignore_patterns: [x]}\n")  # fmt: skip
+    extra = run_assay("plan", "extra.yaml", cwd=tmp_path)
+    assert extra.returncode == 0, extra.stderr
+    assert extra.stderr.count("agent.context_window: a Coder Eval field that assay does not "
+                              "implement yet") == 1  # fmt: skip
+    assert extra.stderr.count("agent.ignore_patterns: a Coder Eval field") == 1
+    write(tmp_path / "sdk.yaml", base + "agent: {type: claude-code, model: mock/echo, "
+          "sdk_options: {cwd: /tmp}}\n")  # fmt: skip
+    sdk = run_assay("plan", "sdk.yaml", cwd=tmp_path)
+    assert sdk.returncode == 2
+    assert ("sdk_options key 'cwd' is framework-managed; set it as a top-level AgentConfig "
+            "field instead") in sdk.stderr  # fmt: skip
+
+
+def test_a_kept_sandbox_does_not_sit_under_the_users_project(tmp_path: Path) -> None:
+    """Claude Code reads CLAUDE.md from every folder above its working directory: the
+    project's own CLAUDE.md must not reach a row's agent, even with --keep-sandboxes."""
+    claude_available()
+    write(tmp_path / "CLAUDE.md", "Project rule: PROJECT-MEMORY-MARKER\n")
+    write(tmp_path / "script.yaml", "replies:\n"
+          "  - {match: PROJECT-MEMORY-MARKER, reply: leaked}\n"
+          "  - match: go\n    steps:\n"
+          "      - {tool: Write, input: {file_path: out.txt, content: kept}}\n"
+          "      - {reply: done}\n")  # fmt: skip
+    write(tmp_path / "t.yaml", "task_id: keep\ndescription: d\ninitial_prompt: go\n"
+          "agent: {type: claude-code, model: mock/script.yaml}\n"
+          "success_criteria: [{type: file_check, path: out.txt, includes: [kept], "
+          "description: d}]\n")  # fmt: skip
+    done = run_assay("run", "t.yaml", "--keep-sandboxes", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    run_dir = (tmp_path / "runs" / "latest").resolve()
+    result = json.loads((run_dir / "default/keep/00/task.json").read_text())
+    assert result["final_status"] == "SUCCESS"
+    assert result["sandbox_path"] == "default/keep/00/sandbox"
+    assert (run_dir / "default/keep/00/sandbox/out.txt").read_text() == "kept"

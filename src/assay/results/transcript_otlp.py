@@ -236,6 +236,16 @@ def _tool_events(span: dict[str, Any], start: int, end: int) -> list[tuple[int, 
             arguments = text
     events = [(start, TranscriptEvent("tool_call", start, name=name, call_id=call_id,
                                       arguments=arguments))]  # fmt: skip
+    result = attribute(span, "gen_ai.tool.call.result")
+    if result is not None:
+        error = bool(attribute(span, "assay.tool.is_error"))
+        events.append((end, TranscriptEvent("tool_result", end, name=name, call_id=call_id,
+                                            text=str(result), is_error=error)))  # fmt: skip
+    command = attribute(span, "assay.command")
+    if command is not None:
+        code = attribute(span, "assay.exit_code")
+        events.append((end, TranscriptEvent("command", end, name=name, call_id=call_id,
+                                            command=str(command), exit_code=code)))  # fmt: skip
     for raw in span.get("events") or []:
         if isinstance(raw, dict) and raw.get("name") == "assay.file_change":
             at = _time(raw, "timeUnixNano")
@@ -244,48 +254,9 @@ def _tool_events(span: dict[str, Any], start: int, end: int) -> list[tuple[int, 
                 path=str(attribute(raw, "path") or ""), change=str(attribute(raw, "change") or ""),
             )))  # fmt: skip
     if attribute(span, "assay.tool.denied"):
-        events.append(
-            (
-                end,
-                TranscriptEvent(
-                    "denial",
-                    end,
-                    name=name,
-                    call_id=call_id,
-                    text=str(attribute(span, "assay.tool.denial") or ""),
-                ),
-            )
-        )
-    command = attribute(span, "assay.command")
-    if command is not None:
-        events.append(
-            (
-                end,
-                TranscriptEvent(
-                    "command",
-                    end,
-                    name=name,
-                    call_id=call_id,
-                    command=str(command),
-                    exit_code=attribute(span, "assay.exit_code"),
-                ),
-            )
-        )
-    result = attribute(span, "gen_ai.tool.call.result")
-    if result is not None:
-        events.append(
-            (
-                end,
-                TranscriptEvent(
-                    "tool_result",
-                    end,
-                    name=name,
-                    call_id=call_id,
-                    text=str(result),
-                    is_error=bool(attribute(span, "assay.tool.is_error")),
-                ),
-            )
-        )
+        denial = str(attribute(span, "assay.tool.denial") or "")
+        events.append((end, TranscriptEvent("denial", end, name=name, call_id=call_id,
+                                            text=denial)))  # fmt: skip
     return events
 
 

@@ -1,0 +1,87 @@
+"""The transcript: its summary, and its OTLP spans read back into the same transcript."""
+
+from __future__ import annotations
+
+from assay.results.trace import Span, new_trace_id, to_otlp_json
+from assay.results.transcript import TokenBuckets, Transcript, TranscriptEvent
+from assay.results.transcript_otlp import from_trace, to_spans
+from assay.store.traces import final_output
+
+
+def sample() -> Transcript:
+    usage = TokenBuckets(input=100, output=10, cache_read=60, total=110)
+    events = [
+        TranscriptEvent("model_call", 1_000, name="mock/m", usage=usage, cost_usd=0.5,
+                        stop_reason="tool_calls", duration_ns=400),
+        TranscriptEvent("text", 1_100, text="Let me look."),
+        TranscriptEvent("tool_call", 1_200, name="Bash", call_id="c1",
+                        arguments={"command": "ls nope"}),
+        TranscriptEvent("tool_result", 1_300, name="Bash", call_id="c1",
+                        text="Exit code 2\nno such file", is_error=True),
+        TranscriptEvent("command", 1_300, name="Bash", call_id="c1", command="ls nope",
+                        exit_code=2),
+        TranscriptEvent("tool_call", 1_400, name="Write", call_id="c2",
+                        arguments={"file_path": "a.txt"}),
+        TranscriptEvent("tool_result", 1_500, name="Write", call_id="c2", text="ok"),
+        TranscriptEvent("file_change", 1_500, name="Write", call_id="c2", path="a.txt",
+                        change="add"),
+        TranscriptEvent("tool_call", 1_600, name="Edit", call_id="c3", arguments="raw text"),
+        TranscriptEvent("tool_result", 1_700, name="Edit", call_id="c3", text="denied",
+                        is_error=True),
+        TranscriptEvent("denial", 1_700, name="Edit", call_id="c3", text="needs approval"),
+        TranscriptEvent("model_call", 2_000, name="mock/m", usage=usage, cost_usd=0.25,
+                        stop_reason="stop", duration_ns=300),
+        TranscriptEvent("final", 2_100, text="All done."),
+    ]  # fmt: skip
+    cli = TokenBuckets(input=200, output=19, total=219)
+    return Transcript(agent="claude-code", events=events, stop_reason="end_turn",
+                      cli={"version": "2.1.332"}, cli_usage=cli, cli_cost_usd=0.9,
+                      skills_offered=["pdf"], usage_source="bridge")  # fmt: skip
+
+
+def test_summary_counts_what_the_agent_did() -> None:
+    summary = sample().summary()
+    assert summary.model_calls == 2 and summary.tool_calls == 3
+    assert summary.tool_calls_by_name == {"Bash": 1, "Write": 1, "Edit": 1}
+    assert summary.tool_errors == 2 and summary.commands == 1 and summary.commands_failed == 1
+    assert summary.files_changed == ["a.txt"]
+    assert [(d.tool, d.reason) for d in summary.denials] == [("Edit", "needs approval")]
+    assert summary.usage == TokenBuckets(input=200, output=20, cache_read=120, total=220)
+    assert summary.cost_usd == 0.75
+    # the CLI saw 19 output tokens where the bridge counted 20: recorded, not dropped
+    assert summary.usage_difference == "output 20 (bridge) vs 19 (CLI)"
+    assert summary.last_lines[-1] == "final answer: All done."
+    assert "  $ ls nope → exit 2" in summary.last_lines
+
+
+def test_tool_uses_join_calls_results_exit_codes_and_denials() -> None:
+    uses = sample().tool_uses()
+    assert [(u.name, u.is_error, u.denied, u.exit_code) for u in uses] == [
+        ("Bash", True, False, 2),
+        ("Write", False, False, None),
+        ("Edit", True, True, None),
+    ]
+
+
+def test_spans_read_back_into_the_same_transcript() -> None:
+    transcript = sample()
+    root = Span("row t/r", new_trace_id())
+    agent = root.child("invoke_agent claude-code")
+    agent.start_ns, agent.end_ns = 900, 2_100
+    spans = to_spans(transcript, agent)
+    names = [s.name for s in spans]
+    assert names == ["chat mock/m", "execute_tool Bash", "execute_tool Write",
+                     "execute_tool Edit", "chat mock/m"]  # fmt: skip
+    trace = to_otlp_json([root, agent, *spans])
+    back = from_trace(trace)
+    assert back is not None
+    assert back.summary() == transcript.summary()
+    assert [e.kind for e in back.events] == [e.kind for e in transcript.events]
+    assert back.tool_uses() == transcript.tool_uses()
+    assert final_output(trace) == "All done."  # what the store grades a trace-backed row on
+
+
+def test_a_trace_without_an_agent_span_has_no_transcript() -> None:
+    root = Span("something else", new_trace_id())
+    root.end()
+    assert from_trace(to_otlp_json([root])) is None
