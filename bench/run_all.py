@@ -9,6 +9,7 @@ import json
 import subprocess
 import sys
 
+import coding_agent
 import expand
 import latency
 import overhead
@@ -25,6 +26,7 @@ def main(repeats: int = 3) -> None:
         "throughput": throughput.main(4, repeats),
         "qa_evaluate": qa_evaluate.main(100_000, repeats),
         "latency": latency.main(2000, repeats),
+        "coding_agent": coding_agent.main(50, repeats),
     }
     print(json.dumps(results, indent=2))
 

@@ -88,7 +88,10 @@ class Bridge:
         Raises:
             UsageError: the server could not start.
         """
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        # IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on sockets that say they are TCP,
+        # and accepted connections inherit it; without it every answer waits about 40 ms
+        # for the client's delayed ACK (Nagle), measured in bench/coding_agent.py.
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((HOST, 0))
         self._port = sock.getsockname()[1]

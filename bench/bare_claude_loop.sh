@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The ceiling of the coding-agent benchmark: the same Claude Code invocations assay makes,
+# run bare by a shell loop, JOBS at a time, against the same upstream, each row in a fresh
+# folder with a fresh home. Usage: bare_claude_loop.sh CLAUDE ROWS.jsonl JOBS UPSTREAM_URL
+set -euo pipefail
+claude=$1 rows=$2 jobs=$3 upstream=$4
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+export CLAUDE ANTHROPIC_BASE_URL=$upstream ANTHROPIC_API_KEY=bench-key
+export CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_AUTOUPDATER=1 DISABLE_TELEMETRY=1
+export DISABLE_ERROR_REPORTING=1 CLAUDE_CODE_MAX_RETRIES=0 CLAUDE=$claude WORK=$work
+one() {
+  local id=$1 text=$2
+  mkdir -p "$WORK/$id/sandbox" "$WORK/$id/home"
+  cd "$WORK/$id/sandbox"
+  printf "Classify the sentiment of the following text as exactly one word: 'positive' or 'negative'.\nWrite only that single word (lowercase, no punctuation, no other text) to a file named result.txt.\n\nText: \"%s\"\n" "$text" |
+    HOME="$WORK/$id/home" "$CLAUDE" -p --output-format stream-json --verbose \
+      --permission-mode acceptEdits --setting-sources project --allowedTools Write \
+      --model claude-sonnet-4-5 > "$WORK/$id/out.jsonl"
+  test -s result.txt
+}
+export -f one
+python3 -c 'import json,sys
+for line in open(sys.argv[1]):
+    r = json.loads(line); print(r["id"] + "\t" + r["text"])' "$rows" |
+  xargs -P "$jobs" -d '\n' -n 1 bash -c 'IFS=$'"'"'\t'"'"' read -r id text <<< "$0"; one "$id" "$text"'

@@ -1,0 +1,174 @@
+"""Coding agents: 50 rows of Coder Eval's sentiment worked example on the real Claude Code CLI.
+
+A scripted Anthropic API (bench/anthropic_server.py) answers every call after a fixed
+latency: a ``Write`` tool call, then ``done``, so each row is two model calls and one file
+written by the CLI. Side by side, interleaved, each a whole process:
+
+- **bare**: the same CLI invocations run by a shell loop, ``-j`` at a time, straight at the
+  upstream (bench/bare_claude_loop.sh): the ceiling;
+- **assay**: ``assay run -j 4`` on the worked example with ``model:
+  anthropic/claude-sonnet-4-5`` and ``base_url`` = the upstream: every call passes through
+  the model bridge, every row gets its sandbox, transcript, trace and reports;
+- **Coder Eval 0.12.16**: ``coder-eval run -j 4`` on the same task file with
+  ``ANTHROPIC_BASE_URL`` = the upstream (the peer figure), when bench/setup_anchors.sh
+  installed it.
+
+Then the bridge's own cost per call: the same streamed Messages request sent to the
+upstream directly and through the bridge (pass-through), one at a time, interleaved; the
+median difference is what the bridge adds.
+Targets (issue 11): assay ≥ 90% of the bare loop's rows/s; the bridge adds ≤ 2 ms median
+per model call. Usage: python bench/coding_agent.py [ROWS] [REPEATS] [LATENCY_SECONDS]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+from common import ASSAY, BENCH, CE_VENV, REPO, WORK, save, timed
+
+JOBS = 4
+EXAMPLE = REPO / "examples" / "coder_eval" / "tasks"
+KEY = "bench-key"
+
+
+def claude_path() -> str:
+    from assay.agents.claude_code import bundled_claude
+
+    found = bundled_claude()
+    if found is None:
+        raise SystemExit("the Claude Code CLI is not installed: make install-dev")
+    return str(found)
+
+
+def prepare(folder: Path, rows: int, upstream: str) -> Path:
+    """The worked example pointed at the upstream, with ``rows`` rows."""
+    tasks = folder / "tasks"
+    (tasks / "datasets").mkdir(parents=True, exist_ok=True)
+    base = [json.loads(line) for line in
+            (EXAMPLE / "datasets" / "sentiment.jsonl").read_text().splitlines()]  # fmt: skip
+    with (tasks / "datasets" / "sentiment.jsonl").open("w") as handle:
+        for i in range(rows):
+            handle.write(json.dumps({**base[i % 3], "id": f"r{i:03d}"}) + "\n")
+    text = (EXAMPLE / "sentiment_classification.yaml").read_text()
+    agent = (f'  type: "claude-code"\n  model: anthropic/claude-sonnet-4-5\n'
+             f"  base_url: {upstream}\n  api_key_env: BENCH_ANTHROPIC_KEY\n")  # fmt: skip
+    (tasks / "sentiment_classification.yaml").write_text(
+        text.replace('  type: "claude-code"\n', agent)
+    )
+    (tasks / "coder_eval.yaml").write_text(text)  # the anchor's file, unchanged
+    return tasks
+
+
+def start_upstream(port: int, latency: float) -> subprocess.Popen[str]:
+    server = subprocess.Popen([sys.executable, str(BENCH / "anthropic_server.py"), str(port),
+                               str(latency)], stdout=subprocess.PIPE, text=True)  # fmt: skip
+    assert server.stdout is not None and server.stdout.readline().startswith("ready")
+    return server
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def whole_runs(tasks: Path, rows: int, repeats: int, upstream: str) -> dict[str, object]:
+    claude = claude_path()
+    env = {"BENCH_ANTHROPIC_KEY": KEY}
+    seconds: dict[str, list[float]] = {"bare": [], "assay": [], "coder_eval": []}
+    ce = CE_VENV / "bin" / "coder-eval"
+    for _ in range(repeats):
+        started = time.perf_counter()
+        subprocess.run([str(BENCH / "bare_claude_loop.sh"), claude,
+                        str(tasks / "datasets" / "sentiment.jsonl"), str(JOBS), upstream],
+                       check=True, stdout=subprocess.DEVNULL)  # fmt: skip
+        seconds["bare"].append(time.perf_counter() - started)
+        run = timed([*ASSAY, "run", "tasks/sentiment_classification.yaml", "-j", str(JOBS),
+                     "-q", "--run-dir", "runs"], cwd=tasks.parent, env=env)  # fmt: skip
+        seconds["assay"].append(run.seconds)
+        if ce.exists():
+            peer = timed([str(ce), "run", "tasks/coder_eval.yaml", "-j", str(JOBS)],
+                         cwd=tasks.parent, env={"ANTHROPIC_BASE_URL": upstream,
+                                                "ANTHROPIC_API_KEY": KEY,
+                                                "CLAUDE_CODE_MAX_RETRIES": "0"})  # fmt: skip
+            seconds["coder_eval"].append(peer.seconds)
+    ceiling = rows / statistics.median(seconds["bare"])
+    out: dict[str, object] = {}
+    for name, values in seconds.items():
+        if values:
+            rate = rows / statistics.median(values)
+            out[name] = {"seconds": statistics.median(values), "rows_per_s": rate,
+                         "share_of_bare": rate / ceiling, "all_seconds": values}  # fmt: skip
+    return out
+
+
+async def per_call(upstream: str, calls: int) -> dict[str, object]:
+    """Median latency of one streamed Messages call, direct and through the bridge."""
+    from assay.bridge import Bridge, BridgeSession
+    from assay.providers.pool import ModelKey, ModelPool, PoolSettings, default_registry
+
+    os.environ["BENCH_ANTHROPIC_KEY"] = KEY
+    key = ModelKey(name="anthropic/claude-sonnet-4-5", base_url=upstream,
+                   api_key_env="BENCH_ANTHROPIC_KEY")  # fmt: skip
+    pool = ModelPool(default_registry(), PoolSettings(parallel=4))
+    await pool.start([key])
+    bridge = Bridge(pool)
+    await bridge.start()
+    session = bridge.open(BridgeSession(label="bench", model_key=key))
+    body = {"model": "claude-sonnet-4-5", "max_tokens": 100, "stream": True,
+            "messages": [{"role": "user", "content": "hi"}]}  # fmt: skip
+    headers = {"anthropic-version": "2023-06-01", "x-api-key": session.token}
+    times: dict[str, list[float]] = {"direct": [], "bridge": []}
+    async with httpx.AsyncClient(timeout=30) as client:
+        for number in range(calls + 20):
+            for name, url in (("direct", upstream), ("bridge", bridge.url)):
+                started = time.perf_counter()
+                async with client.stream("POST", url + "/v1/messages", json=body,
+                                         headers=headers) as answer:  # fmt: skip
+                    async for _ in answer.aiter_raw():
+                        pass
+                if number >= 20:  # the first calls open connections and warm up
+                    times[name].append(time.perf_counter() - started)
+    await bridge.aclose()
+    await pool.aclose()
+    direct, through = statistics.median(times["direct"]), statistics.median(times["bridge"])
+    return {"calls": calls, "direct_ms": direct * 1000, "bridge_ms": through * 1000,
+            "added_ms": (through - direct) * 1000}  # fmt: skip
+
+
+def main(rows: int = 50, repeats: int = 3, latency: float = 0.2) -> dict[str, object]:
+    folder = WORK / "coding_agent"
+    port = free_port()
+    upstream = f"http://127.0.0.1:{port}"
+    tasks = prepare(folder, rows, upstream)
+    server = start_upstream(port, latency)
+    try:
+        figures = {"rows": rows, "jobs": JOBS, "latency_s": latency,
+                   **whole_runs(tasks, rows, repeats, upstream)}  # fmt: skip
+    finally:
+        server.terminate()
+    quick = start_upstream(port, 0.0)
+    try:
+        figures["per_call"] = asyncio.run(per_call(upstream, 300))
+    finally:
+        quick.terminate()
+    save("coding_agent", figures)
+    return figures
+
+
+if __name__ == "__main__":
+    args = sys.argv[1:]
+    print(json.dumps(main(*(int(a) for a in args[:2]), *(float(a) for a in args[2:3])),
+                     indent=2))  # fmt: skip
