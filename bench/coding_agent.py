@@ -32,7 +32,6 @@ import time
 from pathlib import Path
 
 import httpx
-
 from common import ASSAY, BENCH, CE_VENV, REPO, WORK, save, timed
 
 JOBS = 4
