@@ -15,7 +15,7 @@ one() {
   cd "$WORK/$id/sandbox"
   printf "Classify the sentiment of the following text as exactly one word: 'positive' or 'negative'.\nWrite only that single word (lowercase, no punctuation, no other text) to a file named result.txt.\n\nText: \"%s\"\n" "$text" |
     HOME="$WORK/$id/home" "$CLAUDE" -p --output-format stream-json --verbose \
-      --permission-mode acceptEdits --setting-sources project --allowedTools Write \
+      --permission-mode acceptEdits --setting-sources=project --allowedTools Write \
       --model claude-sonnet-4-5 > "$WORK/$id/out.jsonl"
   test -s result.txt
 }

@@ -109,9 +109,10 @@ def claude_argv(config: ClaudeCodeAgent, cli: Path, context: AgentContext) -> li
     Raises:
         UserError: a system prompt file, settings file or plugin folder that cannot be read.
     """
+    sources = ["project"] if config.setting_sources is None else config.setting_sources
     argv = [str(cli), "-p", "--output-format", "stream-json", "--verbose",
             "--permission-mode", config.permission_mode,
-            "--setting-sources", ",".join(config.setting_sources or ["project"])]  # fmt: skip
+            f"--setting-sources={','.join(sources)}"]  # fmt: skip
     if config.allowed_tools:
         argv += ["--allowedTools", ",".join(config.allowed_tools)]
     if config.disallowed_tools:

@@ -1,0 +1,143 @@
+"""What a coding agent's task block turns into: the CLI's flags, Codex's config.toml."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from assay.agents.base import AgentContext
+from assay.agents.claude_code import claude_argv, sdk_flags
+from assay.agents.codex import cli_model, write_config
+from assay.agents.coding_models import plugin_dirs, skills_offered
+from assay.errors import UserError
+from assay.providers.pool import ModelPool, PoolSettings, default_registry
+from assay.results.trace import Span, new_trace_id
+from assay.spec.coding_agents import ClaudeCodeAgent, CodexAgent
+from tests.helpers import write
+
+
+def context(base: Path, *, max_turns: int | None = None) -> AgentContext:
+    return AgentContext(prompt="go", sandbox=base, base_dir=base, timeout=60,
+                        max_total_tokens=None, env={},
+                        models=ModelPool(default_registry(), PoolSettings()),
+                        root_span=Span("r", new_trace_id()), max_turns=max_turns)  # fmt: skip
+
+
+def test_claude_flags_follow_the_task(tmp_path: Path) -> None:
+    write(tmp_path / "plugin" / "skills" / "pdf" / "SKILL.md", "---\nname: pdf\n---\n")
+    write(tmp_path / "prompt.md", "Be careful.")
+    config = ClaudeCodeAgent.model_validate({
+        "type": "claude-code", "model": "anthropic/claude-sonnet-4-5",
+        "permission_mode": "plan", "allowed_tools": ["Write", "Bash(git status:*)"],
+        "disallowed_tools": ["WebFetch"], "system_prompt_file": "prompt.md",
+        "setting_sources": [], "claude_settings": {"model": "x"},
+        "plugins": [{"type": "local", "path": "plugin"}],
+        "sdk_options": {"effort": "low", "betas": ["b1"], "thinking": {"type": "disabled"}},
+    })  # fmt: skip
+    argv = claude_argv(config, Path("/bin/claude"), context(tmp_path, max_turns=7))
+    assert argv[:5] == ["/bin/claude", "-p", "--output-format", "stream-json", "--verbose"]
+    pairs = {argv[i]: argv[i + 1] for i in range(5, len(argv) - 1) if argv[i].startswith("--")}
+    assert pairs["--permission-mode"] == "plan" and "--setting-sources=" in argv  # isolated
+    assert pairs["--allowedTools"] == "Write,Bash(git status:*)"
+    assert pairs["--disallowedTools"] == "WebFetch" and pairs["--max-turns"] == "7"
+    assert pairs["--model"] == "claude-sonnet-4-5"
+    assert pairs["--append-system-prompt"] == "Be careful."
+    assert "--exclude-dynamic-system-prompt-sections" in argv
+    assert json.loads(pairs["--settings"]) == {"model": "x"}
+    assert pairs["--plugin-dir"] == str((tmp_path / "plugin").resolve())
+    assert pairs["--effort"] == "low" and pairs["--betas"] == "b1"
+    assert pairs["--thinking"] == "disabled"
+    assert skills_offered(plugin_dirs(config, tmp_path)) == ["pdf"]
+
+
+def test_claude_defaults_and_replace_mode(tmp_path: Path) -> None:
+    config = ClaudeCodeAgent.model_validate({"type": "claude-code", "model": "mock/echo",
+                                             "system_prompt": "Only this.",
+                                             "system_prompt_mode": "replace"})  # fmt: skip
+    argv = claude_argv(config, Path("claude"), context(tmp_path))
+    assert argv[argv.index("--permission-mode") + 1] == "acceptEdits"
+    assert "--setting-sources=project" in argv
+    assert "--model" not in argv  # a mock model: the CLI keeps its default name
+    assert argv[argv.index("--system-prompt") + 1] == "Only this."
+    assert "--max-turns" not in argv
+
+
+@pytest.mark.parametrize(
+    ("options", "flags"),
+    [
+        ({"fallback_model": "m2"}, ["--fallback-model", "m2"]),
+        ({"max_thinking_tokens": 512}, ["--max-thinking-tokens", "512"]),
+        ({"thinking": {"type": "enabled", "budget_tokens": 99}}, ["--max-thinking-tokens", "99"]),
+        ({"thinking": {"type": "adaptive", "display": "summarized"}},
+         ["--thinking", "adaptive", "--thinking-display", "summarized"]),
+        ({"output_format": {"type": "json_schema", "schema": {"type": "object"}}},
+         ["--json-schema", '{"type": "object"}']),
+        ({"strict_mcp_config": True, "include_hook_events": False}, ["--strict-mcp-config"]),
+    ],
+)  # fmt: skip
+def test_sdk_options_become_the_sdks_flags(options: dict[str, object], flags: list[str]) -> None:
+    assert sdk_flags(options) == flags
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"cwd": "/x"}, "sdk_options key 'cwd' is framework-managed; set it as a top-level "
+                        "AgentConfig field instead"),
+        ({"max_buffer_size": 5}, "sdk_options key 'max_buffer_size' configures the Python "
+                                 "SDK's transport"),
+        ({"effortt": "low"}, "sdk_options key 'effortt' is not a ClaudeAgentOptions field "
+                             "(valid keys: ["),
+    ],
+)  # fmt: skip
+def test_sdk_options_refused_with_coder_evals_messages(
+    options: dict[str, object], message: str
+) -> None:
+    with pytest.raises(ValueError, match=None) as error:
+        ClaudeCodeAgent.model_validate({"type": "claude-code", "sdk_options": options})
+    assert message in str(error.value)
+
+
+def test_agent_field_rules() -> None:
+    with pytest.raises(ValueError, match="Only one of 'system_prompt' or 'system_prompt_file'"):
+        ClaudeCodeAgent.model_validate({"type": "claude-code", "system_prompt": "a",
+                                        "system_prompt_file": "b"})  # fmt: skip
+    with pytest.raises(ValueError, match="must be an assay model named provider/name"):
+        ClaudeCodeAgent.model_validate({"type": "claude-code", "model": "claude-sonnet-4-5"})
+    with pytest.raises(ValueError, match="route 'direct' runs the CLI on its own credentials"):
+        CodexAgent.model_validate({"type": "codex", "route": "direct", "model": "mock/echo"})
+    with pytest.raises(ValueError, match="system_prompt_mode 'replace' needs a non-blank"):
+        ClaudeCodeAgent.model_validate({"type": "claude-code", "system_prompt_mode": "replace"})
+    with pytest.raises(ValueError, match="is not a tool name"):
+        ClaudeCodeAgent.model_validate({"type": "claude-code", "allowed_tools": ["rm -rf"]})
+
+
+def test_a_missing_plugin_folder_names_its_field(tmp_path: Path) -> None:
+    config = ClaudeCodeAgent.model_validate(
+        {"type": "claude-code", "plugins": [{"type": "local", "path": "nope"}]}
+    )
+    with pytest.raises(UserError) as error:
+        plugin_dirs(config, tmp_path)
+    assert error.value.field == "agent.plugins[0].path"
+    assert error.value.message == f"plugin folder not found: {tmp_path / 'nope'}"
+
+
+def test_codex_config_points_at_the_bridge(tmp_path: Path) -> None:
+    write_config(tmp_path, settings={"model": "gpt-5.5", "model_provider": "assay",
+                                     "provider_url": "http://127.0.0.1:9/v1"},
+                 instructions='Say "hi"\nthen stop.')  # fmt: skip
+    config = tomllib.loads((tmp_path / "config.toml").read_text())
+    assert config["model"] == "gpt-5.5" and config["model_provider"] == "assay"
+    assert config["developer_instructions"] == 'Say "hi"\nthen stop.'
+    assert config["features"] == {"plugins": False} and config["analytics"] == {"enabled": False}
+    provider = config["model_providers"]["assay"]
+    assert provider == {"name": "assay", "base_url": "http://127.0.0.1:9/v1",
+                        "wire_api": "responses", "env_key": "ASSAY_BRIDGE_KEY",
+                        "request_max_retries": 0, "stream_max_retries": 0}  # fmt: skip
+    assert cli_model(CodexAgent.model_validate({"type": "codex", "model": "openai/gpt-4.1"})) == (
+        "gpt-4.1"
+    )
+    assert cli_model(CodexAgent.model_validate({"type": "codex", "model": "mock/x"})) == "gpt-5.5"
