@@ -137,8 +137,10 @@ def test_a_misspelled_field_from_d_or_a_variant_gets_a_suggestion(tmp_path: Path
     setup(tmp_path)
     done = assay("plan", "t.yaml", "-D", "agent.comand=echo x", cwd=tmp_path)
     assert done.returncode == 2
-    assert "agent.comand: variant 'default': unknown field 'comand'" in done.stderr
-    assert "did you mean 'command'?; set by -D on the command line" in done.stderr
+    assert "agent.comand: unknown field 'comand'" in done.stderr
+    assert "did you mean 'command'?; set on the command line by -D agent.comand=echo x" in (
+        done.stderr
+    )
     write(tmp_path / "bad.yaml", "experiment_id: bad\nvariants:\n  - variant_id: v1\n"
           "    run_limits: {task_timout: 3}\n")  # fmt: skip
     done = assay("plan", "t.yaml", "-e", "bad.yaml", cwd=tmp_path)

@@ -116,6 +116,11 @@ def test_sample_wins_over_both_stratified_sources() -> None:
     assert both.applied == ["--sample 6"]
     assert both.stratified_seed is None
     assert both.seed_was_drawn is False
+    assert both.warnings == [
+        "task 'clinc': --sample 6 draws with the fixed seed 0, so the stratified sample "
+        "(sample_per_stratum) and dataset.sample_seed 5 does not apply"
+    ]
+    assert alone.warnings == []
 
 
 def test_sample_at_least_the_size_still_disables_stratified_sampling() -> None:

@@ -53,6 +53,7 @@ def test_dataset_loads_and_routes(folder: str) -> None:
     assert len({s.sample_id for s in samples}) == len(samples)
 
 
+@pytest.mark.local_model  # the plan checks that local/smollm2's weights are installed
 @pytest.mark.parametrize("folder", sorted(DATASETS))
 def test_task_file_is_consistent(folder: str) -> None:
     spec = task(folder)

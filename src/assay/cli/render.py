@@ -35,8 +35,11 @@ def _selection_text(planned: PlannedTask) -> str:
     if store is not None:
         version = store.version
         text += f" from store {store.name}@{version.number} (hash {version.content_hash[:12]})"
+    seed = expansion.selection.stratified_seed
     if expansion.selection.seed_was_drawn:
-        text += f"; unseeded stratified draw, seed {expansion.selection.stratified_seed} this time"
+        text += f"; unseeded stratified draw, seed {seed} this time"
+    elif seed is not None:
+        text += f"; stratified draw, seed {seed}"
     return text
 
 

@@ -59,6 +59,7 @@ class QaChecker:
                     retries=settings.retries if settings else 0,
                     include_story=settings.include_story if settings else False,
                     rules=settings.rules if settings else True,
+                    max_tokens=settings.max_tokens if settings else 200,
                 )
         except UsageError as exc:
             raise CriterionError(

@@ -88,6 +88,7 @@ def select_rows(
     seed: int | None = None
     drawn = False
     if request.sample is not None:
+        warnings += _unused_by_sample(request, task_id)
         if request.sample < len(indexes):
             picked = random.Random(SAMPLE_SEED).sample(indexes, request.sample)
             indexes = sorted(picked)
@@ -117,6 +118,19 @@ def select_rows(
                 applied.append(source)
             indexes = kept
     return Selection(indexes, applied, len(rows), seed, drawn, warnings)
+
+
+def _unused_by_sample(request: SelectionRequest, task_id: str) -> list[str]:
+    """The dataset block's stratified settings that ``--sample`` overrides, said aloud."""
+    unused = []
+    if request.sample_per_stratum is not None or request.yaml_sample_per_stratum is not None:
+        unused.append("the stratified sample (sample_per_stratum)")
+    if request.sample_seed is not None:
+        unused.append(f"dataset.sample_seed {request.sample_seed}")
+    if not unused:
+        return []
+    return [f"task '{task_id}': --sample {request.sample} draws with the fixed seed "
+            f"{SAMPLE_SEED}, so {' and '.join(unused)} does not apply"]  # fmt: skip
 
 
 def _seed(given: int | None) -> tuple[int, bool]:

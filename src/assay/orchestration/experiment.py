@@ -17,10 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
-from assay.errors import TaskFileError, UsageError
+from assay.errors import TaskFileError
+from assay.orchestration.overrides import Override as Override  # re-exported for callers
+from assay.orchestration.overrides import apply_override, drop_alternatives
 from assay.orchestration.task_loader import LoadedTask, data_loc
 from assay.spec.base import ScreenError, screen
 from assay.spec.experiment import Experiment, PromptMutation
@@ -30,34 +31,6 @@ from assay.spec.task import TaskDefinition
 DEFAULT_VARIANT = "default"
 DEFAULT_AGENT = "llm"  # an agent block without a type is an llm agent
 SOURCES = ("default", "experiment-defaults", "task", "variant", "cli")
-
-
-@dataclass(frozen=True)
-class Override:
-    """``-D path=value`` from the command line (``value`` parsed as YAML; text that YAML reads
-    as a mapping of bare keys, like the template ``{question}``, stays text)."""
-
-    path: tuple[str, ...]
-    value: Any
-
-    @classmethod
-    def parse(cls, text: str) -> Override:
-        """Parse ``agent.temperature=0.7``.
-
-        Raises:
-            UsageError: no ``=`` or an empty path.
-        """
-        name, sep, raw = text.partition("=")
-        if not sep or not name.strip():
-            raise UsageError(f"-D takes path=value, got '{text}'",
-                             hint="e.g. -D agent.temperature=0.7")  # fmt: skip
-        try:
-            value = yaml.safe_load(raw) if raw.strip() else ""
-        except yaml.YAMLError:
-            value = raw
-        if isinstance(value, dict) and value and all(v is None for v in value.values()):
-            value = raw  # "{question} …" is a template, not YAML's mapping {question: null}
-        return cls(tuple(p for p in name.strip().split(".") if p), value)
 
 
 @dataclass
@@ -111,8 +84,13 @@ def _merge(
     base: dict[str, Any], over: dict[str, Any], source: str, where: dict[str, str], prefix: str
 ) -> dict[str, Any]:
     out = dict(base)
+    at = tuple(p for p in prefix.split(".") if p)
     for key, value in over.items():
         path = f"{prefix}{key}"
+        for other in drop_alternatives(out, at, key):  # initial_prompt replaces its _file
+            for stale in [p for p in where if p == f"{prefix}{other}"
+                          or p.startswith(f"{prefix}{other}.")]:  # fmt: skip
+                del where[stale]
         old = out.get(key)
         agent_switch = key == "agent" and isinstance(old, dict) and isinstance(value, dict) and (
             "type" in value and value["type"] != old.get("type", DEFAULT_AGENT)
@@ -160,15 +138,16 @@ def resolve_variant(
     variant = None
     if experiment is not None:
         variant = next(v for v in experiment.variants if v.variant_id == variant_id)
-        data = _merge(data, _defaults_layer(experiment), "experiment-defaults", where, "")
+        data = _merge(
+            data, _defaults_layer(experiment, experiment_dir), "experiment-defaults", where, ""
+        )
     task_layer = loaded.definition.model_dump(mode="json", exclude_unset=True)
     task_layer.pop("dataset", None)
     data = _merge(data, task_layer, "task", where, "")
     if experiment is not None and variant is not None:
         data = _merge(data, _variant_layer(variant, experiment_dir), "variant", where, "")
         _join_lists(data, experiment, variant, loaded)
-    for override in overrides:
-        data = _merge(data, _nested(override.path, override.value), "cli", where, "")
+    data = _cli_layer(data, loaded, overrides, where)
     _mutate_prompt(data, experiment, variant, where)
     _screen_merged(data, variant_id, where, loaded)
     data["dataset"] = loaded.definition.dataset
@@ -187,21 +166,56 @@ def resolve_variant(
     return ResolvedVariant(variant_id, definition, where, variant.description if variant else "")
 
 
+JOINED = frozenset({"pre_run", "post_run", "sandbox"})
+"""Top-level fields an experiment joins with the task's rather than replacing them: an
+override of one of them is already in the task layer (the task file as loaded)."""
+FILE_FIELDS = {"initial_prompt_file": "initial_prompt", "system_prompt_file": "system_prompt"}
+
+
+def _cli_layer(
+    data: dict[str, Any], loaded: LoadedTask, overrides: list[Override], where: dict[str, str]
+) -> dict[str, Any]:
+    """The command line's overrides, placed again above the variant (they are already in the
+    task layer: :func:`~assay.orchestration.task_loader.load_task` placed them). A file field
+    is placed as the text the loader read from it; the dataset is not a variant's."""
+    task = loaded.definition.model_dump(mode="json")
+    for override in overrides:
+        path = override.path
+        if not path or path[0] in ("dataset", *JOINED):
+            continue
+        value = override.value
+        if path[-1] in FILE_FIELDS:
+            path = (*path[:-1], FILE_FIELDS[path[-1]])
+            value = _value_at(task, path)
+        if any(part.isdigit() for part in path):
+            data = apply_override(data, Override(path, value))
+            where[".".join(path)] = "cli"
+        else:
+            data = _merge(data, _nested(path, value), "cli", where, "")
+    return data
+
+
+def _value_at(data: Any, path: tuple[str, ...]) -> Any:
+    for part in path:
+        data = data[int(part)] if isinstance(data, list) else data.get(part)
+    return data
+
+
 def _screen_merged(
     data: dict[str, Any], variant_id: str, where: dict[str, str], loaded: LoadedTask
 ) -> None:
     """An unknown field set by a variant, the defaults or ``-D`` gets the task file's error:
     its name, a "did you mean", and where it was set."""
+    origin = {
+        "cli": "-D on the command line",
+        "variant": f"variant '{variant_id}' of the experiment file",
+        "experiment-defaults": "the experiment file's defaults",
+    }
     try:
-        screen(data, TaskDefinition)
+        screened = screen(data, TaskDefinition)
     except ScreenError as exc:
         loc = field_path(exc.problem.loc)
-        source = where.get(loc, "the merge")
-        origin = {
-            "cli": "-D on the command line",
-            "variant": f"variant '{variant_id}' of the experiment file",
-            "experiment-defaults": "the experiment file's defaults",
-        }
+        source = _source_of(loc, where)
         hints = [exc.problem.hint, f"set by {origin.get(source, source)}"]  # fmt: skip
         raise TaskFileError(
             f"variant '{variant_id}': {exc.problem.message}",
@@ -209,16 +223,38 @@ def _screen_merged(
             field=loc or None,
             hint="; ".join(h for h in hints if h),
         ) from None
+    for warned, text in screened.warnings:  # accepted in a task file with a warning only
+        loc = field_path(warned)
+        source = _source_of(loc, where)
+        if source in origin:
+            raise TaskFileError(
+                f"variant '{variant_id}': {text}, so setting it has no effect",
+                field=loc,
+                hint=f"set by {origin[source]}; remove it there",
+            )
 
 
-def _defaults_layer(experiment: Experiment) -> dict[str, Any]:
+def _source_of(loc: str, where: dict[str, str]) -> str:
+    """Which layer set ``loc`` (or the nearest of its ancestors or descendants)."""
+    if loc in where:
+        return where[loc]
+    path = loc
+    while path:
+        path = path.rpartition(".")[0]
+        if path in where:
+            return where[path]
+    inner = sorted(p for p in where if p.startswith(loc + "."))
+    return where[inner[0]] if inner else "the merge"
+
+
+def _defaults_layer(experiment: Experiment, experiment_dir: Path | None) -> dict[str, Any]:
     defaults = experiment.defaults
     layer: dict[str, Any] = {}
     for name in ("agent", "run_limits", "repeats"):
         value = getattr(defaults, name)
         if value is not None:
             layer[name] = value
-    return layer
+    return _inline_agent_files(layer, experiment_dir, "the experiment's defaults")
 
 
 def _variant_layer(variant: Any, experiment_dir: Path | None) -> dict[str, Any]:
@@ -228,17 +264,36 @@ def _variant_layer(variant: Any, experiment_dir: Path | None) -> dict[str, Any]:
         if value is not None:
             layer[name] = value
     if variant.initial_prompt_file is not None:
-        base = experiment_dir or Path.cwd()
-        target = Path(variant.initial_prompt_file)
-        target = target if target.is_absolute() else base / target
-        try:
-            layer["initial_prompt"] = target.read_text(encoding="utf-8-sig").strip()
-        except OSError as exc:
-            raise TaskFileError(
-                f"variant '{variant.variant_id}': cannot read initial_prompt_file {target}: "
-                f"{exc.strerror}"
-            ) from None
+        layer["initial_prompt"] = _read_file(
+            variant.initial_prompt_file, experiment_dir, f"variant '{variant.variant_id}'",
+            "initial_prompt_file",
+        )  # fmt: skip
+    return _inline_agent_files(layer, experiment_dir, f"variant '{variant.variant_id}'")
+
+
+def _inline_agent_files(layer: dict[str, Any], base: Path | None, who: str) -> dict[str, Any]:
+    """An experiment's ``agent.system_prompt_file`` becomes ``agent.system_prompt`` (the
+    file's text, relative to the experiment file's folder), as in a task file."""
+    agent = layer.get("agent")
+    if isinstance(agent, dict) and isinstance(agent.get("system_prompt_file"), str):
+        agent = dict(agent)
+        name = agent.pop("system_prompt_file")
+        agent["system_prompt"] = _read_file(name, base, who, "agent.system_prompt_file")
+        layer = {**layer, "agent": agent}
     return layer
+
+
+def _read_file(name: str, base: Path | None, who: str, field: str) -> str:
+    target = Path(name)
+    target = target if target.is_absolute() else (base or Path.cwd()) / target
+    try:
+        return target.read_text(encoding="utf-8-sig").strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else f"not UTF-8 text ({exc.reason})"
+        raise TaskFileError(
+            f"{who}: cannot read {field} {target}: {reason}",
+            hint="the path is relative to the experiment file's folder",
+        ) from None
 
 
 def _join_lists(

@@ -8,7 +8,7 @@ rows → one work item per ``row-task × variant × replicate``. ``assay plan`` 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from assay.agents.llm import model_key
@@ -33,7 +33,7 @@ from assay.orchestration.experiment import (
     resolve_variant,
 )
 from assay.orchestration.qa_rows import judge_key
-from assay.orchestration.task_loader import LoadedTask, load_task
+from assay.orchestration.task_loader import LoadedTask, load_document, load_task
 from assay.providers.pool import ProviderRegistry, default_registry
 from assay.providers.pricing import PriceTable
 from assay.qa import QaItem
@@ -159,10 +159,13 @@ class Plan:
 TaskSource = str | Path | LoadedTask
 
 
-def load_sources(sources: Sequence[TaskSource]) -> Iterator[LoadedTask]:
+def load_sources(
+    sources: Sequence[TaskSource], overrides: Sequence[Override] = ()
+) -> Iterator[LoadedTask]:
     """The tasks of ``sources`` in order: files, folders and globs found by
     :func:`~assay.orchestration.discover.discover` (each file once) and tasks already loaded
-    or built; no source at all means ``tasks/``.
+    or built; no source at all means ``tasks/``. ``overrides`` (``-D``) are placed in each
+    task as if written in it (a task already loaded is validated again with them).
 
     Raises:
         UsageError: a source matches nothing. TaskFileError: a task file is invalid.
@@ -179,7 +182,14 @@ def load_sources(sources: Sequence[TaskSource]) -> Iterator[LoadedTask]:
                 seen.add(path.resolve())
                 found.append(path)
     for item in found:
-        yield item if isinstance(item, LoadedTask) else load_task(item)
+        if not isinstance(item, LoadedTask):
+            yield load_task(item, overrides=overrides)
+        elif overrides:
+            again = load_document(item.document, display=item.display, base_dir=item.base_dir,
+                                  overrides=overrides)  # fmt: skip
+            yield replace(again, path=item.path, built=item.built)
+        else:
+            yield item
 
 
 def build_plan(
@@ -199,7 +209,7 @@ def build_plan(
     experiment_dir = experiment_file.resolve().parent if experiment_file else None
     plan = Plan(tasks=[], repeats_override=options.repeats)
     owners: dict[str, str] = {}
-    for loaded in load_sources(arguments):
+    for loaded in load_sources(arguments, options.overrides):
         plan.warnings.extend(loaded.warnings)
         reason = _skip_reason(loaded, options)
         if reason is not None:
@@ -231,6 +241,7 @@ def build_plan(
         variants = _variants(loaded, expansion, experiment, experiment_dir, options)
         for variant in variants:
             _check_model(loaded, variant.definition, registry, options.prices)
+            plan.warnings.extend(_unenforced_limits(loaded, variant))
         plan.tasks.append(PlannedTask(expansion, request, variants))
     if not plan.tasks:
         reasons = "; ".join(f"{s.path}: {s.reason}" for s in plan.skipped[:5])
@@ -273,6 +284,33 @@ def _variants(
             if qa is not None and qa != loaded.definition.qa:
                 check_qa_rows(loaded, expansion.row_tasks, expansion.rows, variant.definition)
     return variants
+
+
+TURN_AGENTS = frozenset({"claude-code", "codex"})
+_SETTERS = {"cli": "-D on the command line", "variant": "the experiment's variant",
+            "experiment-defaults": "the experiment's defaults"}  # fmt: skip
+
+
+def _unenforced_limits(loaded: LoadedTask, variant: ResolvedVariant) -> list[str]:
+    """``run_limits.max_turns`` on an agent that takes no turns (``llm``, ``command``,
+    ``none``) has no effect: a warning when the task file sets it (Coder Eval's files do),
+    an error when ``-D`` or an experiment does.
+
+    Raises:
+        TaskFileError: the limit was set by ``-D`` or the experiment.
+    """
+    task = variant.definition
+    if task.run_limits.max_turns is None or task.agent.type in TURN_AGENTS:
+        return []
+    why = (f"run_limits.max_turns has no effect on agent type '{task.agent.type}', which takes "
+           "no turns (it is enforced for claude-code and codex)")  # fmt: skip
+    source = variant.provenance.get("run_limits.max_turns", "task")
+    if source in _SETTERS:
+        raise TaskFileError(f"variant '{variant.variant_id}': {why}",
+                            field="run_limits.max_turns",
+                            hint=f"set by {_SETTERS[source]}; remove it there")  # fmt: skip
+    line = loaded.document.line_of(("run_limits", "max_turns"))
+    return [f"{loaded.display}:{line or '?'}: run_limits.max_turns: {why}"]
 
 
 def _model_error(exc: UserError, loaded: LoadedTask, loc: tuple[str, ...]) -> TaskFileError:

@@ -174,12 +174,7 @@ def _evaluate(path: Path, options: PredictionOptions) -> PredictionReport:
     async def main() -> dict[str, Any]:
         pool = ModelPool(registry, PoolSettings(parallel=options.jobs))
         try:
-            judge = JudgeSettings(
-                model=pool.get(key) if key is not None else None,
-                retries=config.judge.retries if config.judge else 0,
-                include_story=config.judge.include_story if config.judge else False,
-                rules=config.judge.rules if config.judge else True,
-            )
+            judge = JudgeSettings.of(config.judge, pool.get(key) if key is not None else None)
 
             async def start() -> None:  # only when a record needs the judge
                 assert key is not None

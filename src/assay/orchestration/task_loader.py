@@ -8,6 +8,7 @@ names → placeholder lint. Every error is a :class:`TaskFileError` naming file,
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from assay.data.substitute import PLACEHOLDER, lookalikes, string_leaves
-from assay.errors import TaskFileError
+from assay.errors import TaskFileError, UsageError
+from assay.orchestration.overrides import Override, apply_override, overridden
 from assay.orchestration.thresholds import check_threshold_names
 from assay.qa import QaTemplates, load_metrics_hook
 from assay.spec.base import ScreenError, screen
@@ -61,24 +63,34 @@ def display_path(path: Path) -> str:
         return str(path)
 
 
-def load_task(path: Path, *, base_dir: Path | None = None) -> LoadedTask:
-    """Read and validate one task file.
+def load_task(
+    path: Path, *, base_dir: Path | None = None, overrides: Sequence[Override] = ()
+) -> LoadedTask:
+    """Read and validate one task file, with the command line's ``-D`` overrides placed in it
+    (:mod:`assay.orchestration.overrides`), so every field they set takes effect: the
+    dataset and its selection, tags, ``skip``, criteria and the rest.
 
     Args:
         path: the YAML file.
         base_dir: where its relative paths start (default: the file's folder; a task built
             in Python and saved in its run directory keeps the folder it was built in).
+        overrides: ``-D path=value`` overrides, placed as if written in the file.
 
     Raises:
         TaskFileError: unreadable file, invalid YAML, unknown field, invalid value,
-            missing prompt file, unknown suite threshold name.
+            missing prompt file, unknown suite threshold name; a Coder Eval field that assay
+            does not implement, when an override sets it (it would have no effect). An
+            error caused by an override names it.
     """
     document = read_yaml(path)
     return load_document(document, display=display_path(path),
-                         base_dir=base_dir or path.resolve().parent)  # fmt: skip
+                         base_dir=base_dir or path.resolve().parent,
+                         overrides=overrides)  # fmt: skip
 
 
-def load_document(document: YamlDocument, *, display: str, base_dir: Path) -> LoadedTask:
+def load_document(
+    document: YamlDocument, *, display: str, base_dir: Path, overrides: Sequence[Override] = ()
+) -> LoadedTask:
     """Validate a parsed task (a file's, or one built in Python with no lines) exactly as
     :func:`load_task` does; ``display`` names it in messages.
 
@@ -92,23 +104,32 @@ def load_document(document: YamlDocument, *, display: str, base_dir: Path) -> Lo
             file=display,
             line=document.line_of(()),
         )
+    placed = tuple(overrides)
+    for override in placed:
+        try:
+            data = apply_override(data, override)
+        except UsageError as exc:
+            raise TaskFileError(exc.message, file=display, field=override.dotted,
+                                hint=exc.hint) from None  # fmt: skip
     try:
         screened = screen(data, TaskDefinition)
     except ScreenError as exc:
         problem = exc.problem
+        line, hint = _origin(problem.loc, document, placed, problem.hint)
         raise TaskFileError(
-            problem.message,
-            file=display,
-            line=document.line_of(problem.loc),
-            field=field_path(problem.loc),
-            hint=problem.hint,
+            problem.message, file=display, line=line, field=field_path(problem.loc), hint=hint
         ) from None
-    warnings = [
-        f"{display}:{document.line_of(loc) or '?'}: {field_path(loc)}: {text}"
-        for loc, text in screened.warnings
-    ]
+    warnings = []
+    for loc, text in screened.warnings:
+        by = overridden(loc, placed)
+        if by is not None:
+            raise TaskFileError(
+                f"{text}, so {by.render()} would have no effect",
+                file=display, field=field_path(loc), hint="remove the override",
+            )  # fmt: skip
+        warnings.append(f"{display}:{document.line_of(loc) or '?'}: {field_path(loc)}: {text}")
     raw = _inline_files(dict(screened.data), base_dir, display, document)
-    definition = _validate(raw, display, document)
+    definition = _validate(raw, display, document, placed)
     check_threshold_names(definition, display=display, document=document)
     check_templates(definition, base_dir=base_dir, display=display, document=document)
     check_qa(definition, base_dir=base_dir, display=display, document=document)
@@ -156,13 +177,31 @@ def _read_prompt(
         ) from None
 
 
-def _validate(raw: dict[str, Any], display: str, document: YamlDocument) -> TaskDefinition:
+def _origin(
+    loc: Loc, document: YamlDocument, overrides: tuple[Override, ...], hint: str | None
+) -> tuple[int | None, str | None]:
+    """The line of ``loc`` in the file, or no line and a hint naming the override that set it."""
+    by = overridden(loc, overrides)
+    if by is None:
+        if overrides:  # a rule over several fields (a prompt for agent 'none', say)
+            given = ", ".join(o.render() for o in overrides)
+            hint = "; ".join(h for h in (hint, f"the command line also set {given}") if h)
+        return document.line_of(loc), hint
+    return None, "; ".join(h for h in (hint, f"set on the command line by {by.render()}") if h)
+
+
+def _validate(
+    raw: dict[str, Any],
+    display: str,
+    document: YamlDocument,
+    overrides: tuple[Override, ...] = (),
+) -> TaskDefinition:
     try:
         return TaskDefinition.model_validate(raw)
     except ValidationError as exc:
         problems: list[TaskFileError] = []
         for error in exc.errors():
-            problem = _problem(error, raw, document, display)
+            problem = _problem(error, raw, document, display, overrides)
             if all(p.field != problem.field for p in problems):
                 problems.append(problem)
         problems.sort(key=lambda p: p.line or 0)
@@ -174,7 +213,13 @@ def _validate(raw: dict[str, Any], display: str, document: YamlDocument) -> Task
         ) from None  # fmt: skip
 
 
-def _problem(error: Any, raw: Any, document: YamlDocument, display: str) -> TaskFileError:
+def _problem(
+    error: Any,
+    raw: Any,
+    document: YamlDocument,
+    display: str,
+    overrides: tuple[Override, ...] = (),
+) -> TaskFileError:
     loc = data_loc(tuple(error["loc"]), raw)
     message = str(error["msg"]).removeprefix("Value error, ").removeprefix("Assertion failed, ")
     hint = None
@@ -185,9 +230,9 @@ def _problem(error: Any, raw: Any, document: YamlDocument, display: str) -> Task
     elif isinstance(error.get("input"), bool) and error["type"] in _TEXT_ERRORS:
         message = f"expected text but YAML read a boolean ({error['input']})"
         hint = "YAML reads yes/no/on/off/true/false unquoted as booleans; quote the value"
+    line, hint = _origin(loc, document, overrides, hint)
     return TaskFileError(
-        message, file=display, line=document.line_of(loc), field=field_path(loc) or None,
-        hint=hint,
+        message, file=display, line=line, field=field_path(loc) or None, hint=hint,
     )  # fmt: skip
 
 

@@ -31,6 +31,7 @@ from assay.qa.hooks import MetricsHook
 from assay.qa.judge import judge_open
 from assay.qa.metrics import metrics_document, replicate_metrics
 from assay.qa.records import PredictionRecord
+from assay.spec.qa import QaJudge
 
 _VIEW_FIELDS = ("sample_id", "sample_index", "repeat", "prompt_type", "meta")
 
@@ -38,12 +39,22 @@ _VIEW_FIELDS = ("sample_id", "sample_index", "repeat", "prompt_type", "meta")
 @dataclass(frozen=True)
 class JudgeSettings:
     """How open records are judged: the model (``None``: rules only), its retries after an
-    unparseable verdict, whether it sees the story, whether the rules go first."""
+    unparseable verdict, whether it sees the story, whether the rules go first, its token
+    budget per verdict."""
 
     model: Model | None = None
     retries: int = 2
     include_story: bool = False
     rules: bool = True
+    max_tokens: int = 200
+
+    @classmethod
+    def of(cls, config: QaJudge | None, model: Model | None) -> JudgeSettings:
+        """The settings of a ``qa.judge`` block (``None``: rules only)."""
+        if config is None:
+            return cls(model=model, retries=0)
+        return cls(model=model, retries=config.retries, include_story=config.include_story,
+                   rules=config.rules, max_tokens=config.max_tokens)  # fmt: skip
 
 
 def decide(record: PredictionRecord, judge: JudgeSettings) -> SampleResult | None:
@@ -73,7 +84,8 @@ async def judge_pending(
         assert content is not None
         async with limit:
             verdict = await judge_open(model, record.to_item(), content, retries=judge.retries,
-                                       include_story=judge.include_story)  # fmt: skip
+                                       include_story=judge.include_story,
+                                       max_tokens=judge.max_tokens)  # fmt: skip
         return from_verdict(record, verdict)
 
     return list(await asyncio.gather(*(one(record) for record in pending)))

@@ -306,6 +306,7 @@ async def grade_open(
     retries: int = 2,
     include_story: bool = False,
     rules: bool = True,
+    max_tokens: int = 200,
 ) -> SampleResult:
     """Grade an ``open``/``open_unanswerable`` response: rules first, then the judge.
 
@@ -317,6 +318,7 @@ async def grade_open(
         retries: judge retries on an unparseable reply.
         include_story: show the story to the judge.
         rules: try :func:`rule_grade_open` first (``False``: every response goes to the judge).
+        max_tokens: the judge's token budget per verdict.
 
     Raises:
         ValueError: ``item`` is a choice question.
@@ -329,7 +331,8 @@ async def grade_open(
         assert decided is not None
         return decided
     assert response is not None
-    verdict = await judge_open(judge, item, response, retries=retries, include_story=include_story)
+    verdict = await judge_open(judge, item, response, retries=retries,
+                               include_story=include_story, max_tokens=max_tokens)  # fmt: skip
     return from_verdict(item, verdict)
 
 

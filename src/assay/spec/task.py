@@ -53,8 +53,12 @@ class AgentBase(StrictModel):
 class NoneAgent(AgentBase):
     """No agent runs; criteria grade the sandbox as ``pre_run`` and templates left it."""
 
+    coder_eval_only: ClassVar[Mapping[str, str]] = {
+        **AgentBase.coder_eval_only,
+        "model": "agent type 'none' runs no agent, so it calls no model",
+    }
+
     type: Literal["none"]
-    model: str | None = None
 
 
 class CommandAgent(AgentBase):
@@ -205,7 +209,8 @@ class SandboxConfig(StrictModel):
 
 
 class RunLimits(StrictModel):
-    """Limits per row-task: seconds (``task_timeout``), tokens, turns."""
+    """Limits per row-task: seconds (``task_timeout``), tokens, US dollars, turns
+    (``max_turns``: enforced for the coding agents, which take turns)."""
 
     coder_eval_only: ClassVar[Mapping[str, str]] = {
         "expected_turns": "not enforced",

@@ -1,0 +1,589 @@
+"""Every setting that ``-D``, an experiment's ``defaults`` or a variant can name takes effect or
+is refused with a reason: generated over the fields of the task models, not a list.
+
+The settable paths are found by walking the pydantic models of :mod:`assay.spec` along base
+task files that hold every model (each agent type, each criterion type, each template source,
+a ``qa:`` block with a judge). For each leaf, a different valid value is made from the field's
+type and constraints; the plan is built with it, and the value must appear in the row-task as
+it runs (``WorkItem.resolve()``), or, for the dataset, in the selection the plan made. Fields
+that assay accepts from a Coder Eval task file with a warning (``coder_eval_only``) must be
+refused when an override sets them. A completeness check fails when a model or field of the
+spec is reached by no base task, so a new field is tested as soon as it exists.
+"""
+
+from __future__ import annotations
+
+import json
+import types
+import typing
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, get_args, get_origin
+
+import annotated_types
+import pytest
+from pydantic import BaseModel
+from pydantic.fields import FieldInfo
+
+from assay.agents.llm import build_request, model_key
+from assay.data.substitute import substitute_tree
+from assay.errors import TaskFileError, UserError
+from assay.orchestration.overrides import ALTERNATIVES, Override
+from assay.orchestration.plan import Plan, PlanOptions, build_plan
+from assay.orchestration.qa_rows import judge_key
+from assay.qa.evaluate import JudgeSettings
+from assay.spec.base import StrictModel
+from assay.spec.qa import QaJudge
+from assay.spec.task import LlmAgent, TaskDefinition
+from assay.store import Schema, open_store
+from tests.helpers import write
+
+ROWS = """\
+  rows:
+    - {id: a, text: alpha, label: pos, s: p, part: train}
+    - {id: b, text: beta, label: neg, s: p, part: test}
+    - {id: c, text: gamma, label: pos, s: q, part: train}
+    - {id: d, text: delta, label: neg, s: q, part: test}
+"""
+CRITERIA = """\
+success_criteria:
+  - {type: file_exists, path: f.txt}
+  - {type: file_check, path: f.txt, includes: [c], excludes: [zz],
+     patterns: [{pattern: c, flags: i}]}
+  - {type: run_command, command: "true", expected_stdout: "", stdout_match: exact}
+  - {type: classification_match, expected_label: "${row.label}", allowed_labels: [pos, neg]}
+  - {type: response_match, expected: "${row.text}"}
+"""
+COMMON = """\
+description: d
+tags: [base]
+run_limits: {task_timeout: 60, max_total_tokens: 1000, max_usd: 1.0}
+sandbox:
+  template_sources:
+    - {type: template_dir, path: tpl, mount_point: m}
+    - {type: starter_files, files: [{path: f.txt, content: c}]}
+pre_run: [{command: "true", timeout: 20, fail_on_error: true}]
+post_run: [{command: "true", timeout: 20}]
+"""
+BASES = {
+    "llm": "task_id: llm\n"
+    + COMMON
+    + """\
+agent: {type: llm, model: mock/echo, system_prompt: s, few_shot: [{user: u, assistant: a}],
+        stop: [x], labels: [pos, neg], price: {input_per_mtok: 1, output_per_mtok: 2},
+        extra_body: {k: 1}}
+initial_prompt: "${row.text}"
+dataset:
+"""
+    + ROWS
+    + CRITERIA,
+    "command": "task_id: cmd\n"
+    + COMMON
+    + """\
+agent: {type: command, command: cat, env: {A: b}}
+initial_prompt: "${row.text}"
+dataset:
+"""
+    + ROWS
+    + CRITERIA,
+    "none": "task_id: none\n"
+    + COMMON
+    + """\
+agent: {type: none}
+dataset:
+"""
+    + ROWS
+    + CRITERIA,
+    "qa": """\
+task_id: qa
+description: d
+agent: {type: llm, model: mock/echo}
+dataset:
+  rows:
+    - {sample_id: q1, story: s, question: "Capital?", meta: {k: x},
+       answer: {correct_answers: [Paris], wrong_answers: [Rome]}}
+    - {sample_id: q2, story: s, question: "Who?", meta: {k: y},
+       answer: {correct_answers: [Ann], wrong_answers: []}}
+qa:
+  dataset_name: base
+  group_by: [meta.k]
+  judge: {model: mock/echo}
+  templates: {option: "{letter}) {text}"}
+  prompt_mutations:
+    - {type: prefix, content: P}
+    - {type: suffix, content: S}
+    - {type: replace, pattern: Capital, replacement: Main city}
+    - {type: template, variables: {x: y}}
+success_criteria: [{type: qa, description: graded}]
+""",
+}
+
+# Values that a type alone cannot produce (a file that must exist, a model that must start).
+SPECIAL: dict[str, Any] = {
+    "task_id": "renamed",
+    "sandbox.driver": "docker",  # the only driver is tempdir: refused
+    "agent.model": "mock/other.yaml",
+    "qa.judge.model": "mock/other.yaml",
+    "agent.system_prompt_file": "prompt.txt",
+    "initial_prompt_file": "prompt.txt",
+    "agent.response_file": "out/answer.txt",
+    "agent.json_schema": {"type": "object"},
+    "agent.labels": ["pos", "neg", "other"],
+    "agent.prompt_format": "completion",
+    "agent.base_url": "http://127.0.0.1:9/v1",
+    "agent.api_key_env": "ASSAY_TEST_KEY",
+    "sandbox.template_sources.0.path": "tpl2",
+    "sandbox.template_sources.0.mount_point": "m2",
+    "sandbox.template_sources.1.files.0.path": "g.txt",
+    "dataset.rows": [{"id": "z", "text": "zeta", "label": "pos", "s": "p", "part": "train"}],
+    "dataset.paths": ["rows.jsonl"],
+    "dataset.store": "stored",
+    "dataset.store.qa": "stored_qa",
+    "dataset.rows.qa": [
+        {
+            "sample_id": "z",
+            "story": "s",
+            "question": "q",
+            "meta": {},
+            "answer": {"correct_answers": ["a"], "wrong_answers": ["b"]},
+        }
+    ],
+    "dataset.paths.qa": ["rows.qa.jsonl"],
+    "dataset.id_field": "text",
+    "dataset.id_field.qa": "sample_id",
+    "dataset.stratify_field": "label",
+    "dataset.split_field": "part",
+    "success_criteria.1.patterns.0.flags": "m",
+    "success_criteria.1.patterns.0.pattern": "c+",
+    "success_criteria.2.stdout_match": "contains",
+    "success_criteria.2.expected_stdout": "ok",
+    "success_criteria.3.expected_label": "neg",
+    "success_criteria.3.allowed_labels": ["pos", "neg", "x"],
+    "success_criteria.4.expected": "beta",
+    "success_criteria.0.suite_thresholds": {"mean": 0.5},
+    "success_criteria.1.suite_thresholds": {"mean": 0.5},
+    "success_criteria.2.suite_thresholds": {"mean": 0.5},
+    "success_criteria.3.suite_thresholds": {"accuracy": 0.5},
+    "success_criteria.4.suite_thresholds": {"mean": 0.5},
+    "success_criteria.0.suite_thresholds.qa": {"accuracy": 0.5},
+    "qa.group_by": ["meta.k", "prompt_type"],
+    "qa.templates": {"option": "{letter}: {text}"},
+    "qa.metrics_hook": "hook.py",
+    "qa.dataset_name": "renamed",
+    "qa.judge.base_url": "http://127.0.0.1:9/v1",
+    "qa.judge.api_key_env": "ASSAY_TEST_KEY",
+}
+TAGS = [
+    ["llm", "command", "none"],
+    ["file_exists", "file_check", "run_command", "classification_match", "response_match", "qa"],
+    ["template_dir", "starter_files"],
+    ["prefix", "suffix", "replace", "template"],
+]
+
+
+@dataclass(frozen=True)
+class Leaf:
+    """One settable leaf: its path in a base task, its field and the model that owns it."""
+
+    base: str
+    path: tuple[str, ...]
+    owner: type[BaseModel]
+    name: str
+    info: FieldInfo
+
+    @property
+    def dotted(self) -> str:
+        return ".".join(self.path)
+
+    @property
+    def key(self) -> str:
+        """The path with list indexes, and for the qa base a marker."""
+        return self.dotted + (".qa" if self.base == "qa" and self.dotted.endswith(
+            "suite_thresholds") else "")  # fmt: skip
+
+
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    return [m for arg in get_args(annotation) for m in _models_in(arg)]
+
+
+def _leaves(instance: BaseModel, base: str, prefix: tuple[str, ...]) -> Iterator[Leaf]:
+    owner = type(instance)
+    for name, info in owner.model_fields.items():
+        if name in getattr(owner, "writer_only", ()):
+            continue
+        value = getattr(instance, name)
+        path = (*prefix, name)
+        if isinstance(value, BaseModel):
+            yield from _leaves(value, base, path)
+        elif isinstance(value, list) and value and isinstance(value[0], BaseModel):
+            for index, item in enumerate(value):
+                yield from _leaves(item, base, (*path, str(index)))
+        elif value in (None, []) and _models_in(info.annotation):
+            continue  # a block this base does not have: another base holds it
+        else:
+            yield Leaf(base, path, owner, name, info)
+
+
+def _schema_fields(model: type[BaseModel], seen: set[type[BaseModel]]) -> set[tuple[str, str]]:
+    """Every ``(model, field)`` of the spec reachable from ``model`` through annotations."""
+    if model in seen:
+        return set()
+    seen.add(model)
+    found = set()
+    for name, info in model.model_fields.items():
+        if name in getattr(model, "writer_only", ()):
+            continue
+        found.add((model.__name__, name))
+        for inner in _models_in(info.annotation):
+            found |= _schema_fields(inner, seen)
+    return found
+
+
+def _bounds(info: FieldInfo) -> tuple[float | None, float | None]:
+    low = high = None
+    for meta in info.metadata:
+        if isinstance(meta, annotated_types.Ge | annotated_types.Gt):
+            low = float(getattr(meta, "ge", None) or getattr(meta, "gt", 0))
+        if isinstance(meta, annotated_types.Le | annotated_types.Lt):
+            high = float(getattr(meta, "le", None) or getattr(meta, "lt", 0))
+    return low, high
+
+
+def _plain(annotation: Any) -> list[Any]:
+    """The members of a union (``None`` dropped), ``Annotated`` unwrapped."""
+    if get_origin(annotation) is typing.Annotated:
+        return _plain(get_args(annotation)[0])
+    if get_origin(annotation) in (typing.Union, types.UnionType):
+        return [m for arg in get_args(annotation) if arg is not type(None) for m in _plain(arg)]
+    return [annotation]
+
+
+def different_value(leaf: Leaf, current: Any) -> Any:
+    """A valid value for ``leaf`` that differs from ``current`` (its value in the base)."""
+    for key in (f"{leaf.dotted}.{leaf.base}", leaf.key, leaf.dotted):
+        if key in SPECIAL:
+            return SPECIAL[key]
+    if leaf.name == "type":  # switch to another member of the union
+        group = next(tags for tags in TAGS if current in tags)
+        return next(tag for tag in group if tag != current)
+    for member in _plain(leaf.info.annotation):
+        origin = get_origin(member)
+        if origin is Literal:
+            options = [o for o in get_args(member) if o != current]
+            if options:
+                return options[0]
+        if member is bool or (member is typing.Any and isinstance(current, bool)):
+            return not current
+        if member in (int, float):
+            low, high = _bounds(leaf.info)
+            candidate = (current or 0) + 1 if member is int else ((current or 0.0) + 0.5)
+            if high is not None and candidate > high:
+                candidate = (low or 0) + (high - (low or 0)) / 4
+            if low is not None and candidate <= low:
+                candidate = low + 1
+            return int(candidate) if member is int else float(candidate)
+        if member is str:
+            return f"{current}-changed" if current else "changed"
+        if origin is list:
+            (item,) = get_args(member) or (str,)
+            if _plain(item)[0] is str:
+                return [*(current or []), "added"]
+        if origin is dict:
+            return {**(current or {}), "added": "v"} if current else {"added": "v"}
+    raise AssertionError(f"no value for {leaf.dotted} ({leaf.info.annotation}): add one to SPECIAL")
+
+
+@pytest.fixture
+def bases(tmp_path: Path) -> dict[str, Path]:
+    write(tmp_path / "tpl" / "x.txt", "x")
+    write(tmp_path / "tpl2" / "y.txt", "y")
+    write(tmp_path / "prompt.txt", "from the file ${row.text}")
+    write(tmp_path / "other.yaml", "default: pos\n")
+    write(tmp_path / "hook.py", "def compute_metrics(records, results):\n    return {}\n")
+    write(tmp_path / "rows.jsonl", '{"id": "y", "text": "eta", "label": "neg", "s": "q", '
+          '"part": "test"}\n')  # fmt: skip
+    qa_row = {
+        "sample_id": "y",
+        "story": "s",
+        "question": "q",
+        "meta": {},
+        "answer": {"correct_answers": ["a"], "wrong_answers": ["b"]},
+    }
+    write(tmp_path / "rows.qa.jsonl", json.dumps(qa_row) + "\n")
+    with open_store(f"sqlite:///{tmp_path / 'store.db'}") as store:
+        store.create_dataset("stored_qa", Schema({"story": "string", "question": "string",
+                                                   "meta": "json", "answer": "json"}),
+                             id_field="sample_id")  # fmt: skip
+        store.add("stored_qa", [{**qa_row, "sample_id": "w"}])
+        store.create_dataset("stored", Schema({"text": "string", "label": "string",
+                                                "s": "string", "part": "string"}))  # fmt: skip
+        store.add("stored", [{"id": "w", "text": "omega", "label": "pos", "s": "p",
+                              "part": "train"}])  # fmt: skip
+    STORE[0] = f"sqlite:///{tmp_path / 'store.db'}"
+    return {name: write(tmp_path / f"{name}.yaml", text) for name, text in BASES.items()}
+
+
+def loaded_bases(bases: dict[str, Path]) -> dict[str, TaskDefinition]:
+    plans = {name: build_plan([str(path)], PlanOptions()) for name, path in bases.items()}
+    return {name: plan.tasks[0].loaded.definition for name, plan in plans.items()}
+
+
+def all_leaves(bases: dict[str, Path]) -> list[Leaf]:
+    found: dict[tuple[str, str], Leaf] = {}
+    for name, definition in loaded_bases(bases).items():
+        for leaf in _leaves(definition, name, ()):
+            found.setdefault((name, leaf.dotted), leaf)
+    return list(found.values())
+
+
+def _containers(instance: BaseModel) -> Iterator[tuple[str, str]]:
+    for name in type(instance).model_fields:
+        value = getattr(instance, name)
+        items = value if isinstance(value, list) else [value]
+        for item in items:
+            if isinstance(item, BaseModel):
+                yield type(instance).__name__, name
+                yield from _containers(item)
+
+
+def test_every_field_of_the_spec_is_reached_by_a_base_task(bases: dict[str, Path]) -> None:
+    reached = {(leaf.owner.__name__, leaf.name) for leaf in all_leaves(bases)}
+    for definition in loaded_bases(bases).values():
+        reached |= set(_containers(definition))
+    missing = _schema_fields(TaskDefinition, set()) - reached
+    assert not missing, f"add these fields to a base task: {sorted(missing)}"
+
+
+def _value_at(data: Any, path: tuple[str, ...]) -> Any:
+    for part in path:
+        if data is None:
+            return None
+        data = data[int(part)] if isinstance(data, list) else data.get(part)
+    return data
+
+
+STORE = [""]
+
+
+def _plan(path: Path, overrides: tuple[Override, ...] = (), **options: Any) -> Plan:
+    return build_plan([str(path)], PlanOptions(overrides=overrides, store_url=STORE[0],
+                                               **options))  # fmt: skip
+
+
+def _normal(value: Any) -> Any:
+    return json.loads(json.dumps(value))
+
+
+def check_effect(leaf: Leaf, value: Any, plan: Plan) -> None:
+    """``value`` set at ``leaf`` is what the run will use."""
+    planned = plan.tasks[0]
+    if leaf.path[0] == "dataset":
+        dataset = planned.loaded.definition.dataset
+        assert dataset is not None
+        assert _normal(getattr(dataset, leaf.path[1])) == _normal(value)
+        expansion = planned.expansion
+        if leaf.dotted == "dataset.sample_seed":
+            assert expansion.selection is not None
+            assert expansion.selection.stratified_seed == value
+            assert not expansion.selection.seed_was_drawn
+        if leaf.dotted in ("dataset.rows", "dataset.paths", "dataset.store"):
+            assert [t.row_id for t in expansion.row_tasks] in (["z"], ["y"], ["w"])
+        if leaf.dotted == "dataset.id_field":
+            assert {t.row_id for t in expansion.row_tasks} <= {"alpha", "beta", "gamma", "delta",
+                                                               "q1", "q2"}  # fmt: skip
+        if leaf.dotted == "dataset.stratify_field":
+            assert planned.request is not None and planned.request.stratify_field == "label"
+        if leaf.dotted == "dataset.split_field":
+            assert planned.request is not None and planned.request.split_field == "part"
+        return
+    if leaf.dotted == "task_id":
+        assert planned.expansion.row_tasks[0].task_id.startswith("renamed/")
+        return
+    item = plan.work_items()[0]
+    resolved = item.resolve().model_dump(mode="json")
+    if leaf.path[0] in ("initial_prompt", "success_criteria") and item.row_task.row:
+        value = substitute_tree(value, item.row_task.row)  # as the row runs it
+    if leaf.name in ("initial_prompt_file", "system_prompt_file"):
+        text = _value_at(resolved, (*leaf.path[:-1], leaf.name.removesuffix("_file")))
+        assert text is not None and text.startswith("from the file")
+        return
+    got = _value_at(resolved, leaf.path)
+    assert _normal(got) == _normal(value), f"{leaf.dotted}: the row-task runs with {got!r}"
+
+
+def _settable(bases: dict[str, Path]) -> Iterator[tuple[Leaf, Any]]:
+    definitions = loaded_bases(bases)
+    for leaf in all_leaves(bases):
+        current = _value_at(definitions[leaf.base].model_dump(mode="json"), leaf.path)
+        yield leaf, different_value(leaf, current)
+
+
+def test_every_override_takes_effect_or_is_refused(bases: dict[str, Path]) -> None:
+    checked = refused = 0
+    for leaf, value in _settable(bases):
+        overrides = [Override(leaf.path, value)]
+        if leaf.dotted in ("dataset.sample_seed", "dataset.stratify_field"):
+            overrides.insert(0, Override(("dataset", "sample_per_stratum"), 1))
+        options: dict[str, Any] = {}
+        if leaf.dotted == "dataset.split_field":
+            from assay.orchestration.expand import Selectors
+
+            options["selectors"] = Selectors(split="train")
+        if leaf.dotted == "skip":
+            with pytest.raises(UserError, match="every task file was skipped"):
+                _plan(bases[leaf.base], tuple(overrides))
+            refused += 1
+            continue
+        if leaf.dotted == "tags":
+            plan = _plan(bases[leaf.base], tuple(overrides), tags=("added",))
+            assert plan.tasks, "--tags added selects the task the override tagged"
+        try:
+            plan = _plan(bases[leaf.base], tuple(overrides), **options)
+        except TaskFileError as exc:
+            # a refusal must say why, and name the override
+            assert "-D" in exc.render() or "on the command line" in exc.render(), (
+                leaf.dotted,
+                exc.render(),
+            )
+            refused += 1
+            continue
+        check_effect(leaf, value, plan)
+        checked += 1
+    assert checked > 100  # the walk found the fields, not a handful
+
+
+def test_fields_accepted_with_a_warning_are_refused_when_overridden(
+    bases: dict[str, Path],
+) -> None:
+    cases = 0
+    for leaf in all_leaves(bases):
+        owner = leaf.owner
+        if leaf.path[-1] != next(iter(owner.model_fields)):
+            continue  # once per model instance
+        for name in getattr(owner, "coder_eval_only", {}):
+            path = (*leaf.path[:-1], name)
+            with pytest.raises(TaskFileError, match="would have no effect") as caught:
+                _plan(bases[leaf.base], (Override(path, 1),))
+            assert "does not implement" in caught.value.message
+            cases += 1
+    assert cases >= 20
+
+
+def _experiment(tmp_path: Path, defaults: dict[str, Any], variant: dict[str, Any]) -> Path:
+    document = {"experiment_id": "e", "defaults": defaults,
+                "variants": [{"variant_id": "v", **variant}]}  # fmt: skip
+    return write(tmp_path / "e.yaml", json.dumps(document))
+
+
+@pytest.mark.parametrize("layer", ["defaults", "variant"])
+def test_every_agent_and_limit_field_set_by_an_experiment_takes_effect(
+    bases: dict[str, Path], tmp_path: Path, layer: str
+) -> None:
+    checked = 0
+    definitions = loaded_bases(bases)
+    for leaf, value in _settable(bases):
+        if leaf.path[0] not in ("agent", "run_limits") or len(leaf.path) != 2:
+            continue
+        if leaf.name == "type":
+            continue  # switching the agent: test_changing_agent_type_replaces_the_agent
+        block = {leaf.path[0]: {leaf.path[1]: value}}
+        if leaf.path[0] == "agent":
+            block["agent"]["type"] = definitions[leaf.base].agent.type
+        defaults, variant = (block, {}) if layer == "defaults" else ({}, block)
+        experiment = _experiment(tmp_path, defaults, variant)
+        try:
+            plan = _plan(bases[leaf.base], experiment=str(experiment))
+        except TaskFileError as exc:
+            assert "variant 'v'" in exc.message, exc.render()
+            continue
+        resolved = plan.work_items()[0].resolve().model_dump(mode="json")
+        task_value = _value_at(definitions[leaf.base].model_dump(mode="json", exclude_unset=True),
+                               leaf.path)  # fmt: skip
+        expected = task_value if layer == "defaults" and task_value is not None else value
+        if isinstance(value, dict) and isinstance(task_value, dict):  # mappings merge
+            expected = {**value, **task_value} if layer == "defaults" else {**task_value, **value}
+        rivals = [other for group in ALTERNATIVES.get(leaf.path[:-1], ()) if leaf.name in group
+                  for other in group - {leaf.name}]  # fmt: skip
+        task_agent = definitions[leaf.base].model_dump(mode="json", exclude_unset=True)
+        if layer == "defaults" and any(_value_at(task_agent, (*leaf.path[:-1], r)) is not None
+                                       for r in rivals):  # fmt: skip
+            expected = None  # the task file set an alternative, which beats the defaults
+        if leaf.name == "system_prompt_file":
+            text = resolved["agent"]["system_prompt"]
+            task_prompt = _value_at(definitions[leaf.base].model_dump(mode="json",
+                                    exclude_unset=True), ("agent", "system_prompt"))  # fmt: skip
+            if layer == "defaults" and task_prompt is not None:
+                assert text == task_prompt  # the task file beats the experiment's defaults
+            else:
+                assert text.startswith("from the file")
+        else:
+            assert _normal(_value_at(resolved, leaf.path)) == _normal(expected), leaf.dotted
+        checked += 1
+    assert checked > 30
+
+
+def test_every_llm_agent_field_changes_what_the_model_is_sent(tmp_path: Path) -> None:
+    """The runner's consumers of an ``llm`` agent: the request, the endpoint key, the price and
+    the response file. Each field must change one of them."""
+    base = LlmAgent(model="mock/echo")
+
+    def used(agent: LlmAgent) -> Any:
+        return (build_request(agent, "p"), model_key(agent, tmp_path), agent.price,
+                agent.response_file)  # fmt: skip
+
+    unchanged = []
+    for name, info in LlmAgent.model_fields.items():
+        if name in ("type", "system_prompt_file"):
+            continue  # the tag; a file the loader reads into system_prompt (tested above)
+        leaf = Leaf("llm", ("agent", name), LlmAgent, name, info)
+        models = {"price": {"input_per_mtok": 1, "output_per_mtok": 1},
+                  "few_shot": [{"user": "u", "assistant": "a"}]}  # fmt: skip
+        value = models.get(name) or different_value(leaf, getattr(base, name))
+        changed = LlmAgent.model_validate({**base.model_dump(exclude_unset=True), name: value})
+        if used(changed) == used(base):
+            unchanged.append(name)
+    assert not unchanged, f"llm agent fields that nothing reads: {unchanged}"
+
+
+def test_every_judge_field_changes_how_the_judge_is_called(tmp_path: Path) -> None:
+    base = QaJudge(model="mock/echo")
+
+    def used(judge: QaJudge) -> Any:
+        settings = JudgeSettings.of(judge, None)
+        return (judge_key(judge, tmp_path), settings, judge.check)
+
+    unchanged = []
+    for name, info in QaJudge.model_fields.items():
+        leaf = Leaf("qa", ("qa", "judge", name), QaJudge, name, info)
+        value = different_value(leaf, getattr(base, name))
+        changed = QaJudge.model_validate({**base.model_dump(), name: value})
+        if used(changed) == used(base):
+            unchanged.append(name)
+    assert not unchanged, f"judge fields that nothing reads: {unchanged}"
+
+
+def test_sample_seed_override_seeds_the_stratified_draw(bases: dict[str, Path]) -> None:
+    """The issue's example: ``-D dataset.sample_seed=7`` was validated and then unused."""
+    overrides = (Override(("dataset", "sample_per_stratum"), 1),
+                 Override(("dataset", "sample_seed"), 7))  # fmt: skip
+    first = _plan(bases["llm"], overrides).tasks[0].expansion
+    second = _plan(bases["llm"], overrides).tasks[0].expansion
+    assert first.selection is not None and first.selection.stratified_seed == 7
+    assert [t.row_id for t in first.row_tasks] == [t.row_id for t in second.row_tasks]
+
+
+def test_a_list_item_override_past_the_end_is_refused(bases: dict[str, Path]) -> None:
+    with pytest.raises(TaskFileError, match="has 5 item\\(s\\), so there is no item 9"):
+        _plan(bases["llm"], (Override(("success_criteria", "9", "weight"), 0),))
+
+
+def test_strict_models_cover_the_spec() -> None:
+    """Every user-written model is strict (an unknown field is an error, never dropped)."""
+    for model in (TaskDefinition,):
+        seen: set[type[BaseModel]] = set()
+        _schema_fields(model, seen)
+        loose = [m.__name__ for m in seen if not issubclass(m, StrictModel)]
+        assert not loose
