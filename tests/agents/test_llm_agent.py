@@ -71,7 +71,7 @@ def test_scripted_model_grades_and_errors_stay_errors(tmp_path: Path) -> None:
     metrics = suite["criterion_aggregates"][0]["metrics"]
     assert metrics["accuracy"] == 1.0
     assert metrics["completion_rate"] == 2 / 3
-    assert code == 0
+    assert code == 1  # the errored row (an outage) fails the run: no completion_rate gate
     traces = [json.loads((run_dir / f"default/mocked/{r}/00/trace.json").read_text())
               for r in ("p", "n")]  # fmt: skip
     spans = [t["resourceSpans"][0]["scopeSpans"][0]["spans"] for t in traces]

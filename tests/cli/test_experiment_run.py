@@ -56,7 +56,11 @@ def experiment(tmp_path: Path) -> dict[str, Any]:
 def test_experiment_report_with_intervals_and_mcnemar(tmp_path: Path) -> None:
     setup(tmp_path)
     done = assay("run", "t.yaml", "-e", "optimism", cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 1, done.stderr  # no gate, and the keyword variant fails rows
+    assert "toy [keyword]: 12 rows — 4 passed, 8 failed, 0 errored" in done.stdout
+    assert "no gate · FAILED (no gate, and 8 failed (every row must succeed))" in done.stdout
+    assert "toy [optimist]: 12 rows — 12 passed, 0 failed, 0 errored" in done.stdout
+    assert "no gate · PASSED" in done.stdout
     report = experiment(tmp_path)
     assert report["variant_ids"] == ["keyword", "optimist"]
     assert report["row_ids"]["toy"] == [f"r{i:02d}" for i in range(12)]
@@ -95,7 +99,7 @@ def test_plan_shows_each_variant_and_where_values_came_from(tmp_path: Path) -> N
 
 def test_replicates_give_pass_at_k(tmp_path: Path) -> None:
     setup(tmp_path)
-    assert assay("run", "t.yaml", "--repeats", "3", cwd=tmp_path).returncode == 0
+    assert assay("run", "t.yaml", "--repeats", "3", cwd=tmp_path).returncode == 1  # no gate
     suite = json.loads((latest(tmp_path) / "default/toy/suite.json").read_text())
     assert suite["replicates"] == 3
     assert [r["replicate_index"] for r in suite["per_replicate"]] == [0, 1, 2]
@@ -150,7 +154,8 @@ def test_a_misspelled_field_from_d_or_a_variant_gets_a_suggestion(tmp_path: Path
 
 def test_experiment_md_with_replicates_says_why_an_interval_is_missing(tmp_path: Path) -> None:
     setup(tmp_path)
-    assert assay("run", "t.yaml", "-e", "optimism", "--repeats", "2", cwd=tmp_path).returncode == 0
+    done = assay("run", "t.yaml", "-e", "optimism", "--repeats", "2", cwd=tmp_path)
+    assert done.returncode == 1  # no gate, and rows failed
     markdown = (latest(tmp_path) / "experiment.md").read_text()
     assert ("| `classification_match.mean` | 0.333 [" in markdown
             and "| 1.000 (every resample gives the same value; no uncertainty can be "

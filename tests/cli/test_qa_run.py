@@ -129,7 +129,9 @@ def qa_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     cwd = tmp_path_factory.mktemp("qa")
     make_task(cwd / "t")
     done = assay("run", "t/task.yaml", cwd=cwd)
-    assert done.returncode == 0, done.stdout + done.stderr
+    # the accuracy gate passes, but rows errored and the suite does not gate completion_rate
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "gate PASSED · FAILED (4 row(s) errored, and the suite does not gate " in done.stdout
     return cwd
 
 
@@ -195,10 +197,10 @@ def test_prediction_records(qa_run: Path) -> None:
 def test_option_order_differs_by_replicate_and_repeats_across_runs(tmp_path: Path) -> None:
     make_task(tmp_path / "t")
     first = assay("run", "t/task.yaml", cwd=tmp_path)
-    assert first.returncode == 0, first.stderr
+    assert first.returncode == 1, first.stderr  # rows errored; completion_rate is not gated
     prompts = [(r["sample_id"], r["repeat"], r["prompt"]) for r in predictions(tmp_path)]
     second = assay("run", "t/task.yaml", cwd=tmp_path)
-    assert second.returncode == 0, second.stderr
+    assert second.returncode == 1, second.stderr
     assert [(r["sample_id"], r["repeat"], r["prompt"]) for r in predictions(tmp_path)] == prompts
     orders = {}
     for record in predictions(tmp_path):
@@ -261,7 +263,7 @@ def test_a_bad_metrics_hook_is_named_after_every_row_is_kept(tmp_path: Path) -> 
     assert len(list(folder.glob("*/*/task.json"))) == 16
     write(tmp_path / "t" / "metrics.py", HOOK)
     rebuilt = assay("report", "runs/latest", cwd=tmp_path)
-    assert rebuilt.returncode == 0, rebuilt.stderr
+    assert rebuilt.returncode == 1, rebuilt.stderr  # written; rows errored, no completion gate
     assert metrics(tmp_path)["all_metrics"][0]["records_seen"] == 8
 
 
@@ -270,7 +272,7 @@ def test_a_judge_that_accepts_anything_is_flagged(tmp_path: Path) -> None:
     make_task(tmp_path / "t", task=task)
     write(tmp_path / "t" / "judge.yaml", 'default: \'{"is_correct": true, "reason": "ok"}\'\n')
     done = assay("run", "t/task.yaml", cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 1, done.stderr  # an answer error; completion_rate is not gated
     message = (
         "judge mock/judge.yaml failed its sanity check (answers to 'What is the capital of "
         "France?': 'Berlin' judged True; 'I like turtles.' judged True)"
@@ -304,7 +306,8 @@ variants:
     write(tmp_path / "task.yaml", task)
     write(tmp_path / "careful.yaml", experiment)
     done = assay("run", "task.yaml", "-e", "careful.yaml", cwd=tmp_path)
-    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.returncode == 1, done.stdout + done.stderr  # no gate, and every row failed
+    assert "no gate · FAILED (no gate, and 1 failed (every row must succeed))" in done.stdout
     for variant, tale in (("plain", False), ("careful", True)):
         folder = latest(tmp_path) / variant / "qa-demo"
         (record,) = [json.loads(line) for line in (folder / "prediction.jsonl").open()]

@@ -104,7 +104,7 @@ success_criteria:
   - {{type: response_match, expected: "@", match: contains}}
 """
     done = assay("run", str(write(tmp_path / "t.yaml", text)), cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 1, done.stderr  # no gate: row d fails, as it should
     response = latest(tmp_path) / "default/nul/c/00/response.txt"
     assert response.read_text() == "env=unset\nnul @ z\nnul @ z"
     assert task_json(tmp_path, "nul", "d")["final_status"] == "FAILURE"

@@ -48,7 +48,7 @@ def test_anthropic_messages_with_a_forced_tool(
         url = server.base_url.removesuffix("/v1")
         path = write(tmp_path / "t.yaml", TASK.format(url=url, limits=""))
         done = assay("run", str(path), "--prices", str(prices), cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 1, done.stderr  # no gate: row b (expected positive) fails
     # rows run concurrently: find row a's request (and its headers) rather than the first
     index = next(i for i, r in enumerate(server.requests) if r["messages"][-1]["content"] == "love")
     body = server.requests[index]

@@ -25,6 +25,7 @@ from assay.qa import (
     normalize_sample,
     parse_verdict,
 )
+from assay.qa.judge import JudgeReply
 
 GOOD = '{"is_correct": true, "reason": "matches December 1972"}'
 BAD = '{"is_correct": false, "reason": "a different date"}'
@@ -220,3 +221,23 @@ def test_real_local_judge_returns_a_parseable_verdict() -> None:
         assert verdict.is_correct in (True, False), verdict.error
         assert isinstance(verdict.reason, str)
         assert 1 <= verdict.attempts <= 3
+
+
+@pytest.mark.parametrize("key", sorted(JudgeReply.model_fields))
+@pytest.mark.parametrize("first_true", [True, False])
+def test_a_verdict_with_a_repeated_key_is_refused_not_last_wins(key: str, first_true: bool) -> None:
+    values = {"is_correct": ("true", "false"), "reason": ('"a"', '"b"')}[key]
+    first, second = values if first_true else values[::-1]
+    other = '"reason": "r"' if key == "is_correct" else '"is_correct": true'
+    text = f'{{"{key}": {first}, {other}, "{key}": {second}}}'
+    with pytest.raises(ValueError, match=f"the key '{key}' appears twice"):
+        parse_verdict(text)
+
+
+def test_a_judge_that_repeats_a_key_every_time_is_a_judge_error() -> None:
+    model = scripted(default='{"is_correct": false, "reason": "r", "is_correct": true}')
+    verdict = run(judge_open(model, open_item(), "December 1972", retries=1))
+    assert verdict.is_correct is None and verdict.judge_error and verdict.attempts == 2
+    assert verdict.error == (
+        "unparseable verdict: the key 'is_correct' appears twice, so the verdict is ambiguous"
+    )

@@ -342,7 +342,8 @@ def test_answer_errors_are_excluded_like_judge_errors() -> None:
     nothing = build(["unanswered"])
     assert (
         nothing["accuracy"] is None
-        and "judge or answer error" in nothing["undefined_metrics"]["accuracy"]
+        and "a judge error, an answer error or a refusal"
+        in nothing["undefined_metrics"]["accuracy"]
     )
 
 
@@ -363,3 +364,28 @@ def test_a_hook_that_raises_is_located_by_its_line(tmp_path: Path) -> None:
     assert info.value.message == (
         "compute_metrics raised IndexError: list index out of range (at line 3)"
     )
+
+
+def test_the_helpers_a_hook_is_told_to_use_work_on_the_plain_dicts_it_receives(
+    tmp_path: Path,
+) -> None:
+    """A ToMEval hook calls base_metric_payload and the grouped helpers on plain dicts (it
+    raised AttributeError); their numbers equal the built-in ones, judge errors excluded."""
+    hook_text = """
+from assay.qa import base_metric_payload, base_metrics, first_value, generic_group_metrics
+
+
+def compute_metrics(records, per_sample_results):
+    out = base_metric_payload(per_sample_results)
+    out.update(generic_group_metrics(
+        records, per_sample_results, [("by_kind", lambda r: first_value(r["meta"].get("k")))]))
+    out["again"] = base_metrics(per_sample_results)["accuracy"]
+    return out
+"""
+    hook = load_metrics_hook(write(tmp_path, hook_text))
+    plain = build(["ok", "wrong", "judge", "ok"])
+    hooked = build(["ok", "wrong", "judge", "ok"], hook=hook, hook_file="metrics.py")
+    assert hooked["accuracy"] == plain["accuracy"] == pytest.approx(2 / 3)
+    assert hooked["again"] == plain["accuracy"]
+    assert hooked["graded"] == plain["graded"] == 3
+    assert "by_kind" in hooked and sum(hooked["by_kind_counts"].values()) == 4

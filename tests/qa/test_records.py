@@ -174,3 +174,24 @@ def test_a_sample_twice_in_one_replicate_is_refused(tmp_path: Path) -> None:
                        r"line 1\)") as caught:  # fmt: skip
         read_predictions(path)
     assert f"{path}:3" in str(caught.value)
+
+
+@pytest.mark.parametrize("key", ["repeat", "content", "ability"])
+def test_a_record_with_a_repeated_key_is_refused_not_last_wins(tmp_path: Path, key: str) -> None:
+    good = PredictionRecord.from_item(choice_item(), content="A").to_json_line()
+    assert f'"{key}":' in good
+    repeated = good.replace(f'"{key}":', f'"{key}": "first", "{key}":', 1)
+    path = tmp_path / "prediction.jsonl"
+    path.write_text(good + "\n" + repeated + "\n", encoding="utf-8")
+    with pytest.raises(DatasetError) as info:
+        read_predictions(path)
+    assert str(info.value) == (
+        f"{path}:2: invalid JSON: the key '{key}' appears twice in one object"
+    )
+
+
+def test_a_colon_inside_a_text_does_not_look_like_a_repeated_key(tmp_path: Path) -> None:
+    record = PredictionRecord.from_item(choice_item(), content='say "x": y')
+    path = tmp_path / "prediction.jsonl"
+    path.write_text(record.to_json_line() + "\n", encoding="utf-8")
+    assert read_predictions(path)[0].pred.content == 'say "x": y'

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import random
+import statistics
 from collections.abc import Sequence
 from typing import Any
 
@@ -213,13 +214,20 @@ def test_sample_suite_counts_match_coder_eval() -> None:
     assert (data["suite_id"], data["variant_id"]) == (SUITE, "default")
 
 
+def _coder_eval_keys(items: list[dict[str, Any]], like: list[dict[str, Any]]) -> list[Any]:
+    """Coder Eval's keys of each item (assay adds refusal counts and a QA row's answer)."""
+    return [{key: item[key] for key in sample} for item, sample in zip(items, like, strict=True)]
+
+
 def test_sample_criterion_stats_match_coder_eval() -> None:
-    assert strict_json(roll_up(sentiment_rows()))["criterion_stats"] == SAMPLE_CRITERION_STATS
+    stats = strict_json(roll_up(sentiment_rows()))["criterion_stats"]
+    assert _coder_eval_keys(stats, SAMPLE_CRITERION_STATS) == SAMPLE_CRITERION_STATS
+    assert {s["refused_count"] for s in stats} == {0}
 
 
 def test_sample_failed_samples_match_coder_eval() -> None:
     data = strict_json(roll_up(sentiment_rows()))
-    assert data["failed_samples"] == SAMPLE_FAILED
+    assert _coder_eval_keys(data["failed_samples"], SAMPLE_FAILED) == SAMPLE_FAILED
     assert data["failed_samples_total"] == 1
 
 
@@ -525,11 +533,13 @@ def test_criterion_stats_grouped_and_sorted_by_type() -> None:
         errored(2),
     ]  # fmt: skip
     stats = roll_up(rows, (PREPARE, classify(None, ["a", "b"]), second)).criterion_stats
+    # the errored run_command result is counted apart, never averaged in as a 0
     assert [s.model_dump() for s in stats] == [
         {"criterion_type": "classification_match", "rows_evaluated": 2, "average_score": 0.5,
-         "error_count": 0},
-        {"criterion_type": "run_command", "rows_evaluated": 4, "average_score": 0.625,
-         "error_count": 1},
+         "error_count": 0, "refused_count": 0},
+        {"criterion_type": "run_command", "rows_evaluated": 3,
+         "average_score": statistics.fmean([1.0, 0.5, 1.0]), "error_count": 1,
+         "refused_count": 0},
     ]  # fmt: skip
 
 

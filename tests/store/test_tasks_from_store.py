@@ -46,10 +46,11 @@ def make_store(url: str) -> None:
 def run(tmp_path: Path, url: str, version: str = "") -> dict[str, Any]:
     write(tmp_path / "t.yaml", TASK.format(version=version))
     done = assay("run", "t.yaml", "--store", url, cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
     data: dict[str, Any] = json.loads(
         (latest(tmp_path) / "default/from-store/suite.json").read_text()
     )
+    # no gate: the run exits 0 exactly when every row succeeded
+    assert done.returncode == (0 if data["rows_passed"] == data["rows_total"] else 1), done.stderr
     return data
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from assay.api.result import RunResult
 from assay.api.runs import no_running_loop
+from assay.orchestration.datacheck import check_run_dir
 from assay.orchestration.predictions import (
     PredictionOptions,
     PredictionReport,
@@ -19,7 +20,7 @@ from assay.orchestration.predictions import (
     evaluate_predictions as grade_prediction_file,
 )
 from assay.orchestration.regrade import regrade_run
-from assay.orchestration.runfiles import load_run_results, resolve_run_dir
+from assay.orchestration.runfiles import load_results, load_run_results, resolve_run_dir
 from assay.reports.compare import compare_runs, write_comparison
 from assay.reports.rebuild import rebuild_reports, report_regraded
 from assay.results.experiment import ExperimentResult
@@ -39,15 +40,17 @@ def evaluate(
 
     Raises:
         UsageError: not a run; an invalid ``task.json``; rows whose criteria read the
-            sandbox when the run did not keep sandboxes (nothing is changed then).
+            sandbox when the run did not keep sandboxes; rows whose content is not what the
+            run recorded (nothing is changed then).
         ModelError: a judge could not start.
         UsageError: called inside a running event loop (use :func:`evaluate_async`).
     """
     no_running_loop("evaluate")
     folder = resolve_run_dir(run_dir)
+    warnings = check_run_dir(folder, load_results(folder), action="assay evaluate")
     started = datetime.now()
     results = asyncio.run(regrade_run(folder, jobs=jobs))
-    return _regraded(folder, results, started, jobs, junit_xml)
+    return _regraded(folder, results, started, jobs, junit_xml, warnings)
 
 
 async def evaluate_async(
@@ -59,9 +62,10 @@ async def evaluate_async(
         UsageError, ModelError: as :func:`evaluate`.
     """
     folder = resolve_run_dir(run_dir)
+    warnings = check_run_dir(folder, load_results(folder), action="assay evaluate")
     started = datetime.now()
     results = await regrade_run(folder, jobs=jobs)
-    return _regraded(folder, results, started, jobs, junit_xml)
+    return _regraded(folder, results, started, jobs, junit_xml, warnings)
 
 
 def _regraded(
@@ -70,9 +74,11 @@ def _regraded(
     started: datetime,
     jobs: int,
     junit: str | Path | None,
+    warnings: list[str],
 ) -> RunResult:
     reports = report_regraded(folder, results, started=started, jobs=jobs,
-                              junit_path=Path(junit) if junit is not None else None)  # fmt: skip
+                              junit_path=Path(junit) if junit is not None else None,
+                              warnings=warnings)  # fmt: skip
     return RunResult.from_reports(folder, reports)
 
 

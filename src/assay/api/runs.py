@@ -122,10 +122,13 @@ class ResumeKeywords(SessionKeywords, total=False):
 
     Keys:
         retry_errors: run the rows that ended ``ERROR`` again.
+        rerun_changed: run again exactly the rows whose dataset content changed since the run
+            recorded it (otherwise such a run is refused, naming them).
         prices: a price file (as for :func:`run`); store: the store the run used.
     """
 
     retry_errors: bool
+    rerun_changed: bool
     prices: str | Path | None
     store: str | None
 
@@ -194,7 +197,8 @@ def resume(run_dir: str | Path, **options: Unpack[ResumeKeywords]) -> RunResult:
 
     Raises:
         UsageError: not a run directory assay can resume.
-        UserError: a task file or dataset changed so that the recorded rows are gone.
+        UserError: a task file or dataset changed so that the recorded rows are gone, or rows'
+            content changed (without ``rerun_changed``, naming them).
         ModelError: a model could not start.
     """
     no_running_loop("resume")
@@ -232,6 +236,7 @@ def _resumed_session(run_dir: str | Path, options: ResumeKeywords) -> RunSession
     prices = plan_options(prices=options.get("prices")).prices
     request = _request(Path(run_dir).parent, options, stage="run")
     request.retry_errors = options.get("retry_errors", False)
+    request.rerun_changed = options.get("rerun_changed", False)
     folder = existing_run_dir(run_dir)
     request.runs_root = folder.parent
     check_outputs(request.runs_root, request.junit_path)

@@ -90,6 +90,11 @@ Resume = Annotated[
 RetryErrors = Annotated[
     bool, typer.Option("--retry-errors", help="With --resume: run the rows that ended ERROR again.")
 ]
+RerunChanged = Annotated[
+    bool,
+    typer.Option("--rerun-changed",
+                 help="With --resume: run again exactly the rows whose dataset content changed."),
+]  # fmt: skip
 RunDirArg = Annotated[str, typer.Argument(help="A run directory, e.g. runs/latest.")]
 
 

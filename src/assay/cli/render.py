@@ -109,29 +109,48 @@ def _row_count(suite: SuiteRollup) -> str:
     return f"{plural(rows, 'row')} × {suite.replicates} replicates = {suite.rows_total} row-tasks"
 
 
+def _verdict(suite: SuiteRollup) -> str:
+    """``gate PASSED``, ``gate FAILED (why)`` or ``no gate · FAILED (why)``."""
+    if suite.rows_not_graded == suite.rows_total and suite.rows_total:
+        return "not graded"  # assay execute: nothing to gate yet
+    why = f" ({escape('; '.join(suite.result_reasons))})" if suite.result_reasons else ""
+    result = f"[green]PASSED[/]{why}" if suite.passed else f"[red]FAILED[/]{why}"
+    if suite.gate == "none":
+        return f"no gate · {result}"
+    if suite.gate == "passed" and not suite.passed:
+        return f"gate [green]PASSED[/] · {result}"
+    return f"gate {result}"
+
+
 def print_reports(result: RunResult) -> None:
     """The end-of-run summary: one line per suite, totals, where the reports are."""
     console = _out()
     summary = result.summary
-    for suite in (s.rollup for s in result.suites):
-        gate = "[green]PASSED[/]" if suite.passed else "[red]FAILED[/]"
-        if suite.rows_not_graded == suite.rows_total and suite.rows_total:
-            gate = "not graded"  # assay execute: nothing to gate yet
-        metrics = escape(_headline(suite))
+    suites = [s.rollup for s in result.suites]
+    for suite in suites:
         console.print(
             f"[bold]{escape(suite.suite_id)}[/] \\[{escape(suite.variant_id)}]: "
             f"{_row_count(suite)} — "
             f"{suite.rows_passed} passed, {suite.rows_failed} failed, {suite.rows_error} errored"
+            + (f", {suite.rows_refused} refused" if suite.rows_refused else "")
             + (f", {suite.rows_missing} never ran" if suite.rows_missing else "")
-            + (f" · {metrics}" if metrics else "")
-            + f" · gate {gate}",
+            + (f" · {escape(_headline(suite))}" if _headline(suite) else "")
+            + f" · {_verdict(suite)}",
             markup=True,
         )
+        for warning in suite.warnings:
+            console.print(f"  [yellow]warning:[/] {escape(warning)}", markup=True)
     console.print(
         f"{summary.tasks_run} row-task(s): {summary.tasks_succeeded} passed, "
         f"{summary.tasks_failed} failed, {summary.tasks_error} errored"
+        + (f", {summary.tasks_refused} refused" if summary.tasks_refused else "")
         + (f", {summary.tasks_not_graded} not graded" if summary.tasks_not_graded else "")
         + f" in {summary.total_duration_seconds:.1f} s"
+        + (
+            f" · pass rate {fmt(summary.pass_rate)} micro, {fmt(summary.pass_rate_macro)} macro"
+            if len(suites) > 1
+            else ""
+        )
     )
     if summary.interrupted:
         console.print("[yellow]interrupted[/]: finished rows are kept", markup=True)

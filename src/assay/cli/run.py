@@ -59,6 +59,7 @@ def run(
     cache_expiry: o.CacheExpiry = None,
     resume: o.Resume = None,
     retry_errors: o.RetryErrors = False,
+    rerun_changed: o.RerunChanged = False,
     prices: o.Prices = None,
     experiment: o.ExperimentOpt = None,
     set_: o.SetOpt = None,
@@ -73,7 +74,11 @@ def run(
                "keep_sandboxes": keep_sandboxes, "quiet": quiet, "max_retries": max_retries,
                "timeout": timeout, "cache": cache, "cache_expiry": cache_expiry}  # fmt: skip
     if resume is not None:
-        session["retry_errors"] = retry_errors
+        session.update(retry_errors=retry_errors, rerun_changed=rerun_changed)
+    elif rerun_changed:
+        with user_errors():
+            raise UsageError("--rerun-changed goes with --resume RUN_DIR: it runs again the "
+                             "rows of that run whose dataset content changed")  # fmt: skip
     execute_command(tasks, chosen, session, resume=resume)
 
 
@@ -95,6 +100,7 @@ def execute(
     cache_expiry: o.CacheExpiry = None,
     resume: o.Resume = None,
     retry_errors: o.RetryErrors = False,
+    rerun_changed: o.RerunChanged = False,
     prices: o.Prices = None,
     experiment: o.ExperimentOpt = None,
     set_: o.SetOpt = None,
@@ -109,5 +115,9 @@ def execute(
                "quiet": quiet, "max_retries": max_retries, "timeout": timeout, "cache": cache,
                "cache_expiry": cache_expiry}  # fmt: skip
     if resume is not None:
-        session["retry_errors"] = retry_errors
+        session.update(retry_errors=retry_errors, rerun_changed=rerun_changed)
+    elif rerun_changed:
+        with user_errors():
+            raise UsageError("--rerun-changed goes with --resume RUN_DIR: it runs again the "
+                             "rows of that run whose dataset content changed")  # fmt: skip
     execute_command(tasks, chosen, session, resume=resume)

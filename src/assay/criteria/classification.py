@@ -3,6 +3,9 @@
 Rules (``reference/originals.md`` §1.6): the text is stripped; unless ``case_sensitive`` it
 takes the casing of the matching allowed label; empty or missing text is ``(none)``; text
 outside the allowed labels is ``(other)``. An empty ``expected_label`` expects ``(none)``.
+A response outside the labels that declines the task (:func:`assay.qa.rules.is_refusal`) is
+``(refused)``: the criterion did not grade it (``evaluation_status`` ``refused``), so it is kept
+out of every metric and counted apart.
 The suite aggregate adds accuracy, macro/weighted/micro F1, per-label precision/recall/F1 and
 the confusion matrix over ``(expected, observed)`` pairs.
 """
@@ -15,11 +18,13 @@ from assay.criteria.base import GradingContext, read_text
 from assay.metrics.classification import classification_report
 from assay.metrics.descriptive import describe
 from assay.metrics.values import MetricTable
+from assay.qa.rules import is_refusal
 from assay.results.task_result import ClassificationCriterionResult, CriterionResult
 from assay.spec.criteria import ClassificationMatch
 
 NONE_LABEL = "(none)"
 OTHER_LABEL = "(other)"
+REFUSED_LABEL = "(refused)"
 
 
 def canonical_label(text: str | None, allowed: list[str], *, case_sensitive: bool) -> str:
@@ -57,11 +62,15 @@ class ClassificationChecker:
             text.value, spec.allowed_labels, case_sensitive=spec.case_sensitive
         )
         expected = expected_label(spec)
+        refused = observed == OTHER_LABEL and expected != OTHER_LABEL and is_refusal(text.value)
+        if refused:
+            observed = REFUSED_LABEL
         return ClassificationCriterionResult(
             criterion_type=spec.type,
             description=spec.description,
             score=1.0 if observed == expected else 0.0,
             details=f"observed={observed!r}, expected={expected!r}",
+            evaluation_status="refused" if refused else "evaluated",
             pass_threshold=spec.pass_threshold,
             gating=spec.gating,
             weight=spec.weight,
@@ -81,4 +90,24 @@ class ClassificationChecker:
         ]
         report = classification_report(pairs)
         table.merge(report.table)
-        return table, report.details()
+        details = report.details()
+        warning = one_label_warning([observed for _, observed in pairs],
+                                    expected_varies=len({e for e, _ in pairs}) > 1)  # fmt: skip
+        if warning is not None:
+            details["warnings"] = [warning]
+        return table, details
+
+
+def one_label_warning(
+    predictions: list[str], *, expected_varies: bool, what: str = "prediction"
+) -> str | None:
+    """A warning when every prediction (at least two) is the same label while the expected
+    labels vary: the model may answer one label whatever the input, and accuracy then
+    measures how often that label is expected, not the model."""
+    if len(predictions) < 2 or len(set(predictions)) != 1 or not expected_varies:
+        return None
+    return (
+        f"every {what} is {predictions[0]!r} ({len(predictions)} graded rows): the model may "
+        "be answering one label whatever the input, so accuracy only reflects how often that "
+        "label is expected"
+    )

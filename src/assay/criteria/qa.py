@@ -5,7 +5,7 @@ options, correct and wrong answers). Choice questions are graded by the extracte
 mapped back through the shuffle; open questions by the rules, then the judge
 (:mod:`assay.qa.grading`). Score 1.0 when correct, else 0.0. A judge without a verdict after
 its retries is a criterion error (``judge_error``): the row ends ``ERROR``, outside every
-denominator, never counted wrong.
+denominator, never counted wrong; a refusal (``refused``) ends it ``REFUSED``, likewise.
 
 The suite aggregate (over rows whose grade exists) adds ``accuracy`` (= correct / graded,
 the same number as ``metrics.json``'s accuracy over all replicates pooled), its Wilson 95%
@@ -18,6 +18,7 @@ from collections import Counter
 from typing import Any
 
 from assay.criteria.base import CriterionError, GradingContext
+from assay.criteria.classification import one_label_warning
 from assay.errors import UsageError
 from assay.metrics.descriptive import describe
 from assay.metrics.intervals import wilson_interval
@@ -89,19 +90,29 @@ class QaChecker:
             if bounds
             else None,
         }
+        answered = [r for r in graded if r.sample_result.get("extracted")]
+        chosen = [",".join(r.sample_result["extracted"]) for r in answered]
+        # one letter chosen everywhere, and some of those were wrong: the correct letters vary
+        warning = one_label_warning(
+            chosen, what="choice answer", expected_varies=any(not r.is_correct for r in answered)
+        )
+        if warning is not None:
+            details["warnings"] = [warning]
         return table, details
 
 
 def to_criterion_result(spec: QaCriterion, result: SampleResult) -> QaCriterionResult:
     """The criterion result of one graded sample."""
     judge_error = result.error_reason == "judge_error"
+    status = "error" if judge_error else "refused" if result.error_reason == "refused" else (
+        "evaluated")  # fmt: skip
     return QaCriterionResult(
         criterion_type=spec.type,
         description=spec.description,
         score=1.0 if result.is_correct else 0.0,
         details=describe_result(result),
         error=f"judge_error: {result.judge_error}" if judge_error else None,
-        evaluation_status="error" if judge_error else "evaluated",
+        evaluation_status=status,
         pass_threshold=spec.pass_threshold,
         gating=spec.gating,
         weight=spec.weight,
@@ -121,6 +132,8 @@ def describe_result(result: SampleResult) -> str:
         return "extraction_failed: the response names no option letter"
     if result.error_reason == "judge_error":
         return f"judge_error after {result.judge_attempts} attempt(s)"
+    if result.error_reason == "refused":
+        return "refused: the response declines to answer"
     verdict = "correct" if result.is_correct else "wrong_answer"
     if result.extracted is not None:
         return f"{verdict}: chose {','.join(result.extracted)} ({result.rule})"

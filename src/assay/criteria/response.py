@@ -1,10 +1,14 @@
-"""``response_match``: the final response (or a file) against expected text."""
+"""``response_match``: the final response (or a file) against expected text.
+
+A final response that matches nothing and declines the task (:func:`assay.qa.rules.
+is_refusal`) is a refusal, not a mismatch: the criterion did not grade it (``refused``)."""
 
 from __future__ import annotations
 
 import re
 
 from assay.criteria.base import GradingContext, ScoreAggregate, basic_result, read_text
+from assay.qa.rules import is_refusal
 from assay.results.task_result import CriterionResult
 from assay.spec.criteria import ResponseMatch
 
@@ -38,9 +42,9 @@ class ResponseMatchChecker(ScoreAggregate):
         for item in wanted:
             if matches(text.value, item, spec.match, case_sensitive=spec.case_sensitive):
                 return basic_result(spec, 1.0, f"{text.source} matched ({spec.match}) {item!r}")
-        return basic_result(
-            spec,
-            0.0,
-            f"{text.source} {_short(text.value)} does not match ({spec.match}) "
-            + " or ".join(repr(w) for w in wanted),
-        )
+        details = (f"{text.source} {_short(text.value)} does not match ({spec.match}) "
+                   + " or ".join(repr(w) for w in wanted))  # fmt: skip
+        if spec.path is None and is_refusal(text.value):
+            refusal = basic_result(spec, 0.0, "refused: " + details)
+            return refusal.model_copy(update={"evaluation_status": "refused"})
+        return basic_result(spec, 0.0, details)

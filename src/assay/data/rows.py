@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.data.csvrows import iter_csv
+from assay.data.hashing import file_hash
 from assay.data.jsonl import iter_jsonl
 from assay.errors import DatasetError
 
@@ -21,11 +22,13 @@ CSV_SUFFIXES = (".csv",)
 
 @dataclass
 class RowSource:
-    """One file (or the inline list) that contributed rows ``[start, start + count)``."""
+    """One file (or the inline list) that contributed rows ``[start, start + count)``, and the
+    ``sha256`` of the file's bytes (``None`` for inline rows and stored examples)."""
 
     name: str
     start: int
     lines: array[int] = field(default_factory=lambda: array("l"))
+    sha256: str | None = None
 
 
 @dataclass
@@ -93,6 +96,7 @@ def load_rows(
             rows.items.append(row)
             source.lines.append(line)
         source.name = display
+        source.sha256 = file_hash(path)
     return rows
 
 

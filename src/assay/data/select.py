@@ -41,6 +41,7 @@ class Selection:
         stratified_seed: the seed of a stratified draw (given, or drawn when unseeded).
         seed_was_drawn: True when ``stratified_seed`` was drawn because none was given.
         warnings: messages about dropped rows or a split that does not apply.
+        missing_ids: ids a fixed selection asked for that the dataset no longer has.
     """
 
     indexes: list[int]
@@ -49,6 +50,7 @@ class Selection:
     stratified_seed: int | None = None
     seed_was_drawn: bool = False
     warnings: list[str] = field(default_factory=list)
+    missing_ids: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
+from assay.data.hashing import files_hash, row_hash, rows_hash
 from assay.data.rows import Rows, check_inline_rows, load_rows
 from assay.data.select import Selection, SelectionRequest, select_rows
 from assay.data.substitute import (
@@ -43,7 +44,7 @@ from assay.orchestration.qa_rows import (
 from assay.orchestration.store_rows import StoreSource, read_store_rows
 from assay.orchestration.task_loader import LoadedTask
 from assay.qa import QaItem, QaSample
-from assay.results.suite import DatasetRecord, SelectionRecord
+from assay.results.suite import DatasetRecord, FileRecord, SelectionRecord
 from assay.spec.criteria import ClassificationMatch, Criterion, CriterionSpec
 from assay.spec.task import ID_PATTERN, TaskDefinition
 
@@ -188,8 +189,18 @@ class Expansion:
                                  store_url=self.store.shown_url, version=version.number,
                                  content_hash=version.content_hash,
                                  item_count=version.item_count)  # fmt: skip
-        source = "paths" if spec.paths is not None else "rows"
-        return DatasetRecord(source=source, paths=list(spec.paths or []), id_field=spec.id_field)
+        if spec.rows is not None:
+            return DatasetRecord(source="rows", id_field=spec.id_field,
+                                 content_hash=rows_hash(spec.rows),
+                                 item_count=len(spec.rows))  # fmt: skip
+        files = [FileRecord(path=raw, sha256=source.sha256 or "")
+                 for raw, source in zip(spec.paths or [], self.rows.sources if self.rows else [],
+                                        strict=False)]  # fmt: skip
+        return DatasetRecord(
+            source="paths", paths=list(spec.paths or []), id_field=spec.id_field, files=files,
+            content_hash=files_hash([f.sha256 for f in files]) if files else None,
+            item_count=len(self.rows) if self.rows is not None else None,
+        )  # fmt: skip
 
     def selection_record(self, request: SelectionRequest) -> SelectionRecord | None:
         """The selection made, with the selected row ids in dataset order."""
@@ -208,7 +219,13 @@ class Expansion:
             stratified_seed=self.selection.stratified_seed,
             seed_was_drawn=self.selection.seed_was_drawn,
             row_ids=[t.row_id for t in self.row_tasks if t.row_id is not None],
+            row_hashes=self.row_hashes(),
         )
+
+    def row_hashes(self) -> dict[str, str]:
+        """Each selected row's content hash (:func:`assay.data.hashing.row_hash`), by id."""
+        return {t.row_id: row_hash(t.row) for t in self.row_tasks
+                if t.row_id is not None and t.row is not None}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -242,6 +259,7 @@ def expand_dataset(
     fixed_row_ids: list[str] | None = None,
     store_url: str | None = None,
     store_version: int | None = None,
+    missing_ok: bool = False,
 ) -> Expansion:
     """Fan ``loaded`` out over its dataset; a task without one gives one row-task.
 
@@ -253,6 +271,8 @@ def expand_dataset(
         store_url: the store for ``dataset.store`` (``None``: ``$ASSAY_STORE`` or the default).
         store_version: read this version of a store dataset (a resumed run's recorded one)
             instead of ``dataset.version`` or the latest.
+        missing_ok: a fixed row id that is no longer in the dataset is listed in
+            ``selection.missing_ids`` rather than raised (checking a run's data).
 
     Raises:
         DatasetError: unreadable rows, an empty dataset, a bad or duplicate row id, a
@@ -290,7 +310,8 @@ def expand_dataset(
         samples = list(found)
     check_placeholders(rows, loaded, ids)
     if fixed_row_ids is not None:
-        selection = fixed_selection(ids, fixed_row_ids, task_id=task.task_id)
+        selection = fixed_selection(ids, fixed_row_ids, task_id=task.task_id,
+                                    missing_ok=missing_ok)  # fmt: skip
     else:
         request = selection_request(task, selectors or Selectors())
         selection = select_rows(rows.items, request, task_id=task.task_id)
@@ -388,14 +409,23 @@ def _boolean_warnings(loaded: LoadedTask) -> list[str]:
     ]
 
 
-def fixed_selection(ids: list[str], wanted: list[str], *, task_id: str) -> Selection:
+def fixed_selection(
+    ids: list[str], wanted: list[str], *, task_id: str, missing_ok: bool = False
+) -> Selection:
     """The selection of exactly the rows ``wanted`` (by id), in dataset order.
+
+    Args:
+        missing_ok: select the wanted rows that exist and list the others in
+            ``Selection.missing_ids`` instead of raising.
 
     Raises:
         SelectionError: an id is no longer in the dataset.
     """
     where = {row_id: index for index, row_id in enumerate(ids)}
     missing = [row_id for row_id in wanted if row_id not in where]
+    if missing and missing_ok:
+        present = sorted(where[row_id] for row_id in wanted if row_id in where)
+        return Selection(present, ["recorded selection"], len(ids), missing_ids=missing)
     if missing:
         raise SelectionError(
             f"the run selected row(s) {missing[:5]} of task '{task_id}', which are no longer "

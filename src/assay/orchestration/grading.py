@@ -5,6 +5,10 @@ criterion reads). Task success and the weighted score follow Coder Eval
 (``reference/originals.md`` §1.7): the row succeeds when every gating criterion
 (``weight > 0``) scores at least its ``pass_threshold``;
 ``weighted_score = Σ score·weight / Σ weight`` (``None`` when every weight is 0).
+
+What did not grade is not a score (:mod:`assay.results.status`): a gating criterion that
+could not evaluate ends the row ``ERROR`` and one that met a refusal ends it ``REFUSED``;
+such a row has no weighted score (``None``), never a 0 averaged in.
 """
 
 from __future__ import annotations
@@ -51,11 +55,15 @@ def _errored(spec: CriterionSpec, message: str) -> CriterionResult:
 
 
 def weighted_score(results: list[CriterionResult]) -> float | None:
-    """``Σ score·weight / Σ weight``; ``None`` when the weights sum to 0."""
-    total = sum(r.weight for r in results)
+    """``Σ score·weight / Σ weight``; ``None`` when the weights sum to 0, or when a gating
+    criterion did not grade (an error or a refusal: the row has no score)."""
+    if any(r.gating and not r.graded for r in results):
+        return None
+    graded = [r for r in results if r.graded]
+    total = sum(r.weight for r in graded)
     if total == 0:
         return None
-    return sum(r.score * r.weight for r in results) / total
+    return sum(r.score * r.weight for r in graded) / total
 
 
 def passed(results: list[CriterionResult]) -> bool:
@@ -76,9 +84,10 @@ def final_status(
 ) -> FinalStatus:
     """The row's status from the agent's outcome and the criteria's results.
 
-    An agent error is ``ERROR`` (no criteria ran), and so is a gating criterion whose grader
-    failed (a judge without a verdict); a timeout or a spent token budget keeps
-    its own failed status even when criteria pass; without grading it is ``NOT_GRADED``.
+    An agent error is ``ERROR`` (no criteria ran), and so is a gating criterion that could not
+    evaluate (a judge without a verdict, a file it could not read); a gating criterion that
+    met a refusal makes it ``REFUSED``; a timeout or a spent token budget keeps its own failed
+    status even when criteria pass; without grading it is ``NOT_GRADED``.
     """
     if agent_status == "error":
         return FinalStatus.ERROR
@@ -88,4 +97,17 @@ def final_status(
         return FinalStatus.NOT_GRADED
     if any(r.gating and r.grader_failed for r in results):
         return FinalStatus.ERROR
+    if any(r.gating and r.refused for r in results):
+        return FinalStatus.REFUSED
     return FinalStatus.SUCCESS if passed(results) else FinalStatus.FAILURE
+
+
+def grading_message(status: FinalStatus, results: list[CriterionResult]) -> str | None:
+    """Why grading left the row ``ERROR`` or ``REFUSED`` (the first gating criterion that
+    did not grade), else ``None``."""
+    if status is FinalStatus.ERROR:
+        return next((r.error for r in results if r.gating and r.grader_failed), None)
+    if status is FinalStatus.REFUSED:
+        found = next((r for r in results if r.gating and r.refused), None)
+        return f"the model refused to answer ({found.criterion_type})" if found else None
+    return None

@@ -19,7 +19,7 @@ from assay.agents.base import OutcomeStatus
 from assay.criteria.base import CriterionRegistry, GradingContext, needs_sandbox
 from assay.criteria.registry import default_criteria
 from assay.errors import UsageError
-from assay.orchestration.grading import final_status, grade, weighted_score
+from assay.orchestration.grading import final_status, grade, grading_message, weighted_score
 from assay.orchestration.qa_rows import judge_key
 from assay.orchestration.runfiles import load_task_json, task_json_paths
 from assay.orchestration.runner import SANDBOX_DIR, row_env
@@ -188,12 +188,12 @@ async def _regrade_one(
 
 
 def _message(status: FinalStatus, result: EvaluationResult, criteria: list[Any]) -> str | None:
-    """The row's error message after grading again: a grader's failure, or the agent's."""
+    """The row's error message after grading again: why grading did not grade it, or the
+    agent's."""
     if status is FinalStatus.SUCCESS:
         return None
-    failed: str | None = next((c.error for c in criteria if c.grader_failed and c.error), None)
-    if failed is not None:
-        return failed
-    previous = result.error_message
-    was_grader = any(c.grader_failed for c in result.success_criteria_results)
-    return None if was_grader else previous
+    message = grading_message(status, criteria)
+    if message is not None:
+        return message
+    was_grader = any(not c.graded for c in result.success_criteria_results)
+    return None if was_grader else result.error_message

@@ -28,7 +28,7 @@ from assay.agents.registry import build_agent
 from assay.criteria.base import CriterionRegistry, GradingContext, needs_sandbox
 from assay.errors import AssayError, SandboxError
 from assay.orchestration.expand import RowTask
-from assay.orchestration.grading import final_status, grade, weighted_score
+from assay.orchestration.grading import final_status, grade, grading_message, weighted_score
 from assay.orchestration.plan import Plan, PlannedTask, WorkItem
 from assay.orchestration.qa_rows import judge_key
 from assay.orchestration.rundir import item_dir
@@ -525,9 +525,7 @@ def _error_message(
     """Why a row did not succeed: the agent's error, else a grader's failure."""
     if status is FinalStatus.SUCCESS:
         return None
-    if outcome.error is None and status is FinalStatus.ERROR:
-        return next((r.error for r in results if r.grader_failed and r.error), None)
-    return outcome.error
+    return outcome.error or grading_message(status, results)
 
 
 def _qa_record(item: QaItem | None, outcome: AgentOutcome) -> dict[str, Any] | None:

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from assay.criteria.registry import default_criteria
 from assay.errors import UsageError
+from assay.orchestration.datacheck import same_data
 from assay.orchestration.plan import Plan, PlanOptions, WorkItem, build_plan
 from assay.orchestration.progress import NoProgress, Progress
 from assay.orchestration.record import (
@@ -65,6 +66,8 @@ class RunRequest:
         models: retries, timeout, response cache.
         registry: the model providers (default: local, openai, anthropic, mock).
         retry_errors: a resumed run runs its ``ERROR`` rows again.
+        rerun_changed: a resumed run runs again the rows whose dataset content changed
+            (:func:`assay.orchestration.datacheck.same_data`), instead of refusing.
         on_warning: called with each warning found while running (a judge that fails its
             sanity check), as it is found; they are also recorded in ``run.json``.
         stop_on_sigterm: SIGTERM stops the run like Ctrl-C (the command line sets it; a
@@ -79,6 +82,7 @@ class RunRequest:
     models: ModelSettings = field(default_factory=ModelSettings)
     registry: ProviderRegistry | None = None
     retry_errors: bool = False
+    rerun_changed: bool = False
     on_warning: Warn | None = None
     stop_on_sigterm: bool = False
 
@@ -140,7 +144,7 @@ class RunSession:
 
         Raises:
             UsageError: ``run_dir`` has no ``plan.json``, or a store version's content
-                changed.
+                changed, or rows' content changed (without ``request.rerun_changed``).
             UserError: a task file or dataset changed so that the recorded rows are gone.
         """
         started = datetime.now()
@@ -155,6 +159,7 @@ class RunSession:
         request.options.stage = record.stage
         request.options.keep_sandboxes = request.options.keep_sandboxes or record.keep_sandboxes
         kept = finished_results(run_dir, plan.work_items(), retry_errors=request.retry_errors)
+        kept, record = same_data(run_dir, plan, record, kept, rerun_changed=request.rerun_changed)
         point_latest(run_dir.parent, run_dir)
         return cls(plan, record, run_dir, request, started, kept, options.prices)
 

@@ -11,9 +11,9 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from assay.data.jsonl import parse_json_strict
 from assay.errors import ModelError
 from assay.providers.base import Choice, Constraint, JsonSchema
 
@@ -89,10 +89,17 @@ def read_choice(text: str, labels: tuple[str, ...], *, wrapped: bool) -> str:
     value = text.strip()
     if wrapped:
         try:
-            data = json.loads(value)
+            data = parse_json_strict(value)
             value = str(data[ANSWER_KEY]).strip() if isinstance(data, dict) else value
-        except (ValueError, KeyError):
+        except KeyError:
             pass
+        except ValueError as exc:
+            key = getattr(exc, "key", None)  # assay.data.jsonl's duplicate-key error
+            if key is not None:
+                raise ModelError(
+                    f"the model answered {text!r}: the key '{key}' appears twice, so the answer "
+                    "is ambiguous"
+                ) from None
     if value.startswith('"') and value.endswith('"') and len(value) >= 2:
         value = value[1:-1]
     if value not in labels:

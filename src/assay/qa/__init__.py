@@ -37,7 +37,10 @@ from assay.qa.judge import (
 )
 from assay.qa.metrics import (
     average_metrics,
+    base_metric_payload,
     base_metrics,
+    first_value,
+    generic_group_metrics,
     group_metrics,
     metrics_document,
     replicate_metrics,
@@ -50,7 +53,7 @@ from assay.qa.records import (
     iter_predictions,
     read_predictions,
 )
-from assay.qa.rules import is_abstention, normalize_answer
+from assay.qa.rules import is_abstention, is_refusal, normalize_answer
 from assay.qa.schema import PROMPT_TYPES, PromptType, QaSample, normalize_sample, route
 from assay.qa.shuffle import OptionShuffle, shuffle_options, shuffle_seed
 
@@ -74,6 +77,7 @@ __all__ = [
     "QaTemplates",
     "SampleResult",
     "average_metrics",
+    "base_metric_payload",
     "base_metrics",
     "build_item",
     "by_replicate",
@@ -82,12 +86,15 @@ __all__ = [
     "convert_file",
     "convert_rows",
     "extract_choice",
+    "first_value",
+    "generic_group_metrics",
     "grade_choice",
     "grade_item",
     "grade_open",
     "grade_record",
     "group_metrics",
     "is_abstention",
+    "is_refusal",
     "iter_predictions",
     "judge_messages",
     "judge_open",

@@ -16,6 +16,12 @@ error_reason           is_correct      when
 ``answer_error``       ``None``        the answering model never answered (its call failed
                                        after retries, the agent crashed); kept out of
                                        accuracy's denominator, like a row that never ran
+``refused``            ``None``        the response declines the task ("I'm sorry, but I
+                                       can't help with that": :func:`assay.qa.rules.
+                                       is_refusal`) where it would otherwise be graded
+                                       wrong; kept out of accuracy and counted apart
+                                       (``refused``, ``refusal_rate``), neither a wrong
+                                       answer nor an extraction failure
 =====================  ==============  ================================================
 
 ToMEval counts a failed answering call as ``content_none`` (wrong); assay keeps it out of
@@ -58,11 +64,11 @@ from assay.qa.extract import extract_choice
 from assay.qa.item import QaItem
 from assay.qa.judge import JudgeVerdict, judge_open
 from assay.qa.records import PredictionRecord
-from assay.qa.rules import is_abstention, last_number, matches_any, to_number
+from assay.qa.rules import is_abstention, is_refusal, last_number, matches_any, to_number
 from assay.qa.schema import PromptType
 
 ErrorReason = Literal[
-    "content_none", "extraction_failed", "judge_error", "wrong_answer", "answer_error"
+    "content_none", "extraction_failed", "judge_error", "wrong_answer", "answer_error", "refused"
 ]
 GradedBy = Literal["rule", "judge"]
 _LAST_BOX = re.compile(r"\\box(?:ed)?\s*\{([^{}]*)\}")
@@ -181,6 +187,11 @@ def content_none(item: Graded) -> SampleResult:
     return SampleResult(**{**_base(item), "is_correct": False, "error_reason": "content_none"})
 
 
+def refused(item: Graded) -> SampleResult:
+    """The result of a response that declines the task (kept out of accuracy)."""
+    return SampleResult(**{**_base(item), "is_correct": None, "error_reason": "refused"})
+
+
 def answer_error(item: Graded) -> SampleResult:
     """The result of a sample the answering model never answered (kept out of accuracy)."""
     return SampleResult(**{**_base(item), "is_correct": None, "error_reason": "answer_error"})
@@ -197,6 +208,8 @@ def grade_choice(item: Graded, response: str | None) -> SampleResult:
     if response is None or not response.strip():
         return content_none(item)
     found = extract_choice(response, frozenset(item.options))  # keys are upper-case letters
+    if found.extraction_failed and is_refusal(response):
+        return refused(item)
     if found.extraction_failed:
         return SampleResult(
             **{**_base(item), "is_correct": False, "error_reason": "extraction_failed"}
@@ -347,10 +360,12 @@ def decide_open(
     """
     if response is None or not response.strip():
         return content_none(item)
-    if rules:
-        decided = rule_grade_open(item, response)
-        if decided is not None:
-            return decided
+    decided = rule_grade_open(item, response) if rules else None
+    wrong_or_open = not (decided and decided.is_correct)
+    if wrong_or_open and is_refusal(response) and not is_abstention(response):
+        return refused(item)  # "I cannot answer that" stays an abstention
+    if decided is not None:
+        return decided
     if judged:
         return None
     if rules:

@@ -5,7 +5,10 @@ names the file (``qa.metrics_hook: metrics.py``, relative to the task's folder);
 define ``compute_metrics(records, per_sample_results) -> dict``, called once per replicate
 with the replicate's ``prediction.jsonl`` records and grades as plain dicts, in sample order.
 The returned dict must contain ``accuracy``, ``correct``, ``total`` and ``per_sample_results``
-(ToMEval's contract); ToMEval's own ``metrics.py`` files therefore work unchanged.
+(ToMEval's contract); ToMEval's own ``metrics.py`` files therefore work unchanged once their
+helpers come from assay: ``from assay.qa import base_metric_payload, generic_group_metrics,
+first_value`` (ToMEval's ``src.evaluation.task_metrics``), which, like ``base_metrics`` and
+``group_metrics``, take the plain dicts a hook receives.
 
 The file is imported from its path (``importlib``), under a private module name that is
 registered in ``sys.modules`` only while the file executes (so ``dataclasses`` work) and

@@ -30,6 +30,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, StrictBool, StrictStr, ValidationError
 
+from assay.data.jsonl import parse_json_strict
 from assay.errors import ModelError
 from assay.providers.base import JsonSchema, Message, Model, ModelRequest
 
@@ -153,14 +154,25 @@ def parse_verdict(text: str) -> JudgeReply:
     """Parse a judge reply strictly.
 
     Raises:
-        ValueError: not JSON, not an object, a missing or extra key, or a non-boolean
-            ``is_correct`` (``pydantic.ValidationError`` is a ``ValueError``).
+        ValueError: not JSON, not an object, a key given twice (``{"is_correct": true,
+            "is_correct": false}`` has no single verdict: JSON parsers disagree on which one
+            wins), a missing or extra key, or a non-boolean ``is_correct``
+            (``pydantic.ValidationError`` is a ``ValueError``).
     """
     body = text.strip()
     fenced = _FENCE.match(body)
     if fenced:
         body = fenced.group(1).strip()
-    return JudgeReply.model_validate_json(body, strict=True)
+    try:
+        data = parse_json_strict(body)
+    except ValueError as exc:
+        key = getattr(exc, "key", None)  # assay.data.jsonl's duplicate-key error
+        if key is not None:
+            raise ValueError(
+                f"the key '{key}' appears twice, so the verdict is ambiguous"
+            ) from None
+        raise ValueError(f"not JSON: {exc}") from None
+    return JudgeReply.model_validate(data, strict=True)
 
 
 async def judge_open(

@@ -8,8 +8,11 @@ One replicate's metrics (:func:`replicate_metrics`)::
     total                 samples in the replicate
     graded                total - excluded (accuracy's denominator)
     excluded              samples kept out of the denominator: judge_errors + answer_errors
+                          + refused
     judge_errors          the judge gave no verdict
     answer_errors         the answering model never answered (its call failed)
+    refused               the response declined the task (not a wrong answer)
+    refusal_rate          refused / (graded + refused); null when both are 0
     extraction_failed, extraction_failed_rate   choice responses naming no option (/ total)
     content_none          missing or blank responses
     by_prompt_type …      always grouped by prompt type (open, open_unanswerable, …)
@@ -20,7 +23,8 @@ One replicate's metrics (:func:`replicate_metrics`)::
 Decisions:
 
 - a **judge error** is not a wrong answer: it leaves the denominator (``excluded``) and is
-  counted in ``judge_errors``;
+  counted in ``judge_errors``; an answer error and a refusal likewise (``answer_errors``,
+  ``refused``): what did not grade is counted apart, never as a zero;
 - an **extraction failure** is a wrong answer (the model was asked for a letter and gave
   none; excluding it would reward unparseable output) and is also reported on its own as
   ``extraction_failed`` and ``extraction_failed_rate``; ``content_none`` likewise.
@@ -44,7 +48,7 @@ replicates of one sample are correlated).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +61,10 @@ from assay.qa.schema import lookup
 
 UNKNOWN = "unknown"
 CONFIDENCE = 0.95
-NO_GRADED = "0/0: no graded samples (every sample was a judge or answer error, or there are none)"
+NO_GRADED = (
+    "0/0: no graded samples (every sample was a judge error, an answer error or a refusal, "
+    "or there are none)"
+)
 
 
 def group_name(path: str) -> str:
@@ -84,48 +91,74 @@ def interval(correct: int, graded: int, confidence: float = CONFIDENCE) -> dict[
     return {"low": bounds[0], "high": bounds[1], "confidence": confidence}
 
 
-def _counts(results: Sequence[SampleResult]) -> dict[str, int]:
-    judge_errors = sum(1 for r in results if r.error_reason == "judge_error")
-    answer_errors = sum(1 for r in results if r.error_reason == "answer_error")
+def _reason(result: SampleResult | Mapping[str, Any]) -> Any:
+    return result.get("error_reason") if isinstance(result, Mapping) else result.error_reason
+
+
+def _correct(result: SampleResult | Mapping[str, Any]) -> Any:
+    return result.get("is_correct") if isinstance(result, Mapping) else result.is_correct
+
+
+NOT_GRADED_REASONS = frozenset({"judge_error", "answer_error", "refused"})
+"""The per-sample outcomes that did not grade: kept out of accuracy, counted apart."""
+
+
+def _counts(results: Sequence[SampleResult | Mapping[str, Any]]) -> dict[str, int]:
+    reasons = [_reason(r) for r in results]
+    judge_errors = reasons.count("judge_error")
+    answer_errors = reasons.count("answer_error")
+    refusals = reasons.count("refused")
+    excluded = judge_errors + answer_errors + refusals
     return {
-        "correct": sum(1 for r in results if r.is_correct is True),
+        "correct": sum(1 for r in results if _correct(r) is True),
         "total": len(results),
-        "graded": len(results) - judge_errors - answer_errors,
-        "excluded": judge_errors + answer_errors,
+        "graded": len(results) - excluded,
+        "excluded": excluded,
         "judge_errors": judge_errors,
         "answer_errors": answer_errors,
-        "extraction_failed": sum(1 for r in results if r.error_reason == "extraction_failed"),
-        "content_none": sum(1 for r in results if r.error_reason == "content_none"),
+        "refused": refusals,
+        "extraction_failed": reasons.count("extraction_failed"),
+        "content_none": reasons.count("content_none"),
     }
 
 
-def base_metrics(results: Sequence[SampleResult], confidence: float = CONFIDENCE) -> dict[str, Any]:
-    """Accuracy, its interval and the counts of the module docstring (no groups)."""
+def base_metrics(
+    results: Sequence[SampleResult | Mapping[str, Any]], confidence: float = CONFIDENCE
+) -> dict[str, Any]:
+    """Accuracy, its interval and the counts of the module docstring (no groups).
+
+    ``results`` are :class:`SampleResult` objects or their dicts (``per_sample_results`` as a
+    metrics hook receives them).
+    """
     counts = _counts(results)
     graded, total = counts["graded"], counts["total"]
+    answered = graded + counts["refused"]
     metrics: dict[str, Any] = {
         "accuracy": counts["correct"] / graded if graded else None,
         "accuracy_ci": interval(counts["correct"], graded, confidence),
         **counts,
         "extraction_failed_rate": counts["extraction_failed"] / total if total else None,
+        "refusal_rate": counts["refused"] / answered if answered else None,
     }
     undefined = {}
     if not graded:
         undefined["accuracy"] = NO_GRADED
     if not total:
         undefined["extraction_failed_rate"] = "0/0: no samples"
+    if not answered:
+        undefined["refusal_rate"] = "0/0: no sample was graded or refused"
     metrics["undefined_metrics"] = undefined
     return metrics
 
 
 def group_metrics(
     rows: Sequence[Mapping[str, Any]],
-    results: Sequence[SampleResult],
+    results: Sequence[SampleResult | Mapping[str, Any]],
     path: str,
     confidence: float = CONFIDENCE,
 ) -> dict[str, Any]:
     """The grouped entries of one ``group_by`` path (see the module docstring)."""
-    members: dict[str, list[SampleResult]] = {}
+    members: dict[str, list[SampleResult | Mapping[str, Any]]] = {}
     for row, result in zip(rows, results, strict=True):
         members.setdefault(first_value(lookup(row, path)), []).append(result)
     name = group_name(path)
@@ -141,6 +174,56 @@ def group_metrics(
     out[name] = accuracies
     out[f"{name}_counts"] = {key: len(members[key]) for key in sorted(members)}
     out[f"{name}_ci"] = intervals
+    return out
+
+
+def base_metric_payload(per_sample_results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """ToMEval's helper for a metrics hook: ``{accuracy, correct, total, graded,
+    per_sample_results}`` of the plain dicts a hook receives.
+
+    ``accuracy`` is ``correct / graded`` (``None`` when nothing graded): judge errors, answer
+    errors and refusals are kept out of it, as in every assay report; ``graded`` is returned
+    so the Wilson interval assay adds uses the same denominator.
+    """
+    counts = _counts(per_sample_results)
+    graded = counts["graded"]
+    return {
+        "accuracy": counts["correct"] / graded if graded else None,
+        "correct": counts["correct"],
+        "total": counts["total"],
+        "graded": graded,
+        "per_sample_results": list(per_sample_results),
+    }
+
+
+def generic_group_metrics(
+    records: Sequence[Mapping[str, Any]],
+    per_sample_results: Sequence[Mapping[str, Any]],
+    specs: Sequence[tuple[str, Callable[[Mapping[str, Any]], Any]]],
+) -> dict[str, Any]:
+    """ToMEval's grouped helper for a metrics hook: for each ``(name, key_fn)``, the
+    accuracy per key (``key_fn(record)``, made text by :func:`first_value`) as flat
+    ``name.<key>`` entries and as the dict ``name``, and the samples per key as
+    ``<name>_counts``. Works on the plain dicts a hook receives; accuracy per key is
+    ``correct / graded`` (``None`` when a key has no graded sample).
+
+    Raises:
+        ValueError: ``records`` and ``per_sample_results`` differ in length.
+    """
+    if len(records) != len(per_sample_results):
+        raise ValueError(f"{len(records)} records but {len(per_sample_results)} results")
+    out: dict[str, Any] = {}
+    for name, key_fn in specs:
+        members: dict[str, list[Mapping[str, Any]]] = {}
+        for record, result in zip(records, per_sample_results, strict=True):
+            members.setdefault(first_value(key_fn(record)), []).append(result)
+        accuracies: dict[str, float | None] = {}
+        for key in sorted(members):
+            counts = _counts(members[key])
+            accuracies[key] = counts["correct"] / counts["graded"] if counts["graded"] else None
+            out[f"{name}.{key}"] = accuracies[key]
+        out[name] = accuracies
+        out[f"{name}_counts"] = {key: len(members[key]) for key in sorted(members)}
     return out
 
 

@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from assay.data.jsonl import parse_json_strict
 from assay.errors import DatasetError
 from assay.qa.item import QaItem
 from assay.qa.schema import PromptType
@@ -221,14 +222,41 @@ def iter_predictions(path: Path) -> Iterator[PredictionRecord]:
         raise DatasetError(f"prediction file is not UTF-8 text: {exc}", file=path) from None
 
 
+def _nested_keys(value: Any) -> int:
+    """The keys of the JSON objects inside a free-form value (``meta``, ``raw_prediction``)."""
+    if isinstance(value, dict):
+        return len(value) + sum(
+            _nested_keys(v) for v in value.values() if isinstance(v, dict | list)
+        )
+    if isinstance(value, list):
+        return sum(_nested_keys(v) for v in value if isinstance(v, dict | list))
+    return 0
+
+
+def _keys(record: PredictionRecord) -> int:
+    """The JSON keys a record was read from (a few operations: this runs once per line)."""
+    count = len(record.model_fields_set) + len(record.options or ())
+    if "pred" in record.model_fields_set:
+        count += len(record.pred.model_fields_set)
+    return count + _nested_keys(record.meta) + _nested_keys(record.raw_prediction)
+
+
 def _record(text: str, path: Path, line: int) -> PredictionRecord:
     try:
-        return PredictionRecord.model_validate_json(text)
+        record = PredictionRecord.model_validate_json(text)
     except ValidationError as exc:
         first = exc.errors()[0]
         field = ".".join(str(part) for part in first["loc"]) or None
         what = "invalid JSON" if first["type"] == "json_invalid" else "not a prediction record"
         raise DatasetError(f"{what}: {first['msg']}", file=path, line=line, field=field) from None
+    if _keys(record) != text.count('":'):  # a repeated key would have been read last-wins
+        try:  # (text inside strings can only add separators: then the strict parse decides)
+            parse_json_strict(text)
+        except ValueError as exc:
+            key = getattr(exc, "key", None)
+            reason = f"the key '{key}' appears twice in one object" if key else str(exc)
+            raise DatasetError(f"invalid JSON: {reason}", file=path, line=line) from None
+    return record
 
 
 def by_replicate(records: list[PredictionRecord]) -> dict[int, list[PredictionRecord]]:

@@ -12,6 +12,10 @@
   say.", "unanswerable", "I don't know", a bare "unknown"). Only short responses (at most
   :data:`ABSTENTION_MAX_WORDS` words) without a hedge ("but", "probably", "maybe", …) count;
   anything else is left to the judge.
+- :func:`is_refusal`: the response declines to do the task ("I'm sorry, but I can't help
+  with that", "As an AI language model, I cannot …", "I must decline"). A refusal is neither
+  a wrong answer nor an abstention from an unanswerable question: graders call it only for a
+  response they would otherwise grade wrong, and it is counted apart (``refused``).
 """
 
 from __future__ import annotations
@@ -36,6 +40,20 @@ _ABSTAIN = re.compile(
     r"|i\s+(?:do\s*not|don'?t)\s+know|(?:answer|it)\s+is\s+unknown"
     r"|impossible\s+to\s+(?:say|tell|know|determine))\b"
 )
+_REFUSAL = re.compile(
+    r"(?ix)"
+    r"\b(?:i|we)(?:\s+am|'m|\s+are|'re)?\s+(?:sorry|afraid)\b[^.!?\n]{0,60}?"
+    r"\b(?:can\s*not|can'?t|won'?t|will\s+not|unable\s+to|not\s+able\s+to)\b"
+    r"|\b(?:i|we)\s+(?:can\s*not|can'?t|won'?t|will\s+not|(?:am|'m|are|'re)\s+(?:unable|not\s+able)\s+to)"
+    r"\s+(?:help\s+(?:you\s+)?with|assist|comply|provide|fulfil|do\s+that|engage|"
+    r"answer\s+(?:that|this)\s+(?:request|question)|respond\s+to\s+(?:that|this))"
+    r"|\bas\s+an\s+ai\b(?:\s+(?:language\s+model|assistant|model))?[^.!?\n]{0,40}?"
+    r"\b(?:can\s*not|can'?t|don'?t|do\s+not|am\s+not|unable)\b"
+    r"|\bi\s+must\s+(?:respectfully\s+)?(?:decline|refuse)\b"
+    r"|\b(?:against|violates?)\s+(?:my|our|the)\s+(?:usage\s+)?(?:guidelines|polic(?:y|ies)|principles)\b"
+)
+REFUSAL_WINDOW = 300
+"""A refusal is found in the first characters of a response, where models put it."""
 _HEDGE = re.compile(r"(?i)\b(?:but|however|probably|likely|perhaps|maybe|although|though|guess)\b")
 _BARE = frozenset({"unknown", "none", "n/a", "na", "not mentioned", "not stated", "not given"})
 _NUMBER = re.compile(r"[-+]?(?:\d+(?:,\d{3})*|\d*)(?:\.\d+)?")
@@ -75,6 +93,15 @@ def is_abstention(response: str) -> bool:
     if text.lower().rstrip(".!") in _BARE:
         return True
     return _ABSTAIN.search(text) is not None
+
+
+def is_refusal(response: str | None) -> bool:
+    """``True`` when the response (its first :data:`REFUSAL_WINDOW` characters) declines to
+    do what was asked."""
+    if not response:
+        return False
+    text = response.replace("’", "'")[:REFUSAL_WINDOW]
+    return _REFUSAL.search(text) is not None
 
 
 def to_number(text: str) -> Decimal | None:

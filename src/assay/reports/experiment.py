@@ -84,7 +84,7 @@ def group_arms(
 
 
 def _graded(results: list[EvaluationResult]) -> list[EvaluationResult]:
-    return [r for r in results if r.final_status.category in ("passed", "failed")]
+    return [r for r in results if r.final_status.graded]
 
 
 def metric_specs(arms: Sequence[Arm]) -> list[tuple[MetricSpec, RowFn]]:
@@ -140,8 +140,9 @@ def _labels(arms: Sequence[Arm], position: int) -> list[str]:
 
 
 def _criterion(result: EvaluationResult, position: int) -> CriterionResult | None:
+    """The row's result of criterion ``position`` when it graded (no error, no refusal)."""
     items = result.success_criteria_results
-    return items[position] if position < len(items) and items[position].error is None else None
+    return items[position] if position < len(items) and items[position].graded else None
 
 
 def _pass_row(results: list[EvaluationResult]) -> list[float]:

@@ -3,8 +3,12 @@
 A ``testsuite`` per (variant, suite) or per task without a dataset. A row's test case is
 named by its row id (task ids contain ``/``; they are attribute values here, never paths);
 ``classname`` is the suite id, prefixed by the variant when it is not ``default``. A failed
-row is a ``failure``, an errored row an ``error``, a row not graded ``skipped``. The suite
-gate is one more test case, so a failed gate fails the CI job visibly.
+row is a ``failure``, an errored row an ``error`` and so is a refused one (``type="REFUSED"``:
+it did not grade, like an error, and is counted apart from failures), a row not graded
+``skipped``. A suite with a gate has one more test case for it, failing when the suite is not
+green (a failed gate, rows that errored or refused without a ``completion_rate`` gate, rows
+that never ran), so the CI job fails visibly; a suite without a gate needs none (its rows
+decide).
 """
 
 from __future__ import annotations
@@ -51,10 +55,10 @@ def _case(result: EvaluationResult) -> ET.Element:
         node = ET.SubElement(case, "failure", {"message": result.final_status.value,
                                                "type": result.final_status.value})  # fmt: skip
         node.text = clean(text or result.error_message or "")
-    elif category == "error":
-        node = ET.SubElement(case, "error", {"message": clean(result.error_message or "error"),
+    elif category in ("error", "refused"):
+        node = ET.SubElement(case, "error", {"message": clean(result.error_message or category),
                                              "type": result.final_status.value})  # fmt: skip
-        node.text = clean(result.error_message or "")
+        node.text = clean(text or result.error_message or "")
     elif category == "not_graded":
         ET.SubElement(case, "skipped", {"message": "not graded (assay execute)"})
     return case
@@ -73,9 +77,9 @@ def _gate_case(suite: SuiteRollup) -> ET.Element:
             for c in agg.threshold_checks
             if not c.passed
         ]
-        if suite.rows_missing:
-            failed.append(f"{suite.rows_missing} planned row(s) never ran")
-        node = ET.SubElement(case, "failure", {"message": "suite gate failed",
+        failed += [r for r in suite.result_reasons if not r.startswith("gate failed")]
+        message = "suite gate failed" if suite.gate == "failed" else "suite is not green"
+        node = ET.SubElement(case, "failure", {"message": message,
                                                "type": "SuiteGate"})  # fmt: skip
         node.text = "\n".join(failed)
     return case
@@ -91,7 +95,7 @@ def render_junit(results: Sequence[EvaluationResult], suites: Sequence[SuiteRoll
     for (variant, name), members in groups.items():
         cases = [_case(r) for r in members]
         gate = gates.get((variant, name))
-        if gate is not None:
+        if gate is not None and gate.gate != "none":
             cases.append(_gate_case(gate))
         suite_el = ET.SubElement(root, "testsuite", {
             "name": _classname(variant, name),

@@ -24,11 +24,21 @@ def fmt(value: float | None, digits: int = 3) -> str:
     return "—" if value is None else f"{value:.{digits}f}"
 
 
-def fmt_close(value: float | None, other: float) -> str:
-    """Like :func:`fmt`, with more digits when three would make ``value`` look equal to
-    ``other`` (a gate that fails by less than the rounding)."""
+def fmt_metric(name: str, value: float | None) -> str:
+    """A metric's value: counts (``count``, ``…_count``) as integers, the rest by :func:`fmt`."""
+    if value is not None and (name == "count" or name.endswith("_count")) and value == int(value):
+        return str(int(value))
+    return fmt(value)
+
+
+def fmt_close(value: float | None, other: float | None) -> str:
+    """Like :func:`fmt`, with more digits only when three would make ``value`` look equal to
+    ``other`` while it is not (a gate that fails by less than the rounding); equal values
+    show three."""
     if value is None:
         return "—"
+    if other is None or value == other:
+        return fmt(value)
     for digits in (3, 4, 6, 9):
         if fmt(value, digits) != fmt(other, digits):
             return fmt(value, digits)
@@ -68,6 +78,7 @@ def render_suite(suite: SuiteRollup) -> str:
     out.append(
         f"**Rows**: {suite.rows_total} total — {suite.rows_passed} passed, "
         f"{suite.rows_failed} failed, {suite.rows_error} errored"
+        + (f", {suite.rows_refused} refused" if suite.rows_refused else "")
         + (f", {suite.rows_not_graded} not graded" if suite.rows_not_graded else "")
         + (f", {suite.rows_missing} never ran" if suite.rows_missing else "")
     )
@@ -81,14 +92,20 @@ def render_suite(suite: SuiteRollup) -> str:
             f"**Selection**: {suite.selection.rows_selected} of "
             f"{suite.selection.rows_in_dataset} rows ({', '.join(suite.selection.applied)})"
         )
-    out.append(f"**Pass rate**: {_percent(suite.rows_passed, suite.rows_graded)}")
-    out.append(f"**Average weighted score**: {fmt(suite.average_weighted_score)}")
+    out.append(f"**Pass rate**: {_percent(suite.rows_passed, suite.rows_graded)}"
+               + _outside(suite))  # fmt: skip
+    out.append(
+        f"**Refusal rate**: {_percent(suite.rows_refused, suite.rows_graded + suite.rows_refused)}"
+        " of the rows answered"
+    )
+    out.append(f"**Average weighted score**: {fmt(suite.average_weighted_score)} (graded rows)")
+    out += [f"**Warning**: {warning}" for warning in suite.warnings]
     out += ["", "## Criterion stats", ""]
     out += md_table(
-        ["Criterion", "Rows", "Avg score", "Errors"],
+        ["Criterion", "Rows graded", "Avg score", "Errors", "Refused"],
         [
             [f"`{s.criterion_type}`", str(s.rows_evaluated), fmt(s.average_score),
-             str(s.error_count)]
+             str(s.error_count), str(s.refused_count)]
             for s in suite.criterion_stats
         ],
     )  # fmt: skip
@@ -96,10 +113,31 @@ def render_suite(suite: SuiteRollup) -> str:
         out += ["", *_aggregate_section(aggregate)]
     if suite.per_replicate:
         out += ["", *_replicates_section(suite)]
-    out += ["", f"**Suite gate**: {'PASSED' if suite.passed else 'FAILED'}"]
+    out += [
+        "",
+        f"**Suite gate**: {gate_text(suite)}",
+        f"**Result**: {'PASSED' if suite.passed else 'FAILED'}"
+        + (f" — {'; '.join(suite.result_reasons)}" if suite.result_reasons else ""),
+    ]
     if suite.failed_samples:
         out += ["", *_failed_section(suite)]
     return "\n".join(out) + "\n"
+
+
+def gate_text(suite: SuiteRollup) -> str:
+    """``PASSED``, ``FAILED``, or ``no gate (no suite_thresholds)``."""
+    if suite.gate == "none":
+        return "no gate (no suite_thresholds: every row must succeed)"
+    return suite.gate.upper()
+
+
+def _outside(suite: SuiteRollup) -> str:
+    """What the pass rate leaves out, said next to it."""
+    parts = [f"{suite.rows_error} errored"] if suite.rows_error else []
+    parts += [f"{suite.rows_refused} refused"] if suite.rows_refused else []
+    parts += [f"{suite.rows_not_graded} not graded"] if suite.rows_not_graded else []
+    parts += [f"{suite.rows_missing} never ran"] if suite.rows_missing else []
+    return f"; outside it: {', '.join(parts)}" if parts else ""
 
 
 def _replicates_section(suite: SuiteRollup) -> list[str]:
@@ -127,20 +165,26 @@ def _replicates_section(suite: SuiteRollup) -> list[str]:
 
 
 def _aggregate_section(agg: CriterionAggregate) -> list[str]:
-    state = "PASSED" if agg.passed else "FAILED"
+    state = ("PASSED" if agg.passed else "FAILED") if agg.threshold_checks else "no thresholds"
     out = [f"## Aggregate metrics — `{agg.criterion_type}` ({state})", ""]
     if agg.description:
         out += [f"_{agg.description}_", ""]
     if agg.rows_excluded:
         used = agg.rows_total - agg.rows_excluded
+        counted = [f"{agg.details[k]} {what}" for k, what in
+                   (("criterion_errors", "criterion error(s)"), ("refused", "refused"))
+                   if agg.details.get(k)]  # fmt: skip
         out += [
             f"_Denominator: {used}/{agg.rows_total} rows ({agg.rows_excluded} excluded: "
-            "errored, not graded, not run, or the criterion could not evaluate)_",
+            "errored, refused, not graded, not run, or the criterion could not evaluate"
+            + (f"; {', '.join(counted)}" if counted else "")
+            + ")_",
             "",
         ]
     if agg.error:
         out += [f"**Error**: {agg.error}", ""]
-    out += md_table(["metric", "value"], [[code(k), fmt(v)] for k, v in agg.metrics.items()])
+    out += md_table(["metric", "value"],
+                    [[code(k), fmt_metric(k, v)] for k, v in agg.metrics.items()])  # fmt: skip
     if agg.undefined_metrics:
         out += ["", "Undefined (—):"]
         out += [f"- `{k}`: {why}" for k, why in agg.undefined_metrics.items()]
@@ -149,13 +193,19 @@ def _aggregate_section(agg: CriterionAggregate) -> list[str]:
         out += md_table(
             ["metric", "minimum", "actual", "passed"],
             [
-                [code(c.metric), fmt_close(c.min_value, c.actual_value or 0.0),
-                 fmt_close(c.actual_value, c.min_value), "✓" if c.passed else "✗"]
+                [code(c.metric), _threshold(c.metric, c.min_value, c.actual_value),
+                 _threshold(c.metric, c.actual_value, c.min_value), "✓" if c.passed else "✗"]
                 for c in agg.threshold_checks
             ],
         )  # fmt: skip
     out += _classification_sections(agg.details)
     return out
+
+
+def _threshold(metric: str, value: float | None, other: float | None) -> str:
+    if metric == "count":
+        return fmt_metric(metric, value)
+    return fmt_close(value, other)
 
 
 def _classification_sections(details: dict[str, Any]) -> list[str]:
@@ -191,6 +241,10 @@ def _failed_section(suite: SuiteRollup) -> list[str]:
         if sample.error_message:
             out.append(f"- error: {sample.error_message}")
         out += [f"- {reason}" for reason in sample.failure_reasons]
+        if sample.answer is not None:
+            out.append(f"- answered: {code(sample.answer)}")
+        if sample.expected is not None:
+            out.append(f"- expected: {code(sample.expected)}")
         link = sample.task_json_relpath.removeprefix(prefix)
         out.append(f"- [task.json](./{link})")
     return out
@@ -204,18 +258,26 @@ def render_run(summary: RunSummary) -> str:
     out.append(
         f"**Rows**: {summary.tasks_run} run — {summary.tasks_succeeded} passed, "
         f"{summary.tasks_failed} failed, {summary.tasks_error} errored"
+        + (f", {summary.tasks_refused} refused" if summary.tasks_refused else "")
         + (f", {summary.tasks_not_graded} not graded" if summary.tasks_not_graded else "")
+    )
+    out.append(
+        f"**Pass rate**: {fmt(summary.pass_rate)} micro (passed / graded, rows pooled over "
+        f"every suite) · {fmt(summary.pass_rate_macro)} macro (mean of the suites' pass rates)"
     )
     if summary.interrupted:
         out.append("**Interrupted**: the run stopped early; finished rows are kept.")
     out += _usage_lines(summary)
+    out.append(f"**Exit code**: {summary.exit_code}")
     if summary.suites:
         out += ["", "## Suites", ""]
         out += md_table(
-            ["variant", "suite", "gate", "failed gates", "report"],
+            ["variant", "suite", "gate", "result", "why", "report"],
             [
-                [f"`{s.variant_id}`", f"`{s.suite_id}`", "PASSED" if s.passed else "FAILED",
-                 ", ".join(s.failed_gates) or "—", f"[suite.md](./{s.suite_json[:-4]}md)"]
+                [f"`{s.variant_id}`", f"`{s.suite_id}`",
+                 "no gate" if s.gate == "none" else s.gate.upper(),
+                 "PASSED" if s.passed else "FAILED", "; ".join(s.reasons) or "—",
+                 f"[suite.md](./{s.suite_json[:-4]}md)"]
                 for s in summary.suites
             ],
         )  # fmt: skip

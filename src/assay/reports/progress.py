@@ -3,7 +3,11 @@
 :class:`Progress` (the protocol) and :class:`NoProgress` live in
 :mod:`assay.orchestration.progress`; they are imported here for the displays' users.
 
-Both show rows done/total, passed, errors, rows per second and the time left.
+Both show rows done/total, passed, errors (and refusals), rows per second and the time left.
+The rate and the time left are measured from the first finished row, not from the start: the
+first rows wait for a model server to warm up and for a whole batch of ``-j`` rows to finish,
+and a rate over that wait would promise hours. Until two rows have finished, the time left is
+shown as unknown (``…``).
 """
 
 from __future__ import annotations
@@ -25,26 +29,42 @@ class _Counts:
         self.done = 0
         self.passed = 0
         self.errors = 0
+        self.refused = 0
         self.retries = 0
         self.kept = 0
         self.started = time.monotonic()
+        self.first_done: float | None = None
 
     def add(self, result: EvaluationResult) -> None:
         self.done += 1
+        if self.first_done is None:
+            self.first_done = time.monotonic()
         category = result.final_status.category
         self.passed += category == "passed"
         self.errors += category == "error"
+        self.refused += category == "refused"
+
+    def rate(self) -> float | None:
+        """Rows per second since the first row finished; ``None`` before two rows did."""
+        if self.first_done is None or self.done < 2:
+            return None
+        span = time.monotonic() - self.first_done
+        return (self.done - 1) / span if span > 0 else None
+
+    def eta(self) -> str:
+        rate = self.rate()
+        if rate is None:
+            return "ETA … (measuring)"
+        return f"{rate:.1f} rows/s · ETA {(self.total - self.done) / rate:.0f} s"
+
+    def outcome(self) -> str:
+        refused = f" · {self.refused} refused" if self.refused else ""
+        return f"{self.passed} passed · {self.errors} errors{refused}"
 
     def line(self) -> str:
-        elapsed = max(time.monotonic() - self.started, 1e-9)
-        rate = self.done / elapsed
-        left = (self.total - self.done) / rate if rate > 0 else 0.0
         kept = f" (+{self.kept} kept)" if self.kept else ""
         retries = f" · {self.retries} retries" if self.retries else ""
-        return (
-            f"{self.done}/{self.total} rows{kept} · {self.passed} passed · {self.errors} errors"
-            f"{retries} · {rate:.1f} rows/s · ETA {left:.0f} s"
-        )
+        return f"{self.done}/{self.total} rows{kept} · {self.outcome()}{retries} · {self.eta()}"
 
 
 class PlainProgress:
@@ -97,7 +117,6 @@ class RichProgress:
             Progress,
             TextColumn,
             TimeElapsedColumn,
-            TimeRemainingColumn,
         )
 
         self.counts = _Counts()
@@ -107,8 +126,6 @@ class RichProgress:
             MofNCompleteColumn(),
             TextColumn("{task.fields[status]}"),
             TimeElapsedColumn(),
-            TextColumn("ETA"),
-            TimeRemainingColumn(),
             console=Console(stderr=True),
             transient=False,
         )
@@ -125,21 +142,20 @@ class RichProgress:
     def advance(self, result: EvaluationResult) -> None:
         """Move the bar by one row."""
         self.counts.add(result)
-        elapsed = max(time.monotonic() - self.counts.started, 1e-9)
-        self.bar.update(self.task_id, advance=1, status=self._status(elapsed))
+        self.bar.update(self.task_id, advance=1, status=self._status())
 
-    def _status(self, elapsed: float) -> str:
+    def _status(self) -> str:
         retries = f" · [yellow]{self.counts.retries} retries[/]" if self.counts.retries else ""
+        refused = f" · {self.counts.refused} refused" if self.counts.refused else ""
         return (
             f"[green]{self.counts.passed} passed[/] · [red]{self.counts.errors} errors[/]"
-            f"{retries} · {self.counts.done / elapsed:.1f} rows/s"
+            f"{refused}{retries} · {self.counts.eta()}"
         )
 
     def retry(self, model: str, attempt: Attempt) -> None:
         """Count the retry and show the latest cause under the bar."""
         self.counts.retries += 1
-        elapsed = max(time.monotonic() - self.counts.started, 1e-9)
-        self.bar.update(self.task_id, status=self._status(elapsed))
+        self.bar.update(self.task_id, status=self._status())
         self.bar.console.print(f"[yellow]retry[/] {escape(retry_text(model, attempt))}")
 
     def stop(self) -> None:

@@ -13,6 +13,7 @@ from pydantic import BaseModel
 
 from assay.criteria.registry import default_criteria
 from assay.errors import UsageError
+from assay.orchestration.datacheck import check_run_dir
 from assay.orchestration.runfiles import load_results
 from assay.reports.writer import Reports, RunMeta, Stage, write_reports
 from assay.results.io import read_json
@@ -88,7 +89,9 @@ def rebuild_reports(run_dir: Path, *, junit_path: Path | None = None) -> Reports
     planned rows but finished none reports them all missing).
 
     Raises:
-        UsageError: no ``task.json`` and no plan (not a run), or an invalid ``task.json``.
+        UsageError: no ``task.json`` and no plan (not a run), an invalid ``task.json``, or
+            rows whose content is not what the run recorded
+            (:func:`assay.orchestration.datacheck.check_run_dir`).
         TaskFileError: a QA suite's metrics hook failed; every other file is written first.
     """
     results = load_results(run_dir)
@@ -96,6 +99,7 @@ def rebuild_reports(run_dir: Path, *, junit_path: Path | None = None) -> Reports
     if not results and not meta.planned:
         raise UsageError(f"no task.json under {run_dir}: is it a run directory?")
     meta.stage = "report"
+    meta.warnings = [*meta.warnings, *check_run_dir(run_dir, results, action="assay report")]
     return write_reports(run_dir, results, meta, default_criteria(), junit_path=junit_path)
 
 
@@ -106,6 +110,7 @@ def report_regraded(
     started: datetime,
     jobs: int,
     junit_path: Path | None = None,
+    warnings: Sequence[str] = (),
 ) -> Reports:
     """The reports of a run whose rows were graded again (``assay evaluate``), the
     re-grading having started at ``started`` with ``jobs`` rows at once.
@@ -115,4 +120,5 @@ def report_regraded(
     """
     meta = previous_meta(run_dir, "evaluate")
     meta.start_time, meta.end_time, meta.max_parallel = started, datetime.now(), jobs
+    meta.warnings = [*meta.warnings, *warnings]
     return write_reports(run_dir, results, meta, default_criteria(), junit_path=junit_path)

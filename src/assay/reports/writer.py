@@ -27,7 +27,7 @@ from assay.reports.qa import render_qa, write_qa_files
 from assay.reports.rollup import build_suite, order_key
 from assay.results.io import write_json_atomic, write_text_atomic
 from assay.results.run import RunSummary, SkippedTask, SuiteRef, TaskRow, TaskSelection
-from assay.results.status import FinalStatus
+from assay.results.status import FinalStatus, RowCounts
 from assay.results.suite import SuiteRollup
 from assay.results.task_result import EvaluationResult, TokenUsage
 from assay.spec.criteria import Criterion, CriterionSpec
@@ -155,7 +155,7 @@ def write_reports(
     if meta.experiment_id is not None:
         _write_experiment(run_dir, ordered, paths, meta)
     exit_code = decide_exit_code(ordered, suites, meta)
-    summary = _summary(ordered, refs, meta, paths, exit_code)
+    summary = _summary(ordered, suites, refs, meta, paths, exit_code)
     write_json_atomic(run_dir / "run.json", summary)
     write_text_atomic(run_dir / "run.md", render_run(summary))
     if junit_path is not None:
@@ -194,7 +194,9 @@ def _suite_ref(suite: SuiteRollup) -> SuiteRef:
         suite_id=suite.suite_id,
         variant_id=suite.variant_id,
         passed=suite.passed,
+        gate=suite.gate,
         failed_gates=failed,
+        reasons=suite.result_reasons,
         suite_json=f"{suite.variant_id}/{suite.suite_id}/suite.json",
     )
 
@@ -202,9 +204,11 @@ def _suite_ref(suite: SuiteRollup) -> SuiteRef:
 def decide_exit_code(
     results: Sequence[EvaluationResult], suites: Sequence[SuiteRollup], meta: RunMeta
 ) -> int:
-    """130 when this invocation was interrupted; 0 for ``execute``; else 1 when a suite gate
-    (or an incomplete suite) or a task without a dataset failed, and 0 otherwise (DESIGN.md
-    "Exit codes")."""
+    """DESIGN.md "Exit codes": 130 when this invocation was interrupted; 0 for ``execute``;
+    else 1 when a suite is not green (:func:`assay.reports.rollup.suite_result`: a failed
+    gate; rows that errored or refused in a suite that does not gate ``completion_rate``;
+    any row that did not succeed in a suite without a gate; rows that never ran) or a task
+    without a dataset did not succeed, and 0 otherwise. An outage can never pass CI."""
     if meta.interrupted and meta.stage in ("run", "execute"):
         return EXIT_INTERRUPTED
     if meta.stage == "execute":
@@ -215,6 +219,23 @@ def decide_exit_code(
     if any(r.final_status is not FinalStatus.SUCCESS for r in standalone):
         return EXIT_FAILED
     return EXIT_OK
+
+
+def macro_pass_rate(
+    results: Sequence[EvaluationResult], suites: Sequence[SuiteRollup]
+) -> float | None:
+    """The mean of the suites' pass rates; each task without a dataset is a suite of its
+    replicates; suites that graded nothing are left out (``None`` when none graded)."""
+    rates = [s.pass_rate for s in suites if s.pass_rate is not None]
+    standalone: dict[tuple[str, str], list[FinalStatus]] = defaultdict(list)
+    for result in results:
+        if result.suite_id is None:
+            standalone[(result.variant_id, result.task_id)].append(result.final_status)
+    for statuses in standalone.values():
+        rate = RowCounts.of(statuses).pass_rate
+        if rate is not None:
+            rates.append(rate)
+    return sum(rates) / len(rates) if rates else None
 
 
 def _token_total(results: Sequence[EvaluationResult]) -> TokenUsage:
@@ -229,6 +250,7 @@ def _token_total(results: Sequence[EvaluationResult]) -> TokenUsage:
 
 def _summary(
     results: Sequence[EvaluationResult],
+    suites: Sequence[SuiteRollup],
     refs: list[SuiteRef],
     meta: RunMeta,
     paths: dict[int, str],
@@ -236,10 +258,7 @@ def _summary(
 ) -> RunSummary:
     from assay import __version__
 
-    counts = {"passed": 0, "failed": 0, "error": 0, "not_graded": 0}
-    for result in results:
-        counts[result.final_status.category] += 1
-    graded = counts["passed"] + counts["failed"]
+    counts = RowCounts.of(r.final_status for r in results)
     total = len(results)
     return RunSummary(
         run_id=meta.run_id,
@@ -252,13 +271,16 @@ def _summary(
         sessions=meta.sessions,
         total_token_usage=_token_total(results),
         tasks_run=total,
-        tasks_succeeded=counts["passed"],
-        tasks_failed=counts["failed"],
-        tasks_error=counts["error"],
-        tasks_not_graded=counts["not_graded"],
-        tasks_graded=graded,
-        pass_rate=counts["passed"] / graded if graded else None,
-        error_share=counts["error"] / total if total else None,
+        tasks_succeeded=counts.passed,
+        tasks_failed=counts.failed,
+        tasks_error=counts.error,
+        tasks_refused=counts.refused,
+        tasks_not_graded=counts.not_graded,
+        tasks_graded=counts.graded,
+        pass_rate=counts.pass_rate,
+        pass_rate_macro=macro_pass_rate(results, suites),
+        refusal_rate=counts.refusal_rate,
+        error_share=counts.error / total if total else None,
         tasks_token_budget_exceeded=sum(
             1 for r in results if r.final_status is FinalStatus.TOKEN_BUDGET_EXCEEDED
         ),

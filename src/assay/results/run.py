@@ -42,12 +42,15 @@ class TaskRow(_Model):
 
 
 class SuiteRef(_Model):
-    """A suite written by this run, with its gate and where its report is."""
+    """A suite written by this run, with its gate (``passed``/``failed``/``none``), whether it
+    is green (``passed``) and why not, and where its report is."""
 
     suite_id: str
     variant_id: str
     passed: bool
+    gate: str = "none"
     failed_gates: list[str] = Field(default_factory=list)
+    reasons: list[str] = Field(default_factory=list)
     suite_json: str
 
 
@@ -61,7 +64,13 @@ class TaskSelection(_Model):
 
 
 class RunSummary(_Model):
-    """One ``run.json``."""
+    """One ``run.json``.
+
+    ``pass_rate`` is **micro**: passed over graded rows pooled over every suite and task;
+    ``pass_rate_macro`` is the mean of the suites' pass rates (each task without a dataset
+    counts as a suite of its rows), ``null`` when no suite graded a row. Rows that errored or
+    refused are outside both (``tasks_error``, ``tasks_refused``).
+    """
 
     schema_version: str = RUN_SCHEMA_VERSION
     run_id: str
@@ -75,9 +84,12 @@ class RunSummary(_Model):
     tasks_succeeded: int
     tasks_failed: int
     tasks_error: int
+    tasks_refused: int = 0
     tasks_not_graded: int
     tasks_graded: int
     pass_rate: float | None
+    pass_rate_macro: float | None = None
+    refusal_rate: float | None = None
     error_share: float | None
     tasks_token_budget_exceeded: int = 0
     tasks_cost_budget_exceeded: int = 0

@@ -7,7 +7,7 @@ never carries NaN. assay adds ``schema_version``, ``dataset`` and ``selection``.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -43,16 +43,19 @@ class CriterionAggregate(_Model):
 
 
 class CriterionStat(_Model):
-    """Per criterion type: rows evaluated, mean score, rows whose criterion errored."""
+    """Per criterion type: rows it graded, their mean score, and apart from them the rows
+    whose criterion errored or met a refusal (never averaged in as a 0)."""
 
     criterion_type: str
     rows_evaluated: int
     average_score: float | None
     error_count: int
+    refused_count: int = 0
 
 
 class FailedRowSummary(_Model):
-    """A row that did not pass, with a link to its ``task.json`` (POSIX, run-relative)."""
+    """A row that did not pass, with a link to its ``task.json`` (POSIX, run-relative);
+    for a QA row, what it answered and what was expected."""
 
     row_id: str | None
     task_id: str
@@ -62,10 +65,14 @@ class FailedRowSummary(_Model):
     error_message: str | None = None
     task_json_relpath: str
     replicate_index: int = 0
+    answer: str | None = None
+    expected: str | None = None
 
 
 class SelectionRecord(_Model):
-    """Which rows a run selected: the selectors applied and the ids, in dataset order."""
+    """Which rows a run selected: the selectors applied, the ids in dataset order, and each
+    selected row's content hash (:func:`assay.data.hashing.row_hash`), so that a change of a
+    row's content is detected (a resumed run, ``assay evaluate``/``report``/``compare``)."""
 
     rows_in_dataset: int
     rows_selected: int
@@ -77,14 +84,25 @@ class SelectionRecord(_Model):
     stratified_seed: int | None = None
     seed_was_drawn: bool = False
     row_ids: list[str] = Field(default_factory=list)
+    row_hashes: dict[str, str] = Field(default_factory=dict)
+
+
+class FileRecord(_Model):
+    """One file of a ``paths`` dataset: the path as written and the ``sha256`` of its bytes."""
+
+    path: str
+    sha256: str
 
 
 class DatasetRecord(_Model):
-    """Where the rows came from: files (paths as written), inline rows, or a store dataset at
-    one version (with that version's content hash and example count)."""
+    """Where the rows came from: files (paths as written, each with its hash), inline rows, or
+    a store dataset at one version (with its example count). ``content_hash`` is the store
+    version's hash, the hash over the files' hashes, or the hash of the inline rows
+    (:mod:`assay.data.hashing`)."""
 
     source: str
     paths: list[str] = Field(default_factory=list)
+    files: list[FileRecord] = Field(default_factory=list)
     id_field: str = "id"
     store: str | None = None
     store_url: str | None = None
@@ -105,7 +123,15 @@ class ReplicateRollup(_Model):
 
 
 class SuiteRollup(_Model):
-    """One ``suite.json``."""
+    """One ``suite.json``.
+
+    ``gate`` is ``passed``/``failed`` for a suite with ``suite_thresholds`` and ``none``
+    without; ``passed`` is whether the suite is green (DESIGN.md "Exit codes"): a gated suite
+    whose gate passed, with every planned row run, and no row that errored or refused unless
+    it gates ``completion_rate``; a suite without a gate whose every row succeeded.
+    ``result_reasons`` says why it is not green. ``refusal_rate`` is
+    ``rows_refused / (rows_graded + rows_refused)``.
+    """
 
     schema_version: str = SUITE_SCHEMA_VERSION
     suite_id: str
@@ -114,16 +140,21 @@ class SuiteRollup(_Model):
     rows_passed: int
     rows_failed: int
     rows_error: int
+    rows_refused: int = 0
     rows_not_graded: int
     rows_missing: int = 0
     rows_graded: int
     pass_rate: float | None
+    refusal_rate: float | None = None
     average_weighted_score: float | None
     criterion_stats: list[CriterionStat] = Field(default_factory=list)
     failed_samples: list[FailedRowSummary] = Field(default_factory=list)
     failed_samples_total: int = 0
     criterion_aggregates: list[CriterionAggregate] = Field(default_factory=list)
+    gate: Literal["passed", "failed", "none"] = "none"
     passed: bool
+    result_reasons: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
     dataset: DatasetRecord | None = None
     selection: SelectionRecord | None = None
     criteria: list[dict[str, Any]] | None = None

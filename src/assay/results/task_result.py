@@ -31,21 +31,33 @@ class BasicCriterionResult(_Result):
     score: float = Field(ge=0, le=1)
     details: str = ""
     error: str | None = None
-    evaluation_status: Literal["evaluated", "error"] = "evaluated"
+    evaluation_status: Literal["evaluated", "error", "refused"] = "evaluated"
     pass_threshold: float = 0.9
     gating: bool = True
     weight: float = 1.0
 
     @property
+    def graded(self) -> bool:
+        """The criterion evaluated the row (not an error, not a refusal); only such results
+        enter a score, a rate or an average."""
+        return self.error is None and self.evaluation_status == "evaluated"
+
+    @property
     def passed(self) -> bool:
-        """True when the score reaches the pass threshold."""
-        return self.error is None and self.score >= self.pass_threshold
+        """True when the criterion graded the row and the score reaches the pass threshold."""
+        return self.graded and self.score >= self.pass_threshold
 
     @property
     def grader_failed(self) -> bool:
-        """The grader itself failed (an LLM judge gave no verdict): the row is neither right
-        nor wrong, so it ends ``ERROR`` rather than ``FAILURE``."""
-        return False
+        """The criterion could not evaluate (its ``error``; an LLM judge without a verdict,
+        a file it could not read): the row is neither right nor wrong, so a gating one ends
+        the row ``ERROR`` rather than ``FAILURE``."""
+        return self.error is not None
+
+    @property
+    def refused(self) -> bool:
+        """The response was a refusal to answer (``REFUSED``, counted apart)."""
+        return self.evaluation_status == "refused"
 
 
 class ClassificationCriterionResult(BasicCriterionResult):
@@ -60,8 +72,9 @@ class QaCriterionResult(BasicCriterionResult):
     """The grade of one QA row (``assay.qa.grading``).
 
     ``error_reason``: ``None`` (correct), ``wrong_answer``, ``content_none``,
-    ``extraction_failed`` or ``judge_error`` (then ``error`` is set and ``is_correct`` is
-    ``None``). ``sample_result`` is the full per-sample result written to ``metrics.json``.
+    ``extraction_failed``, ``refused`` (``evaluation_status`` ``refused``, ``is_correct``
+    ``None``) or ``judge_error`` (then ``error`` is set and ``is_correct`` is ``None``).
+    ``sample_result`` is the full per-sample result written to ``metrics.json``.
     """
 
     result_kind: Literal["qa"] = "qa"  # type: ignore[assignment]
@@ -70,11 +83,6 @@ class QaCriterionResult(BasicCriterionResult):
     is_correct: bool | None
     error_reason: str | None = None
     sample_result: dict[str, Any] = Field(default_factory=dict)
-
-    @property
-    def grader_failed(self) -> bool:
-        """A judge error."""
-        return self.error_reason == "judge_error"
 
 
 CriterionResult = Annotated[

@@ -1,0 +1,185 @@
+"""A run is never mixed across data changes: every dataset and selected row is hashed, and a
+resumed run, `assay evaluate` and `assay report` refuse the rows whose content changed, or,
+with `--rerun-changed`, run exactly those rows again. Generated over the row sources."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from assay.data.hashing import row_hash
+from tests.cli.test_run import assay, latest
+from tests.helpers import write
+
+ROWS = [{"id": f"r{i}", "text": f"text {i}", "label": "yes" if i % 2 else "no"}
+        for i in range(6)]  # fmt: skip
+TASK = """\
+task_id: drift
+description: the agent echoes a label; the criterion compares it with the row's
+initial_prompt: "${{row.text}}"
+agent: {{type: command, command: 'echo yes'}}
+dataset:
+{dataset}
+success_criteria:
+  - type: classification_match
+    expected_label: "${{row.label}}"
+    allowed_labels: ["yes", "no"]
+    suite_thresholds: {{accuracy: 0.0, completion_rate: 0.0}}
+"""
+
+
+def jsonl(rows: list[dict[str, Any]]) -> str:
+    return "".join(json.dumps(row) + "\n" for row in rows)
+
+
+def csv_text(rows: list[dict[str, Any]]) -> str:
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=list(rows[0]))
+    writer.writeheader()
+    writer.writerows(rows)
+    return out.getvalue()
+
+
+def inline(rows: list[dict[str, Any]]) -> str:
+    return "  rows:\n" + "".join(f"    - {json.dumps(row)}\n" for row in rows)
+
+
+SOURCES = {
+    "jsonl": ("  paths: [rows.jsonl]", "rows.jsonl", jsonl),
+    "csv": ("  paths: [rows.csv]", "rows.csv", csv_text),
+    "inline": (None, None, inline),
+}
+
+
+def make(folder: Path, source: str, rows: list[dict[str, Any]]) -> Path:
+    block, name, render = SOURCES[source]
+    if name is None:
+        return write(folder / "task.yaml", TASK.format(dataset=render(rows)))
+    write(folder / name, render(rows))
+    assert block is not None
+    return write(folder / "task.yaml", TASK.format(dataset=block))
+
+
+def edited(rows: list[dict[str, Any]], row_id: str) -> list[dict[str, Any]]:
+    return [{**row, "label": "yes" if row["label"] == "no" else "no"} if row["id"] == row_id
+            else row for row in rows]  # fmt: skip
+
+
+def forget(run_dir: Path, *row_ids: str) -> None:
+    """Make rows unfinished, as an interrupted run leaves them."""
+    for row_id in row_ids:
+        shutil.rmtree(run_dir / "default" / "drift" / row_id)
+    (run_dir / "run.json").unlink()
+
+
+def suite(run_dir: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((run_dir / "default/drift/suite.json").read_text())
+    return data
+
+
+@pytest.mark.parametrize("source", sorted(SOURCES))
+def test_a_resumed_run_refuses_changed_rows_then_reruns_exactly_them(
+    tmp_path: Path, source: str
+) -> None:
+    make(tmp_path, source, ROWS)
+    assert assay("run", "task.yaml", "-q", cwd=tmp_path).returncode == 0
+    run_dir = latest(tmp_path)
+    recorded = suite(run_dir)
+    as_read = [{k: str(v) for k, v in r.items()} if source == "csv" else r for r in ROWS]
+    assert recorded["selection"]["row_hashes"] == {r["id"]: row_hash(r) for r in as_read}
+    assert recorded["dataset"]["content_hash"] is not None
+    forget(run_dir, "r4", "r5")  # an interrupted run
+    make(tmp_path, source, edited(ROWS, "r1"))  # a finished row's gold label changes
+
+    refused = assay("run", "--resume", str(run_dir), cwd=tmp_path)
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert (
+        "resuming the run refused: task 'drift': its dataset now differs from what the run "
+        "recorded: 1 row(s) changed (r1)"
+    ) in " ".join(refused.stderr.split())
+    assert "--rerun-changed" in refused.stderr
+    assert not (run_dir / "default/drift/r4").exists()  # nothing ran
+
+    done = assay("run", "--resume", str(run_dir), "--rerun-changed", "-q", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    after = suite(run_dir)
+    rows = {r["id"]: r for r in edited(ROWS, "r1")}
+    for row_id in rows:
+        task = json.loads((run_dir / f"default/drift/{row_id}/00/task.json").read_text())
+        assert task["row"]["label"] == str(rows[row_id]["label"])  # every row: the new content
+    assert after["selection"]["row_hashes"]["r1"] != recorded["selection"]["row_hashes"]["r1"]
+    assert after["dataset"]["content_hash"] != recorded["dataset"]["content_hash"]
+    plan = json.loads((run_dir / "plan.json").read_text())
+    assert plan["tasks"][0]["selection"]["row_hashes"] == after["selection"]["row_hashes"]
+    # the accuracy counts r1 with its new label: "yes" is now right for r1
+    correct = sum(1 for r in rows.values() if r["label"] == "yes")
+    assert after["criterion_aggregates"][0]["metrics"]["accuracy"] == correct / len(rows)
+    assert assay("report", str(run_dir), cwd=tmp_path).returncode == 0
+
+
+@pytest.mark.parametrize("command", ["evaluate", "report"])
+def test_evaluate_and_report_refuse_a_dataset_that_changed(tmp_path: Path, command: str) -> None:
+    make(tmp_path, "jsonl", ROWS)
+    assay("run", "task.yaml", "-q", "--keep-sandboxes", cwd=tmp_path)
+    run_dir = latest(tmp_path)
+    changed = [row for row in edited(ROWS, "r2") if row["id"] != "r5"]  # r2 edited, r5 gone
+    make(tmp_path, "jsonl", changed)
+    done = assay(command, str(run_dir), cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert (f"assay {command} refused: task 'drift': its dataset now differs from what the run "
+            "recorded: 1 row(s) changed (r2) and 1 row(s) removed (r5)") in " ".join(
+        done.stderr.split())  # fmt: skip
+    make(tmp_path, "jsonl", ROWS)  # restored: accepted again
+    assert assay(command, str(run_dir), cwd=tmp_path).returncode == 0
+
+
+def test_a_run_that_already_mixes_two_contents_is_refused(tmp_path: Path) -> None:
+    make(tmp_path, "jsonl", ROWS)
+    assay("run", "task.yaml", "-q", cwd=tmp_path)
+    run_dir = latest(tmp_path)
+    path = run_dir / "default/drift/r3/00/task.json"
+    task = json.loads(path.read_text())
+    task["row"]["label"] = "other"  # graded on other content than the run recorded
+    path.write_text(json.dumps(task))
+    done = assay("report", str(run_dir), cwd=tmp_path)
+    assert done.returncode == 2
+    assert "task 'drift': its finished rows differs from what the run recorded: 1 row(s) " \
+        "changed (r3)" in " ".join(done.stderr.split())  # fmt: skip
+
+
+def test_an_unselected_row_may_change(tmp_path: Path) -> None:
+    make(tmp_path, "jsonl", ROWS)
+    assay("run", "task.yaml", "--sample", "2", "-q", cwd=tmp_path)
+    run_dir = latest(tmp_path)
+    selected = suite(run_dir)["selection"]["row_ids"]
+    other = next(r["id"] for r in ROWS if r["id"] not in selected)
+    make(tmp_path, "jsonl", edited(ROWS, other))
+    assert assay("report", str(run_dir), cwd=tmp_path).returncode == 0
+
+
+def test_paths_datasets_record_each_files_hash(tmp_path: Path) -> None:
+    write(tmp_path / "a.jsonl", jsonl(ROWS[:3]))
+    write(tmp_path / "b.jsonl", jsonl(ROWS[3:]))
+    write(tmp_path / "task.yaml", TASK.format(dataset="  paths: [a.jsonl, b.jsonl]"))
+    assay("run", "task.yaml", "-q", cwd=tmp_path)
+    dataset = suite(latest(tmp_path))["dataset"]
+    names = ("a.jsonl", "b.jsonl")
+    files = [hashlib.sha256((tmp_path / n).read_bytes()).hexdigest() for n in names]
+    assert [f["sha256"] for f in dataset["files"]] == files
+    assert dataset["content_hash"] == hashlib.sha256("\n".join(files).encode()).hexdigest()
+    run = json.loads((latest(tmp_path) / "run.json").read_text())
+    assert run["selections"][0]["dataset"] == dataset
+
+
+def test_rerun_changed_needs_resume(tmp_path: Path) -> None:
+    make(tmp_path, "jsonl", ROWS)
+    done = assay("run", "task.yaml", "--rerun-changed", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "--rerun-changed goes with --resume RUN_DIR" in done.stderr
