@@ -2,9 +2,13 @@
 :func:`assay.compare`).
 
 Every suite present in both runs is compared (each run's single variant; with several
-variants, pass ``--variant``). The rows must be the same in both: otherwise the comparison is
-refused, naming the ids that differ. The report is the same as an experiment's comparison
-(intervals, paired differences, McNemar's exact test, flipped rows).
+variants, ``--variant-a``/``--variant-b`` choose). The row ids must be the same in both:
+otherwise the comparison is refused, naming the ids that differ and why the selections differ
+(sample sizes, splits, seeds, dataset versions). The report is an experiment's comparison
+(intervals, paired differences, McNemar's exact test, flipped rows) and states each side's
+dataset (version and content hash); a row whose content differs between the runs (a gold label
+edited between them, say) is flagged and left out of every paired statistic, never silently
+paired (:func:`assay.reports.experiment.build_experiment`).
 """
 
 from __future__ import annotations
@@ -16,11 +20,37 @@ from assay.errors import UsageError
 from assay.reports.experiment import build_experiment
 from assay.reports.markdown import render_experiment
 from assay.reports.writer import task_json_relpath
-from assay.results.experiment import ExperimentResult
-from assay.results.io import write_json_atomic, write_text_atomic
+from assay.results.experiment import ArmDataset, ExperimentResult
+from assay.results.io import read_json, write_json_atomic, write_text_atomic
+from assay.results.plan_record import PLAN_FILE, PlanRecord
+from assay.results.run import RunSummary, TaskSelection
 from assay.results.task_result import EvaluationResult
 
 SHOWN_IDS = 10
+
+
+def recorded_selections(run_dir: Path) -> dict[str, TaskSelection]:
+    """Task id → the dataset and selection the run recorded (``run.json``, else
+    ``plan.json``); empty when neither can be read."""
+    for name in ("run.json", PLAN_FILE):
+        path = run_dir / name
+        if not path.is_file():
+            continue
+        try:
+            data = read_json(path)
+            if name == "run.json":
+                return {s.task_id: s for s in RunSummary.model_validate(data).selections}
+            plan = PlanRecord.model_validate(data)
+        except (ValueError, OSError):
+            continue
+        return {
+            t.task_id: TaskSelection(
+                task_id=t.task_id, source_file=t.file, dataset=t.dataset, selection=t.selection
+            )
+            for t in plan.tasks
+            if t.dataset is not None and t.selection is not None
+        }
+    return {}
 
 
 def _only_variant(
@@ -44,12 +74,40 @@ def _rows(results: Sequence[EvaluationResult]) -> dict[str, set[str]]:
     return rows
 
 
-def check_same_rows(a: dict[str, set[str]], b: dict[str, set[str]]) -> list[str]:
+def selection_difference(a: TaskSelection | None, b: TaskSelection | None) -> str | None:
+    """Why two runs selected different rows, from what they recorded (``None``: unknown)."""
+    if a is None or b is None:
+        return None
+    sa, sb = a.selection, b.selection
+    facts = [
+        ("--sample", sa.sample, sb.sample),
+        ("the stratified sample", sa.sample_per_stratum, sb.sample_per_stratum),
+        ("--split", sa.split, sb.split),
+        ("the stratified seed", sa.stratified_seed, sb.stratified_seed),
+        ("the dataset version", a.dataset.version, b.dataset.version),
+        ("the dataset's content hash", a.dataset.content_hash, b.dataset.content_hash),
+        ("rows in the dataset", sa.rows_in_dataset, sb.rows_in_dataset),
+    ]
+    found = [f"{name}: A {va}, B {vb}" for name, va, vb in facts if va != vb]
+    if not found:
+        return None
+    unseeded = [side for side, s in (("A", sa), ("B", sb)) if s.seed_was_drawn]
+    if unseeded:
+        found.append(f"{' and '.join(unseeded)} drew an unseeded stratified sample "
+                     "(pin dataset.sample_seed)")  # fmt: skip
+    return "; ".join(found)
+
+
+def check_same_rows(
+    a: dict[str, set[str]],
+    b: dict[str, set[str]],
+    selections: tuple[dict[str, TaskSelection], dict[str, TaskSelection]] = ({}, {}),
+) -> list[str]:
     """The suites both runs share, after checking they cover identical rows.
 
     Raises:
         UsageError: no suite in common, or a shared suite whose row ids differ (the first
-            ids that differ are named).
+            ids that differ are named, and what differs in the recorded selections).
     """
     shared = sorted(set(a) & set(b))
     if not shared:
@@ -57,13 +115,21 @@ def check_same_rows(a: dict[str, set[str]], b: dict[str, set[str]]) -> list[str]
     for suite in shared:
         only_a, only_b = sorted(a[suite] - b[suite]), sorted(b[suite] - a[suite])
         if only_a or only_b:
+            why = selection_difference(selections[0].get(suite), selections[1].get(suite))
             raise UsageError(
                 f"suite '{suite}' has different rows in the two runs: only in A "
                 f"{only_a[:SHOWN_IDS]} ({len(only_a)}), only in B {only_b[:SHOWN_IDS]} "
                 f"({len(only_b)}); a comparison needs the same rows",
-                hint="run both on the same selection (--sample is seeded; pin sample_seed)",
-            )
+                hint=f"the runs' selections differ in {why}" if why else
+                "run both on the same selection (the same --sample, --split and sample_seed, "
+                "on the same dataset version)",
+            )  # fmt: skip
     return shared
+
+
+def _label(side: str, run: Path, variant: str, *, same_run: bool, chosen: bool) -> str:
+    """``A:<run>``, or ``A:<run>/<variant>`` when the variant tells the sides apart."""
+    return f"{side}:{run.name}/{variant}" if same_run or chosen else f"{side}:{run.name}"
 
 
 def compare_runs(
@@ -84,9 +150,11 @@ def compare_runs(
     vb = _only_variant(results_b, run_b, variant_b, "--variant-b")
     kept_a = [r for r in results_a if r.variant_id == va and r.suite_id is not None]
     kept_b = [r for r in results_b if r.variant_id == vb and r.suite_id is not None]
-    shared = check_same_rows(_rows(kept_a), _rows(kept_b))
-    name_a = f"A:{run_a.name}"
-    name_b = f"B:{run_b.name}"
+    recorded = (recorded_selections(run_a), recorded_selections(run_b))
+    shared = check_same_rows(_rows(kept_a), _rows(kept_b), recorded)
+    same_run = run_a.resolve() == run_b.resolve()
+    name_a = _label("A", run_a, va, same_run=same_run, chosen=variant_a is not None)
+    name_b = _label("B", run_b, vb, same_run=same_run, chosen=variant_b is not None)
     arms: list[EvaluationResult] = []
     paths: dict[int, str] = {}
     for run, kept, name in ((run_a, kept_a, name_a), (run_b, kept_b, name_b)):
@@ -98,9 +166,16 @@ def compare_runs(
             arms.append(copy)
     order = {r.row_id: (r.row_index or 0) for r in kept_a}
     row_ids = {s: sorted(_rows(kept_a)[s], key=lambda i: (order.get(i, 0), i)) for s in shared}
+    datasets = [
+        ArmDataset(variant_id=name, suite_id=suite,
+                   dataset=selections[suite].dataset if suite in selections else None)
+        for name, selections in ((name_a, recorded[0]), (name_b, recorded[1]))
+        for suite in shared
+    ]  # fmt: skip
     return build_experiment(arms, paths, experiment_id=f"{run_b.name} vs {run_a.name}",
                             description=f"A = {run_a}, B = {run_b}",
-                            variant_ids=[name_a, name_b], row_ids=row_ids)  # fmt: skip
+                            variant_ids=[name_a, name_b], row_ids=row_ids,
+                            datasets=datasets)  # fmt: skip
 
 
 def render_comparison(report: ExperimentResult) -> str:
@@ -112,3 +187,12 @@ def write_comparison(folder: Path, report: ExperimentResult) -> None:
     """Write ``compare.json`` and ``compare.md`` into ``folder`` (created if needed)."""
     write_json_atomic(folder / "compare.json", report)
     write_text_atomic(folder / "compare.md", render_comparison(report))
+
+
+__all__ = [
+    "check_same_rows",
+    "compare_runs",
+    "recorded_selections",
+    "render_comparison",
+    "write_comparison",
+]

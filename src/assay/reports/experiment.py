@@ -6,7 +6,9 @@ replicate); a percentile bootstrap over rows, replicates resampled with their ro
 F1 and any proportion with replicates (:mod:`assay.metrics.bootstrap`). Differences are
 ``b - a`` with a paired bootstrap interval. McNemar's exact test compares per-row pass/fail
 (a row passes when it passed in more than half of its graded replicates); the rows that
-flipped are listed with links to both ``task.json`` files.
+flipped are listed with links to both ``task.json`` files. A row whose content differs between
+the arms (an edited dataset) is never paired: it is left out of every metric and statistic and
+listed in ``excluded_rows``.
 """
 
 from __future__ import annotations
@@ -18,11 +20,13 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
+from assay.data.hashing import row_hash
 from assay.metrics.bootstrap import Interval, Statistic, bootstrap, difference, macro_f1, ratio
 from assay.metrics.intervals import wilson_interval
 from assay.metrics.paired import mcnemar_exact
 from assay.metrics.passk import suite_pass_k
 from assay.results.experiment import (
+    ArmDataset,
     Comparison,
     Difference,
     Estimate,
@@ -276,6 +280,15 @@ def _with_flips(a: Arm, b: Arm, row_ids: list[str], metrics: dict[str, Differenc
     )  # fmt: skip
 
 
+def content_mismatches(arms: Sequence[Arm]) -> list[str]:
+    """Rows whose content (the row each ``task.json`` ran) is not the same in every arm."""
+    hashes: dict[str, set[str]] = defaultdict(set)
+    for arm in arms:
+        for row_id, results in arm.rows.items():
+            hashes[row_id] |= {row_hash(r.row) for r in results if r.row is not None}
+    return [row_id for row_id, found in hashes.items() if len(found) > 1]
+
+
 def build_experiment(
     results: Sequence[EvaluationResult],
     paths: dict[int, str],
@@ -284,16 +297,24 @@ def build_experiment(
     description: str,
     variant_ids: list[str],
     row_ids: dict[str, list[str]],
+    datasets: Sequence[ArmDataset] = (),
 ) -> ExperimentResult:
-    """Every variant's metrics per suite, and every pair of variants compared."""
+    """Every variant's metrics per suite, and every pair of variants compared, on the rows
+    whose content is the same in every arm (the others are listed in ``excluded_rows``)."""
     arms = group_arms(results, paths)
     by_suite: dict[str, list[Arm]] = defaultdict(list)
     for (_, suite), arm in arms.items():
         by_suite[suite].append(arm)
     report = ExperimentResult(experiment_id=experiment_id, description=description,
-                              variant_ids=variant_ids, row_ids=row_ids)  # fmt: skip
+                              variant_ids=variant_ids, row_ids=row_ids,
+                              datasets=list(datasets))  # fmt: skip
     for suite, suite_arms in by_suite.items():
-        ids = row_ids.get(suite) or list(suite_arms[0].rows)
+        differ = set(content_mismatches(suite_arms))
+        ids = [i for i in row_ids.get(suite) or list(suite_arms[0].rows) if i not in differ]
+        if differ:
+            order = row_ids.get(suite) or list(suite_arms[0].rows)
+            report.excluded_rows[suite] = sorted(differ, key=lambda i: (
+                order.index(i) if i in order else len(order), i))  # fmt: skip
         specs = metric_specs(suite_arms)
         ordered = sorted(suite_arms, key=lambda a: variant_ids.index(a.variant_id)
                          if a.variant_id in variant_ids else len(variant_ids))  # fmt: skip

@@ -16,7 +16,7 @@ from typing import Any
 from assay.reports.rollup import FAILED_SAMPLE_LIMIT
 from assay.results.experiment import Comparison, Difference, Estimate, ExperimentResult
 from assay.results.run import RunSummary
-from assay.results.suite import CriterionAggregate, SuiteRollup
+from assay.results.suite import CriterionAggregate, DatasetRecord, SuiteRollup
 
 
 def fmt(value: float | None, digits: int = 3) -> str:
@@ -343,6 +343,7 @@ def render_experiment(report: ExperimentResult) -> str:
     for suite in suites:
         arms = [v for v in report.variants if v.suite_id == suite]
         out += ["", f"## Suite `{suite}` ({arms[0].rows} rows)", ""]
+        out += _datasets_lines(report, suite)
         names = list(dict.fromkeys(m for arm in arms for m in arm.metrics))
         out += md_table(
             ["metric", *[f"`{a.variant_id}`" for a in arms]],
@@ -358,6 +359,39 @@ def render_experiment(report: ExperimentResult) -> str:
         for comparison in (c for c in report.comparisons if c.suite_id == suite):
             out += ["", *_comparison_section(comparison, replicates)]
     return "\n".join(out) + "\n"
+
+
+def dataset_text(record: DatasetRecord | None) -> str:
+    """``sst2@3 (hash 1a2b3c4d5e6f)``, ``rows.jsonl (hash …)`` or ``unknown``."""
+    if record is None:
+        return "unknown (not recorded)"
+    if record.store is not None:
+        name = f"store {record.store}@{record.version}"
+    elif record.paths:
+        name = ", ".join(record.paths)
+    else:
+        name = "inline rows"
+    digest = f" (hash {record.content_hash[:12]})" if record.content_hash else " (no hash recorded)"
+    return name + digest
+
+
+def _datasets_lines(report: ExperimentResult, suite: str) -> list[str]:
+    """What each arm read, and the rows left out because their content differs."""
+    out = []
+    arms = [d for d in report.datasets if d.suite_id == suite]
+    if arms:
+        out += [f"Dataset of `{d.variant_id}`: {dataset_text(d.dataset)}" for d in arms]
+        hashes = {d.dataset.content_hash if d.dataset else None for d in arms}
+        if len(hashes) > 1:
+            out.append("**The arms read different datasets**: only rows whose content is the "
+                       "same in both are compared.")  # fmt: skip
+    excluded = report.excluded_rows.get(suite, [])
+    if excluded:
+        shown = ", ".join(f"`{i}`" for i in excluded[:20])
+        more = f" and {len(excluded) - 20} more" if len(excluded) > 20 else ""
+        out.append(f"**{len(excluded)} row(s) left out of every metric and paired statistic**: "
+                   f"their content differs between the arms ({shown}{more}).")  # fmt: skip
+    return [*out, ""] if out else []
 
 
 def _comparison_section(c: Comparison, replicates: int) -> list[str]:

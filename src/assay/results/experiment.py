@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from assay.results.suite import DatasetRecord
+
 EXPERIMENT_SCHEMA_VERSION = "1"
 
 
@@ -81,13 +83,28 @@ class Comparison(_Model):
     became_fail_total: int = 0
 
 
+class ArmDataset(_Model):
+    """The data one arm (variant, or side of ``assay compare``) read for one suite."""
+
+    variant_id: str
+    suite_id: str
+    dataset: DatasetRecord | None = None
+
+
 class ExperimentResult(_Model):
-    """One ``experiment.json``."""
+    """One ``experiment.json``.
+
+    ``excluded_rows`` (suite → row ids) are rows whose content differs between the arms (each
+    ``task.json`` keeps its row): they are left out of every metric and paired statistic,
+    never silently paired. ``datasets`` says what each arm read (version and content hash).
+    """
 
     schema_version: str = EXPERIMENT_SCHEMA_VERSION
     experiment_id: str
     description: str = ""
     variant_ids: list[str]
     row_ids: dict[str, list[str]] = Field(default_factory=dict)
+    datasets: list[ArmDataset] = Field(default_factory=list)
+    excluded_rows: dict[str, list[str]] = Field(default_factory=dict)
     variants: list[VariantSuite] = Field(default_factory=list)
     comparisons: list[Comparison] = Field(default_factory=list)
