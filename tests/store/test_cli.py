@@ -157,7 +157,12 @@ def test_bad_input_exits_2_with_the_message(cli: Cli, tmp_path: Path) -> None:
         "  hint: see the ids with: assay dataset show d\n"
     )
     assert "give the example ids to remove" in cli.refused("remove", "d")
-    assert "already a member of dataset 'd'" in cli.refused("add", "d", "ok.csv")
+    again = cli.ok("add", "d", "ok.csv")  # the same content again: a no-op that says so
+    assert "nothing added: all 1 example(s) are already in d@1" in again
+    write(tmp_path / "other.csv", "id,n,t\na,2,x\n")
+    assert "already a member of dataset 'd' with other content" in cli.refused(
+        "add", "d", "other.csv"
+    )
     assert "a dataset named 'd' already exists" in cli.refused("import", "d", "ok.csv")
     assert cli.json("versions", "d")[-1]["number"] == 1  # nothing above changed the dataset
 

@@ -30,7 +30,7 @@ app = typer.Typer(
 dataset_app = typer.Typer(
     name="dataset",
     help="The versioned, schema-typed dataset store: create, add, remove, list, versions, "
-    "show, export, import, schema.",
+    "show, diff, export, import, schema.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -42,6 +42,7 @@ DATASET_COMMANDS: tuple[tuple[str, Callable[..., None]], ...] = (
     ("list", dataset_read.list_datasets),
     ("versions", dataset_read.versions),
     ("show", dataset_read.show),
+    ("diff", dataset_read.diff),
     ("export", dataset_read.export),
     ("import", dataset.import_file),
     ("schema", dataset.schema_command),

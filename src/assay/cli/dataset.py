@@ -21,6 +21,7 @@ from assay.cli.dataset_support import (
     IdField,
     Name,
     StoreUrl,
+    added_text,
     fields_text,
     open_store,
     out,
@@ -64,7 +65,7 @@ def add(
     """Add the rows of FILES as one new version."""
     with user_errors(), open_store(store) as opened:
         version = opened.add_files(name, files)
-    out().print(f"added {version.added} example(s): {version_line(version)}", markup=False)
+    out().print(added_text(version), markup=False)
 
 
 def remove(

@@ -1,4 +1,4 @@
-"""``assay dataset list | versions | show | export``: reading the store (the module
+"""``assay dataset list | versions | show | diff | export``: reading the store (the module
 :mod:`assay.cli.dataset` has the writing verbs and what every dataset command shares)."""
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from assay.cli.dataset_support import (
     Ref,
     StoreUrl,
     datasets_table,
+    diff_summary,
     open_store,
     out,
     print_examples,
@@ -98,3 +99,33 @@ def export(
         sys.stdout.buffer.flush()
         return
     out().print(f"wrote {count} example(s) of {version.ref} to {output}", markup=False)
+
+
+def diff(
+    ref_a: Annotated[str, typer.Argument(help="NAME@N (or NAME: the latest).")],
+    ref_b: Annotated[str, typer.Argument(help="NAME@N (or NAME: the latest).")],
+    limit: Annotated[int, typer.Option("--limit", min=0, help="Ids to list per kind.")] = 20,
+    store: StoreUrl = None,
+    as_json: AsJson = False,
+) -> None:
+    """Show the examples added, removed and changed (by id) between two versions."""
+    from assay.store.files import parse_ref
+
+    with user_errors():
+        (name_a, number_a), (name_b, number_b) = parse_ref(ref_a), parse_ref(ref_b)
+        with open_store(store) as opened:
+            found = opened.diff(name_a, number_a, name_b, number_b)
+    if as_json:
+        print_json({"a": found.a.to_json(), "b": found.b.to_json(), "added": found.added,
+                    "removed": found.removed, "changed": found.changed,
+                    "unchanged": found.unchanged})  # fmt: skip
+        return
+    console = out()
+    console.print(diff_summary(found), markup=False)
+    for kind, ids in (("added", found.added), ("removed", found.removed),
+                      ("changed", list(found.changed))):  # fmt: skip
+        for example_id in ids[:limit]:
+            fields = f" ({', '.join(found.changed[example_id])})" if kind == "changed" else ""
+            console.print(f"  {kind:<8} {example_id}{fields}", markup=False)
+        if len(ids) > limit:
+            console.print(f"  … {len(ids) - limit} more {kind} (--limit)", markup=False)

@@ -15,7 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 if TYPE_CHECKING:
-    from assay.store import DatasetInfo, Example, Schema, Store, VersionInfo
+    from assay.store import DatasetDiff, DatasetInfo, Example, Schema, Store, VersionInfo
 
 HASH_SHOWN = 12
 
@@ -115,3 +115,22 @@ def print_examples(version: VersionInfo, info: DatasetInfo, examples: list[Examp
     console.print(table)
     if version.item_count > len(examples):
         console.print(f"… {version.item_count - len(examples)} more (--limit)", markup=False)
+
+
+def added_text(version: VersionInfo) -> str:
+    """What an add did: the version it made, or that the content was already there."""
+    if not version.created:
+        return (f"nothing added: all {version.unchanged} example(s) are already in "
+                f"{version_line(version)} with the same content; no new version")  # fmt: skip
+    skipped = (f" ({version.unchanged} already present with the same content, skipped)"
+               if version.unchanged else "")  # fmt: skip
+    return f"added {version.added} example(s){skipped}: {version_line(version)}"
+
+
+def diff_summary(found: DatasetDiff) -> str:
+    """``a@1 (hash …) → a@3 (hash …): 2 added, 1 removed, 1 changed, 6 unchanged``."""
+    counts = (f"{len(found.added)} added, {len(found.removed)} removed, "
+              f"{len(found.changed)} changed, {found.unchanged} unchanged")  # fmt: skip
+    same = "; the same content" if found.same else ""
+    return (f"{found.a.ref} (hash {_hash(found.a.content_hash)}) → {found.b.ref} "
+            f"(hash {_hash(found.b.content_hash)}): {counts}{same}")  # fmt: skip

@@ -16,10 +16,17 @@ The one declaration of the selection and its precedence (``reference/originals.m
    fresh seed each run, which is recorded so the draw can be reproduced.
 
 Selected rows keep the dataset's order.
+
+**Draws by id** (``ids`` given: a store dataset, whose versions have order-independent content
+hashes): both samplers rank the candidate rows by ``sha256("<seed>:<row id>")`` and keep the
+lowest, instead of drawing by position. The selection then depends only on which rows the
+version holds, never on their order, so two versions with the same content hash select the
+same rows (a version rebuilt by remove and add holds its rows in another order).
 """
 
 from __future__ import annotations
 
+import hashlib
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -75,9 +82,16 @@ def split_label(row: dict[str, Any], split_field: str) -> str | None:
 
 
 def select_rows(
-    rows: Sequence[dict[str, Any]], request: SelectionRequest, *, task_id: str
+    rows: Sequence[dict[str, Any]],
+    request: SelectionRequest,
+    *,
+    task_id: str,
+    ids: Sequence[str] | None = None,
 ) -> Selection:
     """Apply ``request`` to ``rows`` (the whole dataset, in order).
+
+    Args:
+        ids: each row's id: draw by id (see the module docstring) instead of by position.
 
     Raises:
         SelectionError: ``--split`` names a split no labelled row has.
@@ -92,7 +106,10 @@ def select_rows(
     if request.sample is not None:
         warnings += _unused_by_sample(request, task_id)
         if request.sample < len(indexes):
-            picked = random.Random(SAMPLE_SEED).sample(indexes, request.sample)
+            if ids is not None:
+                picked = lowest_ranked(indexes, ids, SAMPLE_SEED, request.sample)
+            else:
+                picked = random.Random(SAMPLE_SEED).sample(indexes, request.sample)
             indexes = sorted(picked)
             applied.append(f"--sample {request.sample}")
     else:
@@ -110,7 +127,7 @@ def select_rows(
                     "stratify by"
                 )
             seed, drawn = _seed(request.sample_seed)
-            kept = stratified(rows, indexes, request.stratify_field, per_stratum, seed)
+            kept = stratified(rows, indexes, request.stratify_field, per_stratum, seed, ids=ids)
             if len(kept) < len(indexes):
                 source = (
                     f"--sample-per-stratum {per_stratum}"
@@ -142,12 +159,19 @@ def _seed(given: int | None) -> tuple[int, bool]:
 
 
 def stratified(
-    rows: Sequence[dict[str, Any]], indexes: list[int], field_name: str, n: int, seed: int
+    rows: Sequence[dict[str, Any]],
+    indexes: list[int],
+    field_name: str,
+    n: int,
+    seed: int,
+    *,
+    ids: Sequence[str] | None = None,
 ) -> list[int]:
     """Keep up to ``n`` of ``indexes`` per stratum; strata of at most ``n`` rows stay whole.
 
-    Strata are drawn in first-seen order from one ``random.Random(seed)``; the result is in
-    dataset order.
+    Strata are drawn in first-seen order from one ``random.Random(seed)`` (Coder Eval's), or,
+    with ``ids``, each stratum keeps its ``n`` lowest-ranked rows (:func:`lowest_ranked`);
+    the result is in dataset order.
     """
     rng = random.Random(seed)
     groups: dict[str, list[int]] = {}
@@ -156,8 +180,23 @@ def stratified(
         groups.setdefault("" if value is None else str(value), []).append(index)
     kept: list[int] = []
     for members in groups.values():
-        kept.extend(members if len(members) <= n else rng.sample(members, n))
+        if len(members) <= n:
+            kept.extend(members)
+        elif ids is not None:
+            kept.extend(lowest_ranked(members, ids, seed, n))
+        else:
+            kept.extend(rng.sample(members, n))
     return sorted(kept)
+
+
+def lowest_ranked(indexes: Sequence[int], ids: Sequence[str], seed: int, n: int) -> list[int]:
+    """The ``n`` of ``indexes`` whose ids rank lowest by ``sha256("<seed>:<id>")``: a uniform
+    draw that depends on the ids alone, not on their order."""
+
+    def rank(index: int) -> bytes:
+        return hashlib.sha256(f"{seed}:{ids[index]}".encode("utf-8", "surrogatepass")).digest()
+
+    return sorted(indexes, key=rank)[:n]
 
 
 def _apply_split(

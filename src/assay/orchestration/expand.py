@@ -314,7 +314,8 @@ def expand_dataset(
                                     missing_ok=missing_ok)  # fmt: skip
     else:
         request = selection_request(task, selectors or Selectors())
-        selection = select_rows(rows.items, request, task_id=task.task_id)
+        by_id = ids if task.dataset.store is not None else None  # order-free for versions
+        selection = select_rows(rows.items, request, task_id=task.task_id, ids=by_id)
     row_tasks = [
         RowTask(loaded, templates, ids[i], i, rows.items[i], store, samples[i])
         for i in selection.indexes

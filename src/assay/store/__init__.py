@@ -28,7 +28,10 @@ id_field="id") -> DatasetInfo``             field that holds example ids
 ``set_schema(name, schema)``                only until the first add; locked after
 ``dataset(name)``, ``datasets()``           :class:`DatasetInfo`
 ``add(name, rows, *, origin, base_dir)``    one new version for the whole batch (a
-``-> VersionInfo``                          stream of dicts or :class:`SourceRow`)
+``-> VersionInfo``                          stream of dicts or :class:`SourceRow`); rows
+                                            already present with the same content are
+                                            skipped (``unchanged``), and a batch of only
+                                            those makes no version (``created`` false)
 ``import_dataset(name, schema, rows, …)``   create + add as version 1, atomically
 ``remove(name, example_ids)``               one new version; :class:`RemoveResult`
 ``versions(name)``, ``resolve(name, v)``    :class:`VersionInfo`; ``v=None`` is the latest
@@ -36,6 +39,8 @@ id_field="id") -> DatasetInfo``             field that holds example ids
 inline_traces=False)``                      ``position``), streamed in constant memory
 ``add_files``, ``import_file``, ``export``   the verbs on JSONL/CSV/Parquet files
                                             (:mod:`.files`)
+``diff(name_a, v_a, name_b, v_b)``          :class:`DatasetDiff`: ids added, removed,
+                                            changed (with the fields), unchanged count
 ``get_trace(trace_id) -> dict``             a stored trace or session (OTLP JSON)
 ``final_output(trace) -> str | None``       the trace's output text (:mod:`.traces`)
 ==========================================  ===============================================
@@ -49,7 +54,14 @@ Files in and out: :mod:`assay.store.sources`, :mod:`assay.store.export`.
 from assay.errors import StoreError
 from assay.store.engine import DEFAULT_STORE_URL, STORE_ENV, resolve_url
 from assay.store.infer import infer_schema
-from assay.store.models import DatasetInfo, Example, RemoveResult, SourceRow, VersionInfo
+from assay.store.models import (
+    DatasetDiff,
+    DatasetInfo,
+    Example,
+    RemoveResult,
+    SourceRow,
+    VersionInfo,
+)
 from assay.store.schema import FIELD_TYPES, FieldType, Schema, load_schema, parse_schema
 from assay.store.sources import read_rows
 from assay.store.store import Store, open_store
@@ -59,6 +71,7 @@ __all__ = [
     "DEFAULT_STORE_URL",
     "FIELD_TYPES",
     "STORE_ENV",
+    "DatasetDiff",
     "DatasetInfo",
     "Example",
     "FieldType",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -69,6 +69,10 @@ class VersionInfo:
         removed: examples the batch removed (0 for an add).
         dataset: the dataset's name.
         origin: where an add's rows came from (file names), if known.
+        created: on the version an ``add`` returns: ``False`` when every row was already
+            present with the same content, so no version was made (this is the latest).
+        unchanged: on the version an ``add`` returns: rows of the batch already present with
+            the same content, skipped.
     """
 
     number: int
@@ -80,6 +84,8 @@ class VersionInfo:
     removed: int
     dataset: str = ""
     origin: str | None = None
+    created: bool = field(default=True, compare=False)
+    unchanged: int = field(default=0, compare=False)
 
     @property
     def ref(self) -> str:
@@ -106,7 +112,8 @@ class Example:
     """One example of a version.
 
     Attributes:
-        example_id: its id (the id field's value, or a generated uuid4 hex).
+        example_id: its id (the id field's value, or one made from the row's content:
+            :func:`assay.store.rows.content_id`).
         data: every schema field, in the key order it was added with; a trace or session
             field holds its id, or the OTLP JSON object when traces are inlined.
         position: 0-based place in the version (insertion order).
@@ -148,3 +155,28 @@ class SourceRow:
         if self.origin:
             return self.origin + (f":{self.line}" if self.line else "")
         return f"row {self.line}" if self.line else ""
+
+
+@dataclass(frozen=True)
+class DatasetDiff:
+    """What changed from version ``a`` to version ``b`` (of one dataset or two), by id.
+
+    Attributes:
+        a, b: the two versions compared.
+        added: ids in ``b`` only.
+        removed: ids in ``a`` only.
+        changed: ids in both whose data differs, each with the fields that differ.
+        unchanged: how many ids are in both with equal data.
+    """
+
+    a: VersionInfo
+    b: VersionInfo
+    added: list[str]
+    removed: list[str]
+    changed: dict[str, list[str]]
+    unchanged: int
+
+    @property
+    def same(self) -> bool:
+        """Nothing was added, removed or changed."""
+        return not (self.added or self.removed or self.changed)

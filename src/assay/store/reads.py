@@ -202,3 +202,59 @@ def get_trace(connection: Connection, trace_id: str) -> dict[str, Any]:
         raise StoreError(f"no trace or session with id '{trace_id}' in the store")
     trace: dict[str, Any] = json.loads(body)
     return trace
+
+
+def stream_by_id(
+    connection: Connection, dataset: DatasetRow, number: int
+) -> Iterator[tuple[str, str]]:
+    """``(example_id, data as stored JSON)`` of version ``number``, ordered by id byte by
+    byte (``COLLATE "C"`` on PostgreSQL, SQLite's default), in batches."""
+    example_id = members.c.example_id
+    order = example_id.collate("C") if connection.dialect.name == "postgresql" else example_id
+    query = (
+        select(example_id, members.c.data)
+        .where(
+            members.c.dataset_id == dataset.dataset_id,
+            members.c.added_in <= number,
+            or_(members.c.removed_in.is_(None), members.c.removed_in > number),
+        )
+        .order_by(order)
+        .execution_options(stream_results=True, yield_per=STREAM_BATCH)
+    )
+    for found_id, text in connection.execute(query):  # rows become plain tuples
+        yield str(found_id), str(text)
+
+
+def diff_versions(
+    left: Iterator[tuple[str, str]], right: Iterator[tuple[str, str]]
+) -> tuple[list[str], list[str], dict[str, list[str]], int]:
+    """Merge two id-ordered streams: ``(added, removed, changed → fields, unchanged)``."""
+    added: list[str] = []
+    removed: list[str] = []
+    changed: dict[str, list[str]] = {}
+    unchanged = 0
+    a, b = next(left, None), next(right, None)
+    while a is not None or b is not None:
+        if b is None or (a is not None and _key(a[0]) < _key(b[0])):
+            assert a is not None
+            removed.append(a[0])
+            a = next(left, None)
+        elif a is None or _key(b[0]) < _key(a[0]):
+            added.append(b[0])
+            b = next(right, None)
+        else:
+            data_a, data_b = json.loads(a[1]), json.loads(b[1])
+            if data_a == data_b:
+                unchanged += 1
+            else:
+                keys = list(dict.fromkeys([*data_a, *data_b]))
+                changed[a[0]] = [k for k in keys if data_a.get(k, _GONE) != data_b.get(k, _GONE)]
+            a, b = next(left, None), next(right, None)
+    return added, removed, changed, unchanged
+
+
+_GONE = object()
+
+
+def _key(example_id: str) -> bytes:
+    return example_id.encode("utf-8", "surrogatepass")

@@ -5,7 +5,9 @@ Rules (each one is an error naming the file, line, example id and field):
 - the row is a JSON object holding every schema field and no other field, except the
   dataset's id field, which is taken out of the data and becomes the example id;
 - the id field's value is a non-empty string without control characters, or an integer
-  (stored as its decimal text); a row without it gets a generated uuid4 hex id;
+  (stored as its decimal text); a row without it gets an id made from its content
+  (:func:`content_id`: the same row gets the same id in every batch, so adding a file again
+  finds its rows already present instead of adding them twice);
 - each value has its field's type (:mod:`assay.store.values`);
 - a ``trace``/``session`` value is an OTLP JSON object, a file holding one (a path relative
   to the row's file), a list of those (``session`` only), or the id of a trace already
@@ -17,7 +19,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -60,6 +61,17 @@ _FAST_CHECK: dict[str, Callable[[Any], bool]] = {
     "boolean": _is_bool,
     "json": _is_json,
 }
+
+
+CONTENT_ID_DIGITS = 32
+
+
+def content_id(data: dict[str, Any]) -> str:
+    """The id of a row that has none: the first 32 hex digits of ``sha256`` of its data as
+    canonical JSON (sorted keys), so equal rows get equal ids whatever the batch."""
+    canonical = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=True,
+                           default=repr)  # fmt: skip
+    return hashlib.sha256(canonical.encode("ascii")).hexdigest()[:CONTENT_ID_DIGITS]
 
 
 def row_error(
@@ -197,6 +209,7 @@ class RowChecker:
     """
 
     def __init__(self, schema: Schema, id_field: str, sink: TraceSink | None) -> None:
+        self._made: dict[str, int] = {}  # content id → rows of this batch that had it
         self._schema = schema
         self._id_field = id_field
         self._sink = sink
@@ -217,7 +230,8 @@ class RowChecker:
         data = row.data
         if not isinstance(data, dict):
             raise row_error(row, f"a row must be a JSON object, got {describe(data)}")
-        example_id = self._example_id(data, row)
+        given = self._example_id(data, row)
+        example_id = given if given is not None else self._content_id(data)
         out = self._fields(data, row, example_id)
         for name, kind, check in self._checks:
             value = out[name]
@@ -228,10 +242,18 @@ class RowChecker:
             out = self._with_pointer(out, row, example_id)
         return example_id, stored_json(out), example_digest(example_id, out)
 
-    def _example_id(self, data: dict[str, Any], row: SourceRow) -> str:
+    def _content_id(self, data: dict[str, Any]) -> str:
+        """The id of a row without one: :func:`content_id`, with ``-2``, ``-3`` … for the
+        second and later copies of the same row in one batch."""
+        made = content_id(data)
+        seen = self._made.get(made, 0) + 1
+        self._made[made] = seen
+        return made if seen == 1 else f"{made}-{seen}"
+
+    def _example_id(self, data: dict[str, Any], row: SourceRow) -> str | None:
         value = data.get(self._id_field, _MISSING)
         if value is _MISSING:
-            return uuid.uuid4().hex
+            return None
         if isinstance(value, int) and not isinstance(value, bool):
             return str(value)
         if isinstance(value, str) and value and not _CONTROL.search(value):

@@ -22,7 +22,14 @@ from assay.store.engine import (
     resolve_url,
     write_transaction,
 )
-from assay.store.models import DatasetInfo, Example, RemoveResult, SourceRow, VersionInfo
+from assay.store.models import (
+    DatasetDiff,
+    DatasetInfo,
+    Example,
+    RemoveResult,
+    SourceRow,
+    VersionInfo,
+)
 from assay.store.schema import Schema
 
 
@@ -265,6 +272,27 @@ class Store:
             return files_verbs.export_file(self, name, number, fmt, path, inline=inline_traces)
         assert not isinstance(output, (str, Path))
         return files_verbs.export_to(self, name, number, fmt, output, inline=inline_traces)
+
+    def diff(
+        self, name_a: str, version_a: int | None, name_b: str, version_b: int | None
+    ) -> DatasetDiff:
+        """What changed from ``name_a@version_a`` to ``name_b@version_b`` (``None``: the
+        latest), by example id: added, removed, changed (with the fields that differ) and how
+        many are unchanged. Both versions are streamed in id order, in constant memory.
+
+        Raises:
+            StoreError: an unknown dataset or version.
+        """
+        with _database_errors(self._engine), read_transaction(self._engine) as connection:
+            dataset_a = reads.get_dataset(connection, name_a)
+            dataset_b = reads.get_dataset(connection, name_b)
+            a = reads.resolve_version(connection, dataset_a, version_a)
+            b = reads.resolve_version(connection, dataset_b, version_b)
+            added, removed, changed, unchanged = reads.diff_versions(
+                reads.stream_by_id(connection, dataset_a, a.number),
+                reads.stream_by_id(connection, dataset_b, b.number),
+            )
+        return DatasetDiff(a, b, added, removed, changed, unchanged)
 
     def get_trace(self, trace_id: str) -> dict[str, Any]:
         """The stored OTLP JSON object of a trace or session id.

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from sqlalchemy.exc import IntegrityError
 
 from assay.errors import StoreError
 from assay.store.models import Operation, RemoveResult, SourceRow, VersionInfo
-from assay.store.reads import DatasetRow, check_name, get_dataset
+from assay.store.reads import DatasetRow, check_name, get_dataset, resolve_version
 from assay.store.rows import RowChecker, TraceSink, row_error
 from assay.store.schema import Schema
 from assay.store.tables import datasets, members, versions
@@ -122,8 +123,10 @@ class _Batch:
     """The running state of one add: pending rows, ids of this chunk, totals.
 
     Ids are checked by the partial unique index on open members: each chunk is inserted
-    inside a savepoint, and only when the index refuses it is the chunk's offending id
-    looked up, for the message. So a chunk costs one insert, whatever the dataset's size.
+    inside a savepoint, and only when the index refuses it are the chunk's ids that are
+    already members looked up. A member with the same content is left as it is (the row is
+    counted ``unchanged``); one with other content, or an id twice in the batch, is an error.
+    So a chunk costs one insert, whatever the dataset's size.
     """
 
     def __init__(self, connection: Connection, dataset: DatasetRow, number: int) -> None:
@@ -131,8 +134,10 @@ class _Batch:
         self.dataset = dataset
         self.number = number
         self.pending: list[tuple[int, str, str, int]] = []
+        self.digests: list[int] = []
         self.where: dict[str, SourceRow] = {}
         self.added = 0
+        self.unchanged = 0
         self.digest = 0
         self.origins: dict[str, None] = {}
 
@@ -146,6 +151,7 @@ class _Batch:
             )
         self.where[example_id] = row
         self.pending.append((self.dataset.dataset_id, example_id, stored, self.number))
+        self.digests.append(digest)
         self.added += 1
         self.digest += digest
         if row.origin and len(self.origins) < MAX_ORIGIN:
@@ -164,31 +170,48 @@ class _Batch:
             with self.connection.begin_nested():
                 insert_members(self.connection, self.pending)
         except refused:
-            self._refuse_members()
-            raise
+            self._skip_present()
+            if self.pending:
+                with self.connection.begin_nested():
+                    insert_members(self.connection, self.pending)
         self.pending = []
+        self.digests = []
         self.where = {}
 
-    def _refuse_members(self) -> None:
+    def _skip_present(self) -> None:
+        """Drop the pending rows already present with the same content; refuse the others."""
         found = self.connection.execute(
-            select(members.c.example_id, members.c.added_in).where(
+            select(members.c.example_id, members.c.data, members.c.added_in).where(
                 members.c.dataset_id == self.dataset.dataset_id,
                 members.c.removed_in.is_(None),
                 members.c.example_id.in_(list(self.where)),
             )
-        ).first()
-        if found is None:
-            return
-        row = self.where[found.example_id]
-        if found.added_in == self.number:
-            message = "the example id appears twice in this batch"
-        else:
-            latest = self.dataset.info.current_version
-            message = (
-                f"already a member of dataset '{self.dataset.name}' (latest version "
-                f"{latest}, added in version {found.added_in}); ids are unique in a version"
-            )
-        raise row_error(row, message, example_id=found.example_id)
+        ).all()
+        present: set[str] = set()
+        stored = {p[1]: p[2] for p in self.pending}
+        for example_id, data, added_in in found:
+            row = self.where[example_id]
+            if added_in == self.number:
+                raise row_error(row, "the example id appears twice in this batch",
+                                example_id=example_id)  # fmt: skip
+            if json.loads(data) != json.loads(stored[example_id]):
+                latest = self.dataset.info.current_version
+                raise row_error(
+                    row,
+                    f"already a member of dataset '{self.dataset.name}' with other content "
+                    f"(latest version {latest}, added in version {added_in}); ids are unique "
+                    "in a version: remove it first to replace it",
+                    example_id=example_id,
+                )
+            present.add(example_id)
+        kept = [(p, d) for p, d in zip(self.pending, self.digests, strict=True)
+                if p[1] not in present]  # fmt: skip
+        skipped = len(self.pending) - len(kept)
+        self.digest -= sum(self.digests) - sum(d for _, d in kept)
+        self.added -= skipped
+        self.unchanged += skipped
+        self.pending = [p for p, _ in kept]
+        self.digests = [d for _, d in kept]
 
 
 def add(
@@ -213,15 +236,19 @@ def add(
         batch.push(row, *checker.prepare(row))
     batch.flush()
     label = origin or (", ".join(batch.origins) or None)
-    if batch.added == 0:
+    if batch.added == 0 and batch.unchanged == 0:
         raise StoreError(
             f"nothing to add to dataset '{name}': no examples in {label or 'the rows'}"
         )
-    return _new_version(
+    if batch.added == 0:  # every row is already there: no new version, and say so
+        latest = resolve_version(connection, dataset, None)
+        return replace(latest, created=False, unchanged=batch.unchanged)
+    version = _new_version(
         connection, dataset, "add", added=batch.added, removed=0,
         hash_hex=combine(info.content_hash, add=batch.digest),
         item_count=info.item_count + batch.added, origin=label,
     )  # fmt: skip
+    return replace(version, unchanged=batch.unchanged)
 
 
 def remove(connection: Connection, name: str, example_ids: Sequence[str]) -> RemoveResult:
