@@ -333,6 +333,10 @@ def test_evaluate_with_other_settings_never_replaces_a_runs_metrics(qa_run: Path
     assert target.read_text() == before
     same = assay("evaluate", prediction, cwd=qa_run)  # the run's own settings: same metrics
     assert same.returncode == 0, same.stderr
+    rewritten, original = json.loads(target.read_text()), json.loads(before)
+    assert list(rewritten) == list(original)  # the same keys, in the same order
+    for key in ("suite_id", "variant_id", "dataset", "judge", "judge_warnings", "all_metrics"):
+        assert rewritten[key] == original[key], key
     spelled = assay("evaluate", prediction, "--group-by", "meta.ability", "--judge-retries", "1",
                     cwd=qa_run)  # the run's settings again, given as flags  # fmt: skip
     assert spelled.returncode == 0, spelled.stderr

@@ -1,4 +1,5 @@
-"""Load a task's rows: inline ``rows`` or ``paths`` (JSONL or CSV), concatenated in order.
+"""Load a task's rows: inline ``rows`` or ``paths`` (JSONL, CSV, Parquet or Arrow), concatenated
+in order.
 
 Each row remembers where it came from (file and line, or the task file's ``dataset.rows[i]``)
 so that every later error can point at it.
@@ -12,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from assay.data.arrowrows import is_arrow_file, iter_arrow
 from assay.data.csvrows import iter_csv
 from assay.data.hashing import file_hash
 from assay.data.jsonl import iter_jsonl
@@ -57,9 +59,13 @@ class Rows:
 
 
 def read_rows_file(path: Path, *, display: str) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yield ``(line, row)`` from a JSONL file, or a CSV file when the name ends in .csv."""
+    """Yield ``(line, row)`` from a file: CSV when the name ends in .csv, Parquet or Arrow
+    (``.parquet``/``.pq``/``.arrow``/``.feather``/``.ipc``, the line being the row number),
+    else JSONL."""
     if path.suffix.lower() in CSV_SUFFIXES:
         yield from iter_csv(path, display=display)
+    elif is_arrow_file(path):
+        yield from iter_arrow(path, display=display)
     else:
         yield from iter_jsonl(path, display=display)
 

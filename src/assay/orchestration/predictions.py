@@ -23,6 +23,7 @@ from assay.orchestration.task_loader import load_task
 from assay.providers.pool import ModelPool, PoolSettings, default_registry
 from assay.qa import PredictionRecord, iter_predictions, load_metrics_hook
 from assay.qa.evaluate import JudgeSettings, collector_paused, evaluate_records
+from assay.reports.qa import metrics_file
 from assay.results.io import read_json, write_json_atomic
 from assay.spec.qa import QaConfig, QaJudge
 
@@ -155,10 +156,26 @@ def _default_output(
     return path.parent / "metrics.json"
 
 
+def _recorded_header(path: Path) -> dict[str, Any]:
+    """The ids, dataset and judge warnings of the run's own ``metrics.json`` (or
+    ``suite.json``) beside ``path``, so a file graded again keeps the run's keys."""
+    for name in ("metrics.json", "suite.json"):
+        target = path.parent / name
+        if target.is_file():
+            try:
+                data = read_json(target)
+            except (ValueError, OSError):
+                continue
+            return {k: data[k] for k in ("suite_id", "variant_id", "dataset", "judge_warnings")
+                    if k in data and not (name == "suite.json" and k == "dataset")}  # fmt: skip
+    return {}
+
+
 def _evaluate(path: Path, options: PredictionOptions) -> PredictionReport:
     recorded = recorded_config(path)
+    recorded_qa = recorded[0] if recorded else QaConfig()
     config, base, source = settings_for(path, options, recorded)
-    output = _default_output(path, options, config, recorded[0] if recorded else QaConfig())
+    output = _default_output(path, options, config, recorded_qa)
     hook, hook_file = None, "metrics hook"
     if config.metrics_hook is not None:
         hook_path = Path(config.metrics_hook)
@@ -189,21 +206,25 @@ def _evaluate(path: Path, options: PredictionOptions) -> PredictionReport:
 
     read = [0]
 
+    dataset: list[str | None] = [None]
+
     def counted(records: Iterator[PredictionRecord]) -> Iterator[PredictionRecord]:
         for record in records:
             read[0] += 1
+            if dataset[0] is None:
+                dataset[0] = record.dataset or None
             yield record
 
     document = asyncio.run(main())
     records = read[0]  # the hook's own total may count differently
     if not document["all_metrics"]:
         raise UsageError(f"{path} holds no prediction records")
-    document = {
-        "schema_version": document["schema_version"],
-        "source": str(path),
-        "judge": config.judge.model if config.judge else None,
-        "avg_metrics": document["avg_metrics"],
-        "all_metrics": document["all_metrics"],
-    }
+    header = _recorded_header(path) if recorded is not None else {}
+    document = metrics_file(
+        document, suite_id=header.get("suite_id"), variant_id=header.get("variant_id"),
+        dataset=header.get("dataset", dataset[0]), source=str(path),
+        judge=config.judge.model if config.judge else None,
+        judge_warnings=header.get("judge_warnings", []) if config == recorded_qa else [],
+    )  # fmt: skip
     write_json_atomic(output, document)
     return PredictionReport(output, document, records, [source])

@@ -4,8 +4,9 @@ Beside ``suite.json`` in ``<run>/<variant>/<suite>/`` (``reference/originals.md`
 
 - ``prediction.jsonl``: one :class:`~assay.qa.records.PredictionRecord` per row and
   replicate, sorted by replicate then sample index; written by every stage (``execute`` too).
-- ``metrics.json``: ``{schema_version, suite_id, variant_id, dataset, judge,
-  judge_warnings, avg_metrics, all_metrics}`` with one entry of
+- ``metrics.json``: ``{schema_version, suite_id, variant_id, dataset, source, judge,
+  judge_warnings, avg_metrics, all_metrics}`` (:func:`metrics_file`, the same keys that
+  ``assay evaluate prediction.jsonl`` writes) with one entry of
   :func:`assay.qa.replicate_metrics` per replicate (the task's ``qa.group_by`` groups and its
   ``qa.metrics_hook``); written once rows are graded. ``suite.md`` shows the hook's added
   numbers in a "Metrics hook" table.
@@ -17,6 +18,7 @@ so these files always agree with ``suite.json``; a row whose agent failed is an
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -76,18 +78,40 @@ def write_qa_files(
         document = qa_metrics(rows, config, task_dir=rows[0][0].task_config.task_dir)
     except TaskFileError as exc:
         return QaFiles(None, exc)
-    document = {
+    document = metrics_file(
+        document, suite_id=rows[0][0].suite_id, variant_id=rows[0][0].variant_id,
+        dataset=rows[0][1].dataset, judge=config.judge.model if config.judge else None,
+        judge_warnings=_judge_warnings(config, warnings), source=PREDICTIONS,
+    )  # fmt: skip
+    write_json_atomic(folder / METRICS, document)
+    return QaFiles(document)
+
+
+def metrics_file(
+    document: dict[str, Any],
+    *,
+    suite_id: str | None,
+    variant_id: str | None,
+    dataset: str | None,
+    judge: str | None,
+    judge_warnings: Sequence[str],
+    source: str,
+) -> dict[str, Any]:
+    """The ``metrics.json`` a run writes and ``assay evaluate prediction.jsonl`` writes,
+    with the same keys: ``{schema_version, suite_id, variant_id, dataset, source, judge,
+    judge_warnings, avg_metrics, all_metrics}`` (``document``: :func:`assay.qa.metrics_document`;
+    ``source``: the ``prediction.jsonl`` graded)."""
+    return {
         "schema_version": document["schema_version"],
-        "suite_id": rows[0][0].suite_id,
-        "variant_id": rows[0][0].variant_id,
-        "dataset": rows[0][1].dataset,
-        "judge": config.judge.model if config.judge else None,
-        "judge_warnings": _judge_warnings(config, warnings),
+        "suite_id": suite_id,
+        "variant_id": variant_id,
+        "dataset": dataset,
+        "source": source,
+        "judge": judge,
+        "judge_warnings": list(judge_warnings),
         "avg_metrics": document["avg_metrics"],
         "all_metrics": document["all_metrics"],
     }
-    write_json_atomic(folder / METRICS, document)
-    return QaFiles(document)
 
 
 def _judge_warnings(config: QaConfig, warnings: Sequence[str]) -> list[str]:
@@ -165,12 +189,10 @@ def render_qa(document: dict[str, Any]) -> str:
             ["value", "accuracy", "samples per replicate"],
             [[code(str(k)), fmt(v), str(counts.get(k, "—"))] for k, v in accuracies.items()],
         )
-    extras = _hook_metrics(document["avg_metrics"])
+    extras = hook_rows(document["avg_metrics"], per)
     if extras:
         lines += ["", "### Metrics hook", ""]
-        lines += md_table(["metric", "mean over replicates", "per replicate"],
-                          [[code(k), fmt(v), ", ".join(fmt(m.get(k)) for m in per)]
-                           for k, v in extras.items()])  # fmt: skip
+        lines += md_table(["metric", "mean over replicates", "per replicate"], extras)
     undefined = document["avg_metrics"].get("undefined_metrics") or {}
     if undefined:
         lines += [""] + [f"- `{k}` is undefined: {v}" for k, v in undefined.items()]
@@ -190,15 +212,33 @@ def _replicate_row(label: str, m: dict[str, Any]) -> list[str]:
             count("answer_errors")]  # fmt: skip
 
 
-def _hook_metrics(metrics: dict[str, Any]) -> dict[str, Any]:
-    """The numbers a metrics hook added (not the built-in counts, not groups)."""
+def hook_rows(average: dict[str, Any], per: Sequence[dict[str, Any]]) -> list[list[str]]:
+    """The "Metrics hook" table: every value a hook added, whatever its type. Numbers show
+    their mean over replicates; a mapping is flattened (``chosen_letter.A``); any other value
+    (text, a list, a boolean) is shown as JSON per replicate."""
     builtin = {*base_metrics([]), "per_sample_results"}
-    return {
-        key: value
-        for key, value in metrics.items()
-        if key not in builtin and not key.startswith("by_")
-        and (value is None or isinstance(value, int | float)) and not isinstance(value, bool)
-    }  # fmt: skip
+    keys = [k for k in dict.fromkeys(k for m in per for k in m)
+            if k not in builtin and not k.startswith("by_")]  # fmt: skip
+    rows: list[list[str]] = []
+    for key in keys:
+        rows += _hook_value_rows(key, average.get(key), [m.get(key) for m in per])
+    return rows
+
+
+def _hook_value_rows(name: str, mean: Any, values: list[Any]) -> list[list[str]]:
+    if all(isinstance(v, dict) for v in values if v is not None) and any(values):
+        inner = list(dict.fromkeys(k for v in values if isinstance(v, dict) for k in v))
+        return [row for key in inner for row in _hook_value_rows(
+            f"{name}.{key}", mean.get(key) if isinstance(mean, dict) else None,
+            [v.get(key) if isinstance(v, dict) else None for v in values])]  # fmt: skip
+    if all(_is_number(v) or v is None for v in values):
+        return [[code(name), fmt(mean), ", ".join(fmt(v) for v in values)]]
+    shown = ", ".join(code(json.dumps(v, ensure_ascii=False)) for v in values)
+    return [[code(name), "—", shown]]
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _group_names(metrics: dict[str, Any]) -> list[str]:

@@ -246,9 +246,9 @@ class PostRunCommand(StrictModel):
 class DatasetSpec(StrictModel):
     """The ``dataset:`` block: where the rows come from and how they are selected.
 
-    Exactly one of ``rows`` (inline), ``paths`` (JSONL or CSV files, relative to the task file,
-    concatenated in order) or ``store`` (a dataset in assay's store, at ``version``, or the
-    latest version, resolved once when the run starts). See
+    Exactly one of ``rows`` (inline), ``paths`` (JSONL, CSV, Parquet or Arrow files, relative
+    to the task file, concatenated in order) or ``store`` (a dataset in assay's store, at
+    ``version``, or the latest version, resolved once when the run starts). See
     ``reference/000_5cd227a88a34738f.txt``.
     """
 

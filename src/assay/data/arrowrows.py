@@ -1,0 +1,108 @@
+"""Rows from Parquet and Arrow files (``.parquet``/``.pq``; ``.arrow``/``.feather``/``.ipc``),
+streamed in record batches with pyarrow (extra ``parquet``).
+
+Each row is a JSON-like object, numbered from 1 in the file (the "line" of messages). Values
+become what a JSONL row would hold: dates and times as ISO 8601 text, decimals as numbers,
+nested lists and structs as lists and objects. A value JSON cannot hold (NaN or an infinity,
+bytes) is refused with its row and column, as the JSONL reader refuses NaN.
+"""
+
+from __future__ import annotations
+
+import datetime
+import math
+from collections.abc import Iterator
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from assay.errors import DatasetError
+
+PARQUET_SUFFIXES = (".parquet", ".pq")
+ARROW_SUFFIXES = (".arrow", ".feather", ".ipc")
+BATCH = 4096
+
+
+def is_arrow_file(path: Path) -> bool:
+    """The file name says Parquet or Arrow."""
+    return path.suffix.lower() in PARQUET_SUFFIXES + ARROW_SUFFIXES
+
+
+def _pyarrow(display: str) -> Any:
+    try:
+        import pyarrow  # type: ignore[import-untyped,unused-ignore]
+        import pyarrow.ipc  # type: ignore[import-untyped,unused-ignore]
+        import pyarrow.parquet  # type: ignore[import-untyped,unused-ignore]
+    except ModuleNotFoundError:
+        raise DatasetError(
+            f"Dataset {display}: reading Parquet or Arrow files needs pyarrow, which is not "
+            "installed", file=display,
+            hint="pip install 'assay[parquet]', or convert the file to JSONL",
+        ) from None  # fmt: skip
+    return pyarrow
+
+
+def _batches(path: Path, display: str) -> Iterator[Any]:
+    pyarrow = _pyarrow(display)
+    if not path.is_file():
+        raise DatasetError(f"Dataset file not found: {display}", file=display)
+    try:
+        if path.suffix.lower() in PARQUET_SUFFIXES:
+            yield from pyarrow.parquet.ParquetFile(path).iter_batches(batch_size=BATCH)
+            return
+        try:
+            reader = pyarrow.ipc.open_file(path)
+            for index in range(reader.num_record_batches):
+                yield reader.get_batch(index)
+        except pyarrow.ArrowInvalid:  # the streaming format rather than the file format
+            yield from pyarrow.ipc.open_stream(path)
+    except (pyarrow.ArrowException, OSError) as exc:
+        kind = "Parquet" if path.suffix.lower() in PARQUET_SUFFIXES else "Arrow"
+        raise DatasetError(f"Dataset {display}: not a readable {kind} file: {exc}",
+                           file=display) from None  # fmt: skip
+
+
+def iter_arrow(path: Path, *, display: str | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield ``(row number, row)`` for every row of a Parquet or Arrow file.
+
+    Raises:
+        DatasetError: pyarrow missing, the file missing or unreadable, or a value JSON cannot
+            hold (naming the row and column).
+    """
+    name = display or str(path)
+    number = 0
+    for batch in _batches(path, name):
+        for row in batch.to_pylist():
+            number += 1
+            yield number, {key: _json_value(value, name, number, key) for key, value in row.items()}
+
+
+def _json_value(value: Any, file: str, row: int, column: str) -> Any:
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise DatasetError(
+                f"Dataset {file}: row {row}, column '{column}' holds {value}, which is not a "
+                "JSON value", file=file, line=row, field=column,
+                hint="write null, or a string, in its place",
+            )  # fmt: skip
+        return value
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, datetime.datetime | datetime.date | datetime.time):
+        return value.isoformat()
+    if isinstance(value, datetime.timedelta):
+        return value.total_seconds()
+    if isinstance(value, dict):
+        return {str(k): _json_value(v, file, row, column) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_value(v, file, row, column) for v in value]
+    raise DatasetError(
+        f"Dataset {file}: row {row}, column '{column}' holds {type(value).__name__} data, "
+        "which a row cannot hold", file=file, line=row, field=column,
+        hint="store text or numbers in that column",
+    )  # fmt: skip
+
+
+__all__ = ["ARROW_SUFFIXES", "PARQUET_SUFFIXES", "is_arrow_file", "iter_arrow"]
