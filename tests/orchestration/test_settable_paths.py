@@ -587,3 +587,17 @@ def test_strict_models_cover_the_spec() -> None:
         _schema_fields(model, seen)
         loose = [m.__name__ for m in seen if not issubclass(m, StrictModel)]
         assert not loose
+
+
+def test_model_flag_on_an_agent_without_a_model_is_refused_by_its_name(tmp_path: Path) -> None:
+    path = write(
+        tmp_path / "n.yaml",
+        "task_id: n\ndescription: d\nagent: {type: none}\n"
+        "dataset: {rows: [{id: a}]}\nsuccess_criteria: [{type: file_exists, path: x}]\n",
+    )
+    with pytest.raises(TaskFileError) as caught:
+        _plan(path, (Override(("agent", "model"), "openai/x", flag="--model openai/x"),))
+    assert caught.value.message == (
+        "a Coder Eval field that assay does not implement yet; agent type 'none' runs no agent "
+        "and calls no model, so --model openai/x would have no effect"
+    )

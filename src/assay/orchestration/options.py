@@ -47,7 +47,7 @@ def plan_options(
         table = table.extended(Path(prices))
     parsed = parse_overrides(overrides)
     if model is not None:
-        parsed.append(Override(("agent", "model"), model))
+        parsed.append(Override(("agent", "model"), model, flag=f"--model {model}"))
     return PlanOptions(
         experiment=str(experiment) if experiment is not None else None,
         overrides=tuple(parsed),

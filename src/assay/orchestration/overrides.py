@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
@@ -38,10 +38,12 @@ _DEFAULT_TYPE: Mapping[tuple[str, ...], str] = {("agent",): "llm"}
 
 @dataclass(frozen=True)
 class Override:
-    """One ``-D path=value``."""
+    """One ``-D path=value`` (``flag``: how the user gave it, when not as ``-D``, e.g.
+    ``--model openai/x``; messages name it so)."""
 
     path: tuple[str, ...]
     value: Any
+    flag: str | None = field(default=None, compare=False)
 
     @classmethod
     def parse(cls, text: str) -> Override:
@@ -68,8 +70,8 @@ class Override:
         return ".".join(self.path)
 
     def render(self) -> str:
-        """``-D agent.temperature=0.7`` as the user would type it."""
-        return f"-D {self.dotted}={_yaml_text(self.value)}"
+        """``-D agent.temperature=0.7`` (or the flag) as the user typed it."""
+        return self.flag or f"-D {self.dotted}={_yaml_text(self.value)}"
 
 
 def _yaml_text(value: Any) -> str:

@@ -55,7 +55,7 @@ class NoneAgent(AgentBase):
 
     coder_eval_only: ClassVar[Mapping[str, str]] = {
         **AgentBase.coder_eval_only,
-        "model": "agent type 'none' runs no agent, so it calls no model",
+        "model": "agent type 'none' runs no agent and calls no model",
     }
 
     type: Literal["none"]
