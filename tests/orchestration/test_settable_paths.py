@@ -26,6 +26,7 @@ import pytest
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
+from assay.agents.claude_code import bundled_claude
 from assay.agents.llm import build_request, model_key
 from assay.data.substitute import substitute_tree
 from assay.errors import TaskFileError, UserError
@@ -37,6 +38,7 @@ from assay.spec.base import StrictModel
 from assay.spec.qa import QaJudge
 from assay.spec.task import LlmAgent, TaskDefinition
 from assay.store import Schema, open_store
+from tests.agents.coding import CODEX_BIN
 from tests.helpers import write
 
 ROWS = """\
@@ -95,6 +97,29 @@ dataset:
 """
     + ROWS
     + CRITERIA,
+    "claude": "task_id: claude\n"
+    + COMMON
+    + """\
+agent: {type: claude-code, model: mock/other.yaml, cli_model: sonnet, env: {A: b},
+        system_prompt: s, plugins: [{type: local, path: plug}], allowed_tools: [Write],
+        disallowed_tools: [Bash], setting_sources: [project], claude_settings: {k: v},
+        sdk_options: {effort: high}, price: {input_per_mtok: 1, output_per_mtok: 2}}
+initial_prompt: "${row.text}"
+dataset:
+"""
+    + ROWS
+    + CRITERIA,
+    "codex": "task_id: codex\n"
+    + COMMON
+    + """\
+agent: {type: codex, model: mock/other.yaml, env: {A: b}, system_prompt: s,
+        price: {input_per_mtok: 1, output_per_mtok: 2}, cli_path: CODEX,
+        plugins: [{type: local, path: plug}]}
+initial_prompt: "${row.text}"
+dataset:
+"""
+    + ROWS
+    + CRITERIA,
     "qa": """\
 task_id: qa
 description: d
@@ -132,6 +157,16 @@ SPECIAL: dict[str, Any] = {
     "agent.labels": ["pos", "neg", "other"],
     "agent.prompt_format": "completion",
     "agent.base_url": "http://127.0.0.1:9/v1",
+    "agent.plugins.0.path": "plug2",
+    "agent.cli_path.claude": str(bundled_claude() or "claude"),
+    "agent.cli_path.codex": "codex-link",  # made absolute by the fixture
+    "agent.claude_settings": {"k": "other"},
+    "agent.sdk_options": {"effort": "low"},
+    "agent.setting_sources": ["project", "local"],
+    "agent.allowed_tools": ["Write", "Edit"],
+    "agent.disallowed_tools": ["Bash", "WebFetch"],
+    "agent.cli_model": "opus",
+    "agent.system_prompt_mode": "replace",
     "agent.api_key_env": "ASSAY_TEST_KEY",
     "sandbox.template_sources.0.path": "tpl2",
     "sandbox.template_sources.0.mount_point": "m2",
@@ -175,7 +210,7 @@ SPECIAL: dict[str, Any] = {
     "qa.judge.api_key_env": "ASSAY_TEST_KEY",
 }
 TAGS = [
-    ["llm", "command", "none"],
+    ["llm", "command", "none", "claude-code", "codex"],
     ["file_exists", "file_check", "run_command", "classification_match", "response_match", "qa"],
     ["template_dir", "starter_files"],
     ["prefix", "suffix", "replace", "template"],
@@ -267,8 +302,8 @@ def different_value(leaf: Leaf, current: Any) -> Any:
         if key in SPECIAL:
             return SPECIAL[key]
     if leaf.name == "type":  # switch to another member of the union
-        group = next(tags for tags in TAGS if current in tags)
-        return next(tag for tag in group if tag != current)
+        group = next((tags for tags in TAGS if current in tags), [current, "unknown"])
+        return next(tag for tag in group if tag != current)  # "unknown": refused
     for member in _plain(leaf.info.annotation):
         origin = get_origin(member)
         if origin is Literal:
@@ -303,6 +338,10 @@ def bases(tmp_path: Path) -> dict[str, Path]:
     write(tmp_path / "prompt.txt", "from the file ${row.text}")
     write(tmp_path / "other.yaml", "default: pos\n")
     write(tmp_path / "hook.py", "def compute_metrics(records, results):\n    return {}\n")
+    (tmp_path / "plug").mkdir()
+    (tmp_path / "codex-link").symlink_to(CODEX_BIN / "codex")
+    SPECIAL["agent.cli_path.codex"] = str(tmp_path / "codex-link")
+    (tmp_path / "plug2").mkdir()
     write(tmp_path / "rows.jsonl", '{"id": "y", "text": "eta", "label": "neg", "s": "q", '
           '"part": "test"}\n')  # fmt: skip
     qa_row = {
@@ -323,7 +362,8 @@ def bases(tmp_path: Path) -> dict[str, Path]:
         store.add("stored", [{"id": "w", "text": "omega", "label": "pos", "s": "p",
                               "part": "train"}])  # fmt: skip
     STORE[0] = f"sqlite:///{tmp_path / 'store.db'}"
-    return {name: write(tmp_path / f"{name}.yaml", text) for name, text in BASES.items()}
+    return {name: write(tmp_path / f"{name}.yaml", text.replace("CODEX", str(CODEX_BIN / "codex")))
+            for name, text in BASES.items()}  # fmt: skip
 
 
 def loaded_bases(bases: dict[str, Path]) -> dict[str, TaskDefinition]:

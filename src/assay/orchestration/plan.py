@@ -240,7 +240,10 @@ def build_plan(
         )
         variants = _variants(loaded, expansion, experiment, experiment_dir, options)
         for variant in variants:
-            _check_model(loaded, variant.definition, registry, options.prices)
+            try:
+                _check_model(loaded, variant.definition, registry, options.prices)
+            except TaskFileError as exc:
+                raise _set_by(exc, variant, options.overrides) from None
             plan.warnings.extend(_unenforced_limits(loaded, variant))
         plan.tasks.append(PlannedTask(expansion, request, variants))
     if not plan.tasks:
@@ -289,6 +292,33 @@ def _variants(
 TURN_AGENTS = frozenset({"claude-code", "codex"})
 _SETTERS = {"cli": "-D on the command line", "variant": "the experiment's variant",
             "experiment-defaults": "the experiment's defaults"}  # fmt: skip
+
+
+def _set_by(
+    exc: TaskFileError, variant: ResolvedVariant, overrides: Sequence[Override]
+) -> TaskFileError:
+    """``exc`` (a model or agent check's refusal) saying which layer set its field, when the
+    command line or the experiment did: the file's line alone would point elsewhere."""
+    field = exc.field or ""
+    source = next((variant.provenance[p] for p in _prefixes(field) if p in variant.provenance),
+                  "task")  # fmt: skip
+    if source == "cli":
+        by = next((o.render() for o in reversed(overrides)
+                   if any(o.dotted == p for p in _prefixes(field))), "-D")  # fmt: skip
+        where = f"set on the command line by {by}"
+    elif source in _SETTERS:
+        where = f"set by {_SETTERS[source]} (variant '{variant.variant_id}')"
+    else:
+        return exc
+    exc.hint = f"{exc.hint}; {where}" if exc.hint else where
+    return exc
+
+
+def _prefixes(field: str) -> list[str]:
+    """``agent.plugins[0].path`` → itself and its ancestors, dotted (``agent.plugins``,
+    ``agent``), longest first."""
+    parts = field.replace("[", ".").replace("]", "").split(".")
+    return [".".join(parts[:end]) for end in range(len(parts), 0, -1)]
 
 
 def _unenforced_limits(loaded: LoadedTask, variant: ResolvedVariant) -> list[str]:

@@ -23,7 +23,7 @@ from assay.orchestration.task_loader import load_task
 from assay.providers.pool import ModelPool, PoolSettings, default_registry
 from assay.qa import PredictionRecord, iter_predictions, load_metrics_hook
 from assay.qa.evaluate import JudgeSettings, collector_paused, evaluate_records
-from assay.reports.qa import metrics_file
+from assay.qa.metrics import metrics_file
 from assay.results.io import read_json, write_json_atomic
 from assay.spec.qa import QaConfig, QaJudge
 

@@ -344,3 +344,30 @@ def metrics_document(all_metrics: Sequence[Mapping[str, Any]]) -> dict[str, Any]
         "avg_metrics": average_metrics(all_metrics),
         "all_metrics": [dict(m) for m in all_metrics],
     }
+
+
+def metrics_file(
+    document: dict[str, Any],
+    *,
+    suite_id: str | None,
+    variant_id: str | None,
+    dataset: str | None,
+    judge: str | None,
+    judge_warnings: Sequence[str],
+    source: str,
+) -> dict[str, Any]:
+    """The ``metrics.json`` a run writes and ``assay evaluate prediction.jsonl`` writes,
+    with the same keys: ``{schema_version, suite_id, variant_id, dataset, source, judge,
+    judge_warnings, avg_metrics, all_metrics}`` (``document``: :func:`assay.qa.metrics_document`;
+    ``source``: the ``prediction.jsonl`` graded)."""
+    return {
+        "schema_version": document["schema_version"],
+        "suite_id": suite_id,
+        "variant_id": variant_id,
+        "dataset": dataset,
+        "source": source,
+        "judge": judge,
+        "judge_warnings": list(judge_warnings),
+        "avg_metrics": document["avg_metrics"],
+        "all_metrics": document["all_metrics"],
+    }

@@ -5,8 +5,8 @@ Beside ``suite.json`` in ``<run>/<variant>/<suite>/`` (``reference/originals.md`
 - ``prediction.jsonl``: one :class:`~assay.qa.records.PredictionRecord` per row and
   replicate, sorted by replicate then sample index; written by every stage (``execute`` too).
 - ``metrics.json``: ``{schema_version, suite_id, variant_id, dataset, source, judge,
-  judge_warnings, avg_metrics, all_metrics}`` (:func:`metrics_file`, the same keys that
-  ``assay evaluate prediction.jsonl`` writes) with one entry of
+  judge_warnings, avg_metrics, all_metrics}`` (:func:`assay.qa.metrics.metrics_file`, the
+  same keys that ``assay evaluate prediction.jsonl`` writes) with one entry of
   :func:`assay.qa.replicate_metrics` per replicate (the task's ``qa.group_by`` groups and its
   ``qa.metrics_hook``); written once rows are graded. ``suite.md`` shows the hook's added
   numbers in a "Metrics hook" table.
@@ -34,7 +34,7 @@ from assay.qa import (
     replicate_metrics,
 )
 from assay.qa.grading import answer_error
-from assay.qa.metrics import base_metrics
+from assay.qa.metrics import base_metrics, metrics_file
 from assay.reports.markdown import code, fmt, md_table, plural
 from assay.results.io import write_json_atomic, write_text_atomic
 from assay.results.status import FinalStatus
@@ -85,33 +85,6 @@ def write_qa_files(
     )  # fmt: skip
     write_json_atomic(folder / METRICS, document)
     return QaFiles(document)
-
-
-def metrics_file(
-    document: dict[str, Any],
-    *,
-    suite_id: str | None,
-    variant_id: str | None,
-    dataset: str | None,
-    judge: str | None,
-    judge_warnings: Sequence[str],
-    source: str,
-) -> dict[str, Any]:
-    """The ``metrics.json`` a run writes and ``assay evaluate prediction.jsonl`` writes,
-    with the same keys: ``{schema_version, suite_id, variant_id, dataset, source, judge,
-    judge_warnings, avg_metrics, all_metrics}`` (``document``: :func:`assay.qa.metrics_document`;
-    ``source``: the ``prediction.jsonl`` graded)."""
-    return {
-        "schema_version": document["schema_version"],
-        "suite_id": suite_id,
-        "variant_id": variant_id,
-        "dataset": dataset,
-        "source": source,
-        "judge": judge,
-        "judge_warnings": list(judge_warnings),
-        "avg_metrics": document["avg_metrics"],
-        "all_metrics": document["all_metrics"],
-    }
 
 
 def _judge_warnings(config: QaConfig, warnings: Sequence[str]) -> list[str]:
