@@ -183,3 +183,15 @@ def test_rerun_changed_needs_resume(tmp_path: Path) -> None:
     done = assay("run", "task.yaml", "--rerun-changed", cwd=tmp_path)
     assert done.returncode == 2
     assert "--rerun-changed goes with --resume RUN_DIR" in done.stderr
+
+
+def test_data_that_cannot_be_read_again_is_warned_once(tmp_path: Path) -> None:
+    make(tmp_path, "jsonl", ROWS)
+    assay("run", "task.yaml", "-q", cwd=tmp_path)
+    run_dir = latest(tmp_path)
+    (tmp_path / "rows.jsonl").unlink()
+    for _ in range(2):
+        assert assay("report", str(run_dir), cwd=tmp_path).returncode == 0
+    warnings = json.loads((run_dir / "run.json").read_text())["warnings"]
+    found = [w for w in warnings if "could not be read to check that it is unchanged" in w]
+    assert len(found) == 1 and found[0].startswith("task 'drift': its dataset could not be read")

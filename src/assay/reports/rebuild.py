@@ -99,7 +99,8 @@ def rebuild_reports(run_dir: Path, *, junit_path: Path | None = None) -> Reports
     if not results and not meta.planned:
         raise UsageError(f"no task.json under {run_dir}: is it a run directory?")
     meta.stage = "report"
-    meta.warnings = [*meta.warnings, *check_run_dir(run_dir, results, action="assay report")]
+    checked = check_run_dir(run_dir, results, action="assay report")
+    meta.warnings = list(dict.fromkeys([*meta.warnings, *checked]))  # once, however often run
     return write_reports(run_dir, results, meta, default_criteria(), junit_path=junit_path)
 
 
@@ -120,5 +121,5 @@ def report_regraded(
     """
     meta = previous_meta(run_dir, "evaluate")
     meta.start_time, meta.end_time, meta.max_parallel = started, datetime.now(), jobs
-    meta.warnings = [*meta.warnings, *warnings]
+    meta.warnings = list(dict.fromkeys([*meta.warnings, *warnings]))
     return write_reports(run_dir, results, meta, default_criteria(), junit_path=junit_path)
