@@ -66,14 +66,12 @@ _DECODER = json.JSONDecoder(
 _FAST = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)
 
 
-def _count_keys(value: Any) -> int:
+def count_keys(value: Any) -> int:
     """The keys of every object in ``value``, nested ones included."""
     if isinstance(value, dict):
-        return len(value) + sum(
-            _count_keys(v) for v in value.values() if isinstance(v, dict | list)
-        )
+        return len(value) + sum(count_keys(v) for v in value.values() if isinstance(v, dict | list))
     if isinstance(value, list):
-        return sum(_count_keys(v) for v in value if isinstance(v, dict | list))
+        return sum(count_keys(v) for v in value if isinstance(v, dict | list))
     return 0
 
 
@@ -86,7 +84,7 @@ def _decode(text: str) -> Any:
     decoded again with the hook that names the repeated key.
     """
     value = _FAST.decode(text)
-    if _count_keys(value) != text.count('":'):
+    if count_keys(value) != text.count('":'):
         value = _DECODER.decode(text)
     return value
 

@@ -18,9 +18,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
-
-from pydantic import BaseModel
 
 from assay.data.hashing import row_hash
 from assay.errors import UsageError, UserError
@@ -28,14 +25,13 @@ from assay.orchestration.expand import Expansion, Selectors, expand_dataset
 from assay.orchestration.overrides import Override
 from assay.orchestration.plan import Plan
 from assay.orchestration.task_loader import load_task
-from assay.results.io import read_json
+from assay.results.io import read_model
 from assay.results.plan_record import PLAN_FILE, PlanRecord, write_plan
 from assay.results.run import RunSummary
 from assay.results.suite import SelectionRecord
 from assay.results.task_result import EvaluationResult
 
 SHOWN = 10
-ModelT = TypeVar("ModelT", bound=BaseModel)
 
 
 @dataclass(frozen=True)
@@ -158,23 +154,14 @@ def check_run_dir(run_dir: Path, results: Sequence[EvaluationResult], *, action:
     Raises:
         UsageError: rows that differ, named.
     """
-    record = _read(run_dir / PLAN_FILE, PlanRecord)
-    summary = _read(run_dir / "run.json", RunSummary)
+    record = read_model(run_dir / PLAN_FILE, PlanRecord)
+    summary = read_model(run_dir / "run.json", RunSummary)
     selections: list[tuple[str, SelectionRecord | None]] = [
         (s.task_id, s.selection) for s in (summary.selections if summary else [])
     ]
     if record is not None:
         selections += [(t.task_id, t.selection) for t in record.tasks]
     return check_finished_run(run_dir, results, record, selections, action=action)
-
-
-def _read(path: Path, model: type[ModelT]) -> ModelT | None:
-    if not path.is_file():
-        return None
-    try:
-        return model.model_validate(read_json(path))
-    except (ValueError, OSError):
-        return None
 
 
 def check_finished_run(

@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from assay.data.jsonl import parse_json_strict
+from assay.data.jsonl import count_keys, parse_json_strict
 from assay.errors import DatasetError
 from assay.qa.item import QaItem
 from assay.qa.schema import PromptType
@@ -222,23 +222,12 @@ def iter_predictions(path: Path) -> Iterator[PredictionRecord]:
         raise DatasetError(f"prediction file is not UTF-8 text: {exc}", file=path) from None
 
 
-def _nested_keys(value: Any) -> int:
-    """The keys of the JSON objects inside a free-form value (``meta``, ``raw_prediction``)."""
-    if isinstance(value, dict):
-        return len(value) + sum(
-            _nested_keys(v) for v in value.values() if isinstance(v, dict | list)
-        )
-    if isinstance(value, list):
-        return sum(_nested_keys(v) for v in value if isinstance(v, dict | list))
-    return 0
-
-
 def _keys(record: PredictionRecord) -> int:
     """The JSON keys a record was read from (a few operations: this runs once per line)."""
     count = len(record.model_fields_set) + len(record.options or ())
     if "pred" in record.model_fields_set:
         count += len(record.pred.model_fields_set)
-    return count + _nested_keys(record.meta) + _nested_keys(record.raw_prediction)
+    return count + count_keys(record.meta) + count_keys(record.raw_prediction)
 
 
 def _record(text: str, path: Path, line: int) -> PredictionRecord:

@@ -7,29 +7,24 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import TypeVar
-
-from pydantic import BaseModel
 
 from assay.criteria.registry import default_criteria
 from assay.errors import UsageError
 from assay.orchestration.datacheck import check_run_dir
 from assay.orchestration.runfiles import load_results
 from assay.reports.writer import Reports, RunMeta, Stage, write_reports
-from assay.results.io import read_json
+from assay.results.io import read_json, read_model
 from assay.results.plan_record import PLAN_FILE, PlanRecord
 from assay.results.run import RunSummary, TaskSelection
 from assay.results.task_result import EvaluationResult
-
-ModelT = TypeVar("ModelT", bound=BaseModel)
 
 
 def previous_meta(run_dir: Path, stage: Stage) -> RunMeta:
     """The run's recorded facts for a new report: from ``plan.json`` (what it set out to do:
     selections, planned rows, criteria, experiment) and ``run.json`` (how it went)."""
     now = datetime.now()
-    summary = _read_model(run_dir / "run.json", RunSummary)
-    plan = _read_model(run_dir / PLAN_FILE, PlanRecord)
+    summary = read_model(run_dir / "run.json", RunSummary)
+    plan = read_model(run_dir / PLAN_FILE, PlanRecord)
     criteria = dict(plan.criteria) if plan else {}
     criteria.update(summary.task_criteria if summary else {})
     for path in run_dir.glob("*/*/suite.json"):
@@ -65,15 +60,6 @@ def previous_meta(run_dir: Path, stage: Stage) -> RunMeta:
         experiment_description=experiment[1] if experiment else "",
         variant_ids=list(plan.variants) if plan else [],
     )
-
-
-def _read_model(path: Path, model: type[ModelT]) -> ModelT | None:
-    if not path.is_file():
-        return None
-    try:
-        return model.model_validate(read_json(path))
-    except (ValueError, OSError):
-        return None
 
 
 def _experiment(run_dir: Path) -> tuple[str, str] | None:

@@ -12,7 +12,7 @@ import json
 import os
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pydantic_core
 from pydantic import BaseModel
@@ -115,3 +115,17 @@ def read_json(path: Path) -> Any:
     """Read a JSON file written by assay."""
     with path.open(encoding="utf-8") as handle:
         return json.load(handle)
+
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+def read_model(path: Path, model: type[ModelT]) -> ModelT | None:
+    """``path`` read as ``model`` (a ``run.json``, a ``plan.json``), or ``None`` when the file
+    is missing or is not valid JSON of that model."""
+    if not path.is_file():
+        return None
+    try:
+        return model.model_validate(read_json(path))
+    except (ValueError, OSError):
+        return None
