@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
-from tests.cli.test_run import assay, latest, suite_json, task_json
-from tests.helpers import write
+import pytest
+
+from tests.cli.test_run import assay, finished, latest, suite_json, task_json
+from tests.helpers import SigintAtStart, finish, pids_in, start_assay, wait_for, wait_gone, write
 
 
 def classify_task(tmp_path: Path, command: str, thresholds: str) -> Path:
@@ -57,7 +57,8 @@ initial_prompt: "${{row.id}}"
 agent:
   type: command
   command: >-
-    case "$ASSAY_ROW_ID" in r0|r1) ;; *) while [ ! -e {go} ]; do sleep 0.1; done;; esac;
+    case "$ASSAY_ROW_ID" in r0|r1) ;; *) echo $$ >> {started};
+    while [ ! -e {go} ]; do sleep 0.1; done;; esac;
     echo fast
 dataset:
   rows: [{{id: r0}}, {{id: r1}}, {{id: r2}}, {{id: r3}}, {{id: r4}}, {{id: r5}}]
@@ -68,21 +69,22 @@ success_criteria:
 """
 
 
-def start_and_stop(tmp_path: Path, sig: signal.Signals) -> subprocess.Popen[str]:
-    path = write(tmp_path / "slow.yaml", SLOW.format(go=tmp_path / "go"))
-    process = subprocess.Popen(
-        [sys.executable, "-m", "assay", "run", str(path), "-j", "6", "-q"],
-        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    deadline = time.monotonic() + 30
+def start_and_stop(
+    tmp_path: Path, sig: signal.Signals, sigint: SigintAtStart = "default"
+) -> subprocess.Popen[str]:
+    """Two rows finished and four agents waiting when ``sig`` arrives."""
+    started = tmp_path / "started"
+    path = write(tmp_path / "slow.yaml", SLOW.format(go=tmp_path / "go", started=started))
+    process = start_assay("run", str(path), "-j", "6", "-q", cwd=tmp_path, sigint=sigint)
     run_dir = tmp_path / "runs" / "latest"
-    while time.monotonic() < deadline:
-        if run_dir.exists() and len(list(run_dir.glob("default/slow/*/00/task.json"))) == 2:
-            break
-        time.sleep(0.05)
-    time.sleep(0.3)
+
+    def two_done_four_waiting() -> bool:
+        done = list(run_dir.glob("default/slow/*/00/task.json"))
+        return len(done) == 2 and len(pids_in(started)) == 4
+
+    wait_for(two_done_four_waiting, what="r0 and r1 finished, r2 to r5 waiting")
     process.send_signal(sig)
-    process.communicate(timeout=30)
+    finish(process)
     return process
 
 
@@ -93,8 +95,11 @@ def assert_incomplete(suite: dict[str, Any]) -> None:
     assert suite["passed"] is False
 
 
-def test_interrupted_suite_counts_missing_rows_and_cannot_pass(tmp_path: Path) -> None:
-    process = start_and_stop(tmp_path, signal.SIGINT)
+@pytest.mark.parametrize("sigint", ["default", "ignored"])
+def test_interrupted_suite_counts_missing_rows_and_cannot_pass(
+    tmp_path: Path, sigint: SigintAtStart
+) -> None:
+    process = start_and_stop(tmp_path, signal.SIGINT, sigint)
     assert process.returncode == 130
     run_dir = latest(tmp_path)
     assert_incomplete(suite_json(run_dir, "slow"))
@@ -167,7 +172,8 @@ dataset:
 success_criteria:
   - {type: response_match, expected: x}
 """
-    assay("run", str(write(tmp_path / "t.yaml", text)), cwd=tmp_path)
+    done = assay("run", str(write(tmp_path / "t.yaml", text)), cwd=tmp_path)
+    finished(done, latest(tmp_path))
     suite_md = (latest(tmp_path) / "default/allerr/suite.md").read_text()
     assert "2 errored" in suite_md
     assert "**Error**: no row was graded by this criterion" in suite_md
@@ -248,18 +254,12 @@ success_criteria:
   - {{type: response_match, expected: positive, suite_thresholds: {{mean: 0.0}}}}
 """
     path = write(tmp_path / "t.yaml", text)
-    process = subprocess.Popen(
-        [sys.executable, "-m", "assay", "run", str(path), "-q"],
-        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and not (
-        pids.exists() and len(pids.read_text().split()) == 2
-    ):
-        time.sleep(0.05)
+    process = start_assay("run", str(path), "-q", cwd=tmp_path, sigint="ignored")
+    wait_for(lambda: len(pids_in(pids)) == 2, what="both agents started")
     process.send_signal(signal.SIGINT)
-    process.communicate(timeout=30)
-    assert process.returncode == 130
+    _, err = finish(process)
+    assert process.returncode == 130, err
+    wait_gone(pids_in(pids))
     report = assay("report", str(latest(tmp_path)), cwd=tmp_path)
     assert report.returncode == 1, report.stderr
     suite = suite_json(latest(tmp_path), "none")

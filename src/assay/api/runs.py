@@ -86,8 +86,9 @@ class SessionKeywords(TypedDict, total=False):
         on_warning: called with each warning as it is found (they are also in
             ``RunResult.warnings``).
         command: the command line to record in ``run.json`` (default ``sys.argv``).
-        stop_on_sigterm: SIGTERM stops the run like Ctrl-C (for a command line; a library
-            leaves its process's signals alone by default).
+        stop_on_sigterm: SIGTERM, and SIGINT when the process started with it ignored,
+            stop the run like Ctrl-C (for a command line; a library leaves its process's
+            signals alone by default).
     """
 
     jobs: int

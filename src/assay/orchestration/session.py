@@ -14,8 +14,6 @@ SIGTERM ends the run with its finished rows; the reports are written by
 from __future__ import annotations
 
 import asyncio
-import signal
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -42,6 +40,7 @@ from assay.orchestration.runner import (
     needs_bridge,
 )
 from assay.orchestration.services import ModelSettings, build_pool, run_services
+from assay.orchestration.signals import stop_on_signals
 from assay.providers.pool import ModelPool, ProviderRegistry
 from assay.providers.pricing import PriceTable
 from assay.qa import check_judge
@@ -70,8 +69,10 @@ class RunRequest:
             (:func:`assay.orchestration.datacheck.same_data`), instead of refusing.
         on_warning: called with each warning found while running (a judge that fails its
             sanity check), as it is found; they are also recorded in ``run.json``.
-        stop_on_sigterm: SIGTERM stops the run like Ctrl-C (the command line sets it; a
-            library leaves the process's signals alone).
+        stop_on_sigterm: SIGTERM, and SIGINT when the process started with it ignored (in
+            the background from a script or CI), stop the run like Ctrl-C
+            (:mod:`assay.orchestration.signals`; the command line sets it; a library leaves
+            the process's signals alone).
     """
 
     runs_root: Path
@@ -186,7 +187,7 @@ class RunSession:
         log_session(self.run_dir, "start", self.started)
         use_pidfd_child_watcher()
         if request.stop_on_sigterm:
-            stop_on_sigterm()
+            stop_on_signals()
         pool = build_pool(request.models, jobs=request.options.jobs, prices=self.prices,
                           registry=request.registry)  # fmt: skip
         services_of_run = run_services(pool, model_keys(self.plan), bridge=needs_bridge(self.plan),
@@ -277,15 +278,6 @@ async def check_judges(plan: Plan, pool: ModelPool, on_warning: Warn | None = No
             on_warning(warning)
         warnings.append(warning)
     return warnings
-
-
-def stop_on_sigterm() -> None:
-    """Make SIGTERM (``timeout``, ``docker stop``, a cancelled CI job) stop the run like Ctrl-C:
-    rows in flight are cancelled and their processes killed, finished rows are kept, reports
-    are written. Call inside the running event loop, in the main thread."""
-    task = asyncio.current_task()
-    if task is not None and threading.current_thread() is threading.main_thread():
-        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
 
 
 def check_outputs(runs_root: Path, junit: Path | None) -> None:

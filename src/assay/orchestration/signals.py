@@ -1,0 +1,37 @@
+"""Which signals stop a run: Ctrl-C (SIGINT) and SIGTERM, however the process was started.
+
+A run stops cleanly on either: the run's main task is cancelled, rows in flight are cancelled
+and their processes killed, finished rows are kept, the reports are written and the exit code
+is 130 (:mod:`assay.orchestration.runner`, :mod:`assay.reports.writer`).
+
+Python turns SIGINT into ``KeyboardInterrupt``, and ``asyncio.run`` into a cancellation of
+the main task, only when SIGINT had its default action when the process started. A process
+started in the background by a non-interactive shell (``assay run … &`` in a script, a CI
+step, ``setsid``/``nohup`` from a script) inherits SIGINT *ignored* (POSIX, "Asynchronous
+Lists"), so an explicit ``kill -INT`` would be dropped silently while the rows ran on. A run
+is a job someone may stop at any time, and a CI runner may cancel a step with SIGINT before
+SIGTERM (GitHub Actions sends SIGTERM 7.5 s later), so a run takes SIGINT as it takes
+SIGTERM in that case too. Where SIGINT has a
+handler already (``asyncio.run``'s, in a foreground start), that handler is kept: a second
+Ctrl-C still interrupts at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import threading
+
+
+def stop_on_signals() -> None:
+    """Cancel the current task (the run) on SIGTERM, and on SIGINT when the process started
+    with SIGINT ignored. Call inside the running event loop, in the main thread (elsewhere it
+    does nothing: only the main thread receives signals); the event loop removes the handlers
+    when it closes."""
+    task = asyncio.current_task()
+    if task is None or threading.current_thread() is not threading.main_thread():
+        return
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGTERM, task.cancel)
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        loop.add_signal_handler(signal.SIGINT, task.cancel)
