@@ -10,7 +10,7 @@ import pytest
 from scipy.stats import binomtest
 
 from assay.metrics.intervals import wilson_interval
-from tests.cli.test_run import assay, latest
+from tests.cli.test_run import assay, finished, latest
 from tests.helpers import write
 
 TASK = """\
@@ -112,14 +112,17 @@ def test_replicates_give_pass_at_k(tmp_path: Path) -> None:
 
 def test_compare_two_runs_and_refuse_different_rows(tmp_path: Path) -> None:
     setup(tmp_path)
-    assay("run", "t.yaml", "--run-dir", "a", cwd=tmp_path)
-    assay("run", "t.yaml", "-D", "agent.command=echo positive", "--run-dir", "b", cwd=tmp_path)
+    finished(assay("run", "t.yaml", "--run-dir", "a", cwd=tmp_path), tmp_path / "a/latest")
+    done = assay("run", "t.yaml", "-D", "agent.command=echo positive", "--run-dir", "b",
+                 cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stderr  # every row passes
     done = assay("compare", "a/latest", "b/latest", "-o", "out", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "McNemar (exact, per-row pass/fail): 0 row(s)" in done.stdout
     data = json.loads((tmp_path / "out" / "compare.json").read_text())
     assert data["comparisons"][0]["became_pass_total"] == 8
-    assay("run", "t.yaml", "--sample", "5", "--run-dir", "c", cwd=tmp_path)
+    done = assay("run", "t.yaml", "--sample", "5", "--run-dir", "c", cwd=tmp_path)
+    finished(done, tmp_path / "c/latest")
     done = assay("compare", "a/latest", "c/latest", cwd=tmp_path)
     assert done.returncode == 2
     assert "suite 'toy' has different rows in the two runs" in done.stderr
@@ -128,8 +131,9 @@ def test_compare_two_runs_and_refuse_different_rows(tmp_path: Path) -> None:
 
 def test_compare_names_the_variant_flags_for_an_experiment_run(tmp_path: Path) -> None:
     setup(tmp_path)
-    assay("run", "t.yaml", "--run-dir", "a", cwd=tmp_path)
-    assay("run", "t.yaml", "-e", "optimism", "--run-dir", "b", cwd=tmp_path)
+    finished(assay("run", "t.yaml", "--run-dir", "a", cwd=tmp_path), tmp_path / "a/latest")
+    done = assay("run", "t.yaml", "-e", "optimism", "--run-dir", "b", cwd=tmp_path)
+    finished(done, tmp_path / "b/latest")
     done = assay("compare", "a/latest", "b/latest", cwd=tmp_path)
     assert done.returncode == 2
     assert "has variants ['keyword', 'optimist']; choose one with --variant-b NAME" in done.stderr

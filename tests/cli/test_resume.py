@@ -8,8 +8,11 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from tests.cli.test_run import assay, latest
 from tests.helpers import write
@@ -79,7 +82,19 @@ def test_sigkill_then_resume_matches_an_uninterrupted_run(tmp_path: Path) -> Non
     assert {p: p.read_text() for p in finished} == before  # kept rows were not run again
     run = json.loads((run_dir / "run.json").read_text())
     assert run["tasks_run"] == ROWS and run["sessions"] == 2
-    assert 0 < run["total_duration_seconds"] < 120
+    assert run["total_duration_seconds"] == pytest.approx(active_time(run_dir), abs=1e-6)
+
+
+def active_time(run_dir: Path) -> float:
+    """From the files, by hand: the killed session counts until its last finished row, the
+    resumed one from its start to its end; the time between them is not counted."""
+    events = [json.loads(line) for line in (run_dir / "sessions.jsonl").read_text().splitlines()]
+    assert [next(iter(e)) for e in events] == ["start", "start", "end"]
+    first, second, end = (datetime.fromisoformat(next(iter(e.values()))) for e in events)
+    rows = [json.loads(p.read_text()) for p in run_dir.glob("default/*/*/00/task.json")]
+    ended = [datetime.fromisoformat(r["completed_at"]) for r in rows]
+    killed = max(t for t in ended if first <= t <= second)
+    return (killed - first).total_seconds() + (end - second).total_seconds()
 
 
 def test_resume_reuses_an_unseeded_stratified_sample(tmp_path: Path) -> None:

@@ -50,7 +50,7 @@ def test_execute_then_evaluate_matches_run(tmp_path: Path) -> None:
 
 def test_evaluate_without_kept_sandbox_refuses_and_changes_nothing(tmp_path: Path) -> None:
     task = copy_example(tmp_path)
-    assay("run", task, cwd=tmp_path)
+    assert assay("run", task, cwd=tmp_path).returncode == 0
     row_file = latest(tmp_path) / "default" / SUITE / "r1/00/task.json"
     before = row_file.read_text()
     done = assay("evaluate", str(latest(tmp_path)), cwd=tmp_path)
@@ -78,7 +78,7 @@ def test_evaluate_response_criteria_needs_no_sandbox(tmp_path: Path) -> None:
 
 def test_report_rebuilds_identical_suite(tmp_path: Path) -> None:
     task = copy_example(tmp_path)
-    assay("run", task, cwd=tmp_path)
+    assert assay("run", task, cwd=tmp_path).returncode == 0
     run_dir = latest(tmp_path)
     suite_file = run_dir / "default" / SUITE / "suite.json"
     before = suite_file.read_text()

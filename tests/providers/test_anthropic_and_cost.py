@@ -10,7 +10,7 @@ import pytest
 
 from assay.providers.base import Usage
 from assay.providers.pricing import Price, PriceTable
-from tests.cli.test_run import assay, latest
+from tests.cli.test_run import assay, finished, latest
 from tests.helpers import write
 from tests.openai_server import Fault, scripted_server
 
@@ -90,7 +90,7 @@ def test_overloaded_529_is_retried(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     with scripted_server(first_overloaded) as server:
         url = server.base_url.removesuffix("/v1")
         path = write(tmp_path / "t.yaml", TASK.format(url=url, limits=""))
-        assay("run", str(path), "-j", "1", cwd=tmp_path)
+        finished(assay("run", str(path), "-j", "1", cwd=tmp_path), latest(tmp_path))
     row = json.loads((latest(tmp_path) / "default/claude/a/00/task.json").read_text())
     assert row["agent"]["retries"] == 1 and row["agent"]["attempts"][0]["status"] == 529
 
@@ -102,7 +102,7 @@ def test_max_usd_is_enforced_per_row(tmp_path: Path, monkeypatch: pytest.MonkeyP
     with scripted_server(reply) as server:
         url = server.base_url.removesuffix("/v1")
         path = write(tmp_path / "t.yaml", TASK.format(url=url, limits=limits))
-        assay("run", str(path), cwd=tmp_path)
+        finished(assay("run", str(path), cwd=tmp_path), latest(tmp_path))
     row = json.loads((latest(tmp_path) / "default/claude/a/00/task.json").read_text())
     assert row["final_status"] == "COST_BUDGET_EXCEEDED"
     assert "run_limits.max_usd is 0.001" in row["error_message"]

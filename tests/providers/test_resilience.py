@@ -19,7 +19,7 @@ from assay.providers.managed import ManagedModel
 from assay.providers.openai_compat import OpenAICompatibleModel
 from assay.providers.retry import CallRecord, RetryPolicy, parse_retry_after
 from tests.cli.test_run import assay, latest
-from tests.helpers import write
+from tests.helpers import wait_for, write
 from tests.openai_server import Fault, scripted_server
 
 FAST = RetryPolicy(max_retries=3, initial_wait=0.01, max_wait=0.05)
@@ -255,26 +255,65 @@ def test_waiters_get_slots_first_come_first_served() -> None:
 
 
 def test_rate_limited_endpoint_gets_fewer_concurrent_calls() -> None:
+    """-j 8 against an endpoint that answers 429 to the first eight calls: those eight were in
+    flight at once (a barrier lets none answer before all eight arrived); afterwards the
+    endpoint sees at most half as many. The calls after the 429s are held at the server until
+    the client is saturated at its lowered limit (every slot taken, every call that holds one
+    arrived), so the count is read when no further call could be sent, not after a delay."""
+    ceiling = 8
+    burst = threading.Barrier(ceiling, timeout=60)
+    release = threading.Event()
     counter = itertools.count()
+    held: list[int] = []
     lock = threading.Lock()
 
     def reply(body: dict[str, Any]) -> str | Fault:
         with lock:
             n = next(counter)
-        return Fault(429, {"Retry-After": "0.05"}) if n < 6 else Fault(delay=0.05, text="ok")
+        if n < ceiling:
+            burst.wait()  # BrokenBarrierError (a 500) unless all eight are in flight at once
+            return Fault(429, {"Retry-After": "0.05"})
+        with lock:
+            held.append(n)
+        release.wait(timeout=60)
+        return "ok"
 
     with scripted_server(reply) as server:
-        model = managed(server.base_url, RetryPolicy(max_retries=10, initial_wait=0.01), 8)
+        model = managed(server.base_url, RetryPolicy(max_retries=10, initial_wait=0.01), ceiling)
+        limiter = model.limiter
 
-        async def go() -> None:
+        def saturated() -> bool:
+            with lock:
+                arrived = len(held)
+            return limiter.limit < ceiling and arrived == limiter.in_flight == limiter.limit
+
+        at_release: list[int] = []
+
+        def controller() -> None:
             try:
-                await asyncio.gather(*(model.generate(REQUEST) for _ in range(24)))
+                wait_for(saturated, 60, "the client saturated at a lowered limit")
+            finally:
+                with lock:
+                    at_release.append(len(held))
+                release.set()
+
+        watcher = threading.Thread(target=controller)
+        watcher.start()
+
+        async def go() -> list[str]:
+            try:
+                done = await asyncio.gather(*(model.generate(REQUEST) for _ in range(24)))
+                return [d.text for d in done]
             finally:
                 await model.aclose()
 
-        asyncio.run(go())
-    assert model.limiter.decreases >= 1
-    assert server.peak_in_flight <= 8
+        texts = asyncio.run(go())
+        watcher.join()
+    assert texts == ["ok"] * 24
+    assert not burst.broken and server.peak_in_flight == ceiling  # the ceiling, reached
+    assert limiter.decreases >= 1
+    assert 1 <= at_release[0] <= ceiling // 2  # after the 429s: half the calls at most
+    assert len(server.requests) == 24 + ceiling  # each 429 retried once
 
 
 TASK = """\
@@ -348,10 +387,22 @@ def test_models_served_by_one_server_share_its_limit(
     more than -j calls in flight between them, however the URL ends."""
     monkeypatch.setenv("FLAKY_KEY", "k")
     rows = ", ".join(f"{{id: r{i}, text: hello}}" for i in range(12))
-    with scripted_server(lambda body: Fault(delay=0.05, text="hello")) as server:
+    first = threading.Barrier(3, timeout=60)  # the first three calls answer together
+    counter = itertools.count()
+    lock = threading.Lock()
+
+    def reply(body: dict[str, Any]) -> Fault:
+        with lock:
+            n = next(counter)
+        if n < 3:
+            first.wait()
+        return Fault(delay=0.05, text="hello")
+
+    with scripted_server(reply) as server:
         for name, url in (("one", server.base_url), ("two", server.base_url + "/")):
             write(tmp_path / f"{name}.yaml", SHARED.format(name=name, url=url, rows=rows))
         done = assay("run", "one.yaml", "two.yaml", "-j", "3", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert sorted(body["model"] for body in server.requests) == ["one"] * 12 + ["two"] * 12
-    assert server.peak_in_flight == 3
+    assert not first.broken  # -j 3 calls were in flight at once
+    assert server.peak_in_flight == 3  # and never more

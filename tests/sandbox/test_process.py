@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -11,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from assay.sandbox.process import ProcessResult, run_process, tail
+from tests.helpers import alive, kill_left, pids_in, wait_gone
 
 
 def run(
@@ -130,14 +133,15 @@ def test_invalid_utf8_output_is_decoded_with_replacement_characters(tmp_path: Pa
 
 
 def test_timeout_returns_timed_out_without_exit_code(tmp_path: Path) -> None:
-    result = run("sleep 30", tmp_path, timeout=0.3)
+    result = run("sleep 30; echo late", tmp_path, timeout=0.3)
     assert result.timed_out is True
     assert result.exit_code is None
-    assert result.seconds < 30  # killed, not waited for
+    assert result.stdout == ""  # killed, not waited for: "late" never came
 
 
 def test_timeout_keeps_output_printed_before_the_kill(tmp_path: Path) -> None:
-    result = run("echo started; echo warming >&2; sleep 30", tmp_path, timeout=0.5)
+    # 3 s: time enough for a shell on a loaded machine to print two lines before the kill
+    result = run("echo started; echo warming >&2; sleep 30", tmp_path, timeout=3)
     assert result.timed_out is True
     assert result.stdout == "started\n"
     assert result.stderr == "warming\n"
@@ -152,26 +156,42 @@ def test_background_child_outlives_a_finished_command(tmp_path: Path) -> None:
     assert appears(marker)
 
 
+# A background child records its pid, then waits; the shell waits until the pid is written,
+# so when the timeout strikes the child certainly exists. 3 s is time enough for that on a
+# loaded machine; a child that never started fails the test instead of passing it. The
+# child would live 300 s, far past the 30 s the test waits for it to be gone.
+CHILD = "sh -c 'echo $$ > {pid}; exec sleep 300'"
+UNTIL_STARTED = "while [ ! -s {pid} ]; do sleep 0.01; done"
+
+
 @pytest.mark.parametrize(
     "command",
     [
-        "(sleep 1; touch '{marker}') & sleep 30",
-        "(sleep 1; touch '{marker}') >/dev/null 2>&1 </dev/null & sleep 30",
-        "sh -c \"sleep 1; touch '{marker}'\" & exec sleep 30",
+        f"{CHILD} & {UNTIL_STARTED}; sleep 30",
+        f"{CHILD} >/dev/null 2>&1 </dev/null & {UNTIL_STARTED}; sleep 30",
+        f"{CHILD} & {UNTIL_STARTED}; exec sleep 30",
     ],
 )
 def test_timeout_kills_the_whole_process_group(tmp_path: Path, command: str) -> None:
-    marker = tmp_path / "marker"
-    result = run(command.format(marker=marker), tmp_path, timeout=0.3)
-    assert result.timed_out is True
-    assert not appears(marker, within=2.0), "a background child survived the timeout"
+    pid = tmp_path / "pid"
+    try:
+        result = run(command.format(pid=pid), tmp_path, timeout=3)
+        assert result.timed_out is True
+        assert pids_in(pid), "the background child never started: the test proved nothing"
+        wait_gone(pids_in(pid))  # a background child survived the timeout if this fails
+    finally:
+        kill_left(pids_in(pid))
 
 
 def test_timeout_kills_an_argv_program_group(tmp_path: Path) -> None:
-    marker = tmp_path / "marker"
-    command = ["sh", "-c", f"(sleep 1; touch '{marker}') & sleep 30"]
-    assert run(command, tmp_path, timeout=0.3).timed_out is True
-    assert not appears(marker, within=2.0)
+    pid = tmp_path / "pid"
+    command = ["sh", "-c", f"{CHILD} & {UNTIL_STARTED}; sleep 30".format(pid=pid)]
+    try:
+        assert run(command, tmp_path, timeout=3).timed_out is True
+        assert pids_in(pid), "the background child never started: the test proved nothing"
+        wait_gone(pids_in(pid))
+    finally:
+        kill_left(pids_in(pid))
 
 
 def test_a_child_holding_the_pipe_open_is_killed_at_the_timeout(tmp_path: Path) -> None:
@@ -183,37 +203,50 @@ def test_a_child_holding_the_pipe_open_is_killed_at_the_timeout(tmp_path: Path) 
 
 def test_a_pipe_held_by_a_process_that_left_the_group_does_not_hang(tmp_path: Path) -> None:
     # A daemon (new session) survives the group kill and keeps stdout open: the output
-    # read so far is returned once the drain gives up, and nothing raises.
+    # read so far is returned once the drain gives up, and nothing raises. The daemon
+    # outlives the timeout and the drain whatever the machine's load; the test ends it.
+    pid = tmp_path / "pid"
     script = (
-        "import os, time\n"
+        "import os, pathlib, time\n"
         "print('hi', flush=True)\n"
         "if os.fork() == 0:\n"
         "    os.setsid()\n"
-        "    time.sleep(7)\n"
+        f"    pathlib.Path({str(pid)!r}).write_text(str(os.getpid()))\n"
+        "    time.sleep(120)\n"
     )
-    result = run([sys.executable, "-c", script], tmp_path, timeout=0.5)
-    assert (result.timed_out, result.exit_code, result.stdout) == (True, None, "hi\n")
+    try:
+        result = run([sys.executable, "-c", script], tmp_path, timeout=3)
+        assert (result.timed_out, result.exit_code, result.stdout) == (True, None, "hi\n")
+        assert [p for p in pids_in(pid) if alive(p)], "the daemon should still hold the pipe"
+    finally:
+        for daemon in pids_in(pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(daemon, signal.SIGKILL)
 
 
 def test_cancellation_kills_the_process_group(tmp_path: Path) -> None:
-    marker = tmp_path / "marker"
+    pid = tmp_path / "pid"
 
-    async def cancel_midway() -> None:
+    async def cancel_once_started() -> None:
         task = asyncio.ensure_future(
             run_process(
-                f"(sleep 1; touch '{marker}') & sleep 30",
+                f"{CHILD} & sleep 30".format(pid=pid),
                 cwd=tmp_path,
                 env=dict(os.environ),
                 timeout=60,
             )
         )
-        await asyncio.sleep(0.3)
+        while not pids_in(pid):  # cancelled only once the background child exists
+            await asyncio.sleep(0.01)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
 
-    asyncio.run(cancel_midway())
-    assert not appears(marker, within=2.0)
+    try:
+        asyncio.run(asyncio.wait_for(cancel_once_started(), timeout=60))
+        wait_gone(pids_in(pid))
+    finally:
+        kill_left(pids_in(pid))
 
 
 def test_tail_keeps_the_end_and_marks_the_cut() -> None:
