@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import random
+import subprocess
+import sys
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -24,6 +27,7 @@ from assay.data.select import (
 from assay.errors import SelectionError, UserError
 
 FIXTURES = Path(__file__).parent / "fixtures"
+REPO = Path(__file__).resolve().parents[2]
 CLINC_COUNTS = {
     "travel_notification": 12,
     "plug_type": 12,
@@ -97,9 +101,34 @@ def test_sample_golden_rows() -> None:
     assert select(clinc(), sample=10).indexes == [2, 16, 19, 24, 25, 26, 30, 31, 32, 48]
 
 
-def test_sample_is_the_same_every_run() -> None:
-    rows = clinc()
-    assert select(rows, sample=7).indexes == select(rows, sample=7).indexes
+# Recorded draws: --sample 7 is sorted(random.Random(0).sample(range(54), 7)) (Coder Eval's);
+# the stratified one is what reference_stratified (below) keeps with seed 42.
+SAMPLE_7 = [2, 16, 24, 26, 31, 32, 48]
+PER_STRATUM_3_SEED_42 = [0, 1, 10, 12, 13, 14, 15, 16, 20, 21, 28, 30, 32, 34, 37, 39, 41, 42,
+                         48, 52]  # fmt: skip
+DRAW_IN_A_NEW_PROCESS = (
+    "import json; from tests.data.test_select import by_label, clinc, select; "
+    "print(json.dumps([select(clinc(), sample=7).indexes, "
+    "by_label(sample_per_stratum=3, sample_seed=42).indexes]))"
+)
+
+
+def test_the_recorded_draws_are_the_specified_ones() -> None:
+    assert sorted(random.Random(0).sample(range(54), 7)) == SAMPLE_7
+    kept = reference_stratified(clinc(), "label", 3, 42)
+    assert sorted(clinc().index(row) for row in kept) == PER_STRATUM_3_SEED_42
+
+
+@pytest.mark.parametrize("hash_seed", ["0", "1", "random"])
+def test_sample_is_the_same_every_run(hash_seed: str) -> None:
+    """Each run is a new process: the draws may not depend on anything that differs between
+    processes (string hashing, the global random state, the time)."""
+    done = subprocess.run(
+        [sys.executable, "-c", DRAW_IN_A_NEW_PROCESS], cwd=REPO, capture_output=True, text=True,
+        env={**os.environ, "PYTHONHASHSEED": hash_seed}, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == [SAMPLE_7, PER_STRATUM_3_SEED_42]
 
 
 @pytest.mark.parametrize("n", [54, 55, 1000])

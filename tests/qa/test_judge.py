@@ -108,16 +108,19 @@ def test_a_response_with_braces_reaches_the_judge_unchanged() -> None:
 
 
 @pytest.mark.parametrize(
-    "text",
+    ("text", "is_correct", "reason"),
     [
-        GOOD,
-        "  " + GOOD + "\n",
-        "```json\n" + GOOD + "\n```",
-        '{"reason": "r", "is_correct": false}',
+        (GOOD, True, "matches December 1972"),
+        ("  " + GOOD + "\n", True, "matches December 1972"),
+        ("```json\n" + GOOD + "\n```", True, "matches December 1972"),
+        ("```\n" + BAD + "\n```", False, "a different date"),
+        ('{"reason": "r", "is_correct": false}', False, "r"),
+        ('{"is_correct": true, "reason": ""}', True, ""),
     ],
 )
-def test_parse_accepts(text: str) -> None:
-    parse_verdict(text)
+def test_parse_accepts(text: str, is_correct: bool, reason: str) -> None:
+    reply = parse_verdict(text)
+    assert (reply.is_correct, reply.reason) == (is_correct, reason)
 
 
 @pytest.mark.parametrize(
