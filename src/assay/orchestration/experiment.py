@@ -43,8 +43,9 @@ class ResolvedVariant:
     description: str = ""
 
 
-def load_experiment(argument: str) -> tuple[Experiment, Path]:
-    """Read ``-e FILE`` or ``-e NAME`` (``experiments/NAME.yaml``).
+def load_experiment(argument: str) -> tuple[Experiment, Path, list[str]]:
+    """Read ``-e FILE`` or ``-e NAME`` (``experiments/NAME.yaml``): the experiment, its path,
+    and one warning per Coder Eval field it sets that assay does not implement yet.
 
     Raises:
         TaskFileError: missing file, invalid YAML, unknown field, invalid value.
@@ -60,7 +61,9 @@ def load_experiment(argument: str) -> tuple[Experiment, Path]:
         raise TaskFileError("an experiment file is a YAML mapping", file=path, line=1)
     try:
         screened = screen(document.data, Experiment)
-        return Experiment.model_validate(screened.data), path
+        warnings = [f"{path}:{document.line_of(loc) or '?'}: {field_path(loc)}: {text}"
+                    for loc, text in screened.warnings]  # fmt: skip
+        return Experiment.model_validate(screened.data), path, warnings
     except ScreenError as exc:
         loc = exc.problem.loc
         raise TaskFileError(exc.problem.message, file=path, line=document.line_of(loc),

@@ -203,11 +203,11 @@ def build_plan(
             nothing runs.
     """
     registry = registry or default_registry()
-    experiment, experiment_file = (
-        load_experiment(options.experiment) if options.experiment else (None, None)
+    experiment, experiment_file, experiment_warnings = (
+        load_experiment(options.experiment) if options.experiment else (None, None, [])
     )
     experiment_dir = experiment_file.resolve().parent if experiment_file else None
-    plan = Plan(tasks=[], repeats_override=options.repeats)
+    plan = Plan(tasks=[], repeats_override=options.repeats, warnings=experiment_warnings)
     owners: dict[str, str] = {}
     for loaded in load_sources(arguments, options.overrides):
         plan.warnings.extend(loaded.warnings)

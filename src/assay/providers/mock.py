@@ -45,11 +45,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from assay.errors import ModelError, UsageError
 from assay.providers.base import Choice, ModelRequest, ModelResponse, ToolCall, Usage
 from assay.providers.retry import TransientModelError
+from assay.spec.source import parse_yaml
 
 _VARIABLE = re.compile(r"\$\{(row\.[A-Za-z_][A-Za-z0-9_]*|sandbox|match\.\d+)\}")
 
@@ -249,7 +248,8 @@ def load_mock(name: str, base_dir: Path) -> MockModel:
     working directory, else absolute).
 
     Raises:
-        UsageError: the script file is missing or malformed.
+        UsageError: the script file is missing, not UTF-8, or not a script's shape.
+        TaskFileError: the script is not valid YAML or repeats a key (with its line).
     """
     rest = name.partition("/")[2]
     if rest == "echo":
@@ -263,14 +263,12 @@ def load_mock(name: str, base_dir: Path) -> MockModel:
             hint="use mock/echo, or mock/<file.yaml> with replies: [{match, reply}] and default",
         )
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
         raise UsageError(
             f"mock script {path} is not UTF-8 text ({exc.reason})", file=path
         ) from None
-    except yaml.YAMLError as exc:
-        raise UsageError(f"mock script {path} is not valid YAML: {exc}", file=path) from None
-    return _from_data(name, data, path)
+    return _from_data(name, parse_yaml(text, path=path).data, path)
 
 
 def _from_data(name: str, data: Any, path: Path) -> MockModel:
