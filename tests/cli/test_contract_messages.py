@@ -60,6 +60,18 @@ def test_an_unknown_local_model_is_named_with_the_models_there_are(tmp_path: Pat
     ]
 
 
+def test_an_unknown_provider_is_named_with_the_providers_there_are(tmp_path: Path) -> None:
+    assert refused(tmp_path, model_task(tmp_path, "opena/gpt")) == [
+        "error: t.yaml:4: agent.model: unknown model provider 'opena' in 'opena/gpt'; known: "
+        "anthropic, local, mock, openai",
+        "  hint: did you mean 'openai/...'?",
+    ]
+    assert refused(tmp_path, model_task(tmp_path, "gpt4")) == [
+        "error: t.yaml:4: agent: model 'gpt4' must be named provider/name, e.g. local/smollm2, "
+        "openai/gpt-4o-mini, mock/echo",
+    ]
+
+
 def test_assay_local_model_that_is_not_a_file_says_how_to_install(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
