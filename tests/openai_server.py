@@ -30,6 +30,7 @@ class Fault:
         delay: seconds to wait before answering.
         truncate: send only the first half of a valid body (and close the connection).
         text: the model text when answering 200.
+        body: a raw body sent as it is instead (a reply of the wrong shape, a non-JSON error).
     """
 
     status: int | None = None
@@ -37,6 +38,7 @@ class Fault:
     delay: float = 0.0
     truncate: bool = False
     text: str = "ok"
+    body: str | None = None
 
 
 Reply = Callable[[dict[str, Any]], "str | Fault"]
@@ -114,7 +116,10 @@ def _handler(server: ScriptedServer, reply: Reply) -> type[BaseHTTPRequestHandle
             fault = outcome if isinstance(outcome, Fault) else Fault(text=outcome)
             if fault.delay:
                 time.sleep(fault.delay)
-            if fault.status is not None and fault.status != 200:
+            if fault.body is not None:
+                data = fault.body.encode()
+                self.send_response(fault.status or 200)
+            elif fault.status is not None and fault.status != 200:
                 data = json.dumps({"error": {"message": f"scripted {fault.status}"}}).encode()
                 self.send_response(fault.status)
             else:

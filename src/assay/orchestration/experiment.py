@@ -162,7 +162,7 @@ def resolve_variant(
         raise TaskFileError(
             f"variant '{variant_id}': {str(error['msg']).removeprefix('Value error, ')}",
             file=loaded.display, field=loc or None,
-            hint=f"set by {where.get(loc, 'the merge')}" if loc else None,
+            hint=f"set by {_set_by(where, loc, variant_id)}" if loc else None,
         ) from None  # fmt: skip
     if definition.initial_prompt is not None:
         where.setdefault("initial_prompt", "task")
