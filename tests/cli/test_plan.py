@@ -120,7 +120,30 @@ def test_plan_and_run_refuse_a_split_with_no_rows(tmp_path: Path) -> None:
         assert "has no rows in split 'nope' (split_field='split')" in done.stderr
 
 
-def test_flags_are_validated(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--sample", "0"], "Invalid value for '--sample': Input should be greater than or "
+                            "equal to 1"),
+        (["--sample-per-stratum", "-1"], "Invalid value for '--sample-per-stratum': Input "
+                                         "should be greater than or equal to 1"),
+        (["-j", "0"], "Invalid value for '--max-parallel' / '-j': Input should be greater than "
+                      "or equal to 1"),
+    ],
+)  # fmt: skip
+def test_flags_are_validated_alike_by_plan_and_run(
+    tmp_path: Path, flags: list[str], message: str
+) -> None:
     write(tmp_path / "t.yaml", task_text("t"))
-    for flags in (["--sample", "0"], ["--sample-per-stratum", "-1"], ["-j", "0"]):
-        assert assay("plan", "t.yaml", *flags, cwd=tmp_path).returncode == 2
+    for command in ("plan", "run"):
+        done = assay(command, "t.yaml", *flags, cwd=tmp_path)
+        assert done.returncode == 2, command
+        text = " ".join(done.stderr.replace("│", " ").split())  # rich wraps it in a box
+        assert message in text, (command, text)
+    assert not (tmp_path / "runs").exists()
+
+
+def test_plan_takes_a_runs_command_line(tmp_path: Path) -> None:
+    write(tmp_path / "t.yaml", task_text("t"))
+    done = assay("plan", "t.yaml", "-j", "8", "--sample", "2", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr

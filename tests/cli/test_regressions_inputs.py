@@ -72,10 +72,14 @@ def test_empty_expected_with_a_loose_match_is_a_load_error(
 
 
 def test_empty_expected_with_exact_match_is_allowed(tmp_path: Path) -> None:
-    rows = '[{id: a, x: "", ans: ""}]'
-    criterion = '{type: response_match, expected: "${row.ans}", match: exact}'
+    rows = '[{id: a, x: "", ans: ""}, {id: b, x: "not empty", ans: ""}]'
+    criterion = '{type: response_match, expected: "${row.ans}", match: exact, '
+    criterion += "suite_thresholds: {mean: 0.5}}"
     done = assay("run", str(echo_task(tmp_path, rows, criterion)), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
+    statuses = {row: json.loads((latest(tmp_path) / f"default/t1/{row}/00/task.json").read_text())
+                ["final_status"] for row in ("a", "b")}  # fmt: skip
+    assert statuses == {"a": "SUCCESS", "b": "FAILURE"}  # "" matches only the empty answer
 
 
 def test_file_check_includes_with_an_empty_item_is_a_load_error(tmp_path: Path) -> None:
@@ -140,6 +144,8 @@ def test_a_200_character_row_id_is_accepted(tmp_path: Path) -> None:
     )
     done = assay("run", str(path), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
+    task = json.loads((latest(tmp_path) / "default/t1" / ("a" * 200) / "00/task.json").read_text())
+    assert (task["row_id"], task["final_status"]) == ("a" * 200, "SUCCESS")
 
 
 def test_non_utf8_prompt_file_is_a_load_error(tmp_path: Path) -> None:

@@ -23,6 +23,7 @@ def plan(
     repeats: o.Repeats = None,
     rows: Annotated[int, typer.Option("--rows", min=0, help="Row-task ids to list per task.")] = 5,
     as_json: Annotated[bool, typer.Option("--json", help="Print the plan as JSON.")] = False,
+    jobs: o.Jobs = 4,  # checked as `run` checks it, so a run's command line plans unchanged
     prices: o.Prices = None,
     experiment: o.ExperimentOpt = None,
     set_: o.SetOpt = None,
