@@ -179,15 +179,14 @@ class RunSession:
         Raises:
             ModelError, UserError: a model could not start (no row ran).
         """
-        results, interrupted = await self._run_rows()
+        with stop_on_signals(enabled=self.request.stop_on_sigterm):
+            results, interrupted = await self._run_rows()
         return self.finish(results, interrupted=interrupted)
 
     async def _run_rows(self) -> tuple[list[EvaluationResult | None], bool]:
         request, items = self.request, self.pending()
         log_session(self.run_dir, "start", self.started)
         use_pidfd_child_watcher()
-        if request.stop_on_sigterm:
-            stop_on_signals()
         pool = build_pool(request.models, jobs=request.options.jobs, prices=self.prices,
                           registry=request.registry)  # fmt: skip
         services_of_run = run_services(pool, model_keys(self.plan), bridge=needs_bridge(self.plan),
