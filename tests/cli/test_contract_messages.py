@@ -99,7 +99,7 @@ MOCK_SCRIPT_ERRORS = {
     "a list": (b"- a\n- b\n", ": a mock script is a mapping with 'replies' (a list) and 'default'"),
     "no match": (
         b"replies:\n  - {reply: x}\n",
-        ": replies[0] needs 'match' and one of 'reply' or 'error'",
+        ": replies[0] needs 'match' and one of 'reply', 'error' or 'steps'",
     ),
     "bad regex": (
         b"replies:\n  - {match: '(', reply: x}\n",
@@ -407,8 +407,8 @@ def test_a_coder_eval_field_set_by_a_variant_or_d_is_refused(tmp_path: Path) -> 
 @pytest.mark.parametrize(
     ("block", "lines"),
     [
-        ("agent: {type: claude-code}\nsuccess_criteria:\n  - {type: response_match, expected: x}",
-         ["error: t.yaml:4: agent.type: agent type 'claude-code' (from Coder Eval) is not "
+        ("agent: {type: gemini}\nsuccess_criteria:\n  - {type: response_match, expected: x}",
+         ["error: t.yaml:4: agent.type: agent type 'gemini' (from Coder Eval) is not "
           "implemented in assay yet",
           "  hint: use type 'command' to run its CLI (e.g. command: \"claude -p\"), or type "
           "'llm' to have a model answer the prompt"]),
