@@ -174,8 +174,10 @@ def test_command_agent_is_killed_at_task_timeout(tmp_path: Path) -> None:
     assert task["final_status"] == "TIMEOUT"
     assert task["agent"]["timed_out"] is True
     assert "killed after 0.5 s" in task["error_message"]
-    # killed, not waited for: what it printed before the kill is kept, "late" never came
-    assert (latest(tmp_path) / "default/rows/slow/00/response.txt").read_text() == "started\n"
+    # killed, not waited for: "late" never came (what came before the kill is kept, when the
+    # shell got that far in 0.5 s)
+    response = (latest(tmp_path) / "default/rows/slow/00/response.txt").read_text()
+    assert response in ("", "started\n")
     assert done.returncode == 0  # the gate (completion_rate >= 0) decides
 
 
