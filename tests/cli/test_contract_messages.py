@@ -181,7 +181,7 @@ def test_compare_refuses_different_rows_naming_the_ids(tmp_path: Path) -> None:
     assert done.stderr.splitlines() == [
         f"error: suite 'toy' has different rows in the two runs: only in A {only_a} "
         f"({len(only_a)}), only in B [] (0); a comparison needs the same rows",
-        "  hint: run both on the same selection (--sample is seeded; pin sample_seed)",
+        "  hint: the runs' selections differ in --sample: A None, B 2",
     ]
     assert only_a == ["r0", "r1", "r2"]
 

@@ -159,10 +159,11 @@ def resolve_variant(
     except ValidationError as exc:
         error = exc.errors()[0]
         loc = field_path(data_loc(tuple(error["loc"]), data))
+        source = _source_of(loc, where)
         raise TaskFileError(
             f"variant '{variant_id}': {str(error['msg']).removeprefix('Value error, ')}",
             file=loaded.display, field=loc or None,
-            hint=f"set by {_set_by(where, loc, variant_id)}" if loc else None,
+            hint=f"set by {_origins(variant_id).get(source, source)}" if loc else None,
         ) from None  # fmt: skip
     if definition.initial_prompt is not None:
         where.setdefault("initial_prompt", "task")
@@ -209,11 +210,7 @@ def _screen_merged(
 ) -> None:
     """An unknown field set by a variant, the defaults or ``-D`` gets the task file's error:
     its name, a "did you mean", and where it was set."""
-    origin = {
-        "cli": "-D on the command line",
-        "variant": f"variant '{variant_id}' of the experiment file",
-        "experiment-defaults": "the experiment file's defaults",
-    }
+    origin = _origins(variant_id)
     try:
         screened = screen(data, TaskDefinition)
     except ScreenError as exc:
@@ -235,6 +232,15 @@ def _screen_merged(
                 field=loc,
                 hint=f"set by {origin[source]}; remove it there",
             )
+
+
+def _origins(variant_id: str) -> dict[str, str]:
+    """The layers above the task file, as messages name them."""
+    return {
+        "cli": "-D on the command line",
+        "variant": f"variant '{variant_id}' of the experiment file",
+        "experiment-defaults": "the experiment file's defaults",
+    }
 
 
 def _source_of(loc: str, where: dict[str, str]) -> str:
