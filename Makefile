@@ -21,7 +21,7 @@ $(VENV)/.installed-local: pyproject.toml | $(BIN)/python
 	touch $@
 
 $(VENV)/.installed-dev: pyproject.toml $(VENV)/.installed-local
-	$(BIN)/python -m pip install --quiet -e ".[dev,local,agents]"
+	$(BIN)/python -m pip install --quiet -e ".[dev,local,agents,distributed]"
 	touch $@
 
 # The Codex CLI for the coding-agent tests, pinned, in a project-local folder (needs npm).

@@ -12,6 +12,7 @@ from typing import Any, Literal, TypedDict, Unpack
 from assay.api.result import RunResult
 from assay.api.tasks import task
 from assay.errors import UsageError
+from assay.orchestration.executors import EXECUTORS, ExecutorChoice, ExecutorKind
 from assay.orchestration.options import Overrides, plan_options
 from assay.orchestration.plan import Plan, TaskSource, build_plan
 from assay.orchestration.progress import NoProgress, Progress
@@ -28,6 +29,7 @@ from assay.orchestration.session import (
 )
 from assay.orchestration.task_loader import LoadedTask
 from assay.providers.cache import parse_duration
+from assay.providers.limits import EndpointLimits
 from assay.reports.progress import make_progress
 from assay.reports.session import write_session_reports
 from assay.spec.task import TaskDefinition
@@ -89,6 +91,16 @@ class SessionKeywords(TypedDict, total=False):
         stop_on_sigterm: SIGTERM, and SIGINT when the process started with it ignored,
             stop the run like Ctrl-C (for a command line; a library leaves its process's
             signals alone by default).
+        executor: ``"local"`` (default: this process) or ``"ray"`` (the nodes of a Ray
+            cluster; needs ``assay[distributed]``). Results, reports and exit code are the
+            same whichever ran the rows.
+        ray_address: the Ray cluster, ``"host:port"`` or ``"auto"``; ``None`` starts a local
+            Ray instance for the run and stops it at the end.
+        ray_files: ``"ship"`` (default: the task folders are sent to every node) or
+            ``"shared"`` (every node sees them at the same paths).
+        max_connections: calls in flight at once per model server, across the whole run
+            (every node of a cluster); default: only ``jobs``.
+        max_rate: calls started per second per model server, across the whole run.
     """
 
     jobs: int
@@ -102,6 +114,11 @@ class SessionKeywords(TypedDict, total=False):
     on_warning: Warn | None
     command: list[str] | None
     stop_on_sigterm: bool
+    executor: ExecutorKind
+    ray_address: str | None
+    ray_files: Literal["ship", "shared"]
+    max_connections: int | None
+    max_rate: float | None
 
 
 class RunKeywords(PlanKeywords, SessionKeywords, total=False):
@@ -261,7 +278,23 @@ def _request(
         models=_model_settings(options),
         on_warning=options.get("on_warning"),
         stop_on_sigterm=options.get("stop_on_sigterm", False),
+        executor=_executor(options),
     )
+
+
+def _executor(options: SessionKeywords) -> ExecutorChoice:
+    kind = options.get("executor", "local")
+    if kind not in EXECUTORS:
+        raise UsageError(f"unknown executor {kind!r}; choose one of {', '.join(EXECUTORS)}",
+                         field="--executor")  # fmt: skip
+    address, files = options.get("ray_address"), options.get("ray_files", "ship")
+    if kind != "ray" and (address is not None or files != "ship"):
+        raise UsageError("--ray-address and --ray-files need --executor ray")
+    if files not in ("ship", "shared"):
+        raise UsageError(f"ray_files must be 'ship' or 'shared', got {files!r}")
+    limits = EndpointLimits(max_connections=options.get("max_connections"),
+                            max_rate=options.get("max_rate"))  # fmt: skip
+    return ExecutorChoice(kind=kind, address=address, limits=limits, files=files)
 
 
 def _model_settings(options: SessionKeywords) -> ModelSettings:

@@ -95,6 +95,31 @@ RerunChanged = Annotated[
     typer.Option("--rerun-changed",
                  help="With --resume: run again exactly the rows whose dataset content changed."),
 ]  # fmt: skip
+ExecutorOpt = Annotated[
+    str,
+    typer.Option("--executor", help="What runs the rows: local (this process) or ray (the "
+                 "nodes of a Ray cluster; pip install 'assay[distributed]')."),
+]  # fmt: skip
+RayAddress = Annotated[
+    str | None,
+    typer.Option("--ray-address", help="The Ray cluster (host:port or auto); default: a local "
+                 "Ray instance started for the run."),
+]  # fmt: skip
+RayFiles = Annotated[
+    str,
+    typer.Option("--ray-files", help="ship (send the task folders to every node) or shared "
+                 "(every node sees them at the same paths)."),
+]  # fmt: skip
+MaxConnections = Annotated[
+    int | None,
+    typer.Option("--max-connections", min=1, help="Calls in flight per model server across "
+                 "the whole run (every node). Default: only -j."),
+]  # fmt: skip
+MaxRate = Annotated[
+    float | None,
+    typer.Option("--max-rate", min=0.001, help="Calls per second per model server across the "
+                 "whole run (every node)."),
+]  # fmt: skip
 RunDirArg = Annotated[str, typer.Argument(help="A run directory, e.g. runs/latest.")]
 
 

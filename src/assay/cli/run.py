@@ -65,6 +65,11 @@ def run(
     set_: o.SetOpt = None,
     model: o.ModelOpt = None,
     store: o.StoreOpt = None,
+    executor: o.ExecutorOpt = "local",
+    ray_address: o.RayAddress = None,
+    ray_files: o.RayFiles = "ship",
+    max_connections: o.MaxConnections = None,
+    max_rate: o.MaxRate = None,
 ) -> None:
     """Run agents on every selected row, grade them, and write the reports."""
     chosen = o.selection(sample, sample_per_stratum, split, tags, exclude_tags, include_skipped,
@@ -72,7 +77,9 @@ def run(
                        store=store)  # fmt: skip
     session = {"stage": "run", "run_dir": run_dir, "jobs": jobs, "junit_xml": junit_xml,
                "keep_sandboxes": keep_sandboxes, "quiet": quiet, "max_retries": max_retries,
-               "timeout": timeout, "cache": cache, "cache_expiry": cache_expiry}  # fmt: skip
+               "timeout": timeout, "cache": cache, "cache_expiry": cache_expiry,
+               **_executor(executor, ray_address, ray_files, max_connections,
+                           max_rate)}  # fmt: skip
     if resume is not None:
         session.update(retry_errors=retry_errors, rerun_changed=rerun_changed)
     elif rerun_changed:
@@ -80,6 +87,14 @@ def run(
             raise UsageError("--rerun-changed goes with --resume RUN_DIR: it runs again the "
                              "rows of that run whose dataset content changed")  # fmt: skip
     execute_command(tasks, chosen, session, resume=resume)
+
+
+def _executor(
+    executor: str, address: str | None, files: str, connections: int | None, rate: float | None
+) -> dict[str, Any]:
+    """The executor keywords of :func:`assay.api.run` (checked there)."""
+    return {"executor": executor, "ray_address": address, "ray_files": files,
+            "max_connections": connections, "max_rate": rate}  # fmt: skip
 
 
 def execute(
@@ -106,6 +121,11 @@ def execute(
     set_: o.SetOpt = None,
     model: o.ModelOpt = None,
     store: o.StoreOpt = None,
+    executor: o.ExecutorOpt = "local",
+    ray_address: o.RayAddress = None,
+    ray_files: o.RayFiles = "ship",
+    max_connections: o.MaxConnections = None,
+    max_rate: o.MaxRate = None,
 ) -> None:
     """Run agents only (rows NOT_GRADED, sandboxes kept); grade later with `assay evaluate`."""
     chosen = o.selection(sample, sample_per_stratum, split, tags, exclude_tags, include_skipped,
@@ -113,7 +133,9 @@ def execute(
                        store=store)  # fmt: skip
     session = {"stage": "execute", "run_dir": run_dir, "jobs": jobs, "keep_sandboxes": True,
                "quiet": quiet, "max_retries": max_retries, "timeout": timeout, "cache": cache,
-               "cache_expiry": cache_expiry}  # fmt: skip
+               "cache_expiry": cache_expiry,
+               **_executor(executor, ray_address, ray_files, max_connections,
+                           max_rate)}  # fmt: skip
     if resume is not None:
         session.update(retry_errors=retry_errors, rerun_changed=rerun_changed)
     elif rerun_changed:

@@ -30,7 +30,7 @@ def check_coding_agent(
     agent = task.agent
     if not isinstance(agent, CodingAgent):
         return
-    _located(loaded, ("agent", "type"), lambda: _find(agent))
+    _located(loaded, ("agent", "type"), lambda: find_agent_cli(agent))
     _located(loaded, ("agent", "plugins"), lambda: plugin_dirs(agent, loaded.base_dir))
     _located(loaded, ("agent", "system_prompt_file"),
              lambda: read_system_prompt(agent, loaded.base_dir))  # fmt: skip
@@ -40,7 +40,12 @@ def check_coding_agent(
     _check_limits(loaded, task, agent, prices)
 
 
-def _find(agent: CodingAgent) -> object:
+def find_agent_cli(agent: CodingAgent) -> object:
+    """The coding agent's CLI on this machine.
+
+    Raises:
+        UsageError: it is not installed (the hint says how).
+    """
     if isinstance(agent, ClaudeCodeAgent):
         from assay.agents.claude_code import find_claude  # only plans with coding agents
 

@@ -3,6 +3,7 @@ it are in :mod:`assay.reports.progress`)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Protocol
 
 from assay.providers.retry import Attempt
@@ -21,6 +22,11 @@ class Progress(Protocol):
     def retry(self, model: str, attempt: Attempt) -> None:
         """Called when a model call failed and will be tried again."""
 
+    def nodes(self, rows: Mapping[str, int]) -> None:
+        """Called on a cluster (``--executor ray``) when its nodes or their counts change:
+        node label → rows it finished in this session (a lost node's label ends
+        ``(lost)``)."""
+
     def stop(self) -> None:
         """Called once at the end."""
 
@@ -35,6 +41,9 @@ class NoProgress:
         """Nothing to show."""
 
     def retry(self, model: str, attempt: Attempt) -> None:
+        """Nothing to show."""
+
+    def nodes(self, rows: Mapping[str, int]) -> None:
         """Nothing to show."""
 
     def stop(self) -> None:

@@ -21,8 +21,9 @@ from assay.criteria.registry import default_criteria
 from assay.errors import UsageError
 from assay.orchestration.grading import final_status, grade, grading_message, weighted_score
 from assay.orchestration.qa_rows import judge_key
+from assay.orchestration.rowfiles import SANDBOX_DIR
 from assay.orchestration.runfiles import load_task_json, task_json_paths
-from assay.orchestration.runner import SANDBOX_DIR, row_env
+from assay.orchestration.runner import row_env
 from assay.orchestration.services import run_services
 from assay.providers.pool import ModelKey, ModelPool, PoolSettings, default_registry
 from assay.qa import PredictionRecord

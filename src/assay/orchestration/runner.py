@@ -31,6 +31,7 @@ from assay.orchestration.expand import RowTask
 from assay.orchestration.grading import final_status, grade, grading_message, weighted_score
 from assay.orchestration.plan import Plan, PlannedTask, WorkItem
 from assay.orchestration.qa_rows import judge_key
+from assay.orchestration.rowfiles import SANDBOX_DIR, FinishedRow, write_finished
 from assay.orchestration.rundir import item_dir
 from assay.orchestration.store_rows import trace_reader
 from assay.providers.base import Model
@@ -38,7 +39,6 @@ from assay.providers.managed import OnRetry
 from assay.providers.pool import ModelKey, ModelPool
 from assay.qa import PredictionRecord, QaItem
 from assay.qa.schema import OPEN_TYPES, route
-from assay.results.io import dumps, make_dirs, write_model_atomic, write_text
 from assay.results.status import FinalStatus
 from assay.results.task_result import (
     AgentRecord,
@@ -49,7 +49,8 @@ from assay.results.task_result import (
     TaskConfigRecord,
     TokenUsage,
 )
-from assay.results.trace import Span, new_trace_id, to_otlp_json
+from assay.results.trace import Span, new_trace_id
+from assay.sandbox.archive import pack
 from assay.sandbox.process import run_process, tail
 from assay.sandbox.tempdir import Sandbox
 from assay.spec.coding_agents import CodingAgent
@@ -60,7 +61,6 @@ if TYPE_CHECKING:
     from assay.store import Store
 
 Stage = Literal["run", "execute"]
-SANDBOX_DIR = "sandbox"
 WRITER_THREADS = 2  # rows whose files are written at once, off the event loop
 
 
@@ -75,10 +75,8 @@ class RunOptions:
 
 @dataclass
 class ExecutionResult:
-    """The results in plan order (``None`` for items that never finished) and whether the
-    run was interrupted."""
+    """Whether the run was interrupted, and how long the rows ran (seconds)."""
 
-    results: list[EvaluationResult | None]
     interrupted: bool = False
     seconds: float = 0.0
 
@@ -191,10 +189,15 @@ class Runner:
     """Runs work items against a started :class:`ModelPool`.
 
     Args:
-        run_dir: the run directory.
+        run_dir: the run directory (on the machine that writes it).
         pool: started models.
         criteria: the criterion registry.
         options: jobs, stage, sandbox keeping.
+        folders: where a task folder is on this machine (default: where it is in the plan);
+            a node of a cluster runs rows from its copy of the task folders.
+        remote: rows run on another machine than the run folder's: a kept sandbox is made
+            in the temporary folder and packed into the row's files
+            (:class:`~assay.orchestration.rowfiles.RowFiles`), never written here.
     """
 
     def __init__(
@@ -206,6 +209,8 @@ class Runner:
         *,
         on_retry: OnRetry | None = None,
         bridge: Bridge | None = None,
+        folders: Callable[[Path], Path] | None = None,
+        remote: bool = False,
     ) -> None:
         self.run_dir = run_dir
         self.pool = pool
@@ -213,6 +218,8 @@ class Runner:
         self.options = options
         self.on_retry = on_retry
         self.bridge = bridge
+        self.folders = folders or (lambda folder: folder)
+        self.remote = remote
         self.base_env = dict(os.environ)
         self._stores: dict[str, Store] = {}
 
@@ -221,30 +228,26 @@ class Runner:
 
         A row's files are written by a writer thread, so a slow disk never holds up the
         event loop (and the model calls of the rows still running). A row whose files are
-        being written when the run is cancelled finishes writing and is counted.
+        being written when the run is cancelled finishes writing and is counted. Each
+        result goes to ``on_done`` as its files are written, and is not kept here.
         """
         started = time.perf_counter()
-        results: list[EvaluationResult | None] = [None] * len(items)
-        queue = iter(enumerate(items))
+        queue = iter(items)
 
         jobs = max(1, self.options.jobs)
         slots = asyncio.Semaphore(jobs)
         loop = asyncio.get_running_loop()
 
-        def record(position: int, result: EvaluationResult) -> None:
-            results[position] = result
-            on_done(result)
-
         async def worker(writer: ThreadPoolExecutor) -> None:
-            for position, item in queue:
-                row, result, outcome = await self.run_row(item, slots)
-                written = loop.run_in_executor(writer, write_row, row, result, outcome)
+            for item in queue:
+                row, finished = await self.run_row(item, slots)
+                written = loop.run_in_executor(writer, write_finished, row.directory, finished)
                 try:
                     await asyncio.shield(written)
                 except asyncio.CancelledError:
-                    record(position, await written)
+                    on_done(await written)
                     raise
-                record(position, written.result())
+                on_done(written.result())
 
         # Twice as many workers as slots: while ``jobs`` rows run their agent and criteria,
         # the others resolve their row or write finished files, so no slot waits on
@@ -260,7 +263,7 @@ class Runner:
             except BaseException:
                 await _cancel(workers)  # a bug in one worker must not leave the others running
                 raise
-        return ExecutionResult(results, interrupted, time.perf_counter() - started)
+        return ExecutionResult(interrupted, time.perf_counter() - started)
 
     def _env(self, item: WorkItem, task: TaskDefinition, sandbox: Path | None) -> dict[str, str]:
         return row_env(
@@ -269,14 +272,15 @@ class Runner:
             variant_id=item.variant_id,
             replicate=item.replicate,
             sandbox=sandbox,
-            task_dir=item.row_task.source.base_dir,
+            task_dir=self.folders(item.row_task.source.base_dir),
         )
 
     async def run_row(
         self, item: WorkItem, slots: asyncio.Semaphore | None = None
-    ) -> tuple[_Row, EvaluationResult, AgentOutcome]:
-        """Run one work item up to its result, without writing its files (see
-        :func:`write_row`); never raises for a row's own failure.
+    ) -> tuple[_Row, FinishedRow]:
+        """Run one work item to its end, without writing its files (see
+        :func:`~assay.orchestration.rowfiles.write_finished`); never raises for a row's own
+        failure.
 
         ``slots`` bounds the rows whose sandbox, agent and criteria run at once (``-j``);
         resolving the row happens outside a slot. A row without a directory (an ``llm``
@@ -290,12 +294,12 @@ class Runner:
             gate = slots
         async with gate:
             try:
-                result, outcome = await self._execute(row)
+                finished = await self._execute(row)
             except Exception as exc:  # an unforeseen failure ends this row, not the run
                 row.note(f"internal error: {exc!r}")
                 failed = AgentOutcome(status="error", error=f"internal error: {exc!r}")
-                result, outcome = self._finish(row, failed, [], None)
-        return row, result, outcome
+                finished = self._finish(row, failed, [], None)
+        return row, finished
 
     def _prepare(self, item: WorkItem) -> _Row:
         task = item.resolve()
@@ -309,15 +313,16 @@ class Runner:
         )
         return _Row(item, task, directory, qa=item.qa_item())
 
-    async def _execute(self, row: _Row) -> tuple[EvaluationResult, AgentOutcome]:
+    async def _execute(self, row: _Row) -> FinishedRow:
         task, directory = row.task, row.directory
-        base_dir = row.item.row_task.source.base_dir
+        base_dir = self.folders(row.item.row_task.source.base_dir)
         if not needs_directory(task):
             return await self._in_sandbox(row, None, base_dir)
-        kept_at = self._kept_at(directory)
+        kept_at = None if self.remote else self._kept_at(directory)
         # A coding agent reads instruction files (CLAUDE.md, AGENTS.md) from every folder
         # above its working directory: its sandbox is made in the temporary folder and copied
-        # into the run folder at the end, never placed under the user's project.
+        # into the run folder at the end, never placed under the user's project. On a node of
+        # a cluster every kept sandbox is made in the temporary folder and packed.
         moved = kept_at if isinstance(task.agent, CodingAgent) else None
         try:
             sandbox = Sandbox.create(task.sandbox, base_dir=base_dir,
@@ -326,7 +331,8 @@ class Runner:
             row.note(f"sandbox: {exc}")
             return self._finish(row, AgentOutcome(status="error", error=str(exc)), [], None)
         try:
-            return await self._in_sandbox(row, sandbox, base_dir, keep_copy=moved)
+            return await self._in_sandbox(row, sandbox, base_dir, keep_copy=moved,
+                                          packed=self.remote and self._keeping())  # fmt: skip
         finally:
             if sandbox.root.exists() and not self._keeps(sandbox, directory):
                 sandbox.remove()
@@ -355,9 +361,12 @@ class Runner:
     def _keeps(self, sandbox: Sandbox, directory: Path) -> bool:
         return sandbox.root == directory / SANDBOX_DIR
 
+    def _keeping(self) -> bool:
+        return self.options.keep_sandboxes or self.options.stage == "execute"
+
     def _kept_at(self, directory: Path) -> Path | None:
         """Where a kept sandbox lives (made there from the start), or ``None``."""
-        if not (self.options.keep_sandboxes or self.options.stage == "execute"):
+        if not self._keeping():
             return None
         target = directory / SANDBOX_DIR
         if target.exists():  # a resumed row runs again from scratch
@@ -365,14 +374,22 @@ class Runner:
         return target
 
     async def _in_sandbox(
-        self, row: _Row, sandbox: Sandbox | None, base_dir: Path, *, keep_copy: Path | None = None
-    ) -> tuple[EvaluationResult, AgentOutcome]:
+        self,
+        row: _Row,
+        sandbox: Sandbox | None,
+        base_dir: Path,
+        *,
+        keep_copy: Path | None = None,
+        packed: bool = False,
+    ) -> FinishedRow:
         task, item = row.task, row.item
         env = self._env(item, task, sandbox.root if sandbox else None)
         if sandbox is not None:
             failure = await self._pre_run(row, sandbox, env)
-            if failure is not None:
+            if failure is not None:  # a sandbox kept in place stays, as on a local run
                 outcome = AgentOutcome(status="error", error=failure)
+                if packed and not isinstance(task.agent, CodingAgent):
+                    return await self._packed(row, outcome, [], sandbox)
                 return self._finish(row, outcome, [], sandbox)
         root_span = Span(name=f"row {task.task_id}", trace_id=new_trace_id())
         root_span.attributes.update(
@@ -419,9 +436,24 @@ class Runner:
                          f"{_first_line(result.error or result.details)}")  # fmt: skip
         if sandbox is not None:
             await self._post_run(row, sandbox, env)
+        if sandbox is not None and packed:
+            return await self._packed(row, outcome, results, sandbox)
         if sandbox is not None and keep_copy is not None:
             return self._finish(row, outcome, results, sandbox.copy_to(keep_copy))
         return self._finish(row, outcome, results, sandbox)
+
+    async def _packed(
+        self, row: _Row, outcome: AgentOutcome, results: list[CriterionResult], sandbox: Sandbox
+    ) -> FinishedRow:
+        """The row with its kept sandbox packed, to be unpacked into the run folder by the
+        process that writes it."""
+        try:
+            archive = await asyncio.to_thread(pack, sandbox.root)
+        except SandboxError as exc:
+            row.note(f"sandbox: {exc}")
+            failed = AgentOutcome(status="error", error=str(exc))
+            return self._finish(row, failed, [], None)
+        return self._finish(row, outcome, results, None, archive=(archive, str(sandbox.root)))
 
     def _judge(self, task: TaskDefinition, base_dir: Path) -> Model | None:
         if task.qa is None or task.qa.judge is None:
@@ -464,10 +496,12 @@ class Runner:
         outcome: AgentOutcome,
         results: list[CriterionResult],
         sandbox: Sandbox | None,
-    ) -> tuple[EvaluationResult, AgentOutcome]:
+        *,
+        archive: tuple[bytes, str] | None = None,
+    ) -> FinishedRow:
         task, item = row.task, row.item
         status = final_status(outcome.status, results, graded=self.options.stage == "run")
-        kept = sandbox.root if sandbox is not None and self._keeps(sandbox, row.directory) else None
+        kept = archive is not None or (sandbox is not None and self._keeps(sandbox, row.directory))
         result = EvaluationResult(
             task_id=task.task_id,
             suite_id=task.suite_id,
@@ -501,7 +535,9 @@ class Runner:
             transcript=outcome.transcript.summary() if outcome.transcript is not None else None,
             pre_run_results=row.pre_run,
             post_run_results=row.post_run,
-            sandbox_path=(kept.relative_to(self.run_dir).as_posix() if kept else None),
+            sandbox_path=(
+                (row.directory / SANDBOX_DIR).relative_to(self.run_dir).as_posix() if kept else None
+            ),
             row=item.row_task.row,
             qa_record=_qa_record(row.qa, outcome),
             task_config=TaskConfigRecord(
@@ -510,7 +546,7 @@ class Runner:
                 task_dir=str(item.row_task.source.base_dir),
             ),
         )
-        return result, outcome
+        return FinishedRow(result, outcome, row.log, archive)
 
 
 async def _cancel(workers: list[asyncio.Task[None]]) -> None:
@@ -559,40 +595,3 @@ def _usage(outcome: AgentOutcome) -> TokenUsage | None:
         cache_write_tokens=usage.cache_write_tokens,
         reasoning_tokens=usage.reasoning_tokens,
     )
-
-
-def write_row(row: _Row, result: EvaluationResult, outcome: AgentOutcome) -> EvaluationResult:
-    """Write a finished row's files and return its result; safe to call from a writer thread.
-
-    A row whose files cannot be written (a full disk, a file where its folder should be, a
-    value JSON refuses) ends ``ERROR`` with the reason, written in their place when that
-    is possible; when even that fails the row is reported without files (a resumed run
-    runs it again), and the run goes on.
-    """
-    try:
-        write_row_files(row.directory, result, outcome, row.log)
-    except (OSError, ValueError) as exc:
-        result = result.model_copy(update={
-            "final_status": FinalStatus.ERROR,
-            "error_message": f"the row's files could not be written: {exc}",
-            "success_criteria_results": [], "weighted_score": None,
-        })  # fmt: skip
-        with contextlib.suppress(OSError, ValueError):
-            write_row_files(row.directory, result, AgentOutcome(status="error"), row.log)
-    return result
-
-
-def write_row_files(
-    directory: Path, result: EvaluationResult, outcome: AgentOutcome, log: list[str]
-) -> None:
-    """Write a row's files; ``task.json`` last, atomically, so it alone marks a finished row
-    (the files before it are written in place: a row without ``task.json`` runs again)."""
-    make_dirs(directory)
-    if outcome.response is not None:
-        write_text(directory / "response.txt", outcome.response)
-    if outcome.stored_trace is not None:
-        write_text(directory / "trace.json", dumps(outcome.stored_trace, compact=True))
-    elif len(outcome.spans) > 1:
-        write_text(directory / "trace.json", dumps(to_otlp_json(outcome.spans), compact=True))
-    write_text(directory / "task.log", "\n".join(log) + "\n")
-    write_model_atomic(directory / "task.json", result)

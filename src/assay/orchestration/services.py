@@ -9,21 +9,28 @@ resumed run, :func:`assay.run`) gets them without knowing about them.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+import dataclasses
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from assay.orchestration.runner import judge_keys
 from assay.providers.cache import ResponseCache
+from assay.providers.limits import Gate
 from assay.providers.managed import OnRetry
 from assay.providers.pool import ModelKey, ModelPool, PoolSettings, ProviderRegistry
 from assay.providers.pool import default_registry as default_providers
 from assay.providers.pricing import PriceTable
 from assay.providers.retry import RetryPolicy
+from assay.qa import check_judge
 
 if TYPE_CHECKING:
     from assay.bridge import Bridge
+    from assay.orchestration.plan import Plan
+
+Warn = Callable[[str], None]
 
 DEFAULT_CACHE = Path(".assay") / "cache.db"
 
@@ -63,8 +70,10 @@ def build_pool(
     jobs: int,
     prices: PriceTable,
     registry: ProviderRegistry | None = None,
+    gate: Gate | None = None,
 ) -> ModelPool:
-    """A model pool for one run (not started): ``jobs`` calls in flight per server."""
+    """A model pool for one run (not started): ``jobs`` calls in flight per server, and
+    the ``gate``'s permits (run-wide limits) for every call."""
     cache = None
     if models.cache or models.cache_path is not None:
         cache = ResponseCache(models.cache_path or DEFAULT_CACHE, max_age=models.cache_expiry)
@@ -75,6 +84,7 @@ def build_pool(
         cache_all=models.cache,
         timeout=models.timeout,
         prices=prices,
+        gate=gate,
     )
     return ModelPool(registry or default_providers(), settings)
 
@@ -117,3 +127,39 @@ async def _close_pool(pool: ModelPool) -> None:
     await pool.aclose()
     if pool.settings.cache is not None:
         pool.settings.cache.close()
+
+
+async def check_judges(
+    plan: Plan,
+    pool: ModelPool,
+    on_warning: Warn | None = None,
+    *,
+    folders: Callable[[Path], Path] | None = None,
+) -> list[str]:
+    """Sanity-check every judge of the plan (:func:`assay.qa.check_judge`): a warning for
+    each judge that gets an obvious case wrong, also given to ``on_warning`` at once.
+    ``folders`` says where a task folder is on this machine (a node of a cluster)."""
+    warnings = []
+    seen: set[tuple[str, str | None, str | None, str]] = set()
+    for found in judge_keys(plan, checked_only=True):
+        key = found
+        if folders is not None:
+            key = dataclasses.replace(found, base_dir=str(folders(Path(found.base_dir))))
+        where = key.base_dir if key.name.startswith("mock/") else ""  # a script per folder
+        if (key.name, key.base_url, key.api_key_env, where) in seen:
+            continue  # one check per judge endpoint
+        seen.add((key.name, key.base_url, key.api_key_env, where))
+        check = await check_judge(pool.get(key))
+        if check.passed:
+            continue
+        wrong = [f"{text!r} judged {verdict}" for text, expected, verdict in check.probes
+                 if verdict != expected]  # fmt: skip
+        warning = (
+            f"judge {key.name} failed its sanity check (answers to 'What is the capital of "
+            f"France?': {'; '.join(wrong)}): its verdicts on open questions are not a "
+            "measurement; use a stronger judge model (qa.judge.model)"
+        )
+        if on_warning is not None:
+            on_warning(warning)
+        warnings.append(warning)
+    return warnings

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from assay.criteria.registry import default_criteria
 from assay.errors import UsageError
 from assay.orchestration.datacheck import same_data
+from assay.orchestration.executors import ExecutionContext, ExecutorChoice, make_executor
 from assay.orchestration.plan import Plan, PlanOptions, WorkItem, build_plan
 from assay.orchestration.progress import NoProgress, Progress
 from assay.orchestration.record import (
@@ -32,18 +32,11 @@ from assay.orchestration.record import (
 )
 from assay.orchestration.rundir import create_run_dir, point_latest
 from assay.orchestration.runfiles import finished_results
-from assay.orchestration.runner import (
-    Runner,
-    RunOptions,
-    judge_keys,
-    model_keys,
-    needs_bridge,
-)
-from assay.orchestration.services import ModelSettings, build_pool, run_services
+from assay.orchestration.runner import RunOptions
+from assay.orchestration.services import ModelSettings
 from assay.orchestration.signals import stop_on_signals
-from assay.providers.pool import ModelPool, ProviderRegistry
+from assay.providers.pool import ProviderRegistry
 from assay.providers.pricing import PriceTable
-from assay.qa import check_judge
 from assay.results.io import read_json
 from assay.results.plan_record import PLAN_FILE, PlanRecord, log_session, write_plan
 from assay.results.task_result import EvaluationResult
@@ -73,6 +66,8 @@ class RunRequest:
             the background from a script or CI), stop the run like Ctrl-C
             (:mod:`assay.orchestration.signals`; the command line sets it; a library leaves
             the process's signals alone).
+        executor: which executor runs the rows (``local``, ``ray`` and its cluster) and the
+            run-wide limits of each model server.
     """
 
     runs_root: Path
@@ -86,6 +81,7 @@ class RunRequest:
     rerun_changed: bool = False
     on_warning: Warn | None = None
     stop_on_sigterm: bool = False
+    executor: ExecutorChoice = field(default_factory=ExecutorChoice)
 
 
 @dataclass
@@ -187,23 +183,22 @@ class RunSession:
         request, items = self.request, self.pending()
         log_session(self.run_dir, "start", self.started)
         use_pidfd_child_watcher()
-        pool = build_pool(request.models, jobs=request.options.jobs, prices=self.prices,
-                          registry=request.registry)  # fmt: skip
-        services_of_run = run_services(pool, model_keys(self.plan), bridge=needs_bridge(self.plan),
-                                       on_retry=request.progress.retry)  # fmt: skip
-        async with services_of_run as services:
-            runner = Runner(self.run_dir, pool, default_criteria(), request.options,
-                            on_retry=request.progress.retry, bridge=services.bridge)  # fmt: skip
-            try:
-                if request.options.stage == "run":
-                    warnings = await check_judges(self.plan, services.pool, request.on_warning)
-                    self.plan.warnings.extend(warnings)
-                request.progress.start(len(items), already_done=len(self.kept))
-                outcome = await runner.execute(items, request.progress.advance)
-                return outcome.results, outcome.interrupted
-            finally:  # before the services stop (a local server takes a moment to end)
-                request.progress.stop()
-                runner.close()
+        executor = make_executor(request.executor)
+        context = ExecutionContext(
+            plan=self.plan, run_dir=self.run_dir, options=request.options,
+            models=request.models, prices=self.prices, registry=request.registry,
+            progress=request.progress, already_done=len(self.kept),
+            on_warning=request.on_warning, limits=request.executor.limits,
+        )  # fmt: skip
+        results: list[EvaluationResult | None] = []
+
+        def done(result: EvaluationResult) -> None:
+            results.append(result)
+            request.progress.advance(result)
+
+        execution = await executor.execute(context, items, done)
+        self.plan.warnings.extend(execution.warnings)
+        return results, execution.interrupted
 
     def finish(
         self, results: list[EvaluationResult | None], *, interrupted: bool
@@ -253,30 +248,6 @@ def _check_same_store_versions(plan: Plan, record: PlanRecord) -> None:
             )
 
 
-async def check_judges(plan: Plan, pool: ModelPool, on_warning: Warn | None = None) -> list[str]:
-    """Sanity-check every judge of the plan (:func:`assay.qa.check_judge`): a warning for
-    each judge that gets an obvious case wrong, also given to ``on_warning`` at once."""
-    warnings = []
-    seen: set[tuple[str, str | None, str | None, str]] = set()
-    for key in judge_keys(plan, checked_only=True):
-        where = key.base_dir if key.name.startswith("mock/") else ""  # a script per folder
-        if (key.name, key.base_url, key.api_key_env, where) in seen:
-            continue  # one check per judge endpoint
-        seen.add((key.name, key.base_url, key.api_key_env, where))
-        check = await check_judge(pool.get(key))
-        if check.passed:
-            continue
-        wrong = [f"{text!r} judged {verdict}" for text, expected, verdict in check.probes
-                 if verdict != expected]  # fmt: skip
-        warning = (
-            f"judge {key.name} failed its sanity check (answers to 'What is the capital of "
-            f"France?': {'; '.join(wrong)}): its verdicts on open questions are not a "
-            "measurement; use a stronger judge model (qa.judge.model)"
-        )
-        if on_warning is not None:
-            on_warning(warning)
-        warnings.append(warning)
-    return warnings
 
 
 def check_outputs(runs_root: Path, junit: Path | None) -> None:

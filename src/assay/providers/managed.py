@@ -8,6 +8,7 @@ in the cache.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -17,6 +18,7 @@ from assay.errors import ModelError
 from assay.providers.base import Model, ModelRequest, ModelResponse
 from assay.providers.cache import Identity, ResponseCache, cache_key
 from assay.providers.limiter import AdaptiveLimiter
+from assay.providers.limits import Gate
 from assay.providers.retry import (
     Attempt,
     CallRecord,
@@ -39,6 +41,8 @@ class ManagedModel:
         limiter: the endpoint's adaptive concurrency limiter.
         policy: retries and waits.
         cache: the response cache, or ``None``.
+        gate: run-wide permits of the endpoint's server (:mod:`assay.providers.limits`),
+            held inside the endpoint's slot while a call is sent; ``server`` names it.
     """
 
     def __init__(
@@ -49,8 +53,12 @@ class ManagedModel:
         limiter: AdaptiveLimiter,
         policy: RetryPolicy,
         cache: ResponseCache | None = None,
+        gate: Gate | None = None,
+        server: str = "",
     ) -> None:
         self.model = model
+        self.gate = gate
+        self.server = server
         self.name = model.name
         self.identity = identity
         self.limiter = limiter
@@ -85,7 +93,7 @@ class ManagedModel:
                 return hit
 
         async def once() -> ModelResponse:
-            async with self.limiter.slot() as ticket:
+            async with self.limiter.slot() as ticket, self._permit():
                 try:
                     response = await self.model.generate(request)
                 except TransientModelError as exc:
@@ -102,6 +110,12 @@ class ManagedModel:
         if self.cache is not None and key is not None:
             self.cache.put(key, response)
         return response
+
+    def _permit(self) -> contextlib.AbstractAsyncContextManager[None]:
+        """The gate's permit for one call (nothing without a gate)."""
+        if self.gate is None:
+            return contextlib.nullcontext()
+        return self.gate.hold(self.server)
 
     async def forward(
         self,
@@ -129,11 +143,11 @@ class ManagedModel:
             raise ModelError(f"{self.name}: this provider cannot pass requests through")
 
         async def once() -> Forwarded:
-            slot = self.limiter.slot()
+            slot = _Held(self.limiter.slot(), self._permit())
             ticket = await slot.__aenter__()
             try:
                 response: httpx.Response = await forward(body, headers=headers, query=query)
-            except TransientModelError:
+            except BaseException:
                 await slot.__aexit__(None, None, None)
                 raise
             if is_retryable_status(response.status_code):
@@ -154,6 +168,30 @@ class ManagedModel:
                 on_retry(self.name, attempt)
 
         return await call_with_retries(once, self.policy, record or CallRecord(), notify)
+
+
+class _Held:
+    """The endpoint's slot and the gate's permit, entered and left together (a streamed
+    answer holds both until it is closed)."""
+
+    def __init__(self, slot: Any, permit: contextlib.AbstractAsyncContextManager[None]) -> None:
+        self._slot = slot
+        self._permit = permit
+
+    async def __aenter__(self) -> Any:
+        ticket = await self._slot.__aenter__()
+        try:
+            await self._permit.__aenter__()
+        except BaseException:
+            await self._slot.__aexit__(None, None, None)
+            raise
+        return ticket
+
+    async def __aexit__(self, *exc: object) -> None:
+        try:
+            await self._permit.__aexit__(None, None, None)
+        finally:
+            await self._slot.__aexit__(None, None, None)
 
 
 class Forwarded:

@@ -19,6 +19,7 @@ from assay.errors import UsageError
 from assay.providers.base import Model, split_model_name
 from assay.providers.cache import Identity, ResponseCache
 from assay.providers.limiter import AdaptiveLimiter
+from assay.providers.limits import Gate
 from assay.providers.managed import ManagedModel
 from assay.providers.pricing import PriceTable
 from assay.providers.retry import RetryPolicy
@@ -49,6 +50,9 @@ class PoolSettings:
         cache_all: cache every model's answers.
         timeout: seconds per request when set on the command line (``--timeout``).
         prices: the price table (cost per row, ``max_usd``).
+        gate: permits every call of a server holds while it is sent
+            (:mod:`assay.providers.limits`: ``--max-connections``, ``--max-rate``, held
+            across the run); ``None``: only ``parallel``.
     """
 
     parallel: int = 4
@@ -57,6 +61,7 @@ class PoolSettings:
     cache_all: bool = False
     timeout: float | None = None
     prices: PriceTable = field(default_factory=PriceTable)
+    gate: Gate | None = None
 
 
 Factory = Callable[[ModelKey, PoolSettings], Model]
@@ -277,6 +282,8 @@ class ModelPool:
             limiter=limiter,
             policy=self.settings.retry,
             cache=cached,
+            gate=self.settings.gate,
+            server="|".join(str(part) for part in server),
         )
         self._managed[key] = managed
         return managed

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Mapping
 from typing import IO
 
 from rich.markup import escape
@@ -34,6 +35,7 @@ class _Counts:
         self.kept = 0
         self.started = time.monotonic()
         self.first_done: float | None = None
+        self.nodes: dict[str, int] = {}
 
     def add(self, result: EvaluationResult) -> None:
         self.done += 1
@@ -64,7 +66,16 @@ class _Counts:
     def line(self) -> str:
         kept = f" (+{self.kept} kept)" if self.kept else ""
         retries = f" · {self.retries} retries" if self.retries else ""
-        return f"{self.done}/{self.total} rows{kept} · {self.outcome()}{retries} · {self.eta()}"
+        return (f"{self.done}/{self.total} rows{kept} · {self.outcome()}{retries} · {self.eta()}"
+                f"{self.node_text()}")  # fmt: skip
+
+    def node_text(self) -> str:
+        """`` · 2 nodes: a 10, b 12`` on a cluster (rows per node), else nothing."""
+        if not self.nodes:
+            return ""
+        live = sum(1 for name in self.nodes if not name.endswith("(lost)"))
+        rows = ", ".join(f"{name} {done}" for name, done in self.nodes.items())
+        return f" · {live} node{'s' if live != 1 else ''}: {rows}"
 
 
 class PlainProgress:
@@ -99,6 +110,13 @@ class PlainProgress:
         if now - self._last_retry >= self.every / 5:
             self._last_retry = now
             print(f"[assay] {retry_text(model, attempt)}", file=self.stream, flush=True)
+
+    def nodes(self, rows: Mapping[str, int]) -> None:
+        """Remember the rows per node; say so at once when a node joins or is lost."""
+        changed = set(rows) != set(self.counts.nodes)
+        self.counts.nodes = dict(rows)
+        if changed and self.counts.total:
+            print(f"[assay] {self.counts.line()}", file=self.stream, flush=True)
 
     def stop(self) -> None:
         """Print the final line."""
@@ -150,6 +168,7 @@ class RichProgress:
         return (
             f"[green]{self.counts.passed} passed[/] · [red]{self.counts.errors} errors[/]"
             f"{refused}{retries} · {self.counts.eta()}"
+            f"{escape(self.counts.node_text())}"
         )
 
     def retry(self, model: str, attempt: Attempt) -> None:
@@ -157,6 +176,11 @@ class RichProgress:
         self.counts.retries += 1
         self.bar.update(self.task_id, status=self._status())
         self.bar.console.print(f"[yellow]retry[/] {escape(retry_text(model, attempt))}")
+
+    def nodes(self, rows: Mapping[str, int]) -> None:
+        """Show the rows per node in the bar's description."""
+        self.counts.nodes = dict(rows)
+        self.bar.update(self.task_id, status=self._status())
 
     def stop(self) -> None:
         """Remove the live display."""

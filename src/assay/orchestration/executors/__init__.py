@@ -1,0 +1,21 @@
+"""Executors: what runs a run's rows (:mod:`.base` describes the seam)."""
+
+from assay.orchestration.executors.base import (
+    EXECUTORS,
+    Execution,
+    ExecutionContext,
+    Executor,
+    ExecutorChoice,
+    ExecutorKind,
+    make_executor,
+)
+
+__all__ = [
+    "EXECUTORS",
+    "Execution",
+    "ExecutionContext",
+    "Executor",
+    "ExecutorChoice",
+    "ExecutorKind",
+    "make_executor",
+]

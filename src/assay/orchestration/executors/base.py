@@ -1,0 +1,124 @@
+"""The executor seam: what runs a run's pending work items, below the session and the API.
+
+A session (:mod:`assay.orchestration.session`) hands an :class:`Executor` the work items
+whose ``task.json`` does not exist yet; the executor runs them inside the run's services and
+calls ``on_done`` with each row's result once its files are written. Whatever executor ran
+the rows, the run folder, the reports and the exit code are the same (timings aside):
+
+- ``local`` (:mod:`.local`, the default): this process, ``-j`` rows at once (asyncio).
+- ``ray`` (:mod:`.ray_executor`, ``--executor ray``): one runner per node of a Ray cluster,
+  each running ``-j`` rows at once; the rows' files are still written here, by this process
+  alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal, Protocol
+
+from assay.errors import UsageError
+from assay.orchestration.plan import Plan, WorkItem
+from assay.orchestration.progress import Progress
+from assay.orchestration.runner import RunOptions
+from assay.orchestration.services import ModelSettings
+from assay.providers.limits import EndpointLimits
+from assay.providers.pool import ProviderRegistry
+from assay.providers.pricing import PriceTable
+from assay.results.task_result import EvaluationResult
+
+ExecutorKind = Literal["local", "ray"]
+EXECUTORS: tuple[ExecutorKind, ...] = ("local", "ray")
+OnDone = Callable[[EvaluationResult], None]
+Warn = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class ExecutorChoice:
+    """Which executor runs the rows, and the limits every row of the run shares.
+
+    Attributes:
+        kind: ``local`` or ``ray``.
+        address: the Ray cluster (``host:port``, ``ray://host:port`` or ``auto``); ``None``
+            starts a local Ray instance for the run and stops it at the end.
+        limits: ``--max-connections`` / ``--max-rate``, held across every node.
+        files: how the task folders reach the nodes: ``ship`` (packed by the driver) or
+            ``shared`` (every node sees them at the same paths).
+    """
+
+    kind: ExecutorKind = "local"
+    address: str | None = None
+    limits: EndpointLimits = field(default_factory=EndpointLimits)
+    files: Literal["ship", "shared"] = "ship"
+
+
+@dataclass
+class ExecutionContext:
+    """What every executor needs besides the items.
+
+    Attributes:
+        plan: the run's plan (the items are some of its work items).
+        run_dir: the run folder; only this process writes in it.
+        options: ``-j`` (per node on a cluster), stage, sandbox keeping.
+        models: retries, timeout, cache.
+        prices: the price table.
+        registry: the model providers (``None``: the default ones).
+        progress: told of each row as it finishes.
+        already_done: rows kept from earlier sessions (for the progress display).
+        on_warning: called with each warning as it is found.
+        limits: run-wide limits of each model server.
+    """
+
+    plan: Plan
+    run_dir: Path
+    options: RunOptions
+    models: ModelSettings
+    prices: PriceTable
+    registry: ProviderRegistry | None
+    progress: Progress
+    already_done: int = 0
+    on_warning: Warn | None = None
+    limits: EndpointLimits = field(default_factory=EndpointLimits)
+
+
+@dataclass
+class Execution:
+    """How running the items ended: interrupted (Ctrl-C, SIGTERM) or not, and the warnings
+    found (a judge that failed its sanity check)."""
+
+    interrupted: bool = False
+    warnings: list[str] = field(default_factory=list)
+
+
+class Executor(Protocol):
+    """Runs work items; every finished row's files are written before ``on_done`` hears of
+    it, so a row is done exactly when its ``task.json`` exists."""
+
+    async def execute(
+        self, context: ExecutionContext, items: list[WorkItem], on_done: OnDone
+    ) -> Execution:
+        """Run ``items``; return when all are done or the run is cancelled (then
+        ``interrupted``).
+
+        Raises:
+            ModelError, UserError: the services could not start (no row ran).
+        """
+        ...
+
+
+def make_executor(choice: ExecutorChoice) -> Executor:
+    """The executor ``choice`` names (Ray is imported only for ``ray``).
+
+    Raises:
+        UsageError: an unknown kind.
+    """
+    if choice.kind not in EXECUTORS:
+        raise UsageError(f"unknown executor {choice.kind!r}; choose one of {', '.join(EXECUTORS)}")
+    if choice.kind == "ray":
+        from assay.orchestration.executors.ray_executor import RayExecutor
+
+        return RayExecutor(address=choice.address, files=choice.files)
+    from assay.orchestration.executors.local import LocalExecutor
+
+    return LocalExecutor()

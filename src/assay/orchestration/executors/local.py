@@ -1,0 +1,43 @@
+"""The ``local`` executor: every row in this process, ``-j`` at a time (asyncio), inside the
+run's services (:func:`assay.orchestration.services.run_services`)."""
+
+from __future__ import annotations
+
+from assay.criteria.registry import default_criteria
+from assay.orchestration.executors.base import Execution, ExecutionContext, OnDone
+from assay.orchestration.plan import WorkItem
+from assay.orchestration.runner import Runner, model_keys, needs_bridge
+from assay.orchestration.services import build_pool, check_judges, run_services
+from assay.providers.limits import LocalGate
+
+
+class LocalExecutor:
+    """Runs rows with :class:`~assay.orchestration.runner.Runner` in this process."""
+
+    async def execute(
+        self, context: ExecutionContext, items: list[WorkItem], on_done: OnDone
+    ) -> Execution:
+        """Start the services, sanity-check the judges, run ``items``, stop the services.
+
+        Raises:
+            ModelError, UserError: a model could not start (no row ran).
+        """
+        plan, progress, options = context.plan, context.progress, context.options
+        gate = LocalGate(context.limits) if context.limits.any else None
+        pool = build_pool(context.models, jobs=options.jobs, prices=context.prices,
+                          registry=context.registry, gate=gate)  # fmt: skip
+        services_of_run = run_services(pool, model_keys(plan), bridge=needs_bridge(plan),
+                                       on_retry=progress.retry)  # fmt: skip
+        async with services_of_run as services:
+            runner = Runner(context.run_dir, pool, default_criteria(), options,
+                            on_retry=progress.retry, bridge=services.bridge)  # fmt: skip
+            try:
+                warnings = []
+                if options.stage == "run":
+                    warnings = await check_judges(plan, services.pool, context.on_warning)
+                progress.start(len(items), already_done=context.already_done)
+                outcome = await runner.execute(items, on_done)
+                return Execution(outcome.interrupted, warnings)
+            finally:  # before the services stop (a local server takes a moment to end)
+                progress.stop()
+                runner.close()

@@ -1,0 +1,131 @@
+"""A finished row's files: made where the row ran (:func:`row_files`), written into the run
+folder by the one process that owns it (:func:`write_row`).
+
+A row is done exactly when its ``task.json`` exists: ``response.txt``, ``trace.json``,
+``task.log`` and a kept sandbox are written first, ``task.json`` last and atomically, so a
+row whose files were cut off runs again on resume, whichever executor or machine ran it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from assay.agents.base import AgentOutcome
+from assay.errors import SandboxError
+from assay.results.io import dumps, make_dirs, write_model_atomic, write_text
+from assay.results.status import FinalStatus
+from assay.results.task_result import EvaluationResult
+from assay.results.trace import to_otlp_json
+from assay.sandbox.archive import unpack
+
+SANDBOX_DIR = "sandbox"
+
+
+@dataclass
+class RowFiles:
+    """The contents of one finished row's files.
+
+    Attributes:
+        result: ``task.json``.
+        log: ``task.log``'s text.
+        response: ``response.txt`` (``None``: the agent gave no response, no file).
+        trace: ``trace.json``'s text (``None``: no spans beyond the row's own).
+        sandbox: a kept sandbox packed by :func:`assay.sandbox.archive.pack` on the machine
+            that ran the row (``None``: not kept, or kept in place by a local run).
+        sandbox_origin: where that sandbox was when it was packed.
+    """
+
+    result: EvaluationResult
+    log: str
+    response: str | None = None
+    trace: str | None = None
+    sandbox: bytes | None = None
+    sandbox_origin: str = ""
+
+
+@dataclass
+class FinishedRow:
+    """A row as it ended, before its files are made (:meth:`files`, done off the event loop).
+
+    Attributes:
+        result: its ``task.json``.
+        outcome: what its agent did (response, spans or a stored trace).
+        log: ``task.log``'s lines.
+        sandbox: a kept sandbox packed on the machine that ran the row, and where it was.
+    """
+
+    result: EvaluationResult
+    outcome: AgentOutcome
+    log: list[str]
+    sandbox: tuple[bytes, str] | None = None
+
+    def files(self) -> RowFiles:
+        """Everything the row writes, as text (the trace serialized as OTLP JSON)."""
+        outcome, trace = self.outcome, None
+        if outcome.stored_trace is not None:
+            trace = dumps(outcome.stored_trace, compact=True)
+        elif len(outcome.spans) > 1:
+            trace = dumps(to_otlp_json(outcome.spans), compact=True)
+        archive, origin = self.sandbox or (None, "")
+        return RowFiles(self.result, "\n".join(self.log) + "\n", outcome.response, trace,
+                        archive, origin)  # fmt: skip
+
+
+def made_files(finished: FinishedRow) -> RowFiles:
+    """``finished``'s files; a row whose trace JSON refuses (a NaN, say) ends ``ERROR``
+    with the reason instead, as when its files cannot be written."""
+    try:
+        return finished.files()
+    except (ValueError, TypeError) as exc:
+        return RowFiles(_unwritable(finished.result, exc), "\n".join(finished.log) + "\n")
+
+
+def write_finished(directory: Path, finished: FinishedRow) -> EvaluationResult:
+    """:func:`write_row` of ``finished``'s files (made here, in the writer thread)."""
+    return write_row(directory, made_files(finished))
+
+
+def _unwritable(result: EvaluationResult, exc: Exception) -> EvaluationResult:
+    return result.model_copy(update={
+        "final_status": FinalStatus.ERROR,
+        "error_message": f"the row's files could not be written: {exc}",
+        "success_criteria_results": [], "weighted_score": None,
+    })  # fmt: skip
+
+
+def write_row(directory: Path, files: RowFiles) -> EvaluationResult:
+    """Write a finished row's files and return its result; safe to call from a writer thread.
+
+    A row whose files cannot be written (a full disk, a file where its folder should be, a
+    value JSON refuses) ends ``ERROR`` with the reason, written in their place when that
+    is possible; when even that fails the row is reported without files (a resumed run
+    runs it again), and the run goes on.
+    """
+    try:
+        write_row_files(directory, files)
+    except (OSError, ValueError, SandboxError) as exc:
+        result = _unwritable(files.result, exc)
+        with contextlib.suppress(OSError, ValueError):
+            write_row_files(directory, RowFiles(result, files.log))
+        return result
+    return files.result
+
+
+def write_row_files(directory: Path, files: RowFiles) -> None:
+    """Write a row's files; ``task.json`` last, atomically, so it alone marks a finished row
+    (the files before it are written in place: a row without ``task.json`` runs again)."""
+    make_dirs(directory)
+    if files.response is not None:
+        write_text(directory / "response.txt", files.response)
+    if files.trace is not None:
+        write_text(directory / "trace.json", files.trace)
+    write_text(directory / "task.log", files.log)
+    if files.sandbox is not None:
+        kept = directory / SANDBOX_DIR
+        if kept.exists():  # a resumed row ran again from scratch
+            shutil.rmtree(kept)
+        unpack(files.sandbox, kept, origin=files.sandbox_origin)
+    write_model_atomic(directory / "task.json", files.result)
