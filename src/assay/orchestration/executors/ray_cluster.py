@@ -87,10 +87,11 @@ class Connection:
 def _reload_auth() -> None:
     """Make Ray read its authentication settings from the environment again (it caches
     them per process)."""
-    from ray._raylet import AuthenticationTokenLoader, Config
+    import ray._raylet
 
-    Config.initialize("")
-    AuthenticationTokenLoader.instance().reset_cache()
+    raylet: Any = ray._raylet
+    raylet.Config.initialize("")
+    raylet.AuthenticationTokenLoader.instance().reset_cache()
 
 
 def connect(address: str | None) -> Connection:
