@@ -123,7 +123,6 @@ class MockModel:
         self.echo = echo
         self.calls = 0
         self._failures: dict[tuple[Any, ...], int] = {}
-        self._ids = 0
 
     async def start(self) -> None:
         """Nothing to start."""
@@ -155,7 +154,9 @@ class MockModel:
                 raise TransientModelError(message, status=step.status)
             raise ModelError(message)
         text = _fill(step.reply or "", variables, self.name)
-        calls = tuple(self._tool_call(n, i, variables) for n, i in step.calls)
+        turn = call.key[1]
+        calls = tuple(self._tool_call(f"call_mock_{turn + 1}_{position + 1}", n, i, variables)
+                      for position, (n, i) in enumerate(step.calls))  # fmt: skip
         return self._checked(request, text, calls)
 
     def _checked(
@@ -198,12 +199,16 @@ class MockModel:
                 retry_after=step.fail.retry_after,
             )
 
-    def _tool_call(self, name: str, value: Any, variables: dict[str, str]) -> ToolCall:
-        self._ids += 1
+    def _tool_call(
+        self, call_id: str, name: str, value: Any, variables: dict[str, str]
+    ) -> ToolCall:
+        """A scripted tool call; its id names its turn and place (``call_mock_2_1``: the
+        first call of the second turn), so a conversation's ids never depend on the other
+        rows that share the script."""
         filled = _fill_value(value, variables, self.name)
         if isinstance(filled, str):
-            return ToolCall(f"call_mock_{self._ids}", name, filled, kind="custom")
-        return ToolCall(f"call_mock_{self._ids}", name, json.dumps(filled, ensure_ascii=False))
+            return ToolCall(call_id, name, filled, kind="custom")
+        return ToolCall(call_id, name, json.dumps(filled, ensure_ascii=False))
 
     def _response(
         self, request: ModelRequest, text: str, calls: tuple[ToolCall, ...]

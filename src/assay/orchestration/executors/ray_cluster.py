@@ -79,12 +79,12 @@ class Connection:
                     os.environ.pop(name, None)
                 else:
                     os.environ[name] = value
-            _reload_auth()
+            reload_auth()
         if self._token_dir is not None:
             shutil.rmtree(self._token_dir, ignore_errors=True)
 
 
-def _reload_auth() -> None:
+def reload_auth() -> None:
     """Make Ray read its authentication settings from the environment again (it caches
     them per process)."""
     import ray._raylet
@@ -123,6 +123,11 @@ def resolve_address(address: str) -> str:
     Raises:
         UsageError: ``auto`` finds none; an address without a port.
     """
+    if address != "auto":
+        host, _, port = address.rpartition(":")
+        if not host or not port.isdigit():
+            raise UsageError(f"--ray-address {address} is not host:port (or auto)")
+        return address
     from ray._private.services import canonicalize_bootstrap_address
 
     try:
@@ -130,13 +135,11 @@ def resolve_address(address: str) -> str:
     except (ConnectionError, ValueError):
         found = None
     if found is None:
-        if address == "auto":
-            raise UsageError(
-                "--ray-address auto found no running Ray cluster on this machine",
-                hint="start one with `ray start --head`, give its address (host:6379), or "
-                "leave --ray-address out to start a local Ray instance for the run",
-            )
-        raise UsageError(f"--ray-address {address} is not host:port")
+        raise UsageError(
+            "--ray-address auto found no running Ray cluster on this machine",
+            hint="start one with `ray start --head`, give its address (host:6379), or "
+            "leave --ray-address out to start a local Ray instance for the run",
+        )
     return str(found)
 
 
@@ -186,7 +189,7 @@ def _start_local(ray: ModuleType) -> Connection:
         with open(os.open(token_file, os.O_WRONLY | os.O_CREAT, 0o600), "w") as handle:
             handle.write(secrets.token_hex(32))
         os.environ["RAY_AUTH_TOKEN_PATH"] = token_file  # ray.init turns token mode on
-        _reload_auth()
+        reload_auth()
     connection = Connection(ray, "local", True, restore, token_dir)
     # Ray says at length that it turned token authentication on: it is assay's own token
     logging.getLogger("ray._private.authentication.authentication_token_setup").setLevel(

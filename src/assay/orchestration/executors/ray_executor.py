@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import time
 from collections import deque
 from collections.abc import Mapping
@@ -153,7 +154,7 @@ class _Driver:
             run_dir=context.run_dir, options=context.options, models=context.models,
             prices=context.prices, registry=context.registry, limits=context.limits,
             limiter=self.limiter, files=self.files, bundles=shipped,
-            driver_node=ray.get_runtime_context().get_node_id(),
+            driver_node=ray.get_runtime_context().get_node_id(), cwd=os.getcwd(),
             variables=model_variables(context.plan),
         )  # fmt: skip
 

@@ -16,6 +16,7 @@ same paths (a shared file system); each node checks that it does before any row 
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
 import os
@@ -42,13 +43,16 @@ SKIPPED = frozenset({
 @dataclass(frozen=True)
 class Bundle:
     """One task folder as shipped: ``folder`` (as it is here) sits at ``inside`` (a relative
-    path) in the archive, whose ``root`` holds it and the paths it reaches with ``..``."""
+    path) in the archive, whose ``root`` holds it and the paths it reaches with ``..``. The
+    bundle with ``cwd`` holds the files rows find relative to the working directory (a mock
+    script named from the command line); a node's runner works in its copy."""
 
     folder: str
     root: str
     inside: str
     digest: str
     data: bytes
+    cwd: bool = False
 
 
 def referenced_paths(task: TaskDefinition, base_dir: Path) -> list[Path]:
@@ -65,8 +69,19 @@ def referenced_paths(task: TaskDefinition, base_dir: Path) -> list[Path]:
     models = [getattr(agent, "model", None)]
     if task.qa is not None and task.qa.judge is not None:
         models.append(task.qa.judge.model)
-    found += [m.partition("/")[2] for m in models if isinstance(m, str) and m.startswith("mock/")]
-    return [Path(os.path.normpath(base_dir / p)) for p in found if p and not Path(p).is_absolute()]
+    paths = [Path(os.path.normpath(base_dir / p)) for p in found if p and not Path(p).is_absolute()]
+    for model in models:  # a mock script: in the task folder, else the working directory
+        rest = model.partition("/")[2] if isinstance(model, str) else ""
+        if (
+            model is None
+            or not model.startswith("mock/")
+            or rest == "echo"
+            or Path(rest).is_absolute()
+        ):
+            continue
+        inside = Path(os.path.normpath(base_dir / rest))
+        paths.append(inside if inside.is_file() else Path(os.path.normpath(Path.cwd() / rest)))
+    return paths
 
 
 def bundles(plan: Plan, *, exclude: Iterable[Path] = ()) -> list[Bundle]:
@@ -76,13 +91,23 @@ def bundles(plan: Plan, *, exclude: Iterable[Path] = ()) -> list[Bundle]:
         UsageError: the folders come to more than 512 MiB (the hint says how to share them).
     """
     reached: dict[Path, set[Path]] = {}
+    cwd = Path.cwd()
+    from_cwd: set[Path] = set()
     for planned in plan.tasks:
-        folder = planned.loaded.base_dir.resolve()
+        folder = planned.loaded.base_dir
         paths = reached.setdefault(folder, set())
         for variant in planned.variants:
-            paths.update(referenced_paths(variant.definition, folder))
+            for path in referenced_paths(variant.definition, folder):
+                inside = path == folder or folder in path.parents
+                if not inside and cwd in path.parents and path.exists():
+                    from_cwd.add(path)
+                else:
+                    paths.add(path)
     skipped = {p.resolve() for p in exclude}
     made = [_pack(folder, paths, skipped) for folder, paths in reached.items()]
+    if from_cwd:
+        packed = _pack(cwd, set(), skipped, only=from_cwd)
+        made.append(dataclasses.replace(packed, cwd=True))
     total = sum(len(b.data) for b in made)
     if total > SHIP_LIMIT:
         raise UsageError(
@@ -94,12 +119,15 @@ def bundles(plan: Plan, *, exclude: Iterable[Path] = ()) -> list[Bundle]:
     return made
 
 
-def _pack(folder: Path, reached: set[Path], skipped: set[Path]) -> Bundle:
+def _pack(
+    folder: Path, reached: set[Path], skipped: set[Path], *, only: set[Path] | None = None
+) -> Bundle:
+    """``folder`` (or just the paths ``only`` under it) and the ``reached`` paths outside it."""
     outside = [p for p in reached if p != folder and folder not in p.parents]
     root = Path(os.path.commonpath([folder, *outside])) if outside else folder
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz", compresslevel=1) as archive:
-        for path in [folder, *sorted(outside)]:
+        for path in sorted(only) if only is not None else [folder, *sorted(outside)]:
             if path.exists():
                 _add(archive, path, path.relative_to(root).as_posix() or ".", skipped)
     data = buffer.getvalue()

@@ -59,6 +59,7 @@ class NodeSetup:
         files: ``ship`` or ``shared`` (:mod:`.ray_files`).
         bundles: the shipped task folders (object refs of :class:`Bundle`).
         driver_node: the driver's node id (its runner reads the folders where they are).
+        cwd: the driver's working directory (where a runner on the driver's node works).
         variables: the model variables (API keys, base URLs) the rows' models read, as the
             driver has them.
     """
@@ -73,6 +74,7 @@ class NodeSetup:
     files: FileMode
     bundles: list[Any]
     driver_node: str
+    cwd: str = "."
     variables: dict[str, str] = field(default_factory=dict)
 
 
@@ -132,6 +134,8 @@ class NodeRunner:
     async def _folders(self) -> None:
         setup = self.setup
         if setup.files == "shared" or self.node == setup.driver_node:
+            if os.path.isdir(setup.cwd):
+                os.chdir(setup.cwd)  # this actor's own process: where relative names start
             missing = missing_folders(self.plan)
             if missing:
                 raise UserError(
@@ -144,7 +148,10 @@ class NodeRunner:
         for ref in setup.bundles:
             bundle: Bundle = await ref
             where = await asyncio.to_thread(unpack_bundle, bundle, self.scratch)
-            self.folders[bundle.folder] = where
+            if bundle.cwd:
+                os.chdir(where)  # this actor's own process: where relative names start
+            else:
+                self.folders[bundle.folder] = where
 
     def folder(self, path: Path) -> Path:
         """Where the task folder ``path`` is on this node."""

@@ -1,0 +1,56 @@
+"""The ``ray`` executor gives the run folder, reports and exit code a local run gives."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import assay
+from tests.agents.coding import claude_available
+from tests.executors.conftest import RayCluster
+from tests.executors.helpers import NodeProgress, differences, run_contents
+
+pytestmark = pytest.mark.ray
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _same_on_both(cluster: RayCluster, tasks: list[str], **options: Any) -> int:
+    """Run ``tasks`` locally and on the cluster; the run folders must match. The rows."""
+    local = assay.run(tasks, run_dir="local", **options)
+    progress = NodeProgress()
+    remote = assay.run(tasks, run_dir="ray", executor="ray", ray_address=cluster.address,
+                       progress=progress, **options)  # fmt: skip
+    assert local.exit_code == remote.exit_code
+    assert differences(run_contents(local.run_dir), run_contents(remote.run_dir)) == []
+    rows = sum(s.rows_total for s in local.suites)
+    assert progress.finished == rows
+    assert len(progress.rows) == 3 and sum(progress.rows.values()) == rows  # every node
+    return rows
+
+
+def test_coder_evals_examples_on_a_cluster_each_node_with_its_bridge(
+    ray_cluster: RayCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    claude_available()
+    monkeypatch.chdir(tmp_path)
+    shutil.copytree(REPO / "examples" / "coder_eval", tmp_path / "coder_eval")
+    rows = _same_on_both(ray_cluster, ["coder_eval/tasks"], jobs=2,
+                         model="mock/coder_eval/scripts/claude-writes.yaml")  # fmt: skip
+    assert rows == 5
+
+
+def test_command_examples_with_replicates_and_kept_sandboxes_on_a_cluster(
+    ray_cluster: RayCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    for name in ("sentiment", "dataset_example"):
+        shutil.copytree(REPO / "examples" / name, tmp_path / name)
+    rows = _same_on_both(ray_cluster, ["sentiment", "dataset_example"], jobs=2, repeats=2,
+                         keep_sandboxes=True)  # fmt: skip
+    assert rows == 10
+    kept = sorted(p.relative_to(tmp_path / "ray" / "latest").as_posix()
+                  for p in (tmp_path / "ray" / "latest").glob("*/*/*/*/sandbox/*"))  # fmt: skip
+    assert "default/dataset-example/alpha/01/sandbox/out.txt" in kept
