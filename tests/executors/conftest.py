@@ -2,8 +2,9 @@
 
 One cluster per test session (``ray.cluster_utils.Cluster``: a head and two worker nodes,
 every one on 127.0.0.1), with its own ``RAY_TMPDIR`` and its own authentication token, so
-nothing touches another Ray instance or the user's home. Node health is checked every 0.5 s
-so a killed node is declared dead in about 2 s instead of 12-14. Tests that remove or add
+nothing touches another Ray instance or the user's home. Node health is checked every second
+so a killed node is declared dead in about 5 s instead of 12-14 (not faster: on two busy
+cores a healthy raylet can miss a few heartbeats). Tests that remove or add
 nodes put the cluster back as they found it (:func:`restore_nodes`).
 
 Everything stays on 127.0.0.1: Ray turns a loopback address into the machine's own address
@@ -29,8 +30,8 @@ from assay.orchestration.executors.ray_cluster import reload_auth
 WORKERS = 2
 SYSTEM_CONFIG = {
     "health_check_initial_delay_ms": 0,
-    "health_check_period_ms": 500,
-    "health_check_failure_threshold": 4,
+    "health_check_period_ms": 1000,
+    "health_check_failure_threshold": 5,
 }
 
 
@@ -56,13 +57,15 @@ class RayCluster:
                 else:
                     os.environ[name] = value
         self.workers.append(node)
-        self.cluster.wait_for_nodes()
+        self.cluster.wait_for_nodes(timeout=60)
         return node
 
     def remove_worker(self, node: Any) -> None:
-        """Kill a worker node (its raylet and every process of it)."""
+        """Kill a worker node (its raylet and every process of it), and wait until the
+        cluster has declared it dead (so the next run does not count on it)."""
         self.workers.remove(node)
         self.cluster.remove_node(node, allow_graceful=False)
+        self.cluster.wait_for_nodes(timeout=60)
 
     def alive_nodes(self) -> int:
         import ray

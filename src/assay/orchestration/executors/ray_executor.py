@@ -105,7 +105,7 @@ class _Driver:
     ) -> None:
         self.ray = ray
         self.context = context
-        self.items = items
+        self.items = {item.index: item for item in items}  # by index in plan.work_items()
         self.on_done = on_done
         self.files = files
         self.nodes: dict[str, _Node] = {}
@@ -131,7 +131,7 @@ class _Driver:
                 warnings = await self._check_judges()
             context.progress.start(len(self.items), already_done=context.already_done)
             self._show_nodes()
-            self.pending.extend(range(len(self.items)))
+            self.pending.extend(self.items)
             await self._loop()
         except asyncio.CancelledError:
             interrupted = True
@@ -176,7 +176,10 @@ class _Driver:
         if initial:
             await asyncio.gather(*self.starting.values())
             if not any(n.alive for n in self.nodes.values()):
-                raise UsageError("no node of the Ray cluster could start a runner")
+                raise UsageError(
+                    "no node of the Ray cluster could start a runner",
+                    hint="see the warnings above; `ray status` shows the cluster's nodes",
+                )
 
     async def _start_node(self, node_id: str, *, initial: bool) -> None:
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
@@ -188,8 +191,10 @@ class _Driver:
             ).remote(self.plan_ref, self.setup)
             report: Mapping[str, str] = await actor.start.remote()
         except Exception as exc:  # the node went away while its runner started
-            if initial:
-                raise UsageError(f"the runner of node {node_id[:6]} did not start: {exc}") from None
+            if self.context.on_warning is not None:
+                reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                self.context.on_warning(f"the runner of node {node_id[:6]} did not start "
+                                        f"({reason}); no row runs there")  # fmt: skip
             return
         finally:
             self.starting.pop(node_id, None)

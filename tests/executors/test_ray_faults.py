@@ -1,0 +1,149 @@
+"""Faults on a real local Ray cluster: a node killed mid-run, a driver killed and resumed on
+another number of nodes, a cluster-wide limit on a model server."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+import assay
+from tests.executors.conftest import RayCluster
+from tests.executors.helpers import NodeProgress
+from tests.helpers import write
+from tests.openai_server import Fault, scripted_server
+
+pytestmark = pytest.mark.ray
+ROWS = 24
+
+
+def _slow_task(folder: Path, rows: int = ROWS, seconds: float = 0.4) -> Path:
+    """A task whose rows each log that they ran (to ``executions.log``), wait, and pass."""
+    log = folder / "executions.log"
+    lines = "".join(f'{{"id": "r{i:02d}"}}\n' for i in range(rows))
+    write(folder / "rows.jsonl", lines)
+    return write(
+        folder / "task.yaml",
+        f"""\
+task_id: slow
+description: rows that take a while
+dataset: {{paths: [rows.jsonl]}}
+initial_prompt: "row ${{row.id}}"
+agent:
+  type: command
+  command: 'echo "$ASSAY_ROW_ID" >> {log}; sleep {seconds}; echo ok'
+success_criteria:
+  - {{type: file_check, includes: [ok], description: the agent answered}}
+""",
+    )
+
+
+def _finished(runs: Path) -> list[Path]:
+    """The finished rows' ``task.json`` (in the run folder, not again through ``latest``)."""
+    return sorted(runs.glob("2*/default/slow/*/00/task.json"))
+
+
+def _when(condition: Callable[[], bool], then: Callable[[], None], timeout: float = 120) -> None:
+    """Call ``then`` (in a thread) once ``condition`` holds."""
+
+    def watch() -> None:
+        deadline = time.monotonic() + timeout
+        while not condition() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        then()
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def _executions(folder: Path) -> list[str]:
+    return (folder / "executions.log").read_text().split()
+
+
+def test_a_node_killed_mid_run_loses_only_the_rows_it_was_running(
+    restore_nodes: RayCluster, tmp_path: Path
+) -> None:
+    cluster = restore_nodes
+    task = _slow_task(tmp_path)
+    victim = cluster.workers[0]
+    _when(lambda: len(_finished(tmp_path / "runs")) >= 4, lambda: cluster.remove_worker(victim))
+    progress, warnings = NodeProgress(), []
+    result = assay.run(task, run_dir=tmp_path / "runs", executor="ray", jobs=2,
+                       ray_address=cluster.address, progress=progress,
+                       on_warning=warnings.append)  # fmt: skip
+    assert result.exit_code == 0
+    rows = [r.row_id for r in result.rows()]
+    assert sorted(rows) == [f"r{i:02d}" for i in range(ROWS)]  # none lost, none twice
+    assert len(result.summary.task_results) == ROWS
+    ran = _executions(tmp_path)
+    assert sorted(set(ran)) == sorted(rows) and len(ran) > ROWS  # the lost rows ran again
+    assert any("was lost" in w and "run again on other nodes" in w for w in warnings)
+    assert sum(1 for label in progress.rows if label.endswith("(lost)")) == 1
+    assert sum(progress.rows.values()) == ROWS
+
+
+def test_a_killed_driver_resumes_on_another_number_of_nodes(
+    restore_nodes: RayCluster, tmp_path: Path
+) -> None:
+    cluster = restore_nodes
+    task = _slow_task(tmp_path, seconds=0.3)
+    command = [sys.executable, "-m", "assay", "run", str(task), "--executor", "ray",
+               "--ray-address", cluster.address, "-j", "2", "--run-dir", "runs", "-q"]  # fmt: skip
+    driver = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE)  # fmt: skip
+    deadline = time.monotonic() + 120
+    while len(_finished(tmp_path / "runs")) < 6 and driver.poll() is None:
+        assert time.monotonic() < deadline, "the driver finished no row"
+        time.sleep(0.05)
+    driver.send_signal(signal.SIGKILL)  # no chance to clean up
+    driver.wait()
+    before = {p: p.read_bytes() for p in _finished(tmp_path / "runs")}
+    assert 6 <= len(before) < ROWS
+    cluster.add_worker()  # resumed on four nodes instead of three
+    progress = NodeProgress()
+    result = assay.resume(tmp_path / "runs" / "latest", executor="ray", jobs=3,
+                          ray_address=cluster.address, progress=progress)  # fmt: skip
+    assert result.exit_code == 0 and result.summary.sessions == 2
+    assert sorted(r.row_id for r in result.rows()) == [f"r{i:02d}" for i in range(ROWS)]
+    assert all(path.read_bytes() == data for path, data in before.items())  # kept as they were
+    assert len(progress.rows) == 4 and sum(progress.rows.values()) == ROWS - len(before)
+
+
+def test_a_cluster_wide_limit_holds_at_the_model_server(
+    ray_cluster: RayCluster, tmp_path: Path
+) -> None:
+    with scripted_server(lambda body: Fault(delay=0.25, text="positive")) as server:
+        write(tmp_path / "task.yaml", f"""\
+task_id: limited
+description: many rows, one server
+dataset: {{rows: [{", ".join(f"{{id: r{i}}}" for i in range(ROWS))}]}}
+initial_prompt: "row ${{row.id}}"
+agent: {{type: llm, model: openai/fixed, base_url: "{server.base_url}"}}
+success_criteria: [{{type: file_check, includes: [positive], description: answered}}]
+""")  # fmt: skip
+        result = assay.run(tmp_path / "task.yaml", run_dir=tmp_path / "runs", executor="ray",
+                           ray_address=ray_cluster.address, jobs=4, max_connections=3)  # fmt: skip
+    assert result.exit_code == 0 and len(server.requests) == ROWS
+    assert server.peak_in_flight == 3  # 3 nodes × -j 4 could send 12 at once
+
+
+def test_the_local_executor_holds_the_same_limit(tmp_path: Path) -> None:
+    with scripted_server(lambda body: Fault(delay=0.1, text="positive")) as server:
+        write(tmp_path / "task.yaml", f"""\
+task_id: limited
+description: many rows, one server
+dataset: {{rows: [{", ".join(f"{{id: r{i}}}" for i in range(12))}]}}
+initial_prompt: "row ${{row.id}}"
+agent: {{type: llm, model: openai/fixed, base_url: "{server.base_url}"}}
+success_criteria: [{{type: file_check, includes: [positive], description: answered}}]
+""")  # fmt: skip
+        result = assay.run(tmp_path / "task.yaml", run_dir=tmp_path / "runs", jobs=8,
+                           max_connections=2, max_rate=20)  # fmt: skip
+    assert result.exit_code == 0 and server.peak_in_flight == 2
+    span = server.times[-1] - server.times[0]
+    assert span >= 11 / 20 * 0.9  # 12 calls started at most 20 a second
