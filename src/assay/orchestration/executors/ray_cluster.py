@@ -198,7 +198,12 @@ def _start_local(ray: ModuleType) -> Connection:
     try:
         ray.init(address="local", include_dashboard=False, log_to_driver=False,
                  configure_logging=False, _node_ip_address="127.0.0.1")  # fmt: skip
-    except Exception:
+    except Exception as exc:
         connection.close()
-        raise
+        reason = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+        raise UsageError(
+            f"could not start a local Ray instance: {reason}",
+            hint="Ray's sockets live under $RAY_TMPDIR (default /tmp), whose path must stay "
+            "short; `ray start --head` shows Ray's own diagnosis",
+        ) from None
     return connection
