@@ -72,8 +72,9 @@ def test_an_unreachable_address_is_refused_at_once(tmp_path: Path) -> None:
 def test_a_token_the_cluster_refuses_is_named(ray_cluster: RayCluster, tmp_path: Path) -> None:
     write(tmp_path / "task.yaml", TASK)
     write(tmp_path / "wrong-token", "not-the-clusters-token-" + "1" * 32)
+    wrong = {"RAY_AUTH_TOKEN_PATH": str(tmp_path / "wrong-token")}
     done = _assay("run", "task.yaml", "--executor", "ray", "--ray-address", ray_cluster.address,
-                  cwd=tmp_path, env={"RAY_AUTH_TOKEN_PATH": str(tmp_path / "wrong-token")})  # fmt: skip
+                  cwd=tmp_path, env=wrong)  # fmt: skip
     assert done.returncode == 2
     assert (f"the Ray cluster at {ray_cluster.address} refused this process's authentication "
             "token") in done.stderr  # fmt: skip
@@ -122,8 +123,8 @@ def test_a_local_instance_that_cannot_start_says_why(tmp_path: Path) -> None:
     write(tmp_path / "task.yaml", TASK)
     deep = tmp_path / ("x" * 90)  # Ray's socket paths would pass 107 characters
     deep.mkdir()
-    done = _assay("run", "task.yaml", "--executor", "ray", cwd=tmp_path,
-                  env={"RAY_TMPDIR": str(deep), "RAY_AUTH_TOKEN_PATH": "", "RAY_ADDRESS": ""})  # fmt: skip
+    env = {"RAY_TMPDIR": str(deep), "RAY_AUTH_TOKEN_PATH": "", "RAY_ADDRESS": ""}
+    done = _assay("run", "task.yaml", "--executor", "ray", cwd=tmp_path, env=env)
     assert done.returncode == 2
     assert "could not start a local Ray instance: " in done.stderr
     assert "AF_UNIX path length cannot exceed 107 bytes" in done.stderr
