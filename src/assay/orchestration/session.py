@@ -248,8 +248,6 @@ def _check_same_store_versions(plan: Plan, record: PlanRecord) -> None:
             )
 
 
-
-
 def check_outputs(runs_root: Path, junit: Path | None) -> None:
     """Refuse output paths that cannot be written, before any row runs.
 
