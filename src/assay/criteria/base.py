@@ -13,7 +13,8 @@ import difflib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from assay.metrics.descriptive import describe
+from assay.metrics.descriptive import describe_stats
+from assay.metrics.streaming import ScoreStats
 from assay.metrics.values import MetricTable
 from assay.results.task_result import BasicCriterionResult, CriterionResult
 from assay.results.transcript import Transcript
@@ -125,6 +126,18 @@ def basic_result(
     )
 
 
+class Tally(Protocol):
+    """A suite aggregate built one graded row at a time, in memory that does not grow with
+    the rows; the same numbers whatever order the rows come in."""
+
+    def add(self, result: CriterionResult) -> None:
+        """Count one graded row's result."""
+
+    def result(self) -> tuple[MetricTable, dict[str, Any]]:
+        """Suite metrics and details over the rows added."""
+        ...
+
+
 class Checker(Protocol):
     """Grades one criterion type."""
 
@@ -134,21 +147,56 @@ class Checker(Protocol):
         """Grade one row. Raises :class:`CriterionError` when it cannot evaluate."""
         ...
 
+    def tally(self, spec: Any) -> Tally:
+        """A new aggregate of this criterion over a suite's graded rows."""
+        ...
+
     def aggregate(
         self, spec: Any, results: list[CriterionResult]
     ) -> tuple[MetricTable, dict[str, Any]]:
-        """Suite metrics and details over the graded rows' results."""
+        """Suite metrics and details over the graded rows' results (:meth:`tally` fed
+        with them)."""
         ...
 
 
-class ScoreAggregate:
-    """The base aggregate: count, mean, median, std, min, max of the scores."""
+class TallyAggregate:
+    """:meth:`aggregate` of a list, through the checker's own :meth:`tally`."""
+
+    def tally(self, spec: Any) -> Tally:
+        """The checker's aggregate (each checker defines it)."""
+        raise NotImplementedError
 
     def aggregate(
         self, spec: Any, results: list[CriterionResult]
     ) -> tuple[MetricTable, dict[str, Any]]:
+        """Suite metrics and details over ``results``."""
+        tally = self.tally(spec)
+        for result in results:
+            tally.add(result)
+        return tally.result()
+
+
+class ScoreTally:
+    """The base aggregate's tally: the scores' descriptive statistics."""
+
+    def __init__(self) -> None:
+        self.scores = ScoreStats()
+
+    def add(self, result: CriterionResult) -> None:
+        """Count one score."""
+        self.scores.add(result.score)
+
+    def result(self) -> tuple[MetricTable, dict[str, Any]]:
+        """count, mean, median, std, min, max."""
+        return describe_stats(self.scores), {}
+
+
+class ScoreAggregate(TallyAggregate):
+    """The base aggregate: count, mean, median, std, min, max of the scores."""
+
+    def tally(self, spec: Any) -> Tally:
         """Descriptive statistics of the scores."""
-        return describe([r.score for r in results]), {}
+        return ScoreTally()
 
 
 class CriterionRegistry:

@@ -12,11 +12,11 @@ the confusion matrix over ``(expected, observed)`` pairs.
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
-from assay.criteria.base import GradingContext, read_text
-from assay.metrics.classification import classification_report
-from assay.metrics.descriptive import describe
+from assay.criteria.base import GradingContext, ScoreTally, Tally, TallyAggregate, read_text
+from assay.metrics.classification import report_from_confusion
 from assay.metrics.values import MetricTable
 from assay.qa.rules import is_refusal
 from assay.results.task_result import ClassificationCriterionResult, CriterionResult
@@ -50,7 +50,7 @@ def expected_label(spec: ClassificationMatch) -> str:
     return value if label == OTHER_LABEL else label
 
 
-class ClassificationChecker:
+class ClassificationChecker(TallyAggregate):
     """Grades ``classification_match`` and aggregates classification metrics."""
 
     type_name = "classification_match"
@@ -78,21 +78,59 @@ class ClassificationChecker:
             expected_label=expected,
         )
 
-    def aggregate(
-        self, spec: ClassificationMatch, results: list[CriterionResult]
-    ) -> tuple[MetricTable, dict[str, Any]]:
+    def tally(self, spec: ClassificationMatch) -> Tally:
         """Score statistics plus classification metrics over the classification results."""
-        table = describe([r.score for r in results])
-        pairs = [
-            (r.expected_label, r.observed_label)
-            for r in results
-            if isinstance(r, ClassificationCriterionResult)
-        ]
-        report = classification_report(pairs)
+        return ClassificationTally()
+
+
+class OneLabel:
+    """What :func:`one_label_warning` needs of a stream of predictions: how many, the first,
+    whether two differ."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.first: str | None = None
+        self.varied = False
+
+    def add(self, label: str) -> None:
+        """Count one prediction."""
+        self.count += 1
+        if self.first is None:
+            self.first = label
+        elif label != self.first:
+            self.varied = True
+
+    def warning(self, *, expected_varies: bool, what: str = "prediction") -> str | None:
+        """:func:`one_label_warning` of the predictions added."""
+        if self.varied or self.first is None:
+            return None
+        return one_label_warning([self.first] * self.count, expected_varies=expected_varies,
+                                 what=what)  # fmt: skip
+
+
+class ClassificationTally(ScoreTally):
+    """Scores, the confusion counts, and what the one-label warning needs."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.confusion: Counter[tuple[str, str]] = Counter()
+        self.observed = OneLabel()
+
+    def add(self, result: CriterionResult) -> None:
+        """Count one row's score and, for a classification result, its label pair."""
+        super().add(result)
+        if isinstance(result, ClassificationCriterionResult):
+            self.confusion[(result.expected_label, result.observed_label)] += 1
+            self.observed.add(result.observed_label)
+
+    def result(self) -> tuple[MetricTable, dict[str, Any]]:
+        """The scores' statistics, then the classification report (and its warning)."""
+        table, _ = super().result()
+        report = report_from_confusion(self.confusion)
         table.merge(report.table)
         details = report.details()
-        warning = one_label_warning([observed for _, observed in pairs],
-                                    expected_varies=len({e for e, _ in pairs}) > 1)  # fmt: skip
+        expected = {e for e, _ in self.confusion}
+        warning = self.observed.warning(expected_varies=len(expected) > 1)
         if warning is not None:
             details["warnings"] = [warning]
         return table, details

@@ -17,10 +17,9 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from assay.criteria.base import CriterionError, GradingContext
-from assay.criteria.classification import one_label_warning
+from assay.criteria.base import CriterionError, GradingContext, ScoreTally, Tally, TallyAggregate
+from assay.criteria.classification import OneLabel
 from assay.errors import UsageError
-from assay.metrics.descriptive import describe
 from assay.metrics.intervals import wilson_interval
 from assay.metrics.values import MetricTable
 from assay.qa.grading import SampleResult, grade_choice, grade_open
@@ -33,7 +32,7 @@ NO_ITEM = (
 )
 
 
-class QaChecker:
+class QaChecker(TallyAggregate):
     """Grades ``qa`` criteria and aggregates QA accuracy."""
 
     type_name = "qa"
@@ -68,34 +67,56 @@ class QaChecker:
             ) from None
         return to_criterion_result(spec, result)
 
-    def aggregate(
-        self, spec: QaCriterion, results: list[CriterionResult]
-    ) -> tuple[MetricTable, dict[str, Any]]:
+    def tally(self, spec: QaCriterion) -> Tally:
         """Score statistics, accuracy, and the rates of unreadable and empty answers."""
-        table = describe([r.score for r in results])
-        graded = [r for r in results if isinstance(r, QaCriterionResult)]
-        reasons = Counter(r.error_reason or "correct" for r in graded)
-        correct = sum(1 for r in graded if r.is_correct is True)
+        return QaTally()
+
+
+class QaTally(ScoreTally):
+    """Scores, outcomes, prompt types, and the chosen letters' one-label warning."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.graded = 0
+        self.correct = 0
+        self.reasons: Counter[str] = Counter()
+        self.prompt_types: Counter[str] = Counter()
+        self.chosen = OneLabel()
+        self.some_answer_wrong = False
+
+    def add(self, result: CriterionResult) -> None:
+        """Count one row."""
+        super().add(result)
+        if not isinstance(result, QaCriterionResult):
+            return
+        self.graded += 1
+        self.correct += result.is_correct is True
+        self.reasons[result.error_reason or "correct"] += 1
+        self.prompt_types[result.prompt_type] += 1
+        if result.sample_result.get("extracted"):
+            self.chosen.add(",".join(result.sample_result["extracted"]))
+            self.some_answer_wrong |= not result.is_correct
+
+    def result(self) -> tuple[MetricTable, dict[str, Any]]:
+        """The scores' statistics, accuracy and the outcome rates, with details."""
+        table, _ = super().result()
+        correct, graded, reasons = self.correct, self.graded, self.reasons
         none = "0/0: no graded QA row"
-        table.put("accuracy", correct, len(graded), none)
-        table.put("extraction_failed_rate", reasons["extraction_failed"], len(graded), none)
-        table.put("content_none_rate", reasons["content_none"], len(graded), none)
-        bounds = wilson_interval(correct, len(graded), 0.95)
+        table.put("accuracy", correct, graded, none)
+        table.put("extraction_failed_rate", reasons["extraction_failed"], graded, none)
+        table.put("content_none_rate", reasons["content_none"], graded, none)
+        bounds = wilson_interval(correct, graded, 0.95)
         details: dict[str, Any] = {
             "correct": correct,
-            "graded": len(graded),
+            "graded": graded,
             "outcomes": dict(sorted(reasons.items())),
-            "by_prompt_type": dict(sorted(Counter(r.prompt_type for r in graded).items())),
+            "by_prompt_type": dict(sorted(self.prompt_types.items())),
             "accuracy_ci": {"low": bounds[0], "high": bounds[1], "confidence": 0.95}
             if bounds
             else None,
         }
-        answered = [r for r in graded if r.sample_result.get("extracted")]
-        chosen = [",".join(r.sample_result["extracted"]) for r in answered]
         # one letter chosen everywhere, and some of those were wrong: the correct letters vary
-        warning = one_label_warning(
-            chosen, what="choice answer", expected_varies=any(not r.is_correct for r in answered)
-        )
+        warning = self.chosen.warning(what="choice answer", expected_varies=self.some_answer_wrong)
         if warning is not None:
             details["warnings"] = [warning]
         return table, details

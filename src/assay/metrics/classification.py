@@ -89,10 +89,20 @@ def classification_report(pairs: Sequence[tuple[str, str]]) -> ClassificationRep
     Args:
         pairs: ``(expected_label, observed_label)`` for each graded row.
     """
-    confusion = Counter(pairs)
-    labels = sorted({e for e, _ in pairs} | {o for _, o in pairs})
-    expected = Counter(e for e, _ in pairs)
-    observed = Counter(o for _, o in pairs)
+    return report_from_confusion(Counter(pairs))
+
+
+def report_from_confusion(confusion: Counter[tuple[str, str]]) -> ClassificationReport:
+    """:func:`classification_report` of the pairs counted in ``confusion`` (``(expected,
+    observed) → rows``): everything depends on the counts only, so a suite is counted as
+    its rows arrive."""
+    confusion = +confusion  # cells with a positive count
+    labels = sorted({e for e, _ in confusion} | {o for _, o in confusion})
+    expected: Counter[str] = Counter()
+    observed: Counter[str] = Counter()
+    for (e, o), n in confusion.items():
+        expected[e] += n
+        observed[o] += n
     table = MetricTable()
     per_label: list[LabelStats] = []
     for label in labels:
@@ -101,7 +111,7 @@ def classification_report(pairs: Sequence[tuple[str, str]]) -> ClassificationRep
         table.put(f"precision.{label}", stats.tp, stats.tp + stats.fp, _never("predicted", label))
         table.put(f"recall.{label}", stats.tp, stats.tp + stats.fn, _never("expected", label))
         table.set(f"f1.{label}", stats.f1)
-    total = len(pairs)
+    total = sum(confusion.values())
     correct = sum(n for (e, o), n in confusion.items() if e == o)
     table.put("accuracy", correct, total, NO_PAIRS)
     # Averages are summed as exact fractions and rounded once, so a gate set at the exact
