@@ -1,4 +1,5 @@
-"""Roll the row results of one suite (one variant) up into a ``SuiteRollup``.
+"""Roll the row results of one suite (one variant) up into a ``SuiteRollup``, one row at a
+time (:class:`SuiteTally`), in memory that does not grow with the rows.
 
 Counting follows Coder Eval (``reference/originals.md`` §1.4–1.5) with one rule for what did
 not grade (:class:`~assay.results.status.RowCounts`): the status categories (passed, failed,
@@ -10,21 +11,39 @@ refusal) and a row without that result (errored before grading, not graded, neve
 in ``rows_total``, are excluded from the criterion's denominator and from every average, and
 are visible through ``completion_rate``, ``rows_excluded`` and the counts in ``details``. A
 gate passes when its metric exists and reaches the minimum; a metric never produced fails
-its gate. Whether the suite is green follows DESIGN.md "Exit codes" (:func:`suite_result`).
+its gate. Whether the suite is green follows DESIGN.md "Exit codes"
+(:func:`~assay.reports.suite_rules.suite_result`).
+
+Every number is the same whatever order the rows arrive in: counts, exact sums
+(:mod:`assay.metrics.streaming`) and each criterion's tally; the failed samples are the
+first :data:`FAILED_SAMPLE_LIMIT` in dataset order. pass@k needs each row's replicates
+together: :meth:`SuiteTally.add_pass_k` is fed in a second pass over the suite's rows, only
+for a suite that has replicates.
 """
 
 from __future__ import annotations
 
-import statistics
+import bisect
 from collections import defaultdict
-from collections.abc import Sequence
-from typing import Any, Literal
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
-from assay.criteria.base import CriterionRegistry
-from assay.data.substitute import PLACEHOLDER
+from assay.criteria.base import CriterionRegistry, Tally
 from assay.metrics.passk import suite_pass_k
+from assay.metrics.streaming import ExactSum
 from assay.metrics.values import MetricTable
 from assay.orchestration.thresholds import check_gate
+from assay.reports.suite_rules import (
+    FAILED_SAMPLE_LIMIT,
+    aggregate_error,
+    failed_summary,
+    failure_reasons,
+    order_key,
+    suite_description,
+    suite_result,
+    task_json_relpath,
+)
 from assay.results.status import FinalStatus, RowCounts
 from assay.results.suite import (
     CriterionAggregate,
@@ -35,177 +54,304 @@ from assay.results.suite import (
     SelectionRecord,
     SuiteRollup,
 )
-from assay.results.task_result import CriterionResult, EvaluationResult, QaCriterionResult
+from assay.results.task_result import CriterionResult, EvaluationResult
 from assay.spec.criteria import CriterionSpec
 
-FAILED_SAMPLE_LIMIT = 20
-NOT_GRADED_ERROR = "no row was graded (run `assay evaluate RUN_DIR` to grade them)"
-NO_ROWS_ERROR = (
-    "no row was graded by this criterion (every row errored, or the criterion could not evaluate)"
-)
-EMPTY_SUITE_ERROR = "the suite has no rows"
+__all__ = [
+    "FAILED_SAMPLE_LIMIT",
+    "SuiteTally",
+    "aggregate_criterion",
+    "build_suite",
+    "failure_reasons",
+    "order_key",
+]
+
+REPLICATE_METRICS = ("accuracy", "macro_f1", "mean")
+Paths = Callable[[EvaluationResult], str]
 
 
-def order_key(result: EvaluationResult) -> tuple[int, int, str]:
-    """Dataset order, then replicate: the order of every report."""
-    return (result.row_index if result.row_index is not None else -1, result.replicate_index,
-            result.task_id)  # fmt: skip
+class _Counts:
+    """Rows per status category."""
+
+    def __init__(self) -> None:
+        self.by: dict[str, int] = dict.fromkeys(
+            ("passed", "failed", "error", "refused", "not_graded"), 0
+        )
+
+    def add(self, status: FinalStatus) -> None:
+        self.by[status.category] += 1
+
+    def counts(self) -> RowCounts:
+        return RowCounts(**self.by)
+
+
+class CriterionCount:
+    """One criterion (by position) over a suite's rows: its checker's tally of the graded
+    results, and the results that did not grade."""
+
+    def __init__(self, spec: CriterionSpec, registry: CriterionRegistry) -> None:
+        self.spec = spec
+        self.tally: Tally = registry.get(spec.type).tally(spec)
+        self.present = 0
+        self.graded = 0
+        self.errors = 0
+        self.refused = 0
+        self.texts: set[str] = set()
+
+    def add(self, item: CriterionResult) -> None:
+        """Count one row's result of this criterion."""
+        self.present += 1
+        if len(self.texts) < 2:
+            self.texts.add(item.description)
+        self.errors += item.grader_failed
+        self.refused += item.refused
+        if item.graded:
+            self.graded += 1
+            self.tally.add(item)
+
+    def aggregate(
+        self, *, rows: int, not_graded: int, rows_planned: int | None
+    ) -> CriterionAggregate:
+        """The criterion's aggregate over ``rows`` rows (``not_graded`` of them not graded
+        yet), and the rows planned but never run."""
+        spec = self.spec
+        rows_total = max(rows_planned or 0, rows)
+        table, details = self.tally.result()
+        if self.errors:
+            details = {**details, "criterion_errors": self.errors}
+        if self.refused:
+            details = {**details, "refused": self.refused}
+        completion = MetricTable()
+        completion.put("completion_rate", self.graded, rows_total, "the suite has no rows")
+        table.merge(completion)
+        checks = [check_gate(m, v, table.values) for m, v in (spec.suite_thresholds or {}).items()]
+        error = aggregate_error(rows=rows, not_graded=not_graded, graded=self.graded,
+                                gated=bool(checks))  # fmt: skip
+        return CriterionAggregate(
+            criterion_type=spec.type,
+            description=suite_description(spec.description, self.texts),
+            rows_total=rows_total,
+            rows_excluded=rows_total - self.graded,
+            metrics=dict(sorted(table.values.items())),
+            undefined_metrics=dict(sorted(table.undefined.items())),
+            threshold_checks=checks,
+            passed=all(c.passed for c in checks) and not (error and checks),
+            details=details,
+            error=error,
+        )
+
+
+@dataclass
+class _TypeStat:
+    """``criterion_stats`` of one criterion type."""
+
+    scores: ExactSum = field(default_factory=ExactSum)
+    errors: int = 0
+    refused: int = 0
+
+
+class _Rows:
+    """A group of rows (the suite, or one replicate): counts and each criterion's count."""
+
+    def __init__(self, criteria: Sequence[CriterionSpec], registry: CriterionRegistry) -> None:
+        self.rows = 0
+        self.counts = _Counts()
+        self.positions = [CriterionCount(spec, registry) for spec in criteria]
+
+    def add(self, result: EvaluationResult) -> None:
+        self.rows += 1
+        self.counts.add(result.final_status)
+        items = result.success_criteria_results
+        for position, count in enumerate(self.positions):
+            if len(items) > position:
+                count.add(items[position])
+
+    def aggregates(self, rows_planned: int | None = None) -> list[CriterionAggregate]:
+        not_graded = self.counts.by["not_graded"]
+        return [c.aggregate(rows=self.rows, not_graded=not_graded, rows_planned=rows_planned)
+                for c in self.positions]  # fmt: skip
+
+
+class SuiteTally:
+    """A suite's roll-up, counted one row at a time (see the module docstring).
+
+    Args:
+        criteria: the task's criteria, in declaration order.
+        registry: checkers, whose tallies aggregate their criterion.
+        paths: a result → its ``task.json`` path relative to the run folder.
+    """
+
+    def __init__(
+        self,
+        criteria: Sequence[CriterionSpec],
+        registry: CriterionRegistry,
+        *,
+        paths: Paths = task_json_relpath,
+    ) -> None:
+        self.criteria = list(criteria)
+        self.registry = registry
+        self.paths = paths
+        self.all = _Rows(self.criteria, registry)
+        self.scores = ExactSum()
+        self.types: defaultdict[str, _TypeStat] = defaultdict(_TypeStat)
+        self.failed: list[tuple[tuple[int, int, str], FailedRowSummary]] = []
+        self.failed_total = 0
+        self.replicates: dict[int, _Rows] = {}
+        self.pass_k_rows: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+
+    @property
+    def has_replicates(self) -> bool:
+        """More than one replicate index was seen (pass@k then needs a second pass)."""
+        return len(self.replicates) > 1
+
+    def add(self, result: EvaluationResult) -> None:
+        """Count one row of the suite."""
+        self.all.add(result)
+        if result.final_status.graded and result.weighted_score is not None:
+            self.scores.add(result.weighted_score)
+        for item in result.success_criteria_results:
+            stat = self.types[item.criterion_type]
+            if item.graded:
+                stat.scores.add(item.score)
+            stat.errors += item.grader_failed
+            stat.refused += item.refused
+        replicate = self.replicates.get(result.replicate_index)
+        if replicate is None:
+            replicate = self.replicates[result.replicate_index] = _Rows(self.criteria,
+                                                                       self.registry)  # fmt: skip
+        replicate.add(result)
+        if result.final_status.category in ("failed", "error", "refused"):
+            self._add_failed(result)
+
+    def _add_failed(self, result: EvaluationResult) -> None:
+        self.failed_total += 1
+        key = order_key(result)
+        if len(self.failed) == FAILED_SAMPLE_LIMIT and key >= self.failed[-1][0]:
+            return
+        at = bisect.bisect_right([k for k, _ in self.failed], key)
+        self.failed.insert(at, (key, failed_summary(result, self.paths(result))))
+        del self.failed[FAILED_SAMPLE_LIMIT:]
+
+    def add_pass_k(self, result: EvaluationResult) -> None:
+        """Count one row-task replicate for pass@k (second pass, suites with replicates)."""
+        if result.final_status.graded:
+            tally = self.pass_k_rows[result.task_id]
+            tally[0] += 1
+            tally[1] += result.final_status.category == "passed"
+
+    def build(
+        self,
+        *,
+        suite_id: str,
+        variant_id: str,
+        dataset: DatasetRecord | None = None,
+        selection: SelectionRecord | None = None,
+        rows_planned: int | None = None,
+    ) -> SuiteRollup:
+        """The ``SuiteRollup`` of the rows counted (see :func:`build_suite`)."""
+        counts = self.all.counts.counts()
+        missing = max(0, (rows_planned or 0) - self.all.rows)
+        aggregates = self.all.aggregates(rows_planned)
+        gate, reasons = suite_result(self.criteria, aggregates, counts, missing)
+        return SuiteRollup(
+            suite_id=suite_id,
+            variant_id=variant_id,
+            rows_total=self.all.rows + missing,
+            rows_missing=missing,
+            rows_passed=counts.passed,
+            rows_failed=counts.failed,
+            rows_error=counts.error,
+            rows_refused=counts.refused,
+            rows_not_graded=counts.not_graded,
+            rows_graded=counts.graded,
+            pass_rate=counts.pass_rate,
+            refusal_rate=counts.refusal_rate,
+            average_weighted_score=self.scores.mean(),
+            criterion_stats=self._criterion_stats(),
+            failed_samples=[summary for _, summary in self.failed],
+            failed_samples_total=self.failed_total,
+            criterion_aggregates=aggregates,
+            gate=gate,
+            passed=not reasons,
+            result_reasons=reasons,
+            warnings=[w for a in aggregates for w in a.details.get("warnings", [])],
+            dataset=dataset,
+            selection=selection,
+            **self._replicate_fields(),
+        )
+
+    def _criterion_stats(self) -> list[CriterionStat]:
+        return [
+            CriterionStat(
+                criterion_type=name,
+                rows_evaluated=stat.scores.count,
+                average_score=stat.scores.mean(),
+                error_count=stat.errors,
+                refused_count=stat.refused,
+            )
+            for name, stat in sorted(self.types.items())
+        ]
+
+    def _replicate_fields(self) -> dict[str, Any]:
+        """Per-replicate roll-ups and pass@k / pass^k, when the suite has replicates."""
+        if not self.has_replicates:
+            return {}
+        per: list[ReplicateRollup] = []
+        for index, group in sorted(self.replicates.items()):
+            counts = group.counts.counts()
+            metrics = [{k: v for k, v in a.metrics.items() if k in REPLICATE_METRICS}
+                       for a in group.aggregates()]  # fmt: skip
+            per.append(ReplicateRollup(
+                replicate_index=index, rows_total=group.rows, rows_passed=counts.passed,
+                rows_graded=counts.graded, pass_rate=counts.pass_rate, criterion_metrics=metrics,
+            ))  # fmt: skip
+        rows = [(n, c) for n, c in self.pass_k_rows.values()]
+        return {"replicates": len(self.replicates), "per_replicate": per,
+                "pass_k": suite_pass_k(rows)}  # fmt: skip
 
 
 def build_suite(
     *,
     suite_id: str,
     variant_id: str,
-    results: Sequence[EvaluationResult],
+    results: Iterable[EvaluationResult],
     criteria: Sequence[CriterionSpec],
     registry: CriterionRegistry,
-    task_json_paths: dict[int, str],
+    task_json_paths: dict[int, str] | None = None,
     dataset: DatasetRecord | None = None,
     selection: SelectionRecord | None = None,
     rows_planned: int | None = None,
 ) -> SuiteRollup:
-    """The roll-up of ``results`` (every row of one suite in one variant).
+    """The roll-up of ``results`` (every row of one suite in one variant), through a
+    :class:`SuiteTally`.
 
     Args:
         suite_id: the task file's ``task_id``.
         variant_id: the variant.
-        results: the rows' results, any order (they are sorted into dataset order).
+        results: the rows' results, any order.
         criteria: the task's criteria, in declaration order.
         registry: checkers, which aggregate their criterion.
-        task_json_paths: ``id(result)`` → its ``task.json`` path relative to the run dir.
+        task_json_paths: ``id(result)`` → its ``task.json`` path relative to the run dir
+            (default: where the run folder's layout puts it).
         dataset: where the rows came from.
         selection: which rows the run selected.
         rows_planned: the work items the run planned for this suite; rows that never ran
             (an interrupted run) count in ``rows_total`` as ``rows_missing``, and the suite
             cannot pass until they do.
     """
-    ordered = sorted(results, key=order_key)
-    counts = RowCounts.of(r.final_status for r in ordered)
-    scores = [r.weighted_score for r in ordered
-              if r.final_status.graded and r.weighted_score is not None]  # fmt: skip
-    missing = max(0, (rows_planned or 0) - len(ordered))
-    aggregates = [
-        aggregate_criterion(position, spec, ordered, registry, rows_planned=rows_planned)
-        for position, spec in enumerate(criteria)
-    ]
-    failed = [r for r in ordered if r.final_status.category in ("failed", "error", "refused")]
-    gate, reasons = suite_result(criteria, aggregates, counts, missing)
-    return SuiteRollup(
-        suite_id=suite_id,
-        variant_id=variant_id,
-        rows_total=len(ordered) + missing,
-        rows_missing=missing,
-        rows_passed=counts.passed,
-        rows_failed=counts.failed,
-        rows_error=counts.error,
-        rows_refused=counts.refused,
-        rows_not_graded=counts.not_graded,
-        rows_graded=counts.graded,
-        pass_rate=counts.pass_rate,
-        refusal_rate=counts.refusal_rate,
-        average_weighted_score=statistics.fmean(scores) if scores else None,
-        criterion_stats=_criterion_stats(ordered),
-        failed_samples=[
-            _failed_summary(r, task_json_paths[id(r)]) for r in failed[:FAILED_SAMPLE_LIMIT]
-        ],
-        failed_samples_total=len(failed),
-        criterion_aggregates=aggregates,
-        gate=gate,
-        passed=not reasons,
-        result_reasons=reasons,
-        warnings=[w for a in aggregates for w in a.details.get("warnings", [])],
-        dataset=dataset,
-        selection=selection,
-        **_replicate_fields(ordered, criteria, registry),
-    )
-
-
-def suite_result(
-    criteria: Sequence[CriterionSpec],
-    aggregates: Sequence[CriterionAggregate],
-    counts: RowCounts,
-    missing: int,
-) -> tuple[Literal["passed", "failed", "none"], list[str]]:
-    """The suite's gate and why it is not green (empty: green), by DESIGN.md "Exit codes".
-
-    A suite with ``suite_thresholds`` is decided by its gate, except that rows that errored or
-    refused make it red unless it gates ``completion_rate`` itself (then that gate decides); a
-    suite without thresholds has no gate and is green only when every row succeeded
-    (Coder Eval's rule). Rows that never ran make any suite red.
-    """
-    reasons = [f"{missing} planned row(s) never ran"] if missing else []
-    if not any(spec.suite_thresholds for spec in criteria):
-        if counts.total > counts.passed:
-            reasons.append(f"no gate, and {_not_succeeded(counts)}")
-        return "none", reasons
-    failed_checks = [
-        f"{a.criterion_type}.{c.metric} {_value(c.actual_value)}, needs {c.min_value:g}"
-        for a in aggregates
-        for c in a.threshold_checks
-        if not c.passed
-    ]
-    gate_errors = [a.error for a in aggregates if a.error and a.threshold_checks]
-    passed = all(a.passed for a in aggregates)
-    if not passed:
-        reasons.append("gate failed: " + "; ".join(failed_checks or gate_errors or ["?"]))
-    gates_completion = any("completion_rate" in (s.suite_thresholds or {}) for s in criteria)
-    if counts.did_not_grade and not gates_completion:
-        reasons.append(f"{_did_not_grade(counts)}, and the suite does not gate completion_rate")
-    return ("passed" if passed else "failed"), reasons
-
-
-def _value(value: float | None) -> str:
-    return "was not produced" if value is None else f"{value:.6g}"
-
-
-def _did_not_grade(counts: RowCounts) -> str:
-    parts = [f"{counts.error} row(s) errored"] if counts.error else []
-    if counts.refused:
-        parts.append(f"{counts.refused} refused")
-    return " and ".join(parts)
-
-
-def _not_succeeded(counts: RowCounts) -> str:
-    parts = [f"{counts.failed} failed"] if counts.failed else []
-    parts += [f"{counts.error} errored"] if counts.error else []
-    parts += [f"{counts.refused} refused"] if counts.refused else []
-    parts += [f"{counts.not_graded} not graded"] if counts.not_graded else []
-    return f"{', '.join(parts)} (every row must succeed)"
-
-
-REPLICATE_METRICS = ("accuracy", "macro_f1", "mean")
-
-
-def _replicate_fields(
-    results: Sequence[EvaluationResult],
-    criteria: Sequence[CriterionSpec],
-    registry: CriterionRegistry,
-) -> dict[str, Any]:
-    """Per-replicate roll-ups and pass@k / pass^k, when the suite has replicates."""
-    replicates = sorted({r.replicate_index for r in results})
-    if len(replicates) <= 1:
-        return {}
-    per: list[ReplicateRollup] = []
-    for index in replicates:
-        members = [r for r in results if r.replicate_index == index]
-        counts = RowCounts.of(r.final_status for r in members)
-        metrics = [
-            {k: v for k, v in aggregate_criterion(i, spec, members, registry).metrics.items()
-             if k in REPLICATE_METRICS}
-            for i, spec in enumerate(criteria)
-        ]  # fmt: skip
-        per.append(ReplicateRollup(
-            replicate_index=index, rows_total=len(members), rows_passed=counts.passed,
-            rows_graded=counts.graded, pass_rate=counts.pass_rate, criterion_metrics=metrics,
-        ))  # fmt: skip
-    by_row: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    for result in results:
-        if result.final_status.graded:
-            tally = by_row[result.task_id]
-            tally[0] += 1
-            tally[1] += result.final_status.category == "passed"
-    return {"replicates": len(replicates), "per_replicate": per,
-            "pass_k": suite_pass_k([(n, c) for n, c in by_row.values()])}  # fmt: skip
+    paths: Paths = task_json_relpath
+    if task_json_paths is not None:
+        known = task_json_paths
+        paths = lambda result: known[id(result)]  # noqa: E731
+    tally = SuiteTally(criteria, registry, paths=paths)
+    rows = list(results)
+    for result in rows:
+        tally.add(result)
+    if tally.has_replicates:
+        for result in rows:
+            tally.add_pass_k(result)
+    return tally.build(suite_id=suite_id, variant_id=variant_id, dataset=dataset,
+                       selection=selection, rows_planned=rows_planned)  # fmt: skip
 
 
 def aggregate_criterion(
@@ -216,146 +362,12 @@ def aggregate_criterion(
     *,
     rows_planned: int | None = None,
 ) -> CriterionAggregate:
-    """Aggregate criterion ``position`` over the rows where it evaluated.
-
-    A row counts in the criterion's denominator only when the criterion ran and graded it
-    (no ``error``, no refusal). Rows that errored before grading, rows whose criterion could
-    not evaluate or met a refusal, and rows that never ran (``rows_planned`` above the
-    results) are excluded; they count in ``rows_total`` and lower ``completion_rate``, and
-    ``details`` counts ``criterion_errors`` and ``refused`` apart.
-    """
-    rows_total = max(rows_planned or 0, len(results))
-    present = [
-        r.success_criteria_results[position]
-        for r in results
-        if len(r.success_criteria_results) > position
-    ]
-    per_row: list[CriterionResult] = [item for item in present if item.graded]
-    table, details = registry.get(spec.type).aggregate(spec, per_row)
-    errors = sum(1 for item in present if item.grader_failed)
-    refused = sum(1 for item in present if item.refused)
-    if errors:
-        details = {**details, "criterion_errors": errors}
-    if refused:
-        details = {**details, "refused": refused}
-    completion = MetricTable()
-    completion.put("completion_rate", len(per_row), rows_total, "the suite has no rows")
-    table.merge(completion)
-    checks = [check_gate(m, v, table.values) for m, v in (spec.suite_thresholds or {}).items()]
-    error = _aggregate_error(results, per_row, gated=bool(checks))
-    return CriterionAggregate(
-        criterion_type=spec.type,
-        description=suite_description(spec.description, present),
-        rows_total=rows_total,
-        rows_excluded=rows_total - len(per_row),
-        metrics=dict(sorted(table.values.items())),
-        undefined_metrics=dict(sorted(table.undefined.items())),
-        threshold_checks=checks,
-        passed=all(c.passed for c in checks) and not (error and checks),
-        details=details,
-        error=error,
-    )
-
-
-def _aggregate_error(
-    results: Sequence[EvaluationResult], per_row: list[CriterionResult], *, gated: bool
-) -> str | None:
-    if per_row:
-        return None
-    if not results:
-        error = EMPTY_SUITE_ERROR
-    elif all(r.final_status is FinalStatus.NOT_GRADED for r in results):
-        error = NOT_GRADED_ERROR
-    else:
-        error = NO_ROWS_ERROR
-    return error + (", so its thresholds fail" if gated else "")
-
-
-def suite_description(template: str, present: Sequence[CriterionResult]) -> str:
-    """A criterion's description for the whole suite: the rows' own (substituted) text when
-    they all agree, else the template with each ``${row.x}`` shown as ``<x>``."""
-    if not PLACEHOLDER.search(template):
-        return template
-    texts = {item.description for item in present}
-    if len(texts) == 1:
-        return texts.pop()
-    return PLACEHOLDER.sub(lambda match: f"<{match.group(1)}>", template)
-
-
-def _criterion_stats(results: Sequence[EvaluationResult]) -> list[CriterionStat]:
-    by_type: dict[str, list[CriterionResult]] = defaultdict(list)
+    """Aggregate criterion ``position`` over the rows where it evaluated (see the module
+    docstring for what is excluded and counted apart)."""
+    count = CriterionCount(spec, registry)
+    not_graded = 0
     for result in results:
-        for item in result.success_criteria_results:
-            by_type[item.criterion_type].append(item)
-    stats = []
-    for name, items in sorted(by_type.items()):
-        graded = [i.score for i in items if i.graded]
-        stats.append(CriterionStat(
-            criterion_type=name, rows_evaluated=len(graded),
-            average_score=statistics.fmean(graded) if graded else None,
-            error_count=sum(1 for i in items if i.grader_failed),
-            refused_count=sum(1 for i in items if i.refused),
-        ))  # fmt: skip
-    return stats
-
-
-def failure_reasons(result: EvaluationResult) -> list[str]:
-    """Why a row did not pass: criteria with an error, a refusal or a score below 1.0."""
-    reasons = []
-    for item in result.success_criteria_results:
-        if item.error:
-            reasons.append(f"{item.criterion_type}: {item.error}")
-        elif item.refused:
-            reasons.append(f"{item.criterion_type}: refused")
-        elif item.score < 1.0:
-            reasons.append(item.details.splitlines()[0] if item.details else item.criterion_type)
-    return reasons
-
-
-ANSWER_SHOWN = 200
-
-
-def qa_answer(result: EvaluationResult) -> tuple[str | None, str | None]:
-    """A QA row's answer (its extracted letters with their texts, else the response) and
-    the expected one (the correct letters with their texts, else the accepted answers)."""
-    record = result.qa_record
-    if record is None:
-        return None, None
-    options: dict[str, str] = record.get("options") or {}
-    graded = next((c for c in result.success_criteria_results
-                   if isinstance(c, QaCriterionResult)), None)  # fmt: skip
-    letters = (graded.sample_result.get("extracted") if graded else None) or []
-    content = (record.get("pred") or {}).get("content")
-    if letters:
-        answer: str | None = ", ".join(f"{x}. {options.get(x, '?')}" for x in letters)
-    else:
-        answer = None if content is None else _shorten(content)
-    correct = record.get("correct_letters") or []
-    if correct:
-        expected: str | None = ", ".join(f"{x}. {options.get(x, '?')}" for x in correct)
-    elif record.get("prompt_type") == "open_unanswerable":
-        expected = "an abstention (the story does not answer it)"
-    else:
-        expected = " | ".join(record.get("correct_answers") or []) or None
-    return answer, expected
-
-
-def _shorten(text: str) -> str:
-    text = text.strip()
-    return text if len(text) <= ANSWER_SHOWN else text[: ANSWER_SHOWN - 1] + "…"
-
-
-def _failed_summary(result: EvaluationResult, relpath: str) -> FailedRowSummary:
-    answer, expected = qa_answer(result)
-    return FailedRowSummary(
-        answer=answer,
-        expected=expected,
-        row_id=result.row_id,
-        task_id=result.task_id,
-        final_status=result.final_status.value,
-        weighted_score=result.weighted_score,
-        failure_reasons=failure_reasons(result),
-        error_message=result.error_message,
-        task_json_relpath=relpath,
-        replicate_index=result.replicate_index,
-    )
+        not_graded += result.final_status is FinalStatus.NOT_GRADED
+        if len(result.success_criteria_results) > position:
+            count.add(result.success_criteria_results[position])
+    return count.aggregate(rows=len(results), not_graded=not_graded, rows_planned=rows_planned)
