@@ -20,11 +20,10 @@ from assay.orchestration.predictions import (
     evaluate_predictions as grade_prediction_file,
 )
 from assay.orchestration.regrade import regrade_run
-from assay.orchestration.runfiles import load_results, load_run_results, resolve_run_dir
+from assay.orchestration.runfiles import iter_results, load_run_results, resolve_run_dir
 from assay.reports.compare import compare_runs, write_comparison
 from assay.reports.rebuild import rebuild_reports, report_regraded
 from assay.results.experiment import ExperimentResult
-from assay.results.task_result import EvaluationResult
 
 
 def evaluate(
@@ -47,10 +46,10 @@ def evaluate(
     """
     no_running_loop("evaluate")
     folder = resolve_run_dir(run_dir)
-    warnings = check_run_dir(folder, load_results(folder), action="assay evaluate")
+    warnings = check_run_dir(folder, iter_results(folder), action="assay evaluate")
     started = datetime.now()
-    results = asyncio.run(regrade_run(folder, jobs=jobs))
-    return _regraded(folder, results, started, jobs, junit_xml, warnings)
+    asyncio.run(regrade_run(folder, jobs=jobs))
+    return _regraded(folder, started, jobs, junit_xml, warnings)
 
 
 async def evaluate_async(
@@ -62,21 +61,20 @@ async def evaluate_async(
         UsageError, ModelError: as :func:`evaluate`.
     """
     folder = resolve_run_dir(run_dir)
-    warnings = check_run_dir(folder, load_results(folder), action="assay evaluate")
+    warnings = check_run_dir(folder, iter_results(folder), action="assay evaluate")
     started = datetime.now()
-    results = await regrade_run(folder, jobs=jobs)
-    return _regraded(folder, results, started, jobs, junit_xml, warnings)
+    await regrade_run(folder, jobs=jobs)
+    return _regraded(folder, started, jobs, junit_xml, warnings)
 
 
 def _regraded(
     folder: Path,
-    results: list[EvaluationResult],
     started: datetime,
     jobs: int,
     junit: str | Path | None,
     warnings: list[str],
 ) -> RunResult:
-    reports = report_regraded(folder, results, started=started, jobs=jobs,
+    reports = report_regraded(folder, started=started, jobs=jobs,
                               junit_path=Path(junit) if junit is not None else None,
                               warnings=warnings)  # fmt: skip
     return RunResult.from_reports(folder, reports)

@@ -13,6 +13,7 @@ from assay.orchestration.runfiles import entry_task_jsons, load_task_json
 from assay.reports.writer import Reports
 from assay.results.io import read_json
 from assay.results.run import RunSummary
+from assay.results.run_file import iter_task_rows, read_summary
 from assay.results.suite import CriterionAggregate, SuiteRollup
 from assay.results.task_result import EvaluationResult
 
@@ -107,7 +108,9 @@ class RunResult:
     Attributes:
         run_dir: ``runs/<timestamp>/``.
         summary: its ``run.json`` (:class:`~assay.results.run.RunSummary`): counts,
-            durations, tokens, cost, selections, warnings.
+            durations, tokens, cost, selections, warnings; without its rows
+            (``task_results`` is left empty, whatever the run's size: :meth:`rows` reads
+            them).
         suites: every suite of every variant, in report order.
         exit_code: what ``assay run`` would exit with: 0 green, 1 a gate or row failed or a
             row errored, 130 interrupted.
@@ -141,7 +144,7 @@ class RunResult:
         """
         folder = Path(run_dir).resolve()
         try:
-            summary = RunSummary.model_validate(read_json(folder / "run.json"))
+            summary = read_summary(folder / "run.json")
         except (OSError, ValueError) as exc:
             raise UsageError(f"{folder} has no valid run.json ({str(exc).splitlines()[0]})",
                              hint="rebuild it with assay.report(run_dir)") from None  # fmt: skip
@@ -199,7 +202,7 @@ class RunResult:
         Raises:
             UsageError: a ``task.json`` is not valid.
         """
-        for row in self.summary.task_results:
+        for row in iter_task_rows(self.run_dir / "run.json"):
             if suite is not None and row.suite_id != suite:
                 continue
             if variant is not None and row.variant_id != variant:

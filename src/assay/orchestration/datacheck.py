@@ -109,7 +109,7 @@ def dataset_drift(record: PlanRecord, expansions: Mapping[str, Expansion]) -> li
 
 
 def results_drift(
-    results: Sequence[EvaluationResult], recorded: Mapping[str, Mapping[str, str]]
+    results: Iterable[EvaluationResult], recorded: Mapping[str, Mapping[str, str]]
 ) -> list[Drift]:
     """Finished rows whose ``task.json`` row is not the recorded content (any variant or
     replicate): the run graded some rows on other content."""
@@ -147,7 +147,7 @@ def reread(record: PlanRecord, *, store_url: str | None) -> tuple[dict[str, Expa
     return expansions, warnings
 
 
-def check_run_dir(run_dir: Path, results: Sequence[EvaluationResult], *, action: str) -> list[str]:
+def check_run_dir(run_dir: Path, results: Iterable[EvaluationResult], *, action: str) -> list[str]:
     """:func:`check_finished_run` with what the run recorded (``plan.json``, and
     ``run.json``'s selections).
 
@@ -166,7 +166,7 @@ def check_run_dir(run_dir: Path, results: Sequence[EvaluationResult], *, action:
 
 def check_finished_run(
     run_dir: Path,
-    results: Sequence[EvaluationResult],
+    results: Iterable[EvaluationResult],
     record: PlanRecord | None,
     selections: Iterable[tuple[str, SelectionRecord | None]],
     *,
@@ -195,14 +195,14 @@ def same_data(
     run_dir: Path,
     plan: Plan,
     record: PlanRecord,
-    kept: list[EvaluationResult],
+    kept: Iterable[EvaluationResult],
     *,
     rerun_changed: bool,
-) -> tuple[list[EvaluationResult], PlanRecord]:
+) -> tuple[set[tuple[str, str]], PlanRecord]:
     """For a resumed run: refuse rows whose content changed since the run recorded it (in
     the dataset as it is now, or in a finished row's ``task.json``), naming them; with
-    ``rerun_changed``, drop their finished results so they run again, and record the new
-    content in ``plan.json``.
+    ``rerun_changed``, return them (``(task id, row id)``, every variant and replicate) to
+    run again, and record the new content in ``plan.json``. ``kept`` is read once.
 
     Raises:
         UsageError: rows changed and ``rerun_changed`` is off (:func:`drift_error`).
@@ -211,12 +211,12 @@ def same_data(
     selections = [(t.task_id, t.selection) for t in record.tasks]
     drifts = dataset_drift(record, expansions) + results_drift(kept, recorded_hashes(selections))
     if not drifts:
-        return kept, record
+        return set(), record
     if not rerun_changed:
         raise drift_error(drifts, run_dir=run_dir, action="resuming the run")
     record = updated_record(record, expansions)
     write_plan(run_dir, record)
-    return without_drifted(kept, drifts), record
+    return {(d.task_id, row) for d in drifts for row in d.changed}, record
 
 
 def drift_error(drifts: Sequence[Drift], *, run_dir: Path, action: str) -> UsageError:

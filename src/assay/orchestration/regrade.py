@@ -22,7 +22,7 @@ from assay.errors import UsageError
 from assay.orchestration.grading import final_status, grade, grading_message, weighted_score
 from assay.orchestration.qa_rows import judge_key
 from assay.orchestration.rowfiles import SANDBOX_DIR
-from assay.orchestration.runfiles import load_task_json, task_json_paths
+from assay.orchestration.runfiles import load_task_json, scan_task_jsons
 from assay.orchestration.runner import row_env
 from assay.orchestration.services import run_services
 from assay.providers.pool import ModelKey, ModelPool, PoolSettings, default_registry
@@ -68,9 +68,11 @@ def agent_status(result: EvaluationResult) -> OutcomeStatus:
     return _KEEP_STATUS.get(result.final_status, "completed")
 
 
-async def regrade_run(run_dir: Path, *, jobs: int) -> list[EvaluationResult]:
+async def regrade_run(run_dir: Path, *, jobs: int) -> int:
     """Grade every row of ``run_dir`` again from its response and kept sandbox, rewriting
-    each ``task.json``; returns the rows in the run's order.
+    each ``task.json``; returns how many rows. The rows are read twice, one at a time (first
+    to check that they can be graded and to find their judges, then to grade them), so a run
+    of any size is graded in memory that does not grow with it.
 
     Raises:
         UsageError: no ``task.json`` under ``run_dir``, a file that is not a valid
@@ -78,40 +80,50 @@ async def regrade_run(run_dir: Path, *, jobs: int) -> list[EvaluationResult]:
             sandboxes (nothing is changed then).
         ModelError, UserError: a judge model could not start.
     """
-    paths = task_json_paths(run_dir)
-    if not paths:
-        raise UsageError(f"no task.json under {run_dir}: is it a run directory?")
-    rows = [(p, load_task_json(p)) for p in paths]
-    _check_sandboxes_kept(run_dir, rows)
+    keys, rows = _checked(run_dir)
     registry = default_criteria()
     pool = ModelPool(default_registry(), PoolSettings(parallel=max(1, jobs)))
-    limit = asyncio.Semaphore(max(1, jobs))
+    queue = iter(scan_task_jsons(run_dir))
 
-    async def regrade(path: Path, result: EvaluationResult) -> EvaluationResult:
-        async with limit:
-            return await _regrade_one(path, result, registry, pool)
+    async def worker() -> None:
+        for path in queue:
+            await _regrade_one(path, load_task_json(path), registry, pool)
 
     use_pidfd_child_watcher()
-    async with run_services(pool, judge_keys([r for _, r in rows])):
-        return list(await asyncio.gather(*(regrade(p, r) for p, r in rows)))
+    async with run_services(pool, keys):
+        await asyncio.gather(*(worker() for _ in range(max(1, jobs))))
+    return rows
 
 
-def _check_sandboxes_kept(run_dir: Path, rows: list[tuple[Path, EvaluationResult]]) -> None:
-    missing = []
-    for path, result in rows:
-        if agent_status(result) == "error":
+def _checked(run_dir: Path) -> tuple[list[ModelKey], int]:
+    """The judges the rows need and how many rows there are, after checking that every row
+    whose criteria read the sandbox has it.
+
+    Raises:
+        UsageError: no rows; rows whose sandbox the run did not keep (the first named).
+    """
+    keys: dict[ModelKey, None] = {}
+    missing, first, rows = 0, "", 0
+    for path in scan_task_jsons(run_dir):
+        rows += 1
+        result = load_task_json(path)
+        keys.update(dict.fromkeys(judge_keys([result])))
+        if agent_status(result) == "error" or (path.parent / SANDBOX_DIR).is_dir():
             continue
         task = TaskDefinition.model_validate(result.task_config.resolved)
-        kept = (path.parent / SANDBOX_DIR).is_dir()
-        if not kept and any(needs_sandbox(c) for c in task.success_criteria):
-            missing.append(path.parent.relative_to(run_dir).as_posix())
+        if any(needs_sandbox(c) for c in task.success_criteria):
+            missing += 1
+            first = first or path.parent.relative_to(run_dir).as_posix()
+    if not rows:
+        raise UsageError(f"no task.json under {run_dir}: is it a run directory?")
     if missing:
         raise UsageError(
-            f"{len(missing)} row(s) have criteria that read the sandbox, but the run did not "
-            f"keep it (first: {missing[0]}); nothing was changed",
+            f"{missing} row(s) have criteria that read the sandbox, but the run did not "
+            f"keep it (first: {first}); nothing was changed",
             hint="run `assay execute` (or `assay run --keep-sandboxes`) to keep sandboxes, "
             "then `assay evaluate`; `assay report` rebuilds reports without grading",
         )
+    return list(keys), rows
 
 
 def judge_keys(results: list[EvaluationResult]) -> list[ModelKey]:

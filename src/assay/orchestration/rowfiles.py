@@ -22,6 +22,7 @@ from assay.results.trace import to_otlp_json
 from assay.sandbox.archive import unpack
 
 SANDBOX_DIR = "sandbox"
+UNWRITABLE = "the row's files could not be written"
 
 
 @dataclass
@@ -91,9 +92,16 @@ def write_finished(directory: Path, finished: FinishedRow) -> EvaluationResult:
 def _unwritable(result: EvaluationResult, exc: Exception) -> EvaluationResult:
     return result.model_copy(update={
         "final_status": FinalStatus.ERROR,
-        "error_message": f"the row's files could not be written: {exc}",
+        "error_message": f"{UNWRITABLE}: {exc}",
         "success_criteria_results": [], "weighted_score": None,
     })  # fmt: skip
+
+
+def unwritten(result: EvaluationResult, directory: Path) -> bool:
+    """The row ended without any file (not even its ``task.json`` saying why): the reports
+    take it from memory, and a resumed run runs it again."""
+    message = result.error_message or ""
+    return message.startswith(UNWRITABLE) and not (directory / "task.json").is_file()
 
 
 def write_row(directory: Path, files: RowFiles) -> EvaluationResult:

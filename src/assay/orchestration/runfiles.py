@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -65,6 +66,23 @@ def task_json_paths(run_dir: Path) -> list[Path]:
     return found
 
 
+def scan_task_jsons(run_dir: Path) -> Iterator[Path]:
+    """Every row's ``task.json`` like :func:`task_json_paths`, one at a time and in the
+    order the file system lists them (a folder of a million rows is never listed whole)."""
+    for variant in sorted(p for p in run_dir.iterdir() if p.is_dir()):
+        for entry in sorted(p for p in variant.iterdir() if p.is_dir()):
+            with os.scandir(entry) as children:
+                for child in children:
+                    if not child.is_dir():
+                        continue
+                    if REPLICATE_DIR.match(child.name):  # a task without a dataset
+                        path = Path(child.path) / "task.json"
+                        if path.is_file():
+                            yield path
+                    else:
+                        yield from _replicates(Path(child.path))
+
+
 def entry_task_jsons(entry: Path) -> Iterator[Path]:
     """The ``task.json`` files of one suite folder (``<variant>/<suite>/``: every row's
     replicates) or one task folder without a dataset (``<variant>/<task>/``), in order."""
@@ -98,6 +116,23 @@ def load_task_json(path: Path) -> EvaluationResult:
         ) from None
 
 
+def iter_results(run_dir: Path) -> Iterator[EvaluationResult]:
+    """Every ``task.json`` of the run in ``run_dir``, read one at a time
+    (:func:`scan_task_jsons`), so a run of any size is read in memory that does not grow
+    with it.
+
+    Raises:
+        UsageError: a file is not a valid ``task.json``.
+    """
+    for path in scan_task_jsons(run_dir):
+        yield load_task_json(path)
+
+
+def has_results(run_dir: Path) -> bool:
+    """Some ``task.json`` exists under ``run_dir`` (where the layout puts them)."""
+    return next(scan_task_jsons(run_dir), None) is not None
+
+
 def load_results(run_dir: Path) -> list[EvaluationResult]:
     """Every ``task.json`` of the run in ``run_dir``.
 
@@ -119,24 +154,41 @@ def load_run_results(run_dir: Path) -> list[EvaluationResult]:
     return results
 
 
-def finished_results(
-    run_dir: Path, items: list[WorkItem], *, retry_errors: bool
-) -> list[EvaluationResult]:
-    """The results of items whose ``task.json`` is complete (``ERROR`` ones dropped when
-    retrying errors); an unreadable one is left out, so its row runs again."""
-    kept = []
-    for item in items:
+def finished_mask(run_dir: Path, items: list[WorkItem], *, retry_errors: bool) -> bytearray:
+    """``1`` for each item whose ``task.json`` is complete (not for ``ERROR`` ones when
+    retrying errors), ``0`` for the rest; an unreadable one is ``0``, so its row runs again.
+    One byte an item: the results are read one at a time and not kept."""
+    mask = bytearray(len(items))
+    for position, item in enumerate(items):
         path = _task_json(run_dir, item)
         if not path.is_file():
             continue
         try:
-            result = EvaluationResult.model_validate(read_json(path))
-        except ValueError:
+            result = EvaluationResult.model_validate_json(path.read_bytes())
+        except (ValueError, OSError):
             continue  # unreadable: run it again
         if retry_errors and result.final_status.category == "error":
             continue
-        kept.append(result)
-    return kept
+        mask[position] = 1
+    return mask
+
+
+def kept_results(
+    run_dir: Path, items: list[WorkItem], mask: bytearray
+) -> Iterator[EvaluationResult]:
+    """The results of the items ``mask`` marks, read one at a time."""
+    for position, item in enumerate(items):
+        if mask[position]:
+            yield EvaluationResult.model_validate_json(_task_json(run_dir, item).read_bytes())
+
+
+def finished_results(
+    run_dir: Path, items: list[WorkItem], *, retry_errors: bool
+) -> list[EvaluationResult]:
+    """The results of items whose ``task.json`` is complete (``ERROR`` ones dropped when
+    retrying errors), in a list (:func:`finished_mask` for a run of any size)."""
+    mask = finished_mask(run_dir, items, retry_errors=retry_errors)
+    return list(kept_results(run_dir, items, mask))
 
 
 def _task_json(run_dir: Path, item: WorkItem) -> Path:

@@ -30,8 +30,9 @@ from assay.orchestration.record import (
     replayed_options,
     save_built_tasks,
 )
-from assay.orchestration.rundir import create_run_dir, point_latest
-from assay.orchestration.runfiles import finished_results
+from assay.orchestration.rowfiles import unwritten
+from assay.orchestration.rundir import create_run_dir, item_dir, point_latest
+from assay.orchestration.runfiles import finished_mask, kept_results
 from assay.orchestration.runner import RunOptions
 from assay.orchestration.services import ModelSettings
 from assay.orchestration.signals import stop_on_signals
@@ -86,12 +87,15 @@ class RunRequest:
 
 @dataclass
 class SessionOutcome:
-    """How one session of a run ended: every finished row of the run (kept and new), whether
-    it was interrupted, and when it ended."""
+    """How one session of a run ended: whether it was interrupted, when, and how many rows
+    it finished (the reports read every finished row, kept and new, from the run folder;
+    ``unwritten`` are the rows whose files could not be written at all, reported from
+    memory)."""
 
-    results: list[EvaluationResult]
     interrupted: bool
     ended: datetime
+    finished: int = 0
+    unwritten: list[EvaluationResult] = field(default_factory=list)
 
 
 @dataclass
@@ -104,7 +108,8 @@ class RunSession:
         run_dir: the run directory.
         request: how to run it.
         started: when this session started.
-        kept: the rows finished before (a resumed run), not run again.
+        items: the plan's work items.
+        kept: ``1`` for each item finished before (a resumed run), not run again.
         prices: the price table.
     """
 
@@ -113,8 +118,10 @@ class RunSession:
     run_dir: Path
     request: RunRequest
     started: datetime
-    kept: list[EvaluationResult]
+    items: list[WorkItem]
+    kept: bytearray
     prices: PriceTable
+    unwritten: list[EvaluationResult] = field(default_factory=list)
 
     @classmethod
     def start(cls, plan: Plan, options: PlanOptions, request: RunRequest) -> RunSession:
@@ -125,7 +132,9 @@ class RunSession:
         saved = save_built_tasks(run_dir, plan)
         record = plan_record(plan, options, request.options, saved=saved)
         write_plan(run_dir, record)
-        return cls(plan, record, run_dir, request, started, [], options.prices)
+        items = plan.work_items()
+        return cls(plan, record, run_dir, request, started, items, bytearray(len(items)),
+                   options.prices)  # fmt: skip
 
     @classmethod
     def resume(
@@ -155,18 +164,19 @@ class RunSession:
         _check_same_store_versions(plan, record)
         request.options.stage = record.stage
         request.options.keep_sandboxes = request.options.keep_sandboxes or record.keep_sandboxes
-        kept = finished_results(run_dir, plan.work_items(), retry_errors=request.retry_errors)
-        kept, record = same_data(run_dir, plan, record, kept, rerun_changed=request.rerun_changed)
+        items = plan.work_items()
+        kept = finished_mask(run_dir, items, retry_errors=request.retry_errors)
+        drifted, record = same_data(run_dir, plan, record, kept_results(run_dir, items, kept),
+                                    rerun_changed=request.rerun_changed)  # fmt: skip
+        for position, item in enumerate(items):
+            if (item.row_task.suite_id, item.row_task.row_id) in drifted:
+                kept[position] = 0  # its content changed: it runs again
         point_latest(run_dir.parent, run_dir)
-        return cls(plan, record, run_dir, request, started, kept, options.prices)
+        return cls(plan, record, run_dir, request, started, items, kept, options.prices)
 
     def pending(self) -> list[WorkItem]:
         """The work items this session runs: every one not kept."""
-        done = {(r.variant_id, r.task_id, r.replicate_index) for r in self.kept}
-        return [
-            i for i in self.plan.work_items()
-            if (i.variant_id, i.row_task.task_id, i.replicate) not in done
-        ]  # fmt: skip
+        return [item for item, done in zip(self.items, self.kept, strict=True) if not done]
 
     async def execute(self) -> SessionOutcome:
         """Run every pending item inside the run's services (see the module docstring);
@@ -176,10 +186,10 @@ class RunSession:
             ModelError, UserError: a model could not start (no row ran).
         """
         with stop_on_signals(enabled=self.request.stop_on_sigterm):
-            results, interrupted = await self._run_rows()
-        return self.finish(results, interrupted=interrupted)
+            finished, interrupted = await self._run_rows()
+        return self.finish(finished, interrupted=interrupted)
 
-    async def _run_rows(self) -> tuple[list[EvaluationResult | None], bool]:
+    async def _run_rows(self) -> tuple[int, bool]:
         request, items = self.request, self.pending()
         log_session(self.run_dir, "start", self.started)
         use_pidfd_child_watcher()
@@ -187,32 +197,33 @@ class RunSession:
         context = ExecutionContext(
             plan=self.plan, run_dir=self.run_dir, options=request.options,
             models=request.models, prices=self.prices, registry=request.registry,
-            progress=request.progress, already_done=len(self.kept),
+            progress=request.progress, already_done=sum(self.kept),
             on_warning=request.on_warning, limits=request.executor.limits,
         )  # fmt: skip
-        results: list[EvaluationResult | None] = []
+        finished = 0
 
-        def done(result: EvaluationResult) -> None:
-            results.append(result)
+        def done(result: EvaluationResult) -> None:  # its files are written: nothing kept
+            nonlocal finished
+            finished += 1
+            if result.error_message and unwritten(result, self._directory(result)):
+                self.unwritten.append(result)
             request.progress.advance(result)
 
         execution = await executor.execute(context, items, done)
         self.plan.warnings.extend(execution.warnings)
-        return results, execution.interrupted
+        return finished, execution.interrupted
 
-    def finish(
-        self, results: list[EvaluationResult | None], *, interrupted: bool
-    ) -> SessionOutcome:
-        """End the session: log it, and gather every finished row (after an interruption,
-        every row whose ``task.json`` reached the disk)."""
+    def _directory(self, result: EvaluationResult) -> Path:
+        return item_dir(self.run_dir, variant_id=result.variant_id, task_id=result.task_id,
+                        suite_id=result.suite_id, row_id=result.row_id,
+                        replicate=result.replicate_index)  # fmt: skip
+
+    def finish(self, finished: int, *, interrupted: bool) -> SessionOutcome:
+        """End the session: log it (the reports read every row whose ``task.json`` reached
+        the disk, kept and new)."""
         ended = datetime.now()
         log_session(self.run_dir, "end", ended)
-        finished = self.kept + [r for r in results if r is not None]
-        if interrupted:
-            items = self.plan.work_items()
-            on_disk = finished_results(self.run_dir, items, retry_errors=False)
-            finished = on_disk if len(on_disk) >= len(finished) else finished
-        return SessionOutcome(finished, interrupted, ended)
+        return SessionOutcome(interrupted, ended, finished, self.unwritten)
 
 
 def execute_session(session: RunSession) -> SessionOutcome:
@@ -225,7 +236,7 @@ def execute_session(session: RunSession) -> SessionOutcome:
     try:
         return asyncio.run(session.execute())
     except KeyboardInterrupt:
-        return session.finish([], interrupted=True)
+        return session.finish(0, interrupted=True)
 
 
 def _check_same_store_versions(plan: Plan, record: PlanRecord) -> None:

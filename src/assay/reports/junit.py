@@ -9,18 +9,28 @@ it did not grade, like an error, and is counted apart from failures), a row not 
 green (a failed gate, rows that errored or refused without a ``completion_rate`` gate, rows
 that never ran), so the CI job fails visibly; a suite without a gate needs none (its rows
 decide).
+
+The document is written as the rows come, in report order (:class:`JunitWriter`), so a run
+of any size is written without holding its rows: each test suite's counts are known before
+its cases (:class:`SuiteCounts`, counted while the rows were read).
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
 import re
+import threading
 import xml.etree.ElementTree as ET
-from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import IO, Any
+from xml.sax.saxutils import quoteattr
 
-from assay.reports.rollup import failure_reasons, order_key
-from assay.results.io import write_text_atomic
+from assay.metrics.streaming import ExactSum
+from assay.reports.suite_rules import failure_reasons
 from assay.results.suite import SuiteRollup
 from assay.results.task_result import EvaluationResult
 
@@ -37,28 +47,28 @@ def _classname(variant_id: str, name: str) -> str:
     return name if variant_id == "default" else f"{variant_id}.{name}"
 
 
-def _case(result: EvaluationResult) -> ET.Element:
+def case_of(result: EvaluationResult) -> dict[str, Any]:
+    """What a row's test case says (JSON, to be sorted with the other rows)."""
     name = result.row_id if result.row_id is not None else result.task_id
     if result.replicate_index:
         name += f" [replicate {result.replicate_index:02d}]"
-    case = ET.Element(
-        "testcase",
-        {
-            "name": name,
-            "classname": _classname(result.variant_id, result.suite_id or result.task_id),
-            "time": f"{result.duration_seconds:.3f}",
-        },
-    )
-    category = result.final_status.category
-    text = "\n".join(failure_reasons(result))
+    return {"name": name, "class": _classname(result.variant_id, result.suite_id or result.task_id),
+            "time": result.duration_seconds, "category": result.final_status.category,
+            "status": result.final_status.value, "reasons": "\n".join(failure_reasons(result)),
+            "error": result.error_message}  # fmt: skip
+
+
+def _case(data: dict[str, Any]) -> ET.Element:
+    case = ET.Element("testcase", {"name": data["name"], "classname": data["class"],
+                                   "time": f"{data['time']:.3f}"})  # fmt: skip
+    category, status, error = data["category"], data["status"], data["error"]
     if category == "failed":
-        node = ET.SubElement(case, "failure", {"message": result.final_status.value,
-                                               "type": result.final_status.value})  # fmt: skip
-        node.text = clean(text or result.error_message or "")
+        node = ET.SubElement(case, "failure", {"message": status, "type": status})
+        node.text = clean(data["reasons"] or error or "")
     elif category in ("error", "refused"):
-        node = ET.SubElement(case, "error", {"message": clean(result.error_message or category),
-                                             "type": result.final_status.value})  # fmt: skip
-        node.text = clean(text or result.error_message or "")
+        node = ET.SubElement(case, "error", {"message": clean(error or category),
+                                             "type": status})  # fmt: skip
+        node.text = clean(data["reasons"] or error or "")
     elif category == "not_graded":
         ET.SubElement(case, "skipped", {"message": "not graded (assay execute)"})
     return case
@@ -85,33 +95,79 @@ def _gate_case(suite: SuiteRollup) -> ET.Element:
     return case
 
 
-def render_junit(results: Sequence[EvaluationResult], suites: Sequence[SuiteRollup]) -> str:
-    """The JUnit XML document."""
-    groups: dict[tuple[str, str], list[EvaluationResult]] = defaultdict(list)
-    for result in sorted(results, key=order_key):
-        groups[(result.variant_id, result.suite_id or result.task_id)].append(result)
-    gates = {(s.variant_id, s.suite_id): s for s in suites}
-    root = ET.Element("testsuites", {"name": "assay"})
-    for (variant, name), members in groups.items():
-        cases = [_case(r) for r in members]
-        gate = gates.get((variant, name))
-        if gate is not None and gate.gate != "none":
-            cases.append(_gate_case(gate))
-        suite_el = ET.SubElement(root, "testsuite", {
-            "name": _classname(variant, name),
-            "tests": str(len(cases)),
-            "failures": str(sum(1 for c in cases if c.find("failure") is not None)),
-            "errors": str(sum(1 for c in cases if c.find("error") is not None)),
-            "skipped": str(sum(1 for c in cases if c.find("skipped") is not None)),
-            "time": f"{sum(r.duration_seconds for r in members):.3f}",
-        })  # fmt: skip
-        suite_el.extend(cases)
-    ET.indent(root)
-    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+@dataclass
+class SuiteCounts:
+    """A test suite's counts, known before its cases are written."""
+
+    tests: int = 0
+    failures: int = 0
+    errors: int = 0
+    skipped: int = 0
+    time: ExactSum | None = None
+
+    def add(self, result: EvaluationResult) -> None:
+        """Count one row's test case."""
+        if self.time is None:
+            self.time = ExactSum()
+        self.tests += 1
+        category = result.final_status.category
+        self.failures += category == "failed"
+        self.errors += category in ("error", "refused")
+        self.skipped += category == "not_graded"
+        self.time.add(result.duration_seconds)
 
 
-def write_junit(
-    path: Path, results: Sequence[EvaluationResult], suites: Sequence[SuiteRollup]
-) -> None:
-    """Write the JUnit XML to ``path`` atomically."""
-    write_text_atomic(path, render_junit(results, suites))
+def _text(element: ET.Element, level: int) -> str:
+    ET.indent(element, space="  ", level=level)
+    return "  " * level + ET.tostring(element, encoding="unicode").rstrip() + "\n"
+
+
+class JunitWriter:
+    """Writes the document to ``path`` atomically: :meth:`suite` for each test suite in
+    turn, with its cases in order, then :meth:`close`."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.handle: IO[str] = self.tmp.open("w", encoding="utf-8")
+        self.handle.write('<?xml version="1.0" encoding="utf-8"?>\n<testsuites name="assay">\n')
+
+    def suite(
+        self,
+        variant: str,
+        name: str,
+        counts: SuiteCounts,
+        cases: Iterable[str],
+        gate: SuiteRollup | None,
+    ) -> None:
+        """One test suite: ``cases`` are :func:`case_of` JSON texts, in order; ``gate`` is
+        its roll-up (a test case when the suite has a gate)."""
+        gate_case = _gate_case(gate) if gate is not None and gate.gate != "none" else None
+        tests = counts.tests + (gate_case is not None)
+        failures = counts.failures + (
+            gate_case is not None and gate_case.find("failure") is not None
+        )
+        time = counts.time.total if counts.time is not None else 0.0
+        attributes = {"name": _classname(variant, name), "tests": str(tests),
+                      "failures": str(failures), "errors": str(counts.errors),
+                      "skipped": str(counts.skipped), "time": f"{time:.3f}"}  # fmt: skip
+        opening = " ".join(f"{k}={quoteattr(v)}" for k, v in attributes.items())
+        self.handle.write(f"  <testsuite {opening}>\n")
+        for case in cases:
+            self.handle.write(_text(_case(json.loads(case)), 2))
+        if gate_case is not None:
+            self.handle.write(_text(gate_case, 2))
+        self.handle.write("  </testsuite>\n")
+
+    def close(self) -> None:
+        """End the document and put it in place."""
+        self.handle.write("</testsuites>\n")
+        self.handle.close()
+        os.replace(self.tmp, self.path)
+
+    def abort(self) -> None:
+        """Drop the partial document."""
+        self.handle.close()
+        with contextlib.suppress(OSError):
+            os.unlink(self.tmp)

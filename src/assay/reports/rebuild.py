@@ -11,19 +11,19 @@ from pathlib import Path
 from assay.criteria.registry import default_criteria
 from assay.errors import UsageError
 from assay.orchestration.datacheck import check_run_dir
-from assay.orchestration.runfiles import load_results
+from assay.orchestration.runfiles import has_results, iter_results
 from assay.reports.writer import Reports, RunMeta, Stage, write_reports
 from assay.results.io import read_json, read_model
 from assay.results.plan_record import PLAN_FILE, PlanRecord
 from assay.results.run import RunSummary, TaskSelection
-from assay.results.task_result import EvaluationResult
+from assay.results.run_file import read_summary
 
 
 def previous_meta(run_dir: Path, stage: Stage) -> RunMeta:
     """The run's recorded facts for a new report: from ``plan.json`` (what it set out to do:
     selections, planned rows, criteria, experiment) and ``run.json`` (how it went)."""
     now = datetime.now()
-    summary = read_model(run_dir / "run.json", RunSummary)
+    summary = _summary(run_dir)
     plan = read_model(run_dir / PLAN_FILE, PlanRecord)
     criteria = dict(plan.criteria) if plan else {}
     criteria.update(summary.task_criteria if summary else {})
@@ -62,6 +62,14 @@ def previous_meta(run_dir: Path, stage: Stage) -> RunMeta:
     )
 
 
+def _summary(run_dir: Path) -> RunSummary | None:
+    """``run.json`` without its rows (``None``: missing or not valid)."""
+    try:
+        return read_summary(run_dir / "run.json")
+    except (OSError, ValueError):
+        return None
+
+
 def _experiment(run_dir: Path) -> tuple[str, str] | None:
     path = run_dir / "experiment.json"
     if not path.is_file():
@@ -80,27 +88,27 @@ def rebuild_reports(run_dir: Path, *, junit_path: Path | None = None) -> Reports
             (:func:`assay.orchestration.datacheck.check_run_dir`).
         TaskFileError: a QA suite's metrics hook failed; every other file is written first.
     """
-    results = load_results(run_dir)
     meta = previous_meta(run_dir, "report")
-    if not results and not meta.planned:
+    if not meta.planned and not has_results(run_dir):
         raise UsageError(f"no task.json under {run_dir}: is it a run directory?")
     meta.stage = "report"
-    checked = check_run_dir(run_dir, results, action="assay report")
+    checked = check_run_dir(run_dir, iter_results(run_dir), action="assay report")
     meta.warnings = list(dict.fromkeys([*meta.warnings, *checked]))  # once, however often run
-    return write_reports(run_dir, results, meta, default_criteria(), junit_path=junit_path)
+    return write_reports(run_dir, lambda: iter_results(run_dir), meta, default_criteria(),
+                         junit_path=junit_path)  # fmt: skip
 
 
 def report_regraded(
     run_dir: Path,
-    results: Sequence[EvaluationResult],
     *,
     started: datetime,
     jobs: int,
     junit_path: Path | None = None,
     warnings: Sequence[str] = (),
 ) -> Reports:
-    """The reports of a run whose rows were graded again (``assay evaluate``), the
-    re-grading having started at ``started`` with ``jobs`` rows at once.
+    """The reports of a run whose rows were graded again (``assay evaluate``: each
+    ``task.json`` rewritten), the re-grading having started at ``started`` with ``jobs``
+    rows at once.
 
     Raises:
         TaskFileError: a QA suite's metrics hook failed; every other file is written first.
@@ -108,4 +116,5 @@ def report_regraded(
     meta = previous_meta(run_dir, "evaluate")
     meta.start_time, meta.end_time, meta.max_parallel = started, datetime.now(), jobs
     meta.warnings = list(dict.fromkeys([*meta.warnings, *warnings]))
-    return write_reports(run_dir, results, meta, default_criteria(), junit_path=junit_path)
+    return write_reports(run_dir, lambda: iter_results(run_dir), meta, default_criteria(),
+                         junit_path=junit_path)  # fmt: skip

@@ -1,12 +1,14 @@
 """The reports of a run session (``assay run`` / ``execute``, new or resumed): its facts
-(:class:`RunMeta`) from the plan, ``plan.json`` and ``sessions.jsonl``, then every report."""
+(:class:`RunMeta`) from the plan, ``plan.json`` and ``sessions.jsonl``, then every report,
+read from the run folder: every row's ``task.json``, kept and new, one at a time."""
 
 from __future__ import annotations
 
 import sys
-from datetime import datetime
+from collections.abc import Iterator
 
 from assay.criteria.registry import default_criteria
+from assay.orchestration.runfiles import iter_results
 from assay.orchestration.session import RunSession, SessionOutcome
 from assay.reports.writer import Reports, RunMeta, write_reports
 from assay.results.plan_record import read_sessions
@@ -21,7 +23,13 @@ def write_session_reports(session: RunSession, outcome: SessionOutcome) -> Repor
         TaskFileError: a QA suite's metrics hook failed; every other file is written first.
     """
     meta = session_meta(session, outcome)
-    return write_reports(session.run_dir, outcome.results, meta, default_criteria(),
+    run_dir, missing = session.run_dir, outcome.unwritten
+
+    def rows() -> Iterator[EvaluationResult]:
+        yield from iter_results(run_dir)
+        yield from missing  # rows without files, said so (a resumed run runs them again)
+
+    return write_reports(run_dir, rows, meta, default_criteria(),
                          junit_path=session.request.junit_path)  # fmt: skip
 
 
@@ -49,27 +57,10 @@ def session_meta(session: RunSession, outcome: SessionOutcome) -> RunMeta:
         warnings=plan.warnings,
         interrupted=outcome.interrupted,
         criteria=record.criteria,
-        active_seconds=active_seconds(sessions, outcome.results, outcome.ended),
+        session_times=sessions,
         sessions=len(sessions),
         planned=record.planned,
         experiment_id=plan.experiment.experiment_id if plan.experiment else None,
         experiment_description=plan.experiment.description if plan.experiment else "",
         variant_ids=list(plan.variants),
     )
-
-
-def active_seconds(
-    sessions: list[tuple[datetime, datetime | None]],
-    results: list[EvaluationResult],
-    now: datetime,
-) -> float:
-    """Σ over sessions of their active time; a killed session ends at its last finished row."""
-    total = 0.0
-    for index, (start, end) in enumerate(sessions):
-        if end is None:
-            limit = sessions[index + 1][0] if index + 1 < len(sessions) else now
-            ends = [datetime.fromisoformat(r.completed_at) for r in results]
-            inside = [t for t in ends if start <= t <= limit]
-            end = max(inside) if inside else start
-        total += (end - start).total_seconds()
-    return total

@@ -7,141 +7,105 @@ never depend on how the results were obtained.
 
 from __future__ import annotations
 
-import platform
-import sys
-from collections import defaultdict
-from collections.abc import Sequence
-from dataclasses import dataclass, field
-from datetime import datetime
+import itertools
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Literal
-
-from pydantic import TypeAdapter
 
 from assay.criteria.base import CriterionRegistry
 from assay.errors import TaskFileError
 from assay.orchestration.rundir import suite_dir
-from assay.reports.junit import write_junit
+from assay.reports.junit import JunitWriter
 from assay.reports.markdown import render_experiment, render_run, render_suite
+from assay.reports.meta import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    Reports,
+    RunMeta,
+    Source,
+    Stage,
+    suite_criteria,
+)
 from assay.reports.qa import render_qa, write_qa_files
-from assay.reports.rollup import build_suite, order_key
+from assay.reports.run_tally import RunTally, spilled
+from assay.reports.spill import SortedLines
+from assay.reports.suite_rules import task_json_relpath
 from assay.results.io import write_json_atomic, write_text_atomic
-from assay.results.run import RunSummary, SkippedTask, SuiteRef, TaskRow, TaskSelection
-from assay.results.status import FinalStatus, RowCounts
+from assay.results.run import SuiteRef
+from assay.results.run_file import write_run_json
+from assay.results.status import FinalStatus
 from assay.results.suite import SuiteRollup
-from assay.results.task_result import EvaluationResult, TokenUsage
-from assay.spec.criteria import Criterion, CriterionSpec
+from assay.results.task_result import EvaluationResult
 
-Stage = Literal["run", "execute", "evaluate", "report"]
-_CRITERIA = TypeAdapter(list[Criterion])
-
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_INTERRUPTED = 130
-
-
-@dataclass
-class RunMeta:
-    """Facts about the invocation that the row results do not carry."""
-
-    run_id: str
-    stage: Stage
-    start_time: datetime
-    end_time: datetime
-    max_parallel: int
-    command: list[str] = field(default_factory=list)
-    skipped: list[SkippedTask] = field(default_factory=list)
-    selections: list[TaskSelection] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    interrupted: bool = False
-    criteria: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    active_seconds: float | None = None
-    sessions: int = 1
-    planned: dict[str, int] = field(default_factory=dict)
-    experiment_id: str | None = None
-    experiment_description: str = ""
-    variant_ids: list[str] = field(default_factory=list)
-
-
-@dataclass
-class Reports:
-    """What was written, and the exit code it implies."""
-
-    summary: RunSummary
-    suites: list[SuiteRollup]
-    exit_code: int
-
-
-def task_json_relpath(result: EvaluationResult) -> str:
-    """``<variant>/<suite>/<row>/<NN>/task.json`` (or ``<variant>/<task>/<NN>/…``), POSIX."""
-    parts = [result.variant_id]
-    if result.suite_id is not None and result.row_id is not None:
-        parts += [result.suite_id, result.row_id]
-    else:
-        parts.append(result.task_id)
-    parts += [f"{result.replicate_index:02d}", "task.json"]
-    return "/".join(parts)
-
-
-def suite_criteria(
-    suite_id: str, members: Sequence[EvaluationResult], meta: RunMeta
-) -> list[CriterionSpec]:
-    """The suite's criteria as written (before substitution) when known, else as the first
-    row resolved them."""
-    raw = meta.criteria.get(suite_id)
-    if raw is None:
-        raw = members[0].task_config.resolved.get("success_criteria", []) if members else []
-    return list(_CRITERIA.validate_python(raw))
+__all__ = [
+    "EXIT_FAILED",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "Reports",
+    "RunMeta",
+    "Source",
+    "Stage",
+    "decide_exit_code",
+    "suite_criteria",
+    "task_json_relpath",
+    "write_reports",
+]
 
 
 def write_reports(
     run_dir: Path,
-    results: Sequence[EvaluationResult],
+    results: Iterable[EvaluationResult] | Source,
     meta: RunMeta,
     registry: CriterionRegistry,
     *,
     junit_path: Path | None = None,
 ) -> Reports:
     """Write suites (with ``prediction.jsonl``/``metrics.json`` for QA suites), ``run.json``,
-    ``run.md`` (and JUnit XML) for ``results``.
+    ``run.md`` (and JUnit XML) for ``results``: a list, or a function that reads the rows
+    again each time it is called (:func:`assay.orchestration.runfiles.iter_results` of the
+    run folder), for runs of any size. The rows are counted as they come
+    (:class:`~assay.reports.rollup.SuiteTally`, :class:`RunTally`) and listed in report order
+    through a sorted spill (:class:`~assay.reports.spill.SortedLines`); only a suite with
+    replicates (pass@k) is read a second time. QA suites and experiments keep a compact copy
+    of their rows (their metrics need every row at once).
 
     Raises:
         TaskFileError: a QA suite's metrics hook failed; every other file is written first.
     """
-    variants = {v: i for i, v in enumerate(meta.variant_ids)}
-    ordered = sorted(
-        results,
-        key=lambda r: (variants.get(r.variant_id, len(variants)), r.variant_id,
-                       r.suite_id or r.task_id, order_key(r)),
-    )  # fmt: skip
-    paths = {id(r): task_json_relpath(r) for r in ordered}
+    source: Source = results if callable(results) else _listed(list(results))
+    with SortedLines() as lines:
+        tally = RunTally(meta, registry)
+        for result in source():
+            tally.add(result, lines)
+        if any(t.has_replicates for t in tally.suites.values()):
+            for result in source():
+                suite = tally.suites.get((result.variant_id, result.suite_id or ""))
+                if suite is not None and suite.has_replicates:
+                    suite.add_pass_k(result)
+        return _write(run_dir, tally, lines, meta, junit_path)
+
+
+def _listed(results: list[EvaluationResult]) -> Source:
+    return lambda: results
+
+
+def _write(
+    run_dir: Path, tally: RunTally, lines: SortedLines, meta: RunMeta, junit_path: Path | None
+) -> Reports:
     selections = {s.task_id: s for s in meta.selections}
-    groups: dict[tuple[str, str], list[EvaluationResult]] = defaultdict(list)
-    for result in ordered:
-        if result.suite_id is not None:
-            groups[(result.variant_id, result.suite_id)].append(result)
-    for key in meta.planned:  # a suite none of whose rows finished still gets its report
-        variant, _, suite_id = key.partition("/")
-        groups.setdefault((variant, suite_id), [])
     suites: list[SuiteRollup] = []
-    refs: list[SuiteRef] = []
     errors: list[TaskFileError] = []
-    for (variant, suite_id), members in groups.items():
+    for variant, suite_id in tally.suite_order():
         chosen = selections.get(suite_id)
-        suite = build_suite(
-            suite_id=suite_id,
-            variant_id=variant,
-            results=members,
-            criteria=suite_criteria(suite_id, members, meta),
-            registry=registry,
-            task_json_paths=paths,
-            dataset=chosen.dataset if chosen else None,
-            selection=chosen.selection if chosen else None,
-            rows_planned=meta.planned.get(f"{variant}/{suite_id}"),
-        )
+        counted = tally.suite(variant, suite_id)
+        suite = counted.build(suite_id=suite_id, variant_id=variant,
+                              dataset=chosen.dataset if chosen else None,
+                              selection=chosen.selection if chosen else None,
+                              rows_planned=meta.planned.get(f"{variant}/{suite_id}"))  # fmt: skip
         suite.criteria = meta.criteria.get(suite_id)
         folder = suite_dir(run_dir, variant, suite_id)
-        qa = write_qa_files(folder, members, warnings=meta.warnings)
+        qa = write_qa_files(folder, tally.qa_rows.get((variant, suite_id), []),
+                            warnings=meta.warnings)  # fmt: skip
         if qa is not None and qa.error is not None:
             errors.append(qa.error)
         write_json_atomic(folder / "suite.json", suite)
@@ -151,18 +115,37 @@ def write_reports(
                      f"{qa.error.render()}. Fix it, then `assay report RUN_DIR`.\n")  # fmt: skip
         write_text_atomic(folder / "suite.md", render_suite(suite) + extra)
         suites.append(suite)
-        refs.append(_suite_ref(suite))
     if meta.experiment_id is not None:
-        _write_experiment(run_dir, ordered, paths, meta)
-    exit_code = decide_exit_code(ordered, suites, meta)
-    summary = _summary(ordered, suites, refs, meta, paths, exit_code)
-    write_json_atomic(run_dir / "run.json", summary)
-    write_text_atomic(run_dir / "run.md", render_run(summary))
+        _write_experiment(run_dir, tally.kept, {id(r): task_json_relpath(r) for r in tally.kept},
+                          meta)  # fmt: skip
+    exit_code = decide_exit_code(tally.standalone_results(), suites, meta)
+    summary = tally.summary(suites, [_suite_ref(s) for s in suites], exit_code)
+    rows = (spilled(line)[1] for line in lines.sorted())
+    write_run_json(run_dir / "run.json", summary, rows)
+    shown = summary.model_copy(update={"task_results": tally.standalone_rows})
+    write_text_atomic(run_dir / "run.md", render_run(shown))
     if junit_path is not None:
-        write_junit(junit_path, ordered, suites)
+        _write_junit(junit_path, tally, lines, suites)
     if errors:  # every other report is written: fix the hook, then `assay report RUN_DIR`
         raise errors[0]
     return Reports(summary, suites, exit_code)
+
+
+def _write_junit(
+    path: Path, tally: RunTally, lines: SortedLines, suites: Sequence[SuiteRollup]
+) -> None:
+    """The JUnit XML, one test suite per (variant, suite or task) in report order."""
+    gates = {(s.variant_id, s.suite_id): s for s in suites}
+    writer = JunitWriter(path)
+    try:
+        rows = (spilled(line) for line in lines.sorted())
+        for (variant, name), cases in itertools.groupby(rows, key=lambda r: r[0]):
+            writer.suite(variant, name, tally.junit[(variant, name)], (c[2] for c in cases),
+                         gates.get((variant, name)))  # fmt: skip
+        writer.close()
+    except BaseException:
+        writer.abort()
+        raise
 
 
 def _write_experiment(
@@ -202,7 +185,7 @@ def _suite_ref(suite: SuiteRollup) -> SuiteRef:
 
 
 def decide_exit_code(
-    results: Sequence[EvaluationResult], suites: Sequence[SuiteRollup], meta: RunMeta
+    results: Iterable[EvaluationResult], suites: Sequence[SuiteRollup], meta: RunMeta
 ) -> int:
     """DESIGN.md "Exit codes": 130 when this invocation was interrupted; 0 for ``execute``;
     else 1 when a suite is not green (:func:`assay.reports.rollup.suite_result`: a failed
@@ -219,110 +202,3 @@ def decide_exit_code(
     if any(r.final_status is not FinalStatus.SUCCESS for r in standalone):
         return EXIT_FAILED
     return EXIT_OK
-
-
-def macro_pass_rate(
-    results: Sequence[EvaluationResult], suites: Sequence[SuiteRollup]
-) -> float | None:
-    """The mean of the suites' pass rates; each task without a dataset is a suite of its
-    replicates; suites that graded nothing are left out (``None`` when none graded)."""
-    rates = [s.pass_rate for s in suites if s.pass_rate is not None]
-    standalone: dict[tuple[str, str], list[FinalStatus]] = defaultdict(list)
-    for result in results:
-        if result.suite_id is None:
-            standalone[(result.variant_id, result.task_id)].append(result.final_status)
-    for statuses in standalone.values():
-        rate = RowCounts.of(statuses).pass_rate
-        if rate is not None:
-            rates.append(rate)
-    return sum(rates) / len(rates) if rates else None
-
-
-def _token_total(results: Sequence[EvaluationResult]) -> TokenUsage:
-    total = TokenUsage()
-    for result in results:
-        usage = result.total_token_usage
-        if usage is not None:
-            for name in TokenUsage.model_fields:
-                setattr(total, name, getattr(total, name) + getattr(usage, name))
-    return total
-
-
-def _summary(
-    results: Sequence[EvaluationResult],
-    suites: Sequence[SuiteRollup],
-    refs: list[SuiteRef],
-    meta: RunMeta,
-    paths: dict[int, str],
-    exit_code: int,
-) -> RunSummary:
-    from assay import __version__
-
-    counts = RowCounts.of(r.final_status for r in results)
-    total = len(results)
-    return RunSummary(
-        run_id=meta.run_id,
-        stage=meta.stage,
-        start_time=meta.start_time.isoformat(),
-        end_time=meta.end_time.isoformat(),
-        total_duration_seconds=meta.active_seconds
-        if meta.active_seconds is not None
-        else (meta.end_time - meta.start_time).total_seconds(),
-        sessions=meta.sessions,
-        total_token_usage=_token_total(results),
-        tasks_run=total,
-        tasks_succeeded=counts.passed,
-        tasks_failed=counts.failed,
-        tasks_error=counts.error,
-        tasks_refused=counts.refused,
-        tasks_not_graded=counts.not_graded,
-        tasks_graded=counts.graded,
-        pass_rate=counts.pass_rate,
-        pass_rate_macro=macro_pass_rate(results, suites),
-        refusal_rate=counts.refusal_rate,
-        error_share=counts.error / total if total else None,
-        tasks_token_budget_exceeded=sum(
-            1 for r in results if r.final_status is FinalStatus.TOKEN_BUDGET_EXCEEDED
-        ),
-        tasks_timeout=sum(1 for r in results if r.final_status is FinalStatus.TIMEOUT),
-        tasks_cost_budget_exceeded=sum(
-            1 for r in results if r.final_status is FinalStatus.COST_BUDGET_EXCEEDED
-        ),
-        total_cost_usd=sum(r.cost_usd for r in results if r.cost_usd is not None)
-        if any(r.cost_usd is not None for r in results)
-        else None,
-        cost_complete=all(
-            r.cost_usd is not None for r in results if r.agent.model_calls and r.total_token_usage
-        ),
-        rows_usage_from_cli=sum(
-            1 for r in results if r.transcript is not None and r.transcript.usage_source == "cli"
-        ),
-        interrupted=meta.interrupted,
-        exit_code=exit_code,
-        max_parallel=meta.max_parallel,
-        command=meta.command,
-        skipped_tasks=meta.skipped,
-        selections=meta.selections,
-        suites=refs,
-        task_criteria=meta.criteria,
-        warnings=meta.warnings,
-        task_results=[
-            TaskRow(
-                task_id=r.task_id,
-                suite_id=r.suite_id,
-                row_id=r.row_id,
-                variant_id=r.variant_id,
-                replicate_index=r.replicate_index,
-                final_status=r.final_status.value,
-                weighted_score=r.weighted_score,
-                duration_seconds=r.duration_seconds,
-                task_json=paths[id(r)],
-            )
-            for r in results
-        ],
-        framework_version=__version__,
-        environment_info={
-            "python": sys.version.split()[0],
-            "platform": platform.platform(),
-        },
-    )

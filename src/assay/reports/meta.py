@@ -1,0 +1,76 @@
+"""What a run's reports say beyond its rows (:class:`RunMeta`), and the shape of what writing
+them returns (:class:`Reports`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import TypeAdapter
+
+from assay.results.run import RunSummary, SkippedTask, TaskSelection
+from assay.results.suite import SuiteRollup
+from assay.results.task_result import EvaluationResult
+from assay.spec.criteria import Criterion, CriterionSpec
+
+Stage = Literal["run", "execute", "evaluate", "report"]
+_CRITERIA = TypeAdapter(list[Criterion])
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_INTERRUPTED = 130
+
+
+@dataclass
+class RunMeta:
+    """Facts about the invocation that the row results do not carry.
+
+    ``session_times``: each session's start and end (``None``: killed); when given,
+    ``active_seconds`` is worked out while the rows are read (a killed session ends at its
+    last finished row).
+    """
+
+    run_id: str
+    stage: Stage
+    start_time: datetime
+    end_time: datetime
+    max_parallel: int
+    command: list[str] = field(default_factory=list)
+    skipped: list[SkippedTask] = field(default_factory=list)
+    selections: list[TaskSelection] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    interrupted: bool = False
+    criteria: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    active_seconds: float | None = None
+    sessions: int = 1
+    planned: dict[str, int] = field(default_factory=dict)
+    experiment_id: str | None = None
+    experiment_description: str = ""
+    variant_ids: list[str] = field(default_factory=list)
+    session_times: list[tuple[datetime, datetime | None]] | None = None
+
+
+@dataclass
+class Reports:
+    """What was written, and the exit code it implies."""
+
+    summary: RunSummary
+    suites: list[SuiteRollup]
+    exit_code: int
+
+
+def suite_criteria(
+    suite_id: str, members: Sequence[EvaluationResult], meta: RunMeta
+) -> list[CriterionSpec]:
+    """The suite's criteria as written (before substitution) when known, else as the first
+    row resolved them."""
+    raw = meta.criteria.get(suite_id)
+    if raw is None:
+        raw = members[0].task_config.resolved.get("success_criteria", []) if members else []
+    return list(_CRITERIA.validate_python(raw))
+
+
+Source = Callable[[], Iterable[EvaluationResult]]
+"""The rows of a run, read again each time it is called (a run folder is read from disk)."""

@@ -1,0 +1,225 @@
+"""A run's reports counted one row at a time: each suite's :class:`SuiteTally`, the run's
+totals for ``run.json``, each JUnit test suite's counts, and every row's line of
+``run.json``/JUnit sent to a sorted spill. Memory holds no row, except compact copies where a
+report needs them all at once: a QA suite's rows (``prediction.jsonl`` and the metrics hook
+take whole replicates), an experiment's rows (paired bootstrap), and the rows of tasks
+without a dataset (a few replicates each)."""
+
+from __future__ import annotations
+
+import json
+import platform
+import sys
+from collections import defaultdict
+from datetime import datetime
+from typing import Any
+
+from assay.criteria.base import CriterionRegistry
+from assay.metrics.streaming import ExactSum
+from assay.reports.junit import SuiteCounts, case_of
+from assay.reports.meta import RunMeta, suite_criteria
+from assay.reports.rollup import SuiteTally
+from assay.reports.spill import SortedLines
+from assay.reports.suite_rules import order_key, task_json_relpath
+from assay.results.run import RunSummary, SuiteRef, TaskRow
+from assay.results.status import FinalStatus, RowCounts
+from assay.results.suite import SuiteRollup
+from assay.results.task_result import EvaluationResult, TaskConfigRecord, TokenUsage
+
+SuiteKey = tuple[str, str]
+SEPARATOR = "\x1e"  # between a spilled line's parts (JSON never holds it unescaped)
+
+
+def _json(data: Any) -> str:
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
+def spilled(line: str) -> tuple[tuple[str, str], str, str]:
+    """A spilled line's test suite (variant, suite or task), ``run.json`` row and JUnit case
+    (both JSON)."""
+    group, row, case = line.split(SEPARATOR)
+    variant, name = json.loads(group)
+    return (variant, name), row, case
+
+
+def compact(result: EvaluationResult, *, keep_row: bool) -> EvaluationResult:
+    """``result`` without what no report that keeps rows reads: the transcript, the commands'
+    output, the resolved task beyond its criteria and ``qa:`` block (and the row itself
+    unless ``keep_row``)."""
+    resolved = result.task_config.resolved
+    config = TaskConfigRecord(
+        resolved={k: resolved[k] for k in ("qa", "success_criteria") if k in resolved},
+        source_file=result.task_config.source_file, task_dir=result.task_config.task_dir,
+    )  # fmt: skip
+    return result.model_copy(update={
+        "transcript": None, "pre_run_results": [], "post_run_results": [],
+        "task_config": config, "row": result.row if keep_row else None,
+    })  # fmt: skip
+
+
+class _Active:
+    """Each session's active time: a killed session ends at its last finished row."""
+
+    def __init__(self, sessions: list[tuple[datetime, datetime | None]], now: datetime) -> None:
+        self.sessions = sessions
+        self.now = now
+        self.last: list[datetime | None] = [None] * len(sessions)
+
+    def add(self, completed_at: str) -> None:
+        moment = datetime.fromisoformat(completed_at)
+        for index, (start, end) in enumerate(self.sessions):
+            if end is not None:
+                continue
+            limit = self.sessions[index + 1][0] if index + 1 < len(self.sessions) else self.now
+            seen = self.last[index]
+            if start <= moment <= limit and (seen is None or moment > seen):
+                self.last[index] = moment
+
+    def seconds(self) -> float:
+        total = 0.0
+        for index, (start, end) in enumerate(self.sessions):
+            total += ((end or self.last[index] or start) - start).total_seconds()
+        return total
+
+
+class RunTally:
+    """Everything the reports count, fed one row at a time (:meth:`add`)."""
+
+    def __init__(self, meta: RunMeta, registry: CriterionRegistry) -> None:
+        self.meta = meta
+        self.registry = registry
+        self.variants = {v: i for i, v in enumerate(meta.variant_ids)}
+        self.suites: dict[SuiteKey, SuiteTally] = {}
+        self.junit: dict[SuiteKey, SuiteCounts] = defaultdict(SuiteCounts)
+        self.qa_rows: dict[SuiteKey, list[EvaluationResult]] = defaultdict(list)
+        self.kept: list[EvaluationResult] = []
+        self.standalone: list[EvaluationResult] = []
+        self.standalone_rows: list[TaskRow] = []
+        self.counts: dict[str, int] = dict.fromkeys(RowCounts.__dataclass_fields__, 0)
+        self.tokens = TokenUsage()
+        self.budgets = {FinalStatus.TOKEN_BUDGET_EXCEEDED: 0, FinalStatus.TIMEOUT: 0,
+                        FinalStatus.COST_BUDGET_EXCEEDED: 0}  # fmt: skip
+        self.cost = ExactSum()
+        self.cost_complete = True
+        self.usage_from_cli = 0
+        self.active = (_Active(meta.session_times, meta.end_time)
+                       if meta.session_times is not None else None)  # fmt: skip
+
+    def suite(self, variant: str, suite_id: str) -> SuiteTally:
+        """The tally of a suite (an empty one for a planned suite without rows)."""
+        found = self.suites.get((variant, suite_id))
+        if found is None:
+            criteria = suite_criteria(suite_id, [], self.meta)
+            found = self.suites[(variant, suite_id)] = SuiteTally(criteria, self.registry)
+        return found
+
+    def add(self, result: EvaluationResult, lines: SortedLines) -> None:
+        """Count one row, and send its lines to ``lines``."""
+        group = result.suite_id or result.task_id
+        if result.suite_id is not None:
+            key = (result.variant_id, result.suite_id)
+            if key not in self.suites:
+                criteria = suite_criteria(result.suite_id, [result], self.meta)
+                self.suites[key] = SuiteTally(criteria, self.registry)
+            self.suites[key].add(result)
+            if result.qa_record:
+                self.qa_rows[key].append(compact(result, keep_row=False))
+        else:
+            self.standalone.append(compact(result, keep_row=False))
+            self.standalone_rows.append(self._row(result))
+        if self.meta.experiment_id is not None:
+            self.kept.append(compact(result, keep_row=True))
+        self._count(result)
+        self.junit[(result.variant_id, group)].add(result)
+        sort_key = [self.variants.get(result.variant_id, len(self.variants)), result.variant_id,
+                    group, *order_key(result)]  # fmt: skip
+        lines.add(sort_key, SEPARATOR.join((
+            _json([result.variant_id, group]), self._row(result).model_dump_json(),
+            _json(case_of(result)),
+        )))  # fmt: skip
+
+    def _count(self, result: EvaluationResult) -> None:
+        self.counts[result.final_status.category] += 1
+        usage = result.total_token_usage
+        if usage is not None:
+            for name in TokenUsage.model_fields:
+                setattr(self.tokens, name, getattr(self.tokens, name) + getattr(usage, name))
+        if result.final_status in self.budgets:
+            self.budgets[result.final_status] += 1
+        if result.cost_usd is not None:
+            self.cost.add(result.cost_usd)
+        elif result.agent.model_calls and result.total_token_usage:
+            self.cost_complete = False
+        if result.transcript is not None and result.transcript.usage_source == "cli":
+            self.usage_from_cli += 1
+        if self.active is not None:
+            self.active.add(result.completed_at)
+
+    @staticmethod
+    def _row(result: EvaluationResult) -> TaskRow:
+        return TaskRow(task_id=result.task_id, suite_id=result.suite_id, row_id=result.row_id,
+                       variant_id=result.variant_id, replicate_index=result.replicate_index,
+                       final_status=result.final_status.value,
+                       weighted_score=result.weighted_score,
+                       duration_seconds=result.duration_seconds,
+                       task_json=task_json_relpath(result))  # fmt: skip
+
+    def suite_order(self) -> list[SuiteKey]:
+        """Suites with rows in report order (variant, then suite id), then planned suites
+        none of whose rows finished (they still get a report)."""
+        ordered = sorted(self.suites, key=lambda k: (self.variants.get(k[0], len(self.variants)),
+                                                     k[0], k[1]))  # fmt: skip
+        for key in self.meta.planned:
+            variant, _, suite_id = key.partition("/")
+            if (variant, suite_id) not in self.suites:
+                ordered.append((variant, suite_id))
+        return ordered
+
+    def standalone_results(self) -> list[EvaluationResult]:
+        """The rows of tasks without a dataset."""
+        return self.standalone
+
+    def summary(
+        self, suites: list[SuiteRollup], refs: list[SuiteRef], exit_code: int
+    ) -> RunSummary:
+        """``run.json`` without its rows (they are written from the sorted spill)."""
+        from assay import __version__
+
+        meta, counts = self.meta, RowCounts(**self.counts)
+        total = counts.total
+        active = self.active.seconds() if self.active is not None else meta.active_seconds
+        return RunSummary(
+            run_id=meta.run_id, stage=meta.stage, start_time=meta.start_time.isoformat(),
+            end_time=meta.end_time.isoformat(),
+            total_duration_seconds=active if active is not None
+            else (meta.end_time - meta.start_time).total_seconds(),
+            sessions=meta.sessions, total_token_usage=self.tokens, tasks_run=total,
+            tasks_succeeded=counts.passed, tasks_failed=counts.failed, tasks_error=counts.error,
+            tasks_refused=counts.refused, tasks_not_graded=counts.not_graded,
+            tasks_graded=counts.graded, pass_rate=counts.pass_rate,
+            pass_rate_macro=self._macro_pass_rate(suites), refusal_rate=counts.refusal_rate,
+            error_share=counts.error / total if total else None,
+            tasks_token_budget_exceeded=self.budgets[FinalStatus.TOKEN_BUDGET_EXCEEDED],
+            tasks_timeout=self.budgets[FinalStatus.TIMEOUT],
+            tasks_cost_budget_exceeded=self.budgets[FinalStatus.COST_BUDGET_EXCEEDED],
+            total_cost_usd=self.cost.total if self.cost.count else None,
+            cost_complete=self.cost_complete, rows_usage_from_cli=self.usage_from_cli,
+            interrupted=meta.interrupted, exit_code=exit_code, max_parallel=meta.max_parallel,
+            command=meta.command, skipped_tasks=meta.skipped, selections=meta.selections,
+            suites=refs, task_criteria=meta.criteria, warnings=meta.warnings, task_results=[],
+            framework_version=__version__,
+            environment_info={"python": sys.version.split()[0], "platform": platform.platform()},
+        )  # fmt: skip
+
+    def _macro_pass_rate(self, suites: list[SuiteRollup]) -> float | None:
+        """The mean of the suites' pass rates; each task without a dataset is a suite of its
+        replicates; suites that graded nothing are left out (``None`` when none graded)."""
+        rates = [s.pass_rate for s in suites if s.pass_rate is not None]
+        standalone: dict[tuple[str, str], list[FinalStatus]] = defaultdict(list)
+        for result in self.standalone:
+            standalone[(result.variant_id, result.task_id)].append(result.final_status)
+        for statuses in standalone.values():
+            rate = RowCounts.of(statuses).pass_rate
+            if rate is not None:
+                rates.append(rate)
+        return sum(rates) / len(rates) if rates else None
