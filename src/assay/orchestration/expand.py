@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from assay.data.hashing import files_hash, row_hash, rows_hash
-from assay.data.rows import Rows, check_inline_rows, load_rows
+from assay.data.rows import Packed, Rows, check_inline_rows, load_rows, unpack_row
 from assay.data.select import Selection, SelectionRequest, select_rows
 from assay.data.substitute import (
     PLACEHOLDER,
@@ -99,22 +99,31 @@ class CriterionTemplate:
 
 @dataclass(frozen=True, slots=True)
 class RowTask:
-    """One row of a dataset task (or a task without a dataset, when ``row`` is ``None``)."""
+    """One row of a dataset task (or a task without a dataset, when ``row`` is ``None``).
+
+    The row is kept packed (compact JSON, :func:`assay.data.rows.pack_row`) and decoded
+    when read: a plan holds every selected row until the run ends."""
 
     source: LoadedTask
     templates: tuple[CriterionTemplate, ...]
     row_id: str | None = None
     row_index: int | None = None
-    row: dict[str, Any] | None = None
+    packed: Packed | None = None
     store: StoreSource | None = None
     qa: QaSample | None = None
 
     @property
+    def row(self) -> dict[str, Any] | None:
+        """The row (a new dict each time), or ``None`` for a task without a dataset."""
+        return unpack_row(self.packed) if self.packed is not None else None
+
+    @property
     def trace_id(self) -> str | None:
         """The id of the stored trace (or session) this row points to, if any."""
-        if self.store is None or self.store.pointer_field is None or self.row is None:
+        row = self.row
+        if self.store is None or self.store.pointer_field is None or row is None:
             return None
-        value = self.row.get(self.store.pointer_field)
+        value = row.get(self.store.pointer_field)
         return value if isinstance(value, str) and value else None
 
     @property
@@ -147,12 +156,13 @@ class RowTask:
             replicate: 0-based; the option order of a QA row depends on it.
         """
         task = variant or self.source.definition
-        if self.row is None:
+        row = self.row
+        if row is None:
             return task
         item = self.qa_item(variant, replicate)
         prompt = item.prompt if item is not None else task.initial_prompt
         if item is None and prompt is not None:
-            prompt = substitute(prompt, self.row)
+            prompt = substitute(prompt, row)
         return task.model_copy(
             update={
                 "task_id": self.task_id,
@@ -160,7 +170,7 @@ class RowTask:
                 "row_id": self.row_id,
                 "dataset": None,
                 "initial_prompt": prompt,
-                "success_criteria": [t.resolve(self.row) for t in self.templates],
+                "success_criteria": [t.resolve(row) for t in self.templates],
             }
         )
 
@@ -224,8 +234,8 @@ class Expansion:
 
     def row_hashes(self) -> dict[str, str]:
         """Each selected row's content hash (:func:`assay.data.hashing.row_hash`), by id."""
-        return {t.row_id: row_hash(t.row) for t in self.row_tasks
-                if t.row_id is not None and t.row is not None}  # fmt: skip
+        return {t.row_id: row_hash(row) for t in self.row_tasks
+                if t.row_id is not None and (row := t.row) is not None}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -317,7 +327,7 @@ def expand_dataset(
         by_id = ids if task.dataset.store is not None else None  # order-free for versions
         selection = select_rows(rows.items, request, task_id=task.task_id, ids=by_id)
     row_tasks = [
-        RowTask(loaded, templates, ids[i], i, rows.items[i], store, samples[i])
+        RowTask(loaded, templates, ids[i], i, rows.items.packed(i), store, samples[i])
         for i in selection.indexes
     ]
     _validate_substituted(row_tasks, templates, rows)
@@ -361,12 +371,13 @@ def _label_warnings(
         bad, empty = [], []
         whole = PLACEHOLDER.fullmatch(spec.expected_label)
         for row_task in row_tasks:
-            assert row_task.row is not None
+            row = row_task.row
+            assert row is not None
             if whole is not None:  # "${row.x}": no substitution needed
-                value = row_task.row.get(whole.group(1))
+                value = row.get(whole.group(1))
                 label = "" if value is None else str(value).strip()
             else:
-                label = substitute(spec.expected_label, row_task.row).strip()
+                label = substitute(spec.expected_label, row).strip()
             if label and label.casefold() not in allowed:
                 bad.append(f"{row_task.row_id} ({label!r})")
             elif not label:
@@ -578,10 +589,11 @@ def _validate_substituted(
     if not checked:
         return
     for row_task in row_tasks:
-        assert row_task.row is not None and row_task.row_index is not None
+        row = row_task.row
+        assert row is not None and row_task.row_index is not None
         for position, template in checked:
             try:
-                template.resolve(row_task.row)
+                template.resolve(row)
             except ValidationError as exc:
                 file, line = rows.origin(row_task.row_index)
                 reason = exc.errors()[0]["msg"].removeprefix("Value error, ")

@@ -17,7 +17,7 @@ import tempfile
 from collections.abc import Iterator
 from typing import IO, Any
 
-CHUNK = 20_000
+CHUNK = 4_096
 Key = list[Any]
 
 
