@@ -25,8 +25,8 @@ class SortedLines:
     """Add ``(key, line)`` pairs in any order; read the lines back sorted by key (equal keys
     keep their order of arrival). Use as a context manager (the chunk files are deleted)."""
 
-    def __init__(self, chunk: int = CHUNK) -> None:
-        self.chunk = chunk
+    def __init__(self, chunk: int | None = None) -> None:
+        self.chunk = chunk or CHUNK
         self._buffer: list[tuple[Key, int, str]] = []
         self._files: list[IO[str]] = []
         self._count = 0
