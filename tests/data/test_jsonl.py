@@ -408,3 +408,20 @@ def test_invalid_utf8_far_into_a_file_names_its_line(tmp_path: Path) -> None:
 def test_a_truncated_utf8_sequence_at_the_end_is_an_error(tmp_path: Path) -> None:
     path = write_bytes(tmp_path / "d.jsonl", b'{"a": "\xe2\x80"}')
     assert "not UTF-8 text" in error_of(path).message
+
+
+def test_rows_are_kept_compact_and_read_back_exactly() -> None:
+    import datetime
+
+    from assay.data.rows import RowList, pack_row
+
+    rows = [{"id": "a", "n": 1.5, "t": "é", "nested": {"k": [1, None, True]}},
+            {"id": "b", "when": datetime.date(2024, 1, 2)},  # YAML dates: JSON cannot say
+            {"id": "c", 1: "a number as a key"}]  # fmt: skip
+    kept = RowList(rows)
+    assert list(kept) == rows and kept[1]["when"] == datetime.date(2024, 1, 2)
+    assert isinstance(pack_row(rows[0]), bytes)
+    assert isinstance(pack_row(rows[1]), dict) and isinstance(pack_row(rows[2]), dict)
+    changed = kept[0]
+    changed["id"] = "z"  # a read is a copy
+    assert kept[0]["id"] == "a" and kept == rows
