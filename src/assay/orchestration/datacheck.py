@@ -28,6 +28,7 @@ from assay.orchestration.task_loader import load_task
 from assay.results.io import read_model
 from assay.results.plan_record import PLAN_FILE, PlanRecord, write_plan
 from assay.results.run import RunSummary
+from assay.results.run_file import read_summary
 from assay.results.suite import SelectionRecord
 from assay.results.task_result import EvaluationResult
 
@@ -155,7 +156,10 @@ def check_run_dir(run_dir: Path, results: Iterable[EvaluationResult], *, action:
         UsageError: rows that differ, named.
     """
     record = read_model(run_dir / PLAN_FILE, PlanRecord)
-    summary = read_model(run_dir / "run.json", RunSummary)
+    try:
+        summary: RunSummary | None = read_summary(run_dir / "run.json")  # without its rows
+    except (OSError, ValueError):
+        summary = None
     selections: list[tuple[str, SelectionRecord | None]] = [
         (s.task_id, s.selection) for s in (summary.selections if summary else [])
     ]

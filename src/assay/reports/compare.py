@@ -23,7 +23,8 @@ from assay.reports.writer import task_json_relpath
 from assay.results.experiment import ArmDataset, ExperimentResult
 from assay.results.io import read_json, write_json_atomic, write_text_atomic
 from assay.results.plan_record import PLAN_FILE, PlanRecord
-from assay.results.run import RunSummary, TaskSelection
+from assay.results.run import TaskSelection
+from assay.results.run_file import read_summary
 from assay.results.task_result import EvaluationResult
 
 SHOWN_IDS = 10
@@ -37,10 +38,9 @@ def recorded_selections(run_dir: Path) -> dict[str, TaskSelection]:
         if not path.is_file():
             continue
         try:
-            data = read_json(path)
-            if name == "run.json":
-                return {s.task_id: s for s in RunSummary.model_validate(data).selections}
-            plan = PlanRecord.model_validate(data)
+            if name == "run.json":  # without its rows
+                return {s.task_id: s for s in read_summary(path).selections}
+            plan = PlanRecord.model_validate(read_json(path))
         except (ValueError, OSError):
             continue
         return {
