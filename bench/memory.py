@@ -25,8 +25,10 @@ def measure(rows: int) -> dict[str, float]:
     assert run.returncode == 0, f"the {rows}-row run failed ({run.returncode})"
     report = timed([*ASSAY, "report", "runs/latest"], cwd=folder)
     shutil.rmtree(folder, ignore_errors=True)
-    return {"run_seconds": run.seconds, "run_peak_mb": run.peak_kb / 1024,
-            "report_seconds": report.seconds, "report_peak_mb": report.peak_kb / 1024}  # fmt: skip
+    found = {"run_seconds": run.seconds, "run_peak_mb": run.peak_kb / 1024,
+             "report_seconds": report.seconds, "report_peak_mb": report.peak_kb / 1024}
+    print(rows, found, flush=True)
+    return found
 
 
 def main(small: int = 1_000, large: int = 100_000) -> dict[str, object]:
