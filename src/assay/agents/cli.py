@@ -34,13 +34,11 @@ from assay.results.transcript_otlp import to_spans
 from assay.sandbox.process import StreamResult, stream_process, tail
 from assay.spec.coding_agents import CodingAgent
 
-CREDENTIAL_VARIABLES = frozenset({
-    "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN", "OPENAI_API_KEY",
-    "CODEX_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "AWS_BEARER_TOKEN_BEDROCK",
-    "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX",
-})  # fmt: skip
-"""Variables through which a CLI would reach a model on the user's account; a CLI behind the
-bridge never sees them (it gets the row's bridge credential instead)."""
+CLI_PREFIXES = ("ANTHROPIC_", "CLAUDE_", "OPENAI_", "CODEX_", "AWS_BEARER_TOKEN_BEDROCK",
+                "GOOGLE_VERTEX_", "VERTEX_", "AZURE_OPENAI_")  # fmt: skip
+"""Variables through which a CLI would reach a model on the user's account or read the
+user's own configuration (``CLAUDE_CONFIG_DIR``, ``CODEX_HOME``, ``ANTHROPIC_CUSTOM_HEADERS``):
+a coding agent never sees them; behind the bridge it gets the row's credential instead."""
 
 
 def find_cli(name: str, *, configured: str | None, bundled: Callable[[], Path | None]) -> Path:
@@ -108,22 +106,25 @@ class CliLaunch:
 
 
 def fresh_home(prefix: str) -> Path:
-    """An empty home folder for one row (no user settings, hooks, logins or memory)."""
-    return Path(tempfile.mkdtemp(prefix=f"assay-{prefix}-home-"))
+    """An empty home folder for one row (no user settings, hooks, logins or memory), with a
+    ``tmp`` folder of its own that the CLI uses as its temporary folder."""
+    home = Path(tempfile.mkdtemp(prefix=f"assay-{prefix}-home-"))
+    (home / "tmp").mkdir()
+    return home
 
 
 def cli_environment(context: AgentContext, config: CodingAgent, home: Path) -> dict[str, str]:
-    """The CLI's environment: the row's, without model credentials, with a fresh home and
-    the task's ``agent.env``."""
-    env = {k: v for k, v in context.env.items() if k not in CREDENTIAL_VARIABLES}
-    env.update(
-        {
-            "HOME": str(home),
-            "XDG_CONFIG_HOME": str(home / ".config"),
-            "XDG_CACHE_HOME": str(home / ".cache"),
-            "XDG_DATA_HOME": str(home / ".local"),
-        }
-    )
+    """The CLI's environment: the row's, without any model credential or CLI configuration
+    of the user's (:data:`CLI_PREFIXES`, and the variable ``agent.api_key_env`` names), with
+    a fresh home and temporary folder, and the task's ``agent.env``."""
+    dropped = {config.api_key_env} if config.api_key_env else set()
+    env = {k: v for k, v in context.env.items()
+           if not k.startswith(CLI_PREFIXES) and k not in dropped}  # fmt: skip
+    env.update({
+        "HOME": str(home), "TMPDIR": str(home / "tmp"),
+        "XDG_CONFIG_HOME": str(home / ".config"), "XDG_CACHE_HOME": str(home / ".cache"),
+        "XDG_DATA_HOME": str(home / ".local"), "XDG_STATE_HOME": str(home / ".local" / "state"),
+    })  # fmt: skip
     env.update(config.env)
     return env
 

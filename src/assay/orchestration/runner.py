@@ -420,7 +420,11 @@ class Runner:
         if sandbox is not None:
             await self._post_run(row, sandbox, env)
         if sandbox is not None and keep_copy is not None:
-            return self._finish(row, outcome, results, sandbox.copy_to(keep_copy))
+            try:
+                return self._finish(row, outcome, results, sandbox.copy_to(keep_copy))
+            except OSError as exc:  # the row is graded; only its kept copy is incomplete
+                row.note(f"the sandbox could not be kept in the run folder: {exc}")
+                shutil.rmtree(keep_copy, ignore_errors=True)
         return self._finish(row, outcome, results, sandbox)
 
     def _judge(self, task: TaskDefinition, base_dir: Path) -> Model | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import tempfile
 from pathlib import Path, PurePosixPath
 
@@ -108,8 +109,10 @@ class Sandbox:
 
     def copy_to(self, destination: Path) -> Sandbox:
         """A copy at ``destination`` (a new folder) in which absolute symlinks that pointed
-        inside this sandbox point to the same place inside the copy."""
-        shutil.copytree(self.root, destination, symlinks=True)
+        inside this sandbox point to the same place inside the copy. Named pipes, sockets
+        and device files are not copied (they hold no content, and opening a pipe would
+        block)."""
+        shutil.copytree(self.root, destination, symlinks=True, ignore=_special_files)
         real = self.root.resolve()
         for link in [p for p in destination.rglob("*") if p.is_symlink()]:
             target = Path(os.readlink(link))
@@ -151,6 +154,16 @@ def _copy_over(source: Path, target: Path) -> None:
         else:
             shutil.copy2(entry.path, destination)
     shutil.copystat(source, target)
+
+
+def _special_files(folder: str, names: list[str]) -> list[str]:
+    """The names in ``folder`` that are neither folders, regular files nor symlinks."""
+    special = []
+    for name in names:
+        mode = os.lstat(os.path.join(folder, name)).st_mode
+        if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
+            special.append(name)
+    return special
 
 
 def _delete(path: Path) -> None:
