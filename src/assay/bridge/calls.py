@@ -69,7 +69,7 @@ async def translate(
     log = session.begin(protocol, session.model_key.name)
     try:
         request = _DECODE[protocol](body)
-    except (WireError, TypeError, ValueError) as exc:
+    except (WireError, TypeError, ValueError, OverflowError) as exc:
         return _failed(
             session,
             log,
@@ -87,6 +87,10 @@ async def translate(
     except ModelError as exc:
         log.attempts = record.attempts
         return _failed(session, log, protocol, 502, "api_error", str(exc))
+    except Exception as exc:  # a provider's bug answers this call, never the whole server
+        log.attempts = record.attempts
+        return _failed(session, log, protocol, 500, "api_error",
+                       f"{model.name}: internal error: {exc!r}")  # fmt: skip
     log.attempts = record.attempts
     _fill(log, response)
     session.end(log)

@@ -196,6 +196,12 @@ class Bridge:
             work.cancel()
             await asyncio.gather(work, return_exceptions=True)
             return _send(error_reply(protocol, 499, "api_error", "the row ended"))
+        if work.exception() is not None:  # a bug in the bridge: this call fails, not the server
+            why = f"internal error in the model bridge: {work.exception()!r}"
+            log = session.begin(protocol, session.model_key.name)
+            log.status, log.error = 500, why
+            session.end(log)
+            return _send(error_reply(protocol, 500, "api_error", why))
         return _send(work.result())
 
     async def _answer(
