@@ -251,9 +251,7 @@ def test_a_missing_cli_is_refused_before_any_row_runs(tmp_path: Path) -> None:
           "success_criteria: [{type: file_exists, path: x, description: d}]\n")  # fmt: skip
     done = run_assay("plan", "t.yaml", cwd=tmp_path)
     assert done.returncode == 2
-    assert "t.yaml:4: agent.type: agent.cli_path /nowhere/claude is not an executable file" in (
-        done.stderr
-    )
+    assert "t.yaml:4: agent.cli_path: /nowhere/claude is not an executable file" in (done.stderr)
 
 
 def test_an_anthropic_model_is_passed_through_to_its_api(tmp_path: Path) -> None:
@@ -383,7 +381,7 @@ def test_a_kept_sandbox_does_not_sit_under_the_users_project(tmp_path: Path) -> 
     claude_available()
     write(tmp_path / "CLAUDE.md", "Project rule: PROJECT-MEMORY-MARKER\n")
     write(tmp_path / "script.yaml", "replies:\n"
-          "  - {match: PROJECT-MEMORY-MARKER, reply: leaked}\n"
+          "  - {match: PROJECT-MEMORY-MARKER, search: request, reply: leaked}\n"
           "  - match: go\n    steps:\n"
           "      - {tool: Write, input: {file_path: out.txt, content: kept}}\n"
           "      - {reply: done}\n")  # fmt: skip

@@ -13,6 +13,7 @@ kept.
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import shutil
 import tempfile
@@ -41,18 +42,24 @@ user's own configuration (``CLAUDE_CONFIG_DIR``, ``CODEX_HOME``, ``ANTHROPIC_CUS
 a coding agent never sees them; behind the bridge it gets the row's credential instead."""
 
 
-def find_cli(name: str, *, configured: str | None, bundled: Callable[[], Path | None]) -> Path:
-    """The CLI's executable: ``agent.cli_path``, else ``name`` on ``PATH``, else the copy a
-    Python package bundles.
+def find_cli(
+    name: str, *, configured: str | None, base_dir: Path, bundled: Callable[[], Path | None]
+) -> Path:
+    """The CLI's executable: ``agent.cli_path`` (``$VAR`` expanded; a relative path is
+    relative to the task file's folder ``base_dir``), else ``name`` on ``PATH``, else the
+    copy a Python package bundles.
 
     Raises:
         UsageError: none of them exists (the hint says how to install it).
     """
     if configured:
         path = Path(os.path.expandvars(configured)).expanduser()
+        path = path if path.is_absolute() else (base_dir / path).resolve()
         if path.is_file() and os.access(path, os.X_OK):
             return path
-        raise UsageError(f"agent.cli_path {configured} is not an executable file")
+        raise UsageError(f"{configured} is not an executable file"
+                         + (f" ({path})" if str(path) != configured else ""),
+                         field="agent.cli_path")  # fmt: skip
     found = shutil.which(name)
     if found:
         return Path(found)
@@ -103,6 +110,14 @@ class CliLaunch:
     env: dict[str, str]
     stdin: str | None = None
     cleanup: list[Path] = field(default_factory=list)
+
+
+def count(value: object) -> int:
+    """A token count a CLI reported: a non-negative whole number, else 0 (a CLI that prints
+    ``"abc"`` or ``1e400`` does not cost the row its transcript)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return 0
+    return max(0, int(value))
 
 
 def fresh_home(prefix: str) -> Path:
@@ -171,7 +186,7 @@ async def run_cli(
     try:
         result = await stream_process(
             launch.argv, cwd=context.sandbox, env=launch.env, timeout=context.timeout,
-            on_line=parser.feed, stdin=launch.stdin,
+            on_line=_guarded(parser), stdin=launch.stdin,
             stop=session.stop_event if session is not None else None,
         )  # fmt: skip
     except OSError as exc:
@@ -181,7 +196,15 @@ async def run_cli(
             context.bridge.close(session)
         for path in launch.cleanup:
             shutil.rmtree(path, ignore_errors=True)
-    ending = parser.ending()
+    try:
+        ending = parser.ending()
+    except Exception as exc:  # what the CLI reported is kept; its last event was unreadable
+        transcript.add(
+            TranscriptEvent(
+                "error", time.time_ns(), text=f"the CLI's final event could not be read: {exc!r}"
+            )
+        )
+        ending = CliEnding()
     _relative_paths(transcript, context.sandbox)
     if session is not None:
         _merge_calls(transcript, session.calls)
@@ -198,14 +221,34 @@ async def run_cli(
         response=ending.final if ending.final is not None else "",
         status=status, error=error, exit_code=result.exit_code,
         stderr_tail=tail(result.stderr), seconds=result.seconds,
-        model_calls=len(session.calls) if session is not None else transcript.model_calls,
+        model_calls=transcript.model_calls,
         model_used=session.model_key.name if session is not None else None,
         transcript=transcript,
     )  # fmt: skip
     _usage_and_cost(outcome, transcript, session)
+    if session is not None:
+        outcome.attempts = [a for call in session.calls for a in call.attempts]
     span.end(error=error)
     outcome.spans = [span, *to_spans(transcript, span)]
     return outcome
+
+
+def _guarded(parser: EventParser) -> Callable[[str], None]:
+    """``parser.feed`` that records a line it cannot read instead of losing the row."""
+
+    def feed(line: str) -> None:
+        try:
+            parser.feed(line)
+        except Exception as exc:
+            parser.transcript.add(
+                TranscriptEvent(
+                    "error",
+                    time.time_ns(),
+                    text=f"an event line of the CLI could not be read ({exc!r}): {line[:300]}",
+                )
+            )
+
+    return feed
 
 
 def refused(span: Span, transcript: Transcript, error: str) -> AgentOutcome:
@@ -247,7 +290,9 @@ def _merge_calls(transcript: Transcript, calls: list[CallLog]) -> None:
             cost_usd=call.cost_usd, stop_reason=call.stop_reason,
             is_error=call.error is not None, text=call.error or "",
             duration_ns=max(0, call.ended_ns - call.started_ns),
-        )
+            arguments=list(call.tool_calls) or None,
+        ) if not call.refused else TranscriptEvent(
+            "error", call.ended_ns, text=f"model call {call.index} refused: {call.error}")
         for call in calls
     ]  # fmt: skip
     merged = transcript.events + events

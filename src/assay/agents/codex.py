@@ -43,9 +43,9 @@ DEFAULT_CLI_MODEL = "gpt-5.5"
 KEY_VARIABLE = "ASSAY_BRIDGE_KEY"
 
 
-def find_codex(config: CodexAgent) -> Path:
-    """The ``codex`` executable for ``config``."""
-    return find_cli("codex", configured=config.cli_path, bundled=lambda: None)
+def find_codex(config: CodexAgent, base_dir: Path) -> Path:
+    """The ``codex`` executable for ``config`` (``base_dir``: the task file's folder)."""
+    return find_cli("codex", configured=config.cli_path, base_dir=base_dir, bundled=lambda: None)
 
 
 class CodexRunner:
@@ -64,7 +64,7 @@ class CodexRunner:
         home = fresh_home("codex")
         codex_home = home / ".codex"
         try:
-            cli = find_codex(config)
+            cli = find_codex(config, context.base_dir)
             plugins = plugin_dirs(config, context.base_dir)
             instructions = read_system_prompt(config, context.base_dir)
         except UserError as exc:

@@ -176,7 +176,7 @@ class Bridge:
         refusal = session.refusal()
         if refusal is not None:
             log = session.begin(protocol, session.model_key.name)
-            log.status, log.error = 400, refusal
+            log.status, log.error, log.refused = 400, refusal, True
             session.end(log)
             return _send(error_reply(protocol, 400, "invalid_request_error", refusal))
         raw = await request.body()

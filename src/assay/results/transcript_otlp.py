@@ -103,6 +103,8 @@ def _chat_span(parent: Span, event: TranscriptEvent) -> Span:
         span.attributes["gen_ai.response.finish_reasons"] = event.stop_reason
     if event.cost_usd is not None:
         span.attributes["assay.cost_usd"] = event.cost_usd
+    if isinstance(event.arguments, list) and event.arguments:
+        span.attributes["assay.tool_calls"] = ",".join(event.arguments)
     if event.is_error:
         span.error = event.text or "the model call failed"
     return span
@@ -218,10 +220,15 @@ def _events_of(span: dict[str, Any]) -> list[tuple[int, TranscriptEvent]]:
             "model_call", end, name=str(attribute(span, "gen_ai.request.model") or ""),
             usage=buckets, cost_usd=attribute(span, "assay.cost_usd"),
             stop_reason=attribute(span, "gen_ai.response.finish_reasons"),
-            is_error=bool(error), text=error, duration_ns=end - start))]  # fmt: skip
+            is_error=bool(error), text=error, duration_ns=end - start,
+            arguments=_names(attribute(span, "assay.tool_calls"))))]  # fmt: skip
     if kind == "execute_tool":
         return _tool_events(span, start, end)
     return []
+
+
+def _names(value: Any) -> list[str] | None:
+    return value.split(",") if isinstance(value, str) and value else None
 
 
 def _tool_events(span: dict[str, Any], start: int, end: int) -> list[tuple[int, TranscriptEvent]]:

@@ -14,9 +14,9 @@ import re
 from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field, StrictStr, field_validator, model_validator
+from pydantic import Field, StrictStr, ValidationInfo, field_validator, model_validator
 
-from assay.spec.base import StrictModel
+from assay.spec.base import StrictModel, no_nul
 from assay.spec.price import ModelPrice
 
 PERMISSION_MODES = ("default", "acceptEdits", "plan", "bypassPermissions")
@@ -84,6 +84,12 @@ class CodingAgent(StrictModel):
     request_timeout: float = Field(default=600, gt=0)
     cache: bool = False
     price: ModelPrice | None = None
+
+    @field_validator("system_prompt", "cli_model", "cli_path", "env", "base_url",
+                     "api_key_env", "system_prompt_file")  # fmt: skip
+    @classmethod
+    def _no_nul(cls, value: Any, info: ValidationInfo) -> Any:
+        return no_nul(value, str(info.field_name))
 
     @model_validator(mode="after")
     def _shared(self) -> CodingAgent:

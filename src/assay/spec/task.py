@@ -20,7 +20,7 @@ from pydantic import (
     model_validator,
 )
 
-from assay.spec.base import StrictModel, UnionInfo
+from assay.spec.base import StrictModel, UnionInfo, no_nul
 from assay.spec.coding_agents import ClaudeCodeAgent, CodexAgent
 from assay.spec.criteria import Criterion, QaCriterion, check_relative_path
 from assay.spec.price import ModelPrice
@@ -78,7 +78,12 @@ class CommandAgent(AgentBase):
     def _not_empty(cls, value: str | list[str]) -> str | list[str]:
         if not value or (isinstance(value, str) and not value.strip()):
             raise ValueError("command is empty")
-        return value
+        return no_nul(value, "command")  # type: ignore[no-any-return]
+
+    @field_validator("env")
+    @classmethod
+    def _env(cls, value: dict[str, str]) -> dict[str, str]:
+        return no_nul(value, "env")  # type: ignore[no-any-return]
 
 
 class FewShot(StrictModel):
@@ -232,6 +237,7 @@ class PreRunCommand(StrictModel):
     """A shell command run in the sandbox before the agent; failure ends the row ``ERROR``."""
 
     command: StrictStr
+    _nul = field_validator("command")(lambda value: no_nul(value, "command"))
     timeout: float = Field(default=30, ge=1, le=300)
     fail_on_error: bool = True
 
@@ -240,6 +246,7 @@ class PostRunCommand(StrictModel):
     """A shell command run in the sandbox after grading; informational only."""
 
     command: StrictStr
+    _nul = field_validator("command")(lambda value: no_nul(value, "command"))
     timeout: float = Field(default=30, ge=1, le=300)
 
 
