@@ -197,10 +197,13 @@ class MockModel:
         seen = self._failures.get(key, 0)
         if seen < step.fail.times:
             self._failures[key] = seen + 1
+            message = (
+                f"{self.name}: scripted HTTP {step.fail.status} ({seen + 1} of {step.fail.times})"
+            )
+            if not is_retryable_status(step.fail.status):  # a 400 is not retried, as for real
+                raise ModelError(message)
             raise TransientModelError(
-                f"{self.name}: scripted HTTP {step.fail.status} ({seen + 1} of {step.fail.times})",
-                status=step.fail.status,
-                retry_after=step.fail.retry_after,
+                message, status=step.fail.status, retry_after=step.fail.retry_after
             )
 
     def _tool_call(self, name: str, value: Any, variables: dict[str, str]) -> ToolCall:
