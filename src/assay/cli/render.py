@@ -155,6 +155,8 @@ def print_reports(result: RunResult) -> None:
     if summary.interrupted:
         console.print("[yellow]interrupted[/]: finished rows are kept", markup=True)
     console.print(f"reports: {result.run_dir}/run.md")
+    if result.html_report is not None:
+        console.print(f"html report: {result.html_report}")
 
 
 def print_prediction_report(report: PredictionReport) -> None:

@@ -1,0 +1,320 @@
+"""One suite (of one variant) as the run page and ``report.html`` show it: counts, the gate,
+every criterion's metrics with 95% intervals, and the figures (per-label precision/recall/F1,
+confusion heatmap, score and duration histograms, per-replicate metrics and pass@k, QA
+accuracy by group).
+
+Numbers come from ``suite.json`` when the run has written it (they are what the gate
+decided on); a suite still running (no ``suite.json`` yet) is shown live from the rows
+indexed so far, and says so. Histograms and intervals are computed from the row index.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass, field
+from typing import Any
+
+from assay.metrics.classification import classification_report
+from assay.results.suite import CriterionAggregate, SuiteRollup, ThresholdCheck
+from assay.view import figures as fg
+from assay.view.estimates import Estimate, criterion_estimates, label_estimates, pass_rate
+from assay.view.runinfo import SuiteInfo
+
+INTERVAL_METRICS = ("accuracy", "macro_f1", "mean", "completion_rate")
+
+
+@dataclass
+class MetricLine:
+    """One metric of one criterion: value, interval, and its gate (if any)."""
+
+    name: str
+    value: float | None
+    estimate: Estimate | None = None
+    gate: ThresholdCheck | None = None
+    undefined: str | None = None
+
+
+@dataclass
+class CriterionView:
+    """A criterion's aggregate: ``title`` (its type and position), ``metrics``, ``note``."""
+
+    title: str
+    description: str
+    metrics: list[MetricLine]
+    note: str = ""
+    error: str | None = None
+
+
+@dataclass
+class SuiteView:
+    """Everything the page shows of one suite of one variant."""
+
+    suite_id: str
+    variant_id: str
+    live: bool
+    counts: dict[str, int]
+    gate: str
+    verdict: str | None
+    pass_rate: Estimate | None
+    dataset: str
+    criteria: list[CriterionView] = field(default_factory=list)
+    figures: list[fg.Figure] = field(default_factory=list)
+
+    @property
+    def anchor(self) -> str:
+        """An HTML id for the suite's section."""
+        return f"suite-{self.variant_id}-{self.suite_id}".replace("/", "-")
+
+
+def dataset_text(rollup: SuiteRollup | None) -> str:
+    """Where the rows came from: ``store NAME@VERSION (hash …)``, the files, or inline."""
+    record = rollup.dataset if rollup else None
+    if record is None:
+        return "—"
+    if record.store:
+        version = f"@{record.version}" if record.version is not None else ""
+        digest = f" · hash {record.content_hash[:12]}" if record.content_hash else ""
+        return f"store {record.store}{version}{digest}"
+    if record.paths:
+        digest = f" · hash {record.content_hash[:12]}" if record.content_hash else ""
+        return ", ".join(record.paths) + digest
+    return record.source
+
+
+def gate_text(rollup: SuiteRollup | None) -> str:
+    """``PASSED``/``FAILED`` for a suite with gates, ``no gate`` without, ``—`` unknown."""
+    if rollup is None:
+        return "—"
+    checks = [c for a in rollup.criterion_aggregates for c in a.threshold_checks]
+    if not checks:
+        return "no gate"
+    return "PASSED" if all(c.passed for c in checks) else "FAILED"
+
+
+def build_suite_view(
+    suite: SuiteInfo, db: sqlite3.Connection, *, intervals: bool = True
+) -> SuiteView:
+    """The suite's view (``intervals``: compute them from the index, which must then be
+    complete)."""
+    rollup = suite.rollup
+    live = rollup is None
+    counts = _counts(db, suite) if live else _rollup_counts(rollup)  # type: ignore[arg-type]
+    replicates = rollup.replicates if rollup else _replicates(db, suite)
+    view = SuiteView(
+        suite_id=suite.suite_id,
+        variant_id=suite.variant_id,
+        live=live,
+        counts=counts,
+        gate=gate_text(rollup),
+        verdict=None if rollup is None else ("passed" if rollup.passed else "failed"),
+        pass_rate=pass_rate(db, suite.suite_id, suite.variant_id, replicates)
+        if intervals
+        else None,
+        dataset=dataset_text(rollup),
+    )
+    aggregates = rollup.criterion_aggregates if rollup else _live_aggregates(db, suite)
+    for position, aggregate in enumerate(aggregates):
+        estimates = (criterion_estimates(db, suite.suite_id, suite.variant_id, position,
+                                         replicates) if intervals else [])  # fmt: skip
+        view.criteria.append(_criterion(position, aggregate, estimates, replicates))
+        view.figures += _criterion_figures(view, position, aggregate)
+    view.figures += _histograms(view, db, suite, aggregates)
+    if rollup is not None:
+        view.figures += _replicate_figures(view, rollup)
+    if suite.qa_metrics:
+        view.figures += _qa_figures(view, suite.qa_metrics)
+    return view
+
+
+def _rollup_counts(rollup: SuiteRollup) -> dict[str, int]:
+    return {"total": rollup.rows_total, "passed": rollup.rows_passed,
+            "failed": rollup.rows_failed, "error": rollup.rows_error,
+            "not_graded": rollup.rows_not_graded, "missing": rollup.rows_missing}  # fmt: skip
+
+
+def _counts(db: sqlite3.Connection, suite: SuiteInfo) -> dict[str, int]:
+    found = dict.fromkeys(("passed", "failed", "error", "not_graded", "unreadable"), 0)
+    for category, count in db.execute("SELECT category, COUNT(*) FROM rows WHERE suite = ? AND "
+                                      "variant = ? GROUP BY category",
+                                      [suite.suite_id, suite.variant_id]):  # fmt: skip
+        found[str(category)] = int(count)
+    found["total"] = sum(found.values())
+    return found
+
+
+def _replicates(db: sqlite3.Connection, suite: SuiteInfo) -> int:
+    row = db.execute("SELECT COUNT(DISTINCT replicate) FROM rows WHERE suite = ? AND "
+                     "variant = ?", [suite.suite_id, suite.variant_id]).fetchone()  # fmt: skip
+    return max(1, int(row[0] or 0))
+
+
+def _live_aggregates(db: sqlite3.Connection, suite: SuiteInfo) -> list[CriterionAggregate]:
+    """Each criterion's metrics over the rows indexed so far (a suite without ``suite.json``):
+    mean score, and for a classification criterion its classification metrics."""
+    found = []
+    types = db.execute("SELECT position, MIN(type), COUNT(*) FROM criteria WHERE suite = ? AND "
+                       "variant = ? GROUP BY position ORDER BY position",
+                       [suite.suite_id, suite.variant_id]).fetchall()  # fmt: skip
+    for position, kind, count in types:
+        scope: list[object] = [suite.suite_id, suite.variant_id, position]
+        mean, graded = db.execute("SELECT AVG(score), COUNT(*) FROM criteria WHERE suite = ? "
+                                  "AND variant = ? AND position = ? AND outcome != 'error'",
+                                  scope).fetchone()  # fmt: skip
+        metrics: dict[str, float | None] = {"count": float(graded), "mean": mean}
+        details: dict[str, Any] = {}
+        pairs = db.execute("SELECT expected, observed, COUNT(*) FROM criteria WHERE suite = ? "
+                           "AND variant = ? AND position = ? AND outcome != 'error' AND "
+                           "expected IS NOT NULL GROUP BY expected, observed",
+                           scope).fetchall()  # fmt: skip
+        if pairs:
+            report = classification_report([(e, o) for e, o, n in pairs for _ in range(n)])
+            metrics.update(report.table.values)
+            details = report.details()
+        found.append(CriterionAggregate(criterion_type=kind, rows_total=int(count),
+                                        rows_excluded=int(count) - int(graded),
+                                        metrics=metrics, details=details))  # fmt: skip
+    return found
+
+
+def _criterion(
+    position: int, aggregate: CriterionAggregate, estimates: list[Estimate], replicates: int
+) -> CriterionView:
+    by_name = {e.metric: e for e in estimates}
+    details = aggregate.details
+    if replicates <= 1 and details.get("confusion"):
+        cells = {(c["expected"], c["observed"]): c["count"] for c in details["confusion"]}
+        by_name.update({e.metric: e for e in label_estimates(cells, details["labels"])})
+    graded = aggregate.rows_total - aggregate.rows_excluded
+    if replicates <= 1 and aggregate.rows_total:
+        from assay.view.estimates import wilson
+
+        by_name["completion_rate"] = wilson("completion_rate", graded, aggregate.rows_total)
+    gates = {c.metric: c for c in aggregate.threshold_checks}
+    lines = [
+        MetricLine(name, value, by_name.get(name), gates.pop(name, None),
+                   aggregate.undefined_metrics.get(name))
+        for name, value in aggregate.metrics.items()
+    ]  # fmt: skip
+    lines += [MetricLine(c.metric, c.actual_value, None, c) for c in gates.values()]
+    note = (f"Denominator: {graded} of {aggregate.rows_total} rows ({aggregate.rows_excluded} "
+            "excluded: errored, not graded, not run, or the criterion could not evaluate)."
+            if aggregate.rows_excluded else "")  # fmt: skip
+    return CriterionView(f"#{position + 1} {aggregate.criterion_type}", aggregate.description,
+                         lines, note, aggregate.error)  # fmt: skip
+
+
+def _fig_id(view: SuiteView, name: str) -> str:
+    return f"{view.anchor}-{name}"
+
+
+def _criterion_figures(view: SuiteView, position: int, agg: CriterionAggregate) -> list[fg.Figure]:
+    details = agg.details
+    if not details.get("per_label"):
+        return []
+    title = f"{view.suite_id} · {agg.criterion_type}"
+    cells = {(c["expected"], c["observed"]): int(c["count"]) for c in details["confusion"]}
+    return [
+        fg.label_bars(_fig_id(view, f"labels-{position}"), details["per_label"],
+                      title=f"{title}: precision, recall and F1 per label"),
+        fg.confusion_heatmap(_fig_id(view, f"confusion-{position}"), details["labels"], cells,
+                             title=f"{title}: confusion matrix"),
+    ]  # fmt: skip
+
+
+def _bins(db: sqlite3.Connection, sql: str, params: list[object]) -> list[tuple[float, float, int]]:
+    """Ten bins of width 0.1 over [0, 1] (the last one closed) from ``sql``'s scores."""
+    counts = dict.fromkeys(range(10), 0)
+    for score, count in db.execute(f"SELECT MIN(CAST(s * 10 AS INTEGER), 9), COUNT(*) FROM "
+                                   f"({sql}) WHERE s IS NOT NULL GROUP BY 1", params):  # fmt: skip
+        counts[int(score)] = int(count)
+    return [(round(i / 10, 1), round((i + 1) / 10, 1), n) for i, n in counts.items()]
+
+
+def _histograms(
+    view: SuiteView, db: sqlite3.Connection, suite: SuiteInfo, aggs: list[CriterionAggregate]
+) -> list[fg.Figure]:
+    scope: list[object] = [suite.suite_id, suite.variant_id]
+    found = [fg.histogram(
+        _fig_id(view, "weighted"),
+        _bins(db, "SELECT score AS s FROM rows WHERE suite = ? AND variant = ?", scope),
+        title=f"{view.suite_id}: weighted score per row", axis="weighted score (0–1)",
+        note="Rows that errored before grading have no score and are not counted.")]  # fmt: skip
+    for position, agg in enumerate(aggs):
+        bins = _bins(db, "SELECT score AS s FROM criteria WHERE suite = ? AND variant = ? AND "
+                         "position = ? AND outcome != 'error'", [*scope, position])  # fmt: skip
+        found.append(fg.histogram(_fig_id(view, f"scores-{position}"), bins,
+                                  title=f"{view.suite_id}: {agg.criterion_type} score per row",
+                                  axis="criterion score (0–1)"))  # fmt: skip
+    found.append(_duration_histogram(view, db, scope))
+    return found
+
+
+def _duration_histogram(view: SuiteView, db: sqlite3.Connection, scope: list[object]) -> fg.Figure:
+    top = db.execute("SELECT MAX(duration) FROM rows WHERE suite = ? AND variant = ?",
+                     scope).fetchone()[0] or 0.0  # fmt: skip
+    width = _nice_width(float(top) / 20) if top else 1.0
+    rows = db.execute("SELECT CAST(duration / ? AS INTEGER), COUNT(*) FROM rows WHERE suite = ? "
+                      "AND variant = ? AND duration IS NOT NULL GROUP BY 1 ORDER BY 1",
+                      [width, *scope]).fetchall()  # fmt: skip
+    bins = [(round(b * width, 6), round((b + 1) * width, 6), int(n)) for b, n in rows]
+    return fg.histogram(_fig_id(view, "duration"), bins, title=f"{view.suite_id}: duration per "
+                        "row", axis="seconds")  # fmt: skip
+
+
+def _nice_width(raw: float) -> float:
+    """The smallest of 1, 2, 5 × 10^k at least ``raw``."""
+    scale = 10.0 ** (len(str(int(raw))) - 1) if raw >= 1 else 10.0**-3
+    for step in (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000):
+        if step * scale >= raw:
+            return step * scale
+    return raw
+
+
+def _replicate_figures(view: SuiteView, rollup: SuiteRollup) -> list[fg.Figure]:
+    found = []
+    if rollup.per_replicate:
+        points = [
+            {"replicate": f"{r.replicate_index:02d}", "series": "pass rate", "value": r.pass_rate}
+            for r in rollup.per_replicate
+            if r.pass_rate is not None
+        ]
+        for r in rollup.per_replicate:
+            for i, metrics in enumerate(r.criterion_metrics):
+                points += [
+                    {"replicate": f"{r.replicate_index:02d}", "series": f"#{i + 1} {k}", "value": v}
+                    for k, v in metrics.items()
+                    if v is not None
+                ]
+        found.append(fg.line_chart(_fig_id(view, "replicates"), points,
+                                   title=f"{view.suite_id}: metrics per replicate", x="replicate",
+                                   x_title="replicate", y_title="value (0–1)",
+                                   series="series"))  # fmt: skip
+    if rollup.pass_k:
+        points = [{"k": k, "series": name, "value": float(v[key])}
+                  for k, v in rollup.pass_k.items()
+                  for key, name in (("pass_at_k", "pass@k"), ("pass_hat_k", "pass^k"))
+                  if key in v]  # fmt: skip
+        found.append(fg.line_chart(_fig_id(view, "passk"), points,
+                                   title=f"{view.suite_id}: pass@k and pass^k", x="k",
+                                   x_title="k (attempts)", y_title="probability (0–1)",
+                                   series="series"))  # fmt: skip
+    return found
+
+
+def _qa_figures(view: SuiteView, document: dict[str, Any]) -> list[fg.Figure]:
+    average = document.get("avg_metrics") or {}
+    per = document.get("all_metrics") or [{}]
+    found = []
+    for name, values in average.items():
+        if not (name.startswith("by_") and isinstance(values, dict)) or name.endswith(
+            ("_counts", "_ci")
+        ):
+            continue
+        counts = per[0].get(f"{name}_counts", {}) if per else {}
+        points = [{"group": str(k), "value": v, "rows": counts.get(k)}
+                  for k, v in values.items()]  # fmt: skip
+        found.append(fg.group_bars(_fig_id(view, f"qa-{name}"), points,
+                                   title=f"{view.suite_id}: QA accuracy by "
+                                         f"{name.removeprefix('by_')}",
+                                   y_title="accuracy (0–1)"))  # fmt: skip
+    return found
