@@ -135,6 +135,9 @@ def build_app(ws: Workspace) -> Starlette:
     def diff(request: Request) -> Response:
         return _diff_page(ws, request)
 
+    def no_icon(request: Request) -> Response:
+        return Response(status_code=204)
+
     routes = [
         Route("/", runs),
         Route("/runs/{run}", run),
@@ -143,6 +146,7 @@ def build_app(ws: Workspace) -> Starlette:
         Route("/runs/{run}/files/{path:path}", files),
         Route("/api/runs/{run}/progress", progress),
         Route("/diff", diff),
+        Route("/favicon.ico", no_icon),
         Mount("/assets", StaticFiles(directory=ASSETS), name="assets"),
     ]
     return Starlette(routes=routes)

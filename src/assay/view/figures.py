@@ -37,7 +37,9 @@ def _num(value: float | None, digits: int = 3) -> str:
 
 
 def _base(title: str, values: list[dict[str, Any]], **spec: Any) -> dict[str, Any]:
-    return {"$schema": SCHEMA, "title": title, "data": {"values": values},
+    """The spec's frame: its data inline; the title goes in ``description`` (the page shows
+    it above the chart, and Vega puts it in the SVG's ARIA label)."""
+    return {"$schema": SCHEMA, "description": title, "data": {"values": values},
             "config": {"view": {"stroke": None}}, **spec}  # fmt: skip
 
 
@@ -118,7 +120,8 @@ def histogram(
         "x": {"field": "start", "type": "quantitative", "bin": {"binned": True},
               "title": axis},
         "x2": {"field": "end"},
-        "y": {"field": "rows", "type": "quantitative", "title": "rows"},
+        "y": {"field": "rows", "type": "quantitative", "title": "rows",
+              "axis": {"tickMinStep": 1, "format": "d"}},
         "tooltip": [{"field": "start", "title": "from"}, {"field": "end", "title": "to"},
                     {"field": "rows"}],
     })  # fmt: skip
@@ -140,12 +143,13 @@ def interval_plot(
     per metric. ``zero_line`` draws the no-difference line of a paired difference."""
     values = [p for p in points if p.get("value") is not None]
     y = {"field": "group", "type": "nominal", "title": None}
+    scale: dict[str, Any] = {"zero": False} if zero_line else {"domain": [0, 1]}
+    x = {"type": "quantitative", "title": axis, "scale": scale}
     layers: list[dict[str, Any]] = [
         {"mark": {"type": "rule", "strokeWidth": 2},
-         "encoding": {"x": {"field": "low", "type": "quantitative", "title": axis},
-                      "x2": {"field": "high"}, "y": y}},
+         "encoding": {"x": {"field": "low", **x}, "x2": {"field": "high"}, "y": y}},
         {"mark": {"type": "point", "filled": True, "size": 70, "tooltip": True},
-         "encoding": {"x": {"field": "value", "type": "quantitative", "title": axis}, "y": y,
+         "encoding": {"x": {"field": "value", **x}, "y": y,
                       "color": {"field": "group", "type": "nominal", "legend": None},
                       "tooltip": [{"field": "metric"}, {"field": "group"},
                                   {"field": "value", "format": ".3f"},
@@ -154,12 +158,11 @@ def interval_plot(
     ]  # fmt: skip
     if zero_line:
         layers.append({"mark": {"type": "rule", "strokeDash": [4, 4], "color": "gray"},
-                       "encoding": {"x": {"datum": 0}}})  # fmt: skip
+                       "encoding": {"x": {"datum": 0, **x}}})  # fmt: skip
     spec = _base(title, values, facet={"row": {"field": "metric", "type": "nominal",
                                                "title": None, "header": {"labelAngle": 0,
                                                "labelAlign": "left"}}},
-                 spec={"width": WIDTH, "layer": layers},
-                 resolve={"scale": {"x": "independent"}})  # fmt: skip
+                 spec={"width": WIDTH, "layer": layers})  # fmt: skip
     rows = [[str(p["metric"]), str(p["group"]), _num(p.get("value")),
              "—" if p.get("low") is None else f"[{_num(p['low'])}, {_num(p['high'])}]",
              str(p.get("method") or ""), str(p.get("reason") or "")] for p in points]  # fmt: skip

@@ -52,8 +52,8 @@ def read_json_text(path: Path, name: str, text: str | None = None) -> tuple[Any,
         return None, Problem(name, f"is not UTF-8 text ({exc.reason} at byte {exc.start})")
     except json.JSONDecodeError as exc:
         hint = " (still being written, or cut short)" if not text or not text.strip() else ""
-        return None, Problem(name, f"is not valid JSON: {exc.msg} at line {exc.lineno} "
-                                   f"column {exc.colno}{hint}")  # fmt: skip
+        return None, Problem(name, f"is not valid JSON ({exc.msg}: line {exc.lineno} "
+                                   f"column {exc.colno}){hint}")  # fmt: skip
 
 
 def read_model(

@@ -24,6 +24,13 @@ def _num(value: float | None, digits: int = 3) -> str:
     return "—" if value is None else f"{value:.{digits}f}"
 
 
+def _metric_value(value: float | None, name: str) -> str:
+    """A metric as ``suite.md`` shows it; a count as a whole number."""
+    if value is not None and name == "count":
+        return f"{value:,.0f}"
+    return _num(value)
+
+
 def _signed(value: float | None) -> str:
     return "—" if value is None else f"{value:+.3f}"
 
@@ -75,9 +82,10 @@ def environment() -> Environment:
     env = Environment(loader=FileSystemLoader(HERE / "templates"),
                       autoescape=select_autoescape(default=True, default_for_string=True),
                       trim_blocks=True, lstrip_blocks=True)  # fmt: skip
-    env.filters.update(num=_num, signed=_signed, seconds=_seconds, int_sep=_int_sep, usd=_usd,
-                       tojson_script=_json_script, safe_script=_safe_script,
-                       tojson_pretty=_pretty, basename=lambda p: Path(str(p)).name)  # fmt: skip
+    env.filters.update(num=_num, metric_value=_metric_value, signed=_signed, seconds=_seconds,
+                       int_sep=_int_sep, usd=_usd, tojson_script=_json_script,
+                       safe_script=_safe_script, tojson_pretty=_pretty,
+                       basename=lambda p: Path(str(p)).name)  # fmt: skip
     env.globals["asset_text"] = asset_text
     return env
 

@@ -82,9 +82,10 @@ def dataset_text(rollup: SuiteRollup | None) -> str:
 
 
 def gate_text(rollup: SuiteRollup | None) -> str:
-    """``PASSED``/``FAILED`` for a suite with gates, ``no gate`` without, ``—`` unknown."""
+    """``PASSED``/``FAILED`` for a suite with gates, ``no gate`` without, ``pending`` before
+    its ``suite.json`` is written."""
     if rollup is None:
-        return "—"
+        return "pending"
     checks = [c for a in rollup.criterion_aggregates for c in a.threshold_checks]
     if not checks:
         return "no gate"

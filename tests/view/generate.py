@@ -1,4 +1,5 @@
-"""A generated run folder of N row-tasks, as ``assay run`` writes it, for the viewer's bench.
+"""A generated run folder of N row-tasks, as ``assay run`` writes it, for the viewer's tests
+and its bench (``bench/view.py``).
 
 Every row is a real ``task.json`` (assay's own result models and writer), with its
 ``response.txt`` and ``task.log``; the suite, ``run.json``, ``run.md`` and ``plan.json`` come
@@ -6,7 +7,7 @@ from assay's report writer over those results. The rows mimic a three-label clas
 task on SST-2 sentences: 80% of answers right, 1% agent errors, two criteria (the label and a
 partial-credit keyword check), tokens and cost per row.
 
-Usage: python bench/view_run.py ROWS FOLDER      (writes FOLDER/<run>/)
+Usage: python tests/view/generate.py ROWS FOLDER      (writes FOLDER/<run>/)
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from assay.results.task_result import (
 
 SUITE = "sst2-three-way"
 LABELS = ["positive", "negative", "neutral"]
-SST2 = Path(__file__).resolve().parents[1] / "examples" / "sst2" / "data" / "sst2_dev.jsonl"
+SST2 = Path(__file__).resolve().parents[2] / "examples" / "sst2" / "data" / "sst2_dev.jsonl"
 CRITERIA = [
     {"type": "classification_match", "expected_label": "${row.expected}",
      "allowed_labels": LABELS, "suite_thresholds": {"accuracy": 0.75}},
@@ -41,7 +42,9 @@ CRITERIA = [
 ]  # fmt: skip
 
 
-def _result(index: int, text: str, rng: random.Random, start: datetime) -> EvaluationResult:
+def _result(
+    index: int, text: str, rng: random.Random, start: datetime, replicate: int, variant: str
+) -> EvaluationResult:
     row_id = f"r{index:06d}"
     expected = LABELS[index % 3]
     errored = rng.random() < 0.01
@@ -60,6 +63,7 @@ def _result(index: int, text: str, rng: random.Random, start: datetime) -> Evalu
     began = start + timedelta(seconds=index * 0.01)
     return EvaluationResult(
         task_id=f"{SUITE}/{row_id}", suite_id=SUITE, row_id=row_id, row_index=index,
+        replicate_index=replicate, variant_id=variant,
         agent_type="llm", model_used="local/smollm2", started_at=began.isoformat(),
         completed_at=(began + timedelta(seconds=0.4)).isoformat(),
         duration_seconds=round(rng.uniform(0.1, 2.0), 3), final_status=status,
@@ -74,35 +78,49 @@ def _result(index: int, text: str, rng: random.Random, start: datetime) -> Evalu
     )  # fmt: skip
 
 
-def make_run(rows: int, root: Path, *, seed: int = 7, name: str | None = None) -> Path:
-    """Write a run of ``rows`` row-tasks under ``root`` (in folder ``name``, default a
-    timestamp) and return its folder."""
+def _write_row(run_dir: Path, result: EvaluationResult) -> None:
+    folder = run_dir / task_json_relpath(result).removesuffix("/task.json")
+    first = result.success_criteria_results[0] if result.success_criteria_results else None
+    observed = first.observed_label if isinstance(first, ClassificationCriterionResult) else ""
+    write_text(folder / "response.txt", observed)
+    write_text(folder / "task.log", f"model local/smollm2: 120 in / 3 out → {observed}\n")
+    write_model_atomic(folder / "task.json", result)
+
+
+def make_run(
+    rows: int,
+    root: Path,
+    *,
+    seed: int = 7,
+    name: str | None = None,
+    replicates: int = 1,
+    variants: tuple[str, ...] = ("default",),
+) -> Path:
+    """Write a run of ``rows`` rows × ``replicates`` × ``variants`` under ``root`` (in folder
+    ``name``, default a timestamp; with several variants, as an experiment) and return it."""
     texts = [json.loads(line)["text"] for line in SST2.read_text(encoding="utf-8").splitlines()]
     rng = random.Random(seed)
     start = datetime(2026, 12, 1, 9, 0, 0)
     run_dir = root / (name or start.strftime("%Y-%m-%d_%H-%M-%S"))
     run_dir.mkdir(parents=True, exist_ok=True)
+    planned = {f"{v}/{SUITE}": rows * replicates for v in variants}
     plan = PlanRecord(files=[f"/bench/{SUITE}.yaml"], criteria={SUITE: CRITERIA},
-                      work_items=rows, planned={f"default/{SUITE}": rows})  # fmt: skip
+                      work_items=rows * replicates * len(variants), planned=planned,
+                      variants=list(variants))  # fmt: skip
     write_plan(run_dir, plan)
     results = []
-    for index in range(rows):
-        result = _result(index, texts[index % len(texts)], rng, start)
-        folder = run_dir / task_json_relpath(result).removesuffix("/task.json")
-        observed = (
-            result.success_criteria_results[0].observed_label
-            # type: ignore[union-attr]
-            if (result.success_criteria_results)
-            else ""
-        )
-        write_text(folder / "response.txt", observed)
-        write_text(folder / "task.log", f"model local/smollm2: 120 in / 3 out → {observed}\n")
-        write_model_atomic(folder / "task.json", result)
-        results.append(result)
+    for variant in variants:
+        for index in range(rows):
+            for replicate in range(replicates):
+                result = _result(index, texts[index % len(texts)], rng, start, replicate, variant)
+                _write_row(run_dir, result)
+                results.append(result)
+    experiment = "generated" if len(variants) > 1 else None
     meta = RunMeta(run_id=run_dir.name, stage="run", start_time=start,
                    end_time=start + timedelta(seconds=rows * 0.01), max_parallel=8,
                    command=["assay", "run", f"{SUITE}.yaml"], criteria={SUITE: CRITERIA},
-                   planned=plan.planned)  # fmt: skip
+                   planned=planned, experiment_id=experiment,
+                   variant_ids=list(variants))  # fmt: skip
     write_reports(run_dir, results, meta, default_criteria())
     return run_dir
 
