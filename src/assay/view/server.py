@@ -8,6 +8,7 @@ naming it.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import ipaddress
 import socket
@@ -82,7 +83,8 @@ def serve(
     on_ready: Callable[[str], None] | None = None,
     on_warning: Callable[[str], None] | None = None,
 ) -> None:
-    """Serve the viewer over ``folders`` (run folders or folders of runs) until Ctrl-C.
+    """Serve the viewer over ``folders`` (run folders or folders of runs) until Ctrl-C (or
+    SIGTERM), then remove its index and return.
 
     Args:
         folders: what to show (each checked to exist).
@@ -113,6 +115,7 @@ def serve(
             webbrowser.open(url)
         config = uvicorn.Config(build_app(ws), log_level="warning", lifespan="off",
                                 access_log=False)  # fmt: skip
-        uvicorn.Server(config).run(sockets=[sock])
+        with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how a viewer ends
+            uvicorn.Server(config).run(sockets=[sock])
     finally:
         ws.close()
