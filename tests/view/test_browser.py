@@ -276,6 +276,8 @@ def test_the_static_report_opens_from_a_file_with_no_network(
         accuracy = page.locator("section[data-suite='sentiment-classification'] "
                                 "tr[data-metric='accuracy'] td.value").inner_text()  # fmt: skip
         assert accuracy == "0.667"
+        font = page.evaluate("getComputedStyle(document.body).fontFamily")
+        assert '"DejaVu Sans"' in font  # the inline stylesheet is read whole
         failed = page.inner_text("#failed-rows")
         assert "1 row(s) failed or errored" in failed and "r3" in failed
         screenshot(page, "07-static-report")

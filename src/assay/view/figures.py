@@ -118,7 +118,7 @@ def histogram(
     spec = _base(title, values, mark={"type": "bar", "tooltip": True}, width=WIDTH, height=160,
                  encoding={
         "x": {"field": "start", "type": "quantitative", "bin": {"binned": True},
-              "title": axis},
+              "title": axis, "axis": {"format": "~g"}},
         "x2": {"field": "end"},
         "y": {"field": "rows", "type": "quantitative", "title": "rows",
               "axis": {"tickMinStep": 1, "format": "d"}},
@@ -197,14 +197,22 @@ def line_chart(
 def group_bars(
     fig_id: str, points: Sequence[dict[str, Any]], *, title: str, y_title: str
 ) -> Figure:
-    """Horizontal bars, one per group value (``points``: ``group``, ``value``, ``rows``)."""
+    """Horizontal bars, one per group value (``points``: ``group``, ``value``, ``rows``, and
+    the 95% interval ``low``/``high`` when known, drawn as a line over the bar)."""
     values = [p for p in points if p.get("value") is not None]
-    spec = _base(title, values, width=WIDTH, mark={"type": "bar", "tooltip": True}, encoding={
-        "y": {"field": "group", "type": "nominal", "title": None, "sort": None},
-        "x": {"field": "value", "type": "quantitative", "title": y_title,
-              "scale": {"domain": [0, 1]}},
-        "tooltip": [{"field": "group"}, {"field": "value", "format": ".3f"},
-                    {"field": "rows", "title": "samples"}],
-    })  # fmt: skip
-    rows = [[str(p["group"]), _num(p.get("value")), str(p.get("rows", "—"))] for p in points]
-    return Figure(fig_id, title, spec, ["group", y_title, "samples"], rows, kind="groups")
+    y = {"field": "group", "type": "nominal", "title": None, "sort": None}
+    x = {"type": "quantitative", "title": y_title, "scale": {"domain": [0, 1]}}
+    spec = _base(title, values, width=WIDTH, layer=[
+        {"mark": {"type": "bar", "tooltip": True}, "encoding": {
+            "y": y, "x": {"field": "value", **x},
+            "tooltip": [{"field": "group"}, {"field": "value", "format": ".3f"},
+                        {"field": "low", "format": ".3f"}, {"field": "high", "format": ".3f"},
+                        {"field": "rows", "title": "samples"}]}},
+        {"mark": {"type": "rule", "strokeWidth": 2, "color": "black"},
+         "encoding": {"y": y, "x": {"field": "low", **x}, "x2": {"field": "high"}}},
+    ])  # fmt: skip
+    rows = [[str(p["group"]), _num(p.get("value")),
+             "—" if p.get("low") is None else f"[{_num(p['low'])}, {_num(p.get('high'))}]",
+             str(p.get("rows", "—"))] for p in points]  # fmt: skip
+    return Figure(fig_id, title, spec, ["group", y_title, "95% interval", "samples"], rows,
+                  kind="groups")  # fmt: skip

@@ -66,6 +66,11 @@ def _safe_script(text: str) -> Markup:
     return Markup(text.replace("</script", "<\\/script"))
 
 
+def _safe_style(text: str) -> Markup:
+    """The stylesheet's text for an inline ``<style>`` element."""
+    return Markup(text.replace("</style", "<\\/style"))
+
+
 def _pretty(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False)
 
@@ -84,7 +89,7 @@ def environment() -> Environment:
                       trim_blocks=True, lstrip_blocks=True)  # fmt: skip
     env.filters.update(num=_num, metric_value=_metric_value, signed=_signed, seconds=_seconds,
                        int_sep=_int_sep, usd=_usd, tojson_script=_json_script,
-                       safe_script=_safe_script, tojson_pretty=_pretty,
+                       safe_script=_safe_script, safe_style=_safe_style, tojson_pretty=_pretty,
                        basename=lambda p: Path(str(p)).name)  # fmt: skip
     env.globals["asset_text"] = asset_text
     return env

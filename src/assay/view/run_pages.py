@@ -11,6 +11,7 @@ from typing import Any
 from assay.results.experiment import ExperimentResult
 from assay.results.task_result import EvaluationResult
 from assay.view import figures as fg
+from assay.view.estimates import Estimate
 from assay.view.index import IndexState
 from assay.view.reading import Problem
 from assay.view.runinfo import RunInfo
@@ -146,8 +147,37 @@ def run_page(ws: Workspace, entry: RunEntry, *, wait: bool = False) -> RunPage:
         standalone = [dict(r) for r in db.execute(
             "SELECT folder, task_id, variant, status, score, duration, reason FROM rows "
             "WHERE row_id IS NULL ORDER BY variant, task_id, replicate")]  # fmt: skip
-    figures = experiment_figures(info.experiment) if info.experiment else []
+    figures = []
+    if info.experiment is not None:
+        figures = experiment_figures(info.experiment)
+        for view in suites:
+            use_experiment_estimates(view, info.experiment)
     return RunPage(info, run_line(ws, entry), state, suites, figures, standalone)
+
+
+def use_experiment_estimates(view: SuiteView, report: ExperimentResult) -> None:
+    """Show the intervals ``experiment.json`` holds for this suite and variant (the run
+    computed them row by row), so the page shows one interval per metric."""
+    arm = next((v for v in report.variants if v.suite_id == view.suite_id
+                and v.variant_id == view.variant_id), None)  # fmt: skip
+    if arm is None:
+        return
+
+    def of(name: str, metric: str) -> Estimate | None:
+        found = arm.metrics.get(name)
+        if found is None:
+            return None
+        return Estimate(metric, found.value, found.low, found.high, found.method, found.rows,
+                        found.reason)  # fmt: skip
+
+    view.pass_rate = of("pass_rate", "pass_rate") or view.pass_rate
+    types = [c.title.split(" ", 1)[1] for c in view.criteria]
+    for position, criterion in enumerate(view.criteria):
+        kind = types[position]
+        prefix = kind if types.count(kind) == 1 else f"{kind}#{position}"
+        for line in criterion.metrics:
+            if line.name in ("accuracy", "macro_f1", "mean"):
+                line.estimate = of(f"{prefix}.{line.name}", line.name) or line.estimate
 
 
 def experiment_figures(report: ExperimentResult) -> list[fg.Figure]:

@@ -312,7 +312,10 @@ def _qa_figures(view: SuiteView, document: dict[str, Any]) -> list[fg.Figure]:
         ):
             continue
         counts = per[0].get(f"{name}_counts", {}) if per else {}
-        points = [{"group": str(k), "value": v, "rows": counts.get(k)}
+        intervals = average.get(f"{name}_ci") or {}
+        points = [{"group": str(k), "value": v, "rows": counts.get(k),
+                   "low": (intervals.get(k) or {}).get("low"),
+                   "high": (intervals.get(k) or {}).get("high")}
                   for k, v in values.items()]  # fmt: skip
         found.append(fg.group_bars(_fig_id(view, f"qa-{name}"), points,
                                    title=f"{view.suite_id}: QA accuracy by "
