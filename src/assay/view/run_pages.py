@@ -132,6 +132,7 @@ class RunPage:
     suites: list[SuiteView]
     experiment: list[fg.Figure]
     standalone: list[dict[str, Any]]
+    unreadable: int = 0
 
 
 def run_page(ws: Workspace, entry: RunEntry, *, wait: bool = False) -> RunPage:
@@ -147,12 +148,14 @@ def run_page(ws: Workspace, entry: RunEntry, *, wait: bool = False) -> RunPage:
         standalone = [dict(r) for r in db.execute(
             "SELECT folder, task_id, variant, status, score, duration, reason FROM rows "
             "WHERE row_id IS NULL ORDER BY variant, task_id, replicate")]  # fmt: skip
+        unreadable = int(db.execute("SELECT COUNT(*) FROM rows WHERE category = "
+                                    "'unreadable'").fetchone()[0])  # fmt: skip
     figures = []
     if info.experiment is not None:
         figures = experiment_figures(info.experiment)
         for view in suites:
             use_experiment_estimates(view, info.experiment)
-    return RunPage(info, run_line(ws, entry), state, suites, figures, standalone)
+    return RunPage(info, run_line(ws, entry), state, suites, figures, standalone, unreadable)
 
 
 def use_experiment_estimates(view: SuiteView, report: ExperimentResult) -> None:
