@@ -14,6 +14,7 @@ from assay.orchestration.runfiles import load_results
 from assay.results.task_result import EvaluationResult
 from assay.view.index import RowIndex, scan_rows
 from assay.view.queries import RowFilter, facets, neighbours, row_page
+from tests.view.browser import files_of
 from tests.view.generate import make_run
 
 
@@ -32,16 +33,6 @@ def index(run: Path, tmp_path_factory: pytest.TempPathFactory) -> RowIndex:
     built = RowIndex(run, tmp_path_factory.mktemp("scratch") / "index.sqlite")
     assert built.refresh() == 300
     return built
-
-
-def snapshot(folder: Path) -> dict[str, tuple[int, int]]:
-    """Every file under ``folder`` with its modification time and size."""
-    found = {}
-    for root, _, names in os.walk(folder):
-        for name in names:
-            info = (Path(root) / name).stat()
-            found[str(Path(root) / name)] = (info.st_mtime_ns, info.st_size)
-    return found
 
 
 def page(index: RowIndex, **params: str) -> tuple[list[dict[str, object]], int]:
@@ -155,7 +146,7 @@ def test_neighbours_follow_dataset_order(index: RowIndex) -> None:
 def test_rows_that_appear_change_or_go_are_followed(tmp_path: Path) -> None:
     run = make_run(20, tmp_path / "runs")
     index = RowIndex(run, tmp_path / "index.sqlite")
-    before = snapshot(run)
+    before = files_of(run)
     assert index.refresh() == 20
     assert index.refresh() == 0  # nothing changed: nothing read again
     row = run / "default" / "sst2-three-way" / "r000003" / "00" / "task.json"
@@ -173,7 +164,7 @@ def test_rows_that_appear_change_or_go_are_followed(tmp_path: Path) -> None:
     assert total == 20 and "r000004" not in by_id
     assert (by_id["r000003"]["status"], by_id["r000003"]["score"]) == ("FAILURE", 0.25)
     assert by_id["r000099"]["row_index"] == 99
-    index_files = snapshot(tmp_path / "runs")
+    index_files = files_of(tmp_path / "runs")
     assert set(index_files) == set(before) - {str(row.parent.parent.parent / "r000004" / "00" /
                                               "task.json")} | {str(copy / "task.json")}  # fmt: skip
 

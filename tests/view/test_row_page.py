@@ -17,24 +17,22 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.cli.test_qa_run import make_task
-from tests.cli.test_run import assay, latest
+from tests.cli.test_qa_run import qa_run  # noqa: F401 - the fixture, shared
+from tests.cli.test_run import latest
 from tests.helpers import write
 from tests.view.browser import viewer
 
 
 @pytest.fixture(scope="module")
-def qa_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    cwd = tmp_path_factory.mktemp("qa")
-    make_task(cwd / "t")
-    done = assay("run", "t/task.yaml", cwd=cwd)
-    assert done.returncode == 0, done.stdout + done.stderr
-    return latest(cwd)
+def qa_folder(request: pytest.FixtureRequest) -> Path:
+    """The run of tests/cli/test_qa_run.py's QA task (its fixture ``qa_run``: the folder the
+    run was started in)."""
+    return latest(request.getfixturevalue("qa_run"))
 
 
 @pytest.fixture(scope="module")
-def client(qa_run: Path) -> Iterator[httpx.Client]:
-    with viewer(str(qa_run), cwd=qa_run.parent) as url, httpx.Client(base_url=url) as http:
+def client(qa_folder: Path) -> Iterator[httpx.Client]:
+    with viewer(str(qa_folder), cwd=qa_folder.parent) as url, httpx.Client(base_url=url) as http:
         yield http
 
 
@@ -43,30 +41,34 @@ def text_of(response: httpx.Response) -> str:
     return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", response.text)).split())
 
 
-def test_a_qa_row_shows_the_judges_verdict_and_reason(client: httpx.Client, qa_run: Path) -> None:
-    page = text_of(client.get(f"/runs/{qa_run.name}/rows/default/qa-demo/moon/00"))
+def test_a_qa_row_shows_the_judges_verdict_and_reason(
+    client: httpx.Client, qa_folder: Path
+) -> None:
+    page = text_of(client.get(f"/runs/{qa_folder.name}/rows/default/qa-demo/moon/00"))
     assert "in the early seventies" in page  # the response
     assert "graded by judge" in page
     assert "judge verdict: 1972 is in the early seventies" in page
-    rule = text_of(client.get(f"/runs/{qa_run.name}/rows/default/qa-demo/fr/00"))
+    rule = text_of(client.get(f"/runs/{qa_folder.name}/rows/default/qa-demo/fr/00"))
     assert "graded by rule" in rule
 
 
-def test_errored_rows_say_why_and_filter_by_error_kind(client: httpx.Client, qa_run: Path) -> None:
-    hard = text_of(client.get(f"/runs/{qa_run.name}/rows/default/qa-demo/hard/00"))
+def test_errored_rows_say_why_and_filter_by_error_kind(
+    client: httpx.Client, qa_folder: Path
+) -> None:
+    hard = text_of(client.get(f"/runs/{qa_folder.name}/rows/default/qa-demo/hard/00"))
     assert "judge_error: unparseable verdict" in hard
     assert "it errored before grading, so it is outside every metric's denominator" not in hard
-    crash = text_of(client.get(f"/runs/{qa_run.name}/rows/default/qa-demo/crash/00"))
+    crash = text_of(client.get(f"/runs/{qa_folder.name}/rows/default/qa-demo/crash/00"))
     assert "exit code 3" in crash
-    rows = client.get(f"/runs/{qa_run.name}/rows", params={"error": "judge_error"}).text
+    rows = client.get(f"/runs/{qa_folder.name}/rows", params={"error": "judge_error"}).text
     assert re.findall(r'data-row="(\w+)"', rows) == ["hard", "hard"]
-    rows = client.get(f"/runs/{qa_run.name}/rows", params={"error": "extraction_failed"}).text
+    rows = client.get(f"/runs/{qa_folder.name}/rows", params={"error": "extraction_failed"}).text
     assert re.findall(r'data-row="(\w+)"', rows) == ["junk", "junk"]
 
 
-def test_a_corrupt_task_json_shows_what_it_can(tmp_path: Path, qa_run: Path) -> None:
+def test_a_corrupt_task_json_shows_what_it_can(tmp_path: Path, qa_folder: Path) -> None:
     copy = tmp_path / "copy"
-    subprocess.run(["cp", "-r", str(qa_run), str(copy)], check=True)
+    subprocess.run(["cp", "-r", str(qa_folder), str(copy)], check=True)
     row = copy / "default" / "qa-demo" / "fr" / "00"
     (row / "task.json").write_text((row / "task.json").read_text()[:200])
     with viewer(str(copy), cwd=tmp_path) as url, httpx.Client(base_url=url) as http:
@@ -82,12 +84,12 @@ def test_a_corrupt_task_json_shows_what_it_can(tmp_path: Path, qa_run: Path) -> 
         assert "1 row's task.json could not be read (rows marked UNREADABLE)" in run_page
 
 
-def test_open_starts_the_users_browser_on_the_viewer(tmp_path: Path, qa_run: Path) -> None:
+def test_open_starts_the_users_browser_on_the_viewer(tmp_path: Path, qa_folder: Path) -> None:
     opened = tmp_path / "opened.txt"
     browser = write(tmp_path / "browser.sh", f'#!/bin/sh\necho "$1" > {opened}\n')
     browser.chmod(0o755)
     env = {**os.environ, "BROWSER": str(browser)}
-    process = subprocess.Popen([sys.executable, "-m", "assay", "view", str(qa_run), "--open"],
+    process = subprocess.Popen([sys.executable, "-m", "assay", "view", str(qa_folder), "--open"],
                                cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                text=True, env=env)  # fmt: skip
     try:
