@@ -58,22 +58,25 @@ def test_an_experiment_shows_its_own_intervals_and_differences(tmp_path: Path) -
 def test_a_classification_suite_has_every_figure_with_titled_axes(tmp_path: Path) -> None:
     page = page_of(make_run(50, tmp_path), tmp_path)
     view = page.suites[0]
-    assert kinds(view.figures) == ["labels", "confusion", "histogram", "histogram", "histogram",
-                                   "histogram"]  # fmt: skip
+    assert kinds(view.figures) == ["intervals", "labels", "confusion", "histogram", "histogram",
+                                   "histogram", "histogram"]  # fmt: skip
     for figure in view.figures:
-        encodings = [figure.spec.get("encoding", {})] + [
-            layer.get("encoding", {}) for layer in figure.spec.get("layer", [])
+        spec = figure.spec.get("spec", figure.spec)  # a faceted chart's inner chart
+        encodings = [spec.get("encoding", {})] + [
+            layer.get("encoding", {}) for layer in spec.get("layer", [])
         ]
-        titles = [e[axis].get("title") for e in encodings for axis in ("x", "y") if axis in e
+        # category axes of forest plots are labelled by their values (and facet headers)
+        axes = ("x",) if figure.kind == "intervals" else ("x", "y")
+        titles = [e[axis].get("title") for e in encodings for axis in axes if axis in e
                   and "field" in e[axis]]  # fmt: skip
         assert titles and all(titles), figure.title
         assert figure.rows, figure.title  # the numbers as a table
-    confusion = view.figures[1]
+    confusion = view.figures[2]
     assert (
         sum(int(c) for row in confusion.rows for c in row[1:])
         == view.counts["passed"] + (view.counts["failed"])
     )
-    histogram = view.figures[2]
+    histogram = view.figures[3]
     assert sum(int(r[1]) for r in histogram.rows) == view.counts["passed"] + view.counts["failed"]
 
 

@@ -27,7 +27,7 @@ from assay.view.diff import CHANGES, Side, build_diff, pair_page
 from assay.view.queries import RowFilter, criterion_types, facets, neighbours, row_page
 from assay.view.render import ASSETS, render
 from assay.view.row_view import read_row_view, safe_path
-from assay.view.run_pages import run_line, run_page, suite_interval_figure
+from assay.view.run_pages import run_line, run_page
 from assay.view.suite_view import dataset_text
 from assay.view.workspace import RunEntry, Workspace
 
@@ -63,10 +63,6 @@ def build_app(ws: Workspace) -> Starlette:
             return _not_found(f"no run '{request.path_params['run']}' in "
                               f"{', '.join(map(str, ws.folders))}")  # fmt: skip
         page = run_page(ws, entry)
-        for view in page.suites:
-            figure = suite_interval_figure(view)
-            if figure is not None:
-                view.figures.insert(0, figure)
         live = page.info.state == "running" or not page.index.complete
         return _page("run.html", page=page, has_charts=True, **_live(entry, page.info.state,
                                                                      page.index, live))  # fmt: skip
@@ -80,8 +76,8 @@ def build_app(ws: Workspace) -> Starlette:
         state = index.state()
         with index.connect() as db:
             page = row_page(db, chosen)
-            found = _facets(index, db)
-            types = criterion_types(db)
+            found, types = ws.memo(("facets", entry.path, index.generation),
+                                   lambda: (facets(db), criterion_types(db)))  # fmt: skip
         labels = {}
         for value, _ in found["criterion"]:
             position, outcome = value.split(":", 1)
@@ -152,15 +148,6 @@ def build_app(ws: Workspace) -> Starlette:
     return Starlette(routes=routes)
 
 
-def _facets(index: Any, db: Any) -> dict[str, Any]:
-    cached = getattr(index, "_facets", None)
-    if cached is not None and cached[0] == index.generation:
-        return dict(cached[1])
-    found = facets(db)
-    index._facets = (index.generation, found)
-    return found
-
-
 def _version(state: str, index: Any) -> str:
     return f"{state}:{index.indexed}:{int(index.complete)}"
 
@@ -200,9 +187,11 @@ def _diff_page(ws: Workspace, request: Request) -> Response:
     sides = [_side("A", a, ws, params["va"]), _side("B", b, ws, params["vb"])]
     context["sides"] = sides
     try:
-        path, summary = build_diff(Side(a.key, indexes[0], params["va"] or None),
-                                   Side(b.key, indexes[1], params["vb"] or None),
-                                   ws.scratch)  # fmt: skip
+        sides_ab = (Side(a.key, indexes[0], params["va"] or None),
+                    Side(b.key, indexes[1], params["vb"] or None))  # fmt: skip
+        key = ("diff", a.path, b.path, params["va"], params["vb"], indexes[0].generation,
+               indexes[1].generation)  # fmt: skip
+        path, summary = ws.memo(key, lambda: build_diff(*sides_ab, ws.scratch))
     except UsageError as exc:
         return _page("diff.html", refusal=exc.message, refusal_hint=exc.hint or "", **context)
     try:

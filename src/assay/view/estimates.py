@@ -53,8 +53,12 @@ def wilson(metric: str, successes: int, trials: int) -> Estimate:
 
 
 def _vectors(db: sqlite3.Connection, sql: str, params: list[object]) -> Counter[tuple[float, ...]]:
-    """``sql`` returns one row of numbers per dataset row; how many rows share each."""
-    return Counter(tuple(float(v or 0) for v in row) for row in db.execute(sql, params))
+    """``sql`` returns one row of numbers per dataset row, as columns ``c0``, ``c1``; how
+    many rows share each vector (counted by SQLite, so only the distinct ones come back)."""
+    grouped = f"SELECT c0, c1, COUNT(*) FROM ({sql}) GROUP BY c0, c1"
+    return Counter(
+        {(float(a or 0), float(b or 0)): int(n) for a, b, n in db.execute(grouped, params)}
+    )
 
 
 def resampled(metric: str, vectors: Counter[tuple[float, ...]], statistic: Statistic,
@@ -90,16 +94,20 @@ def _normal_ratio(metric: str, distinct: np.ndarray, counts: np.ndarray) -> Esti
                     "normal (ratio estimator)", rows)  # fmt: skip
 
 
+def _per_row(table: str, scope: str, top: str, bottom: str, replicates: int) -> str:
+    """The query of each dataset row's ``[top, bottom]`` (columns ``c0``, ``c1``): one line
+    per row-task, or with replicates their sums per row."""
+    if replicates <= 1:
+        return f"SELECT {top} AS c0, {bottom} AS c1 FROM {table} WHERE {scope}"
+    return (f"SELECT SUM({top}) AS c0, SUM({bottom}) AS c1 FROM {table} WHERE {scope} "
+            "GROUP BY row_id")  # fmt: skip
+
+
 def pass_rate(db: sqlite3.Connection, suite: str, variant: str, replicates: int) -> Estimate:
     """Passed over graded rows."""
-    sql = ("SELECT SUM(category = 'passed'), SUM(category IN ('passed', 'failed')) FROM rows "
-           "WHERE suite = ? AND variant = ? GROUP BY row_id "
-           "HAVING SUM(category IN ('passed', 'failed')) > 0")  # fmt: skip
-    vectors = _vectors(db, sql, [suite, variant])
-    if replicates <= 1:
-        return wilson("pass_rate", int(sum(v[0] * n for v, n in vectors.items())),
-                      int(sum(v[1] * n for v, n in vectors.items())))  # fmt: skip
-    return resampled("pass_rate", vectors, ratio(0, 1))
+    scope = "suite = ? AND variant = ? AND category IN ('passed', 'failed')"
+    sql = _per_row("rows", scope, "category = 'passed'", "1", replicates)
+    return _proportion("pass_rate", _vectors(db, sql, [suite, variant]), replicates)
 
 
 def criterion_estimates(
@@ -109,23 +117,20 @@ def criterion_estimates(
     classification criterion (QA: ``accuracy`` over graded samples)."""
     scope = "suite = ? AND variant = ? AND position = ? AND outcome != 'error'"
     params: list[object] = [suite, variant, position]
-    found = [resampled("mean", _vectors(db, f"SELECT SUM(score), COUNT(*) FROM criteria "
-                                            f"WHERE {scope} GROUP BY row_id", params),
-                       ratio(0, 1))]  # fmt: skip
+    mean = _vectors(db, _per_row("criteria", scope, "score", "1", replicates), params)
+    found = [resampled("mean", mean, ratio(0, 1))]
     labelled = db.execute(f"SELECT 1 FROM criteria WHERE {scope} AND expected IS NOT NULL "
                           "LIMIT 1", params).fetchone()  # fmt: skip
     qa = db.execute(f"SELECT 1 FROM criteria WHERE {scope} AND qa_correct IS NOT NULL LIMIT 1",
                     params).fetchone()  # fmt: skip
     if labelled:
-        accuracy = _vectors(db, f"SELECT SUM(expected = observed), COUNT(*) FROM criteria "
-                                f"WHERE {scope} GROUP BY row_id", params)  # fmt: skip
-        found.append(_proportion("accuracy", accuracy, replicates))
-        found.append(_macro_f1(db, scope, params))
+        sql = _per_row("criteria", scope, "expected = observed", "1", replicates)
+        found.append(_proportion("accuracy", _vectors(db, sql, params), replicates))
+        found.append(_macro_f1(db, scope, params, replicates))
     elif qa:
-        accuracy = _vectors(db, f"SELECT SUM(qa_correct), COUNT(qa_correct) FROM criteria "
-                                f"WHERE {scope} AND qa_correct IS NOT NULL GROUP BY row_id",
-                            params)  # fmt: skip
-        found.append(_proportion("accuracy", accuracy, replicates))
+        sql = _per_row("criteria", f"{scope} AND qa_correct IS NOT NULL", "qa_correct", "1",
+                       replicates)  # fmt: skip
+        found.append(_proportion("accuracy", _vectors(db, sql, params), replicates))
     return found
 
 
@@ -136,13 +141,18 @@ def _proportion(metric: str, vectors: Counter[tuple[float, ...]], replicates: in
     return resampled(metric, vectors, ratio(0, 1))
 
 
-def _macro_f1(db: sqlite3.Connection, scope: str, params: list[object]) -> Estimate:
+def _macro_f1(
+    db: sqlite3.Connection, scope: str, params: list[object], replicates: int
+) -> Estimate:
     """Per row, ``[tp, fp, fn]`` of every label seen in the suite; rows are grouped by their
     (expected, observed) pairs first, so only the distinct ones are held."""
-    keys = Counter(key for (key,) in db.execute(
-        "SELECT group_concat(expected || char(31) || observed, char(30)) FROM "
-        f"(SELECT row_id, expected, observed FROM criteria WHERE {scope} "
-        "ORDER BY row_id, expected, observed) GROUP BY row_id", params))  # fmt: skip
+    pair = "expected || char(31) || observed"
+    per_row = (f"SELECT {pair} AS k FROM criteria WHERE {scope}" if replicates <= 1 else
+               f"SELECT group_concat({pair}, char(30)) AS k FROM (SELECT row_id, expected, "
+               f"observed FROM criteria WHERE {scope} ORDER BY row_id, expected, observed) "
+               "GROUP BY row_id")  # fmt: skip
+    keys = Counter({key: int(n) for key, n in db.execute(
+        f"SELECT k, COUNT(*) FROM ({per_row}) GROUP BY k", params)})  # fmt: skip
     pairs = {key: [tuple(p.split("\x1f", 1)) for p in key.split("\x1e")] for key in keys}
     labels = sorted({label for found in pairs.values() for pair in found for label in pair})
     where = {label: i for i, label in enumerate(labels)}

@@ -36,33 +36,40 @@ SCHEMA = """
 CREATE TABLE IF NOT EXISTS rows (
   pk INTEGER PRIMARY KEY, folder TEXT NOT NULL UNIQUE, mtime_ns INTEGER, size INTEGER,
   variant TEXT, suite TEXT, task_id TEXT, row_id TEXT, row_index INTEGER, replicate INTEGER,
+  ord_index INTEGER NOT NULL, ord_id TEXT NOT NULL,
   status TEXT, category TEXT, score REAL, duration REAL, tokens INTEGER, cost REAL,
   model TEXT, expected TEXT, observed TEXT, error_kind TEXT, reason TEXT,
-  prompt TEXT, response TEXT, problem TEXT
+  response_start TEXT, problem TEXT
 );
+CREATE TABLE IF NOT EXISTS texts (pk INTEGER PRIMARY KEY, prompt TEXT, response TEXT);
 CREATE TABLE IF NOT EXISTS criteria (
   pk INTEGER NOT NULL, variant TEXT, suite TEXT, row_id TEXT, replicate INTEGER,
   position INTEGER, type TEXT, score REAL, outcome TEXT, expected TEXT, observed TEXT,
   qa_correct INTEGER
 );
-CREATE INDEX IF NOT EXISTS rows_order ON rows (suite, variant, row_index, replicate);
+CREATE INDEX IF NOT EXISTS rows_order ON rows (suite, variant, ord_index, ord_id, replicate);
 CREATE INDEX IF NOT EXISTS rows_status ON rows (status);
 CREATE INDEX IF NOT EXISTS rows_labels ON rows (expected, observed);
 CREATE INDEX IF NOT EXISTS rows_error ON rows (error_kind);
 CREATE INDEX IF NOT EXISTS rows_score ON rows (score);
 CREATE INDEX IF NOT EXISTS rows_row ON rows (row_id);
+CREATE INDEX IF NOT EXISTS rows_variant ON rows (variant, category);
+CREATE INDEX IF NOT EXISTS rows_suite_row ON rows (suite, variant, row_id);
 CREATE INDEX IF NOT EXISTS criteria_pk ON criteria (pk);
 CREATE INDEX IF NOT EXISTS criteria_suite ON criteria (suite, variant, position, outcome);
+CREATE INDEX IF NOT EXISTS criteria_rows ON criteria (suite, variant, position, row_id);
 """
 _COLUMNS = ("folder", "mtime_ns", "size", "variant", "suite", "task_id", "row_id", "row_index",
-            "replicate", "status", "category", "score", "duration", "tokens", "cost", "model",
-            "expected", "observed", "error_kind", "reason", "prompt", "response",
-            "problem")  # fmt: skip
+            "replicate", "ord_index", "ord_id", "status", "category", "score", "duration",
+            "tokens", "cost", "model", "expected", "observed", "error_kind", "reason",
+            "response_start", "problem")  # fmt: skip
 _INSERT = (f"INSERT OR REPLACE INTO rows ({', '.join(_COLUMNS)}) "
            f"VALUES ({', '.join('?' * len(_COLUMNS))})")  # fmt: skip
+_TEXTS = "INSERT OR REPLACE INTO texts (pk, prompt, response) VALUES (?, ?, ?)"
 _CRITERION = ("INSERT INTO criteria (pk, variant, suite, row_id, replicate, position, type, "
               "score, outcome, expected, observed, qa_correct) "
               "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")  # fmt: skip
+PREVIEW = 160  # characters of the response shown in the rows table
 Stamp = tuple[int, int]
 
 
@@ -244,17 +251,30 @@ class RowIndex:
     @staticmethod
     def _forget(db: sqlite3.Connection, folders: list[str]) -> None:
         marks = ", ".join("?" * len(folders))
-        db.execute(f"DELETE FROM criteria WHERE pk IN (SELECT pk FROM rows WHERE folder IN "
-                   f"({marks}))", folders)  # fmt: skip
+        for table in ("criteria", "texts"):
+            db.execute(f"DELETE FROM {table} WHERE pk IN (SELECT pk FROM rows WHERE folder IN "
+                       f"({marks}))", folders)  # fmt: skip
         db.execute(f"DELETE FROM rows WHERE folder IN ({marks})", folders)
 
     def _store(self, db: sqlite3.Connection, lines: list[tuple[RowLine, Stamp]]) -> None:
         self._forget(db, [line.folder for line, _ in lines])
         for line, (mtime, size) in lines:
-            values = [line.folder, mtime, size, *(getattr(line, c) for c in _COLUMNS[3:])]
+            values = [line.folder, mtime, size, *(_value(line, c) for c in _COLUMNS[3:])]
             pk = db.execute(_INSERT, values).lastrowid
+            db.execute(_TEXTS, (pk, line.prompt, line.response))
             db.executemany(_CRITERION, [
                 (pk, line.variant, line.suite, line.row_id, line.replicate, c.position, c.type,
                  c.score, c.outcome, c.expected, c.observed, c.qa_correct)
                 for c in line.criteria
             ])  # fmt: skip
+
+
+def _value(line: RowLine, column: str) -> object:
+    """A column of the ``rows`` table from a row's line."""
+    if column == "ord_index":
+        return line.row_index if line.row_index is not None else -1
+    if column == "ord_id":
+        return line.row_id or ""
+    if column == "response_start":
+        return line.response[:PREVIEW]
+    return getattr(line, column)

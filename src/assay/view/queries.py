@@ -22,7 +22,7 @@ from urllib.parse import urlencode
 PAGE_SIZE = 50
 MAX_PAGE_SIZE = 500
 SORTS = {
-    "row": "suite, variant, row_index, row_id, replicate",
+    "row": "suite, variant, ord_index, ord_id, replicate",
     "score": "score IS NULL, score",
     "duration": "duration IS NULL, duration",
     "tokens": "tokens IS NULL, tokens",
@@ -115,8 +115,8 @@ def where(chosen: RowFilter) -> tuple[str, list[Any]]:
         params += [int(position), outcome]
     if chosen.q.strip():
         needle = "%" + _escape(chosen.q.strip()) + "%"
-        clauses.append("(prompt LIKE ? ESCAPE '\\' OR response LIKE ? ESCAPE '\\' "
-                       "OR row_id LIKE ? ESCAPE '\\')")  # fmt: skip
+        clauses.append("(pk IN (SELECT pk FROM texts WHERE prompt LIKE ? ESCAPE '\\' OR "
+                       "response LIKE ? ESCAPE '\\') OR row_id LIKE ? ESCAPE '\\')")  # fmt: skip
         params += [needle, needle, needle]
     return (" WHERE " + " AND ".join(clauses)) if clauses else "", params
 
@@ -139,7 +139,7 @@ class RowPage:
 LIST_COLUMNS = (
     "pk, folder, variant, suite, task_id, row_id, row_index, replicate, status, category, "
     "score, duration, tokens, cost, model, expected, observed, error_kind, reason, problem, "
-    "substr(response, 1, 160) AS response_start"
+    "response_start"
 )
 
 
@@ -193,19 +193,16 @@ def criterion_types(db: sqlite3.Connection) -> dict[str, str]:
 
 def neighbours(db: sqlite3.Connection, folder: str) -> tuple[str | None, str | None]:
     """The row folders before and after ``folder`` in report order."""
-    here = db.execute("SELECT suite, variant, row_index, row_id, replicate FROM rows "
-                      "WHERE folder = ?", [folder]).fetchone()  # fmt: skip
+    key = "(suite, variant, ord_index, ord_id, replicate)"
+    here = db.execute(f"SELECT {key[1:-1]} FROM rows WHERE folder = ?", [folder]).fetchone()
     if here is None:
         return None, None
-    key = "(suite, variant, IFNULL(row_index, -1), IFNULL(row_id, ''), replicate)"
-    values = [here[0], here[1], here[2] if here[2] is not None else -1, here[3] or "", here[4]]
+    values = list(here)
     before = db.execute(f"SELECT folder FROM rows WHERE {key} < (?, ?, ?, ?, ?) ORDER BY "
-                        "suite DESC, variant DESC, IFNULL(row_index, -1) DESC, "
-                        "IFNULL(row_id, '') DESC, replicate DESC LIMIT 1",
-                        values).fetchone()  # fmt: skip
+                        "suite DESC, variant DESC, ord_index DESC, ord_id DESC, replicate DESC "
+                        "LIMIT 1", values).fetchone()  # fmt: skip
     after = db.execute(f"SELECT folder FROM rows WHERE {key} > (?, ?, ?, ?, ?) ORDER BY "
-                       "suite, variant, IFNULL(row_index, -1), IFNULL(row_id, ''), replicate "
-                       "LIMIT 1", values).fetchone()  # fmt: skip
+                       f"{SORTS['row']} LIMIT 1", values).fetchone()  # fmt: skip
     return (before[0] if before else None), (after[0] if after else None)
 
 

@@ -10,6 +10,8 @@ array before parsing (35 MB and 100,000 dicts for a 100,000-row run).
 from __future__ import annotations
 
 import json
+import mmap
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -18,8 +20,8 @@ from pydantic import BaseModel, ValidationError
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 BIG_FILE = 1_000_000  # bytes: above this, run.json's task_results are cut before parsing
-_ROWS_START = '\n  "task_results": ['
-_ROWS_END = "\n  ]"
+_ROWS_START = b'\n  "task_results": ['
+_ROWS_END = b"\n  ]"
 
 
 @dataclass(frozen=True)
@@ -96,18 +98,23 @@ def _validation(exc: ValidationError) -> str:
 
 def read_run_summary(path: Path) -> tuple[Any, Problem | None]:
     """``run.json`` as JSON with ``task_results`` left empty when the file is big and
-    written by assay's indented writer (otherwise parsed whole)."""
+    written by assay's indented writer (otherwise parsed whole). The rows' part is skipped
+    in the file itself (memory-mapped), never read into memory."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        if isinstance(exc, FileNotFoundError):
-            return None, Problem("run.json", "missing")
+        with path.open("rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if size <= BIG_FILE:
+                return read_json_text(path, "run.json", handle.read().decode("utf-8"))
+            with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as view:
+                start = view.find(_ROWS_START)
+                end = view.find(_ROWS_END, start + len(_ROWS_START)) if start >= 0 else -1
+                if start < 0 or end < 0:
+                    return read_json_text(path, "run.json", view[:].decode("utf-8"))
+                text = (view[:start] + _ROWS_START + view[end:]).decode("utf-8")
+    except FileNotFoundError:
+        return None, Problem("run.json", "missing")
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
         return None, Problem("run.json", f"could not be read ({_first_line(exc)})")
-    if len(text) > BIG_FILE:
-        start = text.find(_ROWS_START)
-        end = text.find(_ROWS_END, start + len(_ROWS_START)) if start >= 0 else -1
-        if start >= 0 and end >= 0:
-            text = text[:start] + '\n  "task_results": [' + text[end:]
     return read_json_text(path, "run.json", text)
 
 

@@ -16,7 +16,7 @@ from assay.view.index import IndexState
 from assay.view.reading import Problem
 from assay.view.runinfo import RunInfo
 from assay.view.suite_view import SuiteView, build_suite_view, dataset_text, gate_text
-from assay.view.workspace import RunEntry, Workspace
+from assay.view.workspace import RunEntry, Workspace, stamp
 
 HEADLINE = ("accuracy", "qa.accuracy", "mean")
 CROSSES_ZERO = "A difference whose interval crosses 0 is not distinguishable from no difference."
@@ -136,7 +136,8 @@ class RunPage:
 
 
 def run_page(ws: Workspace, entry: RunEntry, *, wait: bool = False) -> RunPage:
-    """Gather a run's page (``wait``: index every row first, as the static report does)."""
+    """Gather a run's page (``wait``: index every row first, as the static report does);
+    with every row indexed, its suites are worked out once per state of the run."""
     index = ws.index(entry)
     if wait:
         index.wait()
@@ -144,17 +145,25 @@ def run_page(ws: Workspace, entry: RunEntry, *, wait: bool = False) -> RunPage:
     state = index.state()
     with index.connect() as db:
         complete = state.complete
-        suites = [build_suite_view(s, db, intervals=complete) for s in info.suites]
+
+        def views() -> list[SuiteView]:
+            built = [build_suite_view(s, db, intervals=complete) for s in info.suites]
+            for view in built:
+                if info.experiment is not None:
+                    use_experiment_estimates(view, info.experiment)
+                figure = suite_interval_figure(view)
+                if figure is not None:
+                    view.figures.insert(0, figure)
+            return built
+
+        suites = (ws.memo(("suites", entry.path, index.generation, stamp(entry.path)), views)
+                  if complete else views())  # fmt: skip
         standalone = [dict(r) for r in db.execute(
             "SELECT folder, task_id, variant, status, score, duration, reason FROM rows "
             "WHERE row_id IS NULL ORDER BY variant, task_id, replicate")]  # fmt: skip
         unreadable = int(db.execute("SELECT COUNT(*) FROM rows WHERE category = "
                                     "'unreadable'").fetchone()[0])  # fmt: skip
-    figures = []
-    if info.experiment is not None:
-        figures = experiment_figures(info.experiment)
-        for view in suites:
-            use_experiment_estimates(view, info.experiment)
+    figures = experiment_figures(info.experiment) if info.experiment is not None else []
     return RunPage(info, run_line(ws, entry), state, suites, figures, standalone, unreadable)
 
 

@@ -15,9 +15,9 @@ import tempfile
 from pathlib import Path
 
 from assay.results.io import write_text_atomic
-from assay.view.queries import LIST_COLUMNS
+from assay.view.queries import LIST_COLUMNS, SORTS
 from assay.view.render import render
-from assay.view.run_pages import run_page, suite_interval_figure
+from assay.view.run_pages import run_page
 from assay.view.workspace import RunEntry, Workspace
 
 REPORT_FILE = "report.html"
@@ -32,16 +32,12 @@ def html_report(run_dir: Path, *, failed_limit: int = FAILED_LIMIT) -> str:
         index = ws.index(entry, start=False)
         index.refresh()
         page = run_page(ws, entry)
-        for view in page.suites:
-            figure = suite_interval_figure(view)
-            if figure is not None:
-                view.figures.insert(0, figure)
         with index.connect() as db:
             condition = "WHERE category IN ('failed', 'error', 'unreadable')"
             total = int(db.execute(f"SELECT COUNT(*) FROM rows {condition}").fetchone()[0])
             rows = [dict(r) for r in db.execute(
-                f"SELECT {LIST_COLUMNS} FROM rows {condition} ORDER BY suite, variant, "
-                "row_index, row_id, replicate LIMIT ?", [failed_limit])]  # fmt: skip
+                f"SELECT {LIST_COLUMNS} FROM rows {condition} ORDER BY {SORTS['row']} LIMIT ?",
+                [failed_limit])]  # fmt: skip
         return render("run.html", static=True, page=page, has_charts=True,
                       failed={"total": total, "rows": rows})  # fmt: skip
 

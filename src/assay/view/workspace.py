@@ -12,8 +12,10 @@ from __future__ import annotations
 import shutil
 import tempfile
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
 from assay.errors import UsageError
 from assay.results.plan_record import PLAN_FILE, SESSIONS_FILE
@@ -22,6 +24,8 @@ from assay.view.runinfo import RunInfo, is_run, read_run
 
 _STAMPED = ("run.json", PLAN_FILE, SESSIONS_FILE, "experiment.json")
 _SETTLED = ("finished", "interrupted", "unreadable")
+MEMO_SIZE = 32
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -83,7 +87,7 @@ def _started(path: Path) -> float:
     return 0.0
 
 
-def _stamp(path: Path) -> tuple[tuple[int, int], ...]:
+def stamp(path: Path) -> tuple[tuple[int, int], ...]:
     stamps = []
     for name in _STAMPED:
         try:
@@ -111,6 +115,20 @@ class Workspace:
         self._entries: dict[str, RunEntry] = {}
         self._indexes: dict[Path, RowIndex] = {}
         self._infos: dict[Path, tuple[tuple[tuple[int, int], ...], RunInfo]] = {}
+        self._memo: dict[tuple[Any, ...], Any] = {}
+
+    def memo(self, key: tuple[Any, ...], compute: Callable[[], T]) -> T:
+        """``compute()``, kept under ``key`` (the last ``MEMO_SIZE`` answers): pages whose
+        inputs did not change are not worked out again."""
+        with self._lock:
+            if key in self._memo:
+                return self._memo[key]  # type: ignore[no-any-return]
+        value = compute()
+        with self._lock:
+            self._memo[key] = value
+            while len(self._memo) > MEMO_SIZE:
+                self._memo.pop(next(iter(self._memo)))
+        return value
 
     def close(self) -> None:
         """Remove the scratch folder (when the workspace made it)."""
@@ -143,10 +161,10 @@ class Workspace:
                 index = RowIndex(entry.path, self.scratch / f"run-{number}.sqlite")
                 self._indexes[entry.path] = index
         if start:
-            stamp = _stamp(entry.path)
-            live = stamp[0] == (0, 0) or self._open_session(entry)
-            if live or index.stamp != stamp:
-                index.stamp = stamp
+            now = stamp(entry.path)
+            live = now[0] == (0, 0) or self._open_session(entry)
+            if live or index.stamp != now:
+                index.stamp = now
                 index.refresh_in_background()
         return index
 
@@ -158,15 +176,15 @@ class Workspace:
     def info(self, entry: RunEntry) -> RunInfo:
         """What the run's files say, read again when one of them changed (and on every call
         while the run is in progress)."""
-        stamp = _stamp(entry.path)
+        now = stamp(entry.path)
         with self._lock:
             cached = self._infos.get(entry.path)
-        if cached is not None and cached[0] == stamp and cached[1].state in _SETTLED:
+        if cached is not None and cached[0] == now and cached[1].state in _SETTLED:
             return cached[1]
         index = self._indexes.get(entry.path)
         info = read_run(entry.key, entry.path, last_row_at=_last_row(index))
         with self._lock:
-            self._infos[entry.path] = (stamp, info)
+            self._infos[entry.path] = (now, info)
         return info
 
 
