@@ -279,6 +279,6 @@ def test_the_static_report_opens_from_a_file_with_no_network(
         font = page.evaluate("getComputedStyle(document.body).fontFamily")
         assert '"DejaVu Sans"' in font  # the inline stylesheet is read whole
         failed = page.inner_text("#failed-rows")
-        assert "1 row(s) failed or errored" in failed and "r3" in failed
+        assert "1 row(s) failed, errored or refused" in failed and "r3" in failed
         screenshot(page, "07-static-report")
     assert all(u.startswith("file:") for u in requests), requests

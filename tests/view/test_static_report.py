@@ -25,7 +25,7 @@ def test_the_api_writes_report_html_beside_the_reports(tmp_path: Path) -> None:
     assert not EXTERNAL.search(text) and "vegaEmbed" in text
     failed = sum(1 for p in run.glob("*/*/*/*/task.json")
                  if json.loads(p.read_text())["final_status"] != "SUCCESS")  # fmt: skip
-    assert f"{failed} row(s) failed or errored." in text
+    assert f"{failed} row(s) failed, errored or refused." in text
     other = assay.write_html_report(run, output=tmp_path / "elsewhere.html")
     assert other == tmp_path / "elsewhere.html" and other.read_text().startswith("<!doctype")
     assert assay.report(run).html_report is None
@@ -37,8 +37,8 @@ def test_failed_rows_are_capped_and_counted(tmp_path: Path) -> None:
     failed = sum(1 for p in run.glob("*/*/*/*/task.json")
                  if json.loads(p.read_text())["final_status"] != "SUCCESS")  # fmt: skip
     assert failed > 5
-    assert (f"{failed} row(s) failed or errored; the first 5 are listed (in <code>assay view "
-            f"{run}</code> every row can be filtered and opened)") in text  # fmt: skip
+    assert (f"{failed} row(s) failed, errored or refused; the first 5 are listed (in <code>"
+            f"assay view {run}</code> every row can be filtered and opened)") in text  # fmt: skip
     assert text.count('<a href="default/sst2-three-way/') == 5
 
 
@@ -59,7 +59,7 @@ success_criteria:
     run = (tmp_path / "runs" / "latest").resolve()
     assert done.returncode == 1, done.stderr  # row b fails the gate
     assert f"html report: runs/{run.name}/report.html" in done.stdout
-    assert "1 row(s) failed or errored." in (run / "report.html").read_text()
+    assert "1 row(s) failed, errored or refused." in (run / "report.html").read_text()
     (run / "report.html").unlink()
     done = run_assay("report", str(run), "--html", cwd=tmp_path)
     assert done.returncode == 1 and (run / "report.html").is_file()

@@ -36,7 +36,8 @@ _HEADERS = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff",
 CHANGE_LABELS = [("changed", "only changed rows"), ("", "every row"),
                  ("became_pass", "became passes"), ("became_fail", "became failures"),
                  ("score_up", "scored higher"), ("score_down", "scored lower"),
-                 ("same", "unchanged"), ("ungraded", "not graded on a side")]  # fmt: skip
+                 ("same", "unchanged"), ("ungraded", "not graded on a side"),
+                 ("data_changed", "row content differs (left out)")]  # fmt: skip
 
 
 def _page(template: str, status: int = 200, **context: Any) -> HTMLResponse:

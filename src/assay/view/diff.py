@@ -4,11 +4,15 @@ Rows are matched by ``(suite, row id)``. A row's outcome on a side is the one ``
 compare`` and ``experiment.json`` use: it passes when more than half of its graded
 replicates passed (no graded replicate: not comparable); its score is the mean weighted score
 of its replicates. Each row pair gets a ``change``: ``became_pass``, ``became_fail``,
-``score_up``, ``score_down``, ``same`` or ``ungraded`` (not graded on a side).
+``score_up``, ``score_down``, ``same``, ``ungraded`` (not graded on a side) or
+``data_changed`` (the row's content differs between the runs, by the row hashes each run
+recorded: a gold label edited between them; such rows are left out of the flips and of
+McNemar's test, as ``assay compare`` leaves them out).
 
 The two sides must cover the same rows, suite by suite, as ``assay compare`` requires
-(:func:`assay.reports.compare.check_same_rows`); otherwise the diff is refused with that
-check's reason. The pairs are computed once per pair of index states and kept in the
+(:func:`assay.reports.compare.check_same_rows`, with what the runs recorded of their
+selections); otherwise the diff is refused with that check's reason. The pairs are computed
+once per pair of index states and kept in the
 viewer's scratch folder, so paging and filtering a 100,000-row diff stays fast.
 """
 
@@ -23,10 +27,12 @@ from typing import Any
 
 from assay.errors import UsageError
 from assay.metrics.paired import McNemar, mcnemar_exact
-from assay.reports.compare import check_same_rows
+from assay.reports.compare import check_same_rows, recorded_selections
+from assay.results.run import TaskSelection
 from assay.view.index import RowIndex
 
-CHANGES = ("became_pass", "became_fail", "score_up", "score_down", "same", "ungraded")
+CHANGES = ("became_pass", "became_fail", "score_up", "score_down", "same", "ungraded",
+           "data_changed")  # fmt: skip
 EPSILON = 1e-9
 _SIDE = ("SELECT suite, row_id, MIN(row_index) AS row_index, SUM(category = 'passed') AS p, "
          "SUM(category IN ('passed', 'failed')) AS g, AVG(score) AS s, MIN(folder) AS f, "
@@ -37,7 +43,9 @@ CREATE TABLE pairs AS
 SELECT a.suite AS suite, a.row_id AS row_id, a.row_index AS row_index,
   a.p AS a_passed, a.g AS a_graded, a.s AS a_score, a.f AS a_folder, a.st AS a_status,
   b.p AS b_passed, b.g AS b_graded, b.s AS b_score, b.f AS b_folder, b.st AS b_status,
-  CASE WHEN a.g = 0 OR b.g = 0 THEN 'ungraded'
+  CASE WHEN EXISTS (SELECT 1 FROM changed c WHERE c.suite = a.suite AND c.row_id = a.row_id)
+         THEN 'data_changed'
+       WHEN a.g = 0 OR b.g = 0 THEN 'ungraded'
        WHEN a.p * 2 > a.g AND NOT b.p * 2 > b.g THEN 'became_fail'
        WHEN NOT a.p * 2 > a.g AND b.p * 2 > b.g THEN 'became_pass'
        WHEN b.s > a.s + {EPSILON} THEN 'score_up'
@@ -115,13 +123,15 @@ def build_diff(a: Side, b: Side, scratch: Path) -> tuple[Path, DiffSummary]:
         UsageError: a variant cannot be chosen, no suite in common, or the rows differ.
     """
     variant_a, variant_b = choose_variant(a), choose_variant(b)
-    shared = check_same_rows(_row_sets(a.index, variant_a), _row_sets(b.index, variant_b))
+    recorded = (recorded_selections(a.index.run_dir), recorded_selections(b.index.run_dir))
+    shared = check_same_rows(_row_sets(a.index, variant_a), _row_sets(b.index, variant_b),
+                             recorded)  # fmt: skip
     key = hashlib.sha256(repr((str(a.index.db_path), variant_a, a.index.generation,
                                str(b.index.db_path), variant_b,
                                b.index.generation)).encode()).hexdigest()[:16]  # fmt: skip
     path = scratch / f"diff-{key}.sqlite"
     if not path.exists():
-        _write_pairs(a, b, variant_a, variant_b, path)
+        _write_pairs(a, b, variant_a, variant_b, path, changed_rows(recorded, shared))
     with contextlib.closing(connect(path)) as db:
         counts = dict.fromkeys(CHANGES, 0)
         for change, count in db.execute("SELECT change, COUNT(*) FROM pairs GROUP BY change"):
@@ -130,11 +140,30 @@ def build_diff(a: Side, b: Side, scratch: Path) -> tuple[Path, DiffSummary]:
     return path, DiffSummary(variant_a, variant_b, counts, test, shared)
 
 
-def _write_pairs(a: Side, b: Side, variant_a: str, variant_b: str, path: Path) -> None:
+def changed_rows(
+    recorded: tuple[dict[str, TaskSelection], dict[str, TaskSelection]], suites: list[str]
+) -> list[tuple[str, str]]:
+    """``(suite, row id)`` of the rows whose recorded content hash differs between the runs
+    (rows without a recorded hash on either side are taken as unchanged)."""
+    found = []
+    for suite in suites:
+        sides = [r.get(suite) for r in recorded]
+        if sides[0] is None or sides[1] is None:
+            continue
+        a, b = sides[0].selection.row_hashes, sides[1].selection.row_hashes
+        found += [(suite, row) for row in sorted(set(a) & set(b)) if a[row] != b[row]]
+    return found
+
+
+def _write_pairs(
+    a: Side, b: Side, variant_a: str, variant_b: str, path: Path, changed: list[tuple[str, str]]
+) -> None:
     partial = path.with_suffix(".partial")
     partial.unlink(missing_ok=True)
     db = sqlite3.connect(partial)
     try:
+        db.execute("CREATE TEMP TABLE changed (suite TEXT, row_id TEXT)")
+        db.executemany("INSERT INTO changed VALUES (?, ?)", changed)
         db.execute("ATTACH DATABASE ? AS src_a", [str(a.index.db_path)])
         db.execute("ATTACH DATABASE ? AS src_b", [str(b.index.db_path)])
         db.execute(_PAIRS, [variant_a, variant_b])

@@ -115,7 +115,7 @@ def criterion_estimates(
 ) -> list[Estimate]:
     """The criterion at ``position``: ``mean`` score, and ``accuracy`` and ``macro_f1`` for a
     classification criterion (QA: ``accuracy`` over graded samples)."""
-    scope = "suite = ? AND variant = ? AND position = ? AND outcome != 'error'"
+    scope = "suite = ? AND variant = ? AND position = ? AND outcome IN ('pass', 'fail')"
     params: list[object] = [suite, variant, position]
     mean = _vectors(db, _per_row("criteria", scope, "score", "1", replicates), params)
     found = [resampled("mean", mean, ratio(0, 1))]

@@ -3,6 +3,7 @@ taken from its ``task.json`` (and ``response.txt``).
 
 ``error_kind`` names why a row did not grade or pass cleanly, one word per row:
 ``timeout``, ``max_turns``, ``budget`` (token or cost), ``build_failed`` (``pre_run``),
+``refused`` (the model declined to answer),
 ``judge_error`` (a grader gave no verdict), ``agent_error`` (any other ``ERROR``),
 ``criterion_error`` (a criterion could not evaluate), the QA reasons ``extraction_failed``
 and ``content_none``, ``unreadable`` (the ``task.json`` itself); ``None`` otherwise.
@@ -29,13 +30,15 @@ _STATUS_KINDS = {
     FinalStatus.TOKEN_BUDGET_EXCEEDED: "budget",
     FinalStatus.COST_BUDGET_EXCEEDED: "budget",
     FinalStatus.BUILD_FAILED: "build_failed",
+    FinalStatus.REFUSED: "refused",
 }
 QA_KINDS = ("extraction_failed", "content_none", "judge_error")
 
 
 @dataclass
 class CriterionLine:
-    """One criterion's outcome on the row: ``outcome`` is ``pass``, ``fail`` or ``error``."""
+    """One criterion's outcome on the row: ``outcome`` is ``pass``, ``fail``, ``error`` or
+    ``refused``."""
 
     position: int
     type: str
@@ -129,7 +132,12 @@ def row_line(folder: str, result: EvaluationResult, response: str) -> RowLine:
 
 
 def _criterion(position: int, item: CriterionResult) -> CriterionLine:
-    outcome = "error" if item.error is not None else ("pass" if item.passed else "fail")
+    """``outcome``: ``pass``/``fail`` when the criterion graded the row, else ``error`` or
+    ``refused`` (kept out of every score and rate)."""
+    if item.graded:
+        outcome = "pass" if item.passed else "fail"
+    else:
+        outcome = "refused" if item.evaluation_status == "refused" else "error"
     line = CriterionLine(position, item.criterion_type, item.score, outcome)
     if isinstance(item, ClassificationCriterionResult):
         line.expected, line.observed = item.expected_label, item.observed_label

@@ -33,7 +33,7 @@ def html_report(run_dir: Path, *, failed_limit: int = FAILED_LIMIT) -> str:
         index.refresh()
         page = run_page(ws, entry)
         with index.connect() as db:
-            condition = "WHERE category IN ('failed', 'error', 'unreadable')"
+            condition = "WHERE category NOT IN ('passed', 'not_graded')"
             total = int(db.execute(f"SELECT COUNT(*) FROM rows {condition}").fetchone()[0])
             rows = [dict(r) for r in db.execute(
                 f"SELECT {LIST_COLUMNS} FROM rows {condition} ORDER BY {SORTS['row']} LIMIT ?",

@@ -21,6 +21,8 @@ from assay.view.estimates import Estimate, criterion_estimates, label_estimates,
 from assay.view.runinfo import SuiteInfo
 
 INTERVAL_METRICS = ("accuracy", "macro_f1", "mean", "completion_rate")
+# a criterion's graded results in one suite of one variant (errors and refusals are not)
+GRADED = "suite = ? AND variant = ? AND position = ? AND outcome IN ('pass', 'fail')"
 
 
 @dataclass
@@ -55,6 +57,7 @@ class SuiteView:
     counts: dict[str, int]
     gate: str
     verdict: str | None
+    reasons: list[str]
     pass_rate: Estimate | None
     dataset: str
     criteria: list[CriterionView] = field(default_factory=list)
@@ -86,8 +89,10 @@ def gate_text(rollup: SuiteRollup | None) -> str:
     its ``suite.json`` is written."""
     if rollup is None:
         return "pending"
+    if rollup.gate != "none":
+        return rollup.gate.upper()
     checks = [c for a in rollup.criterion_aggregates for c in a.threshold_checks]
-    if not checks:
+    if not checks:  # (a suite.json from before `gate` was written says it by its checks)
         return "no gate"
     return "PASSED" if all(c.passed for c in checks) else "FAILED"
 
@@ -108,6 +113,7 @@ def build_suite_view(
         counts=counts,
         gate=gate_text(rollup),
         verdict=None if rollup is None else ("passed" if rollup.passed else "failed"),
+        reasons=list(rollup.result_reasons) if rollup is not None else [],
         pass_rate=pass_rate(db, suite.suite_id, suite.variant_id, replicates)
         if intervals
         else None,
@@ -130,11 +136,12 @@ def build_suite_view(
 def _rollup_counts(rollup: SuiteRollup) -> dict[str, int]:
     return {"total": rollup.rows_total, "passed": rollup.rows_passed,
             "failed": rollup.rows_failed, "error": rollup.rows_error,
+            "refused": rollup.rows_refused,
             "not_graded": rollup.rows_not_graded, "missing": rollup.rows_missing}  # fmt: skip
 
 
 def _counts(db: sqlite3.Connection, suite: SuiteInfo) -> dict[str, int]:
-    found = dict.fromkeys(("passed", "failed", "error", "not_graded", "unreadable"), 0)
+    found = dict.fromkeys(("passed", "failed", "error", "refused", "not_graded", "unreadable"), 0)
     for category, count in db.execute("SELECT category, COUNT(*) FROM rows WHERE suite = ? AND "
                                       "variant = ? GROUP BY category",
                                       [suite.suite_id, suite.variant_id]):  # fmt: skip
@@ -158,14 +165,12 @@ def _live_aggregates(db: sqlite3.Connection, suite: SuiteInfo) -> list[Criterion
                        [suite.suite_id, suite.variant_id]).fetchall()  # fmt: skip
     for position, kind, count in types:
         scope: list[object] = [suite.suite_id, suite.variant_id, position]
-        mean, graded = db.execute("SELECT AVG(score), COUNT(*) FROM criteria WHERE suite = ? "
-                                  "AND variant = ? AND position = ? AND outcome != 'error'",
+        mean, graded = db.execute(f"SELECT AVG(score), COUNT(*) FROM criteria WHERE {GRADED}",
                                   scope).fetchone()  # fmt: skip
         metrics: dict[str, float | None] = {"count": float(graded), "mean": mean}
         details: dict[str, Any] = {}
-        pairs = db.execute("SELECT expected, observed, COUNT(*) FROM criteria WHERE suite = ? "
-                           "AND variant = ? AND position = ? AND outcome != 'error' AND "
-                           "expected IS NOT NULL GROUP BY expected, observed",
+        pairs = db.execute(f"SELECT expected, observed, COUNT(*) FROM criteria WHERE {GRADED} "
+                           "AND expected IS NOT NULL GROUP BY expected, observed",
                            scope).fetchall()  # fmt: skip
         if pairs:
             report = classification_report([(e, o) for e, o, n in pairs for _ in range(n)])
@@ -241,8 +246,7 @@ def _histograms(
         title=f"{view.suite_id}: weighted score per row", axis="weighted score (0–1)",
         note="Rows that errored before grading have no score and are not counted.")]  # fmt: skip
     for position, agg in enumerate(aggs):
-        bins = _bins(db, "SELECT score AS s FROM criteria WHERE suite = ? AND variant = ? AND "
-                         "position = ? AND outcome != 'error'", [*scope, position])  # fmt: skip
+        bins = _bins(db, f"SELECT score AS s FROM criteria WHERE {GRADED}", [*scope, position])
         found.append(fg.histogram(_fig_id(view, f"scores-{position}"), bins,
                                   title=f"{view.suite_id}: {agg.criterion_type} score per row",
                                   axis="criterion score (0–1)"))  # fmt: skip
