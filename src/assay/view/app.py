@@ -188,8 +188,10 @@ def _diff_page(ws: Workspace, request: Request) -> Response:
     sides = [_side("A", a, ws, params["va"]), _side("B", b, ws, params["vb"])]
     context["sides"] = sides
     try:
-        sides_ab = (Side(a.key, indexes[0], params["va"] or None),
-                    Side(b.key, indexes[1], params["vb"] or None))  # fmt: skip
+        sides_ab = (
+            Side(a.key, indexes[0], params["va"] or None, ws.info(a).selections),
+            Side(b.key, indexes[1], params["vb"] or None, ws.info(b).selections),
+        )
         key = ("diff", a.path, b.path, params["va"], params["vb"], indexes[0].generation,
                indexes[1].generation)  # fmt: skip
         path, summary = ws.memo(key, lambda: build_diff(*sides_ab, ws.scratch))

@@ -58,11 +58,19 @@ FROM ({_SIDE.format(db="src_a")}) AS a JOIN ({_SIDE.format(db="src_b")}) AS b
 
 @dataclass(frozen=True)
 class Side:
-    """One side of a diff: a run's index and the variant compared (``None``: its only one)."""
+    """One side of a diff: a run's index, the variant compared (``None``: its only one) and
+    the selections the run recorded (``None``: read them from its folder)."""
 
     label: str
     index: RowIndex
     variant: str | None
+    selections: dict[str, TaskSelection] | None = None
+
+    def recorded(self) -> dict[str, TaskSelection]:
+        """The selections the run recorded."""
+        if self.selections is not None:
+            return self.selections
+        return recorded_selections(self.index.run_dir)
 
 
 @dataclass
@@ -123,7 +131,7 @@ def build_diff(a: Side, b: Side, scratch: Path) -> tuple[Path, DiffSummary]:
         UsageError: a variant cannot be chosen, no suite in common, or the rows differ.
     """
     variant_a, variant_b = choose_variant(a), choose_variant(b)
-    recorded = (recorded_selections(a.index.run_dir), recorded_selections(b.index.run_dir))
+    recorded = (a.recorded(), b.recorded())
     shared = check_same_rows(_row_sets(a.index, variant_a), _row_sets(b.index, variant_b),
                              recorded)  # fmt: skip
     key = hashlib.sha256(repr((str(a.index.db_path), variant_a, a.index.generation,

@@ -35,6 +35,7 @@ BATCH = 500
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS rows (
   pk INTEGER PRIMARY KEY, folder TEXT NOT NULL UNIQUE, mtime_ns INTEGER, size INTEGER,
+  scan INTEGER,
   variant TEXT, suite TEXT, task_id TEXT, row_id TEXT, row_index INTEGER, replicate INTEGER,
   ord_index INTEGER NOT NULL, ord_id TEXT NOT NULL,
   status TEXT, category TEXT, score REAL, duration REAL, tokens INTEGER, cost REAL,
@@ -55,14 +56,15 @@ CREATE INDEX IF NOT EXISTS rows_score ON rows (score);
 CREATE INDEX IF NOT EXISTS rows_row ON rows (row_id);
 CREATE INDEX IF NOT EXISTS rows_variant ON rows (variant, category);
 CREATE INDEX IF NOT EXISTS rows_suite_row ON rows (suite, variant, row_id);
+CREATE INDEX IF NOT EXISTS rows_scan ON rows (scan);
 CREATE INDEX IF NOT EXISTS criteria_pk ON criteria (pk);
 CREATE INDEX IF NOT EXISTS criteria_suite ON criteria (suite, variant, position, outcome);
 CREATE INDEX IF NOT EXISTS criteria_rows ON criteria (suite, variant, position, row_id);
 """
-_COLUMNS = ("folder", "mtime_ns", "size", "variant", "suite", "task_id", "row_id", "row_index",
-            "replicate", "ord_index", "ord_id", "status", "category", "score", "duration",
-            "tokens", "cost", "model", "expected", "observed", "error_kind", "reason",
-            "response_start", "problem")  # fmt: skip
+_COLUMNS = ("folder", "mtime_ns", "size", "scan", "variant", "suite", "task_id", "row_id",
+            "row_index", "replicate", "ord_index", "ord_id", "status", "category", "score",
+            "duration", "tokens", "cost", "model", "expected", "observed", "error_kind",
+            "reason", "response_start", "problem")  # fmt: skip
 _INSERT = (f"INSERT OR REPLACE INTO rows ({', '.join(_COLUMNS)}) "
            f"VALUES ({', '.join('?' * len(_COLUMNS))})")  # fmt: skip
 _TEXTS = "INSERT OR REPLACE INTO texts (pk, prompt, response) VALUES (?, ?, ?)"
@@ -91,46 +93,50 @@ class IndexState:
         return not self.scanning and self.scanned_at is not None and self.indexed >= self.found
 
 
-def scan_rows(run_dir: Path) -> dict[str, Stamp]:
+def iter_rows(run_dir: Path) -> Iterator[tuple[str, Stamp]]:
     """Every row folder with a ``task.json`` (run-relative, POSIX) and that file's
-    ``(mtime_ns, size)``: ``<variant>/<suite>/<row>/<NN>`` and ``<variant>/<task>/<NN>``,
-    the layout :mod:`assay.orchestration.rundir` writes (never inside a kept sandbox)."""
-    found: dict[str, Stamp] = {}
-    for variant in _dirs(run_dir):
-        for entry in _dirs(Path(variant.path)):
-            base = f"{variant.name}/{entry.name}"
-            for child in _dirs(Path(entry.path)):
-                if REPLICATE_DIR.match(child.name):
-                    _stamp(found, Path(child.path), f"{base}/{child.name}")
+    ``(mtime_ns, size)``, in folder-name order: ``<variant>/<suite>/<row>/<NN>`` and
+    ``<variant>/<task>/<NN>``, the layout :mod:`assay.orchestration.rundir` writes (never
+    inside a kept sandbox). One name at a time: a 100,000-row suite is never held as
+    folder entries."""
+    for variant in _names(run_dir):
+        for entry in _names(run_dir / variant):
+            base = f"{variant}/{entry}"
+            for child in _names(run_dir / base):
+                if REPLICATE_DIR.match(child):
+                    stamp = _stamp(run_dir / base / child)
+                    if stamp is not None:
+                        yield f"{base}/{child}", stamp
                     continue
-                for replicate in _dirs(Path(child.path)):
-                    if REPLICATE_DIR.match(replicate.name):
-                        _stamp(found, Path(replicate.path), f"{base}/{child.name}/{replicate.name}")
-    return found
+                for replicate in _names(run_dir / base / child):
+                    if REPLICATE_DIR.match(replicate):
+                        stamp = _stamp(run_dir / base / child / replicate)
+                        if stamp is not None:
+                            yield f"{base}/{child}/{replicate}", stamp
 
 
-def _dirs(folder: Path) -> list[os.DirEntry[str]]:
+def scan_rows(run_dir: Path) -> dict[str, Stamp]:
+    """:func:`iter_rows` as a mapping (for tests and small runs)."""
+    return dict(iter_rows(run_dir))
+
+
+def _names(folder: Path) -> list[str]:
+    """The names in ``folder`` that may be folders of the layout, sorted (none when it is
+    not a folder; symbolic links are not followed)."""
     try:
-        with os.scandir(folder) as entries:
-            found = [e for e in entries if not e.name.startswith(".") and _is_dir(e)]
+        if not folder.is_dir() or folder.is_symlink():
+            return []
+        return sorted(n for n in os.listdir(folder) if not n.startswith("."))
     except OSError:
         return []
-    return sorted(found, key=lambda e: e.name)
 
 
-def _is_dir(entry: os.DirEntry[str]) -> bool:
-    try:
-        return entry.is_dir(follow_symlinks=False)
-    except OSError:
-        return False
-
-
-def _stamp(found: dict[str, Stamp], folder: Path, key: str) -> None:
+def _stamp(folder: Path) -> Stamp | None:
     try:
         info = os.stat(folder / "task.json")
     except OSError:
-        return
-    found[key] = (info.st_mtime_ns, info.st_size)
+        return None
+    return info.st_mtime_ns, info.st_size
 
 
 def read_row(run_dir: Path, folder: str) -> RowLine:
@@ -169,6 +175,7 @@ class RowIndex:
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._found = 0
+        self._scans = 0  # scans so far: each marks the rows it sees
         self._scanned_at: float | None = None
         self._error: str | None = None
         self.stamp: object = None  # the run's report files when the last scan was asked for
@@ -223,30 +230,40 @@ class RowIndex:
             self._scanned_at = time.monotonic()
 
     def refresh(self) -> int:
-        """Scan the run folder and index every new or changed ``task.json`` (and forget
-        removed ones), in batches committed as they go. Returns the rows (re)indexed."""
-        found = scan_rows(self.run_dir)
-        self._found = len(found)
+        """Scan the run folder and index every new or changed ``task.json``, in batches
+        committed as they go, then forget rows whose ``task.json`` is gone. Returns the rows
+        (re)indexed. Memory stays at one batch whatever the run's size: what is known is
+        looked up batch by batch, and rows not seen by this scan are found by a mark."""
+        self._scans += 1
+        seen = indexed = 0
+        for batch in _batches(iter_rows(self.run_dir)):
+            seen += len(batch)
+            self._found = max(self._found, seen)
+            with self.connect() as db:
+                marks = ", ".join("?" * len(batch))
+                folders = [folder for folder, _ in batch]
+                known = {r[0]: (r[1], r[2]) for r in db.execute(
+                    f"SELECT folder, mtime_ns, size FROM rows WHERE folder IN ({marks})",
+                    folders)}  # fmt: skip
+                db.execute(f"UPDATE rows SET scan = ? WHERE folder IN ({marks})",
+                           [self._scans, *folders])  # fmt: skip
+                changed = [(f, stamp) for f, stamp in batch if known.get(f) != stamp]
+                if changed:
+                    self._store(db, [(read_row(self.run_dir, f), stamp) for f, stamp in changed])
+                    indexed += len(changed)
+            if changed:
+                self.generation += 1
         with self.connect() as db:
-            known = {r[0]: (r[1], r[2]) for r in db.execute(
-                "SELECT folder, mtime_ns, size FROM rows")}  # fmt: skip
-            gone = [folder for folder in known if folder not in found]
+            gone = [r[0] for r in db.execute("SELECT folder FROM rows WHERE scan != ?",
+                                             [self._scans])]  # fmt: skip
             for start in range(0, len(gone), BATCH):
                 self._forget(db, gone[start : start + BATCH])
-            db.commit()
         if gone:
             self.generation += 1
-        changed = [folder for folder, stamp in found.items() if known.get(folder) != stamp]
-        del known
-        for start in range(0, len(changed), BATCH):
-            batch = changed[start : start + BATCH]
-            lines = [(read_row(self.run_dir, folder), found[folder]) for folder in batch]
-            with self.connect() as db:
-                self._store(db, lines)
-            self.generation += 1
+        self._found = seen
         self._scanned_at = time.monotonic()
         self._error = None
-        return len(changed)
+        return indexed
 
     @staticmethod
     def _forget(db: sqlite3.Connection, folders: list[str]) -> None:
@@ -259,7 +276,8 @@ class RowIndex:
     def _store(self, db: sqlite3.Connection, lines: list[tuple[RowLine, Stamp]]) -> None:
         self._forget(db, [line.folder for line, _ in lines])
         for line, (mtime, size) in lines:
-            values = [line.folder, mtime, size, *(_value(line, c) for c in _COLUMNS[3:])]
+            values = [line.folder, mtime, size, self._scans,
+                      *(_value(line, c) for c in _COLUMNS[4:])]  # fmt: skip
             pk = db.execute(_INSERT, values).lastrowid
             db.execute(_TEXTS, (pk, line.prompt, line.response))
             db.executemany(_CRITERION, [
@@ -278,3 +296,14 @@ def _value(line: RowLine, column: str) -> object:
     if column == "response_start":
         return line.response[:PREVIEW]
     return getattr(line, column)
+
+
+def _batches(rows: Iterator[tuple[str, Stamp]]) -> Iterator[list[tuple[str, Stamp]]]:
+    batch: list[tuple[str, Stamp]] = []
+    for row in rows:
+        batch.append(row)
+        if len(batch) == BATCH:
+            yield batch
+            batch = []
+    if batch:
+        yield batch

@@ -204,9 +204,3 @@ def neighbours(db: sqlite3.Connection, folder: str) -> tuple[str | None, str | N
     after = db.execute(f"SELECT folder FROM rows WHERE {key} > (?, ?, ?, ?, ?) ORDER BY "
                        f"{SORTS['row']} LIMIT 1", values).fetchone()  # fmt: skip
     return (before[0] if before else None), (after[0] if after else None)
-
-
-def rows_url(base: str, **params: str) -> str:
-    """``base`` with the non-empty ``params`` as its query string."""
-    chosen = {k: v for k, v in params.items() if v}
-    return base + ("?" + urlencode(chosen) if chosen else "")

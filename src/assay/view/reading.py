@@ -10,16 +10,16 @@ array before parsing (35 MB and 100,000 dicts for a 100,000-row run).
 from __future__ import annotations
 
 import json
-import mmap
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, BinaryIO, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 BIG_FILE = 1_000_000  # bytes: above this, run.json's task_results are cut before parsing
+CHUNK = 1 << 20
 _ROWS_START = b'\n  "task_results": ['
 _ROWS_END = b"\n  ]"
 
@@ -98,24 +98,40 @@ def _validation(exc: ValidationError) -> str:
 
 def read_run_summary(path: Path) -> tuple[Any, Problem | None]:
     """``run.json`` as JSON with ``task_results`` left empty when the file is big and
-    written by assay's indented writer (otherwise parsed whole). The rows' part is skipped
-    in the file itself (memory-mapped), never read into memory."""
+    written by assay's indented writer (otherwise parsed whole). The file is read in chunks
+    and the rows' part is skipped as it is read, so it never sits in memory."""
     try:
         with path.open("rb") as handle:
-            size = os.fstat(handle.fileno()).st_size
-            if size <= BIG_FILE:
+            if os.fstat(handle.fileno()).st_size <= BIG_FILE:
                 return read_json_text(path, "run.json", handle.read().decode("utf-8"))
-            with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as view:
-                start = view.find(_ROWS_START)
-                end = view.find(_ROWS_END, start + len(_ROWS_START)) if start >= 0 else -1
-                if start < 0 or end < 0:
-                    return read_json_text(path, "run.json", view[:].decode("utf-8"))
-                text = (view[:start] + _ROWS_START + view[end:]).decode("utf-8")
+            kept = _without_rows(handle)
+        if kept is None:
+            return read_json_text(path, "run.json")
+        text = kept.decode("utf-8")
     except FileNotFoundError:
         return None, Problem("run.json", "missing")
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
+    except (OSError, UnicodeDecodeError) as exc:
         return None, Problem("run.json", f"could not be read ({_first_line(exc)})")
     return read_json_text(path, "run.json", text)
+
+
+def _without_rows(handle: BinaryIO) -> bytes | None:
+    """The file's bytes with the ``task_results`` array emptied, or ``None`` when its markers
+    are not found (not assay's indented writer)."""
+    head = bytearray()
+    while (start := head.find(_ROWS_START)) < 0:
+        chunk = handle.read(CHUNK)
+        if not chunk:
+            return None
+        head += chunk
+    window = bytes(head[start + len(_ROWS_START) :])
+    del head[start + len(_ROWS_START) :]
+    while (end := window.find(_ROWS_END)) < 0:
+        chunk = handle.read(CHUNK)
+        if not chunk:
+            return None
+        window = window[-len(_ROWS_END) :] + chunk
+    return bytes(head) + window[end:] + handle.read()
 
 
 def read_text_tail(path: Path, *, limit: int = 200_000) -> tuple[str | None, bool]:

@@ -23,7 +23,7 @@ from typing import Any
 
 from assay.results.experiment import EXPERIMENT_SCHEMA_VERSION, ExperimentResult
 from assay.results.plan_record import PLAN_FILE, SESSIONS_FILE, PlanRecord
-from assay.results.run import RUN_SCHEMA_VERSION, RunSummary
+from assay.results.run import RUN_SCHEMA_VERSION, RunSummary, TaskSelection
 from assay.results.suite import SUITE_SCHEMA_VERSION, SuiteRollup
 from assay.view.reading import Problem, read_json_text, read_model, read_run_summary, validate
 
@@ -81,6 +81,21 @@ class RunInfo:
         if self.plan is not None:
             return list(self.plan.variants)
         return list(dict.fromkeys(s.variant_id for s in self.suites)) or ["default"]
+
+    @property
+    def selections(self) -> dict[str, TaskSelection]:
+        """Task id → the dataset and rows the run recorded selecting (``run.json``, else
+        ``plan.json``), as :func:`assay.reports.compare.recorded_selections` reads them."""
+        if self.summary is not None:
+            return {s.task_id: s for s in self.summary.selections}
+        if self.plan is None:
+            return {}
+        return {
+            t.task_id: TaskSelection(task_id=t.task_id, source_file=t.file, dataset=t.dataset,
+                                     selection=t.selection)
+            for t in self.plan.tasks
+            if t.dataset is not None and t.selection is not None
+        }  # fmt: skip
 
     def suite(self, variant: str, suite: str) -> SuiteInfo | None:
         """The suite ``suite`` of ``variant``, if the run has it."""

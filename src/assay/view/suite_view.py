@@ -19,10 +19,7 @@ from assay.results.suite import CriterionAggregate, SuiteRollup, ThresholdCheck
 from assay.view import figures as fg
 from assay.view.estimates import Estimate, criterion_estimates, label_estimates, pass_rate
 from assay.view.runinfo import SuiteInfo
-
-INTERVAL_METRICS = ("accuracy", "macro_f1", "mean", "completion_rate")
-# a criterion's graded results in one suite of one variant (errors and refusals are not)
-GRADED = "suite = ? AND variant = ? AND position = ? AND outcome IN ('pass', 'fail')"
+from assay.view.suite_figures import GRADED, suite_figures
 
 
 @dataclass
@@ -124,12 +121,7 @@ def build_suite_view(
         estimates = (criterion_estimates(db, suite.suite_id, suite.variant_id, position,
                                          replicates) if intervals else [])  # fmt: skip
         view.criteria.append(_criterion(position, aggregate, estimates, replicates))
-        view.figures += _criterion_figures(view, position, aggregate)
-    view.figures += _histograms(view, db, suite, aggregates)
-    if rollup is not None:
-        view.figures += _replicate_figures(view, rollup)
-    if suite.qa_metrics:
-        view.figures += _qa_figures(view, suite.qa_metrics)
+    view.figures = suite_figures(view.anchor, suite, db, aggregates)
     return view
 
 
@@ -207,122 +199,3 @@ def _criterion(
             if aggregate.rows_excluded else "")  # fmt: skip
     return CriterionView(f"#{position + 1} {aggregate.criterion_type}", aggregate.description,
                          lines, note, aggregate.error)  # fmt: skip
-
-
-def _fig_id(view: SuiteView, name: str) -> str:
-    return f"{view.anchor}-{name}"
-
-
-def _criterion_figures(view: SuiteView, position: int, agg: CriterionAggregate) -> list[fg.Figure]:
-    details = agg.details
-    if not details.get("per_label"):
-        return []
-    title = f"{view.suite_id} · {agg.criterion_type}"
-    cells = {(c["expected"], c["observed"]): int(c["count"]) for c in details["confusion"]}
-    return [
-        fg.label_bars(_fig_id(view, f"labels-{position}"), details["per_label"],
-                      title=f"{title}: precision, recall and F1 per label"),
-        fg.confusion_heatmap(_fig_id(view, f"confusion-{position}"), details["labels"], cells,
-                             title=f"{title}: confusion matrix"),
-    ]  # fmt: skip
-
-
-def _bins(db: sqlite3.Connection, sql: str, params: list[object]) -> list[tuple[float, float, int]]:
-    """Ten bins of width 0.1 over [0, 1] (the last one closed) from ``sql``'s scores."""
-    counts = dict.fromkeys(range(10), 0)
-    for score, count in db.execute(f"SELECT MIN(CAST(s * 10 AS INTEGER), 9), COUNT(*) FROM "
-                                   f"({sql}) WHERE s IS NOT NULL GROUP BY 1", params):  # fmt: skip
-        counts[int(score)] = int(count)
-    return [(round(i / 10, 1), round((i + 1) / 10, 1), n) for i, n in counts.items()]
-
-
-def _histograms(
-    view: SuiteView, db: sqlite3.Connection, suite: SuiteInfo, aggs: list[CriterionAggregate]
-) -> list[fg.Figure]:
-    scope: list[object] = [suite.suite_id, suite.variant_id]
-    found = [fg.histogram(
-        _fig_id(view, "weighted"),
-        _bins(db, "SELECT score AS s FROM rows WHERE suite = ? AND variant = ?", scope),
-        title=f"{view.suite_id}: weighted score per row", axis="weighted score (0–1)",
-        note="Rows that errored before grading have no score and are not counted.")]  # fmt: skip
-    for position, agg in enumerate(aggs):
-        bins = _bins(db, f"SELECT score AS s FROM criteria WHERE {GRADED}", [*scope, position])
-        found.append(fg.histogram(_fig_id(view, f"scores-{position}"), bins,
-                                  title=f"{view.suite_id}: {agg.criterion_type} score per row",
-                                  axis="criterion score (0–1)"))  # fmt: skip
-    found.append(_duration_histogram(view, db, scope))
-    return found
-
-
-def _duration_histogram(view: SuiteView, db: sqlite3.Connection, scope: list[object]) -> fg.Figure:
-    top = db.execute("SELECT MAX(duration) FROM rows WHERE suite = ? AND variant = ?",
-                     scope).fetchone()[0] or 0.0  # fmt: skip
-    width = _nice_width(float(top) / 20) if top else 1.0
-    rows = db.execute("SELECT CAST(duration / ? AS INTEGER), COUNT(*) FROM rows WHERE suite = ? "
-                      "AND variant = ? AND duration IS NOT NULL GROUP BY 1 ORDER BY 1",
-                      [width, *scope]).fetchall()  # fmt: skip
-    bins = [(round(b * width, 6), round((b + 1) * width, 6), int(n)) for b, n in rows]
-    return fg.histogram(_fig_id(view, "duration"), bins, title=f"{view.suite_id}: duration per "
-                        "row", axis="seconds")  # fmt: skip
-
-
-def _nice_width(raw: float) -> float:
-    """The smallest of 1, 2, 5 × 10^k at least ``raw``."""
-    scale = 10.0 ** (len(str(int(raw))) - 1) if raw >= 1 else 10.0**-3
-    for step in (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000):
-        if step * scale >= raw:
-            return step * scale
-    return raw
-
-
-def _replicate_figures(view: SuiteView, rollup: SuiteRollup) -> list[fg.Figure]:
-    found = []
-    if rollup.per_replicate:
-        points = [
-            {"replicate": f"{r.replicate_index:02d}", "series": "pass rate", "value": r.pass_rate}
-            for r in rollup.per_replicate
-            if r.pass_rate is not None
-        ]
-        for r in rollup.per_replicate:
-            for i, metrics in enumerate(r.criterion_metrics):
-                points += [
-                    {"replicate": f"{r.replicate_index:02d}", "series": f"#{i + 1} {k}", "value": v}
-                    for k, v in metrics.items()
-                    if v is not None
-                ]
-        found.append(fg.line_chart(_fig_id(view, "replicates"), points,
-                                   title=f"{view.suite_id}: metrics per replicate", x="replicate",
-                                   x_title="replicate", y_title="value (0–1)",
-                                   series="series"))  # fmt: skip
-    if rollup.pass_k:
-        points = [{"k": k, "series": name, "value": float(v[key])}
-                  for k, v in rollup.pass_k.items()
-                  for key, name in (("pass_at_k", "pass@k"), ("pass_hat_k", "pass^k"))
-                  if key in v]  # fmt: skip
-        found.append(fg.line_chart(_fig_id(view, "passk"), points,
-                                   title=f"{view.suite_id}: pass@k and pass^k", x="k",
-                                   x_title="k (attempts)", y_title="probability (0–1)",
-                                   series="series"))  # fmt: skip
-    return found
-
-
-def _qa_figures(view: SuiteView, document: dict[str, Any]) -> list[fg.Figure]:
-    average = document.get("avg_metrics") or {}
-    per = document.get("all_metrics") or [{}]
-    found = []
-    for name, values in average.items():
-        if not (name.startswith("by_") and isinstance(values, dict)) or name.endswith(
-            ("_counts", "_ci")
-        ):
-            continue
-        counts = per[0].get(f"{name}_counts", {}) if per else {}
-        intervals = average.get(f"{name}_ci") or {}
-        points = [{"group": str(k), "value": v, "rows": counts.get(k),
-                   "low": (intervals.get(k) or {}).get("low"),
-                   "high": (intervals.get(k) or {}).get("high")}
-                  for k, v in values.items()]  # fmt: skip
-        found.append(fg.group_bars(_fig_id(view, f"qa-{name}"), points,
-                                   title=f"{view.suite_id}: QA accuracy by "
-                                         f"{name.removeprefix('by_')}",
-                                   y_title="accuracy (0–1)"))  # fmt: skip
-    return found
