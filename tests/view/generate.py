@@ -1,5 +1,5 @@
 """A generated run folder of N row-tasks, as ``assay run`` writes it, for the viewer's tests
-and its bench (``bench/view.py``).
+and its bench (``bench/viewer.py``).
 
 Every row is a real ``task.json`` (assay's own result models and writer), with its
 ``response.txt`` and ``task.log``; the suite, ``run.json``, ``run.md`` and ``plan.json`` come

@@ -9,7 +9,7 @@ that size, each the median of REPEATS requests; and the viewer's peak resident m
 size. Targets: each page of rows ≤ 0.5 s; memory < 300 MB at both sizes (the ratio is
 reported); the report < 5 MB.
 
-Usage: python bench/view.py [REPEATS]       (runs are generated once into bench/work/view/)
+Usage: python bench/viewer.py [REPEATS]       (runs are generated once into bench/work/view/)
 """
 
 from __future__ import annotations
