@@ -97,6 +97,12 @@ def test_a_qa_suite_shows_accuracy_by_group_with_its_intervals(tmp_path: Path) -
     interval = average["by_label_index_ci"][first[0]]
     assert first[2] == f"[{interval['low']:.3f}, {interval['high']:.3f}]"
     assert view.criteria[0].title == "#1 qa"
+    recorded = json.loads((run / "default" / "cosmosqa-mc" / "suite.json").read_text())["dataset"]
+    assert recorded["content_hash"]
+    assert (
+        view.dataset == f"cosmosqa_valid_first100.qa.jsonl · hash {recorded['content_hash'][:12]}"
+    )
+    assert page.line.suites[0].dataset == view.dataset  # the runs page says the same
 
 
 def test_a_suite_still_running_is_shown_live_without_a_gate(tmp_path: Path) -> None:

@@ -32,7 +32,7 @@ from assay.results.status import FinalStatus
 from assay.results.task_result import EvaluationResult
 from assay.results.transcript import Transcript
 from assay.results.transcript_otlp import from_trace
-from assay.sandbox.process import use_pidfd_child_watcher
+from assay.sandbox.process import pidfd_child_watcher
 from assay.sandbox.tempdir import Sandbox
 from assay.spec.qa import QaJudge
 from assay.spec.task import TaskDefinition
@@ -90,9 +90,9 @@ async def regrade_run(run_dir: Path, *, jobs: int) -> list[EvaluationResult]:
         async with limit:
             return await _regrade_one(path, result, registry, pool)
 
-    use_pidfd_child_watcher()
-    async with run_services(pool, judge_keys([r for _, r in rows])):
-        return list(await asyncio.gather(*(regrade(p, r) for p, r in rows)))
+    with pidfd_child_watcher():
+        async with run_services(pool, judge_keys([r for _, r in rows])):
+            return list(await asyncio.gather(*(regrade(p, r) for p, r in rows)))
 
 
 def _check_sandboxes_kept(run_dir: Path, rows: list[tuple[Path, EvaluationResult]]) -> None:

@@ -47,7 +47,7 @@ from assay.qa import check_judge
 from assay.results.io import read_json
 from assay.results.plan_record import PLAN_FILE, PlanRecord, log_session, write_plan
 from assay.results.task_result import EvaluationResult
-from assay.sandbox.process import use_pidfd_child_watcher
+from assay.sandbox.process import pidfd_child_watcher
 
 Warn = Callable[[str], None]
 
@@ -186,24 +186,26 @@ class RunSession:
     async def _run_rows(self) -> tuple[list[EvaluationResult | None], bool]:
         request, items = self.request, self.pending()
         log_session(self.run_dir, "start", self.started)
-        use_pidfd_child_watcher()
         pool = build_pool(request.models, jobs=request.options.jobs, prices=self.prices,
                           registry=request.registry)  # fmt: skip
         services_of_run = run_services(pool, model_keys(self.plan), bridge=needs_bridge(self.plan),
                                        on_retry=request.progress.retry)  # fmt: skip
-        async with services_of_run as services:
-            runner = Runner(self.run_dir, pool, default_criteria(), request.options,
-                            on_retry=request.progress.retry, bridge=services.bridge)  # fmt: skip
-            try:
-                if request.options.stage == "run":
-                    warnings = await check_judges(self.plan, services.pool, request.on_warning)
-                    self.plan.warnings.extend(warnings)
-                request.progress.start(len(items), already_done=len(self.kept))
-                outcome = await runner.execute(items, request.progress.advance)
-                return outcome.results, outcome.interrupted
-            finally:  # before the services stop (a local server takes a moment to end)
-                request.progress.stop()
-                runner.close()
+        with pidfd_child_watcher():
+            async with services_of_run as services:
+                runner = Runner(self.run_dir, pool, default_criteria(), request.options,
+                                on_retry=request.progress.retry,
+                                bridge=services.bridge)  # fmt: skip
+                try:
+                    if request.options.stage == "run":
+                        warnings = await check_judges(self.plan, services.pool,
+                                                      request.on_warning)  # fmt: skip
+                        self.plan.warnings.extend(warnings)
+                    request.progress.start(len(items), already_done=len(self.kept))
+                    outcome = await runner.execute(items, request.progress.advance)
+                    return outcome.results, outcome.interrupted
+                finally:  # before the services stop (a local server takes a moment to end)
+                    request.progress.stop()
+                    runner.close()
 
     def finish(
         self, results: list[EvaluationResult | None], *, interrupted: bool

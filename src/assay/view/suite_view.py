@@ -67,18 +67,19 @@ class SuiteView:
 
 
 def dataset_text(rollup: SuiteRollup | None) -> str:
-    """Where the rows came from: ``store NAME@VERSION (hash …)``, the files, or inline."""
+    """Where the rows came from, with the content hash the run recorded: ``store
+    NAME@VERSION``, the files, or ``rows`` (inline) — then ``· hash …``."""
     record = rollup.dataset if rollup else None
     if record is None:
         return "—"
     if record.store:
         version = f"@{record.version}" if record.version is not None else ""
-        digest = f" · hash {record.content_hash[:12]}" if record.content_hash else ""
-        return f"store {record.store}{version}{digest}"
-    if record.paths:
-        digest = f" · hash {record.content_hash[:12]}" if record.content_hash else ""
-        return ", ".join(record.paths) + digest
-    return record.source
+        where = f"store {record.store}{version}"
+    elif record.paths:
+        where = ", ".join(record.paths)
+    else:
+        where = f"{record.source} (inline)" if record.source == "rows" else record.source
+    return where + (f" · hash {record.content_hash[:12]}" if record.content_hash else "")
 
 
 def gate_text(rollup: SuiteRollup | None) -> str:
