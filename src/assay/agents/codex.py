@@ -36,6 +36,7 @@ from assay.agents.coding_models import (
     skills_offered,
 )
 from assay.errors import UserError
+from assay.sandbox.bwrap import install_root
 from assay.spec.coding_agents import CodexAgent
 
 DEFAULT_CLI_MODEL = "gpt-5.5"
@@ -85,7 +86,14 @@ class CodexRunner:
         parser.transcript.skills_offered = _stage_skills(plugins, codex_home)
         argv = [str(cli), "exec", "--json", "--skip-git-repo-check",
                 "--dangerously-bypass-approvals-and-sandbox", "--ephemeral", "-"]  # fmt: skip
-        launch = CliLaunch(argv, env, stdin=context.prompt or "", cleanup=[home])
+        launch = CliLaunch(
+            argv,
+            env,
+            stdin=context.prompt or "",
+            cleanup=[home],
+            readable=[install_root(cli), *plugins],
+            writable=[home],
+        )
         return await run_cli(context, name="codex", launch=launch, parser=parser,
                              session=session, span=span)  # fmt: skip
 

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from assay.data.substitute import PLACEHOLDER, lookalikes, string_leaves
 from assay.errors import TaskFileError, UsageError
+from assay.orchestration.criterion_checks import check_agent_criteria
 from assay.orchestration.overrides import Override, apply_override, overridden
 from assay.orchestration.thresholds import check_threshold_names
 from assay.qa import QaTemplates, load_metrics_hook
@@ -131,6 +132,7 @@ def load_document(
     raw = _inline_files(dict(screened.data), base_dir, display, document)
     definition = _validate(raw, display, document, placed)
     check_threshold_names(definition, display=display, document=document)
+    check_agent_criteria(definition, display=display, document=document)
     check_templates(definition, base_dir=base_dir, display=display, document=document)
     check_qa(definition, base_dir=base_dir, display=display, document=document)
     warnings += lint_placeholders(data, definition, display=display, document=document)

@@ -1,0 +1,199 @@
+"""Which rows run contained, and the ``bwrap`` sandbox of each (:mod:`assay.sandbox.bwrap`).
+
+A task's driver is :attr:`assay.spec.task.TaskDefinition.sandbox_driver` (``bwrap`` by
+default for a coding agent that may write or run commands). When a plan holds a ``bwrap``
+task, :func:`check_containment` makes one sandbox before any row runs (``assay plan`` and
+``assay run`` alike) and refuses the plan, with the reason and the fix, where the machine
+cannot make one. A task that asks for ``tempdir`` although its coding agent may write or
+run commands gets one warning: its rows are not contained.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from assay.agents.coding_models import plugin_dirs
+from assay.errors import SandboxError, TaskFileError, UsageError
+from assay.orchestration.coding_checks import find_agent_cli
+from assay.sandbox.bwrap import (
+    BridgeLink,
+    Jail,
+    JailPolicy,
+    install_root,
+    make_policy,
+    probe,
+    unreadable,
+)
+from assay.spec.coding_agents import CodingAgent
+from assay.spec.task import SandboxLimits, TaskDefinition
+
+if TYPE_CHECKING:
+    from assay.orchestration.plan import Plan, PlannedTask
+
+NOT_CONTAINED = (
+    "sandbox.driver tempdir: the {agent} agent may write files and run commands, and a "
+    "tempdir sandbox does not contain it (it can read and write anywhere the user running "
+    "assay can); remove the driver (bwrap is the default for coding agents) or set "
+    "sandbox.driver: bwrap"
+)
+BWRAP_ONLY = (
+    "sandbox.{field} applies to the bwrap driver only; this task's rows run in a tempdir "
+    "sandbox, where it has no effect"
+)
+
+
+def uses_bwrap(plan: Plan) -> bool:
+    """Some variant of some task runs its rows in a ``bwrap`` sandbox."""
+    return any(v.definition.sandbox_driver == "bwrap" for t in plan.tasks for v in t.variants)
+
+
+def containment_warnings(planned: PlannedTask) -> list[str]:
+    """One warning per task (its first variant that needs it): a coding agent that may act
+    in a ``tempdir`` sandbox, or bwrap-only settings under ``tempdir``."""
+    display = planned.loaded.display
+    for variant in planned.variants:
+        task = variant.definition
+        agent = task.agent
+        if task.sandbox_driver != "tempdir":
+            continue
+        if isinstance(agent, CodingAgent) and getattr(agent, "may_act", False):
+            return [f"{display}: {NOT_CONTAINED.format(agent=agent.type)}"]
+        given = task.sandbox.model_fields_set & {"limits", "network", "read_only"}
+        if given:
+            return [f"{display}: {BWRAP_ONLY.format(field=sorted(given)[0])}"]
+    return []
+
+
+def check_containment(plan: Plan) -> None:
+    """Make one ``bwrap`` sandbox if the plan needs them (see the module docstring); as
+    root, check that each bwrap task's folders can be read by the row's own user.
+
+    Raises:
+        TaskFileError: the machine cannot make one, or a folder cannot be read: located at
+            the task, with why and how to fix it.
+    """
+    planned = [(t, v.definition) for t in plan.tasks for v in t.variants
+               if v.definition.sandbox_driver == "bwrap"]  # fmt: skip
+    if not planned:
+        return
+    try:
+        policy = make_policy(path_variable=os.environ.get("PATH", ""))
+        probe(policy)
+    except UsageError as exc:
+        raise _located(planned[0][0], exc.message, exc.hint) from None
+    if not policy.as_root:
+        return
+    for task, definition in planned:
+        for path in _row_folders(definition, task.loaded.base_dir):
+            problem = unreadable(path)
+            if problem is not None:
+                raise _located(task, problem, READABLE_HINT)
+
+
+READABLE_HINT = (
+    "assay runs as root, so each row of a bwrap task runs as an unprivileged user of its own, "
+    "which must be able to read the task's folder, its plugins and its agent's CLI: chmod "
+    "o+rx that folder (o+r for a file), or run assay as a normal user"
+)
+
+
+def _located(task: PlannedTask, message: str, hint: str | None) -> TaskFileError:
+    loaded = task.loaded
+    explicit = loaded.definition.sandbox.driver == "bwrap"
+    why = "" if explicit else " (bwrap: the default for a coding agent that may act)"
+    return TaskFileError(
+        message + why, file=loaded.display, field="sandbox.driver", hint=hint,
+        line=loaded.document.line_of(("sandbox", "driver")) if explicit else None,
+    )  # fmt: skip
+
+
+def _row_folders(task: TaskDefinition, base_dir: Path) -> list[Path]:
+    """The folders a row of ``task`` reads besides the system's: the task's folder,
+    ``sandbox.read_only``, and a coding agent's CLI and plugins."""
+    folders = [base_dir, *(p if p.is_absolute() else base_dir / p
+                           for p in map(Path, task.sandbox.read_only))]  # fmt: skip
+    agent = task.agent
+    if isinstance(agent, CodingAgent):
+        folders += plugin_dirs(agent, base_dir)
+        folders.append(install_root(find_agent_cli(agent, base_dir)))
+    return folders
+
+
+def rlimits(limits: SandboxLimits) -> dict[str, int]:
+    """``sandbox.limits`` as ``RLIMIT_*`` values."""
+    values = {
+        "RLIMIT_NPROC": limits.max_pids,
+        "RLIMIT_NOFILE": limits.max_open_files,
+        "RLIMIT_FSIZE": limits.max_file_size_mb * 1024 * 1024,
+    }
+    if limits.cpu_seconds is not None:
+        values["RLIMIT_CPU"] = limits.cpu_seconds
+    return values
+
+
+@dataclass(frozen=True)
+class Containment:
+    """Makes the ``bwrap`` sandbox of each row of a run (``None`` policy: no row needs one)."""
+
+    policy: JailPolicy | None = None
+
+    @classmethod
+    def for_run(
+        cls,
+        plan: Plan,
+        *,
+        private: Iterable[Path],
+        bridge: BridgeLink | None = None,
+    ) -> Containment:
+        """The run's policy, when a task of ``plan`` uses ``bwrap``.
+
+        Args:
+            private: folders and files no row may see (the run folder, the store, the
+                response cache).
+            bridge: the model bridge's unix socket and port.
+
+        Raises:
+            UsageError: bwrap is not installed.
+        """
+        if not uses_bwrap(plan):
+            return cls()
+        policy = make_policy(path_variable=os.environ.get("PATH", ""), hidden=private,
+                             bridge=bridge)  # fmt: skip
+        return cls(policy)
+
+    def jail(self, task: TaskDefinition, root: Path, base_dir: Path) -> Jail | None:
+        """The sandbox of a row of ``task`` whose folder is ``root`` (``None`` for a
+        ``tempdir`` task).
+
+        Raises:
+            SandboxError: it cannot be made, or the run made no policy.
+        """
+        if task.sandbox_driver != "bwrap":
+            return None
+        if self.policy is None:
+            raise SandboxError("this row needs a bwrap sandbox, and the run made none")
+        readable = [p if p.is_absolute() else base_dir / p
+                    for p in map(Path, task.sandbox.read_only)]  # fmt: skip
+        return self.policy.jail(root, limits=rlimits(task.sandbox.limits),
+                                network=task.sandbox.network, readable=readable,
+                                task_dir=base_dir)  # fmt: skip
+
+
+def private_paths(
+    run_dir: Path, *, cache: Path | None, store_urls: Iterable[str] = ()
+) -> list[Path]:
+    """What rows may not see: the runs folder, ``.assay/`` (store and cache), the cache file
+    and every SQLite store the run reads or ``$ASSAY_STORE`` names (with its journals)."""
+    paths = [run_dir.parent, Path.cwd() / ".assay"]
+    if cache is not None:
+        paths.append(cache)
+    for url in [*store_urls, os.environ.get("ASSAY_STORE") or ""]:
+        if url.startswith("sqlite") and ":///" in url:
+            database = Path(url.split(":///", 1)[1].split("?", 1)[0])
+            paths += [database, database.with_name(database.name + "-wal"),
+                      database.with_name(database.name + "-journal")]  # fmt: skip
+    return [p.absolute() for p in paths]

@@ -1,0 +1,534 @@
+"""The ``bwrap`` sandbox driver: every program of a row inside a bubblewrap sandbox.
+
+What a program of the row sees (every path at the same place as on the host):
+
+- the system read-only: ``/usr``, ``/bin``, ``/sbin``, ``/lib*``, ``/etc``, ``/opt``,
+  ``/nix`` (those that exist), and the folders programs are run from: assay's own Python
+  environment, the directories of ``PATH`` that are not in a home folder (a virtual
+  environment or ``node_modules/.bin`` on ``PATH`` brings its whole environment, even in a
+  home folder), the agent's CLI and plugins, ``sandbox.read_only``, and for ``pre_run``,
+  ``post_run``, ``run_command`` and ``command`` agents the task file's folder;
+- the row's folder read-write, its own home folder read-write, a private ``/tmp``; nothing
+  else is writable (the root is remounted read-only);
+- hidden: every other folder (home folders, other rows' folders, the run folder, the
+  store and the response cache, even inside a folder that is readable), and the host's
+  processes (its own ``/proc``);
+- no network (its own network namespace, only loopback) unless ``sandbox.network``;
+  a coding agent behind the model bridge reaches it at the same ``127.0.0.1`` port as
+  outside, through a forwarder that the sandbox's first program starts
+  (:mod:`assay.sandbox.jail_init`) and the bridge's unix socket bound into the sandbox;
+- an unprivileged user: when assay runs as root, each row runs as a user of its own
+  (``1900000000 + n``, named ``assay`` in the sandbox's ``/etc/passwd``) whose files are
+  given back to root when the row ends; otherwise bwrap's user namespace keeps the caller's
+  uid without any capability; ``no_new_privs`` is set either way;
+- limits per row (``sandbox.limits``) set with ``setrlimit`` before the program starts;
+  the whole process tree dies with the sandbox (its own PID namespace; ``--die-with-parent``
+  and the process group killed at the timeout).
+
+:func:`probe` runs one sandbox when a run starts and turns every way it can fail into a
+message that says why and how to fix it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import os
+import pwd
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from assay.errors import SandboxError, UsageError
+
+SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt",
+                "/nix")  # fmt: skip
+INIT_SOURCE = Path(__file__).with_name("jail_init.py")
+INIT = "/run/assay/init.py"
+UID_BASE = 1_900_000_000
+UID_SLOTS = 100_000
+PROBE_SECONDS = 20.0
+_ROW_NUMBERS = itertools.count()
+
+INSTALL_HINT = (
+    "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install "
+    "bubblewrap; Arch: pacman -S bubblewrap), or set sandbox.driver: tempdir (the row is "
+    "then not contained)"
+)
+
+
+@dataclass(frozen=True)
+class BridgeLink:
+    """How a sandbox without network reaches the model bridge: its unix ``socket`` (bound
+    into the sandbox) behind ``127.0.0.1:port`` (the bridge's TCP port outside)."""
+
+    socket: Path
+    port: int
+
+
+@dataclass(frozen=True)
+class JailPolicy:
+    """What every sandbox of one run shares.
+
+    Attributes:
+        bwrap: the ``bwrap`` executable.
+        python: the interpreter that runs the sandbox's first program.
+        readable: folders every program may read (the system and the tools).
+        hidden: folders no program may see, even inside a readable one (the run folder,
+            the store, the cache).
+        bridge: the model bridge's unix socket and port, or ``None``.
+        as_root: assay runs as root: each row becomes a user of its own.
+    """
+
+    bwrap: Path
+    python: Path
+    readable: tuple[Path, ...]
+    hidden: tuple[Path, ...] = ()
+    bridge: BridgeLink | None = None
+    as_root: bool = False
+
+    def jail(
+        self,
+        root: Path,
+        *,
+        limits: dict[str, int],
+        network: bool = False,
+        readable: Iterable[Path] = (),
+        task_dir: Path | None = None,
+    ) -> Jail:
+        """A sandbox for one row whose folder is ``root``: its own home (and, as root, its
+        own user, who is given ``root`` until :meth:`Jail.close`).
+
+        Args:
+            root: the row's folder (read-write inside).
+            limits: ``RLIMIT_*`` name → value for every program of the row.
+            network: share the host's network instead of loopback only.
+            readable: more folders the row's programs may read.
+            task_dir: the task file's folder, readable by the task's own programs
+                (``pre_run``, ``post_run``, command criteria, a ``command`` agent) but not
+                by a coding agent (it holds the dataset and its expected answers).
+
+        Raises:
+            SandboxError: the home folder or the user's files cannot be made.
+        """
+        home = Path(tempfile.mkdtemp(prefix="assay-jail-home-"))
+        jail = Jail(self, root, home, dict(limits), network, tuple(readable), task_dir)
+        try:
+            if self.as_root:
+                jail.uid = UID_BASE + next(_ROW_NUMBERS) % UID_SLOTS
+                jail.accounts = _accounts(jail.uid, home)
+                for path in (root, home):
+                    give(path, jail.uid)
+        except OSError as exc:
+            jail.close()
+            raise SandboxError(f"cannot prepare the bwrap sandbox of {root}: {exc}") from exc
+        return jail
+
+
+@dataclass
+class Jail:
+    """One row's sandbox; :meth:`command` wraps each program of the row."""
+
+    policy: JailPolicy
+    root: Path
+    home: Path
+    limits: dict[str, int]
+    network: bool = False
+    readable: tuple[Path, ...] = ()
+    task_dir: Path | None = None
+    uid: int | None = None
+    accounts: Path | None = None
+    given: list[Path] = field(default_factory=list)
+
+    def command(
+        self,
+        argv: list[str],
+        *,
+        env: dict[str, str],
+        cwd: Path | None = None,
+        readable: Iterable[Path] = (),
+        writable: Iterable[Path] = (),
+        bridge: bool = False,
+        agent: bool = False,
+        network: bool = False,
+    ) -> tuple[list[str], dict[str, str]]:
+        """The argv and environment that run ``argv`` in this sandbox.
+
+        Args:
+            argv: the program and its arguments.
+            env: its environment (``HOME`` defaults to the sandbox's home; variables that
+                point at the host's agents and sockets are dropped).
+            cwd: its working directory (default: the row's folder).
+            readable: more folders it may read (a CLI, plugins, a prompt file).
+            writable: more folders it may write (a CLI's own home); given to the row's user.
+            bridge: start the forwarder to the model bridge.
+            agent: a coding agent: the task file's folder stays hidden from it.
+            network: this program needs the host's network (a CLI on its own credentials,
+                ``route: direct``), whatever ``sandbox.network`` says.
+        """
+        network = network or self.network
+        extra = [Path(p) for p in writable]
+        for path in extra:
+            if self.uid is not None and path not in self.given:
+                give(path, self.uid)
+                self.given.append(path)
+        args = [str(self.policy.bwrap), *self._namespaces(network), *_system()]
+        args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp",
+                 "--perms", "1777", "--tmpfs", "/var/tmp"]  # fmt: skip
+        task = [self.task_dir] if self.task_dir is not None and not agent else []
+        shown = _outermost([*self.policy.readable, *self.readable, *task, *map(Path, readable)])
+        link = self.policy.bridge
+        forward = bridge and link is not None and not network
+        sockets = [link.socket] if forward and link is not None else []
+        args += _parents([*shown, self.root, self.home, *extra, *sockets])
+        for path in shown:
+            args += ["--ro-bind", str(path), str(path)]
+        for path in self.policy.hidden:
+            if not any(path == p or p in path.parents for p in shown):
+                continue  # not visible anyway
+            if path.is_dir():
+                args += ["--tmpfs", str(path)]
+            elif path.exists():
+                args += ["--ro-bind", "/dev/null", str(path)]
+        for path in [self.root, self.home, *extra]:
+            args += ["--bind", str(path), str(path)]
+        if self.accounts is not None:
+            args += ["--ro-bind", str(self.accounts / "passwd"), "/etc/passwd",
+                     "--ro-bind", str(self.accounts / "group"), "/etc/group"]  # fmt: skip
+        args += ["--ro-bind", str(INIT_SOURCE), INIT]
+        config: dict[str, object] = {"limits": self.limits}
+        if forward and link is not None:
+            args += ["--ro-bind", str(link.socket), str(link.socket)]
+            config["forward"] = {"port": link.port, "socket": str(link.socket)}
+        if self.uid is not None:
+            config["uid"] = config["gid"] = self.uid
+        args += ["--remount-ro", "/", "--chdir", str(cwd or self.root), "--"]
+        args += [str(self.policy.python), "-I", "-S", INIT, json.dumps(config), "--", *argv]
+        return args, self._environment(env, extra)
+
+    def _namespaces(self, network: bool) -> list[str]:
+        args = ["--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc",
+                "--unshare-uts", "--unshare-cgroup-try", "--hostname", "assay"]  # fmt: skip
+        if not network:
+            args.append("--unshare-net")
+        if not self.policy.as_root:
+            args += ["--unshare-user", "--uid", str(os.getuid()), "--gid", str(os.getgid())]
+        return args
+
+    def _environment(self, env: dict[str, str], writable: list[Path]) -> dict[str, str]:
+        """``env`` without pointers to the host; ``HOME`` is the sandbox's own unless the
+        caller made the one it names writable (a CLI's fresh home)."""
+        clean = {k: v for k, v in env.items() if k not in HOST_POINTERS}
+        home = Path(clean.get("HOME") or "/nonexistent")
+        if home not in writable:
+            home = self.home
+        clean["HOME"] = str(home)
+        for name in XDG_HOMES:
+            if name in clean and home not in Path(clean[name]).parents:
+                del clean[name]
+        tmp = clean.get("TMPDIR")
+        if tmp is None or not any(w == Path(tmp) or w in Path(tmp).parents for w in writable):
+            clean["TMPDIR"] = "/tmp"  # the sandbox's own, unless the caller gave a writable one
+        if self.uid is not None:
+            clean["USER"] = clean["LOGNAME"] = "assay"
+        return clean
+
+    def close(self) -> None:
+        """Give the row's files back to the user running assay and remove the home."""
+        if self.uid is not None:
+            for path in [self.root, *self.given]:
+                give(path, os.getuid(), os.getgid())
+        shutil.rmtree(self.home, ignore_errors=True)
+        if self.accounts is not None:
+            shutil.rmtree(self.accounts, ignore_errors=True)
+
+
+HOST_POINTERS = frozenset({
+    "SSH_AUTH_SOCK", "SSH_AGENT_PID", "GPG_AGENT_INFO", "DBUS_SESSION_BUS_ADDRESS",
+    "XDG_RUNTIME_DIR", "KRB5CCNAME", "DISPLAY", "WAYLAND_DISPLAY", "XAUTHORITY",
+    "DOCKER_HOST", "TMUX",
+})  # fmt: skip
+"""Variables that lead to the host's agents, sockets and displays: they mean nothing in the
+sandbox (their targets are hidden), so they are dropped."""
+XDG_HOMES = ("XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME")
+
+
+def give(path: Path, uid: int, gid: int | None = None) -> None:
+    """``chown -R`` without following symlinks (a link the agent made may point anywhere)."""
+    group = uid if gid is None else gid
+    if not path.exists() and not path.is_symlink():
+        return
+    os.lchown(path, uid, group)
+    if path.is_symlink() or not path.is_dir():
+        return
+    for folder, dirs, files in os.walk(path):
+        for name in [*dirs, *files]:
+            os.lchown(os.path.join(folder, name), uid, group)
+
+
+def _accounts(uid: int, home: Path) -> Path:
+    """``passwd`` and ``group`` files that add the row's user ``assay`` to the host's."""
+    folder = Path(tempfile.mkdtemp(prefix="assay-jail-etc-"))
+    for name, line in (("passwd", f"assay:x:{uid}:{uid}:assay:{home}:/bin/sh\n"),
+                       ("group", f"assay:x:{uid}:\n")):  # fmt: skip
+        host = Path("/etc") / name
+        text = host.read_text(encoding="utf-8", errors="replace") if host.exists() else ""
+        (folder / name).write_text(text + ("" if text.endswith("\n") or not text else "\n")
+                                   + line, encoding="utf-8")  # fmt: skip
+        (folder / name).chmod(0o644)
+    folder.chmod(0o755)
+    return folder
+
+
+def _system() -> list[str]:
+    """Binds of the system folders that exist (a symlink such as ``/bin → usr/bin`` stays a
+    symlink)."""
+    args: list[str] = []
+    for name in SYSTEM_PATHS:
+        path = Path(name)
+        if path.is_symlink():
+            args += ["--symlink", os.readlink(path), name]
+        elif path.is_dir():
+            args += ["--ro-bind", name, name]
+    return args
+
+
+def _parents(paths: list[Path]) -> list[str]:
+    """``--dir`` for the folders that lead to bound paths outside the system folders, made
+    traversable (``0755``): bwrap would give them the host's mode, and a host ``/root`` is
+    ``0700``, which the row's user could not cross."""
+    system = [Path(s) for s in SYSTEM_PATHS]
+    parents: set[Path] = set()
+    for path in paths:
+        for parent in path.parents:
+            if parent == Path("/") or any(s == parent or s in parent.parents for s in system):
+                continue
+            if parent in (Path("/tmp"), Path("/var/tmp")):
+                continue  # the sandbox's own, made 1777
+            parents.add(parent)
+    args: list[str] = []
+    for parent in sorted(parents, key=lambda p: (len(p.parts), str(p))):
+        args += ["--perms", "0755", "--dir", str(parent)]
+    return args
+
+
+def _outermost(paths: Iterable[Path]) -> list[Path]:
+    """Existing folders (and files) outside the system folders (bound anyway), without
+    those inside another one, outermost first."""
+    found = sorted({p for p in paths if p.exists()}, key=lambda p: (len(p.parts), str(p)))
+    system = [Path(s) for s in SYSTEM_PATHS]
+    kept: list[Path] = []
+    for path in found:
+        if any(s == path or s in path.parents for s in [*system, *kept]):
+            continue
+        kept.append(path)
+    return kept
+
+
+def tool_folders(path_variable: str) -> list[Path]:
+    """The folders of ``PATH`` a sandbox shows: those outside home folders, and any
+    virtual environment (``bin/`` beside ``pyvenv.cfg``, with the Python it was made from)
+    or ``node_modules/.bin`` (its ``node_modules``) wherever it is."""
+    homes = home_folders()
+    folders: list[Path] = []
+    for entry in path_variable.split(os.pathsep):
+        if not entry or not os.path.isabs(entry) or not os.path.isdir(entry):
+            continue
+        path = Path(entry).resolve()
+        environment = _environment_root(path)
+        if environment is not None:
+            folders += environment
+        elif not any(h == path or h in path.parents for h in homes):
+            folders.append(path)
+    return folders
+
+
+def _environment_root(path: Path) -> list[Path] | None:
+    if (path.parent / "pyvenv.cfg").is_file():
+        return [path.parent, *_base_python(path.parent / "pyvenv.cfg")]
+    if path.name == ".bin" and path.parent.name == "node_modules":
+        return [path.parent]
+    return None
+
+
+def _base_python(config: Path) -> list[Path]:
+    """The prefix of the Python a virtual environment was made from (``home = …/bin``)."""
+    for line in config.read_text(encoding="utf-8", errors="replace").splitlines():
+        key, _, value = line.partition("=")
+        if key.strip() == "home" and value.strip():
+            return [Path(value.strip()).resolve().parent]
+    return []
+
+
+def python_folders() -> list[Path]:
+    """assay's own Python: its environment and the installation it comes from."""
+    names = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
+    folders = [Path(n).resolve() for n in names]
+    folders.append(Path(os.path.realpath(sys.executable)).parent.parent)
+    return folders
+
+
+def home_folders() -> list[Path]:
+    """Where users' homes are: ``/home``, ``/root``, and this user's home."""
+    homes = {Path("/home"), Path("/root")}
+    with contextlib.suppress(KeyError):
+        homes.add(Path(pwd.getpwuid(os.getuid()).pw_dir))
+    if os.environ.get("HOME"):
+        homes.add(Path(os.environ["HOME"]))
+    return [h.resolve() for h in homes if str(h) != "/"]
+
+
+def install_root(executable: Path) -> Path:
+    """The folder a CLI needs to run: its ``node_modules`` (an npm install), else the folder
+    of the real executable."""
+    real = executable.resolve()
+    for parent in real.parents:
+        if parent.name == "node_modules":
+            outer = [p for p in real.parents if p.name == "node_modules"]
+            return outer[-1]
+    return real.parent
+
+
+def unreadable(path: Path) -> str | None:
+    """Why a row's own user (assay running as root) could not read ``path``, or ``None``:
+    a folder needs ``o+rx``, a file ``o+r``."""
+    try:
+        mode = path.stat().st_mode
+    except OSError as exc:
+        return f"{path} cannot be read: {exc.strerror}"
+    needed = 0o005 if path.is_dir() else 0o004
+    if mode & needed != needed:
+        kind = "folder" if path.is_dir() else "file"
+        return (f"{path} is a {kind} with mode {oct(mode & 0o777)[2:]}, which the row's "
+                "unprivileged user cannot read")  # fmt: skip
+    return None
+
+
+def find_bwrap() -> Path:
+    """The ``bwrap`` executable.
+
+    Raises:
+        UsageError: not installed (the hint says how to install it).
+    """
+    found = shutil.which("bwrap")
+    if found is None:
+        raise UsageError("sandbox.driver bwrap needs bubblewrap (bwrap), which is not "
+                           "installed", hint=INSTALL_HINT)  # fmt: skip
+    return Path(found)
+
+
+def make_policy(
+    *,
+    path_variable: str,
+    readable: Iterable[Path] = (),
+    hidden: Iterable[Path] = (),
+    bridge: BridgeLink | None = None,
+) -> JailPolicy:
+    """The policy of one run (see the module docstring).
+
+    Raises:
+        UsageError: bwrap is not installed.
+    """
+    shown = [*python_folders(), *tool_folders(path_variable), *readable]
+    return JailPolicy(
+        bwrap=find_bwrap(),
+        python=Path(sys.executable),
+        readable=tuple(_outermost(shown)),
+        hidden=tuple(sorted({Path(p).resolve() for p in hidden}, key=lambda p: len(p.parts))),
+        bridge=bridge,
+        as_root=os.geteuid() == 0,
+    )
+
+
+def probe(policy: JailPolicy) -> None:
+    """Make one sandbox and run ``true`` in it, as every row will.
+
+    Raises:
+        UsageError: the machine cannot make such a sandbox: why, and how to fix it.
+    """
+    folder = Path(tempfile.mkdtemp(prefix="assay-probe-"))
+    jail = None
+    try:
+        jail = policy.jail(folder, limits={})
+        argv, env = jail.command(["true"], env={"PATH": "/usr/bin:/bin"}, bridge=True)
+        done = subprocess.run(argv, env=env, capture_output=True, text=True,
+                              timeout=PROBE_SECONDS, check=False)  # fmt: skip
+    except subprocess.TimeoutExpired:
+        raise UsageError(f"the bwrap sandbox did not start within {PROBE_SECONDS:g} s",
+                         hint=INSTALL_HINT) from None  # fmt: skip
+    except (OSError, SandboxError) as exc:
+        raise UsageError(f"cannot run {policy.bwrap}: {exc}", hint=INSTALL_HINT) from None
+    finally:
+        if jail is not None:
+            jail.close()
+        shutil.rmtree(folder, ignore_errors=True)
+    if done.returncode != 0:
+        message = done.stderr.strip() or f"bwrap exited with code {done.returncode}"
+        raise UsageError(f"the machine cannot make a bwrap sandbox: {message}",
+                         hint=diagnose(message, as_root=policy.as_root))  # fmt: skip
+
+
+def diagnose(message: str, *, as_root: bool) -> str:
+    """How to fix what bwrap said: a folder the row's user cannot read, or the settings
+    that forbid the namespaces bwrap needs."""
+    hints: list[str] = []
+    lowered = message.lower()
+    if "source path" in lowered or "permission denied" in lowered:
+        hints.append(
+            "the row's user cannot read a folder it needs: "
+            + ("assay runs as root, so each row runs as an unprivileged user of its own; make "
+               "the folder readable by others (chmod o+rx on it and its parents) or run "
+               "assay as a normal user" if as_root else "check its permissions")
+        )  # fmt: skip
+    if any(word in lowered for word in ("namespace", "not permitted", "uid map", "setting up")):
+        hints += _namespace_hints(as_root)
+    if not hints:
+        hints.append("check that bwrap works here: bwrap --ro-bind / / --unshare-all true")
+    hints.append("or set sandbox.driver: tempdir (the row is then not contained)")
+    return "; ".join(hints)
+
+
+def _namespace_hints(as_root: bool) -> list[str]:
+    """The kernel settings (and container profiles) that forbid bwrap's namespaces."""
+    hints: list[str] = []
+    settings = {
+        "/proc/sys/kernel/unprivileged_userns_clone": (
+            "0", "unprivileged user namespaces are off: sysctl -w "
+                 "kernel.unprivileged_userns_clone=1"),
+        "/proc/sys/user/max_user_namespaces": (
+            "0", "user namespaces are off: sysctl -w user.max_user_namespaces=15000"),
+        "/proc/sys/kernel/apparmor_restrict_unprivileged_userns": (
+            "1", "AppArmor restricts unprivileged user namespaces (Ubuntu 23.10 and later): "
+                 "sysctl -w kernel.apparmor_restrict_unprivileged_userns=0, or give bwrap an "
+                 "AppArmor profile that allows userns"),
+    }  # fmt: skip
+    for path, (bad, hint) in settings.items():
+        if as_root and "userns" in path:
+            continue  # as root, bwrap needs no user namespace
+        try:
+            if Path(path).read_text().strip() == bad:
+                hints.append(hint)
+        except OSError:
+            continue
+    if _in_container():
+        hints.append(
+            "in a container, namespaces are usually forbidden by its seccomp or AppArmor "
+            "profile: run it with --security-opt seccomp=unconfined --security-opt "
+            "apparmor=unconfined (or --privileged, or --cap-add SYS_ADMIN as root)"
+        )
+    return hints
+
+
+def _in_container() -> bool:
+    if Path("/.dockerenv").exists() or Path("/run/.containerenv").exists():
+        return True
+    try:
+        text = Path("/proc/1/cgroup").read_text()
+    except OSError:
+        return False
+    return any(word in text for word in ("docker", "kubepods", "containerd", "lxc"))
