@@ -32,8 +32,8 @@ from assay.agents.codex_stream import CodexStreamParser
 from assay.agents.coding_models import (
     bridge_key,
     plugin_dirs,
+    plugin_skills,
     read_system_prompt,
-    skills_offered,
 )
 from assay.errors import UserError
 from assay.sandbox.bwrap import install_root
@@ -127,17 +127,16 @@ def write_config(codex_home: Path, *, settings: dict[str, Any], instructions: st
 
 
 def _stage_skills(plugins: list[Path], codex_home: Path) -> list[str]:
-    """Link each plugin's ``skills/<name>`` into ``$CODEX_HOME/skills`` (where Codex finds a
-    user's skills) and return the names offered."""
+    """Link each skill the plugins offer into ``$CODEX_HOME/skills/<name>`` (where Codex finds
+    a user's skills) and return the names offered."""
+    skills = plugin_skills(plugins)
     target = codex_home / "skills"
-    names = skills_offered(plugins)
-    for plugin in plugins:
-        for skill in sorted(plugin.glob("skills/*/SKILL.md")):
-            target.mkdir(parents=True, exist_ok=True)
-            link = target / skill.parent.name
-            if not link.exists():
-                link.symlink_to(skill.parent, target_is_directory=True)
-    return names
+    for name, folder in skills.items():
+        target.mkdir(parents=True, exist_ok=True)
+        link = target / name
+        if not link.exists():
+            link.symlink_to(folder, target_is_directory=True)
+    return sorted(skills)
 
 
 def _direct_credentials(host: dict[str, str], codex_home: Path) -> dict[str, str]:

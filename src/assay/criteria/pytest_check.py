@@ -98,16 +98,15 @@ class PytestChecker(ScoreAggregate):
 
 def _score(spec: PytestCheck, result: ProcessResult, report: Path) -> CriterionResult:
     code = result.exit_code
-    if not report.exists():
-        if code in (126, 127):
-            raise CriterionError(f"pytest is not installed in the sandbox (exit code {code}): "
-                                 f"{tail(result.stderr.strip(), 300)}")  # fmt: skip
-        raise CriterionError(f"pytest wrote no report (exit code {code}): "
-                             f"{tail((result.stderr or result.stdout).strip(), 500)}")  # fmt: skip
+    output = tail((result.stderr or result.stdout).strip(), 500)
+    if code in (126, 127) and not report.exists():
+        raise CriterionError(f"pytest is not installed in the sandbox (exit code {code}): "
+                             f"{tail(result.stderr.strip(), 300)}")  # fmt: skip
     if code not in (*SCORED_EXITS, NO_TESTS_EXIT):
-        kind = {3: "an internal error", 4: "a usage error"}.get(code or -1, f"exit code {code}")
-        raise CriterionError(f"pytest stopped with {kind} (exit code {code}): "
-                             f"{tail((result.stderr or result.stdout).strip(), 500)}")  # fmt: skip
+        kind = {3: "an internal error", 4: "a usage error"}.get(code or -1, "an unknown exit")
+        raise CriterionError(f"pytest stopped with {kind} (exit code {code}): {output}")
+    if not report.exists():
+        raise CriterionError(f"pytest wrote no report (exit code {code}): {output}")
     counts = read_report(report)
     if counts.tests == 0:
         return basic_result(spec, 0.0, f"Exit code: {code}, Pytest: No tests collected "
