@@ -83,6 +83,7 @@ class JailPolicy:
             the store, the cache).
         bridge: the model bridge's unix socket and port, or ``None``.
         as_root: assay runs as root: each row becomes a user of its own.
+        user: ``(uid, gid)`` inside bwrap's user namespace when not as root (the caller's).
     """
 
     bwrap: Path
@@ -91,6 +92,7 @@ class JailPolicy:
     hidden: tuple[Path, ...] = ()
     bridge: BridgeLink | None = None
     as_root: bool = False
+    user: tuple[int, int] = (0, 0)
 
     def jail(
         self,
@@ -217,7 +219,8 @@ class Jail:
         if not network:
             args.append("--unshare-net")
         if not self.policy.as_root:
-            args += ["--unshare-user", "--uid", str(os.getuid()), "--gid", str(os.getgid())]
+            uid, gid = self.policy.user
+            args += ["--unshare-user", "--uid", str(uid), "--gid", str(gid)]
         return args
 
     def _environment(self, env: dict[str, str], writable: list[Path]) -> dict[str, str]:
@@ -442,6 +445,7 @@ def make_policy(
         hidden=tuple(sorted({Path(p).resolve() for p in hidden}, key=lambda p: len(p.parts))),
         bridge=bridge,
         as_root=os.geteuid() == 0,
+        user=(os.getuid(), os.getgid()),
     )
 
 
