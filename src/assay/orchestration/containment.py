@@ -159,10 +159,30 @@ class Containment:
         Raises:
             UsageError: bwrap is not installed.
         """
-        if not uses_bwrap(plan):
+        return cls.for_tasks([v.definition for t in plan.tasks for v in t.variants],
+                             private=private, bridge=bridge)  # fmt: skip
+
+    @classmethod
+    def for_tasks(
+        cls,
+        tasks: Iterable[TaskDefinition],
+        *,
+        private: Iterable[Path],
+        bridge: BridgeLink | None = None,
+        check: bool = False,
+    ) -> Containment:
+        """A policy when one of ``tasks`` uses ``bwrap`` (``check``: and make one sandbox
+        first, as :func:`check_containment` does).
+
+        Raises:
+            UsageError: bwrap is not installed, or (``check``) cannot make a sandbox here.
+        """
+        if not any(t.sandbox_driver == "bwrap" for t in tasks):
             return cls()
         policy = make_policy(path_variable=os.environ.get("PATH", ""), hidden=private,
                              bridge=bridge)  # fmt: skip
+        if check:
+            probe(policy)
         return cls(policy)
 
     def jail(self, task: TaskDefinition, root: Path, base_dir: Path) -> Jail | None:

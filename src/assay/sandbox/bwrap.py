@@ -118,8 +118,11 @@ class JailPolicy:
         Raises:
             SandboxError: the home folder or the user's files cannot be made.
         """
+        root = Path(os.path.abspath(root))
         home = Path(tempfile.mkdtemp(prefix="assay-jail-home-"))
-        jail = Jail(self, root, home, dict(limits), network, tuple(readable), task_dir)
+        jail = Jail(self, root, home, dict(limits), network,
+                    tuple(Path(os.path.abspath(p)) for p in readable),
+                    Path(os.path.abspath(task_dir)) if task_dir is not None else None)  # fmt: skip
         try:
             if self.as_root:
                 jail.uid = UID_BASE + next(_ROW_NUMBERS) % UID_SLOTS
@@ -174,7 +177,7 @@ class Jail:
                 ``route: direct``), whatever ``sandbox.network`` says.
         """
         network = network or self.network
-        extra = [Path(p) for p in writable]
+        extra = [Path(os.path.abspath(p)) for p in writable]
         for path in extra:
             if self.uid is not None and path not in self.given:
                 give(path, self.uid)
@@ -183,7 +186,8 @@ class Jail:
         args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp",
                  "--perms", "1777", "--tmpfs", "/var/tmp"]  # fmt: skip
         task = [self.task_dir] if self.task_dir is not None and not agent else []
-        shown = _outermost([*self.policy.readable, *self.readable, *task, *map(Path, readable)])
+        more = [Path(os.path.abspath(p)) for p in readable]
+        shown = _outermost([*self.policy.readable, *self.readable, *task, *more])
         link = self.policy.bridge
         forward = bridge and link is not None and not network
         sockets = [link.socket] if forward and link is not None else []
@@ -209,7 +213,7 @@ class Jail:
             config["forward"] = {"port": link.port, "socket": str(link.socket)}
         if self.uid is not None:
             config["uid"] = config["gid"] = self.uid
-        args += ["--remount-ro", "/", "--chdir", str(cwd or self.root), "--"]
+        args += ["--remount-ro", "/", "--chdir", os.path.abspath(cwd or self.root), "--"]
         args += [str(self.policy.python), "-I", "-S", INIT, json.dumps(config), "--", *argv]
         return args, self._environment(env, extra)
 
@@ -369,10 +373,13 @@ def _base_python(config: Path) -> list[Path]:
 
 
 def python_folders() -> list[Path]:
-    """assay's own Python: its environment and the installation it comes from."""
+    """assay's own Python: its environment, the installation it comes from, and the folder
+    assay is imported from (outside the environment when installed in editable mode; its
+    pytest plugin is loaded by every pytest of that environment)."""
     names = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
     folders = [Path(n).resolve() for n in names]
     folders.append(Path(os.path.realpath(sys.executable)).parent.parent)
+    folders.append(Path(__file__).resolve().parents[2])
     return folders
 
 
