@@ -250,15 +250,17 @@ def test_the_bridge_is_reached_through_its_unix_socket(tmp_path: Path) -> None:
         port = probe_port.getsockname()[1]
     linked = make_policy(path_variable=PATH, bridge=BridgeLink(path, port))
     try:
-        with row(linked) as box:
+        with row(linked, limits={**LIMITS, "RLIMIT_NOFILE": 77}) as box:
             assert box.jail is not None
-            argv, env = box.jail.command(["/bin/sh", "-c", CONNECT.format(host="127.0.0.1",
-                                                                          port=port)],
-                                         env={"PATH": PATH}, bridge=True)  # fmt: skip
+            command = CONNECT.format(host="127.0.0.1", port=port) + "; ulimit -n; id -u"
+            argv, env = box.jail.command(["/bin/sh", "-c", command], env={"PATH": PATH},
+                                         bridge=True)  # fmt: skip
             done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
     finally:
         server.close()
-    assert done.stdout.strip() == "bridge:ping", done.stderr
+    answer, files, uid = done.stdout.split()
+    assert answer == "bridge:ping", done.stderr
+    assert files == "77" and uid != "0"  # the Python first program set the limits too
 
 
 # --- limits, timeout, ownership ----------------------------------------------------------
