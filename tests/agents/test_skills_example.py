@@ -72,3 +72,24 @@ def test_a_stricter_gate_fails_the_run(tmp_path: Path) -> None:
     checks = suite["criterion_aggregates"][0]["threshold_checks"]
     assert [(c["metric"], c["actual_value"], c["passed"]) for c in checks] == [
         ("recall.yes", 0.75, True), ("precision.yes", 0.75, False)]  # fmt: skip
+
+
+def test_a_skill_the_plugin_does_not_offer_makes_every_row_error(tmp_path: Path) -> None:
+    claude_available()
+    shutil.copytree(EXAMPLE, tmp_path / "skills")
+    corpus = tmp_path / "skills" / "corpus.jsonl"
+    corpus.write_text("\n".join(corpus.read_text().splitlines()[:2]) + "\n")
+    task = tmp_path / "skills" / "activation.yaml"
+    task.write_text(task.read_text().replace("skill_name: unit-convert", "skill_name: pdf-extract"))
+    done = run_assay("run", "skills/activation.yaml", cwd=tmp_path)
+    assert done.returncode == 1
+    rows = sorted((tmp_path / "runs" / "latest").glob("default/skill-activation/*/00/task.json"))
+    for path in rows:
+        row = json.loads(path.read_text())
+        assert row["final_status"] == "ERROR"
+        assert row["error_message"] == (
+            "skill_triggered names skill 'pdf-extract' but agent.plugins offered only "
+            "['unit-convert', 'weather-report']: the positive control cannot run. Check the "
+            "plugin path (a plugin root holds skills/<name>/SKILL.md)."
+        )
+    assert len(rows) == 2
