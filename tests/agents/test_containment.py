@@ -5,10 +5,7 @@ stays out of reach; with ``driver: tempdir`` the same scripted tool calls do rea
 
 from __future__ import annotations
 
-import contextlib
 import json
-import socket
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +14,7 @@ import pytest
 
 from assay.results.transcript_otlp import from_trace
 from tests.agents.coding import claude_available, codex_path, run_assay
-from tests.helpers import write
+from tests.helpers import host_tcp_server, write
 
 SCRIPT = """\
 replies:
@@ -50,26 +47,6 @@ success_criteria:
 """
 
 
-@contextlib.contextmanager
-def host_server() -> Iterator[int]:
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen()
-
-    def serve() -> None:
-        with contextlib.suppress(OSError):
-            while True:
-                client, _ = server.accept()
-                client.sendall(b"host-answered")
-                client.close()
-
-    threading.Thread(target=serve, daemon=True).start()
-    try:
-        yield server.getsockname()[1]
-    finally:
-        server.close()
-
-
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """The same scripted escapes by both CLIs, in bwrap and in tempdir."""
@@ -77,7 +54,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     cwd = tmp_path_factory.mktemp("contain")
     outside = tmp_path_factory.mktemp("outside")
     secret = write(outside / "secret.txt", "host-secret\n")
-    with host_server() as port:
+    with host_tcp_server(b"host-answered") as port:
         connect = (f"python3 -c 'import socket; print(socket.create_connection((\\\"127.0.0.1\\\", "
                    f"{port}), 3).recv(20).decode())'")  # fmt: skip
         write(cwd / "script.yaml", SCRIPT.format(outside=outside, secret=secret, connect=connect))

@@ -33,7 +33,7 @@ from assay.sandbox.process import ProcessResult
 from assay.sandbox.tempdir import Sandbox
 from assay.spec.task import SandboxConfig
 from tests.agents.coding import run_assay
-from tests.helpers import write
+from tests.helpers import host_tcp_server, write
 
 VENV_BIN = str(Path(sys.executable).parent)
 PATH = f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}"
@@ -187,34 +187,12 @@ def test_the_environment_drops_pointers_to_the_host(policy: JailPolicy) -> None:
 # --- network -----------------------------------------------------------------------------
 
 
-@contextlib.contextmanager
-def tcp_server() -> Iterator[int]:
-    """A server on the host's 127.0.0.1 that answers 'pong' to anything."""
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen()
-
-    def serve() -> None:
-        with contextlib.suppress(OSError):
-            while True:
-                client, _ = server.accept()
-                client.recv(100)
-                client.sendall(b"pong")
-                client.close()
-
-    threading.Thread(target=serve, daemon=True).start()
-    try:
-        yield server.getsockname()[1]
-    finally:
-        server.close()
-
-
 CONNECT = ("python3 -c \"import socket,sys; s=socket.create_connection(('{host}', {port}), 3); "
            "s.sendall(b'ping'); print(s.recv(100).decode())\"")  # fmt: skip
 
 
 def test_no_network_but_its_own_loopback(policy: JailPolicy) -> None:
-    with tcp_server() as port, row(policy) as box:
+    with host_tcp_server(b"pong") as port, row(policy) as box:
         host = run(box, CONNECT.format(host="127.0.0.1", port=port))
         outside = run(box, CONNECT.format(host="1.1.1.1", port=53))
         interfaces = run(box, "cat /proc/net/dev")
@@ -224,7 +202,7 @@ def test_no_network_but_its_own_loopback(policy: JailPolicy) -> None:
 
 
 def test_sandbox_network_shares_the_hosts(policy: JailPolicy) -> None:
-    with tcp_server() as port, row(policy, network=True) as box:
+    with host_tcp_server(b"pong") as port, row(policy, network=True) as box:
         done = run(box, CONNECT.format(host="127.0.0.1", port=port))
     assert done.stdout.strip() == "pong"
 
@@ -401,7 +379,7 @@ def test_the_same_ways_out_work_from_a_tempdir_sandbox(tmp_path: Path) -> None:
     secret = host_secret(tmp_path / "host")
     box = Sandbox.create(SandboxConfig(), base_dir=Path.cwd())
     try:
-        with tcp_server() as port:
+        with host_tcp_server(b"pong") as port:
             done = run(box, f"cat {secret}; touch {tmp_path}/outside; "
                             + CONNECT.format(host="127.0.0.1", port=port))  # fmt: skip
     finally:
