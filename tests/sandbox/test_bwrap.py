@@ -21,14 +21,8 @@ from pathlib import Path
 import pytest
 
 from assay.errors import UsageError
-from assay.sandbox.bwrap import (
-    BridgeLink,
-    Jail,
-    JailPolicy,
-    diagnose,
-    make_policy,
-    probe,
-)
+from assay.sandbox.bwrap import BridgeLink, Jail, JailPolicy, make_policy
+from assay.sandbox.probe import diagnose, probe
 from assay.sandbox.process import ProcessResult
 from assay.sandbox.tempdir import Sandbox
 from assay.spec.task import SandboxConfig

@@ -39,7 +39,7 @@ from assay.agents.coding_models import (
     skills_offered,
 )
 from assay.errors import UserError
-from assay.sandbox.bwrap import install_root
+from assay.sandbox.mounts import install_root
 from assay.spec.coding_agents import ClaudeCodeAgent
 
 QUIET = {

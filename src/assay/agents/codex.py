@@ -36,7 +36,7 @@ from assay.agents.coding_models import (
     read_system_prompt,
 )
 from assay.errors import UserError
-from assay.sandbox.bwrap import install_root
+from assay.sandbox.mounts import install_root
 from assay.spec.coding_agents import CodexAgent
 
 DEFAULT_CLI_MODEL = "gpt-5.5"

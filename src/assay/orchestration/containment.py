@@ -14,25 +14,16 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from assay.agents.coding_models import plugin_dirs
 from assay.errors import SandboxError, TaskFileError, UsageError
 from assay.orchestration.coding_checks import find_agent_cli
-from assay.sandbox.bwrap import (
-    BridgeLink,
-    Jail,
-    JailPolicy,
-    install_root,
-    make_policy,
-    probe,
-    unreadable,
-)
+from assay.orchestration.task_loader import LoadedTask
+from assay.sandbox.bwrap import BridgeLink, Jail, JailPolicy, make_policy
+from assay.sandbox.mounts import install_root, unreadable
+from assay.sandbox.probe import probe
 from assay.spec.coding_agents import CodingAgent
 from assay.spec.task import SandboxLimits, TaskDefinition
-
-if TYPE_CHECKING:
-    from assay.orchestration.plan import Plan, PlannedTask
 
 NOT_CONTAINED = (
     "sandbox.driver tempdir: the {agent} agent may write files and run commands, and a "
@@ -46,17 +37,15 @@ BWRAP_ONLY = (
 )
 
 
-def uses_bwrap(plan: Plan) -> bool:
-    """Some variant of some task runs its rows in a ``bwrap`` sandbox."""
-    return any(v.definition.sandbox_driver == "bwrap" for t in plan.tasks for v in t.variants)
+def uses_bwrap(tasks: Iterable[TaskDefinition]) -> bool:
+    """Some of ``tasks`` (every variant of every task of a plan) runs in a ``bwrap`` sandbox."""
+    return any(t.sandbox_driver == "bwrap" for t in tasks)
 
 
-def containment_warnings(planned: PlannedTask) -> list[str]:
-    """One warning per task (its first variant that needs it): a coding agent that may act
-    in a ``tempdir`` sandbox, or bwrap-only settings under ``tempdir``."""
-    display = planned.loaded.display
-    for variant in planned.variants:
-        task = variant.definition
+def containment_warnings(display: str, variants: Iterable[TaskDefinition]) -> list[str]:
+    """One warning per task file (``display``), for its first variant that needs it: a coding
+    agent that may act in a ``tempdir`` sandbox, or bwrap-only settings under ``tempdir``."""
+    for task in variants:
         agent = task.agent
         if task.sandbox_driver != "tempdir":
             continue
@@ -68,30 +57,30 @@ def containment_warnings(planned: PlannedTask) -> list[str]:
     return []
 
 
-def check_containment(plan: Plan) -> None:
-    """Make one ``bwrap`` sandbox if the plan needs them (see the module docstring); as
-    root, check that each bwrap task's folders can be read by the row's own user.
+def check_containment(planned: Iterable[tuple[LoadedTask, TaskDefinition]]) -> None:
+    """Make one ``bwrap`` sandbox if some task (as a variant runs it, beside its file) needs
+    them (see the module docstring); as root, check that each bwrap task's folders can be
+    read by the row's own user.
 
     Raises:
         TaskFileError: the machine cannot make one, or a folder cannot be read: located at
             the task, with why and how to fix it.
     """
-    planned = [(t, v.definition) for t in plan.tasks for v in t.variants
-               if v.definition.sandbox_driver == "bwrap"]  # fmt: skip
-    if not planned:
+    contained = [(loaded, task) for loaded, task in planned if task.sandbox_driver == "bwrap"]
+    if not contained:
         return
     try:
         policy = make_policy(path_variable=os.environ.get("PATH", ""))
         probe(policy)
     except UsageError as exc:
-        raise _located(planned[0][0], exc.message, exc.hint) from None
+        raise _located(contained[0][0], exc.message, exc.hint) from None
     if not policy.as_root:
         return
-    for task, definition in planned:
-        for path in _row_folders(definition, task.loaded.base_dir):
+    for loaded, task in contained:
+        for path in _row_folders(task, loaded.base_dir):
             problem = unreadable(path)
             if problem is not None:
-                raise _located(task, problem, READABLE_HINT)
+                raise _located(loaded, problem, READABLE_HINT)
 
 
 READABLE_HINT = (
@@ -101,8 +90,7 @@ READABLE_HINT = (
 )
 
 
-def _located(task: PlannedTask, message: str, hint: str | None) -> TaskFileError:
-    loaded = task.loaded
+def _located(loaded: LoadedTask, message: str, hint: str | None) -> TaskFileError:
     explicit = loaded.definition.sandbox.driver == "bwrap"
     why = "" if explicit else " (bwrap: the default for a coding agent that may act)"
     return TaskFileError(
@@ -142,27 +130,6 @@ class Containment:
     policy: JailPolicy | None = None
 
     @classmethod
-    def for_run(
-        cls,
-        plan: Plan,
-        *,
-        private: Iterable[Path],
-        bridge: BridgeLink | None = None,
-    ) -> Containment:
-        """The run's policy, when a task of ``plan`` uses ``bwrap``.
-
-        Args:
-            private: folders and files no row may see (the run folder, the store, the
-                response cache).
-            bridge: the model bridge's unix socket and port.
-
-        Raises:
-            UsageError: bwrap is not installed.
-        """
-        return cls.for_tasks([v.definition for t in plan.tasks for v in t.variants],
-                             private=private, bridge=bridge)  # fmt: skip
-
-    @classmethod
     def for_tasks(
         cls,
         tasks: Iterable[TaskDefinition],
@@ -177,7 +144,7 @@ class Containment:
         Raises:
             UsageError: bwrap is not installed, or (``check``) cannot make a sandbox here.
         """
-        if not any(t.sandbox_driver == "bwrap" for t in tasks):
+        if not uses_bwrap(tasks):
             return cls()
         policy = make_policy(path_variable=os.environ.get("PATH", ""), hidden=private,
                              bridge=bridge)  # fmt: skip

@@ -194,7 +194,7 @@ class RunSession:
         log_session(self.run_dir, "start", self.started)
         pool = build_pool(request.models, jobs=request.options.jobs, prices=self.prices,
                           registry=request.registry)  # fmt: skip
-        contained = uses_bwrap(self.plan)
+        contained = uses_bwrap(self.plan.definitions)
         services_of_run = run_services(pool, model_keys(self.plan), bridge=needs_bridge(self.plan),
                                        bridge_socket=contained,
                                        on_retry=request.progress.retry)  # fmt: skip
@@ -226,7 +226,7 @@ class RunSession:
         stores = [t.expansion.store.url for t in self.plan.tasks if t.expansion.store is not None]
         private = private_paths(self.run_dir, cache=cache.path if cache is not None else None,
                                 store_urls=stores)  # fmt: skip
-        return Containment.for_run(self.plan, private=private, bridge=link)
+        return Containment.for_tasks(self.plan.definitions, private=private, bridge=link)
 
     def finish(
         self, results: list[EvaluationResult | None], *, interrupted: bool

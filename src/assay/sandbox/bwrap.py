@@ -25,35 +25,36 @@ What a program of the row sees (every path at the same place as on the host):
   the whole process tree dies with the sandbox (its own PID namespace; ``--die-with-parent``
   and the process group killed at the timeout).
 
-:func:`probe` runs one sandbox when a run starts and turns every way it can fail into a
-message that says why and how to fix it.
+What is bound comes from :mod:`assay.sandbox.mounts`; :func:`assay.sandbox.probe.probe`
+makes one sandbox when a run starts and turns every way it can fail into a message that
+says why and how to fix it.
 """
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import json
 import os
-import pwd
 import shutil
-import subprocess
 import sys
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from assay.errors import SandboxError, UsageError
+from assay.sandbox.mounts import (
+    outermost,
+    parent_dirs,
+    python_folders,
+    system_binds,
+    tool_folders,
+)
 
-SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt",
-                "/nix")  # fmt: skip
 INIT_SOURCE = Path(__file__).with_name("jail_init.py")
 INIT = "/run/assay/init.py"
 UID_BASE = 1_900_000_000
 UID_SLOTS = 100_000
-PROBE_SECONDS = 20.0
-_ROW_NUMBERS = itertools.count()
 
 INSTALL_HINT = (
     "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install "
@@ -85,6 +86,7 @@ class JailPolicy:
         as_root: assay runs as root: each row becomes a user of its own.
         user: ``(uid, gid)`` inside bwrap's user namespace when not as root (the caller's).
         tools: ``prlimit`` and ``setpriv`` (util-linux), when both are in a system folder.
+        numbers: numbers the rows (their users' uids).
     """
 
     bwrap: Path
@@ -95,6 +97,7 @@ class JailPolicy:
     as_root: bool = False
     user: tuple[int, int] = (0, 0)
     tools: tuple[Path, Path] | None = None
+    numbers: Iterator[int] = field(default_factory=itertools.count, compare=False, repr=False)
 
     def jail(
         self,
@@ -127,7 +130,7 @@ class JailPolicy:
                     Path(os.path.abspath(task_dir)) if task_dir is not None else None)  # fmt: skip
         try:
             if self.as_root:
-                jail.uid = UID_BASE + next(_ROW_NUMBERS) % UID_SLOTS
+                jail.uid = UID_BASE + next(self.numbers) % UID_SLOTS
                 jail.accounts = _accounts(jail.uid, home)
                 for path in (root, home):
                     give(path, jail.uid)
@@ -184,16 +187,16 @@ class Jail:
             if self.uid is not None and path not in self.given:
                 give(path, self.uid)
                 self.given.append(path)
-        args = [str(self.policy.bwrap), *self._namespaces(network), *_system()]
+        args = [str(self.policy.bwrap), *self._namespaces(network), *system_binds()]
         args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp",
                  "--perms", "1777", "--tmpfs", "/var/tmp"]  # fmt: skip
         task = [self.task_dir] if self.task_dir is not None and not agent else []
         more = [Path(os.path.abspath(p)) for p in readable]
-        shown = _outermost([*self.policy.readable, *self.readable, *task, *more])
+        shown = outermost([*self.policy.readable, *self.readable, *task, *more])
         link = self.policy.bridge
         forward = bridge and link is not None and not network
         sockets = [link.socket] if forward and link is not None else []
-        args += _parents([*shown, self.root, self.home, *extra, *sockets])
+        args += parent_dirs([*shown, self.root, self.home, *extra, *sockets])
         for path in shown:
             args += ["--ro-bind", str(path), str(path)]
         for path in self.policy.hidden:
@@ -315,133 +318,6 @@ def _accounts(uid: int, home: Path) -> Path:
     return folder
 
 
-def _system() -> list[str]:
-    """Binds of the system folders that exist (a symlink such as ``/bin → usr/bin`` stays a
-    symlink)."""
-    args: list[str] = []
-    for name in SYSTEM_PATHS:
-        path = Path(name)
-        if path.is_symlink():
-            args += ["--symlink", os.readlink(path), name]
-        elif path.is_dir():
-            args += ["--ro-bind", name, name]
-    return args
-
-
-def _parents(paths: list[Path]) -> list[str]:
-    """``--dir`` for the folders that lead to bound paths outside the system folders, made
-    traversable (``0755``): bwrap would give them the host's mode, and a host ``/root`` is
-    ``0700``, which the row's user could not cross."""
-    system = [Path(s) for s in SYSTEM_PATHS]
-    parents: set[Path] = set()
-    for path in paths:
-        for parent in path.parents:
-            if parent == Path("/") or any(s == parent or s in parent.parents for s in system):
-                continue
-            if parent in (Path("/tmp"), Path("/var/tmp")):
-                continue  # the sandbox's own, made 1777
-            parents.add(parent)
-    args: list[str] = []
-    for parent in sorted(parents, key=lambda p: (len(p.parts), str(p))):
-        args += ["--perms", "0755", "--dir", str(parent)]
-    return args
-
-
-def _outermost(paths: Iterable[Path]) -> list[Path]:
-    """Existing folders (and files) outside the system folders (bound anyway), without
-    those inside another one, outermost first."""
-    found = sorted({p for p in paths if p.exists()}, key=lambda p: (len(p.parts), str(p)))
-    system = [Path(s) for s in SYSTEM_PATHS]
-    kept: list[Path] = []
-    for path in found:
-        if any(s == path or s in path.parents for s in [*system, *kept]):
-            continue
-        kept.append(path)
-    return kept
-
-
-def tool_folders(path_variable: str) -> list[Path]:
-    """The folders of ``PATH`` a sandbox shows: those outside home folders, and any
-    virtual environment (``bin/`` beside ``pyvenv.cfg``, with the Python it was made from)
-    or ``node_modules/.bin`` (its ``node_modules``) wherever it is."""
-    homes = home_folders()
-    folders: list[Path] = []
-    for entry in path_variable.split(os.pathsep):
-        if not entry or not os.path.isabs(entry) or not os.path.isdir(entry):
-            continue
-        path = Path(entry).resolve()
-        environment = _environment_root(path)
-        if environment is not None:
-            folders += environment
-        elif not any(h == path or h in path.parents for h in homes):
-            folders.append(path)
-    return folders
-
-
-def _environment_root(path: Path) -> list[Path] | None:
-    if (path.parent / "pyvenv.cfg").is_file():
-        return [path.parent, *_base_python(path.parent / "pyvenv.cfg")]
-    if path.name == ".bin" and path.parent.name == "node_modules":
-        return [path.parent]
-    return None
-
-
-def _base_python(config: Path) -> list[Path]:
-    """The prefix of the Python a virtual environment was made from (``home = …/bin``)."""
-    for line in config.read_text(encoding="utf-8", errors="replace").splitlines():
-        key, _, value = line.partition("=")
-        if key.strip() == "home" and value.strip():
-            return [Path(value.strip()).resolve().parent]
-    return []
-
-
-def python_folders() -> list[Path]:
-    """assay's own Python: its environment, the installation it comes from, and the folder
-    assay is imported from (outside the environment when installed in editable mode; its
-    pytest plugin is loaded by every pytest of that environment)."""
-    names = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
-    folders = [Path(n).resolve() for n in names]
-    folders.append(Path(os.path.realpath(sys.executable)).parent.parent)
-    folders.append(Path(__file__).resolve().parents[2])
-    return folders
-
-
-def home_folders() -> list[Path]:
-    """Where users' homes are: ``/home``, ``/root``, and this user's home."""
-    homes = {Path("/home"), Path("/root")}
-    with contextlib.suppress(KeyError):
-        homes.add(Path(pwd.getpwuid(os.getuid()).pw_dir))
-    if os.environ.get("HOME"):
-        homes.add(Path(os.environ["HOME"]))
-    return [h.resolve() for h in homes if str(h) != "/"]
-
-
-def install_root(executable: Path) -> Path:
-    """The folder a CLI needs to run: its ``node_modules`` (an npm install), else the folder
-    of the real executable."""
-    real = executable.resolve()
-    for parent in real.parents:
-        if parent.name == "node_modules":
-            outer = [p for p in real.parents if p.name == "node_modules"]
-            return outer[-1]
-    return real.parent
-
-
-def unreadable(path: Path) -> str | None:
-    """Why a row's own user (assay running as root) could not read ``path``, or ``None``:
-    a folder needs ``o+rx``, a file ``o+r``."""
-    try:
-        mode = path.stat().st_mode
-    except OSError as exc:
-        return f"{path} cannot be read: {exc.strerror}"
-    needed = 0o005 if path.is_dir() else 0o004
-    if mode & needed != needed:
-        kind = "folder" if path.is_dir() else "file"
-        return (f"{path} is a {kind} with mode {oct(mode & 0o777)[2:]}, which the row's "
-                "unprivileged user cannot read")  # fmt: skip
-    return None
-
-
 def find_bwrap() -> Path:
     """The ``bwrap`` executable.
 
@@ -471,7 +347,7 @@ def make_policy(
     return JailPolicy(
         bwrap=find_bwrap(),
         python=Path(sys.executable),
-        readable=tuple(_outermost(shown)),
+        readable=tuple(outermost(shown)),
         hidden=tuple(sorted({Path(p).resolve() for p in hidden}, key=lambda p: len(p.parts))),
         bridge=bridge,
         as_root=os.geteuid() == 0,
@@ -488,92 +364,3 @@ def _util_linux() -> tuple[Path, Path] | None:
     if found[0] is None or found[1] is None:
         return None
     return Path(found[0]), Path(found[1])
-
-
-def probe(policy: JailPolicy) -> None:
-    """Make one sandbox and run ``true`` in it, as every row will.
-
-    Raises:
-        UsageError: the machine cannot make such a sandbox: why, and how to fix it.
-    """
-    folder = Path(tempfile.mkdtemp(prefix="assay-probe-"))
-    jail = None
-    try:
-        jail = policy.jail(folder, limits={})
-        argv, env = jail.command(["true"], env={"PATH": "/usr/bin:/bin"}, bridge=True)
-        done = subprocess.run(argv, env=env, capture_output=True, text=True,
-                              timeout=PROBE_SECONDS, check=False)  # fmt: skip
-    except subprocess.TimeoutExpired:
-        raise UsageError(f"the bwrap sandbox did not start within {PROBE_SECONDS:g} s",
-                         hint=INSTALL_HINT) from None  # fmt: skip
-    except (OSError, SandboxError) as exc:
-        raise UsageError(f"cannot run {policy.bwrap}: {exc}", hint=INSTALL_HINT) from None
-    finally:
-        if jail is not None:
-            jail.close()
-        shutil.rmtree(folder, ignore_errors=True)
-    if done.returncode != 0:
-        message = done.stderr.strip() or f"bwrap exited with code {done.returncode}"
-        raise UsageError(f"the machine cannot make a bwrap sandbox: {message}",
-                         hint=diagnose(message, as_root=policy.as_root))  # fmt: skip
-
-
-def diagnose(message: str, *, as_root: bool) -> str:
-    """How to fix what bwrap said: a folder the row's user cannot read, or the settings
-    that forbid the namespaces bwrap needs."""
-    hints: list[str] = []
-    lowered = message.lower()
-    if "source path" in lowered or "permission denied" in lowered:
-        hints.append(
-            "the row's user cannot read a folder it needs: "
-            + ("assay runs as root, so each row runs as an unprivileged user of its own; make "
-               "the folder readable by others (chmod o+rx on it and its parents) or run "
-               "assay as a normal user" if as_root else "check its permissions")
-        )  # fmt: skip
-    if any(word in lowered for word in ("namespace", "not permitted", "uid map", "setting up")):
-        hints += _namespace_hints(as_root)
-    if not hints:
-        hints.append("check that bwrap works here: bwrap --ro-bind / / --unshare-all true")
-    hints.append("or set sandbox.driver: tempdir (the row is then not contained)")
-    return "; ".join(hints)
-
-
-def _namespace_hints(as_root: bool) -> list[str]:
-    """The kernel settings (and container profiles) that forbid bwrap's namespaces."""
-    hints: list[str] = []
-    settings = {
-        "/proc/sys/kernel/unprivileged_userns_clone": (
-            "0", "unprivileged user namespaces are off: sysctl -w "
-                 "kernel.unprivileged_userns_clone=1"),
-        "/proc/sys/user/max_user_namespaces": (
-            "0", "user namespaces are off: sysctl -w user.max_user_namespaces=15000"),
-        "/proc/sys/kernel/apparmor_restrict_unprivileged_userns": (
-            "1", "AppArmor restricts unprivileged user namespaces (Ubuntu 23.10 and later): "
-                 "sysctl -w kernel.apparmor_restrict_unprivileged_userns=0, or give bwrap an "
-                 "AppArmor profile that allows userns"),
-    }  # fmt: skip
-    for path, (bad, hint) in settings.items():
-        if as_root and "userns" in path:
-            continue  # as root, bwrap needs no user namespace
-        try:
-            if Path(path).read_text().strip() == bad:
-                hints.append(hint)
-        except OSError:
-            continue
-    if _in_container():
-        hints.append(
-            "in a container, namespaces are usually forbidden by its seccomp or AppArmor "
-            "profile: run it with --security-opt seccomp=unconfined --security-opt "
-            "apparmor=unconfined (or --privileged, or --cap-add SYS_ADMIN as root)"
-        )
-    return hints
-
-
-def _in_container() -> bool:
-    if Path("/.dockerenv").exists() or Path("/run/.containerenv").exists():
-        return True
-    try:
-        text = Path("/proc/1/cgroup").read_text()
-    except OSError:
-        return False
-    return any(word in text for word in ("docker", "kubepods", "containerd", "lxc"))
