@@ -172,3 +172,15 @@ def test_an_agent_crash_still_grades_read_only_criteria_and_stays_error(tmp_path
     suite = json.loads(next((tmp_path / "runs").rglob("suite.json")).read_text())
     assert suite["rows_error"] == 1
     assert [a["rows_excluded"] for a in suite["criterion_aggregates"]] == [1, 1, 1]
+
+
+def test_an_experiments_variant_picks_the_driver(tmp_path: Path) -> None:
+    task = write(tmp_path / "t.yaml", "task_id: t\ndescription: d\ninitial_prompt: p\n"
+                 "agent: {type: command, command: 'true'}\n"
+                 "success_criteria: [{type: file_exists, path: a, description: d}]\n")  # fmt: skip
+    experiment = write(tmp_path / "e.yaml", "experiment_id: drivers\nvariants:\n"
+                       "  - {variant_id: loose}\n"
+                       "  - {variant_id: contained, driver: bwrap}\n")  # fmt: skip
+    plan = build_plan([task], PlanOptions(experiment=str(experiment)))
+    drivers = [v.definition.sandbox_driver for v in plan.tasks[0].variants]
+    assert drivers == ["tempdir", "bwrap"]

@@ -331,7 +331,7 @@ class TaskDefinition(StrictModel):
     coder_eval_only: ClassVar[Mapping[str, str]] = {
         "simulation": "no simulated user; the agent gets initial_prompt once",
         "reference": "reference solutions are not compared",
-        "expected_commands": "command efficiency is not measured",
+        "expected_commands": "give the budget to a commands_efficiency criterion instead",
     }
     writer_only: ClassVar[frozenset[str]] = frozenset({"suite_id", "row_id"})
 
