@@ -325,6 +325,33 @@ def test_diagnose_names_the_settings_and_the_way_out() -> None:
     assert namespace.endswith("or set sandbox.driver: tempdir (the row is then not contained)")
 
 
+def test_diagnose_reads_the_settings_that_forbid_user_namespaces(tmp_path: Path) -> None:
+    write(tmp_path / "proc/sys/kernel/unprivileged_userns_clone", "0\n")
+    write(tmp_path / "proc/sys/kernel/apparmor_restrict_unprivileged_userns", "1\n")
+    write(tmp_path / "proc/sys/user/max_user_namespaces", "15000\n")
+    write(tmp_path / ".dockerenv", "")
+    said = diagnose("bwrap: setting up uid map: Permission denied", as_root=False,
+                    root=tmp_path).split("; ")  # fmt: skip
+    assert said == [
+        "unprivileged user namespaces are off (Debian's switch): sysctl -w "
+        "kernel.unprivileged_userns_clone=1",
+        "AppArmor restricts unprivileged user namespaces (Ubuntu 23.10 and later): sysctl -w "
+        "kernel.apparmor_restrict_unprivileged_userns=0, or give bwrap an AppArmor profile "
+        "that allows them",
+        "in a container, namespaces are usually forbidden by its seccomp or AppArmor profile: "
+        "run it with --security-opt seccomp=unconfined --security-opt apparmor=unconfined (or "
+        "--privileged, or --cap-add SYS_ADMIN as root)",
+        "or set sandbox.driver: tempdir (the row is then not contained)",
+    ]
+    (tmp_path / ".dockerenv").unlink()
+    as_root = diagnose("bwrap: Creating new namespace failed: Operation not permitted",
+                       as_root=True, root=tmp_path)  # fmt: skip
+    assert as_root == (
+        "check that bwrap works here: bwrap --ro-bind / / --unshare-all true; "
+        "or set sandbox.driver: tempdir (the row is then not contained)"
+    )
+
+
 def test_a_bwrap_tasks_folder_the_rows_user_cannot_read_is_refused_at_plan(tmp_path: Path) -> None:
     if os.geteuid() != 0:
         pytest.skip("rows run as their own user only when assay runs as root")

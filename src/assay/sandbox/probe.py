@@ -43,12 +43,13 @@ def probe(policy: JailPolicy) -> None:
                          hint=diagnose(message, as_root=policy.as_root))  # fmt: skip
 
 
-def diagnose(message: str, *, as_root: bool) -> str:
+def diagnose(message: str, *, as_root: bool, root: Path = Path("/")) -> str:
     """How to fix what bwrap said: a folder the row's user cannot read, or the settings
-    that forbid the namespaces bwrap needs."""
+    that forbid the namespaces bwrap needs (read under ``root``: ``/proc/sys``, the
+    container markers)."""
     hints: list[str] = []
     lowered = message.lower()
-    if "source path" in lowered or "permission denied" in lowered:
+    if "source path" in lowered:
         hints.append(
             "the row's user cannot read a folder it needs: "
             + ("assay runs as root, so each row runs as an unprivileged user of its own; make "
@@ -56,36 +57,41 @@ def diagnose(message: str, *, as_root: bool) -> str:
                "assay as a normal user" if as_root else "check its permissions")
         )  # fmt: skip
     if any(word in lowered for word in ("namespace", "not permitted", "uid map", "setting up")):
-        hints += _namespace_hints(as_root)
+        hints += namespace_hints(as_root=as_root, root=root)
     if not hints:
         hints.append("check that bwrap works here: bwrap --ro-bind / / --unshare-all true")
     hints.append("or set sandbox.driver: tempdir (the row is then not contained)")
     return "; ".join(hints)
 
 
-def _namespace_hints(as_root: bool) -> list[str]:
-    """The kernel settings (and container profiles) that forbid bwrap's namespaces."""
+USERNS_SETTINGS = {
+    "proc/sys/kernel/unprivileged_userns_clone": (
+        "0", "unprivileged user namespaces are off (Debian's switch): sysctl -w "
+             "kernel.unprivileged_userns_clone=1"),
+    "proc/sys/user/max_user_namespaces": (
+        "0", "user namespaces are off: sysctl -w user.max_user_namespaces=15000"),
+    "proc/sys/kernel/apparmor_restrict_unprivileged_userns": (
+        "1", "AppArmor restricts unprivileged user namespaces (Ubuntu 23.10 and later): "
+             "sysctl -w kernel.apparmor_restrict_unprivileged_userns=0, or give bwrap an "
+             "AppArmor profile that allows them"),
+}  # fmt: skip
+"""Kernel settings (relative to ``/``) that forbid bwrap's user namespace, the value that
+does, and the fix."""
+
+
+def namespace_hints(*, as_root: bool, root: Path = Path("/")) -> list[str]:
+    """The kernel settings and container profiles that forbid bwrap's namespaces here (as
+    root, bwrap makes no user namespace, so only a container profile can stop it)."""
     hints: list[str] = []
-    settings = {
-        "/proc/sys/kernel/unprivileged_userns_clone": (
-            "0", "unprivileged user namespaces are off: sysctl -w "
-                 "kernel.unprivileged_userns_clone=1"),
-        "/proc/sys/user/max_user_namespaces": (
-            "0", "user namespaces are off: sysctl -w user.max_user_namespaces=15000"),
-        "/proc/sys/kernel/apparmor_restrict_unprivileged_userns": (
-            "1", "AppArmor restricts unprivileged user namespaces (Ubuntu 23.10 and later): "
-                 "sysctl -w kernel.apparmor_restrict_unprivileged_userns=0, or give bwrap an "
-                 "AppArmor profile that allows userns"),
-    }  # fmt: skip
-    for path, (bad, hint) in settings.items():
-        if as_root and "userns" in path:
-            continue  # as root, bwrap needs no user namespace
+    for path, (bad, hint) in USERNS_SETTINGS.items():
+        if as_root:
+            break
         try:
-            if Path(path).read_text().strip() == bad:
+            if (root / path).read_text().strip() == bad:
                 hints.append(hint)
         except OSError:
             continue
-    if _in_container():
+    if _in_container(root):
         hints.append(
             "in a container, namespaces are usually forbidden by its seccomp or AppArmor "
             "profile: run it with --security-opt seccomp=unconfined --security-opt "
@@ -94,11 +100,11 @@ def _namespace_hints(as_root: bool) -> list[str]:
     return hints
 
 
-def _in_container() -> bool:
-    if Path("/.dockerenv").exists() or Path("/run/.containerenv").exists():
+def _in_container(root: Path) -> bool:
+    if (root / ".dockerenv").exists() or (root / "run/.containerenv").exists():
         return True
     try:
-        text = Path("/proc/1/cgroup").read_text()
+        text = (root / "proc/1/cgroup").read_text()
     except OSError:
         return False
     return any(word in text for word in ("docker", "kubepods", "containerd", "lxc"))
