@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import shutil
 import socket
@@ -377,19 +378,34 @@ def test_without_root_the_user_namespace_keeps_the_callers_uid() -> None:
                         as_root=False, user=(nobody, nobody))  # fmt: skip
     folder = Path(tempfile.mkdtemp(prefix="assay-userns-"))  # outside pytest's 0700 folders
     os.chown(folder, nobody, nobody)
-    jail: Jail = policy.jail(folder, limits={"RLIMIT_NPROC": 30})
+    jail: Jail = policy.jail(folder, limits={"RLIMIT_NPROC": 30, "RLIMIT_NOFILE": 4096})
     os.chown(jail.home, nobody, nobody)
+    # The command is made by a process whose hard limit on open files is 2048, as a caller's
+    # may be: the row's 4096 cannot be set above it by an unprivileged program.
+    build = (
+        "import json, sys\nfrom pathlib import Path\n"
+        "from assay.sandbox.bwrap import Jail, JailPolicy\n"
+        f"policy = JailPolicy(bwrap=Path({str(policy.bwrap)!r}), python=Path('/usr/bin/python3'),"
+        f" readable=(), as_root=False, user=({nobody}, {nobody}), "
+        "tools=(Path('/usr/bin/prlimit'), Path('/usr/bin/setpriv')))\n"
+        f"jail = Jail(policy, Path({str(folder)!r}), Path({str(jail.home)!r}), "
+        "{'RLIMIT_NPROC': 30, 'RLIMIT_NOFILE': 4096})\n"
+        "print(json.dumps(jail.command(['/bin/sh', '-c', sys.argv[1]], "
+        "env={'PATH': '/usr/bin:/bin'})))\n"
+    )
+    script = ("id -u; ulimit -n; touch ok && echo wrote; cat /etc/shadow; "
+              "for i in $(seq 1 60); do sleep 3 & done; wait")  # fmt: skip
+    made = subprocess.run(["prlimit", "--nofile=2048:2048", sys.executable, "-c", build, script],
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    argv, env = json.loads(made.stdout)
     try:
-        argv, env = jail.command(["/bin/sh", "-c", "id -u; touch ok && echo wrote; cat "
-                                  "/etc/shadow; for i in $(seq 1 60); do sleep 3 & done; wait"],
-                                 env={"PATH": "/usr/bin:/bin"})  # fmt: skip
-        done = subprocess.run(["setpriv", f"--reuid={nobody}", f"--regid={nobody}",
-                               "--clear-groups", *argv], env=env, capture_output=True,
-                              text=True, timeout=60, check=False)  # fmt: skip
+        done = subprocess.run(["prlimit", "--nofile=2048:2048", "setpriv", f"--reuid={nobody}",
+                               f"--regid={nobody}", "--clear-groups", *argv], env=env,
+                              capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
     finally:
         jail.close()
         shutil.rmtree(folder, ignore_errors=True)
-    assert done.stdout.split()[:2] == [str(nobody), "wrote"], done.stderr
+    assert done.stdout.split()[:3] == [str(nobody), "2048", "wrote"], done.stderr
     assert "Permission denied" in done.stderr
     assert "fork" in done.stderr.lower() or "unavailable" in done.stderr.lower()
 

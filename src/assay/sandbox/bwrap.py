@@ -35,6 +35,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import resource
 import shutil
 import sys
 import tempfile
@@ -218,6 +219,17 @@ class Jail:
         args += self._first(argv, link if forward else None)
         return args, self._environment(env, extra)
 
+    def _limits(self) -> dict[str, int]:
+        """The row's limits, none above the hard limit assay itself runs under (a program
+        that is not root cannot raise it)."""
+        if self.policy.as_root:
+            return dict(self.limits)
+        clamped = {}
+        for name, value in self.limits.items():
+            hard = resource.getrlimit(getattr(resource, name))[1]
+            clamped[name] = value if hard == resource.RLIM_INFINITY else min(value, hard)
+        return clamped
+
     def _first(self, argv: list[str], link: BridgeLink | None) -> list[str]:
         """The sandbox's first program, which sets the limits, becomes the row's user and
         (with the bridge) starts the forwarder before ``argv``: util-linux's ``prlimit`` and
@@ -226,14 +238,14 @@ class Jail:
         tools = self.policy.tools
         if link is None and tools is not None:
             prlimit, setpriv = tools
-            limits = [f"--{_PRLIMIT[name]}={value}" for name, value in self.limits.items()]
+            limits = [f"--{_PRLIMIT[name]}={value}" for name, value in self._limits().items()]
             chain = [str(prlimit), *limits, "--"]
             if self.uid is not None:
                 chain += [str(setpriv), f"--reuid={self.uid}", f"--regid={self.uid}",
                           "--clear-groups", "--inh-caps=-all", "--bounding-set=-all",
                           "--"]  # fmt: skip
             return [*chain, *argv]
-        config: dict[str, object] = {"limits": self.limits}
+        config: dict[str, object] = {"limits": self._limits()}
         if link is not None:
             config["forward"] = {"port": link.port, "socket": str(link.socket)}
         if self.uid is not None:
