@@ -184,3 +184,15 @@ def test_an_experiments_variant_picks_the_driver(tmp_path: Path) -> None:
     plan = build_plan([task], PlanOptions(experiment=str(experiment)))
     drivers = [v.definition.sandbox_driver for v in plan.tasks[0].variants]
     assert drivers == ["tempdir", "bwrap"]
+
+
+def test_a_read_only_folder_that_does_not_exist_is_a_load_error(tmp_path: Path) -> None:
+    path = write(tmp_path / "t.yaml", "task_id: t\ndescription: d\ninitial_prompt: p\n"
+                 "agent: {type: command, command: 'true'}\nsandbox:\n  driver: bwrap\n"
+                 "  read_only: [tools, nope]\n"
+                 "success_criteria: [{type: file_exists, path: a, description: d}]\n")  # fmt: skip
+    (tmp_path / "tools").mkdir()
+    with pytest.raises(TaskFileError) as error:
+        load_task(path)
+    assert (error.value.line, error.value.field) == (7, "sandbox.read_only[1]")
+    assert error.value.message == f"sandbox.read_only: {tmp_path / 'nope'} does not exist"

@@ -277,11 +277,14 @@ def test_the_timeout_kills_the_whole_tree_even_what_left_the_group(policy: JailP
 
 def test_files_the_row_made_are_given_back(policy: JailPolicy) -> None:
     with row(policy) as box:
-        run(box, "mkdir -p a/b && echo x > a/b/c && ln -s /etc/passwd a/link")
+        run(box, "mkdir -p a/b && echo x > a/b/c && ln -s /etc/passwd a/link && "
+                 "cp /bin/true a/setuid && chmod 4755 a/setuid")  # fmt: skip
         assert box.jail is not None
         box.jail.close()
         owners = {p.lstat().st_uid for p in [box.root, *box.root.rglob("*")]}
+        setuid = (box.root / "a" / "setuid").stat().st_mode
     assert owners == {os.getuid()}
+    assert not setuid & 0o4000  # no set-uid program of the row's user becomes one of root's
 
 
 # --- when the machine cannot, and as another user ----------------------------------------
