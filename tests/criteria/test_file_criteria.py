@@ -307,3 +307,31 @@ def test_score_from_stdout_and_expected_stdout_exclude_each_other() -> None:
                        "mutually exclusive"):  # fmt: skip
         CRITERION.validate_python({"type": "run_command", "command": "x",
                                    "score_from_stdout": True, "expected_stdout": "1"})  # fmt: skip
+
+
+def test_pytest_that_writes_no_report_is_an_error(box: Sandbox, tmp_path: Path) -> None:
+    fake = write(tmp_path / "bin" / "pytest", "#!/bin/sh\necho 'collected nothing'\nexit 1\n")
+    fake.chmod(0o755)
+    with pytest.raises(CriterionError, match=r"^pytest wrote no report \(exit code 1\): "):
+        grade(box, env={"PATH": f"{fake.parent}:/usr/bin:/bin"}, type="pytest")
+
+
+def test_pytest_a_report_that_is_not_junit_is_an_error(box: Sandbox, tmp_path: Path) -> None:
+    fake = write(tmp_path / "bin" / "pytest", "#!/bin/sh\nfor a; do case $a in --junitxml=*) "
+                 "echo '<html/>' > \"${a#--junitxml=}\";; esac; done\nexit 0\n")  # fmt: skip
+    fake.chmod(0o755)
+    with pytest.raises(CriterionError, match=r"^pytest's report is not JUnit XML \(root element"):
+        grade(box, env={"PATH": f"{fake.parent}:/usr/bin:/bin"}, type="pytest")
+
+
+def test_json_check_schema_files_that_cannot_grade(box: Sandbox) -> None:
+    put(box, "f.json", "{}")
+    put(box, "bad.json", "{not json")
+    with pytest.raises(CriterionError, match=r"^Invalid JSON in schema file 'bad\.json': "):
+        grade(box, type="json_check", path="f.json", json_schema="bad.json")
+    put(box, "list.json", "[1]")
+    with pytest.raises(CriterionError, match=r"^Schema: malformed schema — 'list\.json' is not"):
+        grade(box, type="json_check", path="f.json", json_schema="list.json")
+    put(box, "remote.json", '{"$ref": "https://example.com/schema.json"}')
+    with pytest.raises(CriterionError, match=r"^Schema: malformed schema — cannot resolve"):
+        grade(box, type="json_check", path="f.json", json_schema="remote.json")

@@ -330,3 +330,24 @@ def test_recorded_streams_are_the_clis_own() -> None:
     assert json.loads((HERE / "codex-skill.codex.jsonl").read_text().splitlines()[0])["type"] == (
         "thread.started"
     )
+
+
+@pytest.mark.parametrize(
+    ("command", "forms"),
+    [
+        ("ls", ["ls"]),
+        ("/usr/bin/env bash -euc 'make test'", ["/usr/bin/env bash -euc 'make test'",
+                                                "/usr/bin/env bash -euc make test", "make test"]),
+        ("bash -c", ["bash -c"]),  # no script after -c
+        ("bash --login -c 'x'", ["bash --login -c 'x'", "bash --login -c x"]),  # a long option
+        ("sh -e script.sh", ["sh -e script.sh"]),  # no -c: a script file, nothing to unwrap
+        ("echo 'unbalanced", ["echo 'unbalanced"]),
+        ("zsh -lc \"bash -c 'echo \\\"deep\\\"'\"", [
+            "zsh -lc \"bash -c 'echo \\\"deep\\\"'\"", "zsh -lc bash -c 'echo \"deep\"'",
+            "bash -c 'echo \"deep\"'", "bash -c echo \"deep\"", "echo \"deep\"", "echo deep"]),
+    ],
+)  # fmt: skip
+def test_shell_forms(command: str, forms: list[str]) -> None:
+    from assay.criteria.shell import shell_forms
+
+    assert shell_forms(command) == forms

@@ -196,3 +196,35 @@ def test_a_read_only_folder_that_does_not_exist_is_a_load_error(tmp_path: Path) 
         load_task(path)
     assert (error.value.line, error.value.field) == (7, "sandbox.read_only[1]")
     assert error.value.message == f"sandbox.read_only: {tmp_path / 'nope'} does not exist"
+
+
+def test_other_folders_that_are_not_plugin_roots(tmp_path: Path) -> None:
+    from assay.agents.coding_models import check_plugin_root
+    from assay.errors import UserError
+
+    write(tmp_path / "loose" / "pdf" / "SKILL.md", PLUGIN_SKILL.format(name="pdf"))
+    with pytest.raises(UserError) as error:
+        check_plugin_root(tmp_path / "loose" / "pdf", "agent.plugins[0].path")
+    assert (
+        error.value.hint == "move it to <plugin root>/skills/pdf/SKILL.md and use the plugin root"
+    )
+    with pytest.raises(UserError) as error:
+        check_plugin_root(tmp_path / "loose", "agent.plugins[0].path")
+    assert error.value.hint == (f"move them into {tmp_path / 'loose'}/skills/ (a plugin root "
+                                "holds skills/<name>/SKILL.md)")  # fmt: skip
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(UserError) as error:
+        check_plugin_root(tmp_path / "empty", "agent.plugins[0].path")
+    assert error.value.message == (
+        f"{tmp_path / 'empty'} is not a plugin: it holds no skills/<name>/SKILL.md (nor "
+        ".claude-plugin/plugin.json, commands/, agents/ or hooks/)"
+    )
+    write(tmp_path / "commands-only" / "commands" / "hello.md", "say hello\n")
+    check_plugin_root(tmp_path / "commands-only", "agent.plugins[0].path")  # a plugin still
+
+
+def test_agent_none_on_stored_traces_may_grade_what_they_did(tmp_path: Path) -> None:
+    path = write(tmp_path / "t.yaml", "task_id: t\ndescription: d\nagent: {type: none}\n"
+                 "dataset: {store: traces}\n"
+                 "success_criteria: [{type: command_executed, description: d}]\n")  # fmt: skip
+    assert load_task(path).definition.success_criteria[0].type == "command_executed"

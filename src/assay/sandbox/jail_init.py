@@ -78,7 +78,10 @@ def start_forwarder(port: int, path: str) -> None:
 def serve(listener: socket.socket, path: str) -> None:
     """Accept forever; each connection is copied both ways by two threads."""
     while True:
-        client, _ = listener.accept()
+        try:
+            client, _ = listener.accept()
+        except OSError:  # the listener was closed
+            return
         client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
