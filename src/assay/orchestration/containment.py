@@ -51,9 +51,12 @@ def containment_warnings(display: str, variants: Iterable[TaskDefinition]) -> li
             continue
         if isinstance(agent, CodingAgent) and getattr(agent, "may_act", False):
             return [f"{display}: {NOT_CONTAINED.format(agent=agent.type)}"]
-        given = task.sandbox.model_fields_set & {"limits", "network", "read_only"}
+        sandbox = task.sandbox
+        settings = (("limits", sandbox.limits.model_fields_set), ("network", sandbox.network),
+                    ("read_only", sandbox.read_only))  # fmt: skip
+        given = [name for name, value in settings if value]
         if given:
-            return [f"{display}: {BWRAP_ONLY.format(field=sorted(given)[0])}"]
+            return [f"{display}: {BWRAP_ONLY.format(field=given[0])}"]
     return []
 
 
