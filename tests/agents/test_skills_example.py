@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from tests.agents.coding import claude_available, run_assay
+from tests.agents.coding import claude_available, codex_path, run_assay
+from tests.helpers import write
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "skills"
 
@@ -93,3 +94,19 @@ def test_a_skill_the_plugin_does_not_offer_makes_every_row_error(tmp_path: Path)
             "plugin path (a plugin root holds skills/<name>/SKILL.md)."
         )
     assert len(rows) == 2
+
+
+def test_codex_offers_the_plugins_skills_to_its_model(tmp_path: Path) -> None:
+    """Codex says nothing of the skills it loaded; its request to the model does: a script
+    that searches the whole request answers whether it lists the plugin's skill."""
+    shutil.copytree(EXAMPLE / "plugin", tmp_path / "plugin")
+    write(tmp_path / "script.yaml", "replies:\n  - {match: weather-report, search: request, "
+          "reply: LISTED}\n  - {match: '.*', reply: ABSENT}\n")  # fmt: skip
+    write(tmp_path / "t.yaml", "task_id: listed\ndescription: d\ninitial_prompt: hello\n"
+          "agent: {type: codex, model: mock/script.yaml, plugins: [{type: local, path: plugin}]}\n"
+          "success_criteria: [{type: response_match, expected: LISTED, description: d}]\n"
+          )  # fmt: skip
+    done = run_assay("run", "t.yaml", cwd=tmp_path, env={"PATH": codex_path()})
+    assert done.returncode == 0, done.stdout + done.stderr
+    row = json.loads(next((tmp_path / "runs" / "latest").rglob("task.json")).read_text())
+    assert row["transcript"]["skills_offered"] == ["unit-convert", "weather-report"]
