@@ -335,3 +335,12 @@ def test_json_check_schema_files_that_cannot_grade(box: Sandbox) -> None:
     put(box, "remote.json", '{"$ref": "https://example.com/schema.json"}')
     with pytest.raises(CriterionError, match=r"^Schema: malformed schema — cannot resolve"):
         grade(box, type="json_check", path="f.json", json_schema="remote.json")
+
+
+def test_json_check_regex_assertions_are_checked_at_load(tmp_path: Path) -> None:
+    number = loads(tmp_path, "{type: json_check, path: f.json, assertions: [{expression: a, "
+                   "operator: regex, expected: 5}]}")  # fmt: skip
+    assert number.message == "operator 'regex' needs a pattern (text), not 5"
+    broken = loads(tmp_path, "{type: json_check, path: f.json, assertions: [{expression: a, "
+                   "operator: regex, expected: '(a'}]}")  # fmt: skip
+    assert broken.message.startswith("expected '(a' is not a valid regex: missing ),")

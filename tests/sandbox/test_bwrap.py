@@ -426,3 +426,19 @@ def test_the_same_ways_out_work_from_a_tempdir_sandbox(tmp_path: Path) -> None:
         box.remove()
     assert done.stdout.split() == ["the", "host's", "secret", "pong"]
     assert (tmp_path / "outside").exists()
+
+
+def test_a_sandbox_that_cannot_start_its_first_program_is_refused_with_why(
+    policy: JailPolicy,
+) -> None:
+    broken = JailPolicy(bwrap=policy.bwrap, python=Path("/nonexistent/python3"), readable=(),
+                        as_root=policy.as_root, user=policy.user, tools=None)  # fmt: skip
+    with pytest.raises(UsageError) as error:
+        probe(broken)
+    assert error.value.message.startswith(
+        "the machine cannot make a bwrap sandbox: bwrap: execvp /nonexistent/python3: No such "
+        "file or directory")  # fmt: skip
+    assert error.value.hint == (
+        "check that bwrap works here: bwrap --ro-bind / / --unshare-all true; or set "
+        "sandbox.driver: tempdir (the row is then not contained)"
+    )
