@@ -25,8 +25,12 @@ def measure(rows: int) -> dict[str, float]:
     assert run.returncode == 0, f"the {rows}-row run failed ({run.returncode})"
     report = timed([*ASSAY, "report", "runs/latest"], cwd=folder)
     shutil.rmtree(folder, ignore_errors=True)
-    found = {"run_seconds": run.seconds, "run_peak_mb": run.peak_kb / 1024,
-             "report_seconds": report.seconds, "report_peak_mb": report.peak_kb / 1024}
+    found = {
+        "run_seconds": run.seconds,
+        "run_peak_mb": run.peak_kb / 1024,
+        "report_seconds": report.seconds,
+        "report_peak_mb": report.peak_kb / 1024,
+    }
     print(rows, found, flush=True)
     return found
 

@@ -132,8 +132,9 @@ def per_node(cluster: LocalCluster, repeats: int, rows: int = 60) -> dict[str, o
         cluster.resize(nodes)
         seconds = []
         for _ in range(repeats):
-            run = timed([*ASSAY, "run", "task.yaml", "-j", "2", "-q", "--run-dir", "runs",
-                         "--executor", "ray", "--ray-address", cluster.address], cwd=folder)  # fmt: skip
+            command = [*ASSAY, "run", "task.yaml", "-j", "2", "-q", "--run-dir", "runs",
+                       "--executor", "ray", "--ray-address", cluster.address]  # fmt: skip
+            run = timed(command, cwd=folder)
             seconds.append(run.seconds)
             shutil.rmtree(folder / "runs", ignore_errors=True)
         out[str(nodes)] = rate(rows, seconds)

@@ -11,7 +11,14 @@ from typing import Any
 import pytest
 
 from assay.results.transcript_otlp import from_trace
-from tests.agents.coding import claude_available, row_file, run_assay, spans, task_json
+from tests.agents.coding import (
+    claude_available,
+    codex_path,
+    row_file,
+    run_assay,
+    spans,
+    task_json,
+)
 from tests.anthropic_upstream import anthropic_upstream, turn_of
 from tests.helpers import write
 
@@ -107,7 +114,7 @@ def ran(tmp_path_factory: pytest.TempPathFactory) -> Path:
         path.write_text(path.read_text().replace("mock/script.yaml", "mock/../script.yaml"))
     done = run_assay("run", "tasks", "-j", "4", cwd=cwd,
                      env={"ANTHROPIC_API_KEY": SECRET, "OPENAI_API_KEY": SECRET})  # fmt: skip
-    assert done.returncode in (0, 1), done.stderr  # rows fail and error on purpose
+    assert done.returncode == 1, done.stderr  # rows fail and error on purpose
     assert "Traceback" not in done.stderr, done.stderr
     assert SECRET not in done.stdout + done.stderr
     return cwd
@@ -180,6 +187,8 @@ def test_a_tool_outside_the_allowed_list_is_denied(ran: Path) -> None:
     summary = result["transcript"]
     assert [d["tool"] for d in summary["denials"]] == ["Bash"]
     assert "needs approval" in summary["denials"][0]["reason"]
+    assert summary["commands"] == 0  # a denied command ran nothing
+    assert summary["tool_calls_requested"] == {"Bash": 1}
     assert not list((ran / "runs").rglob("should-not-exist.txt"))
     assert result["final_status"] == "FAILURE"
 
@@ -189,6 +198,9 @@ def test_a_429_storm_is_absorbed_by_the_bridge(ran: Path) -> None:
     assert result["final_status"] == "SUCCESS"
     chat = [s for s in spans(ran, "rows", "storm") if s["name"].startswith("chat ")]
     assert len(chat) == 2
+    # every retried attempt of the bridge's calls is in task.json, as for an llm agent
+    assert result["agent"]["retries"] == 3
+    assert [a["status"] for a in result["agent"]["attempts"]] == [429, 429, 429]
 
 
 def test_an_api_error_ends_the_row_error_with_the_bridges_cause(ran: Path) -> None:
@@ -251,9 +263,7 @@ def test_a_missing_cli_is_refused_before_any_row_runs(tmp_path: Path) -> None:
           "success_criteria: [{type: file_exists, path: x, description: d}]\n")  # fmt: skip
     done = run_assay("plan", "t.yaml", cwd=tmp_path)
     assert done.returncode == 2
-    assert "t.yaml:4: agent.type: agent.cli_path /nowhere/claude is not an executable file" in (
-        done.stderr
-    )
+    assert "t.yaml:4: agent.cli_path: /nowhere/claude is not an executable file" in (done.stderr)
 
 
 def test_an_anthropic_model_is_passed_through_to_its_api(tmp_path: Path) -> None:
@@ -383,7 +393,7 @@ def test_a_kept_sandbox_does_not_sit_under_the_users_project(tmp_path: Path) -> 
     claude_available()
     write(tmp_path / "CLAUDE.md", "Project rule: PROJECT-MEMORY-MARKER\n")
     write(tmp_path / "script.yaml", "replies:\n"
-          "  - {match: PROJECT-MEMORY-MARKER, reply: leaked}\n"
+          "  - {match: PROJECT-MEMORY-MARKER, search: request, reply: leaked}\n"
           "  - match: go\n    steps:\n"
           "      - {tool: Write, input: {file_path: out.txt, content: kept}}\n"
           "      - {reply: done}\n")  # fmt: skip
@@ -398,3 +408,57 @@ def test_a_kept_sandbox_does_not_sit_under_the_users_project(tmp_path: Path) -> 
     assert result["final_status"] == "SUCCESS"
     assert result["sandbox_path"] == "default/keep/00/sandbox"
     assert (run_dir / "default/keep/00/sandbox/out.txt").read_text() == "kept"
+
+
+def test_a_cli_that_prints_unreadable_events_keeps_its_transcript(tmp_path: Path) -> None:
+    fake = write(tmp_path / "fake-claude", "#!/bin/sh\n"
+                 "echo '{\"type\":\"system\",\"subtype\":\"init\",\"claude_code_version\":\"9\"}'\n"
+                 "echo '{\"type\":\"user\",\"message\":{\"content\":7}}'\n"
+                 "echo 'not json at all'\n"
+                 "echo '{\"type\":\"result\",\"subtype\":\"success\",\"result\":\"the answer\","
+                 "\"usage\":{\"input_tokens\":\"abc\",\"output_tokens\":1e400},"
+                 "\"total_cost_usd\":1e400}'\n")  # fmt: skip
+    fake.chmod(0o755)
+    write(tmp_path / "t.yaml", "task_id: odd\ndescription: d\ninitial_prompt: go\n"
+          f"agent: {{type: claude-code, model: mock/echo, cli_path: {fake.name}}}\n"
+          "success_criteria: [{type: response_match, expected: the answer, "
+          "description: d}]\n")  # fmt: skip
+    done = run_assay("run", "t.yaml", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr  # the relative cli_path is the task file's
+    result = json.loads(next((tmp_path / "runs").rglob("task.json")).read_text())
+    assert result["final_status"] == "SUCCESS"
+    summary = result["transcript"]
+    assert summary["cli_usage"]["input"] == 0 and summary["cli_cost_usd"] is None
+    assert summary["cli"] == {"version": "9"}
+
+
+@pytest.mark.parametrize(
+    ("agent", "message"),
+    [
+        ("{type: claude-code, model: mock/echo, claude_settings: nope.json}",
+         "agent.claude_settings: agent.claude_settings file not found:"),
+        ("{type: claude-code, model: mock/echo, claude_settings: bad.json}",
+         "is not valid JSON"),
+        ("{type: claude-code, model: mock/echo, system_prompt: \"a\\0b\"}",
+         "system_prompt contains a NUL character"),
+        ("{type: claude-code, model: mock/echo, env: {X: \"a\\0\"}}",
+         "env contains a NUL character"),
+        ("{type: claude-code, route: direct}",
+         "agent.route: route 'direct' runs the CLI on your own credentials, and there are none"),
+        ("{type: codex, route: direct}",
+         "no CODEX_API_KEY and no ~/.codex/auth.json"),
+    ],
+)  # fmt: skip
+def test_plan_refuses_what_would_fail_every_row(tmp_path: Path, agent: str, message: str) -> None:
+    claude_available()
+    write(tmp_path / "bad.json", "{not json")
+    write(tmp_path / "t.yaml", "task_id: early\ndescription: d\ninitial_prompt: go\n"
+          f"agent: {agent}\n"
+          "success_criteria: [{type: file_exists, path: x, description: d}]\n")  # fmt: skip
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {"HOME": str(home), "ANTHROPIC_API_KEY": "", "CODEX_API_KEY": "",
+           "CLAUDE_CODE_OAUTH_TOKEN": "", "PATH": codex_path()}  # fmt: skip
+    done = run_assay("plan", "t.yaml", cwd=tmp_path, env=env)
+    assert done.returncode == 2, done.stderr
+    assert message in done.stderr

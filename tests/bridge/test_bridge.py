@@ -250,7 +250,10 @@ def test_a_token_budget_stops_the_session(tmp_path: Path) -> None:
         first = await client.post(
             "/v1/messages", json=message("one two three", stream=False), headers=claude(session)
         )
-        assert first.status_code == 200  # the call that crosses the budget is answered
+        # the call that crosses the budget is counted, and not answered: the agent is being
+        # stopped and must not act on it
+        assert first.status_code == 400
+        assert "run_limits.max_total_tokens is 2" in first.json()["error"]["message"]
         assert session.stop_event.is_set() and session.stopped == "token_budget"
         second = await client.post(
             "/v1/messages", json=message("again", stream=False), headers=claude(session)
@@ -395,6 +398,54 @@ def test_passed_through_answers_are_cached_byte_for_byte(
     first, second = session.calls
     assert not first.cached and second.cached and second.usage == first.usage
     assert cache.stats().entries == 1
+
+
+def test_other_wires_reach_an_anthropic_model_translated(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Codex (Responses) on an anthropic/ model: translated to a Messages call and back,
+    tool calls included (it failed with the SDK's keyword arguments)."""
+    monkeypatch.setenv("UPSTREAM_KEY", "k")
+    blocks = [{"type": "tool_use", "id": "toolu_7", "name": "exec_command",
+               "input": {"cmd": "ls"}}]  # fmt: skip
+    with anthropic_upstream(lambda body: blocks) as upstream:
+
+        async def scenario(bridge: Bridge, session: BridgeSession,
+                           client: httpx.AsyncClient) -> None:  # fmt: skip
+            body = {"model": "gpt-5.5", "stream": True, "input": "list files",
+                    "tools": [{"type": "function", "name": "exec_command",
+                               "parameters": {"type": "object"}}]}  # fmt: skip
+            answer = await client.post(
+                "/v1/responses", json=body, headers={"Authorization": f"Bearer {session.token}"}
+            )
+            items = [d["item"] for n, d in events_of(answer.content)
+                     if n == "response.output_item.done"]  # fmt: skip
+            assert items == [{"type": "function_call", "id": items[0]["id"],
+                              "call_id": "toolu_7", "name": "exec_command",
+                              "arguments": '{"cmd": "ls"}', "status": "completed"}]  # fmt: skip
+
+        session = run(tmp_path, scenario, name="anthropic/claude-sonnet-4-5", base_url=upstream.url)
+    sent = upstream.bodies[0]
+    assert sent["model"] == "claude-sonnet-4-5" and not sent.get("stream")
+    assert sent["messages"] == [
+        {"role": "user", "content": [{"type": "text", "text": "list files"}]}
+    ]
+    assert sent["tools"][0]["name"] == "exec_command"
+    assert upstream.headers[0]["x-api-key"] == "k"
+    (call,) = session.calls
+    assert call.tool_calls == ["exec_command"] and not call.passthrough
+
+
+def test_a_body_the_bridge_cannot_read_is_a_400_not_a_crash(tmp_path: Path) -> None:
+    async def scenario(bridge: Bridge, session: BridgeSession, client: httpx.AsyncClient) -> None:
+        odd = await client.post(
+            "/v1/messages",
+            headers=claude(session),
+            content=b'{"max_tokens": 1e400, "messages": []}',
+        )
+        assert odd.status_code == 400 and odd.json()["type"] == "error"
+
+    run(tmp_path, scenario)
 
 
 def test_the_bridge_listens_on_loopback_only(tmp_path: Path) -> None:

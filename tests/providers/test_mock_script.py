@@ -133,6 +133,15 @@ def test_unknown_variable_is_a_model_error_naming_what_is_known(tmp_path: Path) 
         ("replies: [{match: x, reply: a, delay: -1}]", "replies[0].delay must be a non-negative"),
         ("replies: []\nstep: 1\n", "unknown key(s) ['step']"),
         ("replies: [{match: '(', reply: a}]", "replies[0].match is not a regex"),
+        (
+            "replies: [{match: x, reply: a, status: 500}]",
+            "replies[0].status goes with 'error' (a failing answer)",
+        ),
+        ("replies: [{match: x, reply: a, text: b}]", "give 'reply' or 'text'"),
+        (
+            "replies: [{match: x, reply: a, search: everywhere}]",
+            "replies[0].search is 'prompt' (the default) or 'request'",
+        ),
     ],
 )
 def test_malformed_scripts_are_refused_with_where(tmp_path: Path, text: str, message: str) -> None:
@@ -150,3 +159,44 @@ def test_a_script_path_falls_back_to_the_working_directory(
     monkeypatch.chdir(tmp_path)
     model = load_mock("mock/scripts/s.yaml", tmp_path / "tasks")
     assert asyncio.run(model.generate(ModelRequest(prompt="p"))).text == "here"
+
+
+def test_a_scripted_4xx_is_not_retried_and_a_5xx_is(tmp_path: Path) -> None:
+    write(tmp_path / "s.yaml", "replies:\n"
+          "  - {match: bad, reply: never, fail: {status: 400}}\n"
+          "  - {match: gone, error: no such thing, status: 404}\n")  # fmt: skip
+    model = load_mock("mock/s.yaml", tmp_path)
+    for prompt in ("bad", "gone"):
+        with pytest.raises(ModelError) as error:
+            asyncio.run(model.generate(ModelRequest(prompt=prompt)))
+        assert not isinstance(error.value, TransientModelError)
+
+
+def test_rules_match_the_prompt_without_claude_codes_reminders(tmp_path: Path) -> None:
+    write(tmp_path / "s.yaml", "replies:\n"
+          "  - {match: '^hello world$', reply: anchored}\n"
+          "  - {match: SECRET-MARKER, search: request, reply: seen in the request}\n")  # fmt: skip
+    model = load_mock("mock/s.yaml", tmp_path)
+    prompt = "<system-reminder>\nproject notes\n</system-reminder>\nhello world"
+    request = ModelRequest(messages=(Message("system", "sys"), Message("user", prompt)))
+    assert asyncio.run(model.generate(request)).text == "anchored"
+    hidden = ModelRequest(messages=(Message("system", "SECRET-MARKER"), Message("user", "hi")))
+    assert asyncio.run(model.generate(hidden)).text == "seen in the request"
+    echo = load_mock("mock/echo", tmp_path)
+    assert asyncio.run(echo.generate(request)).text == "hello world"
+
+
+def test_tokens_count_tool_calls_and_results(tmp_path: Path) -> None:
+    write(tmp_path / "s.yaml", "default: ok\n")
+    model = load_mock("mock/s.yaml", tmp_path)
+    call = ToolCall("c", "Bash", '{"command": "ls -la"}')
+    request = ModelRequest(
+        messages=(
+            Message("user", "one two"),
+            Message("assistant", "", (call,)),
+            Message("user", "", tool_results=(ToolResult("c", "a b c"),)),
+        )
+    )
+    usage = asyncio.run(model.generate(request)).usage
+    # "one two" + '{"command": "ls -la"}' (3 words) + "a b c": 8 words in, "ok" out
+    assert usage is not None and (usage.input_tokens, usage.output_tokens) == (8, 1)

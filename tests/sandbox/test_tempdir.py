@@ -401,3 +401,20 @@ def test_remove_twice_is_harmless(tmp_path: Path) -> None:
     box.remove()
     box.remove()
     assert not box.root.exists()
+
+
+def test_a_copy_skips_pipes_and_sockets(tmp_path: Path) -> None:
+    import socket
+
+    root = tmp_path / "box"
+    (root / "sub").mkdir(parents=True)
+    (root / "sub" / "a.txt").write_text("kept")
+    os.mkfifo(root / "pipe1")
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(root / "sock1"))
+    try:
+        copy = Sandbox(root).copy_to(tmp_path / "copy")
+    finally:
+        server.close()
+    assert (copy.root / "sub" / "a.txt").read_text() == "kept"
+    assert not (copy.root / "pipe1").exists() and not (copy.root / "sock1").exists()

@@ -39,6 +39,7 @@ from assay.agents.coding_models import (
     skills_offered,
 )
 from assay.errors import UserError
+from assay.sandbox.mounts import install_root
 from assay.spec.coding_agents import ClaudeCodeAgent
 
 QUIET = {
@@ -61,9 +62,9 @@ def bundled_claude() -> Path | None:
     return None
 
 
-def find_claude(config: ClaudeCodeAgent) -> Path:
+def find_claude(config: ClaudeCodeAgent, base_dir: Path) -> Path:
     """The ``claude`` executable for ``config`` (see :func:`assay.agents.cli.find_cli`)."""
-    return find_cli("claude", configured=config.cli_path, bundled=bundled_claude)
+    return find_cli("claude", configured=config.cli_path, base_dir=base_dir, bundled=bundled_claude)
 
 
 class ClaudeCodeRunner:
@@ -80,7 +81,7 @@ class ClaudeCodeRunner:
         parser = ClaudeStreamParser()
         config = self.config
         try:
-            cli = find_claude(config)
+            cli = find_claude(config, context.base_dir)
             argv = claude_argv(config, cli, context)
             plugins = plugin_dirs(config, context.base_dir)
         except UserError as exc:
@@ -98,7 +99,9 @@ class ClaudeCodeRunner:
             env |= _direct_credentials(context.env, home)
         if config.permission_mode == "bypassPermissions":
             env["IS_SANDBOX"] = "1"  # the CLI refuses the mode as root otherwise
-        launch = CliLaunch(argv, env, stdin=context.prompt or "", cleanup=[home])
+        launch = CliLaunch(argv, env, stdin=context.prompt or "", cleanup=[home],
+                           readable=[install_root(cli), *plugins, *_settings_files(config,
+                           context.base_dir)], writable=[home])  # fmt: skip
         return await run_cli(context, name="claude-code", launch=launch, parser=parser,
                              session=session, span=span)  # fmt: skip
 
@@ -123,7 +126,7 @@ def claude_argv(config: ClaudeCodeAgent, cli: Path, context: AgentContext) -> li
     if model:
         argv += ["--model", model]
     argv += _system_prompt(config, context.base_dir)
-    argv += _settings(config, context.base_dir)
+    argv += settings_flags(config, context.base_dir)
     for folder in plugin_dirs(config, context.base_dir):
         argv += ["--plugin-dir", str(folder)]
     return argv + sdk_flags(config.sdk_options)
@@ -148,7 +151,14 @@ def _system_prompt(config: ClaudeCodeAgent, base_dir: Path) -> list[str]:
     return ["--append-system-prompt", text, "--exclude-dynamic-system-prompt-sections"]
 
 
-def _settings(config: ClaudeCodeAgent, base_dir: Path) -> list[str]:
+def settings_flags(config: ClaudeCodeAgent, base_dir: Path) -> list[str]:
+    """``--settings`` for ``claude_settings``: a mapping as JSON, or the file (relative to
+    the task file's folder).
+
+    Raises:
+        UserError: the file is missing or is not a JSON object (the CLI would ignore it
+            silently, and with it any deny rules it holds).
+    """
     settings = config.claude_settings
     if settings is None:
         return []
@@ -158,7 +168,21 @@ def _settings(config: ClaudeCodeAgent, base_dir: Path) -> list[str]:
     path = path if path.is_absolute() else base_dir / path
     if not path.is_file():
         raise UserError(f"agent.claude_settings file not found: {path}")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise UserError(f"agent.claude_settings {path} is not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise UserError(f"agent.claude_settings {path} must hold a JSON object")
     return ["--settings", str(path)]
+
+
+def _settings_files(config: ClaudeCodeAgent, base_dir: Path) -> list[Path]:
+    """The settings file the CLI reads (``claude_settings`` as a path), if any."""
+    if not isinstance(config.claude_settings, str):
+        return []
+    path = Path(os.path.expandvars(config.claude_settings))
+    return [path if path.is_absolute() else base_dir / path]
 
 
 def sdk_flags(options: dict[str, Any]) -> list[str]:

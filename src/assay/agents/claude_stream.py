@@ -13,12 +13,13 @@ Write's ``{type: create|update, filePath}``), and last ``result`` (``subtype``,
 from __future__ import annotations
 
 import json
+import math
 import re
 import time
 from datetime import datetime
 from typing import Any
 
-from assay.agents.cli import CliEnding
+from assay.agents.cli import CliEnding, count
 from assay.results.transcript import (
     FILE_TOOLS,
     SHELL_TOOLS,
@@ -62,6 +63,9 @@ class ClaudeStreamParser:
                  event.get("session_id"), "model": event.get("model"),
                  "permission_mode": event.get("permissionMode")}  # fmt: skip
         self.transcript.cli.update({k: str(v) for k, v in facts.items() if v is not None})
+        skills = event.get("skills")
+        if isinstance(skills, list):
+            self.transcript.skills_loaded = [str(s) for s in skills]
 
     def _assistant(self, message: dict[str, Any], now: int) -> None:
         for block in message.get("content") or []:
@@ -140,18 +144,24 @@ class ClaudeStreamParser:
         return CliEnding(
             final=str(text) if isinstance(text, str) and not failed and not max_turns else None,
             max_turns=max_turns, api_error=api_error, usage=usage,
-            cost_usd=float(cost) if isinstance(cost, int | float) else None,
+            cost_usd=_money(cost),
         )  # fmt: skip
 
     def _denials(self, denials: Any) -> None:
+        """Each refused call, which ran nothing: it is a denial, not a command."""
         now = time.time_ns()
+        refused = set()
         for denial in denials if isinstance(denials, list) else []:
             if not isinstance(denial, dict):
                 continue
             call_id = str(denial.get("tool_use_id", ""))
+            refused.add(call_id)
             reason = self._results.get(call_id, "denied by the permission rules")
             self.transcript.add(TranscriptEvent("denial", now, name=str(denial.get("tool_name")),
                                                 call_id=call_id, text=reason))  # fmt: skip
+        self.transcript.events = [
+            e for e in self.transcript.events if not (e.kind == "command" and e.call_id in refused)
+        ]
 
 
 def _at(event: dict[str, Any]) -> int:
@@ -167,6 +177,13 @@ def _at(event: dict[str, Any]) -> int:
     return time.time_ns()
 
 
+def _money(value: Any) -> float | None:
+    """A cost the CLI reported, if it is a finite, non-negative number."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) and value >= 0 else None
+
+
 def _text(content: Any) -> str:
     if isinstance(content, str):
         return content
@@ -178,9 +195,9 @@ def _text(content: Any) -> str:
 def _usage(raw: Any) -> TokenBuckets | None:
     if not isinstance(raw, dict):
         return None
-    read = int(raw.get("cache_read_input_tokens") or 0)
-    write = int(raw.get("cache_creation_input_tokens") or 0)
-    total_input = int(raw.get("input_tokens") or 0) + read + write
-    output = int(raw.get("output_tokens") or 0)
+    read = count(raw.get("cache_read_input_tokens") or 0)
+    write = count(raw.get("cache_creation_input_tokens") or 0)
+    total_input = count(raw.get("input_tokens") or 0) + read + write
+    output = count(raw.get("output_tokens") or 0)
     return TokenBuckets(input=total_input, output=output, cache_read=read, cache_write=write,
                         total=total_input + output)  # fmt: skip

@@ -13,6 +13,7 @@ kept.
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import shutil
 import tempfile
@@ -34,27 +35,31 @@ from assay.results.transcript_otlp import to_spans
 from assay.sandbox.process import StreamResult, stream_process, tail
 from assay.spec.coding_agents import CodingAgent
 
-CREDENTIAL_VARIABLES = frozenset({
-    "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN", "OPENAI_API_KEY",
-    "CODEX_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "AWS_BEARER_TOKEN_BEDROCK",
-    "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX",
-})  # fmt: skip
-"""Variables through which a CLI would reach a model on the user's account; a CLI behind the
-bridge never sees them (it gets the row's bridge credential instead)."""
+CLI_PREFIXES = ("ANTHROPIC_", "CLAUDE_", "OPENAI_", "CODEX_", "AWS_BEARER_TOKEN_BEDROCK",
+                "GOOGLE_VERTEX_", "VERTEX_", "AZURE_OPENAI_")  # fmt: skip
+"""Variables through which a CLI would reach a model on the user's account or read the
+user's own configuration (``CLAUDE_CONFIG_DIR``, ``CODEX_HOME``, ``ANTHROPIC_CUSTOM_HEADERS``):
+a coding agent never sees them; behind the bridge it gets the row's credential instead."""
 
 
-def find_cli(name: str, *, configured: str | None, bundled: Callable[[], Path | None]) -> Path:
-    """The CLI's executable: ``agent.cli_path``, else ``name`` on ``PATH``, else the copy a
-    Python package bundles.
+def find_cli(
+    name: str, *, configured: str | None, base_dir: Path, bundled: Callable[[], Path | None]
+) -> Path:
+    """The CLI's executable: ``agent.cli_path`` (``$VAR`` expanded; a relative path is
+    relative to the task file's folder ``base_dir``), else ``name`` on ``PATH``, else the
+    copy a Python package bundles.
 
     Raises:
         UsageError: none of them exists (the hint says how to install it).
     """
     if configured:
         path = Path(os.path.expandvars(configured)).expanduser()
+        path = path if path.is_absolute() else (base_dir / path).resolve()
         if path.is_file() and os.access(path, os.X_OK):
             return path
-        raise UsageError(f"agent.cli_path {configured} is not an executable file")
+        raise UsageError(f"{configured} is not an executable file"
+                         + (f" ({path})" if str(path) != configured else ""),
+                         field="agent.cli_path")  # fmt: skip
     found = shutil.which(name)
     if found:
         return Path(found)
@@ -99,31 +104,54 @@ class CliEnding:
 
 @dataclass
 class CliLaunch:
-    """How to start the CLI for one row: argv, environment, standard input."""
+    """How to start the CLI for one row: argv, environment, standard input, the folders it
+    reads (its installation, plugins) and writes (its home) besides the sandbox's."""
 
     argv: list[str]
     env: dict[str, str]
     stdin: str | None = None
     cleanup: list[Path] = field(default_factory=list)
+    readable: list[Path] = field(default_factory=list)
+    writable: list[Path] = field(default_factory=list)
+
+    def contained(self, context: AgentContext, *, bridge: bool) -> tuple[list[str], dict[str, str]]:
+        """argv and environment, inside the row's bwrap sandbox when it has one; a CLI on
+        its own credentials (no bridge) keeps the host's network to reach its API."""
+        if context.jail is None:
+            return self.argv, self.env
+        return context.jail.command(self.argv, env=self.env, cwd=context.sandbox,
+                                    readable=self.readable, writable=self.writable,
+                                    bridge=bridge, agent=True, network=not bridge)  # fmt: skip
+
+
+def count(value: object) -> int:
+    """A token count a CLI reported: a non-negative whole number, else 0 (a CLI that prints
+    ``"abc"`` or ``1e400`` does not cost the row its transcript)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return 0
+    return max(0, int(value))
 
 
 def fresh_home(prefix: str) -> Path:
-    """An empty home folder for one row (no user settings, hooks, logins or memory)."""
-    return Path(tempfile.mkdtemp(prefix=f"assay-{prefix}-home-"))
+    """An empty home folder for one row (no user settings, hooks, logins or memory), with a
+    ``tmp`` folder of its own that the CLI uses as its temporary folder."""
+    home = Path(tempfile.mkdtemp(prefix=f"assay-{prefix}-home-"))
+    (home / "tmp").mkdir()
+    return home
 
 
 def cli_environment(context: AgentContext, config: CodingAgent, home: Path) -> dict[str, str]:
-    """The CLI's environment: the row's, without model credentials, with a fresh home and
-    the task's ``agent.env``."""
-    env = {k: v for k, v in context.env.items() if k not in CREDENTIAL_VARIABLES}
-    env.update(
-        {
-            "HOME": str(home),
-            "XDG_CONFIG_HOME": str(home / ".config"),
-            "XDG_CACHE_HOME": str(home / ".cache"),
-            "XDG_DATA_HOME": str(home / ".local"),
-        }
-    )
+    """The CLI's environment: the row's, without any model credential or CLI configuration
+    of the user's (:data:`CLI_PREFIXES`, and the variable ``agent.api_key_env`` names), with
+    a fresh home and temporary folder, and the task's ``agent.env``."""
+    dropped = {config.api_key_env} if config.api_key_env else set()
+    env = {k: v for k, v in context.env.items()
+           if not k.startswith(CLI_PREFIXES) and k not in dropped}  # fmt: skip
+    env.update({
+        "HOME": str(home), "TMPDIR": str(home / "tmp"),
+        "XDG_CONFIG_HOME": str(home / ".config"), "XDG_CACHE_HOME": str(home / ".cache"),
+        "XDG_DATA_HOME": str(home / ".local"), "XDG_STATE_HOME": str(home / ".local" / "state"),
+    })  # fmt: skip
     env.update(config.env)
     return env
 
@@ -167,10 +195,11 @@ async def run_cli(
     assert context.sandbox is not None  # a coding agent always gets a directory
     transcript = parser.transcript
     started = time.perf_counter()
+    argv, env = launch.contained(context, bridge=session is not None)
     try:
         result = await stream_process(
-            launch.argv, cwd=context.sandbox, env=launch.env, timeout=context.timeout,
-            on_line=parser.feed, stdin=launch.stdin,
+            argv, cwd=context.sandbox, env=env, timeout=context.timeout,
+            on_line=_guarded(parser), stdin=launch.stdin,
             stop=session.stop_event if session is not None else None,
         )  # fmt: skip
     except OSError as exc:
@@ -180,7 +209,15 @@ async def run_cli(
             context.bridge.close(session)
         for path in launch.cleanup:
             shutil.rmtree(path, ignore_errors=True)
-    ending = parser.ending()
+    try:
+        ending = parser.ending()
+    except Exception as exc:  # what the CLI reported is kept; its last event was unreadable
+        transcript.add(
+            TranscriptEvent(
+                "error", time.time_ns(), text=f"the CLI's final event could not be read: {exc!r}"
+            )
+        )
+        ending = CliEnding()
     _relative_paths(transcript, context.sandbox)
     if session is not None:
         _merge_calls(transcript, session.calls)
@@ -197,14 +234,34 @@ async def run_cli(
         response=ending.final if ending.final is not None else "",
         status=status, error=error, exit_code=result.exit_code,
         stderr_tail=tail(result.stderr), seconds=result.seconds,
-        model_calls=len(session.calls) if session is not None else transcript.model_calls,
+        model_calls=transcript.model_calls,
         model_used=session.model_key.name if session is not None else None,
         transcript=transcript,
     )  # fmt: skip
     _usage_and_cost(outcome, transcript, session)
+    if session is not None:
+        outcome.attempts = [a for call in session.calls for a in call.attempts]
     span.end(error=error)
     outcome.spans = [span, *to_spans(transcript, span)]
     return outcome
+
+
+def _guarded(parser: EventParser) -> Callable[[str], None]:
+    """``parser.feed`` that records a line it cannot read instead of losing the row."""
+
+    def feed(line: str) -> None:
+        try:
+            parser.feed(line)
+        except Exception as exc:
+            parser.transcript.add(
+                TranscriptEvent(
+                    "error",
+                    time.time_ns(),
+                    text=f"an event line of the CLI could not be read ({exc!r}): {line[:300]}",
+                )
+            )
+
+    return feed
 
 
 def refused(span: Span, transcript: Transcript, error: str) -> AgentOutcome:
@@ -246,7 +303,9 @@ def _merge_calls(transcript: Transcript, calls: list[CallLog]) -> None:
             cost_usd=call.cost_usd, stop_reason=call.stop_reason,
             is_error=call.error is not None, text=call.error or "",
             duration_ns=max(0, call.ended_ns - call.started_ns),
-        )
+            arguments=list(call.tool_calls) or None,
+        ) if not call.refused else TranscriptEvent(
+            "error", call.ended_ns, text=f"model call {call.index} refused: {call.error}")
         for call in calls
     ]  # fmt: skip
     merged = transcript.events + events

@@ -32,10 +32,11 @@ from assay.agents.codex_stream import CodexStreamParser
 from assay.agents.coding_models import (
     bridge_key,
     plugin_dirs,
+    plugin_skills,
     read_system_prompt,
-    skills_offered,
 )
 from assay.errors import UserError
+from assay.sandbox.mounts import install_root
 from assay.spec.coding_agents import CodexAgent
 
 DEFAULT_CLI_MODEL = "gpt-5.5"
@@ -43,9 +44,9 @@ DEFAULT_CLI_MODEL = "gpt-5.5"
 KEY_VARIABLE = "ASSAY_BRIDGE_KEY"
 
 
-def find_codex(config: CodexAgent) -> Path:
-    """The ``codex`` executable for ``config``."""
-    return find_cli("codex", configured=config.cli_path, bundled=lambda: None)
+def find_codex(config: CodexAgent, base_dir: Path) -> Path:
+    """The ``codex`` executable for ``config`` (``base_dir``: the task file's folder)."""
+    return find_cli("codex", configured=config.cli_path, base_dir=base_dir, bundled=lambda: None)
 
 
 class CodexRunner:
@@ -64,7 +65,7 @@ class CodexRunner:
         home = fresh_home("codex")
         codex_home = home / ".codex"
         try:
-            cli = find_codex(config)
+            cli = find_codex(config, context.base_dir)
             plugins = plugin_dirs(config, context.base_dir)
             instructions = read_system_prompt(config, context.base_dir)
         except UserError as exc:
@@ -85,7 +86,14 @@ class CodexRunner:
         parser.transcript.skills_offered = _stage_skills(plugins, codex_home)
         argv = [str(cli), "exec", "--json", "--skip-git-repo-check",
                 "--dangerously-bypass-approvals-and-sandbox", "--ephemeral", "-"]  # fmt: skip
-        launch = CliLaunch(argv, env, stdin=context.prompt or "", cleanup=[home])
+        launch = CliLaunch(
+            argv,
+            env,
+            stdin=context.prompt or "",
+            cleanup=[home],
+            readable=[install_root(cli), *plugins],
+            writable=[home],
+        )
         return await run_cli(context, name="codex", launch=launch, parser=parser,
                              session=session, span=span)  # fmt: skip
 
@@ -119,17 +127,16 @@ def write_config(codex_home: Path, *, settings: dict[str, Any], instructions: st
 
 
 def _stage_skills(plugins: list[Path], codex_home: Path) -> list[str]:
-    """Link each plugin's ``skills/<name>`` into ``$CODEX_HOME/skills`` (where Codex finds a
-    user's skills) and return the names offered."""
+    """Link each skill the plugins offer into ``$CODEX_HOME/skills/<name>`` (where Codex finds
+    a user's skills) and return the names offered."""
+    skills = plugin_skills(plugins)
     target = codex_home / "skills"
-    names = skills_offered(plugins)
-    for plugin in plugins:
-        for skill in sorted(plugin.glob("skills/*/SKILL.md")):
-            target.mkdir(parents=True, exist_ok=True)
-            link = target / skill.parent.name
-            if not link.exists():
-                link.symlink_to(skill.parent, target_is_directory=True)
-    return names
+    for name, folder in skills.items():
+        target.mkdir(parents=True, exist_ok=True)
+        link = target / name
+        if not link.exists():
+            link.symlink_to(folder, target_is_directory=True)
+    return sorted(skills)
 
 
 def _direct_credentials(host: dict[str, str], codex_home: Path) -> dict[str, str]:

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from assay.agents.cli import CliEnding
+from assay.agents.cli import CliEnding, count
 from assay.results.transcript import TokenBuckets, Transcript, TranscriptEvent
 
 _CHANGES = {"add": "add", "delete": "delete", "update": "update"}
@@ -116,12 +116,12 @@ class CodexStreamParser:
     def _add_usage(self, raw: Any) -> None:
         if not isinstance(raw, dict):
             return
-        total_input = int(raw.get("input_tokens") or 0)
-        output = int(raw.get("output_tokens") or 0)
+        total_input = count(raw.get("input_tokens") or 0)
+        output = count(raw.get("output_tokens") or 0)
         usage = TokenBuckets(input=total_input, output=output,
-                             cache_read=int(raw.get("cached_input_tokens") or 0),
-                             cache_write=int(raw.get("cache_write_input_tokens") or 0),
-                             reasoning=int(raw.get("reasoning_output_tokens") or 0),
+                             cache_read=count(raw.get("cached_input_tokens") or 0),
+                             cache_write=count(raw.get("cache_write_input_tokens") or 0),
+                             reasoning=count(raw.get("reasoning_output_tokens") or 0),
                              total=total_input + output)  # fmt: skip
         self._usage = usage if self._usage is None else self._usage + usage
 

@@ -101,6 +101,8 @@ class SessionKeywords(TypedDict, total=False):
         max_connections: calls in flight at once per model server, across the whole run
             (every node of a cluster); default: only ``jobs``.
         max_rate: calls started per second per model server, across the whole run.
+        html: also write the self-contained ``report.html`` into the run folder
+            (``RunResult.html_report``).
     """
 
     jobs: int
@@ -119,6 +121,7 @@ class SessionKeywords(TypedDict, total=False):
     ray_files: Literal["ship", "shared"]
     max_connections: int | None
     max_rate: float | None
+    html: bool
 
 
 class RunKeywords(PlanKeywords, SessionKeywords, total=False):
@@ -196,7 +199,7 @@ def run(tasks: Tasks = None, **options: Unpack[RunKeywords]) -> RunResult:
     """
     no_running_loop("run")
     session = _new_session(tasks, options)
-    return _reported(session, execute_session(session))
+    return _reported(session, execute_session(session), html=options.get("html", False))
 
 
 async def run_async(tasks: Tasks = None, **options: Unpack[RunKeywords]) -> RunResult:
@@ -206,7 +209,7 @@ async def run_async(tasks: Tasks = None, **options: Unpack[RunKeywords]) -> RunR
         UserError, ModelError: as :func:`run`.
     """
     session = _new_session(tasks, options)
-    return _reported(session, await session.execute())
+    return _reported(session, await session.execute(), html=options.get("html", False))
 
 
 def resume(run_dir: str | Path, **options: Unpack[ResumeKeywords]) -> RunResult:
@@ -221,7 +224,7 @@ def resume(run_dir: str | Path, **options: Unpack[ResumeKeywords]) -> RunResult:
     """
     no_running_loop("resume")
     session = _resumed_session(run_dir, options)
-    return _reported(session, execute_session(session))
+    return _reported(session, execute_session(session), html=options.get("html", False))
 
 
 async def resume_async(run_dir: str | Path, **options: Unpack[ResumeKeywords]) -> RunResult:
@@ -231,7 +234,7 @@ async def resume_async(run_dir: str | Path, **options: Unpack[ResumeKeywords]) -
         UserError, ModelError: as :func:`resume`.
     """
     session = _resumed_session(run_dir, options)
-    return _reported(session, await session.execute())
+    return _reported(session, await session.execute(), html=options.get("html", False))
 
 
 def _new_session(tasks: Tasks, options: RunKeywords) -> RunSession:
@@ -322,9 +325,14 @@ def _progress(choice: bool | Progress) -> Progress:
     return choice
 
 
-def _reported(session: RunSession, outcome: SessionOutcome) -> RunResult:
+def _reported(session: RunSession, outcome: SessionOutcome, *, html: bool) -> RunResult:
     reports = write_session_reports(session, outcome)
-    return RunResult.from_reports(session.run_dir, reports)
+    result = RunResult.from_reports(session.run_dir, reports)
+    if html:
+        from assay.view import write_html_report
+
+        result.html_report = write_html_report(session.run_dir)
+    return result
 
 
 def _sources(tasks: Tasks) -> list[TaskSource]:

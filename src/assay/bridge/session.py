@@ -10,6 +10,7 @@ mid-run.
 from __future__ import annotations
 
 import asyncio
+import math
 import secrets
 import time
 from dataclasses import dataclass, field
@@ -52,6 +53,7 @@ class CallLog:
         attempts: retried attempts.
         passthrough: the request was forwarded untranslated.
         cached: the answer came from the response cache.
+        refused: the bridge refused the call (a limit was reached); no model was asked.
     """
 
     index: int
@@ -69,6 +71,7 @@ class CallLog:
     attempts: list[Attempt] = field(default_factory=list)
     passthrough: bool = False
     cached: bool = False
+    refused: bool = False
 
 
 @dataclass
@@ -116,7 +119,9 @@ class BridgeSession:
     def cost_usd(self) -> float | None:
         """US dollars of every call so far; ``None`` when no call could be priced."""
         costs = [c.cost_usd for c in self.calls if c.cost_usd is not None]
-        return sum(costs) if costs else None
+        # Rounded to a millionth of a cent: a sum of float prices drifts in its last digits
+        # (0.289 + 0.0 = 0.28900000000000003), which must not cross a budget of 0.289.
+        return round(math.fsum(costs), 8) if costs else None
 
     def begin(self, protocol: Protocol, model: str, *, passthrough: bool = False) -> CallLog:
         """Record a call as started and return its log; the caller fills it in and calls

@@ -77,13 +77,14 @@ def evaluate(
     raise typer.Exit(result.exit_code)
 
 
-def report(run_dir: o.RunDirArg, junit_xml: o.Junit = None) -> None:
-    """Rebuild suite.json/md, run.json/md (and JUnit XML) from a run's task.json files."""
+def report(run_dir: o.RunDirArg, junit_xml: o.Junit = None, html: o.Html = False) -> None:
+    """Rebuild suite.json/md, run.json/md (and JUnit XML, report.html) from a run's
+    task.json files."""
     from assay import api
     from assay.cli.render import print_reports
 
     with user_errors():
-        result = api.report(run_dir, junit_xml=junit_xml)
+        result = api.report(run_dir, junit_xml=junit_xml, html=html)
     print_reports(result)
     raise typer.Exit(result.exit_code)
 

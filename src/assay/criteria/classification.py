@@ -50,7 +50,18 @@ def expected_label(spec: ClassificationMatch) -> str:
     return value if label == OTHER_LABEL else label
 
 
-class ClassificationChecker(TallyAggregate):
+class ClassificationAggregate(TallyAggregate):
+    """The classification overlay: score statistics plus accuracy, macro/weighted/micro F1,
+    per-label precision/recall/F1 and the confusion matrix over the rows'
+    ``(expected_label, observed_label)`` pairs (:class:`ClassificationCriterionResult`),
+    counted one row at a time (:class:`ClassificationTally`)."""
+
+    def tally(self, spec: Any) -> Tally:
+        """Score statistics plus classification metrics over the classification results."""
+        return ClassificationTally()
+
+
+class ClassificationChecker(ClassificationAggregate):
     """Grades ``classification_match`` and aggregates classification metrics."""
 
     type_name = "classification_match"
@@ -77,10 +88,6 @@ class ClassificationChecker(TallyAggregate):
             observed_label=observed,
             expected_label=expected,
         )
-
-    def tally(self, spec: ClassificationMatch) -> Tally:
-        """Score statistics plus classification metrics over the classification results."""
-        return ClassificationTally()
 
 
 class OneLabel:

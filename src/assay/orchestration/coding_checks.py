@@ -8,7 +8,9 @@ route cannot enforce.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
+from pathlib import Path
 
 from assay.agents.coding_models import bridge_key, plugin_dirs, read_system_prompt
 from assay.errors import TaskFileError, UserError
@@ -30,30 +32,61 @@ def check_coding_agent(
     agent = task.agent
     if not isinstance(agent, CodingAgent):
         return
-    _located(loaded, ("agent", "type"), lambda: find_agent_cli(agent))
+    where = ("agent", "cli_path") if agent.cli_path else ("agent", "type")
+    _located(loaded, where, lambda: find_agent_cli(agent, loaded.base_dir))
     _located(loaded, ("agent", "plugins"), lambda: plugin_dirs(agent, loaded.base_dir))
     _located(loaded, ("agent", "system_prompt_file"),
              lambda: read_system_prompt(agent, loaded.base_dir))  # fmt: skip
+    if isinstance(agent, ClaudeCodeAgent):
+        from assay.agents.claude_code import settings_flags
+
+        _located(loaded, ("agent", "claude_settings"),
+                 lambda: settings_flags(agent, loaded.base_dir))  # fmt: skip
     if agent.route == "bridge":
         key = bridge_key(agent, loaded.base_dir)
         _located(loaded, ("agent", "model"), lambda: registry.preflight(key))
+    else:
+        _located(loaded, ("agent", "route"), lambda: _own_credentials(agent))
     _check_limits(loaded, task, agent, prices)
 
 
-def find_agent_cli(agent: CodingAgent) -> object:
-    """The coding agent's CLI on this machine.
+_OWN_CREDENTIALS = {
+    "anthropic": (("ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"), ".claude/.credentials.json",
+                  "export ANTHROPIC_API_KEY, or log in with `claude login`"),
+    "openai": (("CODEX_API_KEY",), ".codex/auth.json",
+               "export CODEX_API_KEY, or log in with `codex login`"),
+}  # fmt: skip
+
+
+def _own_credentials(agent: CodingAgent) -> None:
+    """``route: direct`` needs the user's own key or login, else every row fails (Codex
+    would retry until the timeout).
 
     Raises:
-        UsageError: it is not installed (the hint says how).
+        UserError: neither is there.
+    """
+    variables, login, fix = _OWN_CREDENTIALS[agent.native_provider]
+    if any(os.environ.get(v) for v in variables) or (Path.home() / login).is_file():
+        return
+    raise UserError(f"route 'direct' runs the CLI on your own credentials, and there are none: "
+                    f"no {' or '.join(variables)} and no ~/{login}", hint=fix)  # fmt: skip
+
+
+def find_agent_cli(agent: CodingAgent, base_dir: Path) -> Path:
+    """The executable of a coding agent's CLI (a relative ``cli_path`` is relative to the
+    task file's folder, ``base_dir``).
+
+    Raises:
+        UsageError: it is not installed (with the install command).
     """
     if isinstance(agent, ClaudeCodeAgent):
         from assay.agents.claude_code import find_claude  # only plans with coding agents
 
-        return find_claude(agent)
+        return find_claude(agent, base_dir)
     assert isinstance(agent, CodexAgent)
     from assay.agents.codex import find_codex
 
-    return find_codex(agent)
+    return find_codex(agent, base_dir)
 
 
 def _located(loaded: LoadedTask, loc: tuple[str, ...], check: Callable[[], object]) -> None:

@@ -19,6 +19,7 @@ from assay.agents.base import OutcomeStatus
 from assay.criteria.base import CriterionRegistry, GradingContext, needs_sandbox
 from assay.criteria.registry import default_criteria
 from assay.errors import UsageError
+from assay.orchestration.containment import Containment, private_paths
 from assay.orchestration.grading import final_status, grade, grading_message, weighted_score
 from assay.orchestration.qa_rows import judge_key
 from assay.orchestration.rowfiles import SANDBOX_DIR
@@ -33,7 +34,7 @@ from assay.results.status import FinalStatus
 from assay.results.task_result import EvaluationResult
 from assay.results.transcript import Transcript
 from assay.results.transcript_otlp import from_trace
-from assay.sandbox.process import use_pidfd_child_watcher
+from assay.sandbox.process import pidfd_child_watcher
 from assay.sandbox.tempdir import Sandbox
 from assay.spec.qa import QaJudge
 from assay.spec.task import TaskDefinition
@@ -80,34 +81,41 @@ async def regrade_run(run_dir: Path, *, jobs: int) -> int:
             sandboxes (nothing is changed then).
         ModelError, UserError: a judge model could not start.
     """
-    keys, rows = _checked(run_dir)
+    keys, rows, contained = _checked(run_dir)
+    containment = Containment.for_tasks(contained, private=private_paths(run_dir, cache=None),
+                                        check=True)  # fmt: skip
     registry = default_criteria()
     pool = ModelPool(default_registry(), PoolSettings(parallel=max(1, jobs)))
     queue = iter(scan_task_jsons(run_dir))
 
     async def worker() -> None:
         for path in queue:
-            await _regrade_one(path, load_task_json(path), registry, pool)
+            await _regrade_one(path, load_task_json(path), registry, pool, containment)
 
-    use_pidfd_child_watcher()
-    async with run_services(pool, keys):
-        await asyncio.gather(*(worker() for _ in range(max(1, jobs))))
+    with pidfd_child_watcher():
+        async with run_services(pool, keys):
+            await asyncio.gather(*(worker() for _ in range(max(1, jobs))))
     return rows
 
 
-def _checked(run_dir: Path) -> tuple[list[ModelKey], int]:
-    """The judges the rows need and how many rows there are, after checking that every row
-    whose criteria read the sandbox has it.
+def _checked(run_dir: Path) -> tuple[list[ModelKey], int, list[TaskDefinition]]:
+    """The judges the rows need, how many rows there are and the first row's task of each
+    suite that runs in a ``bwrap`` sandbox, after checking that every row whose criteria read
+    the sandbox has it.
 
     Raises:
         UsageError: no rows; rows whose sandbox the run did not keep (the first named).
     """
     keys: dict[ModelKey, None] = {}
     missing, first, rows = 0, "", 0
+    suites: dict[tuple[str | None, str, str | None], TaskDefinition] = {}
     for path in scan_task_jsons(run_dir):
         rows += 1
         result = load_task_json(path)
         keys.update(dict.fromkeys(judge_keys([result])))
+        suite = (result.variant_id, result.task_id, result.suite_id)
+        if suite not in suites:  # a suite's rows share their sandbox driver
+            suites[suite] = TaskDefinition.model_validate(result.task_config.resolved)
         if agent_status(result) == "error" or (path.parent / SANDBOX_DIR).is_dir():
             continue
         task = TaskDefinition.model_validate(result.task_config.resolved)
@@ -123,7 +131,8 @@ def _checked(run_dir: Path) -> tuple[list[ModelKey], int]:
             hint="run `assay execute` (or `assay run --keep-sandboxes`) to keep sandboxes, "
             "then `assay evaluate`; `assay report` rebuilds reports without grading",
         )
-    return list(keys), rows
+    contained = [t for t in suites.values() if t.sandbox_driver == "bwrap"]
+    return list(keys), rows, contained
 
 
 def judge_keys(results: list[EvaluationResult]) -> list[ModelKey]:
@@ -154,7 +163,11 @@ def _qa_context(result: EvaluationResult, task: TaskDefinition, pool: ModelPool)
 
 
 async def _regrade_one(
-    path: Path, result: EvaluationResult, registry: CriterionRegistry, pool: ModelPool
+    path: Path,
+    result: EvaluationResult,
+    registry: CriterionRegistry,
+    pool: ModelPool,
+    containment: Containment,
 ) -> EvaluationResult:
     status_of_agent = agent_status(result)
     if status_of_agent == "error":
@@ -171,6 +184,9 @@ async def _regrade_one(
     if kept.is_dir():
         scratch = Sandbox(kept).copy_to(Path(tempfile.mkdtemp(prefix="assay-eval-")) / "sandbox")
     try:
+        task_dir = Path(result.task_config.task_dir or ".")
+        if scratch is not None:  # a bwrap task's commands run contained again
+            scratch.jail = containment.jail(task, scratch.root, task_dir)
         env = row_env(
             dict(os.environ),
             task,
@@ -186,6 +202,8 @@ async def _regrade_one(
         criteria = await grade(list(task.success_criteria), context, registry)
     finally:
         if scratch is not None:
+            if scratch.jail is not None:
+                scratch.jail.close()
             shutil.rmtree(scratch.root.parent, ignore_errors=True)
     status = final_status(status_of_agent, criteria, graded=True)
     updated = result.model_copy(

@@ -41,7 +41,7 @@ from assay.providers.pricing import PriceTable
 from assay.results.io import read_json
 from assay.results.plan_record import PLAN_FILE, PlanRecord, log_session, write_plan
 from assay.results.task_result import EvaluationResult
-from assay.sandbox.process import use_pidfd_child_watcher
+from assay.sandbox.process import pidfd_child_watcher
 
 Warn = Callable[[str], None]
 
@@ -192,7 +192,6 @@ class RunSession:
     async def _run_rows(self) -> tuple[int, bool]:
         request, items = self.request, self.pending()
         log_session(self.run_dir, "start", self.started)
-        use_pidfd_child_watcher()
         executor = make_executor(request.executor)
         context = ExecutionContext(
             plan=self.plan, run_dir=self.run_dir, options=request.options,
@@ -209,7 +208,8 @@ class RunSession:
                 self.unwritten.append(result)
             request.progress.advance(result)
 
-        execution = await executor.execute(context, items, done)
+        with pidfd_child_watcher():
+            execution = await executor.execute(context, items, done)
         self.plan.warnings.extend(execution.warnings)
         return finished, execution.interrupted
 

@@ -27,6 +27,7 @@ from assay.providers.wire import WireError
 from assay.providers.wire import anthropic as anthropic_wire
 
 TOOL_NAME = "answer"
+_HEADERS = {"anthropic-version": "2023-06-01", "content-type": "application/json"}
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 
 
@@ -136,6 +137,42 @@ class AnthropicModel:
                 f"{self.name}: cannot reach {self.endpoint}: {exc!r}"
             ) from exc
 
+    async def _with_tools(self, request: ModelRequest) -> ModelResponse:
+        """One non-streamed Messages call with tools.
+
+        Raises:
+            TransientModelError: 408/409/429/5xx (with ``Retry-After``), connection errors,
+                an unreadable body.
+            ModelError: any other status, or a request the Messages API cannot take.
+        """
+        try:
+            body = anthropic_wire.request_to_wire(request, model=self.model)
+        except WireError as exc:
+            raise ModelError(f"{self.name}: {exc}") from None
+        body.update(request.extra_body)
+        started = time.perf_counter()
+        raw = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        response = await self.forward(raw, headers=_HEADERS, query="")
+        try:
+            data = await response.aread()
+        finally:
+            await response.aclose()
+        if response.status_code >= 400:
+            message = f"{self.name}: HTTP {response.status_code} from the API: {data[:300]!r}"
+            if is_retryable_status(response.status_code):
+                raise TransientModelError(
+                    message,
+                    status=response.status_code,
+                    retry_after=parse_retry_after(response.headers),
+                )
+            raise ModelError(message)
+        custom = frozenset(t.name for t in request.tools if t.kind == "custom")
+        try:
+            answer = anthropic_wire.response_from_wire(json.loads(data), custom_tools=custom)
+        except (ValueError, WireError) as exc:
+            raise TransientModelError(f"{self.name}: unreadable response: {exc}") from exc
+        return dataclasses.replace(answer, seconds=time.perf_counter() - started)
+
     async def aclose(self) -> None:
         """Close the clients."""
         if self._client is not None:
@@ -180,9 +217,16 @@ class AnthropicModel:
         return body
 
     async def generate(self, request: ModelRequest) -> ModelResponse:
-        """Send one request; see :class:`assay.providers.base.Model`."""
+        """Send one request; see :class:`assay.providers.base.Model`.
+
+        A request with tools (a coding agent's turn, translated by the bridge) is sent as a
+        plain Messages body over httpx, as the bridge's pass-through sends its requests; a
+        plain or constrained request goes through the ``anthropic`` SDK.
+        """
         if self.api_key is None:
             await self.start()
+        if request.tools:
+            return await self._with_tools(request)
         client = self._sdk()
         import anthropic
 
@@ -196,10 +240,6 @@ class AnthropicModel:
         except anthropic.AnthropicError as exc:
             raise ModelError(f"{self.name}: {exc}") from exc
         seconds = time.perf_counter() - started
-        if request.tools:
-            custom = frozenset(t.name for t in request.tools if t.kind == "custom")
-            answer = anthropic_wire.response_from_wire(result.model_dump(), custom_tools=custom)
-            return dataclasses.replace(answer, seconds=seconds)
         text = _answer(self.name, result, request)
         usage = anthropic_wire.usage_from_wire(result.usage.model_dump())
         return ModelResponse(text, usage, result.stop_reason, result.model, seconds)

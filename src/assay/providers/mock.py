@@ -23,8 +23,11 @@
       default: negative               # when no rule matches; absent = an error
 
 The prompt a rule matches is the user message that opened the current exchange
-(:meth:`ModelRequest.exchange`), and the step is the number of assistant turns since it, so
-a coding agent's requests walk through ``steps`` while a plain prompt gets step 0. In a
+(:meth:`ModelRequest.exchange`), without the ``<system-reminder>`` blocks Claude Code adds;
+``search: request`` searches the whole request instead (system prompt, every message, tool
+calls and results: what the agent was given, e.g. a ``CLAUDE.md`` or a skill list). The step
+is the number of assistant turns since that message, so a coding agent's requests walk
+through ``steps`` while a plain prompt gets step 0. In a
 reply, a tool input or an error, ``${row.<field>}`` is the row's value, ``${sandbox}`` the
 row's sandbox folder (both given by the bridge or the ``llm`` agent), ``${match.N}`` the
 ``N``-th group of the rule's regex (``${match.0}`` the whole match). Any step or rule may
@@ -43,11 +46,11 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from assay.errors import ModelError, UsageError
 from assay.providers.base import Choice, ModelRequest, ModelResponse, ToolCall, Usage
-from assay.providers.retry import TransientModelError
+from assay.providers.retry import TransientModelError, is_retryable_status
 from assay.spec.source import parse_yaml
 
 _VARIABLE = re.compile(r"\$\{(row\.[A-Za-z_][A-Za-z0-9_]*|sandbox|match\.\d+)\}")
@@ -84,6 +87,7 @@ class MockRule:
     reply: str | None = None
     error: str | None = None
     steps: tuple[MockStep, ...] = ()
+    search: Literal["prompt", "request"] = "prompt"
 
     def __post_init__(self) -> None:
         if not self.steps:
@@ -140,9 +144,10 @@ class MockModel:
         """
         self.calls += 1
         prompt, turn = request.exchange()
+        prompt = _without_reminders(prompt)
         if self.echo:
             return self._checked(request, prompt, ())
-        call = self._resolve(prompt, turn)
+        call = self._resolve(prompt, turn, request)
         step = call.step
         if step.delay:
             await asyncio.sleep(step.delay)
@@ -150,7 +155,7 @@ class MockModel:
         variables = {**request.script_vars, **{f"match.{i}": g for i, g in enumerate(call.groups)}}
         if step.error is not None:
             message = f"{self.name}: scripted error: {_fill(step.error, variables, self.name)}"
-            if step.status is not None:
+            if step.status is not None and is_retryable_status(step.status):
                 raise TransientModelError(message, status=step.status)
             raise ModelError(message)
         text = _fill(step.reply or "", variables, self.name)
@@ -170,9 +175,9 @@ class MockModel:
             )
         return self._response(request, text, calls)
 
-    def _resolve(self, prompt: str, turn: int) -> _Call:
+    def _resolve(self, prompt: str, turn: int, request: ModelRequest) -> _Call:
         for index, rule in enumerate(self.rules):
-            found = rule.match.search(prompt)
+            found = rule.match.search(_whole(request) if rule.search == "request" else prompt)
             if found is None:
                 continue
             if turn >= len(rule.steps):
@@ -193,10 +198,13 @@ class MockModel:
         seen = self._failures.get(key, 0)
         if seen < step.fail.times:
             self._failures[key] = seen + 1
+            message = (
+                f"{self.name}: scripted HTTP {step.fail.status} ({seen + 1} of {step.fail.times})"
+            )
+            if not is_retryable_status(step.fail.status):  # a 400 is not retried, as for real
+                raise ModelError(message)
             raise TransientModelError(
-                f"{self.name}: scripted HTTP {step.fail.status} ({seen + 1} of {step.fail.times})",
-                status=step.fail.status,
-                retry_after=step.fail.retry_after,
+                message, status=step.fail.status, retry_after=step.fail.retry_after
             )
 
     def _tool_call(
@@ -213,9 +221,7 @@ class MockModel:
     def _response(
         self, request: ModelRequest, text: str, calls: tuple[ToolCall, ...]
     ) -> ModelResponse:
-        words = sum(len(m.content.split()) for m in request.messages or ())
-        if request.prompt is not None:
-            words = len(request.prompt.split())
+        words = len(_whole(request).split())
         produced = len(text.split()) + sum(len(c.arguments.split()) for c in calls)
         return ModelResponse(
             text=text,
@@ -224,6 +230,26 @@ class MockModel:
             model=self.name,
             tool_calls=calls,
         )
+
+
+_REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>\s*", re.DOTALL)
+
+
+def _without_reminders(text: str) -> str:
+    """The prompt without the ``<system-reminder>`` blocks Claude Code puts around it."""
+    return _REMINDER.sub("", text).strip() if "<system-reminder>" in text else text
+
+
+def _whole(request: ModelRequest) -> str:
+    """Every text of the request: messages, tool calls' arguments, tool results."""
+    if request.prompt is not None:
+        return request.prompt
+    parts: list[str] = []
+    for message in request.messages or ():
+        parts.append(message.content)
+        parts.extend(call.arguments for call in message.tool_calls)
+        parts.extend(result.output for result in message.tool_results)
+    return "\n".join(parts)
 
 
 def _fill(text: str, variables: dict[str, str], name: str) -> str:
@@ -295,7 +321,11 @@ def _from_data(name: str, data: Any, path: Path) -> MockModel:
             pattern = re.compile(str(item["match"]))
         except re.error as exc:
             raise UsageError(f"{where}.match is not a regex: {exc}", file=path) from None
-        rules.append(MockRule(pattern, steps=_steps(item, where, path)))
+        search = item.get("search", "prompt")
+        if search not in ("prompt", "request"):
+            raise UsageError(f"{where}.search is 'prompt' (the default) or 'request'", file=path)
+        rest = {k: v for k, v in item.items() if k != "search"}
+        rules.append(MockRule(pattern, steps=_steps(rest, where, path), search=search))
     return MockModel(name=name, rules=rules, default=_text(data, "default", "default", path))
 
 
@@ -332,6 +362,13 @@ def _step(item: Any, where: str, path: Path) -> MockStep:
         raise UsageError(f"{where} needs one of 'reply', 'error', 'tool' or 'tools'", file=path)
     if error is not None and (text is not None or calls):
         raise UsageError(f"{where}: an 'error' step answers nothing else", file=path)
+    if "reply" in item and "text" in item:
+        raise UsageError(f"{where}: give 'reply' or 'text' (the text before tool calls), "
+                         "not both", file=path)  # fmt: skip
+    if "status" in item and error is None:
+        raise UsageError(f"{where}.status goes with 'error' (a failing answer); to fail "
+                         "some calls before answering, use fail: {status, times}",
+                         file=path)  # fmt: skip
     return MockStep(
         reply=text,
         calls=calls,

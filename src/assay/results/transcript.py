@@ -9,7 +9,8 @@ happened. Criteria read the transcript, never a CLI's raw output. It is stored t
 Event kinds:
 
 - ``model_call``: one call of the model (``name`` the model, ``usage``, ``cost_usd``,
-  ``stop_reason``, ``is_error`` and ``text`` the error);
+  ``stop_reason``, ``arguments`` the names of the tools the answer called, ``is_error``
+  and ``text`` the error);
 - ``text``: assistant text between tool calls;
 - ``tool_call``: ``name``, ``call_id``, ``arguments`` (the input: a mapping, or text);
 - ``tool_result``: ``call_id``, ``name``, ``text`` (the output), ``is_error``;
@@ -85,6 +86,8 @@ class Transcript:
         cli: facts the CLI reported about itself (``version``, ``session_id``, ``model``).
         cli_usage, cli_cost_usd: the CLI's own totals (cross-checked with the bridge's).
         skills_offered: skills the agent was offered (from its plugins).
+        skills_loaded: the skills the CLI itself said it loaded (Claude Code's ``system/init``
+            event, plugin skills as ``plugin:skill``), or ``None`` when it does not say.
         usage_source: ``bridge`` (every call counted by assay), ``cli`` (direct mode: the
             CLI's totals alone) or ``model`` (an ``llm`` agent's own call).
     """
@@ -96,6 +99,7 @@ class Transcript:
     cli_usage: TokenBuckets | None = None
     cli_cost_usd: float | None = None
     skills_offered: list[str] = field(default_factory=list)
+    skills_loaded: list[str] | None = None
     usage_source: Literal["bridge", "cli", "model"] | None = None
 
     def add(self, event: TranscriptEvent) -> None:
@@ -167,6 +171,7 @@ class Transcript:
             turns=self.model_calls,
             tool_calls=len(uses),
             tool_calls_by_name=dict(Counter(u.name for u in uses)),
+            tool_calls_requested=self._requested(),
             tool_errors=sum(1 for u in uses if u.is_error),
             commands=len(commands),
             commands_failed=sum(1 for c in commands if c.exit_code not in (0, None)),
@@ -181,8 +186,17 @@ class Transcript:
             usage_difference=self.usage_difference(),
             cli=dict(self.cli),
             skills_offered=list(self.skills_offered),
+            skills_loaded=list(self.skills_loaded) if self.skills_loaded is not None else None,
             last_lines=self.lines()[-LAST_LINES:],
         )
+
+    def _requested(self) -> dict[str, int]:
+        """Tool name → how many times the model's answers called it."""
+        names = Counter[str]()
+        for event in self.of_kind("model_call"):
+            if isinstance(event.arguments, list):
+                names.update(event.arguments)
+        return dict(names)
 
     def usage_difference(self) -> str | None:
         """How the CLI's own token totals differ from the bridge's, or ``None`` when they
@@ -210,7 +224,7 @@ def _line(event: TranscriptEvent) -> str:
         return f"tool {event.name}({_short(event.arguments)})"
     if event.kind == "tool_result":
         mark = "error" if event.is_error else "result"
-        return f"  {mark}: {_short(event.text)}"
+        return f"  {mark} of {event.name or event.call_id}: {_short(event.text)}"
     if event.kind == "command":
         return f"  $ {_short(event.command)} → exit {event.exit_code}"
     if event.kind == "file_change":
@@ -259,9 +273,11 @@ class DenialRecord(_Record):
 class TranscriptSummary(_Record):
     """What ``task.json`` keeps of a transcript (the whole of it is in ``trace.json``).
 
-    ``turns`` counts model calls; ``usage`` is counted by assay (the bridge, or the model
-    call), ``cli_usage`` is the CLI's own report, and ``usage_difference`` says where they
-    differ.
+    ``turns`` counts model calls; ``tool_calls_by_name`` counts the tool calls the CLI ran
+    (named as the CLI names them) and ``tool_calls_requested`` the tool calls the model's
+    answers asked for (named as the model did; a call of a tool the CLI does not have shows
+    here only); ``usage`` is counted by assay (the bridge, or the model call),
+    ``cli_usage`` is the CLI's own report, and ``usage_difference`` says where they differ.
     """
 
     agent: str
@@ -269,6 +285,7 @@ class TranscriptSummary(_Record):
     turns: int = 0
     tool_calls: int = 0
     tool_calls_by_name: dict[str, int] = {}
+    tool_calls_requested: dict[str, int] = {}
     tool_errors: int = 0
     commands: int = 0
     commands_failed: int = 0
@@ -283,4 +300,5 @@ class TranscriptSummary(_Record):
     usage_difference: str | None = None
     cli: dict[str, str] = {}
     skills_offered: list[str] = []
+    skills_loaded: list[str] | None = None
     last_lines: list[str] = []

@@ -63,6 +63,8 @@ def agent_attributes(transcript: Transcript) -> dict[str, str | int | float | bo
         attributes["assay.cli.cost_usd"] = transcript.cli_cost_usd
     if transcript.skills_offered:
         attributes["assay.skills_offered"] = ",".join(transcript.skills_offered)
+    if transcript.skills_loaded is not None:
+        attributes["assay.skills_loaded"] = ",".join(transcript.skills_loaded)
     for key, value in transcript.cli.items():
         attributes[f"assay.cli.{key}"] = value
     return attributes
@@ -103,6 +105,8 @@ def _chat_span(parent: Span, event: TranscriptEvent) -> Span:
         span.attributes["gen_ai.response.finish_reasons"] = event.stop_reason
     if event.cost_usd is not None:
         span.attributes["assay.cost_usd"] = event.cost_usd
+    if isinstance(event.arguments, list) and event.arguments:
+        span.attributes["assay.tool_calls"] = ",".join(event.arguments)
     if event.is_error:
         span.error = event.text or "the model call failed"
     return span
@@ -180,6 +184,9 @@ def from_trace(trace: dict[str, Any]) -> Transcript | None:
         transcript.cli_usage = TokenBuckets.model_validate_json(cli_usage)
     skills = attribute(agent, "assay.skills_offered")
     transcript.skills_offered = skills.split(",") if isinstance(skills, str) and skills else []
+    loaded = attribute(agent, "assay.skills_loaded")
+    if isinstance(loaded, str):
+        transcript.skills_loaded = loaded.split(",") if loaded else []
     transcript.cli = _cli_facts(agent)
     children = [s for s in spans if s.get("parentSpanId") == agent.get("spanId")]
     events = [e for s in children for e in _events_of(s)] + _agent_events(agent)
@@ -218,10 +225,15 @@ def _events_of(span: dict[str, Any]) -> list[tuple[int, TranscriptEvent]]:
             "model_call", end, name=str(attribute(span, "gen_ai.request.model") or ""),
             usage=buckets, cost_usd=attribute(span, "assay.cost_usd"),
             stop_reason=attribute(span, "gen_ai.response.finish_reasons"),
-            is_error=bool(error), text=error, duration_ns=end - start))]  # fmt: skip
+            is_error=bool(error), text=error, duration_ns=end - start,
+            arguments=_names(attribute(span, "assay.tool_calls"))))]  # fmt: skip
     if kind == "execute_tool":
         return _tool_events(span, start, end)
     return []
+
+
+def _names(value: Any) -> list[str] | None:
+    return value.split(",") if isinstance(value, str) and value else None
 
 
 def _tool_events(span: dict[str, Any], start: int, end: int) -> list[tuple[int, TranscriptEvent]]:

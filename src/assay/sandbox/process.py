@@ -1,8 +1,12 @@
 """Run a program in a sandbox: asyncio subprocess, its own process group, a hard timeout.
 
 On timeout the whole process group is killed (``SIGKILL``), so a shell's children die with
-it, and the output printed until then is kept. Output is decoded as UTF-8 with replacement
-characters for invalid bytes.
+it, and the output printed until then is kept. A command (:func:`run_process`) has finished
+when it has exited and its output pipes are closed; the children it leaves running are left
+alone (``pre_run`` may start a server on purpose). A coding agent's CLI
+(:func:`stream_process`) has finished when it exits: a child it left holding stdout does not
+hold the row up, and the CLI's whole group is killed then. Output is decoded as UTF-8 with
+replacement characters for invalid bytes.
 """
 
 from __future__ import annotations
@@ -14,9 +18,53 @@ import signal
 import sys
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+
+class _ExitProtocol(asyncio.subprocess.SubprocessStreamProtocol):
+    """asyncio's subprocess protocol, plus a future resolved when the process exits.
+
+    ``Process.wait()`` returns only once every pipe is closed too, so a child that keeps
+    stdout open would hold it up long after the program itself ended; this future does not
+    wait for the pipes.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(limit=2**16, loop=loop)
+        self.exited: asyncio.Future[None] = loop.create_future()
+
+    def process_exited(self) -> None:
+        super().process_exited()
+        if not self.exited.done():
+            self.exited.set_result(None)
+
+
+async def _spawn(
+    command: str | list[str], stdin: str | None, **kwargs: Any
+) -> tuple[asyncio.subprocess.Process, asyncio.Future[None]]:
+    """Start ``command`` (a shell string, or argv without a shell) in a new session, with
+    pipes for its output; return it with its exit future."""
+    loop = asyncio.get_running_loop()
+    made: list[_ExitProtocol] = []
+
+    def factory() -> _ExitProtocol:
+        made.append(_ExitProtocol(loop))
+        return made[-1]
+
+    kwargs.update(
+        start_new_session=True,
+        stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    if isinstance(command, str):
+        transport, _ = await loop.subprocess_shell(factory, command, **kwargs)
+    else:
+        transport, _ = await loop.subprocess_exec(factory, *command, **kwargs)
+    return asyncio.subprocess.Process(transport, made[0], loop), made[0].exited
 
 
 @dataclass(frozen=True)
@@ -52,54 +100,25 @@ async def run_process(
         PermissionError: an argv program is not executable.
     """
     started = time.perf_counter()
-    kwargs = {
-        "cwd": cwd,
-        "env": env,
-        "stdin": asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
-        "stdout": asyncio.subprocess.PIPE,
-        "stderr": asyncio.subprocess.PIPE,
-        "start_new_session": True,
-    }
-    if isinstance(command, str):
-        process = await asyncio.create_subprocess_shell(command, **kwargs)  # type: ignore[arg-type]
-    else:
-        process = await asyncio.create_subprocess_exec(*command, **kwargs)  # type: ignore[arg-type]
+    process, exited = await _spawn(command, stdin, cwd=cwd, env=env)
     # Output is collected into buffers by tasks that the timeout does not cancel, so what a
     # program printed before it was killed is kept (``communicate`` would lose it).
     out, err = bytearray(), bytearray()
-    assert process.stdout is not None and process.stderr is not None
-    tasks = {
-        asyncio.ensure_future(_collect(process.stdout, out)),
-        asyncio.ensure_future(_collect(process.stderr, err)),
-        asyncio.ensure_future(process.wait()),
-    }
-    if stdin is not None and process.stdin is not None:
-        tasks.add(asyncio.ensure_future(_feed(process.stdin, stdin.encode("utf-8"))))
+    reading = _readers(process, stdin, _collect(_pipe(process.stdout), out),
+                       _collect(_pipe(process.stderr), err))  # fmt: skip
     try:
-        _, pending = await asyncio.wait(tasks, timeout=timeout)
-        if pending:
-            _kill_group(process.pid)
-            _, still = await asyncio.wait(pending, timeout=_DRAIN_SECONDS)
-            for task in still:  # a pipe held open by a process that left the group
-                task.cancel()
-            await asyncio.gather(*still, return_exceptions=True)
-            await process.wait()
-            if still:  # stop reading those pipes; their file descriptors would leak
-                _close(process)
-        for task in tasks:
-            if not task.cancelled():
-                task.result()
+        # A command has finished when it has exited and its output pipes are closed (as a
+        # shell's command substitution waits for them): a child it left holding stdout may
+        # still write to it, so it runs into the timeout instead.
+        _, pending = await asyncio.wait({exited, *reading}, timeout=timeout)
+        timed_out = bool(pending)
+        await _drain(process, exited, reading, kill=timed_out)
     except BaseException:
-        for task in tasks:
-            task.cancel()
-        _kill_group(process.pid)
-        with contextlib.suppress(BaseException):
-            await process.wait()
-        _close(process)  # before the loop closes, or its finaliser complains at exit
+        await _abandon(process, exited, reading)
         raise
-    exit_code = None if pending else process.returncode
+    exit_code = None if timed_out else process.returncode
     return ProcessResult(
-        exit_code, _text(out), _text(err), bool(pending), time.perf_counter() - started
+        exit_code, _text(out), _text(err), timed_out, time.perf_counter() - started
     )
 
 
@@ -126,7 +145,8 @@ async def stream_process(
     stop: asyncio.Event | None = None,
 ) -> StreamResult:
     """Run ``argv`` in its own process group and hand each line of its stdout to
-    ``on_line`` as it arrives (a line may be any length); stderr is kept (its last 64 KiB).
+    ``on_line`` as it arrives (up to :data:`MAX_LINE` bytes of a line); stderr is kept (its
+    last 64 KiB).
 
     The whole process group is killed (``SIGKILL``) at ``timeout`` seconds or as soon as
     ``stop`` is set; the lines printed until then have been handed over.
@@ -135,44 +155,19 @@ async def stream_process(
         FileNotFoundError, PermissionError: the program cannot be started.
     """
     started = time.perf_counter()
-    process = await asyncio.create_subprocess_exec(
-        *argv, cwd=cwd, env=env, start_new_session=True,
-        stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    assert process.stdout is not None and process.stderr is not None
+    process, exited = await _spawn(argv, stdin, cwd=cwd, env=env)
     err = bytearray()
-    reading = {asyncio.ensure_future(_lines(process.stdout, on_line)),
-               asyncio.ensure_future(_collect_tail(process.stderr, err))}  # fmt: skip
-    if stdin is not None and process.stdin is not None:
-        reading.add(asyncio.ensure_future(_feed(process.stdin, stdin.encode("utf-8"))))
-    waiting = asyncio.ensure_future(process.wait())
+    reading = _readers(process, stdin, _lines(_pipe(process.stdout), on_line),
+                       _collect_tail(_pipe(process.stderr), err))  # fmt: skip
     stopping = asyncio.ensure_future(stop.wait()) if stop is not None else None
-    timed_out = stopped = False
     try:
-        watched = {waiting, *([stopping] if stopping else [])}
+        watched: set[asyncio.Future[Any]] = {exited, *([stopping] if stopping else [])}
         done, _ = await asyncio.wait(watched, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-        if waiting not in done:
-            stopped = stopping is not None and stopping in done
-            timed_out = not stopped
-            _kill_group(process.pid)
-            await waiting
-        else:
-            _kill_group(process.pid)  # what the program left running dies with it
-        _, still = await asyncio.wait(reading, timeout=_DRAIN_SECONDS)
-        for task in still:
-            task.cancel()
-        await asyncio.gather(*reading, return_exceptions=True)
-        if still:
-            _close(process)
+        stopped = exited not in done and stopping is not None and stopping in done
+        timed_out = exited not in done and not stopped
+        await _drain(process, exited, reading, kill=True)
     except BaseException:
-        _kill_group(process.pid)
-        waiting.cancel()
-        for task in reading:
-            task.cancel()
-        with contextlib.suppress(BaseException):
-            await process.wait()
-        _close(process)
+        await _abandon(process, exited, reading)
         raise
     finally:
         if stopping is not None:
@@ -181,15 +176,76 @@ async def stream_process(
     return StreamResult(exit_code, _text(err), timed_out, stopped, time.perf_counter() - started)
 
 
+def _pipe(stream: asyncio.StreamReader | None) -> asyncio.StreamReader:
+    assert stream is not None  # both output streams are pipes (see _spawn)
+    return stream
+
+
+def _readers(
+    process: asyncio.subprocess.Process, stdin: str | None, *readers: Any
+) -> set[asyncio.Future[None]]:
+    """Start reading the output (and feeding stdin) in tasks the timeout does not cancel."""
+    tasks = {asyncio.ensure_future(reader) for reader in readers}
+    if stdin is not None and process.stdin is not None:
+        tasks.add(asyncio.ensure_future(_feed(process.stdin, stdin.encode("utf-8"))))
+    return tasks
+
+
+async def _drain(
+    process: asyncio.subprocess.Process,
+    exited: asyncio.Future[None],
+    reading: set[asyncio.Future[None]],
+    *,
+    kill: bool,
+) -> None:
+    """After the exit or at a limit: kill the group when told (the program at a limit, or
+    what an agent left running), wait a bounded time for the reaping and for the output
+    still in the pipes, and stop reading a pipe that a process left running holds open."""
+    if kill:
+        _kill_group(process.pid)
+    await asyncio.wait({exited}, timeout=_DRAIN_SECONDS)
+    _, still = await asyncio.wait(reading, timeout=_DRAIN_SECONDS)
+    for task in still:
+        task.cancel()
+    await asyncio.gather(*reading, return_exceptions=True)
+    _close(process)
+
+
+async def _abandon(
+    process: asyncio.subprocess.Process,
+    exited: asyncio.Future[None],
+    reading: set[asyncio.Future[None]],
+) -> None:
+    """The caller was cancelled (Ctrl-C): kill the group, stop reading, reap what can be."""
+    _kill_group(process.pid)
+    for task in reading:
+        task.cancel()
+    with contextlib.suppress(BaseException):
+        await asyncio.wait_for(asyncio.shield(exited), _DRAIN_SECONDS)
+    _close(process)
+
+
+MAX_LINE = 32 * 1024 * 1024
+"""Bytes of one output line handed over; the rest of a longer line is dropped."""
+
+
 async def _lines(stream: asyncio.StreamReader, on_line: Callable[[str], None]) -> None:
-    pending = b""
+    """Hand over each line as it completes, in time linear in the output (each chunk is
+    searched once; the parts of a long line are joined once, when it ends)."""
+    parts: list[bytes] = []
+    size = 0
     while chunk := await stream.read(65536):
-        pending += chunk
-        *complete, pending = pending.split(b"\n")
-        for line in complete:
-            on_line(_text(line))
-    if pending.strip():
-        on_line(_text(pending))
+        start = 0
+        while (end := chunk.find(b"\n", start)) != -1:
+            parts.append(chunk[start:end])
+            on_line(_text(b"".join(parts)[:MAX_LINE]))
+            parts, size, start = [], 0, end + 1
+        if size < MAX_LINE:
+            parts.append(chunk[start:])
+            size += len(chunk) - start
+    rest = b"".join(parts)
+    if rest.strip():
+        on_line(_text(rest[:MAX_LINE]))
 
 
 async def _collect_tail(stream: asyncio.StreamReader, sink: bytearray, keep: int = 65536) -> None:
@@ -200,7 +256,8 @@ async def _collect_tail(stream: asyncio.StreamReader, sink: bytearray, keep: int
 
 
 _DRAIN_SECONDS = 5.0
-"""After the kill, how long to wait for output still buffered in the pipes."""
+"""After the exit or the kill, how long to wait for the reaping and for output still in the
+pipes."""
 
 
 async def _collect(stream: asyncio.StreamReader, sink: bytearray) -> None:
@@ -233,20 +290,33 @@ def _text(data: bytes | bytearray) -> str:
     return bytes(data).decode("utf-8", errors="replace")
 
 
-def use_pidfd_child_watcher() -> None:
-    """On Python 3.11, reap children through pidfds instead of one thread per child.
+@contextlib.contextmanager
+def pidfd_child_watcher() -> Iterator[None]:
+    """On Python 3.11, reap children through pidfds instead of one thread per child, inside
+    the block; the previous watcher is given back after it.
 
     Python 3.12 does this by default; 3.11's default ``ThreadedChildWatcher`` starts a thread
     for every subprocess, which costs more than the subprocess itself for short commands.
-    Call it inside the running event loop.
+    Enter it inside the running event loop. The watcher is process-wide and tied to this
+    loop, so leaving it installed would break subprocesses in any later event loop of the
+    process (``asyncio.get_child_watcher() is not activated``).
     """
     if sys.version_info >= (3, 12) or not hasattr(os, "pidfd_open"):
+        yield
         return
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
+        previous = asyncio.get_child_watcher()
         watcher = asyncio.PidfdChildWatcher()
         watcher.attach_loop(asyncio.get_running_loop())
         asyncio.set_child_watcher(watcher)
+    try:
+        yield
+    finally:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            asyncio.set_child_watcher(previous)
+            watcher.close()
 
 
 def tail(text: str, limit: int = 2000) -> str:

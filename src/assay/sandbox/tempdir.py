@@ -4,16 +4,21 @@ Sources apply in order and later ones win on conflicts (Coder Eval's rule): ``te
 copies a folder (relative to the task file) to ``mount_point`` (default: the root);
 ``starter_files`` writes files. Paths a criterion reads are resolved with
 :meth:`Sandbox.resolve`, which refuses absolute paths, ``..`` and symlinks that lead out.
+Programs run in it with :meth:`Sandbox.run`: inside its bwrap sandbox when it has one
+(:mod:`assay.sandbox.bwrap`, the ``bwrap`` driver), else as plain processes.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import stat
 import tempfile
 from pathlib import Path, PurePosixPath
 
 from assay.errors import SandboxError
+from assay.sandbox.bwrap import Jail
+from assay.sandbox.process import ProcessResult, run_process
 from assay.spec.task import SandboxConfig, StarterFiles, TemplateDir
 
 
@@ -26,11 +31,36 @@ class Sandbox:
 
     Args:
         root: the directory (it must exist).
+        jail: the bwrap sandbox its programs run in (``None``: plain processes).
     """
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, jail: Jail | None = None) -> None:
         self.root = root
+        self.jail = jail
         self._real = root.resolve()
+
+    async def run(
+        self,
+        command: str | list[str],
+        *,
+        env: dict[str, str],
+        timeout: float,
+        stdin: str | None = None,
+        writable: tuple[Path, ...] = (),
+    ) -> ProcessResult:
+        """Run a shell command (or an argv list) in the sandbox's folder, inside its jail
+        when it has one; ``writable`` are more folders the program may write there.
+
+        Raises:
+            FileNotFoundError, PermissionError: an argv program cannot be started (without
+                a jail; inside one, the shell reports it with exit code 127 or 126).
+        """
+        if self.jail is None:
+            return await run_process(command, cwd=self.root, env=env, timeout=timeout,
+                                     stdin=stdin)  # fmt: skip
+        argv = ["/bin/sh", "-c", command] if isinstance(command, str) else command
+        wrapped, inner = self.jail.command(argv, env=env, cwd=self.root, writable=writable)
+        return await run_process(wrapped, cwd=self.root, env=inner, timeout=timeout, stdin=stdin)
 
     @classmethod
     def create(
@@ -108,8 +138,10 @@ class Sandbox:
 
     def copy_to(self, destination: Path) -> Sandbox:
         """A copy at ``destination`` (a new folder) in which absolute symlinks that pointed
-        inside this sandbox point to the same place inside the copy."""
-        shutil.copytree(self.root, destination, symlinks=True)
+        inside this sandbox point to the same place inside the copy. Named pipes, sockets
+        and device files are not copied (they hold no content, and opening a pipe would
+        block)."""
+        shutil.copytree(self.root, destination, symlinks=True, ignore=_special_files)
         real = self.root.resolve()
         for link in [p for p in destination.rglob("*") if p.is_symlink()]:
             target = Path(os.readlink(link))
@@ -151,6 +183,16 @@ def _copy_over(source: Path, target: Path) -> None:
         else:
             shutil.copy2(entry.path, destination)
     shutil.copystat(source, target)
+
+
+def _special_files(folder: str, names: list[str]) -> list[str]:
+    """The names in ``folder`` that are neither folders, regular files nor symlinks."""
+    special = []
+    for name in names:
+        mode = os.lstat(os.path.join(folder, name)).st_mode
+        if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
+            special.append(name)
+    return special
 
 
 def _delete(path: Path) -> None:

@@ -41,6 +41,25 @@ class StrictModel(BaseModel):
     refused_fields: ClassVar[Mapping[str, str]] = {}
 
 
+def no_nul(value: Any, what: str) -> Any:
+    """``value`` unchanged; a string (or the keys and values of a mapping, or the items of a
+    list) holding a NUL character is refused: no program argument or environment variable
+    can carry one.
+
+    Raises:
+        ValueError: naming ``what``.
+    """
+    texts: list[Any] = [value]
+    if isinstance(value, dict):
+        texts = [*value.keys(), *value.values()]
+    elif isinstance(value, list):
+        texts = value
+    if any(isinstance(t, str) and "\0" in t for t in texts):
+        raise ValueError(f"{what} contains a NUL character (\\0), which a program's "
+                         "arguments and environment cannot carry")  # fmt: skip
+    return value
+
+
 @dataclass(frozen=True)
 class UnionInfo:
     """Metadata on a discriminated union: its noun and Coder Eval tags not implemented yet."""

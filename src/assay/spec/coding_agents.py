@@ -14,9 +14,9 @@ import re
 from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field, StrictStr, field_validator, model_validator
+from pydantic import Field, StrictStr, ValidationInfo, field_validator, model_validator
 
-from assay.spec.base import StrictModel
+from assay.spec.base import StrictModel, no_nul
 from assay.spec.price import ModelPrice
 
 PERMISSION_MODES = ("default", "acceptEdits", "plan", "bypassPermissions")
@@ -41,6 +41,10 @@ SDK_TRANSPORT = frozenset({
     "verbatim_prompts", "client_app", "resume_drops_turn", "resume_session_at",
 })  # fmt: skip
 """``ClaudeAgentOptions`` fields of the Python SDK's own transport (claude-agent-sdk 0.2.189)."""
+
+
+ACTING_TOOLS = frozenset({"Bash", "Write", "Edit", "MultiEdit", "NotebookEdit"})
+"""Claude Code's tools that write files or run commands."""
 
 
 class PluginSource(StrictModel):
@@ -84,6 +88,12 @@ class CodingAgent(StrictModel):
     request_timeout: float = Field(default=600, gt=0)
     cache: bool = False
     price: ModelPrice | None = None
+
+    @field_validator("system_prompt", "cli_model", "cli_path", "env", "base_url",
+                     "api_key_env", "system_prompt_file")  # fmt: skip
+    @classmethod
+    def _no_nul(cls, value: Any, info: ValidationInfo) -> Any:
+        return no_nul(value, str(info.field_name))
 
     @model_validator(mode="after")
     def _shared(self) -> CodingAgent:
@@ -134,6 +144,22 @@ class ClaudeCodeAgent(CodingAgent):
     sdk_options: dict[str, Any] = Field(default_factory=dict)
 
     native_provider: ClassVar[str] = "anthropic"
+
+    @property
+    def may_act(self) -> bool:
+        """Whether the CLI may write files or run commands: every mode but ``plan`` and
+        ``default``, and ``default`` when ``allowed_tools`` lets a writing or shell tool run
+        (``Bash``, ``Write``, ``Edit``, ``MultiEdit``, ``NotebookEdit``, an ``mcp__`` tool,
+        or a rule on one of them)."""
+        if self.permission_mode == "plan":
+            return False
+        if self.permission_mode != "default":
+            return True
+        denied = set(self.disallowed_tools or [])
+        return any(
+            name not in denied and (name.split("(")[0] in ACTING_TOOLS or name.startswith("mcp__"))
+            for name in self.allowed_tools or []
+        )
 
     @field_validator("allowed_tools", "disallowed_tools")
     @classmethod
@@ -195,6 +221,11 @@ class CodexAgent(CodingAgent):
     type: Literal["codex"]
 
     native_provider: ClassVar[str] = "openai"
+
+    @property
+    def may_act(self) -> bool:
+        """Codex always may: it runs every command with full access inside the sandbox."""
+        return True
 
 
 __all__ = ["ClaudeCodeAgent", "CodexAgent", "CodingAgent", "PluginSource"]

@@ -16,17 +16,22 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from assay.errors import UsageError
+from assay.orchestration.containment import Containment, private_paths
 from assay.orchestration.plan import Plan, WorkItem
 from assay.orchestration.progress import Progress
 from assay.orchestration.runner import RunOptions
 from assay.orchestration.services import ModelSettings
 from assay.providers.limits import EndpointLimits
-from assay.providers.pool import ProviderRegistry
+from assay.providers.pool import ModelPool, ProviderRegistry
 from assay.providers.pricing import PriceTable
 from assay.results.task_result import EvaluationResult
+from assay.sandbox.bwrap import BridgeLink
+
+if TYPE_CHECKING:
+    from assay.bridge import Bridge
 
 ExecutorKind = Literal["local", "ray"]
 EXECUTORS: tuple[ExecutorKind, ...] = ("local", "ray")
@@ -122,3 +127,24 @@ def make_executor(choice: ExecutorChoice) -> Executor:
     from assay.orchestration.executors.local import LocalExecutor
 
     return LocalExecutor()
+
+
+def run_containment(
+    plan: Plan, run_dir: Path, bridge: Bridge | None, pool: ModelPool
+) -> Containment:
+    """The ``bwrap`` sandboxes of the rows run with ``bridge`` and ``pool`` (this process's,
+    or a node's): they reach the bridge through its unix socket, and never see the runs
+    folder, the store or the response cache (a path that does not exist on a node is
+    skipped).
+
+    Raises:
+        UsageError: a row needs bwrap and it is not installed here.
+    """
+    link = None
+    if bridge is not None and bridge.socket_path is not None:
+        link = BridgeLink(bridge.socket_path, bridge.port)
+    cache = pool.settings.cache
+    stores = [t.expansion.store.url for t in plan.tasks if t.expansion.store is not None]
+    private = private_paths(run_dir, cache=cache.path if cache is not None else None,
+                            store_urls=stores)  # fmt: skip
+    return Containment.for_tasks(plan.definitions, private=private, bridge=link)

@@ -4,7 +4,13 @@ run's services (:func:`assay.orchestration.services.run_services`)."""
 from __future__ import annotations
 
 from assay.criteria.registry import default_criteria
-from assay.orchestration.executors.base import Execution, ExecutionContext, OnDone
+from assay.orchestration.containment import uses_bwrap
+from assay.orchestration.executors.base import (
+    Execution,
+    ExecutionContext,
+    OnDone,
+    run_containment,
+)
 from assay.orchestration.plan import WorkItem
 from assay.orchestration.runner import Runner, model_keys, needs_bridge
 from assay.orchestration.services import build_pool, check_judges, run_services
@@ -27,10 +33,13 @@ class LocalExecutor:
         pool = build_pool(context.models, jobs=options.jobs, prices=context.prices,
                           registry=context.registry, gate=gate)  # fmt: skip
         services_of_run = run_services(pool, model_keys(plan), bridge=needs_bridge(plan),
+                                       bridge_socket=uses_bwrap(plan.definitions),
                                        on_retry=progress.retry)  # fmt: skip
         async with services_of_run as services:
+            containment = run_containment(plan, context.run_dir, services.bridge, pool)
             runner = Runner(context.run_dir, pool, default_criteria(), options,
-                            on_retry=progress.retry, bridge=services.bridge)  # fmt: skip
+                            on_retry=progress.retry, bridge=services.bridge,
+                            containment=containment)  # fmt: skip
             try:
                 warnings = []
                 if options.stage == "run":

@@ -30,6 +30,8 @@ from typing import Any
 from assay.criteria.registry import default_criteria
 from assay.errors import UserError
 from assay.orchestration.coding_checks import find_agent_cli
+from assay.orchestration.containment import uses_bwrap
+from assay.orchestration.executors.base import run_containment
 from assay.orchestration.executors.ray_files import Bundle, FileMode, missing_folders, unpack_bundle
 from assay.orchestration.executors.ray_limiter import RayGate
 from assay.orchestration.plan import Plan
@@ -159,10 +161,11 @@ class NodeRunner:
 
     def _check_programs(self) -> None:
         for planned in self.plan.tasks:
+            base_dir = self.folder(planned.loaded.base_dir)
             for variant in planned.variants:
                 task = variant.definition
                 if isinstance(task.agent, CodingAgent):
-                    find_agent_cli(task.agent)
+                    find_agent_cli(task.agent, base_dir)
                 if getattr(task.sandbox, "driver", "tempdir") == "bwrap" and not shutil.which(
                     "bwrap"
                 ):
@@ -186,11 +189,14 @@ class NodeRunner:
             gate = LocalGate(setup.limits)
         pool = build_pool(setup.models, jobs=setup.options.jobs, prices=setup.prices,
                           registry=setup.registry, gate=gate)  # fmt: skip
-        services = await self.stack.enter_async_context(
-            run_services(pool, self._keys(), bridge=needs_bridge(self.plan))
-        )
+        contained = uses_bwrap(self.plan.definitions)
+        of_node = run_services(pool, self._keys(), bridge=needs_bridge(self.plan),
+                               bridge_socket=contained)  # fmt: skip
+        services = await self.stack.enter_async_context(of_node)
+        containment = run_containment(self.plan, setup.run_dir, services.bridge, pool)
         self.runner = Runner(setup.run_dir, services.pool, default_criteria(), setup.options,
-                             bridge=services.bridge, folders=self.folder, remote=True)  # fmt: skip
+                             bridge=services.bridge, folders=self.folder, remote=True,
+                             containment=containment)  # fmt: skip
         self.stack.callback(self.runner.close)
 
     async def check_judges(self) -> list[str]:
