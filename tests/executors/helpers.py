@@ -1,6 +1,7 @@
 """Comparing run folders made by different executors: same files, same contents, aside from
 what differs between any two runs (clock times and durations, trace and session ids, the
-temporary folder a sandbox had)."""
+temporary folder a sandbox had, the user id a bwrap row ran as: handed out in the order rows
+start, by each node on a cluster)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ _CLOCK = re.compile(
     r"\d{2}:\d{2}:\d{2}(\.\d+)?|\d+(\.\d+)? ?(s|ms)\b|\d{4}-\d{2}-\d{2}[T _][\d:.-]+"
     r"|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"  # a session id
     r"|/tmp/assay-[a-z0-9_]+"  # a sandbox's temporary folder
+    r"|(?<=bwrap as uid )\d+"  # the user a bwrap row ran as
 )
 
 

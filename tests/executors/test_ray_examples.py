@@ -54,3 +54,19 @@ def test_command_examples_with_replicates_and_kept_sandboxes_on_a_cluster(
     kept = sorted(p.relative_to(tmp_path / "ray" / "latest").as_posix()
                   for p in (tmp_path / "ray" / "latest").glob("*/*/*/*/sandbox/*"))  # fmt: skip
     assert "default/dataset-example/alpha/01/sandbox/out.txt" in kept
+
+
+def test_bwrap_rows_on_a_cluster_read_the_task_folder_each_node_has(
+    ray_cluster: RayCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each node contains its rows as a local run does (run as root: a user of the row's
+    own, who must be able to read the node's copy of the task folder)."""
+    monkeypatch.chdir(tmp_path)
+    shutil.copytree(REPO / "examples" / "sentiment", tmp_path / "sentiment")
+    rows = _same_on_both(ray_cluster, ["sentiment"], jobs=2, repeats=2,
+                         overrides=["sandbox.driver=bwrap"])  # fmt: skip
+    assert rows == 6
+    logs = (tmp_path / "ray" / "latest").glob("default/*/*/*/task.log")
+    assert all("sandbox: bwrap" in p.read_text(encoding="utf-8") for p in logs)
+    result = assay.RunResult.open(tmp_path / "ray" / "latest")
+    assert [s.rollup.rows_passed for s in result.suites] == [4]
