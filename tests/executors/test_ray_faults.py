@@ -87,6 +87,31 @@ def test_a_node_killed_mid_run_loses_only_the_rows_it_was_running(
     assert sum(progress.rows.values()) == ROWS
 
 
+def test_a_node_that_joins_mid_run_gets_rows(restore_nodes: RayCluster, tmp_path: Path) -> None:
+    """A node started while the run goes (here with ``ASSAY_TEST_NODE=joined`` in its
+    environment, which its rows log) gets a runner and rows."""
+    cluster = restore_nodes
+    rows = 48
+    task = _slow_task(tmp_path, rows=rows)
+    text = task.read_text().replace('"$ASSAY_ROW_ID"', '"$ASSAY_ROW_ID/${ASSAY_TEST_NODE:-}"')
+    task.write_text(text)
+    command = [sys.executable, "-m", "assay", "run", str(task), "--executor", "ray",
+               "--ray-address", cluster.address, "-j", "1", "--run-dir", "runs", "-q"]  # fmt: skip
+    driver = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE)  # fmt: skip
+    deadline = time.monotonic() + 120
+    while len(_finished(tmp_path / "runs")) < 3 and driver.poll() is None:
+        assert time.monotonic() < deadline, "the driver finished no row"
+        time.sleep(0.05)
+    cluster.add_worker(ASSAY_TEST_NODE="joined")  # Ray starts nodes from the main thread
+    _, stderr = driver.communicate(timeout=180)
+    assert driver.returncode == 0, stderr
+    ran = _executions(tmp_path)
+    assert sorted({line.split("/")[0] for line in ran}) == [f"r{i:02d}" for i in range(rows)]
+    assert len(_finished(tmp_path / "runs")) == rows
+    assert any(line.endswith("/joined") for line in ran), ran
+
+
 def test_a_killed_driver_resumes_on_another_number_of_nodes(
     restore_nodes: RayCluster, tmp_path: Path
 ) -> None:

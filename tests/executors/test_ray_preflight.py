@@ -103,6 +103,30 @@ def test_a_node_without_the_agents_cli_is_named(
 
 
 @pytest.mark.ray
+def test_a_node_that_cannot_make_a_bwrap_sandbox_is_named(
+    restore_nodes: RayCluster, tmp_path: Path
+) -> None:
+    """The driver makes bwrap sandboxes; a node whose bwrap fails (here a ``bwrap`` first on
+    its PATH that refuses, as one without user namespaces does) refuses the run."""
+    fake = tmp_path / "bin"
+    write(fake / "bwrap", "#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\n"
+                          "exit 1\n")  # fmt: skip
+    (fake / "bwrap").chmod(0o755)
+    restore_nodes.add_worker(PATH=f"{fake}{os.pathsep}{os.environ.get('PATH', '')}")
+    write(tmp_path / "task.yaml", TASK + "sandbox: {driver: bwrap}\n")
+    with pytest.raises(UsageError) as caught:
+        assay.run(tmp_path / "task.yaml", run_dir=tmp_path / "runs", executor="ray",
+                  ray_address=restore_nodes.address)  # fmt: skip
+    message = caught.value.message
+    assert message.startswith("node ")
+    assert (
+        "the machine cannot make a bwrap sandbox: bwrap: No permissions to create new "
+        "namespace" in message
+    )
+    assert caught.value.hint
+
+
+@pytest.mark.ray
 def test_without_an_address_a_local_ray_instance_is_started_and_stopped(tmp_path: Path) -> None:
     shutil.copytree(REPO / "examples" / "sentiment", tmp_path / "sentiment")
     scratch = Path(tempfile.mkdtemp(prefix="assay-ray-", dir="/tmp"))  # short: socket paths

@@ -130,15 +130,17 @@ def make_executor(choice: ExecutorChoice) -> Executor:
 
 
 def run_containment(
-    plan: Plan, run_dir: Path, bridge: Bridge | None, pool: ModelPool
+    plan: Plan, run_dir: Path, bridge: Bridge | None, pool: ModelPool, *, check: bool = False
 ) -> Containment:
     """The ``bwrap`` sandboxes of the rows run with ``bridge`` and ``pool`` (this process's,
     or a node's): they reach the bridge through its unix socket, and never see the runs
     folder, the store or the response cache (a path that does not exist on a node is
-    skipped).
+    skipped). ``check``: make one sandbox first (a node of a cluster, whose machine the
+    plan's own check did not see).
 
     Raises:
-        UsageError: a row needs bwrap and it is not installed here.
+        UsageError: a row needs bwrap and it is not installed here, or (``check``) this
+            machine cannot make a sandbox (the hint says how to fix it).
     """
     link = None
     if bridge is not None and bridge.socket_path is not None:
@@ -147,4 +149,4 @@ def run_containment(
     stores = [t.expansion.store.url for t in plan.tasks if t.expansion.store is not None]
     private = private_paths(run_dir, cache=cache.path if cache is not None else None,
                             store_urls=stores)  # fmt: skip
-    return Containment.for_tasks(plan.definitions, private=private, bridge=link)
+    return Containment.for_tasks(plan.definitions, private=private, bridge=link, check=check)

@@ -9,7 +9,7 @@ the task folders), and streams each finished row back as its files' contents
 
 Before any row, :meth:`NodeRunner.start` checks what the rows will need on this node: the
 task folders (shipped, or at their paths with ``--ray-files shared``) and the programs (the
-coding agents' CLIs, bubblewrap for ``sandbox.driver: bwrap``); a problem is returned as
+coding agents' CLIs, and for ``bwrap`` rows one sandbox made on this node); a problem is returned as
 text (``error``, ``hint``), not raised, so it reaches the driver whole.
 """
 
@@ -166,14 +166,6 @@ class NodeRunner:
                 task = variant.definition
                 if isinstance(task.agent, CodingAgent):
                     find_agent_cli(task.agent, base_dir)
-                if getattr(task.sandbox, "driver", "tempdir") == "bwrap" and not shutil.which(
-                    "bwrap"
-                ):
-                    raise UserError(
-                        f"bubblewrap (bwrap) is not installed, and task {task.task_id} runs "
-                        "its rows in a bwrap sandbox (sandbox.driver: bwrap)",
-                        hint="install it on every node (apt-get install bubblewrap)",
-                    )
 
     def _keys(self) -> list[ModelKey]:
         return [dataclasses.replace(k, base_dir=str(self.folder(Path(k.base_dir))))
@@ -193,7 +185,9 @@ class NodeRunner:
         of_node = run_services(pool, self._keys(), bridge=needs_bridge(self.plan),
                                bridge_socket=contained)  # fmt: skip
         services = await self.stack.enter_async_context(of_node)
-        containment = run_containment(self.plan, setup.run_dir, services.bridge, pool)
+        # bwrap rows: this node makes one sandbox first (bwrap installed, user namespaces)
+        containment = run_containment(self.plan, setup.run_dir, services.bridge, pool,
+                                      check=True)  # fmt: skip
         self.runner = Runner(setup.run_dir, services.pool, default_criteria(), setup.options,
                              bridge=services.bridge, folders=self.folder, remote=True,
                              containment=containment)  # fmt: skip
