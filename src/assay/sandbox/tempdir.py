@@ -15,6 +15,7 @@ import tempfile
 from pathlib import Path, PurePosixPath
 
 from assay.errors import SandboxError
+from assay.results.secrets import Redactor
 from assay.spec.task import SandboxConfig, StarterFiles, TemplateDir
 
 
@@ -122,6 +123,30 @@ class Sandbox:
                 link.unlink()
                 link.symlink_to(destination / target.relative_to(base))
         return Sandbox(destination)
+
+    def redact(self, redactor: Redactor) -> list[Path]:
+        """Replace every known secret in the sandbox's files (bytes, in place); symlinks are
+        neither followed nor rewritten. Returns the files changed.
+
+        For a sandbox kept in the run folder: what the agent wrote there is as shareable as
+        the reports. A file that cannot be read or written is left as it is; the run's
+        secret scan reports it if it holds a secret.
+        """
+        changed = []
+        for folder, _, files in os.walk(self.root):
+            for name in files:
+                path = Path(folder) / name
+                if path.is_symlink() or not path.is_file():
+                    continue
+                try:
+                    data = path.read_bytes()
+                    redacted = redactor.redact_bytes(data)
+                    if redacted is not data:
+                        path.write_bytes(redacted)
+                        changed.append(path)
+                except OSError:
+                    continue
+        return changed
 
     def remove(self) -> None:
         """Delete the sandbox (an empty one with a single ``rmdir``)."""

@@ -33,8 +33,23 @@ _NOT_USED = "assay's agents do not use it"
 QA_GRADE = "the answer is correct (QA rules and judge)"
 
 
+def check_variable_names(names: list[str]) -> list[str]:
+    """Environment variable names: not empty, without ``=`` or a NUL character."""
+    for name in names:
+        if not name or "=" in name or "\0" in name:
+            raise ValueError(f"{name!r} is not an environment variable name")
+    return names
+
+
 class AgentBase(StrictModel):
-    """Fields shared by every agent type."""
+    """Fields shared by every agent type.
+
+    ``env_passthrough``: variables that hold secrets (``*_KEY``, ``*_TOKEN``, ``*_SECRET``,
+    ``*_PASSWORD``, ``*SECRET*``, provider credentials) that the agent, ``pre_run``,
+    ``post_run`` and command criteria receive anyway; every other secret variable of the
+    host is withheld from them (``assay.sandbox.environment``). Their values are still
+    redacted from everything assay writes.
+    """
 
     coder_eval_only: ClassVar[Mapping[str, str]] = {
         "permission_mode": _NOT_USED,
@@ -48,6 +63,10 @@ class AgentBase(StrictModel):
         "context_window": _NOT_USED,
         "system_prompt_mode": _NOT_USED,
     }
+
+    env_passthrough: list[StrictStr] = Field(default_factory=list)
+
+    _passthrough = field_validator("env_passthrough")(check_variable_names)
 
 
 class NoneAgent(AgentBase):
@@ -196,13 +215,41 @@ TemplateSource = Annotated[
 ]
 
 
+_NO_DOCKER = "only the tempdir driver exists"
+
+
+class DockerConfig(StrictModel):
+    """Coder Eval's ``sandbox.docker`` block. assay has no docker driver; of this block it
+    honours the environment rule: ``env_passthrough`` and ``env_passthrough_extra`` name
+    secret variables passed to the row's programs, like ``agent.env_passthrough`` (every
+    variable that is not a secret passes anyway). The other fields are warned and ignored."""
+
+    coder_eval_only: ClassVar[Mapping[str, str]] = {
+        name: _NO_DOCKER
+        for name in ["image", "dockerfile_path", "build", "network", "working_dir",
+                     "extra_mounts", "agent_isolation"]
+    }  # fmt: skip
+
+    env_passthrough: list[StrictStr] | None = None
+    env_passthrough_extra: list[StrictStr] = Field(default_factory=list)
+
+    @field_validator("env_passthrough", "env_passthrough_extra")
+    @classmethod
+    def _names(cls, value: list[str] | None) -> list[str] | None:
+        return value if value is None else check_variable_names(value)
+
+    @property
+    def passthrough(self) -> list[str]:
+        """Both lists, in order."""
+        return [*(self.env_passthrough or []), *self.env_passthrough_extra]
+
+
 class SandboxConfig(StrictModel):
     """Where a row-task runs: a fresh temporary directory filled from ``template_sources``."""
 
     coder_eval_only: ClassVar[Mapping[str, str]] = {
         "python": "no per-row Python environment is built; the sandbox uses the host's",
         "node": "no per-row Node.js environment is built",
-        "docker": "only the tempdir driver exists",
         "limits": "only run_limits.task_timeout and command timeouts are enforced",
         "ignore_patterns": "sandboxes are not preserved by pattern",
         "mock_path_dirs": "not supported",
@@ -211,6 +258,7 @@ class SandboxConfig(StrictModel):
 
     driver: Literal["tempdir"] = "tempdir"
     template_sources: list[TemplateSource] | None = None
+    docker: DockerConfig | None = None
 
 
 class RunLimits(StrictModel):
@@ -400,6 +448,26 @@ class TaskDefinition(StrictModel):
         return self
 
     @property
+    def env_passthrough(self) -> frozenset[str]:
+        """Secret variables the row's programs receive on purpose: ``agent.env_passthrough``
+        and ``sandbox.docker.env_passthrough`` / ``env_passthrough_extra``."""
+        docker = self.sandbox.docker
+        return frozenset(self.agent.env_passthrough) | frozenset(
+            docker.passthrough if docker else ()
+        )
+
+    @property
+    def credential_variables(self) -> frozenset[str]:
+        """The variables this task names as model credentials (``agent.api_key_env``,
+        ``qa.judge.api_key_env``): secrets whatever their names look like."""
+        names = set()
+        if isinstance(self.agent, LlmAgent) and self.agent.api_key_env:
+            names.add(self.agent.api_key_env)
+        if self.qa is not None and self.qa.judge is not None and self.qa.judge.api_key_env:
+            names.add(self.qa.judge.api_key_env)
+        return frozenset(names)
+
+    @property
     def is_row_task(self) -> bool:
         """True for a task expanded from one dataset row."""
         return self.suite_id is not None
@@ -410,6 +478,7 @@ __all__ = [
     "AgentConfig",
     "CommandAgent",
     "DatasetSpec",
+    "DockerConfig",
     "LlmAgent",
     "NoneAgent",
     "PostRunCommand",

@@ -1,0 +1,57 @@
+"""The environment a row's programs get: the host's without its secrets, unless passed on
+purpose; and a kept sandbox's files redacted."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from assay.results.secrets import Redactor
+from assay.sandbox.environment import agent_environment, environment_names
+from assay.sandbox.tempdir import Sandbox
+from tests.helpers import write
+
+HOST = {
+    "PATH": "/bin",
+    "HOME": "/home/u",
+    "OPENAI_API_KEY": "sk-one",
+    "GITHUB_TOKEN": "gh-two",
+    "DB_PASSWORD": "three",
+    "MY_SECRET_THING": "four",
+    "AWS_ACCESS_KEY_ID": "AKIA-five",
+    "MY_LLM": "six",
+}
+
+
+def test_secrets_are_withheld_and_everything_else_passes() -> None:
+    env = agent_environment(HOST)
+    assert env == {"PATH": "/bin", "HOME": "/home/u", "MY_LLM": "six"}
+
+
+def test_passthrough_and_hidden_names() -> None:
+    env = agent_environment(HOST, passthrough={"GITHUB_TOKEN", "NOT_SET_TOKEN"}, hidden={"MY_LLM"})
+    assert env == {"PATH": "/bin", "HOME": "/home/u", "GITHUB_TOKEN": "gh-two"}
+    names = environment_names(HOST, passthrough={"GITHUB_TOKEN", "NOT_SET_TOKEN"},
+                              hidden={"MY_LLM"})  # fmt: skip
+    assert names.received == ["GITHUB_TOKEN", "HOME", "PATH"]
+    assert names.withheld == ["AWS_ACCESS_KEY_ID", "DB_PASSWORD", "MY_LLM", "MY_SECRET_THING",
+                              "OPENAI_API_KEY"]  # fmt: skip
+    assert names.passed_on_purpose == ["GITHUB_TOKEN", "NOT_SET_TOKEN"]
+    assert names.missing == ["NOT_SET_TOKEN"]
+
+
+def test_a_kept_sandbox_is_redacted_in_place_without_following_links(tmp_path: Path) -> None:
+    key = "sk-proj-kept-sandbox-value-77"
+    redactor = Redactor()
+    redactor.add("OPENAI_API_KEY", key)
+    outside = write(tmp_path / "outside.txt", key)
+    root = tmp_path / "sandbox"
+    write(root / "out.txt", f"the key is {key}\n")
+    (root / "bin").mkdir()
+    (root / "bin" / "blob").write_bytes(b"\x00\xff" + key.encode() + b"\x00")
+    write(root / "clean.txt", "nothing here")
+    (root / "link.txt").symlink_to(outside)
+    changed = Sandbox(root).redact(redactor)
+    assert sorted(p.name for p in changed) == ["blob", "out.txt"]
+    assert (root / "out.txt").read_text() == "the key is [redacted:OPENAI_API_KEY]\n"
+    assert (root / "bin" / "blob").read_bytes() == b"\x00\xff[redacted:OPENAI_API_KEY]\x00"
+    assert outside.read_text() == key  # never rewritten through the link
