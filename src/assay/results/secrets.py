@@ -121,6 +121,7 @@ class _Matcher:
     pattern: re.Pattern[str] | None = None
     byte_pattern: re.Pattern[bytes] | None = None
     few: tuple[str, ...] | None = None
+    few_bytes: tuple[bytes, ...] = ()
 
     def contains(self, text: str) -> bool:
         if self.few is not None:  # a few values: one C-level substring search each is faster
@@ -136,7 +137,7 @@ class _Matcher:
         raw = sorted({f.encode("utf-8", "surrogatepass") for f in ordered}, key=len, reverse=True)
         byte_pattern = re.compile(b"|".join(re.escape(f) for f in raw))
         few = tuple(ordered) if len(ordered) <= _FEW else None
-        return cls(markers, pattern, byte_pattern, few)
+        return cls(markers, pattern, byte_pattern, few, tuple(raw))
 
 
 class Redactor:
@@ -240,10 +241,13 @@ class Redactor:
 
     def find_bytes(self, data: Buffer) -> list[tuple[int, int, str]]:
         """``(start, end, name)`` of every known value in ``data`` (bytes, or an ``mmap``)."""
-        pattern = self._matcher.byte_pattern
+        matcher = self._matcher
+        pattern = matcher.byte_pattern
         if pattern is None:
             return []
-        markers = self._matcher.markers
+        if matcher.few is not None and all(data.find(f) == -1 for f in matcher.few_bytes):
+            return []
+        markers = matcher.markers
         return [
             (m.start(), m.end(), _name_of(markers[m.group(0).decode("utf-8", "surrogatepass")]))
             for m in pattern.finditer(data)
