@@ -378,6 +378,7 @@ class Runner:
             label=f"{task.task_id}#{item.replicate:02d}",
             row=item.row_task.row,
             max_turns=task.run_limits.max_turns,
+            redactor=self.redactor,
         )
         if isinstance(task.agent, NoneAgent) and item.row_task.trace_id is not None:
             outcome = self._replay(item.row_task)
