@@ -5,13 +5,12 @@ fails a run folder that holds one. Real processes, real files, a real HTTP serve
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
+from tests.cli.test_run import assay as run_assay
 from tests.helpers import write
 from tests.openai_server import Fault, scripted_server
 
@@ -25,14 +24,9 @@ SECRETS = (KEY, GH, TASK_TOKEN, LLM_KEY)
 def assay(
     *args: str, cwd: Path, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "assay", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "OPENAI_API_KEY": KEY, "GITHUB_TOKEN": GH, **(env or {})},
-    )
+    """``python -m assay ARGS`` with the user's OpenAI key and GitHub token in the shell."""
+    secrets = {"OPENAI_API_KEY": KEY, "GITHUB_TOKEN": GH, **(env or {})}
+    return run_assay(*args, cwd=cwd, env=secrets)
 
 
 def files_of(folder: Path) -> list[Path]:
