@@ -384,3 +384,13 @@ variants:
     assert "OPENAI_API_KEY" in given["host"] and given["not_set"] == ["NOT_SET_TOKEN"]
     assert given["agent"] == ["ASSAY_PROMPT", "ASSAY_PROMPT_FILE"]
     assert KEY not in text.stdout + text.stderr
+
+
+def test_a_passthrough_entry_that_is_no_variable_name_is_refused(tmp_path: Path) -> None:
+    text = WITHHELD.replace("  type: command\n", "  type: command\n  env_passthrough: [A=B]\n")
+    write(tmp_path / "t.yaml", text)
+    done = assay("plan", "t.yaml", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "t.yaml:5: agent.env_passthrough: 'A=B' is not an environment variable name" in (
+        done.stderr
+    )

@@ -14,6 +14,8 @@ from assay.results.run import SkippedTask
 from assay.results.secrets import (
     MIN_SECRET_LENGTH,
     Redactor,
+    clip_head,
+    clip_tail,
     is_secret_name,
     marker,
     url_passwords,
@@ -180,3 +182,16 @@ def test_values_added_from_other_threads_while_redacting() -> None:
     for thread in threads:
         thread.join()
     assert "row-credential" not in redactor.redact(" ".join(values))
+
+
+def test_clips_never_split_a_key_so_redaction_sees_it_whole() -> None:
+    redactor = Redactor()
+    redactor.add("OPENAI_API_KEY", KEY)
+    text = f"401: the key {KEY} was refused by the server"
+    for limit in range(len("401: the key ") + 2, len("401: the key ") + len(KEY)):
+        head = redactor.redact(clip_head(text, limit, "..."))
+        assert head in ("401: the key ...", "401: the key..."), limit  # the key whole, or out
+    start = len(text) - len(" was refused by the server") - 5
+    tail = clip_tail(text, len(text) - start)
+    assert tail == "… was refused by the server"
+    assert clip_head("short", 10) == "short" and clip_tail("short", 10) == "short"

@@ -21,6 +21,7 @@ from __future__ import annotations
 import html
 import json
 import re
+import string
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -252,6 +253,36 @@ class Redactor:
             (m.start(), m.end(), _name_of(markers[m.group(0).decode("utf-8", "surrogatepass")]))
             for m in pattern.finditer(data)
         ]
+
+
+_TOKEN = frozenset(string.ascii_letters + string.digits + "_-+/=.~")
+"""The characters of API keys and tokens (base64, base64url, hex): a clip never splits a run
+of them, so a secret is either whole (and redacted when known) or left out."""
+
+
+def clip_head(text: str, limit: int, mark: str = "…") -> str:
+    """The start of ``text``, at most ``limit`` characters with ``mark``, cut where no key
+    can be split (see :data:`_TOKEN`); up to ``max(limit // 2, 256)`` more characters are
+    dropped to reach such a place."""
+    if len(text) <= limit:
+        return text
+    end = max(limit - len(mark), 0)
+    floor = max(end - max(limit // 2, 256), 0)
+    while end > floor and text[end - 1] in _TOKEN and text[end] in _TOKEN:
+        end -= 1
+    return text[:end] + mark
+
+
+def clip_tail(text: str, limit: int, mark: str = "…") -> str:
+    """The end of ``text``, its last ``limit`` characters after ``mark``, cut where no key
+    can be split, like :func:`clip_head`."""
+    if len(text) <= limit:
+        return text
+    start = len(text) - limit
+    ceiling = min(start + max(limit // 2, 256), len(text))
+    while start < ceiling and text[start - 1] in _TOKEN and text[start] in _TOKEN:
+        start += 1
+    return mark + text[start:]
 
 
 def _name_of(text: str) -> str:

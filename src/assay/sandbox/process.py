@@ -66,6 +66,8 @@ async def _spawn(
         transport, _ = await loop.subprocess_exec(factory, *command, **kwargs)
     return asyncio.subprocess.Process(transport, made[0], loop), made[0].exited
 
+from assay.results.secrets import clip_tail
+
 
 @dataclass(frozen=True)
 class ProcessResult:
@@ -307,5 +309,6 @@ def use_pidfd_child_watcher() -> None:
 
 
 def tail(text: str, limit: int = 2000) -> str:
-    """The last ``limit`` characters of ``text``, marked when cut."""
-    return text if len(text) <= limit else "…" + text[-limit:]
+    """The last ``limit`` characters of ``text``, marked when cut; the cut never splits a
+    key or token (:func:`assay.results.secrets.clip_tail`), so redaction still sees it whole."""
+    return clip_tail(text, limit)
