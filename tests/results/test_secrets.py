@@ -4,6 +4,7 @@ passwords, JSON kept valid, values added from another thread."""
 from __future__ import annotations
 
 import json
+import re
 import threading
 from pathlib import Path
 
@@ -195,3 +196,21 @@ def test_clips_never_split_a_key_so_redaction_sees_it_whole() -> None:
     tail = clip_tail(text, len(text) - start)
     assert tail == "… was refused by the server"
     assert clip_head("short", 10) == "short" and clip_tail("short", 10) == "short"
+
+
+def test_a_pattern_covers_credentials_minted_per_row() -> None:
+    redactor = Redactor()
+    redactor.add("OPENAI_API_KEY", KEY)
+    redactor.add_pattern("ASSAY_ROW_CREDENTIAL", r"assay-row-[0-9a-f]{32}")
+    rows = [f"assay-row-{i:032x}" for i in range(3)]
+    text = f"{rows[0]} {KEY} {rows[2]} assay-row-short"
+    assert redactor.redact(text) == (
+        "[redacted:ASSAY_ROW_CREDENTIAL] [redacted:OPENAI_API_KEY] "
+        "[redacted:ASSAY_ROW_CREDENTIAL] assay-row-short"
+    )
+    assert "ASSAY_ROW_CREDENTIAL" in redactor.names
+    data = f"x\n{rows[1]}".encode()
+    assert redactor.redact_bytes(data) == b"x\n[redacted:ASSAY_ROW_CREDENTIAL]"
+    assert [name for _, _, name in redactor.find_bytes(data)] == ["ASSAY_ROW_CREDENTIAL"]
+    with pytest.raises(re.error):
+        redactor.add_pattern("BAD", "(")

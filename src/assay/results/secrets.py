@@ -10,8 +10,9 @@ assay knows); a task adds the variables it names in ``api_key_env``. The passwor
 A :class:`Redactor` holds every known secret value with the name it came from and replaces
 each occurrence by ``[redacted:NAME]``. It is built once per run and passed down to the few
 places that write bytes (:mod:`assay.results.io`, the response cache) and to the streams the
-command line prints to; a later part (the model bridge's upstream keys, a row's credential)
-adds its values with :meth:`Redactor.add`, from any thread, at any time. Values shorter than
+command line prints to; a later part adds its values with :meth:`Redactor.add` (the model
+bridge's upstream keys) or one pattern for many with :meth:`Redactor.add_pattern` (per-row
+credentials), from any thread, at any time. Values shorter than
 :data:`MIN_SECRET_LENGTH` characters are not redacted (they would mangle ordinary text):
 :attr:`Redactor.short_names` lists them, and ``assay plan`` warns about them.
 """
@@ -123,22 +124,34 @@ class _Matcher:
     byte_pattern: re.Pattern[bytes] | None = None
     few: tuple[str, ...] | None = None
     few_bytes: tuple[bytes, ...] = ()
+    shapes: tuple[str, ...] = ()
+    """The group names of :meth:`Redactor.add_pattern`'s patterns, in ``pattern``."""
 
     def contains(self, text: str) -> bool:
         if self.few is not None:  # a few values: one C-level substring search each is faster
             return any(form in text for form in self.few)
         return self.pattern is not None and self.pattern.search(text) is not None
 
+    def marker_of(self, match: re.Match[str] | re.Match[bytes]) -> str:
+        if match.lastgroup is not None:
+            return marker(self.shapes[int(match.lastgroup[1:])])
+        found = match.group(0)
+        return self.markers[found.decode("utf-8", "surrogatepass") if isinstance(found, bytes)
+                            else found]  # fmt: skip
+
     @classmethod
-    def build(cls, markers: dict[str, str]) -> _Matcher:
-        if not markers:
+    def build(cls, markers: dict[str, str], patterns: dict[str, str]) -> _Matcher:
+        if not markers and not patterns:
             return cls()
         ordered = sorted(markers, key=len, reverse=True)  # the longest form wins an overlap
-        pattern = re.compile("|".join(re.escape(f) for f in ordered))
-        raw = sorted({f.encode("utf-8", "surrogatepass") for f in ordered}, key=len, reverse=True)
-        byte_pattern = re.compile(b"|".join(re.escape(f) for f in raw))
-        few = tuple(ordered) if len(ordered) <= _FEW else None
-        return cls(markers, pattern, byte_pattern, few, tuple(raw))
+        raw = [f.encode("utf-8", "surrogatepass") for f in ordered]
+        shapes = tuple(patterns)
+        groups = [f"(?P<p{i}>{patterns[name]})" for i, name in enumerate(shapes)]
+        pattern = re.compile("|".join([*(re.escape(f) for f in ordered), *groups]))
+        byte_pattern = re.compile(b"|".join([*(re.escape(f) for f in raw),
+                                             *(g.encode() for g in groups)]))  # fmt: skip
+        few = tuple(ordered) if len(ordered) <= _FEW and not patterns else None
+        return cls(markers, pattern, byte_pattern, few, tuple(raw), shapes)
 
 
 class Redactor:
@@ -155,6 +168,7 @@ class Redactor:
         self._names: dict[str, None] = {}
         self._short: dict[str, None] = {}
         self._markers: dict[str, str] = {}
+        self._patterns: dict[str, str] = {}
         self._matcher = _Matcher()
 
     @classmethod
@@ -178,7 +192,22 @@ class Redactor:
             added = {f: marker(name) for f in _forms(value) if f not in self._markers}
             if added:
                 self._markers = {**self._markers, **added}
-                self._matcher = _Matcher.build(self._markers)
+                self._matcher = _Matcher.build(self._markers, self._patterns)
+
+    def add_pattern(self, name: str, pattern: str) -> None:
+        """Redact every match of ``pattern`` (a regular expression without named groups) as
+        ``[redacted:NAME]`` from now on: for credentials minted many at a time in one
+        recognisable shape (the model bridge's per-row keys), which one pattern covers
+        however many rows there are.
+
+        Raises:
+            re.error: ``pattern`` does not compile.
+        """
+        re.compile(pattern)
+        with self._lock:
+            self._names[name] = None
+            self._patterns = {**self._patterns, name: pattern}
+            self._matcher = _Matcher.build(self._markers, self._patterns)
 
     def add_environment(self, environ: Mapping[str, str], *, names: Iterable[str] = ()) -> None:
         """Add every secret variable of ``environ`` (by :func:`is_secret_name`, or named in
@@ -214,18 +243,14 @@ class Redactor:
         matcher = self._matcher
         if matcher.pattern is None or not matcher.contains(text):
             return text
-        markers = matcher.markers
-        return matcher.pattern.sub(lambda m: markers[m.group(0)], text)
+        return matcher.pattern.sub(matcher.marker_of, text)
 
     def redact_bytes(self, data: bytes) -> bytes:
         """Like :meth:`redact`, for bytes (UTF-8 forms of the values)."""
         matcher = self._matcher
         if matcher.byte_pattern is None or matcher.byte_pattern.search(data) is None:
             return data
-        markers = matcher.markers
-        return matcher.byte_pattern.sub(
-            lambda m: markers[m.group(0).decode("utf-8", "surrogatepass")].encode(), data
-        )
+        return matcher.byte_pattern.sub(lambda m: matcher.marker_of(m).encode(), data)
 
     def redact_data(self, data: Any) -> Any:
         """JSON-like ``data`` (dicts, lists, strings, numbers) with every string redacted,
@@ -248,10 +273,8 @@ class Redactor:
             return []
         if matcher.few is not None and all(data.find(f) == -1 for f in matcher.few_bytes):
             return []
-        markers = matcher.markers
         return [
-            (m.start(), m.end(), _name_of(markers[m.group(0).decode("utf-8", "surrogatepass")]))
-            for m in pattern.finditer(data)
+            (m.start(), m.end(), _name_of(matcher.marker_of(m))) for m in pattern.finditer(data)
         ]
 
 
