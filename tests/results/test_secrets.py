@@ -110,6 +110,7 @@ def test_environment_secrets_and_url_passwords() -> None:
     assert KEY not in out and "s3cretPassw0rd" not in out and "named-by-the-task" not in out
     assert "/usr/bin:/bin" in out and "https://example.com/x" in out
     assert "postgresql://eval:[redacted:ASSAY_STORE]@db.local/assay" in out
+    assert redactor.names == {"OPENAI_API_KEY", "MY_LLM"}  # a URL's variable still passes
     assert url_passwords("a https://u:p%40ss-word-1@h/x b") == ["p%40ss-word-1", "p@ss-word-1"]
 
 

@@ -34,7 +34,7 @@ def run_redactor(
         if isinstance(task.agent, CommandAgent):
             _add_agent_env(redactor, task.agent.env, names)
     for password in url_passwords(store_url or ""):
-        redactor.add(STORE_OPTION, password)
+        redactor.add(STORE_OPTION, password, whole=False)
     return redactor
 
 

@@ -178,14 +178,18 @@ class Redactor:
         redactor.add_environment(environ, names=names)
         return redactor
 
-    def add(self, name: str, value: str | None) -> None:
+    def add(self, name: str, value: str | None, *, whole: bool = True) -> None:
         """Redact ``value`` as ``[redacted:NAME]`` from now on; an empty value, or one that is
         already a redaction marker, is ignored; a value shorter than
-        :data:`MIN_SECRET_LENGTH` is only recorded in :attr:`short_names`."""
+        :data:`MIN_SECRET_LENGTH` is only recorded in :attr:`short_names`.
+
+        ``whole=False`` adds a secret found inside a variable's value (a URL's password): the
+        variable itself is not a secret one (not in :attr:`names`, so programs still get it)."""
         if not value or _MARKER.fullmatch(value):
             return
         with self._lock:
-            self._names[name] = None
+            if whole:
+                self._names[name] = None
             if len(value) < MIN_SECRET_LENGTH:
                 self._short[name] = None
                 return
@@ -219,11 +223,12 @@ class Redactor:
                 self.add(name, value)
             elif "://" in value:
                 for password in url_passwords(value):
-                    self.add(name, password)
+                    self.add(name, password, whole=False)
 
     @property
     def names(self) -> frozenset[str]:
-        """Every name that holds a secret, short values included."""
+        """Every name whose whole value is a secret (withheld from a row's programs), short
+        values included."""
         return frozenset(self._names)
 
     @property
