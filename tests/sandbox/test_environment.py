@@ -3,6 +3,7 @@ purpose; and a kept sandbox's files redacted."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from assay.results.secrets import Redactor
@@ -55,3 +56,15 @@ def test_a_kept_sandbox_is_redacted_in_place_without_following_links(tmp_path: P
     assert (root / "out.txt").read_text() == "the key is [redacted:OPENAI_API_KEY]\n"
     assert (root / "bin" / "blob").read_bytes() == b"\x00\xff[redacted:OPENAI_API_KEY]\x00"
     assert outside.read_text() == key  # never rewritten through the link
+
+
+def test_files_older_than_the_row_are_left_alone(tmp_path: Path) -> None:
+    key = "sk-proj-template-file-value-12"
+    redactor = Redactor()
+    redactor.add("OPENAI_API_KEY", key)
+    root = tmp_path / "sandbox"
+    old = write(root / "template.txt", key)
+    os.utime(old, (1_000_000, 1_000_000))  # a template file copied with its own time
+    new = write(root / "written.txt", key)
+    assert Sandbox(root).redact(redactor, since=2_000_000) == [new]
+    assert old.read_text() == key

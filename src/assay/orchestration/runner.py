@@ -64,6 +64,7 @@ if TYPE_CHECKING:
 Stage = Literal["run", "execute"]
 SANDBOX_DIR = "sandbox"
 WRITER_THREADS = 2  # rows whose files are written at once, off the event loop
+MTIME_SLACK = 2.0  # seconds: file systems that keep modification times coarsely
 
 
 @dataclass
@@ -599,5 +600,6 @@ def write_row_files(
         write_text(directory / "trace.json", text, redactor=None)  # redacted as JSON above
     write_text(directory / "task.log", "\n".join(log) + "\n", redactor=redactor)
     if result.sandbox_path is not None and redactor:
-        Sandbox(directory / SANDBOX_DIR).redact(redactor)
+        started = datetime.fromisoformat(result.started_at).timestamp()
+        Sandbox(directory / SANDBOX_DIR).redact(redactor, since=started - MTIME_SLACK)
     write_model_atomic(directory / "task.json", result, redactor=redactor)
