@@ -77,11 +77,31 @@ def evaluate(
     raise typer.Exit(result.exit_code)
 
 
-def report(run_dir: o.RunDirArg, junit_xml: o.Junit = None) -> None:
-    """Rebuild suite.json/md, run.json/md (and JUnit XML) from a run's task.json files."""
-    from assay import api
-    from assay.cli.render import print_reports
+CheckSecrets = Annotated[
+    bool,
+    typer.Option("--check-secrets",
+                 help="Only scan the run folder for secrets (known values, key-shaped "
+                      "strings); exit 1 naming file and line if one is found."),
+]  # fmt: skip
 
+
+def report(
+    run_dir: o.RunDirArg, junit_xml: o.Junit = None, check_secrets: CheckSecrets = False
+) -> None:
+    """Rebuild suite.json/md, run.json/md (and JUnit XML) from a run's task.json files (then
+    scan the folder for secrets); with --check-secrets, only scan it."""
+    from assay import api
+    from assay.cli.render import print_reports, print_secret_findings
+
+    if check_secrets:
+        with user_errors():
+            if junit_xml is not None:
+                raise UsageError("--check-secrets scans the run folder and writes nothing; "
+                                 "drop --junit-xml")  # fmt: skip
+            findings = api.check_secrets(run_dir)
+        shown = [f"{f.file}:{f.line}: {f.kind}" for f in findings]
+        print_secret_findings(str(Path(run_dir).resolve()), shown, clean_too=True)
+        raise typer.Exit(1 if findings else 0)
     with user_errors():
         result = api.report(run_dir, junit_xml=junit_xml)
     print_reports(result)

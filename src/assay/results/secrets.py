@@ -209,6 +209,8 @@ class Redactor:
         """
         re.compile(pattern)
         with self._lock:
+            if self._patterns.get(name) == pattern:
+                return  # added by every row that mints a credential: built once
             self._names[name] = None
             self._patterns = {**self._patterns, name: pattern}
             self._matcher = _Matcher.build(self._markers, self._patterns)

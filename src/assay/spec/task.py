@@ -20,7 +20,7 @@ from pydantic import (
     model_validator,
 )
 
-from assay.spec.base import StrictModel, UnionInfo, no_nul
+from assay.spec.base import StrictModel, UnionInfo, check_variable_names, no_nul
 from assay.spec.coding_agents import ClaudeCodeAgent, CodexAgent
 from assay.spec.criteria import Criterion, QaCriterion, check_relative_path
 from assay.spec.price import ModelPrice
@@ -31,14 +31,6 @@ ID_RULE = "letters, digits, underscore, hyphen, dot"
 
 _NOT_USED = "assay's agents do not use it"
 QA_GRADE = "the answer is correct (QA rules and judge)"
-
-
-def check_variable_names(names: list[str]) -> list[str]:
-    """Environment variable names: not empty, without ``=`` or a NUL character."""
-    for name in names:
-        if not name or "=" in name or "\0" in name:
-            raise ValueError(f"{name!r} is not an environment variable name")
-    return names
 
 
 class AgentBase(StrictModel):
@@ -461,8 +453,9 @@ class TaskDefinition(StrictModel):
         """The variables this task names as model credentials (``agent.api_key_env``,
         ``qa.judge.api_key_env``): secrets whatever their names look like."""
         names = set()
-        if isinstance(self.agent, LlmAgent) and self.agent.api_key_env:
-            names.add(self.agent.api_key_env)
+        agent_key = getattr(self.agent, "api_key_env", None)  # llm and coding agents
+        if agent_key:
+            names.add(agent_key)
         if self.qa is not None and self.qa.judge is not None and self.qa.judge.api_key_env:
             names.add(self.qa.judge.api_key_env)
         return frozenset(names)

@@ -8,7 +8,7 @@ import os
 import subprocess
 import sys
 
-from assay.reports.output import RedactingStream, redacted_output
+from assay.results.output import RedactingStream, redacted_output
 from assay.results.secrets import Redactor
 
 
