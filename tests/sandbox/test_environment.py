@@ -68,3 +68,18 @@ def test_files_older_than_the_row_are_left_alone(tmp_path: Path) -> None:
     new = write(root / "written.txt", key)
     assert Sandbox(root).redact(redactor, since=2_000_000) == [new]
     assert old.read_text() == key
+
+
+def test_a_coding_agent_passes_names_on_purpose_and_withholds_its_endpoint_key() -> None:
+    from assay.orchestration.environment import row_env
+    from assay.spec.task import TaskDefinition
+
+    task = TaskDefinition.model_validate({
+        "task_id": "t", "description": "d", "initial_prompt": "p",
+        "agent": {"type": "claude-code", "model": "openai/gpt-4.1", "api_key_env": "MY_LLM",
+                  "env_passthrough": ["GITHUB_TOKEN"]},
+        "success_criteria": [{"type": "file_exists", "description": "d", "path": "x"}],
+    })  # fmt: skip
+    assert task.env_passthrough == {"GITHUB_TOKEN"} and task.credential_variables == {"MY_LLM"}
+    env = row_env(HOST, task, variant_id="v", replicate=0, sandbox=None, task_dir=None)
+    assert {"GITHUB_TOKEN", "PATH"} <= set(env) and not {"MY_LLM", "OPENAI_API_KEY"} & set(env)
