@@ -60,8 +60,6 @@ class PlanOptions:
     overrides: tuple[Override, ...] = ()
     store_url: str | None = None
     store_versions: Mapping[str, int] = field(default_factory=dict)
-    environ: Mapping[str, str] | None = None
-    """The environment the run's programs start from (``None``: this process's)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -266,7 +264,7 @@ def build_plan(
         plan.experiment_file = experiment_file.resolve()
     plan.redactor = run_redactor(
         (v.definition for t in plan.tasks for v in t.variants),
-        os.environ if options.environ is None else options.environ,
+        os.environ,
         store_url=options.store_url,
     )
     plan.warnings.extend(short_secret_warnings(plan.redactor))

@@ -14,7 +14,7 @@ from typing import Any
 
 from assay.results.secrets import MIN_SECRET_LENGTH, Redactor, is_secret_name, url_passwords
 from assay.results.task_result import EvaluationResult
-from assay.spec.task import CommandAgent, TaskDefinition
+from assay.spec.task import TaskDefinition
 
 STORE_OPTION = "ASSAY_STORE"
 """The name a ``--store`` URL's password is redacted as (the variable it could come from)."""
@@ -31,8 +31,9 @@ def run_redactor(
     names = set().union(*(t.credential_variables for t in definitions))
     redactor = Redactor.from_environment(environ, names=names)
     for task in definitions:
-        if isinstance(task.agent, CommandAgent):
-            _add_agent_env(redactor, task.agent.env, names)
+        env = getattr(task.agent, "env", None)  # command and coding agents
+        if isinstance(env, dict):
+            _add_agent_env(redactor, env, names)
     for password in url_passwords(store_url or ""):
         redactor.add(STORE_OPTION, password, whole=False)
     return redactor
