@@ -230,7 +230,8 @@ def test_retry_lines_printed_and_cached_answers_are_redacted(tmp_path: Path) -> 
     def reply(body: dict[str, Any]) -> str | Fault:
         calls.append(body)
         if len(calls) == 1:  # a proxy that quotes the credential in its error
-            return Fault(500, message=f"bad gateway for key {LLM_KEY}")
+            error = {"error": {"message": f"bad gateway for key {LLM_KEY}"}}
+            return Fault(500, body=json.dumps(error))
         return f"your key is {LLM_KEY}"
 
     with scripted_server(reply) as server:
