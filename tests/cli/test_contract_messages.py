@@ -19,7 +19,7 @@ import pytest
 from assay.spec.base import StrictModel
 from assay.spec.criteria import CriterionSpec
 from assay.spec.experiment import Variant
-from assay.spec.task import AgentBase, RunLimits, SandboxConfig, TaskDefinition
+from assay.spec.task import AgentBase, DockerConfig, RunLimits, SandboxConfig, TaskDefinition
 from tests.cli.test_run import assay, latest
 from tests.helpers import write
 
@@ -276,7 +276,7 @@ agent:
 sandbox:
   python: {version: "3.11"}
   node: {version: "20"}
-  docker: {image: x}
+  docker: DOCKER
   limits: {cpu: 1}
   ignore_patterns: [x]
   mock_path_dirs: [x]
@@ -297,6 +297,11 @@ success_criteria:
     read_only: true
 """
 
+DOCKER_FIELDS = ("image", "dockerfile_path", "build", "network", "working_dir", "extra_mounts",
+                 "agent_isolation")  # fmt: skip
+EVERY_WARNED_FIELD = EVERY_WARNED_FIELD.replace(
+    "DOCKER", "{" + ", ".join(f"{name}: x" for name in DOCKER_FIELDS) + "}"
+)
 NOT_YET = "a Coder Eval field that assay does not implement yet"
 AGENT = "assay's agents do not use it"
 WARNINGS = [
@@ -316,7 +321,10 @@ WARNINGS = [
     f"t.yaml:21: sandbox.python: {NOT_YET}; no per-row Python environment is built; the "
     "sandbox uses the host's",
     f"t.yaml:22: sandbox.node: {NOT_YET}; no per-row Node.js environment is built",
-    f"t.yaml:23: sandbox.docker: {NOT_YET}; only the tempdir driver exists",
+    *(
+        f"t.yaml:23: sandbox.docker.{name}: {NOT_YET}; only the tempdir driver exists"
+        for name in DOCKER_FIELDS
+    ),
     f"t.yaml:24: sandbox.limits: {NOT_YET}; only run_limits.task_timeout and command timeouts "
     "are enforced",
     f"t.yaml:25: sandbox.ignore_patterns: {NOT_YET}; sandboxes are not preserved by pattern",
@@ -352,6 +360,7 @@ def test_the_warned_fields_above_are_every_field_assay_only_warns_about() -> Non
     models: dict[str, type[StrictModel]] = {
         "": TaskDefinition, "agent.": AgentBase, "sandbox.": SandboxConfig,
         "run_limits.": RunLimits, "success_criteria[0].": CriterionSpec,
+        "sandbox.docker.": DockerConfig,
     }  # fmt: skip
     declared = {prefix + name for prefix, model in models.items() for name in model.coder_eval_only}
     warned = {w.split(": ")[1] for w in WARNINGS}
@@ -362,7 +371,8 @@ def test_the_warned_fields_above_are_every_field_assay_only_warns_about() -> Non
         "`reference`",
         "`expected_commands`",
         "criterion `stop_when`",
-        "`sandbox.python|node|docker|limits|ignore_patterns`",
+        "`sandbox.python|node|limits|ignore_patterns`",
+        "`sandbox.docker.image|network|build|…`",
         "`agent.permission_mode|allowed_tools|…`",
         "`run_limits.turn_timeout|expected_turns|max_input_tokens|max_output_tokens|…`",
     ):

@@ -87,3 +87,22 @@ def test_scan_run_walks_the_folder_and_spares_kept_sandboxes_key_shapes(tmp_path
         "default/t/r1/00/response.txt:2: a string shaped like a GitHub token"
     )
     assert all(known not in f.render() for f in findings)
+
+
+def test_large_files_are_mapped_and_batches_flushed_with_the_right_lines(tmp_path: Path) -> None:
+    known = "my-very-own-service-token-42"
+    redactor = Redactor()
+    redactor.add("SERVICE_TOKEN", known)
+    run = tmp_path / "run"
+    write(run / "big.log", "x\n" * 200 + known + "\n")  # over the batch size: mapped alone
+    for index in range(5):  # each under it, together over it: scanned in several batches
+        write(run / f"small{index}.txt", "line\n" * 20 + f"{known}\n" + SHAPED["a Slack token"])
+    write(run / "empty.txt", "")
+    findings = scan_run(run, redactor, batch_bytes=150)
+    assert SecretFinding("big.log", 201, "the value of SERVICE_TOKEN") in findings
+    for index in range(5):
+        assert SecretFinding(f"small{index}.txt", 21, "the value of SERVICE_TOKEN") in findings
+        assert SecretFinding(f"small{index}.txt", 22, "a string shaped like a Slack token") in (
+            findings
+        )
+    assert len(findings) == 11

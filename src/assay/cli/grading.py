@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from assay.cli import options as o
-from assay.cli.common import fail, user_errors
+from assay.cli.common import fail, secret_findings, user_errors
 from assay.errors import UsageError
 
 FILE_ONLY = (
@@ -91,7 +91,7 @@ def report(
     """Rebuild suite.json/md, run.json/md (and JUnit XML) from a run's task.json files (then
     scan the folder for secrets); with --check-secrets, only scan it."""
     from assay import api
-    from assay.cli.render import print_reports, print_secret_findings
+    from assay.cli.render import print_reports
 
     if check_secrets:
         with user_errors():
@@ -100,7 +100,7 @@ def report(
                                  "drop --junit-xml")  # fmt: skip
             findings = api.check_secrets(run_dir)
         shown = [f"{f.file}:{f.line}: {f.kind}" for f in findings]
-        print_secret_findings(str(Path(run_dir).resolve()), shown, clean_too=True)
+        secret_findings(str(Path(run_dir).resolve()), shown, clean_too=True)
         raise typer.Exit(1 if findings else 0)
     with user_errors():
         result = api.report(run_dir, junit_xml=junit_xml)

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.markup import escape
 
+from assay.cli.common import secret_findings
 from assay.orchestration.plan import Plan, PlannedTask
 from assay.reports.markdown import fmt, plural
 from assay.reports.plan import environment_lines, variables_of, variant_settings
@@ -162,22 +163,7 @@ def print_reports(result: RunResult) -> None:
         console.print("[yellow]interrupted[/]: finished rows are kept", markup=True)
     console.print(f"reports: {result.run_dir}/run.md")
     found = [f"{f.file}:{f.line}: {f.kind}" for f in summary.secret_findings]
-    print_secret_findings(str(result.run_dir), found)
-
-
-def print_secret_findings(run_dir: str, findings: list[str], *, clean_too: bool = False) -> None:
-    """Each secret found in the run folder (``file:line: kind``, to stderr), or, with
-    ``clean_too``, that there is none (to stdout)."""
-    if not findings:
-        if clean_too:
-            _out().print(f"no secret found in {escape(run_dir)}")
-        return
-    console = Console(stderr=True, highlight=False, soft_wrap=True)
-    for finding in findings:
-        console.print(f"[bold red]secret found:[/] {escape(finding)}", markup=True)
-    console.print(f"[bold red]error:[/] {plural(len(findings), 'secret')} found in "
-                  f"{escape(run_dir)}: remove them before sharing the folder (exit code 1)",
-                  markup=True)  # fmt: skip
+    secret_findings(str(result.run_dir), found)
 
 
 def print_prediction_report(report: PredictionReport) -> None:

@@ -69,7 +69,7 @@ KEY_SHAPES: tuple[KeyShape, ...] = (
 )  # fmt: skip
 """The key shapes searched; see the module docstring."""
 
-_BATCH_BYTES = 16 << 20
+BATCH_BYTES = 16 << 20
 """Files up to this size are scanned in batches of about this size; larger ones on their
 own, mapped rather than read."""
 
@@ -185,16 +185,20 @@ class _Batch:
 
 
 def scan_run(
-    run_dir: Path, redactor: Redactor, *, extra_files: Iterable[Path] = ()
+    run_dir: Path,
+    redactor: Redactor,
+    *,
+    extra_files: Iterable[Path] = (),
+    batch_bytes: int = BATCH_BYTES,
 ) -> list[SecretFinding]:
     """Every secret in the run folder ``run_dir`` and in ``extra_files`` (a JUnit XML file
-    written elsewhere), sorted by file and line."""
+    written elsewhere), sorted by file and line; ``batch_bytes``: see :data:`BATCH_BYTES`."""
     findings: list[SecretFinding] = []
     root = os.path.join(str(run_dir), "")
     batches = {True: _Batch(True), False: _Batch(False)}
     for path, size, shapes in _files(root):
         shown = path[len(root) :].replace(os.sep, "/")
-        if size > _BATCH_BYTES:
+        if size > batch_bytes:
             found = scan_file(Path(path), redactor, shapes=shapes)
             findings += [SecretFinding(shown, line, kind) for line, kind in found]
             continue
@@ -207,7 +211,7 @@ def scan_run(
         batch.parts.append(data)
         batch.names.append(shown)
         batch.size += len(data)
-        if batch.size > _BATCH_BYTES:
+        if batch.size > batch_bytes:
             findings += batch.scan(redactor)
     for batch in batches.values():
         findings += batch.scan(redactor)
