@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from assay.results.secrets import clip_tail
+
 
 class _ExitProtocol(asyncio.subprocess.SubprocessStreamProtocol):
     """asyncio's subprocess protocol, plus a future resolved when the process exits.
@@ -65,8 +67,6 @@ async def _spawn(
     else:
         transport, _ = await loop.subprocess_exec(factory, *command, **kwargs)
     return asyncio.subprocess.Process(transport, made[0], loop), made[0].exited
-
-from assay.results.secrets import clip_tail
 
 
 @dataclass(frozen=True)
