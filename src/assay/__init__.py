@@ -33,6 +33,8 @@ if TYPE_CHECKING:
         run,
         run_async,
         task,
+        view_runs,
+        write_html_report,
     )
     from assay.errors import AssayError, RunFailure, UserError
     from assay.spec.task import TaskDefinition
@@ -59,6 +61,8 @@ _EXPORTS = {
     "run": "assay.api",
     "run_async": "assay.api",
     "task": "assay.api",
+    "view_runs": "assay.api",
+    "write_html_report": "assay.api",
 }
 
 __all__ = [
@@ -84,6 +88,8 @@ __all__ = [
     "run",
     "run_async",
     "task",
+    "view_runs",
+    "write_html_report",
 ]
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from assay.sandbox.process import ProcessResult, run_process, tail
+from assay.sandbox.process import ProcessResult, pidfd_child_watcher, run_process, tail
 from tests.helpers import alive, kill_left, pids_in, wait_gone
 
 
@@ -261,3 +261,25 @@ def test_tail_never_splits_a_key_at_the_cut() -> None:
     cut = tail(text, len(text) - len("refused key sk-pro"))
     assert cut == "… for user x"
     assert tail("x" * 600, 500) == "…" + "x" * 244  # at most 256 characters more are dropped
+
+
+def test_the_child_watcher_is_given_back_after_the_block() -> None:
+    """A run installs a pidfd child watcher tied to its event loop (Python 3.11); left
+    installed, every later event loop of the process failed to start a subprocess
+    ("asyncio.get_child_watcher() is not activated"), as the browser tests did after an
+    in-process assay.run."""
+
+    async def spawn() -> int:
+        process = await asyncio.create_subprocess_exec("true")
+        return await process.wait()
+
+    async def inside() -> int:
+        with pidfd_child_watcher():
+            return await spawn()
+
+    assert asyncio.run(inside()) == 0
+    loop = asyncio.new_event_loop()  # a loop of its own, never the policy's (as Playwright's)
+    try:
+        assert loop.run_until_complete(spawn()) == 0
+    finally:
+        loop.close()

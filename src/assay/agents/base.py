@@ -21,6 +21,7 @@ from assay.results.transcript import Transcript
 
 if TYPE_CHECKING:
     from assay.bridge import Bridge
+    from assay.sandbox.bwrap import Jail
 
 OutcomeStatus = Literal["completed", "timeout", "error", "token_budget", "cost_budget", "max_turns"]
 
@@ -49,6 +50,8 @@ class AgentContext:
         redactor: the run's known secrets; an agent that mints a credential (the model
             bridge's per-row key) adds it here before using it, so it is redacted from
             every file and printed line. ``env`` already lacks the host's secrets.
+        jail: the row's bwrap sandbox (the ``bwrap`` driver): the agent's programs run
+            inside it (:meth:`assay.sandbox.bwrap.Jail.command`); ``None``: plain processes.
     """
 
     prompt: str | None
@@ -67,6 +70,7 @@ class AgentContext:
     row: dict[str, Any] | None = None
     max_turns: int | None = None
     redactor: Redactor = field(default_factory=Redactor)
+    jail: Jail | None = None
 
 
 @dataclass

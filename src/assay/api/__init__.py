@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     )
     from assay.api.tasks import load_task, task
     from assay.api.tools import cache_stats, clear_cache, convert_qa
+    from assay.api.viewing import view_runs, write_html_report
     from assay.store import Store
 
 _MODULES = {
@@ -69,6 +70,7 @@ _MODULES = {
     ),
     "assay.api.tasks": ("load_task", "task"),
     "assay.api.tools": ("cache_stats", "clear_cache", "convert_qa"),
+    "assay.api.viewing": ("view_runs", "write_html_report"),
     "assay.store": ("Store",),
 }
 _HOME = {name: module for module, names in _MODULES.items() for name in names}
@@ -98,6 +100,8 @@ __all__ = [
     "run",
     "run_async",
     "task",
+    "view_runs",
+    "write_html_report",
 ]
 
 

@@ -86,9 +86,17 @@ def _regraded(
     return RunResult.from_reports(folder, reports)
 
 
-def report(run_dir: str | Path, *, junit_xml: str | Path | None = None) -> RunResult:
+def report(
+    run_dir: str | Path, *, junit_xml: str | Path | None = None, html: bool = False
+) -> RunResult:
     """Rebuild ``suite.*``, ``run.*`` and ``experiment.*`` (and JUnit XML) from a run's
     ``task.json`` files (``assay report``); rows that never ran are reported missing.
+
+    Args:
+        run_dir: the run (``runs/latest`` works).
+        junit_xml: also write JUnit XML here.
+        html: also write the self-contained ``report.html`` into the run folder
+            (``RunResult.html_report``; :func:`assay.write_html_report`).
 
     Raises:
         UsageError: not a run directory, or an invalid ``task.json``.
@@ -96,7 +104,12 @@ def report(run_dir: str | Path, *, junit_xml: str | Path | None = None) -> RunRe
     """
     folder = resolve_run_dir(run_dir)
     junit = Path(junit_xml) if junit_xml is not None else None
-    return RunResult.from_reports(folder, rebuild_reports(folder, junit_path=junit))
+    result = RunResult.from_reports(folder, rebuild_reports(folder, junit_path=junit))
+    if html:
+        from assay.view import write_html_report
+
+        result.html_report = write_html_report(folder)
+    return result
 
 
 def compare(

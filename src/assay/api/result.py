@@ -111,6 +111,8 @@ class RunResult:
         suites: every suite of every variant, in report order.
         exit_code: what ``assay run`` would exit with: 0 green, 1 a gate or row failed or a
             row errored, 130 interrupted.
+        html_report: the ``report.html`` written with the result (``html=True``), or
+            ``None``.
     """
 
     def __init__(
@@ -120,6 +122,7 @@ class RunResult:
         self.summary = summary
         self.suites = suites
         self.exit_code = exit_code
+        self.html_report: Path | None = None
 
     def __repr__(self) -> str:
         return f"RunResult({str(self.run_dir)!r}, exit_code={self.exit_code})"

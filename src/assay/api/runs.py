@@ -89,6 +89,8 @@ class SessionKeywords(TypedDict, total=False):
         stop_on_sigterm: SIGTERM, and SIGINT when the process started with it ignored,
             stop the run like Ctrl-C (for a command line; a library leaves its process's
             signals alone by default).
+        html: also write the self-contained ``report.html`` into the run folder
+            (``RunResult.html_report``).
     """
 
     jobs: int
@@ -102,6 +104,7 @@ class SessionKeywords(TypedDict, total=False):
     on_warning: Warn | None
     command: list[str] | None
     stop_on_sigterm: bool
+    html: bool
 
 
 class RunKeywords(PlanKeywords, SessionKeywords, total=False):
@@ -179,7 +182,7 @@ def run(tasks: Tasks = None, **options: Unpack[RunKeywords]) -> RunResult:
     """
     no_running_loop("run")
     session = _new_session(tasks, options)
-    return _reported(session, execute_session(session))
+    return _reported(session, execute_session(session), html=options.get("html", False))
 
 
 async def run_async(tasks: Tasks = None, **options: Unpack[RunKeywords]) -> RunResult:
@@ -189,7 +192,7 @@ async def run_async(tasks: Tasks = None, **options: Unpack[RunKeywords]) -> RunR
         UserError, ModelError: as :func:`run`.
     """
     session = _new_session(tasks, options)
-    return _reported(session, await session.execute())
+    return _reported(session, await session.execute(), html=options.get("html", False))
 
 
 def resume(run_dir: str | Path, **options: Unpack[ResumeKeywords]) -> RunResult:
@@ -204,7 +207,7 @@ def resume(run_dir: str | Path, **options: Unpack[ResumeKeywords]) -> RunResult:
     """
     no_running_loop("resume")
     session = _resumed_session(run_dir, options)
-    return _reported(session, execute_session(session))
+    return _reported(session, execute_session(session), html=options.get("html", False))
 
 
 async def resume_async(run_dir: str | Path, **options: Unpack[ResumeKeywords]) -> RunResult:
@@ -214,7 +217,7 @@ async def resume_async(run_dir: str | Path, **options: Unpack[ResumeKeywords]) -
         UserError, ModelError: as :func:`resume`.
     """
     session = _resumed_session(run_dir, options)
-    return _reported(session, await session.execute())
+    return _reported(session, await session.execute(), html=options.get("html", False))
 
 
 def _new_session(tasks: Tasks, options: RunKeywords) -> RunSession:
@@ -289,9 +292,14 @@ def _progress(choice: bool | Progress) -> Progress:
     return choice
 
 
-def _reported(session: RunSession, outcome: SessionOutcome) -> RunResult:
+def _reported(session: RunSession, outcome: SessionOutcome, *, html: bool) -> RunResult:
     reports = write_session_reports(session, outcome)
-    return RunResult.from_reports(session.run_dir, reports)
+    result = RunResult.from_reports(session.run_dir, reports)
+    if html:
+        from assay.view import write_html_report
+
+        result.html_report = write_html_report(session.run_dir)
+    return result
 
 
 def _sources(tasks: Tasks) -> list[TaskSource]:

@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 import typer
 
-from assay.cli import dataset, dataset_read, grading, plan, run
+from assay.cli import dataset, dataset_read, grading, plan, run, view
 from assay.cli.cache import cache_app
 from assay.cli.qa import qa_app
 
@@ -56,6 +56,7 @@ COMMANDS: tuple[tuple[str, Callable[..., None]], ...] = (
     ("evaluate", grading.evaluate),
     ("report", grading.report),
     ("compare", grading.compare),
+    ("view", view.view),
 )
 for name, command in DATASET_COMMANDS:
     dataset_app.command(name)(command)

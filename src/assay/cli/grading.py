@@ -86,24 +86,27 @@ CheckSecrets = Annotated[
 
 
 def report(
-    run_dir: o.RunDirArg, junit_xml: o.Junit = None, check_secrets: CheckSecrets = False
+    run_dir: o.RunDirArg,
+    junit_xml: o.Junit = None,
+    html: o.Html = False,
+    check_secrets: CheckSecrets = False,
 ) -> None:
-    """Rebuild suite.json/md, run.json/md (and JUnit XML) from a run's task.json files (then
-    scan the folder for secrets); with --check-secrets, only scan it."""
+    """Rebuild suite.json/md, run.json/md (and JUnit XML, report.html) from a run's
+    task.json files (then scan the folder for secrets); with --check-secrets, only scan it."""
     from assay import api
     from assay.cli.render import print_reports
 
     if check_secrets:
         with user_errors():
-            if junit_xml is not None:
+            if junit_xml is not None or html:
                 raise UsageError("--check-secrets scans the run folder and writes nothing; "
-                                 "drop --junit-xml")  # fmt: skip
+                                 "drop --junit-xml and --html")  # fmt: skip
             findings = api.check_secrets(run_dir)
         shown = [f"{f.file}:{f.line}: {f.kind}" for f in findings]
         secret_findings(str(Path(run_dir).resolve()), shown, clean_too=True)
         raise typer.Exit(1 if findings else 0)
     with user_errors():
-        result = api.report(run_dir, junit_xml=junit_xml)
+        result = api.report(run_dir, junit_xml=junit_xml, html=html)
     print_reports(result)
     raise typer.Exit(result.exit_code)
 

@@ -47,6 +47,11 @@ RunsRoot = Annotated[
 Junit = Annotated[
     Path | None, typer.Option("--junit-xml", help="Also write JUnit XML here (one case per row).")
 ]
+Html = Annotated[
+    bool,
+    typer.Option("--html", help="Also write report.html: the run's figures and failed rows in "
+                 "one file that opens with no server and no network."),
+]  # fmt: skip
 Keep = Annotated[
     bool,
     typer.Option("--keep-sandboxes",

@@ -71,7 +71,8 @@ def print_plan(plan: Plan, *, show_rows: int) -> None:
             f"[bold]{escape(task.task_id)}[/]  ({escape(planned.loaded.display)})", markup=True
         )
         model = getattr(task.agent, "model", None)
-        console.print(f"  agent: {task.agent.type}" + (f" ({model})" if model else ""))
+        console.print(f"  agent: {task.agent.type}" + (f" ({model})" if model else "")
+                      + f"; sandbox: {task.sandbox_driver}")  # fmt: skip
         gates = [
             f"{c.type}.{m} ≥ {v:g}"
             for c in task.success_criteria
@@ -164,6 +165,8 @@ def print_reports(result: RunResult) -> None:
     console.print(f"reports: {result.run_dir}/run.md")
     found = [f"{f.file}:{f.line}: {f.kind}" for f in summary.secret_findings]
     secret_findings(str(result.run_dir), found)
+    if result.html_report is not None:
+        console.print(f"html report: {result.html_report}")
 
 
 def print_prediction_report(report: PredictionReport) -> None:

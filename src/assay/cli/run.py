@@ -51,6 +51,7 @@ def run(
     jobs: o.Jobs = 4,
     run_dir: o.RunsRoot = Path("runs"),
     junit_xml: o.Junit = None,
+    html: o.Html = False,
     keep_sandboxes: o.Keep = False,
     quiet: o.Quiet = False,
     max_retries: o.MaxRetries = 4,
@@ -71,7 +72,8 @@ def run(
                        repeats, prices=prices, experiment=experiment, sets=set_, model=model,
                        store=store)  # fmt: skip
     session = {"stage": "run", "run_dir": run_dir, "jobs": jobs, "junit_xml": junit_xml,
-               "keep_sandboxes": keep_sandboxes, "quiet": quiet, "max_retries": max_retries,
+               "html": html, "keep_sandboxes": keep_sandboxes, "quiet": quiet,
+               "max_retries": max_retries,
                "timeout": timeout, "cache": cache, "cache_expiry": cache_expiry}  # fmt: skip
     if resume is not None:
         session.update(retry_errors=retry_errors, rerun_changed=rerun_changed)

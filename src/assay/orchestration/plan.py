@@ -16,6 +16,7 @@ from assay.agents.llm import model_key
 from assay.data.select import SelectionRequest
 from assay.errors import TaskFileError, UsageError, UserError
 from assay.orchestration.coding_checks import check_coding_agent
+from assay.orchestration.containment import check_containment, containment_warnings
 from assay.orchestration.discover import discover
 from assay.orchestration.expand import (
     Expansion,
@@ -157,6 +158,11 @@ class Plan:
         return total
 
     @property
+    def definitions(self) -> list[TaskDefinition]:
+        """Every task as each variant runs it."""
+        return [v.definition for planned in self.tasks for v in planned.variants]
+
+    @property
     def row_task_count(self) -> int:
         """Row-tasks over all task files (before variants and replicates)."""
         return sum(len(t.expansion.row_tasks) for t in self.tasks)
@@ -252,12 +258,14 @@ def build_plan(
                 raise _set_by(exc, variant, options.overrides) from None
             plan.warnings.extend(_unenforced_limits(loaded, variant))
         plan.tasks.append(PlannedTask(expansion, request, variants))
+        plan.warnings.extend(containment_warnings(loaded.display, [v.definition for v in variants]))
     if not plan.tasks:
         reasons = "; ".join(f"{s.path}: {s.reason}" for s in plan.skipped[:5])
         raise UsageError(
             "no task to run: every task file was skipped" + (f" ({reasons})" if reasons else ""),
             hint="check --tags / --exclude-tags, or pass --include-skipped",
         )
+    check_containment((t.loaded, v.definition) for t in plan.tasks for v in t.variants)
     if experiment is not None and experiment_file is not None:
         plan.variants = tuple(v.variant_id for v in experiment.variants)
         plan.experiment = experiment

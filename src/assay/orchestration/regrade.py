@@ -20,6 +20,7 @@ from assay.agents.base import OutcomeStatus
 from assay.criteria.base import CriterionRegistry, GradingContext, needs_sandbox
 from assay.criteria.registry import default_criteria
 from assay.errors import UsageError
+from assay.orchestration.containment import Containment, private_paths
 from assay.orchestration.environment import row_env
 from assay.orchestration.grading import final_status, grade, grading_message, weighted_score
 from assay.orchestration.qa_rows import judge_key
@@ -36,7 +37,7 @@ from assay.results.status import FinalStatus
 from assay.results.task_result import EvaluationResult
 from assay.results.transcript import Transcript
 from assay.results.transcript_otlp import from_trace
-from assay.sandbox.process import use_pidfd_child_watcher
+from assay.sandbox.process import pidfd_child_watcher
 from assay.sandbox.tempdir import Sandbox
 from assay.spec.qa import QaJudge
 from assay.spec.task import TaskDefinition
@@ -86,6 +87,9 @@ async def regrade_run(run_dir: Path, *, jobs: int) -> list[EvaluationResult]:
         raise UsageError(f"no task.json under {run_dir}: is it a run directory?")
     rows = [(p, load_task_json(p)) for p in paths]
     _check_sandboxes_kept(run_dir, rows)
+    tasks = [TaskDefinition.model_validate(r.task_config.resolved) for _, r in rows]
+    containment = Containment.for_tasks(tasks, private=private_paths(run_dir, cache=None),
+                                        check=True)  # fmt: skip
     registry = default_criteria()
     pool = ModelPool(default_registry(), PoolSettings(parallel=max(1, jobs)))
     limit = asyncio.Semaphore(max(1, jobs))
@@ -93,11 +97,11 @@ async def regrade_run(run_dir: Path, *, jobs: int) -> list[EvaluationResult]:
 
     async def regrade(path: Path, result: EvaluationResult) -> EvaluationResult:
         async with limit:
-            return await _regrade_one(path, result, registry, pool, redactor)
+            return await _regrade_one(path, result, registry, pool, redactor, containment)
 
-    use_pidfd_child_watcher()
-    async with run_services(pool, judge_keys([r for _, r in rows])):
-        return list(await asyncio.gather(*(regrade(p, r) for p, r in rows)))
+    with pidfd_child_watcher():
+        async with run_services(pool, judge_keys([r for _, r in rows])):
+            return list(await asyncio.gather(*(regrade(p, r) for p, r in rows)))
 
 
 def _check_sandboxes_kept(run_dir: Path, rows: list[tuple[Path, EvaluationResult]]) -> None:
@@ -151,6 +155,7 @@ async def _regrade_one(
     registry: CriterionRegistry,
     pool: ModelPool,
     redactor: Redactor,
+    containment: Containment,
 ) -> EvaluationResult:
     status_of_agent = agent_status(result)
     if status_of_agent == "error":
@@ -167,6 +172,9 @@ async def _regrade_one(
     if kept.is_dir():
         scratch = Sandbox(kept).copy_to(Path(tempfile.mkdtemp(prefix="assay-eval-")) / "sandbox")
     try:
+        task_dir = Path(result.task_config.task_dir or ".")
+        if scratch is not None:  # a bwrap task's commands run contained again
+            scratch.jail = containment.jail(task, scratch.root, task_dir)
         env = row_env(
             dict(os.environ),
             task,
@@ -183,6 +191,8 @@ async def _regrade_one(
         criteria = await grade(list(task.success_criteria), context, registry)
     finally:
         if scratch is not None:
+            if scratch.jail is not None:
+                scratch.jail.close()
             shutil.rmtree(scratch.root.parent, ignore_errors=True)
     status = final_status(status_of_agent, criteria, graded=True)
     updated = result.model_copy(

@@ -18,7 +18,7 @@ import signal
 import sys
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -292,20 +292,33 @@ def _text(data: bytes | bytearray) -> str:
     return bytes(data).decode("utf-8", errors="replace")
 
 
-def use_pidfd_child_watcher() -> None:
-    """On Python 3.11, reap children through pidfds instead of one thread per child.
+@contextlib.contextmanager
+def pidfd_child_watcher() -> Iterator[None]:
+    """On Python 3.11, reap children through pidfds instead of one thread per child, inside
+    the block; the previous watcher is given back after it.
 
     Python 3.12 does this by default; 3.11's default ``ThreadedChildWatcher`` starts a thread
     for every subprocess, which costs more than the subprocess itself for short commands.
-    Call it inside the running event loop.
+    Enter it inside the running event loop. The watcher is process-wide and tied to this
+    loop, so leaving it installed would break subprocesses in any later event loop of the
+    process (``asyncio.get_child_watcher() is not activated``).
     """
     if sys.version_info >= (3, 12) or not hasattr(os, "pidfd_open"):
+        yield
         return
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
+        previous = asyncio.get_child_watcher()
         watcher = asyncio.PidfdChildWatcher()
         watcher.attach_loop(asyncio.get_running_loop())
         asyncio.set_child_watcher(watcher)
+    try:
+        yield
+    finally:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            asyncio.set_child_watcher(previous)
+            watcher.close()
 
 
 def tail(text: str, limit: int = 2000) -> str:

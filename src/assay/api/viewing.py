@@ -1,0 +1,60 @@
+"""Looking at results from Python: :func:`view_runs` serves the local web viewer (``assay
+view``), :func:`write_html_report` writes a run's self-contained ``report.html`` (``assay
+report RUN_DIR --html``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from assay.orchestration.runfiles import resolve_run_dir
+
+
+def view_runs(
+    folders: Sequence[str | Path] = ("runs",),
+    *,
+    host: str = "127.0.0.1",
+    port: int | None = None,
+    open_browser: bool = False,
+    on_ready: Callable[[str], None] | None = None,
+    on_warning: Callable[[str], None] | None = None,
+) -> None:
+    """Serve the viewer over run folders or folders of runs until Ctrl-C (``assay view``).
+
+    It reads the folders as they are (a run in progress included, updating as rows finish)
+    and never writes into them.
+
+    Args:
+        folders: run folders, or folders of runs (default ``runs``).
+        host: the address to listen on; 127.0.0.1 unless you mean to share it (then
+            ``on_warning`` is told: the viewer has no login).
+        port: the port; ``None`` picks a free one.
+        open_browser: open the URL in the default browser.
+        on_ready: called with the URL (``http://127.0.0.1:PORT/``) once it listens.
+        on_warning: called with each warning.
+
+    Raises:
+        UsageError: a folder does not exist, or the port is in use.
+    """
+    from assay.view import serve
+
+    serve(folders, host=host, port=port, open_browser=open_browser, on_ready=on_ready,
+          on_warning=on_warning)  # fmt: skip
+
+
+def write_html_report(run_dir: str | Path, *, output: str | Path | None = None) -> Path:
+    """Write the run's self-contained ``report.html`` (the run page's figures and the rows
+    that did not pass; it opens from a file with no server and no network) and return its
+    path. The run's other reports are left as they are (:func:`assay.report` rebuilds them).
+
+    Args:
+        run_dir: the run (``runs/latest`` works).
+        output: where to write it (default ``RUN_DIR/report.html``).
+
+    Raises:
+        UsageError: not a run directory.
+    """
+    from assay.view import write_html_report as write
+
+    folder = resolve_run_dir(run_dir)
+    return write(folder, output=Path(output) if output is not None else None)

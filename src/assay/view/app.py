@@ -1,0 +1,224 @@
+"""The viewer's web application (Starlette): its routes, each a page gathered from the
+workspace and rendered by the templates. Every route only reads; nothing is ever written
+into a run folder.
+
+Routes: ``/`` the runs; ``/runs/{run}`` a run; ``/runs/{run}/rows`` its rows (filters in
+the query string, :mod:`assay.view.queries`); ``/runs/{run}/rows/{folder}`` one row;
+``/runs/{run}/files/{path}`` a file of the run, as plain text (or a download when it is not
+text); ``/diff?a=RUN&b=RUN[&va=&vb=&change=&suite=&page=]`` two runs or variants row by row;
+``/api/runs/{run}/progress`` how far a run and its index are (JSON); ``/assets/…`` the
+stylesheet, script and vendored Vega-Lite.
+"""
+
+from __future__ import annotations
+
+import mimetypes
+from typing import Any
+from urllib.parse import urlencode
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from assay.errors import UsageError
+from assay.view.diff import CHANGES, Side, build_diff, pair_page
+from assay.view.queries import RowFilter, criterion_types, facets, neighbours, row_page
+from assay.view.render import ASSETS, render
+from assay.view.row_view import read_row_view, safe_path
+from assay.view.run_pages import run_line, run_page
+from assay.view.suite_view import dataset_text
+from assay.view.workspace import RunEntry, Workspace
+
+_HEADERS = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff",
+            "Referrer-Policy": "no-referrer"}  # fmt: skip
+CHANGE_LABELS = [("changed", "only changed rows"), ("", "every row"),
+                 ("became_pass", "became passes"), ("became_fail", "became failures"),
+                 ("score_up", "scored higher"), ("score_down", "scored lower"),
+                 ("same", "unchanged"), ("ungraded", "not graded on a side"),
+                 ("data_changed", "row content differs (left out)")]  # fmt: skip
+
+
+def _page(template: str, status: int = 200, **context: Any) -> HTMLResponse:
+    return HTMLResponse(render(template, **context), status_code=status, headers=_HEADERS)
+
+
+def _not_found(what: str, hint: str = "") -> HTMLResponse:
+    return _page("error.html", 404, title="Not found", message=what, hint=hint)
+
+
+def build_app(ws: Workspace) -> Starlette:
+    """The application over ``ws``'s folders."""
+
+    def entry_of(request: Request) -> RunEntry | None:
+        return ws.entry(request.path_params["run"])
+
+    def runs(request: Request) -> Response:
+        lines = [run_line(ws, entry) for entry in ws.runs()]
+        return _page("runs.html", runs=lines, folders=[str(f) for f in ws.folders])
+
+    def run(request: Request) -> Response:
+        entry = entry_of(request)
+        if entry is None:
+            return _not_found(f"no run '{request.path_params['run']}' in "
+                              f"{', '.join(map(str, ws.folders))}")  # fmt: skip
+        page = run_page(ws, entry)
+        live = page.info.state == "running" or not page.index.complete
+        return _page("run.html", page=page, has_charts=True, **_live(entry, page.info.state,
+                                                                     page.index, live))  # fmt: skip
+
+    def rows(request: Request) -> Response:
+        entry = entry_of(request)
+        if entry is None:
+            return _not_found(f"no run '{request.path_params['run']}'")
+        chosen = RowFilter.from_params(request.query_params)
+        index = ws.index(entry)
+        state = index.state()
+        with index.connect() as db:
+            page = row_page(db, chosen)
+            found, types = ws.memo(("facets", entry.path, index.generation),
+                                   lambda: (facets(db), criterion_types(db)))  # fmt: skip
+        labels = {}
+        for value, _ in found["criterion"]:
+            position, outcome = value.split(":", 1)
+            labels[value] = f"#{int(position) + 1} {types.get(position, '')} {outcome}"
+        info = ws.info(entry)
+        return _page("rows.html", key=entry.key, path=str(entry.path), filter=chosen, page=page,
+                     facets=found, criterion_labels=labels, index=state,
+                     **_live(entry, info.state, state, info.state == "running"
+                             or not state.complete))  # fmt: skip
+
+    def row(request: Request) -> Response:
+        entry = entry_of(request)
+        folder = request.path_params["folder"].strip("/")
+        if entry is None:
+            return _not_found(f"no run '{request.path_params['run']}'")
+        target = safe_path(entry.path, folder)
+        if target is None or not target.is_dir():
+            return _not_found(f"no row folder '{folder}' in run {entry.key}")
+        view = read_row_view(entry.path, folder)
+        index = ws.index(entry, start=False)
+        with index.connect() as db:
+            before, after = neighbours(db, folder)
+        return _page("row.html", key=entry.key, path=str(entry.path), view=view, before=before,
+                     after=after)  # fmt: skip
+
+    def files(request: Request) -> Response:
+        entry = entry_of(request)
+        relative = request.path_params["path"]
+        target = safe_path(entry.path, relative) if entry is not None else None
+        if entry is None or target is None or not target.is_file():
+            return _not_found(f"no file '{relative}' in this run")
+        kind, _ = mimetypes.guess_type(target.name)
+        textual = kind is None or kind.startswith("text/") or kind in (
+            "application/json", "application/xml", "application/x-yaml")  # fmt: skip
+        if textual and _looks_textual(target):
+            return FileResponse(target, media_type="text/plain; charset=utf-8", headers=_HEADERS)
+        return FileResponse(target, media_type="application/octet-stream", headers=_HEADERS,
+                            filename=target.name)  # fmt: skip
+
+    def progress(request: Request) -> Response:
+        entry = entry_of(request)
+        if entry is None:
+            return JSONResponse({"error": "no such run"}, status_code=404)
+        index = ws.index(entry)
+        state = index.state()
+        info = ws.info(entry)
+        return JSONResponse({"state": info.state, "indexed": state.indexed,
+                             "found": state.found, "complete": state.complete,
+                             "version": _version(info.state, state)}, headers=_HEADERS)  # fmt: skip
+
+    def diff(request: Request) -> Response:
+        return _diff_page(ws, request)
+
+    def no_icon(request: Request) -> Response:
+        return Response(status_code=204)
+
+    routes = [
+        Route("/", runs),
+        Route("/runs/{run}", run),
+        Route("/runs/{run}/rows", rows),
+        Route("/runs/{run}/rows/{folder:path}", row),
+        Route("/runs/{run}/files/{path:path}", files),
+        Route("/api/runs/{run}/progress", progress),
+        Route("/diff", diff),
+        Route("/favicon.ico", no_icon),
+        Mount("/assets", StaticFiles(directory=ASSETS), name="assets"),
+    ]
+    return Starlette(routes=routes)
+
+
+def _version(state: str, index: Any) -> str:
+    return f"{state}:{index.indexed}:{int(index.complete)}"
+
+
+def _live(entry: RunEntry, state: str, index: Any, live: bool) -> dict[str, Any]:
+    """The page's progress URL and version when it should reload as the run moves."""
+    if not live:
+        return {}
+    return {"progress_url": f"/api/runs/{entry.key}/progress", "version": _version(state, index)}
+
+
+def _looks_textual(path: Any) -> bool:
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(4096)
+    except OSError:
+        return False
+    return b"\x00" not in head
+
+
+def _diff_page(ws: Workspace, request: Request) -> Response:
+    params = {k: request.query_params.get(k, "") for k in ("a", "b", "va", "vb", "suite")}
+    params["change"] = request.query_params.get("change", "changed")
+    runs = ws.runs()
+    context: dict[str, Any] = {"runs": runs, "params": params, "change_labels": CHANGE_LABELS}
+    if not params["a"] or not params["b"]:
+        return _page("diff.html", **context)
+    entries = [ws.entry(params["a"]), ws.entry(params["b"])]
+    if None in entries:
+        missing = params["a"] if entries[0] is None else params["b"]
+        return _page("diff.html", 404, refusal=f"no run '{missing}'", **context)
+    a, b = entries[0], entries[1]
+    assert a is not None and b is not None
+    indexes = [ws.index(a), ws.index(b)]
+    for index in indexes:
+        index.wait()
+    sides = [_side("A", a, ws, params["va"]), _side("B", b, ws, params["vb"])]
+    context["sides"] = sides
+    try:
+        sides_ab = (
+            Side(a.key, indexes[0], params["va"] or None, ws.info(a).selections),
+            Side(b.key, indexes[1], params["vb"] or None, ws.info(b).selections),
+        )
+        key = ("diff", a.path, b.path, params["va"], params["vb"], indexes[0].generation,
+               indexes[1].generation)  # fmt: skip
+        path, summary = ws.memo(key, lambda: build_diff(*sides_ab, ws.scratch))
+    except UsageError as exc:
+        return _page("diff.html", refusal=exc.message, refusal_hint=exc.hint or "", **context)
+    try:
+        page = max(1, int(request.query_params.get("page", "1")))
+    except ValueError:
+        page = 1
+    change = params["change"] if params["change"] in (*CHANGES, "changed") else ""
+    pairs, total = pair_page(path, change=change, suite=params["suite"], page=page, size=100)
+    for pair in pairs:
+        scores = (pair["a_score"], pair["b_score"])
+        pair["delta"] = None if None in scores else scores[1] - scores[0]
+    pages = max(1, -(-total // 100))
+
+    def page_url(number: int) -> str:
+        return "/diff?" + urlencode({**{k: v for k, v in params.items() if v}, "page": number})
+
+    sides[0]["variant"], sides[1]["variant"] = summary.variant_a, summary.variant_b
+    return _page("diff.html", summary=summary, pairs=pairs, total=total, page=min(page, pages),
+                 pages=pages, page_url=page_url, **context)  # fmt: skip
+
+
+def _side(name: str, entry: RunEntry, ws: Workspace, variant: str) -> dict[str, Any]:
+    info = ws.info(entry)
+    datasets = [(s.key, dataset_text(s.rollup)) for s in info.suites
+                if not variant or s.variant_id == variant]  # fmt: skip
+    return {"name": name, "key": entry.key, "path": str(entry.path), "state": info.state,
+            "variant": variant, "datasets": datasets}  # fmt: skip

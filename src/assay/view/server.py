@@ -1,0 +1,121 @@
+"""``assay view``: serve the viewer on a local port until Ctrl-C.
+
+The server listens on 127.0.0.1 (a free port unless ``port`` is given); any other ``host``
+is allowed only when asked for, with a warning, since whoever reaches it can read every
+prompt, response and file of the runs. A port in use is a :class:`~assay.errors.UsageError`
+naming it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import ipaddress
+import socket
+import webbrowser
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from assay.errors import UsageError
+from assay.view.workspace import Workspace
+
+LOOPBACK = "127.0.0.1"
+
+
+def is_loopback(host: str) -> bool:
+    """``host`` is a loopback address (127.0.0.0/8, ::1) or ``localhost``."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def exposure_warning(host: str, port: int) -> str:
+    """What a user is told when the viewer listens beyond this machine."""
+    return (
+        f"assay view listens on {host}:{port}, not only on this machine: anyone who can "
+        "reach it can read these runs (prompts, responses, files); there is no login"
+    )
+
+
+def listen(host: str, port: int | None) -> socket.socket:
+    """A listening TCP socket on ``host`` (``port`` ``None`` or 0: a free one).
+
+    Raises:
+        UsageError: the port is in use, or the address cannot be listened on.
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port or 0))
+        sock.listen(128)
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise UsageError(f"port {port} on {host} is in use",
+                             hint="choose another with --port, or leave --port out to use a "
+                                  "free one") from None  # fmt: skip
+        if exc.errno == errno.EACCES:
+            hint = "use a port above 1023, or leave --port out"
+            raise UsageError(f"not allowed to listen on port {port} of {host}", hint=hint) from None
+        reason = exc.strerror or str(exc)
+        hint = "--host takes an address of this machine, e.g. 127.0.0.1"
+        raise UsageError(f"cannot listen on {host}:{port or 0} ({reason})", hint=hint) from None
+    return sock
+
+
+def url_of(sock: socket.socket) -> str:
+    """``http://HOST:PORT/`` of a listening socket."""
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}/"
+
+
+def serve(
+    folders: Sequence[str | Path],
+    *,
+    host: str = LOOPBACK,
+    port: int | None = None,
+    open_browser: bool = False,
+    on_ready: Callable[[str], None] | None = None,
+    on_warning: Callable[[str], None] | None = None,
+) -> None:
+    """Serve the viewer over ``folders`` (run folders or folders of runs) until Ctrl-C (or
+    SIGTERM), then remove its index and return.
+
+    Args:
+        folders: what to show (each checked to exist).
+        host: the address to listen on (127.0.0.1; another one is warned about).
+        port: the port (``None``: a free one).
+        open_browser: open the viewer's URL in the default browser once listening.
+        on_ready: called with the URL once the server listens.
+        on_warning: called with each warning (a non-loopback host).
+
+    Raises:
+        UsageError: a folder does not exist, or the port cannot be listened on.
+    """
+    import uvicorn
+
+    from assay.view.app import build_app
+
+    ws = Workspace([Path(f) for f in folders])
+    try:
+        sock = listen(host, port)
+        url = url_of(sock)
+        if not is_loopback(host) and on_warning is not None:
+            on_warning(exposure_warning(host, sock.getsockname()[1]))
+        for entry in ws.runs():
+            ws.index(entry)  # start reading rows now, newest runs first
+        if on_ready is not None:
+            on_ready(url)
+        if open_browser:
+            webbrowser.open(url)
+        config = uvicorn.Config(build_app(ws), log_level="warning", lifespan="off",
+                                access_log=False)  # fmt: skip
+        with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how a viewer ends
+            uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        ws.close()

@@ -1,0 +1,199 @@
+"""The viewer's row index: every task.json read once, filters, sorting and paging checked
+against the results read with assay's own reader, updates as rows appear, change or go, and
+rows that cannot be read shown with the reason."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from assay.orchestration.runfiles import load_results
+from assay.results.task_result import EvaluationResult
+from assay.view.index import RowIndex, scan_rows
+from assay.view.queries import RowFilter, facets, neighbours, row_page
+from tests.view.browser import files_of
+from tests.view.generate import make_run
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_run(300, tmp_path_factory.mktemp("runs"), seed=3)
+
+
+@pytest.fixture(scope="module")
+def results(run: Path) -> list[EvaluationResult]:
+    return load_results(run)
+
+
+@pytest.fixture(scope="module")
+def index(run: Path, tmp_path_factory: pytest.TempPathFactory) -> RowIndex:
+    built = RowIndex(run, tmp_path_factory.mktemp("scratch") / "index.sqlite")
+    assert built.refresh() == 300
+    return built
+
+
+def page(index: RowIndex, **params: str) -> tuple[list[dict[str, object]], int]:
+    with index.connect() as db:
+        found = row_page(db, RowFilter.from_params(params))
+    return found.rows, found.total
+
+
+def test_every_row_is_indexed_with_its_facts(
+    index: RowIndex, results: list[EvaluationResult]
+) -> None:
+    state = index.state()
+    assert (state.indexed, state.found, state.complete) == (300, 300, True)
+    rows, total = page(index, size="500")
+    assert total == 300
+    by_id = {r["row_id"]: r for r in rows}
+    for result in results:
+        row = by_id[result.row_id]
+        assert row["status"] == result.final_status.value
+        assert row["score"] == result.weighted_score
+        if result.success_criteria_results:
+            first = result.success_criteria_results[0]
+            assert (row["expected"], row["observed"]) == (
+                first.expected_label,  # type: ignore[union-attr]
+                first.observed_label,  # type: ignore[union-attr]
+            )
+        else:
+            assert row["error_kind"] == "agent_error"
+            assert row["reason"] == result.error_message
+
+
+@pytest.mark.parametrize(
+    ("params", "keep"),
+    [
+        ({"status": "FAILURE"}, lambda r: r.final_status.value == "FAILURE"),
+        ({"status": "FAILURE", "expected": "positive"},
+         lambda r: r.final_status.value == "FAILURE"
+         and r.success_criteria_results[0].expected_label == "positive"),
+        ({"observed": "neutral"}, lambda r: bool(r.success_criteria_results)
+         and r.success_criteria_results[0].observed_label == "neutral"),
+        ({"criterion": "1:fail"}, lambda r: len(r.success_criteria_results) > 1
+         and r.success_criteria_results[1].score < 0.9),
+        ({"error": "agent_error"}, lambda r: r.final_status.value == "ERROR"),
+        ({"q": "r00012"}, lambda r: "r00012" in (r.row_id or "")),
+        ({"q": "SENTIMENT:"}, lambda r: True),
+    ],
+)  # fmt: skip
+def test_filters_match_the_rows_they_name(
+    index: RowIndex, results: list[EvaluationResult], params: dict[str, str], keep: object
+) -> None:
+    expected = sorted(r.row_id for r in results if keep(r))  # type: ignore[operator]
+    rows, total = page(index, size="500", **params)
+    assert total == len(expected)
+    assert sorted(str(r["row_id"]) for r in rows) == expected
+
+
+def test_text_search_reads_the_prompt_and_the_response(
+    index: RowIndex, results: list[EvaluationResult]
+) -> None:
+    word = results[5].row["text"].split()[2]  # type: ignore[index]
+    _, total = page(index, q=word, size="500")
+    prompts = [r.task_config.resolved["initial_prompt"].lower() for r in results]
+    assert total == sum(1 for p in prompts if word.lower() in p) > 0
+    _, total = page(index, q="neutral", size="500")  # every prompt names it
+    assert total == 300
+
+
+def test_sorting_and_paging_cover_every_row_once(
+    index: RowIndex, results: list[EvaluationResult]
+) -> None:
+    seen: list[str] = []
+    for number in range(1, 7):
+        rows, _ = page(index, sort="duration", order="desc", size="50", page=str(number))
+        seen += [str(r["row_id"]) for r in rows]
+    assert len(seen) == 300 == len(set(seen))
+    durations = {r.row_id: r.duration_seconds for r in results}
+    assert [durations[i] for i in seen] == sorted(durations.values(), reverse=True)
+    rows, _ = page(index)
+    assert [r["row_id"] for r in rows] == [f"r{i:06d}" for i in range(50)]  # dataset order
+    rows, _ = page(index, page="999")  # past the end: the last page
+    assert rows[-1]["row_id"] == "r000299"
+
+
+def test_a_malformed_url_falls_back_to_defaults() -> None:
+    chosen = RowFilter.from_params({"page": "x", "size": "100000", "sort": "drop table",
+                                    "order": "sideways"})  # fmt: skip
+    assert (chosen.page, chosen.size, chosen.sort, chosen.order) == (1, 500, "row", "asc")
+    assert RowFilter.from_params({"status": "FAILURE", "page": "2"}).query() == (
+        "?status=FAILURE&page=2"
+    )
+
+
+def test_facets_count_each_value(index: RowIndex, results: list[EvaluationResult]) -> None:
+    with index.connect() as db:
+        found = facets(db)
+    statuses = {s: sum(1 for r in results if r.final_status.value == s)
+                for s in ("SUCCESS", "FAILURE", "ERROR")}  # fmt: skip
+    assert dict(found["status"]) == {k: v for k, v in statuses.items() if v}
+    assert [v for v, _ in found["expected"]] == ["negative", "neutral", "positive"]
+
+
+def test_neighbours_follow_dataset_order(index: RowIndex) -> None:
+    with index.connect() as db:
+        assert neighbours(db, "default/sst2-three-way/r000010/00") == (
+            "default/sst2-three-way/r000009/00",
+            "default/sst2-three-way/r000011/00",
+        )
+        assert neighbours(db, "default/sst2-three-way/r000000/00")[0] is None
+
+
+def test_rows_that_appear_change_or_go_are_followed(tmp_path: Path) -> None:
+    run = make_run(20, tmp_path / "runs")
+    index = RowIndex(run, tmp_path / "index.sqlite")
+    before = files_of(run)
+    assert index.refresh() == 20
+    assert index.refresh() == 0  # nothing changed: nothing read again
+    row = run / "default" / "sst2-three-way" / "r000003" / "00" / "task.json"
+    data = json.loads(row.read_text())
+    data["final_status"], data["weighted_score"] = "FAILURE", 0.25
+    row.write_text(json.dumps(data))
+    os.utime(row, ns=(1, 1))
+    copy = run / "default" / "sst2-three-way" / "r000099" / "00"
+    copy.mkdir(parents=True)
+    (copy / "task.json").write_text(json.dumps({**data, "row_id": "r000099", "row_index": 99}))
+    (run / "default" / "sst2-three-way" / "r000004" / "00" / "task.json").unlink()
+    assert index.refresh() == 2
+    rows, total = page(index, size="100")
+    by_id = {r["row_id"]: r for r in rows}
+    assert total == 20 and "r000004" not in by_id
+    assert (by_id["r000003"]["status"], by_id["r000003"]["score"]) == ("FAILURE", 0.25)
+    assert by_id["r000099"]["row_index"] == 99
+    index_files = files_of(tmp_path / "runs")
+    assert set(index_files) == set(before) - {str(row.parent.parent.parent / "r000004" / "00" /
+                                              "task.json")} | {str(copy / "task.json")}  # fmt: skip
+
+
+def test_unreadable_and_old_task_json_are_shown_with_the_reason(tmp_path: Path) -> None:
+    run = make_run(5, tmp_path / "runs")
+    suite = run / "default" / "sst2-three-way"
+    (suite / "r000001" / "00" / "task.json").write_text('{"task_id": "sst2-three-way/r0')
+    old = json.loads((suite / "r000002" / "00" / "task.json").read_text())
+    del old["started_at"]
+    old["schema_version"] = "0"
+    (suite / "r000002" / "00" / "task.json").write_text(json.dumps(old))
+    index = RowIndex(run, tmp_path / "index.sqlite")
+    index.refresh()
+    rows, total = page(index)
+    by_id = {r["row_id"]: r for r in rows}
+    assert total == 5
+    cut = by_id["r000001"]
+    assert (cut["status"], cut["error_kind"]) == ("UNREADABLE", "unreadable")
+    assert cut["problem"] == ("task.json: is not valid JSON (Unterminated string starting at: "
+                              "line 1 column 13)")  # fmt: skip
+    older = by_id["r000002"]
+    assert older["status"] == old["final_status"]  # what could be read is kept
+    assert older["problem"] == "task.json does not match its schema: started_at: Field required"
+
+
+def test_the_scan_never_enters_a_kept_sandbox(tmp_path: Path) -> None:
+    run = make_run(3, tmp_path / "runs")
+    sandbox = run / "default" / "sst2-three-way" / "r000000" / "00" / "sandbox" / "00"
+    sandbox.mkdir(parents=True)
+    (sandbox / "task.json").write_text("{}")
+    assert sorted(scan_rows(run)) == [f"default/sst2-three-way/r00000{i}/00" for i in range(3)]

@@ -1,0 +1,144 @@
+"""What a run's page gathers, by kind of run: an experiment (its intervals are
+``experiment.json``'s), replicates (per-replicate metrics and pass@k), a QA suite (accuracy
+by group with the intervals of ``metrics.json``), a suite still running (live numbers, no
+gate yet), tasks without a dataset, and the figures' axes and numbers."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from assay.view.figures import Figure
+from assay.view.run_pages import run_page
+from assay.view.workspace import RunEntry, Workspace
+from tests.agents.coding import run_assay
+from tests.helpers import write
+from tests.view.generate import SUITE, make_run
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def page_of(run: Path, scratch: Path):  # type: ignore[no-untyped-def]
+    ws = Workspace([run], scratch=scratch)
+    entry = RunEntry(run.name, run)
+    ws.index(entry, start=False).refresh()
+    return run_page(ws, entry)
+
+
+def kinds(figures: list[Figure]) -> list[str]:
+    return [f.kind for f in figures]
+
+
+def test_an_experiment_shows_its_own_intervals_and_differences(tmp_path: Path) -> None:
+    run = make_run(40, tmp_path, variants=("zero-shot", "few-shot"), replicates=2)
+    page = page_of(run, tmp_path)
+    report = json.loads((run / "experiment.json").read_text())
+    assert kinds(page.experiment) == ["intervals", "intervals"]
+    assert page.experiment[1].title == f"{SUITE}: paired differences (B − A), 95% intervals"
+    for view in page.suites:
+        arm = next(v for v in report["variants"] if v["variant_id"] == view.variant_id)
+        accuracy = next(m for m in view.criteria[0].metrics if m.name == "accuracy")
+        expected = arm["metrics"]["classification_match.accuracy"]
+        assert accuracy.estimate is not None
+        assert (accuracy.estimate.low, accuracy.estimate.high) == (
+            expected["low"],
+            expected["high"],
+        )
+        assert (
+            view.pass_rate is not None and view.pass_rate.low == arm["metrics"]["pass_rate"]["low"]
+        )
+        assert {"lines"} <= set(kinds(view.figures))  # per replicate and pass@k
+        titles = [f.title for f in view.figures if f.kind == "lines"]
+        assert titles == [f"{SUITE}: metrics per replicate", f"{SUITE}: pass@k and pass^k"]
+
+
+def test_a_classification_suite_has_every_figure_with_titled_axes(tmp_path: Path) -> None:
+    page = page_of(make_run(50, tmp_path), tmp_path)
+    view = page.suites[0]
+    assert kinds(view.figures) == ["intervals", "labels", "confusion", "histogram", "histogram",
+                                   "histogram", "histogram"]  # fmt: skip
+    for figure in view.figures:
+        spec = figure.spec.get("spec", figure.spec)  # a faceted chart's inner chart
+        encodings = [spec.get("encoding", {})] + [
+            layer.get("encoding", {}) for layer in spec.get("layer", [])
+        ]
+        # category axes of forest plots are labelled by their values (and facet headers)
+        axes = ("x",) if figure.kind == "intervals" else ("x", "y")
+        titles = [e[axis].get("title") for e in encodings for axis in axes if axis in e
+                  and "field" in e[axis]]  # fmt: skip
+        assert titles and all(titles), figure.title
+        assert figure.rows, figure.title  # the numbers as a table
+    confusion = view.figures[2]
+    assert (
+        sum(int(c) for row in confusion.rows for c in row[1:])
+        == view.counts["passed"] + (view.counts["failed"])
+    )
+    histogram = view.figures[3]
+    assert sum(int(r[1]) for r in histogram.rows) == view.counts["passed"] + view.counts["failed"]
+
+
+def test_a_qa_suite_shows_accuracy_by_group_with_its_intervals(tmp_path: Path) -> None:
+    done = run_assay("run", str(REPO / "examples/qa/cosmosqa/task.yaml"), "--sample", "12",
+                     "-m", "mock/echo", "--run-dir", str(tmp_path / "runs"), "-q",
+                     cwd=tmp_path)  # fmt: skip
+    assert done.returncode in (0, 1), done.stderr
+    run = (tmp_path / "runs" / "latest").resolve()
+    page = page_of(run, tmp_path)
+    view = page.suites[0]
+    groups = {f.title: f for f in view.figures if f.kind == "groups"}
+    figure = groups["cosmosqa-mc: QA accuracy by label_index"]
+    metrics = json.loads((run / "default" / "cosmosqa-mc" / "metrics.json").read_text())
+    average = metrics["avg_metrics"]
+    assert [r[0] for r in figure.rows] == list(average["by_label_index"])
+    first = figure.rows[0]
+    interval = average["by_label_index_ci"][first[0]]
+    assert first[2] == f"[{interval['low']:.3f}, {interval['high']:.3f}]"
+    assert view.criteria[0].title == "#1 qa"
+    recorded = json.loads((run / "default" / "cosmosqa-mc" / "suite.json").read_text())["dataset"]
+    assert recorded["content_hash"]
+    assert (
+        view.dataset == f"cosmosqa_valid_first100.qa.jsonl · hash {recorded['content_hash'][:12]}"
+    )
+    assert page.line.suites[0].dataset == view.dataset  # the runs page says the same
+
+
+def test_a_suite_still_running_is_shown_live_without_a_gate(tmp_path: Path) -> None:
+    source = make_run(30, tmp_path / "source")
+    live = tmp_path / "live"
+    live.mkdir()
+    shutil.copy(source / "plan.json", live / "plan.json")
+    (live / "sessions.jsonl").write_text('{"start": "2026-12-01T09:00:00"}\n')
+    for row in sorted((source / "default" / SUITE).glob("r*"))[:12]:
+        shutil.copytree(row, live / "default" / SUITE / row.name)
+    page = page_of(live, tmp_path)
+    view = page.suites[0]
+    assert (page.info.state, view.live, view.gate, view.verdict) == ("running", True, "pending",
+                                                                     None)  # fmt: skip
+    assert view.counts["total"] == 12 and page.line.rows_planned == 30
+    assert "labels" in kinds(view.figures) and "confusion" in kinds(view.figures)
+    accuracy = next(m for m in view.criteria[0].metrics if m.name == "accuracy")
+    rows = [json.loads(p.read_text()) for p in (live / "default" / SUITE).glob("*/00/task.json")]
+    graded = [r["success_criteria_results"][0] for r in rows if r["success_criteria_results"]]
+    assert accuracy.value == pytest.approx(
+        sum(c["expected_label"] == c["observed_label"] for c in graded) / len(graded)
+    )
+
+
+def test_tasks_without_a_dataset_are_listed(tmp_path: Path) -> None:
+    write(tmp_path / "one.yaml", """\
+task_id: single
+description: one task, no dataset
+agent: {type: llm, model: mock/echo}
+initial_prompt: "hello"
+success_criteria:
+  - type: response_match
+    expected: "hello"
+""")  # fmt: skip
+    done = run_assay("run", "one.yaml", "-q", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    page = page_of((tmp_path / "runs" / "latest").resolve(), tmp_path)
+    assert [(t["task_id"], t["status"]) for t in page.standalone] == [("single", "SUCCESS")]
+    assert page.suites == []
