@@ -351,9 +351,12 @@ def test_check_secrets_refuses_what_is_not_a_run(tmp_path: Path) -> None:
     run_dir = finished_run(tmp_path)
     done = assay("report", "--check-secrets", str(run_dir), "--junit-xml", "j.xml", cwd=tmp_path)
     assert done.returncode == 2
-    assert "--check-secrets scans the run folder and writes nothing; drop --junit-xml" in (
+    assert "--check-secrets scans the run folder and writes nothing; drop --junit-xml and " in (
         done.stderr
     )
+    done = assay("report", "--check-secrets", str(run_dir), "--html", cwd=tmp_path)
+    assert done.returncode == 2 and "drop --junit-xml and --html" in done.stderr
+    assert not (run_dir / "report.html").exists()
 
 
 def test_plan_shows_variable_names_and_warns_about_short_secrets(tmp_path: Path) -> None:
