@@ -22,7 +22,14 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from assay.api.grading import compare, evaluate, evaluate_async, evaluate_predictions, report
+    from assay.api.grading import (
+        check_secrets,
+        compare,
+        evaluate,
+        evaluate_async,
+        evaluate_predictions,
+        report,
+    )
     from assay.api.result import Gate, RunResult, SuiteResult
     from assay.api.runs import (
         PlanKeywords,
@@ -42,6 +49,7 @@ if TYPE_CHECKING:
 
 _MODULES = {
     "assay.api.grading": (
+        "check_secrets",
         "compare",
         "evaluate",
         "evaluate_async",
@@ -77,6 +85,7 @@ __all__ = [
     "Store",
     "SuiteResult",
     "cache_stats",
+    "check_secrets",
     "clear_cache",
     "compare",
     "convert_qa",

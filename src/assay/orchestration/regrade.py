@@ -1,9 +1,10 @@
 """Grade a finished run again without running its agents (``assay evaluate RUN_DIR``).
 
 Every row's criteria run again from its ``response.txt`` and kept sandbox (a copy, so the
-kept one stays as the agent left it), with the row's own environment, and its ``task.json``
-is rewritten; nothing changes when criteria need sandboxes the run did not keep. The
-reports are then rebuilt by :func:`assay.reports.rebuild.report_regraded`.
+kept one stays as the agent left it), with the row's own environment (the host's without its
+secrets, as in the run), and its ``task.json`` is rewritten, every known secret redacted;
+nothing changes when criteria need sandboxes the run did not keep. The reports are then
+rebuilt by :func:`assay.reports.rebuild.report_regraded`.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import asyncio
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -20,16 +23,18 @@ from assay.criteria.base import CriterionRegistry, GradingContext, needs_sandbox
 from assay.criteria.registry import default_criteria
 from assay.errors import UsageError
 from assay.orchestration.containment import Containment, private_paths
+from assay.orchestration.environment import row_env
 from assay.orchestration.grading import final_status, grade, grading_message, weighted_score
 from assay.orchestration.qa_rows import judge_key
 from assay.orchestration.rowfiles import SANDBOX_DIR
 from assay.orchestration.runfiles import load_task_json, scan_task_jsons
-from assay.orchestration.runner import row_env
+from assay.orchestration.secrets import results_redactor
 from assay.orchestration.services import run_services
 from assay.providers.pool import ModelKey, ModelPool, PoolSettings, default_registry
 from assay.qa import PredictionRecord
 from assay.qa.schema import OPEN_TYPES
 from assay.results.io import read_json, write_model_atomic
+from assay.results.secrets import Redactor
 from assay.results.status import FinalStatus
 from assay.results.task_result import EvaluationResult
 from assay.results.transcript import Transcript
@@ -81,7 +86,7 @@ async def regrade_run(run_dir: Path, *, jobs: int) -> int:
             sandboxes (nothing is changed then).
         ModelError, UserError: a judge model could not start.
     """
-    keys, rows, contained = _checked(run_dir)
+    keys, rows, contained, redactor = _checked(run_dir)
     containment = Containment.for_tasks(contained, private=private_paths(run_dir, cache=None),
                                         check=True)  # fmt: skip
     registry = default_criteria()
@@ -90,7 +95,8 @@ async def regrade_run(run_dir: Path, *, jobs: int) -> int:
 
     async def worker() -> None:
         for path in queue:
-            await _regrade_one(path, load_task_json(path), registry, pool, containment)
+            result = load_task_json(path)
+            await _regrade_one(path, result, registry, pool, redactor, containment)
 
     with pidfd_child_watcher():
         async with run_services(pool, keys):
@@ -98,41 +104,60 @@ async def regrade_run(run_dir: Path, *, jobs: int) -> int:
     return rows
 
 
-def _checked(run_dir: Path) -> tuple[list[ModelKey], int, list[TaskDefinition]]:
-    """The judges the rows need, how many rows there are and the first row's task of each
-    suite that runs in a ``bwrap`` sandbox, after checking that every row whose criteria read
-    the sandbox has it.
+@dataclass
+class _Scan:
+    """What one pass over a run's rows found (:func:`_checked`)."""
+
+    rows: int = 0
+    keys: dict[ModelKey, None] = field(default_factory=dict)
+    suites: dict[tuple[str, str, str | None], TaskDefinition] = field(default_factory=dict)
+    missing: int = 0
+    first_missing: str = ""
+
+    def add(self, run_dir: Path, path: Path, result: EvaluationResult) -> None:
+        """Count one row: its judges, its suite's task, a sandbox its criteria need."""
+        self.rows += 1
+        self.keys.update(dict.fromkeys(judge_keys([result])))
+        suite = (result.variant_id, result.task_id, result.suite_id)
+        if suite not in self.suites:  # a suite's rows share their sandbox driver
+            self.suites[suite] = TaskDefinition.model_validate(result.task_config.resolved)
+        if agent_status(result) == "error" or (path.parent / SANDBOX_DIR).is_dir():
+            return
+        task = TaskDefinition.model_validate(result.task_config.resolved)
+        if any(needs_sandbox(c) for c in task.success_criteria):
+            self.missing += 1
+            self.first_missing = self.first_missing or path.parent.relative_to(run_dir).as_posix()
+
+
+def _checked(run_dir: Path) -> tuple[list[ModelKey], int, list[TaskDefinition], Redactor]:
+    """The judges the rows need, how many rows there are, the first row's task of each
+    suite that runs in a ``bwrap`` sandbox and the secrets the rows' tasks know
+    (:func:`results_redactor`, with this environment's), after checking that every row whose
+    criteria read the sandbox has it; every ``task.json`` is read once.
 
     Raises:
         UsageError: no rows; rows whose sandbox the run did not keep (the first named).
     """
-    keys: dict[ModelKey, None] = {}
-    missing, first, rows = 0, "", 0
-    suites: dict[tuple[str | None, str, str | None], TaskDefinition] = {}
-    for path in scan_task_jsons(run_dir):
-        rows += 1
-        result = load_task_json(path)
-        keys.update(dict.fromkeys(judge_keys([result])))
-        suite = (result.variant_id, result.task_id, result.suite_id)
-        if suite not in suites:  # a suite's rows share their sandbox driver
-            suites[suite] = TaskDefinition.model_validate(result.task_config.resolved)
-        if agent_status(result) == "error" or (path.parent / SANDBOX_DIR).is_dir():
-            continue
-        task = TaskDefinition.model_validate(result.task_config.resolved)
-        if any(needs_sandbox(c) for c in task.success_criteria):
-            missing += 1
-            first = first or path.parent.relative_to(run_dir).as_posix()
-    if not rows:
+    scan = _Scan()
+
+    def rows() -> Iterator[EvaluationResult]:
+        for path in scan_task_jsons(run_dir):
+            result = load_task_json(path)
+            scan.add(run_dir, path, result)
+            yield result
+
+    redactor = results_redactor(rows(), os.environ)
+    if not scan.rows:
         raise UsageError(f"no task.json under {run_dir}: is it a run directory?")
-    if missing:
+    if scan.missing:
         raise UsageError(
-            f"{missing} row(s) have criteria that read the sandbox, but the run did not "
-            f"keep it (first: {first}); nothing was changed",
+            f"{scan.missing} row(s) have criteria that read the sandbox, but the run did not "
+            f"keep it (first: {scan.first_missing}); nothing was changed",
             hint="run `assay execute` (or `assay run --keep-sandboxes`) to keep sandboxes, "
             "then `assay evaluate`; `assay report` rebuilds reports without grading",
         )
-    contained = [t for t in suites.values() if t.sandbox_driver == "bwrap"]
-    return list(keys), rows, contained
+    contained = [t for t in scan.suites.values() if t.sandbox_driver == "bwrap"]
+    return list(scan.keys), scan.rows, contained, redactor
 
 
 def judge_keys(results: list[EvaluationResult]) -> list[ModelKey]:
@@ -167,6 +192,7 @@ async def _regrade_one(
     result: EvaluationResult,
     registry: CriterionRegistry,
     pool: ModelPool,
+    redactor: Redactor,
     containment: Containment,
 ) -> EvaluationResult:
     status_of_agent = agent_status(result)
@@ -194,6 +220,7 @@ async def _regrade_one(
             replicate=result.replicate_index,
             sandbox=scratch.root if scratch else None,
             task_dir=Path(result.task_config.task_dir) if result.task_config.task_dir else None,
+            hidden=redactor.names,
         )
         context = GradingContext(
             sandbox=scratch, response=response, env=env, transcript=read_transcript(directory),
@@ -214,7 +241,7 @@ async def _regrade_one(
             "error_message": _message(status, result, criteria),
         }
     )
-    write_model_atomic(path, updated)
+    write_model_atomic(path, updated, redactor=redactor)
     return updated
 
 

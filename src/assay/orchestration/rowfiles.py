@@ -11,18 +11,22 @@ from __future__ import annotations
 import contextlib
 import shutil
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from assay.agents.base import AgentOutcome
 from assay.errors import SandboxError
-from assay.results.io import dumps, make_dirs, write_model_atomic, write_text
+from assay.results.io import dumps, make_dirs, redact_json, write_model_atomic, write_text
+from assay.results.secrets import Redactor
 from assay.results.status import FinalStatus
 from assay.results.task_result import EvaluationResult
 from assay.results.trace import to_otlp_json
 from assay.sandbox.archive import unpack
+from assay.sandbox.tempdir import Sandbox
 
 SANDBOX_DIR = "sandbox"
 UNWRITABLE = "the row's files could not be written"
+MTIME_SLACK = 2.0  # seconds: file systems that keep modification times coarsely
 
 
 @dataclass
@@ -84,9 +88,11 @@ def made_files(finished: FinishedRow) -> RowFiles:
         return RowFiles(_unwritable(finished.result, exc), "\n".join(finished.log) + "\n")
 
 
-def write_finished(directory: Path, finished: FinishedRow) -> EvaluationResult:
+def write_finished(
+    directory: Path, finished: FinishedRow, redactor: Redactor | None = None
+) -> EvaluationResult:
     """:func:`write_row` of ``finished``'s files (made here, in the writer thread)."""
-    return write_row(directory, made_files(finished))
+    return write_row(directory, made_files(finished), redactor=redactor)
 
 
 def _unwritable(result: EvaluationResult, exc: Exception) -> EvaluationResult:
@@ -104,8 +110,11 @@ def unwritten(result: EvaluationResult, directory: Path) -> bool:
     return message.startswith(UNWRITABLE) and not (directory / "task.json").is_file()
 
 
-def write_row(directory: Path, files: RowFiles) -> EvaluationResult:
-    """Write a finished row's files and return its result; safe to call from a writer thread.
+def write_row(
+    directory: Path, files: RowFiles, *, redactor: Redactor | None = None
+) -> EvaluationResult:
+    """Write a finished row's files (every secret ``redactor`` knows redacted) and return its
+    result; safe to call from a writer thread.
 
     A row whose files cannot be written (a full disk, a file where its folder should be, a
     value JSON refuses) ends ``ERROR`` with the reason, written in their place when that
@@ -113,27 +122,35 @@ def write_row(directory: Path, files: RowFiles) -> EvaluationResult:
     runs it again), and the run goes on.
     """
     try:
-        write_row_files(directory, files)
+        write_row_files(directory, files, redactor=redactor)
     except (OSError, ValueError, SandboxError) as exc:
         result = _unwritable(files.result, exc)
         with contextlib.suppress(OSError, ValueError):
-            write_row_files(directory, RowFiles(result, files.log))
+            write_row_files(directory, RowFiles(result, files.log), redactor=redactor)
         return result
     return files.result
 
 
-def write_row_files(directory: Path, files: RowFiles) -> None:
+def write_row_files(directory: Path, files: RowFiles, *, redactor: Redactor | None) -> None:
     """Write a row's files; ``task.json`` last, atomically, so it alone marks a finished row
-    (the files before it are written in place: a row without ``task.json`` runs again)."""
+    (the files before it are written in place: a row without ``task.json`` runs again).
+
+    Every known secret is redacted from them, and from the files of the row's sandbox when
+    it is kept in the run folder (so ``assay evaluate`` grades the redacted files): the files
+    the row wrote, by their modification times (a sandbox packed on a node keeps them)."""
     make_dirs(directory)
     if files.response is not None:
-        write_text(directory / "response.txt", files.response)
+        write_text(directory / "response.txt", files.response, redactor=redactor)
     if files.trace is not None:
-        write_text(directory / "trace.json", files.trace)
-    write_text(directory / "task.log", files.log)
+        text = redact_json(files.trace, redactor, compact=True)
+        write_text(directory / "trace.json", text, redactor=None)  # redacted as JSON above
+    write_text(directory / "task.log", files.log, redactor=redactor)
+    kept = directory / SANDBOX_DIR
     if files.sandbox is not None:
-        kept = directory / SANDBOX_DIR
         if kept.exists():  # a resumed row ran again from scratch
             shutil.rmtree(kept)
         unpack(files.sandbox, kept, origin=files.sandbox_origin)
-    write_model_atomic(directory / "task.json", files.result)
+    if files.result.sandbox_path is not None and redactor:
+        started = datetime.fromisoformat(files.result.started_at).timestamp()
+        Sandbox(kept).redact(redactor, since=started - MTIME_SLACK)
+    write_model_atomic(directory / "task.json", files.result, redactor=redactor)

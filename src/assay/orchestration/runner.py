@@ -33,6 +33,7 @@ from assay.criteria.base import (
 )
 from assay.errors import AssayError, SandboxError
 from assay.orchestration.containment import Containment
+from assay.orchestration.environment import row_env
 from assay.orchestration.expand import RowTask
 from assay.orchestration.grading import final_status, grade, grading_message, weighted_score
 from assay.orchestration.plan import Plan, PlannedTask, WorkItem
@@ -45,6 +46,7 @@ from assay.providers.managed import OnRetry
 from assay.providers.pool import ModelKey, ModelPool
 from assay.qa import PredictionRecord, QaItem
 from assay.qa.schema import OPEN_TYPES, route
+from assay.results.secrets import Redactor
 from assay.results.status import FinalStatus
 from assay.results.task_result import (
     AgentRecord,
@@ -110,31 +112,6 @@ class _Row:
     def note(self, text: str) -> None:
         stamp = datetime.now().strftime("%H:%M:%S.%f")[:-3]
         self.log.append(f"{stamp} {text}")
-
-
-def row_env(
-    base: dict[str, str],
-    task: TaskDefinition,
-    *,
-    variant_id: str,
-    replicate: int,
-    sandbox: Path | None,
-    task_dir: Path | None,
-) -> dict[str, str]:
-    """The environment of every program a row runs (agent, pre/post_run, criteria)."""
-    env = dict(base)
-    env.update(
-        {
-            "ASSAY_TASK_ID": task.task_id,
-            "ASSAY_SUITE_ID": task.suite_id or "",
-            "ASSAY_ROW_ID": task.row_id or "",
-            "ASSAY_VARIANT": variant_id,
-            "ASSAY_REPLICATE": str(replicate),
-            "ASSAY_SANDBOX": str(sandbox or ""),
-            "ASSAY_TASK_DIR": str(task_dir or ""),
-        }
-    )
-    return env
 
 
 def needs_directory(task: TaskDefinition) -> bool:
@@ -207,6 +184,8 @@ class Runner:
         remote: rows run on another machine than the run folder's: a kept sandbox is made
             in the temporary folder and packed into the row's files
             (:class:`~assay.orchestration.rowfiles.RowFiles`), never written here.
+        redactor: the run's known secrets: withheld from the row's programs (with every
+            other secret variable) and redacted from the row's files.
         containment: makes the ``bwrap`` sandbox of the rows whose task asks for one.
     """
 
@@ -221,9 +200,11 @@ class Runner:
         bridge: Bridge | None = None,
         folders: Callable[[Path], Path] | None = None,
         remote: bool = False,
+        redactor: Redactor | None = None,
         containment: Containment | None = None,
     ) -> None:
         self.run_dir = run_dir
+        self.redactor = redactor or Redactor()
         self.containment = containment or Containment()
         self.pool = pool
         self.criteria = criteria
@@ -253,7 +234,9 @@ class Runner:
         async def worker(writer: ThreadPoolExecutor) -> None:
             for item in queue:
                 row, finished = await self.run_row(item, slots)
-                written = loop.run_in_executor(writer, write_finished, row.directory, finished)
+                written = loop.run_in_executor(
+                    writer, write_finished, row.directory, finished, self.redactor
+                )
                 try:
                     await asyncio.shield(written)
                 except asyncio.CancelledError:
@@ -285,6 +268,7 @@ class Runner:
             replicate=item.replicate,
             sandbox=sandbox,
             task_dir=self.folders(item.row_task.source.base_dir),
+            hidden=self.redactor.names,
         )
 
     async def run_row(
@@ -437,6 +421,7 @@ class Runner:
             label=f"{task.task_id}#{item.replicate:02d}",
             row=item.row_task.row,
             max_turns=task.run_limits.max_turns,
+            redactor=self.redactor,
             jail=sandbox.jail if sandbox is not None else None,
         )
         if isinstance(task.agent, NoneAgent) and item.row_task.trace_id is not None:

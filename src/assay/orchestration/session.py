@@ -39,6 +39,7 @@ from assay.orchestration.signals import stop_on_signals
 from assay.providers.pool import ProviderRegistry
 from assay.providers.pricing import PriceTable
 from assay.results.io import read_json
+from assay.results.output import redacted_output
 from assay.results.plan_record import PLAN_FILE, PlanRecord, log_session, write_plan
 from assay.results.task_result import EvaluationResult
 from assay.sandbox.process import pidfd_child_watcher
@@ -131,7 +132,7 @@ class RunSession:
         run_dir = create_run_dir(request.runs_root, now=started)
         saved = save_built_tasks(run_dir, plan)
         record = plan_record(plan, options, request.options, saved=saved)
-        write_plan(run_dir, record)
+        write_plan(run_dir, record, redactor=plan.redactor)
         items = plan.work_items()
         return cls(plan, record, run_dir, request, started, items, bytearray(len(items)),
                    options.prices)  # fmt: skip
@@ -185,13 +186,16 @@ class RunSession:
         Raises:
             ModelError, UserError: a model could not start (no row ran).
         """
-        with stop_on_signals(enabled=self.request.stop_on_sigterm):
+        with (
+            stop_on_signals(enabled=self.request.stop_on_sigterm),
+            redacted_output(self.plan.redactor),  # progress lines, warnings, bridge errors
+        ):
             finished, interrupted = await self._run_rows()
         return self.finish(finished, interrupted=interrupted)
 
     async def _run_rows(self) -> tuple[int, bool]:
         request, items = self.request, self.pending()
-        log_session(self.run_dir, "start", self.started)
+        log_session(self.run_dir, "start", self.started, redactor=self.plan.redactor)
         executor = make_executor(request.executor)
         context = ExecutionContext(
             plan=self.plan, run_dir=self.run_dir, options=request.options,
@@ -222,7 +226,7 @@ class RunSession:
         """End the session: log it (the reports read every row whose ``task.json`` reached
         the disk, kept and new)."""
         ended = datetime.now()
-        log_session(self.run_dir, "end", ended)
+        log_session(self.run_dir, "end", ended, redactor=self.plan.redactor)
         return SessionOutcome(interrupted, ended, finished, self.unwritten)
 
 

@@ -31,6 +31,7 @@ from xml.sax.saxutils import quoteattr
 
 from assay.metrics.streaming import ExactSum
 from assay.reports.suite_rules import failure_reasons
+from assay.results.secrets import Redactor
 from assay.results.suite import SuiteRollup
 from assay.results.task_result import EvaluationResult
 
@@ -123,15 +124,19 @@ def _text(element: ET.Element, level: int) -> str:
 
 
 class JunitWriter:
-    """Writes the document to ``path`` atomically: :meth:`suite` for each test suite in
-    turn, with its cases in order, then :meth:`close`."""
+    """Writes the document to ``path`` atomically, every secret ``redactor`` knows redacted:
+    :meth:`suite` for each test suite in turn, with its cases in order, then :meth:`close`."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, redactor: Redactor | None = None) -> None:
         self.path = path
+        self.redactor = redactor
         self.tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
         path.parent.mkdir(parents=True, exist_ok=True)
         self.handle: IO[str] = self.tmp.open("w", encoding="utf-8")
         self.handle.write('<?xml version="1.0" encoding="utf-8"?>\n<testsuites name="assay">\n')
+
+    def _write(self, text: str) -> None:
+        self.handle.write(self.redactor.redact(text) if self.redactor is not None else text)
 
     def suite(
         self,
@@ -153,11 +158,11 @@ class JunitWriter:
                       "failures": str(failures), "errors": str(counts.errors),
                       "skipped": str(counts.skipped), "time": f"{time:.3f}"}  # fmt: skip
         opening = " ".join(f"{k}={quoteattr(v)}" for k, v in attributes.items())
-        self.handle.write(f"  <testsuite {opening}>\n")
+        self._write(f"  <testsuite {opening}>\n")
         for case in cases:
-            self.handle.write(_text(_case(json.loads(case)), 2))
+            self._write(_text(_case(json.loads(case)), 2))
         if gate_case is not None:
-            self.handle.write(_text(gate_case, 2))
+            self._write(_text(gate_case, 2))
         self.handle.write("  </testsuite>\n")
 
     def close(self) -> None:

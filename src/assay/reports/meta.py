@@ -11,6 +11,7 @@ from typing import Any, Literal
 from pydantic import TypeAdapter
 
 from assay.results.run import RunSummary, SkippedTask, TaskSelection
+from assay.results.secret_scan import SecretFinding
 from assay.results.suite import SuiteRollup
 from assay.results.task_result import EvaluationResult
 from assay.spec.criteria import Criterion, CriterionSpec
@@ -54,11 +55,12 @@ class RunMeta:
 
 @dataclass
 class Reports:
-    """What was written, and the exit code it implies."""
+    """What was written, the exit code it implies, and the secrets the scan found."""
 
     summary: RunSummary
     suites: list[SuiteRollup]
     exit_code: int
+    secret_findings: list[SecretFinding] = field(default_factory=list)
 
 
 def suite_criteria(

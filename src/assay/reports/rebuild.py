@@ -4,19 +4,24 @@ come from ``plan.json`` (what it set out to do) and ``run.json`` (how it went)."
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
 
 from assay.criteria.registry import default_criteria
 from assay.errors import UsageError
 from assay.orchestration.datacheck import check_run_dir
-from assay.orchestration.runfiles import has_results, iter_results
+from assay.orchestration.runfiles import has_results, iter_results, resolve_run_dir, scan_task_jsons
+from assay.orchestration.secrets import results_redactor
 from assay.reports.writer import Reports, RunMeta, Stage, write_reports
 from assay.results.io import read_json, read_model
 from assay.results.plan_record import PLAN_FILE, PlanRecord
 from assay.results.run import RunSummary, TaskSelection
 from assay.results.run_file import read_summary
+from assay.results.secret_scan import SecretFinding, scan_run
+from assay.results.secrets import Redactor
+from assay.results.task_result import EvaluationResult
 
 
 def previous_meta(run_dir: Path, stage: Stage) -> RunMeta:
@@ -95,7 +100,32 @@ def rebuild_reports(run_dir: Path, *, junit_path: Path | None = None) -> Reports
     checked = check_run_dir(run_dir, iter_results(run_dir), action="assay report")
     meta.warnings = list(dict.fromkeys([*meta.warnings, *checked]))  # once, however often run
     return write_reports(run_dir, lambda: iter_results(run_dir), meta, default_criteria(),
-                         junit_path=junit_path)  # fmt: skip
+                         junit_path=junit_path, redactor=_redactor(run_dir))  # fmt: skip
+
+
+def _redactor(run_dir: Path) -> Redactor:
+    """The environment's secrets and the rows' recorded ones (rows read one at a time)."""
+    return results_redactor(iter_results(run_dir), os.environ)
+
+
+def check_secrets(run_dir: Path) -> list[SecretFinding]:
+    """``assay report --check-secrets``: the secrets in the run folder (the environment's and
+    the rows' recorded ones, and key-shaped strings); changes nothing. A ``task.json`` that
+    cannot be read is scanned all the same.
+
+    Raises:
+        UsageError: ``run_dir`` is not a run directory.
+    """
+    folder = resolve_run_dir(run_dir)
+
+    def readable() -> Iterator[EvaluationResult]:
+        for path in scan_task_jsons(folder):
+            try:
+                yield EvaluationResult.model_validate(read_json(path))
+            except (ValueError, OSError):
+                continue
+
+    return scan_run(folder, results_redactor(readable(), os.environ))
 
 
 def report_regraded(
@@ -117,4 +147,4 @@ def report_regraded(
     meta.start_time, meta.end_time, meta.max_parallel = started, datetime.now(), jobs
     meta.warnings = list(dict.fromkeys([*meta.warnings, *warnings]))
     return write_reports(run_dir, lambda: iter_results(run_dir), meta, default_criteria(),
-                         junit_path=junit_path)  # fmt: skip
+                         junit_path=junit_path, redactor=_redactor(run_dir))  # fmt: skip

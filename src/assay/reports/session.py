@@ -30,7 +30,8 @@ def write_session_reports(session: RunSession, outcome: SessionOutcome) -> Repor
         yield from missing  # rows without files, said so (a resumed run runs them again)
 
     return write_reports(run_dir, rows, meta, default_criteria(),
-                         junit_path=session.request.junit_path)  # fmt: skip
+                         junit_path=session.request.junit_path,
+                         redactor=session.plan.redactor)  # fmt: skip
 
 
 def session_meta(session: RunSession, outcome: SessionOutcome) -> RunMeta:

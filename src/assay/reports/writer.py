@@ -3,6 +3,11 @@
 The same function serves ``assay run`` (at the end of the run), ``assay evaluate`` (after
 re-grading) and ``assay report`` (rebuilding from the ``task.json`` files), so the reports
 never depend on how the results were obtained.
+
+Every file is written through the run's redactor, and the run folder (with the JUnit file)
+is then scanned for secrets (:mod:`assay.results.secret_scan`): a secret found is listed in
+``run.json`` (``secret_findings``, file and line, never the value) and ``run.md``, and makes
+the exit code 1 where it would have been 0, so a leak never passes silently.
 """
 
 from __future__ import annotations
@@ -31,8 +36,10 @@ from assay.reports.run_tally import RunTally, spilled
 from assay.reports.spill import SortedLines
 from assay.reports.suite_rules import task_json_relpath
 from assay.results.io import write_json_atomic, write_text_atomic
-from assay.results.run import SuiteRef
+from assay.results.run import RunSummary, SecretFindingRecord, SuiteRef
 from assay.results.run_file import write_run_json
+from assay.results.secret_scan import scan_run
+from assay.results.secrets import Redactor
 from assay.results.status import FinalStatus
 from assay.results.suite import SuiteRollup
 from assay.results.task_result import EvaluationResult
@@ -46,6 +53,7 @@ __all__ = [
     "Source",
     "Stage",
     "decide_exit_code",
+    "secret_exit_code",
     "suite_criteria",
     "task_json_relpath",
     "write_reports",
@@ -59,6 +67,7 @@ def write_reports(
     registry: CriterionRegistry,
     *,
     junit_path: Path | None = None,
+    redactor: Redactor | None = None,
 ) -> Reports:
     """Write suites (with ``prediction.jsonl``/``metrics.json`` for QA suites), ``run.json``,
     ``run.md`` (and JUnit XML) for ``results``: a list, or a function that reads the rows
@@ -67,11 +76,13 @@ def write_reports(
     (:class:`~assay.reports.rollup.SuiteTally`, :class:`RunTally`) and listed in report order
     through a sorted spill (:class:`~assay.reports.spill.SortedLines`); only a suite with
     replicates (pass@k) is read a second time. QA suites and experiments keep a compact copy
-    of their rows (their metrics need every row at once).
+    of their rows (their metrics need every row at once). Every known secret is redacted,
+    then the run folder is scanned for secrets (see the module docstring).
 
     Raises:
         TaskFileError: a QA suite's metrics hook failed; every other file is written first.
     """
+    redactor = redactor or Redactor()
     source: Source = results if callable(results) else _listed(list(results))
     with SortedLines() as lines:
         tally = RunTally(meta, registry)
@@ -82,7 +93,7 @@ def write_reports(
                 suite = tally.suites.get((result.variant_id, result.suite_id or ""))
                 if suite is not None and suite.has_replicates:
                     suite.add_pass_k(result)
-        return _write(run_dir, tally, lines, meta, junit_path)
+        return _write(run_dir, tally, lines, meta, junit_path, redactor)
 
 
 def _listed(results: list[EvaluationResult]) -> Source:
@@ -90,7 +101,12 @@ def _listed(results: list[EvaluationResult]) -> Source:
 
 
 def _write(
-    run_dir: Path, tally: RunTally, lines: SortedLines, meta: RunMeta, junit_path: Path | None
+    run_dir: Path,
+    tally: RunTally,
+    lines: SortedLines,
+    meta: RunMeta,
+    junit_path: Path | None,
+    redactor: Redactor,
 ) -> Reports:
     selections = {s.task_id: s for s in meta.selections}
     suites: list[SuiteRollup] = []
@@ -105,38 +121,64 @@ def _write(
         suite.criteria = meta.criteria.get(suite_id)
         folder = suite_dir(run_dir, variant, suite_id)
         qa = write_qa_files(folder, tally.qa_rows.get((variant, suite_id), []),
-                            warnings=meta.warnings)  # fmt: skip
+                            warnings=meta.warnings, redactor=redactor)  # fmt: skip
         if qa is not None and qa.error is not None:
             errors.append(qa.error)
-        write_json_atomic(folder / "suite.json", suite)
+        write_json_atomic(folder / "suite.json", suite, redactor=redactor)
         extra = render_qa(qa.document) if qa is not None and qa.document is not None else ""
         if qa is not None and qa.error is not None:
             extra = ("\n## QA metrics\n\n**Not written**: the metrics hook failed: "
                      f"{qa.error.render()}. Fix it, then `assay report RUN_DIR`.\n")  # fmt: skip
-        write_text_atomic(folder / "suite.md", render_suite(suite) + extra)
+        write_text_atomic(folder / "suite.md", render_suite(suite) + extra, redactor=redactor)
         suites.append(suite)
     if meta.experiment_id is not None:
         _write_experiment(run_dir, tally.kept, {id(r): task_json_relpath(r) for r in tally.kept},
-                          meta)  # fmt: skip
+                          meta, redactor)  # fmt: skip
     exit_code = decide_exit_code(tally.standalone_results(), suites, meta)
     summary = tally.summary(suites, [_suite_ref(s) for s in suites], exit_code)
-    rows = (spilled(line)[1] for line in lines.sorted())
-    write_run_json(run_dir / "run.json", summary, rows)
-    shown = summary.model_copy(update={"task_results": tally.standalone_rows})
-    write_text_atomic(run_dir / "run.md", render_run(shown))
+    _write_summary(run_dir, summary, tally, lines, redactor)
     if junit_path is not None:
-        _write_junit(junit_path, tally, lines, suites)
+        _write_junit(junit_path, tally, lines, suites, redactor)
+    findings = scan_run(run_dir, redactor, extra_files=[junit_path] if junit_path else [])
+    if findings:
+        exit_code = secret_exit_code(exit_code)
+        summary = summary.model_copy(update={
+            "exit_code": exit_code,
+            "secret_findings": [SecretFindingRecord(file=f.file, line=f.line, kind=f.kind)
+                                for f in findings],
+        })  # fmt: skip
+        _write_summary(run_dir, summary, tally, lines, redactor)
     if errors:  # every other report is written: fix the hook, then `assay report RUN_DIR`
         raise errors[0]
-    return Reports(summary, suites, exit_code)
+    return Reports(summary, suites, exit_code, findings)
+
+
+def secret_exit_code(exit_code: int) -> int:
+    """The exit code once a secret was found in a run folder: 1 where it would have been 0;
+    a failure (1), an invalid input (2) or an interruption (130) keeps its own code."""
+    return EXIT_FAILED if exit_code == EXIT_OK else exit_code
+
+
+def _write_summary(
+    run_dir: Path, summary: RunSummary, tally: RunTally, lines: SortedLines, redactor: Redactor
+) -> None:
+    """``run.json`` with its rows in report order (one per line), and ``run.md``."""
+    rows = (spilled(line)[1] for line in lines.sorted())
+    write_run_json(run_dir / "run.json", summary, rows, redactor=redactor)
+    shown = summary.model_copy(update={"task_results": tally.standalone_rows})
+    write_text_atomic(run_dir / "run.md", render_run(shown), redactor=redactor)
 
 
 def _write_junit(
-    path: Path, tally: RunTally, lines: SortedLines, suites: Sequence[SuiteRollup]
+    path: Path,
+    tally: RunTally,
+    lines: SortedLines,
+    suites: Sequence[SuiteRollup],
+    redactor: Redactor,
 ) -> None:
     """The JUnit XML, one test suite per (variant, suite or task) in report order."""
     gates = {(s.variant_id, s.suite_id): s for s in suites}
-    writer = JunitWriter(path)
+    writer = JunitWriter(path, redactor=redactor)
     try:
         rows = (spilled(line) for line in lines.sorted())
         for (variant, name), cases in itertools.groupby(rows, key=lambda r: r[0]):
@@ -149,7 +191,11 @@ def _write_junit(
 
 
 def _write_experiment(
-    run_dir: Path, results: Sequence[EvaluationResult], paths: dict[int, str], meta: RunMeta
+    run_dir: Path,
+    results: Sequence[EvaluationResult],
+    paths: dict[int, str],
+    meta: RunMeta,
+    redactor: Redactor,
 ) -> None:
     from assay.reports.experiment import build_experiment  # numpy/scipy: only when needed
 
@@ -162,8 +208,8 @@ def _write_experiment(
         variant_ids=meta.variant_ids,
         row_ids={s.task_id: s.selection.row_ids for s in meta.selections},
     )
-    write_json_atomic(run_dir / "experiment.json", report)
-    write_text_atomic(run_dir / "experiment.md", render_experiment(report))
+    write_json_atomic(run_dir / "experiment.json", report, redactor=redactor)
+    write_text_atomic(run_dir / "experiment.md", render_experiment(report), redactor=redactor)
 
 
 def _suite_ref(suite: SuiteRollup) -> SuiteRef:

@@ -17,18 +17,23 @@ import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from assay.results.io import dumps
+from assay.results.io import dumps, redact_json
 from assay.results.run import RunSummary, TaskRow
+from assay.results.secrets import Redactor
 
 OPEN = '  "task_results": ['
 EMPTY = OPEN + "],"
 CLOSE = "  ],"
 
 
-def write_run_json(path: Path, summary: RunSummary, rows: Iterable[str]) -> None:
+def write_run_json(
+    path: Path, summary: RunSummary, rows: Iterable[str], *, redactor: Redactor | None
+) -> None:
     """Write ``summary`` (its own ``task_results`` ignored) with ``rows`` (each a
-    :class:`TaskRow` as compact JSON) as its ``task_results``, atomically."""
+    :class:`TaskRow` as compact JSON) as its ``task_results``, atomically, every secret
+    ``redactor`` knows redacted (in the JSON's strings)."""
     text = dumps(summary.model_copy(update={"task_results": []}).model_dump(mode="json"))
+    text = redact_json(text, redactor)
     before, found, after = text.partition("\n" + EMPTY + "\n")
     if not found:
         raise ValueError("run.json: task_results not found in the summary's JSON")
@@ -38,6 +43,7 @@ def write_run_json(path: Path, summary: RunSummary, rows: Iterable[str]) -> None
             handle.write(before + "\n" + OPEN)
             first = True
             for row in rows:
+                row = redact_json(row, redactor, compact=True).rstrip("\n")
                 handle.write(("\n    " if first else ",\n    ") + row)
                 first = False
             handle.write(("\n" + CLOSE if not first else "],") + "\n" + after)

@@ -31,7 +31,8 @@ class LocalExecutor:
         plan, progress, options = context.plan, context.progress, context.options
         gate = LocalGate(context.limits) if context.limits.any else None
         pool = build_pool(context.models, jobs=options.jobs, prices=context.prices,
-                          registry=context.registry, gate=gate)  # fmt: skip
+                          registry=context.registry, gate=gate,
+                          redactor=plan.redactor)  # fmt: skip
         services_of_run = run_services(pool, model_keys(plan), bridge=needs_bridge(plan),
                                        bridge_socket=uses_bwrap(plan.definitions),
                                        on_retry=progress.retry)  # fmt: skip
@@ -39,7 +40,7 @@ class LocalExecutor:
             containment = run_containment(plan, context.run_dir, services.bridge, pool)
             runner = Runner(context.run_dir, pool, default_criteria(), options,
                             on_retry=progress.retry, bridge=services.bridge,
-                            containment=containment)  # fmt: skip
+                            redactor=plan.redactor, containment=containment)  # fmt: skip
             try:
                 warnings = []
                 if options.stage == "run":

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import functools
 import os
 import time
 from collections import deque
@@ -39,6 +41,8 @@ from assay.orchestration.executors.ray_node import NodeRunner, NodeSetup, model_
 from assay.orchestration.plan import WorkItem
 from assay.orchestration.rowfiles import RowFiles, write_row
 from assay.orchestration.rundir import item_dir
+from assay.orchestration.runner import needs_bridge
+from assay.results.secrets import Redactor
 from assay.results.task_result import EvaluationResult
 
 BATCH_LIMIT = 50
@@ -143,7 +147,13 @@ class _Driver:
     def _share(self) -> None:
         """Put the plan and the task folders in the object store; make the limiter."""
         ray, context = self.ray, self.context
-        self.plan_ref = ray.put(context.plan)
+        # the driver's secrets stay here: each node knows its own (NodeRunner.start)
+        self.plan_ref = ray.put(dataclasses.replace(context.plan, redactor=Redactor()))
+        if needs_bridge(context.plan):  # the per-row bridge keys the nodes' bridges mint
+            from assay.agents.cli import BRIDGE_KEY_NAME
+            from assay.bridge.session import TOKEN_PATTERN
+
+            context.plan.redactor.add_pattern(BRIDGE_KEY_NAME, TOKEN_PATTERN)
         shipped = []
         if self.files == "ship":
             shipped = [ray.put(b) for b in bundles(context.plan, exclude=[context.run_dir.parent])]
@@ -289,9 +299,9 @@ class _Driver:
         directory = item_dir(self.context.run_dir, variant_id=item.variant_id,
                              task_id=files.result.task_id, suite_id=files.result.suite_id,
                              row_id=files.result.row_id, replicate=item.replicate)  # fmt: skip
-        written = asyncio.get_running_loop().run_in_executor(
-            self.writer, write_row, directory, files
-        )
+        write = functools.partial(write_row, directory, files,
+                                  redactor=self.context.plan.redactor)  # fmt: skip
+        written = asyncio.get_running_loop().run_in_executor(self.writer, write)
         self.done.add(index)
         try:
             result: EvaluationResult = await asyncio.shield(written)

@@ -37,10 +37,12 @@ from assay.orchestration.executors.ray_limiter import RayGate
 from assay.orchestration.plan import Plan
 from assay.orchestration.rowfiles import RowFiles, made_files
 from assay.orchestration.runner import Runner, RunOptions, model_keys, needs_bridge
+from assay.orchestration.secrets import run_redactor
 from assay.orchestration.services import ModelSettings, build_pool, check_judges, run_services
 from assay.providers.limits import EndpointLimits, Gate, LocalGate
 from assay.providers.pool import ModelKey, ProviderRegistry
 from assay.providers.pricing import PriceTable
+from assay.results.secrets import Redactor
 from assay.spec.coding_agents import CodingAgent
 
 MODEL_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL")
@@ -108,6 +110,7 @@ class NodeRunner:
         self.scratch: Path | None = None
         self.stack = contextlib.AsyncExitStack()
         self.runner: Runner | None = None
+        self.redactor = Redactor()  # this node's secrets, withheld from its rows' programs
         self.gate: Gate | None = None
         self.rows: set[asyncio.Task[None]] = set()
         jobs = max(1, setup.options.jobs)
@@ -126,6 +129,7 @@ class NodeRunner:
             await self._folders()
             self._check_programs()
             os.environ.update(self.setup.variables)
+            self.redactor = run_redactor(self.plan.definitions, os.environ)
             await self._services()
         except UserError as exc:
             await self.stop()
@@ -180,7 +184,8 @@ class NodeRunner:
         elif setup.limits.any:
             gate = LocalGate(setup.limits)
         pool = build_pool(setup.models, jobs=setup.options.jobs, prices=setup.prices,
-                          registry=setup.registry, gate=gate)  # fmt: skip
+                          registry=setup.registry, gate=gate,
+                          redactor=self.redactor)  # fmt: skip
         contained = uses_bwrap(self.plan.definitions)
         of_node = run_services(pool, self._keys(), bridge=needs_bridge(self.plan),
                                bridge_socket=contained)  # fmt: skip
@@ -190,7 +195,7 @@ class NodeRunner:
                                       check=True)  # fmt: skip
         self.runner = Runner(setup.run_dir, services.pool, default_criteria(), setup.options,
                              bridge=services.bridge, folders=self.folder, remote=True,
-                             containment=containment)  # fmt: skip
+                             redactor=self.redactor, containment=containment)  # fmt: skip
         self.stack.callback(self.runner.close)
 
     async def check_judges(self) -> list[str]:
