@@ -172,3 +172,42 @@ success_criteria: [{{type: file_check, includes: [positive], description: answer
     assert result.exit_code == 0 and server.peak_in_flight == 2
     span = server.times[-1] - server.times[0]
     assert span >= 11 / 20 * 0.9  # 12 calls started at most 20 a second
+
+
+def test_secrets_on_a_cluster_are_withheld_by_each_node_and_redacted_by_the_driver(
+    restore_nodes: RayCluster, tmp_path: Path
+) -> None:
+    """A node's own secret variable never reaches its rows; a secret the task gives its agent
+    (``agent.env``) is redacted from the files the driver writes, whichever node ran the row."""
+    node_secret, task_secret = "node-only-value-0123456789", "task-given-value-9876543210"
+    restore_nodes.add_worker(NODE_SERVICE_TOKEN=node_secret)
+    lines = "".join(f'{{"id": "r{i:02d}"}}\n' for i in range(12))
+    write(tmp_path / "rows.jsonl", lines)
+    task = write(
+        tmp_path / "task.yaml",
+        f"""\
+task_id: secrets
+description: rows that print what they were given
+dataset: {{paths: [rows.jsonl]}}
+initial_prompt: "row ${{row.id}}"
+agent:
+  type: command
+  command: 'echo "$AGENT_TOKEN ${{NODE_SERVICE_TOKEN:-withheld}}"'
+  env: {{AGENT_TOKEN: {task_secret}}}
+success_criteria:
+  - {{type: file_check, includes: [withheld], description: the node secret was withheld}}
+""",
+    )
+    progress = NodeProgress()
+    result = assay.run(task, run_dir=tmp_path / "runs", executor="ray", jobs=1,
+                       ray_address=restore_nodes.address, progress=progress)  # fmt: skip
+    assert len(progress.rows) == 4 and all(n > 0 for n in progress.rows.values())
+    assert result.exit_code == 0 and result.summary.tasks_run == 12
+    assert result.secret_findings == []
+    for path in (tmp_path / "runs" / "latest").rglob("*"):
+        if path.is_file():
+            text = path.read_text(encoding="utf-8", errors="replace")
+            assert node_secret not in text and task_secret not in text, path
+    responses = list((tmp_path / "runs" / "latest").glob("default/secrets/*/00/response.txt"))
+    assert len(responses) == 12
+    assert all(p.read_text().strip() == "[redacted:AGENT_TOKEN] withheld" for p in responses)
