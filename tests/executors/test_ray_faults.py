@@ -61,6 +61,23 @@ def _when(condition: Callable[[], bool], then: Callable[[], None], timeout: floa
     threading.Thread(target=watch, daemon=True).start()
 
 
+def _driver_after(
+    task: Path, cluster: RayCluster, *, jobs: int, rows: int
+) -> subprocess.Popen[bytes]:
+    """``assay run`` of ``task`` on the cluster in a process of its own, returned once
+    ``rows`` rows are finished (or it ended)."""
+    command = [sys.executable, "-m", "assay", "run", str(task), "--executor", "ray",
+               "--ray-address", cluster.address, "-j", str(jobs), "--run-dir", "runs",
+               "-q"]  # fmt: skip
+    driver = subprocess.Popen(command, cwd=task.parent, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE)  # fmt: skip
+    deadline = time.monotonic() + 120
+    while len(_finished(task.parent / "runs")) < rows and driver.poll() is None:
+        assert time.monotonic() < deadline, "the driver finished no row"
+        time.sleep(0.05)
+    return driver
+
+
 def _executions(folder: Path) -> list[str]:
     return (folder / "executions.log").read_text().split()
 
@@ -95,14 +112,7 @@ def test_a_node_that_joins_mid_run_gets_rows(restore_nodes: RayCluster, tmp_path
     task = _slow_task(tmp_path, rows=rows)
     text = task.read_text().replace('"$ASSAY_ROW_ID"', '"$ASSAY_ROW_ID/${ASSAY_TEST_NODE:-}"')
     task.write_text(text)
-    command = [sys.executable, "-m", "assay", "run", str(task), "--executor", "ray",
-               "--ray-address", cluster.address, "-j", "1", "--run-dir", "runs", "-q"]  # fmt: skip
-    driver = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE)  # fmt: skip
-    deadline = time.monotonic() + 120
-    while len(_finished(tmp_path / "runs")) < 3 and driver.poll() is None:
-        assert time.monotonic() < deadline, "the driver finished no row"
-        time.sleep(0.05)
+    driver = _driver_after(task, cluster, jobs=1, rows=3)
     cluster.add_worker(ASSAY_TEST_NODE="joined")  # Ray starts nodes from the main thread
     _, stderr = driver.communicate(timeout=180)
     assert driver.returncode == 0, stderr
@@ -117,14 +127,7 @@ def test_a_killed_driver_resumes_on_another_number_of_nodes(
 ) -> None:
     cluster = restore_nodes
     task = _slow_task(tmp_path, seconds=0.3)
-    command = [sys.executable, "-m", "assay", "run", str(task), "--executor", "ray",
-               "--ray-address", cluster.address, "-j", "2", "--run-dir", "runs", "-q"]  # fmt: skip
-    driver = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE)  # fmt: skip
-    deadline = time.monotonic() + 120
-    while len(_finished(tmp_path / "runs")) < 6 and driver.poll() is None:
-        assert time.monotonic() < deadline, "the driver finished no row"
-        time.sleep(0.05)
+    driver = _driver_after(task, cluster, jobs=2, rows=6)
     driver.send_signal(signal.SIGKILL)  # no chance to clean up
     driver.wait()
     before = {p: p.read_bytes() for p in _finished(tmp_path / "runs")}
