@@ -207,6 +207,7 @@ class Jail:
                 args += ["--tmpfs", str(path)]
             elif path.exists():
                 args += ["--ro-bind", "/dev/null", str(path)]
+        args += _crossings(self.policy.hidden, [self.root, self.home, *extra])
         for path in [self.root, self.home, *extra]:
             args += ["--bind", str(path), str(path)]
         if self.accounts is not None:
@@ -376,3 +377,18 @@ def _util_linux() -> tuple[Path, Path] | None:
     if found[0] is None or found[1] is None:
         return None
     return Path(found[0]), Path(found[1])
+
+
+def _crossings(hidden: tuple[Path, ...], bound: list[Path]) -> list[str]:
+    """``--dir`` (``0755``) for the folders between a hidden folder (an empty tmpfs) and a
+    path bound inside it (a sandbox kept in the run folder): bwrap makes them ``0700``, so
+    the row's user could reach its own folder only by a relative path."""
+    folders: set[Path] = set()
+    for path in bound:
+        for top in hidden:
+            if top in path.parents:
+                folders.update(p for p in path.parents if top in p.parents or p == top)
+    args: list[str] = []
+    for folder in sorted(folders, key=lambda p: len(p.parts)):
+        args += ["--perms", "0755", "--dir", str(folder)]
+    return args
