@@ -115,6 +115,8 @@ class JsonAssertion(StrictModel):
                     "flake when agent wording varies. Use operator='regex' with an anchored "
                     "pattern, or operator='equals' with a canonical machine name."
                 )
+        if self.operator in ("gt", "gte", "lt", "lte"):
+            _check_ordered(self.operator, expected)
         if self.operator == "type" and expected not in JSON_TYPES:
             raise ValueError(
                 f"operator 'type' takes a JSON type name ({', '.join(JSON_TYPES)}), not "
@@ -129,6 +131,23 @@ class JsonAssertion(StrictModel):
                 except re.error as exc:
                     raise ValueError(f"expected {expected!r} is not a valid regex: {exc}") from None
         return self
+
+
+def _check_ordered(operator: str, expected: Any) -> None:
+    """``gt``/``gte``/``lt``/``lte`` compare with a number or a text (texts in code-point
+    order, as ISO dates sort); a number written as text would never compare with a JSON
+    number, so it is refused with the fix."""
+    if isinstance(expected, bool) or not isinstance(expected, int | float | str):
+        raise ValueError(f"operator '{operator}' compares with a number or a text, not "
+                         f"{expected!r}")  # fmt: skip
+    if isinstance(expected, str) and "${" not in expected:
+        try:
+            float(expected)
+        except ValueError:
+            return
+        raise ValueError(f"operator '{operator}' has expected {expected!r}, a number written as "
+                         f"text: write it without quotes (expected: {expected}) to compare "
+                         "with JSON numbers")  # fmt: skip
 
 
 class JsonCheck(CriterionSpec):
