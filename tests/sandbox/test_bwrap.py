@@ -460,3 +460,10 @@ def test_a_read_only_path_the_rows_user_cannot_read_is_named_at_its_line(tmp_pat
         f"t.yaml:7: sandbox.read_only[0]: {closed} is a folder with mode 700, which the row's "
         "unprivileged user cannot read\n  hint: assay runs as root"
     ) in done.stderr
+
+
+def test_two_runs_number_their_rows_users_from_different_starts() -> None:
+    """Rows of two runs at once never share a user (nor its RLIMIT_NPROC budget) unless
+    their random starts meet: five runs' first users are not all one."""
+    firsts = {next(make_policy(path_variable=PATH).numbers) for _ in range(5)}
+    assert len(firsts) > 1

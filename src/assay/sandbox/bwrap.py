@@ -18,9 +18,10 @@ What a program of the row sees (every path at the same place as on the host):
   outside, through a forwarder that the sandbox's first program starts
   (:mod:`assay.sandbox.jail_init`) and the bridge's unix socket bound into the sandbox;
 - an unprivileged user: when assay runs as root, each row runs as a user of its own
-  (``1900000000 + n``, named ``assay`` in the sandbox's ``/etc/passwd``) whose files are
-  given back to root when the row ends; otherwise bwrap's user namespace keeps the caller's
-  uid without any capability; ``no_new_privs`` is set either way;
+  (``1900000000 + n``, ``n`` counted from a random start per run, named ``assay`` in the
+  sandbox's ``/etc/passwd``) whose files are given back to root when the row ends;
+  otherwise bwrap's user namespace keeps the caller's uid without any capability;
+  ``no_new_privs`` is set either way;
 - limits per row (``sandbox.limits``) set with ``setrlimit`` before the program starts;
   the whole process tree dies with the sandbox (its own PID namespace; ``--die-with-parent``
   and the process group killed at the timeout).
@@ -36,6 +37,7 @@ import itertools
 import json
 import os
 import resource
+import secrets
 import shutil
 import sys
 import tempfile
@@ -87,7 +89,8 @@ class JailPolicy:
         as_root: assay runs as root: each row becomes a user of its own.
         user: ``(uid, gid)`` inside bwrap's user namespace when not as root (the caller's).
         tools: ``prlimit`` and ``setpriv`` (util-linux), when both are in a system folder.
-        numbers: numbers the rows (their users' uids).
+        numbers: numbers the rows (their users' uids), from a random start: two runs at
+            once on one machine do not share users (nor their ``max_pids`` budget).
     """
 
     bwrap: Path
@@ -98,7 +101,8 @@ class JailPolicy:
     as_root: bool = False
     user: tuple[int, int] = (0, 0)
     tools: tuple[Path, Path] | None = None
-    numbers: Iterator[int] = field(default_factory=itertools.count, compare=False, repr=False)
+    numbers: Iterator[int] = field(default_factory=lambda: itertools.count(
+        secrets.randbelow(UID_SLOTS)), compare=False, repr=False)  # fmt: skip
 
     def jail(
         self,
