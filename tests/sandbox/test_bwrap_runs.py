@@ -105,3 +105,18 @@ def test_a_shared_folder_on_path_is_not_shown_to_the_sandbox(tmp_path: Path) -> 
         assert "the host's file" not in response
         assert response.strip() == str(folder / "sandbox")
     shutil.rmtree(outside)
+
+
+def test_a_row_stopped_by_a_sandbox_limit_names_the_limit(tmp_path: Path) -> None:
+    write(tmp_path / "t.yaml", "task_id: big\ndescription: d\ninitial_prompt: p\n"
+          "agent: {type: command, command: 'head -c 3000000 /dev/zero > big'}\n"
+          "sandbox: {driver: bwrap, limits: {max_file_size_mb: 1}}\n"
+          "success_criteria: [{type: file_exists, path: big, description: d}]\n")  # fmt: skip
+    done = run_assay("run", "t.yaml", cwd=tmp_path, env={"PATH": f"{VENV_BIN}:/usr/bin:/bin"})
+    assert done.returncode == 1
+    result = json.loads(next((tmp_path / "runs").rglob("task.json")).read_text())
+    assert result["final_status"] == "ERROR"
+    assert result["error_message"].startswith(
+        "the agent command exited with code 153 (SIGXFSZ: a file grew past "
+        "sandbox.limits.max_file_size_mb)"
+    )
