@@ -98,9 +98,9 @@ def test_a_run_keeps_no_finished_row_in_memory(
 ) -> None:
     """On the code before streaming a run held every row until its reports (25 KB a row of
     this task, measured with tracemalloc); the plan (about 0.6 KB a row) still grows. The
-    secret scan at the end reads the run folder's small files in batches of up to 16 MB, a
-    bound that does not grow with the rows but that these small runs never reach: here its
-    batches are made small, so that what grows with the rows shows."""
+    secret scan at the end reads the run folder's small files in batches (1 MB), a bound that
+    does not grow with the rows but that a run this small barely reaches: here its batches
+    are made smaller, so that what grows with the rows shows."""
     import functools
 
     from assay.reports import writer

@@ -69,9 +69,11 @@ KEY_SHAPES: tuple[KeyShape, ...] = (
 )  # fmt: skip
 """The key shapes searched; see the module docstring."""
 
-BATCH_BYTES = 16 << 20
+BATCH_BYTES = 1 << 20
 """Files up to this size are scanned in batches of about this size; larger ones on their
-own, mapped rather than read."""
+own, mapped rather than read. The scan's memory is a few batches whatever the run's size:
+on a 20,000-row run folder batches of 1 MB took the CPU time of batches of 16 MB (2.55 s
+against 2.59 s) at a peak of 5.6 MB instead of 37.8 MB."""
 
 
 @dataclass(frozen=True, order=True)
