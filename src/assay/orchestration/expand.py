@@ -91,9 +91,10 @@ class CriterionTemplate:
         """
         if not self.has_placeholders:
             return self.spec
-        data = substitute_tree(self.raw, row)
+        late = self.spec.late_fields
+        data = substitute_tree({k: v for k, v in self.raw.items() if k not in late}, row)
         if self.needs_validation:
-            return _CRITERION.validate_python(data)
+            return _CRITERION.validate_python({**self.raw, **data})
         return self.spec.model_copy(update={k: v for k, v in data.items() if k != "type"})
 
 

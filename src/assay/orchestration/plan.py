@@ -14,6 +14,7 @@ from pathlib import Path
 from assay.agents.llm import model_key
 from assay.data.select import SelectionRequest
 from assay.errors import TaskFileError, UsageError, UserError
+from assay.judges.assets import JudgeResolver
 from assay.orchestration.coding_checks import check_coding_agent
 from assay.orchestration.discover import discover
 from assay.orchestration.expand import (
@@ -31,6 +32,12 @@ from assay.orchestration.experiment import (
     ResolvedVariant,
     load_experiment,
     resolve_variant,
+)
+from assay.orchestration.judging import (
+    check_graded_rows,
+    check_judge_models,
+    resolve_definition,
+    resolve_judges,
 )
 from assay.orchestration.qa_rows import judge_key
 from assay.orchestration.task_loader import LoadedTask, load_document, load_task
@@ -57,6 +64,7 @@ class PlanOptions:
     overrides: tuple[Override, ...] = ()
     store_url: str | None = None
     store_versions: Mapping[str, int] = field(default_factory=dict)
+    judge_versions: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,8 +214,36 @@ def build_plan(
     experiment, experiment_file, experiment_warnings = (
         load_experiment(options.experiment) if options.experiment else (None, None, [])
     )
-    experiment_dir = experiment_file.resolve().parent if experiment_file else None
     plan = Plan(tasks=[], repeats_override=options.repeats, warnings=experiment_warnings)
+    resolver = JudgeResolver(options.store_url, options.judge_versions)
+    try:
+        _plan_tasks(plan, arguments, options, registry, resolver, (experiment, experiment_file))
+    finally:
+        resolver.close()
+    if not plan.tasks:
+        reasons = "; ".join(f"{s.path}: {s.reason}" for s in plan.skipped[:5])
+        raise UsageError(
+            "no task to run: every task file was skipped" + (f" ({reasons})" if reasons else ""),
+            hint="check --tags / --exclude-tags, or pass --include-skipped",
+        )
+    if experiment is not None and experiment_file is not None:
+        plan.variants = tuple(v.variant_id for v in experiment.variants)
+        plan.experiment = experiment
+        plan.experiment_file = experiment_file.resolve()
+    return plan
+
+
+def _plan_tasks(
+    plan: Plan,
+    arguments: Sequence[TaskSource],
+    options: PlanOptions,
+    registry: ProviderRegistry,
+    resolver: JudgeResolver,
+    experiment_and_file: tuple[Experiment | None, Path | None],
+) -> None:
+    """Load, resolve, expand and check every task file into ``plan.tasks``."""
+    experiment, experiment_file = experiment_and_file
+    experiment_dir = experiment_file.resolve().parent if experiment_file else None
     owners: dict[str, str] = {}
     for loaded in load_sources(arguments, options.overrides):
         plan.warnings.extend(loaded.warnings)
@@ -225,6 +261,7 @@ def build_plan(
                 hint="task ids name run directories and suites; make them unique",
             )
         owners[task_id] = loaded.display
+        written, loaded = loaded, resolve_judges(loaded, resolver)
         expansion = expand_dataset(
             loaded,
             options.selectors,
@@ -238,25 +275,19 @@ def build_plan(
             if loaded.definition.dataset is not None
             else None
         )
-        variants = _variants(loaded, expansion, experiment, experiment_dir, options)
+        variants = [
+            replace(v, definition=resolve_definition(v.definition, loaded, resolver))
+            for v in _variants(written, expansion, experiment, experiment_dir, options)
+        ]
         for variant in variants:
             try:
                 _check_model(loaded, variant.definition, registry, options.prices)
             except TaskFileError as exc:
                 raise _set_by(exc, variant, options.overrides) from None
             plan.warnings.extend(_unenforced_limits(loaded, variant))
+            check_graded_rows(expansion, variant.definition)
+        check_judge_models(loaded, registry)
         plan.tasks.append(PlannedTask(expansion, request, variants))
-    if not plan.tasks:
-        reasons = "; ".join(f"{s.path}: {s.reason}" for s in plan.skipped[:5])
-        raise UsageError(
-            "no task to run: every task file was skipped" + (f" ({reasons})" if reasons else ""),
-            hint="check --tags / --exclude-tags, or pass --include-skipped",
-        )
-    if experiment is not None and experiment_file is not None:
-        plan.variants = tuple(v.variant_id for v in experiment.variants)
-        plan.experiment = experiment
-        plan.experiment_file = experiment_file.resolve()
-    return plan
 
 
 def _variants(

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from assay.reports.judge_md import judge_lines
 from assay.reports.rollup import FAILED_SAMPLE_LIMIT
 from assay.results.experiment import Comparison, Difference, Estimate, ExperimentResult
 from assay.results.run import RunSummary
@@ -198,6 +199,7 @@ def _aggregate_section(agg: CriterionAggregate) -> list[str]:
                 for c in agg.threshold_checks
             ],
         )  # fmt: skip
+    out += judge_lines(agg)
     out += _classification_sections(agg.details)
     return out
 
