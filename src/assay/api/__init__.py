@@ -23,6 +23,12 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from assay.api.grading import compare, evaluate, evaluate_async, evaluate_predictions, report
+    from assay.api.judges import (
+        add_judge,
+        add_run_to_dataset,
+        add_traces_to_dataset,
+        calibrate_judge,
+    )
     from assay.api.result import Gate, RunResult, SuiteResult
     from assay.api.runs import (
         PlanKeywords,
@@ -60,6 +66,12 @@ _MODULES = {
         "run",
         "run_async",
     ),
+    "assay.api.judges": (
+        "add_judge",
+        "add_run_to_dataset",
+        "add_traces_to_dataset",
+        "calibrate_judge",
+    ),
     "assay.api.tasks": ("load_task", "task"),
     "assay.api.tools": ("cache_stats", "clear_cache", "convert_qa"),
     "assay.api.viewing": ("view_runs", "write_html_report"),
@@ -76,7 +88,11 @@ __all__ = [
     "SessionKeywords",
     "Store",
     "SuiteResult",
+    "add_judge",
+    "add_run_to_dataset",
+    "add_traces_to_dataset",
     "cache_stats",
+    "calibrate_judge",
     "clear_cache",
     "compare",
     "convert_qa",

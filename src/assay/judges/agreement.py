@@ -206,6 +206,12 @@ def _notes(
             "label(s) " + ", ".join(repr(n) for n in never) + " never occur among "
             "the human labels: their recall is undefined"
         )
+    if len(judged) == 1 and judged == human:
+        notes.append(
+            f"the judge and the people gave every row {next(iter(judged))!r}: "
+            "there is no variation, so κ is undefined"
+        )
+        return notes
     if len(judged) == 1:
         notes.append(
             f"the judge gave every row {next(iter(judged))!r}: it does not "

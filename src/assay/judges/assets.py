@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from assay.errors import StoreError, TaskFileError, UserError
+from assay.errors import StoreError, TaskFileError, UsageError, UserError
 from assay.judges.prompt import rubric_fields
 from assay.spec.base import ScreenError, screen
 from assay.spec.criteria import CriterionSpec, LlmJudge
@@ -218,6 +218,11 @@ class JudgeResolver:
         kind, value, version = judge_reference(reference)
         if kind == "file":
             path = (base_dir / value) if not Path(value).is_absolute() else Path(value)
+            if not path.is_file():
+                raise UsageError(
+                    f"judge file not found: {value} (looked in {_display(path)})",
+                    hint="a judge file's path is relative to the task file",
+                )
             definition = load_judge_file(path, display=_display(path))
             return self.file_asset(definition, definition.name or path.stem, path)
         return self.store_asset(value, version, base_dir=base_dir)

@@ -36,8 +36,9 @@ T = TypeVar("T")
 
 _FENCE = re.compile(r"^```[A-Za-z]*[ \t]*\r?\n?(.*?)\r?\n?```$", re.DOTALL)
 _REFUSAL = re.compile(
-    r"\b(I\s+(?:can(?:no|')t|cannot|won'?t|will not|am unable|'m unable|am not able|'m not "
-    r"able)|I'm sorry|I am sorry|as an AI|I must decline|I refuse)\b",
+    r"\b(I\s*(?:can(?:no|')t|cannot|won'?t|will not|am unable|'m unable|am not able|'m not "
+    r"able|would rather not|'d rather not|prefer not|must decline|decline|refuse)|I'm sorry|"
+    r"I am sorry|as an AI)\b",
     re.IGNORECASE,
 )
 RAW_KEPT = 4000
