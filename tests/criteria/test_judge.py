@@ -288,3 +288,23 @@ def test_a_resumed_run_refuses_a_judge_file_edited_since_it_started(workdir: Pat
         caught.value.message
     )
     assert caught.value.message.endswith("its rows would be graded by two judges")
+
+
+def test_run_json_names_the_judges_and_compare_warns_when_they_differ(workdir: Path) -> None:
+    first = assay.run(setup(workdir, BINARY), run_dir="a")
+    (judge,) = first.summary.judges
+    assert judge["name"] == "capital" and judge["source"] == "file:capital.yaml"
+    assert f"**Judges**: `capital` (sha256 `{judge['content_hash'][:12]}`)" in (
+        (first.run_dir / "run.md").read_text()
+    )
+    same = assay.run(setup(workdir, BINARY), run_dir="b")
+    assert "WARNING" not in assay.compare(first.run_dir, same.run_dir).description
+    write(workdir / "capital.yaml", JUDGE_FILE.replace("Is this", "Is that"))
+    changed = assay.run(workdir / "task.yaml", run_dir="c")
+    report = assay.compare(first.run_dir, changed.run_dir)
+    assert "WARNING: the runs were graded by different judges (A: capital (sha256 " in (
+        report.description
+    )
+    assert report.description.endswith(
+        ": differences may come from the judge, not from what was judged"
+    )

@@ -283,6 +283,10 @@ def render_run(summary: RunSummary) -> str:
                 for s in summary.suites
             ],
         )  # fmt: skip
+    if summary.judges:
+        out += ["", "**Judges**: " + ", ".join(
+            f"`{j['name']}{'@' + str(j['version']) if j.get('version') is not None else ''}` "
+            f"(sha256 `{str(j['content_hash'])[:12]}`)" for j in summary.judges)]  # fmt: skip
     standalone = [t for t in summary.task_results if t.suite_id is None]
     if standalone:
         out += ["", "## Tasks without a dataset", ""]

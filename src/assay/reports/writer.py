@@ -29,7 +29,7 @@ from assay.results.io import write_json_atomic, write_text_atomic
 from assay.results.run import RunSummary, SkippedTask, SuiteRef, TaskRow, TaskSelection
 from assay.results.status import FinalStatus, RowCounts
 from assay.results.suite import SuiteRollup
-from assay.results.task_result import EvaluationResult, TokenUsage
+from assay.results.task_result import EvaluationResult, JudgeCriterionResult, TokenUsage
 from assay.spec.criteria import Criterion, CriterionSpec
 
 Stage = Literal["run", "execute", "evaluate", "report"]
@@ -304,6 +304,7 @@ def _summary(
         skipped_tasks=meta.skipped,
         selections=meta.selections,
         suites=refs,
+        judges=judges_of(results),
         task_criteria=meta.criteria,
         warnings=meta.warnings,
         task_results=[
@@ -326,3 +327,15 @@ def _summary(
             "platform": platform.platform(),
         },
     )
+
+
+def judges_of(results: Sequence[EvaluationResult]) -> list[dict[str, Any]]:
+    """Every judge that graded a row (``JudgeRef`` data: name, version, content hash, source,
+    model), each once, in the order first met."""
+    seen: dict[tuple[str, str], dict[str, Any]] = {}
+    for result in results:
+        for item in result.success_criteria_results:
+            if isinstance(item, JudgeCriterionResult):
+                key = (item.judge.name, item.judge.content_hash)
+                seen.setdefault(key, item.judge.model_dump(mode="json"))
+    return list(seen.values())
