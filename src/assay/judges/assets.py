@@ -196,6 +196,17 @@ class JudgeResolver:
                     raise TaskFileError(
                         exc.message, file=file, line=line, field=field_path(loc), hint=exc.hint
                     ) from None
+                except ValidationError as exc:  # an inline judge whose parts do not fit
+                    error = exc.errors()[0]
+                    where = ("success_criteria", index, *error["loc"])
+                    file, line = locate(where[:2])
+                    message = str(error["msg"]).removeprefix("Value error, ")
+                    raise TaskFileError(
+                        f"invalid inline judge: {message}",
+                        file=file,
+                        line=line,
+                        field=field_path(where),
+                    ) from None
                 spec = spec.model_copy(update={"asset": asset})
             resolved.append(spec)
         return resolved

@@ -69,14 +69,16 @@ def json_object(text: str, *, finish_reason: str | None = None) -> dict[str, Any
         value = parse_json_strict(body)
     except json.JSONDecodeError as exc:
         if exc.msg == "Extra data" and body.startswith(("{", "[")):
-            raise VerdictProblem("the reply has text after the JSON object; reply with the "
-                                 "object only") from None
+            raise VerdictProblem(
+                "the reply has text after the JSON object; reply with the object only"
+            ) from None
         raise _unreadable(body, finish_reason) from None
     except ValueError as exc:
         key = getattr(exc, "key", None)  # assay.data.jsonl's duplicate-key error
         if key is not None:
-            raise VerdictProblem(f"the key '{key}' appears twice, so the verdict is "
-                                 "ambiguous") from None
+            raise VerdictProblem(
+                f"the key '{key}' appears twice, so the verdict is ambiguous"
+            ) from None
         raise VerdictProblem(str(exc).splitlines()[0]) from None
     if not isinstance(value, dict):
         raise VerdictProblem(f"the reply is a JSON {type(value).__name__}, not an object")

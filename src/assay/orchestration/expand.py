@@ -93,9 +93,16 @@ class CriterionTemplate:
             return self.spec
         late = self.spec.late_fields
         data = substitute_tree({k: v for k, v in self.raw.items() if k not in late}, row)
-        if self.needs_validation:
+        changed = {k: v for k, v in data.items() if k != "type" and v != self.raw.get(k)}
+        if self.needs_validation or any(_nested(v) for v in changed.values()):
             return _CRITERION.validate_python({**self.raw, **data})
-        return self.spec.model_copy(update={k: v for k, v in data.items() if k != "type"})
+        return self.spec.model_copy(update=changed)
+
+
+def _nested(value: Any) -> bool:
+    """A substituted value that holds a nested model's fields (validated, not copied in)."""
+    return isinstance(value, dict) or (isinstance(value, list) and
+                                       any(isinstance(v, dict) for v in value))  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)

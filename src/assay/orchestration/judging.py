@@ -15,8 +15,6 @@ from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from assay.agents.llm import model_key
 from assay.errors import TaskFileError, UserError
 from assay.judges.assets import JudgeResolver
@@ -60,18 +58,9 @@ def resolve_definition(
     """
     if not any(isinstance(c, LlmJudge) and c.asset is None for c in task.success_criteria):
         return task
-    try:
-        criteria = resolver.resolve_criteria(
-            task.success_criteria,
-            base_dir=loaded.base_dir,
-            locate=loaded.located,
-            task_id=task.task_id,
-        )
-    except ValidationError as exc:
-        line = loaded.document.line_of(("success_criteria",))
-        raise TaskFileError(
-            f"invalid inline judge: {exc.errors()[0]['msg']}", file=loaded.display, line=line
-        ) from None
+    criteria = resolver.resolve_criteria(
+        task.success_criteria, base_dir=loaded.base_dir, locate=loaded.located, task_id=task.task_id
+    )
     for index, spec in enumerate(criteria):
         _check_passing(loaded, index, spec)
     definition = task.model_copy(update={"success_criteria": criteria})

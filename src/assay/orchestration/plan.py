@@ -261,7 +261,10 @@ def _plan_tasks(
                 hint="task ids name run directories and suites; make them unique",
             )
         owners[task_id] = loaded.display
-        written, loaded = loaded, resolve_judges(loaded, resolver)
+        try:
+            written, loaded = loaded, resolve_judges(loaded, resolver)
+        except TaskFileError as exc:
+            raise _overridden(exc, options.overrides) from None
         expansion = expand_dataset(
             loaded,
             options.selectors,
@@ -275,18 +278,28 @@ def _plan_tasks(
             if loaded.definition.dataset is not None
             else None
         )
-        variants = [
-            replace(v, definition=resolve_definition(v.definition, loaded, resolver))
-            for v in _variants(written, expansion, experiment, experiment_dir, options)
-        ]
+        variants = _variants(written, expansion, experiment, experiment_dir, options)
+        for position, variant in enumerate(variants):
+            try:
+                resolved = resolve_definition(variant.definition, loaded, resolver)
+            except TaskFileError as exc:
+                raise _set_by(exc, variant, options.overrides) from None
+            variants[position] = replace(variant, definition=resolved)
         for variant in variants:
             try:
                 _check_model(loaded, variant.definition, registry, options.prices)
             except TaskFileError as exc:
                 raise _set_by(exc, variant, options.overrides) from None
             plan.warnings.extend(_unenforced_limits(loaded, variant))
-            check_graded_rows(expansion, variant.definition)
-        check_judge_models(loaded, registry)
+            try:
+                check_graded_rows(expansion, variant.definition)
+            except TaskFileError as exc:
+                roots = ("agent", "success_criteria", "dataset")
+                raise _overridden(exc, options.overrides, roots) from None
+        try:
+            check_judge_models(loaded, registry)
+        except TaskFileError as exc:
+            raise _overridden(exc, options.overrides) from None
         plan.tasks.append(PlannedTask(expansion, request, variants))
 
 
@@ -342,6 +355,21 @@ def _set_by(
     else:
         return exc
     exc.hint = f"{exc.hint}; {where}" if exc.hint else where
+    return exc
+
+
+def _overridden(
+    exc: TaskFileError, overrides: Sequence[Override], roots: tuple[str, ...] = ()
+) -> TaskFileError:
+    """``exc`` naming the ``-D`` that set its field (or a field inside it), or any field under
+    ``roots`` (a refusal that several fields decide), if one did."""
+    field = ".".join(_prefixes(exc.field or "")[:1])
+    by = next((o.render() for o in reversed(overrides) if (field and (
+        o.dotted == field or o.dotted.startswith(field + ".") or field.startswith(o.dotted + ".")
+    )) or o.path[0] in roots), None)  # fmt: skip
+    if by is not None:
+        where = f"set on the command line by {by}"
+        exc.hint = f"{exc.hint}; {where}" if exc.hint else where
     return exc
 
 

@@ -258,6 +258,8 @@ _GONE = object()
 
 def _key(example_id: str) -> bytes:
     return example_id.encode("utf-8", "surrogatepass")
+
+
 def open_member_ids(
     connection: Connection, dataset: DatasetRow, example_ids: Sequence[str]
 ) -> set[str]:

@@ -23,6 +23,7 @@ from assay.store.engine import (
     resolve_url,
     write_transaction,
 )
+from assay.store.judges import CalibrationRecord, JudgeRecord
 from assay.store.models import (
     DatasetDiff,
     DatasetInfo,
@@ -31,7 +32,6 @@ from assay.store.models import (
     SourceRow,
     VersionInfo,
 )
-from assay.store.judges import CalibrationRecord, JudgeRecord
 from assay.store.schema import Schema
 
 
