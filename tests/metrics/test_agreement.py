@@ -229,6 +229,17 @@ def test_a_calibration_without_one_class_has_no_correction() -> None:
     assert rogan_gladen(0, 0, JudgeErrorRates(9, 10, 9, 10)).reason == "no row was judged"
 
 
+def test_a_tiny_calibration_gives_a_correction_without_an_interval() -> None:
+    # sensitivity 1/1 and specificity 1/10: better than chance as measured (1.1 > 1), but
+    # after adding one success and one failure to each (2/3 + 2/12) it is not
+    estimate = rogan_gladen(5, 10, JudgeErrorRates(1, 1, 1, 10))
+    assert estimate.value == 0.0  # (0.5 + 0.1 − 1)/0.1 = −4, clipped
+    assert estimate.low is None and estimate.reason == (
+        "no interval: after the small-sample adjustment the judge is no better than chance"
+    )
+    assert estimate.note is not None and "raw correction -4.000" in estimate.note
+
+
 def test_rogan_gladen_refuses_impossible_counts() -> None:
     with pytest.raises(ValueError):
         rogan_gladen(11, 10, JudgeErrorRates(1, 2, 1, 2))

@@ -26,7 +26,7 @@ from assay.judges.assets import JudgeResolver, load_judge_file
 from assay.judges.calibration import CalibrationResult, Progress, calibrate
 from assay.orchestration.capture import add_run
 from assay.spec.judge import JudgeAsset, judge_reference
-from assay.store import Store, open_store
+from assay.store import open_store
 from assay.store.capture import CaptureResult, capture, parse_mapping
 from assay.store.judges import JudgeRecord
 from assay.store.trace_cases import SESSION_SCHEMA, TRACE_SCHEMA, read_trace_file, trace_cases
@@ -182,14 +182,3 @@ def add_traces_to_dataset(
     schema = SESSION_SCHEMA if session_by else TRACE_SCHEMA
     with open_store(store) as opened:
         return capture(opened, name, cases, mapping=fields, default_schema=schema, origin=str(path))
-
-
-def judges_in_store(*, store: str | None = None) -> list[JudgeRecord]:
-    """The latest version of every stored judge (``assay judge list``)."""
-    with open_store(store) as opened:
-        return opened.judges()
-
-
-def store_of(url: str | None) -> Store:
-    """An open store (``assay judge show|versions``); close it when done."""
-    return open_store(url)

@@ -340,6 +340,7 @@ def rogan_gladen(
             reason=(
                 "no interval: after the small-sample adjustment the judge is no better than chance"
             ),
+            note=note,
         )
     th = (p_t + q0_t - 1.0) / youden_t
     shift = 2 * z2 * (th * q1_t * (1 - q1_t) / m1 - (1 - th) * q0_t * (1 - q0_t) / m0)
