@@ -95,6 +95,9 @@ def test_calibration_end_to_end_with_the_scripted_judge(tmp_path: Path) -> None:
 def _suite_is_corrected(tmp_path: Path, tp: int, tn: int) -> None:
     """A suite graded by the calibrated judge reports the Rogan–Gladen pass rate; after a
     rubric change (a new version) it has no calibration to rest on."""
+    planned = assay("plan", "judges/task.yaml", cwd=tmp_path).stdout
+    assert "criteria: llm_judge (judge truthful@1 (sha256 " in planned
+    assert "), calibrated); gates: llm_judge.completion_rate ≥ 1" in planned
     done = assay("run", "judges/task.yaml", "--model", "mock/mock-answers.yaml", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     suite = json.loads((tmp_path / "runs/latest/default/truthfulqa-answers/suite.json").read_text())
