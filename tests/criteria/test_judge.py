@@ -244,6 +244,9 @@ def test_enabled_false_is_recorded_as_skipped_and_left_out(workdir: Path) -> Non
          "'id'])"),
         ("  - {type: llm_judge, judge: capital@2}", JUDGE_FILE,
          "no store at"),
+        ("  - {type: llm_judge, judge: capital.yaml, expected_label: x}", JUDGE_FILE,
+         "expected_label compares the judge's label with the row's, but judge capital answers "
+         "binary"),
     ],
 )  # fmt: skip
 def test_bad_judges_are_refused_before_any_row_runs(

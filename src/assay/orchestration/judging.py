@@ -71,9 +71,18 @@ def resolve_definition(
 def _check_passing(loaded: LoadedTask, index: int, spec: CriterionSpec) -> None:
     if not isinstance(spec, LlmJudge) or spec.asset is None:
         return
+    loc: tuple[str | int, ...]
     verdict = spec.asset.definition.verdict
+    if spec.expected_label is not None and verdict.kind != "labels":
+        loc = ("success_criteria", index, "expected_label")
+        raise TaskFileError(
+            f"expected_label compares the judge's label with the row's, but judge "
+            f"{spec.asset.name} answers {verdict.describe()}",
+            file=loaded.display, line=loaded.document.line_of(loc), field=field_path(loc),
+            hint="remove expected_label, or use a judge with verdict: {kind: labels, ...}",
+        )  # fmt: skip
     if verdict.kind == "labels" and not verdict.pass_labels and spec.expected_label is None:
-        loc: tuple[str | int, ...] = ("success_criteria", index)
+        loc = ("success_criteria", index)
         raise TaskFileError(
             f"judge {spec.asset.name} answers one of the labels {verdict.labels}, and neither "
             "the judge's pass_labels nor the criterion's expected_label says which pass a row",
