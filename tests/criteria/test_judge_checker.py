@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from assay.criteria.base import CriterionError, GradingContext
-from assay.criteria.judge import JudgeChecker, histogram
+from assay.criteria.judge import JudgeChecker
+from assay.criteria.judge_metrics import histogram
 from assay.providers.base import Model
 from assay.providers.mock import MockModel, MockRule
 from assay.providers.pool import ModelKey

@@ -9,7 +9,8 @@ judge's model comes from the run's models (``GradingContext.models``). A verdict
 be read after the retries is a ``judge_error``: the criterion did not grade the row (the row
 ends ``ERROR``), and it is left out of every number below and counted apart.
 
-Suite metrics, by verdict kind (besides ``count``/``mean``/… of the scores):
+Suite metrics, by verdict kind (:mod:`assay.criteria.judge_metrics`; besides the scores'
+``count``/``mean``/…):
 
 - binary: ``pass_rate`` (verdicts true / verdicts) with its Wilson 95% interval, and, when
   the judge has a stored calibration, ``corrected_pass_rate``: Rogan–Gladen for the judge's
@@ -29,20 +30,15 @@ from __future__ import annotations
 
 import glob
 import json
-import statistics
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from assay.agents.llm import model_key
 from assay.criteria.base import CriterionError, GradingContext, read_text, sandbox_of
+from assay.criteria.judge_metrics import judge_metrics
 from assay.data.substitute import PlaceholderKeyError, PlaceholderTypeError
 from assay.judges.grade import JudgeOutcome, judge_case
 from assay.judges.prompt import JudgeCase, transcript_text
-from assay.metrics.agreement import JudgeErrorRates, rogan_gladen
-from assay.metrics.classification import classification_report
-from assay.metrics.descriptive import describe
-from assay.metrics.intervals import wilson_interval
 from assay.metrics.values import MetricTable
 from assay.results.task_result import (
     CriterionResult,
@@ -55,8 +51,6 @@ from assay.spec.judge import JudgeAsset, VerdictSpec
 
 TASK_DIR_PREFIXES = ("$TASK_DIR/", "${TASK_DIR}/")
 MAX_GLOB_FILES = 20
-HISTOGRAM_BINS = 10
-NO_VERDICT = "0/0: no row has a verdict"
 
 
 def inline_asset(spec: LlmJudge, base_dir: str) -> JudgeAsset:
@@ -129,29 +123,11 @@ class JudgeChecker:
     def aggregate(
         self, spec: LlmJudge, results: list[CriterionResult]
     ) -> tuple[MetricTable, dict[str, Any]]:
-        """Score statistics and the judge metrics of the verdict's kind (module docstring)."""
-        graded = [
-            r for r in results if isinstance(r, JudgeCriterionResult) and r.verdict is not None
-        ]
-        table = describe([r.score for r in graded])
+        """Score statistics and the judge metrics of the verdict's kind
+        (:func:`assay.criteria.judge_metrics.judge_metrics`)."""
         asset = spec.asset
         verdict = asset.definition.verdict if asset is not None else _inline_verdict(spec)
-        details: dict[str, Any] = {
-            "verdict": verdict.describe(),
-            "graded": len(graded),
-            "judges": _judges(graded),
-        }
-        passed = sum(1 for r in graded if r.score >= spec.pass_threshold)
-        table.put("pass_rate", passed, len(graded), NO_VERDICT)
-        details["pass_rate_ci"] = _wilson(passed, len(graded))
-        if verdict.kind == "binary":
-            _corrected(table, details, asset, passed, len(graded))
-        elif verdict.kind == "labels":
-            _labels(table, details, verdict, graded)
-        else:
-            _scale(table, details, verdict, graded)
-        _self_agreement(table, verdict, graded)
-        return table, details
+        return judge_metrics(spec, verdict, results)
 
 
 def _inline_verdict(spec: LlmJudge) -> VerdictSpec:
@@ -290,118 +266,3 @@ def verdict_text(value: bool | str | float) -> str:
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
     return json.dumps(value, ensure_ascii=False)
-
-
-def _judges(graded: list[JudgeCriterionResult]) -> list[dict[str, Any]]:
-    seen: dict[tuple[str, int | None, str], dict[str, Any]] = {}
-    for result in graded:
-        ref = result.judge
-        seen.setdefault((ref.name, ref.version, ref.content_hash), ref.model_dump(mode="json"))
-    return list(seen.values())
-
-
-def _wilson(successes: int, n: int) -> dict[str, float] | None:
-    bounds = wilson_interval(successes, n, 0.95)
-    return {"low": bounds[0], "high": bounds[1], "confidence": 0.95} if bounds else None
-
-
-def _corrected(
-    table: MetricTable, details: dict[str, Any], asset: JudgeAsset | None, passed: int, n: int
-) -> None:
-    calibration = asset.calibration if asset is not None else None
-    counts = (
-        (calibration.tp, calibration.positives, calibration.tn, calibration.negatives)
-        if calibration is not None
-        else None
-    )
-    if calibration is None or counts is None or None in counts:
-        details["corrected_pass_rate"] = {
-            "reason": "the judge has no stored binary calibration (assay judge calibrate)"
-        }
-        return
-    tp, positives, tn, negatives = (int(c or 0) for c in counts)
-    estimate = rogan_gladen(passed, n, JudgeErrorRates(tp, positives, tn, negatives))
-    table.set("corrected_pass_rate", estimate.value, estimate.reason or "")
-    details["corrected_pass_rate"] = {
-        **estimate.to_json(),
-        "calibration_id": calibration.calibration_id,
-        "calibrated_on": f"{calibration.dataset}@{calibration.dataset_version}",
-        "sensitivity": tp / positives if positives else None,
-        "specificity": tn / negatives if negatives else None,
-        "calibration_rows": {"positives": positives, "negatives": negatives},
-    }
-
-
-def _labels(
-    table: MetricTable,
-    details: dict[str, Any],
-    verdict: VerdictSpec,
-    graded: list[JudgeCriterionResult],
-) -> None:
-    counts = Counter(str(r.verdict) for r in graded)
-    for label in verdict.labels or []:
-        table.put(f"share.{label}", counts[label], len(graded), NO_VERDICT)
-    details["label_counts"] = {label: counts[label] for label in verdict.labels or []}
-    pairs = [
-        (_expected(r.expected_label, verdict), str(r.verdict))
-        for r in graded
-        if r.expected_label is not None
-    ]
-    if pairs:
-        report = classification_report(pairs)
-        table.merge(report.table)
-        details.update(report.details())
-
-
-def _expected(label: str | None, verdict: VerdictSpec) -> str:
-    text = (label or "").strip()
-    for known in verdict.labels or []:
-        if _same_label(known, text):
-            return known
-    return text
-
-
-def _scale(
-    table: MetricTable,
-    details: dict[str, Any],
-    verdict: VerdictSpec,
-    graded: list[JudgeCriterionResult],
-) -> None:
-    values = [float(r.verdict) for r in graded if isinstance(r.verdict, int | float)]
-    raw = describe(values)
-    for name in ("mean", "median", "std", "min", "max"):
-        table.set(f"verdict_{name}", raw.values[name], raw.undefined.get(name, ""))
-    details["histogram"] = histogram(values, verdict)
-
-
-def histogram(values: list[float], verdict: VerdictSpec) -> list[dict[str, Any]]:
-    """Counts of scores: one bin per point of an integer scale (means rounded), else
-    :data:`HISTOGRAM_BINS` equal bins from min to max (the last one closed)."""
-    assert verdict.min is not None and verdict.max is not None
-    low, high = verdict.min, verdict.max
-    if verdict.is_integer:
-        counts = Counter(round(v) for v in values)
-        return [
-            {"value": point, "count": counts[point]} for point in range(int(low), int(high) + 1)
-        ]
-    width = (high - low) / HISTOGRAM_BINS
-    bins = [0] * HISTOGRAM_BINS
-    for value in values:
-        bins[min(HISTOGRAM_BINS - 1, int((value - low) / width))] += 1
-    return [
-        {"low": low + i * width, "high": low + (i + 1) * width, "count": n}
-        for i, n in enumerate(bins)
-    ]
-
-
-def _self_agreement(
-    table: MetricTable, verdict: VerdictSpec, graded: list[JudgeCriterionResult]
-) -> None:
-    if verdict.kind == "scale":
-        spreads = [r.spread for r in graded if r.spread is not None]
-        if spreads:
-            table.set("sample_spread", statistics.fmean(spreads))
-        return
-    agreements = [r.self_agreement for r in graded if r.self_agreement is not None]
-    if agreements:
-        table.set("self_agreement", statistics.fmean(agreements))
