@@ -6,6 +6,7 @@ would grade nothing is refused. Both backends."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -90,14 +91,16 @@ def test_mapping_filters_and_their_messages(workdir: Path, store_url: str) -> No
     assert caught.value.message == "field 'review' of dataset 'slim' has no source in these cases"
     assert caught.value.hint is not None
     assert caught.value.hint.startswith("map it: --map review=SOURCE (sources: error, model, ")
+    assert "row.id, row.label, row.text, row_id, score, status" in caught.value.hint
+    assert re.search(r"; and \d+ span attribute\(s\): attr\.assay\.cost_usd, ", caught.value.hint)
     added = assay.add_run_to_dataset(
-        "slim", run_dir, store=store_url,
-        mapping=["review=row.text", "verdict=status", "score=score"], suite="sentiment",
+        "slim", run_dir, store=store_url, suite="sentiment",
+        mapping=["review=row.text", "verdict=status", "score=attr.gen_ai.usage.output_tokens"],
     )  # fmt: skip
     assert added.added == ["a", "b", "c"]
     with open_store(store_url) as store:
         rows = {e.example_id: e.data for e in store.iter_examples("slim", 1)}
-    assert rows["c"] == {"review": "dull film", "verdict": "FAILURE", "score": 0.0}
+    assert rows["c"] == {"review": "dull film", "verdict": "FAILURE", "score": 1}  # one word
     for kwargs, message in [
         ({"suite": "nope"}, "the run has no suite 'nope' (suites: sentiment)"),
         ({"variant": "x"}, "the run has no variant 'x' (variants: default)"),

@@ -6,9 +6,10 @@ offers the sources (:mod:`assay.store.capture`): ``response`` (``response.txt``)
 (``trace.json``: the agent's spans, with its final answer on the ``invoke_agent`` span),
 ``prompt`` (the row's prompt), ``row`` (the whole row, JSON) and ``row.<field>``,
 ``status``, ``score`` (the weighted score), ``row_id``, ``task_id``, ``suite_id``,
-``variant``, ``replicate``, ``model``, ``error``. Its example id is the row id (the task id
-for a task without a dataset), with ``.<variant>.rNN`` added when the run has several
-variants or replicates of it.
+``variant``, ``replicate``, ``model``, ``error``, and ``attr.<name>`` for every attribute of
+the trace's spans (``attr.gen_ai.usage.input_tokens``, ``attr.assay.stop_reason``, …). Its
+example id is the row id (the task id for a task without a dataset), with ``.<variant>.rNN``
+added when the run has several variants or replicates of it.
 
 A dataset that does not exist yet is created with the rows' fields (typed by their values,
 ``null`` as ``json``) and ``input``, ``actual_output`` and ``trace``; adding its cases back to
@@ -27,6 +28,7 @@ from assay.results.io import read_json
 from assay.results.task_result import EvaluationResult
 from assay.store.capture import Captured, CaptureResult, capture, value_kind
 from assay.store.schema import FieldType, Schema
+from assay.store.trace_cases import attributes
 
 if TYPE_CHECKING:
     from assay.store import Store
@@ -99,6 +101,7 @@ def _case(path: Path, result: EvaluationResult, root: Path, *, plain: bool) -> C
     }
     if trace_file.is_file():
         values["trace"] = read_json(trace_file)
+        values.update(attributes(values["trace"]))
     base = result.row_id or result.task_id
     example_id = base if plain else f"{base}.{result.variant_id}.r{result.replicate_index:02d}"
     return Captured(example_id, values, path.relative_to(root).as_posix())

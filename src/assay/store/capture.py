@@ -117,13 +117,23 @@ def resolve_mapping(
             continue
         found = next((s for c in cases if (s := default_source(name, kind, c))), None)
         if found is None:
-            shown = ", ".join(available[:25]) + (", …" if len(available) > 25 else "")
             raise UsageError(
                 f"field '{name}' of dataset '{dataset}' has no source in these cases",
-                hint=f"map it: --map {name}=SOURCE (sources: {shown})",
+                hint=f"map it: --map {name}=SOURCE (sources: {_sources_text(available)})",
             )
         mapping[name] = found
     return mapping
+
+
+def _sources_text(available: list[str]) -> str:
+    """The sources, span attributes summed up after the others."""
+    plain = [s for s in available if not s.startswith("attr.")]
+    attrs = [s for s in available if s.startswith("attr.")]
+    text = ", ".join(plain)
+    if attrs:
+        examples = ", ".join(attrs[:3]) + (", …" if len(attrs) > 3 else "")
+        text += f"; and {len(attrs)} span attribute(s): {examples}"
+    return text
 
 
 def field_value(value: Any, kind: FieldType, *, name: str, case: Captured) -> Any:
