@@ -8,16 +8,22 @@ written by the CLI. Side by side, interleaved, each a whole process:
   upstream (bench/bare_claude_loop.sh): the ceiling;
 - **assay**: ``assay run -j 4`` on the worked example with ``model:
   anthropic/claude-sonnet-4-5`` and ``base_url`` = the upstream: every call passes through
-  the model bridge, every row gets its sandbox, transcript, trace and reports;
+  the model bridge, every row gets its sandbox, transcript, trace and reports; in a
+  ``tempdir`` sandbox (``-D sandbox.driver=tempdir``);
+- **assay bwrap**: the same in the ``bwrap`` driver (the default for this agent): each row's
+  CLI in a bubblewrap sandbox, reaching the bridge through its unix socket and the
+  forwarder;
 - **Coder Eval 0.12.16**: ``coder-eval run -j 4`` on the same task file with
   ``ANTHROPIC_BASE_URL`` = the upstream (the peer figure), when bench/setup_anchors.sh
   installed it.
 
 Then the bridge's own cost per call: the same streamed Messages request sent to the
 upstream directly and through the bridge (pass-through), one at a time, interleaved; the
-median difference is what the bridge adds.
-Targets (issue 11): assay ≥ 90% of the bare loop's rows/s; the bridge adds ≤ 2 ms median
-per model call. Usage: python bench/coding_agent.py [ROWS] [REPEATS] [LATENCY_SECONDS]
+median difference is what the bridge adds. And the bwrap driver's cost per program: ``true``
+run plainly, in a row's sandbox, and in one with the bridge forwarder, one at a time.
+Targets: assay ≥ 90% of the bare loop's rows/s, the bridge adds ≤ 2 ms median per model
+call (issue 11); the bwrap driver gives at most 10% fewer rows/s than tempdir (issue 13).
+Usage: python bench/coding_agent.py [ROWS] [REPEATS] [LATENCY_SECONDS]
 """
 
 from __future__ import annotations
@@ -86,7 +92,8 @@ def free_port() -> int:
 def whole_runs(tasks: Path, rows: int, repeats: int, upstream: str) -> dict[str, object]:
     claude = claude_path()
     env = {"BENCH_ANTHROPIC_KEY": KEY}
-    seconds: dict[str, list[float]] = {"bare": [], "assay": [], "coder_eval": []}
+    seconds: dict[str, list[float]] = {"bare": [], "assay": [], "assay_bwrap": [],
+                                       "coder_eval": []}  # fmt: skip
     ce = CE_VENV / "bin" / "coder-eval"
     for _ in range(repeats):
         started = time.perf_counter()
@@ -94,9 +101,11 @@ def whole_runs(tasks: Path, rows: int, repeats: int, upstream: str) -> dict[str,
                         str(tasks / "datasets" / "sentiment.jsonl"), str(JOBS), upstream],
                        check=True, stdout=subprocess.DEVNULL)  # fmt: skip
         seconds["bare"].append(time.perf_counter() - started)
-        run = timed([*ASSAY, "run", "tasks/sentiment_classification.yaml", "-j", str(JOBS),
-                     "-q", "--run-dir", "runs"], cwd=tasks.parent, env=env)  # fmt: skip
-        seconds["assay"].append(run.seconds)
+        for name, driver in (("assay", "tempdir"), ("assay_bwrap", "bwrap")):
+            run = timed([*ASSAY, "run", "tasks/sentiment_classification.yaml", "-j", str(JOBS),
+                         "-q", "--run-dir", "runs", "-D", f"sandbox.driver={driver}"],
+                        cwd=tasks.parent, env=env)  # fmt: skip
+            seconds[name].append(run.seconds)
         if ce.exists():
             peer = timed([str(ce), "run", "tasks/coder_eval.yaml", "-j", str(JOBS)],
                          cwd=tasks.parent, env={"ANTHROPIC_BASE_URL": upstream,
@@ -110,7 +119,54 @@ def whole_runs(tasks: Path, rows: int, repeats: int, upstream: str) -> dict[str,
             rate = rows / statistics.median(values)
             out[name] = {"seconds": statistics.median(values), "rows_per_s": rate,
                          "share_of_bare": rate / ceiling, "all_seconds": values}  # fmt: skip
+    tempdir = statistics.median(seconds["assay"])
+    bwrap = statistics.median(seconds["assay_bwrap"])
+    out["bwrap_vs_tempdir"] = {
+        "rows_per_s_ratio": tempdir / bwrap,
+        "added_seconds_per_row": (bwrap - tempdir) * JOBS / rows,
+    }
     return out
+
+
+def jail_cost(programs: int) -> dict[str, object]:
+    """Median seconds of ``true``: plain, in a row's bwrap sandbox, and with the forwarder
+    (bound to a real unix socket), one at a time, interleaved; plus making and closing the
+    row's sandbox (its home, its user's files)."""
+    import socket
+    import tempfile
+
+    from assay.sandbox.bwrap import BridgeLink, make_policy
+
+    folder = Path(tempfile.mkdtemp(prefix="assay-bench-jail-"))
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(str(folder / "bridge.sock"))
+    listener.listen()
+    policy = make_policy(path_variable=os.environ.get("PATH", ""),
+                         bridge=BridgeLink(folder / "bridge.sock", free_port()))  # fmt: skip
+    root = folder / "row"
+    root.mkdir()
+    times: dict[str, list[float]] = {"plain": [], "jail": [], "jail_forwarder": [],
+                                     "open_close": []}  # fmt: skip
+    env = {"PATH": "/usr/bin:/bin"}
+    for _ in range(programs):
+        started = time.perf_counter()
+        jail = policy.jail(root, limits={"RLIMIT_NPROC": 1024})
+        for name, bridge in (("jail", False), ("jail_forwarder", True)):
+            argv, inner = jail.command(["true"], env=env, bridge=bridge)
+            began = time.perf_counter()
+            subprocess.run(argv, env=inner, check=True)
+            times[name].append(time.perf_counter() - began)
+        jail.close()
+        times["open_close"].append(time.perf_counter() - started - times["jail"][-1]
+                                   - times["jail_forwarder"][-1])  # fmt: skip
+        began = time.perf_counter()
+        subprocess.run(["true"], env=env, check=True)
+        times["plain"].append(time.perf_counter() - began)
+    listener.close()
+    return {name: statistics.median(values) * 1000 for name, values in times.items()} | {
+        "unit": "ms",
+        "programs": programs,
+    }
 
 
 async def per_call(upstream: str, calls: int) -> dict[str, object]:
@@ -163,6 +219,7 @@ def main(rows: int = 50, repeats: int = 3, latency: float = 0.2) -> dict[str, ob
         figures["per_call"] = asyncio.run(per_call(upstream, 300))
     finally:
         quick.terminate()
+    figures["jail"] = jail_cost(100)
     save("coding_agent", figures)
     return figures
 

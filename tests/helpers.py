@@ -5,10 +5,12 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Literal
 
@@ -113,3 +115,28 @@ def kill_left(pids: Iterable[int]) -> None:
         if alive(pid):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
+
+
+@contextlib.contextmanager
+def host_tcp_server(answer: bytes) -> Iterator[int]:
+    """A server on the host's 127.0.0.1 (a free port, yielded) that answers ``answer`` to
+    every connection, after reading what the client sent first (if anything)."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+
+    def serve() -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                client, _ = server.accept()
+                client.settimeout(0.5)
+                with contextlib.suppress(OSError):
+                    client.recv(100)
+                client.sendall(answer)
+                client.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        yield server.getsockname()[1]
+    finally:
+        server.close()

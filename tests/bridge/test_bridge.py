@@ -250,7 +250,10 @@ def test_a_token_budget_stops_the_session(tmp_path: Path) -> None:
         first = await client.post(
             "/v1/messages", json=message("one two three", stream=False), headers=claude(session)
         )
-        assert first.status_code == 200  # the call that crosses the budget is answered
+        # the call that crosses the budget is counted, and not answered: the agent is being
+        # stopped and must not act on it
+        assert first.status_code == 400
+        assert "run_limits.max_total_tokens is 2" in first.json()["error"]["message"]
         assert session.stop_event.is_set() and session.stopped == "token_budget"
         second = await client.post(
             "/v1/messages", json=message("again", stream=False), headers=claude(session)

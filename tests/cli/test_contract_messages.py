@@ -19,7 +19,7 @@ import pytest
 from assay.spec.base import StrictModel
 from assay.spec.criteria import CriterionSpec
 from assay.spec.experiment import Variant
-from assay.spec.task import AgentBase, RunLimits, SandboxConfig, TaskDefinition
+from assay.spec.task import AgentBase, RunLimits, SandboxConfig, SandboxLimits, TaskDefinition
 from tests.cli.test_run import assay, latest
 from tests.helpers import write
 
@@ -277,7 +277,7 @@ sandbox:
   python: {version: "3.11"}
   node: {version: "20"}
   docker: {image: x}
-  limits: {cpu: 1}
+  limits: {timeout: 300, max_memory_mb: 512, max_cpus: 1, max_disk_mb: 100}
   ignore_patterns: [x]
   mock_path_dirs: [x]
   record_cli: true
@@ -302,7 +302,8 @@ AGENT = "assay's agents do not use it"
 WARNINGS = [
     f"t.yaml:4: simulation: {NOT_YET}; no simulated user; the agent gets initial_prompt once",
     f"t.yaml:5: reference: {NOT_YET}; reference solutions are not compared",
-    f"t.yaml:6: expected_commands: {NOT_YET}; command efficiency is not measured",
+    f"t.yaml:6: expected_commands: {NOT_YET}; give the budget to a commands_efficiency "
+    "criterion instead",
     f"t.yaml:10: agent.permission_mode: {NOT_YET}; {AGENT}",
     f"t.yaml:11: agent.allowed_tools: {NOT_YET}; {AGENT}",
     f"t.yaml:12: agent.disallowed_tools: {NOT_YET}; {AGENT}",
@@ -316,9 +317,14 @@ WARNINGS = [
     f"t.yaml:21: sandbox.python: {NOT_YET}; no per-row Python environment is built; the "
     "sandbox uses the host's",
     f"t.yaml:22: sandbox.node: {NOT_YET}; no per-row Node.js environment is built",
-    f"t.yaml:23: sandbox.docker: {NOT_YET}; only the tempdir driver exists",
-    f"t.yaml:24: sandbox.limits: {NOT_YET}; only run_limits.task_timeout and command timeouts "
-    "are enforced",
+    f"t.yaml:23: sandbox.docker: {NOT_YET}; the drivers are tempdir and bwrap",
+    f"t.yaml:24: sandbox.limits.timeout: {NOT_YET}; run_limits.task_timeout bounds the agent; "
+    "pre_run, post_run and run_command have their own timeout",
+    f"t.yaml:24: sandbox.limits.max_memory_mb: {NOT_YET}; not enforced (the bwrap driver sets "
+    "no cgroup)",
+    f"t.yaml:24: sandbox.limits.max_cpus: {NOT_YET}; not enforced (the bwrap driver sets no "
+    "cgroup)",
+    f"t.yaml:24: sandbox.limits.max_disk_mb: {NOT_YET}; not enforced (use max_file_size_mb)",
     f"t.yaml:25: sandbox.ignore_patterns: {NOT_YET}; sandboxes are not preserved by pattern",
     f"t.yaml:26: sandbox.mock_path_dirs: {NOT_YET}; not supported",
     f"t.yaml:27: sandbox.record_cli: {NOT_YET}; not supported",
@@ -351,7 +357,8 @@ def test_the_warned_fields_above_are_every_field_assay_only_warns_about() -> Non
     """A field added to a ``coder_eval_only`` list must be added to the test above."""
     models: dict[str, type[StrictModel]] = {
         "": TaskDefinition, "agent.": AgentBase, "sandbox.": SandboxConfig,
-        "run_limits.": RunLimits, "success_criteria[0].": CriterionSpec,
+        "sandbox.limits.": SandboxLimits, "run_limits.": RunLimits,
+        "success_criteria[0].": CriterionSpec,
     }  # fmt: skip
     declared = {prefix + name for prefix, model in models.items() for name in model.coder_eval_only}
     warned = {w.split(": ")[1] for w in WARNINGS}
@@ -362,7 +369,8 @@ def test_the_warned_fields_above_are_every_field_assay_only_warns_about() -> Non
         "`reference`",
         "`expected_commands`",
         "criterion `stop_when`",
-        "`sandbox.python|node|docker|limits|ignore_patterns`",
+        "`sandbox.python|node|docker|ignore_patterns`",
+        "`sandbox.limits.max_memory_mb|max_cpus|max_disk_mb|timeout`",
         "`agent.permission_mode|allowed_tools|…`",
         "`run_limits.turn_timeout|expected_turns|max_input_tokens|max_output_tokens|…`",
     ):
@@ -374,15 +382,14 @@ def test_an_experiment_file_warns_about_its_coder_eval_fields(tmp_path: Path) ->
           + "agent: {type: llm, model: mock/echo}\n"
           + "success_criteria:\n  - {type: response_match, expected: x}\n")  # fmt: skip
     write(tmp_path / "e.yaml", "experiment_id: e\nvariants:\n  - variant_id: v\n"
-          "    simulation: {enabled: true}\n    driver: docker\n")  # fmt: skip
+          "    simulation: {enabled: true}\n    driver: tempdir\n")  # fmt: skip
     done = assay("plan", "t.yaml", "-e", "e.yaml", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     warnings = [line for line in done.stderr.splitlines() if line.startswith("warning: ")]
     assert warnings == [
         f"warning: e.yaml:4: variants[0].simulation: {NOT_YET}; no simulated user",
-        f"warning: e.yaml:5: variants[0].driver: {NOT_YET}; only the tempdir driver exists",
     ]
-    assert set(Variant.coder_eval_only) == {"simulation", "driver"}
+    assert set(Variant.coder_eval_only) == {"simulation"}  # a variant's driver is used
 
 
 def test_a_coder_eval_field_set_by_a_variant_or_d_is_refused(tmp_path: Path) -> None:
@@ -415,8 +422,10 @@ def test_a_coder_eval_field_set_by_a_variant_or_d_is_refused(tmp_path: Path) -> 
         ("agent: {type: llm, model: mock/echo}\nsuccess_criteria:\n  - {type: agent_judge}",
          ["error: t.yaml:6: success_criteria[0].type: criterion type 'agent_judge' (from Coder "
           "Eval) is not implemented in assay yet",
-          "  hint: assay implements: file_exists, file_check, run_command, "
-          "classification_match, response_match, qa, llm_judge"]),
+          "  hint: assay implements: file_exists, file_check, file_contains, "
+          "file_matches_regex, json_check, run_command, pytest, classification_match, "
+          "response_match, qa, skill_triggered, command_executed, tool_called, "
+          "commands_efficiency, llm_judge"]),
         ("agent: {type: llm, model: mock/echo}\nsuccess_criteria:\n  - {type: respnse_match}",
          ["error: t.yaml:6: success_criteria[0].type: unknown criterion type 'respnse_match'",
           "  hint: did you mean 'response_match'?"]),

@@ -56,6 +56,19 @@ success_criteria:
   - {type: run_command, command: "true", expected_stdout: "", stdout_match: exact}
   - {type: classification_match, expected_label: "${row.label}", allowed_labels: [pos, neg]}
   - {type: response_match, expected: "${row.text}"}
+  - {type: file_contains, path: f.txt, includes: [c], excludes: [zz]}
+  - {type: file_matches_regex, path: f.txt, pattern: c, must_match: true, flags: 2}
+  - {type: json_check, path: f.json, json_schema: schema.json,
+     assertions: [{expression: a, operator: equals, expected: 1}]}
+  - {type: pytest, path: tests, args: [-q], timeout: 30}
+"""
+AGENT_CRITERIA = """\
+  - {type: skill_triggered, skill_name: s, expected_skill: "${row.s}"}
+  - {type: command_executed, tool_name: Bash, command_pattern: x, exclude_pattern: y,
+     min_count: 1, max_count: 3, require_success: true}
+  - {type: tool_called, tool: Write, arguments_pattern: f, min_count: 1, max_count: 3,
+     require_success: true}
+  - {type: commands_efficiency, expected_commands: 2}
 """
 SANDBOX_CRITERIA = CRITERIA.replace('allowed_labels: [pos, neg]}', 'allowed_labels: [pos, neg], '
                                     'path: f.txt}').replace('"${row.text}"}', '"${row.text}", '
@@ -109,6 +122,7 @@ dataset:
 """
     + ROWS
     + CRITERIA
+    + AGENT_CRITERIA
     + JUDGES,
     "command": "task_id: cmd\n"
     + COMMON
@@ -118,7 +132,8 @@ initial_prompt: "${row.text}"
 dataset:
 """
     + ROWS
-    + CRITERIA,
+    + CRITERIA
+    + AGENT_CRITERIA,
     "none": "task_id: none\n"
     + COMMON
     + """\
@@ -138,7 +153,8 @@ initial_prompt: "${row.text}"
 dataset:
 """
     + ROWS
-    + CRITERIA,
+    + CRITERIA
+    + AGENT_CRITERIA,
     "codex": "task_id: codex\n"
     + COMMON
     + """\
@@ -149,7 +165,8 @@ initial_prompt: "${row.text}"
 dataset:
 """
     + ROWS
-    + CRITERIA,
+    + CRITERIA
+    + AGENT_CRITERIA,
     "qa": """\
 task_id: qa
 description: d
@@ -177,7 +194,8 @@ success_criteria: [{type: qa, description: graded}]
 # Values that a type alone cannot produce (a file that must exist, a model that must start).
 SPECIAL: dict[str, Any] = {
     "task_id": "renamed",
-    "sandbox.driver": "docker",  # the only driver is tempdir: refused
+    "sandbox.driver": "bwrap",
+    "sandbox.read_only": ["tpl2"],
     "agent.model": "mock/other.yaml",
     "qa.judge.model": "mock/other.yaml",
     "agent.system_prompt_file": "prompt.txt",
@@ -231,6 +249,12 @@ SPECIAL: dict[str, Any] = {
     "success_criteria.2.suite_thresholds": {"mean": 0.5},
     "success_criteria.3.suite_thresholds": {"accuracy": 0.5},
     "success_criteria.4.suite_thresholds": {"mean": 0.5},
+    "success_criteria.6.flags": 16,
+    "success_criteria.7.assertions.0.expression": "b.c",
+    "success_criteria.7.assertions.0.expected": 2,
+    "success_criteria.9.expected_skill": "",
+    "success_criteria.9.suite_thresholds": {"recall.yes": 0.5},
+    **{f"success_criteria.{i}.suite_thresholds": {"mean": 0.5} for i in (5, 6, 7, 8, 10, 11, 12)},
     "success_criteria.0.suite_thresholds.qa": {"accuracy": 0.5},
     "qa.group_by": ["meta.k", "prompt_type"],
     "qa.templates": {"option": "{letter}: {text}"},
@@ -257,6 +281,14 @@ TAGS = [
         "classification_match",
         "response_match",
         "qa",
+        "file_contains",
+        "file_matches_regex",
+        "json_check",
+        "pytest",
+        "skill_triggered",
+        "command_executed",
+        "tool_called",
+        "commands_efficiency",
         "llm_judge",
     ],
     ["template_dir", "starter_files"],
@@ -388,10 +420,10 @@ def bases(tmp_path: Path) -> dict[str, Path]:
     write(tmp_path / "judge.yaml", "model: mock/other.yaml\nrubric: Is it right?\n")
     write(tmp_path / "judge2.yaml", "model: mock/other.yaml\nrubric: Is it good?\n")
     write(tmp_path / "hook.py", "def compute_metrics(records, results):\n    return {}\n")
-    (tmp_path / "plug").mkdir()
+    write(tmp_path / "plug" / "skills" / "s" / "SKILL.md", "---\nname: s\n---\n")
     (tmp_path / "codex-link").symlink_to(CODEX_BIN / "codex")
     SPECIAL["agent.cli_path.codex"] = str(tmp_path / "codex-link")
-    (tmp_path / "plug2").mkdir()
+    write(tmp_path / "plug2" / "skills" / "t" / "SKILL.md", "---\nname: t\n---\n")
     write(tmp_path / "rows.jsonl", '{"id": "y", "text": "eta", "label": "neg", "s": "q", '
           '"part": "test"}\n')  # fmt: skip
     qa_row = {
@@ -666,8 +698,8 @@ def test_sample_seed_override_seeds_the_stratified_draw(bases: dict[str, Path]) 
 
 
 def test_a_list_item_override_past_the_end_is_refused(bases: dict[str, Path]) -> None:
-    with pytest.raises(TaskFileError, match="has 8 item\\(s\\), so there is no item 9"):
-        _plan(bases["llm"], (Override(("success_criteria", "9", "weight"), 0),))
+    with pytest.raises(TaskFileError, match="has 16 item\\(s\\), so there is no item 19"):
+        _plan(bases["llm"], (Override(("success_criteria", "19", "weight"), 0),))
 
 
 def test_strict_models_cover_the_spec() -> None:

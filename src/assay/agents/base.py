@@ -20,6 +20,7 @@ from assay.results.transcript import Transcript
 
 if TYPE_CHECKING:
     from assay.bridge import Bridge
+    from assay.sandbox.bwrap import Jail
 
 OutcomeStatus = Literal["completed", "timeout", "error", "token_budget", "cost_budget", "max_turns"]
 
@@ -45,6 +46,8 @@ class AgentContext:
         label: the row-task and replicate, for messages (``task/row#00``).
         row: the dataset row (``${row.x}`` in ``mock/`` scripts), if any.
         max_turns: the most model calls the agent may make (``run_limits.max_turns``).
+        jail: the row's bwrap sandbox (the ``bwrap`` driver): the agent's programs run
+            inside it (:meth:`assay.sandbox.bwrap.Jail.command`); ``None``: plain processes.
     """
 
     prompt: str | None
@@ -62,6 +65,7 @@ class AgentContext:
     label: str = ""
     row: dict[str, Any] | None = None
     max_turns: int | None = None
+    jail: Jail | None = None
 
 
 @dataclass

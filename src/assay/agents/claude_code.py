@@ -39,6 +39,7 @@ from assay.agents.coding_models import (
     skills_offered,
 )
 from assay.errors import UserError
+from assay.sandbox.mounts import install_root
 from assay.spec.coding_agents import ClaudeCodeAgent
 
 QUIET = {
@@ -98,7 +99,9 @@ class ClaudeCodeRunner:
             env |= _direct_credentials(context.env, home)
         if config.permission_mode == "bypassPermissions":
             env["IS_SANDBOX"] = "1"  # the CLI refuses the mode as root otherwise
-        launch = CliLaunch(argv, env, stdin=context.prompt or "", cleanup=[home])
+        launch = CliLaunch(argv, env, stdin=context.prompt or "", cleanup=[home],
+                           readable=[install_root(cli), *plugins, *_settings_files(config,
+                           context.base_dir)], writable=[home])  # fmt: skip
         return await run_cli(context, name="claude-code", launch=launch, parser=parser,
                              session=session, span=span)  # fmt: skip
 
@@ -172,6 +175,14 @@ def settings_flags(config: ClaudeCodeAgent, base_dir: Path) -> list[str]:
     if not isinstance(data, dict):
         raise UserError(f"agent.claude_settings {path} must hold a JSON object")
     return ["--settings", str(path)]
+
+
+def _settings_files(config: ClaudeCodeAgent, base_dir: Path) -> list[Path]:
+    """The settings file the CLI reads (``claude_settings`` as a path), if any."""
+    if not isinstance(config.claude_settings, str):
+        return []
+    path = Path(os.path.expandvars(config.claude_settings))
+    return [path if path.is_absolute() else base_dir / path]
 
 
 def sdk_flags(options: dict[str, Any]) -> list[str]:

@@ -63,6 +63,9 @@ class ClaudeStreamParser:
                  event.get("session_id"), "model": event.get("model"),
                  "permission_mode": event.get("permissionMode")}  # fmt: skip
         self.transcript.cli.update({k: str(v) for k, v in facts.items() if v is not None})
+        skills = event.get("skills")
+        if isinstance(skills, list):
+            self.transcript.skills_loaded = [str(s) for s in skills]
 
     def _assistant(self, message: dict[str, Any], now: int) -> None:
         for block in message.get("content") or []:

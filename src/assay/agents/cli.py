@@ -104,12 +104,24 @@ class CliEnding:
 
 @dataclass
 class CliLaunch:
-    """How to start the CLI for one row: argv, environment, standard input."""
+    """How to start the CLI for one row: argv, environment, standard input, the folders it
+    reads (its installation, plugins) and writes (its home) besides the sandbox's."""
 
     argv: list[str]
     env: dict[str, str]
     stdin: str | None = None
     cleanup: list[Path] = field(default_factory=list)
+    readable: list[Path] = field(default_factory=list)
+    writable: list[Path] = field(default_factory=list)
+
+    def contained(self, context: AgentContext, *, bridge: bool) -> tuple[list[str], dict[str, str]]:
+        """argv and environment, inside the row's bwrap sandbox when it has one; a CLI on
+        its own credentials (no bridge) keeps the host's network to reach its API."""
+        if context.jail is None:
+            return self.argv, self.env
+        return context.jail.command(self.argv, env=self.env, cwd=context.sandbox,
+                                    readable=self.readable, writable=self.writable,
+                                    bridge=bridge, agent=True, network=not bridge)  # fmt: skip
 
 
 def count(value: object) -> int:
@@ -183,9 +195,10 @@ async def run_cli(
     assert context.sandbox is not None  # a coding agent always gets a directory
     transcript = parser.transcript
     started = time.perf_counter()
+    argv, env = launch.contained(context, bridge=session is not None)
     try:
         result = await stream_process(
-            launch.argv, cwd=context.sandbox, env=launch.env, timeout=context.timeout,
+            argv, cwd=context.sandbox, env=env, timeout=context.timeout,
             on_line=_guarded(parser), stdin=launch.stdin,
             stop=session.stop_event if session is not None else None,
         )  # fmt: skip

@@ -32,10 +32,11 @@ from assay.agents.codex_stream import CodexStreamParser
 from assay.agents.coding_models import (
     bridge_key,
     plugin_dirs,
+    plugin_skills,
     read_system_prompt,
-    skills_offered,
 )
 from assay.errors import UserError
+from assay.sandbox.mounts import install_root
 from assay.spec.coding_agents import CodexAgent
 
 DEFAULT_CLI_MODEL = "gpt-5.5"
@@ -85,7 +86,14 @@ class CodexRunner:
         parser.transcript.skills_offered = _stage_skills(plugins, codex_home)
         argv = [str(cli), "exec", "--json", "--skip-git-repo-check",
                 "--dangerously-bypass-approvals-and-sandbox", "--ephemeral", "-"]  # fmt: skip
-        launch = CliLaunch(argv, env, stdin=context.prompt or "", cleanup=[home])
+        launch = CliLaunch(
+            argv,
+            env,
+            stdin=context.prompt or "",
+            cleanup=[home],
+            readable=[install_root(cli), *plugins],
+            writable=[home],
+        )
         return await run_cli(context, name="codex", launch=launch, parser=parser,
                              session=session, span=span)  # fmt: skip
 
@@ -119,17 +127,16 @@ def write_config(codex_home: Path, *, settings: dict[str, Any], instructions: st
 
 
 def _stage_skills(plugins: list[Path], codex_home: Path) -> list[str]:
-    """Link each plugin's ``skills/<name>`` into ``$CODEX_HOME/skills`` (where Codex finds a
-    user's skills) and return the names offered."""
+    """Link each skill the plugins offer into ``$CODEX_HOME/skills/<name>`` (where Codex finds
+    a user's skills) and return the names offered."""
+    skills = plugin_skills(plugins)
     target = codex_home / "skills"
-    names = skills_offered(plugins)
-    for plugin in plugins:
-        for skill in sorted(plugin.glob("skills/*/SKILL.md")):
-            target.mkdir(parents=True, exist_ok=True)
-            link = target / skill.parent.name
-            if not link.exists():
-                link.symlink_to(skill.parent, target_is_directory=True)
-    return names
+    for name, folder in skills.items():
+        target.mkdir(parents=True, exist_ok=True)
+        link = target / name
+        if not link.exists():
+            link.symlink_to(folder, target_is_directory=True)
+    return sorted(skills)
 
 
 def _direct_credentials(host: dict[str, str], codex_home: Path) -> dict[str, str]:

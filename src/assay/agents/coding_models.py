@@ -26,26 +26,77 @@ def bridge_key(config: CodingAgent, base_dir: Path) -> ModelKey:
 def plugin_dirs(config: CodingAgent, base_dir: Path) -> list[Path]:
     """The plugin folders, ``$VAR`` expanded and made absolute (relative to the task file).
 
+    A ``claude-code`` plugin must be a plugin root (``skills/<name>/SKILL.md``, or
+    ``.claude-plugin/plugin.json``, ``commands/``, ``agents/``, ``hooks/``): Claude Code
+    silently loads nothing from a folder of skill folders or from a skill folder itself, so
+    those are refused with the path to give instead. Codex takes any of the three depths
+    (assay links the skills where Codex finds them).
+
     Raises:
-        UserError: a folder that does not exist.
+        UserError: a folder that does not exist, or (claude-code) is not a plugin root.
     """
     folders = []
     for index, plugin in enumerate(config.plugins or []):
         path = Path(os.path.expandvars(plugin.path)).expanduser()
         path = path if path.is_absolute() else base_dir / path
+        where = f"agent.plugins[{index}].path"
         if not path.is_dir():
-            raise UserError(
-                f"plugin folder not found: {path}", field=f"agent.plugins[{index}].path"
-            )
+            raise UserError(f"plugin folder not found: {path}", field=where)
+        if getattr(config, "type", "") == "claude-code":
+            check_plugin_root(path.resolve(), where)
         folders.append(path.resolve())
     return folders
 
 
+PLUGIN_PARTS = ("skills", "commands", "agents", "hooks", ".claude-plugin")
+
+
+def check_plugin_root(path: Path, where: str) -> None:
+    """Refuse a folder Claude Code would load nothing from (see :func:`plugin_dirs`).
+
+    Raises:
+        UserError: a skill folder, a folder of skill folders, or a folder without a plugin.
+    """
+    if any((path / part).exists() for part in PLUGIN_PARTS):
+        return
+    if (path / "SKILL.md").is_file():
+        root = path.parent.parent if path.parent.name == "skills" else None
+        fix = (f"use {root}, the plugin root that holds skills/{path.name}/SKILL.md"
+               if root is not None else f"move it to <plugin root>/skills/{path.name}/SKILL.md "
+               "and use the plugin root")  # fmt: skip
+        raise UserError(f"{path} is a skill folder, not a plugin root: Claude Code would "
+                        "silently load no skill from it", field=where, hint=fix)  # fmt: skip
+    nested = sorted(p.parent.name for p in path.glob("*/SKILL.md"))
+    if nested:
+        fix = (f"use {path.parent}, the plugin root that holds skills/<name>/SKILL.md"
+               if path.name == "skills" else f"move them into {path}/skills/ (a plugin root "
+               "holds skills/<name>/SKILL.md)")  # fmt: skip
+        raise UserError(f"{path} is a folder of skill folders ({', '.join(nested[:5])}), not "
+                        "a plugin root: Claude Code would silently load no skill from it",
+                        field=where, hint=fix)  # fmt: skip
+    raise UserError(f"{path} is not a plugin: it holds no skills/<name>/SKILL.md (nor "
+                    ".claude-plugin/plugin.json, commands/, agents/ or hooks/)", field=where,
+                    hint="a plugin root holds skills/<name>/SKILL.md")  # fmt: skip
+
+
+def plugin_skills(folders: list[Path]) -> dict[str, Path]:
+    """Skill name → its folder, for every skill the plugin folders offer:
+    ``skills/<name>/SKILL.md`` under a plugin root, and (Codex takes them too)
+    ``<name>/SKILL.md`` and a skill folder itself. The first plugin that offers a name
+    wins."""
+    found: dict[str, Path] = {}
+    for folder in folders:
+        own = [folder / "SKILL.md"] if (folder / "SKILL.md").is_file() else []
+        candidates = [*sorted(folder.glob("skills/*/SKILL.md")),
+                      *sorted(folder.glob("*/SKILL.md")), *own]  # fmt: skip
+        for skill in candidates:
+            found.setdefault(skill.parent.name, skill.parent)
+    return found
+
+
 def skills_offered(folders: list[Path]) -> list[str]:
-    """The skills the plugin folders offer: ``skills/<name>/SKILL.md`` under each plugin
-    root (the layout Claude Code loads), sorted."""
-    names = {p.parent.name for folder in folders for p in folder.glob("skills/*/SKILL.md")}
-    return sorted(names)
+    """The names of the skills the plugin folders offer (:func:`plugin_skills`), sorted."""
+    return sorted(plugin_skills(folders))
 
 
 def read_system_prompt(config: CodingAgent, base_dir: Path) -> str | None:

@@ -51,12 +51,20 @@ class CommandRunner:
             env = {**context.env, **self.config.env, "ASSAY_PROMPT_FILE": str(prompt_file)}
             if fits_in_environment(prompt):
                 env["ASSAY_PROMPT"] = prompt
-            return await self._run(context, env, span)
+            return await self._run(context, env, span, Path(folder))
 
-    async def _run(self, context: AgentContext, env: dict[str, str], span: Span) -> AgentOutcome:
-        command = self.config.command
+    async def _run(
+        self, context: AgentContext, env: dict[str, str], span: Span, prompt_folder: Path
+    ) -> AgentOutcome:
+        command: str | list[str] = self.config.command
         started = time.perf_counter()
         assert context.sandbox is not None  # a command agent always gets a directory
+        if context.jail is not None:
+            prompt_folder.chmod(0o755)  # the row's own user reads it (assay runs as root)
+            (prompt_folder / "prompt.txt").chmod(0o644)
+            argv = ["/bin/sh", "-c", command] if isinstance(command, str) else command
+            command, env = context.jail.command(argv, env=env, cwd=context.sandbox,
+                                                readable=[prompt_folder])  # fmt: skip
         try:
             result = await run_process(
                 command,

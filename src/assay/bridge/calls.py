@@ -4,7 +4,9 @@ Every path records a :class:`~assay.bridge.session.CallLog` (and so a ``chat`` s
 answers in the shape the CLI expects: the protocol's error object on a request that cannot
 be translated (400), a refused call (a limit reached, 400), or a model that failed after its
 retries (502). A request for an ``anthropic/`` model in the Messages wire is passed through
-untranslated and streamed back as it arrives (:func:`forward`).
+untranslated and streamed back as it arrives (:func:`forward`). A translated call whose
+tokens or cost cross the row's budget is counted but not answered (the agent is being
+stopped and must not act on it); a passed-through answer has already streamed by then.
 """
 
 from __future__ import annotations
@@ -94,6 +96,9 @@ async def translate(
     log.attempts = record.attempts
     _fill(log, response)
     session.end(log)
+    if session.stopped is not None and session.stop_message is not None:
+        # this call crossed a budget: it is counted, but the agent does not act on it
+        return error_reply(protocol, 400, "invalid_request_error", session.stop_message)
     return _encode(protocol, response, model=_model_name(body, session), stream=_streams(body))
 
 

@@ -8,6 +8,10 @@ base URL and a path):
 - ``POST /v1/chat/completions`` — OpenAI Chat Completions, streamed or not;
 - ``GET /v1/models`` — the session's model, for clients that list models first.
 
+The same routes are also served on a unix socket when :meth:`Bridge.start` is asked for one:
+a row in a ``bwrap`` sandbox has no network, and reaches the bridge through that socket
+bound into its sandbox (:mod:`assay.sandbox.bwrap`).
+
 A request names its row-task by the credential it carries (``x-api-key``, or
 ``Authorization: Bearer``): the token of a :class:`BridgeSession` opened by the row's agent.
 A request without a valid one is refused with 401. Starlette serves the routes and uvicorn
@@ -20,8 +24,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
+import shutil
 import socket
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import uvicorn
@@ -63,6 +71,19 @@ class Bridge:
         self._server: _Server | None = None
         self._task: asyncio.Task[None] | None = None
         self._port = 0
+        self._socket_dir: Path | None = None
+
+    @property
+    def port(self) -> int:
+        """The TCP port on 127.0.0.1."""
+        if not self._port:
+            raise RuntimeError("the bridge is not started")
+        return self._port
+
+    @property
+    def socket_path(self) -> Path | None:
+        """The unix socket it also listens on, if it was asked for one."""
+        return self._socket_dir / "bridge.sock" if self._socket_dir is not None else None
 
     @property
     def url(self) -> str:
@@ -82,8 +103,10 @@ class Bridge:
         self._sessions.pop(session.token, None)
         session.closed.set()
 
-    async def start(self) -> None:
-        """Listen on a free port of 127.0.0.1.
+    async def start(self, *, unix_socket: bool = False) -> None:
+        """Listen on a free port of 127.0.0.1 and, with ``unix_socket``, on a unix socket in
+        a private folder (:attr:`socket_path`; the socket itself may be connected to by any
+        user, as a row's sandbox user must: its folder is the boundary).
 
         Raises:
             UsageError: the server could not start.
@@ -98,7 +121,10 @@ class Bridge:
         config = uvicorn.Config(self._app(), log_level="warning", lifespan="off",
                                 access_log=False, timeout_keep_alive=120)  # fmt: skip
         self._server = _Server(config)
-        self._task = asyncio.create_task(self._server.serve(sockets=[sock]))
+        sockets = [sock]
+        if unix_socket:
+            sockets.append(self._unix_socket())
+        self._task = asyncio.create_task(self._server.serve(sockets=sockets))
         while not self._server.started:
             if self._task.done():
                 raise UsageError(f"the model bridge could not start: {self._task.exception()!r}")
@@ -118,6 +144,17 @@ class Bridge:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await self._task
         self._server, self._task, self._port = None, None, 0
+        if self._socket_dir is not None:
+            shutil.rmtree(self._socket_dir, ignore_errors=True)
+            self._socket_dir = None
+
+    def _unix_socket(self) -> socket.socket:
+        self._socket_dir = Path(tempfile.mkdtemp(prefix="assay-bridge-"))
+        path = self._socket_dir / "bridge.sock"
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.bind(str(path))
+        os.chmod(path, 0o666)
+        return sock
 
     def _app(self) -> Starlette:
         async def messages(request: Request) -> Response:

@@ -66,7 +66,8 @@ def print_plan(plan: Plan, *, show_rows: int) -> None:
             f"[bold]{escape(task.task_id)}[/]  ({escape(planned.loaded.display)})", markup=True
         )
         model = getattr(task.agent, "model", None)
-        console.print(f"  agent: {task.agent.type}" + (f" ({model})" if model else ""))
+        console.print(f"  agent: {task.agent.type}" + (f" ({model})" if model else "")
+                      + f"; sandbox: {task.sandbox_driver}")  # fmt: skip
         gates = [
             f"{c.type}.{m} ≥ {v:g}"
             for c in task.success_criteria

@@ -202,7 +202,14 @@ class CriterionRegistry:
         return sorted(self._checkers)
 
 
-SANDBOX_TYPES = frozenset({"file_exists", "run_command"})
+SANDBOX_TYPES = frozenset({"file_exists", "run_command", "pytest"})
+READ_ONLY_TYPES = frozenset({
+    "file_exists", "file_check", "file_contains", "file_matches_regex", "json_check",
+    "classification_match", "response_match", "skill_triggered", "command_executed",
+    "tool_called", "commands_efficiency",
+})  # fmt: skip
+"""Criteria that only read what the agent left (no program, no judge): graded even after the
+agent crashed (``post_failure_criteria_results``)."""
 
 
 def needs_sandbox(spec: CriterionSpec) -> bool:

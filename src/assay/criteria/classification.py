@@ -20,7 +20,7 @@ from assay.metrics.descriptive import describe
 from assay.metrics.values import MetricTable
 from assay.qa.rules import is_refusal
 from assay.results.task_result import ClassificationCriterionResult, CriterionResult
-from assay.spec.criteria import ClassificationMatch
+from assay.spec.criteria import ClassificationMatch, CriterionSpec
 
 NONE_LABEL = "(none)"
 OTHER_LABEL = "(other)"
@@ -50,7 +50,32 @@ def expected_label(spec: ClassificationMatch) -> str:
     return value if label == OTHER_LABEL else label
 
 
-class ClassificationChecker:
+class ClassificationAggregate:
+    """The classification overlay: score statistics plus accuracy, macro/weighted/micro F1,
+    per-label precision/recall/F1 and the confusion matrix over the rows'
+    ``(expected_label, observed_label)`` pairs (:class:`ClassificationCriterionResult`)."""
+
+    def aggregate(
+        self, spec: CriterionSpec, results: list[CriterionResult]
+    ) -> tuple[MetricTable, dict[str, Any]]:
+        """Score statistics plus classification metrics over the classification results."""
+        table = describe([r.score for r in results])
+        pairs = [
+            (r.expected_label, r.observed_label)
+            for r in results
+            if isinstance(r, ClassificationCriterionResult)
+        ]
+        report = classification_report(pairs)
+        table.merge(report.table)
+        details = report.details()
+        warning = one_label_warning([observed for _, observed in pairs],
+                                    expected_varies=len({e for e, _ in pairs}) > 1)  # fmt: skip
+        if warning is not None:
+            details["warnings"] = [warning]
+        return table, details
+
+
+class ClassificationChecker(ClassificationAggregate):
     """Grades ``classification_match`` and aggregates classification metrics."""
 
     type_name = "classification_match"
@@ -77,25 +102,6 @@ class ClassificationChecker:
             observed_label=observed,
             expected_label=expected,
         )
-
-    def aggregate(
-        self, spec: ClassificationMatch, results: list[CriterionResult]
-    ) -> tuple[MetricTable, dict[str, Any]]:
-        """Score statistics plus classification metrics over the classification results."""
-        table = describe([r.score for r in results])
-        pairs = [
-            (r.expected_label, r.observed_label)
-            for r in results
-            if isinstance(r, ClassificationCriterionResult)
-        ]
-        report = classification_report(pairs)
-        table.merge(report.table)
-        details = report.details()
-        warning = one_label_warning([observed for _, observed in pairs],
-                                    expected_varies=len({e for e, _ in pairs}) > 1)  # fmt: skip
-        if warning is not None:
-            details["warnings"] = [warning]
-        return table, details
 
 
 def one_label_warning(

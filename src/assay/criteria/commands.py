@@ -1,12 +1,22 @@
-"""``run_command``: a shell command in the sandbox; exit code and stdout decide."""
+"""``run_command``: a shell command in the sandbox; exit code and stdout decide, or with
+``score_from_stdout`` the first line of stdout is the score (Coder Eval's rules and messages,
+``reference/coder_eval_agents.md`` §2). The command runs inside the row's bwrap sandbox with
+the ``bwrap`` driver."""
 
 from __future__ import annotations
 
+import math
 import re
 
-from assay.criteria.base import GradingContext, ScoreAggregate, basic_result, sandbox_of
+from assay.criteria.base import (
+    CriterionError,
+    GradingContext,
+    ScoreAggregate,
+    basic_result,
+    sandbox_of,
+)
 from assay.results.task_result import CriterionResult
-from assay.sandbox.process import run_process, tail
+from assay.sandbox.process import ProcessResult, tail
 from assay.spec.criteria import RunCommand
 
 
@@ -24,20 +34,23 @@ def stdout_matches(stdout: str, expected: str, how: str) -> bool:
 
 
 class RunCommandChecker(ScoreAggregate):
-    """Score 1.0 when the exit code is ``expected_exit_code`` and stdout matches (if set)."""
+    """Score 1.0 when the exit code is ``expected_exit_code`` and stdout matches (if set);
+    with ``score_from_stdout``, the score the command prints."""
 
     type_name = "run_command"
 
     async def check(self, spec: RunCommand, context: GradingContext) -> CriterionResult:
         """Run the command with its own timeout (seconds)."""
         sandbox = sandbox_of(context)
-        result = await run_process(
-            spec.command, cwd=sandbox.root, env=context.env, timeout=spec.timeout
-        )
+        result = await sandbox.run(spec.command, env=context.env, timeout=spec.timeout)
         lines = [f"Command: {spec.command}"]
         if result.timed_out:
             lines.append(f"Timed out after {spec.timeout:g} s")
+            if spec.score_from_stdout:
+                raise CriterionError(f"Command timed out after {spec.timeout:g} s")
             return basic_result(spec, 0.0, "\n".join(lines))
+        if spec.score_from_stdout:
+            return score_from_stdout(spec, result)
         ok = result.exit_code == spec.expected_exit_code
         lines.append(f"Exit code: {result.exit_code} (expected: {spec.expected_exit_code})")
         if spec.expected_stdout is not None:
@@ -50,3 +63,33 @@ class RunCommandChecker(ScoreAggregate):
         lines.append(f"Stdout: {tail(result.stdout.strip(), 500) or '(empty)'}")
         lines.append(f"Stderr: {tail(result.stderr.strip(), 500) or '(empty)'}")
         return basic_result(spec, 1.0 if ok else 0.0, "\n".join(lines))
+
+
+def score_from_stdout(spec: RunCommand, result: ProcessResult) -> CriterionResult:
+    """The float on stdout's first line, clamped to [0, 1]; the rest of stdout is details.
+
+    Raises:
+        CriterionError: the command exited with another code than expected, printed
+            nothing, or no finite number on its first line (Coder Eval's messages): it
+            gave no score, which is not a score of 0.
+    """
+    stream = (f"Stdout: {tail(result.stdout.strip(), 500) or '(empty)'}\n"
+              f"Stderr: {tail(result.stderr.strip(), 500) or '(empty)'}")  # fmt: skip
+    if result.exit_code != spec.expected_exit_code:
+        raise CriterionError(f"Command exited with code {result.exit_code} (expected "
+                             f"{spec.expected_exit_code})\n{stream}")  # fmt: skip
+    lines = result.stdout.splitlines()
+    if not lines or not lines[0].strip():
+        raise CriterionError(f"No output from command (empty stdout)\n{stream}")
+    first = lines[0].strip()
+    try:
+        raw = float(first)
+    except ValueError:
+        raise CriterionError(f"Could not parse score from first line: {first!r}") from None
+    if math.isnan(raw) or math.isinf(raw):
+        raise CriterionError(f"Invalid score value from stdout: {first!r}")
+    score = max(0.0, min(1.0, raw))
+    header = f"Score: {score:.3f}" + (f" (clamped from {raw:.3f})" if score != raw else "")
+    rest = "\n".join(lines[1:]).strip()
+    details = f"{header}\nCommand: {spec.command}" + (f"\n{tail(rest, 2000)}" if rest else "")
+    return basic_result(spec, score, details)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from assay.criteria.base import CriterionRegistry
+from assay.criteria.agent_registry import agent_checkers
+from assay.criteria.base import Checker, CriterionRegistry
 from assay.criteria.classification import ClassificationChecker
 from assay.criteria.commands import RunCommandChecker
 from assay.criteria.files import FileCheckChecker, FileExistsChecker
@@ -14,7 +15,7 @@ from assay.criteria.response import ResponseMatchChecker
 def default_criteria() -> CriterionRegistry:
     """A registry with every built-in checker."""
     registry = CriterionRegistry()
-    for checker in (
+    checkers: list[Checker] = [
         FileExistsChecker(),
         FileCheckChecker(),
         RunCommandChecker(),
@@ -22,6 +23,8 @@ def default_criteria() -> CriterionRegistry:
         ResponseMatchChecker(),
         QaChecker(),
         JudgeChecker(),
-    ):
+        *agent_checkers(),
+    ]
+    for checker in checkers:
         registry.register(checker)
     return registry

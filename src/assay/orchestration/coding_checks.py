@@ -33,7 +33,7 @@ def check_coding_agent(
     if not isinstance(agent, CodingAgent):
         return
     where = ("agent", "cli_path") if agent.cli_path else ("agent", "type")
-    _located(loaded, where, lambda: _find(agent, loaded.base_dir))
+    _located(loaded, where, lambda: find_agent_cli(agent, loaded.base_dir))
     _located(loaded, ("agent", "plugins"), lambda: plugin_dirs(agent, loaded.base_dir))
     _located(loaded, ("agent", "system_prompt_file"),
              lambda: read_system_prompt(agent, loaded.base_dir))  # fmt: skip
@@ -72,7 +72,13 @@ def _own_credentials(agent: CodingAgent) -> None:
                     f"no {' or '.join(variables)} and no ~/{login}", hint=fix)  # fmt: skip
 
 
-def _find(agent: CodingAgent, base_dir: Path) -> object:
+def find_agent_cli(agent: CodingAgent, base_dir: Path) -> Path:
+    """The executable of a coding agent's CLI (a relative ``cli_path`` is relative to the
+    task file's folder, ``base_dir``).
+
+    Raises:
+        UsageError: it is not installed (with the install command).
+    """
     if isinstance(agent, ClaudeCodeAgent):
         from assay.agents.claude_code import find_claude  # only plans with coding agents
 

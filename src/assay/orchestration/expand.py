@@ -58,6 +58,14 @@ _VALIDATED_FIELDS = (
     "includes",
     "excludes",
     "command",
+    "pattern",
+    "command_pattern",
+    "exclude_pattern",
+    "arguments_pattern",
+    "assertions",
+    "json_schema",
+    "skill_name",
+    "args",
 )
 RESERVED_ROW_IDS = frozenset({"suite.json", "suite.md"})
 MAX_ID_LENGTH = 200

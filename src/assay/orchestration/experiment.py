@@ -277,6 +277,8 @@ def _variant_layer(variant: Any, experiment_dir: Path | None) -> dict[str, Any]:
             variant.initial_prompt_file, experiment_dir, f"variant '{variant.variant_id}'",
             "initial_prompt_file",
         )  # fmt: skip
+    if variant.driver is not None:
+        layer["sandbox"] = {"driver": variant.driver}
     return _inline_agent_files(layer, experiment_dir, f"variant '{variant.variant_id}'")
 
 

@@ -16,6 +16,7 @@ from assay.data.select import SelectionRequest
 from assay.errors import TaskFileError, UsageError, UserError
 from assay.judges.assets import JudgeResolver
 from assay.orchestration.coding_checks import check_coding_agent
+from assay.orchestration.containment import check_containment, containment_warnings
 from assay.orchestration.discover import discover
 from assay.orchestration.expand import (
     Expansion,
@@ -159,6 +160,11 @@ class Plan:
         return total
 
     @property
+    def definitions(self) -> list[TaskDefinition]:
+        """Every task as each variant runs it."""
+        return [v.definition for planned in self.tasks for v in planned.variants]
+
+    @property
     def row_task_count(self) -> int:
         """Row-tasks over all task files (before variants and replicates)."""
         return sum(len(t.expansion.row_tasks) for t in self.tasks)
@@ -226,6 +232,7 @@ def build_plan(
             "no task to run: every task file was skipped" + (f" ({reasons})" if reasons else ""),
             hint="check --tags / --exclude-tags, or pass --include-skipped",
         )
+    check_containment((t.loaded, v.definition) for t in plan.tasks for v in t.variants)
     if experiment is not None and experiment_file is not None:
         plan.variants = tuple(v.variant_id for v in experiment.variants)
         plan.experiment = experiment
@@ -301,6 +308,7 @@ def _plan_tasks(
         except TaskFileError as exc:
             raise _overridden(exc, options.overrides) from None
         plan.tasks.append(PlannedTask(expansion, request, variants))
+        plan.warnings.extend(containment_warnings(loaded.display, [v.definition for v in variants]))
 
 
 def _variants(

@@ -19,6 +19,7 @@ from assay.agents.base import OutcomeStatus
 from assay.criteria.base import CriterionRegistry, GradingContext, needs_sandbox
 from assay.criteria.registry import default_criteria
 from assay.errors import UsageError
+from assay.orchestration.containment import Containment, private_paths
 from assay.orchestration.grading import final_status, grade, grading_message, weighted_score
 from assay.orchestration.judging import judge_keys as task_judge_keys
 from assay.orchestration.qa_rows import judge_key
@@ -83,13 +84,16 @@ async def regrade_run(run_dir: Path, *, jobs: int) -> list[EvaluationResult]:
         raise UsageError(f"no task.json under {run_dir}: is it a run directory?")
     rows = [(p, load_task_json(p)) for p in paths]
     _check_sandboxes_kept(run_dir, rows)
+    tasks = [TaskDefinition.model_validate(r.task_config.resolved) for _, r in rows]
+    containment = Containment.for_tasks(tasks, private=private_paths(run_dir, cache=None),
+                                        check=True)  # fmt: skip
     registry = default_criteria()
     pool = ModelPool(default_registry(), PoolSettings(parallel=max(1, jobs)))
     limit = asyncio.Semaphore(max(1, jobs))
 
     async def regrade(path: Path, result: EvaluationResult) -> EvaluationResult:
         async with limit:
-            return await _regrade_one(path, result, registry, pool)
+            return await _regrade_one(path, result, registry, pool, containment)
 
     results = [r for _, r in rows]
     with pidfd_child_watcher():
@@ -157,7 +161,11 @@ def _qa_context(result: EvaluationResult, task: TaskDefinition, pool: ModelPool)
 
 
 async def _regrade_one(
-    path: Path, result: EvaluationResult, registry: CriterionRegistry, pool: ModelPool
+    path: Path,
+    result: EvaluationResult,
+    registry: CriterionRegistry,
+    pool: ModelPool,
+    containment: Containment,
 ) -> EvaluationResult:
     status_of_agent = agent_status(result)
     if status_of_agent == "error":
@@ -174,6 +182,9 @@ async def _regrade_one(
     if kept.is_dir():
         scratch = Sandbox(kept).copy_to(Path(tempfile.mkdtemp(prefix="assay-eval-")) / "sandbox")
     try:
+        task_dir = Path(result.task_config.task_dir or ".")
+        if scratch is not None:  # a bwrap task's commands run contained again
+            scratch.jail = containment.jail(task, scratch.root, task_dir)
         env = row_env(
             dict(os.environ),
             task,
@@ -189,6 +200,8 @@ async def _regrade_one(
         criteria = await grade(list(task.success_criteria), context, registry)
     finally:
         if scratch is not None:
+            if scratch.jail is not None:
+                scratch.jail.close()
             shutil.rmtree(scratch.root.parent, ignore_errors=True)
     status = final_status(status_of_agent, criteria, graded=True)
     updated = result.model_copy(

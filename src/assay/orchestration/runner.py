@@ -25,8 +25,14 @@ from assay.agents.base import AgentContext, AgentOutcome
 from assay.agents.coding_models import bridge_key
 from assay.agents.llm import model_key
 from assay.agents.registry import build_agent
-from assay.criteria.base import CriterionRegistry, GradingContext, needs_sandbox
+from assay.criteria.base import (
+    READ_ONLY_TYPES,
+    CriterionRegistry,
+    GradingContext,
+    needs_sandbox,
+)
 from assay.errors import AssayError, SandboxError
+from assay.orchestration.containment import Containment
 from assay.orchestration.expand import RowTask
 from assay.orchestration.grading import final_status, grade, grading_message, weighted_score
 from assay.orchestration.judging import judge_keys as task_judge_keys_of
@@ -52,9 +58,10 @@ from assay.results.task_result import (
 )
 from assay.results.trace import Span, new_trace_id, to_otlp_json
 from assay.results.transcript_otlp import from_session, from_trace
-from assay.sandbox.process import run_process, tail
+from assay.sandbox.process import tail
 from assay.sandbox.tempdir import Sandbox
 from assay.spec.coding_agents import CodingAgent
+from assay.spec.criteria import CriterionSpec
 from assay.spec.task import LlmAgent, NoneAgent, TaskDefinition
 
 if TYPE_CHECKING:
@@ -101,6 +108,7 @@ class _Row:
     qa: QaItem | None = None
     pre_run: list[CommandResult] = field(default_factory=list)
     post_run: list[CommandResult] = field(default_factory=list)
+    post_failure: list[CriterionResult] = field(default_factory=list)
 
     def note(self, text: str) -> None:
         stamp = datetime.now().strftime("%H:%M:%S.%f")[:-3]
@@ -199,6 +207,7 @@ class Runner:
         pool: started models.
         criteria: the criterion registry.
         options: jobs, stage, sandbox keeping.
+        containment: makes the ``bwrap`` sandbox of the rows whose task asks for one.
     """
 
     def __init__(
@@ -210,8 +219,10 @@ class Runner:
         *,
         on_retry: OnRetry | None = None,
         bridge: Bridge | None = None,
+        containment: Containment | None = None,
     ) -> None:
         self.run_dir = run_dir
+        self.containment = containment or Containment()
         self.pool = pool
         self.criteria = criteria
         self.options = options
@@ -330,8 +341,17 @@ class Runner:
             row.note(f"sandbox: {exc}")
             return self._finish(row, AgentOutcome(status="error", error=str(exc)), [], None)
         try:
+            sandbox.jail = self.containment.jail(task, sandbox.root, base_dir)
+            if sandbox.jail is not None:
+                user = f" as uid {sandbox.jail.uid}" if sandbox.jail.uid is not None else ""
+                row.note(f"sandbox: bwrap{user}")
             return await self._in_sandbox(row, sandbox, base_dir, keep_copy=moved)
+        except SandboxError as exc:
+            row.note(f"sandbox: {exc}")
+            return self._finish(row, AgentOutcome(status="error", error=str(exc)), [], sandbox)
         finally:
+            if sandbox.jail is not None:
+                sandbox.jail.close()
             if sandbox.root.exists() and not self._keeps(sandbox, directory):
                 sandbox.remove()
 
@@ -350,11 +370,13 @@ class Runner:
             trace = store.get_trace(row_task.trace_id)
         except AssayError as exc:
             return AgentOutcome(status="error", error=f"cannot read the row's trace: {exc}")
-        if row_task.store.pointer_kind == "session":  # graded over every trace of it
-            return AgentOutcome(response=conversation(trace) or "", stored_trace=trace,
-                                transcript=from_session(trace))  # fmt: skip
-        return AgentOutcome(response=final_output(trace) or "", stored_trace=trace,
-                            transcript=from_trace(trace))  # fmt: skip
+        session = row_task.store.pointer_kind == "session"  # graded over every trace of it
+        try:
+            transcript = from_session(trace) if session else from_trace(trace)
+        except (ValueError, TypeError):
+            transcript = None
+        response = (conversation(trace) if session else final_output(trace)) or ""
+        return AgentOutcome(response=response, stored_trace=trace, transcript=transcript)
 
     def close(self) -> None:
         """Release store handles opened for trace-backed rows."""
@@ -406,6 +428,7 @@ class Runner:
             label=f"{task.task_id}#{item.replicate:02d}",
             row=item.row_task.row,
             max_turns=task.run_limits.max_turns,
+            jail=sandbox.jail if sandbox is not None else None,
         )
         if isinstance(task.agent, NoneAgent) and item.row_task.trace_id is not None:
             outcome = self._replay(item.row_task)
@@ -418,15 +441,21 @@ class Runner:
         row.note(f"agent {task.agent.type}: {outcome.status}" + (
             f" ({outcome.error})" if outcome.error else ""))  # fmt: skip
         results: list[CriterionResult] = []
-        if outcome.status != "error" and self.options.stage == "run":
+        if self.options.stage == "run":
             grading = GradingContext(
                 sandbox=sandbox, response=outcome.response, env=env, qa_item=row.qa,
                 judge=self._judge(task, base_dir),
                 judge_settings=task.qa.judge if task.qa else None,
                 transcript=outcome.transcript, row=item.row_task.row, models=self.pool,
             )  # fmt: skip
-            results = await grade(list(task.success_criteria), grading, self.criteria)
-            for result in results:
+            if outcome.status != "error":
+                results = await grade(list(task.success_criteria), grading, self.criteria)
+            else:  # the row stays ERROR; what the agent left is still worth a look
+                read_only: list[CriterionSpec] = [
+                    c for c in task.success_criteria if c.type in READ_ONLY_TYPES
+                ]
+                row.post_failure = await grade(read_only, grading, self.criteria)
+            for result in [*results, *row.post_failure]:
                 row.note(f"criterion {result.criterion_type}: score {result.score:.3f} "
                          f"{_first_line(result.error or result.details)}")  # fmt: skip
         if sandbox is not None:
@@ -464,7 +493,7 @@ class Runner:
     async def _command(
         command: str, timeout: float, sandbox: Sandbox, env: dict[str, str]
     ) -> CommandResult:
-        result = await run_process(command, cwd=sandbox.root, env=env, timeout=timeout)
+        result = await sandbox.run(command, env=env, timeout=timeout)
         return CommandResult(
             command=command,
             exit_code=result.exit_code,
@@ -500,6 +529,7 @@ class Runner:
             final_status=status,
             weighted_score=weighted_score(results) if results else None,
             success_criteria_results=results,
+            post_failure_criteria_results=row.post_failure,
             error_message=_error_message(status, outcome, results),
             agent=AgentRecord(
                 exit_code=outcome.exit_code,

@@ -85,6 +85,7 @@ async def run_services(
     keys: Sequence[ModelKey],
     *,
     bridge: bool = False,
+    bridge_socket: bool = False,
     on_retry: OnRetry | None = None,
 ) -> AsyncIterator[RunServices]:
     """Start the run's services, yield them, and stop them however the block ends.
@@ -94,6 +95,8 @@ async def run_services(
             (a local model server is launched then), and the pool and its cache are closed
             after it.
         bridge: also serve the model bridge (a coding agent of the run calls through it).
+        bridge_socket: the bridge also listens on a unix socket (a coding agent of the run
+            runs in a ``bwrap`` sandbox, without network).
         on_retry: told of every model call the bridge retries.
 
     Raises:
@@ -109,7 +112,7 @@ async def run_services(
 
             served = Bridge(pool, on_retry=on_retry)
             stack.push_async_callback(served.aclose)
-            await served.start()
+            await served.start(unix_socket=bridge_socket)
         yield RunServices(pool, served)
 
 

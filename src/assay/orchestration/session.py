@@ -18,9 +18,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from assay.criteria.registry import default_criteria
 from assay.errors import UsageError
+from assay.orchestration.containment import Containment, private_paths, uses_bwrap
 from assay.orchestration.datacheck import same_data
 from assay.orchestration.plan import Plan, PlanOptions, WorkItem, build_plan
 from assay.orchestration.progress import NoProgress, Progress
@@ -48,7 +50,11 @@ from assay.qa import check_judge
 from assay.results.io import read_json
 from assay.results.plan_record import PLAN_FILE, PlanRecord, log_session, write_plan
 from assay.results.task_result import EvaluationResult
+from assay.sandbox.bwrap import BridgeLink
 from assay.sandbox.process import pidfd_child_watcher
+
+if TYPE_CHECKING:
+    from assay.bridge import Bridge
 
 Warn = Callable[[str], None]
 
@@ -190,13 +196,16 @@ class RunSession:
         log_session(self.run_dir, "start", self.started)
         pool = build_pool(request.models, jobs=request.options.jobs, prices=self.prices,
                           registry=request.registry)  # fmt: skip
+        contained = uses_bwrap(self.plan.definitions)
         services_of_run = run_services(pool, model_keys(self.plan), bridge=needs_bridge(self.plan),
+                                       bridge_socket=contained,
                                        on_retry=request.progress.retry)  # fmt: skip
         with pidfd_child_watcher():
             async with services_of_run as services:
+                containment = self._containment(services.bridge, pool)
                 runner = Runner(self.run_dir, pool, default_criteria(), request.options,
-                                on_retry=request.progress.retry,
-                                bridge=services.bridge)  # fmt: skip
+                                on_retry=request.progress.retry, bridge=services.bridge,
+                                containment=containment)  # fmt: skip
                 try:
                     if request.options.stage == "run":
                         warnings = await check_judges(self.plan, services.pool,
@@ -208,6 +217,18 @@ class RunSession:
                 finally:  # before the services stop (a local server takes a moment to end)
                     request.progress.stop()
                     runner.close()
+
+    def _containment(self, bridge: Bridge | None, pool: ModelPool) -> Containment:
+        """The rows' bwrap sandboxes: they reach the bridge through its unix socket, and
+        never see the run folder, the store or the response cache."""
+        link = None
+        if bridge is not None and bridge.socket_path is not None:
+            link = BridgeLink(bridge.socket_path, bridge.port)
+        cache = pool.settings.cache
+        stores = [t.expansion.store.url for t in self.plan.tasks if t.expansion.store is not None]
+        private = private_paths(self.run_dir, cache=cache.path if cache is not None else None,
+                                store_urls=stores)  # fmt: skip
+        return Containment.for_tasks(self.plan.definitions, private=private, bridge=link)
 
     def finish(
         self, results: list[EvaluationResult | None], *, interrupted: bool

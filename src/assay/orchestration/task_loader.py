@@ -17,7 +17,9 @@ from pydantic import ValidationError
 
 from assay.data.substitute import PLACEHOLDER, lookalikes, string_leaves
 from assay.errors import TaskFileError, UsageError
+from assay.orchestration.criterion_checks import check_agent_criteria
 from assay.orchestration.overrides import Override, apply_override, overridden
+from assay.orchestration.sandbox_checks import check_read_only
 from assay.orchestration.thresholds import check_threshold_names
 from assay.qa import QaTemplates, load_metrics_hook
 from assay.spec.base import ScreenError, screen
@@ -131,7 +133,9 @@ def load_document(
     raw = _inline_files(dict(screened.data), base_dir, display, document)
     definition = _validate(raw, display, document, placed)
     check_threshold_names(definition, display=display, document=document)
+    check_agent_criteria(definition, display=display, document=document)
     check_templates(definition, base_dir=base_dir, display=display, document=document)
+    check_read_only(definition, base_dir=base_dir, display=display, document=document)
     check_qa(definition, base_dir=base_dir, display=display, document=document)
     warnings += lint_placeholders(data, definition, display=display, document=document)
     return LoadedTask(definition, path, display, base_dir, document, warnings)

@@ -3,11 +3,11 @@
 Metric names (``reference/originals.md`` §1.4): every criterion has ``count``, ``mean``,
 ``median``, ``std``, ``min``, ``max`` and ``completion_rate``; classification criteria add
 ``accuracy``, ``macro_f1``, ``weighted_f1``, ``micro_f1`` and ``precision.<label>``,
-``recall.<label>``, ``f1.<label>`` for each allowed label and ``(none)``/``(other)``; the
-``qa`` criterion adds ``accuracy``; ``llm_judge`` adds its verdict kind's metrics
-(:func:`assay.spec.judge.judge_metric_names`: ``pass_rate``, ``corrected_pass_rate``,
-``share.<label>``, ``verdict_mean`` on the judge's own scale, …), checked once the judge is
-resolved.
+``recall.<label>``, ``f1.<label>`` for each allowed label and ``(none)``/``(other)``
+(``skill_triggered``: the labels ``yes`` and ``no``); the ``qa`` criterion adds ``accuracy``;
+``llm_judge`` adds its verdict kind's metrics (:func:`assay.spec.judge.judge_metric_names`:
+``pass_rate``, ``corrected_pass_rate``, ``share.<label>``, ``verdict_mean`` on the judge's own
+scale, …), checked once the judge is resolved.
 A name outside that set is a load-time error with a suggestion: a typo would otherwise make
 a gate that can never pass.
 """
@@ -37,6 +37,9 @@ def known_metrics(spec: CriterionSpec) -> set[str] | None:
         if any("${" in label for label in labels):
             return None
         names |= {f"{kind}.{label}" for kind in PER_LABEL for label in labels}
+    if spec.type == "skill_triggered":
+        names |= set(CLASSIFICATION_METRICS)
+        names |= {f"{kind}.{label}" for kind in PER_LABEL for label in ("yes", "no")}
     if spec.type == "qa":
         names.add("accuracy")
     if isinstance(spec, LlmJudge):

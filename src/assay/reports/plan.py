@@ -17,6 +17,7 @@ def variant_settings(variant: ResolvedVariant) -> list[tuple[str, str, str]]:
     data = variant.definition.model_dump(
         mode="json", exclude={"success_criteria", "dataset", "suite_id", "row_id"}
     )
+    data["sandbox"]["driver"] = variant.definition.sandbox_driver  # the default made explicit
     rows: list[tuple[str, str, str]] = []
     _leaves(data, "", rows, variant.provenance)
     return rows

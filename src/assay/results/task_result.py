@@ -195,7 +195,12 @@ class TaskConfigRecord(_Result):
 
 
 class EvaluationResult(_Result):
-    """One ``task.json``."""
+    """One ``task.json``.
+
+    ``post_failure_criteria_results``: after the agent crashed (the row is ``ERROR``), the
+    criteria that only read what it left (files, the response, the transcript) are still
+    graded, for diagnosis; they count in no score, rate or gate (Coder Eval's field).
+    """
 
     schema_version: str = TASK_SCHEMA_VERSION
     task_id: str
@@ -213,6 +218,7 @@ class EvaluationResult(_Result):
     final_status: FinalStatus
     weighted_score: float | None = None
     success_criteria_results: list[CriterionResult] = Field(default_factory=list)
+    post_failure_criteria_results: list[CriterionResult] = Field(default_factory=list)
     error_message: str | None = None
     agent: AgentRecord = Field(default_factory=AgentRecord)
     total_token_usage: TokenUsage | None = None

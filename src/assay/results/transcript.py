@@ -86,6 +86,8 @@ class Transcript:
         cli: facts the CLI reported about itself (``version``, ``session_id``, ``model``).
         cli_usage, cli_cost_usd: the CLI's own totals (cross-checked with the bridge's).
         skills_offered: skills the agent was offered (from its plugins).
+        skills_loaded: the skills the CLI itself said it loaded (Claude Code's ``system/init``
+            event, plugin skills as ``plugin:skill``), or ``None`` when it does not say.
         usage_source: ``bridge`` (every call counted by assay), ``cli`` (direct mode: the
             CLI's totals alone) or ``model`` (an ``llm`` agent's own call).
     """
@@ -97,6 +99,7 @@ class Transcript:
     cli_usage: TokenBuckets | None = None
     cli_cost_usd: float | None = None
     skills_offered: list[str] = field(default_factory=list)
+    skills_loaded: list[str] | None = None
     usage_source: Literal["bridge", "cli", "model"] | None = None
 
     def add(self, event: TranscriptEvent) -> None:
@@ -183,6 +186,7 @@ class Transcript:
             usage_difference=self.usage_difference(),
             cli=dict(self.cli),
             skills_offered=list(self.skills_offered),
+            skills_loaded=list(self.skills_loaded) if self.skills_loaded is not None else None,
             last_lines=self.lines()[-LAST_LINES:],
         )
 
@@ -296,4 +300,5 @@ class TranscriptSummary(_Record):
     usage_difference: str | None = None
     cli: dict[str, str] = {}
     skills_offered: list[str] = []
+    skills_loaded: list[str] | None = None
     last_lines: list[str] = []

@@ -63,6 +63,8 @@ def agent_attributes(transcript: Transcript) -> dict[str, str | int | float | bo
         attributes["assay.cli.cost_usd"] = transcript.cli_cost_usd
     if transcript.skills_offered:
         attributes["assay.skills_offered"] = ",".join(transcript.skills_offered)
+    if transcript.skills_loaded is not None:
+        attributes["assay.skills_loaded"] = ",".join(transcript.skills_loaded)
     for key, value in transcript.cli.items():
         attributes[f"assay.cli.{key}"] = value
     return attributes
@@ -182,6 +184,9 @@ def from_trace(trace: dict[str, Any]) -> Transcript | None:
         transcript.cli_usage = TokenBuckets.model_validate_json(cli_usage)
     skills = attribute(agent, "assay.skills_offered")
     transcript.skills_offered = skills.split(",") if isinstance(skills, str) and skills else []
+    loaded = attribute(agent, "assay.skills_loaded")
+    if isinstance(loaded, str):
+        transcript.skills_loaded = loaded.split(",") if loaded else []
     transcript.cli = _cli_facts(agent)
     children = [s for s in spans if s.get("parentSpanId") == agent.get("spanId")]
     events = [e for s in children for e in _events_of(s)] + _agent_events(agent)

@@ -4,6 +4,8 @@ Sources apply in order and later ones win on conflicts (Coder Eval's rule): ``te
 copies a folder (relative to the task file) to ``mount_point`` (default: the root);
 ``starter_files`` writes files. Paths a criterion reads are resolved with
 :meth:`Sandbox.resolve`, which refuses absolute paths, ``..`` and symlinks that lead out.
+Programs run in it with :meth:`Sandbox.run`: inside its bwrap sandbox when it has one
+(:mod:`assay.sandbox.bwrap`, the ``bwrap`` driver), else as plain processes.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ import tempfile
 from pathlib import Path, PurePosixPath
 
 from assay.errors import SandboxError
+from assay.sandbox.bwrap import Jail
+from assay.sandbox.process import ProcessResult, run_process
 from assay.spec.task import SandboxConfig, StarterFiles, TemplateDir
 
 
@@ -27,11 +31,36 @@ class Sandbox:
 
     Args:
         root: the directory (it must exist).
+        jail: the bwrap sandbox its programs run in (``None``: plain processes).
     """
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, jail: Jail | None = None) -> None:
         self.root = root
+        self.jail = jail
         self._real = root.resolve()
+
+    async def run(
+        self,
+        command: str | list[str],
+        *,
+        env: dict[str, str],
+        timeout: float,
+        stdin: str | None = None,
+        writable: tuple[Path, ...] = (),
+    ) -> ProcessResult:
+        """Run a shell command (or an argv list) in the sandbox's folder, inside its jail
+        when it has one; ``writable`` are more folders the program may write there.
+
+        Raises:
+            FileNotFoundError, PermissionError: an argv program cannot be started (without
+                a jail; inside one, the shell reports it with exit code 127 or 126).
+        """
+        if self.jail is None:
+            return await run_process(command, cwd=self.root, env=env, timeout=timeout,
+                                     stdin=stdin)  # fmt: skip
+        argv = ["/bin/sh", "-c", command] if isinstance(command, str) else command
+        wrapped, inner = self.jail.command(argv, env=env, cwd=self.root, writable=writable)
+        return await run_process(wrapped, cwd=self.root, env=inner, timeout=timeout, stdin=stdin)
 
     @classmethod
     def create(

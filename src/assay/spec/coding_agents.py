@@ -43,6 +43,10 @@ SDK_TRANSPORT = frozenset({
 """``ClaudeAgentOptions`` fields of the Python SDK's own transport (claude-agent-sdk 0.2.189)."""
 
 
+ACTING_TOOLS = frozenset({"Bash", "Write", "Edit", "MultiEdit", "NotebookEdit"})
+"""Claude Code's tools that write files or run commands."""
+
+
 class PluginSource(StrictModel):
     """A plugin folder offered to the agent (its ``skills/<name>/SKILL.md`` become skills).
 
@@ -141,6 +145,22 @@ class ClaudeCodeAgent(CodingAgent):
 
     native_provider: ClassVar[str] = "anthropic"
 
+    @property
+    def may_act(self) -> bool:
+        """Whether the CLI may write files or run commands: every mode but ``plan`` and
+        ``default``, and ``default`` when ``allowed_tools`` lets a writing or shell tool run
+        (``Bash``, ``Write``, ``Edit``, ``MultiEdit``, ``NotebookEdit``, an ``mcp__`` tool,
+        or a rule on one of them)."""
+        if self.permission_mode == "plan":
+            return False
+        if self.permission_mode != "default":
+            return True
+        denied = set(self.disallowed_tools or [])
+        return any(
+            name not in denied and (name.split("(")[0] in ACTING_TOOLS or name.startswith("mcp__"))
+            for name in self.allowed_tools or []
+        )
+
     @field_validator("allowed_tools", "disallowed_tools")
     @classmethod
     def _tool_names(cls, value: list[str] | None) -> list[str] | None:
@@ -201,6 +221,11 @@ class CodexAgent(CodingAgent):
     type: Literal["codex"]
 
     native_provider: ClassVar[str] = "openai"
+
+    @property
+    def may_act(self) -> bool:
+        """Codex always may: it runs every command with full access inside the sandbox."""
+        return True
 
 
 __all__ = ["ClaudeCodeAgent", "CodexAgent", "CodingAgent", "PluginSource"]

@@ -110,7 +110,6 @@ class Variant(StrictModel):
 
     coder_eval_only: ClassVar[Mapping[str, str]] = {
         "simulation": "no simulated user",
-        "driver": "only the tempdir driver exists",
     }
 
     variant_id: StrictStr
@@ -122,6 +121,7 @@ class Variant(StrictModel):
     initial_prompt: StrictStr | None = None
     initial_prompt_file: StrictStr | None = None
     prompt_mutations: list[PromptMutation] | None = None
+    driver: Literal["tempdir", "bwrap"] | None = None
     dataset: Any = None
 
     @field_validator("variant_id")

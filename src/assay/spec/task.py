@@ -196,21 +196,61 @@ TemplateSource = Annotated[
 ]
 
 
+class SandboxLimits(StrictModel):
+    """Limits of every process of a row, enforced by the ``bwrap`` driver (``setrlimit`` in
+    the sandbox, before the program starts; each row runs as its own user when assay runs
+    as root, so ``max_pids`` counts that row's processes and threads).
+
+    ``max_pids``: processes and threads (``RLIMIT_NPROC``, Coder Eval's field);
+    ``cpu_seconds``: CPU time of each process (``RLIMIT_CPU``; killed with ``SIGXCPU`` then
+    ``SIGKILL``); ``max_file_size_mb``: the largest file a process may write
+    (``RLIMIT_FSIZE``; a larger write fails with ``EFBIG``); ``max_open_files``: file
+    descriptors per process (``RLIMIT_NOFILE``).
+    """
+
+    coder_eval_only: ClassVar[Mapping[str, str]] = {
+        "timeout": "run_limits.task_timeout bounds the agent; pre_run, post_run and run_command "
+        "have their own timeout",
+        "max_memory_mb": "not enforced (the bwrap driver sets no cgroup)",
+        "max_cpus": "not enforced (the bwrap driver sets no cgroup)",
+        "max_disk_mb": "not enforced (use max_file_size_mb)",
+    }
+
+    max_pids: int = Field(default=1024, gt=0)
+    cpu_seconds: int | None = Field(default=None, gt=0)
+    max_file_size_mb: int = Field(default=1024, gt=0)
+    max_open_files: int = Field(default=4096, ge=16)
+
+
+SandboxDriver = Literal["tempdir", "bwrap"]
+
+
 class SandboxConfig(StrictModel):
-    """Where a row-task runs: a fresh temporary directory filled from ``template_sources``."""
+    """Where a row-task runs: a fresh folder filled from ``template_sources``.
+
+    ``driver``: ``tempdir`` (a plain temporary folder: programs see the whole machine) or
+    ``bwrap`` (a bubblewrap sandbox around every program of the row:
+    :mod:`assay.sandbox.bwrap`). Unset, it is ``bwrap`` for a coding agent that may write
+    files or run commands, else ``tempdir`` (:meth:`TaskDefinition.sandbox_driver`).
+    ``limits``, ``network`` (let the row's programs reach the network, not only the model
+    bridge) and ``read_only`` (more folders the programs may read, e.g. a tool installed
+    in a home folder; relative to the task file) apply to the ``bwrap`` driver.
+    """
 
     coder_eval_only: ClassVar[Mapping[str, str]] = {
         "python": "no per-row Python environment is built; the sandbox uses the host's",
         "node": "no per-row Node.js environment is built",
-        "docker": "only the tempdir driver exists",
-        "limits": "only run_limits.task_timeout and command timeouts are enforced",
+        "docker": "the drivers are tempdir and bwrap",
         "ignore_patterns": "sandboxes are not preserved by pattern",
         "mock_path_dirs": "not supported",
         "record_cli": "not supported",
     }
 
-    driver: Literal["tempdir"] = "tempdir"
+    driver: SandboxDriver | None = None
     template_sources: list[TemplateSource] | None = None
+    limits: SandboxLimits = Field(default_factory=SandboxLimits)
+    network: bool = False
+    read_only: list[StrictStr] = Field(default_factory=list)
 
 
 class RunLimits(StrictModel):
@@ -291,7 +331,7 @@ class TaskDefinition(StrictModel):
     coder_eval_only: ClassVar[Mapping[str, str]] = {
         "simulation": "no simulated user; the agent gets initial_prompt once",
         "reference": "reference solutions are not compared",
-        "expected_commands": "command efficiency is not measured",
+        "expected_commands": "give the budget to a commands_efficiency criterion instead",
     }
     writer_only: ClassVar[frozenset[str]] = frozenset({"suite_id", "row_id"})
 
@@ -400,6 +440,17 @@ class TaskDefinition(StrictModel):
         return self
 
     @property
+    def sandbox_driver(self) -> SandboxDriver:
+        """``sandbox.driver``, or by default ``bwrap`` for a coding agent that may write files
+        or run commands and ``tempdir`` for every other agent."""
+        if self.sandbox.driver is not None:
+            return self.sandbox.driver
+        agent = self.agent
+        if isinstance(agent, ClaudeCodeAgent | CodexAgent) and agent.may_act:
+            return "bwrap"
+        return "tempdir"
+
+    @property
     def is_row_task(self) -> bool:
         """True for a task expanded from one dataset row."""
         return self.suite_id is not None
@@ -416,6 +467,8 @@ __all__ = [
     "PreRunCommand",
     "RunLimits",
     "SandboxConfig",
+    "SandboxDriver",
+    "SandboxLimits",
     "StarterFiles",
     "TaskDefinition",
     "TemplateDir",

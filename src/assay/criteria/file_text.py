@@ -1,0 +1,83 @@
+"""``file_contains`` and ``file_matches_regex``: text the agent left (Coder Eval's scoring and
+details, ``reference/coder_eval_agents.md`` §2).
+
+Both read ``path`` in the sandbox, or the final response when ``path`` is omitted. A file
+that does not exist scores 0.0 (the agent did not write it) with Coder Eval's text
+``File '<path>' does not exist``; a path that leaves the sandbox or is not a regular file is
+the criterion's error.
+"""
+
+from __future__ import annotations
+
+import re
+
+from assay.criteria.base import GradingContext, ScoreAggregate, basic_result, read_text
+from assay.results.task_result import CriterionResult
+from assay.spec.criteria import regex_flags
+from assay.spec.file_criteria import FileContains, FileMatchesRegex
+
+QUOTED = 100
+
+
+def missing(source: str) -> str:
+    """Coder Eval's text for a file that is not there (or a response that is absent)."""
+    if source.startswith("'"):
+        return f"File {source} does not exist"
+    return f"{source[0].upper()}{source[1:]} is absent"
+
+
+class FileContainsChecker(ScoreAggregate):
+    """Mean of ``includes`` found / all and ``excludes`` absent / all."""
+
+    type_name = "file_contains"
+
+    async def check(self, spec: FileContains, context: GradingContext) -> CriterionResult:
+        """Look for every string."""
+        text = read_text(spec.path, context)
+        if text.value is None:
+            return basic_result(spec, 0.0, missing(text.source))
+        body = text.value
+        parts: list[float] = []
+        notes: list[str] = []
+        if spec.includes:
+            found = [s for s in spec.includes if s in body]
+            parts.append(len(found) / len(spec.includes))
+            notes.append(f"Includes: {len(found)}/{len(spec.includes)} found")
+            notes += [f"missing {s!r}" for s in spec.includes if s not in body]
+        if spec.excludes:
+            absent = [s for s in spec.excludes if s not in body]
+            parts.append(len(absent) / len(spec.excludes))
+            notes.append(f"Excludes: {len(absent)}/{len(spec.excludes)} absent")
+            notes += [f"present {s!r}" for s in spec.excludes if s in body]
+        score = sum(parts) / len(parts) if parts else 1.0
+        notes.append(f"Score: {score:.2f}")
+        return basic_result(spec, score, "; ".join(notes))
+
+
+class FileMatchesRegexChecker(ScoreAggregate):
+    """Binary on ``re.search``, inverted by ``must_match: false``."""
+
+    type_name = "file_matches_regex"
+
+    async def check(self, spec: FileMatchesRegex, context: GradingContext) -> CriterionResult:
+        """Search the text once."""
+        text = read_text(spec.path, context)
+        if text.value is None:
+            return basic_result(spec, 0.0, missing(text.source))
+        match = re.compile(spec.pattern, regex_flags(spec.flags)).search(text.value)
+        where = "the response" if spec.path is None else "file"
+        if spec.must_match:
+            if match is None:
+                return basic_result(spec, 0.0, f"Pattern '{spec.pattern}' not found in {where}")
+            quoted = match.group()[:QUOTED]
+            return basic_result(
+                spec, 1.0, f"Pattern '{spec.pattern}' found in {where} (matched: '{quoted}')"
+            )
+        if match is None:
+            absent = f"Pattern '{spec.pattern}' correctly absent from {where}"
+            return basic_result(spec, 1.0, absent)
+        quoted = match.group()[:QUOTED]
+        return basic_result(
+            spec, 0.0,
+            f"Pattern '{spec.pattern}' found but should not be present (matched: '{quoted}')",
+        )  # fmt: skip

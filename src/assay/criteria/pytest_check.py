@@ -1,0 +1,132 @@
+"""``pytest``: run the sandbox's tests; the score is ``passed / collected``, read from the
+JUnit XML report pytest writes (its console text changes between versions and plugins).
+
+``pytest <path> <args> --junitxml=<report> -p no:cacheprovider`` runs in the sandbox with
+the row's environment (inside its bwrap sandbox with the ``bwrap`` driver; the report goes
+to a folder of its own, never into the sandbox). Collected = the report's ``tests``;
+passed = ``tests − failures − errors − skipped`` (a collection error is an error). Exit
+codes (pytest's): 0, 1, 2 are scored from the report, capped at 0.99 when the exit code is
+not 0 (Coder Eval's rule); 5 (no test collected) scores 0.0; 3 (internal error), 4 (usage
+error), a pytest that is not installed and a missing report cannot grade the row: the
+criterion's error. A run killed at ``timeout`` scores 0.0 (the tests hang).
+"""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from xml.etree import ElementTree
+
+from assay.criteria.base import (
+    CriterionError,
+    GradingContext,
+    ScoreAggregate,
+    basic_result,
+    sandbox_of,
+)
+from assay.results.task_result import CriterionResult
+from assay.sandbox.process import ProcessResult, tail
+from assay.spec.file_criteria import PytestCheck
+
+IMPERFECT_CAP = 0.99
+SCORED_EXITS = (0, 1, 2)
+NO_TESTS_EXIT = 5
+
+
+@dataclass(frozen=True)
+class Counts:
+    """What a JUnit XML report counts, over all its test suites."""
+
+    tests: int
+    failures: int
+    errors: int
+    skipped: int
+
+    @property
+    def passed(self) -> int:
+        """Tests that neither failed, erred nor were skipped."""
+        return max(0, self.tests - self.failures - self.errors - self.skipped)
+
+
+def read_report(path: Path) -> Counts:
+    """Sum the ``testsuite`` counts of a JUnit XML report.
+
+    Raises:
+        CriterionError: the file is missing or is not such a report.
+    """
+    try:
+        root = ElementTree.parse(path).getroot()
+    except (OSError, ElementTree.ParseError) as exc:
+        raise CriterionError(f"pytest's JUnit XML report cannot be read: {exc}") from None
+    suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
+    if root.tag not in ("testsuite", "testsuites"):
+        raise CriterionError(f"pytest's report is not JUnit XML (root element <{root.tag}>)")
+    totals = [0, 0, 0, 0]
+    for suite in suites:
+        for index, name in enumerate(("tests", "failures", "errors", "skipped")):
+            try:
+                totals[index] += int(suite.get(name) or 0)
+            except ValueError:
+                raise CriterionError(f"pytest's report has a bad {name} count") from None
+    return Counts(*totals)
+
+
+class PytestChecker(ScoreAggregate):
+    """Grades ``pytest``; see the module docstring."""
+
+    type_name = "pytest"
+
+    async def check(self, spec: PytestCheck, context: GradingContext) -> CriterionResult:
+        """Run pytest and read its report."""
+        sandbox = sandbox_of(context)
+        folder = Path(tempfile.mkdtemp(prefix="assay-pytest-"))
+        report = folder / "report.xml"
+        argv = ["pytest", spec.path, *spec.args, f"--junitxml={report}", "-p", "no:cacheprovider"]
+        try:
+            result = await sandbox.run(shlex.join(argv), env=context.env, timeout=spec.timeout,
+                                       writable=(folder,))  # fmt: skip
+            if result.timed_out:
+                return basic_result(spec, 0.0, f"Timed out after {spec.timeout:g} s\n"
+                                    f"{_output(result)}")  # fmt: skip
+            return _score(spec, result, report)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _score(spec: PytestCheck, result: ProcessResult, report: Path) -> CriterionResult:
+    code = result.exit_code
+    output = tail((result.stderr or result.stdout).strip(), 500)
+    if code in (126, 127) and not report.exists():
+        raise CriterionError(f"pytest is not installed in the sandbox (exit code {code}): "
+                             f"{tail(result.stderr.strip(), 300)}")  # fmt: skip
+    if code not in (*SCORED_EXITS, NO_TESTS_EXIT):
+        kind = {3: "an internal error", 4: "a usage error"}.get(code or -1, "an unknown exit")
+        raise CriterionError(f"pytest stopped with {kind} (exit code {code}): {output}")
+    if not report.exists():
+        raise CriterionError(f"pytest wrote no report (exit code {code}): {output}")
+    counts = read_report(report)
+    if counts.tests == 0:
+        return basic_result(spec, 0.0, f"Exit code: {code}, Pytest: No tests collected "
+                            f"(score: 0.00)\n{_summary(result)}")  # fmt: skip
+    score = counts.passed / counts.tests
+    if code != 0 and score == 1.0:
+        score = IMPERFECT_CAP
+    details = (
+        f"Exit code: {code}, Pytest: {counts.passed} passed, {counts.failures} failed, "
+        f"{counts.errors} errors, {counts.skipped} skipped out of {counts.tests} collected "
+        f"(score: {score:.2f})\n{_summary(result)}"
+    )
+    return basic_result(spec, score, details)
+
+
+def _summary(result: ProcessResult) -> str:
+    """pytest's last summary line (``=== 2 passed, 1 failed in 0.1s ===``)."""
+    lines = [line for line in result.stdout.splitlines() if line.startswith("=")]
+    return lines[-1] if lines else tail(result.stdout.strip(), 300)
+
+
+def _output(result: ProcessResult) -> str:
+    return f"Stdout: {tail(result.stdout.strip(), 500) or '(empty)'}"

@@ -1,0 +1,102 @@
+"""``skill_triggered``: did the agent engage a skill? A yes/no classification per row.
+
+Engaged (``reference/coder_eval_agents.md`` §2, Coder Eval's any-engagement rule): anywhere
+in the run, a ``Skill`` tool call whose ``skill`` names it (the text after the last ``:``,
+so Claude Code's ``plugin:skill`` counts), or any tool call with a string argument holding
+``skills/<name>/`` (either slash): Codex, which has no ``Skill`` tool, engages a skill by
+reading ``$CODEX_HOME/skills/<name>/SKILL.md`` with a shell command. Observed ``yes`` when
+engaged; expected ``yes`` when ``expected_skill == skill_name``; score 1.0 when they agree.
+
+A row whose agent was not offered the skill (no plugin of ``agent.plugins`` holds it), or
+whose CLI reported the skills it loaded without it, cannot be graded: the positive control
+cannot run, so the criterion errs (the row is ``ERROR``), as in Coder Eval. The suite
+aggregate is the classification overlay (:class:`ClassificationAggregate`).
+"""
+
+from __future__ import annotations
+
+import re
+
+from assay.criteria.base import CriterionError, GradingContext
+from assay.criteria.classification import ClassificationAggregate
+from assay.criteria.transcript import strings_of, transcript_of
+from assay.results.task_result import ClassificationCriterionResult, CriterionResult
+from assay.results.transcript import ToolUse, Transcript
+from assay.spec.agent_criteria import SkillTriggered
+
+YES, NO = "yes", "no"
+SKILL_PATH = re.compile(r"(?=skills[\\/]+([A-Za-z0-9][A-Za-z0-9_-]*)[\\/]+)")
+"""``skills/<name>/`` with either slash, repeated slashes (JSON-escaped backslashes) and
+overlapping matches (``skills/skills/<name>/``)."""
+
+
+def engaged_skills(use: ToolUse) -> set[str]:
+    """The skills one tool call engages."""
+    names: set[str] = set()
+    arguments = use.arguments
+    if use.name == "Skill" and isinstance(arguments, dict):
+        skill = arguments.get("skill")
+        if isinstance(skill, str) and skill:
+            names.add(skill.rsplit(":", 1)[-1])
+    for text in strings_of(arguments):
+        names.update(SKILL_PATH.findall(text))
+    return names
+
+
+def all_engaged(transcript: Transcript) -> set[str]:
+    """Every skill engaged anywhere in the run."""
+    return {name for use in transcript.tool_uses() for name in engaged_skills(use)}
+
+
+class SkillTriggeredChecker(ClassificationAggregate):
+    """Grades ``skill_triggered``; see the module docstring."""
+
+    type_name = "skill_triggered"
+
+    async def check(self, spec: SkillTriggered, context: GradingContext) -> CriterionResult:
+        """Observe whether the skill was engaged and compare with the expectation.
+
+        Raises:
+            CriterionError: no transcript, or the skill was not offered or not loaded.
+        """
+        transcript = transcript_of(context)
+        check_offered(spec.skill_name, transcript)
+        triggered = spec.skill_name in all_engaged(transcript)
+        expected_yes = spec.expected_skill == spec.skill_name
+        observed, expected = (YES if triggered else NO), (YES if expected_yes else NO)
+        return ClassificationCriterionResult(
+            criterion_type=spec.type,
+            description=spec.description,
+            score=1.0 if triggered == expected_yes else 0.0,
+            details=f"observed={observed!r}, expected={expected!r} "
+            f"(skill_name={spec.skill_name!r})",
+            pass_threshold=spec.pass_threshold,
+            gating=spec.gating,
+            weight=spec.weight,
+            observed_label=observed,
+            expected_label=expected,
+        )
+
+
+def check_offered(name: str, transcript: Transcript) -> None:
+    """The agent was offered skill ``name`` and, where its CLI says what it loaded, loaded it.
+
+    Raises:
+        CriterionError: Coder Eval's message for a skill not offered; a skill the CLI did not
+            load names what it did load.
+    """
+    offered = transcript.skills_offered
+    if name not in offered:
+        raise CriterionError(
+            f"skill_triggered names skill {name!r} but agent.plugins offered only "
+            f"{sorted(offered)}: the positive control cannot run. Check the plugin path (a "
+            "plugin root holds skills/<name>/SKILL.md)."
+        )
+    loaded = transcript.skills_loaded
+    if loaded is not None and name not in {s.rsplit(":", 1)[-1] for s in loaded}:
+        raise CriterionError(
+            f"skill_triggered names skill {name!r}, which agent.plugins offers, but the "
+            f"{transcript.agent} CLI did not load it (it listed {sorted(loaded)}): the "
+            "positive control cannot run. Check the skill's SKILL.md front matter (name, "
+            "description)."
+        )

@@ -1,0 +1,214 @@
+"""Criteria over what the agent did: ``command_executed``, ``tool_called``,
+``commands_efficiency`` (scoring and messages from ``reference/coder_eval_agents.md`` §2).
+
+Each reads the row's :class:`~assay.results.transcript.Transcript` through
+:meth:`~assay.results.transcript.Transcript.tool_uses` (every tool call joined with its
+result, exit code and denial). A "command" is one tool call, whatever the tool, as in Coder
+Eval's telemetry. A row without a transcript (re-graded from a run without ``trace.json``)
+cannot be graded: the criterion's error, never a 0.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from assay.criteria.base import CriterionError, GradingContext, ScoreAggregate, basic_result
+from assay.criteria.shell import shell_forms
+from assay.results.task_result import CriterionResult
+from assay.results.transcript import SHELL_TOOLS, ToolUse, Transcript
+from assay.spec.agent_criteria import CommandExecuted, CommandsEfficiency, ToolCalled
+
+EXAMPLES = 3
+EXAMPLE_CHARS = 120
+
+
+def transcript_of(context: GradingContext) -> Transcript:
+    """The row's transcript.
+
+    Raises:
+        CriterionError: the row has none.
+    """
+    if context.transcript is None:
+        raise CriterionError(
+            "no transcript: the row's agent recorded none (a row re-graded from a run "
+            "folder without trace.json?), so what it did cannot be graded"
+        )
+    return context.transcript
+
+
+def command_text(use: ToolUse) -> str:
+    """What a pattern is matched against: a shell call's command, else the JSON of the
+    call's arguments."""
+    arguments = use.arguments
+    if use.name in SHELL_TOOLS and isinstance(arguments, dict):
+        for key in ("command", "cmd"):
+            value = arguments.get(key)
+            if isinstance(value, str) and value:
+                return value
+            if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+                return " ".join(value)
+    if isinstance(arguments, str):
+        return arguments
+    return json.dumps(arguments, ensure_ascii=False)
+
+
+def succeeded(use: ToolUse) -> bool:
+    """The call's result came back without an error (a denied or unanswered call did not)."""
+    return (
+        use.result is not None
+        and not use.is_error
+        and not use.denied
+        and use.exit_code in (0, None)
+    )
+
+
+def searches(pattern: re.Pattern[str], forms: list[str]) -> bool:
+    """``pattern`` finds a match in any of ``forms``."""
+    return any(pattern.search(form) for form in forms)
+
+
+def _compiled(pattern: str | None, field: str) -> re.Pattern[str] | None:
+    if pattern is None:
+        return None
+    try:
+        return re.compile(pattern, re.DOTALL)
+    except re.error as exc:  # a row's substituted value; the plain ones are checked at load
+        raise CriterionError(f"Invalid {field} regex: {exc}") from None
+
+
+class CommandExecutedChecker(ScoreAggregate):
+    """Counts matching tool calls; see :class:`assay.spec.agent_criteria.CommandExecuted`."""
+
+    type_name = "command_executed"
+
+    async def check(self, spec: CommandExecuted, context: GradingContext) -> CriterionResult:
+        """Match every tool call of the transcript against the filters."""
+        uses = transcript_of(context).tool_uses()
+        pattern = _compiled(spec.command_pattern, "command_pattern")
+        exclude = _compiled(spec.exclude_pattern, "exclude_pattern")
+        matched = [u for u in uses if _matches(u, spec, pattern, exclude)]
+        count = len(matched)
+        if spec.max_count is None:
+            score = 1.0 if spec.min_count == 0 else min(1.0, count / spec.min_count)
+            counted = f"{count}/{spec.min_count} required"
+        else:
+            score = 1.0 if spec.min_count <= count <= spec.max_count else 0.0
+            counted = f"{count} matches (allowed range {spec.min_count}..{spec.max_count})"
+        details = f"Matched {counted} commands (filters: {_filters(spec)})"
+        if matched:
+            examples = [_label(u)[:EXAMPLE_CHARS] for u in matched[:EXAMPLES]]
+            details += f"\nExamples: {examples}"
+        return basic_result(spec, score, details)
+
+
+def _matches(
+    use: ToolUse,
+    spec: CommandExecuted,
+    pattern: re.Pattern[str] | None,
+    exclude: re.Pattern[str] | None,
+) -> bool:
+    if spec.tool_name is not None and use.name != spec.tool_name:
+        return False
+    if spec.require_success and not succeeded(use):
+        return False
+    forms = shell_forms(command_text(use))
+    if pattern is not None and not searches(pattern, forms):
+        return False
+    return exclude is None or not searches(exclude, forms)
+
+
+def _filters(spec: CommandExecuted) -> str:
+    filters = []
+    if spec.tool_name is not None:
+        filters.append(f"tool_name={spec.tool_name}")
+    if spec.command_pattern is not None:
+        filters.append(f"pattern=/{spec.command_pattern}/")
+    if spec.require_success:
+        filters.append("require_success=True")
+    if spec.exclude_pattern is not None:
+        filters.append(f"exclude=/{spec.exclude_pattern}/")
+    return ", ".join(filters) or "none"
+
+
+def _label(use: ToolUse) -> str:
+    text = command_text(use)
+    if use.name in SHELL_TOOLS:
+        return text
+    return f"{use.name}({text[:80]})"
+
+
+class ToolCalledChecker(ScoreAggregate):
+    """Binary: the number of matching calls of one tool is within the bounds; see
+    :class:`assay.spec.agent_criteria.ToolCalled`."""
+
+    type_name = "tool_called"
+
+    async def check(self, spec: ToolCalled, context: GradingContext) -> CriterionResult:
+        """Count the calls of ``spec.tool`` whose arguments match."""
+        uses = transcript_of(context).tool_uses()
+        pattern = _compiled(spec.arguments_pattern, "arguments_pattern")
+        calls = [u for u in uses if u.name == spec.tool]
+        matched = [
+            u for u in calls
+            if (not spec.require_success or succeeded(u))
+            and (pattern is None or searches(pattern, _argument_texts(u.arguments)))
+        ]  # fmt: skip
+        count = len(matched)
+        upper = "∞" if spec.max_count is None else str(spec.max_count)
+        inside = count >= spec.min_count and (spec.max_count is None or count <= spec.max_count)
+        details = (
+            f"{spec.tool} called {len(calls)} time(s); {count} counted"
+            + (f" (arguments matching /{spec.arguments_pattern}/)" if pattern else "")
+            + (" (successful only)" if spec.require_success else "")
+            + f"; allowed {spec.min_count}..{upper}"
+        )
+        if not calls:
+            seen = sorted({u.name for u in uses})
+            details += f"; tools called: {', '.join(seen) if seen else 'none'}"
+        return basic_result(spec, 1.0 if inside else 0.0, details)
+
+
+def _argument_texts(arguments: Any) -> list[str]:
+    """Every string argument (nested ones too) and the JSON of them all."""
+    return [*_strings(arguments), json.dumps(arguments, ensure_ascii=False)]
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+class CommandsEfficiencyChecker(ScoreAggregate):
+    """``expected / max(actual, expected)`` over the tool calls; see
+    :class:`assay.spec.agent_criteria.CommandsEfficiency`."""
+
+    type_name = "commands_efficiency"
+
+    async def check(self, spec: CommandsEfficiency, context: GradingContext) -> CriterionResult:
+        """Count the tool calls."""
+        actual = len(transcript_of(context).tool_uses())
+        expected = spec.expected_commands
+        if actual == 0:
+            return basic_result(spec, 0.0, "No commands recorded (agent may not have run)")
+        score = expected / max(actual, expected)
+        over = actual - expected
+        note = f"{over} over budget" if over > 0 else "within budget"
+        return basic_result(
+            spec,
+            score,
+            f"Commands: {actual}, expected: {expected}, efficiency: {score:.3f} ({note})",
+        )
+
+
+def strings_of(arguments: Any) -> list[str]:
+    """Every string in a tool call's arguments, nested ones included."""
+    return list(_strings(arguments))

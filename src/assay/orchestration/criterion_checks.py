@@ -1,0 +1,42 @@
+"""Load-time checks that relate a task's criteria to its agent.
+
+A criterion that reads the transcript (``skill_triggered``, ``command_executed``,
+``tool_called``, ``commands_efficiency``) needs an agent that records one: agent type
+``none`` runs no agent, so Coder Eval refuses them there, and so does assay (unless the rows
+come from the store and point to recorded traces, which carry their transcript).
+"""
+
+from __future__ import annotations
+
+from assay.errors import TaskFileError
+from assay.spec.agent_criteria import transcript_criteria
+from assay.spec.source import YamlDocument
+from assay.spec.task import NoneAgent, TaskDefinition
+
+NO_TRANSCRIPT = (
+    "criterion '{type}' reads what the agent did (its transcript), and agent type 'none' "
+    "runs no agent"
+)
+NO_TRANSCRIPT_HINT = (
+    "choose an agent that records a transcript (claude-code, codex, command, llm), or grade "
+    "what is in the sandbox (file_check, json_check, run_command)"
+)
+
+
+def check_agent_criteria(task: TaskDefinition, *, display: str, document: YamlDocument) -> None:
+    """Refuse transcript criteria on a task whose agent records no transcript.
+
+    Raises:
+        TaskFileError: naming ``success_criteria[i].type`` and its line.
+    """
+    if not isinstance(task.agent, NoneAgent):
+        return
+    if task.dataset is not None and task.dataset.store is not None:
+        return  # rows that point to stored traces are graded on the transcript they hold
+    for index in transcript_criteria(list(task.success_criteria)):
+        loc = ("success_criteria", index, "type")
+        raise TaskFileError(
+            NO_TRANSCRIPT.format(type=task.success_criteria[index].type),
+            file=display, line=document.line_of(loc), field=f"success_criteria[{index}].type",
+            hint=NO_TRANSCRIPT_HINT,
+        )  # fmt: skip

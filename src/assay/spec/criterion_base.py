@@ -1,0 +1,130 @@
+"""What every criterion shares: the common fields, sandbox-relative paths and regex flags.
+
+Kept apart from :mod:`assay.spec.criteria` (the union of every criterion type) so that the
+modules defining criterion types (:mod:`assay.spec.agent_criteria`,
+:mod:`assay.spec.file_criteria`) can derive from :class:`CriterionSpec` without an import
+cycle.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from pydantic import Field, field_validator, model_validator
+
+from assay.spec.base import StrictModel
+
+
+class CriterionSpec(StrictModel):
+    """Fields every criterion has.
+
+    ``weight`` 0 makes a criterion informational: it is recorded but never gates the row.
+    ``pass_threshold`` is the score in [0, 1] a gating criterion needs for the row to pass.
+    ``suite_thresholds`` maps an aggregated metric name to its minimum (a suite gate).
+    """
+
+    coder_eval_only: ClassVar[Mapping[str, str]] = {
+        "stop_when": "the criterion is checked once, after the agent finishes",
+        "stop_early": "the criterion is checked once, after the agent finishes",
+        "read_only": "criteria run in the row's sandbox after the agent",
+    }
+    late_fields: ClassVar[frozenset[str]] = frozenset()
+    """Fields that dataset expansion leaves as written: the criterion fills their
+    ``${row.x}`` itself when it grades (in one pass with its own placeholders)."""
+
+    type: str
+    description: str = ""
+    weight: float = Field(default=1.0, ge=0, le=1e6)
+    pass_threshold: float = Field(default=0.9, ge=0, le=1)
+    suite_thresholds: dict[str, float] | None = None
+
+    @field_validator("suite_thresholds", mode="before")
+    @classmethod
+    def _numbers_only(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            for metric, minimum in value.items():
+                if isinstance(minimum, bool) or not isinstance(minimum, int | float):
+                    raise ValueError(f"suite_thresholds.{metric} must be a number, not {minimum!r}")
+        return value
+
+    @property
+    def gating(self) -> bool:
+        """True when the criterion decides the row's pass/fail (``weight > 0``)."""
+        return self.weight > 0
+
+    @property
+    def reads_response(self) -> bool:
+        """True when the criterion grades the agent's final response (a text criterion
+        without ``path``)."""
+        return "path" in type(self).model_fields and getattr(self, "path", None) is None
+
+    @model_validator(mode="after")
+    def _informational_has_no_gate(self) -> CriterionSpec:
+        if self.weight == 0 and self.suite_thresholds:
+            raise ValueError(
+                "a criterion with weight 0 is informational and may not set suite_thresholds"
+            )
+        return self
+
+
+def check_relative_path(value: str | None) -> str | None:
+    """Reject a path that could leave the sandbox before any row runs."""
+    if value is None or "${" in value:
+        return value
+    if "\x00" in value:
+        raise ValueError("path contains a NUL character, which no file name can hold")
+    if value.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:[\\/]", value):
+        raise ValueError(f"path '{value}' is absolute; use a path inside the sandbox")
+    parts = re.split(r"[\\/]+", value)
+    if ".." in parts:
+        raise ValueError(f"path '{value}' leaves the sandbox ('..'); use a path inside it")
+    if not value.strip():
+        raise ValueError("path is empty (a criterion without path reads the final response)")
+    return value
+
+
+_FLAG_LETTERS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE}
+_FLAG_NAMES = {
+    "IGNORECASE": re.IGNORECASE,
+    "MULTILINE": re.MULTILINE,
+    "DOTALL": re.DOTALL,
+    "VERBOSE": re.VERBOSE,
+    "I": re.IGNORECASE,
+    "M": re.MULTILINE,
+    "S": re.DOTALL,
+    "X": re.VERBOSE,
+}
+_FLAG_BITS = re.IGNORECASE | re.MULTILINE | re.DOTALL | re.VERBOSE | re.ASCII | re.UNICODE
+"""The integer flags a ``str`` pattern accepts (Coder Eval passes the integer to ``re``)."""
+
+
+def regex_flags(flags: int | str | list[str] | None) -> int:
+    """Turn ``"im"``, ``"IGNORECASE|MULTILINE"``, ``["i", "re.M"]`` or ``10`` into ``re`` flags.
+
+    Raises:
+        ValueError: an unknown letter, name or integer bit.
+    """
+    if not flags:
+        return 0
+    if isinstance(flags, int):
+        if flags < 0 or flags & ~_FLAG_BITS:
+            raise ValueError(
+                f"unknown regex flag {flags!r}; an integer combines re.IGNORECASE (2), "
+                "re.MULTILINE (8), re.DOTALL (16), re.VERBOSE (64), re.ASCII (256)"
+            )
+        return flags
+    items = [flags] if isinstance(flags, str) else flags
+    value = 0
+    for item in items:
+        for key in re.split(r"[\s,|+]+", item.strip()):
+            name = key.upper().removeprefix("RE.")
+            if name in _FLAG_NAMES:
+                value |= _FLAG_NAMES[name]
+            elif key and all(letter in _FLAG_LETTERS for letter in key):
+                for letter in key:
+                    value |= _FLAG_LETTERS[letter]
+            elif key:
+                raise ValueError(f"unknown regex flag {key!r}; use i, m, s, x")
+    return value

@@ -1,0 +1,122 @@
+"""The sandbox's first program (``assay.sandbox.jail_init``), run outside a sandbox so each of
+its parts shows on its own: limits, the user it becomes, the forwarder to a unix socket, and
+the program it becomes."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from assay.sandbox import jail_init
+
+
+def first(config: dict[str, object], *argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "assay.sandbox.jail_init", json.dumps(config),
+                           "--", *argv], capture_output=True, text=True, timeout=30,
+                          check=False)  # fmt: skip
+
+
+@contextlib.contextmanager
+def unix_echo() -> Iterator[Path]:
+    """A unix socket server that answers each connection with ``bridge:`` and what it read
+    until the client stopped sending."""
+    folder = Path(tempfile.mkdtemp(prefix="assay-echo-"))
+    path = folder / "bridge.sock"
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(path))
+    server.listen()
+
+    def serve() -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                client, _ = server.accept()
+                received = b""
+                while chunk := client.recv(65536):
+                    received += chunk
+                client.sendall(b"bridge:" + received)
+                client.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        yield path
+    finally:
+        server.close()
+        path.unlink(missing_ok=True)
+        folder.rmdir()
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+CLIENT = """\
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), 5)
+payload = b"x" * int(sys.argv[2])
+s.sendall(payload)
+s.shutdown(socket.SHUT_WR)
+got = b""
+while chunk := s.recv(65536):
+    got += chunk
+print(len(got), got[:12].decode())
+"""
+
+
+def test_the_forwarder_carries_a_large_exchange_both_ways() -> None:
+    port = free_port()
+    with unix_echo() as path:
+        done = first({"forward": {"port": port, "socket": str(path)}},
+                     sys.executable, "-c", CLIENT, str(port), str(3_000_000))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [str(3_000_007), "bridge:xxxxx"]
+
+
+def test_the_relay_in_process_and_an_unreachable_bridge() -> None:
+    with unix_echo() as path, socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        serving = threading.Thread(target=jail_init.serve, args=(listener, str(path)))
+        serving.start()
+        with socket.create_connection(listener.getsockname(), 5) as client:
+            client.sendall(b"ping")
+            client.shutdown(socket.SHUT_WR)
+            assert client.recv(100) == b"bridge:ping"
+        path.unlink()  # the bridge is gone: the client is closed, the relay goes on
+        with socket.create_connection(listener.getsockname(), 5) as client:
+            assert client.recv(100) == b""
+        listener.shutdown(socket.SHUT_RDWR)  # wakes the accept() the relay waits in
+        serving.join(5)
+    assert not serving.is_alive()
+
+
+def test_limits_are_set_soft_and_hard() -> None:
+    done = first({"limits": {"RLIMIT_NOFILE": 64, "RLIMIT_FSIZE": 1 << 20}}, sys.executable,
+                 "-c", "import resource as r; print(r.getrlimit(r.RLIMIT_NOFILE), "
+                 "r.getrlimit(r.RLIMIT_FSIZE))")  # fmt: skip
+    assert done.stdout.strip() == f"(64, 64) ({1 << 20}, {1 << 20})"
+
+
+def test_it_becomes_the_rows_user() -> None:
+    if os.geteuid() != 0:
+        pytest.skip("only root can become another user")
+    done = first({"uid": 65534, "gid": 65534}, "id")
+    assert done.stdout.startswith("uid=65534") and "gid=65534" in done.stdout
+
+
+def test_a_program_that_does_not_exist_exits_127() -> None:
+    done = first({}, "no-such-program-anywhere")
+    assert done.returncode == 127
+    assert done.stderr.strip() == "no-such-program-anywhere: No such file or directory"
