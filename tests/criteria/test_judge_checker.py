@@ -14,6 +14,8 @@ import pytest
 from assay.criteria.base import CriterionError, GradingContext
 from assay.criteria.judge import JudgeChecker
 from assay.criteria.judge_metrics import histogram
+from assay.errors import TaskFileError
+from assay.orchestration.task_loader import load_task
 from assay.providers.base import Model
 from assay.providers.mock import MockModel, MockRule
 from assay.providers.pool import ModelKey
@@ -118,6 +120,44 @@ def test_the_files_shown_to_the_judge(tmp_path: Path) -> None:
     write(root / "big.txt", "B" * 300)
     asyncio.run(JudgeChecker().check(judge(files=["big.txt"], max_file_chars=100), context))
     assert "B" * 100 + "\n… [200 more characters not shown]" in _last_prompt(script)
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ("../secret.txt", "path '../secret.txt' leaves the sandbox ('..'); use a path inside it"),
+        ("/etc/passwd", "path '/etc/passwd' is absolute; use a path inside the sandbox"),
+        ("$TASK_DIR/../x.md", "files: '$TASK_DIR/../x.md' leaves the task folder; use a path "
+                              "inside it"),
+        ("${TASK_DIR}//etc/x", "files: '${TASK_DIR}//etc/x' leaves the task folder; use a "
+                               "path inside it"),
+    ],
+)  # fmt: skip
+def test_files_that_leave_the_sandbox_or_the_task_folder_are_refused_at_their_line(
+    tmp_path: Path, entry: str, message: str
+) -> None:
+    path = write(tmp_path / "t.yaml", "task_id: t\ndescription: d\ninitial_prompt: p\n"
+                 "success_criteria:\n  - type: llm_judge\n    prompt: p\n"
+                 f"    files: ['{entry}']\n")  # fmt: skip
+    with pytest.raises(TaskFileError) as caught:
+        load_task(path)
+    assert caught.value.line == 7 and caught.value.field == "success_criteria[0].files"
+    assert message in caught.value.message
+
+
+def test_a_file_linked_out_of_the_sandbox_is_the_criterion_error(tmp_path: Path) -> None:
+    root = tmp_path / "sandbox"
+    write(tmp_path / "outside.txt", "secret")
+    root.mkdir()
+    (root / "link.txt").symlink_to(tmp_path / "outside.txt")
+    (root / "dir").symlink_to(tmp_path)
+    script = scripted(default='{"reason": "r", "score": 1}')
+    context = GradingContext(sandbox=Sandbox(root), response="r", env={}, models=Models(script))
+    for entry, shown in (("link.txt", "link.txt"), ("dir/*.txt", "dir/*.txt")):
+        with pytest.raises(CriterionError) as caught:
+            asyncio.run(JudgeChecker().check(judge(files=[entry]), context))
+        assert str(caught.value) == f"path '{shown}' resolves outside the sandbox (a symlink)"
+    assert script.calls == 0
 
 
 def _last_prompt(model: Recording) -> str:

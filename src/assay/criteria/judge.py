@@ -48,8 +48,8 @@ from assay.results.task_result import (
 )
 from assay.spec.criteria import LlmJudge
 from assay.spec.judge import JudgeAsset, VerdictSpec
+from assay.spec.judge_criteria import TASK_DIR_PREFIXES
 
-TASK_DIR_PREFIXES = ("$TASK_DIR/", "${TASK_DIR}/")
 MAX_GLOB_FILES = 20
 
 

@@ -7,12 +7,13 @@ file and transcript criteria.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field, StrictBool, StrictStr, field_validator, model_validator
 
-from assay.spec.criterion_base import CriterionSpec
+from assay.spec.criterion_base import CriterionSpec, check_relative_path
 from assay.spec.judge import (
     FewShotExample,
     JudgeAsset,
@@ -21,6 +22,9 @@ from assay.spec.judge import (
     judge_reference,
     provider_model,
 )
+
+TASK_DIR_PREFIXES = ("$TASK_DIR/", "${TASK_DIR}/")
+"""A ``files`` entry with one of these prefixes is read from the task's folder."""
 
 _INLINE_FIELDS = ("prompt", "model", "verdict", "few_shot", "system_prompt", "samples",
                   "retries", "temperature", "max_tokens", "base_url", "api_key_env",
@@ -99,10 +103,20 @@ class LlmJudge(CriterionSpec):
                              "or an inline prompt (the rubric)")  # fmt: skip
         if self.judge is not None:
             judge_reference(self.judge)
-        for path in self.files:
+        return self
+
+    @field_validator("files")
+    @classmethod
+    def _inside(cls, value: list[str]) -> list[str]:
+        for path in value:
             if not path.strip():
                 raise ValueError("files has an empty path")
-        return self
+            inner = next((path[len(p) :] for p in TASK_DIR_PREFIXES if path.startswith(p)), None)
+            if inner is None:
+                check_relative_path(path)
+            elif ".." in re.split(r"[\\/]+", inner) or inner.startswith(("/", "\\")):
+                raise ValueError(f"files: '{path}' leaves the task folder; use a path inside it")
+        return value
 
     @property
     def reads_response(self) -> bool:
