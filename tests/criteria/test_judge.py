@@ -9,12 +9,15 @@ import json
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from scipy.stats import binomtest
 
 import assay
 from assay.errors import TaskFileError
 from tests.helpers import write
+from tests.view.browser import viewer
+from tests.view.test_row_page import text_of
 
 JUDGE_SCRIPT = """\
 replies:
@@ -311,3 +314,18 @@ def test_run_json_names_the_judges_and_compare_warns_when_they_differ(workdir: P
     assert report.description.endswith(
         ": differences may come from the judge, not from what was judged"
     )
+
+
+def test_the_viewer_shows_the_judge_on_the_run_and_row_pages(workdir: Path) -> None:
+    result = assay.run(setup(workdir, BINARY), run_dir="seen")
+    (judge,) = result.summary.judges
+    short = judge["content_hash"][:12]
+    with viewer(str(result.run_dir), cwd=workdir) as url, httpx.Client(base_url=url) as http:
+        key = result.run_dir.name
+        run_page = text_of(http.get(f"/runs/{key}"))
+        good = text_of(http.get(f"/runs/{key}/rows/default/capitals/fr/00"))
+        bad = text_of(http.get(f"/runs/{key}/rows/default/capitals/de/00"))
+    line = f"capital (file:capital.yaml) · model mock/judge.yaml · sha256 {short}"
+    assert f"judges {line}" in run_page
+    assert f"judge {line} · verdict true" in good
+    assert f"judge {line} raw reply: I would rather not say." in bad
