@@ -165,14 +165,15 @@ def test_the_agent_sees_its_row_credential_never_the_users_key(ran: Path) -> Non
     output = "\n".join(
         span_attribute(s, "gen_ai.tool.call.result") or "" for s in spans(ran, "rows", "shell")
     )
-    assert "ANTHROPIC_API_KEY=assay-row-" in output and "ANTHROPIC_BASE_URL=http://127.0.0.1:" in (
-        output
-    )
+    # the row's credential, redacted from the trace like every secret assay knows
+    assert "ANTHROPIC_API_KEY=[redacted:ASSAY_BRIDGE_KEY]" in output
+    assert "assay-row-" not in output and "ANTHROPIC_BASE_URL=http://127.0.0.1:" in output
     assert SECRET not in output and "OPENAI_API_KEY" not in output
     assert "HOME=/tmp/assay-claude-home-" in output
     for path in (ran / "runs").rglob("*"):
         if path.is_file():
-            assert SECRET not in path.read_text(errors="replace"), path
+            text = path.read_text(errors="replace")
+            assert SECRET not in text and "assay-row-" not in text, path
 
 
 def span_attribute(span: dict[str, Any], key: str) -> Any:

@@ -19,7 +19,14 @@ import pytest
 from assay.spec.base import StrictModel
 from assay.spec.criteria import CriterionSpec
 from assay.spec.experiment import Variant
-from assay.spec.task import AgentBase, RunLimits, SandboxConfig, SandboxLimits, TaskDefinition
+from assay.spec.task import (
+    AgentBase,
+    DockerConfig,
+    RunLimits,
+    SandboxConfig,
+    SandboxLimits,
+    TaskDefinition,
+)
 from tests.cli.test_run import assay, latest
 from tests.helpers import write
 
@@ -276,7 +283,7 @@ agent:
 sandbox:
   python: {version: "3.11"}
   node: {version: "20"}
-  docker: {image: x}
+  docker: DOCKER
   limits: {timeout: 300, max_memory_mb: 512, max_cpus: 1, max_disk_mb: 100}
   ignore_patterns: [x]
   mock_path_dirs: [x]
@@ -297,6 +304,11 @@ success_criteria:
     read_only: true
 """
 
+DOCKER_FIELDS = ("image", "dockerfile_path", "build", "network", "working_dir", "extra_mounts",
+                 "agent_isolation")  # fmt: skip
+EVERY_WARNED_FIELD = EVERY_WARNED_FIELD.replace(
+    "DOCKER", "{" + ", ".join(f"{name}: x" for name in DOCKER_FIELDS) + "}"
+)
 NOT_YET = "a Coder Eval field that assay does not implement yet"
 AGENT = "assay's agents do not use it"
 WARNINGS = [
@@ -317,7 +329,10 @@ WARNINGS = [
     f"t.yaml:21: sandbox.python: {NOT_YET}; no per-row Python environment is built; the "
     "sandbox uses the host's",
     f"t.yaml:22: sandbox.node: {NOT_YET}; no per-row Node.js environment is built",
-    f"t.yaml:23: sandbox.docker: {NOT_YET}; the drivers are tempdir and bwrap",
+    *(
+        f"t.yaml:23: sandbox.docker.{name}: {NOT_YET}; the drivers are tempdir and bwrap"
+        for name in DOCKER_FIELDS
+    ),
     f"t.yaml:24: sandbox.limits.timeout: {NOT_YET}; run_limits.task_timeout bounds the agent; "
     "pre_run, post_run and run_command have their own timeout",
     f"t.yaml:24: sandbox.limits.max_memory_mb: {NOT_YET}; not enforced (the bwrap driver sets "
@@ -358,7 +373,7 @@ def test_the_warned_fields_above_are_every_field_assay_only_warns_about() -> Non
     models: dict[str, type[StrictModel]] = {
         "": TaskDefinition, "agent.": AgentBase, "sandbox.": SandboxConfig,
         "sandbox.limits.": SandboxLimits, "run_limits.": RunLimits,
-        "success_criteria[0].": CriterionSpec,
+        "success_criteria[0].": CriterionSpec, "sandbox.docker.": DockerConfig,
     }  # fmt: skip
     declared = {prefix + name for prefix, model in models.items() for name in model.coder_eval_only}
     warned = {w.split(": ")[1] for w in WARNINGS}
@@ -369,7 +384,8 @@ def test_the_warned_fields_above_are_every_field_assay_only_warns_about() -> Non
         "`reference`",
         "`expected_commands`",
         "criterion `stop_when`",
-        "`sandbox.python|node|docker|ignore_patterns`",
+        "`sandbox.python|node|ignore_patterns`",
+        "`sandbox.docker.image|network|build|…`",
         "`sandbox.limits.max_memory_mb|max_cpus|max_disk_mb|timeout`",
         "`agent.permission_mode|allowed_tools|…`",
         "`run_limits.turn_timeout|expected_turns|max_input_tokens|max_output_tokens|…`",

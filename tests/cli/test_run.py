@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -16,13 +17,17 @@ REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
 
 
-def assay(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+def assay(
+    *args: str, cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``python -m assay ARGS`` in ``cwd``; ``env`` adds variables to this environment."""
     return subprocess.run(
         [sys.executable, "-m", "assay", *args],
         cwd=cwd,
         capture_output=True,
         text=True,
         timeout=120,
+        env={**os.environ, **env} if env is not None else None,
     )
 
 

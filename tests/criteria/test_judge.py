@@ -329,3 +329,36 @@ def test_the_viewer_shows_the_judge_on_the_run_and_row_pages(workdir: Path) -> N
     assert f"judges {line}" in run_page
     assert f"judge {line} · verdict true" in good
     assert f"judge {line} raw reply: I would rather not say." in bad
+
+
+SECRET = "judge-credential-value-92"
+QUOTING = f"""\
+replies:
+  - match: "Response to grade:\\nParis"
+    reply: '{{"reason": "the key is {SECRET}", "verdict": true}}'
+default: 'cannot say, {SECRET}'
+"""
+
+
+@pytest.mark.parametrize(
+    "criterion",
+    [
+        "  - {type: llm_judge, judge: capital.yaml}",
+        "  - {type: llm_judge, prompt: 'Capital?', model: mock/judge.yaml, api_key_env: "
+        "MY_JUDGE_CRED, verdict: {kind: binary}, retries: 0}",
+    ],
+)  # fmt: skip
+def test_a_judges_key_quoted_in_its_reason_or_reply_is_never_written(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch, criterion: str
+) -> None:
+    monkeypatch.setenv("MY_JUDGE_CRED", SECRET)  # named only by the judge's api_key_env
+    judge = JUDGE_FILE.replace("retries: 1", "retries: 0\napi_key_env: MY_JUDGE_CRED")
+    result = assay.run(setup(workdir, criterion, judge=judge, script=QUOTING))
+    fr = task_json(result, "fr")["success_criteria_results"][0]
+    assert fr["reason"] == "the key is [redacted:MY_JUDGE_CRED]"
+    es = task_json(result, "es")["success_criteria_results"][0]
+    assert es["raw"] == "cannot say, [redacted:MY_JUDGE_CRED]"
+    again = assay.evaluate(result.run_dir)  # the key is read back from the recorded task
+    assert task_json(again, "fr")["success_criteria_results"][0]["reason"] == fr["reason"]
+    leaked = [p for p in result.run_dir.rglob("*") if p.is_file() and SECRET in p.read_text()]
+    assert leaked == []

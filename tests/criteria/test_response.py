@@ -164,9 +164,13 @@ def test_missing_response_scores_zero() -> None:
 
 
 def test_long_response_is_shortened_in_details() -> None:
-    response = "x" * 200
+    response = "word " * 40
     result = check(response, expected="y")
-    assert result.details == ("the final response '" + "x" * 79 + "…' does not match (exact) 'y'")
+    assert result.details == (
+        "the final response '" + "word " * 15 + "word…' does not match (exact) 'y'"
+    )
+    one_token = check("x" * 200, expected="y")  # never cut inside a token (a key)
+    assert one_token.details == "the final response '…' does not match (exact) 'y'"
 
 
 def test_path_reads_a_file_instead_of_the_response(sandbox: Sandbox) -> None:

@@ -295,3 +295,25 @@ def test_calibration_with_the_local_model(tmp_path: Path) -> None:
     assert report["kappa"]["low"] is None  # 6 rows: no large-sample interval
     assert report["binary_counts"]["positives"] + report["binary_counts"]["negatives"] == compared
     assert (tmp_path / "cal" / "calibration.md").is_file()
+
+
+def test_a_reason_or_reply_quoting_a_secret_is_written_redacted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = "judge-credential-value-91"
+    monkeypatch.setenv("MY_JUDGE_CRED", secret)  # named by the judge: a secret by that
+    script = (f"replies:\n  - match: 'Answer: yes'\n    reply: '{{\"reason\": \"{secret}\", "
+              f"\"verdict\": false}}'\ndefault: 'no idea {secret}'\n")  # fmt: skip
+    judge = _judge_file(tmp_path, script)
+    judge.write_text(judge.read_text() + "api_key_env: MY_JUDGE_CRED\n")
+    rows = [{"id": f"r{i}", "out": out, "human": True} for i, out in enumerate(["yes", "huh"])]
+    url = _store(tmp_path, {"out": "string", "human": "json"}, rows)
+    result = calibrate_judge(str(judge), dataset="labels", label_field="human",
+                             output_field="out", store=url, output_dir=tmp_path / "c")  # fmt: skip
+    assert result.report["disagreements"][0]["reason"] == secret  # the report in memory
+    for name in ("calibration.json", "calibration.md"):
+        text = (tmp_path / "c" / name).read_text()
+        assert secret not in text and "[redacted:MY_JUDGE_CRED]" in text
+    written = json.loads((tmp_path / "c" / "calibration.json").read_text())
+    assert written["disagreements"][0]["reason"] == "[redacted:MY_JUDGE_CRED]"
+    assert written["judge_errors"][0]["raw"] == "no idea [redacted:MY_JUDGE_CRED]"

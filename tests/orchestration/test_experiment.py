@@ -154,5 +154,5 @@ def test_cli_override_invalid_for_one_variant_names_it(tmp_path: Path) -> None:
     assert "variant 'cmd'" in caught.value.message
     assert caught.value.field == "agent.max_tokens"
     assert caught.value.hint == (
-        "valid fields here: command, env, type; set by -D on the command line"
+        "valid fields here: command, env, env_passthrough, type; set by -D on the command line"
     )

@@ -107,6 +107,7 @@ sandbox:
   template_sources:
     - {type: template_dir, path: tpl, mount_point: m}
     - {type: starter_files, files: [{path: f.txt, content: c}]}
+  docker: {env_passthrough: [A_TOKEN], env_passthrough_extra: [B_TOKEN]}
 pre_run: [{command: "true", timeout: 20, fail_on_error: true}]
 post_run: [{command: "true", timeout: 20}]
 """
@@ -658,8 +659,9 @@ def test_every_llm_agent_field_changes_what_the_model_is_sent(tmp_path: Path) ->
 
     unchanged = []
     for name, info in LlmAgent.model_fields.items():
-        if name in ("type", "system_prompt_file"):
-            continue  # the tag; a file the loader reads into system_prompt (tested above)
+        if name in ("type", "system_prompt_file", "env_passthrough"):
+            continue  # the tag; a file the loader reads into system_prompt (tested above);
+            # the row's programs' environment, not the model's (tests/sandbox/test_environment.py)
         leaf = Leaf("llm", ("agent", name), LlmAgent, name, info)
         models = {"price": {"input_per_mtok": 1, "output_per_mtok": 1},
                   "few_shot": [{"user": "u", "assistant": "a"}]}  # fmt: skip

@@ -12,21 +12,21 @@ from assay.results.io import make_dirs, write_text, write_text_atomic
 
 def test_write_text_creates_parents_and_replaces_a_longer_file(tmp_path: Path) -> None:
     target = tmp_path / "a" / "b" / "response.txt"
-    write_text(target, "a long first answer\n")
-    write_text(target, "é\r\nshort")
+    write_text(target, "a long first answer\n", redactor=None)
+    write_text(target, "é\r\nshort", redactor=None)
     assert target.read_bytes() == "é\r\nshort".encode()  # no newline translation, truncated
 
 
 def test_a_lone_surrogate_is_written_as_an_escape(tmp_path: Path) -> None:
     target = tmp_path / "task.log"
-    write_text(target, "bad \udc80 byte")
+    write_text(target, "bad \udc80 byte", redactor=None)
     assert target.read_text(encoding="utf-8") == "bad \\udc80 byte"
 
 
 def test_write_text_atomic_leaves_no_temporary_file(tmp_path: Path) -> None:
     target = tmp_path / "row" / "00" / "task.json"
-    write_text_atomic(target, "{}\n")
-    write_text_atomic(target, '{"a": 1}\n')
+    write_text_atomic(target, "{}\n", redactor=None)
+    write_text_atomic(target, '{"a": 1}\n', redactor=None)
     assert target.read_text() == '{"a": 1}\n'
     assert os.listdir(target.parent) == ["task.json"]
 
@@ -35,7 +35,7 @@ def test_write_text_atomic_cleans_up_when_the_rename_fails(tmp_path: Path) -> No
     target = tmp_path / "task.json"
     target.mkdir()  # a folder where the file goes: the rename fails
     with pytest.raises(OSError):
-        write_text_atomic(target, "{}\n")
+        write_text_atomic(target, "{}\n", redactor=None)
     assert os.listdir(tmp_path) == ["task.json"]
 
 

@@ -252,7 +252,15 @@ def test_cancellation_kills_the_process_group(tmp_path: Path) -> None:
 def test_tail_keeps_the_end_and_marks_the_cut() -> None:
     assert tail("abc", 5) == "abc"
     assert tail("abcde", 5) == "abcde"
-    assert tail("abcdef", 3) == "…def"
+    assert tail("one two three", 9) == "…two three"
+
+
+def test_tail_never_splits_a_key_at_the_cut() -> None:
+    assert tail("one two three", 7) == "… three"  # 'o three' would start inside a word
+    text = "refused key sk-proj-Ab12Cd34Ef56 for user x"
+    cut = tail(text, len(text) - len("refused key sk-pro"))
+    assert cut == "… for user x"
+    assert tail("x" * 600, 500) == "…" + "x" * 244  # at most 256 characters more are dropped
 
 
 def test_the_child_watcher_is_given_back_after_the_block() -> None:

@@ -177,6 +177,21 @@ def test_otlp_traces_from_elsewhere_become_examples(workdir: Path, store_url: st
     assert models["a" * 32] == "gpt-x" and models["b" * 32] == ""
 
 
+def test_a_secret_in_a_captured_trace_is_stored_redacted(
+    workdir: Path, store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = "sk-captured-secret-value-3141"
+    monkeypatch.setenv("OPENAI_API_KEY", secret)
+    path = _trace_file(workdir / "traces.jsonl")
+    path.write_text(path.read_text().replace('"hello"', f'"hello {secret}"'))
+    assay.add_traces_to_dataset("prod", path, store=store_url)
+    with open_store(store_url) as store:
+        row = {e.example_id: e.data for e in store.iter_examples("prod", 1)}["a" * 32]
+        assert row["actual_output"] == "hello [redacted:OPENAI_API_KEY]"
+        trace = json.dumps(store.get_trace(row["trace"]))
+    assert secret not in trace and "hello [redacted:OPENAI_API_KEY]" in trace
+
+
 def test_sessions_are_graded_over_every_trace_in_them(workdir: Path, store_url: str) -> None:
     path = _trace_file(workdir / "traces.jsonl")
     added = assay.add_traces_to_dataset("chats", path, session_by="session.id", store=store_url)

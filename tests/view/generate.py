@@ -82,9 +82,11 @@ def _write_row(run_dir: Path, result: EvaluationResult) -> None:
     folder = run_dir / task_json_relpath(result).removesuffix("/task.json")
     first = result.success_criteria_results[0] if result.success_criteria_results else None
     observed = first.observed_label if isinstance(first, ClassificationCriterionResult) else ""
-    write_text(folder / "response.txt", observed)
-    write_text(folder / "task.log", f"model local/smollm2: 120 in / 3 out → {observed}\n")
-    write_model_atomic(folder / "task.json", result)
+    write_text(folder / "response.txt", observed, redactor=None)
+    write_text(
+        folder / "task.log", f"model local/smollm2: 120 in / 3 out → {observed}\n", redactor=None
+    )
+    write_model_atomic(folder / "task.json", result, redactor=None)
 
 
 def make_run(

@@ -15,6 +15,7 @@ from assay.providers.base import Usage
 from assay.providers.managed import OnRetry
 from assay.providers.pool import ModelPool
 from assay.providers.retry import Attempt
+from assay.results.secrets import Redactor
 from assay.results.trace import Span
 from assay.results.transcript import Transcript
 
@@ -46,6 +47,9 @@ class AgentContext:
         label: the row-task and replicate, for messages (``task/row#00``).
         row: the dataset row (``${row.x}`` in ``mock/`` scripts), if any.
         max_turns: the most model calls the agent may make (``run_limits.max_turns``).
+        redactor: the run's known secrets; an agent that mints a credential (the model
+            bridge's per-row key) adds it here before using it, so it is redacted from
+            every file and printed line. ``env`` already lacks the host's secrets.
         jail: the row's bwrap sandbox (the ``bwrap`` driver): the agent's programs run
             inside it (:meth:`assay.sandbox.bwrap.Jail.command`); ``None``: plain processes.
     """
@@ -65,6 +69,7 @@ class AgentContext:
     label: str = ""
     row: dict[str, Any] | None = None
     max_turns: int | None = None
+    redactor: Redactor = field(default_factory=Redactor)
     jail: Jail | None = None
 
 

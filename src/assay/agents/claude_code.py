@@ -96,7 +96,7 @@ class ClaudeCodeRunner:
             env |= {"ANTHROPIC_BASE_URL": context.bridge.url, "ANTHROPIC_API_KEY": session.token,
                     "CLAUDE_CODE_MAX_RETRIES": "0"}  # fmt: skip
         else:
-            env |= _direct_credentials(context.env, home)
+            env |= _direct_credentials(dict(os.environ), home)  # the user's own, on purpose
         if config.permission_mode == "bypassPermissions":
             env["IS_SANDBOX"] = "1"  # the CLI refuses the mode as root otherwise
         launch = CliLaunch(argv, env, stdin=context.prompt or "", cleanup=[home],

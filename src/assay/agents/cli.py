@@ -25,6 +25,7 @@ from typing import Protocol
 
 from assay.agents.base import AgentContext, AgentOutcome, OutcomeStatus
 from assay.bridge import BridgeSession, CallLog, SessionLimits
+from assay.bridge.session import TOKEN_PATTERN
 from assay.errors import UsageError
 from assay.providers.base import Usage
 from assay.providers.pool import ModelKey
@@ -40,6 +41,10 @@ CLI_PREFIXES = ("ANTHROPIC_", "CLAUDE_", "OPENAI_", "CODEX_", "AWS_BEARER_TOKEN_
 """Variables through which a CLI would reach a model on the user's account or read the
 user's own configuration (``CLAUDE_CONFIG_DIR``, ``CODEX_HOME``, ``ANTHROPIC_CUSTOM_HEADERS``):
 a coding agent never sees them; behind the bridge it gets the row's credential instead."""
+
+
+BRIDGE_KEY_NAME = "ASSAY_BRIDGE_KEY"
+"""The name row credentials are redacted as (``[redacted:ASSAY_BRIDGE_KEY]``)."""
 
 
 def find_cli(
@@ -179,6 +184,7 @@ def open_session(context: AgentContext, config: CodingAgent, key: ModelKey) -> B
         prices=prices, script_vars=variables, replicate=context.replicate,
         limits=SessionLimits(context.max_total_tokens, context.max_usd, context.max_turns),
     )  # fmt: skip
+    context.redactor.add_pattern(BRIDGE_KEY_NAME, TOKEN_PATTERN)  # before the CLI can print it
     return context.bridge.open(session)
 
 

@@ -14,6 +14,7 @@ login (``auth.json``) or ``CODEX_API_KEY`` instead. Settings from
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -81,7 +82,7 @@ class CodexRunner:
             settings["model_provider"] = "assay"
             settings["provider_url"] = context.bridge.url + "/v1"
         else:
-            env |= _direct_credentials(context.env, codex_home)
+            env |= _direct_credentials(dict(os.environ), codex_home)  # the user's own, on purpose
         write_config(codex_home, settings=settings, instructions=instructions)
         parser.transcript.skills_offered = _stage_skills(plugins, codex_home)
         argv = [str(cli), "exec", "--json", "--skip-git-repo-check",

@@ -22,6 +22,7 @@ from assay.sandbox.process import run_process, tail
 from assay.spec.task import CommandAgent
 
 ENVIRONMENT_LIMIT = 64 * 1024
+PROMPT_VARIABLES = ("ASSAY_PROMPT", "ASSAY_PROMPT_FILE")
 
 
 def fits_in_environment(text: str) -> bool:

@@ -22,7 +22,14 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from assay.api.grading import compare, evaluate, evaluate_async, evaluate_predictions, report
+    from assay.api.grading import (
+        check_secrets,
+        compare,
+        evaluate,
+        evaluate_async,
+        evaluate_predictions,
+        report,
+    )
     from assay.api.judges import (
         add_judge,
         add_run_to_dataset,
@@ -48,6 +55,7 @@ if TYPE_CHECKING:
 
 _MODULES = {
     "assay.api.grading": (
+        "check_secrets",
         "compare",
         "evaluate",
         "evaluate_async",
@@ -93,6 +101,7 @@ __all__ = [
     "add_traces_to_dataset",
     "cache_stats",
     "calibrate_judge",
+    "check_secrets",
     "clear_cache",
     "compare",
     "convert_qa",

@@ -1,10 +1,11 @@
 """Finished runs from Python: grade again (:func:`evaluate`), rebuild the reports
-(:func:`report`), compare two runs (:func:`compare`), grade a QA prediction file
-(:func:`evaluate_predictions`)."""
+(:func:`report`), scan for secrets (:func:`check_secrets`), compare two runs
+(:func:`compare`), grade a QA prediction file (:func:`evaluate_predictions`)."""
 
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
@@ -21,9 +22,12 @@ from assay.orchestration.predictions import (
 )
 from assay.orchestration.regrade import regrade_run
 from assay.orchestration.runfiles import load_results, load_run_results, resolve_run_dir
+from assay.orchestration.secrets import results_redactor
 from assay.reports.compare import compare_runs, write_comparison
+from assay.reports.rebuild import check_secrets as find_secrets
 from assay.reports.rebuild import rebuild_reports, report_regraded
 from assay.results.experiment import ExperimentResult
+from assay.results.secret_scan import SecretFinding
 from assay.results.task_result import EvaluationResult
 
 
@@ -133,12 +137,28 @@ def compare(
             shared suite whose row ids differ (the first ones named).
     """
     folder_a, folder_b = resolve_run_dir(run_a), resolve_run_dir(run_b)
-    result = compare_runs(folder_a, load_run_results(folder_a), folder_b,
-                          load_run_results(folder_b), variant_a=variant_a,
+    results_a, results_b = load_run_results(folder_a), load_run_results(folder_b)
+    result = compare_runs(folder_a, results_a, folder_b, results_b, variant_a=variant_a,
                           variant_b=variant_b)  # fmt: skip
     if output is not None:
-        write_comparison(Path(output), result)
+        redactor = results_redactor([*results_a, *results_b], os.environ)
+        write_comparison(Path(output), result, redactor=redactor)
     return result
+
+
+def check_secrets(run_dir: str | Path) -> list[SecretFinding]:
+    """Scan a run folder for secrets (``assay report --check-secrets``): the values of the
+    environment's secret variables and of the rows' recorded ones, and strings shaped like
+    provider keys; writes nothing.
+
+    Returns:
+        Each finding by file (relative to the run folder) and line, never the value; empty
+        when the folder is clean.
+
+    Raises:
+        UsageError: not a run directory.
+    """
+    return find_secrets(Path(run_dir))
 
 
 def evaluate_predictions(

@@ -16,6 +16,7 @@ assay.add_run_to_dataset("regressions", "runs/latest", only_failures=True)
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
@@ -25,6 +26,7 @@ from assay.errors import UsageError
 from assay.judges.assets import JudgeResolver, load_judge_file
 from assay.judges.calibration import CalibrationResult, Progress, calibrate
 from assay.orchestration.capture import add_run
+from assay.results.secrets import Redactor
 from assay.spec.judge import JudgeAsset, judge_reference
 from assay.store import open_store
 from assay.store.capture import CaptureResult, capture, parse_mapping
@@ -157,6 +159,7 @@ def add_run_to_dataset(
             only_failures=only_failures,
             suite=suite,
             variant=variant,
+            redactor=Redactor.from_environment(os.environ),
         )
 
 
@@ -181,4 +184,12 @@ def add_traces_to_dataset(
     cases = trace_cases(read_trace_file(path), origin=str(path), session_by=session_by)
     schema = SESSION_SCHEMA if session_by else TRACE_SCHEMA
     with open_store(store) as opened:
-        return capture(opened, name, cases, mapping=fields, default_schema=schema, origin=str(path))
+        return capture(
+            opened,
+            name,
+            cases,
+            mapping=fields,
+            default_schema=schema,
+            origin=str(path),
+            redactor=Redactor.from_environment(os.environ),
+        )

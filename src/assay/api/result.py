@@ -12,7 +12,7 @@ from assay.errors import UsageError
 from assay.orchestration.runfiles import entry_task_jsons, load_task_json
 from assay.reports.writer import Reports
 from assay.results.io import read_json
-from assay.results.run import RunSummary
+from assay.results.run import RunSummary, SecretFindingRecord
 from assay.results.suite import CriterionAggregate, SuiteRollup
 from assay.results.task_result import EvaluationResult
 
@@ -170,6 +170,12 @@ class RunResult:
         """Warnings of the plan and the run (unused fields, judges that failed their
         sanity check, …)."""
         return list(self.summary.warnings)
+
+    @property
+    def secret_findings(self) -> list[SecretFindingRecord]:
+        """Secrets the scan found in the run folder (file, line, kind; never the value); any
+        makes :attr:`exit_code` 1 where it would have been 0."""
+        return list(self.summary.secret_findings)
 
     def suite(self, suite_id: str, *, variant: str | None = None) -> SuiteResult:
         """The suite ``suite_id`` (of ``variant``; needed when the run has several).

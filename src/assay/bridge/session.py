@@ -21,6 +21,10 @@ from assay.providers.pool import ModelKey
 from assay.providers.pricing import Price, PriceTable
 from assay.providers.retry import Attempt
 
+TOKEN_PREFIX = "assay-row-"
+TOKEN_PATTERN = TOKEN_PREFIX + "[0-9a-f]{32}"
+"""What every row's bridge credential looks like (redacted by this pattern: one for all rows)."""
+
 StopKind = Literal["token_budget", "cost_budget", "max_turns"]
 Protocol = Literal["anthropic", "responses", "chat"]
 
@@ -99,7 +103,7 @@ class BridgeSession:
     limits: SessionLimits = field(default_factory=SessionLimits)
     script_vars: dict[str, str] = field(default_factory=dict)
     replicate: int = 0
-    token: str = field(default_factory=lambda: "assay-row-" + secrets.token_hex(16))
+    token: str = field(default_factory=lambda: TOKEN_PREFIX + secrets.token_hex(16))
     calls: list[CallLog] = field(default_factory=list)
     stopped: StopKind | None = None
     stop_message: str | None = None

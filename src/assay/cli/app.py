@@ -10,7 +10,9 @@ Exit codes (DESIGN.md): 0 every gate passed and every task without a dataset suc
 
 from __future__ import annotations
 
+import os
 import sys
+import traceback
 from collections.abc import Callable
 
 import typer
@@ -87,9 +89,21 @@ app.add_typer(cache_app, name="cache")
 
 
 def main() -> None:
-    """Console-script entry point; Ctrl-C before a run starts exits 130 without a traceback."""
-    try:
-        app()
-    except KeyboardInterrupt:
-        sys.stderr.write("interrupted\n")
-        raise SystemExit(130) from None
+    """Console-script entry point; Ctrl-C before a run starts exits 130 without a traceback.
+
+    Everything printed, a crash's traceback included, goes through streams that redact the
+    environment's secrets (:func:`assay.results.output.redacted_output`); a run adds its
+    own (``agent.env`` values, model credentials, row credentials) while it runs.
+    """
+    from assay.results.output import redacted_output
+    from assay.results.secrets import Redactor
+
+    with redacted_output(Redactor.from_environment(os.environ)):
+        try:
+            app()
+        except KeyboardInterrupt:
+            sys.stderr.write("interrupted\n")
+            raise SystemExit(130) from None
+        except Exception:  # a bug: its traceback, redacted, then exit 1 as Python would
+            traceback.print_exc()
+            raise SystemExit(1) from None

@@ -1,4 +1,5 @@
-"""What every command shares: printing a user error (exit 2) and a warning."""
+"""What every command shares: printing a user error (exit 2), a warning, and the secrets a
+scan found."""
 
 from __future__ import annotations
 
@@ -28,6 +29,20 @@ def fail(error: UserError) -> typer.Exit:
 def warn(text: str) -> None:
     """Print one warning on standard error."""
     err().print(f"[yellow]warning:[/] {escape(text)}", markup=True)
+
+
+def secret_findings(run_dir: str, findings: list[str], *, clean_too: bool = False) -> None:
+    """Each secret found in the run folder (``file:line: kind``, to stderr), or, with
+    ``clean_too``, that there is none (to stdout)."""
+    if not findings:
+        if clean_too:
+            Console(highlight=False, soft_wrap=True).print(f"no secret found in {escape(run_dir)}")
+        return
+    for finding in findings:
+        err().print(f"[bold red]secret found:[/] {escape(finding)}", markup=True)
+    many = f"{len(findings)} secret" + ("s" if len(findings) != 1 else "")
+    err().print(f"[bold red]error:[/] {many} found in {escape(run_dir)}: remove them before "
+                "sharing the folder (exit code 1)", markup=True)  # fmt: skip
 
 
 @contextmanager

@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from assay.cli import options as o
-from assay.cli.common import fail, user_errors
+from assay.cli.common import fail, secret_findings, user_errors
 from assay.errors import UsageError
 
 FILE_ONLY = (
@@ -77,12 +77,34 @@ def evaluate(
     raise typer.Exit(result.exit_code)
 
 
-def report(run_dir: o.RunDirArg, junit_xml: o.Junit = None, html: o.Html = False) -> None:
+CheckSecrets = Annotated[
+    bool,
+    typer.Option("--check-secrets",
+                 help="Only scan the run folder for secrets (known values, key-shaped "
+                      "strings); exit 1 naming file and line if one is found."),
+]  # fmt: skip
+
+
+def report(
+    run_dir: o.RunDirArg,
+    junit_xml: o.Junit = None,
+    html: o.Html = False,
+    check_secrets: CheckSecrets = False,
+) -> None:
     """Rebuild suite.json/md, run.json/md (and JUnit XML, report.html) from a run's
-    task.json files."""
+    task.json files (then scan the folder for secrets); with --check-secrets, only scan it."""
     from assay import api
     from assay.cli.render import print_reports
 
+    if check_secrets:
+        with user_errors():
+            if junit_xml is not None or html:
+                raise UsageError("--check-secrets scans the run folder and writes nothing; "
+                                 "drop --junit-xml and --html")  # fmt: skip
+            findings = api.check_secrets(run_dir)
+        shown = [f"{f.file}:{f.line}: {f.kind}" for f in findings]
+        secret_findings(str(Path(run_dir).resolve()), shown, clean_too=True)
+        raise typer.Exit(1 if findings else 0)
     with user_errors():
         result = api.report(run_dir, junit_xml=junit_xml, html=html)
     print_reports(result)

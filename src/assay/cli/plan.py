@@ -30,20 +30,25 @@ def plan(
     model: o.ModelOpt = None,
     store: o.StoreOpt = None,
 ) -> None:
-    """Show the expansion, the row selection and each variant's resolved configuration (with
-    where each value came from); run nothing. Exits 2 on invalid input."""
+    """Show the expansion, the row selection, each variant's resolved configuration (with
+    where each value came from) and the variables its programs receive (names only); run
+    nothing. Exits 2 on invalid input."""
     from assay import api
     from assay.cli.render import print_plan
     from assay.reports.plan import plan_as_json
+    from assay.results.io import redact_json
+    from assay.results.output import redacted_output
 
     chosen = o.selection(sample, sample_per_stratum, split, tags, exclude_tags, include_skipped,
                        repeats, prices=prices, experiment=experiment, sets=set_, model=model,
                        store=store)  # fmt: skip
     with user_errors():
         built = api.plan(tasks, **chosen)
-    for warning in built.warnings:
-        warn(warning)
-    if as_json:
-        sys.stdout.write(json.dumps(plan_as_json(built), indent=2, ensure_ascii=False) + "\n")
-    else:
-        print_plan(built, show_rows=rows)
+    with redacted_output(built.redactor):  # agent.env values among the settings shown
+        for warning in built.warnings:
+            warn(warning)
+        if as_json:
+            text = json.dumps(plan_as_json(built), indent=2, ensure_ascii=False) + "\n"
+            sys.stdout.write(redact_json(text, built.redactor))
+        else:
+            print_plan(built, show_rows=rows)

@@ -7,9 +7,10 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.markup import escape
 
+from assay.cli.common import secret_findings
 from assay.orchestration.plan import Plan, PlannedTask
 from assay.reports.markdown import fmt, plural
-from assay.reports.plan import variant_settings
+from assay.reports.plan import environment_lines, variables_of, variant_settings
 from assay.results.suite import SuiteRollup
 
 if TYPE_CHECKING:
@@ -46,12 +47,16 @@ def _selection_text(planned: PlannedTask) -> str:
 def _print_variants(console: Console, planned: PlannedTask, plan: Plan) -> None:
     if plan.experiment is None:
         return
+    first = variables_of(planned.variants[0], plan)
     for variant in planned.variants:
         about = f": {escape(variant.description)}" if variant.description else ""
         console.print(f"  variant [bold]{escape(variant.variant_id)}[/]{about}")
         for name, value, source in variant_settings(variant):
             if source != "default" or name in ("agent.type", "agent.model", "repeats"):
                 console.print(f"    {escape(name)} = {escape(value)}  [dim]({source})[/]")
+        names = variables_of(variant, plan)
+        for line in environment_lines(names, "    ") if names != first else []:
+            console.print(escape(line))
 
 
 def print_plan(plan: Plan, *, show_rows: int) -> None:
@@ -76,6 +81,8 @@ def print_plan(plan: Plan, *, show_rows: int) -> None:
         kinds = ", ".join(_criterion_text(c) for c in task.success_criteria)
         console.print(f"  criteria: {kinds}" + (f"; gates: {', '.join(gates)}" if gates else ""))
         console.print(f"  rows: {_selection_text(planned)}")
+        for line in environment_lines(variables_of(planned.variants[0], plan), "  "):
+            console.print(escape(line))
         ids = [t.task_id for t in planned.expansion.row_tasks]
         if show_rows and ids:
             shown = ids[:show_rows]
@@ -156,6 +163,8 @@ def print_reports(result: RunResult) -> None:
     if summary.interrupted:
         console.print("[yellow]interrupted[/]: finished rows are kept", markup=True)
     console.print(f"reports: {result.run_dir}/run.md")
+    found = [f"{f.file}:{f.line}: {f.kind}" for f in summary.secret_findings]
+    secret_findings(str(result.run_dir), found)
     if result.html_report is not None:
         console.print(f"html report: {result.html_report}")
 

@@ -9,6 +9,7 @@ import re
 
 from assay.criteria.base import GradingContext, ScoreAggregate, basic_result, read_text
 from assay.qa.rules import is_refusal
+from assay.results.secrets import clip_head
 from assay.results.task_result import CriterionResult
 from assay.spec.criteria import ResponseMatch
 
@@ -25,7 +26,7 @@ def matches(text: str, expected: str, how: str, *, case_sensitive: bool) -> bool
 
 
 def _short(text: str, limit: int = 80) -> str:
-    return repr(text if len(text) <= limit else text[: limit - 1] + "…")
+    return repr(clip_head(text, limit))
 
 
 class ResponseMatchChecker(ScoreAggregate):

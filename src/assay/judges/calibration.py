@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -36,7 +37,8 @@ from assay.judges.prompt import JudgeCase, transcript_text
 from assay.providers.base import Model
 from assay.providers.pool import ModelPool, PoolSettings, default_registry
 from assay.providers.retry import RetryPolicy
-from assay.results.io import dumps, write_text_atomic
+from assay.results.io import write_json_atomic, write_text_atomic
+from assay.results.secrets import Redactor
 from assay.results.transcript_otlp import from_session, from_trace
 from assay.spec.judge import JudgeAsset, VerdictSpec
 
@@ -360,11 +362,19 @@ async def calibrate(
         report,
     )
     report["calibration_id"] = record.calibration_id
-    write_calibration(directory, report)
+    write_calibration(directory, report, redactor=calibration_redactor(asset, os.environ))
     return CalibrationResult(report, directory, record)
 
 
-def write_calibration(directory: Path, report: dict[str, Any]) -> None:
-    """Write ``calibration.json`` and ``calibration.md`` (each atomically)."""
-    write_text_atomic(directory / "calibration.json", dumps(report))
-    write_text_atomic(directory / "calibration.md", render_calibration(report))
+def calibration_redactor(asset: JudgeAsset, environ: Mapping[str, str]) -> Redactor:
+    """The secrets a calibration's files must not hold: those of ``environ``
+    (:class:`~assay.results.secrets.Redactor`) and the judge's ``api_key_env``."""
+    names = [asset.definition.api_key_env] if asset.definition.api_key_env else []
+    return Redactor.from_environment(environ, names=names)
+
+
+def write_calibration(directory: Path, report: dict[str, Any], *, redactor: Redactor) -> None:
+    """Write ``calibration.json`` and ``calibration.md`` (each atomically, through
+    ``redactor``: a reason or a raw reply that quotes a secret is written redacted)."""
+    write_json_atomic(directory / "calibration.json", report, redactor=redactor)
+    write_text_atomic(directory / "calibration.md", render_calibration(report), redactor=redactor)

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from assay.errors import UsageError
 from assay.orchestration.runfiles import load_task_json, resolve_run_dir, task_json_paths
 from assay.results.io import read_json
+from assay.results.secrets import Redactor
 from assay.results.task_result import EvaluationResult
 from assay.store.capture import Captured, CaptureResult, capture, value_kind
 from assay.store.schema import FieldType, Schema
@@ -131,8 +132,10 @@ def add_run(
     only_failures: bool = False,
     suite: str | None = None,
     variant: str | None = None,
+    redactor: Redactor | None = None,
 ) -> CaptureResult:
-    """Add the run's cases to dataset ``name`` (created when missing) as one new version.
+    """Add the run's cases to dataset ``name`` (created when missing) as one new version,
+    ``redactor``'s secrets redacted.
 
     Raises:
         UsageError: as :func:`run_cases`, or a bad mapping. StoreError: as
@@ -146,4 +149,5 @@ def add_run(
         mapping=mapping or {},
         default_schema=run_schema(cases),
         origin=str(run_dir),
+        redactor=redactor,
     )

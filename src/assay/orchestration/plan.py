@@ -7,6 +7,7 @@ rows → one work item per ``row-task × variant × replicate``. ``assay plan`` 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -41,11 +42,13 @@ from assay.orchestration.judging import (
     resolve_judges,
 )
 from assay.orchestration.qa_rows import judge_key
+from assay.orchestration.secrets import run_redactor, short_secret_warnings
 from assay.orchestration.task_loader import LoadedTask, load_document, load_task
 from assay.providers.pool import ProviderRegistry, default_registry
 from assay.providers.pricing import PriceTable
 from assay.qa import QaItem
 from assay.results.run import SkippedTask, TaskSelection
+from assay.results.secrets import Redactor
 from assay.spec.experiment import Experiment
 from assay.spec.task import LlmAgent, TaskDefinition
 
@@ -127,7 +130,9 @@ class PlannedTask:
 
 @dataclass
 class Plan:
-    """Everything a run will do."""
+    """Everything a run will do, and the secrets it knows (``redactor``: the environment's,
+    the credentials its models use, secret ``agent.env`` values; see
+    :mod:`assay.orchestration.secrets`)."""
 
     tasks: list[PlannedTask]
     skipped: list[SkippedTask] = field(default_factory=list)
@@ -136,6 +141,7 @@ class Plan:
     repeats_override: int | None = None
     experiment: Experiment | None = None
     experiment_file: Path | None = None
+    redactor: Redactor = field(default_factory=Redactor)
 
     def work_items(self) -> list[WorkItem]:
         """Every ``row-task × variant × replicate``, in variant, task, row, replicate order."""
@@ -237,6 +243,12 @@ def build_plan(
         plan.variants = tuple(v.variant_id for v in experiment.variants)
         plan.experiment = experiment
         plan.experiment_file = experiment_file.resolve()
+    plan.redactor = run_redactor(
+        (v.definition for t in plan.tasks for v in t.variants),
+        os.environ,
+        store_url=options.store_url,
+    )
+    plan.warnings.extend(short_secret_warnings(plan.redactor))
     return plan
 
 

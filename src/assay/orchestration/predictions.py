@@ -12,6 +12,7 @@ load as they are.
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +26,7 @@ from assay.qa import PredictionRecord, iter_predictions, load_metrics_hook
 from assay.qa.evaluate import JudgeSettings, collector_paused, evaluate_records
 from assay.qa.metrics import metrics_file
 from assay.results.io import read_json, write_json_atomic
+from assay.results.secrets import Redactor
 from assay.spec.qa import QaConfig, QaJudge
 
 
@@ -226,5 +228,7 @@ def _evaluate(path: Path, options: PredictionOptions) -> PredictionReport:
         judge=config.judge.model if config.judge else None,
         judge_warnings=header.get("judge_warnings", []) if config == recorded_qa else [],
     )  # fmt: skip
-    write_json_atomic(output, document)
+    credentials = [config.judge.api_key_env] if config.judge and config.judge.api_key_env else []
+    redactor = Redactor.from_environment(os.environ, names=credentials)
+    write_json_atomic(output, document, redactor=redactor)
     return PredictionReport(output, document, records, [source])

@@ -20,13 +20,16 @@ BUILT_DIR = "python-tasks"
 
 def save_built_tasks(run_dir: Path, plan: Plan) -> dict[str, Path]:
     """Save every task of ``plan`` built in Python (rows included) as a task file in
-    ``run_dir/python-tasks/``, so the run can be resumed; task id → its file."""
+    ``run_dir/python-tasks/``, so the run can be resumed; task id → its file. Secrets are
+    redacted there too (a resumed run gets the marker for a secret written into
+    ``agent.env``: pass secrets through the environment instead)."""
     saved: dict[str, Path] = {}
     for planned in plan.tasks:
         if planned.loaded.built:
             task_id = planned.loaded.definition.task_id
             saved[task_id] = run_dir / BUILT_DIR / f"{task_id}.json"  # JSON is YAML
-            write_json_atomic(saved[task_id], planned.loaded.document.data)
+            write_json_atomic(saved[task_id], planned.loaded.document.data,
+                              redactor=plan.redactor)  # fmt: skip
     return saved
 
 

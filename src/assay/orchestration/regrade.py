@@ -1,9 +1,10 @@
 """Grade a finished run again without running its agents (``assay evaluate RUN_DIR``).
 
 Every row's criteria run again from its ``response.txt`` and kept sandbox (a copy, so the
-kept one stays as the agent left it), with the row's own environment, and its ``task.json``
-is rewritten; nothing changes when criteria need sandboxes the run did not keep. The
-reports are then rebuilt by :func:`assay.reports.rebuild.report_regraded`.
+kept one stays as the agent left it), with the row's own environment (the host's without its
+secrets, as in the run), and its ``task.json`` is rewritten, every known secret redacted;
+nothing changes when criteria need sandboxes the run did not keep. The reports are then
+rebuilt by :func:`assay.reports.rebuild.report_regraded`.
 """
 
 from __future__ import annotations
@@ -20,16 +21,19 @@ from assay.criteria.base import CriterionRegistry, GradingContext, needs_sandbox
 from assay.criteria.registry import default_criteria
 from assay.errors import UsageError
 from assay.orchestration.containment import Containment, private_paths
+from assay.orchestration.environment import row_env
 from assay.orchestration.grading import final_status, grade, grading_message, weighted_score
 from assay.orchestration.judging import judge_keys as task_judge_keys
 from assay.orchestration.qa_rows import judge_key
 from assay.orchestration.runfiles import load_task_json, task_json_paths
-from assay.orchestration.runner import SANDBOX_DIR, row_env
+from assay.orchestration.runner import SANDBOX_DIR
+from assay.orchestration.secrets import results_redactor
 from assay.orchestration.services import run_services
 from assay.providers.pool import ModelKey, ModelPool, PoolSettings, default_registry
 from assay.qa import PredictionRecord
 from assay.qa.schema import OPEN_TYPES
 from assay.results.io import read_json, write_model_atomic
+from assay.results.secrets import Redactor
 from assay.results.status import FinalStatus
 from assay.results.task_result import EvaluationResult
 from assay.results.transcript import Transcript
@@ -90,10 +94,11 @@ async def regrade_run(run_dir: Path, *, jobs: int) -> list[EvaluationResult]:
     registry = default_criteria()
     pool = ModelPool(default_registry(), PoolSettings(parallel=max(1, jobs)))
     limit = asyncio.Semaphore(max(1, jobs))
+    redactor = results_redactor([r for _, r in rows], os.environ)
 
     async def regrade(path: Path, result: EvaluationResult) -> EvaluationResult:
         async with limit:
-            return await _regrade_one(path, result, registry, pool, containment)
+            return await _regrade_one(path, result, registry, pool, redactor, containment)
 
     results = [r for _, r in rows]
     with pidfd_child_watcher():
@@ -165,6 +170,7 @@ async def _regrade_one(
     result: EvaluationResult,
     registry: CriterionRegistry,
     pool: ModelPool,
+    redactor: Redactor,
     containment: Containment,
 ) -> EvaluationResult:
     status_of_agent = agent_status(result)
@@ -192,6 +198,7 @@ async def _regrade_one(
             replicate=result.replicate_index,
             sandbox=scratch.root if scratch else None,
             task_dir=Path(result.task_config.task_dir) if result.task_config.task_dir else None,
+            hidden=redactor.names,
         )
         context = GradingContext(
             sandbox=scratch, response=response, env=env, transcript=read_transcript(directory),
@@ -212,7 +219,7 @@ async def _regrade_one(
             "error_message": _message(status, result, criteria),
         }
     )
-    write_model_atomic(path, updated)
+    write_model_atomic(path, updated, redactor=redactor)
     return updated
 
 

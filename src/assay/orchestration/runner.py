@@ -33,6 +33,7 @@ from assay.criteria.base import (
 )
 from assay.errors import AssayError, SandboxError
 from assay.orchestration.containment import Containment
+from assay.orchestration.environment import row_env
 from assay.orchestration.expand import RowTask
 from assay.orchestration.grading import final_status, grade, grading_message, weighted_score
 from assay.orchestration.judging import judge_keys as task_judge_keys_of
@@ -45,7 +46,8 @@ from assay.providers.managed import OnRetry
 from assay.providers.pool import ModelKey, ModelPool
 from assay.qa import PredictionRecord, QaItem
 from assay.qa.schema import OPEN_TYPES, route
-from assay.results.io import dumps, make_dirs, write_model_atomic, write_text
+from assay.results.io import dumps, make_dirs, redact_json, write_model_atomic, write_text
+from assay.results.secrets import Redactor
 from assay.results.status import FinalStatus
 from assay.results.task_result import (
     AgentRecord,
@@ -71,6 +73,7 @@ if TYPE_CHECKING:
 Stage = Literal["run", "execute"]
 SANDBOX_DIR = "sandbox"
 WRITER_THREADS = 2  # rows whose files are written at once, off the event loop
+MTIME_SLACK = 2.0  # seconds: file systems that keep modification times coarsely
 
 
 @dataclass
@@ -113,31 +116,6 @@ class _Row:
     def note(self, text: str) -> None:
         stamp = datetime.now().strftime("%H:%M:%S.%f")[:-3]
         self.log.append(f"{stamp} {text}")
-
-
-def row_env(
-    base: dict[str, str],
-    task: TaskDefinition,
-    *,
-    variant_id: str,
-    replicate: int,
-    sandbox: Path | None,
-    task_dir: Path | None,
-) -> dict[str, str]:
-    """The environment of every program a row runs (agent, pre/post_run, criteria)."""
-    env = dict(base)
-    env.update(
-        {
-            "ASSAY_TASK_ID": task.task_id,
-            "ASSAY_SUITE_ID": task.suite_id or "",
-            "ASSAY_ROW_ID": task.row_id or "",
-            "ASSAY_VARIANT": variant_id,
-            "ASSAY_REPLICATE": str(replicate),
-            "ASSAY_SANDBOX": str(sandbox or ""),
-            "ASSAY_TASK_DIR": str(task_dir or ""),
-        }
-    )
-    return env
 
 
 def needs_directory(task: TaskDefinition) -> bool:
@@ -207,6 +185,8 @@ class Runner:
         pool: started models.
         criteria: the criterion registry.
         options: jobs, stage, sandbox keeping.
+        redactor: the run's known secrets: withheld from the row's programs (with every
+            other secret variable) and redacted from the row's files.
         containment: makes the ``bwrap`` sandbox of the rows whose task asks for one.
     """
 
@@ -219,9 +199,11 @@ class Runner:
         *,
         on_retry: OnRetry | None = None,
         bridge: Bridge | None = None,
+        redactor: Redactor | None = None,
         containment: Containment | None = None,
     ) -> None:
         self.run_dir = run_dir
+        self.redactor = redactor or Redactor()
         self.containment = containment or Containment()
         self.pool = pool
         self.criteria = criteria
@@ -253,7 +235,9 @@ class Runner:
         async def worker(writer: ThreadPoolExecutor) -> None:
             for position, item in queue:
                 row, result, outcome = await self.run_row(item, slots)
-                written = loop.run_in_executor(writer, write_row, row, result, outcome)
+                written = loop.run_in_executor(
+                    writer, write_row, row, result, outcome, self.redactor
+                )
                 try:
                     await asyncio.shield(written)
                 except asyncio.CancelledError:
@@ -285,6 +269,7 @@ class Runner:
             replicate=item.replicate,
             sandbox=sandbox,
             task_dir=item.row_task.source.base_dir,
+            hidden=self.redactor.names,
         )
 
     async def run_row(
@@ -428,6 +413,7 @@ class Runner:
             label=f"{task.task_id}#{item.replicate:02d}",
             row=item.row_task.row,
             max_turns=task.run_limits.max_turns,
+            redactor=self.redactor,
             jail=sandbox.jail if sandbox is not None else None,
         )
         if isinstance(task.agent, NoneAgent) and item.row_task.trace_id is not None:
@@ -607,8 +593,11 @@ def _usage(outcome: AgentOutcome) -> TokenUsage | None:
     )
 
 
-def write_row(row: _Row, result: EvaluationResult, outcome: AgentOutcome) -> EvaluationResult:
-    """Write a finished row's files and return its result; safe to call from a writer thread.
+def write_row(
+    row: _Row, result: EvaluationResult, outcome: AgentOutcome, redactor: Redactor | None = None
+) -> EvaluationResult:
+    """Write a finished row's files (every known secret redacted) and return its result; safe
+    to call from a writer thread.
 
     A row whose files cannot be written (a full disk, a file where its folder should be, a
     value JSON refuses) ends ``ERROR`` with the reason, written in their place when that
@@ -616,7 +605,7 @@ def write_row(row: _Row, result: EvaluationResult, outcome: AgentOutcome) -> Eva
     runs it again), and the run goes on.
     """
     try:
-        write_row_files(row.directory, result, outcome, row.log)
+        write_row_files(row.directory, result, outcome, row.log, redactor=redactor)
     except (OSError, ValueError) as exc:
         result = result.model_copy(update={
             "final_status": FinalStatus.ERROR,
@@ -624,21 +613,35 @@ def write_row(row: _Row, result: EvaluationResult, outcome: AgentOutcome) -> Eva
             "success_criteria_results": [], "weighted_score": None,
         })  # fmt: skip
         with contextlib.suppress(OSError, ValueError):
-            write_row_files(row.directory, result, AgentOutcome(status="error"), row.log)
+            write_row_files(row.directory, result, AgentOutcome(status="error"), row.log,
+                            redactor=redactor)  # fmt: skip
     return result
 
 
 def write_row_files(
-    directory: Path, result: EvaluationResult, outcome: AgentOutcome, log: list[str]
+    directory: Path,
+    result: EvaluationResult,
+    outcome: AgentOutcome,
+    log: list[str],
+    *,
+    redactor: Redactor | None = None,
 ) -> None:
     """Write a row's files; ``task.json`` last, atomically, so it alone marks a finished row
-    (the files before it are written in place: a row without ``task.json`` runs again)."""
+    (the files before it are written in place: a row without ``task.json`` runs again).
+
+    Every known secret is redacted from them, and from the files of the row's sandbox when
+    it is kept in the run folder (so ``assay evaluate`` grades the redacted files)."""
     make_dirs(directory)
     if outcome.response is not None:
-        write_text(directory / "response.txt", outcome.response)
-    if outcome.stored_trace is not None:
-        write_text(directory / "trace.json", dumps(outcome.stored_trace, compact=True))
-    elif len(outcome.spans) > 1:
-        write_text(directory / "trace.json", dumps(to_otlp_json(outcome.spans), compact=True))
-    write_text(directory / "task.log", "\n".join(log) + "\n")
-    write_model_atomic(directory / "task.json", result)
+        write_text(directory / "response.txt", outcome.response, redactor=redactor)
+    trace = outcome.stored_trace
+    if trace is None and len(outcome.spans) > 1:
+        trace = to_otlp_json(outcome.spans)
+    if trace is not None:
+        text = redact_json(dumps(trace, compact=True), redactor, compact=True)
+        write_text(directory / "trace.json", text, redactor=None)  # redacted as JSON above
+    write_text(directory / "task.log", "\n".join(log) + "\n", redactor=redactor)
+    if result.sandbox_path is not None and redactor:
+        started = datetime.fromisoformat(result.started_at).timestamp()
+        Sandbox(directory / SANDBOX_DIR).redact(redactor, since=started - MTIME_SLACK)
+    write_model_atomic(directory / "task.json", result, redactor=redactor)

@@ -21,6 +21,7 @@ from assay.providers.pool import ModelKey, ModelPool, PoolSettings, ProviderRegi
 from assay.providers.pool import default_registry as default_providers
 from assay.providers.pricing import PriceTable
 from assay.providers.retry import RetryPolicy
+from assay.results.secrets import Redactor
 
 if TYPE_CHECKING:
     from assay.bridge import Bridge
@@ -63,11 +64,14 @@ def build_pool(
     jobs: int,
     prices: PriceTable,
     registry: ProviderRegistry | None = None,
+    redactor: Redactor | None = None,
 ) -> ModelPool:
-    """A model pool for one run (not started): ``jobs`` calls in flight per server."""
+    """A model pool for one run (not started): ``jobs`` calls in flight per server; its
+    response cache stores answers with ``redactor``'s secrets redacted."""
     cache = None
     if models.cache or models.cache_path is not None:
-        cache = ResponseCache(models.cache_path or DEFAULT_CACHE, max_age=models.cache_expiry)
+        cache = ResponseCache(models.cache_path or DEFAULT_CACHE, max_age=models.cache_expiry,
+                              redactor=redactor)  # fmt: skip
     settings = PoolSettings(
         parallel=jobs,
         retry=RetryPolicy(max_retries=models.max_retries),

@@ -48,6 +48,7 @@ from assay.providers.pool import ModelPool, ProviderRegistry
 from assay.providers.pricing import PriceTable
 from assay.qa import check_judge
 from assay.results.io import read_json
+from assay.results.output import redacted_output
 from assay.results.plan_record import PLAN_FILE, PlanRecord, log_session, write_plan
 from assay.results.task_result import EvaluationResult
 from assay.sandbox.bwrap import BridgeLink
@@ -135,7 +136,7 @@ class RunSession:
         run_dir = create_run_dir(request.runs_root, now=started)
         saved = save_built_tasks(run_dir, plan)
         record = plan_record(plan, options, request.options, saved=saved)
-        write_plan(run_dir, record)
+        write_plan(run_dir, record, redactor=plan.redactor)
         return cls(plan, record, run_dir, request, started, [], options.prices)
 
     @classmethod
@@ -187,15 +188,19 @@ class RunSession:
         Raises:
             ModelError, UserError: a model could not start (no row ran).
         """
-        with stop_on_signals(enabled=self.request.stop_on_sigterm):
+        with (
+            stop_on_signals(enabled=self.request.stop_on_sigterm),
+            redacted_output(self.plan.redactor),  # progress lines, warnings, bridge errors
+        ):
             results, interrupted = await self._run_rows()
         return self.finish(results, interrupted=interrupted)
 
     async def _run_rows(self) -> tuple[list[EvaluationResult | None], bool]:
         request, items = self.request, self.pending()
-        log_session(self.run_dir, "start", self.started)
+        redactor = self.plan.redactor
+        log_session(self.run_dir, "start", self.started, redactor=redactor)
         pool = build_pool(request.models, jobs=request.options.jobs, prices=self.prices,
-                          registry=request.registry)  # fmt: skip
+                          registry=request.registry, redactor=redactor)  # fmt: skip
         contained = uses_bwrap(self.plan.definitions)
         services_of_run = run_services(pool, model_keys(self.plan), bridge=needs_bridge(self.plan),
                                        bridge_socket=contained,
@@ -205,7 +210,7 @@ class RunSession:
                 containment = self._containment(services.bridge, pool)
                 runner = Runner(self.run_dir, pool, default_criteria(), request.options,
                                 on_retry=request.progress.retry, bridge=services.bridge,
-                                containment=containment)  # fmt: skip
+                                redactor=redactor, containment=containment)  # fmt: skip
                 try:
                     if request.options.stage == "run":
                         warnings = await check_judges(self.plan, services.pool,
@@ -236,7 +241,7 @@ class RunSession:
         """End the session: log it, and gather every finished row (after an interruption,
         every row whose ``task.json`` reached the disk)."""
         ended = datetime.now()
-        log_session(self.run_dir, "end", ended)
+        log_session(self.run_dir, "end", ended, redactor=self.plan.redactor)
         finished = self.kept + [r for r in results if r is not None]
         if interrupted:
             items = self.plan.work_items()

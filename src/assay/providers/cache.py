@@ -6,6 +6,9 @@ generation parameter, the constraint, extra body fields — a field added to the
 enters the key automatically) and the replicate index. So a different model, endpoint,
 setting or replicate never receives another's answer, and replicates are never made identical
 by the cache. Entries older than ``max_age`` seconds are ignored (and removed by ``clear``).
+The key is a hash, so no prompt is stored; an answer is stored with every known secret
+redacted (``redactor``: its text and its tool calls' arguments), and a later hit returns it
+redacted; a passed-through answer that holds one is not stored at all.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from assay.providers.base import (
     ToolCall,
     Usage,
 )
+from assay.results.secrets import Redactor
 
 DEFAULT_PATH = Path(".assay") / "cache.db"
 _SCHEMA = """
@@ -121,12 +125,20 @@ class ResponseCache:
     Args:
         path: the SQLite file (created with its folder).
         max_age: seconds after which an entry no longer counts; ``None`` keeps entries forever.
+        redactor: the run's known secrets, redacted from every stored answer.
     """
 
-    def __init__(self, path: Path = DEFAULT_PATH, *, max_age: float | None = None) -> None:
+    def __init__(
+        self,
+        path: Path = DEFAULT_PATH,
+        *,
+        max_age: float | None = None,
+        redactor: Redactor | None = None,
+    ) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self.max_age = max_age
+        self.redactor = redactor or Redactor()
         self.hits = 0
         self.misses = 0
         self._db = sqlite3.connect(path, timeout=30, check_same_thread=False)
@@ -167,9 +179,10 @@ class ResponseCache:
                               usage.reasoning_tokens]  # fmt: skip
         self._db.execute(
             "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (key, time.time(), response.model or "", response.text,
+            (key, time.time(), response.model or "", self.redactor.redact(response.text),
              usage.input_tokens if usage else None, usage.output_tokens if usage else None,
-             response.finish_reason, json.dumps(extra) if extra else None),
+             response.finish_reason,
+             json.dumps(self.redactor.redact_data(extra)) if extra else None),
         )  # fmt: skip
         self._db.commit()
 
@@ -186,7 +199,10 @@ class ResponseCache:
         return str(row[1]), bytes(row[2])
 
     def put_raw(self, key: str, content_type: str, body: bytes) -> None:
-        """Store a passed-through answer's bytes under ``key``."""
+        """Store a passed-through answer's bytes under ``key``; one that holds a known
+        secret is not stored (redacting would change the bytes a replay must give back)."""
+        if self.redactor.find_bytes(body):
+            return
         self._db.execute("INSERT OR REPLACE INTO raw_responses VALUES (?, ?, ?, ?)",
                          (key, time.time(), content_type, body))  # fmt: skip
         self._db.commit()

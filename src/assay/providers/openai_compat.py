@@ -29,6 +29,7 @@ from assay.providers.http import ShardedClient
 from assay.providers.retry import TransientModelError, is_retryable_status, parse_retry_after
 from assay.providers.wire import WireError
 from assay.providers.wire import chat as chat_wire
+from assay.results.secrets import clip_head
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
@@ -218,5 +219,4 @@ def _error_text(response: httpx.Response, limit: int = 300) -> str:
         text = detail.get("message") if isinstance(detail, dict) else str(detail)
     except (ValueError, AttributeError):
         text = response.text
-    text = str(text or response.reason_phrase)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    return clip_head(str(text or response.reason_phrase), limit, "...")

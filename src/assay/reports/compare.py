@@ -24,6 +24,7 @@ from assay.results.experiment import ArmDataset, ExperimentResult
 from assay.results.io import read_json, write_json_atomic, write_text_atomic
 from assay.results.plan_record import PLAN_FILE, PlanRecord
 from assay.results.run import RunSummary, TaskSelection
+from assay.results.secrets import Redactor
 from assay.results.task_result import EvaluationResult, JudgeCriterionResult
 
 SHOWN_IDS = 10
@@ -202,10 +203,11 @@ def render_comparison(report: ExperimentResult) -> str:
     return render_experiment(report).replace("](./", "](")
 
 
-def write_comparison(folder: Path, report: ExperimentResult) -> None:
-    """Write ``compare.json`` and ``compare.md`` into ``folder`` (created if needed)."""
-    write_json_atomic(folder / "compare.json", report)
-    write_text_atomic(folder / "compare.md", render_comparison(report))
+def write_comparison(folder: Path, report: ExperimentResult, *, redactor: Redactor) -> None:
+    """Write ``compare.json`` and ``compare.md`` into ``folder`` (created if needed), every
+    known secret redacted."""
+    write_json_atomic(folder / "compare.json", report, redactor=redactor)
+    write_text_atomic(folder / "compare.md", render_comparison(report), redactor=redactor)
 
 
 __all__ = [

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from assay.reports.rollup import failure_reasons, order_key
 from assay.results.io import write_text_atomic
+from assay.results.secrets import Redactor
 from assay.results.suite import SuiteRollup
 from assay.results.task_result import EvaluationResult
 
@@ -111,7 +112,11 @@ def render_junit(results: Sequence[EvaluationResult], suites: Sequence[SuiteRoll
 
 
 def write_junit(
-    path: Path, results: Sequence[EvaluationResult], suites: Sequence[SuiteRollup]
+    path: Path,
+    results: Sequence[EvaluationResult],
+    suites: Sequence[SuiteRollup],
+    *,
+    redactor: Redactor | None = None,
 ) -> None:
-    """Write the JUnit XML to ``path`` atomically."""
-    write_text_atomic(path, render_junit(results, suites))
+    """Write the JUnit XML to ``path`` atomically, every known secret redacted."""
+    write_text_atomic(path, render_junit(results, suites), redactor=redactor)

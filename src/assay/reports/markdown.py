@@ -301,6 +301,11 @@ def render_run(summary: RunSummary) -> str:
     if summary.warnings:
         out += ["", "## Warnings", ""]
         out += [f"- {w}" for w in summary.warnings]
+    if summary.secret_findings:
+        out += ["", "## Secrets found", "",
+                "Remove these files (or the secret in them) before sharing this folder; "
+                "the run exits 1.", ""]  # fmt: skip
+        out += [f"- `{f.file}:{f.line}`: {f.kind}" for f in summary.secret_findings]
     return "\n".join(out) + "\n"
 
 

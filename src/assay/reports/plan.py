@@ -1,13 +1,16 @@
-"""The plan as data: each variant's settings with where each value came from, and the whole
-plan as JSON (``assay plan --json``)."""
+"""The plan as data: each variant's settings with where each value came from, the variable
+names its programs receive, and the whole plan as JSON (``assay plan --json``)."""
 
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
+from assay.orchestration.environment import AgentVariables, agent_variables
 from assay.orchestration.experiment import ResolvedVariant
 from assay.orchestration.plan import Plan
+from assay.results.secrets import clip_head
 
 
 def variant_settings(variant: ResolvedVariant) -> list[tuple[str, str, str]]:
@@ -28,9 +31,7 @@ def _leaves(value: Any, path: str, rows: list[tuple[str, str, str]], where: dict
         for key, inner in value.items():
             _leaves(inner, f"{path}.{key}" if path else key, rows, where)
         return
-    text = json.dumps(value, ensure_ascii=False)
-    if len(text) > 70:
-        text = text[:67] + "..."
+    text = clip_head(json.dumps(value, ensure_ascii=False), 70, "...")
     rows.append((path, text, _source(path, where)))
 
 
@@ -40,6 +41,37 @@ def _source(path: str, where: dict[str, str]) -> str:
             return where[path]
         path = path.rpartition(".")[0]
     return "default"
+
+
+def variables_of(variant: ResolvedVariant, plan: Plan) -> AgentVariables:
+    """The variable names ``variant``'s programs receive in this process's environment."""
+    return agent_variables(variant.definition, os.environ, hidden=plan.redactor.names)
+
+
+def environment_lines(names: AgentVariables, indent: str) -> list[str]:
+    """Two lines for ``assay plan``: the names received, then the secrets withheld and
+    those passed on purpose (``(not set)`` when the host has none)."""
+    host = names.host
+    agent = f", {', '.join(names.agent)} (agent)" if names.agent else ""
+    received = f"{', '.join(host.received) or 'none'} ({len(host.received)} from the host)"
+    lines = [f"{indent}environment: receives {received}, {', '.join(names.assay)} (assay){agent}"]
+    secrets = [f"withheld {', '.join(host.withheld)}" if host.withheld else "none withheld"]
+    if host.passed_on_purpose:
+        shown = [n + (" (not set)" if n in host.missing else "") for n in host.passed_on_purpose]
+        secrets.append("passed on purpose " + ", ".join(shown))
+    lines.append(f"{indent}secrets: {'; '.join(secrets)}")
+    return lines
+
+
+def _environment_json(names: AgentVariables) -> dict[str, list[str]]:
+    return {
+        "host": names.host.received,
+        "withheld": names.host.withheld,
+        "passed_on_purpose": names.host.passed_on_purpose,
+        "not_set": names.host.missing,
+        "assay": names.assay,
+        "agent": names.agent,
+    }
 
 
 def plan_as_json(plan: Plan) -> dict[str, Any]:
@@ -58,6 +90,7 @@ def plan_as_json(plan: Plan) -> dict[str, Any]:
                 "variants": [
                     {
                         "variant_id": v.variant_id,
+                        "environment": _environment_json(variables_of(v, plan)),
                         "settings": [
                             {
                                 "field": f,

@@ -36,7 +36,8 @@ from assay.qa import (
 from assay.qa.grading import answer_error
 from assay.qa.metrics import base_metrics, metrics_file
 from assay.reports.markdown import code, fmt, md_table, plural
-from assay.results.io import write_json_atomic, write_text_atomic
+from assay.results.io import redact_json, write_json_atomic, write_text_atomic
+from assay.results.secrets import Redactor
 from assay.results.status import FinalStatus
 from assay.results.task_result import EvaluationResult, QaCriterionResult
 from assay.spec.qa import QaConfig
@@ -55,9 +56,14 @@ class QaFiles:
 
 
 def write_qa_files(
-    folder: Path, members: Sequence[EvaluationResult], *, warnings: Sequence[str] = ()
+    folder: Path,
+    members: Sequence[EvaluationResult],
+    *,
+    warnings: Sequence[str] = (),
+    redactor: Redactor | None = None,
 ) -> QaFiles | None:
-    """Write ``prediction.jsonl`` and, when every row is graded, ``metrics.json``.
+    """Write ``prediction.jsonl`` and, when every row is graded, ``metrics.json`` (every
+    known secret redacted).
 
     ``warnings`` are the run's; a failed sanity check of this suite's judge is copied into
     ``metrics.json`` (``judge_warnings``), so the file says its verdicts are suspect.
@@ -70,7 +76,8 @@ def write_qa_files(
         return None
     rows.sort(key=lambda pair: (pair[1].repeat, pair[1].sample_index))
     lines = "".join(record.to_json_line() + "\n" for _, record in rows)
-    write_text_atomic(folder / PREDICTIONS, lines)
+    lines = redact_json(lines, redactor, compact=True)  # JSON Lines: redacted as data
+    write_text_atomic(folder / PREDICTIONS, lines, redactor=None)
     if any(r.final_status is FinalStatus.NOT_GRADED for r, _ in rows):
         return QaFiles(None)
     config = _config(rows[0][0])
@@ -83,7 +90,7 @@ def write_qa_files(
         dataset=rows[0][1].dataset, judge=config.judge.model if config.judge else None,
         judge_warnings=_judge_warnings(config, warnings), source=PREDICTIONS,
     )  # fmt: skip
-    write_json_atomic(folder / METRICS, document)
+    write_json_atomic(folder / METRICS, document, redactor=redactor)
     return QaFiles(document)
 
 

@@ -4,6 +4,7 @@ come from ``plan.json`` (what it set out to do) and ``run.json`` (how it went)."
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
@@ -11,11 +12,13 @@ from pathlib import Path
 from assay.criteria.registry import default_criteria
 from assay.errors import UsageError
 from assay.orchestration.datacheck import check_run_dir
-from assay.orchestration.runfiles import load_results
+from assay.orchestration.runfiles import load_results, resolve_run_dir, task_json_paths
+from assay.orchestration.secrets import results_redactor
 from assay.reports.writer import Reports, RunMeta, Stage, write_reports
 from assay.results.io import read_json, read_model
 from assay.results.plan_record import PLAN_FILE, PlanRecord
 from assay.results.run import RunSummary, TaskSelection
+from assay.results.secret_scan import SecretFinding, scan_run
 from assay.results.task_result import EvaluationResult
 
 
@@ -87,7 +90,26 @@ def rebuild_reports(run_dir: Path, *, junit_path: Path | None = None) -> Reports
     meta.stage = "report"
     checked = check_run_dir(run_dir, results, action="assay report")
     meta.warnings = list(dict.fromkeys([*meta.warnings, *checked]))  # once, however often run
-    return write_reports(run_dir, results, meta, default_criteria(), junit_path=junit_path)
+    return write_reports(run_dir, results, meta, default_criteria(), junit_path=junit_path,
+                         redactor=results_redactor(results, os.environ))  # fmt: skip
+
+
+def check_secrets(run_dir: Path) -> list[SecretFinding]:
+    """``assay report --check-secrets``: the secrets in the run folder (the environment's and
+    the rows' recorded ones, and key-shaped strings); changes nothing. A ``task.json`` that
+    cannot be read is scanned all the same.
+
+    Raises:
+        UsageError: ``run_dir`` is not a run directory.
+    """
+    folder = resolve_run_dir(run_dir)
+    results = []
+    for path in task_json_paths(folder):
+        try:
+            results.append(EvaluationResult.model_validate(read_json(path)))
+        except (ValueError, OSError):
+            continue
+    return scan_run(folder, results_redactor(results, os.environ))
 
 
 def report_regraded(
@@ -108,4 +130,5 @@ def report_regraded(
     meta = previous_meta(run_dir, "evaluate")
     meta.start_time, meta.end_time, meta.max_parallel = started, datetime.now(), jobs
     meta.warnings = list(dict.fromkeys([*meta.warnings, *warnings]))
-    return write_reports(run_dir, results, meta, default_criteria(), junit_path=junit_path)
+    return write_reports(run_dir, results, meta, default_criteria(), junit_path=junit_path,
+                         redactor=results_redactor(results, os.environ))  # fmt: skip

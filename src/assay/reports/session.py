@@ -22,7 +22,8 @@ def write_session_reports(session: RunSession, outcome: SessionOutcome) -> Repor
     """
     meta = session_meta(session, outcome)
     return write_reports(session.run_dir, outcome.results, meta, default_criteria(),
-                         junit_path=session.request.junit_path)  # fmt: skip
+                         junit_path=session.request.junit_path,
+                         redactor=session.plan.redactor)  # fmt: skip
 
 
 def session_meta(session: RunSession, outcome: SessionOutcome) -> RunMeta:

@@ -3,6 +3,11 @@
 The same function serves ``assay run`` (at the end of the run), ``assay evaluate`` (after
 re-grading) and ``assay report`` (rebuilding from the ``task.json`` files), so the reports
 never depend on how the results were obtained.
+
+Every file is written through the run's redactor, and the run folder (with the JUnit file)
+is then scanned for secrets (:mod:`assay.results.secret_scan`): a secret found is listed in
+``run.json`` (``secret_findings``, file and line, never the value) and ``run.md``, and makes
+the exit code 1 where it would have been 0, so a leak never passes silently.
 """
 
 from __future__ import annotations
@@ -26,7 +31,16 @@ from assay.reports.markdown import render_experiment, render_run, render_suite
 from assay.reports.qa import render_qa, write_qa_files
 from assay.reports.rollup import build_suite, order_key
 from assay.results.io import write_json_atomic, write_text_atomic
-from assay.results.run import RunSummary, SkippedTask, SuiteRef, TaskRow, TaskSelection
+from assay.results.run import (
+    RunSummary,
+    SecretFindingRecord,
+    SkippedTask,
+    SuiteRef,
+    TaskRow,
+    TaskSelection,
+)
+from assay.results.secret_scan import SecretFinding, scan_run
+from assay.results.secrets import Redactor
 from assay.results.status import FinalStatus, RowCounts
 from assay.results.suite import SuiteRollup
 from assay.results.task_result import EvaluationResult, JudgeCriterionResult, TokenUsage
@@ -65,11 +79,12 @@ class RunMeta:
 
 @dataclass
 class Reports:
-    """What was written, and the exit code it implies."""
+    """What was written, the exit code it implies, and the secrets the scan found."""
 
     summary: RunSummary
     suites: list[SuiteRollup]
     exit_code: int
+    secret_findings: list[SecretFinding] = field(default_factory=list)
 
 
 def task_json_relpath(result: EvaluationResult) -> str:
@@ -101,13 +116,16 @@ def write_reports(
     registry: CriterionRegistry,
     *,
     junit_path: Path | None = None,
+    redactor: Redactor | None = None,
 ) -> Reports:
     """Write suites (with ``prediction.jsonl``/``metrics.json`` for QA suites), ``run.json``,
-    ``run.md`` (and JUnit XML) for ``results``.
+    ``run.md`` (and JUnit XML) for ``results``, every known secret redacted, then scan the
+    run folder for secrets (see the module docstring).
 
     Raises:
         TaskFileError: a QA suite's metrics hook failed; every other file is written first.
     """
+    redactor = redactor or Redactor()
     variants = {v: i for i, v in enumerate(meta.variant_ids)}
     ordered = sorted(
         results,
@@ -141,32 +159,55 @@ def write_reports(
         )
         suite.criteria = meta.criteria.get(suite_id)
         folder = suite_dir(run_dir, variant, suite_id)
-        qa = write_qa_files(folder, members, warnings=meta.warnings)
+        qa = write_qa_files(folder, members, warnings=meta.warnings, redactor=redactor)
         if qa is not None and qa.error is not None:
             errors.append(qa.error)
-        write_json_atomic(folder / "suite.json", suite)
+        write_json_atomic(folder / "suite.json", suite, redactor=redactor)
         extra = render_qa(qa.document) if qa is not None and qa.document is not None else ""
         if qa is not None and qa.error is not None:
             extra = ("\n## QA metrics\n\n**Not written**: the metrics hook failed: "
                      f"{qa.error.render()}. Fix it, then `assay report RUN_DIR`.\n")  # fmt: skip
-        write_text_atomic(folder / "suite.md", render_suite(suite) + extra)
+        write_text_atomic(folder / "suite.md", render_suite(suite) + extra, redactor=redactor)
         suites.append(suite)
         refs.append(_suite_ref(suite))
     if meta.experiment_id is not None:
-        _write_experiment(run_dir, ordered, paths, meta)
+        _write_experiment(run_dir, ordered, paths, meta, redactor)
     exit_code = decide_exit_code(ordered, suites, meta)
     summary = _summary(ordered, suites, refs, meta, paths, exit_code)
-    write_json_atomic(run_dir / "run.json", summary)
-    write_text_atomic(run_dir / "run.md", render_run(summary))
+    _write_summary(run_dir, summary, redactor)
     if junit_path is not None:
-        write_junit(junit_path, ordered, suites)
+        write_junit(junit_path, ordered, suites, redactor=redactor)
+    findings = scan_run(run_dir, redactor, extra_files=[junit_path] if junit_path else [])
+    if findings:
+        exit_code = secret_exit_code(exit_code)
+        summary = summary.model_copy(update={
+            "exit_code": exit_code,
+            "secret_findings": [SecretFindingRecord(file=f.file, line=f.line, kind=f.kind)
+                                for f in findings],
+        })  # fmt: skip
+        _write_summary(run_dir, summary, redactor)
     if errors:  # every other report is written: fix the hook, then `assay report RUN_DIR`
         raise errors[0]
-    return Reports(summary, suites, exit_code)
+    return Reports(summary, suites, exit_code, findings)
+
+
+def secret_exit_code(exit_code: int) -> int:
+    """The exit code once a secret was found in a run folder: 1 where it would have been 0;
+    a failure (1), an invalid input (2) or an interruption (130) keeps its own code."""
+    return EXIT_FAILED if exit_code == EXIT_OK else exit_code
+
+
+def _write_summary(run_dir: Path, summary: RunSummary, redactor: Redactor) -> None:
+    write_json_atomic(run_dir / "run.json", summary, redactor=redactor)
+    write_text_atomic(run_dir / "run.md", render_run(summary), redactor=redactor)
 
 
 def _write_experiment(
-    run_dir: Path, results: Sequence[EvaluationResult], paths: dict[int, str], meta: RunMeta
+    run_dir: Path,
+    results: Sequence[EvaluationResult],
+    paths: dict[int, str],
+    meta: RunMeta,
+    redactor: Redactor,
 ) -> None:
     from assay.reports.experiment import build_experiment  # numpy/scipy: only when needed
 
@@ -179,8 +220,8 @@ def _write_experiment(
         variant_ids=meta.variant_ids,
         row_ids={s.task_id: s.selection.row_ids for s in meta.selections},
     )
-    write_json_atomic(run_dir / "experiment.json", report)
-    write_text_atomic(run_dir / "experiment.md", render_experiment(report))
+    write_json_atomic(run_dir / "experiment.json", report, redactor=redactor)
+    write_text_atomic(run_dir / "experiment.md", render_experiment(report), redactor=redactor)
 
 
 def _suite_ref(suite: SuiteRollup) -> SuiteRef:

@@ -17,6 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from assay.results.io import write_json_atomic
+from assay.results.secrets import Redactor
 from assay.results.suite import DatasetRecord, SelectionRecord
 
 PLAN_SCHEMA_VERSION = "1"
@@ -83,15 +84,23 @@ class PlanRecord(_Model):
     judges: dict[str, list[JudgeUse]] = Field(default_factory=dict)
 
 
-def write_plan(run_dir: Path, record: PlanRecord) -> None:
-    """Write ``plan.json`` atomically."""
-    write_json_atomic(run_dir / PLAN_FILE, record)
+def write_plan(run_dir: Path, record: PlanRecord, *, redactor: Redactor | None = None) -> None:
+    """Write ``plan.json`` atomically, every known secret redacted (a ``-D`` override may
+    carry one)."""
+    write_json_atomic(run_dir / PLAN_FILE, record, redactor=redactor)
 
 
-def log_session(run_dir: Path, event: Literal["start", "end"], when: datetime) -> None:
-    """Append one line to ``sessions.jsonl``."""
+def log_session(
+    run_dir: Path,
+    event: Literal["start", "end"],
+    when: datetime,
+    *,
+    redactor: Redactor | None = None,
+) -> None:
+    """Append one line to ``sessions.jsonl`` (through ``redactor``, like every file)."""
+    line = json.dumps({event: when.isoformat()}) + "\n"
     with (run_dir / SESSIONS_FILE).open("a", encoding="utf-8") as handle:
-        handle.write(json.dumps({event: when.isoformat()}) + "\n")
+        handle.write(redactor.redact(line) if redactor is not None else line)
 
 
 def read_sessions(run_dir: Path) -> list[tuple[datetime, datetime | None]]:

@@ -1,7 +1,7 @@
 """``run.json``: one invocation of ``assay run`` / ``execute`` / ``evaluate`` (``RunSummary``).
 
 Field names follow ``reference/originals.md`` §1.10; assay adds ``schema_version``,
-``stage``, ``suites``, ``selections``, ``warnings`` and ``exit_code``.
+``stage``, ``suites``, ``selections``, ``warnings``, ``secret_findings`` and ``exit_code``.
 """
 
 from __future__ import annotations
@@ -63,6 +63,14 @@ class TaskSelection(_Model):
     selection: SelectionRecord
 
 
+class SecretFindingRecord(_Model):
+    """A secret the scan found in the run folder: file, line, and what (never the value)."""
+
+    file: str
+    line: int
+    kind: str
+
+
 class RunSummary(_Model):
     """One ``run.json``.
 
@@ -107,6 +115,7 @@ class RunSummary(_Model):
     task_criteria: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)
     judges: list[dict[str, Any]] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
+    secret_findings: list[SecretFindingRecord] = Field(default_factory=list)
     task_results: list[TaskRow] = Field(default_factory=list)
     framework_version: str
     environment_info: dict[str, Any] = Field(default_factory=dict)

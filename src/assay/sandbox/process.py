@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from assay.results.secrets import clip_tail
+
 
 class _ExitProtocol(asyncio.subprocess.SubprocessStreamProtocol):
     """asyncio's subprocess protocol, plus a future resolved when the process exits.
@@ -320,5 +322,6 @@ def pidfd_child_watcher() -> Iterator[None]:
 
 
 def tail(text: str, limit: int = 2000) -> str:
-    """The last ``limit`` characters of ``text``, marked when cut."""
-    return text if len(text) <= limit else "…" + text[-limit:]
+    """The last ``limit`` characters of ``text``, marked when cut; the cut never splits a
+    key or token (:func:`assay.results.secrets.clip_tail`), so redaction still sees it whole."""
+    return clip_tail(text, limit)

@@ -17,6 +17,7 @@ import tempfile
 from pathlib import Path, PurePosixPath
 
 from assay.errors import SandboxError
+from assay.results.secrets import Redactor
 from assay.sandbox.bwrap import Jail
 from assay.sandbox.process import ProcessResult, run_process
 from assay.spec.task import SandboxConfig, StarterFiles, TemplateDir
@@ -151,6 +152,34 @@ class Sandbox:
                 link.unlink()
                 link.symlink_to(destination / target.relative_to(base))
         return Sandbox(destination)
+
+    def redact(self, redactor: Redactor, *, since: float | None = None) -> list[Path]:
+        """Replace every known secret in the sandbox's files (bytes, in place); symlinks are
+        neither followed nor rewritten. Returns the files changed.
+
+        For a sandbox kept in the run folder: what the agent wrote there is as shareable as
+        the reports. ``since`` (Unix seconds) skips files last modified before it: template
+        files keep their own times, and only what the row wrote can hold what it was given.
+        A file that cannot be read or written is left as it is; the run's secret scan
+        reports it if it holds a secret.
+        """
+        changed = []
+        for folder, _, files in os.walk(self.root):
+            for name in files:
+                path = Path(folder) / name
+                try:
+                    info = path.lstat()
+                    if not stat.S_ISREG(info.st_mode) or (since is not None and
+                                                         info.st_mtime < since):  # fmt: skip
+                        continue
+                    data = path.read_bytes()
+                    redacted = redactor.redact_bytes(data)
+                    if redacted is not data:
+                        path.write_bytes(redacted)
+                        changed.append(path)
+                except OSError:
+                    continue
+        return changed
 
     def remove(self) -> None:
         """Delete the sandbox (an empty one with a single ``rmdir``)."""

@@ -230,3 +230,11 @@ def _tag_of(model: type[StrictModel]) -> str:
 
 def _is_model(tp: Any) -> bool:
     return isinstance(tp, type) and issubclass(tp, StrictModel)
+
+
+def check_variable_names(names: list[str]) -> list[str]:
+    """Environment variable names: not empty, without ``=`` or a NUL character."""
+    for name in names:
+        if not name or "=" in name or "\0" in name:
+            raise ValueError(f"{name!r} is not an environment variable name")
+    return names

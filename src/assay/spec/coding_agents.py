@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, StrictStr, ValidationInfo, field_validator, model_validator
 
-from assay.spec.base import StrictModel, no_nul
+from assay.spec.base import StrictModel, check_variable_names, no_nul
 from assay.spec.price import ModelPrice
 
 PERMISSION_MODES = ("default", "acceptEdits", "plan", "bypassPermissions")
@@ -64,8 +64,10 @@ class CodingAgent(StrictModel):
     the CLI's own default model on its own API). ``cli_model``: the model name given to the
     CLI itself (its ``--model``), when it should differ from ``model``'s. ``cli_path``: the
     CLI's executable (else found on ``PATH``, else bundled). ``env``: extra environment
-    variables for the CLI. ``base_url``, ``api_key_env``, ``request_timeout``, ``cache`` and
-    ``price`` configure ``model`` as for an ``llm`` agent.
+    variables for the CLI. ``env_passthrough``: secret variables of the host that the row's
+    programs receive anyway (as for every agent; behind the bridge the CLI still gets no model
+    credential but the row's own). ``base_url``, ``api_key_env``, ``request_timeout``,
+    ``cache`` and ``price`` configure ``model`` as for an ``llm`` agent.
     """
 
     coder_eval_only: ClassVar[Mapping[str, str]] = {
@@ -80,6 +82,7 @@ class CodingAgent(StrictModel):
     cli_path: StrictStr | None = None
     route: Literal["bridge", "direct"] = "bridge"
     env: dict[str, StrictStr] = Field(default_factory=dict)
+    env_passthrough: list[StrictStr] = Field(default_factory=list)
     system_prompt: StrictStr | None = None
     system_prompt_file: StrictStr | None = None
     plugins: list[PluginSource] | None = None
@@ -94,6 +97,8 @@ class CodingAgent(StrictModel):
     @classmethod
     def _no_nul(cls, value: Any, info: ValidationInfo) -> Any:
         return no_nul(value, str(info.field_name))
+
+    _passthrough = field_validator("env_passthrough")(check_variable_names)
 
     @model_validator(mode="after")
     def _shared(self) -> CodingAgent:

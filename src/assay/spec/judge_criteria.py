@@ -119,6 +119,14 @@ class LlmJudge(CriterionSpec):
         return value
 
     @property
+    def credential_variable(self) -> str | None:
+        """The variable holding the judge's API key (``api_key_env``, inline or of the
+        resolved judge), or ``None``."""
+        if self.asset is not None:
+            return self.asset.definition.api_key_env
+        return self.api_key_env
+
+    @property
     def reads_response(self) -> bool:
         """The judge is shown the agent's final response."""
         rubric = self.prompt if self.asset is None else self.asset.definition.rubric

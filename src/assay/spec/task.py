@@ -20,9 +20,9 @@ from pydantic import (
     model_validator,
 )
 
-from assay.spec.base import StrictModel, UnionInfo, no_nul
+from assay.spec.base import StrictModel, UnionInfo, check_variable_names, no_nul
 from assay.spec.coding_agents import ClaudeCodeAgent, CodexAgent
-from assay.spec.criteria import Criterion, QaCriterion, check_relative_path
+from assay.spec.criteria import Criterion, LlmJudge, QaCriterion, check_relative_path
 from assay.spec.price import ModelPrice
 from assay.spec.qa import QaConfig
 
@@ -34,7 +34,14 @@ QA_GRADE = "the answer is correct (QA rules and judge)"
 
 
 class AgentBase(StrictModel):
-    """Fields shared by every agent type."""
+    """Fields shared by every agent type.
+
+    ``env_passthrough``: variables that hold secrets (``*_KEY``, ``*_TOKEN``, ``*_SECRET``,
+    ``*_PASSWORD``, ``*SECRET*``, provider credentials) that the agent, ``pre_run``,
+    ``post_run`` and command criteria receive anyway; every other secret variable of the
+    host is withheld from them (``assay.sandbox.environment``). Their values are still
+    redacted from everything assay writes.
+    """
 
     coder_eval_only: ClassVar[Mapping[str, str]] = {
         "permission_mode": _NOT_USED,
@@ -48,6 +55,10 @@ class AgentBase(StrictModel):
         "context_window": _NOT_USED,
         "system_prompt_mode": _NOT_USED,
     }
+
+    env_passthrough: list[StrictStr] = Field(default_factory=list)
+
+    _passthrough = field_validator("env_passthrough")(check_variable_names)
 
 
 class NoneAgent(AgentBase):
@@ -196,6 +207,35 @@ TemplateSource = Annotated[
 ]
 
 
+_NO_DOCKER = "the drivers are tempdir and bwrap"
+
+
+class DockerConfig(StrictModel):
+    """Coder Eval's ``sandbox.docker`` block. assay has no docker driver; of this block it
+    honours the environment rule: ``env_passthrough`` and ``env_passthrough_extra`` name
+    secret variables passed to the row's programs, like ``agent.env_passthrough`` (every
+    variable that is not a secret passes anyway). The other fields are warned and ignored."""
+
+    coder_eval_only: ClassVar[Mapping[str, str]] = {
+        name: _NO_DOCKER
+        for name in ["image", "dockerfile_path", "build", "network", "working_dir",
+                     "extra_mounts", "agent_isolation"]
+    }  # fmt: skip
+
+    env_passthrough: list[StrictStr] | None = None
+    env_passthrough_extra: list[StrictStr] = Field(default_factory=list)
+
+    @field_validator("env_passthrough", "env_passthrough_extra")
+    @classmethod
+    def _names(cls, value: list[str] | None) -> list[str] | None:
+        return value if value is None else check_variable_names(value)
+
+    @property
+    def passthrough(self) -> list[str]:
+        """Both lists, in order."""
+        return [*(self.env_passthrough or []), *self.env_passthrough_extra]
+
+
 class SandboxLimits(StrictModel):
     """Limits of every process of a row, enforced by the ``bwrap`` driver (``setrlimit`` in
     the sandbox, before the program starts; each row runs as its own user when assay runs
@@ -240,7 +280,6 @@ class SandboxConfig(StrictModel):
     coder_eval_only: ClassVar[Mapping[str, str]] = {
         "python": "no per-row Python environment is built; the sandbox uses the host's",
         "node": "no per-row Node.js environment is built",
-        "docker": "the drivers are tempdir and bwrap",
         "ignore_patterns": "sandboxes are not preserved by pattern",
         "mock_path_dirs": "not supported",
         "record_cli": "not supported",
@@ -248,6 +287,7 @@ class SandboxConfig(StrictModel):
 
     driver: SandboxDriver | None = None
     template_sources: list[TemplateSource] | None = None
+    docker: DockerConfig | None = None
     limits: SandboxLimits = Field(default_factory=SandboxLimits)
     network: bool = False
     read_only: list[StrictStr] = Field(default_factory=list)
@@ -440,6 +480,31 @@ class TaskDefinition(StrictModel):
         return self
 
     @property
+    def env_passthrough(self) -> frozenset[str]:
+        """Secret variables the row's programs receive on purpose: ``agent.env_passthrough``
+        and ``sandbox.docker.env_passthrough`` / ``env_passthrough_extra``."""
+        docker = self.sandbox.docker
+        return frozenset(self.agent.env_passthrough) | frozenset(
+            docker.passthrough if docker else ()
+        )
+
+    @property
+    def credential_variables(self) -> frozenset[str]:
+        """The variables this task names as model credentials (``agent.api_key_env``,
+        ``qa.judge.api_key_env``, each ``llm_judge``'s ``api_key_env`` or its judge's):
+        secrets whatever their names look like."""
+        names = set()
+        agent_key = getattr(self.agent, "api_key_env", None)  # llm and coding agents
+        if agent_key:
+            names.add(agent_key)
+        if self.qa is not None and self.qa.judge is not None and self.qa.judge.api_key_env:
+            names.add(self.qa.judge.api_key_env)
+        for criterion in self.success_criteria:
+            if isinstance(criterion, LlmJudge) and criterion.credential_variable:
+                names.add(criterion.credential_variable)
+        return frozenset(names)
+
+    @property
     def sandbox_driver(self) -> SandboxDriver:
         """``sandbox.driver``, or by default ``bwrap`` for a coding agent that may write files
         or run commands and ``tempdir`` for every other agent."""
@@ -461,6 +526,7 @@ __all__ = [
     "AgentConfig",
     "CommandAgent",
     "DatasetSpec",
+    "DockerConfig",
     "LlmAgent",
     "NoneAgent",
     "PostRunCommand",

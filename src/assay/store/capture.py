@@ -12,6 +12,10 @@ there are. The trace is copied into the store (a ``trace`` field's value holds i
 A case whose example id is already in the dataset's latest version is skipped and counted,
 so capturing the same run twice adds nothing the second time. A dataset that does not exist
 yet is created with the default schema of the kind of capture.
+
+The known secrets (``redactor``: the environment's, :class:`~assay.results.secrets.Redactor`)
+are redacted from every value and trace before it is stored: a production trace that quotes
+an API key does not carry it into the store.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from assay.errors import StoreError, UsageError
+from assay.results.secrets import Redactor
 from assay.store.models import VersionInfo
 from assay.store.schema import POINTER_TYPES, FieldType, Schema
 
@@ -185,6 +190,7 @@ def capture(
     mapping: Mapping[str, str],
     default_schema: Schema,
     origin: str,
+    redactor: Redactor | None = None,
 ) -> CaptureResult:
     """Add ``cases`` to dataset ``name`` as one new version (see the module docstring).
 
@@ -208,6 +214,8 @@ def capture(
     if not new:
         return CaptureResult(None, [], skipped, created, fields)
     rows = _rows(new, fields, info.schema, info.id_field)
+    if redactor:
+        rows = redactor.redact_data(rows)
     version = store.add(name, rows, origin=origin)
     return CaptureResult(version, [c.example_id for c in new], skipped, created, fields)
 

@@ -11,10 +11,12 @@ listed, with the count of all of them (a 100,000-row run's report is about 1.5 M
 
 from __future__ import annotations
 
+import os
 import tempfile
 from pathlib import Path
 
 from assay.results.io import write_text_atomic
+from assay.results.secrets import Redactor
 from assay.view.queries import LIST_COLUMNS, SORTS
 from assay.view.render import render
 from assay.view.run_pages import run_page
@@ -43,7 +45,11 @@ def html_report(run_dir: Path, *, failed_limit: int = FAILED_LIMIT) -> str:
 
 
 def write_html_report(run_dir: Path, *, output: Path | None = None) -> Path:
-    """Write ``report.html`` into the run folder (or to ``output``) and return its path."""
+    """Write ``report.html`` into the run folder (or to ``output``) and return its path.
+
+    The run's files are redacted already; the page is redacted again with the secrets of
+    this process's environment, as every report is (:mod:`assay.results.secrets`)."""
     target = output if output is not None else run_dir / REPORT_FILE
-    write_text_atomic(target, html_report(run_dir))
+    redactor = Redactor.from_environment(os.environ)
+    write_text_atomic(target, html_report(run_dir), redactor=redactor)
     return target

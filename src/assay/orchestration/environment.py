@@ -1,0 +1,79 @@
+"""The environment of a row's programs, and the names each agent receives (``assay plan``).
+
+Every program a row runs (the agent, ``pre_run``, ``post_run``, command criteria) gets the
+host environment without its secrets (:mod:`assay.sandbox.environment`), plus assay's
+``ASSAY_*`` variables; a ``command`` agent also gets its ``agent.env`` and the prompt
+(``ASSAY_PROMPT``, ``ASSAY_PROMPT_FILE``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from assay.agents.command import PROMPT_VARIABLES
+from assay.sandbox.environment import EnvironmentNames, agent_environment, environment_names
+from assay.spec.task import CommandAgent, TaskDefinition
+
+
+def row_env(
+    base: Mapping[str, str],
+    task: TaskDefinition,
+    *,
+    variant_id: str,
+    replicate: int,
+    sandbox: Path | None,
+    task_dir: Path | None,
+    hidden: Collection[str] = (),
+) -> dict[str, str]:
+    """The environment of every program a row runs (agent, pre/post_run, criteria): ``base``
+    without its secrets (:func:`assay.sandbox.environment.agent_environment`; ``hidden``
+    adds names to withhold; the task's own credential variables are always withheld and its
+    passthrough names passed), plus assay's ``ASSAY_*`` variables."""
+    env = agent_environment(
+        base,
+        passthrough=task.env_passthrough,
+        hidden=task.credential_variables.union(hidden),
+    )
+    env.update(
+        {
+            "ASSAY_TASK_ID": task.task_id,
+            "ASSAY_SUITE_ID": task.suite_id or "",
+            "ASSAY_ROW_ID": task.row_id or "",
+            "ASSAY_VARIANT": variant_id,
+            "ASSAY_REPLICATE": str(replicate),
+            "ASSAY_SANDBOX": str(sandbox or ""),
+            "ASSAY_TASK_DIR": str(task_dir or ""),
+        }
+    )
+    return env
+
+
+@dataclass(frozen=True)
+class AgentVariables:
+    """The variable names a task's programs receive (never their values).
+
+    Attributes:
+        host: which host variables pass and which are withheld (:class:`EnvironmentNames`).
+        assay: the ``ASSAY_*`` variables every program of the row gets.
+        agent: what the agent alone adds: its ``agent.env`` names and the prompt variables
+            (``command`` agents; other agents run no program of the task's).
+    """
+
+    host: EnvironmentNames
+    assay: list[str]
+    agent: list[str]
+
+
+def agent_variables(
+    task: TaskDefinition, environ: Mapping[str, str], *, hidden: Collection[str] = ()
+) -> AgentVariables:
+    """Which variables ``task``'s programs receive under ``environ``."""
+    withheld = task.credential_variables.union(hidden)
+    host = environment_names(environ, passthrough=task.env_passthrough, hidden=withheld)
+    assay = row_env({}, task, variant_id="", replicate=0, sandbox=None, task_dir=None)
+    agent: list[str] = []
+    if isinstance(task.agent, CommandAgent):
+        agent = sorted({*task.agent.env, *PROMPT_VARIABLES})
+    return AgentVariables(host=host, assay=sorted(assay), agent=agent)

@@ -1,0 +1,51 @@
+"""The secrets a run knows: the environment's (with the variables its tasks name as
+credentials), secret-named agent.env entries of every agent that has them, a --store URL's
+password; and the same read back from recorded rows."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from assay.orchestration.secrets import results_redactor, run_redactor
+from assay.results.task_result import EvaluationResult, TaskConfigRecord
+from assay.spec.task import TaskDefinition
+
+
+def definition(agent: dict[str, Any]) -> TaskDefinition:
+    return TaskDefinition.model_validate({
+        "task_id": "t", "description": "d", "initial_prompt": "p", "agent": agent,
+        "success_criteria": [{"type": "file_exists", "description": "d", "path": "x"}],
+    })  # fmt: skip
+
+
+def test_run_redactor_gathers_every_kind_of_secret() -> None:
+    tasks = [
+        definition({"type": "command", "command": "x",
+                    "env": {"DEPLOY_TOKEN": "deploy-token-value-1", "MODE": "plain-value-1"}}),
+        definition({"type": "claude-code", "model": "openai/gpt-4.1", "api_key_env": "MY_LLM",
+                    "env": {"CLI_SECRET": "cli-secret-value-22"}}),
+    ]  # fmt: skip
+    environ = {"MY_LLM": "endpoint-credential-3", "PATH": "/bin"}
+    redactor = run_redactor(tasks, environ, store_url="postgresql://u:store-password-4@h/db")
+    text = "deploy-token-value-1 plain-value-1 cli-secret-value-22 endpoint-credential-3 " \
+           "store-password-4 /bin"  # fmt: skip
+    assert redactor.redact(text) == (
+        "[redacted:DEPLOY_TOKEN] plain-value-1 [redacted:CLI_SECRET] [redacted:MY_LLM] "
+        "[redacted:ASSAY_STORE] /bin"
+    )
+    assert redactor.names == {"DEPLOY_TOKEN", "CLI_SECRET", "MY_LLM"}
+
+
+def test_results_redactor_reads_the_recorded_configurations() -> None:
+    resolved = definition({"type": "command", "command": "x",
+                           "env": {"DEPLOY_TOKEN": "deploy-token-value-1",
+                                   "OTHER_TOKEN": "[redacted:OTHER_TOKEN]"}}
+                          ).model_dump(mode="json")  # fmt: skip
+    resolved["qa"] = {"judge": {"model": "openai/x", "api_key_env": "JUDGE_CRED"}}
+    row = EvaluationResult(task_id="t", agent_type="command", started_at="", completed_at="",
+                           duration_seconds=0, final_status="SUCCESS",
+                           task_config=TaskConfigRecord(resolved=resolved))  # fmt: skip
+    redactor = results_redactor([row], {"JUDGE_CRED": "judge-credential-5"})
+    assert redactor.redact("deploy-token-value-1 judge-credential-5 [redacted:OTHER_TOKEN]") == (
+        "[redacted:DEPLOY_TOKEN] [redacted:JUDGE_CRED] [redacted:OTHER_TOKEN]"
+    )

@@ -1,0 +1,108 @@
+"""The secret scan of a run folder: known values anywhere, key-shaped strings outside kept
+sandboxes, reported by file and line, never by value."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from assay.results.secret_scan import SecretFinding, looks_random, scan_buffer, scan_run
+from assay.results.secrets import Redactor
+from tests.helpers import write
+
+SHAPED = {
+    "an OpenAI API key": "sk-proj-4fJ9kL2mN8pQ1rS7tU3vW6xY0zA5bC",
+    "an Anthropic API key": "sk-ant-api03-Xy7Kp2Lm9Qr4St8Uv1Wx6Yz3Ab5Cd0Ef",
+    "an AWS access key id": "AKIA2E0A8F3B244C9986",
+    "a GitHub token": "ghp_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8",
+    "a GitHub fine-grained token": "github_pat_11ABCDEFG0abcdefghij_KLMNOPQRSTUVWXYZ0123456789",
+    "a Google API key": "AIzaSyD4f7Gh2Jk9Lm3Np6Qr8St1Uv5Wx0Yz2Ab",
+    "a Slack token": "xoxb-123456789012-abcdefGHIJKL",
+    "a Hugging Face token": "hf_aB3dE6gH9jK2mN5pQ8sT1vW4yZ7bC0eF3",
+    "a Stripe secret key": "sk_live_4eC39HqLyjWDarjtT1zdp7dc",
+    "a private key": "-----BEGIN RSA PRIVATE KEY-----\\nMIIEpAIBAAKCAQEA7V1x2y3z4a5b6c7d8e9f0",
+}
+
+
+@pytest.mark.parametrize(("kind", "text"), list(SHAPED.items()))
+def test_each_key_shape_is_found_on_its_line(kind: str, text: str) -> None:
+    data = f"first line\nsecond {text} here\n".encode()
+    assert scan_buffer(data, Redactor()) == [(2, f"a string shaped like {kind}")]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a risk-free-investment-strategy-for-everyone",  # sk- inside a word, no digits
+        "task-0123456789abcdefghijklmnop",  # sk- preceded by a letter
+        "sk-xxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",  # a placeholder
+        "AKIAIOSFODNN7EXAMPLE",  # AWS's documented example key
+        "-----BEGIN PRIVATE KEY-----",  # a header without a key
+        "[redacted:OPENAI_API_KEY]",
+        "sk-short1",
+    ],
+)
+def test_prose_placeholders_and_examples_are_not_keys(text: str) -> None:
+    assert scan_buffer(f"x {text} y".encode(), Redactor()) == []
+
+
+def test_looks_random() -> None:
+    assert looks_random(b"4fJ9kL2mN8pQ1rS7tU3v")
+    assert not looks_random(b"abcdefghijklmnopqrstu")
+    assert not looks_random(b"12121212121212121212")
+
+
+def test_a_known_value_is_reported_by_name_once(tmp_path: Path) -> None:
+    key = SHAPED["an OpenAI API key"]
+    redactor = Redactor()
+    redactor.add("OPENAI_API_KEY", key)
+    data = f'{{"a": 1,\n "b": "{key}"}}'.encode()
+    assert scan_buffer(data, redactor) == [(2, "the value of OPENAI_API_KEY")]
+
+
+def test_scan_run_walks_the_folder_and_spares_kept_sandboxes_key_shapes(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    known = "my-very-own-service-token-42"
+    redactor = Redactor()
+    redactor.add("SERVICE_TOKEN", known)
+    write(run / "run.json", "{}\n")
+    write(run / "default" / "t" / "r1" / "00" / "task.json", f'{{\n  "x": "{known}"\n}}\n')
+    write(run / "default" / "t" / "r1" / "00" / "response.txt", "ok\n" + SHAPED["a GitHub token"])
+    sandbox = run / "default" / "t" / "r1" / "00" / "sandbox"
+    write(sandbox / "fixtures" / "test_keys.py", f"FAKE = '{SHAPED['an AWS access key id']}'\n")
+    write(sandbox / "notes.txt", f"\n\n{known}\n")
+    (run / "default" / "t" / "r1" / "00" / "empty.txt").write_text("")
+    (run / "link").symlink_to(tmp_path / "outside.txt")
+    write(tmp_path / "outside.txt", known)
+    junit = write(tmp_path / "junit.xml", f"<x>{known}</x>")
+    findings = scan_run(run, redactor, extra_files=[junit])
+    assert findings == sorted([
+        SecretFinding("default/t/r1/00/response.txt", 2, "a string shaped like a GitHub token"),
+        SecretFinding("default/t/r1/00/sandbox/notes.txt", 3, "the value of SERVICE_TOKEN"),
+        SecretFinding("default/t/r1/00/task.json", 2, "the value of SERVICE_TOKEN"),
+        SecretFinding(str(junit), 1, "the value of SERVICE_TOKEN"),
+    ])  # fmt: skip
+    assert findings[1].render() == (
+        "default/t/r1/00/response.txt:2: a string shaped like a GitHub token"
+    )
+    assert all(known not in f.render() for f in findings)
+
+
+def test_large_files_are_mapped_and_batches_flushed_with_the_right_lines(tmp_path: Path) -> None:
+    known = "my-very-own-service-token-42"
+    redactor = Redactor()
+    redactor.add("SERVICE_TOKEN", known)
+    run = tmp_path / "run"
+    write(run / "big.log", "x\n" * 200 + known + "\n")  # over the batch size: mapped alone
+    for index in range(5):  # each under it, together over it: scanned in several batches
+        write(run / f"small{index}.txt", "line\n" * 20 + f"{known}\n" + SHAPED["a Slack token"])
+    write(run / "empty.txt", "")
+    findings = scan_run(run, redactor, batch_bytes=150)
+    assert SecretFinding("big.log", 201, "the value of SERVICE_TOKEN") in findings
+    for index in range(5):
+        assert SecretFinding(f"small{index}.txt", 21, "the value of SERVICE_TOKEN") in findings
+        assert SecretFinding(f"small{index}.txt", 22, "a string shaped like a Slack token") in (
+            findings
+        )
+    assert len(findings) == 11

@@ -1,0 +1,217 @@
+"""The redactor: which names hold secrets, every escaped form of a value, short values, URL
+passwords, JSON kept valid, values added from another thread."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from pathlib import Path
+
+import pytest
+
+from assay.results.io import redact_json, write_json_atomic, write_model_atomic, write_text
+from assay.results.run import SkippedTask
+from assay.results.secrets import (
+    MIN_SECRET_LENGTH,
+    Redactor,
+    clip_head,
+    clip_tail,
+    is_secret_name,
+    marker,
+    url_passwords,
+)
+
+KEY = "sk-proj-Zq81vXw2LmN4pR7tY0uB3cD6"
+
+
+@pytest.mark.parametrize(
+    ("name", "secret"),
+    [
+        ("OPENAI_API_KEY", True),
+        ("my_token", True),
+        ("DB_PASSWORD", True),
+        ("CLIENT_SECRET", True),
+        ("SECRETS_FILE", True),
+        ("AWS_ACCESS_KEY_ID", True),  # a provider credential, whatever its name looks like
+        ("GOOGLE_APPLICATION_CREDENTIALS", True),
+        ("PATH", False),
+        ("HOME", False),
+        ("KEYBOARD_LAYOUT", False),
+        ("TOKENIZERS_PARALLELISM", False),
+        ("OPENAI_BASE_URL", False),
+    ],
+)
+def test_secret_names(name: str, secret: bool) -> None:
+    assert is_secret_name(name) is secret
+
+
+def test_every_form_of_a_value_is_replaced_by_its_name() -> None:
+    value = 'ab"c|d<e>&f\\g-long-enough'
+    redactor = Redactor()
+    redactor.add("MY_TOKEN", value)
+    shown = marker("MY_TOKEN")
+    assert shown == "[redacted:MY_TOKEN]"
+    texts = [
+        f"plain {value} text",
+        json.dumps({"v": value}),
+        json.dumps({"v": value}, ensure_ascii=True),
+        '<e a="'
+        + value.replace("&", "&amp;")
+        .replace("<", "&lt;")
+        .replace(">", "&gt;")
+        .replace('"', "&quot;")
+        + '"/>',
+        "| " + value.replace("|", "\\|") + " |",
+    ]
+    for text in texts:
+        redacted = redactor.redact(text)
+        assert shown in redacted, text
+        assert "long-enough" not in redacted, text
+
+
+def test_the_longest_value_wins_and_the_first_name_names_a_shared_value() -> None:
+    redactor = Redactor()
+    redactor.add("A_KEY", "abcdefgh")
+    redactor.add("B_KEY", "abcdefgh-and-more")
+    redactor.add("C_KEY", "abcdefgh")
+    assert redactor.redact("x abcdefgh-and-more abcdefgh") == "x [redacted:B_KEY] [redacted:A_KEY]"
+    assert redactor.names == {"A_KEY", "B_KEY", "C_KEY"}
+
+
+def test_short_values_are_named_but_not_redacted() -> None:
+    redactor = Redactor()
+    redactor.add("PIN_PASSWORD", "1234")
+    redactor.add("EMPTY_TOKEN", "")
+    assert redactor.short_names == ["PIN_PASSWORD"]
+    assert "PIN_PASSWORD" in redactor.names
+    assert not redactor  # nothing to redact
+    assert redactor.redact("pin 1234") == "pin 1234"
+    assert MIN_SECRET_LENGTH == 8
+
+
+def test_a_redaction_marker_is_never_taken_for_a_value() -> None:
+    redactor = Redactor()
+    redactor.add("MY_TOKEN", "[redacted:MY_TOKEN]")
+    assert not redactor and redactor.names == frozenset()
+
+
+def test_environment_secrets_and_url_passwords() -> None:
+    environ = {
+        "OPENAI_API_KEY": KEY,
+        "PATH": "/usr/bin:/bin",
+        "ASSAY_STORE": "postgresql://eval:s3cretPassw0rd@db.local/assay",
+        "PLAIN_URL": "https://example.com/x",
+        "MY_LLM": "named-by-the-task-0001",
+    }
+    redactor = Redactor.from_environment(environ, names=["MY_LLM"])
+    text = " ".join(environ.values())
+    out = redactor.redact(text)
+    assert KEY not in out and "s3cretPassw0rd" not in out and "named-by-the-task" not in out
+    assert "/usr/bin:/bin" in out and "https://example.com/x" in out
+    assert "postgresql://eval:[redacted:ASSAY_STORE]@db.local/assay" in out
+    assert redactor.names == {"OPENAI_API_KEY", "MY_LLM"}  # a URL's variable still passes
+    assert url_passwords("a https://u:p%40ss-word-1@h/x b") == ["p%40ss-word-1", "p@ss-word-1"]
+
+
+def test_multi_line_values_are_redacted_line_by_line_too() -> None:
+    pem = (
+        "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n"
+        "BKcwggSjAgEAAoIBAQC7\n-----END PRIVATE KEY-----"
+    )
+    redactor = Redactor()
+    redactor.add("SSH_KEY", pem)
+    one_line = pem.replace("\n", " ")  # a log that joined the lines
+    assert "MIIEvQIBADANBgkqhkiG9w0BAQEFAASC" not in redactor.redact(one_line)
+
+
+def test_redact_data_covers_keys_and_leaves_numbers() -> None:
+    redactor = Redactor()
+    redactor.add("MY_TOKEN", "12345678")
+    data = {"12345678": ["a 12345678 b", 12345678, None, True]}
+    assert redactor.redact_data(data) == {
+        "[redacted:MY_TOKEN]": ["a [redacted:MY_TOKEN] b", 12345678, None, True]
+    }
+
+
+def test_json_files_stay_valid_json_when_a_value_is_a_number(tmp_path: Path) -> None:
+    redactor = Redactor()
+    redactor.add("NUMERIC_PASSWORD", "20240101")
+    data = {"count": 20240101, "note": "code 20240101", "list": [{"x": "20240101"}]}
+    write_json_atomic(tmp_path / "a.json", data, redactor=redactor)
+    written = json.loads((tmp_path / "a.json").read_text())
+    assert written == {"count": 20240101, "note": "code [redacted:NUMERIC_PASSWORD]",
+                       "list": [{"x": "[redacted:NUMERIC_PASSWORD]"}]}  # fmt: skip
+    lines = json.dumps({"n": 20240101, "s": "20240101"}) + "\n" + json.dumps({"s": "x"}) + "\n"
+    records = [json.loads(x) for x in redact_json(lines, redactor, compact=True).splitlines()]
+    assert records == [{"n": 20240101, "s": "[redacted:NUMERIC_PASSWORD]"}, {"s": "x"}]
+
+
+def test_every_writer_redacts(tmp_path: Path) -> None:
+    redactor = Redactor()
+    redactor.add("OPENAI_API_KEY", KEY)
+    write_text(tmp_path / "t.txt", f"key {KEY}", redactor=redactor)
+    write_model_atomic(tmp_path / "m.json", SkippedTask(path=KEY, reason="r"), redactor=redactor)
+    write_json_atomic(tmp_path / "c.json", {"k": KEY}, compact=True, redactor=redactor)
+    for name in ("t.txt", "m.json", "c.json"):
+        text = (tmp_path / name).read_text()
+        assert KEY not in text and "[redacted:OPENAI_API_KEY]" in text
+    assert json.loads((tmp_path / "m.json").read_text())["path"] == "[redacted:OPENAI_API_KEY]"
+
+
+def test_bytes_are_redacted_like_text() -> None:
+    redactor = Redactor()
+    redactor.add("GH_TOKEN", "ghp_ünïcode-value-1")
+    data = "x ghp_ünïcode-value-1 y".encode()
+    assert redactor.redact_bytes(data) == b"x [redacted:GH_TOKEN] y"
+    assert redactor.find_bytes(data) == [(2, 2 + len("ghp_ünïcode-value-1".encode()), "GH_TOKEN")]
+    assert redactor.redact_bytes(b"nothing") == b"nothing"
+
+
+def test_values_added_from_other_threads_while_redacting() -> None:
+    redactor = Redactor()
+    values = [f"row-credential-{i:04d}" for i in range(200)]
+
+    def add(chunk: list[str]) -> None:
+        for value in chunk:
+            redactor.add("ASSAY_ROW_CREDENTIAL", value)
+
+    threads = [threading.Thread(target=add, args=(values[i::4],)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    while any(t.is_alive() for t in threads):
+        redactor.redact(" ".join(values))  # never fails half-way through an add
+    for thread in threads:
+        thread.join()
+    assert "row-credential" not in redactor.redact(" ".join(values))
+
+
+def test_clips_never_split_a_key_so_redaction_sees_it_whole() -> None:
+    redactor = Redactor()
+    redactor.add("OPENAI_API_KEY", KEY)
+    text = f"401: the key {KEY} was refused by the server"
+    for limit in range(len("401: the key ") + 2, len("401: the key ") + len(KEY)):
+        head = redactor.redact(clip_head(text, limit, "..."))
+        assert head in ("401: the key ...", "401: the key..."), limit  # the key whole, or out
+    start = len(text) - len(" was refused by the server") - 5
+    tail = clip_tail(text, len(text) - start)
+    assert tail == "… was refused by the server"
+    assert clip_head("short", 10) == "short" and clip_tail("short", 10) == "short"
+
+
+def test_a_pattern_covers_credentials_minted_per_row() -> None:
+    redactor = Redactor()
+    redactor.add("OPENAI_API_KEY", KEY)
+    redactor.add_pattern("ASSAY_ROW_CREDENTIAL", r"assay-row-[0-9a-f]{32}")
+    rows = [f"assay-row-{i:032x}" for i in range(3)]
+    text = f"{rows[0]} {KEY} {rows[2]} assay-row-short"
+    assert redactor.redact(text) == (
+        "[redacted:ASSAY_ROW_CREDENTIAL] [redacted:OPENAI_API_KEY] "
+        "[redacted:ASSAY_ROW_CREDENTIAL] assay-row-short"
+    )
+    assert "ASSAY_ROW_CREDENTIAL" in redactor.names
+    data = f"x\n{rows[1]}".encode()
+    assert redactor.redact_bytes(data) == b"x\n[redacted:ASSAY_ROW_CREDENTIAL]"
+    assert [name for _, _, name in redactor.find_bytes(data)] == ["ASSAY_ROW_CREDENTIAL"]
+    with pytest.raises(re.error):
+        redactor.add_pattern("BAD", "(")

@@ -1,0 +1,85 @@
+"""The environment a row's programs get: the host's without its secrets, unless passed on
+purpose; and a kept sandbox's files redacted."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from assay.results.secrets import Redactor
+from assay.sandbox.environment import agent_environment, environment_names
+from assay.sandbox.tempdir import Sandbox
+from tests.helpers import write
+
+HOST = {
+    "PATH": "/bin",
+    "HOME": "/home/u",
+    "OPENAI_API_KEY": "sk-one",
+    "GITHUB_TOKEN": "gh-two",
+    "DB_PASSWORD": "three",
+    "MY_SECRET_THING": "four",
+    "AWS_ACCESS_KEY_ID": "AKIA-five",
+    "MY_LLM": "six",
+}
+
+
+def test_secrets_are_withheld_and_everything_else_passes() -> None:
+    env = agent_environment(HOST)
+    assert env == {"PATH": "/bin", "HOME": "/home/u", "MY_LLM": "six"}
+
+
+def test_passthrough_and_hidden_names() -> None:
+    env = agent_environment(HOST, passthrough={"GITHUB_TOKEN", "NOT_SET_TOKEN"}, hidden={"MY_LLM"})
+    assert env == {"PATH": "/bin", "HOME": "/home/u", "GITHUB_TOKEN": "gh-two"}
+    names = environment_names(HOST, passthrough={"GITHUB_TOKEN", "NOT_SET_TOKEN"},
+                              hidden={"MY_LLM"})  # fmt: skip
+    assert names.received == ["GITHUB_TOKEN", "HOME", "PATH"]
+    assert names.withheld == ["AWS_ACCESS_KEY_ID", "DB_PASSWORD", "MY_LLM", "MY_SECRET_THING",
+                              "OPENAI_API_KEY"]  # fmt: skip
+    assert names.passed_on_purpose == ["GITHUB_TOKEN", "NOT_SET_TOKEN"]
+    assert names.missing == ["NOT_SET_TOKEN"]
+
+
+def test_a_kept_sandbox_is_redacted_in_place_without_following_links(tmp_path: Path) -> None:
+    key = "sk-proj-kept-sandbox-value-77"
+    redactor = Redactor()
+    redactor.add("OPENAI_API_KEY", key)
+    outside = write(tmp_path / "outside.txt", key)
+    root = tmp_path / "sandbox"
+    write(root / "out.txt", f"the key is {key}\n")
+    (root / "bin").mkdir()
+    (root / "bin" / "blob").write_bytes(b"\x00\xff" + key.encode() + b"\x00")
+    write(root / "clean.txt", "nothing here")
+    (root / "link.txt").symlink_to(outside)
+    changed = Sandbox(root).redact(redactor)
+    assert sorted(p.name for p in changed) == ["blob", "out.txt"]
+    assert (root / "out.txt").read_text() == "the key is [redacted:OPENAI_API_KEY]\n"
+    assert (root / "bin" / "blob").read_bytes() == b"\x00\xff[redacted:OPENAI_API_KEY]\x00"
+    assert outside.read_text() == key  # never rewritten through the link
+
+
+def test_files_older_than_the_row_are_left_alone(tmp_path: Path) -> None:
+    key = "sk-proj-template-file-value-12"
+    redactor = Redactor()
+    redactor.add("OPENAI_API_KEY", key)
+    root = tmp_path / "sandbox"
+    old = write(root / "template.txt", key)
+    os.utime(old, (1_000_000, 1_000_000))  # a template file copied with its own time
+    new = write(root / "written.txt", key)
+    assert Sandbox(root).redact(redactor, since=2_000_000) == [new]
+    assert old.read_text() == key
+
+
+def test_a_coding_agent_passes_names_on_purpose_and_withholds_its_endpoint_key() -> None:
+    from assay.orchestration.environment import row_env
+    from assay.spec.task import TaskDefinition
+
+    task = TaskDefinition.model_validate({
+        "task_id": "t", "description": "d", "initial_prompt": "p",
+        "agent": {"type": "claude-code", "model": "openai/gpt-4.1", "api_key_env": "MY_LLM",
+                  "env_passthrough": ["GITHUB_TOKEN"]},
+        "success_criteria": [{"type": "file_exists", "description": "d", "path": "x"}],
+    })  # fmt: skip
+    assert task.env_passthrough == {"GITHUB_TOKEN"} and task.credential_variables == {"MY_LLM"}
+    env = row_env(HOST, task, variant_id="v", replicate=0, sandbox=None, task_dir=None)
+    assert {"GITHUB_TOKEN", "PATH"} <= set(env) and not {"MY_LLM", "OPENAI_API_KEY"} & set(env)
