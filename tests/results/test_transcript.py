@@ -99,6 +99,8 @@ def _run_trace(transcript: Transcript, start: int) -> dict[str, Any]:
 def test_a_session_reads_back_every_trace_in_start_order() -> None:
     first, second = sample(), sample()
     second.events[-1] = TranscriptEvent("final", 2_000, text="Second answer.")
+    first.skills_offered, first.skills_loaded = ["a"], ["plug:a"]
+    second.skills_offered, second.skills_loaded = ["a", "b"], ["plug:b", "plug:a"]
     late, early = _run_trace(second, 10_000_000), _run_trace(first, 0)
     session = merge([late, early])  # stored out of order
     parts = split_traces(session)
@@ -108,5 +110,6 @@ def test_a_session_reads_back_every_trace_in_start_order() -> None:
     assert whole.of_kind("final")[0].text == "All done."
     assert whole.final == "Second answer."
     assert whole.summary().tool_calls == 2 * first.summary().tool_calls
+    assert whole.skills_offered == ["a", "b"] and whole.skills_loaded == ["plug:a", "plug:b"]
     assert from_session(to_otlp_json([Span("x", new_trace_id())])) is None
     assert conversation(session) == "Turn 1\nOutput: All done.\n\nTurn 2\nOutput: Second answer."

@@ -201,7 +201,7 @@ def from_trace(trace: dict[str, Any]) -> Transcript | None:
 def from_session(trace: dict[str, Any]) -> Transcript | None:
     """The transcript of every trace of a session, one after another (each trace's events in
     order, the traces by start time); ``None`` when no trace has an agent span. The stop
-    reason is the last trace's."""
+    reason is the last trace's; the skills offered and loaded are every trace's."""
     parts = [t for t in (from_trace(one) for one in split_traces(trace)) if t is not None]
     if not parts:
         return None
@@ -210,6 +210,9 @@ def from_session(trace: dict[str, Any]) -> Transcript | None:
     for part in parts:
         whole.events.extend(part.events)
         whole.skills_offered += [s for s in part.skills_offered if s not in whole.skills_offered]
+        if part.skills_loaded is not None:
+            known = whole.skills_loaded or []
+            whole.skills_loaded = known + [s for s in part.skills_loaded if s not in known]
         whole.cli.update(part.cli)
     return whole
 
