@@ -99,10 +99,18 @@ class CriterionTemplate:
         """
         if not self.has_placeholders:
             return self.spec
-        data = substitute_tree(self.raw, row)
-        if self.needs_validation:
-            return _CRITERION.validate_python(data)
-        return self.spec.model_copy(update={k: v for k, v in data.items() if k != "type"})
+        late = self.spec.late_fields
+        data = substitute_tree({k: v for k, v in self.raw.items() if k not in late}, row)
+        changed = {k: v for k, v in data.items() if k != "type" and v != self.raw.get(k)}
+        if self.needs_validation or any(_nested(v) for v in changed.values()):
+            return _CRITERION.validate_python({**self.raw, **data})
+        return self.spec.model_copy(update=changed)
+
+
+def _nested(value: Any) -> bool:
+    """A substituted value that holds a nested model's fields (validated, not copied in)."""
+    return isinstance(value, dict) or (isinstance(value, list) and
+                                       any(isinstance(v, dict) for v in value))  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)

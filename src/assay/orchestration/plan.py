@@ -15,6 +15,7 @@ from pathlib import Path
 from assay.agents.llm import model_key
 from assay.data.select import SelectionRequest
 from assay.errors import TaskFileError, UsageError, UserError
+from assay.judges.assets import JudgeResolver
 from assay.orchestration.coding_checks import check_coding_agent
 from assay.orchestration.containment import check_containment, containment_warnings
 from assay.orchestration.discover import discover
@@ -33,6 +34,12 @@ from assay.orchestration.experiment import (
     ResolvedVariant,
     load_experiment,
     resolve_variant,
+)
+from assay.orchestration.judging import (
+    check_graded_rows,
+    check_judge_models,
+    resolve_definition,
+    resolve_judges,
 )
 from assay.orchestration.qa_rows import judge_key
 from assay.orchestration.secrets import run_redactor, short_secret_warnings
@@ -61,6 +68,7 @@ class PlanOptions:
     overrides: tuple[Override, ...] = ()
     store_url: str | None = None
     store_versions: Mapping[str, int] = field(default_factory=dict)
+    judge_versions: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,47 +226,12 @@ def build_plan(
     experiment, experiment_file, experiment_warnings = (
         load_experiment(options.experiment) if options.experiment else (None, None, [])
     )
-    experiment_dir = experiment_file.resolve().parent if experiment_file else None
     plan = Plan(tasks=[], repeats_override=options.repeats, warnings=experiment_warnings)
-    owners: dict[str, str] = {}
-    for loaded in load_sources(arguments, options.overrides):
-        plan.warnings.extend(loaded.warnings)
-        reason = _skip_reason(loaded, options)
-        if reason is not None:
-            plan.skipped.append(SkippedTask(path=loaded.display, reason=reason))
-            continue
-        task_id = loaded.definition.task_id
-        if task_id in owners:
-            raise TaskFileError(
-                f"task_id '{task_id}' is also defined in {owners[task_id]}",
-                file=loaded.display,
-                line=loaded.document.line_of(("task_id",)),
-                field="task_id",
-                hint="task ids name run directories and suites; make them unique",
-            )
-        owners[task_id] = loaded.display
-        expansion = expand_dataset(
-            loaded,
-            options.selectors,
-            fixed_row_ids=options.fixed_rows.get(task_id),
-            store_url=options.store_url,
-            store_version=options.store_versions.get(task_id),
-        )
-        plan.warnings.extend(expansion.warnings)
-        request = (
-            selection_request(loaded.definition, options.selectors)
-            if loaded.definition.dataset is not None
-            else None
-        )
-        variants = _variants(loaded, expansion, experiment, experiment_dir, options)
-        for variant in variants:
-            try:
-                _check_model(loaded, variant.definition, registry, options.prices)
-            except TaskFileError as exc:
-                raise _set_by(exc, variant, options.overrides) from None
-            plan.warnings.extend(_unenforced_limits(loaded, variant))
-        plan.tasks.append(PlannedTask(expansion, request, variants))
-        plan.warnings.extend(containment_warnings(loaded.display, [v.definition for v in variants]))
+    resolver = JudgeResolver(options.store_url, options.judge_versions)
+    try:
+        _plan_tasks(plan, arguments, options, registry, resolver, (experiment, experiment_file))
+    finally:
+        resolver.close()
     if not plan.tasks:
         reasons = "; ".join(f"{s.path}: {s.reason}" for s in plan.skipped[:5])
         raise UsageError(
@@ -277,6 +250,77 @@ def build_plan(
     )
     plan.warnings.extend(short_secret_warnings(plan.redactor))
     return plan
+
+
+def _plan_tasks(
+    plan: Plan,
+    arguments: Sequence[TaskSource],
+    options: PlanOptions,
+    registry: ProviderRegistry,
+    resolver: JudgeResolver,
+    experiment_and_file: tuple[Experiment | None, Path | None],
+) -> None:
+    """Load, resolve, expand and check every task file into ``plan.tasks``."""
+    experiment, experiment_file = experiment_and_file
+    experiment_dir = experiment_file.resolve().parent if experiment_file else None
+    owners: dict[str, str] = {}
+    for loaded in load_sources(arguments, options.overrides):
+        plan.warnings.extend(loaded.warnings)
+        reason = _skip_reason(loaded, options)
+        if reason is not None:
+            plan.skipped.append(SkippedTask(path=loaded.display, reason=reason))
+            continue
+        task_id = loaded.definition.task_id
+        if task_id in owners:
+            raise TaskFileError(
+                f"task_id '{task_id}' is also defined in {owners[task_id]}",
+                file=loaded.display,
+                line=loaded.document.line_of(("task_id",)),
+                field="task_id",
+                hint="task ids name run directories and suites; make them unique",
+            )
+        owners[task_id] = loaded.display
+        try:
+            written, loaded = loaded, resolve_judges(loaded, resolver)
+        except TaskFileError as exc:
+            raise _overridden(exc, options.overrides) from None
+        expansion = expand_dataset(
+            loaded,
+            options.selectors,
+            fixed_row_ids=options.fixed_rows.get(task_id),
+            store_url=options.store_url,
+            store_version=options.store_versions.get(task_id),
+        )
+        plan.warnings.extend(expansion.warnings)
+        request = (
+            selection_request(loaded.definition, options.selectors)
+            if loaded.definition.dataset is not None
+            else None
+        )
+        variants = _variants(written, expansion, experiment, experiment_dir, options)
+        for position, variant in enumerate(variants):
+            try:
+                resolved = resolve_definition(variant.definition, loaded, resolver)
+            except TaskFileError as exc:
+                raise _set_by(exc, variant, options.overrides) from None
+            variants[position] = replace(variant, definition=resolved)
+        for variant in variants:
+            try:
+                _check_model(loaded, variant.definition, registry, options.prices)
+            except TaskFileError as exc:
+                raise _set_by(exc, variant, options.overrides) from None
+            plan.warnings.extend(_unenforced_limits(loaded, variant))
+            try:
+                check_graded_rows(expansion, variant.definition)
+            except TaskFileError as exc:
+                roots = ("agent", "success_criteria", "dataset")
+                raise _overridden(exc, options.overrides, roots) from None
+        try:
+            check_judge_models(loaded, registry)
+        except TaskFileError as exc:
+            raise _overridden(exc, options.overrides) from None
+        plan.tasks.append(PlannedTask(expansion, request, variants))
+        plan.warnings.extend(containment_warnings(loaded.display, [v.definition for v in variants]))
 
 
 def _variants(
@@ -331,6 +375,21 @@ def _set_by(
     else:
         return exc
     exc.hint = f"{exc.hint}; {where}" if exc.hint else where
+    return exc
+
+
+def _overridden(
+    exc: TaskFileError, overrides: Sequence[Override], roots: tuple[str, ...] = ()
+) -> TaskFileError:
+    """``exc`` naming the ``-D`` that set its field (or a field inside it), or any field under
+    ``roots`` (a refusal that several fields decide), if one did."""
+    field = ".".join(_prefixes(exc.field or "")[:1])
+    by = next((o.render() for o in reversed(overrides) if (field and (
+        o.dotted == field or o.dotted.startswith(field + ".") or field.startswith(o.dotted + ".")
+    )) or o.path[0] in roots), None)  # fmt: skip
+    if by is not None:
+        where = f"set on the command line by {by}"
+        exc.hint = f"{exc.hint}; {where}" if exc.hint else where
     return exc
 
 

@@ -23,6 +23,7 @@ from assay.errors import UsageError
 from assay.orchestration.containment import Containment, private_paths
 from assay.orchestration.environment import row_env
 from assay.orchestration.grading import final_status, grade, grading_message, weighted_score
+from assay.orchestration.judging import judge_keys as task_judge_keys
 from assay.orchestration.qa_rows import judge_key
 from assay.orchestration.runfiles import load_task_json, task_json_paths
 from assay.orchestration.runner import SANDBOX_DIR
@@ -36,7 +37,7 @@ from assay.results.secrets import Redactor
 from assay.results.status import FinalStatus
 from assay.results.task_result import EvaluationResult
 from assay.results.transcript import Transcript
-from assay.results.transcript_otlp import from_trace
+from assay.results.transcript_otlp import from_session
 from assay.sandbox.process import pidfd_child_watcher
 from assay.sandbox.tempdir import Sandbox
 from assay.spec.qa import QaJudge
@@ -49,7 +50,7 @@ def read_transcript(directory: Path) -> Transcript | None:
     if not path.is_file():
         return None
     try:
-        return from_trace(read_json(path))
+        return from_session(read_json(path))
     except (ValueError, TypeError):
         return None
 
@@ -99,8 +100,9 @@ async def regrade_run(run_dir: Path, *, jobs: int) -> list[EvaluationResult]:
         async with limit:
             return await _regrade_one(path, result, registry, pool, redactor, containment)
 
+    results = [r for _, r in rows]
     with pidfd_child_watcher():
-        async with run_services(pool, judge_keys([r for _, r in rows])):
+        async with run_services(pool, [*judge_keys(results), *criterion_judge_keys(results)]):
             return list(await asyncio.gather(*(regrade(p, r) for p, r in rows)))
 
 
@@ -134,6 +136,20 @@ def judge_keys(results: list[EvaluationResult]) -> list[ModelKey]:
             judge = QaJudge.model_validate(qa["judge"])
             keys[judge_key(judge, Path(result.task_config.task_dir or "."))] = None
     return list(keys)
+
+
+def criterion_judge_keys(results: list[EvaluationResult]) -> list[ModelKey]:
+    """The models of the ``llm_judge`` criteria of rows that will be graded again."""
+    tasks: dict[str, TaskDefinition] = {}
+    for result in results:
+        if agent_status(result) == "error":
+            continue
+        criteria = result.task_config.resolved.get("success_criteria") or []
+        if any(isinstance(c, dict) and c.get("type") == "llm_judge" for c in criteria):
+            key = repr(criteria)
+            if key not in tasks:
+                tasks[key] = TaskDefinition.model_validate(result.task_config.resolved)
+    return task_judge_keys(tasks.values())
 
 
 def _qa_context(result: EvaluationResult, task: TaskDefinition, pool: ModelPool) -> dict[str, Any]:
@@ -186,7 +202,7 @@ async def _regrade_one(
         )
         context = GradingContext(
             sandbox=scratch, response=response, env=env, transcript=read_transcript(directory),
-            **_qa_context(result, task, pool),
+            row=result.row, models=pool, **_qa_context(result, task, pool),
         )  # fmt: skip
         criteria = await grade(list(task.success_criteria), context, registry)
     finally:

@@ -1,9 +1,10 @@
 """The secrets a run knows, gathered into its :class:`~assay.results.secrets.Redactor`.
 
 A run knows: every secret variable of the environment it runs in (by name, plus the
-variables its tasks name in ``agent.api_key_env`` / ``qa.judge.api_key_env``), the password
-of every URL with credentials in that environment or given as ``--store``, and the values of
-secret-named entries of ``agent.env`` in its tasks. ``assay evaluate`` and ``assay report``
+variables its tasks name in ``agent.api_key_env`` / ``qa.judge.api_key_env`` / an
+``llm_judge``'s ``api_key_env``), the password of every URL with credentials in that
+environment or given as ``--store``, and the values of secret-named entries of ``agent.env``
+in its tasks. ``assay evaluate`` and ``assay report``
 gather the same from the rows' recorded task configurations.
 """
 
@@ -50,12 +51,26 @@ def results_redactor(results: Iterable[EvaluationResult], environ: Mapping[str, 
         agent = resolved.get("agent") or {}
         judge = (resolved.get("qa") or {}).get("judge") or {}
         names.update(n for n in (agent.get("api_key_env"), judge.get("api_key_env")) if n)
+        names.update(_judge_credentials(resolved.get("success_criteria") or []))
         if isinstance(agent.get("env"), dict):
             envs.append(agent["env"])
     redactor = Redactor.from_environment(environ, names=names)
     for env in envs:
         _add_agent_env(redactor, env, names)
     return redactor
+
+
+def _judge_credentials(criteria: Iterable[Any]) -> set[str]:
+    """The ``api_key_env`` of each recorded ``llm_judge`` (inline, or its resolved judge's)."""
+    names: set[str] = set()
+    for criterion in criteria:
+        if not isinstance(criterion, dict) or criterion.get("type") != "llm_judge":
+            continue
+        definition = (criterion.get("asset") or {}).get("definition") or {}
+        name = definition.get("api_key_env") or criterion.get("api_key_env")
+        if isinstance(name, str) and name:
+            names.add(name)
+    return names
 
 
 def _add_agent_env(redactor: Redactor, env: Mapping[str, Any], names: set[str]) -> None:

@@ -230,14 +230,21 @@ def aggregate_criterion(
         for r in results
         if len(r.success_criteria_results) > position
     ]
+    skipped = sum(1 for item in present if item.evaluation_status == "skipped")
+    present = [item for item in present if item.evaluation_status != "skipped"]
     per_row: list[CriterionResult] = [item for item in present if item.graded]
     table, details = registry.get(spec.type).aggregate(spec, per_row)
     errors = sum(1 for item in present if item.grader_failed)
     refused = sum(1 for item in present if item.refused)
+    judge_errors = sum(1 for item in present if (item.error or "").startswith("judge_error"))
     if errors:
         details = {**details, "criterion_errors": errors}
+    if judge_errors:
+        details = {**details, "judge_errors": judge_errors}
     if refused:
         details = {**details, "refused": refused}
+    if skipped:
+        details = {**details, "skipped": skipped}
     completion = MetricTable()
     completion.put("completion_rate", len(per_row), rows_total, "the suite has no rows")
     table.merge(completion)

@@ -43,7 +43,7 @@ from assay.results.secret_scan import SecretFinding, scan_run
 from assay.results.secrets import Redactor
 from assay.results.status import FinalStatus, RowCounts
 from assay.results.suite import SuiteRollup
-from assay.results.task_result import EvaluationResult, TokenUsage
+from assay.results.task_result import EvaluationResult, JudgeCriterionResult, TokenUsage
 from assay.spec.criteria import Criterion, CriterionSpec
 
 Stage = Literal["run", "execute", "evaluate", "report"]
@@ -345,6 +345,7 @@ def _summary(
         skipped_tasks=meta.skipped,
         selections=meta.selections,
         suites=refs,
+        judges=judges_of(results),
         task_criteria=meta.criteria,
         warnings=meta.warnings,
         task_results=[
@@ -367,3 +368,15 @@ def _summary(
             "platform": platform.platform(),
         },
     )
+
+
+def judges_of(results: Sequence[EvaluationResult]) -> list[dict[str, Any]]:
+    """Every judge that graded a row (``JudgeRef`` data: name, version, content hash, source,
+    model), each once, in the order first met."""
+    seen: dict[tuple[str, str], dict[str, Any]] = {}
+    for result in results:
+        for item in result.success_criteria_results:
+            if isinstance(item, JudgeCriterionResult):
+                key = (item.judge.name, item.judge.content_hash)
+                seen.setdefault(key, item.judge.model_dump(mode="json"))
+    return list(seen.values())

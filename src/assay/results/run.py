@@ -113,6 +113,7 @@ class RunSummary(_Model):
     selections: list[TaskSelection] = Field(default_factory=list)
     suites: list[SuiteRef] = Field(default_factory=list)
     task_criteria: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)
+    judges: list[dict[str, Any]] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
     secret_findings: list[SecretFindingRecord] = Field(default_factory=list)
     task_results: list[TaskRow] = Field(default_factory=list)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from assay.results.trace import Span, SpanEvent, attribute, iter_spans
+from assay.results.trace import Span, SpanEvent, attribute, iter_spans, split_traces
 from assay.results.transcript import TokenBuckets, Transcript, TranscriptEvent
 
 KEPT = 8000
@@ -196,6 +196,25 @@ def from_trace(trace: dict[str, Any]) -> Transcript | None:
     if isinstance(final, str):
         transcript.add(TranscriptEvent("final", _time(agent, "endTimeUnixNano"), text=final))
     return transcript
+
+
+def from_session(trace: dict[str, Any]) -> Transcript | None:
+    """The transcript of every trace of a session, one after another (each trace's events in
+    order, the traces by start time); ``None`` when no trace has an agent span. The stop
+    reason is the last trace's; the skills offered and loaded are every trace's."""
+    parts = [t for t in (from_trace(one) for one in split_traces(trace)) if t is not None]
+    if not parts:
+        return None
+    whole = Transcript(agent=parts[0].agent, stop_reason=parts[-1].stop_reason,
+                       usage_source=parts[0].usage_source)  # fmt: skip
+    for part in parts:
+        whole.events.extend(part.events)
+        whole.skills_offered += [s for s in part.skills_offered if s not in whole.skills_offered]
+        if part.skills_loaded is not None:
+            known = whole.skills_loaded or []
+            whole.skills_loaded = known + [s for s in part.skills_loaded if s not in known]
+        whole.cli.update(part.cli)
+    return whole
 
 
 def _cli_facts(agent: dict[str, Any]) -> dict[str, str]:
