@@ -112,7 +112,7 @@ def test_file_matches_regex_must_not_match(box: Sandbox) -> None:
 def test_file_matches_regex_long_matches_are_quoted_to_100_characters(box: Sandbox) -> None:
     put(box, "big.txt", "x" * 500)
     result = grade(box, type="file_matches_regex", path="big.txt", pattern="x+")
-    assert result.details == f"Pattern 'x+' found in file (matched: '{'x' * 100}')"
+    assert result.details == f"Pattern 'x+' found in file (matched: '{'x' * 99}…')"
 
 
 def test_an_invalid_regex_is_a_load_error_at_its_criterion(tmp_path: Path) -> None:
