@@ -405,15 +405,15 @@ def _cut_inside_token(text: str, at: int) -> bool:
 
 def _cut_back(text: str, end: int, floor: int) -> int:
     """The last place at or before ``end`` and after ``floor`` that splits no run without
-    whitespace, else no run of key characters, else ``end`` (the run is longer than the
-    window: cutting it anywhere splits it, so as much as the limit allows is kept)."""
+    whitespace, else no run of key characters, else ``floor`` (the run is longer than the
+    window: what of it lies in the window is dropped rather than shown in part)."""
     for inside in (_cut_inside_word, _cut_inside_token):
         cut = end
         while cut > floor and inside(text, cut):
             cut -= 1
         if cut > floor or (floor > 0 and not inside(text, floor)):
             return cut
-    return end
+    return floor
 
 
 def _cut_forward(text: str, start: int, ceiling: int) -> int:
@@ -425,7 +425,7 @@ def _cut_forward(text: str, start: int, ceiling: int) -> int:
             cut += 1
         if cut < ceiling or (ceiling < len(text) and not inside(text, ceiling)):
             return cut
-    return start
+    return ceiling
 
 
 def clip_head(text: str, limit: int, mark: str = "…") -> str:
@@ -433,7 +433,7 @@ def clip_head(text: str, limit: int, mark: str = "…") -> str:
     never inside a run of other characters, where a secret could be split so that redaction
     no longer recognises it; up to ``max(limit // 2, 256)`` more characters are dropped to
     reach whitespace (else the end of a run of key characters, see :data:`_TOKEN`). A run
-    longer than that is cut at the limit, and the piece of a known secret left
+    longer than that is cut where the window ends, and the piece of a known secret left
     before ``mark`` is redacted by :meth:`Redactor.redact`."""
     if len(text) <= limit:
         return text
