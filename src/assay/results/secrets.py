@@ -326,6 +326,19 @@ class Redactor:
             for password in url_passwords(value):
                 self.add(name, password, whole=False)
 
+    def add_setting(self, name: str, value: Any) -> None:
+        """Add a setting's ``value`` (text, or mappings and lists of it, as a ``-D`` override
+        or an ``env`` block holds) by :meth:`add_variable`, each text under the name of the
+        nearest mapping key (``name`` for the top)."""
+        if isinstance(value, str):
+            self.add_variable(name, value)
+        elif isinstance(value, Mapping):
+            for key, item in value.items():
+                self.add_setting(str(key), item)
+        elif isinstance(value, list | tuple):
+            for item in value:
+                self.add_setting(name, item)
+
     @property
     def names(self) -> frozenset[str]:
         """Every name whose whole value is a secret (withheld from a row's programs), short
