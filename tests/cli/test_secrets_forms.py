@@ -72,9 +72,7 @@ success_criteria:
     done = assay("run", "t.yaml", "-D", f"agent.env.OTHER_URL={other}", cwd=tmp_path)
     run_dir = latest(tmp_path)
     response = (run_dir / "default/urls/r1/00/response.txt").read_text()
-    assert response == (
-        "https://bob:[redacted:SVC_URL]@h/x https://ann:[redacted:OTHER_URL]@h/y\n"
-    )
+    assert response == ("https://bob:[redacted:SVC_URL]@h/x https://ann:[redacted:OTHER_URL]@h/y\n")
     nowhere((URL_PW, "DashUrlPassw0rd"), done.stdout + done.stderr, run_dir)
 
 
@@ -89,9 +87,7 @@ success_criteria:
 """)  # fmt: skip
     done = assay("run", "t.yaml", "-D", f"agent.env.MY_TOKEN={DASH_D}", cwd=tmp_path)
     assert done.returncode == 2, done.stdout + done.stderr
-    assert (
-        "set on the command line by -D agent.env.MY_TOKEN=[redacted:MY_TOKEN]" in done.stderr
-    )
+    assert "set on the command line by -D agent.env.MY_TOKEN=[redacted:MY_TOKEN]" in done.stderr
     url = "https://u:TemperatureUrlPw1@h"
     bad = assay("run", "t.yaml", f"-Dagent.temperature={url}", cwd=tmp_path)
     assert bad.returncode == 2 and "agent.temperature" in bad.stderr, bad.stderr
