@@ -4,8 +4,17 @@ store URL's query password. Real processes and real files; nothing of the value 
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
 from pathlib import Path
 
+import pytest
+
+import assay as assay_package
 from tests.cli.test_secrets import assay, files_of, latest, task_json
 from tests.helpers import write
 
@@ -105,3 +114,64 @@ def test_a_store_url_password_given_as_a_query_parameter_is_never_printed(
     )
     assert "[redacted:ASSAY_STORE]" in done.stderr
     nowhere(("QueryStorePw77",), done.stdout + done.stderr)
+
+
+def unprivileged(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """``assay ARGS`` as a user other than root (``nobody`` when the tests run as root, for a
+    file mode of 000 stops only such a user); skipped where that cannot be arranged."""
+    if os.geteuid() != 0:
+        command = [sys.executable, "-m", "assay", *args]
+        return subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=120,
+                              env={**os.environ, **env})  # fmt: skip
+    python = shutil.which(f"python{sys.version_info.major}.{sys.version_info.minor}",
+                          path="/usr/local/bin:/usr/bin")  # fmt: skip
+    if python is None or shutil.which("setpriv") is None:
+        pytest.skip("no interpreter the user nobody can run, or no setpriv")
+    paths = [str(Path(assay_package.__file__).parents[1]), sysconfig.get_paths()["purelib"]]
+    drop = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    return subprocess.run([*drop, python, "-m", "assay", *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=120,
+                          env={"PATH": os.environ["PATH"], "HOME": str(cwd),
+                               "PYTHONPATH": os.pathsep.join(paths), **env})  # fmt: skip
+
+
+def test_files_a_row_made_unreadable_are_redacted_and_the_scan_reports_what_it_cannot_read(
+    tmp_path: Path,
+) -> None:
+    home = Path(tempfile.mkdtemp(prefix="assay-unreadable-"))  # nobody cannot enter tmp_path
+    try:
+        home.chmod(0o777)
+        write(home / "t.yaml", """\
+task_id: hide
+description: the agent hides what it was given behind mode 000
+agent:
+  type: command
+  env_passthrough: [MY_TOKEN]
+  command: >-
+    echo $MY_TOKEN > hidden.txt; chmod 000 hidden.txt; mkdir d; echo $MY_TOKEN > d/f;
+    chmod 000 d; echo ok
+dataset:
+  rows: [{id: r1}]
+initial_prompt: go
+success_criteria:
+  - {type: response_match, expected: ok}
+""")  # fmt: skip
+        env = {"MY_TOKEN": DASH_D}
+        done = unprivileged("run", "t.yaml", "--keep-sandboxes", cwd=home, env=env)
+        assert done.returncode == 0, done.stdout + done.stderr
+        run_dir = latest(home)
+        kept = run_dir / "default/hide/r1/00/sandbox"
+        assert (kept / "hidden.txt").read_text() == "[redacted:MY_TOKEN]\n"
+        assert (kept / "d/f").read_text() == "[redacted:MY_TOKEN]\n"
+        planted = run_dir / "default/hide/r1/00/notes.txt"
+        planted.write_text(f"token {DASH_D}\n")
+        os.chown(planted, 65534, 65534) if os.geteuid() == 0 else None
+        planted.chmod(0o000)
+        check = unprivileged("report", "--check-secrets", str(run_dir), cwd=home, env=env)
+        assert check.returncode == 1, check.stdout + check.stderr
+        assert (
+            "default/hide/r1/00/notes.txt: a file the scan cannot read (Permission denied): "
+            "make it readable, or remove it"
+        ) in check.stdout + check.stderr
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
