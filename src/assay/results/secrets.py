@@ -89,8 +89,6 @@ _URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s/@]+@")
 _PASSWORD_PARAMETER = re.compile(r"(?:^|[?&\s])password=([^&\s'\"]+)", re.IGNORECASE)
 """A libpq/SQLAlchemy ``password=`` parameter: in a URL's query (``...?password=pw``) or a
 connection string (``host=db password=pw``)."""
-_CUTS = re.compile(r"…|\.\.\.")
-"""The marks a clip puts where it cut text (:func:`clip_head`, :func:`clip_tail`)."""
 
 
 def is_secret_name(name: str) -> bool:
@@ -186,6 +184,11 @@ class _Matcher:
     form), with its marker: what a clip can leave before its cut mark."""
     tails: dict[str, str] = field(default_factory=dict)
     """Each form's ends, likewise: what a clip can leave after its cut mark."""
+    head_marks: re.Pattern[str] | None = None
+    """A cut mark right after the last :data:`MIN_SECRET_LENGTH` characters of a head: the
+    places to look, found by one search in C however many marks a text holds."""
+    tail_marks: re.Pattern[str] | None = None
+    """A cut mark right before the first characters of a tail, likewise."""
 
     def contains(self, text: str) -> bool:
         if self.few is not None:  # a few values: one C-level substring search each is faster
@@ -206,16 +209,16 @@ class _Matcher:
         start right before ``…``/``...``, an end right after), longest piece first."""
         if not self.heads or ("…" not in text and "..." not in text):
             return []
-        heads, tails = tuple(self.heads), tuple(self.tails)
+        assert self.head_marks is not None and self.tail_marks is not None
         found: list[tuple[int, int, str]] = []
-        for cut in _CUTS.finditer(text):
-            start, end = cut.span()
-            if text.endswith(heads, 0, start):
-                piece = max((h for h in heads if text.endswith(h, 0, start)), key=len)
-                found.append((start - len(piece), start, self.heads[piece]))
-            if text.startswith(tails, end):
-                piece = max((t for t in tails if text.startswith(t, end)), key=len)
-                found.append((end, end + len(piece), self.tails[piece]))
+        for cut in self.head_marks.finditer(text):
+            start = cut.start()
+            piece = max((h for h in self.heads if text.endswith(h, 0, start)), key=len)
+            found.append((start - len(piece), start, self.heads[piece]))
+        for cut in self.tail_marks.finditer(text):
+            end = cut.end()
+            piece = max((t for t in self.tails if text.startswith(t, end)), key=len)
+            found.append((end, end + len(piece), self.tails[piece]))
         return found
 
     def cut_fragments(self, text: str) -> str:
@@ -246,7 +249,24 @@ class _Matcher:
             for size in range(MIN_SECRET_LENGTH, len(form)):
                 heads.setdefault(form[:size], markers[form])
                 tails.setdefault(form[-size:], markers[form])
-        return cls(markers, pattern, byte_pattern, few, tuple(raw), shapes, heads, tails)
+        head_marks, tail_marks = _cut_marks(heads, tails)
+        return cls(markers, pattern, byte_pattern, few, tuple(raw), shapes, heads, tails,
+                   head_marks, tail_marks)  # fmt: skip
+
+
+def _cut_marks(
+    heads: Iterable[str], tails: Iterable[str]
+) -> tuple[re.Pattern[str] | None, re.Pattern[str] | None]:
+    """:attr:`_Matcher.head_marks` and :attr:`_Matcher.tail_marks` (``None`` without
+    heads): each mark is matched first, then a fixed-width look-behind (or a look-ahead)
+    checks the characters next to it."""
+    ends = "|".join(sorted({re.escape(h[-MIN_SECRET_LENGTH:]) for h in heads}))
+    starts = "|".join(sorted({re.escape(t[:MIN_SECRET_LENGTH]) for t in tails}))
+    if not ends:
+        return None, None
+    dots = r"\.\.\.(?<!\.\.\.\.)(?!\.)"  # literal first: a search skips to each mark
+    head_marks = re.compile(f"…(?<=(?:{ends})…)|{dots}(?<=(?:{ends})\\.\\.\\.)")
+    return head_marks, re.compile(f"(?:…|{dots})(?={starts})")
 
 
 class Redactor:
