@@ -474,7 +474,7 @@ def read_dataset(loaded: LoadedTask) -> Rows:
 
 def _short_row(row: dict[str, Any], limit: int = 200) -> str:
     text = repr(row)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    return clip_head(text, limit, "...")
 
 
 def check_row_ids(rows: Rows, loaded: LoadedTask) -> list[str]:

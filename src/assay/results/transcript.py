@@ -240,7 +240,7 @@ def _line(event: TranscriptEvent) -> str:
 def _short(value: Any, limit: int = 160) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return clip_head(text, limit)
 
 
 class _Record(BaseModel):
