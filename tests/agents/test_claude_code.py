@@ -253,7 +253,7 @@ def test_a_crashing_cli_ends_error_with_what_it_printed(tmp_path: Path) -> None:
     result = json.loads(next((tmp_path / "runs").rglob("task.json")).read_text())
     assert result["final_status"] == "ERROR"
     assert result["error_message"] == (
-        "the claude-code CLI exited with code 139: segfault in the agent"
+        "the claude-code CLI exited with code 139 (SIGSEGV): segfault in the agent"
     )
     assert result["transcript"]["cli"] == {"version": "9"}
 

@@ -351,3 +351,41 @@ def test_json_check_regex_assertions_are_checked_at_load(tmp_path: Path) -> None
     broken = loads(tmp_path, "{type: json_check, path: f.json, assertions: [{expression: a, "
                    "operator: regex, expected: '(a'}]}")  # fmt: skip
     assert broken.message.startswith("expected '(a' is not a valid regex: missing ),")
+
+
+def test_json_check_ordered_assertions_are_checked_at_load(tmp_path: Path) -> None:
+    quoted = loads(tmp_path, "{type: json_check, path: f.json, assertions: [{expression: a, "
+                   "operator: gt, expected: '1'}]}")  # fmt: skip
+    assert quoted.message == (
+        "operator 'gt' has expected '1', a number written as text: write it without quotes "
+        "(expected: 1) to compare with JSON numbers"
+    )
+    listed = loads(tmp_path, "{type: json_check, path: f.json, assertions: [{expression: a, "
+                   "operator: lte, expected: [1]}]}")  # fmt: skip
+    assert listed.message == "operator 'lte' compares with a number or a text, not [1]"
+
+
+def test_json_check_compares_texts_in_code_point_order(box: Sandbox) -> None:
+    put(box, "f.json", '{"day": "2026-12-01", "n": 3}')
+    result = grade(box, type="json_check", path="f.json", assertions=[
+        {"expression": "day", "operator": "gte", "expected": "2026-11-30"},
+        {"expression": "n", "operator": "lt", "expected": 3.5}])  # fmt: skip
+    assert result.score == 1.0
+
+
+def test_json_check_functions_are_checked_at_load(tmp_path: Path) -> None:
+    unknown = loads(tmp_path, "{type: json_check, path: f.json, assertions: [{expression: "
+                    "'lenght(items)', operator: equals, expected: 2}]}")  # fmt: skip
+    assert unknown.message.startswith(
+        "expression 'lenght(items)' calls lenght(), which is not a JMESPath function (abs, avg,"
+    )
+    arity = loads(tmp_path, "{type: json_check, path: f.json, assertions: [{expression: "
+                  "'a && length(a, b)', operator: exists}]}")  # fmt: skip
+    assert arity.message == (
+        "expression 'a && length(a, b)' calls length() with 2 argument(s); it takes 1"
+    )
+    few = loads(tmp_path, "{type: json_check, path: f.json, assertions: [{expression: "
+                "'merge()', operator: exists}]}")  # fmt: skip
+    assert (
+        few.message == "expression 'merge()' calls merge() with 0 argument(s); it takes at least 1"
+    )

@@ -182,6 +182,8 @@ def test_missing_placeholder_field_message(tmp_path: Path) -> None:
     assert error.message == "${row.text}: key not found (available: ['expected', 'id'])"
     assert error.row_id == "r1"
     assert error.line == 1
+    assert error.hint is not None and error.hint.startswith("it is used in initial_prompt")
+    assert error.hint.endswith(": give every row the key, or correct the placeholder")
 
 
 def test_non_scalar_placeholder_message(tmp_path: Path) -> None:

@@ -309,3 +309,18 @@ def test_missing_template_dir_is_a_load_error(tmp_path: Path) -> None:
 def test_template_paths_may_not_leave_the_sandbox(tmp_path: Path, source: str) -> None:
     error = error_of(tmp_path, MINIMAL + f"sandbox:\n  template_sources:\n    - {source}\n")
     assert (error.field or "").startswith("sandbox.template_sources[0]")
+
+
+@pytest.mark.parametrize("agent", ["{type: command, command: 'echo hi'}", "{type: llm}"])
+def test_tool_criteria_on_an_agent_without_tool_calls_warn(tmp_path: Path, agent: str) -> None:
+    write(tmp_path / "t.yaml", "task_id: t\ndescription: d\ninitial_prompt: hi\n"
+          f"agent: {agent}\nsuccess_criteria:\n"
+          "  - {type: response_match, expected: hi}\n"
+          "  - {type: tool_called, tool: Bash, description: ran bash}\n")  # fmt: skip
+    loaded = load_task(tmp_path / "t.yaml")
+    kind = "command" if "command" in agent else "llm"
+    assert loaded.warnings == [
+        f"{tmp_path / 't.yaml'}:7: success_criteria[1].type: criterion 'tool_called' reads the "
+        f"agent's tool calls and commands, and an agent of type '{kind}' makes none: it will "
+        "not pass on any row (claude-code and codex record them)"
+    ]

@@ -442,3 +442,28 @@ def test_a_sandbox_that_cannot_start_its_first_program_is_refused_with_why(
         "check that bwrap works here: bwrap --ro-bind / / --unshare-all true; or set "
         "sandbox.driver: tempdir (the row is then not contained)"
     )
+
+
+def test_a_read_only_path_the_rows_user_cannot_read_is_named_at_its_line(tmp_path: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("rows run as their own user only when assay runs as root")
+    closed = tmp_path / "closed"
+    closed.mkdir(mode=0o700)
+    closed.chmod(0o700)
+    write(tmp_path / "t.yaml", "task_id: t\ndescription: d\ninitial_prompt: p\n"
+          "agent: {type: command, command: 'true'}\n"
+          "sandbox:\n  driver: bwrap\n  read_only: [closed]\n"
+          "success_criteria: [{type: file_exists, path: a, description: d}]\n")  # fmt: skip
+    done = run_assay("plan", "t.yaml", cwd=tmp_path)
+    assert done.returncode == 2
+    assert (
+        f"t.yaml:7: sandbox.read_only[0]: {closed} is a folder with mode 700, which the row's "
+        "unprivileged user cannot read\n  hint: assay runs as root"
+    ) in done.stderr
+
+
+def test_two_runs_number_their_rows_users_from_different_starts() -> None:
+    """Rows of two runs at once never share a user (nor its RLIMIT_NPROC budget) unless
+    their random starts meet: five runs' first users are not all one."""
+    firsts = {next(make_policy(path_variable=PATH).numbers) for _ in range(5)}
+    assert len(firsts) > 1

@@ -6,7 +6,9 @@ hostname, user and network), the run folder and the store stay hidden from them,
 from __future__ import annotations
 
 import json
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -79,3 +81,42 @@ def test_assay_evaluate_grades_a_bwrap_run_inside_again(tmp_path: Path) -> None:
     row = json.loads(next((tmp_path / "runs").rglob("task.json")).read_text())
     assert row["final_status"] == "SUCCESS"
     assert row["success_criteria_results"][0]["score"] == 1.0
+
+
+def test_a_shared_folder_on_path_is_not_shown_to_the_sandbox(tmp_path: Path) -> None:
+    """``/tmp`` (or ``/``) on ``PATH`` once bound the host's whole temporary folder, other
+    rows' sandboxes included, into every sandbox; ``ASSAY_SANDBOX`` is absolute even with a
+    relative ``--run-dir`` and kept sandboxes."""
+    outside = Path(tempfile.mkdtemp(prefix="assay-host-"))  # in /tmp, beside the task folder
+    write(outside / "host-secret.txt", "the host's file\n")
+    write(tmp_path / "t.yaml", "task_id: shared\ndescription: d\ninitial_prompt: p\n"
+          f"agent: {{type: command, command: 'cat {outside}/host-secret.txt; "
+          "echo made > \"$ASSAY_SANDBOX/out.txt\"; echo \"$ASSAY_SANDBOX\"'}\n"
+          "sandbox: {driver: bwrap}\n"
+          "success_criteria: [{type: file_exists, path: out.txt, description: d}]\n")  # fmt: skip
+    for shared in ("/tmp", "/"):
+        env = {"PATH": f"{shared}:{VENV_BIN}:/usr/bin:/bin"}
+        done = run_assay("run", "t.yaml", "--run-dir", "runs", "--keep-sandboxes",
+                         cwd=tmp_path, env=env)  # fmt: skip
+        assert done.returncode == 0, done.stdout + done.stderr
+        run_dir = (tmp_path / "runs" / "latest").resolve()
+        folder = run_dir / "default" / "shared" / "00"
+        response = (folder / "response.txt").read_text()
+        assert "the host's file" not in response
+        assert response.strip() == str(folder / "sandbox")
+    shutil.rmtree(outside)
+
+
+def test_a_row_stopped_by_a_sandbox_limit_names_the_limit(tmp_path: Path) -> None:
+    write(tmp_path / "t.yaml", "task_id: big\ndescription: d\ninitial_prompt: p\n"
+          "agent: {type: command, command: 'head -c 3000000 /dev/zero > big'}\n"
+          "sandbox: {driver: bwrap, limits: {max_file_size_mb: 1}}\n"
+          "success_criteria: [{type: file_exists, path: big, description: d}]\n")  # fmt: skip
+    done = run_assay("run", "t.yaml", cwd=tmp_path, env={"PATH": f"{VENV_BIN}:/usr/bin:/bin"})
+    assert done.returncode == 1
+    result = json.loads(next((tmp_path / "runs").rglob("task.json")).read_text())
+    assert result["final_status"] == "ERROR"
+    assert result["error_message"].startswith(
+        "the agent command exited with code 153 (SIGXFSZ: a file grew past "
+        "sandbox.limits.max_file_size_mb)"
+    )

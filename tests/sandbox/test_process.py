@@ -12,7 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from assay.sandbox.process import ProcessResult, pidfd_child_watcher, run_process, tail
+from assay.sandbox.process import (
+    ProcessResult,
+    exit_text,
+    pidfd_child_watcher,
+    run_process,
+    tail,
+)
 from tests.helpers import alive, kill_left, pids_in, wait_gone
 
 
@@ -283,3 +289,14 @@ def test_the_child_watcher_is_given_back_after_the_block() -> None:
         assert loop.run_until_complete(spawn()) == 0
     finally:
         loop.close()
+
+
+def test_exit_text_names_the_signal_and_the_limit_behind_it() -> None:
+    assert exit_text(1) == "exited with code 1"
+    assert exit_text(None) == "exited with code None"
+    assert exit_text(-9) == "exited with code -9 (SIGKILL)"
+    assert exit_text(137) == "exited with code 137 (SIGKILL)"
+    assert exit_text(152) == (
+        "exited with code 152 (SIGXCPU: the CPU time passed sandbox.limits.cpu_seconds)"
+    )
+    assert exit_text(255) == "exited with code 255"  # 128 + 127: no such signal

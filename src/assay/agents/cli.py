@@ -34,7 +34,7 @@ from assay.results.secrets import clip_head
 from assay.results.trace import Span
 from assay.results.transcript import TokenBuckets, Transcript, TranscriptEvent
 from assay.results.transcript_otlp import to_spans
-from assay.sandbox.process import StreamResult, stream_process, tail
+from assay.sandbox.process import StreamResult, exit_text, stream_process, tail
 from assay.spec.coding_agents import CodingAgent
 
 CLI_PREFIXES = ("ANTHROPIC_", "CLAUDE_", "OPENAI_", "CODEX_", "AWS_BEARER_TOKEN_BEDROCK",
@@ -340,7 +340,7 @@ def _status(
         return "error", f"the {name} CLI ended with an API error: {cause}"
     if result.exit_code != 0:
         stderr = tail(result.stderr.strip(), 500)
-        return "error", f"the {name} CLI exited with code {result.exit_code}" + (
+        return "error", f"the {name} CLI {exit_text(result.exit_code)}" + (
             f": {stderr}" if stderr else " without a result"
         )
     if ending.final is None:

@@ -18,7 +18,7 @@ from assay.agents.base import AgentContext, AgentOutcome
 from assay.results.trace import Span
 from assay.results.transcript import Transcript, TranscriptEvent
 from assay.results.transcript_otlp import agent_attributes
-from assay.sandbox.process import run_process, tail
+from assay.sandbox.process import exit_text, run_process, tail
 from assay.spec.task import CommandAgent
 
 ENVIRONMENT_LIMIT = 64 * 1024
@@ -95,7 +95,7 @@ class CommandRunner:
             outcome.error = f"the agent command was killed after {context.timeout:g} s"
         elif result.exit_code != 0:
             outcome.status = "error"
-            outcome.error = f"the agent command exited with code {result.exit_code}" + (
+            outcome.error = f"the agent command {exit_text(result.exit_code)}" + (
                 f": {tail(result.stderr.strip(), 500)}" if result.stderr.strip() else ""
             )
         outcome.transcript = _transcript(outcome)

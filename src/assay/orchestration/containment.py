@@ -80,6 +80,15 @@ def check_containment(planned: Iterable[tuple[LoadedTask, TaskDefinition]]) -> N
     if not policy.as_root:
         return
     for loaded, task in contained:
+        for index, name in enumerate(task.sandbox.read_only):
+            path = Path(name) if Path(name).is_absolute() else loaded.base_dir / name
+            problem = unreadable(path)
+            if problem is not None:
+                raise TaskFileError(
+                    problem, file=loaded.display, field=f"sandbox.read_only[{index}]",
+                    line=loaded.document.line_of(("sandbox", "read_only", index)),
+                    hint=READABLE_HINT,
+                )  # fmt: skip
         for path in _row_folders(task, loaded.base_dir):
             problem = unreadable(path)
             if problem is not None:
@@ -103,10 +112,9 @@ def _located(loaded: LoadedTask, message: str, hint: str | None) -> TaskFileErro
 
 
 def _row_folders(task: TaskDefinition, base_dir: Path) -> list[Path]:
-    """The folders a row of ``task`` reads besides the system's: the task's folder,
-    ``sandbox.read_only``, and a coding agent's CLI and plugins."""
-    folders = [base_dir, *(p if p.is_absolute() else base_dir / p
-                           for p in map(Path, task.sandbox.read_only))]  # fmt: skip
+    """The folders a row of ``task`` reads besides the system's and ``sandbox.read_only``
+    (checked on their own): the task's folder, and a coding agent's CLI and plugins."""
+    folders = [base_dir]
     agent = task.agent
     if isinstance(agent, CodingAgent):
         folders += plugin_dirs(agent, base_dir)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from assay.errors import TaskFileError
 from assay.spec.agent_criteria import transcript_criteria
 from assay.spec.source import YamlDocument
-from assay.spec.task import NoneAgent, TaskDefinition
+from assay.spec.task import CommandAgent, LlmAgent, NoneAgent, TaskDefinition
 
 NO_TRANSCRIPT = (
     "criterion '{type}' reads what the agent did (its transcript), and agent type 'none' "
@@ -20,6 +20,10 @@ NO_TRANSCRIPT = (
 NO_TRANSCRIPT_HINT = (
     "choose an agent that records a transcript (claude-code, codex, command, llm), or grade "
     "what is in the sandbox (file_check, json_check, run_command)"
+)
+NO_TOOL_CALLS = (
+    "criterion '{type}' reads the agent's tool calls and commands, and an agent of type '{agent}' "
+    "makes none: it will not pass on any row (claude-code and codex record them)"
 )
 
 
@@ -40,3 +44,18 @@ def check_agent_criteria(task: TaskDefinition, *, display: str, document: YamlDo
             file=display, line=document.line_of(loc), field=f"success_criteria[{index}].type",
             hint=NO_TRANSCRIPT_HINT,
         )  # fmt: skip
+
+
+def agent_criteria_warnings(
+    task: TaskDefinition, *, display: str, document: YamlDocument
+) -> list[str]:
+    """Warnings for transcript criteria on an agent that records a transcript without tool
+    calls (``command``, ``llm``): each names the file, line and field."""
+    if not isinstance(task.agent, CommandAgent | LlmAgent):
+        return []
+    warnings = []
+    for index in transcript_criteria(list(task.success_criteria)):
+        line = document.line_of(("success_criteria", index, "type")) or "?"
+        text = NO_TOOL_CALLS.format(type=task.success_criteria[index].type, agent=task.agent.type)
+        warnings.append(f"{display}:{line}: success_criteria[{index}].type: {text}")
+    return warnings

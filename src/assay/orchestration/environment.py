@@ -43,8 +43,8 @@ def row_env(
             "ASSAY_ROW_ID": task.row_id or "",
             "ASSAY_VARIANT": variant_id,
             "ASSAY_REPLICATE": str(replicate),
-            "ASSAY_SANDBOX": str(sandbox or ""),
-            "ASSAY_TASK_DIR": str(task_dir or ""),
+            "ASSAY_SANDBOX": str(sandbox.absolute()) if sandbox else "",
+            "ASSAY_TASK_DIR": str(task_dir.absolute()) if task_dir else "",
         }
     )
     return env

@@ -557,28 +557,35 @@ def check_placeholders(
             value must be a scalar ...``, with the row's id, file and line.
     """
     task = loaded.definition
-    names = fields_in(prompt if prompt is not None else task.initial_prompt or "")
-    for spec in task.success_criteria:
-        names |= fields_in_tree(spec.model_dump(exclude_unset=True))
-    if not names:
+    places: dict[str, list[str]] = {}
+    for name in fields_in(prompt if prompt is not None else task.initial_prompt or ""):
+        places.setdefault(name, []).append("initial_prompt")
+    for position, spec in enumerate(task.success_criteria):
+        for name in fields_in_tree(spec.model_dump(exclude_unset=True)):
+            places.setdefault(name, []).append(f"success_criteria[{position}]")
+    if not places:
         return
-    ordered = sorted(names)
+    ordered = sorted(places)
     for index, row in enumerate(rows.items):
         for name in ordered:
             value = row.get(name, _MISSING)
             if value is _MISSING or isinstance(value, dict | list):
-                _placeholder_error(rows, index, ids[index], name, row)
+                _placeholder_error(rows, index, ids[index], name, row, used_in=places[name])
 
 
 _MISSING = object()
 
 
-def _placeholder_error(rows: Rows, index: int, row_id: str, name: str, row: dict[str, Any]) -> None:
+def _placeholder_error(
+    rows: Rows, index: int, row_id: str, name: str, row: dict[str, Any], *, used_in: list[str]
+) -> None:
     file, line = rows.origin(index)
     try:
         scalar_text(name, row)
     except (PlaceholderKeyError, PlaceholderTypeError) as exc:
-        raise DatasetError(str(exc), file=file, line=line, row_id=row_id) from None
+        raise DatasetError(str(exc), file=file, line=line, row_id=row_id,
+                           hint=f"it is used in {', '.join(used_in)}: give every row the key, "
+                                "or correct the placeholder") from None  # fmt: skip
 
 
 def _validate_substituted(

@@ -59,7 +59,7 @@ from assay.results.task_result import (
 )
 from assay.results.trace import Span, new_trace_id, to_otlp_json
 from assay.results.transcript_otlp import from_trace
-from assay.sandbox.process import tail
+from assay.sandbox.process import exit_text, tail
 from assay.sandbox.tempdir import Sandbox
 from assay.spec.coding_agents import CodingAgent
 from assay.spec.criteria import CriterionSpec
@@ -457,7 +457,7 @@ class Runner:
             row.pre_run.append(result)
             row.note(f"pre_run {command.command!r}: exit {result.exit_code}")
             if command.fail_on_error and result.exit_code != 0:
-                why = result.error or f"exited with code {result.exit_code}"
+                why = result.error or exit_text(result.exit_code)
                 return f"pre_run command {command.command!r} {why}: {tail(result.stderr, 500)}"
         return None
 

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from assay.data.substitute import PLACEHOLDER, lookalikes, string_leaves
 from assay.errors import TaskFileError, UsageError
-from assay.orchestration.criterion_checks import check_agent_criteria
+from assay.orchestration.criterion_checks import agent_criteria_warnings, check_agent_criteria
 from assay.orchestration.overrides import Override, apply_override, overridden
 from assay.orchestration.sandbox_checks import check_read_only
 from assay.orchestration.thresholds import check_threshold_names
@@ -138,6 +138,7 @@ def load_document(
     check_read_only(definition, base_dir=base_dir, display=display, document=document)
     check_qa(definition, base_dir=base_dir, display=display, document=document)
     warnings += lint_placeholders(data, definition, display=display, document=document)
+    warnings += agent_criteria_warnings(definition, display=display, document=document)
     return LoadedTask(definition, path, display, base_dir, document, warnings)
 
 

@@ -18,9 +18,10 @@ What a program of the row sees (every path at the same place as on the host):
   outside, through a forwarder that the sandbox's first program starts
   (:mod:`assay.sandbox.jail_init`) and the bridge's unix socket bound into the sandbox;
 - an unprivileged user: when assay runs as root, each row runs as a user of its own
-  (``1900000000 + n``, named ``assay`` in the sandbox's ``/etc/passwd``) whose files are
-  given back to root when the row ends; otherwise bwrap's user namespace keeps the caller's
-  uid without any capability; ``no_new_privs`` is set either way;
+  (``1900000000 + n``, ``n`` counted from a random start per run, named ``assay`` in the
+  sandbox's ``/etc/passwd``) whose files are given back to root when the row ends;
+  otherwise bwrap's user namespace keeps the caller's uid without any capability;
+  ``no_new_privs`` is set either way;
 - limits per row (``sandbox.limits``) set with ``setrlimit`` before the program starts;
   the whole process tree dies with the sandbox (its own PID namespace; ``--die-with-parent``
   and the process group killed at the timeout).
@@ -36,6 +37,7 @@ import itertools
 import json
 import os
 import resource
+import secrets
 import shutil
 import sys
 import tempfile
@@ -87,7 +89,8 @@ class JailPolicy:
         as_root: assay runs as root: each row becomes a user of its own.
         user: ``(uid, gid)`` inside bwrap's user namespace when not as root (the caller's).
         tools: ``prlimit`` and ``setpriv`` (util-linux), when both are in a system folder.
-        numbers: numbers the rows (their users' uids).
+        numbers: numbers the rows (their users' uids), from a random start: two runs at
+            once on one machine do not share users (nor their ``max_pids`` budget).
     """
 
     bwrap: Path
@@ -98,7 +101,8 @@ class JailPolicy:
     as_root: bool = False
     user: tuple[int, int] = (0, 0)
     tools: tuple[Path, Path] | None = None
-    numbers: Iterator[int] = field(default_factory=itertools.count, compare=False, repr=False)
+    numbers: Iterator[int] = field(default_factory=lambda: itertools.count(
+        secrets.randbelow(UID_SLOTS)), compare=False, repr=False)  # fmt: skip
 
     def jail(
         self,
@@ -207,6 +211,7 @@ class Jail:
                 args += ["--tmpfs", str(path)]
             elif path.exists():
                 args += ["--ro-bind", "/dev/null", str(path)]
+        args += _crossings(self.policy.hidden, [self.root, self.home, *extra])
         for path in [self.root, self.home, *extra]:
             args += ["--bind", str(path), str(path)]
         if self.accounts is not None:
@@ -376,3 +381,18 @@ def _util_linux() -> tuple[Path, Path] | None:
     if found[0] is None or found[1] is None:
         return None
     return Path(found[0]), Path(found[1])
+
+
+def _crossings(hidden: tuple[Path, ...], bound: list[Path]) -> list[str]:
+    """``--dir`` (``0755``) for the folders between a hidden folder (an empty tmpfs) and a
+    path bound inside it (a sandbox kept in the run folder): bwrap makes them ``0700``, so
+    the row's user could reach its own folder only by a relative path."""
+    folders: set[Path] = set()
+    for path in bound:
+        for top in hidden:
+            if top in path.parents:
+                folders.update(p for p in path.parents if top in p.parents or p == top)
+    args: list[str] = []
+    for folder in sorted(folders, key=lambda p: len(p.parts)):
+        args += ["--perms", "0755", "--dir", str(folder)]
+    return args

@@ -13,6 +13,7 @@ import contextlib
 import os
 import pwd
 import sys
+import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -65,19 +66,35 @@ def outermost(paths: Iterable[Path]) -> list[Path]:
     return kept
 
 
+SHARED_PATHS = ("/tmp", "/var/tmp", "/dev/shm", "/run", "/proc", "/sys", "/dev")
+"""Folders every process of the host shares (other rows' sandboxes are in the temporary
+folder): a ``PATH`` entry that is one of them, or contains one (``/``, ``/var``), is never
+shown to a sandbox."""
+
+
+def shares_host_scratch(path: Path) -> bool:
+    """True when ``path`` is a shared folder of :data:`SHARED_PATHS` (or the system's
+    temporary folder), or contains one."""
+    shared = {Path(p) for p in SHARED_PATHS} | {Path(tempfile.gettempdir()).resolve()}
+    return any(path == s or path in s.parents for s in shared)
+
+
 def tool_folders(path_variable: str) -> list[Path]:
     """The folders of ``PATH`` a sandbox shows: those outside home folders, and any
     virtual environment (``bin/`` beside ``pyvenv.cfg``, with the Python it was made from)
-    or ``node_modules/.bin`` (its ``node_modules``) wherever it is."""
+    or ``node_modules/.bin`` (its ``node_modules``) wherever it is; never a shared folder
+    such as ``/tmp`` or one containing it such as ``/`` (:func:`shares_host_scratch`)."""
     homes = home_folders()
     folders: list[Path] = []
     for entry in path_variable.split(os.pathsep):
         if not entry or not os.path.isabs(entry) or not os.path.isdir(entry):
             continue
         path = Path(entry).resolve()
+        if shares_host_scratch(path):
+            continue
         environment = _environment_root(path)
         if environment is not None:
-            folders += environment
+            folders += [f for f in environment if not shares_host_scratch(f)]
         elif not any(h == path or h in path.parents for h in homes):
             folders.append(path)
     return folders

@@ -325,3 +325,27 @@ def tail(text: str, limit: int = 2000) -> str:
     """The last ``limit`` characters of ``text``, marked when cut; the cut never splits a
     key or token (:func:`assay.results.secrets.clip_tail`), so redaction still sees it whole."""
     return clip_tail(text, limit)
+
+
+LIMIT_SIGNALS = {
+    signal.SIGXFSZ: "a file grew past sandbox.limits.max_file_size_mb",
+    signal.SIGXCPU: "the CPU time passed sandbox.limits.cpu_seconds",
+}
+
+
+def exit_text(code: int | None) -> str:
+    """``exited with code N``, naming the signal that ended the program when ``N`` says one
+    did (``-N`` from the kernel, ``128 + N`` from a shell, the POSIX convention), and the
+    ``sandbox.limits`` field behind ``SIGXFSZ`` and ``SIGXCPU``."""
+    text = f"exited with code {code}"
+    if code is None or code == 0:
+        return text
+    number = -code if code < 0 else code - 128 if 128 < code < 128 + signal.NSIG else None
+    if number is None:
+        return text
+    try:
+        name = signal.Signals(number)
+    except ValueError:
+        return text
+    why = LIMIT_SIGNALS.get(name)
+    return f"{text} ({name.name}: {why})" if why else f"{text} ({name.name})"

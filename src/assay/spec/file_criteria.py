@@ -11,10 +11,12 @@ Schema, operators and their ``expected`` values.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any, Literal
 
 import jmespath
 from jmespath.exceptions import JMESPathError
+from jmespath.functions import Functions
 from jsonschema import SchemaError
 from jsonschema.validators import validator_for
 from pydantic import Field, StrictInt, StrictStr, field_validator, model_validator
@@ -99,12 +101,13 @@ class JsonAssertion(StrictModel):
             raise ValueError(f"'expected' is required when operator is '{self.operator}'")
         if "${" not in self.expression:
             try:
-                jmespath.compile(self.expression)
+                parsed = jmespath.compile(self.expression)
             except JMESPathError as exc:
                 reason = " ".join(str(exc).split())
                 raise ValueError(
                     f"expression {self.expression!r} is not valid JMESPath: {reason}"
                 ) from None
+            _check_functions(self.expression, parsed.parsed)
         expected = self.expected
         if self.operator == "contains" and isinstance(expected, str):
             length = len(expected.strip())
@@ -115,6 +118,8 @@ class JsonAssertion(StrictModel):
                     "flake when agent wording varies. Use operator='regex' with an anchored "
                     "pattern, or operator='equals' with a canonical machine name."
                 )
+        if self.operator in ("gt", "gte", "lt", "lte"):
+            _check_ordered(self.operator, expected)
         if self.operator == "type" and expected not in JSON_TYPES:
             raise ValueError(
                 f"operator 'type' takes a JSON type name ({', '.join(JSON_TYPES)}), not "
@@ -129,6 +134,43 @@ class JsonAssertion(StrictModel):
                 except re.error as exc:
                     raise ValueError(f"expected {expected!r} is not a valid regex: {exc}") from None
         return self
+
+
+def _check_functions(expression: str, node: Mapping[str, Any]) -> None:
+    """Every function an expression calls is one of JMESPath's, with as many arguments as
+    its signature takes (the library checks both only when it evaluates, on every row)."""
+    if node.get("type") == "function_expression":
+        name, given = node["value"], len(node["children"])
+        table = Functions.FUNCTION_TABLE
+        if name not in table:
+            raise ValueError(f"expression {expression!r} calls {name}(), which is not a JMESPath "
+                             f"function ({', '.join(sorted(table))})")  # fmt: skip
+        signature = table[name]["signature"]
+        variadic = bool(signature) and signature[-1].get("variadic", False)
+        if given < len(signature) or (given > len(signature) and not variadic):
+            wanted = f"at least {len(signature)}" if variadic else str(len(signature))
+            raise ValueError(f"expression {expression!r} calls {name}() with {given} "
+                             f"argument(s); it takes {wanted}")  # fmt: skip
+    for child in node.get("children", []):
+        if isinstance(child, dict):
+            _check_functions(expression, child)
+
+
+def _check_ordered(operator: str, expected: Any) -> None:
+    """``gt``/``gte``/``lt``/``lte`` compare with a number or a text (texts in code-point
+    order, as ISO dates sort); a number written as text would never compare with a JSON
+    number, so it is refused with the fix."""
+    if isinstance(expected, bool) or not isinstance(expected, int | float | str):
+        raise ValueError(f"operator '{operator}' compares with a number or a text, not "
+                         f"{expected!r}")  # fmt: skip
+    if isinstance(expected, str) and "${" not in expected:
+        try:
+            float(expected)
+        except ValueError:
+            return
+        raise ValueError(f"operator '{operator}' has expected {expected!r}, a number written as "
+                         f"text: write it without quotes (expected: {expected}) to compare "
+                         "with JSON numbers")  # fmt: skip
 
 
 class JsonCheck(CriterionSpec):
