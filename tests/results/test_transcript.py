@@ -113,3 +113,20 @@ def test_a_session_reads_back_every_trace_in_start_order() -> None:
     assert whole.skills_offered == ["a", "b"] and whole.skills_loaded == ["plug:a", "plug:b"]
     assert from_session(to_otlp_json([Span("x", new_trace_id())])) is None
     assert conversation(session) == "Turn 1\nOutput: All done.\n\nTurn 2\nOutput: Second answer."
+
+
+def test_long_tool_output_is_cut_at_whitespace_in_task_log_and_trace() -> None:
+    secret = "hunter2!Correct-Horse#Battery"
+    output = "line " * 30 + secret + " tail" + " more" * 3000
+    transcript = Transcript(agent="claude-code", events=[
+        TranscriptEvent("tool_call", 1_200, name="Bash", call_id="c1",
+                        arguments={"command": "cat log"}),
+        TranscriptEvent("tool_result", 1_300, name="Bash", call_id="c1", text=output),
+    ])  # fmt: skip
+    root = Span("row t/r", new_trace_id())
+    agent = root.child("invoke_agent claude-code")
+    result = to_spans(transcript, agent)[0].attributes["gen_ai.tool.call.result"]
+    for shown in ["\n".join(transcript.lines()), result]:
+        pieces = [secret[:n] for n in range(3, len(secret))] + [secret[-n:] for n in range(3, 29)]
+        whole = shown.count(secret)
+        assert not any(shown.count(p) > whole for p in pieces), shown[-60:]

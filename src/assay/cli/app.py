@@ -92,13 +92,14 @@ def main() -> None:
     """Console-script entry point; Ctrl-C before a run starts exits 130 without a traceback.
 
     Everything printed, a crash's traceback included, goes through streams that redact the
-    environment's secrets (:func:`assay.results.output.redacted_output`); a run adds its
+    secrets of the environment and of the command line's ``-D`` and ``--store`` values
+    (:func:`assay.results.output.redacted_output`); a run adds its
     own (``agent.env`` values, model credentials, row credentials) while it runs.
     """
+    from assay.orchestration.secrets import command_line_redactor
     from assay.results.output import redacted_output
-    from assay.results.secrets import Redactor
 
-    with redacted_output(Redactor.from_environment(os.environ)):
+    with redacted_output(command_line_redactor(sys.argv[1:], os.environ)):
         try:
             app()
         except KeyboardInterrupt:

@@ -163,7 +163,7 @@ def print_reports(result: RunResult) -> None:
     if summary.interrupted:
         console.print("[yellow]interrupted[/]: finished rows are kept", markup=True)
     console.print(f"reports: {result.run_dir}/run.md")
-    found = [f"{f.file}:{f.line}: {f.kind}" for f in summary.secret_findings]
+    found = [f.render() for f in summary.secret_findings]
     secret_findings(str(result.run_dir), found)
     if result.html_report is not None:
         console.print(f"html report: {result.html_report}")

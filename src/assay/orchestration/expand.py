@@ -44,6 +44,7 @@ from assay.orchestration.qa_rows import (
 from assay.orchestration.store_rows import StoreSource, read_store_rows
 from assay.orchestration.task_loader import LoadedTask
 from assay.qa import QaItem, QaSample
+from assay.results.secrets import clip_head
 from assay.results.suite import DatasetRecord, FileRecord, SelectionRecord
 from assay.spec.criteria import ClassificationMatch, Criterion, CriterionSpec
 from assay.spec.task import ID_PATTERN, TaskDefinition
@@ -481,7 +482,7 @@ def read_dataset(loaded: LoadedTask) -> Rows:
 
 def _short_row(row: dict[str, Any], limit: int = 200) -> str:
     text = repr(row)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    return clip_head(text, limit, "...")
 
 
 def check_row_ids(rows: Rows, loaded: LoadedTask) -> list[str]:
@@ -544,7 +545,8 @@ def _bad_id_message(row_id: str) -> str:
         return f"Dataset row id {row_id!r} is the name of the suite's report file; rename the row"
     if len(row_id) > MAX_ID_LENGTH:
         return (
-            f"Dataset row id {row_id[:40]!r}... is {len(row_id)} characters; the limit is "
+            f"Dataset row id {clip_head(row_id, 40, '')!r}... is {len(row_id)} characters; "
+            f"the limit is "
             f"{MAX_ID_LENGTH} (it names a folder)"
         )
     return f"Dataset row id {row_id!r} {ID_MESSAGE}"

@@ -247,6 +247,7 @@ def build_plan(
         (v.definition for t in plan.tasks for v in t.variants),
         os.environ,
         store_url=options.store_url,
+        overrides=options.overrides,
     )
     plan.warnings.extend(short_secret_warnings(plan.redactor))
     return plan

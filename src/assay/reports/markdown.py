@@ -305,7 +305,7 @@ def render_run(summary: RunSummary) -> str:
         out += ["", "## Secrets found", "",
                 "Remove these files (or the secret in them) before sharing this folder; "
                 "the run exits 1.", ""]  # fmt: skip
-        out += [f"- `{f.file}:{f.line}`: {f.kind}" for f in summary.secret_findings]
+        out += [f"- `{f.render().partition(': ')[0]}`: {f.kind}" for f in summary.secret_findings]
     return "\n".join(out) + "\n"
 
 

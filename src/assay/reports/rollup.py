@@ -25,6 +25,7 @@ from assay.data.substitute import PLACEHOLDER
 from assay.metrics.passk import suite_pass_k
 from assay.metrics.values import MetricTable
 from assay.orchestration.thresholds import check_gate
+from assay.results.secrets import clip_head
 from assay.results.status import FinalStatus, RowCounts
 from assay.results.suite import (
     CriterionAggregate,
@@ -349,7 +350,7 @@ def qa_answer(result: EvaluationResult) -> tuple[str | None, str | None]:
 
 def _shorten(text: str) -> str:
     text = text.strip()
-    return text if len(text) <= ANSWER_SHOWN else text[: ANSWER_SHOWN - 1] + "…"
+    return clip_head(text, ANSWER_SHOWN)
 
 
 def _failed_summary(result: EvaluationResult, relpath: str) -> FailedRowSummary:
