@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from assay.judges.grade import judge_case
 from assay.judges.prompt import (
@@ -21,6 +22,7 @@ from assay.judges.prompt import (
 )
 from assay.judges.verdict import VerdictProblem, json_object
 from assay.providers.mock import MockModel, MockRule
+from assay.spec.criteria import LlmJudge
 from assay.spec.judge import JudgeDefinition, VerdictSpec
 
 BINARY = VerdictSpec()
@@ -251,3 +253,28 @@ def test_the_response_is_appended_when_the_rubric_does_not_place_it() -> None:
     left_out = judge_messages(definition(), JudgeCase(row={"q": "x"}, response="secret"),
                               include_response=False)  # fmt: skip
     assert "secret" not in left_out[-1].content
+
+
+@pytest.mark.parametrize(("rubric", "message"), [
+    ("Review: ${row.text", "the rubric has '${row.text' without its closing '}': close it, or "
+     "write $${ for a literal ${"),
+    ("Said: ${respons} ${row.text}", "the rubric's placeholder ${respons} is not one of "
+     "${row.<field>}, ${response}, ${files}, ${transcript}: did you mean ${response}? (write "
+     "$${ for a literal ${)"),
+    ("Q: ${ row.text } ${response}", "the rubric's placeholder ${ row.text } is not one of "
+     "${row.<field>}, ${response}, ${files}, ${transcript}: did you mean ${row.text}? (write "
+     "$${ for a literal ${)"),
+])  # fmt: skip
+def test_a_placeholder_the_judge_would_get_as_text_is_refused(rubric: str, message: str) -> None:
+    """A broken placeholder once reached the judge as literal text, the row's value missing."""
+    with pytest.raises(ValidationError) as caught:
+        JudgeDefinition(model="mock/judge", rubric=rubric)
+    assert caught.value.errors()[0]["msg"] == f"Value error, {message}"
+    with pytest.raises(ValidationError, match=r"did you mean|without its closing"):
+        LlmJudge.model_validate({"type": "llm_judge", "prompt": rubric})
+
+
+def test_a_literal_placeholder_is_written_with_two_dollars() -> None:
+    judge = JudgeDefinition(model="mock/judge", rubric="Uses $${HOME}? ${response}")
+    last = judge_messages(judge, JudgeCase(response="echo $HOME"))[-1].content
+    assert "Uses ${HOME}? echo $HOME" in last

@@ -27,13 +27,14 @@ from typing import Any
 from assay.data.substitute import PLACEHOLDER, scalar_text
 from assay.providers.base import Message
 from assay.results.transcript import Transcript
-from assay.spec.judge import JudgeDefinition, VerdictSpec, verdict_problem
+from assay.spec.judge import RUBRIC_SLOT, JudgeDefinition, VerdictSpec, verdict_problem
 
 JUDGE_SYSTEM = (
     "You are an impartial judge. You grade one response against a rubric and reply with one "
     "JSON object only."
 )
-SLOTS = re.compile(r"\$\{(row\.[A-Za-z_][A-Za-z0-9_]*|response|files|transcript)\}")
+SLOTS = re.compile(r"\$\$\{|" + RUBRIC_SLOT)
+"""A rubric's placeholders, and ``$${`` (a literal ``${``)."""
 REASON_LIMIT = 600
 Verdict = bool | str | float
 
@@ -71,6 +72,8 @@ def fill(rubric: str, case: JudgeCase) -> tuple[str, set[str]]:
 
     def value(match: re.Match[str]) -> str:
         name = match.group(1)
+        if name is None:
+            return "${"
         if name.startswith("row."):
             return scalar_text(name[4:], dict(case.row))
         placed.add(name)

@@ -27,6 +27,7 @@ and version, on every graded row and report.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import re
@@ -51,6 +52,36 @@ HASHED_FIELDS = (
     "max_tokens",
 )
 """The fields of a judge its content hash covers: those that can change a verdict."""
+
+
+RUBRIC_SLOT = r"\$\{(row\.[A-Za-z_][A-Za-z0-9_]*|response|files|transcript)\}"
+"""The placeholders a rubric may hold; ``$${`` writes a literal ``${``."""
+_RUBRIC_TOKEN = re.compile(r"\$\$\{|" + RUBRIC_SLOT + r"|\$\{[^}\n]*\}?")
+_SLOT_NAMES = ("${row.<field>}", "${response}", "${files}", "${transcript}")
+
+
+def check_rubric(text: str) -> str:
+    """``text`` when every ``${…}`` in it is a rubric placeholder (:data:`RUBRIC_SLOT`).
+
+    Raises:
+        ValueError: an unknown placeholder (with the closest one), or a ``${`` without its
+            ``}``; either would reach the judge as literal text.
+    """
+    for match in _RUBRIC_TOKEN.finditer(text):
+        token = match.group(0)
+        if token == "$${" or match.group(1) is not None:
+            continue
+        if not token.endswith("}"):
+            raise ValueError(f"the rubric has {token!r} without its closing '}}': close it, or "
+                             "write $${ for a literal ${")  # fmt: skip
+        tight = token.replace(" ", "")
+        close = [tight] if re.fullmatch(RUBRIC_SLOT, tight) else difflib.get_close_matches(
+            tight, ["${response}", "${files}", "${transcript}"], n=1)  # fmt: skip
+        guess = f"did you mean {close[0]}? " if close else ""
+        raise ValueError(f"the rubric's placeholder {token} is not one of "
+                         f"{', '.join(_SLOT_NAMES)}: {guess}"
+                         "(write $${ for a literal ${)")  # fmt: skip
+    return text
 
 
 class VerdictSpec(StrictModel):
@@ -176,7 +207,7 @@ class JudgeDefinition(StrictModel):
     def _rubric(cls, value: str) -> str:
         if not value.strip():
             raise ValueError("rubric is empty: write what the judge should check")
-        return value
+        return check_rubric(value)
 
     @model_validator(mode="after")
     def _examples_fit(self) -> JudgeDefinition:

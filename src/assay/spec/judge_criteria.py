@@ -19,6 +19,7 @@ from assay.spec.judge import (
     JudgeAsset,
     JudgeDefinition,
     VerdictSpec,
+    check_rubric,
     judge_reference,
     provider_model,
 )
@@ -104,6 +105,11 @@ class LlmJudge(CriterionSpec):
         if self.judge is not None:
             judge_reference(self.judge)
         return self
+
+    @field_validator("prompt")
+    @classmethod
+    def _rubric(cls, value: str | None) -> str | None:
+        return check_rubric(value) if value is not None else None
 
     @field_validator("files")
     @classmethod
