@@ -124,6 +124,11 @@ def test_mapping_filters_and_their_messages(workdir: Path, store_url: str) -> No
     assert "field 'score' is a number, but its source gives 'good film'" in (
         caught_store.value.message
     )
+    with pytest.raises(UsageError, match="dataset 'fresh' has no field 'nope'"):
+        assay.add_run_to_dataset("fresh", run_dir, store=store_url, suite="sentiment",
+                                 mapping=["nope=status"])  # fmt: skip
+    with open_store(store_url) as store:  # a refused capture leaves no empty dataset behind
+        assert "fresh" not in [d.name for d in store.datasets()]
 
 
 def _span(trace_id: str, span_id: str, start: int, attributes: dict[str, str],

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from assay.errors import StoreError, UsageError
 from assay.results.secrets import Redactor
-from assay.store.models import VersionInfo
+from assay.store.models import DatasetInfo, VersionInfo
 from assay.store.schema import POINTER_TYPES, FieldType, Schema
 
 if TYPE_CHECKING:
@@ -200,24 +200,25 @@ def capture(
     """
     if not cases:
         return CaptureResult(None)
-    created = False
     try:
-        info = store.dataset(name)
+        info: DatasetInfo | None = store.dataset(name)
     except StoreError:
-        info = store.create_dataset(name, default_schema)
-        created = True
-    fields = resolve_mapping(info.schema, mapping, cases, dataset=name)
+        info = None
+    schema, id_field = (info.schema, info.id_field) if info else (default_schema, "id")
+    present = store.member_ids(name, [c.example_id for c in cases]) if info else set()
+    fields = resolve_mapping(schema, mapping, cases, dataset=name)
     _unique(cases)
-    present = store.member_ids(name, [c.example_id for c in cases])
     new = [c for c in cases if c.example_id not in present]
     skipped = [c.example_id for c in cases if c.example_id in present]
     if not new:
-        return CaptureResult(None, [], skipped, created, fields)
-    rows = _rows(new, fields, info.schema, info.id_field)
+        return CaptureResult(None, [], skipped, False, fields)
+    rows = _rows(new, fields, schema, id_field)
     if redactor:
         rows = redactor.redact_data(rows)
+    if info is None:  # created only now: a refused capture leaves no empty dataset behind
+        store.create_dataset(name, default_schema)
     version = store.add(name, rows, origin=origin)
-    return CaptureResult(version, [c.example_id for c in new], skipped, created, fields)
+    return CaptureResult(version, [c.example_id for c in new], skipped, info is None, fields)
 
 
 def _unique(cases: Sequence[Captured]) -> None:
