@@ -110,9 +110,16 @@ def test_file_matches_regex_must_not_match(box: Sandbox) -> None:
 
 
 def test_file_matches_regex_long_matches_are_quoted_to_100_characters(box: Sandbox) -> None:
-    put(box, "big.txt", "x" * 500)
-    result = grade(box, type="file_matches_regex", path="big.txt", pattern="x+")
-    assert result.details == f"Pattern 'x+' found in file (matched: '{'x' * 100}')"
+    put(box, "big.txt", "x" * 50 + " y" * 250)
+    result = grade(box, type="file_matches_regex", path="big.txt", pattern="[xy ]+")
+    assert result.details == (
+        f"Pattern '[xy ]+' found in file (matched: '{'x' * 50}{' y' * 24} …')"
+    )
+    one_run = grade(box, type="file_matches_regex", path="big.txt", pattern="x+")
+    assert one_run.details == f"Pattern 'x+' found in file (matched: '{'x' * 50}')"
+    put(box, "key.txt", "k" * 500)  # never quoted in part: it could be a key
+    key = grade(box, type="file_matches_regex", path="key.txt", pattern="k+")
+    assert key.details == "Pattern 'k+' found in file (matched: '…')"
 
 
 def test_an_invalid_regex_is_a_load_error_at_its_criterion(tmp_path: Path) -> None:

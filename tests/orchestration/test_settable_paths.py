@@ -70,6 +70,35 @@ AGENT_CRITERIA = """\
      require_success: true}
   - {type: commands_efficiency, expected_commands: 2}
 """
+SANDBOX_CRITERIA = CRITERIA.replace('allowed_labels: [pos, neg]}', 'allowed_labels: [pos, neg], '
+                                    'path: f.txt}').replace('"${row.text}"}', '"${row.text}", '
+                                                            'path: f.txt}')  # fmt: skip
+JUDGES = """\
+  - {type: llm_judge, judge: judge.yaml}
+  - type: llm_judge
+    prompt: "Rate the answer."
+    model: mock/other.yaml
+    verdict: {kind: labels, labels: [pos, neg], pass_labels: [pos], ordered: true}
+    few_shot: [{response: r, verdict: pos, reason: why, row: {text: t}}]
+    system_prompt: sys
+    samples: 3
+    retries: 1
+    temperature: 0.5
+    max_tokens: 100
+    base_url: http://127.0.0.1:9/v1
+    api_key_env: ASSAY_TEST_KEY
+    request_timeout: 30
+    cache: false
+    files: [f.txt]
+    include_agent_output: false
+    include_tool_calls: true
+    max_file_chars: 1000
+    max_transcript_chars: 1000
+    expected_label: "${row.label}"
+    enabled: true
+  - {type: llm_judge, prompt: "Score it.", model: mock/other.yaml,
+     verdict: {kind: scale, min: 1, max: 5, integer: true}}
+"""
 COMMON = """\
 description: d
 tags: [base]
@@ -94,7 +123,8 @@ dataset:
 """
     + ROWS
     + CRITERIA
-    + AGENT_CRITERIA,
+    + AGENT_CRITERIA
+    + JUDGES,
     "command": "task_id: cmd\n"
     + COMMON
     + """\
@@ -112,7 +142,7 @@ agent: {type: none}
 dataset:
 """
     + ROWS
-    + CRITERIA,
+    + SANDBOX_CRITERIA,  # agent: none grades what is in the sandbox, not a response
     "claude": "task_id: claude\n"
     + COMMON
     + """\
@@ -233,6 +263,15 @@ SPECIAL: dict[str, Any] = {
     "qa.dataset_name": "renamed",
     "qa.judge.base_url": "http://127.0.0.1:9/v1",
     "qa.judge.api_key_env": "ASSAY_TEST_KEY",
+    "success_criteria.5.judge": "judge2.yaml",
+    "success_criteria.6.model": "mock/other2.yaml",
+    "success_criteria.7.model": "mock/other2.yaml",
+    "success_criteria.6.verdict.labels": ["pos", "neg", "mid"],
+    "success_criteria.6.verdict.pass_labels": ["neg"],
+    "success_criteria.6.few_shot.0.verdict": "neg",
+    "success_criteria.6.expected_label": "neg",
+    "success_criteria.6.files": ["f.txt", "g.txt"],
+    "success_criteria.7.verdict.max": 7.0,
 }
 TAGS = [
     ["llm", "command", "none", "claude-code", "codex"],
@@ -251,6 +290,7 @@ TAGS = [
         "command_executed",
         "tool_called",
         "commands_efficiency",
+        "llm_judge",
     ],
     ["template_dir", "starter_files"],
     ["prefix", "suffix", "replace", "template"],
@@ -377,6 +417,9 @@ def bases(tmp_path: Path) -> dict[str, Path]:
     write(tmp_path / "tpl2" / "y.txt", "y")
     write(tmp_path / "prompt.txt", "from the file ${row.text}")
     write(tmp_path / "other.yaml", "default: pos\n")
+    write(tmp_path / "other2.yaml", "default: neg\n")
+    write(tmp_path / "judge.yaml", "model: mock/other.yaml\nrubric: Is it right?\n")
+    write(tmp_path / "judge2.yaml", "model: mock/other.yaml\nrubric: Is it good?\n")
     write(tmp_path / "hook.py", "def compute_metrics(records, results):\n    return {}\n")
     write(tmp_path / "plug" / "skills" / "s" / "SKILL.md", "---\nname: s\n---\n")
     (tmp_path / "codex-link").symlink_to(CODEX_BIN / "codex")
@@ -657,7 +700,7 @@ def test_sample_seed_override_seeds_the_stratified_draw(bases: dict[str, Path]) 
 
 
 def test_a_list_item_override_past_the_end_is_refused(bases: dict[str, Path]) -> None:
-    with pytest.raises(TaskFileError, match="has 13 item\\(s\\), so there is no item 19"):
+    with pytest.raises(TaskFileError, match="has 16 item\\(s\\), so there is no item 19"):
         _plan(bases["llm"], (Override(("success_criteria", "19", "weight"), 0),))
 
 

@@ -185,3 +185,36 @@ def test_second_run_is_served_from_the_cache_but_replicates_are_not_merged(
     assert done.returncode == 0 and "removed 4" in done.stdout
     run_dir = latest(tmp_path)
     assert (run_dir / "default/cached/a/00/task.json").exists()
+
+
+def test_a_damaged_cache_file_is_a_clear_error_and_cache_clear_removes_it(
+    tmp_path: Path,
+) -> None:
+    write(tmp_path / "t.yaml", """\
+task_id: cached
+description: a run with --cache over a damaged cache file
+agent: {type: llm, model: mock/echo}
+initial_prompt: hi
+success_criteria:
+  - {type: response_match, expected: hi}
+""")  # fmt: skip
+    damaged = tmp_path / ".assay" / "cache.db"
+    damaged.parent.mkdir()
+    damaged.write_text("not a database, whatever it was\n" * 100)
+    message = (
+        "error: .assay/cache.db: the response cache cannot be read (file is not a database); "
+        "its answers are lost\n  hint: remove it with `assay cache clear --path "
+        ".assay/cache.db` (or delete the file); the next run with --cache starts a new one\n"
+    )
+    for args in (["cache", "stats"], ["run", "t.yaml", "--cache"],
+                 ["cache", "clear", "--older-than", "1d"]):  # fmt: skip
+        done = assay(*args, cwd=tmp_path)
+        assert (done.returncode, done.stderr) == (2, message), args
+        assert "Traceback" not in done.stdout + done.stderr
+    cleared = assay("cache", "clear", cwd=tmp_path)
+    assert cleared.returncode == 0, cleared.stderr
+    assert cleared.stdout == ".assay/cache.db: the file could not be read as a cache; removed it\n"
+    assert not damaged.exists()
+    again = assay("run", "t.yaml", "--cache", cwd=tmp_path)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert damaged.exists()

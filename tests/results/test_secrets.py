@@ -40,6 +40,18 @@ KEY = "sk-proj-Zq81vXw2LmN4pR7tY0uB3cD6"
         ("KEYBOARD_LAYOUT", False),
         ("TOKENIZERS_PARALLELISM", False),
         ("OPENAI_BASE_URL", False),
+        ("PGPASSWORD", True),
+        ("MYSQL_PWD", True),
+        ("SERVICE_APIKEY", True),
+        ("LDAP_PASSWD", True),
+        ("ADO_PAT", True),
+        ("SENTRY_DSN", True),
+        ("TF_TOKEN_app_terraform_io", True),
+        ("PASSWORD_OF_DB", True),
+        ("MYTOKEN", True),
+        ("CLAUDE_CODE_MAX_OUTPUT_TOKENS", False),  # a setting, not a credential
+        ("MAX_TOKENS", False),
+        ("PATCH_LEVEL", False),
     ],
 )
 def test_secret_names(name: str, secret: bool) -> None:
@@ -229,3 +241,90 @@ def test_a_redactor_survives_pickling_as_the_plan_sent_to_a_cluster_does() -> No
     assert copy.redact(text) == "[redacted:SERVICE_TOKEN] and [redacted:ASSAY_BRIDGE_KEY]"
     copy.add("OTHER_SECRET", "another-long-value")  # its lock works again
     assert copy.names == {"SERVICE_TOKEN", "ASSAY_BRIDGE_KEY", "OTHER_SECRET"}
+
+
+QUOTED = "Pa\"ss\\wo'rd!<&>|9"  # a password with every character a writer escapes
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        repr(QUOTED),  # a criterion's details print values with repr()
+        repr(f"expected {QUOTED}, got 'x'"),  # repr of a text holding both quotes
+        repr(f'say "{QUOTED}"'),
+        json.dumps(repr(QUOTED)),  # a repr written into a JSON string
+        json.dumps({"v": QUOTED})
+        .replace("<", "\\u003c")
+        .replace(">", "\\u003e")
+        .replace("&", "\\u0026"),  # Go's encoding/json, report.html's data
+        "<p title='"
+        + QUOTED.replace("&", "&amp;")
+        .replace("<", "&lt;")
+        .replace(">", "&gt;")
+        .replace('"', "&#34;")
+        .replace("'", "&#39;")
+        + "'>",  # Jinja2's autoescape
+        "<p>" + __import__("html").escape(QUOTED, quote=True) + "</p>",
+        json.dumps(json.dumps({"v": QUOTED})),  # JSON text inside a JSON string
+        f"  {QUOTED}  ",
+    ],
+)
+def test_a_value_is_redacted_as_every_writer_escapes_it(written: str) -> None:
+    redactor = Redactor()
+    redactor.add("DB_PASSWORD", QUOTED)
+    redacted = redactor.redact(written)
+    assert "[redacted:DB_PASSWORD]" in redacted, written
+    assert "ss" not in redacted.replace("[redacted:DB_PASSWORD]", ""), redacted
+
+
+def test_a_value_with_surrounding_whitespace_is_redacted_when_printed_stripped() -> None:
+    redactor = Redactor()
+    redactor.add("PAD_TOKEN", "  padded-token-value-77\n")
+    assert redactor.redact("[padded-token-value-77]") == "[[redacted:PAD_TOKEN]]"
+
+
+PASSWORD = "hunter2!Correct-Horse#Battery"
+
+
+def test_clips_never_cut_a_run_without_whitespace_so_a_password_is_whole_or_out() -> None:
+    redactor = Redactor()
+    redactor.add("APP_PASSWORD", PASSWORD)
+    text = f"login failed for {PASSWORD} at db.example:5432 " + "y" * 40
+    prefix = len("login failed for ")
+    for limit in range(prefix + 2, prefix + len(PASSWORD) + 1):
+        head = redactor.redact(clip_head(text, limit))
+        assert head == "login failed for …", (limit, head)
+    for limit in range(len(text) - prefix - len(PASSWORD), len(text) - prefix - 2):
+        tail = redactor.redact(clip_tail(text, limit))
+        assert "hunter2" not in tail and "Battery" not in tail and "Horse" not in tail, limit
+
+
+def test_a_piece_of_a_known_secret_left_at_a_cut_mark_is_redacted() -> None:
+    redactor = Redactor()
+    redactor.add("APP_PASSWORD", PASSWORD)
+    run = "@" * 600 + PASSWORD + "@" * 600  # one run longer than the clip's window
+    for limit in range(605, 600 + len(PASSWORD) + 4):
+        head = redactor.redact(clip_head(run, limit))
+        assert not any(PASSWORD[:n] in head for n in range(8, len(PASSWORD) + 1)), limit
+    for limit in range(600, 600 + len(PASSWORD) + 4):
+        tail = redactor.redact(clip_tail(run, limit))
+        assert not any(PASSWORD[-n:] in tail for n in range(8, len(PASSWORD) + 1)), limit
+    assert redactor.redact(f"x {PASSWORD[:12]}... and …{PASSWORD[-9:]} y") == (
+        "x [redacted:APP_PASSWORD]... and …[redacted:APP_PASSWORD] y"
+    )
+    assert redactor.contains(f"{PASSWORD[:10]}…")
+    assert redactor.redact(f"{PASSWORD[:7]}… {PASSWORD[:12]} ...") == (
+        f"{PASSWORD[:7]}… {PASSWORD[:12]} ..."  # too short, or not at a cut mark
+    )
+
+
+def test_url_passwords_in_a_query_or_a_libpq_string_and_in_any_variable() -> None:
+    assert url_passwords("postgresql+psycopg://u@h/db?sslmode=require&password=Qu3ry%21Pw1") == [
+        "Qu3ry%21Pw1",
+        "Qu3ry!Pw1",
+    ]
+    assert url_passwords("host=db user=u password=LibpqPassw0rd dbname=x") == ["LibpqPassw0rd"]
+    redactor = Redactor()
+    redactor.add_variable("SVC_URL", "https://bob:SvcUrlPassw0rd@h/x")
+    assert redactor.redact("SvcUrlPassw0rd") == "[redacted:SVC_URL]"
+    assert redactor.names == frozenset()  # the variable itself still passes

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from assay.results.trace import Span, new_trace_id, to_otlp_json
+from typing import Any
+
+from assay.results.trace import Span, new_trace_id, split_traces, to_otlp_json
 from assay.results.transcript import TokenBuckets, Transcript, TranscriptEvent
-from assay.results.transcript_otlp import from_trace, to_spans
-from assay.store.traces import final_output
+from assay.results.transcript_otlp import from_session, from_trace, to_spans
+from assay.store.traces import conversation, final_output, merge
 
 
 def sample() -> Transcript:
@@ -85,3 +87,46 @@ def test_a_trace_without_an_agent_span_has_no_transcript() -> None:
     root = Span("something else", new_trace_id())
     root.end()
     assert from_trace(to_otlp_json([root])) is None
+
+
+def _run_trace(transcript: Transcript, start: int) -> dict[str, Any]:
+    root = Span("row t/r", new_trace_id(), start_ns=start, end_ns=start + 5_000)
+    agent = root.child("invoke_agent claude-code")
+    agent.start_ns, agent.end_ns = start + 900, start + 2_100
+    return to_otlp_json([root, agent, *to_spans(transcript, agent)])
+
+
+def test_a_session_reads_back_every_trace_in_start_order() -> None:
+    first, second = sample(), sample()
+    second.events[-1] = TranscriptEvent("final", 2_000, text="Second answer.")
+    first.skills_offered, first.skills_loaded = ["a"], ["plug:a"]
+    second.skills_offered, second.skills_loaded = ["a", "b"], ["plug:b", "plug:a"]
+    late, early = _run_trace(second, 10_000_000), _run_trace(first, 0)
+    session = merge([late, early])  # stored out of order
+    parts = split_traces(session)
+    assert [final_output(p) for p in parts] == ["All done.", "Second answer."]
+    whole = from_session(session)
+    assert whole is not None
+    assert whole.of_kind("final")[0].text == "All done."
+    assert whole.final == "Second answer."
+    assert whole.summary().tool_calls == 2 * first.summary().tool_calls
+    assert whole.skills_offered == ["a", "b"] and whole.skills_loaded == ["plug:a", "plug:b"]
+    assert from_session(to_otlp_json([Span("x", new_trace_id())])) is None
+    assert conversation(session) == "Turn 1\nOutput: All done.\n\nTurn 2\nOutput: Second answer."
+
+
+def test_long_tool_output_is_cut_at_whitespace_in_task_log_and_trace() -> None:
+    secret = "hunter2!Correct-Horse#Battery"
+    output = "line " * 30 + secret + " tail" + " more" * 3000
+    transcript = Transcript(agent="claude-code", events=[
+        TranscriptEvent("tool_call", 1_200, name="Bash", call_id="c1",
+                        arguments={"command": "cat log"}),
+        TranscriptEvent("tool_result", 1_300, name="Bash", call_id="c1", text=output),
+    ])  # fmt: skip
+    root = Span("row t/r", new_trace_id())
+    agent = root.child("invoke_agent claude-code")
+    result = to_spans(transcript, agent)[0].attributes["gen_ai.tool.call.result"]
+    for shown in ["\n".join(transcript.lines()), result]:
+        pieces = [secret[:n] for n in range(3, len(secret))] + [secret[-n:] for n in range(3, 29)]
+        whole = shown.count(secret)
+        assert not any(shown.count(p) > whole for p in pieces), shown[-60:]

@@ -20,22 +20,36 @@ HOST = {
     "MY_SECRET_THING": "four",
     "AWS_ACCESS_KEY_ID": "AKIA-five",
     "MY_LLM": "six",
+    "PGPASSWORD": "seven",
+    "MYSQL_PWD": "eight",
+    "SENTRY_DSN": "https://k@sentry.example/1",
+    "GITLAB_PAT": "nine",
+    "SERVICE_APIKEY": "ten",
+    "TOKEN_FOR_CI": "eleven",
+    "CLAUDE_CODE_MAX_OUTPUT_TOKENS": "4096",  # a setting, not a credential
+    "TOKENIZERS_PARALLELISM": "false",
 }
 
 
 def test_secrets_are_withheld_and_everything_else_passes() -> None:
     env = agent_environment(HOST)
-    assert env == {"PATH": "/bin", "HOME": "/home/u", "MY_LLM": "six"}
+    assert env == {"PATH": "/bin", "HOME": "/home/u", "MY_LLM": "six",
+                   "CLAUDE_CODE_MAX_OUTPUT_TOKENS": "4096",
+                   "TOKENIZERS_PARALLELISM": "false"}  # fmt: skip
 
 
 def test_passthrough_and_hidden_names() -> None:
     env = agent_environment(HOST, passthrough={"GITHUB_TOKEN", "NOT_SET_TOKEN"}, hidden={"MY_LLM"})
-    assert env == {"PATH": "/bin", "HOME": "/home/u", "GITHUB_TOKEN": "gh-two"}
+    assert env == {"PATH": "/bin", "HOME": "/home/u", "GITHUB_TOKEN": "gh-two",
+                   "CLAUDE_CODE_MAX_OUTPUT_TOKENS": "4096",
+                   "TOKENIZERS_PARALLELISM": "false"}  # fmt: skip
     names = environment_names(HOST, passthrough={"GITHUB_TOKEN", "NOT_SET_TOKEN"},
                               hidden={"MY_LLM"})  # fmt: skip
-    assert names.received == ["GITHUB_TOKEN", "HOME", "PATH"]
-    assert names.withheld == ["AWS_ACCESS_KEY_ID", "DB_PASSWORD", "MY_LLM", "MY_SECRET_THING",
-                              "OPENAI_API_KEY"]  # fmt: skip
+    assert names.received == ["CLAUDE_CODE_MAX_OUTPUT_TOKENS", "GITHUB_TOKEN", "HOME", "PATH",
+                              "TOKENIZERS_PARALLELISM"]  # fmt: skip
+    assert names.withheld == ["AWS_ACCESS_KEY_ID", "DB_PASSWORD", "GITLAB_PAT", "MYSQL_PWD",
+                              "MY_LLM", "MY_SECRET_THING", "OPENAI_API_KEY", "PGPASSWORD",
+                              "SENTRY_DSN", "SERVICE_APIKEY", "TOKEN_FOR_CI"]  # fmt: skip
     assert names.passed_on_purpose == ["GITHUB_TOKEN", "NOT_SET_TOKEN"]
     assert names.missing == ["NOT_SET_TOKEN"]
 

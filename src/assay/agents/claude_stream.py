@@ -20,6 +20,7 @@ from datetime import datetime
 from typing import Any
 
 from assay.agents.cli import CliEnding, count
+from assay.results.secrets import clip_tail
 from assay.results.transcript import (
     FILE_TOOLS,
     SHELL_TOOLS,
@@ -111,7 +112,7 @@ class ClaudeStreamParser:
                     call_id=call_id,
                     command=str(given.get("command", "")),
                     exit_code=code,
-                    text=text[-2000:],
+                    text=clip_tail(text, 2000),
                 )
             )
         elif name in FILE_TOOLS and not error:

@@ -30,6 +30,7 @@ from assay.errors import UsageError
 from assay.providers.base import Usage
 from assay.providers.pool import ModelKey
 from assay.providers.pricing import Price
+from assay.results.secrets import clip_head
 from assay.results.trace import Span
 from assay.results.transcript import TokenBuckets, Transcript, TranscriptEvent
 from assay.results.transcript_otlp import to_spans
@@ -263,7 +264,8 @@ def _guarded(parser: EventParser) -> Callable[[str], None]:
                 TranscriptEvent(
                     "error",
                     time.time_ns(),
-                    text=f"an event line of the CLI could not be read ({exc!r}): {line[:300]}",
+                    text=f"an event line of the CLI could not be read ({exc!r}): "
+                    + clip_head(line, 300),
                 )
             )
 

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from assay.agents.cli import CliEnding, count
+from assay.results.secrets import clip_tail
 from assay.results.transcript import TokenBuckets, Transcript, TranscriptEvent
 
 _CHANGES = {"add": "add", "delete": "delete", "update": "update"}
@@ -90,7 +91,7 @@ class CodexStreamParser:
             self.transcript.add(TranscriptEvent("command", now, name=name, call_id=item_id,
                                                 command=str(item.get("command", "")),
                                                 exit_code=code if isinstance(code, int) else None,
-                                                text=output[-2000:]))  # fmt: skip
+                                                text=clip_tail(output, 2000)))  # fmt: skip
             return
         result = item.get("result") or item.get("error") or status
         text = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)

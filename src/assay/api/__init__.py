@@ -30,6 +30,12 @@ if TYPE_CHECKING:
         evaluate_predictions,
         report,
     )
+    from assay.api.judges import (
+        add_judge,
+        add_run_to_dataset,
+        add_traces_to_dataset,
+        calibrate_judge,
+    )
     from assay.api.result import Gate, RunResult, SuiteResult
     from assay.api.runs import (
         PlanKeywords,
@@ -68,6 +74,12 @@ _MODULES = {
         "run",
         "run_async",
     ),
+    "assay.api.judges": (
+        "add_judge",
+        "add_run_to_dataset",
+        "add_traces_to_dataset",
+        "calibrate_judge",
+    ),
     "assay.api.tasks": ("load_task", "task"),
     "assay.api.tools": ("cache_stats", "clear_cache", "convert_qa"),
     "assay.api.viewing": ("view_runs", "write_html_report"),
@@ -84,7 +96,11 @@ __all__ = [
     "SessionKeywords",
     "Store",
     "SuiteResult",
+    "add_judge",
+    "add_run_to_dataset",
+    "add_traces_to_dataset",
     "cache_stats",
+    "calibrate_judge",
     "check_secrets",
     "clear_cache",
     "compare",

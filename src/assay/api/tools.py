@@ -8,7 +8,13 @@ from pathlib import Path
 from typing import Any
 
 from assay.errors import UsageError
-from assay.providers.cache import DEFAULT_PATH, CacheStats, ResponseCache
+from assay.providers.cache import (
+    DEFAULT_PATH,
+    CacheStats,
+    CorruptCacheError,
+    ResponseCache,
+    remove_cache_file,
+)
 from assay.qa.convert import ConvertSummary, convert_file, preset
 
 
@@ -73,10 +79,20 @@ def cache_stats(path: str | Path = DEFAULT_PATH) -> CacheStats | None:
 
 def clear_cache(path: str | Path = DEFAULT_PATH, *, older_than: float | None = None) -> int:
     """Remove every cached answer (or those older than ``older_than`` seconds); returns how
-    many were removed (0 without a cache file)."""
+    many were removed (0 without a cache file). A damaged cache file is removed whole when
+    every answer is to go.
+
+    Raises:
+        CorruptCacheError: the file is damaged and ``older_than`` is given."""
     if not Path(path).exists():
         return 0
-    cache = ResponseCache(Path(path))
+    try:
+        cache = ResponseCache(Path(path))
+    except CorruptCacheError:
+        if older_than is not None:
+            raise
+        remove_cache_file(Path(path))
+        return 0
     try:
         return cache.clear(older_than=older_than)
     finally:

@@ -29,6 +29,7 @@ from assay.providers.wire import anthropic as anthropic_wire
 from assay.providers.wire import chat as chat_wire
 from assay.providers.wire import responses as responses_wire
 from assay.providers.wire.anthropic import usage_from_wire
+from assay.results.secrets import clip_head
 
 TEXT_KEPT = 2000
 """Characters of an answer's text kept in its call log."""
@@ -106,7 +107,7 @@ def _fill(log: CallLog, response: ModelResponse) -> None:
     log.usage = response.usage
     log.stop_reason = response.finish_reason
     log.tool_calls = [c.name for c in response.tool_calls]
-    log.text = response.text[:TEXT_KEPT]
+    log.text = clip_head(response.text, TEXT_KEPT)
     log.cached = response.cached
 
 
@@ -272,7 +273,7 @@ class _Observer:
             if delta.get("type") == "text_delta" and len(self.log.text) < TEXT_KEPT:
                 self.log.text += str(delta.get("text", ""))[: TEXT_KEPT - len(self.log.text)]
         elif kind == "error":
-            self.log.error = json.dumps(event.get("error"))[:500]
+            self.log.error = clip_head(json.dumps(event.get("error")), 500)
 
     def finish(self) -> None:
         if not self.streamed and self.plain:
@@ -284,7 +285,7 @@ class _Observer:
                 decoded = anthropic_wire.response_from_wire(message)
                 _fill(self.log, decoded)
             elif isinstance(message, dict) and message.get("type") == "error":
-                self.log.error = json.dumps(message.get("error"))[:500]
+                self.log.error = clip_head(json.dumps(message.get("error")), 500)
             return
         if self.usage:
             self.log.usage = usage_from_wire(self.usage)

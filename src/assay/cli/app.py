@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 import typer
 
-from assay.cli import dataset, dataset_read, grading, plan, run, view
+from assay.cli import dataset, dataset_capture, dataset_read, grading, judge, plan, run, view
 from assay.cli.cache import cache_app
 from assay.cli.qa import qa_app
 
@@ -32,7 +32,7 @@ app = typer.Typer(
 dataset_app = typer.Typer(
     name="dataset",
     help="The versioned, schema-typed dataset store: create, add, remove, list, versions, "
-    "show, diff, export, import, schema.",
+    "show, diff, export, import, schema, add-run, add-traces.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -48,6 +48,23 @@ DATASET_COMMANDS: tuple[tuple[str, Callable[..., None]], ...] = (
     ("export", dataset_read.export),
     ("import", dataset.import_file),
     ("schema", dataset.schema_command),
+    ("add-run", dataset_capture.add_run),
+    ("add-traces", dataset_capture.add_traces),
+)
+judge_app = typer.Typer(
+    name="judge",
+    help="Judges as versioned assets: add, list, show, versions, calibrate (against human "
+    "labels in a store dataset).",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+JUDGE_COMMANDS: tuple[tuple[str, Callable[..., None]], ...] = (
+    ("add", judge.add),
+    ("list", judge.list_judges),
+    ("show", judge.show),
+    ("versions", judge.versions),
+    ("calibrate", judge.calibrate),
 )
 COMMANDS: tuple[tuple[str, Callable[..., None]], ...] = (
     ("run", run.run),
@@ -60,9 +77,12 @@ COMMANDS: tuple[tuple[str, Callable[..., None]], ...] = (
 )
 for name, command in DATASET_COMMANDS:
     dataset_app.command(name)(command)
+for name, command in JUDGE_COMMANDS:
+    judge_app.command(name)(command)
 
 app.add_typer(qa_app, name="qa")
 app.add_typer(dataset_app, name="dataset")
+app.add_typer(judge_app, name="judge")
 for name, command in COMMANDS:
     app.command(name)(command)
 app.add_typer(cache_app, name="cache")
@@ -72,13 +92,14 @@ def main() -> None:
     """Console-script entry point; Ctrl-C before a run starts exits 130 without a traceback.
 
     Everything printed, a crash's traceback included, goes through streams that redact the
-    environment's secrets (:func:`assay.results.output.redacted_output`); a run adds its
+    secrets of the environment and of the command line's ``-D`` and ``--store`` values
+    (:func:`assay.results.output.redacted_output`); a run adds its
     own (``agent.env`` values, model credentials, row credentials) while it runs.
     """
+    from assay.orchestration.secrets import command_line_redactor
     from assay.results.output import redacted_output
-    from assay.results.secrets import Redactor
 
-    with redacted_output(Redactor.from_environment(os.environ)):
+    with redacted_output(command_line_redactor(sys.argv[1:], os.environ)):
         try:
             app()
         except KeyboardInterrupt:

@@ -23,8 +23,10 @@ def _when(stamp: float | None) -> str:
 def stats(path: CachePath = DEFAULT_PATH) -> None:
     """How many answers the cache holds, how big, how old."""
     from assay.api.tools import cache_stats
+    from assay.cli.common import user_errors
 
-    info = cache_stats(path)
+    with user_errors():
+        info = cache_stats(path)
     if info is None:
         typer.echo(f"{path}: no cache yet (0 entries)")
         return
@@ -43,6 +45,7 @@ def clear(
 ) -> None:
     """Remove every cached answer (or only old ones)."""
     from assay.api.tools import clear_cache
+    from assay.cli.common import user_errors
 
     if not path.exists():
         typer.echo(f"{path}: no cache (removed 0)")
@@ -52,5 +55,9 @@ def clear(
     except ValueError as exc:
         typer.echo(f"error: --older-than: {exc}", err=True)
         raise typer.Exit(2) from None
-    removed = clear_cache(path, older_than=seconds)
+    with user_errors():
+        removed = clear_cache(path, older_than=seconds)
+    if not path.exists():  # it could not be read: the file itself went
+        typer.echo(f"{path}: the file could not be read as a cache; removed it")
+        return
     typer.echo(f"{path}: removed {removed} entries")

@@ -14,6 +14,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from assay.results.secrets import clip_head
+
 if TYPE_CHECKING:
     from assay.store import DatasetDiff, DatasetInfo, Example, Schema, Store, VersionInfo
 
@@ -76,7 +78,7 @@ def _cell(value: Any, width: int = 60) -> Text:
         shown = value.replace("\r", "\\r").replace("\n", "\\n").replace("\t", "\\t")
     else:
         shown = json.dumps(value, ensure_ascii=False)
-    return Text(shown if len(shown) <= width else shown[: width - 1] + "…")
+    return Text(clip_head(shown, width))
 
 
 def datasets_table(infos: list[DatasetInfo]) -> Table:

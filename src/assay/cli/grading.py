@@ -102,7 +102,7 @@ def report(
                 raise UsageError("--check-secrets scans the run folder and writes nothing; "
                                  "drop --junit-xml and --html")  # fmt: skip
             findings = api.check_secrets(run_dir)
-        shown = [f"{f.file}:{f.line}: {f.kind}" for f in findings]
+        shown = [f.render() for f in findings]
         secret_findings(str(Path(run_dir).resolve()), shown, clean_too=True)
         raise typer.Exit(1 if findings else 0)
     with user_errors():

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -78,7 +78,7 @@ def print_plan(plan: Plan, *, show_rows: int) -> None:
             for c in task.success_criteria
             for m, v in (c.suite_thresholds or {}).items()
         ]
-        kinds = ", ".join(c.type for c in task.success_criteria)
+        kinds = ", ".join(_criterion_text(c) for c in task.success_criteria)
         console.print(f"  criteria: {kinds}" + (f"; gates: {', '.join(gates)}" if gates else ""))
         console.print(f"  rows: {_selection_text(planned)}")
         for line in environment_lines(variables_of(planned.variants[0], plan), "  "):
@@ -163,7 +163,7 @@ def print_reports(result: RunResult) -> None:
     if summary.interrupted:
         console.print("[yellow]interrupted[/]: finished rows are kept", markup=True)
     console.print(f"reports: {result.run_dir}/run.md")
-    found = [f"{f.file}:{f.line}: {f.kind}" for f in summary.secret_findings]
+    found = [f.render() for f in summary.secret_findings]
     secret_findings(str(result.run_dir), found)
     if result.html_report is not None:
         console.print(f"html report: {result.html_report}")
@@ -188,3 +188,13 @@ def print_prediction_report(report: PredictionReport) -> None:
             )
         )
     console.print(escape(f"{report.records} records graded; metrics: {report.output}"))
+
+
+def _criterion_text(criterion: Any) -> str:
+    """``llm_judge (judge truthful@2, sha256 c5a7c7e341fc, calibrated)`` for a resolved
+    judge, else the criterion's type."""
+    asset = getattr(criterion, "asset", None)
+    if asset is None:
+        return str(criterion.type)
+    calibrated = ", calibrated" if asset.calibration is not None else ""
+    return f"{criterion.type} (judge {asset.label}{calibrated})"

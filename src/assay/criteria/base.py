@@ -19,12 +19,23 @@ from assay.metrics.values import MetricTable
 from assay.results.task_result import BasicCriterionResult, CriterionResult
 from assay.results.transcript import Transcript
 from assay.sandbox.tempdir import Sandbox, SandboxEscape
-from assay.spec.criteria import CriterionSpec
+from assay.spec.criteria import CriterionSpec, LlmJudge
 from assay.spec.qa import QaJudge
 
 if TYPE_CHECKING:
     from assay.providers.base import Model
+    from assay.providers.pool import ModelKey
     from assay.qa.item import QaItem
+
+
+class ModelSource(Protocol):
+    """Where a criterion that needs a model (a judge) gets it: the run's started models
+    (:class:`assay.providers.pool.ModelPool`)."""
+
+    def get(self, key: ModelKey) -> Model:
+        """The model for ``key`` (started with the run)."""
+        ...
+
 
 MAX_READ_BYTES = 64 * 1024 * 1024
 
@@ -42,6 +53,9 @@ class GradingContext:
         judge_settings: that ``qa.judge`` block (retries, story, rules).
         transcript: what the agent did (tool calls, commands, file changes, model calls),
             live or read back from ``trace.json``; ``None`` for an agent without one.
+        row: the dataset row (``None`` for a task without a dataset).
+        models: the run's models, for a criterion that asks a model (a judge); ``None``
+            when grading without them.
     """
 
     sandbox: Sandbox | None
@@ -51,6 +65,8 @@ class GradingContext:
     judge: Model | None = None
     judge_settings: QaJudge | None = None
     transcript: Transcript | None = None
+    row: dict[str, Any] | None = None
+    models: ModelSource | None = None
 
 
 @dataclass(frozen=True)
@@ -245,7 +261,10 @@ agent crashed (``post_failure_criteria_results``)."""
 
 
 def needs_sandbox(spec: CriterionSpec) -> bool:
-    """True when the criterion reads the sandbox (a file, or a command run in it)."""
+    """True when the criterion reads the sandbox (a file, or a command run in it; a judge
+    shown sandbox files)."""
+    if isinstance(spec, LlmJudge):
+        return any(not f.startswith(("$TASK_DIR/", "${TASK_DIR}/")) for f in spec.files)
     return spec.type in SANDBOX_TYPES or getattr(spec, "path", None) is not None
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 from assay.criteria.base import GradingContext, ScoreAggregate, basic_result, read_text
+from assay.results.secrets import clip_head
 from assay.results.task_result import CriterionResult
 from assay.spec.criteria import regex_flags
 from assay.spec.file_criteria import FileContains, FileMatchesRegex
@@ -69,14 +70,14 @@ class FileMatchesRegexChecker(ScoreAggregate):
         if spec.must_match:
             if match is None:
                 return basic_result(spec, 0.0, f"Pattern '{spec.pattern}' not found in {where}")
-            quoted = match.group()[:QUOTED]
+            quoted = clip_head(match.group(), QUOTED)
             return basic_result(
                 spec, 1.0, f"Pattern '{spec.pattern}' found in {where} (matched: '{quoted}')"
             )
         if match is None:
             absent = f"Pattern '{spec.pattern}' correctly absent from {where}"
             return basic_result(spec, 1.0, absent)
-        quoted = match.group()[:QUOTED]
+        quoted = clip_head(match.group(), QUOTED)
         return basic_result(
             spec, 0.0,
             f"Pattern '{spec.pattern}' found but should not be present (matched: '{quoted}')",

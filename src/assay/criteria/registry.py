@@ -7,6 +7,7 @@ from assay.criteria.base import Checker, CriterionRegistry
 from assay.criteria.classification import ClassificationChecker
 from assay.criteria.commands import RunCommandChecker
 from assay.criteria.files import FileCheckChecker, FileExistsChecker
+from assay.criteria.judge import JudgeChecker
 from assay.criteria.qa import QaChecker
 from assay.criteria.response import ResponseMatchChecker
 
@@ -21,6 +22,7 @@ def default_criteria() -> CriterionRegistry:
         ClassificationChecker(),
         ResponseMatchChecker(),
         QaChecker(),
+        JudgeChecker(),
         *agent_checkers(),
     ]
     for checker in checkers:

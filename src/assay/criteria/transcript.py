@@ -17,6 +17,7 @@ from typing import Any
 
 from assay.criteria.base import CriterionError, GradingContext, ScoreAggregate, basic_result
 from assay.criteria.shell import shell_forms
+from assay.results.secrets import clip_head
 from assay.results.task_result import CriterionResult
 from assay.results.transcript import SHELL_TOOLS, ToolUse, Transcript
 from assay.spec.agent_criteria import CommandExecuted, CommandsEfficiency, ToolCalled
@@ -99,7 +100,7 @@ class CommandExecutedChecker(ScoreAggregate):
             counted = f"{count} matches (allowed range {spec.min_count}..{spec.max_count})"
         details = f"Matched {counted} commands (filters: {_filters(spec)})"
         if matched:
-            examples = [_label(u)[:EXAMPLE_CHARS] for u in matched[:EXAMPLES]]
+            examples = [clip_head(_label(u), EXAMPLE_CHARS) for u in matched[:EXAMPLES]]
             details += f"\nExamples: {examples}"
         return basic_result(spec, score, details)
 
@@ -137,7 +138,7 @@ def _label(use: ToolUse) -> str:
     text = command_text(use)
     if use.name in SHELL_TOOLS:
         return text
-    return f"{use.name}({text[:80]})"
+    return f"{use.name}({clip_head(text, 80)})"
 
 
 class ToolCalledChecker(ScoreAggregate):

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.errors import DatasetError
+from assay.results.secrets import clip_head
 
 _BOM = b"\xef\xbb\xbf"
 _JSON_SPACE = b" \t\r"
@@ -196,7 +197,7 @@ def _decode_line(body: bytes, name: str, number: int) -> dict[str, Any]:
         ) from None
     if not isinstance(row, dict):
         shown = repr(row)
-        shown = shown if len(shown) <= 120 else shown[:117] + "..."
+        shown = clip_head(shown, 120, "...")
         raise DatasetError(
             f"Dataset {name}: row on line {number} is not a JSON object: {shown}",
             file=name,

@@ -44,6 +44,7 @@ from assay.orchestration.qa_rows import (
 from assay.orchestration.store_rows import StoreSource, read_store_rows
 from assay.orchestration.task_loader import LoadedTask
 from assay.qa import QaItem, QaSample
+from assay.results.secrets import clip_head
 from assay.results.suite import DatasetRecord, FileRecord, SelectionRecord
 from assay.spec.criteria import ClassificationMatch, Criterion, CriterionSpec
 from assay.spec.task import ID_PATTERN, TaskDefinition
@@ -99,10 +100,18 @@ class CriterionTemplate:
         """
         if not self.has_placeholders:
             return self.spec
-        data = substitute_tree(self.raw, row)
-        if self.needs_validation:
-            return _CRITERION.validate_python(data)
-        return self.spec.model_copy(update={k: v for k, v in data.items() if k != "type"})
+        late = self.spec.late_fields
+        data = substitute_tree({k: v for k, v in self.raw.items() if k not in late}, row)
+        changed = {k: v for k, v in data.items() if k != "type" and v != self.raw.get(k)}
+        if self.needs_validation or any(_nested(v) for v in changed.values()):
+            return _CRITERION.validate_python({**self.raw, **data})
+        return self.spec.model_copy(update=changed)
+
+
+def _nested(value: Any) -> bool:
+    """A substituted value that holds a nested model's fields (validated, not copied in)."""
+    return isinstance(value, dict) or (isinstance(value, list) and
+                                       any(isinstance(v, dict) for v in value))  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -484,7 +493,7 @@ def read_dataset(loaded: LoadedTask) -> Rows:
 
 def _short_row(row: dict[str, Any], limit: int = 200) -> str:
     text = repr(row)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    return clip_head(text, limit, "...")
 
 
 def check_row_ids(rows: Rows, loaded: LoadedTask) -> list[str]:
@@ -547,7 +556,8 @@ def _bad_id_message(row_id: str) -> str:
         return f"Dataset row id {row_id!r} is the name of the suite's report file; rename the row"
     if len(row_id) > MAX_ID_LENGTH:
         return (
-            f"Dataset row id {row_id[:40]!r}... is {len(row_id)} characters; the limit is "
+            f"Dataset row id {clip_head(row_id, 40, '')!r}... is {len(row_id)} characters; "
+            f"the limit is "
             f"{MAX_ID_LENGTH} (it names a folder)"
         )
     return f"Dataset row id {row_id!r} {ID_MESSAGE}"

@@ -23,6 +23,7 @@ from typing import Any
 import yaml
 
 from assay.errors import UsageError
+from assay.results.secrets import Redactor
 
 ALTERNATIVES: Mapping[tuple[str, ...], tuple[frozenset[str], ...]] = {
     (): (frozenset({"initial_prompt", "initial_prompt_file"}),),
@@ -70,8 +71,13 @@ class Override:
         return ".".join(self.path)
 
     def render(self) -> str:
-        """``-D agent.temperature=0.7`` (or the flag) as the user typed it."""
-        return self.flag or f"-D {self.dotted}={_yaml_text(self.value)}"
+        """``-D agent.temperature=0.7`` (or the flag) as the user typed it, a secret in it
+        redacted (``-D agent.env.MY_TOKEN=[redacted:MY_TOKEN]``, a URL's password): messages
+        show it."""
+        shown = self.flag or f"-D {self.dotted}={_yaml_text(self.value)}"
+        redactor = Redactor()
+        redactor.add_setting(self.path[-1] if self.path else "", self.value)
+        return redactor.redact(shown)
 
 
 def _yaml_text(value: Any) -> str:

@@ -15,6 +15,7 @@ from pathlib import Path
 from assay.agents.llm import model_key
 from assay.data.select import SelectionRequest
 from assay.errors import TaskFileError, UsageError, UserError
+from assay.judges.assets import JudgeResolver
 from assay.orchestration.coding_checks import check_coding_agent
 from assay.orchestration.containment import check_containment, containment_warnings
 from assay.orchestration.discover import discover
@@ -33,6 +34,12 @@ from assay.orchestration.experiment import (
     ResolvedVariant,
     load_experiment,
     resolve_variant,
+)
+from assay.orchestration.judging import (
+    check_graded_rows,
+    check_judge_models,
+    resolve_definition,
+    resolve_judges,
 )
 from assay.orchestration.qa_rows import judge_key
 from assay.orchestration.secrets import run_redactor, short_secret_warnings
@@ -61,6 +68,7 @@ class PlanOptions:
     overrides: tuple[Override, ...] = ()
     store_url: str | None = None
     store_versions: Mapping[str, int] = field(default_factory=dict)
+    judge_versions: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,8 +226,44 @@ def build_plan(
     experiment, experiment_file, experiment_warnings = (
         load_experiment(options.experiment) if options.experiment else (None, None, [])
     )
-    experiment_dir = experiment_file.resolve().parent if experiment_file else None
     plan = Plan(tasks=[], repeats_override=options.repeats, warnings=experiment_warnings)
+    resolver = JudgeResolver(options.store_url, options.judge_versions)
+    try:
+        _plan_tasks(plan, arguments, options, registry, resolver, (experiment, experiment_file))
+    finally:
+        resolver.close()
+    if not plan.tasks:
+        reasons = "; ".join(f"{s.path}: {s.reason}" for s in plan.skipped[:5])
+        raise UsageError(
+            "no task to run: every task file was skipped" + (f" ({reasons})" if reasons else ""),
+            hint="check --tags / --exclude-tags, or pass --include-skipped",
+        )
+    check_containment((t.loaded, v.definition) for t in plan.tasks for v in t.variants)
+    if experiment is not None and experiment_file is not None:
+        plan.variants = tuple(v.variant_id for v in experiment.variants)
+        plan.experiment = experiment
+        plan.experiment_file = experiment_file.resolve()
+    plan.redactor = run_redactor(
+        (v.definition for t in plan.tasks for v in t.variants),
+        os.environ,
+        store_url=options.store_url,
+        overrides=options.overrides,
+    )
+    plan.warnings.extend(short_secret_warnings(plan.redactor))
+    return plan
+
+
+def _plan_tasks(
+    plan: Plan,
+    arguments: Sequence[TaskSource],
+    options: PlanOptions,
+    registry: ProviderRegistry,
+    resolver: JudgeResolver,
+    experiment_and_file: tuple[Experiment | None, Path | None],
+) -> None:
+    """Load, resolve, expand and check every task file into ``plan.tasks``."""
+    experiment, experiment_file = experiment_and_file
+    experiment_dir = experiment_file.resolve().parent if experiment_file else None
     owners: dict[str, str] = {}
     for loaded in load_sources(arguments, options.overrides):
         plan.warnings.extend(loaded.warnings)
@@ -237,6 +281,10 @@ def build_plan(
                 hint="task ids name run directories and suites; make them unique",
             )
         owners[task_id] = loaded.display
+        try:
+            written, loaded = loaded, resolve_judges(loaded, resolver)
+        except TaskFileError as exc:
+            raise _overridden(exc, options.overrides) from None
         expansion = expand_dataset(
             loaded,
             options.selectors,
@@ -250,33 +298,30 @@ def build_plan(
             if loaded.definition.dataset is not None
             else None
         )
-        variants = _variants(loaded, expansion, experiment, experiment_dir, options)
+        variants = _variants(written, expansion, experiment, experiment_dir, options)
+        for position, variant in enumerate(variants):
+            try:
+                resolved = resolve_definition(variant.definition, loaded, resolver)
+            except TaskFileError as exc:
+                raise _set_by(exc, variant, options.overrides) from None
+            variants[position] = replace(variant, definition=resolved)
         for variant in variants:
             try:
                 _check_model(loaded, variant.definition, registry, options.prices)
             except TaskFileError as exc:
                 raise _set_by(exc, variant, options.overrides) from None
             plan.warnings.extend(_unenforced_limits(loaded, variant))
+            try:
+                check_graded_rows(expansion, variant.definition)
+            except TaskFileError as exc:
+                roots = ("agent", "success_criteria", "dataset")
+                raise _overridden(exc, options.overrides, roots) from None
+        try:
+            check_judge_models(loaded, registry)
+        except TaskFileError as exc:
+            raise _overridden(exc, options.overrides) from None
         plan.tasks.append(PlannedTask(expansion, request, variants))
         plan.warnings.extend(containment_warnings(loaded.display, [v.definition for v in variants]))
-    if not plan.tasks:
-        reasons = "; ".join(f"{s.path}: {s.reason}" for s in plan.skipped[:5])
-        raise UsageError(
-            "no task to run: every task file was skipped" + (f" ({reasons})" if reasons else ""),
-            hint="check --tags / --exclude-tags, or pass --include-skipped",
-        )
-    check_containment((t.loaded, v.definition) for t in plan.tasks for v in t.variants)
-    if experiment is not None and experiment_file is not None:
-        plan.variants = tuple(v.variant_id for v in experiment.variants)
-        plan.experiment = experiment
-        plan.experiment_file = experiment_file.resolve()
-    plan.redactor = run_redactor(
-        (v.definition for t in plan.tasks for v in t.variants),
-        os.environ,
-        store_url=options.store_url,
-    )
-    plan.warnings.extend(short_secret_warnings(plan.redactor))
-    return plan
 
 
 def _variants(
@@ -331,6 +376,21 @@ def _set_by(
     else:
         return exc
     exc.hint = f"{exc.hint}; {where}" if exc.hint else where
+    return exc
+
+
+def _overridden(
+    exc: TaskFileError, overrides: Sequence[Override], roots: tuple[str, ...] = ()
+) -> TaskFileError:
+    """``exc`` naming the ``-D`` that set its field (or a field inside it), or any field under
+    ``roots`` (a refusal that several fields decide), if one did."""
+    field = ".".join(_prefixes(exc.field or "")[:1])
+    by = next((o.render() for o in reversed(overrides) if (field and (
+        o.dotted == field or o.dotted.startswith(field + ".") or field.startswith(o.dotted + ".")
+    )) or o.path[0] in roots), None)  # fmt: skip
+    if by is not None:
+        where = f"set on the command line by {by}"
+        exc.hint = f"{exc.hint}; {where}" if exc.hint else where
     return exc
 
 

@@ -12,7 +12,8 @@ from assay.orchestration.runner import RunOptions
 from assay.orchestration.task_loader import load_task
 from assay.providers.pricing import PriceTable
 from assay.results.io import write_json_atomic
-from assay.results.plan_record import PlannedTaskRecord, PlanOptionsRecord, PlanRecord
+from assay.results.plan_record import JudgeUse, PlannedTaskRecord, PlanOptionsRecord, PlanRecord
+from assay.spec.criteria import LlmJudge
 
 BUILT_DIR = "python-tasks"
 
@@ -80,7 +81,23 @@ def plan_record(
         criteria=criteria_templates(plan),
         work_items=len(plan.work_items()),
         planned=planned_rows(plan),
+        judges=judge_uses(plan),
     )
+
+
+def judge_uses(plan: Plan) -> dict[str, list[JudgeUse]]:
+    """Task id → the judges its ``llm_judge`` criteria resolved to."""
+    uses: dict[str, list[JudgeUse]] = {}
+    for planned in plan.tasks:
+        found = [
+            JudgeUse(position=index, name=spec.asset.name, version=spec.asset.version,
+                     content_hash=spec.asset.content_hash, source=spec.asset.source)
+            for index, spec in enumerate(planned.loaded.definition.success_criteria)
+            if isinstance(spec, LlmJudge) and spec.asset is not None
+        ]  # fmt: skip
+        if found:
+            uses[planned.loaded.definition.task_id] = found
+    return uses
 
 
 def planned_rows(plan: Plan) -> dict[str, int]:
@@ -127,5 +144,11 @@ def replayed_options(
             t.task_id: t.dataset.version
             for t in record.tasks
             if t.dataset is not None and t.dataset.version is not None
+        },
+        judge_versions={
+            use.name: use.version
+            for uses in record.judges.values()
+            for use in uses
+            if use.version is not None
         },
     )

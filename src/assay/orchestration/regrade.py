@@ -25,6 +25,7 @@ from assay.errors import UsageError
 from assay.orchestration.containment import Containment, private_paths
 from assay.orchestration.environment import row_env
 from assay.orchestration.grading import final_status, grade, grading_message, weighted_score
+from assay.orchestration.judging import judge_keys as task_judge_keys
 from assay.orchestration.qa_rows import judge_key
 from assay.orchestration.rowfiles import SANDBOX_DIR
 from assay.orchestration.runfiles import load_task_json, scan_task_jsons
@@ -38,7 +39,7 @@ from assay.results.secrets import Redactor
 from assay.results.status import FinalStatus
 from assay.results.task_result import EvaluationResult
 from assay.results.transcript import Transcript
-from assay.results.transcript_otlp import from_trace
+from assay.results.transcript_otlp import from_session
 from assay.sandbox.process import pidfd_child_watcher
 from assay.sandbox.tempdir import Sandbox
 from assay.spec.qa import QaJudge
@@ -51,7 +52,7 @@ def read_transcript(directory: Path) -> Transcript | None:
     if not path.is_file():
         return None
     try:
-        return from_trace(read_json(path))
+        return from_session(read_json(path))
     except (ValueError, TypeError):
         return None
 
@@ -117,7 +118,7 @@ class _Scan:
     def add(self, run_dir: Path, path: Path, result: EvaluationResult) -> None:
         """Count one row: its judges, its suite's task, a sandbox its criteria need."""
         self.rows += 1
-        self.keys.update(dict.fromkeys(judge_keys([result])))
+        self.keys.update(dict.fromkeys([*judge_keys([result]), *criterion_judge_keys([result])]))
         suite = (result.variant_id, result.task_id, result.suite_id)
         if suite not in self.suites:  # a suite's rows share their sandbox driver
             self.suites[suite] = TaskDefinition.model_validate(result.task_config.resolved)
@@ -174,6 +175,20 @@ def judge_keys(results: list[EvaluationResult]) -> list[ModelKey]:
     return list(keys)
 
 
+def criterion_judge_keys(results: list[EvaluationResult]) -> list[ModelKey]:
+    """The models of the ``llm_judge`` criteria of rows that will be graded again."""
+    tasks: dict[str, TaskDefinition] = {}
+    for result in results:
+        if agent_status(result) == "error":
+            continue
+        criteria = result.task_config.resolved.get("success_criteria") or []
+        if any(isinstance(c, dict) and c.get("type") == "llm_judge" for c in criteria):
+            key = repr(criteria)
+            if key not in tasks:
+                tasks[key] = TaskDefinition.model_validate(result.task_config.resolved)
+    return task_judge_keys(tasks.values())
+
+
 def _qa_context(result: EvaluationResult, task: TaskDefinition, pool: ModelPool) -> dict[str, Any]:
     """The QA item and judge a ``qa:`` row is graded with (from its recorded record)."""
     if result.qa_record is None or task.qa is None:
@@ -224,7 +239,7 @@ async def _regrade_one(
         )
         context = GradingContext(
             sandbox=scratch, response=response, env=env, transcript=read_transcript(directory),
-            **_qa_context(result, task, pool),
+            row=result.row, models=pool, **_qa_context(result, task, pool),
         )  # fmt: skip
         criteria = await grade(list(task.success_criteria), context, registry)
     finally:

@@ -36,6 +36,7 @@ from assay.orchestration.containment import Containment
 from assay.orchestration.environment import row_env
 from assay.orchestration.expand import RowTask
 from assay.orchestration.grading import final_status, grade, grading_message, weighted_score
+from assay.orchestration.judging import judge_keys as task_judge_keys_of
 from assay.orchestration.plan import Plan, PlannedTask, WorkItem
 from assay.orchestration.qa_rows import judge_key
 from assay.orchestration.rowfiles import SANDBOX_DIR, FinishedRow, write_finished
@@ -58,7 +59,7 @@ from assay.results.task_result import (
     TokenUsage,
 )
 from assay.results.trace import Span, new_trace_id
-from assay.results.transcript_otlp import from_trace
+from assay.results.transcript_otlp import from_session, from_trace
 from assay.sandbox.archive import pack
 from assay.sandbox.process import exit_text, tail
 from assay.sandbox.tempdir import Sandbox
@@ -137,6 +138,8 @@ def model_keys(plan: Plan) -> list[ModelKey]:
             elif isinstance(agent, CodingAgent) and agent.route == "bridge":
                 keys[bridge_key(agent, planned.loaded.base_dir)] = None
     keys.update(dict.fromkeys(judge_keys(plan)))
+    tasks = [v.definition for planned in plan.tasks for v in planned.variants]
+    keys.update(dict.fromkeys(task_judge_keys_of(tasks)))
     return list(keys)
 
 
@@ -344,8 +347,10 @@ class Runner:
 
     def _replay(self, row_task: RowTask) -> AgentOutcome:
         """A trace-backed row graded without an agent: its final response is the stored
-        trace's output, and the stored trace becomes the row's ``trace.json``."""
-        from assay.store.traces import final_output  # SQLAlchemy only for store tasks
+        trace's output (a session's: every trace's input and output, in order), its
+        transcript the one the trace recorded, and the stored trace becomes the row's
+        ``trace.json``."""
+        from assay.store.traces import conversation, final_output  # SQLAlchemy: store tasks
 
         assert row_task.store is not None and row_task.trace_id is not None
         store = self._stores.get(row_task.store.url)
@@ -355,12 +360,13 @@ class Runner:
             trace = store.get_trace(row_task.trace_id)
         except AssayError as exc:
             return AgentOutcome(status="error", error=f"cannot read the row's trace: {exc}")
+        session = row_task.store.pointer_kind == "session"  # graded over every trace of it
         try:
-            transcript = from_trace(trace)
+            transcript = from_session(trace) if session else from_trace(trace)
         except (ValueError, TypeError):
             transcript = None
-        return AgentOutcome(response=final_output(trace) or "", stored_trace=trace,
-                            transcript=transcript)  # fmt: skip
+        response = (conversation(trace) if session else final_output(trace)) or ""
+        return AgentOutcome(response=response, stored_trace=trace, transcript=transcript)
 
     def close(self) -> None:
         """Release store handles opened for trace-backed rows."""
@@ -405,6 +411,8 @@ class Runner:
         root_span.attributes.update(
             {"assay.task_id": task.task_id, "assay.replicate": item.replicate}
         )
+        if task.initial_prompt is not None:
+            root_span.attributes["assay.prompt"] = task.initial_prompt
         context = AgentContext(
             prompt=task.initial_prompt,
             sandbox=sandbox.root if sandbox else None,
@@ -440,7 +448,7 @@ class Runner:
                 sandbox=sandbox, response=outcome.response, env=env, qa_item=row.qa,
                 judge=self._judge(task, base_dir),
                 judge_settings=task.qa.judge if task.qa else None,
-                transcript=outcome.transcript,
+                transcript=outcome.transcript, row=item.row_task.row, models=self.pool,
             )  # fmt: skip
             if outcome.status != "error":
                 results = await grade(list(task.success_criteria), grading, self.criteria)

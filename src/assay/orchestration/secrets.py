@@ -1,18 +1,22 @@
 """The secrets a run knows, gathered into its :class:`~assay.results.secrets.Redactor`.
 
 A run knows: every secret variable of the environment it runs in (by name, plus the
-variables its tasks name in ``agent.api_key_env`` / ``qa.judge.api_key_env``), the password
-of every URL with credentials in that environment or given as ``--store``, and the values of
-secret-named entries of ``agent.env`` in its tasks. ``assay evaluate`` and ``assay report``
+variables its tasks name in ``agent.api_key_env`` / ``qa.judge.api_key_env`` / an
+``llm_judge``'s ``api_key_env``), the password of every URL with credentials in that
+environment or given as ``--store``, the values of secret-named entries of ``agent.env`` in
+its tasks and the URL passwords in its other entries. ``assay evaluate`` and ``assay report``
 gather the same from the rows' recorded task configurations.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import contextlib
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from assay.results.secrets import MIN_SECRET_LENGTH, Redactor, is_secret_name, url_passwords
+from assay.errors import UsageError
+from assay.orchestration.overrides import Override
+from assay.results.secrets import MIN_SECRET_LENGTH, Redactor, url_passwords
 from assay.results.task_result import EvaluationResult
 from assay.spec.task import TaskDefinition
 
@@ -25,8 +29,11 @@ def run_redactor(
     environ: Mapping[str, str],
     *,
     store_url: str | None = None,
+    overrides: Iterable[Override] = (),
 ) -> Redactor:
-    """The redactor of a run of ``tasks`` (every variant's definition) under ``environ``."""
+    """The redactor of a run of ``tasks`` (every variant's definition) under ``environ``,
+    with the secrets of its ``-D`` ``overrides`` (:meth:`Redactor.add_setting`) and the URL
+    passwords of its agents' and judges' ``base_url``."""
     definitions = list(tasks)
     names = set().union(*(t.credential_variables for t in definitions))
     redactor = Redactor.from_environment(environ, names=names)
@@ -34,8 +41,36 @@ def run_redactor(
         env = getattr(task.agent, "env", None)  # command and coding agents
         if isinstance(env, dict):
             _add_agent_env(redactor, env, names)
+        judge = task.qa.judge if task.qa is not None else None
+        for url in (getattr(task.agent, "base_url", None), getattr(judge, "base_url", None)):
+            if isinstance(url, str):
+                redactor.add_variable("base_url", url)
+    for override in overrides:
+        redactor.add_setting(override.path[-1] if override.path else "", override.value)
     for password in url_passwords(store_url or ""):
         redactor.add(STORE_OPTION, password, whole=False)
+    return redactor
+
+
+def command_line_redactor(arguments: Sequence[str], environ: Mapping[str, str]) -> Redactor:
+    """The redactor of what the command line prints before a run knows its secrets (a task
+    file's load error): ``environ``'s, the secrets of its ``-D``/``--set`` values (a
+    secret-named field, a URL's password), and a ``--store`` URL's password."""
+    redactor = Redactor.from_environment(environ)
+    given = iter(arguments)
+    for argument in given:
+        flag, _, attached = argument.partition("=") if argument.startswith("--") else (
+            argument[:2], "", argument[2:])  # fmt: skip
+        if flag not in ("-D", "--set", "--store"):
+            continue
+        value = attached or next(given, "")
+        if flag == "--store":
+            for password in url_passwords(value):
+                redactor.add(STORE_OPTION, password, whole=False)
+            continue
+        with contextlib.suppress(UsageError):
+            override = Override.parse(value)
+            redactor.add_setting(override.path[-1], override.value)
     return redactor
 
 
@@ -50,6 +85,7 @@ def results_redactor(results: Iterable[EvaluationResult], environ: Mapping[str, 
         agent = resolved.get("agent") or {}
         judge = (resolved.get("qa") or {}).get("judge") or {}
         names.update(n for n in (agent.get("api_key_env"), judge.get("api_key_env")) if n)
+        names.update(_judge_credentials(resolved.get("success_criteria") or []))
         if isinstance(agent.get("env"), dict):
             envs.append(agent["env"])
     redactor = Redactor.from_environment(environ, names=names)
@@ -58,10 +94,24 @@ def results_redactor(results: Iterable[EvaluationResult], environ: Mapping[str, 
     return redactor
 
 
+def _judge_credentials(criteria: Iterable[Any]) -> set[str]:
+    """The ``api_key_env`` of each recorded ``llm_judge`` (inline, or its resolved judge's)."""
+    names: set[str] = set()
+    for criterion in criteria:
+        if not isinstance(criterion, dict) or criterion.get("type") != "llm_judge":
+            continue
+        definition = (criterion.get("asset") or {}).get("definition") or {}
+        name = definition.get("api_key_env") or criterion.get("api_key_env")
+        if isinstance(name, str) and name:
+            names.add(name)
+    return names
+
+
 def _add_agent_env(redactor: Redactor, env: Mapping[str, Any], names: set[str]) -> None:
+    """Secret-named entries whole, and the URL passwords in any other entry."""
     for name, value in env.items():
-        if isinstance(value, str) and (is_secret_name(name) or name in names):
-            redactor.add(name, value)
+        if isinstance(value, str):
+            redactor.add_variable(name, value, names=names)
 
 
 def short_secret_warnings(redactor: Redactor) -> list[str]:

@@ -25,6 +25,7 @@ from assay.orchestration.executors import ExecutionContext, ExecutorChoice, make
 from assay.orchestration.plan import Plan, PlanOptions, WorkItem, build_plan
 from assay.orchestration.progress import NoProgress, Progress
 from assay.orchestration.record import (
+    judge_uses,
     plan_record,
     plan_sources,
     replayed_options,
@@ -163,6 +164,7 @@ class RunSession:
         options = replayed_options(record, prices=prices, store_url=store_url)
         plan = build_plan(plan_sources(record), options, request.registry)
         _check_same_store_versions(plan, record)
+        _check_same_judges(plan, record)
         request.options.stage = record.stage
         request.options.keep_sandboxes = request.options.keep_sandboxes or record.keep_sandboxes
         items = plan.work_items()
@@ -241,6 +243,26 @@ def execute_session(session: RunSession) -> SessionOutcome:
         return asyncio.run(session.execute())
     except KeyboardInterrupt:
         return session.finish(0, interrupted=True)
+
+
+def _check_same_judges(plan: Plan, record: PlanRecord) -> None:
+    """A resumed run must grade with the judges it started with.
+
+    Raises:
+        UsageError: a judge's content hash differs (a judge file edited since).
+    """
+    now = judge_uses(plan)
+    for task_id, uses in record.judges.items():
+        current = {use.position: use for use in now.get(task_id, [])}
+        for use in uses:
+            found = current.get(use.position)
+            if found is not None and found.content_hash != use.content_hash:
+                raise UsageError(
+                    f"judge {use.name} ({use.source}) of task {task_id} has content hash "
+                    f"{found.content_hash[:12]} now, but the run started with "
+                    f"{use.content_hash[:12]}: its rows would be graded by two judges",
+                    hint="restore the judge as it was, or start a new run",
+                )
 
 
 def _check_same_store_versions(plan: Plan, record: PlanRecord) -> None:

@@ -30,6 +30,7 @@ class StoreSource:
         name: the dataset.
         version: the version read.
         pointer_field: the dataset's ``trace``/``session`` field, if it has one.
+        pointer_kind: ``trace`` or ``session`` (the type of that field), else ``None``.
     """
 
     url: str
@@ -37,6 +38,7 @@ class StoreSource:
     name: str
     version: VersionInfo
     pointer_field: str | None
+    pointer_kind: str | None = None
 
 
 def read_store_rows(
@@ -76,7 +78,8 @@ def read_store_rows(
     finally:
         store.close()
     pointer = info.schema.pointer_field
-    return rows, StoreSource(resolved_url, display_url(resolved_url), name, pinned, pointer)
+    kind = info.schema.fields[pointer] if pointer is not None else None
+    return rows, StoreSource(resolved_url, display_url(resolved_url), name, pinned, pointer, kind)
 
 
 def _row(data: dict[str, Any], example_id: str, store_id: str, task_id: str) -> dict[str, Any]:

@@ -4,7 +4,10 @@ Metric names (``reference/originals.md`` §1.4): every criterion has ``count``, 
 ``median``, ``std``, ``min``, ``max`` and ``completion_rate``; classification criteria add
 ``accuracy``, ``macro_f1``, ``weighted_f1``, ``micro_f1`` and ``precision.<label>``,
 ``recall.<label>``, ``f1.<label>`` for each allowed label and ``(none)``/``(other)``
-(``skill_triggered``: the labels ``yes`` and ``no``); the ``qa`` criterion adds ``accuracy``.
+(``skill_triggered``: the labels ``yes`` and ``no``); the ``qa`` criterion adds ``accuracy``;
+``llm_judge`` adds its verdict kind's metrics (:func:`assay.spec.judge.judge_metric_names`:
+``pass_rate``, ``corrected_pass_rate``, ``share.<label>``, ``verdict_mean`` on the judge's own
+scale, …), checked once the judge is resolved.
 A name outside that set is a load-time error with a suggestion: a typo would otherwise make
 a gate that can never pass.
 """
@@ -14,7 +17,8 @@ from __future__ import annotations
 from assay.errors import TaskFileError
 from assay.results.suite import ThresholdCheck
 from assay.spec.base import did_you_mean
-from assay.spec.criteria import CLASSIFICATION_TYPES, ClassificationMatch, CriterionSpec
+from assay.spec.criteria import CLASSIFICATION_TYPES, ClassificationMatch, CriterionSpec, LlmJudge
+from assay.spec.judge import VerdictSpec, judge_metric_names
 from assay.spec.source import YamlDocument, field_path
 from assay.spec.task import TaskDefinition
 
@@ -38,6 +42,14 @@ def known_metrics(spec: CriterionSpec) -> set[str] | None:
         names |= {f"{kind}.{label}" for kind in PER_LABEL for label in ("yes", "no")}
     if spec.type == "qa":
         names.add("accuracy")
+    if isinstance(spec, LlmJudge):
+        if spec.asset is not None:
+            verdict = spec.asset.definition.verdict
+        elif spec.judge is None:
+            verdict = spec.verdict or VerdictSpec(kind="scale", min=0.0, max=1.0)
+        else:
+            return None  # a judge file or store judge: checked once it is resolved
+        names |= judge_metric_names(verdict, expected_label=spec.expected_label is not None)
     return names
 
 
@@ -58,7 +70,7 @@ def check_threshold_names(task: TaskDefinition, *, display: str, document: YamlD
                     f"'{spec.type}' produces no metric named '{metric}'",
                     file=display, line=line, field=name, hint=hint,
                 )  # fmt: skip
-            if metric != "count" and not 0 <= minimum <= 1:
+            if metric != "count" and not metric.startswith("verdict_") and not 0 <= minimum <= 1:
                 raise TaskFileError(
                     f"minimum {minimum} for '{metric}' is outside [0, 1], so the gate can never "
                     "be decided as intended",

@@ -25,6 +25,7 @@ from assay.providers.constraints import ANSWER_KEY
 from assay.providers.retry import TransientModelError, is_retryable_status, parse_retry_after
 from assay.providers.wire import WireError
 from assay.providers.wire import anthropic as anthropic_wire
+from assay.results.secrets import clip_head
 
 TOOL_NAME = "answer"
 _HEADERS = {"anthropic-version": "2023-06-01", "content-type": "application/json"}
@@ -158,7 +159,8 @@ class AnthropicModel:
         finally:
             await response.aclose()
         if response.status_code >= 400:
-            message = f"{self.name}: HTTP {response.status_code} from the API: {data[:300]!r}"
+            shown = clip_head(data.decode("utf-8", "replace"), 300)
+            message = f"{self.name}: HTTP {response.status_code} from the API: {shown!r}"
             if is_retryable_status(response.status_code):
                 raise TransientModelError(
                     message,

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from assay.errors import UserError
 from assay.providers.base import (
     Choice,
     JsonSchema,
@@ -109,6 +110,25 @@ def raw_cache_key(identity: Identity, body: bytes, *, replicate: int) -> str:
     return digest.hexdigest()
 
 
+class CorruptCacheError(UserError):
+    """The cache file is not an SQLite database of answers (damaged, or another file)."""
+
+    def __init__(self, path: Path, exc: sqlite3.DatabaseError) -> None:
+        super().__init__(
+            f"the response cache cannot be read ({exc}); its answers are lost",
+            file=path,
+            hint=f"remove it with `assay cache clear --path {path}` (or delete the file); "
+            "the next run with --cache starts a new one",
+        )
+        self.path = path
+
+
+def remove_cache_file(path: Path) -> None:
+    """Delete the cache file ``path`` and its SQLite journal files, those that exist."""
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+
+
 @dataclass(frozen=True)
 class CacheStats:
     """Entries, their total text size (characters) and the oldest and newest (Unix seconds)."""
@@ -142,13 +162,17 @@ class ResponseCache:
         self.hits = 0
         self.misses = 0
         self._db = sqlite3.connect(path, timeout=30, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute(_SCHEMA)
-        columns = {row[1] for row in self._db.execute("PRAGMA table_info(responses)")}
-        if "extra" not in columns:  # a cache file written before tool calls were cached
-            self._db.execute(_EXTRA_COLUMN)
-        self._db.execute(_RAW_SCHEMA)
-        self._db.commit()
+        try:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute(_SCHEMA)
+            columns = {row[1] for row in self._db.execute("PRAGMA table_info(responses)")}
+            if "extra" not in columns:  # a cache file written before tool calls were cached
+                self._db.execute(_EXTRA_COLUMN)
+            self._db.execute(_RAW_SCHEMA)
+            self._db.commit()
+        except sqlite3.DatabaseError as exc:
+            self._db.close()
+            raise CorruptCacheError(path, exc) from None
 
     def get(self, key: str) -> ModelResponse | None:
         """The stored response for ``key`` if present and fresh."""

@@ -28,6 +28,7 @@ from assay.providers.retry import (
     is_retryable_status,
     parse_retry_after,
 )
+from assay.results.secrets import clip_head
 
 OnRetry = Callable[[str, Attempt], None]
 
@@ -151,7 +152,8 @@ class ManagedModel:
                 await slot.__aexit__(None, None, None)
                 raise
             if is_retryable_status(response.status_code):
-                text = (await response.aread()).decode("utf-8", "replace")[:300]
+                text = (await response.aread()).decode("utf-8", "replace")
+                text = clip_head(text, 300)
                 await response.aclose()
                 ticket.rate_limited = response.status_code == 429
                 await slot.__aexit__(None, None, None)

@@ -47,6 +47,7 @@ from assay.data.csvrows import iter_csv
 from assay.data.jsonl import iter_jsonl
 from assay.errors import DatasetError, UsageError
 from assay.qa.schema import lookup, normalize_sample, route
+from assay.results.secrets import clip_head
 from assay.spec.task import ID_PATTERN
 
 Shape = Literal["csv-choices", "jsonl-answers", "squad", "gsm8k"]
@@ -315,7 +316,7 @@ def _from_answers(
 
 def _after(text: str, marker: str, where: _Where) -> str:
     if marker not in text:
-        raise where.error(f"the answer has no {marker!r}: {text[:80]!r}")
+        raise where.error(f"the answer has no {marker!r}: {clip_head(text, 80)!r}")
     return text.rsplit(marker, 1)[1].strip()
 
 
@@ -361,7 +362,7 @@ def _sample_id(
     value = str(_get(row, fields.id, where))
     if not ID_PATTERN.match(value):
         raise where.error(
-            f"id {value[:80]!r} is not a valid row id (letters, digits, _ . -)",
+            f"id {clip_head(value, 80)!r} is not a valid row id (letters, digits, _ . -)",
             hint=f"number the rows instead (--no-id, --id-prefix) and keep the source id with "
             f"--meta {fields.id}",
         )

@@ -12,11 +12,13 @@ reaches the judge unchanged. The prompt follows ToMEval's current open-question 
 For ``open_unanswerable`` items the judge is told that the story does not answer the
 question: a response that says so is correct, any specific answer is wrong.
 
-The reply is parsed strictly (:class:`JudgeReply`: exactly the two keys, a JSON boolean and
-a string; one surrounding Markdown code fence is tolerated). An unparseable reply, or a
-judge endpoint that fails, is retried up to ``retries`` more times: after an unparseable reply
-the retry shows the judge its reply and what was wrong with it (so a deterministic judge at
-temperature 0 does not simply repeat itself); after a failed call the request is sent again.
+The reply is read by the judges' one reader (:mod:`assay.judges.verdict`: one JSON object,
+alone or in one Markdown code fence; a repeated key or NaN refused) and then strictly
+(:class:`JudgeReply`: exactly the two keys, a JSON boolean and a string). An unparseable
+reply, or a judge endpoint that fails, is retried up to ``retries`` more times
+(:func:`assay.judges.verdict.ask_json`): after an unparseable reply the retry shows the judge
+its reply and what was wrong with it (so a deterministic judge at temperature 0 does not
+simply repeat itself); after a failed call the request is sent again.
 After the last attempt the verdict is a judge error (``is_correct is None``), which accuracy
 keeps out of its denominator, visibly.
 """
@@ -24,15 +26,13 @@ keeps out of its denominator, visibly.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from pydantic import BaseModel, ConfigDict, StrictBool, StrictStr, ValidationError
+from pydantic import BaseModel, ConfigDict, StrictBool, StrictStr
 
-from assay.data.jsonl import parse_json_strict
-from assay.errors import ModelError
-from assay.providers.base import JsonSchema, Message, Model, ModelRequest
+from assay.judges.verdict import ask_json, json_object, repair
+from assay.providers.base import Message, Model
 
 VERDICT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -48,7 +48,6 @@ JUDGE_SYSTEM = (
     "You grade answers to questions. You compare a model response with reference answers "
     "and reply with one JSON object only."
 )
-_FENCE = re.compile(r"^```(?:json)?\s*\n?(.*?)\n?```$", re.DOTALL)
 
 
 class JudgeReply(BaseModel):
@@ -151,28 +150,21 @@ def _json(items: tuple[str, ...]) -> str:
 
 
 def parse_verdict(text: str) -> JudgeReply:
-    """Parse a judge reply strictly.
+    """Parse a judge reply strictly (:func:`assay.judges.verdict.json_object`, then exactly
+    the two keys).
 
     Raises:
-        ValueError: not JSON, not an object, a key given twice (``{"is_correct": true,
-            "is_correct": false}`` has no single verdict: JSON parsers disagree on which one
-            wins), a missing or extra key, or a non-boolean ``is_correct``
-            (``pydantic.ValidationError`` is a ``ValueError``).
+        ValueError: not one JSON object, a key given twice, a missing or extra key, or a
+            non-boolean ``is_correct`` (``pydantic.ValidationError`` is a ``ValueError``).
     """
-    body = text.strip()
-    fenced = _FENCE.match(body)
-    if fenced:
-        body = fenced.group(1).strip()
-    try:
-        data = parse_json_strict(body)
-    except ValueError as exc:
-        key = getattr(exc, "key", None)  # assay.data.jsonl's duplicate-key error
-        if key is not None:
-            raise ValueError(
-                f"the key '{key}' appears twice, so the verdict is ambiguous"
-            ) from None
-        raise ValueError(f"not JSON: {exc}") from None
+    return _reply(json_object(text))
+
+
+def _reply(data: dict[str, Any]) -> JudgeReply:
     return JudgeReply.model_validate(data, strict=True)
+
+
+REPLY_SHAPE = '{"is_correct": true or false, "reason": "one short sentence"}'
 
 
 async def judge_open(
@@ -197,49 +189,20 @@ async def judge_open(
     Returns:
         A verdict, or a judge error (``is_correct is None``) after ``retries + 1`` failures.
     """
-    if retries < 0:
-        raise ValueError(f"retries must be >= 0, got {retries}")
-    first = judge_messages(item, response, include_story=include_story)
-    messages, error, raw = first, "no attempt made", None
-    for attempt in range(retries + 1):
-        request = ModelRequest(
-            messages=messages, max_tokens=max_tokens, constraint=JsonSchema(VERDICT_SCHEMA)
-        )
-        try:
-            raw = (await model.generate(request)).text
-        except ModelError as exc:
-            error, raw, messages = f"judge call failed: {exc}", None, first
-            continue
-        try:
-            reply = parse_verdict(raw)
-        except ValueError as exc:
-            error = f"unparseable verdict: {_first_line(exc)}"
-            messages = repair_messages(first, raw, error)
-            continue
-        return JudgeVerdict(reply.is_correct, reply.reason, attempt + 1, None, raw)
-    return JudgeVerdict(None, None, retries + 1, error, raw)
+    messages = judge_messages(item, response, include_story=include_story)
+    outcome = await ask_json(model, messages, schema=VERDICT_SCHEMA, read=_reply,
+                             retries=retries, max_tokens=max_tokens,
+                             reply_shape=REPLY_SHAPE)  # fmt: skip
+    if outcome.value is None:
+        return JudgeVerdict(None, None, outcome.attempts, outcome.error, outcome.raw)
+    reply = outcome.value
+    return JudgeVerdict(reply.is_correct, reply.reason, outcome.attempts, None, outcome.raw)
 
 
 def repair_messages(first: tuple[Message, ...], reply: str, problem: str) -> tuple[Message, ...]:
     """The conversation of a retry: the question, the unusable reply, and a request to
     answer again with the JSON object only."""
-    return (
-        *first,
-        Message("assistant", reply),
-        Message(
-            "user",
-            f"Your reply could not be read ({problem}). Reply again with only the JSON object "
-            '{"is_correct": true or false, "reason": "one short sentence"}.',
-        ),
-    )
-
-
-def _first_line(exc: Exception) -> str:
-    if isinstance(exc, ValidationError):
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first.get("loc", ())) or "reply"
-        return f"{where}: {first.get('msg', '')}"
-    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return repair(first, reply, problem, REPLY_SHAPE)
 
 
 @dataclass(frozen=True)

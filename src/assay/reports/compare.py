@@ -26,7 +26,7 @@ from assay.results.plan_record import PLAN_FILE, PlanRecord
 from assay.results.run import TaskSelection
 from assay.results.run_file import read_summary
 from assay.results.secrets import Redactor
-from assay.results.task_result import EvaluationResult
+from assay.results.task_result import EvaluationResult, JudgeCriterionResult
 
 SHOWN_IDS = 10
 
@@ -166,6 +166,7 @@ def compare_runs(
             paths[id(copy)] = (run / task_json_relpath(result)).as_posix()
             arms.append(copy)
     order = {r.row_id: (r.row_index or 0) for r in kept_a}
+    judges = judge_difference(kept_a, kept_b)
     row_ids = {s: sorted(_rows(kept_a)[s], key=lambda i: (order.get(i, 0), i)) for s in shared}
     datasets = [
         ArmDataset(variant_id=name, suite_id=suite,
@@ -174,9 +175,27 @@ def compare_runs(
         for suite in shared
     ]  # fmt: skip
     return build_experiment(arms, paths, experiment_id=f"{run_b.name} vs {run_a.name}",
-                            description=f"A = {run_a}, B = {run_b}",
+                            description=f"A = {run_a}, B = {run_b}" + judges,
                             variant_ids=[name_a, name_b], row_ids=row_ids,
                             datasets=datasets)  # fmt: skip
+
+
+def _judges(results: Sequence[EvaluationResult]) -> set[str]:
+    return {f"{item.judge.name}{'@' + str(item.judge.version) if item.judge.version else ''} "
+            f"(sha256 {item.judge.content_hash[:12]})"
+            for r in results for item in r.success_criteria_results
+            if isinstance(item, JudgeCriterionResult)}  # fmt: skip
+
+
+def judge_difference(a: Sequence[EvaluationResult], b: Sequence[EvaluationResult]) -> str:
+    """A warning when the two runs were graded by different judges (a changed rubric, model
+    or verdict is a different judge, so its numbers are not the old one's), else ``""``."""
+    judges_a, judges_b = _judges(a), _judges(b)
+    if judges_a == judges_b:
+        return ""
+    return (". WARNING: the runs were graded by different judges (A: "
+            f"{', '.join(sorted(judges_a)) or 'none'}; B: {', '.join(sorted(judges_b)) or 'none'})"
+            ": differences may come from the judge, not from what was judged")  # fmt: skip
 
 
 def render_comparison(report: ExperimentResult) -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from assay.reports.judge_md import judge_lines
 from assay.reports.rollup import FAILED_SAMPLE_LIMIT
 from assay.results.experiment import Comparison, Difference, Estimate, ExperimentResult
 from assay.results.run import RunSummary
@@ -198,6 +199,7 @@ def _aggregate_section(agg: CriterionAggregate) -> list[str]:
                 for c in agg.threshold_checks
             ],
         )  # fmt: skip
+    out += judge_lines(agg)
     out += _classification_sections(agg.details)
     return out
 
@@ -281,6 +283,10 @@ def render_run(summary: RunSummary) -> str:
                 for s in summary.suites
             ],
         )  # fmt: skip
+    if summary.judges:
+        out += ["", "**Judges**: " + ", ".join(
+            f"`{j['name']}{'@' + str(j['version']) if j.get('version') is not None else ''}` "
+            f"(sha256 `{str(j['content_hash'])[:12]}`)" for j in summary.judges)]  # fmt: skip
     standalone = [t for t in summary.task_results if t.suite_id is None]
     if standalone:
         out += ["", "## Tasks without a dataset", ""]
@@ -299,7 +305,7 @@ def render_run(summary: RunSummary) -> str:
         out += ["", "## Secrets found", "",
                 "Remove these files (or the secret in them) before sharing this folder; "
                 "the run exits 1.", ""]  # fmt: skip
-        out += [f"- `{f.file}:{f.line}`: {f.kind}" for f in summary.secret_findings]
+        out += [f"- `{f.render().partition(': ')[0]}`: {f.kind}" for f in summary.secret_findings]
     return "\n".join(out) + "\n"
 
 

@@ -95,12 +95,18 @@ class CriterionCount:
         self.present = 0
         self.graded = 0
         self.errors = 0
+        self.judge_errors = 0
         self.refused = 0
+        self.skipped = 0
         self.texts: set[str] = set()
 
     def add(self, item: CriterionResult) -> None:
-        """Count one row's result of this criterion."""
+        """Count one row's result of this criterion (a skipped one only as skipped)."""
+        if item.evaluation_status == "skipped":
+            self.skipped += 1
+            return
         self.present += 1
+        self.judge_errors += (item.error or "").startswith("judge_error")
         if len(self.texts) < 2:
             self.texts.add(item.description)
         self.errors += item.grader_failed
@@ -119,8 +125,12 @@ class CriterionCount:
         table, details = self.tally.result()
         if self.errors:
             details = {**details, "criterion_errors": self.errors}
+        if self.judge_errors:
+            details = {**details, "judge_errors": self.judge_errors}
         if self.refused:
             details = {**details, "refused": self.refused}
+        if self.skipped:
+            details = {**details, "skipped": self.skipped}
         completion = MetricTable()
         completion.put("completion_rate", self.graded, rows_total, "the suite has no rows")
         table.merge(completion)

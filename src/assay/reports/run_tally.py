@@ -24,7 +24,12 @@ from assay.reports.suite_rules import order_key, task_json_relpath
 from assay.results.run import RunSummary, SuiteRef, TaskRow
 from assay.results.status import FinalStatus, RowCounts
 from assay.results.suite import SuiteRollup
-from assay.results.task_result import EvaluationResult, TaskConfigRecord, TokenUsage
+from assay.results.task_result import (
+    EvaluationResult,
+    JudgeCriterionResult,
+    TaskConfigRecord,
+    TokenUsage,
+)
 
 SuiteKey = tuple[str, str]
 SEPARATOR = "\x1e"  # between a spilled line's parts (JSON never holds it unescaped)
@@ -95,6 +100,7 @@ class RunTally:
         self.kept: list[EvaluationResult] = []
         self.standalone: list[EvaluationResult] = []
         self.standalone_rows: list[TaskRow] = []
+        self.judges: dict[tuple[str, str], dict[str, Any]] = {}  # each judge once, first met
         self.counts: dict[str, int] = dict.fromkeys(RowCounts.__dataclass_fields__, 0)
         self.tokens = TokenUsage()
         self.budgets = {FinalStatus.TOKEN_BUDGET_EXCEEDED: 0, FinalStatus.TIMEOUT: 0,
@@ -130,6 +136,11 @@ class RunTally:
         if self.meta.experiment_id is not None:
             self.kept.append(compact(result, keep_row=True))
         self._count(result)
+        for item in result.success_criteria_results:
+            if isinstance(item, JudgeCriterionResult):
+                key = (item.judge.name, item.judge.content_hash)
+                if key not in self.judges:
+                    self.judges[key] = item.judge.model_dump(mode="json")
         self.junit[(result.variant_id, group)].add(result)
         sort_key = [self.variants.get(result.variant_id, len(self.variants)), result.variant_id,
                     group, *order_key(result)]  # fmt: skip
@@ -206,7 +217,8 @@ class RunTally:
             cost_complete=self.cost_complete, rows_usage_from_cli=self.usage_from_cli,
             interrupted=meta.interrupted, exit_code=exit_code, max_parallel=meta.max_parallel,
             command=meta.command, skipped_tasks=meta.skipped, selections=meta.selections,
-            suites=refs, task_criteria=meta.criteria, warnings=meta.warnings, task_results=[],
+            suites=refs, judges=list(self.judges.values()), task_criteria=meta.criteria,
+            warnings=meta.warnings, task_results=[],
             framework_version=__version__,
             environment_info={"python": sys.version.split()[0], "platform": platform.platform()},
         )  # fmt: skip

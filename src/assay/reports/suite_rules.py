@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Literal
 
 from assay.data.substitute import PLACEHOLDER
+from assay.results.secrets import clip_head
 from assay.results.status import RowCounts
 from assay.results.suite import CriterionAggregate, FailedRowSummary
 from assay.results.task_result import EvaluationResult, QaCriterionResult
@@ -160,7 +161,7 @@ def qa_answer(result: EvaluationResult) -> tuple[str | None, str | None]:
 
 def _shorten(text: str) -> str:
     text = text.strip()
-    return text if len(text) <= ANSWER_SHOWN else text[: ANSWER_SHOWN - 1] + "…"
+    return clip_head(text, ANSWER_SHOWN)
 
 
 def failed_summary(result: EvaluationResult, relpath: str) -> FailedRowSummary:

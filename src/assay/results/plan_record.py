@@ -55,6 +55,18 @@ class PlanOptionsRecord(_Model):
     overrides: list[tuple[list[str], Any]] = Field(default_factory=list)
 
 
+class JudgeUse(_Model):
+    """A judge a task's criterion (``position`` in ``success_criteria``) resolved to when
+    the run was planned: a resumed run reads the same store version and refuses a judge
+    whose content changed."""
+
+    position: int
+    name: str
+    version: int | None = None
+    content_hash: str
+    source: str
+
+
 class PlanRecord(_Model):
     """One ``plan.json``."""
 
@@ -69,6 +81,7 @@ class PlanRecord(_Model):
     criteria: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)
     work_items: int = 0
     planned: dict[str, int] = Field(default_factory=dict)
+    judges: dict[str, list[JudgeUse]] = Field(default_factory=dict)
 
 
 def write_plan(run_dir: Path, record: PlanRecord, *, redactor: Redactor | None = None) -> None:

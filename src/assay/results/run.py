@@ -64,11 +64,16 @@ class TaskSelection(_Model):
 
 
 class SecretFindingRecord(_Model):
-    """A secret the scan found in the run folder: file, line, and what (never the value)."""
+    """A secret the scan found in the run folder: file, line, and what (never the value);
+    line 0 for a file or folder the scan could not read."""
 
     file: str
     line: int
     kind: str
+
+    def render(self) -> str:
+        """``default/t/r1/00/task.json:12: the value of OPENAI_API_KEY``; no line for 0."""
+        return f"{self.file}:{self.line}: {self.kind}" if self.line else f"{self.file}: {self.kind}"
 
 
 class RunSummary(_Model):
@@ -113,6 +118,7 @@ class RunSummary(_Model):
     selections: list[TaskSelection] = Field(default_factory=list)
     suites: list[SuiteRef] = Field(default_factory=list)
     task_criteria: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)
+    judges: list[dict[str, Any]] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
     secret_findings: list[SecretFindingRecord] = Field(default_factory=list)
     task_results: list[TaskRow] = Field(default_factory=list)

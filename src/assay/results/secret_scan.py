@@ -86,8 +86,9 @@ class SecretFinding:
     kind: str
 
     def render(self) -> str:
-        """``default/t/r1/00/task.json:12: the value of OPENAI_API_KEY``."""
-        return f"{self.file}:{self.line}: {self.kind}"
+        """``default/t/r1/00/task.json:12: the value of OPENAI_API_KEY`` (without a line for
+        a file or folder the scan cannot read, ``line`` 0)."""
+        return f"{self.file}:{self.line}: {self.kind}" if self.line else f"{self.file}: {self.kind}"
 
 
 def looks_random(body: bytes) -> bool:
@@ -127,28 +128,43 @@ def _line(data: Buffer, start: int, offset: int) -> int:
     return data[start:offset].count(b"\n") + 1
 
 
+UNREADABLE = "a file the scan cannot read ({reason}): make it readable, or remove it"
+"""A finding (line 0) for a file or folder the scan cannot read: it may hold a secret."""
+
+
+def unreadable(reason: OSError) -> str:
+    """The finding's text for a file or folder that could not be read."""
+    return UNREADABLE.format(reason=reason.strerror or type(reason).__name__)
+
+
 def scan_file(path: Path, redactor: Redactor, *, shapes: bool = True) -> list[tuple[int, str]]:
-    """``(line, kind)`` of every secret in the file at ``path`` (empty when it is empty or
-    cannot be read: a scan never fails on the folder it checks)."""
+    """``(line, kind)`` of every secret in the file at ``path`` (empty when it is empty);
+    a file that cannot be read is one finding at line 0 (:data:`UNREADABLE`): it may hold
+    one."""
     try:
         with path.open("rb") as handle:
             if os.fstat(handle.fileno()).st_size == 0:
                 return []
             with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
                 return scan_buffer(data, redactor, shapes=shapes)
-    except (OSError, ValueError):
+    except OSError as exc:
+        return [(0, unreadable(exc))]
+    except ValueError:  # the file was emptied meanwhile: nothing to map
         return []
 
 
-def _files(folder: str) -> Iterator[tuple[str, int, bool]]:
-    """Every regular file under ``folder`` (symlinks not followed): its path, its size and
-    whether key shapes are searched in it (not inside a kept sandbox, ``<NN>/sandbox/``)."""
+def _files(folder: str) -> Iterator[tuple[str, int | OSError, bool]]:
+    """Every regular file under ``folder`` (symlinks not followed): its path, its size (or
+    the error that kept a folder from being listed) and whether key shapes are searched in
+    it (not inside a kept sandbox, ``<NN>/sandbox/``)."""
     stack = [(folder, True)]
     while stack:
         directory, shapes = stack.pop()
         try:
             entries = list(os.scandir(directory))
-        except OSError:
+        except OSError as exc:
+            if directory != folder:
+                yield directory, exc, shapes
             continue
         parent = os.path.basename(directory)
         for entry in entries:
@@ -200,6 +216,9 @@ def scan_run(
     batches = {True: _Batch(True), False: _Batch(False)}
     for path, size, shapes in _files(root):
         shown = path[len(root) :].replace(os.sep, "/")
+        if isinstance(size, OSError):
+            findings.append(SecretFinding(shown, 0, unreadable(size).replace("file", "folder", 1)))
+            continue
         if size > batch_bytes:
             found = scan_file(Path(path), redactor, shapes=shapes)
             findings += [SecretFinding(shown, line, kind) for line, kind in found]
@@ -207,7 +226,8 @@ def scan_run(
         try:
             with open(path, "rb") as handle:
                 data = handle.read()
-        except OSError:
+        except OSError as exc:
+            findings.append(SecretFinding(shown, 0, unreadable(exc)))
             continue
         batch = batches[shapes]
         batch.parts.append(data)

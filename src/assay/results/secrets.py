@@ -1,11 +1,14 @@
 """Secrets: which environment variables hold one, and the redactor that keeps their values
 out of everything assay writes and prints.
 
-A variable holds a secret when its name (compared in upper case) ends in ``_KEY``,
-``_TOKEN``, ``_SECRET`` or ``_PASSWORD``, contains ``SECRET``, or is one of
-:data:`PROVIDER_CREDENTIALS` (the credential variables of the model providers and agent CLIs
-assay knows); a task adds the variables it names in ``api_key_env``. The password of a URL
-(``scheme://user:password@host``) in any variable is a secret too (a store or proxy URL).
+A variable holds a secret when its name (compared in upper case) ends in one of
+:data:`SECRET_SUFFIXES` (``_KEY``, ``_TOKEN``, ``_PASSWORD``, ``_PWD``, ``_PAT``, ``_DSN``,
+...), contains ``SECRET``, ``PASSWORD``, ``PASSWD`` or ``TOKEN`` (not ``TOKENS`` or
+``TOKENIZER``: ``CLAUDE_CODE_MAX_OUTPUT_TOKENS`` and ``TOKENIZERS_PARALLELISM`` are
+settings), or is one of :data:`PROVIDER_CREDENTIALS` (the credential variables of the model
+providers, agent CLIs and database clients assay knows); a task adds the variables it names
+in ``api_key_env``. The password of a URL (``scheme://user:password@host``, or
+``?password=...``) in any variable is a secret too (a store or proxy URL).
 
 A :class:`Redactor` holds every known secret value with the name it came from and replaces
 each occurrence by ``[redacted:NAME]``. It is built once per run and passed down to the few
@@ -24,11 +27,11 @@ import json
 import re
 import string
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from mmap import mmap
 from typing import Any, TypeAlias
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote, unquote_plus, urlsplit
 
 Buffer: TypeAlias = bytes | mmap
 
@@ -36,7 +39,18 @@ MIN_SECRET_LENGTH = 8
 """Shorter values are not redacted: ``[redacted:X]`` in place of every ``none`` or ``1234``
 would garble reports, and so short a value protects little."""
 
-SECRET_SUFFIXES = ("_KEY", "_TOKEN", "_SECRET", "_PASSWORD")
+SECRET_SUFFIXES = (
+    "_KEY",
+    "_APIKEY",
+    "_TOKEN",
+    "_SECRET",
+    "_PASSWORD",
+    "_PASSWD",
+    "_PWD",
+    "_PAT",
+    "_DSN",
+)
+_SECRET_WORDS = re.compile(r"SECRET|PASSWORD|PASSWD|TOKEN(?!S|IZ)")
 
 PROVIDER_CREDENTIALS = frozenset(
     {
@@ -59,6 +73,8 @@ PROVIDER_CREDENTIALS = frozenset(
         "GITHUB_TOKEN",
         "GH_TOKEN",
         "UIPATH_ACCESS_TOKEN",
+        "PGPASSWORD",
+        "MYSQL_PWD",
     }
 )
 """Credential variables of providers and agent CLIs, withheld and redacted whatever their
@@ -70,12 +86,19 @@ _FEW = 16
 _MARKER = re.compile(r"\[redacted:[^\]\s]*\]")
 _NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_.\-]")
 _URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s/@]+@")
+_PASSWORD_PARAMETER = re.compile(r"(?:^|[?&\s])password=([^&\s'\"]+)", re.IGNORECASE)
+"""A libpq/SQLAlchemy ``password=`` parameter: in a URL's query (``...?password=pw``) or a
+connection string (``host=db password=pw``)."""
 
 
 def is_secret_name(name: str) -> bool:
     """True when the variable ``name`` holds a secret by its name (see the module docstring)."""
     upper = name.upper()
-    return upper.endswith(SECRET_SUFFIXES) or "SECRET" in upper or upper in PROVIDER_CREDENTIALS
+    return (
+        upper.endswith(SECRET_SUFFIXES)
+        or _SECRET_WORDS.search(upper) is not None
+        or upper in PROVIDER_CREDENTIALS
+    )
 
 
 def marker(name: str) -> str:
@@ -84,33 +107,63 @@ def marker(name: str) -> str:
 
 
 def url_passwords(value: str) -> list[str]:
-    """The passwords of the URLs with credentials in ``value`` (``postgresql://u:pw@host``),
-    as written and percent-decoded."""
+    """The passwords of the URLs with credentials in ``value`` (``postgresql://u:pw@host``)
+    and of its ``password=`` parameters (``postgresql://u@host/db?password=pw``, libpq's
+    ``host=h password=pw``), as written and percent-decoded."""
     found: dict[str, None] = {}
+    passwords: list[str] = []
     for match in _URL_IN_TEXT.finditer(value):
         try:
             password = urlsplit(match.group(0) + "host").password
         except ValueError:
             continue
+        passwords.append(password or "")
+    passwords += _PASSWORD_PARAMETER.findall(value)
+    for password in passwords:
         if password:
-            found.update(dict.fromkeys([password, unquote(password)]))
+            found.update(dict.fromkeys([password, unquote(password), unquote_plus(password)]))
     return list(found)
 
 
-def _forms(value: str) -> list[str]:
-    """Every way ``value`` can appear in what assay writes: as is, escaped for JSON (both
-    with and without ASCII escapes), for XML and for a Markdown table cell, and, for a value
-    of several lines (a PEM key), each line long enough to redact on its own."""
-    forms = [
-        value,
-        json.dumps(value, ensure_ascii=False)[1:-1],
-        json.dumps(value)[1:-1],
-        html.escape(value, quote=False),
-        html.escape(value, quote=False).replace('"', "&quot;").replace("\n", "&#10;"),
-        value.replace("|", "\\|").replace("\r\n", "⏎").replace("\n", "⏎").replace("\r", "⏎"),
+def _python_reprs(value: str) -> list[str]:
+    """``value`` as Python's ``repr`` writes it inside a longer string, in either of its
+    quotes (``'`` escaped or not): ``repr("a'b")`` is ``"a'b"``, ``repr("a'b\"")`` escapes
+    the ``'``."""
+    return [repr(value)[1:-1], repr(value + "'\"")[1:-4]]
+
+
+def _writer_forms(text: str) -> list[str]:
+    """``text`` as each of assay's writers escapes it: as is; JSON (with and without ASCII
+    escapes, and with Go's ``encoding/json`` escapes of ``<>&``, as in report.html's data);
+    XML and HTML (element text, attributes, Jinja2's ``&#34;``/``&#39;``); a Markdown table
+    cell."""
+    as_json = json.dumps(text, ensure_ascii=False)[1:-1]
+    xml = html.escape(text, quote=False)
+    return [
+        text,
+        as_json,
+        json.dumps(text)[1:-1],
+        as_json.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"),
+        xml,
+        xml.replace('"', "&quot;").replace("\n", "&#10;"),
+        xml.replace('"', "&#34;").replace("'", "&#39;"),
+        html.escape(text, quote=True),
+        text.replace("|", "\\|").replace("\r\n", "⏎").replace("\n", "⏎").replace("\r", "⏎"),
     ]
+
+
+def _forms(value: str) -> list[str]:
+    """Every way ``value`` can appear in what assay writes: as is, without its surrounding
+    whitespace, as Python's ``repr`` and JSON write it inside a string, each of these as
+    assay's writers escape it (:func:`_writer_forms`), and, for a value of several lines (a
+    PEM key), each line long enough to redact on its own."""
+    bare = [value, value.strip()]
     if "\n" in value:
-        forms += [line.strip() for line in value.splitlines()]
+        bare += [line.strip() for line in value.splitlines()]
+    inner: dict[str, None] = {}
+    for text in bare:
+        inner.update(dict.fromkeys([text, *_python_reprs(text), json.dumps(text)[1:-1]]))
+    forms = [form for text in inner for form in _writer_forms(text)]
     return [f for f in dict.fromkeys(forms) if len(f) >= MIN_SECRET_LENGTH]
 
 
@@ -126,11 +179,23 @@ class _Matcher:
     few_bytes: tuple[bytes, ...] = ()
     shapes: tuple[str, ...] = ()
     """The group names of :meth:`Redactor.add_pattern`'s patterns, in ``pattern``."""
+    heads: dict[str, str] = field(default_factory=dict)
+    """Each form's starts of :data:`MIN_SECRET_LENGTH` characters or more (not the whole
+    form), with its marker: what a clip can leave before its cut mark."""
+    tails: dict[str, str] = field(default_factory=dict)
+    """Each form's ends, likewise: what a clip can leave after its cut mark."""
+    head_marks: re.Pattern[str] | None = None
+    """A cut mark right after the last :data:`MIN_SECRET_LENGTH` characters of a head: the
+    places to look, found by one search in C however many marks a text holds."""
+    tail_marks: re.Pattern[str] | None = None
+    """A cut mark right before the first characters of a tail, likewise."""
 
     def contains(self, text: str) -> bool:
         if self.few is not None:  # a few values: one C-level substring search each is faster
-            return any(form in text for form in self.few)
-        return self.pattern is not None and self.pattern.search(text) is not None
+            found = any(form in text for form in self.few)
+        else:
+            found = self.pattern is not None and self.pattern.search(text) is not None
+        return found or bool(self.fragments(text))
 
     def marker_of(self, match: re.Match[str] | re.Match[bytes]) -> str:
         if match.lastgroup is not None:
@@ -138,6 +203,33 @@ class _Matcher:
         found = match.group(0)
         return self.markers[found.decode("utf-8", "surrogatepass") if isinstance(found, bytes)
                             else found]  # fmt: skip
+
+    def fragments(self, text: str) -> list[tuple[int, int, str]]:
+        """``(start, end, marker)`` of each piece of a known value left at a cut mark (a
+        start right before ``…``/``...``, an end right after), longest piece first."""
+        if not self.heads or ("…" not in text and "..." not in text):
+            return []
+        assert self.head_marks is not None and self.tail_marks is not None
+        found: list[tuple[int, int, str]] = []
+        for cut in self.head_marks.finditer(text):
+            start = cut.start()
+            piece = max((h for h in self.heads if text.endswith(h, 0, start)), key=len)
+            found.append((start - len(piece), start, self.heads[piece]))
+        for cut in self.tail_marks.finditer(text):
+            end = cut.end()
+            piece = max((t for t in self.tails if text.startswith(t, end)), key=len)
+            found.append((end, end + len(piece), self.tails[piece]))
+        return found
+
+    def cut_fragments(self, text: str) -> str:
+        """``text`` with each piece of :meth:`fragments` replaced by its marker."""
+        parts: list[str] = []
+        done = 0
+        for start, end, shown in sorted(self.fragments(text)):
+            if start >= done:  # two marks around one short piece: replaced once
+                parts += [text[done:start], shown]
+                done = end
+        return "".join([*parts, text[done:]]) if parts else text
 
     @classmethod
     def build(cls, markers: dict[str, str], patterns: dict[str, str]) -> _Matcher:
@@ -151,7 +243,30 @@ class _Matcher:
         byte_pattern = re.compile(b"|".join([*(re.escape(f) for f in raw),
                                              *(g.encode() for g in groups)]))  # fmt: skip
         few = tuple(ordered) if len(ordered) <= _FEW and not patterns else None
-        return cls(markers, pattern, byte_pattern, few, tuple(raw), shapes)
+        heads: dict[str, str] = {}
+        tails: dict[str, str] = {}
+        for form in ordered:
+            for size in range(MIN_SECRET_LENGTH, len(form)):
+                heads.setdefault(form[:size], markers[form])
+                tails.setdefault(form[-size:], markers[form])
+        head_marks, tail_marks = _cut_marks(heads, tails)
+        return cls(markers, pattern, byte_pattern, few, tuple(raw), shapes, heads, tails,
+                   head_marks, tail_marks)  # fmt: skip
+
+
+def _cut_marks(
+    heads: Iterable[str], tails: Iterable[str]
+) -> tuple[re.Pattern[str] | None, re.Pattern[str] | None]:
+    """:attr:`_Matcher.head_marks` and :attr:`_Matcher.tail_marks` (``None`` without
+    heads): each mark is matched first, then a fixed-width look-behind (or a look-ahead)
+    checks the characters next to it."""
+    ends = "|".join(sorted({re.escape(h[-MIN_SECRET_LENGTH:]) for h in heads}))
+    starts = "|".join(sorted({re.escape(t[:MIN_SECRET_LENGTH]) for t in tails}))
+    if not ends:
+        return None, None
+    dots = r"\.\.\.(?<!\.\.\.\.)(?!\.)"  # literal first: a search skips to each mark
+    head_marks = re.compile(f"…(?<=(?:{ends})…)|{dots}(?<=(?:{ends})\\.\\.\\.)")
+    return head_marks, re.compile(f"(?:…|{dots})(?={starts})")
 
 
 class Redactor:
@@ -225,16 +340,33 @@ class Redactor:
             self._matcher = _Matcher.build(self._markers, self._patterns)
 
     def add_environment(self, environ: Mapping[str, str], *, names: Iterable[str] = ()) -> None:
-        """Add every secret variable of ``environ`` (by :func:`is_secret_name`, or named in
-        ``names``), and the password of every URL with credentials in any variable."""
+        """Add every variable of ``environ`` (:meth:`add_variable`)."""
         extra = set(names)
         for name in sorted(environ):
-            value = environ[name]
-            if is_secret_name(name) or name in extra:
-                self.add(name, value)
-            elif "://" in value:
-                for password in url_passwords(value):
-                    self.add(name, password, whole=False)
+            self.add_variable(name, environ[name], names=extra)
+
+    def add_variable(self, name: str, value: str, *, names: Collection[str] = ()) -> None:
+        """Add the variable ``name`` whole if it holds a secret (by :func:`is_secret_name`,
+        or named in ``names``), else the passwords of the URLs with credentials in its value
+        (:func:`url_passwords`; the variable itself is not a secret one)."""
+        if is_secret_name(name) or name in names:
+            self.add(name, value)
+        elif "://" in value or "password=" in value.lower():
+            for password in url_passwords(value):
+                self.add(name, password, whole=False)
+
+    def add_setting(self, name: str, value: Any) -> None:
+        """Add a setting's ``value`` (text, or mappings and lists of it, as a ``-D`` override
+        or an ``env`` block holds) by :meth:`add_variable`, each text under the name of the
+        nearest mapping key (``name`` for the top)."""
+        if isinstance(value, str):
+            self.add_variable(name, value)
+        elif isinstance(value, Mapping):
+            for key, item in value.items():
+                self.add_setting(str(key), item)
+        elif isinstance(value, list | tuple):
+            for item in value:
+                self.add_setting(name, item)
 
     @property
     def names(self) -> frozenset[str]:
@@ -255,11 +387,15 @@ class Redactor:
         return self._matcher.contains(text)
 
     def redact(self, text: str) -> str:
-        """``text`` with every known value replaced by its marker."""
+        """``text`` with every known value replaced by its marker, and the piece of one that
+        a clip left at its cut mark too (:data:`MIN_SECRET_LENGTH` characters or more of its
+        start right before ``…``/``...``, or of its end right after)."""
         matcher = self._matcher
-        if matcher.pattern is None or not matcher.contains(text):
+        if matcher.pattern is None:
             return text
-        return matcher.pattern.sub(matcher.marker_of, text)
+        if matcher.few is None or any(form in text for form in matcher.few):
+            text = matcher.pattern.sub(matcher.marker_of, text)
+        return matcher.cut_fragments(text)
 
     def redact_bytes(self, data: bytes) -> bytes:
         """Like :meth:`redact`, for bytes (UTF-8 forms of the values)."""
@@ -295,33 +431,68 @@ class Redactor:
 
 
 _TOKEN = frozenset(string.ascii_letters + string.digits + "_-+/=.~")
-"""The characters of API keys and tokens (base64, base64url, hex): a clip never splits a run
-of them, so a secret is either whole (and redacted when known) or left out."""
+"""The characters of API keys and tokens (base64, base64url, hex)."""
+
+
+def _cut_inside_word(text: str, at: int) -> bool:
+    """Whether cutting ``text`` at ``at`` splits a run of characters without whitespace
+    (where a key, token or password can be)."""
+    return 0 < at < len(text) and not text[at - 1].isspace() and not text[at].isspace()
+
+
+def _cut_inside_token(text: str, at: int) -> bool:
+    """Whether cutting ``text`` at ``at`` splits a run of :data:`_TOKEN` characters."""
+    return 0 < at < len(text) and text[at - 1] in _TOKEN and text[at] in _TOKEN
+
+
+def _cut_back(text: str, end: int, floor: int) -> int:
+    """The last place at or before ``end`` and after ``floor`` that splits no run without
+    whitespace, else no run of key characters, else ``floor`` (the run is longer than the
+    window: what of it lies in the window is dropped rather than shown in part)."""
+    for inside in (_cut_inside_word, _cut_inside_token):
+        cut = end
+        while cut > floor and inside(text, cut):
+            cut -= 1
+        if cut > floor or (floor > 0 and not inside(text, floor)):
+            return cut
+    return floor
+
+
+def _cut_forward(text: str, start: int, ceiling: int) -> int:
+    """Like :func:`_cut_back`, the first such place at or after ``start``, before
+    ``ceiling``."""
+    for inside in (_cut_inside_word, _cut_inside_token):
+        cut = start
+        while cut < ceiling and inside(text, cut):
+            cut += 1
+        if cut < ceiling or (ceiling < len(text) and not inside(text, ceiling)):
+            return cut
+    return ceiling
 
 
 def clip_head(text: str, limit: int, mark: str = "…") -> str:
-    """The start of ``text``, at most ``limit`` characters with ``mark``, cut where no key
-    can be split (see :data:`_TOKEN`); up to ``max(limit // 2, 256)`` more characters are
-    dropped to reach such a place."""
+    """The start of ``text``, at most ``limit`` characters with ``mark``, cut at whitespace,
+    never inside a run of other characters, where a secret could be split so that redaction
+    no longer recognises it; up to ``max(limit // 2, 256)`` more characters are dropped to
+    reach whitespace (else the end of a run of key characters, see :data:`_TOKEN`). A run
+    longer than that is cut where the window ends, and the piece of a known secret left
+    before ``mark`` is redacted by :meth:`Redactor.redact`."""
     if len(text) <= limit:
         return text
     end = max(limit - len(mark), 0)
-    floor = max(end - max(limit // 2, 256), 0)
-    while end > floor and text[end - 1] in _TOKEN and text[end] in _TOKEN:
-        end -= 1
-    return text[:end] + mark
+    if end == 0:
+        return mark
+    return text[: _cut_back(text, end, max(end - max(limit // 2, 256), 0))] + mark
 
 
 def clip_tail(text: str, limit: int, mark: str = "…") -> str:
-    """The end of ``text``, its last ``limit`` characters after ``mark``, cut where no key
-    can be split, like :func:`clip_head`."""
+    """The end of ``text``, its last ``limit`` characters after ``mark``, cut at whitespace
+    like :func:`clip_head`."""
     if len(text) <= limit:
         return text
     start = len(text) - limit
     ceiling = min(start + max(limit // 2, 256), len(text))
-    while start < ceiling and text[start - 1] in _TOKEN and text[start] in _TOKEN:
-        start += 1
-    return mark + text[start:]
+    return mark + text[_cut_forward(text, start, ceiling) :]
 
 
 def _name_of(text: str) -> str:

@@ -31,7 +31,7 @@ class BasicCriterionResult(_Result):
     score: float = Field(ge=0, le=1)
     details: str = ""
     error: str | None = None
-    evaluation_status: Literal["evaluated", "error", "refused"] = "evaluated"
+    evaluation_status: Literal["evaluated", "error", "refused", "skipped"] = "evaluated"
     pass_threshold: float = 0.9
     gating: bool = True
     weight: float = 1.0
@@ -85,8 +85,55 @@ class QaCriterionResult(BasicCriterionResult):
     sample_result: dict[str, Any] = Field(default_factory=dict)
 
 
+class JudgeRef(_Result):
+    """Which judge graded: ``name``, ``version`` (``None`` outside the store), the sha256
+    ``content_hash`` of what can change a verdict, ``source`` (``file:PATH``,
+    ``store:NAME@N``, ``inline``) and ``model``."""
+
+    name: str
+    version: int | None = None
+    content_hash: str
+    source: str = ""
+    model: str = ""
+
+
+class JudgeSampleRecord(_Result):
+    """One of several samples of a verdict: its value and reason (``None`` when it could not
+    be read), attempts and problem."""
+
+    verdict: bool | str | float | None = None
+    reason: str | None = None
+    attempts: int = 1
+    error: str | None = None
+
+
+class JudgeCriterionResult(BasicCriterionResult):
+    """The grade of an ``llm_judge``.
+
+    ``verdict`` is the boolean, label or score the judge gave (the mean over samples for a
+    scale; ``None`` on a judge error, when ``error`` starts with ``judge_error:`` and ``raw``
+    keeps the unreadable reply); ``score`` is the verdict on [0, 1]; ``expected_label`` is
+    the row's true label (labels verdicts); ``samples`` holds each sample when there were
+    several, and ``self_agreement`` (binary, labels) or ``spread`` (scale) how much they
+    agreed. ``evaluation_status`` is ``skipped`` for ``enabled: false``.
+    """
+
+    result_kind: Literal["judge"] = "judge"  # type: ignore[assignment]
+    judge: JudgeRef
+    verdict_kind: Literal["binary", "labels", "scale"] = "binary"
+    verdict: bool | str | float | None = None
+    reason: str | None = None
+    expected_label: str | None = None
+    raw: str | None = None
+    attempts: int = 0
+    samples: list[JudgeSampleRecord] = Field(default_factory=list)
+    self_agreement: float | None = None
+    spread: float | None = None
+    judge_tokens: int = 0
+
+
 CriterionResult = Annotated[
-    QaCriterionResult | ClassificationCriterionResult | BasicCriterionResult,
+    QaCriterionResult | ClassificationCriterionResult | JudgeCriterionResult | BasicCriterionResult,
     Field(discriminator="result_kind"),
 ]
 

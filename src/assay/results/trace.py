@@ -156,3 +156,37 @@ def _plain(value: Any) -> Any:
     if "arrayValue" in value:
         return [_plain(v) for v in value["arrayValue"].get("values", [])]
     return None
+
+
+def _start(span: dict[str, Any]) -> int:
+    try:
+        return int(span.get("startTimeUnixNano") or 0)
+    except (TypeError, ValueError):
+        return 0
+
+
+def split_traces(trace: dict[str, Any]) -> list[dict[str, Any]]:
+    """One OTLP object per ``traceId`` of ``trace`` (a session holds several), each keeping
+    its spans' resource and scope, ordered by the trace's earliest span start (then by first
+    appearance). Spans without a ``traceId`` are left out."""
+    groups: dict[str, dict[tuple[int, int], list[dict[str, Any]]]] = {}
+    shells: dict[tuple[int, int], tuple[dict[str, Any], dict[str, Any]]] = {}
+    for r_index, resource in enumerate(_objects(trace.get("resourceSpans"))):
+        for s_index, scope in enumerate(_objects(resource.get("scopeSpans"))):
+            shells[(r_index, s_index)] = (resource, scope)
+            for span in _objects(scope.get("spans")):
+                trace_id = span.get("traceId")
+                if isinstance(trace_id, str) and trace_id:
+                    groups.setdefault(trace_id, {}).setdefault((r_index, s_index), []).append(span)
+    parts = []
+    for order, (trace_id, by_scope) in enumerate(groups.items()):
+        spans = [s for members in by_scope.values() for s in members]
+        start = min((_start(s) for s in spans), default=0)
+        resource_spans = []
+        for key, members in by_scope.items():
+            resource, scope = shells[key]
+            shell = {k: v for k, v in scope.items() if k != "spans"}
+            body = {k: v for k, v in resource.items() if k != "scopeSpans"}
+            resource_spans.append({**body, "scopeSpans": [{**shell, "spans": members}]})
+        parts.append((start, order, trace_id, {"resourceSpans": resource_spans}))
+    return [part for *_, part in sorted(parts, key=lambda p: (p[0], p[1]))]

@@ -30,6 +30,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from assay.results.secrets import clip_head
+
 EventKind = Literal[
     "model_call", "text", "tool_call", "tool_result", "command", "file_change", "denial",
     "error", "final",
@@ -210,7 +212,7 @@ class Transcript:
 
 
 def _denial(event: TranscriptEvent) -> DenialRecord:
-    return DenialRecord(tool=event.name, reason=event.text[:300])
+    return DenialRecord(tool=event.name, reason=clip_head(event.text, 300))
 
 
 def _line(event: TranscriptEvent) -> str:
@@ -238,7 +240,7 @@ def _line(event: TranscriptEvent) -> str:
 def _short(value: Any, limit: int = 160) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return clip_head(text, limit)
 
 
 class _Record(BaseModel):

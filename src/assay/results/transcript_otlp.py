@@ -25,7 +25,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from assay.results.trace import Span, SpanEvent, attribute, iter_spans
+from assay.results.secrets import clip_head
+from assay.results.trace import Span, SpanEvent, attribute, iter_spans, split_traces
 from assay.results.transcript import TokenBuckets, Transcript, TranscriptEvent
 
 KEPT = 8000
@@ -121,7 +122,7 @@ def _tool_span(parent: Span, event: TranscriptEvent) -> Span:
         "gen_ai.operation.name": "execute_tool",
         "gen_ai.tool.name": event.name,
         "gen_ai.tool.call.id": event.call_id,
-        "gen_ai.tool.call.arguments": text[:KEPT],
+        "gen_ai.tool.call.arguments": clip_head(text, KEPT),
         "assay.tool.arguments_json": not isinstance(arguments, str),
     })  # fmt: skip
     return span
@@ -141,13 +142,17 @@ def _on_tool(span: Span | None, agent_span: Span, event: TranscriptEvent) -> Non
             SpanEvent(
                 f"assay.{event.kind}",
                 event.at_ns,
-                {"content": event.text[:KEPT], "command": event.command, "name": event.name},
+                {
+                    "content": clip_head(event.text, KEPT),
+                    "command": event.command,
+                    "name": event.name,
+                },
             )
         )
         return
     span.end_ns = max(span.end_ns or span.start_ns, event.at_ns)
     if event.kind == "tool_result":
-        span.attributes["gen_ai.tool.call.result"] = event.text[:KEPT]
+        span.attributes["gen_ai.tool.call.result"] = clip_head(event.text, KEPT)
         if event.is_error:
             span.attributes["assay.tool.is_error"] = True
             span.error = _first_line(event.text) or "the tool reported an error"
@@ -157,12 +162,12 @@ def _on_tool(span: Span | None, agent_span: Span, event: TranscriptEvent) -> Non
             span.attributes["assay.exit_code"] = event.exit_code
     else:
         span.attributes["assay.tool.denied"] = True
-        span.attributes["assay.tool.denial"] = event.text[:KEPT]
+        span.attributes["assay.tool.denial"] = clip_head(event.text, KEPT)
         span.error = "denied: " + (_first_line(event.text) or "by the permission rules")
 
 
 def _first_line(text: str) -> str:
-    return text.strip().splitlines()[0][:200] if text.strip() else ""
+    return clip_head(text.strip().splitlines()[0], 200) if text.strip() else ""
 
 
 def from_trace(trace: dict[str, Any]) -> Transcript | None:
@@ -196,6 +201,25 @@ def from_trace(trace: dict[str, Any]) -> Transcript | None:
     if isinstance(final, str):
         transcript.add(TranscriptEvent("final", _time(agent, "endTimeUnixNano"), text=final))
     return transcript
+
+
+def from_session(trace: dict[str, Any]) -> Transcript | None:
+    """The transcript of every trace of a session, one after another (each trace's events in
+    order, the traces by start time); ``None`` when no trace has an agent span. The stop
+    reason is the last trace's; the skills offered and loaded are every trace's."""
+    parts = [t for t in (from_trace(one) for one in split_traces(trace)) if t is not None]
+    if not parts:
+        return None
+    whole = Transcript(agent=parts[0].agent, stop_reason=parts[-1].stop_reason,
+                       usage_source=parts[0].usage_source)  # fmt: skip
+    for part in parts:
+        whole.events.extend(part.events)
+        whole.skills_offered += [s for s in part.skills_offered if s not in whole.skills_offered]
+        if part.skills_loaded is not None:
+            known = whole.skills_loaded or []
+            whole.skills_loaded = known + [s for s in part.skills_loaded if s not in known]
+        whole.cli.update(part.cli)
+    return whole
 
 
 def _cli_facts(agent: dict[str, Any]) -> dict[str, str]:

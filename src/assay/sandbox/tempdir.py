@@ -160,11 +160,15 @@ class Sandbox:
         For a sandbox kept in the run folder: what the agent wrote there is as shareable as
         the reports. ``since`` (Unix seconds) skips files last modified before it: template
         files keep their own times, and only what the row wrote can hold what it was given.
-        A file that cannot be read or written is left as it is; the run's secret scan
-        reports it if it holds a secret.
+        A folder or file the row made unreadable (``chmod 000``) is first made readable and
+        writable by its owner (assay, who keeps it), so it is redacted too; one that still
+        cannot be read or written is left as it is, and the run's secret scan reports it.
         """
         changed = []
-        for folder, _, files in os.walk(self.root):
+        _own(self.root, 0o700)
+        for folder, dirs, files in os.walk(self.root):
+            for name in dirs:
+                _own(Path(folder) / name, 0o700)
             for name in files:
                 path = Path(folder) / name
                 try:
@@ -172,6 +176,7 @@ class Sandbox:
                     if not stat.S_ISREG(info.st_mode) or (since is not None and
                                                          info.st_mtime < since):  # fmt: skip
                         continue
+                    _own(path, 0o600, info)
                     data = path.read_bytes()
                     redacted = redactor.redact_bytes(data)
                     if redacted is not data:
@@ -187,6 +192,17 @@ class Sandbox:
             self.root.rmdir()
         except OSError:
             shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _own(path: Path, bits: int, info: os.stat_result | None = None) -> None:
+    """Give the owner ``bits`` (``0o700`` for a folder, ``0o600`` for a file) on ``path``
+    when it lacks them; a symlink, or a path assay cannot change, is left as it is."""
+    try:
+        info = info or path.lstat()
+        if not stat.S_ISLNK(info.st_mode) and info.st_mode & bits != bits:
+            path.chmod(stat.S_IMODE(info.st_mode) | bits)
+    except OSError:
+        pass
 
 
 def _copy_over(source: Path, target: Path) -> None:

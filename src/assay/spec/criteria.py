@@ -23,6 +23,7 @@ from assay.spec.criterion_base import CriterionSpec as CriterionSpec
 from assay.spec.criterion_base import check_relative_path as check_relative_path
 from assay.spec.criterion_base import regex_flags as regex_flags
 from assay.spec.file_criteria import FileContains, FileMatchesRegex, JsonCheck, PytestCheck
+from assay.spec.judge_criteria import LlmJudge as LlmJudge
 
 
 class FileExists(CriterionSpec):
@@ -195,18 +196,22 @@ class QaCriterion(CriterionSpec):
 
     type: Literal["qa"]
 
+    @property
+    def reads_response(self) -> bool:
+        """A QA row is graded on the response."""
+        return True
+
 
 _IMPLEMENTED = [
     "file_exists", "file_check", "file_contains", "file_matches_regex", "json_check",
     "run_command", "pytest", "classification_match", "response_match", "qa",
-    "skill_triggered", "command_executed", "tool_called", "commands_efficiency",
+    "skill_triggered", "command_executed", "tool_called", "commands_efficiency", "llm_judge",
 ]  # fmt: skip
 _LATER = "assay implements: " + ", ".join(_IMPLEMENTED)
 CODER_EVAL_CRITERIA_NOT_YET = {
     name: _LATER
     for name in [
         "reference_comparison",
-        "llm_judge",
         "agent_judge",
         "uipath_eval",
         "cli_called",
@@ -219,7 +224,7 @@ CODER_EVAL_CRITERIA_NOT_YET = {
 Criterion = Annotated[
     FileExists | FileCheck | RunCommand | ClassificationMatch | ResponseMatch | QaCriterion
     | FileContains | FileMatchesRegex | JsonCheck | PytestCheck
-    | SkillTriggered | CommandExecuted | ToolCalled | CommandsEfficiency,
+    | SkillTriggered | CommandExecuted | ToolCalled | CommandsEfficiency | LlmJudge,
     Field(discriminator="type"),
     UnionInfo(noun="criterion", not_yet=CODER_EVAL_CRITERIA_NOT_YET),
 ]  # fmt: skip

@@ -30,6 +30,9 @@ class CriterionSpec(StrictModel):
         "stop_early": "the criterion is checked once, after the agent finishes",
         "read_only": "criteria run in the row's sandbox after the agent",
     }
+    late_fields: ClassVar[frozenset[str]] = frozenset()
+    """Fields that dataset expansion leaves as written: the criterion fills their
+    ``${row.x}`` itself when it grades (in one pass with its own placeholders)."""
 
     type: str
     description: str = ""
@@ -50,6 +53,12 @@ class CriterionSpec(StrictModel):
     def gating(self) -> bool:
         """True when the criterion decides the row's pass/fail (``weight > 0``)."""
         return self.weight > 0
+
+    @property
+    def reads_response(self) -> bool:
+        """True when the criterion grades the agent's final response (a text criterion
+        without ``path``)."""
+        return "path" in type(self).model_fields and getattr(self, "path", None) is None
 
     @model_validator(mode="after")
     def _informational_has_no_gate(self) -> CriterionSpec:

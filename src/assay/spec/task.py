@@ -22,7 +22,7 @@ from pydantic import (
 
 from assay.spec.base import StrictModel, UnionInfo, check_variable_names, no_nul
 from assay.spec.coding_agents import ClaudeCodeAgent, CodexAgent
-from assay.spec.criteria import Criterion, QaCriterion, check_relative_path
+from assay.spec.criteria import Criterion, LlmJudge, QaCriterion, check_relative_path
 from assay.spec.price import ModelPrice
 from assay.spec.qa import QaConfig
 
@@ -491,13 +491,17 @@ class TaskDefinition(StrictModel):
     @property
     def credential_variables(self) -> frozenset[str]:
         """The variables this task names as model credentials (``agent.api_key_env``,
-        ``qa.judge.api_key_env``): secrets whatever their names look like."""
+        ``qa.judge.api_key_env``, each ``llm_judge``'s ``api_key_env`` or its judge's):
+        secrets whatever their names look like."""
         names = set()
         agent_key = getattr(self.agent, "api_key_env", None)  # llm and coding agents
         if agent_key:
             names.add(agent_key)
         if self.qa is not None and self.qa.judge is not None and self.qa.judge.api_key_env:
             names.add(self.qa.judge.api_key_env)
+        for criterion in self.success_criteria:
+            if isinstance(criterion, LlmJudge) and criterion.credential_variable:
+                names.add(criterion.credential_variable)
         return frozenset(names)
 
     @property

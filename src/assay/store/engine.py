@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, Engine, create_engine, event, inspect, select, text
+from sqlalchemy import Connection, Engine, create_engine, event, inspect, select, text, update
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
 from sqlalchemy.pool import StaticPool
@@ -152,7 +152,8 @@ def is_postgres(connection: Connection) -> bool:
 
 
 def ensure_tables(engine: Engine) -> None:
-    """Create the tables on first use; refuse a store written by a newer assay.
+    """Create the tables on first use (and those an older store lacks); refuse a store
+    written by a newer assay.
 
     Raises:
         StoreError: the database cannot be reached, or its ``store_meta.schema_version`` is
@@ -172,6 +173,12 @@ def ensure_tables(engine: Engine) -> None:
                     store_meta.insert().values(
                         key="schema_version", value=str(STORE_SCHEMA_VERSION)
                     )
+                )
+            elif found < STORE_SCHEMA_VERSION:  # the new tables were just created
+                connection.execute(
+                    update(store_meta)
+                    .where(store_meta.c.key == "schema_version")
+                    .values(value=str(STORE_SCHEMA_VERSION))
                 )
             elif found > STORE_SCHEMA_VERSION:
                 raise StoreError(

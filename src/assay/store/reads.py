@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
@@ -258,3 +258,21 @@ _GONE = object()
 
 def _key(example_id: str) -> bytes:
     return example_id.encode("utf-8", "surrogatepass")
+
+
+def open_member_ids(
+    connection: Connection, dataset: DatasetRow, example_ids: Sequence[str]
+) -> set[str]:
+    """Which of ``example_ids`` are members of ``dataset``'s latest version."""
+    found: set[str] = set()
+    wanted = list(dict.fromkeys(example_ids))
+    for start in range(0, len(wanted), STREAM_BATCH):
+        rows = connection.execute(
+            select(members.c.example_id).where(
+                members.c.dataset_id == dataset.dataset_id,
+                members.c.removed_in.is_(None),
+                members.c.example_id.in_(wanted[start : start + STREAM_BATCH]),
+            )
+        )
+        found.update(row.example_id for row in rows)
+    return found

@@ -13,6 +13,7 @@ from sqlalchemy.exc import IntegrityError, OperationalError
 
 from assay.errors import StoreError
 from assay.store import files as files_verbs
+from assay.store import judges as judge_rows
 from assay.store import reads, writes
 from assay.store.engine import (
     display_url,
@@ -22,6 +23,7 @@ from assay.store.engine import (
     resolve_url,
     write_transaction,
 )
+from assay.store.judges import CalibrationRecord, JudgeRecord
 from assay.store.models import (
     DatasetDiff,
     DatasetInfo,
@@ -302,6 +304,73 @@ class Store:
         """
         with _database_errors(self._engine), read_transaction(self._engine) as connection:
             return reads.get_trace(connection, trace_id)
+
+    def member_ids(self, name: str, example_ids: Sequence[str]) -> set[str]:
+        """Which of ``example_ids`` are members of the dataset's latest version.
+
+        Raises:
+            StoreError: no such dataset.
+        """
+        with _database_errors(self._engine), read_transaction(self._engine) as connection:
+            dataset = reads.get_dataset(connection, name)
+            return reads.open_member_ids(connection, dataset, example_ids)
+
+    def add_judge(
+        self,
+        name: str,
+        definition: dict[str, Any],
+        content_hash: str,
+        *,
+        origin: str | None = None,
+    ) -> tuple[JudgeRecord, bool]:
+        """Store ``definition`` as judge ``name``'s next version, unless its content hash
+        equals the latest version's.
+
+        Returns:
+            The version (new, or the unchanged latest) and whether it was created.
+
+        Raises:
+            StoreError: an invalid name.
+        """
+        with _database_errors(self._engine), write_transaction(self._engine) as connection:
+            return judge_rows.add_judge(connection, name, definition, content_hash,
+                                        origin=origin, now=writes.now_text())  # fmt: skip
+
+    def judge(self, name: str, version: int | None = None) -> JudgeRecord:
+        """Version ``version`` of judge ``name`` (the latest when ``None``).
+
+        Raises:
+            StoreError: no such judge or version.
+        """
+        with _database_errors(self._engine), read_transaction(self._engine) as connection:
+            return judge_rows.get_judge(connection, name, version)
+
+    def judges(self) -> list[JudgeRecord]:
+        """The latest version of every judge, by name."""
+        with _database_errors(self._engine), read_transaction(self._engine) as connection:
+            return judge_rows.list_judges(connection)
+
+    def judge_versions(self, name: str) -> list[JudgeRecord]:
+        """Every version of judge ``name``, oldest first.
+
+        Raises:
+            StoreError: no such judge.
+        """
+        with _database_errors(self._engine), read_transaction(self._engine) as connection:
+            return judge_rows.judge_versions(connection, name)
+
+    def add_calibration(self, record: dict[str, Any], report: dict[str, Any]) -> CalibrationRecord:
+        """Store a calibration (see :func:`assay.store.judges.add_calibration`)."""
+        with _database_errors(self._engine), write_transaction(self._engine) as connection:
+            return judge_rows.add_calibration(connection, record, report, now=writes.now_text())
+
+    def calibrations(
+        self, *, judge_hash: str | None = None, judge_name: str | None = None
+    ) -> list[CalibrationRecord]:
+        """Stored calibrations of a judge's content hash or name, newest first."""
+        with _database_errors(self._engine), read_transaction(self._engine) as connection:
+            return judge_rows.find_calibrations(connection, judge_hash=judge_hash,
+                                                judge_name=judge_name)  # fmt: skip
 
 
 def open_store(url: str | None = None) -> Store:

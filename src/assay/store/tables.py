@@ -12,7 +12,15 @@ members     member_id (insertion order), dataset_id, example_id, data (JSON text
             Removing sets removed_in; re-adding the id opens a new row. At most one open
             row (removed_in null) per (dataset_id, example_id): a partial unique index.
 traces      trace_id → kind (trace | session), body (OTLP JSON text), body_hash, created_at
+judges      (name, version) → definition (JSON text), content_hash, created_at, origin.
+            Written once, never updated: a changed judge is a new version.
+calibrations  calibration_id → judge name, version (null for a judge file) and content hash;
+            dataset, dataset version and its content hash; label field; created_at; the
+            report (JSON text).  Looked up by the judge's content hash.
 ```
+
+Schema version 2 added ``judges`` and ``calibrations``; a version-1 store gets them (and its
+``schema_version`` raised) the first time a newer assay opens it.
 
 Times are ISO 8601 text in UTC. A batch touches only its own rows, the dataset row and one
 new version row, so a version costs what its batch changes, not the dataset's size.
@@ -33,7 +41,7 @@ from sqlalchemy import (
     Text,
 )
 
-STORE_SCHEMA_VERSION = 1
+STORE_SCHEMA_VERSION = 2
 
 metadata = MetaData()
 
@@ -102,4 +110,32 @@ traces = Table(
     Column("body", Text, nullable=False),
     Column("body_hash", String(64), nullable=False),
     Column("created_at", String(40), nullable=False),
+)
+
+judges = Table(
+    "judges",
+    metadata,
+    Column("name", String(200), nullable=False),
+    Column("version", Integer, nullable=False),
+    Column("definition", Text, nullable=False),
+    Column("content_hash", String(64), nullable=False),
+    Column("created_at", String(40), nullable=False),
+    Column("origin", Text, nullable=True),
+    PrimaryKeyConstraint("name", "version"),
+)
+
+calibrations = Table(
+    "calibrations",
+    metadata,
+    Column("calibration_id", String(64), primary_key=True),
+    Column("judge_name", String(200), nullable=False),
+    Column("judge_version", Integer, nullable=True),
+    Column("judge_hash", String(64), nullable=False),
+    Column("dataset", String(200), nullable=False),
+    Column("dataset_version", Integer, nullable=False),
+    Column("dataset_hash", String(64), nullable=False),
+    Column("label_field", Text, nullable=False),
+    Column("created_at", String(40), nullable=False),
+    Column("report", Text, nullable=False),
+    Index("ix_calibrations_judge", "judge_hash", "created_at"),
 )

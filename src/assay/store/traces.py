@@ -17,13 +17,20 @@ import hashlib
 import json
 from typing import Any
 
-from assay.results.trace import attribute, iter_spans
+from assay.results.trace import attribute, iter_spans, split_traces
 
 OUTPUT_ATTRIBUTES = (
     "output.value",  # OpenInference
     "gen_ai.completion",  # OpenLLMetry
     "gen_ai.completion.0.content",  # OpenLLMetry, indexed form
     "assay.response",  # assay's own agents
+)
+INPUT_ATTRIBUTES = (
+    "input.value",  # OpenInference
+    "gen_ai.prompt",  # OpenLLMetry
+    "gen_ai.prompt.0.content",  # OpenLLMetry, indexed form
+    "gen_ai.input.messages",  # OpenTelemetry GenAI conventions (JSON)
+    "assay.prompt",  # assay's own agents
 )
 
 
@@ -63,8 +70,8 @@ def merge(traces: list[dict[str, Any]]) -> dict[str, Any]:
     return {"resourceSpans": [r for t in traces for r in t.get("resourceSpans", [])]}
 
 
-def _output_of(span: dict[str, Any]) -> str | None:
-    for key in OUTPUT_ATTRIBUTES:
+def _output_of(span: dict[str, Any], keys: tuple[str, ...] = OUTPUT_ATTRIBUTES) -> str | None:
+    for key in keys:
         value = attribute(span, key)
         if value is not None:
             return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
@@ -87,12 +94,43 @@ def final_output(trace: dict[str, Any]) -> str | None:
     of several roots, the latest-ending one that has an output), else on the latest-ending
     span that has one. Non-string attribute values are returned as JSON text.
     """
+    return _attribute_text(trace, OUTPUT_ATTRIBUTES)
+
+
+def _attribute_text(trace: dict[str, Any], keys: tuple[str, ...]) -> str | None:
     spans = list(iter_spans(trace))
     ids = {span.get("spanId") for span in spans}
     roots = [s for s in spans if not s.get("parentSpanId") or s.get("parentSpanId") not in ids]
     for group in (roots, spans):
-        found = [(_end(s), i, _output_of(s)) for i, s in enumerate(group)]
+        found = [(_end(s), i, _output_of(s, keys)) for i, s in enumerate(group)]
         latest = max(((end, i, out) for end, i, out in found if out is not None), default=None)
         if latest is not None:
             return latest[2]
     return None
+
+
+def trace_input(trace: dict[str, Any]) -> str | None:
+    """The input text of a trace (as :func:`final_output` finds the output): the attributes
+    ``input.value`` (OpenInference), ``gen_ai.prompt`` / ``gen_ai.prompt.0.content``
+    (OpenLLMetry), ``gen_ai.input.messages`` (GenAI conventions), ``assay.prompt``."""
+    return _attribute_text(trace, INPUT_ATTRIBUTES)
+
+
+def conversation(trace: dict[str, Any]) -> str | None:
+    """A session as one text, every trace in it in order (by start time): each turn's input
+    and output (``Turn N``, ``Input:``, ``Output:``); ``None`` when no trace has either. A
+    single trace gives its output alone."""
+    parts = split_traces(trace)
+    if len(parts) <= 1:
+        return final_output(trace)
+    turns = []
+    for number, part in enumerate(parts, start=1):
+        asked, said = trace_input(part), final_output(part)
+        if asked is None and said is None:
+            continue
+        lines = [f"Turn {number}"]
+        if asked is not None:
+            lines.append("Input: " + asked)
+        lines.append("Output: " + (said if said is not None else "(none)"))
+        turns.append("\n".join(lines))
+    return "\n\n".join(turns) or None

@@ -39,6 +39,7 @@ from collections.abc import Callable
 from typing import Any
 
 from assay.data.jsonl import parse_json_strict
+from assay.results.secrets import clip_head
 
 HASH_MODULUS = 2**256
 EMPTY_HASH = "0" * 64
@@ -55,7 +56,7 @@ def describe(value: Any) -> str:
     if value is None:
         return kind
     shown = json.dumps(value, ensure_ascii=False, default=repr)
-    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    shown = clip_head(shown, 60, "...")
     return f"{kind} ({shown})"
 
 

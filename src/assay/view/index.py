@@ -27,6 +27,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from assay.orchestration.runfiles import REPLICATE_DIR
+from assay.results.secrets import clip_head
 from assay.results.task_result import EvaluationResult
 from assay.view.reading import read_json_text, read_text_head
 from assay.view.records import RowLine, raw_line, row_line, unreadable
@@ -294,7 +295,7 @@ def _value(line: RowLine, column: str) -> object:
     if column == "ord_id":
         return line.row_id or ""
     if column == "response_start":
-        return line.response[:PREVIEW]
+        return clip_head(line.response, PREVIEW)
     return getattr(line, column)
 
 

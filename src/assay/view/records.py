@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from assay.reports.rollup import failure_reasons
+from assay.results.secrets import clip_head
 from assay.results.status import FinalStatus
 from assay.results.task_result import (
     ClassificationCriterionResult,
@@ -125,8 +126,8 @@ def row_line(folder: str, result: EvaluationResult, response: str) -> RowLine:
         observed=labelled.observed if labelled else None,
         error_kind=error_kind(result),
         reason=reasons[0] if reasons and result.final_status is not FinalStatus.SUCCESS else None,
-        prompt=(prompt if isinstance(prompt, str) else "")[:TEXT_LIMIT],
-        response=response[:TEXT_LIMIT],
+        prompt=clip_head(prompt if isinstance(prompt, str) else "", TEXT_LIMIT),
+        response=clip_head(response, TEXT_LIMIT),
         criteria=criteria,
     )
 

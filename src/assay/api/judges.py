@@ -1,0 +1,195 @@
+"""Judges and production cases from Python: store a judge version (``assay judge add``),
+read judges (``list``, ``show``, ``versions``), calibrate one against human labels
+(``assay judge calibrate``), and add a run's or a trace file's cases to a dataset
+(``assay dataset add-run`` / ``add-traces``).
+
+```python
+import assay
+
+record, created = assay.add_judge("helpful", "judges/helpful.yaml")   # helpful@1
+result = assay.calibrate_judge("helpful", dataset="labels", label_field="human")
+print(result.report["kappa"], result.directory / "calibration.md")
+assay.add_run_to_dataset("regressions", "runs/latest", only_failures=True)
+```
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+
+from assay.api.runs import no_running_loop
+from assay.errors import UsageError
+from assay.judges.assets import JudgeResolver, load_judge_file
+from assay.judges.calibration import CalibrationResult, Progress, calibrate
+from assay.orchestration.capture import add_run
+from assay.results.secrets import Redactor
+from assay.spec.judge import JudgeAsset, judge_reference
+from assay.store import open_store
+from assay.store.capture import CaptureResult, capture, parse_mapping
+from assay.store.judges import JudgeRecord
+from assay.store.trace_cases import SESSION_SCHEMA, TRACE_SCHEMA, read_trace_file, trace_cases
+
+CALIBRATIONS_DIR = Path("calibrations")
+
+
+def add_judge(name: str, file: str | Path, *, store: str | None = None) -> tuple[JudgeRecord, bool]:
+    """Store the judge file ``file`` as the next version of judge ``name`` (``assay judge
+    add``); a file whose content hash equals the latest version's adds nothing.
+
+    Returns:
+        The version (new, or the unchanged latest) and whether it was created.
+
+    Raises:
+        TaskFileError: the judge file is missing or invalid. StoreError: a bad name or store.
+    """
+    definition = load_judge_file(Path(file))
+    data = definition.model_dump(mode="json", exclude_defaults=True)
+    data["name"] = name
+    with open_store(store) as opened:
+        return opened.add_judge(
+            name, data, definition.content_hash(), origin=str(Path(file).resolve())
+        )
+
+
+def judge_asset(reference: str, *, store: str | None = None) -> JudgeAsset:
+    """The judge a command names: a judge file (a path, or a ``.yaml``/``.json`` name), or
+    ``name`` / ``name@N`` in the store; with its latest stored calibration, if any.
+
+    Raises:
+        TaskFileError, StoreError: the file or store judge cannot be read.
+    """
+    try:
+        kind, value, version = judge_reference(reference)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    resolver = JudgeResolver(store)
+    try:
+        if kind == "file":
+            path = Path(value)
+            definition = load_judge_file(path)
+            name = definition.name or path.stem
+            return resolver.file_asset(definition, name, path)
+        return resolver.store_asset(value, version, base_dir=Path.cwd())
+    finally:
+        resolver.close()
+
+
+def calibrate_judge(
+    judge: str,
+    *,
+    dataset: str,
+    label_field: str,
+    version: int | None = None,
+    output_field: str | None = None,
+    output_dir: str | Path | None = None,
+    store: str | None = None,
+    jobs: int = 4,
+    max_retries: int = 4,
+    progress: Progress | None = None,
+) -> CalibrationResult:
+    """Calibrate ``judge`` (a file or ``name[@N]``) on store dataset ``dataset`` (at
+    ``version``, default the latest) against the human labels in ``label_field``
+    (``assay judge calibrate``); writes ``calibration.json`` and ``calibration.md`` into
+    ``output_dir`` (default ``calibrations/<judge>_<dataset>-v<N>_<time>/``) and stores it.
+
+    Raises:
+        TaskFileError, StoreError, UsageError: the judge, the dataset or a label is wrong
+            (nothing is stored). ModelError: the judge's model could not start.
+        UsageError: called inside a running event loop.
+    """
+    no_running_loop("calibrate_judge")
+    asset = judge_asset(judge, store=store)
+    with open_store(store) as opened:
+        pinned = opened.resolve(dataset, version)
+        stamp = datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
+        directory = (
+            Path(output_dir)
+            if output_dir is not None
+            else (CALIBRATIONS_DIR / f"{asset.name}_{dataset}-v{pinned.number}_{stamp}")
+        )
+        return asyncio.run(
+            calibrate(
+                opened,
+                asset,
+                dataset=dataset,
+                version=pinned.number,
+                label_field=label_field,
+                output_field=output_field,
+                directory=directory,
+                jobs=jobs,
+                max_retries=max_retries,
+                progress=progress,
+            )
+        )
+
+
+def add_run_to_dataset(
+    name: str,
+    run_dir: str | Path,
+    *,
+    mapping: Sequence[str] | dict[str, str] = (),
+    only_failures: bool = False,
+    suite: str | None = None,
+    variant: str | None = None,
+    store: str | None = None,
+) -> CaptureResult:
+    """Add the row-tasks of a run as examples of dataset ``name`` (created when missing),
+    copying each row's trace into the store (``assay dataset add-run``).
+
+    Args:
+        mapping: ``FIELD=SOURCE`` items (or a dict); see :mod:`assay.orchestration.capture`.
+        only_failures: only rows that did not pass (failed or errored).
+        suite, variant: only that suite / variant.
+
+    Raises:
+        UsageError: not a run, an unknown suite or variant, a bad mapping. StoreError: a
+            value that does not fit its field; nothing is added then.
+    """
+    fields = dict(mapping) if isinstance(mapping, dict) else parse_mapping(mapping)
+    with open_store(store) as opened:
+        return add_run(
+            opened,
+            name,
+            Path(run_dir),
+            mapping=fields,
+            only_failures=only_failures,
+            suite=suite,
+            variant=variant,
+            redactor=Redactor.from_environment(os.environ),
+        )
+
+
+def add_traces_to_dataset(
+    name: str,
+    file: str | Path,
+    *,
+    mapping: Sequence[str] | dict[str, str] = (),
+    session_by: str | None = None,
+    store: str | None = None,
+) -> CaptureResult:
+    """Add the traces of an OTLP JSON file (one object, or JSON lines) as examples of dataset
+    ``name`` (created when missing), one per trace or, with ``session_by`` (a span
+    attribute), one per session (``assay dataset add-traces``).
+
+    Raises:
+        UsageError: a missing file, a bad mapping. StoreError: a line that is not OTLP JSON,
+            traces without the session attribute, a value that does not fit its field.
+    """
+    fields = dict(mapping) if isinstance(mapping, dict) else parse_mapping(mapping)
+    path = Path(file)
+    cases = trace_cases(read_trace_file(path), origin=str(path), session_by=session_by)
+    schema = SESSION_SCHEMA if session_by else TRACE_SCHEMA
+    with open_store(store) as opened:
+        return capture(
+            opened,
+            name,
+            cases,
+            mapping=fields,
+            default_schema=schema,
+            origin=str(path),
+            redactor=Redactor.from_environment(os.environ),
+        )

@@ -1,0 +1,266 @@
+"""What a judge is asked: its messages, the JSON schema of its reply, and reading that reply.
+
+The rubric's placeholders are filled in one pass, each value inserted literally (a response
+holding ``${row.x}`` or braces reaches the judge unchanged):
+
+- ``${row.<field>}``: the row's value (``null`` is ``""``);
+- ``${response}``: the response graded;
+- ``${files}``: the files shown to the judge, each under its name;
+- ``${transcript}``: what the agent did (the transcript's summary and lines).
+
+What the rubric did not place follows it: the response (unless the criterion leaves it out),
+the files, the transcript; then the reply's instructions. Few-shot examples come first, as
+earlier turns: their rubric filled with their own ``row`` and ``response``, and the judge's
+answer, their verdict as JSON. The reply is ``{"reason": …, <key>: …}`` with the verdict key
+last, so a model reasons before it decides.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from assay.data.substitute import PLACEHOLDER, scalar_text
+from assay.providers.base import Message
+from assay.results.transcript import Transcript
+from assay.spec.judge import RUBRIC_SLOT, JudgeDefinition, VerdictSpec, verdict_problem
+
+JUDGE_SYSTEM = (
+    "You are an impartial judge. You grade one response against a rubric and reply with one "
+    "JSON object only."
+)
+SLOTS = re.compile(r"\$\$\{|" + RUBRIC_SLOT)
+"""A rubric's placeholders, and ``$${`` (a literal ``${``)."""
+REASON_LIMIT = 600
+Verdict = bool | str | float
+
+
+@dataclass(frozen=True)
+class JudgeCase:
+    """What one verdict is about.
+
+    Attributes:
+        row: the row's fields (``${row.x}``).
+        response: the response graded (``None``: the agent gave none).
+        files: ``(name, text)`` of each file shown to the judge.
+        transcript: what the agent did, as text (``None``: nothing to show).
+    """
+
+    row: Mapping[str, Any] = field(default_factory=dict)
+    response: str | None = None
+    files: tuple[tuple[str, str], ...] = ()
+    transcript: str | None = None
+
+
+def rubric_fields(rubric: str) -> set[str]:
+    """The row fields the rubric refers to with ``${row.<field>}``."""
+    return set(PLACEHOLDER.findall(rubric))
+
+
+def fill(rubric: str, case: JudgeCase) -> tuple[str, set[str]]:
+    """The rubric with its placeholders filled in one pass, and the slots it placed
+    (``response``, ``files``, ``transcript``).
+
+    Raises:
+        PlaceholderKeyError, PlaceholderTypeError: a ``${row.x}`` the row cannot fill.
+    """
+    placed: set[str] = set()
+
+    def value(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name is None:
+            return "${"
+        if name.startswith("row."):
+            return scalar_text(name[4:], dict(case.row))
+        placed.add(name)
+        if name == "response":
+            return _response_text(case.response)
+        if name == "files":
+            return files_text(case.files) or "(no files)"
+        return case.transcript or "(no transcript)"
+
+    return SLOTS.sub(value, rubric), placed
+
+
+def _response_text(response: str | None) -> str:
+    return response if response else "(the response is empty)"
+
+
+def files_text(files: tuple[tuple[str, str], ...]) -> str:
+    """Each file under a ``File: name`` line, fenced."""
+    return "\n\n".join(f"File: {name}\n```\n{text}\n```" for name, text in files)
+
+
+def instructions(verdict: VerdictSpec) -> str:
+    """How to reply, for the verdict's kind."""
+    head = "Reply with only a JSON object: "
+    if verdict.kind == "binary":
+        return head + (
+            '{"reason": "one or two sentences", "verdict": true or false}. '
+            "verdict is true when the response meets the rubric, else false."
+        )
+    if verdict.kind == "labels":
+        labels = json.dumps(verdict.labels, ensure_ascii=False)
+        return head + ('{"reason": "one or two sentences", "label": one of ' + labels + "}.")
+    kind = "a whole number" if verdict.is_integer else "a number"
+    assert verdict.min is not None and verdict.max is not None
+    return head + (
+        '{"reason": "one or two sentences", "score": ' + f"{kind} from "
+        f"{verdict.min:g} to {verdict.max:g}" + "} (higher is better)."
+    )
+
+
+def reply_shape(verdict: VerdictSpec) -> str:
+    """The object a retry asks for again."""
+    if verdict.kind == "binary":
+        return '{"reason": "...", "verdict": true or false}'
+    if verdict.kind == "labels":
+        return (
+            '{"reason": "...", "label": ' + " | ".join(map(json.dumps, verdict.labels or [])) + "}"
+        )
+    assert verdict.min is not None and verdict.max is not None
+    return '{"reason": "...", "score": ' + f"{verdict.min:g}..{verdict.max:g}" + "}"
+
+
+def reply_schema(verdict: VerdictSpec) -> dict[str, Any]:
+    """The JSON schema of the reply: ``reason`` first, then the verdict's key."""
+    value: dict[str, Any]
+    if verdict.kind == "binary":
+        value = {"type": "boolean"}
+    elif verdict.kind == "labels":
+        value = {"type": "string", "enum": list(verdict.labels or [])}
+    else:
+        value = {
+            "type": "integer" if verdict.is_integer else "number",
+            "minimum": _number(verdict.min),
+            "maximum": _number(verdict.max),
+        }
+    return {
+        "type": "object",
+        "properties": {"reason": {"type": "string", "maxLength": REASON_LIMIT}, verdict.key: value},
+        "required": ["reason", verdict.key],
+        "additionalProperties": False,
+    }
+
+
+def _number(value: float | None) -> int | float | None:
+    return int(value) if value is not None and value.is_integer() else value
+
+
+def case_text(definition: JudgeDefinition, case: JudgeCase, *, include_response: bool) -> str:
+    """The user message of one case: the filled rubric, what it did not place, the reply's
+    instructions.
+
+    Raises:
+        PlaceholderKeyError, PlaceholderTypeError: a ``${row.x}`` the row cannot fill.
+    """
+    text, placed = fill(definition.rubric, case)
+    parts = [text.rstrip()]
+    if include_response and "response" not in placed:
+        parts.append("Response to grade:\n" + _response_text(case.response))
+    if case.files and "files" not in placed:
+        parts.append(files_text(case.files))
+    if case.transcript and "transcript" not in placed:
+        parts.append("What the agent did:\n" + case.transcript)
+    parts.append(instructions(definition.verdict))
+    return "\n\n".join(parts)
+
+
+def verdict_json(verdict: VerdictSpec, value: Verdict, reason: str) -> str:
+    """A verdict as the judge writes it."""
+    return json.dumps({"reason": reason, verdict.key: value}, ensure_ascii=False)
+
+
+def judge_messages(
+    definition: JudgeDefinition, case: JudgeCase, *, include_response: bool = True
+) -> tuple[Message, ...]:
+    """System prompt, the few-shot examples as earlier turns, then the case.
+
+    Raises:
+        PlaceholderKeyError, PlaceholderTypeError: a ``${row.x}`` the row (or an example's
+            row) cannot fill.
+    """
+    messages = [Message("system", definition.system_prompt or JUDGE_SYSTEM)]
+    for example in definition.few_shot:
+        shown = JudgeCase(row=example.row, response=example.response)
+        messages.append(Message("user", case_text(definition, shown, include_response=True)))
+        value = example.verdict
+        messages.append(
+            Message("assistant", verdict_json(definition.verdict, value, example.reason))
+        )
+    messages.append(Message("user", case_text(definition, case, include_response=include_response)))
+    return tuple(messages)
+
+
+@dataclass(frozen=True)
+class Reading:
+    """A verdict read from a reply: the value (a boolean, a label or a number) and reason."""
+
+    value: Verdict
+    reason: str
+
+
+def read_verdict(verdict: VerdictSpec, data: dict[str, Any]) -> Reading:
+    """Read the verdict of ``data`` (a reply's JSON object). Keys other than ``reason``
+    (Coder Eval's ``rationale`` is taken for it) and the verdict's are ignored.
+
+    Raises:
+        ValueError: the key is missing, or its value is not a verdict of this kind (a
+            string for a boolean, a label outside the set, a score outside the scale or not
+            finite, a fraction on an integer scale).
+    """
+    key = verdict.key
+    if key not in data:
+        raise ValueError(f"the reply has no '{key}' (keys: {sorted(data)})")
+    reason = data.get("reason", data.get("rationale"))
+    if reason is None:
+        raise ValueError("the reply has no 'reason'")
+    if not isinstance(reason, str):
+        raise ValueError(f"reason must be a string, not {type(reason).__name__}")
+    value = data[key]
+    if verdict.kind == "labels" and isinstance(value, str):
+        value = _label(value, verdict.labels or [])
+    if verdict.kind == "scale" and isinstance(value, int | float) and not isinstance(value, bool):
+        if not math.isfinite(value):
+            raise ValueError(f"score {value} is not a finite number")
+        if verdict.is_integer and not float(value).is_integer():
+            raise ValueError(f"score {value:g} is not a whole number on this integer scale")
+        value = float(value)
+    problem = verdict_problem(verdict, value)
+    if problem is not None:
+        raise ValueError(f"{key}: {problem}")
+    return Reading(value, reason.strip())
+
+
+def _label(text: str, labels: list[str]) -> str:
+    """``text`` as one of ``labels``: exactly, else by case-insensitive match when it is
+    unique; otherwise unchanged (and refused by the caller)."""
+    value = text.strip()
+    if value in labels:
+        return value
+    folded = [label for label in labels if label.casefold() == value.casefold()]
+    return folded[0] if len(folded) == 1 else text
+
+
+def transcript_text(transcript: Transcript | None, *, limit: int = 100_000) -> str | None:
+    """What the agent did, for the judge: the summary's counts, then the transcript's lines
+    (tool calls, results, commands, file changes, the final answer); past ``limit``
+    characters the middle is cut (the start and the end are kept). ``None`` without one."""
+    if transcript is None:
+        return None
+    summary = transcript.summary()
+    head = (
+        f"{summary.agent}: {summary.model_calls} model call(s), {summary.tool_calls} tool "
+        f"call(s) ({summary.tool_errors} failed), {summary.commands} command(s) "
+        f"({summary.commands_failed} failed), files changed: "
+        f"{', '.join(summary.files_changed) or 'none'}"
+    )
+    text = head + "\n" + "\n".join(transcript.lines())
+    if len(text) <= limit:
+        return text
+    keep = max(0, limit - 60) // 2
+    return text[:keep] + f"\n… [{len(text) - 2 * keep} characters cut] …\n" + text[-keep:]
