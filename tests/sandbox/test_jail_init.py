@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -21,9 +22,18 @@ from assay.sandbox import jail_init
 
 
 def first(config: dict[str, object], *argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "assay.sandbox.jail_init", json.dumps(config),
-                           "--", *argv], capture_output=True, text=True, timeout=30,
-                          check=False)  # fmt: skip
+    """Run the first program outside a sandbox, in a session of its own: the forwarder it
+    leaves behind (in a sandbox, the PID namespace ends it) is killed with the session."""
+    command = [sys.executable, "-m", "assay.sandbox.jail_init", json.dumps(config), "--", *argv]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, start_new_session=True)  # fmt: skip
+    try:
+        out, err = process.communicate(timeout=30)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    return subprocess.CompletedProcess(command, process.returncode, out, err)
 
 
 @contextlib.contextmanager
