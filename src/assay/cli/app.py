@@ -1,8 +1,8 @@
 """The ``assay`` command line (typer): the commands of each module registered on one app.
 
 Each command parses its flags, calls the Python API (:mod:`assay.api`) and prints; the
-commands' modules import no other command module, only :mod:`assay.cli.common`,
-:mod:`assay.cli.options`, :mod:`assay.cli.render` and :mod:`assay.cli.dataset_support`.
+commands' modules import no other command module, only the package that holds no command,
+:mod:`assay.cli.shared` (``common``, ``options``, ``render``, ``dataset_support``).
 
 Exit codes (DESIGN.md): 0 every gate passed and every task without a dataset succeeded;
 1 a gate or such a task failed; 2 invalid input (task file, dataset, flags); 130 interrupted.

@@ -23,7 +23,7 @@ def _when(stamp: float | None) -> str:
 def stats(path: CachePath = DEFAULT_PATH) -> None:
     """How many answers the cache holds, how big, how old."""
     from assay.api.tools import cache_stats
-    from assay.cli.common import user_errors
+    from assay.cli.shared.common import user_errors
 
     with user_errors():
         info = cache_stats(path)
@@ -45,7 +45,7 @@ def clear(
 ) -> None:
     """Remove every cached answer (or only old ones)."""
     from assay.api.tools import clear_cache
-    from assay.cli.common import user_errors
+    from assay.cli.shared.common import user_errors
 
     if not path.exists():
         typer.echo(f"{path}: no cache (removed 0)")

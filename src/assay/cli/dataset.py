@@ -1,6 +1,6 @@
 """``assay dataset create | add | remove | import | schema``: writing the versioned dataset
 store, one command per verb of :class:`assay.store.Store` (the reading verbs are in
-:mod:`assay.cli.dataset_read`, what they share in :mod:`assay.cli.dataset_support`).
+:mod:`assay.cli.dataset_read`, what they share in :mod:`assay.cli.shared.dataset_support`).
 
 Every command takes ``--store URL`` (default ``$ASSAY_STORE``, else
 ``sqlite:///.assay/store.db``); bad input exits 2 with the message of its ``StoreError``.
@@ -15,8 +15,8 @@ from typing import Annotated
 
 import typer
 
-from assay.cli.common import user_errors
-from assay.cli.dataset_support import (
+from assay.cli.shared.common import user_errors
+from assay.cli.shared.dataset_support import (
     AsJson,
     IdField,
     Name,

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from assay.cli.common import user_errors
-from assay.cli.dataset_support import Name, StoreUrl, out, version_line
+from assay.cli.shared.common import user_errors
+from assay.cli.shared.dataset_support import Name, StoreUrl, out, version_line
 
 if TYPE_CHECKING:
     from assay.store.capture import CaptureResult

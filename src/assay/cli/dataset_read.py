@@ -10,8 +10,8 @@ from typing import Annotated
 
 import typer
 
-from assay.cli.common import user_errors
-from assay.cli.dataset_support import (
+from assay.cli.shared.common import user_errors
+from assay.cli.shared.dataset_support import (
     AsJson,
     InlineTraces,
     Name,

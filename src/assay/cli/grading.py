@@ -10,8 +10,8 @@ from typing import Annotated
 
 import typer
 
-from assay.cli import options as o
-from assay.cli.common import fail, secret_findings, user_errors
+from assay.cli.shared import options as o
+from assay.cli.shared.common import fail, secret_findings, user_errors
 from assay.errors import UsageError
 
 FILE_ONLY = (
@@ -57,7 +57,7 @@ def evaluate(
     """Grade a finished run again without running agents, and rewrite its reports; or grade
     a QA prediction.jsonl file and write its metrics.json."""
     from assay import api
-    from assay.cli.render import print_prediction_report, print_reports
+    from assay.cli.shared.render import print_prediction_report, print_reports
 
     if Path(run_dir).is_file():
         with user_errors():
@@ -94,7 +94,7 @@ def report(
     """Rebuild suite.json/md, run.json/md (and JUnit XML, report.html) from a run's
     task.json files (then scan the folder for secrets); with --check-secrets, only scan it."""
     from assay import api
-    from assay.cli.render import print_reports
+    from assay.cli.shared.render import print_reports
 
     if check_secrets:
         with user_errors():

@@ -10,8 +10,8 @@ from typing import Annotated, Any
 
 import typer
 
-from assay.cli.common import err, user_errors
-from assay.cli.dataset_support import AsJson, StoreUrl, open_store, out, print_json
+from assay.cli.shared.common import err, user_errors
+from assay.cli.shared.dataset_support import AsJson, StoreUrl, open_store, out, print_json
 
 Judge = Annotated[str, typer.Argument(help="A judge file (judges/x.yaml) or NAME[@N].")]
 

@@ -8,8 +8,8 @@ from typing import Annotated
 
 import typer
 
-from assay.cli import options as o
-from assay.cli.common import user_errors, warn
+from assay.cli.shared import options as o
+from assay.cli.shared.common import user_errors, warn
 
 
 def plan(
@@ -34,7 +34,7 @@ def plan(
     where each value came from) and the variables its programs receive (names only); run
     nothing. Exits 2 on invalid input."""
     from assay import api
-    from assay.cli.render import print_plan
+    from assay.cli.shared.render import print_plan
     from assay.reports.plan import plan_as_json
     from assay.results.io import redact_json
     from assay.results.output import redacted_output

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from assay.cli.common import user_errors
+from assay.cli.shared.common import user_errors
 from assay.qa.convert import SHAPES
 
 qa_app = typer.Typer(

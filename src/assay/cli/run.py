@@ -9,8 +9,8 @@ from typing import Any
 
 import typer
 
-from assay.cli import options as o
-from assay.cli.common import user_errors, warn
+from assay.cli.shared import options as o
+from assay.cli.shared.common import user_errors, warn
 from assay.errors import UsageError
 
 
@@ -20,7 +20,7 @@ def execute_command(
     """Run (or resume) with ``chosen`` plan keywords and ``session`` keywords; print the
     summary; exit with the run's code (2 on invalid input)."""
     from assay import api
-    from assay.cli.render import print_reports
+    from assay.cli.shared.render import print_reports
     from assay.reports.progress import make_progress
 
     session.update(progress=make_progress(quiet=session.pop("quiet")), on_warning=warn,

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from assay.cli.common import user_errors, warn
+from assay.cli.shared.common import user_errors, warn
 
 
 def view(

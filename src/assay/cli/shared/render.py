@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.markup import escape
 
-from assay.cli.common import secret_findings
+from assay.cli.shared.common import secret_findings
 from assay.orchestration.plan import Plan, PlannedTask
 from assay.reports.markdown import fmt, plural
 from assay.reports.plan import environment_lines, variables_of, variant_settings

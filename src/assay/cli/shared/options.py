@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from assay.cli.common import split_tags
+from assay.cli.shared.common import split_tags
 
 TaskArgs = Annotated[
     list[str] | None,
