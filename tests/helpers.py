@@ -140,3 +140,16 @@ def host_tcp_server(answer: bytes) -> Iterator[int]:
         yield server.getsockname()[1]
     finally:
         server.close()
+
+
+def selected_rows(run_dir: Path, task_id: str | None = None) -> dict[str, str]:
+    """Row id → content hash of the rows a run selected, in its order, read from the run's
+    ``selection.jsonl`` as plain JSON lines (of ``task_id`` only, when given)."""
+    import json
+
+    found: dict[str, str] = {}
+    for line in (run_dir / "selection.jsonl").read_text(encoding="utf-8").splitlines():
+        data = json.loads(line)
+        if task_id is None or data["task_id"] == task_id:
+            found[data["row_id"]] = data["row_hash"]
+    return found

@@ -16,7 +16,7 @@ import pytest
 
 from assay.data.hashing import row_hash
 from tests.cli.test_run import assay, latest
-from tests.helpers import write
+from tests.helpers import selected_rows, write
 
 ROWS = [{"id": f"r{i}", "text": f"text {i}", "label": "yes" if i % 2 else "no"}
         for i in range(6)]  # fmt: skip
@@ -93,7 +93,10 @@ def test_a_resumed_run_refuses_changed_rows_then_reruns_exactly_them(
     run_dir = latest(tmp_path)
     recorded = suite(run_dir)
     as_read = [{k: str(v) for k, v in r.items()} if source == "csv" else r for r in ROWS]
-    assert recorded["selection"]["row_hashes"] == {r["id"]: row_hash(r) for r in as_read}
+    hashes = selected_rows(run_dir, "drift")
+    assert hashes == {r["id"]: row_hash(r) for r in as_read}
+    assert recorded["selection"]["rows_file"] == "selection.jsonl"
+    assert recorded["selection"]["row_ids"] == []  # listed once, in selection.jsonl
     assert recorded["dataset"]["content_hash"] is not None
     forget(run_dir, "r4", "r5")  # an interrupted run
     make(tmp_path, source, edited(ROWS, "r1"))  # a finished row's gold label changes
@@ -114,10 +117,12 @@ def test_a_resumed_run_refuses_changed_rows_then_reruns_exactly_them(
     for row_id in rows:
         task = json.loads((run_dir / f"default/drift/{row_id}/00/task.json").read_text())
         assert task["row"]["label"] == str(rows[row_id]["label"])  # every row: the new content
-    assert after["selection"]["row_hashes"]["r1"] != recorded["selection"]["row_hashes"]["r1"]
+    assert selected_rows(run_dir, "drift")["r1"] != hashes["r1"]
+    assert after["selection"]["row_ids"] == []  # still listed in selection.jsonl only
     assert after["dataset"]["content_hash"] != recorded["dataset"]["content_hash"]
     plan = json.loads((run_dir / "plan.json").read_text())
-    assert plan["tasks"][0]["selection"]["row_hashes"] == after["selection"]["row_hashes"]
+    assert plan["tasks"][0]["selection"]["row_hashes"] == {}
+    assert list(selected_rows(run_dir, "drift")) == list(hashes)  # the same rows, in order
     # the accuracy counts r1 with its new label: "yes" is now right for r1
     correct = sum(1 for r in rows.values() if r["label"] == "yes")
     assert after["criterion_aggregates"][0]["metrics"]["accuracy"] == correct / len(rows)
@@ -158,7 +163,7 @@ def test_an_unselected_row_may_change(tmp_path: Path) -> None:
     make(tmp_path, "jsonl", ROWS)
     assay("run", "task.yaml", "--sample", "2", "-q", cwd=tmp_path)
     run_dir = latest(tmp_path)
-    selected = suite(run_dir)["selection"]["row_ids"]
+    selected = list(selected_rows(run_dir, "drift"))
     other = next(r["id"] for r in ROWS if r["id"] not in selected)
     make(tmp_path, "jsonl", edited(ROWS, other))
     assert assay("report", str(run_dir), cwd=tmp_path).returncode == 0

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.cli.test_run import assay, latest
-from tests.helpers import write
+from tests.helpers import selected_rows, write
 
 ROWS = 24
 TASK = """\
@@ -101,11 +101,12 @@ def test_resume_reuses_an_unseeded_stratified_sample(tmp_path: Path) -> None:
     make_task(tmp_path)
     run_dir = kill_after(tmp_path, 2, "--sample-per-stratum", "3")
     plan = json.loads((run_dir / "plan.json").read_text())
-    recorded = plan["tasks"][0]["selection"]["row_ids"]
+    recorded = list(selected_rows(run_dir))
     assert len(recorded) == 9 and plan["tasks"][0]["selection"]["seed_was_drawn"]
     done = assay("run", "--resume", str(run_dir), "-q", cwd=tmp_path)
     assert done.returncode in (0, 1), done.stderr  # the gate depends on the random draw
-    assert suite(run_dir)["selection"]["row_ids"] == recorded
+    assert list(selected_rows(run_dir)) == recorded
+    assert suite(run_dir)["selection"]["rows_selected"] == len(recorded)
     assert sorted(
         p.parent.parent.name for p in run_dir.glob("default/resumable/*/00/task.json")
     ) == (sorted(recorded))

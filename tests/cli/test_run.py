@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
-from tests.helpers import write
+from tests.helpers import selected_rows, write
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
@@ -169,7 +169,8 @@ def test_results_keep_dataset_order_whatever_finishes_first(tmp_path: Path) -> N
     run = json.loads((latest(tmp_path) / "run.json").read_text())
     assert [r["row_id"] for r in run["task_results"]] == ["r3", "r2", "r1", "r0"]
     suite = suite_json(latest(tmp_path), "rows")
-    assert suite["selection"]["row_ids"] == ["r3", "r2", "r1", "r0"]
+    assert list(selected_rows(latest(tmp_path))) == ["r3", "r2", "r1", "r0"]
+    assert suite["selection"]["rows_selected"] == 4
 
 
 def test_command_agent_is_killed_at_task_timeout(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.cli.test_run import EXAMPLES, assay, latest
+from tests.helpers import selected_rows
 
 SUITE = "sentiment-classification"
 
@@ -45,7 +46,8 @@ def test_execute_then_evaluate_matches_run(tmp_path: Path) -> None:
     assert row["final_status"] == "FAILURE"
     run = json.loads((executed / "run.json").read_text())
     assert run["stage"] == "evaluate"
-    assert run["selections"][0]["selection"]["row_ids"] == ["r1", "r2", "r3"]
+    assert run["selections"][0]["selection"]["rows_file"] == "selection.jsonl"
+    assert list(selected_rows(executed)) == ["r1", "r2", "r3"]
 
 
 def test_evaluate_without_kept_sandbox_refuses_and_changes_nothing(tmp_path: Path) -> None:

@@ -425,3 +425,37 @@ def test_rows_are_kept_compact_and_read_back_exactly() -> None:
     changed = kept[0]
     changed["id"] = "z"  # a read is a copy
     assert kept[0]["id"] == "a" and kept == rows
+
+
+def test_rows_past_the_spill_size_are_read_back_from_disk_exactly() -> None:
+    import datetime
+    import pickle
+    import threading
+
+    from assay.data.rows import RowList
+
+    rows = [{"id": f"r{i}", "text": "é" * (i % 7), "n": i} for i in range(500)]
+    rows[250] = {"id": "r250", "when": datetime.date(2024, 1, 2)}  # kept as a dict
+    kept = RowList(rows, spill_bytes=200)  # spills after a few rows
+    assert kept._file is not None and kept._memory == []  # on disk, not in memory
+    assert len(kept) == 500 and list(kept) == rows and kept == rows
+    assert kept[-1] == rows[-1] and kept[10:13] == rows[10:13] and kept[250] == rows[250]
+    kept.append({"id": "late"})  # appended after a read: flushed before the next read
+    assert kept[500] == {"id": "late"}
+    with pytest.raises(IndexError):
+        kept.packed(501)
+    copy = pickle.loads(pickle.dumps(kept))  # a plan sent to another machine
+    assert copy == [*rows, {"id": "late"}] and copy._file is not None
+    seen: list[bool] = []
+
+    def read() -> None:
+        seen.append(all(kept[i] == rows[i] for i in range(0, 500, 7)))
+
+    threads = [threading.Thread(target=read) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert seen == [True] * 4
+    small = RowList(rows[:3])
+    assert small._file is None and list(small) == rows[:3]  # a small dataset opens no file

@@ -156,3 +156,28 @@ def test_cli_override_invalid_for_one_variant_names_it(tmp_path: Path) -> None:
     assert caught.value.hint == (
         "valid fields here: command, env, env_passthrough, type; set by -D on the command line"
     )
+
+
+def test_work_items_are_made_when_read_in_variant_task_row_replicate_order(
+    tmp_path: Path,
+) -> None:
+    plan = plan_for(tmp_path, repeats=2)
+    items = plan.work_items()
+    expected = [  # the order a nested loop gives, written out independently
+        (variant.variant_id, row_task.row_id, replicate)
+        for position, _ in enumerate(plan.variants)
+        for planned in plan.tasks
+        for variant in [planned.variants[position]]
+        for row_task in list(planned.expansion.row_tasks)
+        for replicate in range(2)
+    ]
+    assert len(items) == len(expected) == plan.work_item_count() > 6
+    listed = [(i.variant_id, i.row_task.row_id, i.replicate) for i in items]
+    assert listed == expected
+    assert [i.index for i in items] == list(range(len(expected)))
+    for index in (0, 1, 5, len(expected) - 1, -1):  # random access gives the same item
+        item = items[index]
+        assert (item.variant_id, item.row_task.row_id, item.replicate) == expected[index]
+    assert [i.index for i in items[2:5]] == [2, 3, 4]
+    with pytest.raises(IndexError):
+        items[len(expected)]

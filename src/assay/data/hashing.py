@@ -1,6 +1,7 @@
 """Content hashes of what a run reads: each row, each file, a list of inline rows.
 
-A run records them (``plan.json``, ``run.json``, every ``suite.json``) so that a resumed run,
+A run records them (files in ``plan.json``, ``run.json`` and every ``suite.json``; rows in
+``selection.jsonl``) so that a resumed run,
 ``assay evaluate``, ``assay report`` and ``assay compare`` can tell when the data they look at
 is not the data the rows were graded on.
 

@@ -8,11 +8,13 @@ so that every later error can point at it.
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, overload
+from typing import IO, Any, overload
 
 from assay.data.arrowrows import is_arrow_file, iter_arrow
 from assay.data.csvrows import iter_csv
@@ -55,28 +57,85 @@ def unpack_row(data: Packed) -> dict[str, Any]:
     return row
 
 
-class RowList(Sequence[dict[str, Any]]):
-    """A dataset's rows, each kept as compact JSON and decoded when read: a plan of a
-    hundred thousand rows holds about 200 bytes a row instead of a dict's 700. Each read
-    returns a new dict (change it freely; the list does not change)."""
+SPILL_BYTES = 1 << 20
 
-    def __init__(self, rows: Iterable[dict[str, Any]] = ()) -> None:
-        self._packed: list[Packed] = [pack_row(row) for row in rows]
+
+class RowList(Sequence[dict[str, Any]]):
+    """A dataset's rows, each kept as compact JSON (:func:`pack_row`) and decoded when read.
+
+    Up to ``spill_bytes`` of packed rows (1 MiB by default) stay in memory; beyond that every
+    row is written to an anonymous temporary file (deleted when the list is, or when the
+    process ends) and read back by offset (``os.pread``, safe from any thread), so a plan
+    of a million rows holds 8 bytes a row instead of the row. Each read returns a new dict
+    (change it freely; the list does not change). A pickled list carries its rows (a plan
+    sent to another machine) and spills again there.
+    """
+
+    def __init__(self, rows: Iterable[dict[str, Any]] = (), *,
+                 spill_bytes: int = SPILL_BYTES) -> None:  # fmt: skip
+        self._spill_bytes = spill_bytes
+        self._memory: list[Packed] = []  # every row, until the list spills
+        self._held = 0  # bytes in _memory
+        self._file: IO[bytes] | None = None
+        self._offsets = array("q", [0])  # row i is file bytes [offsets[i], offsets[i + 1])
+        self._dicts: dict[int, dict[str, Any]] = {}  # spilled rows JSON cannot hold (pack_row)
+        self._dirty = False
+        self.extend(rows)
 
     def append(self, row: dict[str, Any]) -> None:
         """Add a row at the end."""
-        self._packed.append(pack_row(row))
+        self._add(pack_row(row))
 
     def extend(self, rows: Iterable[dict[str, Any]]) -> None:
         """Add rows at the end."""
-        self._packed.extend(pack_row(row) for row in rows)
+        for row in rows:
+            self._add(pack_row(row))
+
+    def _add(self, data: Packed) -> None:
+        if self._file is None:
+            self._memory.append(data)
+            self._held += len(data) if isinstance(data, bytes) else 1024
+            if self._held > self._spill_bytes:
+                self._spill()
+            return
+        if isinstance(data, dict):
+            self._dicts[len(self._offsets) - 1] = data
+            data = b""
+        self._file.write(data)
+        self._offsets.append(self._offsets[-1] + len(data))
+        self._dirty = True
+
+    def _spill(self) -> None:
+        """Move the rows held in memory to the temporary file."""
+        held, self._memory, self._held = self._memory, [], 0
+        self._file = tempfile.TemporaryFile(prefix="assay-rows-")  # noqa: SIM115 - kept open
+        for data in held:
+            self._add(data)
 
     def packed(self, index: int) -> Packed:
-        """Row ``index`` as compact JSON (or the dict, see :func:`pack_row`)."""
-        return self._packed[index]
+        """Row ``index`` as compact JSON (or the dict, see :func:`pack_row`).
+
+        Raises:
+            IndexError: no such row.
+        """
+        if self._file is None:
+            return self._memory[index]
+        count = len(self._offsets) - 1
+        if index < 0:
+            index += count
+        if not 0 <= index < count:
+            raise IndexError(index)
+        found = self._dicts.get(index)
+        if found is not None:
+            return found
+        if self._dirty:
+            self._file.flush()
+            self._dirty = False
+        start = self._offsets[index]
+        return os.pread(self._file.fileno(), self._offsets[index + 1] - start, start)
 
     def __len__(self) -> int:
-        return len(self._packed)
+        return len(self._memory) if self._file is None else len(self._offsets) - 1
 
     @overload
     def __getitem__(self, index: int) -> dict[str, Any]: ...
@@ -86,12 +145,12 @@ class RowList(Sequence[dict[str, Any]]):
 
     def __getitem__(self, index: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
         if isinstance(index, slice):
-            return [unpack_row(data) for data in self._packed[index]]
-        return unpack_row(self._packed[index])
+            return [unpack_row(self.packed(i)) for i in range(*index.indices(len(self)))]
+        return unpack_row(self.packed(index))
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
-        for data in self._packed:
-            yield unpack_row(data)
+        for index in range(len(self)):
+            yield unpack_row(self.packed(index))
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, RowList | list):
@@ -99,6 +158,22 @@ class RowList(Sequence[dict[str, Any]]):
         return NotImplemented
 
     __hash__ = None  # type: ignore[assignment]  # a mutable sequence, like a list
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"rows": [self.packed(i) for i in range(len(self))],
+                "spill_bytes": self._spill_bytes}  # fmt: skip
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(spill_bytes=state["spill_bytes"])  # type: ignore[misc]
+        for data in state["rows"]:
+            self._add(data)
+
+    def close(self) -> None:
+        """Delete the temporary file now (the list is empty afterwards)."""
+        if self._file is not None:
+            self._file.close()
+        self._file, self._memory, self._held = None, [], 0
+        self._offsets, self._dicts = array("q", [0]), {}
 
 
 @dataclass

@@ -1,7 +1,8 @@
 """Is a run's data still the data it recorded? Rows whose content changed, by id.
 
-A run records the content hash of every selected row (``selection.row_hashes`` in
-``plan.json``, ``run.json`` and every ``suite.json``). Two things can then differ from it:
+A run records the content hash of every selected row (``selection.jsonl``; runs written
+before it: ``selection.row_hashes`` in ``plan.json``, ``run.json`` and every
+``suite.json``). Two things can then differ from it:
 
 - the **dataset** as it is now (a file edited, a store replaced): a resumed run would grade the
   rest of its rows on other content than its finished rows (:func:`dataset_drift`);
@@ -26,9 +27,10 @@ from assay.orchestration.overrides import Override
 from assay.orchestration.plan import Plan
 from assay.orchestration.task_loader import load_task
 from assay.results.io import read_model
-from assay.results.plan_record import PLAN_FILE, PlanRecord, write_plan
+from assay.results.plan_record import PLAN_FILE, PlanRecord, listed_record, write_plan
 from assay.results.run import RunSummary
 from assay.results.run_file import read_summary
+from assay.results.selection_file import with_rows
 from assay.results.suite import SelectionRecord
 from assay.results.task_result import EvaluationResult
 
@@ -156,12 +158,15 @@ def check_run_dir(run_dir: Path, results: Iterable[EvaluationResult], *, action:
         UsageError: rows that differ, named.
     """
     record = read_model(run_dir / PLAN_FILE, PlanRecord)
+    if record is not None:
+        record = listed_record(run_dir, record)
     try:
         summary: RunSummary | None = read_summary(run_dir / "run.json")  # without its rows
     except (OSError, ValueError):
         summary = None
     selections: list[tuple[str, SelectionRecord | None]] = [
-        (s.task_id, s.selection) for s in (summary.selections if summary else [])
+        (s.task_id, with_rows(run_dir, s.task_id, s.selection))
+        for s in (summary.selections if summary else [])
     ]
     if record is not None:
         selections += [(t.task_id, t.selection) for t in record.tasks]

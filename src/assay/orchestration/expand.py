@@ -14,8 +14,10 @@ a load-time error in ``plan`` and ``run`` alike.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from array import array
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, overload
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -192,12 +194,51 @@ class RowTask:
         )
 
 
+class RowTasks(Sequence[RowTask]):
+    """The row-tasks of a task file's selected rows, each made when read.
+
+    A plan keeps the selection (an 8-byte position a row) and the dataset's rows
+    (:class:`~assay.data.rows.RowList`, on disk past a megabyte), not a row-task per row, so
+    its memory does not grow with the rows; each read decodes the row again.
+    """
+
+    def __init__(self, loaded: LoadedTask, templates: tuple[CriterionTemplate, ...], rows: Rows,
+                 indexes: Iterable[int], ids: Sequence[str], *, store: StoreSource | None = None,
+                 samples: Sequence[QaSample | None] | None = None) -> None:  # fmt: skip
+        self.loaded, self.templates, self.rows = loaded, templates, rows
+        self.indexes = array("q", indexes)
+        self.ids, self.store, self.samples = ids, store, samples
+
+    def __len__(self) -> int:
+        return len(self.indexes)
+
+    @overload
+    def __getitem__(self, position: int) -> RowTask: ...
+
+    @overload
+    def __getitem__(self, position: slice) -> list[RowTask]: ...
+
+    def __getitem__(self, position: int | slice) -> RowTask | list[RowTask]:
+        if isinstance(position, slice):
+            return [self._make(i) for i in self.indexes[position]]
+        return self._make(self.indexes[position])
+
+    def __iter__(self) -> Iterator[RowTask]:
+        for index in self.indexes:
+            yield self._make(index)
+
+    def _make(self, index: int) -> RowTask:
+        sample = self.samples[index] if self.samples is not None else None
+        return RowTask(self.loaded, self.templates, self.ids[index], index,
+                       self.rows.items.packed(index), self.store, sample)  # fmt: skip
+
+
 @dataclass
 class Expansion:
     """A task file's row-tasks, with the rows they came from and the selection made."""
 
     task: LoadedTask
-    row_tasks: list[RowTask]
+    row_tasks: Sequence[RowTask]
     rows: Rows | None = None
     selection: Selection | None = None
     warnings: list[str] = field(default_factory=list)
@@ -229,10 +270,14 @@ class Expansion:
             item_count=len(self.rows) if self.rows is not None else None,
         )  # fmt: skip
 
-    def selection_record(self, request: SelectionRequest) -> SelectionRecord | None:
-        """The selection made, with the selected row ids in dataset order."""
+    def selection_record(
+        self, request: SelectionRequest, *, rows_file: str | None = None
+    ) -> SelectionRecord | None:
+        """The selection made, with the selected row ids (dataset order) and hashes; with
+        ``rows_file``, without them (a run lists them in that file: :meth:`selected_rows`)."""
         if self.selection is None:
             return None
+        listed = rows_file is None
         return SelectionRecord(
             rows_in_dataset=self.selection.rows_in_dataset,
             rows_selected=len(self.row_tasks),
@@ -245,14 +290,22 @@ class Expansion:
             stratify_field=request.stratify_field,
             stratified_seed=self.selection.stratified_seed,
             seed_was_drawn=self.selection.seed_was_drawn,
-            row_ids=[t.row_id for t in self.row_tasks if t.row_id is not None],
-            row_hashes=self.row_hashes(),
+            row_ids=[t.row_id for t in self.row_tasks if t.row_id is not None] if listed else [],
+            row_hashes=self.row_hashes() if listed else {},
+            rows_file=rows_file,
         )
+
+    def selected_rows(self) -> Iterator[tuple[str, str]]:
+        """``(row id, content hash)`` of each selected row, in dataset order, one at a time
+        (:func:`assay.data.hashing.row_hash`)."""
+        for row_task in self.row_tasks:
+            row = row_task.row
+            if row_task.row_id is not None and row is not None:
+                yield row_task.row_id, row_hash(row)
 
     def row_hashes(self) -> dict[str, str]:
         """Each selected row's content hash (:func:`assay.data.hashing.row_hash`), by id."""
-        return {t.row_id: row_hash(row) for t in self.row_tasks
-                if t.row_id is not None and (row := t.row) is not None}  # fmt: skip
+        return dict(self.selected_rows())
 
 
 @dataclass(frozen=True)
@@ -327,7 +380,7 @@ def expand_dataset(
             file=loaded.display,
             line=loaded.document.line_of(("dataset",)),
         )
-    samples: list[QaSample | None] = [None] * len(rows.items)
+    samples: list[QaSample | None] = []
     qa_warnings: list[str] = []
     if task.qa is None:
         ids = check_row_ids(rows, loaded)
@@ -343,10 +396,9 @@ def expand_dataset(
         request = selection_request(task, selectors or Selectors())
         by_id = ids if task.dataset.store is not None else None  # order-free for versions
         selection = select_rows(rows.items, request, task_id=task.task_id, ids=by_id)
-    row_tasks = [
-        RowTask(loaded, templates, ids[i], i, rows.items.packed(i), store, samples[i])
-        for i in selection.indexes
-    ]
+    row_tasks = RowTasks(loaded, templates, rows, selection.indexes, ids, store=store,
+                         samples=samples if task.qa is not None else None)  # fmt: skip
+    selection = replace(selection, indexes=[])  # the positions are kept in row_tasks
     _validate_substituted(row_tasks, templates, rows)
     if task.qa is not None:
         check_qa_rows(loaded, row_tasks, rows, task)
@@ -357,7 +409,7 @@ def expand_dataset(
 
 
 def check_qa_rows(
-    loaded: LoadedTask, row_tasks: list[RowTask], rows: Rows, task: TaskDefinition
+    loaded: LoadedTask, row_tasks: Sequence[RowTask], rows: Rows, task: TaskDefinition
 ) -> None:
     """Render every selected QA row under ``task`` (the task file's or a variant's ``qa:``).
 
@@ -374,7 +426,7 @@ def check_qa_rows(
 
 
 def _label_warnings(
-    row_tasks: list[RowTask], templates: tuple[CriterionTemplate, ...], loaded: LoadedTask
+    row_tasks: Sequence[RowTask], templates: tuple[CriterionTemplate, ...], loaded: LoadedTask
 ) -> list[str]:
     """Rows whose expected label is outside ``allowed_labels`` can never pass: say so."""
     out = []
@@ -608,7 +660,7 @@ def _placeholder_error(
 
 
 def _validate_substituted(
-    row_tasks: list[RowTask], templates: tuple[CriterionTemplate, ...], rows: Rows
+    row_tasks: Sequence[RowTask], templates: tuple[CriterionTemplate, ...], rows: Rows
 ) -> None:
     checked = [(i, t) for i, t in enumerate(templates) if t.needs_validation]
     if not checked:

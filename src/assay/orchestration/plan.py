@@ -7,10 +7,12 @@ rows → one work item per ``row-task × variant × replicate``. ``assay plan`` 
 
 from __future__ import annotations
 
+import bisect
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import overload
 
 from assay.agents.llm import model_key
 from assay.data.select import SelectionRequest
@@ -113,12 +115,19 @@ class PlannedTask:
         """Replicates per row-task (of the default variant)."""
         return self.loaded.definition.repeats
 
-    def selection(self) -> TaskSelection | None:
-        """The record of the rows this task selected."""
+    @property
+    def selection_made(self) -> bool:
+        """Whether this task selected rows of a dataset (it has a selection record)."""
+        return (self.expansion.dataset_record is not None and self.request is not None
+                and self.expansion.selection is not None)  # fmt: skip
+
+    def selection(self, *, rows_file: str | None = None) -> TaskSelection | None:
+        """The record of the rows this task selected (``rows_file``: see
+        :meth:`~assay.orchestration.expand.Expansion.selection_record`)."""
         record = self.expansion.dataset_record
         if record is None or self.request is None:
             return None
-        selection = self.expansion.selection_record(self.request)
+        selection = self.expansion.selection_record(self.request, rows_file=rows_file)
         assert selection is not None
         return TaskSelection(
             task_id=self.loaded.definition.task_id,
@@ -143,27 +152,14 @@ class Plan:
     experiment_file: Path | None = None
     redactor: Redactor = field(default_factory=Redactor)
 
-    def work_items(self) -> list[WorkItem]:
-        """Every ``row-task × variant × replicate``, in variant, task, row, replicate order."""
-        items: list[WorkItem] = []
-        for position, _ in enumerate(self.variants):
-            for planned in self.tasks:
-                variant = planned.variants[position]
-                repeats = self.repeats_override or variant.definition.repeats
-                for row_task in planned.expansion.row_tasks:
-                    for replicate in range(repeats):
-                        items.append(WorkItem(row_task, variant, replicate, len(items)))
-        return items
+    def work_items(self) -> WorkItems:
+        """Every ``row-task × variant × replicate``, in variant, task, row, replicate order
+        (made when read: see :class:`WorkItems`)."""
+        return WorkItems(self)
 
     def work_item_count(self) -> int:
-        """How many work items :meth:`work_items` gives, without building them."""
-        total = 0
-        for position, _ in enumerate(self.variants):
-            for planned in self.tasks:
-                variant = planned.variants[position]
-                repeats = self.repeats_override or variant.definition.repeats
-                total += len(planned.expansion.row_tasks) * repeats
-        return total
+        """How many work items :meth:`work_items` gives."""
+        return len(self.work_items())
 
     @property
     def definitions(self) -> list[TaskDefinition]:
@@ -174,6 +170,54 @@ class Plan:
     def row_task_count(self) -> int:
         """Row-tasks over all task files (before variants and replicates)."""
         return sum(len(t.expansion.row_tasks) for t in self.tasks)
+
+
+class WorkItems(Sequence[WorkItem]):
+    """A plan's work items (``row-task × variant × replicate``, in variant, task, row,
+    replicate order), each made when read, so a run of a million rows never holds a million
+    of them; item ``i`` is always the same row, variant and replicate, with ``index == i``."""
+
+    def __init__(self, plan: Plan) -> None:
+        self._blocks: list[tuple[Sequence[RowTask], ResolvedVariant, int]] = []
+        self._starts: list[int] = []
+        total = 0
+        for position, _ in enumerate(plan.variants):
+            for planned in plan.tasks:
+                variant = planned.variants[position]
+                repeats = plan.repeats_override or variant.definition.repeats
+                self._starts.append(total)
+                self._blocks.append((planned.expansion.row_tasks, variant, repeats))
+                total += len(planned.expansion.row_tasks) * repeats
+        self._total = total
+
+    def __len__(self) -> int:
+        return self._total
+
+    @overload
+    def __getitem__(self, index: int) -> WorkItem: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[WorkItem]: ...
+
+    def __getitem__(self, index: int | slice) -> WorkItem | list[WorkItem]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(self._total))]
+        if index < 0:
+            index += self._total
+        if not 0 <= index < self._total:
+            raise IndexError(index)
+        block = bisect.bisect_right(self._starts, index) - 1
+        row_tasks, variant, repeats = self._blocks[block]
+        row, replicate = divmod(index - self._starts[block], repeats)
+        return WorkItem(row_tasks[row], variant, replicate, index)
+
+    def __iter__(self) -> Iterator[WorkItem]:
+        index = 0
+        for row_tasks, variant, repeats in self._blocks:
+            for row_task in row_tasks:
+                for replicate in range(repeats):
+                    yield WorkItem(row_task, variant, replicate, index)
+                    index += 1
 
 
 TaskSource = str | Path | LoadedTask

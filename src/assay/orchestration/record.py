@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from assay.orchestration.expand import Selectors
@@ -13,6 +13,8 @@ from assay.orchestration.task_loader import load_task
 from assay.providers.pricing import PriceTable
 from assay.results.io import write_json_atomic
 from assay.results.plan_record import JudgeUse, PlannedTaskRecord, PlanOptionsRecord, PlanRecord
+from assay.results.secrets import Redactor
+from assay.results.selection_file import write_selection_rows
 from assay.spec.criteria import LlmJudge
 
 BUILT_DIR = "python-tasks"
@@ -33,6 +35,20 @@ def save_built_tasks(run_dir: Path, plan: Plan) -> dict[str, Path]:
     return saved
 
 
+def write_selection(run_dir: Path, plan: Plan, *, redactor: Redactor | None) -> None:
+    """Write ``selection.jsonl``: every dataset task's selected rows and their content
+    hashes, one row at a time (:mod:`assay.results.selection_file`)."""
+
+    def rows() -> Iterator[tuple[str, str, str]]:
+        for planned in plan.tasks:
+            if planned.selection_made:
+                task_id = planned.loaded.definition.task_id
+                for row_id, row_hash in planned.expansion.selected_rows():
+                    yield task_id, row_id, row_hash
+
+    write_selection_rows(run_dir, rows(), redactor=redactor)
+
+
 def plan_sources(record: PlanRecord) -> list[TaskSource]:
     """The tasks of a recorded plan: task files, and tasks built in Python as saved, read
     with the folder they were built in."""
@@ -43,12 +59,19 @@ def plan_sources(record: PlanRecord) -> list[TaskSource]:
 
 
 def plan_record(
-    plan: Plan, options: PlanOptions, run: RunOptions, *, saved: Mapping[str, Path] | None = None
+    plan: Plan,
+    options: PlanOptions,
+    run: RunOptions,
+    *,
+    saved: Mapping[str, Path] | None = None,
+    rows_file: str | None = None,
 ) -> PlanRecord:
-    """What ``plan.json`` says about ``plan`` (``saved``: :func:`save_built_tasks`)."""
+    """What ``plan.json`` says about ``plan`` (``saved``: :func:`save_built_tasks`;
+    ``rows_file``: the selected rows are listed in that file, :func:`write_selection`,
+    not in the record)."""
     tasks = []
     for planned in plan.tasks:
-        selection = planned.selection()
+        selection = planned.selection(rows_file=rows_file)
         task_id = planned.loaded.definition.task_id
         file = (saved or {}).get(task_id)
         tasks.append(

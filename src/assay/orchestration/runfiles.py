@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from assay.errors import UsageError
@@ -154,7 +154,7 @@ def load_run_results(run_dir: Path) -> list[EvaluationResult]:
     return results
 
 
-def finished_mask(run_dir: Path, items: list[WorkItem], *, retry_errors: bool) -> bytearray:
+def finished_mask(run_dir: Path, items: Sequence[WorkItem], *, retry_errors: bool) -> bytearray:
     """``1`` for each item whose ``task.json`` is complete (not for ``ERROR`` ones when
     retrying errors), ``0`` for the rest; an unreadable one is ``0``, so its row runs again.
     One byte an item: the results are read one at a time and not kept."""
@@ -174,7 +174,7 @@ def finished_mask(run_dir: Path, items: list[WorkItem], *, retry_errors: bool) -
 
 
 def kept_results(
-    run_dir: Path, items: list[WorkItem], mask: bytearray
+    run_dir: Path, items: Sequence[WorkItem], mask: bytearray
 ) -> Iterator[EvaluationResult]:
     """The results of the items ``mask`` marks, read one at a time."""
     for position, item in enumerate(items):
@@ -183,7 +183,7 @@ def kept_results(
 
 
 def finished_results(
-    run_dir: Path, items: list[WorkItem], *, retry_errors: bool
+    run_dir: Path, items: Sequence[WorkItem], *, retry_errors: bool
 ) -> list[EvaluationResult]:
     """The results of items whose ``task.json`` is complete (``ERROR`` ones dropped when
     retrying errors), in a list (:func:`finished_mask` for a run of any size)."""

@@ -14,7 +14,7 @@ import contextlib
 import os
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -219,7 +219,7 @@ class Runner:
         self.base_env = dict(os.environ)
         self._stores: dict[str, Store] = {}
 
-    async def execute(self, items: list[WorkItem], on_done: OnDone) -> ExecutionResult:
+    async def execute(self, items: Iterable[WorkItem], on_done: OnDone) -> ExecutionResult:
         """Run every item, ``jobs`` at a time; stop cleanly when cancelled (Ctrl-C).
 
         A row's files are written by a writer thread, so a slow disk never holds up the

@@ -14,14 +14,19 @@ SIGTERM ends the run with its finished rows; the reports are written by
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
 from assay.errors import UsageError
 from assay.orchestration.datacheck import same_data
-from assay.orchestration.executors import ExecutionContext, ExecutorChoice, make_executor
+from assay.orchestration.executors import (
+    ExecutionContext,
+    ExecutorChoice,
+    PendingItems,
+    make_executor,
+)
 from assay.orchestration.plan import Plan, PlanOptions, WorkItem, build_plan
 from assay.orchestration.progress import NoProgress, Progress
 from assay.orchestration.record import (
@@ -30,6 +35,7 @@ from assay.orchestration.record import (
     plan_sources,
     replayed_options,
     save_built_tasks,
+    write_selection,
 )
 from assay.orchestration.rowfiles import unwritten
 from assay.orchestration.rundir import create_run_dir, item_dir, point_latest
@@ -39,9 +45,9 @@ from assay.orchestration.services import ModelSettings
 from assay.orchestration.signals import stop_on_signals
 from assay.providers.pool import ProviderRegistry
 from assay.providers.pricing import PriceTable
-from assay.results.io import read_json
 from assay.results.output import redacted_output
-from assay.results.plan_record import PLAN_FILE, PlanRecord, log_session, write_plan
+from assay.results.plan_record import PLAN_FILE, PlanRecord, log_session, read_plan, write_plan
+from assay.results.selection_file import SELECTION_FILE
 from assay.results.task_result import EvaluationResult
 from assay.sandbox.process import pidfd_child_watcher
 
@@ -120,7 +126,7 @@ class RunSession:
     run_dir: Path
     request: RunRequest
     started: datetime
-    items: list[WorkItem]
+    items: Sequence[WorkItem]
     kept: bytearray
     prices: PriceTable
     unwritten: list[EvaluationResult] = field(default_factory=list)
@@ -132,7 +138,9 @@ class RunSession:
         started = datetime.now()
         run_dir = create_run_dir(request.runs_root, now=started)
         saved = save_built_tasks(run_dir, plan)
-        record = plan_record(plan, options, request.options, saved=saved)
+        record = plan_record(plan, options, request.options, saved=saved,
+                             rows_file=SELECTION_FILE)  # fmt: skip
+        write_selection(run_dir, plan, redactor=plan.redactor)
         write_plan(run_dir, record, redactor=plan.redactor)
         items = plan.work_items()
         return cls(plan, record, run_dir, request, started, items, bytearray(len(items)),
@@ -160,7 +168,7 @@ class RunSession:
             raise UsageError(
                 f"{run_dir} has no {PLAN_FILE}: it is not a run directory assay can resume"
             )
-        record = PlanRecord.model_validate(read_json(run_dir / PLAN_FILE))
+        record = read_plan(run_dir)
         options = replayed_options(record, prices=prices, store_url=store_url)
         plan = build_plan(plan_sources(record), options, request.registry)
         _check_same_store_versions(plan, record)
@@ -177,9 +185,9 @@ class RunSession:
         point_latest(run_dir.parent, run_dir)
         return cls(plan, record, run_dir, request, started, items, kept, options.prices)
 
-    def pending(self) -> list[WorkItem]:
-        """The work items this session runs: every one not kept."""
-        return [item for item, done in zip(self.items, self.kept, strict=True) if not done]
+    def pending(self) -> PendingItems:
+        """The work items this session runs: every one not kept (made when read)."""
+        return PendingItems(self.items, self.kept)
 
     async def execute(self) -> SessionOutcome:
         """Run every pending item inside the run's services (see the module docstring);

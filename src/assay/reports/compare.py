@@ -21,11 +21,12 @@ from assay.reports.experiment import build_experiment
 from assay.reports.markdown import render_experiment
 from assay.reports.writer import task_json_relpath
 from assay.results.experiment import ArmDataset, ExperimentResult
-from assay.results.io import read_json, write_json_atomic, write_text_atomic
-from assay.results.plan_record import PLAN_FILE, PlanRecord
+from assay.results.io import write_json_atomic, write_text_atomic
+from assay.results.plan_record import PLAN_FILE, read_plan
 from assay.results.run import TaskSelection
 from assay.results.run_file import read_summary
 from assay.results.secrets import Redactor
+from assay.results.selection_file import with_rows
 from assay.results.task_result import EvaluationResult, JudgeCriterionResult
 
 SHOWN_IDS = 10
@@ -40,8 +41,8 @@ def recorded_selections(run_dir: Path) -> dict[str, TaskSelection]:
             continue
         try:
             if name == "run.json":  # without its rows
-                return {s.task_id: s for s in read_summary(path).selections}
-            plan = PlanRecord.model_validate(read_json(path))
+                return {s.task_id: _listed(run_dir, s) for s in read_summary(path).selections}
+            plan = read_plan(run_dir)
         except (ValueError, OSError):
             continue
         return {
@@ -52,6 +53,13 @@ def recorded_selections(run_dir: Path) -> dict[str, TaskSelection]:
             if t.dataset is not None and t.selection is not None
         }
     return {}
+
+
+def _listed(run_dir: Path, selection: TaskSelection) -> TaskSelection:
+    """``selection`` with its rows listed (read from ``selection.jsonl`` when the run listed
+    them there)."""
+    listed = with_rows(run_dir, selection.task_id, selection.selection)
+    return selection.model_copy(update={"selection": listed})
 
 
 def _only_variant(

@@ -13,6 +13,7 @@ from assay.orchestration.session import RunSession, SessionOutcome
 from assay.reports.writer import Reports, RunMeta, write_reports
 from assay.results.plan_record import read_sessions
 from assay.results.run import TaskSelection
+from assay.results.selection_file import unlisted
 from assay.results.task_result import EvaluationResult
 
 
@@ -50,7 +51,10 @@ def session_meta(session: RunSession, outcome: SessionOutcome) -> RunMeta:
         skipped=plan.skipped,
         selections=[
             TaskSelection(
-                task_id=t.task_id, source_file=t.file, dataset=t.dataset, selection=t.selection
+                task_id=t.task_id,
+                source_file=t.file,
+                dataset=t.dataset,
+                selection=unlisted(t.selection),
             )
             for t in record.tasks
             if t.dataset is not None and t.selection is not None

@@ -16,8 +16,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from assay.results.io import write_json_atomic
+from assay.results.io import read_json, write_json_atomic
 from assay.results.secrets import Redactor
+from assay.results.selection_file import SELECTION_FILE, with_rows, write_selection_rows
 from assay.results.suite import DatasetRecord, SelectionRecord
 
 PLAN_SCHEMA_VERSION = "1"
@@ -86,8 +87,44 @@ class PlanRecord(_Model):
 
 def write_plan(run_dir: Path, record: PlanRecord, *, redactor: Redactor | None = None) -> None:
     """Write ``plan.json`` atomically, every known secret redacted (a ``-D`` override may
-    carry one)."""
+    carry one). A selection that lists its rows (a record read with :func:`read_plan` and
+    changed) has them written to ``selection.jsonl`` instead, as a run lists them."""
+    listed = [t for t in record.tasks if t.selection is not None and t.selection.row_ids]
+    if listed:
+        write_selection_rows(run_dir, ((t.task_id, row_id, t.selection.row_hashes.get(row_id, ""))
+                                       for t in listed if t.selection is not None
+                                       for row_id in t.selection.row_ids),
+                             redactor=redactor)  # fmt: skip
+        record = record.model_copy(update={"tasks": [_unlisted(t) for t in record.tasks]})
     write_json_atomic(run_dir / PLAN_FILE, record, redactor=redactor)
+
+
+def _unlisted(task: PlannedTaskRecord) -> PlannedTaskRecord:
+    if task.selection is None or not task.selection.row_ids:
+        return task
+    selection = task.selection.model_copy(
+        update={"row_ids": [], "row_hashes": {}, "rows_file": SELECTION_FILE}
+    )
+    return task.model_copy(update={"selection": selection})
+
+
+def read_plan(run_dir: Path) -> PlanRecord:
+    """``run_dir/plan.json`` with every selection's rows listed (read from
+    ``selection.jsonl`` when the run listed them there).
+
+    Raises:
+        OSError: a file cannot be read. ValueError: a file is not valid.
+    """
+    record = PlanRecord.model_validate(read_json(run_dir / PLAN_FILE))
+    return listed_record(run_dir, record)
+
+
+def listed_record(run_dir: Path, record: PlanRecord) -> PlanRecord:
+    """``record`` with every selection's rows listed (:func:`with_rows`)."""
+    tasks = [t.model_copy(update={"selection": with_rows(run_dir, t.task_id, t.selection)})
+             if t.selection is not None and t.selection.rows_file is not None else t
+             for t in record.tasks]  # fmt: skip
+    return record.model_copy(update={"tasks": tasks})
 
 
 def log_session(

@@ -156,26 +156,40 @@ def scan_file(path: Path, redactor: Redactor, *, shapes: bool = True) -> list[tu
 def _files(folder: str) -> Iterator[tuple[str, int | OSError, bool]]:
     """Every regular file under ``folder`` (symlinks not followed): its path, its size (or
     the error that kept a folder from being listed) and whether key shapes are searched in
-    it (not inside a kept sandbox, ``<NN>/sandbox/``)."""
-    stack = [(folder, True)]
-    while stack:
-        directory, shapes = stack.pop()
-        try:
-            entries = list(os.scandir(directory))
-        except OSError as exc:
-            if directory != folder:
-                yield directory, exc, shapes
-            continue
-        parent = os.path.basename(directory)
-        for entry in entries:
+    it (not inside a kept sandbox, ``<NN>/sandbox/``). The walk holds one open listing per
+    level, never a whole folder's entries, so a suite of a million row folders costs no
+    more memory than one of ten."""
+    try:
+        top = os.scandir(folder)
+    except OSError:
+        return
+    stack: list[tuple[Iterator[os.DirEntry[str]], bool, str]] = [(top, True, folder)]
+    try:
+        while stack:
+            entries, shapes, directory = stack[-1]
+            entry = next(entries, None)
+            if entry is None:
+                _close(stack.pop()[0])
+                continue
             try:
                 if entry.is_dir(follow_symlinks=False):
-                    kept = entry.name == SANDBOX_DIR and REPLICATE_DIR.match(parent) is not None
-                    stack.append((entry.path, shapes and not kept))
+                    kept = entry.name == SANDBOX_DIR and REPLICATE_DIR.match(
+                        os.path.basename(directory)) is not None  # fmt: skip
+                    stack.append((os.scandir(entry.path), shapes and not kept, entry.path))
                 elif entry.is_file(follow_symlinks=False):
                     yield entry.path, entry.stat(follow_symlinks=False).st_size, shapes
-            except OSError:
-                continue
+            except OSError as exc:
+                if entry.is_dir(follow_symlinks=False):  # a folder that cannot be listed
+                    yield entry.path, exc, shapes
+    finally:
+        for entries, _, _ in stack:
+            _close(entries)
+
+
+def _close(entries: Iterator[os.DirEntry[str]]) -> None:
+    close = getattr(entries, "close", None)
+    if close is not None:
+        close()
 
 
 @dataclass

@@ -72,7 +72,11 @@ class FailedRowSummary(_Model):
 class SelectionRecord(_Model):
     """Which rows a run selected: the selectors applied, the ids in dataset order, and each
     selected row's content hash (:func:`assay.data.hashing.row_hash`), so that a change of a
-    row's content is detected (a resumed run, ``assay evaluate``/``report``/``compare``)."""
+    row's content is detected (a resumed run, ``assay evaluate``/``report``/``compare``).
+
+    A run lists the ids and hashes once, in its ``selection.jsonl`` (``rows_file``; see
+    :mod:`assay.results.selection_file`), and leaves ``row_ids``/``row_hashes`` empty here;
+    a plan shown by ``assay plan``, and runs written before that file, list them here."""
 
     rows_in_dataset: int
     rows_selected: int
@@ -85,6 +89,7 @@ class SelectionRecord(_Model):
     seed_was_drawn: bool = False
     row_ids: list[str] = Field(default_factory=list)
     row_hashes: dict[str, str] = Field(default_factory=dict)
+    rows_file: str | None = None
 
 
 class FileRecord(_Model):

@@ -20,8 +20,8 @@ from assay.spec.base import StrictModel, UnionInfo
 
 _ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$")
 RESERVED_VARIANT_IDS = frozenset(
-    {"run.json", "run.md", "plan.json", "sessions.jsonl", "experiment.json", "experiment.md",
-     "latest"}
+    {"run.json", "run.md", "plan.json", "selection.jsonl", "sessions.jsonl", "experiment.json",
+     "experiment.md", "report.html", "latest"}
 )  # fmt: skip
 
 

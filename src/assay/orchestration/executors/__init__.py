@@ -7,6 +7,7 @@ from assay.orchestration.executors.base import (
     Executor,
     ExecutorChoice,
     ExecutorKind,
+    PendingItems,
     make_executor,
 )
 
@@ -17,5 +18,6 @@ __all__ = [
     "Executor",
     "ExecutorChoice",
     "ExecutorKind",
+    "PendingItems",
     "make_executor",
 ]

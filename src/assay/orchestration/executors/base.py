@@ -13,7 +13,7 @@ the rows, the run folder, the reports and the exit code are the same (timings as
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
@@ -96,12 +96,35 @@ class Execution:
     warnings: list[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class PendingItems:
+    """The work items a session runs: those of ``items`` whose byte in ``kept`` is 0 (not
+    finished before), in plan order, each made when read (a run of a million rows never
+    holds a million work items)."""
+
+    items: Sequence[WorkItem]
+    kept: bytearray
+
+    def __len__(self) -> int:
+        return self.kept.count(0)
+
+    def __iter__(self) -> Iterator[WorkItem]:
+        position = self.kept.find(0)
+        while position != -1:
+            yield self.items[position]
+            position = self.kept.find(0, position + 1)
+
+    def __getitem__(self, index: int) -> WorkItem:
+        """The plan's work item ``index`` (pending or not), by its index in the plan."""
+        return self.items[index]
+
+
 class Executor(Protocol):
     """Runs work items; every finished row's files are written before ``on_done`` hears of
     it, so a row is done exactly when its ``task.json`` exists."""
 
     async def execute(
-        self, context: ExecutionContext, items: list[WorkItem], on_done: OnDone
+        self, context: ExecutionContext, items: PendingItems, on_done: OnDone
     ) -> Execution:
         """Run ``items``; return when all are done or the run is cancelled (then
         ``interrupted``).

@@ -9,9 +9,9 @@ from assay.orchestration.executors.base import (
     Execution,
     ExecutionContext,
     OnDone,
+    PendingItems,
     run_containment,
 )
-from assay.orchestration.plan import WorkItem
 from assay.orchestration.runner import Runner, model_keys, needs_bridge
 from assay.orchestration.services import build_pool, check_judges, run_services
 from assay.providers.limits import LocalGate
@@ -21,7 +21,7 @@ class LocalExecutor:
     """Runs rows with :class:`~assay.orchestration.runner.Runner` in this process."""
 
     async def execute(
-        self, context: ExecutionContext, items: list[WorkItem], on_done: OnDone
+        self, context: ExecutionContext, items: PendingItems, on_done: OnDone
     ) -> Execution:
         """Start the services, sanity-check the judges, run ``items``, stop the services.
 

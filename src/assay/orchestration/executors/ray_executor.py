@@ -33,12 +33,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from assay.errors import RunFailure, UsageError
-from assay.orchestration.executors.base import Execution, ExecutionContext, OnDone
+from assay.orchestration.executors.base import (
+    Execution,
+    ExecutionContext,
+    OnDone,
+    PendingItems,
+)
 from assay.orchestration.executors.ray_cluster import connect
 from assay.orchestration.executors.ray_files import FileMode, bundles
 from assay.orchestration.executors.ray_limiter import Limiter
 from assay.orchestration.executors.ray_node import NodeRunner, NodeSetup, model_variables
-from assay.orchestration.plan import WorkItem
 from assay.orchestration.rowfiles import RowFiles, write_row
 from assay.orchestration.rundir import item_dir
 from assay.orchestration.runner import needs_bridge
@@ -79,7 +83,7 @@ class RayExecutor:
         self.files = files
 
     async def execute(
-        self, context: ExecutionContext, items: list[WorkItem], on_done: OnDone
+        self, context: ExecutionContext, items: PendingItems, on_done: OnDone
     ) -> Execution:
         """Connect, start a runner per node, run ``items``, stop the runners, disconnect.
 
@@ -103,13 +107,13 @@ class _Driver:
         self,
         ray: Any,
         context: ExecutionContext,
-        items: list[WorkItem],
+        items: PendingItems,
         on_done: OnDone,
         files: FileMode,
     ) -> None:
         self.ray = ray
         self.context = context
-        self.items = {item.index: item for item in items}  # by index in plan.work_items()
+        self.items = items  # by index in plan.work_items(), made when read
         self.on_done = on_done
         self.files = files
         self.nodes: dict[str, _Node] = {}
@@ -135,7 +139,7 @@ class _Driver:
                 warnings = await self._check_judges()
             context.progress.start(len(self.items), already_done=context.already_done)
             self._show_nodes()
-            self.pending.extend(self.items)
+            self.pending.extend(item.index for item in self.items)
             await self._loop()
         except asyncio.CancelledError:
             interrupted = True

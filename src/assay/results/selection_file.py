@@ -1,0 +1,96 @@
+"""``selection.jsonl``: the rows a run selected, one line per row, beside ``plan.json``.
+
+A run records, for every dataset task, which rows it selected and each row's content hash
+(:func:`assay.data.hashing.row_hash`), so a resumed run rebuilds exactly those rows and a
+changed row is detected. Listed inside ``plan.json``, ``run.json`` and every ``suite.json``
+(as runs before this file did, and still read), they made each of those files, and the
+memory that writes and reads them, grow with the rows; so a run lists them here once,
+written as they are computed, and the selection in those files says where
+(``SelectionRecord.rows_file``).
+
+Each line is ``{"task_id": ..., "row_id": ..., "row_hash": ...}``, in plan order (task
+files in order, rows in dataset order).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import threading
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from assay.results.secrets import Redactor
+from assay.results.suite import SelectionRecord
+
+SELECTION_FILE = "selection.jsonl"
+
+
+def write_selection_rows(
+    run_dir: Path, rows: Iterable[tuple[str, str, str]], *, redactor: Redactor | None
+) -> None:
+    """Write ``(task id, row id, row hash)`` lines to ``run_dir/selection.jsonl`` as they
+    come (by rename, so a reader never sees half a file), each line redacted."""
+    path = run_dir / SELECTION_FILE
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        with tmp.open("w", encoding="utf-8") as handle:
+            for task_id, row_id, row_hash in rows:
+                line = json.dumps({"task_id": task_id, "row_id": row_id, "row_hash": row_hash},
+                                  ensure_ascii=False)  # fmt: skip
+                handle.write((redactor.redact(line) if redactor else line) + "\n")
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def iter_selection_rows(
+    run_dir: Path, task_id: str | None = None
+) -> Iterator[tuple[str, str, str]]:
+    """``(task id, row id, row hash)`` of ``run_dir/selection.jsonl`` in its order (of
+    ``task_id`` only, when given).
+
+    Raises:
+        ValueError: a line is not a selection line (the file was damaged), naming it.
+        OSError: the file cannot be read.
+    """
+    path = run_dir / SELECTION_FILE
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            try:
+                data = json.loads(line)
+                row = (str(data["task_id"]), str(data["row_id"]), str(data["row_hash"]))
+            except (ValueError, KeyError, TypeError) as exc:
+                raise ValueError(f"{path}:{number}: not a selection line ({exc}); the run "
+                                 "folder is damaged") from None  # fmt: skip
+            if task_id is None or row[0] == task_id:
+                yield row
+
+
+def with_rows(run_dir: Path, task_id: str, selection: SelectionRecord) -> SelectionRecord:
+    """``selection`` with its row ids and hashes listed (read from ``selection.jsonl`` when
+    the run listed them there; as it is otherwise).
+
+    Raises:
+        ValueError, OSError: see :func:`iter_selection_rows`.
+    """
+    if selection.rows_file is None or selection.row_ids:
+        return selection
+    ids: list[str] = []
+    hashes: dict[str, str] = {}
+    for _, row_id, row_hash in iter_selection_rows(run_dir, task_id):
+        ids.append(row_id)
+        if row_hash:  # a run recorded before row hashes existed
+            hashes[row_id] = row_hash
+    return selection.model_copy(update={"row_ids": ids, "row_hashes": hashes})
+
+
+def unlisted(selection: SelectionRecord) -> SelectionRecord:
+    """``selection`` as a run's files show it: without its rows when they are listed in
+    ``selection.jsonl`` (``rows_file``), as it is otherwise (a run written before it)."""
+    if selection.rows_file is None or not (selection.row_ids or selection.row_hashes):
+        return selection
+    return selection.model_copy(update={"row_ids": [], "row_hashes": {}})
