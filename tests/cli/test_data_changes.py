@@ -200,3 +200,23 @@ def test_data_that_cannot_be_read_again_is_warned_once(tmp_path: Path) -> None:
     warnings = json.loads((run_dir / "run.json").read_text())["warnings"]
     found = [w for w in warnings if "could not be read to check that it is unchanged" in w]
     assert len(found) == 1 and found[0].startswith("task 'drift': its dataset could not be read")
+
+
+def test_a_damaged_or_missing_list_of_selected_rows_is_a_clear_error(tmp_path: Path) -> None:
+    make(tmp_path, "jsonl", ROWS)
+    assert assay("run", "task.yaml", "-q", cwd=tmp_path).returncode == 0
+    run_dir = latest(tmp_path)
+    listed = run_dir / "selection.jsonl"
+    lines = listed.read_text().splitlines()
+    assert [json.loads(line)["row_id"] for line in lines] == [r["id"] for r in ROWS]
+    forget(run_dir, "r4")
+    listed.write_text(lines[0] + "\n" + lines[1][:20] + "\n")  # cut short
+    for command in (["run", "--resume", str(run_dir)], ["report", str(run_dir)]):
+        done = assay(*command, cwd=tmp_path)
+        assert done.returncode == 2, done.stderr
+        assert "selection.jsonl:2: not a line of the run's selected rows" in done.stderr
+        assert "Traceback" not in done.stderr
+    listed.unlink()
+    done = assay("run", "--resume", str(run_dir), cwd=tmp_path)
+    assert done.returncode == 2 and "No such file or directory" in done.stderr, done.stderr
+    assert not (run_dir / "default/drift/r4/00/task.json").exists()  # nothing ran

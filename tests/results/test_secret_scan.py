@@ -89,12 +89,14 @@ def test_scan_run_walks_the_folder_and_spares_kept_sandboxes_key_shapes(tmp_path
     assert all(known not in f.render() for f in findings)
 
 
-def test_large_files_are_mapped_and_batches_flushed_with_the_right_lines(tmp_path: Path) -> None:
+def test_large_files_are_read_alone_and_batches_flushed_with_the_right_lines(
+    tmp_path: Path,
+) -> None:
     known = "my-very-own-service-token-42"
     redactor = Redactor()
     redactor.add("SERVICE_TOKEN", known)
     run = tmp_path / "run"
-    write(run / "big.log", "x\n" * 200 + known + "\n")  # over the batch size: mapped alone
+    write(run / "big.log", "x\n" * 200 + known + "\n")  # over the batch size: read alone, in blocks
     for index in range(5):  # each under it, together over it: scanned in several batches
         write(run / f"small{index}.txt", "line\n" * 20 + f"{known}\n" + SHAPED["a Slack token"])
     write(run / "empty.txt", "")
@@ -106,3 +108,29 @@ def test_large_files_are_mapped_and_batches_flushed_with_the_right_lines(tmp_pat
             findings
         )
     assert len(findings) == 11
+
+
+@pytest.mark.parametrize("block", [700, 4096, 1 << 20])
+def test_a_large_file_read_in_blocks_finds_what_the_whole_file_holds(
+    tmp_path: Path, block: int
+) -> None:
+    from assay.results.secret_scan import SCAN_OVERLAP, scan_file
+
+    known = "my-very-own-service-token-42"
+    redactor = Redactor()
+    redactor.add("SERVICE_TOKEN", known)
+    filler = b"abc defgh\n"
+    parts, size = [], 0
+    # secrets straddling every kind of cut: block edges, overlap edges, the file's end
+    for end in (SCAN_OVERLAP - 5, SCAN_OVERLAP, 2 * SCAN_OVERLAP + 3, 5 * SCAN_OVERLAP - 1):
+        gap = end - size
+        parts.append(filler * (gap // len(filler)) + b"x" * (gap % len(filler)))
+        parts.append(known.encode() + b" " + SHAPED["a Slack token"].encode() + b"\n")
+        size = sum(len(p) for p in parts)
+    parts.append(known.encode())  # the very end, no newline
+    data = b"".join(parts)
+    path = tmp_path / "big.json"
+    path.write_bytes(data)
+    expected = scan_buffer(data, redactor)  # the oracle: the whole file at once
+    assert len(expected) == 9
+    assert scan_file(path, redactor, block=block) == expected

@@ -164,10 +164,12 @@ def check_run_dir(run_dir: Path, results: Iterable[EvaluationResult], *, action:
         summary: RunSummary | None = read_summary(run_dir / "run.json")  # without its rows
     except (OSError, ValueError):
         summary = None
-    selections: list[tuple[str, SelectionRecord | None]] = [
-        (s.task_id, with_rows(run_dir, s.task_id, s.selection))
-        for s in (summary.selections if summary else [])
-    ]
+    selections: list[tuple[str, SelectionRecord | None]] = []
+    planned = {t.task_id for t in record.tasks} if record is not None else set()
+    for chosen in summary.selections if summary else []:
+        if chosen.task_id not in planned:  # plan.json records the rest (read once)
+            selections.append((chosen.task_id, with_rows(run_dir, chosen.task_id,
+                                                         chosen.selection)))  # fmt: skip
     if record is not None:
         selections += [(t.task_id, t.selection) for t in record.tasks]
     return check_finished_run(run_dir, results, record, selections, action=action)

@@ -19,12 +19,12 @@ is scanned in about a tenth of a second.
 from __future__ import annotations
 
 import bisect
-import mmap
 import os
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from assay.results.secrets import Buffer, Redactor
 
@@ -137,20 +137,46 @@ def unreadable(reason: OSError) -> str:
     return UNREADABLE.format(reason=reason.strerror or type(reason).__name__)
 
 
-def scan_file(path: Path, redactor: Redactor, *, shapes: bool = True) -> list[tuple[int, str]]:
-    """``(line, kind)`` of every secret in the file at ``path`` (empty when it is empty);
-    a file that cannot be read is one finding at line 0 (:data:`UNREADABLE`): it may hold
-    one."""
+SCAN_BLOCK = 1 << 20
+"""Bytes a large file is read in (its memory; a file is never read whole)."""
+SCAN_OVERLAP = 1 << 16
+"""Bytes each block shares with the next: a secret (in any escaped form) or key shorter than
+this is found whole in one block, wherever the blocks are cut."""
+
+
+def scan_file(
+    path: Path, redactor: Redactor, *, shapes: bool = True, block: int = SCAN_BLOCK
+) -> list[tuple[int, str]]:
+    """``(line, kind)`` of every secret in the file at ``path`` (empty when it is empty),
+    read in blocks of ``block`` bytes that overlap by :data:`SCAN_OVERLAP`, so a file of any
+    size costs the same memory; a file that cannot be read is one finding at line 0
+    (:data:`UNREADABLE`): it may hold one."""
     try:
         with path.open("rb") as handle:
-            if os.fstat(handle.fileno()).st_size == 0:
-                return []
-            with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
-                return scan_buffer(data, redactor, shapes=shapes)
+            return _scan_blocks(handle, redactor, shapes=shapes, block=block)
     except OSError as exc:
         return [(0, unreadable(exc))]
-    except ValueError:  # the file was emptied meanwhile: nothing to map
-        return []
+
+
+def _scan_blocks(
+    handle: BinaryIO, redactor: Redactor, *, shapes: bool, block: int
+) -> list[tuple[int, str]]:
+    found: list[tuple[int, str]] = []
+    kept, lines = b"", 0  # the overlap carried over, and the newlines before it
+    while True:
+        read = handle.read(block)
+        data = kept + read
+        final = not read  # a hit that starts before `settled` is whole in `data`, and is
+        settled = len(data) if final else max(0, len(data) - SCAN_OVERLAP)  # not seen again
+        found += [
+            (lines + data.count(b"\n", 0, offset) + 1, kind)
+            for offset, kind in _hits(data, redactor, shapes)
+            if offset < settled
+        ]
+        if final:
+            return sorted(found)
+        lines += data.count(b"\n", 0, settled)
+        kept = data[settled:]
 
 
 def _files(folder: str) -> Iterator[tuple[str, int | OSError, bool]]:

@@ -21,6 +21,7 @@ import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from assay.errors import UsageError
 from assay.results.secrets import Redactor
 from assay.results.suite import SelectionRecord
 
@@ -54,20 +55,30 @@ def iter_selection_rows(
     ``task_id`` only, when given).
 
     Raises:
-        ValueError: a line is not a selection line (the file was damaged), naming it.
-        OSError: the file cannot be read.
+        UsageError: the file is missing, cannot be read, or a line is not a selection line
+            (the run folder is damaged), naming the file and line.
     """
     path = run_dir / SELECTION_FILE
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            try:
-                data = json.loads(line)
-                row = (str(data["task_id"]), str(data["row_id"]), str(data["row_hash"]))
-            except (ValueError, KeyError, TypeError) as exc:
-                raise ValueError(f"{path}:{number}: not a selection line ({exc}); the run "
-                                 "folder is damaged") from None  # fmt: skip
-            if task_id is None or row[0] == task_id:
-                yield row
+    hint = "restore the file from a copy of the run folder, or start a new run"
+    try:
+        with path.open(encoding="utf-8") as handle:
+            for number, line in enumerate(handle, start=1):
+                row = _parsed(line, path, number, hint)
+                if task_id is None or row[0] == task_id:
+                    yield row
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise UsageError(f"the run's list of selected rows cannot be read: {reason}",
+                         file=path, hint=hint) from None  # fmt: skip
+
+
+def _parsed(line: str, path: Path, number: int, hint: str) -> tuple[str, str, str]:
+    try:
+        data = json.loads(line)
+        return str(data["task_id"]), str(data["row_id"]), str(data["row_hash"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise UsageError(f"not a line of the run's selected rows ({exc}): the run folder is "
+                         "damaged", file=path, line=number, hint=hint) from None  # fmt: skip
 
 
 def with_rows(run_dir: Path, task_id: str, selection: SelectionRecord) -> SelectionRecord:
@@ -75,7 +86,7 @@ def with_rows(run_dir: Path, task_id: str, selection: SelectionRecord) -> Select
     the run listed them there; as it is otherwise).
 
     Raises:
-        ValueError, OSError: see :func:`iter_selection_rows`.
+        UsageError: see :func:`iter_selection_rows`.
     """
     if selection.rows_file is None or selection.row_ids:
         return selection
