@@ -80,7 +80,7 @@ def recorded_hashes(
     selections: Iterable[tuple[str, SelectionRecord | None]],
 ) -> dict[str, dict[str, str]]:
     """Task id → the recorded row hashes (tasks recorded before hashes existed are left out)."""
-    return {task_id: dict(s.row_hashes) for task_id, s in selections if s and s.row_hashes}
+    return {task_id: s.row_hashes for task_id, s in selections if s and s.row_hashes}
 
 
 def compare_hashes(
@@ -102,11 +102,11 @@ def dataset_drift(record: PlanRecord, expansions: Mapping[str, Expansion]) -> li
         expansion = expansions.get(task.task_id)
         if task.selection is None or expansion is None or not task.selection.row_hashes:
             continue
-        current = expansion.row_hashes()
+        recorded = task.selection.row_hashes
         missing = expansion.selection.missing_ids if expansion.selection else []
-        drift = compare_hashes(task.task_id, task.selection.row_hashes, current, where="dataset")
-        if drift is not None or missing:
-            changed = drift.changed if drift else ()
+        changed = tuple(row_id for row_id, now in expansion.selected_rows()  # a row at a time
+                        if recorded.get(row_id, now) != now)  # fmt: skip
+        if changed or missing:
             drifts.append(Drift(task.task_id, changed, tuple(missing), "dataset"))
     return drifts
 

@@ -559,7 +559,7 @@ def check_row_ids(rows: Rows, loaded: LoadedTask) -> list[str]:
     assert spec is not None
     id_field = spec.id_field
     ids: list[str] = []
-    first_seen: dict[str, int] = {}
+    seen: set[str] = set()  # where a duplicate was first used is looked up on error
     match = ID_PATTERN.fullmatch
     for index, row in enumerate(rows.items):
         value = row.get(id_field)
@@ -585,16 +585,16 @@ def check_row_ids(rows: Rows, loaded: LoadedTask) -> list[str]:
         if not match(row_id) or row_id in RESERVED_ROW_IDS or len(row_id) > MAX_ID_LENGTH:
             file, line = rows.origin(index)
             raise DatasetError(_bad_id_message(row_id), file=file, line=line)
-        if row_id in first_seen:
+        if row_id in seen:
             file, line = rows.origin(index)
-            first_file, first_line = rows.origin(first_seen[row_id])
+            first_file, first_line = rows.origin(ids.index(row_id))
             raise DatasetError(
                 f"Duplicate dataset row id for task '{task_id}': {row_id!r}",
                 file=file,
                 line=line,
                 hint=f"first used at {first_file}:{first_line}",
             )
-        first_seen[row_id] = index
+        seen.add(row_id)
         ids.append(row_id)
     return ids
 
