@@ -181,3 +181,18 @@ def test_work_items_are_made_when_read_in_variant_task_row_replicate_order(
     assert [i.index for i in items[2:5]] == [2, 3, 4]
     with pytest.raises(IndexError):
         items[len(expected)]
+
+
+def test_pending_items_are_the_unkept_ones_in_plan_order(tmp_path: Path) -> None:
+    from assay.orchestration.executors import PendingItems
+
+    items = plan_for(tmp_path).work_items()
+    kept = bytearray(len(items))
+    for done in (0, 2, 3, len(items) - 1):
+        kept[done] = 1
+    pending = PendingItems(items, kept)
+    expected = [i for i in range(len(items)) if not kept[i]]
+    assert len(pending) == len(expected)
+    assert [item.index for item in pending] == expected
+    assert pending[2].index == 2  # looked up by its index in the plan, pending or not
+    assert list(PendingItems(items, bytearray(b"\x01" * len(items)))) == []

@@ -224,13 +224,16 @@ class RowTasks(Sequence[RowTask]):
         return self._make(self.indexes[position])
 
     def __iter__(self) -> Iterator[RowTask]:
-        for index in self.indexes:
-            yield self._make(index)
+        rows = self.rows.items.iter_packed(self.indexes)  # read in blocks, in order
+        for index, packed in zip(self.indexes, rows, strict=True):
+            yield self._make(index, packed)
 
-    def _make(self, index: int) -> RowTask:
+    def _make(self, index: int, packed: Packed | None = None) -> RowTask:
         sample = self.samples[index] if self.samples is not None else None
-        return RowTask(self.loaded, self.templates, self.ids[index], index,
-                       self.rows.items.packed(index), self.store, sample)  # fmt: skip
+        if packed is None:
+            packed = self.rows.items.packed(index)
+        return RowTask(self.loaded, self.templates, self.ids[index], index, packed,
+                       self.store, sample)  # fmt: skip
 
 
 @dataclass
