@@ -106,3 +106,22 @@ def test_two_variants_of_one_run(tmp_path: Path) -> None:
     assert summary.counts["became_pass"] == comparison["became_pass_total"]
     assert summary.counts["became_fail"] == comparison["became_fail_total"]
     assert summary.mcnemar.p_value == pytest.approx(comparison["mcnemar"]["p_value"])
+
+
+def test_the_viewer_s_run_info_lists_the_recorded_rows_for_a_diff(tmp_path: Path) -> None:
+    from assay.view.runinfo import read_run
+
+    a = run(tmp_path, "a", "default: negative\n", ROWS)
+    edited = [dict(r, expected="positive") if r["id"] == "m5" else r for r in ROWS]
+    b = run(tmp_path, "b", "default: negative\n", edited)
+    info_a, info_b = read_run("a", a), read_run("b", b)
+    listed = info_a.selections["mood"].selection
+    assert listed.row_ids == [r["id"] for r in ROWS] and len(listed.row_hashes) == 6
+    sides = [
+        Side(s.label, s.index, None, info.selections)  # as the app makes them
+        for s, info in ((side(a, tmp_path), info_a), (side(b, tmp_path), info_b))
+    ]
+    _, summary = build_diff(*sides, tmp_path)
+    assert summary.counts["data_changed"] == 1
+    (a / "selection.jsonl").write_text("not json\n")  # unreadable: its rows count as unchanged
+    assert read_run("a", a).selections["mood"].selection.row_ids == []

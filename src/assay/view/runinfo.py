@@ -21,9 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from assay.errors import UserError
 from assay.results.experiment import EXPERIMENT_SCHEMA_VERSION, ExperimentResult
 from assay.results.plan_record import PLAN_FILE, SESSIONS_FILE, PlanRecord
 from assay.results.run import RUN_SCHEMA_VERSION, RunSummary, TaskSelection
+from assay.results.selection_file import with_rows
 from assay.results.suite import SUITE_SCHEMA_VERSION, SuiteRollup
 from assay.view.reading import Problem, read_json_text, read_model, read_run_summary, validate
 
@@ -87,15 +89,24 @@ class RunInfo:
         """Task id → the dataset and rows the run recorded selecting (``run.json``, else
         ``plan.json``), as :func:`assay.reports.compare.recorded_selections` reads them."""
         if self.summary is not None:
-            return {s.task_id: s for s in self.summary.selections}
+            return {s.task_id: self._listed(s) for s in self.summary.selections}
         if self.plan is None:
             return {}
         return {
-            t.task_id: TaskSelection(task_id=t.task_id, source_file=t.file, dataset=t.dataset,
-                                     selection=t.selection)
+            t.task_id: self._listed(TaskSelection(task_id=t.task_id, source_file=t.file,
+                                                  dataset=t.dataset, selection=t.selection))
             for t in self.plan.tasks
             if t.dataset is not None and t.selection is not None
         }  # fmt: skip
+
+    def _listed(self, chosen: TaskSelection) -> TaskSelection:
+        """``chosen`` with its rows and their hashes (from ``selection.jsonl``); as it is
+        when that file cannot be read (its rows then count as unchanged in a diff)."""
+        try:
+            listed = with_rows(self.path, chosen.task_id, chosen.selection)
+        except UserError:
+            return chosen
+        return chosen.model_copy(update={"selection": listed})
 
     def suite(self, variant: str, suite: str) -> SuiteInfo | None:
         """The suite ``suite`` of ``variant``, if the run has it."""
