@@ -216,7 +216,68 @@ def test_a_damaged_or_missing_list_of_selected_rows_is_a_clear_error(tmp_path: P
         assert done.returncode == 2, done.stderr
         assert "selection.jsonl:2: not a line of the run's selected rows" in done.stderr
         assert "Traceback" not in done.stderr
+    for kept in (lines[:3], [*lines, lines[0]], [lines[0], lines[0], *lines[2:]]):  # cut at a
+        listed.write_text("".join(line + "\n" for line in kept))  # line, padded, a row twice
+        done = assay("run", "--resume", str(run_dir), cwd=tmp_path)
+        assert done.returncode == 2, done.stderr
+        assert "selection.jsonl" in done.stderr and "the run folder is damaged" in done.stderr
+    listed.write_text("".join(line + "\n" for line in lines[:3]))
+    done = assay("report", str(run_dir), cwd=tmp_path)
+    assert done.returncode == 2 and f"lists 3 row(s) of task 'drift', but the run selected "\
+        f"{len(ROWS)}" in " ".join(done.stderr.split()), done.stderr  # fmt: skip
     listed.unlink()
     done = assay("run", "--resume", str(run_dir), cwd=tmp_path)
     assert done.returncode == 2 and "No such file or directory" in done.stderr, done.stderr
     assert not (run_dir / "default/drift/r4/00/task.json").exists()  # nothing ran
+
+
+def test_rows_yaml_reads_as_dates_or_infinities_report_as_they_ran(tmp_path: Path) -> None:
+    import hashlib
+
+    rows = "[{id: a, v: 2024-01-02, n: 1}, {id: b, v: 2024-01-02 03:04:05}, {id: c, v: .inf}]"
+    write(
+        tmp_path / "task.yaml",
+        f"""\
+task_id: dated
+description: rows YAML reads as dates
+initial_prompt: "say hi"
+agent: {{type: command, command: "echo hi"}}
+dataset: {{rows: {rows}}}
+success_criteria:
+  - {{type: response_match, expected: hi}}
+""",
+    )
+    assert assay("run", "task.yaml", "-q", cwd=tmp_path).returncode == 0
+    run_dir = latest(tmp_path)
+    done = assay("report", str(run_dir), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr  # the finished rows match what the run recorded
+    stored = json.loads((run_dir / "default/dated/a/00/task.json").read_text())["row"]
+    assert stored == {"id": "a", "v": "2024-01-02", "n": 1}
+    text = json.dumps(stored, sort_keys=True, separators=(",", ":"))  # the oracle: by hand
+    assert selected_rows(run_dir)["a"] == hashlib.sha256(text.encode()).hexdigest()[:16]
+    plain = {"id": "x", "t": "é", "k": [1, 2.5, None]}
+    oracle = json.dumps(plain, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    assert row_hash(plain) == hashlib.sha256(oracle.encode()).hexdigest()[:16]  # unchanged
+
+
+def test_a_damaged_plan_or_suite_file_is_a_clear_error_or_rewritten(tmp_path: Path) -> None:
+    make(tmp_path, "jsonl", ROWS)
+    assert assay("run", "task.yaml", "-q", cwd=tmp_path).returncode == 0
+    run_dir = latest(tmp_path)
+    suite_path = run_dir / "default/drift/suite.json"
+    whole = suite_path.read_text()
+    suite_path.write_text(whole[: len(whole) // 2])  # cut short: report writes it again
+    done = assay("report", str(run_dir), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    again, before = json.loads(suite_path.read_text()), json.loads(whole)
+    assert again["criterion_aggregates"] == before["criterion_aggregates"]
+    assert again["criteria"] == before["criteria"] and again["rows_total"] == len(ROWS)
+    plan = run_dir / "plan.json"
+    text = plan.read_text()
+    forget(run_dir, "r4")
+    for damaged, said in ((text[: len(text) // 2], "plan.json is not valid JSON"),
+                          ("[]", "plan.json is not a plan assay wrote")):  # fmt: skip
+        plan.write_text(damaged)
+        done = assay("run", "--resume", str(run_dir), cwd=tmp_path)
+        assert done.returncode == 2 and said in done.stderr, done.stderr
+        assert "Traceback" not in done.stderr

@@ -123,5 +123,10 @@ def test_the_viewer_s_run_info_lists_the_recorded_rows_for_a_diff(tmp_path: Path
     ]
     _, summary = build_diff(*sides, tmp_path)
     assert summary.counts["data_changed"] == 1
-    (a / "selection.jsonl").write_text("not json\n")  # unreadable: its rows count as unchanged
-    assert read_run("a", a).selections["mood"].selection.row_ids == []
+    (a / "selection.jsonl").write_text("not json\n")  # a diff is refused, as compare refuses
+    with pytest.raises(UsageError) as damaged:
+        read_run("a", a).selections  # noqa: B018 - the property reads the file
+    assert "selection.jsonl" in str(damaged.value) and "damaged" in str(damaged.value)
+    (a / "selection.jsonl").unlink()
+    assert any(p.file == "selection.jsonl" and "missing" in p.message
+               for p in read_run("a", a).problems)  # fmt: skip

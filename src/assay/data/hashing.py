@@ -21,11 +21,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import pydantic_core
+
 ROW_HASH_DIGITS = 16
 """64 bits: enough to tell an edited row from the original, short enough to record for every
 selected row."""
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=True,
                               allow_nan=True, default=repr)  # fmt: skip
+# plain JSON only, else as _CANONICAL: a plain row hashes as it always did
+_STRICT = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=True,
+                           allow_nan=False)  # fmt: skip
 _BLOCK = 1 << 20
 
 
@@ -35,8 +40,15 @@ def canonical(value: Any) -> bytes:
 
 
 def row_hash(row: dict[str, Any]) -> str:
-    """The content hash of one row (:data:`ROW_HASH_DIGITS` hex digits)."""
-    return hashlib.sha256(canonical(row)).hexdigest()[:ROW_HASH_DIGITS]
+    """The content hash of one row (:data:`ROW_HASH_DIGITS` hex digits), over the row as a
+    result file keeps it: a value JSON has no form for (a YAML date or timestamp, an
+    infinity, a number as a key) is hashed as pydantic writes it into ``task.json`` (ISO
+    text, ``null``, text keys), so the finished row and the dataset hash alike."""
+    try:
+        data = _STRICT.encode(row).encode("ascii")
+    except (TypeError, ValueError):
+        data = canonical(json.loads(pydantic_core.to_json(row, inf_nan_mode="null")))
+    return hashlib.sha256(data).hexdigest()[:ROW_HASH_DIGITS]
 
 
 def rows_hash(rows: Sequence[dict[str, Any]]) -> str:

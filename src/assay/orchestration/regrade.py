@@ -111,7 +111,7 @@ class _Scan:
 
     rows: int = 0
     keys: dict[ModelKey, None] = field(default_factory=dict)
-    suites: dict[tuple[str, str, str | None], TaskDefinition] = field(default_factory=dict)
+    suites: dict[tuple[str, str], TaskDefinition] = field(default_factory=dict)
     missing: int = 0
     first_missing: str = ""
 
@@ -119,12 +119,12 @@ class _Scan:
         """Count one row: its judges, its suite's task, a sandbox its criteria need."""
         self.rows += 1
         self.keys.update(dict.fromkeys([*judge_keys([result]), *criterion_judge_keys([result])]))
-        suite = (result.variant_id, result.task_id, result.suite_id)
-        if suite not in self.suites:  # a suite's rows share their sandbox driver
+        suite = (result.variant_id, result.suite_id or result.task_id)
+        if suite not in self.suites:  # a suite's rows share their sandbox driver: one each
             self.suites[suite] = TaskDefinition.model_validate(result.task_config.resolved)
         if agent_status(result) == "error" or (path.parent / SANDBOX_DIR).is_dir():
             return
-        task = TaskDefinition.model_validate(result.task_config.resolved)
+        task = TaskDefinition.model_validate(result.task_config.resolved)  # this row's own
         if any(needs_sandbox(c) for c in task.success_criteria):
             self.missing += 1
             self.first_missing = self.first_missing or path.parent.relative_to(run_dir).as_posix()

@@ -32,10 +32,13 @@ def previous_meta(run_dir: Path, stage: Stage) -> RunMeta:
     plan = read_model(run_dir / PLAN_FILE, PlanRecord)
     criteria = dict(plan.criteria) if plan else {}
     criteria.update(summary.task_criteria if summary else {})
-    for path in run_dir.glob("*/*/suite.json"):
-        data = read_json(path)
-        if data.get("criteria") is not None:
-            criteria.setdefault(data["suite_id"], data["criteria"])
+    for path in run_dir.glob("*/*/suite.json"):  # rewritten by this report: one that cannot
+        try:  # be read (a damaged file) adds nothing plan.json and run.json do not say
+            data = read_json(path)
+            if isinstance(data, dict) and data.get("criteria") is not None:
+                criteria.setdefault(str(data["suite_id"]), data["criteria"])
+        except (OSError, ValueError, KeyError):
+            continue
     selections = summary.selections if summary else []
     if not selections and plan is not None:
         selections = [

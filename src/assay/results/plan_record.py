@@ -14,8 +14,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from assay.errors import UsageError
 from assay.results.io import read_json, write_json_atomic
 from assay.results.secrets import Redactor
 from assay.results.selection_file import SELECTION_FILE, with_rows, write_selection_rows
@@ -113,16 +114,30 @@ def read_plan(run_dir: Path) -> PlanRecord:
     ``selection.jsonl`` when the run listed them there).
 
     Raises:
-        OSError: a file cannot be read. ValueError: a file is not valid.
+        UsageError: a file cannot be read or is not what assay wrote (the run folder is
+            damaged), naming it (and the line, for JSON that does not parse).
     """
-    record = PlanRecord.model_validate(read_json(run_dir / PLAN_FILE))
+    path = run_dir / PLAN_FILE
+    hint = "restore the file from a copy of the run folder, or start a new run"
+    try:
+        record = PlanRecord.model_validate(read_json(path))
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"{PLAN_FILE} is not valid JSON ({exc.msg}): the run folder is damaged",
+                         file=path, line=exc.lineno, hint=hint) from None  # fmt: skip
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{PLAN_FILE} cannot be read ({exc})", file=path, hint=hint) from None
+    except ValidationError as exc:
+        where = ".".join(str(part) for part in exc.errors()[0]["loc"]) or "the top level"
+        raise UsageError(f"{PLAN_FILE} is not a plan assay wrote ({where}: "
+                         f"{exc.errors()[0]['msg']}): the run folder is damaged",
+                         file=path, hint=hint) from None  # fmt: skip
     return listed_record(run_dir, record)
 
 
 def listed_record(run_dir: Path, record: PlanRecord) -> PlanRecord:
     """``record`` with every selection's rows listed (:func:`with_rows`)."""
     tasks = [t.model_copy(update={"selection": with_rows(run_dir, t.task_id, t.selection)})
-             if t.selection is not None and t.selection.rows_file is not None else t
+             if t.selection is not None else t
              for t in record.tasks]  # fmt: skip
     return record.model_copy(update={"tasks": tasks})
 

@@ -83,20 +83,40 @@ def _parsed(line: str, path: Path, number: int, hint: str) -> tuple[str, str, st
 
 def with_rows(run_dir: Path, task_id: str, selection: SelectionRecord) -> SelectionRecord:
     """``selection`` with its row ids and hashes listed (read from ``selection.jsonl`` when
-    the run listed them there; as it is otherwise).
+    the run listed them there; as it is otherwise). A selection that lists no rows although
+    it selected some, in a folder that has the file, is read from the file too (its
+    ``rows_file`` was lost).
 
     Raises:
-        UsageError: see :func:`iter_selection_rows`.
+        UsageError: see :func:`iter_selection_rows`; or the file does not list exactly
+            ``rows_selected`` distinct rows of the task (it was cut short, padded or edited).
     """
-    if selection.rows_file is None or selection.row_ids:
+    lost = (selection.rows_file is None and not selection.row_ids and selection.rows_selected
+            and (run_dir / SELECTION_FILE).is_file())  # fmt: skip
+    if (selection.rows_file is None and not lost) or selection.row_ids:
         return selection
     ids: list[str] = []
     hashes: dict[str, str] = {}
+    seen: set[str] = set()
     for _, row_id, row_hash in iter_selection_rows(run_dir, task_id):
+        if row_id in seen:
+            raise _miscount(run_dir, task_id, f"lists row {row_id!r} twice")
+        seen.add(row_id)
         ids.append(row_id)
         if row_hash:  # a run recorded before row hashes existed
             hashes[row_id] = row_hash
-    return selection.model_copy(update={"row_ids": ids, "row_hashes": hashes})
+    if len(ids) != selection.rows_selected:
+        raise _miscount(run_dir, task_id, f"lists {len(ids)} row(s) of task '{task_id}', but "
+                        f"the run selected {selection.rows_selected}")  # fmt: skip
+    return selection.model_copy(update={"row_ids": ids, "row_hashes": hashes,
+                                        "rows_file": SELECTION_FILE})  # fmt: skip
+
+
+def _miscount(run_dir: Path, task_id: str, what: str) -> UsageError:
+    return UsageError(f"the run's list of selected rows {what}: the run folder is damaged "
+                      f"(task '{task_id}')", file=run_dir / SELECTION_FILE,
+                      hint="restore the file from a copy of the run folder, or start a new "
+                           "run")  # fmt: skip
 
 
 def unlisted(selection: SelectionRecord) -> SelectionRecord:

@@ -21,11 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from assay.errors import UserError
 from assay.results.experiment import EXPERIMENT_SCHEMA_VERSION, ExperimentResult
 from assay.results.plan_record import PLAN_FILE, SESSIONS_FILE, PlanRecord
 from assay.results.run import RUN_SCHEMA_VERSION, RunSummary, TaskSelection
-from assay.results.selection_file import with_rows
+from assay.results.selection_file import SELECTION_FILE, with_rows
 from assay.results.suite import SUITE_SCHEMA_VERSION, SuiteRollup
 from assay.view.reading import Problem, read_json_text, read_model, read_run_summary, validate
 
@@ -100,12 +99,13 @@ class RunInfo:
         }  # fmt: skip
 
     def _listed(self, chosen: TaskSelection) -> TaskSelection:
-        """``chosen`` with its rows and their hashes (from ``selection.jsonl``); as it is
-        when that file cannot be read (its rows then count as unchanged in a diff)."""
-        try:
-            listed = with_rows(self.path, chosen.task_id, chosen.selection)
-        except UserError:
-            return chosen
+        """``chosen`` with its rows and their hashes (from ``selection.jsonl``).
+
+        Raises:
+            UsageError: that file cannot be read (a diff is refused, as ``assay compare``
+                refuses it).
+        """
+        listed = with_rows(self.path, chosen.task_id, chosen.selection)
         return chosen.model_copy(update={"selection": listed})
 
     def suite(self, variant: str, suite: str) -> SuiteInfo | None:
@@ -134,6 +134,7 @@ def read_run(key: str, path: Path, *, last_row_at: float | None = None) -> RunIn
     if (path / PLAN_FILE).exists():
         info.plan, _, problems = read_model(path / PLAN_FILE, PLAN_FILE, PlanRecord)
         info.problems += problems
+    info.problems += _selection_problems(info)
     info.sessions, info.open_session = _sessions(path, info.problems)
     info.suites = _suites(path, info)
     if (path / "experiment.json").exists():
@@ -143,6 +144,18 @@ def read_run(key: str, path: Path, *, last_row_at: float | None = None) -> RunIn
         info.problems += problems
     info.state = _state(info, last_row_at)
     return info
+
+
+def _selection_problems(info: RunInfo) -> list[Problem]:
+    """``selection.jsonl`` missing where the run says it lists its rows (its lines are read,
+    and checked, when a diff needs them)."""
+    chosen = [s.selection for s in info.summary.selections] if info.summary else []
+    chosen += [t.selection for t in info.plan.tasks if t.selection] if info.plan else []
+    listed = any(s is not None and s.rows_file is not None for s in chosen)
+    if listed and not (info.path / SELECTION_FILE).is_file():
+        return [Problem(SELECTION_FILE, "is missing: the run's selected rows and their "
+                                        "content hashes cannot be read")]  # fmt: skip
+    return []
 
 
 def _state(info: RunInfo, last_row_at: float | None) -> str:
