@@ -106,13 +106,20 @@ def test_a_node_killed_mid_run_loses_only_the_rows_it_was_running(
 
 def test_a_node_that_joins_mid_run_gets_rows(restore_nodes: RayCluster, tmp_path: Path) -> None:
     """A node started while the run goes (here with ``ASSAY_TEST_NODE=joined`` in its
-    environment, which its rows log) gets a runner and rows."""
+    environment, which its rows log) gets a runner and rows. However slowly the node starts
+    (a busy machine), the run cannot end first: once the node is asked for, the other nodes'
+    rows wait (up to 90 s) until a row has run on it."""
     cluster = restore_nodes
     rows = 48
     task = _slow_task(tmp_path, rows=rows)
+    gate, joined = tmp_path / "gate", tmp_path / "joined"
+    wait = (f'if [ "${{ASSAY_TEST_NODE:-}}" = joined ]; then touch {joined}; '
+            f"elif [ -e {gate} ]; then i=0; while [ ! -e {joined} ] && [ $i -lt 900 ]; "
+            "do sleep 0.1; i=$((i+1)); done; fi; sleep")  # fmt: skip
     text = task.read_text().replace('"$ASSAY_ROW_ID"', '"$ASSAY_ROW_ID/${ASSAY_TEST_NODE:-}"')
-    task.write_text(text)
+    task.write_text(text.replace("; sleep", f"; {wait}", 1))
     driver = _driver_after(task, cluster, jobs=1, rows=3)
+    gate.touch()
     cluster.add_worker(ASSAY_TEST_NODE="joined")  # Ray starts nodes from the main thread
     _, stderr = driver.communicate(timeout=180)
     assert driver.returncode == 0, stderr
