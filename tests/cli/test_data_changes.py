@@ -221,6 +221,9 @@ def test_a_damaged_or_missing_list_of_selected_rows_is_a_clear_error(tmp_path: P
         done = assay("run", "--resume", str(run_dir), cwd=tmp_path)
         assert done.returncode == 2, done.stderr
         assert "selection.jsonl" in done.stderr and "the run folder is damaged" in done.stderr
+        said = " ".join(done.stderr.split())
+        if len(kept) == len(lines):  # the same count: one row listed twice
+            assert f"lists row '{json.loads(lines[0])['row_id']}' twice" in said, said
     listed.write_text("".join(line + "\n" for line in lines[:3]))
     done = assay("report", str(run_dir), cwd=tmp_path)
     assert done.returncode == 2 and f"lists 3 row(s) of task 'drift', but the run selected "\

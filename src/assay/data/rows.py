@@ -193,13 +193,6 @@ class RowList(Sequence[dict[str, Any]]):
         for data in state["rows"]:
             self._add(data)
 
-    def close(self) -> None:
-        """Delete the temporary file now (the list is empty afterwards)."""
-        if self._file is not None:
-            self._file.close()
-        self._file, self._memory, self._held = None, [], 0
-        self._offsets, self._dicts = array("q", [0]), {}
-
 
 @dataclass
 class Rows:

@@ -30,7 +30,7 @@ from assay.results.io import read_model
 from assay.results.plan_record import PLAN_FILE, PlanRecord, listed_record, write_plan
 from assay.results.run import RunSummary
 from assay.results.run_file import read_summary
-from assay.results.selection_file import with_rows
+from assay.results.selection_file import listed
 from assay.results.suite import SelectionRecord
 from assay.results.task_result import EvaluationResult
 
@@ -81,17 +81,6 @@ def recorded_hashes(
 ) -> dict[str, dict[str, str]]:
     """Task id → the recorded row hashes (tasks recorded before hashes existed are left out)."""
     return {task_id: s.row_hashes for task_id, s in selections if s and s.row_hashes}
-
-
-def compare_hashes(
-    task_id: str, recorded: Mapping[str, str], current: Mapping[str, str], *, where: str
-) -> Drift | None:
-    """The rows of ``recorded`` whose hash in ``current`` differs or is absent."""
-    changed = tuple(i for i, h in recorded.items() if i in current and current[i] != h)
-    removed = tuple(i for i in recorded if i not in current) if where == "dataset" else ()
-    if not changed and not removed:
-        return None
-    return Drift(task_id, changed, removed, where)
 
 
 def dataset_drift(record: PlanRecord, expansions: Mapping[str, Expansion]) -> list[Drift]:
@@ -164,12 +153,13 @@ def check_run_dir(run_dir: Path, results: Iterable[EvaluationResult], *, action:
         summary: RunSummary | None = read_summary(run_dir / "run.json")  # without its rows
     except (OSError, ValueError):
         summary = None
-    selections: list[tuple[str, SelectionRecord | None]] = []
     planned = {t.task_id for t in record.tasks} if record is not None else set()
-    for chosen in summary.selections if summary else []:
-        if chosen.task_id not in planned:  # plan.json records the rest (read once)
-            selections.append((chosen.task_id, with_rows(run_dir, chosen.task_id,
-                                                         chosen.selection)))  # fmt: skip
+    unplanned = {
+        s.task_id: s.selection
+        for s in (summary.selections if summary else [])
+        if s.task_id not in planned
+    }  # plan.json records the rest (read once)
+    selections: list[tuple[str, SelectionRecord | None]] = list(listed(run_dir, unplanned).items())
     if record is not None:
         selections += [(t.task_id, t.selection) for t in record.tasks]
     return check_finished_run(run_dir, results, record, selections, action=action)
@@ -271,7 +261,6 @@ __all__ = [
     "Drift",
     "check_finished_run",
     "check_run_dir",
-    "compare_hashes",
     "dataset_drift",
     "drift_error",
     "recorded_hashes",

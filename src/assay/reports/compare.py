@@ -21,12 +21,12 @@ from assay.reports.experiment import build_experiment
 from assay.reports.markdown import render_experiment
 from assay.reports.writer import task_json_relpath
 from assay.results.experiment import ArmDataset, ExperimentResult
-from assay.results.io import write_json_atomic, write_text_atomic
-from assay.results.plan_record import PLAN_FILE, read_plan
+from assay.results.io import read_json, write_json_atomic, write_text_atomic
+from assay.results.plan_record import PLAN_FILE, PlanRecord
 from assay.results.run import TaskSelection
 from assay.results.run_file import read_summary
 from assay.results.secrets import Redactor
-from assay.results.selection_file import with_rows
+from assay.results.selection_file import listed_tasks
 from assay.results.task_result import EvaluationResult, JudgeCriterionResult
 
 SHOWN_IDS = 10
@@ -40,26 +40,12 @@ def recorded_selections(run_dir: Path) -> dict[str, TaskSelection]:
         if not path.is_file():
             continue
         try:
-            if name == "run.json":  # without its rows
-                return {s.task_id: _listed(run_dir, s) for s in read_summary(path).selections}
-            plan = read_plan(run_dir)
+            chosen = (read_summary(path).selections if name == "run.json"  # without its rows
+                      else PlanRecord.model_validate(read_json(path)).selections())  # fmt: skip
         except (ValueError, OSError):
             continue
-        return {
-            t.task_id: TaskSelection(
-                task_id=t.task_id, source_file=t.file, dataset=t.dataset, selection=t.selection
-            )
-            for t in plan.tasks
-            if t.dataset is not None and t.selection is not None
-        }
+        return listed_tasks(run_dir, chosen)
     return {}
-
-
-def _listed(run_dir: Path, selection: TaskSelection) -> TaskSelection:
-    """``selection`` with its rows listed (read from ``selection.jsonl`` when the run listed
-    them there)."""
-    listed = with_rows(run_dir, selection.task_id, selection.selection)
-    return selection.model_copy(update={"selection": listed})
 
 
 def _only_variant(

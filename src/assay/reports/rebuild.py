@@ -17,7 +17,7 @@ from assay.orchestration.secrets import results_redactor
 from assay.reports.writer import Reports, RunMeta, Stage, write_reports
 from assay.results.io import read_json, read_model
 from assay.results.plan_record import PLAN_FILE, PlanRecord
-from assay.results.run import RunSummary, TaskSelection
+from assay.results.run import RunSummary
 from assay.results.run_file import read_summary
 from assay.results.secret_scan import SecretFinding, scan_run
 from assay.results.secrets import Redactor
@@ -41,13 +41,7 @@ def previous_meta(run_dir: Path, stage: Stage) -> RunMeta:
             continue
     selections = summary.selections if summary else []
     if not selections and plan is not None:
-        selections = [
-            TaskSelection(
-                task_id=t.task_id, source_file=t.file, dataset=t.dataset, selection=t.selection
-            )
-            for t in plan.tasks
-            if t.dataset is not None and t.selection is not None
-        ]
+        selections = plan.selections()
     experiment = _experiment(run_dir)
     return RunMeta(
         run_id=run_dir.name,

@@ -12,8 +12,6 @@ from assay.orchestration.runfiles import iter_results
 from assay.orchestration.session import RunSession, SessionOutcome
 from assay.reports.writer import Reports, RunMeta, write_reports
 from assay.results.plan_record import read_sessions
-from assay.results.run import TaskSelection
-from assay.results.selection_file import unlisted
 from assay.results.task_result import EvaluationResult
 
 
@@ -49,16 +47,7 @@ def session_meta(session: RunSession, outcome: SessionOutcome) -> RunMeta:
         max_parallel=request.options.jobs,
         command=request.command or sys.argv,
         skipped=plan.skipped,
-        selections=[
-            TaskSelection(
-                task_id=t.task_id,
-                source_file=t.file,
-                dataset=t.dataset,
-                selection=unlisted(t.selection),
-            )
-            for t in record.tasks
-            if t.dataset is not None and t.selection is not None
-        ],
+        selections=record.selections(),
         warnings=plan.warnings,
         interrupted=outcome.interrupted,
         criteria=record.criteria,

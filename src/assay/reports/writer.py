@@ -40,7 +40,7 @@ from assay.results.run import RunSummary, SecretFindingRecord, SuiteRef
 from assay.results.run_file import write_run_json
 from assay.results.secret_scan import scan_run
 from assay.results.secrets import Redactor
-from assay.results.selection_file import with_rows
+from assay.results.selection_file import listed_tasks
 from assay.results.status import FinalStatus
 from assay.results.suite import SuiteRollup
 from assay.results.task_result import EvaluationResult
@@ -208,7 +208,8 @@ def _write_experiment(
         description=meta.experiment_description,
         variant_ids=meta.variant_ids,
         row_ids={
-            s.task_id: with_rows(run_dir, s.task_id, s.selection).row_ids for s in meta.selections
+            task_id: chosen.selection.row_ids
+            for task_id, chosen in listed_tasks(run_dir, meta.selections).items()
         },
     )
     write_json_atomic(run_dir / "experiment.json", report, redactor=redactor)

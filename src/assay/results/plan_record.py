@@ -18,8 +18,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from assay.errors import UsageError
 from assay.results.io import read_json, write_json_atomic
+from assay.results.run import TaskSelection
 from assay.results.secrets import Redactor
-from assay.results.selection_file import SELECTION_FILE, with_rows, write_selection_rows
+from assay.results.selection_file import SELECTION_FILE, listed, unlisted, write_selection_rows
 from assay.results.suite import DatasetRecord, SelectionRecord
 
 PLAN_SCHEMA_VERSION = "1"
@@ -85,6 +86,16 @@ class PlanRecord(_Model):
     planned: dict[str, int] = Field(default_factory=dict)
     judges: dict[str, list[JudgeUse]] = Field(default_factory=dict)
 
+    def selections(self) -> list[TaskSelection]:
+        """Each dataset task's dataset and selection, as ``run.json`` lists them (rows as
+        this record has them: see :func:`unlisted`)."""
+        return [
+            TaskSelection(task_id=t.task_id, source_file=t.file, dataset=t.dataset,
+                          selection=unlisted(t.selection))
+            for t in self.tasks
+            if t.dataset is not None and t.selection is not None
+        ]  # fmt: skip
+
 
 def write_plan(run_dir: Path, record: PlanRecord, *, redactor: Redactor | None = None) -> None:
     """Write ``plan.json`` atomically, every known secret redacted (a ``-D`` override may
@@ -135,9 +146,9 @@ def read_plan(run_dir: Path) -> PlanRecord:
 
 
 def listed_record(run_dir: Path, record: PlanRecord) -> PlanRecord:
-    """``record`` with every selection's rows listed (:func:`with_rows`)."""
-    tasks = [t.model_copy(update={"selection": with_rows(run_dir, t.task_id, t.selection)})
-             if t.selection is not None else t
+    """``record`` with every selection's rows listed (:func:`listed`: the file read once)."""
+    rows = listed(run_dir, {t.task_id: t.selection for t in record.tasks if t.selection})
+    tasks = [t.model_copy(update={"selection": rows[t.task_id]}) if t.selection else t
              for t in record.tasks]  # fmt: skip
     return record.model_copy(update={"tasks": tasks})
 

@@ -18,10 +18,11 @@ import contextlib
 import json
 import os
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 from assay.errors import UsageError
+from assay.results.run import TaskSelection
 from assay.results.secrets import Redactor
 from assay.results.suite import SelectionRecord
 
@@ -48,11 +49,8 @@ def write_selection_rows(
         raise
 
 
-def iter_selection_rows(
-    run_dir: Path, task_id: str | None = None
-) -> Iterator[tuple[str, str, str]]:
-    """``(task id, row id, row hash)`` of ``run_dir/selection.jsonl`` in its order (of
-    ``task_id`` only, when given).
+def iter_selection_rows(run_dir: Path) -> Iterator[tuple[str, str, str]]:
+    """``(task id, row id, row hash)`` of ``run_dir/selection.jsonl``, in its order.
 
     Raises:
         UsageError: the file is missing, cannot be read, or a line is not a selection line
@@ -63,9 +61,7 @@ def iter_selection_rows(
     try:
         with path.open(encoding="utf-8") as handle:
             for number, line in enumerate(handle, start=1):
-                row = _parsed(line, path, number, hint)
-                if task_id is None or row[0] == task_id:
-                    yield row
+                yield _parsed(line, path, number, hint)
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise UsageError(f"the run's list of selected rows cannot be read: {reason}",
@@ -81,35 +77,56 @@ def _parsed(line: str, path: Path, number: int, hint: str) -> tuple[str, str, st
                          "damaged", file=path, line=number, hint=hint) from None  # fmt: skip
 
 
-def with_rows(run_dir: Path, task_id: str, selection: SelectionRecord) -> SelectionRecord:
-    """``selection`` with its row ids and hashes listed (read from ``selection.jsonl`` when
-    the run listed them there; as it is otherwise). A selection that lists no rows although
-    it selected some, in a folder that has the file, is read from the file too (its
-    ``rows_file`` was lost).
+def listed(run_dir: Path, selections: Mapping[str, SelectionRecord]) -> dict[str, SelectionRecord]:
+    """Task id → its selection with the row ids and hashes listed, ``selection.jsonl`` read
+    once for all of them (a selection whose run listed its rows inline is returned as it
+    is). A selection that lists no rows although it selected some, in a folder that has the
+    file, is read from the file too (its ``rows_file`` was lost).
 
     Raises:
         UsageError: see :func:`iter_selection_rows`; or the file does not list exactly
-            ``rows_selected`` distinct rows of the task (it was cut short, padded or edited).
+            ``rows_selected`` distinct rows of a task (it was cut short, padded or edited).
     """
-    lost = (selection.rows_file is None and not selection.row_ids and selection.rows_selected
-            and (run_dir / SELECTION_FILE).is_file())  # fmt: skip
-    if (selection.rows_file is None and not lost) or selection.row_ids:
-        return selection
-    ids: list[str] = []
-    hashes: dict[str, str] = {}
-    seen: set[str] = set()
-    for _, row_id, row_hash in iter_selection_rows(run_dir, task_id):
-        if row_id in seen:
+    wanted = {task_id: s for task_id, s in selections.items() if _in_file(run_dir, s)}
+    ids: dict[str, list[str]] = {task_id: [] for task_id in wanted}
+    hashes: dict[str, dict[str, str]] = {task_id: {} for task_id in wanted}
+    seen: set[tuple[str, str]] = set()
+    for task_id, row_id, row_hash in iter_selection_rows(run_dir) if wanted else ():
+        if task_id not in wanted:
+            continue
+        if (task_id, row_id) in seen:
             raise _miscount(run_dir, task_id, f"lists row {row_id!r} twice")
-        seen.add(row_id)
-        ids.append(row_id)
+        seen.add((task_id, row_id))
+        ids[task_id].append(row_id)
         if row_hash:  # a run recorded before row hashes existed
-            hashes[row_id] = row_hash
-    if len(ids) != selection.rows_selected:
-        raise _miscount(run_dir, task_id, f"lists {len(ids)} row(s) of task '{task_id}', but "
-                        f"the run selected {selection.rows_selected}")  # fmt: skip
-    return selection.model_copy(update={"row_ids": ids, "row_hashes": hashes,
-                                        "rows_file": SELECTION_FILE})  # fmt: skip
+            hashes[task_id][row_id] = row_hash
+    found = dict(selections)
+    for task_id, selection in wanted.items():
+        count = len(ids[task_id])
+        if count != selection.rows_selected:
+            raise _miscount(run_dir, task_id, f"lists {count} row(s) of task '{task_id}', "
+                            f"but the run selected {selection.rows_selected}")  # fmt: skip
+        update = {"row_ids": ids[task_id], "row_hashes": hashes[task_id],
+                  "rows_file": SELECTION_FILE}  # fmt: skip
+        found[task_id] = selection.model_copy(update=update)
+    return found
+
+
+def listed_tasks(run_dir: Path, chosen: Iterable[TaskSelection]) -> dict[str, TaskSelection]:
+    """Task id → each of ``chosen`` with its rows listed (:func:`listed`)."""
+    tasks = {c.task_id: c for c in chosen}
+    rows = listed(run_dir, {task_id: c.selection for task_id, c in tasks.items()})
+    return {task_id: c.model_copy(update={"selection": rows[task_id]})
+            for task_id, c in tasks.items()}  # fmt: skip
+
+
+def _in_file(run_dir: Path, selection: SelectionRecord) -> bool:
+    """Whether ``selection``'s rows are to be read from ``selection.jsonl``."""
+    if selection.row_ids:
+        return False
+    if selection.rows_file is not None:
+        return True
+    return bool(selection.rows_selected) and (run_dir / SELECTION_FILE).is_file()  # lost key
 
 
 def _miscount(run_dir: Path, task_id: str, what: str) -> UsageError:

@@ -24,7 +24,7 @@ from typing import Any
 from assay.results.experiment import EXPERIMENT_SCHEMA_VERSION, ExperimentResult
 from assay.results.plan_record import PLAN_FILE, SESSIONS_FILE, PlanRecord
 from assay.results.run import RUN_SCHEMA_VERSION, RunSummary, TaskSelection
-from assay.results.selection_file import SELECTION_FILE, with_rows
+from assay.results.selection_file import SELECTION_FILE, listed_tasks
 from assay.results.suite import SUITE_SCHEMA_VERSION, SuiteRollup
 from assay.view.reading import Problem, read_json_text, read_model, read_run_summary, validate
 
@@ -88,25 +88,12 @@ class RunInfo:
         """Task id → the dataset and rows the run recorded selecting (``run.json``, else
         ``plan.json``), as :func:`assay.reports.compare.recorded_selections` reads them."""
         if self.summary is not None:
-            return {s.task_id: self._listed(s) for s in self.summary.selections}
-        if self.plan is None:
+            chosen = self.summary.selections
+        elif self.plan is not None:
+            chosen = self.plan.selections()
+        else:
             return {}
-        return {
-            t.task_id: self._listed(TaskSelection(task_id=t.task_id, source_file=t.file,
-                                                  dataset=t.dataset, selection=t.selection))
-            for t in self.plan.tasks
-            if t.dataset is not None and t.selection is not None
-        }  # fmt: skip
-
-    def _listed(self, chosen: TaskSelection) -> TaskSelection:
-        """``chosen`` with its rows and their hashes (from ``selection.jsonl``).
-
-        Raises:
-            UsageError: that file cannot be read (a diff is refused, as ``assay compare``
-                refuses it).
-        """
-        listed = with_rows(self.path, chosen.task_id, chosen.selection)
-        return chosen.model_copy(update={"selection": listed})
+        return listed_tasks(self.path, chosen)  # UsageError: a diff is refused, as compare does
 
     def suite(self, variant: str, suite: str) -> SuiteInfo | None:
         """The suite ``suite`` of ``variant``, if the run has it."""
