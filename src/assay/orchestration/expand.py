@@ -17,11 +17,12 @@ from __future__ import annotations
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, overload
+from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
 from assay.data.hashing import files_hash, row_hash, rows_hash
+from assay.data.lazy import MadeWhenRead
 from assay.data.rows import Packed, Rows, check_inline_rows, load_rows, unpack_row
 from assay.data.select import Selection, SelectionRequest, select_rows
 from assay.data.substitute import (
@@ -194,7 +195,7 @@ class RowTask:
         )
 
 
-class RowTasks(Sequence[RowTask]):
+class RowTasks(MadeWhenRead[RowTask]):
     """The row-tasks of a task file's selected rows, each made when read.
 
     A plan keeps the selection (an 8-byte position a row) and the dataset's rows
@@ -212,15 +213,7 @@ class RowTasks(Sequence[RowTask]):
     def __len__(self) -> int:
         return len(self.indexes)
 
-    @overload
-    def __getitem__(self, position: int) -> RowTask: ...
-
-    @overload
-    def __getitem__(self, position: slice) -> list[RowTask]: ...
-
-    def __getitem__(self, position: int | slice) -> RowTask | list[RowTask]:
-        if isinstance(position, slice):
-            return [self._make(i) for i in self.indexes[position]]
+    def _at(self, position: int) -> RowTask:
         return self._make(self.indexes[position])
 
     def __iter__(self) -> Iterator[RowTask]:

@@ -12,9 +12,9 @@ import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import overload
 
 from assay.agents.llm import model_key
+from assay.data.lazy import MadeWhenRead
 from assay.data.select import SelectionRequest
 from assay.errors import TaskFileError, UsageError, UserError
 from assay.judges.assets import JudgeResolver
@@ -172,7 +172,7 @@ class Plan:
         return sum(len(t.expansion.row_tasks) for t in self.tasks)
 
 
-class WorkItems(Sequence[WorkItem]):
+class WorkItems(MadeWhenRead[WorkItem]):
     """A plan's work items (``row-task × variant × replicate``, in variant, task, row,
     replicate order), each made when read, so a run of a million rows never holds a million
     of them; item ``i`` is always the same row, variant and replicate, with ``index == i``."""
@@ -193,19 +193,7 @@ class WorkItems(Sequence[WorkItem]):
     def __len__(self) -> int:
         return self._total
 
-    @overload
-    def __getitem__(self, index: int) -> WorkItem: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[WorkItem]: ...
-
-    def __getitem__(self, index: int | slice) -> WorkItem | list[WorkItem]:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(self._total))]
-        if index < 0:
-            index += self._total
-        if not 0 <= index < self._total:
-            raise IndexError(index)
+    def _at(self, index: int) -> WorkItem:
         block = bisect.bisect_right(self._starts, index) - 1
         row_tasks, variant, repeats = self._blocks[block]
         row, replicate = divmod(index - self._starts[block], repeats)
