@@ -194,5 +194,6 @@ def test_pending_items_are_the_unkept_ones_in_plan_order(tmp_path: Path) -> None
     expected = [i for i in range(len(items)) if not kept[i]]
     assert len(pending) == len(expected)
     assert [item.index for item in pending] == expected
+    assert list(pending.indexes()) == expected  # the same, without making the items
     assert pending[2].index == 2  # looked up by its index in the plan, pending or not
     assert list(PendingItems(items, bytearray(b"\x01" * len(items)))) == []

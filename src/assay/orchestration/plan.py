@@ -178,7 +178,8 @@ class WorkItems(MadeWhenRead[WorkItem]):
     of them; item ``i`` is always the same row, variant and replicate, with ``index == i``."""
 
     def __init__(self, plan: Plan) -> None:
-        self._blocks: list[tuple[Sequence[RowTask], ResolvedVariant, int]] = []
+        self.blocks: list[tuple[PlannedTask, ResolvedVariant, int]] = []
+        """``(task, variant, replicates)`` in order: its items are consecutive."""
         self._starts: list[int] = []
         total = 0
         for position, _ in enumerate(plan.variants):
@@ -186,7 +187,7 @@ class WorkItems(MadeWhenRead[WorkItem]):
                 variant = planned.variants[position]
                 repeats = plan.repeats_override or variant.definition.repeats
                 self._starts.append(total)
-                self._blocks.append((planned.expansion.row_tasks, variant, repeats))
+                self.blocks.append((planned, variant, repeats))
                 total += len(planned.expansion.row_tasks) * repeats
         self._total = total
 
@@ -195,14 +196,14 @@ class WorkItems(MadeWhenRead[WorkItem]):
 
     def _at(self, index: int) -> WorkItem:
         block = bisect.bisect_right(self._starts, index) - 1
-        row_tasks, variant, repeats = self._blocks[block]
+        planned, variant, repeats = self.blocks[block]
         row, replicate = divmod(index - self._starts[block], repeats)
-        return WorkItem(row_tasks[row], variant, replicate, index)
+        return WorkItem(planned.expansion.row_tasks[row], variant, replicate, index)
 
     def __iter__(self) -> Iterator[WorkItem]:
         index = 0
-        for row_tasks, variant, repeats in self._blocks:
-            for row_task in row_tasks:
+        for planned, variant, repeats in self.blocks:
+            for row_task in planned.expansion.row_tasks:
                 for replicate in range(repeats):
                     yield WorkItem(row_task, variant, replicate, index)
                     index += 1

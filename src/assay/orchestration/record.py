@@ -124,12 +124,14 @@ def judge_uses(plan: Plan) -> dict[str, list[JudgeUse]]:
 
 
 def planned_rows(plan: Plan) -> dict[str, int]:
-    """``"<variant>/<suite>"`` → the work items the plan holds for that suite."""
+    """``"<variant>/<suite>"`` → the work items the plan holds for that suite (counted from
+    the plan's blocks, no work item made)."""
     counts: dict[str, int] = {}
-    for item in plan.work_items():
-        if item.row_task.suite_id is not None:
-            key = f"{item.variant_id}/{item.row_task.suite_id}"
-            counts[key] = counts.get(key, 0) + 1
+    for planned, variant, repeats in plan.work_items().blocks:
+        items = len(planned.expansion.row_tasks) * repeats
+        if planned.loaded.definition.dataset is not None and items:  # a suite of rows
+            key = f"{variant.variant_id}/{planned.loaded.definition.task_id}"
+            counts[key] = counts.get(key, 0) + items
     return counts
 
 

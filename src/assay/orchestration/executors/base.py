@@ -109,9 +109,14 @@ class PendingItems:
         return self.kept.count(0)
 
     def __iter__(self) -> Iterator[WorkItem]:
+        for index in self.indexes():
+            yield self.items[index]
+
+    def indexes(self) -> Iterator[int]:
+        """The pending items' indexes in the plan, in order (no work item made)."""
         position = self.kept.find(0)
         while position != -1:
-            yield self.items[position]
+            yield position
             position = self.kept.find(0, position + 1)
 
     def __getitem__(self, index: int) -> WorkItem:

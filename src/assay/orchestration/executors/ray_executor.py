@@ -139,7 +139,7 @@ class _Driver:
                 warnings = await self._check_judges()
             context.progress.start(len(self.items), already_done=context.already_done)
             self._show_nodes()
-            self.pending.extend(item.index for item in self.items)
+            self.pending.extend(self.items.indexes())
             await self._loop()
         except asyncio.CancelledError:
             interrupted = True
