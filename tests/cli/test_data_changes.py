@@ -129,19 +129,24 @@ def test_a_resumed_run_refuses_changed_rows_then_reruns_exactly_them(
     assert assay("report", str(run_dir), cwd=tmp_path).returncode == 0
 
 
-@pytest.mark.parametrize("command", ["evaluate", "report"])
-def test_evaluate_and_report_refuse_a_dataset_that_changed(tmp_path: Path, command: str) -> None:
-    make(tmp_path, "jsonl", ROWS)
+@pytest.mark.parametrize(
+    ("command", "source"),
+    [("evaluate", "jsonl"), ("report", "jsonl"), ("report", "csv"), ("report", "inline")],
+)
+def test_evaluate_and_report_refuse_a_dataset_that_changed(
+    tmp_path: Path, command: str, source: str
+) -> None:
+    make(tmp_path, source, ROWS)
     assay("run", "task.yaml", "-q", "--keep-sandboxes", cwd=tmp_path)
     run_dir = latest(tmp_path)
     changed = [row for row in edited(ROWS, "r2") if row["id"] != "r5"]  # r2 edited, r5 gone
-    make(tmp_path, "jsonl", changed)
+    make(tmp_path, source, [*changed[3:], *changed[:3]])  # and the rest reordered
     done = assay(command, str(run_dir), cwd=tmp_path)
     assert done.returncode == 2, done.stdout + done.stderr
     assert (f"assay {command} refused: task 'drift': its dataset now differs from what the run "
             "recorded: 1 row(s) changed (r2) and 1 row(s) removed (r5)") in " ".join(
         done.stderr.split())  # fmt: skip
-    make(tmp_path, "jsonl", ROWS)  # restored: accepted again
+    make(tmp_path, source, ROWS)  # restored: accepted again
     assert assay(command, str(run_dir), cwd=tmp_path).returncode == 0
 
 
@@ -218,12 +223,13 @@ def test_a_damaged_or_missing_list_of_selected_rows_is_a_clear_error(tmp_path: P
         assert "Traceback" not in done.stderr
     for kept in (lines[:3], [*lines, lines[0]], [lines[0], lines[0], *lines[2:]]):  # cut at a
         listed.write_text("".join(line + "\n" for line in kept))  # line, padded, a row twice
-        done = assay("run", "--resume", str(run_dir), cwd=tmp_path)
-        assert done.returncode == 2, done.stderr
-        assert "selection.jsonl" in done.stderr and "the run folder is damaged" in done.stderr
-        said = " ".join(done.stderr.split())
-        if len(kept) == len(lines):  # the same count: one row listed twice
-            assert f"lists row '{json.loads(lines[0])['row_id']}' twice" in said, said
+        for command in (["run", "--resume", str(run_dir)], ["report", str(run_dir)]):
+            done = assay(*command, cwd=tmp_path)
+            assert done.returncode == 2, done.stderr
+            assert "selection.jsonl" in done.stderr and "the run folder is damaged" in done.stderr
+            said = " ".join(done.stderr.split())
+            if len(kept) == len(lines):  # the same count: one row listed twice
+                assert f"lists row '{json.loads(lines[0])['row_id']}' twice" in said, said
     listed.write_text("".join(line + "\n" for line in lines[:3]))
     done = assay("report", str(run_dir), cwd=tmp_path)
     assert done.returncode == 2 and f"lists 3 row(s) of task 'drift', but the run selected "\
@@ -284,3 +290,27 @@ def test_a_damaged_plan_or_suite_file_is_a_clear_error_or_rewritten(tmp_path: Pa
         done = assay("run", "--resume", str(run_dir), cwd=tmp_path)
         assert done.returncode == 2 and said in done.stderr, done.stderr
         assert "Traceback" not in done.stderr
+
+
+def test_a_qa_dataset_whose_ids_come_from_its_samples_is_checked_too(tmp_path: Path) -> None:
+    source = Path(__file__).parents[2] / "examples/qa/gsm8k/gsm8k_test_first100.qa.jsonl"
+    lines = source.read_text(encoding="utf-8").splitlines()[:5]
+    write(tmp_path / "rows.qa.jsonl", "".join(line + "\n" for line in lines))
+    write(
+        tmp_path / "task.yaml",
+        "task_id: qa\ndescription: d\nagent: {type: command, "
+        "command: 'echo \"#### 18\"'}\ndataset: {paths: [rows.qa.jsonl]}\nqa: {}\n"
+        "success_criteria: [{type: qa}]\n",
+    )  # ids from sample_id, not dataset.id_field
+    assert assay("run", "task.yaml", "-q", cwd=tmp_path).returncode == 1
+    run_dir = latest(tmp_path)
+    edited_row = json.loads(lines[2])
+    edited_row["question"] += " (edited)"
+    write(
+        tmp_path / "rows.qa.jsonl",
+        "".join(line + "\n" for line in [*lines[:2], json.dumps(edited_row), lines[3]]),
+    )
+    done = assay("report", str(run_dir), cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert ("1 row(s) changed (gsm8k-test-00003) and 1 row(s) removed (gsm8k-test-00005)"
+            in " ".join(done.stderr.split())), done.stderr  # fmt: skip

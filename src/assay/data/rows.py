@@ -255,17 +255,41 @@ def load_rows(
         rows.sources.append(RowSource(f"{task_file} (dataset.rows)", 0))
         rows.items.extend(dict(row) for row in inline)
         return rows
-    for raw in paths or []:
-        path = Path(raw) if Path(raw).is_absolute() else base_dir / raw
+    for raw, path, display in dataset_files(paths, base_dir=base_dir):
         source = RowSource(raw if not Path(raw).is_absolute() else str(path), len(rows.items))
         rows.sources.append(source)
-        display = str(path) if Path(raw).is_absolute() else _display(path)
         for line, row in read_rows_file(path, display=display):
             rows.items.append(row)
             source.lines.append(line)
         source.name = display
         source.sha256 = file_hash(path)
     return rows
+
+
+def dataset_files(paths: list[str] | None, *, base_dir: Path) -> list[tuple[str, Path, str]]:
+    """``(as written, path, as shown)`` of each of ``dataset.paths``: relative to
+    ``base_dir`` unless absolute, shown relative to the working directory when inside it."""
+    found = []
+    for raw in paths or []:
+        path = Path(raw) if Path(raw).is_absolute() else base_dir / raw
+        found.append((raw, path, str(path) if Path(raw).is_absolute() else _display(path)))
+    return found
+
+
+def iter_dataset(
+    *, inline: list[dict[str, Any]] | None, paths: list[str] | None, base_dir: Path
+) -> Iterator[dict[str, Any]]:
+    """The rows of a ``dataset:`` block one at a time, in order (what :func:`load_rows`
+    reads, without keeping them).
+
+    Raises:
+        DatasetError: a file cannot be read or a line is invalid (see the readers).
+    """
+    if inline is not None:
+        yield from (dict(row) for row in inline)
+        return
+    for _, path, display in dataset_files(paths, base_dir=base_dir):
+        yield from (row for _, row in read_rows_file(path, display=display))
 
 
 def _display(path: Path) -> str:

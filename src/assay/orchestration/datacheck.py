@@ -22,15 +22,16 @@ from pathlib import Path
 
 from assay.data.hashing import row_hash
 from assay.errors import UsageError, UserError
+from assay.orchestration.datastream import stream_drift, streamable
 from assay.orchestration.expand import Expansion, Selectors, expand_dataset
 from assay.orchestration.overrides import Override
 from assay.orchestration.plan import Plan
-from assay.orchestration.task_loader import load_task
+from assay.orchestration.task_loader import LoadedTask, load_task
 from assay.results.io import read_model
-from assay.results.plan_record import PLAN_FILE, PlanRecord, listed_record, write_plan
+from assay.results.plan_record import PLAN_FILE, PlannedTaskRecord, PlanRecord, write_plan
+from assay.results.recorded_rows import RecordedRows, recorded_rows
 from assay.results.run import RunSummary
 from assay.results.run_file import read_summary
-from assay.results.selection_file import listed
 from assay.results.suite import SelectionRecord
 from assay.results.task_result import EvaluationResult
 
@@ -101,10 +102,11 @@ def dataset_drift(record: PlanRecord, expansions: Mapping[str, Expansion]) -> li
 
 
 def results_drift(
-    results: Iterable[EvaluationResult], recorded: Mapping[str, Mapping[str, str]]
+    results: Iterable[EvaluationResult], recorded: Mapping[str, Mapping[str, str] | RecordedRows]
 ) -> list[Drift]:
     """Finished rows whose ``task.json`` row is not the recorded content (any variant or
-    replicate): the run graded some rows on other content."""
+    replicate): the run graded some rows on other content. ``recorded``: task id → the
+    recorded hash of each row id."""
     seen: dict[str, dict[str, str]] = {}
     for result in results:
         hashes = recorded.get(result.suite_id or "")
@@ -116,80 +118,83 @@ def results_drift(
     return [Drift(task, tuple(sorted(rows)), (), "results") for task, rows in seen.items()]
 
 
-def reread(record: PlanRecord, *, store_url: str | None) -> tuple[dict[str, Expansion], list[str]]:
-    """Each recorded task expanded again over its recorded row ids, as the dataset is now;
-    and a warning for each task whose data cannot be read (it is not checked)."""
-    overrides = tuple(Override(tuple(path), value) for path, value in record.options.overrides)
-    expansions: dict[str, Expansion] = {}
-    warnings = []
-    for task in record.tasks:
-        if task.selection is None or not task.selection.row_hashes:
-            continue
-        try:
-            base = Path(task.base_dir) if task.base_dir else None  # a task built in Python
-            loaded = load_task(Path(task.file), base_dir=base, overrides=overrides)
-            expansions[task.task_id] = expand_dataset(
-                loaded, Selectors(), fixed_row_ids=list(task.selection.row_ids),
-                store_url=store_url,
-                store_version=task.dataset.version if task.dataset else None, missing_ok=True,
-            )  # fmt: skip
-        except UserError as exc:
-            warnings.append(f"task '{task.task_id}': its dataset could not be read to check "
-                            f"that it is unchanged ({exc.message})")  # fmt: skip
-    return expansions, warnings
-
-
 def check_run_dir(run_dir: Path, results: Iterable[EvaluationResult], *, action: str) -> list[str]:
-    """:func:`check_finished_run` with what the run recorded (``plan.json``, and
-    ``run.json``'s selections).
+    """For ``assay evaluate`` and ``assay report``: refuse a run whose finished rows, or whose
+    files' rows as they are now, differ from what it recorded (``selection.jsonl``, or the
+    selections of ``plan.json`` and ``run.json`` in a run written before it). A store version
+    never changes, so stored rows are not read again. Returns warnings for data that could
+    not be read. The recorded rows are kept compact
+    (:class:`~assay.results.recorded_rows.RecordedRows`) and a file dataset is read a row at
+    a time (:mod:`assay.orchestration.datastream`), so memory does not grow with the rows.
 
     Raises:
-        UsageError: rows that differ, named.
+        UsageError: rows that differ, named (:func:`drift_error`); a damaged run folder.
     """
     record = read_model(run_dir / PLAN_FILE, PlanRecord)
-    if record is not None:
-        record = listed_record(run_dir, record)
     try:
         summary: RunSummary | None = read_summary(run_dir / "run.json")  # without its rows
     except (OSError, ValueError):
         summary = None
-    planned = {t.task_id for t in record.tasks} if record is not None else set()
-    unplanned = {
-        s.task_id: s.selection
-        for s in (summary.selections if summary else [])
-        if s.task_id not in planned
-    }  # plan.json records the rest (read once)
-    selections: list[tuple[str, SelectionRecord | None]] = list(listed(run_dir, unplanned).items())
-    if record is not None:
-        selections += [(t.task_id, t.selection) for t in record.tasks]
-    return check_finished_run(run_dir, results, record, selections, action=action)
-
-
-def check_finished_run(
-    run_dir: Path,
-    results: Iterable[EvaluationResult],
-    record: PlanRecord | None,
-    selections: Iterable[tuple[str, SelectionRecord | None]],
-    *,
-    action: str,
-) -> list[str]:
-    """For ``assay evaluate`` and ``assay report``: refuse a run whose finished rows, or whose
-    files' rows as they are now, differ from what it recorded. A store version never changes,
-    so stored rows are not read again. Returns warnings for data that could not be read.
-
-    Raises:
-        UsageError: rows that differ, named (:func:`drift_error`).
-    """
-    drifts = results_drift(results, recorded_hashes(selections))
+    selections = {s.task_id: s.selection for s in (summary.selections if summary else [])
+                  if s.selection is not None}  # fmt: skip
+    selections.update(
+        {
+            t.task_id: t.selection
+            for t in (record.tasks if record else [])
+            if t.selection is not None
+        }
+    )  # plan.json's, where both have one
+    recorded = {task_id: rows for task_id, rows in recorded_rows(run_dir, selections).items()
+                if rows.hashed}  # fmt: skip
+    drifts = results_drift(results, recorded)
     warnings: list[str] = []
     if record is not None:
-        files_only = record.model_copy(update={"tasks": [
-            t for t in record.tasks if t.dataset is None or t.dataset.store is None]})  # fmt: skip
-        expansions, warnings = reread(files_only, store_url=None)
-        drifts += dataset_drift(files_only, expansions)
+        files_only = [t for t in record.tasks if t.dataset is None or t.dataset.store is None]
+        found, warnings = _dataset_drifts(record, files_only, recorded)
+        drifts += found
     if drifts:
         raise drift_error(drifts, run_dir=run_dir, action=action)
     return warnings
+
+
+def _dataset_drifts(
+    record: PlanRecord, tasks: Sequence[PlannedTaskRecord], recorded: Mapping[str, RecordedRows]
+) -> tuple[list[Drift], list[str]]:
+    """Each of ``tasks`` whose dataset now differs from its recorded rows; and a warning for
+    each whose dataset cannot be read (it is not checked)."""
+    overrides = tuple(Override(tuple(path), value) for path, value in record.options.overrides)
+    drifts, warnings = [], []
+    for task in tasks:
+        rows = recorded.get(task.task_id)
+        if rows is None:
+            continue
+        try:
+            base = Path(task.base_dir) if task.base_dir else None  # a task built in Python
+            loaded = load_task(Path(task.file), base_dir=base, overrides=overrides)
+            if streamable(loaded):
+                changed, removed = stream_drift(loaded, rows)
+            else:
+                changed, removed = _expanded_drift(loaded, task, rows)
+        except UserError as exc:
+            warnings.append(f"task '{task.task_id}': its dataset could not be read to check "
+                            f"that it is unchanged ({exc.message})")  # fmt: skip
+            continue
+        if changed or removed:
+            drifts.append(Drift(task.task_id, tuple(changed), tuple(removed), "dataset"))
+    return drifts, warnings
+
+
+def _expanded_drift(
+    loaded: LoadedTask, task: PlannedTaskRecord, rows: RecordedRows
+) -> tuple[list[str], list[str]]:
+    """:func:`stream_drift` for a dataset that must be expanded to know its row ids."""
+    expansion = expand_dataset(
+        loaded, Selectors(), fixed_row_ids=rows.ids_at(range(len(rows))),
+        store_version=task.dataset.version if task.dataset else None, missing_ok=True,
+    )  # fmt: skip
+    changed = [row_id for row_id, now in expansion.selected_rows()  # a row at a time
+               if rows.get(row_id) not in (None, now)]  # fmt: skip
+    return changed, list(expansion.selection.missing_ids if expansion.selection else [])
 
 
 def same_data(
@@ -259,12 +264,10 @@ def updated_record(record: PlanRecord, expansions: Mapping[str, Expansion]) -> P
 
 __all__ = [
     "Drift",
-    "check_finished_run",
     "check_run_dir",
     "dataset_drift",
     "drift_error",
     "recorded_hashes",
-    "reread",
     "results_drift",
     "same_data",
     "updated_record",

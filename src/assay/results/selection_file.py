@@ -87,7 +87,7 @@ def listed(run_dir: Path, selections: Mapping[str, SelectionRecord]) -> dict[str
         UsageError: see :func:`iter_selection_rows`; or the file does not list exactly
             ``rows_selected`` distinct rows of a task (it was cut short, padded or edited).
     """
-    wanted = {task_id: s for task_id, s in selections.items() if _in_file(run_dir, s)}
+    wanted = {task_id: s for task_id, s in selections.items() if listed_in_file(run_dir, s)}
     ids: dict[str, list[str]] = {task_id: [] for task_id in wanted}
     hashes: dict[str, dict[str, str]] = {task_id: {} for task_id in wanted}
     seen: set[tuple[str, str]] = set()
@@ -95,7 +95,7 @@ def listed(run_dir: Path, selections: Mapping[str, SelectionRecord]) -> dict[str
         if task_id not in wanted:
             continue
         if (task_id, row_id) in seen:
-            raise _miscount(run_dir, task_id, f"lists row {row_id!r} twice")
+            raise damaged_list(run_dir, task_id, f"lists row {row_id!r} twice")
         seen.add((task_id, row_id))
         ids[task_id].append(row_id)
         if row_hash:  # a run recorded before row hashes existed
@@ -104,7 +104,7 @@ def listed(run_dir: Path, selections: Mapping[str, SelectionRecord]) -> dict[str
     for task_id, selection in wanted.items():
         count = len(ids[task_id])
         if count != selection.rows_selected:
-            raise _miscount(run_dir, task_id, f"lists {count} row(s) of task '{task_id}', "
+            raise damaged_list(run_dir, task_id, f"lists {count} row(s) of task '{task_id}', "
                             f"but the run selected {selection.rows_selected}")  # fmt: skip
         update = {"row_ids": ids[task_id], "row_hashes": hashes[task_id],
                   "rows_file": SELECTION_FILE}  # fmt: skip
@@ -120,8 +120,9 @@ def listed_tasks(run_dir: Path, chosen: Iterable[TaskSelection]) -> dict[str, Ta
             for task_id, c in tasks.items()}  # fmt: skip
 
 
-def _in_file(run_dir: Path, selection: SelectionRecord) -> bool:
-    """Whether ``selection``'s rows are to be read from ``selection.jsonl``."""
+def listed_in_file(run_dir: Path, selection: SelectionRecord) -> bool:
+    """Whether ``selection``'s rows are to be read from ``selection.jsonl`` (its
+    ``rows_file``; or it lists no rows although it selected some, and the file is there)."""
     if selection.row_ids:
         return False
     if selection.rows_file is not None:
@@ -129,7 +130,9 @@ def _in_file(run_dir: Path, selection: SelectionRecord) -> bool:
     return bool(selection.rows_selected) and (run_dir / SELECTION_FILE).is_file()  # lost key
 
 
-def _miscount(run_dir: Path, task_id: str, what: str) -> UsageError:
+def damaged_list(run_dir: Path, task_id: str, what: str) -> UsageError:
+    """The refusal of a ``selection.jsonl`` that does not list what the run selected:
+    "the run's list of selected rows {what}"."""
     return UsageError(f"the run's list of selected rows {what}: the run folder is damaged "
                       f"(task '{task_id}')", file=run_dir / SELECTION_FILE,
                       hint="restore the file from a copy of the run folder, or start a new "
