@@ -53,7 +53,7 @@ class SortedLines:
 
     def _spill(self) -> None:
         self._buffer.sort(key=lambda entry: (entry[0], entry[1]))
-        handle = tempfile.TemporaryFile("w+", encoding="utf-8", prefix="assay-sort-")  # noqa: SIM115
+        handle: IO[str] = tempfile.TemporaryFile("w+", encoding="utf-8", prefix="assay-sort-")  # noqa: SIM115
         for key, order, line in self._buffer:
             handle.write(json.dumps([key, order], separators=(",", ":")) + "\t" + line + "\n")
         self._buffer = []
