@@ -95,6 +95,14 @@ def test_plan_shows_each_variant_and_where_values_came_from(tmp_path: Path) -> N
     assert 'agent.command = "echo positive"  (variant)' in done.stdout
     assert "run_limits.task_timeout = 9.0  (cli)" in done.stdout
     assert "Plan: 1 task file(s), 12 row-task(s), 2 variant(s), 24 work item(s)." in done.stdout
+    assert "repeats = 1  (default)" in done.stdout
+    done = assay("plan", "t.yaml", "-e", "optimism", "--repeats", "3", "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    settings = [s for v in json.loads(done.stdout)["tasks"][0]["variants"] for s in v["settings"]
+                if s["field"] == "repeats"]  # fmt: skip
+    assert settings == [{"field": "repeats", "value": 3, "source": "cli"}] * 2
+    done = assay("plan", "t.yaml", "-e", "optimism", "--repeats", "3", cwd=tmp_path)
+    assert done.stdout.count("repeats = 3  (cli)") == 2, done.stdout  # each variant's
 
 
 def test_replicates_give_pass_at_k(tmp_path: Path) -> None:

@@ -13,16 +13,21 @@ from assay.orchestration.plan import Plan
 from assay.results.secrets import clip_head
 
 
-def variant_settings(variant: ResolvedVariant) -> list[tuple[str, str, str]]:
+def variant_settings(
+    variant: ResolvedVariant, *, repeats: int | None = None
+) -> list[tuple[str, str, str]]:
     """``(field, value, source)`` for every setting of a variant except its criteria and
     dataset, source being ``default``, ``experiment-defaults``, ``task``, ``variant`` or
-    ``cli``."""
+    ``cli``; ``repeats``: ``--repeats``, which overrides every variant's."""
     data = variant.definition.model_dump(
         mode="json", exclude={"success_criteria", "dataset", "suite_id", "row_id"}
     )
     data["sandbox"]["driver"] = variant.definition.sandbox_driver  # the default made explicit
     rows: list[tuple[str, str, str]] = []
     _leaves(data, "", rows, variant.provenance)
+    if repeats is not None:
+        rows = [("repeats", str(repeats), "cli") if name == "repeats" else (name, value, source)
+                for name, value, source in rows]  # fmt: skip
     return rows
 
 
@@ -97,7 +102,7 @@ def plan_as_json(plan: Plan) -> dict[str, Any]:
                                 "value": json.loads(val) if not val.endswith("...") else val,
                                 "source": src,
                             }
-                            for f, val, src in variant_settings(v)
+                            for f, val, src in variant_settings(v, repeats=plan.repeats_override)
                         ],
                     }
                     for v in planned.variants

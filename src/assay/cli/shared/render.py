@@ -51,7 +51,7 @@ def _print_variants(console: Console, planned: PlannedTask, plan: Plan) -> None:
     for variant in planned.variants:
         about = f": {escape(variant.description)}" if variant.description else ""
         console.print(f"  variant [bold]{escape(variant.variant_id)}[/]{about}")
-        for name, value, source in variant_settings(variant):
+        for name, value, source in variant_settings(variant, repeats=plan.repeats_override):
             if source != "default" or name in ("agent.type", "agent.model", "repeats"):
                 console.print(f"    {escape(name)} = {escape(value)}  [dim]({source})[/]")
         names = variables_of(variant, plan)
