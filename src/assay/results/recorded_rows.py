@@ -129,13 +129,14 @@ class _Builder:
         self.known.append(value is not None and value != NO_HASH)
 
     def build(self, task_id: str, run_dir: Path) -> RecordedRows:
-        keys = np.frombuffer(self.keys, dtype=np.uint64)
-        order = np.argsort(keys, kind="stable")
-        keys = keys[order]
+        """The rows sorted by key; each array in file order is dropped as soon as its sorted
+        copy exists, so the build holds at most one array more than the result."""
+        order = np.argsort(np.frombuffer(self.keys, dtype=np.uint64), kind="stable")
+        keys, self.keys = np.frombuffer(self.keys, dtype=np.uint64)[order], array("Q")
         if self.exact or (len(keys) > 1 and bool((keys[1:] == keys[:-1]).any())):
             return RecordedRows.exact(task_id, _task_rows(run_dir, task_id), run_dir=run_dir)
-        hashes = np.frombuffer(self.hashes, dtype=np.uint64)[order]
-        known = np.frombuffer(bytes(self.known), dtype=np.bool_)[order]
+        hashes, self.hashes = np.frombuffer(self.hashes, dtype=np.uint64)[order], array("Q")
+        known, self.known = np.frombuffer(self.known, dtype=np.bool_)[order], bytearray()
         return RecordedRows(task_id, keys=keys, hashes=hashes, known=known, run_dir=run_dir)
 
 
