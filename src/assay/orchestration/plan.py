@@ -124,10 +124,10 @@ class PlannedTask:
     def selection(self, *, rows_file: str | None = None) -> TaskSelection | None:
         """The record of the rows this task selected (``rows_file``: see
         :meth:`~assay.orchestration.expand.Expansion.selection_record`)."""
-        record = self.expansion.dataset_record
-        if record is None or self.request is None:
+        record, request = self.expansion.dataset_record, self.request
+        if not self.selection_made or record is None or request is None:
             return None
-        selection = self.expansion.selection_record(self.request, rows_file=rows_file)
+        selection = self.expansion.selection_record(request, rows_file=rows_file)
         assert selection is not None
         return TaskSelection(
             task_id=self.loaded.definition.task_id,
