@@ -3,6 +3,8 @@
 - :func:`resolve_judges`: every ``llm_judge`` of a task file resolved once, when the run is
   planned (:class:`assay.judges.assets.JudgeResolver`), checked (a labels judge knows which
   labels pass; its suite thresholds name metrics it produces; its model can start);
+- :func:`tie_warnings`: a majority judge asked an even number of ``samples`` can tie, and a
+  tie is a ``judge_error`` (not graded), so the plan warns;
 - :func:`judge_keys`: the judge models to start with the run's other models;
 - :func:`check_graded_rows`: a task whose rows have neither an agent to run nor a trace or
   session to grade, but whose criteria grade the response, is refused (it would grade empty
@@ -91,6 +93,32 @@ def _check_passing(loaded: LoadedTask, index: int, spec: CriterionSpec) -> None:
             field=field_path(loc),
             hint="add pass_labels to the judge, or expected_label: ${row.<field>} here",
         )
+
+
+TIE = (
+    "{judge} takes the majority of {samples} samples of a {kind} verdict, and an even "
+    "number can tie: a tied row is a judge_error (not graded, counted apart)"
+)
+TIE_HINT = "use an odd samples (1, 3, 5, …)"
+
+
+def tie_warnings(loaded: LoadedTask, task: TaskDefinition) -> list[str]:
+    """Warnings for the resolved ``llm_judge`` criteria of ``task`` whose judge combines an
+    even number of binary or labels samples by majority (:mod:`assay.judges.grade`), each
+    naming the task file, line and field."""
+    warnings = []
+    for index, spec in enumerate(task.success_criteria):
+        if not isinstance(spec, LlmJudge) or spec.asset is None or not spec.enabled:
+            continue
+        judge = spec.asset.definition
+        if judge.verdict.kind == "scale" or judge.samples % 2:
+            continue
+        loc = ("success_criteria", index)
+        who = "this judge" if spec.asset.source == "inline" else f"judge {spec.asset.name}"
+        text = TIE.format(judge=who, samples=judge.samples, kind=judge.verdict.kind)
+        line = loaded.document.line_of(loc) or "?"
+        warnings.append(f"{loaded.display}:{line}: {field_path(loc)}: {text}; {TIE_HINT}")
+    return warnings
 
 
 def task_judge_keys(task: TaskDefinition) -> list[ModelKey]:

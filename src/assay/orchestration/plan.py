@@ -42,6 +42,7 @@ from assay.orchestration.judging import (
     check_judge_models,
     resolve_definition,
     resolve_judges,
+    tie_warnings,
 )
 from assay.orchestration.qa_rows import judge_key
 from assay.orchestration.secrets import run_redactor, short_secret_warnings
@@ -338,6 +339,9 @@ def _plan_tasks(
             except TaskFileError as exc:
                 raise _set_by(exc, variant, options.overrides) from None
             variants[position] = replace(variant, definition=resolved)
+            plan.warnings.extend(
+                w for w in tie_warnings(loaded, resolved) if w not in plan.warnings
+            )
         for variant in variants:
             try:
                 _check_model(loaded, variant.definition, registry, options.prices)
