@@ -99,7 +99,7 @@ TIE = (
     "{judge} takes the majority of {samples} samples of a {kind} verdict, and an even "
     "number can tie: a tied row is a judge_error (not graded, counted apart)"
 )
-TIE_HINT = "use an odd samples (1, 3, 5, …)"
+TIE_HINT = "use an odd samples (1, 3, 5, …): it cannot split evenly between two answers"
 
 
 def tie_warnings(loaded: LoadedTask, task: TaskDefinition) -> list[str]:
