@@ -8,6 +8,7 @@ from __future__ import annotations
 import html
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -103,3 +104,38 @@ def test_open_starts_the_users_browser_on_the_viewer(tmp_path: Path, qa_folder: 
     finally:
         process.send_signal(2)
         process.wait(30)
+
+
+@pytest.mark.parametrize(
+    ("stop", "inherited"),
+    [(signal.SIGINT, signal.SIG_DFL), (signal.SIGINT, signal.SIG_IGN),
+     (signal.SIGTERM, signal.SIG_DFL)],
+)  # fmt: skip
+def test_a_stop_while_the_browser_opens_still_ends_the_viewer(
+    tmp_path: Path, qa_folder: Path, stop: signal.Signals, inherited: signal.Handlers
+) -> None:
+    """Ctrl-C (or SIGTERM) that comes before the server runs, while the browser is still
+    opening, ends the viewer cleanly (exit 0, after removing its index); also when it started
+    with SIGINT ignored, as a shell script's background job does (such a signal was dropped,
+    and the viewer served on forever)."""
+    opened = tmp_path / "opened.txt"
+    browser = write(tmp_path / "browser.sh", f'#!/bin/sh\necho "$1" > {opened}\nsleep 2\n')
+    browser.chmod(0o755)
+    env = {**os.environ, "BROWSER": str(browser)}
+
+    def inherit() -> None:
+        signal.signal(signal.SIGINT, inherited)
+
+    process = subprocess.Popen([sys.executable, "-m", "assay", "view", str(qa_folder), "--open"],
+                               cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, env=env, preexec_fn=inherit)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while not opened.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert opened.exists()
+        process.send_signal(stop)  # the browser script has 2 s to go: the server is not up
+        assert process.wait(30) == 0
+    finally:
+        process.kill()
+        process.wait()

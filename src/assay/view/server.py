@@ -11,15 +11,22 @@ from __future__ import annotations
 import contextlib
 import errno
 import ipaddress
+import signal
 import socket
+import threading
 import webbrowser
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from assay.errors import UsageError
 from assay.view.workspace import Workspace
 
+if TYPE_CHECKING:
+    import uvicorn
+
 LOOPBACK = "127.0.0.1"
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 def is_loopback(host: str) -> bool:
@@ -109,13 +116,33 @@ def serve(
             on_warning(exposure_warning(host, sock.getsockname()[1]))
         for entry in ws.runs():
             ws.index(entry)  # start reading rows now, newest runs first
-        if on_ready is not None:
-            on_ready(url)
-        if open_browser:
-            webbrowser.open(url)
         config = uvicorn.Config(build_app(ws), log_level="warning", lifespan="off",
                                 access_log=False)  # fmt: skip
-        with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how a viewer ends
-            uvicorn.Server(config).run(sockets=[sock])
+        server = uvicorn.Server(config)
+        with stop_on_signals(server):
+            if on_ready is not None:
+                on_ready(url)
+            if open_browser:
+                webbrowser.open(url)
+            with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how a viewer ends
+                server.run(sockets=[sock])
     finally:
         ws.close()
+
+
+@contextlib.contextmanager
+def stop_on_signals(server: uvicorn.Server) -> Iterator[None]:
+    """Within the block, SIGINT and SIGTERM ask ``server`` to stop (uvicorn's own handler):
+    also one that comes before it serves (while the browser opens), and also when the
+    process started with SIGINT ignored, as a shell's background job does; otherwise such
+    a signal would be lost and the viewer would never end. The previous handlers come back
+    after. Outside the main thread (where no handler can be set) it does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.signal(sig, server.handle_exit) for sig in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
