@@ -119,7 +119,7 @@ def serve(
         config = uvicorn.Config(build_app(ws), log_level="warning", lifespan="off",
                                 access_log=False)  # fmt: skip
         server = uvicorn.Server(config)
-        with stop_on_signals(server):
+        with stop_server_on_signals(server):
             if on_ready is not None:
                 on_ready(url)
             if open_browser:
@@ -131,7 +131,7 @@ def serve(
 
 
 @contextlib.contextmanager
-def stop_on_signals(server: uvicorn.Server) -> Iterator[None]:
+def stop_server_on_signals(server: uvicorn.Server) -> Iterator[None]:
     """Within the block, SIGINT and SIGTERM ask ``server`` to stop (uvicorn's own handler):
     also one that comes before it serves (while the browser opens), and also when the
     process started with SIGINT ignored, as a shell's background job does; otherwise such
