@@ -52,6 +52,13 @@ def test_even_majority_samples_are_warned_at_their_criterion(
     assert warning.startswith(f"{task}:8: success_criteria[1]: this judge takes the majority ")
     assert f"majority of {samples} samples" in warning and "judge_error" in warning
     assert "odd samples" in warning
+    kind = "binary" if verdict == BINARY else "labels"
+    assert warning == (
+        f"{task}:8: success_criteria[1]: this judge takes the majority of {samples} samples of "
+        f"a {kind} verdict, and an even number can tie: a tied row is a judge_error (not "
+        "graded, counted apart); use an odd samples (1, 3, 5, …): it cannot split evenly "
+        "between two answers"
+    )
 
 
 @pytest.mark.parametrize(

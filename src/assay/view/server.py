@@ -124,8 +124,7 @@ def serve(
                 on_ready(url)
             if open_browser:
                 webbrowser.open(url)
-            with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how a viewer ends
-                server.run(sockets=[sock])
+            server.run(sockets=[sock])  # until a stop signal (no KeyboardInterrupt: above)
     finally:
         ws.close()
 
