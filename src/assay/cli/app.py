@@ -1,4 +1,6 @@
-"""The ``assay`` command line (typer): the commands of each module registered on one app.
+"""The ``assay`` command line (typer): every command named by where it lives, imported only
+when it runs (:mod:`assay.cli.shared.lazy`), so ``assay --help`` and a command's start import
+that command's modules alone.
 
 Each command parses its flags, calls the Python API (:mod:`assay.api`) and prints; the
 commands' modules import no other command module, only the package that holds no command,
@@ -13,79 +15,84 @@ from __future__ import annotations
 import os
 import sys
 import traceback
-from collections.abc import Callable
 
-import typer
+from assay.cli.shared.lazy import Lazy, lazy_app
 
-from assay.cli import dataset, dataset_capture, dataset_read, grading, judge, plan, run, view
-from assay.cli.cache import cache_app
-from assay.cli.qa import qa_app
-
-app = typer.Typer(
+DATASET_COMMANDS = {
+    "create": Lazy("assay.cli.dataset:create",
+                   "Create an empty dataset with a schema (no version until the first add)."),
+    "add": Lazy("assay.cli.dataset:add", "Add the rows of FILES as one new version."),
+    "remove": Lazy("assay.cli.dataset:remove",
+                   "Remove examples from the latest version, as one new version."),
+    "list": Lazy("assay.cli.dataset_read:list_datasets", "List the datasets of the store."),
+    "versions": Lazy("assay.cli.dataset_read:versions",
+                     "List the versions of a dataset, oldest first."),
+    "show": Lazy("assay.cli.dataset_read:show",
+                 "Show a version (default: the latest) and its first examples."),
+    "diff": Lazy("assay.cli.dataset_read:diff",
+                 "Show the examples added, removed and changed (by id) between two versions."),
+    "export": Lazy("assay.cli.dataset_read:export",
+                   "Export a version (default: the latest) as JSONL, CSV or Parquet."),
+    "import": Lazy("assay.cli.dataset:import_file", "Create a dataset from a file: its schema "
+                   "(given or inferred) and its rows as v1."),
+    "schema": Lazy("assay.cli.dataset:schema_command", "Print a dataset's schema, or replace it "
+                   "with --set FILE while it has no examples."),
+    "add-run": Lazy("assay.cli.dataset_capture:add_run", "Add a run's row-tasks (response, "
+                    "trace, row fields) as one new version."),
+    "add-traces": Lazy("assay.cli.dataset_capture:add_traces", "Add the traces of a file (one "
+                       "example per trace, or per session) as one new version."),
+}  # fmt: skip
+JUDGE_COMMANDS = {
+    "add": Lazy("assay.cli.judge:add", "Store a judge file as the judge's next version "
+                "(unchanged content adds nothing)."),
+    "list": Lazy("assay.cli.judge:list_judges", "List the judges of the store (latest versions)."),
+    "show": Lazy("assay.cli.judge:show", "Show a judge (its definition, name, version, content "
+                 "hash) and its calibrations."),
+    "versions": Lazy("assay.cli.judge:versions", "List every version of a judge, oldest first."),
+    "calibrate": Lazy("assay.cli.judge:calibrate", "Measure how a judge agrees with human labels "
+                      "on a store dataset, and store it."),
+}  # fmt: skip
+DATASET_HELP = (
+    "The versioned, schema-typed dataset store: create, add, remove, list, versions, show, "
+    "diff, export, import, schema, add-run, add-traces."
+)
+JUDGE_HELP = (
+    "Judges as versioned assets: add, list, show, versions, calibrate (against human labels "
+    "in a store dataset)."
+)
+dataset_app = lazy_app(name="dataset", help=DATASET_HELP, commands=DATASET_COMMANDS)
+judge_app = lazy_app(name="judge", help=JUDGE_HELP, commands=JUDGE_COMMANDS)
+COMMANDS = {
+    "run": Lazy("assay.cli.run:run",
+                "Run agents on every selected row, grade them, and write the reports."),
+    "execute": Lazy("assay.cli.run:execute", "Run agents only (rows NOT_GRADED, sandboxes kept); "
+                    "grade later with `assay evaluate`."),
+    "plan": Lazy("assay.cli.plan:plan", "Show the expansion, the row selection, each variant's "
+                 "resolved configuration (with where each value came from) and the variables "
+                 "its programs receive (names only); run nothing. Exits 2 on invalid input."),
+    "evaluate": Lazy("assay.cli.grading:evaluate", "Grade a finished run again without running "
+                     "agents, and rewrite its reports; or grade a QA prediction.jsonl file and "
+                     "write its metrics.json."),
+    "report": Lazy("assay.cli.grading:report", "Rebuild suite.json/md, run.json/md (and JUnit "
+                   "XML, report.html) from a run's task.json files (then scan the folder for "
+                   "secrets); with --check-secrets, only scan it."),
+    "compare": Lazy("assay.cli.grading:compare", "Compare two runs over the same rows: "
+                    "intervals, paired differences, McNemar, flips."),
+    "view": Lazy("assay.cli.view:view", "Browse runs in a local web viewer: metrics and figures, "
+                 "rows filtered on the server, a row's transcript, two runs row by row. Reads "
+                 "run folders; never writes into them."),
+    "qa": Lazy("assay.cli.qa:qa_app",
+               "Standardized QA datasets: convert common shapes into the QA schema."),
+    "dataset": Lazy("assay.cli.app:dataset_app", DATASET_HELP),
+    "judge": Lazy("assay.cli.app:judge_app", JUDGE_HELP),
+    "cache": Lazy("assay.cli.cache:cache_app", "Inspect or empty the response cache."),
+}  # fmt: skip
+app = lazy_app(
     name="assay",
     help="Evaluate LLMs and coding agents on your datasets: one task file fans out over every "
     "row, criteria grade each row, suite metrics gate CI.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
+    commands=COMMANDS,
 )
-dataset_app = typer.Typer(
-    name="dataset",
-    help="The versioned, schema-typed dataset store: create, add, remove, list, versions, "
-    "show, diff, export, import, schema, add-run, add-traces.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
-DATASET_COMMANDS: tuple[tuple[str, Callable[..., None]], ...] = (
-    ("create", dataset.create),
-    ("add", dataset.add),
-    ("remove", dataset.remove),
-    ("list", dataset_read.list_datasets),
-    ("versions", dataset_read.versions),
-    ("show", dataset_read.show),
-    ("diff", dataset_read.diff),
-    ("export", dataset_read.export),
-    ("import", dataset.import_file),
-    ("schema", dataset.schema_command),
-    ("add-run", dataset_capture.add_run),
-    ("add-traces", dataset_capture.add_traces),
-)
-judge_app = typer.Typer(
-    name="judge",
-    help="Judges as versioned assets: add, list, show, versions, calibrate (against human "
-    "labels in a store dataset).",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
-JUDGE_COMMANDS: tuple[tuple[str, Callable[..., None]], ...] = (
-    ("add", judge.add),
-    ("list", judge.list_judges),
-    ("show", judge.show),
-    ("versions", judge.versions),
-    ("calibrate", judge.calibrate),
-)
-COMMANDS: tuple[tuple[str, Callable[..., None]], ...] = (
-    ("run", run.run),
-    ("execute", run.execute),
-    ("plan", plan.plan),
-    ("evaluate", grading.evaluate),
-    ("report", grading.report),
-    ("compare", grading.compare),
-    ("view", view.view),
-)
-for name, command in DATASET_COMMANDS:
-    dataset_app.command(name)(command)
-for name, command in JUDGE_COMMANDS:
-    judge_app.command(name)(command)
-
-app.add_typer(qa_app, name="qa")
-app.add_typer(dataset_app, name="dataset")
-app.add_typer(judge_app, name="judge")
-for name, command in COMMANDS:
-    app.command(name)(command)
-app.add_typer(cache_app, name="cache")
 
 
 def main() -> None:

@@ -13,7 +13,8 @@ import typer
 from assay.cli.shared.common import err, user_errors
 from assay.cli.shared.dataset_support import AsJson, StoreUrl, open_store, out, print_json
 
-Judge = Annotated[str, typer.Argument(help="A judge file (judges/x.yaml) or NAME[@N].")]
+# help texts are rich markup: "\\[" shows a bracket that "[" would open a style tag with
+Judge = Annotated[str, typer.Argument(help="A judge file (judges/x.yaml) or NAME\\[@N].")]
 
 
 def add(

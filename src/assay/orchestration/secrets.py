@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from assay.errors import UsageError
 from assay.orchestration.overrides import Override
 from assay.results.secrets import MIN_SECRET_LENGTH, Redactor, url_passwords
-from assay.results.task_result import EvaluationResult
-from assay.spec.task import TaskDefinition
+
+if TYPE_CHECKING:  # annotations only: the command line's redactor needs neither model
+    from assay.results.task_result import EvaluationResult
+    from assay.spec.task import TaskDefinition
 
 STORE_OPTION = "ASSAY_STORE"
 """The name a ``--store`` URL's password is redacted as (the variable it could come from)."""

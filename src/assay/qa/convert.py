@@ -48,7 +48,7 @@ from assay.data.jsonl import iter_jsonl
 from assay.errors import DatasetError, UsageError
 from assay.qa.schema import lookup, normalize_sample, route
 from assay.results.secrets import clip_head
-from assay.spec.task import ID_PATTERN
+from assay.spec.ids import ID_PATTERN
 
 Shape = Literal["csv-choices", "jsonl-answers", "squad", "gsm8k"]
 SHAPES: tuple[Shape, ...] = ("csv-choices", "jsonl-answers", "squad", "gsm8k")

@@ -1,6 +1,34 @@
 """What users write, as pydantic models: task files and criteria."""
 
-from assay.spec.criteria import Criterion
-from assay.spec.task import TaskDefinition
+from __future__ import annotations
+
+import importlib
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from assay.spec.criteria import Criterion
+    from assay.spec.task import TaskDefinition
+
+# each name's module, imported on first use (PEP 562): importing the package, as the
+# command line does for one of its modules, imports none of them
+_EXPORTS = MappingProxyType(
+    {
+        "Criterion": "assay.spec.criteria",
+        "TaskDefinition": "assay.spec.task",
+    }
+)
 
 __all__ = ["Criterion", "TaskDefinition"]
+
+
+def __getattr__(name: str) -> Any:
+    """The exported ``name``, imported from its module on first use.
+
+    Raises:
+        AttributeError: the package exports no such name.
+    """
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

@@ -23,11 +23,9 @@ from pydantic import (
 from assay.spec.base import StrictModel, UnionInfo, check_variable_names, no_nul
 from assay.spec.coding_agents import ClaudeCodeAgent, CodexAgent
 from assay.spec.criteria import Criterion, LlmJudge, QaCriterion, check_relative_path
+from assay.spec.ids import ID_PATTERN, ID_RULE
 from assay.spec.price import ModelPrice
 from assay.spec.qa import QaConfig
-
-ID_PATTERN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$")
-ID_RULE = "letters, digits, underscore, hyphen, dot"
 
 _NOT_USED = "assay's agents do not use it"
 QA_GRADE = "the answer is correct (QA rules and judge)"

@@ -103,7 +103,7 @@ RerunChanged = Annotated[
 ExecutorOpt = Annotated[
     str,
     typer.Option("--executor", help="What runs the rows: local (this process) or ray (the "
-                 "nodes of a Ray cluster; pip install 'assay[distributed]')."),
+                 "nodes of a Ray cluster; pip install 'assay\\[distributed]')."),
 ]  # fmt: skip
 RayAddress = Annotated[
     str | None,
