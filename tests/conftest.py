@@ -1,4 +1,5 @@
-"""Shared fixtures: a scratch working directory and a CLI runner."""
+"""Shared fixtures: a scratch working directory, readable temporary folders, one real local
+model server per test process, and the xdist groups of the tests that share a component."""
 
 from __future__ import annotations
 
@@ -34,3 +35,70 @@ def _readable_temp_dirs(tmp_path_factory: pytest.TempPathFactory) -> None:
         return path
 
     tmp_path_factory.mktemp = mktemp  # type: ignore[method-assign]
+
+
+@pytest.fixture(scope="session")
+def local_model_url() -> Iterator[str]:
+    """One real SmolLM2 server (llama.cpp on 127.0.0.1) for this test process, started on
+    first use; its ``/v1`` URL. The runs of the tests marked ``local_model`` use it through
+    ``ASSAY_LOCAL_MODEL_URL`` instead of loading the weights into a server of their own;
+    :data:`LOCAL_MODEL_SLOTS` slots serve a run's ``-j`` (more requests wait for a slot).
+
+    Under xdist those tests share one worker (:func:`pytest_collection_modifyitems`), so
+    the session has one server, and it decodes on one thread: llama.cpp's threads wait for
+    each other at every token, and on cores that the other workers keep busy a second
+    thread made a 2 s judge test take minutes."""
+    from assay.providers.local import LocalServer, find_gguf
+
+    threads = 1 if os.environ.get("PYTEST_XDIST_WORKER") else 0
+    server = LocalServer(
+        gguf=find_gguf("smollm2"), alias="smollm2", parallel=LOCAL_MODEL_SLOTS, threads=threads
+    )
+    server.start()
+    try:
+        yield server.base_url
+    finally:
+        server.stop()
+
+
+LOCAL_MODEL_SLOTS = 4  # a run's default -j
+
+
+@pytest.fixture(autouse=True)
+def _shared_local_model(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A test marked ``local_model`` runs its models against the process's shared server
+    (:func:`local_model_url`); one marked ``local_model(own_server=True)`` (a test of the
+    server's own start and stop) lets each run start its own, as users' runs do."""
+    marker = request.node.get_closest_marker("local_model")
+    if marker is None or marker.kwargs.get("own_server"):
+        return
+    monkeypatch.setenv("ASSAY_LOCAL_MODEL_URL", request.getfixturevalue("local_model_url"))
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under ``pytest -n N --dist loadgroup`` (``make test``), the tests that share one
+    expensive component run on one worker, which starts it once: every test of a module
+    with a module- or session-scoped fixture of its own (a run, a viewer, a sandbox image)
+    stays with its module, all Ray tests share one cluster and all local-model tests one
+    server."""
+    for item in items:
+        group = _xdist_group(item)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
+
+
+def _xdist_group(item: pytest.Item) -> str | None:
+    if item.get_closest_marker("ray") is not None:
+        return "ray"
+    if item.get_closest_marker("local_model") is not None:
+        return "local_model"
+    definitions = getattr(item, "_fixtureinfo", None)
+    if definitions is None:
+        return None
+    module = item.nodeid.split("::")[0]
+    for fixture_defs in definitions.name2fixturedefs.values():
+        for fixture in fixture_defs:
+            shared = fixture.scope in ("module", "session") and fixture.baseid == module
+            if shared:
+                return module
+    return None

@@ -22,6 +22,8 @@ from tests.agents.coding import (
 from tests.anthropic_upstream import anthropic_upstream, turn_of
 from tests.helpers import write
 
+pytestmark = pytest.mark.coding_agent
+
 REPO = Path(__file__).resolve().parents[2]
 SECRET = "sk-ant-api03-users-own-key-never-shown-to-the-agent"
 

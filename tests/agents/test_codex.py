@@ -11,6 +11,8 @@ import pytest
 from tests.agents.coding import codex_path, row_file, run_assay, task_json
 from tests.helpers import write
 
+pytestmark = pytest.mark.coding_agent
+
 SCRIPT = """\
 replies:
   - match: "job: build"

@@ -16,6 +16,8 @@ from assay.results.transcript_otlp import from_trace
 from tests.agents.coding import claude_available, codex_path, run_assay
 from tests.helpers import host_tcp_server, write
 
+pytestmark = pytest.mark.coding_agent
+
 SCRIPT = """\
 replies:
   - match: "job: claude"

@@ -13,6 +13,8 @@ import pytest
 from tests.agents.coding import claude_available, codex_path, run_assay
 from tests.helpers import write
 
+pytestmark = pytest.mark.coding_agent
+
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "skills"
 
 

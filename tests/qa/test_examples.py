@@ -53,7 +53,8 @@ def test_dataset_loads_and_routes(folder: str) -> None:
     assert len({s.sample_id for s in samples}) == len(samples)
 
 
-@pytest.mark.local_model  # the plan checks that local/smollm2's weights are installed
+# the plan checks that local/smollm2's weights are installed; it starts no server
+@pytest.mark.local_model(own_server=True)
 @pytest.mark.parametrize("folder", sorted(DATASETS))
 def test_task_file_is_consistent(folder: str) -> None:
     spec = task(folder)

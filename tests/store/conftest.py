@@ -21,7 +21,8 @@ from assay.store.engine import resolve_url
 
 POSTGRES_ENV = "ASSAY_TEST_POSTGRES_URL"
 FIXTURES = Path(__file__).parent / "fixtures"
-BACKENDS = ["sqlite", "postgresql"]
+# the PostgreSQL cases carry the `postgres` marker (`make test-fast` leaves them out)
+BACKENDS = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
 
 
 def postgres_base_url() -> str | None:

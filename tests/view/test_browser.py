@@ -33,6 +33,8 @@ from tests.view.browser import (
 )
 from tests.view.generate import make_run
 
+pytestmark = pytest.mark.browser
+
 MOOD_ROWS = [
     ("m01", "I love this", "positive"), ("m02", "great fun", "positive"),
     ("m03", "it was fine", "positive"), ("m04", "pretty good", "positive"),

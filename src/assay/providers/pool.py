@@ -192,9 +192,10 @@ def _mock(key: ModelKey, settings: PoolSettings) -> Model:
 
 
 def _local_preflight(key: ModelKey) -> None:
-    from assay.providers.local import check_installed
+    from assay.providers.local import check_installed, running_server_url
 
-    check_installed(key.name.partition("/")[2])
+    if running_server_url() is None:  # a server that runs already has its weights
+        check_installed(key.name.partition("/")[2])
 
 
 def _key_preflight(default_variable: str) -> Preflight:
