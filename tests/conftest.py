@@ -1,5 +1,5 @@
-"""Shared fixtures: a scratch working directory, readable temporary folders, one real local
-model server per test process, and the xdist groups of the tests that share a component."""
+"""Shared fixtures: a scratch working directory, readable temporary folders and one real
+local model server per test process."""
 
 from __future__ import annotations
 
@@ -44,10 +44,9 @@ def local_model_url() -> Iterator[str]:
     ``ASSAY_LOCAL_MODEL_URL`` instead of loading the weights into a server of their own;
     :data:`LOCAL_MODEL_SLOTS` slots serve a run's ``-j`` (more requests wait for a slot).
 
-    Under xdist those tests share one worker (:func:`pytest_collection_modifyitems`), so
-    the session has one server, and it decodes on one thread: llama.cpp's threads wait for
-    each other at every token, and on cores that the other workers keep busy a second
-    thread made a 2 s judge test take minutes."""
+    Under xdist it decodes on one thread: llama.cpp's threads wait for each other at every
+    token, and on cores that the other workers keep busy a second thread made a 2 s judge
+    test take minutes."""
     from assay.providers.local import LocalServer, find_gguf
 
     threads = 1 if os.environ.get("PYTEST_XDIST_WORKER") else 0
@@ -73,32 +72,3 @@ def _shared_local_model(request: pytest.FixtureRequest, monkeypatch: pytest.Monk
     if marker is None or marker.kwargs.get("own_server"):
         return
     monkeypatch.setenv("ASSAY_LOCAL_MODEL_URL", request.getfixturevalue("local_model_url"))
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Under ``pytest -n N --dist loadgroup`` (``make test``), the tests that share one
-    expensive component run on one worker, which starts it once: every test of a module
-    with a module- or session-scoped fixture of its own (a run, a viewer, a sandbox image)
-    stays with its module, all Ray tests share one cluster and all local-model tests one
-    server."""
-    for item in items:
-        group = _xdist_group(item)
-        if group is not None:
-            item.add_marker(pytest.mark.xdist_group(group))
-
-
-def _xdist_group(item: pytest.Item) -> str | None:
-    if item.get_closest_marker("ray") is not None:
-        return "ray"
-    if item.get_closest_marker("local_model") is not None:
-        return "local_model"
-    definitions = getattr(item, "_fixtureinfo", None)
-    if definitions is None:
-        return None
-    module = item.nodeid.split("::")[0]
-    for fixture_defs in definitions.name2fixturedefs.values():
-        for fixture in fixture_defs:
-            shared = fixture.scope in ("module", "session") and fixture.baseid == module
-            if shared:
-                return module
-    return None

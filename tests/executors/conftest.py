@@ -14,6 +14,7 @@ read when Ray is imported, so it is set here, before any test imports it).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -43,6 +44,7 @@ class RayCluster:
     cluster: Any
     workers: list[Any] = field(default_factory=list)
     token_path: str = ""
+    settings: dict[str, str] = field(default_factory=dict)
 
     def add_worker(self, **env: str) -> Any:
         """Start one more worker node; ``env`` changes its environment (e.g. ``PATH``)."""
@@ -73,39 +75,62 @@ class RayCluster:
         return sum(1 for n in ray.nodes() if n.get("Alive"))
 
 
-@pytest.fixture(scope="session")
-def ray_cluster() -> Iterator[RayCluster]:
-    folder = tempfile.mkdtemp(prefix="assay-ray-", dir="/tmp")  # short: Ray's socket paths
-    token = os.path.join(folder, "token")
-    with open(token, "w") as handle:
-        handle.write("assay-test-token-" + "0" * 32)
-    saved = {name: os.environ.get(name) for name in
-             ("RAY_TMPDIR", "RAY_AUTH_MODE", "RAY_AUTH_TOKEN_PATH", "RAY_ADDRESS")}  # fmt: skip
-    os.environ.update({"RAY_TMPDIR": folder, "RAY_AUTH_MODE": "token",
-                       "RAY_AUTH_TOKEN_PATH": token})  # fmt: skip
+RAY_VARIABLES = ("RAY_TMPDIR", "RAY_AUTH_MODE", "RAY_AUTH_TOKEN_PATH", "RAY_ADDRESS")
+
+
+@contextlib.contextmanager
+def ray_environment(settings: dict[str, str]) -> Iterator[None]:
+    """``os.environ`` with the cluster's Ray variables (``RAY_ADDRESS`` unset) inside, and as
+    it was outside, so that no other test sees them: ``RAY_AUTH_TOKEN_PATH`` is
+    secret-named, and a run started by a test that came after a Ray test withheld it."""
+    saved = {name: os.environ.get(name) for name in RAY_VARIABLES}
     os.environ.pop("RAY_ADDRESS", None)
-    from ray.cluster_utils import Cluster  # Ray is installed by `make install-dev`
-
-    reload_auth()  # Ray reads its token settings once per process
-
-    cluster = Cluster(initialize_head=True, head_node_args={
-        "num_cpus": 1, "include_dashboard": False, "node_ip_address": "127.0.0.1",
-        "_system_config": SYSTEM_CONFIG,
-    })  # fmt: skip
-    found = RayCluster(cluster.address, cluster, token_path=token)
+    os.environ.update(settings)
     try:
-        for _ in range(WORKERS):
-            found.add_worker()
-        yield found
+        yield
     finally:
-        cluster.shutdown()
         for name, value in saved.items():
             if value is None:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+
+
+@pytest.fixture(scope="session")
+def ray_session() -> Iterator[RayCluster]:
+    """The cluster, started once per test process, with its Ray variables set only while
+    it starts, stops, and a test uses it (:func:`ray_cluster`)."""
+    folder = tempfile.mkdtemp(prefix="assay-ray-", dir="/tmp")  # short: Ray's socket paths
+    token = os.path.join(folder, "token")
+    with open(token, "w") as handle:
+        handle.write("assay-test-token-" + "0" * 32)
+    settings = {"RAY_TMPDIR": folder, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": token}
+    with ray_environment(settings):
+        from ray.cluster_utils import Cluster  # Ray is installed by `make install-dev`
+
+        reload_auth()  # Ray reads its token settings once per process
+
+        cluster = Cluster(initialize_head=True, head_node_args={
+            "num_cpus": 1, "include_dashboard": False, "node_ip_address": "127.0.0.1",
+            "_system_config": SYSTEM_CONFIG,
+        })  # fmt: skip
+        found = RayCluster(cluster.address, cluster, token_path=token, settings=settings)
+        for _ in range(WORKERS):
+            found.add_worker()
+    try:
+        yield found
+    finally:
+        with ray_environment(settings):
+            cluster.shutdown()
         reload_auth()
         shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def ray_cluster(ray_session: RayCluster) -> Iterator[RayCluster]:
+    """The session's cluster, its Ray variables set for this test alone."""
+    with ray_environment(ray_session.settings):
+        yield ray_session
 
 
 @pytest.fixture

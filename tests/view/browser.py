@@ -39,19 +39,28 @@ def chromium_path() -> str:
 
 
 @contextlib.contextmanager
-def chromium(tmp_path: Path) -> Iterator[Any]:
-    """A headless Chromium with a fresh profile folder."""
+def chromium() -> Iterator[Any]:
+    """One headless Chromium process; each test opens its own :func:`fresh_context` in it."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as driver:
-        browser = driver.chromium.launch_persistent_context(
-            str(tmp_path / "chromium-profile"), executable_path=chromium_path(),
-            args=CHROMIUM_FLAGS, headless=True, viewport={"width": 1400, "height": 1000},
-        )  # fmt: skip
+        browser = driver.chromium.launch(
+            executable_path=chromium_path(), args=CHROMIUM_FLAGS, headless=True
+        )
         try:
             yield browser
         finally:
             browser.close()
+
+
+@contextlib.contextmanager
+def fresh_context(browser: Any) -> Iterator[Any]:
+    """A new browser context (its own cookies, storage, cache and network settings)."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    try:
+        yield context
+    finally:
+        context.close()
 
 
 def screenshot(page: Any, name: str) -> Path:

@@ -27,6 +27,7 @@ from tests.view.browser import (
     chromium,
     chromium_path,
     files_of,
+    fresh_context,
     screenshot,
     viewer,
     wait_for_charts,
@@ -100,10 +101,22 @@ def url(runs: dict[str, Path]) -> Iterator[str]:
     assert files_of(runs["root"]) == before  # the viewer wrote nothing into any run
 
 
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """One Chromium for the module's tests (``--dist loadscope`` keeps them on one worker)."""
+    with chromium() as launched:
+        yield launched
+
+
 @pytest.fixture
-def page(tmp_path: Path) -> Iterator[Any]:
-    with chromium(tmp_path) as browser:
-        yield browser.new_page()
+def context(browser: Any) -> Iterator[Any]:
+    with fresh_context(browser) as opened:
+        yield opened
+
+
+@pytest.fixture
+def page(context: Any) -> Any:
+    return context.new_page()
 
 
 def test_the_runs_page_lists_every_run_newest_first(
@@ -254,7 +267,7 @@ def test_a_run_in_progress_updates_as_rows_finish(page: Any, tmp_path: Path) -> 
 
 
 def test_the_static_report_opens_from_a_file_with_no_network(
-    tmp_path: Path, runs: dict[str, Path]
+    tmp_path: Path, runs: dict[str, Path], context: Any
 ) -> None:
     run = tmp_path / "copy"
     shutil.copytree(runs["claude"], run)
@@ -265,22 +278,22 @@ def test_the_static_report_opens_from_a_file_with_no_network(
     text = report.read_text()
     assert not re.search(r"""(src|href)=["']?(https?:)?//""", text)
     requests: list[str] = []
-    with chromium(tmp_path) as browser:
-        browser.set_offline(True)
-        browser.route("**/*", lambda route: route.abort() if not route.request.url.startswith(
-            "file:") else route.continue_())  # fmt: skip
-        page = browser.new_page()
-        page.on("request", lambda request: requests.append(request.url))
-        page.goto(report.as_uri())
-        charts = wait_for_charts(page)
-        figures = page.locator("figure.chart").count()
-        assert charts == figures >= 8
-        accuracy = page.locator("section[data-suite='sentiment-classification'] "
-                                "tr[data-metric='accuracy'] td.value").inner_text()  # fmt: skip
-        assert accuracy == "0.667"
-        font = page.evaluate("getComputedStyle(document.body).fontFamily")
-        assert '"DejaVu Sans"' in font  # the inline stylesheet is read whole
-        failed = page.inner_text("#failed-rows")
-        assert "1 row(s) failed, errored or refused" in failed and "r3" in failed
-        screenshot(page, "07-static-report")
+    # this test's own context: offline, every request but file: aborted
+    context.set_offline(True)
+    context.route("**/*", lambda route: route.abort() if not route.request.url.startswith(
+        "file:") else route.continue_())  # fmt: skip
+    page = context.new_page()
+    page.on("request", lambda request: requests.append(request.url))
+    page.goto(report.as_uri())
+    charts = wait_for_charts(page)
+    figures = page.locator("figure.chart").count()
+    assert charts == figures >= 8
+    accuracy = page.locator("section[data-suite='sentiment-classification'] "
+                            "tr[data-metric='accuracy'] td.value").inner_text()  # fmt: skip
+    assert accuracy == "0.667"
+    font = page.evaluate("getComputedStyle(document.body).fontFamily")
+    assert '"DejaVu Sans"' in font  # the inline stylesheet is read whole
+    failed = page.inner_text("#failed-rows")
+    assert "1 row(s) failed, errored or refused" in failed and "r3" in failed
+    screenshot(page, "07-static-report")
     assert all(u.startswith("file:") for u in requests), requests
