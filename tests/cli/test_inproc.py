@@ -62,15 +62,17 @@ def test_exit_code_and_output_match_a_real_process(
 
 def test_a_secret_of_the_environment_and_of_the_command_line_is_redacted(tmp_path: Path) -> None:
     key = "sk-proj-InPr0cessKey7Abc4Def9Ghi2Jkl"
-    store_password = "st0re-pa55word-61722"
-    write(tmp_path / "t.yaml", TASK + "dataset: {rows: [{id: a}]}\ninitial_prompt: hi\n"
-          f"success_criteria: [{{type: exact_match, expected: '{key}'}}]\n")  # fmt: skip
-    done = run_in_process("run", "t.yaml", "--store", f"postgresql://u:{store_password}@h/db",
-                          cwd=tmp_path, env={"OPENAI_API_KEY": key})  # fmt: skip
-    assert done.returncode != 0
-    for secret in (key, store_password):
-        assert secret not in done.stdout + done.stderr
-    assert "OPENAI_API_KEY" not in os.environ or os.environ["OPENAI_API_KEY"] != key
+    password = "St0rePassw0rdInProc61"
+    from_env = run_in_process("dataset", "list", "--store", f"nourl-{key}", cwd=tmp_path,
+                              env={"OPENAI_API_KEY": key})  # fmt: skip
+    assert from_env.returncode == 2
+    assert "invalid store URL 'nourl-[redacted:OPENAI_API_KEY]'" in from_env.stderr
+    url = f"postgresql+psycopg://u@127.0.0.1:1/db?password={password}"
+    from_argv = run_in_process("dataset", "list", "--store", url, cwd=tmp_path)
+    assert from_argv.returncode == 2 and "cannot open the store" in from_argv.stderr
+    assert "db?password=[redacted:ASSAY_STORE]" in from_argv.stderr
+    for done in (from_env, from_argv):
+        assert key not in done.stdout + done.stderr and password not in done.stderr
 
 
 def test_process_state_is_restored_after_each_call(tmp_path: Path) -> None:
