@@ -118,6 +118,7 @@ def test_a_store_url_password_given_as_a_query_parameter_is_never_printed(
     nowhere(("QueryStorePw77",), done.stdout + done.stderr)
 
 
+# a real process: run as another user (a file mode of 000 stops only a non-root user)
 def unprivileged(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     """``assay ARGS`` as a user other than root (``nobody`` when the tests run as root, for a
     file mode of 000 stops only such a user); skipped where that cannot be arranged."""
