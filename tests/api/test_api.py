@@ -16,6 +16,7 @@ import pytest
 
 import assay
 from assay.errors import DatasetError, TaskFileError, UsageError, UserError
+from tests.cli.inproc import run_in_process
 from tests.helpers import write
 
 REPO = Path(__file__).resolve().parents[2]
@@ -24,8 +25,8 @@ SENTIMENT = "sentiment/sentiment_classification.yaml"
 
 
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "assay", *args], cwd=cwd, capture_output=True,
-                          text=True, timeout=120)  # fmt: skip
+    """The command line in-process (tests/cli/inproc.py), to compare with the API."""
+    return run_in_process(*args, cwd=cwd)
 
 
 def suite_file(run_dir: Path, suite: str) -> dict[str, Any]:

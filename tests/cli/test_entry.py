@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -17,12 +18,41 @@ except SystemExit as done:
 
 
 def test_entry_runs_the_cli_with_the_young_threshold_and_frozen_imports() -> None:
+    # a real process: the collector settings are process-wide, set once by the entry
     done = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True)
     assert done.stdout.split()[-3:] == ["0", "True", "True"], done.stderr
     assert "Usage: assay" in done.stdout
 
 
 def test_python_dash_m_assay_uses_the_entry() -> None:
+    # a real process: `python -m assay` itself
     done = subprocess.run([sys.executable, "-m", "assay", "--help"], capture_output=True,
                           text=True)  # fmt: skip
     assert done.returncode == 0 and "Usage: " in done.stdout
+
+
+CRASH = """
+import os, sys
+import assay.cli.app as command_line
+
+def crash():
+    raise RuntimeError("bug while holding " + os.environ["GITHUB_TOKEN"])
+
+command_line.app = crash  # a bug inside a command
+sys.argv = ["assay", "plan", "t.yaml"]
+from assay.cli.entry import main
+main()
+"""
+
+
+def test_a_crash_prints_its_traceback_redacted_and_exits_1() -> None:
+    # a real process: what an uncaught bug shows on a terminal and the exit status it leaves
+    token = "ghp_Cr4shT0k3nV4lu3F0rEntryT3st9x"
+    done = subprocess.run([sys.executable, "-c", CRASH], capture_output=True, text=True,
+                          env={**os.environ, "GITHUB_TOKEN": token})  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.startswith("Traceback (most recent call last):"), done.stderr
+    assert done.stderr.rstrip().endswith(
+        "RuntimeError: bug while holding [redacted:GITHUB_TOKEN]"
+    ), done.stderr
+    assert token not in done.stderr + done.stdout

@@ -46,6 +46,7 @@ def test_sigint_keeps_finished_rows_and_exits_130(tmp_path: Path, sigint: Sigint
     path = write(tmp_path / "slow.yaml", TASK.format(pids=pids))
     (tmp_path / "tmp").mkdir()
     env = {**os.environ, "TMPDIR": str(tmp_path / "tmp")}
+    # a real process: SIGINT/SIGTERM and the disposition it started with are process-wide
     process = start_assay("run", str(path), "-j", "4", cwd=tmp_path, sigint=sigint, env=env)
     run_dir = tmp_path / "runs" / "latest"
 

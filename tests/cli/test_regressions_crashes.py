@@ -129,6 +129,7 @@ AGENT = "echo $$ >> {pids}; sh -c 'echo $$ >> {pids}; exec sleep 30'; echo posit
 def test_sigterm_stops_the_run_kills_agents_and_writes_run_json(tmp_path: Path) -> None:
     pids = tmp_path / "pids"
     path = command_task(tmp_path, AGENT.format(pids=pids))
+    # a real process: SIGTERM to the process, its agents killed, its exit status
     process = start_assay("run", str(path), "-q", cwd=tmp_path)
     wait_for(lambda: len(pids_in(pids)) == 4, what="both agents and their children started")
     process.send_signal(signal.SIGTERM)
@@ -156,6 +157,7 @@ success_criteria:
   - {{type: response_match, expected: ok}}
 """
         path = write(tmp_path / "t.yaml", text)
+        # a real process: Ctrl-C and what the interpreter prints as it ends
         process = start_assay("run", str(path), "-q", "-j", "2", cwd=tmp_path, sigint=sigint)
         wait_for(lambda: server.in_flight == 2, what="two model calls in flight")
         process.send_signal(signal.SIGINT)
@@ -173,6 +175,7 @@ def test_command_agents_interrupted_print_no_asyncio_noise(
     pids = tmp_path / "pids"
     rows = "[{id: a}, {id: b}, {id: c}, {id: d}]"  # rows still queued matter
     path = command_task(tmp_path, AGENT.format(pids=pids), rows)
+    # a real process: Ctrl-C and what the interpreter prints as it ends
     process = start_assay("run", str(path), "-q", "-j", "2", cwd=tmp_path, sigint=sigint)
     wait_for(lambda: len(pids_in(pids)) == 4, what="two agents and their children started")
     process.send_signal(signal.SIGINT)

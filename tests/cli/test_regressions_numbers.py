@@ -75,6 +75,7 @@ def start_and_stop(
     """Two rows finished and four agents waiting when ``sig`` arrives."""
     started = tmp_path / "started"
     path = write(tmp_path / "slow.yaml", SLOW.format(go=tmp_path / "go", started=started))
+    # a real process: signals are delivered to a process
     process = start_assay("run", str(path), "-j", "6", "-q", cwd=tmp_path, sigint=sigint)
     run_dir = tmp_path / "runs" / "latest"
 
@@ -254,6 +255,7 @@ success_criteria:
   - {{type: response_match, expected: positive, suite_thresholds: {{mean: 0.0}}}}
 """
     path = write(tmp_path / "t.yaml", text)
+    # a real process: started with SIGINT ignored, as a background job is
     process = start_assay("run", str(path), "-q", cwd=tmp_path, sigint="ignored")
     wait_for(lambda: len(pids_in(pids)) == 2, what="both agents started")
     process.send_signal(signal.SIGINT)

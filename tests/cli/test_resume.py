@@ -48,6 +48,7 @@ def suite(run_dir: Path) -> dict[str, Any]:
 
 
 def kill_after(folder: Path, rows_done: int, *args: str) -> Path:
+    # a real process: killed with SIGKILL mid-run, then resumed
     process = subprocess.Popen(
         [sys.executable, "-m", "assay", "run", "task.yaml", "-j", "2", "-q", *args],
         cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,

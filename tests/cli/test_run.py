@@ -1,4 +1,5 @@
-"""`assay run` end to end, as a user runs it: a real process, real files, real sandboxes."""
+"""`assay run` end to end, as a user runs it: its command line (in-process, see
+tests/cli/inproc.py), real files, real sandboxes."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
+from tests.cli.inproc import run_in_process
 from tests.helpers import selected_rows, write
 
 REPO = Path(__file__).resolve().parents[2]
@@ -20,7 +22,15 @@ EXAMPLES = REPO / "examples"
 def assay(
     *args: str, cwd: Path, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """``python -m assay ARGS`` in ``cwd``; ``env`` adds variables to this environment."""
+    """``assay ARGS`` in ``cwd`` run in this interpreter as ``python -m assay`` would run it
+    (tests/cli/inproc.py); ``env`` adds variables to this environment."""
+    return run_in_process(*args, cwd=cwd, env=env)
+
+
+def assay_process(
+    *args: str, cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``python -m assay ARGS`` in a real process, for what only a process shows."""
     return subprocess.run(
         [sys.executable, "-m", "assay", *args],
         cwd=cwd,

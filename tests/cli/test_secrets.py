@@ -1,6 +1,7 @@
 """No secret leaves through a report: agents get only the environment they are meant to have,
 every known secret value is redacted from every file and printed line, and the secret scan
-fails a run folder that holds one. Real processes, real files, a real HTTP server."""
+fails a run folder that holds one. The command line in-process (one real process for what
+a terminal shows), real files, a real HTTP server."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.cli.test_run import assay as run_assay
+from tests.cli.test_run import assay_process as run_assay_process
 from tests.helpers import write
 from tests.openai_server import Fault, scripted_server
 
@@ -27,6 +29,14 @@ def assay(
     """``python -m assay ARGS`` with the user's OpenAI key and GitHub token in the shell."""
     secrets = {"OPENAI_API_KEY": KEY, "GITHUB_TOKEN": GH, **(env or {})}
     return run_assay(*args, cwd=cwd, env=secrets)
+
+
+def assay_process(
+    *args: str, cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """:func:`assay` in a real ``python -m assay`` process (what a terminal or CI log shows)."""
+    secrets = {"OPENAI_API_KEY": KEY, "GITHUB_TOKEN": GH, **(env or {})}
+    return run_assay_process(*args, cwd=cwd, env=secrets)
 
 
 def files_of(folder: Path) -> list[Path]:
@@ -244,7 +254,9 @@ initial_prompt: hello
 success_criteria:
   - {{type: response_match, description: the raw answer, expected: "{LLM_KEY}", match: contains}}
 """)  # fmt: skip
-        done = assay("run", "t.yaml", "--cache", cwd=tmp_path, env={"MY_LLM_CREDENTIAL": LLM_KEY})
+        # a real process: the stderr a terminal or CI log gets from `python -m assay`
+        done = assay_process("run", "t.yaml", "--cache", cwd=tmp_path,
+                             env={"MY_LLM_CREDENTIAL": LLM_KEY})  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     assert "attempt 1 failed" in done.stderr and "[redacted:MY_LLM_CREDENTIAL]" in done.stderr
     result = task_json(latest(tmp_path), "default", "endpoint")

@@ -1,6 +1,7 @@
 """Secrets in the forms the first redaction missed: a value quoted by repr() in a criterion's
 details, a password cut by a clip, a URL password in agent.env, a -D value in a load error, a
-store URL's query password. Real processes and real files; nothing of the value anywhere."""
+store URL's query password. The command line in-process (one real process) and real files;
+nothing of the value anywhere."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import assay as assay_package
-from tests.cli.test_secrets import assay, files_of, latest, task_json
+from tests.cli.test_secrets import assay, assay_process, files_of, latest, task_json
 from tests.helpers import write
 
 QUOTED = "Qx7\"Zp\\wo'rd!9-value-tail"  # escaped by repr, JSON, XML, HTML alike
@@ -94,7 +95,8 @@ initial_prompt: go
 success_criteria:
   - {type: response_match, expected: hi}
 """)  # fmt: skip
-    done = assay("run", "t.yaml", "-D", f"agent.env.MY_TOKEN={DASH_D}", cwd=tmp_path)
+    # a real process: a -D value redacted on the stderr of `python -m assay` itself
+    done = assay_process("run", "t.yaml", "-D", f"agent.env.MY_TOKEN={DASH_D}", cwd=tmp_path)
     assert done.returncode == 2, done.stdout + done.stderr
     assert "set on the command line by -D agent.env.MY_TOKEN=[redacted:MY_TOKEN]" in done.stderr
     url = "https://u:TemperatureUrlPw1@h"
@@ -116,6 +118,7 @@ def test_a_store_url_password_given_as_a_query_parameter_is_never_printed(
     nowhere(("QueryStorePw77",), done.stdout + done.stderr)
 
 
+# a real process: run as another user (a file mode of 000 stops only a non-root user)
 def unprivileged(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     """``assay ARGS`` as a user other than root (``nobody`` when the tests run as root, for a
     file mode of 000 stops only such a user); skipped where that cannot be arranged."""

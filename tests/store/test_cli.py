@@ -6,13 +6,13 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from assay.store import open_store
+from tests.cli.inproc import run_in_process
 from tests.helpers import write
 from tests.store.conftest import FIXTURES
 
@@ -22,14 +22,10 @@ SST2 = FIXTURES / "sst2_slice.jsonl"
 def run(
     cwd: Path, *args: str, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
+    """``assay dataset ARGS`` in-process (tests/cli/inproc.py), ``ASSAY_STORE`` unset."""
     environment = {k: v for k, v in os.environ.items() if k != "ASSAY_STORE"}
-    return subprocess.run(
-        [sys.executable, "-m", "assay", "dataset", *args],
-        cwd=cwd,
-        env={**environment, **(env or {})},
-        capture_output=True,
-        text=True,
-        timeout=120,
+    return run_in_process(
+        "dataset", *args, cwd=cwd, env={**environment, **(env or {})}, replace_env=True
     )
 
 

@@ -16,13 +16,14 @@ import httpx
 import pytest
 
 from assay.view.server import exposure_warning, is_loopback
+from tests.cli.inproc import run_in_process
 from tests.view.browser import files_of, viewer
 from tests.view.generate import make_run
 
 
-def assay(*args: str, cwd: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "assay", *args], cwd=cwd, capture_output=True,
-                          text=True, timeout=timeout)  # fmt: skip
+def assay(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``assay ARGS`` in-process (tests/cli/inproc.py): a refusal, exiting before it serves."""
+    return run_in_process(*args, cwd=cwd)
 
 
 @pytest.fixture(scope="module")
