@@ -6,7 +6,8 @@ It looks for two things and reports each by file and line, never by value:
 - every value the run's :class:`~assay.results.secrets.Redactor` knows (in any of its escaped
   forms), in every file of the folder, kept sandboxes included;
 - strings shaped like common provider keys (:data:`KEY_SHAPES`: OpenAI, Anthropic, AWS,
-  GitHub, Google, Slack, Hugging Face, Stripe, PEM private keys), in every file except
+  GitHub, Google, Slack, Hugging Face, Stripe, PEM private keys, a URL's userinfo or
+  credential query value such as ``?key=``/``?sig=``), in every file except
   inside kept sandboxes, whose template files may hold test fixtures of that shape. A match
   must look random (letters and digits mixed, not a run of one character, no ``EXAMPLE``),
   so prose such as ``risk-free-...`` or AWS's documented example key is not reported.
@@ -63,6 +64,12 @@ KEY_SHAPES: tuple[KeyShape, ...] = (
     _shape("a Hugging Face token", (b"hf_",), _START + rb"hf_(?P<body>[A-Za-z0-9]{30,})"),
     _shape("a Stripe secret key", (b"sk_live_", b"rk_live_"),
            _START + rb"[sr]k_live_(?P<body>[A-Za-z0-9]{20,})"),
+    _shape("a URL's userinfo token or password", (b"://",),
+           rb"://(?:[^\s/@:'\"<>\[\]]*:)?(?P<body>[^\s/@:'\"<>\[\]]{8,})@"),
+    _shape("a credential in a URL's query", (b"key=", b"sig=", b"code=", b"token=",
+                                             b"password=", b"secret=", b"signature="),
+           rb"(?i)[?&;](?:[a-z_\-]*key|sig|signature|code|[a-z_\-]*token|password|secret)"
+           rb"=(?P<body>[A-Za-z0-9%+/=_\-.~]{8,})"),
     _shape("a private key", (b"PRIVATE KEY",),
            rb"-----BEGIN [A-Z0-9 ]{0,30}PRIVATE KEY(?: BLOCK)?-----(?:\\[nr]|\s)+"
            rb"[A-Za-z0-9+/=:,\- ]{20,}"),
