@@ -67,7 +67,7 @@ def test_the_scan_finds_a_url_with_credentials_left_in_clear(url: str, secrets: 
     data = f'{{\n  "base_url": "{url}"\n}}\n'.encode()
     found = scan_buffer(data, Redactor())
     assert found and all(line == 2 for line, _ in found), found
-    assert all("URL" in kind for _, kind in found)
+    assert any("URL" in kind for _, kind in found)
     assert all(secret.encode() not in kind.encode() for _, kind in found for secret in secrets)
 
 
