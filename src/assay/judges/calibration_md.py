@@ -11,13 +11,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from assay.results.safe_text import md_text
+
 
 def _fmt(value: Any, digits: int = 3) -> str:
     return "—" if value is None else f"{value:.{digits}f}"
 
 
 def _cell(text: Any) -> str:
-    flat = " ".join(str(text).split()).replace("|", "\\|")
+    flat = md_text(" ".join(str(text).split()))
     return flat if len(flat) <= 300 else flat[:299] + "…"
 
 
@@ -88,7 +90,7 @@ def render_calibration(report: dict[str, Any]) -> str:
         ]
     out += _confusion(report)
     if report.get("notes"):
-        out += ["", "## Notes", "", *[f"- {note}" for note in report["notes"]]]
+        out += ["", "## Notes", "", *[f"- {md_text(note)}" for note in report["notes"]]]
     out += _disagreements(report)
     if report.get("judge_errors"):
         out += ["", f"## Judge errors ({len(report['judge_errors'])})", ""]

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from assay.errors import UsageError
 from assay.orchestration.overrides import Override
-from assay.results.secrets import MIN_SECRET_LENGTH, Redactor, url_passwords
+from assay.results.secrets import MIN_SECRET_LENGTH, Redactor, url_secrets
 
 if TYPE_CHECKING:  # annotations only: the command line's redactor needs neither model
     from assay.results.task_result import EvaluationResult
@@ -35,7 +35,7 @@ def run_redactor(
 ) -> Redactor:
     """The redactor of a run of ``tasks`` (every variant's definition) under ``environ``,
     with the secrets of its ``-D`` ``overrides`` (:meth:`Redactor.add_setting`) and the URL
-    passwords of its agents' and judges' ``base_url``."""
+    secrets (:func:`url_secrets`) of its agents' and judges' ``base_url``."""
     definitions = list(tasks)
     names = set().union(*(t.credential_variables for t in definitions))
     redactor = Redactor.from_environment(environ, names=names)
@@ -43,15 +43,20 @@ def run_redactor(
         env = getattr(task.agent, "env", None)  # command and coding agents
         if isinstance(env, dict):
             _add_agent_env(redactor, env, names)
-        judge = task.qa.judge if task.qa is not None else None
-        for url in (getattr(task.agent, "base_url", None), getattr(judge, "base_url", None)):
-            if isinstance(url, str):
-                redactor.add_variable("base_url", url)
+        for url in _base_urls(task):
+            redactor.add_variable("base_url", url)
     for override in overrides:
         redactor.add_setting(override.path[-1] if override.path else "", override.value)
-    for password in url_passwords(store_url or ""):
+    for password in url_secrets(store_url or ""):
         redactor.add(STORE_OPTION, password, whole=False)
     return redactor
+
+
+def _base_urls(task: TaskDefinition) -> list[str]:
+    """The ``base_url`` of ``task``'s agent, QA judge and inline ``llm_judge`` criteria."""
+    judge = task.qa.judge if task.qa is not None else None
+    holders = [task.agent, judge, *task.success_criteria]
+    return [url for h in holders if isinstance(url := getattr(h, "base_url", None), str)]
 
 
 def command_line_redactor(arguments: Sequence[str], environ: Mapping[str, str]) -> Redactor:
@@ -67,7 +72,7 @@ def command_line_redactor(arguments: Sequence[str], environ: Mapping[str, str]) 
             continue
         value = attached or next(given, "")
         if flag == "--store":
-            for password in url_passwords(value):
+            for password in url_secrets(value):
                 redactor.add(STORE_OPTION, password, whole=False)
             continue
         with contextlib.suppress(UsageError):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from assay.results.safe_text import md_text
 from assay.results.suite import CriterionAggregate
 
 
@@ -75,5 +76,5 @@ def _corrected_line(corrected: dict[str, Any]) -> str:
         f"specificity {_fmt(corrected.get('specificity'))}"
     )
     why = [text for text in (corrected.get("reason"), corrected.get("note")) if text]
-    note = "".join(f"; {text}" for text in why)
+    note = "".join(f"; {md_text(text)}" for text in why)
     return f"**Corrected pass rate** (Rogan–Gladen): {value}{_interval(corrected)} ({where}{note})"

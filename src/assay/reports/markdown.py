@@ -17,6 +17,7 @@ from assay.reports.judge_md import judge_lines
 from assay.reports.rollup import FAILED_SAMPLE_LIMIT
 from assay.results.experiment import Comparison, Difference, Estimate, ExperimentResult
 from assay.results.run import RunSummary
+from assay.results.safe_text import md_text
 from assay.results.suite import CriterionAggregate, DatasetRecord, SuiteRollup
 
 
@@ -74,7 +75,7 @@ def md_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
 
 def render_suite(suite: SuiteRollup) -> str:
     """The Markdown report of one suite."""
-    out = [f"# Suite Rollup: {suite.suite_id}", ""]
+    out = [f"# Suite Rollup: {md_text(suite.suite_id)}", ""]
     out.append(f"**Variant**: `{suite.variant_id}`")
     out.append(
         f"**Rows**: {suite.rows_total} total — {suite.rows_passed} passed, "
@@ -100,7 +101,7 @@ def render_suite(suite: SuiteRollup) -> str:
         " of the rows answered"
     )
     out.append(f"**Average weighted score**: {fmt(suite.average_weighted_score)} (graded rows)")
-    out += [f"**Warning**: {warning}" for warning in suite.warnings]
+    out += [f"**Warning**: {md_text(warning)}" for warning in suite.warnings]
     out += ["", "## Criterion stats", ""]
     out += md_table(
         ["Criterion", "Rows graded", "Avg score", "Errors", "Refused"],
@@ -118,7 +119,7 @@ def render_suite(suite: SuiteRollup) -> str:
         "",
         f"**Suite gate**: {gate_text(suite)}",
         f"**Result**: {'PASSED' if suite.passed else 'FAILED'}"
-        + (f" — {'; '.join(suite.result_reasons)}" if suite.result_reasons else ""),
+        + (f" — {md_text('; '.join(suite.result_reasons))}" if suite.result_reasons else ""),
     ]
     if suite.failed_samples:
         out += ["", *_failed_section(suite)]
@@ -183,12 +184,12 @@ def _aggregate_section(agg: CriterionAggregate) -> list[str]:
             "",
         ]
     if agg.error:
-        out += [f"**Error**: {agg.error}", ""]
+        out += [f"**Error**: {md_text(agg.error)}", ""]
     out += md_table(["metric", "value"],
                     [[code(k), fmt_metric(k, v)] for k, v in agg.metrics.items()])  # fmt: skip
     if agg.undefined_metrics:
         out += ["", "Undefined (—):"]
-        out += [f"- `{k}`: {why}" for k, why in agg.undefined_metrics.items()]
+        out += [f"- {code(k)}: {md_text(why)}" for k, why in agg.undefined_metrics.items()]
     if agg.threshold_checks:
         out += ["", "### Thresholds", ""]
         out += md_table(
@@ -241,8 +242,8 @@ def _failed_section(suite: SuiteRollup) -> list[str]:
         out += ["", f"### `{sample.task_id}` — {sample.final_status}"]
         out.append(f"- score: {fmt(sample.weighted_score)}")
         if sample.error_message:
-            out.append(f"- error: {sample.error_message}")
-        out += [f"- {reason}" for reason in sample.failure_reasons]
+            out.append(f"- error: {md_text(sample.error_message)}")
+        out += [f"- {md_text(reason)}" for reason in sample.failure_reasons]
         if sample.answer is not None:
             out.append(f"- answered: {code(sample.answer)}")
         if sample.expected is not None:
@@ -278,7 +279,7 @@ def render_run(summary: RunSummary) -> str:
             [
                 [f"`{s.variant_id}`", f"`{s.suite_id}`",
                  "no gate" if s.gate == "none" else s.gate.upper(),
-                 "PASSED" if s.passed else "FAILED", "; ".join(s.reasons) or "—",
+                 "PASSED" if s.passed else "FAILED", md_text("; ".join(s.reasons)) or "—",
                  f"[suite.md](./{s.suite_json[:-4]}md)"]
                 for s in summary.suites
             ],
@@ -297,7 +298,7 @@ def render_run(summary: RunSummary) -> str:
         )  # fmt: skip
     if summary.skipped_tasks:
         out += ["", "## Skipped", ""]
-        out += [f"- `{s.path}`: {s.reason}" for s in summary.skipped_tasks]
+        out += [f"- `{s.path}`: {md_text(s.reason)}" for s in summary.skipped_tasks]
     if summary.warnings:
         out += ["", "## Warnings", ""]
         out += [f"- {w}" for w in summary.warnings]
@@ -329,7 +330,7 @@ def _estimate(value: Estimate | None) -> str:
     if value is None:
         return "—"
     if value.low is None or value.high is None:
-        return fmt(value.value) + (f" ({value.reason})" if value.reason else "")
+        return fmt(value.value) + (f" ({md_text(value.reason)})" if value.reason else "")
     return f"{fmt(value.value)} [{fmt(value.low)}, {fmt(value.high)}]"
 
 
@@ -338,7 +339,7 @@ def _difference(diff: Difference) -> str:
         return "—"
     sign = "+" if diff.difference >= 0 else ""
     if diff.low is None or diff.high is None:
-        return f"{sign}{fmt(diff.difference)} ({diff.reason or 'no interval'})"
+        return f"{sign}{fmt(diff.difference)} ({md_text(diff.reason or 'no interval')})"
     return f"{sign}{fmt(diff.difference)} [{fmt(diff.low)}, {fmt(diff.high)}]"
 
 

@@ -37,6 +37,7 @@ from assay.qa.grading import answer_error
 from assay.qa.metrics import base_metrics, metrics_file
 from assay.reports.markdown import code, fmt, md_table, plural
 from assay.results.io import redact_json, write_json_atomic, write_text_atomic
+from assay.results.safe_text import md_text
 from assay.results.secrets import Redactor
 from assay.results.status import FinalStatus
 from assay.results.task_result import EvaluationResult, QaCriterionResult
@@ -153,7 +154,8 @@ def render_qa(document: dict[str, Any]) -> str:
     judge = document.get("judge")
     lines.append(f"From `{METRICS}` ({plural(len(per), 'replicate')}; judge: "
                  f"{code(judge) if judge else 'none, rules only'}).")  # fmt: skip
-    lines += [f"\n**Warning**: {warning}" for warning in document.get("judge_warnings") or []]
+    lines += [f"\n**Warning**: {md_text(warning)}"
+                  for warning in document.get("judge_warnings") or []]  # fmt: skip
     lines.append("")
     header = ["replicate", "accuracy", "95% CI", "correct / graded", "extraction failed",
               "empty", "judge errors", "answer errors"]  # fmt: skip
@@ -175,7 +177,7 @@ def render_qa(document: dict[str, Any]) -> str:
         lines += md_table(["metric", "mean over replicates", "per replicate"], extras)
     undefined = document["avg_metrics"].get("undefined_metrics") or {}
     if undefined:
-        lines += [""] + [f"- `{k}` is undefined: {v}" for k, v in undefined.items()]
+        lines += [""] + [f"- `{k}` is undefined: {md_text(v)}" for k, v in undefined.items()]
     return "\n".join(lines) + "\n"
 
 

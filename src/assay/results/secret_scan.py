@@ -6,7 +6,9 @@ It looks for two things and reports each by file and line, never by value:
 - every value the run's :class:`~assay.results.secrets.Redactor` knows (in any of its escaped
   forms), in every file of the folder, kept sandboxes included;
 - strings shaped like common provider keys (:data:`KEY_SHAPES`: OpenAI, Anthropic, AWS,
-  GitHub, Google, Slack, Hugging Face, Stripe, PEM private keys), in every file except
+  GitHub, Google, Slack, Hugging Face, Stripe, PEM private keys, a URL's userinfo or
+  credential query value such as ``?key=``/``?sig=``; and the token shapes of
+  ``detect-secrets``' plugins, :data:`LIBRARY_PLUGINS`), in every file except
   inside kept sandboxes, whose template files may hold test fixtures of that shape. A match
   must look random (letters and digits mixed, not a run of one character, no ``EXAMPLE``),
   so prose such as ``risk-free-...`` or AWS's documented example key is not reported.
@@ -19,12 +21,14 @@ is scanned in about a tenth of a second.
 from __future__ import annotations
 
 import bisect
+import functools
+import importlib
 import os
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from assay.results.secrets import Buffer, Redactor
 
@@ -63,11 +67,79 @@ KEY_SHAPES: tuple[KeyShape, ...] = (
     _shape("a Hugging Face token", (b"hf_",), _START + rb"hf_(?P<body>[A-Za-z0-9]{30,})"),
     _shape("a Stripe secret key", (b"sk_live_", b"rk_live_"),
            _START + rb"[sr]k_live_(?P<body>[A-Za-z0-9]{20,})"),
+    _shape("a URL's userinfo token or password", (b"://",),
+           rb"://(?:[^\s/@:'\"<>\[\]]*:)?(?P<body>[^\s/@:'\"<>\[\]]{8,})@"),
+    _shape("a credential in a URL's query", (b"key=", b"sig=", b"code=", b"token=",
+                                             b"password=", b"secret=", b"signature="),
+           rb"(?i)[?&;](?:[a-z_\-]*key|sig|signature|code|[a-z_\-]*token|password|secret)"
+           rb"=(?P<body>[A-Za-z0-9%+/=_\-.~]{8,})"),
     _shape("a private key", (b"PRIVATE KEY",),
            rb"-----BEGIN [A-Z0-9 ]{0,30}PRIVATE KEY(?: BLOCK)?-----(?:\\[nr]|\s)+"
            rb"[A-Za-z0-9+/=:,\- ]{20,}"),
 )  # fmt: skip
 """The key shapes searched; see the module docstring."""
+
+
+@dataclass(frozen=True)
+class LibraryShape:
+    """A token shape recognised by one of Yelp's ``detect-secrets`` plugins
+    (:data:`LIBRARY_PLUGINS`): the plugin's own patterns are searched only where one of the
+    literal ``prefixes`` occurs, and each candidate is confirmed by the plugin itself
+    (``analyze_string``: a JWT must decode, for instance)."""
+
+    plugin: Any
+    prefixes: tuple[bytes, ...]
+    patterns: tuple[re.Pattern[bytes], ...]
+
+    def hits(self, data: Buffer) -> list[tuple[int, str]]:
+        """``(offset, kind)`` of each confirmed token in ``data``."""
+        if all(data.find(prefix) == -1 for prefix in self.prefixes):
+            return []
+        found: list[tuple[int, str]] = []
+        for pattern in self.patterns:
+            for match in pattern.finditer(data):
+                text = bytes(match.group(0)).decode("utf-8", "replace")
+                if "EXAMPLE" not in text.upper() and any(
+                    True for _ in self.plugin.analyze_string(text)
+                ):
+                    found.append((match.start(), f"a string shaped like {self.plugin.secret_type}"))
+        return found
+
+
+LIBRARY_PLUGINS: tuple[tuple[str, tuple[bytes, ...]], ...] = (
+    ("aws.AWSKeyDetector", (b"AKIA", b"ASIA", b"ABIA", b"ACCA", b"A3T", b"aws", b"AWS")),
+    ("azure_storage_key.AzureStorageKeyDetector", (b"AccountKey=",)),
+    ("github_token.GitHubTokenDetector", (b"ghp_", b"gho_", b"ghu_", b"ghs_", b"ghr_")),
+    ("gitlab_token.GitLabTokenDetector", (b"glpat-", b"gldt-", b"glft-", b"glsoat-", b"glrt-",
+                                          b"GR1348941", b"glcbt-")),
+    ("jwt.JwtTokenDetector", (b"eyJ",)),
+    ("npm.NpmDetector", (b"_authToken",)),
+    ("openai.OpenAIDetector", (b"T3BlbkFJ",)),
+    ("pypi_token.PypiTokenDetector", (b"pypi-",)),
+    ("sendgrid.SendGridDetector", (b"SG.",)),
+    ("slack.SlackDetector", (b"xox", b"hooks.slack.com")),
+    ("square_oauth.SquareOAuthDetector", (b"sq0csp-",)),
+    ("stripe.StripeDetector", (b"k_live_",)),
+)  # fmt: skip
+"""The ``detect-secrets`` plugins used (``module.Class`` under ``detect_secrets.plugins``)
+with the literals one of their matches must contain: those of token shapes with a fixed
+prefix or structure. Left out: keyword and entropy plugins and loose shapes (Artifactory
+``AP…``, Telegram ``digits:…``, Discord, public IPs), which ordinary run content (row
+hashes, timestamps, transcripts) would set off or which no literal narrows (slow)."""
+
+
+@functools.cache
+def library_shapes() -> tuple[LibraryShape, ...]:
+    """The :class:`LibraryShape` of each of :data:`LIBRARY_PLUGINS`, built once."""
+    shapes = []
+    for dotted, prefixes in LIBRARY_PLUGINS:
+        module, _, name = dotted.rpartition(".")
+        plugin = getattr(importlib.import_module(f"detect_secrets.plugins.{module}"), name)()
+        patterns = tuple(re.compile(p.pattern.encode(), p.flags & ~re.UNICODE)
+                         for p in plugin.denylist)  # fmt: skip
+        shapes.append(LibraryShape(plugin, prefixes, patterns))
+    return tuple(shapes)
+
 
 BATCH_BYTES = 1 << 20
 """Files up to this size are scanned in batches of about this size; larger ones on their
@@ -121,6 +193,10 @@ def _hits(data: Buffer, redactor: Redactor, shapes: bool) -> list[tuple[int, str
             if any(start <= match.start() < end for start, end, _ in spans):
                 continue  # a known value, reported by name
             hits.append((match.start(), f"a string shaped like {shape.kind}"))
+    seen = {offset for offset, _ in hits}
+    for offset, kind in [hit for shape in library_shapes() for hit in shape.hits(data)]:
+        if offset not in seen and not any(start <= offset < end for start, end, _ in spans):
+            hits.append((offset, kind))
     return hits
 
 

@@ -7,8 +7,11 @@ A variable holds a secret when its name (compared in upper case) ends in one of
 ``TOKENIZER``: ``CLAUDE_CODE_MAX_OUTPUT_TOKENS`` and ``TOKENIZERS_PARALLELISM`` are
 settings), or is one of :data:`PROVIDER_CREDENTIALS` (the credential variables of the model
 providers, agent CLIs and database clients assay knows); a task adds the variables it names
-in ``api_key_env``. The password of a URL (``scheme://user:password@host``, or
-``?password=...``) in any variable is a secret too (a store or proxy URL).
+in ``api_key_env``. The secrets of a URL in any variable or ``base_url`` are secrets too
+(:func:`url_secrets`): its password (``scheme://user:password@host``, ``?password=...``),
+and for a web URL the token of ``https://TOKEN@host`` and its query values (``?key=...``, an
+Azure SAS's ``sig``), so ``https://[redacted:base_url]@host/v1?key=[redacted:base_url]`` is
+what assay writes and prints.
 
 A :class:`Redactor` holds every known secret value with the name it came from and replaces
 each occurrence by ``[redacted:NAME]``. It is built once per run and passed down to the few
@@ -122,6 +125,40 @@ def url_passwords(value: str) -> list[str]:
     for password in passwords:
         if password:
             found.update(dict.fromkeys([password, unquote(password), unquote_plus(password)]))
+    return list(found)
+
+
+_WEB_URL = re.compile(r"(?i)\b(?:https?|wss?)://[^\s'\"<>]+")
+WEB_URL_SETTINGS = frozenset(
+    {"api-version", "sv", "ss", "srt", "sp", "se", "st", "spr", "sr", "sip", "si", "skoid"}
+)
+"""Query parameters of a web URL that are settings, not secrets: the API version and the
+fields of an Azure SAS token other than its signature ``sig`` (they say what it grants and
+until when). Every other query value is a secret (``?key=``, ``?api-key=``, ``?code=``,
+``?sig=``, ``?token=``...)."""
+
+
+def url_secrets(value: str) -> list[str]:
+    """The secrets of the URLs in ``value``, as written and percent-decoded: the passwords of
+    :func:`url_passwords` (any scheme), and for web URLs (``http``, ``https``, ``ws``,
+    ``wss``, as a model's ``base_url`` is) the user of a userinfo without password
+    (``https://TOKEN@host/v1``) and every query value but :data:`WEB_URL_SETTINGS`
+    (``?api-key=...``, an Azure SAS's ``sig``). One rule for every URL assay records: its
+    agents' and judges' ``base_url``, the store URL, bridge upstreams, any variable."""
+    found: dict[str, None] = dict.fromkeys(url_passwords(value))
+    for match in _WEB_URL.finditer(value):
+        try:
+            parts = urlsplit(match.group(0))
+            user, password = parts.username, parts.password
+        except ValueError:
+            continue
+        secrets = [user] if user and password is None else []
+        for pair in parts.query.split("&"):
+            name, equals, given = pair.partition("=")
+            if equals and given and unquote_plus(name).lower() not in WEB_URL_SETTINGS:
+                secrets.append(given)
+        for secret in secrets:
+            found.update(dict.fromkeys([secret, unquote(secret), unquote_plus(secret)]))
     return list(found)
 
 
@@ -348,12 +385,13 @@ class Redactor:
     def add_variable(self, name: str, value: str, *, names: Collection[str] = ()) -> None:
         """Add the variable ``name`` whole if it holds a secret (by :func:`is_secret_name`,
         or named in ``names``), else the passwords of the URLs with credentials in its value
-        (:func:`url_passwords`; the variable itself is not a secret one)."""
+        (:func:`url_secrets`: passwords, a web URL's token user and query values; the
+        variable itself is not a secret one)."""
         if is_secret_name(name) or name in names:
             self.add(name, value)
         elif "://" in value or "password=" in value.lower():
-            for password in url_passwords(value):
-                self.add(name, password, whole=False)
+            for secret in url_secrets(value):
+                self.add(name, secret, whole=False)
 
     def add_setting(self, name: str, value: Any) -> None:
         """Add a setting's ``value`` (text, or mappings and lists of it, as a ``-D`` override

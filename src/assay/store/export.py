@@ -22,6 +22,7 @@ import json
 from collections.abc import Callable, Iterable
 from typing import IO, Any
 
+from assay.results.safe_text import csv_cell
 from assay.store.models import Example
 from assay.store.schema import Schema
 from assay.store.sources import PARQUET_SCHEMA_KEY, import_pyarrow
@@ -58,7 +59,7 @@ def write_csv(examples: Iterable[Example], out: IO[bytes], *, schema: Schema, id
         count = 0
         for example in examples:
             cells = [to_text(kind, example.data[name]) for name, kind in schema.fields.items()]
-            writer.writerow([example.example_id, *cells])
+            writer.writerow([csv_cell(example.example_id), *map(csv_cell, cells)])
             count += 1
         text.flush()
     finally:

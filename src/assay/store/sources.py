@@ -18,6 +18,7 @@ from typing import Any
 from assay.data.csvrows import iter_csv
 from assay.data.jsonl import iter_jsonl
 from assay.errors import StoreError
+from assay.results.safe_text import csv_value
 from assay.store.models import SourceRow
 from assay.store.rows import row_error
 from assay.store.schema import Schema, parse_schema
@@ -85,7 +86,8 @@ def read_rows(
             yield SourceRow(data, name, line, path.parent)
     elif kind == "csv":
         for line, cells in iter_csv(path, display=name):
-            yield _converted(SourceRow(dict(cells), name, line, path.parent), schema, id_field)
+            data = {key: csv_value(cell) for key, cell in cells.items()}  # assay's exports
+            yield _converted(SourceRow(data, name, line, path.parent), schema, id_field)
     else:
         yield from _parquet_rows(path, name, schema, id_field)
 

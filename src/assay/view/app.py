@@ -13,10 +13,12 @@ stylesheet, script and vendored Vega-Lite.
 from __future__ import annotations
 
 import mimetypes
+from collections.abc import Iterable
 from typing import Any
 from urllib.parse import urlencode
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
@@ -24,6 +26,7 @@ from starlette.staticfiles import StaticFiles
 
 from assay.errors import UsageError
 from assay.view.diff import CHANGES, Side, build_diff, pair_page
+from assay.view.guard import RequestGuard
 from assay.view.queries import RowFilter, criterion_types, facets, neighbours, row_page
 from assay.view.render import ASSETS, render
 from assay.view.row_view import read_row_view, safe_path
@@ -48,8 +51,10 @@ def _not_found(what: str, hint: str = "") -> HTMLResponse:
     return _page("error.html", 404, title="Not found", message=what, hint=hint)
 
 
-def build_app(ws: Workspace) -> Starlette:
-    """The application over ``ws``'s folders."""
+def build_app(ws: Workspace, *, hosts: Iterable[str]) -> Starlette:
+    """The application over ``ws``'s folders, answering only requests whose ``Host`` is one
+    of ``hosts`` (``name:port``, :func:`assay.view.guard.allowed_hosts`) and that do not come
+    from another origin's page (:class:`assay.view.guard.RequestGuard`: 421 and 403)."""
 
     def entry_of(request: Request) -> RunEntry | None:
         return ws.entry(request.path_params["run"])
@@ -146,7 +151,8 @@ def build_app(ws: Workspace) -> Starlette:
         Route("/favicon.ico", no_icon),
         Mount("/assets", StaticFiles(directory=ASSETS), name="assets"),
     ]
-    return Starlette(routes=routes)
+    return Starlette(routes=routes,
+                     middleware=[Middleware(RequestGuard, hosts=tuple(hosts))])  # fmt: skip
 
 
 def _version(state: str, index: Any) -> str:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from assay.errors import UsageError
+from assay.view.guard import allowed_hosts
 from assay.view.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -116,7 +117,8 @@ def serve(
             on_warning(exposure_warning(host, sock.getsockname()[1]))
         for entry in ws.runs():
             ws.index(entry)  # start reading rows now, newest runs first
-        config = uvicorn.Config(build_app(ws), log_level="warning", lifespan="off",
+        config = uvicorn.Config(build_app(ws, hosts=allowed_hosts(host, sock.getsockname()[1])),
+                                log_level="warning", lifespan="off",
                                 access_log=False)  # fmt: skip
         server = uvicorn.Server(config)
         with stop_server_on_signals(server):
