@@ -326,13 +326,16 @@ def _progress(choice: bool | Progress) -> Progress:
 
 
 def _reported(session: RunSession, outcome: SessionOutcome, *, html: bool) -> RunResult:
-    reports = write_session_reports(session, outcome)
-    result = RunResult.from_reports(session.run_dir, reports)
-    if html:
-        from assay.view import write_html_report
+    try:
+        reports = write_session_reports(session, outcome)
+        result = RunResult.from_reports(session.run_dir, reports)
+        if html:
+            from assay.view import write_html_report
 
-        result.html_report = write_html_report(session.run_dir)
-    return result
+            result.html_report = write_html_report(session.run_dir)
+        return result
+    finally:
+        session.release()
 
 
 def _sources(tasks: Tasks) -> list[TaskSource]:
