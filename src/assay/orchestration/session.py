@@ -37,6 +37,7 @@ from assay.orchestration.record import (
     save_built_tasks,
     write_selection,
 )
+from assay.orchestration.resume_check import check_resume_options, check_same_task_files
 from assay.orchestration.rowfiles import unwritten
 from assay.orchestration.rundir import create_run_dir, item_dir, point_latest
 from assay.orchestration.runfiles import finished_mask, kept_results
@@ -157,6 +158,7 @@ class RunSession:
         *,
         prices: PriceTable | None = None,
         store_url: str | None = None,
+        given: PlanOptions | None = None,
     ) -> RunSession:
         """The unfinished part of the run in ``run_dir``; ``request.options`` takes the
         recorded stage (and keeps sandboxes when the run did).
@@ -165,7 +167,9 @@ class RunSession:
             UsageError: ``run_dir`` has no ``plan.json``, or a store version's content
                 changed, or rows' content changed (without ``request.rerun_changed``).
             UserError: a task file or dataset changed so that the recorded rows are gone.
-        UsageError: another process writes into ``run_dir`` (:func:`lock_run_dir`).
+        UsageError: another process writes into ``run_dir`` (:func:`lock_run_dir`), or
+            ``given`` (the options passed to the resume) differs from the recorded ones
+            (:func:`check_resume_options`).
         """
         started = datetime.now()
         if not (run_dir / PLAN_FILE).is_file():
@@ -175,7 +179,7 @@ class RunSession:
         lock = lock_run_dir(run_dir, command=request.command, on_warning=request.on_warning)
         try:
             return cls._resumed(run_dir, request, started, lock, prices=prices,
-                                store_url=store_url)  # fmt: skip
+                                store_url=store_url, given=given)  # fmt: skip
         except BaseException:
             lock.release()
             raise
@@ -190,8 +194,12 @@ class RunSession:
         *,
         prices: PriceTable | None,
         store_url: str | None,
+        given: PlanOptions | None,
     ) -> RunSession:
         record = read_plan(run_dir)
+        if given is not None:
+            check_resume_options(run_dir, record.options, given)
+        check_same_task_files(record.tasks)
         options = replayed_options(record, prices=prices, store_url=store_url)
         plan = build_plan(plan_sources(record), options, request.registry)
         _check_same_store_versions(plan, record)
