@@ -11,33 +11,36 @@ Giving the recorded value again is allowed.
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 
 from assay.errors import UsageError
-from assay.orchestration.plan import PlanOptions
+from assay.orchestration.plan import Plan, PlanOptions
 from assay.results.plan_record import PlannedTaskRecord, PlanOptionsRecord
+from assay.spec.task import TaskDefinition
 
 
-def file_hash(path: Path) -> str | None:
-    """SHA-256 (hex) of the file's bytes; ``None`` when it cannot be read."""
-    try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError:
-        return None
+def task_hash(definition: TaskDefinition) -> str:
+    """SHA-256 (hex) of a task definition as loaded, without its dataset (whose rows are
+    compared one by one, :mod:`assay.orchestration.datacheck`)."""
+    data = definition.model_dump(mode="json", exclude={"dataset"})
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode("utf-8")).hexdigest()
 
 
-def check_same_task_files(tasks: list[PlannedTaskRecord]) -> None:
-    """A resumed run must run the task files it started with, as they were.
+def check_same_tasks(plan: Plan, tasks: list[PlannedTaskRecord]) -> None:
+    """A resumed run must run the tasks it started with, as they were.
 
     Raises:
-        UsageError: a task file's content hash differs from the recorded one (edited
-            since), naming the file and both hashes.
+        UsageError: a task's definition (all but its dataset) differs from the recorded one
+            (its file edited since), naming the file and both hashes.
     """
-    for task in tasks:
-        if task.content_hash is None:
+    recorded = {task.task_id: task for task in tasks if task.content_hash is not None}
+    for planned in plan.tasks:
+        task = recorded.get(planned.loaded.definition.task_id)
+        if task is None or task.content_hash is None:
             continue  # recorded by an older assay
-        now = file_hash(Path(task.file))
-        if now is not None and now != task.content_hash:
+        now = task_hash(planned.loaded.definition)
+        if now != task.content_hash:
             raise UsageError(
                 f"task {task.task_id} has content hash {now[:12]} now, but the run started "
                 f"with {task.content_hash[:12]}: it was edited since, and its rows would "

@@ -37,7 +37,7 @@ from assay.orchestration.record import (
     save_built_tasks,
     write_selection,
 )
-from assay.orchestration.resume_check import check_resume_options, check_same_task_files
+from assay.orchestration.resume_check import check_resume_options, check_same_tasks
 from assay.orchestration.rowfiles import unwritten
 from assay.orchestration.rundir import create_run_dir, item_dir, point_latest
 from assay.orchestration.runfiles import finished_mask, kept_results
@@ -199,11 +199,11 @@ class RunSession:
         record = read_plan(run_dir)
         if given is not None:
             check_resume_options(run_dir, record.options, given)
-        check_same_task_files(record.tasks)
         options = replayed_options(record, prices=prices, store_url=store_url)
         plan = build_plan(plan_sources(record), options, request.registry)
         _check_same_store_versions(plan, record)
         _check_same_judges(plan, record)
+        check_same_tasks(plan, record.tasks)
         request.options.stage = record.stage
         request.options.keep_sandboxes = request.options.keep_sandboxes or record.keep_sandboxes
         items = plan.work_items()
