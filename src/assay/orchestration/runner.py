@@ -559,6 +559,7 @@ class Runner:
                 attempts=[AttemptRecord(**vars(a)) for a in outcome.attempts],
                 cached=outcome.cached,
                 response_chars=len(outcome.response or ""),
+                output_dropped_bytes=outcome.output_dropped_bytes,
                 duration_seconds=outcome.seconds,
             ),
             total_token_usage=_usage(outcome),
