@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from assay import api
-from tests.helpers import write
+from tests.helpers import kill_left, pids_in, wait_gone, write
 
 PEAK = """
 import asyncio, resource, sys
@@ -82,3 +82,32 @@ success_criteria:
     assert record["agent"]["output_dropped_bytes"] == 2097152
     response = (path.parent / "response.txt").read_text()
     assert response.endswith("output cut after 10485760 bytes; 2097152 more bytes dropped]\n")
+
+
+LEAVER = """\
+task_id: leaver
+description: an agent and a criterion that leave processes running outside their group
+initial_prompt: go
+agent:
+  type: command
+  command: >-
+    setsid sleep 300 >/dev/null 2>&1 & echo $! >> {pids};
+    nohup sleep 300 >/dev/null 2>&1 & echo $! >> {pids};
+    (sleep 300 >/dev/null 2>&1 &) ; echo yes
+success_criteria:
+  - type: run_command
+    command: "setsid sleep 300 >/dev/null 2>&1 & echo $! >> {pids}; true"
+"""
+
+
+def test_processes_a_row_left_running_end_with_it(tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+    task = write(tmp_path / "task.yaml", LEAVER.format(pids=pids))
+    try:
+        result = api.run([str(task)], run_dir=str(tmp_path / "runs"))
+        assert result.exit_code == 0
+        left = pids_in(pids)
+        assert len(left) == 3
+        wait_gone(left, 30)
+    finally:
+        kill_left(pids_in(pids))

@@ -322,6 +322,34 @@ def _text(data: bytes | bytearray) -> str:
     return bytes(data).decode("utf-8", errors="replace")
 
 
+def end_marked_processes(marker: str) -> list[int]:
+    """SIGKILL every process of this user whose environment holds ``marker`` (a
+    ``NAME=value`` that only one row's programs get, e.g. its ``ASSAY_SANDBOX``): the
+    processes a row started and left running, also those that left its process group
+    (``setsid … &``, ``nohup … &``). Linux only (reads ``/proc``); elsewhere a no-op.
+
+    Returns:
+        The pids signalled.
+    """
+    wanted = marker.encode("utf-8")
+    ended: list[int] = []
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return ended
+    for entry in proc.iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+        except OSError:
+            continue  # gone, or another user's
+        if wanted in environ.split(b"\0"):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(int(entry.name), signal.SIGKILL)
+                ended.append(int(entry.name))
+    return ended
+
+
 @contextlib.contextmanager
 def pidfd_child_watcher() -> Iterator[None]:
     """On Python 3.11, reap children through pidfds instead of one thread per child, inside
