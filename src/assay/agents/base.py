@@ -93,6 +93,7 @@ class AgentOutcome:
     cost_usd: float | None = None
     stored_trace: dict[str, Any] | None = None
     transcript: Transcript | None = None
+    output_dropped_bytes: int = 0
 
 
 class Agent(Protocol):

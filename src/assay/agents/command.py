@@ -83,12 +83,15 @@ class CommandRunner:
                 spans=[span],
             )
         span.attributes["process.exit_code"] = -1 if result.exit_code is None else result.exit_code
+        if result.dropped:  # past MAX_OUTPUT_BYTES per stream: counted, not kept
+            span.attributes["process.output_dropped_bytes"] = result.dropped
         outcome = AgentOutcome(
             response=result.stdout,
             exit_code=result.exit_code,
             stderr_tail=tail(result.stderr),
             seconds=result.seconds,
             spans=[span],
+            output_dropped_bytes=result.dropped,
         )
         if result.timed_out:
             outcome.status = "timeout"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
@@ -22,6 +23,7 @@ from assay.orchestration.predictions import (
 )
 from assay.orchestration.regrade import regrade_run
 from assay.orchestration.runfiles import iter_results, load_run_results, resolve_run_dir
+from assay.orchestration.runlock import lock_run_dir
 from assay.orchestration.secrets import results_redactor
 from assay.reports.compare import compare_runs, write_comparison
 from assay.reports.rebuild import check_secrets as find_secrets
@@ -50,10 +52,11 @@ def evaluate(
     """
     no_running_loop("evaluate")
     folder = resolve_run_dir(run_dir)
-    warnings = check_run_dir(folder, iter_results(folder), action="assay evaluate")
-    started = datetime.now()
-    asyncio.run(regrade_run(folder, jobs=jobs))
-    return _regraded(folder, started, jobs, junit_xml, warnings)
+    with lock_run_dir(folder, on_warning=_warn):
+        warnings = check_run_dir(folder, iter_results(folder), action="assay evaluate")
+        started = datetime.now()
+        asyncio.run(regrade_run(folder, jobs=jobs))
+        return _regraded(folder, started, jobs, junit_xml, warnings)
 
 
 async def evaluate_async(
@@ -65,10 +68,15 @@ async def evaluate_async(
         UsageError, ModelError: as :func:`evaluate`.
     """
     folder = resolve_run_dir(run_dir)
-    warnings = check_run_dir(folder, iter_results(folder), action="assay evaluate")
-    started = datetime.now()
-    await regrade_run(folder, jobs=jobs)
-    return _regraded(folder, started, jobs, junit_xml, warnings)
+    with lock_run_dir(folder, on_warning=_warn):
+        warnings = check_run_dir(folder, iter_results(folder), action="assay evaluate")
+        started = datetime.now()
+        await regrade_run(folder, jobs=jobs)
+        return _regraded(folder, started, jobs, junit_xml, warnings)
+
+
+def _warn(message: str) -> None:
+    print(f"warning: {message}", file=sys.stderr)
 
 
 def _regraded(
@@ -102,11 +110,12 @@ def report(
     """
     folder = resolve_run_dir(run_dir)
     junit = Path(junit_xml) if junit_xml is not None else None
-    result = RunResult.from_reports(folder, rebuild_reports(folder, junit_path=junit))
-    if html:
-        from assay.view import write_html_report
+    with lock_run_dir(folder, on_warning=_warn):
+        result = RunResult.from_reports(folder, rebuild_reports(folder, junit_path=junit))
+        if html:
+            from assay.view import write_html_report
 
-        result.html_report = write_html_report(folder)
+            result.html_report = write_html_report(folder)
     return result
 
 

@@ -146,15 +146,30 @@ class ResumeKeywords(SessionKeywords, total=False):
         rerun_changed: run again exactly the rows whose dataset content changed since the run
             recorded it (otherwise such a run is refused, naming them).
         prices: a price file (as for :func:`run`); store: the store the run used.
+        sample, sample_per_stratum, split, tags, exclude_tags, include_skipped, repeats,
+            experiment, overrides, model: as for :func:`run`, only to check them: a resumed
+            run runs with its recorded options, and one given with another value is
+            refused (``UsageError`` naming the option, the run's value and the given one).
     """
 
     retry_errors: bool
     rerun_changed: bool
     prices: str | Path | None
     store: str | None
+    sample: int | None
+    sample_per_stratum: int | None
+    split: str | None
+    tags: Sequence[str]
+    exclude_tags: Sequence[str]
+    include_skipped: bool
+    repeats: int | None
+    experiment: str | Path | None
+    overrides: Overrides | None
+    model: str | None
 
 
 _PLAN_KEYS = frozenset(PlanKeywords.__annotations__)
+_RESUME_CHECKED = frozenset(_PLAN_KEYS - {"store", "prices", "rows"})
 
 
 def plan(tasks: Tasks = None, **options: Unpack[PlanKeywords]) -> Plan:
@@ -258,10 +273,13 @@ def _resumed_session(run_dir: str | Path, options: ResumeKeywords) -> RunSession
     request = _request(Path(run_dir).parent, options, stage="run")
     request.retry_errors = options.get("retry_errors", False)
     request.rerun_changed = options.get("rerun_changed", False)
+    checked: dict[str, Any] = {k: v for k, v in options.items() if k in _RESUME_CHECKED}
+    given = plan_options(**checked)
     folder = existing_run_dir(run_dir)
     request.runs_root = folder.parent
     check_outputs(request.runs_root, request.junit_path)
-    return RunSession.resume(folder, request, prices=prices, store_url=options.get("store"))
+    return RunSession.resume(folder, request, prices=prices, store_url=options.get("store"),
+                             given=given)  # fmt: skip
 
 
 def _request(
@@ -326,13 +344,16 @@ def _progress(choice: bool | Progress) -> Progress:
 
 
 def _reported(session: RunSession, outcome: SessionOutcome, *, html: bool) -> RunResult:
-    reports = write_session_reports(session, outcome)
-    result = RunResult.from_reports(session.run_dir, reports)
-    if html:
-        from assay.view import write_html_report
+    try:
+        reports = write_session_reports(session, outcome)
+        result = RunResult.from_reports(session.run_dir, reports)
+        if html:
+            from assay.view import write_html_report
 
-        result.html_report = write_html_report(session.run_dir)
-    return result
+            result.html_report = write_html_report(session.run_dir)
+        return result
+    finally:
+        session.release()
 
 
 def _sources(tasks: Tasks) -> list[TaskSource]:

@@ -31,8 +31,7 @@ def execute_command(
                 raise UsageError("--resume takes the task files from the run; give no tasks")
             session.pop("run_dir")
             session.pop("stage")
-            result = api.resume(resume, prices=chosen["prices"], store=chosen["store"],
-                                **session)  # fmt: skip
+            result = api.resume(resume, **chosen, **session)
         else:
             result = api.run(tasks, **chosen, **session)
     print_reports(result)

@@ -8,6 +8,7 @@ from pathlib import Path
 from assay.orchestration.expand import Selectors
 from assay.orchestration.experiment import Override
 from assay.orchestration.plan import Plan, PlanOptions, TaskSource
+from assay.orchestration.resume_check import task_hash
 from assay.orchestration.runner import RunOptions
 from assay.orchestration.task_loader import load_task
 from assay.providers.pricing import PriceTable
@@ -78,6 +79,7 @@ def plan_record(
             PlannedTaskRecord(
                 task_id=task_id,
                 file=str((file or planned.loaded.path).resolve()),
+                content_hash=task_hash(planned.loaded.definition),
                 base_dir=str(planned.loaded.base_dir) if file else None,
                 dataset=selection.dataset if selection else None,
                 selection=selection.selection if selection else None,

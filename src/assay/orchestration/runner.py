@@ -61,7 +61,7 @@ from assay.results.task_result import (
 from assay.results.trace import Span, new_trace_id
 from assay.results.transcript_otlp import from_session, from_trace
 from assay.sandbox.archive import pack
-from assay.sandbox.process import exit_text, tail
+from assay.sandbox.process import end_marked_processes, exit_text, tail
 from assay.sandbox.tempdir import Sandbox
 from assay.spec.coding_agents import CodingAgent
 from assay.spec.criteria import CriterionSpec
@@ -342,6 +342,8 @@ class Runner:
         finally:
             if sandbox.jail is not None:
                 sandbox.jail.close()
+            else:  # what the row's programs left running, in their group or not, ends
+                end_marked_processes(f"ASSAY_SANDBOX={sandbox.root.absolute()}")
             if sandbox.root.exists() and not self._keeps(sandbox, directory):
                 sandbox.remove()
 
@@ -559,6 +561,7 @@ class Runner:
                 attempts=[AttemptRecord(**vars(a)) for a in outcome.attempts],
                 cached=outcome.cached,
                 response_chars=len(outcome.response or ""),
+                output_dropped_bytes=outcome.output_dropped_bytes,
                 duration_seconds=outcome.seconds,
             ),
             total_token_usage=_usage(outcome),

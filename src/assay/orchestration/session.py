@@ -37,9 +37,11 @@ from assay.orchestration.record import (
     save_built_tasks,
     write_selection,
 )
+from assay.orchestration.resume_check import check_resume_options, check_same_tasks
 from assay.orchestration.rowfiles import unwritten
 from assay.orchestration.rundir import create_run_dir, item_dir, point_latest
 from assay.orchestration.runfiles import finished_mask, kept_results
+from assay.orchestration.runlock import RunLock, lock_run_dir
 from assay.orchestration.runner import RunOptions
 from assay.orchestration.services import ModelSettings
 from assay.orchestration.signals import stop_on_signals
@@ -130,6 +132,7 @@ class RunSession:
     kept: bytearray
     prices: PriceTable
     unwritten: list[EvaluationResult] = field(default_factory=list)
+    lock: RunLock | None = None
 
     @classmethod
     def start(cls, plan: Plan, options: PlanOptions, request: RunRequest) -> RunSession:
@@ -137,6 +140,7 @@ class RunSession:
         ``plan.json``."""
         started = datetime.now()
         run_dir = create_run_dir(request.runs_root, now=started)
+        lock = lock_run_dir(run_dir, command=request.command, on_warning=request.on_warning)
         saved = save_built_tasks(run_dir, plan)
         record = plan_record(plan, options, request.options, saved=saved,
                              rows_file=SELECTION_FILE)  # fmt: skip
@@ -144,7 +148,7 @@ class RunSession:
         write_plan(run_dir, record, redactor=plan.redactor)
         items = plan.work_items()
         return cls(plan, record, run_dir, request, started, items, bytearray(len(items)),
-                   options.prices)  # fmt: skip
+                   options.prices, lock=lock)  # fmt: skip
 
     @classmethod
     def resume(
@@ -154,6 +158,7 @@ class RunSession:
         *,
         prices: PriceTable | None = None,
         store_url: str | None = None,
+        given: PlanOptions | None = None,
     ) -> RunSession:
         """The unfinished part of the run in ``run_dir``; ``request.options`` takes the
         recorded stage (and keeps sandboxes when the run did).
@@ -162,17 +167,43 @@ class RunSession:
             UsageError: ``run_dir`` has no ``plan.json``, or a store version's content
                 changed, or rows' content changed (without ``request.rerun_changed``).
             UserError: a task file or dataset changed so that the recorded rows are gone.
+        UsageError: another process writes into ``run_dir`` (:func:`lock_run_dir`), or
+            ``given`` (the options passed to the resume) differs from the recorded ones
+            (:func:`check_resume_options`).
         """
         started = datetime.now()
         if not (run_dir / PLAN_FILE).is_file():
             raise UsageError(
                 f"{run_dir} has no {PLAN_FILE}: it is not a run directory assay can resume"
             )
+        lock = lock_run_dir(run_dir, command=request.command, on_warning=request.on_warning)
+        try:
+            return cls._resumed(run_dir, request, started, lock, prices=prices,
+                                store_url=store_url, given=given)  # fmt: skip
+        except BaseException:
+            lock.release()
+            raise
+
+    @classmethod
+    def _resumed(
+        cls,
+        run_dir: Path,
+        request: RunRequest,
+        started: datetime,
+        lock: RunLock,
+        *,
+        prices: PriceTable | None,
+        store_url: str | None,
+        given: PlanOptions | None,
+    ) -> RunSession:
         record = read_plan(run_dir)
+        if given is not None:
+            check_resume_options(run_dir, record.options, given)
         options = replayed_options(record, prices=prices, store_url=store_url)
         plan = build_plan(plan_sources(record), options, request.registry)
         _check_same_store_versions(plan, record)
         _check_same_judges(plan, record)
+        check_same_tasks(plan, record.tasks)
         request.options.stage = record.stage
         request.options.keep_sandboxes = request.options.keep_sandboxes or record.keep_sandboxes
         items = plan.work_items()
@@ -183,7 +214,13 @@ class RunSession:
             if (item.row_task.suite_id, item.row_task.row_id) in drifted:
                 kept[position] = 0  # its content changed: it runs again
         point_latest(run_dir.parent, run_dir)
-        return cls(plan, record, run_dir, request, started, items, kept, options.prices)
+        return cls(plan, record, run_dir, request, started, items, kept, options.prices,
+                   lock=lock)  # fmt: skip
+
+    def release(self) -> None:
+        """Free the run folder's write lock (after the reports are written); idempotent."""
+        if self.lock is not None:
+            self.lock.release()
 
     def pending(self) -> PendingItems:
         """The work items this session runs: every one not kept (made when read)."""
@@ -200,7 +237,11 @@ class RunSession:
             stop_on_signals(enabled=self.request.stop_on_sigterm),
             redacted_output(self.plan.redactor),  # progress lines, warnings, bridge errors
         ):
-            finished, interrupted = await self._run_rows()
+            try:
+                finished, interrupted = await self._run_rows()
+            except BaseException:
+                self.release()  # no reports follow: the folder is free again
+                raise
         return self.finish(finished, interrupted=interrupted)
 
     async def _run_rows(self) -> tuple[int, bool]:

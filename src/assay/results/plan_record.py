@@ -35,13 +35,15 @@ class _Model(BaseModel):
 class PlannedTaskRecord(_Model):
     """One task file of the plan and the rows it selected. A task built in Python is saved
     in the run directory (``file``) with the folder its relative paths start from
-    (``base_dir``)."""
+    (``base_dir``). ``content_hash``: SHA-256 of the task as loaded, without its dataset
+    (a resumed run refuses a task edited since; absent in older runs)."""
 
     task_id: str
     file: str
     base_dir: str | None = None
     dataset: DatasetRecord | None = None
     selection: SelectionRecord | None = None
+    content_hash: str | None = None
 
 
 class PlanOptionsRecord(_Model):

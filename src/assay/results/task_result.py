@@ -173,7 +173,9 @@ class AttemptRecord(_Result):
 
 
 class AgentRecord(_Result):
-    """What the agent did: its exit code (command agents), calls (model agents), timing."""
+    """What the agent did: its exit code (command agents), calls (model agents), timing;
+    ``output_dropped_bytes``: output past the per-stream cap, counted and not kept (the kept
+    response ends with a note naming the cut)."""
 
     exit_code: int | None = None
     timed_out: bool = False
@@ -183,6 +185,7 @@ class AgentRecord(_Result):
     attempts: list[AttemptRecord] = Field(default_factory=list)
     cached: bool = False
     response_chars: int = 0
+    output_dropped_bytes: int = 0
     duration_seconds: float = 0.0
 
 

@@ -69,15 +69,22 @@ async def _spawn(
     return asyncio.subprocess.Process(transport, made[0], loop), made[0].exited
 
 
+MAX_OUTPUT_BYTES = 10 * 1024 * 1024
+"""Bytes of each output stream of a command kept in memory (:func:`run_process`); the rest
+is read and counted, never kept, and the kept text ends with a note saying so."""
+
+
 @dataclass(frozen=True)
 class ProcessResult:
-    """How a program ended: exit code (``None`` when killed at the timeout), output, seconds."""
+    """How a program ended: exit code (``None`` when killed at the timeout), output, seconds,
+    and ``dropped``: output bytes read past ``max_output_bytes`` per stream and not kept."""
 
     exit_code: int | None
     stdout: str
     stderr: str
     timed_out: bool
     seconds: float
+    dropped: int = 0
 
 
 async def run_process(
@@ -87,6 +94,7 @@ async def run_process(
     env: dict[str, str],
     timeout: float,
     stdin: str | None = None,
+    max_output_bytes: int = MAX_OUTPUT_BYTES,
 ) -> ProcessResult:
     """Run ``command`` (a shell string, or an argv list run without a shell).
 
@@ -96,6 +104,9 @@ async def run_process(
         env: the complete environment of the program.
         timeout: seconds before the process group is killed.
         stdin: text fed to standard input (then closed); ``None`` gives an empty stdin.
+        max_output_bytes: bytes of stdout and of stderr kept in memory; a longer stream is
+            read to its end (so the program never blocks on a full pipe) with the rest
+            counted and dropped, and its text ends with a note naming the cut.
 
     Raises:
         FileNotFoundError: an argv program does not exist.
@@ -105,7 +116,7 @@ async def run_process(
     process, exited = await _spawn(command, stdin, cwd=cwd, env=env)
     # Output is collected into buffers by tasks that the timeout does not cancel, so what a
     # program printed before it was killed is kept (``communicate`` would lose it).
-    out, err = bytearray(), bytearray()
+    out, err = _Sink(max_output_bytes, bytearray()), _Sink(max_output_bytes, bytearray())
     reading = _readers(process, stdin, _collect(_pipe(process.stdout), out),
                        _collect(_pipe(process.stderr), err))  # fmt: skip
     try:
@@ -119,9 +130,9 @@ async def run_process(
         await _abandon(process, exited, reading)
         raise
     exit_code = None if timed_out else process.returncode
-    return ProcessResult(
-        exit_code, _text(out), _text(err), timed_out, time.perf_counter() - started
-    )
+    seconds = time.perf_counter() - started
+    return ProcessResult(exit_code, out.text(), err.text(), timed_out, seconds,
+                         dropped=out.dropped + err.dropped)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -262,9 +273,28 @@ _DRAIN_SECONDS = 5.0
 pipes."""
 
 
-async def _collect(stream: asyncio.StreamReader, sink: bytearray) -> None:
+@dataclass
+class _Sink:
+    """The first ``limit`` bytes of a stream, and how many bytes after them were dropped."""
+
+    limit: int
+    kept: bytearray
+    dropped: int = 0
+
+    def text(self) -> str:
+        """The kept bytes as text, with a last line naming the cut when there was one."""
+        if not self.dropped:
+            return _text(self.kept)
+        return (_text(self.kept) + f"\n[assay: output cut after {self.limit} bytes; "
+                f"{self.dropped} more bytes dropped]\n")  # fmt: skip
+
+
+async def _collect(stream: asyncio.StreamReader, sink: _Sink) -> None:
     while chunk := await stream.read(65536):
-        sink.extend(chunk)
+        room = sink.limit - len(sink.kept)
+        if room > 0:
+            sink.kept.extend(chunk[:room])
+        sink.dropped += max(0, len(chunk) - max(room, 0))
 
 
 async def _feed(pipe: asyncio.StreamWriter, data: bytes) -> None:
@@ -290,6 +320,34 @@ def _kill_group(pid: int) -> None:
 
 def _text(data: bytes | bytearray) -> str:
     return bytes(data).decode("utf-8", errors="replace")
+
+
+def end_marked_processes(marker: str) -> list[int]:
+    """SIGKILL every process of this user whose environment holds ``marker`` (a
+    ``NAME=value`` that only one row's programs get, e.g. its ``ASSAY_SANDBOX``): the
+    processes a row started and left running, also those that left its process group
+    (``setsid … &``, ``nohup … &``). Linux only (reads ``/proc``); elsewhere a no-op.
+
+    Returns:
+        The pids signalled.
+    """
+    wanted = marker.encode("utf-8")
+    ended: list[int] = []
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return ended
+    for entry in proc.iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+        except OSError:
+            continue  # gone, or another user's
+        if wanted in environ.split(b"\0"):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(int(entry.name), signal.SIGKILL)
+                ended.append(int(entry.name))
+    return ended
 
 
 @contextlib.contextmanager
