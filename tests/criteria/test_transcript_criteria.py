@@ -295,9 +295,10 @@ def test_tool_called_counts_one_tool_with_matching_arguments() -> None:
 def test_tool_called_must_not_and_successful_only() -> None:
     denied = recorded("denied.claude")
     assert [u.denied for u in denied.tool_uses()] == [True]
-    assert grade(denied, type="tool_called", tool="Bash", min_count=0, max_count=0).score == 0.0
+    # a denied call did not happen: it never counts, whatever require_success says
+    assert grade(denied, type="tool_called", tool="Bash", min_count=0, max_count=0).score == 1.0
     assert grade(denied, type="tool_called", tool="Bash", require_success=True).score == 0.0
-    assert grade(denied, type="tool_called", tool="Bash").score == 1.0
+    assert grade(denied, type="tool_called", tool="Bash").score == 0.0
 
 
 def test_tool_called_refuses_bounds_that_can_never_fail() -> None:

@@ -6,8 +6,11 @@ blocks are ``text``, ``thinking`` or ``tool_use``), ``user`` (``tool_result`` bl
 ``tool_use_result`` with the tool's details: a Bash command's ``stdout``/``stderr``, a
 Write's ``{type: create|update, filePath}``), and last ``result`` (``subtype``,
 ``is_error``, ``result`` = the final text, ``num_turns``, ``total_cost_usd``, ``usage``,
-``permission_denials``, ``terminal_reason``, ``api_error_status``). A line that is not JSON
-(a warning the CLI printed) is ignored.
+``permission_denials``, ``terminal_reason``, ``api_error_status``). A ``system``
+``permission_denied`` event (``tool_use_id``, ``message``) says at once that a call was
+refused, so a run that ends before its ``result`` still records the denial; a refused call
+is a denial, never a command or a file change. A line that is not JSON (a warning the CLI
+printed) is ignored.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ class ClaudeStreamParser:
         self._calls: dict[str, tuple[str, Any]] = {}
         self._results: dict[str, str] = {}
         self._result: dict[str, Any] | None = None
+        self._refused: set[str] = set()
 
     def feed(self, line: str) -> None:
         """Read one line; see the module docstring."""
@@ -52,6 +56,8 @@ class ClaudeStreamParser:
         kind = event.get("type")
         if kind == "system" and event.get("subtype") == "init":
             self._init(event)
+        elif kind == "system" and event.get("subtype") == "permission_denied":
+            self._denied(event, _at(event))
         elif kind == "assistant":
             self._assistant(event.get("message") or {}, _at(event))
         elif kind == "user":
@@ -101,6 +107,8 @@ class ClaudeStreamParser:
         details: Any,
     ) -> None:  # fmt: skip
         given = arguments if isinstance(arguments, dict) else {}
+        if call_id in self._refused:  # it ran nothing
+            return
         if name in SHELL_TOOLS:
             found = _EXIT.match(text)
             code = int(found.group(1)) if found else (None if error else 0)
@@ -148,21 +156,36 @@ class ClaudeStreamParser:
             cost_usd=_money(cost),
         )  # fmt: skip
 
+    def _denied(self, event: dict[str, Any], now: int) -> None:
+        """A ``permission_denied`` event: the call it names was refused as it was made."""
+        call_id = str(event.get("tool_use_id", ""))
+        if not call_id or call_id in self._refused:
+            return
+        self._refused.add(call_id)
+        reason = str(event.get("message") or "denied by the permission rules")
+        self.transcript.add(TranscriptEvent("denial", now, name=str(event.get("tool_name")),
+                                            call_id=call_id, text=reason))  # fmt: skip
+
     def _denials(self, denials: Any) -> None:
-        """Each refused call, which ran nothing: it is a denial, not a command."""
+        """Each refused call the ``result`` lists (not already seen), which ran nothing: it
+        is a denial, not a command or a file change."""
         now = time.time_ns()
         refused = set()
         for denial in denials if isinstance(denials, list) else []:
             if not isinstance(denial, dict):
                 continue
             call_id = str(denial.get("tool_use_id", ""))
+            if call_id in self._refused:
+                continue
             refused.add(call_id)
             reason = self._results.get(call_id, "denied by the permission rules")
             self.transcript.add(TranscriptEvent("denial", now, name=str(denial.get("tool_name")),
                                                 call_id=call_id, text=reason))  # fmt: skip
+        self._refused |= refused
         self.transcript.events = [
-            e for e in self.transcript.events if not (e.kind == "command" and e.call_id in refused)
-        ]
+            e for e in self.transcript.events
+            if not (e.kind in ("command", "file_change") and e.call_id in refused)
+        ]  # fmt: skip
 
 
 def _at(event: dict[str, Any]) -> int:

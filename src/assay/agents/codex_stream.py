@@ -82,6 +82,9 @@ class CodexStreamParser:
     ) -> None:
         status = str(item.get("status", ""))
         failed = status in ("failed", "declined")
+        if status == "declined":  # ran nothing: a denial, never a command or a file change
+            self._declined(name, item_id, item, now)
+            return
         if kind == "command_execution":
             code = item.get("exit_code")
             failed = failed or (isinstance(code, int) and code != 0)
@@ -97,22 +100,23 @@ class CodexStreamParser:
         text = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
         self.transcript.add(TranscriptEvent("tool_result", now, name=name, call_id=item_id,
                                             text=text, is_error=failed))  # fmt: skip
-        if status == "declined":
-            self.transcript.add(
-                TranscriptEvent(
-                    "denial",
-                    now,
-                    name=name,
-                    call_id=item_id,
-                    text="declined by Codex's approval policy",
-                )
-            )
         if kind == "file_change" and not failed:
             for change in item.get("changes") or []:
                 if isinstance(change, dict) and change.get("path"):
                     self.transcript.add(TranscriptEvent(
                         "file_change", now, name=name, call_id=item_id, path=str(change["path"]),
                         change=_CHANGES.get(str(change.get("kind")), "update")))  # fmt: skip
+
+    def _declined(self, name: str, item_id: str, item: dict[str, Any], now: int) -> None:
+        """A call Codex's approval policy declined: its result (what Codex said) and a
+        denial."""
+        said = item.get("aggregated_output") or item.get("error") or item.get("result")
+        text = said if isinstance(said, str) and said else "declined"
+        self.transcript.add(TranscriptEvent("tool_result", now, name=name, call_id=item_id,
+                                            text=text, is_error=True))  # fmt: skip
+        reason = "declined by Codex's approval policy"
+        self.transcript.add(TranscriptEvent("denial", now, name=name, call_id=item_id,
+                                            text=reason))  # fmt: skip
 
     def _add_usage(self, raw: Any) -> None:
         if not isinstance(raw, dict):

@@ -44,8 +44,9 @@ def engaged_skills(use: ToolUse) -> set[str]:
 
 
 def all_engaged(transcript: Transcript) -> set[str]:
-    """Every skill engaged anywhere in the run."""
-    return {name for use in transcript.tool_uses() for name in engaged_skills(use)}
+    """Every skill engaged anywhere in the run (by a call that ran: a denied or
+    never-answered call engaged nothing)."""
+    return {name for use in transcript.tool_uses() if use.ran for name in engaged_skills(use)}
 
 
 class SkillTriggeredChecker(ClassificationAggregate):

@@ -99,6 +99,9 @@ class CommandExecutedChecker(ScoreAggregate):
             score = 1.0 if spec.min_count <= count <= spec.max_count else 0.0
             counted = f"{count} matches (allowed range {spec.min_count}..{spec.max_count})"
         details = f"Matched {counted} commands (filters: {_filters(spec)})"
+        unran = sum(1 for u in uses if not u.ran)
+        if unran:
+            details += f"; {unran} denied or never run, not counted"
         if matched:
             examples = [clip_head(_label(u), EXAMPLE_CHARS) for u in matched[:EXAMPLES]]
             details += f"\nExamples: {examples}"
@@ -112,6 +115,8 @@ def _matches(
     exclude: re.Pattern[str] | None,
 ) -> bool:
     if spec.tool_name is not None and use.name != spec.tool_name:
+        return False
+    if not use.ran:  # a denied or never-answered call did not happen
         return False
     if spec.require_success and not succeeded(use):
         return False
@@ -154,14 +159,17 @@ class ToolCalledChecker(ScoreAggregate):
         calls = [u for u in uses if u.name == spec.tool]
         matched = [
             u for u in calls
-            if (not spec.require_success or succeeded(u))
+            if u.ran
+            and (not spec.require_success or succeeded(u))
             and (pattern is None or searches(pattern, _argument_texts(u.arguments)))
         ]  # fmt: skip
         count = len(matched)
         upper = "∞" if spec.max_count is None else str(spec.max_count)
         inside = count >= spec.min_count and (spec.max_count is None or count <= spec.max_count)
+        unran = sum(1 for u in calls if not u.ran)
         details = (
             f"{spec.tool} called {len(calls)} time(s); {count} counted"
+            + (f" ({unran} denied or never run, not counted)" if unran else "")
             + (f" (arguments matching /{spec.arguments_pattern}/)" if pattern else "")
             + (" (successful only)" if spec.require_success else "")
             + f"; allowed {spec.min_count}..{upper}"

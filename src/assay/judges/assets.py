@@ -288,12 +288,20 @@ class JudgeResolver:
         )
 
     def calibration(self, content_hash: str) -> CalibrationRef | None:
-        """The newest stored calibration of ``content_hash``, if the store has one."""
+        """The newest usable stored calibration of ``content_hash`` (one that compared at
+        least one row), if the store has one: a calibration that compared nothing never
+        replaces one that did."""
         store = self.store(required=False)
         if store is None:
             return None
-        found = store.calibrations(judge_hash=content_hash)
+        found = [c for c in store.calibrations(judge_hash=content_hash) if usable(c.report)]
         return calibration_ref(found[0]) if found else None
+
+
+def usable(report: dict[str, Any]) -> bool:
+    """A calibration report can correct pass rates and gate: it compared at least one row
+    (and was not stored marked unusable)."""
+    return report.get("usable") is not False and int(report.get("rows_compared") or 0) > 0
 
 
 def calibration_ref(record: CalibrationRecord) -> CalibrationRef:

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from assay.agents.llm import model_key
 from assay.errors import StoreError
 from assay.judges.agreement import Compared, Value, agreement_report
+from assay.judges.assets import usable
 from assay.judges.calibration_md import render_calibration
 from assay.judges.grade import JudgeOutcome, judge_case
 from assay.judges.prompt import JudgeCase, transcript_text
@@ -349,6 +350,7 @@ async def calibrate(
     finally:
         await pool.aclose()
     report = build_report(asset, cases, outcomes, label_field=label_field, store_url=store.url)
+    _mark_usable(report, store, asset)
     record = store.add_calibration(
         {
             "judge_name": asset.name,
@@ -364,6 +366,27 @@ async def calibrate(
     report["calibration_id"] = record.calibration_id
     write_calibration(directory, report, redactor=calibration_redactor(asset, os.environ))
     return CalibrationResult(report, directory, record)
+
+
+def _mark_usable(report: dict[str, Any], store: Store, asset: JudgeAsset) -> None:
+    """Set ``report["usable"]``: a calibration that compared no row is stored marked
+    unusable, is never chosen as the judge's calibration, and its notes say so (and which
+    calibration the judge keeps)."""
+    report["usable"] = usable(report)
+    if report["usable"]:
+        return
+    kept = [c for c in store.calibrations(judge_hash=asset.content_hash) if usable(c.report)]
+    keeps = (
+        f"the judge keeps calibration {kept[0].calibration_id} "
+        f"({kept[0].report.get('rows_compared')} rows compared)"
+        if kept
+        else "the judge stays uncalibrated"
+    )
+    report.setdefault("notes", []).insert(
+        0,
+        "nothing was compared (0 rows with both a human label and a judge verdict): this "
+        f"calibration is stored marked unusable and never corrects pass rates; {keeps}",
+    )
 
 
 def calibration_redactor(asset: JudgeAsset, environ: Mapping[str, str]) -> Redactor:

@@ -169,14 +169,25 @@ def cohen_kappa(
             method=method,
             note=note,
             reason=(
-                "no interval: the large-sample variance is 0 (every row agrees), which would "
-                "claim certainty"
+                f"no interval: the large-sample variance is 0 ({_why_no_variance(pairs)}), "
+                "which would claim certainty"
             ),
         )
     half = _z(confidence) * math.sqrt(variance)
     return Estimate(
         kappa, max(-1.0, kappa - half), min(1.0, kappa + half), method=method, note=note
     )
+
+
+def _why_no_variance(pairs: Sequence[tuple[Hashable, Hashable]]) -> str:
+    """What was measured that leaves κ's large-sample variance at 0: every row agreeing,
+    or one rater giving every row one category (then the rows need not agree at all)."""
+    agreed = sum(1 for a, b in pairs if a == b)
+    if agreed == len(pairs):
+        return f"all {len(pairs)} rows agree"
+    one_sided = _one_sided(pairs)
+    shown = f"{one_sided.split(', so')[0]}; " if one_sided else ""
+    return f"{shown}{agreed} of {len(pairs)} rows agree"
 
 
 def _one_sided(pairs: Sequence[tuple[Hashable, Hashable]]) -> str | None:

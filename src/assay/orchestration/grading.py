@@ -67,8 +67,10 @@ def weighted_score(results: list[CriterionResult]) -> float | None:
 
 
 def passed(results: list[CriterionResult]) -> bool:
-    """Every gating criterion reached its threshold without error."""
-    return all(r.passed for r in results if r.gating)
+    """Every gating criterion reached its threshold without error, and there was at least
+    one: a row never passes on weight-0 (informational) criteria alone."""
+    gating = [r for r in results if r.gating]
+    return bool(gating) and all(r.passed for r in gating)
 
 
 _AGENT_STATUS: dict[OutcomeStatus, FinalStatus] = {

@@ -70,15 +70,20 @@ def build_pool(
     *,
     jobs: int,
     prices: PriceTable,
+    keys: Sequence[ModelKey] = (),
     registry: ProviderRegistry | None = None,
     gate: Gate | None = None,
     redactor: Redactor | None = None,
 ) -> ModelPool:
     """A model pool for one run (not started): ``jobs`` calls in flight per server, and
     the ``gate``'s permits (run-wide limits) for every call; its response cache stores
-    answers with ``redactor``'s secrets redacted."""
+    answers with ``redactor``'s secrets redacted.
+
+    The response cache is opened when ``models`` asks for it (``--cache``) or when one of
+    ``keys`` (the run's models) does (``cache: true`` in a task file); then only those
+    models' answers are cached."""
     cache = None
-    if models.cache or models.cache_path is not None:
+    if models.cache or models.cache_path is not None or any(k.cache for k in keys):
         cache = ResponseCache(models.cache_path or DEFAULT_CACHE, max_age=models.cache_expiry,
                               redactor=redactor)  # fmt: skip
     settings = PoolSettings(

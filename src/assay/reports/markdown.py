@@ -266,7 +266,9 @@ def render_run(summary: RunSummary) -> str:
     )
     out.append(
         f"**Pass rate**: {fmt(summary.pass_rate)} micro (passed / graded, rows pooled over "
-        f"every suite) · {fmt(summary.pass_rate_macro)} macro (mean of the suites' pass rates)"
+        f"every suite) · {fmt(summary.pass_rate_macro)} macro (mean of the suites' pass rates"
+        + _left_out(summary.pass_rate_macro_left_out)
+        + ")"
     )
     if summary.interrupted:
         out.append("**Interrupted**: the run stopped early; finished rows are kept.")
@@ -432,3 +434,11 @@ def _comparison_section(c: Comparison, replicates: int) -> list[str]:
             out += [f"- `{r.row_id}`: [{c.variant_a}](./{r.a_task_json}), "
                     f"[{c.variant_b}](./{r.b_task_json})" for r in rows]  # fmt: skip
     return out
+
+
+def _left_out(names: list[str]) -> str:
+    """Which suites a macro pass rate left out (they graded no row), or nothing."""
+    if not names:
+        return ""
+    shown = ", ".join(f"`{n}`" for n in names)
+    return f"; left out, no graded row: {shown}"

@@ -21,6 +21,7 @@ _CRITERIA = TypeAdapter(list[Criterion])
 
 EXIT_OK = 0
 EXIT_FAILED = 1
+EXIT_INVALID = 2
 EXIT_INTERRUPTED = 130
 
 

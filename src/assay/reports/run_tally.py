@@ -208,7 +208,9 @@ class RunTally:
             tasks_succeeded=counts.passed, tasks_failed=counts.failed, tasks_error=counts.error,
             tasks_refused=counts.refused, tasks_not_graded=counts.not_graded,
             tasks_graded=counts.graded, pass_rate=counts.pass_rate,
-            pass_rate_macro=self._macro_pass_rate(suites), refusal_rate=counts.refusal_rate,
+            pass_rate_macro=self._macro_pass_rate(suites),
+            pass_rate_macro_left_out=self._macro_left_out(suites),
+            refusal_rate=counts.refusal_rate,
             error_share=counts.error / total if total else None,
             tasks_token_budget_exceeded=self.budgets[FinalStatus.TOKEN_BUDGET_EXCEEDED],
             tasks_timeout=self.budgets[FinalStatus.TIMEOUT],
@@ -222,6 +224,18 @@ class RunTally:
             framework_version=__version__,
             environment_info={"python": sys.version.split()[0], "platform": platform.platform()},
         )  # fmt: skip
+
+    def _macro_left_out(self, suites: list[SuiteRollup]) -> list[str]:
+        """``variant/suite`` (or ``variant/task``) of every suite the macro pass rate left
+        out: it graded no row (every row errored, refused or was not graded)."""
+        left = [f"{s.variant_id}/{s.suite_id}" for s in suites if s.pass_rate is None]
+        standalone: dict[tuple[str, str], list[FinalStatus]] = defaultdict(list)
+        for result in self.standalone:
+            standalone[(result.variant_id, result.task_id)].append(result.final_status)
+        for (variant, task), statuses in standalone.items():
+            if RowCounts.of(statuses).pass_rate is None:
+                left.append(f"{variant}/{task}")
+        return left
 
     def _macro_pass_rate(self, suites: list[SuiteRollup]) -> float | None:
         """The mean of the suites' pass rates; each task without a dataset is a suite of its

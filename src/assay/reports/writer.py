@@ -24,6 +24,7 @@ from assay.reports.markdown import render_experiment, render_run, render_suite
 from assay.reports.meta import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
+    EXIT_INVALID,
     EXIT_OK,
     Reports,
     RunMeta,
@@ -125,6 +126,8 @@ def _write(
                             warnings=meta.warnings, redactor=redactor)  # fmt: skip
         if qa is not None and qa.error is not None:
             errors.append(qa.error)
+            suite.passed = False  # its metrics were not written: it cannot be green
+            suite.result_reasons.append("the QA metrics hook failed (metrics.json not written)")
         write_json_atomic(folder / "suite.json", suite, redactor=redactor)
         extra = render_qa(qa.document) if qa is not None and qa.document is not None else ""
         if qa is not None and qa.error is not None:
@@ -136,6 +139,8 @@ def _write(
         _write_experiment(run_dir, tally.kept, {id(r): task_json_relpath(r) for r in tally.kept},
                           meta, redactor)  # fmt: skip
     exit_code = decide_exit_code(tally.standalone_results(), suites, meta)
+    if errors:  # the exit the run will have (a hook failure is invalid input), recorded so
+        exit_code = EXIT_INVALID
     summary = tally.summary(suites, [_suite_ref(s) for s in suites], exit_code)
     _write_summary(run_dir, summary, tally, lines, redactor)
     if junit_path is not None:

@@ -81,7 +81,9 @@ class RunSummary(_Model):
 
     ``pass_rate`` is **micro**: passed over graded rows pooled over every suite and task;
     ``pass_rate_macro`` is the mean of the suites' pass rates (each task without a dataset
-    counts as a suite of its rows), ``null`` when no suite graded a row. Rows that errored or
+    counts as a suite of its rows), ``null`` when no suite graded a row;
+    ``pass_rate_macro_left_out`` names (``variant/suite``) the suites it left out because they
+    graded no row. Rows that errored or
     refused are outside both (``tasks_error``, ``tasks_refused``).
     """
 
@@ -102,6 +104,7 @@ class RunSummary(_Model):
     tasks_graded: int
     pass_rate: float | None
     pass_rate_macro: float | None = None
+    pass_rate_macro_left_out: list[str] = Field(default_factory=list)
     refusal_rate: float | None = None
     error_share: float | None
     tasks_token_budget_exceeded: int = 0

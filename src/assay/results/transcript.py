@@ -75,6 +75,12 @@ class ToolUse:
     denied: bool
     exit_code: int | None = None
 
+    @property
+    def ran(self) -> bool:
+        """The call happened: it was not denied and its result came back. A denied or
+        never-answered call is never counted as done, whatever its criterion asks."""
+        return self.result is not None and not self.denied
+
 
 @dataclass
 class Transcript:

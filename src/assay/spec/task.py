@@ -412,6 +412,19 @@ class TaskDefinition(StrictModel):
             raise ValueError("a row-task's task_id is <suite_id>/<row_id>")
         return self
 
+    @field_validator("success_criteria")
+    @classmethod
+    def _some_weight(cls, value: list[Criterion]) -> list[Criterion]:
+        """Weight 0 is informational: a task whose criteria all have it would pass every row
+        on no evidence."""
+        if all(c.weight == 0 for c in value):
+            raise ValueError(
+                f"every criterion has weight 0 ({len(value)} of {len(value)}), so no row "
+                "could fail; give at least one criterion a positive weight (weight 0 only "
+                "records a criterion)"
+            )
+        return value
+
     @field_validator("tags")
     @classmethod
     def _tags(cls, value: list[str]) -> list[str]:

@@ -204,9 +204,10 @@ class Store:
             return reads.resolve_version(connection, dataset, version)
 
     def iter_examples(
-        self, name: str, version: int, *, inline_traces: bool = False
+        self, name: str, version: int | None = None, *, inline_traces: bool = False
     ) -> Generator[Example, None, None]:
-        """Stream the examples of one version, in insertion order, in constant memory.
+        """Stream the examples of one version (``None``: the latest), in insertion order,
+        in constant memory.
 
         The dataset and version are checked now (raising :class:`StoreError`); rows are
         fetched in batches as the iterator is consumed, on a connection it holds until it
@@ -218,8 +219,8 @@ class Store:
         """
         with _database_errors(self._engine), read_transaction(self._engine) as connection:
             dataset = reads.get_dataset(connection, name)
-            reads.resolve_version(connection, dataset, version)
-        return self._stream(dataset, version, inline_traces)
+            number = reads.resolve_version(connection, dataset, version).number
+        return self._stream(dataset, number, inline_traces)
 
     def _stream(
         self, dataset: reads.DatasetRow, version: int, inline_traces: bool

@@ -30,10 +30,11 @@ class LocalExecutor:
         """
         plan, progress, options = context.plan, context.progress, context.options
         gate = LocalGate(context.limits) if context.limits.any else None
-        pool = build_pool(context.models, jobs=options.jobs, prices=context.prices,
+        keys = model_keys(plan)
+        pool = build_pool(context.models, jobs=options.jobs, prices=context.prices, keys=keys,
                           registry=context.registry, gate=gate,
                           redactor=plan.redactor)  # fmt: skip
-        services_of_run = run_services(pool, model_keys(plan), bridge=needs_bridge(plan),
+        services_of_run = run_services(pool, keys, bridge=needs_bridge(plan),
                                        bridge_socket=uses_bwrap(plan.definitions),
                                        on_retry=progress.retry)  # fmt: skip
         async with services_of_run as services:

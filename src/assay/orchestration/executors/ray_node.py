@@ -183,11 +183,12 @@ class NodeRunner:
             self.stack.push_async_callback(gate.aclose)
         elif setup.limits.any:
             gate = LocalGate(setup.limits)
+        keys = self._keys()
         pool = build_pool(setup.models, jobs=setup.options.jobs, prices=setup.prices,
-                          registry=setup.registry, gate=gate,
+                          keys=keys, registry=setup.registry, gate=gate,
                           redactor=self.redactor)  # fmt: skip
         contained = uses_bwrap(self.plan.definitions)
-        of_node = run_services(pool, self._keys(), bridge=needs_bridge(self.plan),
+        of_node = run_services(pool, keys, bridge=needs_bridge(self.plan),
                                bridge_socket=contained)  # fmt: skip
         services = await self.stack.enter_async_context(of_node)
         # bwrap rows: this node makes one sandbox first (bwrap installed, user namespaces)
