@@ -144,3 +144,16 @@ def test_a_garbled_lock_file_is_named_and_taken_over(tmp_path: Path) -> None:
     with lock_run_dir(tmp_path, on_warning=warnings.append):
         pass
     assert warnings and "not json at all" in warnings[0]
+
+
+def test_the_lock_file_never_records_a_password_of_the_command_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-lock-file-secret-0123456789")
+    command = ["assay", "run", "t.yaml", "--store", "postgresql://me:pg-pass-4242x@db/store",
+               "-D", "agent.api_key=literal-key-98765xyz"]  # fmt: skip
+    with lock_run_dir(tmp_path, command=command) as lock:
+        text = lock.path.read_text(encoding="utf-8")
+        holder = json.loads(text)
+    assert "pg-pass-4242x" not in text and "literal-key-98765xyz" not in text
+    assert holder["command"][:3] == ["assay", "run", "t.yaml"]

@@ -9,7 +9,6 @@ from __future__ import annotations
 import http.server
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -151,14 +150,12 @@ READ_OPAQUE = """async (target) => {
 }"""
 
 
-def test_a_page_of_another_origin_cannot_read_the_viewer(
-    url: str, other_origin: int, tmp_path: Path
-) -> None:
+def test_a_page_of_another_origin_cannot_read_the_viewer(url: str, other_origin: int) -> None:
     chromium_path()
     port = _port(url)
     routes = ("/api/runs/one/progress", f"/runs/one/files/{ROW}/task.json", "/runs/one")
     data = [f"http://127.0.0.1:{port}{route}" for route in routes]
-    with chromium(tmp_path) as browser:
+    with chromium() as browser:
         page = browser.new_page()
         seen: list[tuple[str, int]] = []
         page.on("response", lambda r: seen.append((r.url, r.status)))

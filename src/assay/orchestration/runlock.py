@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import IO
 
 from assay.errors import UsageError
+from assay.orchestration.secrets import command_line_redactor
 
 LOCK_FILE = ".lock"
 
@@ -116,7 +117,10 @@ def _read_holder(handle: IO[str]) -> dict[str, object]:
 
 
 def _write_holder(handle: IO[str], command: list[str]) -> None:
-    holder = {"pid": os.getpid(), "host": socket.gethostname(), "command": command,
+    # the command line can carry a --store URL's password or a -D secret: never written
+    redactor = command_line_redactor(command, os.environ)
+    shown = [redactor.redact(str(part)) for part in command]
+    holder = {"pid": os.getpid(), "host": socket.gethostname(), "command": shown,
               "started": datetime.now().astimezone().isoformat(timespec="seconds")}  # fmt: skip
     handle.seek(0)
     handle.truncate()
