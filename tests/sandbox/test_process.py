@@ -300,3 +300,34 @@ def test_exit_text_names_the_signal_and_the_limit_behind_it() -> None:
         "exited with code 152 (SIGXCPU: the CPU time passed sandbox.limits.cpu_seconds)"
     )
     assert exit_text(255) == "exited with code 255"  # 128 + 127: no such signal
+
+
+@pytest.mark.parametrize("ticks", range(8))
+def test_a_cancellation_at_any_point_of_the_start_ends_the_group(
+    tmp_path: Path, ticks: int
+) -> None:
+    """Cancelled after ``ticks`` turns of the event loop: also while the pipes are still being
+    connected, what the program started in the background ends with it."""
+    pid = tmp_path / "pid"
+
+    async def cancel_after_ticks() -> None:
+        task = asyncio.ensure_future(
+            run_process(
+                f"{CHILD} & sleep 30".format(pid=pid),
+                cwd=tmp_path,
+                env=dict(os.environ),
+                timeout=60,
+            )
+        )
+        for _ in range(ticks):
+            await asyncio.sleep(0)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await asyncio.sleep(0.3)  # a child the shell was still starting writes its pid
+
+    try:
+        asyncio.run(asyncio.wait_for(cancel_after_ticks(), timeout=60))
+        wait_gone(pids_in(pid))
+    finally:
+        kill_left(pids_in(pid))

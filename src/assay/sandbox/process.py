@@ -63,9 +63,21 @@ async def _spawn(
         stderr=asyncio.subprocess.PIPE,
     )
     if isinstance(command, str):
-        transport, _ = await loop.subprocess_shell(factory, command, **kwargs)
+        starting = loop.subprocess_shell(factory, command, **kwargs)
     else:
-        transport, _ = await loop.subprocess_exec(factory, *command, **kwargs)
+        starting = loop.subprocess_exec(factory, *command, **kwargs)
+    # Shielded: a cancellation while the pipes are being connected would otherwise leave
+    # the program's group running (asyncio then kills only the program itself, not what it
+    # already started in the background).
+    spawning = asyncio.ensure_future(starting)
+    try:
+        transport, _ = await asyncio.shield(spawning)
+    except asyncio.CancelledError:
+        with contextlib.suppress(BaseException):
+            transport, _ = await spawning
+            _kill_group(transport.get_pid())
+            transport.close()
+        raise
     return asyncio.subprocess.Process(transport, made[0], loop), made[0].exited
 
 
