@@ -73,7 +73,7 @@ typecheck: install-dev
 	$(BIN)/mypy
 
 pytest: install-dev
-	$(BIN)/pytest -q $(PARALLEL) --cov --cov-report=term:skip-covered
+	$(BIN)/pytest -q $(PARALLEL) --durations=25 --cov --cov-report=term:skip-covered
 
 ## test-fast: the inner loop: ruff, mypy and the tests without the slow real components
 ## (SmolLM2, Ray, Chromium, PostgreSQL, the coding-agent CLIs), no coverage.

@@ -51,7 +51,11 @@ def local_model_url() -> Iterator[str]:
 
     threads = 1 if os.environ.get("PYTEST_XDIST_WORKER") else 0
     server = LocalServer(
-        gguf=find_gguf("smollm2"), alias="smollm2", parallel=LOCAL_MODEL_SLOTS, threads=threads
+        gguf=find_gguf("smollm2"),
+        alias="smollm2",
+        parallel=LOCAL_MODEL_SLOTS,
+        threads=threads,
+        ctx_per_slot=2048,  # the tests' prompts are short; a worker's memory stays small
     )
     server.start()
     try:

@@ -19,10 +19,14 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from assay.errors import ModelError, UsageError
 from assay.providers.openai_compat import OpenAICompatibleModel
+
+if TYPE_CHECKING:
+    import httpx
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 INSTALL_HINT = (
@@ -32,6 +36,48 @@ INSTALL_HINT = (
 )
 KNOWN_LOCAL = ("smollm2",)
 URL_VARIABLE = "ASSAY_LOCAL_MODEL_URL"
+CONTEXT_VARIABLE = "ASSAY_LOCAL_MODEL_CONTEXT"
+FALLBACK_CONTEXT = 2048
+"""Tokens of context a slot gets when the GGUF file does not say what the model was trained
+for (and ``ASSAY_LOCAL_MODEL_CONTEXT`` is unset)."""
+
+
+def trained_context(gguf: Path) -> int | None:
+    """The context length (tokens) the model in ``gguf`` was trained for: the file's
+    ``<architecture>.context_length`` metadata (GGUF spec, llama.cpp's ``gguf`` package), or
+    ``None`` when the file does not say or cannot be read."""
+    try:
+        from gguf import GGUFReader
+    except ImportError:
+        return None
+    try:
+        reader = GGUFReader(gguf)
+        arch_field = reader.fields["general.architecture"]
+        arch = bytes(arch_field.parts[arch_field.data[0]]).decode("utf-8")
+        field = reader.fields.get(f"{arch}.context_length")
+        return int(field.parts[field.data[0]][0]) if field is not None else None
+    except (OSError, ValueError, KeyError, IndexError):
+        return None
+
+
+def context_per_slot(gguf: Path) -> int:
+    """Tokens of context for each parallel slot of a local server: ``ASSAY_LOCAL_MODEL_CONTEXT``
+    when set, else the model's trained context (:func:`trained_context`), else
+    :data:`FALLBACK_CONTEXT`.
+
+    Raises:
+        UsageError: the variable is not a whole number from 128 up.
+    """
+    value = os.environ.get(CONTEXT_VARIABLE, "").strip()
+    if not value:
+        return trained_context(gguf) or FALLBACK_CONTEXT
+    if not value.isdigit() or int(value) < 128:
+        raise UsageError(
+            f"{CONTEXT_VARIABLE}={value!r} is not a context size",
+            hint=f"give tokens of context per slot as a whole number from 128 up, for example "
+            f"{CONTEXT_VARIABLE}=8192, or unset it to use what the model was trained for",
+        )
+    return int(value)
 
 
 def running_server_url() -> str | None:
@@ -134,7 +180,7 @@ class LocalServer:
         gguf: the model file.
         alias: the model name the server answers to.
         parallel: parallel decoding slots (continuous batching).
-        ctx_per_slot: context tokens per slot.
+        ctx_per_slot: context tokens per slot; ``None`` = :func:`context_per_slot`.
         startup_timeout: seconds to wait for ``/health``.
         threads: CPU threads that decode; 0 = one per core.
     """
@@ -145,14 +191,14 @@ class LocalServer:
         gguf: Path,
         alias: str,
         parallel: int,
-        ctx_per_slot: int = 2048,
+        ctx_per_slot: int | None = None,
         startup_timeout: float = 120.0,
         threads: int = 0,
     ) -> None:
         self.gguf = gguf
         self.alias = alias
         self.parallel = parallel
-        self.ctx_per_slot = ctx_per_slot
+        self.ctx_per_slot = ctx_per_slot or 0
         self.startup_timeout = startup_timeout
         self.threads = threads
         self.port = 0
@@ -168,13 +214,14 @@ class LocalServer:
         """Start the process and wait until ``/health`` answers 200.
 
         Raises:
-            UsageError: xllamacpp is not installed.
+            UsageError: xllamacpp is not installed, or ``ASSAY_LOCAL_MODEL_CONTEXT`` is bad.
             ModelError: the server exited or did not become healthy in time.
         """
         if importlib.util.find_spec("xllamacpp") is None:
             raise UsageError(
                 "the local model server (xllamacpp) is not installed", hint=INSTALL_HINT
             )
+        self.ctx_per_slot = self.ctx_per_slot or context_per_slot(self.gguf)
         self.port = free_port()
         command = [
             sys.executable, "-m", "assay.providers.llamacpp_server",
@@ -284,3 +331,38 @@ class LocalModel(OpenAICompatibleModel):
         if self.server is not None:
             await asyncio.to_thread(self.server.stop)
             self.server = None
+
+    def _status_error(self, response: httpx.Response) -> ModelError:
+        """llama.cpp's "exceeds the available context size" answer becomes an error naming
+        both sizes and the setting that changes it; any other status as for every endpoint."""
+        detail = _context_overflow(response)
+        if detail is None:
+            return super()._status_error(response)
+        prompt, context = detail
+        if self.server is None:
+            fix = (f"start the server that {URL_VARIABLE} names with a larger context per "
+                   "slot")  # fmt: skip
+        else:
+            trained = trained_context(self.server.gguf)
+            fix = (f"set {CONTEXT_VARIABLE} to a larger context per slot"
+                   + (f" (the model was trained for {trained})" if trained else ""))  # fmt: skip
+        return ModelError(
+            f"{self.name}: the request is {prompt} tokens but the local model server's context "
+            f"is {context} tokens a slot: {fix}, or send a shorter prompt"
+        )
+
+
+def _context_overflow(response: httpx.Response) -> tuple[int, int] | None:
+    """``(prompt tokens, context tokens)`` of llama.cpp's ``exceed_context_size_error``."""
+    if response.status_code != 400:
+        return None
+    try:
+        error = response.json().get("error")
+    except (ValueError, AttributeError):
+        return None
+    if not isinstance(error, dict) or error.get("type") != "exceed_context_size_error":
+        return None
+    try:
+        return int(error["n_prompt_tokens"]), int(error["n_ctx"])
+    except (KeyError, TypeError, ValueError):
+        return None

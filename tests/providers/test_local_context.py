@@ -1,0 +1,92 @@
+"""The local server's context: what the model was trained for by default, settable with
+``ASSAY_LOCAL_MODEL_CONTEXT``; a request that still does not fit is an error naming both sizes
+and the setting (issue 30 item 4: Claude Code's first request is 4,232 tokens)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from assay.errors import ModelError, UsageError
+from assay.providers.base import Message, ModelRequest
+from assay.providers.local import (
+    CONTEXT_VARIABLE,
+    FALLBACK_CONTEXT,
+    LocalModel,
+    context_per_slot,
+    find_gguf,
+    trained_context,
+)
+
+SMOLLM2_TRAINED = 8192  # SmolLM2's model card: "context length 8192"
+
+
+def test_the_trained_context_comes_from_the_gguf_file() -> None:
+    assert trained_context(find_gguf("smollm2")) == SMOLLM2_TRAINED
+
+
+def test_a_file_that_is_no_gguf_has_no_trained_context(tmp_path: Path) -> None:
+    fake = tmp_path / "x.gguf"
+    fake.write_bytes(b"not a gguf file at all" * 10)
+    assert trained_context(fake) is None
+    assert trained_context(tmp_path / "missing.gguf") is None
+
+
+def test_the_context_per_slot_defaults_to_training_and_can_be_set(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(CONTEXT_VARIABLE, raising=False)
+    assert context_per_slot(find_gguf("smollm2")) == SMOLLM2_TRAINED
+    fake = tmp_path / "x.gguf"
+    fake.write_bytes(b"")
+    assert context_per_slot(fake) == FALLBACK_CONTEXT
+    monkeypatch.setenv(CONTEXT_VARIABLE, "4096")
+    assert context_per_slot(find_gguf("smollm2")) == 4096
+
+
+@pytest.mark.parametrize("value", ["abc", "0", "-5", "12.5", "64", "8k"])
+def test_a_bad_context_setting_is_a_usage_error_naming_the_variable(
+    value: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(CONTEXT_VARIABLE, value)
+    with pytest.raises(UsageError) as caught:
+        context_per_slot(find_gguf("smollm2"))
+    assert CONTEXT_VARIABLE in str(caught.value) and repr(value) in str(caught.value)
+
+
+def _ask(prompt: str) -> str:
+    async def go() -> str:
+        model = LocalModel(name="local/smollm2", parallel=1)
+        try:
+            await model.start()
+            request = ModelRequest(messages=(Message("user", prompt),), max_tokens=4)
+            return (await model.generate(request)).text
+        finally:
+            await model.aclose()
+
+    return asyncio.run(go())
+
+
+LONG_PROMPT = "Summarise the following notes. " + "The river ran past the mill. " * 700
+
+
+@pytest.mark.local_model(own_server=True)
+def test_a_prompt_over_two_thousand_tokens_fits_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(CONTEXT_VARIABLE, raising=False)
+    assert isinstance(_ask(LONG_PROMPT), str)  # about 4,300 tokens: refused at 2,048 before
+
+
+@pytest.mark.local_model(own_server=True)
+def test_a_prompt_over_the_context_names_both_sizes_and_the_setting(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(CONTEXT_VARIABLE, "512")
+    with pytest.raises(ModelError) as caught:
+        _ask(LONG_PROMPT)
+    text = str(caught.value)
+    assert "is 512 tokens a slot" in text and CONTEXT_VARIABLE in text
+    assert f"trained for {SMOLLM2_TRAINED}" in text
+    prompt_tokens = int(text.split("the request is ")[1].split(" tokens")[0])
+    assert prompt_tokens > 2048
