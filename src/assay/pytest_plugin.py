@@ -267,12 +267,18 @@ class GateTest(pytest.Item):
             RowFailed: the gate failed (its value, or why it has none).
         """
         assert isinstance(self.parent, TaskFile)
+        from assay.reports.suite_rules import gate_value
+
         suite = self.parent.run_result().suite(self.suite_id)
         for gate in suite.gates:
             if (gate.criterion_type, gate.metric) == (self.criterion_type, self.metric):
                 if gate.passed:
                     return
-                value = "no value" if gate.actual_value is None else f"{gate.actual_value:.4g}"
+                value = (
+                    "no value"
+                    if gate.actual_value is None
+                    else gate_value(gate.actual_value, gate.min_value)
+                )
                 why = _undefined_reason(suite.criteria, self.criterion_type, self.metric)
                 raise RowFailed(
                     f"suite {self.suite_id}: {self.criterion_type} {self.metric} = {value}, "

@@ -27,3 +27,13 @@ def test_the_first_line_does_not_estimate_from_the_start_up() -> None:
     assert last.startswith("[assay] 3/1000 rows · 1 passed · 1 errors · 1 refused · 1.0 rows/s")
     eta = int(last.rsplit("ETA ", 1)[1].removesuffix(" s"))
     assert 900 < eta < 1100  # about 997 s, not hours
+
+
+def test_no_rate_is_shown_before_a_second_of_finished_rows() -> None:
+    out = io.StringIO()
+    progress = PlainProgress(out, every=0.0)
+    progress.start(5000)
+    for index in range(50):  # fifty rows in well under a second: a rate would be noise
+        progress.advance(row(index, FinalStatus.SUCCESS))
+    assert out.getvalue().splitlines()[-1].endswith("ETA … (measuring)")
+    assert "rows/s" not in out.getvalue()

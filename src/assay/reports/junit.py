@@ -30,7 +30,7 @@ from typing import IO, Any
 from xml.sax.saxutils import quoteattr
 
 from assay.metrics.streaming import ExactSum
-from assay.reports.suite_rules import failure_reasons
+from assay.reports.suite_rules import failure_reasons, gate_value
 from assay.results.secrets import Redactor
 from assay.results.suite import SuiteRollup
 from assay.results.task_result import EvaluationResult
@@ -81,7 +81,8 @@ def _gate_case(suite: SuiteRollup) -> ET.Element:
                                    "time": "0"})  # fmt: skip
     if not suite.passed:
         failed = [
-            f"{agg.criterion_type}: {c.metric} = {c.actual_value:.6g} < {c.min_value:g}"
+            f"{agg.criterion_type}: {c.metric} = {gate_value(c.actual_value, c.min_value)}"
+            f" < {c.min_value:g}"
             if c.actual_value is not None
             else f"{agg.criterion_type}: {c.metric} was not produced (needs >= {c.min_value:g})"
             for agg in suite.criterion_aggregates

@@ -23,6 +23,8 @@ from assay.orchestration.progress import NoProgress, Progress
 from assay.providers.retry import Attempt
 from assay.results.task_result import EvaluationResult
 
+MIN_RATE_SPAN = 1.0  # seconds of finished rows before a rate is shown
+
 
 class _Counts:
     def __init__(self) -> None:
@@ -47,11 +49,12 @@ class _Counts:
         self.refused += category == "refused"
 
     def rate(self) -> float | None:
-        """Rows per second since the first row finished; ``None`` before two rows did."""
+        """Rows per second since the first row finished; ``None`` before two rows did or
+        before :data:`MIN_RATE_SPAN` seconds passed (a rate over less is noise)."""
         if self.first_done is None or self.done < 2:
             return None
         span = time.monotonic() - self.first_done
-        return (self.done - 1) / span if span > 0 else None
+        return (self.done - 1) / span if span >= MIN_RATE_SPAN else None
 
     def eta(self) -> str:
         rate = self.rate()

@@ -59,7 +59,8 @@ def suite_result(
             reasons.append(f"no gate, and {_not_succeeded(counts)}")
         return "none", reasons
     failed_checks = [
-        f"{a.criterion_type}.{c.metric} {_value(c.actual_value)}, needs {c.min_value:g}"
+        f"{a.criterion_type}.{c.metric} {_value(c.actual_value, c.min_value)},"
+        f" needs {c.min_value:g}"
         for a in aggregates
         for c in a.threshold_checks
         if not c.passed
@@ -74,8 +75,20 @@ def suite_result(
     return ("passed" if passed else "failed"), reasons
 
 
-def _value(value: float | None) -> str:
-    return "was not produced" if value is None else f"{value:.6g}"
+def _value(value: float | None, threshold: float) -> str:
+    return "was not produced" if value is None else gate_value(value, threshold)
+
+
+def gate_value(value: float, threshold: float) -> str:
+    """A gated metric's value as every report prints numbers: three decimals (``0.333``).
+
+    A value that three decimals would round up to its threshold (0.7996 against 0.8) keeps
+    the digits that show it is below (``0.7996``), so a failed gate never reads ``0.800 < 0.8``.
+    """
+    text = f"{value:.3f}"
+    if value < threshold <= float(text):
+        return f"{value:.6g}"
+    return text
 
 
 def _did_not_grade(counts: RowCounts) -> str:
