@@ -267,7 +267,7 @@ class GateTest(pytest.Item):
             RowFailed: the gate failed (its value, or why it has none).
         """
         assert isinstance(self.parent, TaskFile)
-        from assay.reports.suite_rules import gate_value
+        from assay.reports.numbers import fmt_close
 
         suite = self.parent.run_result().suite(self.suite_id)
         for gate in suite.gates:
@@ -277,7 +277,7 @@ class GateTest(pytest.Item):
                 value = (
                     "no value"
                     if gate.actual_value is None
-                    else gate_value(gate.actual_value, gate.min_value)
+                    else fmt_close(gate.actual_value, gate.min_value)
                 )
                 why = _undefined_reason(suite.criteria, self.criterion_type, self.metric)
                 raise RowFailed(

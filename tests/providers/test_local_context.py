@@ -14,6 +14,7 @@ from assay.providers.base import Message, ModelRequest
 from assay.providers.local import (
     CONTEXT_VARIABLE,
     FALLBACK_CONTEXT,
+    URL_VARIABLE,
     LocalModel,
     context_per_slot,
     find_gguf,
@@ -90,3 +91,15 @@ def test_a_prompt_over_the_context_names_both_sizes_and_the_setting(
     assert f"trained for {SMOLLM2_TRAINED}" in text
     prompt_tokens = int(text.split("the request is ")[1].split(" tokens")[0])
     assert prompt_tokens > 2048
+
+
+@pytest.mark.local_model
+def test_a_server_that_already_runs_is_named_as_what_to_restart() -> None:
+    """The shared test server is reached through ``ASSAY_LOCAL_MODEL_URL`` at 2,048 tokens a
+    slot: assay did not start it, so the fix is that server's context, not the variable."""
+    with pytest.raises(ModelError) as caught:
+        _ask(LONG_PROMPT)
+    text = str(caught.value)
+    assert "is 2048 tokens a slot" in text
+    assert f"start the server that {URL_VARIABLE} names with a larger context" in text
+    assert CONTEXT_VARIABLE not in text

@@ -1,11 +1,11 @@
 """A gated metric's value is printed as every report prints numbers (three decimals), except
-where three decimals would round a failing value up to its threshold."""
+where three decimals would make it look equal to its threshold."""
 
 from __future__ import annotations
 
 import pytest
 
-from assay.reports.suite_rules import gate_value
+from assay.reports.numbers import fmt_close
 
 
 @pytest.mark.parametrize(
@@ -17,11 +17,13 @@ from assay.reports.suite_rules import gate_value
         (0.0, 0.1, "0.000"),
         (1.0, 0.9, "1.000"),
         (0.7996, 0.8, "0.7996"),  # 0.800 would read as meeting 0.8
-        (0.89999, 0.9, "0.89999"),
+        (0.89999, 0.9, "0.899990"),  # suite.md's rule: 4, 6, then 9 decimals
+        (0.8999999, 0.9, "0.899999900"),  # six significant digits would print 0.9
+        (0.8004, 0.8, "0.8004"),  # a pass by less than the rounding shows it too
         (0.95, 0.9, "0.950"),
     ],
 )
 def test_three_decimals_unless_rounding_meets_the_threshold(
     value: float, threshold: float, text: str
 ) -> None:
-    assert gate_value(value, threshold) == text
+    assert fmt_close(value, threshold) == text

@@ -51,11 +51,9 @@ def trained_context(gguf: Path) -> int | None:
     except ImportError:
         return None
     try:
-        reader = GGUFReader(gguf)
-        arch_field = reader.fields["general.architecture"]
-        arch = bytes(arch_field.parts[arch_field.data[0]]).decode("utf-8")
-        field = reader.fields.get(f"{arch}.context_length")
-        return int(field.parts[field.data[0]][0]) if field is not None else None
+        fields = GGUFReader(gguf).fields
+        field = fields.get(f"{fields['general.architecture'].contents()}.context_length")
+        return int(field.contents()) if field is not None else None
     except (OSError, ValueError, KeyError, IndexError):
         return None
 

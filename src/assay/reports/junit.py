@@ -30,7 +30,8 @@ from typing import IO, Any
 from xml.sax.saxutils import quoteattr
 
 from assay.metrics.streaming import ExactSum
-from assay.reports.suite_rules import failure_reasons, gate_value
+from assay.reports.numbers import fmt_close
+from assay.reports.suite_rules import failure_reasons
 from assay.results.secrets import Redactor
 from assay.results.suite import SuiteRollup
 from assay.results.task_result import EvaluationResult
@@ -81,7 +82,7 @@ def _gate_case(suite: SuiteRollup) -> ET.Element:
                                    "time": "0"})  # fmt: skip
     if not suite.passed:
         failed = [
-            f"{agg.criterion_type}: {c.metric} = {gate_value(c.actual_value, c.min_value)}"
+            f"{agg.criterion_type}: {c.metric} = {fmt_close(c.actual_value, c.min_value)}"
             f" < {c.min_value:g}"
             if c.actual_value is not None
             else f"{agg.criterion_type}: {c.metric} was not produced (needs >= {c.min_value:g})"

@@ -14,16 +14,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from assay.reports.judge_md import judge_lines
+from assay.reports.numbers import fmt, fmt_close
 from assay.reports.rollup import FAILED_SAMPLE_LIMIT
 from assay.results.experiment import Comparison, Difference, Estimate, ExperimentResult
 from assay.results.run import RunSummary
 from assay.results.safe_text import md_text
 from assay.results.suite import CriterionAggregate, DatasetRecord, SuiteRollup
-
-
-def fmt(value: float | None, digits: int = 3) -> str:
-    """A number with ``digits`` decimals, or ``—`` when undefined."""
-    return "—" if value is None else f"{value:.{digits}f}"
 
 
 def fmt_metric(name: str, value: float | None) -> str:
@@ -33,20 +29,6 @@ def fmt_metric(name: str, value: float | None) -> str:
     return fmt(value)
 
 
-def fmt_close(value: float | None, other: float | None) -> str:
-    """Like :func:`fmt`, with more digits only when three would make ``value`` look equal to
-    ``other`` while it is not (a gate that fails by less than the rounding); equal values
-    show three."""
-    if value is None:
-        return "—"
-    if other is None or value == other:
-        return fmt(value)
-    for digits in (3, 4, 6, 9):
-        if fmt(value, digits) != fmt(other, digits):
-            return fmt(value, digits)
-    return fmt(value, 9)
-
-
 def code(text: str) -> str:
     """``text`` as a Markdown code span that survives backticks, table pipes and line breaks
     (each shown as ``⏎``: a newline would end the table row)."""
@@ -54,11 +36,6 @@ def code(text: str) -> str:
     fence = "``" if "`" in text else "`"
     pad = " " if text.startswith("`") or text.endswith("`") else ""
     return f"{fence}{pad}{text}{pad}{fence}"
-
-
-def plural(count: int, noun: str) -> str:
-    """``1 row``, ``2 rows``."""
-    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def _percent(numerator: int, denominator: int) -> str:

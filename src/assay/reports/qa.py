@@ -35,7 +35,8 @@ from assay.qa import (
 )
 from assay.qa.grading import answer_error
 from assay.qa.metrics import base_metrics, metrics_file
-from assay.reports.markdown import code, fmt, md_table, plural
+from assay.reports.markdown import code, md_table
+from assay.reports.numbers import fmt, plural
 from assay.results.io import redact_json, write_json_atomic, write_text_atomic
 from assay.results.safe_text import md_text
 from assay.results.secrets import Redactor

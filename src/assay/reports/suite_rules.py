@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Literal
 
 from assay.data.substitute import PLACEHOLDER
+from assay.reports.numbers import fmt_close
 from assay.results.secrets import clip_head
 from assay.results.status import RowCounts
 from assay.results.suite import CriterionAggregate, FailedRowSummary
@@ -76,19 +77,7 @@ def suite_result(
 
 
 def _value(value: float | None, threshold: float) -> str:
-    return "was not produced" if value is None else gate_value(value, threshold)
-
-
-def gate_value(value: float, threshold: float) -> str:
-    """A gated metric's value as every report prints numbers: three decimals (``0.333``).
-
-    A value that three decimals would round up to its threshold (0.7996 against 0.8) keeps
-    the digits that show it is below (``0.7996``), so a failed gate never reads ``0.800 < 0.8``.
-    """
-    text = f"{value:.3f}"
-    if value < threshold <= float(text):
-        return f"{value:.6g}"
-    return text
+    return "was not produced" if value is None else fmt_close(value, threshold)
 
 
 def _did_not_grade(counts: RowCounts) -> str:

@@ -9,7 +9,7 @@ from rich.markup import escape
 
 from assay.cli.shared.common import secret_findings
 from assay.orchestration.plan import Plan, PlannedTask
-from assay.reports.markdown import fmt, plural
+from assay.reports.numbers import fmt, plural
 from assay.reports.plan import environment_lines, variables_of, variant_settings
 from assay.results.suite import SuiteRollup
 
