@@ -7,21 +7,40 @@ from __future__ import annotations
 import itertools
 import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import IO, Any, Protocol
 
 from assay.errors import UsageError
 from assay.store.export import write_csv, write_jsonl, write_parquet
 from assay.store.infer import schema_of_file
-from assay.store.models import Example, VersionInfo
+from assay.store.models import DatasetInfo, Example, SourceRow, VersionInfo
 from assay.store.schema import Schema, load_schema
 from assay.store.sources import FORMATS, file_format, read_rows
 
-if TYPE_CHECKING:
-    from assay.store.store import Store
-
 _REF = re.compile(r"(?P<name>[^@]+)(@v?(?P<version>[0-9]+))?")
+
+
+class RowStore(Protocol):
+    """What these verbs need of :class:`assay.store.store.Store` (a structural type, so
+    this module does not import the class whose methods call it)."""
+
+    def dataset(self, name: str) -> DatasetInfo: ...
+
+    def add(self, name: str, rows: Iterable[Mapping[str, Any] | SourceRow]) -> VersionInfo: ...
+
+    def import_dataset(
+        self,
+        name: str,
+        schema: Schema,
+        rows: Iterable[Mapping[str, Any] | SourceRow],
+        *,
+        id_field: str = "id",
+    ) -> VersionInfo: ...
+
+    def iter_examples(
+        self, name: str, version: int | None = None, *, inline_traces: bool = False
+    ) -> Iterator[Example]: ...
 
 
 def parse_ref(ref: str) -> tuple[str, int | None]:
@@ -68,7 +87,7 @@ def check_files(files: Sequence[Path]) -> None:
             raise UsageError(f"Dataset file not found: {path}")
 
 
-def add_files(store: Store, name: str, files: Sequence[Path]) -> VersionInfo:
+def add_files(store: RowStore, name: str, files: Sequence[Path]) -> VersionInfo:
     """Add the rows of ``files``, read with the dataset's schema, as one new version.
 
     Raises:
@@ -85,7 +104,7 @@ def add_files(store: Store, name: str, files: Sequence[Path]) -> VersionInfo:
 
 
 def import_file(
-    store: Store, name: str, file: Path, *, schema: Schema | None = None, id_field: str = "id"
+    store: RowStore, name: str, file: Path, *, schema: Schema | None = None, id_field: str = "id"
 ) -> tuple[Schema, VersionInfo]:
     """Create dataset ``name`` from ``file``: its schema (``schema``, else inferred from the
     file) and its rows as version 1. Returns the schema used and the version.
@@ -128,7 +147,7 @@ def export_format(fmt: str | None, output: Path | None) -> str:
 
 
 def export_to(
-    store: Store, name: str, version: int, fmt: str, out: IO[bytes], *, inline: bool = False
+    store: RowStore, name: str, version: int, fmt: str, out: IO[bytes], *, inline: bool = False
 ) -> int:
     """Write version ``version`` of ``name`` to the binary stream ``out`` in ``fmt``
     (``jsonl``, ``csv`` or ``parquet``); returns how many examples were written.
@@ -149,7 +168,7 @@ def export_to(
 
 
 def export_file(
-    store: Store, name: str, version: int, fmt: str, output: Path, *, inline: bool = False
+    store: RowStore, name: str, version: int, fmt: str, output: Path, *, inline: bool = False
 ) -> int:
     """:func:`export_to` into ``output``, through a ``.partial`` file renamed at the end (or
     removed, so a failed export leaves no half file).

@@ -8,8 +8,8 @@ from assay.orchestration.executors.base import (
     ExecutorChoice,
     ExecutorKind,
     PendingItems,
-    make_executor,
 )
+from assay.orchestration.executors.factory import make_executor
 
 __all__ = [
     "EXECUTORS",

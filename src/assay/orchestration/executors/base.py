@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
 
-from assay.errors import UsageError
 from assay.orchestration.containment import Containment, private_paths
 from assay.orchestration.plan import Plan, WorkItem
 from assay.orchestration.progress import Progress
@@ -138,23 +137,6 @@ class Executor(Protocol):
             ModelError, UserError: the services could not start (no row ran).
         """
         ...
-
-
-def make_executor(choice: ExecutorChoice) -> Executor:
-    """The executor ``choice`` names (Ray is imported only for ``ray``).
-
-    Raises:
-        UsageError: an unknown kind.
-    """
-    if choice.kind not in EXECUTORS:
-        raise UsageError(f"unknown executor {choice.kind!r}; choose one of {', '.join(EXECUTORS)}")
-    if choice.kind == "ray":
-        from assay.orchestration.executors.ray_executor import RayExecutor
-
-        return RayExecutor(address=choice.address, files=choice.files)
-    from assay.orchestration.executors.local import LocalExecutor
-
-    return LocalExecutor()
 
 
 def run_containment(
