@@ -1,7 +1,7 @@
 """The import layering of DESIGN.md: no module imports a higher layer, and no command
 module of ``cli/`` imports another command module (nor is any of ``cli/`` over ~200 lines).
 
-Layers, low to high: errors → spec → results → data → metrics → providers → sandbox →
+Layers, low to high: version → errors → spec → results → data → metrics → providers → sandbox →
 bridge → agents → store → judges → qa → criteria → orchestration → reports → view → api →
 cli and the pytest plugin (``pytest_plugin``, beside ``cli``: both only call the API).
 Every import counts, at module level, inside a function or under ``TYPE_CHECKING``.
@@ -15,9 +15,9 @@ from pathlib import Path
 from tests.helpers import write
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "assay"
-ORDER = ["errors", "spec", "results", "data", "metrics", "providers", "sandbox", "bridge",
-         "agents", "store", "judges", "qa", "criteria", "orchestration", "reports", "view",
-         "api", "cli"]  # fmt: skip
+ORDER = ["version", "errors", "spec", "results", "data", "metrics", "providers", "sandbox",
+         "bridge", "agents", "store", "judges", "qa", "criteria", "orchestration", "reports",
+         "view", "api", "cli"]  # fmt: skip
 RANK = {name: index for index, name in enumerate(ORDER)}
 RANK["pytest_plugin"] = RANK["cli"]
 RANK["__main__"] = RANK["cli"]
@@ -29,7 +29,8 @@ MAX_CLI_LINES = 200
 def imported(tree: ast.AST) -> list[tuple[str, int]]:
     """``(dotted assay module, line)`` of every import of ``assay.…`` in ``tree``;
     ``from assay import name`` counts as ``assay.name`` (a package) or ``assay.api`` (a name
-    that ``import assay`` exports), except the facade's own ``__version__``."""
+    that ``import assay`` exports), so ``from assay import __version__`` is an import of the
+    top; modules take it from :mod:`assay.version`, the bottom layer."""
     found: list[tuple[str, int]] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -39,8 +40,6 @@ def imported(tree: ast.AST) -> list[tuple[str, int]]:
                 found.append((node.module, node.lineno))
             elif node.module == "assay":
                 for alias in node.names:
-                    if alias.name.startswith("__"):
-                        continue  # __version__: the facade's own
                     name = alias.name if alias.name in RANK else "api"
                     found.append((f"assay.{name}", node.lineno))
     return found
@@ -104,4 +103,20 @@ def test_the_check_finds_upward_imports_and_command_modules_importing_each_other
         "metrics imports assay.reports.writer, a higher layer",
         "orchestration imports assay.api.runs, a higher layer",
         "store imports assay.api, a higher layer",
+    ]
+
+
+def test_the_version_module_says_what_pyproject_says() -> None:
+    import tomllib
+
+    from assay.version import __version__
+
+    project = tomllib.loads((SRC.parents[1] / "pyproject.toml").read_text(encoding="utf-8"))
+    assert __version__ == project["project"]["version"]
+
+
+def test_the_facade_version_is_an_import_of_the_top(tmp_path: Path) -> None:
+    write(tmp_path / "view" / "page.py", "from assay import __version__\n")
+    assert [p.split(": ", 1)[1] for p in violations(tmp_path)] == [
+        "view imports assay.api, a higher layer"
     ]

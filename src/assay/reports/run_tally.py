@@ -194,7 +194,7 @@ class RunTally:
         self, suites: list[SuiteRollup], refs: list[SuiteRef], exit_code: int
     ) -> RunSummary:
         """``run.json`` without its rows (they are written from the sorted spill)."""
-        from assay import __version__
+        from assay.version import __version__
 
         meta, counts = self.meta, RowCounts(**self.counts)
         total = counts.total

@@ -97,7 +97,7 @@ def environment() -> Environment:
 
 def render(template: str, *, static: bool = False, **context: Any) -> str:
     """The page ``template`` renders with ``context`` (``static``: everything inline)."""
-    from assay import __version__
+    from assay.version import __version__
 
     page = environment().get_template(template)
     return page.render(static=static, version_text=__version__,
