@@ -290,3 +290,53 @@ def test_add_run_and_add_traces_on_the_command_line(workdir: Path, store_url: st
     assert done.stdout.splitlines()[-1].startswith("added 3 trace(s): prod@1")
     missing = cli("dataset", "add-run", "x", "nowhere", "--store", store_url, cwd=workdir)
     assert missing.returncode == 2 and "run directory not found: nowhere" in missing.stderr
+
+
+def test_a_later_run_that_answers_differently_is_new_evidence(
+    workdir: Path, store_url: str
+) -> None:
+    """Issue 28 item 10: a row whose id is in the dataset with other content (a later run's
+    other answer and trace) is added under a derived id and said, not dropped as
+    "already in"; the same evidence twice is added once."""
+    first = _run(workdir)
+    assay.add_run_to_dataset("captured", first, only_failures=True, store=store_url)
+    write(workdir / "answers.yaml", "replies:\n  - {match: good, reply: positive}\n"
+                                    "  - {match: bad, reply: positive}\n"
+                                    "default: negative\n")  # fmt: skip
+    second = assay.run(workdir / "task.yaml").run_dir  # b fails now; c again, with a new trace
+    added = assay.add_run_to_dataset("captured", second, only_failures=True, store=store_url)
+    assert list(added.renamed) == ["c"] and re.fullmatch(r"c~[0-9a-f]{8}", added.renamed["c"])
+    assert sorted(added.added) == sorted(["b", added.renamed["c"]])
+    assert added.skipped_existing == [] and added.version is not None
+    again = assay.add_run_to_dataset("captured", second, only_failures=True, store=store_url)
+    assert again.version is None and sorted(again.skipped_existing) == ["b", "c"]
+    with open_store(store_url) as store:
+        answers = {e.example_id: e.data["actual_output"] for e in store.iter_examples("captured")}
+    assert answers == {"c": "negative", "b": "positive", added.renamed["c"]: "negative"}
+    shown = cli("dataset", "add-run", "other", str(first), "--only-failures",
+                "--store", store_url, cwd=workdir)  # fmt: skip
+    assert shown.returncode == 0, shown.stderr
+    shown = cli("dataset", "add-run", "other", str(second), "--only-failures",
+                "--store", store_url, cwd=workdir)  # fmt: skip
+    assert (
+        "1 row-task(s) whose id is in other with other content, added as new examples: c → c~"
+        in (shown.stdout)
+    )
+    assert shown.stdout.splitlines()[-1].startswith("added 2 row-task(s): other@2")
+
+
+def test_a_plain_add_still_refuses_an_id_with_other_content(store_url: str) -> None:
+    from assay.store.schema import Schema
+
+    with open_store(store_url) as store:
+        store.create_dataset("d", Schema(fields={"text": "string"}))
+        store.add("d", [{"id": "a", "text": "one"}, {"id": "b", "text": "two"}])
+        with pytest.raises(StoreError, match="already a member of dataset 'd' with other content"):
+            store.add("d", [{"id": "a", "text": "changed"}])
+        made = store.add("d", [{"id": "a", "text": "changed"}, {"id": "b", "text": "two"},
+                               {"id": "c", "text": "new"}], on_conflict="new_id")  # fmt: skip
+        assert made.added == 2 and made.unchanged == 1 and list(made.renamed) == ["a"]
+        same = store.add("d", [{"id": "a", "text": "changed"}], on_conflict="new_id")
+        assert not same.created and same.unchanged == 1 and same.renamed == {}
+        assert {e.example_id: e.data["text"] for e in store.iter_examples("d")} == {
+            "a": "one", "b": "two", "c": "new", made.renamed["a"]: "changed"}  # fmt: skip

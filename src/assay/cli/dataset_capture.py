@@ -89,6 +89,14 @@ def _report(name: str, result: CaptureResult, noun: str) -> None:
             + (" …" if len(result.skipped_existing) > 10 else ""),
             markup=False,
         )
+    if result.renamed:
+        console.print(
+            f"{len(result.renamed)} {noun}(s) whose id is in {name} with other content, "
+            "added as new examples: "
+            + ", ".join(f"{old} → {new}" for old, new in list(result.renamed.items())[:10])
+            + (" …" if len(result.renamed) > 10 else ""),
+            markup=False,
+        )
     if result.version is None:
         what = "no new" if result.skipped_existing else "no matching"
         console.print(f"{what} {noun}s: nothing added to {name}", markup=False)

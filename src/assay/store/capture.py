@@ -9,9 +9,12 @@ the row's field of the same name (``row.<field>``); an attribute of that name on
 spans (``attr.<field>``). A field left without a source is an error naming the sources
 there are. The trace is copied into the store (a ``trace`` field's value holds its id).
 
-A case whose example id is already in the dataset's latest version is skipped and counted,
-so capturing the same run twice adds nothing the second time. A dataset that does not exist
-yet is created with the default schema of the kind of capture.
+A case whose example id is already in the dataset's latest version with the same content is
+skipped and counted, so capturing the same run twice adds nothing the second time. One whose
+id is taken by other content (the same row answered differently by a later run) is new
+evidence: it is added under the id, ``~`` and 8 hex digits of its content's hash, and the
+result lists it in ``renamed``. A dataset that does not exist yet is created with the default
+schema of the kind of capture.
 
 The known secrets (``redactor``: the environment's, :class:`~assay.results.secrets.Redactor`)
 are redacted from every value and trace before it is stored: a production trace that quotes
@@ -59,14 +62,16 @@ class Captured:
 @dataclass(frozen=True)
 class CaptureResult:
     """What a capture did: the version it made (``None`` when nothing was new), the ids
-    added, the ids already in the dataset (skipped), whether the dataset was created, and
-    the mapping used (field → source)."""
+    added, the ids already in the dataset with the same content (skipped), whether the
+    dataset was created, the mapping used (field → source), and the cases whose id was
+    taken by other content: their id → the id they were added under."""
 
     version: VersionInfo | None
     added: list[str] = field(default_factory=list)
     skipped_existing: list[str] = field(default_factory=list)
     created: bool = False
     mapping: dict[str, str] = field(default_factory=dict)
+    renamed: dict[str, str] = field(default_factory=dict)
 
 
 def parse_mapping(items: Sequence[str]) -> dict[str, str]:
@@ -208,17 +213,23 @@ def capture(
     present = store.member_ids(name, [c.example_id for c in cases]) if info else set()
     fields = resolve_mapping(schema, mapping, cases, dataset=name)
     _unique(cases)
-    new = [c for c in cases if c.example_id not in present]
-    skipped = [c.example_id for c in cases if c.example_id in present]
-    if not new:
-        return CaptureResult(None, [], skipped, False, fields)
-    rows = _rows(new, fields, schema, id_field)
+    rows = _rows(cases, fields, schema, id_field)
     if redactor:
         rows = redactor.redact_data(rows)
     if info is None:  # created only now: a refused capture leaves no empty dataset behind
         store.create_dataset(name, default_schema)
-    version = store.add(name, rows, origin=origin)
-    return CaptureResult(version, [c.example_id for c in new], skipped, info is None, fields)
+    version = store.add(name, rows, origin=origin, on_conflict="new_id")
+    renamed = version.renamed
+    added = [c.example_id for c in cases if c.example_id not in present]
+    skipped = [c.example_id for c in cases if c.example_id in present - renamed.keys()]
+    return CaptureResult(
+        version if version.created else None,
+        added + list(renamed.values()),
+        skipped,
+        info is None,
+        fields,
+        renamed,
+    )
 
 
 def _unique(cases: Sequence[Captured]) -> None:

@@ -73,6 +73,8 @@ class VersionInfo:
             present with the same content, so no version was made (this is the latest).
         unchanged: on the version an ``add`` returns: rows of the batch already present with
             the same content, skipped.
+        renamed: on the version an ``add`` with ``on_conflict="new_id"`` returns: the ids
+            taken by other content → the new ids their rows were added under.
     """
 
     number: int
@@ -86,6 +88,7 @@ class VersionInfo:
     origin: str | None = None
     created: bool = field(default=True, compare=False)
     unchanged: int = field(default=0, compare=False)
+    renamed: dict[str, str] = field(default_factory=dict, compare=False)
 
     @property
     def ref(self) -> str:

@@ -33,6 +33,7 @@ from assay.store.models import (
     VersionInfo,
 )
 from assay.store.schema import Schema
+from assay.store.writes import OnConflict
 
 
 @contextmanager
@@ -130,6 +131,7 @@ class Store:
         *,
         origin: str | None = None,
         base_dir: Path | None = None,
+        on_conflict: OnConflict = "refuse",
     ) -> VersionInfo:
         """Add a batch of examples as exactly one new version, in one transaction.
 
@@ -141,6 +143,10 @@ class Store:
             origin: the file the dict rows came from, for messages and the version record.
             base_dir: where relative trace/session paths of dict rows are resolved
                 (default: the working directory).
+            on_conflict: a row whose id is a member with other content is refused
+                (``refuse``: nothing is written) or added under a new id (``new_id``: the id,
+                ``~`` and 8 hex digits of its content's sha256; the result's ``renamed``
+                lists them).
 
         Returns:
             The version created.
@@ -151,7 +157,9 @@ class Store:
                 nothing is written.
         """
         with _database_errors(self._engine), write_transaction(self._engine) as connection:
-            return writes.add(connection, name, rows, origin=origin, base_dir=base_dir)
+            return writes.add(
+                connection, name, rows, origin=origin, base_dir=base_dir, on_conflict=on_conflict
+            )
 
     def import_dataset(
         self,

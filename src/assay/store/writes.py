@@ -8,12 +8,13 @@ version is either complete or absent.
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from sqlalchemy import Connection, select, update
 from sqlalchemy.exc import IntegrityError
@@ -28,6 +29,20 @@ from assay.store.values import combine, example_digest
 
 CHUNK = 2000
 MAX_ORIGIN = 500
+
+OnConflict = Literal["refuse", "new_id"]
+"""What an add does with a row whose id is a member with other content: ``refuse`` it (the
+batch fails), or add it under a ``new_id`` (:func:`evidence_id`)."""
+
+Prepared = tuple[str, str, int]
+"""``(example_id, data as stored JSON, digest)``: a row as :class:`RowChecker` prepares it."""
+
+
+def evidence_id(example_id: str, stored: str) -> str:
+    """The id a row gets when its own id is taken by other content: ``ID~`` and the first 8
+    hex digits of the sha256 of its stored JSON, so the same evidence always gets the same id
+    (adding it twice adds it once) and other evidence another one."""
+    return f"{example_id}~{hashlib.sha256(stored.encode('utf-8')).hexdigest()[:8]}"
 
 
 def now_text() -> str:
@@ -125,14 +140,24 @@ class _Batch:
     Ids are checked by the partial unique index on open members: each chunk is inserted
     inside a savepoint, and only when the index refuses it are the chunk's ids that are
     already members looked up. A member with the same content is left as it is (the row is
-    counted ``unchanged``); one with other content, or an id twice in the batch, is an error.
-    So a chunk costs one insert, whatever the dataset's size.
+    counted ``unchanged``); an id twice in the batch is an error, and so is one with other
+    content unless ``renamer`` is given: then the row is prepared again under its
+    :func:`evidence_id` (``renamed`` maps the old id to the new). So a chunk costs one
+    insert, whatever the dataset's size.
     """
 
-    def __init__(self, connection: Connection, dataset: DatasetRow, number: int) -> None:
+    def __init__(
+        self,
+        connection: Connection,
+        dataset: DatasetRow,
+        number: int,
+        renamer: Callable[[SourceRow, str], Prepared] | None = None,
+    ) -> None:
         self.connection = connection
         self.dataset = dataset
         self.number = number
+        self.renamer = renamer
+        self.renamed: dict[str, str] = {}
         self.pending: list[tuple[int, str, str, int]] = []
         self.digests: list[int] = []
         self.where: dict[str, SourceRow] = {}
@@ -160,20 +185,21 @@ class _Batch:
             self.flush()
 
     def flush(self) -> None:
-        if not self.pending:
-            return
         refused: tuple[type[Exception], ...] = (
             IntegrityError,
             self.connection.dialect.loaded_dbapi.IntegrityError,
         )
-        try:
-            with self.connection.begin_nested():
-                insert_members(self.connection, self.pending)
-        except refused:
-            self._skip_present()
-            if self.pending:
+        rounds = 0
+        while self.pending:
+            try:
                 with self.connection.begin_nested():
                     insert_members(self.connection, self.pending)
+                break
+            except refused:
+                rounds += 1  # a new id may itself be present: at most one more round
+                if rounds > 2:
+                    raise
+                self._skip_present()
         self.pending = []
         self.digests = []
         self.where = {}
@@ -188,6 +214,7 @@ class _Batch:
             )
         ).all()
         present: set[str] = set()
+        other: list[str] = []
         stored = {p[1]: p[2] for p in self.pending}
         for example_id, data, added_in in found:
             row = self.where[example_id]
@@ -195,6 +222,9 @@ class _Batch:
                 raise row_error(row, "the example id appears twice in this batch",
                                 example_id=example_id)  # fmt: skip
             if json.loads(data) != json.loads(stored[example_id]):
+                if self.renamer is not None and example_id not in self.renamed.values():
+                    other.append(example_id)
+                    continue
                 latest = self.dataset.info.current_version
                 raise row_error(
                     row,
@@ -204,14 +234,39 @@ class _Batch:
                     example_id=example_id,
                 )
             present.add(example_id)
+        self._drop(present, counted=True)
+        self._drop(set(other), counted=False)
+        for example_id in other:
+            self._push_renamed(example_id, stored[example_id])
+
+    def _drop(self, ids: set[str], *, counted: bool) -> None:
+        """Take ``ids`` out of the pending rows; ``counted``: as ``unchanged`` (present with
+        the same content), else to be pushed again under a new id."""
+        if counted:
+            for old, new in list(self.renamed.items()):
+                if new in ids:  # that evidence was added before: nothing new
+                    del self.renamed[old]
+            for example_id in ids:
+                del self.where[example_id]
         kept = [(p, d) for p, d in zip(self.pending, self.digests, strict=True)
-                if p[1] not in present]  # fmt: skip
+                if p[1] not in ids]  # fmt: skip
         skipped = len(self.pending) - len(kept)
         self.digest -= sum(self.digests) - sum(d for _, d in kept)
         self.added -= skipped
-        self.unchanged += skipped
+        self.unchanged += skipped if counted else 0
         self.pending = [p for p, _ in kept]
         self.digests = [d for _, d in kept]
+
+    def _push_renamed(self, example_id: str, stored: str) -> None:
+        assert self.renamer is not None
+        row = self.where.pop(example_id)
+        new_id, new_stored, digest = self.renamer(row, evidence_id(example_id, stored))
+        self.renamed[example_id] = new_id
+        self.where[new_id] = row
+        self.pending.append((self.dataset.dataset_id, new_id, new_stored, self.number))
+        self.digests.append(digest)
+        self.added += 1
+        self.digest += digest
 
 
 def add(
@@ -221,13 +276,20 @@ def add(
     *,
     origin: str | None,
     base_dir: Path | None,
+    on_conflict: OnConflict = "refuse",
 ) -> VersionInfo:
     """Add ``rows`` as one new version (see :meth:`assay.store.Store.add`)."""
     dataset = get_dataset(connection, name, for_update=True)
     info = dataset.info
     sink = TraceSink(connection) if info.schema.pointer_field else None
     checker = RowChecker(info.schema, info.id_field, sink)
-    batch = _Batch(connection, dataset, info.current_version + 1)
+
+    def renamer(row: SourceRow, new_id: str) -> Prepared:
+        moved = SourceRow({**row.data, info.id_field: new_id}, row.origin, row.line, row.base_dir)
+        return checker.prepare(moved)
+
+    chosen = renamer if on_conflict == "new_id" else None
+    batch = _Batch(connection, dataset, info.current_version + 1, chosen)
     for index, item in enumerate(rows, start=1):
         if not isinstance(item, SourceRow):
             data = item if isinstance(item, dict) else dict(item)
@@ -248,7 +310,7 @@ def add(
         hash_hex=combine(info.content_hash, add=batch.digest),
         item_count=info.item_count + batch.added, origin=label,
     )  # fmt: skip
-    return replace(version, unchanged=batch.unchanged)
+    return replace(version, unchanged=batch.unchanged, renamed=batch.renamed)
 
 
 def remove(connection: Connection, name: str, example_ids: Sequence[str]) -> RemoveResult:
