@@ -27,7 +27,7 @@ from assay.judges.assets import JudgeResolver, load_judge_file
 from assay.judges.calibration import CalibrationResult, Progress, calibrate
 from assay.orchestration.capture import add_run
 from assay.results.secrets import Redactor
-from assay.spec.judge import JudgeAsset, judge_reference
+from assay.spec.judge import JudgeAsset, judge_reference, split_calibration_pin
 from assay.store import open_store
 from assay.store.capture import CaptureResult, capture, parse_mapping
 from assay.store.judges import JudgeRecord
@@ -57,13 +57,15 @@ def add_judge(name: str, file: str | Path, *, store: str | None = None) -> tuple
 
 def judge_asset(reference: str, *, store: str | None = None) -> JudgeAsset:
     """The judge a command names: a judge file (a path, or a ``.yaml``/``.json`` name), or
-    ``name`` / ``name@N`` in the store; with its latest stored calibration, if any.
+    ``name`` / ``name@N`` in the store; with its latest usable stored calibration, if any,
+    or the one pinned with ``#ID`` (``grader@2#1a2b3c4d``).
 
     Raises:
         TaskFileError, StoreError: the file or store judge cannot be read.
     """
     try:
         kind, value, version = judge_reference(reference)
+        _, pin = split_calibration_pin(reference)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     resolver = JudgeResolver(store)
@@ -71,9 +73,12 @@ def judge_asset(reference: str, *, store: str | None = None) -> JudgeAsset:
         if kind == "file":
             path = Path(value)
             definition = load_judge_file(path)
-            name = definition.name or path.stem
-            return resolver.file_asset(definition, name, path)
-        return resolver.store_asset(value, version, base_dir=Path.cwd())
+            asset = resolver.file_asset(definition, definition.name or path.stem, path)
+        else:
+            asset = resolver.store_asset(value, version, base_dir=Path.cwd())
+        if pin is None:
+            return asset
+        return asset.model_copy(update={"calibration": resolver.pinned(asset, pin)})
     finally:
         resolver.close()
 

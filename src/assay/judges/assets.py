@@ -26,7 +26,13 @@ from assay.errors import StoreError, TaskFileError, UsageError, UserError
 from assay.judges.prompt import rubric_fields
 from assay.spec.base import ScreenError, screen
 from assay.spec.criteria import CriterionSpec, LlmJudge
-from assay.spec.judge import CalibrationRef, JudgeAsset, JudgeDefinition, judge_reference
+from assay.spec.judge import (
+    CalibrationRef,
+    JudgeAsset,
+    JudgeDefinition,
+    judge_reference,
+    split_calibration_pin,
+)
 from assay.spec.source import YamlDocument, field_path, read_yaml
 
 if TYPE_CHECKING:
@@ -226,6 +232,43 @@ class JudgeResolver:
         return self._resolved[key]
 
     def _referenced(self, reference: str, base_dir: Path) -> JudgeAsset:
+        asset = self._named(reference, base_dir)
+        _, pin = split_calibration_pin(reference)
+        if pin is None:
+            return asset
+        return asset.model_copy(update={"calibration": self.pinned(asset, pin)})
+
+    def pinned(self, asset: JudgeAsset, pin: str) -> CalibrationRef:
+        """The stored calibration of ``asset``'s content hash whose id starts with ``pin``.
+
+        Raises:
+            StoreError: no store, no such calibration of this judge's content (another
+                judge's, or one made before its rubric changed), several that match, or
+                one that compared no row.
+        """
+        store = self.store(required=True)
+        assert store is not None
+        found = [c for c in store.calibrations(judge_hash=asset.content_hash)
+                 if c.calibration_id.startswith(pin)]  # fmt: skip
+        fix = f"`assay judge show {asset.name}` lists its calibrations"
+        if not found:
+            raise StoreError(
+                f"judge {asset.label} has no calibration whose id starts with {pin!r}",
+                hint=f"a calibration belongs to one judge content; {fix}",
+            )
+        if len(found) > 1:
+            ids = ", ".join(c.calibration_id[:12] for c in found)
+            raise StoreError(f"calibration {pin!r} of judge {asset.label} is ambiguous: {ids}",
+                             hint="give more digits of its id")  # fmt: skip
+        if not usable(found[0].report):
+            raise StoreError(
+                f"calibration {found[0].calibration_id[:12]} of judge {asset.label} compared "
+                "no row and cannot be pinned",
+                hint=f"pin one that compared rows; {fix}",
+            )
+        return calibration_ref(found[0])
+
+    def _named(self, reference: str, base_dir: Path) -> JudgeAsset:
         kind, value, version = judge_reference(reference)
         if kind == "file":
             path = (base_dir / value) if not Path(value).is_absolute() else Path(value)

@@ -306,14 +306,38 @@ class JudgeAsset(StrictModel):
         return f"{self.name}{version} (sha256 {self.content_hash[:12]})"
 
 
+CALIBRATION_PIN = re.compile(r"[0-9a-f]{4,32}")
+
+
+def split_calibration_pin(value: str) -> tuple[str, str | None]:
+    """A ``judge:`` value and the calibration it pins: ``grader@2#1a2b3c4d`` →
+    ``("grader@2", "1a2b3c4d")`` (a prefix of a stored calibration's id, as ``assay judge
+    show`` lists them); without ``#``: ``(value, None)``.
+
+    Raises:
+        ValueError: what follows ``#`` is not 4 to 32 lowercase hex digits.
+    """
+    text = value.strip()
+    if "#" not in text:
+        return text, None
+    reference, pin = text.rsplit("#", 1)
+    if not CALIBRATION_PIN.fullmatch(pin.strip()):
+        raise ValueError(
+            f"judge {value!r}: '#{pin}' is not a calibration id; pin one with '#' and 4 to 32 "
+            "hex digits of its id (`assay judge show NAME` lists a judge's calibrations)"
+        )
+    return reference.strip(), pin.strip()
+
+
 def judge_reference(value: str) -> tuple[str, str, int | None]:
-    """Classify a ``judge:`` value: ``("file", path, None)`` for a file (a path with ``/``
+    """Classify a ``judge:`` value (a calibration pin ``#ID`` is left out, see
+    :func:`split_calibration_pin`): ``("file", path, None)`` for a file (a path with ``/``
     or a ``.yaml``/``.yml``/``.json`` name), else ``("store", name, version)``.
 
     Raises:
-        ValueError: neither a file name nor ``name[@N]``.
+        ValueError: neither a file name nor ``name[@N]``, or a malformed pin.
     """
-    text = value.strip()
+    text, _ = split_calibration_pin(value)
     if "/" in text or "\\" in text or text.lower().endswith(FILE_SUFFIXES):
         return "file", text, None
     match = STORE_REFERENCE.fullmatch(text)
