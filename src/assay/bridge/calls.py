@@ -27,6 +27,7 @@ from assay.providers.retry import CallRecord
 from assay.providers.wire import WireError
 from assay.providers.wire import anthropic as anthropic_wire
 from assay.providers.wire import chat as chat_wire
+from assay.providers.wire import gemini as gemini_wire
 from assay.providers.wire import responses as responses_wire
 from assay.providers.wire.anthropic import usage_from_wire
 from assay.results.secrets import clip_head
@@ -50,6 +51,8 @@ def error_reply(protocol: Protocol, status: int, kind: str, message: str) -> Rep
     ``authentication_error``, ``api_error``, ``not_found_error``)."""
     if protocol == "anthropic":
         return Reply(status, anthropic_wire.error_body(kind, message))
+    if protocol == "gemini":
+        return Reply(status, gemini_wire.error_body(status, message))
     return Reply(status, chat_wire.error_body(kind, message, code=kind))
 
 
@@ -57,6 +60,7 @@ _DECODE: dict[Protocol, Callable[[Any], ModelRequest]] = {
     "anthropic": anthropic_wire.request_from_wire,
     "chat": chat_wire.request_from_wire,
     "responses": responses_wire.request_from_wire,
+    "gemini": gemini_wire.request_from_wire,
 }
 
 
@@ -67,8 +71,14 @@ async def translate(
     body: Any,
     *,
     on_retry: OnRetry | None = None,
+    stream: bool | None = None,
+    asked_model: str | None = None,
 ) -> Reply:
-    """Answer ``body`` (already parsed JSON) with the session's model, translated both ways."""
+    """Answer ``body`` (already parsed JSON) with the session's model, translated both ways.
+
+    ``stream`` and ``asked_model`` are for a protocol that says them in the URL rather than
+    the body (Gemini's ``models/{model}:streamGenerateContent``); by default the body's
+    ``stream`` and ``model``."""
     log = session.begin(protocol, session.model_key.name)
     try:
         request = _DECODE[protocol](body)
@@ -100,7 +110,9 @@ async def translate(
     if session.stopped is not None and session.stop_message is not None:
         # this call crossed a budget: it is counted, but the agent does not act on it
         return error_reply(protocol, 400, "invalid_request_error", session.stop_message)
-    return _encode(protocol, response, model=_model_name(body, session), stream=_streams(body))
+    streamed = _streams(body) if stream is None else stream
+    return _encode(protocol, response, model=asked_model or _model_name(body, session),
+                   stream=streamed)  # fmt: skip
 
 
 def _fill(log: CallLog, response: ModelResponse) -> None:
@@ -135,6 +147,11 @@ def _encode(protocol: Protocol, response: ModelResponse, *, model: str, stream: 
             return Reply(200, anthropic_wire.response_to_wire(response, model=model))
         events = anthropic_wire.stream_events(response, model=model)
         return Reply(200, stream=_replay([encode(d, event=n) for n, d in events]))
+    if protocol == "gemini":
+        if not stream:
+            return Reply(200, gemini_wire.response_to_wire(response, model=model))
+        pieces = gemini_wire.stream_chunks(response, model=model)
+        return Reply(200, stream=_replay([encode(c) for c in pieces]))
     if protocol == "responses":
         if not stream:
             return Reply(200, responses_wire.response_to_wire(response, model=model))

@@ -6,17 +6,20 @@ base URL and a path):
 - ``POST /v1/messages`` — Anthropic Messages, streamed (SSE with ``event:`` lines) or not;
 - ``POST /v1/responses`` — OpenAI Responses, streamed or not;
 - ``POST /v1/chat/completions`` — OpenAI Chat Completions, streamed or not;
-- ``GET /v1/models`` — the session's model, for clients that list models first.
+- ``GET /v1/models`` — the session's model, for clients that list models first;
+- ``POST /v1beta/models/{model}:generateContent`` and ``…:streamGenerateContent`` (SSE with
+  ``?alt=sse``) — the Gemini API, as the Gemini CLI sends it; ``…:countTokens`` answers an
+  estimate (a quarter of the request's characters: the bridge does not tokenize).
 
 The same routes are also served on a unix socket when :meth:`Bridge.start` is asked for one:
 a row in a ``bwrap`` sandbox has no network, and reaches the bridge through that socket
 bound into its sandbox (:mod:`assay.sandbox.bwrap`).
 
-A request names its row-task by the credential it carries (``x-api-key``, or
-``Authorization: Bearer``): the token of a :class:`BridgeSession` opened by the row's agent.
-A request without a valid one is refused with 401. Starlette serves the routes and uvicorn
-runs in the run's event loop (no threads, no signal handlers of its own: Ctrl-C stays the
-run's).
+A request names its row-task by the credential it carries (``x-api-key``,
+``Authorization: Bearer``, or Gemini's ``x-goog-api-key`` header or ``?key=``): the token of
+a :class:`BridgeSession` opened by the row's agent. A request without a valid one is refused
+with 401. Starlette serves the routes and uvicorn runs in the run's event loop (no threads,
+no signal handlers of its own: Ctrl-C stays the run's).
 """
 
 from __future__ import annotations
@@ -166,6 +169,24 @@ class Bridge:
         async def chat(request: Request) -> Response:
             return await self._call("chat", request)
 
+        async def gemini(request: Request) -> Response:
+            model, _, action = str(request.path_params["target"]).rpartition(":")
+            if action in ("generateContent", "streamGenerateContent"):
+                return await self._call("gemini", request,
+                                        stream=action == "streamGenerateContent",
+                                        asked_model=model or None)  # fmt: skip
+            if action == "countTokens":
+                return await self._count_tokens(request)
+            return _send(
+                error_reply(
+                    "gemini",
+                    404,
+                    "not_found_error",
+                    f"the assay model bridge does not serve {action!r} "
+                    "(generateContent, streamGenerateContent, countTokens)",
+                )
+            )
+
         async def models(request: Request) -> Response:
             session = self._session(request)
             if session is None:
@@ -195,17 +216,39 @@ class Bridge:
             Route("/{prefix:path}/responses", responses, methods=["POST"]),
             Route("/{prefix:path}/chat/completions", chat, methods=["POST"]),
             Route("/{prefix:path}/models", models, methods=["GET"]),
+            Route("/{prefix:path}/models/{target:path}", gemini, methods=["POST"]),
             Route("/{path:path}", unknown, methods=["GET", "POST", "HEAD", "PUT", "DELETE"]),
         ])  # fmt: skip
 
     def _session(self, request: Request) -> BridgeSession | None:
-        token = request.headers.get("x-api-key") or ""
+        token = (request.headers.get("x-api-key") or request.headers.get("x-goog-api-key")
+                 or request.query_params.get("key") or "")  # fmt: skip
         bearer = request.headers.get("authorization", "")
         if not token and bearer.lower().startswith("bearer "):
             token = bearer[7:].strip()
         return self._sessions.get(token)
 
-    async def _call(self, protocol: Protocol, request: Request) -> Response:
+    async def _count_tokens(self, request: Request) -> Response:
+        """Gemini's ``countTokens``: an estimate, a quarter of the characters of the text
+        (the bridge does not tokenize for the session's model)."""
+        if self._session(request) is None:
+            self.refused += 1
+            return _send(error_reply("gemini", 401, "authentication_error", _NO_TOKEN))
+        try:
+            body = json.loads(await request.body())
+        except ValueError as exc:
+            return _send(error_reply("gemini", 400, "invalid_request_error",
+                                     f"the request body is not JSON: {exc}"))  # fmt: skip
+        return JSONResponse({"totalTokens": max(1, len(json.dumps(body)) // 4)})
+
+    async def _call(
+        self,
+        protocol: Protocol,
+        request: Request,
+        *,
+        stream: bool | None = None,
+        asked_model: str | None = None,
+    ) -> Response:
         session = self._session(request)
         if session is None:
             self.refused += 1
@@ -225,7 +268,9 @@ class Bridge:
                     protocol, 400, "invalid_request_error", f"the request body is not JSON: {exc}"
                 )
             )
-        work = asyncio.ensure_future(self._answer(protocol, session, request, raw, body))
+        answering = self._answer(protocol, session, request, raw, body,
+                                 stream=stream, asked_model=asked_model)  # fmt: skip
+        work = asyncio.ensure_future(answering)
         closed = asyncio.ensure_future(session.closed.wait())
         await asyncio.wait({work, closed}, return_when=asyncio.FIRST_COMPLETED)
         closed.cancel()
@@ -242,14 +287,23 @@ class Bridge:
         return _send(work.result())
 
     async def _answer(
-        self, protocol: Protocol, session: BridgeSession, request: Request, raw: bytes, body: Any
+        self,
+        protocol: Protocol,
+        session: BridgeSession,
+        request: Request,
+        raw: bytes,
+        body: Any,
+        *,
+        stream: bool | None = None,
+        asked_model: str | None = None,
     ) -> Reply:
         model = self.pool.get(session.model_key)
         passthrough = session.model_key.name.startswith("anthropic/")
         if protocol == "anthropic" and passthrough and isinstance(body, dict):
             return await forward(session, model, raw, body, headers=dict(request.headers),
                                  query=request.url.query, on_retry=self.on_retry)  # fmt: skip
-        return await translate(protocol, session, model, body, on_retry=self.on_retry)
+        return await translate(protocol, session, model, body, on_retry=self.on_retry,
+                               stream=stream, asked_model=asked_model)  # fmt: skip
 
 
 _NO_TOKEN = (

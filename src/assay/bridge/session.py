@@ -26,7 +26,7 @@ TOKEN_PATTERN = TOKEN_PREFIX + "[0-9a-f]{32}"
 """What every row's bridge credential looks like (redacted by this pattern: one for all rows)."""
 
 StopKind = Literal["token_budget", "cost_budget", "max_turns"]
-Protocol = Literal["anthropic", "responses", "chat"]
+Protocol = Literal["anthropic", "responses", "chat", "gemini"]
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,9 @@ One module per protocol, each with the four directions a client and a server nee
 
 - ``anthropic``: the Anthropic Messages API (``POST /v1/messages``),
 - ``chat``: OpenAI Chat Completions (``POST /v1/chat/completions``),
-- ``responses``: the OpenAI Responses API (``POST /v1/responses``).
+- ``responses``: the OpenAI Responses API (``POST /v1/responses``),
+- ``gemini``: the Gemini API (``POST /v1beta/models/{model}:generateContent`` and
+  ``:streamGenerateContent``).
 
 ``request_from_wire`` / ``response_to_wire`` / ``stream_events`` are the server side (the
 model bridge reads what a coding-agent CLI sends and answers it); ``request_to_wire`` /
