@@ -81,13 +81,20 @@ def run(
                "cache_expiry": cache_expiry,
                **_executor(executor, ray_address, ray_files, max_connections,
                            max_rate)}  # fmt: skip
+    _resume_options(session, resume, retry_errors=retry_errors, rerun_changed=rerun_changed)
+    execute_command(tasks, chosen, session, resume=resume)
+
+
+def _resume_options(
+    session: dict[str, Any], resume: str | None, *, retry_errors: bool, rerun_changed: bool
+) -> None:
+    """Add ``--resume``'s own flags to ``session``; ``--rerun-changed`` without it is an error."""
     if resume is not None:
         session.update(retry_errors=retry_errors, rerun_changed=rerun_changed)
     elif rerun_changed:
         with user_errors():
             raise UsageError("--rerun-changed goes with --resume RUN_DIR: it runs again the "
                              "rows of that run whose dataset content changed")  # fmt: skip
-    execute_command(tasks, chosen, session, resume=resume)
 
 
 def _executor(
@@ -137,10 +144,5 @@ def execute(
                "cache_expiry": cache_expiry,
                **_executor(executor, ray_address, ray_files, max_connections,
                            max_rate)}  # fmt: skip
-    if resume is not None:
-        session.update(retry_errors=retry_errors, rerun_changed=rerun_changed)
-    elif rerun_changed:
-        with user_errors():
-            raise UsageError("--rerun-changed goes with --resume RUN_DIR: it runs again the "
-                             "rows of that run whose dataset content changed")  # fmt: skip
+    _resume_options(session, resume, retry_errors=retry_errors, rerun_changed=rerun_changed)
     execute_command(tasks, chosen, session, resume=resume)
