@@ -101,12 +101,39 @@ def test_sdk_options_refused_with_coder_evals_messages(
     assert message in str(error.value)
 
 
+@pytest.mark.parametrize(
+    ("kind", "written", "model"),
+    [
+        ("claude-code", "claude-sonnet-4-5", "anthropic/claude-sonnet-4-5"),
+        ("claude-code", "anthropic.claude-sonnet-4-6", "anthropic/claude-sonnet-4-6"),
+        (
+            "claude-code",
+            "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+            "anthropic/claude-sonnet-4-5-20250929",
+        ),
+        ("claude-code", "anthropic/claude-opus-4-1", "anthropic/claude-opus-4-1"),
+        ("claude-code", "mock/script.yaml", "mock/script.yaml"),
+        ("codex", "gpt-5.5", "openai/gpt-5.5"),
+        ("codex", "o3", "openai/o3"),
+        ("codex", "codex-mini-latest", "openai/codex-mini-latest"),
+    ],
+)
+def test_coder_evals_model_names_resolve_to_the_clis_own_provider(
+    kind: str, written: str, model: str
+) -> None:
+    """Issue 29 item 3: a model written as Coder Eval's task files write it loads."""
+    agent = ClaudeCodeAgent if kind == "claude-code" else CodexAgent
+    assert agent.model_validate({"type": kind, "model": written}).model == model
+
+
 def test_agent_field_rules() -> None:
     with pytest.raises(ValueError, match="Only one of 'system_prompt' or 'system_prompt_file'"):
         ClaudeCodeAgent.model_validate({"type": "claude-code", "system_prompt": "a",
                                         "system_prompt_file": "b"})  # fmt: skip
     with pytest.raises(ValueError, match="must be an assay model named provider/name"):
-        ClaudeCodeAgent.model_validate({"type": "claude-code", "model": "claude-sonnet-4-5"})
+        ClaudeCodeAgent.model_validate({"type": "claude-code", "model": "sonnet"})
+    with pytest.raises(ValueError, match="must be an assay model named provider/name"):
+        CodexAgent.model_validate({"type": "codex", "model": "claude-sonnet-4-5"})
     with pytest.raises(ValueError, match="route 'direct' runs the CLI on its own credentials"):
         CodexAgent.model_validate({"type": "codex", "route": "direct", "model": "mock/echo"})
     with pytest.raises(ValueError, match="system_prompt_mode 'replace' needs a non-blank"):

@@ -57,6 +57,33 @@ class PluginSource(StrictModel):
     path: StrictStr
 
 
+_BEDROCK_CLAUDE = re.compile(
+    r"^(?:[a-z]{2,4}\.)?anthropic\.(?P<name>claude-[A-Za-z0-9.\-]+?)(?:-v\d+(?::\d+)?)?$"
+)
+_NATIVE_NAMES: Mapping[str, re.Pattern[str]] = {
+    "anthropic": re.compile(r"^claude-[A-Za-z0-9.\-]+$"),
+    "openai": re.compile(
+        r"^(?:gpt-[A-Za-z0-9.\-]+|o[1-9](?:-[A-Za-z0-9.\-]+)?|codex-[A-Za-z0-9.\-]+)$"
+    ),
+}
+
+
+def native_model_name(name: str, provider: str) -> str | None:
+    """A model name as Coder Eval's task files write it, as an assay model of the CLI's own
+    ``provider`` (``None`` when it is not one): ``claude-sonnet-4-5`` →
+    ``anthropic/claude-sonnet-4-5``; Bedrock's ``anthropic.claude-sonnet-4-6`` (with an
+    optional region prefix such as ``us.`` and version suffix such as ``-v1:0``) →
+    ``anthropic/claude-sonnet-4-6``; ``gpt-5.5``, ``o3``, ``codex-mini-latest`` →
+    ``openai/…``."""
+    text = name.strip()
+    if provider == "anthropic":
+        bedrock = _BEDROCK_CLAUDE.match(text)
+        if bedrock:
+            return f"anthropic/{bedrock.group('name')}"
+    pattern = _NATIVE_NAMES.get(provider)
+    return f"{provider}/{text}" if pattern is not None and pattern.match(text) else None
+
+
 class CodingAgent(StrictModel):
     """Fields shared by the coding-agent CLIs.
 
@@ -91,6 +118,14 @@ class CodingAgent(StrictModel):
     request_timeout: float = Field(default=600, gt=0)
     cache: bool = False
     price: ModelPrice | None = None
+
+    @field_validator("model", mode="before")
+    @classmethod
+    def _coder_eval_model(cls, value: Any) -> Any:
+        """Coder Eval's model names as assay's: see :func:`native_model_name`."""
+        if isinstance(value, str) and "/" not in value and cls.native_provider:
+            return native_model_name(value, cls.native_provider) or value
+        return value
 
     @field_validator("system_prompt", "cli_model", "cli_path", "env", "base_url",
                      "api_key_env", "system_prompt_file")  # fmt: skip
