@@ -69,6 +69,9 @@ AGENT_CRITERIA = """\
   - {type: tool_called, tool: Write, arguments_pattern: f, min_count: 1, max_count: 3,
      require_success: true}
   - {type: commands_efficiency, expected_commands: 2}
+  - {type: import_check, path: f.py, timeout: 20}
+  - {type: pylint_score, path: f.py, min_score: 5, fail_under: 4, args: [-j1],
+     rcfile: pylintrc, timeout: 60}
 """
 SANDBOX_CRITERIA = CRITERIA.replace('allowed_labels: [pos, neg]}', 'allowed_labels: [pos, neg], '
                                     'path: f.txt}').replace('"${row.text}"}', '"${row.text}", '
@@ -286,6 +289,8 @@ TAGS = [
         "file_matches_regex",
         "json_check",
         "pytest",
+        "import_check",
+        "pylint_score",
         "skill_triggered",
         "command_executed",
         "tool_called",
@@ -700,7 +705,7 @@ def test_sample_seed_override_seeds_the_stratified_draw(bases: dict[str, Path]) 
 
 
 def test_a_list_item_override_past_the_end_is_refused(bases: dict[str, Path]) -> None:
-    with pytest.raises(TaskFileError, match="has 16 item\\(s\\), so there is no item 19"):
+    with pytest.raises(TaskFileError, match="has 18 item\\(s\\), so there is no item 19"):
         _plan(bases["llm"], (Override(("success_criteria", "19", "weight"), 0),))
 
 

@@ -4,6 +4,7 @@ kept apart from :mod:`assay.criteria.registry` so each family registers in one l
 from __future__ import annotations
 
 from assay.criteria.base import Checker
+from assay.criteria.code_checks import ImportCheckChecker, PylintScoreChecker
 from assay.criteria.file_text import FileContainsChecker, FileMatchesRegexChecker
 from assay.criteria.json_check import JsonCheckChecker
 from assay.criteria.pytest_check import PytestChecker
@@ -26,4 +27,6 @@ def agent_checkers() -> list[Checker]:
         FileMatchesRegexChecker(),
         JsonCheckChecker(),
         PytestChecker(),
+        ImportCheckChecker(),
+        PylintScoreChecker(),
     ]

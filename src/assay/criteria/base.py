@@ -250,7 +250,7 @@ class CriterionRegistry:
         return sorted(self._checkers)
 
 
-SANDBOX_TYPES = frozenset({"file_exists", "run_command", "pytest"})
+SANDBOX_TYPES = frozenset({"file_exists", "run_command", "pytest", "import_check", "pylint_score"})
 READ_ONLY_TYPES = frozenset({
     "file_exists", "file_check", "file_contains", "file_matches_regex", "json_check",
     "classification_match", "response_match", "skill_triggered", "command_executed",

@@ -1,0 +1,166 @@
+"""``import_check`` and ``pylint_score``: programs run in the row's sandbox over the Python
+code the agent left (``reference/coder_eval_agents.md`` §2).
+
+``import_check`` reads the file's absolute imports with :mod:`ast` (``import a.b`` → ``a.b``;
+``from a.b import c`` → ``a.b``; relative imports are the package's own and are left out)
+and asks the sandbox's ``python3`` which of them ``importlib.util.find_spec`` resolves (a
+dotted name imports its parents, as Python's own import would). Details: ``Checked: N,
+resolved: k/N; Failed: a, b``.
+
+``pylint_score`` runs ``python3 -m pylint --output-format=json2`` (pylint ≥ 3) and reads the
+score from the report's ``statistics.score``. pylint's exit code is a bit field: fatal (1) or
+usage error (32) means it could not lint, and is the criterion's error; the other bits only
+say which kinds of message it found.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import shlex
+from collections import Counter
+from typing import Any
+
+from assay.criteria.base import (
+    CriterionError,
+    GradingContext,
+    ScoreAggregate,
+    basic_result,
+    read_text,
+    sandbox_of,
+)
+from assay.results.task_result import CriterionResult
+from assay.sandbox.process import ProcessResult, tail
+from assay.sandbox.tempdir import SandboxEscape
+from assay.spec.code_criteria import ImportCheck, PylintScore
+
+_FIND_SPECS = """\
+import importlib.util, json, sys
+found = {}
+for name in sys.argv[1:]:
+    try:
+        found[name] = importlib.util.find_spec(name) is not None
+    except Exception:
+        found[name] = False
+print(json.dumps(found))
+"""
+PYLINT_FATAL = 1
+PYLINT_USAGE = 32
+SHOWN_MESSAGES = 5
+
+
+def absolute_imports(source: str) -> list[str]:
+    """The modules ``source`` imports absolutely, in order, each once.
+
+    Raises:
+        SyntaxError: ``source`` is not valid Python.
+    """
+    names: dict[str, None] = {}
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names.update((alias.name, None) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names[node.module] = None
+    return list(names)
+
+
+class ImportCheckChecker(ScoreAggregate):
+    """Grades ``import_check``; see the module docstring."""
+
+    type_name = "import_check"
+
+    async def check(self, spec: ImportCheck, context: GradingContext) -> CriterionResult:
+        """Resolve the file's imports with the sandbox's interpreter."""
+        text = read_text(spec.path, context)
+        if text.value is None:
+            return basic_result(spec, 0.0, f"File '{spec.path}' does not exist")
+        try:
+            modules = absolute_imports(text.value)
+        except SyntaxError as exc:
+            return basic_result(spec, 0.0, f"SyntaxError: {exc.msg} (line {exc.lineno})")
+        if not modules:
+            return basic_result(spec, 1.0, "No imports to check")
+        argv = ["python3", "-c", _FIND_SPECS, *modules]
+        result = await sandbox_of(context).run(shlex.join(argv), env=context.env,
+                                               timeout=spec.timeout)  # fmt: skip
+        found = _resolved(result, spec.timeout)
+        failed = [m for m in modules if not found.get(m)]
+        resolved = len(modules) - len(failed)
+        details = f"Checked: {len(modules)}, resolved: {resolved}/{len(modules)}"
+        if failed:
+            details += "; Failed: " + ", ".join(failed)
+        return basic_result(spec, resolved / len(modules), details)
+
+
+def _resolved(result: ProcessResult, timeout: float) -> dict[str, bool]:
+    if result.timed_out:
+        raise CriterionError(f"the sandbox's python3 did not answer within {timeout:g} s")
+    if result.exit_code != 0:
+        why = tail(result.stderr.strip(), 300)
+        raise CriterionError(f"the sandbox's python3 could not check the imports (exit code "
+                             f"{result.exit_code}): {why}")  # fmt: skip
+    try:
+        found = json.loads(result.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        raise CriterionError(f"unexpected output of the import check: "
+                             f"{tail(result.stdout.strip(), 200)!r}") from None  # fmt: skip
+    return {str(k): bool(v) for k, v in found.items()}
+
+
+class PylintScoreChecker(ScoreAggregate):
+    """Grades ``pylint_score``; see the module docstring."""
+
+    type_name = "pylint_score"
+
+    async def check(self, spec: PylintScore, context: GradingContext) -> CriterionResult:
+        """Run pylint in the sandbox and read its score."""
+        sandbox = sandbox_of(context)
+        try:
+            target = sandbox.resolve(spec.path)
+        except SandboxEscape as exc:
+            raise CriterionError(str(exc)) from None
+        if not target.exists():
+            return basic_result(spec, 0.0, f"'{spec.path}' does not exist")
+        argv = ["python3", "-m", "pylint", "--output-format=json2", *spec.args]
+        if spec.rcfile is not None:
+            argv.append(f"--rcfile={spec.rcfile}")
+        if spec.fail_under is not None:
+            argv.append(f"--fail-under={spec.fail_under:g}")
+        result = await sandbox.run(shlex.join([*argv, spec.path]), env=context.env,
+                                   timeout=spec.timeout)  # fmt: skip
+        report = _report(result, spec.timeout)
+        score = float(report["statistics"]["score"])
+        messages = report.get("messages") or []
+        return basic_result(spec, max(0.0, score) / 10, _details(score, messages))
+
+
+def _report(result: ProcessResult, timeout: float) -> dict[str, Any]:
+    if result.timed_out:
+        raise CriterionError(f"pylint did not finish within {timeout:g} s")
+    error = tail(result.stderr.strip(), 300)
+    if "No module named pylint" in result.stderr:
+        raise CriterionError("pylint is not installed in the sandbox (python3 -m pylint: No "
+                             "module named pylint): install it where the row runs")  # fmt: skip
+    code = result.exit_code or 0
+    if code & (PYLINT_FATAL | PYLINT_USAGE) or code < 0:
+        kind = "a usage error" if code & PYLINT_USAGE else "a fatal error"
+        raise CriterionError(f"pylint stopped with {kind} (exit code {code}): "
+                             f"{error or tail(result.stdout.strip(), 300)}")  # fmt: skip
+    try:
+        report: dict[str, Any] = json.loads(result.stdout)
+        float(report["statistics"]["score"])
+    except (ValueError, KeyError, TypeError):
+        raise CriterionError(f"pylint's report has no score (pylint 3 or later writes one): "
+                             f"{tail(result.stdout.strip(), 200)!r}") from None  # fmt: skip
+    return report
+
+
+def _details(score: float, messages: list[dict[str, Any]]) -> str:
+    kinds = Counter(str(m.get("type", "message")) for m in messages)
+    counted = ", ".join(f"{n} {kind}" for kind, n in sorted(kinds.items()))
+    lines = [f"Pylint score: {score:.2f}/10 ({len(messages)} messages"
+             + (f": {counted})" if counted else ")")]  # fmt: skip
+    for message in messages[:SHOWN_MESSAGES]:
+        lines.append(f"{message.get('path')}:{message.get('line')}: "
+                     f"{message.get('messageId')} {message.get('message')}")  # fmt: skip
+    return "\n".join(lines)

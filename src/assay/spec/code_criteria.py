@@ -1,0 +1,74 @@
+"""Criteria over the Python code a coding task leaves: Coder Eval's ``import_check`` and
+``pylint_score`` (``reference/coder_eval_agents.md`` §2: fields and defaults as there).
+
+Both run a program in the row's sandbox (its interpreter is the ``python3`` on the row's
+``PATH``), so each is graded after the agent and never on a crashed row's leftovers.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, StrictStr, field_validator, model_validator
+
+from assay.spec.criterion_base import CriterionSpec, check_relative_path
+
+
+class ImportCheck(CriterionSpec):
+    """Score: the share of the absolute imports of ``path`` (a Python file in the sandbox)
+    that the sandbox's interpreter resolves (``importlib.util.find_spec``). A file without
+    imports scores 1.0; a file that does not parse, or is missing, scores 0.0."""
+
+    type: Literal["import_check"]
+    path: StrictStr
+    timeout: float = Field(default=30, gt=0)
+
+    _path = field_validator("path")(check_relative_path)
+
+
+class PylintScore(CriterionSpec):
+    """Score: the score pylint gives ``path`` (a file or package in the sandbox), divided by
+    10 (a negative score counts as 0). ``min_score`` (0 to 10) sets the row's pass threshold
+    to ``min_score / 10``; ``fail_under`` is passed to pylint (its ``--fail-under``) and,
+    without ``min_score``, sets the threshold the same way. ``args`` are more pylint options;
+    ``rcfile`` a configuration file in the sandbox (a ``pass_threshold`` that disagrees with
+    ``min_score`` or ``fail_under`` is refused). A pylint that is not installed, crashes
+    or rejects its options cannot grade the row: the criterion's error."""
+
+    type: Literal["pylint_score"]
+    path: StrictStr
+    min_score: float | None = Field(default=None, ge=0, le=10)
+    fail_under: float | None = Field(default=None, le=10)
+    args: list[StrictStr] = Field(default_factory=list)
+    rcfile: StrictStr | None = None
+    timeout: float = Field(default=120, gt=0)
+
+    _paths = field_validator("path", "rcfile")(check_relative_path)
+
+    @field_validator("args")
+    @classmethod
+    def _own_output(cls, value: list[str]) -> list[str]:
+        for arg in value:
+            if arg.startswith(("--output-format", "-f", "--output=", "--rcfile")):
+                raise ValueError(
+                    f"args {arg!r}: assay sets pylint's output format (it reads the score "
+                    "from it); use the rcfile field for a configuration file"
+                )
+        return value
+
+    @model_validator(mode="after")
+    def _threshold(self) -> PylintScore:
+        chosen = self.min_score if self.min_score is not None else self.fail_under
+        if chosen is None:
+            return self
+        if "pass_threshold" in self.model_fields_set and self.pass_threshold != chosen / 10:
+            name = "min_score" if self.min_score is not None else "fail_under"
+            raise ValueError(
+                f"{name} {chosen:g} sets the pass threshold to {chosen / 10:g}, and "
+                f"pass_threshold says {self.pass_threshold:g}: give one of them"
+            )
+        self.pass_threshold = max(0.0, chosen) / 10
+        return self
+
+
+__all__ = ["ImportCheck", "PylintScore"]
