@@ -137,3 +137,82 @@ success_criteria:
     assert [c.error for c in row.success_criteria_results] == [None, None]
     assert scores == [("pylint_score", 1.0), ("import_check", 0.5)]
     assert result.exit_code == 1  # import_check 0.5 is under its 0.9 threshold
+
+
+REFERENCE = "def area(width, height):\n    return width * height\n"
+
+
+def _reference_task(workdir: Path, *, agent_file: str) -> Path:
+    write(workdir / "ref" / "solution.py", REFERENCE)
+    return write(
+        workdir / "task.yaml",
+        f"""\
+task_id: ref
+description: the agent's file against the reference solution
+agent: {{type: command, command: 'echo "reference=${{REFERENCE_DIR:-none}}"'}}
+initial_prompt: go
+reference: {{directory: ref}}
+sandbox:
+  template_sources:
+    - type: starter_files
+      files:
+        - {{path: mine.py, content: "def size(w, h):\\n    return w * h\\n"}}
+        - {{path: broken.py, content: "def (:"}}
+success_criteria:
+  - {{type: reference_comparison, description: same shape, agent_file: {agent_file},
+     reference_file: solution.py}}
+  - {{type: reference_comparison, description: tokens, agent_file: {agent_file},
+     reference_file: solution.py, comparison_method: token, similarity_threshold: 0.5}}
+  - {{type: run_command, description: env, score_from_stdout: true,
+     command: 'test -f "$REFERENCE_DIR/solution.py" && test -f "$TASK_DIR/task.yaml" && echo 1'}}
+  - {{type: response_match, description: the agent is not told, expected: reference=none,
+     match: contains}}
+""",
+    )
+
+
+def test_reference_comparison_end_to_end(workdir: Path) -> None:
+    result = assay.run(_reference_task(workdir, agent_file="mine.py"))
+    (row,) = list(result.rows())
+    graded = row.success_criteria_results
+    assert [c.error for c in graded] == [None, None, None, None]
+    assert graded[0].score == 1.0 and graded[0].pass_threshold == 0.8
+    assert graded[0].details.startswith("ast similarity 1.000 of 'mine.py' to the reference's")
+    assert graded[1].score == pytest.approx(14 / 24) and graded[1].pass_threshold == 0.5
+    assert graded[2].score == 1.0  # REFERENCE_DIR and TASK_DIR reach the criteria's commands
+    assert graded[3].score == 1.0  # the agent is not told where the reference is
+    assert result.exit_code == 0
+
+
+def test_an_agent_file_that_is_missing_or_broken_scores_zero(workdir: Path) -> None:
+    result = assay.run(_reference_task(workdir, agent_file="broken.py"))
+    (row,) = list(result.rows())
+    first = row.success_criteria_results[0]
+    assert (first.score, first.error) == (0.0, None)
+    assert first.details.startswith("Comparison failed: the agent file is not valid Python")
+    (workdir / "task.yaml").unlink()
+    result = assay.run(_reference_task(workdir, agent_file="nothing.py"))
+    (row,) = list(result.rows())
+    assert row.success_criteria_results[0].details == "Agent file not found: nothing.py"
+
+
+def test_the_reference_is_checked_when_the_task_loads(tmp_path: Path) -> None:
+    bare = "{type: reference_comparison, agent_file: a.py, reference_file: s.py}"
+    assert "add reference: {directory:" in loads(tmp_path, bare).render()
+    head = "task_id: t\ndescription: d\ninitial_prompt: p\nreference: {directory: nowhere}\n"
+    task = write(tmp_path / "t.yaml", head + "success_criteria:\n  - " + bare + "\n")
+    from assay.errors import TaskFileError
+    from assay.orchestration.task_loader import load_task
+
+    with pytest.raises(TaskFileError) as caught:
+        load_task(task)
+    assert "reference directory not found" in caught.value.render()
+    assert caught.value.field == "reference.directory"
+    write(tmp_path / "nowhere" / "other.py", "x = 1\n")
+    with pytest.raises(TaskFileError) as caught:
+        load_task(task)
+    assert "reference file not found" in caught.value.render()
+    assert caught.value.field == "success_criteria[0].reference_file"
+    mismatch = ("{type: reference_comparison, agent_file: a.py, reference_file: s.py, "
+                "pass_threshold: 0.3}")  # fmt: skip
+    assert "give one of them" in loads(tmp_path, mismatch).render()

@@ -72,6 +72,8 @@ AGENT_CRITERIA = """\
   - {type: import_check, path: f.py, timeout: 20}
   - {type: pylint_score, path: f.py, min_score: 5, fail_under: 4, args: [-j1],
      rcfile: pylintrc, timeout: 60}
+  - {type: reference_comparison, agent_file: f.py, reference_file: s.py,
+     comparison_method: token, similarity_threshold: 0.7}
 """
 SANDBOX_CRITERIA = CRITERIA.replace('allowed_labels: [pos, neg]}', 'allowed_labels: [pos, neg], '
                                     'path: f.txt}').replace('"${row.text}"}', '"${row.text}", '
@@ -105,6 +107,7 @@ JUDGES = """\
 COMMON = """\
 description: d
 tags: [base]
+reference: {directory: ref}
 run_limits: {task_timeout: 60, max_total_tokens: 1000, max_usd: 1.0}
 sandbox:
   template_sources:
@@ -200,6 +203,8 @@ SPECIAL: dict[str, Any] = {
     "task_id": "renamed",
     "sandbox.driver": "bwrap",
     "sandbox.read_only": ["tpl2"],
+    "reference.directory": "ref2",
+    "success_criteria.15.reference_file": "t.py",
     "agent.model": "mock/other.yaml",
     "qa.judge.model": "mock/other.yaml",
     "agent.system_prompt_file": "prompt.txt",
@@ -420,6 +425,9 @@ def different_value(leaf: Leaf, current: Any) -> Any:
 def bases(tmp_path: Path) -> dict[str, Path]:
     write(tmp_path / "tpl" / "x.txt", "x")
     write(tmp_path / "tpl2" / "y.txt", "y")
+    write(tmp_path / "ref" / "s.py", "x = 1\n")
+    write(tmp_path / "ref" / "t.py", "x = 2\n")
+    write(tmp_path / "ref2" / "s.py", "y = 2\n")
     write(tmp_path / "prompt.txt", "from the file ${row.text}")
     write(tmp_path / "other.yaml", "default: pos\n")
     write(tmp_path / "other2.yaml", "default: neg\n")
@@ -705,7 +713,7 @@ def test_sample_seed_override_seeds_the_stratified_draw(bases: dict[str, Path]) 
 
 
 def test_a_list_item_override_past_the_end_is_refused(bases: dict[str, Path]) -> None:
-    with pytest.raises(TaskFileError, match="has 18 item\\(s\\), so there is no item 19"):
+    with pytest.raises(TaskFileError, match="has 19 item\\(s\\), so there is no item 19"):
         _plan(bases["llm"], (Override(("success_criteria", "19", "weight"), 0),))
 
 

@@ -4,7 +4,11 @@ kept apart from :mod:`assay.criteria.registry` so each family registers in one l
 from __future__ import annotations
 
 from assay.criteria.base import Checker
-from assay.criteria.code_checks import ImportCheckChecker, PylintScoreChecker
+from assay.criteria.code_checks import (
+    ImportCheckChecker,
+    PylintScoreChecker,
+    ReferenceComparisonChecker,
+)
 from assay.criteria.file_text import FileContainsChecker, FileMatchesRegexChecker
 from assay.criteria.json_check import JsonCheckChecker
 from assay.criteria.pytest_check import PytestChecker
@@ -29,4 +33,5 @@ def agent_checkers() -> list[Checker]:
         PytestChecker(),
         ImportCheckChecker(),
         PylintScoreChecker(),
+        ReferenceComparisonChecker(),
     ]

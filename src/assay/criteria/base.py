@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from assay.metrics.descriptive import describe_stats
@@ -56,6 +57,7 @@ class GradingContext:
         row: the dataset row (``None`` for a task without a dataset).
         models: the run's models, for a criterion that asks a model (a judge); ``None``
             when grading without them.
+        reference_dir: the task's reference folder (absolute), ``None`` without one.
     """
 
     sandbox: Sandbox | None
@@ -67,6 +69,7 @@ class GradingContext:
     transcript: Transcript | None = None
     row: dict[str, Any] | None = None
     models: ModelSource | None = None
+    reference_dir: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -253,6 +256,7 @@ class CriterionRegistry:
 SANDBOX_TYPES = frozenset({"file_exists", "run_command", "pytest", "import_check", "pylint_score"})
 READ_ONLY_TYPES = frozenset({
     "file_exists", "file_check", "file_contains", "file_matches_regex", "json_check",
+    "reference_comparison",
     "classification_match", "response_match", "skill_triggered", "command_executed",
     "tool_called", "commands_efficiency",
 })  # fmt: skip

@@ -1,5 +1,6 @@
 """``import_check`` and ``pylint_score``: programs run in the row's sandbox over the Python
-code the agent left (``reference/coder_eval_agents.md`` §2).
+code the agent left; ``reference_comparison``: the agent's file against the task's reference
+(``reference/coder_eval_agents.md`` §2).
 
 ``import_check`` reads the file's absolute imports with :mod:`ast` (``import a.b`` → ``a.b``;
 ``from a.b import c`` → ``a.b``; relative imports are the package's own and are left out)
@@ -19,6 +20,7 @@ import ast
 import json
 import shlex
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 from assay.criteria.base import (
@@ -29,10 +31,11 @@ from assay.criteria.base import (
     read_text,
     sandbox_of,
 )
+from assay.criteria.code_similarity import ComparisonError, similarity
 from assay.results.task_result import CriterionResult
 from assay.sandbox.process import ProcessResult, tail
 from assay.sandbox.tempdir import SandboxEscape
-from assay.spec.code_criteria import ImportCheck, PylintScore
+from assay.spec.code_criteria import ImportCheck, PylintScore, ReferenceComparison
 
 _FIND_SPECS = """\
 import importlib.util, json, sys
@@ -164,3 +167,37 @@ def _details(score: float, messages: list[dict[str, Any]]) -> str:
         lines.append(f"{message.get('path')}:{message.get('line')}: "
                      f"{message.get('messageId')} {message.get('message')}")  # fmt: skip
     return "\n".join(lines)
+
+
+class ReferenceComparisonChecker(ScoreAggregate):
+    """Grades ``reference_comparison``: the similarity of :mod:`.code_similarity`. An agent
+    file that is missing or does not parse scores 0.0 (the agent's work); a reference that
+    cannot be read is the criterion's error (the task's)."""
+
+    type_name = "reference_comparison"
+
+    async def check(self, spec: ReferenceComparison, context: GradingContext) -> CriterionResult:
+        """Compare the agent's file with the reference's."""
+        if context.reference_dir is None:
+            raise CriterionError("No reference code provided (task.reference not set)")
+        agent = read_text(spec.agent_file, context)
+        if agent.value is None:
+            return basic_result(spec, 0.0, f"Agent file not found: {spec.agent_file}")
+        reference = _reference_text(context.reference_dir / spec.reference_file)
+        method = spec.comparison_method
+        try:
+            score = similarity(agent.value, reference, method=method)
+        except ComparisonError as exc:
+            if exc.which == "reference":
+                raise CriterionError(f"Comparison failed: {exc}") from None
+            return basic_result(spec, 0.0, f"Comparison failed: {exc}")
+        return basic_result(spec, score, f"{method} similarity {score:.3f} of '{spec.agent_file}' "
+                            f"to the reference's '{spec.reference_file}' (threshold "
+                            f"{spec.similarity_threshold:g})")  # fmt: skip
+
+
+def _reference_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise CriterionError(f"the reference file cannot be read: {exc}") from None

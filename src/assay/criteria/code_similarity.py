@@ -33,7 +33,11 @@ _WORDS = re.compile(r"\w+|[^\w\s]")
 
 class ComparisonError(ValueError):
     """A file the method cannot read (Python that does not parse, for ``ast`` and
-    ``complexity``)."""
+    ``complexity``); ``which`` is ``agent`` or ``reference``."""
+
+    def __init__(self, message: str, *, which: str) -> None:
+        super().__init__(message)
+        self.which = which
 
 
 def similarity(agent: str, reference: str, *, method: Method) -> float:
@@ -66,7 +70,7 @@ def _parse(text: str, which: str) -> ast.Module:
         return ast.parse(text)
     except SyntaxError as exc:
         raise ComparisonError(f"the {which} file is not valid Python: {exc.msg} "
-                              f"(line {exc.lineno})") from None  # fmt: skip
+                              f"(line {exc.lineno})", which=which) from None  # fmt: skip
 
 
 def node_types(text: str, which: str = "agent") -> list[str]:

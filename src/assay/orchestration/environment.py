@@ -50,6 +50,20 @@ def row_env(
     return env
 
 
+def grading_env(
+    env: dict[str, str], *, task_dir: Path | None, reference: Path | None
+) -> dict[str, str]:
+    """The environment of the programs criteria run: the row's, plus Coder Eval's
+    ``TASK_DIR`` and (for a task with a ``reference``) ``REFERENCE_DIR``, absolute; the
+    agent is never given the reference's place."""
+    graded = dict(env)
+    if task_dir is not None:
+        graded["TASK_DIR"] = str(task_dir.absolute())
+    if reference is not None:
+        graded["REFERENCE_DIR"] = str(reference)
+    return graded
+
+
 @dataclass(frozen=True)
 class AgentVariables:
     """The variable names a task's programs receive (never their values).

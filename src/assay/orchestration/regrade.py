@@ -23,7 +23,7 @@ from assay.criteria.base import CriterionRegistry, GradingContext, needs_sandbox
 from assay.criteria.registry import default_criteria
 from assay.errors import UsageError
 from assay.orchestration.containment import Containment, private_paths
-from assay.orchestration.environment import row_env
+from assay.orchestration.environment import grading_env, row_env
 from assay.orchestration.grading import final_status, grade, grading_message, weighted_score
 from assay.orchestration.judging import judge_keys as task_judge_keys
 from assay.orchestration.qa_rows import judge_key
@@ -31,6 +31,7 @@ from assay.orchestration.rowfiles import SANDBOX_DIR
 from assay.orchestration.runfiles import load_task_json, scan_task_jsons
 from assay.orchestration.secrets import results_redactor
 from assay.orchestration.services import run_services
+from assay.orchestration.task_loader import reference_dir
 from assay.providers.pool import ModelKey, ModelPool, PoolSettings, default_registry
 from assay.qa import PredictionRecord
 from assay.qa.schema import OPEN_TYPES
@@ -237,9 +238,11 @@ async def _regrade_one(
             task_dir=Path(result.task_config.task_dir) if result.task_config.task_dir else None,
             hidden=redactor.names,
         )
+        reference = reference_dir(task, task_dir)
         context = GradingContext(
-            sandbox=scratch, response=response, env=env, transcript=read_transcript(directory),
-            row=result.row, models=pool, **_qa_context(result, task, pool),
+            sandbox=scratch, response=response, transcript=read_transcript(directory),
+            env=grading_env(env, task_dir=task_dir, reference=reference), row=result.row,
+            models=pool, reference_dir=reference, **_qa_context(result, task, pool),
         )  # fmt: skip
         criteria = await grade(list(task.success_criteria), context, registry)
     finally:

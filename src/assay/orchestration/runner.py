@@ -33,7 +33,7 @@ from assay.criteria.base import (
 )
 from assay.errors import AssayError, SandboxError
 from assay.orchestration.containment import Containment
-from assay.orchestration.environment import row_env
+from assay.orchestration.environment import grading_env, row_env
 from assay.orchestration.expand import RowTask
 from assay.orchestration.grading import final_status, grade, grading_message, weighted_score
 from assay.orchestration.judging import judge_keys as task_judge_keys_of
@@ -42,6 +42,7 @@ from assay.orchestration.qa_rows import judge_key
 from assay.orchestration.rowfiles import SANDBOX_DIR, FinishedRow, write_finished
 from assay.orchestration.rundir import item_dir
 from assay.orchestration.store_rows import trace_reader
+from assay.orchestration.task_loader import reference_dir
 from assay.providers.base import Model
 from assay.providers.managed import OnRetry
 from assay.providers.pool import ModelKey, ModelPool
@@ -446,11 +447,14 @@ class Runner:
             f" ({outcome.error})" if outcome.error else ""))  # fmt: skip
         results: list[CriterionResult] = []
         if self.options.stage == "run":
+            reference = reference_dir(task, base_dir)
             grading = GradingContext(
-                sandbox=sandbox, response=outcome.response, env=env, qa_item=row.qa,
+                sandbox=sandbox, response=outcome.response,
+                env=grading_env(env, task_dir=base_dir, reference=reference), qa_item=row.qa,
                 judge=self._judge(task, base_dir),
                 judge_settings=task.qa.judge if task.qa else None,
                 transcript=outcome.transcript, row=item.row_task.row, models=self.pool,
+                reference_dir=reference,
             )  # fmt: skip
             if outcome.status != "error":
                 results = await grade(list(task.success_criteria), grading, self.criteria)

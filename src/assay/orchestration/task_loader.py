@@ -135,6 +135,7 @@ def load_document(
     check_threshold_names(definition, display=display, document=document)
     check_agent_criteria(definition, display=display, document=document)
     check_templates(definition, base_dir=base_dir, display=display, document=document)
+    check_reference(definition, base_dir=base_dir, display=display, document=document)
     check_read_only(definition, base_dir=base_dir, display=display, document=document)
     check_qa(definition, base_dir=base_dir, display=display, document=document)
     warnings += lint_placeholders(data, definition, display=display, document=document)
@@ -290,6 +291,45 @@ def check_templates(
                 field=field_path(loc),
                 hint="the path is relative to the task file's folder",
             )
+
+
+def check_reference(
+    task: TaskDefinition, *, base_dir: Path, display: str, document: YamlDocument
+) -> None:
+    """The ``reference.directory`` exists, and so does every ``reference_file`` a
+    ``reference_comparison`` names (without ``${row.…}``), before any row runs.
+
+    Raises:
+        TaskFileError: naming the field and its line.
+    """
+    if task.reference is None:
+        return
+    folder = reference_dir(task, base_dir)
+    assert folder is not None
+    problems: list[tuple[Loc, str]] = []
+    if not folder.is_dir():
+        problems.append((("reference", "directory"), f"reference directory not found: {folder}"))
+    for index, spec in enumerate(task.success_criteria):
+        name = getattr(spec, "reference_file", None)
+        if spec.type != "reference_comparison" or name is None or "${" in name:
+            continue
+        if folder.is_dir() and not (folder / name).is_file():
+            problems.append((("success_criteria", index, "reference_file"),
+                             f"reference file not found: {folder / name}"))  # fmt: skip
+    if problems:
+        loc, message = problems[0]
+        raise TaskFileError(message, file=display, line=document.line_of(loc),
+                            field=field_path(loc),
+                            hint="reference.directory is relative to the task file's folder, "
+                            "reference_file to reference.directory")  # fmt: skip
+
+
+def reference_dir(task: TaskDefinition, base_dir: Path) -> Path | None:
+    """The task's reference folder as an absolute path (``None``: the task has none)."""
+    if task.reference is None:
+        return None
+    folder = Path(task.reference.directory)
+    return (folder if folder.is_absolute() else base_dir / folder).absolute()
 
 
 def check_qa(task: TaskDefinition, *, base_dir: Path, display: str, document: YamlDocument) -> None:

@@ -1,8 +1,10 @@
-"""Criteria over the Python code a coding task leaves: Coder Eval's ``import_check`` and
-``pylint_score`` (``reference/coder_eval_agents.md`` §2: fields and defaults as there).
+"""Criteria over the Python code a coding task leaves: Coder Eval's ``import_check``,
+``pylint_score`` and ``reference_comparison`` (``reference/coder_eval_agents.md`` §2: fields
+and defaults as there).
 
-Both run a program in the row's sandbox (its interpreter is the ``python3`` on the row's
-``PATH``), so each is graded after the agent and never on a crashed row's leftovers.
+The first two run a program in the row's sandbox (its interpreter is the ``python3`` on the
+row's ``PATH``), so each is graded after the agent and never on a crashed row's leftovers;
+``reference_comparison`` only reads a file the agent left and one of the task's reference.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from typing import Literal
 
 from pydantic import Field, StrictStr, field_validator, model_validator
 
+from assay.spec.base import StrictModel
 from assay.spec.criterion_base import CriterionSpec, check_relative_path
 
 
@@ -71,4 +74,41 @@ class PylintScore(CriterionSpec):
         return self
 
 
-__all__ = ["ImportCheck", "PylintScore"]
+class ReferenceComparison(CriterionSpec):
+    """Score: how alike ``agent_file`` (in the sandbox) is to ``reference_file`` (in the
+    task's ``reference.directory``), by ``comparison_method`` (``ast``: syntax-node
+    structure; ``token``: tokens; ``complexity``: cyclomatic complexity; see
+    :mod:`assay.criteria.code_similarity`). ``similarity_threshold`` is the row's pass
+    threshold (Coder Eval's rule; a ``pass_threshold`` that disagrees is refused). The task
+    must have a ``reference``."""
+
+    type: Literal["reference_comparison"]
+    agent_file: StrictStr
+    reference_file: StrictStr
+    comparison_method: Literal["ast", "token", "complexity"] = "ast"
+    similarity_threshold: float = Field(default=0.8, ge=0, le=1)
+
+    _paths = field_validator("agent_file", "reference_file")(check_relative_path)
+
+    @model_validator(mode="after")
+    def _threshold(self) -> ReferenceComparison:
+        chosen = self.similarity_threshold
+        if "pass_threshold" in self.model_fields_set and self.pass_threshold != chosen:
+            raise ValueError(
+                f"similarity_threshold {chosen:g} is the pass threshold of a "
+                f"reference_comparison, and pass_threshold says {self.pass_threshold:g}: "
+                "give one of them"
+            )
+        self.pass_threshold = chosen
+        return self
+
+
+class ReferenceSpec(StrictModel):
+    """The task's ``reference:``: ``directory``, the folder of the reference solution
+    (relative to the task file). ``reference_comparison`` reads its files, and the commands
+    of criteria get its absolute path as ``REFERENCE_DIR``; the agent is not told of it."""
+
+    directory: StrictStr
+
+
+__all__ = ["ImportCheck", "PylintScore", "ReferenceComparison", "ReferenceSpec"]

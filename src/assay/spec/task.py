@@ -21,6 +21,7 @@ from pydantic import (
 )
 
 from assay.spec.base import StrictModel, UnionInfo, check_variable_names, no_nul
+from assay.spec.code_criteria import ReferenceSpec
 from assay.spec.coding_agents import ClaudeCodeAgent, CodexAgent
 from assay.spec.criteria import Criterion, LlmJudge, QaCriterion, check_relative_path
 from assay.spec.ids import ID_PATTERN, ID_RULE
@@ -368,7 +369,6 @@ class TaskDefinition(StrictModel):
 
     coder_eval_only: ClassVar[Mapping[str, str]] = {
         "simulation": "no simulated user; the agent gets initial_prompt once",
-        "reference": "reference solutions are not compared",
         "expected_commands": "give the budget to a commands_efficiency criterion instead",
     }
     writer_only: ClassVar[frozenset[str]] = frozenset({"suite_id", "row_id"})
@@ -388,6 +388,7 @@ class TaskDefinition(StrictModel):
     success_criteria: list[Criterion] = Field(min_length=1)
     dataset: DatasetSpec | None = None
     qa: QaConfig | None = None
+    reference: ReferenceSpec | None = None
     suite_id: str | None = None
     row_id: str | None = None
 
@@ -424,6 +425,17 @@ class TaskDefinition(StrictModel):
                 "records a criterion)"
             )
         return value
+
+    @model_validator(mode="after")
+    def _reference_needed(self) -> TaskDefinition:
+        if self.reference is None and any(
+            c.type == "reference_comparison" for c in self.success_criteria
+        ):
+            raise ValueError(
+                "reference_comparison compares with the task's reference solution: add "
+                "reference: {directory: <folder of the reference, relative to the task file>}"
+            )
+        return self
 
     @field_validator("tags")
     @classmethod
