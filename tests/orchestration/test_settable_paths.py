@@ -74,6 +74,9 @@ AGENT_CRITERIA = """\
      rcfile: pylintrc, timeout: 60}
   - {type: reference_comparison, agent_file: f.py, reference_file: s.py,
      comparison_method: token, similarity_threshold: 0.7}
+  - {type: cli_called, log: cli_mocks/calls.jsonl, tool: gh, verb: pr create,
+     positional: [x], flags: {title: {contains: a}}, value_flags: [repo],
+     ignore_flags: [output], min_count: 1, max_count: 2}
 """
 SANDBOX_CRITERIA = CRITERIA.replace('allowed_labels: [pos, neg]}', 'allowed_labels: [pos, neg], '
                                     'path: f.txt}').replace('"${row.text}"}', '"${row.text}", '
@@ -114,6 +117,9 @@ sandbox:
     - {type: template_dir, path: tpl, mount_point: m}
     - {type: starter_files, files: [{path: f.txt, content: c}]}
   docker: {env_passthrough: [A_TOKEN], env_passthrough_extra: [B_TOKEN]}
+  record_cli:
+    - {tool: gh, exit_code: 1, stdout: o, stderr: e,
+       responses: [{when: {verb: pr}, stdout: o, stderr: e, exit_code: 0}]}
 pre_run: [{command: "true", timeout: 20, fail_on_error: true}]
 post_run: [{command: "true", timeout: 20}]
 """
@@ -713,8 +719,8 @@ def test_sample_seed_override_seeds_the_stratified_draw(bases: dict[str, Path]) 
 
 
 def test_a_list_item_override_past_the_end_is_refused(bases: dict[str, Path]) -> None:
-    with pytest.raises(TaskFileError, match="has 19 item\\(s\\), so there is no item 19"):
-        _plan(bases["llm"], (Override(("success_criteria", "19", "weight"), 0),))
+    with pytest.raises(TaskFileError, match="has 20 item\\(s\\), so there is no item 20"):
+        _plan(bases["llm"], (Override(("success_criteria", "20", "weight"), 0),))
 
 
 def test_strict_models_cover_the_spec() -> None:

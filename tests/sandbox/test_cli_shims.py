@@ -14,7 +14,9 @@ from typing import Any
 
 import pytest
 
-from assay.sandbox import cli_match, cli_shims
+from assay.sandbox import cli_shims
+from assay.spec import cli_facets as cli_match
+from assay.spec.record_cli import rule_problems
 
 
 def _call(*argv: str, tool: str = "gh") -> dict[str, Any]:
@@ -215,7 +217,7 @@ def test_a_recorder_that_cannot_log_or_match_says_so(tmp_path: Path) -> None:
     ],
 )
 def test_rules_the_reference_refuses(rules: list[dict[str, Any]], said: str) -> None:
-    found = cli_shims.rule_problems(rules)
+    found = rule_problems(rules)
     assert any(said in problem for problem in found), found
     with pytest.raises(ValueError, match="record_cli"):
         cli_shims.write_shims(Path("/nonexistent"), rules)

@@ -4,6 +4,7 @@ kept apart from :mod:`assay.criteria.registry` so each family registers in one l
 from __future__ import annotations
 
 from assay.criteria.base import Checker
+from assay.criteria.cli_called import CliCalledChecker
 from assay.criteria.code_checks import (
     ImportCheckChecker,
     PylintScoreChecker,
@@ -34,4 +35,5 @@ def agent_checkers() -> list[Checker]:
         ImportCheckChecker(),
         PylintScoreChecker(),
         ReferenceComparisonChecker(),
+        CliCalledChecker(),
     ]

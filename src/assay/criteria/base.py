@@ -256,7 +256,7 @@ class CriterionRegistry:
 SANDBOX_TYPES = frozenset({"file_exists", "run_command", "pytest", "import_check", "pylint_score"})
 READ_ONLY_TYPES = frozenset({
     "file_exists", "file_check", "file_contains", "file_matches_regex", "json_check",
-    "reference_comparison",
+    "reference_comparison", "cli_called",
     "classification_match", "response_match", "skill_triggered", "command_executed",
     "tool_called", "commands_efficiency",
 })  # fmt: skip

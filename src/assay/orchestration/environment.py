@@ -14,6 +14,7 @@ from pathlib import Path
 
 from assay.agents.command import PROMPT_VARIABLES
 from assay.sandbox.environment import EnvironmentNames, agent_environment, environment_names
+from assay.sandbox.tempdir import shim_path
 from assay.spec.task import CommandAgent, TaskDefinition
 
 
@@ -30,7 +31,8 @@ def row_env(
     """The environment of every program a row runs (agent, pre/post_run, criteria): ``base``
     without its secrets (:func:`assay.sandbox.environment.agent_environment`; ``hidden``
     adds names to withhold; the task's own credential variables are always withheld and its
-    passthrough names passed), plus assay's ``ASSAY_*`` variables."""
+    passthrough names passed), plus assay's ``ASSAY_*`` variables, and ``record_cli``'s
+    shims first on ``PATH``."""
     env = agent_environment(
         base,
         passthrough=task.env_passthrough,
@@ -47,6 +49,8 @@ def row_env(
             "ASSAY_TASK_DIR": str(task_dir.absolute()) if task_dir else "",
         }
     )
+    if task.sandbox.record_cli and sandbox is not None:
+        return shim_path(env, sandbox)
     return env
 
 

@@ -3,7 +3,7 @@ answer it from rules, after Coder Eval's ``record_cli`` (``coder_eval_agents.md`
 
 A rule is ``{tool, exit_code (1), stdout (""), stderr (""), responses: [{when: facets,
 stdout, stderr, exit_code (0)}]}``: a call to ``tool`` is answered by the first response
-whose ``when`` matches it (:mod:`assay.sandbox.cli_match`'s facets), else by the rule's own
+whose ``when`` matches it (:mod:`assay.spec.cli_facets`'s facets), else by the rule's own
 output and exit code. :func:`write_shims` writes one executable shim per tool into the
 row's ``cli_mocks/`` folder (which goes first on the row's ``PATH``), seeds an empty
 ``cli_mocks/calls.jsonl``, and copies the matcher beside them; each call appends
@@ -26,13 +26,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from assay.sandbox import cli_match
+from assay.spec import cli_facets
+from assay.spec.record_cli import rule_problems
 
 MOCKS_DIR = "cli_mocks"
 LOG_NAME = "calls.jsonl"
 PROBLEMS_NAME = "recorder_problems.jsonl"
 MATCHER_NAME = "_assay_cli_match.py"
-REFUSED_TOOLS = frozenset({"python", "python3", "env", "sh", "bash", "node", "git", "uv", "cmd"})
 
 _SHIM = '''#!{python} -I
 """assay's record_cli shim for {tool!r}: log the call, answer from the rules."""
@@ -72,40 +72,16 @@ sys.exit(code)
 '''
 
 
-def rule_problems(rules: Sequence[Mapping[str, Any]]) -> list[str]:
-    """What is wrong with ``record_cli``'s rules, for load-time refusal (empty: nothing)."""
-    found: list[str] = []
-    seen: set[str] = set()
-    for index, rule in enumerate(rules):
-        where = f"record_cli[{index}]"
-        tool = str(rule.get("tool") or "")
-        if not tool or "/" in tool or "\\" in tool or tool.startswith("."):
-            found.append(f"{where}: 'tool' must be a program name such as 'gh', got {tool!r}")
-        elif tool in REFUSED_TOOLS:
-            refused = ", ".join(sorted(REFUSED_TOOLS))
-            found.append(f"{where}: '{tool}' cannot be recorded (interpreters and shells run "
-                         f"the shims and the agent's own tools: {refused})")  # fmt: skip
-        elif tool in seen:
-            found.append(f"{where}: '{tool}' has two rules; put every response in one")
-        seen.add(tool)
-        found += _code_problems(where, rule)
-        for number, response in enumerate(rule.get("responses") or []):
-            found += _code_problems(f"{where}.responses[{number}]", response)
-            found += [f"{where}.responses[{number}].when: {p}"
-                      for p in cli_match.problems(response.get("when") or {})]  # fmt: skip
-    return found
-
-
-def _code_problems(where: str, item: Mapping[str, Any]) -> list[str]:
-    code = item.get("exit_code")
-    if code is None or (isinstance(code, int) and not isinstance(code, bool) and 0 <= code <= 255):
-        return []
-    return [f"{where}: exit_code must be a whole number 0 to 255, got {code!r}"]
+SYSTEM_PYTHONS = ("/usr/bin/python3", "/usr/local/bin/python3")
 
 
 def shim_python() -> str:
-    """The interpreter a shim runs on: this one's real file (a virtual environment's
-    ``python`` is a link to it), run isolated (``-I``) so nothing of the row's is imported."""
+    """The interpreter a shim runs on: the system's ``python3`` (every sandbox driver shows
+    ``/usr``), else this one's real file; run isolated (``-I``) so nothing of the row's is
+    imported. The shims use only the standard library."""
+    for candidate in SYSTEM_PYTHONS:
+        if os.access(candidate, os.X_OK):
+            return candidate
     return os.path.realpath(sys.executable)
 
 
@@ -122,7 +98,7 @@ def write_shims(root: Path, rules: Sequence[Mapping[str, Any]]) -> Path:
         raise ValueError("; ".join(refused))
     folder = root / MOCKS_DIR
     folder.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(Path(cli_match.__file__), folder / MATCHER_NAME)
+    shutil.copyfile(Path(cli_facets.__file__), folder / MATCHER_NAME)
     (folder / LOG_NAME).write_text("", encoding="utf-8")
     for rule in rules:
         shim = folder / str(rule["tool"])

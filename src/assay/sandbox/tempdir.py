@@ -19,8 +19,15 @@ from pathlib import Path, PurePosixPath
 from assay.errors import SandboxError
 from assay.results.secrets import Redactor
 from assay.sandbox.bwrap import Jail
+from assay.sandbox.cli_shims import MOCKS_DIR, write_shims
 from assay.sandbox.process import ProcessResult, run_process
 from assay.spec.task import SandboxConfig, StarterFiles, TemplateDir
+
+
+def shim_path(env: dict[str, str], sandbox: Path) -> dict[str, str]:
+    """``env`` with the sandbox's ``record_cli`` shims first on ``PATH``."""
+    shims = str((sandbox / MOCKS_DIR).absolute())
+    return {**env, "PATH": os.pathsep.join([shims, *filter(None, [env.get("PATH")])])}
 
 
 class SandboxEscape(ValueError):
@@ -82,6 +89,9 @@ class Sandbox:
                 sandbox that will be kept is made where it stays, so nothing in it (absolute
                 symlinks, FIFOs) has to survive a move.
 
+        ``config.record_cli``'s shims are written into ``cli_mocks/`` last
+        (:mod:`assay.sandbox.cli_shims`; :func:`shim_path` puts them first on ``PATH``).
+
         Raises:
             SandboxError: a template folder is missing, a file cannot be written, or ``at``
                 already exists.
@@ -103,10 +113,12 @@ class Sandbox:
                         target = sandbox.resolve(item.path)
                         target.parent.mkdir(parents=True, exist_ok=True)
                         target.write_text(item.content, encoding="utf-8")
+            if config.record_cli:
+                write_shims(sandbox.root, [rule.model_dump() for rule in config.record_cli])
         except SandboxError:
             sandbox.remove()
             raise
-        except (OSError, SandboxEscape) as exc:
+        except (OSError, SandboxEscape, ValueError) as exc:
             sandbox.remove()
             raise SandboxError(f"cannot prepare the sandbox: {exc}") from exc
         return sandbox

@@ -19,6 +19,7 @@ from assay.spec.agent_criteria import (
     ToolCalled,
 )
 from assay.spec.base import StrictModel, UnionInfo
+from assay.spec.cli_criteria import CliCalled
 from assay.spec.code_criteria import ImportCheck, PylintScore, ReferenceComparison
 from assay.spec.criterion_base import CriterionSpec as CriterionSpec
 from assay.spec.criterion_base import check_relative_path as check_relative_path
@@ -207,7 +208,7 @@ _IMPLEMENTED = [
     "file_exists", "file_check", "file_contains", "file_matches_regex", "json_check",
     "run_command", "pytest", "classification_match", "response_match", "qa",
     "skill_triggered", "command_executed", "tool_called", "commands_efficiency", "llm_judge",
-    "import_check", "pylint_score", "reference_comparison",
+    "import_check", "pylint_score", "reference_comparison", "cli_called",
 ]  # fmt: skip
 _LATER = "assay implements: " + ", ".join(_IMPLEMENTED)
 CODER_EVAL_CRITERIA_NOT_YET = {
@@ -215,7 +216,6 @@ CODER_EVAL_CRITERIA_NOT_YET = {
     for name in [
         "agent_judge",
         "uipath_eval",
-        "cli_called",
         "system_one_judge",
     ]
 }
@@ -224,7 +224,7 @@ Criterion = Annotated[
     FileExists | FileCheck | RunCommand | ClassificationMatch | ResponseMatch | QaCriterion
     | FileContains | FileMatchesRegex | JsonCheck | PytestCheck
     | SkillTriggered | CommandExecuted | ToolCalled | CommandsEfficiency | LlmJudge
-    | ImportCheck | PylintScore | ReferenceComparison,
+    | ImportCheck | PylintScore | ReferenceComparison | CliCalled,
     Field(discriminator="type"),
     UnionInfo(noun="criterion", not_yet=CODER_EVAL_CRITERIA_NOT_YET),
 ]  # fmt: skip

@@ -27,6 +27,7 @@ from assay.spec.criteria import Criterion, LlmJudge, QaCriterion, check_relative
 from assay.spec.ids import ID_PATTERN, ID_RULE
 from assay.spec.price import ModelPrice
 from assay.spec.qa import QaConfig
+from assay.spec.record_cli import RecordCliRule, check_rules
 
 _NOT_USED = "assay's agents do not use it"
 QA_GRADE = "the answer is correct (QA rules and judge)"
@@ -274,6 +275,9 @@ class SandboxConfig(StrictModel):
     ``limits``, ``network`` (let the row's programs reach the network, not only the model
     bridge) and ``read_only`` (more folders the programs may read, e.g. a tool installed
     in a home folder; relative to the task file) apply to the ``bwrap`` driver.
+    ``record_cli``: stand-in programs the row's programs find first on ``PATH``, which log
+    every call to ``cli_mocks/calls.jsonl`` and answer from rules
+    (:mod:`assay.spec.record_cli`; graded by ``cli_called``).
     """
 
     coder_eval_only: ClassVar[Mapping[str, str]] = {
@@ -281,7 +285,6 @@ class SandboxConfig(StrictModel):
         "node": "no per-row Node.js environment is built",
         "ignore_patterns": "sandboxes are not preserved by pattern",
         "mock_path_dirs": "not supported",
-        "record_cli": "not supported",
     }
 
     driver: SandboxDriver | None = None
@@ -290,6 +293,9 @@ class SandboxConfig(StrictModel):
     limits: SandboxLimits = Field(default_factory=SandboxLimits)
     network: bool = False
     read_only: list[StrictStr] = Field(default_factory=list)
+    record_cli: list[RecordCliRule] = Field(default_factory=list)
+
+    _rules = field_validator("record_cli")(check_rules)
 
 
 class RunLimits(StrictModel):

@@ -1,7 +1,7 @@
-"""Which recorded command-line calls match a set of facets: the one rule that both the
-``cli_called`` criterion (grading ``cli_mocks/calls.jsonl``) and the ``record_cli`` shims
-(choosing a response) apply, after Coder Eval's ``cli_called`` (see
-``coder_eval_agents.md`` §2).
+"""Which recorded command-line calls match a set of facets: the one rule that the
+``cli_called`` criterion (grading ``cli_mocks/calls.jsonl``), the ``record_cli`` shims
+(choosing a response) and the task file's checks apply, after Coder Eval's ``cli_called``
+(see ``coder_eval_agents.md`` §2). It imports only the standard library.
 
 A call is ``argv`` (the arguments after the program's name) and its ``tool``. Facets, as
 plain JSON-shaped dicts so that a shim can use this module with only the standard library

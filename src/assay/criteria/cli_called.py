@@ -1,0 +1,80 @@
+"""``cli_called``: count the calls ``sandbox.record_cli``'s shims logged that have every
+facet (:mod:`assay.spec.cli_facets`); binary on ``min_count ≤ matches ≤ max_count``.
+
+What keeps the log from being evidence is the criterion's error, with Coder Eval's words: a
+missing log, records that are not ``{argv: [...]}`` objects, records the recorder could not
+write, calls it answered without its matcher.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from assay.criteria.base import (
+    CriterionError,
+    GradingContext,
+    ScoreAggregate,
+    basic_result,
+    sandbox_of,
+)
+from assay.results.task_result import CriterionResult
+from assay.sandbox.cli_shims import CallLog, read_log
+from assay.sandbox.tempdir import SandboxEscape
+from assay.spec import cli_facets
+from assay.spec.cli_criteria import CliCalled
+
+SHOWN_CALLS = 3
+
+
+class CliCalledChecker(ScoreAggregate):
+    """Grades ``cli_called``; see the module docstring."""
+
+    type_name = "cli_called"
+
+    async def check(self, spec: CliCalled, context: GradingContext) -> CriterionResult:
+        """Read the shims' log and count the matching calls."""
+        log = _read(spec, context)
+        facets = spec.facets()
+        matched = [c for c in log.calls if cli_facets.matches(c, facets)]
+        count = len(matched)
+        upper = spec.max_count
+        passed = spec.min_count <= count and (upper is None or count <= upper)
+        allowed = f"{spec.min_count}..{upper if upper is not None else 'any'}"
+        shown = [shlex.join([str(c.get("tool") or "?"), *c["argv"]]) for c in matched[:SHOWN_CALLS]]
+        details = (f"Matched {count} of {len(log.calls)} recorded call(s) (allowed {allowed}; "
+                   f"facets: {_describe(facets)})")  # fmt: skip
+        if shown:
+            details += "; e.g. " + "; ".join(shown)
+        return basic_result(spec, 1.0 if passed else 0.0, details)
+
+
+def _read(spec: CliCalled, context: GradingContext) -> CallLog:
+    sandbox = sandbox_of(context)
+    try:
+        path = sandbox.resolve(spec.log)
+    except SandboxEscape as exc:
+        raise CriterionError(str(exc)) from None
+    try:
+        log = read_log(path)
+    except FileNotFoundError:
+        raise CriterionError(f"Invocation log '{spec.log}' does not exist: the task needs "
+                             "sandbox.record_cli for the tool, or log names another "
+                             "file") from None  # fmt: skip
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CriterionError(f"Invocation log '{spec.log}' cannot be read: {exc}") from None
+    if log.dropped:
+        raise CriterionError(f"Recorder could not write to '{spec.log}' ({log.dropped} dropped "
+                             "record(s)); the counts would be too low")  # fmt: skip
+    if log.unusable:
+        raise CriterionError(f"Invocation log '{spec.log}' has {len(log.unusable)} unusable "
+                             f"record(s): {'; '.join(log.unusable[:3])}")  # fmt: skip
+    if log.import_failures:
+        raise CriterionError(f"Recorder could not import its matcher module on "
+                             f"{log.import_failures} invocation(s), so those calls got the "
+                             "default answer")  # fmt: skip
+    return log
+
+
+def _describe(facets: dict[str, object]) -> str:
+    shown = {k: v for k, v in facets.items() if k not in ("value_flags", "ignore_flags")}
+    return ", ".join(f"{k}={v!r}" for k, v in shown.items()) or "any call"
