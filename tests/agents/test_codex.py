@@ -117,11 +117,24 @@ def test_the_bridge_enforces_max_turns_on_codex(ran: Path) -> None:
     assert summary["model_calls"] == 2  # the refused third call asked no model
 
 
-def test_codex_refuses_claude_only_fields(tmp_path: Path) -> None:
+def test_codex_warns_about_coder_evals_claude_fields_and_refuses_claudes_own(
+    tmp_path: Path,
+) -> None:
+    """Issue 29 item 3: Coder Eval's task files give codex permission_mode, allowed_tools
+    and sdk_options; they load with one warning each saying what codex does instead."""
     write(tmp_path / "t.yaml", "task_id: c\ndescription: d\ninitial_prompt: go\n"
-          "agent: {type: codex, model: mock/echo, allowed_tools: [Write]}\n"
+          "agent: {type: codex, model: mock/echo, permission_mode: acceptEdits,\n"
+          "        allowed_tools: [Write], sdk_options: {effort: high}}\n"
+          "success_criteria: [{type: file_exists, path: x, description: d}]\n")  # fmt: skip
+    done = run_assay("plan", "t.yaml", cwd=tmp_path, env={"PATH": codex_path()})
+    assert done.returncode == 0, done.stderr
+    for field in ("permission_mode", "allowed_tools"):
+        assert done.stderr.count(f"agent.{field}") == 1
+    assert "codex has no permission modes or tool lists" in done.stderr
+    assert "these are Claude Agent SDK options; codex takes none" in done.stderr
+    write(tmp_path / "t.yaml", "task_id: c\ndescription: d\ninitial_prompt: go\n"
+          "agent: {type: codex, model: mock/echo, setting_sources: [user]}\n"
           "success_criteria: [{type: file_exists, path: x, description: d}]\n")  # fmt: skip
     done = run_assay("plan", "t.yaml", cwd=tmp_path, env={"PATH": codex_path()})
     assert done.returncode == 2
-    assert "agent.allowed_tools: field 'allowed_tools' is not accepted here" in done.stderr
-    assert "codex has no permission modes or tool lists" in done.stderr
+    assert "agent.setting_sources: field 'setting_sources' is not accepted here" in done.stderr

@@ -265,7 +265,7 @@ task_id: t
 description: d
 initial_prompt: x
 simulation: {enabled: false}
-reference: {path: x}
+reference: {directory: .}
 expected_commands: [ls]
 agent:
   type: command
@@ -287,7 +287,7 @@ sandbox:
   limits: {timeout: 300, max_memory_mb: 512, max_cpus: 1, max_disk_mb: 100}
   ignore_patterns: [x]
   mock_path_dirs: [x]
-  record_cli: true
+  record_cli: []
 run_limits:
   expected_turns: 3
   turn_timeout: 5
@@ -313,7 +313,6 @@ NOT_YET = "a Coder Eval field that assay does not implement yet"
 AGENT = "assay's agents do not use it"
 WARNINGS = [
     f"t.yaml:4: simulation: {NOT_YET}; no simulated user; the agent gets initial_prompt once",
-    f"t.yaml:5: reference: {NOT_YET}; reference solutions are not compared",
     f"t.yaml:6: expected_commands: {NOT_YET}; give the budget to a commands_efficiency "
     "criterion instead",
     f"t.yaml:10: agent.permission_mode: {NOT_YET}; {AGENT}",
@@ -342,7 +341,6 @@ WARNINGS = [
     f"t.yaml:24: sandbox.limits.max_disk_mb: {NOT_YET}; not enforced (use max_file_size_mb)",
     f"t.yaml:25: sandbox.ignore_patterns: {NOT_YET}; sandboxes are not preserved by pattern",
     f"t.yaml:26: sandbox.mock_path_dirs: {NOT_YET}; not supported",
-    f"t.yaml:27: sandbox.record_cli: {NOT_YET}; not supported",
     f"t.yaml:29: run_limits.expected_turns: {NOT_YET}; not enforced",
     f"t.yaml:30: run_limits.turn_timeout: {NOT_YET}; task_timeout bounds the whole agent run",
     f"t.yaml:31: run_limits.max_input_tokens: {NOT_YET}; use max_total_tokens",
@@ -381,7 +379,6 @@ def test_the_warned_fields_above_are_every_field_assay_only_warns_about() -> Non
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     for named in (
         "`simulation`",
-        "`reference`",
         "`expected_commands`",
         "criterion `stop_when`",
         "`sandbox.python|node|ignore_patterns`",
@@ -441,7 +438,8 @@ def test_a_coder_eval_field_set_by_a_variant_or_d_is_refused(tmp_path: Path) -> 
           "  hint: assay implements: file_exists, file_check, file_contains, "
           "file_matches_regex, json_check, run_command, pytest, classification_match, "
           "response_match, qa, skill_triggered, command_executed, tool_called, "
-          "commands_efficiency, llm_judge"]),
+          "commands_efficiency, llm_judge, import_check, pylint_score, reference_comparison, "
+          "cli_called"]),
         ("agent: {type: llm, model: mock/echo}\nsuccess_criteria:\n  - {type: respnse_match}",
          ["error: t.yaml:6: success_criteria[0].type: unknown criterion type 'respnse_match'",
           "  hint: did you mean 'response_match'?"]),

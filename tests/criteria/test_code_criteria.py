@@ -216,3 +216,15 @@ def test_the_reference_is_checked_when_the_task_loads(tmp_path: Path) -> None:
     mismatch = ("{type: reference_comparison, agent_file: a.py, reference_file: s.py, "
                 "pass_threshold: 0.3}")  # fmt: skip
     assert "give one of them" in loads(tmp_path, mismatch).render()
+
+
+@pytest.mark.parametrize("form", ["{file: solution.py}", "{code: 'x = 1'}"])
+def test_coder_evals_removed_reference_forms_are_refused(tmp_path: Path, form: str) -> None:
+    from assay.errors import TaskFileError
+    from assay.orchestration.task_loader import load_task
+
+    path = write(tmp_path / "t.yaml", "task_id: t\ndescription: d\ninitial_prompt: p\n"
+                 f"reference: {form}\nsuccess_criteria: [{{type: file_exists, path: x}}]\n")  # fmt: skip
+    with pytest.raises(TaskFileError) as caught:
+        load_task(path)
+    assert "Coder Eval removed reference.file and reference.code" in caught.value.render()

@@ -9,7 +9,8 @@ row's ``PATH``), so each is graded after the agent and never on a crashed row's 
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Mapping
+from typing import ClassVar, Literal
 
 from pydantic import Field, StrictStr, field_validator, model_validator
 
@@ -107,6 +108,12 @@ class ReferenceSpec(StrictModel):
     """The task's ``reference:``: ``directory``, the folder of the reference solution
     (relative to the task file). ``reference_comparison`` reads its files, and the commands
     of criteria get its absolute path as ``REFERENCE_DIR``; the agent is not told of it."""
+
+    refused_fields: ClassVar[Mapping[str, str]] = {
+        name: "Coder Eval removed reference.file and reference.code; give reference: "
+        "{directory: <the folder of the reference solution>}"
+        for name in ("file", "code")
+    }
 
     directory: StrictStr
 

@@ -243,17 +243,24 @@ class CodexAgent(CodingAgent):
     """``agent: {type: codex}``: the OpenAI Codex CLI (``codex exec --json``).
 
     ``system_prompt`` (or ``system_prompt_file``) is added to Codex's own instructions.
-    Codex has no permission modes or tool lists (it runs with full access inside its
-    sandbox); those fields are refused.
+    Codex has no permission modes or tool lists (it runs every command with full access
+    inside assay's sandbox): ``permission_mode``, ``allowed_tools``, ``disallowed_tools`` and
+    ``sdk_options``, as Coder Eval's task files write them for any agent, load with one
+    warning each saying what Codex does instead; Claude Code's own settings are refused.
     """
 
+    coder_eval_only: ClassVar[Mapping[str, str]] = {
+        **CodingAgent.coder_eval_only,
+        **{
+            name: "not enforced: codex has no permission modes or tool lists; it runs every "
+            "command with full access inside the row's sandbox (contain it with "
+            "sandbox.driver: bwrap, the default for codex)"
+            for name in ("permission_mode", "allowed_tools", "disallowed_tools")
+        },
+        "sdk_options": "not used: these are Claude Agent SDK options; codex takes none",
+    }
     refused_fields: ClassVar[Mapping[str, str]] = {
-        name: "codex has no permission modes or tool lists (it runs every command with full "
-        "access inside the row's sandbox); remove it, or use a claude-code agent"
-        for name in ("permission_mode", "allowed_tools", "disallowed_tools")
-    } | {
         "system_prompt_mode": "codex always adds system_prompt to its own instructions",
-        "sdk_options": "sdk_options are Claude Agent SDK options; codex takes none",
         "setting_sources": "a claude-code field",
         "claude_settings": "a claude-code field",
     }
