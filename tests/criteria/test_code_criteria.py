@@ -223,8 +223,11 @@ def test_coder_evals_removed_reference_forms_are_refused(tmp_path: Path, form: s
     from assay.errors import TaskFileError
     from assay.orchestration.task_loader import load_task
 
-    path = write(tmp_path / "t.yaml", "task_id: t\ndescription: d\ninitial_prompt: p\n"
-                 f"reference: {form}\nsuccess_criteria: [{{type: file_exists, path: x}}]\n")  # fmt: skip
+    head = "task_id: t\ndescription: d\ninitial_prompt: p\n"
+    path = write(
+        tmp_path / "t.yaml",
+        head + f"reference: {form}\nsuccess_criteria: [{{type: file_exists, path: x}}]\n",
+    )
     with pytest.raises(TaskFileError) as caught:
         load_task(path)
     assert "Coder Eval removed reference.file and reference.code" in caught.value.render()
