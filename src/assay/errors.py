@@ -89,6 +89,39 @@ class TaskFileError(UserError):
     """A task file cannot be read or does not validate."""
 
 
+class TaskFilesError(TaskFileError):
+    """Several task files were read and some cannot run: each one's error, and which of the
+    others run as written or with warnings (Coder Eval migration: every file is judged,
+    not only the first that fails).
+
+    Args:
+        refused: each refused file's error, in order.
+        as_written: the files that load without a warning (as they are named).
+        warned: the files that load with warnings → their warnings.
+    """
+
+    def __init__(
+        self,
+        refused: list[TaskFileError],
+        *,
+        as_written: list[str],
+        warned: dict[str, list[str]],
+    ) -> None:
+        self.refused = refused
+        self.as_written = as_written
+        self.warned = warned
+        total = len(refused) + len(as_written) + len(warned)
+        lines = [f"{len(refused)} of {total} task files cannot run ({len(as_written)} run as "
+                 f"written, {len(warned)} with warnings):"]  # fmt: skip
+        for error in refused:
+            lines += ["  " + line for line in error.render().splitlines()]
+        if as_written:
+            lines.append("  runs as written: " + ", ".join(as_written))
+        for name, warnings in warned.items():
+            lines.append(f"  runs with {len(warnings)} warning(s): {name}")
+        super().__init__("\n".join(lines), hint="fix the refused files, or leave them out")
+
+
 class DatasetError(UserError):
     """A dataset cannot be read, or one of its rows is invalid."""
 

@@ -47,6 +47,9 @@ class PlanKeywords(TypedDict, total=False):
         split: keep only rows whose ``split_field`` equals this.
         tags: run only tasks with one of these tags; exclude_tags: skip tasks with one.
         include_skipped: also run tasks marked ``skip: true``.
+        skip_unsupported: leave out the criteria assay does not implement yet (Coder Eval's
+            ``agent_judge``, ``uipath_eval``, ``system_one_judge``), each named in a warning;
+            without it such a task file is refused.
         repeats: replicates per row-task.
         experiment: an experiment file, or NAME for ``experiments/NAME.yaml``.
         overrides: task fields to override in every variant: ``{"agent.temperature": 0.7}``
@@ -63,6 +66,7 @@ class PlanKeywords(TypedDict, total=False):
     tags: Sequence[str]
     exclude_tags: Sequence[str]
     include_skipped: bool
+    skip_unsupported: bool
     repeats: int | None
     experiment: str | Path | None
     overrides: Overrides | None
@@ -146,10 +150,11 @@ class ResumeKeywords(SessionKeywords, total=False):
         rerun_changed: run again exactly the rows whose dataset content changed since the run
             recorded it (otherwise such a run is refused, naming them).
         prices: a price file (as for :func:`run`); store: the store the run used.
-        sample, sample_per_stratum, split, tags, exclude_tags, include_skipped, repeats,
-            experiment, overrides, model: as for :func:`run`, only to check them: a resumed
-            run runs with its recorded options, and one given with another value is
-            refused (``UsageError`` naming the option, the run's value and the given one).
+        sample, sample_per_stratum, split, tags, exclude_tags, include_skipped,
+            skip_unsupported, repeats, experiment, overrides, model: as for :func:`run`,
+            only to check them: a resumed run runs with its recorded options, and one
+            given with another value is refused (``UsageError`` naming the option, the run's
+            value and the given one).
     """
 
     retry_errors: bool
@@ -162,6 +167,7 @@ class ResumeKeywords(SessionKeywords, total=False):
     tags: Sequence[str]
     exclude_tags: Sequence[str]
     include_skipped: bool
+    skip_unsupported: bool
     repeats: int | None
     experiment: str | Path | None
     overrides: Overrides | None

@@ -20,6 +20,7 @@ def plan(
     tags: o.Tags = None,
     exclude_tags: o.ExcludeTags = None,
     include_skipped: o.IncludeSkipped = False,
+    skip_unsupported: o.SkipUnsupported = False,
     repeats: o.Repeats = None,
     rows: Annotated[int, typer.Option("--rows", min=0, help="Row-task ids to list per task.")] = 5,
     as_json: Annotated[bool, typer.Option("--json", help="Print the plan as JSON.")] = False,
@@ -41,7 +42,7 @@ def plan(
 
     chosen = o.selection(sample, sample_per_stratum, split, tags, exclude_tags, include_skipped,
                        repeats, prices=prices, experiment=experiment, sets=set_, model=model,
-                       store=store)  # fmt: skip
+                       store=store, skip_unsupported=skip_unsupported)  # fmt: skip
     with user_errors():
         built = api.plan(tasks, **chosen)
     with redacted_output(built.redactor):  # agent.env values among the settings shown

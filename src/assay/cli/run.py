@@ -46,6 +46,7 @@ def run(
     tags: o.Tags = None,
     exclude_tags: o.ExcludeTags = None,
     include_skipped: o.IncludeSkipped = False,
+    skip_unsupported: o.SkipUnsupported = False,
     repeats: o.Repeats = None,
     jobs: o.Jobs = 4,
     run_dir: o.RunsRoot = Path("runs"),
@@ -74,7 +75,7 @@ def run(
     """Run agents on every selected row, grade them, and write the reports."""
     chosen = o.selection(sample, sample_per_stratum, split, tags, exclude_tags, include_skipped,
                        repeats, prices=prices, experiment=experiment, sets=set_, model=model,
-                       store=store)  # fmt: skip
+                       store=store, skip_unsupported=skip_unsupported)  # fmt: skip
     session = {"stage": "run", "run_dir": run_dir, "jobs": jobs, "junit_xml": junit_xml,
                "html": html, "keep_sandboxes": keep_sandboxes, "quiet": quiet,
                "max_retries": max_retries, "timeout": timeout, "cache": cache,
@@ -113,6 +114,7 @@ def execute(
     tags: o.Tags = None,
     exclude_tags: o.ExcludeTags = None,
     include_skipped: o.IncludeSkipped = False,
+    skip_unsupported: o.SkipUnsupported = False,
     repeats: o.Repeats = None,
     jobs: o.Jobs = 4,
     run_dir: o.RunsRoot = Path("runs"),
@@ -138,7 +140,7 @@ def execute(
     """Run agents only (rows NOT_GRADED, sandboxes kept); grade later with `assay evaluate`."""
     chosen = o.selection(sample, sample_per_stratum, split, tags, exclude_tags, include_skipped,
                        repeats, prices=prices, experiment=experiment, sets=set_, model=model,
-                       store=store)  # fmt: skip
+                       store=store, skip_unsupported=skip_unsupported)  # fmt: skip
     session = {"stage": "execute", "run_dir": run_dir, "jobs": jobs, "keep_sandboxes": True,
                "quiet": quiet, "max_retries": max_retries, "timeout": timeout, "cache": cache,
                "cache_expiry": cache_expiry,

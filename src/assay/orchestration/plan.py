@@ -16,7 +16,7 @@ from pathlib import Path
 from assay.agents.llm import model_key
 from assay.data.lazy import MadeWhenRead
 from assay.data.select import SelectionRequest
-from assay.errors import TaskFileError, UsageError, UserError
+from assay.errors import TaskFileError, TaskFilesError, UsageError, UserError
 from assay.judges.assets import JudgeResolver
 from assay.orchestration.coding_checks import check_coding_agent
 from assay.orchestration.containment import check_containment, containment_warnings
@@ -64,6 +64,7 @@ class PlanOptions:
     tags: tuple[str, ...] = ()
     exclude_tags: tuple[str, ...] = ()
     include_skipped: bool = False
+    skip_unsupported: bool = False
     repeats: int | None = None
     fixed_rows: Mapping[str, list[str]] = field(default_factory=dict)
     prices: PriceTable = field(default_factory=PriceTable)
@@ -214,15 +215,25 @@ TaskSource = str | Path | LoadedTask
 
 
 def load_sources(
-    sources: Sequence[TaskSource], overrides: Sequence[Override] = ()
+    sources: Sequence[TaskSource],
+    overrides: Sequence[Override] = (),
+    *,
+    skip_unsupported: bool = False,
 ) -> Iterator[LoadedTask]:
     """The tasks of ``sources`` in order: files, folders and globs found by
     :func:`~assay.orchestration.discover.discover` (each file once) and tasks already loaded
     or built; no source at all means ``tasks/``. ``overrides`` (``-D``) are placed in each
     task as if written in it (a task already loaded is validated again with them).
+    ``skip_unsupported`` leaves out the criteria assay does not implement yet
+    (:func:`~assay.orchestration.task_loader.load_task`).
+
+    Every file is read before any is returned: with several files, those that cannot run
+    are reported together (:class:`~assay.errors.TaskFilesError`, which also says which
+    others run as written or with warnings).
 
     Raises:
-        UsageError: a source matches nothing. TaskFileError: a task file is invalid.
+        UsageError: a source matches nothing. TaskFileError: the one task file is invalid;
+            TaskFilesError: some of several are.
     """
     found: list[Path | LoadedTask] = []
     seen: set[Path] = set()
@@ -235,15 +246,30 @@ def load_sources(
             if path.resolve() not in seen:
                 seen.add(path.resolve())
                 found.append(path)
+    loaded: list[LoadedTask] = []
+    refused: list[TaskFileError] = []
     for item in found:
-        if not isinstance(item, LoadedTask):
-            yield load_task(item, overrides=overrides)
-        elif overrides:
-            again = load_document(item.document, display=item.display, base_dir=item.base_dir,
-                                  overrides=overrides)  # fmt: skip
-            yield replace(again, path=item.path, built=item.built)
-        else:
-            yield item
+        try:
+            loaded.append(_load(item, overrides, skip_unsupported))
+        except TaskFileError as exc:
+            refused.append(exc)
+    if len(refused) == 1 and len(found) == 1:
+        raise refused[0]
+    if refused:
+        warned = {t.display: t.warnings for t in loaded if t.warnings}
+        clean = [t.display for t in loaded if not t.warnings]
+        raise TaskFilesError(refused, as_written=clean, warned=warned)
+    yield from loaded
+
+
+def _load(item: Path | LoadedTask, overrides: Sequence[Override], skip: bool) -> LoadedTask:
+    if not isinstance(item, LoadedTask):
+        return load_task(item, overrides=overrides, skip_unsupported=skip)
+    if overrides or skip:
+        again = load_document(item.document, display=item.display, base_dir=item.base_dir,
+                              overrides=overrides, skip_unsupported=skip)  # fmt: skip
+        return replace(again, path=item.path, built=item.built)
+    return item
 
 
 def build_plan(
@@ -299,7 +325,8 @@ def _plan_tasks(
     experiment, experiment_file = experiment_and_file
     experiment_dir = experiment_file.resolve().parent if experiment_file else None
     owners: dict[str, str] = {}
-    for loaded in load_sources(arguments, options.overrides):
+    for loaded in load_sources(arguments, options.overrides,
+                               skip_unsupported=options.skip_unsupported):  # fmt: skip
         plan.warnings.extend(loaded.warnings)
         reason = _skip_reason(loaded, options)
         if reason is not None:

@@ -23,6 +23,7 @@ from assay.orchestration.sandbox_checks import check_read_only
 from assay.orchestration.thresholds import check_threshold_names
 from assay.qa import QaTemplates, load_metrics_hook
 from assay.spec.base import ScreenError, screen
+from assay.spec.criteria import CODER_EVAL_CRITERIA_NOT_YET
 from assay.spec.source import Loc, YamlDocument, field_path, read_yaml
 from assay.spec.task import TaskDefinition, TemplateDir
 
@@ -66,7 +67,11 @@ def display_path(path: Path) -> str:
 
 
 def load_task(
-    path: Path, *, base_dir: Path | None = None, overrides: Sequence[Override] = ()
+    path: Path,
+    *,
+    base_dir: Path | None = None,
+    overrides: Sequence[Override] = (),
+    skip_unsupported: bool = False,
 ) -> LoadedTask:
     """Read and validate one task file, with the command line's ``-D`` overrides placed in it
     (:mod:`assay.orchestration.overrides`), so every field they set takes effect: the
@@ -77,6 +82,9 @@ def load_task(
         base_dir: where its relative paths start (default: the file's folder; a task built
             in Python and saved in its run directory keeps the folder it was built in).
         overrides: ``-D path=value`` overrides, placed as if written in the file.
+        skip_unsupported: leave out each criterion of a type assay does not implement yet
+            (Coder Eval's ``agent_judge``, ...) with a warning naming it, instead of refusing
+            the file; a file left with no criterion is still refused.
 
     Raises:
         TaskFileError: unreadable file, invalid YAML, unknown field, invalid value,
@@ -87,11 +95,16 @@ def load_task(
     document = read_yaml(path)
     return load_document(document, display=display_path(path),
                          base_dir=base_dir or path.resolve().parent,
-                         overrides=overrides)  # fmt: skip
+                         overrides=overrides, skip_unsupported=skip_unsupported)  # fmt: skip
 
 
 def load_document(
-    document: YamlDocument, *, display: str, base_dir: Path, overrides: Sequence[Override] = ()
+    document: YamlDocument,
+    *,
+    display: str,
+    base_dir: Path,
+    overrides: Sequence[Override] = (),
+    skip_unsupported: bool = False,
 ) -> LoadedTask:
     """Validate a parsed task (a file's, or one built in Python with no lines) exactly as
     :func:`load_task` does; ``display`` names it in messages.
@@ -113,6 +126,9 @@ def load_document(
         except UsageError as exc:
             raise TaskFileError(exc.message, file=display, field=override.dotted,
                                 hint=exc.hint) from None  # fmt: skip
+    left_out: list[str] = []
+    if skip_unsupported:
+        data, left_out = _without_unsupported(data, display=display, document=document)
     try:
         screened = screen(data, TaskDefinition)
     except ScreenError as exc:
@@ -121,7 +137,7 @@ def load_document(
         raise TaskFileError(
             problem.message, file=display, line=line, field=field_path(problem.loc), hint=hint
         ) from None
-    warnings = []
+    warnings = left_out
     for loc, text in screened.warnings:
         by = overridden(loc, placed)
         if by is not None:
@@ -141,6 +157,38 @@ def load_document(
     warnings += lint_placeholders(data, definition, display=display, document=document)
     warnings += agent_criteria_warnings(definition, display=display, document=document)
     return LoadedTask(definition, path, display, base_dir, document, warnings)
+
+
+def _without_unsupported(
+    data: dict[str, Any], *, display: str, document: YamlDocument
+) -> tuple[dict[str, Any], list[str]]:
+    """``data`` without the criteria of a type assay does not implement yet, and a warning
+    naming each one left out.
+
+    Raises:
+        TaskFileError: every criterion was left out.
+    """
+    criteria = data.get("success_criteria")
+    if not isinstance(criteria, list):
+        return data, []
+    kept, warnings = [], []
+    for index, criterion in enumerate(criteria):
+        kind = criterion.get("type") if isinstance(criterion, dict) else None
+        if kind in CODER_EVAL_CRITERIA_NOT_YET:
+            loc: Loc = ("success_criteria", index)
+            warnings.append(f"{display}:{document.line_of(loc) or '?'}: {field_path(loc)}: "
+                            f"criterion '{kind}' left out (--skip-unsupported): assay does not "
+                            "implement it yet")  # fmt: skip
+        else:
+            kept.append(criterion)
+    if criteria and not kept:
+        raise TaskFileError(
+            "every criterion of this task is one assay does not implement yet, so nothing "
+            "would grade its rows",
+            file=display, field="success_criteria",
+            hint="keep the file out of the run, or add a criterion assay has",
+        )  # fmt: skip
+    return {**data, "success_criteria": kept}, warnings
 
 
 def _inline_files(

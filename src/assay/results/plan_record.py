@@ -55,6 +55,7 @@ class PlanOptionsRecord(_Model):
     tags: list[str] = Field(default_factory=list)
     exclude_tags: list[str] = Field(default_factory=list)
     include_skipped: bool = False
+    skip_unsupported: bool = False
     repeats: int | None = None
     experiment: str | None = None
     overrides: list[tuple[list[str], Any]] = Field(default_factory=list)

@@ -210,7 +210,10 @@ _IMPLEMENTED = [
     "skill_triggered", "command_executed", "tool_called", "commands_efficiency", "llm_judge",
     "import_check", "pylint_score", "reference_comparison", "cli_called",
 ]  # fmt: skip
-_LATER = "assay implements: " + ", ".join(_IMPLEMENTED)
+_LATER = (
+    "assay implements: " + ", ".join(_IMPLEMENTED) + "; --skip-unsupported runs the rest of "
+    "the file without it"
+)
 CODER_EVAL_CRITERIA_NOT_YET = {
     name: _LATER
     for name in [

@@ -35,6 +35,11 @@ ExcludeTags = Annotated[
 IncludeSkipped = Annotated[
     bool, typer.Option("--include-skipped", help="Also run tasks marked skip: true.")
 ]
+SkipUnsupported = Annotated[
+    bool,
+    typer.Option("--skip-unsupported", help="Leave out the Coder Eval criteria assay does not "
+                 "implement yet (each is named in a warning) instead of refusing the file."),
+]  # fmt: skip
 Repeats = Annotated[
     int | None, typer.Option("--repeats", min=1, help="Replicates per row-task (00, 01, ...).")
 ]
@@ -142,10 +147,11 @@ def selection(
     sets: list[str] | None,
     model: str | None,
     store: str | None,
+    skip_unsupported: bool = False,
 ) -> dict[str, Any]:
     """The plan keywords (:class:`assay.api.PlanKeywords`) of the shared flags."""
     return {"sample": sample, "sample_per_stratum": per_stratum, "split": split,
             "tags": split_tags(tags), "exclude_tags": split_tags(exclude_tags),
             "include_skipped": include_skipped, "repeats": repeats, "prices": prices,
             "experiment": experiment, "overrides": list(sets or []), "model": model,
-            "store": store}  # fmt: skip
+            "store": store, "skip_unsupported": skip_unsupported}  # fmt: skip

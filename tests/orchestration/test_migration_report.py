@@ -1,0 +1,93 @@
+"""A folder of Coder Eval task files: every file is judged before anything runs, and those
+that cannot run are reported together with which others run as written or with warnings
+(issue 29 item 4); one bad file alone keeps its own message."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import assay
+from assay.errors import TaskFileError, TaskFilesError
+from tests.helpers import write
+
+HEAD = "description: d\nagent: {type: llm, model: mock/echo}\ninitial_prompt: hi\n"
+GOOD = "success_criteria: [{type: response_match, expected: hi, description: d}]\n"
+
+
+def _folder(root: Path) -> Path:
+    write(root / "tasks" / "a.yaml", "task_id: a\n" + HEAD + GOOD)
+    write(root / "tasks" / "b.yaml", "task_id: b\n" + HEAD
+          + "success_criteria: [{type: agent_judge, description: d}]\n")  # fmt: skip
+    write(root / "tasks" / "c.yaml", "task_id: c\n" + HEAD + "simulation: {max_turns: 3}\n" + GOOD)
+    write(root / "tasks" / "d.yaml", "task_id: d\n" + HEAD
+          + "success_criteria: [{type: response_match, expectd: hi}]\n")  # fmt: skip
+    return root / "tasks"
+
+
+def test_every_file_is_judged_and_the_refused_are_reported_together(tmp_path: Path) -> None:
+    with pytest.raises(TaskFilesError) as caught:
+        assay.plan([str(_folder(tmp_path))])
+    error = caught.value
+    assert [e.file for e in error.refused] == [
+        str(tmp_path / "tasks" / n) for n in ("b.yaml", "d.yaml")
+    ]
+    assert error.as_written == [str(tmp_path / "tasks" / "a.yaml")]
+    assert list(error.warned) == [str(tmp_path / "tasks" / "c.yaml")]
+    text = error.render()
+    assert text.startswith("2 of 4 task files cannot run (1 run as written, 1 with warnings):")
+    assert "criterion type 'agent_judge' (from Coder Eval) is not implemented" in text
+    assert "success_criteria[0].expectd: unknown field" in text
+    assert "runs with 1 warning(s):" in text and text.endswith("leave them out")
+
+
+def test_one_refused_file_alone_keeps_its_own_error(tmp_path: Path) -> None:
+    folder = _folder(tmp_path)
+    with pytest.raises(TaskFileError) as caught:
+        assay.plan([str(folder / "b.yaml")])
+    assert not isinstance(caught.value, TaskFilesError)
+    assert caught.value.field == "success_criteria[0].type"
+
+
+def test_a_folder_that_all_loads_plans_as_before(tmp_path: Path) -> None:
+    folder = _folder(tmp_path)
+    (folder / "b.yaml").unlink()
+    (folder / "d.yaml").unlink()
+    plan = assay.plan([str(folder)])
+    assert sorted(t.loaded.definition.task_id for t in plan.tasks) == ["a", "c"]
+
+
+MIXED = """\
+task_id: mixed
+description: one criterion assay has, one it does not
+agent: {type: llm, model: mock/echo}
+initial_prompt: hi
+success_criteria:
+  - {type: response_match, expected: hi, description: echoed}
+  - {type: agent_judge, description: explored, prompt: Is it good?}
+  - {type: system_one_judge, description: typed}
+"""
+
+
+def test_skip_unsupported_runs_the_rest_and_names_what_it_left_out(workdir: Path) -> None:
+    task = write(workdir / "mixed.yaml", MIXED)
+    with pytest.raises(TaskFileError, match="--skip-unsupported runs the rest of the file"):
+        assay.plan([str(task)])
+    warnings: list[str] = []
+    result = assay.run([str(task)], skip_unsupported=True, on_warning=warnings.append)
+    (row,) = list(result.rows())
+    assert [c.criterion_type for c in row.success_criteria_results] == ["response_match"]
+    assert result.exit_code == 0
+    left = [w for w in warnings if "left out (--skip-unsupported)" in w]
+    assert [w.split(": ")[1] for w in left] == ["success_criteria[1]", "success_criteria[2]"]
+    assert "criterion 'agent_judge' left out" in left[0]
+    again = assay.resume(result.run_dir)  # the recorded option is replayed, so the file loads
+    assert again.exit_code == 0
+
+
+def test_a_file_of_only_unsupported_criteria_is_still_refused(tmp_path: Path) -> None:
+    task = write(tmp_path / "only.yaml", MIXED.replace(
+        "  - {type: response_match, expected: hi, description: echoed}\n", ""))  # fmt: skip
+    with pytest.raises(TaskFileError, match="nothing would grade its rows"):
+        assay.plan([str(task)], skip_unsupported=True)
