@@ -62,6 +62,7 @@ def ran(tmp_path_factory: pytest.TempPathFactory) -> Path:
                   {"id": "broken", "job": "broken", "word": "x"}], "{task_timeout: 120}"),
         "slow": ([{"id": "slow", "job": "slow", "word": "x"}], "{task_timeout: 4}"),
         "turns": ([{"id": "loop", "job": "loop", "word": "x"}], "{max_turns: 2}"),
+        "tools": ([{"id": "loop", "job": "loop", "word": "1"}], "{max_tool_calls: 2}"),
     }  # fmt: skip
     for task_id, (rows, limits) in tasks.items():
         write(
@@ -115,6 +116,18 @@ def test_the_bridge_enforces_max_turns_on_codex(ran: Path) -> None:
     summary = result["transcript"]
     assert summary["tool_calls_by_name"] == {"Bash": 2}
     assert summary["model_calls"] == 2  # the refused third call asked no model
+
+
+def test_max_tool_calls_ends_the_agent_and_the_row_is_still_graded(ran: Path) -> None:
+    """Coder Eval's run_limits.max_tool_calls: the round that reaches the cap finishes, the
+    next model call is refused, and the criteria grade what the agent left."""
+    result = task_json(ran, "tools", "loop")
+    assert result["final_status"] == "FAILURE"  # graded: out.txt was never written
+    assert result["success_criteria_results"][0]["error"] is None
+    assert result["agent"]["stopped_early"] == (
+        "the agent's model asked for 2 tool calls; run_limits.max_tool_calls is 2"
+    )
+    assert result["transcript"]["tool_calls_by_name"] == {"Bash": 2}
 
 
 def test_codex_warns_about_coder_evals_claude_fields_and_refuses_claudes_own(

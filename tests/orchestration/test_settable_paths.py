@@ -746,22 +746,24 @@ def test_model_flag_on_an_agent_without_a_model_is_refused_by_its_name(tmp_path:
     )
 
 
-def test_max_turns_on_an_agent_that_takes_no_turns(tmp_path: Path) -> None:
-    """A task file's max_turns on a command agent is warned (Coder Eval files carry it); set by
-    -D or an experiment it is refused, since it would have no effect."""
+@pytest.mark.parametrize("limit", ["max_turns", "max_tool_calls"])
+def test_turn_limits_on_an_agent_that_takes_no_turns(tmp_path: Path, limit: str) -> None:
+    """A task file's max_turns or max_tool_calls on a command agent is warned (Coder Eval
+    files carry them); set by -D or an experiment it is refused, since it would have no
+    effect."""
     path = write(tmp_path / "t.yaml", "task_id: t\ndescription: d\ninitial_prompt: hi\n"
-                 "agent: {type: command, command: cat}\nrun_limits: {max_turns: 3}\n"
+                 f"agent: {{type: command, command: cat}}\nrun_limits: {{{limit}: 3}}\n"
                  "success_criteria: [{type: response_match, expected: hi}]\n")  # fmt: skip
     plan = _plan(path)
     assert plan.warnings == [
-        f"{plan.tasks[0].loaded.display}:5: run_limits.max_turns: run_limits.max_turns has no "
+        f"{plan.tasks[0].loaded.display}:5: run_limits.{limit}: run_limits.{limit} has no "
         "effect on agent type 'command', which takes no turns (it is enforced for claude-code "
         "and codex)"
     ]
     with pytest.raises(TaskFileError) as caught:
-        _plan(path, (Override(("run_limits", "max_turns"), 5),))
+        _plan(path, (Override(("run_limits", limit), 5),))
     assert caught.value.hint == "set by -D on the command line; remove it there"
-    experiment = _experiment(tmp_path, {"run_limits": {"max_turns": 2}}, {})
-    bare = write(tmp_path / "b.yaml", path.read_text().replace("run_limits: {max_turns: 3}\n", ""))
-    with pytest.raises(TaskFileError, match=r"variant 'v': run_limits\.max_turns has no effect"):
+    experiment = _experiment(tmp_path, {"run_limits": {limit: 2}}, {})
+    bare = write(tmp_path / "b.yaml", path.read_text().replace(f"run_limits: {{{limit}: 3}}\n", ""))
+    with pytest.raises(TaskFileError, match=rf"variant 'v': run_limits\.{limit} has no effect"):
         _plan(bare, experiment=str(experiment))

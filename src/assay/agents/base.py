@@ -23,7 +23,9 @@ if TYPE_CHECKING:
     from assay.bridge import Bridge
     from assay.sandbox.bwrap import Jail
 
-OutcomeStatus = Literal["completed", "timeout", "error", "token_budget", "cost_budget", "max_turns"]
+OutcomeStatus = Literal[
+    "completed", "timeout", "error", "token_budget", "cost_budget", "max_turns", "max_tool_calls"
+]
 
 
 @dataclass
@@ -47,6 +49,7 @@ class AgentContext:
         label: the row-task and replicate, for messages (``task/row#00``).
         row: the dataset row (``${row.x}`` in ``mock/`` scripts), if any.
         max_turns: the most model calls the agent may make (``run_limits.max_turns``).
+        max_tool_calls: the most tool calls its model may ask for (``run_limits.max_tool_calls``).
         redactor: the run's known secrets; an agent that mints a credential (the model
             bridge's per-row key) adds it here before using it, so it is redacted from
             every file and printed line. ``env`` already lacks the host's secrets.
@@ -69,6 +72,7 @@ class AgentContext:
     label: str = ""
     row: dict[str, Any] | None = None
     max_turns: int | None = None
+    max_tool_calls: int | None = None
     redactor: Redactor = field(default_factory=Redactor)
     jail: Jail | None = None
 

@@ -183,7 +183,8 @@ def open_session(context: AgentContext, config: CodingAgent, key: ModelKey) -> B
     session = BridgeSession(
         label=context.label, model_key=key, keep_model=config.model is None, price=price,
         prices=prices, script_vars=variables, replicate=context.replicate,
-        limits=SessionLimits(context.max_total_tokens, context.max_usd, context.max_turns),
+        limits=SessionLimits(context.max_total_tokens, context.max_usd, context.max_turns,
+                             context.max_tool_calls),
     )  # fmt: skip
     context.redactor.add_pattern(BRIDGE_KEY_NAME, TOKEN_PATTERN)  # before the CLI can print it
     return context.bridge.open(session)

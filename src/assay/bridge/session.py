@@ -25,17 +25,18 @@ TOKEN_PREFIX = "assay-row-"
 TOKEN_PATTERN = TOKEN_PREFIX + "[0-9a-f]{32}"
 """What every row's bridge credential looks like (redacted by this pattern: one for all rows)."""
 
-StopKind = Literal["token_budget", "cost_budget", "max_turns"]
+StopKind = Literal["token_budget", "cost_budget", "max_turns", "max_tool_calls"]
 Protocol = Literal["anthropic", "responses", "chat", "gemini"]
 
 
 @dataclass(frozen=True)
 class SessionLimits:
-    """A row's limits: total tokens, US dollars, model calls (``run_limits``)."""
+    """A row's limits: total tokens, US dollars, model calls, tool calls (``run_limits``)."""
 
     max_total_tokens: int | None = None
     max_usd: float | None = None
     max_turns: int | None = None
+    max_tool_calls: int | None = None
 
 
 @dataclass
@@ -144,7 +145,17 @@ class BridgeSession:
             self.stop("max_turns", f"the agent asked for model call {len(self.calls) + 1}; "
                                    f"run_limits.max_turns is {turns}")  # fmt: skip
             return self.stop_message
+        tools, cap = self.tool_calls, self.limits.max_tool_calls
+        if cap is not None and tools >= cap:
+            self.stop("max_tool_calls", f"the agent's model asked for {tools} tool calls; "
+                                        f"run_limits.max_tool_calls is {cap}")  # fmt: skip
+            return self.stop_message
         return None
+
+    @property
+    def tool_calls(self) -> int:
+        """Tool calls the model's answers asked for so far."""
+        return sum(len(call.tool_calls) for call in self.calls)
 
     def end(self, log: CallLog, *, price_model: str | None = None) -> None:
         """Close ``log``: time, cost, and the budgets (crossing one stops the session)."""

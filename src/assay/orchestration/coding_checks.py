@@ -116,7 +116,8 @@ def _check_limits(
                              line=loaded.document.line_of(("run_limits", field)))  # fmt: skip
 
     if agent.route == "direct":
-        budgets = [n for n in ("max_total_tokens", "max_usd") if getattr(limits, n) is not None]
+        budgets = [n for n in ("max_total_tokens", "max_usd", "max_tool_calls")
+                   if getattr(limits, n) is not None]  # fmt: skip
         if isinstance(agent, CodexAgent) and limits.max_turns is not None:
             budgets.append("max_turns")
         if budgets:

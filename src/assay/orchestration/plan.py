@@ -466,25 +466,30 @@ def _prefixes(field: str) -> list[str]:
 
 
 def _unenforced_limits(loaded: LoadedTask, variant: ResolvedVariant) -> list[str]:
-    """``run_limits.max_turns`` on an agent that takes no turns (``llm``, ``command``,
-    ``none``) has no effect: a warning when the task file sets it (Coder Eval's files do),
-    an error when ``-D`` or an experiment does.
+    """``run_limits.max_turns`` or ``max_tool_calls`` on an agent that takes no turns
+    (``llm``, ``command``, ``none``) has no effect: a warning when the task file sets it
+    (Coder Eval's files do), an error when ``-D`` or an experiment does.
 
     Raises:
         TaskFileError: the limit was set by ``-D`` or the experiment.
     """
     task = variant.definition
-    if task.run_limits.max_turns is None or task.agent.type in TURN_AGENTS:
+    if task.agent.type in TURN_AGENTS:
         return []
-    why = (f"run_limits.max_turns has no effect on agent type '{task.agent.type}', which takes "
-           "no turns (it is enforced for claude-code and codex)")  # fmt: skip
-    source = variant.provenance.get("run_limits.max_turns", "task")
-    if source in _SETTERS:
-        raise TaskFileError(f"variant '{variant.variant_id}': {why}",
-                            field="run_limits.max_turns",
-                            hint=f"set by {_SETTERS[source]}; remove it there")  # fmt: skip
-    line = loaded.document.line_of(("run_limits", "max_turns"))
-    return [f"{loaded.display}:{line or '?'}: run_limits.max_turns: {why}"]
+    warnings = []
+    for name in ("max_turns", "max_tool_calls"):
+        if getattr(task.run_limits, name) is None:
+            continue
+        why = (f"run_limits.{name} has no effect on agent type '{task.agent.type}', which "
+               "takes no turns (it is enforced for claude-code and codex)")  # fmt: skip
+        source = variant.provenance.get(f"run_limits.{name}", "task")
+        if source in _SETTERS:
+            raise TaskFileError(f"variant '{variant.variant_id}': {why}",
+                                field=f"run_limits.{name}",
+                                hint=f"set by {_SETTERS[source]}; remove it there")  # fmt: skip
+        line = loaded.document.line_of(("run_limits", name))
+        warnings.append(f"{loaded.display}:{line or '?'}: run_limits.{name}: {why}")
+    return warnings
 
 
 def _model_error(exc: UserError, loaded: LoadedTask, loc: tuple[str, ...]) -> TaskFileError:

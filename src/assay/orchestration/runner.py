@@ -432,6 +432,7 @@ class Runner:
             label=f"{task.task_id}#{item.replicate:02d}",
             row=item.row_task.row,
             max_turns=task.run_limits.max_turns,
+            max_tool_calls=task.run_limits.max_tool_calls,
             redactor=self.redactor,
             jail=sandbox.jail if sandbox is not None else None,
         )
@@ -567,6 +568,7 @@ class Runner:
                 response_chars=len(outcome.response or ""),
                 output_dropped_bytes=outcome.output_dropped_bytes,
                 duration_seconds=outcome.seconds,
+                stopped_early=outcome.error if outcome.status == "max_tool_calls" else None,
             ),
             total_token_usage=_usage(outcome),
             cost_usd=outcome.cost_usd,

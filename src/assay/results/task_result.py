@@ -175,7 +175,8 @@ class AttemptRecord(_Result):
 class AgentRecord(_Result):
     """What the agent did: its exit code (command agents), calls (model agents), timing;
     ``output_dropped_bytes``: output past the per-stream cap, counted and not kept (the kept
-    response ends with a note naming the cut)."""
+    response ends with a note naming the cut); ``stopped_early``: why the agent was ended
+    before it finished while its row was still graded (``run_limits.max_tool_calls``)."""
 
     exit_code: int | None = None
     timed_out: bool = False
@@ -187,6 +188,7 @@ class AgentRecord(_Result):
     response_chars: int = 0
     output_dropped_bytes: int = 0
     duration_seconds: float = 0.0
+    stopped_early: str | None = None
 
 
 class TaskConfigRecord(_Result):

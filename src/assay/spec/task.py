@@ -300,7 +300,10 @@ class SandboxConfig(StrictModel):
 
 class RunLimits(StrictModel):
     """Limits per row-task: seconds (``task_timeout``), tokens, US dollars, turns
-    (``max_turns``: enforced for the coding agents, which take turns)."""
+    (``max_turns``: enforced for the coding agents, which take turns) and tool calls
+    (``max_tool_calls``: the tool calls the coding agent's model asks for over the whole row;
+    the round that reaches it finishes, the next model call is refused, and the row is
+    graded as it stands, as in Coder Eval)."""
 
     coder_eval_only: ClassVar[Mapping[str, str]] = {
         "expected_turns": "not enforced",
@@ -314,6 +317,7 @@ class RunLimits(StrictModel):
 
     task_timeout: float = Field(default=600, gt=0)
     max_turns: int | None = Field(default=None, gt=0)
+    max_tool_calls: int | None = Field(default=None, gt=0)
     max_total_tokens: int | None = Field(default=None, gt=0)
     max_usd: float | None = Field(default=None, gt=0)
 
