@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from assay import api
 from tests.helpers import kill_left, pids_in, wait_gone, write
 
@@ -82,6 +84,37 @@ success_criteria:
     assert record["agent"]["output_dropped_bytes"] == 2097152
     response = (path.parent / "response.txt").read_text()
     assert response.endswith("output cut after 10485760 bytes; 2097152 more bytes dropped]\n")
+
+
+@pytest.mark.parametrize("driver", ["tempdir", "bwrap"])
+def test_the_cap_is_the_tasks_sandbox_limits_max_output_mb(tmp_path: Path, driver: str) -> None:
+    """Issue 28 item 8: what is kept of each stream is configurable, for the agent's program
+    and for a criterion's command alike."""
+    task = write(
+        tmp_path / "task.yaml",
+        f"""\
+task_id: loud
+description: an agent and a criterion that print 300 KiB each
+initial_prompt: go
+sandbox: {{driver: {driver}, limits: {{max_output_mb: 0.125}}}}
+agent:
+  type: command
+  command: "head -c 307200 /dev/zero | tr '\\\\0' y"
+success_criteria:
+  - type: run_command
+    command: "head -c 307200 /dev/zero | tr '\\\\0' z; echo END"
+    expected_stdout: "END"
+    stdout_match: contains
+""",
+    )
+    result = api.run([str(task)], run_dir=str(tmp_path / "runs"))
+    (path,) = result.run_dir.glob("**/task.json")
+    record = json.loads(path.read_text())
+    assert record["agent"]["output_dropped_bytes"] == 307200 - 131072
+    response = (path.parent / "response.txt").read_text()
+    assert response.endswith("output cut after 131072 bytes; 176128 more bytes dropped]\n")
+    criterion = record["success_criteria_results"][0]
+    assert criterion["score"] == 0.0  # END came after the cap: the criterion never saw it
 
 
 LEAVER = """\

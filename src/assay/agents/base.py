@@ -18,6 +18,7 @@ from assay.providers.retry import Attempt
 from assay.results.secrets import Redactor
 from assay.results.trace import Span
 from assay.results.transcript import Transcript
+from assay.sandbox.process import MAX_OUTPUT_BYTES
 
 if TYPE_CHECKING:
     from assay.bridge import Bridge
@@ -50,6 +51,8 @@ class AgentContext:
         row: the dataset row (``${row.x}`` in ``mock/`` scripts), if any.
         max_turns: the most model calls the agent may make (``run_limits.max_turns``).
         max_tool_calls: the most tool calls its model may ask for (``run_limits.max_tool_calls``).
+        max_output_bytes: what is kept of each output stream of the agent's program
+            (``sandbox.limits.max_output_mb``).
         redactor: the run's known secrets; an agent that mints a credential (the model
             bridge's per-row key) adds it here before using it, so it is redacted from
             every file and printed line. ``env`` already lacks the host's secrets.
@@ -73,6 +76,7 @@ class AgentContext:
     row: dict[str, Any] | None = None
     max_turns: int | None = None
     max_tool_calls: int | None = None
+    max_output_bytes: int = MAX_OUTPUT_BYTES
     redactor: Redactor = field(default_factory=Redactor)
     jail: Jail | None = None
 

@@ -73,6 +73,7 @@ class CommandRunner:
                 env=env,
                 timeout=context.timeout,
                 stdin=context.prompt or "",
+                max_output_bytes=context.max_output_bytes,
             )
         except OSError as exc:
             span.end(error=str(exc))

@@ -433,6 +433,7 @@ class Runner:
             row=item.row_task.row,
             max_turns=task.run_limits.max_turns,
             max_tool_calls=task.run_limits.max_tool_calls,
+            max_output_bytes=task.sandbox.limits.max_output_bytes,
             redactor=self.redactor,
             jail=sandbox.jail if sandbox is not None else None,
         )

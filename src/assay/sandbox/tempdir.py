@@ -20,7 +20,7 @@ from assay.errors import SandboxError
 from assay.results.secrets import Redactor
 from assay.sandbox.bwrap import Jail
 from assay.sandbox.cli_shims import MOCKS_DIR, write_shims
-from assay.sandbox.process import ProcessResult, run_process
+from assay.sandbox.process import MAX_OUTPUT_BYTES, ProcessResult, run_process
 from assay.spec.task import SandboxConfig, StarterFiles, TemplateDir
 
 
@@ -40,11 +40,16 @@ class Sandbox:
     Args:
         root: the directory (it must exist).
         jail: the bwrap sandbox its programs run in (``None``: plain processes).
+        max_output_bytes: what :meth:`run` keeps of each output stream
+            (``sandbox.limits.max_output_mb``).
     """
 
-    def __init__(self, root: Path, jail: Jail | None = None) -> None:
+    def __init__(
+        self, root: Path, jail: Jail | None = None, *, max_output_bytes: int = MAX_OUTPUT_BYTES
+    ) -> None:
         self.root = root
         self.jail = jail
+        self.max_output_bytes = max_output_bytes
         self._real = root.resolve()
 
     async def run(
@@ -63,12 +68,14 @@ class Sandbox:
             FileNotFoundError, PermissionError: an argv program cannot be started (without
                 a jail; inside one, the shell reports it with exit code 127 or 126).
         """
+        cap = self.max_output_bytes
         if self.jail is None:
             return await run_process(command, cwd=self.root, env=env, timeout=timeout,
-                                     stdin=stdin)  # fmt: skip
+                                     stdin=stdin, max_output_bytes=cap)  # fmt: skip
         argv = ["/bin/sh", "-c", command] if isinstance(command, str) else command
         wrapped, inner = self.jail.command(argv, env=env, cwd=self.root, writable=writable)
-        return await run_process(wrapped, cwd=self.root, env=inner, timeout=timeout, stdin=stdin)
+        return await run_process(wrapped, cwd=self.root, env=inner, timeout=timeout, stdin=stdin,
+                                 max_output_bytes=cap)  # fmt: skip
 
     @classmethod
     def create(
@@ -101,9 +108,10 @@ class Sandbox:
                 at.mkdir(parents=True)
             except OSError as exc:
                 raise SandboxError(f"cannot create the sandbox at {at}: {exc}") from exc
-            sandbox = cls(at)
+            sandbox = cls(at, max_output_bytes=config.limits.max_output_bytes)
         else:
-            sandbox = cls(Path(tempfile.mkdtemp(prefix=prefix)))
+            sandbox = cls(Path(tempfile.mkdtemp(prefix=prefix)),
+                          max_output_bytes=config.limits.max_output_bytes)  # fmt: skip
         try:
             for source in config.template_sources or []:
                 if isinstance(source, TemplateDir):
@@ -163,7 +171,7 @@ class Sandbox:
                 base = real if (target == real or real in target.parents) else self.root
                 link.unlink()
                 link.symlink_to(destination / target.relative_to(base))
-        return Sandbox(destination)
+        return Sandbox(destination, max_output_bytes=self.max_output_bytes)
 
     def redact(self, redactor: Redactor, *, since: float | None = None) -> list[Path]:
         """Replace every known secret in the sandbox's files (bytes, in place); symlinks are

@@ -245,7 +245,10 @@ class SandboxLimits(StrictModel):
     ``cpu_seconds``: CPU time of each process (``RLIMIT_CPU``; killed with ``SIGXCPU`` then
     ``SIGKILL``); ``max_file_size_mb``: the largest file a process may write
     (``RLIMIT_FSIZE``; a larger write fails with ``EFBIG``); ``max_open_files``: file
-    descriptors per process (``RLIMIT_NOFILE``).
+    descriptors per process (``RLIMIT_NOFILE``). ``max_output_mb`` holds on every driver:
+    what is kept of each output stream of a program the row runs (the agent command's, a
+    criterion's); the rest is read and counted, never held in memory, and the kept text
+    ends with a note naming the cut.
     """
 
     coder_eval_only: ClassVar[Mapping[str, str]] = {
@@ -260,6 +263,12 @@ class SandboxLimits(StrictModel):
     cpu_seconds: int | None = Field(default=None, gt=0)
     max_file_size_mb: int = Field(default=1024, gt=0)
     max_open_files: int = Field(default=4096, ge=16)
+    max_output_mb: float = Field(default=10, gt=0, le=1024)
+
+    @property
+    def max_output_bytes(self) -> int:
+        """``max_output_mb`` in bytes (MiB: 1,048,576 bytes each)."""
+        return int(self.max_output_mb * 1024 * 1024)
 
 
 SandboxDriver = Literal["tempdir", "bwrap"]
