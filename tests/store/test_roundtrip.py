@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from assay.data.jsonl import iter_jsonl
+from assay.install import install_hint
 from assay.store import Schema, Store, StoreError, open_store, read_rows
 from assay.store.export import write_csv, write_jsonl, write_parquet
 from assay.store.infer import schema_of_file
@@ -117,11 +118,11 @@ def test_missing_optional_drivers_name_their_extra(
     with pytest.raises(StoreError) as caught:
         list(read_rows(tmp_path / "rows.parquet", schema=None, id_field="id"))
     assert caught.value.message == "Parquet needs pyarrow, which is not installed"
-    assert caught.value.hint == "pip install 'assay[parquet]'"
+    assert caught.value.hint == install_hint("parquet")
     with pytest.raises(StoreError) as caught:
         open_store("postgresql://someone:pw@127.0.0.1/db")
     assert caught.value.message == (
         "the store URL postgresql+psycopg://someone:***@127.0.0.1/db needs the Python module "
         "'psycopg'"
     )
-    assert caught.value.hint == "pip install 'assay[postgres]' for PostgreSQL (psycopg 3)"
+    assert caught.value.hint == install_hint("postgres") + " for PostgreSQL (psycopg 3)"

@@ -27,6 +27,7 @@ from assay.agents.base import AgentContext, AgentOutcome, OutcomeStatus
 from assay.bridge import BridgeSession, CallLog, SessionLimits
 from assay.bridge.session import TOKEN_PATTERN
 from assay.errors import UsageError
+from assay.install import install_hint
 from assay.providers.base import Usage
 from assay.providers.pool import ModelKey
 from assay.providers.pricing import Price
@@ -77,7 +78,7 @@ def find_cli(
 
 
 _INSTALL = {
-    "claude": "pip install 'assay[agents]' (the claude-agent-sdk wheel bundles the CLI), or "
+    "claude": install_hint("agents") + " (the claude-agent-sdk wheel bundles the CLI), or "
     "npm install -g @anthropic-ai/claude-code, or set agent.cli_path",
     "codex": "npm install -g @openai/codex@0.171.0, or set agent.cli_path",
 }

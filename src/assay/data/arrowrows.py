@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.errors import DatasetError
+from assay.install import install_hint
 
 PARQUET_SUFFIXES = (".parquet", ".pq")
 ARROW_SUFFIXES = (".arrow", ".feather", ".ipc")
@@ -37,7 +38,7 @@ def _pyarrow(display: str) -> Any:
         raise DatasetError(
             f"Dataset {display}: reading Parquet or Arrow files needs pyarrow, which is not "
             "installed", file=display,
-            hint="pip install 'assay[parquet]', or convert the file to JSONL",
+            hint=install_hint("parquet") + ", or convert the file to JSONL",
         ) from None  # fmt: skip
     return pyarrow
 

@@ -20,6 +20,7 @@ from typing import Any
 import httpx
 
 from assay.errors import ModelError, UsageError
+from assay.install import install_hint
 from assay.providers.base import Choice, JsonSchema, ModelRequest, ModelResponse
 from assay.providers.constraints import ANSWER_KEY
 from assay.providers.retry import TransientModelError, is_retryable_status, parse_retry_after
@@ -104,7 +105,7 @@ class AnthropicModel:
             except ImportError:
                 raise UsageError(
                     f"model '{self.name}' needs the anthropic package",
-                    hint="pip install 'assay[anthropic]'",
+                    hint=install_hint("anthropic"),
                 ) from None
             self._client = anthropic.AsyncAnthropic(
                 api_key=self.api_key, base_url=self.endpoint, timeout=self.timeout, max_retries=0

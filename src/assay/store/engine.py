@@ -27,6 +27,7 @@ from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
 from sqlalchemy.pool import StaticPool
 
 from assay.errors import StoreError
+from assay.install import install_hint
 from assay.store.tables import STORE_SCHEMA_VERSION, metadata, store_meta
 
 DEFAULT_STORE_URL = "sqlite:///.assay/store.db"
@@ -92,7 +93,7 @@ def make_engine(url: str) -> Engine:
     except ModuleNotFoundError as exc:
         raise StoreError(
             f"the store URL {display_url(url)} needs the Python module '{exc.name}'",
-            hint="pip install 'assay[postgres]' for PostgreSQL (psycopg 3)",
+            hint=install_hint("postgres") + " for PostgreSQL (psycopg 3)",
         ) from None
     except NoSuchModuleError:
         raise StoreError(

@@ -18,6 +18,7 @@ from typing import Any
 from assay.data.csvrows import iter_csv
 from assay.data.jsonl import iter_jsonl
 from assay.errors import StoreError
+from assay.install import install_hint
 from assay.results.safe_text import csv_value
 from assay.store.models import SourceRow
 from assay.store.rows import row_error
@@ -59,7 +60,7 @@ def import_pyarrow() -> Any:
     except ModuleNotFoundError:
         raise StoreError(
             "Parquet needs pyarrow, which is not installed",
-            hint="pip install 'assay[parquet]'",
+            hint=install_hint("parquet"),
         ) from None
     return pyarrow
 

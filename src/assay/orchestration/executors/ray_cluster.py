@@ -25,6 +25,7 @@ from types import ModuleType
 from typing import Any
 
 from assay.errors import UsageError
+from assay.install import install_hint
 
 RAY_VERSION = "2.60.0"
 PROBE_SECONDS = 5.0
@@ -46,7 +47,7 @@ def import_ray() -> ModuleType:
     except ImportError:
         raise UsageError(
             "--executor ray needs Ray, which is not installed",
-            hint=f"pip install 'assay[distributed]' (Ray {RAY_VERSION}), on this machine and "
+            hint=f"{install_hint('distributed')} (Ray {RAY_VERSION}), on this machine and "
             "on every node of the cluster",
         ) from None
     module: ModuleType = ray

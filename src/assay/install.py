@@ -1,0 +1,26 @@
+"""How to install an optional part of assay, said the way that works where assay runs.
+
+From a clone of the repository (an editable install: ``pyproject.toml`` and the
+``Makefile`` beside ``src/``) the command is ``make install-dev``, which installs every extra
+and the tools the tests use; elsewhere it is pip's ``pip install 'assay[EXTRA]'``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def clone_root() -> Path | None:
+    """The repository assay was installed from in editable mode, or ``None``."""
+    root = Path(__file__).resolve().parents[2]
+    if (root / "pyproject.toml").is_file() and (root / "Makefile").is_file():
+        return root
+    return None
+
+
+def install_hint(extra: str) -> str:
+    """The command that installs the extra ``extra`` (``agents``, ``parquet``, ...)."""
+    root = clone_root()
+    if root is not None:
+        return f"make install-dev (in {root}; it installs every extra)"
+    return f"pip install 'assay[{extra}]'"
