@@ -198,3 +198,19 @@ def test_store_url_from_the_environment_and_the_default(tmp_path: Path) -> None:
     bad = run(tmp_path, "list", "--store", "postgresql://u:secret@127.0.0.1:9/x")
     assert bad.returncode == 2 and "cannot open the store at" in bad.stderr
     assert "secret" not in bad.stderr
+
+
+def test_diff_exits_1_with_exit_code_when_versions_differ(cli: Cli, tmp_path: Path) -> None:
+    """Issue 26 item 7: the exit of `dataset diff` is documented and chosen: 0 by default,
+    and with --exit-code 1 when the versions differ, as diff."""
+    write(tmp_path / "a.jsonl", '{"id": "a", "t": "x"}\n')
+    write(tmp_path / "b.jsonl", '{"id": "b", "t": "y"}\n')
+    assert cli("import", "d", str(tmp_path / "a.jsonl")).returncode == 0
+    assert cli("add", "d", str(tmp_path / "b.jsonl")).returncode == 0
+    assert cli("diff", "d@1", "d@2").returncode == 0
+    differ = cli("diff", "d@1", "d@2", "--exit-code")
+    assert differ.returncode == 1 and "1 added" in differ.stdout
+    assert cli("diff", "d@1", "d@2", "--exit-code", "--json").returncode == 1
+    assert cli("diff", "d@1", "d@1", "--exit-code").returncode == 0
+    shown = cli("diff", "--help")
+    assert "--exit-code" in shown.stdout and "1 when they differ" in " ".join(shown.stdout.split())

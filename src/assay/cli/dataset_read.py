@@ -6,9 +6,12 @@ from __future__ import annotations
 import itertools
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+if TYPE_CHECKING:
+    from assay.store.models import DatasetDiff
 
 from assay.cli.shared.common import user_errors
 from assay.cli.shared.dataset_support import (
@@ -107,8 +110,14 @@ def diff(
     limit: Annotated[int, typer.Option("--limit", min=0, help="Ids to list per kind.")] = 20,
     store: StoreUrl = None,
     as_json: AsJson = False,
+    exit_code: Annotated[
+        bool, typer.Option("--exit-code", help="Exit 1 when the versions differ (as diff).")
+    ] = False,
 ) -> None:
-    """Show the examples added, removed and changed (by id) between two versions."""
+    """Show the examples added, removed and changed (by id) between two versions.
+
+    Exits 0 (with --exit-code: 0 when they hold the same examples, 1 when they differ), 2
+    on bad input."""
     from assay.store.files import parse_ref
 
     with user_errors():
@@ -119,7 +128,13 @@ def diff(
         print_json({"a": found.a.to_json(), "b": found.b.to_json(), "added": found.added,
                     "removed": found.removed, "changed": found.changed,
                     "unchanged": found.unchanged})  # fmt: skip
-        return
+    else:
+        _print_diff(found, limit)
+    if exit_code and (found.added or found.removed or found.changed):
+        raise typer.Exit(1)
+
+
+def _print_diff(found: DatasetDiff, limit: int) -> None:
     console = out()
     console.print(diff_summary(found), markup=False)
     for kind, ids in (("added", found.added), ("removed", found.removed),
