@@ -13,13 +13,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from assay.metrics.clustered import MIN_CLUSTERS
 from assay.reports.judge_md import judge_lines
 from assay.reports.numbers import fmt, fmt_close
 from assay.reports.rollup import FAILED_SAMPLE_LIMIT
 from assay.results.experiment import Comparison, Difference, Estimate, ExperimentResult
 from assay.results.run import RunSummary
 from assay.results.safe_text import md_text
-from assay.results.suite import CriterionAggregate, DatasetRecord, SuiteRollup
+from assay.results.suite import CriterionAggregate, DatasetRecord, IntervalRecord, SuiteRollup
 
 
 def fmt_metric(name: str, value: float | None) -> str:
@@ -73,6 +74,9 @@ def render_suite(suite: SuiteRollup) -> str:
         )
     out.append(f"**Pass rate**: {_percent(suite.rows_passed, suite.rows_graded)}"
                + _outside(suite))  # fmt: skip
+    if "pass_rate" in suite.intervals:
+        out.append(f"**Pass rate 95% CI**: {interval_text(suite.intervals['pass_rate'])}"
+                   + _clustered_by(suite.cluster_field))  # fmt: skip
     out.append(
         f"**Refusal rate**: {_percent(suite.rows_refused, suite.rows_graded + suite.rows_refused)}"
         " of the rows answered"
@@ -101,6 +105,22 @@ def render_suite(suite: SuiteRollup) -> str:
     if suite.failed_samples:
         out += ["", *_failed_section(suite)]
     return "\n".join(out) + "\n"
+
+
+def interval_text(found: IntervalRecord) -> str:
+    """``[0.41, 0.72] (cluster exact, 12 clusters of 24 values)``, or why there is none."""
+    if found.value is None:
+        return f"— ({md_text(found.reason or 'no value')})"
+    where = f"{found.clusters} clusters of {found.observations} values"
+    if found.low is None or found.high is None:
+        return f"none ({md_text(found.reason or 'no interval')}; {where})"
+    return f"[{fmt(found.low)}, {fmt(found.high)}] ({found.method}, {where})"
+
+
+def _clustered_by(cluster_field: str | None) -> str:
+    if cluster_field is None:
+        return "; each row with its replicates is one cluster"
+    return f"; rows clustered by {code(cluster_field)}, a row's replicates together"
 
 
 def gate_text(suite: SuiteRollup) -> str:
@@ -164,6 +184,9 @@ def _aggregate_section(agg: CriterionAggregate) -> list[str]:
         out += [f"**Error**: {md_text(agg.error)}", ""]
     out += md_table(["metric", "value"],
                     [[code(k), fmt_metric(k, v)] for k, v in agg.metrics.items()])  # fmt: skip
+    if agg.intervals:
+        out += ["", "Cluster-robust 95% intervals: " + "; ".join(
+            f"{code(k)} {interval_text(v)}" for k, v in agg.intervals.items())]  # fmt: skip
     if agg.undefined_metrics:
         out += ["", "Undefined (—):"]
         out += [f"- {code(k)}: {md_text(why)}" for k, why in agg.undefined_metrics.items()]
@@ -310,7 +333,11 @@ def _estimate(value: Estimate | None) -> str:
         return "—"
     if value.low is None or value.high is None:
         return fmt(value.value) + (f" ({md_text(value.reason)})" if value.reason else "")
-    return f"{fmt(value.value)} [{fmt(value.low)}, {fmt(value.high)}]"
+    return f"{fmt(value.value)} [{fmt(value.low)}, {fmt(value.high)}]{_clusters(value.clusters)}"
+
+
+def _clusters(count: int | None) -> str:
+    return "" if count is None else f" ({count} clusters)"
 
 
 def _difference(diff: Difference) -> str:
@@ -319,7 +346,8 @@ def _difference(diff: Difference) -> str:
     sign = "+" if diff.difference >= 0 else ""
     if diff.low is None or diff.high is None:
         return f"{sign}{fmt(diff.difference)} ({md_text(diff.reason or 'no interval')})"
-    return f"{sign}{fmt(diff.difference)} [{fmt(diff.low)}, {fmt(diff.high)}]"
+    return (f"{sign}{fmt(diff.difference)} [{fmt(diff.low)}, {fmt(diff.high)}]"
+            f"{_clusters(diff.clusters)}")  # fmt: skip
 
 
 def render_experiment(report: ExperimentResult) -> str:
@@ -328,8 +356,11 @@ def render_experiment(report: ExperimentResult) -> str:
     if report.description:
         out += [report.description, ""]
     out.append("Variants: " + ", ".join(f"`{v}`" for v in report.variant_ids))
-    out.append("Intervals are 95%: Wilson for proportions over independent rows, a bootstrap "
-               "over rows (replicates kept with their row) otherwise.")  # fmt: skip
+    out.append("Intervals are 95% and cluster-robust (a row's replicates are one cluster, and "
+               "so are the rows that share the dataset's `cluster_field`): CR1 standard errors "
+               "with a t interval on clusters − 1 degrees of freedom (`cluster t`); a rate on "
+               f"fewer than {MIN_CLUSTERS} clusters gets the exact Korn–Graubard interval "
+               "(`cluster exact`); F1 a bootstrap over clusters.")  # fmt: skip
     suites = list(dict.fromkeys(v.suite_id for v in report.variants))
     for suite in suites:
         arms = [v for v in report.variants if v.suite_id == suite]

@@ -206,15 +206,16 @@ def _write_experiment(
     from assay.reports.experiment import build_experiment  # numpy/scipy: only when needed
 
     assert meta.experiment_id is not None
+    listed = listed_tasks(run_dir, meta.selections)
     report = build_experiment(
         results,
         paths,
         experiment_id=meta.experiment_id,
         description=meta.experiment_description,
         variant_ids=meta.variant_ids,
-        row_ids={
-            task_id: chosen.selection.row_ids
-            for task_id, chosen in listed_tasks(run_dir, meta.selections).items()
+        row_ids={task_id: chosen.selection.row_ids for task_id, chosen in listed.items()},
+        cluster_fields={
+            task_id: chosen.dataset.cluster_field for task_id, chosen in listed.items()
         },
     )
     write_json_atomic(run_dir / "experiment.json", report, redactor=redactor)

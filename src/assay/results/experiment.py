@@ -1,8 +1,10 @@
 """``experiment.json`` (and ``assay compare``'s JSON): metrics with intervals per variant, and
 paired comparisons per pair of variants.
 
-Every estimate carries its method (``wilson`` or ``bootstrap``) and, when no interval can be
-given, ``low``/``high`` are ``null`` with the reason; never NaN.
+Every estimate carries its method (``cluster t``, ``cluster exact`` or ``bootstrap``: see
+:mod:`assay.metrics.clustered`), its cluster-robust standard error and number of clusters
+where it has them, and, when no interval can be given, ``low``/``high`` are ``null`` with the
+reason; never NaN.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ class _Model(BaseModel):
 
 
 class Estimate(_Model):
-    """A metric's value and 95% interval."""
+    """A metric's value and 95% interval; ``se`` and ``clusters`` for a cluster-robust one."""
 
     value: float | None
     low: float | None = None
@@ -27,6 +29,8 @@ class Estimate(_Model):
     method: str
     rows: int
     reason: str | None = None
+    se: float | None = None
+    clusters: int | None = None
 
 
 class VariantSuite(_Model):
@@ -41,7 +45,8 @@ class VariantSuite(_Model):
 
 
 class Difference(_Model):
-    """``b - a`` for one metric, with a paired 95% interval (bootstrap over rows)."""
+    """``b - a`` for one metric, with a paired 95% interval: cluster-robust (``se``,
+    ``clusters``) for a mean or a rate, a bootstrap over clusters for F1 (``method``)."""
 
     a: float | None
     b: float | None
@@ -49,6 +54,9 @@ class Difference(_Model):
     low: float | None = None
     high: float | None = None
     reason: str | None = None
+    method: str = "bootstrap"
+    se: float | None = None
+    clusters: int | None = None
 
 
 class FlippedRow(_Model):

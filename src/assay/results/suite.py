@@ -27,8 +27,25 @@ class ThresholdCheck(_Model):
     passed: bool
 
 
+class IntervalRecord(_Model):
+    """A rate or mean with its cluster-robust 95% interval (``assay.metrics.clustered``):
+    ``method`` is ``cluster t`` or ``cluster exact``; ``observations`` counts graded values
+    (each replicate once), ``clusters`` the clusters they fall in; without an interval,
+    ``low``/``high`` are ``null`` and ``reason`` says why."""
+
+    value: float | None
+    low: float | None = None
+    high: float | None = None
+    se: float | None = None
+    method: str
+    observations: int
+    clusters: int
+    reason: str | None = None
+
+
 class CriterionAggregate(_Model):
-    """A criterion's metrics over the suite's rows (by position in ``success_criteria``)."""
+    """A criterion's metrics over the suite's rows (by position in ``success_criteria``);
+    ``intervals`` holds the cluster-robust intervals of its ``mean`` (and ``accuracy``)."""
 
     criterion_type: str
     description: str = ""
@@ -40,6 +57,7 @@ class CriterionAggregate(_Model):
     passed: bool = True
     details: dict[str, Any] = Field(default_factory=dict)
     error: str | None = None
+    intervals: dict[str, IntervalRecord] = Field(default_factory=dict)
 
 
 class CriterionStat(_Model):
@@ -109,6 +127,7 @@ class DatasetRecord(_Model):
     paths: list[str] = Field(default_factory=list)
     files: list[FileRecord] = Field(default_factory=list)
     id_field: str = "id"
+    cluster_field: str | None = None
     store: str | None = None
     store_url: str | None = None
     version: int | None = None
@@ -135,7 +154,8 @@ class SuiteRollup(_Model):
     whose gate passed, with every planned row run, and no row that errored or refused unless
     it gates ``completion_rate``; a suite without a gate whose every row succeeded.
     ``result_reasons`` says why it is not green. ``refusal_rate`` is
-    ``rows_refused / (rows_graded + rows_refused)``.
+    ``rows_refused / (rows_graded + rows_refused)``. ``intervals`` holds the pass rate's
+    cluster-robust interval, clustered by row and by ``cluster_field`` when the dataset has one.
     """
 
     schema_version: str = SUITE_SCHEMA_VERSION
@@ -166,3 +186,5 @@ class SuiteRollup(_Model):
     replicates: int = 1
     per_replicate: list[ReplicateRollup] = Field(default_factory=list)
     pass_k: dict[str, dict[str, float | int]] = Field(default_factory=dict)
+    intervals: dict[str, IntervalRecord] = Field(default_factory=dict)
+    cluster_field: str | None = None
