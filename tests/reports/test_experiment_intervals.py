@@ -29,7 +29,7 @@ def results(variant: str, arm: dict[str, list[int | None]]) -> list[EvaluationRe
             else:
                 observed = "positive" if outcome else "negative"
                 result = graded(index, "positive", observed, row_id=row_id, replicate=replicate)
-            row = {"id": row_id, "story": STORY[row_id]}
+            row = {"id": row_id, "story": STORY.get(row_id, row_id)}
             out.append(result.model_copy(update={"variant_id": variant, "row": row}))
     return out
 

@@ -258,3 +258,15 @@ def cluster_of(
         if value is not None and not isinstance(value, Mapping | list) and str(value).strip():
             return ("value", str(value))
     return ("row", row_id)
+
+
+def t_test_p(found: ClusteredEstimate, null: float = 0.0) -> float | None:
+    """The two-sided p-value of ``value = null`` with the cluster-robust SE on ``G - 1``
+    degrees of freedom (what statsmodels' ``t_test`` reports with ``use_t=True``); ``None``
+    without an SE (fewer than 2 clusters) or with a zero one."""
+    if found.value is None or not found.se or found.clusters < 2:
+        return None
+    from scipy.stats import t
+
+    statistic = (found.value - null) / found.se
+    return float(min(1.0, 2.0 * t.sf(abs(statistic), found.clusters - 1)))

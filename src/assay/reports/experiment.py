@@ -29,7 +29,9 @@ from assay.metrics.clustered import (
     cluster_of,
     clustered_difference,
     clustered_mean,
+    t_test_p,
 )
+from assay.metrics.multiplicity import Adjustment, adjust_p_values
 from assay.metrics.paired import mcnemar_exact
 from assay.metrics.passk import suite_pass_k
 from assay.results.experiment import (
@@ -299,7 +301,7 @@ def _difference(
         )
         return Difference(a=None, b=None, difference=found.value, low=found.low, high=found.high,
                           reason=found.reason, method=found.method, se=found.se,
-                          clusters=found.clusters)  # fmt: skip
+                          clusters=found.clusters, p_value=t_test_p(found))  # fmt: skip
     sums = np.array(list(by_cluster.values())) if by_cluster else np.zeros((0, 2 * width))
     paired = bootstrap(sums, difference(spec.statistic, spec.statistic, width))
     reason = paired.reason.replace("rows", "clusters") if paired.reason else None
@@ -347,19 +349,24 @@ def build_experiment(
     row_ids: dict[str, list[str]],
     datasets: Sequence[ArmDataset] = (),
     cluster_fields: Mapping[str, str | None] | None = None,
+    adjustment: Adjustment = "holm",
+    alpha: float = 0.05,
 ) -> ExperimentResult:
     """Every variant's metrics per suite, and every pair of variants compared, on the rows
     whose content is the same in every arm (the others are listed in ``excluded_rows``).
 
     ``cluster_fields`` (suite → row field, from each suite's ``DatasetRecord``) clusters the
-    rows; without it each row (with its replicates) is a cluster."""
+    rows; without it each row (with its replicates) is a cluster. ``adjustment`` (``holm``,
+    ``bonferroni``, ``none``) adjusts each suite's p-values for multiplicity; a difference
+    survives when its adjusted p-value is at most ``alpha``."""
     arms = group_arms(results, paths, cluster_fields)
     by_suite: dict[str, list[Arm]] = defaultdict(list)
     for (_, suite), arm in arms.items():
         by_suite[suite].append(arm)
     report = ExperimentResult(experiment_id=experiment_id, description=description,
                               variant_ids=variant_ids, row_ids=row_ids,
-                              datasets=list(datasets))  # fmt: skip
+                              datasets=list(datasets), adjustment=adjustment,
+                              alpha=alpha)  # fmt: skip
     for suite, suite_arms in by_suite.items():
         differ = set(content_mismatches(suite_arms))
         ids = [i for i in row_ids.get(suite) or list(suite_arms[0].rows) if i not in differ]
@@ -371,7 +378,28 @@ def build_experiment(
         ordered = sorted(suite_arms, key=lambda a: variant_ids.index(a.variant_id)
                          if a.variant_id in variant_ids else len(variant_ids))  # fmt: skip
         report.variants.extend(summarise(arm, ids, specs) for arm in ordered)
-        for i, first in enumerate(ordered):
-            for second in ordered[i + 1 :]:
-                report.comparisons.append(compare(first, second, ids, specs))
+        pairs = [(a, b) for i, a in enumerate(ordered) for b in ordered[i + 1 :]]
+        comparisons = [compare(first, second, ids, specs) for first, second in pairs]
+        report.comparisons.extend(adjust_family(comparisons, adjustment, alpha))
     return report
+
+
+def adjust_family(
+    comparisons: list[Comparison], adjustment: Adjustment, alpha: float
+) -> list[Comparison]:
+    """The comparisons of one suite with ``p_adjusted`` and ``survives`` filled in: every
+    difference's p-value one family, every McNemar p-value another."""
+    tests = [(c, name) for c in comparisons for name, d in c.metrics.items()
+             if d.p_value is not None]  # fmt: skip
+    adjusted = adjust_p_values([c.metrics[n].p_value or 0.0 for c, n in tests], adjustment)
+    for (comparison, name), value in zip(tests, adjusted, strict=True):
+        found = comparison.metrics[name]
+        comparison.metrics[name] = found.model_copy(
+            update={"p_adjusted": value, "survives": value <= alpha}
+        )
+    mcnemar = adjust_p_values([c.mcnemar.p_value for c in comparisons], adjustment)
+    for comparison, value in zip(comparisons, mcnemar, strict=True):
+        comparison.mcnemar = comparison.mcnemar.model_copy(
+            update={"p_adjusted": value, "survives": value <= alpha}
+        )
+    return comparisons

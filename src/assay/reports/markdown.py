@@ -379,7 +379,8 @@ def render_experiment(report: ExperimentResult) -> str:
                             for k, v in arm.pass_k.items())]  # fmt: skip
         replicates = max(a.replicates for a in arms)
         for comparison in (c for c in report.comparisons if c.suite_id == suite):
-            out += ["", *_comparison_section(comparison, replicates)]
+            out += ["", *_comparison_section(comparison, replicates, report.adjustment,
+                                             report.alpha)]  # fmt: skip
     return "\n".join(out) + "\n"
 
 
@@ -416,17 +417,35 @@ def _datasets_lines(report: ExperimentResult, suite: str) -> list[str]:
     return [*out, ""] if out else []
 
 
-def _comparison_section(c: Comparison, replicates: int) -> list[str]:
+def _p_text(p_value: float | None, adjusted: float | None, survives: bool | None) -> str:
+    if p_value is None:
+        return "—"
+    after = "" if adjusted is None else f" → {adjusted:.4g}"
+    verdict = "" if survives is None else (" ✓ survives" if survives else " ✗")
+    return f"{p_value:.4g}{after}{verdict}"
+
+
+def _comparison_section(
+    c: Comparison, replicates: int, adjustment: str = "holm", alpha: float = 0.05
+) -> list[str]:
     out = [f"### `{c.variant_b}` vs `{c.variant_a}`", ""]
     out += md_table(
-        ["metric", f"`{c.variant_a}`", f"`{c.variant_b}`", "difference [95% CI]"],
-        [[f"`{n}`", fmt(d.a), fmt(d.b), _difference(d)] for n, d in c.metrics.items()],
-    )
+        ["metric", f"`{c.variant_a}`", f"`{c.variant_b}`", "difference [95% CI]",
+         f"p → {adjustment}-adjusted"],
+        [[f"`{n}`", fmt(d.a), fmt(d.b), _difference(d), _p_text(d.p_value, d.p_adjusted,
+                                                                   d.survives)]
+         for n, d in c.metrics.items()],
+    )  # fmt: skip
     test = c.mcnemar
     out += [
         "",
         f"McNemar (exact, per-row pass/fail): {test.a_only} row(s) pass only with "
-        f"`{c.variant_a}`, {test.b_only} only with `{c.variant_b}`; p = {test.p_value:.4g}",
+        f"`{c.variant_a}`, {test.b_only} only with `{c.variant_b}`; p = "
+        + _p_text(test.p_value, test.p_adjusted, test.survives),
+        "",
+        f"p-values: the clustered t test of each difference; adjusted ({adjustment}) over "
+        f"every difference of this suite's pairs of variants and metrics (McNemar's over its "
+        f"pairs); a difference survives when the adjusted p is at most {alpha:g}.",
     ]
     if replicates > 1:
         out += ["", "With replicates, a row passes when more than half of its graded "

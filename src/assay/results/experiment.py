@@ -57,6 +57,9 @@ class Difference(_Model):
     method: str = "bootstrap"
     se: float | None = None
     clusters: int | None = None
+    p_value: float | None = None
+    p_adjusted: float | None = None
+    survives: bool | None = None
 
 
 class FlippedRow(_Model):
@@ -74,6 +77,8 @@ class McNemarRecord(_Model):
     a_only: int
     b_only: int
     p_value: float
+    p_adjusted: float | None = None
+    survives: bool | None = None
 
 
 class Comparison(_Model):
@@ -105,6 +110,11 @@ class ExperimentResult(_Model):
     ``excluded_rows`` (suite → row ids) are rows whose content differs between the arms (each
     ``task.json`` keeps its row): they are left out of every metric and paired statistic,
     never silently paired. ``datasets`` says what each arm read (version and content hash).
+
+    Multiplicity: within a suite, the p-values of every paired difference (every pair of
+    variants × every metric with a cluster-robust interval; the t test of ``b - a = 0``) are
+    one family, adjusted by ``adjustment`` (Holm by default; ``p_adjusted``), and McNemar's
+    p-values of every pair another; ``survives`` is ``p_adjusted <= alpha``.
     """
 
     schema_version: str = EXPERIMENT_SCHEMA_VERSION
@@ -114,5 +124,7 @@ class ExperimentResult(_Model):
     row_ids: dict[str, list[str]] = Field(default_factory=dict)
     datasets: list[ArmDataset] = Field(default_factory=list)
     excluded_rows: dict[str, list[str]] = Field(default_factory=dict)
+    adjustment: str = "holm"
+    alpha: float = 0.05
     variants: list[VariantSuite] = Field(default_factory=list)
     comparisons: list[Comparison] = Field(default_factory=list)
