@@ -72,6 +72,9 @@ def test_the_report_says_which_survive() -> None:
     assert "p → holm-adjusted" in markdown
     assert "✓ survives" in markdown and " ✗" in markdown
     assert "a difference survives when the adjusted p is at most 0.05" in markdown
+    assert (
+        "Achieved power: these 40 rows (40 clusters) detect a pass-rate difference of" in markdown
+    )
 
 
 def test_without_adjustment_the_p_values_stand() -> None:

@@ -270,3 +270,17 @@ def t_test_p(found: ClusteredEstimate, null: float = 0.0) -> float | None:
 
     statistic = (found.value - null) / found.se
     return float(min(1.0, 2.0 * t.sf(abs(statistic), found.clusters - 1)))
+
+
+def detectable_difference(
+    found: ClusteredEstimate, *, alpha: float = 0.05, power: float = 0.8
+) -> float | None:
+    """The smallest true difference this many clusters detect with ``power`` at two-sided
+    ``alpha``, from the difference's clustered SE: ``(t_{1-α/2} + t_{power}) · SE`` on
+    ``G - 1`` degrees of freedom; ``None`` without an SE."""
+    if not found.se or found.clusters < 2:
+        return None
+    from scipy.stats import t
+
+    df = found.clusters - 1
+    return float((t.ppf(1 - alpha / 2, df) + t.ppf(power, df)) * found.se)

@@ -29,6 +29,7 @@ from assay.metrics.clustered import (
     cluster_of,
     clustered_difference,
     clustered_mean,
+    detectable_difference,
     t_test_p,
 )
 from assay.metrics.multiplicity import Adjustment, adjust_p_values
@@ -301,7 +302,8 @@ def _difference(
         )
         return Difference(a=None, b=None, difference=found.value, low=found.low, high=found.high,
                           reason=found.reason, method=found.method, se=found.se,
-                          clusters=found.clusters, p_value=t_test_p(found))  # fmt: skip
+                          clusters=found.clusters, p_value=t_test_p(found),
+                          detectable=detectable_difference(found))  # fmt: skip
     sums = np.array(list(by_cluster.values())) if by_cluster else np.zeros((0, 2 * width))
     paired = bootstrap(sums, difference(spec.statistic, spec.statistic, width))
     reason = paired.reason.replace("rows", "clusters") if paired.reason else None

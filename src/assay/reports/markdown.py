@@ -195,11 +195,14 @@ def _aggregate_section(agg: CriterionAggregate) -> list[str]:
         out += md_table(
             ["metric", "minimum", "actual", "passed"],
             [
-                [code(c.metric), _threshold(c.metric, c.min_value, c.actual_value),
+                [code(c.metric) + ("" if c.bound == "point" else " (95% lower bound)"),
+                 _threshold(c.metric, c.min_value, c.actual_value),
                  _threshold(c.metric, c.actual_value, c.min_value), "✓" if c.passed else "✗"]
                 for c in agg.threshold_checks
             ],
         )  # fmt: skip
+        notes = [f"- {code(c.name)}: {md_text(c.note)}" for c in agg.threshold_checks if c.note]
+        out += ["", *notes] if notes else []
     out += judge_lines(agg)
     out += _classification_sections(agg.details)
     return out
@@ -447,6 +450,11 @@ def _comparison_section(
         f"every difference of this suite's pairs of variants and metrics (McNemar's over its "
         f"pairs); a difference survives when the adjusted p is at most {alpha:g}.",
     ]
+    rate = c.metrics.get("pass_rate")
+    if rate is not None and rate.detectable is not None:
+        out += ["", f"Achieved power: these {c.rows} rows ({rate.clusters} clusters) detect a "
+                f"pass-rate difference of {fmt(rate.detectable)} or more with 80% power at "
+                "0.05 (`assay plan --power` plans the rows for a smaller one)."]  # fmt: skip
     if replicates > 1:
         out += ["", "With replicates, a row passes when more than half of its graded "
                 "replicates passed; the links go to its first replicate."]  # fmt: skip

@@ -33,7 +33,7 @@ from assay.criteria.base import CriterionRegistry, Tally
 from assay.metrics.passk import suite_pass_k
 from assay.metrics.streaming import ExactSum
 from assay.metrics.values import MetricTable
-from assay.orchestration.thresholds import check_gate
+from assay.orchestration.thresholds import gate_checks
 from assay.reports.cluster_tally import ClusterTally
 from assay.reports.suite_rules import (
     FAILED_SAMPLE_LIMIT,
@@ -142,7 +142,7 @@ class CriterionCount:
         completion = MetricTable()
         completion.put("completion_rate", self.graded, rows_total, "the suite has no rows")
         table.merge(completion)
-        checks = [check_gate(m, v, table.values) for m, v in (spec.suite_thresholds or {}).items()]
+        checks = gate_checks(spec, table.values, intervals)
         error = aggregate_error(rows=rows, not_graded=not_graded, graded=self.graded,
                                 gated=bool(checks))  # fmt: skip
         return CriterionAggregate(

@@ -60,6 +60,8 @@ class Difference(_Model):
     p_value: float | None = None
     p_adjusted: float | None = None
     survives: bool | None = None
+    detectable: float | None = None
+    """The smallest true difference these rows detect with 80% power at 0.05 (from ``se``)."""
 
 
 class FlippedRow(_Model):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 SUITE_SCHEMA_VERSION = "1"
 
@@ -19,12 +19,36 @@ class _Model(BaseModel):
 
 
 class ThresholdCheck(_Model):
-    """One suite gate: ``passed`` is ``actual_value >= min_value``; a missing value fails."""
+    """One suite gate: ``passed`` is ``actual_value >= min_value``; a missing value fails.
+
+    ``bound`` is ``point`` (the metric's value is gated) or ``lower`` (the lower bound of its
+    cluster-robust 95% interval is gated: ``actual_value`` is that bound). ``interval`` is
+    the metric's ``[low, high]`` when it has one; ``note`` says when a point gate's interval
+    straddles the threshold (the point estimate decided it, the data could not), or why a
+    bound gate has no bound."""
 
     metric: str
     min_value: float
     actual_value: float | None
     passed: bool
+    bound: Literal["point", "lower"] = "point"
+    interval: list[float] | None = None
+    note: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _coder_eval_keys_first(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Coder Eval's four keys always; assay's ``bound``, ``interval`` and ``note`` only
+        when they say something (a bound gate, an interval, a note)."""
+        data: dict[str, Any] = handler(self)
+        for key, default in (("bound", "point"), ("interval", None), ("note", None)):
+            if data.get(key) == default:
+                data.pop(key, None)
+        return data
+
+    @property
+    def name(self) -> str:
+        """``accuracy``, or ``accuracy (95% lower bound)`` for a bound gate."""
+        return self.metric if self.bound == "point" else f"{self.metric} (95% lower bound)"
 
 
 class IntervalRecord(_Model):

@@ -489,7 +489,7 @@ class TaskDefinition(StrictModel):
 
     @model_validator(mode="after")
     def _gates_need_a_dataset(self) -> TaskDefinition:
-        gated = [c for c in self.success_criteria if c.suite_thresholds]
+        gated = [c for c in self.success_criteria if c.gates]
         if gated and self.dataset is None and self.suite_id is None:
             raise ValueError(
                 "suite_thresholds are only valid on tasks that declare a dataset: "
