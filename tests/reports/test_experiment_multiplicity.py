@@ -82,3 +82,21 @@ def test_without_adjustment_the_p_values_stand() -> None:
     for comparison in report.comparisons:
         for difference in comparison.metrics.values():
             assert difference.p_adjusted == difference.p_value
+
+
+def test_each_comparison_replays_the_stopping_rule() -> None:
+    from assay.metrics.sequential import decide
+
+    report = experiment()
+    by_pair = {(c.variant_a, c.variant_b): c for c in report.comparisons}
+    far = by_pair[("a", "d")].sequential
+    assert far is not None and far.decision == "b_better" and far.of_rows == ROWS
+    values = np.array([ARMS["d"][r][0] - ARMS["a"][r][0] for r in ARMS["a"]], dtype=float)
+    expected = decide(values[np.random.default_rng(far.seed).permutation(ROWS)])
+    assert (far.rows, far.low, far.high) == (expected.rows, expected.low, expected.high)
+    assert far.rows < ROWS
+    near = by_pair[("a", "c")].sequential
+    assert near is not None and near.decision == "undecided" and near.rows == ROWS
+    markdown = render_experiment(report)
+    assert f"would have run {far.rows} of {ROWS} rows" in markdown
+    assert "it would not have stopped early" in markdown

@@ -43,6 +43,7 @@ from assay.results.experiment import (
     ExperimentResult,
     FlippedRow,
     McNemarRecord,
+    SequentialRecord,
     VariantSuite,
 )
 from assay.results.task_result import (
@@ -284,7 +285,36 @@ def compare(
         metrics[spec.name] = _difference(spec, left, right, row_ids, clusters).model_copy(
             update={"a": None if np.isnan(value_a) else float(value_a),
                     "b": None if np.isnan(value_b) else float(value_b)})  # fmt: skip
-    return _with_flips(a, b, row_ids, metrics)
+    return _with_flips(a, b, row_ids, metrics).model_copy(
+        update={"sequential": replay_sequential(a, b, row_ids)}
+    )
+
+
+REPLAY_SEED = 20261204
+
+
+def replay_sequential(
+    a: Arm, b: Arm, row_ids: list[str], *, alpha: float = 0.05, seed: int = REPLAY_SEED
+) -> SequentialRecord | None:
+    """The stopping rule (:func:`assay.metrics.sequential.decide`) over the rows graded in
+    both arms, each row's difference of pass fractions, in a seeded random order; ``None``
+    with no such row."""
+    from assay.metrics.sequential import decide
+
+    values = []
+    for row_id in row_ids:
+        (pa, na), (pb, nb) = _pass_row(a.rows.get(row_id, [])), _pass_row(b.rows.get(row_id, []))
+        if na and nb:
+            values.append(pb / nb - pa / na)
+    if not values:
+        return None
+    order = np.random.default_rng(seed).permutation(len(values))
+    found = decide(np.array(values)[order], alpha=alpha)
+    low = None if np.isnan(found.low) else found.low
+    high = None if np.isnan(found.high) else found.high
+    return SequentialRecord(decision=found.decision, rows=found.rows, of_rows=len(values),
+                            low=low, high=high, reason=found.reason, alpha=alpha,
+                            seed=seed)  # fmt: skip
 
 
 def _difference(

@@ -450,6 +450,13 @@ def _comparison_section(
         f"every difference of this suite's pairs of variants and metrics (McNemar's over its "
         f"pairs); a difference survives when the adjusted p is at most {alpha:g}.",
     ]
+    if c.sequential is not None:
+        seq = c.sequential
+        saved = (f"; a run that stops when decided would have run {seq.rows} of {seq.of_rows} "
+                 f"rows ({1 - seq.rows / seq.of_rows:.0%} fewer)" if seq.decision != "undecided"
+                 else "; it would not have stopped early")  # fmt: skip
+        out += ["", f"Anytime-valid replay (rows in a seeded random order, betting test at "
+                f"{seq.alpha:g}): {md_text(seq.reason)}{saved}."]  # fmt: skip
     rate = c.metrics.get("pass_rate")
     if rate is not None and rate.detectable is not None:
         out += ["", f"Achieved power: these {c.rows} rows ({rate.clusters} clusters) detect a "

@@ -83,6 +83,21 @@ class McNemarRecord(_Model):
     survives: bool | None = None
 
 
+class SequentialRecord(_Model):
+    """The anytime-valid betting test of the pass-rate difference replayed over the compared
+    rows in a seeded random order (``assay.metrics.sequential``): where a run that stops when
+    decided would have stopped, and why."""
+
+    decision: str
+    rows: int
+    of_rows: int
+    low: float | None = None
+    high: float | None = None
+    reason: str
+    alpha: float = 0.05
+    seed: int
+
+
 class Comparison(_Model):
     """Arm ``variant_b`` against arm ``variant_a`` on one suite, row by row."""
 
@@ -96,6 +111,7 @@ class Comparison(_Model):
     became_fail: list[FlippedRow] = Field(default_factory=list)
     became_pass_total: int = 0
     became_fail_total: int = 0
+    sequential: SequentialRecord | None = None
 
 
 class ArmDataset(_Model):
