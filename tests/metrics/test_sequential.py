@@ -102,3 +102,23 @@ def test_the_confidence_sequence_shrinks_and_covers_the_mean() -> None:
 def test_bad_input_is_refused(values: list[float], kwargs: dict[str, float], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         decide(np.array(values), **kwargs)
+
+
+@pytest.mark.parametrize("delta", [None, 0.1])
+def test_the_incremental_test_equals_the_batch_one(delta: float | None) -> None:
+    from assay.metrics.sequential import SequentialTest
+
+    rng = np.random.default_rng(21)
+    for p_b in (0.5, 0.7):
+        d = (rng.uniform(size=1500) < p_b).astype(float) - (rng.uniform(size=1500) < 0.5)
+        expected = decide(d, delta=delta)
+        test = SequentialTest(delta=delta)
+        found = None
+        for value in d:
+            found = test.add(float(value))
+            if found is not None:
+                break
+        state = test.state()
+        assert (state.decision, state.rows) == (expected.decision, expected.rows)
+        assert (state.low, state.high) == pytest.approx((expected.low, expected.high))
+        assert found is None or found == state

@@ -169,3 +169,82 @@ def decide(
         decision = "equivalent"
     return StopDecision(decision, at, float(low[at - 1]), float(high[at - 1]), mean, alpha,
                         delta)  # fmt: skip
+
+
+class SequentialTest:
+    """The betting test and confidence sequence of the module docstring, fed one paired
+    difference at a time (a run that stops when decided): the same numbers as
+    :func:`log_wealth` and :func:`confidence_sequence` on the same sequence, in O(grid) per
+    difference.
+
+    Args:
+        alpha: the level.
+        delta: a margin: decided as ``equivalent`` once every ``|m| ≥ delta`` is rejected.
+        step: the grid of ``m`` for the confidence sequence.
+    """
+
+    def __init__(self, *, alpha: float = 0.05, delta: float | None = None,
+                 step: float = GRID_STEP) -> None:  # fmt: skip
+        _check(alpha)
+        if delta is not None and not 0.0 < delta < 1.0:
+            raise ValueError(f"delta must be in (0, 1), got {delta}")
+        self.alpha, self.delta = alpha, delta
+        self.grid = np.arange(-1.0 + step, 1.0 - step / 2, step)
+        self.zero = int(np.argmin(np.abs(self.grid)))
+        self.grid[self.zero] = 0.0
+        self.total = np.zeros_like(self.grid)
+        self.squares = np.ones_like(self.grid)
+        self.log_k = np.zeros_like(self.grid)
+        self.alive = np.ones(self.grid.shape, dtype=bool)
+        self.rows = 0
+        self.sum = 0.0
+        self.decision: StopDecision | None = None
+
+    def add(self, d: float) -> StopDecision | None:
+        """Take one paired difference; the decision once there is one (then it stays).
+
+        Raises:
+            ValueError: a difference outside [-1, 1].
+        """
+        if not -1.0 <= d <= 1.0:
+            raise ValueError(f"a paired difference must lie in [-1, 1], got {d}")
+        if self.decision is not None:
+            return self.decision
+        x = d - self.grid
+        mean, moment = self.total / (self.rows + 1), self.squares / (self.rows + 1)
+        bet = np.clip(mean / np.maximum(moment, 1e-12), -TRUNCATION / (1.0 - self.grid),
+                      TRUNCATION / (1.0 + self.grid))  # fmt: skip
+        self.log_k += np.log1p(bet * x)
+        self.total += x
+        self.squares += x * x
+        self.alive &= self.log_k < math.log(1.0 / self.alpha)
+        self.rows += 1
+        self.sum += d
+        self.decision = self._decided()
+        return self.decision
+
+    def bounds(self) -> tuple[float, float]:
+        """The confidence sequence now (``nan`` when every grid value is rejected)."""
+        if not self.alive.any():
+            return math.nan, math.nan
+        kept = self.grid[self.alive]
+        return float(kept[0]), float(kept[-1])
+
+    def _decided(self) -> StopDecision | None:
+        low, high = self.bounds()
+        mean = self.sum / self.rows
+        if not self.alive[self.zero]:
+            kind: Decision = "b_better" if mean > 0 else "a_better"
+        elif self.delta is not None and low > -self.delta and high < self.delta:
+            kind = "equivalent"
+        else:
+            return None
+        return StopDecision(kind, self.rows, low, high, mean, self.alpha, self.delta)
+
+    def state(self) -> StopDecision:
+        """The decision, or ``undecided`` with the numbers so far."""
+        if self.decision is not None:
+            return self.decision
+        low, high = self.bounds()
+        mean = self.sum / self.rows if self.rows else math.nan
+        return StopDecision("undecided", self.rows, low, high, mean, self.alpha, self.delta)

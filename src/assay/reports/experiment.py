@@ -239,12 +239,21 @@ def estimate(
         found = clustered_mean({k: [float(v[0]), float(v[1])] for k, v in by_cluster.items()},
                                proportion=spec.proportion, unit=True)  # fmt: skip
         return _from_clustered(found, rows)
-    sums = np.array(list(by_cluster.values())) if by_cluster else np.zeros((0, spec.columns))
+    sums = _graded_clusters(by_cluster, spec.columns)
     interval = bootstrap(sums, spec.statistic)
     reason = interval.reason.replace("rows", "clusters") if interval.reason else None
     return Estimate(value=interval.value, low=interval.low, high=interval.high,
                     method="bootstrap (clusters)", rows=rows, reason=reason,
-                    clusters=len(by_cluster))  # fmt: skip
+                    clusters=len(sums))  # fmt: skip
+
+
+def _graded_clusters(
+    by_cluster: dict[Hashable, NDArray[np.float64]], columns: int
+) -> NDArray[np.float64]:
+    """The clusters' sums, without the clusters that graded nothing (a row that never ran or
+    only errored is outside the bootstrap, as it is outside every denominator)."""
+    kept = [v for v in by_cluster.values() if np.any(v)]
+    return np.array(kept) if kept else np.zeros((0, columns))
 
 
 def _from_clustered(found: ClusteredEstimate, rows: int) -> Estimate:
@@ -334,12 +343,12 @@ def _difference(
                           reason=found.reason, method=found.method, se=found.se,
                           clusters=found.clusters, p_value=t_test_p(found),
                           detectable=detectable_difference(found))  # fmt: skip
-    sums = np.array(list(by_cluster.values())) if by_cluster else np.zeros((0, 2 * width))
+    sums = _graded_clusters(by_cluster, 2 * width)
     paired = bootstrap(sums, difference(spec.statistic, spec.statistic, width))
     reason = paired.reason.replace("rows", "clusters") if paired.reason else None
     return Difference(a=None, b=None, difference=paired.value, low=paired.low, high=paired.high,
                       reason=reason, method="bootstrap (clusters)",
-                      clusters=len(by_cluster))  # fmt: skip
+                      clusters=len(sums))  # fmt: skip
 
 
 def _with_flips(a: Arm, b: Arm, row_ids: list[str], metrics: dict[str, Difference]) -> Comparison:

@@ -364,6 +364,8 @@ def render_experiment(report: ExperimentResult) -> str:
                "with a t interval on clusters − 1 degrees of freedom (`cluster t`); a rate on "
                f"fewer than {MIN_CLUSTERS} clusters gets the exact Korn–Graubard interval "
                "(`cluster exact`); F1 a bootstrap over clusters.")  # fmt: skip
+    if report.stopping is not None:
+        out += ["", *_stopping_lines(report.stopping)]
     suites = list(dict.fromkeys(v.suite_id for v in report.variants))
     for suite in suites:
         arms = [v for v in report.variants if v.suite_id == suite]
@@ -385,6 +387,21 @@ def render_experiment(report: ExperimentResult) -> str:
             out += ["", *_comparison_section(comparison, replicates, report.adjustment,
                                              report.alpha)]  # fmt: skip
     return "\n".join(out) + "\n"
+
+
+def _stopping_lines(stop: dict[str, Any]) -> list[str]:
+    """The "Stopped when decided" section of an experiment run with ``experiment.stop``."""
+    head = "Stopped when decided" if stop.get("stopped") else "Ran every row (never decided)"
+    items, planned = stop.get("items_scheduled", 0), stop.get("items_planned", 0)
+    saved = f" ({1 - items / planned:.0%} fewer)" if planned and stop.get("stopped") else ""
+    return [
+        f"## {head}", "",
+        f"`{stop.get('variant_b')}` vs `{stop.get('variant_a')}`: "
+        f"{md_text(str(stop.get('reason', '')))}.",
+        f"Rows scheduled: {stop.get('rows_scheduled')} of {stop.get('rows_planned')}; items "
+        f"(row × variant × replicate) {items} of {planned}{saved}; model calls "
+        f"{stop.get('model_calls')}. The fixed design would have run all {planned} items.",
+    ]  # fmt: skip
 
 
 def dataset_text(record: DatasetRecord | None) -> str:

@@ -203,6 +203,7 @@ def _write_experiment(
     meta: RunMeta,
     redactor: Redactor,
 ) -> None:
+    from assay.orchestration.stopping import read_stopping
     from assay.reports.experiment import build_experiment  # numpy/scipy: only when needed
 
     assert meta.experiment_id is not None
@@ -218,6 +219,7 @@ def _write_experiment(
             task_id: chosen.dataset.cluster_field for task_id, chosen in listed.items()
         },
     )
+    report.stopping = read_stopping(run_dir)
     write_json_atomic(run_dir / "experiment.json", report, redactor=redactor)
     write_text_atomic(run_dir / "experiment.md", render_experiment(report), redactor=redactor)
 

@@ -9,6 +9,8 @@ reason; never NaN.
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from assay.results.suite import DatasetRecord
@@ -146,3 +148,6 @@ class ExperimentResult(_Model):
     alpha: float = 0.05
     variants: list[VariantSuite] = Field(default_factory=list)
     comparisons: list[Comparison] = Field(default_factory=list)
+    stopping: dict[str, Any] | None = None
+    """The run's ``stopping.json`` when it ran with ``experiment.stop``: the decision, why,
+    after how many rows and model calls, and what every planned row would have cost."""
