@@ -80,3 +80,25 @@ def test_stop_needs_two_variants(tmp_path: Path) -> None:
     done = assay("run", "t.yaml", "-e", "e.yaml", cwd=tmp_path)
     assert done.returncode == 2
     assert "stop compares two variants, and this experiment has 1" in done.stderr
+
+
+def test_the_flag_gives_an_experiment_the_default_rule(tmp_path: Path) -> None:
+    write(tmp_path / "t.yaml", TASK)
+    plain = experiment("{}").replace("stop: {}\n", "")
+    write(tmp_path / "e.yaml", plain)
+    assay("run", "t.yaml", "-e", "e.yaml", "-j", "2", "--stop-when-decided", cwd=tmp_path)
+    stop = json.loads((latest(tmp_path) / "stopping.json").read_text())
+    assert stop["decision"] == "b_better" and stop["rule"]["alpha"] == 0.05
+    assert stop["rows_scheduled"] < ROWS
+
+
+def test_the_flag_needs_an_experiment_of_two_variants(tmp_path: Path) -> None:
+    write(tmp_path / "t.yaml", TASK)
+    done = assay("run", "t.yaml", "--stop-when-decided", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "--stop-when-decided stops an experiment: give one with -e" in done.stderr
+    three = experiment("{}").replace("stop: {}\n", "  - variant_id: third\n")
+    write(tmp_path / "e.yaml", three)
+    done = assay("run", "t.yaml", "-e", "e.yaml", "--stop-when-decided", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "--stop-when-decided compares two variants, and experiment stopping has 3" in done.stderr

@@ -175,3 +175,9 @@ BaselineRateOpt = Annotated[
         "--baseline-rate", help="Without --baseline-run: the pass rate assumed in both arms."
     ),
 ]
+StopWhenDecided = Annotated[
+    bool,
+    typer.Option(
+        "--stop-when-decided", help="Stop scheduling rows once the experiment is decided."
+    ),
+]
