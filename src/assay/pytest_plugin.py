@@ -131,6 +131,12 @@ class TaskFile(pytest.File):
                         suite_id=planned.loaded.definition.task_id,
                         criterion_type=criterion.type, metric=metric,
                     )  # fmt: skip
+                for metric, minimum in (criterion.suite_lower_bounds or {}).items():
+                    yield GateTest.from_parent(
+                        self, name=f"gate[{criterion.type}.{metric}.lower95>={minimum:g}]",
+                        suite_id=planned.loaded.definition.task_id,
+                        criterion_type=criterion.type, metric=metric, bound="lower",
+                    )  # fmt: skip
 
     def repr_failure(
         self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None
@@ -256,9 +262,13 @@ class RowTest(pytest.Item):
 class GateTest(pytest.Item):
     """One suite threshold of a task file."""
 
-    def __init__(self, *, suite_id: str, criterion_type: str, metric: str, **kwargs: Any) -> None:
+    def __init__(
+        self, *, suite_id: str, criterion_type: str, metric: str, bound: str = "point",
+        **kwargs: Any,
+    ) -> None:  # fmt: skip
         super().__init__(**kwargs)
         self.suite_id, self.criterion_type, self.metric = suite_id, criterion_type, metric
+        self.bound = bound
 
     def runtest(self) -> None:
         """Pass when the gate passed.
@@ -271,7 +281,8 @@ class GateTest(pytest.Item):
 
         suite = self.parent.run_result().suite(self.suite_id)
         for gate in suite.gates:
-            if (gate.criterion_type, gate.metric) == (self.criterion_type, self.metric):
+            if (gate.criterion_type, gate.metric, gate.bound) == (
+                self.criterion_type, self.metric, self.bound):  # fmt: skip
                 if gate.passed:
                     return
                 value = (
@@ -283,6 +294,7 @@ class GateTest(pytest.Item):
                 raise RowFailed(
                     f"suite {self.suite_id}: {self.criterion_type} {self.metric} = {value}, "
                     f"below the gate {gate.min_value:g}" + (f" ({why})" if why else "")
+                    + (f" ({gate.note})" if gate.note else "")
                     + f"\n  report: {suite.folder / 'suite.md'}"
                 )  # fmt: skip
         raise RowFailed(f"suite {self.suite_id} has no gate {self.metric}")

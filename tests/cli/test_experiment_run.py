@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from scipy.stats import binomtest
 
-from assay.metrics.intervals import wilson_interval
+from assay.metrics.clustered import clustered_mean
 from tests.cli.test_run import assay, finished, latest
 from tests.helpers import write
 
@@ -67,8 +67,12 @@ def test_experiment_report_with_intervals_and_mcnemar(tmp_path: Path) -> None:
     keyword, optimist = report["variants"]
     estimate = keyword["metrics"]["pass_rate"]
     assert estimate["value"] == pytest.approx(4 / 12)
-    assert (estimate["low"], estimate["high"]) == pytest.approx(wilson_interval(4, 12))
-    assert estimate["method"] == "wilson"
+    # 12 rows, each its own cluster (no cluster_field): fewer than 30, so the exact interval
+    expected = clustered_mean({i: [1.0 if i < 4 else 0.0, 1.0] for i in range(12)},
+                              proportion=True)  # fmt: skip
+    assert (estimate["low"], estimate["high"]) == pytest.approx((expected.low, expected.high))
+    assert estimate["method"] == "cluster exact" and estimate["clusters"] == 12
+    assert estimate["se"] == pytest.approx(expected.se)
     assert optimist["metrics"]["pass_rate"]["value"] == 1.0
     comparison = report["comparisons"][0]
     assert comparison["mcnemar"]["a_only"] == 0 and comparison["mcnemar"]["b_only"] == 8

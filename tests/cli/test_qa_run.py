@@ -318,7 +318,9 @@ variants:
     report = json.loads((latest(tmp_path) / "experiment.json").read_text())
     for variant in report["variants"]:  # echo repeats the prompt: no letter, accuracy 0 of 1
         accuracy = variant["metrics"]["qa.accuracy"]
-        assert (accuracy["value"], accuracy["method"], accuracy["rows"]) == (0.0, "wilson", 1)
+        found = (accuracy["value"], accuracy["method"], accuracy["rows"], accuracy["clusters"])
+        assert found == (0.0, "cluster exact", 1, 1)
+        assert "at least 2 clusters" in accuracy["reason"]
     plan = assay("plan", "task.yaml", "-e", "careful.yaml", cwd=tmp_path)
     assert "qa.prompt_mutations" in plan.stdout and "variant" in plan.stdout
 

@@ -111,6 +111,7 @@ def test_failed_gate_exits_1_and_names_the_metric(tmp_path: Path) -> None:
     assert done.returncode == 1
     suite = suite_json(latest(tmp_path), "sentiment-classification")
     check = suite["criterion_aggregates"][0]["threshold_checks"][0]
+    assert check.pop("interval")[0] < 0.9 and "straddles 0.9" in check.pop("note")
     assert check == {
         "metric": "accuracy",
         "min_value": 0.9,

@@ -252,6 +252,8 @@ SPECIAL: dict[str, Any] = {
     "dataset.id_field.qa": "sample_id",
     "dataset.stratify_field": "label",
     "dataset.split_field": "part",
+    "dataset.cluster_field": "label",
+    "dataset.cluster_field.qa": "story",
     "success_criteria.1.patterns.0.flags": "m",
     "success_criteria.1.patterns.0.pattern": "c+",
     "success_criteria.2.stdout_match": "contains",
@@ -540,6 +542,9 @@ def check_effect(leaf: Leaf, value: Any, plan: Plan) -> None:
             assert planned.request is not None and planned.request.stratify_field == "label"
         if leaf.dotted == "dataset.split_field":
             assert planned.request is not None and planned.request.split_field == "part"
+        if leaf.dotted == "dataset.cluster_field":
+            assert expansion.dataset_record is not None
+            assert expansion.dataset_record.cluster_field == value
         return
     if leaf.dotted == "task_id":
         assert planned.expansion.row_tasks[0].task_id.startswith("renamed/")

@@ -248,7 +248,11 @@ def test_sample_classification_aggregate_matches_coder_eval() -> None:
     assert agg["description"] == CLASSIFY.description
     assert (agg["rows_total"], agg["rows_excluded"]) == (3, 0)
     assert agg["metrics"] == SAMPLE_CLASSIFY_METRICS
-    assert agg["threshold_checks"] == SAMPLE_CHECKS
+    coder_eval = [{k: c[k] for k in SAMPLE_CHECKS[0]} for c in agg["threshold_checks"]]
+    assert coder_eval == SAMPLE_CHECKS
+    # assay adds each gate's interval, and says when it straddles the threshold (3 rows)
+    assert ["interval" in c for c in agg["threshold_checks"]] == [True, False, False]
+    assert "straddles 0.6" in agg["threshold_checks"][0]["note"]
     assert agg["details"] == SAMPLE_DETAILS
     assert (agg["passed"], agg["error"], agg["undefined_metrics"]) == (True, None, {})
 

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
         add_traces_to_dataset,
         calibrate_judge,
     )
+    from assay.api.power import power
     from assay.api.result import Gate, RunResult, SuiteResult
     from assay.api.runs import (
         PlanKeywords,
@@ -80,6 +81,7 @@ _MODULES = {
         "add_traces_to_dataset",
         "calibrate_judge",
     ),
+    "assay.api.power": ("power",),
     "assay.api.tasks": ("load_task", "task"),
     "assay.api.tools": ("cache_stats", "clear_cache", "convert_qa"),
     "assay.api.viewing": ("view_runs", "write_html_report"),
@@ -110,6 +112,7 @@ __all__ = [
     "evaluate_predictions",
     "load_task",
     "plan",
+    "power",
     "report",
     "resume",
     "resume_async",

@@ -21,13 +21,17 @@ from assay.results.task_result import EvaluationResult
 @dataclass(frozen=True)
 class Gate:
     """One suite threshold: ``actual_value >= min_value`` passes; a metric that was never
-    produced (``actual_value`` ``None``) fails."""
+    produced (``actual_value`` ``None``) fails. ``bound`` is ``point`` (the metric's value)
+    or ``lower`` (``actual_value`` is the lower bound of its 95% interval); ``note`` says
+    when a point gate's interval straddles the threshold."""
 
     criterion_type: str
     metric: str
     min_value: float
     actual_value: float | None
     passed: bool
+    bound: str = "point"
+    note: str | None = None
 
 
 class SuiteResult:
@@ -74,7 +78,7 @@ class SuiteResult:
     def gates(self) -> list[Gate]:
         """Every suite threshold of every criterion, with its value; empty: no gate."""
         return [
-            Gate(a.criterion_type, c.metric, c.min_value, c.actual_value, c.passed)
+            Gate(a.criterion_type, c.metric, c.min_value, c.actual_value, c.passed, c.bound, c.note)
             for a in self.criteria
             for c in a.threshold_checks
         ]

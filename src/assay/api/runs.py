@@ -58,6 +58,8 @@ class PlanKeywords(TypedDict, total=False):
         store: the dataset store URL (default ``$ASSAY_STORE``, else ``.assay/store.db``).
         prices: a YAML file of model → ``{input_per_mtok, output_per_mtok}`` (USD).
         rows: run exactly these row ids, per task id: ``{"sentiment": ["r1", "r3"]}``.
+        stop_when_decided: stop scheduling rows once the experiment is decided (its
+            ``stop`` rule, or the default one: ``assay.spec.experiment.StopRule``).
     """
 
     sample: int | None
@@ -74,6 +76,7 @@ class PlanKeywords(TypedDict, total=False):
     store: str | None
     prices: str | Path | None
     rows: Mapping[str, Sequence[str]] | None
+    stop_when_decided: bool
 
 
 class SessionKeywords(TypedDict, total=False):

@@ -30,6 +30,12 @@ def plan(
     set_: o.SetOpt = None,
     model: o.ModelOpt = None,
     store: o.StoreOpt = None,
+    power: o.PowerOpt = None,
+    alpha: o.AlphaOpt = 0.05,
+    target_power: o.TargetPowerOpt = 0.8,
+    baseline_run: o.BaselineRunOpt = None,
+    correlation: o.CorrelationOpt = None,
+    baseline_rate: o.BaselineRateOpt = None,
 ) -> None:
     """Show the expansion, the row selection, each variant's resolved configuration (with
     where each value came from) and the variables its programs receive (names only); run
@@ -53,3 +59,12 @@ def plan(
             sys.stdout.write(redact_json(text, built.redactor))
         else:
             print_plan(built, show_rows=rows)
+    if power is not None:
+        with user_errors():
+            planned = built.tasks[0].expansion.row_tasks if built.tasks else []
+            found = api.power(power, rows_planned=len(planned) or None, baseline_run=baseline_run,
+                              suite=built.tasks[0].loaded.definition.task_id if built.tasks
+                              else None, alpha=alpha, target_power=target_power,
+                              correlation=correlation, baseline_rate=baseline_rate,
+                              replicates=repeats or 1)  # fmt: skip
+        sys.stdout.write("\n".join(found.lines()) + "\n")

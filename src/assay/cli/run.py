@@ -71,11 +71,13 @@ def run(
     ray_files: o.RayFiles = "ship",
     max_connections: o.MaxConnections = None,
     max_rate: o.MaxRate = None,
+    stop_when_decided: o.StopWhenDecided = False,
 ) -> None:
     """Run agents on every selected row, grade them, and write the reports."""
     chosen = o.selection(sample, sample_per_stratum, split, tags, exclude_tags, include_skipped,
                        repeats, prices=prices, experiment=experiment, sets=set_, model=model,
-                       store=store, skip_unsupported=skip_unsupported)  # fmt: skip
+                       store=store, skip_unsupported=skip_unsupported) | (
+                           {"stop_when_decided": True} if stop_when_decided else {})  # fmt: skip
     session = {"stage": "run", "run_dir": run_dir, "jobs": jobs, "junit_xml": junit_xml,
                "html": html, "keep_sandboxes": keep_sandboxes, "quiet": quiet,
                "max_retries": max_retries, "timeout": timeout, "cache": cache,

@@ -36,6 +36,7 @@ from assay.data.substitute import (
     substitute_tree,
 )
 from assay.errors import DatasetError, SelectionError
+from assay.metrics.clustered import QA_CLUSTER_FIELD, field_value
 from assay.orchestration.qa_rows import (
     check_items,
     explicit_ids,
@@ -250,11 +251,13 @@ class Expansion:
         if self.store is not None:
             version = self.store.version
             return DatasetRecord(source="store", id_field=spec.id_field, store=self.store.name,
+                                 cluster_field=cluster_field(self.task.definition),
                                  store_url=self.store.shown_url, version=version.number,
                                  content_hash=version.content_hash,
                                  item_count=version.item_count)  # fmt: skip
         if spec.rows is not None:
             return DatasetRecord(source="rows", id_field=spec.id_field,
+                                 cluster_field=cluster_field(self.task.definition),
                                  content_hash=rows_hash(spec.rows),
                                  item_count=len(spec.rows))  # fmt: skip
         files = [FileRecord(path=raw, sha256=source.sha256 or "")
@@ -262,6 +265,7 @@ class Expansion:
                                         strict=False)]  # fmt: skip
         return DatasetRecord(
             source="paths", paths=list(spec.paths or []), id_field=spec.id_field, files=files,
+            cluster_field=cluster_field(self.task.definition),
             content_hash=files_hash([f.sha256 for f in files]) if files else None,
             item_count=len(self.rows) if self.rows is not None else None,
         )  # fmt: skip
@@ -385,6 +389,7 @@ def expand_dataset(
         found, ids, qa_warnings = qa_samples(rows, task, explicit)
         samples = list(found)
     check_placeholders(rows, loaded, ids)
+    check_cluster_field(rows, loaded, ids)
     if fixed_row_ids is not None:
         selection = fixed_selection(ids, fixed_row_ids, task_id=task.task_id,
                                     missing_ok=missing_ok)  # fmt: skip
@@ -593,6 +598,39 @@ def check_row_ids(rows: Rows, loaded: LoadedTask) -> list[str]:
         seen.add(row_id)
         ids.append(row_id)
     return ids
+
+
+def cluster_field(task: TaskDefinition) -> str | None:
+    """The field that clusters a task's rows: ``dataset.cluster_field``, else the QA
+    schema's ``story`` for a ``qa:`` task, else none (each row is its own cluster)."""
+    if task.dataset is not None and task.dataset.cluster_field is not None:
+        return task.dataset.cluster_field
+    return QA_CLUSTER_FIELD if task.qa is not None and task.dataset is not None else None
+
+
+def check_cluster_field(rows: Rows, loaded: LoadedTask, ids: Sequence[str]) -> None:
+    """Every row carries the task's ``dataset.cluster_field`` as text or a number.
+
+    Raises:
+        DatasetError: naming the file, line and row id of the first row without it.
+    """
+    spec = loaded.definition.dataset
+    name = spec.cluster_field if spec is not None else None
+    if name is None:
+        return
+    for index, row in enumerate(rows.items):
+        value = field_value(row, name)
+        if value is None or isinstance(value, dict | list | bool) or not str(value).strip():
+            file, line = rows.origin(index)
+            what = ("has no" if value is None else f"has a {_kind(value)} for"
+                    if isinstance(value, dict | list) else f"has {value!r} for")  # fmt: skip
+            raise DatasetError(
+                f"Dataset row {index} for task '{loaded.definition.task_id}' {what} "
+                f"dataset.cluster_field '{name}'",
+                file=file, line=line, row_id=ids[index] if index < len(ids) else None,
+                hint=f"give every row a text or number '{name}' (the rows that share a value "
+                "form one cluster), or remove dataset.cluster_field",
+            )  # fmt: skip
 
 
 def _kind(value: Any) -> str:

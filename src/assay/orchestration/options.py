@@ -32,6 +32,7 @@ def plan_options(
     store: str | None = None,
     prices: str | Path | None = None,
     rows: Mapping[str, Sequence[str]] | None = None,
+    stop_when_decided: bool = False,
 ) -> PlanOptions:
     """The options of a plan; see :func:`assay.run` for each one.
 
@@ -51,6 +52,7 @@ def plan_options(
         parsed.append(Override(("agent", "model"), model, flag=f"--model {model}"))
     return PlanOptions(
         experiment=str(experiment) if experiment is not None else None,
+        stop_when_decided=stop_when_decided,
         overrides=tuple(parsed),
         store_url=store,
         selectors=Selectors(sample=sample, sample_per_stratum=sample_per_stratum, split=split),

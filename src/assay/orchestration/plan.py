@@ -52,7 +52,7 @@ from assay.providers.pricing import PriceTable
 from assay.qa import QaItem
 from assay.results.run import SkippedTask, TaskSelection
 from assay.results.secrets import Redactor
-from assay.spec.experiment import Experiment
+from assay.spec.experiment import Experiment, StopRule
 from assay.spec.task import LlmAgent, TaskDefinition
 
 
@@ -73,6 +73,7 @@ class PlanOptions:
     store_url: str | None = None
     store_versions: Mapping[str, int] = field(default_factory=dict)
     judge_versions: Mapping[str, int] = field(default_factory=dict)
+    stop_when_decided: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,6 +287,8 @@ def build_plan(
     experiment, experiment_file, experiment_warnings = (
         load_experiment(options.experiment) if options.experiment else (None, None, [])
     )
+    if options.stop_when_decided:
+        experiment = with_stop_rule(experiment)
     plan = Plan(tasks=[], repeats_override=options.repeats, warnings=experiment_warnings)
     resolver = JudgeResolver(options.store_url, options.judge_versions)
     try:
@@ -558,3 +561,21 @@ def _skip_reason(loaded: LoadedTask, options: PlanOptions) -> str | None:
 def base_dirs(plan: Plan) -> dict[str, Path]:
     """Task id → the task file's folder."""
     return {t.loaded.definition.task_id: t.loaded.base_dir for t in plan.tasks}
+
+
+def with_stop_rule(experiment: Experiment | None) -> Experiment:
+    """``--stop-when-decided``: the experiment with its ``stop`` rule (the default rule when it
+    has none).
+
+    Raises:
+        UsageError: no experiment, or one without exactly two variants.
+    """
+    if experiment is None:
+        raise UsageError("--stop-when-decided stops an experiment: give one with -e (two "
+                         "variants)")  # fmt: skip
+    if experiment.stop is not None:
+        return experiment
+    if len(experiment.variants) != 2:
+        raise UsageError(f"--stop-when-decided compares two variants, and experiment "
+                         f"{experiment.experiment_id} has {len(experiment.variants)}")  # fmt: skip
+    return experiment.model_copy(update={"stop": StopRule()})

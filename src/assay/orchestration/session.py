@@ -45,6 +45,7 @@ from assay.orchestration.runlock import RunLock, lock_run_dir
 from assay.orchestration.runner import RunOptions
 from assay.orchestration.services import ModelSettings
 from assay.orchestration.signals import stop_on_signals
+from assay.orchestration.stopping import Stopper, StoppingItems, write_stopping
 from assay.providers.pool import ProviderRegistry
 from assay.providers.pricing import PriceTable
 from assay.results.output import redacted_output
@@ -246,6 +247,9 @@ class RunSession:
 
     async def _run_rows(self) -> tuple[int, bool]:
         request, items = self.request, self.pending()
+        stopper = Stopper.of(self.plan, self.items, self.kept)
+        if stopper is not None:
+            items = StoppingItems(items.items, items.kept, stopper)
         log_session(self.run_dir, "start", self.started, redactor=self.plan.redactor)
         executor = make_executor(request.executor)
         context = ExecutionContext(
@@ -262,9 +266,13 @@ class RunSession:
             if result.error_message and unwritten(result, self._directory(result)):
                 self.unwritten.append(result)
             request.progress.advance(result)
+            if stopper is not None:
+                stopper.observe(result)
 
         with pidfd_child_watcher():
             execution = await executor.execute(context, items, done)
+        if stopper is not None:
+            write_stopping(self.run_dir, stopper)
         self.plan.warnings.extend(execution.warnings)
         return finished, execution.interrupted
 

@@ -14,14 +14,18 @@ a gate that can never pass.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from assay.errors import TaskFileError
-from assay.results.suite import ThresholdCheck
+from assay.results.suite import IntervalRecord, ThresholdCheck
 from assay.spec.base import did_you_mean
 from assay.spec.criteria import CLASSIFICATION_TYPES, ClassificationMatch, CriterionSpec, LlmJudge
 from assay.spec.judge import VerdictSpec, judge_metric_names
 from assay.spec.source import YamlDocument, field_path
 from assay.spec.task import TaskDefinition
 
+BOUND_METRICS = ("mean", "accuracy")
+"""The metrics with a cluster-robust interval, whose lower bound a gate may set."""
 BASE_METRICS = ("count", "mean", "median", "std", "min", "max", "completion_rate")
 CLASSIFICATION_METRICS = ("accuracy", "macro_f1", "weighted_f1", "micro_f1")
 PER_LABEL = ("precision", "recall", "f1")
@@ -76,14 +80,88 @@ def check_threshold_names(task: TaskDefinition, *, display: str, document: YamlD
                     "be decided as intended",
                     file=display, line=line, field=name,
                 )  # fmt: skip
+        for metric, minimum in (spec.suite_lower_bounds or {}).items():
+            loc = ("success_criteria", index, "suite_thresholds", metric)
+            line, name = document.line_of(loc), field_path((*loc, "lower"))
+            has = sorted(m for m in BOUND_METRICS if known is None or m in known)
+            if metric not in has:
+                raise TaskFileError(
+                    f"'{spec.type}' has no interval for '{metric}', so its lower bound cannot "
+                    "be gated",
+                    file=display, line=line, field=name,
+                    hint="gate the lower bound of one of: " + ", ".join(has)
+                    + f"; or gate the point estimate ({metric}: {minimum:g})",
+                )  # fmt: skip
+            if not 0 <= minimum <= 1:
+                raise TaskFileError(
+                    f"minimum {minimum} for the lower bound of '{metric}' is outside [0, 1], so "
+                    "the gate can never be decided as intended",
+                    file=display, line=line, field=name,
+                )  # fmt: skip
 
 
-def check_gate(metric: str, minimum: float, values: dict[str, float | None]) -> ThresholdCheck:
-    """One gate: passes when the metric exists, is defined and is at least ``minimum``."""
+def check_gate(
+    metric: str,
+    minimum: float,
+    values: dict[str, float | None],
+    intervals: Mapping[str, IntervalRecord] | None = None,
+) -> ThresholdCheck:
+    """One gate: passes when the metric exists, is defined and is at least ``minimum``; when
+    the metric's interval straddles ``minimum`` the check says so in ``note``."""
     actual = values.get(metric)
+    found = (intervals or {}).get(metric)
+    bounds = _bounds(found)
+    note = None
+    if bounds is not None and bounds[0] < minimum < bounds[1]:
+        note = (f"the 95% interval [{bounds[0]:.3f}, {bounds[1]:.3f}] straddles {minimum:g}: "
+                "the point estimate decided this gate, the data cannot (more rows or clusters "
+                "would, or gate the lower bound)")  # fmt: skip
     return ThresholdCheck(
         metric=metric,
         min_value=minimum,
         actual_value=actual,
         passed=actual is not None and actual >= minimum,
+        interval=list(bounds) if bounds else None,
+        note=note,
     )
+
+
+def check_lower_bound(
+    metric: str, minimum: float, intervals: Mapping[str, IntervalRecord]
+) -> ThresholdCheck:
+    """A bound gate: passes when the metric's 95% interval exists and its lower bound is at
+    least ``minimum``; without an interval it fails and ``note`` says why."""
+    found = intervals.get(metric)
+    bounds = _bounds(found)
+    note = None
+    if bounds is None:
+        why = found.reason if found is not None and found.reason else "no interval was computed"
+        note = f"no 95% interval for {metric}: {why}"
+    return ThresholdCheck(
+        metric=metric,
+        min_value=minimum,
+        actual_value=bounds[0] if bounds else None,
+        passed=bounds is not None and bounds[0] >= minimum,
+        bound="lower",
+        interval=list(bounds) if bounds else None,
+        note=note,
+    )
+
+
+def gate_checks(
+    spec: CriterionSpec,
+    values: dict[str, float | None],
+    intervals: Mapping[str, IntervalRecord] | None = None,
+) -> list[ThresholdCheck]:
+    """Every gate of ``spec``: its point gates, then its bound gates."""
+    found = intervals or {}
+    checks = [check_gate(m, v, values, found) for m, v in (spec.suite_thresholds or {}).items()]
+    checks += [check_lower_bound(m, v, found)
+               for m, v in (spec.suite_lower_bounds or {}).items()]  # fmt: skip
+    return checks
+
+
+def _bounds(found: IntervalRecord | None) -> tuple[float, float] | None:
+    if found is None or found.low is None or found.high is None:
+        return None
+    return found.low, found.high

@@ -57,6 +57,7 @@ if TYPE_CHECKING:
         generic_group_metrics,
         group_metrics,
         metrics_document,
+        pooled_intervals,
         replicate_metrics,
     )
     from assay.qa.prompts import QaTemplates, render, render_prompt
@@ -109,6 +110,7 @@ _EXPORTS = MappingProxyType(
         "generic_group_metrics": "assay.qa.metrics",
         "group_metrics": "assay.qa.metrics",
         "metrics_document": "assay.qa.metrics",
+        "pooled_intervals": "assay.qa.metrics",
         "replicate_metrics": "assay.qa.metrics",
         "QaTemplates": "assay.qa.prompts",
         "render": "assay.qa.prompts",
@@ -178,6 +180,7 @@ __all__ = [
     "normalize_answer",
     "normalize_sample",
     "parse_verdict",
+    "pooled_intervals",
     "preset",
     "read_predictions",
     "render",

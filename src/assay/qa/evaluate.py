@@ -29,11 +29,11 @@ from assay.qa.grading import (
 )
 from assay.qa.hooks import MetricsHook
 from assay.qa.judge import judge_open
-from assay.qa.metrics import metrics_document, replicate_metrics
+from assay.qa.metrics import metrics_document, pooled_intervals, replicate_metrics
 from assay.qa.records import PredictionRecord
 from assay.spec.qa import QaJudge
 
-_VIEW_FIELDS = ("sample_id", "sample_index", "repeat", "prompt_type", "meta")
+_VIEW_FIELDS = ("sample_id", "sample_index", "repeat", "prompt_type", "meta", "story")
 
 
 @dataclass(frozen=True)
@@ -130,12 +130,13 @@ async def evaluate_records(
             results[position] = result
     graded = [result for result in results if result is not None]
     all_metrics = []
+    replicates = []
     for positions in _replicates(views):
+        replicates.append(([views[i] for i in positions], [graded[i] for i in positions]))
         all_metrics.append(replicate_metrics(
-            [views[i] for i in positions], [graded[i] for i in positions],
-            group_by=group_by, hook=hook, hook_file=hook_file,
+            *replicates[-1], group_by=group_by, hook=hook, hook_file=hook_file,
         ))  # fmt: skip
-    return metrics_document(all_metrics)
+    return metrics_document(all_metrics, pooled_intervals(replicates, group_by=group_by))
 
 
 def _view(fields: Mapping[str, Any], keys: Sequence[str]) -> dict[str, Any]:

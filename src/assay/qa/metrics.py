@@ -40,10 +40,12 @@ ToMEval's three entries, the flat ``by_x.<key>`` accuracies, the dict ``by_x`` a
 ``all_metrics`` holds one dict per replicate; ``avg_metrics`` (:func:`average_metrics`)
 averages numbers recursively, key by key, over the replicates that define them (``null``
 when none does), and drops lists (``per_sample_results``), strings and booleans;
-``undefined_metrics`` keeps the reasons of the metrics that stay ``null``. Interval
-bounds are averaged like any number: the result is an interval at the per-replicate sample
-size (pooling replicates as independent trials would understate its width, since the
-replicates of one sample are correlated).
+``undefined_metrics`` keeps the reasons of the metrics that stay ``null``. Intervals
+(``accuracy_ci``, ``by_<key>_ci``) are never averaged: averaging the replicates' bounds is not
+an interval of anything. ``avg_metrics`` holds one interval over every replicate instead
+(:func:`pooled_intervals`): cluster-robust, each sample's replicates one cluster and the
+samples that share a story one cluster (:mod:`assay.metrics.clustered`), with its ``method``,
+``se`` and number of ``clusters``.
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.errors import TaskFileError
+from assay.metrics.clustered import QA_CLUSTER_FIELD, ClusterSums, cluster_of
 from assay.metrics.intervals import wilson_interval
 from assay.qa.grading import SampleResult
 from assay.qa.hooks import MetricsHook, call_hook
@@ -310,6 +313,8 @@ def average_metrics(all_metrics: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         keys.update(dict.fromkeys(metrics))
     out: dict[str, Any] = {}
     for key in keys:
+        if key.endswith("_ci"):
+            continue  # bounds are not averaged: see pooled_intervals
         values = [m[key] for m in all_metrics if key in m]
         if any(isinstance(v, Mapping) for v in values):
             out[key] = average_metrics([v for v in values if isinstance(v, Mapping)])
@@ -337,13 +342,64 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def metrics_document(all_metrics: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """The ``metrics.json`` object: ``{schema_version, avg_metrics, all_metrics}``."""
+def metrics_document(
+    all_metrics: Sequence[Mapping[str, Any]], pooled: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The ``metrics.json`` object: ``{schema_version, avg_metrics, all_metrics}``;
+    ``pooled`` (:func:`pooled_intervals`) gives ``avg_metrics`` its intervals."""
+    average = average_metrics(all_metrics)
+    if pooled:
+        hook_accuracy = all(m.get("accuracy_ci") is None for m in all_metrics) and any(
+            m.get("accuracy") is not None for m in all_metrics)  # fmt: skip
+        average.update({k: v for k, v in pooled.items()
+                        if not (k == "accuracy_ci" and hook_accuracy)})  # fmt: skip
     return {
         "schema_version": 1,
-        "avg_metrics": average_metrics(all_metrics),
+        "avg_metrics": average,
         "all_metrics": [dict(m) for m in all_metrics],
     }
+
+
+def pooled_intervals(
+    replicates: Sequence[
+        tuple[Sequence[PredictionRecord | Mapping[str, Any]], Sequence[SampleResult]]
+    ],
+    *,
+    group_by: Sequence[str] = (),
+    cluster_field: str = QA_CLUSTER_FIELD,
+    confidence: float = CONFIDENCE,
+) -> dict[str, Any]:
+    """One interval of accuracy over every replicate, and one per group key, clustered by
+    sample and by ``cluster_field`` (the story): ``{"accuracy_ci": {...} | None,
+    "by_<key>_ci": {key: {...} | None}}``. Each interval is ``{low, high, confidence,
+    method, se, clusters}``; ``None`` with fewer than 2 clusters or no graded sample.
+    What did not grade (judge and answer errors, refusals) is outside it."""
+    overall = ClusterSums()
+    groups: dict[str, dict[str, ClusterSums]] = {}
+    for records, results in replicates:
+        for record, result in zip(records, results, strict=True):
+            if result.error_reason in NOT_GRADED_REASONS:
+                continue
+            view = _view(record)
+            cluster = cluster_of(view, cluster_field, result.sample_id)
+            correct = 1.0 if result.is_correct is True else 0.0
+            overall.add(cluster, correct)
+            for path in ("prompt_type", *group_by):
+                key = first_value(lookup(view, path))
+                sums = groups.setdefault(group_name(path), {}).setdefault(key, ClusterSums())
+                sums.add(cluster, correct)
+    out: dict[str, Any] = {"accuracy_ci": _pooled(overall, confidence)}
+    for name, members in groups.items():
+        out[f"{name}_ci"] = {key: _pooled(members[key], confidence) for key in sorted(members)}
+    return out
+
+
+def _pooled(sums: ClusterSums, confidence: float) -> dict[str, Any] | None:
+    found = sums.estimate(proportion=True, confidence=confidence)
+    if found.low is None or found.high is None:
+        return None
+    return {"low": found.low, "high": found.high, "confidence": confidence,
+            "method": found.method, "se": found.se, "clusters": found.clusters}  # fmt: skip
 
 
 def metrics_file(

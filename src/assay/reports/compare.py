@@ -171,7 +171,17 @@ def compare_runs(
     return build_experiment(arms, paths, experiment_id=f"{run_b.name} vs {run_a.name}",
                             description=f"A = {run_a}, B = {run_b}" + judges,
                             variant_ids=[name_a, name_b], row_ids=row_ids,
-                            datasets=datasets)  # fmt: skip
+                            datasets=datasets,
+                            cluster_fields=_cluster_fields(datasets))  # fmt: skip
+
+
+def _cluster_fields(datasets: Sequence[ArmDataset]) -> dict[str, str | None]:
+    """Suite → the field that clusters its rows (run A's record first, else run B's)."""
+    fields: dict[str, str | None] = {}
+    for arm in datasets:
+        if arm.dataset is not None and fields.get(arm.suite_id) is None:
+            fields[arm.suite_id] = arm.dataset.cluster_field
+    return fields
 
 
 def _judges(results: Sequence[EvaluationResult]) -> set[str]:

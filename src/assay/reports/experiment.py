@@ -1,10 +1,12 @@
 """Experiment reports: every suite metric of every variant with a 95% interval, and paired
 comparisons of every pair of variants on the identical rows.
 
-Intervals: Wilson for proportions over independent rows (pass rate, accuracy with one
-replicate); a percentile bootstrap over rows, replicates resampled with their row, for means,
-F1 and any proportion with replicates (:mod:`assay.metrics.bootstrap`). Differences are
-``b - a`` with a paired bootstrap interval. McNemar's exact test compares per-row pass/fail
+Intervals are cluster-robust (:mod:`assay.metrics.clustered`): a row's replicates are one
+cluster, and the task's ``dataset.cluster_field`` (QA: the story) puts rows that share a value
+in one. Means, pass rates and accuracies, and their paired differences ``b - a``, get the CR1
+standard error with a ``cluster t`` interval (a proportion on fewer than 30 clusters: the
+exact Korn–Graubard one); macro F1 a percentile bootstrap over clusters
+(:mod:`assay.metrics.bootstrap`). McNemar's exact test compares per-row pass/fail
 (a row passes when it passed in more than half of its graded replicates); the rows that
 flipped are listed with links to both ``task.json`` files. A row whose content differs between
 the arms (an edited dataset) is never paired: it is left out of every metric and statistic and
@@ -14,15 +16,23 @@ listed in ``excluded_rows``.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import NDArray
 
 from assay.data.hashing import row_hash
-from assay.metrics.bootstrap import Interval, Statistic, bootstrap, difference, macro_f1, ratio
-from assay.metrics.intervals import wilson_interval
+from assay.metrics.bootstrap import Statistic, bootstrap, difference, macro_f1, ratio
+from assay.metrics.clustered import (
+    ClusteredEstimate,
+    cluster_of,
+    clustered_difference,
+    clustered_mean,
+    detectable_difference,
+    t_test_p,
+)
+from assay.metrics.multiplicity import Adjustment, adjust_p_values
 from assay.metrics.paired import mcnemar_exact
 from assay.metrics.passk import suite_pass_k
 from assay.results.experiment import (
@@ -33,6 +43,7 @@ from assay.results.experiment import (
     ExperimentResult,
     FlippedRow,
     McNemarRecord,
+    SequentialRecord,
     VariantSuite,
 )
 from assay.results.task_result import (
@@ -54,6 +65,7 @@ class Arm:
     suite_id: str
     rows: dict[str, list[EvaluationResult]] = field(default_factory=dict)
     paths: dict[str, str] = field(default_factory=dict)
+    clusters: dict[str, Hashable] = field(default_factory=dict)
 
     @property
     def replicates(self) -> int:
@@ -69,12 +81,20 @@ class MetricSpec:
     columns: int
     proportion: bool
     statistic: Statistic
+    pooled: bool = True
+    """``Σ column 0 / Σ column 1`` (a mean or a rate): a cluster-robust interval; else a
+    bootstrap over clusters."""
 
 
 def group_arms(
-    results: Sequence[EvaluationResult], paths: dict[int, str]
+    results: Sequence[EvaluationResult],
+    paths: dict[int, str],
+    cluster_fields: Mapping[str, str | None] | None = None,
 ) -> dict[tuple[str, str], Arm]:
-    """``(variant, suite) → Arm`` for every result that belongs to a suite."""
+    """``(variant, suite) → Arm`` for every result that belongs to a suite; each row's
+    cluster is its ``cluster_fields[suite]`` value (:func:`~assay.metrics.clustered.cluster_of`),
+    or the row itself."""
+    fields = cluster_fields or {}
     arms: dict[tuple[str, str], Arm] = {}
     ordered = sorted(results, key=lambda r: (r.row_index or 0, r.replicate_index))
     for result in ordered:
@@ -84,6 +104,9 @@ def group_arms(
         arm = arms.setdefault(key, Arm(result.variant_id, result.suite_id))
         arm.rows.setdefault(result.row_id, []).append(result)
         arm.paths.setdefault(result.row_id, paths.get(id(result), ""))
+        if result.row_id not in arm.clusters:
+            field_name = fields.get(result.suite_id)
+            arm.clusters[result.row_id] = cluster_of(result.row, field_name, result.row_id)
     return arms
 
 
@@ -109,7 +132,8 @@ def metric_specs(arms: Sequence[Arm]) -> list[tuple[MetricSpec, RowFn]]:
             labels = _labels(arms, position)
             specs.append((MetricSpec(f"{prefix}.accuracy", 2, True, ratio(0, 1)),
                           _accuracy_row(position)))  # fmt: skip
-            f1 = MetricSpec(f"{prefix}.macro_f1", 3 * len(labels), False, macro_f1(len(labels)))
+            f1 = MetricSpec(f"{prefix}.macro_f1", 3 * len(labels), False, macro_f1(len(labels)),
+                            pooled=False)  # fmt: skip
             specs.append((f1, _f1_row(position, labels)))
         elif isinstance(sample.success_criteria_results[position], QaCriterionResult):
             specs.append((MetricSpec(f"{prefix}.accuracy", 2, True, ratio(0, 1)),
@@ -192,40 +216,56 @@ def _matrix(arm: Arm, row_ids: list[str], make_row: RowFn) -> NDArray[np.float64
     return np.array([make_row(arm.rows.get(rid, [])) for rid in row_ids], dtype=float)
 
 
-def estimate(spec: MetricSpec, matrix: NDArray[np.float64], replicates: int) -> Estimate:
-    """One metric of one arm, with its interval."""
+def cluster_matrix(
+    matrix: NDArray[np.float64], row_ids: list[str], clusters: Mapping[str, Hashable]
+) -> dict[Hashable, NDArray[np.float64]]:
+    """Sum the rows of ``matrix`` (one per id of ``row_ids``) by cluster."""
+    out: dict[Hashable, NDArray[np.float64]] = {}
+    for index, row_id in enumerate(row_ids):
+        key = clusters.get(row_id, ("row", row_id))
+        found = out.get(key)
+        out[key] = matrix[index].copy() if found is None else found + matrix[index]
+    return out
+
+
+def estimate(
+    spec: MetricSpec, matrix: NDArray[np.float64], row_ids: list[str],
+    clusters: Mapping[str, Hashable],
+) -> Estimate:  # fmt: skip
+    """One metric of one arm, with its interval (clustered by row and ``clusters``)."""
     rows = matrix.shape[0]
-    if spec.proportion and replicates <= 1:
-        successes, trials = int(matrix[:, 0].sum()), int(matrix[:, 1].sum())
-        value = successes / trials if trials else None
-        interval = wilson_interval(successes, trials)
-        if interval is None:
-            return Estimate(value=None, method="wilson", rows=rows, reason="no graded rows")
-        return Estimate(value=value, low=interval[0], high=interval[1], method="wilson", rows=rows)
-    found: Interval = bootstrap(matrix, spec.statistic)
-    if spec.proportion and found.low is None and found.value is not None:
-        return _row_wilson(matrix, found.value)
+    by_cluster = cluster_matrix(matrix, row_ids, clusters)
+    if spec.pooled:
+        found = clustered_mean({k: [float(v[0]), float(v[1])] for k, v in by_cluster.items()},
+                               proportion=spec.proportion, unit=True)  # fmt: skip
+        return _from_clustered(found, rows)
+    sums = _graded_clusters(by_cluster, spec.columns)
+    interval = bootstrap(sums, spec.statistic)
+    reason = interval.reason.replace("rows", "clusters") if interval.reason else None
+    return Estimate(value=interval.value, low=interval.low, high=interval.high,
+                    method="bootstrap (clusters)", rows=rows, reason=reason,
+                    clusters=len(sums))  # fmt: skip
+
+
+def _graded_clusters(
+    by_cluster: dict[Hashable, NDArray[np.float64]], columns: int
+) -> NDArray[np.float64]:
+    """The clusters' sums, without the clusters that graded nothing (a row that never ran or
+    only errored is outside the bootstrap, as it is outside every denominator)."""
+    kept = [v for v in by_cluster.values() if np.any(v)]
+    return np.array(kept) if kept else np.zeros((0, columns))
+
+
+def _from_clustered(found: ClusteredEstimate, rows: int) -> Estimate:
     return Estimate(value=found.value, low=found.low, high=found.high, method=found.method,
-                    rows=rows, reason=found.reason)  # fmt: skip
-
-
-def _row_wilson(matrix: NDArray[np.float64], value: float) -> Estimate:
-    """When a bootstrap cannot see any variation (every row always passes, say), a Wilson
-    interval over rows, each row counting once by its majority outcome."""
-    graded = matrix[:, 1] > 0
-    rows = int(graded.sum())
-    successes = int((matrix[graded, 0] * 2 > matrix[graded, 1]).sum())
-    interval = wilson_interval(successes, rows)
-    if interval is None:
-        return Estimate(value=value, method="wilson", rows=rows, reason="no graded rows")
-    return Estimate(value=value, low=interval[0], high=interval[1], method="wilson (rows)",
-                    rows=rows)  # fmt: skip
+                    rows=rows, reason=found.reason, se=found.se,
+                    clusters=found.clusters)  # fmt: skip
 
 
 def summarise(arm: Arm, row_ids: list[str], specs: list[tuple[MetricSpec, RowFn]]) -> VariantSuite:
     """An arm's metrics with intervals, and pass@k / pass^k when it has replicates."""
     metrics = {
-        spec.name: estimate(spec, _matrix(arm, row_ids, make_row), arm.replicates)
+        spec.name: estimate(spec, _matrix(arm, row_ids, make_row), row_ids, arm.clusters)
         for spec, make_row in specs
     }
     pass_k: dict[str, dict[str, float | int]] = {}
@@ -244,20 +284,71 @@ def _row_passes(arm: Arm, row_id: str) -> bool | None:
 def compare(
     a: Arm, b: Arm, row_ids: list[str], specs: list[tuple[MetricSpec, RowFn]]
 ) -> Comparison:
-    """Arm ``b`` against arm ``a`` on the same rows."""
+    """Arm ``b`` against arm ``a`` on the same rows (and clusters)."""
     metrics: dict[str, Difference] = {}
+    clusters = {**a.clusters, **b.clusters}
     for spec, make_row in specs:
         left, right = _matrix(a, row_ids, make_row), _matrix(b, row_ids, make_row)
-        paired = bootstrap(np.hstack([left, right]),
-                           difference(spec.statistic, spec.statistic, left.shape[1]))  # fmt: skip
         value_a = spec.statistic(left.sum(axis=0, keepdims=True))[0]
         value_b = spec.statistic(right.sum(axis=0, keepdims=True))[0]
-        metrics[spec.name] = Difference(
-            a=None if np.isnan(value_a) else float(value_a),
-            b=None if np.isnan(value_b) else float(value_b),
-            difference=paired.value, low=paired.low, high=paired.high, reason=paired.reason,
-        )  # fmt: skip
-    return _with_flips(a, b, row_ids, metrics)
+        metrics[spec.name] = _difference(spec, left, right, row_ids, clusters).model_copy(
+            update={"a": None if np.isnan(value_a) else float(value_a),
+                    "b": None if np.isnan(value_b) else float(value_b)})  # fmt: skip
+    return _with_flips(a, b, row_ids, metrics).model_copy(
+        update={"sequential": replay_sequential(a, b, row_ids)}
+    )
+
+
+REPLAY_SEED = 20261204
+
+
+def replay_sequential(
+    a: Arm, b: Arm, row_ids: list[str], *, alpha: float = 0.05, seed: int = REPLAY_SEED
+) -> SequentialRecord | None:
+    """The stopping rule (:func:`assay.metrics.sequential.decide`) over the rows graded in
+    both arms, each row's difference of pass fractions, in a seeded random order; ``None``
+    with no such row."""
+    from assay.metrics.sequential import decide
+
+    values = []
+    for row_id in row_ids:
+        (pa, na), (pb, nb) = _pass_row(a.rows.get(row_id, [])), _pass_row(b.rows.get(row_id, []))
+        if na and nb:
+            values.append(pb / nb - pa / na)
+    if not values:
+        return None
+    order = np.random.default_rng(seed).permutation(len(values))
+    found = decide(np.array(values)[order], alpha=alpha)
+    low = None if np.isnan(found.low) else found.low
+    high = None if np.isnan(found.high) else found.high
+    return SequentialRecord(decision=found.decision, rows=found.rows, of_rows=len(values),
+                            low=low, high=high, reason=found.reason, alpha=alpha,
+                            seed=seed)  # fmt: skip
+
+
+def _difference(
+    spec: MetricSpec, left: NDArray[np.float64], right: NDArray[np.float64],
+    row_ids: list[str], clusters: Mapping[str, Hashable],
+) -> Difference:  # fmt: skip
+    """The paired difference of one metric: cluster-robust when pooled, else a bootstrap over
+    clusters with both arms' sums resampled together."""
+    by_cluster = cluster_matrix(np.hstack([left, right]), row_ids, clusters)
+    width = left.shape[1]
+    if spec.pooled:
+        found = clustered_difference(
+            {k: [float(v[0]), float(v[1])] for k, v in by_cluster.items()},
+            {k: [float(v[width]), float(v[width + 1])] for k, v in by_cluster.items()},
+        )
+        return Difference(a=None, b=None, difference=found.value, low=found.low, high=found.high,
+                          reason=found.reason, method=found.method, se=found.se,
+                          clusters=found.clusters, p_value=t_test_p(found),
+                          detectable=detectable_difference(found))  # fmt: skip
+    sums = _graded_clusters(by_cluster, 2 * width)
+    paired = bootstrap(sums, difference(spec.statistic, spec.statistic, width))
+    reason = paired.reason.replace("rows", "clusters") if paired.reason else None
+    return Difference(a=None, b=None, difference=paired.value, low=paired.low, high=paired.high,
+                      reason=reason, method="bootstrap (clusters)",
+                      clusters=len(sums))  # fmt: skip
 
 
 def _with_flips(a: Arm, b: Arm, row_ids: list[str], metrics: dict[str, Difference]) -> Comparison:
@@ -298,16 +389,25 @@ def build_experiment(
     variant_ids: list[str],
     row_ids: dict[str, list[str]],
     datasets: Sequence[ArmDataset] = (),
+    cluster_fields: Mapping[str, str | None] | None = None,
+    adjustment: Adjustment = "holm",
+    alpha: float = 0.05,
 ) -> ExperimentResult:
     """Every variant's metrics per suite, and every pair of variants compared, on the rows
-    whose content is the same in every arm (the others are listed in ``excluded_rows``)."""
-    arms = group_arms(results, paths)
+    whose content is the same in every arm (the others are listed in ``excluded_rows``).
+
+    ``cluster_fields`` (suite → row field, from each suite's ``DatasetRecord``) clusters the
+    rows; without it each row (with its replicates) is a cluster. ``adjustment`` (``holm``,
+    ``bonferroni``, ``none``) adjusts each suite's p-values for multiplicity; a difference
+    survives when its adjusted p-value is at most ``alpha``."""
+    arms = group_arms(results, paths, cluster_fields)
     by_suite: dict[str, list[Arm]] = defaultdict(list)
     for (_, suite), arm in arms.items():
         by_suite[suite].append(arm)
     report = ExperimentResult(experiment_id=experiment_id, description=description,
                               variant_ids=variant_ids, row_ids=row_ids,
-                              datasets=list(datasets))  # fmt: skip
+                              datasets=list(datasets), adjustment=adjustment,
+                              alpha=alpha)  # fmt: skip
     for suite, suite_arms in by_suite.items():
         differ = set(content_mismatches(suite_arms))
         ids = [i for i in row_ids.get(suite) or list(suite_arms[0].rows) if i not in differ]
@@ -319,7 +419,28 @@ def build_experiment(
         ordered = sorted(suite_arms, key=lambda a: variant_ids.index(a.variant_id)
                          if a.variant_id in variant_ids else len(variant_ids))  # fmt: skip
         report.variants.extend(summarise(arm, ids, specs) for arm in ordered)
-        for i, first in enumerate(ordered):
-            for second in ordered[i + 1 :]:
-                report.comparisons.append(compare(first, second, ids, specs))
+        pairs = [(a, b) for i, a in enumerate(ordered) for b in ordered[i + 1 :]]
+        comparisons = [compare(first, second, ids, specs) for first, second in pairs]
+        report.comparisons.extend(adjust_family(comparisons, adjustment, alpha))
     return report
+
+
+def adjust_family(
+    comparisons: list[Comparison], adjustment: Adjustment, alpha: float
+) -> list[Comparison]:
+    """The comparisons of one suite with ``p_adjusted`` and ``survives`` filled in: every
+    difference's p-value one family, every McNemar p-value another."""
+    tests = [(c, name) for c in comparisons for name, d in c.metrics.items()
+             if d.p_value is not None]  # fmt: skip
+    adjusted = adjust_p_values([c.metrics[n].p_value or 0.0 for c, n in tests], adjustment)
+    for (comparison, name), value in zip(tests, adjusted, strict=True):
+        found = comparison.metrics[name]
+        comparison.metrics[name] = found.model_copy(
+            update={"p_adjusted": value, "survives": value <= alpha}
+        )
+    mcnemar = adjust_p_values([c.mcnemar.p_value for c in comparisons], adjustment)
+    for comparison, value in zip(comparisons, mcnemar, strict=True):
+        comparison.mcnemar = comparison.mcnemar.model_copy(
+            update={"p_adjusted": value, "survives": value <= alpha}
+        )
+    return comparisons

@@ -82,10 +82,11 @@ def _gate_case(suite: SuiteRollup) -> ET.Element:
                                    "time": "0"})  # fmt: skip
     if not suite.passed:
         failed = [
-            f"{agg.criterion_type}: {c.metric} = {fmt_close(c.actual_value, c.min_value)}"
-            f" < {c.min_value:g}"
+            f"{agg.criterion_type}: {c.name} = {fmt_close(c.actual_value, c.min_value)}"
+            f" < {c.min_value:g}" + (f" ({c.note})" if c.note else "")
             if c.actual_value is not None
-            else f"{agg.criterion_type}: {c.metric} was not produced (needs >= {c.min_value:g})"
+            else f"{agg.criterion_type}: {c.name} was not produced (needs >= {c.min_value:g})"
+            + (f" ({c.note})" if c.note else "")
             for agg in suite.criterion_aggregates
             for c in agg.threshold_checks
             if not c.passed

@@ -13,13 +13,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from assay.metrics.clustered import MIN_CLUSTERS
 from assay.reports.judge_md import judge_lines
 from assay.reports.numbers import fmt, fmt_close
 from assay.reports.rollup import FAILED_SAMPLE_LIMIT
 from assay.results.experiment import Comparison, Difference, Estimate, ExperimentResult
 from assay.results.run import RunSummary
 from assay.results.safe_text import md_text
-from assay.results.suite import CriterionAggregate, DatasetRecord, SuiteRollup
+from assay.results.suite import CriterionAggregate, DatasetRecord, IntervalRecord, SuiteRollup
 
 
 def fmt_metric(name: str, value: float | None) -> str:
@@ -73,6 +74,9 @@ def render_suite(suite: SuiteRollup) -> str:
         )
     out.append(f"**Pass rate**: {_percent(suite.rows_passed, suite.rows_graded)}"
                + _outside(suite))  # fmt: skip
+    if "pass_rate" in suite.intervals:
+        out.append(f"**Pass rate 95% CI**: {interval_text(suite.intervals['pass_rate'])}"
+                   + _clustered_by(suite.cluster_field))  # fmt: skip
     out.append(
         f"**Refusal rate**: {_percent(suite.rows_refused, suite.rows_graded + suite.rows_refused)}"
         " of the rows answered"
@@ -101,6 +105,22 @@ def render_suite(suite: SuiteRollup) -> str:
     if suite.failed_samples:
         out += ["", *_failed_section(suite)]
     return "\n".join(out) + "\n"
+
+
+def interval_text(found: IntervalRecord) -> str:
+    """``[0.41, 0.72] (cluster exact, 12 clusters of 24 values)``, or why there is none."""
+    if found.value is None:
+        return f"— ({md_text(found.reason or 'no value')})"
+    where = f"{found.clusters} clusters of {found.observations} values"
+    if found.low is None or found.high is None:
+        return f"none ({md_text(found.reason or 'no interval')}; {where})"
+    return f"[{fmt(found.low)}, {fmt(found.high)}] ({found.method}, {where})"
+
+
+def _clustered_by(cluster_field: str | None) -> str:
+    if cluster_field is None:
+        return "; each row with its replicates is one cluster"
+    return f"; rows clustered by {code(cluster_field)}, a row's replicates together"
 
 
 def gate_text(suite: SuiteRollup) -> str:
@@ -164,6 +184,9 @@ def _aggregate_section(agg: CriterionAggregate) -> list[str]:
         out += [f"**Error**: {md_text(agg.error)}", ""]
     out += md_table(["metric", "value"],
                     [[code(k), fmt_metric(k, v)] for k, v in agg.metrics.items()])  # fmt: skip
+    if agg.intervals:
+        out += ["", "Cluster-robust 95% intervals: " + "; ".join(
+            f"{code(k)} {interval_text(v)}" for k, v in agg.intervals.items())]  # fmt: skip
     if agg.undefined_metrics:
         out += ["", "Undefined (—):"]
         out += [f"- {code(k)}: {md_text(why)}" for k, why in agg.undefined_metrics.items()]
@@ -172,11 +195,14 @@ def _aggregate_section(agg: CriterionAggregate) -> list[str]:
         out += md_table(
             ["metric", "minimum", "actual", "passed"],
             [
-                [code(c.metric), _threshold(c.metric, c.min_value, c.actual_value),
+                [code(c.metric) + ("" if c.bound == "point" else " (95% lower bound)"),
+                 _threshold(c.metric, c.min_value, c.actual_value),
                  _threshold(c.metric, c.actual_value, c.min_value), "✓" if c.passed else "✗"]
                 for c in agg.threshold_checks
             ],
         )  # fmt: skip
+        notes = [f"- {code(c.name)}: {md_text(c.note)}" for c in agg.threshold_checks if c.note]
+        out += ["", *notes] if notes else []
     out += judge_lines(agg)
     out += _classification_sections(agg.details)
     return out
@@ -310,7 +336,11 @@ def _estimate(value: Estimate | None) -> str:
         return "—"
     if value.low is None or value.high is None:
         return fmt(value.value) + (f" ({md_text(value.reason)})" if value.reason else "")
-    return f"{fmt(value.value)} [{fmt(value.low)}, {fmt(value.high)}]"
+    return f"{fmt(value.value)} [{fmt(value.low)}, {fmt(value.high)}]{_clusters(value.clusters)}"
+
+
+def _clusters(count: int | None) -> str:
+    return "" if count is None else f" ({count} clusters)"
 
 
 def _difference(diff: Difference) -> str:
@@ -319,7 +349,8 @@ def _difference(diff: Difference) -> str:
     sign = "+" if diff.difference >= 0 else ""
     if diff.low is None or diff.high is None:
         return f"{sign}{fmt(diff.difference)} ({md_text(diff.reason or 'no interval')})"
-    return f"{sign}{fmt(diff.difference)} [{fmt(diff.low)}, {fmt(diff.high)}]"
+    return (f"{sign}{fmt(diff.difference)} [{fmt(diff.low)}, {fmt(diff.high)}]"
+            f"{_clusters(diff.clusters)}")  # fmt: skip
 
 
 def render_experiment(report: ExperimentResult) -> str:
@@ -328,8 +359,13 @@ def render_experiment(report: ExperimentResult) -> str:
     if report.description:
         out += [report.description, ""]
     out.append("Variants: " + ", ".join(f"`{v}`" for v in report.variant_ids))
-    out.append("Intervals are 95%: Wilson for proportions over independent rows, a bootstrap "
-               "over rows (replicates kept with their row) otherwise.")  # fmt: skip
+    out.append("Intervals are 95% and cluster-robust (a row's replicates are one cluster, and "
+               "so are the rows that share the dataset's `cluster_field`): CR1 standard errors "
+               "with a t interval on clusters − 1 degrees of freedom (`cluster t`); a rate on "
+               f"fewer than {MIN_CLUSTERS} clusters gets the exact Korn–Graubard interval "
+               "(`cluster exact`); F1 a bootstrap over clusters.")  # fmt: skip
+    if report.stopping is not None:
+        out += ["", *_stopping_lines(report.stopping)]
     suites = list(dict.fromkeys(v.suite_id for v in report.variants))
     for suite in suites:
         arms = [v for v in report.variants if v.suite_id == suite]
@@ -348,8 +384,24 @@ def render_experiment(report: ExperimentResult) -> str:
                             for k, v in arm.pass_k.items())]  # fmt: skip
         replicates = max(a.replicates for a in arms)
         for comparison in (c for c in report.comparisons if c.suite_id == suite):
-            out += ["", *_comparison_section(comparison, replicates)]
+            out += ["", *_comparison_section(comparison, replicates, report.adjustment,
+                                             report.alpha)]  # fmt: skip
     return "\n".join(out) + "\n"
+
+
+def _stopping_lines(stop: dict[str, Any]) -> list[str]:
+    """The "Stopped when decided" section of an experiment run with ``experiment.stop``."""
+    head = "Stopped when decided" if stop.get("stopped") else "Ran every row (never decided)"
+    items, planned = stop.get("items_scheduled", 0), stop.get("items_planned", 0)
+    saved = f" ({1 - items / planned:.0%} fewer)" if planned and stop.get("stopped") else ""
+    return [
+        f"## {head}", "",
+        f"`{stop.get('variant_b')}` vs `{stop.get('variant_a')}`: "
+        f"{md_text(str(stop.get('reason', '')))}.",
+        f"Rows scheduled: {stop.get('rows_scheduled')} of {stop.get('rows_planned')}; items "
+        f"(row × variant × replicate) {items} of {planned}{saved}; model calls "
+        f"{stop.get('model_calls')}. The fixed design would have run all {planned} items.",
+    ]  # fmt: skip
 
 
 def dataset_text(record: DatasetRecord | None) -> str:
@@ -385,18 +437,48 @@ def _datasets_lines(report: ExperimentResult, suite: str) -> list[str]:
     return [*out, ""] if out else []
 
 
-def _comparison_section(c: Comparison, replicates: int) -> list[str]:
+def _p_text(p_value: float | None, adjusted: float | None, survives: bool | None) -> str:
+    if p_value is None:
+        return "—"
+    after = "" if adjusted is None else f" → {adjusted:.4g}"
+    verdict = "" if survives is None else (" ✓ survives" if survives else " ✗")
+    return f"{p_value:.4g}{after}{verdict}"
+
+
+def _comparison_section(
+    c: Comparison, replicates: int, adjustment: str = "holm", alpha: float = 0.05
+) -> list[str]:
     out = [f"### `{c.variant_b}` vs `{c.variant_a}`", ""]
     out += md_table(
-        ["metric", f"`{c.variant_a}`", f"`{c.variant_b}`", "difference [95% CI]"],
-        [[f"`{n}`", fmt(d.a), fmt(d.b), _difference(d)] for n, d in c.metrics.items()],
-    )
+        ["metric", f"`{c.variant_a}`", f"`{c.variant_b}`", "difference [95% CI]",
+         f"p → {adjustment}-adjusted"],
+        [[f"`{n}`", fmt(d.a), fmt(d.b), _difference(d), _p_text(d.p_value, d.p_adjusted,
+                                                                   d.survives)]
+         for n, d in c.metrics.items()],
+    )  # fmt: skip
     test = c.mcnemar
     out += [
         "",
         f"McNemar (exact, per-row pass/fail): {test.a_only} row(s) pass only with "
-        f"`{c.variant_a}`, {test.b_only} only with `{c.variant_b}`; p = {test.p_value:.4g}",
+        f"`{c.variant_a}`, {test.b_only} only with `{c.variant_b}`; p = "
+        + _p_text(test.p_value, test.p_adjusted, test.survives),
+        "",
+        f"p-values: the clustered t test of each difference; adjusted ({adjustment}) over "
+        f"every difference of this suite's pairs of variants and metrics (McNemar's over its "
+        f"pairs); a difference survives when the adjusted p is at most {alpha:g}.",
     ]
+    if c.sequential is not None:
+        seq = c.sequential
+        saved = (f"; a run that stops when decided would have run {seq.rows} of {seq.of_rows} "
+                 f"rows ({1 - seq.rows / seq.of_rows:.0%} fewer)" if seq.decision != "undecided"
+                 else "; it would not have stopped early")  # fmt: skip
+        out += ["", f"Anytime-valid replay (rows in a seeded random order, betting test at "
+                f"{seq.alpha:g}): {md_text(seq.reason)}{saved}."]  # fmt: skip
+    rate = c.metrics.get("pass_rate")
+    if rate is not None and rate.detectable is not None:
+        out += ["", f"Achieved power: these {c.rows} rows ({rate.clusters} clusters) detect a "
+                f"pass-rate difference of {fmt(rate.detectable)} or more with 80% power at "
+                "0.05 (`assay plan --power` plans the rows for a smaller one)."]  # fmt: skip
     if replicates > 1:
         out += ["", "With replicates, a row passes when more than half of its graded "
                 "replicates passed; the links go to its first replicate."]  # fmt: skip

@@ -31,6 +31,7 @@ from assay.qa import (
     SampleResult,
     load_metrics_hook,
     metrics_document,
+    pooled_intervals,
     replicate_metrics,
 )
 from assay.qa.grading import answer_error
@@ -144,7 +145,9 @@ def qa_metrics(
         )
         for _, pairs in sorted(by_replicate.items())
     ]
-    return metrics_document(all_metrics)
+    replicates = [([record for record, _ in pairs], [graded for _, graded in pairs])
+                  for _, pairs in sorted(by_replicate.items())]  # fmt: skip
+    return metrics_document(all_metrics, pooled_intervals(replicates, group_by=config.group_by))
 
 
 def render_qa(document: dict[str, Any]) -> str:
@@ -164,6 +167,12 @@ def render_qa(document: dict[str, Any]) -> str:
     if len(per) > 1:
         rows.append(_replicate_row("mean", document["avg_metrics"]))
     lines += md_table(header, rows)
+    pooled = document["avg_metrics"].get("accuracy_ci")
+    if len(per) > 1 and pooled and "clusters" in pooled:
+        lines += ["", "The mean's 95% CI is one interval over every replicate "
+                  f"({pooled['method']}, {pooled['clusters']} clusters: a sample's replicates "
+                  "and the samples of one story are one cluster), not an average of the "
+                  "replicates' bounds."]  # fmt: skip
     for name in _group_names(document["avg_metrics"]):
         lines += ["", f"### {name.removeprefix('by_')}", ""]
         accuracies = document["avg_metrics"].get(name) or {}

@@ -14,6 +14,7 @@ from assay.errors import UsageError
 from assay.orchestration.datacheck import check_run_dir
 from assay.orchestration.runfiles import has_results, iter_results, resolve_run_dir, scan_task_jsons
 from assay.orchestration.secrets import results_redactor
+from assay.orchestration.stopping import planned_unless_stopped
 from assay.reports.writer import Reports, RunMeta, Stage, write_reports
 from assay.results.io import read_json, read_model
 from assay.results.plan_record import PLAN_FILE, PlanRecord
@@ -57,7 +58,7 @@ def previous_meta(run_dir: Path, stage: Stage) -> RunMeta:
         interrupted=summary.interrupted if summary else plan is not None,
         active_seconds=summary.total_duration_seconds if summary else None,
         sessions=summary.sessions if summary else 1,
-        planned=plan.planned if plan else {},
+        planned=planned_unless_stopped(run_dir, plan.planned) if plan else {},
         experiment_id=experiment[0] if experiment else None,
         experiment_description=experiment[1] if experiment else "",
         variant_ids=list(plan.variants) if plan else [],

@@ -33,7 +33,8 @@ from assay.criteria.base import CriterionRegistry, Tally
 from assay.metrics.passk import suite_pass_k
 from assay.metrics.streaming import ExactSum
 from assay.metrics.values import MetricTable
-from assay.orchestration.thresholds import check_gate
+from assay.orchestration.thresholds import gate_checks
+from assay.reports.cluster_tally import ClusterTally
 from assay.reports.suite_rules import (
     FAILED_SAMPLE_LIMIT,
     aggregate_error,
@@ -50,6 +51,7 @@ from assay.results.suite import (
     CriterionStat,
     DatasetRecord,
     FailedRowSummary,
+    IntervalRecord,
     ReplicateRollup,
     SelectionRecord,
     SuiteRollup,
@@ -116,10 +118,16 @@ class CriterionCount:
             self.tally.add(item)
 
     def aggregate(
-        self, *, rows: int, not_graded: int, rows_planned: int | None
+        self,
+        *,
+        rows: int,
+        not_graded: int,
+        rows_planned: int | None,
+        intervals: dict[str, IntervalRecord] | None = None,
     ) -> CriterionAggregate:
         """The criterion's aggregate over ``rows`` rows (``not_graded`` of them not graded
-        yet), and the rows planned but never run."""
+        yet), and the rows planned but never run; ``intervals`` are its cluster-robust
+        intervals (:class:`~assay.reports.cluster_tally.ClusterTally`)."""
         spec = self.spec
         rows_total = max(rows_planned or 0, rows)
         table, details = self.tally.result()
@@ -134,7 +142,7 @@ class CriterionCount:
         completion = MetricTable()
         completion.put("completion_rate", self.graded, rows_total, "the suite has no rows")
         table.merge(completion)
-        checks = [check_gate(m, v, table.values) for m, v in (spec.suite_thresholds or {}).items()]
+        checks = gate_checks(spec, table.values, intervals)
         error = aggregate_error(rows=rows, not_graded=not_graded, graded=self.graded,
                                 gated=bool(checks))  # fmt: skip
         return CriterionAggregate(
@@ -148,6 +156,7 @@ class CriterionCount:
             passed=all(c.passed for c in checks) and not (error and checks),
             details=details,
             error=error,
+            intervals=intervals or {},
         )
 
 
@@ -176,10 +185,15 @@ class _Rows:
             if len(items) > position:
                 count.add(items[position])
 
-    def aggregates(self, rows_planned: int | None = None) -> list[CriterionAggregate]:
+    def aggregates(
+        self,
+        rows_planned: int | None = None,
+        intervals: Callable[[int], dict[str, IntervalRecord]] | None = None,
+    ) -> list[CriterionAggregate]:
         not_graded = self.counts.by["not_graded"]
-        return [c.aggregate(rows=self.rows, not_graded=not_graded, rows_planned=rows_planned)
-                for c in self.positions]  # fmt: skip
+        return [c.aggregate(rows=self.rows, not_graded=not_graded, rows_planned=rows_planned,
+                            intervals=intervals(i) if intervals else None)
+                for i, c in enumerate(self.positions)]  # fmt: skip
 
 
 class SuiteTally:
@@ -189,6 +203,8 @@ class SuiteTally:
         criteria: the task's criteria, in declaration order.
         registry: checkers, whose tallies aggregate their criterion.
         paths: a result → its ``task.json`` path relative to the run folder.
+        cluster_field: the row field that clusters the rows for the intervals (``None``: a
+            row and its replicates are one cluster).
     """
 
     def __init__(
@@ -197,6 +213,7 @@ class SuiteTally:
         registry: CriterionRegistry,
         *,
         paths: Paths = task_json_relpath,
+        cluster_field: str | None = None,
     ) -> None:
         self.criteria = list(criteria)
         self.registry = registry
@@ -208,6 +225,7 @@ class SuiteTally:
         self.failed_total = 0
         self.replicates: dict[int, _Rows] = {}
         self.pass_k_rows: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+        self.clustered = ClusterTally(cluster_field)
 
     @property
     def has_replicates(self) -> bool:
@@ -217,6 +235,7 @@ class SuiteTally:
     def add(self, result: EvaluationResult) -> None:
         """Count one row of the suite."""
         self.all.add(result)
+        self.clustered.add(result)
         if result.final_status.graded and result.weighted_score is not None:
             self.scores.add(result.weighted_score)
         for item in result.success_criteria_results:
@@ -261,7 +280,7 @@ class SuiteTally:
         """The ``SuiteRollup`` of the rows counted (see :func:`build_suite`)."""
         counts = self.all.counts.counts()
         missing = max(0, (rows_planned or 0) - self.all.rows)
-        aggregates = self.all.aggregates(rows_planned)
+        aggregates = self.all.aggregates(rows_planned, self.clustered.criterion_intervals)
         gate, reasons = suite_result(self.criteria, aggregates, counts, missing)
         return SuiteRollup(
             suite_id=suite_id,
@@ -287,6 +306,8 @@ class SuiteTally:
             warnings=[w for a in aggregates for w in a.details.get("warnings", [])],
             dataset=dataset,
             selection=selection,
+            intervals=self.clustered.suite_intervals(),
+            cluster_field=self.clustered.cluster_field,
             **self._replicate_fields(),
         )
 
@@ -353,7 +374,8 @@ def build_suite(
     if task_json_paths is not None:
         known = task_json_paths
         paths = lambda result: known[id(result)]  # noqa: E731
-    tally = SuiteTally(criteria, registry, paths=paths)
+    tally = SuiteTally(criteria, registry, paths=paths,
+                       cluster_field=dataset.cluster_field if dataset else None)  # fmt: skip
     rows = list(results)
     for result in rows:
         tally.add(result)

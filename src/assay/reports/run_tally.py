@@ -30,6 +30,7 @@ from assay.results.task_result import (
     TaskConfigRecord,
     TokenUsage,
 )
+from assay.spec.criteria import CriterionSpec
 
 SuiteKey = tuple[str, str]
 SEPARATOR = "\x1e"  # between a spilled line's parts (JSON never holds it unescaped)
@@ -116,8 +117,14 @@ class RunTally:
         found = self.suites.get((variant, suite_id))
         if found is None:
             criteria = suite_criteria(suite_id, [], self.meta)
-            found = self.suites[(variant, suite_id)] = SuiteTally(criteria, self.registry)
+            found = self.suites[(variant, suite_id)] = self._tally(suite_id, criteria)
         return found
+
+    def _tally(self, suite_id: str, criteria: list[CriterionSpec]) -> SuiteTally:
+        """A new suite tally, clustering by the suite's recorded ``cluster_field``."""
+        field = next((s.dataset.cluster_field for s in self.meta.selections
+                      if s.task_id == suite_id), None)  # fmt: skip
+        return SuiteTally(criteria, self.registry, cluster_field=field)
 
     def add(self, result: EvaluationResult, lines: SortedLines) -> None:
         """Count one row, and send its lines to ``lines``."""
@@ -126,7 +133,7 @@ class RunTally:
             key = (result.variant_id, result.suite_id)
             if key not in self.suites:
                 criteria = suite_criteria(result.suite_id, [result], self.meta)
-                self.suites[key] = SuiteTally(criteria, self.registry)
+                self.suites[key] = self._tally(result.suite_id, criteria)
             self.suites[key].add(result)
             if result.qa_record:
                 self.qa_rows[key].append(compact(result, keep_row=False))

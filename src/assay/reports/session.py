@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from assay.criteria.registry import default_criteria
 from assay.orchestration.runfiles import iter_results
 from assay.orchestration.session import RunSession, SessionOutcome
+from assay.orchestration.stopping import planned_unless_stopped
 from assay.reports.writer import Reports, RunMeta, write_reports
 from assay.results.plan_record import read_sessions
 from assay.results.task_result import EvaluationResult
@@ -53,7 +54,7 @@ def session_meta(session: RunSession, outcome: SessionOutcome) -> RunMeta:
         criteria=record.criteria,
         session_times=sessions,
         sessions=len(sessions),
-        planned=record.planned,
+        planned=planned_unless_stopped(session.run_dir, record.planned),
         experiment_id=plan.experiment.experiment_id if plan.experiment else None,
         experiment_description=plan.experiment.description if plan.experiment else "",
         variant_ids=list(plan.variants),

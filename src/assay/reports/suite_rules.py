@@ -55,13 +55,13 @@ def suite_result(
     (Coder Eval's rule). Rows that never ran make any suite red.
     """
     reasons = [f"{missing} planned row(s) never ran"] if missing else []
-    if not any(spec.suite_thresholds for spec in criteria):
+    if not any(spec.gates for spec in criteria):
         if counts.total > counts.passed:
             reasons.append(f"no gate, and {_not_succeeded(counts)}")
         return "none", reasons
     failed_checks = [
-        f"{a.criterion_type}.{c.metric} {_value(c.actual_value, c.min_value)},"
-        f" needs {c.min_value:g}"
+        f"{a.criterion_type}.{c.name} {_value(c.actual_value, c.min_value)},"
+        f" needs {c.min_value:g}" + (f" ({c.note})" if c.note else "")
         for a in aggregates
         for c in a.threshold_checks
         if not c.passed

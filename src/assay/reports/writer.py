@@ -203,20 +203,23 @@ def _write_experiment(
     meta: RunMeta,
     redactor: Redactor,
 ) -> None:
+    from assay.orchestration.stopping import read_stopping
     from assay.reports.experiment import build_experiment  # numpy/scipy: only when needed
 
     assert meta.experiment_id is not None
+    listed = listed_tasks(run_dir, meta.selections)
     report = build_experiment(
         results,
         paths,
         experiment_id=meta.experiment_id,
         description=meta.experiment_description,
         variant_ids=meta.variant_ids,
-        row_ids={
-            task_id: chosen.selection.row_ids
-            for task_id, chosen in listed_tasks(run_dir, meta.selections).items()
+        row_ids={task_id: chosen.selection.row_ids for task_id, chosen in listed.items()},
+        cluster_fields={
+            task_id: chosen.dataset.cluster_field for task_id, chosen in listed.items()
         },
     )
+    report.stopping = read_stopping(run_dir)
     write_json_atomic(run_dir / "experiment.json", report, redactor=redactor)
     write_text_atomic(run_dir / "experiment.md", render_experiment(report), redactor=redactor)
 

@@ -1,11 +1,15 @@
 """``experiment.json`` (and ``assay compare``'s JSON): metrics with intervals per variant, and
 paired comparisons per pair of variants.
 
-Every estimate carries its method (``wilson`` or ``bootstrap``) and, when no interval can be
-given, ``low``/``high`` are ``null`` with the reason; never NaN.
+Every estimate carries its method (``cluster t``, ``cluster exact`` or ``bootstrap``: see
+:mod:`assay.metrics.clustered`), its cluster-robust standard error and number of clusters
+where it has them, and, when no interval can be given, ``low``/``high`` are ``null`` with the
+reason; never NaN.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -19,7 +23,7 @@ class _Model(BaseModel):
 
 
 class Estimate(_Model):
-    """A metric's value and 95% interval."""
+    """A metric's value and 95% interval; ``se`` and ``clusters`` for a cluster-robust one."""
 
     value: float | None
     low: float | None = None
@@ -27,6 +31,8 @@ class Estimate(_Model):
     method: str
     rows: int
     reason: str | None = None
+    se: float | None = None
+    clusters: int | None = None
 
 
 class VariantSuite(_Model):
@@ -41,7 +47,8 @@ class VariantSuite(_Model):
 
 
 class Difference(_Model):
-    """``b - a`` for one metric, with a paired 95% interval (bootstrap over rows)."""
+    """``b - a`` for one metric, with a paired 95% interval: cluster-robust (``se``,
+    ``clusters``) for a mean or a rate, a bootstrap over clusters for F1 (``method``)."""
 
     a: float | None
     b: float | None
@@ -49,6 +56,14 @@ class Difference(_Model):
     low: float | None = None
     high: float | None = None
     reason: str | None = None
+    method: str = "bootstrap"
+    se: float | None = None
+    clusters: int | None = None
+    p_value: float | None = None
+    p_adjusted: float | None = None
+    survives: bool | None = None
+    detectable: float | None = None
+    """The smallest true difference these rows detect with 80% power at 0.05 (from ``se``)."""
 
 
 class FlippedRow(_Model):
@@ -66,6 +81,23 @@ class McNemarRecord(_Model):
     a_only: int
     b_only: int
     p_value: float
+    p_adjusted: float | None = None
+    survives: bool | None = None
+
+
+class SequentialRecord(_Model):
+    """The anytime-valid betting test of the pass-rate difference replayed over the compared
+    rows in a seeded random order (``assay.metrics.sequential``): where a run that stops when
+    decided would have stopped, and why."""
+
+    decision: str
+    rows: int
+    of_rows: int
+    low: float | None = None
+    high: float | None = None
+    reason: str
+    alpha: float = 0.05
+    seed: int
 
 
 class Comparison(_Model):
@@ -81,6 +113,7 @@ class Comparison(_Model):
     became_fail: list[FlippedRow] = Field(default_factory=list)
     became_pass_total: int = 0
     became_fail_total: int = 0
+    sequential: SequentialRecord | None = None
 
 
 class ArmDataset(_Model):
@@ -97,6 +130,11 @@ class ExperimentResult(_Model):
     ``excluded_rows`` (suite → row ids) are rows whose content differs between the arms (each
     ``task.json`` keeps its row): they are left out of every metric and paired statistic,
     never silently paired. ``datasets`` says what each arm read (version and content hash).
+
+    Multiplicity: within a suite, the p-values of every paired difference (every pair of
+    variants × every metric with a cluster-robust interval; the t test of ``b - a = 0``) are
+    one family, adjusted by ``adjustment`` (Holm by default; ``p_adjusted``), and McNemar's
+    p-values of every pair another; ``survives`` is ``p_adjusted <= alpha``.
     """
 
     schema_version: str = EXPERIMENT_SCHEMA_VERSION
@@ -106,5 +144,10 @@ class ExperimentResult(_Model):
     row_ids: dict[str, list[str]] = Field(default_factory=dict)
     datasets: list[ArmDataset] = Field(default_factory=list)
     excluded_rows: dict[str, list[str]] = Field(default_factory=dict)
+    adjustment: str = "holm"
+    alpha: float = 0.05
     variants: list[VariantSuite] = Field(default_factory=list)
     comparisons: list[Comparison] = Field(default_factory=list)
+    stopping: dict[str, Any] | None = None
+    """The run's ``stopping.json`` when it ran with ``experiment.stop``: the decision, why,
+    after how many rows and model calls, and what every planned row would have cost."""

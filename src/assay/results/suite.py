@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 SUITE_SCHEMA_VERSION = "1"
 
@@ -19,16 +19,57 @@ class _Model(BaseModel):
 
 
 class ThresholdCheck(_Model):
-    """One suite gate: ``passed`` is ``actual_value >= min_value``; a missing value fails."""
+    """One suite gate: ``passed`` is ``actual_value >= min_value``; a missing value fails.
+
+    ``bound`` is ``point`` (the metric's value is gated) or ``lower`` (the lower bound of its
+    cluster-robust 95% interval is gated: ``actual_value`` is that bound). ``interval`` is
+    the metric's ``[low, high]`` when it has one; ``note`` says when a point gate's interval
+    straddles the threshold (the point estimate decided it, the data could not), or why a
+    bound gate has no bound."""
 
     metric: str
     min_value: float
     actual_value: float | None
     passed: bool
+    bound: Literal["point", "lower"] = "point"
+    interval: list[float] | None = None
+    note: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _coder_eval_keys_first(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Coder Eval's four keys always; assay's ``bound``, ``interval`` and ``note`` only
+        when they say something (a bound gate, an interval, a note)."""
+        data: dict[str, Any] = handler(self)
+        for key, default in (("bound", "point"), ("interval", None), ("note", None)):
+            if data.get(key) == default:
+                data.pop(key, None)
+        return data
+
+    @property
+    def name(self) -> str:
+        """``accuracy``, or ``accuracy (95% lower bound)`` for a bound gate."""
+        return self.metric if self.bound == "point" else f"{self.metric} (95% lower bound)"
+
+
+class IntervalRecord(_Model):
+    """A rate or mean with its cluster-robust 95% interval (``assay.metrics.clustered``):
+    ``method`` is ``cluster t`` or ``cluster exact``; ``observations`` counts graded values
+    (each replicate once), ``clusters`` the clusters they fall in; without an interval,
+    ``low``/``high`` are ``null`` and ``reason`` says why."""
+
+    value: float | None
+    low: float | None = None
+    high: float | None = None
+    se: float | None = None
+    method: str
+    observations: int
+    clusters: int
+    reason: str | None = None
 
 
 class CriterionAggregate(_Model):
-    """A criterion's metrics over the suite's rows (by position in ``success_criteria``)."""
+    """A criterion's metrics over the suite's rows (by position in ``success_criteria``);
+    ``intervals`` holds the cluster-robust intervals of its ``mean`` (and ``accuracy``)."""
 
     criterion_type: str
     description: str = ""
@@ -40,6 +81,7 @@ class CriterionAggregate(_Model):
     passed: bool = True
     details: dict[str, Any] = Field(default_factory=dict)
     error: str | None = None
+    intervals: dict[str, IntervalRecord] = Field(default_factory=dict)
 
 
 class CriterionStat(_Model):
@@ -109,6 +151,7 @@ class DatasetRecord(_Model):
     paths: list[str] = Field(default_factory=list)
     files: list[FileRecord] = Field(default_factory=list)
     id_field: str = "id"
+    cluster_field: str | None = None
     store: str | None = None
     store_url: str | None = None
     version: int | None = None
@@ -135,7 +178,8 @@ class SuiteRollup(_Model):
     whose gate passed, with every planned row run, and no row that errored or refused unless
     it gates ``completion_rate``; a suite without a gate whose every row succeeded.
     ``result_reasons`` says why it is not green. ``refusal_rate`` is
-    ``rows_refused / (rows_graded + rows_refused)``.
+    ``rows_refused / (rows_graded + rows_refused)``. ``intervals`` holds the pass rate's
+    cluster-robust interval, clustered by row and by ``cluster_field`` when the dataset has one.
     """
 
     schema_version: str = SUITE_SCHEMA_VERSION
@@ -166,3 +210,5 @@ class SuiteRollup(_Model):
     replicates: int = 1
     per_replicate: list[ReplicateRollup] = Field(default_factory=list)
     pass_k: dict[str, dict[str, float | int]] = Field(default_factory=dict)
+    intervals: dict[str, IntervalRecord] = Field(default_factory=dict)
+    cluster_field: str | None = None

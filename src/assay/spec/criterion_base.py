@@ -22,7 +22,10 @@ class CriterionSpec(StrictModel):
 
     ``weight`` 0 makes a criterion informational: it is recorded but never gates the row.
     ``pass_threshold`` is the score in [0, 1] a gating criterion needs for the row to pass.
-    ``suite_thresholds`` maps an aggregated metric name to its minimum (a suite gate).
+    ``suite_thresholds`` maps an aggregated metric name to its minimum (a suite gate), or
+    ★ to ``{min: X, lower: Y}``: ``min`` gates the point estimate, ``lower`` the lower bound
+    of the metric's cluster-robust 95% interval (``mean``, ``accuracy``). The ``lower``
+    minimums are kept apart, in ``suite_lower_bounds``.
     """
 
     coder_eval_only: ClassVar[Mapping[str, str]] = {
@@ -39,6 +42,38 @@ class CriterionSpec(StrictModel):
     weight: float = Field(default=1.0, ge=0, le=1e6)
     pass_threshold: float = Field(default=0.9, ge=0, le=1)
     suite_thresholds: dict[str, float] | None = None
+    suite_lower_bounds: dict[str, float] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _split_bound_gates(cls, data: Any) -> Any:
+        """``{metric: {min: X, lower: Y}}`` → ``suite_thresholds[metric] = X`` and
+        ``suite_lower_bounds[metric] = Y``."""
+        if not isinstance(data, dict) or not isinstance(data.get("suite_thresholds"), dict):
+            return data
+        points: dict[str, Any] = {}
+        bounds: dict[str, Any] = dict(data.get("suite_lower_bounds") or {})
+        for metric, gate in data["suite_thresholds"].items():
+            if not isinstance(gate, dict):
+                points[metric] = gate
+                continue
+            unknown = sorted(set(gate) - {"min", "lower"})
+            if unknown or not gate:
+                raise ValueError(bound_gate_error(metric, unknown))
+            for key, value in gate.items():
+                if isinstance(value, bool) or not isinstance(value, int | float):
+                    raise ValueError(f"suite_thresholds.{metric}.{key} must be a number, "
+                                     f"not {value!r}")  # fmt: skip
+            if "min" in gate:
+                points[metric] = gate["min"]
+            if "lower" in gate:
+                bounds[metric] = gate["lower"]
+        return {**data, "suite_thresholds": points or None, "suite_lower_bounds": bounds or None}
+
+    @property
+    def gates(self) -> bool:
+        """True when the criterion sets any suite gate (on a point estimate or a bound)."""
+        return bool(self.suite_thresholds or self.suite_lower_bounds)
 
     @field_validator("suite_thresholds", mode="before")
     @classmethod
@@ -62,7 +97,7 @@ class CriterionSpec(StrictModel):
 
     @model_validator(mode="after")
     def _informational_has_no_gate(self) -> CriterionSpec:
-        if self.weight == 0 and self.suite_thresholds:
+        if self.weight == 0 and self.gates:
             raise ValueError(
                 "a criterion with weight 0 is informational and may not set suite_thresholds"
             )
@@ -128,3 +163,16 @@ def regex_flags(flags: int | str | list[str] | None) -> int:
             elif key:
                 raise ValueError(f"unknown regex flag {key!r}; use i, m, s, x")
     return value
+
+
+def bound_gate_error(metric: str, unknown: list[str]) -> str:
+    """The refusal of a gate mapping with keys other than ``min`` and ``lower``."""
+    named = f"'{unknown[0]}'" if unknown else "nothing"
+    upper = (" (every gated metric is higher-is-better, so a gate is a minimum: an upper "
+             "bound cannot be gated)") if "upper" in unknown else ""  # fmt: skip
+    return (
+        f"suite_thresholds.{metric} gives {named}{upper}; write a number (the point "
+        f"estimate's minimum) or a mapping of min: (the point estimate's minimum) and/or "
+        f"lower: (the minimum of its 95% interval's lower bound), e.g. "
+        f"{{{metric}: {{lower: 0.8}}}}"
+    )

@@ -150,6 +150,22 @@ class Variant(StrictModel):
         return self
 
 
+class StopRule(StrictModel):
+    """``stop:``: stop scheduling rows once the experiment is decided.
+
+    Rows run in a seeded random order, both variants of a row together; after each row the
+    anytime-valid betting test of the paired difference of its pass rate
+    (:mod:`assay.metrics.sequential`) is updated, and no new row starts once it rejects 0
+    (one variant is better) or, with ``delta``, every difference of ``delta`` or more (no
+    difference that matters). Needs exactly two variants.
+    """
+
+    metric: Literal["pass_rate"] = "pass_rate"
+    delta: float | None = Field(default=None, gt=0, lt=1)
+    alpha: float = Field(default=0.05, gt=0, lt=1)
+    seed: int = 20261204
+
+
 class Experiment(StrictModel):
     """One experiment file."""
 
@@ -157,6 +173,14 @@ class Experiment(StrictModel):
     description: StrictStr = ""
     defaults: VariantDefaults = Field(default_factory=VariantDefaults)
     variants: list[Variant] = Field(min_length=1)
+    stop: StopRule | None = None
+
+    @model_validator(mode="after")
+    def _stop_needs_two_variants(self) -> Experiment:
+        if self.stop is not None and len(self.variants) != 2:
+            raise ValueError(f"stop compares two variants, and this experiment has "
+                             f"{len(self.variants)}; remove stop or keep two variants")  # fmt: skip
+        return self
 
     @field_validator("experiment_id")
     @classmethod

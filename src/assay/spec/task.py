@@ -355,6 +355,12 @@ class DatasetSpec(StrictModel):
     to the task file, concatenated in order) or ``store`` (a dataset in assay's store, at
     ``version``, or the latest version, resolved once when the run starts). See
     ``reference/000_5cd227a88a34738f.txt``.
+
+    ``cluster_field`` ★ names the row field whose equal values make one cluster (questions
+    that share a passage): every mean, pass rate and paired difference then gets a
+    cluster-robust interval (:mod:`assay.metrics.clustered`). Every row must carry it (checked
+    when the dataset is read). A ``qa:`` task clusters by the QA schema's ``story`` by default
+    (a row with an empty story is its own cluster); a row's replicates are always one cluster.
     """
 
     rows: list[dict[str, Any]] | None = None
@@ -366,6 +372,7 @@ class DatasetSpec(StrictModel):
     stratify_field: StrictStr = "expected_skill"
     split_field: StrictStr = "split"
     sample_seed: StrictInt | None = None
+    cluster_field: StrictStr | None = Field(default=None, min_length=1)
 
     @model_validator(mode="after")
     def _check_source(self) -> DatasetSpec:
@@ -513,7 +520,7 @@ class TaskDefinition(StrictModel):
 
     @model_validator(mode="after")
     def _gates_need_a_dataset(self) -> TaskDefinition:
-        gated = [c for c in self.success_criteria if c.suite_thresholds]
+        gated = [c for c in self.success_criteria if c.gates]
         if gated and self.dataset is None and self.suite_id is None:
             raise ValueError(
                 "suite_thresholds are only valid on tasks that declare a dataset: "

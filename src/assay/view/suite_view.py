@@ -188,13 +188,13 @@ def _criterion(
         from assay.view.estimates import wilson
 
         by_name["completion_rate"] = wilson("completion_rate", graded, aggregate.rows_total)
-    gates = {c.metric: c for c in aggregate.threshold_checks}
+    gates = {c.name: c for c in aggregate.threshold_checks}  # a bound gate has its own line
     lines = [
         MetricLine(name, value, by_name.get(name), gates.pop(name, None),
                    aggregate.undefined_metrics.get(name))
         for name, value in aggregate.metrics.items()
     ]  # fmt: skip
-    lines += [MetricLine(c.metric, c.actual_value, None, c) for c in gates.values()]
+    lines += [MetricLine(c.name, c.actual_value, None, c) for c in gates.values()]
     note = (f"Denominator: {graded} of {aggregate.rows_total} rows ({aggregate.rows_excluded} "
             "excluded: errored, not graded, not run, or the criterion could not evaluate)."
             if aggregate.rows_excluded else "")  # fmt: skip

@@ -155,3 +155,35 @@ def selection(
             "include_skipped": include_skipped, "repeats": repeats, "prices": prices,
             "experiment": experiment, "overrides": list(sets or []), "model": model,
             "store": store, "skip_unsupported": skip_unsupported}  # fmt: skip
+
+
+PowerOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--power", help="Rows per variant to detect this paired difference (0.05: five points)."
+    ),
+]
+AlphaOpt = Annotated[float, typer.Option("--alpha", help="Two-sided level for --power.")]
+TargetPowerOpt = Annotated[float, typer.Option("--target-power", help="Power for --power.")]
+BaselineRunOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--baseline-run", help="An earlier run of the task: its variances, pairing and clusters."
+    ),
+]
+CorrelationOpt = Annotated[
+    float | None,
+    typer.Option("--correlation", help="Pairing correlation, when the baseline cannot measure it."),
+]
+BaselineRateOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--baseline-rate", help="Without --baseline-run: the pass rate assumed in both arms."
+    ),
+]
+StopWhenDecided = Annotated[
+    bool,
+    typer.Option(
+        "--stop-when-decided", help="Stop scheduling rows once the experiment is decided."
+    ),
+]

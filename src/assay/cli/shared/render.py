@@ -73,11 +73,10 @@ def print_plan(plan: Plan, *, show_rows: int) -> None:
         model = getattr(task.agent, "model", None)
         console.print(f"  agent: {task.agent.type}" + (f" ({model})" if model else "")
                       + f"; sandbox: {task.sandbox_driver}")  # fmt: skip
-        gates = [
-            f"{c.type}.{m} ≥ {v:g}"
-            for c in task.success_criteria
-            for m, v in (c.suite_thresholds or {}).items()
-        ]
+        gates = [f"{c.type}.{m}{' 95% lower bound' if low else ''} ≥ {v:g}"
+                 for c in task.success_criteria
+                 for low, found in ((False, c.suite_thresholds), (True, c.suite_lower_bounds))
+                 for m, v in (found or {}).items()]  # fmt: skip
         kinds = ", ".join(_criterion_text(c) for c in task.success_criteria)
         console.print(f"  criteria: {kinds}" + (f"; gates: {', '.join(gates)}" if gates else ""))
         console.print(f"  rows: {_selection_text(planned)}")

@@ -1,0 +1,125 @@
+"""Cluster-robust intervals of a suite's rates and means, counted one row at a time.
+
+For ``suite.json``: the pass rate, and for each criterion (by position) the mean of its score
+and, for classification and QA criteria, its accuracy, each with a cluster-robust standard
+error and 95% interval (:mod:`assay.metrics.clustered`). A row's replicates are one cluster;
+rows whose ``cluster_field`` values are equal are one cluster. What did not grade (an error, a
+refusal) adds nothing: it is outside every denominator, as in the suite's own counts. Memory
+grows with the number of clusters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
+
+from assay.metrics.clustered import ClusteredEstimate, ClusterSums, cluster_of
+from assay.results.suite import IntervalRecord
+from assay.results.task_result import (
+    ClassificationCriterionResult,
+    CriterionResult,
+    EvaluationResult,
+    QaCriterionResult,
+)
+
+Contribution = Callable[[EvaluationResult], tuple[float, float]]
+
+
+def pass_contribution(result: EvaluationResult) -> tuple[float, float]:
+    """``(passed, graded)`` of one replicate."""
+    if not result.final_status.graded:
+        return 0.0, 0.0
+    return float(result.final_status.category == "passed"), 1.0
+
+
+def _item(result: EvaluationResult, position: int) -> CriterionResult | None:
+    items = result.success_criteria_results
+    return items[position] if position < len(items) and items[position].graded else None
+
+
+def mean_contribution(position: int) -> Contribution:
+    """``(score, 1)`` of criterion ``position`` when it graded, else ``(0, 0)``."""
+
+    def contribution(result: EvaluationResult) -> tuple[float, float]:
+        item = _item(result, position)
+        return (0.0, 0.0) if item is None else (item.score, 1.0)
+
+    return contribution
+
+
+def accuracy_contribution(position: int) -> Contribution:
+    """``(correct, 1)`` of a classification or QA criterion that graded, else ``(0, 0)``; a QA
+    sample without a verdict (a judge error) is outside the denominator."""
+
+    def contribution(result: EvaluationResult) -> tuple[float, float]:
+        item = _item(result, position)
+        if isinstance(item, ClassificationCriterionResult):
+            return float(item.expected_label == item.observed_label), 1.0
+        if isinstance(item, QaCriterionResult) and item.sample_result:
+            verdict = item.sample_result.get("is_correct")
+            return (0.0, 0.0) if verdict is None else (float(bool(verdict)), 1.0)
+        return 0.0, 0.0
+
+    return contribution
+
+
+@dataclass
+class _Metric:
+    contribution: Contribution
+    proportion: bool
+    sums: ClusterSums = field(default_factory=ClusterSums)
+
+
+@dataclass
+class ClusterTally:
+    """Per-cluster sums of the pass rate and of each criterion's mean and accuracy.
+
+    Args:
+        cluster_field: the row field whose equal values are one cluster (``None``: each row,
+            with its replicates, is one).
+    """
+
+    cluster_field: str | None = None
+    suite: dict[str, _Metric] = field(default_factory=dict)
+    criteria: dict[int, dict[str, _Metric]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.suite["pass_rate"] = _Metric(pass_contribution, True)
+
+    def add(self, result: EvaluationResult) -> None:
+        """Count one replicate of a row."""
+        cluster = self._cluster(result)
+        for position, item in enumerate(result.success_criteria_results):
+            metrics = self.criteria.get(position)
+            if metrics is None:
+                metrics = self.criteria[position] = {"mean": _Metric(mean_contribution(position),
+                                                                     False)}  # fmt: skip
+            if "accuracy" not in metrics and isinstance(
+                item, ClassificationCriterionResult | QaCriterionResult
+            ):
+                metrics["accuracy"] = _Metric(accuracy_contribution(position), True)
+        for metric in [*self.suite.values(), *(m for ms in self.criteria.values()
+                                               for m in ms.values())]:  # fmt: skip
+            total, count = metric.contribution(result)
+            metric.sums.add(cluster, total, count)
+
+    def _cluster(self, result: EvaluationResult) -> Hashable:
+        row_id = result.row_id if result.row_id is not None else result.task_id
+        return cluster_of(result.row, self.cluster_field, row_id)
+
+    def suite_intervals(self) -> dict[str, IntervalRecord]:
+        """``{"pass_rate": …}``."""
+        return {name: record(m.sums.estimate(proportion=m.proportion, unit=True))
+                for name, m in self.suite.items()}  # fmt: skip
+
+    def criterion_intervals(self, position: int) -> dict[str, IntervalRecord]:
+        """``{"mean": …, "accuracy": …}`` of criterion ``position`` (empty if never seen)."""
+        return {name: record(m.sums.estimate(proportion=m.proportion, unit=True))
+                for name, m in self.criteria.get(position, {}).items()}  # fmt: skip
+
+
+def record(found: ClusteredEstimate) -> IntervalRecord:
+    """The ``suite.json`` form of an estimate."""
+    return IntervalRecord(value=found.value, low=found.low, high=found.high, se=found.se,
+                          method=found.method, observations=found.observations,
+                          clusters=found.clusters, reason=found.reason)  # fmt: skip

@@ -1,0 +1,96 @@
+"""``assay plan --power DELTA``: rows per variant from stated assumptions or measured on an
+earlier run, checked against statsmodels' power functions."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from statsmodels.stats.power import TTestPower
+
+import assay
+from tests.cli.test_experiment_run import setup
+from tests.cli.test_run import assay as run_cli
+from tests.cli.test_run import latest
+
+
+def rows_needed_line(stdout: str) -> int:
+    found = re.search(r"rows needed per variant: (\d+)", stdout)
+    assert found, stdout
+    return int(found.group(1))
+
+
+@pytest.mark.parametrize(("rate", "rho", "delta"), [(0.5, 0.0, 0.1), (0.7, 0.5, 0.1),
+                                                     (0.3, 0.8, 0.05)])  # fmt: skip
+def test_rows_needed_from_stated_assumptions(tmp_path: Path, rate: float, rho: float,
+                                             delta: float) -> None:  # fmt: skip
+    setup(tmp_path)
+    done = run_cli("plan", "t.yaml", "--power", str(delta), "--baseline-rate", str(rate),
+                   "--correlation", str(rho), cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    sd = math.sqrt(2 * rate * (1 - rate) * (1 - rho))
+    solved = TTestPower().solve_power(effect_size=delta / sd, alpha=0.05, power=0.8)
+    assert rows_needed_line(done.stdout) == math.ceil(solved)
+    planned_power = TTestPower().power(effect_size=delta / sd, nobs=12, alpha=0.05)
+    assert f"as planned (12 rows per variant): power {planned_power:.3f}" in done.stdout
+
+
+def test_rows_needed_measured_on_an_experiment_run(tmp_path: Path) -> None:
+    setup(tmp_path)
+    assert run_cli("run", "t.yaml", "-e", "optimism", cwd=tmp_path).returncode == 1
+    run_dir = latest(tmp_path)
+    done = run_cli("plan", "t.yaml", "--power", "0.2", "--baseline-run", str(run_dir),
+                   cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    report = json.loads((run_dir / "experiment.json").read_text())
+    # per row: keyword passes the "good" rows (every third), optimist passes all
+    a = np.array([1.0 if i % 3 == 0 else 0.0 for i in range(12)])
+    b = np.ones(12)
+    assert report["variants"][0]["metrics"]["pass_rate"]["value"] == pytest.approx(a.mean())
+    sd = float(np.std(b - a, ddof=1))
+    solved = TTestPower().solve_power(effect_size=0.2 / sd, alpha=0.05, power=0.8)
+    assert rows_needed_line(done.stdout) == math.ceil(solved)
+    assert "measured on" in done.stdout and "optimist vs keyword" in done.stdout
+    found = assay.power(0.2, rows_planned=12, baseline_run=run_dir, target_power=0.9)
+    assert found.rows_needed == math.ceil(
+        TTestPower().solve_power(effect_size=0.2 / sd, alpha=0.05, power=0.9)
+    )
+    assert found.minimum_detectable == pytest.approx(
+        TTestPower().solve_power(nobs=12, alpha=0.05, power=0.9) * sd, rel=1e-4
+    )
+
+
+def test_clusters_of_a_baseline_run_raise_the_rows_needed(tmp_path: Path) -> None:
+    from tests.cli.test_clustered_run import task
+    from tests.helpers import write
+
+    counts = []
+    for clustered in (True, False):
+        folder = tmp_path / str(clustered)
+        write(folder / "t.yaml", task("  cluster_field: story\n" if clustered else ""))
+        run_cli("run", "t.yaml", cwd=folder)
+        found = assay.power(0.1, baseline_run=latest(folder), correlation=0.5)
+        counts.append((found.rows_needed, found.design.design_effect))
+    (clustered_rows, deff), (plain_rows, plain_deff) = counts
+    assert plain_deff == 1.0 and deff > 1.2
+    assert clustered_rows is not None and plain_rows is not None
+    assert clustered_rows > 1.2 * plain_rows
+
+
+def test_a_baseline_is_required_and_one_variant_needs_a_correlation(tmp_path: Path) -> None:
+    setup(tmp_path)
+    done = run_cli("plan", "t.yaml", "--power", "0.1", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "--power needs a baseline: --baseline-run RUN_DIR" in done.stderr
+    run_cli("run", "t.yaml", cwd=tmp_path)
+    done = run_cli("plan", "t.yaml", "--power", "0.1", "--baseline-run", str(latest(tmp_path)),
+                   cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 2
+    assert "has one variant, so the pairing correlation cannot be measured" in done.stderr
+    assert "give --correlation" in done.stderr
+    bad = run_cli("plan", "t.yaml", "--power", "-0.1", "--baseline-rate", "0.5", cwd=tmp_path)
+    assert bad.returncode == 2 and "must be positive" in bad.stderr

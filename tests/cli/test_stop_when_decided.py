@@ -1,0 +1,104 @@
+"""``experiment.stop``: rows in a seeded random order, both variants together, and no new row
+once the anytime-valid test is decided; the reports say so and count nothing as missing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.cli.test_run import assay, latest
+from tests.helpers import write
+
+ROWS = 200
+TASK = """\
+task_id: toy
+description: one keyword decides the answer
+initial_prompt: "${row.text}"
+agent:
+  type: command
+  command: 'case "$ASSAY_PROMPT" in *good*) echo positive;; *) echo negative;; esac'
+dataset:
+  rows:
+""" + "".join(
+    f"    - {{id: r{i:03d}, text: '{'good' if i % 5 == 0 else 'bad'} {i}', label: positive}}\n"
+    for i in range(ROWS)
+) + """\
+success_criteria:
+  - type: classification_match
+    expected_label: "${row.label}"
+    allowed_labels: [positive, negative]
+"""  # fmt: skip
+
+
+def experiment(stop: str, optimist: str = "echo positive") -> str:
+    return f"""\
+experiment_id: stopping
+variants:
+  - variant_id: keyword
+  - variant_id: optimist
+    agent: {{command: "{optimist}"}}
+stop: {stop}
+"""
+
+
+def test_a_clear_difference_stops_early(tmp_path: Path) -> None:
+    write(tmp_path / "t.yaml", TASK)
+    write(tmp_path / "e.yaml", experiment("{alpha: 0.05}"))
+    done = assay("run", "t.yaml", "-e", "e.yaml", "-j", "2", cwd=tmp_path)
+    assert done.returncode == 1, done.stderr  # no gate, and the keyword variant fails rows
+    run = latest(tmp_path)
+    stop = json.loads((run / "stopping.json").read_text())
+    assert stop["stopped"] and stop["decision"] == "b_better"
+    assert stop["items_planned"] == 2 * ROWS
+    assert stop["rows_decided"] <= stop["rows_scheduled"] < ROWS // 2
+    finished = len(list(run.glob("*/toy/*/00/task.json")))
+    assert finished == stop["items_finished"] <= stop["items_scheduled"] < ROWS
+    report = json.loads((run / "experiment.json").read_text())
+    assert report["stopping"]["decision"] == "b_better"
+    suite = json.loads((run / "keyword" / "toy" / "suite.json").read_text())
+    assert suite["rows_missing"] == 0 and suite["rows_total"] < ROWS
+    f1 = report["variants"][0]["metrics"]["classification_match.macro_f1"]
+    assert f1["clusters"] == suite["rows_total"]  # rows that never ran are outside it
+    markdown = (run / "experiment.md").read_text()
+    assert "## Stopped when decided" in markdown
+    assert f"of {2 * ROWS}" in markdown and "fewer)" in markdown
+
+
+def test_no_difference_that_matters_stops_as_equivalent(tmp_path: Path) -> None:
+    write(tmp_path / "t.yaml", TASK)
+    same = 'case \\"$ASSAY_PROMPT\\" in *good*) echo positive;; *) echo negative;; esac'
+    write(tmp_path / "e.yaml", experiment("{delta: 0.3}", optimist=same))
+    assay("run", "t.yaml", "-e", "e.yaml", "-j", "2", cwd=tmp_path)
+    stop = json.loads((latest(tmp_path) / "stopping.json").read_text())
+    assert stop["decision"] == "equivalent" and stop["rows_scheduled"] < ROWS
+    assert -0.3 < stop["low"] <= 0 <= stop["high"] < 0.3
+
+
+def test_stop_needs_two_variants(tmp_path: Path) -> None:
+    write(tmp_path / "t.yaml", TASK)
+    write(tmp_path / "e.yaml", "experiment_id: s\nvariants:\n  - variant_id: only\nstop: {}\n")
+    done = assay("run", "t.yaml", "-e", "e.yaml", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "stop compares two variants, and this experiment has 1" in done.stderr
+
+
+def test_the_flag_gives_an_experiment_the_default_rule(tmp_path: Path) -> None:
+    write(tmp_path / "t.yaml", TASK)
+    plain = experiment("{}").replace("stop: {}\n", "")
+    write(tmp_path / "e.yaml", plain)
+    assay("run", "t.yaml", "-e", "e.yaml", "-j", "2", "--stop-when-decided", cwd=tmp_path)
+    stop = json.loads((latest(tmp_path) / "stopping.json").read_text())
+    assert stop["decision"] == "b_better" and stop["rule"]["alpha"] == 0.05
+    assert stop["rows_scheduled"] < ROWS
+
+
+def test_the_flag_needs_an_experiment_of_two_variants(tmp_path: Path) -> None:
+    write(tmp_path / "t.yaml", TASK)
+    done = assay("run", "t.yaml", "--stop-when-decided", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "--stop-when-decided stops an experiment: give one with -e" in done.stderr
+    three = experiment("{}").replace("stop: {}\n", "  - variant_id: third\n")
+    write(tmp_path / "e.yaml", three)
+    done = assay("run", "t.yaml", "-e", "e.yaml", "--stop-when-decided", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "--stop-when-decided compares two variants, and experiment stopping has 3" in done.stderr

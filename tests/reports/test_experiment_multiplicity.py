@@ -1,0 +1,102 @@
+"""Several variants and several metrics: each difference's p-value is the clustered t test,
+and a suite's p-values are adjusted together (Holm by default), against statsmodels."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import statsmodels.api as sm
+from statsmodels.stats.multitest import multipletests
+
+from assay.reports.experiment import build_experiment
+from assay.reports.markdown import render_experiment
+from assay.results.experiment import ExperimentResult
+from tests.reports.test_experiment_intervals import results
+from tests.reports.test_rollup import SUITE
+
+ROWS = 40  # no cluster_field: each row is its own cluster
+
+
+def arm(rate: float, seed: int) -> dict[str, list[int | None]]:
+    rng = np.random.default_rng(seed)
+    return {f"r{i}": [int(rng.uniform() < rate)] for i in range(ROWS)}
+
+
+ARMS = {"a": arm(0.3, 1), "b": arm(0.8, 2), "c": arm(0.35, 3), "d": arm(0.9, 4)}
+
+
+def experiment(adjustment: str = "holm") -> ExperimentResult:
+    everything = [r for name, outcomes in ARMS.items() for r in results(name, outcomes)]
+    return build_experiment(everything, {}, experiment_id="e", description="",
+                            variant_ids=list(ARMS), row_ids={SUITE: list(ARMS["a"])},
+                            adjustment=adjustment)  # type: ignore[arg-type]  # fmt: skip
+
+
+def oracle_p(first: str, second: str) -> float:
+    diff = np.array([ARMS[second][r][0] - ARMS[first][r][0] for r in ARMS["a"]], dtype=float)
+    fit = sm.OLS(diff, np.ones(ROWS)).fit(
+        cov_type="cluster", cov_kwds={"groups": np.arange(ROWS)}, use_t=True
+    )
+    return float(fit.pvalues[0])
+
+
+@pytest.mark.parametrize("adjustment", ["holm", "bonferroni"])
+def test_every_difference_of_a_suite_is_one_family(adjustment: str) -> None:
+    report = experiment(adjustment)
+    assert report.adjustment == adjustment and len(report.comparisons) == 6
+    found, raw = [], []
+    for comparison in report.comparisons:
+        for name, difference in comparison.metrics.items():
+            if difference.p_value is None:
+                continue
+            found.append((comparison.variant_a, comparison.variant_b, name, difference))
+            raw.append(difference.p_value)
+    # pass_rate, the criterion's mean and its accuracy: three metrics × six pairs
+    assert len(found) == 18
+    for first, second, _, difference in found:
+        assert difference.p_value == pytest.approx(oracle_p(first, second), rel=1e-9)
+    reject, expected, _, _ = multipletests(raw, alpha=0.05, method=adjustment)
+    assert [d.p_adjusted for *_, d in found] == pytest.approx(list(expected))
+    assert [d.survives for *_, d in found] == list(reject)
+    # a, c are close and b, d are close; the far pairs survive, the close ones do not
+    survivors = {(a, b) for a, b, name, d in found if name == "pass_rate" and d.survives}
+    assert ("a", "b") in survivors and ("a", "d") in survivors
+    assert ("a", "c") not in survivors
+    mcnemar = [c.mcnemar.p_value for c in report.comparisons]
+    _, expected_m, _, _ = multipletests(mcnemar, alpha=0.05, method=adjustment)
+    assert [c.mcnemar.p_adjusted for c in report.comparisons] == pytest.approx(list(expected_m))
+
+
+def test_the_report_says_which_survive() -> None:
+    markdown = render_experiment(experiment())
+    assert "p → holm-adjusted" in markdown
+    assert "✓ survives" in markdown and " ✗" in markdown
+    assert "a difference survives when the adjusted p is at most 0.05" in markdown
+    assert (
+        "Achieved power: these 40 rows (40 clusters) detect a pass-rate difference of" in markdown
+    )
+
+
+def test_without_adjustment_the_p_values_stand() -> None:
+    report = experiment("none")
+    for comparison in report.comparisons:
+        for difference in comparison.metrics.values():
+            assert difference.p_adjusted == difference.p_value
+
+
+def test_each_comparison_replays_the_stopping_rule() -> None:
+    from assay.metrics.sequential import decide
+
+    report = experiment()
+    by_pair = {(c.variant_a, c.variant_b): c for c in report.comparisons}
+    far = by_pair[("a", "d")].sequential
+    assert far is not None and far.decision == "b_better" and far.of_rows == ROWS
+    values = np.array([ARMS["d"][r][0] - ARMS["a"][r][0] for r in ARMS["a"]], dtype=float)
+    expected = decide(values[np.random.default_rng(far.seed).permutation(ROWS)])
+    assert (far.rows, far.low, far.high) == (expected.rows, expected.low, expected.high)
+    assert far.rows < ROWS
+    near = by_pair[("a", "c")].sequential
+    assert near is not None and near.decision == "undecided" and near.rows == ROWS
+    markdown = render_experiment(report)
+    assert f"would have run {far.rows} of {ROWS} rows" in markdown
+    assert "it would not have stopped early" in markdown
