@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from statsmodels.stats.multitest import multipletests
 
 from assay.metrics.multiplicity import adjust_p_values
 
 
+@settings(max_examples=20, deadline=None)  # statsmodels takes ~0.1 s a call
 @given(st.lists(st.floats(min_value=0.0, max_value=1.0), min_size=1, max_size=40))
+@example([0.0, 1.0, 0.5, 0.5])
+@example([0.01] * 40)
 def test_holm_and_bonferroni_equal_statsmodels(p_values: list[float]) -> None:
     for method in ("holm", "bonferroni"):
         _, expected, _, _ = multipletests(p_values, alpha=0.05, method=method)
