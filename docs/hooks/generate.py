@@ -123,14 +123,16 @@ def summary(model: type[BaseModel]) -> str:
 
 def constraints(field: Any) -> str:
     """Bounds such as ``≥ 1`` or ``≤ 2`` that pydantic checks on a field."""
-    marks = {"ge": "≥", "gt": ">", "le": "≤", "lt": "<", "min_length": "at least", "max_length":
-             "at most"}  # fmt: skip
+    marks = {"ge": "≥", "gt": ">", "le": "≤", "lt": "<"}
+    lengths = {"min_length": "≥", "max_length": "≤"}
     found = []
     for item in field.metadata:
         for key, sign in marks.items():
-            value = getattr(item, key, None)
-            if value is not None:
-                found.append(f"{sign} {value}" + (" item(s)" if "length" in key else ""))
+            if (value := getattr(item, key, None)) is not None:
+                found.append(f"{sign} {value}")
+        for key, sign in lengths.items():
+            if (value := getattr(item, key, None)) is not None:
+                found.append(f"length {sign} {value}")
     return ", ".join(found)
 
 
