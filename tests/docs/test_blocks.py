@@ -89,3 +89,39 @@ def test_the_block_runs_as_shown(block: Block, tmp_path: Path,
         assert done.returncode == expected, f"{block.name}: {command.line}\n{output}"
         missing = shown_lines_match(list(command.shown), output)
         assert missing is None, f"{block.name}: {command.line} did not print\n{missing}\n{output}"
+
+
+def examples_map() -> list[tuple[str, str]]:
+    """``(folder, command)`` of each row of the README's map of examples/."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    table = text.split("\n## Examples\n", 1)[1].split("\n## ", 1)[0]
+    rows = []
+    for line in table.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 4 and cells[0].startswith("`examples/"):
+            rows.append((cells[0].strip("`"), cells[2].strip("`")))
+    return rows
+
+
+def test_the_map_of_examples_names_every_folder_of_examples() -> None:
+    folders = {f"examples/{p.name}/" for p in (REPO / "examples").iterdir() if p.is_dir()}
+    mapped = {
+        folder.split("/")[0] + "/" + folder.split("/")[1] + "/" for folder, _ in examples_map()
+    }
+    assert mapped == folders
+
+
+@pytest.mark.parametrize(("folder", "command"), examples_map(), ids=lambda v: str(v))
+def test_each_command_of_the_map_of_examples_plans(folder: str, command: str,
+                                                   tmp_path: Path) -> None:  # fmt: skip
+    """Every `assay run …` of the map is valid as written: `assay plan` with the same
+    arguments reads its task files, rows, flags and models, and exits 0 (the runs
+    themselves are the examples' own tests)."""
+    if not command.startswith("assay run "):
+        assert (REPO / folder / "README.md").is_file(), f"{folder}: {command}"
+        return
+    shutil.copytree(REPO / "examples", tmp_path / "examples")
+    words = shlex.split(command)
+    assert folder.rstrip("/") in command
+    done = run_in_process("plan", *words[2:], cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
