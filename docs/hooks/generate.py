@@ -185,7 +185,7 @@ def parameter_row(parameter: Any) -> str:
     """One argument or option as a table row: its names, what it takes, default, help."""
     names = ", ".join(f"`{n}`" for n in [*parameter.opts, *parameter.secondary_opts])
     if parameter.param_type_name == "argument":
-        names = f"`{(parameter.name or '').upper()}`"
+        names = f"`{parameter.metavar or (parameter.name or '').upper()}`"
     help_text = " ".join((getattr(parameter, "help", None) or "").split()).replace("|", "\\|")
     default = parameter.default
     shown = "" if default in (None, False, (), []) or callable(default) else f"`{default}`"
