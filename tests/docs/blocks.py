@@ -59,8 +59,9 @@ class Block:
 
 
 def doc_files() -> list[Path]:
-    """The README and every page of the docs site."""
-    return [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+    """The README, every page of the docs site and the examples' READMEs."""
+    pages = sorted((REPO / "docs").glob("*.md"))
+    return [REPO / "README.md", *pages, *sorted((REPO / "examples").glob("*/README.md"))]
 
 
 def blocks_of(path: Path) -> list[Block]:
