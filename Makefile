@@ -16,7 +16,7 @@ PARALLEL := -n $(PYTEST_WORKERS) --dist loadscope
 SLOW := local_model or ray or browser or postgres or coding_agent
 
 .PHONY: demo test lint typecheck pytest coverage-html install install-dev chromium bench clean
-.PHONY: test-fast pytest-fast
+.PHONY: test-fast pytest-fast docs
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -69,11 +69,11 @@ demo: install
 ## test: ruff, mypy and pytest (the tests start the real local model server), with line and
 ## branch coverage of src/assay (the `python -m assay` processes the tests start included),
 ## least-covered modules first ([tool.coverage.*] in pyproject.toml).
-test: install-dev lint typecheck pytest
+test: install-dev lint typecheck docs pytest
 
 lint: install-dev
-	$(BIN)/ruff check src tests bench
-	$(BIN)/ruff format --check src tests bench
+	$(BIN)/ruff check src tests bench docs/hooks
+	$(BIN)/ruff format --check src tests bench docs/hooks
 
 typecheck: install-dev
 	$(BIN)/mypy
@@ -88,6 +88,11 @@ test-fast: install-dev lint typecheck pytest-fast
 pytest-fast: install-dev
 	$(BIN)/pytest -q $(PARALLEL) -m "not ($(SLOW))"
 
+## docs: the documentation site (MkDocs with Material) in site/, built offline with warnings as
+## errors; the task-file and CLI references are generated from the code (docs/hooks/).
+docs: install-dev
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+
 ## coverage-html: htmlcov/index.html, line by line, from the last `make test` (or `make pytest`).
 coverage-html:
 	$(BIN)/coverage html
@@ -97,4 +102,4 @@ bench: install-dev
 	cd bench && ../$(BIN)/python run_all.py
 
 clean:
-	rm -rf $(VENV) $(TOOLS) runs .pytest_cache .mypy_cache .ruff_cache .coverage .coverage.* htmlcov
+	rm -rf $(VENV) $(TOOLS) site runs .pytest_cache .mypy_cache .ruff_cache .coverage .coverage.* htmlcov

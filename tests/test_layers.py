@@ -1,4 +1,4 @@
-"""The import layering of DESIGN.md: no module imports a higher layer, and no command
+"""The import layering of docs/architecture.md: no module imports a higher layer, and no command
 module of ``cli/`` imports another command module (nor is any of ``cli/`` over ~200 lines).
 
 Layers, low to high: version → install → errors → spec → results → data → metrics →

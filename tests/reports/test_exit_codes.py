@@ -1,4 +1,4 @@
-"""DESIGN.md "Exit codes", over every combination of gate and row outcomes.
+"""The exit codes of docs/suites-and-gates.md, over every combination of gate and row outcomes.
 
 The rule, restated here as the oracle: 0 when every suite with a gate passed it, every suite
 without a gate and every task without a dataset had every row succeed, and no row errored or
@@ -58,7 +58,7 @@ def results(outcomes: tuple[str, ...]):  # type: ignore[no-untyped-def]
 
 
 def oracle(gate: str, outcomes: tuple[str, ...]) -> tuple[int, str]:
-    """The exit code and the gate word, from DESIGN.md's rule alone."""
+    """The exit code and the gate word, from the documented rule alone."""
     thresholds = GATES[gate]
     if thresholds is None:
         return (0 if all(o == "pass" for o in outcomes) else 1), "none"

@@ -140,7 +140,7 @@ success_criteria: [{type: file_check, includes: ["x"], description: echoed}]
     # it the report's sort buffer, bounded at 4,096 rows; since the clustered intervals of
     # issue 33, about 4.4 KB at the peak: each cluster's sums stay until the reports, and
     # their estimates make arrays of every cluster — memory that grows with the clusters,
-    # said in the README). Over 3,000 rows, so that a one-off reallocation of the
+    # said in docs/compatibility.md). Over 3,000 rows, so that a one-off reallocation of the
     # interpreter's table of interned strings (about 1.8 MB; pathlib interns each new file
     # name) cannot decide the outcome.
     assert (large - small) / 3000 < 6 * 1024

@@ -131,8 +131,10 @@ def compare(
     metric with its 95% interval, paired differences, McNemar's exact test, flipped rows.
 
     Args:
-        run_a, run_b: the runs.
-        variant_a, variant_b: which variant of a run with several.
+        run_a: the first run (A).
+        run_b: the second run (B).
+        variant_a: which variant of run A, when it has several.
+        variant_b: which variant of run B, when it has several.
         output: also write ``compare.json`` and ``compare.md`` into this folder.
 
     Returns:

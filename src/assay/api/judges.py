@@ -148,7 +148,8 @@ def add_run_to_dataset(
     Args:
         mapping: ``FIELD=SOURCE`` items (or a dict); see :mod:`assay.orchestration.capture`.
         only_failures: only rows that did not pass (failed or errored).
-        suite, variant: only that suite / variant.
+        suite: only that suite.
+        variant: only that variant.
 
     Raises:
         UsageError: not a run, an unknown suite or variant, a bad mapping. StoreError: a

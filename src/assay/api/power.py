@@ -32,11 +32,13 @@ def power(
         baseline_run: an earlier run of the same task: its variances, pairing correlation
             (two variants) and clusters (its recorded ``cluster_field``) are measured.
         suite: the suite of ``baseline_run`` (needed when it has several).
-        alpha, target_power: the two-sided level and the power wanted.
+        alpha: the two-sided level.
+        target_power: the power wanted.
         correlation: the pairing correlation, when it is not measured (one variant, or no run).
         baseline_rate: without a run, the pass rate assumed in both arms.
-        cluster_size, icc: without a run, the rows per cluster and their intra-cluster
-            correlation (design effect ``1 + (m - 1)·icc``).
+        cluster_size: without a run, the rows per cluster.
+        icc: without a run, the rows' intra-cluster correlation (design effect
+            ``1 + (m - 1)·icc``).
         replicates: replicates per row planned.
 
     Raises:

@@ -1,5 +1,5 @@
 """The model bridge: the wire protocols coding-agent CLIs speak, served on 127.0.0.1 for one
-run, each call forwarded to the row's assay model (DESIGN.md, "Agents and the model bridge").
+run, each call forwarded to the row's assay model (docs/coding-agents.md, "The model bridge").
 
 A row's agent opens a :class:`BridgeSession` (its credential, model, limits), points its
 CLI at :attr:`Bridge.url` with the session's token as the API key, and reads the session's

@@ -6,8 +6,9 @@ Each command parses its flags, calls the Python API (:mod:`assay.api`) and print
 commands' modules import no other command module, only the package that holds no command,
 :mod:`assay.cli.shared` (``common``, ``options``, ``render``, ``dataset_support``).
 
-Exit codes (DESIGN.md): 0 every gate passed and every task without a dataset succeeded;
-1 a gate or such a task failed; 2 invalid input (task file, dataset, flags); 130 interrupted.
+Exit codes (docs/suites-and-gates.md): 0 every gate passed and every task without a dataset
+succeeded; 1 a gate or such a task failed; 2 invalid input (task file, dataset, flags); 130
+interrupted.
 """
 
 from __future__ import annotations

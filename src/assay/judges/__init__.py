@@ -1,5 +1,5 @@
 """Judges: LLM graders as versioned assets, reading their verdicts, and calibrating them
-against human labels (DESIGN.md "Judges").
+against human labels (docs/judges.md).
 
 - :mod:`.verdict`: one strict JSON object per reply, and the retries that ask again (also
   used by the QA judge);

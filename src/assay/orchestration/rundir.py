@@ -1,6 +1,6 @@
 """The run directory: ``runs/<YYYY-MM-DD_HH-MM-SS>/`` and the ``runs/latest`` symlink.
 
-Layout (DESIGN.md "Run directory")::
+Layout (docs/cli.md, "The run directory")::
 
     runs/<timestamp>/run.json run.md
       <variant_id>/<suite_id>/suite.json suite.md

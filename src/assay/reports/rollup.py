@@ -11,7 +11,7 @@ refusal) and a row without that result (errored before grading, not graded, neve
 in ``rows_total``, are excluded from the criterion's denominator and from every average, and
 are visible through ``completion_rate``, ``rows_excluded`` and the counts in ``details``. A
 gate passes when its metric exists and reaches the minimum; a metric never produced fails
-its gate. Whether the suite is green follows DESIGN.md "Exit codes"
+its gate. Whether the suite is green follows the exit codes (docs/suites-and-gates.md)
 (:func:`~assay.reports.suite_rules.suite_result`).
 
 Every number is the same whatever order the rows arrive in: counts, exact sums

@@ -1,5 +1,5 @@
 """The rules a suite's roll-up follows, one row at a time or for the whole suite: report
-order, whether the suite is green (DESIGN.md "Exit codes"), a criterion's suite-wide
+order, whether the suite is green (see the exit codes in the docs), a criterion's suite-wide
 description and error, and what a failed row's summary says. :mod:`assay.reports.rollup`
 applies them."""
 
@@ -47,7 +47,7 @@ def suite_result(
     counts: RowCounts,
     missing: int,
 ) -> tuple[Literal["passed", "failed", "none"], list[str]]:
-    """The suite's gate and why it is not green (empty: green), by DESIGN.md "Exit codes".
+    """The suite's gate and why it is not green (empty: green), by the documented exit codes.
 
     A suite with ``suite_thresholds`` is decided by its gate, except that rows that errored or
     refused make it red unless it gates ``completion_rate`` itself (then that gate decides); a

@@ -245,7 +245,7 @@ def _suite_ref(suite: SuiteRollup) -> SuiteRef:
 def decide_exit_code(
     results: Iterable[EvaluationResult], suites: Sequence[SuiteRollup], meta: RunMeta
 ) -> int:
-    """DESIGN.md "Exit codes": 130 when this invocation was interrupted; 0 for ``execute``;
+    """The exit codes of the docs: 130 when this invocation was interrupted; 0 for ``execute``;
     else 1 when a suite is not green (:func:`assay.reports.rollup.suite_result`: a failed
     gate; rows that errored or refused in a suite that does not gate ``completion_rate``;
     any row that did not succeed in a suite without a gate; rows that never ran) or a task

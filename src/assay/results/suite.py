@@ -174,7 +174,7 @@ class SuiteRollup(_Model):
     """One ``suite.json``.
 
     ``gate`` is ``passed``/``failed`` for a suite with ``suite_thresholds`` and ``none``
-    without; ``passed`` is whether the suite is green (DESIGN.md "Exit codes"): a gated suite
+    without; ``passed`` is whether the suite is green (the documented exit codes): a gated suite
     whose gate passed, with every planned row run, and no row that errored or refused unless
     it gates ``completion_rate``; a suite without a gate whose every row succeeded.
     ``result_reasons`` says why it is not green. ``refusal_rate`` is

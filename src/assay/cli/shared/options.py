@@ -108,7 +108,7 @@ RerunChanged = Annotated[
 ExecutorOpt = Annotated[
     str,
     typer.Option("--executor", help="What runs the rows: local (this process) or ray (the "
-                 "nodes of a Ray cluster; pip install 'assay\\[distributed]')."),
+                 "nodes of a Ray cluster, with the extra 'distributed')."),
 ]  # fmt: skip
 RayAddress = Annotated[
     str | None,
