@@ -41,8 +41,8 @@ if TYPE_CHECKING:
         view_runs,
         write_html_report,
     )
+    from assay.api.tasks import TaskDefinition
     from assay.errors import AssayError, RunFailure, UserError
-    from assay.spec.task import TaskDefinition
 
 _EXPORTS = {
     "AssayError": "assay.errors",
@@ -51,7 +51,7 @@ _EXPORTS = {
     "RunResult": "assay.api",
     "Store": "assay.api",
     "SuiteResult": "assay.api",
-    "TaskDefinition": "assay.spec.task",
+    "TaskDefinition": "assay.api.tasks",
     "UserError": "assay.errors",
     "add_judge": "assay.api",
     "add_run_to_dataset": "assay.api",
