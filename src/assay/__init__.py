@@ -38,6 +38,7 @@ if TYPE_CHECKING:
         run,
         run_async,
         task,
+        task_schema,
         view_runs,
         write_html_report,
     )
@@ -71,6 +72,7 @@ _EXPORTS = {
     "run": "assay.api",
     "run_async": "assay.api",
     "task": "assay.api",
+    "task_schema": "assay.api",
     "view_runs": "assay.api",
     "write_html_report": "assay.api",
 }
@@ -103,6 +105,7 @@ __all__ = [
     "run",
     "run_async",
     "task",
+    "task_schema",
     "view_runs",
     "write_html_report",
 ]

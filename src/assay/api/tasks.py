@@ -118,3 +118,27 @@ def _with_rows(dataset: Any, rows: list[dict[str, Any]], name: str) -> dict[str,
         )
     block["rows"] = rows
     return block
+
+
+def task_schema(
+    *, criteria: Sequence[type[Criterion]] = (), plugins: bool = False
+) -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of a task file, made from the criterion registry
+    (``assay schema``): editors validate and complete task files with it (the YAML language
+    server: ``# yaml-language-server: $schema=<file>``), and a typo'd field is named.
+
+    Args:
+        criteria: criterion classes of your own, to include.
+        plugins: include the criteria of every installed ``assay.criteria`` plugin.
+
+    Returns:
+        The schema, a JSON-ready dict.
+
+    Raises:
+        PluginError: a class of ``criteria`` is not a criterion or its type is taken; with
+            ``plugins``, an installed plugin cannot be loaded.
+    """
+    registry = default_criteria(entry_points=plugins).with_classes(criteria)
+    if plugins:
+        registry.load_plugins()
+    return registry.task_schema()

@@ -180,11 +180,23 @@ class CriterionRegistry:
         Raises:
             pydantic.ValidationError: a criterion is invalid.
         """
-        self.ensure(c.get("type") for c in raw if isinstance(c, dict)) if isinstance(
-            raw, list) else None  # fmt: skip
+        if isinstance(raw, list):
+            self.ensure(c.get("type") for c in raw if isinstance(c, dict))
         if self._adapter is None:
             self._adapter = TypeAdapter(_list_of(self.union()))
         return self._adapter.validate_python(raw)
+
+    def model_for(self, data: object) -> type[TaskDefinition]:
+        """:meth:`task_model`, after loading the installed plugins when the task ``data``
+        (a task file's mapping) names a criterion type that is not registered.
+
+        Raises:
+            PluginError: a plugin was needed and cannot be loaded.
+        """
+        written = data.get("success_criteria") if isinstance(data, dict) else None
+        if isinstance(written, list):
+            self.ensure(c.get("type") for c in written if isinstance(c, dict))
+        return self.task_model()
 
     def task_model(self) -> type[TaskDefinition]:
         """:class:`TaskDefinition` whose ``success_criteria`` take the registered types

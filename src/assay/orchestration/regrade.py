@@ -148,7 +148,8 @@ class _Scan:
 
 def task_of(result: EvaluationResult, registry: CriterionRegistry) -> TaskDefinition:
     """The row's task as it recorded it, its criteria as ``registry``'s classes."""
-    return registry.task_model().model_validate(result.task_config.resolved)
+    resolved = result.task_config.resolved
+    return registry.model_for(resolved).model_validate(resolved)
 
 
 def _checked(

@@ -260,11 +260,7 @@ def task_model(data: dict[str, Any], criteria: CriterionRegistry | None) -> type
     Raises:
         PluginError: a plugin was needed and cannot be loaded.
     """
-    registry = criteria or default_criteria()
-    written = data.get("success_criteria")
-    if isinstance(written, list):
-        registry.ensure(c.get("type") for c in written if isinstance(c, dict))
-    return registry.task_model()
+    return (criteria or default_criteria()).model_for(data)
 
 
 def _validate(
