@@ -14,7 +14,7 @@ import pytest
 import assay
 from assay.criteria import Criterion, GradingContext, default_criteria
 from assay.criteria.base import basic_result
-from assay.errors import PluginError, TaskFileError
+from assay.errors import PluginError, TaskFileError, UsageError
 from assay.results.task_result import CriterionResult
 from tests.criteria.word_count import WordCount
 
@@ -140,3 +140,21 @@ def test_every_set_of_types_follows_the_classes() -> None:
     assert "word_count" in extended.types and "word_count" not in registry.types
     union_members = extended.task_model().model_fields["success_criteria"].annotation
     assert "WordCount" in repr(union_members)
+
+
+def test_evaluate_and_report_take_the_same_classes(workdir: Path) -> None:
+    result = assay.run([word_task(suite_thresholds={"long_share": 0.5})], criteria=[WordCount],
+                       keep_sandboxes=True)  # fmt: skip
+    again = assay.evaluate(result.run_dir, criteria=[WordCount])
+    assert again.suite("words").metrics["long_share"] == 0.5
+    rebuilt = assay.report(result.run_dir, criteria=[WordCount])
+    assert rebuilt.suite("words").metrics["long_share"] == 0.5 and rebuilt.exit_code == 0
+
+
+def test_grading_again_without_the_classes_says_what_to_pass(workdir: Path) -> None:
+    result = assay.run([word_task()], criteria=[WordCount])
+    for again in (assay.report, assay.evaluate):
+        with pytest.raises(UsageError, match="criterion type 'word_count', which assay does not "
+                           "have here") as caught:  # fmt: skip
+            again(result.run_dir)
+        assert caught.value.hint is not None and "criteria=[...]" in caught.value.hint

@@ -17,7 +17,7 @@ from typing import Annotated, Any, Union
 from pydantic import Field, TypeAdapter, create_model
 
 from assay.criteria.base import Criterion
-from assay.errors import PluginError
+from assay.errors import PluginError, UsageError
 from assay.plugins import (
     Plugin,
     PluginGroup,
@@ -127,6 +127,24 @@ class CriterionRegistry:
         if any(isinstance(n, str) and n not in self._classes for n in type_names):
             self.load_plugins()
 
+    def require(self, type_names: Iterable[object]) -> None:
+        """Refuse criterion types that neither the registry nor an installed plugin has: a
+        run graded again (``evaluate``, ``report``) without the classes it ran with.
+
+        Raises:
+            UsageError: naming the type and what would add it.
+        """
+        names = [n for n in type_names if isinstance(n, str)]
+        self.ensure(names)
+        unknown = sorted({n for n in names if n not in self._classes})
+        if unknown:
+            raise UsageError(
+                f"the run's tasks name criterion type '{unknown[0]}', which assay does not "
+                "have here",
+                hint="pass the class that defines it (criteria=[...], as given to "
+                "assay.run), or install the package that adds it",
+            )
+
     def get(self, type_name: str) -> type[Criterion]:
         """The class of ``type_name`` (looking in the installed plugins when needed).
 
@@ -178,10 +196,11 @@ class CriterionRegistry:
         """A list of criteria as written (dicts) as instances of the registered classes.
 
         Raises:
+            UsageError: a criterion's type is not registered (a run's own class not given).
             pydantic.ValidationError: a criterion is invalid.
         """
         if isinstance(raw, list):
-            self.ensure(c.get("type") for c in raw if isinstance(c, dict))
+            self.require(c.get("type") for c in raw if isinstance(c, dict))
         if self._adapter is None:
             self._adapter = TypeAdapter(_list_of(self.union()))
         return self._adapter.validate_python(raw)

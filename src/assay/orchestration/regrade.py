@@ -147,9 +147,16 @@ class _Scan:
 
 
 def task_of(result: EvaluationResult, registry: CriterionRegistry) -> TaskDefinition:
-    """The row's task as it recorded it, its criteria as ``registry``'s classes."""
+    """The row's task as it recorded it, its criteria as ``registry``'s classes.
+
+    Raises:
+        UsageError: it names a criterion type ``registry`` does not have.
+    """
     resolved = result.task_config.resolved
-    return registry.model_for(resolved).model_validate(resolved)
+    criteria = resolved.get("success_criteria")
+    if isinstance(criteria, list):
+        registry.require(c.get("type") for c in criteria if isinstance(c, dict))
+    return registry.task_model().model_validate(resolved)
 
 
 def _checked(
