@@ -12,7 +12,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 
 def write(path: Path, text: str) -> Path:
@@ -153,3 +153,18 @@ def selected_rows(run_dir: Path, task_id: str | None = None) -> dict[str, str]:
         if task_id is None or data["task_id"] == task_id:
             found[data["row_id"]] = data["row_hash"]
     return found
+
+
+async def check_with(spec: Any, context: Any) -> Any:
+    """Grade one row with ``spec``'s registered criterion class (``spec`` may be a config
+    model built in the test)."""
+    from assay.criteria import default_criteria
+
+    return await default_criteria().bind(spec).check(context)
+
+
+def aggregate_with(spec: Any, results: list[Any]) -> Any:
+    """The suite aggregate of ``spec``'s registered criterion class over ``results``."""
+    from assay.criteria import default_criteria
+
+    return default_criteria().bind(spec).aggregate(results)

@@ -1,7 +1,7 @@
 """The import layering of docs/architecture.md: no module imports a higher layer, and no command
 module of ``cli/`` imports another command module (nor is any of ``cli/`` over ~200 lines).
 
-Layers, low to high: version → install → errors → spec → results → data → metrics →
+Layers, low to high: version → install → errors → plugins → spec → results → data → metrics →
 providers → sandbox → bridge → agents → store → judges → qa → criteria → orchestration →
 reports → view → api → cli and the pytest plugin (``pytest_plugin``, beside ``cli``: both
 only call the API).
@@ -16,9 +16,9 @@ from pathlib import Path
 from tests.helpers import write
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "assay"
-ORDER = ["version", "install", "errors", "spec", "results", "data", "metrics", "providers",
-         "sandbox", "bridge", "agents", "store", "judges", "qa", "criteria", "orchestration",
-         "reports", "view", "api", "cli"]  # fmt: skip
+ORDER = ["version", "install", "errors", "plugins", "spec", "results", "data", "metrics",
+         "providers", "sandbox", "bridge", "agents", "store", "judges", "qa", "criteria",
+         "orchestration", "reports", "view", "api", "cli"]  # fmt: skip
 RANK = {name: index for index, name in enumerate(ORDER)}
 RANK["pytest_plugin"] = RANK["cli"]
 RANK["__main__"] = RANK["cli"]

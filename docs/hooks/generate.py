@@ -157,10 +157,12 @@ def model_table(model: type[BaseModel]) -> str:
 
 
 def task_fields() -> str:
-    """The whole field reference of the task file, from its pydantic models."""
-    from assay.spec.task import TaskDefinition
+    """The whole field reference of the task file, from its pydantic models (the task model
+    with every built-in criterion class in ``success_criteria``)."""
+    from assay.criteria.registry import default_criteria
 
-    return "\n".join(model_table(model) for model in reachable_models(TaskDefinition))
+    task_model = default_criteria(entry_points=False).task_model()
+    return "\n".join(model_table(model) for model in reachable_models(task_model))
 
 
 # --- the command line ---------------------------------------------------------------------

@@ -38,11 +38,12 @@ if TYPE_CHECKING:
         run,
         run_async,
         task,
+        task_schema,
         view_runs,
         write_html_report,
     )
+    from assay.api.tasks import TaskDefinition
     from assay.errors import AssayError, RunFailure, UserError
-    from assay.spec.task import TaskDefinition
 
 _EXPORTS = {
     "AssayError": "assay.errors",
@@ -51,7 +52,7 @@ _EXPORTS = {
     "RunResult": "assay.api",
     "Store": "assay.api",
     "SuiteResult": "assay.api",
-    "TaskDefinition": "assay.spec.task",
+    "TaskDefinition": "assay.api.tasks",
     "UserError": "assay.errors",
     "add_judge": "assay.api",
     "add_run_to_dataset": "assay.api",
@@ -71,6 +72,7 @@ _EXPORTS = {
     "run": "assay.api",
     "run_async": "assay.api",
     "task": "assay.api",
+    "task_schema": "assay.api",
     "view_runs": "assay.api",
     "write_html_report": "assay.api",
 }
@@ -103,6 +105,7 @@ __all__ = [
     "run",
     "run_async",
     "task",
+    "task_schema",
     "view_runs",
     "write_html_report",
 ]

@@ -7,6 +7,7 @@ AssayError                 root: everything assay raises on purpose
 │   ├── DatasetError       a dataset: unreadable file, bad JSONL/CSV line, row id, placeholder
 │   ├── SelectionError     a row selector that leaves nothing (e.g. ``--split`` names no split)
 │   ├── StoreError         the dataset store: bad schema, example, version, trace or store URL
+│   ├── PluginError        a plugin (an entry point, a class passed to the API) is not usable
 │   └── UsageError         command-line flags and arguments
 └── RunFailure             something failed while running; the row ends ``ERROR``, never ``FAILURE``
     ├── ModelError         a model endpoint failed (connection, HTTP status, unparseable reply)
@@ -87,6 +88,11 @@ class UserError(AssayError):
 
 class TaskFileError(UserError):
     """A task file cannot be read or does not validate."""
+
+
+class PluginError(UserError):
+    """A plugin cannot be used: its entry point does not import, it is not the kind of class
+    its group takes, or its name is already taken (``assay.plugins``)."""
 
 
 class TaskFilesError(TaskFileError):

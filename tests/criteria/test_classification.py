@@ -16,7 +16,7 @@ from assay.criteria.base import CriterionError, GradingContext
 from assay.criteria.classification import (
     NONE_LABEL,
     OTHER_LABEL,
-    ClassificationChecker,
+    ClassificationMatchCriterion,
     canonical_label,
 )
 from assay.results.task_result import (
@@ -27,7 +27,7 @@ from assay.results.task_result import (
 from assay.sandbox.tempdir import Sandbox
 from assay.spec.criteria import ClassificationMatch
 from assay.spec.task import SandboxConfig
-from tests.helpers import write
+from tests.helpers import aggregate_with, check_with, write
 
 LABELS = ["positive", "negative"]
 
@@ -48,7 +48,7 @@ def classify(
     response: str | None, sandbox: Sandbox | None = None, **fields: Any
 ) -> ClassificationCriterionResult:
     context = GradingContext(sandbox=sandbox, response=response)
-    result = asyncio.run(ClassificationChecker().check(spec_of(**fields), context))
+    result = asyncio.run(check_with(spec_of(**fields), context))
     assert isinstance(result, ClassificationCriterionResult)
     return result
 
@@ -250,7 +250,7 @@ ROWS = [
 
 
 def test_aggregate_adds_classification_metrics_to_the_score_statistics() -> None:
-    table, details = ClassificationChecker().aggregate(spec_of(expected_label="x"), graded(ROWS))
+    table, details = aggregate_with(spec_of(expected_label="x"), graded(ROWS))
     v = table.values
     # Scores 1, 0, 1, 0, 1.
     assert v["count"] == 5.0
@@ -297,9 +297,7 @@ def test_aggregate_pairs_only_classification_results() -> None:
         error="path 'x' resolves outside the sandbox (a symlink)",
         evaluation_status="error",
     )
-    table, details = ClassificationChecker().aggregate(
-        spec_of(expected_label="x"), [*graded(ROWS), errored]
-    )
+    table, details = aggregate_with(spec_of(expected_label="x"), [*graded(ROWS), errored])
     assert table.values["count"] == 6.0
     assert table.values["mean"] == pytest.approx(3 / 6)
     assert table.values["accuracy"] == pytest.approx(3 / 5)
@@ -307,7 +305,7 @@ def test_aggregate_pairs_only_classification_results() -> None:
 
 
 def test_aggregate_of_no_rows_is_undefined_not_zero() -> None:
-    table, details = ClassificationChecker().aggregate(spec_of(expected_label="x"), [])
+    table, details = aggregate_with(spec_of(expected_label="x"), [])
     assert table.values["count"] == 0.0
     for name in ("mean", "accuracy", "macro_f1", "weighted_f1", "micro_f1"):
         assert table.values[name] is None
@@ -316,4 +314,4 @@ def test_aggregate_of_no_rows_is_undefined_not_zero() -> None:
 
 
 def test_registry_returns_this_checker() -> None:
-    assert isinstance(default_criteria().get("classification_match"), ClassificationChecker)
+    assert default_criteria().get("classification_match") is ClassificationMatchCriterion

@@ -13,12 +13,12 @@ from pydantic import ValidationError
 
 from assay.criteria import default_criteria
 from assay.criteria.base import CriterionError, GradingContext
-from assay.criteria.commands import RunCommandChecker, stdout_matches
+from assay.criteria.commands import RunCommandCriterion, stdout_matches
 from assay.results.task_result import CriterionResult
 from assay.sandbox.tempdir import Sandbox
 from assay.spec.criteria import RunCommand
 from assay.spec.task import SandboxConfig
-from tests.helpers import kill_left, pids_in, wait_gone, write
+from tests.helpers import check_with, kill_left, pids_in, wait_gone, write
 
 
 @pytest.fixture
@@ -38,7 +38,7 @@ def run(
     context = GradingContext(
         sandbox=sandbox, response=None, env=dict(os.environ) if env is None else env
     )
-    return asyncio.run(RunCommandChecker().check(spec_of(**fields), context))
+    return asyncio.run(check_with(spec_of(**fields), context))
 
 
 # --- exit code ------------------------------------------------------------------------
@@ -235,4 +235,4 @@ def test_without_a_kept_sandbox_it_cannot_be_evaluated() -> None:
 
 
 def test_registry_returns_this_checker() -> None:
-    assert isinstance(default_criteria().get("run_command"), RunCommandChecker)
+    assert default_criteria().get("run_command") is RunCommandCriterion

@@ -20,11 +20,10 @@ from assay.errors import TaskFileError
 from assay.orchestration.task_loader import load_task
 from assay.results.task_result import CriterionResult
 from assay.sandbox.tempdir import Sandbox
-from assay.spec.criteria import Criterion
 from assay.spec.task import SandboxConfig
 from tests.helpers import write
 
-CRITERION: TypeAdapter[Any] = TypeAdapter(Criterion)
+CRITERION: TypeAdapter[Any] = TypeAdapter(default_criteria().union())
 VENV_BIN = str(Path(sys.executable).parent)
 
 
@@ -42,7 +41,7 @@ def grade(
     spec = CRITERION.validate_python({"description": "d", **fields})
     context = GradingContext(sandbox=box, response=response,
                              env=env if env is not None else dict(os.environ))  # fmt: skip
-    return asyncio.run(default_criteria().get(spec.type).check(spec, context))
+    return asyncio.run(spec.check(context))
 
 
 def put(box: Sandbox, name: str, text: str) -> None:

@@ -15,13 +15,13 @@ from pydantic import ValidationError
 
 from assay.criteria import default_criteria
 from assay.criteria.base import CriterionError, GradingContext
-from assay.criteria.files import FileCheckChecker, FileExistsChecker
+from assay.criteria.files import FileCheckCriterion, FileExistsCriterion
 from assay.orchestration.grading import grade
 from assay.results.task_result import BasicCriterionResult, CriterionResult
 from assay.sandbox.tempdir import Sandbox
 from assay.spec.criteria import FileCheck, FileExists, regex_flags
 from assay.spec.task import SandboxConfig
-from tests.helpers import write
+from tests.helpers import check_with, write
 
 
 @pytest.fixture
@@ -37,12 +37,12 @@ def ctx(sandbox: Sandbox | None, response: str | None = None) -> GradingContext:
 
 def exists(spec: dict[str, Any], context: GradingContext) -> CriterionResult:
     model = FileExists.model_validate({"type": "file_exists", **spec})
-    return asyncio.run(FileExistsChecker().check(model, context))
+    return asyncio.run(check_with(model, context))
 
 
 def file_check(spec: dict[str, Any], context: GradingContext) -> CriterionResult:
     model = FileCheck.model_validate({"type": "file_check", **spec})
-    return asyncio.run(FileCheckChecker().check(model, context))
+    return asyncio.run(check_with(model, context))
 
 
 # --- file_exists ----------------------------------------------------------------------
@@ -113,7 +113,7 @@ def test_file_exists_escaping_path_reaching_the_checker_is_an_error_result(
 ) -> None:
     # The spec refuses these (below); a spec built without validation must still not crash.
     spec = FileExists.model_construct(type="file_exists", path=path)
-    result = asyncio.run(FileExistsChecker().check(spec, ctx(sandbox)))
+    result = asyncio.run(check_with(spec, ctx(sandbox)))
     assert (result.score, result.error, result.evaluation_status) == (0.0, error, "error")
 
 
@@ -145,7 +145,7 @@ def test_placeholder_paths_are_left_for_row_substitution() -> None:
 def test_file_exists_without_a_kept_sandbox_cannot_be_evaluated() -> None:
     spec = FileExists.model_validate({"type": "file_exists", "path": "a.txt"})
     with pytest.raises(CriterionError, match="sandbox was not kept"):
-        asyncio.run(FileExistsChecker().check(spec, ctx(None)))
+        asyncio.run(check_with(spec, ctx(None)))
 
 
 def test_result_carries_weight_threshold_and_gating(sandbox: Sandbox) -> None:
@@ -450,7 +450,7 @@ def test_file_check_without_categories_is_an_existence_check(sandbox: Sandbox) -
 
 def test_registry_has_both_file_checkers() -> None:
     registry = default_criteria()
-    assert isinstance(registry.get("file_exists"), FileExistsChecker)
-    assert isinstance(registry.get("file_check"), FileCheckChecker)
+    assert registry.get("file_exists") is FileExistsCriterion
+    assert registry.get("file_check") is FileCheckCriterion
     with pytest.raises(KeyError, match="did you mean 'file_check'"):
         registry.get("file_chek")

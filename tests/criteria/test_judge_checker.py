@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 
 from assay.criteria.base import CriterionError, GradingContext
-from assay.criteria.judge import JudgeChecker
 from assay.criteria.judge_metrics import histogram
 from assay.errors import TaskFileError
 from assay.orchestration.task_loader import load_task
@@ -23,7 +22,7 @@ from assay.results.task_result import JudgeCriterionResult, JudgeRef
 from assay.sandbox.tempdir import Sandbox
 from assay.spec.criteria import LlmJudge
 from assay.spec.judge import VerdictSpec
-from tests.helpers import write
+from tests.helpers import aggregate_with, check_with, write
 
 
 class Models:
@@ -54,7 +53,7 @@ def scripted(*rules: tuple[str, str], default: str | None = None) -> Recording:
 
 
 def check(spec: LlmJudge, context: GradingContext) -> JudgeCriterionResult:
-    result = asyncio.run(JudgeChecker().check(spec, context))
+    result = asyncio.run(check_with(spec, context))
     assert isinstance(result, JudgeCriterionResult)
     return result
 
@@ -108,7 +107,7 @@ def test_the_files_shown_to_the_judge(tmp_path: Path) -> None:
     files = ["a.txt", "logs/*.log", "none/*.txt", "gone.txt", "$TASK_DIR/ref.md",
              "${TASK_DIR}/missing.md"]  # fmt: skip
     spec = judge(files=files, max_file_chars=100, prompt="${files}")
-    asyncio.run(JudgeChecker().check(spec, context))
+    asyncio.run(check_with(spec, context))
     assert script.calls == 1
     shown = _last_prompt(script)
     for expected in ("File: a.txt\n```\n" + "A" * 50, "File: logs/1.log\n```\none",
@@ -118,7 +117,7 @@ def test_the_files_shown_to_the_judge(tmp_path: Path) -> None:
                      "File: ${TASK_DIR}/missing.md\n```\n(this file does not exist)"):  # fmt: skip
         assert expected in shown
     write(root / "big.txt", "B" * 300)
-    asyncio.run(JudgeChecker().check(judge(files=["big.txt"], max_file_chars=100), context))
+    asyncio.run(check_with(judge(files=["big.txt"], max_file_chars=100), context))
     assert "B" * 100 + "\n… [200 more characters not shown]" in _last_prompt(script)
 
 
@@ -155,7 +154,7 @@ def test_a_file_linked_out_of_the_sandbox_is_the_criterion_error(tmp_path: Path)
     context = GradingContext(sandbox=Sandbox(root), response="r", env={}, models=Models(script))
     for entry, shown in (("link.txt", "link.txt"), ("dir/*.txt", "dir/*.txt")):
         with pytest.raises(CriterionError) as caught:
-            asyncio.run(JudgeChecker().check(judge(files=[entry]), context))
+            asyncio.run(check_with(judge(files=[entry]), context))
         assert str(caught.value) == f"path '{shown}' resolves outside the sandbox (a symlink)"
     assert script.calls == 0
 
@@ -174,7 +173,7 @@ def test_the_aggregate_of_a_scale_with_samples() -> None:
     spec = judge(verdict={"kind": "scale", "min": 0, "max": 1})
     results: list[Any] = [_result(0.25, 0.25, spread=0.1), _result(0.95, 0.95, spread=0.3),
                           _result(0.5, 0.5)]  # fmt: skip
-    table, details = JudgeChecker().aggregate(spec, results)
+    table, details = aggregate_with(spec, results)
     assert table.values["sample_spread"] == pytest.approx(0.2)
     assert table.values["verdict_mean"] == pytest.approx(1.7 / 3)
     assert [b["count"] for b in details["histogram"]] == [0, 0, 1, 0, 0, 1, 0, 0, 0, 1]
@@ -196,6 +195,6 @@ def test_labels_with_an_expected_label_in_another_case() -> None:
     models = Models(scripted(default='{"reason": "r", "label": "Good"}'))
     result = check(spec, GradingContext(sandbox=None, response="r", row={"q": 1}, models=models))
     assert result.score == 1.0 and result.expected_label == "good"
-    table, details = JudgeChecker().aggregate(spec, [result])
+    table, details = aggregate_with(spec, [result])
     assert table.values["accuracy"] == 1.0
     assert details["confusion"] == [{"expected": "Good", "observed": "Good", "count": 1}]

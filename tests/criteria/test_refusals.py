@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from assay.criteria import default_criteria
 from assay.criteria.base import GradingContext
 from assay.errors import ModelError
 from assay.orchestration.grading import final_status, weighted_score
@@ -19,6 +18,7 @@ from assay.qa.prompts import QaTemplates
 from assay.qa.rules import is_abstention, is_refusal
 from assay.results.status import FinalStatus
 from assay.spec.criteria import ClassificationMatch, ResponseMatch
+from tests.helpers import aggregate_with, check_with
 
 REFUSALS = [
     "I'm sorry, but I can't help with that.",
@@ -108,7 +108,7 @@ def test_qa_metrics_count_refusals_apart() -> None:
 
 def check(spec: Any, response: str) -> Any:
     context = GradingContext(sandbox=None, response=response)
-    return asyncio.run(default_criteria().get(spec.type).check(spec, context))
+    return asyncio.run(check_with(spec, context))
 
 
 LABELS = ClassificationMatch(type="classification_match", expected_label="positive",
@@ -137,7 +137,6 @@ def test_response_match_refusal_and_an_expected_refusal() -> None:
 
 
 def test_a_suite_that_predicts_one_label_is_warned() -> None:
-    from assay.criteria.classification import ClassificationChecker
     from assay.results.task_result import ClassificationCriterionResult
 
     def pair(expected: str, observed: str) -> ClassificationCriterionResult:
@@ -145,14 +144,13 @@ def test_a_suite_that_predicts_one_label_is_warned() -> None:
             criterion_type="classification_match", score=float(expected == observed),
             observed_label=observed, expected_label=expected)  # fmt: skip
 
-    checker = ClassificationChecker()
-    _, details = checker.aggregate(LABELS, [pair("positive", "negative"),
+    _, details = aggregate_with(LABELS, [pair("positive", "negative"),
                                             pair("negative", "negative")])  # fmt: skip
     assert details["warnings"] == [
         "every prediction is 'negative' (2 graded rows): the model may be answering one label "
         "whatever the input, so accuracy only reflects how often that label is expected"
     ]
-    _, varied = checker.aggregate(LABELS, [pair("positive", "positive"),
+    _, varied = aggregate_with(LABELS, [pair("positive", "positive"),
                                            pair("negative", "negative")])  # fmt: skip
     assert "warnings" not in varied
 

@@ -12,12 +12,12 @@ from pydantic import ValidationError
 
 from assay.criteria import default_criteria
 from assay.criteria.base import CriterionError, GradingContext
-from assay.criteria.response import ResponseMatchChecker, matches
+from assay.criteria.response import ResponseMatchCriterion, matches
 from assay.results.task_result import CriterionResult
 from assay.sandbox.tempdir import Sandbox
 from assay.spec.criteria import ResponseMatch
 from assay.spec.task import SandboxConfig
-from tests.helpers import write
+from tests.helpers import check_with, write
 
 
 @pytest.fixture
@@ -33,7 +33,7 @@ def spec_of(**fields: Any) -> ResponseMatch:
 
 def check(response: str | None, sandbox: Sandbox | None = None, **fields: Any) -> CriterionResult:
     context = GradingContext(sandbox=sandbox, response=response)
-    return asyncio.run(ResponseMatchChecker().check(spec_of(**fields), context))
+    return asyncio.run(check_with(spec_of(**fields), context))
 
 
 def score(response: str | None, **fields: Any) -> float:
@@ -204,4 +204,4 @@ def test_matches_helper() -> None:
 
 
 def test_registry_returns_this_checker() -> None:
-    assert isinstance(default_criteria().get("response_match"), ResponseMatchChecker)
+    assert default_criteria().get("response_match") is ResponseMatchCriterion

@@ -23,11 +23,11 @@ from assay.results.task_result import ClassificationCriterionResult, CriterionRe
 from assay.results.trace import Span, new_trace_id, to_otlp_json
 from assay.results.transcript import ToolUse, Transcript
 from assay.results.transcript_otlp import from_trace, to_spans
-from assay.spec.criteria import Criterion
+from tests.helpers import check_with
 
 HERE = Path(__file__).resolve().parent / "transcripts"
 PLUGIN = HERE / "plugin"
-CRITERION: TypeAdapter[Any] = TypeAdapter(Criterion)
+CRITERION: TypeAdapter[Any] = TypeAdapter(default_criteria().union())
 
 
 def recorded(name: str) -> Transcript:
@@ -43,9 +43,8 @@ def recorded(name: str) -> Transcript:
 
 def grade(transcript: Transcript | None, **fields: Any) -> CriterionResult:
     spec = CRITERION.validate_python({"description": "d", **fields})
-    checker = default_criteria().get(spec.type)
     context = GradingContext(sandbox=None, response=None, transcript=transcript)
-    return asyncio.run(checker.check(spec, context))
+    return asyncio.run(check_with(spec, context))
 
 
 def skill(name: str, transcript: Transcript, expected: str) -> ClassificationCriterionResult:
@@ -175,7 +174,7 @@ def test_the_suite_rolls_up_as_a_yes_no_classification_like_sklearn() -> None:
     ]
     spec = CRITERION.validate_python({"type": "skill_triggered", "skill_name": "weather-report",
                                       "expected_skill": ""})  # fmt: skip
-    table, details = default_criteria().get("skill_triggered").aggregate(spec, results)
+    table, details = default_criteria().bind(spec).aggregate(results)
     truth = [r.expected_label for r in results if isinstance(r, ClassificationCriterionResult)]
     seen = [r.observed_label for r in results if isinstance(r, ClassificationCriterionResult)]
     assert seen == ["yes", "no", "no", "no", "yes", "no", "yes"]

@@ -43,7 +43,8 @@ def load_error(path: Path) -> TaskFileError:
 
 def test_default_criterion_is_qa(tmp_path: Path) -> None:
     task = load_task(qa_task(tmp_path)).definition
-    assert [type(c) for c in task.success_criteria] == [QaCriterion]
+    assert [type(c).type_name() for c in task.success_criteria] == ["qa"]
+    assert all(isinstance(c, QaCriterion) for c in task.success_criteria)
     assert task.initial_prompt is None
 
 
@@ -230,7 +231,8 @@ def test_an_empty_qa_block_is_every_default(tmp_path: Path) -> None:
     path.write_text(path.read_text().replace("qa:\n  shuffle: true\n", "qa:\n"))
     task = load_task(path).definition
     assert task.qa is not None and task.qa.shuffle is True
-    assert [type(c) for c in task.success_criteria] == [QaCriterion]
+    assert [type(c).type_name() for c in task.success_criteria] == ["qa"]
+    assert all(isinstance(c, QaCriterion) for c in task.success_criteria)
 
 
 def test_store_qa_rows_keep_their_own_sample_ids(tmp_path: Path) -> None:

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from assay.api.tasks import TaskDefinition
 from assay.orchestration.secrets import results_redactor, run_redactor
 from assay.results.task_result import EvaluationResult, TaskConfigRecord
-from assay.spec.task import TaskDefinition
 
 
 def definition(agent: dict[str, Any]) -> TaskDefinition:

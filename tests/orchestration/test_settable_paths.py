@@ -28,6 +28,7 @@ from pydantic.fields import FieldInfo
 
 from assay.agents.claude_code import bundled_claude
 from assay.agents.llm import build_request, model_key
+from assay.api.tasks import TaskDefinition
 from assay.data.substitute import substitute_tree
 from assay.errors import TaskFileError, UserError
 from assay.orchestration.overrides import ALTERNATIVES, Override
@@ -36,7 +37,7 @@ from assay.orchestration.qa_rows import judge_key
 from assay.qa.evaluate import JudgeSettings
 from assay.spec.base import StrictModel
 from assay.spec.qa import QaJudge
-from assay.spec.task import LlmAgent, TaskDefinition
+from assay.spec.task import LlmAgent
 from assay.store import Schema, open_store
 from tests.agents.coding import CODEX_BIN
 from tests.helpers import write

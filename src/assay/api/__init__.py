@@ -49,7 +49,7 @@ if TYPE_CHECKING:
         run,
         run_async,
     )
-    from assay.api.tasks import load_task, task
+    from assay.api.tasks import load_task, task, task_schema
     from assay.api.tools import cache_stats, clear_cache, convert_qa
     from assay.api.viewing import view_runs, write_html_report
     from assay.store import Store
@@ -82,7 +82,7 @@ _MODULES = {
         "calibrate_judge",
     ),
     "assay.api.power": ("power",),
-    "assay.api.tasks": ("load_task", "task"),
+    "assay.api.tasks": ("load_task", "task", "task_schema"),
     "assay.api.tools": ("cache_stats", "clear_cache", "convert_qa"),
     "assay.api.viewing": ("view_runs", "write_html_report"),
     "assay.store": ("Store",),
@@ -119,6 +119,7 @@ __all__ = [
     "run",
     "run_async",
     "task",
+    "task_schema",
     "view_runs",
     "write_html_report",
 ]

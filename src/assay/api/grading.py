@@ -13,7 +13,10 @@ from pathlib import Path
 
 from assay.api.result import RunResult
 from assay.api.runs import no_running_loop
+from assay.criteria.base import Criterion
+from assay.criteria.registry import CriterionRegistry
 from assay.orchestration.datacheck import check_run_dir
+from assay.orchestration.options import criteria_registry
 from assay.orchestration.predictions import (
     PredictionOptions,
     PredictionReport,
@@ -33,7 +36,11 @@ from assay.results.secret_scan import SecretFinding
 
 
 def evaluate(
-    run_dir: str | Path, *, jobs: int = 4, junit_xml: str | Path | None = None
+    run_dir: str | Path,
+    *,
+    jobs: int = 4,
+    junit_xml: str | Path | None = None,
+    criteria: Sequence[type[Criterion]] = (),
 ) -> RunResult:
     """Grade every row of a finished run again, without running its agents, and rewrite its
     reports (``assay evaluate RUN_DIR``; ToMEval's metric stage after ``execute``).
@@ -42,8 +49,11 @@ def evaluate(
         run_dir: the run (``runs/latest`` works).
         jobs: rows graded at once.
         junit_xml: also write JUnit XML here.
+        criteria: the criterion classes of your own that the run's tasks name (as given to
+            :func:`assay.run`).
 
     Raises:
+        PluginError: a class of ``criteria`` is not a criterion, or its type is taken.
         UsageError: not a run; an invalid ``task.json``; rows whose criteria read the
             sandbox when the run did not keep sandboxes; rows whose content is not what the
             run recorded (nothing is changed then).
@@ -55,12 +65,17 @@ def evaluate(
     with lock_run_dir(folder, on_warning=_warn):
         warnings = check_run_dir(folder, iter_results(folder), action="assay evaluate")
         started = datetime.now()
-        asyncio.run(regrade_run(folder, jobs=jobs))
-        return _regraded(folder, started, jobs, junit_xml, warnings)
+        registry = criteria_registry(criteria)
+        asyncio.run(regrade_run(folder, jobs=jobs, criteria=registry))
+        return _regraded(folder, started, jobs, junit_xml, warnings, registry)
 
 
 async def evaluate_async(
-    run_dir: str | Path, *, jobs: int = 4, junit_xml: str | Path | None = None
+    run_dir: str | Path,
+    *,
+    jobs: int = 4,
+    junit_xml: str | Path | None = None,
+    criteria: Sequence[type[Criterion]] = (),
 ) -> RunResult:
     """:func:`evaluate` for async code.
 
@@ -71,8 +86,9 @@ async def evaluate_async(
     with lock_run_dir(folder, on_warning=_warn):
         warnings = check_run_dir(folder, iter_results(folder), action="assay evaluate")
         started = datetime.now()
-        await regrade_run(folder, jobs=jobs)
-        return _regraded(folder, started, jobs, junit_xml, warnings)
+        registry = criteria_registry(criteria)
+        await regrade_run(folder, jobs=jobs, criteria=registry)
+        return _regraded(folder, started, jobs, junit_xml, warnings, registry)
 
 
 def _warn(message: str) -> None:
@@ -85,15 +101,20 @@ def _regraded(
     jobs: int,
     junit: str | Path | None,
     warnings: list[str],
+    registry: CriterionRegistry | None,
 ) -> RunResult:
     reports = report_regraded(folder, started=started, jobs=jobs,
                               junit_path=Path(junit) if junit is not None else None,
-                              warnings=warnings)  # fmt: skip
+                              warnings=warnings, criteria=registry)  # fmt: skip
     return RunResult.from_reports(folder, reports)
 
 
 def report(
-    run_dir: str | Path, *, junit_xml: str | Path | None = None, html: bool = False
+    run_dir: str | Path,
+    *,
+    junit_xml: str | Path | None = None,
+    html: bool = False,
+    criteria: Sequence[type[Criterion]] = (),
 ) -> RunResult:
     """Rebuild ``suite.*``, ``run.*`` and ``experiment.*`` (and JUnit XML) from a run's
     ``task.json`` files (``assay report``); rows that never ran are reported missing.
@@ -103,15 +124,18 @@ def report(
         junit_xml: also write JUnit XML here.
         html: also write the self-contained ``report.html`` into the run folder
             (``RunResult.html_report``; :func:`assay.write_html_report`).
+        criteria: the criterion classes of your own that the run's tasks name.
 
     Raises:
+        PluginError: a class of ``criteria`` is not a criterion, or its type is taken.
         UsageError: not a run directory, or an invalid ``task.json``.
         TaskFileError: a QA suite's metrics hook failed (every other file is written).
     """
     folder = resolve_run_dir(run_dir)
     junit = Path(junit_xml) if junit_xml is not None else None
     with lock_run_dir(folder, on_warning=_warn):
-        result = RunResult.from_reports(folder, rebuild_reports(folder, junit_path=junit))
+        rebuilt = rebuild_reports(folder, junit_path=junit, criteria=criteria_registry(criteria))
+        result = RunResult.from_reports(folder, rebuilt)
         if html:
             from assay.view import write_html_report
 

@@ -11,6 +11,8 @@ from typing import Any, Literal, TypedDict, Unpack
 
 from assay.api.result import RunResult
 from assay.api.tasks import task
+from assay.criteria.base import Criterion
+from assay.criteria.registry import CriterionRegistry
 from assay.errors import UsageError
 from assay.orchestration.executors import EXECUTORS, ExecutorChoice, ExecutorKind
 from assay.orchestration.options import Overrides, plan_options
@@ -60,6 +62,9 @@ class PlanKeywords(TypedDict, total=False):
         rows: run exactly these row ids, per task id: ``{"sentiment": ["r1", "r3"]}``.
         stop_when_decided: stop scheduling rows once the experiment is decided (its
             ``stop`` rule, or the default one: ``assay.spec.experiment.StopRule``).
+        criteria: criterion classes of your own (:class:`assay.criteria.Criterion`
+            subclasses) that the tasks may name by their ``type``, beside the built-ins and
+            the installed ``assay.criteria`` plugins.
     """
 
     sample: int | None
@@ -77,6 +82,7 @@ class PlanKeywords(TypedDict, total=False):
     prices: str | Path | None
     rows: Mapping[str, Sequence[str]] | None
     stop_when_decided: bool
+    criteria: Sequence[type[Criterion]]
 
 
 class SessionKeywords(TypedDict, total=False):
@@ -200,7 +206,8 @@ def plan(tasks: Tasks = None, **options: Unpack[PlanKeywords]) -> Plan:
             selector, an unknown model provider, a missing API key), naming file, line,
             field and row.
     """
-    return build_plan(_sources(tasks), plan_options(**options))
+    planned = plan_options(**options)
+    return build_plan(_sources(tasks, planned.criteria), planned)
 
 
 def run(tasks: Tasks = None, **options: Unpack[RunKeywords]) -> RunResult:
@@ -268,7 +275,7 @@ def _new_session(tasks: Tasks, options: RunKeywords) -> RunSession:
     plan_opts = plan_options(**selected)
     stage = options.get("stage", "run")
     request = _request(Path(options.get("run_dir", "runs")), options, stage=stage)
-    built = build_plan(_sources(tasks), plan_opts)
+    built = build_plan(_sources(tasks, plan_opts.criteria), plan_opts)
     warn = options.get("on_warning")
     for warning in built.warnings:
         if warn is not None:
@@ -365,15 +372,16 @@ def _reported(session: RunSession, outcome: SessionOutcome, *, html: bool) -> Ru
         session.release()
 
 
-def _sources(tasks: Tasks) -> list[TaskSource]:
-    """Task files, folders and globs as paths; tasks built from a definition."""
+def _sources(tasks: Tasks, criteria: CriterionRegistry | None) -> list[TaskSource]:
+    """Task files, folders and globs as paths; tasks built from a definition (naming the
+    types of ``criteria``)."""
     if tasks is None:
         return []
     many = tasks if isinstance(tasks, Sequence) and not isinstance(tasks, str) else [tasks]
     out: list[TaskSource] = []
     for item in many:
         if isinstance(item, (TaskDefinition, Mapping)):
-            out.append(task(item))
+            out.append(task(item, criteria=criteria or ()))
         elif isinstance(item, (str, Path, LoadedTask)):
             out.append(item)
         else:

@@ -4,16 +4,26 @@ its rows from a list, a pandas or Polars ``DataFrame`` or a ``datasets.Dataset``
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from assay.criteria.base import Criterion
+from assay.criteria.registry import CriterionRegistry, default_criteria
 from assay.data.frames import rows_of
 from assay.errors import TaskFileError
+from assay.orchestration.options import criteria_registry
 from assay.orchestration.task_loader import LoadedTask, load_document
 from assay.orchestration.task_loader import load_task as load_task_file
 from assay.spec.source import YamlDocument
-from assay.spec.task import TaskDefinition
+from assay.spec.task import TaskDefinition as TaskDefinitionBase
+
+if TYPE_CHECKING:
+    TaskDefinition = TaskDefinitionBase
+else:
+    TaskDefinition = default_criteria(entry_points=False).task_model()
+"""The task file as a pydantic model, its criteria the built-in types (``assay.TaskDefinition``;
+a task naming a plugin's type is given as a dict or a file instead)."""
 
 
 def load_task(path: str | Path) -> LoadedTask:
@@ -36,6 +46,7 @@ def task(
     *,
     rows: Any = None,
     base_dir: str | Path | None = None,
+    criteria: CriterionRegistry | Sequence[type[Criterion]] = (),
 ) -> LoadedTask:
     """A task built in Python, validated exactly as a task file with the same fields.
 
@@ -51,6 +62,8 @@ def task(
             validate: give it ``dataset={"rows": []}``, which ``rows`` fills.
         base_dir: where relative paths (templates, metrics hook, mock scripts) start;
             default the working directory.
+        criteria: criterion classes of your own that the task names (or a registry); the
+            same must be given to :func:`assay.run`.
 
     Returns:
         A task for :func:`assay.run` and :func:`assay.plan`. Messages name it
@@ -69,13 +82,14 @@ def task(
         data["dataset"] = _with_rows(data.get("dataset"), rows_of(rows, name="rows"), name)
     folder = Path(base_dir).resolve() if base_dir is not None else Path.cwd()
     document = YamlDocument(path=folder / name, text="", data=data, lines={})
-    loaded = load_document(document, display=name, base_dir=folder)
+    registry = criteria if isinstance(criteria, CriterionRegistry) else criteria_registry(criteria)
+    loaded = load_document(document, display=name, base_dir=folder, criteria=registry)
     return LoadedTask(loaded.definition, loaded.path, loaded.display, loaded.base_dir,
                       loaded.document, loaded.warnings, built=True)  # fmt: skip
 
 
 def _fields(definition: TaskDefinition | Mapping[str, Any]) -> dict[str, Any]:
-    if isinstance(definition, TaskDefinition):
+    if isinstance(definition, TaskDefinitionBase):
         return definition.model_dump(mode="json", exclude_none=True)
     if not isinstance(definition, Mapping):
         raise TaskFileError(
@@ -104,3 +118,27 @@ def _with_rows(dataset: Any, rows: list[dict[str, Any]], name: str) -> dict[str,
         )
     block["rows"] = rows
     return block
+
+
+def task_schema(
+    *, criteria: Sequence[type[Criterion]] = (), plugins: bool = False
+) -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of a task file, made from the criterion registry
+    (``assay schema``): editors validate and complete task files with it (the YAML language
+    server: ``# yaml-language-server: $schema=<file>``), and a typo'd field is named.
+
+    Args:
+        criteria: criterion classes of your own, to include.
+        plugins: include the criteria of every installed ``assay.criteria`` plugin.
+
+    Returns:
+        The schema, a JSON-ready dict.
+
+    Raises:
+        PluginError: a class of ``criteria`` is not a criterion or its type is taken; with
+            ``plugins``, an installed plugin cannot be loaded.
+    """
+    registry = default_criteria(entry_points=plugins).with_classes(criteria)
+    if plugins:
+        registry.load_plugins()
+    return registry.task_schema()

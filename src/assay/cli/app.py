@@ -82,6 +82,7 @@ COMMANDS = {
     "view": Lazy("assay.cli.view:view", "Browse runs in a local web viewer: metrics and figures, "
                  "rows filtered on the server, a row's transcript, two runs row by row. Reads "
                  "run folders; never writes into them."),
+    "schema": Lazy("assay.cli.schema:schema", "Print the task file's JSON Schema, for editors."),
     "qa": Lazy("assay.cli.qa:qa_app",
                "Standardized QA datasets: convert common shapes into the QA schema."),
     "dataset": Lazy("assay.cli.app:dataset_app", DATASET_HELP),

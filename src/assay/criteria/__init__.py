@@ -1,6 +1,13 @@
-"""Criteria: per-row checks that also aggregate a suite."""
+"""Criteria: per-row checks that also aggregate a suite, one class per type."""
 
-from assay.criteria.base import CriterionError, CriterionRegistry, GradingContext
-from assay.criteria.registry import default_criteria
+from assay.criteria.base import Criterion, CriterionError, GradingContext, Service
+from assay.criteria.registry import CriterionRegistry, default_criteria
 
-__all__ = ["CriterionError", "CriterionRegistry", "GradingContext", "default_criteria"]
+__all__ = [
+    "Criterion",
+    "CriterionError",
+    "CriterionRegistry",
+    "GradingContext",
+    "Service",
+    "default_criteria",
+]

@@ -1,18 +1,28 @@
-"""The criterion protocol: check one row, aggregate a suite.
+"""The criterion base class: check one row, aggregate a suite.
 
-A checker is a small class per criterion ``type``. ``check`` grades one row from a
-:class:`GradingContext` (the sandbox and the final response) and returns a criterion result
-(a score in [0, 1] plus details); ``aggregate`` turns the results of every graded row into
-suite metrics. The base aggregate is descriptive statistics of the scores
-(``reference/originals.md`` §1.4); classification checkers add their own metrics.
+A criterion is one class per ``type`` (:class:`Criterion`), whose fields are its YAML
+config. ``check`` grades one row from a :class:`GradingContext` (the sandbox, the final
+response, the transcript; what one kind needs it asks for with :meth:`GradingContext.need`)
+and returns a criterion result (a score in [0, 1] plus details); ``tally`` aggregates the
+results of every graded row into suite metrics. The base aggregate is descriptive statistics
+of the scores (``reference/originals.md`` §1.4); classification criteria add their own.
 """
 
 from __future__ import annotations
 
-import difflib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Generic,
+    Literal,
+    Protocol,
+    TypeVar,
+    cast,
+    get_args,
+    get_origin,
+)
 
 from assay.metrics.descriptive import describe_stats
 from assay.metrics.streaming import ScoreStats
@@ -20,13 +30,11 @@ from assay.metrics.values import MetricTable
 from assay.results.task_result import BasicCriterionResult, CriterionResult
 from assay.results.transcript import Transcript
 from assay.sandbox.tempdir import Sandbox, SandboxEscape
-from assay.spec.criteria import CriterionSpec, LlmJudge
-from assay.spec.qa import QaJudge
+from assay.spec.criterion_base import CriterionSpec
 
 if TYPE_CHECKING:
     from assay.providers.base import Model
     from assay.providers.pool import ModelKey
-    from assay.qa.item import QaItem
 
 
 class ModelSource(Protocol):
@@ -39,37 +47,47 @@ class ModelSource(Protocol):
 
 
 MAX_READ_BYTES = 64 * 1024 * 1024
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Service(Generic[T]):
+    """The key of something one kind of criterion needs from the row (a QA item, a judge,
+    a reference folder): the criterion defines the key, whoever grades the row offers a
+    value under it (:attr:`GradingContext.services`), the criterion asks with
+    :meth:`GradingContext.need`. ``name`` says what it is, in errors."""
+
+    name: str
 
 
 @dataclass
 class GradingContext:
-    """What a criterion may look at for one row.
+    """What a criterion may look at for one row; nothing here belongs to one kind of
+    criterion (what one kind needs it asks for: :meth:`need`).
 
     Attributes:
         sandbox: the row's sandbox after the agent, or ``None`` when it was not preserved.
         response: the agent's final response, or ``None`` when it gave none.
         env: the environment for commands run by criteria.
-        qa_item: the row's QA item (prompt, shuffled options, answers), for a ``qa:`` row.
-        judge: the started judge model of a ``qa:`` task with ``qa.judge``.
-        judge_settings: that ``qa.judge`` block (retries, story, rules).
         transcript: what the agent did (tool calls, commands, file changes, model calls),
             live or read back from ``trace.json``; ``None`` for an agent without one.
         row: the dataset row (``None`` for a task without a dataset).
         models: the run's models, for a criterion that asks a model (a judge); ``None``
             when grading without them.
-        reference_dir: the task's reference folder (absolute), ``None`` without one.
+        services: what the row offers one kind of criterion, by :class:`Service` key.
     """
 
     sandbox: Sandbox | None
     response: str | None
     env: dict[str, str] = field(default_factory=dict)
-    qa_item: QaItem | None = None
-    judge: Model | None = None
-    judge_settings: QaJudge | None = None
     transcript: Transcript | None = None
     row: dict[str, Any] | None = None
     models: ModelSource | None = None
-    reference_dir: Path | None = None
+    services: Mapping[Service[Any], Any] = field(default_factory=dict)
+
+    def need(self, key: Service[T]) -> T | None:
+        """What the row offers under ``key``; ``None`` when it offers nothing there."""
+        return cast("T | None", self.services.get(key))
 
 
 @dataclass(frozen=True)
@@ -157,42 +175,64 @@ class Tally(Protocol):
         ...
 
 
-class Checker(Protocol):
-    """Grades one criterion type."""
+class Criterion(CriterionSpec):
+    """One criterion type: its pydantic fields are its YAML config (with ``type`` a
+    ``Literal`` of its name), :meth:`check` grades one row, :meth:`tally` aggregates a suite
+    (the scores' descriptive statistics unless it says otherwise), :meth:`metric_names`
+    names what the aggregate produces, and the class variables declare its capabilities
+    (:class:`~assay.spec.criterion_base.CriterionSpec`: ``reads_sandbox``,
+    ``graded_after_crash``, ``reads_transcript``, ``has_labels``).
 
-    type_name: str
+    A new criterion is one such class and one registration
+    (:data:`assay.criteria.registry.BUILT_INS`, ``assay.run(criteria=[...])`` or the
+    ``assay.criteria`` entry-point group).
+    """
 
-    async def check(self, spec: Any, context: GradingContext) -> CriterionResult:
-        """Grade one row. Raises :class:`CriterionError` when it cannot evaluate."""
-        ...
+    @classmethod
+    def type_name(cls) -> str:
+        """The ``type`` a task file names it by (its ``type`` field's ``Literal``).
 
-    def tally(self, spec: Any) -> Tally:
-        """A new aggregate of this criterion over a suite's graded rows."""
-        ...
+        Raises:
+            TypeError: ``type`` is not a ``Literal`` of one string.
+        """
+        annotation = cls.model_fields["type"].annotation
+        values = get_args(annotation) if get_origin(annotation) is Literal else ()
+        if len(values) != 1 or not isinstance(values[0], str):
+            raise TypeError(
+                f"{cls.__qualname__}.type must be a Literal of one name, e.g. "
+                "type: Literal['my_check']"
+            )
+        return values[0]
 
-    def aggregate(
-        self, spec: Any, results: list[CriterionResult]
-    ) -> tuple[MetricTable, dict[str, Any]]:
-        """Suite metrics and details over the graded rows' results (:meth:`tally` fed
-        with them)."""
-        ...
+    async def check(self, context: GradingContext) -> CriterionResult:
+        """Grade one row: a score in [0, 1] with details (:func:`basic_result`).
 
+        Raises:
+            CriterionError: the criterion cannot evaluate this row.
+        """
+        raise NotImplementedError(f"{type(self).__qualname__} does not define check()")
 
-class TallyAggregate:
-    """:meth:`aggregate` of a list, through the checker's own :meth:`tally`."""
+    def tally(self) -> Tally:
+        """A new aggregate of this criterion over a suite's graded rows (count, mean,
+        median, std, min, max of the scores)."""
+        return ScoreTally()
 
-    def tally(self, spec: Any) -> Tally:
-        """The checker's aggregate (each checker defines it)."""
-        raise NotImplementedError
-
-    def aggregate(
-        self, spec: Any, results: list[CriterionResult]
-    ) -> tuple[MetricTable, dict[str, Any]]:
-        """Suite metrics and details over ``results``."""
-        tally = self.tally(spec)
+    def aggregate(self, results: list[CriterionResult]) -> tuple[MetricTable, dict[str, Any]]:
+        """Suite metrics and details over the graded rows' results (:meth:`tally` fed with
+        them)."""
+        tally = self.tally()
         for result in results:
             tally.add(result)
         return tally.result()
+
+    def metric_names(self) -> set[str] | None:
+        """The suite metric names this criterion produces (what ``suite_thresholds`` may
+        gate); ``None`` when they are not known before the run."""
+        return set(BASE_METRICS)
+
+
+BASE_METRICS = ("count", "mean", "median", "std", "min", "max", "completion_rate")
+"""The metrics of every criterion (``reference/originals.md`` §1.4)."""
 
 
 class ScoreTally:
@@ -208,68 +248,6 @@ class ScoreTally:
     def result(self) -> tuple[MetricTable, dict[str, Any]]:
         """count, mean, median, std, min, max."""
         return describe_stats(self.scores), {}
-
-
-class ScoreAggregate(TallyAggregate):
-    """The base aggregate: count, mean, median, std, min, max of the scores."""
-
-    def tally(self, spec: Any) -> Tally:
-        """Descriptive statistics of the scores."""
-        return ScoreTally()
-
-
-class CriterionRegistry:
-    """Criterion type → checker; rejects duplicates, suggests on unknown names."""
-
-    def __init__(self) -> None:
-        self._checkers: dict[str, Checker] = {}
-
-    def register(self, checker: Checker) -> None:
-        """Add a checker.
-
-        Raises:
-            ValueError: its type is already registered.
-        """
-        if checker.type_name in self._checkers:
-            raise ValueError(f"criterion type '{checker.type_name}' is already registered")
-        self._checkers[checker.type_name] = checker
-
-    def get(self, type_name: str) -> Checker:
-        """The checker for ``type_name``.
-
-        Raises:
-            KeyError: unknown type, with a suggestion.
-        """
-        checker = self._checkers.get(type_name)
-        if checker is None:
-            close = difflib.get_close_matches(type_name, list(self._checkers), n=1)
-            suggestion = f"; did you mean '{close[0]}'?" if close else ""
-            raise KeyError(f"unknown criterion type '{type_name}'{suggestion}")
-        return checker
-
-    @property
-    def types(self) -> list[str]:
-        """Registered type names, sorted."""
-        return sorted(self._checkers)
-
-
-SANDBOX_TYPES = frozenset({"file_exists", "run_command", "pytest", "import_check", "pylint_score"})
-READ_ONLY_TYPES = frozenset({
-    "file_exists", "file_check", "file_contains", "file_matches_regex", "json_check",
-    "reference_comparison", "cli_called",
-    "classification_match", "response_match", "skill_triggered", "command_executed",
-    "tool_called", "commands_efficiency",
-})  # fmt: skip
-"""Criteria that only read what the agent left (no program, no judge): graded even after the
-agent crashed (``post_failure_criteria_results``)."""
-
-
-def needs_sandbox(spec: CriterionSpec) -> bool:
-    """True when the criterion reads the sandbox (a file, or a command run in it; a judge
-    shown sandbox files)."""
-    if isinstance(spec, LlmJudge):
-        return any(not f.startswith(("$TASK_DIR/", "${TASK_DIR}/")) for f in spec.files)
-    return spec.type in SANDBOX_TYPES or getattr(spec, "path", None) is not None
 
 
 def path_label(path: str | None) -> str:

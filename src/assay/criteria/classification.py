@@ -13,9 +13,9 @@ the confusion matrix over ``(expected, observed)`` pairs.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from typing import Any, ClassVar
 
-from assay.criteria.base import GradingContext, ScoreTally, Tally, TallyAggregate, read_text
+from assay.criteria.base import Criterion, GradingContext, ScoreTally, Tally, read_text
 from assay.metrics.classification import report_from_confusion
 from assay.metrics.values import MetricTable
 from assay.qa.rules import is_refusal
@@ -50,41 +50,57 @@ def expected_label(spec: ClassificationMatch) -> str:
     return value if label == OTHER_LABEL else label
 
 
-class ClassificationAggregate(TallyAggregate):
-    """The classification overlay: score statistics plus accuracy, macro/weighted/micro F1,
-    per-label precision/recall/F1 and the confusion matrix over the rows'
-    ``(expected_label, observed_label)`` pairs (:class:`ClassificationCriterionResult`),
-    counted one row at a time (:class:`ClassificationTally`)."""
-
-    def tally(self, spec: Any) -> Tally:
-        """Score statistics plus classification metrics over the classification results."""
-        return ClassificationTally()
+CLASSIFICATION_METRICS = ("accuracy", "macro_f1", "weighted_f1", "micro_f1")
+PER_LABEL = ("precision", "recall", "f1")
+SPECIAL_LABELS = (NONE_LABEL, OTHER_LABEL)
 
 
-class ClassificationChecker(ClassificationAggregate):
+def labelled_metric_names(base: set[str], labels: list[str]) -> set[str]:
+    """``base`` plus the classification overlay's names: accuracy, macro/weighted/micro F1,
+    and ``precision.<label>``, ``recall.<label>``, ``f1.<label>`` for each of ``labels``."""
+    per_label = {f"{kind}.{label}" for kind in PER_LABEL for label in labels}
+    return base | set(CLASSIFICATION_METRICS) | per_label
+
+
+class ClassificationMatchCriterion(ClassificationMatch, Criterion):
     """Grades ``classification_match`` and aggregates classification metrics."""
 
-    type_name = "classification_match"
+    graded_after_crash: ClassVar[bool] = True
+    has_labels: ClassVar[bool] = True
 
-    async def check(self, spec: ClassificationMatch, context: GradingContext) -> CriterionResult:
+    def tally(self) -> Tally:
+        """The classification overlay: score statistics plus accuracy, macro/weighted/micro
+        F1, per-label precision/recall/F1 and the confusion matrix over the rows'
+        ``(expected_label, observed_label)`` pairs (:class:`ClassificationTally`)."""
+        return ClassificationTally()
+
+    def metric_names(self) -> set[str] | None:
+        """The base metrics and the overlay's over the allowed labels, ``(none)`` and
+        ``(other)``; ``None`` while a label is a ``${row.x}`` placeholder."""
+        labels = [*self.allowed_labels, *SPECIAL_LABELS]
+        if any("${" in label for label in labels):
+            return None
+        return labelled_metric_names(super().metric_names() or set(), labels)
+
+    async def check(self, context: GradingContext) -> CriterionResult:
         """Compare the observed label with the expected one."""
-        text = read_text(spec.path, context)
+        text = read_text(self.path, context)
         observed = canonical_label(
-            text.value, spec.allowed_labels, case_sensitive=spec.case_sensitive
+            text.value, self.allowed_labels, case_sensitive=self.case_sensitive
         )
-        expected = expected_label(spec)
+        expected = expected_label(self)
         refused = observed == OTHER_LABEL and expected != OTHER_LABEL and is_refusal(text.value)
         if refused:
             observed = REFUSED_LABEL
         return ClassificationCriterionResult(
-            criterion_type=spec.type,
-            description=spec.description,
+            criterion_type=self.type,
+            description=self.description,
             score=1.0 if observed == expected else 0.0,
             details=f"observed={observed!r}, expected={expected!r}",
             evaluation_status="refused" if refused else "evaluated",
-            pass_threshold=spec.pass_threshold,
-            gating=spec.gating,
-            weight=spec.weight,
+            pass_threshold=self.pass_threshold,
+            gating=self.gating,
+            weight=self.weight,
             observed_label=observed,
             expected_label=expected,
         )

@@ -9,11 +9,12 @@ write, calls it answered without its matcher.
 from __future__ import annotations
 
 import shlex
+from typing import ClassVar
 
 from assay.criteria.base import (
+    Criterion,
     CriterionError,
     GradingContext,
-    ScoreAggregate,
     basic_result,
     sandbox_of,
 )
@@ -26,26 +27,26 @@ from assay.spec.cli_criteria import CliCalled
 SHOWN_CALLS = 3
 
 
-class CliCalledChecker(ScoreAggregate):
+class CliCalledCriterion(CliCalled, Criterion):
     """Grades ``cli_called``; see the module docstring."""
 
-    type_name = "cli_called"
+    graded_after_crash: ClassVar[bool] = True
 
-    async def check(self, spec: CliCalled, context: GradingContext) -> CriterionResult:
+    async def check(self, context: GradingContext) -> CriterionResult:
         """Read the shims' log and count the matching calls."""
-        log = _read(spec, context)
-        facets = spec.facets()
+        log = _read(self, context)
+        facets = self.facets()
         matched = [c for c in log.calls if cli_facets.matches(c, facets)]
         count = len(matched)
-        upper = spec.max_count
-        passed = spec.min_count <= count and (upper is None or count <= upper)
-        allowed = f"{spec.min_count}..{upper if upper is not None else 'any'}"
+        upper = self.max_count
+        passed = self.min_count <= count and (upper is None or count <= upper)
+        allowed = f"{self.min_count}..{upper if upper is not None else 'any'}"
         shown = [shlex.join([str(c.get("tool") or "?"), *c["argv"]]) for c in matched[:SHOWN_CALLS]]
         details = (f"Matched {count} of {len(log.calls)} recorded call(s) (allowed {allowed}; "
                    f"facets: {_describe(facets)})")  # fmt: skip
         if shown:
             details += "; e.g. " + "; ".join(shown)
-        return basic_result(spec, 1.0 if passed else 0.0, details)
+        return basic_result(self, 1.0 if passed else 0.0, details)
 
 
 def _read(spec: CliCalled, context: GradingContext) -> CallLog:

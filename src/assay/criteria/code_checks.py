@@ -21,12 +21,13 @@ import json
 import shlex
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from assay.criteria.base import (
+    Criterion,
     CriterionError,
     GradingContext,
-    ScoreAggregate,
+    Service,
     basic_result,
     read_text,
     sandbox_of,
@@ -67,32 +68,32 @@ def absolute_imports(source: str) -> list[str]:
     return list(names)
 
 
-class ImportCheckChecker(ScoreAggregate):
+class ImportCheckCriterion(ImportCheck, Criterion):
     """Grades ``import_check``; see the module docstring."""
 
-    type_name = "import_check"
+    reads_sandbox: ClassVar[bool] = True
 
-    async def check(self, spec: ImportCheck, context: GradingContext) -> CriterionResult:
+    async def check(self, context: GradingContext) -> CriterionResult:
         """Resolve the file's imports with the sandbox's interpreter."""
-        text = read_text(spec.path, context)
+        text = read_text(self.path, context)
         if text.value is None:
-            return basic_result(spec, 0.0, f"File '{spec.path}' does not exist")
+            return basic_result(self, 0.0, f"File '{self.path}' does not exist")
         try:
             modules = absolute_imports(text.value)
         except SyntaxError as exc:
-            return basic_result(spec, 0.0, f"SyntaxError: {exc.msg} (line {exc.lineno})")
+            return basic_result(self, 0.0, f"SyntaxError: {exc.msg} (line {exc.lineno})")
         if not modules:
-            return basic_result(spec, 1.0, "No imports to check")
+            return basic_result(self, 1.0, "No imports to check")
         argv = ["python3", "-c", _FIND_SPECS, *modules]
         result = await sandbox_of(context).run(shlex.join(argv), env=context.env,
-                                               timeout=spec.timeout)  # fmt: skip
-        found = _resolved(result, spec.timeout)
+                                               timeout=self.timeout)  # fmt: skip
+        found = _resolved(result, self.timeout)
         failed = [m for m in modules if not found.get(m)]
         resolved = len(modules) - len(failed)
         details = f"Checked: {len(modules)}, resolved: {resolved}/{len(modules)}"
         if failed:
             details += "; Failed: " + ", ".join(failed)
-        return basic_result(spec, resolved / len(modules), details)
+        return basic_result(self, resolved / len(modules), details)
 
 
 def _resolved(result: ProcessResult, timeout: float) -> dict[str, bool]:
@@ -110,31 +111,31 @@ def _resolved(result: ProcessResult, timeout: float) -> dict[str, bool]:
     return {str(k): bool(v) for k, v in found.items()}
 
 
-class PylintScoreChecker(ScoreAggregate):
+class PylintScoreCriterion(PylintScore, Criterion):
     """Grades ``pylint_score``; see the module docstring."""
 
-    type_name = "pylint_score"
+    reads_sandbox: ClassVar[bool] = True
 
-    async def check(self, spec: PylintScore, context: GradingContext) -> CriterionResult:
+    async def check(self, context: GradingContext) -> CriterionResult:
         """Run pylint in the sandbox and read its score."""
         sandbox = sandbox_of(context)
         try:
-            target = sandbox.resolve(spec.path)
+            target = sandbox.resolve(self.path)
         except SandboxEscape as exc:
             raise CriterionError(str(exc)) from None
         if not target.exists():
-            return basic_result(spec, 0.0, f"'{spec.path}' does not exist")
-        argv = ["python3", "-m", "pylint", "--output-format=json2", *spec.args]
-        if spec.rcfile is not None:
-            argv.append(f"--rcfile={spec.rcfile}")
-        if spec.fail_under is not None:
-            argv.append(f"--fail-under={spec.fail_under:g}")
-        result = await sandbox.run(shlex.join([*argv, spec.path]), env=context.env,
-                                   timeout=spec.timeout)  # fmt: skip
-        report = _report(result, spec.timeout)
+            return basic_result(self, 0.0, f"'{self.path}' does not exist")
+        argv = ["python3", "-m", "pylint", "--output-format=json2", *self.args]
+        if self.rcfile is not None:
+            argv.append(f"--rcfile={self.rcfile}")
+        if self.fail_under is not None:
+            argv.append(f"--fail-under={self.fail_under:g}")
+        result = await sandbox.run(shlex.join([*argv, self.path]), env=context.env,
+                                   timeout=self.timeout)  # fmt: skip
+        report = _report(result, self.timeout)
         score = float(report["statistics"]["score"])
         messages = report.get("messages") or []
-        return basic_result(spec, max(0.0, score) / 10, _details(score, messages))
+        return basic_result(self, max(0.0, score) / 10, _details(score, messages))
 
 
 def _report(result: ProcessResult, timeout: float) -> dict[str, Any]:
@@ -169,31 +170,36 @@ def _details(score: float, messages: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-class ReferenceComparisonChecker(ScoreAggregate):
+REFERENCE_DIR: Service[Path] = Service("the task's reference folder")
+"""The task's ``reference:`` folder (absolute), offered when the task has one."""
+
+
+class ReferenceComparisonCriterion(ReferenceComparison, Criterion):
     """Grades ``reference_comparison``: the similarity of :mod:`.code_similarity`. An agent
     file that is missing or does not parse scores 0.0 (the agent's work); a reference that
     cannot be read is the criterion's error (the task's)."""
 
-    type_name = "reference_comparison"
+    graded_after_crash: ClassVar[bool] = True
 
-    async def check(self, spec: ReferenceComparison, context: GradingContext) -> CriterionResult:
+    async def check(self, context: GradingContext) -> CriterionResult:
         """Compare the agent's file with the reference's."""
-        if context.reference_dir is None:
+        folder = context.need(REFERENCE_DIR)
+        if folder is None:
             raise CriterionError("No reference code provided (task.reference not set)")
-        agent = read_text(spec.agent_file, context)
+        agent = read_text(self.agent_file, context)
         if agent.value is None:
-            return basic_result(spec, 0.0, f"Agent file not found: {spec.agent_file}")
-        reference = _reference_text(context.reference_dir / spec.reference_file)
-        method = spec.comparison_method
+            return basic_result(self, 0.0, f"Agent file not found: {self.agent_file}")
+        reference = _reference_text(folder / self.reference_file)
+        method = self.comparison_method
         try:
             score = similarity(agent.value, reference, method=method)
         except ComparisonError as exc:
             if exc.which == "reference":
                 raise CriterionError(f"Comparison failed: {exc}") from None
-            return basic_result(spec, 0.0, f"Comparison failed: {exc}")
-        return basic_result(spec, score, f"{method} similarity {score:.3f} of '{spec.agent_file}' "
-                            f"to the reference's '{spec.reference_file}' (threshold "
-                            f"{spec.similarity_threshold:g})")  # fmt: skip
+            return basic_result(self, 0.0, f"Comparison failed: {exc}")
+        return basic_result(self, score, f"{method} similarity {score:.3f} of '{self.agent_file}' "
+                            f"to the reference's '{self.reference_file}' (threshold "
+                            f"{self.similarity_threshold:g})")  # fmt: skip
 
 
 def _reference_text(path: Path) -> str:

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import math
 import re
+from typing import ClassVar
 
 from assay.criteria.base import (
+    Criterion,
     CriterionError,
     GradingContext,
-    ScoreAggregate,
     basic_result,
     sandbox_of,
 )
@@ -33,36 +34,36 @@ def stdout_matches(stdout: str, expected: str, how: str) -> bool:
     return re.search(expected, stdout) is not None
 
 
-class RunCommandChecker(ScoreAggregate):
+class RunCommandCriterion(RunCommand, Criterion):
     """Score 1.0 when the exit code is ``expected_exit_code`` and stdout matches (if set);
     with ``score_from_stdout``, the score the command prints."""
 
-    type_name = "run_command"
+    reads_sandbox: ClassVar[bool] = True
 
-    async def check(self, spec: RunCommand, context: GradingContext) -> CriterionResult:
+    async def check(self, context: GradingContext) -> CriterionResult:
         """Run the command with its own timeout (seconds)."""
         sandbox = sandbox_of(context)
-        result = await sandbox.run(spec.command, env=context.env, timeout=spec.timeout)
-        lines = [f"Command: {spec.command}"]
+        result = await sandbox.run(self.command, env=context.env, timeout=self.timeout)
+        lines = [f"Command: {self.command}"]
         if result.timed_out:
-            lines.append(f"Timed out after {spec.timeout:g} s")
-            if spec.score_from_stdout:
-                raise CriterionError(f"Command timed out after {spec.timeout:g} s")
-            return basic_result(spec, 0.0, "\n".join(lines))
-        if spec.score_from_stdout:
-            return score_from_stdout(spec, result)
-        ok = result.exit_code == spec.expected_exit_code
-        lines.append(f"Exit code: {result.exit_code} (expected: {spec.expected_exit_code})")
-        if spec.expected_stdout is not None:
-            matched = stdout_matches(result.stdout, spec.expected_stdout, spec.stdout_match)
+            lines.append(f"Timed out after {self.timeout:g} s")
+            if self.score_from_stdout:
+                raise CriterionError(f"Command timed out after {self.timeout:g} s")
+            return basic_result(self, 0.0, "\n".join(lines))
+        if self.score_from_stdout:
+            return score_from_stdout(self, result)
+        ok = result.exit_code == self.expected_exit_code
+        lines.append(f"Exit code: {result.exit_code} (expected: {self.expected_exit_code})")
+        if self.expected_stdout is not None:
+            matched = stdout_matches(result.stdout, self.expected_stdout, self.stdout_match)
             ok = ok and matched
             lines.append(
-                f"Stdout {spec.stdout_match} {spec.expected_stdout!r}: "
+                f"Stdout {self.stdout_match} {self.expected_stdout!r}: "
                 + ("matched" if matched else "did not match")
             )
         lines.append(f"Stdout: {tail(result.stdout.strip(), 500) or '(empty)'}")
         lines.append(f"Stderr: {tail(result.stderr.strip(), 500) or '(empty)'}")
-        return basic_result(spec, 1.0 if ok else 0.0, "\n".join(lines))
+        return basic_result(self, 1.0 if ok else 0.0, "\n".join(lines))
 
 
 def score_from_stdout(spec: RunCommand, result: ProcessResult) -> CriterionResult:

@@ -10,8 +10,9 @@ the criterion's error.
 from __future__ import annotations
 
 import re
+from typing import ClassVar
 
-from assay.criteria.base import GradingContext, ScoreAggregate, basic_result, read_text
+from assay.criteria.base import Criterion, GradingContext, basic_result, read_text
 from assay.results.secrets import clip_head
 from assay.results.task_result import CriterionResult
 from assay.spec.criteria import regex_flags
@@ -27,58 +28,58 @@ def missing(source: str) -> str:
     return f"{source[0].upper()}{source[1:]} is absent"
 
 
-class FileContainsChecker(ScoreAggregate):
+class FileContainsCriterion(FileContains, Criterion):
     """Mean of ``includes`` found / all and ``excludes`` absent / all."""
 
-    type_name = "file_contains"
+    graded_after_crash: ClassVar[bool] = True
 
-    async def check(self, spec: FileContains, context: GradingContext) -> CriterionResult:
+    async def check(self, context: GradingContext) -> CriterionResult:
         """Look for every string."""
-        text = read_text(spec.path, context)
+        text = read_text(self.path, context)
         if text.value is None:
-            return basic_result(spec, 0.0, missing(text.source))
+            return basic_result(self, 0.0, missing(text.source))
         body = text.value
         parts: list[float] = []
         notes: list[str] = []
-        if spec.includes:
-            found = [s for s in spec.includes if s in body]
-            parts.append(len(found) / len(spec.includes))
-            notes.append(f"Includes: {len(found)}/{len(spec.includes)} found")
-            notes += [f"missing {s!r}" for s in spec.includes if s not in body]
-        if spec.excludes:
-            absent = [s for s in spec.excludes if s not in body]
-            parts.append(len(absent) / len(spec.excludes))
-            notes.append(f"Excludes: {len(absent)}/{len(spec.excludes)} absent")
-            notes += [f"present {s!r}" for s in spec.excludes if s in body]
+        if self.includes:
+            found = [s for s in self.includes if s in body]
+            parts.append(len(found) / len(self.includes))
+            notes.append(f"Includes: {len(found)}/{len(self.includes)} found")
+            notes += [f"missing {s!r}" for s in self.includes if s not in body]
+        if self.excludes:
+            absent = [s for s in self.excludes if s not in body]
+            parts.append(len(absent) / len(self.excludes))
+            notes.append(f"Excludes: {len(absent)}/{len(self.excludes)} absent")
+            notes += [f"present {s!r}" for s in self.excludes if s in body]
         score = sum(parts) / len(parts) if parts else 1.0
         notes.append(f"Score: {score:.2f}")
-        return basic_result(spec, score, "; ".join(notes))
+        return basic_result(self, score, "; ".join(notes))
 
 
-class FileMatchesRegexChecker(ScoreAggregate):
+class FileMatchesRegexCriterion(FileMatchesRegex, Criterion):
     """Binary on ``re.search``, inverted by ``must_match: false``."""
 
-    type_name = "file_matches_regex"
+    graded_after_crash: ClassVar[bool] = True
 
-    async def check(self, spec: FileMatchesRegex, context: GradingContext) -> CriterionResult:
+    async def check(self, context: GradingContext) -> CriterionResult:
         """Search the text once."""
-        text = read_text(spec.path, context)
+        text = read_text(self.path, context)
         if text.value is None:
-            return basic_result(spec, 0.0, missing(text.source))
-        match = re.compile(spec.pattern, regex_flags(spec.flags)).search(text.value)
-        where = "the response" if spec.path is None else "file"
-        if spec.must_match:
+            return basic_result(self, 0.0, missing(text.source))
+        match = re.compile(self.pattern, regex_flags(self.flags)).search(text.value)
+        where = "the response" if self.path is None else "file"
+        if self.must_match:
             if match is None:
-                return basic_result(spec, 0.0, f"Pattern '{spec.pattern}' not found in {where}")
+                return basic_result(self, 0.0, f"Pattern '{self.pattern}' not found in {where}")
             quoted = clip_head(match.group(), QUOTED)
             return basic_result(
-                spec, 1.0, f"Pattern '{spec.pattern}' found in {where} (matched: '{quoted}')"
+                self, 1.0, f"Pattern '{self.pattern}' found in {where} (matched: '{quoted}')"
             )
         if match is None:
-            absent = f"Pattern '{spec.pattern}' correctly absent from {where}"
-            return basic_result(spec, 1.0, absent)
+            absent = f"Pattern '{self.pattern}' correctly absent from {where}"
+            return basic_result(self, 1.0, absent)
         quoted = clip_head(match.group(), QUOTED)
         return basic_result(
-            spec, 0.0,
-            f"Pattern '{spec.pattern}' found but should not be present (matched: '{quoted}')",
+            self, 0.0,
+            f"Pattern '{self.pattern}' found but should not be present (matched: '{quoted}')",
         )  # fmt: skip

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import re
+from typing import ClassVar
 
 from assay.criteria.base import (
+    Criterion,
     GradingContext,
-    ScoreAggregate,
     basic_result,
     read_text,
     sandbox_of,
@@ -16,24 +17,25 @@ from assay.sandbox.tempdir import SandboxEscape
 from assay.spec.criteria import FileCheck, FileExists, regex_flags
 
 
-class FileExistsChecker(ScoreAggregate):
+class FileExistsCriterion(FileExists, Criterion):
     """Score 1.0 when the file exists (a directory counts), else 0.0."""
 
-    type_name = "file_exists"
+    reads_sandbox: ClassVar[bool] = True
+    graded_after_crash: ClassVar[bool] = True
 
-    async def check(self, spec: FileExists, context: GradingContext) -> CriterionResult:
-        """Look for ``spec.path`` in the sandbox."""
+    async def check(self, context: GradingContext) -> CriterionResult:
+        """Look for ``path`` in the sandbox."""
         try:
-            target = sandbox_of(context).resolve(spec.path)
+            target = sandbox_of(context).resolve(self.path)
         except SandboxEscape as exc:
-            return basic_result(spec, 0.0, "", error=str(exc))
+            return basic_result(self, 0.0, "", error=str(exc))
         found = target.exists()
         return basic_result(
-            spec, 1.0 if found else 0.0, f"'{spec.path}' {'exists' if found else 'does not exist'}"
+            self, 1.0 if found else 0.0, f"'{self.path}' {'exists' if found else 'does not exist'}"
         )
 
 
-class FileCheckChecker(ScoreAggregate):
+class FileCheckCriterion(FileCheck, Criterion):
     """Includes, excludes and regex patterns; the score is the mean over active categories.
 
     Each category scores the fraction of its items satisfied: an ``includes`` string is
@@ -41,37 +43,37 @@ class FileCheckChecker(ScoreAggregate):
     ``must_match``. A missing file scores 0.0; with no category, an existing one scores 1.0.
     """
 
-    type_name = "file_check"
+    graded_after_crash: ClassVar[bool] = True
 
-    async def check(self, spec: FileCheck, context: GradingContext) -> CriterionResult:
+    async def check(self, context: GradingContext) -> CriterionResult:
         """Run every sub-check on the text."""
-        text = read_text(spec.path, context)
+        text = read_text(self.path, context)
         if text.value is None:
-            return basic_result(spec, 0.0, f"{text.source} does not exist")
+            return basic_result(self, 0.0, f"{text.source} does not exist")
         body = text.value
-        if not (spec.includes or spec.excludes or spec.patterns):
-            return basic_result(spec, 1.0, f"{text.source} exists")
+        if not (self.includes or self.excludes or self.patterns):
+            return basic_result(self, 1.0, f"{text.source} exists")
         scores: list[float] = []
         notes: list[str] = []
-        if spec.includes:
-            missing = [s for s in spec.includes if s not in body]
-            scores.append(1 - len(missing) / len(spec.includes))
+        if self.includes:
+            missing = [s for s in self.includes if s not in body]
+            scores.append(1 - len(missing) / len(self.includes))
             notes += [f"missing include {s!r}" for s in missing]
-        if spec.excludes:
-            present = [s for s in spec.excludes if s in body]
-            scores.append(1 - len(present) / len(spec.excludes))
+        if self.excludes:
+            present = [s for s in self.excludes if s in body]
+            scores.append(1 - len(present) / len(self.excludes))
             notes += [f"found exclude {s!r}" for s in present]
-        if spec.patterns:
+        if self.patterns:
             wrong = [
                 p
-                for p in spec.patterns
+                for p in self.patterns
                 if bool(re.search(p.pattern, body, regex_flags(p.flags))) != p.must_match
             ]
-            scores.append(1 - len(wrong) / len(spec.patterns))
+            scores.append(1 - len(wrong) / len(self.patterns))
             notes += [
                 f"pattern {p.pattern!r} {'did not match' if p.must_match else 'matched'}"
                 for p in wrong
             ]
         score = sum(scores) / len(scores)
         details = "; ".join(notes) if notes else f"all checks passed on {text.source}"
-        return basic_result(spec, score, details)
+        return basic_result(self, score, details)

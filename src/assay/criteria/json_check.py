@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 import jmespath
 from jsonschema import SchemaError
@@ -25,9 +25,9 @@ from jsonschema.validators import Draft202012Validator, validator_for
 from referencing.exceptions import Unresolvable
 
 from assay.criteria.base import (
+    Criterion,
     CriterionError,
     GradingContext,
-    ScoreAggregate,
     basic_result,
     read_text,
 )
@@ -62,39 +62,39 @@ OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
 """Each operator as a predicate on ``(actual, expected)``."""
 
 
-class JsonCheckChecker(ScoreAggregate):
+class JsonCheckCriterion(JsonCheck, Criterion):
     """Grades ``json_check``; see the module docstring."""
 
-    type_name = "json_check"
+    graded_after_crash: ClassVar[bool] = True
 
-    async def check(self, spec: JsonCheck, context: GradingContext) -> CriterionResult:
+    async def check(self, context: GradingContext) -> CriterionResult:
         """Parse, validate, assert."""
-        text = read_text(spec.path, context)
+        text = read_text(self.path, context)
         if text.value is None:
-            what = f"File {text.source}" if spec.path else "The final response"
-            return basic_result(spec, 0.0, f"{what} does not exist")
+            what = f"File {text.source}" if self.path else "The final response"
+            return basic_result(self, 0.0, f"{what} does not exist")
         try:
-            data = _parse(text.value, fenced=spec.path is None)
+            data = _parse(text.value, fenced=self.path is None)
         except ValueError as exc:
-            return basic_result(spec, 0.0, f"Invalid JSON in {text.source}: {exc}")
-        if spec.json_schema is None and not spec.assertions:
-            return basic_result(spec, 1.0, f"{text.source} is valid JSON")
+            return basic_result(self, 0.0, f"Invalid JSON in {text.source}: {exc}")
+        if self.json_schema is None and not self.assertions:
+            return basic_result(self, 1.0, f"{text.source} is valid JSON")
         scores: list[float] = []
         parts: list[str] = []
-        if spec.json_schema is not None:
-            valid, detail = check_against(_schema(spec.json_schema, context), data)
+        if self.json_schema is not None:
+            valid, detail = check_against(_schema(self.json_schema, context), data)
             scores.append(1.0 if valid else 0.0)
             parts.append(detail)
-            if not valid and spec.assertions:
+            if not valid and self.assertions:
                 parts += ["Assertions: skipped (schema failed)", "Score: 0.00"]
-                return basic_result(spec, 0.0, "; ".join(parts))
-        if spec.assertions:
-            fraction, detail = run_assertions(spec.assertions, data)
+                return basic_result(self, 0.0, "; ".join(parts))
+        if self.assertions:
+            fraction, detail = run_assertions(self.assertions, data)
             scores.append(fraction)
             parts.append(detail)
         score = sum(scores) / len(scores)
         parts.append(f"Score: {score:.2f}")
-        return basic_result(spec, score, "; ".join(parts))
+        return basic_result(self, score, "; ".join(parts))
 
 
 def _parse(text: str, *, fenced: bool) -> Any:

@@ -35,7 +35,14 @@ from pathlib import Path
 from typing import Any
 
 from assay.agents.llm import model_key
-from assay.criteria.base import CriterionError, GradingContext, Tally, read_text, sandbox_of
+from assay.criteria.base import (
+    Criterion,
+    CriterionError,
+    GradingContext,
+    Tally,
+    read_text,
+    sandbox_of,
+)
 from assay.criteria.judge_metrics import judge_metrics
 from assay.data.substitute import PlaceholderKeyError, PlaceholderTypeError
 from assay.judges.grade import JudgeOutcome, judge_case
@@ -48,7 +55,7 @@ from assay.results.task_result import (
     JudgeSampleRecord,
 )
 from assay.spec.criteria import LlmJudge
-from assay.spec.judge import JudgeAsset, VerdictSpec
+from assay.spec.judge import JudgeAsset, VerdictSpec, judge_metric_names
 from assay.spec.judge_criteria import TASK_DIR_PREFIXES
 
 Aggregated = tuple[MetricTable, dict[str, Any]]
@@ -80,12 +87,10 @@ def judge_ref(asset: JudgeAsset) -> JudgeRef:
     )
 
 
-class JudgeChecker:
+class LlmJudgeCriterion(LlmJudge, Criterion):
     """Grades ``llm_judge`` criteria and aggregates the suite's judge metrics."""
 
-    type_name = "llm_judge"
-
-    async def check(self, spec: LlmJudge, context: GradingContext) -> CriterionResult:
+    async def check(self, context: GradingContext) -> CriterionResult:
         """Ask the judge about this row.
 
         Raises:
@@ -93,17 +98,17 @@ class JudgeChecker:
                 entry cannot be read, or a ``${row.x}`` of the rubric is not in the row.
         """
         task_dir = context.env.get("ASSAY_TASK_DIR") or "."
-        asset = spec.asset
+        asset = self.asset
         if asset is None:
-            if spec.judge is not None:
+            if self.judge is not None:
                 raise CriterionError(
-                    f"the judge {spec.judge!r} was not resolved before "
+                    f"the judge {self.judge!r} was not resolved before "
                     "grading (grade through assay run or assay evaluate)"
                 )
-            asset = inline_asset(spec, task_dir)
-        if not spec.enabled:
+            asset = inline_asset(self, task_dir)
+        if not self.enabled:
             return _result(
-                spec, asset, score=0.0, details="(skipped: enabled=false)", status="skipped"
+                self, asset, score=0.0, details="(skipped: enabled=false)", status="skipped"
             )
         if context.models is None:
             raise CriterionError("llm_judge needs the run's models to reach its judge")
@@ -112,30 +117,41 @@ class JudgeChecker:
         case = JudgeCase(
             row=context.row or {},
             response=context.response,
-            files=tuple(_files(spec, context, task_dir)),
-            transcript=_transcript(spec, definition.rubric, context),
+            files=tuple(_files(self, context, task_dir)),
+            transcript=_transcript(self, definition.rubric, context),
         )
         try:
             outcome = await judge_case(
-                model, definition, case, include_response=spec.include_agent_output
+                model, definition, case, include_response=self.include_agent_output
             )
         except (PlaceholderKeyError, PlaceholderTypeError) as exc:
             raise CriterionError(f"the rubric of judge {asset.name}: {exc}") from None
-        return outcome_result(spec, asset, outcome)
+        return outcome_result(self, asset, outcome)
 
-    def aggregate(
-        self, spec: LlmJudge, results: list[CriterionResult]
-    ) -> tuple[MetricTable, dict[str, Any]]:
+    def aggregate(self, results: list[CriterionResult]) -> tuple[MetricTable, dict[str, Any]]:
         """Score statistics and the judge metrics of the verdict's kind
         (:func:`assay.criteria.judge_metrics.judge_metrics`)."""
-        asset = spec.asset
-        verdict = asset.definition.verdict if asset is not None else _inline_verdict(spec)
-        return judge_metrics(spec, verdict, results)
+        asset = self.asset
+        verdict = asset.definition.verdict if asset is not None else _inline_verdict(self)
+        return judge_metrics(self, verdict, results)
 
-    def tally(self, spec: LlmJudge) -> Tally:
+    def tally(self) -> Tally:
         """:meth:`aggregate` over the graded results, kept as they come (the judge metrics
         need them all at once: a suite's judge results grow with its rows)."""
-        return _KeptTally(lambda results: self.aggregate(spec, results))
+        return _KeptTally(self.aggregate)
+
+    def metric_names(self) -> set[str] | None:
+        """The base metrics and those of the verdict's kind
+        (:func:`assay.spec.judge.judge_metric_names`: ``pass_rate``, ``share.<label>``,
+        ``verdict_mean``, …); ``None`` for a judge file or store judge not resolved yet."""
+        if self.asset is not None:
+            verdict = self.asset.definition.verdict
+        elif self.judge is None:
+            verdict = _inline_verdict(self)
+        else:
+            return None
+        names = super().metric_names() or set()
+        return names | judge_metric_names(verdict, expected_label=self.expected_label is not None)
 
 
 class _KeptTally:

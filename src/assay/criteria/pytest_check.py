@@ -18,12 +18,13 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 from xml.etree import ElementTree
 
 from assay.criteria.base import (
+    Criterion,
     CriterionError,
     GradingContext,
-    ScoreAggregate,
     basic_result,
     sandbox_of,
 )
@@ -74,24 +75,24 @@ def read_report(path: Path) -> Counts:
     return Counts(*totals)
 
 
-class PytestChecker(ScoreAggregate):
+class PytestCheckCriterion(PytestCheck, Criterion):
     """Grades ``pytest``; see the module docstring."""
 
-    type_name = "pytest"
+    reads_sandbox: ClassVar[bool] = True
 
-    async def check(self, spec: PytestCheck, context: GradingContext) -> CriterionResult:
+    async def check(self, context: GradingContext) -> CriterionResult:
         """Run pytest and read its report."""
         sandbox = sandbox_of(context)
         folder = Path(tempfile.mkdtemp(prefix="assay-pytest-"))
         report = folder / "report.xml"
-        argv = ["pytest", spec.path, *spec.args, f"--junitxml={report}", "-p", "no:cacheprovider"]
+        argv = ["pytest", self.path, *self.args, f"--junitxml={report}", "-p", "no:cacheprovider"]
         try:
-            result = await sandbox.run(shlex.join(argv), env=context.env, timeout=spec.timeout,
+            result = await sandbox.run(shlex.join(argv), env=context.env, timeout=self.timeout,
                                        writable=(folder,))  # fmt: skip
             if result.timed_out:
-                return basic_result(spec, 0.0, f"Timed out after {spec.timeout:g} s\n"
+                return basic_result(self, 0.0, f"Timed out after {self.timeout:g} s\n"
                                     f"{_output(result)}")  # fmt: skip
-            return _score(spec, result, report)
+            return _score(self, result, report)
         finally:
             shutil.rmtree(folder, ignore_errors=True)
 

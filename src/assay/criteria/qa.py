@@ -17,37 +17,52 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from assay.criteria.base import CriterionError, GradingContext, ScoreTally, Tally, TallyAggregate
+from assay.criteria.base import (
+    Criterion,
+    CriterionError,
+    GradingContext,
+    ScoreTally,
+    Service,
+    Tally,
+)
 from assay.criteria.classification import OneLabel
 from assay.errors import UsageError
 from assay.metrics.intervals import wilson_interval
 from assay.metrics.values import MetricTable
+from assay.providers.base import Model
 from assay.qa.grading import SampleResult, grade_choice, grade_open
+from assay.qa.item import QaItem
 from assay.results.task_result import CriterionResult, QaCriterionResult
 from assay.spec.criteria import QaCriterion
+from assay.spec.qa import QaJudge
 
 NO_ITEM = (
     "criterion 'qa' grades rows of a task with a qa: block, and this row has no QA item "
     "(was its task.json written by an older assay?)"
 )
 
+QA_ITEM: Service[QaItem] = Service("the row's QA item")
+"""The row's QA item (prompt, shuffled options, answers), offered for a ``qa:`` row."""
+QA_JUDGE: Service[Model] = Service("the started judge model of qa.judge")
+"""The started judge model of a ``qa:`` task with ``qa.judge``."""
+QA_JUDGE_SETTINGS: Service[QaJudge] = Service("the task's qa.judge block")
+"""That ``qa.judge`` block (retries, story, rules)."""
 
-class QaChecker(TallyAggregate):
+
+class QaRowCriterion(QaCriterion, Criterion):
     """Grades ``qa`` criteria and aggregates QA accuracy."""
 
-    type_name = "qa"
-
-    async def check(self, spec: QaCriterion, context: GradingContext) -> CriterionResult:
+    async def check(self, context: GradingContext) -> CriterionResult:
         """Grade the response to the row's QA item.
 
         Raises:
             CriterionError: the row has no QA item, or an open question needs a judge and
                 the task has none.
         """
-        item = context.qa_item
+        item = context.need(QA_ITEM)
         if item is None:
             raise CriterionError(NO_ITEM)
-        settings = context.judge_settings
+        settings = context.need(QA_JUDGE_SETTINGS)
         try:
             if item.is_choice:
                 result = grade_choice(item, context.response)
@@ -55,7 +70,7 @@ class QaChecker(TallyAggregate):
                 result = await grade_open(
                     item,
                     context.response,
-                    judge=context.judge,
+                    judge=context.need(QA_JUDGE),
                     retries=settings.retries if settings else 0,
                     include_story=settings.include_story if settings else False,
                     rules=settings.rules if settings else True,
@@ -65,11 +80,15 @@ class QaChecker(TallyAggregate):
             raise CriterionError(
                 f"{exc.message} ({exc.hint})" if exc.hint else exc.message
             ) from None
-        return to_criterion_result(spec, result)
+        return to_criterion_result(self, result)
 
-    def tally(self, spec: QaCriterion) -> Tally:
+    def tally(self) -> Tally:
         """Score statistics, accuracy, and the rates of unreadable and empty answers."""
         return QaTally()
+
+    def metric_names(self) -> set[str] | None:
+        """The base metrics and ``accuracy``."""
+        return (super().metric_names() or set()) | {"accuracy"}
 
 
 class QaTally(ScoreTally):

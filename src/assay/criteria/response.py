@@ -6,8 +6,9 @@ is_refusal`) is a refusal, not a mismatch: the criterion did not grade it (``ref
 from __future__ import annotations
 
 import re
+from typing import ClassVar
 
-from assay.criteria.base import GradingContext, ScoreAggregate, basic_result, read_text
+from assay.criteria.base import Criterion, GradingContext, basic_result, read_text
 from assay.qa.rules import is_refusal
 from assay.results.secrets import clip_head
 from assay.results.task_result import CriterionResult
@@ -29,23 +30,23 @@ def _short(text: str, limit: int = 80) -> str:
     return repr(clip_head(text, limit))
 
 
-class ResponseMatchChecker(ScoreAggregate):
+class ResponseMatchCriterion(ResponseMatch, Criterion):
     """Score 1.0 when the text matches any of ``expected``, else 0.0."""
 
-    type_name = "response_match"
+    graded_after_crash: ClassVar[bool] = True
 
-    async def check(self, spec: ResponseMatch, context: GradingContext) -> CriterionResult:
+    async def check(self, context: GradingContext) -> CriterionResult:
         """Match the text against each expected item."""
-        text = read_text(spec.path, context)
+        text = read_text(self.path, context)
         if text.value is None:
-            return basic_result(spec, 0.0, f"{text.source} is missing")
-        wanted = [spec.expected] if isinstance(spec.expected, str) else spec.expected
+            return basic_result(self, 0.0, f"{text.source} is missing")
+        wanted = [self.expected] if isinstance(self.expected, str) else self.expected
         for item in wanted:
-            if matches(text.value, item, spec.match, case_sensitive=spec.case_sensitive):
-                return basic_result(spec, 1.0, f"{text.source} matched ({spec.match}) {item!r}")
-        details = (f"{text.source} {_short(text.value)} does not match ({spec.match}) "
+            if matches(text.value, item, self.match, case_sensitive=self.case_sensitive):
+                return basic_result(self, 1.0, f"{text.source} matched ({self.match}) {item!r}")
+        details = (f"{text.source} {_short(text.value)} does not match ({self.match}) "
                    + " or ".join(repr(w) for w in wanted))  # fmt: skip
-        if spec.path is None and is_refusal(text.value):
-            refusal = basic_result(spec, 0.0, "refused: " + details)
+        if self.path is None and is_refusal(text.value):
+            refusal = basic_result(self, 0.0, "refused: " + details)
             return refusal.model_copy(update={"evaluation_status": "refused"})
-        return basic_result(spec, 0.0, details)
+        return basic_result(self, 0.0, details)

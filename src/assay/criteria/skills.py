@@ -10,15 +10,16 @@ engaged; expected ``yes`` when ``expected_skill == skill_name``; score 1.0 when 
 A row whose agent was not offered the skill (no plugin of ``agent.plugins`` holds it), or
 whose CLI reported the skills it loaded without it, cannot be graded: the positive control
 cannot run, so the criterion errs (the row is ``ERROR``), as in Coder Eval. The suite
-aggregate is the classification overlay (:class:`ClassificationAggregate`).
+aggregate is the classification overlay (:class:`ClassificationTally`).
 """
 
 from __future__ import annotations
 
 import re
+from typing import ClassVar
 
-from assay.criteria.base import CriterionError, GradingContext
-from assay.criteria.classification import ClassificationAggregate
+from assay.criteria.base import Criterion, CriterionError, GradingContext, Tally
+from assay.criteria.classification import ClassificationTally, labelled_metric_names
 from assay.criteria.transcript import strings_of, transcript_of
 from assay.results.task_result import ClassificationCriterionResult, CriterionResult
 from assay.results.transcript import ToolUse, Transcript
@@ -49,31 +50,41 @@ def all_engaged(transcript: Transcript) -> set[str]:
     return {name for use in transcript.tool_uses() if use.ran for name in engaged_skills(use)}
 
 
-class SkillTriggeredChecker(ClassificationAggregate):
+class SkillTriggeredCriterion(SkillTriggered, Criterion):
     """Grades ``skill_triggered``; see the module docstring."""
 
-    type_name = "skill_triggered"
+    graded_after_crash: ClassVar[bool] = True
+    reads_transcript: ClassVar[bool] = True
+    has_labels: ClassVar[bool] = True
 
-    async def check(self, spec: SkillTriggered, context: GradingContext) -> CriterionResult:
+    def tally(self) -> Tally:
+        """The classification overlay over ``yes``/``no`` (:class:`ClassificationTally`)."""
+        return ClassificationTally()
+
+    def metric_names(self) -> set[str] | None:
+        """The base metrics and the overlay's over the labels ``yes`` and ``no``."""
+        return labelled_metric_names(super().metric_names() or set(), [YES, NO])
+
+    async def check(self, context: GradingContext) -> CriterionResult:
         """Observe whether the skill was engaged and compare with the expectation.
 
         Raises:
             CriterionError: no transcript, or the skill was not offered or not loaded.
         """
         transcript = transcript_of(context)
-        check_offered(spec.skill_name, transcript)
-        triggered = spec.skill_name in all_engaged(transcript)
-        expected_yes = spec.expected_skill == spec.skill_name
+        check_offered(self.skill_name, transcript)
+        triggered = self.skill_name in all_engaged(transcript)
+        expected_yes = self.expected_skill == self.skill_name
         observed, expected = (YES if triggered else NO), (YES if expected_yes else NO)
         return ClassificationCriterionResult(
-            criterion_type=spec.type,
-            description=spec.description,
+            criterion_type=self.type,
+            description=self.description,
             score=1.0 if triggered == expected_yes else 0.0,
             details=f"observed={observed!r}, expected={expected!r} "
-            f"(skill_name={spec.skill_name!r})",
-            pass_threshold=spec.pass_threshold,
-            gating=spec.gating,
-            weight=spec.weight,
+            f"(skill_name={self.skill_name!r})",
+            pass_threshold=self.pass_threshold,
+            gating=self.gating,
+            weight=self.weight,
             observed_label=observed,
             expected_label=expected,
         )

@@ -13,9 +13,9 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, ClassVar
 
-from assay.criteria.base import CriterionError, GradingContext, ScoreAggregate, basic_result
+from assay.criteria.base import Criterion, CriterionError, GradingContext, basic_result
 from assay.criteria.shell import shell_forms
 from assay.results.secrets import clip_head
 from assay.results.task_result import CriterionResult
@@ -80,32 +80,33 @@ def _compiled(pattern: str | None, field: str) -> re.Pattern[str] | None:
         raise CriterionError(f"Invalid {field} regex: {exc}") from None
 
 
-class CommandExecutedChecker(ScoreAggregate):
+class CommandExecutedCriterion(CommandExecuted, Criterion):
     """Counts matching tool calls; see :class:`assay.spec.agent_criteria.CommandExecuted`."""
 
-    type_name = "command_executed"
+    graded_after_crash: ClassVar[bool] = True
+    reads_transcript: ClassVar[bool] = True
 
-    async def check(self, spec: CommandExecuted, context: GradingContext) -> CriterionResult:
+    async def check(self, context: GradingContext) -> CriterionResult:
         """Match every tool call of the transcript against the filters."""
         uses = transcript_of(context).tool_uses()
-        pattern = _compiled(spec.command_pattern, "command_pattern")
-        exclude = _compiled(spec.exclude_pattern, "exclude_pattern")
-        matched = [u for u in uses if _matches(u, spec, pattern, exclude)]
+        pattern = _compiled(self.command_pattern, "command_pattern")
+        exclude = _compiled(self.exclude_pattern, "exclude_pattern")
+        matched = [u for u in uses if _matches(u, self, pattern, exclude)]
         count = len(matched)
-        if spec.max_count is None:
-            score = 1.0 if spec.min_count == 0 else min(1.0, count / spec.min_count)
-            counted = f"{count}/{spec.min_count} required"
+        if self.max_count is None:
+            score = 1.0 if self.min_count == 0 else min(1.0, count / self.min_count)
+            counted = f"{count}/{self.min_count} required"
         else:
-            score = 1.0 if spec.min_count <= count <= spec.max_count else 0.0
-            counted = f"{count} matches (allowed range {spec.min_count}..{spec.max_count})"
-        details = f"Matched {counted} commands (filters: {_filters(spec)})"
+            score = 1.0 if self.min_count <= count <= self.max_count else 0.0
+            counted = f"{count} matches (allowed range {self.min_count}..{self.max_count})"
+        details = f"Matched {counted} commands (filters: {_filters(self)})"
         unran = sum(1 for u in uses if not u.ran)
         if unran:
             details += f"; {unran} denied or never run, not counted"
         if matched:
             examples = [clip_head(_label(u), EXAMPLE_CHARS) for u in matched[:EXAMPLES]]
             details += f"\nExamples: {examples}"
-        return basic_result(spec, score, details)
+        return basic_result(self, score, details)
 
 
 def _matches(
@@ -146,38 +147,39 @@ def _label(use: ToolUse) -> str:
     return f"{use.name}({clip_head(text, 80)})"
 
 
-class ToolCalledChecker(ScoreAggregate):
+class ToolCalledCriterion(ToolCalled, Criterion):
     """Binary: the number of matching calls of one tool is within the bounds; see
     :class:`assay.spec.agent_criteria.ToolCalled`."""
 
-    type_name = "tool_called"
+    graded_after_crash: ClassVar[bool] = True
+    reads_transcript: ClassVar[bool] = True
 
-    async def check(self, spec: ToolCalled, context: GradingContext) -> CriterionResult:
-        """Count the calls of ``spec.tool`` whose arguments match."""
+    async def check(self, context: GradingContext) -> CriterionResult:
+        """Count the calls of ``tool`` whose arguments match."""
         uses = transcript_of(context).tool_uses()
-        pattern = _compiled(spec.arguments_pattern, "arguments_pattern")
-        calls = [u for u in uses if u.name == spec.tool]
+        pattern = _compiled(self.arguments_pattern, "arguments_pattern")
+        calls = [u for u in uses if u.name == self.tool]
         matched = [
             u for u in calls
             if u.ran
-            and (not spec.require_success or succeeded(u))
+            and (not self.require_success or succeeded(u))
             and (pattern is None or searches(pattern, _argument_texts(u.arguments)))
         ]  # fmt: skip
         count = len(matched)
-        upper = "∞" if spec.max_count is None else str(spec.max_count)
-        inside = count >= spec.min_count and (spec.max_count is None or count <= spec.max_count)
+        upper = "∞" if self.max_count is None else str(self.max_count)
+        inside = count >= self.min_count and (self.max_count is None or count <= self.max_count)
         unran = sum(1 for u in calls if not u.ran)
         details = (
-            f"{spec.tool} called {len(calls)} time(s); {count} counted"
+            f"{self.tool} called {len(calls)} time(s); {count} counted"
             + (f" ({unran} denied or never run, not counted)" if unran else "")
-            + (f" (arguments matching /{spec.arguments_pattern}/)" if pattern else "")
-            + (" (successful only)" if spec.require_success else "")
-            + f"; allowed {spec.min_count}..{upper}"
+            + (f" (arguments matching /{self.arguments_pattern}/)" if pattern else "")
+            + (" (successful only)" if self.require_success else "")
+            + f"; allowed {self.min_count}..{upper}"
         )
         if not calls:
             seen = sorted({u.name for u in uses})
             details += f"; tools called: {', '.join(seen) if seen else 'none'}"
-        return basic_result(spec, 1.0 if inside else 0.0, details)
+        return basic_result(self, 1.0 if inside else 0.0, details)
 
 
 def _argument_texts(arguments: Any) -> list[str]:
@@ -196,23 +198,24 @@ def _strings(value: Any) -> Iterator[str]:
             yield from _strings(item)
 
 
-class CommandsEfficiencyChecker(ScoreAggregate):
+class CommandsEfficiencyCriterion(CommandsEfficiency, Criterion):
     """``expected / max(actual, expected)`` over the tool calls; see
     :class:`assay.spec.agent_criteria.CommandsEfficiency`."""
 
-    type_name = "commands_efficiency"
+    graded_after_crash: ClassVar[bool] = True
+    reads_transcript: ClassVar[bool] = True
 
-    async def check(self, spec: CommandsEfficiency, context: GradingContext) -> CriterionResult:
+    async def check(self, context: GradingContext) -> CriterionResult:
         """Count the tool calls."""
         actual = len(transcript_of(context).tool_uses())
-        expected = spec.expected_commands
+        expected = self.expected_commands
         if actual == 0:
-            return basic_result(spec, 0.0, "No commands recorded (agent may not have run)")
+            return basic_result(self, 0.0, "No commands recorded (agent may not have run)")
         score = expected / max(actual, expected)
         over = actual - expected
         note = f"{over} over budget" if over > 0 else "within budget"
         return basic_result(
-            spec,
+            self,
             score,
             f"Commands: {actual}, expected: {expected}, efficiency: {score:.3f} ({note})",
         )

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import ValidationError
 
 from assay.data.hashing import files_hash, row_hash, rows_hash
 from assay.data.lazy import MadeWhenRead
@@ -50,11 +50,10 @@ from assay.orchestration.task_loader import LoadedTask
 from assay.qa import QaItem, QaSample
 from assay.results.secrets import clip_head
 from assay.results.suite import DatasetRecord, FileRecord, SelectionRecord
-from assay.spec.criteria import ClassificationMatch, Criterion, CriterionSpec
+from assay.spec.criteria import ClassificationMatch, CriterionSpec
 from assay.spec.task import ID_PATTERN, TaskDefinition
 
 ID_MESSAGE = f"must match {ID_PATTERN.pattern} (letters, digits, underscore, hyphen, dot)"
-_CRITERION = TypeAdapter(Criterion)
 _VALIDATED_FIELDS = (
     "path",
     "patterns",
@@ -108,7 +107,7 @@ class CriterionTemplate:
         data = substitute_tree({k: v for k, v in self.raw.items() if k not in late}, row)
         changed = {k: v for k, v in data.items() if k != "type" and v != self.raw.get(k)}
         if self.needs_validation or any(_nested(v) for v in changed.values()):
-            return _CRITERION.validate_python({**self.raw, **data})
+            return type(self.spec).model_validate({**self.raw, **data})
         return self.spec.model_copy(update=changed)
 
 

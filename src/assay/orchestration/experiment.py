@@ -155,7 +155,7 @@ def resolve_variant(
     _screen_merged(data, variant_id, where, loaded)
     data["dataset"] = loaded.definition.dataset
     try:
-        definition = TaskDefinition.model_validate(data)
+        definition = type(loaded.definition).model_validate(data)
     except ValidationError as exc:
         error = exc.errors()[0]
         loc = field_path(data_loc(tuple(error["loc"]), data))
@@ -212,7 +212,7 @@ def _screen_merged(
     its name, a "did you mean", and where it was set."""
     origin = _origins(variant_id)
     try:
-        screened = screen(data, TaskDefinition)
+        screened = screen(data, type(loaded.definition))
     except ScreenError as exc:
         loc = field_path(exc.problem.loc)
         source = _source_of(loc, where)

@@ -13,13 +13,20 @@ such a row has no weighted score (``None``), never a 0 averaged in.
 
 from __future__ import annotations
 
-from typing import Literal
+from pathlib import Path
+from typing import Any, Literal
 
 from assay.agents.base import OutcomeStatus
-from assay.criteria.base import CriterionError, CriterionRegistry, GradingContext
+from assay.criteria.base import CriterionError, GradingContext, Service
+from assay.criteria.code_checks import REFERENCE_DIR
+from assay.criteria.qa import QA_ITEM, QA_JUDGE, QA_JUDGE_SETTINGS
+from assay.criteria.registry import CriterionRegistry
+from assay.providers.base import Model
+from assay.qa.item import QaItem
 from assay.results.status import FinalStatus
 from assay.results.task_result import BasicCriterionResult, CriterionResult
 from assay.spec.criteria import CriterionSpec
+from assay.spec.task import TaskDefinition
 
 Stage = Literal["run", "execute"]
 
@@ -30,14 +37,32 @@ async def grade(
     """Check each criterion in order; a criterion that cannot evaluate records its error."""
     results: list[CriterionResult] = []
     for spec in criteria:
-        checker = registry.get(spec.type)
         try:
-            results.append(await checker.check(spec, context))
+            results.append(await registry.bind(spec).check(context))
         except CriterionError as exc:
             results.append(_errored(spec, str(exc)))
-        except Exception as exc:  # a checker bug must not lose the row
+        except Exception as exc:  # a criterion's bug must not lose the row
             results.append(_errored(spec, f"internal error in {spec.type}: {exc!r}"))
     return results
+
+
+def row_services(
+    *,
+    qa_item: QaItem | None,
+    judge: Model | None,
+    task: TaskDefinition,
+    reference: Path | None,
+) -> dict[Service[Any], Any]:
+    """What a row offers the criteria that need more than the shared context, by key: the
+    QA item, judge and ``qa.judge`` settings of a ``qa:`` row, the task's reference folder
+    (each only when there is one)."""
+    offered: dict[Service[Any], Any] = {
+        QA_ITEM: qa_item,
+        QA_JUDGE: judge,
+        QA_JUDGE_SETTINGS: task.qa.judge if task.qa else None,
+        REFERENCE_DIR: reference,
+    }
+    return {key: value for key, value in offered.items() if value is not None}
 
 
 def _errored(spec: CriterionSpec, message: str) -> CriterionResult:

@@ -7,6 +7,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from assay.criteria.base import Criterion
+from assay.criteria.registry import CriterionRegistry, default_criteria
 from assay.errors import UsageError
 from assay.orchestration.expand import Selectors
 from assay.orchestration.experiment import Override
@@ -33,12 +35,14 @@ def plan_options(
     prices: str | Path | None = None,
     rows: Mapping[str, Sequence[str]] | None = None,
     stop_when_decided: bool = False,
+    criteria: Sequence[type[Criterion]] = (),
 ) -> PlanOptions:
     """The options of a plan; see :func:`assay.run` for each one.
 
     Raises:
         UsageError: a count below 1, an override that is not ``path=value``, an unreadable
             price file.
+        PluginError: a class of ``criteria`` is not a criterion, or its type is taken.
     """
     for name, value in (("sample", sample), ("sample_per_stratum", sample_per_stratum),
                         ("repeats", repeats)):  # fmt: skip
@@ -63,7 +67,17 @@ def plan_options(
         repeats=repeats,
         prices=table,
         fixed_rows={task: list(ids) for task, ids in (rows or {}).items()},
+        criteria=criteria_registry(criteria),
     )
+
+
+def criteria_registry(classes: Sequence[type[Criterion]]) -> CriterionRegistry | None:
+    """The built-in criteria (and installed plugins) plus ``classes``; ``None`` without any.
+
+    Raises:
+        PluginError: a class is not a criterion, or its type is taken.
+    """
+    return default_criteria().with_classes(classes) if classes else None
 
 
 def parse_overrides(overrides: Overrides | None) -> list[Override]:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from assay.agents.llm import model_key
+from assay.criteria.registry import CriterionRegistry, default_criteria
 from assay.data.lazy import MadeWhenRead
 from assay.data.select import SelectionRequest
 from assay.errors import TaskFileError, TaskFilesError, UsageError, UserError
@@ -74,6 +75,9 @@ class PlanOptions:
     store_versions: Mapping[str, int] = field(default_factory=dict)
     judge_versions: Mapping[str, int] = field(default_factory=dict)
     stop_when_decided: bool = False
+    criteria: CriterionRegistry | None = None
+    """The criterion types the tasks may name, when the caller added its own
+    (``assay.run(criteria=[...])``); ``None``: the built-ins and installed plugins."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +158,8 @@ class Plan:
     experiment: Experiment | None = None
     experiment_file: Path | None = None
     redactor: Redactor = field(default_factory=Redactor)
+    criteria: CriterionRegistry = field(default_factory=default_criteria)
+    """The criterion types of the run: they grade its rows and roll up its suites."""
 
     def work_items(self) -> WorkItems:
         """Every ``row-task × variant × replicate``, in variant, task, row, replicate order
@@ -220,13 +226,16 @@ def load_sources(
     overrides: Sequence[Override] = (),
     *,
     skip_unsupported: bool = False,
+    criteria: CriterionRegistry | None = None,
 ) -> Iterator[LoadedTask]:
     """The tasks of ``sources`` in order: files, folders and globs found by
     :func:`~assay.orchestration.discover.discover` (each file once) and tasks already loaded
     or built; no source at all means ``tasks/``. ``overrides`` (``-D``) are placed in each
     task as if written in it (a task already loaded is validated again with them).
     ``skip_unsupported`` leaves out the criteria assay does not implement yet
-    (:func:`~assay.orchestration.task_loader.load_task`).
+    (:func:`~assay.orchestration.task_loader.load_task`). ``criteria``: the criterion types
+    the tasks may name when the caller added its own (a task already loaded is validated
+    again with them).
 
     Every file is read before any is returned: with several files, those that cannot run
     are reported together (:class:`~assay.errors.TaskFilesError`, which also says which
@@ -251,7 +260,7 @@ def load_sources(
     refused: list[TaskFileError] = []
     for item in found:
         try:
-            loaded.append(_load(item, overrides, skip_unsupported))
+            loaded.append(_load(item, overrides, skip_unsupported, criteria))
         except TaskFileError as exc:
             refused.append(exc)
     if len(refused) == 1 and len(found) == 1:
@@ -263,12 +272,18 @@ def load_sources(
     yield from loaded
 
 
-def _load(item: Path | LoadedTask, overrides: Sequence[Override], skip: bool) -> LoadedTask:
+def _load(
+    item: Path | LoadedTask,
+    overrides: Sequence[Override],
+    skip: bool,
+    criteria: CriterionRegistry | None,
+) -> LoadedTask:
     if not isinstance(item, LoadedTask):
-        return load_task(item, overrides=overrides, skip_unsupported=skip)
-    if overrides or skip:
+        return load_task(item, overrides=overrides, skip_unsupported=skip, criteria=criteria)
+    if overrides or skip or criteria is not None:
         again = load_document(item.document, display=item.display, base_dir=item.base_dir,
-                              overrides=overrides, skip_unsupported=skip)  # fmt: skip
+                              overrides=overrides, skip_unsupported=skip,
+                              criteria=criteria)  # fmt: skip
         return replace(again, path=item.path, built=item.built)
     return item
 
@@ -289,7 +304,8 @@ def build_plan(
     )
     if options.stop_when_decided:
         experiment = with_stop_rule(experiment)
-    plan = Plan(tasks=[], repeats_override=options.repeats, warnings=experiment_warnings)
+    plan = Plan(tasks=[], repeats_override=options.repeats, warnings=experiment_warnings,
+                criteria=options.criteria or default_criteria())  # fmt: skip
     resolver = JudgeResolver(options.store_url, options.judge_versions)
     try:
         _plan_tasks(plan, arguments, options, registry, resolver, (experiment, experiment_file))
@@ -329,7 +345,8 @@ def _plan_tasks(
     experiment_dir = experiment_file.resolve().parent if experiment_file else None
     owners: dict[str, str] = {}
     for loaded in load_sources(arguments, options.overrides,
-                               skip_unsupported=options.skip_unsupported):  # fmt: skip
+                               skip_unsupported=options.skip_unsupported,
+                               criteria=options.criteria):  # fmt: skip
         plan.warnings.extend(loaded.warnings)
         reason = _skip_reason(loaded, options)
         if reason is not None:

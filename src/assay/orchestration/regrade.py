@@ -19,12 +19,18 @@ from pathlib import Path
 from typing import Any
 
 from assay.agents.base import OutcomeStatus
-from assay.criteria.base import CriterionRegistry, GradingContext, needs_sandbox
-from assay.criteria.registry import default_criteria
+from assay.criteria.base import GradingContext, Service
+from assay.criteria.registry import CriterionRegistry, default_criteria
 from assay.errors import UsageError
 from assay.orchestration.containment import Containment, private_paths
 from assay.orchestration.environment import grading_env, row_env
-from assay.orchestration.grading import final_status, grade, grading_message, weighted_score
+from assay.orchestration.grading import (
+    final_status,
+    grade,
+    grading_message,
+    row_services,
+    weighted_score,
+)
 from assay.orchestration.judging import judge_keys as task_judge_keys
 from assay.orchestration.qa_rows import judge_key
 from assay.orchestration.rowfiles import SANDBOX_DIR
@@ -76,7 +82,9 @@ def agent_status(result: EvaluationResult) -> OutcomeStatus:
     return _KEEP_STATUS.get(result.final_status, "completed")
 
 
-async def regrade_run(run_dir: Path, *, jobs: int) -> int:
+async def regrade_run(
+    run_dir: Path, *, jobs: int, criteria: CriterionRegistry | None = None
+) -> int:
     """Grade every row of ``run_dir`` again from its response and kept sandbox, rewriting
     each ``task.json``; returns how many rows. The rows are read twice, one at a time (first
     to check that they can be graded and to find their judges, then to grade them), so a run
@@ -87,11 +95,15 @@ async def regrade_run(run_dir: Path, *, jobs: int) -> int:
             ``task.json``, or rows whose criteria read the sandbox but the run did not keep
             sandboxes (nothing is changed then).
         ModelError, UserError: a judge model could not start.
+        PluginError: a criterion plugin the rows name cannot be loaded.
+
+    ``criteria`` is the registry of criterion types (the built-ins and installed plugins by
+    default).
     """
-    keys, rows, contained, redactor = _checked(run_dir)
+    registry = criteria or default_criteria()
+    keys, rows, contained, redactor = _checked(run_dir, registry)
     containment = Containment.for_tasks(contained, private=private_paths(run_dir, cache=None),
                                         check=True)  # fmt: skip
-    registry = default_criteria()
     pool = ModelPool(default_registry(), PoolSettings(parallel=max(1, jobs)))
     queue = iter(scan_task_jsons(run_dir))
 
@@ -110,6 +122,7 @@ async def regrade_run(run_dir: Path, *, jobs: int) -> int:
 class _Scan:
     """What one pass over a run's rows found (:func:`_checked`)."""
 
+    registry: CriterionRegistry
     rows: int = 0
     keys: dict[ModelKey, None] = field(default_factory=dict)
     suites: dict[tuple[str, str], TaskDefinition] = field(default_factory=dict)
@@ -119,19 +132,36 @@ class _Scan:
     def add(self, run_dir: Path, path: Path, result: EvaluationResult) -> None:
         """Count one row: its judges, its suite's task, a sandbox its criteria need."""
         self.rows += 1
-        self.keys.update(dict.fromkeys([*judge_keys([result]), *criterion_judge_keys([result])]))
+        self.keys.update(
+            dict.fromkeys([*judge_keys([result]), *criterion_judge_keys([result], self.registry)])
+        )
         suite = (result.variant_id, result.suite_id or result.task_id)
         if suite not in self.suites:  # a suite's rows share their sandbox driver: one each
-            self.suites[suite] = TaskDefinition.model_validate(result.task_config.resolved)
+            self.suites[suite] = task_of(result, self.registry)
         if agent_status(result) == "error" or (path.parent / SANDBOX_DIR).is_dir():
             return
-        task = TaskDefinition.model_validate(result.task_config.resolved)  # this row's own
-        if any(needs_sandbox(c) for c in task.success_criteria):
+        task = task_of(result, self.registry)  # this row's own
+        if any(c.needs_sandbox() for c in task.success_criteria):
             self.missing += 1
             self.first_missing = self.first_missing or path.parent.relative_to(run_dir).as_posix()
 
 
-def _checked(run_dir: Path) -> tuple[list[ModelKey], int, list[TaskDefinition], Redactor]:
+def task_of(result: EvaluationResult, registry: CriterionRegistry) -> TaskDefinition:
+    """The row's task as it recorded it, its criteria as ``registry``'s classes.
+
+    Raises:
+        UsageError: it names a criterion type ``registry`` does not have.
+    """
+    resolved = result.task_config.resolved
+    criteria = resolved.get("success_criteria")
+    if isinstance(criteria, list):
+        registry.require(c.get("type") for c in criteria if isinstance(c, dict))
+    return registry.task_model().model_validate(resolved)
+
+
+def _checked(
+    run_dir: Path, registry: CriterionRegistry
+) -> tuple[list[ModelKey], int, list[TaskDefinition], Redactor]:
     """The judges the rows need, how many rows there are, the first row's task of each
     suite that runs in a ``bwrap`` sandbox and the secrets the rows' tasks know
     (:func:`results_redactor`, with this environment's), after checking that every row whose
@@ -140,7 +170,7 @@ def _checked(run_dir: Path) -> tuple[list[ModelKey], int, list[TaskDefinition], 
     Raises:
         UsageError: no rows; rows whose sandbox the run did not keep (the first named).
     """
-    scan = _Scan()
+    scan = _Scan(registry)
 
     def rows() -> Iterator[EvaluationResult]:
         for path in scan_task_jsons(run_dir):
@@ -176,7 +206,9 @@ def judge_keys(results: list[EvaluationResult]) -> list[ModelKey]:
     return list(keys)
 
 
-def criterion_judge_keys(results: list[EvaluationResult]) -> list[ModelKey]:
+def criterion_judge_keys(
+    results: list[EvaluationResult], registry: CriterionRegistry
+) -> list[ModelKey]:
     """The models of the ``llm_judge`` criteria of rows that will be graded again."""
     tasks: dict[str, TaskDefinition] = {}
     for result in results:
@@ -186,21 +218,24 @@ def criterion_judge_keys(results: list[EvaluationResult]) -> list[ModelKey]:
         if any(isinstance(c, dict) and c.get("type") == "llm_judge" for c in criteria):
             key = repr(criteria)
             if key not in tasks:
-                tasks[key] = TaskDefinition.model_validate(result.task_config.resolved)
+                tasks[key] = task_of(result, registry)
     return task_judge_keys(tasks.values())
 
 
-def _qa_context(result: EvaluationResult, task: TaskDefinition, pool: ModelPool) -> dict[str, Any]:
-    """The QA item and judge a ``qa:`` row is graded with (from its recorded record)."""
+def _services(
+    result: EvaluationResult, task: TaskDefinition, pool: ModelPool, reference: Path | None
+) -> dict[Service[Any], Any]:
+    """What the row offers its criteria: the QA item and judge a ``qa:`` row is graded with
+    (from its recorded record), the task's reference folder."""
     if result.qa_record is None or task.qa is None:
-        return {}
+        return row_services(qa_item=None, judge=None, task=task, reference=reference)
     judge = task.qa.judge
     base_dir = Path(result.task_config.task_dir or ".")
-    return {
-        "qa_item": PredictionRecord.model_validate(result.qa_record).to_item(),
-        "judge": pool.get(judge_key(judge, base_dir)) if judge is not None else None,
-        "judge_settings": judge,
-    }
+    return row_services(
+        qa_item=PredictionRecord.model_validate(result.qa_record).to_item(),
+        judge=pool.get(judge_key(judge, base_dir)) if judge is not None else None,
+        task=task, reference=reference,
+    )  # fmt: skip
 
 
 async def _regrade_one(
@@ -214,7 +249,7 @@ async def _regrade_one(
     status_of_agent = agent_status(result)
     if status_of_agent == "error":
         return result
-    task = TaskDefinition.model_validate(result.task_config.resolved)
+    task = task_of(result, registry)
     directory = path.parent
     response_file = directory / "response.txt"
     response = None
@@ -242,7 +277,7 @@ async def _regrade_one(
         context = GradingContext(
             sandbox=scratch, response=response, transcript=read_transcript(directory),
             env=grading_env(env, task_dir=task_dir, reference=reference), row=result.row,
-            models=pool, reference_dir=reference, **_qa_context(result, task, pool),
+            models=pool, services=_services(result, task, pool, reference),
         )  # fmt: skip
         criteria = await grade(list(task.success_criteria), context, registry)
     finally:

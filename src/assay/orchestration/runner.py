@@ -25,17 +25,19 @@ from assay.agents.base import AgentContext, AgentOutcome
 from assay.agents.coding_models import bridge_key
 from assay.agents.llm import model_key
 from assay.agents.registry import build_agent
-from assay.criteria.base import (
-    READ_ONLY_TYPES,
-    CriterionRegistry,
-    GradingContext,
-    needs_sandbox,
-)
+from assay.criteria.base import GradingContext
+from assay.criteria.registry import CriterionRegistry
 from assay.errors import AssayError, SandboxError
 from assay.orchestration.containment import Containment
 from assay.orchestration.environment import grading_env, row_env
 from assay.orchestration.expand import RowTask
-from assay.orchestration.grading import final_status, grade, grading_message, weighted_score
+from assay.orchestration.grading import (
+    final_status,
+    grade,
+    grading_message,
+    row_services,
+    weighted_score,
+)
 from assay.orchestration.judging import judge_keys as task_judge_keys_of
 from assay.orchestration.plan import Plan, PlannedTask, WorkItem
 from assay.orchestration.qa_rows import judge_key
@@ -125,7 +127,7 @@ def needs_directory(task: TaskDefinition) -> bool:
         return True
     if task.pre_run or task.post_run or task.sandbox.template_sources:
         return True
-    return any(needs_sandbox(c) for c in task.success_criteria)
+    return any(c.needs_sandbox() for c in task.success_criteria)
 
 
 def model_keys(plan: Plan) -> list[ModelKey]:
@@ -452,17 +454,16 @@ class Runner:
             reference = reference_dir(task, base_dir)
             grading = GradingContext(
                 sandbox=sandbox, response=outcome.response,
-                env=grading_env(env, task_dir=base_dir, reference=reference), qa_item=row.qa,
-                judge=self._judge(task, base_dir),
-                judge_settings=task.qa.judge if task.qa else None,
+                env=grading_env(env, task_dir=base_dir, reference=reference),
                 transcript=outcome.transcript, row=item.row_task.row, models=self.pool,
-                reference_dir=reference,
+                services=row_services(qa_item=row.qa, judge=self._judge(task, base_dir),
+                                      task=task, reference=reference),
             )  # fmt: skip
             if outcome.status != "error":
                 results = await grade(list(task.success_criteria), grading, self.criteria)
             else:  # the row stays ERROR; what the agent left is still worth a look
                 read_only: list[CriterionSpec] = [
-                    c for c in task.success_criteria if c.type in READ_ONLY_TYPES
+                    c for c in task.success_criteria if c.graded_after_crash
                 ]
                 row.post_failure = await grade(read_only, grading, self.criteria)
             for result in [*results, *row.post_failure]:

@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from assay.criteria.registry import CriterionRegistry, default_criteria
 from assay.data.substitute import PLACEHOLDER, lookalikes, string_leaves
 from assay.errors import TaskFileError, UsageError
 from assay.orchestration.criterion_checks import agent_criteria_warnings, check_agent_criteria
@@ -72,6 +73,7 @@ def load_task(
     base_dir: Path | None = None,
     overrides: Sequence[Override] = (),
     skip_unsupported: bool = False,
+    criteria: CriterionRegistry | None = None,
 ) -> LoadedTask:
     """Read and validate one task file, with the command line's ``-D`` overrides placed in it
     (:mod:`assay.orchestration.overrides`), so every field they set takes effect: the
@@ -85,17 +87,22 @@ def load_task(
         skip_unsupported: leave out each criterion of a type assay does not implement yet
             (Coder Eval's ``agent_judge``, ...) with a warning naming it, instead of refusing
             the file; a file left with no criterion is still refused.
+        criteria: the criterion types the file may name (default: the built-ins, and the
+            installed ``assay.criteria`` plugins when it names another).
 
     Raises:
         TaskFileError: unreadable file, invalid YAML, unknown field, invalid value,
             missing prompt file, unknown suite threshold name; a Coder Eval field that assay
             does not implement, when an override sets it (it would have no effect). An
             error caused by an override names it.
+        PluginError: the file names a type assay does not have, and an installed criterion
+            plugin cannot be loaded.
     """
     document = read_yaml(path)
     return load_document(document, display=display_path(path),
                          base_dir=base_dir or path.resolve().parent,
-                         overrides=overrides, skip_unsupported=skip_unsupported)  # fmt: skip
+                         overrides=overrides, skip_unsupported=skip_unsupported,
+                         criteria=criteria)  # fmt: skip
 
 
 def load_document(
@@ -105,6 +112,7 @@ def load_document(
     base_dir: Path,
     overrides: Sequence[Override] = (),
     skip_unsupported: bool = False,
+    criteria: CriterionRegistry | None = None,
 ) -> LoadedTask:
     """Validate a parsed task (a file's, or one built in Python with no lines) exactly as
     :func:`load_task` does; ``display`` names it in messages.
@@ -129,8 +137,9 @@ def load_document(
     left_out: list[str] = []
     if skip_unsupported:
         data, left_out = _without_unsupported(data, display=display, document=document)
+    model = task_model(data, criteria)
     try:
-        screened = screen(data, TaskDefinition)
+        screened = screen(data, model)
     except ScreenError as exc:
         problem = exc.problem
         line, hint = _origin(problem.loc, document, placed, problem.hint)
@@ -147,7 +156,7 @@ def load_document(
             )  # fmt: skip
         warnings.append(f"{display}:{document.line_of(loc) or '?'}: {field_path(loc)}: {text}")
     raw = _inline_files(dict(screened.data), base_dir, display, document)
-    definition = _validate(raw, display, document, placed)
+    definition = _validate(model, raw, display, document, placed)
     check_threshold_names(definition, display=display, document=document)
     check_agent_criteria(definition, display=display, document=document)
     check_templates(definition, base_dir=base_dir, display=display, document=document)
@@ -244,14 +253,25 @@ def _origin(
     return None, "; ".join(h for h in (hint, f"set on the command line by {by.render()}") if h)
 
 
+def task_model(data: dict[str, Any], criteria: CriterionRegistry | None) -> type[TaskDefinition]:
+    """The task model whose criteria are ``criteria``'s (default: the built-ins), after
+    loading the installed plugins when ``data`` names a type it does not have.
+
+    Raises:
+        PluginError: a plugin was needed and cannot be loaded.
+    """
+    return (criteria or default_criteria()).model_for(data)
+
+
 def _validate(
+    model: type[TaskDefinition],
     raw: dict[str, Any],
     display: str,
     document: YamlDocument,
     overrides: tuple[Override, ...] = (),
 ) -> TaskDefinition:
     try:
-        return TaskDefinition.model_validate(raw)
+        return model.model_validate(raw)
     except ValidationError as exc:
         problems: list[TaskFileError] = []
         for error in exc.errors():

@@ -16,45 +16,23 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from assay.criteria.base import Criterion
 from assay.errors import TaskFileError
 from assay.results.suite import IntervalRecord, ThresholdCheck
 from assay.spec.base import did_you_mean
-from assay.spec.criteria import CLASSIFICATION_TYPES, ClassificationMatch, CriterionSpec, LlmJudge
-from assay.spec.judge import VerdictSpec, judge_metric_names
+from assay.spec.criteria import CriterionSpec
 from assay.spec.source import YamlDocument, field_path
 from assay.spec.task import TaskDefinition
 
 BOUND_METRICS = ("mean", "accuracy")
 """The metrics with a cluster-robust interval, whose lower bound a gate may set."""
-BASE_METRICS = ("count", "mean", "median", "std", "min", "max", "completion_rate")
-CLASSIFICATION_METRICS = ("accuracy", "macro_f1", "weighted_f1", "micro_f1")
-PER_LABEL = ("precision", "recall", "f1")
-SPECIAL_LABELS = ("(none)", "(other)")
 
 
 def known_metrics(spec: CriterionSpec) -> set[str] | None:
-    """The metric names ``spec`` can produce; ``None`` when labels are not known at load."""
-    names = set(BASE_METRICS)
-    if spec.type in CLASSIFICATION_TYPES and isinstance(spec, ClassificationMatch):
-        names |= set(CLASSIFICATION_METRICS)
-        labels = [*spec.allowed_labels, *SPECIAL_LABELS]
-        if any("${" in label for label in labels):
-            return None
-        names |= {f"{kind}.{label}" for kind in PER_LABEL for label in labels}
-    if spec.type == "skill_triggered":
-        names |= set(CLASSIFICATION_METRICS)
-        names |= {f"{kind}.{label}" for kind in PER_LABEL for label in ("yes", "no")}
-    if spec.type == "qa":
-        names.add("accuracy")
-    if isinstance(spec, LlmJudge):
-        if spec.asset is not None:
-            verdict = spec.asset.definition.verdict
-        elif spec.judge is None:
-            verdict = spec.verdict or VerdictSpec(kind="scale", min=0.0, max=1.0)
-        else:
-            return None  # a judge file or store judge: checked once it is resolved
-        names |= judge_metric_names(verdict, expected_label=spec.expected_label is not None)
-    return names
+    """The metric names ``spec`` can produce (its class names them:
+    :meth:`assay.criteria.Criterion.metric_names`); ``None`` when they are not known at
+    load, or for a config that is not a registered criterion's."""
+    return spec.metric_names() if isinstance(spec, Criterion) else None
 
 
 def check_threshold_names(task: TaskDefinition, *, display: str, document: YamlDocument) -> None:

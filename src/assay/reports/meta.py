@@ -8,16 +8,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import TypeAdapter
-
+from assay.criteria.registry import CriterionRegistry
 from assay.results.run import RunSummary, SkippedTask, TaskSelection
 from assay.results.secret_scan import SecretFinding
 from assay.results.suite import SuiteRollup
 from assay.results.task_result import EvaluationResult
-from assay.spec.criteria import Criterion, CriterionSpec
+from assay.spec.criteria import CriterionSpec
 
 Stage = Literal["run", "execute", "evaluate", "report"]
-_CRITERIA = TypeAdapter(list[Criterion])
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -65,14 +63,17 @@ class Reports:
 
 
 def suite_criteria(
-    suite_id: str, members: Sequence[EvaluationResult], meta: RunMeta
+    suite_id: str,
+    members: Sequence[EvaluationResult],
+    meta: RunMeta,
+    registry: CriterionRegistry,
 ) -> list[CriterionSpec]:
     """The suite's criteria as written (before substitution) when known, else as the first
-    row resolved them."""
+    row resolved them, as instances of ``registry``'s classes."""
     raw = meta.criteria.get(suite_id)
     if raw is None:
         raw = members[0].task_config.resolved.get("success_criteria", []) if members else []
-    return list(_CRITERIA.validate_python(raw))
+    return list(registry.validate(raw))
 
 
 Source = Callable[[], Iterable[EvaluationResult]]

@@ -9,7 +9,7 @@ from collections.abc import Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
 
-from assay.criteria.registry import default_criteria
+from assay.criteria.registry import CriterionRegistry, default_criteria
 from assay.errors import UsageError
 from assay.orchestration.datacheck import check_run_dir
 from assay.orchestration.runfiles import has_results, iter_results, resolve_run_dir, scan_task_jsons
@@ -81,9 +81,12 @@ def _experiment(run_dir: Path) -> tuple[str, str] | None:
     return str(data.get("experiment_id", "")), str(data.get("description", ""))
 
 
-def rebuild_reports(run_dir: Path, *, junit_path: Path | None = None) -> Reports:
+def rebuild_reports(
+    run_dir: Path, *, junit_path: Path | None = None, criteria: CriterionRegistry | None = None
+) -> Reports:
     """``assay report``: write every report again from the ``task.json`` files (a run that
-    planned rows but finished none reports them all missing).
+    planned rows but finished none reports them all missing); ``criteria``: the criterion
+    types of the run (default: the built-ins and installed plugins).
 
     Raises:
         UsageError: no ``task.json`` and no plan (not a run), an invalid ``task.json``, or
@@ -97,7 +100,8 @@ def rebuild_reports(run_dir: Path, *, junit_path: Path | None = None) -> Reports
     meta.stage = "report"
     checked = check_run_dir(run_dir, iter_results(run_dir), action="assay report")
     meta.warnings = list(dict.fromkeys([*meta.warnings, *checked]))  # once, however often run
-    return write_reports(run_dir, lambda: iter_results(run_dir), meta, default_criteria(),
+    return write_reports(run_dir, lambda: iter_results(run_dir), meta,
+                         criteria or default_criteria(),
                          junit_path=junit_path, redactor=_redactor(run_dir))  # fmt: skip
 
 
@@ -133,6 +137,7 @@ def report_regraded(
     jobs: int,
     junit_path: Path | None = None,
     warnings: Sequence[str] = (),
+    criteria: CriterionRegistry | None = None,
 ) -> Reports:
     """The reports of a run whose rows were graded again (``assay evaluate``: each
     ``task.json`` rewritten), the re-grading having started at ``started`` with ``jobs``
@@ -144,5 +149,6 @@ def report_regraded(
     meta = previous_meta(run_dir, "evaluate")
     meta.start_time, meta.end_time, meta.max_parallel = started, datetime.now(), jobs
     meta.warnings = list(dict.fromkeys([*meta.warnings, *warnings]))
-    return write_reports(run_dir, lambda: iter_results(run_dir), meta, default_criteria(),
+    return write_reports(run_dir, lambda: iter_results(run_dir), meta,
+                         criteria or default_criteria(),
                          junit_path=junit_path, redactor=_redactor(run_dir))  # fmt: skip

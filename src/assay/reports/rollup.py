@@ -29,7 +29,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from assay.criteria.base import CriterionRegistry, Tally
+from assay.criteria.base import Tally
+from assay.criteria.registry import CriterionRegistry
 from assay.metrics.passk import suite_pass_k
 from assay.metrics.streaming import ExactSum
 from assay.metrics.values import MetricTable
@@ -93,7 +94,7 @@ class CriterionCount:
 
     def __init__(self, spec: CriterionSpec, registry: CriterionRegistry) -> None:
         self.spec = spec
-        self.tally: Tally = registry.get(spec.type).tally(spec)
+        self.tally: Tally = registry.bind(spec).tally()
         self.present = 0
         self.graded = 0
         self.errors = 0

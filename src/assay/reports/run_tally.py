@@ -14,7 +14,7 @@ from collections import defaultdict
 from datetime import datetime
 from typing import Any
 
-from assay.criteria.base import CriterionRegistry
+from assay.criteria.registry import CriterionRegistry
 from assay.metrics.streaming import ExactSum
 from assay.reports.junit import SuiteCounts, case_of
 from assay.reports.meta import RunMeta, suite_criteria
@@ -116,7 +116,7 @@ class RunTally:
         """The tally of a suite (an empty one for a planned suite without rows)."""
         found = self.suites.get((variant, suite_id))
         if found is None:
-            criteria = suite_criteria(suite_id, [], self.meta)
+            criteria = suite_criteria(suite_id, [], self.meta, self.registry)
             found = self.suites[(variant, suite_id)] = self._tally(suite_id, criteria)
         return found
 
@@ -132,7 +132,7 @@ class RunTally:
         if result.suite_id is not None:
             key = (result.variant_id, result.suite_id)
             if key not in self.suites:
-                criteria = suite_criteria(result.suite_id, [result], self.meta)
+                criteria = suite_criteria(result.suite_id, [result], self.meta, self.registry)
                 self.suites[key] = self._tally(result.suite_id, criteria)
             self.suites[key].add(result)
             if result.qa_record:

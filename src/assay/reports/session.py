@@ -7,7 +7,6 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 
-from assay.criteria.registry import default_criteria
 from assay.orchestration.runfiles import iter_results
 from assay.orchestration.session import RunSession, SessionOutcome
 from assay.orchestration.stopping import planned_unless_stopped
@@ -29,7 +28,7 @@ def write_session_reports(session: RunSession, outcome: SessionOutcome) -> Repor
         yield from iter_results(run_dir)
         yield from missing  # rows without files, said so (a resumed run runs them again)
 
-    return write_reports(run_dir, rows, meta, default_criteria(),
+    return write_reports(run_dir, rows, meta, session.plan.criteria,
                          junit_path=session.request.junit_path,
                          redactor=session.plan.redactor)  # fmt: skip
 

@@ -16,7 +16,7 @@ import itertools
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from assay.criteria.base import CriterionRegistry
+from assay.criteria.registry import CriterionRegistry
 from assay.errors import TaskFileError
 from assay.orchestration.rundir import suite_dir
 from assay.reports.junit import JunitWriter

@@ -7,19 +7,19 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from assay.spec.criteria import Criterion
+    from assay.spec.criterion_base import CriterionSpec
     from assay.spec.task import TaskDefinition
 
 # each name's module, imported on first use (PEP 562): importing the package, as the
 # command line does for one of its modules, imports none of them
 _EXPORTS = MappingProxyType(
     {
-        "Criterion": "assay.spec.criteria",
+        "CriterionSpec": "assay.spec.criterion_base",
         "TaskDefinition": "assay.spec.task",
     }
 )
 
-__all__ = ["Criterion", "TaskDefinition"]
+__all__ = ["CriterionSpec", "TaskDefinition"]
 
 
 def __getattr__(name: str) -> Any:

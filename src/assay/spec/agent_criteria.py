@@ -146,19 +146,12 @@ class CommandsEfficiency(CriterionSpec):
     expected_commands: int = Field(ge=1)
 
 
-TRANSCRIPT_TYPES = frozenset(
-    {"skill_triggered", "command_executed", "tool_called", "commands_efficiency"}
-)
-"""Criterion types that read the agent's transcript."""
-
-
 def transcript_criteria(criteria: list[CriterionSpec]) -> list[int]:
-    """The positions of the criteria that read the transcript."""
-    return [i for i, c in enumerate(criteria) if c.type in TRANSCRIPT_TYPES]
+    """The positions of the criteria that read the transcript (``reads_transcript``)."""
+    return [i for i, c in enumerate(criteria) if c.reads_transcript]
 
 
 __all__ = [
-    "TRANSCRIPT_TYPES",
     "CommandExecuted",
     "CommandsEfficiency",
     "SkillTriggered",

@@ -31,10 +31,20 @@ from pydantic import BaseModel, ConfigDict
 Loc = tuple[str | int, ...]
 
 
+def _schema_extra(schema: dict[str, Any], model: type[Any]) -> None:
+    """A model's JSON Schema also accepts its Coder-Eval-only fields (marked deprecated,
+    with what assay does instead), as :func:`screen` does."""
+    notes: Mapping[str, str] = getattr(model, "coder_eval_only", {})
+    properties = schema.setdefault("properties", {})
+    for name, note in notes.items():
+        properties.setdefault(name, {"deprecated": True, "description": "a Coder Eval field "
+                                     f"that assay does not implement yet; {note}"})  # fmt: skip
+
+
 class StrictModel(BaseModel):
     """A model of user-written YAML: unknown fields are errors (``extra="forbid"``)."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, json_schema_extra=_schema_extra)
 
     coder_eval_only: ClassVar[Mapping[str, str]] = {}
     writer_only: ClassVar[frozenset[str]] = frozenset()

@@ -1,4 +1,8 @@
-"""Success criteria as users write them: one small model per ``type``.
+"""The configs of the built-in criteria: one small model per ``type``.
+
+Each is the base of its criterion class in :mod:`assay.criteria` (which adds how it grades
+and what it can do); the task file's union of criteria is built by the registry
+(:class:`assay.criteria.registry.CriterionRegistry`) from those classes.
 
 The fields are exactly the YAML config of each criterion (Coder Eval's names,
 ``reference/originals.md`` §1.6–1.7). A criterion that reads text reads ``path`` (a file in
@@ -8,23 +12,26 @@ the sandbox) or, when ``path`` is omitted, the agent's final response (an assay 
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal
+from typing import Literal
 
 from pydantic import Field, StrictInt, StrictStr, field_validator, model_validator
 
-from assay.spec.agent_criteria import (
-    CommandExecuted,
-    CommandsEfficiency,
-    SkillTriggered,
-    ToolCalled,
-)
-from assay.spec.base import StrictModel, UnionInfo
-from assay.spec.cli_criteria import CliCalled
-from assay.spec.code_criteria import ImportCheck, PylintScore, ReferenceComparison
+from assay.spec.agent_criteria import CommandExecuted as CommandExecuted
+from assay.spec.agent_criteria import CommandsEfficiency as CommandsEfficiency
+from assay.spec.agent_criteria import SkillTriggered as SkillTriggered
+from assay.spec.agent_criteria import ToolCalled as ToolCalled
+from assay.spec.base import StrictModel
+from assay.spec.cli_criteria import CliCalled as CliCalled
+from assay.spec.code_criteria import ImportCheck as ImportCheck
+from assay.spec.code_criteria import PylintScore as PylintScore
+from assay.spec.code_criteria import ReferenceComparison as ReferenceComparison
 from assay.spec.criterion_base import CriterionSpec as CriterionSpec
 from assay.spec.criterion_base import check_relative_path as check_relative_path
 from assay.spec.criterion_base import regex_flags as regex_flags
-from assay.spec.file_criteria import FileContains, FileMatchesRegex, JsonCheck, PytestCheck
+from assay.spec.file_criteria import FileContains as FileContains
+from assay.spec.file_criteria import FileMatchesRegex as FileMatchesRegex
+from assay.spec.file_criteria import JsonCheck as JsonCheck
+from assay.spec.file_criteria import PytestCheck as PytestCheck
 from assay.spec.judge_criteria import LlmJudge as LlmJudge
 
 
@@ -204,34 +211,6 @@ class QaCriterion(CriterionSpec):
         return True
 
 
-_IMPLEMENTED = [
-    "file_exists", "file_check", "file_contains", "file_matches_regex", "json_check",
-    "run_command", "pytest", "classification_match", "response_match", "qa",
-    "skill_triggered", "command_executed", "tool_called", "commands_efficiency", "llm_judge",
-    "import_check", "pylint_score", "reference_comparison", "cli_called",
-]  # fmt: skip
-_LATER = (
-    "assay implements: " + ", ".join(_IMPLEMENTED) + "; --skip-unsupported runs the rest of "
-    "the file without it"
-)
-CODER_EVAL_CRITERIA_NOT_YET = {
-    name: _LATER
-    for name in [
-        "agent_judge",
-        "uipath_eval",
-        "system_one_judge",
-    ]
-}
-
-Criterion = Annotated[
-    FileExists | FileCheck | RunCommand | ClassificationMatch | ResponseMatch | QaCriterion
-    | FileContains | FileMatchesRegex | JsonCheck | PytestCheck
-    | SkillTriggered | CommandExecuted | ToolCalled | CommandsEfficiency | LlmJudge
-    | ImportCheck | PylintScore | ReferenceComparison | CliCalled,
-    Field(discriminator="type"),
-    UnionInfo(noun="criterion", not_yet=CODER_EVAL_CRITERIA_NOT_YET),
-]  # fmt: skip
-"""Any criterion, chosen by its ``type``."""
-
-CLASSIFICATION_TYPES = frozenset({"classification_match", "skill_triggered"})
-"""Criterion types whose results carry labels and roll up with classification metrics."""
+CODER_EVAL_CRITERIA_NOT_YET = frozenset({"agent_judge", "uipath_eval", "system_one_judge"})
+"""Coder Eval's criterion types that assay does not implement yet (a task naming one is
+told so, and ``--skip-unsupported`` leaves it out)."""

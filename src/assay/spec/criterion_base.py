@@ -10,11 +10,25 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, WithJsonSchema, field_validator, model_validator
 
 from assay.spec.base import StrictModel
+
+_NUMBER = {"type": "number"}
+_GATES_SCHEMA: dict[str, Any] = {
+    "anyOf": [
+        {"type": "object", "additionalProperties": {"anyOf": [_NUMBER, {
+            "type": "object", "properties": {"min": _NUMBER, "lower": _NUMBER},
+            "additionalProperties": False, "minProperties": 1}]}},
+        {"type": "null"},
+    ],
+    "description": "metric → its minimum (the point estimate), or {min: X, lower: Y} (lower: "
+    "the minimum of the lower bound of its 95% interval)",
+}  # fmt: skip
+"""How a task file writes ``suite_thresholds`` (what :meth:`CriterionSpec._split_bound_gates`
+reads), for the task file's JSON Schema."""
 
 
 class CriterionSpec(StrictModel):
@@ -36,12 +50,22 @@ class CriterionSpec(StrictModel):
     late_fields: ClassVar[frozenset[str]] = frozenset()
     """Fields that dataset expansion leaves as written: the criterion fills their
     ``${row.x}`` itself when it grades (in one pass with its own placeholders)."""
+    reads_sandbox: ClassVar[bool] = False
+    """Capability: the criterion reads the row's sandbox even without ``path`` (a program
+    run in it, a file it names); a ``path`` makes any criterion read it (:meth:`needs_sandbox`)."""
+    graded_after_crash: ClassVar[bool] = False
+    """Capability: the criterion only reads what the agent left (no program, no model), so
+    it is graded even after the agent crashed (``post_failure_criteria_results``)."""
+    reads_transcript: ClassVar[bool] = False
+    """Capability: the criterion reads what the agent did (its transcript)."""
+    has_labels: ClassVar[bool] = False
+    """Capability: its results carry labels and roll up with classification metrics."""
 
     type: str
     description: str = ""
     weight: float = Field(default=1.0, ge=0, le=1e6)
     pass_threshold: float = Field(default=0.9, ge=0, le=1)
-    suite_thresholds: dict[str, float] | None = None
+    suite_thresholds: Annotated[dict[str, float] | None, WithJsonSchema(_GATES_SCHEMA)] = None
     suite_lower_bounds: dict[str, float] | None = None
 
     @model_validator(mode="before")
@@ -94,6 +118,11 @@ class CriterionSpec(StrictModel):
         """True when the criterion grades the agent's final response (a text criterion
         without ``path``)."""
         return "path" in type(self).model_fields and getattr(self, "path", None) is None
+
+    def needs_sandbox(self) -> bool:
+        """True when the criterion reads the sandbox: it declares so, or it reads a
+        ``path``."""
+        return self.reads_sandbox or getattr(self, "path", None) is not None
 
     @model_validator(mode="after")
     def _informational_has_no_gate(self) -> CriterionSpec:

@@ -86,6 +86,10 @@ class LlmJudge(CriterionSpec):
     enabled: StrictBool = True
     asset: JudgeAsset | None = None
 
+    def needs_sandbox(self) -> bool:
+        """True when the judge is shown a sandbox file (not one under ``$TASK_DIR``)."""
+        return any(not f.startswith(TASK_DIR_PREFIXES) for f in self.files)
+
     @field_validator("model")
     @classmethod
     def _provider_name(cls, value: str | None) -> str | None:

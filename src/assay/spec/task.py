@@ -13,6 +13,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     Field,
+    SerializeAsAny,
     StrictBool,
     StrictInt,
     StrictStr,
@@ -23,7 +24,8 @@ from pydantic import (
 from assay.spec.base import StrictModel, UnionInfo, check_variable_names, no_nul
 from assay.spec.code_criteria import ReferenceSpec
 from assay.spec.coding_agents import ClaudeCodeAgent, CodexAgent
-from assay.spec.criteria import Criterion, LlmJudge, QaCriterion, check_relative_path
+from assay.spec.criteria import LlmJudge, QaCriterion, check_relative_path
+from assay.spec.criterion_base import CriterionSpec
 from assay.spec.ids import ID_PATTERN, ID_RULE
 from assay.spec.price import ModelPrice
 from assay.spec.qa import QaConfig
@@ -411,7 +413,9 @@ class TaskDefinition(StrictModel):
     pre_run: list[PreRunCommand] = Field(default_factory=list)
     post_run: list[PostRunCommand] = Field(default_factory=list)
     repeats: StrictInt = Field(default=1, ge=1)
-    success_criteria: list[Criterion] = Field(min_length=1)
+    success_criteria: list[SerializeAsAny[CriterionSpec]] = Field(min_length=1)
+    """The criteria: each one's class comes from the criterion registry, which makes the
+    model the loader validates with (:meth:`assay.criteria.CriterionRegistry.task_model`)."""
     dataset: DatasetSpec | None = None
     qa: QaConfig | None = None
     reference: ReferenceSpec | None = None
@@ -441,7 +445,7 @@ class TaskDefinition(StrictModel):
 
     @field_validator("success_criteria")
     @classmethod
-    def _some_weight(cls, value: list[Criterion]) -> list[Criterion]:
+    def _some_weight(cls, value: list[CriterionSpec]) -> list[CriterionSpec]:
         """Weight 0 is informational: a task whose criteria all have it would pass every row
         on no evidence."""
         if all(c.weight == 0 for c in value):

@@ -3,7 +3,6 @@ run's services (:func:`assay.orchestration.services.run_services`)."""
 
 from __future__ import annotations
 
-from assay.criteria.registry import default_criteria
 from assay.orchestration.containment import uses_bwrap
 from assay.orchestration.executors.base import (
     Execution,
@@ -39,7 +38,7 @@ class LocalExecutor:
                                        on_retry=progress.retry)  # fmt: skip
         async with services_of_run as services:
             containment = run_containment(plan, context.run_dir, services.bridge, pool)
-            runner = Runner(context.run_dir, pool, default_criteria(), options,
+            runner = Runner(context.run_dir, pool, plan.criteria, options,
                             on_retry=progress.retry, bridge=services.bridge,
                             redactor=plan.redactor, containment=containment)  # fmt: skip
             try:

@@ -1,0 +1,175 @@
+"""Plugins: classes that installed packages add to assay's registries through entry points.
+
+A package declares, in its ``pyproject.toml``::
+
+    [project.entry-points."assay.criteria"]
+    word_count = "my_package.criteria:WordCount"
+
+and a task file may then name ``type: word_count``. Each registry (criteria, agents) names
+its group and the base class its members derive from; this module finds the group's entry
+points (:mod:`importlib.metadata`), imports each one only when asked, and turns every way a
+plugin can be wrong into a :class:`~assay.errors.PluginError` that names the entry point,
+the package it comes from, and the fix. It imports nothing of assay above :mod:`assay.errors`,
+so any layer's registry may use it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from importlib import import_module
+from importlib.metadata import EntryPoint, entry_points
+
+from assay.errors import PluginError
+
+
+@dataclass(frozen=True)
+class PluginGroup:
+    """One entry-point group and what its members must be.
+
+    Attributes:
+        group: the entry-point group, e.g. ``assay.criteria``.
+        noun: what a member is, in messages (``criterion``).
+        base: the class every member derives from.
+        name_of: the name a member registers under (its type name), from its class.
+    """
+
+    group: str
+    noun: str
+    base: type
+    name_of: Callable[[type], str]
+
+
+@dataclass(frozen=True)
+class Plugin:
+    """A loaded member: the name it registers under, its class, and where it came from
+    (``entry point 'name = module:attr' of group 'g' (package p 1.0)``, or the class's
+    module and name for a class passed to the API)."""
+
+    name: str
+    cls: type
+    origin: str
+
+
+def describe(entry: EntryPoint) -> str:
+    """How messages name ``entry``: its line as written, its group and its package."""
+    where = f"entry point '{entry.name} = {entry.value}' of group '{entry.group}'"
+    dist = entry.dist
+    if dist is not None:
+        where += f" (package {dist.metadata['Name']} {dist.version})"
+    return where
+
+
+def group_entries(group: str) -> list[EntryPoint]:
+    """The installed entry points of ``group``, sorted by name."""
+    return sorted(entry_points(group=group), key=lambda e: (e.name, e.value))
+
+
+def load_entry(entry: EntryPoint, kind: PluginGroup) -> Plugin:
+    """Import ``entry`` and check it is a member of ``kind``.
+
+    Raises:
+        PluginError: it does not import, is not a subclass of ``kind.base``, or registers
+            under another name than the entry point's.
+    """
+    where = describe(entry)
+    fix = _package_fix(entry)
+    return check_member(_import(entry), kind, origin=where, expected_name=entry.name, fix=fix)
+
+
+def load_entry_points(group: str, *, base: type = object, noun: str = "plugin") -> list[type]:
+    """The classes of every installed entry point of ``group``, each imported now (the
+    simple form for a registry that checks names itself).
+
+    Raises:
+        PluginError: an entry point does not import, or is not a subclass of ``base``.
+    """
+    kind = PluginGroup(group=group, noun=noun, base=base, name_of=lambda cls: cls.__name__)
+    loaded = []
+    for entry in group_entries(group):
+        where, fix = describe(entry), _package_fix(entry)
+        loaded.append(check_member(_import(entry), kind, origin=where, fix=fix).cls)
+    return loaded
+
+
+def load_reference(reference: str, kind: PluginGroup) -> Plugin:
+    """Import ``module:attr`` (a built-in registration) and check it is a member of ``kind``.
+
+    Raises:
+        PluginError: it does not import, or is not a member.
+    """
+    module_name, _, attr = reference.partition(":")
+    try:
+        loaded = getattr(import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise PluginError(f"{kind.noun} '{reference}' cannot be imported: {exc}") from None
+    return check_member(loaded, kind, origin=reference)
+
+
+def check_member(
+    loaded: object,
+    kind: PluginGroup,
+    *,
+    origin: str,
+    expected_name: str | None = None,
+    fix: str | None = None,
+) -> Plugin:
+    """``loaded`` as a member of ``kind`` (a subclass of its base with a valid name).
+
+    Raises:
+        PluginError: it is not a class deriving from ``kind.base``, its name cannot be read,
+            or it differs from ``expected_name``.
+    """
+    base = f"{kind.base.__module__}.{kind.base.__qualname__}"
+    if not (isinstance(loaded, type) and issubclass(loaded, kind.base)) or loaded is kind.base:
+        what = (
+            f"the class {loaded.__qualname__}"
+            if isinstance(loaded, type)
+            else (f"{type(loaded).__name__} {getattr(loaded, '__qualname__', repr(loaded))}")
+        )
+        raise PluginError(
+            f"{origin} is {what}, not a {kind.noun} class",
+            hint=f"point it at a class that derives from {base}" + (f"; {fix}" if fix else ""),
+        )
+    try:
+        name = kind.name_of(loaded)
+    except (TypeError, KeyError) as exc:
+        raise PluginError(f"{origin}: {exc}", hint=fix) from None
+    if expected_name is not None and name != expected_name:
+        raise PluginError(
+            f"{origin} is named '{expected_name}' but its {kind.noun} type is '{name}'",
+            hint=f"name the entry point '{name}' (task files write type: {name})",
+        )
+    return Plugin(name=name, cls=loaded, origin=origin)
+
+
+def check_clash(plugin: Plugin, taken: Iterable[str], kind: PluginGroup, *, owner: str) -> None:
+    """Refuse ``plugin`` when its name is already ``taken`` (by ``owner``: built in, or
+    another plugin).
+
+    Raises:
+        PluginError: naming the plugin and how to rename it.
+    """
+    if plugin.name in set(taken):
+        raise PluginError(
+            f"{plugin.origin} adds the {kind.noun} type '{plugin.name}', which {owner} already has",
+            hint=f"give {plugin.cls.__qualname__} another type name (and its entry point "
+            "the same name)",
+        )
+
+
+def _import(entry: EntryPoint) -> object:
+    try:
+        return entry.load()
+    except Exception as exc:  # any failure of a third party's import is the plugin's
+        raise PluginError(
+            f"{describe(entry)} cannot be imported: {type(exc).__name__}: {exc}",
+            hint=_package_fix(entry),
+        ) from None
+
+
+def _package_fix(entry: EntryPoint) -> str:
+    dist = entry.dist
+    package = dist.metadata["Name"] if dist is not None else "the package that declares it"
+    return (f"fix or reinstall {package}, or uninstall it (pip uninstall {package}) to run "
+            "without it")  # fmt: skip

@@ -1,0 +1,160 @@
+"""A criterion is one class and one registration: a class of the tests' own
+(:mod:`tests.criteria.word_count`) runs end to end through ``assay.run(criteria=[...])``, and
+what the registry derives (the task file's union, capabilities, metric names) follows the
+classes, not lists of type names."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+import pytest
+
+import assay
+from assay.criteria import Criterion, GradingContext, default_criteria
+from assay.criteria.base import basic_result
+from assay.errors import PluginError, TaskFileError, UsageError
+from assay.results.task_result import CriterionResult
+from tests.criteria.word_count import WordCount
+
+
+def word_task(**criterion: Any) -> dict[str, Any]:
+    return {
+        "task_id": "words",
+        "description": "the response has enough words",
+        "agent": {"type": "llm", "model": "mock/echo"},
+        "initial_prompt": "${row.said}",
+        "dataset": {"rows": [{"id": "a", "said": "one two three"}, {"id": "b", "said": "one"}]},
+        "success_criteria": [{"type": "word_count", "min_words": 2, **criterion}],
+    }
+
+
+def test_a_criterion_of_ones_own_runs_end_to_end(workdir: Path) -> None:
+    result = assay.run([word_task(suite_thresholds={"long_share": 0.5})], criteria=[WordCount])
+    suite = result.suite("words")
+    assert suite.metrics["long_share"] == 0.5 and suite.metrics["mean"] == 0.5
+    assert [g.passed for g in suite.gates] == [True]
+    details = sorted(r.success_criteria_results[0].details for r in suite.rows())
+    assert details == ["1 words", "3 words"]
+    written = json.loads((suite.folder / "suite.json").read_text(encoding="utf-8"))
+    assert written["criteria"][0] == {
+        "type": "word_count", "description": "", "weight": 1.0, "pass_threshold": 0.9,
+        "suite_thresholds": {"long_share": 0.5}, "min_words": 2}  # fmt: skip
+
+
+def test_its_metric_names_gate_at_load_time(workdir: Path) -> None:
+    with pytest.raises(TaskFileError, match="'word_count' produces no metric named 'long_shar'"
+                       ) as caught:  # fmt: skip
+        assay.plan([word_task(suite_thresholds={"long_shar": 0.5})], criteria=[WordCount])
+    assert "did you mean 'long_share'?" in str(caught.value)
+
+
+def test_its_fields_are_its_config_and_typos_are_named(workdir: Path) -> None:
+    with pytest.raises(TaskFileError, match="unknown field 'min_word'") as caught:
+        assay.plan([word_task(min_word=3)], criteria=[WordCount])
+    assert "did you mean 'min_words'?" in str(caught.value)
+    with pytest.raises(TaskFileError, match="min_words"):
+        assay.plan([word_task(min_words="many")], criteria=[WordCount])
+
+
+def test_without_the_registration_the_type_is_unknown(workdir: Path) -> None:
+    with pytest.raises(TaskFileError, match="unknown criterion type 'word_count'"):
+        assay.plan([word_task()])
+
+
+def test_a_capability_is_read_from_the_class(workdir: Path) -> None:
+    """``graded_after_crash`` grades the row after its agent failed: a class that declares it
+    is graded, one that does not is not (the old code kept a list of type names)."""
+
+    class Sober(WordCount):
+        type: Literal["sober_count"]  # type: ignore[assignment]
+        graded_after_crash: ClassVar[bool] = False
+
+    task = word_task()
+    task["agent"] = {"type": "command", "command": "exit 3"}
+    task["success_criteria"].append({"type": "sober_count"})
+    result = assay.run([task], criteria=[WordCount, Sober])
+    rows = list(result.suite("words").rows())
+    assert rows and all(r.final_status.value == "ERROR" for r in rows)
+    graded_after = {c.criterion_type for r in rows for c in r.post_failure_criteria_results}
+    assert graded_after == {"word_count"}
+
+
+class NotACriterion:
+    type = "nothing"
+
+
+class FileCheckAgain(Criterion):
+    type: Literal["file_check"]
+
+    async def check(self, context: GradingContext) -> CriterionResult:
+        return basic_result(self, 1.0, "")
+
+
+class NoLiteral(Criterion):
+    async def check(self, context: GradingContext) -> CriterionResult:
+        return basic_result(self, 1.0, "")
+
+
+@pytest.mark.parametrize(
+    ("given", "message", "hint"),
+    [
+        (NotACriterion, "NotACriterion, not a criterion class",
+         "derives from assay.criteria.base.Criterion"),
+        (FileCheckAgain, "adds the criterion type 'file_check', which assay (built in) already",
+         "give FileCheckAgain another type name"),
+        (NoLiteral, "NoLiteral.type must be a Literal of one name", None),
+    ],
+)  # fmt: skip
+def test_a_class_that_cannot_be_a_criterion_is_refused_by_name(
+    workdir: Path, given: Any, message: str, hint: str | None
+) -> None:
+    with pytest.raises(PluginError) as caught:
+        assay.plan([word_task()], criteria=[WordCount, given])
+    assert message in caught.value.message
+    assert given.__qualname__ in caught.value.message
+    if hint is not None:
+        assert caught.value.hint is not None and hint in caught.value.hint
+
+
+def test_every_set_of_types_follows_the_classes() -> None:
+    """What the old code listed by name, each class now declares; the sets are unchanged."""
+    registry = default_criteria(entry_points=False)
+    classes = registry.classes()
+
+    def having(flag: str) -> set[str]:
+        return {c.type_name() for c in classes if getattr(c, flag)}
+
+    assert having("reads_transcript") == {"skill_triggered", "command_executed", "tool_called",
+                                          "commands_efficiency"}  # fmt: skip
+    assert having("has_labels") == {"classification_match", "skill_triggered"}
+    assert having("reads_sandbox") == {"file_exists", "run_command", "pytest", "import_check",
+                                       "pylint_score"}  # fmt: skip
+    assert having("graded_after_crash") == {
+        "file_exists", "file_check", "file_contains", "file_matches_regex", "json_check",
+        "reference_comparison", "cli_called", "classification_match", "response_match",
+        "skill_triggered", "command_executed", "tool_called", "commands_efficiency",
+    }  # fmt: skip
+    extended = registry.with_classes([WordCount])
+    assert "word_count" in extended.types and "word_count" not in registry.types
+    union_members = extended.task_model().model_fields["success_criteria"].annotation
+    assert "WordCount" in repr(union_members)
+
+
+def test_evaluate_and_report_take_the_same_classes(workdir: Path) -> None:
+    result = assay.run([word_task(suite_thresholds={"long_share": 0.5})], criteria=[WordCount],
+                       keep_sandboxes=True)  # fmt: skip
+    again = assay.evaluate(result.run_dir, criteria=[WordCount])
+    assert again.suite("words").metrics["long_share"] == 0.5
+    rebuilt = assay.report(result.run_dir, criteria=[WordCount])
+    assert rebuilt.suite("words").metrics["long_share"] == 0.5 and rebuilt.exit_code == 0
+
+
+def test_grading_again_without_the_classes_says_what_to_pass(workdir: Path) -> None:
+    result = assay.run([word_task()], criteria=[WordCount])
+    for again in (assay.report, assay.evaluate):
+        with pytest.raises(UsageError, match="criterion type 'word_count', which assay does not "
+                           "have here") as caught:  # fmt: skip
+            again(result.run_dir)
+        assert caught.value.hint is not None and "criteria=[...]" in caught.value.hint
