@@ -64,7 +64,9 @@ def local_model_url() -> Iterator[str]:
         server.stop()
 
 
-LOCAL_MODEL_SLOTS = 4  # a run's default -j
+LOCAL_MODEL_SLOTS = (
+    1  # as a run's own server (assay.providers.local.server_slots): same answers every run
+)
 
 
 @pytest.fixture(autouse=True)
