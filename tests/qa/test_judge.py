@@ -130,7 +130,7 @@ def test_parse_accepts(text: str, is_correct: bool, reason: str) -> None:
         "yes",
         '{"is_correct": "true", "reason": "r"}',  # a string is not a boolean
         '{"is_correct": 1, "reason": "r"}',
-        '{"is_correct": true}',  # no reason
+        '{"reason": "r"}',  # no verdict (a reply without reason is ToMEval's own shape)
         '{"is_correct": true, "reason": "r", "score": 1}',  # an extra key
         '{"is_correct": true, "reason": 5}',
         '[{"is_correct": true, "reason": "r"}]',

@@ -389,3 +389,16 @@ def compute_metrics(records, per_sample_results):
     assert hooked["again"] == plain["accuracy"]
     assert hooked["graded"] == plain["graded"] == 3
     assert "by_kind" in hooked and sum(hooked["by_kind_counts"].values()) == 4
+
+
+def test_a_hook_reads_each_grades_replicate_as_repeat_too(tmp_path: Path) -> None:
+    """ToMEval's hooks group per-sample results by ``repeat``; assay's name is ``replicate``."""
+    hook = load_metrics_hook(write(tmp_path, """
+        def compute_metrics(records, per_sample_results):
+            repeats = sorted({r["repeat"] for r in per_sample_results})
+            same = all(r["repeat"] == r["replicate"] for r in per_sample_results)
+            return {"accuracy": 0.5, "correct": 1, "total": 2, "graded": 2,
+                    "per_sample_results": per_sample_results, "repeats": repeats, "same": same}
+        """))  # fmt: skip
+    m = build(["ok", "wrong"], hook=hook, hook_file="metrics.py")
+    assert m["repeats"] == [0] and m["same"] is True

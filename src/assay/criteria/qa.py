@@ -75,6 +75,7 @@ class QaRowCriterion(QaCriterion, Criterion):
                     include_story=settings.include_story if settings else False,
                     rules=settings.rules if settings else True,
                     max_tokens=settings.max_tokens if settings else 200,
+                    template=settings.prompt if settings else None,
                 )
         except UsageError as exc:
             raise CriterionError(

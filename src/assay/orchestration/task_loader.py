@@ -215,6 +215,28 @@ def _inline_files(
         )
         del agent["system_prompt_file"]
         raw["agent"] = agent
+    return _inline_judge_prompt(raw, base_dir, display, document)
+
+
+def _inline_judge_prompt(
+    raw: dict[str, Any], base_dir: Path, display: str, document: YamlDocument
+) -> dict[str, Any]:
+    """``qa.judge.prompt_file`` read into ``qa.judge.prompt`` (both given: refused)."""
+    qa = raw.get("qa")
+    judge = qa.get("judge") if isinstance(qa, dict) else None
+    if not isinstance(judge, dict) or not isinstance(judge.get("prompt_file"), str):
+        return raw
+    loc: Loc = ("qa", "judge", "prompt_file")
+    if "prompt" in judge:
+        raise TaskFileError(
+            "set either 'prompt' or 'prompt_file' in qa.judge, not both",
+            file=display, line=document.line_of(loc), field=field_path(loc),
+        )  # fmt: skip
+    judge = dict(judge)
+    judge["prompt"] = _read_prompt(judge, loc, base_dir, display, document)
+    del judge["prompt_file"]
+    assert isinstance(qa, dict)
+    raw["qa"] = {**qa, "judge": judge}
     return raw
 
 

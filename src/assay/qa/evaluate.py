@@ -40,13 +40,14 @@ _VIEW_FIELDS = ("sample_id", "sample_index", "repeat", "prompt_type", "meta", "s
 class JudgeSettings:
     """How open records are judged: the model (``None``: rules only), its retries after an
     unparseable verdict, whether it sees the story, whether the rules go first, its token
-    budget per verdict."""
+    budget per verdict, the task's own judge prompt."""
 
     model: Model | None = None
     retries: int = 2
     include_story: bool = False
     rules: bool = True
     max_tokens: int = 200
+    template: str | None = None
 
     @classmethod
     def of(cls, config: QaJudge | None, model: Model | None) -> JudgeSettings:
@@ -54,7 +55,8 @@ class JudgeSettings:
         if config is None:
             return cls(model=model, retries=0)
         return cls(model=model, retries=config.retries, include_story=config.include_story,
-                   rules=config.rules, max_tokens=config.max_tokens)  # fmt: skip
+                   rules=config.rules, max_tokens=config.max_tokens,
+                   template=config.prompt)  # fmt: skip
 
 
 def decide(record: PredictionRecord, judge: JudgeSettings) -> SampleResult | None:
@@ -85,7 +87,8 @@ async def judge_pending(
         async with limit:
             verdict = await judge_open(model, record.to_item(), content, retries=judge.retries,
                                        include_story=judge.include_story,
-                                       max_tokens=judge.max_tokens)  # fmt: skip
+                                       max_tokens=judge.max_tokens,
+                                       template=judge.template)  # fmt: skip
         return from_verdict(record, verdict)
 
     return list(await asyncio.gather(*(one(record) for record in pending)))

@@ -320,6 +320,7 @@ async def grade_open(
     include_story: bool = False,
     rules: bool = True,
     max_tokens: int = 200,
+    template: str | None = None,
 ) -> SampleResult:
     """Grade an ``open``/``open_unanswerable`` response: rules first, then the judge.
 
@@ -332,6 +333,7 @@ async def grade_open(
         include_story: show the story to the judge.
         rules: try :func:`rule_grade_open` first (``False``: every response goes to the judge).
         max_tokens: the judge's token budget per verdict.
+        template: the task's own judge prompt (``qa.judge.prompt``).
 
     Raises:
         ValueError: ``item`` is a choice question.
@@ -345,7 +347,8 @@ async def grade_open(
         return decided
     assert response is not None
     verdict = await judge_open(judge, item, response, retries=retries,
-                               include_story=include_story, max_tokens=max_tokens)  # fmt: skip
+                               include_story=include_story, max_tokens=max_tokens,
+                               template=template)  # fmt: skip
     return from_verdict(item, verdict)
 
 

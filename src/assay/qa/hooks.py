@@ -3,7 +3,8 @@
 As in ToMEval (``tasks/<DS>/metrics.py``), a dataset may add its own metrics. The task file
 names the file (``qa.metrics_hook: metrics.py``, relative to the task's folder); it must
 define ``compute_metrics(records, per_sample_results) -> dict``, called once per replicate
-with the replicate's ``prediction.jsonl`` records and grades as plain dicts, in sample order.
+with the replicate's ``prediction.jsonl`` records and grades as plain dicts, in sample order
+(each grade names its replicate both as ``replicate`` and as ToMEval's ``repeat``).
 The returned dict must contain ``accuracy``, ``correct``, ``total`` and ``per_sample_results``
 (ToMEval's contract); ToMEval's own ``metrics.py`` files therefore work unchanged once their
 helpers come from assay: ``from assay.qa import base_metric_payload, generic_group_metrics,

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from string import Template
 from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, StrictBool, StrictStr
@@ -51,12 +52,13 @@ JUDGE_SYSTEM = (
 
 
 class JudgeReply(BaseModel):
-    """The judge's JSON, validated strictly: exactly ``is_correct`` (bool) and ``reason``."""
+    """The judge's JSON, validated strictly: ``is_correct`` (bool) and ``reason`` (a string;
+    left out by the ``{"is_correct": true}`` of ToMEval's own judge prompt), nothing else."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     is_correct: StrictBool
-    reason: StrictStr
+    reason: StrictStr | None = None
 
 
 @dataclass(frozen=True)
@@ -100,7 +102,11 @@ class JudgeSubject(Protocol):
 
 
 def judge_messages(
-    item: JudgeSubject, response: str, *, include_story: bool = False
+    item: JudgeSubject,
+    response: str,
+    *,
+    include_story: bool = False,
+    template: str | None = None,
 ) -> tuple[Message, ...]:
     """The system and user messages asking the judge about ``response``.
 
@@ -108,7 +114,12 @@ def judge_messages(
         item: the question, its accepted and known wrong answers, its story.
         response: the model's response, inserted literally.
         include_story: also show the story (off by default, as in ToMEval's current judge).
+        template: the task's own judge prompt (``qa.judge.prompt``, checked at load by
+            :func:`assay.spec.qa.check_judge_template`); its placeholders are filled in one
+            pass (``string.Template``), so text in the response is never read as one.
     """
+    if template is not None:
+        return (Message("system", JUDGE_SYSTEM), Message("user", _filled(template, item, response)))
     parts = ["You are grading a response to a question by comparing it with reference answers."]
     if include_story and item.story:
         parts.append("Story:\n" + item.story)
@@ -124,6 +135,22 @@ def judge_messages(
     parts.append("Model response:\n" + response)
     parts.append(_instructions(item.prompt_type == "open_unanswerable"))
     return (Message("system", JUDGE_SYSTEM), Message("user", "\n\n".join(parts)))
+
+
+def _filled(template: str, item: JudgeSubject, response: str) -> str:
+    """``template`` with the item's fields and the response; the reply format appended when
+    the template does not ask for ``is_correct`` itself."""
+    text = Template(template).substitute(
+        question=item.question,
+        story=item.story,
+        correct_answers=_json(item.correct_answers),
+        wrong_answers=_json(item.wrong_answers),
+        prompt_type=item.prompt_type,
+        response=response,
+    )
+    if "is_correct" in template:
+        return text
+    return text + "\n\n" + _instructions(item.prompt_type == "open_unanswerable")
 
 
 def _instructions(unanswerable: bool) -> str:
@@ -175,6 +202,7 @@ async def judge_open(
     retries: int = 2,
     include_story: bool = False,
     max_tokens: int = 200,
+    template: str | None = None,
 ) -> JudgeVerdict:
     """Ask ``model`` whether ``response`` answers ``item``; never raises on a bad reply.
 
@@ -185,11 +213,12 @@ async def judge_open(
         retries: extra attempts after an unparseable reply or a failed call (``>= 0``).
         include_story: show the story to the judge.
         max_tokens: generated-token budget per attempt.
+        template: the task's own judge prompt (:func:`judge_messages`).
 
     Returns:
         A verdict, or a judge error (``is_correct is None``) after ``retries + 1`` failures.
     """
-    messages = judge_messages(item, response, include_story=include_story)
+    messages = judge_messages(item, response, include_story=include_story, template=template)
     outcome = await ask_json(model, messages, schema=VERDICT_SCHEMA, read=_reply,
                              retries=retries, max_tokens=max_tokens,
                              reply_shape=REPLY_SHAPE)  # fmt: skip

@@ -269,7 +269,9 @@ def replicate_metrics(
     if hook is None:
         return metrics
     rows = [_as_dict(record) for record in records]
-    returned = call_hook(hook, rows, metrics["per_sample_results"], file=hook_file)
+    # ToMEval's hooks read a sample's replicate as ``repeat``: they get both names
+    given = [{**result, "repeat": result["replicate"]} for result in metrics["per_sample_results"]]
+    returned = call_hook(hook, rows, given, file=hook_file)
     merged = {**metrics, **returned}
     graded = int(merged["graded"])
     if merged["correct"] > graded:

@@ -11,6 +11,7 @@ the ``qa`` criterion (the default ``success_criteria``)::
       judge:                       # for open questions the rules cannot decide
         model: local/smollm2
         retries: 2
+        prompt_file: judge.txt     # optional: the suite's own judge prompt (or prompt: ...)
       templates: {open: ..., choice: ...}   # assay.qa.prompts.QaTemplates fields
       shuffle: true
       as_open: false
@@ -25,6 +26,7 @@ order to every prompt the templates build; an experiment variant's ``prompt_muta
 from __future__ import annotations
 
 import re
+from string import Template
 
 from pydantic import Field, StrictBool, StrictStr, field_validator
 
@@ -32,6 +34,35 @@ from assay.spec.base import StrictModel
 from assay.spec.experiment import PromptMutation
 
 GROUP_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*(\.[A-Za-z0-9_\-]+)*$")
+
+
+JUDGE_PLACEHOLDERS = (
+    "question", "story", "correct_answers", "wrong_answers", "prompt_type", "response",
+)  # fmt: skip
+"""What a ``qa.judge.prompt`` may name as ``${name}``."""
+
+
+def check_judge_template(text: str) -> None:
+    """Refuse a judge prompt that names an unknown placeholder, has a stray ``$``, or leaves
+    out ``${response}``.
+
+    Raises:
+        ValueError: naming the placeholder and those allowed.
+    """
+    template = Template(text)
+    if not template.is_valid():
+        raise ValueError(
+            "a '$' that starts no ${name} placeholder: write $$ for a dollar sign, or one of "
+            + ", ".join("${" + n + "}" for n in JUDGE_PLACEHOLDERS)
+        )
+    unknown = [n for n in template.get_identifiers() if n not in JUDGE_PLACEHOLDERS]
+    if unknown:
+        raise ValueError(
+            f"unknown placeholder ${{{unknown[0]}}}; the judge prompt can use "
+            + ", ".join("${" + n + "}" for n in JUDGE_PLACEHOLDERS)
+        )
+    if "response" not in template.get_identifiers():
+        raise ValueError("the judge prompt must show the response: put ${response} in it")
 
 
 class QaJudge(StrictModel):
@@ -42,7 +73,11 @@ class QaJudge(StrictModel):
     the judge. ``rules: false`` sends every open response to the judge (no exact-match rules
     first). ``max_tokens`` bounds each verdict (tokens); ``request_timeout`` each call (seconds).
     ``check``: before grading, ask the judge four obvious cases (``assay.qa.check_judge``) and
-    warn when it gets one wrong.
+    warn when it gets one wrong. ``prompt``: the judge's own prompt, a template whose
+    ``${question}``, ``${story}``, ``${correct_answers}``, ``${wrong_answers}`` (JSON lists),
+    ``${prompt_type}`` and ``${response}`` (required) are filled in (``$$`` is a ``$``), as
+    ToMEval's per-dataset judge prompts are; ``prompt_file`` in the task file is read into it
+    (relative to the task file). Without ``is_correct`` in it, the reply format is appended.
     """
 
     model: StrictStr
@@ -55,6 +90,15 @@ class QaJudge(StrictModel):
     request_timeout: float = Field(default=120, gt=0)
     cache: StrictBool = False
     check: StrictBool = True
+    prompt: StrictStr | None = Field(default=None, min_length=1)
+    prompt_file: StrictStr | None = Field(default=None, min_length=1)
+
+    @field_validator("prompt")
+    @classmethod
+    def _template(cls, value: str | None) -> str | None:
+        if value is not None:
+            check_judge_template(value)
+        return value
 
     @field_validator("model")
     @classmethod
