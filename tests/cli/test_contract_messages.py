@@ -348,7 +348,6 @@ WARNINGS = [
     f"t.yaml:32: run_limits.max_output_tokens: {NOT_YET}; use agent.max_tokens",
     f"t.yaml:33: run_limits.count_cached_input: {NOT_YET}; not supported",
     f"t.yaml:34: run_limits.count_cache_creation: {NOT_YET}; not supported",
-    f"t.yaml:35: run_limits.stop_early: {NOT_YET}; not supported",
     f"t.yaml:39: success_criteria[0].stop_when: {NOT_YET}; the criterion is checked once, "
     "after the agent finishes",
     f"t.yaml:40: success_criteria[0].stop_early: {NOT_YET}; the criterion is checked once, "

@@ -64,9 +64,10 @@ success_criteria:
   - {type: pytest, path: tests, args: [-q], timeout: 30}
 """
 AGENT_CRITERIA = """\
-  - {type: skill_triggered, skill_name: s, expected_skill: "${row.s}"}
+  - {type: skill_triggered, skill_name: s, expected_skill: "${row.s}",
+     stop_early: {on_pass: stop, decide_within: 4}}
   - {type: command_executed, tool_name: Bash, command_pattern: x, exclude_pattern: y,
-     min_count: 1, max_count: 3, require_success: true}
+     min_count: 1, max_count: 3, require_success: true, stop_early: {}}
   - {type: tool_called, tool: Write, arguments_pattern: f, min_count: 1, max_count: 3,
      require_success: true}
   - {type: commands_efficiency, expected_commands: 2}
@@ -214,6 +215,8 @@ SPECIAL: dict[str, Any] = {
     "success_criteria.15.reference_file": "t.py",
     "agent.model": "mock/other.yaml",
     "qa.judge.model": "mock/other.yaml",
+    "qa.judge.prompt": "Judge ${question}: ${response}",
+    "qa.judge.prompt_file": "judge.txt",
     "agent.system_prompt_file": "prompt.txt",
     "initial_prompt_file": "prompt.txt",
     "agent.response_file": "out/answer.txt",
@@ -438,6 +441,7 @@ def bases(tmp_path: Path) -> dict[str, Path]:
     write(tmp_path / "ref" / "t.py", "x = 2\n")
     write(tmp_path / "ref2" / "s.py", "y = 2\n")
     write(tmp_path / "prompt.txt", "from the file ${row.text}")
+    write(tmp_path / "judge.txt", "from the file: is ${response} right?")
     write(tmp_path / "other.yaml", "default: pos\n")
     write(tmp_path / "other2.yaml", "default: neg\n")
     write(tmp_path / "judge.yaml", "model: mock/other.yaml\nrubric: Is it right?\n")
@@ -554,7 +558,7 @@ def check_effect(leaf: Leaf, value: Any, plan: Plan) -> None:
     resolved = item.resolve().model_dump(mode="json")
     if leaf.path[0] in ("initial_prompt", "success_criteria") and item.row_task.row:
         value = substitute_tree(value, item.row_task.row)  # as the row runs it
-    if leaf.name in ("initial_prompt_file", "system_prompt_file"):
+    if leaf.name in ("initial_prompt_file", "system_prompt_file", "prompt_file"):
         text = _value_at(resolved, (*leaf.path[:-1], leaf.name.removesuffix("_file")))
         assert text is not None and text.startswith("from the file")
         return
@@ -706,6 +710,8 @@ def test_every_judge_field_changes_how_the_judge_is_called(tmp_path: Path) -> No
 
     unchanged = []
     for name, info in QaJudge.model_fields.items():
+        if name == "prompt_file":  # the loader reads it into prompt (the override test)
+            continue
         leaf = Leaf("qa", ("qa", "judge", name), QaJudge, name, info)
         value = different_value(leaf, getattr(base, name))
         changed = QaJudge.model_validate({**base.model_dump(), name: value})

@@ -7,6 +7,7 @@ failure of the thing it drives: a crash, a timeout or a model error becomes an o
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -16,6 +17,7 @@ from assay.providers.managed import OnRetry
 from assay.providers.pool import ModelPool
 from assay.providers.retry import Attempt
 from assay.results.secrets import Redactor
+from assay.results.task_result import EarlyStopRecord
 from assay.results.trace import Span
 from assay.results.transcript import Transcript
 from assay.sandbox.process import MAX_OUTPUT_BYTES
@@ -25,8 +27,12 @@ if TYPE_CHECKING:
     from assay.sandbox.bwrap import Jail
 
 OutcomeStatus = Literal[
-    "completed", "timeout", "error", "token_budget", "cost_budget", "max_turns", "max_tool_calls"
-]
+    "completed", "timeout", "error", "token_budget", "cost_budget", "max_turns",
+    "max_tool_calls", "early_stop",
+]  # fmt: skip
+LiveMonitorFn = Callable[[Transcript], EarlyStopRecord | None]
+"""Asked after each event of a coding agent's stream: a record ends the agent
+(:class:`assay.criteria.live.LiveMonitor`)."""
 
 
 @dataclass
@@ -58,6 +64,7 @@ class AgentContext:
             every file and printed line. ``env`` already lacks the host's secrets.
         jail: the row's bwrap sandbox (the ``bwrap`` driver): the agent's programs run
             inside it (:meth:`assay.sandbox.bwrap.Jail.command`); ``None``: plain processes.
+        monitor: the row's live early stop (``stop_early``), for agents with an event stream.
     """
 
     prompt: str | None
@@ -79,6 +86,7 @@ class AgentContext:
     max_output_bytes: int = MAX_OUTPUT_BYTES
     redactor: Redactor = field(default_factory=Redactor)
     jail: Jail | None = None
+    monitor: LiveMonitorFn | None = None
 
 
 @dataclass
@@ -102,6 +110,7 @@ class AgentOutcome:
     stored_trace: dict[str, Any] | None = None
     transcript: Transcript | None = None
     output_dropped_bytes: int = 0
+    early_stop: EarlyStopRecord | None = None
 
 
 class Agent(Protocol):

@@ -12,6 +12,7 @@ kept.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import math
 import os
@@ -23,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from assay.agents.base import AgentContext, AgentOutcome, OutcomeStatus
+from assay.agents.base import AgentContext, AgentOutcome, LiveMonitorFn, OutcomeStatus
 from assay.bridge import BridgeSession, CallLog, SessionLimits
 from assay.bridge.session import TOKEN_PATTERN
 from assay.errors import UsageError
@@ -32,6 +33,7 @@ from assay.providers.base import Usage
 from assay.providers.pool import ModelKey
 from assay.providers.pricing import Price
 from assay.results.secrets import clip_head
+from assay.results.task_result import EarlyStopRecord
 from assay.results.trace import Span
 from assay.results.transcript import TokenBuckets, Transcript, TranscriptEvent
 from assay.results.transcript_otlp import to_spans
@@ -205,11 +207,14 @@ async def run_cli(
     transcript = parser.transcript
     started = time.perf_counter()
     argv, env = launch.contained(context, bridge=session is not None)
+    on_line, stop = _guarded(parser), session.stop_event if session is not None else None
+    watch = _Watch.of(context, transcript, session)
+    if watch is not None:
+        on_line, stop = watch.after(on_line), watch.stop
     try:
         result = await stream_process(
             argv, cwd=context.sandbox, env=env, timeout=context.timeout,
-            on_line=_guarded(parser), stdin=launch.stdin,
-            stop=session.stop_event if session is not None else None,
+            on_line=on_line, stdin=launch.stdin, stop=stop,
         )  # fmt: skip
     except OSError as exc:
         return _failed(span, transcript, f"cannot start the {name} CLI: {exc}", started)
@@ -235,7 +240,8 @@ async def run_cli(
     else:
         transcript.cli_usage, transcript.cli_cost_usd = ending.usage, ending.cost_usd
         transcript.usage_source = "cli"
-    status, error = _status(name, result, ending, session, context.timeout)
+    early = watch.record if watch is not None else None
+    status, error = _status(name, result, ending, session, context.timeout, early)
     transcript.stop_reason = transcript.stop_reason or _stop_reason(status, ending)
     if ending.final is not None and not any(e.kind == "final" for e in transcript.events):
         transcript.add(TranscriptEvent("final", time.time_ns(), text=ending.final))
@@ -245,7 +251,7 @@ async def run_cli(
         stderr_tail=tail(result.stderr), seconds=result.seconds,
         model_calls=transcript.model_calls,
         model_used=session.model_key.name if session is not None else None,
-        transcript=transcript,
+        transcript=transcript, early_stop=early if status == "early_stop" else None,
     )  # fmt: skip
     _usage_and_cost(outcome, transcript, session)
     if session is not None:
@@ -253,6 +259,39 @@ async def run_cli(
     span.end(error=error)
     outcome.spans = [span, *to_spans(transcript, span)]
     return outcome
+
+
+@dataclass
+class _Watch:
+    """The row's live early stop while its CLI runs (:mod:`assay.criteria.live`): after
+    each event line, the monitor's verdict; a decided one stops the session (when the CLI
+    talks to the bridge) and sets ``stop``, which ends the CLI."""
+
+    monitor: LiveMonitorFn
+    transcript: Transcript
+    stop: asyncio.Event
+    session: BridgeSession | None
+    record: EarlyStopRecord | None = None
+
+    @classmethod
+    def of(
+        cls, context: AgentContext, transcript: Transcript, session: BridgeSession | None
+    ) -> _Watch | None:
+        if context.monitor is None:
+            return None
+        stop = session.stop_event if session is not None else asyncio.Event()
+        return cls(context.monitor, transcript, stop, session)
+
+    def after(self, feed: Callable[[str], None]) -> Callable[[str], None]:
+        def watched(line: str) -> None:
+            feed(line)
+            if self.record is None and (record := self.monitor(self.transcript)) is not None:
+                self.record = record
+                if self.session is not None:
+                    self.session.stop("early_stop", record.message())
+                self.stop.set()
+
+        return watched
 
 
 def _guarded(parser: EventParser) -> Callable[[str], None]:
@@ -329,9 +368,12 @@ def _status(
     ending: CliEnding,
     session: BridgeSession | None,
     timeout: float,
+    early: EarlyStopRecord | None = None,
 ) -> tuple[OutcomeStatus, str | None]:
     if session is not None and session.stopped is not None:
         return session.stopped, session.stop_message
+    if early is not None:
+        return "early_stop", early.message()
     if result.timed_out:
         return "timeout", f"the {name} CLI was killed after {timeout:g} s (task_timeout)"
     if ending.max_turns:

@@ -25,7 +25,7 @@ TOKEN_PREFIX = "assay-row-"
 TOKEN_PATTERN = TOKEN_PREFIX + "[0-9a-f]{32}"
 """What every row's bridge credential looks like (redacted by this pattern: one for all rows)."""
 
-StopKind = Literal["token_budget", "cost_budget", "max_turns", "max_tool_calls"]
+StopKind = Literal["token_budget", "cost_budget", "max_turns", "max_tool_calls", "early_stop"]
 Protocol = Literal["anthropic", "responses", "chat", "gemini"]
 
 

@@ -217,6 +217,13 @@ class Criterion(CriterionSpec):
         median, std, min, max of the scores)."""
         return ScoreTally()
 
+    def live_verdict(self, transcript: Transcript) -> bool | None:
+        """While the agent still runs: ``True`` once this row is decided a pass on this
+        criterion whatever the agent does next, ``False`` once decided a fail, ``None``
+        while undecided. The default never decides (graded only at the end); a criterion
+        that can decide early (``stop_early``) overrides it."""
+        return None
+
     def aggregate(self, results: list[CriterionResult]) -> tuple[MetricTable, dict[str, Any]]:
         """Suite metrics and details over the graded rows' results (:meth:`tally` fed with
         them)."""

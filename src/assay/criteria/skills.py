@@ -65,6 +65,13 @@ class SkillTriggeredCriterion(SkillTriggered, Criterion):
         """The base metrics and the overlay's over the labels ``yes`` and ``no``."""
         return labelled_metric_names(super().metric_names() or set(), [YES, NO])
 
+    def live_verdict(self, transcript: Transcript) -> bool | None:
+        """Decided once the skill is engaged (a pass when it was expected, a fail when not);
+        undecided before (it may still be engaged)."""
+        if self.skill_name in all_engaged(transcript):
+            return self.expected_skill == self.skill_name
+        return None
+
     async def check(self, context: GradingContext) -> CriterionResult:
         """Observe whether the skill was engaged and compare with the expectation.
 

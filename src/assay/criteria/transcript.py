@@ -86,12 +86,27 @@ class CommandExecutedCriterion(CommandExecuted, Criterion):
     graded_after_crash: ClassVar[bool] = True
     reads_transcript: ClassVar[bool] = True
 
+    def live_verdict(self, transcript: Transcript) -> bool | None:
+        """Coder Eval's live verdict over the calls that ran so far: failed once the matches
+        exceed ``max_count``; passed once they reach ``min_count`` (> 0) when ``max_count``
+        is unset; else undecided."""
+        try:
+            count = len(self._matched(transcript.tool_uses()))
+        except CriterionError:
+            return None
+        if self.max_count is not None:
+            return False if count > self.max_count else None
+        return True if self.min_count > 0 and count >= self.min_count else None
+
+    def _matched(self, uses: list[ToolUse]) -> list[ToolUse]:
+        pattern = _compiled(self.command_pattern, "command_pattern")
+        exclude = _compiled(self.exclude_pattern, "exclude_pattern")
+        return [u for u in uses if _matches(u, self, pattern, exclude)]
+
     async def check(self, context: GradingContext) -> CriterionResult:
         """Match every tool call of the transcript against the filters."""
         uses = transcript_of(context).tool_uses()
-        pattern = _compiled(self.command_pattern, "command_pattern")
-        exclude = _compiled(self.exclude_pattern, "exclude_pattern")
-        matched = [u for u in uses if _matches(u, self, pattern, exclude)]
+        matched = self._matched(uses)
         count = len(matched)
         if self.max_count is None:
             score = 1.0 if self.min_count == 0 else min(1.0, count / self.min_count)

@@ -19,12 +19,13 @@ from typing import Any, Literal
 from assay.agents.base import OutcomeStatus
 from assay.criteria.base import CriterionError, GradingContext, Service
 from assay.criteria.code_checks import REFERENCE_DIR
+from assay.criteria.live import armed_passed
 from assay.criteria.qa import QA_ITEM, QA_JUDGE, QA_JUDGE_SETTINGS
 from assay.criteria.registry import CriterionRegistry
 from assay.providers.base import Model
 from assay.qa.item import QaItem
 from assay.results.status import FinalStatus
-from assay.results.task_result import BasicCriterionResult, CriterionResult
+from assay.results.task_result import BasicCriterionResult, CriterionResult, EarlyStopRecord
 from assay.spec.criteria import CriterionSpec
 from assay.spec.task import TaskDefinition
 
@@ -106,15 +107,25 @@ _AGENT_STATUS: dict[OutcomeStatus, FinalStatus] = {
 }
 
 
+STOPPED_EARLY: frozenset[OutcomeStatus] = frozenset({"max_tool_calls", "early_stop"})
+"""Agent outcomes of an agent ended on purpose whose row is graded as it stands."""
+
+
 def final_status(
-    agent_status: OutcomeStatus, results: list[CriterionResult], *, graded: bool
+    agent_status: OutcomeStatus,
+    results: list[CriterionResult],
+    *,
+    graded: bool,
+    early: EarlyStopRecord | None = None,
 ) -> FinalStatus:
     """The row's status from the agent's outcome and the criteria's results.
 
     An agent error is ``ERROR`` (no criteria ran), and so is a gating criterion that could not
     evaluate (a judge without a verdict, a file it could not read); a gating criterion that
     met a refusal makes it ``REFUSED``; a timeout or a spent token budget keeps its own failed
-    status even when criteria pass; without grading it is ``NOT_GRADED``.
+    status even when criteria pass; without grading it is ``NOT_GRADED``. A row whose agent
+    a live verdict ended (``early``) passes when its armed criteria reach the gate threshold
+    (:func:`assay.criteria.live.armed_passed`), whatever the others say.
     """
     if agent_status == "error":
         return FinalStatus.ERROR
@@ -126,6 +137,9 @@ def final_status(
         return FinalStatus.ERROR
     if any(r.gating and r.refused for r in results):
         return FinalStatus.REFUSED
+    if agent_status == "early_stop" and early is not None:
+        scores = [(r.score, r.weight, not r.grader_failed) for r in results]
+        return FinalStatus.SUCCESS if armed_passed(early, scores) else FinalStatus.FAILURE
     return FinalStatus.SUCCESS if passed(results) else FinalStatus.FAILURE
 
 

@@ -509,6 +509,22 @@ def _unenforced_limits(loaded: LoadedTask, variant: ResolvedVariant) -> list[str
                                 hint=f"set by {_SETTERS[source]}; remove it there")  # fmt: skip
         line = loaded.document.line_of(("run_limits", name))
         warnings.append(f"{loaded.display}:{line or '?'}: run_limits.{name}: {why}")
+    return warnings + _unwatched_stops(loaded, variant)
+
+
+def _unwatched_stops(loaded: LoadedTask, variant: ResolvedVariant) -> list[str]:
+    """A criterion's ``stop_early`` on an agent without an event stream (it is checked only
+    after the agent ends): one warning per criterion."""
+    warnings = []
+    for index, criterion in enumerate(variant.definition.success_criteria):
+        if getattr(criterion, "stop_early", None) is None:
+            continue
+        line = loaded.document.line_of(("success_criteria", index, "stop_early"))
+        warnings.append(
+            f"{loaded.display}:{line or '?'}: success_criteria[{index}].stop_early: agent type "
+            f"'{variant.definition.agent.type}' reports no tool calls while it runs, so the "
+            "criterion is checked only after it ends (early stop needs claude-code or codex)"
+        )
     return warnings
 
 

@@ -76,10 +76,12 @@ _KEEP_STATUS: dict[FinalStatus, OutcomeStatus] = {
 
 def agent_status(result: EvaluationResult) -> OutcomeStatus:
     """How the row's agent ended, as recorded: an ``ERROR`` row whose agent finished but
-    whose grader failed (a judge error) is graded again."""
+    whose grader failed (a judge error) is graded again; an agent a live verdict ended stays
+    ``early_stop`` (its row passes on its armed criteria)."""
+    stopped: OutcomeStatus = "early_stop" if result.agent.early_stop is not None else "completed"
     if any(c.grader_failed for c in result.success_criteria_results):
-        return "completed"
-    return _KEEP_STATUS.get(result.final_status, "completed")
+        return stopped
+    return _KEEP_STATUS.get(result.final_status, stopped)
 
 
 async def regrade_run(
@@ -285,7 +287,7 @@ async def _regrade_one(
             if scratch.jail is not None:
                 scratch.jail.close()
             shutil.rmtree(scratch.root.parent, ignore_errors=True)
-    status = final_status(status_of_agent, criteria, graded=True)
+    status = final_status(status_of_agent, criteria, graded=True, early=result.agent.early_stop)
     updated = result.model_copy(
         update={
             "success_criteria_results": criteria,

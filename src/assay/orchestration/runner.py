@@ -26,12 +26,14 @@ from assay.agents.coding_models import bridge_key
 from assay.agents.llm import model_key
 from assay.agents.registry import build_agent
 from assay.criteria.base import GradingContext
+from assay.criteria.live import LiveMonitor
 from assay.criteria.registry import CriterionRegistry
 from assay.errors import AssayError, SandboxError
 from assay.orchestration.containment import Containment
 from assay.orchestration.environment import grading_env, row_env
 from assay.orchestration.expand import RowTask
 from assay.orchestration.grading import (
+    STOPPED_EARLY,
     final_status,
     grade,
     grading_message,
@@ -438,7 +440,11 @@ class Runner:
             max_output_bytes=task.sandbox.limits.max_output_bytes,
             redactor=self.redactor,
             jail=sandbox.jail if sandbox is not None else None,
-        )
+            monitor=LiveMonitor.of(
+                task.success_criteria, kill_switch=task.run_limits.stop_early,
+                gate_threshold=task.run_limits.stop_early_gate_threshold,
+            ),
+        )  # fmt: skip
         if isinstance(task.agent, NoneAgent) and item.row_task.trace_id is not None:
             outcome = self._replay(item.row_task)
         else:
@@ -539,7 +545,8 @@ class Runner:
         archive: tuple[bytes, str] | None = None,
     ) -> FinishedRow:
         task, item = row.task, row.item
-        status = final_status(outcome.status, results, graded=self.options.stage == "run")
+        status = final_status(outcome.status, results, graded=self.options.stage == "run",
+                              early=outcome.early_stop)  # fmt: skip
         kept = archive is not None or (sandbox is not None and self._keeps(sandbox, row.directory))
         result = EvaluationResult(
             task_id=task.task_id,
@@ -570,7 +577,8 @@ class Runner:
                 response_chars=len(outcome.response or ""),
                 output_dropped_bytes=outcome.output_dropped_bytes,
                 duration_seconds=outcome.seconds,
-                stopped_early=outcome.error if outcome.status == "max_tool_calls" else None,
+                stopped_early=outcome.error if outcome.status in STOPPED_EARLY else None,
+                early_stop=outcome.early_stop,
             ),
             total_token_usage=_usage(outcome),
             cost_usd=outcome.cost_usd,

@@ -172,11 +172,41 @@ class AttemptRecord(_Result):
     wait_seconds: float
 
 
+class EarlyStopRecord(_Result):
+    """Why a row's agent was ended by a live verdict (Coder Eval's ``early_stop``).
+
+    Attributes:
+        reason: ``criterion_passed``, ``criterion_failed`` or ``decision_budget_exceeded``.
+        criterion_type, criterion_description: the criterion that decided.
+        armed: the indexes (in ``success_criteria``) of the armed criteria.
+        tool_call_index: tool calls that had run when it stopped (1-based count).
+        elapsed_seconds: since the agent started.
+        gate_threshold: the weighted score over the armed criteria a cut row needs to pass
+            (``run_limits.stop_early_gate_threshold``).
+    """
+
+    reason: Literal["criterion_passed", "criterion_failed", "decision_budget_exceeded"]
+    criterion_type: str
+    criterion_description: str
+    armed: list[int]
+    tool_call_index: int
+    elapsed_seconds: float
+    gate_threshold: float = 1.0
+
+    def message(self) -> str:
+        """One line for ``stopped_early`` and the log."""
+        what = {"criterion_passed": "passed", "criterion_failed": "failed",
+                "decision_budget_exceeded": "was still undecided"}[self.reason]  # fmt: skip
+        return (f"stopped early after {self.tool_call_index} tool call(s): "
+                f"{self.criterion_type} '{self.criterion_description}' {what}")  # fmt: skip
+
+
 class AgentRecord(_Result):
     """What the agent did: its exit code (command agents), calls (model agents), timing;
     ``output_dropped_bytes``: output past the per-stream cap, counted and not kept (the kept
     response ends with a note naming the cut); ``stopped_early``: why the agent was ended
-    before it finished while its row was still graded (``run_limits.max_tool_calls``)."""
+    before it finished while its row was still graded (``run_limits.max_tool_calls``, or a
+    live verdict: ``early_stop``)."""
 
     exit_code: int | None = None
     timed_out: bool = False
@@ -189,6 +219,7 @@ class AgentRecord(_Result):
     output_dropped_bytes: int = 0
     duration_seconds: float = 0.0
     stopped_early: str | None = None
+    early_stop: EarlyStopRecord | None = None
 
 
 class TaskConfigRecord(_Result):

@@ -10,10 +10,12 @@ records none (``type: none``) refuses them when the task is loaded
 from __future__ import annotations
 
 import re
-from typing import Literal
+from collections.abc import Mapping
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, StrictStr, field_validator, model_validator
 
+from assay.spec.base import StrictModel
 from assay.spec.criterion_base import CriterionSpec
 
 _SKILL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
@@ -45,7 +47,54 @@ def check_count_bounds(min_count: int, max_count: int | None) -> None:
         raise ValueError(f"max_count ({max_count}) must be >= min_count ({min_count})")
 
 
-class SkillTriggered(CriterionSpec):
+class StopEarly(StrictModel):
+    """A criterion armed for live early stop (Coder Eval's ``stop_early`` block): while the
+    agent runs, its verdict is checked after every tool call that ran; a decided failure
+    ends the agent, a decided pass ends it only with ``on_pass: stop``; with
+    ``decide_within`` the agent is ended when that many tool calls ran undecided."""
+
+    on_pass: Literal["stop", "continue"] = "continue"
+    decide_within: int | None = Field(default=None, gt=0)
+
+
+_STOP_WHEN = {"pass": "stop", "decided": "stop", "auto": "stop", "fail": "continue"}
+
+
+class LiveStop(CriterionSpec):
+    """A criterion that may carry ``stop_early`` (or Coder Eval's older ``stop_when``)."""
+
+    coder_eval_only: ClassVar[Mapping[str, str]] = {
+        k: v
+        for k, v in CriterionSpec.coder_eval_only.items()
+        if k not in ("stop_early", "stop_when")
+    }
+    stop_early: StopEarly | None = None
+    stop_when: StrictStr | None = Field(default=None, exclude=True)
+    """Coder Eval's older form (``pass|fail|decided|auto``), read into ``stop_early``."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _stop_when(cls, data: Any) -> Any:
+        """Coder Eval's older ``stop_when: pass|fail|decided|auto`` as a ``stop_early`` block."""
+        if not isinstance(data, dict) or data.get("stop_when") is None:
+            return data
+        data = dict(data)
+        value = data.pop("stop_when")
+        if value not in _STOP_WHEN:
+            raise ValueError(f"stop_when must be one of pass, fail, decided, auto; not {value!r}")
+        if data.get("stop_early") is not None:
+            raise ValueError("set either 'stop_early' or the older 'stop_when', not both")
+        data["stop_early"] = {"on_pass": _STOP_WHEN[value]}
+        return data
+
+    @model_validator(mode="after")
+    def _armed_gates(self) -> LiveStop:
+        if self.stop_early is not None and self.weight == 0:
+            raise ValueError("a criterion of weight 0 cannot carry stop_early (it gates nothing)")
+        return self
+
+
+class SkillTriggered(LiveStop):
     """Did the agent engage ``skill_name``? A binary classification: observed ``yes`` when
     the skill was engaged anywhere in the run (Claude Code's ``Skill`` tool call naming it,
     ``plugin:name`` included, or any tool call whose string argument holds
@@ -79,7 +128,7 @@ class SkillTriggered(CriterionSpec):
         return value
 
 
-class CommandExecuted(CriterionSpec):
+class CommandExecuted(LiveStop):
     """Count the tool calls (commands) that match; Coder Eval's scoring.
 
     A call matches when its tool is ``tool_name`` (any tool when unset), it succeeded (with

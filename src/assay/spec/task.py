@@ -314,7 +314,9 @@ class RunLimits(StrictModel):
     (``max_turns``: enforced for the coding agents, which take turns) and tool calls
     (``max_tool_calls``: the tool calls the coding agent's model asks for over the whole row;
     the round that reaches it finishes, the next model call is refused, and the row is
-    graded as it stands, as in Coder Eval)."""
+    graded as it stands, as in Coder Eval). ``stop_early: false`` disarms every criterion's
+    ``stop_early`` block (Coder Eval's kill switch); a row cut early passes when the weighted
+    score of its armed criteria reaches ``stop_early_gate_threshold``."""
 
     coder_eval_only: ClassVar[Mapping[str, str]] = {
         "expected_turns": "not enforced",
@@ -323,7 +325,6 @@ class RunLimits(StrictModel):
         "max_output_tokens": "use agent.max_tokens",
         "count_cached_input": "not supported",
         "count_cache_creation": "not supported",
-        "stop_early": "not supported",
     }
 
     task_timeout: float = Field(default=600, gt=0)
@@ -331,6 +332,8 @@ class RunLimits(StrictModel):
     max_tool_calls: int | None = Field(default=None, gt=0)
     max_total_tokens: int | None = Field(default=None, gt=0)
     max_usd: float | None = Field(default=None, gt=0)
+    stop_early: bool | None = None
+    stop_early_gate_threshold: float = Field(default=1.0, gt=0, le=1)
 
 
 class PreRunCommand(StrictModel):
