@@ -133,3 +133,15 @@ def test_evaluate_keeps_the_cut_rows_rule(ran: Path) -> None:
     assert done.returncode == 1, done.stderr
     assert task_json(ran, "reached", "reached")["final_status"] == "SUCCESS"
     assert task_json(ran, "forbidden", "forbidden")["final_status"] == "FAILURE"
+
+
+def test_the_suite_report_counts_the_rows_stopped_early_by_why(ran: Path) -> None:
+    run = ran / "runs" / "latest" / "default"
+    suite = json.loads((run / "forbidden" / "suite.json").read_text())
+    assert suite["stopped_early"] == {"criterion_failed": 1}
+    assert json.loads((run / "continued" / "suite.json").read_text())["stopped_early"] == {}
+    markdown = (run / "forbidden" / "suite.md").read_text()
+    assert (
+        "**Stopped early**: 1 row(s), graded as their agent left them (criterion_failed 1)"
+        in markdown
+    )

@@ -82,6 +82,10 @@ def render_suite(suite: SuiteRollup) -> str:
         " of the rows answered"
     )
     out.append(f"**Average weighted score**: {fmt(suite.average_weighted_score)} (graded rows)")
+    if suite.stopped_early:
+        why = ", ".join(f"{reason} {count}" for reason, count in suite.stopped_early.items())
+        out.append(f"**Stopped early**: {sum(suite.stopped_early.values())} row(s), graded as "
+                   f"their agent left them ({why})")  # fmt: skip
     out += [f"**Warning**: {md_text(warning)}" for warning in suite.warnings]
     out += ["", "## Criterion stats", ""]
     out += md_table(

@@ -24,7 +24,7 @@ for a suite that has replicates.
 from __future__ import annotations
 
 import bisect
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -227,6 +227,7 @@ class SuiteTally:
         self.replicates: dict[int, _Rows] = {}
         self.pass_k_rows: dict[str, list[int]] = defaultdict(lambda: [0, 0])
         self.clustered = ClusterTally(cluster_field)
+        self.stopped: Counter[str] = Counter()
 
     @property
     def has_replicates(self) -> bool:
@@ -252,6 +253,11 @@ class SuiteTally:
         replicate.add(result)
         if result.final_status.category in ("failed", "error", "refused"):
             self._add_failed(result)
+        agent = result.agent
+        if agent.early_stop is not None:
+            self.stopped[agent.early_stop.reason] += 1
+        elif agent.stopped_early is not None:
+            self.stopped["max_tool_calls"] += 1
 
     def _add_failed(self, result: EvaluationResult) -> None:
         self.failed_total += 1
@@ -309,6 +315,7 @@ class SuiteTally:
             selection=selection,
             intervals=self.clustered.suite_intervals(),
             cluster_field=self.clustered.cluster_field,
+            stopped_early=dict(sorted(self.stopped.items())),
             **self._replicate_fields(),
         )
 

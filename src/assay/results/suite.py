@@ -180,6 +180,9 @@ class SuiteRollup(_Model):
     ``result_reasons`` says why it is not green. ``refusal_rate`` is
     ``rows_refused / (rows_graded + rows_refused)``. ``intervals`` holds the pass rate's
     cluster-robust interval, clustered by row and by ``cluster_field`` when the dataset has one.
+    ``stopped_early``: rows whose agent was ended on purpose and graded as it stood, by why
+    (``max_tool_calls``, or a live verdict's ``criterion_passed``, ``criterion_failed``,
+    ``decision_budget_exceeded``).
     """
 
     schema_version: str = SUITE_SCHEMA_VERSION
@@ -212,3 +215,4 @@ class SuiteRollup(_Model):
     pass_k: dict[str, dict[str, float | int]] = Field(default_factory=dict)
     intervals: dict[str, IntervalRecord] = Field(default_factory=dict)
     cluster_field: str | None = None
+    stopped_early: dict[str, int] = Field(default_factory=dict)
