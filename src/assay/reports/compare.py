@@ -17,7 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from assay.errors import UsageError
-from assay.reports.experiment import build_experiment
+from assay.reports.experiment import adjust_family, build_experiment
+from assay.reports.judged import add_judged_differences
 from assay.reports.markdown import render_experiment
 from assay.reports.writer import task_json_relpath
 from assay.results.experiment import ArmDataset, ExperimentResult
@@ -168,11 +169,19 @@ def compare_runs(
         for name, selections in ((name_a, recorded[0]), (name_b, recorded[1]))
         for suite in shared
     ]  # fmt: skip
-    return build_experiment(arms, paths, experiment_id=f"{run_b.name} vs {run_a.name}",
-                            description=f"A = {run_a}, B = {run_b}" + judges,
-                            variant_ids=[name_a, name_b], row_ids=row_ids,
-                            datasets=datasets,
-                            cluster_fields=_cluster_fields(datasets))  # fmt: skip
+    report = build_experiment(arms, paths, experiment_id=f"{run_b.name} vs {run_a.name}",
+                              description=f"A = {run_a}, B = {run_b}" + judges,
+                              variant_ids=[name_a, name_b], row_ids=row_ids,
+                              datasets=datasets,
+                              cluster_fields=_cluster_fields(datasets))  # fmt: skip
+    sides = {name_a: (run_a, va), name_b: (run_b, vb)}
+
+    def suite_file(name: str, suite: str) -> Path:
+        run, variant = sides[name]
+        return run / variant / suite / "suite.json"
+
+    add_judged_differences(report, suite_file, adjust=adjust_family)
+    return report
 
 
 def _cluster_fields(datasets: Sequence[ArmDataset]) -> dict[str, str | None]:

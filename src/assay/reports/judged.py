@@ -1,0 +1,95 @@
+"""Judged metrics in a comparison: each binary ``llm_judge`` difference corrected for the
+judge's calibrated error (:mod:`assay.metrics.judged`), beside the raw one.
+
+For every comparison of an ``experiment.json`` (``assay run -e``, ``assay compare``) and
+every ``llm_judge`` criterion whose ``suite.json`` in both arms carries the same stored
+calibration (``details.corrected_pass_rate``), the metric ``<criterion>.corrected_pass_rate``
+is added: both arms' Rogan–Gladen pass rates and their difference with an interval that
+carries the calibration's uncertainty too. Arms graded under different calibrations, or a
+judge without one, get the metric with the reason instead of a number. The suite's p-values
+are then adjusted for multiplicity again, the new ones included.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from assay.metrics.agreement import JudgeErrorRates
+from assay.metrics.judged import corrected_difference
+from assay.results.experiment import Comparison, Difference, ExperimentResult
+
+SuiteFile = Callable[[str, str], Path]
+"""``(variant_id, suite_id)`` → that arm's ``suite.json``."""
+
+METHOD = "Rogan–Gladen on both arms (one calibration), delta method: rows and calibration"
+
+
+def add_judged_differences(
+    report: ExperimentResult, suite_file: SuiteFile, *, adjust: Callable[..., Any]
+) -> None:
+    """Add ``<criterion>.corrected_pass_rate`` to every comparison with a binary judge (see
+    the module docstring); ``adjust`` is :func:`assay.reports.experiment.adjust_family`."""
+    touched: dict[str, list[Comparison]] = defaultdict(list)
+    for comparison in report.comparisons:
+        touched[comparison.suite_id].append(comparison)
+        for name, found in list(comparison.metrics.items()):
+            prefix, _, statistic = name.rpartition(".")
+            if statistic != "mean" or not prefix.startswith("llm_judge"):
+                continue
+            sides = [_calibration(suite_file(variant, comparison.suite_id), prefix)
+                     for variant in (comparison.variant_a, comparison.variant_b)]  # fmt: skip
+            if sides[0] is None and sides[1] is None:
+                continue
+            comparison.metrics[f"{prefix}.corrected_pass_rate"] = _judged(found, *sides)
+    for comparisons in touched.values():
+        adjust(comparisons, report.adjustment, report.alpha)
+
+
+def _calibration(path: Path, prefix: str) -> dict[str, Any] | None:
+    """The ``corrected_pass_rate`` details of the judge criterion ``prefix`` (``llm_judge``
+    or ``llm_judge#N``) in ``path``; ``None`` when there are none."""
+    try:
+        suite = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    aggregates = suite.get("criterion_aggregates") or []
+    if "#" in prefix:
+        position = int(prefix.split("#", 1)[1])
+        chosen = aggregates[position] if position < len(aggregates) else None
+    else:
+        chosen = next((a for a in aggregates if a.get("criterion_type") == "llm_judge"), None)
+    details = (chosen or {}).get("details", {}).get("corrected_pass_rate")
+    return details if isinstance(details, dict) else None
+
+
+def _judged(found: Difference, a: dict[str, Any] | None, b: dict[str, Any] | None) -> Difference:
+    reason = _unusable(a, b)
+    if reason is not None or a is None or b is None or found.difference is None:
+        return Difference(a=None, b=None, difference=None, method=METHOD,
+                          reason=reason or found.reason or "no judged difference")  # fmt: skip
+    rows = a["calibration_rows"]
+    positives, negatives = int(rows["positives"]), int(rows["negatives"])
+    rates = JudgeErrorRates(round(a["sensitivity"] * positives), positives,
+                            round(a["specificity"] * negatives), negatives)  # fmt: skip
+    judged = corrected_difference(found.difference, found.se, found.clusters or 0, rates)
+    return Difference(
+        a=a.get("value"), b=b.get("value"), difference=judged.value, low=judged.low,
+        high=judged.high, se=judged.se, clusters=found.clusters, p_value=judged.p_value,
+        reason=judged.reason, method=METHOD,
+    )  # fmt: skip
+
+
+def _unusable(a: dict[str, Any] | None, b: dict[str, Any] | None) -> str | None:
+    if a is None or b is None or "calibration_id" not in a or "calibration_id" not in b:
+        found = a if a is not None else b
+        return str((found or {}).get("reason") or "an arm's judge has no stored calibration")
+    if a["calibration_id"] != b["calibration_id"]:
+        return (f"the arms were graded under different calibrations ({a['calibration_id']}, "
+                f"{b['calibration_id']}): their corrections are not comparable")  # fmt: skip
+    if a.get("sensitivity") is None or a.get("specificity") is None:
+        return "the calibration lacks truly passing or truly failing rows"
+    return None
