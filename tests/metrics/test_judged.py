@@ -41,6 +41,12 @@ def test_a_judge_no_better_than_chance_or_without_a_class_gives_no_number() -> N
     assert one.value == pytest.approx(0.2 / 0.7) and one.low is None
 
 
+def test_the_interval_stays_within_what_a_difference_of_rates_can_be() -> None:
+    found = corrected_difference(-0.167, 0.12, 12, JudgeErrorRates(7, 20, 19, 20))
+    assert found.value == pytest.approx(-0.167 / 0.3)
+    assert found.low == -1.0 and found.high is not None and found.high < 1.0
+
+
 def test_zero_difference_keeps_only_the_rows_error() -> None:
     found = corrected_difference(0.0, 0.03, 100, JudgeErrorRates(45, 50, 40, 50))
     assert found.value == 0.0 and found.se == pytest.approx(0.03 / 0.7)

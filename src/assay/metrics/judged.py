@@ -11,7 +11,8 @@ calibration's uncertainty to the rows' (the calibration is independent of the ro
 
 where ``se(Δ)`` is the paired, cluster-robust SE of the judged difference and ``m0``, ``m1``
 the calibration's truly failing and truly passing rows. The interval is ``Δc ± t · se`` on
-the judged difference's ``G − 1`` degrees of freedom, and the p-value tests ``Δc = 0``. A
+the judged difference's ``G − 1`` degrees of freedom (clipped to [−1, 1], where a difference
+of two rates lies), and the p-value tests ``Δc = 0``. A
 difference the judge cannot resolve (an interval holding 0) is not reported as real.
 """
 
@@ -72,5 +73,5 @@ def corrected_difference(
 
     quantile = float(t.ppf(0.5 + confidence / 2, clusters - 1))
     p_value = float(min(1.0, 2.0 * t.sf(abs(value) / total, clusters - 1)))
-    return JudgedDifference(value, value - quantile * total, value + quantile * total, total,
-                            p_value)  # fmt: skip
+    low, high = max(-1.0, value - quantile * total), min(1.0, value + quantile * total)
+    return JudgedDifference(value, low, high, total, p_value)
