@@ -1,11 +1,11 @@
-"""Judged metrics in a comparison: each binary ``llm_judge`` difference corrected for the
-judge's calibrated error (:mod:`assay.metrics.judged`), beside the raw one.
+"""Judged metrics in a comparison: each binary judge's difference corrected for the judge's
+calibrated error (:mod:`assay.metrics.judged`), beside the raw one.
 
 For every comparison of an ``experiment.json`` (``assay run -e``, ``assay compare``) and
-every ``llm_judge`` criterion whose ``suite.json`` in both arms carries the same stored
-calibration (``details.corrected_pass_rate``), the metric ``<criterion>.corrected_pass_rate``
-is added: both arms' Rogan–Gladen pass rates and their difference with an interval that
-carries the calibration's uncertainty too. Arms graded under different calibrations, or a
+every criterion whose ``suite.json`` aggregate reports a ``corrected_pass_rate`` (a binary
+judge; with the same stored calibration in both arms), the metric
+``<criterion>.corrected_pass_rate`` is added: both arms' Rogan–Gladen pass rates and their
+difference with an interval that carries the calibration's uncertainty too. Arms graded under different calibrations, or a
 judge without one, get the metric with the reason instead of a number. The suite's p-values
 are then adjusted for multiplicity again, the new ones included.
 """
@@ -38,7 +38,7 @@ def add_judged_differences(
         touched[comparison.suite_id].append(comparison)
         for name, found in list(comparison.metrics.items()):
             prefix, _, statistic = name.rpartition(".")
-            if statistic != "mean" or not prefix.startswith("llm_judge"):
+            if statistic != "mean":
                 continue
             sides = [_calibration(suite_file(variant, comparison.suite_id), prefix)
                      for variant in (comparison.variant_a, comparison.variant_b)]  # fmt: skip
@@ -50,18 +50,19 @@ def add_judged_differences(
 
 
 def _calibration(path: Path, prefix: str) -> dict[str, Any] | None:
-    """The ``corrected_pass_rate`` details of the judge criterion ``prefix`` (``llm_judge``
-    or ``llm_judge#N``) in ``path``; ``None`` when there are none."""
+    """The ``corrected_pass_rate`` details of the criterion ``prefix`` (its type, or
+    ``type#N`` for the one at position N) in ``path``; ``None`` when it has none (a criterion
+    that is not a calibrated binary judge)."""
     try:
         suite = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     aggregates = suite.get("criterion_aggregates") or []
-    if "#" in prefix:
-        position = int(prefix.split("#", 1)[1])
-        chosen = aggregates[position] if position < len(aggregates) else None
+    kind, _, number = prefix.partition("#")
+    if number.isdigit():
+        chosen = aggregates[int(number)] if int(number) < len(aggregates) else None
     else:
-        chosen = next((a for a in aggregates if a.get("criterion_type") == "llm_judge"), None)
+        chosen = next((a for a in aggregates if a.get("criterion_type") == kind), None)
     details = (chosen or {}).get("details", {}).get("corrected_pass_rate")
     return details if isinstance(details, dict) else None
 
