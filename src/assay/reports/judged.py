@@ -5,9 +5,10 @@ For every comparison of an ``experiment.json`` (``assay run -e``, ``assay compar
 every criterion whose ``suite.json`` aggregate reports a ``corrected_pass_rate`` (a binary
 judge; with the same stored calibration in both arms), the metric
 ``<criterion>.corrected_pass_rate`` is added: both arms' Rogan–Gladen pass rates and their
-difference with an interval that carries the calibration's uncertainty too. Arms graded under different calibrations, or a
-judge without one, get the metric with the reason instead of a number. The suite's p-values
-are then adjusted for multiplicity again, the new ones included.
+difference with an interval that carries the calibration's uncertainty too. Arms graded
+under different calibrations, or a judge without one, get the metric with the reason instead
+of a number. The suite's p-values are then adjusted for multiplicity again, the new ones
+included.
 """
 
 from __future__ import annotations
