@@ -66,7 +66,7 @@ initial_prompt: hi
 success_criteria:
   - {type: response_match, expected: hi, description: echoed}
   - {type: agent_judge, description: explored, prompt: Is it good?}
-  - {type: system_one_judge, description: typed}
+  - {type: uipath_eval, description: typed, agent_name: a, eval_set: e}
 """
 
 

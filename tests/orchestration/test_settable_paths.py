@@ -108,6 +108,8 @@ JUDGES = """\
     enabled: true
   - {type: llm_judge, prompt: "Score it.", model: mock/other.yaml,
      verdict: {kind: scale, min: 1, max: 5, integer: true}}
+  - {type: system_one_judge, prompt: "Judge it.", model: mock/other.yaml,
+     verdict: {kind: binary}, few_shot: [{response: r, verdict: true, reason: why}]}
 """
 COMMON = """\
 description: d
@@ -731,8 +733,8 @@ def test_sample_seed_override_seeds_the_stratified_draw(bases: dict[str, Path]) 
 
 
 def test_a_list_item_override_past_the_end_is_refused(bases: dict[str, Path]) -> None:
-    with pytest.raises(TaskFileError, match="has 20 item\\(s\\), so there is no item 20"):
-        _plan(bases["llm"], (Override(("success_criteria", "20", "weight"), 0),))
+    with pytest.raises(TaskFileError, match="has 21 item\\(s\\), so there is no item 21"):
+        _plan(bases["llm"], (Override(("success_criteria", "21", "weight"), 0),))
 
 
 def test_strict_models_cover_the_spec() -> None:

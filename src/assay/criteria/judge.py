@@ -56,7 +56,7 @@ from assay.results.task_result import (
 )
 from assay.spec.criteria import LlmJudge
 from assay.spec.judge import JudgeAsset, VerdictSpec, judge_metric_names
-from assay.spec.judge_criteria import TASK_DIR_PREFIXES
+from assay.spec.judge_criteria import TASK_DIR_PREFIXES, SystemOneJudge
 
 Aggregated = tuple[MetricTable, dict[str, Any]]
 
@@ -306,3 +306,8 @@ def verdict_text(value: bool | str | float) -> str:
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
     return json.dumps(value, ensure_ascii=False)
+
+
+class SystemOneJudgeCriterion(SystemOneJudge, LlmJudgeCriterion):
+    """Grades ``system_one_judge``: an inline ``llm_judge`` with System One's defaults
+    (:class:`assay.spec.judge_criteria.SystemOneJudge`)."""

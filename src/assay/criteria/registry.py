@@ -48,6 +48,7 @@ BUILT_INS = (
     "assay.criteria.transcript:ToolCalledCriterion",
     "assay.criteria.transcript:CommandsEfficiencyCriterion",
     "assay.criteria.judge:LlmJudgeCriterion",
+    "assay.criteria.judge:SystemOneJudgeCriterion",
     "assay.criteria.code_checks:ImportCheckCriterion",
     "assay.criteria.code_checks:PylintScoreCriterion",
     "assay.criteria.code_checks:ReferenceComparisonCriterion",

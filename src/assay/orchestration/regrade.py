@@ -49,6 +49,7 @@ from assay.results.transcript import Transcript
 from assay.results.transcript_otlp import from_session
 from assay.sandbox.process import pidfd_child_watcher
 from assay.sandbox.tempdir import Sandbox
+from assay.spec.judge_criteria import LlmJudge
 from assay.spec.qa import QaJudge
 from assay.spec.task import TaskDefinition
 
@@ -211,13 +212,15 @@ def judge_keys(results: list[EvaluationResult]) -> list[ModelKey]:
 def criterion_judge_keys(
     results: list[EvaluationResult], registry: CriterionRegistry
 ) -> list[ModelKey]:
-    """The models of the ``llm_judge`` criteria of rows that will be graded again."""
+    """The models of the judge criteria (``llm_judge`` and its kin) of rows that will be
+    graded again."""
+    judges = {name for name in registry.types if issubclass(registry.get(name), LlmJudge)}
     tasks: dict[str, TaskDefinition] = {}
     for result in results:
         if agent_status(result) == "error":
             continue
         criteria = result.task_config.resolved.get("success_criteria") or []
-        if any(isinstance(c, dict) and c.get("type") == "llm_judge" for c in criteria):
+        if any(isinstance(c, dict) and c.get("type") in judges for c in criteria):
             key = repr(criteria)
             if key not in tasks:
                 tasks[key] = task_of(result, registry)

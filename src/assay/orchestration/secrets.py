@@ -102,10 +102,11 @@ def results_redactor(results: Iterable[EvaluationResult], environ: Mapping[str, 
 
 
 def _judge_credentials(criteria: Iterable[Any]) -> set[str]:
-    """The ``api_key_env`` of each recorded ``llm_judge`` (inline, or its resolved judge's)."""
+    """The ``api_key_env`` of each recorded criterion that names one (a judge: inline, or
+    its resolved judge's)."""
     names: set[str] = set()
     for criterion in criteria:
-        if not isinstance(criterion, dict) or criterion.get("type") != "llm_judge":
+        if not isinstance(criterion, dict):
             continue
         definition = (criterion.get("asset") or {}).get("definition") or {}
         name = definition.get("api_key_env") or criterion.get("api_key_env")

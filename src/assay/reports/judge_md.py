@@ -28,7 +28,7 @@ def _interval(data: dict[str, Any] | None) -> str:
 def judge_lines(agg: CriterionAggregate) -> list[str]:
     """Markdown lines for a judge's aggregate (empty for other criteria)."""
     details = agg.details
-    if agg.criterion_type != "llm_judge" or "judges" not in details:
+    if "judges" not in details:
         return []
     out = [""]
     for judge in details["judges"]:

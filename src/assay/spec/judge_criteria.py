@@ -158,3 +158,30 @@ class LlmJudge(CriterionSpec):
         fields.setdefault("verdict", VerdictSpec(kind="scale", min=0.0, max=1.0))
         fields.setdefault("max_tokens", 2000)
         return JudgeDefinition.model_validate(fields)
+
+
+SYSTEM_ONE_MODEL = "openai/jev-latest"
+SYSTEM_ONE_BASE_URL = "https://api.typesafe.ai/v1"
+SYSTEM_ONE_KEY = "TYPESAFE_API_KEY"
+
+
+class SystemOneJudge(LlmJudge):
+    """``system_one_judge`` (Coder Eval v0.12.5): a typed-rubric judge on System One's
+    OpenAI-compatible endpoint, graded and reported exactly as an inline ``llm_judge``. Its
+    defaults are Coder Eval's: model ``jev-latest`` (``openai/jev-latest``), base URL
+    ``https://api.typesafe.ai/v1``, key in ``TYPESAFE_API_KEY``; each can be set (another
+    OpenAI-compatible endpoint, another model). The rubric is ``prompt``; a stored or file
+    judge (``judge:``) is not taken (use ``llm_judge`` for those)."""
+
+    type: Literal["system_one_judge"]  # type: ignore[assignment]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _defaults(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        if data.get("judge") is not None:
+            raise ValueError("system_one_judge takes its rubric inline (prompt); for a judge "
+                             "file or a store judge, use type: llm_judge")  # fmt: skip
+        return {"model": SYSTEM_ONE_MODEL, "base_url": SYSTEM_ONE_BASE_URL,
+                "api_key_env": SYSTEM_ONE_KEY, **data}  # fmt: skip
