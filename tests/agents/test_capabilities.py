@@ -67,6 +67,45 @@ def config_checks(root: Path, classes: set[str]) -> list[str]:
     return found
 
 
+def _is_agent_type(node: ast.expr) -> bool:
+    """``agent.type`` or ``task.agent.type`` (an agent block's type name)."""
+    if not (isinstance(node, ast.Attribute) and node.attr == "type"):
+        return False
+    owner = node.value
+    return (isinstance(owner, ast.Name) and owner.id == "agent") or (
+        isinstance(owner, ast.Attribute) and owner.attr == "agent"
+    )
+
+
+def type_name_switches(root: Path) -> list[str]:
+    """``file:line`` of every comparison of an agent block's type name (``agent.type ==
+    "codex"``, ``task.agent.type in TURN_AGENTS``) outside the agent registry."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        if path.relative_to(root) == REGISTRY:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Compare) and any(
+                _is_agent_type(n) for n in [node.left, *node.comparators]
+            ):
+                found.append(f"{path.relative_to(root)}:{node.lineno}")
+    return sorted(found)
+
+
+def test_no_switch_on_an_agent_type_name_outside_the_registry(tmp_path: Path) -> None:
+    assert type_name_switches(SRC) == []
+    write(
+        tmp_path / "orchestration" / "b.py",
+        """\
+if task.agent.type in TURN_AGENTS: pass
+if agent.type == "codex": pass
+message = f"agent {task.agent.type}"
+if row.type == "x": pass
+""",
+    )
+    assert type_name_switches(tmp_path) == ["orchestration/b.py:1", "orchestration/b.py:2"]
+
+
 def test_no_isinstance_on_agent_configs_outside_the_registry() -> None:
     assert config_checks(SRC, config_class_names()) == []
 
