@@ -144,34 +144,34 @@ def task_naming(kind: str) -> dict[str, object]:
     ("entries", "code", "message", "hint"),
     [
         ({"gone": "no_such_module:Gone"}, "",
-         "entry point 'gone = no_such_module:Gone' of group 'assay.agents' (package bad-one "
+         "entry point 'gone = no_such_module:Gone' of group 'assay.agents' (package bad-agent "
          "1.0) cannot be imported: ModuleNotFoundError",
-         "fix or reinstall bad-one, or uninstall it (pip uninstall bad-one)"),
-        ({"helper": "bad_one:helper"}, AGENT.format(cls="Fine", name="fine", written="fine"),
-         "entry point 'helper = bad_one:helper' of group 'assay.agents' (package bad-one 1.0) "
+         "fix or reinstall bad-agent, or uninstall it (pip uninstall bad-agent)"),
+        ({"helper": "bad_agent:helper"}, AGENT.format(cls="Fine", name="fine", written="fine"),
+         "entry point 'helper = bad_agent:helper' of group 'assay.agents' (package bad-agent 1.0) "
          "is function helper, not an agent class",
          "point it at a class that derives from assay.agents.base.Agent"),
-        ({"llm": "bad_one:Mine"}, AGENT.format(cls="Mine", name="llm", written="llm"),
-         "entry point 'llm = bad_one:Mine' of group 'assay.agents' (package bad-one 1.0) adds "
+        ({"llm": "bad_agent:Mine"}, AGENT.format(cls="Mine", name="llm", written="llm"),
+         "entry point 'llm = bad_agent:Mine' of group 'assay.agents' (package bad-agent 1.0) adds "
          "the agent type 'llm', which assay (built in) already has",
          "give Mine another type name"),
-        ({"other": "bad_one:Mine"}, AGENT.format(cls="Mine", name="mine", written="mine"),
-         "entry point 'other = bad_one:Mine' of group 'assay.agents' (package bad-one 1.0) is "
+        ({"other": "bad_agent:Mine"}, AGENT.format(cls="Mine", name="mine", written="mine"),
+         "entry point 'other = bad_agent:Mine' of group 'assay.agents' (package bad-agent 1.0) is "
          "named 'other' but its agent type is 'mine'",
          "name the entry point 'mine'"),
-        ({"mine": "bad_one:Mine"}, AGENT.format(cls="Mine", name="mine", written="yours"),
-         "entry point 'mine = bad_one:Mine' of group 'assay.agents' (package bad-one 1.0): "
+        ({"mine": "bad_agent:Mine"}, AGENT.format(cls="Mine", name="mine", written="yours"),
+         "entry point 'mine = bad_agent:Mine' of group 'assay.agents' (package bad-agent 1.0): "
          "MineConfig must declare type: Literal['mine']",
-         "fix or reinstall bad-one"),
+         "fix or reinstall bad-agent"),
     ],
 )  # fmt: skip
 def test_a_bad_plugin_is_named_with_its_fix(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workdir: Path,
     entries: dict[str, str], code: str, message: str, hint: str,
 ) -> None:  # fmt: skip
-    distribution(tmp_path / "site", "bad-one", entries, code)
+    distribution(tmp_path / "site", "bad-agent", entries, code)
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
-    monkeypatch.delitem(sys.modules, "bad_one", raising=False)  # each case's own module
+    monkeypatch.delitem(sys.modules, "bad_agent", raising=False)  # each case's own module
     with pytest.raises(PluginError) as caught:
         assay.plan([task_naming("not-built-in")])
     assert caught.value.message.startswith(message)
@@ -183,7 +183,7 @@ def test_a_bad_plugin_is_named_with_its_fix(
 def test_a_good_plugin_is_found_only_when_named(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workdir: Path
 ) -> None:
-    distribution(tmp_path / "site", "good-one", {"answer": "good_one:Answer"},
+    distribution(tmp_path / "site", "good-agent", {"answer": "good_agent:Answer"},
                  AGENT.format(cls="Answer", name="answer", written="answer"))  # fmt: skip
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
     registry = default_agents()
