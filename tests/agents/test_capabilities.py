@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from assay.agents.registry import default_agents
+from assay.errors import UsageError
 from assay.spec.agent_base import AgentSpec
 from assay.spec.coding_agents import ClaudeCodeAgent, CodexAgent
 from assay.spec.task import CommandAgent, LlmAgent, NoneAgent
@@ -196,3 +197,11 @@ def test_the_runners_give_model_keys_and_containment_needs(tmp_path: Path) -> No
     assert agents.build(CONFIGS["command"]).model_keys(tmp_path) == []
     assert agents.build(CONFIGS["none"]).folders(tmp_path) == []
     assert agents.build(CONFIGS["command"]).program(tmp_path) is None
+
+
+def test_an_unknown_type_is_named_with_a_suggestion_and_the_fix() -> None:
+    with pytest.raises(UsageError) as error:
+        default_agents(entry_points=False).get("codx")
+    assert error.value.message == "unknown agent type 'codx'"
+    assert error.value.hint is not None
+    assert error.value.hint.startswith("did you mean 'codex'? pass the class that defines it")

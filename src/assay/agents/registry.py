@@ -203,10 +203,6 @@ class AgentRegistry:
             extended.register(cls)
         return extended
 
-    def is_built_in(self, type_name: str) -> bool:
-        """Whether ``type_name`` is one of assay's own agent types."""
-        return self._origins.get(type_name) in BUILT_INS
-
 
 def default_agents(*, entry_points: bool = True) -> AgentRegistry:
     """A registry with every built-in agent type (and, for a name it does not know, the
