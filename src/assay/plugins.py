@@ -127,8 +127,9 @@ def check_member(
             if isinstance(loaded, type)
             else (f"{type(loaded).__name__} {getattr(loaded, '__qualname__', repr(loaded))}")
         )
+        article = "an" if kind.noun[:1] in "aeiou" else "a"
         raise PluginError(
-            f"{origin} is {what}, not a {kind.noun} class",
+            f"{origin} is {what}, not {article} {kind.noun} class",
             hint=f"point it at a class that derives from {base}" + (f"; {fix}" if fix else ""),
         )
     try:

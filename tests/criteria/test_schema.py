@@ -19,6 +19,7 @@ from tests.criteria.word_count import WordCount
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 PLUGIN = EXAMPLES / "plugins" / "word-count"
+AGENT_PLUGIN = EXAMPLES / "plugins" / "python-agent"
 
 
 def task_files() -> list[Path]:
@@ -38,12 +39,15 @@ def errors(schema: dict[str, Any], data: Any) -> list[tuple[list[Any], str]]:
 
 def test_every_example_task_file_validates(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.syspath_prepend(str(PLUGIN))  # the plugin example's task names its criterion
+    monkeypatch.syspath_prepend(str(AGENT_PLUGIN))  # and the agent example's its agent type
+    from assay_python_agent import PythonFunctionRunner
     from assay_word_count import WordCount as PluginWordCount
 
-    schema = assay.task_schema(criteria=[PluginWordCount])
+    schema = assay.task_schema(criteria=[PluginWordCount], agents=[PythonFunctionRunner])
     jsonschema.Draft202012Validator.check_schema(schema)
     files = task_files()
     assert len(files) >= 15 and PLUGIN / "tasks" / "words.yaml" in files
+    assert AGENT_PLUGIN / "tasks" / "sums.yaml" in files
     for path in files:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
         assert errors(schema, data) == [], path

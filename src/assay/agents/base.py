@@ -7,20 +7,24 @@ failure of the thing it drives: a crash, a timeout or a model error becomes an o
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
 
 from assay.providers.base import Usage
 from assay.providers.managed import OnRetry
-from assay.providers.pool import ModelPool
+from assay.providers.pool import ModelKey, ModelPool, ProviderRegistry
+from assay.providers.pricing import PriceTable
 from assay.providers.retry import Attempt
 from assay.results.secrets import Redactor
 from assay.results.task_result import EarlyStopRecord
 from assay.results.trace import Span
 from assay.results.transcript import Transcript
 from assay.sandbox.process import MAX_OUTPUT_BYTES
+from assay.spec.agent_base import AgentSpec
+from assay.spec.task import RunLimits
 
 if TYPE_CHECKING:
     from assay.bridge import Bridge
@@ -113,11 +117,79 @@ class AgentOutcome:
     early_stop: EarlyStopRecord | None = None
 
 
-class Agent(Protocol):
-    """Acts on a prompt in a sandbox."""
+@dataclass(frozen=True)
+class PreflightSetup:
+    """What an agent's preflight may consult: the task file's folder, the run's providers
+    (to check that a model can start), its price table, and the task's ``run_limits``."""
 
-    type_name: str
+    base_dir: Path
+    providers: ProviderRegistry
+    prices: PriceTable
+    limits: RunLimits
 
+
+@dataclass(frozen=True)
+class PreflightCheck:
+    """One check made before any row runs: ``check`` raises :class:`~assay.errors.UserError`
+    (naming what to fix) for what would make every row fail; the planner locates the error
+    at the task file's field ``loc`` (for example ``("agent", "cli_path")``)."""
+
+    loc: tuple[str, ...]
+    check: Callable[[], object]
+
+
+Config = TypeVar("Config", bound=AgentSpec)
+
+
+class Agent(ABC, Generic[Config]):
+    """One agent type: runs its config (:attr:`config_model`, the task file's ``agent:``
+    block) for one row-task, and answers what the run must prepare for it.
+
+    The config model declares what can be read from the task file alone (may act, answers,
+    transcript, needs a directory, model route, credentials; see
+    :class:`~assay.spec.agent_base.AgentSpec`); this class adds what needs the machine:
+    the model endpoints it uses (:meth:`model_keys`), its preflight (:meth:`preflight`: a CLI
+    installed, a model that starts), and what the sandbox must give it (:meth:`folders`).
+    A new agent type subclasses this, sets :attr:`type_name` and :attr:`config_model`, and
+    is registered by one line (:mod:`assay.agents.registry`) or given to
+    ``assay.run(agents=[...])`` or an entry point of the group ``assay.agents``.
+    """
+
+    type_name: ClassVar[str]
+    """The type task files write (``agent: {type: ...}``); the config model's ``type``."""
+    config_model: ClassVar[type[AgentSpec]]
+    """The pydantic model of the ``agent:`` block (its fields are the task file's)."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+
+    @abstractmethod
     async def run(self, context: AgentContext) -> AgentOutcome:
         """Run once for one row-task; failures are returned, not raised."""
-        ...
+
+    def model_keys(self, base_dir: Path) -> list[ModelKey]:
+        """The models the run starts before any row for this agent (``base_dir``: the task
+        file's folder); none by default."""
+        return []
+
+    def preflight(self, setup: PreflightSetup) -> list[PreflightCheck]:
+        """The checks ``assay plan`` and ``assay run`` make before any row, in order; none by
+        default."""
+        return []
+
+    def folders(self, base_dir: Path) -> list[Path]:
+        """Containment needs: folders (besides the system's and the task's) that a row's
+        sandbox must let the agent read, such as its CLI's installation and its plugins.
+
+        Raises:
+            UserError: one cannot be found (a CLI not installed).
+        """
+        return []
+
+    def program(self, base_dir: Path) -> Path | None:
+        """The executable the agent runs, found now (``None``: it runs none of its own).
+
+        Raises:
+            UserError: it is not installed (with the install command).
+        """
+        return None

@@ -21,7 +21,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from assay.agents.base import AgentContext, AgentOutcome
+from assay.agents.base import AgentContext, AgentOutcome, PreflightCheck
 from assay.agents.claude_stream import ClaudeStreamParser
 from assay.agents.cli import (
     CliLaunch,
@@ -32,6 +32,7 @@ from assay.agents.cli import (
     refused,
     run_cli,
 )
+from assay.agents.coding import CliAgent, OwnCredentials
 from assay.agents.coding_models import (
     bridge_key,
     plugin_dirs,
@@ -67,13 +68,24 @@ def find_claude(config: ClaudeCodeAgent, base_dir: Path) -> Path:
     return find_cli("claude", configured=config.cli_path, base_dir=base_dir, bundled=bundled_claude)
 
 
-class ClaudeCodeRunner:
+class ClaudeCodeRunner(CliAgent[ClaudeCodeAgent]):
     """Runs :class:`assay.spec.coding_agents.ClaudeCodeAgent`."""
 
     type_name = "claude-code"
+    config_model = ClaudeCodeAgent
+    own_credentials = OwnCredentials(
+        ("ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"), ".claude/.credentials.json",
+        "export ANTHROPIC_API_KEY, or log in with `claude login`",
+    )  # fmt: skip
 
-    def __init__(self, config: ClaudeCodeAgent) -> None:
-        self.config = config
+    def find(self, base_dir: Path) -> Path:
+        """:func:`find_claude`."""
+        return find_claude(self.config, base_dir)
+
+    def settings_checks(self, base_dir: Path) -> list[PreflightCheck]:
+        """``claude_settings`` can be read (:func:`settings_flags`)."""
+        return [PreflightCheck(("agent", "claude_settings"),
+                               lambda: settings_flags(self.config, base_dir))]  # fmt: skip
 
     async def run(self, context: AgentContext) -> AgentOutcome:
         """Run the CLI once for the row; see the module docstring."""

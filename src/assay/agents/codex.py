@@ -30,6 +30,7 @@ from assay.agents.cli import (
     run_cli,
 )
 from assay.agents.codex_stream import CodexStreamParser
+from assay.agents.coding import CliAgent, OwnCredentials
 from assay.agents.coding_models import (
     bridge_key,
     plugin_dirs,
@@ -50,13 +51,18 @@ def find_codex(config: CodexAgent, base_dir: Path) -> Path:
     return find_cli("codex", configured=config.cli_path, base_dir=base_dir, bundled=lambda: None)
 
 
-class CodexRunner:
+class CodexRunner(CliAgent[CodexAgent]):
     """Runs :class:`assay.spec.coding_agents.CodexAgent`."""
 
     type_name = "codex"
+    config_model = CodexAgent
+    own_credentials = OwnCredentials(
+        ("CODEX_API_KEY",), ".codex/auth.json", "export CODEX_API_KEY, or log in with `codex login`"
+    )
 
-    def __init__(self, config: CodexAgent) -> None:
-        self.config = config
+    def find(self, base_dir: Path) -> Path:
+        """:func:`find_codex`."""
+        return find_codex(self.config, base_dir)
 
     async def run(self, context: AgentContext) -> AgentOutcome:
         """Run the CLI once for the row; see the module docstring."""

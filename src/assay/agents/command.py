@@ -14,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from assay.agents.base import AgentContext, AgentOutcome
+from assay.agents.base import Agent, AgentContext, AgentOutcome
 from assay.results.trace import Span
 from assay.results.transcript import Transcript, TranscriptEvent
 from assay.results.transcript_otlp import agent_attributes
@@ -22,7 +22,7 @@ from assay.sandbox.process import exit_text, run_process, tail
 from assay.spec.task import CommandAgent
 
 ENVIRONMENT_LIMIT = 64 * 1024
-PROMPT_VARIABLES = ("ASSAY_PROMPT", "ASSAY_PROMPT_FILE")
+PROMPT_VARIABLES = CommandAgent.prompt_variables
 
 
 def fits_in_environment(text: str) -> bool:
@@ -30,13 +30,11 @@ def fits_in_environment(text: str) -> bool:
     return "\0" not in text and len(text.encode("utf-8", errors="replace")) <= ENVIRONMENT_LIMIT
 
 
-class CommandRunner:
+class CommandRunner(Agent[CommandAgent]):
     """Runs :class:`assay.spec.task.CommandAgent`."""
 
     type_name = "command"
-
-    def __init__(self, config: CommandAgent) -> None:
-        self.config = config
+    config_model = CommandAgent
 
     async def run(self, context: AgentContext) -> AgentOutcome:
         """Run the program once; see the module docstring."""

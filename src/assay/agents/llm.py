@@ -13,8 +13,15 @@ import time
 from pathlib import Path
 from typing import Protocol
 
-from assay.agents.base import AgentContext, AgentOutcome, OutcomeStatus
-from assay.errors import ModelError
+from assay.agents.base import (
+    Agent,
+    AgentContext,
+    AgentOutcome,
+    OutcomeStatus,
+    PreflightCheck,
+    PreflightSetup,
+)
+from assay.errors import ModelError, UserError
 from assay.providers.base import Choice, Constraint, JsonSchema, Message, ModelRequest
 from assay.providers.pool import ModelKey
 from assay.providers.pricing import Price
@@ -108,13 +115,44 @@ def _timed_out(record: CallRecord, seconds: float) -> tuple[OutcomeStatus, str]:
     return "timeout", f"the model did not answer within {seconds:g} s"
 
 
-class LlmRunner:
+class LlmRunner(Agent[LlmAgent]):
     """Runs :class:`assay.spec.task.LlmAgent`."""
 
     type_name = "llm"
+    config_model = LlmAgent
 
-    def __init__(self, config: LlmAgent) -> None:
-        self.config = config
+    def model_keys(self, base_dir: Path) -> list[ModelKey]:
+        """The agent's model."""
+        return [model_key(self.config, base_dir)]
+
+    def preflight(self, setup: PreflightSetup) -> list[PreflightCheck]:
+        """The model can start; an ``anthropic/`` model is asked in chat format; a cost
+        limit has a price to be checked against."""
+        key = model_key(self.config, setup.base_dir)
+        return [
+            PreflightCheck(("agent", "model"), lambda: setup.providers.preflight(key)),
+            PreflightCheck(("agent", "model"), self._chat_only),
+            PreflightCheck(("run_limits", "max_usd"), lambda: self._priced(setup)),
+        ]
+
+    def _chat_only(self) -> None:
+        config = self.config
+        if config.model.startswith("anthropic/") and config.prompt_format == "completion":
+            raise UserError("anthropic models have no completion endpoint",
+                            field="agent.prompt_format",
+                            hint="use prompt_format: chat")  # fmt: skip
+
+    def _priced(self, setup: PreflightSetup) -> None:
+        config = self.config
+        if setup.limits.max_usd is None or config.price is not None:
+            return
+        if setup.prices.lookup(config.model) is None:
+            raise UserError(
+                f"run_limits.max_usd needs a price for {config.model}, and the price table "
+                "has none",
+                hint="give agent.price {input_per_mtok, output_per_mtok} or a price file "
+                "(--prices)",
+            )
 
     async def run(self, context: AgentContext) -> AgentOutcome:
         """Ask the model once; see the module docstring."""

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from assay.agents.base import AgentContext, AgentOutcome
+from assay.agents.base import Agent, AgentContext, AgentOutcome
+from assay.spec.task import NoneAgent
 
 
-class NoAgent:
+class NoAgent(Agent[NoneAgent]):
     """The agent that does nothing."""
 
     type_name = "none"
+    config_model = NoneAgent
 
     async def run(self, context: AgentContext) -> AgentOutcome:
         """Return an outcome with no response."""

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypedDict, Unpack
 
+from assay.agents.base import Agent
 from assay.api.result import RunResult
 from assay.api.tasks import task
 from assay.criteria.base import Criterion
@@ -65,6 +66,9 @@ class PlanKeywords(TypedDict, total=False):
         criteria: criterion classes of your own (:class:`assay.criteria.Criterion`
             subclasses) that the tasks may name by their ``type``, beside the built-ins and
             the installed ``assay.criteria`` plugins.
+        agents: agent types of your own (:class:`assay.agents.Agent` subclasses, each with
+            its config model) that the tasks may name as ``agent: {type: ...}``, beside the
+            built-ins and the installed ``assay.agents`` plugins.
     """
 
     sample: int | None
@@ -83,6 +87,7 @@ class PlanKeywords(TypedDict, total=False):
     rows: Mapping[str, Sequence[str]] | None
     stop_when_decided: bool
     criteria: Sequence[type[Criterion]]
+    agents: Sequence[type[Agent[Any]]]
 
 
 class SessionKeywords(TypedDict, total=False):
@@ -164,6 +169,7 @@ class ResumeKeywords(SessionKeywords, total=False):
             only to check them: a resumed run runs with its recorded options, and one
             given with another value is refused (``UsageError`` naming the option, the run's
             value and the given one).
+        criteria, agents: the run's own criterion and agent classes, as given to :func:`run`.
     """
 
     retry_errors: bool
@@ -181,6 +187,8 @@ class ResumeKeywords(SessionKeywords, total=False):
     experiment: str | Path | None
     overrides: Overrides | None
     model: str | None
+    criteria: Sequence[type[Criterion]]
+    agents: Sequence[type[Agent[Any]]]
 
 
 _PLAN_KEYS = frozenset(PlanKeywords.__annotations__)

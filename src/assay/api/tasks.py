@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from assay.agents.base import Agent
 from assay.criteria.base import Criterion
 from assay.criteria.registry import CriterionRegistry, default_criteria
 from assay.data.frames import rows_of
@@ -47,6 +48,7 @@ def task(
     rows: Any = None,
     base_dir: str | Path | None = None,
     criteria: CriterionRegistry | Sequence[type[Criterion]] = (),
+    agents: Sequence[type[Agent[Any]]] = (),
 ) -> LoadedTask:
     """A task built in Python, validated exactly as a task file with the same fields.
 
@@ -64,6 +66,8 @@ def task(
             default the working directory.
         criteria: criterion classes of your own that the task names (or a registry); the
             same must be given to :func:`assay.run`.
+        agents: agent classes of your own (:class:`assay.agents.Agent`) whose type the
+            task names; the same must be given to :func:`assay.run`.
 
     Returns:
         A task for :func:`assay.run` and :func:`assay.plan`. Messages name it
@@ -82,7 +86,8 @@ def task(
         data["dataset"] = _with_rows(data.get("dataset"), rows_of(rows, name="rows"), name)
     folder = Path(base_dir).resolve() if base_dir is not None else Path.cwd()
     document = YamlDocument(path=folder / name, text="", data=data, lines={})
-    registry = criteria if isinstance(criteria, CriterionRegistry) else criteria_registry(criteria)
+    registry = (criteria.with_agents(agents) if isinstance(criteria, CriterionRegistry)
+                else criteria_registry(criteria, agents=agents))  # fmt: skip
     loaded = load_document(document, display=name, base_dir=folder, criteria=registry)
     return LoadedTask(loaded.definition, loaded.path, loaded.display, loaded.base_dir,
                       loaded.document, loaded.warnings, built=True)  # fmt: skip
@@ -121,7 +126,10 @@ def _with_rows(dataset: Any, rows: list[dict[str, Any]], name: str) -> dict[str,
 
 
 def task_schema(
-    *, criteria: Sequence[type[Criterion]] = (), plugins: bool = False
+    *,
+    criteria: Sequence[type[Criterion]] = (),
+    agents: Sequence[type[Agent[Any]]] = (),
+    plugins: bool = False,
 ) -> dict[str, Any]:
     """The JSON Schema (draft 2020-12) of a task file, made from the criterion registry
     (``assay schema``): editors validate and complete task files with it (the YAML language
@@ -129,7 +137,9 @@ def task_schema(
 
     Args:
         criteria: criterion classes of your own, to include.
-        plugins: include the criteria of every installed ``assay.criteria`` plugin.
+        agents: agent classes of your own, to include.
+        plugins: include the criteria and agents of every installed ``assay.criteria`` and
+            ``assay.agents`` plugin.
 
     Returns:
         The schema, a JSON-ready dict.
@@ -138,7 +148,8 @@ def task_schema(
         PluginError: a class of ``criteria`` is not a criterion or its type is taken; with
             ``plugins``, an installed plugin cannot be loaded.
     """
-    registry = default_criteria(entry_points=plugins).with_classes(criteria)
+    registry = default_criteria(entry_points=plugins).with_classes(criteria).with_agents(agents)
     if plugins:
         registry.load_plugins()
+        registry.agents.load_plugins()
     return registry.task_schema()

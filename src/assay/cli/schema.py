@@ -17,8 +17,8 @@ def schema(
         bool,
         typer.Option(
             "--plugins",
-            help="Include the criteria of the installed plugins (entry-point group "
-            "assay.criteria).",
+            help="Include the criteria and agent types of the installed plugins "
+            "(entry-point groups assay.criteria and assay.agents).",
         ),
     ] = False,
     output: Annotated[

@@ -16,6 +16,8 @@ from typing import Annotated, Any, Union
 
 from pydantic import Field, TypeAdapter, create_model
 
+from assay.agents.base import Agent
+from assay.agents.registry import AgentRegistry, default_agents
 from assay.criteria.base import Criterion
 from assay.errors import PluginError, UsageError
 from assay.plugins import (
@@ -30,7 +32,7 @@ from assay.plugins import (
 from assay.spec.base import UnionInfo
 from assay.spec.criteria import CODER_EVAL_CRITERIA_NOT_YET
 from assay.spec.criterion_base import CriterionSpec
-from assay.spec.task import TaskDefinition
+from assay.spec.task import LlmAgent, TaskDefinition
 
 BUILT_INS = (
     "assay.criteria.files:FileExistsCriterion",
@@ -75,9 +77,12 @@ class CriterionRegistry:
     Args:
         entry_points: look up installed plugins for unknown names (off: only what is
             registered).
+        agents: the agent types task files may name (the task model's ``agent`` union);
+            default: the built-in ones (and the installed plugins).
     """
 
-    def __init__(self, *, entry_points: bool = True) -> None:
+    def __init__(self, *, entry_points: bool = True, agents: AgentRegistry | None = None) -> None:
+        self.agents = agents if agents is not None else default_agents(entry_points=entry_points)
         self._classes: dict[str, type[Criterion]] = {}
         self._origins: dict[str, str] = {}
         self._plugins_loaded = not entry_points
@@ -216,6 +221,9 @@ class CriterionRegistry:
         written = data.get("success_criteria") if isinstance(data, dict) else None
         if isinstance(written, list):
             self.ensure(c.get("type") for c in written if isinstance(c, dict))
+        agent = data.get("agent") if isinstance(data, dict) else None
+        if isinstance(agent, dict) and self.agents.ensure(agent.get("type")):
+            self._model = None
         return self.task_model()
 
     def task_model(self) -> type[TaskDefinition]:
@@ -223,6 +231,7 @@ class CriterionRegistry:
         (made once per registry and kept until another class is registered)."""
         if self._model is None:
             base = TaskDefinition.model_fields["success_criteria"]
+            agent = TaskDefinition.model_fields["agent"]
             self._model = create_model(
                 "TaskDefinition",
                 __base__=TaskDefinition,
@@ -231,6 +240,10 @@ class CriterionRegistry:
                 success_criteria=(
                     _list_of(self.union()),
                     Field(min_length=1, description=base.description),
+                ),
+                agent=(
+                    self.agents.union(),
+                    Field(default_factory=LlmAgent, description=agent.description),
                 ),
             )
         return self._model
@@ -263,11 +276,26 @@ class CriterionRegistry:
         """
         if not classes:
             return self
-        extended = CriterionRegistry(entry_points=not self._plugins_loaded)
+        extended = CriterionRegistry(entry_points=not self._plugins_loaded, agents=self.agents)
         extended._classes = dict(self._classes)
         extended._origins = dict(self._origins)
         for cls in classes:
             extended.register(cls)
+        return extended
+
+    def with_agents(self, classes: Sequence[type[Agent[Any]]]) -> CriterionRegistry:
+        """This registry whose task files may also name the agent types of ``classes``
+        (``self`` when there are none).
+
+        Raises:
+            PluginError: a class is not an agent, or its type is taken.
+        """
+        if not classes:
+            return self
+        extended = CriterionRegistry(entry_points=not self._plugins_loaded,
+                                     agents=self.agents.with_classes(classes))  # fmt: skip
+        extended._classes = dict(self._classes)
+        extended._origins = dict(self._origins)
         return extended
 
 
@@ -284,7 +312,8 @@ def default_criteria(*, entry_points: bool = True) -> CriterionRegistry:
     Raises:
         PluginError: a built-in registration is broken (a bug of assay).
     """
-    registry = CriterionRegistry(entry_points=entry_points)
+    registry = CriterionRegistry(entry_points=entry_points,
+                                 agents=default_agents(entry_points=entry_points))  # fmt: skip
     for reference in BUILT_INS:
         registry._add(load_reference(reference, CRITERIA))
     return registry

@@ -15,14 +15,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from assay.agents.coding_models import plugin_dirs
+from assay.agents.registry import AgentRegistry
 from assay.errors import SandboxError, TaskFileError, UsageError
-from assay.orchestration.coding_checks import find_agent_cli
 from assay.orchestration.task_loader import LoadedTask
 from assay.sandbox.bwrap import BridgeLink, Jail, JailPolicy, make_policy
-from assay.sandbox.mounts import install_root, unreadable
+from assay.sandbox.mounts import unreadable
 from assay.sandbox.probe import probe
-from assay.spec.coding_agents import CodingAgent
 from assay.spec.task import SandboxLimits, TaskDefinition
 
 NOT_CONTAINED = (
@@ -49,7 +47,7 @@ def containment_warnings(display: str, variants: Iterable[TaskDefinition]) -> li
         agent = task.agent
         if task.sandbox_driver != "tempdir":
             continue
-        if isinstance(agent, CodingAgent) and getattr(agent, "may_act", False):
+        if agent.may_act:
             return [f"{display}: {NOT_CONTAINED.format(agent=agent.type)}"]
         sandbox = task.sandbox
         settings = (("limits", sandbox.limits.model_fields_set), ("network", sandbox.network),
@@ -60,7 +58,9 @@ def containment_warnings(display: str, variants: Iterable[TaskDefinition]) -> li
     return []
 
 
-def check_containment(planned: Iterable[tuple[LoadedTask, TaskDefinition]]) -> None:
+def check_containment(
+    planned: Iterable[tuple[LoadedTask, TaskDefinition]], *, agents: AgentRegistry
+) -> None:
     """Make one ``bwrap`` sandbox if some task (as a variant runs it, beside its file) needs
     them (see the module docstring); as root, check that each bwrap task's folders can be
     read by the row's own user.
@@ -89,7 +89,7 @@ def check_containment(planned: Iterable[tuple[LoadedTask, TaskDefinition]]) -> N
                     line=loaded.document.line_of(("sandbox", "read_only", index)),
                     hint=READABLE_HINT,
                 )  # fmt: skip
-        for path in _row_folders(task, loaded.base_dir):
+        for path in _row_folders(task, loaded.base_dir, agents):
             problem = unreadable(path)
             if problem is not None:
                 raise _located(loaded, problem, READABLE_HINT)
@@ -111,15 +111,11 @@ def _located(loaded: LoadedTask, message: str, hint: str | None) -> TaskFileErro
     )  # fmt: skip
 
 
-def _row_folders(task: TaskDefinition, base_dir: Path) -> list[Path]:
+def _row_folders(task: TaskDefinition, base_dir: Path, agents: AgentRegistry) -> list[Path]:
     """The folders a row of ``task`` reads besides the system's and ``sandbox.read_only``
-    (checked on their own): the task's folder, and a coding agent's CLI and plugins."""
-    folders = [base_dir]
-    agent = task.agent
-    if isinstance(agent, CodingAgent):
-        folders += plugin_dirs(agent, base_dir)
-        folders.append(install_root(find_agent_cli(agent, base_dir)))
-    return folders
+    (checked on their own): the task's folder, and what its agent needs (a coding agent's
+    CLI and plugins)."""
+    return [base_dir, *agents.build(task.agent).folders(base_dir)]
 
 
 def rlimits(limits: SandboxLimits) -> dict[str, int]:

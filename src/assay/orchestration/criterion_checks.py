@@ -11,11 +11,11 @@ from __future__ import annotations
 from assay.errors import TaskFileError
 from assay.spec.agent_criteria import transcript_criteria
 from assay.spec.source import YamlDocument
-from assay.spec.task import CommandAgent, LlmAgent, NoneAgent, TaskDefinition
+from assay.spec.task import TaskDefinition
 
 NO_TRANSCRIPT = (
-    "criterion '{type}' reads what the agent did (its transcript), and agent type 'none' "
-    "runs no agent"
+    "criterion '{type}' reads what the agent did (its transcript), and agent type "
+    "'{agent}' runs no agent"
 )
 NO_TRANSCRIPT_HINT = (
     "choose an agent that records a transcript (claude-code, codex, command, llm), or grade "
@@ -33,14 +33,14 @@ def check_agent_criteria(task: TaskDefinition, *, display: str, document: YamlDo
     Raises:
         TaskFileError: naming ``success_criteria[i].type`` and its line.
     """
-    if not isinstance(task.agent, NoneAgent):
+    if task.agent.transcript != "none":
         return
     if task.dataset is not None and task.dataset.store is not None:
         return  # rows that point to stored traces are graded on the transcript they hold
     for index in transcript_criteria(list(task.success_criteria)):
         loc = ("success_criteria", index, "type")
         raise TaskFileError(
-            NO_TRANSCRIPT.format(type=task.success_criteria[index].type),
+            NO_TRANSCRIPT.format(type=task.success_criteria[index].type, agent=task.agent.type),
             file=display, line=document.line_of(loc), field=f"success_criteria[{index}].type",
             hint=NO_TRANSCRIPT_HINT,
         )  # fmt: skip
@@ -51,7 +51,7 @@ def agent_criteria_warnings(
 ) -> list[str]:
     """Warnings for transcript criteria on an agent that records a transcript without tool
     calls (``command``, ``llm``): each names the file, line and field."""
-    if not isinstance(task.agent, CommandAgent | LlmAgent):
+    if task.agent.transcript != "messages":
         return []
     warnings = []
     for index in transcript_criteria(list(task.success_criteria)):

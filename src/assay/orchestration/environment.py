@@ -12,10 +12,9 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from assay.agents.command import PROMPT_VARIABLES
 from assay.sandbox.environment import EnvironmentNames, agent_environment, environment_names
 from assay.sandbox.tempdir import shim_path
-from assay.spec.task import CommandAgent, TaskDefinition
+from assay.spec.task import TaskDefinition
 
 
 def row_env(
@@ -91,7 +90,4 @@ def agent_variables(
     withheld = task.credential_variables.union(hidden)
     host = environment_names(environ, passthrough=task.env_passthrough, hidden=withheld)
     assay = row_env({}, task, variant_id="", replicate=0, sandbox=None, task_dir=None)
-    agent: list[str] = []
-    if isinstance(task.agent, CommandAgent):
-        agent = sorted({*task.agent.env, *PROMPT_VARIABLES})
-    return AgentVariables(host=host, assay=sorted(assay), agent=agent)
+    return AgentVariables(host=host, assay=sorted(assay), agent=task.agent.program_variables)

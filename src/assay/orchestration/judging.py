@@ -26,7 +26,7 @@ from assay.orchestration.thresholds import check_threshold_names
 from assay.providers.pool import ModelKey, ProviderRegistry
 from assay.spec.criteria import CriterionSpec, LlmJudge
 from assay.spec.source import field_path
-from assay.spec.task import NoneAgent, TaskDefinition
+from assay.spec.task import TaskDefinition
 
 NO_RESPONSE = (
     "agent: none runs nothing, and the rows of this dataset have no trace or session to "
@@ -165,7 +165,7 @@ def check_graded_rows(expansion: Expansion, task: TaskDefinition) -> None:
     Raises:
         TaskFileError: at the task's ``agent`` field.
     """
-    if not isinstance(task.agent, NoneAgent):
+    if task.agent.answers:
         return
     readers = [c.type for c in task.success_criteria if c.reads_response]
     if not readers:

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from assay.agents.base import Agent
 from assay.criteria.base import Criterion
 from assay.criteria.registry import CriterionRegistry, default_criteria
 from assay.errors import UsageError
@@ -36,13 +37,15 @@ def plan_options(
     rows: Mapping[str, Sequence[str]] | None = None,
     stop_when_decided: bool = False,
     criteria: Sequence[type[Criterion]] = (),
+    agents: Sequence[type[Agent[Any]]] = (),
 ) -> PlanOptions:
     """The options of a plan; see :func:`assay.run` for each one.
 
     Raises:
         UsageError: a count below 1, an override that is not ``path=value``, an unreadable
             price file.
-        PluginError: a class of ``criteria`` is not a criterion, or its type is taken.
+        PluginError: a class of ``criteria`` is not a criterion, or one of ``agents`` not an
+            agent, or its type is taken.
     """
     for name, value in (("sample", sample), ("sample_per_stratum", sample_per_stratum),
                         ("repeats", repeats)):  # fmt: skip
@@ -67,17 +70,22 @@ def plan_options(
         repeats=repeats,
         prices=table,
         fixed_rows={task: list(ids) for task, ids in (rows or {}).items()},
-        criteria=criteria_registry(criteria),
+        criteria=criteria_registry(criteria, agents=agents),
     )
 
 
-def criteria_registry(classes: Sequence[type[Criterion]]) -> CriterionRegistry | None:
-    """The built-in criteria (and installed plugins) plus ``classes``; ``None`` without any.
+def criteria_registry(
+    classes: Sequence[type[Criterion]], *, agents: Sequence[type[Agent[Any]]] = ()
+) -> CriterionRegistry | None:
+    """The built-in criteria and agent types (and installed plugins) plus ``classes`` and
+    ``agents``; ``None`` without any.
 
     Raises:
-        PluginError: a class is not a criterion, or its type is taken.
+        PluginError: a class is not a criterion (or an agent), or its type is taken.
     """
-    return default_criteria().with_classes(classes) if classes else None
+    if not classes and not agents:
+        return None
+    return default_criteria().with_classes(classes).with_agents(agents)
 
 
 def parse_overrides(overrides: Overrides | None) -> list[Override]:

@@ -13,13 +13,13 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from assay.agents.llm import model_key
+from assay.agents.registry import AgentRegistry
 from assay.criteria.registry import CriterionRegistry, default_criteria
 from assay.data.lazy import MadeWhenRead
 from assay.data.select import SelectionRequest
 from assay.errors import TaskFileError, TaskFilesError, UsageError, UserError
 from assay.judges.assets import JudgeResolver
-from assay.orchestration.coding_checks import check_coding_agent
+from assay.orchestration.agent_checks import check_agent, located
 from assay.orchestration.containment import check_containment, containment_warnings
 from assay.orchestration.discover import discover
 from assay.orchestration.expand import (
@@ -54,7 +54,7 @@ from assay.qa import QaItem
 from assay.results.run import SkippedTask, TaskSelection
 from assay.results.secrets import Redactor
 from assay.spec.experiment import Experiment, StopRule
-from assay.spec.task import LlmAgent, TaskDefinition
+from assay.spec.task import TaskDefinition
 
 
 @dataclass(frozen=True)
@@ -317,7 +317,8 @@ def build_plan(
             "no task to run: every task file was skipped" + (f" ({reasons})" if reasons else ""),
             hint="check --tags / --exclude-tags, or pass --include-skipped",
         )
-    check_containment((t.loaded, v.definition) for t in plan.tasks for v in t.variants)
+    check_containment(((t.loaded, v.definition) for t in plan.tasks for v in t.variants),
+                      agents=plan.criteria.agents)  # fmt: skip
     if experiment is not None and experiment_file is not None:
         plan.variants = tuple(v.variant_id for v in experiment.variants)
         plan.experiment = experiment
@@ -391,7 +392,9 @@ def _plan_tasks(
             )
         for variant in variants:
             try:
-                _check_model(loaded, variant.definition, registry, options.prices)
+                _check_model(
+                    loaded, variant.definition, registry, options.prices, plan.criteria.agents
+                )
             except TaskFileError as exc:
                 raise _set_by(exc, variant, options.overrides) from None
             plan.warnings.extend(_unenforced_limits(loaded, variant))
@@ -438,7 +441,6 @@ def _variants(
     return variants
 
 
-TURN_AGENTS = frozenset({"claude-code", "codex"})
 _SETTERS = {"cli": "-D on the command line", "variant": "the experiment's variant",
             "experiment-defaults": "the experiment's defaults"}  # fmt: skip
 
@@ -494,7 +496,7 @@ def _unenforced_limits(loaded: LoadedTask, variant: ResolvedVariant) -> list[str
         TaskFileError: the limit was set by ``-D`` or the experiment.
     """
     task = variant.definition
-    if task.agent.type in TURN_AGENTS:
+    if task.agent.takes_turns:
         return []
     warnings = []
     for name in ("max_turns", "max_tool_calls"):
@@ -528,17 +530,6 @@ def _unwatched_stops(loaded: LoadedTask, variant: ResolvedVariant) -> list[str]:
     return warnings
 
 
-def _model_error(exc: UserError, loaded: LoadedTask, loc: tuple[str, ...]) -> TaskFileError:
-    """A model that cannot start, located: in its own file (a mock script) when the problem is
-    there, else at the task file's model field."""
-    line, field = loaded.document.line_of(loc), ".".join(loc)
-    if exc.file is not None and Path(exc.file).resolve() != loaded.path.resolve():
-        hint = f"used by {loaded.display}:{line} ({field})" + (f"; {exc.hint}" if exc.hint else "")
-        return TaskFileError(exc.message, file=exc.file, line=exc.line, field=exc.field,
-                             hint=hint)  # fmt: skip
-    return TaskFileError(exc.message, field=field, hint=exc.hint, file=loaded.display, line=line)
-
-
 def _check_judge(loaded: LoadedTask, task: TaskDefinition, registry: ProviderRegistry) -> None:
     """A ``qa.judge`` model's provider exists and can start (weights, API key, script)."""
     if task.qa is None or task.qa.judge is None:
@@ -546,36 +537,20 @@ def _check_judge(loaded: LoadedTask, task: TaskDefinition, registry: ProviderReg
     try:
         registry.preflight(judge_key(task.qa.judge, loaded.base_dir))
     except UserError as exc:
-        raise _model_error(exc, loaded, ("qa", "judge", "model")) from None
+        raise located(exc, loaded, ("qa", "judge", "model")) from None
 
 
 def _check_model(
-    loaded: LoadedTask, task: TaskDefinition, registry: ProviderRegistry, prices: PriceTable
+    loaded: LoadedTask,
+    task: TaskDefinition,
+    registry: ProviderRegistry,
+    prices: PriceTable,
+    agents: AgentRegistry,
 ) -> None:
-    """The model's provider exists; a cost limit has a price to be checked against."""
+    """The judge's and the agent's models can start, and the agent's own preflight passes
+    (:func:`check_agent`)."""
     _check_judge(loaded, task, registry)
-    check_coding_agent(loaded, task, registry, prices)
-    agent = task.agent
-    if not isinstance(agent, LlmAgent):
-        return
-    file, line = loaded.display, loaded.document.line_of(("agent", "model"))
-    try:
-        registry.preflight(model_key(agent, loaded.base_dir))
-    except UserError as exc:
-        raise _model_error(exc, loaded, ("agent", "model")) from None
-    if agent.model.startswith("anthropic/") and agent.prompt_format == "completion":
-        raise TaskFileError("anthropic models have no completion endpoint",
-                            field="agent.prompt_format", hint="use prompt_format: chat",
-                            file=file, line=line)  # fmt: skip
-    limit = task.run_limits.max_usd
-    if limit is not None and agent.price is None and prices.lookup(agent.model) is None:
-        raise TaskFileError(
-            f"run_limits.max_usd needs a price for {agent.model}, and the price table has none",
-            field="run_limits.max_usd",
-            hint="give agent.price {input_per_mtok, output_per_mtok} or a price file (--prices)",
-            file=loaded.display,
-            line=loaded.document.line_of(("run_limits", "max_usd")),
-        )
+    check_agent(loaded, task, agents=agents, providers=registry, prices=prices)
 
 
 def _skip_reason(loaded: LoadedTask, options: PlanOptions) -> str | None:

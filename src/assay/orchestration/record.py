@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
+from assay.criteria.registry import CriterionRegistry
 from assay.orchestration.expand import Selectors
 from assay.orchestration.experiment import Override
 from assay.orchestration.plan import Plan, PlanOptions, TaskSource
@@ -50,11 +51,15 @@ def write_selection(run_dir: Path, plan: Plan, *, redactor: Redactor | None) -> 
     write_selection_rows(run_dir, rows(), redactor=redactor)
 
 
-def plan_sources(record: PlanRecord) -> list[TaskSource]:
+def plan_sources(
+    record: PlanRecord, *, criteria: CriterionRegistry | None = None
+) -> list[TaskSource]:
     """The tasks of a recorded plan: task files, and tasks built in Python as saved, read
-    with the folder they were built in."""
+    with the folder they were built in (``criteria``: the run's own types)."""
     return [
-        load_task(Path(t.file), base_dir=Path(t.base_dir)) if t.base_dir else t.file
+        load_task(Path(t.file), base_dir=Path(t.base_dir), criteria=criteria)
+        if t.base_dir
+        else t.file
         for t in record.tasks
     ]
 
@@ -151,9 +156,14 @@ def criteria_templates(plan: Plan) -> dict[str, list[dict[str, object]]]:
 
 
 def replayed_options(
-    record: PlanRecord, *, prices: PriceTable | None = None, store_url: str | None = None
+    record: PlanRecord,
+    *,
+    prices: PriceTable | None = None,
+    store_url: str | None = None,
+    criteria: CriterionRegistry | None = None,
 ) -> PlanOptions:
-    """The options that rebuild ``record``'s plan with exactly its rows and store versions."""
+    """The options that rebuild ``record``'s plan with exactly its rows and store versions
+    (``criteria``: the run's own criterion and agent types, as given to the resume)."""
     recorded = record.options
     return PlanOptions(
         selectors=Selectors(recorded.sample, recorded.sample_per_stratum, recorded.split),
@@ -169,6 +179,7 @@ def replayed_options(
         },
         prices=prices or PriceTable(),
         store_url=store_url,
+        criteria=criteria,
         store_versions={
             t.task_id: t.dataset.version
             for t in record.tasks

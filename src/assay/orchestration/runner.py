@@ -22,9 +22,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from assay.agents.base import AgentContext, AgentOutcome
-from assay.agents.coding_models import bridge_key
-from assay.agents.llm import model_key
-from assay.agents.registry import build_agent
 from assay.criteria.base import GradingContext
 from assay.criteria.live import LiveMonitor
 from assay.criteria.registry import CriterionRegistry
@@ -68,9 +65,8 @@ from assay.results.transcript_otlp import from_session, from_trace
 from assay.sandbox.archive import pack
 from assay.sandbox.process import end_marked_processes, exit_text, tail
 from assay.sandbox.tempdir import Sandbox
-from assay.spec.coding_agents import CodingAgent
 from assay.spec.criteria import CriterionSpec
-from assay.spec.task import LlmAgent, NoneAgent, TaskDefinition
+from assay.spec.task import TaskDefinition
 
 if TYPE_CHECKING:
     from assay.bridge import Bridge
@@ -121,11 +117,11 @@ class _Row:
 
 
 def needs_directory(task: TaskDefinition) -> bool:
-    """False only for an ``llm`` agent whose row nothing could observe a directory of: no
-    ``pre_run``/``post_run``, no templates, no ``response_file``, and criteria that read the
-    response alone. Such rows skip creating and deleting a directory."""
-    agent = task.agent
-    if not isinstance(agent, LlmAgent) or agent.response_file is not None:
+    """False only for an agent that needs no directory (an ``llm`` agent without
+    ``response_file``) in a row nothing could observe a directory of: no
+    ``pre_run``/``post_run``, no templates, and criteria that read the response alone. Such
+    rows skip creating and deleting a directory."""
+    if task.agent.needs_directory:
         return True
     if task.pre_run or task.post_run or task.sandbox.template_sources:
         return True
@@ -137,11 +133,8 @@ def model_keys(plan: Plan) -> list[ModelKey]:
     keys: dict[ModelKey, None] = {}
     for planned in plan.tasks:
         for variant in planned.variants:
-            agent = variant.definition.agent
-            if isinstance(agent, LlmAgent):
-                keys[model_key(agent, planned.loaded.base_dir)] = None
-            elif isinstance(agent, CodingAgent) and agent.route == "bridge":
-                keys[bridge_key(agent, planned.loaded.base_dir)] = None
+            agent = plan.criteria.agents.build(variant.definition.agent)
+            keys.update(dict.fromkeys(agent.model_keys(planned.loaded.base_dir)))
     keys.update(dict.fromkeys(judge_keys(plan)))
     tasks = [v.definition for planned in plan.tasks for v in planned.variants]
     keys.update(dict.fromkeys(task_judge_keys_of(tasks)))
@@ -150,11 +143,7 @@ def model_keys(plan: Plan) -> list[ModelKey]:
 
 def needs_bridge(plan: Plan) -> bool:
     """Some variant of some task runs a coding agent whose calls go through the bridge."""
-    return any(
-        isinstance(v.definition.agent, CodingAgent) and v.definition.agent.route == "bridge"
-        for planned in plan.tasks
-        for v in planned.variants
-    )
+    return any(v.definition.agent.uses_bridge for planned in plan.tasks for v in planned.variants)
 
 
 def judge_keys(plan: Plan, *, checked_only: bool = False) -> list[ModelKey]:
@@ -327,7 +316,7 @@ class Runner:
         # above its working directory: its sandbox is made in the temporary folder and copied
         # into the run folder at the end, never placed under the user's project. On a node of
         # a cluster every kept sandbox is made in the temporary folder and packed.
-        moved = kept_at if isinstance(task.agent, CodingAgent) else None
+        moved = kept_at if task.agent.isolated_from_project else None
         try:
             sandbox = Sandbox.create(task.sandbox, base_dir=base_dir,
                                      at=None if moved else kept_at)  # fmt: skip
@@ -411,7 +400,7 @@ class Runner:
             failure = await self._pre_run(row, sandbox, env)
             if failure is not None:  # a sandbox kept in place stays, as on a local run
                 outcome = AgentOutcome(status="error", error=failure)
-                if packed and not isinstance(task.agent, CodingAgent):
+                if packed and not task.agent.isolated_from_project:
                     return await self._packed(row, outcome, [], sandbox)
                 return self._finish(row, outcome, [], sandbox)
         root_span = Span(name=f"row {task.task_id}", trace_id=new_trace_id())
@@ -445,10 +434,10 @@ class Runner:
                 gate_threshold=task.run_limits.stop_early_gate_threshold,
             ),
         )  # fmt: skip
-        if isinstance(task.agent, NoneAgent) and item.row_task.trace_id is not None:
+        if not task.agent.answers and item.row_task.trace_id is not None:
             outcome = self._replay(item.row_task)
         else:
-            outcome = await build_agent(task.agent).run(context)
+            outcome = await self.criteria.agents.build(task.agent).run(context)
         root_span.end(error=outcome.error)
         outcome.spans.insert(0, root_span)
         if outcome.transcript is not None:

@@ -40,9 +40,7 @@ def run_redactor(
     names = set().union(*(t.credential_variables for t in definitions))
     redactor = Redactor.from_environment(environ, names=names)
     for task in definitions:
-        env = getattr(task.agent, "env", None)  # command and coding agents
-        if isinstance(env, dict):
-            _add_agent_env(redactor, env, names)
+        _add_agent_env(redactor, task.agent.program_env, names)
         for url in _base_urls(task):
             redactor.add_variable("base_url", url)
     for override in overrides:
@@ -55,8 +53,9 @@ def run_redactor(
 def _base_urls(task: TaskDefinition) -> list[str]:
     """The ``base_url`` of ``task``'s agent, QA judge and inline ``llm_judge`` criteria."""
     judge = task.qa.judge if task.qa is not None else None
-    holders = [task.agent, judge, *task.success_criteria]
-    return [url for h in holders if isinstance(url := getattr(h, "base_url", None), str)]
+    holders = [judge, *task.success_criteria]
+    urls = [url for h in holders if isinstance(url := getattr(h, "base_url", None), str)]
+    return [task.agent.route_base_url, *urls] if task.agent.route_base_url else urls
 
 
 def command_line_redactor(arguments: Sequence[str], environ: Mapping[str, str]) -> Redactor:

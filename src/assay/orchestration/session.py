@@ -200,8 +200,14 @@ class RunSession:
         record = read_plan(run_dir)
         if given is not None:
             check_resume_options(run_dir, record.options, given)
-        options = replayed_options(record, prices=prices, store_url=store_url)
-        plan = build_plan(plan_sources(record), options, request.registry)
+        options = replayed_options(
+            record,
+            prices=prices,
+            store_url=store_url,
+            criteria=given.criteria if given is not None else None,
+        )
+        plan = build_plan(plan_sources(record, criteria=options.criteria), options,
+                          request.registry)  # fmt: skip
         _check_same_store_versions(plan, record)
         _check_same_judges(plan, record)
         check_same_tasks(plan, record.tasks)

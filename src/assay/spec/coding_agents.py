@@ -10,12 +10,14 @@ reads what the CLI reports.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field, StrictStr, ValidationInfo, field_validator, model_validator
 
+from assay.spec.agent_base import AgentSpec
 from assay.spec.base import StrictModel, check_variable_names, no_nul
 from assay.spec.price import ModelPrice
 
@@ -84,7 +86,7 @@ def native_model_name(name: str, provider: str) -> str | None:
     return f"{provider}/{text}" if pattern is not None and pattern.match(text) else None
 
 
-class CodingAgent(StrictModel):
+class CodingAgent(AgentSpec):
     """Fields shared by the coding-agent CLIs.
 
     ``model``: the assay model that answers the CLI's calls through the bridge (``None``:
@@ -103,6 +105,12 @@ class CodingAgent(StrictModel):
     }
     native_provider: ClassVar[str] = ""
     """The provider whose API the CLI speaks natively."""
+    isolated_from_project: ClassVar[bool] = True
+    takes_turns: ClassVar[bool] = True
+    enforces_max_turns: ClassVar[bool] = False
+    """Capability (turn boundary): the CLI stops itself after ``run_limits.max_turns`` (a
+    flag of its own), so the limit holds on ``route: direct`` too; otherwise only the
+    bridge, which sees each model call, enforces it."""
 
     model: StrictStr | None = None
     cli_model: StrictStr | None = None
@@ -118,6 +126,41 @@ class CodingAgent(StrictModel):
     request_timeout: float = Field(default=600, gt=0)
     cache: bool = False
     price: ModelPrice | None = None
+
+    @property
+    def may_act(self) -> bool:
+        """A coding agent's CLI acts (writes files, runs commands) unless its settings say
+        it may not."""
+        return True
+
+    @property
+    def uses_bridge(self) -> bool:
+        """``route: bridge``."""
+        return self.route == "bridge"
+
+    @property
+    def credential_variables(self) -> frozenset[str]:
+        """``api_key_env``, when set."""
+        return frozenset([self.api_key_env]) if self.api_key_env else frozenset()
+
+    @property
+    def route_model(self) -> str | None:
+        """``model``."""
+        return self.model
+
+    @property
+    def route_base_url(self) -> str | None:
+        """``base_url``."""
+        return self.base_url
+
+    @property
+    def program_env(self) -> dict[str, str]:
+        """``env``."""
+        return self.env
+
+    def local_paths(self) -> list[str]:
+        """The plugin folders (``$VAR`` and ``~`` expanded)."""
+        return [os.path.expanduser(os.path.expandvars(p.path)) for p in self.plugins or []]
 
     @field_validator("model", mode="before")
     @classmethod
@@ -184,6 +227,12 @@ class ClaudeCodeAgent(CodingAgent):
     sdk_options: dict[str, Any] = Field(default_factory=dict)
 
     native_provider: ClassVar[str] = "anthropic"
+    enforces_max_turns: ClassVar[bool] = True
+
+    def local_paths(self) -> list[str]:
+        """The plugin folders and a ``claude_settings`` file."""
+        settings = self.claude_settings
+        return super().local_paths() + ([settings] if isinstance(settings, str) else [])
 
     @property
     def may_act(self) -> bool:

@@ -21,6 +21,7 @@ from pydantic import (
     model_validator,
 )
 
+from assay.spec.agent_base import AgentSpec, TranscriptKind
 from assay.spec.base import StrictModel, UnionInfo, check_variable_names, no_nul
 from assay.spec.code_criteria import ReferenceSpec
 from assay.spec.coding_agents import ClaudeCodeAgent, CodexAgent
@@ -35,15 +36,14 @@ _NOT_USED = "assay's agents do not use it"
 QA_GRADE = "the answer is correct (QA rules and judge)"
 
 
-class AgentBase(StrictModel):
-    """Fields shared by every agent type.
-
-    ``env_passthrough``: variables that hold secrets (``*_KEY``, ``*_TOKEN``, ``*_SECRET``,
-    ``*_PASSWORD``, ``*SECRET*``, provider credentials) that the agent, ``pre_run``,
-    ``post_run`` and command criteria receive anyway; every other secret variable of the
-    host is withheld from them (``assay.sandbox.environment``). Their values are still
-    redacted from everything assay writes.
+class AgentBase(AgentSpec):
+    """Fields shared by the agent types that are not coding-agent CLIs (see
+    :class:`~assay.spec.agent_base.AgentSpec` for ``env_passthrough`` and the capabilities).
     """
+
+    env_passthrough: list[StrictStr] = Field(default_factory=list)
+
+    _passthrough = field_validator("env_passthrough")(check_variable_names)
 
     coder_eval_only: ClassVar[Mapping[str, str]] = {
         "permission_mode": _NOT_USED,
@@ -58,10 +58,6 @@ class AgentBase(StrictModel):
         "system_prompt_mode": _NOT_USED,
     }
 
-    env_passthrough: list[StrictStr] = Field(default_factory=list)
-
-    _passthrough = field_validator("env_passthrough")(check_variable_names)
-
 
 class NoneAgent(AgentBase):
     """No agent runs; criteria grade the sandbox as ``pre_run`` and templates left it."""
@@ -70,6 +66,8 @@ class NoneAgent(AgentBase):
         **AgentBase.coder_eval_only,
         "model": "agent type 'none' runs no agent and calls no model",
     }
+    answers: ClassVar[bool] = False
+    transcript: ClassVar[TranscriptKind] = "none"
 
     type: Literal["none"]
 
@@ -82,9 +80,23 @@ class CommandAgent(AgentBase):
     an argv list (no shell).
     """
 
+    transcript: ClassVar[TranscriptKind] = "messages"
+    prompt_variables: ClassVar[tuple[str, ...]] = ("ASSAY_PROMPT", "ASSAY_PROMPT_FILE")
+    """The variables that carry the prompt to the program."""
+
     type: Literal["command"]
     command: StrictStr | list[StrictStr]
     env: dict[str, StrictStr] = Field(default_factory=dict)
+
+    @property
+    def program_env(self) -> dict[str, str]:
+        """``env``."""
+        return self.env
+
+    @property
+    def program_variables(self) -> list[str]:
+        """``env``'s names and :attr:`prompt_variables`, sorted."""
+        return sorted({*self.env, *self.prompt_variables})
 
     @field_validator("command")
     @classmethod
@@ -119,6 +131,8 @@ class LlmAgent(AgentBase):
     overrides the price table (cost per row, ``run_limits.max_usd``).
     """
 
+    transcript: ClassVar[TranscriptKind] = "messages"
+
     type: Literal["llm"] = "llm"
     model: StrictStr = "local/smollm2"
     system_prompt: StrictStr | None = None
@@ -139,6 +153,26 @@ class LlmAgent(AgentBase):
     price: ModelPrice | None = None
     extra_body: dict[str, Any] = Field(default_factory=dict)
     response_file: StrictStr | None = None
+
+    @property
+    def needs_directory(self) -> bool:
+        """Only to write ``response_file``: the answer alone needs no directory."""
+        return self.response_file is not None
+
+    @property
+    def credential_variables(self) -> frozenset[str]:
+        """``api_key_env``, when set."""
+        return frozenset([self.api_key_env]) if self.api_key_env else frozenset()
+
+    @property
+    def route_model(self) -> str | None:
+        """``model``."""
+        return self.model
+
+    @property
+    def route_base_url(self) -> str | None:
+        """``base_url``."""
+        return self.base_url
 
     @model_validator(mode="after")
     def _consistent(self) -> LlmAgent:
@@ -163,14 +197,16 @@ _CODING_AGENT = (
     "use type 'command' to run its CLI (e.g. command: \"claude -p\"), "
     "or type 'llm' to have a model answer the prompt"
 )
+AGENTS_NOT_YET: Mapping[str, str] = {
+    name: _CODING_AGENT for name in ["antigravity", "opencode", "pi", "gemini"]
+}
+"""Coder Eval's agent types assay does not have yet, with what to use instead."""
 AgentConfig = Annotated[
     NoneAgent | CommandAgent | LlmAgent | ClaudeCodeAgent | CodexAgent,
     Field(discriminator="type"),
-    UnionInfo(
-        noun="agent",
-        not_yet={name: _CODING_AGENT for name in ["antigravity", "opencode", "pi", "gemini"]},
-    ),
+    UnionInfo(noun="agent", not_yet=AGENTS_NOT_YET),
 ]
+"""The built-in agent types; a registry's task model takes its own (users' agents too)."""
 
 
 class TemplateDir(StrictModel):
@@ -496,9 +532,10 @@ class TaskDefinition(StrictModel):
                 "a qa: task builds each row's prompt from qa.templates; remove initial_prompt "
                 "(override qa.templates.open / qa.templates.choice to change the prompt)"
             )
-        if isinstance(self.agent, NoneAgent) and self.dataset.store is None:
+        if not self.agent.answers and self.dataset.store is None:
             raise ValueError(
-                "agent type 'none' gives no answers to grade; a qa: task needs an agent "
+                f"agent type '{self.agent.type}' gives no answers to grade; a qa: task needs an "
+                "agent "
                 "(the default is type llm with local/smollm2)"
             )
         if not graded_by_qa:
@@ -515,10 +552,10 @@ class TaskDefinition(StrictModel):
         has_prompt = self.initial_prompt is not None or self.initial_prompt_file is not None
         if self.initial_prompt is not None and self.initial_prompt_file is not None:
             raise ValueError("set either 'initial_prompt' or 'initial_prompt_file', not both")
-        if isinstance(self.agent, NoneAgent):
+        if not self.agent.answers:
             if has_prompt:
                 raise ValueError(
-                    "agent type 'none' runs no agent, so a prompt would be ignored; "
+                    f"agent type '{self.agent.type}' runs no agent, so a prompt would be ignored; "
                     "remove initial_prompt or choose an agent"
                 )
         elif not has_prompt:
@@ -549,10 +586,7 @@ class TaskDefinition(StrictModel):
         """The variables this task names as model credentials (``agent.api_key_env``,
         ``qa.judge.api_key_env``, each ``llm_judge``'s ``api_key_env`` or its judge's):
         secrets whatever their names look like."""
-        names = set()
-        agent_key = getattr(self.agent, "api_key_env", None)  # llm and coding agents
-        if agent_key:
-            names.add(agent_key)
+        names = set(self.agent.credential_variables)
         if self.qa is not None and self.qa.judge is not None and self.qa.judge.api_key_env:
             names.add(self.qa.judge.api_key_env)
         for criterion in self.success_criteria:
@@ -566,8 +600,7 @@ class TaskDefinition(StrictModel):
         or run commands and ``tempdir`` for every other agent."""
         if self.sandbox.driver is not None:
             return self.sandbox.driver
-        agent = self.agent
-        if isinstance(agent, ClaudeCodeAgent | CodexAgent) and agent.may_act:
+        if self.agent.may_act:
             return "bwrap"
         return "tempdir"
 
@@ -578,6 +611,7 @@ class TaskDefinition(StrictModel):
 
 
 __all__ = [
+    "AGENTS_NOT_YET",
     "ID_PATTERN",
     "AgentConfig",
     "CommandAgent",

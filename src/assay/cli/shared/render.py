@@ -70,7 +70,7 @@ def print_plan(plan: Plan, *, show_rows: int) -> None:
         console.print(
             f"[bold]{escape(task.task_id)}[/]  ({escape(planned.loaded.display)})", markup=True
         )
-        model = getattr(task.agent, "model", None)
+        model = task.agent.route_model
         console.print(f"  agent: {task.agent.type}" + (f" ({model})" if model else "")
                       + f"; sandbox: {task.sandbox_driver}")  # fmt: skip
         gates = [f"{c.type}.{m}{' 95% lower bound' if low else ''} ≥ {v:g}"

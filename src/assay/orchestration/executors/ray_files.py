@@ -28,7 +28,6 @@ from typing import Literal
 
 from assay.errors import UsageError
 from assay.orchestration.plan import Plan
-from assay.spec.coding_agents import CodingAgent
 from assay.spec.task import TaskDefinition, TemplateDir
 
 FileMode = Literal["ship", "shared"]
@@ -61,12 +60,8 @@ def referenced_paths(task: TaskDefinition, base_dir: Path) -> list[Path]:
     found: list[str] = [s.path for s in task.sandbox.template_sources or []
                         if isinstance(s, TemplateDir)]  # fmt: skip
     agent = task.agent
-    if isinstance(agent, CodingAgent):
-        found += [os.path.expanduser(os.path.expandvars(p.path)) for p in agent.plugins or []]
-        settings = getattr(agent, "claude_settings", None)
-        if isinstance(settings, str):
-            found.append(settings)
-    models = [getattr(agent, "model", None)]
+    found += agent.local_paths()
+    models = [agent.route_model]
     if task.qa is not None and task.qa.judge is not None:
         models.append(task.qa.judge.model)
     paths = [Path(os.path.normpath(base_dir / p)) for p in found if p and not Path(p).is_absolute()]

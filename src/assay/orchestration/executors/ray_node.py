@@ -29,7 +29,6 @@ from typing import Any
 
 from assay.criteria.registry import default_criteria
 from assay.errors import UserError
-from assay.orchestration.coding_checks import find_agent_cli
 from assay.orchestration.containment import uses_bwrap
 from assay.orchestration.executors.base import run_containment
 from assay.orchestration.executors.ray_files import Bundle, FileMode, missing_folders, unpack_bundle
@@ -43,7 +42,6 @@ from assay.providers.limits import EndpointLimits, Gate, LocalGate
 from assay.providers.pool import ModelKey, ProviderRegistry
 from assay.providers.pricing import PriceTable
 from assay.results.secrets import Redactor
-from assay.spec.coding_agents import CodingAgent
 
 MODEL_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL")
 
@@ -168,8 +166,7 @@ class NodeRunner:
             base_dir = self.folder(planned.loaded.base_dir)
             for variant in planned.variants:
                 task = variant.definition
-                if isinstance(task.agent, CodingAgent):
-                    find_agent_cli(task.agent, base_dir)
+                self.plan.criteria.agents.build(task.agent).program(base_dir)
 
     def _keys(self) -> list[ModelKey]:
         return [dataclasses.replace(k, base_dir=str(self.folder(Path(k.base_dir))))

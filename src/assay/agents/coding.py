@@ -1,0 +1,151 @@
+"""What every coding-agent CLI answers before a row runs: its program, its models, its
+preflight, and what its sandbox must give it.
+
+A CLI agent type (``claude-code``, ``codex``, or one a package adds) subclasses
+:class:`CliAgent` with its config model (a :class:`~assay.spec.coding_agents.CodingAgent`),
+how its program is found (:meth:`CliAgent.find`), where its own login lives
+(:attr:`CliAgent.own_credentials`), and :meth:`~assay.agents.base.Agent.run`. ``assay plan``
+and ``assay run`` then refuse, with the task file's line, what would otherwise fail in every
+row: a CLI that is not installed, a model that cannot start (no key, no mock script), a
+plugin folder or system prompt file that does not exist, and limits the chosen route cannot
+enforce.
+"""
+
+from __future__ import annotations
+
+import os
+from abc import abstractmethod
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar, TypeVar
+
+from assay.agents.base import Agent, PreflightCheck, PreflightSetup
+from assay.agents.coding_models import bridge_key, plugin_dirs, read_system_prompt
+from assay.errors import UserError
+from assay.providers.pool import ModelKey
+from assay.sandbox.mounts import install_root
+from assay.spec.coding_agents import CodingAgent
+
+Config = TypeVar("Config", bound=CodingAgent)
+
+
+@dataclass(frozen=True)
+class OwnCredentials:
+    """Where a CLI finds the user's own credentials on ``route: direct``: any of
+    ``variables`` set, or the login file ``login`` (relative to the home folder); ``fix`` says
+    how to provide one."""
+
+    variables: tuple[str, ...]
+    login: str
+    fix: str
+
+
+class CliAgent(Agent[Config]):
+    """A coding agent's CLI, run in the row's sandbox (see the module docstring)."""
+
+    own_credentials: ClassVar[OwnCredentials | None] = None
+    """Capability (credentials): what ``route: direct`` needs (``None``: not checked)."""
+
+    @abstractmethod
+    def find(self, base_dir: Path) -> Path:
+        """The CLI's executable (``base_dir``: the task file's folder).
+
+        Raises:
+            UsageError: it is not installed (with the install command).
+        """
+
+    def program(self, base_dir: Path) -> Path:
+        """:meth:`find`."""
+        return self.find(base_dir)
+
+    def model_keys(self, base_dir: Path) -> list[ModelKey]:
+        """The bridge's model on ``route: bridge``; none on ``route: direct``."""
+        return [bridge_key(self.config, base_dir)] if self.config.uses_bridge else []
+
+    def folders(self, base_dir: Path) -> list[Path]:
+        """The plugin folders and the CLI's installation."""
+        return [*plugin_dirs(self.config, base_dir), install_root(self.find(base_dir))]
+
+    def preflight(self, setup: PreflightSetup) -> list[PreflightCheck]:
+        """The CLI, its plugins, system prompt and own settings, its model (or own
+        credentials), and the limits its route can enforce."""
+        config, base_dir = self.config, setup.base_dir
+        where = ("agent", "cli_path") if config.cli_path else ("agent", "type")
+        checks = [
+            PreflightCheck(where, lambda: self.find(base_dir)),
+            PreflightCheck(("agent", "plugins"), lambda: plugin_dirs(config, base_dir)),
+            PreflightCheck(("agent", "system_prompt_file"),
+                           lambda: read_system_prompt(config, base_dir)),
+            *self.settings_checks(base_dir),
+        ]  # fmt: skip
+        if config.uses_bridge:
+            key = bridge_key(config, base_dir)
+            checks.append(
+                PreflightCheck(("agent", "model"), lambda: setup.providers.preflight(key))
+            )
+        else:
+            checks.append(PreflightCheck(("agent", "route"), self._own_credentials))
+        return checks + limit_checks(config, setup)
+
+    def settings_checks(self, base_dir: Path) -> list[PreflightCheck]:
+        """Checks of the CLI's own settings (files it reads); none by default."""
+        return []
+
+    def _own_credentials(self) -> None:
+        """``route: direct`` needs the user's own key or login, else every row fails (Codex
+        would retry until the timeout).
+
+        Raises:
+            UserError: neither is there.
+        """
+        own = self.own_credentials
+        if own is None:
+            return
+        if any(os.environ.get(v) for v in own.variables) or (Path.home() / own.login).is_file():
+            return
+        raise UserError(f"route 'direct' runs the CLI on your own credentials, and there are "
+                        f"none: no {' or '.join(own.variables)} and no ~/{own.login}",
+                        hint=own.fix)  # fmt: skip
+
+
+def limit_checks(config: CodingAgent, setup: PreflightSetup) -> list[PreflightCheck]:
+    """The first ``run_limits`` value the agent's route cannot enforce, as a check that
+    fails at its field (none when every limit holds)."""
+    problem = _limit_problem(config, setup)
+    if problem is None:
+        return []
+    field, message, hint = problem
+
+    def refuse() -> None:
+        raise UserError(message, hint=hint)
+
+    return [PreflightCheck(("run_limits", field), refuse)]
+
+
+def _limit_problem(config: CodingAgent, setup: PreflightSetup) -> tuple[str, str, str] | None:
+    limits = setup.limits
+    if not config.uses_bridge:
+        budgets = [n for n in ("max_total_tokens", "max_usd", "max_tool_calls")
+                   if getattr(limits, n) is not None]  # fmt: skip
+        if not config.enforces_max_turns and limits.max_turns is not None:
+            budgets.append("max_turns")
+        if budgets:
+            return (budgets[0], f"run_limits.{budgets[0]} is enforced by the model bridge, "
+                    "and route 'direct' does not use it",
+                    "use route: bridge (the default), or remove the limit")  # fmt: skip
+        return None
+    if limits.max_usd is None:
+        return None
+    if config.model is None:
+        return ("max_usd", "run_limits.max_usd needs agent.model: the bridge prices each call "
+                "by the task's model, and the CLI's own choice has no known price",
+                "set agent.model (e.g. anthropic/claude-sonnet-4-5)")  # fmt: skip
+    if config.price is None and setup.prices.lookup(config.model) is None:
+        return ("max_usd", f"run_limits.max_usd needs a price for {config.model}, and the "
+                "price table has none",
+                "give agent.price {input_per_mtok, output_per_mtok} or a price file "
+                "(--prices)")  # fmt: skip
+    return None
+
+
+__all__ = ["CliAgent", "OwnCredentials", "limit_checks"]

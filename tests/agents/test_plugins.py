@@ -1,0 +1,215 @@
+"""Agent types from installed packages: the worked example in
+``examples/plugins/python-agent`` installed for real (``pip install --no-deps --target``,
+offline) and run by ``assay run`` in a subprocess; agent classes given to the API
+(``agents=[...]``); and every way an entry point of ``assay.agents`` can be wrong, named
+with the fix."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Literal
+
+import pytest
+
+import assay
+from assay.agents import Agent, default_agents
+from assay.errors import PluginError, TaskFileError
+from assay.spec.task import AgentBase
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "plugins" / "python-agent"
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The example package installed into a folder of its own (no index, no network; the
+    venv's flit_core builds it)."""
+    target = tmp_path_factory.mktemp("site")
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index",
+         "--no-build-isolation", "--target", str(target), str(EXAMPLE)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (target / "assay_python_agent" / "__init__.py").is_file()
+    return target
+
+
+def with_path(*folders: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([*map(str, folders), env.get("PYTHONPATH", "")])
+    return env
+
+
+def assay_cli(
+    *args: str, cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "assay", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+
+
+def test_assay_run_runs_the_installed_agent(installed: Path, tmp_path: Path) -> None:
+    done = assay_cli("run", str(EXAMPLE / "tasks" / "sums.yaml"), cwd=tmp_path,
+                     env=with_path(installed))  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    suite_dir = tmp_path / "runs" / "latest" / "default" / "sums"
+    suite = json.loads((suite_dir / "suite.json").read_text(encoding="utf-8"))
+    assert suite["rows_passed"] == 3 and suite["passed"]
+    row = json.loads((suite_dir / "negative" / "00" / "task.json").read_text(encoding="utf-8"))
+    assert (row["agent_type"], row["final_status"]) == ("python-function", "SUCCESS")
+    assert (suite_dir / "negative" / "00" / "response.txt").read_text() == "6"
+
+
+def test_its_preflight_runs_before_any_row(installed: Path, tmp_path: Path) -> None:
+    task = (EXAMPLE / "tasks" / "sums.yaml").read_text(encoding="utf-8")
+    (tmp_path / "sums.yaml").write_text(task.replace("solver.py:answer", "solver.py:nothing"))
+    (tmp_path / "solver.py").write_text("def answer(prompt):\n    return prompt\n")
+    done = assay_cli("plan", "sums.yaml", cwd=tmp_path, env=with_path(installed))
+    assert done.returncode == 2
+    assert "sums.yaml:7: agent.function" in done.stderr
+    assert "has no function nothing" in done.stderr
+
+
+def test_without_the_package_the_type_is_unknown(tmp_path: Path) -> None:
+    done = assay_cli("plan", str(EXAMPLE / "tasks" / "sums.yaml"), cwd=tmp_path)
+    assert done.returncode == 2
+    assert "python-function" in done.stderr
+
+
+def test_the_schema_names_the_installed_agent(installed: Path, tmp_path: Path) -> None:
+    def schema(*flags: str) -> dict[str, object]:
+        done = assay_cli("schema", *flags, cwd=tmp_path, env=with_path(installed))
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)  # type: ignore[no-any-return]
+
+    assert "PythonFunction" in schema("--plugins")["$defs"]  # type: ignore[operator]
+    assert "PythonFunction" not in schema()["$defs"]  # type: ignore[operator]
+
+
+def test_the_api_takes_the_agent_class(
+    installed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.syspath_prepend(str(installed))
+    from assay_python_agent import PythonFunctionRunner  # the package, not its entry point
+
+    result = assay.run(EXAMPLE / "tasks" / "sums.yaml", run_dir=tmp_path / "runs",
+                       agents=[PythonFunctionRunner])  # fmt: skip
+    assert result.exit_code == 0
+    assert result.suites[0].passed and result.suites[0].rollup.rows_passed == 3
+
+
+def distribution(site: Path, name: str, entries: dict[str, str], code: str = "") -> None:
+    """An installed distribution as ``importlib.metadata`` finds it: its dist-info with the
+    ``assay.agents`` entry points, and its module."""
+    info = site / f"{name}-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n",
+                                   encoding="utf-8")  # fmt: skip
+    lines = "".join(f"{k} = {v}\n" for k, v in entries.items())
+    (info / "entry_points.txt").write_text(f"[assay.agents]\n{lines}", encoding="utf-8")
+    if code:
+        (site / f"{name.replace('-', '_')}.py").write_text(code, encoding="utf-8")
+
+
+AGENT = """
+from typing import Literal
+from assay.agents import Agent, AgentOutcome
+from assay.spec.task import AgentBase
+
+class {cls}Config(AgentBase):
+    type: Literal["{written}"]
+
+class {cls}(Agent):
+    type_name = "{name}"
+    config_model = {cls}Config
+
+    async def run(self, context):
+        return AgentOutcome(response="42")
+
+def helper():
+    return None
+"""
+
+
+def task_naming(kind: str) -> dict[str, object]:
+    return {"task_id": "t", "description": "d", "initial_prompt": "p",
+            "agent": {"type": kind},
+            "success_criteria": [{"type": "response_match", "expected": "42"}]}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("entries", "code", "message", "hint"),
+    [
+        ({"gone": "no_such_module:Gone"}, "",
+         "entry point 'gone = no_such_module:Gone' of group 'assay.agents' (package bad-agent "
+         "1.0) cannot be imported: ModuleNotFoundError",
+         "fix or reinstall bad-agent, or uninstall it (pip uninstall bad-agent)"),
+        ({"helper": "bad_agent:helper"}, AGENT.format(cls="Fine", name="fine", written="fine"),
+         "entry point 'helper = bad_agent:helper' of group 'assay.agents' (package bad-agent 1.0) "
+         "is function helper, not an agent class",
+         "point it at a class that derives from assay.agents.base.Agent"),
+        ({"llm": "bad_agent:Mine"}, AGENT.format(cls="Mine", name="llm", written="llm"),
+         "entry point 'llm = bad_agent:Mine' of group 'assay.agents' (package bad-agent 1.0) adds "
+         "the agent type 'llm', which assay (built in) already has",
+         "give Mine another type name"),
+        ({"other": "bad_agent:Mine"}, AGENT.format(cls="Mine", name="mine", written="mine"),
+         "entry point 'other = bad_agent:Mine' of group 'assay.agents' (package bad-agent 1.0) is "
+         "named 'other' but its agent type is 'mine'",
+         "name the entry point 'mine'"),
+        ({"mine": "bad_agent:Mine"}, AGENT.format(cls="Mine", name="mine", written="yours"),
+         "entry point 'mine = bad_agent:Mine' of group 'assay.agents' (package bad-agent 1.0): "
+         "MineConfig must declare type: Literal['mine']",
+         "fix or reinstall bad-agent"),
+    ],
+)  # fmt: skip
+def test_a_bad_plugin_is_named_with_its_fix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workdir: Path,
+    entries: dict[str, str], code: str, message: str, hint: str,
+) -> None:  # fmt: skip
+    distribution(tmp_path / "site", "bad-agent", entries, code)
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    monkeypatch.delitem(sys.modules, "bad_agent", raising=False)  # each case's own module
+    with pytest.raises(PluginError) as caught:
+        assay.plan([task_naming("not-built-in")])
+    assert caught.value.message.startswith(message)
+    assert caught.value.hint is not None and hint in caught.value.hint
+    # plugins load when a task names a type assay does not have, not before
+    assert assay.plan([task_naming("llm") | {"agent": {"type": "llm", "model": "mock/echo"}}])
+
+
+def test_a_good_plugin_is_found_only_when_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workdir: Path
+) -> None:
+    distribution(tmp_path / "site", "good-agent", {"answer": "good_agent:Answer"},
+                 AGENT.format(cls="Answer", name="answer", written="answer"))  # fmt: skip
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    registry = default_agents()
+    assert "answer" not in registry.types
+    assert registry.get("answer").__name__ == "Answer"
+    result = assay.run([task_naming("answer")], run_dir=tmp_path / "runs")
+    assert result.exit_code == 0
+    with pytest.raises(TaskFileError, match="answr"):
+        assay.plan([task_naming("answr")])
+
+
+class ClashConfig(AgentBase):
+    type: Literal["codex"]
+
+
+class Clash(Agent[ClashConfig]):
+    type_name = "codex"
+    config_model = ClashConfig
+
+
+def test_a_class_given_to_the_api_is_checked_and_may_not_take_a_built_in_name() -> None:
+    class NotAnAgent:
+        pass
+
+    with pytest.raises(PluginError, match=r"is the class .*NotAnAgent, not an agent class"):
+        assay.plan([task_naming("llm")], agents=[NotAnAgent])  # type: ignore[list-item]
+    with pytest.raises(PluginError, match=r"type 'codex', which assay \(built in\)") as err:
+        assay.plan([task_naming("llm")], agents=[Clash])
+    assert err.value.hint is not None and "give Clash another type name" in err.value.hint
