@@ -41,7 +41,8 @@ from assay.sandbox.process import StreamResult, exit_text, stream_process, tail
 from assay.spec.coding_agents import CodingAgent
 
 CLI_PREFIXES = ("ANTHROPIC_", "CLAUDE_", "OPENAI_", "CODEX_", "AWS_BEARER_TOKEN_BEDROCK",
-                "GOOGLE_VERTEX_", "VERTEX_", "AZURE_OPENAI_")  # fmt: skip
+                "GOOGLE_VERTEX_", "VERTEX_", "AZURE_OPENAI_", "GEMINI_", "GOOGLE_GEMINI_",
+                "GOOGLE_API_KEY", "GOOGLE_GENAI_")  # fmt: skip
 """Variables through which a CLI would reach a model on the user's account or read the
 user's own configuration (``CLAUDE_CONFIG_DIR``, ``CODEX_HOME``, ``ANTHROPIC_CUSTOM_HEADERS``):
 a coding agent never sees them; behind the bridge it gets the row's credential instead."""
@@ -83,6 +84,7 @@ _INSTALL = {
     "claude": install_hint("agents") + " (the claude-agent-sdk wheel bundles the CLI), or "
     "npm install -g @anthropic-ai/claude-code, or set agent.cli_path",
     "codex": "npm install -g @openai/codex@0.171.0, or set agent.cli_path",
+    "gemini": "npm install -g @google/gemini-cli@0.61.0, or set agent.cli_path",
 }
 
 

@@ -40,6 +40,7 @@ BUILT_INS = (
     "assay.agents.llm:LlmRunner",
     "assay.agents.claude_code:ClaudeCodeRunner",
     "assay.agents.codex:CodexRunner",
+    "assay.agents.gemini:GeminiRunner",
 )
 """Every built-in agent type, one line each (``module:Class``)."""
 

@@ -324,4 +324,48 @@ class CodexAgent(CodingAgent):
         return True
 
 
-__all__ = ["ClaudeCodeAgent", "CodexAgent", "CodingAgent", "PluginSource"]
+class GeminiAgent(CodingAgent):
+    """``agent: {type: gemini}``: Google's Gemini CLI (``gemini -p … --output-format
+    stream-json --yolo``), its model calls on the Gemini API's wire through the model bridge
+    (any assay model answers). It runs every tool with full access inside assay's sandbox
+    (``--yolo``); like Codex, Coder Eval's ``permission_mode``, ``allowed_tools`` and
+    ``sdk_options`` load with a warning and Claude Code's own settings are refused.
+    ``route: direct`` is not offered (assay has no Google login to pass through)."""
+
+    coder_eval_only: ClassVar[Mapping[str, str]] = {
+        **CodingAgent.coder_eval_only,
+        **{
+            name: "not enforced: gemini runs with --yolo, every tool with full access inside "
+            "the row's sandbox (contain it with sandbox.driver: bwrap, the default)"
+            for name in ("permission_mode", "allowed_tools", "disallowed_tools")
+        },
+        "sdk_options": "not used: these are Claude Agent SDK options; gemini takes none",
+    }
+    refused_fields: ClassVar[Mapping[str, str]] = {
+        "system_prompt_mode": "gemini takes no system prompt from assay",
+        "setting_sources": "a claude-code field",
+        "claude_settings": "a claude-code field",
+        "system_prompt": "gemini takes no system prompt from assay: put it in the prompt",
+        "system_prompt_file": "gemini takes no system prompt from assay: put it in the prompt",
+    }
+
+    type: Literal["gemini"]
+
+    native_provider: ClassVar[str] = "google"
+
+    @property
+    def may_act(self) -> bool:
+        """Gemini with --yolo always may."""
+        return True
+
+    @model_validator(mode="after")
+    def _bridge_only(self) -> GeminiAgent:
+        if self.route != "bridge":
+            raise ValueError("gemini runs through the model bridge only (route: bridge): assay "
+                             "has no Google login to give it")  # fmt: skip
+        if self.plugins:
+            raise ValueError("gemini takes no plugins from assay (its extensions are its own)")
+        return self
+
+
+__all__ = ["ClaudeCodeAgent", "CodexAgent", "CodingAgent", "GeminiAgent", "PluginSource"]

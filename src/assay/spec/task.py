@@ -198,7 +198,7 @@ _CODING_AGENT = (
     "or type 'llm' to have a model answer the prompt"
 )
 AGENTS_NOT_YET: Mapping[str, str] = {
-    name: _CODING_AGENT for name in ["antigravity", "opencode", "pi", "gemini"]
+    name: _CODING_AGENT for name in ["antigravity", "opencode", "pi"]
 }
 """Coder Eval's agent types assay does not have yet, with what to use instead."""
 AgentConfig = Annotated[
