@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import math
 import os
 import shutil
@@ -22,7 +23,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from assay.agents.base import AgentContext, AgentOutcome, LiveMonitorFn, OutcomeStatus
 from assay.bridge import BridgeSession, CallLog, SessionLimits
@@ -86,6 +87,16 @@ _INSTALL = {
     "codex": "npm install -g @openai/codex@0.171.0, or set agent.cli_path",
     "gemini": "npm install -g @google/gemini-cli@0.61.0, or set agent.cli_path",
 }
+
+
+def json_event(line: str) -> dict[str, Any] | None:
+    """One line of a CLI's JSON event stream as an object; ``None`` for anything else (a
+    blank line, a log line the CLI printed among its events)."""
+    try:
+        event = json.loads(line)
+    except ValueError:
+        return None
+    return event if isinstance(event, dict) else None
 
 
 class EventParser(Protocol):

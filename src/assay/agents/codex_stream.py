@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from assay.agents.cli import CliEnding, count
+from assay.agents.cli import CliEnding, count, json_event
 from assay.results.secrets import clip_tail
 from assay.results.transcript import TokenBuckets, Transcript, TranscriptEvent
 
@@ -38,11 +38,8 @@ class CodexStreamParser:
 
     def feed(self, line: str) -> None:
         """Read one line; see the module docstring."""
-        try:
-            event = json.loads(line)
-        except ValueError:
-            return
-        if not isinstance(event, dict):
+        event = json_event(line)
+        if event is None:
             return
         kind = event.get("type")
         if kind == "thread.started" and event.get("thread_id"):

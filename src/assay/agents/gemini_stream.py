@@ -14,11 +14,10 @@ report a shell command's exit code, so a command's is unknown (``None``).
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Any
 
-from assay.agents.cli import CliEnding, count
+from assay.agents.cli import CliEnding, count, json_event
 from assay.results.secrets import clip_tail
 from assay.results.transcript import TokenBuckets, Transcript, TranscriptEvent
 
@@ -41,11 +40,8 @@ class GeminiStreamParser:
 
     def feed(self, line: str) -> None:
         """Read one line; see the module docstring."""
-        try:
-            event = json.loads(line)
-        except ValueError:
-            return
-        if not isinstance(event, dict):
+        event = json_event(line)
+        if event is None:
             return
         kind, now = event.get("type"), time.time_ns()
         if kind == "init":
