@@ -4,15 +4,18 @@ into a run folder.
 
 Routes: ``/`` the runs; ``/runs/{run}`` a run; ``/runs/{run}/rows`` its rows (filters in
 the query string, :mod:`assay.view.queries`); ``/runs/{run}/rows/{folder}`` one row;
-``/runs/{run}/files/{path}`` a file of the run, as plain text (or a download when it is not
-text); ``/diff?a=RUN&b=RUN[&va=&vb=&change=&suite=&page=]`` two runs or variants row by row;
-``/api/runs/{run}/progress`` how far a run and its index are (JSON); ``/assets/…`` the
+``/runs/{run}/files/{path}`` a file of the run, as plain
+text (or a download when it is not text); ``/diff?a=RUN&b=RUN[&va=&vb=&change=&suite=&page=]``
+two runs or variants row by row;
+``/api/runs/{run}/progress`` how far a run and its index are (JSON);
+``/api/diff/progress?a=RUN&b=RUN`` how far a diff's two indexes are (JSON); ``/assets/…`` the
 stylesheet, script and vendored Vega-Lite.
 """
 
 from __future__ import annotations
 
 import mimetypes
+import time
 from collections.abc import Iterable
 from typing import Any
 from urllib.parse import urlencode
@@ -27,6 +30,7 @@ from starlette.staticfiles import StaticFiles
 from assay.errors import UsageError
 from assay.view.diff import CHANGES, Side, build_diff, pair_page
 from assay.view.guard import RequestGuard
+from assay.view.index import IndexState, RowIndex
 from assay.view.queries import RowFilter, criterion_types, facets, neighbours, row_page
 from assay.view.render import ASSETS, render
 from assay.view.row_view import read_row_view, safe_path
@@ -137,6 +141,16 @@ def build_app(ws: Workspace, *, hosts: Iterable[str]) -> Starlette:
     def diff(request: Request) -> Response:
         return _diff_page(ws, request)
 
+    def diff_progress(request: Request) -> Response:
+        entries = [ws.entry(request.query_params.get(k, "")) for k in ("a", "b")]
+        if entries[0] is None or entries[1] is None:
+            return JSONResponse({"error": "no such run"}, status_code=404)
+        indexes = [ws.index(e) for e in entries if e is not None]
+        states = [index.state() for index in indexes]
+        return JSONResponse({"sides": [{"indexed": s.indexed, "found": s.found,
+                                        "complete": s.complete} for s in states],
+                             "version": _diff_version(indexes)}, headers=_HEADERS)  # fmt: skip
+
     def no_icon(request: Request) -> Response:
         return Response(status_code=204)
 
@@ -148,6 +162,7 @@ def build_app(ws: Workspace, *, hosts: Iterable[str]) -> Starlette:
         Route("/runs/{run}/files/{path:path}", files),
         Route("/api/runs/{run}/progress", progress),
         Route("/diff", diff),
+        Route("/api/diff/progress", diff_progress),
         Route("/favicon.ico", no_icon),
         Mount("/assets", StaticFiles(directory=ASSETS), name="assets"),
     ]
@@ -189,14 +204,19 @@ def _diff_page(ws: Workspace, request: Request) -> Response:
     a, b = entries[0], entries[1]
     assert a is not None and b is not None
     indexes = [ws.index(a), ws.index(b)]
-    for index in indexes:
-        index.wait()
     sides = [_side("A", a, ws, params["va"]), _side("B", b, ws, params["vb"])]
     context["sides"] = sides
+    cold = _cold(indexes)
+    if cold:
+        return _page("diff.html", indexing=cold, progress_url="/api/diff/progress?"
+                     + urlencode({"a": a.key, "b": b.key}), version=_diff_version(indexes),
+                     **context)  # fmt: skip
+    for index in indexes:
+        index.wait()
     try:
         sides_ab = (
-            Side(a.key, indexes[0], params["va"] or None, ws.info(a).selections),
-            Side(b.key, indexes[1], params["vb"] or None, ws.info(b).selections),
+            Side(a.key, indexes[0], params["va"] or None, ws.selections(a)),
+            Side(b.key, indexes[1], params["vb"] or None, ws.selections(b)),
         )
         key = ("diff", a.path, b.path, params["va"], params["vb"], indexes[0].generation,
                indexes[1].generation)  # fmt: skip
@@ -220,6 +240,28 @@ def _diff_page(ws: Workspace, request: Request) -> Response:
     sides[0]["variant"], sides[1]["variant"] = summary.variant_a, summary.variant_b
     return _page("diff.html", summary=summary, pairs=pairs, total=total, page=min(page, pages),
                  pages=pages, page_url=page_url, **context)  # fmt: skip
+
+
+COLD_WAIT = 1.0  # seconds a diff waits for a first index before it shows their progress
+
+
+def _cold(indexes: list[RowIndex]) -> list[tuple[str, IndexState]]:
+    """The sides whose index has never finished a scan (a first visit of a big run), after
+    waiting up to ``COLD_WAIT`` seconds for them: their page shows how far each is."""
+    deadline = time.monotonic() + COLD_WAIT
+    for index in indexes:
+        if index.state().scanned_at is None:
+            index.wait(max(0.0, deadline - time.monotonic()))
+    states = [index.state() for index in indexes]
+    if all(state.scanned_at is not None for state in states):
+        return []
+    return list(zip(("A", "B"), states, strict=True))
+
+
+def _diff_version(indexes: list[RowIndex]) -> str:
+    """Changes as the sides' indexes fill and when both have finished a first scan."""
+    states = [index.state() for index in indexes]
+    return ":".join(f"{s.indexed}/{int(s.scanned_at is not None)}" for s in states)
 
 
 def _side(name: str, entry: RunEntry, ws: Workspace, variant: str) -> dict[str, Any]:

@@ -16,6 +16,8 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 
+from assay.metrics.paired import p_clause
+
 HERE = Path(__file__).resolve().parent
 ASSETS = HERE / "assets"
 
@@ -41,6 +43,11 @@ def _seconds(value: float | None) -> str:
     if value >= 120:
         return f"{value / 60:.1f} min"
     return f"{value:.2f} s" if value < 10 else f"{value:.1f} s"
+
+
+def _p_clause(value: float | None) -> str:
+    """``p = 0.0123`` or ``p < 1e-300`` (an underflowed p is never shown as 0)."""
+    return "p —" if value is None else p_clause(value)
 
 
 def _int_sep(value: int | float | None) -> str:
@@ -88,7 +95,7 @@ def environment() -> Environment:
                       autoescape=select_autoescape(default=True, default_for_string=True),
                       trim_blocks=True, lstrip_blocks=True)  # fmt: skip
     env.filters.update(num=_num, metric_value=_metric_value, signed=_signed, seconds=_seconds,
-                       int_sep=_int_sep, usd=_usd, tojson_script=_json_script,
+                       int_sep=_int_sep, p_clause=_p_clause, usd=_usd, tojson_script=_json_script,
                        safe_script=_safe_script, safe_style=_safe_style, tojson_pretty=_pretty,
                        basename=lambda p: Path(str(p)).name)  # fmt: skip
     env.globals["asset_text"] = asset_text

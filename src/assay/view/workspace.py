@@ -9,16 +9,21 @@ looked for again on every visit of the runs page, so a run started after the vie
 
 from __future__ import annotations
 
+import hashlib
+import json
 import shutil
 import tempfile
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
 from assay.errors import UsageError
 from assay.results.plan_record import PLAN_FILE, SESSIONS_FILE
+from assay.results.run import TaskSelection
+from assay.results.selection_file import SELECTION_FILE
 from assay.view.index import RowIndex
 from assay.view.runinfo import RunInfo, is_run, read_run
 
@@ -54,37 +59,63 @@ def check_folders(folders: list[Path]) -> list[Path]:
 
 
 def find_runs(folders: list[Path]) -> list[RunEntry]:
-    """Every run in ``folders``, newest first (by when its plan or report was written)."""
-    paths: list[Path] = []
-    for folder in folders:
+    """Every run in ``folders``, newest first by the run's own start time
+    (:func:`started_at`). A run's URL key is its folder name; when runs of several folders
+    given share a name, the one in the folder given first keeps the name and each other
+    gets ``NAME~`` and 8 hex digits of its path's SHA-256: the same URL on every visit,
+    whatever order the runs start in."""
+    found: list[tuple[int, Path]] = []
+    for position, folder in enumerate(folders):
         if is_run(folder):
-            paths.append(folder)
+            found.append((position, folder))
             continue
         try:
             children = sorted(p for p in folder.iterdir() if p.is_dir() and not p.is_symlink())
         except OSError:
             continue
-        paths += [child for child in children if is_run(child)]
-    unique = list(dict.fromkeys(p.resolve() for p in paths))
-    unique.sort(key=lambda p: (_started(p), p.name), reverse=True)
-    entries, used = [], set()
-    for path in unique:
-        key, number = path.name, 1
-        while key in used:
-            number += 1
-            key = f"{path.name}~{number}"
-        used.add(key)
-        entries.append(RunEntry(key, path))
+        found += [(position, child) for child in children if is_run(child)]
+    unique: dict[Path, int] = {}
+    for position, path in found:
+        unique.setdefault(path.resolve(), position)
+    first: dict[str, Path] = {}
+    for path in sorted(unique, key=lambda p: (unique[p], str(p))):
+        first.setdefault(path.name, path)
+    entries = [RunEntry(path.name if first[path.name] == path else _suffixed(path), path)
+               for path in unique]  # fmt: skip
+    entries.sort(key=lambda e: (started_at(e.path), e.path.name, str(e.path)), reverse=True)
     return entries
 
 
-def _started(path: Path) -> float:
+def _suffixed(path: Path) -> str:
+    return f"{path.name}~{hashlib.sha256(str(path).encode()).hexdigest()[:8]}"
+
+
+def started_at(path: Path) -> float:
+    """When the run started (``time.time()`` seconds): the first session's start in
+    ``sessions.jsonl`` (written beside ``plan.json`` when the run began), else the time
+    ``plan.json`` or ``run.json`` was written (a run from before ``sessions.jsonl``)."""
+    try:
+        with (path / SESSIONS_FILE).open(encoding="utf-8") as handle:
+            first = json.loads(handle.readline(4096))
+        return datetime.fromisoformat(str(first["start"])).timestamp()
+    except (OSError, ValueError, TypeError, KeyError):
+        pass
     for name in (PLAN_FILE, "run.json"):
         try:
             return (path / name).stat().st_mtime
         except OSError:
             continue
     return 0.0
+
+
+def file_identity(path: Path) -> tuple[int, int, int, int]:
+    """``(device, inode, modification time in ns, size)`` of ``path``; zeros when it is
+    missing: a file replaced (by rename) or rewritten has another identity."""
+    try:
+        info = path.stat()
+    except OSError:
+        return (0, 0, 0, 0)
+    return (info.st_dev, info.st_ino, info.st_mtime_ns, info.st_size)
 
 
 def stamp(path: Path) -> tuple[tuple[int, int], ...]:
@@ -116,6 +147,7 @@ class Workspace:
         self._indexes: dict[Path, RowIndex] = {}
         self._infos: dict[Path, tuple[tuple[tuple[int, int], ...], RunInfo]] = {}
         self._memo: dict[tuple[Any, ...], Any] = {}
+        self._selections: dict[Path, tuple[object, dict[str, TaskSelection]]] = {}
 
     def memo(self, key: tuple[Any, ...], compute: Callable[[], T]) -> T:
         """``compute()``, kept under ``key`` (the last ``MEMO_SIZE`` answers): pages whose
@@ -167,6 +199,24 @@ class Workspace:
                 index.stamp = now
                 index.refresh_in_background()
         return index
+
+    def selections(self, entry: RunEntry) -> dict[str, TaskSelection]:
+        """Task id → the dataset and rows the run recorded selecting (:attr:`RunInfo.selections`),
+        read again only when ``selection.jsonl`` (inode, modification time, size) or the
+        run's report files changed: a diff's pages never re-read a 100,000-line list.
+
+        Raises:
+            UsageError: the run's list of selected rows is damaged (as ``assay compare``).
+        """
+        identity = (file_identity(entry.path / SELECTION_FILE), stamp(entry.path))
+        with self._lock:
+            cached = self._selections.get(entry.path)
+        if cached is not None and cached[0] == identity:
+            return cached[1]
+        found = self.info(entry).selections
+        with self._lock:
+            self._selections[entry.path] = (identity, found)
+        return found
 
     def _open_session(self, entry: RunEntry) -> bool:
         with self._lock:
