@@ -4,7 +4,8 @@ into a run folder.
 
 Routes: ``/`` the runs; ``/runs/{run}`` a run; ``/runs/{run}/rows`` its rows (filters in
 the query string, :mod:`assay.view.queries`); ``/runs/{run}/rows/{folder}`` one row;
-``/runs/{run}/files/{path}`` a file of the run, as plain
+``/runs/{run}/rows.csv`` and ``rows.jsonl`` the rows its filters select, as a download
+(:mod:`assay.view.export`); ``/runs/{run}/files/{path}`` a file of the run, as plain
 text (or a download when it is not text); ``/diff?a=RUN&b=RUN[&va=&vb=&change=&suite=&page=]``
 two runs or variants row by row;
 ``/api/runs/{run}/progress`` how far a run and its index are (JSON);
@@ -16,19 +17,26 @@ from __future__ import annotations
 
 import mimetypes
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 from urllib.parse import urlencode
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Response
+from starlette.responses import (
+    FileResponse,
+    HTMLResponse,
+    JSONResponse,
+    Response,
+    StreamingResponse,
+)
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from assay.errors import UsageError
 from assay.view.diff import CHANGES, Side, build_diff, pair_page
+from assay.view.export import FORMATS, export_lines
 from assay.view.guard import RequestGuard
 from assay.view.index import IndexState, RowIndex
 from assay.view.queries import RowFilter, criterion_types, facets, neighbours, row_page
@@ -98,6 +106,25 @@ def build_app(ws: Workspace, *, hosts: Iterable[str]) -> Starlette:
                      **_live(entry, info.state, state, info.state == "running"
                              or not state.complete))  # fmt: skip
 
+    def export(request: Request) -> Response:
+        entry = entry_of(request)
+        fmt = request.path_params["fmt"]
+        if entry is None or fmt not in FORMATS:
+            return _not_found(f"no export '{request.url.path}'",
+                              hint="rows.csv or rows.jsonl of a run")  # fmt: skip
+        chosen = RowFilter.from_params(request.query_params)
+        index = ws.index(entry)
+        media = "text/csv" if fmt == "csv" else "application/x-ndjson"
+
+        def lines() -> Iterator[str]:
+            index.wait()  # every row of the filter, not only those indexed so far
+            with index.connect() as db:
+                yield from export_lines(db, entry.path, chosen, fmt)
+
+        name = f"{entry.key}-rows.{fmt}".replace('"', "")
+        headers = {**_HEADERS, "Content-Disposition": f'attachment; filename="{name}"'}
+        return StreamingResponse(lines(), media_type=f"{media}; charset=utf-8", headers=headers)
+
     def row(request: Request) -> Response:
         entry = entry_of(request)
         folder = request.path_params["folder"].strip("/")
@@ -158,6 +185,7 @@ def build_app(ws: Workspace, *, hosts: Iterable[str]) -> Starlette:
         Route("/", runs),
         Route("/runs/{run}", run),
         Route("/runs/{run}/rows", rows),
+        Route("/runs/{run}/rows.{fmt}", export),
         Route("/runs/{run}/rows/{folder:path}", row),
         Route("/runs/{run}/files/{path:path}", files),
         Route("/api/runs/{run}/progress", progress),
