@@ -35,16 +35,26 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from assay.errors import UsageError
-from assay.view.diff import CHANGES, Side, build_diff, pair_page
+from assay.orchestration.runfiles import load_run_results
+from assay.reports.compare import compare_runs
+from assay.results.experiment import ExperimentResult
+from assay.view.diff import CHANGES, Side, build_diff, outputs, pair_page, text_diff
 from assay.view.export import FORMATS, export_lines
 from assay.view.guard import RequestGuard
 from assay.view.index import IndexState, RowIndex
-from assay.view.queries import RowFilter, criterion_types, facets, neighbours, row_page
+from assay.view.queries import (
+    COLUMNS,
+    RowFilter,
+    criterion_types,
+    facets,
+    neighbours,
+    row_page,
+)
 from assay.view.render import ASSETS, render
 from assay.view.row_view import read_row_view, safe_path
 from assay.view.run_pages import run_line, run_page
 from assay.view.suite_view import dataset_text
-from assay.view.workspace import RunEntry, Workspace
+from assay.view.workspace import Job, RunEntry, Workspace, stamp
 
 _HEADERS = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff",
             "Referrer-Policy": "no-referrer"}  # fmt: skip
@@ -89,11 +99,11 @@ def build_app(ws: Workspace, *, hosts: Iterable[str]) -> Starlette:
         entry = entry_of(request)
         if entry is None:
             return _not_found(f"no run '{request.path_params['run']}'")
-        chosen = RowFilter.from_params(request.query_params)
+        chosen = RowFilter.from_params(_with_columns(request))
         index = ws.index(entry)
         state = index.state()
         with index.connect() as db:
-            page = row_page(db, chosen)
+            page = row_page(db, chosen, texts=bool({"prompt", "response"} & set(chosen.columns)))
             found, types = ws.memo(("facets", entry.path, index.generation),
                                    lambda: (facets(db), criterion_types(db)))  # fmt: skip
         labels = {}
@@ -102,6 +112,7 @@ def build_app(ws: Workspace, *, hosts: Iterable[str]) -> Starlette:
             labels[value] = f"#{int(position) + 1} {types.get(position, '')} {outcome}"
         info = ws.info(entry)
         return _page("rows.html", key=entry.key, path=str(entry.path), filter=chosen, page=page,
+                     columns=COLUMNS,
                      facets=found, criterion_labels=labels, index=state,
                      **_live(entry, info.state, state, info.state == "running"
                              or not state.complete))  # fmt: skip
@@ -169,14 +180,19 @@ def build_app(ws: Workspace, *, hosts: Iterable[str]) -> Starlette:
         return _diff_page(ws, request)
 
     def diff_progress(request: Request) -> Response:
-        entries = [ws.entry(request.query_params.get(k, "")) for k in ("a", "b")]
-        if entries[0] is None or entries[1] is None:
+        params = {k: request.query_params.get(k, "") for k in ("a", "b", "va", "vb")}
+        a, b = ws.entry(params["a"]), ws.entry(params["b"])
+        if a is None or b is None:
             return JSONResponse({"error": "no such run"}, status_code=404)
-        indexes = [ws.index(e) for e in entries if e is not None]
+        indexes = [ws.index(a), ws.index(b)]
         states = [index.state() for index in indexes]
+        version = _diff_version(indexes)
+        if all(state.scanned_at is not None for state in states):
+            job = _comparison_job(ws, a, b, params, indexes)
+            version += ":c1" if job is None or job.done else ":c0"
         return JSONResponse({"sides": [{"indexed": s.indexed, "found": s.found,
                                         "complete": s.complete} for s in states],
-                             "version": _diff_version(indexes)}, headers=_HEADERS)  # fmt: skip
+                             "version": version}, headers=_HEADERS)  # fmt: skip
 
     def no_icon(request: Request) -> Response:
         return Response(status_code=204)
@@ -196,6 +212,16 @@ def build_app(ws: Workspace, *, hosts: Iterable[str]) -> Starlette:
     ]
     return Starlette(routes=routes,
                      middleware=[Middleware(RequestGuard, hosts=tuple(hosts))])  # fmt: skip
+
+
+def _with_columns(request: Request) -> dict[str, str]:
+    """The query's parameters, the column picker's ``col`` boxes joined into ``cols``."""
+    params = dict(request.query_params)
+    ticked = request.query_params.getlist("col")
+    params.pop("col", None)
+    if ticked:
+        params["cols"] = ",".join(ticked)
+    return params
 
 
 def _version(state: str, index: Any) -> str:
@@ -236,9 +262,9 @@ def _diff_page(ws: Workspace, request: Request) -> Response:
     context["sides"] = sides
     cold = _cold(indexes)
     if cold:
-        return _page("diff.html", indexing=cold, progress_url="/api/diff/progress?"
-                     + urlencode({"a": a.key, "b": b.key}), version=_diff_version(indexes),
-                     **context)  # fmt: skip
+        query = urlencode({k: params[k] for k in ("a", "b", "va", "vb") if params[k]})
+        return _page("diff.html", indexing=cold, progress_url=f"/api/diff/progress?{query}",
+                     version=_diff_version(indexes), **context)  # fmt: skip
     for index in indexes:
         index.wait()
     try:
@@ -257,9 +283,13 @@ def _diff_page(ws: Workspace, request: Request) -> Response:
         page = 1
     change = params["change"] if params["change"] in (*CHANGES, "changed") else ""
     pairs, total = pair_page(path, change=change, suite=params["suite"], page=page, size=100)
+    outputs(indexes[0], indexes[1], pairs)
     for pair in pairs:
         scores = (pair["a_score"], pair["b_score"])
         pair["delta"] = None if None in scores else scores[1] - scores[0]
+        texts = (pair["a_response"] or "", pair["b_response"] or "")
+        pair["text_diff"] = text_diff(*texts) if texts[0] != texts[1] else []
+    context.update(_comparison(ws, a, b, params, indexes))
     pages = max(1, -(-total // 100))
 
     def page_url(number: int) -> str:
@@ -290,6 +320,42 @@ def _diff_version(indexes: list[RowIndex]) -> str:
     """Changes as the sides' indexes fill and when both have finished a first scan."""
     states = [index.state() for index in indexes]
     return ":".join(f"{s.indexed}/{int(s.scanned_at is not None)}" for s in states)
+
+
+def _comparison_job(
+    ws: Workspace, a: RunEntry, b: RunEntry, params: dict[str, str], indexes: list[RowIndex]
+) -> Job | None:
+    """The job computing ``assay compare``'s comparison of the two sides (its own function,
+    :func:`assay.reports.compare.compare_runs`, on the runs' rows), once per state of the
+    runs; ``None`` while a side is still running (its rows are not all there)."""
+    if any(ws.info(entry).state in ("running",) for entry in (a, b)):
+        return None
+    va, vb = params["va"] or None, params["vb"] or None
+    key = ("compare", a.path, b.path, va, vb, indexes[0].generation, indexes[1].generation,
+           stamp(a.path), stamp(b.path))  # fmt: skip
+
+    def compute() -> ExperimentResult:
+        return compare_runs(a.path, load_run_results(a.path), b.path, load_run_results(b.path),
+                            variant_a=va, variant_b=vb)  # fmt: skip
+
+    return ws.background(key, compute)
+
+
+def _comparison(
+    ws: Workspace, a: RunEntry, b: RunEntry, params: dict[str, str], indexes: list[RowIndex]
+) -> dict[str, Any]:
+    """The diff page's paired differences: ready, being computed (the page updates when
+    they are: its progress URL), refused, or waiting for a run to finish."""
+    job = _comparison_job(ws, a, b, params, indexes)
+    if job is None:
+        return {"comparison_waits": True}
+    if not job.done:
+        query = urlencode({k: params[k] for k in ("a", "b", "va", "vb") if params[k]})
+        return {"comparison_pending": True, "progress_url": f"/api/diff/progress?{query}",
+                "version": _diff_version(indexes) + ":c0"}  # fmt: skip
+    if job.error is not None:
+        return {"comparison_error": job.error}
+    return {"comparison": job.value}
 
 
 def _side(name: str, entry: RunEntry, ws: Workspace, variant: str) -> dict[str, Any]:

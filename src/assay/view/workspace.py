@@ -129,6 +129,27 @@ def stamp(path: Path) -> tuple[tuple[int, int], ...]:
     return tuple(stamps)
 
 
+class Job:
+    """A computation running in the background: ``done`` once it ended, with its ``value``
+    or the ``error`` (a :class:`UsageError`'s message) that stopped it."""
+
+    def __init__(self) -> None:
+        self.done = False
+        self.value: Any = None
+        self.error: str | None = None
+
+    def run(self, compute: Callable[[], Any]) -> None:
+        """Compute the value (in the job's thread)."""
+        try:
+            self.value = compute()
+        except UsageError as exc:
+            self.error = exc.message
+        except (OSError, ValueError) as exc:
+            self.error = f"{type(exc).__name__}: {exc}"
+        finally:
+            self.done = True
+
+
 class Workspace:
     """The viewer's runs and their indexes (see the module docstring).
 
@@ -148,6 +169,7 @@ class Workspace:
         self._infos: dict[Path, tuple[tuple[tuple[int, int], ...], RunInfo]] = {}
         self._memo: dict[tuple[Any, ...], Any] = {}
         self._selections: dict[Path, tuple[object, dict[str, TaskSelection]]] = {}
+        self._jobs: dict[tuple[Any, ...], Job] = {}
 
     def memo(self, key: tuple[Any, ...], compute: Callable[[], T]) -> T:
         """``compute()``, kept under ``key`` (the last ``MEMO_SIZE`` answers): pages whose
@@ -161,6 +183,20 @@ class Workspace:
             while len(self._memo) > MEMO_SIZE:
                 self._memo.pop(next(iter(self._memo)))
         return value
+
+    def background(self, key: tuple[Any, ...], compute: Callable[[], Any]) -> Job:
+        """The job computing ``compute()`` in a thread of its own, started on the first call
+        with ``key`` (the last ``MEMO_SIZE`` jobs are kept): a page shows what is ready and
+        updates when the rest is."""
+        with self._lock:
+            job = self._jobs.get(key)
+            if job is None:
+                job = self._jobs[key] = Job()
+                threading.Thread(target=job.run, args=(compute,), daemon=True,
+                                 name="assay-view-job").start()  # fmt: skip
+                while len(self._jobs) > MEMO_SIZE:
+                    self._jobs.pop(next(iter(self._jobs)))
+        return job
 
     def close(self) -> None:
         """Remove the scratch folder (when the workspace made it)."""
