@@ -352,3 +352,30 @@ def test_a_live_page_updates_in_place_keeping_a_typed_search_and_open_panels(
         assert closed == 0
         assert page.inner_text("section.suite p.counts").startswith("25 rows")
         screenshot(page, "07-live-in-place")
+
+
+def test_a_diff_shows_paired_differences_and_both_outputs(
+    page: Any, url: str, runs: dict[str, Path]
+) -> None:
+    a, b = runs["a"], runs["b"]
+    page.goto(f"{url}diff?a={a.name}&b={b.name}")
+    page.wait_for_selector("#paired table.paired tr[data-metric]", timeout=60_000)
+    metrics = page.eval_on_selector_all("#paired tr[data-metric]", "rs => rs.map(r => "
+                                        "r.dataset.metric)")  # fmt: skip
+    assert "pass_rate" in metrics
+    outputs = page.locator("tr[data-outputs='m03'] details")
+    assert outputs.evaluate("d => d.open") is True
+    assert outputs.locator("pre.output-a").inner_text() == "positive"
+    assert outputs.locator("pre.output-b").inner_text() == "negative"
+    assert outputs.locator("pre.textdiff del").inner_text() == "positive"
+    assert outputs.locator("pre.textdiff ins").inner_text() == "negative"
+    screenshot(page, "08-diff-outputs")
+    page.goto(f"{url}runs/{a.name}/rows")
+    page.fill("input[name=q]", "LOVE")
+    page.click("form.filters button[type=submit]")
+    page.wait_for_url(re.compile(r"q=LOVE"))
+    assert page.eval_on_selector_all("#rows tbody tr[data-row]", ROW_IDS) == ["m01", "m10"]
+    assert page.eval_on_selector_all("td.prompt mark", "ms => ms.map(m => m.innerText)") == [
+        "love", "love"]  # "I love this", "lovely"  # fmt: skip
+    assert "prompt" in page.get_attribute("#rows", "data-columns").split(",")
+    screenshot(page, "09-rows-search")
