@@ -15,9 +15,13 @@ stylesheet, script and vendored Vega-Lite.
 
 from __future__ import annotations
 
+import hashlib
 import mimetypes
+import subprocess
+import sys
 import time
 from collections.abc import Iterable, Iterator
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
@@ -35,8 +39,6 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from assay.errors import UsageError
-from assay.orchestration.runfiles import load_run_results
-from assay.reports.compare import compare_runs
 from assay.results.experiment import ExperimentResult
 from assay.view.diff import CHANGES, Side, build_diff, outputs, pair_page, text_diff
 from assay.view.export import FORMATS, export_lines
@@ -325,20 +327,37 @@ def _diff_version(indexes: list[RowIndex]) -> str:
 def _comparison_job(
     ws: Workspace, a: RunEntry, b: RunEntry, params: dict[str, str], indexes: list[RowIndex]
 ) -> Job | None:
-    """The job computing ``assay compare``'s comparison of the two sides (its own function,
-    :func:`assay.reports.compare.compare_runs`, on the runs' rows), once per state of the
-    runs; ``None`` while a side is still running (its rows are not all there)."""
+    """The job running ``assay compare`` on the two sides (:func:`run_compare`), once per
+    state of the runs; ``None`` while a side is still running (its rows are not all there)."""
     if any(ws.info(entry).state in ("running",) for entry in (a, b)):
         return None
     va, vb = params["va"] or None, params["vb"] or None
     key = ("compare", a.path, b.path, va, vb, indexes[0].generation, indexes[1].generation,
            stamp(a.path), stamp(b.path))  # fmt: skip
+    folder = ws.scratch / ("compare-" + hashlib.sha256(repr(key).encode()).hexdigest()[:16])
+    return ws.background(key, lambda: run_compare(a.path, b.path, va, vb, folder))
 
-    def compute() -> ExperimentResult:
-        return compare_runs(a.path, load_run_results(a.path), b.path, load_run_results(b.path),
-                            variant_a=va, variant_b=vb)  # fmt: skip
 
-    return ws.background(key, compute)
+def run_compare(
+    run_a: Path, run_b: Path, variant_a: str | None, variant_b: str | None, output: Path
+) -> ExperimentResult:
+    """``assay compare RUN_A RUN_B [--variant-a/-b] -o OUTPUT`` as a process of its own (the
+    comparison loads every row of both runs: its memory is never the viewer's), read back
+    from the ``compare.json`` it writes into ``output`` (in the viewer's scratch folder).
+
+    Raises:
+        UsageError: the comparison was refused (its message), or gave no ``compare.json``.
+    """
+    command = [sys.executable, "-m", "assay", "compare", str(run_a), str(run_b), "-o",
+               str(output)]  # fmt: skip
+    command += ["--variant-a", variant_a] if variant_a else []
+    command += ["--variant-b", variant_b] if variant_b else []
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    report = output / "compare.json"
+    if done.returncode != 0 or not report.is_file():
+        lines = [line for line in done.stderr.splitlines() if line.strip()]
+        raise UsageError(lines[0] if lines else f"assay compare exited with {done.returncode}")
+    return ExperimentResult.model_validate_json(report.read_text(encoding="utf-8"))
 
 
 def _comparison(
