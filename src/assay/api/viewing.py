@@ -1,10 +1,13 @@
 """Looking at results from Python: :func:`view_runs` serves the local web viewer (``assay
 view``), :func:`write_html_report` writes a run's self-contained ``report.html`` (``assay
-report RUN_DIR --html``)."""
+report RUN_DIR --html``), :func:`export_rows` gives the rows a filter selects as CSV or JSON
+Lines (``assay report RUN_DIR --rows FILTER --format csv|jsonl``)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from assay.orchestration.runfiles import resolve_run_dir
@@ -58,3 +61,44 @@ def write_html_report(run_dir: str | Path, *, output: str | Path | None = None) 
 
     folder = resolve_run_dir(run_dir)
     return write(folder, output=Path(output) if output is not None else None)
+
+
+def export_rows(run_dir: str | Path, *, rows: str = "", format: str = "csv") -> Iterator[str]:
+    """The rows of a run that a filter selects, as CSV or JSON Lines, line by line (the
+    rows page's download; :mod:`assay.view.export`): every page of the filter, in its
+    order, with each row's whole prompt, response and dataset row; no secret written, CSV
+    formula cells neutralised. Nothing is written into the run folder.
+
+    Args:
+        run_dir: the run (``runs/latest`` works).
+        rows: the rows page's query string, e.g. ``status=FAILURE&q=love`` (empty: every
+            row).
+        format: ``csv`` (a header line, then one line per row) or ``jsonl``.
+
+    Returns:
+        The lines, each ending with a newline (read as they are produced).
+
+    Raises:
+        UsageError: not a run directory; a name that is not a filter; an unknown format.
+    """
+    from assay.view.export import FORMATS, export_lines, parse_filter
+    from assay.view.index import RowIndex
+
+    folder = resolve_run_dir(run_dir)
+    chosen = parse_filter(rows)
+    if format not in FORMATS:
+        from assay.errors import UsageError
+
+        raise UsageError(f"--format: '{format}' is not one of {', '.join(FORMATS)}")
+
+    def lines() -> Iterator[str]:
+        scratch = Path(tempfile.mkdtemp(prefix="assay-export-"))
+        try:
+            index = RowIndex(folder, scratch / "index.sqlite")
+            index.refresh()
+            with index.connect() as db:
+                yield from export_lines(db, folder, chosen, format)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+    return lines()
