@@ -21,6 +21,9 @@ def view_runs(
     open_browser: bool = False,
     on_ready: Callable[[str], None] | None = None,
     on_warning: Callable[[str], None] | None = None,
+    store: str | None = None,
+    labels: str | None = None,
+    reviewer: str | None = None,
 ) -> None:
     """Serve the viewer over run folders or folders of runs until Ctrl-C (``assay view``).
 
@@ -35,6 +38,10 @@ def view_runs(
         open_browser: open the URL in the default browser.
         on_ready: called with the URL (``http://127.0.0.1:PORT/``) once it listens.
         on_warning: called with each warning.
+        store: the store URL human labels are saved to (``None``: ``$ASSAY_STORE``, else
+            ``.assay/store.db``); never the run folders.
+        labels: one dataset for every run's labels (``None``: ``review-RUN`` per run).
+        reviewer: a label's reviewer when the page names none (``None``: the user name).
 
     Raises:
         UsageError: a folder does not exist, or the port is in use.
@@ -42,7 +49,7 @@ def view_runs(
     from assay.view import serve
 
     serve(folders, host=host, port=port, open_browser=open_browser, on_ready=on_ready,
-          on_warning=on_warning)  # fmt: skip
+          on_warning=on_warning, store=store, labels=labels, reviewer=reviewer)  # fmt: skip
 
 
 def write_html_report(run_dir: str | Path, *, output: str | Path | None = None) -> Path:

@@ -4,7 +4,10 @@ measure how often, and how, it agrees (``assay judge calibrate``).
 Each example is one case: a trace-backed row is judged on its stored trace's output (a
 session-backed row on its whole conversation, every trace in order), with the transcript
 when the rubric places ``${transcript}``; an example-backed row on the field that holds its
-output (``output_field``). The human label (``label_field``) is read as a verdict of the
+output (``output_field``). The rubric's ``${row.x}`` reads the example's fields; an example
+whose ``row`` field is an object (a label given in ``assay view`` keeps the run's dataset
+row there) reads that object's fields first, so the judge that graded the run reads its
+labels as it read the run. The human label (``label_field``) is read as a verdict of the
 judge's kind: ``true/false``, ``yes/no``, ``pass/fail``, ``correct/incorrect``, ``1/0`` for
 binary judges; one of the labels (any case) for label judges; a number on the scale for
 scale judges. A row without a label (``null``) is left out and counted; a label that is not
@@ -214,10 +217,12 @@ def _case(
 ) -> JudgeCase:
     from assay.store.traces import conversation, final_output
 
+    own = data.get("row")
+    row = {**data, **own} if isinstance(own, dict) else data  # a review's label: its run row
     if output_field is not None:
         value = data.get(output_field)
         text = value if isinstance(value, str) or value is None else json.dumps(value)
-        return JudgeCase(row=data, response=text)
+        return JudgeCase(row=row, response=text)
     assert pointer is not None
     trace = store.get_trace(str(data[pointer]))
     session = source == "session"
@@ -225,7 +230,7 @@ def _case(
     transcript = None
     if wants_transcript:
         transcript = transcript_text(from_session(trace) if session else from_trace(trace))
-    return JudgeCase(row=data, response=response, transcript=transcript)
+    return JudgeCase(row=row, response=response, transcript=transcript)
 
 
 async def judge_cases(

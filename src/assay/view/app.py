@@ -11,12 +11,20 @@ two runs or variants row by row;
 ``/api/runs/{run}/progress`` how far a run and its index are (JSON);
 ``/api/diff/progress?a=RUN&b=RUN`` how far a diff's two indexes are (JSON); ``/assets/…`` the
 stylesheet, script and vendored Vega-Lite.
+
+Human review (:mod:`assay.view.review`): ``/runs/{run}/review?order=&seed=&scale=&i=`` walks
+a run's rows in a review order, labelling each by keyboard; ``POST /api/runs/{run}/labels``
+saves a batch of labels to the store (never the run folder), refused (403) without the
+server's token, a secret of this server embedded in its pages (another origin can neither
+read it nor send the header); ``/calibrations`` the store's judge calibrations.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import mimetypes
+import secrets
 import subprocess
 import sys
 import time
@@ -26,6 +34,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import (
@@ -38,7 +47,7 @@ from starlette.responses import (
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from assay.errors import UsageError
+from assay.errors import StoreError, UsageError, UserError
 from assay.results.experiment import ExperimentResult
 from assay.view.diff import CHANGES, Side, build_diff, outputs, pair_page, text_diff
 from assay.view.export import FORMATS, export_lines
@@ -53,6 +62,16 @@ from assay.view.queries import (
     row_page,
 )
 from assay.view.render import ASSETS, render
+from assay.view.review import (
+    MAX_BATCH,
+    ORDERS,
+    LabelBook,
+    Scale,
+    calibration_view,
+    queue,
+    read_label,
+    row_facts,
+)
 from assay.view.row_view import read_row_view, safe_path
 from assay.view.run_pages import run_line, run_page
 from assay.view.suite_view import dataset_text
@@ -75,10 +94,13 @@ def _not_found(what: str, hint: str = "") -> HTMLResponse:
     return _page("error.html", 404, title="Not found", message=what, hint=hint)
 
 
-def build_app(ws: Workspace, *, hosts: Iterable[str]) -> Starlette:
+def build_app(ws: Workspace, *, hosts: Iterable[str], labels: LabelBook | None = None) -> Starlette:
     """The application over ``ws``'s folders, answering only requests whose ``Host`` is one
     of ``hosts`` (``name:port``, :func:`assay.view.guard.allowed_hosts`) and that do not come
-    from another origin's page (:class:`assay.view.guard.RequestGuard`: 421 and 403)."""
+    from another origin's page (:class:`assay.view.guard.RequestGuard`: 421 and 403); human
+    labels go to ``labels`` (default: the store the CLI uses, opened on the first label)."""
+    book = labels if labels is not None else LabelBook()
+    token = secrets.token_urlsafe(32)  # this server's; a write without it is refused
 
     def entry_of(request: Request) -> RunEntry | None:
         return ws.entry(request.path_params["run"])
@@ -150,8 +172,36 @@ def build_app(ws: Workspace, *, hosts: Iterable[str]) -> Starlette:
         index = ws.index(entry, start=False)
         with index.connect() as db:
             before, after = neighbours(db, folder)
+        review = _review_panel(book, entry, folder, request, token, after, before)
         return _page("row.html", key=entry.key, path=str(entry.path), view=view, before=before,
-                     after=after)  # fmt: skip
+                     after=after, review=review)  # fmt: skip
+
+    def review_page(request: Request) -> Response:
+        entry = entry_of(request)
+        if entry is None:
+            return _not_found(f"no run '{request.path_params['run']}'")
+        return _review_page(ws, book, entry, request, token)
+
+    async def save_labels(request: Request) -> Response:
+        given = request.headers.get("x-assay-token", "")
+        if not hmac.compare_digest(given.encode(), token.encode()):
+            return JSONResponse({"error": "a label needs this viewer's page token (open the "
+                                          "row in the viewer and label it there)"},
+                                status_code=403, headers=_HEADERS)  # fmt: skip
+        entry = entry_of(request)
+        if entry is None:
+            return JSONResponse({"error": f"no run '{request.path_params['run']}'"},
+                                status_code=404, headers=_HEADERS)  # fmt: skip
+        try:
+            body = await request.json()
+        except ValueError:
+            return JSONResponse({"error": "the body must be JSON: {scale, items: [{folder, "
+                                          "label, comment, reviewer}]}"},
+                                status_code=400, headers=_HEADERS)  # fmt: skip
+        return await run_in_threadpool(_save_labels, ws, book, entry, body)
+
+    def calibrations(request: Request) -> Response:
+        return _calibrations_page(ws, book)
 
     def files(request: Request) -> Response:
         entry = entry_of(request)
@@ -205,6 +255,9 @@ def build_app(ws: Workspace, *, hosts: Iterable[str]) -> Starlette:
         Route("/runs/{run}/rows", rows),
         Route("/runs/{run}/rows.{fmt}", export),
         Route("/runs/{run}/rows/{folder:path}", row),
+        Route("/runs/{run}/review", review_page),
+        Route("/api/runs/{run}/labels", save_labels, methods=["POST"]),
+        Route("/calibrations", calibrations),
         Route("/runs/{run}/files/{path:path}", files),
         Route("/api/runs/{run}/progress", progress),
         Route("/diff", diff),
@@ -383,3 +436,135 @@ def _side(name: str, entry: RunEntry, ws: Workspace, variant: str) -> dict[str, 
                 if not variant or s.variant_id == variant]  # fmt: skip
     return {"name": name, "key": entry.key, "path": str(entry.path), "state": info.state,
             "variant": variant, "datasets": datasets}  # fmt: skip
+
+
+def _error_json(exc: UserError, status: int = 400) -> JSONResponse:
+    text = exc.message + (f" ({exc.hint})" if exc.hint else "")
+    return JSONResponse({"error": text}, status_code=status, headers=_HEADERS)
+
+
+def _save_labels(ws: Workspace, book: LabelBook, entry: RunEntry, body: Any) -> Response:
+    """Save one posted batch of labels (:mod:`assay.view.review`) as a version of the run's
+    labelled dataset; its ``dataset``, ``version`` and count as JSON (400: a bad label)."""
+    try:
+        if not isinstance(body, dict):
+            raise UsageError("the body must be a JSON object with 'items'")
+        scale = Scale.parse(body.get("scale"))
+        items = body.get("items")
+        if not isinstance(items, list) or not 1 <= len(items) <= MAX_BATCH:
+            raise UsageError(f"'items' must be a list of 1 to {MAX_BATCH} labels")
+        chosen = [read_label(item, scale, book.reviewer) for item in items]
+        index = ws.index(entry)
+        with index.connect() as db:
+            facts = row_facts(entry.path, db, [label.folder for label in chosen])
+        missing = [label.folder for label in chosen if label.folder not in facts]
+        if missing:
+            raise UsageError(f"run {entry.key} has no row folder {', '.join(missing[:5])}",
+                             hint="label rows the run's index lists")  # fmt: skip
+        version = book.save(entry.key, chosen, facts)
+    except (UsageError, StoreError) as exc:
+        return _error_json(exc)
+    return JSONResponse({"dataset": version.dataset, "version": version.number,
+                         "saved": len(chosen), "created": version.created},
+                        headers=_HEADERS)  # fmt: skip
+
+
+def _review_params(request: Request) -> tuple[str, int, Scale]:
+    """``order``, ``seed`` and ``scale`` of a review URL.
+
+    Raises:
+        UsageError: an unknown order, a seed that is not a whole number, a bad scale.
+    """
+    order = request.query_params.get("order", "uncertain")
+    if order not in ORDERS:
+        raise UsageError(f"no review order '{order}'", hint=f"one of {', '.join(ORDERS)}")
+    try:
+        seed = int(request.query_params.get("seed", "0"))
+    except ValueError:
+        raise UsageError("seed must be a whole number") from None
+    return order, seed, Scale.parse(request.query_params.get("scale"))
+
+
+def _review_panel(
+    book: LabelBook,
+    entry: RunEntry,
+    folder: str,
+    request: Request,
+    token: str,
+    after: str | None,
+    before: str | None,
+) -> dict[str, Any]:
+    """What the row page's label panel shows: the scale, this row's labels so far, the
+    token, and where ``n`` and ``k`` go."""
+    try:
+        scale = Scale.parse(request.query_params.get("scale"))
+    except UsageError:
+        scale = Scale()
+    base = f"/runs/{entry.key}/rows/"
+    query = f"?{urlencode({'scale': scale.text})}" if scale.kind != "binary" else ""
+    return {"scale": scale, "token": token, "dataset": book.name(entry.key),
+            "reviewer": book.reviewer, "labels": _labels_of(book, entry.key).get(folder, []),
+            "next": base + after + query if after else "",
+            "prev": base + before + query if before else "", "folder": folder,
+            "url": f"/api/runs/{entry.key}/labels"}  # fmt: skip
+
+
+def _labels_of(book: LabelBook, run: str) -> dict[str, list[dict[str, Any]]]:
+    try:
+        return book.labels(run)
+    except StoreError:
+        return {}
+
+
+def _review_page(
+    ws: Workspace, book: LabelBook, entry: RunEntry, request: Request, token: str
+) -> Response:
+    """One row of a run's review queue, its label panel and the way to the next."""
+    context: dict[str, Any] = {"key": entry.key, "path": str(entry.path), "orders": ORDERS}
+    try:
+        order, seed, scale = _review_params(request)
+    except UsageError as exc:
+        return _page("error.html", 400, title="Bad review URL", message=exc.message,
+                     hint=exc.hint or "")  # fmt: skip
+    index = ws.index(entry)
+    index.wait()
+    human = _labels_of(book, entry.key)
+    with index.connect() as db:
+        folders = queue(db, order, seed=seed, human=human, scale=scale)
+    try:
+        position = max(0, int(request.query_params.get("i", "0")))
+    except ValueError:
+        position = 0
+    position = min(position, max(0, len(folders) - 1))
+    params = {"order": order, "seed": str(seed), "scale": scale.text}
+
+    def at(number: int) -> str:
+        return f"/runs/{entry.key}/review?" + urlencode({**params, "i": number})
+
+    context.update(order=order, seed=seed, scale=scale, total=len(folders), position=position,
+                   labelled=sum(1 for f in folders if f in human))  # fmt: skip
+    if not folders:
+        return _page("review.html", **context)
+    folder = folders[position]
+    view = read_row_view(entry.path, folder)
+    with index.connect() as db:
+        line = db.execute("SELECT uncertainty FROM rows WHERE folder = ?", (folder,)).fetchone()
+    review = {"scale": scale, "token": token, "dataset": book.name(entry.key),
+              "reviewer": book.reviewer, "labels": human.get(folder, []), "folder": folder,
+              "next": at(position + 1) if position + 1 < len(folders) else "",
+              "prev": at(position - 1) if position > 0 else "",
+              "url": f"/api/runs/{entry.key}/labels"}  # fmt: skip
+    return _page("review.html", view=view, review=review,
+                 uncertainty=line["uncertainty"] if line else None, **context)  # fmt: skip
+
+
+def _calibrations_page(ws: Workspace, book: LabelBook) -> Response:
+    """The store's judge calibrations, newest first, each disagreement linking to its row
+    when it is a label given in this viewer."""
+    try:
+        found = book.store().calibrations()
+    except StoreError as exc:
+        return _page("error.html", 400, title="No store", message=exc.message,
+                     hint=exc.hint or "")  # fmt: skip
+    keys = {entry.key for entry in ws.runs()}
+    return _page("calibrations.html", calibrations=[calibration_view(c, keys) for c in found])

@@ -60,6 +60,80 @@
       });
     }, 2000);
   }
+  // Human review: a label panel (#review) saves a label by button or key (p/f, 1..9) to the
+  // viewer's POST /api/runs/RUN/labels with this page's token, then goes to the next row of
+  // a queue; n/j next, k previous, c writes a comment (Esc leaves it).
+  function review() {
+    var panel = document.getElementById("review");
+    if (!panel) return;
+    var reviewer = document.getElementById("reviewer");
+    var comment = document.getElementById("comment");
+    var shown = document.getElementById("review-status");
+    var keys = {};
+    var known = null;
+    try { known = window.localStorage.getItem("assay-reviewer"); } catch (e) { known = null; }
+    if (known) reviewer.value = known;
+    reviewer.addEventListener("change", function () {
+      try { window.localStorage.setItem("assay-reviewer", reviewer.value.trim()); } catch (e) { /* no storage */ }
+    });
+    var busy = false;
+    function save(label) {
+      if (busy) return;
+      busy = true;
+      shown.className = "";
+      shown.textContent = "saving " + label + " …";
+      var body = { scale: panel.dataset.scale, items: [{ folder: panel.dataset.folder, label: label,
+        comment: comment.value, reviewer: reviewer.value.trim() }] };
+      fetch(panel.dataset.url, { method: "POST", cache: "no-store", credentials: "same-origin",
+        headers: { "Content-Type": "application/json", "X-Assay-Token": panel.dataset.token },
+        body: JSON.stringify(body) }).then(function (r) {
+        return r.json().then(function (answer) { return { ok: r.ok, answer: answer }; });
+      }).then(function (result) {
+        if (!result.ok) {
+          shown.className = "bad";
+          shown.textContent = "not saved: " + result.answer.error;
+          return;
+        }
+        shown.className = "ok";
+        shown.textContent = "saved " + label + " as " + result.answer.dataset + "@" + result.answer.version;
+        panel.dataset.saved = String(result.answer.version);
+        if (panel.dataset.next && document.querySelector(".review-order")) window.location.href = panel.dataset.next;
+      }).catch(function (error) {
+        shown.className = "bad";
+        shown.textContent = "not saved: " + error;
+      }).then(function () { busy = false; });
+    }
+    panel.querySelectorAll(".label-button").forEach(function (button) {
+      var label = JSON.parse(button.dataset.label);
+      keys[button.dataset.key] = label;
+      button.addEventListener("click", function () { save(label); });
+    });
+    var score = document.getElementById("score-save");
+    if (score) score.addEventListener("click", function () {
+      save(Number(document.getElementById("score").value));
+    });
+    document.addEventListener("keydown", function (event) {
+      if (event.ctrlKey || event.metaKey || event.altKey) return;
+      var target = event.target;
+      if (target.matches && target.matches("input, textarea, select")) {
+        if (event.key === "Escape") target.blur();
+        return;
+      }
+      var key = event.key.toLowerCase();
+      if (Object.prototype.hasOwnProperty.call(keys, key)) {
+        event.preventDefault();
+        save(keys[key]);
+      } else if ((key === "n" || key === "j") && panel.dataset.next) {
+        window.location.href = panel.dataset.next;
+      } else if (key === "k" && panel.dataset.prev) {
+        window.location.href = panel.dataset.prev;
+      } else if (key === "c") {
+        event.preventDefault();
+        comment.focus();
+      }
+    });
+  }
   drawCharts(document);
   followProgress();
+  review();
 })();
