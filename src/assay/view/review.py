@@ -13,7 +13,7 @@ their old one; two reviewers never overwrite each other, and two batches at once
 ``folder``, ``suite``, ``variant``, ``row_id``, ``input`` (the prompt), ``output`` (the
 response), ``label``, ``comment``, ``reviewer``, ``time`` (UTC, ISO 8601) and ``graded``
 (the run's own outcome of the row: ``pass``, ``fail`` or ``error``). ``assay judge calibrate
---dataset NAME --label-field label --output-field output`` reads it as any labelled dataset.
+--dataset NAME --label label --output-field output`` reads it as any labelled dataset.
 
 Queue orders (:data:`ORDERS`): ``uncertain`` (the rows whose judges were least sure first,
 :func:`assay.view.records.judge_uncertainty`), ``disagree`` (rows where a human label and
