@@ -20,14 +20,21 @@ import httpx
 import pytest
 
 from assay.errors import StoreError
-from assay.results.task_result import BasicCriterionResult, JudgeCriterionResult, JudgeRef
+from assay.results.task_result import (
+    BasicCriterionResult,
+    EvaluationResult,
+    JudgeCriterionResult,
+    JudgeRef,
+)
 from assay.store import Store
 from assay.view.records import judge_uncertainty
 from assay.view.review import Scale, dataset_name, split_example_id
 from tests.view.browser import files_of, viewer
 from tests.view.generate import make_run
 
-RUNS = ("tokens", "bad", "two", "orders", "scales")
+RUNS = ("tokens", "bad", "two", "orders", "scales", "walk", "unsure")
+UNSURE = {3: 1 / 3, 7: None, 11: 0.8, 15: 0.5}  # row index → the judge's self-agreement
+# (None: a judge error); every other row has a sure judge
 
 
 @pytest.fixture(scope="module")
@@ -36,9 +43,25 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
     root = home / "runs"
     for name in RUNS:
         make_run(24, root, name=name, seed=len(name))
+    add_judges(root / "unsure")
     store = f"sqlite:///{home / 'labels.db'}"
     with viewer(str(root), "--store", store, "--reviewer", "alice", cwd=home) as url:
         yield {"url": url, "root": root, "store": store, "home": home}
+
+
+def add_judges(run_dir: Path) -> None:
+    """Give every graded row of the run a judge's result: sure, or as unsure as ``UNSURE``
+    says."""
+    for path in sorted(run_dir.glob("*/*/*/*/task.json")):
+        result = EvaluationResult.model_validate_json(path.read_text())
+        if not result.success_criteria_results:
+            continue
+        unsure = result.row_index in UNSURE
+        agreement = UNSURE.get(result.row_index or 0)
+        judged = (_judge(score=0.0, error="judge_error: unreadable") if unsure and agreement is None
+                  else _judge(score=1.0, verdict=True, self_agreement=agreement))  # fmt: skip
+        result.success_criteria_results.append(judged)
+        path.write_text(result.model_dump_json())
 
 
 def token_of(client: httpx.Client, run: str) -> str:
@@ -276,6 +299,55 @@ def test_the_queue_walks_the_rows_in_each_order(served: dict[str, Any]) -> None:
         assert order[2:-2] == [f for f in by_index if f not in dict(chosen)]
         page = client.get(f"/runs/{run}/review", params={"order": "sideways"})
         assert page.status_code == 400 and "no review order &#39;sideways&#39;" in page.text
+
+
+def test_the_judge_uncertain_rows_come_first(served: dict[str, Any]) -> None:
+    url, run = served["url"], "unsure"
+    results = folders_of(served["root"] / run)
+    by_index = sorted(results, key=lambda f: results[f]["row_index"])
+    index_of = {results[f]["row_index"]: f for f in results}
+    graded = [i for i in UNSURE if results[index_of[i]]["success_criteria_results"]]
+    with httpx.Client(base_url=url, timeout=30) as client:
+        order = walk(client, run, order="uncertain")
+    first = sorted(graded, key=lambda i: -(1.0 if UNSURE[i] is None else 1 - UNSURE[i]))
+    assert order[: len(first)] == [index_of[i] for i in first]
+    rest = [f for f in by_index if f not in order[: len(first)]]
+    judged = [f for f in rest if results[f]["success_criteria_results"]]
+    assert order[len(first) :] == judged + [f for f in rest if f not in judged]  # no judge last
+
+
+def test_labelling_along_a_disagreement_queue_visits_every_row_once(
+    served: dict[str, Any],
+) -> None:
+    """Each label changes the disagreements; the queue keeps the order it started with
+    (``at``), so following "next" after each label skips no row and shows none twice."""
+    url, run = served["url"], "walk"
+    results = folders_of(served["root"] / run)
+    outcome = {f: "pass" if r["final_status"] == "SUCCESS" else "fail" for f, r in results.items()}
+    visited: list[str] = []
+    with httpx.Client(base_url=url, timeout=30) as client:
+        headers = own_headers(url, token_of(client, run))
+        first = sorted(results)[:2]
+        items = [{"folder": first[0], "label": "fail" if outcome[first[0]] == "pass" else "pass"},
+                 {"folder": first[1], "label": outcome[first[1]]}]  # fmt: skip
+        assert client.post(f"/api/runs/{run}/labels", json={"items": items},
+                           headers=headers).status_code == 200  # fmt: skip
+        address = f"/runs/{run}/review?order=disagree"
+        while address:
+            page = client.get(address.replace("&amp;", "&"))
+            assert page.status_code == 200, page.text[:300]
+            folder = re.search(r'data-folder="([^"]+)"', page.text)
+            assert folder is not None
+            visited.append(folder.group(1))
+            body = {"items": [{"folder": folder.group(1), "label": outcome[folder.group(1)]}]}
+            assert client.post(f"/api/runs/{run}/labels", json=body,
+                               headers=headers).status_code == 200  # fmt: skip
+            following = re.search(r'data-next="([^"]*)"', page.text)
+            assert following is not None
+            address = following.group(1)
+    assert visited[0] == first[0]  # the one disagreement first
+    assert visited[-1] == first[1]  # the agreement last
+    assert sorted(visited) == sorted(results)  # every row, once
 
 
 def test_a_scale_of_labels_or_scores_sets_the_keys_and_the_values(served: dict[str, Any]) -> None:

@@ -478,10 +478,7 @@ def _review_params(request: Request) -> tuple[str, int, Scale]:
     order = request.query_params.get("order", "uncertain")
     if order not in ORDERS:
         raise UsageError(f"no review order '{order}'", hint=f"one of {', '.join(ORDERS)}")
-    try:
-        seed = int(request.query_params.get("seed", "0"))
-    except ValueError:
-        raise UsageError("seed must be a whole number") from None
+    seed = _whole(request, "seed", default=0) or 0
     return order, seed, Scale.parse(request.query_params.get("scale"))
 
 
@@ -509,9 +506,11 @@ def _review_panel(
             "url": f"/api/runs/{entry.key}/labels"}  # fmt: skip
 
 
-def _labels_of(book: LabelBook, run: str) -> dict[str, list[dict[str, Any]]]:
+def _labels_of(
+    book: LabelBook, run: str, version: int | None = None
+) -> dict[str, list[dict[str, Any]]]:
     try:
-        return book.labels(run)
+        return book.labels(run, version)
     except StoreError:
         return {}
 
@@ -519,30 +518,39 @@ def _labels_of(book: LabelBook, run: str) -> dict[str, list[dict[str, Any]]]:
 def _review_page(
     ws: Workspace, book: LabelBook, entry: RunEntry, request: Request, token: str
 ) -> Response:
-    """One row of a run's review queue, its label panel and the way to the next."""
+    """One row of a run's review queue, its label panel and the way to the next.
+
+    The queue is ordered by the labels of one version of the run's labelled dataset (``at``,
+    the latest when the queue starts, then kept in its links), so labelling as you go never
+    moves the rows ahead of you: ``n`` after a label is the next row of the same order."""
     context: dict[str, Any] = {"key": entry.key, "path": str(entry.path), "orders": ORDERS}
     try:
         order, seed, scale = _review_params(request)
+        at = _whole(request, "at", default=None)
     except UsageError as exc:
         return _page("error.html", 400, title="Bad review URL", message=exc.message,
                      hint=exc.hint or "")  # fmt: skip
+    at = book.version(entry.key) if at is None else at
     index = ws.index(entry)
     index.wait()
-    human = _labels_of(book, entry.key)
-    with index.connect() as db:
-        folders = queue(db, order, seed=seed, human=human, scale=scale)
-    try:
-        position = max(0, int(request.query_params.get("i", "0")))
-    except ValueError:
-        position = 0
-    position = min(position, max(0, len(folders) - 1))
-    params = {"order": order, "seed": str(seed), "scale": scale.text}
+    human = _labels_of(book, entry.key, at) if order == "disagree" else {}
+    key = ("queue", entry.path, order, seed, scale, at if order == "disagree" else 0,
+           index.generation)  # fmt: skip
 
-    def at(number: int) -> str:
+    def ordered() -> list[str]:
+        with index.connect() as db:
+            return queue(db, order, seed=seed, human=human, scale=scale)
+
+    folders = ws.memo(key, ordered)
+    position = min(_whole(request, "i", default=0) or 0, max(0, len(folders) - 1))
+    params = {"order": order, "seed": str(seed), "scale": scale.text, "at": str(at)}
+
+    def link(number: int) -> str:
         return f"/runs/{entry.key}/review?" + urlencode({**params, "i": number})
 
+    latest = _labels_of(book, entry.key)
     context.update(order=order, seed=seed, scale=scale, total=len(folders), position=position,
-                   labelled=sum(1 for f in folders if f in human))  # fmt: skip
+                   labelled=sum(1 for f in folders if f in latest))  # fmt: skip
     if not folders:
         return _page("review.html", **context)
     folder = folders[position]
@@ -550,12 +558,30 @@ def _review_page(
     with index.connect() as db:
         line = db.execute("SELECT uncertainty FROM rows WHERE folder = ?", (folder,)).fetchone()
     review = {"scale": scale, "token": token, "dataset": book.name(entry.key),
-              "reviewer": book.reviewer, "labels": human.get(folder, []), "folder": folder,
-              "next": at(position + 1) if position + 1 < len(folders) else "",
-              "prev": at(position - 1) if position > 0 else "",
+              "reviewer": book.reviewer, "labels": latest.get(folder, []), "folder": folder,
+              "next": link(position + 1) if position + 1 < len(folders) else "",
+              "prev": link(position - 1) if position > 0 else "",
               "url": f"/api/runs/{entry.key}/labels"}  # fmt: skip
     return _page("review.html", view=view, review=review,
                  uncertainty=line["uncertainty"] if line else None, **context)  # fmt: skip
+
+
+def _whole(request: Request, name: str, *, default: int | None) -> int | None:
+    """The query parameter ``name`` as a whole number ≥ 0 (``default`` when absent).
+
+    Raises:
+        UsageError: it is not one.
+    """
+    text = request.query_params.get(name)
+    if text is None or text == "":
+        return default
+    try:
+        number = int(text)
+    except ValueError:
+        number = -1
+    if number < 0:
+        raise UsageError(f"{name}={text[:20]} is not a whole number")
+    return number
 
 
 def _calibrations_page(ws: Workspace, book: LabelBook) -> Response:

@@ -50,6 +50,7 @@ LABEL_SCHEMA = Schema({
 })  # fmt: skip
 MAX_COMMENT = 20_000
 MAX_BATCH = 500
+KEPT_VERSIONS = 8  # label versions kept read (each a run's labels, folder → rows)
 _REVIEWER = re.compile(r"[^/\x00-\x1f]{1,100}")
 _QUEUE = ("SELECT folder, category, uncertainty, score FROM rows "
           "ORDER BY suite, variant, ord_index, ord_id, replicate")  # fmt: skip
@@ -219,6 +220,9 @@ class LabelBook:
     reviewer: str = "reviewer"
     _store: Store | None = field(default=None, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+    _read: dict[tuple[str, int, str], dict[str, list[dict[str, Any]]]] = field(
+        default_factory=dict, init=False, repr=False
+    )
 
     def store(self) -> Store:
         """The store, opened once.
@@ -279,19 +283,32 @@ class LabelBook:
                 hint="name another dataset for the labels: assay view --labels NAME",
             )
 
-    def labels(self, run: str) -> dict[str, list[dict[str, Any]]]:
-        """The latest labels of ``run``'s rows: folder → each reviewer's label row."""
-        store = self.store()
-        name = self.name(run)
+    def version(self, run: str) -> int:
+        """The latest version of ``run``'s labelled dataset (0: no label yet)."""
         try:
-            if store.dataset(name).current_version == 0:
-                return {}
+            return self.store().dataset(self.name(run)).current_version
         except StoreError:
+            return 0
+
+    def labels(self, run: str, version: int | None = None) -> dict[str, list[dict[str, Any]]]:
+        """The labels of ``run``'s rows in a version of its dataset (``None``: the latest;
+        0: none): folder → each reviewer's label row. A version never changes, so each is
+        read from the store once (the last few are kept)."""
+        number = self.version(run) if version is None else version
+        if number <= 0:
             return {}
+        key = (self.name(run), number, run)
+        with self._lock:
+            if key in self._read:
+                return self._read[key]
         found: dict[str, list[dict[str, Any]]] = {}
-        for example in store.iter_examples(name):
+        for example in self.store().iter_examples(self.name(run), number):
             if example.data.get("run") == run:
                 found.setdefault(str(example.data.get("folder")), []).append(example.data)
+        with self._lock:
+            self._read[key] = found
+            while len(self._read) > KEPT_VERSIONS:
+                self._read.pop(next(iter(self._read)))
         return found
 
 
