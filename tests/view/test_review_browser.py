@@ -12,9 +12,12 @@ the judge script's own rule applied to each answer, computed here with scikit-le
 
 from __future__ import annotations
 
+import http.server
 import json
 import re
 import shutil
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +28,8 @@ from assay.store import Store
 from tests.cli.test_run import assay, assay_process
 from tests.helpers import write
 from tests.view.browser import chromium, chromium_path, files_of, fresh_context, screenshot, viewer
+from tests.view.generate import make_run
+from tests.view.test_host import _Page
 
 pytestmark = pytest.mark.browser
 
@@ -168,3 +173,73 @@ def test_label_by_keyboard_then_calibrate_and_see_kappa(reviewed: dict[str, Any]
         folder = alice.get_attribute("#review", "data-folder")
         assert target == f"{key}/{folder}/{target.rsplit('/', 1)[1]}"
         assert alice.inner_text("#response").strip() == saved[target]["output"].strip()
+
+
+POST_NO_CORS = """async ([target, body]) => {
+  try {
+    const answer = await fetch(target, {method: "POST", mode: "no-cors", body: body,
+                                        headers: {"Content-Type": "text/plain"}});
+    return "sent " + answer.type;
+  } catch (error) { return "failed: " + error; }
+}"""
+POST_CORS = """async ([target, body, token]) => {
+  try {
+    const answer = await fetch(target, {method: "POST", body: body, credentials: "include",
+      headers: {"Content-Type": "application/json", "X-Assay-Token": token}});
+    return "answered " + answer.status;
+  } catch (error) { return "failed: " + error; }
+}"""
+POST_FORM = """([target, body]) => {
+  const form = document.createElement("form");
+  form.method = "POST"; form.action = target; form.enctype = "text/plain";
+  const field = document.createElement("input");
+  field.name = body.slice(0, -2); field.value = body.slice(-2);
+  form.appendChild(field); document.body.appendChild(form); form.submit();
+}"""
+
+
+@pytest.fixture
+def elsewhere() -> Iterator[int]:
+    """The port of a page of another origin (a server of its own on 127.0.0.1)."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Page)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_page_of_another_origin_cannot_label(tmp_path: Path, elsewhere: int) -> None:
+    """From another origin's page, a label posted by fetch (simple or with a guessed token)
+    or by a form is refused by the viewer (403) and nothing reaches the store; the viewer's
+    own page labels."""
+    chromium_path()
+    root = tmp_path / "runs"
+    make_run(6, root, name="one")
+    store = f"sqlite:///{tmp_path / 'labels.db'}"
+    folder = "default/sst2-three-way/r000001/00"
+    body = json.dumps({"items": [{"folder": folder, "label": "fail"}]})
+    with viewer(str(root), "--store", store, cwd=tmp_path) as url, chromium() as browser:
+        port = int(url.rsplit(":", 1)[1].strip("/"))
+        target = f"http://127.0.0.1:{port}/api/runs/one/labels"
+        page = browser.new_page()
+        seen: list[tuple[str, str, int]] = []
+        page.on("response", lambda r: seen.append((r.request.method, r.url, r.status)))
+        page.goto(f"http://127.0.0.1:{elsewhere}/")
+        assert page.evaluate(POST_NO_CORS, [target, body]).startswith(("sent", "failed"))
+        assert page.evaluate(POST_CORS, [target, body, "guessed"]).startswith("failed")
+        with page.expect_navigation():
+            page.evaluate(POST_FORM, [target, body])
+        refused = [(m, s) for m, address, s in seen if address == target]
+        assert refused.count(("POST", 403)) == 2 and all(s == 403 for _, s in refused), seen
+        with Store(store) as opened:
+            assert opened.datasets() == []  # nothing was labelled
+        own = browser.new_page()
+        own.goto(f"{url}runs/one/rows/{folder}")
+        own.keyboard.press("f")
+        own.wait_for_function("document.getElementById('review-status').className === 'ok'")
+    with Store(store) as opened:
+        saved = [e.data["label"] for e in opened.iter_examples("review-one")]
+    assert saved == ["fail"]
