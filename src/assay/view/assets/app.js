@@ -133,7 +133,66 @@
       }
     });
   }
+  // report.html's row table: every row of the run from the page's own JSON, filtered by a
+  // search (row, prompt, response; any case), a status and a suite, 100 rows a page.
+  function everyRow() {
+    var data = document.getElementById("rows-data");
+    if (!data) return;
+    var every = JSON.parse(data.textContent);
+    var search = document.getElementById("row-search");
+    var status = document.getElementById("row-status");
+    var suite = document.getElementById("row-suite");
+    var body = document.querySelector("#row-table tbody");
+    var size = 100;
+    var page = 0;
+    var chosen = every.rows;
+    function cell(row, text, className) {
+      var td = document.createElement("td");
+      if (className) td.className = className;
+      td.textContent = text;
+      row.appendChild(td);
+      return td;
+    }
+    function draw() {
+      var pages = Math.max(1, Math.ceil(chosen.length / size));
+      page = Math.min(page, pages - 1);
+      body.textContent = "";
+      chosen.slice(page * size, (page + 1) * size).forEach(function (r) {
+        var tr = document.createElement("tr");
+        tr.dataset.folder = r[0];
+        var link = document.createElement("a");
+        link.href = r[0] + "/task.json";
+        link.textContent = r[0];
+        cell(tr, "", "").appendChild(link);
+        cell(tr, r[1], "status-cell");
+        cell(tr, r[2] === null ? "—" : r[2].toFixed(3), "num");
+        cell(tr, r[3], "text-cell");
+        cell(tr, r[4], "text-cell");
+        body.appendChild(tr);
+      });
+      document.getElementById("row-count").textContent = chosen.length + " of " + every.rows.length + " rows";
+      document.getElementById("row-page").textContent = "page " + (page + 1) + " of " + pages;
+    }
+    function filter() {
+      var words = search.value.trim().toLowerCase();
+      chosen = every.rows.filter(function (r) {
+        if (status.value && r[1] !== status.value) return false;
+        if (suite.value && r[0].split("/")[1] !== suite.value) return false;
+        if (!words) return true;
+        return (r[0] + "\n" + r[3] + "\n" + r[4]).toLowerCase().indexOf(words) >= 0;
+      });
+      page = 0;
+      draw();
+    }
+    search.addEventListener("input", filter);
+    status.addEventListener("change", filter);
+    suite.addEventListener("change", filter);
+    document.getElementById("row-prev").addEventListener("click", function () { page = Math.max(0, page - 1); draw(); });
+    document.getElementById("row-next").addEventListener("click", function () { page += 1; draw(); });
+    draw();
+  }
   drawCharts(document);
   followProgress();
   review();
+  everyRow();
 })();
