@@ -8,9 +8,11 @@ The oracles are the rows' ``task.json`` files and the store read back with its o
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import threading
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +20,8 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
 
 from assay.errors import StoreError
 from assay.results.task_result import (
@@ -29,6 +33,7 @@ from assay.results.task_result import (
 from assay.store import Store
 from assay.view.records import judge_uncertainty
 from assay.view.review import Scale, dataset_name, split_example_id
+from tests.store.conftest import BACKENDS, POSTGRES_ENV, postgres_base_url
 from tests.view.browser import files_of, viewer
 from tests.view.generate import make_run
 
@@ -37,15 +42,42 @@ UNSURE = {3: 1 / 3, 7: None, 11: 0.8, 15: 0.5}  # row index → the judge's self
 # (None: a judge error); every other row has a sure judge
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+@contextlib.contextmanager
+def label_store(backend: str, folder: Path) -> Iterator[str]:
+    """A URL of an empty store: a SQLite file, or a fresh schema of the test PostgreSQL."""
+    if backend == "sqlite":
+        yield f"sqlite:///{folder / 'labels.db'}"
+        return
+    base = postgres_base_url()
+    if base is None:
+        pytest.skip(f"{POSTGRES_ENV} is not set (.ci/run starts PostgreSQL and sets it)")
+    schema = f"assay_review_{uuid.uuid4().hex[:16]}"
+    admin = create_engine(base)
+    with admin.begin() as connection:
+        connection.execute(text(f'CREATE SCHEMA "{schema}"'))
+    try:
+        url = make_url(base).update_query_dict({"options": f"-csearch_path={schema}"})
+        yield url.render_as_string(hide_password=False)
+    finally:
+        with admin.begin() as connection:
+            connection.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+        admin.dispose()
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def served(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, Any]]:
+    """``assay view`` over seven generated runs, labels going to a store on each backend."""
     home = tmp_path_factory.mktemp("review")
     root = home / "runs"
     for name in RUNS:
         make_run(24, root, name=name, seed=len(name))
     add_judges(root / "unsure")
-    store = f"sqlite:///{home / 'labels.db'}"
-    with viewer(str(root), "--store", store, "--reviewer", "alice", cwd=home) as url:
+    with (
+        label_store(request.param, home) as store,
+        viewer(str(root), "--store", store, "--reviewer", "alice", cwd=home) as url,
+    ):
         yield {"url": url, "root": root, "store": store, "home": home}
 
 
