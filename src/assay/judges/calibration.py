@@ -32,12 +32,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from assay.agents.llm import model_key
+from assay.data.substitute import PlaceholderKeyError, PlaceholderTypeError
 from assay.errors import StoreError
 from assay.judges.agreement import Compared, Value, agreement_report
 from assay.judges.assets import usable
 from assay.judges.calibration_md import render_calibration
 from assay.judges.grade import JudgeOutcome, judge_case
-from assay.judges.prompt import JudgeCase, transcript_text
+from assay.judges.prompt import JudgeCase, fill, transcript_text
 from assay.providers.base import Model
 from assay.providers.pool import ModelPool, PoolSettings, default_registry
 from assay.providers.retry import RetryPolicy
@@ -141,8 +142,9 @@ def read_cases(
 
     Raises:
         StoreError: no such dataset or version, a field that is not in its schema, no output
-            to judge (no trace or session field and no ``output_field``), or labels that are
-            not verdicts of the judge's kind (the first few named with their example ids).
+            to judge (no trace or session field and no ``output_field``), labels that are
+            not verdicts of the judge's kind, or examples without a field the rubric's
+            ``${row.x}`` names (the first few named with their example ids).
     """
     info = store.dataset(dataset)
     pinned = store.resolve(dataset, version)
@@ -172,6 +174,7 @@ def read_cases(
         },
     )
     bad: list[str] = []
+    unfilled: list[str] = []
     for example in store.iter_examples(dataset, pinned.number):
         label = example.data.get(label_field)
         if label is None:
@@ -183,7 +186,21 @@ def read_cases(
             bad.append(f"{example.example_id}: {exc}")
             continue
         case = _case(store, example.data, source, pointer, output_field, wants_transcript)
+        try:
+            fill(rubric, case)
+        except (PlaceholderKeyError, PlaceholderTypeError) as exc:
+            unfilled.append(f"{example.example_id}: {exc}")
+            continue
         found.cases.append(Case(example.example_id, human, case))
+    if unfilled:
+        raise StoreError(
+            f"{len(unfilled)} example(s) of {dataset}@{pinned.number} cannot fill the rubric "
+            f"of judge {asset.name}: " + "; ".join(unfilled[:BAD_LABELS_SHOWN])
+            + (f" (and {len(unfilled) - BAD_LABELS_SHOWN} more)"
+               if len(unfilled) > BAD_LABELS_SHOWN else ""),
+            hint="give the examples the fields the rubric's ${row.x} name (an object field "
+            "'row' counts too), or calibrate a judge whose rubric names only their fields",
+        )  # fmt: skip
     if bad:
         more = f" (and {len(bad) - BAD_LABELS_SHOWN} more)" if len(bad) > BAD_LABELS_SHOWN else ""
         raise StoreError(
