@@ -436,3 +436,24 @@ def _judge(**fields: Any) -> JudgeCriterionResult:
 def test_judge_uncertainty_of_a_row(items: list[Any], expected: float | None) -> None:
     found = judge_uncertainty(items)
     assert found == (None if expected is None else pytest.approx(expected))
+
+
+def test_looking_never_creates_a_store(tmp_path: Path) -> None:
+    """A row page, a review queue and the calibrations page read labels only from a store
+    that exists: viewing runs with no store creates none (the first label does)."""
+    root = tmp_path / "runs"
+    make_run(4, root, name="look")
+    folder = "default/sst2-three-way/r000001/00"
+    with viewer(str(root), cwd=tmp_path) as url, httpx.Client(base_url=url, timeout=30) as client:
+        for path in (f"/runs/look/rows/{folder}", "/runs/look/review?order=disagree",
+                     "/calibrations"):  # fmt: skip
+            page = client.get(path)
+            assert page.status_code == 200, (path, page.text[:300])
+        assert "No calibration in the store yet" in client.get("/calibrations").text
+        assert not (tmp_path / ".assay").exists()
+        headers = own_headers(url, token_of(client, "look"))
+        body = {"items": [{"folder": folder, "label": "pass"}]}
+        assert client.post("/api/runs/look/labels", json=body, headers=headers).status_code == 200
+    assert (tmp_path / ".assay" / "store.db").is_file()  # the store the CLI uses
+    with Store(f"sqlite:///{tmp_path / '.assay' / 'store.db'}") as store:
+        assert [e.data["label"] for e in store.iter_examples("review-look")] == ["pass"]

@@ -588,7 +588,7 @@ def _calibrations_page(ws: Workspace, book: LabelBook) -> Response:
     """The store's judge calibrations, newest first, each disagreement linking to its row
     when it is a label given in this viewer."""
     try:
-        found = book.store().calibrations()
+        found = book.store().calibrations() if book.exists() else []
     except StoreError as exc:
         return _page("error.html", 400, title="No store", message=exc.message,
                      hint=exc.hint or "")  # fmt: skip

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from assay.errors import StoreError, UsageError
 from assay.store import Schema, Store, VersionInfo
+from assay.store.engine import resolve_url, sqlite_path
 from assay.view.reading import read_json_text, read_text_head
 from assay.view.row_view import TEXT_LIMIT
 
@@ -283,8 +284,19 @@ class LabelBook:
                 hint="name another dataset for the labels: assay view --labels NAME",
             )
 
+    def exists(self) -> bool:
+        """The store is there to read: opened already, not a SQLite file, or a SQLite file
+        that exists (reading never creates a store; the first label does)."""
+        with self._lock:
+            if self._store is not None:
+                return True
+        path = sqlite_path(resolve_url(self.url))
+        return path is None or path.exists()
+
     def version(self, run: str) -> int:
         """The latest version of ``run``'s labelled dataset (0: no label yet)."""
+        if not self.exists():
+            return 0
         try:
             return self.store().dataset(self.name(run)).current_version
         except StoreError:
