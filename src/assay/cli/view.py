@@ -51,8 +51,9 @@ def view(
     ] = None,
 ) -> None:
     """Browse runs in a local web viewer: metrics and figures, rows filtered on the server,
-    a row's transcript, two runs row by row, a review queue whose human labels go to the
-    store (--store) as a dataset. Reads run folders; never writes into them."""
+    a row's transcript, two runs row by row. Reads run folders; never writes into them.
+
+    Labels people give rows (a row's page, a review queue) go to the store (--store)."""
     from assay import api
 
     def ready(url: str) -> None:
