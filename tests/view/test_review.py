@@ -31,8 +31,9 @@ from assay.results.task_result import (
     JudgeRef,
 )
 from assay.store import Store
+from assay.view.index import RowIndex
 from assay.view.records import judge_uncertainty
-from assay.view.review import Scale, dataset_name, split_example_id
+from assay.view.review import Scale, dataset_name, row_facts, split_example_id
 from tests.store.conftest import BACKENDS, POSTGRES_ENV, postgres_base_url
 from tests.view.browser import files_of, viewer
 from tests.view.generate import make_run
@@ -192,6 +193,8 @@ def test_a_label_needs_the_token_and_the_viewers_own_origin(served: dict[str, An
         ),
         ({"items": []}, 400, "'items' must be a list of 1 to 500 labels"),
         ({"items": [{"label": "pass"}]}, 400, "'folder' must name a row folder"),
+        ({"items": [{"folder": "../bad/FOLDER", "label": "pass"}]}, 400, "no '.' or '..' parts"),
+        ({"items": [{"folder": "FOLDER/", "label": "pass"}]}, 400, "no '.' or '..' parts"),
         (
             {"scale": "good,bad", "items": [{"folder": "FOLDER", "label": "pass"}]},
             400,
@@ -457,3 +460,24 @@ def test_looking_never_creates_a_store(tmp_path: Path) -> None:
     assert (tmp_path / ".assay" / "store.db").is_file()  # the store the CLI uses
     with Store(f"sqlite:///{tmp_path / '.assay' / 'store.db'}") as store:
         assert [e.data["label"] for e in store.iter_examples("review-look")] == ["pass"]
+
+
+def test_a_row_not_yet_indexed_is_labelled_from_its_own_files(tmp_path: Path) -> None:
+    """A row page can show a row before the run's index has it (a big run being read); its
+    label still records the row, read from its task.json; a folder outside the run or with
+    no task.json records nothing."""
+    run = make_run(5, tmp_path / "runs", name="cold")
+    index = RowIndex(run, tmp_path / "index.sqlite")  # never filled
+    folders = sorted(folders_of(run))
+    (run / "outside").mkdir()
+    with index.connect() as db:
+        facts = row_facts(run, db, [*folders, "../cold/" + folders[0], "default", "outside"])
+    assert sorted(facts) == folders
+    for folder in folders:
+        result = json.loads((run / folder / "task.json").read_text())
+        fact = facts[folder]
+        assert (fact.suite, fact.variant, fact.row_id) == (
+            result["suite_id"], result["variant_id"], result["row_id"])  # fmt: skip
+        assert fact.input == result["task_config"]["resolved"]["initial_prompt"]
+        assert fact.graded == {"SUCCESS": "pass", "FAILURE": "fail"}.get(
+            result["final_status"], "error")  # fmt: skip

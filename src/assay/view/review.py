@@ -36,8 +36,9 @@ from typing import TYPE_CHECKING, Any, Literal
 from assay.errors import StoreError, UsageError
 from assay.store import Schema, Store, VersionInfo
 from assay.store.engine import resolve_url, sqlite_path
+from assay.view.index import read_row
 from assay.view.reading import read_json_text, read_text_head
-from assay.view.row_view import TEXT_LIMIT
+from assay.view.row_view import TEXT_LIMIT, safe_path
 
 if TYPE_CHECKING:
     from assay.store.judges import CalibrationRecord
@@ -170,8 +171,10 @@ def read_label(item: Any, scale: Scale, default_reviewer: str) -> Label:
     if not isinstance(item, Mapping):
         raise UsageError("each label must be a JSON object with folder and label")
     folder = item.get("folder")
-    if not isinstance(folder, str) or not folder.strip("/"):
-        raise UsageError("a label's 'folder' must name a row folder of the run")
+    if not isinstance(folder, str) or not canonical(folder):
+        shape = "(VARIANT/SUITE/ROW/NN, no '.' or '..' parts)"
+        raise UsageError(f"a label's 'folder' must name a row folder of the run {shape}",
+                         field="folder")  # fmt: skip
     try:
         value = scale.value(item.get("label"))
     except ValueError as exc:
@@ -185,7 +188,14 @@ def read_label(item: Any, scale: Scale, default_reviewer: str) -> Label:
     if not isinstance(comment, str) or len(comment) > MAX_COMMENT:
         raise UsageError(f"comment of {folder} must be text of at most {MAX_COMMENT} characters",
                          field="comment")  # fmt: skip
-    return Label(folder.strip("/"), value, reviewer, comment)
+    return Label(folder, value, reviewer, comment)
+
+
+def canonical(folder: str) -> bool:
+    """``folder`` is a row folder as the run's index spells it: a relative POSIX path
+    without empty, ``.`` or ``..`` parts and no backslash."""
+    return bool(folder) and "\\" not in folder and all(
+        part not in ("", ".", "..") for part in folder.split("/"))  # fmt: skip
 
 
 def example_id(run: str, folder: str, reviewer: str) -> str:
@@ -383,13 +393,15 @@ def disagrees(scale: Scale, label: Any, category: str, score: float | None) -> b
 
 def row_facts(run_dir: Path, db: sqlite3.Connection, folders: Sequence[str]) -> dict[str, RowFacts]:
     """What each labelled row's label records (its suite, row id, prompt, response and the
-    run's outcome); a folder the run's index does not have is left out."""
+    run's outcome), from the run's index, else (a row not indexed yet) from its own
+    ``task.json``; a folder outside the run, or without a readable ``task.json``, is left
+    out."""
     found: dict[str, RowFacts] = {}
     for folder in dict.fromkeys(folders):
-        row = db.execute("SELECT suite, variant, row_id, task_id, category FROM rows "
-                         "WHERE folder = ?", (folder,)).fetchone()  # fmt: skip
-        if row is None:
+        place = _place(run_dir, db, folder)
+        if place is None:
             continue
+        suite, variant, row_id, category = place
         data, _ = read_json_text(run_dir / folder / "task.json", f"{folder}/task.json")
         data = data if isinstance(data, dict) else {}
         config = data.get("task_config")
@@ -397,14 +409,29 @@ def row_facts(run_dir: Path, db: sqlite3.Connection, folders: Sequence[str]) -> 
         prompt = resolved.get("initial_prompt") if isinstance(resolved, dict) else None
         own = data.get("row")
         response, _ = read_text_head(run_dir / folder / "response.txt", limit=TEXT_LIMIT)
-        graded = {"passed": "pass", "failed": "fail"}.get(row["category"], row["category"])
-        found[folder] = RowFacts(folder=folder, suite=row["suite"] or "",
-                                 variant=row["variant"] or "",
-                                 row_id=row["row_id"] or row["task_id"] or folder,
+        graded = {"passed": "pass", "failed": "fail"}.get(category, category)
+        found[folder] = RowFacts(folder=folder, suite=suite, variant=variant, row_id=row_id,
                                  input=prompt if isinstance(prompt, str) else "",
-                                 output=response or "", graded=graded or "",
+                                 output=response or "", graded=graded,
                                  row=own if isinstance(own, dict) else None)  # fmt: skip
     return found
+
+
+def _place(run_dir: Path, db: sqlite3.Connection, folder: str) -> tuple[str, str, str, str] | None:
+    """``(suite, variant, row id, category)`` of a row folder: from the index, else from its
+    ``task.json`` when the folder is inside the run and that file reads; else ``None``."""
+    row = db.execute("SELECT suite, variant, row_id, task_id, category FROM rows "
+                     "WHERE folder = ?", (folder,)).fetchone()  # fmt: skip
+    if row is not None:
+        return (row["suite"] or "", row["variant"] or "",
+                row["row_id"] or row["task_id"] or folder, row["category"] or "")  # fmt: skip
+    target = safe_path(run_dir, folder) if canonical(folder) else None
+    if target is None or not (target / "task.json").is_file():
+        return None
+    line = read_row(run_dir, folder)
+    if line.category == "unreadable":
+        return None
+    return line.suite, line.variant, line.row_id or line.task_id, line.category
 
 
 def calibration_view(record: CalibrationRecord, runs: set[str]) -> dict[str, Any]:
