@@ -115,6 +115,8 @@ def test_label_by_keyboard_then_calibrate_and_see_kappa(reviewed: dict[str, Any]
                 assert bob.get_attribute("#review", "data-folder") == folder
                 _label(bob, "f", position, False)
                 given[(row_id, "bob")] = "fail"
+        shown = alice.inner_text("#given")  # the last label, listed without a reload
+        assert f"{given[(row_id, 'alice')]} by alice" in shown
         screenshot(alice, "review-queue")
         alice.keyboard.press("k")  # back to the row before the last
         alice.wait_for_url(re.compile(r"[?&]i=38(&|$)"))

@@ -77,6 +77,25 @@
       try { window.localStorage.setItem("assay-reviewer", reviewer.value.trim()); } catch (e) { /* no storage */ }
     });
     var busy = false;
+    // the row's labels as the page lists them: this reviewer's replaced by the one just saved
+    function showGiven(label, name, text) {
+      var list = document.getElementById("given");
+      if (list.tagName !== "UL") {
+        var fresh = document.createElement("ul");
+        fresh.className = "given";
+        fresh.id = "given";
+        list.replaceWith(fresh);
+        list = fresh;
+      }
+      var item = list.querySelector('li[data-reviewer="' + CSS.escape(name) + '"]') || document.createElement("li");
+      item.dataset.reviewer = name;
+      item.textContent = "";
+      var strong = document.createElement("strong");
+      strong.textContent = String(label);
+      item.appendChild(strong);
+      item.appendChild(document.createTextNode(" by " + name + (text ? " · " + text : "")));
+      list.appendChild(item);
+    }
     function save(label) {
       if (busy) return;
       busy = true;
@@ -96,6 +115,7 @@
         }
         shown.className = "ok";
         shown.textContent = "saved " + label + " as " + result.answer.dataset + "@" + result.answer.version;
+        showGiven(label, body.items[0].reviewer, body.items[0].comment);
         panel.dataset.saved = String(result.answer.version);
         if (panel.dataset.next && document.querySelector(".review-order")) window.location.href = panel.dataset.next;
       }).catch(function (error) {
