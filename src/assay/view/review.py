@@ -52,7 +52,7 @@ LABEL_SCHEMA = Schema({
 })  # fmt: skip
 MAX_COMMENT = 20_000
 MAX_BATCH = 500
-KEPT_VERSIONS = 8  # label versions kept read (each a run's labels, folder → rows)
+KEPT_VERSIONS = 4  # label versions kept read (each a run's labels: folder → label, reviewer, …)
 _REVIEWER = re.compile(r"[^/\x00-\x1f]{1,100}")
 _QUEUE = ("SELECT folder, category, uncertainty, score FROM rows "
           "ORDER BY suite, variant, ord_index, ord_id, replicate")  # fmt: skip
@@ -314,8 +314,8 @@ class LabelBook:
 
     def labels(self, run: str, version: int | None = None) -> dict[str, list[dict[str, Any]]]:
         """The labels of ``run``'s rows in a version of its dataset (``None``: the latest;
-        0: none): folder → each reviewer's label row. A version never changes, so each is
-        read from the store once (the last few are kept)."""
+        0: none): folder → each reviewer's ``{label, reviewer, time, comment}``. A version
+        never changes, so each is read from the store once (the last few are kept)."""
         number = self.version(run) if version is None else version
         if number <= 0:
             return {}
@@ -325,8 +325,10 @@ class LabelBook:
                 return self._read[key]
         found: dict[str, list[dict[str, Any]]] = {}
         for example in self.store().iter_examples(self.name(run), number):
-            if example.data.get("run") == run:
-                found.setdefault(str(example.data.get("folder")), []).append(example.data)
+            data = example.data
+            if data.get("run") == run:  # what the pages show, not the texts
+                shown = {k: data.get(k) for k in ("label", "reviewer", "time", "comment")}
+                found.setdefault(str(data.get("folder")), []).append(shown)
         with self._lock:
             self._read[key] = found
             while len(self._read) > KEPT_VERSIONS:
