@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import http.server
 import json
+import os
 import re
 import shutil
 import threading
@@ -21,6 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
@@ -245,3 +247,36 @@ def test_a_page_of_another_origin_cannot_label(tmp_path: Path, elsewhere: int) -
     with Store(store) as opened:
         saved = [e.data["label"] for e in opened.iter_examples("review-one")]
     assert saved == ["fail"]
+
+
+def test_a_queue_of_rows_not_read_yet_shows_how_far_and_follows(tmp_path: Path) -> None:
+    """While the run's rows are still being read (here one ``task.json`` is a pipe that
+    answers only when the test writes it: a slow disk), the queue answers at once with how
+    far the reading is, and loads itself once every row is read."""
+    chromium_path()
+    run = make_run(6, tmp_path / "runs", name="slow")
+    pipe = run / "default" / "sst2-three-way" / "r000003" / "00" / "task.json"
+    content = pipe.read_text()
+    pipe.unlink()
+    os.mkfifo(pipe)
+
+    def answer() -> None:
+        ready = pipe.with_name("ready.json")
+        ready.write_text(content)
+        with open(pipe, "w") as writer:  # the index reads the pipe: it gets the file
+            os.replace(ready, pipe)  # and later scans find a plain file
+            writer.write(content)
+
+    with viewer(str(tmp_path / "runs"), cwd=tmp_path) as url, chromium() as browser:
+        with httpx.Client(base_url=url, timeout=30) as client:
+            page = client.get("/runs/slow/review")
+        assert page.status_code == 200 and "Reading the run's rows: 0 of" in page.text
+        assert 'data-reload="ready"' in page.text and 'id="review"' not in page.text
+        tab = browser.new_page()
+        tab.goto(f"{url}runs/slow/review")
+        assert "Reading the run's rows" in tab.inner_text("#review-indexing")
+        writer = threading.Thread(target=answer)
+        writer.start()
+        tab.wait_for_selector("#review", timeout=60_000)  # loaded by itself
+        writer.join()
+        assert tab.inner_text("#queue-position").startswith("Row 1 of 6")

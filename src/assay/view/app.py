@@ -522,7 +522,9 @@ def _review_page(
 
     The queue is ordered by the labels of one version of the run's labelled dataset (``at``,
     the latest when the queue starts, then kept in its links), so labelling as you go never
-    moves the rows ahead of you: ``n`` after a label is the next row of the same order."""
+    moves the rows ahead of you: ``n`` after a label is the next row of the same order. A
+    run whose rows were never all read yet (after ``COLD_WAIT`` seconds) gets a page of how
+    far they are, which loads the queue once they are."""
     context: dict[str, Any] = {"key": entry.key, "path": str(entry.path), "orders": ORDERS}
     try:
         order, seed, scale = _review_params(request)
@@ -532,6 +534,13 @@ def _review_page(
                      hint=exc.hint or "")  # fmt: skip
     at = book.version(entry.key) if at is None else at
     index = ws.index(entry)
+    index.wait(COLD_WAIT)
+    context.update(order=order, seed=seed, scale=scale)
+    if index.state().scanned_at is None:  # a first visit of a big run: show how far it is
+        state = index.state()
+        return _page("review.html", indexing=state, reload_when_ready=True,
+                     progress_url=f"/api/runs/{entry.key}/progress",
+                     version=_version(ws.info(entry).state, state), **context)  # fmt: skip
     index.wait()
     human = _labels_of(book, entry.key, at) if order == "disagree" else {}
     key = ("queue", entry.path, order, seed, scale, at if order == "disagree" else 0,
@@ -549,7 +558,7 @@ def _review_page(
         return f"/runs/{entry.key}/review?" + urlencode({**params, "i": number})
 
     latest = _labels_of(book, entry.key)
-    context.update(order=order, seed=seed, scale=scale, total=len(folders), position=position,
+    context.update(total=len(folders), position=position,
                    labelled=sum(1 for f in folders if f in latest))  # fmt: skip
     if not folders:
         return _page("review.html", **context)

@@ -47,6 +47,11 @@
       if (busy) return;
       busy = true;
       fetch(body.dataset.progress, { cache: "no-store" }).then(function (r) { return r.json(); }).then(function (p) {
+        if (body.dataset.reload && p.complete) {  // a page waiting for every row: load it whole
+          clearInterval(timer);
+          window.location.reload();
+          return null;
+        }
         if (String(p.version) === body.dataset.version) return null;
         return fetch(window.location.href, { cache: "no-store" }).then(function (r) { return r.text(); }).then(function (text) {
           var fresh = new DOMParser().parseFromString(text, "text/html");
