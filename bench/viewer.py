@@ -6,7 +6,9 @@ long until every row is indexed, then the first page of rows, a filtered page (s
 label), a text search, a deep page sorted by score, the run page and a diff of two runs of
 that size, each the median of REPEATS requests; and the viewer's peak resident memory
 (``VmHWM``) after all of them. Then ``report.html`` of that run: seconds to write it and its
-size. Targets: each page of rows ≤ 0.5 s; memory < 300 MB at both sizes (the ratio is
+size. Also human review: a review queue's first page and a later one, and saving a label
+(one POST, into a store of the bench's own), each the median of REPEATS. Targets: each page
+of rows ≤ 0.5 s; saving a label ≤ 50 ms; memory < 300 MB at both sizes (the ratio is
 reported); the report < 5 MB.
 
 Usage: python bench/viewer.py [REPEATS]       (runs are generated once into bench/work/view/)
@@ -65,8 +67,11 @@ def timed_get(client: httpx.Client, path: str) -> float:
 
 def measure(size: int, repeats: int) -> dict[str, object]:
     root = runs_of(size)
-    process = subprocess.Popen([*ASSAY, "view", str(root)], stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True, cwd=REPO)  # fmt: skip
+    store = WORK / "view" / f"labels-{size}.db"
+    store.unlink(missing_ok=True)
+    process = subprocess.Popen([*ASSAY, "view", str(root), "--store", f"sqlite:///{store}"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               cwd=REPO)  # fmt: skip
     started = time.perf_counter()
     try:
         assert process.stdout is not None
@@ -89,6 +94,7 @@ def measure(size: int, repeats: int) -> dict[str, object]:
             times = [timed_get(client, "/diff?a=a&b=b&page=2") for _ in range(repeats)]
             figures["diff of two runs, first (s)"] = round(first, 3)
             figures["diff, another page (s, median)"] = round(statistics.median(times), 3)
+            figures.update(review(client, url.group(0), repeats))
         figures["viewer peak memory (MB)"] = round(peak_kb(process.pid) / 1024, 1)
     finally:
         process.send_signal(signal.SIGINT)
@@ -103,6 +109,26 @@ def measure(size: int, repeats: int) -> dict[str, object]:
     figures["report.html seconds"] = round(time.perf_counter() - start, 2)
     figures["report.html MB"] = round((WORK / "view" / f"report-{size}.html").stat().st_size
                                       / 1e6, 2)  # fmt: skip
+    return figures
+
+
+def review(client: httpx.Client, url: str, repeats: int) -> dict[str, float]:
+    """A review queue's pages and saving labels (each a new version in the store)."""
+    figures = {"review queue, first page (s)": round(
+        timed_get(client, "/runs/a/review?order=failed"), 3)}  # fmt: skip
+    times = [timed_get(client, f"/runs/a/review?order=failed&i={i * 97}") for i in range(repeats)]
+    figures["review queue, a later page (s, median)"] = round(statistics.median(times), 3)
+    page = client.get("/runs/a/review").text
+    token = re.search(r'data-token="([^"]+)"', page)
+    assert token is not None
+    headers = {"X-Assay-Token": token.group(1), "Origin": url.rstrip("/")}
+    saves = []
+    for i in range(repeats * 4):
+        body = {"items": [{"folder": f"default/sst2-three-way/r{i:06d}/00", "label": "pass"}]}
+        start = time.perf_counter()
+        client.post("/api/runs/a/labels", json=body, headers=headers).raise_for_status()
+        saves.append(time.perf_counter() - start)
+    figures["saving a label (s, median)"] = round(statistics.median(saves), 4)
     return figures
 
 

@@ -201,6 +201,32 @@ def test_labels_that_are_not_verdicts_are_refused_with_their_examples(tmp_path: 
     )
 
 
+def test_a_rubric_field_the_examples_lack_is_refused_naming_them(tmp_path: Path) -> None:
+    """A rubric's ${row.x} reads the example's fields, and first those of an object field
+    ``row`` (a label given in assay view keeps the run's row there); an example with neither
+    is named with the field, before any judge call, instead of a crash mid-calibration."""
+    script = YES_NO + 'default: \'{"reason": "n", "verdict": false}\'\n'
+    judge = _judge_file(tmp_path, script, rubric="Q: ${row.question} Answer: ${response}")
+    rows = [{"id": "a", "out": "yes", "human": "yes", "row": {"question": "q1"}},
+            {"id": "b", "out": "no", "human": "no", "row": {"topic": "x"}},
+            {"id": "c", "out": "no", "human": "no", "row": None},
+            {"id": "d", "out": "yes", "human": "no", "row": {"question": ["a", "b"]}}]  # fmt: skip
+    url = _store(tmp_path, {"out": "string", "human": "string", "row": "json"}, rows)
+    with pytest.raises(StoreError) as caught:
+        calibrate_judge(str(judge), dataset="labels", label_field="human", output_field="out",
+                        store=url, output_dir=tmp_path / "c")  # fmt: skip
+    message = caught.value.message
+    assert message.startswith("3 example(s) of labels@1 cannot fill the rubric of judge judge: ")
+    assert "b: ${row.question}: key not found" in message
+    assert "c: ${row.question}: key not found" in message and "d: " in message
+    assert "'row' counts too" in (caught.value.hint or "")
+    with open_store(url) as store:
+        store.remove("labels", ["b", "c", "d"])
+    result = calibrate_judge(str(judge), dataset="labels", label_field="human",
+                             output_field="out", store=url, output_dir=tmp_path / "ok")  # fmt: skip
+    assert result.report["rows_compared"] == 1 and result.report["agreement"]["value"] == 1.0
+
+
 def test_a_judge_that_always_agrees_on_one_label_explains_its_undefined_numbers(
     tmp_path: Path,
 ) -> None:

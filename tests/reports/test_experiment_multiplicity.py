@@ -100,3 +100,22 @@ def test_each_comparison_replays_the_stopping_rule() -> None:
     markdown = render_experiment(report)
     assert f"would have run {far.rows} of {ROWS} rows" in markdown
     assert "it would not have stopped early" in markdown
+
+
+def test_a_p_value_that_underflowed_is_never_printed_as_zero() -> None:
+    report = experiment()
+    first = report.comparisons[0]
+    mcnemar = first.mcnemar.model_copy(update={"p_value": 0.0, "p_adjusted": 0.0})
+    name, difference = next(iter(first.metrics.items()))
+    metrics = {
+        **first.metrics,
+        name: difference.model_copy(update={"p_value": 5e-324, "p_adjusted": 0.0}),
+    }
+    changed = first.model_copy(update={"mcnemar": mcnemar, "metrics": metrics})
+    markdown = render_experiment(report.model_copy(update={"comparisons": [changed]}))
+    mcnemar_line = next(line for line in markdown.splitlines() if line.startswith("McNemar"))
+    assert mcnemar_line.endswith("; p < 1e-300 → < 1e-300 ✓ survives")
+    metric_line = next(line for line in markdown.splitlines()
+                       if line.startswith(f"| `{name}`") and "→" in line)  # fmt: skip
+    assert "| < 1e-300 → < 1e-300 ✓ survives |" in metric_line
+    assert "p = 0" not in markdown and "| 0 →" not in markdown and "| 5e-324" not in markdown

@@ -297,3 +297,85 @@ def test_the_static_report_opens_from_a_file_with_no_network(
     assert "1 row(s) failed, errored or refused" in failed and "r3" in failed
     screenshot(page, "07-static-report")
     assert all(u.startswith("file:") for u in requests), requests
+
+
+def test_a_live_page_updates_in_place_keeping_a_typed_search_and_open_panels(
+    page: Any, tmp_path: Path
+) -> None:
+    source = make_run(30, tmp_path / "source")
+    live = tmp_path / "runs" / "live"
+    live.mkdir(parents=True)
+    shutil.copy(source / "plan.json", live / "plan.json")
+    (live / "sessions.jsonl").write_text('{"start": "2026-12-01T09:00:00"}\n')
+    rows = sorted((source / "default" / "sst2-three-way").glob("r*"))
+
+    def finish(some: list[Path]) -> None:
+        for row in some:
+            shutil.copytree(row, live / "default" / "sst2-three-way" / row.name)
+
+    finish(rows[:10])
+    with viewer(str(tmp_path / "runs"), cwd=tmp_path) as address:
+        page.goto(f"{address}runs/live/rows")
+        page.wait_for_function("() => document.querySelector('#row-count').innerText"
+                               ".startsWith('10 row')", timeout=30_000)  # fmt: skip
+        page.evaluate("window.notReloaded = true")
+        page.fill("input[name=q]", "half typed")
+        page.focus("input[name=q]")
+        finish(rows[10:20])
+        page.wait_for_function("() => document.querySelector('#row-count').innerText"
+                               ".startsWith('20 row')", timeout=30_000)  # fmt: skip
+        assert page.eval_on_selector_all("#rows tbody tr[data-row]", ROW_IDS) == [
+            r.name for r in rows[:20]]  # fmt: skip
+        assert page.input_value("input[name=q]") == "half typed"
+        assert page.evaluate("window.notReloaded") is True
+        assert page.evaluate("document.activeElement.name") == "q"
+
+        page.goto(f"{address}runs/live")
+        page.wait_for_function("() => document.body.innerText.includes('in progress: 20 of 30')",
+                               timeout=30_000)  # fmt: skip
+        wait_for_charts(page)
+        panels = page.locator("section.suite figure details.numbers")
+        assert panels.count() >= 1
+        opened = panels.first.get_attribute("id")
+        panels.first.locator("summary").click()
+        page.evaluate("window.notReloaded = true")
+        finish(rows[20:25])
+        page.wait_for_function("() => document.body.innerText.includes('in progress: 25 of 30')",
+                               timeout=30_000)  # fmt: skip
+        wait_for_charts(page)
+        assert page.evaluate("window.notReloaded") is True
+        assert page.evaluate(f"document.getElementById('{opened}').open") is True
+        closed = page.evaluate(
+            "Array.from(document.querySelectorAll('details.numbers'))"
+            ".filter(d => d.id !== '" + str(opened) + "' && d.open).length"
+        )
+        assert closed == 0
+        assert page.inner_text("section.suite p.counts").startswith("25 rows")
+        screenshot(page, "07-live-in-place")
+
+
+def test_a_diff_shows_paired_differences_and_both_outputs(
+    page: Any, url: str, runs: dict[str, Path]
+) -> None:
+    a, b = runs["a"], runs["b"]
+    page.goto(f"{url}diff?a={a.name}&b={b.name}")
+    page.wait_for_selector("#paired table.paired tr[data-metric]", timeout=60_000)
+    metrics = page.eval_on_selector_all("#paired tr[data-metric]", "rs => rs.map(r => "
+                                        "r.dataset.metric)")  # fmt: skip
+    assert "pass_rate" in metrics
+    outputs = page.locator("tr[data-outputs='m03'] details")
+    assert outputs.evaluate("d => d.open") is True
+    assert outputs.locator("pre.output-a").inner_text() == "positive"
+    assert outputs.locator("pre.output-b").inner_text() == "negative"
+    assert outputs.locator("pre.textdiff del").inner_text() == "positive"
+    assert outputs.locator("pre.textdiff ins").inner_text() == "negative"
+    screenshot(page, "08-diff-outputs")
+    page.goto(f"{url}runs/{a.name}/rows")
+    page.fill("input[name=q]", "LOVE")
+    page.click("form.filters button[type=submit]")
+    page.wait_for_url(re.compile(r"q=LOVE"))
+    assert page.eval_on_selector_all("#rows tbody tr[data-row]", ROW_IDS) == ["m01", "m10"]
+    assert page.eval_on_selector_all("td.prompt mark", "ms => ms.map(m => m.innerText)") == [
+        "love", "love"]  # "I love this", "lovely"  # fmt: skip
+    assert "prompt" in page.get_attribute("#rows", "data-columns").split(",")
+    screenshot(page, "09-rows-search")

@@ -4,8 +4,12 @@ without its per-row list."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -91,7 +95,75 @@ def test_runs_are_found_newest_first_and_latest_is_skipped(tmp_path: Path) -> No
     assert [(e.key, e.path) for e in found] == [("new", new), ("old", old)]
     other = make_run(2, tmp_path / "elsewhere", name="new")
     keys = [e.key for e in find_runs([tmp_path / "runs", other])]
-    assert sorted(keys) == ["new", "new~2", "old"]
+    suffix = hashlib.sha256(str(other.resolve()).encode()).hexdigest()[:8]
+    assert sorted(keys) == ["new", f"new~{suffix}", "old"]
+
+
+def started(run: Path, when: str) -> None:
+    (run / "sessions.jsonl").write_text(json.dumps({"start": when}) + "\n"
+                                        + json.dumps({"end": when}) + "\n")  # fmt: skip
+
+
+def test_runs_are_ordered_by_their_start_and_same_names_keep_their_urls(tmp_path: Path) -> None:
+    first = make_run(2, tmp_path / "one", name="same")
+    second = make_run(2, tmp_path / "two", name="same")
+    third = make_run(2, tmp_path / "one", name="other")
+    started(first, "2026-12-01T09:00:00")
+    started(second, "2026-12-01T10:00:00")
+    started(third, "2026-12-01T11:00:00+00:00")
+    for when, run in enumerate((third, second, first), start=1):  # file times say otherwise
+        for name in ("plan.json", "run.json"):
+            os.utime(run / name, (when * 1000, when * 1000))
+    folders = [tmp_path / "one", tmp_path / "two"]
+    found = find_runs(folders)
+    assert [e.path for e in found] == [third, second, first]
+    keys = {e.path: e.key for e in found}
+    suffix = hashlib.sha256(str(second).encode()).hexdigest()[:8]
+    assert keys == {first: "same", second: f"same~{suffix}", third: "other"}
+    started(second, "2026-12-01T08:00:00")  # now the other "same" started first
+    again = find_runs(folders)
+    assert [e.path for e in again] == [third, first, second]
+    assert {e.path: e.key for e in again} == keys
+    assert [e.key for e in find_runs(folders)] == [e.key for e in again]
+
+
+def hold_lock(run: Path) -> subprocess.Popen[str]:
+    """A real process holding the run's lock, as ``assay run`` does while it writes."""
+    code = ("import sys, time; from pathlib import Path; "
+            "from assay.orchestration.runlock import lock_run_dir; "
+            "lock_run_dir(Path(sys.argv[1]), command=['assay', 'run']); "
+            "print('locked', flush=True); time.sleep(600)")  # fmt: skip
+    holder = subprocess.Popen([sys.executable, "-c", code, str(run)], stdout=subprocess.PIPE,
+                              text=True)  # fmt: skip
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+    return holder
+
+
+def test_a_run_is_running_while_its_process_holds_the_lock_and_stopped_once_killed(
+    tmp_path: Path,
+) -> None:
+    run = make_run(5, tmp_path)
+    (run / "run.json").unlink()
+    (run / "sessions.jsonl").write_text('{"start": "2026-12-01T09:00:00"}\n')
+    holder = hold_lock(run)
+    try:
+        # a slow row: nothing finished for an hour, but the run's process is at work
+        assert read_run("r", run, last_row_at=time.time() - 3600).state == "running"
+        ws = Workspace([run], scratch=tmp_path)
+        entry = ws.runs()[0]
+        assert ws.info(entry).state == "running"
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+    # killed a moment after its last row: stopped now, not 10 minutes later
+    assert read_run("r", run, last_row_at=time.time()).state == "stopped"
+    assert ws.info(entry).state == "stopped"
+    (run / ".lock").write_text("")  # released without ending the session (a crash between)
+    assert read_run("r", run, last_row_at=time.time()).state == "stopped"
+    other = {"pid": os.getpid(), "host": "another-host", "command": ["assay", "run"]}
+    (run / ".lock").write_text(json.dumps(other))  # a shared folder: the lock cannot be told
+    assert read_run("r", run, last_row_at=time.time()).state == "running"
+    assert read_run("r", run, last_row_at=time.time() - 3600).state == "stopped"
 
 
 def test_a_folder_that_does_not_exist_is_refused(tmp_path: Path) -> None:

@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     )
     from assay.api.tasks import load_task, task, task_schema
     from assay.api.tools import cache_stats, clear_cache, convert_qa
-    from assay.api.viewing import view_runs, write_html_report
+    from assay.api.viewing import export_rows, view_runs, write_html_report
     from assay.store import Store
 
 _MODULES = {
@@ -84,7 +84,7 @@ _MODULES = {
     "assay.api.power": ("power",),
     "assay.api.tasks": ("load_task", "task", "task_schema"),
     "assay.api.tools": ("cache_stats", "clear_cache", "convert_qa"),
-    "assay.api.viewing": ("view_runs", "write_html_report"),
+    "assay.api.viewing": ("export_rows", "view_runs", "write_html_report"),
     "assay.store": ("Store",),
 }
 _HOME = {name: module for module, names in _MODULES.items() for name in names}
@@ -110,6 +110,7 @@ __all__ = [
     "evaluate",
     "evaluate_async",
     "evaluate_predictions",
+    "export_rows",
     "load_task",
     "plan",
     "power",

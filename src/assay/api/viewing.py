@@ -1,10 +1,13 @@
 """Looking at results from Python: :func:`view_runs` serves the local web viewer (``assay
 view``), :func:`write_html_report` writes a run's self-contained ``report.html`` (``assay
-report RUN_DIR --html``)."""
+report RUN_DIR --html``), :func:`export_rows` gives the rows a filter selects as CSV or JSON
+Lines (``assay report RUN_DIR --rows FILTER --format csv|jsonl``)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from assay.orchestration.runfiles import resolve_run_dir
@@ -18,6 +21,9 @@ def view_runs(
     open_browser: bool = False,
     on_ready: Callable[[str], None] | None = None,
     on_warning: Callable[[str], None] | None = None,
+    store: str | None = None,
+    labels: str | None = None,
+    reviewer: str | None = None,
 ) -> None:
     """Serve the viewer over run folders or folders of runs until Ctrl-C (``assay view``).
 
@@ -32,6 +38,10 @@ def view_runs(
         open_browser: open the URL in the default browser.
         on_ready: called with the URL (``http://127.0.0.1:PORT/``) once it listens.
         on_warning: called with each warning.
+        store: the store URL human labels are saved to (``None``: ``$ASSAY_STORE``, else
+            ``.assay/store.db``); never the run folders.
+        labels: one dataset for every run's labels (``None``: ``review-RUN`` per run).
+        reviewer: a label's reviewer when the page names none (``None``: the user name).
 
     Raises:
         UsageError: a folder does not exist, or the port is in use.
@@ -39,7 +49,7 @@ def view_runs(
     from assay.view import serve
 
     serve(folders, host=host, port=port, open_browser=open_browser, on_ready=on_ready,
-          on_warning=on_warning)  # fmt: skip
+          on_warning=on_warning, store=store, labels=labels, reviewer=reviewer)  # fmt: skip
 
 
 def write_html_report(run_dir: str | Path, *, output: str | Path | None = None) -> Path:
@@ -58,3 +68,44 @@ def write_html_report(run_dir: str | Path, *, output: str | Path | None = None) 
 
     folder = resolve_run_dir(run_dir)
     return write(folder, output=Path(output) if output is not None else None)
+
+
+def export_rows(run_dir: str | Path, *, rows: str = "", format: str = "csv") -> Iterator[str]:
+    """The rows of a run that a filter selects, as CSV or JSON Lines, line by line (the
+    rows page's download; :mod:`assay.view.export`): every page of the filter, in its
+    order, with each row's whole prompt, response and dataset row; no secret written, CSV
+    formula cells neutralised. Nothing is written into the run folder.
+
+    Args:
+        run_dir: the run (``runs/latest`` works).
+        rows: the rows page's query string, e.g. ``status=FAILURE&q=love`` (empty: every
+            row).
+        format: ``csv`` (a header line, then one line per row) or ``jsonl``.
+
+    Returns:
+        The lines, each ending with a newline (read as they are produced).
+
+    Raises:
+        UsageError: not a run directory; a name that is not a filter; an unknown format.
+    """
+    from assay.view.export import FORMATS, export_lines, parse_filter
+    from assay.view.index import RowIndex
+
+    folder = resolve_run_dir(run_dir)
+    chosen = parse_filter(rows)
+    if format not in FORMATS:
+        from assay.errors import UsageError
+
+        raise UsageError(f"--format: '{format}' is not one of {', '.join(FORMATS)}")
+
+    def lines() -> Iterator[str]:
+        scratch = Path(tempfile.mkdtemp(prefix="assay-export-"))
+        try:
+            index = RowIndex(folder, scratch / "index.sqlite")
+            index.refresh()
+            with index.connect() as db:
+                yield from export_lines(db, folder, chosen, format)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+    return lines()

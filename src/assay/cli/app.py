@@ -76,7 +76,8 @@ COMMANDS = {
                      "write its metrics.json."),
     "report": Lazy("assay.cli.grading:report", "Rebuild suite.json/md, run.json/md (and JUnit "
                    "XML, report.html) from a run's task.json files (then scan the folder for "
-                   "secrets); with --check-secrets, only scan it."),
+                   "secrets); with --check-secrets, only scan it; with --rows, only print "
+                   "the rows a filter selects as CSV or JSONL."),
     "compare": Lazy("assay.cli.grading:compare", "Compare two runs over the same rows: "
                     "intervals, paired differences, McNemar, flips."),
     "view": Lazy("assay.cli.view:view", "Browse runs in a local web viewer: metrics and figures, "

@@ -85,17 +85,46 @@ CheckSecrets = Annotated[
 ]  # fmt: skip
 
 
+Rows = Annotated[
+    str | None,
+    typer.Option("--rows", metavar="FILTER",
+                 help="Only print the rows this filter selects, as CSV or JSONL (--format), "
+                      "and write nothing: the viewer's rows-page query, e.g. "
+                      "'status=FAILURE&q=love' ('' for every row)."),
+]  # fmt: skip
+RowsFormat = Annotated[
+    str | None,
+    typer.Option("--format", metavar="csv|jsonl",
+                 help="With --rows: csv (default; formula cells neutralised) or jsonl."),
+]  # fmt: skip
+
+
 def report(
     run_dir: o.RunDirArg,
     junit_xml: o.Junit = None,
     html: o.Html = False,
     check_secrets: CheckSecrets = False,
+    rows: Rows = None,
+    rows_format: RowsFormat = None,
 ) -> None:
     """Rebuild suite.json/md, run.json/md (and JUnit XML, report.html) from a run's
-    task.json files (then scan the folder for secrets); with --check-secrets, only scan it."""
+    task.json files (then scan the folder for secrets); with --check-secrets, only scan it;
+    with --rows, only print the rows a filter selects as CSV or JSONL."""
     from assay import api
     from assay.cli.shared.render import print_reports
 
+    if rows is not None or rows_format is not None:
+        with user_errors():
+            if rows is None:
+                raise UsageError("--format goes with --rows FILTER (use --rows '' for every row)")
+            if junit_xml is not None or html or check_secrets:
+                raise UsageError("--rows prints rows and writes nothing; drop --junit-xml, "
+                                 "--html and --check-secrets")  # fmt: skip
+            lines = api.export_rows(run_dir, rows=rows, format=rows_format or "csv")
+            for line in lines:
+                sys.stdout.write(line)
+        sys.stdout.flush()
+        raise typer.Exit(0)
     if check_secrets:
         with user_errors():
             if junit_xml is not None or html:

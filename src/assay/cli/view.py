@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from assay.cli.shared.common import user_errors, warn
+from assay.cli.shared.options import StoreOpt
 
 
 def view(
@@ -34,9 +35,25 @@ def view(
     open_browser: Annotated[
         bool, typer.Option("--open", help="Open the viewer in the default browser.")
     ] = False,
+    store: StoreOpt = None,
+    labels: Annotated[
+        str | None,
+        typer.Option(
+            "--labels",
+            help="Store dataset for every run's human labels (default: review-RUN per run).",
+        ),
+    ] = None,
+    reviewer: Annotated[
+        str | None,
+        typer.Option(
+            "--reviewer", help="Reviewer name when the page gives none (default: your user name)."
+        ),
+    ] = None,
 ) -> None:
     """Browse runs in a local web viewer: metrics and figures, rows filtered on the server,
-    a row's transcript, two runs row by row. Reads run folders; never writes into them."""
+    a row's transcript, two runs row by row. Reads run folders; never writes into them.
+
+    Labels people give rows (a row's page, a review queue) go to the store (--store)."""
     from assay import api
 
     def ready(url: str) -> None:
@@ -45,4 +62,5 @@ def view(
 
     with user_errors():
         api.view_runs(folders or ["runs"], host=host, port=port, open_browser=open_browser,
-                      on_ready=ready, on_warning=warn)  # fmt: skip
+                      on_ready=ready, on_warning=warn, store=store, labels=labels,
+                      reviewer=reviewer)  # fmt: skip

@@ -4,7 +4,10 @@ measure how often, and how, it agrees (``assay judge calibrate``).
 Each example is one case: a trace-backed row is judged on its stored trace's output (a
 session-backed row on its whole conversation, every trace in order), with the transcript
 when the rubric places ``${transcript}``; an example-backed row on the field that holds its
-output (``output_field``). The human label (``label_field``) is read as a verdict of the
+output (``output_field``). The rubric's ``${row.x}`` reads the example's fields; an example
+whose ``row`` field is an object (a label given in ``assay view`` keeps the run's dataset
+row there) reads that object's fields first, so the judge that graded the run reads its
+labels as it read the run. The human label (``label_field``) is read as a verdict of the
 judge's kind: ``true/false``, ``yes/no``, ``pass/fail``, ``correct/incorrect``, ``1/0`` for
 binary judges; one of the labels (any case) for label judges; a number on the scale for
 scale judges. A row without a label (``null``) is left out and counted; a label that is not
@@ -29,12 +32,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from assay.agents.llm import model_key
+from assay.data.substitute import PlaceholderKeyError, PlaceholderTypeError
 from assay.errors import StoreError
 from assay.judges.agreement import Compared, Value, agreement_report
 from assay.judges.assets import usable
 from assay.judges.calibration_md import render_calibration
 from assay.judges.grade import JudgeOutcome, judge_case
-from assay.judges.prompt import JudgeCase, transcript_text
+from assay.judges.prompt import JudgeCase, fill, transcript_text
 from assay.providers.base import Model
 from assay.providers.pool import ModelPool, PoolSettings, default_registry
 from assay.providers.retry import RetryPolicy
@@ -138,8 +142,9 @@ def read_cases(
 
     Raises:
         StoreError: no such dataset or version, a field that is not in its schema, no output
-            to judge (no trace or session field and no ``output_field``), or labels that are
-            not verdicts of the judge's kind (the first few named with their example ids).
+            to judge (no trace or session field and no ``output_field``), labels that are
+            not verdicts of the judge's kind, or examples without a field the rubric's
+            ``${row.x}`` names (the first few named with their example ids).
     """
     info = store.dataset(dataset)
     pinned = store.resolve(dataset, version)
@@ -169,6 +174,7 @@ def read_cases(
         },
     )
     bad: list[str] = []
+    unfilled: list[str] = []
     for example in store.iter_examples(dataset, pinned.number):
         label = example.data.get(label_field)
         if label is None:
@@ -180,7 +186,21 @@ def read_cases(
             bad.append(f"{example.example_id}: {exc}")
             continue
         case = _case(store, example.data, source, pointer, output_field, wants_transcript)
+        try:
+            fill(rubric, case)
+        except (PlaceholderKeyError, PlaceholderTypeError) as exc:
+            unfilled.append(f"{example.example_id}: {exc}")
+            continue
         found.cases.append(Case(example.example_id, human, case))
+    if unfilled:
+        raise StoreError(
+            f"{len(unfilled)} example(s) of {dataset}@{pinned.number} cannot fill the rubric "
+            f"of judge {asset.name}: " + "; ".join(unfilled[:BAD_LABELS_SHOWN])
+            + (f" (and {len(unfilled) - BAD_LABELS_SHOWN} more)"
+               if len(unfilled) > BAD_LABELS_SHOWN else ""),
+            hint="give the examples the fields the rubric's ${row.x} name (an object field "
+            "'row' counts too), or calibrate a judge whose rubric names only their fields",
+        )  # fmt: skip
     if bad:
         more = f" (and {len(bad) - BAD_LABELS_SHOWN} more)" if len(bad) > BAD_LABELS_SHOWN else ""
         raise StoreError(
@@ -214,10 +234,12 @@ def _case(
 ) -> JudgeCase:
     from assay.store.traces import conversation, final_output
 
+    own = data.get("row")
+    row = {**data, **own} if isinstance(own, dict) else data  # a review's label: its run row
     if output_field is not None:
         value = data.get(output_field)
         text = value if isinstance(value, str) or value is None else json.dumps(value)
-        return JudgeCase(row=data, response=text)
+        return JudgeCase(row=row, response=text)
     assert pointer is not None
     trace = store.get_trace(str(data[pointer]))
     session = source == "session"
@@ -225,7 +247,7 @@ def _case(
     transcript = None
     if wants_transcript:
         transcript = transcript_text(from_session(trace) if session else from_trace(trace))
-    return JudgeCase(row=data, response=response, transcript=transcript)
+    return JudgeCase(row=row, response=response, transcript=transcript)
 
 
 async def judge_cases(

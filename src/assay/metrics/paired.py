@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+P_FLOOR = 1e-300  # below this a double has lost its digits: shown as "< 1e-300", never "0"
+
 
 @dataclass(frozen=True)
 class McNemar:
@@ -33,3 +35,15 @@ def mcnemar_exact(a_only: int, b_only: int) -> McNemar:
     total = a_only + b_only
     p_value = 1.0 if total == 0 else float(binomtest(a_only, total, 0.5).pvalue)
     return McNemar(a_only, b_only, min(1.0, p_value))
+
+
+def format_p(p_value: float) -> str:
+    """A p-value as reports show it: four significant digits (``0.0123``), or ``< 1e-300``
+    for one that underflowed (``0.0`` or a subnormal double), never ``0``."""
+    return f"{p_value:.4g}" if p_value >= P_FLOOR else f"< {P_FLOOR:g}"
+
+
+def p_clause(p_value: float) -> str:
+    """``p = 0.0123``, or ``p < 1e-300`` (:func:`format_p`)."""
+    shown = format_p(p_value)
+    return f"p {shown}" if shown.startswith("<") else f"p = {shown}"

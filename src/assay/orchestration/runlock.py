@@ -104,6 +104,51 @@ def lock_run_dir(
     return RunLock(path, handle)
 
 
+def is_held(run_dir: Path) -> bool | None:
+    """Whether a process holds ``run_dir``'s lock now, told without taking it (a reader
+    never delays a writer): ``False`` when the lock file is empty (released) or names a
+    process of this host that is gone (killed); ``True`` when it names a process of this
+    host that is alive; ``None`` when it cannot be told (no lock file: a run written before
+    the lock existed; another host; a lock file that cannot be read).
+
+    A pid reused by an unrelated process after the holder died reads as held until that
+    process ends too.
+    """
+    try:
+        text = (run_dir / LOCK_FILE).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    if not text.strip():
+        return False
+    try:
+        holder = json.loads(text)
+    except ValueError:
+        return None
+    pid = holder.get("pid") if isinstance(holder, dict) else None
+    if not isinstance(pid, int) or pid <= 0 or holder.get("host") != socket.gethostname():
+        return None
+    return _alive(pid)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, another user's
+        return True
+    return not _zombie(pid)
+
+
+def _zombie(pid: int) -> bool:
+    """A process that ended and waits for its parent to collect it (Linux ``/proc``)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[-1].split()[:1] == ["Z"]
+
+
 def _read_holder(handle: IO[str]) -> dict[str, object]:
     handle.seek(0)
     text = handle.read()

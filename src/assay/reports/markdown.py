@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from assay.metrics.clustered import MIN_CLUSTERS
+from assay.metrics.paired import format_p, p_clause
 from assay.reports.judge_md import judge_lines
 from assay.reports.numbers import fmt, fmt_close
 from assay.reports.rollup import FAILED_SAMPLE_LIMIT
@@ -444,9 +445,13 @@ def _datasets_lines(report: ExperimentResult, suite: str) -> list[str]:
 def _p_text(p_value: float | None, adjusted: float | None, survives: bool | None) -> str:
     if p_value is None:
         return "—"
-    after = "" if adjusted is None else f" → {adjusted:.4g}"
+    return format_p(p_value) + _p_after(adjusted, survives)
+
+
+def _p_after(adjusted: float | None, survives: bool | None) -> str:
+    after = "" if adjusted is None else f" → {format_p(adjusted)}"
     verdict = "" if survives is None else (" ✓ survives" if survives else " ✗")
-    return f"{p_value:.4g}{after}{verdict}"
+    return after + verdict
 
 
 def _comparison_section(
@@ -464,8 +469,9 @@ def _comparison_section(
     out += [
         "",
         f"McNemar (exact, per-row pass/fail): {test.a_only} row(s) pass only with "
-        f"`{c.variant_a}`, {test.b_only} only with `{c.variant_b}`; p = "
-        + _p_text(test.p_value, test.p_adjusted, test.survives),
+        f"`{c.variant_a}`, {test.b_only} only with `{c.variant_b}`; "
+        + p_clause(test.p_value)
+        + _p_after(test.p_adjusted, test.survives),
         "",
         f"p-values: the clustered t test of each difference; adjusted ({adjustment}) over "
         f"every difference of this suite's pairs of variants and metrics (McNemar's over its "

@@ -8,7 +8,8 @@ Spans follow the OpenTelemetry semantic conventions for generative AI (``gen-ai-
   ``assay.response`` (what :func:`assay.store.traces.final_output` reads, so a run's own
   trace can be added to a store dataset and graded again); assistant text and errors are
   its span events ``gen_ai.assistant.message`` and ``assay.error``;
-- one ``chat <model>`` span per model call: ``gen_ai.request.model``,
+- one span per model call, ``chat <model>`` (a completion-format call: operation
+  ``text_completion``; read back too: ``generate_content``): ``gen_ai.request.model``,
   ``gen_ai.usage.input_tokens`` / ``output_tokens`` / ``cache_read.input_tokens`` /
   ``cache_creation.input_tokens``, ``gen_ai.response.finish_reasons``;
 - one ``execute_tool <name>`` span per tool call: ``gen_ai.tool.name``,
@@ -28,6 +29,8 @@ from typing import Any
 from assay.results.secrets import clip_head
 from assay.results.trace import Span, SpanEvent, attribute, iter_spans, split_traces
 from assay.results.transcript import TokenBuckets, Transcript, TranscriptEvent
+
+MODEL_CALLS = frozenset({"chat", "text_completion", "generate_content"})  # GenAI operations
 
 KEPT = 8000
 """Characters of a tool's arguments or result kept in a span attribute."""
@@ -241,7 +244,7 @@ def _time(span: dict[str, Any], key: str) -> int:
 def _events_of(span: dict[str, Any]) -> list[tuple[int, TranscriptEvent]]:
     kind = attribute(span, "gen_ai.operation.name")
     start, end = _time(span, "startTimeUnixNano"), _time(span, "endTimeUnixNano")
-    if kind == "chat":
+    if kind in MODEL_CALLS:
         usage = {bucket: attribute(span, key) or 0 for key, bucket in _USAGE_KEYS.items()}
         buckets = TokenBuckets(**usage, total=usage["input"] + usage["output"])
         error = (span.get("status") or {}).get("message") or ""

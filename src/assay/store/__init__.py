@@ -32,6 +32,9 @@ id_field="id") -> DatasetInfo``             field that holds example ids
                                             already present with the same content are
                                             skipped (``unchanged``), and a batch of only
                                             those makes no version (``created`` false)
+``put(name, rows, *, origin)``              one new version for a small batch; a row
+``-> VersionInfo``                          whose id is a member with other content
+                                            replaces it (``operation`` ``replace``)
 ``import_dataset(name, schema, rows, …)``   create + add as version 1, atomically
 ``remove(name, example_ids)``               one new version; :class:`RemoveResult`
 ``versions(name)``, ``resolve(name, v)``    :class:`VersionInfo`; ``v=None`` is the latest

@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from assay.store.schema import Schema
 
-Operation = Literal["add", "remove"]
+Operation = Literal["add", "remove", "replace"]
 
 
 @dataclass(frozen=True)
@@ -64,9 +64,10 @@ class VersionInfo:
         created_at: when the batch that made it committed (UTC).
         item_count: examples in this version.
         content_hash: order-independent hash of its examples (:mod:`assay.store.values`).
-        operation: ``add`` or ``remove``.
-        added: examples the batch added (0 for a remove).
-        removed: examples the batch removed (0 for an add).
+        operation: ``add``, ``remove``, or ``replace`` (a :meth:`~assay.store.Store.put`
+            that replaced members with new content).
+        added: examples the batch added (0 for a remove; replacements included).
+        removed: examples the batch removed (0 for an add; those a ``replace`` replaced).
         dataset: the dataset's name.
         origin: where an add's rows came from (file names), if known.
         created: on the version an ``add`` returns: ``False`` when every row was already

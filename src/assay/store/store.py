@@ -161,6 +161,32 @@ class Store:
                 connection, name, rows, origin=origin, base_dir=base_dir, on_conflict=on_conflict
             )
 
+    def put(
+        self, name: str, rows: Sequence[Mapping[str, Any]], *, origin: str | None = None
+    ) -> VersionInfo:
+        """Add a small batch of examples as exactly one new version, a row whose id is
+        already a member with other content replacing it (the new version has the new
+        content; earlier versions keep the old). Concurrent puts never lose one another:
+        each runs in one transaction with the dataset locked and builds on the latest
+        version, so two batches become two versions, the later holding both.
+
+        Args:
+            name: the dataset.
+            rows: dicts (field → value, plus the id field), held in memory.
+            origin: what the rows came from, for the version record.
+
+        Returns:
+            The version created (``operation`` ``replace`` when a member was replaced), or
+            the latest with ``created`` false when every row was present with the same
+            content.
+
+        Raises:
+            StoreError: a row breaks the schema (naming the example and field), an id
+                repeats in the batch, or there are no rows; nothing is written.
+        """
+        with _database_errors(self._engine), write_transaction(self._engine) as connection:
+            return writes.put(connection, name, rows, origin=origin)
+
     def import_dataset(
         self,
         name: str,

@@ -313,6 +313,72 @@ def add(
     return replace(version, unchanged=batch.unchanged, renamed=batch.renamed)
 
 
+def put(
+    connection: Connection,
+    name: str,
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    origin: str | None,
+) -> VersionInfo:
+    """Add ``rows`` as one new version, each row replacing the member with its id when that
+    member has other content (see :meth:`assay.store.Store.put`)."""
+    dataset = get_dataset(connection, name, for_update=True)
+    info = dataset.info
+    sink = TraceSink(connection) if info.schema.pointer_field else None
+    checker = RowChecker(info.schema, info.id_field, sink)
+    prepared: dict[str, Prepared] = {}
+    for line, data in enumerate(rows, start=1):
+        row = SourceRow(dict(data), origin, line, None)
+        example_id, stored, digest = checker.prepare(row)
+        if example_id in prepared:
+            raise row_error(row, "the example id appears twice in this batch",
+                            example_id=example_id)  # fmt: skip
+        prepared[example_id] = (example_id, stored, digest)
+    if not prepared:
+        raise StoreError(f"nothing to put into dataset '{name}': no examples")
+    number = info.current_version + 1
+    replaced: list[int] = []
+    digest = 0
+    ids = list(prepared)
+    for start in range(0, len(ids), CHUNK):
+        found = connection.execute(
+            select(members.c.member_id, members.c.example_id, members.c.data).where(
+                members.c.dataset_id == dataset.dataset_id,
+                members.c.removed_in.is_(None),
+                members.c.example_id.in_(ids[start : start + CHUNK]),
+            )
+        )
+        for member_id, example_id, data in found:
+            old = json.loads(data)
+            if old == json.loads(prepared[example_id][1]):
+                del prepared[example_id]  # present with the same content: nothing to do
+                continue
+            replaced.append(member_id)
+            digest -= example_digest(example_id, old)
+    unchanged = len(ids) - len(prepared)
+    if not prepared:
+        latest = resolve_version(connection, dataset, None)
+        return replace(latest, created=False, unchanged=unchanged)
+    for start in range(0, len(replaced), CHUNK):
+        connection.execute(
+            update(members)
+            .where(members.c.member_id.in_(replaced[start : start + CHUNK]))
+            .values(removed_in=number)
+        )
+    fresh = list(prepared.values())
+    for start in range(0, len(fresh), CHUNK):
+        insert_members(connection, [(dataset.dataset_id, i, stored, number)
+                                    for i, stored, _ in fresh[start : start + CHUNK]])  # fmt: skip
+    digest += sum(d for _, _, d in fresh)
+    operation: Operation = "replace" if replaced else "add"
+    version = _new_version(
+        connection, dataset, operation, added=len(fresh), removed=len(replaced),
+        hash_hex=combine(info.content_hash, add=digest),
+        item_count=info.item_count + len(fresh) - len(replaced), origin=origin,
+    )  # fmt: skip
+    return replace(version, unchanged=unchanged)
+
+
 def remove(connection: Connection, name: str, example_ids: Sequence[str]) -> RemoveResult:
     """Remove ``example_ids`` from the latest version as one new version.
 

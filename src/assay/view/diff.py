@@ -19,7 +19,9 @@ viewer's scratch folder, so paging and filtering a 100,000-row diff stays fast.
 from __future__ import annotations
 
 import contextlib
+import difflib
 import hashlib
+import re
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -210,3 +212,46 @@ def pair_page(
         sql = f"SELECT * FROM pairs{condition} ORDER BY suite, row_index, row_id LIMIT ? OFFSET ?"
         found = db.execute(sql, [*params, size, (page - 1) * size]).fetchall()
     return [dict(r) for r in found], total
+
+
+def outputs(a: RowIndex, b: RowIndex, pairs: list[dict[str, Any]]) -> None:
+    """Add each pair's responses on both sides (``a_response``, ``b_response``: the
+    index's copy, up to :data:`assay.view.records.TEXT_LIMIT` characters; ``None`` when the
+    row has none)."""
+    for side, index in (("a", a), ("b", b)):
+        folders = [p[f"{side}_folder"] for p in pairs if p[f"{side}_folder"]]
+        found: dict[str, str] = {}
+        with index.connect() as db:
+            for start in range(0, len(folders), 500):
+                chunk = folders[start : start + 500]
+                marks = ", ".join("?" * len(chunk))
+                sql = (f"SELECT r.folder, t.response FROM rows r JOIN texts t ON t.pk = r.pk "
+                       f"WHERE r.folder IN ({marks})")  # fmt: skip
+                found.update({str(f): str(t) for f, t in db.execute(sql, chunk) if t})
+        for pair in pairs:
+            pair[f"{side}_response"] = found.get(pair[f"{side}_folder"])
+
+
+TOKENS = re.compile(r"\s+|\w+|[^\w\s]")
+DIFF_TOKENS = 4_000  # words, spaces and signs of both texts together: longer ones are not diffed
+
+
+def text_diff(a: str, b: str) -> list[tuple[str, str]]:
+    """B's text against A's, word by word (:class:`difflib.SequenceMatcher`): ``(kind,
+    text)`` pieces in order, ``kind`` ``same``, ``removed`` (only in A) or ``added`` (only
+    in B); empty when the texts hold more than :data:`DIFF_TOKENS` tokens together (the
+    page shows them side by side only)."""
+    left, right = TOKENS.findall(a), TOKENS.findall(b)
+    if len(left) + len(right) > DIFF_TOKENS:
+        return []
+    pieces: list[tuple[str, str]] = []
+    matcher = difflib.SequenceMatcher(None, left, right, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            pieces.append(("same", "".join(left[i1:i2])))
+            continue
+        if i2 > i1:
+            pieces.append(("removed", "".join(left[i1:i2])))
+        if j2 > j1:
+            pieces.append(("added", "".join(right[j1:j2])))
+    return pieces

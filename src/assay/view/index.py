@@ -41,7 +41,7 @@ CREATE TABLE IF NOT EXISTS rows (
   ord_index INTEGER NOT NULL, ord_id TEXT NOT NULL,
   status TEXT, category TEXT, score REAL, duration REAL, tokens INTEGER, cost REAL,
   model TEXT, expected TEXT, observed TEXT, error_kind TEXT, reason TEXT,
-  response_start TEXT, problem TEXT
+  response_start TEXT, problem TEXT, uncertainty REAL
 );
 CREATE TABLE IF NOT EXISTS texts (pk INTEGER PRIMARY KEY, prompt TEXT, response TEXT);
 CREATE TABLE IF NOT EXISTS criteria (
@@ -65,7 +65,7 @@ CREATE INDEX IF NOT EXISTS criteria_rows ON criteria (suite, variant, position, 
 _COLUMNS = ("folder", "mtime_ns", "size", "scan", "variant", "suite", "task_id", "row_id",
             "row_index", "replicate", "ord_index", "ord_id", "status", "category", "score",
             "duration", "tokens", "cost", "model", "expected", "observed", "error_kind",
-            "reason", "response_start", "problem")  # fmt: skip
+            "reason", "response_start", "problem", "uncertainty")  # fmt: skip
 _INSERT = (f"INSERT OR REPLACE INTO rows ({', '.join(_COLUMNS)}) "
            f"VALUES ({', '.join('?' * len(_COLUMNS))})")  # fmt: skip
 _TEXTS = "INSERT OR REPLACE INTO texts (pk, prompt, response) VALUES (?, ?, ?)"

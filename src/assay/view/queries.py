@@ -8,7 +8,8 @@ classification criterion), ``replicate``, ``criterion`` (``POSITION:OUTCOME``, o
 ``pass``/``fail``/``error``), ``error`` (an error kind, :mod:`assay.view.records`), ``q``
 (text in the prompt or the response; case-insensitive for ASCII letters), ``sort``
 (``row``, ``score``, ``duration``, ``tokens``, ``cost``, ``status``, ``row_id``), ``order``
-(``asc``/``desc``), ``page`` (from 1) and ``size`` (rows per page, up to 500).
+(``asc``/``desc``), ``page`` (from 1), ``size`` (rows per page, up to 500) and ``cols``
+(the table's columns, comma-separated, of :data:`COLUMNS`; empty: :data:`DEFAULT_COLUMNS`).
 """
 
 from __future__ import annotations
@@ -31,6 +32,12 @@ SORTS = {
     "row_id": "row_id",
 }
 _EXACT = ("suite", "variant", "status", "expected", "observed")
+COLUMNS = {"suite": "suite", "variant": "variant", "rep": "replicate", "status": "status",
+           "score": "score", "labels": "expected / observed", "error": "error kind",
+           "prompt": "prompt", "response": "response", "why": "why", "seconds": "seconds",
+           "tokens": "tokens", "cost": "cost"}  # fmt: skip
+DEFAULT_COLUMNS = ("suite", "variant", "rep", "status", "score", "labels", "error", "prompt",
+                   "response", "why", "seconds", "tokens", "cost")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -50,6 +57,15 @@ class RowFilter:
     order: str = "asc"
     page: int = 1
     size: int = PAGE_SIZE
+    cols: str = ""
+
+    @property
+    def columns(self) -> list[str]:
+        """The table's columns (:data:`COLUMNS` named in ``cols``, in table order; unknown
+        names are left out; none known: :data:`DEFAULT_COLUMNS`)."""
+        chosen = {c.strip() for c in self.cols.split(",")}
+        known = [c for c in COLUMNS if c in chosen]
+        return known or list(DEFAULT_COLUMNS)
 
     @classmethod
     def from_params(cls, params: Mapping[str, str]) -> RowFilter:
@@ -73,6 +89,7 @@ class RowFilter:
             sort=chosen.sort if chosen.sort in SORTS else "row",
             order="desc" if chosen.order == "desc" else "asc",
             size=min(chosen.size, MAX_PAGE_SIZE),
+            cols=",".join(c for c in COLUMNS if c in {n.strip() for n in chosen.cols.split(",")}),
         )
 
     def params(self, **changes: Any) -> dict[str, str]:
@@ -127,8 +144,9 @@ def _escape(text: str) -> str:
 
 @dataclass(frozen=True)
 class RowPage:
-    """One page of rows: ``rows`` (dicts of the index's columns, without the long texts),
-    ``total`` rows matching, the page number and the number of pages."""
+    """One page of rows: ``rows`` (dicts of the index's columns; with ``texts``, also each
+    row's ``prompt`` and ``response`` as indexed), ``total`` rows matching, the page number
+    and the number of pages."""
 
     rows: list[dict[str, Any]]
     total: int
@@ -143,8 +161,9 @@ LIST_COLUMNS = (
 )
 
 
-def row_page(db: sqlite3.Connection, chosen: RowFilter) -> RowPage:
-    """The page of rows ``chosen`` asks for, and how many match."""
+def row_page(db: sqlite3.Connection, chosen: RowFilter, *, texts: bool = False) -> RowPage:
+    """The page of rows ``chosen`` asks for, and how many match (``texts``: with each
+    row's prompt and response)."""
     condition, params = where(chosen)
     total = int(db.execute(f"SELECT COUNT(*) FROM rows{condition}", params).fetchone()[0])
     pages = max(1, -(-total // chosen.size))
@@ -157,7 +176,15 @@ def row_page(db: sqlite3.Connection, chosen: RowFilter) -> RowPage:
         f"SELECT {LIST_COLUMNS} FROM rows{condition} ORDER BY {keys} LIMIT ? OFFSET ?",
         [*params, chosen.size, (page - 1) * chosen.size],
     ).fetchall()
-    return RowPage([dict(r) for r in found], total, page, pages)
+    rows = [dict(r) for r in found]
+    if texts and rows:
+        marks = ", ".join("?" * len(rows))
+        known = {pk: (prompt, response) for pk, prompt, response in db.execute(
+            f"SELECT pk, prompt, response FROM texts WHERE pk IN ({marks})",
+            [r["pk"] for r in rows])}  # fmt: skip
+        for row in rows:
+            row["prompt"], row["response"] = known.get(row["pk"], ("", ""))
+    return RowPage(rows, total, page, pages)
 
 
 def facets(db: sqlite3.Connection) -> dict[str, list[tuple[str, int]]]:

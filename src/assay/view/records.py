@@ -21,6 +21,7 @@ from assay.results.task_result import (
     ClassificationCriterionResult,
     CriterionResult,
     EvaluationResult,
+    JudgeCriterionResult,
     QaCriterionResult,
 )
 
@@ -75,6 +76,7 @@ class RowLine:
     prompt: str = ""
     response: str = ""
     problem: str | None = None
+    uncertainty: float | None = None
     criteria: list[CriterionLine] = field(default_factory=list)
 
 
@@ -128,8 +130,30 @@ def row_line(folder: str, result: EvaluationResult, response: str) -> RowLine:
         reason=reasons[0] if reasons and result.final_status is not FinalStatus.SUCCESS else None,
         prompt=clip_head(prompt if isinstance(prompt, str) else "", TEXT_LIMIT),
         response=clip_head(response, TEXT_LIMIT),
+        uncertainty=judge_uncertainty(result.success_criteria_results),
         criteria=criteria,
     )
+
+
+def judge_uncertainty(items: list[CriterionResult]) -> float | None:
+    """How unsure the row's LLM judges were, on [0, 1] (the most unsure judge counts):
+    1 for a judge that gave no verdict; with several samples, 1 minus their agreement;
+    for a scale verdict, 1 minus twice its distance from the scale's middle (a binary or
+    label verdict of one sample is sure: 0). ``None`` when no judge graded the row."""
+    found: list[float] = []
+    for item in items:
+        if not isinstance(item, JudgeCriterionResult) or item.evaluation_status == "skipped":
+            continue
+        if item.grader_failed:
+            found.append(1.0)
+            continue
+        unsure = 0.0
+        if item.self_agreement is not None:
+            unsure = 1.0 - item.self_agreement
+        if item.verdict_kind == "scale":
+            unsure = max(unsure, 1.0 - abs(2.0 * item.score - 1.0))
+        found.append(min(1.0, max(0.0, unsure)))
+    return max(found) if found else None
 
 
 def _criterion(position: int, item: CriterionResult) -> CriterionLine:

@@ -8,6 +8,7 @@ are inlined, so the file opens anywhere with no server and no network.
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime
 from functools import cache
 from pathlib import Path
@@ -15,6 +16,8 @@ from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
+
+from assay.metrics.paired import p_clause
 
 HERE = Path(__file__).resolve().parent
 ASSETS = HERE / "assets"
@@ -41,6 +44,47 @@ def _seconds(value: float | None) -> str:
     if value >= 120:
         return f"{value / 60:.1f} min"
     return f"{value:.2f} s" if value < 10 else f"{value:.1f} s"
+
+
+def _p_clause(value: float | None) -> str:
+    """``p = 0.0123`` or ``p < 1e-300`` (an underflowed p is never shown as 0)."""
+    return "p —" if value is None else p_clause(value)
+
+
+CLIP = 160  # characters of a prompt or response shown in a table cell
+
+
+def highlight(text: str | None, query: str = "") -> Markup:
+    """``text`` escaped, with each match of ``query`` (case-insensitive for ASCII letters,
+    as the rows filter matches) in ``<mark>``."""
+    text = text or ""
+    needle = query.strip()
+    if not needle:
+        return Markup.escape(text)
+    pattern = re.compile(re.escape(needle), re.IGNORECASE | re.ASCII)
+    out, last = [], 0
+    for found in pattern.finditer(text):
+        out += [Markup.escape(text[last : found.start()]),
+                Markup("<mark>%s</mark>") % found.group(0)]  # fmt: skip
+        last = found.end()
+    out.append(Markup.escape(text[last:]))
+    return Markup("").join(out)
+
+
+def snippet(text: str | None, query: str = "", width: int = CLIP) -> Markup:
+    """About ``width`` characters of ``text``: its start, or around the first match of
+    ``query`` when there is one (``…`` where it is cut), matches highlighted."""
+    text = text or ""
+    needle = query.strip()
+    start = 0
+    if needle:
+        found = re.search(re.escape(needle), text, re.IGNORECASE | re.ASCII)
+        if found is not None and found.end() > width:
+            start = max(0, found.start() - width // 3)
+    end = start + width
+    shown = highlight(text[start:end], needle)
+    return Markup("").join([Markup("…") if start else Markup(""), shown,
+                            Markup("…") if end < len(text) else Markup("")])  # fmt: skip
 
 
 def _int_sep(value: int | float | None) -> str:
@@ -88,10 +132,12 @@ def environment() -> Environment:
                       autoescape=select_autoescape(default=True, default_for_string=True),
                       trim_blocks=True, lstrip_blocks=True)  # fmt: skip
     env.filters.update(num=_num, metric_value=_metric_value, signed=_signed, seconds=_seconds,
-                       int_sep=_int_sep, usd=_usd, tojson_script=_json_script,
+                       int_sep=_int_sep, p_clause=_p_clause, highlight=highlight,
+                       snippet=snippet, usd=_usd, tojson_script=_json_script,
                        safe_script=_safe_script, safe_style=_safe_style, tojson_pretty=_pretty,
                        basename=lambda p: Path(str(p)).name)  # fmt: skip
     env.globals["asset_text"] = asset_text
+    env.globals["clip"] = CLIP
     return env
 
 

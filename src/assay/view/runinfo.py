@@ -7,10 +7,13 @@ A run's ``state``:
 
 - ``finished``: ``run.json`` written by the last session;
 - ``interrupted``: ``run.json`` says the run was stopped (Ctrl-C); it can be resumed;
-- ``running``: a session started and has not ended, and a row finished in the last
-  ``LIVE_SECONDS``;
-- ``stopped``: a session started and never ended, and nothing moved for a while (killed);
-  ``assay report RUN_DIR`` writes its reports;
+- ``running``: a session started and has not ended, and the process writing the run still
+  holds its lock (``RUN_DIR/.lock``, :func:`assay.orchestration.runlock.is_held`); for a
+  run whose lock cannot be told (written before the lock, or by another host), a row
+  finished in the last ``LIVE_SECONDS``;
+- ``stopped``: a session started and never ended, and its process is gone (killed: seen
+  as soon as the lock is free) or nothing moved for a while; ``assay report RUN_DIR``
+  writes its reports;
 - ``unreadable``: neither ``run.json`` nor ``plan.json`` could be read.
 """
 
@@ -21,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from assay.orchestration.runlock import is_held
 from assay.results.experiment import EXPERIMENT_SCHEMA_VERSION, ExperimentResult
 from assay.results.plan_record import PLAN_FILE, SESSIONS_FILE, PlanRecord
 from assay.results.run import RUN_SCHEMA_VERSION, RunSummary, TaskSelection
@@ -149,6 +153,9 @@ def _state(info: RunInfo, last_row_at: float | None) -> str:
     if info.summary is None and info.plan is None:
         return "unreadable"
     if info.open_session or info.summary is None:
+        held = is_held(info.path)
+        if held is not None:
+            return "running" if held else "stopped"
         moved = last_row_at if last_row_at is not None else _mtime(info.path / PLAN_FILE)
         recent = moved is not None and time.time() - moved < LIVE_SECONDS
         return "running" if recent else "stopped"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import getpass
 import ipaddress
 import signal
 import socket
@@ -90,6 +91,9 @@ def serve(
     open_browser: bool = False,
     on_ready: Callable[[str], None] | None = None,
     on_warning: Callable[[str], None] | None = None,
+    store: str | None = None,
+    labels: str | None = None,
+    reviewer: str | None = None,
 ) -> None:
     """Serve the viewer over ``folders`` (run folders or folders of runs) until Ctrl-C (or
     SIGTERM), then remove its index and return.
@@ -101,6 +105,11 @@ def serve(
         open_browser: open the viewer's URL in the default browser once listening.
         on_ready: called with the URL once the server listens.
         on_warning: called with each warning (a non-loopback host).
+        store: the store human labels are saved to (``None``: ``$ASSAY_STORE``, else
+            ``.assay/store.db``; opened on the first label).
+        labels: the dataset every run's labels go to (``None``: ``review-RUN`` per run).
+        reviewer: the name a label carries when the page gives none (``None``: the
+            system's user name).
 
     Raises:
         UsageError: a folder does not exist, or the port cannot be listened on.
@@ -108,8 +117,10 @@ def serve(
     import uvicorn
 
     from assay.view.app import build_app
+    from assay.view.review import LabelBook
 
     ws = Workspace([Path(f) for f in folders])
+    book = LabelBook(store, labels, reviewer or _user_name())
     try:
         sock = listen(host, port)
         url = url_of(sock)
@@ -117,9 +128,9 @@ def serve(
             on_warning(exposure_warning(host, sock.getsockname()[1]))
         for entry in ws.runs():
             ws.index(entry)  # start reading rows now, newest runs first
-        config = uvicorn.Config(build_app(ws, hosts=allowed_hosts(host, sock.getsockname()[1])),
-                                log_level="warning", lifespan="off",
-                                access_log=False)  # fmt: skip
+        hosts = allowed_hosts(host, sock.getsockname()[1])
+        config = uvicorn.Config(build_app(ws, hosts=hosts, labels=book), log_level="warning",
+                                lifespan="off", access_log=False)  # fmt: skip
         server = uvicorn.Server(config)
         with stop_server_on_signals(server):
             if on_ready is not None:
@@ -128,7 +139,16 @@ def serve(
                 webbrowser.open(url)
             server.run(sockets=[sock])  # until a stop signal (no KeyboardInterrupt: above)
     finally:
+        book.close()
         ws.close()
+
+
+def _user_name() -> str:
+    """The system's user name, else ``reviewer``."""
+    try:
+        return getpass.getuser() or "reviewer"
+    except (OSError, KeyError):
+        return "reviewer"
 
 
 @contextlib.contextmanager

@@ -1,22 +1,27 @@
 """``report.html``: one self-contained page with a run's page (suites, metrics with
-intervals, gates, every figure) and the rows that did not pass, for ``assay report RUN_DIR
---html`` and ``assay run --html``.
+intervals, gates, every figure), the rows that did not pass, and every row of the run,
+searchable and filterable in the page, for ``assay report RUN_DIR --html`` and ``assay run
+--html``.
 
 Everything is inline (the stylesheet, the page script, the vendored Vega-Lite and each
-chart's data), so it opens from a file with no server and no network. Its size does not grow
-with the run: figures carry binned counts, and at most ``FAILED_LIMIT`` failed rows are
-listed, with the count of all of them (a 100,000-row run's report is about 1.5 MB; see
-``bench/README.md``). Each listed row links to its ``task.json`` beside the report.
+chart's data), so it opens from a file with no server and no network. Figures carry binned
+counts, and at most ``FAILED_LIMIT`` failed rows are listed in full, with the count of all of
+them. Every row is kept in the page's row table (:func:`every_row`), its prompt and response
+clipped so that their text stays within ``TEXT_BUDGET`` characters (:func:`text_clip`: 300
+characters each up to 10,000 rows, fewer above, never fewer than ``MIN_CLIP``). Each row
+links to its ``task.json`` beside the report.
 """
 
 from __future__ import annotations
 
 import os
+import sqlite3
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from assay.results.io import write_text_atomic
-from assay.results.secrets import Redactor
+from assay.results.secrets import Redactor, clip_head
 from assay.view.queries import LIST_COLUMNS, SORTS
 from assay.view.render import render
 from assay.view.run_pages import run_page
@@ -24,6 +29,36 @@ from assay.view.workspace import RunEntry, Workspace
 
 REPORT_FILE = "report.html"
 FAILED_LIMIT = 1000
+TEXT_BUDGET = 6_000_000  # characters of prompt and response text in the row table, in all
+MAX_CLIP = 300
+MIN_CLIP = 20
+_EVERY = ("SELECT r.folder, r.status, r.score, t.prompt, t.response FROM rows r "
+          "LEFT JOIN texts t ON t.pk = r.pk ORDER BY {order}")  # fmt: skip
+
+
+def text_clip(rows: int) -> int:
+    """Characters kept of each prompt and response when ``rows`` rows share
+    ``TEXT_BUDGET``: ``MAX_CLIP`` up to 10,000 rows, fewer above, at least ``MIN_CLIP`` (so
+    up to 150,000 rows the text stays within the budget)."""
+    return max(MIN_CLIP, min(MAX_CLIP, TEXT_BUDGET // max(1, 2 * rows)))
+
+
+def every_row(db: sqlite3.Connection) -> dict[str, Any]:
+    """Every row of a run's index for the report's row table: ``rows`` as ``[folder,
+    status, score, prompt, response]`` in the run's order (texts clipped to ``clip``
+    characters), ``statuses`` and ``suites`` for its filters."""
+    total = int(db.execute("SELECT COUNT(*) FROM rows").fetchone()[0])
+    clip = text_clip(total)
+    rows = []
+    statuses: dict[str, None] = {}
+    suites: dict[str, None] = {}
+    for folder, status, score, prompt, response in db.execute(_EVERY.format(order=SORTS["row"])):
+        statuses[status] = None
+        parts = folder.split("/")
+        suites[parts[1] if len(parts) > 1 else folder] = None
+        rows.append([folder, status, score, clip_head(prompt or "", clip),
+                     clip_head(response or "", clip)])  # fmt: skip
+    return {"rows": rows, "clip": clip, "statuses": sorted(statuses), "suites": sorted(suites)}
 
 
 def html_report(run_dir: Path, *, failed_limit: int = FAILED_LIMIT) -> str:
@@ -40,8 +75,9 @@ def html_report(run_dir: Path, *, failed_limit: int = FAILED_LIMIT) -> str:
             rows = [dict(r) for r in db.execute(
                 f"SELECT {LIST_COLUMNS} FROM rows {condition} ORDER BY {SORTS['row']} LIMIT ?",
                 [failed_limit])]  # fmt: skip
+            every = every_row(db)
         return render("run.html", static=True, page=page, has_charts=True,
-                      failed={"total": total, "rows": rows})  # fmt: skip
+                      failed={"total": total, "rows": rows}, every=every)  # fmt: skip
 
 
 def write_html_report(run_dir: Path, *, output: Path | None = None) -> Path:

@@ -9,16 +9,21 @@ looked for again on every visit of the runs page, so a run started after the vie
 
 from __future__ import annotations
 
+import hashlib
+import json
 import shutil
 import tempfile
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
 from assay.errors import UsageError
 from assay.results.plan_record import PLAN_FILE, SESSIONS_FILE
+from assay.results.run import TaskSelection
+from assay.results.selection_file import SELECTION_FILE
 from assay.view.index import RowIndex
 from assay.view.runinfo import RunInfo, is_run, read_run
 
@@ -54,37 +59,63 @@ def check_folders(folders: list[Path]) -> list[Path]:
 
 
 def find_runs(folders: list[Path]) -> list[RunEntry]:
-    """Every run in ``folders``, newest first (by when its plan or report was written)."""
-    paths: list[Path] = []
-    for folder in folders:
+    """Every run in ``folders``, newest first by the run's own start time
+    (:func:`started_at`). A run's URL key is its folder name; when runs of several folders
+    given share a name, the one in the folder given first keeps the name and each other
+    gets ``NAME~`` and 8 hex digits of its path's SHA-256: the same URL on every visit,
+    whatever order the runs start in."""
+    found: list[tuple[int, Path]] = []
+    for position, folder in enumerate(folders):
         if is_run(folder):
-            paths.append(folder)
+            found.append((position, folder))
             continue
         try:
             children = sorted(p for p in folder.iterdir() if p.is_dir() and not p.is_symlink())
         except OSError:
             continue
-        paths += [child for child in children if is_run(child)]
-    unique = list(dict.fromkeys(p.resolve() for p in paths))
-    unique.sort(key=lambda p: (_started(p), p.name), reverse=True)
-    entries, used = [], set()
-    for path in unique:
-        key, number = path.name, 1
-        while key in used:
-            number += 1
-            key = f"{path.name}~{number}"
-        used.add(key)
-        entries.append(RunEntry(key, path))
+        found += [(position, child) for child in children if is_run(child)]
+    unique: dict[Path, int] = {}
+    for position, path in found:
+        unique.setdefault(path.resolve(), position)
+    first: dict[str, Path] = {}
+    for path in sorted(unique, key=lambda p: (unique[p], str(p))):
+        first.setdefault(path.name, path)
+    entries = [RunEntry(path.name if first[path.name] == path else _suffixed(path), path)
+               for path in unique]  # fmt: skip
+    entries.sort(key=lambda e: (started_at(e.path), e.path.name, str(e.path)), reverse=True)
     return entries
 
 
-def _started(path: Path) -> float:
+def _suffixed(path: Path) -> str:
+    return f"{path.name}~{hashlib.sha256(str(path).encode()).hexdigest()[:8]}"
+
+
+def started_at(path: Path) -> float:
+    """When the run started (``time.time()`` seconds): the first session's start in
+    ``sessions.jsonl`` (written beside ``plan.json`` when the run began), else the time
+    ``plan.json`` or ``run.json`` was written (a run from before ``sessions.jsonl``)."""
+    try:
+        with (path / SESSIONS_FILE).open(encoding="utf-8") as handle:
+            first = json.loads(handle.readline(4096))
+        return datetime.fromisoformat(str(first["start"])).timestamp()
+    except (OSError, ValueError, TypeError, KeyError):
+        pass
     for name in (PLAN_FILE, "run.json"):
         try:
             return (path / name).stat().st_mtime
         except OSError:
             continue
     return 0.0
+
+
+def file_identity(path: Path) -> tuple[int, int, int, int]:
+    """``(device, inode, modification time in ns, size)`` of ``path``; zeros when it is
+    missing: a file replaced (by rename) or rewritten has another identity."""
+    try:
+        info = path.stat()
+    except OSError:
+        return (0, 0, 0, 0)
+    return (info.st_dev, info.st_ino, info.st_mtime_ns, info.st_size)
 
 
 def stamp(path: Path) -> tuple[tuple[int, int], ...]:
@@ -96,6 +127,27 @@ def stamp(path: Path) -> tuple[tuple[int, int], ...]:
         except OSError:
             stamps.append((0, 0))
     return tuple(stamps)
+
+
+class Job:
+    """A computation running in the background: ``done`` once it ended, with its ``value``
+    or the ``error`` (a :class:`UsageError`'s message) that stopped it."""
+
+    def __init__(self) -> None:
+        self.done = False
+        self.value: Any = None
+        self.error: str | None = None
+
+    def run(self, compute: Callable[[], Any]) -> None:
+        """Compute the value (in the job's thread)."""
+        try:
+            self.value = compute()
+        except UsageError as exc:
+            self.error = exc.message
+        except (OSError, ValueError) as exc:
+            self.error = f"{type(exc).__name__}: {exc}"
+        finally:
+            self.done = True
 
 
 class Workspace:
@@ -116,6 +168,8 @@ class Workspace:
         self._indexes: dict[Path, RowIndex] = {}
         self._infos: dict[Path, tuple[tuple[tuple[int, int], ...], RunInfo]] = {}
         self._memo: dict[tuple[Any, ...], Any] = {}
+        self._selections: dict[Path, tuple[object, dict[str, TaskSelection]]] = {}
+        self._jobs: dict[tuple[Any, ...], Job] = {}
 
     def memo(self, key: tuple[Any, ...], compute: Callable[[], T]) -> T:
         """``compute()``, kept under ``key`` (the last ``MEMO_SIZE`` answers): pages whose
@@ -129,6 +183,20 @@ class Workspace:
             while len(self._memo) > MEMO_SIZE:
                 self._memo.pop(next(iter(self._memo)))
         return value
+
+    def background(self, key: tuple[Any, ...], compute: Callable[[], Any]) -> Job:
+        """The job computing ``compute()`` in a thread of its own, started on the first call
+        with ``key`` (the last ``MEMO_SIZE`` jobs are kept): a page shows what is ready and
+        updates when the rest is."""
+        with self._lock:
+            job = self._jobs.get(key)
+            if job is None:
+                job = self._jobs[key] = Job()
+                threading.Thread(target=job.run, args=(compute,), daemon=True,
+                                 name="assay-view-job").start()  # fmt: skip
+                while len(self._jobs) > MEMO_SIZE:
+                    self._jobs.pop(next(iter(self._jobs)))
+        return job
 
     def close(self) -> None:
         """Remove the scratch folder (when the workspace made it)."""
@@ -167,6 +235,24 @@ class Workspace:
                 index.stamp = now
                 index.refresh_in_background()
         return index
+
+    def selections(self, entry: RunEntry) -> dict[str, TaskSelection]:
+        """Task id → the dataset and rows the run recorded selecting (:attr:`RunInfo.selections`),
+        read again only when ``selection.jsonl`` (inode, modification time, size) or the
+        run's report files changed: a diff's pages never re-read a 100,000-line list.
+
+        Raises:
+            UsageError: the run's list of selected rows is damaged (as ``assay compare``).
+        """
+        identity = (file_identity(entry.path / SELECTION_FILE), stamp(entry.path))
+        with self._lock:
+            cached = self._selections.get(entry.path)
+        if cached is not None and cached[0] == identity:
+            return cached[1]
+        found = self.info(entry).selections
+        with self._lock:
+            self._selections[entry.path] = (identity, found)
+        return found
 
     def _open_session(self, entry: RunEntry) -> bool:
         with self._lock:

@@ -1,0 +1,154 @@
+"""The rows a filter selects, as CSV or JSON Lines: the rows page's download links and
+``assay report RUN_DIR --rows FILTER --format csv|jsonl`` write the same lines.
+
+A filter is the rows page's URL query string (:class:`~assay.view.queries.RowFilter`:
+``status=FAILURE&suite=mood&q=love``; empty: every row), so a link copied from the page
+exports what the page shows, in its order (every page of it). Each line holds
+:data:`COLUMNS`: the row's facts from the index, and its whole prompt, response and dataset
+row read from its own ``task.json`` and ``response.txt``.
+
+No secret is written: each line passes the redaction ``assay report`` applies to a run's
+rows (:func:`assay.orchestration.secrets.results_redactor`: the environment's secrets and
+those the row's recorded configuration names). A CSV cell that a spreadsheet would run as a
+formula is neutralised (:func:`assay.results.safe_text.csv_cell`; read back with
+``csv_value``).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import sqlite3
+from collections.abc import Iterator, Mapping
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl
+
+from pydantic import ValidationError
+
+from assay.errors import UsageError
+from assay.orchestration.secrets import results_redactor
+from assay.results.safe_text import csv_cell
+from assay.results.secrets import Redactor
+from assay.results.task_result import EvaluationResult
+from assay.view.queries import SORTS, RowFilter, where
+
+FORMATS = ("csv", "jsonl")
+COLUMNS = ("folder", "variant", "suite", "task_id", "row_id", "row_index", "replicate",
+           "status", "score", "expected", "observed", "error_kind", "reason", "duration",
+           "tokens", "cost", "model", "prompt", "response", "row")  # fmt: skip
+_INDEXED = COLUMNS[:-3]
+_NOT_FILTERS = frozenset({"page", "size"})
+
+
+def parse_filter(text: str) -> RowFilter:
+    """The filter of a rows page's query string (a leading ``?`` and a whole URL's query
+    are accepted; empty: every row).
+
+    Raises:
+        UsageError: a name that is not a filter of the rows page, or a sort the page does
+            not know, naming the valid ones.
+    """
+    query = text.split("?", 1)[1] if "?" in text else text
+    pairs = parse_qsl(query, keep_blank_values=True)
+    names = [f.name for f in fields(RowFilter) if f.name not in _NOT_FILTERS]
+    for name, value in pairs:
+        if name in _NOT_FILTERS:
+            continue
+        if name not in names:
+            raise UsageError(f"--rows: '{name}' is not a filter of the rows page",
+                             hint=f"use {', '.join(names)} (as in the viewer's URL, e.g. "
+                                  "status=FAILURE&q=love)")  # fmt: skip
+        if name == "sort" and value not in SORTS:
+            raise UsageError(f"--rows: sort '{value}' is not one of {', '.join(SORTS)}")
+    return RowFilter.from_params(dict(pairs))
+
+
+def export_lines(
+    db: sqlite3.Connection,
+    run_dir: Path,
+    chosen: RowFilter,
+    fmt: str,
+    *,
+    environ: Mapping[str, str] | None = None,
+) -> Iterator[str]:
+    """The export of every row ``chosen`` selects (all pages, in its sort order): a header
+    line then one line per row (CSV), or one JSON object per line (``jsonl``); each line
+    ends with a newline and is redacted.
+
+    Raises:
+        UsageError: ``fmt`` is not ``csv`` or ``jsonl``.
+    """
+    if fmt not in FORMATS:
+        raise UsageError(f"--format: '{fmt}' is not one of {', '.join(FORMATS)}")
+    environment = os.environ if environ is None else environ
+    redactors: dict[str, Redactor] = {}
+    if fmt == "csv":
+        yield _csv_line(list(COLUMNS))
+    for record in _records(db, run_dir, chosen):
+        redactor = _redactor(record.pop("_result"), environment, redactors)
+        if fmt == "jsonl":
+            yield redactor.redact(json.dumps(record, ensure_ascii=False)) + "\n"
+        else:
+            yield _csv_line([_cell(record[c], redactor) for c in COLUMNS])
+
+
+def _records(db: sqlite3.Connection, run_dir: Path, chosen: RowFilter) -> Iterator[dict[str, Any]]:
+    condition, params = where(chosen)
+    direction = "DESC" if chosen.order == "desc" else "ASC"
+    keys = ", ".join(f"{key.strip()} {direction}" for key in SORTS[chosen.sort].split(","))
+    if chosen.sort != "row":
+        keys += ", " + SORTS["row"]
+    sql = f"SELECT {', '.join(_INDEXED)} FROM rows{condition} ORDER BY {keys}"
+    for found in db.execute(sql, params):
+        record = dict(zip(_INDEXED, found, strict=True))
+        result = _result(run_dir / record["folder"])
+        prompt = result.task_config.resolved.get("initial_prompt") if result else None
+        record["prompt"] = prompt if isinstance(prompt, str) else None
+        record["response"] = _text(run_dir / record["folder"] / "response.txt")
+        record["row"] = result.row if result else None
+        record["_result"] = result
+        yield record
+
+
+def _result(folder: Path) -> EvaluationResult | None:
+    try:
+        return EvaluationResult.model_validate_json((folder / "task.json").read_bytes())
+    except (OSError, ValidationError):
+        return None  # the index line already says why (an unreadable row)
+
+
+def _text(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+
+
+def _redactor(
+    result: EvaluationResult | None, environ: Mapping[str, str], known: dict[str, Redactor]
+) -> Redactor:
+    """The redaction ``assay report`` applies to this row (one per distinct configuration)."""
+    resolved = result.task_config.resolved if result is not None else {}
+    key = json.dumps([resolved.get(k) for k in ("agent", "qa", "success_criteria")],
+                     sort_keys=True, default=str)  # fmt: skip
+    if key not in known:
+        known[key] = results_redactor([result] if result is not None else [], environ)
+    return known[key]
+
+
+def _cell(value: Any, redactor: Redactor) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, dict | list):
+        value = json.dumps(value, ensure_ascii=False)
+    return csv_cell(redactor.redact(str(value)))
+
+
+def _csv_line(cells: list[str]) -> str:
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\n").writerow(cells)
+    return buffer.getvalue()

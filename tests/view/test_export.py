@@ -1,0 +1,154 @@
+"""The rows a filter selects, exported as CSV and JSON Lines from the rows page and from
+``assay report RUN_DIR --rows FILTER --format csv|jsonl``, read back and compared with the
+rows' own ``task.json`` and ``response.txt`` (read with the standard library): every
+matching row (all pages), the whole prompt and response, formula cells neutralised, no
+secret written, and bad filters refused with what to use."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from starlette.testclient import TestClient
+
+from assay.results.safe_text import csv_value
+from assay.view.app import build_app
+from assay.view.export import COLUMNS
+from assay.view.workspace import Workspace
+from tests.agents.coding import run_assay
+from tests.helpers import write
+
+SECRET = "sk-export-5b9e2c7a4f1d8e3b6a0c"
+ENV = {"EXPORT_TEST_API_KEY": SECRET}
+TEXTS = [
+    ("r01", "formula", '=HYPERLINK("http://evil.example","click")'),
+    ("r02", "leak", f"the key is {SECRET}, keep it"),
+    ("r03", "quote", 'a "quoted", comma\nand a second line'),
+    ("r04", "plus", "+1 then -2 and @me"),
+    ("r05", "fine", "fine"),
+    ("r06", "number", "-12.5"),
+] + [(f"r{i:02d}", f"filler {i}", "fine") for i in range(7, 63)]
+SCRIPT = "replies:\n" + "".join(
+    f"  - {{match: {json.dumps('^Say ' + text + '$')}, reply: {json.dumps(reply)}}}\n"
+    for _, text, reply in TEXTS
+) + "default: nothing\n"  # fmt: skip
+TASK = """\
+task_id: echo
+description: replies that a spreadsheet or a log would misread
+agent: {type: llm, model: mock/script.yaml}
+dataset: {rows: %s}
+initial_prompt: "Say ${row.text}"
+success_criteria:
+  - {type: response_match, expected: fine, match: exact}
+"""
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("export")
+    write(folder / "script.yaml", SCRIPT)
+    rows = [{"id": row_id, "text": text} for row_id, text, _ in TEXTS]
+    write(folder / "task.yaml", TASK % json.dumps(rows))
+    done = run_assay("run", "task.yaml", "--run-dir", "runs", "-q", cwd=folder)  # no secret set
+    assert done.returncode == 1, done.stderr
+    return (folder / "runs" / "latest").resolve()
+
+
+def oracle(run_dir: Path, status: str | None) -> list[dict[str, Any]]:
+    """The rows (with ``status``), in row order, from their own files."""
+    found = []
+    for path in sorted(run_dir.glob("default/echo/*/00/task.json")):
+        data = json.loads(path.read_text())
+        if status is None or data["final_status"] == status:
+            response = (path.parent / "response.txt").read_text()
+            found.append({"row_id": data["row_id"], "status": data["final_status"],
+                          "prompt": data["task_config"]["resolved"]["initial_prompt"],
+                          "response": response.replace(SECRET, "[redacted:EXPORT_TEST_API_KEY]"),
+                          "row": data["row"]})  # fmt: skip
+    return found
+
+
+def read_csv(text: str) -> list[dict[str, str]]:
+    reader = csv.DictReader(io.StringIO(text))
+    assert tuple(reader.fieldnames or ()) == COLUMNS
+    return [{k: csv_value(v) for k, v in line.items()} for line in reader]
+
+
+def test_cli_csv_and_jsonl_round_trip(run_dir: Path) -> None:
+    assert SECRET in (run_dir / "default/echo/r02/00/response.txt").read_text()  # as written
+    expected = oracle(run_dir, "FAILURE")
+    assert len(expected) == 5
+    done = run_assay("report", str(run_dir), "--rows", "status=FAILURE", "--format", "csv",
+                     cwd=run_dir, env=ENV)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert SECRET not in done.stdout
+    lines = read_csv(done.stdout)
+    keys = ("row_id", "status", "prompt", "response")
+    assert [{k: line[k] for k in keys} for line in lines] == [
+        {k: e[k] for k in keys} for e in expected]  # fmt: skip
+    assert [json.loads(line["row"]) for line in lines] == [e["row"] for e in expected]
+    raw = list(csv.DictReader(io.StringIO(done.stdout)))
+    cells = {line["row_id"]: line["response"] for line in raw}
+    assert cells["r01"].startswith("'=HYPERLINK(") and cells["r04"].startswith("'+1")
+    assert cells["r06"] == "-12.5"  # a number stays a number
+    done = run_assay("report", str(run_dir), "--rows", "?status=FAILURE", "--format", "jsonl",
+                     cwd=run_dir, env=ENV)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert SECRET not in done.stdout
+    records = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [list(r) for r in records] == [list(COLUMNS)] * 5
+    assert [{k: r[k] for k in ("row_id", "status", "prompt", "response", "row")}
+            for r in records] == expected  # fmt: skip
+    assert not (run_dir / "rows.csv").exists()
+
+
+def test_every_page_of_a_filter_is_exported_in_its_order(run_dir: Path) -> None:
+    done = run_assay("report", str(run_dir), "--rows", "sort=row_id&order=desc&size=25&page=2",
+                     cwd=run_dir)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    ids = [line["row_id"] for line in read_csv(done.stdout)]
+    assert ids == sorted((r for r, _, _ in TEXTS), reverse=True)  # 62 rows, not one page
+    done = run_assay("report", str(run_dir), "--rows", "q=second line", cwd=run_dir)
+    assert [line["row_id"] for line in read_csv(done.stdout)] == ["r03"]
+
+
+@pytest.fixture
+def client(run_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[TestClient]:
+    monkeypatch.setenv("EXPORT_TEST_API_KEY", SECRET)
+    ws = Workspace([run_dir], scratch=tmp_path)
+    with TestClient(build_app(ws, hosts=["testserver"])) as http:
+        yield http
+
+
+def test_the_page_downloads_what_its_filter_selects(client: TestClient, run_dir: Path) -> None:
+    page = client.get(f"/runs/{run_dir.name}/rows", params={"status": "FAILURE", "size": "2"})
+    assert f'href="/runs/{run_dir.name}/rows.csv?status=FAILURE"' in page.text
+    assert f'href="/runs/{run_dir.name}/rows.jsonl?status=FAILURE"' in page.text
+    for fmt, kind in (("csv", "text/csv"), ("jsonl", "application/x-ndjson")):
+        got = client.get(f"/runs/{run_dir.name}/rows.{fmt}", params={"status": "FAILURE"})
+        assert got.status_code == 200 and got.headers["content-type"].startswith(kind)
+        assert "attachment" in got.headers["content-disposition"]
+        assert SECRET not in got.text
+        cli = run_assay("report", str(run_dir), "--rows", "status=FAILURE", "--format", fmt,
+                        cwd=run_dir, env=ENV)  # fmt: skip
+        assert got.text == cli.stdout
+    assert client.get(f"/runs/{run_dir.name}/rows.xml").status_code == 404
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--rows", "colour=red"], "--rows: 'colour' is not a filter of the rows page"),
+    (["--rows", "sort=colour"], "--rows: sort 'colour' is not one of row, score"),
+    (["--rows", "", "--format", "xml"], "--format: 'xml' is not one of csv, jsonl"),
+    (["--format", "csv"], "--format goes with --rows FILTER"),
+    (["--rows", "", "--html"], "--rows prints rows and writes nothing"),
+])  # fmt: skip
+def test_bad_export_options_are_refused(run_dir: Path, args: list[str], message: str) -> None:
+    done = run_assay("report", str(run_dir), *args, cwd=run_dir)
+    assert done.returncode == 2
+    assert message in " ".join(done.stderr.split())
+    assert done.stdout == ""
