@@ -184,3 +184,40 @@ def test_a_row_killed_for_memory_names_the_limit(
     assert result["final_status"] == "ERROR"
     assert "exited with code 137" in result["error_message"]
     assert "sandbox.limits.max_memory_mb (64 MiB)" in result["error_message"]
+
+
+def test_extra_mounts_secrets_passed_on_purpose_and_assay_evaluate(
+    tmp_path: Path, docker_image: tuple[Engine, str]
+) -> None:
+    _, image = docker_image
+    write(tmp_path / "data" / "table.txt", "shared data\n")
+    write(tmp_path / "cache" / "old.txt", "old\n")
+    (tmp_path / "cache").chmod(0o777)  # the row's own user writes there (assay runs as root)
+    write(tmp_path / "t.yaml", "task_id: mounts\ndescription: d\ninitial_prompt: p\n"
+          "agent: {type: command, command: 'cat /data/table.txt; echo new > /cache/new.txt; "
+          "echo no > /data/no.txt; echo ${TEAM_TOKEN:-none} ${OTHER_TOKEN:-none}; "
+          "echo made > out.txt'}\n"
+          f"sandbox: {{driver: docker, docker: {{image: '{image}', extra_mounts: "
+          "['data:/data', 'cache:/cache:rw'], env_passthrough_extra: [TEAM_TOKEN]}}\n"
+          "success_criteria: [{type: run_command, command: 'test \"$(hostname)\" = assay "
+          "&& test -s out.txt', description: graded inside}]\n")  # fmt: skip
+    environment = {**env(), "TEAM_TOKEN": "passed-on-purpose-1", "OTHER_TOKEN": "withheld-2"}
+    done = run_assay("execute", "t.yaml", cwd=tmp_path, env=environment)
+    assert done.returncode == 0, done.stdout + done.stderr
+    response = next((tmp_path / "runs").rglob("response.txt")).read_text()
+    assert response.split("\n")[0] == "shared data"
+    assert (tmp_path / "cache" / "new.txt").read_text() == "new\n"
+    assert not (tmp_path / "data" / "no.txt").exists()
+    # the token passed on purpose reached the program (and is redacted from what it wrote)
+    assert response.split("\n")[1] == "[redacted:TEAM_TOKEN] none"
+    evaluated = run_assay("evaluate", str(tmp_path / "runs" / "latest"), cwd=tmp_path, env=env())
+    assert evaluated.returncode == 0, evaluated.stdout + evaluated.stderr
+    result = json.loads(next((tmp_path / "runs").rglob("task.json")).read_text())
+    assert result["final_status"] == "SUCCESS", result["success_criteria_results"]
+
+    write(tmp_path / "t.yaml", (tmp_path / "t.yaml").read_text().replace("'cache:", "'gone:"))
+    refused = run_assay("plan", "t.yaml", cwd=tmp_path, env=env())
+    assert refused.returncode == 2
+    assert f"t.yaml:5: sandbox.docker.extra_mounts[1]: {tmp_path / 'gone'} does not exist" in (
+        refused.stderr
+    )

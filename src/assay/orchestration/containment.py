@@ -139,10 +139,30 @@ def check_docker(planned: list[tuple[LoadedTask, TaskDefinition]]) -> None:
                 engines[wanted] = find_engine(wanted)
             except UsageError as exc:
                 raise _located(loaded, exc.message, exc.hint) from None
+        _check_mounts(loaded, task)
         try:
             task_image(engines[wanted], task, loaded.base_dir)
         except SandboxError as exc:
             raise _docker_located(loaded, task, str(exc)) from None
+        if os.geteuid() == 0:
+            problem = unreadable(loaded.base_dir)
+            if problem is not None:
+                raise _located(loaded, problem, READABLE_HINT)
+
+
+def _check_mounts(loaded: LoadedTask, task: TaskDefinition) -> None:
+    """Each ``extra_mounts`` host path exists (the engine would make a missing one, empty
+    and owned by root)."""
+    docker = task.sandbox.docker
+    for index, text in enumerate(docker.extra_mounts if docker is not None else []):
+        mount = parse_mount(text, loaded.base_dir)
+        if not mount.source.exists():
+            raise TaskFileError(
+                f"{mount.source} does not exist", file=loaded.display,
+                field=f"sandbox.docker.extra_mounts[{index}]",
+                line=loaded.document.line_of(("sandbox", "docker", "extra_mounts", index)),
+                hint="create it, or fix the path (relative to the task file)",
+            )  # fmt: skip
 
 
 def task_image(engine: Engine, task: TaskDefinition, base_dir: Path) -> str:
@@ -173,8 +193,9 @@ def _docker_located(loaded: LoadedTask, task: TaskDefinition, message: str) -> T
 
 
 READABLE_HINT = (
-    "assay runs as root, so each row of a bwrap task runs as an unprivileged user of its own, "
-    "which must be able to read the task's folder, its plugins and its agent's CLI: chmod "
+    "assay runs as root, so each row of a bwrap or docker task runs as an unprivileged user "
+    "of its own, which must be able to read the task's folder, its plugins and its agent's "
+    "CLI: chmod "
     "o+rx that folder (o+r for a file), or run assay as a normal user"
 )
 
