@@ -91,6 +91,17 @@ def docker_image() -> tuple[object, str]:
     return found
 
 
+@pytest.fixture(scope="session")
+def podman_image() -> tuple[object, str]:
+    """``(engine, tag)`` as :func:`docker_image`, on Podman."""
+    from tests.docker_images import make_test_image
+
+    found = make_test_image("podman")
+    if isinstance(found, str):
+        pytest.skip(found)
+    return found
+
+
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     """One line for the ``docker`` tests a session left out, and why (each test's own skip
     line says it too)."""

@@ -27,10 +27,11 @@ LEFT_OUT = (
 )
 
 
-def make_test_image() -> tuple[Engine, str] | str:
-    """The engine and the tag of the tests' image, or why they cannot run (a message)."""
+def make_test_image(kind: str | None = None) -> tuple[Engine, str] | str:
+    """The engine (``kind``, or the first that answers) and the tag of the tests' image in
+    it, or why they cannot run (a message)."""
     try:
-        engine = find_engine()
+        engine = find_engine(kind)
     except UsageError as exc:
         return LEFT_OUT.format(why=exc.message)
     if has_image(engine, TAG):

@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import os
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +19,7 @@ import pytest
 
 from assay.sandbox.bwrap import make_policy
 from assay.sandbox.docker import Engine, make_docker_policy
-from assay.sandbox.process import ProcessResult
+from assay.sandbox.process import ProcessResult, run_process
 from assay.sandbox.tempdir import Sandbox
 from assay.spec.task import SandboxConfig
 from tests.helpers import host_tcp_server, write
@@ -26,7 +27,8 @@ from tests.helpers import host_tcp_server, write
 VENV_BIN = str(Path(sys.executable).parent)
 PATH = f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}"
 LIMITS = {"RLIMIT_NPROC": 1024, "RLIMIT_NOFILE": 4096, "RLIMIT_FSIZE": 1 << 30}
-DRIVERS = [pytest.param("bwrap"), pytest.param("docker", marks=pytest.mark.docker)]
+DRIVERS = [pytest.param("bwrap"), pytest.param("docker", marks=pytest.mark.docker),
+           pytest.param("podman", marks=pytest.mark.docker)]  # fmt: skip
 
 
 @pytest.fixture(scope="module", params=DRIVERS)
@@ -42,8 +44,8 @@ def make_row(
     """Makes a row's sandbox folder inside the driver's jail (closed and removed after)."""
     private = tmp_path / "private"
     hidden = [private / ".assay", private / "store.db"]
-    if driver == "docker":
-        engine, image = request.getfixturevalue("docker_image")
+    if driver in ("docker", "podman"):
+        engine, image = request.getfixturevalue(f"{driver}_image")
         assert isinstance(engine, Engine)
         docker = make_docker_policy(engine=engine, hidden=hidden)
     else:
@@ -53,7 +55,7 @@ def make_row(
     def row(**options: object) -> Iterator[Sandbox]:
         sandbox = Sandbox.create(SandboxConfig(), base_dir=Path.cwd())
         limits: dict[str, int] = dict(options.pop("limits", LIMITS))  # type: ignore[call-overload]
-        if driver == "docker":
+        if driver in ("docker", "podman"):
             sandbox.jail = docker.jail(sandbox.root, image=image, limits=limits,
                                        **options)  # type: ignore[arg-type]  # fmt: skip
         else:
@@ -123,8 +125,8 @@ def test_private_paths_inside_a_shown_folder_stay_hidden(
     write(project / "task.txt", "the task\n")
     hidden = [project / ".assay", project / "runs"]
     sandbox = Sandbox.create(SandboxConfig(), base_dir=Path.cwd())
-    if driver == "docker":
-        engine, image = request.getfixturevalue("docker_image")
+    if driver in ("docker", "podman"):
+        engine, image = request.getfixturevalue(f"{driver}_image")
         policy = make_docker_policy(engine=engine, hidden=hidden)
         sandbox.jail = policy.jail(sandbox.root, image=image, limits=LIMITS, task_dir=project)
     else:
@@ -199,3 +201,17 @@ def test_files_the_row_made_are_given_back(make_row) -> None:  # type: ignore[no
         box.jail.close()
         owners = {p.lstat().st_uid for p in [box.root, *box.root.rglob("*")]}
     assert owners == {os.getuid()}
+
+
+def test_a_folder_given_to_one_program_is_read_there_each_time(make_row) -> None:  # type: ignore[no-untyped-def]
+    with make_row() as box, tempfile.TemporaryDirectory(prefix="assay-prompt-") as folder:
+        prompt = write(Path(folder) / "prompt.txt", "the prompt\n")
+        Path(folder).chmod(0o755)
+        prompt.chmod(0o644)
+        done = []
+        for stdin in (None, "fed on stdin"):
+            argv, env = box.jail.command(["/bin/sh", "-c", f"cat {prompt}; cat"],
+                                         env={"PATH": PATH}, readable=[Path(folder)])  # fmt: skip
+            done.append(asyncio.run(run_process(argv, cwd=box.root, env=env, timeout=60,
+                                                stdin=stdin)))  # fmt: skip
+    assert [d.stdout for d in done] == ["the prompt\n", "the prompt\nfed on stdin"], done

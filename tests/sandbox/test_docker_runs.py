@@ -62,11 +62,13 @@ success_criteria:
 """ + ("  - {type: pytest, description: the tests pass inside}\n" if pytest else "")
 
 
+@pytest.mark.parametrize("kind", ["docker", "podman"])
 def test_every_program_of_a_row_runs_in_its_container(
-    tmp_path: Path, docker_image: tuple[Engine, str]
+    tmp_path: Path, kind: str, request: pytest.FixtureRequest
 ) -> None:
-    _, image = docker_image
-    write(tmp_path / "inside.yaml", task(image).replace(
+    _, image = request.getfixturevalue(f"{kind}_image")
+    text = task(image).replace("docker: {", f"docker: {{engine: {kind}, ")
+    write(tmp_path / "inside.yaml", text.replace(
         "limits: {max_pids: 256}}", "limits: {max_pids: 256}, template_sources: [{type: "
         "template_dir, path: tests}]}"))  # fmt: skip
     write(tmp_path / ".assay" / "store.db", "the team's datasets\n")

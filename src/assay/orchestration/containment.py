@@ -133,7 +133,7 @@ def check_docker(planned: list[tuple[LoadedTask, TaskDefinition]]) -> None:
         return
     engines: dict[str | None, Engine] = {}
     for loaded, task in planned:
-        wanted = task.sandbox.docker.engine if task.sandbox.docker is not None else None
+        wanted = engine_of(task)
         if wanted not in engines:
             try:
                 engines[wanted] = find_engine(wanted)
@@ -163,6 +163,11 @@ def _check_mounts(loaded: LoadedTask, task: TaskDefinition) -> None:
                 line=loaded.document.line_of(("sandbox", "docker", "extra_mounts", index)),
                 hint="create it, or fix the path (relative to the task file)",
             )  # fmt: skip
+
+
+def engine_of(task: TaskDefinition) -> str | None:
+    """The engine a task names (``sandbox.docker.engine``), or ``None``: the first found."""
+    return task.sandbox.docker.engine if task.sandbox.docker is not None else None
 
 
 def task_image(engine: Engine, task: TaskDefinition, base_dir: Path) -> str:
@@ -235,12 +240,13 @@ def rlimits(limits: SandboxLimits) -> dict[str, int]:
 @dataclass(frozen=True)
 class Containment:
     """Makes the ``bwrap`` sandbox or ``docker`` container of each row of a run (``None``
-    policy: no row needs one; ``images``: each Dockerfile's or image name's image, resolved
-    once per run)."""
+    policy: no row needs one; ``docker``: a policy per engine the tasks ask for, ``None``
+    for the default one; ``images``: each Dockerfile's or image name's image, resolved once
+    per run)."""
 
     policy: JailPolicy | None = None
-    docker: DockerPolicy | None = None
-    images: dict[tuple[str, str], str] = field(default_factory=dict, compare=False)
+    docker: dict[str | None, DockerPolicy] = field(default_factory=dict)
+    images: dict[tuple[str, str, str], str] = field(default_factory=dict, compare=False)
 
     @classmethod
     def for_tasks(
@@ -252,18 +258,20 @@ class Containment:
         check: bool = False,
     ) -> Containment:
         """A policy when one of ``tasks`` uses ``bwrap`` (``check``: and make one sandbox
-        first, as :func:`check_containment` does).
+        first, as :func:`check_containment` does), and one per engine the ``docker`` tasks
+        ask for.
 
         Raises:
-            UsageError: bwrap is not installed, or (``check``) cannot make a sandbox here.
+            UsageError: bwrap is not installed, or (``check``) cannot make a sandbox here;
+                an engine a ``docker`` task needs does not answer.
         """
         tasks = list(tasks)
         private = list(private)
-        docker = None
-        wanted = [t for t in tasks if t.sandbox_driver == "docker"]
-        if wanted:
-            preferred = wanted[0].sandbox.docker.engine if wanted[0].sandbox.docker else None
-            docker = make_docker_policy(engine=find_engine(preferred), hidden=private)
+        docker: dict[str | None, DockerPolicy] = {}
+        for task in tasks:
+            kind = engine_of(task)
+            if task.sandbox_driver == "docker" and kind not in docker:
+                docker[kind] = make_docker_policy(engine=find_engine(kind), hidden=private)
         if not uses_bwrap(tasks):
             return cls(docker=docker)
         policy = make_policy(path_variable=os.environ.get("PATH", ""), hidden=private,
@@ -292,17 +300,18 @@ class Containment:
                                 task_dir=base_dir)  # fmt: skip
 
     def _container(self, task: TaskDefinition, root: Path, base_dir: Path) -> DockerJail:
-        if self.docker is None:
+        policy = self.docker.get(engine_of(task))
+        if policy is None:
             raise SandboxError("this row needs a docker container, and the run made no policy")
         docker = task.sandbox.docker
         assert docker is not None  # SandboxConfig refuses driver docker without the block
-        key = (str(base_dir), docker.dockerfile_path or docker.image or "")
+        key = (str(base_dir), str(docker.engine), docker.dockerfile_path or docker.image or "")
         if key not in self.images:
-            self.images[key] = task_image(self.docker.engine, task, base_dir)
+            self.images[key] = task_image(policy.engine, task, base_dir)
         readable = [p if p.is_absolute() else base_dir / p
                     for p in map(Path, task.sandbox.read_only)]  # fmt: skip
         limits = task.sandbox.limits
-        return self.docker.jail(root, image=self.images[key], limits=rlimits(limits),
+        return policy.jail(root, image=self.images[key], limits=rlimits(limits),
                                 memory_mb=limits.max_memory_mb, cpus=limits.max_cpus,
                                 network=task.sandbox.network, readable=readable,
                                 mounts=[parse_mount(m, base_dir) for m in docker.extra_mounts],

@@ -51,6 +51,7 @@ ENGINE_VARIABLES = ("DOCKER_HOST", "DOCKER_CONFIG", "DOCKER_CONTEXT", "DOCKER_CE
                     "XDG_RUNTIME_DIR", "PATH", "HOME")  # fmt: skip
 """What the engine's CLI reads from the environment (kept for the launcher, not passed to
 the row's programs unless they get them anyway)."""
+CATATONIT = "/usr/libexec/podman/catatonit"
 ENGINE_SECONDS = 60.0
 BUILD_SECONDS = 1800.0
 BUILD_TAIL_LINES = 20
@@ -232,6 +233,8 @@ class DockerPolicy:
         """
         root = Path(os.path.abspath(root))
         state = Path(tempfile.mkdtemp(prefix="assay-docker-"))
+        (state / "empty").mkdir()
+        state.chmod(0o755)
         uid, gid = self.user
         if self.as_root:
             uid = gid = UID_BASE + next(self.numbers) % UID_SLOTS
@@ -319,7 +322,8 @@ class DockerJail:
                     "container (only paths under /tmp are copied in)"
                 )
         config = {
-            "engine": str(self.policy.engine.path), "container": self.name,
+            "engine": str(self.policy.engine.path), "kind": self.policy.engine.kind,
+            "container": self.name,
             "start": self._start_args(), "lock": str(self.state / "started"),
             "user": f"{self.owner[0]}:{self.owner[1]}",
             "cwd": os.path.abspath(cwd or self.root), "env": sorted(inner), "copy": copies,
@@ -352,19 +356,27 @@ class DockerJail:
     def _start_args(self) -> list[str]:
         """``ENGINE run -d`` arguments of the row's container (it sleeps; programs run in
         it with ``exec``)."""
-        args = ["--name", self.name, "--init", "--hostname", "assay", "--read-only",
+        args = ["--name", self.name, "--hostname", "assay", "--read-only",
                 "--network", "host" if self.network else "none", "--cap-drop", "ALL",
                 "--security-opt", "no-new-privileges", "--user",
                 f"{self.owner[0]}:{self.owner[1]}", "--tmpfs", "/tmp:rw,exec,mode=1777",
                 "--tmpfs", "/var/tmp:rw,exec,mode=1777", "--label", "assay.row=1"]  # fmt: skip
-        args += self._limit_args()
+        args += self._limit_args() + self._init_args()
         args += Mount(self.root, str(self.root), writable=True).flag()
         for mount in [*self.shown, *self.mounts]:
             args += mount.flag()
+        empty = self.state / "empty"  # bound over a hidden folder (as Podman orders binds)
         for path in self._hidden():
-            args += ["--tmpfs", f"{path}:ro,mode=0755"] if path.is_dir() else \
-                    ["-v", f"/dev/null:{path}:ro"]  # fmt: skip
+            args += ["-v", f"{empty if path.is_dir() else '/dev/null'}:{path}:ro"]
         return [*args, "--entrypoint", "sleep", self.image, "infinity"]  # image: second last
+
+    def _init_args(self) -> list[str]:
+        """``--init``: a first process that reaps what the row's programs leave behind;
+        Podman's own (catatonit) may be missing, then the system's ``tini`` serves."""
+        if self.policy.engine.kind != "podman" or Path(CATATONIT).exists():
+            return ["--init"]
+        tini = shutil.which("tini", path="/usr/bin:/usr/sbin:/usr/local/bin:/bin")
+        return ["--init", "--init-path", tini] if tini else []
 
     def _limit_args(self) -> list[str]:
         limits = self.limits

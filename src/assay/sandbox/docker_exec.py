@@ -6,7 +6,7 @@ Run by :mod:`assay.sandbox.docker` as ``python -I -S docker_exec.py CONFIG -- AR
 standard library only: it starts fast and imports nothing of assay). ``CONFIG`` is a JSON
 object:
 
-- ``engine``: the engine's CLI (``docker`` or ``podman``);
+- ``engine``: the engine's CLI; ``kind``: ``docker`` or ``podman``;
 - ``container``: the row's container name;
 - ``start``: the arguments of ``ENGINE run`` that start the container (detached);
 - ``lock``: a file the launchers of one row lock while one of them starts the container;
@@ -54,19 +54,26 @@ def main(argv: list[str]) -> int:
     for path in config.get("copy") or []:
         problem = copy_in(config, path, owned=path in back)
         if problem:
-            sys.stderr.write(problem)
+            sys.stderr.write(not_started(config) or problem)
             return START_FAILED
     done, watcher = watch(config["marker"])
     name, _, value = config["marker"].partition("=")
     env = {**os.environ, name: value}
     names = [*config["env"], name]
-    exec_args = [config["engine"], "exec", "-i", "-u", config["user"], "-w", config["cwd"]]
+    exec_args = [config["engine"], "exec", "-u", config["user"], "-w", config["cwd"]]
+    if config.get("kind") == "podman":
+        command = stdin_from_file(config, command)
+    else:
+        exec_args.insert(2, "-i")
     for variable in names:
         exec_args += ["-e", variable]
     code = subprocess.run([*exec_args, config["container"], *command], env=env,
                           check=False).returncode  # fmt: skip
     os.close(done)
     os.waitpid(watcher, 0)  # what the program left running has ended
+    if code >= START_FAILED and (why := not_started(config)):
+        sys.stderr.write(why)  # its first program failed only after the start was checked
+        return START_FAILED
     for path in back:
         copy_out(config, path)
     if code == KILLED and config.get("memory_mb") and oom_kills(config) > 0:
@@ -98,6 +105,20 @@ def oom_kills(config: dict[str, object]) -> int:
     return 0
 
 
+def stdin_from_file(config: dict[str, object], command: list[str]) -> list[str]:
+    """``command`` reading this launcher's standard input (all of it, up to its end) from a
+    file in the container: Podman 4's ``exec -i`` can lose the program's output when its
+    input ends before the program does."""
+    data = sys.stdin.buffer.read() if not sys.stdin.closed else b""
+    if not data:
+        return command
+    path = f"/tmp/.assay-stdin-{str(config['marker']).partition('=')[2]}"
+    write = [str(config["engine"]), "exec", "-i", "-u", str(config["user"]),
+             str(config["container"]), "sh", "-c", f"cat > {path}"]  # fmt: skip
+    subprocess.run(write, input=data, capture_output=True, check=False)
+    return ["/bin/sh", "-c", f'exec "$@" < {path}', "sh", *command]
+
+
 def ensure_started(config: dict[str, object]) -> str:
     """Start the row's container unless a launcher of the row already did; ``""`` or why
     it cannot start."""
@@ -109,19 +130,34 @@ def ensure_started(config: dict[str, object]) -> str:
             return ""
         start = [str(config["engine"]), "run", "-d", *map(str, config["start"])]  # type: ignore[call-overload]
         done = subprocess.run(start, capture_output=True, text=True, check=False)
-        why = (done.stderr or done.stdout) if done.returncode != 0 else stopped(config)
+        if done.returncode != 0:
+            return start_failure(config, done.stderr or done.stdout)
+        why = not_started(config)
         if why:
-            lines = why.strip().splitlines()[-10:]
-            return (f"assay: the row's container did not start ({config['engine']} run, "
-                    f"image {start[-2]}): " + "\n".join(lines) + "\n")  # fmt: skip
+            return why
         handle.write("started\n")
         handle.flush()
     return ""
 
 
+def start_failure(config: dict[str, object], why: str) -> str:
+    """The message of a container that did not start: the engine's last lines."""
+    lines = why.strip().splitlines()[-10:]
+    image = config["start"][-2]  # type: ignore[index]
+    return (f"assay: the row's container did not start ({config['engine']} run, image "
+            f"{image}): " + "\n".join(lines) + "\n")  # fmt: skip
+
+
+def not_started(config: dict[str, object]) -> str:
+    """``""`` when the row's container runs; else :func:`start_failure` with what it
+    printed before it stopped (its first program, ``sleep``, could not start: an image
+    without it)."""
+    why = stopped(config)
+    return start_failure(config, why) if why else ""
+
+
 def stopped(config: dict[str, object]) -> str:
-    """``""`` when the row's container runs; else what it printed before it stopped (its
-    first program, ``sleep``, could not start: an image without it)."""
+    """``""`` when the row's container runs; else what it printed before it stopped."""
     engine, name = str(config["engine"]), str(config["container"])
     state = subprocess.run([engine, "inspect", "--format", "{{.State.Running}}", name],
                            capture_output=True, text=True, check=False)  # fmt: skip
@@ -141,7 +177,8 @@ def copy_in(config: dict[str, object], path: str, *, owned: bool = False) -> str
         archive.add(path, arcname=os.path.basename(path.rstrip("/")))
     mode = "u+rwX" if owned else "a+rX,u-w"
     unpack = [str(config["engine"]), "exec", "-i", "-u", str(config["user"]),
-              str(config["container"]), "sh", "-c", f"mkdir -p '{parent}' && tar -x "
+              str(config["container"]), "sh", "-c", f"{{ chmod -R u+w '{path}'; rm -rf "
+              f"'{path}'; }} 2>/dev/null; mkdir -p '{parent}' && tar -x "
               f"--no-same-owner -C '{parent}' && chmod -R {mode} '{path}'"]  # fmt: skip
     done = subprocess.run(unpack, input=data.getvalue(), capture_output=True, check=False)
     if done.returncode != 0:
