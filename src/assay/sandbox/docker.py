@@ -407,11 +407,16 @@ class DockerJail:
         return found
 
     def close(self) -> None:
-        """Remove the container (ending what its programs left running) and give the row's
-        files back to the user running assay."""
+        """Remove the container and give the row's files back to the user running assay.
+
+        Each program's processes ended with it (:mod:`assay.sandbox.docker_exec`), so the
+        container runs only its ``sleep``: it is removed in the background (its own
+        session, never waited for), and the run's event loop is not held up."""
         if (self.state / "started").exists():
-            with contextlib.suppress(OSError, subprocess.TimeoutExpired):
-                self.policy.engine.run("rm", "-f", self.name)
+            with contextlib.suppress(OSError):
+                subprocess.Popen([str(self.policy.engine.path), "rm", "-f", self.name],
+                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
         if self.uid is not None:
             give(self.root, os.getuid(), os.getgid())
         shutil.rmtree(self.state, ignore_errors=True)
