@@ -71,3 +71,38 @@ def test_the_cgroup_note_reads_the_hierarchy(tmp_path: Path) -> None:
     assert "cgroup v1" in cgroup_note(tmp_path)
     (tmp_path / "cgroup.controllers").write_text("cpu memory pids\n")
     assert "cgroup v2" in cgroup_note(tmp_path)
+
+
+PLANNED = ("task_id: t\ndescription: d\ninitial_prompt: p\n"
+           "agent: {type: command, command: 'true'}\n"
+           "sandbox: {SANDBOX, limits: {max_memory_mb: 64, max_pids: 10, cpu_seconds: 5}}\n"
+           "success_criteria: [{type: file_exists, path: a, description: d}]\n")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "driver", ["tempdir", "bwrap", pytest.param("docker", marks=pytest.mark.docker)]
+)
+def test_assay_plan_names_the_limits_the_driver_enforces_and_those_it_does_not(
+    tmp_path: Path, driver: str, request: pytest.FixtureRequest
+) -> None:
+    sandbox = f"driver: {driver}"
+    env = {"PATH": f"{VENV_BIN}:/usr/local/bin:/usr/bin:/bin"}
+    if driver == "docker":
+        _, image = request.getfixturevalue("docker_image")
+        sandbox += f", docker: {{image: '{image}'}}"
+        env.update({k: os.environ[k] for k in ("DOCKER_HOST",) if k in os.environ})
+    (tmp_path / "t.yaml").write_text(PLANNED.replace("SANDBOX", sandbox))
+    done = run_assay("plan", "t.yaml", cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stderr
+    line = next(x for x in done.stdout.splitlines() if x.startswith(f"  limits ({driver}):"))
+    expected = {
+        "tempdir": "max_output_mb 10; not enforced by tempdir: cpu_seconds, max_memory_mb, "
+        "max_pids",
+        "bwrap": "max_pids 10, cpu_seconds 5, max_file_size_mb 1024, max_open_files 4096, "
+        "max_output_mb 10; not enforced by bwrap: max_memory_mb",
+        "docker": "max_pids 10, cpu_seconds 5, max_file_size_mb 1024, max_open_files 4096, "
+        "max_memory_mb 64, max_output_mb 10; unset: max_cpus",
+    }
+    assert line == f"  limits ({driver}): {expected[driver]}"
+    warned = "sandbox.limits.max_memory_mb is enforced by the docker driver only" in done.stderr
+    assert warned == (driver != "docker")

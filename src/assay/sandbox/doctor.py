@@ -6,8 +6,12 @@ from __future__ import annotations
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from assay.errors import UsageError
+
+if TYPE_CHECKING:
+    from assay.spec.task import TaskDefinition
 
 RLIMIT_FIELDS = ("max_pids", "cpu_seconds", "max_file_size_mb", "max_open_files")
 EVERYWHERE = ("max_output_mb",)
@@ -43,6 +47,33 @@ def check_drivers(*, path_variable: str) -> list[DriverCheck]:
         _bwrap(path_variable),
         *(_engine(kind) for kind in ("docker", "podman")),
     ]
+
+
+def enforced_limits(driver: str) -> tuple[str, ...]:
+    """The ``sandbox.limits`` fields ``driver`` enforces (on a machine where it works)."""
+    if driver == "docker":
+        return (*RLIMIT_FIELDS, *CGROUP_FIELDS, *EVERYWHERE)
+    if driver == "bwrap":
+        return (*RLIMIT_FIELDS, *EVERYWHERE)
+    return EVERYWHERE
+
+
+def limits_text(task: TaskDefinition) -> str:
+    """``task``'s ``sandbox.limits`` as its driver enforces them (``assay plan``): each
+    enforced field with its value, those left unset, then those set that it does not
+    enforce."""
+    driver, limits = task.sandbox_driver, task.sandbox.limits
+    enforced = enforced_limits(driver)
+    shown = [f"{name} {getattr(limits, name):g}" for name in enforced
+             if getattr(limits, name) is not None]  # fmt: skip
+    unset = [name for name in enforced if getattr(limits, name) is None]
+    ignored = sorted(n for n in limits.model_fields_set if n not in enforced)
+    text = f"limits ({driver}): " + ", ".join(shown)
+    if unset:
+        text += f"; unset: {', '.join(unset)}"
+    if ignored:
+        text += f"; not enforced by {driver}: {', '.join(ignored)}"
+    return text
 
 
 def cgroup_note(root: Path = Path("/sys/fs/cgroup")) -> str:
