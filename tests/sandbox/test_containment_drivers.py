@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from assay.errors import SandboxError
 from assay.sandbox.bwrap import make_policy
 from assay.sandbox.docker import Engine, make_docker_policy
 from assay.sandbox.process import ProcessResult, run_process
@@ -215,3 +216,23 @@ def test_a_folder_given_to_one_program_is_read_there_each_time(make_row) -> None
             done.append(asyncio.run(run_process(argv, cwd=box.root, env=env, timeout=60,
                                                 stdin=stdin)))  # fmt: skip
     assert [d.stdout for d in done] == ["the prompt\n", "the prompt\nfed on stdin"], done
+
+
+@pytest.mark.docker
+def test_docker_refuses_to_show_a_folder_outside_its_own_temporary_folders(
+    docker_image: tuple[Engine, str], tmp_path: Path
+) -> None:
+    engine, image = docker_image
+    sandbox = Sandbox.create(SandboxConfig(), base_dir=Path.cwd())
+    jail = make_docker_policy(engine=engine).jail(sandbox.root, image=image, limits=LIMITS)
+    try:
+        for outside in (Path("/srv/prompts"), Path("/home/someone/report")):
+            with pytest.raises(SandboxError, match=f"cannot show {outside} .*set TMPDIR"):
+                jail.command(["true"], env={"PATH": PATH}, readable=[outside])
+            with pytest.raises(SandboxError, match=f"cannot show {outside} "):
+                jail.command(["true"], env={"PATH": PATH}, writable=[outside])
+        argv, _ = jail.command(["true"], env={"PATH": PATH}, readable=[Path("/var/tmp/x")])
+        assert '"/var/tmp/x"' in argv[4]
+    finally:
+        jail.close()
+        sandbox.remove()

@@ -52,6 +52,9 @@ ENGINE_VARIABLES = ("DOCKER_HOST", "DOCKER_CONFIG", "DOCKER_CONTEXT", "DOCKER_CE
 """What the engine's CLI reads from the environment (kept for the launcher, not passed to
 the row's programs unless they get them anyway)."""
 CATATONIT = "/usr/libexec/podman/catatonit"
+SCRATCH = ("/tmp/", "/var/tmp/")
+"""Where a container has folders of its own (tmpfs): what a program reads or writes outside
+the row's folder is copied there."""
 ENGINE_SECONDS = 60.0
 BUILD_SECONDS = 1800.0
 BUILD_TAIL_LINES = 20
@@ -297,11 +300,12 @@ class DockerJail:
         """The argv and environment that run ``argv`` in the row's container (see
         :meth:`assay.sandbox.bwrap.Jail.command` for the arguments). A container's mounts
         are fixed when it starts: ``readable`` and ``writable`` paths it does not show
-        (under ``/tmp``: a prompt file, a report folder) are copied into its own ``/tmp``
-        before the program runs, and the ``writable`` ones copied back after.
+        (under ``/tmp`` or ``/var/tmp``: a prompt file, a report folder) are copied to the
+        same place in the container (its own, empty ones) before the program runs, and the
+        ``writable`` ones copied back after.
 
         Raises:
-            SandboxError: such a path is not under ``/tmp``, or the program needs the model
+            SandboxError: such a path is elsewhere, or the program needs the model
                 bridge or the host's network, which this driver does not give a program.
         """
         del agent  # the task folder is shown to every program (no coding agent runs here)
@@ -316,10 +320,11 @@ class DockerJail:
         copies = [str(Path(os.path.abspath(p))) for p in readable
                   if not self._inside(Path(os.path.abspath(p)))] + back  # fmt: skip
         for copy in copies:
-            if not copy.startswith("/tmp/"):
+            if not copy.startswith(SCRATCH):
                 raise SandboxError(
-                    f"the docker driver cannot show {copy} to the row's "
-                    "container (only paths under /tmp are copied in)"
+                    f"the docker driver cannot show {copy} to the row's container (only "
+                    "paths under /tmp and /var/tmp, its own, are copied in): set TMPDIR to "
+                    "one of them"
                 )
         config = {
             "engine": str(self.policy.engine.path), "kind": self.policy.engine.kind,

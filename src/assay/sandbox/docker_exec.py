@@ -12,7 +12,8 @@ object:
 - ``lock``: a file the launchers of one row lock while one of them starts the container;
 - ``user``: ``uid:gid`` the program runs as; ``cwd``: its working directory;
 - ``env``: the names of the variables (of this process's environment) the program gets;
-- ``copy``: host paths copied into the container (under ``/tmp``, its own) before it runs,
+- ``copy``: host paths copied into the container (under ``/tmp`` or ``/var/tmp``, its own)
+  before it runs,
   readable by the row's user; ``back``: those of them the program may write (owned by the
   row's user), copied back to the host when it ends (links and paths that would leave the
   folder are refused: tarfile's ``data`` filter);
@@ -168,7 +169,7 @@ def stopped(config: dict[str, object]) -> str:
 
 
 def copy_in(config: dict[str, object], path: str, *, owned: bool = False) -> str:
-    """Copy the host's ``path`` (a file or a folder under ``/tmp``) to the same place in
+    """Copy the host's ``path`` (a file or a folder in a temporary folder) to the same place in
     the container, as the row's user (``owned``: writable by it, else read-only); ``""`` or
     why it cannot."""
     parent = os.path.dirname(path.rstrip("/")) or "/"
