@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -78,3 +79,39 @@ def _shared_local_model(request: pytest.FixtureRequest, monkeypatch: pytest.Monk
     if marker is None or marker.kwargs.get("own_server"):
         return
     monkeypatch.setenv("ASSAY_LOCAL_MODEL_URL", request.getfixturevalue("local_model_url"))
+
+
+@pytest.fixture(scope="session")
+def docker_image() -> tuple[object, str]:
+    """``(engine, tag)`` of the ``docker`` driver tests' image (:mod:`tests.docker_images`),
+    made once per session; the test is skipped with what was left out where it cannot be."""
+    from tests.docker_images import make_test_image
+
+    found = make_test_image()
+    if isinstance(found, str):
+        pytest.skip(found)
+    return found
+
+
+@pytest.fixture(scope="session")
+def podman_image() -> tuple[object, str]:
+    """``(engine, tag)`` as :func:`docker_image`, on Podman."""
+    from tests.docker_images import make_test_image
+
+    found = make_test_image("podman")
+    if isinstance(found, str):
+        pytest.skip(found)
+    return found
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """One line for the ``docker`` tests a session left out, and why (each test's own skip
+    line says it too)."""
+    from tests.docker_images import LEFT_OUT
+
+    marker = LEFT_OUT.split("{")[0]
+    reasons = [str(getattr(r, "longrepr", "")) for r in terminalreporter.stats.get("skipped", [])]
+    left_out = [r for r in reasons if marker in r]
+    if left_out:
+        reason = left_out[0][left_out[0].index(marker) :].rstrip("')\"")
+        terminalreporter.write_line(f"{len(left_out)} docker tests skipped: {reason}")

@@ -127,27 +127,30 @@ def test_bwrap_settings_under_tempdir_are_warned(tmp_path: Path) -> None:
                  "agent: {type: command, command: 'true'}\nsandbox: {limits: {max_pids: 10}}\n"
                  "success_criteria: [{type: file_exists, path: a, description: d}]\n")  # fmt: skip
     assert [w.split(": ", 1)[1] for w in plan_warnings(path)] == [
-        "sandbox.limits applies to the bwrap driver only; this task's rows run in a tempdir "
-        "sandbox, where it has no effect"
+        "sandbox.limits applies to the bwrap and docker drivers only; this task's rows run "
+        "in a tempdir sandbox, where it has no effect"
     ]
 
 
-def test_coder_eval_sandbox_limits_fields_warn_and_ours_validate(tmp_path: Path) -> None:
-    path = write(tmp_path / "t.yaml", "task_id: t\ndescription: d\ninitial_prompt: p\n"
-                 "agent: {type: command, command: 'true'}\nsandbox:\n  driver: bwrap\n"
-                 "  limits: {max_memory_mb: 512, max_pids: 64}\n"
-                 "success_criteria: [{type: file_exists, path: a, description: d}]\n")  # fmt: skip
-    loaded = load_task(path)
-    assert loaded.definition.sandbox.limits.max_pids == 64
-    assert any(
-        "sandbox.limits.max_memory_mb: a Coder Eval field that assay does not implement "
-        "yet; not enforced (the bwrap driver sets no cgroup)" in w
-        for w in loaded.warnings
-    )
-    with pytest.raises(TaskFileError, match="greater than 0"):
-        load_task(
-            write(tmp_path / "bad.yaml", path.read_text().replace("max_pids: 64", "max_pids: 0"))
-        )
+def test_memory_and_cpu_limits_outside_docker_are_warned_and_ours_validate(tmp_path: Path) -> None:
+    for driver, limits in (("bwrap", "max_memory_mb: 512"), ("tempdir", "max_cpus: 1.5"),
+                           ("bwrap", "max_cpus: 2, max_memory_mb: 64")):  # fmt: skip
+        path = write(tmp_path / "t.yaml", "task_id: t\ndescription: d\ninitial_prompt: p\n"
+                     "agent: {type: command, command: 'true'}\nsandbox:\n"
+                     f"  driver: {driver}\n  limits: {{{limits}, max_pids: 64}}\n"
+                     "success_criteria: [{type: file_exists, path: a, "
+                     "description: d}]\n")  # fmt: skip
+        assert load_task(path).definition.sandbox.limits.max_pids == 64
+        name = "max_memory_mb" if "max_memory_mb" in limits else "max_cpus"
+        assert [w.split(": ", 1)[1] for w in plan_warnings(path)] == [
+            f"sandbox.limits.{name} is enforced by the docker driver only (the engine's cgroup); "
+            f"this task's rows run in a {driver} sandbox, where it is not enforced (this machine "
+            "gives no cgroup of its own to a row); set sandbox.driver: docker to enforce it"
+        ]
+    text = path.read_text().replace("max_cpus: 2, max_memory_mb: 64, ", "")
+    for bad in ("max_pids: 0", "max_memory_mb: 0", "max_cpus: -1"):
+        with pytest.raises(TaskFileError, match="greater than 0"):
+            load_task(write(tmp_path / "bad.yaml", text.replace("max_pids: 64", bad)))
 
 
 def test_an_agent_crash_still_grades_read_only_criteria_and_stays_error(tmp_path: Path) -> None:

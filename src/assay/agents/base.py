@@ -29,6 +29,7 @@ from assay.spec.task import RunLimits
 if TYPE_CHECKING:
     from assay.bridge import Bridge
     from assay.sandbox.bwrap import Jail
+    from assay.sandbox.docker import DockerJail
 
 OutcomeStatus = Literal[
     "completed", "timeout", "error", "token_budget", "cost_budget", "max_turns",
@@ -66,8 +67,9 @@ class AgentContext:
         redactor: the run's known secrets; an agent that mints a credential (the model
             bridge's per-row key) adds it here before using it, so it is redacted from
             every file and printed line. ``env`` already lacks the host's secrets.
-        jail: the row's bwrap sandbox (the ``bwrap`` driver): the agent's programs run
-            inside it (:meth:`assay.sandbox.bwrap.Jail.command`); ``None``: plain processes.
+        jail: the row's bwrap sandbox or docker container: the agent's programs run inside
+            it (:meth:`assay.sandbox.bwrap.Jail.command`, the same shape on both drivers);
+            ``None``: plain processes.
         monitor: the row's live early stop (``stop_early``), for agents with an event stream.
     """
 
@@ -89,7 +91,7 @@ class AgentContext:
     max_tool_calls: int | None = None
     max_output_bytes: int = MAX_OUTPUT_BYTES
     redactor: Redactor = field(default_factory=Redactor)
-    jail: Jail | None = None
+    jail: Jail | DockerJail | None = None
     monitor: LiveMonitorFn | None = None
 
 

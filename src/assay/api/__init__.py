@@ -36,6 +36,7 @@ if TYPE_CHECKING:
         add_traces_to_dataset,
         calibrate_judge,
     )
+    from assay.api.machine import sandbox_drivers
     from assay.api.power import power
     from assay.api.result import Gate, RunResult, SuiteResult
     from assay.api.runs import (
@@ -81,6 +82,7 @@ _MODULES = {
         "add_traces_to_dataset",
         "calibrate_judge",
     ),
+    "assay.api.machine": ("sandbox_drivers",),
     "assay.api.power": ("power",),
     "assay.api.tasks": ("load_task", "task", "task_schema"),
     "assay.api.tools": ("cache_stats", "clear_cache", "convert_qa"),
@@ -119,6 +121,7 @@ __all__ = [
     "resume_async",
     "run",
     "run_async",
+    "sandbox_drivers",
     "task",
     "task_schema",
     "view_runs",

@@ -1,24 +1,37 @@
-"""Which rows run contained, and the ``bwrap`` sandbox of each (:mod:`assay.sandbox.bwrap`).
+"""Which rows run contained, and the ``bwrap`` sandbox (:mod:`assay.sandbox.bwrap`) or
+``docker`` container (:mod:`assay.sandbox.docker`) of each.
 
 A task's driver is :attr:`assay.spec.task.TaskDefinition.sandbox_driver` (``bwrap`` by
 default for a coding agent that may write or run commands). When a plan holds a ``bwrap``
 task, :func:`check_containment` makes one sandbox before any row runs (``assay plan`` and
 ``assay run`` alike) and refuses the plan, with the reason and the fix, where the machine
-cannot make one. A task that asks for ``tempdir`` although its coding agent may write or
-run commands gets one warning: its rows are not contained.
+cannot make one. When a plan holds a ``docker`` task, the engine must answer, and each
+task's image must exist or build (a Dockerfile is built then, once per content). A task
+that asks for ``tempdir`` although its coding agent may write or run commands gets one
+warning: its rows are not contained.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from assay.agents.registry import AgentRegistry
 from assay.errors import SandboxError, TaskFileError, UsageError
 from assay.orchestration.task_loader import LoadedTask
 from assay.sandbox.bwrap import BridgeLink, Jail, JailPolicy, make_policy
+from assay.sandbox.docker import (
+    DockerJail,
+    DockerPolicy,
+    Engine,
+    build_image,
+    find_engine,
+    has_image,
+    make_docker_policy,
+    parse_mount,
+)
 from assay.sandbox.mounts import unreadable
 from assay.sandbox.probe import probe
 from assay.spec.task import SandboxLimits, TaskDefinition
@@ -30,8 +43,13 @@ NOT_CONTAINED = (
     "sandbox.driver: bwrap"
 )
 BWRAP_ONLY = (
-    "sandbox.{field} applies to the bwrap driver only; this task's rows run in a tempdir "
-    "sandbox, where it has no effect"
+    "sandbox.{field} applies to the bwrap and docker drivers only; this task's rows run in "
+    "a tempdir sandbox, where it has no effect"
+)
+DOCKER_ONLY = (
+    "sandbox.limits.{field} is enforced by the docker driver only (the engine's cgroup); "
+    "this task's rows run in a {driver} sandbox, where it is not enforced (this machine "
+    "gives no cgroup of its own to a row); set sandbox.driver: docker to enforce it"
 )
 
 
@@ -45,6 +63,13 @@ def containment_warnings(display: str, variants: Iterable[TaskDefinition]) -> li
     agent that may act in a ``tempdir`` sandbox, or bwrap-only settings under ``tempdir``."""
     for task in variants:
         agent = task.agent
+        limits = task.sandbox.limits
+        unenforced = [name for name in ("max_memory_mb", "max_cpus")
+                      if getattr(limits, name) is not None]  # fmt: skip
+        if unenforced and task.sandbox_driver != "docker":
+            return [
+                f"{display}: " + DOCKER_ONLY.format(field=unenforced[0], driver=task.sandbox_driver)
+            ]
         if task.sandbox_driver != "tempdir":
             continue
         if agent.may_act:
@@ -69,6 +94,8 @@ def check_containment(
         TaskFileError: the machine cannot make one, or a folder cannot be read: located at
             the task, with why and how to fix it.
     """
+    planned = list(planned)
+    check_docker([(loaded, task) for loaded, task in planned if task.sandbox_driver == "docker"])
     contained = [(loaded, task) for loaded, task in planned if task.sandbox_driver == "bwrap"]
     if not contained:
         return
@@ -95,15 +122,91 @@ def check_containment(
                 raise _located(loaded, problem, READABLE_HINT)
 
 
+def check_docker(planned: list[tuple[LoadedTask, TaskDefinition]]) -> None:
+    """For ``docker`` tasks: an engine that answers, and each task's image held by the
+    engine or built from its Dockerfile (once per content).
+
+    Raises:
+        TaskFileError: located at the task's field, with why and how to fix it.
+    """
+    if not planned:
+        return
+    engines: dict[str | None, Engine] = {}
+    for loaded, task in planned:
+        wanted = engine_of(task)
+        if wanted not in engines:
+            try:
+                engines[wanted] = find_engine(wanted)
+            except UsageError as exc:
+                raise _located(loaded, exc.message, exc.hint) from None
+        _check_mounts(loaded, task)
+        try:
+            task_image(engines[wanted], task, loaded.base_dir)
+        except SandboxError as exc:
+            raise _docker_located(loaded, task, str(exc)) from None
+        if os.geteuid() == 0:
+            problem = unreadable(loaded.base_dir)
+            if problem is not None:
+                raise _located(loaded, problem, READABLE_HINT)
+
+
+def _check_mounts(loaded: LoadedTask, task: TaskDefinition) -> None:
+    """Each ``extra_mounts`` host path exists (the engine would make a missing one, empty
+    and owned by root)."""
+    docker = task.sandbox.docker
+    for index, text in enumerate(docker.extra_mounts if docker is not None else []):
+        mount = parse_mount(text, loaded.base_dir)
+        if not mount.source.exists():
+            raise TaskFileError(
+                f"{mount.source} does not exist", file=loaded.display,
+                field=f"sandbox.docker.extra_mounts[{index}]",
+                line=loaded.document.line_of(("sandbox", "docker", "extra_mounts", index)),
+                hint="create it, or fix the path (relative to the task file)",
+            )  # fmt: skip
+
+
+def engine_of(task: TaskDefinition) -> str | None:
+    """The engine a task names (``sandbox.docker.engine``), or ``None``: the first found."""
+    return task.sandbox.docker.engine if task.sandbox.docker is not None else None
+
+
+def task_image(engine: Engine, task: TaskDefinition, base_dir: Path) -> str:
+    """The image a ``docker`` task's rows run in: built from ``dockerfile_path`` (relative
+    to ``base_dir``) when it is set, else ``image``, which the engine must hold.
+
+    Raises:
+        SandboxError: the image is missing, or its Dockerfile is missing or fails to build.
+    """
+    docker = task.sandbox.docker
+    assert docker is not None  # SandboxConfig refuses driver docker without the block
+    if docker.dockerfile_path:
+        path = Path(docker.dockerfile_path)
+        return build_image(engine, path if path.is_absolute() else base_dir / path)
+    assert docker.image is not None
+    if not has_image(engine, docker.image):
+        raise SandboxError(f"the image {docker.image} is not in {engine.kind}'s images (assay "
+                           f"never pulls one): {engine.kind} pull, load or build it first, or "
+                           "set sandbox.docker.dockerfile_path")  # fmt: skip
+    return docker.image
+
+
+def _docker_located(loaded: LoadedTask, task: TaskDefinition, message: str) -> TaskFileError:
+    docker = task.sandbox.docker
+    name = "dockerfile_path" if docker is not None and docker.dockerfile_path else "image"
+    return TaskFileError(message, file=loaded.display, field=f"sandbox.docker.{name}",
+                         line=loaded.document.line_of(("sandbox", "docker", name)))  # fmt: skip
+
+
 READABLE_HINT = (
-    "assay runs as root, so each row of a bwrap task runs as an unprivileged user of its own, "
-    "which must be able to read the task's folder, its plugins and its agent's CLI: chmod "
+    "assay runs as root, so each row of a bwrap or docker task runs as an unprivileged user "
+    "of its own, which must be able to read the task's folder, its plugins and its agent's "
+    "CLI: chmod "
     "o+rx that folder (o+r for a file), or run assay as a normal user"
 )
 
 
 def _located(loaded: LoadedTask, message: str, hint: str | None) -> TaskFileError:
-    explicit = loaded.definition.sandbox.driver == "bwrap"
+    explicit = loaded.definition.sandbox.driver in ("bwrap", "docker")
     why = "" if explicit else " (bwrap: the default for a coding agent that may act)"
     return TaskFileError(
         message + why, file=loaded.display, field="sandbox.driver", hint=hint,
@@ -132,9 +235,14 @@ def rlimits(limits: SandboxLimits) -> dict[str, int]:
 
 @dataclass(frozen=True)
 class Containment:
-    """Makes the ``bwrap`` sandbox of each row of a run (``None`` policy: no row needs one)."""
+    """Makes the ``bwrap`` sandbox or ``docker`` container of each row of a run (``None``
+    policy: no row needs one; ``docker``: a policy per engine the tasks ask for, ``None``
+    for the default one; ``images``: each Dockerfile's or image name's image, resolved once
+    per run)."""
 
     policy: JailPolicy | None = None
+    docker: dict[str | None, DockerPolicy] = field(default_factory=dict)
+    images: dict[tuple[str, str, str], str] = field(default_factory=dict, compare=False)
 
     @classmethod
     def for_tasks(
@@ -146,26 +254,37 @@ class Containment:
         check: bool = False,
     ) -> Containment:
         """A policy when one of ``tasks`` uses ``bwrap`` (``check``: and make one sandbox
-        first, as :func:`check_containment` does).
+        first, as :func:`check_containment` does), and one per engine the ``docker`` tasks
+        ask for.
 
         Raises:
-            UsageError: bwrap is not installed, or (``check``) cannot make a sandbox here.
+            UsageError: bwrap is not installed, or (``check``) cannot make a sandbox here;
+                an engine a ``docker`` task needs does not answer.
         """
+        tasks = list(tasks)
+        private = list(private)
+        docker: dict[str | None, DockerPolicy] = {}
+        for task in tasks:
+            kind = engine_of(task)
+            if task.sandbox_driver == "docker" and kind not in docker:
+                docker[kind] = make_docker_policy(engine=find_engine(kind), hidden=private)
         if not uses_bwrap(tasks):
-            return cls()
+            return cls(docker=docker)
         policy = make_policy(path_variable=os.environ.get("PATH", ""), hidden=private,
                              bridge=bridge)  # fmt: skip
         if check:
             probe(policy)
-        return cls(policy)
+        return cls(policy, docker)
 
-    def jail(self, task: TaskDefinition, root: Path, base_dir: Path) -> Jail | None:
+    def jail(self, task: TaskDefinition, root: Path, base_dir: Path) -> Jail | DockerJail | None:
         """The sandbox of a row of ``task`` whose folder is ``root`` (``None`` for a
         ``tempdir`` task).
 
         Raises:
             SandboxError: it cannot be made, or the run made no policy.
         """
+        if task.sandbox_driver == "docker":
+            return self._container(task, root, base_dir)
         if task.sandbox_driver != "bwrap":
             return None
         if self.policy is None:
@@ -174,6 +293,24 @@ class Containment:
                     for p in map(Path, task.sandbox.read_only)]  # fmt: skip
         return self.policy.jail(root, limits=rlimits(task.sandbox.limits),
                                 network=task.sandbox.network, readable=readable,
+                                task_dir=base_dir)  # fmt: skip
+
+    def _container(self, task: TaskDefinition, root: Path, base_dir: Path) -> DockerJail:
+        policy = self.docker.get(engine_of(task))
+        if policy is None:
+            raise SandboxError("this row needs a docker container, and the run made no policy")
+        docker = task.sandbox.docker
+        assert docker is not None  # SandboxConfig refuses driver docker without the block
+        key = (str(base_dir), str(docker.engine), docker.dockerfile_path or docker.image or "")
+        if key not in self.images:
+            self.images[key] = task_image(policy.engine, task, base_dir)
+        readable = [p if p.is_absolute() else base_dir / p
+                    for p in map(Path, task.sandbox.read_only)]  # fmt: skip
+        limits = task.sandbox.limits
+        return policy.jail(root, image=self.images[key], limits=rlimits(limits),
+                                memory_mb=limits.max_memory_mb, cpus=limits.max_cpus,
+                                network=task.sandbox.network, readable=readable,
+                                mounts=[parse_mount(m, base_dir) for m in docker.extra_mounts],
                                 task_dir=base_dir)  # fmt: skip
 
 

@@ -191,7 +191,7 @@ def _checked(
             hint="run `assay execute` (or `assay run --keep-sandboxes`) to keep sandboxes, "
             "then `assay evaluate`; `assay report` rebuilds reports without grading",
         )
-    contained = [t for t in scan.suites.values() if t.sandbox_driver == "bwrap"]
+    contained = [t for t in scan.suites.values() if t.sandbox_driver in ("bwrap", "docker")]
     return list(scan.keys), scan.rows, contained, redactor
 
 

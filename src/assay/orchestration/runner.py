@@ -327,7 +327,7 @@ class Runner:
             sandbox.jail = self.containment.jail(task, sandbox.root, base_dir)
             if sandbox.jail is not None:
                 user = f" as uid {sandbox.jail.uid}" if sandbox.jail.uid is not None else ""
-                row.note(f"sandbox: bwrap{user}")
+                row.note(f"sandbox: {task.sandbox_driver}{user}")
             return await self._in_sandbox(row, sandbox, base_dir, keep_copy=moved,
                                           packed=self.remote and self._keeping())  # fmt: skip
         except SandboxError as exc:

@@ -5,7 +5,8 @@ copies a folder (relative to the task file) to ``mount_point`` (default: the roo
 ``starter_files`` writes files. Paths a criterion reads are resolved with
 :meth:`Sandbox.resolve`, which refuses absolute paths, ``..`` and symlinks that lead out.
 Programs run in it with :meth:`Sandbox.run`: inside its bwrap sandbox when it has one
-(:mod:`assay.sandbox.bwrap`, the ``bwrap`` driver), else as plain processes.
+(:mod:`assay.sandbox.bwrap`, the ``bwrap`` driver) or container
+(:mod:`assay.sandbox.docker`), else as plain processes.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from assay.errors import SandboxError
 from assay.results.secrets import Redactor
 from assay.sandbox.bwrap import Jail
 from assay.sandbox.cli_shims import MOCKS_DIR, write_shims
+from assay.sandbox.docker import DockerJail
 from assay.sandbox.process import MAX_OUTPUT_BYTES, ProcessResult, run_process
 from assay.spec.task import SandboxConfig, StarterFiles, TemplateDir
 
@@ -39,13 +41,18 @@ class Sandbox:
 
     Args:
         root: the directory (it must exist).
-        jail: the bwrap sandbox its programs run in (``None``: plain processes).
+        jail: the bwrap sandbox or docker container its programs run in (``None``: plain
+            processes).
         max_output_bytes: what :meth:`run` keeps of each output stream
             (``sandbox.limits.max_output_mb``).
     """
 
     def __init__(
-        self, root: Path, jail: Jail | None = None, *, max_output_bytes: int = MAX_OUTPUT_BYTES
+        self,
+        root: Path,
+        jail: Jail | DockerJail | None = None,
+        *,
+        max_output_bytes: int = MAX_OUTPUT_BYTES,
     ) -> None:
         self.root = root
         self.jail = jail

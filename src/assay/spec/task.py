@@ -245,21 +245,32 @@ TemplateSource = Annotated[
 ]
 
 
-_NO_DOCKER = "the drivers are tempdir and bwrap"
-
-
 class DockerConfig(StrictModel):
-    """Coder Eval's ``sandbox.docker`` block. assay has no docker driver; of this block it
-    honours the environment rule: ``env_passthrough`` and ``env_passthrough_extra`` name
-    secret variables passed to the row's programs, like ``agent.env_passthrough`` (every
-    variable that is not a secret passes anyway). The other fields are warned and ignored."""
+    """Coder Eval's ``sandbox.docker`` block: the image of a ``docker`` sandbox
+    (:mod:`assay.sandbox.docker`), and which secret variables its programs receive.
+
+    ``image``: an image the engine already has, by name (assay never pulls: ``docker pull``
+    or ``docker load`` it first). ``dockerfile_path``: a Dockerfile, relative to the task
+    file, built once (its folder is the build context) and tagged by the hash of that
+    folder's content, so an unchanged one is not built again; it wins over ``image``.
+    ``engine``: ``docker`` or ``podman`` (default: the first found on ``PATH``).
+    ``extra_mounts``: more host folders, ``HOST:CONTAINER`` or ``HOST:CONTAINER:rw`` (a
+    relative ``HOST`` is relative to the task file), read-only unless marked ``rw``.
+    ``env_passthrough`` and ``env_passthrough_extra`` name secret variables passed to the
+    row's programs, like ``agent.env_passthrough`` (every variable that is not a secret
+    passes anyway), on every driver."""
 
     coder_eval_only: ClassVar[Mapping[str, str]] = {
-        name: _NO_DOCKER
-        for name in ["image", "dockerfile_path", "build", "network", "working_dir",
-                     "extra_mounts", "agent_isolation"]
-    }  # fmt: skip
+        "build": "the Dockerfile is built with the engine's defaults",
+        "network": "sandbox.network decides (default: no network)",
+        "working_dir": "programs run in the row's folder, at its host path",
+        "agent_isolation": "every program of the row runs as an unprivileged user",
+    }
 
+    image: StrictStr | None = None
+    dockerfile_path: StrictStr | None = None
+    engine: Literal["docker", "podman"] | None = None
+    extra_mounts: list[StrictStr] = Field(default_factory=list)
     env_passthrough: list[StrictStr] | None = None
     env_passthrough_extra: list[StrictStr] = Field(default_factory=list)
 
@@ -267,6 +278,20 @@ class DockerConfig(StrictModel):
     @classmethod
     def _names(cls, value: list[str] | None) -> list[str] | None:
         return value if value is None else check_variable_names(value)
+
+    @field_validator("extra_mounts")
+    @classmethod
+    def _mounts(cls, value: list[str]) -> list[str]:
+        for item in value:
+            parts = item.split(":")
+            if len(parts) not in (2, 3) or not all(parts[:2]) or (
+                    len(parts) == 3 and parts[2] not in ("ro", "rw")):  # fmt: skip
+                raise ValueError(f"extra_mounts entry {item!r} is not HOST:CONTAINER, "
+                                 "HOST:CONTAINER:ro or HOST:CONTAINER:rw")  # fmt: skip
+            if not parts[1].startswith("/"):
+                raise ValueError(f"extra_mounts entry {item!r}: the container path "
+                                 f"{parts[1]!r} must be absolute")  # fmt: skip
+        return value
 
     @property
     def passthrough(self) -> list[str]:
@@ -286,14 +311,16 @@ class SandboxLimits(StrictModel):
     descriptors per process (``RLIMIT_NOFILE``). ``max_output_mb`` holds on every driver:
     what is kept of each output stream of a program the row runs (the agent command's, a
     criterion's); the rest is read and counted, never held in memory, and the kept text
-    ends with a note naming the cut.
+    ends with a note naming the cut. ``max_memory_mb`` (MiB of memory for the row's
+    processes together) and ``max_cpus`` (CPUs' worth of time, e.g. ``1.5``) are enforced by
+    the ``docker`` driver (the engine's ``--memory`` and ``--cpus``; a row killed for memory
+    ends ``ERROR`` naming the limit); the other drivers warn that they cannot enforce them.
+    On ``docker``, ``max_pids`` counts the row's container's processes (``--pids-limit``).
     """
 
     coder_eval_only: ClassVar[Mapping[str, str]] = {
         "timeout": "run_limits.task_timeout bounds the agent; pre_run, post_run and run_command "
         "have their own timeout",
-        "max_memory_mb": "not enforced (the bwrap driver sets no cgroup)",
-        "max_cpus": "not enforced (the bwrap driver sets no cgroup)",
         "max_disk_mb": "not enforced (use max_file_size_mb)",
     }
 
@@ -302,6 +329,8 @@ class SandboxLimits(StrictModel):
     max_file_size_mb: int = Field(default=1024, gt=0)
     max_open_files: int = Field(default=4096, ge=16)
     max_output_mb: float = Field(default=10, gt=0, le=1024)
+    max_memory_mb: int | None = Field(default=None, gt=0)
+    max_cpus: float | None = Field(default=None, gt=0)
 
     @property
     def max_output_bytes(self) -> int:
@@ -309,19 +338,22 @@ class SandboxLimits(StrictModel):
         return int(self.max_output_mb * 1024 * 1024)
 
 
-SandboxDriver = Literal["tempdir", "bwrap"]
+SandboxDriver = Literal["tempdir", "bwrap", "docker"]
 
 
 class SandboxConfig(StrictModel):
     """Where a row-task runs: a fresh folder filled from ``template_sources``.
 
-    ``driver``: ``tempdir`` (a plain temporary folder: programs see the whole machine) or
+    ``driver``: ``tempdir`` (a plain temporary folder: programs see the whole machine),
     ``bwrap`` (a bubblewrap sandbox around every program of the row:
-    :mod:`assay.sandbox.bwrap`). Unset, it is ``bwrap`` for a coding agent that may write
-    files or run commands, else ``tempdir`` (:meth:`TaskDefinition.sandbox_driver`).
+    :mod:`assay.sandbox.bwrap`) or ``docker`` (a container per row, from ``docker.image`` or
+    ``docker.dockerfile_path``: :mod:`assay.sandbox.docker`). Unset, it is ``bwrap`` for a
+    coding agent that may write files or run commands, else ``tempdir``
+    (:meth:`TaskDefinition.sandbox_driver`).
     ``limits``, ``network`` (let the row's programs reach the network, not only the model
     bridge) and ``read_only`` (more folders the programs may read, e.g. a tool installed
-    in a home folder; relative to the task file) apply to the ``bwrap`` driver.
+    in a home folder; relative to the task file) apply to the ``bwrap`` and ``docker``
+    drivers.
     ``record_cli``: stand-in programs the row's programs find first on ``PATH``, which log
     every call to ``cli_mocks/calls.jsonl`` and answer from rules
     (:mod:`assay.spec.record_cli`; graded by ``cli_called``).
@@ -343,6 +375,16 @@ class SandboxConfig(StrictModel):
     record_cli: list[RecordCliRule] = Field(default_factory=list)
 
     _rules = field_validator("record_cli")(check_rules)
+
+    @model_validator(mode="after")
+    def _docker_image(self) -> SandboxConfig:
+        docker = self.docker
+        given = docker is not None and bool(docker.image or docker.dockerfile_path)
+        if self.driver == "docker" and not given:
+            raise ValueError("sandbox.driver docker needs an image: set sandbox.docker.image "
+                             "(an image the engine has) or sandbox.docker.dockerfile_path (a "
+                             "Dockerfile beside the task file)")  # fmt: skip
+        return self
 
 
 class RunLimits(StrictModel):
@@ -569,6 +611,16 @@ class TaskDefinition(StrictModel):
             raise ValueError(
                 "suite_thresholds are only valid on tasks that declare a dataset: "
                 f"criterion '{gated[0].type}' sets them"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _docker_runs_no_coding_agent(self) -> TaskDefinition:
+        if self.sandbox.driver == "docker" and self.agent.takes_turns:  # a coding-agent CLI
+            raise ValueError(
+                f"sandbox.driver docker runs command, llm and none agents; the "
+                f"{self.agent.type} agent reaches its model through assay's bridge, which "
+                "the docker driver does not give yet: use sandbox.driver bwrap"
             )
         return self
 

@@ -1,0 +1,248 @@
+"""The host-side launcher of one program of a ``docker`` row: start the row's container if
+it is not running yet, copy in what the program reads, run it there, and end what it left
+running when the launcher itself is killed (the row's timeout).
+
+Run by :mod:`assay.sandbox.docker` as ``python -I -S docker_exec.py CONFIG -- ARGV…`` (the
+standard library only: it starts fast and imports nothing of assay). ``CONFIG`` is a JSON
+object:
+
+- ``engine``: the engine's CLI; ``kind``: ``docker`` or ``podman``;
+- ``container``: the row's container name;
+- ``start``: the arguments of ``ENGINE run`` that start the container (detached);
+- ``lock``: a file the launchers of one row lock while one of them starts the container;
+- ``user``: ``uid:gid`` the program runs as; ``cwd``: its working directory;
+- ``env``: the names of the variables (of this process's environment) the program gets;
+- ``copy``: host paths copied into the container (under ``/tmp`` or ``/var/tmp``, its own)
+  before it runs,
+  readable by the row's user; ``back``: those of them the program may write (owned by the
+  row's user), copied back to the host when it ends (links and paths that would leave the
+  folder are refused: tarfile's ``data`` filter);
+- ``memory_mb``: the row's memory limit, or ``null``: a program killed (``137``) while the
+  container's memory cgroup counts an OOM kill gets a last line on stderr naming
+  ``sandbox.limits.max_memory_mb``;
+- ``marker``: ``NAME=value`` set for the program only: when the program ends, or this
+  launcher is killed first (the program's timeout), a watcher in its own session kills
+  every process holding the marker (the container's processes are the host's, seen
+  through ``/proc``): as on ``bwrap``, what a program started ends with it.
+
+The exit code is the program's; ``125`` when the container cannot start (its message, from
+the engine, on stderr), as ``docker run`` does.
+"""
+
+import contextlib
+import fcntl
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import tarfile
+
+START_FAILED = 125
+KILLED = 137
+
+
+def main(argv: list[str]) -> int:
+    """Run ``argv[3:]`` in the container of ``argv[1]`` (the config); its exit code."""
+    config = json.loads(argv[1])
+    command = argv[3:]
+    problem = ensure_started(config)
+    if problem:
+        sys.stderr.write(problem)
+        return START_FAILED
+    back = config.get("back") or []
+    for path in config.get("copy") or []:
+        problem = copy_in(config, path, owned=path in back)
+        if problem:
+            sys.stderr.write(not_started(config) or problem)
+            return START_FAILED
+    done, watcher = watch(config["marker"])
+    name, _, value = config["marker"].partition("=")
+    env = {**os.environ, name: value}
+    names = [*config["env"], name]
+    exec_args = [config["engine"], "exec", "-u", config["user"], "-w", config["cwd"]]
+    if config.get("kind") == "podman":
+        command = stdin_from_file(config, command)
+    else:
+        exec_args.insert(2, "-i")
+    for variable in names:
+        exec_args += ["-e", variable]
+    code = subprocess.run([*exec_args, config["container"], *command], env=env,
+                          check=False).returncode  # fmt: skip
+    os.close(done)
+    os.waitpid(watcher, 0)  # what the program left running has ended
+    if code >= START_FAILED and (why := not_started(config)):
+        sys.stderr.write(why)  # its first program failed only after the start was checked
+        return START_FAILED
+    for path in back:
+        copy_out(config, path)
+    if code == KILLED and config.get("memory_mb") and oom_kills(config) > 0:
+        sys.stderr.write(
+            f"assay: killed for memory: the row's processes passed "
+            f"sandbox.limits.max_memory_mb ({config['memory_mb']} MiB)\n"
+        )
+    return code
+
+
+def oom_kills(config: dict[str, object]) -> int:
+    """How many processes the kernel killed for memory in the row's container (its memory
+    cgroup's ``oom_kill`` count, cgroup v1 or v2); 0 when it cannot be read."""
+    read = [
+        str(config["engine"]),
+        "exec",
+        "-u",
+        "0",
+        str(config["container"]),
+        "cat",
+        "/sys/fs/cgroup/memory.events",
+        "/sys/fs/cgroup/memory/memory.oom_control",
+    ]
+    done = subprocess.run(read, capture_output=True, text=True, check=False)
+    for line in done.stdout.splitlines():
+        name, _, value = line.partition(" ")
+        if name == "oom_kill" and value.strip().isdigit():
+            return int(value)
+    return 0
+
+
+def stdin_from_file(config: dict[str, object], command: list[str]) -> list[str]:
+    """``command`` reading this launcher's standard input (all of it, up to its end) from a
+    file in the container: Podman 4's ``exec -i`` can lose the program's output when its
+    input ends before the program does."""
+    data = sys.stdin.buffer.read() if not sys.stdin.closed else b""
+    if not data:
+        return command
+    path = f"/tmp/.assay-stdin-{str(config['marker']).partition('=')[2]}"
+    write = [str(config["engine"]), "exec", "-i", "-u", str(config["user"]),
+             str(config["container"]), "sh", "-c", f"cat > {path}"]  # fmt: skip
+    subprocess.run(write, input=data, capture_output=True, check=False)
+    return ["/bin/sh", "-c", f'exec "$@" < {path}', "sh", *command]
+
+
+def ensure_started(config: dict[str, object]) -> str:
+    """Start the row's container unless a launcher of the row already did; ``""`` or why
+    it cannot start."""
+    lock = str(config["lock"])
+    with open(lock, "a+") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        handle.seek(0)
+        if handle.read().strip() == "started":
+            return ""
+        start = [str(config["engine"]), "run", "-d", *map(str, config["start"])]  # type: ignore[call-overload]
+        done = subprocess.run(start, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            return start_failure(config, done.stderr or done.stdout)
+        why = not_started(config)
+        if why:
+            return why
+        handle.write("started\n")
+        handle.flush()
+    return ""
+
+
+def start_failure(config: dict[str, object], why: str) -> str:
+    """The message of a container that did not start: the engine's last lines."""
+    lines = why.strip().splitlines()[-10:]
+    image = config["start"][-2]  # type: ignore[index]
+    return (f"assay: the row's container did not start ({config['engine']} run, image "
+            f"{image}): " + "\n".join(lines) + "\n")  # fmt: skip
+
+
+def not_started(config: dict[str, object]) -> str:
+    """``""`` when the row's container runs; else :func:`start_failure` with what it
+    printed before it stopped (its first program, ``sleep``, could not start: an image
+    without it)."""
+    why = stopped(config)
+    return start_failure(config, why) if why else ""
+
+
+def stopped(config: dict[str, object]) -> str:
+    """``""`` when the row's container runs; else what it printed before it stopped."""
+    engine, name = str(config["engine"]), str(config["container"])
+    state = subprocess.run([engine, "inspect", "--format", "{{.State.Running}}", name],
+                           capture_output=True, text=True, check=False)  # fmt: skip
+    if state.stdout.strip() == "true":
+        return ""
+    logs = subprocess.run([engine, "logs", name], capture_output=True, text=True, check=False)
+    return (logs.stdout + logs.stderr).strip() or "it stopped at once (no message)"
+
+
+def copy_in(config: dict[str, object], path: str, *, owned: bool = False) -> str:
+    """Copy the host's ``path`` (a file or a folder in a temporary folder) to the same place in
+    the container, as the row's user (``owned``: writable by it, else read-only); ``""`` or
+    why it cannot."""
+    parent = os.path.dirname(path.rstrip("/")) or "/"
+    data = io.BytesIO()
+    with tarfile.open(fileobj=data, mode="w") as archive:
+        archive.add(path, arcname=os.path.basename(path.rstrip("/")))
+    mode = "u+rwX" if owned else "a+rX,u-w"
+    unpack = [str(config["engine"]), "exec", "-i", "-u", str(config["user"]),
+              str(config["container"]), "sh", "-c", f"{{ chmod -R u+w '{path}'; rm -rf "
+              f"'{path}'; }} 2>/dev/null; mkdir -p '{parent}' && tar -x "
+              f"--no-same-owner -C '{parent}' && chmod -R {mode} '{path}'"]  # fmt: skip
+    done = subprocess.run(unpack, input=data.getvalue(), capture_output=True, check=False)
+    if done.returncode != 0:
+        return (f"assay: cannot copy {path} into the row's container (it needs sh and tar): "
+                + done.stderr.decode("utf-8", "replace").strip() + "\n")  # fmt: skip
+    return ""
+
+
+def copy_out(config: dict[str, object], path: str) -> None:
+    """Copy the container's ``path`` back over the host's (what the program wrote there);
+    a member that is not a plain file or folder inside it is skipped."""
+    parent = os.path.dirname(path.rstrip("/")) or "/"
+    pack = [str(config["engine"]), "exec", "-u", str(config["user"]), str(config["container"]),
+            "tar", "-c",
+            "-C", parent, os.path.basename(path.rstrip("/"))]  # fmt: skip
+    done = subprocess.run(pack, capture_output=True, check=False)
+    if done.returncode != 0:
+        return
+    with tarfile.open(fileobj=io.BytesIO(done.stdout)) as archive:
+        for member in archive.getmembers():
+            if member.isfile() or member.isdir():
+                try:
+                    archive.extract(member, parent, filter="data")
+                except (OSError, tarfile.TarError):
+                    continue
+
+
+def watch(marker: str) -> tuple[int, int]:
+    """Start the watcher; it ends the marked processes once the returned pipe end is
+    closed (by :func:`main`, or by the kernel when this launcher is killed); returns that
+    pipe end and the watcher's pid."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.setsid()
+        os.close(write_end)
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):  # the program's output pipes close when it ends
+            os.dup2(null, fd)
+        os.read(read_end, 1)  # returns at the close
+        end_marked(marker)
+        os._exit(0)
+    os.close(read_end)
+    return write_end, pid
+
+
+def end_marked(marker: str) -> None:
+    """SIGKILL every process whose environment holds ``marker`` (twice: a shell may fork
+    while the first pass runs)."""
+    wanted = marker.encode("utf-8")
+    for _ in range(2):
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit() or int(entry) == os.getpid():
+                continue
+            try:
+                with open(f"/proc/{entry}/environ", "rb") as handle:
+                    environ = handle.read()
+            except OSError:
+                continue
+            if wanted in environ.split(b"\0"):
+                with contextlib.suppress(OSError):
+                    os.kill(int(entry), signal.SIGKILL)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,142 @@
+"""Which sandbox drivers work on this machine, why the others do not and how to fix them, and
+which ``sandbox.limits`` each one enforces here (``assay doctor``)."""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from assay.errors import UsageError
+
+if TYPE_CHECKING:
+    from assay.spec.task import TaskDefinition
+
+RLIMIT_FIELDS = ("max_pids", "cpu_seconds", "max_file_size_mb", "max_open_files")
+EVERYWHERE = ("max_output_mb",)
+CGROUP_FIELDS = ("max_memory_mb", "max_cpus")
+TEMPDIR = "a plain folder: rows are not contained (they see the whole machine)"
+
+
+@dataclass(frozen=True)
+class DriverCheck:
+    """What one driver can do here.
+
+    Attributes:
+        driver: ``tempdir``, ``bwrap``, ``docker`` or ``podman`` (the docker driver on
+            Podman, ``sandbox.docker.engine: podman``).
+        works: a row can run in it here.
+        detail: what was found (a version, or why it does not work).
+        fix: how to make it work (``None`` when it works).
+        limits: the ``sandbox.limits`` fields it enforces here.
+    """
+
+    driver: str
+    works: bool
+    detail: str
+    fix: str | None
+    limits: tuple[str, ...]
+
+
+def check_drivers(*, path_variable: str) -> list[DriverCheck]:
+    """Check every driver (a bwrap sandbox and a container engine's answer are tried for
+    real); ``path_variable`` is the ``PATH`` rows would get."""
+    return [
+        DriverCheck("tempdir", True, TEMPDIR, None, EVERYWHERE),
+        _bwrap(path_variable),
+        *(_engine(kind) for kind in ("docker", "podman")),
+    ]
+
+
+def enforced_limits(driver: str) -> tuple[str, ...]:
+    """The ``sandbox.limits`` fields ``driver`` enforces (on a machine where it works)."""
+    if driver == "docker":
+        return (*RLIMIT_FIELDS, *CGROUP_FIELDS, *EVERYWHERE)
+    if driver == "bwrap":
+        return (*RLIMIT_FIELDS, *EVERYWHERE)
+    return EVERYWHERE
+
+
+def limits_text(task: TaskDefinition) -> str:
+    """``task``'s ``sandbox.limits`` as its driver enforces them (``assay plan``): each
+    enforced field with its value, those left unset, then those set that it does not
+    enforce."""
+    driver, limits = task.sandbox_driver, task.sandbox.limits
+    enforced = enforced_limits(driver)
+    shown = [f"{name} {getattr(limits, name):g}" for name in enforced
+             if getattr(limits, name) is not None]  # fmt: skip
+    unset = [name for name in enforced if getattr(limits, name) is None]
+    ignored = sorted(n for n in limits.model_fields_set if n not in enforced)
+    text = f"limits ({driver}): " + ", ".join(shown)
+    if unset:
+        text += f"; unset: {', '.join(unset)}"
+    if ignored:
+        text += f"; not enforced by {driver}: {', '.join(ignored)}"
+    return text
+
+
+def cgroup_note(root: Path = Path("/sys/fs/cgroup")) -> str:
+    """Why ``max_memory_mb`` and ``max_cpus`` are not enforced on ``bwrap`` and ``tempdir``
+    here: the machine's cgroup hierarchy as read under ``root``."""
+    if (root / "cgroup.controllers").exists():
+        return ("cgroup v2: assay does not create cgroups for bwrap or tempdir rows yet; use "
+                "the docker driver for memory and CPU limits")  # fmt: skip
+    return ("cgroup v1 (no delegation to an unprivileged user): memory and CPU limits need "
+            "the docker driver")  # fmt: skip
+
+
+def _bwrap(path_variable: str) -> DriverCheck:
+    from assay.sandbox.bwrap import make_policy
+    from assay.sandbox.probe import probe
+
+    limits = (*RLIMIT_FIELDS, *EVERYWHERE)
+    try:
+        policy = make_policy(path_variable=path_variable)
+        probe(policy)
+    except UsageError as exc:
+        return DriverCheck("bwrap", False, exc.message, exc.hint, limits)
+    version = _version([str(policy.bwrap), "--version"])
+    return DriverCheck("bwrap", True, f"{version} at {policy.bwrap}; {cgroup_note()}", None,
+                       limits)  # fmt: skip
+
+
+def _engine(kind: str) -> DriverCheck:
+    from assay.sandbox.docker import find_engine
+
+    limits = (*RLIMIT_FIELDS, *CGROUP_FIELDS, *EVERYWHERE)
+    name = "docker" if kind == "docker" else "docker (engine: podman)"
+    try:
+        engine = find_engine(kind)
+    except UsageError as exc:
+        why = exc.message.split(": ", 1)[-1]
+        return DriverCheck(name, False, why, ENGINE_FIXES[kind]["not installed" in why], limits)
+    done = engine.run("version", "--format", "{{.Server.Version}}", timeout=20)
+    return DriverCheck(name, True, f"{kind} {done.stdout.strip()} at {engine.path}", None,
+                       limits)  # fmt: skip
+
+
+ENGINE_FIXES = {
+    "docker": {
+        True: "install it (Debian/Ubuntu: apt-get install docker.io; Fedora: dnf install "
+        "moby-engine)",
+        False: "start its daemon (dockerd; to leave the host's network alone: dockerd "
+        "--iptables=false --ip-forward=false --bridge=none --data-root DIR -H unix://SOCKET), "
+        "or point DOCKER_HOST at one that runs",
+    },
+    "podman": {
+        True: "install it (Debian/Ubuntu: apt-get install podman; Fedora: dnf install podman)",
+        False: "run podman info to see why; where root lacks CAP_SYS_RESOURCE, set "
+        'default_ulimits = ["nofile=20000:20000", "nproc=32768:32768"] in a file named by '
+        "CONTAINERS_CONF",
+    },
+}
+"""How to make an engine work: ``[kind][not installed]``."""
+
+
+def _version(argv: list[str]) -> str:
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return argv[0]
+    return done.stdout.strip() or argv[0]

@@ -1,0 +1,108 @@
+"""``assay doctor``: every driver tried for real on this machine; one that does not work says
+why and how to fix it (bubblewrap missing, no container engine, a daemon that does not
+answer), and one that works names the limits it enforces."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from assay.sandbox.doctor import cgroup_note
+from tests.agents.coding import run_assay
+
+VENV_BIN = str(Path(sys.executable).parent)
+
+
+def doctor(env: dict[str, str], tmp_path: Path) -> dict[str, list[str]]:
+    done = run_assay("doctor", cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stderr
+    found: dict[str, list[str]] = {}
+    name = ""
+    for line in done.stdout.splitlines():
+        if line.startswith("  "):
+            found[name].append(line.strip())
+        else:
+            matched = re.match(r"(.+?): ((works|does not work).*)$", line)
+            assert matched is not None, line
+            name = matched.group(1)
+            found[name] = [matched.group(2)]
+    return found
+
+
+def test_without_bubblewrap_or_an_engine_each_driver_says_why_and_the_fix(tmp_path: Path) -> None:
+    found = doctor({"PATH": VENV_BIN}, tmp_path)
+    assert found["tempdir"][0].startswith("works")
+    assert found["bwrap"][0].startswith("does not work") and "not installed" in found["bwrap"][0]
+    assert "apt-get install bubblewrap" in found["bwrap"][1]
+    assert found["docker"][0] == "does not work — docker is not installed"
+    assert "apt-get install docker.io" in found["docker"][1]
+    assert "apt-get install podman" in found["docker (engine: podman)"][1]
+
+
+def test_a_docker_daemon_that_does_not_answer_is_named_with_how_to_start_one(
+    tmp_path: Path,
+) -> None:
+    env = {"PATH": f"{VENV_BIN}:/usr/local/bin:/usr/bin:/bin",
+           "DOCKER_HOST": f"unix://{tmp_path}/no-daemon.sock"}  # fmt: skip
+    found = doctor(env, tmp_path)
+    if found["docker"][0] == "does not work — docker is not installed":
+        pytest.skip("docker driver tests left out: the docker CLI is not installed")
+    assert "its daemon does not answer" in found["docker"][0]
+    assert "no-daemon.sock" in found["docker"][0]
+    assert "--iptables=false" in found["docker"][1] and "DOCKER_HOST" in found["docker"][1]
+
+
+def test_the_drivers_that_work_here_name_the_limits_they_enforce(tmp_path: Path) -> None:
+    env = {"PATH": f"{VENV_BIN}:/usr/local/bin:/usr/bin:/bin"}
+    env.update({k: os.environ[k] for k in ("DOCKER_HOST",) if k in os.environ})
+    found = doctor(env, tmp_path)
+    assert found["tempdir"][1] == "sandbox.limits enforced: max_output_mb"
+    assert found["bwrap"][0].startswith("works") and cgroup_note() in found["bwrap"][0]
+    assert "max_memory_mb" not in found["bwrap"][1] and "max_pids" in found["bwrap"][1]
+    if found["docker"][0].startswith("works"):
+        assert "max_memory_mb, max_cpus" in found["docker"][1]
+
+
+def test_the_cgroup_note_reads_the_hierarchy(tmp_path: Path) -> None:
+    assert "cgroup v1" in cgroup_note(tmp_path)
+    (tmp_path / "cgroup.controllers").write_text("cpu memory pids\n")
+    assert "cgroup v2" in cgroup_note(tmp_path)
+
+
+PLANNED = ("task_id: t\ndescription: d\ninitial_prompt: p\n"
+           "agent: {type: command, command: 'true'}\n"
+           "sandbox: {SANDBOX, limits: {max_memory_mb: 64, max_pids: 10, cpu_seconds: 5}}\n"
+           "success_criteria: [{type: file_exists, path: a, description: d}]\n")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "driver", ["tempdir", "bwrap", pytest.param("docker", marks=pytest.mark.docker)]
+)
+def test_assay_plan_names_the_limits_the_driver_enforces_and_those_it_does_not(
+    tmp_path: Path, driver: str, request: pytest.FixtureRequest
+) -> None:
+    sandbox = f"driver: {driver}"
+    env = {"PATH": f"{VENV_BIN}:/usr/local/bin:/usr/bin:/bin"}
+    if driver == "docker":
+        _, image = request.getfixturevalue("docker_image")
+        sandbox += f", docker: {{image: '{image}'}}"
+        env.update({k: os.environ[k] for k in ("DOCKER_HOST",) if k in os.environ})
+    (tmp_path / "t.yaml").write_text(PLANNED.replace("SANDBOX", sandbox))
+    done = run_assay("plan", "t.yaml", cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stderr
+    line = next(x for x in done.stdout.splitlines() if x.startswith(f"  limits ({driver}):"))
+    expected = {
+        "tempdir": "max_output_mb 10; not enforced by tempdir: cpu_seconds, max_memory_mb, "
+        "max_pids",
+        "bwrap": "max_pids 10, cpu_seconds 5, max_file_size_mb 1024, max_open_files 4096, "
+        "max_output_mb 10; not enforced by bwrap: max_memory_mb",
+        "docker": "max_pids 10, cpu_seconds 5, max_file_size_mb 1024, max_open_files 4096, "
+        "max_memory_mb 64, max_output_mb 10; unset: max_cpus",
+    }
+    assert line == f"  limits ({driver}): {expected[driver]}"
+    warned = "sandbox.limits.max_memory_mb is enforced by the docker driver only" in done.stderr
+    assert warned == (driver != "docker")

@@ -1,0 +1,238 @@
+"""The containment promises of a row's sandbox, held by every driver that contains: the same
+tests run on ``bwrap`` and on ``docker`` (a real container of the tests' offline image,
+:mod:`tests.docker_images`). Writes outside the row's folder, other rows' folders, the
+host's home and private paths, the network, the user, the limits and what a program leaves
+running at its timeout. Real bubblewrap, a real engine, real processes."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from assay.errors import SandboxError
+from assay.sandbox.bwrap import make_policy
+from assay.sandbox.docker import Engine, make_docker_policy
+from assay.sandbox.process import ProcessResult, run_process
+from assay.sandbox.tempdir import Sandbox
+from assay.spec.task import SandboxConfig
+from tests.helpers import host_tcp_server, write
+
+VENV_BIN = str(Path(sys.executable).parent)
+PATH = f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}"
+LIMITS = {"RLIMIT_NPROC": 1024, "RLIMIT_NOFILE": 4096, "RLIMIT_FSIZE": 1 << 30}
+DRIVERS = [pytest.param("bwrap"), pytest.param("docker", marks=pytest.mark.docker),
+           pytest.param("podman", marks=pytest.mark.docker)]  # fmt: skip
+
+
+@pytest.fixture(scope="module", params=DRIVERS)
+def driver(request: pytest.FixtureRequest) -> str:
+    name: str = request.param
+    return name
+
+
+@pytest.fixture
+def make_row(
+    driver: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> Iterator[contextlib.AbstractContextManager[Sandbox]]:
+    """Makes a row's sandbox folder inside the driver's jail (closed and removed after)."""
+    private = tmp_path / "private"
+    hidden = [private / ".assay", private / "store.db"]
+    if driver in ("docker", "podman"):
+        engine, image = request.getfixturevalue(f"{driver}_image")
+        assert isinstance(engine, Engine)
+        docker = make_docker_policy(engine=engine, hidden=hidden)
+    else:
+        bwrap = make_policy(path_variable=PATH, hidden=hidden)
+
+    @contextlib.contextmanager
+    def row(**options: object) -> Iterator[Sandbox]:
+        sandbox = Sandbox.create(SandboxConfig(), base_dir=Path.cwd())
+        limits: dict[str, int] = dict(options.pop("limits", LIMITS))  # type: ignore[call-overload]
+        if driver in ("docker", "podman"):
+            sandbox.jail = docker.jail(sandbox.root, image=image, limits=limits,
+                                       **options)  # type: ignore[arg-type]  # fmt: skip
+        else:
+            options.pop("memory_mb", None)
+            sandbox.jail = bwrap.jail(sandbox.root, limits=limits, **options)  # type: ignore[arg-type]
+        try:
+            yield sandbox
+        finally:
+            sandbox.jail.close()
+            sandbox.remove()
+
+    yield row  # type: ignore[misc]
+
+
+def run(sandbox: Sandbox, command: str, *, timeout: float = 60, **env: str) -> ProcessResult:
+    environment = {"PATH": PATH, "HOME": os.environ.get("HOME", "/root"), **env}
+    return asyncio.run(sandbox.run(command, env=environment, timeout=timeout))
+
+
+def test_the_row_runs_as_an_unprivileged_user(make_row) -> None:  # type: ignore[no-untyped-def]
+    with make_row() as box:
+        done = run(box, "id -u; grep -E '^(CapEff|NoNewPrivs)' /proc/self/status; "
+                        "cat /etc/shadow")  # fmt: skip
+    lines = done.stdout.split()
+    assert lines[0] != "0"
+    assert "CapEff:" in lines and lines[lines.index("CapEff:") + 1] == "0000000000000000"
+    assert lines[lines.index("NoNewPrivs:") + 1] == "1"
+    assert "Permission denied" in done.stderr and done.exit_code != 0
+
+
+def test_only_the_row_folder_and_a_private_tmp_are_writable(  # type: ignore[no-untyped-def]
+    make_row, tmp_path: Path
+) -> None:
+    with make_row() as box:
+        scratch = f"/tmp/{box.root.name}-scratch"
+        done = run(box, "touch mine && echo row-ok; touch \"$HOME/h\" && echo home-ok; "
+                        f"touch {scratch} && echo tmp-ok; touch /usr/x; touch /etc/x; "
+                        f"touch /x; touch {tmp_path}/outside")  # fmt: skip
+        assert (box.root / "mine").exists()
+    assert done.stdout.split() == ["row-ok", "home-ok", "tmp-ok"]
+    assert done.stderr.count("Read-only file system") >= 3
+    assert not (tmp_path / "outside").exists()
+    assert not Path(scratch).exists()  # its /tmp is its own
+
+
+def test_the_hosts_files_and_another_rows_folder_are_out_of_reach(  # type: ignore[no-untyped-def]
+    make_row, tmp_path: Path
+) -> None:
+    secret = write(tmp_path / "host" / "secret.txt", "the host's secret\n")
+    with make_row() as first, make_row() as second:
+        write(first.root / "answer.txt", "forty-two\n")
+        (second.root / "leak").symlink_to(secret)
+        done = run(second, f"cat {secret}; cat ../../{secret.relative_to('/')}; cat leak; "
+                           f"cat {first.root}/answer.txt; echo overwritten > {secret}; "
+                           f"ls {Path.home()}")  # fmt: skip
+    assert "the host's secret" not in done.stdout and "forty-two" not in done.stdout
+    assert done.stderr.count("No such file or directory") >= 4
+    assert secret.read_text() == "the host's secret\n"
+
+
+def test_private_paths_inside_a_shown_folder_stay_hidden(
+    driver: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    project = tmp_path / "project"
+    write(project / ".assay" / "store.db", "the team's datasets\n")
+    write(project / "runs" / "r" / "x.txt", "another run\n")
+    write(project / "task.txt", "the task\n")
+    hidden = [project / ".assay", project / "runs"]
+    sandbox = Sandbox.create(SandboxConfig(), base_dir=Path.cwd())
+    if driver in ("docker", "podman"):
+        engine, image = request.getfixturevalue(f"{driver}_image")
+        policy = make_docker_policy(engine=engine, hidden=hidden)
+        sandbox.jail = policy.jail(sandbox.root, image=image, limits=LIMITS, task_dir=project)
+    else:
+        sandbox.jail = make_policy(path_variable=PATH, hidden=hidden).jail(
+            sandbox.root, limits=LIMITS, task_dir=project)  # fmt: skip
+    try:
+        done = run(sandbox, f"cat {project}/task.txt; cat {project}/.assay/store.db; "
+                            f"ls {project}/runs")  # fmt: skip
+    finally:
+        sandbox.jail.close()
+        sandbox.remove()
+    assert done.stdout.split("\n")[0] == "the task"
+    assert "the team's datasets" not in done.stdout and "r\n" not in done.stdout
+
+
+CONNECT = ("python3 -c \"import socket,sys; s=socket.create_connection(('{host}', {port}), 3); "
+           "s.sendall(b'ping'); print(s.recv(100).decode())\"")  # fmt: skip
+
+
+def test_no_network_but_its_own_loopback(make_row) -> None:  # type: ignore[no-untyped-def]
+    with host_tcp_server(b"pong") as port, make_row() as box:
+        host = run(box, CONNECT.format(host="127.0.0.1", port=port))
+        outside = run(box, CONNECT.format(host="1.1.1.1", port=53))
+        interfaces = run(box, "cat /proc/net/dev")
+    assert "pong" not in host.stdout and "ConnectionRefusedError" in host.stderr
+    assert "pong" not in outside.stdout and "unreachable" in outside.stderr.lower()
+    assert [line.split(":")[0].strip() for line in interfaces.stdout.splitlines()[2:]] == ["lo"]
+
+
+def test_sandbox_network_shares_the_hosts(make_row) -> None:  # type: ignore[no-untyped-def]
+    with host_tcp_server(b"pong") as port, make_row(network=True) as box:
+        done = run(box, CONNECT.format(host="127.0.0.1", port=port))
+    assert done.stdout.strip() == "pong"
+
+
+def test_process_and_file_limits(make_row) -> None:  # type: ignore[no-untyped-def]
+    limits = {**LIMITS, "RLIMIT_NPROC": 20, "RLIMIT_FSIZE": 1024 * 1024, "RLIMIT_NOFILE": 32}
+    with make_row(limits=limits) as box:
+        forks = run(box, "for i in $(seq 1 60); do sleep 5 & done; wait", timeout=60)
+        big = run(box, "head -c 3000000 /dev/zero > big.bin")
+        size = (box.root / "big.bin").stat().st_size
+        files = run(box, "python3 -c \"fs=[open('f%d' % i, 'w') for i in range(100)]\"")
+    assert forks.exit_code != 0
+    assert "fork" in forks.stderr.lower() or "resource temporarily" in forks.stderr.lower()
+    assert big.exit_code != 0 and size <= 1024 * 1024
+    assert "Too many open files" in files.stderr
+
+
+def test_the_timeout_kills_the_whole_tree_even_what_left_the_group(make_row) -> None:  # type: ignore[no-untyped-def]
+    with make_row() as box:
+        done = run(box, "(setsid sh -c 'sleep 3; touch escaped' &); nohup sh -c 'sleep 3; "
+                        "touch nohup' >/dev/null 2>&1 & sleep 60", timeout=2)  # fmt: skip
+        assert done.timed_out
+        time.sleep(4)
+        assert not (box.root / "escaped").exists() and not (box.root / "nohup").exists()
+
+
+def test_what_a_program_leaves_running_ends_with_the_row(make_row) -> None:  # type: ignore[no-untyped-def]
+    with make_row() as box:
+        started = run(box, "nohup sh -c 'sleep 3; touch late' >/dev/null 2>&1 &")
+        assert started.exit_code == 0
+        assert box.jail is not None
+        box.jail.close()
+        time.sleep(4)
+        assert not (box.root / "late").exists()
+
+
+def test_files_the_row_made_are_given_back(make_row) -> None:  # type: ignore[no-untyped-def]
+    with make_row() as box:
+        run(box, "mkdir -p a/b && echo x > a/b/c && ln -s /etc/passwd a/link")
+        assert box.jail is not None
+        box.jail.close()
+        owners = {p.lstat().st_uid for p in [box.root, *box.root.rglob("*")]}
+    assert owners == {os.getuid()}
+
+
+def test_a_folder_given_to_one_program_is_read_there_each_time(make_row) -> None:  # type: ignore[no-untyped-def]
+    with make_row() as box, tempfile.TemporaryDirectory(prefix="assay-prompt-") as folder:
+        prompt = write(Path(folder) / "prompt.txt", "the prompt\n")
+        Path(folder).chmod(0o755)
+        prompt.chmod(0o644)
+        done = []
+        for stdin in (None, "fed on stdin"):
+            argv, env = box.jail.command(["/bin/sh", "-c", f"cat {prompt}; cat"],
+                                         env={"PATH": PATH}, readable=[Path(folder)])  # fmt: skip
+            done.append(asyncio.run(run_process(argv, cwd=box.root, env=env, timeout=60,
+                                                stdin=stdin)))  # fmt: skip
+    assert [d.stdout for d in done] == ["the prompt\n", "the prompt\nfed on stdin"], done
+
+
+@pytest.mark.docker
+def test_docker_refuses_to_show_a_folder_outside_its_own_temporary_folders(
+    docker_image: tuple[Engine, str], tmp_path: Path
+) -> None:
+    engine, image = docker_image
+    sandbox = Sandbox.create(SandboxConfig(), base_dir=Path.cwd())
+    jail = make_docker_policy(engine=engine).jail(sandbox.root, image=image, limits=LIMITS)
+    try:
+        for outside in (Path("/srv/prompts"), Path("/home/someone/report")):
+            with pytest.raises(SandboxError, match=f"cannot show {outside} .*set TMPDIR"):
+                jail.command(["true"], env={"PATH": PATH}, readable=[outside])
+            with pytest.raises(SandboxError, match=f"cannot show {outside} "):
+                jail.command(["true"], env={"PATH": PATH}, writable=[outside])
+        argv, _ = jail.command(["true"], env={"PATH": PATH}, readable=[Path("/var/tmp/x")])
+        assert '"/var/tmp/x"' in argv[4]
+    finally:
+        jail.close()
+        sandbox.remove()

@@ -1,0 +1,225 @@
+"""``sandbox.driver: docker`` in whole runs, as a user starts them: ``pre_run``, the agent,
+``run_command`` / ``pytest`` and ``post_run`` run in the row's container; an image by name
+or built from a Dockerfile (once per content); and every way it can fail says why: no
+engine, a missing image, a failed build, a container that cannot start, a row killed for
+memory. Real engine (:mod:`tests.docker_images`), real ``assay`` processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from assay.sandbox.docker import Engine
+from tests.agents.coding import run_assay
+from tests.helpers import write
+
+pytestmark = pytest.mark.docker
+
+VENV_BIN = str(Path(sys.executable).parent)
+WHERE = "echo $(hostname) $(id -u) $(ls -A $ASSAY_TASK_DIR/runs 2>/dev/null | wc -l)"
+
+
+def env() -> dict[str, str]:
+    found = {"PATH": f"{VENV_BIN}:/usr/local/bin:/usr/bin:/bin"}
+    for name in ("DOCKER_HOST", "CONTAINERS_CONF"):
+        if name in os.environ:
+            found[name] = os.environ[name]
+    return found
+
+
+def results(tmp_path: Path) -> dict[str, dict[str, Any]]:
+    found = {}
+    for path in (tmp_path / "runs").rglob("task.json"):
+        data = json.loads(path.read_text())
+        found[str(path.relative_to(tmp_path))] = data
+    return found
+
+
+def task(image: str, *, pytest: bool = True, **fields: str) -> str:
+    sandbox = fields.pop("sandbox", f"{{driver: docker, docker: {{image: '{image}'}}, "
+                                    "limits: {max_pids: 256}}")  # fmt: skip
+    agent = fields.pop("agent", "true")
+    return f"""\
+task_id: inside
+description: every program of the row runs in its container
+agent:
+  type: command
+  command: '{WHERE}; cat $ASSAY_TASK_DIR/.assay/store.db; cat $ASSAY_PROMPT_FILE; {agent}'
+sandbox: {sandbox}
+pre_run: [{{command: '{WHERE} > pre.txt'}}]
+post_run: [{{command: '{WHERE}'}}]
+dataset: {{rows: [{{id: r1}}, {{id: r2}}]}}
+initial_prompt: "the prompt of ${{row.id}}"
+success_criteria:
+  - {{type: run_command, description: graded inside,
+      command: 'test "$(hostname)" = assay && test "$(id -u)" != 0 && test -r /etc/debian_version'}}
+  - {{type: file_contains, path: pre.txt, includes: [assay], description: pre_run inside}}
+""" + ("  - {type: pytest, description: the tests pass inside}\n" if pytest else "")
+
+
+@pytest.mark.parametrize("kind", ["docker", "podman"])
+def test_every_program_of_a_row_runs_in_its_container(
+    tmp_path: Path, kind: str, request: pytest.FixtureRequest
+) -> None:
+    _, image = request.getfixturevalue(f"{kind}_image")
+    text = task(image).replace("docker: {", f"docker: {{engine: {kind}, ")
+    write(tmp_path / "inside.yaml", text.replace(
+        "limits: {max_pids: 256}}", "limits: {max_pids: 256}, template_sources: [{type: "
+        "template_dir, path: tests}]}"))  # fmt: skip
+    write(tmp_path / ".assay" / "store.db", "the team's datasets\n")
+    write(tmp_path / "tests" / "test_inside.py", "import socket, sys\n"
+          "def test_host(): assert socket.gethostname() == 'assay'\n"
+          "def test_image(): assert sys.prefix == '/usr'\n")  # fmt: skip
+    done = run_assay("run", "inside.yaml", "-j", "2", cwd=tmp_path, env=env())
+    assert done.returncode == 0, done.stdout + done.stderr
+    run_dir = (tmp_path / "runs" / "latest").resolve()
+    for result in results(tmp_path).values():
+        row = result["row_id"]
+        assert result["final_status"] == "SUCCESS", result["success_criteria_results"]
+        response = (run_dir / "default" / "inside" / row / "00" / "response.txt").read_text()
+        host, uid, runs = response.split()[:3]
+        assert (host, runs) == ("assay", "0") and uid != "0"
+        assert "the team's datasets" not in response
+        assert f"the prompt of {row}" in response
+        assert result["post_run_results"][0]["stdout"].split()[0] == "assay"
+
+
+def test_a_dockerfile_is_built_once_per_content_and_a_failed_build_says_why(
+    tmp_path: Path, docker_image: tuple[Engine, str]
+) -> None:
+    engine, image = docker_image
+    write(tmp_path / "image" / "Dockerfile", f"FROM {image}\nCOPY mark.txt /mark.txt\n")
+    write(tmp_path / "image" / "mark.txt", "built from the task's Dockerfile\n")
+    sandbox = "{driver: docker, docker: {dockerfile_path: image/Dockerfile}}"
+    write(tmp_path / "t.yaml", task(image, sandbox=sandbox, agent="cat /mark.txt", pytest=False))
+    first = run_assay("run", "t.yaml", cwd=tmp_path, env=env())
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert all("built from the task's Dockerfile" in (p.read_text()) for p in
+               (tmp_path / "runs").rglob("response.txt"))  # fmt: skip
+    tags = engine.run("images", "--format", "{{.Repository}}:{{.Tag}} {{.ID}}").stdout
+    built = [line for line in tags.splitlines() if line.startswith("assay-task:")]
+    plan = run_assay("plan", "t.yaml", cwd=tmp_path, env=env())
+    assert plan.returncode == 0, plan.stderr
+    again = engine.run("images", "--format", "{{.Repository}}:{{.Tag}} {{.ID}}").stdout
+    assert [line for line in again.splitlines() if line.startswith("assay-task:")] == built
+
+    write(tmp_path / "image" / "Dockerfile", f"FROM {image}\nRUN echo the step fails && exit 3\n")
+    failed = run_assay("plan", "t.yaml", cwd=tmp_path, env=env())
+    assert failed.returncode == 2, failed.stdout + failed.stderr
+    assert "t.yaml:6: sandbox.docker.dockerfile_path" in failed.stderr
+    assert str(tmp_path / "image" / "Dockerfile") in failed.stderr
+    assert "the step fails" in failed.stderr and "did not build" in failed.stderr
+
+
+@pytest.mark.parametrize("what", ["no engine", "missing image", "coding agent", "no image"])
+def test_a_docker_task_that_cannot_run_here_is_refused_at_plan(
+    tmp_path: Path, docker_image: tuple[Engine, str], what: str
+) -> None:
+    _, image = docker_image
+    environment = env()
+    text = task(image)
+    if what == "no engine":
+        environment = {"PATH": VENV_BIN}
+        expected = ["needs a container engine", "docker is not installed",
+                    "apt-get install docker.io", "sandbox.driver"]  # fmt: skip
+    elif what == "missing image":
+        text = task("assay-test/no-such-image:1")
+        expected = ["sandbox.docker.image", "assay-test/no-such-image:1", "never pulls"]
+    elif what == "coding agent":
+        text = ("task_id: c\ndescription: d\ninitial_prompt: p\nagent: {type: codex}\n"
+                f"sandbox: {{driver: docker, docker: {{image: '{image}'}}}}\n"
+                "success_criteria: [{type: file_exists, path: x, description: d}]\n")  # fmt: skip
+        expected = ["sandbox.driver", "codex", "use sandbox.driver bwrap"]
+    else:
+        text = text.replace(f"docker: {{image: '{image}'}}, ", "")
+        expected = ["sandbox.driver docker needs an image", "dockerfile_path"]
+    write(tmp_path / "t.yaml", text)
+    done = run_assay("plan", "t.yaml", cwd=tmp_path, env=environment)
+    assert done.returncode == 2, done.stdout + done.stderr
+    for words in expected:
+        assert words in done.stderr, done.stderr
+
+
+def test_a_container_that_cannot_start_fails_its_rows_and_the_run_goes_on(
+    tmp_path: Path, docker_image: tuple[Engine, str]
+) -> None:
+    _, image = docker_image
+    write(tmp_path / "image" / "Dockerfile", "FROM scratch\nCOPY mark.txt /mark.txt\n")
+    write(tmp_path / "image" / "mark.txt", "no shell, no sleep\n")
+    broken = "{driver: docker, docker: {dockerfile_path: image/Dockerfile}}"
+    write(tmp_path / "broken.yaml", task(image, sandbox=broken).replace(
+        "task_id: inside", "task_id: broken").replace("pre_run: [", "pre_run_x: ["))  # fmt: skip
+    text = (tmp_path / "broken.yaml").read_text()
+    text = "\n".join(line for line in text.splitlines() if not line.startswith("pre_run_x"))
+    write(tmp_path / "broken.yaml", text + "\n")
+    write(
+        tmp_path / "good.yaml",
+        task(image, pytest=False).replace("task_id: inside", "task_id: good"),
+    )
+    done = run_assay("run", "broken.yaml", "good.yaml", cwd=tmp_path, env=env())
+    assert done.returncode == 1, done.stdout + done.stderr
+    found = {(r["task_id"].split("/")[0], r["final_status"], r.get("error_message") or "")
+             for r in results(tmp_path).values()}  # fmt: skip
+    statuses = {(name, status) for name, status, _ in found}
+    assert ("good", "SUCCESS") in statuses and ("broken", "ERROR") in statuses
+    errors = [message for name, status, message in found if status == "ERROR"]
+    assert errors and all("container did not start" in m for m in errors), errors
+
+
+def test_a_row_killed_for_memory_names_the_limit(
+    tmp_path: Path, docker_image: tuple[Engine, str]
+) -> None:
+    _, image = docker_image
+    write(tmp_path / "t.yaml", "task_id: big\ndescription: d\ninitial_prompt: p\n"
+          "agent: {type: command, command: 'python3 -c \"x = bytearray(400 * 2**20)\"'}\n"
+          f"sandbox: {{driver: docker, docker: {{image: '{image}'}}, "
+          "limits: {max_memory_mb: 64, max_cpus: 0.5}}\n"
+          "success_criteria: [{type: file_exists, path: big, description: d}]\n")  # fmt: skip
+    done = run_assay("run", "t.yaml", cwd=tmp_path, env=env())
+    assert done.returncode == 1, done.stdout + done.stderr
+    result = json.loads(next((tmp_path / "runs").rglob("task.json")).read_text())
+    assert result["final_status"] == "ERROR"
+    assert "exited with code 137" in result["error_message"]
+    assert "sandbox.limits.max_memory_mb (64 MiB)" in result["error_message"]
+
+
+def test_extra_mounts_secrets_passed_on_purpose_and_assay_evaluate(
+    tmp_path: Path, docker_image: tuple[Engine, str]
+) -> None:
+    _, image = docker_image
+    write(tmp_path / "data" / "table.txt", "shared data\n")
+    write(tmp_path / "cache" / "old.txt", "old\n")
+    (tmp_path / "cache").chmod(0o777)  # the row's own user writes there (assay runs as root)
+    write(tmp_path / "t.yaml", "task_id: mounts\ndescription: d\ninitial_prompt: p\n"
+          "agent: {type: command, command: 'cat /data/table.txt; echo new > /cache/new.txt; "
+          "echo no > /data/no.txt; echo ${TEAM_TOKEN:-none} ${OTHER_TOKEN:-none}; "
+          "echo made > out.txt'}\n"
+          f"sandbox: {{driver: docker, docker: {{image: '{image}', extra_mounts: "
+          "['data:/data', 'cache:/cache:rw'], env_passthrough_extra: [TEAM_TOKEN]}}\n"
+          "success_criteria: [{type: run_command, command: 'test \"$(hostname)\" = assay "
+          "&& test -s out.txt', description: graded inside}]\n")  # fmt: skip
+    environment = {**env(), "TEAM_TOKEN": "passed-on-purpose-1", "OTHER_TOKEN": "withheld-2"}
+    done = run_assay("execute", "t.yaml", cwd=tmp_path, env=environment)
+    assert done.returncode == 0, done.stdout + done.stderr
+    response = next((tmp_path / "runs").rglob("response.txt")).read_text()
+    assert response.split("\n")[0] == "shared data"
+    assert (tmp_path / "cache" / "new.txt").read_text() == "new\n"
+    assert not (tmp_path / "data" / "no.txt").exists()
+    # the token passed on purpose reached the program (and is redacted from what it wrote)
+    assert response.split("\n")[1] == "[redacted:TEAM_TOKEN] none"
+    evaluated = run_assay("evaluate", str(tmp_path / "runs" / "latest"), cwd=tmp_path, env=env())
+    assert evaluated.returncode == 0, evaluated.stdout + evaluated.stderr
+    result = json.loads(next((tmp_path / "runs").rglob("task.json")).read_text())
+    assert result["final_status"] == "SUCCESS", result["success_criteria_results"]
+
+    write(tmp_path / "t.yaml", (tmp_path / "t.yaml").read_text().replace("'cache:", "'gone:"))
+    refused = run_assay("plan", "t.yaml", cwd=tmp_path, env=env())
+    assert refused.returncode == 2
+    assert f"t.yaml:5: sandbox.docker.extra_mounts[1]: {tmp_path / 'gone'} does not exist" in (
+        refused.stderr
+    )
