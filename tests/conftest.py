@@ -65,9 +65,7 @@ def local_model_url() -> Iterator[str]:
         server.stop()
 
 
-LOCAL_MODEL_SLOTS = (
-    1  # as a run's own server (assay.providers.local.server_slots): same answers every run
-)
+LOCAL_MODEL_SLOTS = 4  # a run's default -j
 
 
 @pytest.fixture(autouse=True)
@@ -87,7 +85,7 @@ def docker_image() -> tuple[object, str]:
     made once per session; the test is skipped with what was left out where it cannot be."""
     from tests.docker_images import make_test_image
 
-    found = make_test_image()
+    found = make_test_image("docker")
     if isinstance(found, str):
         pytest.skip(found)
     return found

@@ -190,7 +190,7 @@ def test_a_key_passed_on_purpose_reaches_the_agent_and_no_report(tmp_path: Path)
     assert json.loads((kept / "out.json").read_text())["key"] == "[redacted:OPENAI_API_KEY]"
     assert "[redacted:OPENAI_API_KEY]" in (run_dir / "default/leaky/exit1/00/task.log").read_text()
     assert "[redacted:OPENAI_API_KEY]" in junit.read_text()
-    assert "sandbox.docker.image: a Coder Eval field that assay does not implement" in done.stderr
+    assert "sandbox.docker.image: used only by sandbox.driver: docker" in done.stderr
     assert_nowhere(done, run_dir, junit)
     check = assay("report", "--check-secrets", str(run_dir), cwd=tmp_path)
     assert check.returncode == 0, check.stdout + check.stderr

