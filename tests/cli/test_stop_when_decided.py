@@ -102,3 +102,27 @@ def test_the_flag_needs_an_experiment_of_two_variants(tmp_path: Path) -> None:
     done = assay("run", "t.yaml", "-e", "e.yaml", "--stop-when-decided", cwd=tmp_path)
     assert done.returncode == 2
     assert "--stop-when-decided compares two variants, and experiment stopping has 3" in done.stderr
+
+
+def test_a_resume_keeps_the_flags_rule(tmp_path: Path) -> None:
+    """``--stop-when-decided`` is recorded in plan.json: a resume of the stopped run applies
+    it again (the run is still decided: no row runs), rather than running every row left."""
+    write(tmp_path / "t.yaml", TASK)
+    write(tmp_path / "e.yaml", experiment("{}").replace("stop: {}\n", ""))
+    assay("run", "t.yaml", "-e", "e.yaml", "-j", "2", "--stop-when-decided", cwd=tmp_path)
+    run = latest(tmp_path)
+    plan = json.loads((run / "plan.json").read_text())
+    assert plan["options"]["stop_when_decided"] is True
+    finished = len(list(run.glob("*/toy/*/00/task.json")))
+    assert finished < ROWS
+    assay("run", "--resume", str(run), cwd=tmp_path)
+    assert len(list(run.glob("*/toy/*/00/task.json"))) == finished
+    assert json.loads((run / "stopping.json").read_text())["decision"] == "b_better"
+
+
+def test_a_resume_cannot_add_the_flag_to_a_run_without_it(tmp_path: Path) -> None:
+    write(tmp_path / "t.yaml", TASK.replace(f"range({ROWS})", "range(20)"))
+    write(tmp_path / "e.yaml", experiment("{}").replace("stop: {}\n", ""))
+    assay("run", "t.yaml", "-e", "e.yaml", "--sample", "6", cwd=tmp_path)
+    done = assay("run", "--resume", str(latest(tmp_path)), "--stop-when-decided", cwd=tmp_path)
+    assert done.returncode == 2 and "--stop-when-decided" in done.stderr, done.stderr

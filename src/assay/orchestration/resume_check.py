@@ -96,6 +96,8 @@ def _differences(record: PlanOptionsRecord, given: PlanOptions) -> list[tuple[st
         found.append(("--include-skipped", False, True))
     if given.skip_unsupported and not record.skip_unsupported:
         found.append(("--skip-unsupported", False, True))
+    if given.stop_when_decided and not record.stop_when_decided:
+        found.append(("--stop-when-decided", False, True))
     if given.experiment is not None and not _same_file(given.experiment, record.experiment):
         found.append(("-e/--experiment", record.experiment, given.experiment))
     found.extend(_override_differences(record, given))

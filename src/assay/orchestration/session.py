@@ -255,6 +255,7 @@ class RunSession:
         request, items = self.request, self.pending()
         stopper = Stopper.of(self.plan, self.items, self.kept)
         if stopper is not None:
+            stopper.replay(kept_results(self.run_dir, self.items, self.kept))
             items = StoppingItems(items.items, items.kept, stopper)
         log_session(self.run_dir, "start", self.started, redactor=self.plan.redactor)
         executor = make_executor(request.executor)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,6 +49,8 @@ class Stopper:
     finished: int = 0
     calls: int = 0
     rows_scheduled: int = 0
+    rank: dict[tuple[str, str], int] = field(default_factory=dict)
+    """``(suite, row)`` → its position in the shuffled order (for :meth:`replay`)."""
 
     @classmethod
     def of(cls, plan: Plan, items: Sequence[WorkItem], kept: bytearray) -> Stopper | None:
@@ -74,8 +76,24 @@ class Stopper:
         shuffled = [keys[i] for i in np.random.default_rng(rule.seed).permutation(len(keys))]
         order = [rows[k] for k in shuffled if rows[k]]
         variants = (plan.variants[0], plan.variants[1])
-        return cls(rule, variants, order, expected, len(items),
-                   SequentialTest(alpha=rule.alpha, delta=rule.delta))  # fmt: skip
+        names = {(t, r): _row_key(plan, t, r) for t, r in keys}
+        stopper = cls(rule, variants, order, expected, len(items),
+                      SequentialTest(alpha=rule.alpha, delta=rule.delta))  # fmt: skip
+        stopper.rank = {names[key]: position for position, key in enumerate(shuffled)}
+        return stopper
+
+    def replay(self, results: Iterable[EvaluationResult]) -> None:
+        """Hear the items a resumed run finished before, row by row in the rule's shuffled
+        order, so the test goes on from where the run left it (a run that was decided stays
+        decided, and no new row starts)."""
+        ordered = sorted(
+            results, key=lambda r: self.rank.get((r.suite_id or "", r.row_id or ""), 0)
+        )
+        rows = {(r.suite_id, r.row_id) for r in ordered}
+        self.rows_scheduled += len(rows)
+        self.scheduled += len(ordered)
+        for result in ordered:
+            self.observe(result)
 
     def indexes(self) -> Iterator[int]:
         """The pending items' indexes row by row, until the test is decided."""
@@ -147,6 +165,12 @@ class StoppingItems(PendingItems):
         """The stopper's order (see :meth:`Stopper.indexes`)."""
         assert self.stopper is not None
         return self.stopper.indexes()
+
+
+def _row_key(plan: Plan, task: int, row: int) -> tuple[str, str]:
+    """``(task_id, row_id)`` of row ``row`` of the plan's task ``task``."""
+    planned = plan.tasks[task]
+    return planned.loaded.definition.task_id, planned.expansion.row_tasks[row].row_id or ""
 
 
 def write_stopping(run_dir: Path, stopper: Stopper) -> None:

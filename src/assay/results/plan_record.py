@@ -56,6 +56,7 @@ class PlanOptionsRecord(_Model):
     exclude_tags: list[str] = Field(default_factory=list)
     include_skipped: bool = False
     skip_unsupported: bool = False
+    stop_when_decided: bool = False
     repeats: int | None = None
     experiment: str | None = None
     overrides: list[tuple[list[str], Any]] = Field(default_factory=list)
