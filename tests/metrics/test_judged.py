@@ -13,7 +13,6 @@ from scipy.stats import t
 
 from assay.metrics.agreement import JudgeErrorRates
 from assay.metrics.judged import corrected_difference
-from assay.reports.experiment import adjust_family
 from assay.reports.judged import METHOD, add_judged_differences
 from assay.results.experiment import Comparison, Difference, ExperimentResult, McNemarRecord
 
@@ -128,8 +127,7 @@ def test_the_report_adds_the_corrected_difference(
     suite_json(tmp_path, "A", calibrations[0], 0.43)
     suite_json(tmp_path, "B", calibrations[1], 0.57)
     found = report()
-    add_judged_differences(found, lambda v, s: tmp_path / v / s / "suite.json",
-                           adjust=adjust_family)  # fmt: skip
+    add_judged_differences(found, lambda v, s: tmp_path / v / s / "suite.json")
     metric = found.comparisons[0].metrics["llm_judge.corrected_pass_rate"]
     assert metric.method == METHOD
     if expected is None:
@@ -144,5 +142,5 @@ def test_the_report_adds_the_corrected_difference(
 
 def test_no_judge_no_metric(tmp_path: Path) -> None:
     found = report()
-    add_judged_differences(found, lambda v, s: tmp_path / "missing.json", adjust=adjust_family)
+    add_judged_differences(found, lambda v, s: tmp_path / "missing.json")
     assert "llm_judge.corrected_pass_rate" not in found.comparisons[0].metrics

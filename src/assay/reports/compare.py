@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from assay.errors import UsageError
-from assay.reports.experiment import adjust_family, build_experiment
+from assay.reports.experiment import build_experiment
 from assay.reports.judged import add_judged_differences
 from assay.reports.markdown import render_experiment
 from assay.reports.writer import task_json_relpath
@@ -180,7 +180,7 @@ def compare_runs(
         run, variant = sides[name]
         return run / variant / suite / "suite.json"
 
-    add_judged_differences(report, suite_file, adjust=adjust_family)
+    add_judged_differences(report, suite_file)
     return report
 
 

@@ -14,14 +14,15 @@ included.
 from __future__ import annotations
 
 import json
-from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from assay.metrics.agreement import JudgeErrorRates
 from assay.metrics.judged import corrected_difference
-from assay.results.experiment import Comparison, Difference, ExperimentResult
+from assay.metrics.multiplicity import Adjustment
+from assay.reports.experiment import adjust_family
+from assay.results.experiment import Difference, ExperimentResult
 
 SuiteFile = Callable[[str, str], Path]
 """``(variant_id, suite_id)`` → that arm's ``suite.json``."""
@@ -29,36 +30,44 @@ SuiteFile = Callable[[str, str], Path]
 METHOD = "Rogan–Gladen on both arms (one calibration), delta method: rows and calibration"
 
 
-def add_judged_differences(
-    report: ExperimentResult, suite_file: SuiteFile, *, adjust: Callable[..., Any]
-) -> None:
-    """Add ``<criterion>.corrected_pass_rate`` to every comparison with a binary judge (see
-    the module docstring); ``adjust`` is :func:`assay.reports.experiment.adjust_family`."""
-    touched: dict[str, list[Comparison]] = defaultdict(list)
+def add_judged_differences(report: ExperimentResult, suite_file: SuiteFile) -> None:
+    """Add ``<criterion>.corrected_pass_rate`` to every comparison with a binary judge and
+    adjust the p-values of each suite that got one again (see the module docstring). Each
+    arm's ``suite.json`` is read once."""
+    read: dict[Path, list[dict[str, Any]]] = {}
+    touched: set[str] = set()
     for comparison in report.comparisons:
-        touched[comparison.suite_id].append(comparison)
         for name, found in list(comparison.metrics.items()):
             prefix, _, statistic = name.rpartition(".")
             if statistic != "mean":
                 continue
-            sides = [_calibration(suite_file(variant, comparison.suite_id), prefix)
-                     for variant in (comparison.variant_a, comparison.variant_b)]  # fmt: skip
+            sides = [_calibration(_aggregates(suite_file(v, comparison.suite_id), read), prefix)
+                     for v in (comparison.variant_a, comparison.variant_b)]  # fmt: skip
             if sides[0] is None and sides[1] is None:
                 continue
             comparison.metrics[f"{prefix}.corrected_pass_rate"] = _judged(found, *sides)
-    for comparisons in touched.values():
-        adjust(comparisons, report.adjustment, report.alpha)
+            touched.add(comparison.suite_id)
+    for suite in touched:
+        family = [c for c in report.comparisons if c.suite_id == suite]
+        adjust_family(family, cast(Adjustment, report.adjustment), report.alpha)
 
 
-def _calibration(path: Path, prefix: str) -> dict[str, Any] | None:
+def _aggregates(path: Path, read: dict[Path, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """The ``criterion_aggregates`` of the ``suite.json`` at ``path`` (read once, kept in
+    ``read``); none when it cannot be read."""
+    if path not in read:
+        try:
+            suite = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            suite = {}
+        read[path] = suite.get("criterion_aggregates") or [] if isinstance(suite, dict) else []
+    return read[path]
+
+
+def _calibration(aggregates: list[dict[str, Any]], prefix: str) -> dict[str, Any] | None:
     """The ``corrected_pass_rate`` details of the criterion ``prefix`` (its type, or
-    ``type#N`` for the one at position N) in ``path``; ``None`` when it has none (a criterion
-    that is not a calibrated binary judge)."""
-    try:
-        suite = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    aggregates = suite.get("criterion_aggregates") or []
+    ``type#N`` for the one at position N) among ``aggregates``; ``None`` when it has none (a
+    criterion that is not a calibrated binary judge)."""
     kind, _, number = prefix.partition("#")
     if number.isdigit():
         chosen = aggregates[int(number)] if int(number) < len(aggregates) else None

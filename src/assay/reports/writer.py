@@ -204,7 +204,7 @@ def _write_experiment(
     redactor: Redactor,
 ) -> None:
     from assay.orchestration.stopping import read_stopping
-    from assay.reports.experiment import adjust_family, build_experiment  # numpy/scipy
+    from assay.reports.experiment import build_experiment  # numpy/scipy
     from assay.reports.judged import add_judged_differences
 
     assert meta.experiment_id is not None
@@ -220,8 +220,7 @@ def _write_experiment(
             task_id: chosen.dataset.cluster_field for task_id, chosen in listed.items()
         },
     )
-    add_judged_differences(report, lambda variant, suite: run_dir / variant / suite / "suite.json",
-                           adjust=adjust_family)  # fmt: skip
+    add_judged_differences(report, lambda variant, suite: run_dir / variant / suite / "suite.json")
     report.stopping = read_stopping(run_dir)
     write_json_atomic(run_dir / "experiment.json", report, redactor=redactor)
     write_text_atomic(run_dir / "experiment.md", render_experiment(report), redactor=redactor)
