@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from importlib import import_module
 from importlib.metadata import EntryPoint, entry_points
+from typing import Generic, TypeVar, cast
 
 from assay.errors import PluginError
 
@@ -157,6 +158,92 @@ def check_clash(plugin: Plugin, taken: Iterable[str], kind: PluginGroup, *, owne
             hint=f"give {plugin.cls.__qualname__} another type name (and its entry point "
             "the same name)",
         )
+
+
+Member = TypeVar("Member", bound=type)
+
+
+class Registry(Generic[Member]):
+    """Type name → class, for one kind of plugin (:class:`PluginGroup`): the built-ins
+    (``module:Class`` references), classes given to the API, and the group's entry points,
+    loaded the first time a name is not known. A name is taken once (:func:`check_clash`).
+
+    Args:
+        kind: the group and what its members must be.
+        built_ins: the built-in members, ``module:Class`` each (registered by
+            :meth:`add_built_ins`).
+        entry_points: look up installed plugins for unknown names (off: only what is
+            registered).
+    """
+
+    def __init__(self, kind: PluginGroup, built_ins: tuple[str, ...], *,
+                 entry_points: bool = True) -> None:  # fmt: skip
+        self.kind = kind
+        self.built_ins = built_ins
+        self._classes: dict[str, Member] = {}
+        self._origins: dict[str, str] = {}
+        self._plugins_loaded = not entry_points
+
+    def register(self, cls: Member, *, origin: str | None = None) -> None:
+        """Add ``cls`` under its type name.
+
+        Raises:
+            PluginError: ``cls`` is not a member of the group, or its type is already
+                registered (naming which one has it).
+        """
+        where = origin or (f"{self.kind.noun} class {getattr(cls, '__module__', '?')}."
+                           f"{getattr(cls, '__qualname__', repr(cls))}")  # fmt: skip
+        self._add(check_member(cls, self.kind, origin=where))
+
+    def add_built_ins(self) -> None:
+        """Register every built-in member.
+
+        Raises:
+            PluginError: a built-in registration is broken (a bug of assay).
+        """
+        for reference in self.built_ins:
+            self._add(load_reference(reference, self.kind))
+
+    def _add(self, plugin: Plugin) -> None:
+        owner = self._origins.get(plugin.name)
+        if owner is not None:
+            check_clash(plugin, [plugin.name], self.kind,
+                        owner="assay (built in)" if owner in self.built_ins else owner)  # fmt: skip
+        self._classes[plugin.name] = cast(Member, plugin.cls)
+        self._origins[plugin.name] = plugin.origin
+        self._changed()
+
+    def _changed(self) -> None:
+        """Called after a class is registered (a registry that caches what it derives from
+        its classes drops the cache here)."""
+
+    def load_plugins(self) -> None:
+        """Register every installed entry point of the group (once).
+
+        Raises:
+            PluginError: an entry point does not import, is not a member, or its type is
+                already taken.
+        """
+        if self._plugins_loaded:
+            return
+        self._plugins_loaded = True
+        for entry in group_entries(self.kind.group):
+            self._add(load_entry(entry, self.kind))
+
+    def _copy_into(self, other: Registry[Member]) -> None:
+        """Give ``other`` (new, empty) this registry's classes and their origins."""
+        other._classes = dict(self._classes)
+        other._origins = dict(self._origins)
+        other._changed()
+
+    @property
+    def types(self) -> list[str]:
+        """Registered type names, sorted."""
+        return sorted(self._classes)
+
+    def classes(self) -> list[Member]:
+        """The registered classes, in registration order."""
+        return list(self._classes.values())
 
 
 def _import(entry: EntryPoint) -> object:

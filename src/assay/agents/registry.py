@@ -21,15 +21,7 @@ from pydantic import Field
 
 from assay.agents.base import Agent
 from assay.errors import PluginError, UsageError
-from assay.plugins import (
-    Plugin,
-    PluginGroup,
-    check_clash,
-    check_member,
-    group_entries,
-    load_entry,
-    load_reference,
-)
+from assay.plugins import PluginGroup, Registry
 from assay.spec.agent_base import AgentSpec
 from assay.spec.base import UnionInfo
 from assay.spec.task import AGENTS_NOT_YET
@@ -80,7 +72,7 @@ AGENTS = PluginGroup(group="assay.agents", noun="agent", base=Agent, name_of=_ty
 """The entry-point group of agents and what its members are."""
 
 
-class AgentRegistry:
+class AgentRegistry(Registry[type[Agent[Any]]]):
     """Agent type → its :class:`~assay.agents.base.Agent` class; rejects duplicates, suggests
     on unknown names, and loads the ``assay.agents`` entry points the first time a name is
     not known.
@@ -91,46 +83,7 @@ class AgentRegistry:
     """
 
     def __init__(self, *, entry_points: bool = True) -> None:
-        self._classes: dict[str, type[Agent[Any]]] = {}
-        self._origins: dict[str, str] = {}
-        self._plugins_loaded = not entry_points
-
-    def register(self, cls: type[Agent[Any]], *, origin: str | None = None) -> None:
-        """Add an agent class under its type name.
-
-        Raises:
-            PluginError: ``cls`` is not an :class:`Agent` subclass with a config model whose
-                ``type`` is its ``type_name``, or the type is already registered (naming
-                which one has it).
-        """
-        where = (
-            origin
-            or f"agent class {getattr(cls, '__module__', '?')}."
-            f"{getattr(cls, '__qualname__', repr(cls))}"
-        )
-        self._add(check_member(cls, AGENTS, origin=where))
-
-    def _add(self, plugin: Plugin) -> None:
-        owner = self._origins.get(plugin.name)
-        if owner is not None:
-            check_clash(plugin, [plugin.name], AGENTS,
-                        owner="assay (built in)" if owner in BUILT_INS else owner)  # fmt: skip
-        assert issubclass(plugin.cls, Agent)
-        self._classes[plugin.name] = plugin.cls
-        self._origins[plugin.name] = plugin.origin
-
-    def load_plugins(self) -> None:
-        """Register every installed ``assay.agents`` entry point (once).
-
-        Raises:
-            PluginError: an entry point does not import, is not an agent class, or its type
-                is already taken.
-        """
-        if self._plugins_loaded:
-            return
-        self._plugins_loaded = True
-        for entry in group_entries(AGENTS.group):
-            self._add(load_entry(entry, AGENTS))
+        super().__init__(AGENTS, BUILT_INS, entry_points=entry_points)
 
     def ensure(self, type_name: object) -> bool:
         """Load the installed plugins when ``type_name`` is not registered; ``True`` when
@@ -171,15 +124,6 @@ class AgentRegistry:
             config = cls.config_model.model_validate(config.model_dump(exclude_unset=True))
         return cls(config)
 
-    @property
-    def types(self) -> list[str]:
-        """Registered type names, sorted."""
-        return sorted(self._classes)
-
-    def classes(self) -> list[type[Agent[Any]]]:
-        """The registered classes, in registration order."""
-        return list(self._classes.values())
-
     def union(self) -> Any:
         """The task file's agent block: a discriminated union of the registered config models
         on ``type``, with the names of Coder Eval's types assay does not have yet."""
@@ -198,8 +142,7 @@ class AgentRegistry:
         if not classes:
             return self
         extended = AgentRegistry(entry_points=not self._plugins_loaded)
-        extended._classes = dict(self._classes)
-        extended._origins = dict(self._origins)
+        self._copy_into(extended)
         for cls in classes:
             extended.register(cls)
         return extended
@@ -213,8 +156,7 @@ def default_agents(*, entry_points: bool = True) -> AgentRegistry:
         PluginError: a built-in registration is broken (a bug of assay).
     """
     registry = AgentRegistry(entry_points=entry_points)
-    for reference in BUILT_INS:
-        registry._add(load_reference(reference, AGENTS))
+    registry.add_built_ins()
     return registry
 
 

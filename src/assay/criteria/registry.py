@@ -20,15 +20,7 @@ from assay.agents.base import Agent
 from assay.agents.registry import AgentRegistry, default_agents
 from assay.criteria.base import Criterion
 from assay.errors import PluginError, UsageError
-from assay.plugins import (
-    Plugin,
-    PluginGroup,
-    check_clash,
-    check_member,
-    group_entries,
-    load_entry,
-    load_reference,
-)
+from assay.plugins import PluginGroup, Registry
 from assay.spec.base import UnionInfo
 from assay.spec.criteria import CODER_EVAL_CRITERIA_NOT_YET
 from assay.spec.criterion_base import CriterionSpec
@@ -70,7 +62,7 @@ CRITERIA = PluginGroup(group="assay.criteria", noun="criterion", base=Criterion,
 """The entry-point group of criteria and what its members are."""
 
 
-class CriterionRegistry:
+class CriterionRegistry(Registry[type[Criterion]]):
     """Criterion type → its class; rejects duplicates, suggests on unknown names, and loads
     the ``assay.criteria`` entry points the first time a name is not known.
 
@@ -82,51 +74,15 @@ class CriterionRegistry:
     """
 
     def __init__(self, *, entry_points: bool = True, agents: AgentRegistry | None = None) -> None:
-        self.agents = agents if agents is not None else default_agents(entry_points=entry_points)
-        self._classes: dict[str, type[Criterion]] = {}
-        self._origins: dict[str, str] = {}
-        self._plugins_loaded = not entry_points
         self._model: type[TaskDefinition] | None = None
         self._adapter: TypeAdapter[list[Criterion]] | None = None
+        super().__init__(CRITERIA, BUILT_INS, entry_points=entry_points)
+        self.agents = agents if agents is not None else default_agents(entry_points=entry_points)
 
-    def register(self, cls: type[Criterion], *, origin: str | None = None) -> None:
-        """Add a criterion class under its type name.
-
-        Raises:
-            PluginError: ``cls`` is not a :class:`Criterion` subclass with a ``Literal``
-                type, or its type is already registered (naming which one has it).
-        """
-        where = (
-            origin
-            or f"criterion class {getattr(cls, '__module__', '?')}."
-            f"{getattr(cls, '__qualname__', repr(cls))}"
-        )
-        self._add(check_member(cls, CRITERIA, origin=where))
-
-    def _add(self, plugin: Plugin) -> None:
-        owner = self._origins.get(plugin.name)
-        if owner is not None:
-            built_in = owner in BUILT_INS
-            check_clash(plugin, [plugin.name], CRITERIA,
-                        owner="assay (built in)" if built_in else owner)  # fmt: skip
-        assert issubclass(plugin.cls, Criterion)
-        self._classes[plugin.name] = plugin.cls
-        self._origins[plugin.name] = plugin.origin
+    def _changed(self) -> None:
+        """A class was registered: the task model and the criteria's adapter are made again."""
         self._model = None
         self._adapter = None
-
-    def load_plugins(self) -> None:
-        """Register every installed ``assay.criteria`` entry point (once).
-
-        Raises:
-            PluginError: an entry point does not import, is not a criterion class, or its
-                type is already taken.
-        """
-        if self._plugins_loaded:
-            return
-        self._plugins_loaded = True
-        for entry in group_entries(CRITERIA.group):
-            self._add(load_entry(entry, CRITERIA))
 
     def ensure(self, type_names: Iterable[object]) -> None:
         """Load the installed plugins when one of ``type_names`` is not registered."""
@@ -177,15 +133,6 @@ class CriterionRegistry:
             return spec
         values = {name: getattr(spec, name) for name in type(spec).model_fields}
         return cls.model_construct(_fields_set=set(spec.model_fields_set), **values)
-
-    @property
-    def types(self) -> list[str]:
-        """Registered type names, sorted."""
-        return sorted(self._classes)
-
-    def classes(self) -> list[type[Criterion]]:
-        """The registered classes, in registration order."""
-        return list(self._classes.values())
 
     def union(self) -> Any:
         """The task file's criterion: a discriminated union of the registered classes on
@@ -277,8 +224,7 @@ class CriterionRegistry:
         if not classes:
             return self
         extended = CriterionRegistry(entry_points=not self._plugins_loaded, agents=self.agents)
-        extended._classes = dict(self._classes)
-        extended._origins = dict(self._origins)
+        self._copy_into(extended)
         for cls in classes:
             extended.register(cls)
         return extended
@@ -294,8 +240,7 @@ class CriterionRegistry:
             return self
         extended = CriterionRegistry(entry_points=not self._plugins_loaded,
                                      agents=self.agents.with_classes(classes))  # fmt: skip
-        extended._classes = dict(self._classes)
-        extended._origins = dict(self._origins)
+        self._copy_into(extended)
         return extended
 
 
@@ -314,8 +259,7 @@ def default_criteria(*, entry_points: bool = True) -> CriterionRegistry:
     """
     registry = CriterionRegistry(entry_points=entry_points,
                                  agents=default_agents(entry_points=entry_points))  # fmt: skip
-    for reference in BUILT_INS:
-        registry._add(load_reference(reference, CRITERIA))
+    registry.add_built_ins()
     return registry
 
 
