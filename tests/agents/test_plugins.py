@@ -7,7 +7,6 @@ with the fix."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -19,29 +18,15 @@ import assay
 from assay.agents import Agent, default_agents
 from assay.errors import PluginError, TaskFileError
 from assay.spec.task import AgentBase
+from tests.plugin_helpers import distribution, install_example, with_path
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "plugins" / "python-agent"
 
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The example package installed into a folder of its own (no index, no network; the
-    venv's flit_core builds it)."""
-    target = tmp_path_factory.mktemp("site")
-    done = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index",
-         "--no-build-isolation", "--target", str(target), str(EXAMPLE)],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert (target / "assay_python_agent" / "__init__.py").is_file()
-    return target
-
-
-def with_path(*folders: Path) -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([*map(str, folders), env.get("PYTHONPATH", "")])
-    return env
+    """The example package installed into a folder of its own."""
+    return install_example(EXAMPLE, tmp_path_factory.mktemp("site"), "assay_python_agent")
 
 
 def assay_cli(
@@ -101,19 +86,6 @@ def test_the_api_takes_the_agent_class(
     assert result.suites[0].passed and result.suites[0].rollup.rows_passed == 3
 
 
-def distribution(site: Path, name: str, entries: dict[str, str], code: str = "") -> None:
-    """An installed distribution as ``importlib.metadata`` finds it: its dist-info with the
-    ``assay.agents`` entry points, and its module."""
-    info = site / f"{name}-1.0.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n",
-                                   encoding="utf-8")  # fmt: skip
-    lines = "".join(f"{k} = {v}\n" for k, v in entries.items())
-    (info / "entry_points.txt").write_text(f"[assay.agents]\n{lines}", encoding="utf-8")
-    if code:
-        (site / f"{name.replace('-', '_')}.py").write_text(code, encoding="utf-8")
-
-
 AGENT = """
 from typing import Literal
 from assay.agents import Agent, AgentOutcome
@@ -169,7 +141,7 @@ def test_a_bad_plugin_is_named_with_its_fix(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workdir: Path,
     entries: dict[str, str], code: str, message: str, hint: str,
 ) -> None:  # fmt: skip
-    distribution(tmp_path / "site", "bad-agent", entries, code)
+    distribution(tmp_path / "site", "bad-agent", "assay.agents", entries, code)
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
     monkeypatch.delitem(sys.modules, "bad_agent", raising=False)  # each case's own module
     with pytest.raises(PluginError) as caught:
@@ -183,7 +155,7 @@ def test_a_bad_plugin_is_named_with_its_fix(
 def test_a_good_plugin_is_found_only_when_named(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workdir: Path
 ) -> None:
-    distribution(tmp_path / "site", "good-agent", {"answer": "good_agent:Answer"},
+    distribution(tmp_path / "site", "good-agent", "assay.agents", {"answer": "good_agent:Answer"},
                  AGENT.format(cls="Answer", name="answer", written="answer"))  # fmt: skip
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
     registry = default_agents()
