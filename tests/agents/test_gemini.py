@@ -114,3 +114,16 @@ def test_what_gemini_cannot_take_is_refused_at_plan(tmp_path: Path, extra: str,
           "success_criteria: [{type: file_exists, path: x, description: d}]\n")  # fmt: skip
     done = run_assay("plan", "t.yaml", cwd=tmp_path, env={"PATH": codex_path()})
     assert done.returncode == 2 and message in done.stderr, done.stderr
+
+
+def test_coder_evals_claude_fields_load_with_one_warning_each(tmp_path: Path) -> None:
+    write(tmp_path / "t.yaml", "task_id: t\ndescription: d\ninitial_prompt: go\n"
+          "agent: {type: gemini, model: mock/echo, permission_mode: acceptEdits,\n"
+          "        allowed_tools: [Write], sdk_options: {effort: high}}\n"
+          "success_criteria: [{type: file_exists, path: x, description: d}]\n")  # fmt: skip
+    done = run_assay("plan", "t.yaml", cwd=tmp_path, env={"PATH": codex_path()})
+    assert done.returncode == 0, done.stderr
+    for field in ("permission_mode", "allowed_tools", "sdk_options"):
+        assert done.stderr.count(f"agent.{field}") == 1
+    assert "not enforced: gemini runs with --yolo" in done.stderr
+    assert "these are Claude Agent SDK options; gemini takes none" in done.stderr

@@ -288,6 +288,17 @@ class ClaudeCodeAgent(CodingAgent):
         return self
 
 
+def _without_claude_options(agent: str, why: str) -> dict[str, str]:
+    """The Coder Eval fields a CLI without Claude Code's permission modes, tool lists and
+    SDK options loads with a warning each: ``why`` says what the CLI does instead."""
+    return {
+        **CodingAgent.coder_eval_only,
+        **{name: f"not enforced: {why}"
+           for name in ("permission_mode", "allowed_tools", "disallowed_tools")},
+        "sdk_options": f"not used: these are Claude Agent SDK options; {agent} takes none",
+    }  # fmt: skip
+
+
 class CodexAgent(CodingAgent):
     """``agent: {type: codex}``: the OpenAI Codex CLI (``codex exec --json``).
 
@@ -298,16 +309,11 @@ class CodexAgent(CodingAgent):
     warning each saying what Codex does instead; Claude Code's own settings are refused.
     """
 
-    coder_eval_only: ClassVar[Mapping[str, str]] = {
-        **CodingAgent.coder_eval_only,
-        **{
-            name: "not enforced: codex has no permission modes or tool lists; it runs every "
-            "command with full access inside the row's sandbox (contain it with "
-            "sandbox.driver: bwrap, the default for codex)"
-            for name in ("permission_mode", "allowed_tools", "disallowed_tools")
-        },
-        "sdk_options": "not used: these are Claude Agent SDK options; codex takes none",
-    }
+    coder_eval_only: ClassVar[Mapping[str, str]] = _without_claude_options(
+        "codex",
+        "codex has no permission modes or tool lists; it runs every command with full access "
+        "inside the row's sandbox (contain it with sandbox.driver: bwrap, the default for codex)",
+    )
     refused_fields: ClassVar[Mapping[str, str]] = {
         "system_prompt_mode": "codex always adds system_prompt to its own instructions",
         "setting_sources": "a claude-code field",
@@ -332,15 +338,11 @@ class GeminiAgent(CodingAgent):
     ``sdk_options`` load with a warning and Claude Code's own settings are refused.
     ``route: direct`` is not offered (assay has no Google login to pass through)."""
 
-    coder_eval_only: ClassVar[Mapping[str, str]] = {
-        **CodingAgent.coder_eval_only,
-        **{
-            name: "not enforced: gemini runs with --yolo, every tool with full access inside "
-            "the row's sandbox (contain it with sandbox.driver: bwrap, the default)"
-            for name in ("permission_mode", "allowed_tools", "disallowed_tools")
-        },
-        "sdk_options": "not used: these are Claude Agent SDK options; gemini takes none",
-    }
+    coder_eval_only: ClassVar[Mapping[str, str]] = _without_claude_options(
+        "gemini",
+        "gemini runs with --yolo, every tool with full access inside the row's sandbox "
+        "(contain it with sandbox.driver: bwrap, the default)",
+    )
     refused_fields: ClassVar[Mapping[str, str]] = {
         "system_prompt_mode": "gemini takes no system prompt from assay",
         "setting_sources": "a claude-code field",
