@@ -24,6 +24,9 @@ from assay.results.transcript import Transcript
 from assay.spec.agent_criteria import StopEarly
 from assay.spec.criterion_base import CriterionSpec
 
+RAN_EVENTS = frozenset({"tool_result", "command", "denial"})
+"""Transcript events after which a tool call may count as run (``ToolUse.ran``)."""
+
 
 @dataclass
 class LiveMonitor:
@@ -39,6 +42,9 @@ class LiveMonitor:
     gate_threshold: float = 1.0
     started: float = field(default_factory=time.monotonic)
     decided: EarlyStopRecord | None = None
+    source: Transcript | None = None
+    read: int = 0
+    """Events of ``source`` (the transcript last asked about) already looked at."""
 
     @classmethod
     def of(
@@ -56,8 +62,13 @@ class LiveMonitor:
 
     def __call__(self, transcript: Transcript) -> EarlyStopRecord | None:
         """The verdict that ends the agent now, or ``None`` to let it go on (once decided,
-        the same record every time)."""
-        if self.decided is None:
+        the same record every time). A verdict changes only when a tool call has run, so the
+        tool calls are read again only after an event that says one did (a call's result, a
+        command, a denial), not after every line of the stream."""
+        events = transcript.events
+        new = events[self.read :] if transcript is self.source else events
+        self.source, self.read = transcript, len(events)
+        if self.decided is None and any(e.kind in RAN_EVENTS for e in new):
             self.decided = self._decide(transcript)
         return self.decided
 
