@@ -128,6 +128,8 @@ def test_max_tool_calls_ends_the_agent_and_the_row_is_still_graded(ran: Path) ->
         "the agent's model asked for 2 tool calls; run_limits.max_tool_calls is 2"
     )
     assert result["transcript"]["tool_calls_by_name"] == {"Bash": 2}
+    suite = json.loads((ran / "runs" / "latest" / "default" / "tools" / "suite.json").read_text())
+    assert suite["stopped_early"] == {"max_tool_calls": 1}
 
 
 def test_codex_warns_about_coder_evals_claude_fields_and_refuses_claudes_own(
