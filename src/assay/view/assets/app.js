@@ -22,10 +22,19 @@
       });
     });
   }
+  // Each panel the reader opened or closed is remembered by its id for the page's life, so a
+  // panel a fresh copy lacked for a moment (a row being written) comes back as it was left.
+  var panels = {};
+  document.addEventListener("toggle", function (event) {
+    var panel = event.target;
+    if (panel.tagName === "DETAILS" && panel.id) panels[panel.id] = panel.open;
+  }, true);
   function keepPanels(old, next) {
     old.querySelectorAll("details[id]").forEach(function (panel) {
-      var twin = next.querySelector("details#" + CSS.escape(panel.id));
-      if (twin) twin.open = panel.open;
+      panels[panel.id] = panel.open;
+    });
+    next.querySelectorAll("details[id]").forEach(function (twin) {
+      if (Object.prototype.hasOwnProperty.call(panels, twin.id)) twin.open = panels[twin.id];
     });
   }
   function swapLive(fresh) {
