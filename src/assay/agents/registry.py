@@ -33,6 +33,7 @@ BUILT_INS = (
     "assay.agents.claude_code:ClaudeCodeRunner",
     "assay.agents.codex:CodexRunner",
     "assay.agents.gemini:GeminiRunner",
+    "assay.agents.qwen:QwenCodeRunner",
 )
 """Every built-in agent type, one line each (``module:Class``)."""
 

@@ -49,6 +49,39 @@ ACTING_TOOLS = frozenset({"Bash", "Write", "Edit", "MultiEdit", "NotebookEdit"})
 """Claude Code's tools that write files or run commands."""
 
 
+def check_tool_rules(value: list[str] | None) -> list[str] | None:
+    """``allowed_tools`` / ``disallowed_tools``: Claude Code's tool names or rules.
+
+    Raises:
+        ValueError: an entry that is neither (what is accepted).
+    """
+    for name in value or []:
+        if not _TOOL_RULE.match(name.strip()):
+            raise ValueError(
+                f"tool {name!r} is not a tool name (Bash, Edit, Write, …), a rule such "
+                "as Bash(git status:*), or mcp__<server>[__<tool>]"
+            )
+    return value
+
+
+def permitted_to_act(mode: str | None, allowed: list[str] | None,
+                     denied: list[str] | None) -> bool:  # fmt: skip
+    """Whether a CLI with Claude Code's permission modes may write files or run commands:
+    every mode but ``plan`` and ``default`` (``None``: the CLI's own full access), and
+    ``default`` when ``allowed`` lets a writing or shell tool run (``Bash``, ``Write``,
+    ``Edit``, ``MultiEdit``, ``NotebookEdit``, an ``mcp__`` tool, or a rule on one of
+    them) that ``denied`` does not name."""
+    if mode == "plan":
+        return False
+    if mode != "default":
+        return True
+    refused = set(denied or [])
+    return any(
+        name not in refused and (name.split("(")[0] in ACTING_TOOLS or name.startswith("mcp__"))
+        for name in allowed or []
+    )
+
+
 class PluginSource(StrictModel):
     """A plugin folder offered to the agent (its ``skills/<name>/SKILL.md`` become skills).
 
@@ -240,26 +273,9 @@ class ClaudeCodeAgent(CodingAgent):
         ``default``, and ``default`` when ``allowed_tools`` lets a writing or shell tool run
         (``Bash``, ``Write``, ``Edit``, ``MultiEdit``, ``NotebookEdit``, an ``mcp__`` tool,
         or a rule on one of them)."""
-        if self.permission_mode == "plan":
-            return False
-        if self.permission_mode != "default":
-            return True
-        denied = set(self.disallowed_tools or [])
-        return any(
-            name not in denied and (name.split("(")[0] in ACTING_TOOLS or name.startswith("mcp__"))
-            for name in self.allowed_tools or []
-        )
+        return permitted_to_act(self.permission_mode, self.allowed_tools, self.disallowed_tools)
 
-    @field_validator("allowed_tools", "disallowed_tools")
-    @classmethod
-    def _tool_names(cls, value: list[str] | None) -> list[str] | None:
-        for name in value or []:
-            if not _TOOL_RULE.match(name.strip()):
-                raise ValueError(
-                    f"tool {name!r} is not a tool name (Bash, Edit, Write, …), a rule such "
-                    "as Bash(git status:*), or mcp__<server>[__<tool>]"
-                )
-        return value
+    _tool_names = field_validator("allowed_tools", "disallowed_tools")(check_tool_rules)
 
     @field_validator("sdk_options")
     @classmethod
@@ -370,4 +386,74 @@ class GeminiAgent(CodingAgent):
         return self
 
 
-__all__ = ["ClaudeCodeAgent", "CodexAgent", "CodingAgent", "GeminiAgent", "PluginSource"]
+APPROVAL_MODES: Mapping[str | None, str] = {
+    None: "yolo",
+    "bypassPermissions": "yolo",
+    "acceptEdits": "auto-edit",
+    "default": "default",
+    "plan": "plan",
+}
+"""Claude Code's permission modes as Qwen Code's ``--approval-mode`` (unset: ``yolo``)."""
+
+
+class QwenCodeAgent(CodingAgent):
+    """``agent: {type: qwen-code}``: Alibaba's Qwen Code CLI (``qwen PROMPT --output-format
+    stream-json``), its model calls on the OpenAI Chat Completions wire through the model
+    bridge (any assay model answers).
+
+    Qwen Code reads Claude Code's tool names and rules, so ``allowed_tools`` (its
+    ``--allowed-tools``) and ``disallowed_tools`` (``--exclude-tools``) pass through;
+    ``permission_mode`` becomes its ``--approval-mode`` (``acceptEdits`` → ``auto-edit``,
+    ``bypassPermissions`` → ``yolo``, ``default``, ``plan``; unset: ``yolo``, every tool
+    with full access inside assay's sandbox); ``system_prompt`` is appended to its own
+    (``system_prompt_mode: replace`` replaces it). ``route: direct`` and plugins are not
+    offered; Claude Code's own settings and ``sdk_options`` are refused or warned about."""
+
+    coder_eval_only: ClassVar[Mapping[str, str]] = {
+        **CodingAgent.coder_eval_only,
+        "sdk_options": "not used: these are Claude Agent SDK options; qwen-code takes none",
+    }
+    refused_fields: ClassVar[Mapping[str, str]] = {
+        "setting_sources": "a claude-code field",
+        "claude_settings": "a claude-code field",
+    }
+
+    type: Literal["qwen-code"]
+    permission_mode: Literal["default", "acceptEdits", "plan", "bypassPermissions"] | None = None
+    allowed_tools: list[StrictStr] | None = None
+    disallowed_tools: list[StrictStr] | None = None
+    system_prompt_mode: Literal["append", "replace"] = "append"
+
+    native_provider: ClassVar[str] = "openai"
+
+    _tool_names = field_validator("allowed_tools", "disallowed_tools")(check_tool_rules)
+
+    @property
+    def may_act(self) -> bool:
+        """As for Claude Code (:func:`permitted_to_act`); unset mode: ``yolo``, it may."""
+        return permitted_to_act(self.permission_mode, self.allowed_tools, self.disallowed_tools)
+
+    @model_validator(mode="after")
+    def _bridge_only(self) -> QwenCodeAgent:
+        if self.route != "bridge":
+            raise ValueError("qwen-code runs through the model bridge only (route: bridge): "
+                             "give it any assay model as agent.model")  # fmt: skip
+        if self.plugins:
+            raise ValueError("qwen-code takes no plugins from assay (its skills and "
+                             "extensions are its own)")  # fmt: skip
+        if self.system_prompt_mode == "replace" and not (
+            (self.system_prompt or "").strip() or self.system_prompt_file
+        ):
+            raise ValueError("system_prompt_mode 'replace' needs a non-blank system_prompt "
+                             "(or system_prompt_file)")  # fmt: skip
+        return self
+
+
+__all__ = [
+    "ClaudeCodeAgent",
+    "CodexAgent",
+    "CodingAgent",
+    "GeminiAgent",
+    "PluginSource",
+    "QwenCodeAgent",
+]
