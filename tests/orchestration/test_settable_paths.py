@@ -127,6 +127,10 @@ sandbox:
 pre_run: [{command: "true", timeout: 20, fail_on_error: true}]
 post_run: [{command: "true", timeout: 20}]
 """
+# The agent types whose every other field a base above already reaches: their own fields and
+# one row (each base is planned once per field it holds).
+LEAN = "description: d\n"
+LEAN_CRITERIA = "success_criteria: [{type: file_exists, path: x, description: d}]\n"
 BASES = {
     "llm": "task_id: llm\n"
     + COMMON
@@ -195,16 +199,24 @@ dataset:
     + ROWS
     + CRITERIA,
     "qwen": "task_id: qwen\n"
-    + COMMON
+    + LEAN
     + """\
 agent: {type: qwen-code, model: mock/other.yaml, env: {A: b}, cli_path: QWEN, plugins: [],
         system_prompt: s, permission_mode: acceptEdits, allowed_tools: [Write],
         disallowed_tools: [Bash], price: {input_per_mtok: 1, output_per_mtok: 2}}
 initial_prompt: "${row.text}"
-dataset:
+dataset: {rows: [{id: a, text: alpha}]}
 """
-    + ROWS
-    + CRITERIA,
+    + LEAN_CRITERIA,
+    "opencode": "task_id: opencode\n"
+    + LEAN
+    + """\
+agent: {type: opencode, model: mock/other.yaml, env: {A: b}, cli_path: OPENCODE, plugins: [],
+        system_prompt: s, disallowed_tools: [Bash], price: {input_per_mtok: 1, output_per_mtok: 2}}
+initial_prompt: "${row.text}"
+dataset: {rows: [{id: a, text: alpha}]}
+"""
+    + LEAN_CRITERIA,
     "qa": """\
 task_id: qa
 description: d
@@ -252,6 +264,7 @@ SPECIAL: dict[str, Any] = {
     "agent.cli_path.codex": "codex-link",  # made absolute by the fixture
     "agent.cli_path.gemini": "gemini-link",  # made absolute by the fixture
     "agent.cli_path.qwen": "qwen-link",  # made absolute by the fixture
+    "agent.cli_path.opencode": "opencode-link",  # made absolute by the fixture
     "agent.claude_settings": {"k": "other"},
     "agent.sdk_options": {"effort": "low"},
     "agent.setting_sources": ["project", "local"],
@@ -390,8 +403,13 @@ def _leaves(instance: BaseModel, base: str, prefix: tuple[str, ...]) -> Iterator
 
 
 def _binaries(text: str) -> str:
-    """A base task's CODEX, GEMINI and QWEN placeholders as the project's CLIs."""
-    for name, program in (("CODEX", "codex"), ("GEMINI", "gemini"), ("QWEN", "qwen")):
+    """A base task's CODEX, GEMINI, QWEN and OPENCODE placeholders as the project's CLIs."""
+    for name, program in (
+        ("OPENCODE", "opencode"),
+        ("CODEX", "codex"),
+        ("GEMINI", "gemini"),
+        ("QWEN", "qwen"),
+    ):
         text = text.replace(name, str(CODEX_BIN / program))
     return text
 
@@ -486,6 +504,8 @@ def bases(tmp_path: Path) -> dict[str, Path]:
     SPECIAL["agent.cli_path.gemini"] = str(tmp_path / "gemini-link")
     (tmp_path / "qwen-link").symlink_to(CODEX_BIN / "qwen")
     SPECIAL["agent.cli_path.qwen"] = str(tmp_path / "qwen-link")
+    (tmp_path / "opencode-link").symlink_to(CODEX_BIN / "opencode")
+    SPECIAL["agent.cli_path.opencode"] = str(tmp_path / "opencode-link")
     write(tmp_path / "plug2" / "skills" / "t" / "SKILL.md", "---\nname: t\n---\n")
     write(tmp_path / "rows.jsonl", '{"id": "y", "text": "eta", "label": "neg", "s": "q", '
           '"part": "test"}\n')  # fmt: skip
@@ -545,6 +565,7 @@ def test_every_field_of_the_spec_is_reached_by_a_base_task(bases: dict[str, Path
         - {
             ("GeminiAgent", "plugins"),
             ("QwenCodeAgent", "plugins"),  # qwen-code refuses them too
+            ("OpenCodeAgent", "plugins"),  # and opencode
         }
     )
     assert not missing, f"add these fields to a base task: {sorted(missing)}"
@@ -617,6 +638,8 @@ def _settable(bases: dict[str, Path]) -> Iterator[tuple[Leaf, Any]]:
         yield leaf, different_value(leaf, current)
 
 
+# about 1,700 plans, one per field of every base: minutes on a loaded machine
+@pytest.mark.timeout(900)
 def test_every_override_takes_effect_or_is_refused(bases: dict[str, Path]) -> None:
     checked = refused = 0
     for leaf, value in _settable(bases):

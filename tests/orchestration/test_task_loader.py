@@ -78,9 +78,9 @@ def test_coder_eval_criterion_not_implemented_is_an_error(tmp_path: Path) -> Non
 
 
 def test_coder_eval_agent_not_implemented_points_to_command(tmp_path: Path) -> None:
-    error = error_of(tmp_path, MINIMAL + "agent: {type: opencode}\n")
+    error = error_of(tmp_path, MINIMAL + "agent: {type: antigravity}\n")
     assert error.field == "agent.type"
-    assert "agent type 'opencode' (from Coder Eval) is not implemented" in error.message
+    assert "agent type 'antigravity' (from Coder Eval) is not implemented" in error.message
     assert error.hint is not None and "type 'command'" in error.hint
 
 

@@ -88,6 +88,8 @@ _INSTALL = {
     "gemini": "npm install -g @google/gemini-cli@0.61.0, or set agent.cli_path",
     "qwen": "npm install -g @qwen-code/qwen-code@0.24.4, or set agent.cli_path (in a clone, "
     "make .tools/.installed-qwen puts it in .tools/npm/node_modules/.bin)",
+    "opencode": "npm install -g opencode-ai@1.18.33, or set agent.cli_path (in a clone, "
+    "make .tools/.installed-opencode puts it in .tools/npm/node_modules/.bin)",
 }
 
 

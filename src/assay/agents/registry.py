@@ -34,6 +34,7 @@ BUILT_INS = (
     "assay.agents.codex:CodexRunner",
     "assay.agents.gemini:GeminiRunner",
     "assay.agents.qwen:QwenCodeRunner",
+    "assay.agents.opencode:OpenCodeRunner",
 )
 """Every built-in agent type, one line each (``module:Class``)."""
 

@@ -449,11 +449,98 @@ class QwenCodeAgent(CodingAgent):
         return self
 
 
+OPENCODE_PERMISSIONS: Mapping[str, str] = {
+    "Bash": "bash", "Write": "edit", "Edit": "edit", "MultiEdit": "edit", "NotebookEdit": "edit",
+    "Read": "read", "Glob": "glob", "Grep": "grep", "LS": "list", "WebFetch": "webfetch",
+    "WebSearch": "websearch", "Task": "task", "Skill": "skill", "TodoWrite": "todowrite",
+}  # fmt: skip
+"""Claude Code's tool names as OpenCode's permission keys (``edit`` covers every write)."""
+_RULE = re.compile(r"^(?P<tool>[A-Za-z_]+)(?:\((?P<pattern>.*)\))?$")
+
+
+def opencode_denials(names: list[str]) -> dict[str, Any]:
+    """``disallowed_tools`` as OpenCode's ``permission`` entries: a tool name denies the
+    tool, ``Bash(git push:*)`` denies the commands that start so (``git push*``).
+
+    Raises:
+        ValueError: a name OpenCode has no permission for (the names it has).
+    """
+    denied: dict[str, Any] = {}
+    for name in names:
+        found = _RULE.match(name.strip())
+        key = OPENCODE_PERMISSIONS.get(found.group("tool")) if found else None
+        if found is None or key is None:
+            raise ValueError(f"disallowed_tools: opencode has no permission for {name!r} "
+                             f"(it has: {', '.join(sorted(OPENCODE_PERMISSIONS))}, and "
+                             "Bash(command prefix:*) rules)")  # fmt: skip
+        pattern = found.group("pattern")
+        if pattern is None:
+            denied[key] = "deny"
+        elif key != "bash":
+            raise ValueError(f"disallowed_tools: opencode takes a rule on Bash only, not "
+                             f"{name!r}")  # fmt: skip
+        elif isinstance(denied.get("bash", {}), dict):
+            glob = pattern[:-2] + "*" if pattern.endswith(":*") else pattern
+            denied.setdefault("bash", {"*": "allow"})[glob] = "deny"
+    return denied
+
+
+class OpenCodeAgent(CodingAgent):
+    """``agent: {type: opencode}``: the OpenCode CLI (``opencode run --format json``), its
+    model calls on the OpenAI Chat Completions wire through the model bridge (a provider of
+    its own, given in ``OPENCODE_CONFIG_CONTENT``; any assay model answers).
+
+    It runs with every permission allowed inside assay's sandbox; ``disallowed_tools``
+    (Claude Code's names, and ``Bash(prefix:*)`` rules) become its ``permission`` denials,
+    which take the tool away from the model; ``system_prompt`` is added to its instructions.
+    Coder Eval's ``permission_mode``, ``allowed_tools`` and ``sdk_options`` load with a
+    warning; ``route: direct``, plugins and Claude Code's own settings are refused."""
+
+    coder_eval_only: ClassVar[Mapping[str, str]] = {
+        **CodingAgent.coder_eval_only,
+        **{name: "not enforced: opencode runs with every permission allowed inside the row's "
+           "sandbox (contain it with sandbox.driver: bwrap, the default); deny a tool with "
+           "disallowed_tools" for name in ("permission_mode", "allowed_tools")},
+        "sdk_options": "not used: these are Claude Agent SDK options; opencode takes none",
+    }  # fmt: skip
+    refused_fields: ClassVar[Mapping[str, str]] = {
+        "system_prompt_mode": "opencode adds system_prompt to its own instructions",
+        "setting_sources": "a claude-code field",
+        "claude_settings": "a claude-code field",
+    }
+
+    type: Literal["opencode"]
+    disallowed_tools: list[StrictStr] | None = None
+
+    native_provider: ClassVar[str] = "openai"
+
+    @property
+    def may_act(self) -> bool:
+        """OpenCode always may (every permission allowed)."""
+        return True
+
+    @field_validator("disallowed_tools")
+    @classmethod
+    def _denials(cls, value: list[str] | None) -> list[str] | None:
+        opencode_denials(value or [])
+        return value
+
+    @model_validator(mode="after")
+    def _bridge_only(self) -> OpenCodeAgent:
+        if self.route != "bridge":
+            raise ValueError("opencode runs through the model bridge only (route: bridge): "
+                             "give it any assay model as agent.model")  # fmt: skip
+        if self.plugins:
+            raise ValueError("opencode takes no plugins from assay (its skills are its own)")
+        return self
+
+
 __all__ = [
     "ClaudeCodeAgent",
     "CodexAgent",
     "CodingAgent",
     "GeminiAgent",
+    "OpenCodeAgent",
     "PluginSource",
     "QwenCodeAgent",
 ]

@@ -1,0 +1,114 @@
+"""``agent: {type: opencode}``: the OpenCode CLI, headless, in the row's sandbox.
+
+The CLI runs as ``opencode run --format json -m assay/MODEL`` with the prompt on standard
+input, in a fresh home folder. Its configuration comes whole in ``OPENCODE_CONFIG_CONTENT``
+(:func:`opencode_config`): one provider, ``assay``, on the OpenAI Chat Completions wire of the
+model bridge (``@ai-sdk/openai-compatible``, which OpenCode 1.18 carries inside its binary,
+so nothing is fetched; the row's credential read from ``ASSAY_BRIDGE_KEY``), every
+permission allowed but the ``disallowed_tools``, the session-title model call off, sharing
+and update checks off; ``system_prompt`` becomes a file of its ``instructions``. Its fetch
+of the models.dev catalogue, its default plugins and its language-server downloads are off
+(``OPENCODE_DISABLE_*``). The bridge answers with the task's model whatever name the CLI
+sends. The stream is read by :class:`~assay.agents.opencode_stream.OpenCodeStreamParser`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from assay.agents.base import AgentContext, AgentOutcome
+from assay.agents.cli import (
+    BRIDGE_KEY_NAME,
+    CliLaunch,
+    cli_environment,
+    find_cli,
+    fresh_home,
+    open_session,
+    refused,
+    run_cli,
+)
+from assay.agents.coding import CliAgent
+from assay.agents.coding_models import bridge_key, read_system_prompt
+from assay.agents.opencode_stream import OpenCodeStreamParser
+from assay.errors import UserError
+from assay.sandbox.mounts import install_root
+from assay.spec.coding_agents import OpenCodeAgent, opencode_denials
+
+DEFAULT_CLI_MODEL = "default"
+"""The model name given to the CLI when ``cli_model`` is not set (any name works)."""
+QUIET = {
+    "OPENCODE_DISABLE_AUTOUPDATE": "1",
+    "OPENCODE_DISABLE_MODELS_FETCH": "1",
+    "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1",
+    "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
+    "OPENCODE_DISABLE_SHARE": "1",
+}
+
+
+class OpenCodeRunner(CliAgent[OpenCodeAgent]):
+    """Runs :class:`assay.spec.coding_agents.OpenCodeAgent`."""
+
+    type_name = "opencode"
+    config_model = OpenCodeAgent
+
+    def find(self, base_dir: Path) -> Path:
+        """``agent.cli_path``, else ``opencode`` on ``PATH``."""
+        return find_cli("opencode", configured=self.config.cli_path, base_dir=base_dir,
+                        bundled=lambda: None)  # fmt: skip
+
+    async def run(self, context: AgentContext) -> AgentOutcome:
+        """Run the CLI once for the row; see the module docstring."""
+        span = context.root_span.child("invoke_agent opencode")
+        parser = OpenCodeStreamParser()
+        config = self.config
+        try:
+            cli = self.find(context.base_dir)
+            instructions = read_system_prompt(config, context.base_dir)
+        except UserError as exc:
+            return refused(span, parser.transcript, str(exc))
+        home = fresh_home("opencode")
+        files = []
+        if instructions is not None:
+            files.append(home / "assay-instructions.md")
+            files[0].write_text(instructions, encoding="utf-8")
+        session = open_session(context, config, bridge_key(config, context.base_dir))
+        assert context.bridge is not None
+        settings = opencode_config(config, bridge_url=context.bridge.url, instructions=files)
+        env = cli_environment(context, config, home) | QUIET | {
+            "OPENCODE_CONFIG_CONTENT": json.dumps(settings), BRIDGE_KEY_NAME: session.token,
+        }  # fmt: skip
+        argv = [str(cli), "run", "--format", "json", "-m", f"assay/{cli_model(config)}"]
+        launch = CliLaunch(argv, env, stdin=context.prompt or "", cleanup=[home],
+                           readable=[install_root(cli)], writable=[home])  # fmt: skip
+        return await run_cli(context, name="opencode", launch=launch, parser=parser,
+                             session=session, span=span)  # fmt: skip
+
+
+def opencode_config(config: OpenCodeAgent, *, bridge_url: str,
+                    instructions: list[Path]) -> dict[str, Any]:  # fmt: skip
+    """OpenCode's configuration for one row (see the module docstring); the credential is
+    not in it (``{env:ASSAY_BRIDGE_KEY}``)."""
+    model = cli_model(config)
+    provider = {"npm": "@ai-sdk/openai-compatible", "name": "assay",
+                "options": {"baseURL": f"{bridge_url}/v1",
+                            "apiKey": "{env:" + BRIDGE_KEY_NAME + "}"},
+                "models": {model: {}}}  # fmt: skip
+    return {
+        "provider": {"assay": provider}, "model": f"assay/{model}",
+        "small_model": f"assay/{model}",
+        "permission": {"*": "allow", **opencode_denials(config.disallowed_tools or [])},
+        "agent": {"title": {"disable": True}}, "autoupdate": False, "share": "disabled",
+        "instructions": [str(path) for path in instructions],
+    }  # fmt: skip
+
+
+def cli_model(config: OpenCodeAgent) -> str:
+    """The name given to the CLI: ``cli_model``, else an ``openai/`` model's own name, else
+    ``default`` (the bridge answers with the task's model whatever the name)."""
+    if config.cli_model:
+        return config.cli_model
+    if config.model and config.model.startswith("openai/"):
+        return config.model.partition("/")[2]
+    return DEFAULT_CLI_MODEL
