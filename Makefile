@@ -7,6 +7,7 @@ CODEX   := @openai/codex@0.171.0
 GEMINI  := @google/gemini-cli@0.61.0
 QWEN    := @qwen-code/qwen-code@0.24.4
 OPENCODE := opencode-ai@1.18.33
+PI      := @mariozechner/pi-coding-agent@0.73.1
 TOOLS   := .tools
 # pytest-xdist: the tests run in PYTEST_WORKERS processes, each module's tests on one worker
 # (--dist loadscope: a module's run, viewer or browser starts once); a worker starts the Ray
@@ -57,6 +58,11 @@ $(TOOLS)/.installed-opencode: $(TOOLS)/.installed-qwen
 	npm install --silent --no-audit --no-fund --prefix $(TOOLS)/npm $(OPENCODE)
 	touch $@
 
+# Pi, pinned, beside them (agent type pi).
+$(TOOLS)/.installed-pi: $(TOOLS)/.installed-opencode
+	npm install --silent --no-audit --no-fund --prefix $(TOOLS)/npm $(PI)
+	touch $@
+
 # Bytecode for assay's own modules, as pip writes it for a regular install. An editable
 # install leaves it to the first run, and where PYTHONDONTWRITEBYTECODE is set (common in
 # containers) no run writes it, so every start compiles the sources again (about 70 ms).
@@ -64,7 +70,7 @@ $(TOOLS)/.installed-opencode: $(TOOLS)/.installed-qwen
 install: $(VENV)/.installed-local
 	$(BIN)/python -m compileall -q src
 install-dev: $(VENV)/.installed-dev $(TOOLS)/.installed-codex $(TOOLS)/.installed-gemini \
-             $(TOOLS)/.installed-qwen $(TOOLS)/.installed-opencode chromium
+             $(TOOLS)/.installed-qwen $(TOOLS)/.installed-opencode $(TOOLS)/.installed-pi chromium
 	$(BIN)/python -m compileall -q src
 
 # The system's Chromium for the viewer's browser tests: Debian's `chromium` package (the

@@ -1,5 +1,5 @@
-"""The real Claude Code, Codex, Qwen Code and OpenCode CLIs in the ``bwrap`` driver (the default for
-a coding agent that may act): what they write outside the row's folder, read from the host, or
+"""The real Claude Code, Codex, Qwen Code, OpenCode and Pi CLIs in the ``bwrap`` driver (the default
+for a coding agent that may act): what they write outside the row's folder, read from the host, or
 connect to stays out of reach; with ``driver: tempdir`` the same scripted tool calls do reach the
 host (the trial that motivated the driver), so these tests fail on an uncontained sandbox."""
 
@@ -55,6 +55,15 @@ replies:
       - tool: bash
         input: {{command: "echo kept > inside.txt", description: in}}
       - reply: "done"
+  - match: "job: pi"
+    steps:
+      - tool: bash
+        input: {{command: "echo escaped > {outside}/pi-wrote.txt; cat {secret}"}}
+      - tool: write
+        input: {{path: "{outside}/pi-wrote-too.txt", content: "escaped"}}
+      - tool: bash
+        input: {{command: "echo kept > inside.txt"}}
+      - reply: "done"
 """
 TASK = """\
 task_id: {task_id}
@@ -81,15 +90,17 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         codex = "{type: codex, model: mock/script.yaml}"
         qwen = "{type: qwen-code, model: mock/script.yaml}"
         opencode = "{type: opencode, model: mock/script.yaml}"
+        pi = "{type: pi, model: mock/script.yaml}"
         for task_id, agent, job, sandbox in [
             ("claude_bwrap", claude, "claude", ""), ("codex_bwrap", codex, "codex", ""),
             ("qwen_bwrap", qwen, "qwen", ""), ("opencode_bwrap", opencode, "opencode", ""),
+            ("pi_bwrap", pi, "pi", ""),
             ("claude_tempdir", claude, "claude", "sandbox: {driver: tempdir}\n"),
         ]:  # fmt: skip
             write(cwd / f"{task_id}.yaml", TASK.format(task_id=task_id, agent=agent, job=job,
                                                         sandbox=sandbox))  # fmt: skip
         contained = run_assay("run", "claude_bwrap.yaml", "codex_bwrap.yaml", "qwen_bwrap.yaml",
-                              "opencode_bwrap.yaml", "-j", "4",
+                              "opencode_bwrap.yaml", "pi_bwrap.yaml", "-j", "4",
                               cwd=cwd, env={"PATH": codex_path()})  # fmt: skip
         assert "Traceback" not in contained.stderr, contained.stderr
         after_contained = {p.name: p.read_text() for p in outside.iterdir()}
@@ -147,6 +158,13 @@ def test_opencode_is_contained_too(runs: dict[str, Any]) -> None:
     assert row["final_status"] == "SUCCESS", row["error_message"]
     assert row["transcript"]["tool_calls_by_name"] == {"Bash": 2}
     assert "host-secret" not in " ".join(tool_results(runs["cwd"], "opencode_bwrap"))
+
+
+def test_pi_is_contained_too(runs: dict[str, Any]) -> None:
+    row = row_of(runs["cwd"], "pi_bwrap")
+    assert row["final_status"] == "SUCCESS", row["error_message"]
+    assert row["transcript"]["tool_calls_by_name"] == {"Bash": 2, "Write": 1}
+    assert "host-secret" not in " ".join(tool_results(runs["cwd"], "pi_bwrap"))
 
 
 def test_the_same_calls_escape_a_tempdir_sandbox(runs: dict[str, Any]) -> None:

@@ -424,8 +424,8 @@ def test_a_coder_eval_field_set_by_a_variant_or_d_is_refused(tmp_path: Path) -> 
 @pytest.mark.parametrize(
     ("block", "lines"),
     [
-        ("agent: {type: pi}\nsuccess_criteria:\n  - {type: response_match, expected: x}",
-         ["error: t.yaml:4: agent.type: agent type 'pi' (from Coder Eval) is not "
+        ("agent: {type: antigravity}\nsuccess_criteria:\n  - {type: response_match, expected: x}",
+         ["error: t.yaml:4: agent.type: agent type 'antigravity' (from Coder Eval) is not "
           "implemented in assay yet",
           "  hint: use type 'command' to run its CLI (e.g. command: \"claude -p\"), or type "
           "'llm' to have a model answer the prompt"]),

@@ -128,7 +128,7 @@ pre_run: [{command: "true", timeout: 20, fail_on_error: true}]
 post_run: [{command: "true", timeout: 20}]
 """
 # The agent types whose every other field a base above already reaches: their own fields and
-# one row (each base is planned once per field it holds).
+# the rows (each base is planned once per field it holds).
 LEAN = "description: d\n"
 LEAN_CRITERIA = "success_criteria: [{type: file_exists, path: x, description: d}]\n"
 BASES = {
@@ -205,8 +205,9 @@ agent: {type: qwen-code, model: mock/other.yaml, env: {A: b}, cli_path: QWEN, pl
         system_prompt: s, permission_mode: acceptEdits, allowed_tools: [Write],
         disallowed_tools: [Bash], price: {input_per_mtok: 1, output_per_mtok: 2}}
 initial_prompt: "${row.text}"
-dataset: {rows: [{id: a, text: alpha}]}
+dataset:
 """
+    + ROWS
     + LEAN_CRITERIA,
     "opencode": "task_id: opencode\n"
     + LEAN
@@ -214,8 +215,20 @@ dataset: {rows: [{id: a, text: alpha}]}
 agent: {type: opencode, model: mock/other.yaml, env: {A: b}, cli_path: OPENCODE, plugins: [],
         system_prompt: s, disallowed_tools: [Bash], price: {input_per_mtok: 1, output_per_mtok: 2}}
 initial_prompt: "${row.text}"
-dataset: {rows: [{id: a, text: alpha}]}
+dataset:
 """
+    + ROWS
+    + LEAN_CRITERIA,
+    "pi": "task_id: pi\n"
+    + LEAN
+    + """\
+agent: {type: pi, model: mock/other.yaml, env: {A: b}, cli_path: PI_CLI, system_prompt: s,
+        plugins: [{type: local, path: plug}], allowed_tools: [Write], disallowed_tools: [Bash],
+        price: {input_per_mtok: 1, output_per_mtok: 2}}
+initial_prompt: "${row.text}"
+dataset:
+"""
+    + ROWS
     + LEAN_CRITERIA,
     "qa": """\
 task_id: qa
@@ -265,11 +278,13 @@ SPECIAL: dict[str, Any] = {
     "agent.cli_path.gemini": "gemini-link",  # made absolute by the fixture
     "agent.cli_path.qwen": "qwen-link",  # made absolute by the fixture
     "agent.cli_path.opencode": "opencode-link",  # made absolute by the fixture
+    "agent.cli_path.pi": "pi-link",  # made absolute by the fixture
     "agent.claude_settings": {"k": "other"},
     "agent.sdk_options": {"effort": "low"},
     "agent.setting_sources": ["project", "local"],
     "agent.allowed_tools": ["Write", "Edit"],
     "agent.disallowed_tools": ["Bash", "WebFetch"],
+    "agent.disallowed_tools.pi": ["Bash", "Edit"],  # pi has no WebFetch
     "agent.cli_model": "opus",
     "agent.system_prompt_mode": "replace",
     "agent.api_key_env": "ASSAY_TEST_KEY",
@@ -403,12 +418,14 @@ def _leaves(instance: BaseModel, base: str, prefix: tuple[str, ...]) -> Iterator
 
 
 def _binaries(text: str) -> str:
-    """A base task's CODEX, GEMINI, QWEN and OPENCODE placeholders as the project's CLIs."""
+    """A base task's CODEX, GEMINI, QWEN, OPENCODE and PI_CLI placeholders as the project's
+    CLIs."""
     for name, program in (
         ("OPENCODE", "opencode"),
         ("CODEX", "codex"),
         ("GEMINI", "gemini"),
         ("QWEN", "qwen"),
+        ("PI_CLI", "pi"),
     ):
         text = text.replace(name, str(CODEX_BIN / program))
     return text
@@ -506,6 +523,8 @@ def bases(tmp_path: Path) -> dict[str, Path]:
     SPECIAL["agent.cli_path.qwen"] = str(tmp_path / "qwen-link")
     (tmp_path / "opencode-link").symlink_to(CODEX_BIN / "opencode")
     SPECIAL["agent.cli_path.opencode"] = str(tmp_path / "opencode-link")
+    (tmp_path / "pi-link").symlink_to(CODEX_BIN / "pi")
+    SPECIAL["agent.cli_path.pi"] = str(tmp_path / "pi-link")
     write(tmp_path / "plug2" / "skills" / "t" / "SKILL.md", "---\nname: t\n---\n")
     write(tmp_path / "rows.jsonl", '{"id": "y", "text": "eta", "label": "neg", "s": "q", '
           '"part": "test"}\n')  # fmt: skip

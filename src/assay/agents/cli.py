@@ -90,6 +90,8 @@ _INSTALL = {
     "make .tools/.installed-qwen puts it in .tools/npm/node_modules/.bin)",
     "opencode": "npm install -g opencode-ai@1.18.33, or set agent.cli_path (in a clone, "
     "make .tools/.installed-opencode puts it in .tools/npm/node_modules/.bin)",
+    "pi": "npm install -g @mariozechner/pi-coding-agent@0.73.1, or set agent.cli_path (in a "
+    "clone, make .tools/.installed-pi puts it in .tools/npm/node_modules/.bin)",
 }
 
 

@@ -35,6 +35,7 @@ BUILT_INS = (
     "assay.agents.gemini:GeminiRunner",
     "assay.agents.qwen:QwenCodeRunner",
     "assay.agents.opencode:OpenCodeRunner",
+    "assay.agents.pi:PiRunner",
 )
 """Every built-in agent type, one line each (``module:Class``)."""
 

@@ -535,12 +535,92 @@ class OpenCodeAgent(CodingAgent):
         return self
 
 
+PI_TOOLS: Mapping[str, str] = {
+    "Bash": "bash", "Read": "read", "Edit": "edit", "Write": "write", "Grep": "grep",
+    "Glob": "find", "LS": "ls",
+}  # fmt: skip
+"""Claude Code's tool names as Pi's built-in tools."""
+PI_DEFAULT_TOOLS = ("read", "bash", "edit", "write")
+"""The tools Pi enables when it is given no ``--tools``."""
+
+
+def pi_tools(allowed: list[str] | None, denied: list[str] | None) -> list[str] | None:
+    """``allowed_tools`` minus ``disallowed_tools`` as Pi's ``--tools`` allowlist (``None``:
+    neither is set, Pi's defaults); ``disallowed_tools`` alone removes from the defaults.
+
+    Raises:
+        ValueError: a name Pi has no tool for, or a rule (Pi has none).
+    """
+    for name in [*(allowed or []), *(denied or [])]:
+        if name not in PI_TOOLS:
+            raise ValueError(f"pi has no tool {name!r} (it has: {', '.join(PI_TOOLS)}; it "
+                             "takes no rules such as Bash(git status:*))")  # fmt: skip
+    if allowed is None and denied is None:
+        return None
+    chosen = [PI_TOOLS[n] for n in allowed] if allowed is not None else list(PI_DEFAULT_TOOLS)
+    refused = {PI_TOOLS[n] for n in denied or []}
+    return [tool for tool in dict.fromkeys(chosen) if tool not in refused]
+
+
+class PiAgent(CodingAgent):
+    """``agent: {type: pi}``: the Pi coding agent (``pi -p --mode json``), its model calls on
+    the OpenAI Chat Completions wire through the model bridge (a provider ``assay`` in its
+    ``models.json``; any assay model answers).
+
+    ``allowed_tools`` / ``disallowed_tools`` (Claude Code's names of Pi's tools: ``Bash``,
+    ``Read``, ``Edit``, ``Write``, ``Grep``, ``Glob``, ``LS``) become its ``--tools``
+    allowlist; ``system_prompt`` is appended to its own (``system_prompt_mode: replace``
+    replaces it); each skill of ``plugins`` is given as ``--skill``. It runs every tool it
+    has with full access inside assay's sandbox: Coder Eval's ``permission_mode`` and
+    ``sdk_options`` load with a warning; ``route: direct`` and Claude Code's own settings
+    are refused."""
+
+    coder_eval_only: ClassVar[Mapping[str, str]] = {
+        **CodingAgent.coder_eval_only,
+        "permission_mode": "not enforced: pi has no permission modes; it runs the tools it is "
+        "given (allowed_tools) with full access inside the row's sandbox (contain it with "
+        "sandbox.driver: bwrap, the default)",
+        "sdk_options": "not used: these are Claude Agent SDK options; pi takes none",
+    }
+    refused_fields: ClassVar[Mapping[str, str]] = {
+        "setting_sources": "a claude-code field",
+        "claude_settings": "a claude-code field",
+    }
+
+    type: Literal["pi"]
+    allowed_tools: list[StrictStr] | None = None
+    disallowed_tools: list[StrictStr] | None = None
+    system_prompt_mode: Literal["append", "replace"] = "append"
+
+    native_provider: ClassVar[str] = "openai"
+
+    @property
+    def may_act(self) -> bool:
+        """Whether a writing or shell tool is among those Pi is given."""
+        tools = pi_tools(self.allowed_tools, self.disallowed_tools)
+        return tools is None or bool({"bash", "edit", "write"} & set(tools))
+
+    @model_validator(mode="after")
+    def _checks(self) -> PiAgent:
+        if self.route != "bridge":
+            raise ValueError("pi runs through the model bridge only (route: bridge): give it "
+                             "any assay model as agent.model")  # fmt: skip
+        pi_tools(self.allowed_tools, self.disallowed_tools)
+        if self.system_prompt_mode == "replace" and not (
+            (self.system_prompt or "").strip() or self.system_prompt_file
+        ):
+            raise ValueError("system_prompt_mode 'replace' needs a non-blank system_prompt "
+                             "(or system_prompt_file)")  # fmt: skip
+        return self
+
+
 __all__ = [
     "ClaudeCodeAgent",
     "CodexAgent",
     "CodingAgent",
     "GeminiAgent",
     "OpenCodeAgent",
+    "PiAgent",
     "PluginSource",
     "QwenCodeAgent",
 ]

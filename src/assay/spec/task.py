@@ -197,7 +197,7 @@ _CODING_AGENT = (
     "use type 'command' to run its CLI (e.g. command: \"claude -p\"), "
     "or type 'llm' to have a model answer the prompt"
 )
-AGENTS_NOT_YET: Mapping[str, str] = {name: _CODING_AGENT for name in ["antigravity", "pi"]}
+AGENTS_NOT_YET: Mapping[str, str] = {name: _CODING_AGENT for name in ["antigravity"]}
 """Coder Eval's agent types assay does not have yet, with what to use instead."""
 AgentConfig = Annotated[
     NoneAgent | CommandAgent | LlmAgent | ClaudeCodeAgent | CodexAgent,

@@ -1,0 +1,125 @@
+"""``agent: {type: pi}``: the Pi coding agent, headless, in the row's sandbox.
+
+The CLI runs as ``pi -p --mode json --no-session --provider assay --model MODEL`` with the
+prompt on standard input, in a fresh home folder whose ``.pi/agent/models.json`` declares
+one provider, ``assay``: the model bridge's OpenAI Chat Completions wire (``/v1``), its key
+read from ``ASSAY_BRIDGE_KEY`` (the row's credential). Its start-up network use (update
+checks, install telemetry) is off (``PI_OFFLINE``). ``allowed_tools`` /
+``disallowed_tools`` become ``--tools``, ``system_prompt`` ``--append-system-prompt`` (or
+``--system-prompt``), each plugin skill a ``--skill``. The bridge answers with the task's
+model whatever name the CLI sends. The stream is read by
+:class:`~assay.agents.pi_stream.PiStreamParser`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from assay.agents.base import AgentContext, AgentOutcome
+from assay.agents.cli import (
+    BRIDGE_KEY_NAME,
+    CliLaunch,
+    cli_environment,
+    find_cli,
+    fresh_home,
+    open_session,
+    refused,
+    run_cli,
+)
+from assay.agents.coding import CliAgent
+from assay.agents.coding_models import (
+    bridge_key,
+    plugin_dirs,
+    plugin_skills,
+    read_system_prompt,
+    skills_offered,
+)
+from assay.agents.pi_stream import PiStreamParser
+from assay.errors import UserError
+from assay.sandbox.mounts import install_root
+from assay.spec.coding_agents import PiAgent, pi_tools
+
+DEFAULT_CLI_MODEL = "default"
+"""The model name given to the CLI when ``cli_model`` is not set (any name works)."""
+QUIET = {"PI_OFFLINE": "1", "PI_SKIP_VERSION_CHECK": "1", "PI_TELEMETRY": "0"}
+
+
+class PiRunner(CliAgent[PiAgent]):
+    """Runs :class:`assay.spec.coding_agents.PiAgent`."""
+
+    type_name = "pi"
+    config_model = PiAgent
+
+    def find(self, base_dir: Path) -> Path:
+        """``agent.cli_path``, else ``pi`` on ``PATH``."""
+        return find_cli("pi", configured=self.config.cli_path, base_dir=base_dir,
+                        bundled=lambda: None)  # fmt: skip
+
+    async def run(self, context: AgentContext) -> AgentOutcome:
+        """Run the CLI once for the row; see the module docstring."""
+        span = context.root_span.child("invoke_agent pi")
+        parser = PiStreamParser()
+        config = self.config
+        try:
+            cli = self.find(context.base_dir)
+            plugins = plugin_dirs(config, context.base_dir)
+            argv = pi_argv(config, cli, context, plugins)
+        except UserError as exc:
+            return refused(span, parser.transcript, str(exc))
+        parser.transcript.skills_offered = skills_offered(plugins)
+        home = fresh_home("pi")
+        session = open_session(context, config, bridge_key(config, context.base_dir))
+        assert context.bridge is not None
+        (home / ".pi" / "agent").mkdir(parents=True)
+        (home / ".pi" / "agent" / "models.json").write_text(
+            json.dumps(models_file(config, bridge_url=context.bridge.url)), encoding="utf-8"
+        )
+        env = cli_environment(context, config, home) | QUIET | {BRIDGE_KEY_NAME: session.token}
+        launch = CliLaunch(argv, env, stdin=context.prompt or "", cleanup=[home],
+                           readable=[install_root(cli), *plugins],
+                           writable=[home])  # fmt: skip
+        return await run_cli(context, name="pi", launch=launch, parser=parser,
+                             session=session, span=span)  # fmt: skip
+
+
+def pi_argv(config: PiAgent, cli: Path, context: AgentContext, plugins: list[Path]) -> list[str]:
+    """The CLI's command line for one row (the prompt goes on standard input).
+
+    Raises:
+        UserError: a system prompt file that cannot be read.
+    """
+    argv = [str(cli), "-p", "--mode", "json", "--no-session", "--provider", "assay",
+            "--model", cli_model(config)]  # fmt: skip
+    tools = pi_tools(config.allowed_tools, config.disallowed_tools)
+    if tools is not None:
+        argv += ["--tools", ",".join(tools)] if tools else ["--no-tools"]
+    text = read_system_prompt(config, context.base_dir)
+    if text is not None:
+        flag = "--system-prompt" if config.system_prompt_mode == "replace" else (
+            "--append-system-prompt")  # fmt: skip
+        argv += [flag, text]
+    for folder in plugin_skills(plugins).values():
+        argv += ["--skill", str(folder)]
+    return argv
+
+
+def models_file(config: PiAgent, *, bridge_url: str) -> dict[str, Any]:
+    """Pi's ``models.json`` for one row: the provider ``assay`` at the bridge (the key is
+    the name of the variable that holds it, not the key)."""
+    provider = {"baseUrl": f"{bridge_url}/v1", "api": "openai-completions",
+                "apiKey": BRIDGE_KEY_NAME,
+                "compat": {"supportsDeveloperRole": False, "supportsReasoningEffort": False},
+                "models": [{"id": cli_model(config)}]}  # fmt: skip
+    return {"providers": {"assay": provider}}
+
+
+def cli_model(config: PiAgent) -> str:
+    """The name given to the CLI: ``cli_model``, else an ``openai/`` model's own name, else
+    ``default`` (the bridge answers with the task's model whatever the name)."""
+    if config.cli_model:
+        return config.cli_model
+    if config.model and config.model.startswith("openai/"):
+        return config.model.partition("/")[2]
+    return DEFAULT_CLI_MODEL
