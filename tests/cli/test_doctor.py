@@ -106,3 +106,21 @@ def test_assay_plan_names_the_limits_the_driver_enforces_and_those_it_does_not(
     assert line == f"  limits ({driver}): {expected[driver]}"
     warned = "sandbox.limits.max_memory_mb is enforced by the docker driver only" in done.stderr
     assert warned == (driver != "docker")
+
+
+def test_each_coding_agents_cli_is_found_or_named_with_how_to_install_it(tmp_path: Path) -> None:
+    missing = doctor({"PATH": VENV_BIN}, tmp_path)
+    for agent, package, target in [
+        ("qwen-code", "@qwen-code/qwen-code@0.24.4", ".installed-qwen"),
+        ("opencode", "opencode-ai@1.18.33", ".installed-opencode"),
+        ("pi", "@mariozechner/pi-coding-agent@0.73.1", ".installed-pi"),
+    ]:
+        line, fix = missing[f"agent {agent}"]
+        assert line.startswith("does not work") and "CLI was not found" in line
+        assert package in fix and f"make .tools/{target}" in fix
+    assert missing["agent gemini"][0].startswith("does not work")
+    tools = Path(__file__).resolve().parents[2] / ".tools" / "npm" / "node_modules" / ".bin"
+    found = doctor({"PATH": f"{tools}:{VENV_BIN}:/usr/bin:/bin"}, tmp_path)
+    for agent, program in [("codex", "codex"), ("gemini", "gemini"), ("qwen-code", "qwen"),
+                           ("opencode", "opencode"), ("pi", "pi")]:  # fmt: skip
+        assert found[f"agent {agent}"] == [f"works — {tools / program}"]

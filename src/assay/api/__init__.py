@@ -36,7 +36,7 @@ if TYPE_CHECKING:
         add_traces_to_dataset,
         calibrate_judge,
     )
-    from assay.api.machine import sandbox_drivers
+    from assay.api.machine import agent_clis, sandbox_drivers
     from assay.api.power import power
     from assay.api.result import Gate, RunResult, SuiteResult
     from assay.api.runs import (
@@ -82,7 +82,7 @@ _MODULES = {
         "add_traces_to_dataset",
         "calibrate_judge",
     ),
-    "assay.api.machine": ("sandbox_drivers",),
+    "assay.api.machine": ("agent_clis", "sandbox_drivers"),
     "assay.api.power": ("power",),
     "assay.api.tasks": ("load_task", "task", "task_schema"),
     "assay.api.tools": ("cache_stats", "clear_cache", "convert_qa"),
@@ -103,6 +103,7 @@ __all__ = [
     "add_judge",
     "add_run_to_dataset",
     "add_traces_to_dataset",
+    "agent_clis",
     "cache_stats",
     "calibrate_judge",
     "check_secrets",

@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
+from pathlib import Path
 
+from assay.agents.coding import CliAgent
+from assay.agents.registry import default_agents
+from assay.errors import UserError
 from assay.sandbox.doctor import DriverCheck, check_drivers
 
 
@@ -17,3 +22,38 @@ def sandbox_drivers(*, path_variable: str | None = None) -> list[DriverCheck]:
     """
     path = os.environ.get("PATH", "") if path_variable is None else path_variable
     return check_drivers(path_variable=path)
+
+
+@dataclass(frozen=True)
+class CliCheck:
+    """Whether one coding agent's CLI is found here: ``agent`` (its type), ``works``,
+    ``detail`` (the executable, or why not) and ``fix`` (how to install it; ``None`` when
+    it is found)."""
+
+    agent: str
+    works: bool
+    detail: str
+    fix: str | None = None
+
+
+def agent_clis(*, base_dir: Path | None = None) -> list[CliCheck]:
+    """Each registered coding agent's CLI, looked up as a task without ``agent.cli_path``
+    would look it up (``PATH``, then a bundled copy), in registration order.
+
+    Args:
+        base_dir: the folder a relative ``cli_path`` would be relative to (default: the
+            working directory).
+    """
+    folder = Path.cwd() if base_dir is None else base_dir
+    checks = []
+    for cls in default_agents(entry_points=False).classes():
+        if not issubclass(cls, CliAgent):
+            continue
+        name = str(cls.type_name)
+        try:
+            found = cls(cls.config_model.model_validate({"type": name})).find(folder)
+        except UserError as exc:
+            checks.append(CliCheck(name, False, exc.message, exc.hint))
+            continue
+        checks.append(CliCheck(name, True, str(found)))
+    return checks

@@ -1,5 +1,7 @@
 """``assay doctor``: which sandbox drivers work here, why the others do not and the fix for
-each, and the ``sandbox.limits`` each enforces here (:func:`assay.api.sandbox_drivers`)."""
+each, and the ``sandbox.limits`` each enforces here (:func:`assay.api.sandbox_drivers`);
+then which coding agents' CLIs are found, and how to install the others
+(:func:`assay.api.agent_clis`)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,8 @@ import sys
 
 def doctor() -> None:
     """Show which sandbox drivers work on this machine (each is tried for real), why the
-    others do not with the fix for each, and which sandbox.limits each enforces here."""
+    others do not with the fix for each, and which sandbox.limits each enforces here; then
+    each coding agent's CLI, where it was found or how to install it."""
     from assay import api
 
     for check in api.sandbox_drivers():
@@ -18,3 +21,8 @@ def doctor() -> None:
             sys.stdout.write(f"  fix: {check.fix}\n")
         else:
             sys.stdout.write(f"  sandbox.limits enforced: {', '.join(check.limits)}\n")
+    for cli in api.agent_clis():
+        mark = "works" if cli.works else "does not work"
+        sys.stdout.write(f"agent {cli.agent}: {mark} — {cli.detail}\n")
+        if cli.fix:
+            sys.stdout.write(f"  fix: {cli.fix}\n")
