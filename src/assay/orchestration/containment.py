@@ -29,6 +29,7 @@ from assay.sandbox.docker import (
     build_image,
     find_engine,
     has_image,
+    has_network,
     make_docker_policy,
     parse_mount,
 )
@@ -56,6 +57,12 @@ DOCKER_ONLY = (
 def uses_bwrap(tasks: Iterable[TaskDefinition]) -> bool:
     """Some of ``tasks`` (every variant of every task of a plan) runs in a ``bwrap`` sandbox."""
     return any(t.sandbox_driver == "bwrap" for t in tasks)
+
+
+def needs_bridge_socket(tasks: Iterable[TaskDefinition]) -> bool:
+    """Some of ``tasks`` runs in a ``bwrap`` sandbox or ``docker`` container, without the
+    host's network: a coding agent there reaches the model bridge through its unix socket."""
+    return any(t.sandbox_driver in ("bwrap", "docker") for t in tasks)
 
 
 def containment_warnings(display: str, variants: Iterable[TaskDefinition]) -> list[str]:
@@ -112,7 +119,8 @@ def check_containment(
             the task, with why and how to fix it.
     """
     planned = list(planned)
-    check_docker([(loaded, task) for loaded, task in planned if task.sandbox_driver == "docker"])
+    check_docker([(loaded, task) for loaded, task in planned if task.sandbox_driver == "docker"],
+                 agents=agents)  # fmt: skip
     contained = [(loaded, task) for loaded, task in planned if task.sandbox_driver == "bwrap"]
     if not contained:
         return
@@ -139,9 +147,13 @@ def check_containment(
                 raise _located(loaded, problem, READABLE_HINT)
 
 
-def check_docker(planned: list[tuple[LoadedTask, TaskDefinition]]) -> None:
-    """For ``docker`` tasks: an engine that answers, and each task's image held by the
-    engine or built from its Dockerfile (once per content).
+def check_docker(
+    planned: list[tuple[LoadedTask, TaskDefinition]], *, agents: AgentRegistry | None = None
+) -> None:
+    """For ``docker`` tasks: an engine that answers, each task's image held by the engine
+    or built from its Dockerfile (once per content), the engine's bridge network when
+    ``sandbox.docker.network: bridge`` asks for it, and (as root) the task's folder and its
+    coding agent's CLI and plugins readable by the row's user.
 
     Raises:
         TaskFileError: located at the task's field, with why and how to fix it.
@@ -161,10 +173,29 @@ def check_docker(planned: list[tuple[LoadedTask, TaskDefinition]]) -> None:
             task_image(engines[wanted], task, loaded.base_dir)
         except SandboxError as exc:
             raise _docker_located(loaded, task, str(exc)) from None
+        _check_network(engines[wanted], loaded, task)
         if os.geteuid() == 0:
-            problem = unreadable(loaded.base_dir)
-            if problem is not None:
-                raise _located(loaded, problem, READABLE_HINT)
+            folders = _row_folders(task, loaded.base_dir, agents) if agents else [loaded.base_dir]
+            for path in folders:
+                problem = unreadable(path)
+                if problem is not None:
+                    raise _located(loaded, problem, READABLE_HINT)
+
+
+def _check_network(engine: Engine, loaded: LoadedTask, task: TaskDefinition) -> None:
+    """``sandbox.docker.network: bridge`` needs the engine's bridge network (a daemon
+    started with ``--bridge=none`` has none)."""
+    docker = task.sandbox.docker
+    if docker is None or docker.network != "bridge" or has_network(engine, "bridge"):
+        return
+    raise TaskFileError(
+        f"sandbox.docker.network bridge: {engine.kind} has no network named bridge here "
+        "(its daemon runs without one, e.g. dockerd --bridge=none)", file=loaded.display,
+        field="sandbox.docker.network", line=loaded.document.line_of(("sandbox", "docker",
+        "network")), hint="remove the field (no network, the default: a coding agent "
+        "still reaches the model bridge), set sandbox.network: true (the host's network), "
+        "or start the engine with its bridge",
+    )  # fmt: skip
 
 
 def _check_mounts(loaded: LoadedTask, task: TaskDefinition) -> None:
@@ -198,7 +229,10 @@ def task_image(engine: Engine, task: TaskDefinition, base_dir: Path) -> str:
     assert docker is not None  # SandboxConfig refuses driver docker without the block
     if docker.dockerfile_path:
         path = Path(docker.dockerfile_path)
-        return build_image(engine, path if path.is_absolute() else base_dir / path)
+        build = docker.build
+        return build_image(engine, path if path.is_absolute() else base_dir / path,
+                           args={k: os.path.expandvars(v) for k, v in build.args.items()},
+                           extra_args=build.extra_args, buildkit=build.buildkit)  # fmt: skip
     assert docker.image is not None
     if not has_image(engine, docker.image):
         raise SandboxError(f"the image {docker.image} is not in {engine.kind}'s images (assay "
@@ -259,7 +293,7 @@ class Containment:
 
     policy: JailPolicy | None = None
     docker: dict[str | None, DockerPolicy] = field(default_factory=dict)
-    images: dict[tuple[str, str, str], str] = field(default_factory=dict, compare=False)
+    images: dict[tuple[str, str, str, str], str] = field(default_factory=dict, compare=False)
 
     @classmethod
     def for_tasks(
@@ -284,7 +318,8 @@ class Containment:
         for task in tasks:
             kind = engine_of(task)
             if task.sandbox_driver == "docker" and kind not in docker:
-                docker[kind] = make_docker_policy(engine=find_engine(kind), hidden=private)
+                docker[kind] = make_docker_policy(engine=find_engine(kind), hidden=private,
+                                                  bridge=bridge)  # fmt: skip
         if not uses_bwrap(tasks):
             return cls(docker=docker)
         policy = make_policy(path_variable=os.environ.get("PATH", ""), hidden=private,
@@ -318,7 +353,8 @@ class Containment:
             raise SandboxError("this row needs a docker container, and the run made no policy")
         docker = task.sandbox.docker
         assert docker is not None  # SandboxConfig refuses driver docker without the block
-        key = (str(base_dir), str(docker.engine), docker.dockerfile_path or docker.image or "")
+        image = docker.dockerfile_path or docker.image or ""
+        key = (str(base_dir), str(docker.engine), image, docker.build.model_dump_json())
         if key not in self.images:
             self.images[key] = task_image(policy.engine, task, base_dir)
         readable = [p if p.is_absolute() else base_dir / p
@@ -326,9 +362,10 @@ class Containment:
         limits = task.sandbox.limits
         return policy.jail(root, image=self.images[key], limits=rlimits(limits),
                                 memory_mb=limits.max_memory_mb, cpus=limits.max_cpus,
-                                network=task.sandbox.network, readable=readable,
+                                network=task.sandbox.network,
+                                engine_network=docker.network, readable=readable,
                                 mounts=[parse_mount(m, base_dir) for m in docker.extra_mounts],
-                                task_dir=base_dir)  # fmt: skip
+                                task_dir=base_dir, isolation=docker.isolated)  # fmt: skip
 
 
 def private_paths(

@@ -17,12 +17,14 @@ from pydantic import (
     StrictBool,
     StrictInt,
     StrictStr,
+    ValidationError,
     field_validator,
     model_validator,
 )
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from assay.spec.agent_base import AgentSpec, TranscriptKind
-from assay.spec.base import StrictModel, UnionInfo, check_variable_names, no_nul
+from assay.spec.base import Loc, StrictModel, UnionInfo, check_variable_names, no_nul
 from assay.spec.code_criteria import ReferenceSpec
 from assay.spec.coding_agents import ClaudeCodeAgent, CodexAgent
 from assay.spec.criteria import LlmJudge, QaCriterion, check_relative_path
@@ -245,27 +247,82 @@ TemplateSource = Annotated[
 ]
 
 
+def located(loc: Loc, message: str) -> ValidationError:
+    """A validation error at ``loc`` (a field of the task file) from a model's own check, so
+    that the load error names that field and its line."""
+    detail = InitErrorDetails(type=PydanticCustomError("value_error", message.replace("{", "(")
+                                                       .replace("}", ")")),
+                              loc=loc, input=None)  # fmt: skip
+    return ValidationError.from_exception_data("TaskDefinition", [detail])
+
+
+class DockerBuild(StrictModel):
+    """Coder Eval's ``sandbox.docker.build``: how ``dockerfile_path`` is built.
+
+    ``args``: ``--build-arg NAME=VALUE`` (``$VAR`` / ``${VAR}`` in a value expanded from
+    the environment assay runs in; build arguments stay in the image's history, so pass no
+    secret this way). ``extra_args``: more flags of the engine's ``build``, before the
+    context (e.g. ``[--target, runtime]``). ``buildkit``: ``true`` / ``false`` sets
+    ``DOCKER_BUILDKIT`` for the build (unset: the environment's). The image is tagged by
+    the hash of the context, the arguments and the flags, so changing any of them builds
+    it again. ``secrets`` (``--secret``) need BuildKit's builder, which assay does not
+    drive: a task that lists one is refused."""
+
+    buildkit: bool | None = None
+    args: dict[StrictStr, StrictStr] = Field(default_factory=dict)
+    secrets: list[StrictStr] = Field(default_factory=list)
+    extra_args: list[StrictStr] = Field(default_factory=list)
+
+    @field_validator("secrets")
+    @classmethod
+    def _no_secrets(cls, value: list[str]) -> list[str]:
+        if value:
+            raise ValueError(
+                "build secrets (--secret) need BuildKit's builder (buildx), which assay does "
+                "not drive: remove them, and give the build what it needs through build.args "
+                "(not for secrets: they stay in the image's history) or a file in the "
+                "Dockerfile's folder"
+            )
+        return value
+
+    @field_validator("args")
+    @classmethod
+    def _arg_names(cls, value: dict[str, str]) -> dict[str, str]:
+        for name in value:
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+                raise ValueError(f"build.args name {name!r} is not a variable name "
+                                 "(letters, digits and _, not starting with a digit)")  # fmt: skip
+        return value
+
+
 class DockerConfig(StrictModel):
     """Coder Eval's ``sandbox.docker`` block: the image of a ``docker`` sandbox
     (:mod:`assay.sandbox.docker`), and which secret variables its programs receive.
 
     ``image``: an image the engine already has, by name (assay never pulls: ``docker pull``
     or ``docker load`` it first). ``dockerfile_path``: a Dockerfile, relative to the task
-    file, built once (its folder is the build context) and tagged by the hash of that
-    folder's content, so an unchanged one is not built again; it wins over ``image``.
-    ``engine``: ``docker`` or ``podman`` (default: the first found on ``PATH``).
+    file, built once (its folder is the build context, ``build`` how) and tagged by the
+    hash of that folder's content, so an unchanged one is not built again; it wins over
+    ``image``. ``engine``: ``docker`` or ``podman`` (default: the first found on ``PATH``).
     ``extra_mounts``: more host folders, ``HOST:CONTAINER`` or ``HOST:CONTAINER:rw`` (a
     relative ``HOST`` is relative to the task file), read-only unless marked ``rw``.
     ``env_passthrough`` and ``env_passthrough_extra`` name secret variables passed to the
     row's programs, like ``agent.env_passthrough`` (every variable that is not a secret
-    passes anyway), on every driver."""
+    passes anyway), on every driver.
+    ``network``: ``none`` (assay's default: only the container's own loopback; a coding
+    agent still reaches the model bridge) or ``bridge`` (the engine's bridge network, out
+    through its NAT; the engine must have one). ``working_dir``: only ``auto``: the row's
+    folder is at its host path in the container, so every path assay writes in a report
+    is the same inside and out.
+    ``agent_isolation`` (default ``true``): a coding agent runs in a container of its own
+    that shows neither the task file's folder (its dataset, expected answers) nor
+    ``extra_mounts``, and the task may not use ``run_command`` (a program the agent's
+    files can steer, run with the task's folder in view) or ``extra_mounts``, as in Coder
+    Eval; ``false`` shows both to the agent and allows both. No image needs the
+    ``org.coder-eval.agent-isolation`` label: the boundary is made from outside the
+    image."""
 
-    coder_eval_only: ClassVar[Mapping[str, str]] = {
-        "build": "the Dockerfile is built with the engine's defaults",
-        "network": "sandbox.network decides (default: no network)",
-        "working_dir": "programs run in the row's folder, at its host path",
-        "agent_isolation": "every program of the row runs as an unprivileged user",
-    }
+    coder_eval_only: ClassVar[Mapping[str, str]] = {}
 
     image: StrictStr | None = None
     dockerfile_path: StrictStr | None = None
@@ -273,6 +330,26 @@ class DockerConfig(StrictModel):
     extra_mounts: list[StrictStr] = Field(default_factory=list)
     env_passthrough: list[StrictStr] | None = None
     env_passthrough_extra: list[StrictStr] = Field(default_factory=list)
+    network: Literal["bridge", "none"] | None = None
+    working_dir: StrictStr | None = None
+    build: DockerBuild = Field(default_factory=DockerBuild)
+    agent_isolation: bool | None = None
+
+    @field_validator("working_dir")
+    @classmethod
+    def _working_dir(cls, value: str | None) -> str | None:
+        if value is not None and value != "auto":
+            raise ValueError(
+                f"working_dir {value!r}: assay mounts the row's folder at its host path, so "
+                "the paths in its reports and criteria are the same inside the container and "
+                "out; only 'auto' is accepted (remove the field, or write auto)"
+            )
+        return value
+
+    @property
+    def isolated(self) -> bool:
+        """``agent_isolation``, ``true`` unless set ``false``."""
+        return self.agent_isolation is not False
 
     @field_validator("env_passthrough", "env_passthrough_extra")
     @classmethod
@@ -615,13 +692,44 @@ class TaskDefinition(StrictModel):
         return self
 
     @model_validator(mode="after")
-    def _docker_runs_no_coding_agent(self) -> TaskDefinition:
-        if self.sandbox.driver == "docker" and self.agent.takes_turns:  # a coding-agent CLI
-            raise ValueError(
-                f"sandbox.driver docker runs command, llm and none agents; the "
-                f"{self.agent.type} agent reaches its model through assay's bridge, which "
-                "the docker driver does not give yet: use sandbox.driver bwrap"
-            )
+    def _agent_isolation(self) -> TaskDefinition:
+        docker = self.sandbox.docker
+        if docker is None:
+            return self
+        driver = self.sandbox_driver
+        if docker.agent_isolation and driver == "tempdir" and self.agent.takes_turns:
+            raise located(("sandbox", "docker", "agent_isolation"),
+                          f"a tempdir sandbox cannot keep the {self.agent.type} agent apart "
+                          "from the task's folder and the host; set sandbox.driver: docker (or "
+                          "bwrap, which hides the task's folder from a coding agent too), or "
+                          "remove agent_isolation")  # fmt: skip
+        if driver != "docker" or not self.agent.takes_turns or not docker.isolated:
+            return self
+        crossing: list[tuple[Loc, str]] = []
+        if docker.extra_mounts:
+            crossing.append((("sandbox", "docker", "extra_mounts"), "extra_mounts (shown to "
+                             "whom? Coder Eval refuses them here too)"))  # fmt: skip
+        commands = [i for i, c in enumerate(self.success_criteria) if c.type == "run_command"]
+        crossing += [(("success_criteria", i, "type"), "a run_command criterion (a program the "
+                      "agent's files can steer, run with the task's folder in view; Coder Eval "
+                      "refuses it here too)") for i in commands]  # fmt: skip
+        if crossing:
+            loc, what = crossing[0]
+            raise located(loc, f"sandbox.docker.agent_isolation (on by default) keeps the "
+                          f"{self.agent.type} agent apart from the task's own data, and {what} "
+                          "would cross it; remove it, or set sandbox.docker.agent_isolation: "
+                          "false (the agent then also sees the task's folder and "
+                          "extra_mounts)")  # fmt: skip
+        return self
+
+    @model_validator(mode="after")
+    def _docker_network(self) -> TaskDefinition:
+        docker = self.sandbox.docker
+        if docker is not None and docker.network is not None and self.sandbox.network:
+            raise located(("sandbox", "docker", "network"),
+                          f"sandbox.network: true (the host's network) and "
+                          f"sandbox.docker.network: {docker.network} disagree; keep one of "
+                          "them")  # fmt: skip
         return self
 
     @property
@@ -668,6 +776,7 @@ __all__ = [
     "AgentConfig",
     "CommandAgent",
     "DatasetSpec",
+    "DockerBuild",
     "DockerConfig",
     "LlmAgent",
     "NoneAgent",

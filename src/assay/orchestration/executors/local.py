@@ -3,7 +3,7 @@ run's services (:func:`assay.orchestration.services.run_services`)."""
 
 from __future__ import annotations
 
-from assay.orchestration.containment import uses_bwrap
+from assay.orchestration.containment import needs_bridge_socket
 from assay.orchestration.executors.base import (
     Execution,
     ExecutionContext,
@@ -34,7 +34,7 @@ class LocalExecutor:
                           registry=context.registry, gate=gate,
                           redactor=plan.redactor)  # fmt: skip
         services_of_run = run_services(pool, keys, bridge=needs_bridge(plan),
-                                       bridge_socket=uses_bwrap(plan.definitions),
+                                       bridge_socket=needs_bridge_socket(plan.definitions),
                                        on_retry=progress.retry)  # fmt: skip
         async with services_of_run as services:
             containment = run_containment(plan, context.run_dir, services.bridge, pool)

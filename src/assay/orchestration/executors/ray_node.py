@@ -29,7 +29,7 @@ from typing import Any
 
 from assay.criteria.registry import default_criteria
 from assay.errors import UserError
-from assay.orchestration.containment import uses_bwrap
+from assay.orchestration.containment import needs_bridge_socket
 from assay.orchestration.executors.base import run_containment
 from assay.orchestration.executors.ray_files import Bundle, FileMode, missing_folders, unpack_bundle
 from assay.orchestration.executors.ray_limiter import RayGate
@@ -184,7 +184,7 @@ class NodeRunner:
         pool = build_pool(setup.models, jobs=setup.options.jobs, prices=setup.prices,
                           keys=keys, registry=setup.registry, gate=gate,
                           redactor=self.redactor)  # fmt: skip
-        contained = uses_bwrap(self.plan.definitions)
+        contained = needs_bridge_socket(self.plan.definitions)
         of_node = run_services(pool, keys, bridge=needs_bridge(self.plan),
                                bridge_socket=contained)  # fmt: skip
         services = await self.stack.enter_async_context(of_node)
