@@ -180,3 +180,32 @@ def test_agent_isolation_hides_the_task_folder_and_false_shows_it(
                                          ", agent_isolation: false")  # fmt: skip
     assert shared["final_status"] == "SUCCESS", shared["error_message"]
     assert "the expected answer" in shared["trace"]
+
+
+@pytest.mark.parametrize(
+    ("agent", "removed", "expected"),
+    [
+        (CODEX, "/usr/bin/node /usr/bin/nodejs", ["has no node on its PATH", "codex.js) is a "
+                                                  "script for it", "apt-get install -y nodejs"]),
+        ("{type: claude-code, model: mock/script.yaml}", "/usr/bin/python3*",
+         ["has no python3 on its PATH", "the model bridge's forwarder",
+          "apt-get install -y python3"]),
+    ],
+)  # fmt: skip
+@pytest.mark.docker
+@pytest.mark.coding_agent
+def test_an_image_without_what_the_agents_container_runs_is_refused_at_plan(
+    tmp_path: Path, docker_image: tuple[Engine, str], agent: str, removed: str,
+    expected: list[str],
+) -> None:  # fmt: skip
+    claude_available()
+    _, image = docker_image
+    write(tmp_path / "image" / "Dockerfile", f"FROM {image}\nRUN rm -f {removed}\n")
+    write(tmp_path / "script.yaml", "replies:\n  - {match: p, reply: done}\n")
+    sandbox = "{driver: docker, docker: {dockerfile_path: image/Dockerfile}}"
+    write(tmp_path / "t.yaml", task_text(agent=agent, sandbox=sandbox))
+    done = run_assay("plan", "t.yaml", cwd=tmp_path, env={**env(), "PATH": codex_path()})
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "t.yaml:5: sandbox.docker.dockerfile_path: the image assay-task:" in done.stderr
+    for words in expected:
+        assert words in done.stderr, done.stderr

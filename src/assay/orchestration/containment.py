@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from assay.agents.coding import CliAgent
 from assay.agents.registry import AgentRegistry
 from assay.errors import SandboxError, TaskFileError, UsageError
 from assay.orchestration.task_loader import LoadedTask
@@ -30,7 +31,9 @@ from assay.sandbox.docker import (
     find_engine,
     has_image,
     has_network,
+    interpreter,
     make_docker_policy,
+    missing_programs,
     parse_mount,
 )
 from assay.sandbox.mounts import unreadable
@@ -174,12 +177,51 @@ def check_docker(
         except SandboxError as exc:
             raise _docker_located(loaded, task, str(exc)) from None
         _check_network(engines[wanted], loaded, task)
+        _check_agent_programs(engines[wanted], loaded, task, agents)
         if os.geteuid() == 0:
             folders = _row_folders(task, loaded.base_dir, agents) if agents else [loaded.base_dir]
             for path in folders:
                 problem = unreadable(path)
                 if problem is not None:
                     raise _located(loaded, problem, READABLE_HINT)
+
+
+def _check_agent_programs(
+    engine: Engine, loaded: LoadedTask, task: TaskDefinition, agents: AgentRegistry | None
+) -> None:
+    """A coding agent's container runs programs of the image: ``python3`` for the model
+    bridge's forwarder (no network but the bridge), and the interpreter a CLI that is a
+    script names (``node`` for Codex and Gemini); an image that lacks one is refused here,
+    not in every row."""
+    agent = agents.build(task.agent) if agents is not None else None
+    if not isinstance(agent, CliAgent):
+        return
+    needed: dict[str, str] = {}
+    if agent.config.uses_bridge and not task.sandbox.network:
+        needed["python3"] = "the model bridge's forwarder in the agent's container runs on it"
+    try:
+        cli = agent.program(loaded.base_dir)
+    except UsageError:
+        return  # the agent's own preflight names the missing CLI
+    script = interpreter(cli)
+    if script is not None:
+        needed[script] = f"the {task.agent.type} CLI ({os.path.realpath(cli)}) is a script for it"
+    image = task_image(engine, task, loaded.base_dir)
+    try:
+        missing = missing_programs(engine, image, needed)
+    except SandboxError as exc:
+        raise _docker_located(loaded, task, str(exc)) from None
+    if missing:
+        lacking = missing[0]
+        package = PACKAGES.get(lacking, lacking)
+        raise _docker_located(loaded, task, f"the image {image} has no {lacking} on its PATH, "
+                              f"which a {task.agent.type} agent needs: {needed[lacking]}",
+                              hint=f"add it to the image (Debian: RUN apt-get install -y "
+                              f"{package}), or set sandbox.driver: bwrap")  # fmt: skip
+
+
+PACKAGES = {"python3": "python3", "node": "nodejs"}
+"""The Debian package of a program an agent's container needs."""
 
 
 def _check_network(engine: Engine, loaded: LoadedTask, task: TaskDefinition) -> None:
@@ -241,11 +283,14 @@ def task_image(engine: Engine, task: TaskDefinition, base_dir: Path) -> str:
     return docker.image
 
 
-def _docker_located(loaded: LoadedTask, task: TaskDefinition, message: str) -> TaskFileError:
+def _docker_located(
+    loaded: LoadedTask, task: TaskDefinition, message: str, hint: str | None = None
+) -> TaskFileError:
     docker = task.sandbox.docker
     name = "dockerfile_path" if docker is not None and docker.dockerfile_path else "image"
     return TaskFileError(message, file=loaded.display, field=f"sandbox.docker.{name}",
-                         line=loaded.document.line_of(("sandbox", "docker", name)))  # fmt: skip
+                         line=loaded.document.line_of(("sandbox", "docker", name)),
+                         hint=hint)  # fmt: skip
 
 
 READABLE_HINT = (

@@ -162,6 +162,53 @@ def has_network(engine: Engine, name: str) -> bool:
         return False
 
 
+def interpreter(program: Path) -> str | None:
+    """The program a script's ``#!`` line names (``#!/usr/bin/env node`` → ``node``), or
+    ``None`` for an executable that needs none (or cannot be read)."""
+    try:
+        with open(os.path.realpath(program), "rb") as handle:
+            first = handle.readline(256)
+    except OSError:
+        return None
+    if not first.startswith(b"#!"):
+        return None
+    words = first[2:].decode("utf-8", "replace").split()
+    if not words:
+        return None
+    if os.path.basename(words[0]) == "env":
+        rest = [w for w in words[1:] if not w.startswith("-")]
+        return rest[0] if rest else None
+    return words[0]
+
+
+def missing_programs(engine: Engine, image: str, programs: Iterable[str]) -> list[str]:
+    """Those of ``programs`` (names looked up on the image's ``PATH``, or absolute paths)
+    that ``image`` lacks, found by one throwaway container (``sh`` and ``command -v``); all
+    of them when even that cannot run.
+
+    Raises:
+        SandboxError: the container could not start (the engine's last lines).
+    """
+    wanted = sorted(set(programs))
+    if not wanted:
+        return []
+    script = (
+        "for p in "
+        + " ".join(f"'{p}'" for p in wanted)
+        + ('; do command -v "$p" >/dev/null 2>&1 || echo "$p"; done')
+    )
+    try:
+        done = engine.run("run", "--rm", "--network", "none", "--entrypoint", "sh", image,
+                          "-c", script)  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise SandboxError(f"cannot look into the image {image}: {exc}") from exc
+    if done.returncode != 0:
+        last = "\n".join((done.stderr or done.stdout).strip().splitlines()[-5:])
+        raise SandboxError(f"cannot look into the image {image} ({engine.kind} run exited "
+                           f"with code {done.returncode}; it needs sh): {last}")  # fmt: skip
+    return done.stdout.split()
+
+
 def build_image(
     engine: Engine,
     dockerfile: Path,
