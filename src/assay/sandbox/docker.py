@@ -604,8 +604,9 @@ class DockerJail:
         started = [n for n in [self.name, *self.agents]
                    if (self.state / ("started" if n == self.name else n)).exists()]  # fmt: skip
         if started:  # an agent's container is gone already unless its launcher was killed
-            with contextlib.suppress(OSError):
-                subprocess.Popen([str(self.policy.engine.path), "rm", "-f", *started],
+            ignore = ["--ignore"] if self.policy.engine.kind == "podman" else []  # else it stops
+            with contextlib.suppress(OSError):  # at the first one missing
+                subprocess.Popen([str(self.policy.engine.path), "rm", "-f", *ignore, *started],
                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                  stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
         if self.uid is not None:
