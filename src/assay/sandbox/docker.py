@@ -10,7 +10,8 @@ What a program of the row sees:
   and ``sandbox.docker.extra_mounts`` (``rw`` when marked), each at the path it names;
 - hidden: the run folder, the store and the cache when they lie inside a mounted folder;
 - no network (``--network none``: only its own loopback) unless ``sandbox.network``
-  (then the host's, ``--network host``);
+  (then the host's, ``--network host``) or ``sandbox.docker.network: bridge`` (the
+  engine's bridge);
 - an unprivileged user: as root, each row runs as a user of its own (as on ``bwrap``) whose
   files are given back to root when the row ends; otherwise the caller's uid; no
   capabilities, ``no-new-privileges``;
@@ -22,6 +23,13 @@ runs each program with ``ENGINE exec``), so starting it never blocks the run; a 
 that cannot start fails that program with the engine's message. A program killed at its
 timeout takes what it started with it; what a program left running ends with the row's
 container, removed by :meth:`DockerJail.close`.
+
+A coding agent's CLI runs in a container of its own from the same image
+(:meth:`DockerJail.agent_command`), removed when the CLI ends: the row's folder and the
+CLI's fresh home writable, the CLI's installation and plugins read-only where they are on
+the host, never the task file's folder (nor, with ``agent_isolation``, ``extra_mounts``),
+and the model bridge's unix socket behind ``127.0.0.1:port`` (the forwarder of
+:mod:`assay.sandbox.jail_init`, on the image's ``python3``).
 """
 
 from __future__ import annotations
