@@ -164,6 +164,7 @@ def check_docker(
     if not planned:
         return
     engines: dict[str | None, Engine] = {}
+    looked: dict[tuple[str, str, tuple[str, ...]], list[str]] = {}  # one look per image
     for loaded, task in planned:
         wanted = engine_of(task)
         if wanted not in engines:
@@ -177,7 +178,7 @@ def check_docker(
         except SandboxError as exc:
             raise _docker_located(loaded, task, str(exc)) from None
         _check_network(engines[wanted], loaded, task)
-        _check_agent_programs(engines[wanted], loaded, task, agents)
+        _check_agent_programs(engines[wanted], loaded, task, agents, looked)
         if os.geteuid() == 0:
             folders = _row_folders(task, loaded.base_dir, agents) if agents else [loaded.base_dir]
             for path in folders:
@@ -187,7 +188,11 @@ def check_docker(
 
 
 def _check_agent_programs(
-    engine: Engine, loaded: LoadedTask, task: TaskDefinition, agents: AgentRegistry | None
+    engine: Engine,
+    loaded: LoadedTask,
+    task: TaskDefinition,
+    agents: AgentRegistry | None,
+    looked: dict[tuple[str, str, tuple[str, ...]], list[str]],
 ) -> None:
     """A coding agent's container runs programs of the image: ``python3`` for the model
     bridge's forwarder (no network but the bridge), and the interpreter a CLI that is a
@@ -207,10 +212,12 @@ def _check_agent_programs(
     if script is not None:
         needed[script] = f"the {task.agent.type} CLI ({os.path.realpath(cli)}) is a script for it"
     image = task_image(engine, task, loaded.base_dir)
+    key = (engine.kind, image, tuple(sorted(needed)))
     try:
-        missing = missing_programs(engine, image, needed)
+        missing = looked[key] if key in looked else missing_programs(engine, image, needed)
     except SandboxError as exc:
         raise _docker_located(loaded, task, str(exc)) from None
+    looked[key] = missing
     if missing:
         lacking = missing[0]
         package = PACKAGES.get(lacking, lacking)
