@@ -310,3 +310,31 @@ def test_a_coding_agent_reaches_the_bridge_but_not_the_task_folder(
                 break
             time.sleep(0.1)
         assert not set(names) & set(listed)
+
+
+def test_a_coding_agent_on_its_own_credentials_gets_the_hosts_network(
+    driver: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    connect = ("python3 -c \"import socket; print(socket.create_connection(('127.0.0.1', "
+               "{port}), 3).recv(20).decode())\"")  # fmt: skip
+    sandbox = Sandbox.create(SandboxConfig(), base_dir=Path.cwd())
+    if driver in ("docker", "podman"):
+        engine, image = request.getfixturevalue(f"{driver}_image")
+        jail: Any = make_docker_policy(engine=engine).jail(sandbox.root, image=image,
+                                                           limits=LIMITS)  # fmt: skip
+    else:
+        jail = make_policy(path_variable=PATH).jail(sandbox.root, limits=LIMITS)
+    answers = []
+    try:
+        with host_tcp_server(b"host-answered") as port:
+            for network in (False, True):  # route: bridge, then route: direct
+                argv, env = jail.command(["/bin/sh", "-c", connect.format(port=port)],
+                                         env={"PATH": PATH}, agent=True,
+                                         network=network)  # fmt: skip
+                done = subprocess.run(argv, env=env, capture_output=True, text=True,
+                                      timeout=120, check=False)  # fmt: skip
+                answers.append(done.stdout.strip())
+    finally:
+        jail.close()
+        sandbox.remove()
+    assert answers == ["", "host-answered"]
