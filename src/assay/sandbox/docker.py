@@ -72,6 +72,9 @@ CATATONIT = "/usr/libexec/podman/catatonit"
 SCRATCH = ("/tmp/", "/var/tmp/")
 """Where a container has folders of its own (tmpfs): what a program reads or writes outside
 the row's folder is copied there."""
+PODMAN_ULIMITS = ["--ulimit", "nofile=4096:4096", "--ulimit", "nproc=32768:32768"]
+"""Limits a rootful Podman can set where root lacks ``CAP_SYS_RESOURCE`` (its defaults ask
+for more open files and processes than that root may give)."""
 ENGINE_SECONDS = 60.0
 BUILD_SECONDS = 1800.0
 BUILD_TAIL_LINES = 20
@@ -205,9 +208,10 @@ def missing_programs(engine: Engine, image: str, programs: Iterable[str]) -> lis
         + " ".join(f"'{p}'" for p in wanted)
         + ('; do command -v "$p" >/dev/null 2>&1 || echo "$p"; done')
     )
+    ulimits = PODMAN_ULIMITS if engine.kind == "podman" else []
     try:
-        done = engine.run("run", "--rm", "--network", "none", "--entrypoint", "sh", image,
-                          "-c", script)  # fmt: skip
+        done = engine.run("run", "--rm", "--network", "none", *ulimits, "--entrypoint", "sh",
+                          image, "-c", script)  # fmt: skip
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise SandboxError(f"cannot look into the image {image}: {exc}") from exc
     if done.returncode != 0:
