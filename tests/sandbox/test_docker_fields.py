@@ -192,17 +192,18 @@ def test_agent_isolation_hides_the_task_folder_and_false_shows_it(
           "apt-get install -y python3"]),
     ],
 )  # fmt: skip
+@pytest.mark.parametrize("kind", ["docker", "podman"])
 @pytest.mark.docker
 @pytest.mark.coding_agent
 def test_an_image_without_what_the_agents_container_runs_is_refused_at_plan(
-    tmp_path: Path, docker_image: tuple[Engine, str], agent: str, removed: str,
+    tmp_path: Path, request: pytest.FixtureRequest, kind: str, agent: str, removed: str,
     expected: list[str],
 ) -> None:  # fmt: skip
     claude_available()
-    _, image = docker_image
+    _, image = request.getfixturevalue(f"{kind}_image")
     write(tmp_path / "image" / "Dockerfile", f"FROM {image}\nRUN rm -f {removed}\n")
     write(tmp_path / "script.yaml", "replies:\n  - {match: p, reply: done}\n")
-    sandbox = "{driver: docker, docker: {dockerfile_path: image/Dockerfile}}"
+    sandbox = f"{{driver: docker, docker: {{engine: {kind}, dockerfile_path: image/Dockerfile}}}}"
     write(tmp_path / "t.yaml", task_text(agent=agent, sandbox=sandbox))
     done = run_assay("plan", "t.yaml", cwd=tmp_path, env={**env(), "PATH": codex_path()})
     assert done.returncode == 2, done.stdout + done.stderr
