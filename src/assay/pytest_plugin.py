@@ -115,7 +115,7 @@ class TaskFile(pytest.File):
         self.plan = api.plan(self.path, sample=config.getoption("assay_sample"),
                              model=config.getoption("assay_model"))  # fmt: skip
         for planned in self.plan.tasks:
-            repeats = self.plan.repeats_override or planned.repeats
+            repeats = planned.loaded.definition.replicates(self.plan.repeats_override)
             for row_task in planned.expansion.row_tasks:
                 for replicate in range(repeats):
                     name = row_task.row_id or row_task.task_id

@@ -20,7 +20,7 @@ def _folder(root: Path) -> Path:
     write(root / "tasks" / "a.yaml", "task_id: a\n" + HEAD + GOOD)
     write(root / "tasks" / "b.yaml", "task_id: b\n" + HEAD
           + "success_criteria: [{type: agent_judge, description: d}]\n")  # fmt: skip
-    write(root / "tasks" / "c.yaml", "task_id: c\n" + HEAD + "simulation: {max_turns: 3}\n" + GOOD)
+    write(root / "tasks" / "c.yaml", "task_id: c\n" + HEAD + "expected_commands: [make]\n" + GOOD)
     write(root / "tasks" / "d.yaml", "task_id: d\n" + HEAD
           + "success_criteria: [{type: response_match, expectd: hi}]\n")  # fmt: skip
     return root / "tasks"

@@ -18,6 +18,7 @@ from assay.providers.managed import OnRetry
 from assay.providers.pool import ModelKey, ModelPool, ProviderRegistry
 from assay.providers.pricing import PriceTable
 from assay.providers.retry import Attempt
+from assay.results.dialog import SimulationRecord
 from assay.results.secrets import Redactor
 from assay.results.task_result import EarlyStopRecord
 from assay.results.trace import Span
@@ -38,6 +39,25 @@ OutcomeStatus = Literal[
 LiveMonitorFn = Callable[[Transcript], EarlyStopRecord | None]
 """Asked after each event of a coding agent's stream: a record ends the agent
 (:class:`assay.criteria.live.LiveMonitor`)."""
+
+
+@dataclass
+class DialogState:
+    """Where a dialog (``simulation:``) stands when the agent takes its next turn.
+
+    Attributes:
+        history: the earlier exchanges, ``(role, text)`` with role ``user`` or
+            ``assistant``, oldest first (the current user message is the context's
+            ``prompt``); an ``llm`` agent sends them as its message history.
+        session_id: the agent's own session from its previous turn (a CLI's session id,
+            read from its stream), resumed by the CLI; ``None`` on the first turn.
+        home: a home folder kept for every turn of the dialog (a CLI keeps its sessions
+            there); the dialog removes it at the end.
+    """
+
+    history: list[tuple[str, str]] = field(default_factory=list)
+    session_id: str | None = None
+    home: Path | None = None
 
 
 @dataclass
@@ -71,6 +91,8 @@ class AgentContext:
             it (:meth:`assay.sandbox.bwrap.Jail.command`, the same shape on both drivers);
             ``None``: plain processes.
         monitor: the row's live early stop (``stop_early``), for agents with an event stream.
+        dialog: in dialog mode, the conversation so far and the session to continue
+            (``None``: a single prompt).
     """
 
     prompt: str | None
@@ -93,12 +115,15 @@ class AgentContext:
     redactor: Redactor = field(default_factory=Redactor)
     jail: Jail | DockerJail | None = None
     monitor: LiveMonitorFn | None = None
+    dialog: DialogState | None = None
 
 
 @dataclass
 class AgentOutcome:
     """What an agent did: final response, status, usage, exit code, spans, and the
-    transcript of its events (``None`` for an agent that has none, e.g. ``none``)."""
+    transcript of its events (``None`` for an agent that has none, e.g. ``none``); in
+    dialog mode ``simulation`` holds the dialog (every turn's outcome merged into this one).
+    """
 
     response: str | None = None
     status: OutcomeStatus = "completed"
@@ -117,6 +142,7 @@ class AgentOutcome:
     transcript: Transcript | None = None
     output_dropped_bytes: int = 0
     early_stop: EarlyStopRecord | None = None
+    simulation: SimulationRecord | None = None
 
 
 @dataclass(frozen=True)

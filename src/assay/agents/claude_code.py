@@ -4,7 +4,9 @@ The CLI runs as ``claude -p --output-format stream-json --verbose`` with the pro
 standard input, in a fresh home folder (no user settings, hooks, memory or login), with
 ``--setting-sources`` from the task (default ``project``: the sandbox's own ``.claude/``),
 the task's permission mode and tool lists, ``--plugin-dir`` for each plugin, and
-``sdk_options`` as the CLI flags the Claude Agent SDK would pass. Its non-essential
+``sdk_options`` as the CLI flags the Claude Agent SDK would pass. In dialog mode each turn
+after the first continues the CLI's session (``--resume SESSION_ID``, the id from its
+``system/init`` event) in a home folder kept for the whole dialog. Its non-essential
 traffic, auto-updater and telemetry are off. Behind the bridge it gets
 ``ANTHROPIC_BASE_URL`` = the bridge and ``ANTHROPIC_API_KEY`` = the row's credential (never
 the user's key), and its own retries are off (the bridge retries); with ``route: direct``
@@ -26,8 +28,8 @@ from assay.agents.claude_stream import ClaudeStreamParser
 from assay.agents.cli import (
     CliLaunch,
     cli_environment,
+    dialog_home,
     find_cli,
-    fresh_home,
     open_session,
     refused,
     run_cli,
@@ -99,7 +101,7 @@ class ClaudeCodeRunner(CliAgent[ClaudeCodeAgent]):
         except UserError as exc:
             return refused(span, parser.transcript, str(exc))
         parser.transcript.skills_offered = skills_offered(plugins)
-        home = fresh_home("claude")
+        home, kept = dialog_home(context, "claude")
         env = cli_environment(context, config, home) | QUIET
         session = None
         if config.route == "bridge":
@@ -111,7 +113,7 @@ class ClaudeCodeRunner(CliAgent[ClaudeCodeAgent]):
             env |= _direct_credentials(dict(os.environ), home)  # the user's own, on purpose
         if config.permission_mode == "bypassPermissions":
             env["IS_SANDBOX"] = "1"  # the CLI refuses the mode as root otherwise
-        launch = CliLaunch(argv, env, stdin=context.prompt or "", cleanup=[home],
+        launch = CliLaunch(argv, env, stdin=context.prompt or "", cleanup=[] if kept else [home],
                            readable=[install_root(cli), *plugins, *_settings_files(config,
                            context.base_dir)], writable=[home])  # fmt: skip
         return await run_cli(context, name="claude-code", launch=launch, parser=parser,
@@ -134,6 +136,8 @@ def claude_argv(config: ClaudeCodeAgent, cli: Path, context: AgentContext) -> li
         argv += ["--disallowedTools", ",".join(config.disallowed_tools)]
     if context.max_turns is not None:
         argv += ["--max-turns", str(context.max_turns)]
+    if context.dialog is not None and context.dialog.session_id:  # the dialog's next turn
+        argv += ["--resume", context.dialog.session_id]
     model = cli_model(config)
     if model:
         argv += ["--model", model]

@@ -162,6 +162,18 @@ def fresh_home(prefix: str) -> Path:
     return home
 
 
+def dialog_home(context: AgentContext, prefix: str) -> tuple[Path, bool]:
+    """The CLI's home folder and whether it is kept: in dialog mode the one kept for every
+    turn (the CLI's sessions live there; made on the first turn, removed by the dialog),
+    else a fresh one removed after the run (:func:`fresh_home`)."""
+    dialog = context.dialog
+    if dialog is None:
+        return fresh_home(prefix), False
+    if dialog.home is None:
+        dialog.home = fresh_home(prefix)
+    return dialog.home, True
+
+
 def cli_environment(context: AgentContext, config: CodingAgent, home: Path) -> dict[str, str]:
     """The CLI's environment: the row's, without any model credential or CLI configuration
     of the user's (:data:`CLI_PREFIXES`, and the variable ``agent.api_key_env`` names), with

@@ -268,7 +268,7 @@ def _defaults_layer(experiment: Experiment, experiment_dir: Path | None) -> dict
 
 def _variant_layer(variant: Any, experiment_dir: Path | None) -> dict[str, Any]:
     layer: dict[str, Any] = {}
-    for name in ("agent", "run_limits", "repeats", "initial_prompt"):
+    for name in ("agent", "run_limits", "repeats", "initial_prompt", "simulation"):
         value = getattr(variant, name)
         if value is not None:
             layer[name] = value

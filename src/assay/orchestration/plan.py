@@ -119,8 +119,9 @@ class PlannedTask:
 
     @property
     def repeats(self) -> int:
-        """Replicates per row-task (of the default variant)."""
-        return self.loaded.definition.repeats
+        """Replicates per row-task (of the default variant; ``simulation.n_trials`` in
+        dialog mode)."""
+        return self.loaded.definition.replicates()
 
     @property
     def selection_made(self) -> bool:
@@ -194,7 +195,7 @@ class WorkItems(MadeWhenRead[WorkItem]):
         for position, _ in enumerate(plan.variants):
             for planned in plan.tasks:
                 variant = planned.variants[position]
-                repeats = plan.repeats_override or variant.definition.repeats
+                repeats = variant.definition.replicates(plan.repeats_override)
                 self._starts.append(total)
                 self.blocks.append((planned, variant, repeats))
                 total += len(planned.expansion.row_tasks) * repeats

@@ -27,6 +27,7 @@ from assay.criteria.live import LiveMonitor
 from assay.criteria.registry import CriterionRegistry
 from assay.errors import AssayError, SandboxError
 from assay.orchestration.containment import Containment
+from assay.orchestration.dialog import DialogSetup, run_dialog, simulator_key
 from assay.orchestration.environment import grading_env, row_env
 from assay.orchestration.expand import RowTask
 from assay.orchestration.grading import (
@@ -136,6 +137,11 @@ def model_keys(plan: Plan) -> list[ModelKey]:
             agent = plan.criteria.agents.build(variant.definition.agent)
             keys.update(dict.fromkeys(agent.model_keys(planned.loaded.base_dir)))
     keys.update(dict.fromkeys(judge_keys(plan)))
+    for planned in plan.tasks:  # dialog mode: the simulated user's model
+        for variant in planned.variants:
+            dialog = variant.definition.dialog
+            if dialog is not None:
+                keys[simulator_key(dialog, planned.loaded.base_dir)] = None
     tasks = [v.definition for planned in plan.tasks for v in planned.variants]
     keys.update(dict.fromkeys(task_judge_keys_of(tasks)))
     return list(keys)
@@ -436,6 +442,8 @@ class Runner:
         )  # fmt: skip
         if not task.agent.answers and item.row_task.trace_id is not None:
             outcome = self._replay(item.row_task)
+        elif task.dialog is not None:
+            outcome = await self._dialog(row, context, sandbox, base_dir)
         else:
             outcome = await self.criteria.agents.build(task.agent).run(context)
         root_span.end(error=outcome.error)
@@ -446,14 +454,7 @@ class Runner:
             f" ({outcome.error})" if outcome.error else ""))  # fmt: skip
         results: list[CriterionResult] = []
         if self.options.stage == "run":
-            reference = reference_dir(task, base_dir)
-            grading = GradingContext(
-                sandbox=sandbox, response=outcome.response,
-                env=grading_env(env, task_dir=base_dir, reference=reference),
-                transcript=outcome.transcript, row=item.row_task.row, models=self.pool,
-                services=row_services(qa_item=row.qa, judge=self._judge(task, base_dir),
-                                      task=task, reference=reference),
-            )  # fmt: skip
+            grading = self._grading(row, outcome, sandbox, env, base_dir)
             if outcome.status != "error":
                 results = await grade(list(task.success_criteria), grading, self.criteria)
             else:  # the row stays ERROR; what the agent left is still worth a look
@@ -475,6 +476,45 @@ class Runner:
                 row.note(f"the sandbox could not be kept in the run folder: {exc}")
                 shutil.rmtree(keep_copy, ignore_errors=True)
         return self._finish(row, outcome, results, sandbox)
+
+    def _grading(
+        self, row: _Row, outcome: AgentOutcome, sandbox: Sandbox | None, env: dict[str, str],
+        base_dir: Path,
+    ) -> GradingContext:  # fmt: skip
+        """What the row's criteria read: its sandbox, the agent's response and transcript."""
+        task = row.task
+        reference = reference_dir(task, base_dir)
+        return GradingContext(
+            sandbox=sandbox, response=outcome.response,
+            env=grading_env(env, task_dir=base_dir, reference=reference),
+            transcript=outcome.transcript, row=row.item.row_task.row, models=self.pool,
+            services=row_services(qa_item=row.qa, judge=self._judge(task, base_dir),
+                                  task=task, reference=reference),
+        )  # fmt: skip
+
+    async def _dialog(
+        self, row: _Row, context: AgentContext, sandbox: Sandbox | None, base_dir: Path
+    ) -> AgentOutcome:
+        """Dialog mode (:mod:`assay.orchestration.dialog`): the agent and a simulated user
+        take turns; with ``check_criteria`` every turn, the row is graded after each one."""
+        task, config = row.task, row.task.dialog
+        assert config is not None
+
+        async def check(outcome: AgentOutcome) -> bool:
+            grading = self._grading(row, outcome, sandbox, context.env, base_dir)
+            results = await grade(list(task.success_criteria), grading, self.criteria)
+            return final_status(outcome.status, results, graded=True) is FinalStatus.SUCCESS
+
+        setup = DialogSetup(
+            config=config, description=task.description, opener=task.initial_prompt,
+            simulator=self.pool.get(simulator_key(config, base_dir)),
+            check=check if self.options.stage == "run" else None,
+        )  # fmt: skip
+        outcome = await run_dialog(self.criteria.agents.build(task.agent), context, setup)
+        if outcome.simulation is not None:
+            row.note(f"dialog: {outcome.simulation.total_turns} exchange(s), stopped by "
+                     f"{outcome.simulation.stop_reason}")  # fmt: skip
+        return outcome
 
     async def _packed(
         self, row: _Row, outcome: AgentOutcome, results: list[CriterionResult], sandbox: Sandbox
@@ -579,6 +619,7 @@ class Runner:
             ),
             row=item.row_task.row,
             qa_record=_qa_record(row.qa, outcome),
+            simulation=outcome.simulation,
             task_config=TaskConfigRecord(
                 resolved=task.model_dump(mode="json", exclude_none=True),
                 source_file=item.row_task.source.display,

@@ -2,7 +2,8 @@
 
 Field names follow ``reference/originals.md`` §1.10; assay adds ``schema_version``,
 ``suite_id``, ``row_id``, ``row_index``, ``replicate_index``, ``row``, ``agent``,
-``transcript`` (what the agent did, summed up: :class:`TranscriptSummary`) and, for a
+``transcript`` (what the agent did, summed up: :class:`TranscriptSummary`), in dialog mode
+``simulation`` (the dialog: :class:`~assay.results.dialog.SimulationRecord`) and, for a
 ``qa:`` row, ``qa_record`` (its ``prediction.jsonl`` record, ``assay.qa.records``).
 """
 
@@ -12,6 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from assay.results.dialog import SimulationRecord
 from assay.results.status import FinalStatus
 from assay.results.transcript import TranscriptSummary
 
@@ -265,4 +267,5 @@ class EvaluationResult(_Result):
     sandbox_path: str | None = None
     row: dict[str, Any] | None = None
     qa_record: dict[str, Any] | None = None
+    simulation: SimulationRecord | None = None
     task_config: TaskConfigRecord

@@ -229,6 +229,11 @@ class ClaudeCodeAgent(CodingAgent):
     native_provider: ClassVar[str] = "anthropic"
     enforces_max_turns: ClassVar[bool] = True
 
+    @property
+    def dialog_problem(self) -> str | None:
+        """Claude Code continues its session between turns (``--resume SESSION_ID``)."""
+        return None
+
     def local_paths(self) -> list[str]:
         """The plugin folders and a ``claude_settings`` file."""
         settings = self.claude_settings

@@ -31,6 +31,7 @@ from assay.spec.ids import ID_PATTERN, ID_RULE
 from assay.spec.price import ModelPrice
 from assay.spec.qa import QaConfig
 from assay.spec.record_cli import RecordCliRule, check_rules
+from assay.spec.simulation import SimulationConfig
 
 _NOT_USED = "assay's agents do not use it"
 QA_GRADE = "the answer is correct (QA rules and judge)"
@@ -158,6 +159,14 @@ class LlmAgent(AgentBase):
     def needs_directory(self) -> bool:
         """Only to write ``response_file``: the answer alone needs no directory."""
         return self.response_file is not None
+
+    @property
+    def dialog_problem(self) -> str | None:
+        """A chat model continues the message history; a completion prompt cannot."""
+        if self.prompt_format == "completion":
+            return ("prompt_format 'completion' sends one plain prompt and cannot continue a "
+                    "conversation; use prompt_format: chat")  # fmt: skip
+        return None
 
     @property
     def credential_variables(self) -> frozenset[str]:
@@ -477,7 +486,6 @@ class TaskDefinition(StrictModel):
     """One task file. With ``dataset`` it fans out into one row-task per row."""
 
     coder_eval_only: ClassVar[Mapping[str, str]] = {
-        "simulation": "no simulated user; the agent gets initial_prompt once",
         "expected_commands": "give the budget to a commands_efficiency criterion instead",
     }
     writer_only: ClassVar[frozenset[str]] = frozenset({"suite_id", "row_id"})
@@ -500,6 +508,8 @@ class TaskDefinition(StrictModel):
     dataset: DatasetSpec | None = None
     qa: QaConfig | None = None
     reference: ReferenceSpec | None = None
+    simulation: SimulationConfig | None = None
+    """Dialog mode (:mod:`assay.spec.simulation`): a simulated user talks with the agent."""
     suite_id: str | None = None
     row_id: str | None = None
 
@@ -600,9 +610,43 @@ class TaskDefinition(StrictModel):
                     f"agent type '{self.agent.type}' runs no agent, so a prompt would be ignored; "
                     "remove initial_prompt or choose an agent"
                 )
-        elif not has_prompt:
+        elif not has_prompt and self.dialog is None:  # a simulated user may open the dialog
             raise ValueError("Either 'initial_prompt' or 'initial_prompt_file' must be set")
         return self
+
+    @model_validator(mode="after")
+    def _dialog_rules(self) -> TaskDefinition:
+        """Dialog mode needs an agent that continues its session, and no live early stop
+        (Coder Eval refuses it too: the dialog decides when the agent stops)."""
+        if self.dialog is None:
+            return self
+        problem = self.agent.dialog_problem
+        if problem is not None:
+            raise ValueError(f"simulation: {problem}")
+        armed = [c.type for c in self.success_criteria if getattr(c, "stop_early", None)]
+        if armed:
+            raise ValueError(
+                f"simulation: early stop is not available in dialog mode (criterion "
+                f"'{armed[0]}' sets stop_early); remove stop_early, or use "
+                "simulation.stop_on_criteria_pass with check_criteria: every_turn"
+            )
+        return self
+
+    @property
+    def dialog(self) -> SimulationConfig | None:
+        """The ``simulation:`` block when dialog mode is on (``enabled: true``), else
+        ``None``."""
+        simulation = self.simulation
+        return simulation if simulation is not None and simulation.enabled else None
+
+    def replicates(self, override: int | None = None) -> int:
+        """Replicates per row-task: ``simulation.n_trials`` when dialog mode sets it (it
+        beats ``repeats``, as in Coder Eval), else ``override`` (``--repeats``), else
+        ``repeats``."""
+        dialog = self.dialog
+        if dialog is not None and "n_trials" in dialog.model_fields_set:
+            return dialog.n_trials
+        return override or self.repeats
 
     @model_validator(mode="after")
     def _gates_need_a_dataset(self) -> TaskDefinition:
