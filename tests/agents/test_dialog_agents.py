@@ -1,6 +1,7 @@
-"""Dialog mode with the real coding-agent CLIs (issue 30 item 1): a ``mock/`` simulated user
-and a ``mock/`` agent script through the bridge, over three exchanges, the CLI resuming its
-own session each turn (its later answers need the earlier turns in the request it sends)."""
+"""Dialog mode with the real coding-agent CLIs, Claude Code and Codex (issue 30 item 1): a
+``mock/`` simulated user and a ``mock/`` agent script through the bridge, over three
+exchanges, the CLI resuming its own session each turn (its later answers need the earlier
+turns in the request it sends)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.agents.coding import claude_available, row_file, run_assay, task_json
+from tests.agents.coding import claude_available, codex_path, row_file, run_assay, task_json
 from tests.helpers import write
 
 pytestmark = pytest.mark.coding_agent
@@ -98,3 +99,47 @@ def test_claude_code_resumes_its_session_across_three_exchanges(tmp_path: Path) 
     assert summary["cli"]["session_id"]  # the session every turn continued
     log = row_file(tmp_path, "greet", ".", "task.log")
     assert "dialog: 3 exchange(s), stopped by stop_token" in log
+
+
+CODEX_AGENT = """\
+replies:
+  - match: "(?s)write the greeting.*Anything else.*second line.*Appended.*what does it say"
+    search: request
+    steps:
+      - tool: exec_command
+        input: {cmd: "cat hello.txt"}
+      - reply: "It says hello, then world."
+  - match: "(?s)write the greeting.*Anything else.*second line"
+    search: request
+    steps:
+      - tool: exec_command
+        input: {cmd: "echo world >> hello.txt"}
+      - reply: "Appended world."
+  - match: "write the greeting"
+    steps:
+      - tool: exec_command
+        input: {cmd: "echo hello > hello.txt"}
+      - reply: "I wrote hello.txt. Anything else?"
+default: "I do not remember what we did."
+"""
+
+
+def test_codex_resumes_its_session_across_three_exchanges(tmp_path: Path) -> None:
+    write(tmp_path / "agent.yaml", CODEX_AGENT)
+    write(tmp_path / "user.yaml", USER)
+    claude = "{type: claude-code, model: mock/agent.yaml, allowed_tools: [Write, Bash, Read]}"
+    task = TASK.replace(claude, "{type: codex, model: mock/agent.yaml}")
+    write(tmp_path / "task.yaml", task)
+    done = run_assay("run", "task.yaml", cwd=tmp_path, env={"PATH": codex_path()})
+    assert done.returncode == 0, done.stderr + row_file(tmp_path, "greet", ".", "task.log")
+    record = task_json(tmp_path, "greet", ".")
+    simulation = record["simulation"]
+    assert simulation["stop_reason"] == "stop_token"
+    assert [t["text"] for t in simulation["turns"] if t["role"] == "agent"] == [
+        "I wrote hello.txt. Anything else?",
+        "Appended world.",
+        "It says hello, then world.",
+    ]
+    assert record["final_status"] == "SUCCESS"
+    assert record["transcript"]["commands"] == 3 and record["agent"]["model_calls"] == 6
+    assert record["transcript"]["cli"]["session_id"]  # the thread every turn continued

@@ -7,8 +7,9 @@ plugins and analytics are off (else it reaches outside hosts). It runs with
 ``--dangerously-bypass-approvals-and-sandbox`` inside assay's sandbox, reads the prompt
 from standard input (``-``), and is killed with its process group at ``task_timeout``
 (without a listening server it retries forever). ``route: direct`` keeps the user's Codex
-login (``auth.json``) or ``CODEX_API_KEY`` instead. Settings from
-``reference/coding_agents_offline.md``.
+login (``auth.json``) or ``CODEX_API_KEY`` instead. In dialog mode the home is kept for
+the whole dialog and each turn after the first runs ``codex exec resume SESSION_ID`` (the
+id from its ``thread.started`` event). Settings from ``reference/coding_agents_offline.md``.
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ from assay.agents.base import AgentContext, AgentOutcome
 from assay.agents.cli import (
     CliLaunch,
     cli_environment,
+    dialog_home,
     find_cli,
-    fresh_home,
     open_session,
     refused,
     run_cli,
@@ -69,14 +70,15 @@ class CodexRunner(CliAgent[CodexAgent]):
         span = context.root_span.child("invoke_agent codex")
         parser = CodexStreamParser()
         config = self.config
-        home = fresh_home("codex")
+        home, kept = dialog_home(context, "codex")
         codex_home = home / ".codex"
         try:
             cli = find_codex(config, context.base_dir)
             plugins = plugin_dirs(config, context.base_dir)
             instructions = read_system_prompt(config, context.base_dir)
         except UserError as exc:
-            shutil.rmtree(home, ignore_errors=True)
+            if not kept:
+                shutil.rmtree(home, ignore_errors=True)
             return refused(span, parser.transcript, str(exc))
         env = cli_environment(context, config, home) | {"CODEX_HOME": str(codex_home)}
         settings: dict[str, Any] = {"model": cli_model(config)}
@@ -91,18 +93,29 @@ class CodexRunner(CliAgent[CodexAgent]):
             env |= _direct_credentials(dict(os.environ), codex_home)  # the user's own, on purpose
         write_config(codex_home, settings=settings, instructions=instructions)
         parser.transcript.skills_offered = _stage_skills(plugins, codex_home)
-        argv = [str(cli), "exec", "--json", "--skip-git-repo-check",
-                "--dangerously-bypass-approvals-and-sandbox", "--ephemeral", "-"]  # fmt: skip
         launch = CliLaunch(
-            argv,
+            codex_argv(cli, context),
             env,
             stdin=context.prompt or "",
-            cleanup=[home],
+            cleanup=[] if kept else [home],
             readable=[install_root(cli), *plugins],
             writable=[home],
         )
         return await run_cli(context, name="codex", launch=launch, parser=parser,
                              session=session, span=span)  # fmt: skip
+
+
+def codex_argv(cli: Path, context: AgentContext) -> list[str]:
+    """The CLI's command line (the prompt goes on standard input, ``-``). A single prompt
+    runs ``--ephemeral`` (no session kept); in dialog mode the session is kept in the
+    dialog's home, and each later turn runs ``codex exec resume SESSION_ID``."""
+    flags = ["--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox"]
+    dialog = context.dialog
+    if dialog is None:
+        return [str(cli), "exec", *flags, "--ephemeral", "-"]
+    if dialog.session_id:
+        return [str(cli), "exec", "resume", *flags, dialog.session_id, "-"]
+    return [str(cli), "exec", *flags, "-"]
 
 
 def cli_model(config: CodexAgent) -> str:

@@ -330,6 +330,11 @@ class CodexAgent(CodingAgent):
     native_provider: ClassVar[str] = "openai"
 
     @property
+    def dialog_problem(self) -> str | None:
+        """Codex continues its session between turns (``codex exec resume SESSION_ID``)."""
+        return None
+
+    @property
     def may_act(self) -> bool:
         """Codex always may: it runs every command with full access inside the sandbox."""
         return True
