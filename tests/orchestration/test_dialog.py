@@ -201,9 +201,44 @@ def test_a_run_limit_ends_the_dialog_with_that_limits_status(tmp_path: Path) -> 
     record = row(run(tmp_path, extra="run_limits: {max_total_tokens: 15}\n"))
     assert record["simulation"]["stop_reason"] == "run_limit_exceeded"
     assert record["final_status"] == "TOKEN_BUDGET_EXCEEDED"
-    assert "run_limits.max_total_tokens" in record["error_message"]
+    assert record["error_message"] == (
+        "the call used 24 tokens; run_limits.max_total_tokens is 6 (in exchange 2: each turn "
+        "gets what the dialog's earlier turns left of run_limits)"
+    )
     assert record["simulation"]["turns"][-1]["status"] == "token_budget"
     assert record["simulation"]["total_turns"] == 2  # 8 tokens, then 23 of the 15
+
+
+def test_the_task_timeout_bounds_the_whole_dialog(tmp_path: Path) -> None:
+    slow = USER.replace('reply: "Just add and subtract, please."',
+                        'reply: "Just add and subtract, please."\n    delay: 30')  # fmt: skip
+    record = row(run(tmp_path, user=slow.format(after_add="x"),
+                     extra="run_limits: {task_timeout: 1}\n"))  # fmt: skip
+    assert record["final_status"] == "TIMEOUT"
+    assert record["simulation"]["stop_reason"] == "run_limit_exceeded"
+    assert record["error_message"] == "the dialog ran out of run_limits.task_timeout (1 s)"
+    assert record["simulation"]["total_turns"] == 1
+
+
+def test_a_dialog_graded_again_keeps_it_for_its_judge(tmp_path: Path) -> None:
+    write(tmp_path / "judge.yaml", JUDGE.format())
+    criterion = ("  - type: llm_judge\n    description: helpful\n    model: mock/judge.yaml\n"
+                 "    verdict: {{kind: binary}}\n    prompt: Was it helpful?\n"
+                 "    include_dialog: true\n")  # fmt: skip
+    write(tmp_path / "agent.yaml", AGENT)
+    write(tmp_path / "user.yaml", USER.format(after_add="Thanks. <<<END>>>"))
+    task = write(
+        tmp_path / "task.yaml",
+        TASK.replace("success_criteria:\n", "success_criteria:\n" + criterion).format(
+            extra="", simulation=""
+        ),
+    )
+    result = assay.run([str(task)], run_dir=str(tmp_path / "runs"))
+    write(tmp_path / "judge.yaml", JUDGE.format().replace("saw the dialog", "saw it again"))
+    again = assay.evaluate(result.run_dir)  # the dialog read back from trace.json
+    record = json.loads((again.run_dir / "default" / "calc" / "00" / "task.json").read_text())
+    assert record["success_criteria_results"][0]["reason"] == "saw it again"
+    assert record["simulation"]["stop_reason"] == "stop_token"
 
 
 def test_a_simulated_user_that_fails_is_the_rows_error_not_a_pass(tmp_path: Path) -> None:

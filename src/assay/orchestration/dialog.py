@@ -314,7 +314,10 @@ async def _converse(dialog: _Dialog) -> AgentOutcome:
             outcome = await dialog.agent.run(turn)
             dialog.answered(exchange, outcome, prompt)
             if outcome.status in LIMIT_STATUSES:
-                return dialog.merged(outcome.status, outcome.error, "run_limit_exceeded")
+                why = outcome.error if exchange == 1 else (
+                    f"{outcome.error} (in exchange {exchange}: each turn gets what the "
+                    "dialog's earlier turns left of run_limits)")  # fmt: skip
+                return dialog.merged(outcome.status, why, "run_limit_exceeded")
             if outcome.status != "completed":
                 return dialog.merged(outcome.status, outcome.error, "error")
             checked = config.checks_every_turn and setup.check is not None
