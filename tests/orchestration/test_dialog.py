@@ -114,6 +114,20 @@ def test_the_simulated_user_opens_and_ends_the_dialog_with_its_stop_token(
     assert record["agent"]["model_calls"] == 2
 
 
+def test_the_simulated_users_cost_comes_from_the_price_table_and_stays_apart(
+    tmp_path: Path,
+) -> None:
+    assert row(run(tmp_path / "free"))["simulation"]["simulator_cost_usd"] == 0.0  # mock/*
+    prices = write(tmp_path / "prices.yaml", "mock/user.yaml: {input_per_mtok: 1000000, "
+                   "output_per_mtok: 2000000}\n")  # fmt: skip
+    record = row(run(tmp_path, prices=str(prices)))
+    simulation = record["simulation"]
+    assert simulation["simulator_cost_usd"] == pytest.approx(
+        simulation["simulator_input_tokens"] + 2 * simulation["simulator_output_tokens"]
+    )
+    assert record["cost_usd"] == 0.0  # the agent's own (mock/*: free), without the user's
+
+
 def test_the_dialog_is_in_the_transcript_and_comes_back_from_the_trace(tmp_path: Path) -> None:
     result = run(tmp_path)
     record = row(result)

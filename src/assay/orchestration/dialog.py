@@ -252,9 +252,14 @@ class _Dialog:
                 simulator_input_tokens=self.simulator_usage.input_tokens,
                 simulator_output_tokens=self.simulator_usage.output_tokens,
                 simulator_failures=self.simulator_failures, dialog_tokens=self.tokens,
+                simulator_cost_usd=self._simulator_cost(),
                 turns=list(self.turns),
             ),
         )  # fmt: skip
+
+    def _simulator_cost(self) -> float | None:
+        price = self.context.models.settings.prices.lookup(self.setup.config.simulator_model)
+        return price.cost(self.simulator_usage) if price is not None else None
 
     def _transcript(self, status: OutcomeStatus) -> Transcript:
         """The turns' transcripts one after another, each after the user message it

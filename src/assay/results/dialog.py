@@ -64,6 +64,8 @@ class SimulationRecord(_Record):
         simulator_model: the simulated user's model.
         simulator_input_tokens, simulator_output_tokens: the simulated user's tokens.
         simulator_failures: calls of the simulated user that failed.
+        simulator_cost_usd: what the simulated user's calls cost (US dollars, from the price
+            table; ``None``: its model has no price). Not part of the row's ``cost_usd``.
         dialog_tokens: tokens of the whole dialog (agent and simulated user), what
             ``simulation.max_total_tokens`` bounds.
         turns: every message, in order.
@@ -77,6 +79,7 @@ class SimulationRecord(_Record):
     simulator_input_tokens: int = 0
     simulator_output_tokens: int = 0
     simulator_failures: int = 0
+    simulator_cost_usd: float | None = None
     dialog_tokens: int = 0
     turns: list[DialogTurn] = Field(default_factory=list)
 
