@@ -135,6 +135,9 @@ agent: {type: llm, model: mock/echo, system_prompt: s, few_shot: [{user: u, assi
         stop: [x], labels: [pos, neg], price: {input_per_mtok: 1, output_per_mtok: 2},
         extra_body: {k: 1}}
 initial_prompt: "${row.text}"
+simulation: {enabled: false, persona: p, goal: g, constraints: [c], max_turns: 3,
+             stop_token: "<<X>>", stop_on_criteria_pass: false, max_total_tokens: 100,
+             n_trials: 1, check_criteria: every_turn, model: mock/echo}
 dataset:
 """
     + ROWS
@@ -226,6 +229,7 @@ SPECIAL: dict[str, Any] = {
     "reference.directory": "ref2",
     "success_criteria.15.reference_file": "t.py",
     "agent.model": "mock/other.yaml",
+    "simulation.model": "mock/other.yaml",
     "qa.judge.model": "mock/other.yaml",
     "qa.judge.prompt": "Judge ${question}: ${response}",
     "qa.judge.prompt_file": "judge.txt",
