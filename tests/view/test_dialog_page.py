@@ -26,12 +26,24 @@ def section(page: str, anchor: str) -> str:
 
 def test_the_row_page_shows_the_dialog_as_a_conversation(tmp_path: Path) -> None:
     shutil.copytree(EXAMPLE, tmp_path / "dialog")
-    result = assay.run([str(tmp_path / "dialog" / "calculator.yaml")],
+    task = tmp_path / "dialog" / "calculator.yaml"
+    unopened = (
+        task.read_text()
+        .replace(
+            'initial_prompt: "I need a calculator that can ${row.ops}."\n', "task_id: unopened\n"
+        )
+        .replace("task_id: calculator\n", "")
+    )
+    (tmp_path / "dialog" / "unopened.yaml").write_text(unopened)
+    result = assay.run([str(task), str(tmp_path / "dialog" / "unopened.yaml")],
                        run_dir=str(tmp_path / "runs"))  # fmt: skip
     with viewer(str(tmp_path / "runs"), cwd=tmp_path) as url, httpx.Client(base_url=url) as http:
         base = f"/runs/{result.run_dir.name}/rows/default/calculator"
         add = http.get(f"{base}/add/00").text
         pow_ = http.get(f"{base}/pow/00").text
+        opened = http.get(f"/runs/{result.run_dir.name}/rows/default/unopened/add/00").text
+    assert "The simulated user opened the dialog (below)." in opened
+    assert re.search(r'data-role="user"><span class="who">user \(simulated\)', opened)
     dialog = section(add, "dialog")
     assert dialog.startswith("Dialog 2 exchange(s) · stopped: stop_token · simulated user "
                              "mock/scripts/user.yaml (282 tokens in / 7 out)")  # fmt: skip

@@ -50,7 +50,8 @@ from assay.spec.simulation import SimulationConfig
 CriteriaCheck = Callable[[AgentOutcome], Awaitable[bool]]
 """Grades the row as it stands (the merged outcome so far): whether every criterion passed."""
 
-SIMULATOR_MAX_TOKENS = 1024
+SIMULATOR_MAX_TOKENS = 512
+"""The longest message the simulated user may write (tokens): a user's turn is short."""
 OPENER = "(The conversation starts: write your first message to the assistant.)"
 LIMIT_STATUSES: frozenset[OutcomeStatus] = frozenset(
     {"timeout", "token_budget", "cost_budget", "max_turns", "max_tool_calls"}
