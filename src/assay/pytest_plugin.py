@@ -36,7 +36,7 @@ import pytest
 
 if TYPE_CHECKING:
     from assay.api import RunResult
-    from assay.orchestration.plan import Plan
+    from assay.orchestration.planning.plan import Plan
     from assay.results.task_result import EvaluationResult
 
 SUFFIXES = (".yaml", ".yml")
@@ -218,8 +218,8 @@ class RowTest(pytest.Item):
         Raises:
             RowFailed: the row did not succeed.
         """
-        from assay.orchestration.rundir import item_dir
-        from assay.orchestration.runfiles import load_task_json
+        from assay.orchestration.running.rundir import item_dir
+        from assay.orchestration.running.runfiles import load_task_json
 
         result = self.task_file.run_result()
         folder = item_dir(result.run_dir, variant_id="default", task_id=self.task_id,

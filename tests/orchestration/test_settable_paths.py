@@ -31,9 +31,9 @@ from assay.agents.llm import build_request, model_key
 from assay.api.tasks import TaskDefinition
 from assay.data.substitute import substitute_tree
 from assay.errors import TaskFileError, UserError
-from assay.orchestration.overrides import ALTERNATIVES, Override
-from assay.orchestration.plan import Plan, PlanOptions, build_plan
-from assay.orchestration.qa_rows import judge_key
+from assay.orchestration.loading.overrides import ALTERNATIVES, Override
+from assay.orchestration.loading.qa_rows import judge_key
+from assay.orchestration.planning.plan import Plan, PlanOptions, build_plan
 from assay.qa.evaluate import JudgeSettings
 from assay.spec.base import StrictModel
 from assay.spec.qa import QaJudge
@@ -604,7 +604,7 @@ def test_every_override_takes_effect_or_is_refused(bases: dict[str, Path]) -> No
             overrides.insert(0, Override(("dataset", "sample_per_stratum"), 1))
         options: dict[str, Any] = {}
         if leaf.dotted == "dataset.split_field":
-            from assay.orchestration.expand import Selectors
+            from assay.orchestration.planning.expand import Selectors
 
             options["selectors"] = Selectors(split="train")
         if leaf.dotted == "skip":

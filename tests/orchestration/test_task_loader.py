@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from assay.errors import TaskFileError
-from assay.orchestration.task_loader import load_task
+from assay.orchestration.loading.task_loader import load_task
 from assay.spec.task import CommandAgent, LlmAgent, NoneAgent
 from tests.helpers import write
 

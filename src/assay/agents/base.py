@@ -47,7 +47,7 @@ class AgentContext:
     Attributes:
         prompt: the substituted prompt (``None`` for ``agent: none``).
         sandbox: the working directory; ``None`` for an ``llm`` agent whose row needs none
-            (see :func:`assay.orchestration.runner.needs_directory`).
+            (see :func:`assay.orchestration.running.runner.needs_directory`).
         base_dir: the task file's directory (relative files in the agent block).
         timeout: seconds the agent may run (``run_limits.task_timeout``).
         max_total_tokens: the token budget of the row, if any.

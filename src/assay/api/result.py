@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from assay.errors import UsageError
-from assay.orchestration.runfiles import entry_task_jsons, load_task_json
+from assay.orchestration.running.runfiles import entry_task_jsons, load_task_json
 from assay.reports.writer import Reports
 from assay.results.io import read_json
 from assay.results.run import RunSummary, SecretFindingRecord

@@ -309,10 +309,11 @@ def _cut_marks(
 class Redactor:
     """Known secret values and the names they came from; see the module docstring.
 
-    Not a module global: each run builds one (:func:`assay.orchestration.secrets.run_redactor`)
-    and passes it to what writes and prints. Adding is thread-safe and cheap to read around:
-    :meth:`redact` uses one compiled alternation of every value (longest first), built when
-    values are added, never per call.
+    Not a module global: each run builds one
+    (:func:`assay.orchestration.loading.secrets.run_redactor`) and passes it to what writes
+    and prints. Adding is thread-safe and cheap to read around: :meth:`redact` uses one
+    compiled alternation of every value (longest first), built when values are added, never
+    per call.
     """
 
     def __init__(self) -> None:
