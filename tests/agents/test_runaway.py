@@ -5,6 +5,7 @@ bounded, and the kept text names the cut and the file (issue 28 item 8)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -242,6 +243,35 @@ success_criteria:
     assert "task.yaml" in message and "sandbox.limits" in message
     assert f"max_log_mb ({log_mb:g}) is smaller than max_output_mb ({output_mb:g})" in message
     assert "raise max_log_mb or lower max_output_mb" in message
+
+
+def test_a_coding_agents_long_stderr_is_written_whole(tmp_path: Path) -> None:
+    """A coding agent's CLI (:func:`stream_process`): its stdout is read line by line, its
+    stderr's end kept; a stderr longer than that end is written whole to the agent's log,
+    redacted, a token split between two reads of the pipe included."""
+    from assay.results.io import LogFolder
+    from assay.results.secrets import Redactor
+    from assay.sandbox.process import STDERR_TAIL, stream_process
+
+    script = (
+        "import sys, time\n"
+        "sys.stderr.write('e' * 65530 + ' glpat-Zx81'); sys.stderr.flush(); time.sleep(0.3)\n"
+        "sys.stderr.write('kQ2wL0pR7mN4bV6c ' + 'f' * 200000); print('{\"done\": 1}')\n"
+    )
+    lines: list[str] = []
+    logs = LogFolder(tmp_path / "row", Redactor(), 1 << 30).logs("agent")
+    result = asyncio.run(stream_process([sys.executable, "-c", script], cwd=tmp_path,
+                                        env={"PATH": "/usr/bin:/bin"}, timeout=60,
+                                        on_line=lines.append, logs=logs))  # fmt: skip
+    assert lines == ['{"done": 1}'] and result.exit_code == 0
+    assert result.logs == (tmp_path / "row" / "agent.stderr.log",)
+    assert (tmp_path / "row" / "agent.stderr.log").read_bytes() == (
+        b"e" * 65530 + b" [redacted:gitlab-token] " + b"f" * 200000
+    )
+    total = 65530 + 28 + 200000
+    assert result.stderr.endswith(f"[assay: {total} bytes of stderr, its end kept here; the "
+                                  "whole stream is in agent.stderr.log]\n")  # fmt: skip
+    assert len(result.stderr) < STDERR_TAIL + 200
 
 
 LEAVER = """\

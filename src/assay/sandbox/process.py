@@ -165,13 +165,19 @@ async def run_process(
 @dataclass(frozen=True)
 class StreamResult:
     """How a streamed program ended: exit code (``None`` when killed), the tail of stderr,
-    whether the timeout or the stop event killed it, seconds."""
+    whether the timeout or the stop event killed it, seconds, and ``logs``: the file its
+    stderr was written to whole when it passed :data:`STDERR_TAIL`."""
 
     exit_code: int | None
     stderr: str
     timed_out: bool
     stopped: bool
     seconds: float
+    logs: tuple[Path, ...] = ()
+
+
+STDERR_TAIL = 65536
+"""Bytes of the end of a streamed program's stderr kept in memory (:func:`stream_process`)."""
 
 
 async def stream_process(
@@ -183,10 +189,12 @@ async def stream_process(
     on_line: Callable[[str], None],
     stdin: str | None = None,
     stop: asyncio.Event | None = None,
+    logs: OutputLogs | None = None,
 ) -> StreamResult:
     """Run ``argv`` in its own process group and hand each line of its stdout to
     ``on_line`` as it arrives (up to :data:`MAX_LINE` bytes of a line); stderr is kept (its
-    last 64 KiB).
+    last :data:`STDERR_TAIL` bytes), and written whole to ``logs`` (``<name>.stderr.log``,
+    redacted, cut at the logs' cap) once it passes that, never held in memory.
 
     The whole process group is killed (``SIGKILL``) at ``timeout`` seconds or as soon as
     ``stop`` is set; the lines printed until then have been handed over.
@@ -196,7 +204,7 @@ async def stream_process(
     """
     started = time.perf_counter()
     process, exited = await _spawn(argv, stdin, cwd=cwd, env=env)
-    err = bytearray()
+    err = _Tail(STDERR_TAIL, bytearray(), logs)
     reading = _readers(process, stdin, _lines(_pipe(process.stdout), on_line),
                        _collect_tail(_pipe(process.stderr), err))  # fmt: skip
     stopping = asyncio.ensure_future(stop.wait()) if stop is not None else None
@@ -212,8 +220,11 @@ async def stream_process(
     finally:
         if stopping is not None:
             stopping.cancel()
+        err.close()
     exit_code = None if (timed_out or stopped) else process.returncode
-    return StreamResult(exit_code, _text(err), timed_out, stopped, time.perf_counter() - started)
+    written = (err.log.path,) if err.log is not None else ()
+    return StreamResult(exit_code, err.text(), timed_out, stopped, time.perf_counter() - started,
+                        logs=written)  # fmt: skip
 
 
 def _pipe(stream: asyncio.StreamReader | None) -> asyncio.StreamReader:
@@ -288,11 +299,54 @@ async def _lines(stream: asyncio.StreamReader, on_line: Callable[[str], None]) -
         on_line(_text(rest[:MAX_LINE]))
 
 
-async def _collect_tail(stream: asyncio.StreamReader, sink: bytearray, keep: int = 65536) -> None:
+@dataclass
+class _Tail:
+    """The last ``keep`` bytes of a stream, and the log the whole stream goes to once it
+    passes ``keep`` (opened then, from ``logs``, with everything read so far)."""
+
+    keep: int
+    kept: bytearray
+    logs: OutputLogs | None = None
+    log: StreamLog | None = None
+    total: int = 0
+    problem: str | None = None
+
+    def take(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        self.kept.extend(chunk)
+        if self.log is None and self.total > self.keep and self.logs is not None:
+            if self.problem is None:
+                try:
+                    self.log = self.logs.open("stderr")
+                except OSError as exc:
+                    self.problem = exc.strerror or type(exc).__name__
+                else:
+                    self.log.write(bytes(self.kept))  # all of it: nothing was trimmed yet
+        elif self.log is not None:
+            self.log.write(chunk)
+        if len(self.kept) > 2 * self.keep:
+            del self.kept[: -self.keep]
+
+    def close(self) -> None:
+        if self.log is not None:
+            self.log.close()
+
+    def text(self) -> str:
+        """The kept end as text, with a last line naming the file that holds it all."""
+        log = self.log
+        if log is None:
+            return _text(self.kept[-self.keep :])
+        held = ("the whole stream is in" if not log.dropped and log.error is None
+                else f"{log.path.name} holds its first {log.written} bytes:")  # fmt: skip
+        where = log.path.name if held.startswith("the") else (log.error or "max_log_mb")
+        return _text(self.kept[-self.keep :]) + (
+            f"\n[assay: {self.total} bytes of stderr, its end kept here; {held} {where}]\n"
+        )
+
+
+async def _collect_tail(stream: asyncio.StreamReader, sink: _Tail) -> None:
     while chunk := await stream.read(65536):
-        sink.extend(chunk)
-        if len(sink) > 2 * keep:
-            del sink[:-keep]
+        sink.take(chunk)
 
 
 _DRAIN_SECONDS = 5.0
