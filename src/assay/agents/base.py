@@ -18,6 +18,7 @@ from assay.providers.managed import OnRetry
 from assay.providers.pool import ModelKey, ModelPool, ProviderRegistry
 from assay.providers.pricing import PriceTable
 from assay.providers.retry import Attempt
+from assay.results.io import LogFolder
 from assay.results.secrets import Redactor
 from assay.results.task_result import EarlyStopRecord
 from assay.results.trace import Span
@@ -62,8 +63,10 @@ class AgentContext:
         row: the dataset row (``${row.x}`` in ``mock/`` scripts), if any.
         max_turns: the most model calls the agent may make (``run_limits.max_turns``).
         max_tool_calls: the most tool calls its model may ask for (``run_limits.max_tool_calls``).
-        max_output_bytes: what is kept of each output stream of the agent's program
-            (``sandbox.limits.max_output_mb``).
+        max_output_bytes: what is kept in memory of each output stream of the agent's
+            program (``sandbox.limits.max_output_mb``).
+        logs: the row's folder, where a stream that passes it is written whole
+            (``agent.stdout.log``...); ``None``: the rest is dropped.
         redactor: the run's known secrets; an agent that mints a credential (the model
             bridge's per-row key) adds it here before using it, so it is redacted from
             every file and printed line. ``env`` already lacks the host's secrets.
@@ -90,6 +93,7 @@ class AgentContext:
     max_turns: int | None = None
     max_tool_calls: int | None = None
     max_output_bytes: int = MAX_OUTPUT_BYTES
+    logs: LogFolder | None = None
     redactor: Redactor = field(default_factory=Redactor)
     jail: Jail | DockerJail | None = None
     monitor: LiveMonitorFn | None = None
@@ -116,6 +120,7 @@ class AgentOutcome:
     stored_trace: dict[str, Any] | None = None
     transcript: Transcript | None = None
     output_dropped_bytes: int = 0
+    output_logs: list[str] = field(default_factory=list)
     early_stop: EarlyStopRecord | None = None
 
 

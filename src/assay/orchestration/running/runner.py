@@ -49,6 +49,7 @@ from assay.providers.managed import OnRetry
 from assay.providers.pool import ModelKey, ModelPool
 from assay.qa import PredictionRecord, QaItem
 from assay.qa.schema import OPEN_TYPES, route
+from assay.results.io import LogFolder
 from assay.results.secrets import Redactor
 from assay.results.status import FinalStatus
 from assay.results.task_result import (
@@ -323,6 +324,8 @@ class Runner:
         except SandboxError as exc:
             row.note(f"sandbox: {exc}")
             return self._finish(row, AgentOutcome(status="error", error=str(exc)), [], None)
+        if not self.remote:  # a stream past max_output_mb is written whole into the row folder
+            sandbox.logs = LogFolder(directory, self.redactor, task.sandbox.limits.max_log_bytes)
         try:
             sandbox.jail = self.containment.jail(task, sandbox.root, base_dir)
             if sandbox.jail is not None:
@@ -427,6 +430,7 @@ class Runner:
             max_turns=task.run_limits.max_turns,
             max_tool_calls=task.run_limits.max_tool_calls,
             max_output_bytes=task.sandbox.limits.max_output_bytes,
+            logs=sandbox.logs if sandbox is not None else None,
             redactor=self.redactor,
             jail=sandbox.jail if sandbox is not None else None,
             monitor=LiveMonitor.of(
@@ -495,8 +499,9 @@ class Runner:
         return self.pool.get(judge_key(task.qa.judge, base_dir))
 
     async def _pre_run(self, row: _Row, sandbox: Sandbox, env: dict[str, str]) -> str | None:
-        for command in row.task.pre_run:
-            result = await self._command(command.command, command.timeout, sandbox, env)
+        for number, command in enumerate(row.task.pre_run, 1):
+            result = await self._command(command.command, command.timeout, sandbox, env,
+                                         log_name=f"pre_run-{number}")  # fmt: skip
             row.pre_run.append(result)
             row.note(f"pre_run {command.command!r}: exit {result.exit_code}")
             if command.fail_on_error and result.exit_code != 0:
@@ -505,16 +510,17 @@ class Runner:
         return None
 
     async def _post_run(self, row: _Row, sandbox: Sandbox, env: dict[str, str]) -> None:
-        for command in row.task.post_run:
-            result = await self._command(command.command, command.timeout, sandbox, env)
+        for number, command in enumerate(row.task.post_run, 1):
+            result = await self._command(command.command, command.timeout, sandbox, env,
+                                         log_name=f"post_run-{number}")  # fmt: skip
             row.post_run.append(result)
             row.note(f"post_run {command.command!r}: exit {result.exit_code}")
 
     @staticmethod
     async def _command(
-        command: str, timeout: float, sandbox: Sandbox, env: dict[str, str]
+        command: str, timeout: float, sandbox: Sandbox, env: dict[str, str], *, log_name: str
     ) -> CommandResult:
-        result = await sandbox.run(command, env=env, timeout=timeout)
+        result = await sandbox.run(command, env=env, timeout=timeout, log_name=log_name)
         return CommandResult(
             command=command,
             exit_code=result.exit_code,
@@ -522,6 +528,7 @@ class Runner:
             stderr=tail(result.stderr),
             duration_seconds=result.seconds,
             error=f"timed out after {timeout:g} s" if result.timed_out else None,
+            output_logs=[path.name for path in result.logs],
         )
 
     def _finish(
@@ -565,6 +572,7 @@ class Runner:
                 cached=outcome.cached,
                 response_chars=len(outcome.response or ""),
                 output_dropped_bytes=outcome.output_dropped_bytes,
+                output_logs=outcome.output_logs,
                 duration_seconds=outcome.seconds,
                 stopped_early=outcome.error if outcome.status in STOPPED_EARLY else None,
                 early_stop=outcome.early_stop,
