@@ -6,15 +6,14 @@ row's credential in ``ASSAY_BRIDGE_KEY``, and no retries of its own (the bridge 
 plugins and analytics are off (else it reaches outside hosts). It runs with
 ``--dangerously-bypass-approvals-and-sandbox`` inside assay's sandbox, reads the prompt
 from standard input (``-``), and is killed with its process group at ``task_timeout``
-(without a listening server it retries forever). ``route: direct`` keeps the user's Codex
-login (``auth.json``) or ``CODEX_API_KEY`` instead. Settings from
+(without a listening server it retries forever). ``route: direct`` is refused when the task
+is loaded (:data:`assay.spec.coding_agents.CODEX_DIRECT`). Settings from
 ``reference/coding_agents_offline.md``.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -30,7 +29,7 @@ from assay.agents.cli import (
     run_cli,
 )
 from assay.agents.codex_stream import CodexStreamParser
-from assay.agents.coding import CliAgent, OwnCredentials
+from assay.agents.coding import CliAgent
 from assay.agents.coding_models import (
     bridge_key,
     plugin_dirs,
@@ -56,9 +55,6 @@ class CodexRunner(CliAgent[CodexAgent]):
 
     type_name = "codex"
     config_model = CodexAgent
-    own_credentials = OwnCredentials(
-        ("CODEX_API_KEY",), ".codex/auth.json", "export CODEX_API_KEY, or log in with `codex login`"
-    )
 
     def find(self, base_dir: Path) -> Path:
         """:func:`find_codex`."""
@@ -80,15 +76,15 @@ class CodexRunner(CliAgent[CodexAgent]):
             return refused(span, parser.transcript, str(exc))
         env = cli_environment(context, config, home) | {"CODEX_HOME": str(codex_home)}
         settings: dict[str, Any] = {"model": cli_model(config)}
-        session = None
-        if config.route == "bridge":
+        try:  # always the bridge: the config refuses route: direct
             session = open_session(context, config, bridge_key(config, context.base_dir))
-            assert context.bridge is not None
-            env[KEY_VARIABLE] = session.token
-            settings["model_provider"] = "assay"
-            settings["provider_url"] = context.bridge.url + "/v1"
-        else:
-            env |= _direct_credentials(dict(os.environ), codex_home)  # the user's own, on purpose
+        except UserError as exc:
+            shutil.rmtree(home, ignore_errors=True)
+            return refused(span, parser.transcript, str(exc))
+        assert context.bridge is not None
+        env[KEY_VARIABLE] = session.token
+        settings["model_provider"] = "assay"
+        settings["provider_url"] = context.bridge.url + "/v1"
         write_config(codex_home, settings=settings, instructions=instructions)
         parser.transcript.skills_offered = _stage_skills(plugins, codex_home)
         argv = [str(cli), "exec", "--json", "--skip-git-repo-check",
@@ -144,12 +140,3 @@ def _stage_skills(plugins: list[Path], codex_home: Path) -> list[str]:
         if not link.exists():
             link.symlink_to(folder, target_is_directory=True)
     return sorted(skills)
-
-
-def _direct_credentials(host: dict[str, str], codex_home: Path) -> dict[str, str]:
-    env = {k: host[k] for k in ("CODEX_API_KEY",) if host.get(k)}
-    login = Path(host.get("HOME", "~")).expanduser() / ".codex" / "auth.json"
-    if login.is_file():
-        codex_home.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(login, codex_home / "auth.json")
-    return env
