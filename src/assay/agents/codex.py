@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from assay.agents.base import AgentContext, AgentOutcome
+from assay.agents.base import AgentContext, AgentOutcome, ToolServer
 from assay.agents.cli import (
     CliLaunch,
     cli_environment,
@@ -85,7 +86,8 @@ class CodexRunner(CliAgent[CodexAgent]):
         env[KEY_VARIABLE] = session.token
         settings["model_provider"] = "assay"
         settings["provider_url"] = context.bridge.url + "/v1"
-        write_config(codex_home, settings=settings, instructions=instructions)
+        write_config(codex_home, settings=settings, instructions=instructions,
+                     servers=context.tool_servers)  # fmt: skip
         parser.transcript.skills_offered = _stage_skills(plugins, codex_home)
         argv = [str(cli), "exec", "--json", "--skip-git-repo-check",
                 "--dangerously-bypass-approvals-and-sandbox", "--ephemeral", "-"]  # fmt: skip
@@ -111,9 +113,15 @@ def cli_model(config: CodexAgent) -> str:
     return DEFAULT_CLI_MODEL
 
 
-def write_config(codex_home: Path, *, settings: dict[str, Any], instructions: str | None) -> None:
+def write_config(
+    codex_home: Path,
+    *,
+    settings: dict[str, Any],
+    instructions: str | None,
+    servers: Mapping[str, ToolServer] | None = None,
+) -> None:
     """Write ``config.toml`` (strings are TOML basic strings, written with JSON's escapes,
-    which TOML shares)."""
+    which TOML shares), with a ``[mcp_servers.<name>]`` table for each of ``servers``."""
     codex_home.mkdir(parents=True, exist_ok=True)
     lines = [f"model = {json.dumps(settings['model'])}"]
     if instructions is not None:
@@ -126,6 +134,12 @@ def write_config(codex_home: Path, *, settings: dict[str, Any], instructions: st
                   f"base_url = {json.dumps(settings['provider_url'])}",
                   'wire_api = "responses"', f'env_key = "{KEY_VARIABLE}"',
                   "request_max_retries = 0", "stream_max_retries = 0"]  # fmt: skip
+    for name, server in (servers or {}).items():
+        lines += ["", f"[mcp_servers.{name}]", f"command = {json.dumps(server.command)}",
+                  f"args = {json.dumps(list(server.args))}"]  # fmt: skip
+        if server.env:
+            pairs = ", ".join(f"{json.dumps(k)} = {json.dumps(v)}" for k, v in server.env.items())
+            lines.append(f"env = {{ {pairs} }}")
     (codex_home / "config.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
