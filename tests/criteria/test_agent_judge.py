@@ -54,6 +54,16 @@ replies:
       - tool: mcp__assay_judge__submit_verdict
         input: {score: 7, rationale: "too high"}
       - reply: "done"
+  - match: "RUBRIC-LOOP"
+    steps:
+      - {tool: Read, input: {file_path: "${sandbox}/answer.txt"}}
+      - {tool: Read, input: {file_path: "${sandbox}/keep.txt"}}
+      - {tool: Read, input: {file_path: "${sandbox}/answer.txt"}}
+      - {tool: Read, input: {file_path: "${sandbox}/keep.txt"}}
+      - {tool: Read, input: {file_path: "${sandbox}/answer.txt"}}
+      - tool: mcp__assay_judge__submit_verdict
+        input: {score: 0.5, rationale: "too late", findings: []}
+      - reply: "done"
   - match: "RUBRIC-SLOW"
     reply: "too late"
     delay: 60
@@ -76,13 +86,14 @@ dataset:
     - {{id: writes, rubric: RUBRIC-WRITES}}
     - {{id: range, rubric: RUBRIC-OUT-OF-RANGE}}
     - {{id: slow, rubric: RUBRIC-SLOW}}
+    - {{id: loop, rubric: RUBRIC-LOOP}}
 run_limits: {{task_timeout: 200}}
 success_criteria:
   - type: agent_judge
     description: a coding agent judges the answer
     prompt: "${{row.rubric}}: is the answer in answer.txt right?"
     turn_timeout: {timeout}
-    max_turns: 8
+    max_turns: 4
     agent:
       model: mock/judge.yaml
       allowed_tools: [Read, Bash]
@@ -109,7 +120,7 @@ def test_a_coding_agent_judges_a_copy_of_the_sandbox(tmp_path: Path, sandbox: st
     done = run_assay("run", "t.yaml", "--keep-sandboxes", cwd=tmp_path, timeout=600)
     assert done.returncode == 1, done.stdout + done.stderr
     rows = _rows(tmp_path / "runs" / "latest")
-    assert set(rows) == {"reads", "reference", "silent", "writes", "range", "slow"}
+    assert set(rows) == {"reads", "reference", "silent", "writes", "range", "slow", "loop"}
 
     judged = rows["reads"]["success_criteria_results"][0]
     assert judged["evaluation_status"] == "evaluated", judged
@@ -128,6 +139,8 @@ def test_a_coding_agent_judges_a_copy_of_the_sandbox(tmp_path: Path, sandbox: st
                   "score field must be between 0 and 1, got 7. Retry."),
         ("slow", "judge_error: Judge did not call submit_verdict (the judge agent was stopped "
                  "at turn_timeout:"),
+        ("loop", "judge_error: Judge did not call submit_verdict (the judge agent reached "
+                 "max_turns:"),
     ]:  # fmt: skip
         result = rows[row_id]["success_criteria_results"][0]
         assert result["evaluation_status"] == "error", result
@@ -152,6 +165,6 @@ def test_a_coding_agent_judges_a_copy_of_the_sandbox(tmp_path: Path, sandbox: st
                        .read_text())  # fmt: skip
     aggregate = next(a for a in suite["criterion_aggregates"]
                      if a["criterion_type"] == "agent_judge")  # fmt: skip
-    assert aggregate["metrics"]["count"] == 3  # the three judge errors left out, counted apart
-    assert aggregate["details"]["judge_errors"] == 3
+    assert aggregate["metrics"]["count"] == 3  # the four judge errors left out, counted apart
+    assert aggregate["details"]["judge_errors"] == 4
     assert aggregate["metrics"]["mean"] == pytest.approx((0.8 + 1.0 + 0.25) / 3)

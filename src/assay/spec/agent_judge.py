@@ -162,6 +162,11 @@ class AgentJudge(CriterionSpec):
             check_relative_path(path)
         return value
 
+    @property
+    def reads_response(self) -> bool:
+        """The judge is shown the agent's final response (``include_agent_output``)."""
+        return self.include_agent_output
+
     def graders(self) -> list[AgentSpec]:
         """The judge's agent config (none when ``enabled: false``)."""
         return [self.agent.config()] if self.enabled else []
