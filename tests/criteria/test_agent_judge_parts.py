@@ -19,11 +19,17 @@ import assay
 from assay.agents.base import ToolServer
 from assay.agents.claude_code import mcp_flags
 from assay.agents.codex import write_config
-from assay.criteria.agent_judge import AgentJudgeCriterion, copy_workspace, read_verdict
+from assay.criteria.agent_judge import (
+    AgentJudgeCriterion,
+    copy_workspace,
+    judge_jail,
+    read_verdict,
+)
 from assay.criteria.base import CriterionError, GradingContext
 from assay.errors import TaskFileError
 from assay.judges.verdict_tool import QUALIFIED, RECEIVED, VerdictError, answer, check_verdict
 from assay.results.transcript import Transcript, TranscriptEvent
+from assay.sandbox.bwrap import make_policy
 from assay.sandbox.tempdir import Sandbox
 from assay.spec.agent_judge import AgentJudge, JudgeAgent
 from assay.spec.coding_agents import ClaudeCodeAgent
@@ -209,3 +215,30 @@ def test_the_plan_refuses_a_judge_that_cannot_run(
         assay.plan([str(task)])
     assert message in str(caught.value)
     assert caught.value.line == line
+
+
+def test_the_judge_is_contained_as_the_row_was(tmp_path: Path) -> None:
+    assert judge_jail(None, tmp_path) is None  # a tempdir row: a plain process
+    policy = make_policy(path_variable=os.environ.get("PATH", ""))
+    (tmp_path / "row").mkdir()
+    (tmp_path / "copy").mkdir()
+    row = policy.jail(tmp_path / "row", limits={"RLIMIT_NOFILE": 256}, network=True,
+                      readable=[tmp_path / "extra"], task_dir=tmp_path)  # fmt: skip
+    try:
+        judge = judge_jail(row, tmp_path / "copy")
+        assert judge is not None
+        try:
+            assert judge.policy is row.policy
+            assert (judge.root, judge.limits, judge.network, judge.readable) == (
+                tmp_path / "copy",
+                {"RLIMIT_NOFILE": 256},
+                True,
+                (tmp_path / "extra",),
+            )
+            assert judge.task_dir is None  # the task's folder stays hidden from the judge
+        finally:
+            judge.close()
+    finally:
+        row.close()
+    with pytest.raises(CriterionError, match="does not run in a docker container yet"):
+        judge_jail(object(), tmp_path)  # type: ignore[arg-type]
