@@ -136,7 +136,10 @@ def test_the_judges_copy_leaves_out_the_ignored_names_at_any_depth(tmp_path: Pat
     found = sorted(p.relative_to(target).as_posix() for p in target.rglob("*") if not p.is_dir())
     assert found == [".claude/settings.json", "dist/keep.txt", "link", "main.py", "pkg/ok.py"]
     assert (target / "link").is_symlink()
-    assert JudgeAgent.model_validate({"additional_ignore_patterns": ["x"]}).ignore_patterns == ["x"]
+    more = JudgeAgent.model_validate(
+        {"additional_ignore_patterns": ["x"], "ignore_patterns": ["y"]}
+    )
+    assert {"x", "y", ".git"} <= more.ignored()
 
 
 def test_the_judges_config_as_coder_eval_writes_it() -> None:

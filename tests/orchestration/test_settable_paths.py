@@ -123,7 +123,8 @@ JUDGES = """\
     enabled: true
     agent: {type: claude-code, model: mock/other.yaml, cli_model: m, cli_path: c,
             system_prompt: s, permission_mode: plan, allowed_tools: [Read],
-            disallowed_tools: [Write], ignore_patterns: [x], env: {A: b},
+            disallowed_tools: [Write], ignore_patterns: [x],
+            additional_ignore_patterns: [y], env: {A: b},
             base_url: "http://127.0.0.1:9/v1", api_key_env: ASSAY_TEST_KEY,
             request_timeout: 30, cache: false,
             price: {input_per_mtok: 1, output_per_mtok: 2}}

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 
-from pydantic import AliasChoices, Field, StrictBool, StrictStr, field_validator, model_validator
+from pydantic import Field, StrictBool, StrictStr, field_validator, model_validator
 
 from assay.spec.agent_base import AgentSpec
 from assay.spec.base import StrictModel
@@ -36,7 +36,7 @@ class JudgeAgent(StrictModel):
     forms such as ``claude-sonnet-4-6`` are read as ``anthropic/…``; any assay model, a
     ``mock/`` script included, can judge); ``permission_mode`` (Claude Code, default
     ``bypassPermissions``) and ``allowed_tools`` (default ``Bash Read Glob Grep``; the
-    verdict tool is always allowed); ``ignore_patterns`` (alias
+    verdict tool is always allowed); ``ignore_patterns`` (and Coder Eval's
     ``additional_ignore_patterns``): more names left out of the judge's copy, ``!name``
     keeps one of the defaults. ``cli_path``, ``cli_model``, ``system_prompt``, ``env``,
     ``base_url``, ``api_key_env``, ``request_timeout``, ``cache`` and ``price`` are those of
@@ -54,10 +54,8 @@ class JudgeAgent(StrictModel):
     )
     allowed_tools: list[StrictStr] = Field(default_factory=lambda: list(DEFAULT_TOOLS))
     disallowed_tools: list[StrictStr] | None = None
-    ignore_patterns: list[StrictStr] = Field(
-        default_factory=list,
-        validation_alias=AliasChoices("ignore_patterns", "additional_ignore_patterns"),
-    )
+    ignore_patterns: list[StrictStr] = Field(default_factory=list)
+    additional_ignore_patterns: list[StrictStr] = Field(default_factory=list)
     env: dict[str, StrictStr] = Field(default_factory=dict)
     base_url: StrictStr | None = None
     api_key_env: StrictStr | None = None
@@ -89,7 +87,7 @@ class JudgeAgent(StrictModel):
         """The names left out of the judge's copy: the defaults, plus ``ignore_patterns``,
         minus each ``!name``."""
         names = set(DEFAULT_IGNORED)
-        for pattern in self.ignore_patterns:
+        for pattern in [*self.ignore_patterns, *self.additional_ignore_patterns]:
             if pattern.startswith("!"):
                 names.discard(pattern[1:])
             else:
