@@ -14,6 +14,7 @@ spec is reached by no base task, so a new field is tested as soon as it exists.
 from __future__ import annotations
 
 import json
+import shutil
 import types
 import typing
 from collections.abc import Iterator
@@ -121,7 +122,7 @@ JUDGES = """\
     max_turns: 5
     turn_timeout: 30
     enabled: true
-    agent: {type: claude-code, model: mock/other.yaml, cli_model: m, cli_path: c,
+    agent: {type: claude-code, model: mock/other.yaml, cli_model: m, cli_path: CLAUDE_CLI,
             system_prompt: s, permission_mode: plan, allowed_tools: [Read],
             disallowed_tools: [Write], ignore_patterns: [x],
             additional_ignore_patterns: [y], env: {A: b},
@@ -396,9 +397,11 @@ def _leaves(instance: BaseModel, base: str, prefix: tuple[str, ...]) -> Iterator
 
 
 def _binaries(text: str) -> str:
-    """A base task's CODEX and GEMINI placeholders as the project's CLIs."""
-    return text.replace("CODEX", str(CODEX_BIN / "codex")).replace(
-        "GEMINI", str(CODEX_BIN / "gemini")
+    """A base task's CODEX, GEMINI and CLAUDE_CLI placeholders as the project's CLIs."""
+    return (
+        text.replace("CODEX", str(CODEX_BIN / "codex"))
+        .replace("GEMINI", str(CODEX_BIN / "gemini"))
+        .replace("CLAUDE_CLI", str(bundled_claude() or shutil.which("claude") or "claude"))
     )
 
 
