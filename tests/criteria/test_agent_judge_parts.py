@@ -245,3 +245,22 @@ def test_the_judge_is_contained_as_the_row_was(tmp_path: Path) -> None:
         row.close()
     with pytest.raises(CriterionError, match="does not run in a docker container yet"):
         judge_jail(object(), tmp_path)  # type: ignore[arg-type]
+
+
+def test_the_plan_refuses_a_judge_without_the_mcp_package(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "mcp" else real(name, *a))  # fmt: skip
+    task = write(tmp_path / "t.yaml", "task_id: j\ndescription: d\ninitial_prompt: go\n"
+                 "agent: {type: command, command: 'true'}\nsuccess_criteria:\n"
+                 "  - type: agent_judge\n    description: judge\n    prompt: is it good?\n"
+                 "    agent: {model: mock/echo}\n")  # fmt: skip
+    with pytest.raises(TaskFileError) as caught:
+        assay.plan([str(task)])
+    assert "verdict tool needs the mcp package, which is not installed" in str(caught.value)
+    assert caught.value.field == "success_criteria[0].type"
+    assert caught.value.hint is not None and "install" in caught.value.hint

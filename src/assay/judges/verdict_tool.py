@@ -77,6 +77,22 @@ def check_verdict(arguments: Any) -> Verdict:
     return Verdict(float(score), text, tuple(f.strip() for f in findings if f.strip()))
 
 
+def check_installed() -> None:
+    """The ``mcp`` SDK the tool's server runs on is installed (extra ``agents``).
+
+    Raises:
+        UsageError: it is not (with the install command).
+    """
+    import importlib.util
+
+    if importlib.util.find_spec("mcp") is None:
+        from assay.errors import UsageError
+        from assay.install import install_hint
+
+        raise UsageError("an agent_judge's verdict tool needs the mcp package, which is not "
+                         "installed", hint=install_hint("agents"))  # fmt: skip
+
+
 def answer(arguments: dict[str, Any]) -> str:
     """The tool's reply to one call: ``Verdict received. Stop here.`` or ``Invalid: <why>.
     Retry.``"""
