@@ -264,3 +264,16 @@ def test_the_plan_refuses_a_judge_without_the_mcp_package(
     assert "verdict tool needs the mcp package, which is not installed" in str(caught.value)
     assert caught.value.field == "success_criteria[0].type"
     assert caught.value.hint is not None and "install" in caught.value.hint
+
+
+def test_the_judges_model_key_is_a_secret_of_the_task(tmp_path: Path) -> None:
+    task = write(tmp_path / "t.yaml", "task_id: j\ndescription: d\ninitial_prompt: go\n"
+                 "agent: {type: command, command: 'true'}\nsuccess_criteria:\n"
+                 "  - type: agent_judge\n    description: judge\n    prompt: is it good?\n"
+                 "    agent: {model: mock/echo, api_key_env: JUDGE_CREDENTIAL}\n"
+                 "  - type: agent_judge\n    description: disabled\n    prompt: p\n"
+                 "    enabled: false\n"
+                 "    agent: {model: mock/echo, api_key_env: UNUSED_CREDENTIAL}\n")  # fmt: skip
+    definition = assay.plan([str(task)]).tasks[0].loaded.definition
+    assert "JUDGE_CREDENTIAL" in definition.credential_variables
+    assert "UNUSED_CREDENTIAL" not in definition.credential_variables
