@@ -14,6 +14,7 @@ spec is reached by no base task, so a new field is tested as soon as it exists.
 from __future__ import annotations
 
 import json
+import shutil
 import types
 import typing
 from collections.abc import Iterator
@@ -110,6 +111,24 @@ JUDGES = """\
      verdict: {kind: scale, min: 1, max: 5, integer: true}}
   - {type: system_one_judge, prompt: "Judge it.", model: mock/other.yaml,
      verdict: {kind: binary}, few_shot: [{response: r, verdict: true, reason: why}]}
+  - type: agent_judge
+    prompt: "Explore it."
+    files: [f.txt]
+    include_reference: true
+    include_agent_output: true
+    include_tool_calls: true
+    max_file_chars: 1000
+    max_transcript_chars: 1000
+    max_turns: 5
+    turn_timeout: 30
+    enabled: true
+    agent: {type: claude-code, model: mock/other.yaml, cli_model: m, cli_path: CLAUDE_CLI,
+            system_prompt: s, permission_mode: plan, allowed_tools: [Read],
+            disallowed_tools: [Write], ignore_patterns: [x],
+            additional_ignore_patterns: [y], env: {A: b},
+            base_url: "http://127.0.0.1:9/v1", api_key_env: ASSAY_TEST_KEY,
+            request_timeout: 30, cache: false,
+            price: {input_per_mtok: 1, output_per_mtok: 2}}
 """
 COMMON = """\
 description: d
@@ -378,9 +397,11 @@ def _leaves(instance: BaseModel, base: str, prefix: tuple[str, ...]) -> Iterator
 
 
 def _binaries(text: str) -> str:
-    """A base task's CODEX and GEMINI placeholders as the project's CLIs."""
-    return text.replace("CODEX", str(CODEX_BIN / "codex")).replace(
-        "GEMINI", str(CODEX_BIN / "gemini")
+    """A base task's CODEX, GEMINI and CLAUDE_CLI placeholders as the project's CLIs."""
+    return (
+        text.replace("CODEX", str(CODEX_BIN / "codex"))
+        .replace("GEMINI", str(CODEX_BIN / "gemini"))
+        .replace("CLAUDE_CLI", str(bundled_claude() or shutil.which("claude") or "claude"))
     )
 
 
@@ -754,8 +775,8 @@ def test_sample_seed_override_seeds_the_stratified_draw(bases: dict[str, Path]) 
 
 
 def test_a_list_item_override_past_the_end_is_refused(bases: dict[str, Path]) -> None:
-    with pytest.raises(TaskFileError, match="has 21 item\\(s\\), so there is no item 21"):
-        _plan(bases["llm"], (Override(("success_criteria", "21", "weight"), 0),))
+    with pytest.raises(TaskFileError, match="has 22 item\\(s\\), so there is no item 22"):
+        _plan(bases["llm"], (Override(("success_criteria", "22", "weight"), 0),))
 
 
 def test_strict_models_cover_the_spec() -> None:

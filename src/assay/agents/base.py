@@ -74,6 +74,9 @@ class AgentContext:
             it (:meth:`assay.sandbox.bwrap.Jail.command`, the same shape on both drivers);
             ``None``: plain processes.
         monitor: the row's live early stop (``stop_early``), for agents with an event stream.
+        tool_servers: stdio MCP servers the agent's CLI is given besides its own tools, by
+            server name (the verdict tool of an ``agent_judge``); a CLI agent allows their
+            tools; other agents ignore them.
     """
 
     prompt: str | None
@@ -97,6 +100,18 @@ class AgentContext:
     redactor: Redactor = field(default_factory=Redactor)
     jail: Jail | DockerJail | None = None
     monitor: LiveMonitorFn | None = None
+    tool_servers: dict[str, ToolServer] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ToolServer:
+    """A stdio MCP server a CLI agent starts for tools assay serves it: the program
+    (``command``, an absolute path), its ``args`` and the variables ``env`` it gets besides
+    the CLI's."""
+
+    command: str
+    args: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass

@@ -115,7 +115,8 @@ class JudgeCriterionResult(BasicCriterionResult):
     keeps the unreadable reply); ``score`` is the verdict on [0, 1]; ``expected_label`` is
     the row's true label (labels verdicts); ``samples`` holds each sample when there were
     several, and ``self_agreement`` (binary, labels) or ``spread`` (scale) how much they
-    agreed. ``evaluation_status`` is ``skipped`` for ``enabled: false``.
+    agreed. ``evaluation_status`` is ``skipped`` for ``enabled: false``. An ``agent_judge``
+    adds its ``findings`` (short observations; ``None`` for other judges).
     """
 
     result_kind: Literal["judge"] = "judge"  # type: ignore[assignment]
@@ -130,6 +131,7 @@ class JudgeCriterionResult(BasicCriterionResult):
     self_agreement: float | None = None
     spread: float | None = None
     judge_tokens: int = 0
+    findings: list[str] | None = None
 
 
 CriterionResult = Annotated[

@@ -656,14 +656,17 @@ class TaskDefinition(StrictModel):
     @property
     def credential_variables(self) -> frozenset[str]:
         """The variables this task names as model credentials (``agent.api_key_env``,
-        ``qa.judge.api_key_env``, each ``llm_judge``'s ``api_key_env`` or its judge's):
-        secrets whatever their names look like."""
+        ``qa.judge.api_key_env``, each ``llm_judge``'s ``api_key_env`` or its judge's, the
+        ``api_key_env`` of an agent a criterion runs to grade): secrets whatever their names
+        look like."""
         names = set(self.agent.credential_variables)
         if self.qa is not None and self.qa.judge is not None and self.qa.judge.api_key_env:
             names.add(self.qa.judge.api_key_env)
         for criterion in self.success_criteria:
             if isinstance(criterion, LlmJudge) and criterion.credential_variable:
                 names.add(criterion.credential_variable)
+            for grader in criterion.graders():
+                names |= grader.credential_variables
         return frozenset(names)
 
     @property

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from assay.agents.base import OutcomeStatus
+from assay.criteria.agent_judge import AGENT_HOST, AgentHost
 from assay.criteria.base import CriterionError, GradingContext, Service
 from assay.criteria.code_checks import REFERENCE_DIR
 from assay.criteria.live import armed_passed
@@ -53,15 +54,17 @@ def row_services(
     judge: Model | None,
     task: TaskDefinition,
     reference: Path | None,
+    agents: AgentHost | None = None,
 ) -> dict[Service[Any], Any]:
     """What a row offers the criteria that need more than the shared context, by key: the
-    QA item, judge and ``qa.judge`` settings of a ``qa:`` row, the task's reference folder
-    (each only when there is one)."""
+    QA item, judge and ``qa.judge`` settings of a ``qa:`` row, the task's reference folder,
+    the run's coding-agent services (``agent_judge``) (each only when there is one)."""
     offered: dict[Service[Any], Any] = {
         QA_ITEM: qa_item,
         QA_JUDGE: judge,
         QA_JUDGE_SETTINGS: task.qa.judge if task.qa else None,
         REFERENCE_DIR: reference,
+        AGENT_HOST: agents,
     }
     return {key: value for key, value in offered.items() if value is not None}
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from assay.agents.base import AgentContext, AgentOutcome
+from assay.criteria.agent_judge import AgentHost
 from assay.criteria.base import GradingContext
 from assay.criteria.live import LiveMonitor
 from assay.criteria.registry import CriterionRegistry
@@ -66,6 +67,7 @@ from assay.results.transcript_otlp import from_session, from_trace
 from assay.sandbox.archive import pack
 from assay.sandbox.process import end_marked_processes, exit_text, tail
 from assay.sandbox.tempdir import Sandbox
+from assay.spec.agent_base import AgentSpec
 from assay.spec.criteria import CriterionSpec
 from assay.spec.task import TaskDefinition
 
@@ -139,12 +141,28 @@ def model_keys(plan: Plan) -> list[ModelKey]:
     keys.update(dict.fromkeys(judge_keys(plan)))
     tasks = [v.definition for planned in plan.tasks for v in planned.variants]
     keys.update(dict.fromkeys(task_judge_keys_of(tasks)))
+    for planned in plan.tasks:
+        for variant in planned.variants:
+            for config in _graders(variant.definition):
+                agent = plan.criteria.agents.build(config)
+                keys.update(dict.fromkeys(agent.model_keys(planned.loaded.base_dir)))
     return list(keys)
 
 
 def needs_bridge(plan: Plan) -> bool:
-    """Some variant of some task runs a coding agent whose calls go through the bridge."""
-    return any(v.definition.agent.uses_bridge for planned in plan.tasks for v in planned.variants)
+    """Some variant of some task runs a coding agent whose calls go through the bridge: its
+    agent, or one a criterion runs to grade (an ``agent_judge``)."""
+    return any(
+        config.uses_bridge
+        for planned in plan.tasks
+        for v in planned.variants
+        for config in [v.definition.agent, *_graders(v.definition)]
+    )
+
+
+def _graders(task: TaskDefinition) -> list[AgentSpec]:
+    """The coding agents ``task``'s criteria run to grade its rows."""
+    return [config for spec in task.success_criteria for config in spec.graders()]
 
 
 def judge_keys(plan: Plan, *, checked_only: bool = False) -> list[ModelKey]:
@@ -456,7 +474,8 @@ class Runner:
                 env=grading_env(env, task_dir=base_dir, reference=reference),
                 transcript=outcome.transcript, row=item.row_task.row, models=self.pool,
                 services=row_services(qa_item=row.qa, judge=self._judge(task, base_dir),
-                                      task=task, reference=reference),
+                                      task=task, reference=reference,
+                                      agents=self._agent_host(context)),
             )  # fmt: skip
             if outcome.status != "error":
                 results = await grade(list(task.success_criteria), grading, self.criteria)
@@ -492,6 +511,12 @@ class Runner:
             failed = AgentOutcome(status="error", error=str(exc))
             return self._finish(row, failed, [], None)
         return self._finish(row, outcome, results, None, archive=(archive, str(sandbox.root)))
+
+    def _agent_host(self, context: AgentContext) -> AgentHost:
+        """What a criterion that runs a coding agent (``agent_judge``) gets of the row."""
+        return AgentHost(agents=self.criteria.agents, pool=self.pool, bridge=self.bridge,
+                         base_dir=context.base_dir, label=context.label,
+                         redactor=self.redactor, replicate=context.replicate)  # fmt: skip
 
     def _judge(self, task: TaskDefinition, base_dir: Path) -> Model | None:
         if task.qa is None or task.qa.judge is None:
