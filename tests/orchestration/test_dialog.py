@@ -14,7 +14,7 @@ import pytest
 
 import assay
 from assay.errors import TaskFileError
-from assay.orchestration.task_loader import load_task
+from assay.orchestration.loading.task_loader import load_task
 from assay.results.transcript_otlp import from_trace
 from tests.helpers import write
 

@@ -20,10 +20,11 @@ import importlib.util
 import json
 import os
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from assay.agents.base import AgentContext, AgentOutcome, PreflightCheck
+from assay.agents.base import AgentContext, AgentOutcome, PreflightCheck, ToolServer
 from assay.agents.claude_stream import ClaudeStreamParser
 from assay.agents.cli import (
     CliLaunch,
@@ -130,8 +131,9 @@ def claude_argv(config: ClaudeCodeAgent, cli: Path, context: AgentContext) -> li
     argv = [str(cli), "-p", "--output-format", "stream-json", "--verbose",
             "--permission-mode", config.permission_mode,
             f"--setting-sources={','.join(sources)}"]  # fmt: skip
-    if config.allowed_tools:
-        argv += ["--allowedTools", ",".join(config.allowed_tools)]
+    served = [f"mcp__{name}" for name in context.tool_servers]
+    if config.allowed_tools or served:
+        argv += ["--allowedTools", ",".join([*(config.allowed_tools or []), *served])]
     if config.disallowed_tools:
         argv += ["--disallowedTools", ",".join(config.disallowed_tools)]
     if context.max_turns is not None:
@@ -145,7 +147,18 @@ def claude_argv(config: ClaudeCodeAgent, cli: Path, context: AgentContext) -> li
     argv += settings_flags(config, context.base_dir)
     for folder in plugin_dirs(config, context.base_dir):
         argv += ["--plugin-dir", str(folder)]
-    return argv + sdk_flags(config.sdk_options)
+    return argv + mcp_flags(context.tool_servers) + sdk_flags(config.sdk_options)
+
+
+def mcp_flags(servers: Mapping[str, ToolServer]) -> list[str]:
+    """``--mcp-config`` (as JSON) with the MCP servers assay serves the CLI, and
+    ``--strict-mcp-config`` (no other MCP server of the sandbox's settings); none without
+    servers."""
+    if not servers:
+        return []
+    config = {name: {"type": "stdio", "command": server.command, "args": list(server.args),
+                     "env": dict(server.env)} for name, server in servers.items()}  # fmt: skip
+    return ["--mcp-config", json.dumps({"mcpServers": config}), "--strict-mcp-config"]
 
 
 def cli_model(config: ClaudeCodeAgent) -> str | None:

@@ -240,6 +240,7 @@ async def run_cli(
         result = await stream_process(
             argv, cwd=context.sandbox, env=env, timeout=context.timeout,
             on_line=on_line, stdin=launch.stdin, stop=stop,
+            logs=context.logs.logs("agent") if context.logs is not None else None,
         )  # fmt: skip
     except OSError as exc:
         return _failed(span, transcript, f"cannot start the {name} CLI: {exc}", started)
@@ -277,6 +278,7 @@ async def run_cli(
         model_calls=transcript.model_calls,
         model_used=session.model_key.name if session is not None else None,
         transcript=transcript, early_stop=early if status == "early_stop" else None,
+        output_logs=[path.name for path in result.logs],
     )  # fmt: skip
     _usage_and_cost(outcome, transcript, session)
     if session is not None:

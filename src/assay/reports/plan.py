@@ -7,9 +7,9 @@ import json
 import os
 from typing import Any
 
-from assay.orchestration.environment import AgentVariables, agent_variables
-from assay.orchestration.experiment import ResolvedVariant
-from assay.orchestration.plan import Plan
+from assay.orchestration.loading.experiment import ResolvedVariant
+from assay.orchestration.planning.plan import Plan
+from assay.orchestration.running.environment import AgentVariables, agent_variables
 from assay.results.secrets import clip_head
 
 

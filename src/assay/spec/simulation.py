@@ -2,9 +2,9 @@
 
 An enabled block swaps the single prompt for a conversation: a simulated user (any assay
 model, prompted with ``persona``, ``goal`` and ``constraints``) and the agent take turns in
-the row's sandbox until one of the stop conditions holds (see :mod:`assay.orchestration.dialog`
-for the order). ``initial_prompt`` is then the user's opening message, and may be omitted
-(the simulated user writes it).
+the row's sandbox until one of the stop conditions holds (see
+:mod:`assay.orchestration.running.dialog` for the order). ``initial_prompt`` is then the
+user's opening message, and may be omitted (the simulated user writes it).
 """
 
 from __future__ import annotations

@@ -318,9 +318,13 @@ class SandboxLimits(StrictModel):
     ``SIGKILL``); ``max_file_size_mb``: the largest file a process may write
     (``RLIMIT_FSIZE``; a larger write fails with ``EFBIG``); ``max_open_files``: file
     descriptors per process (``RLIMIT_NOFILE``). ``max_output_mb`` holds on every driver:
-    what is kept of each output stream of a program the row runs (the agent command's, a
-    criterion's); the rest is read and counted, never held in memory, and the kept text
-    ends with a note naming the cut. ``max_memory_mb`` (MiB of memory for the row's
+    what is kept in memory of each output stream of a program the row runs (the agent
+    command's, a ``pre_run``/``post_run`` command's, a criterion's); a stream that passes it
+    is written whole to a file in the row's folder as it is read (``agent.stdout.log``,
+    ``pre_run-1.stderr.log``, ``command-1.stdout.log``..., redacted like every file), never
+    held in memory, and the kept text ends with a note naming the cut and the file.
+    ``max_log_mb`` caps each such file (a runaway program cannot fill the disk either); the
+    file then ends with a line naming the cut. ``max_memory_mb`` (MiB of memory for the row's
     processes together) and ``max_cpus`` (CPUs' worth of time, e.g. ``1.5``) are enforced by
     the ``docker`` driver (the engine's ``--memory`` and ``--cpus``; a row killed for memory
     ends ``ERROR`` naming the limit); the other drivers warn that they cannot enforce them.
@@ -338,6 +342,7 @@ class SandboxLimits(StrictModel):
     max_file_size_mb: int = Field(default=1024, gt=0)
     max_open_files: int = Field(default=4096, ge=16)
     max_output_mb: float = Field(default=10, gt=0, le=1024)
+    max_log_mb: float = Field(default=256, gt=0, le=1024 * 1024)
     max_memory_mb: int | None = Field(default=None, gt=0)
     max_cpus: float | None = Field(default=None, gt=0)
 
@@ -345,6 +350,21 @@ class SandboxLimits(StrictModel):
     def max_output_bytes(self) -> int:
         """``max_output_mb`` in bytes (MiB: 1,048,576 bytes each)."""
         return int(self.max_output_mb * 1024 * 1024)
+
+    @property
+    def max_log_bytes(self) -> int:
+        """``max_log_mb`` in bytes (MiB)."""
+        return int(self.max_log_mb * 1024 * 1024)
+
+    @model_validator(mode="after")
+    def _log_holds_the_kept_part(self) -> SandboxLimits:
+        if self.max_log_mb < self.max_output_mb:
+            raise ValueError(
+                f"max_log_mb ({self.max_log_mb:g}) is smaller than max_output_mb "
+                f"({self.max_output_mb:g}): a stream's log holds the whole stream, so it needs "
+                "at least what is kept in memory; raise max_log_mb or lower max_output_mb"
+            )
+        return self
 
 
 SandboxDriver = Literal["tempdir", "bwrap", "docker"]
@@ -680,14 +700,17 @@ class TaskDefinition(StrictModel):
     @property
     def credential_variables(self) -> frozenset[str]:
         """The variables this task names as model credentials (``agent.api_key_env``,
-        ``qa.judge.api_key_env``, each ``llm_judge``'s ``api_key_env`` or its judge's):
-        secrets whatever their names look like."""
+        ``qa.judge.api_key_env``, each ``llm_judge``'s ``api_key_env`` or its judge's, the
+        ``api_key_env`` of an agent a criterion runs to grade): secrets whatever their names
+        look like."""
         names = set(self.agent.credential_variables)
         if self.qa is not None and self.qa.judge is not None and self.qa.judge.api_key_env:
             names.add(self.qa.judge.api_key_env)
         for criterion in self.success_criteria:
             if isinstance(criterion, LlmJudge) and criterion.credential_variable:
                 names.add(criterion.credential_variable)
+            for grader in criterion.graders():
+                names |= grader.credential_variables
         return frozenset(names)
 
     @property
