@@ -33,6 +33,7 @@ from assay.spec.ids import ID_PATTERN, ID_RULE
 from assay.spec.price import ModelPrice
 from assay.spec.qa import QaConfig
 from assay.spec.record_cli import RecordCliRule, check_rules
+from assay.spec.simulation import SimulationConfig
 
 _NOT_USED = "assay's agents do not use it"
 QA_GRADE = "the answer is correct (QA rules and judge)"
@@ -160,6 +161,14 @@ class LlmAgent(AgentBase):
     def needs_directory(self) -> bool:
         """Only to write ``response_file``: the answer alone needs no directory."""
         return self.response_file is not None
+
+    @property
+    def dialog_problem(self) -> str | None:
+        """A chat model continues the message history; a completion prompt cannot."""
+        if self.prompt_format == "completion":
+            return ("prompt_format 'completion' sends one plain prompt and cannot continue a "
+                    "conversation; use prompt_format: chat")  # fmt: skip
+        return None
 
     @property
     def credential_variables(self) -> frozenset[str]:
@@ -386,9 +395,13 @@ class SandboxLimits(StrictModel):
     ``SIGKILL``); ``max_file_size_mb``: the largest file a process may write
     (``RLIMIT_FSIZE``; a larger write fails with ``EFBIG``); ``max_open_files``: file
     descriptors per process (``RLIMIT_NOFILE``). ``max_output_mb`` holds on every driver:
-    what is kept of each output stream of a program the row runs (the agent command's, a
-    criterion's); the rest is read and counted, never held in memory, and the kept text
-    ends with a note naming the cut. ``max_memory_mb`` (MiB of memory for the row's
+    what is kept in memory of each output stream of a program the row runs (the agent
+    command's, a ``pre_run``/``post_run`` command's, a criterion's); a stream that passes it
+    is written whole to a file in the row's folder as it is read (``agent.stdout.log``,
+    ``pre_run-1.stderr.log``, ``command-1.stdout.log``..., redacted like every file), never
+    held in memory, and the kept text ends with a note naming the cut and the file.
+    ``max_log_mb`` caps each such file (a runaway program cannot fill the disk either); the
+    file then ends with a line naming the cut. ``max_memory_mb`` (MiB of memory for the row's
     processes together) and ``max_cpus`` (CPUs' worth of time, e.g. ``1.5``) are enforced by
     the ``docker`` driver (the engine's ``--memory`` and ``--cpus``; a row killed for memory
     ends ``ERROR`` naming the limit); the other drivers warn that they cannot enforce them.
@@ -406,6 +419,7 @@ class SandboxLimits(StrictModel):
     max_file_size_mb: int = Field(default=1024, gt=0)
     max_open_files: int = Field(default=4096, ge=16)
     max_output_mb: float = Field(default=10, gt=0, le=1024)
+    max_log_mb: float = Field(default=256, gt=0, le=1024 * 1024)
     max_memory_mb: int | None = Field(default=None, gt=0)
     max_cpus: float | None = Field(default=None, gt=0)
 
@@ -413,6 +427,21 @@ class SandboxLimits(StrictModel):
     def max_output_bytes(self) -> int:
         """``max_output_mb`` in bytes (MiB: 1,048,576 bytes each)."""
         return int(self.max_output_mb * 1024 * 1024)
+
+    @property
+    def max_log_bytes(self) -> int:
+        """``max_log_mb`` in bytes (MiB)."""
+        return int(self.max_log_mb * 1024 * 1024)
+
+    @model_validator(mode="after")
+    def _log_holds_the_kept_part(self) -> SandboxLimits:
+        if self.max_log_mb < self.max_output_mb:
+            raise ValueError(
+                f"max_log_mb ({self.max_log_mb:g}) is smaller than max_output_mb "
+                f"({self.max_output_mb:g}): a stream's log holds the whole stream, so it needs "
+                "at least what is kept in memory; raise max_log_mb or lower max_output_mb"
+            )
+        return self
 
 
 SandboxDriver = Literal["tempdir", "bwrap", "docker"]
@@ -554,7 +583,6 @@ class TaskDefinition(StrictModel):
     """One task file. With ``dataset`` it fans out into one row-task per row."""
 
     coder_eval_only: ClassVar[Mapping[str, str]] = {
-        "simulation": "no simulated user; the agent gets initial_prompt once",
         "expected_commands": "give the budget to a commands_efficiency criterion instead",
     }
     writer_only: ClassVar[frozenset[str]] = frozenset({"suite_id", "row_id"})
@@ -577,6 +605,8 @@ class TaskDefinition(StrictModel):
     dataset: DatasetSpec | None = None
     qa: QaConfig | None = None
     reference: ReferenceSpec | None = None
+    simulation: SimulationConfig | None = None
+    """Dialog mode (:mod:`assay.spec.simulation`): a simulated user talks with the agent."""
     suite_id: str | None = None
     row_id: str | None = None
 
@@ -677,9 +707,43 @@ class TaskDefinition(StrictModel):
                     f"agent type '{self.agent.type}' runs no agent, so a prompt would be ignored; "
                     "remove initial_prompt or choose an agent"
                 )
-        elif not has_prompt:
+        elif not has_prompt and self.dialog is None:  # a simulated user may open the dialog
             raise ValueError("Either 'initial_prompt' or 'initial_prompt_file' must be set")
         return self
+
+    @model_validator(mode="after")
+    def _dialog_rules(self) -> TaskDefinition:
+        """Dialog mode needs an agent that continues its session, and no live early stop
+        (Coder Eval refuses it too: the dialog decides when the agent stops)."""
+        if self.dialog is None:
+            return self
+        problem = self.agent.dialog_problem
+        if problem is not None:
+            raise ValueError(f"simulation: {problem}")
+        armed = [c.type for c in self.success_criteria if getattr(c, "stop_early", None)]
+        if armed:
+            raise ValueError(
+                f"simulation: early stop is not available in dialog mode (criterion "
+                f"'{armed[0]}' sets stop_early); remove stop_early, or use "
+                "simulation.stop_on_criteria_pass with check_criteria: every_turn"
+            )
+        return self
+
+    @property
+    def dialog(self) -> SimulationConfig | None:
+        """The ``simulation:`` block when dialog mode is on (``enabled: true``), else
+        ``None``."""
+        simulation = self.simulation
+        return simulation if simulation is not None and simulation.enabled else None
+
+    def replicates(self, override: int | None = None) -> int:
+        """Replicates per row-task: ``simulation.n_trials`` when dialog mode sets it (it
+        beats ``repeats``, as in Coder Eval), else ``override`` (``--repeats``), else
+        ``repeats``."""
+        dialog = self.dialog
+        if dialog is not None and "n_trials" in dialog.model_fields_set:
+            return dialog.n_trials
+        return override or self.repeats
 
     @model_validator(mode="after")
     def _gates_need_a_dataset(self) -> TaskDefinition:
@@ -744,14 +808,17 @@ class TaskDefinition(StrictModel):
     @property
     def credential_variables(self) -> frozenset[str]:
         """The variables this task names as model credentials (``agent.api_key_env``,
-        ``qa.judge.api_key_env``, each ``llm_judge``'s ``api_key_env`` or its judge's):
-        secrets whatever their names look like."""
+        ``qa.judge.api_key_env``, each ``llm_judge``'s ``api_key_env`` or its judge's, the
+        ``api_key_env`` of an agent a criterion runs to grade): secrets whatever their names
+        look like."""
         names = set(self.agent.credential_variables)
         if self.qa is not None and self.qa.judge is not None and self.qa.judge.api_key_env:
             names.add(self.qa.judge.api_key_env)
         for criterion in self.success_criteria:
             if isinstance(criterion, LlmJudge) and criterion.credential_variable:
                 names.add(criterion.credential_variable)
+            for grader in criterion.graders():
+                names |= grader.credential_variables
         return frozenset(names)
 
     @property
