@@ -15,7 +15,7 @@ from pathlib import Path
 from assay.errors import UsageError
 from assay.sandbox.docker import Engine, find_engine, has_image
 
-PACKAGES = ("python3", "python3-pytest")
+PACKAGES = ("python3", "python3-pytest", "nodejs")
 SUITE = "bookworm"
 RECIPE = f"mmdebstrap --variant=minbase --include={','.join(PACKAGES)} {SUITE}"
 TAG = "assay-test/debian-py:" + hashlib.sha256(RECIPE.encode()).hexdigest()[:12]

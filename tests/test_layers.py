@@ -1,7 +1,7 @@
 """The import layering of docs/architecture.md: no module imports a higher layer, and no command
 module of ``cli/`` imports another command module (nor is any of ``cli/`` over ~200 lines).
 
-Layers, low to high: version → install → errors → plugins → spec → results → data → metrics →
+Layers, low to high: version → lazy → install → errors → plugins → spec → results → data → metrics →
 providers → sandbox → bridge → agents → store → judges → qa → criteria → orchestration →
 reports → view → api → cli and the pytest plugin (``pytest_plugin``, beside ``cli``: both
 only call the API).
@@ -16,7 +16,7 @@ from pathlib import Path
 from tests.helpers import write
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "assay"
-ORDER = ["version", "install", "errors", "plugins", "spec", "results", "data", "metrics",
+ORDER = ["version", "lazy", "install", "errors", "plugins", "spec", "results", "data", "metrics",
          "providers", "sandbox", "bridge", "agents", "store", "judges", "qa", "criteria",
          "orchestration", "reports", "view", "api", "cli"]  # fmt: skip
 RANK = {name: index for index, name in enumerate(ORDER)}
@@ -75,6 +75,51 @@ def _command_import(path: Path, module: str, line: int) -> list[str]:
 
 def test_no_module_imports_a_higher_layer_or_another_command_module() -> None:
     assert violations(SRC) == []
+
+
+FLOORS = ["loading", "planning", "running"]  # orchestration's own floors, low to high
+
+
+def floor_violations(root: Path) -> list[str]:
+    """Every import from one of orchestration's floors into a higher floor, and every module
+    of orchestration left outside the floors (only the package's ``__init__`` stays)."""
+    problems: list[str] = []
+    package = root / "orchestration"
+    for path in sorted(package.rglob("*.py")):
+        parts = path.relative_to(package).parts
+        if parts == ("__init__.py",):
+            continue
+        if parts[0] not in FLOORS:
+            problems.append(f"{path}: outside orchestration's floors {FLOORS}")
+            continue
+        for module, line in imported(ast.parse(path.read_text(encoding="utf-8"))):
+            names = module.split(".")
+            floor = names[2] if names[1:2] == ["orchestration"] and len(names) > 2 else None
+            if floor in FLOORS and FLOORS.index(floor) > FLOORS.index(parts[0]):
+                problems.append(f"{path}:{line}: {parts[0]} imports {module}, a higher floor")
+    return problems
+
+
+def test_orchestration_stacks_in_floors_with_no_import_up() -> None:
+    assert floor_violations(SRC) == []
+
+
+def test_the_floor_check_finds_imports_up_and_modules_outside(tmp_path: Path) -> None:
+    root = tmp_path / "assay"
+    write(root / "orchestration" / "__init__.py", "")
+    write(root / "orchestration" / "loading" / "a.py", "def f():\n"
+          "    from assay.orchestration.running.runner import Runner\n")  # fmt: skip
+    write(root / "orchestration" / "planning" / "b.py",
+          "from assay.orchestration.loading.a import f\n")  # down: fine  # fmt: skip
+    write(root / "orchestration" / "planning" / "c.py",
+          "import assay.orchestration.running.session\n")  # fmt: skip
+    write(root / "orchestration" / "stray.py", "")
+    found = [f.split("/orchestration/", 1)[1] for f in floor_violations(root)]
+    assert found == [
+        "loading/a.py:2: loading imports assay.orchestration.running.runner, a higher floor",
+        "planning/c.py:1: planning imports assay.orchestration.running.session, a higher floor",
+        f"stray.py: outside orchestration's floors {FLOORS}",
+    ]
 
 
 def test_no_cli_module_is_over_200_lines() -> None:

@@ -36,7 +36,7 @@ import pytest
 
 if TYPE_CHECKING:
     from assay.api import RunResult
-    from assay.orchestration.plan import Plan
+    from assay.orchestration.planning.plan import Plan
     from assay.results.task_result import EvaluationResult
 
 SUFFIXES = (".yaml", ".yml")
@@ -115,7 +115,7 @@ class TaskFile(pytest.File):
         self.plan = api.plan(self.path, sample=config.getoption("assay_sample"),
                              model=config.getoption("assay_model"))  # fmt: skip
         for planned in self.plan.tasks:
-            repeats = self.plan.repeats_override or planned.repeats
+            repeats = planned.loaded.definition.replicates(self.plan.repeats_override)
             for row_task in planned.expansion.row_tasks:
                 for replicate in range(repeats):
                     name = row_task.row_id or row_task.task_id
@@ -218,20 +218,17 @@ class RowTest(pytest.Item):
         Raises:
             RowFailed: the row did not succeed.
         """
-        from assay.orchestration.rundir import item_dir
-        from assay.orchestration.runfiles import load_task_json
-
         result = self.task_file.run_result()
-        folder = item_dir(result.run_dir, variant_id="default", task_id=self.task_id,
-                          suite_id=self.suite_id, row_id=self.row_id,
-                          replicate=self.replicate)  # fmt: skip
-        if not (folder / "task.json").is_file():
-            raise RowFailed(f"{self.task_id} did not finish (no {folder / 'task.json'})")
-        row = load_task_json(folder / "task.json")
+        path = result.row_file(self.task_id, suite=self.suite_id, row_id=self.row_id,
+                               replicate=self.replicate)  # fmt: skip
+        row = result.row(self.task_id, suite=self.suite_id, row_id=self.row_id,
+                         replicate=self.replicate)  # fmt: skip
+        if row is None:
+            raise RowFailed(f"{self.task_id} did not finish (no {path})")
         category = row.final_status.category
         if category == "passed":
             return
-        text = describe(row, folder / "task.json")
+        text = describe(row, path)
         if self._gate_decides(result, category):
             pytest.xfail(text)
         raise RowFailed(text)

@@ -153,7 +153,8 @@ CONFIGS = {
     "claude-default-bash": ClaudeCodeAgent(
         type="claude-code", permission_mode="default", allowed_tools=["Bash(ls:*)"]
     ),
-    "codex-direct": CodexAgent(type="codex", route="direct", env={"X": "y"}),
+    "claude-direct": ClaudeCodeAgent(type="claude-code", route="direct", env={"X": "y"}),
+    "codex": CodexAgent(type="codex", model="mock/echo"),
 }
 # name: (may_act, answers, transcript, needs_directory, takes_turns, uses_bridge,
 #        isolated_from_project)
@@ -165,7 +166,8 @@ EXPECTED = {
     "claude-plan": (False, True, "tool_calls", True, True, True, True),
     "claude-edits": (True, True, "tool_calls", True, True, True, True),
     "claude-default-bash": (True, True, "tool_calls", True, True, True, True),
-    "codex-direct": (True, True, "tool_calls", True, True, False, True),
+    "claude-direct": (True, True, "tool_calls", True, True, False, True),
+    "codex": (True, True, "tool_calls", True, True, True, True),
 }
 
 
@@ -184,7 +186,7 @@ def test_routes_credentials_and_program_variables() -> None:
     assert CONFIGS["claude-edits"].route_model == "anthropic/claude-sonnet-4-5"
     assert CONFIGS["none"].route_model is None
     assert CONFIGS["command"].program_variables == ["ASSAY_PROMPT", "ASSAY_PROMPT_FILE", "B"]
-    assert CONFIGS["codex-direct"].program_env == {"X": "y"}
+    assert CONFIGS["claude-direct"].program_env == {"X": "y"}
     assert CONFIGS["none"].program_env == {}
 
 
@@ -193,7 +195,8 @@ def test_the_runners_give_model_keys_and_containment_needs(tmp_path: Path) -> No
     assert [k.name for k in agents.build(CONFIGS["llm"]).model_keys(tmp_path)] == ["mock/echo"]
     claude = agents.build(CONFIGS["claude-edits"])
     assert [k.name for k in claude.model_keys(tmp_path)] == ["anthropic/claude-sonnet-4-5"]
-    assert agents.build(CONFIGS["codex-direct"]).model_keys(tmp_path) == []
+    assert agents.build(CONFIGS["claude-direct"]).model_keys(tmp_path) == []
+    assert [k.name for k in agents.build(CONFIGS["codex"]).model_keys(tmp_path)] == ["mock/echo"]
     assert agents.build(CONFIGS["command"]).model_keys(tmp_path) == []
     assert agents.build(CONFIGS["none"]).folders(tmp_path) == []
     assert agents.build(CONFIGS["command"]).program(tmp_path) is None

@@ -449,7 +449,7 @@ def test_a_cli_that_prints_unreadable_events_keeps_its_transcript(tmp_path: Path
         ("{type: claude-code, route: direct}",
          "agent.route: route 'direct' runs the CLI on your own credentials, and there are none"),
         ("{type: codex, route: direct}",
-         "no CODEX_API_KEY and no ~/.codex/auth.json"),
+         "agent.route: codex runs through the model bridge only"),
     ],
 )  # fmt: skip
 def test_plan_refuses_what_would_fail_every_row(tmp_path: Path, agent: str, message: str) -> None:

@@ -1,6 +1,7 @@
 """examples/coder_eval/criteria/ as a user runs it: the real Claude Code CLI, driven offline
 by the folder's scripted model through the bridge, writes code that pylint, the import check
-and the reference comparison grade, and calls a recorded `gh` that cli_called counts."""
+and the reference comparison grade and a second Claude Code judges (agent_judge), and calls
+a recorded `gh` that cli_called counts."""
 
 from __future__ import annotations
 
@@ -33,7 +34,9 @@ def test_the_criteria_examples_pass_with_the_scripted_model(tmp_path: Path) -> N
                                  for c in data["success_criteria_results"]]  # fmt: skip
     quality, pull = rows["code-quality"], rows["open-pull-request"]
     assert [(kind, score) for kind, score, _ in quality] == [
-        ("pylint_score", 1.0), ("import_check", 1.0), ("reference_comparison", 1.0)]  # fmt: skip
+        ("pylint_score", 1.0), ("import_check", 1.0), ("reference_comparison", 1.0),
+        ("agent_judge", 0.9)]  # fmt: skip
     assert quality[1][2] == "Checked: 1, resolved: 1/1"
+    assert quality[3][2].startswith("verdict 0.9: mean() sums with math.fsum")
     assert [(kind, score) for kind, score, _ in pull] == [("cli_called", 1.0)] * 2
     assert "gh pr create --title 'Fix bug 12' --draft" in pull[0][2]

@@ -135,6 +135,9 @@ def test_agent_field_rules() -> None:
     with pytest.raises(ValueError, match="must be an assay model named provider/name"):
         CodexAgent.model_validate({"type": "codex", "model": "claude-sonnet-4-5"})
     with pytest.raises(ValueError, match="route 'direct' runs the CLI on its own credentials"):
+        ClaudeCodeAgent.model_validate({"type": "claude-code", "route": "direct",
+                                        "model": "mock/echo"})  # fmt: skip
+    with pytest.raises(ValueError, match="codex runs through the model bridge only"):
         CodexAgent.model_validate({"type": "codex", "route": "direct", "model": "mock/echo"})
     with pytest.raises(ValueError, match="system_prompt_mode 'replace' needs a non-blank"):
         ClaudeCodeAgent.model_validate({"type": "claude-code", "system_prompt_mode": "replace"})

@@ -1,16 +1,21 @@
-"""A runaway agent's output is capped per stream: the rest is read and counted, never kept,
-so the assay process's memory stays bounded, and the kept text names the cut."""
+"""A runaway agent's output is capped per stream: what passes the cap is never held in
+memory but written whole, as it is read, to a file in the row's folder (redacted, and cut
+at its own cap so a flood cannot fill the disk either), so the assay process's memory stays
+bounded, and the kept text names the cut and the file (issue 28 item 8)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from assay import api
+from assay.errors import UserError
 from tests.helpers import kill_left, pids_in, wait_gone, write
 
 PEAK = """
@@ -44,6 +49,45 @@ def test_200_mb_of_output_keeps_memory_bounded(tmp_path: Path) -> None:
     # 200 MB of bytes, then their text); and the cap's own cost stays well under the output.
     assert big_rss < capped_rss + 32 * 1024
     assert big_rss < small_rss + 160 * 1024
+
+
+PEAK_LOGGED = """
+import asyncio, resource, sys
+from pathlib import Path
+from assay.results.io import LogFolder
+from assay.results.secrets import Redactor
+from assay.sandbox.process import run_process
+
+logs = LogFolder(Path("row"), Redactor(), max_bytes=600_000_000).logs("agent")
+result = asyncio.run(run_process(sys.argv[1], cwd=Path.cwd(), env={"PATH": "/usr/bin:/bin"},
+                                 timeout=600, logs=logs))
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, len(result.stdout), result.dropped)
+"""
+
+
+def test_a_500_mb_flood_is_streamed_to_disk_not_memory(tmp_path: Path) -> None:
+    """Issue 28 item 8: 500 MB of stdout all land in the stream's log, through the redactor
+    (token shapes searched), while the process's peak memory grows by far less than the
+    flood: the 489 MB past the cap cost no more memory than 1 MB past it."""
+
+    def logged(command: str, folder: Path) -> tuple[int, int]:
+        folder.mkdir()
+        done = subprocess.run([sys.executable, "-c", PEAK_LOGGED, command], cwd=folder,
+                              capture_output=True, text=True, timeout=900, check=True)  # fmt: skip
+        rss, _, dropped = (int(part) for part in done.stdout.split())
+        return rss, dropped
+
+    small_rss, small_dropped = logged("head -c 1000 /dev/zero", tmp_path / "small")
+    capped_rss, _ = logged("head -c 11000000 /dev/zero", tmp_path / "capped")  # past the cap
+    big_rss, big_dropped = logged("head -c 500000000 /dev/zero", tmp_path / "big")
+    assert small_dropped == 0 and not (tmp_path / "small" / "row").exists()
+    assert big_dropped == 500_000_000 - 10 * 1024 * 1024
+    assert (tmp_path / "big" / "row" / "agent.stdout.log").stat().st_size == 500_000_000
+    # KiB. 489 MB more output than the capped run costs no more memory than it; the cap's
+    # own cost (the kept 10 MiB, its text, the token shapes' library) stays under a quarter
+    # of the flood.
+    assert big_rss < capped_rss + 16 * 1024
+    assert big_rss - small_rss < 500_000_000 // 1024 // 4
 
 
 def test_both_streams_are_capped_and_the_cut_is_marked(tmp_path: Path) -> None:
@@ -82,21 +126,24 @@ success_criteria:
     (path,) = result.run_dir.glob("**/task.json")
     record = json.loads(path.read_text())
     assert record["agent"]["output_dropped_bytes"] == 2097152
+    assert record["agent"]["output_logs"] == ["agent.stdout.log"]
     response = (path.parent / "response.txt").read_text()
-    assert response.endswith("output cut after 10485760 bytes; 2097152 more bytes dropped]\n")
+    assert response.endswith("output cut after 10485760 bytes; 2097152 more bytes not kept "
+                             "here; the whole stream is in agent.stdout.log]\n")  # fmt: skip
+    log = path.parent / "agent.stdout.log"
+    assert log.stat().st_size == 12582912
+    with log.open("rb") as handle:  # all of it, and nothing but it
+        assert all(block == b"y" * len(block) for block in iter(lambda: handle.read(1 << 20), b""))
+    assert not (path.parent / "agent.stderr.log").exists()  # a short stream makes no file
 
 
-@pytest.mark.parametrize("driver", ["tempdir", "bwrap"])
-def test_the_cap_is_the_tasks_sandbox_limits_max_output_mb(tmp_path: Path, driver: str) -> None:
-    """Issue 28 item 8: what is kept of each stream is configurable, for the agent's program
-    and for a criterion's command alike."""
-    task = write(
-        tmp_path / "task.yaml",
-        f"""\
+CAPPED = """\
 task_id: loud
-description: an agent and a criterion that print 300 KiB each
+description: an agent, a pre_run, a post_run and a criterion that print 300 KiB each
 initial_prompt: go
-sandbox: {{driver: {driver}, limits: {{max_output_mb: 0.125}}}}
+sandbox: {{driver: {driver}, limits: {{max_output_mb: 0.125}}{docker}}}
+pre_run:
+  - command: "head -c 307200 /dev/zero | tr '\\\\0' p >&2"
 agent:
   type: command
   command: "head -c 307200 /dev/zero | tr '\\\\0' y"
@@ -105,16 +152,126 @@ success_criteria:
     command: "head -c 307200 /dev/zero | tr '\\\\0' z; echo END"
     expected_stdout: "END"
     stdout_match: contains
-""",
-    )
+post_run:
+  - command: "head -c 307200 /dev/zero | tr '\\\\0' q"
+"""
+
+
+def capped_run(tmp_path: Path, driver: str, docker: str = "") -> tuple[dict[str, Any], Path]:
+    """Run :data:`CAPPED` on ``driver``: its ``task.json`` and its row folder."""
+    task = write(tmp_path / "task.yaml", CAPPED.format(driver=driver, docker=docker))
     result = api.run([str(task)], run_dir=str(tmp_path / "runs"))
     (path,) = result.run_dir.glob("**/task.json")
-    record = json.loads(path.read_text())
+    return json.loads(path.read_text()), path.parent
+
+
+def assert_capped(record: dict[str, Any], folder: Path) -> None:
+    """What is kept in memory is 128 KiB of each stream, and each stream is whole on disk."""
     assert record["agent"]["output_dropped_bytes"] == 307200 - 131072
-    response = (path.parent / "response.txt").read_text()
-    assert response.endswith("output cut after 131072 bytes; 176128 more bytes dropped]\n")
+    assert record["agent"]["output_logs"] == ["agent.stdout.log"]
+    response = (folder / "response.txt").read_text()
+    assert response.endswith("output cut after 131072 bytes; 176128 more bytes not kept here; "
+                             "the whole stream is in agent.stdout.log]\n")  # fmt: skip
     criterion = record["success_criteria_results"][0]
     assert criterion["score"] == 0.0  # END came after the cap: the criterion never saw it
+    assert record["pre_run_results"][0]["output_logs"] == ["pre_run-1.stderr.log"]
+    assert record["pre_run_results"][0]["stderr"].endswith("in pre_run-1.stderr.log]\n")
+    assert record["post_run_results"][0]["output_logs"] == ["post_run-1.stdout.log"]
+    wanted = {"agent.stdout.log": b"y" * 307200, "pre_run-1.stderr.log": b"p" * 307200,
+              "command-1.stdout.log": b"z" * 307200 + b"END\n",
+              "post_run-1.stdout.log": b"q" * 307200}  # fmt: skip
+    assert {p.name: p.read_bytes() for p in folder.glob("*.log") if p.name != "task.log"} == wanted
+
+
+@pytest.mark.parametrize("driver", ["tempdir", "bwrap"])
+def test_the_cap_is_the_tasks_sandbox_limits_max_output_mb(tmp_path: Path, driver: str) -> None:
+    """Issue 28 item 8: what is kept of each stream is configurable, for the agent's program,
+    a pre_run or post_run command and a criterion's command alike; each whole stream is in
+    its own file in the row's folder."""
+    assert_capped(*capped_run(tmp_path, driver))
+
+
+@pytest.mark.docker
+def test_the_cap_holds_in_a_container(tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    """The same implementation on the ``docker`` driver (the engine's client is read
+    through the same pipes)."""
+    _, image = request.getfixturevalue("podman_image")
+    docker = f", docker: {{engine: podman, image: '{image}'}}"
+    assert_capped(*capped_run(tmp_path, "docker", docker))
+
+
+def test_a_log_is_cut_at_max_log_mb_and_says_so(tmp_path: Path) -> None:
+    """A flood cannot fill the disk: each log holds ``max_log_mb`` of its stream, then a
+    line naming the cut; the kept text says the log holds only the start."""
+    task = write(tmp_path / "task.yaml", """\
+task_id: flood
+description: an agent that prints more than its log may hold
+initial_prompt: go
+sandbox: {limits: {max_output_mb: 0.125, max_log_mb: 0.25}}
+agent:
+  type: command
+  command: "head -c 409600 /dev/zero | tr '\\\\0' y"
+success_criteria:
+  - {type: run_command, command: "true"}
+""")  # fmt: skip
+    result = api.run([str(task)], run_dir=str(tmp_path / "runs"))
+    (path,) = result.run_dir.glob("**/task.json")
+    log = (path.parent / "agent.stdout.log").read_bytes()
+    cut = b"\n[assay: log cut after 262144 bytes (sandbox.limits.max_log_mb); 147456 more bytes "
+    assert log == b"y" * 262144 + cut + b"not written]\n"
+    response = (path.parent / "response.txt").read_text()
+    assert response.endswith("278528 more bytes not kept here; agent.stdout.log holds its first "
+                             "262144 bytes (sandbox.limits.max_log_mb)]\n")  # fmt: skip
+
+
+@pytest.mark.parametrize(("log_mb", "output_mb"), [(0.5, 1), (1, 2.5)])
+def test_a_log_smaller_than_what_is_kept_is_refused(
+    tmp_path: Path, log_mb: float, output_mb: float
+) -> None:
+    task = write(tmp_path / "task.yaml", f"""\
+task_id: small
+description: a log cap below the memory cap
+initial_prompt: go
+sandbox: {{limits: {{max_output_mb: {output_mb}, max_log_mb: {log_mb}}}}}
+agent: {{type: command, command: "true"}}
+success_criteria:
+  - {{type: run_command, command: "true"}}
+""")  # fmt: skip
+    with pytest.raises(UserError) as caught:
+        api.run([str(task)], run_dir=str(tmp_path / "runs"))
+    message = str(caught.value)
+    assert "task.yaml" in message and "sandbox.limits" in message
+    assert f"max_log_mb ({log_mb:g}) is smaller than max_output_mb ({output_mb:g})" in message
+    assert "raise max_log_mb or lower max_output_mb" in message
+
+
+def test_a_coding_agents_long_stderr_is_written_whole(tmp_path: Path) -> None:
+    """A coding agent's CLI (:func:`stream_process`): its stdout is read line by line, its
+    stderr's end kept; a stderr longer than that end is written whole to the agent's log,
+    redacted, a token split between two reads of the pipe included."""
+    from assay.results.io import LogFolder
+    from assay.results.secrets import Redactor
+    from assay.sandbox.process import STDERR_TAIL, stream_process
+
+    script = (
+        "import sys, time\n"
+        "sys.stderr.write('e' * 65530 + ' glpat-Zx81'); sys.stderr.flush(); time.sleep(0.3)\n"
+        "sys.stderr.write('kQ2wL0pR7mN4bV6c ' + 'f' * 200000); print('{\"done\": 1}')\n"
+    )
+    lines: list[str] = []
+    logs = LogFolder(tmp_path / "row", Redactor(), 1 << 30).logs("agent")
+    result = asyncio.run(stream_process([sys.executable, "-c", script], cwd=tmp_path,
+                                        env={"PATH": "/usr/bin:/bin"}, timeout=60,
+                                        on_line=lines.append, logs=logs))  # fmt: skip
+    assert lines == ['{"done": 1}'] and result.exit_code == 0
+    assert result.logs == (tmp_path / "row" / "agent.stderr.log",)
+    assert (tmp_path / "row" / "agent.stderr.log").read_bytes() == (
+        b"e" * 65530 + b" [redacted:gitlab-token] " + b"f" * 200000
+    )
+    total = 65530 + 28 + 200000
+    assert result.stderr.endswith(f"[assay: {total} bytes of stderr, its end kept here; the "
+                                  "whole stream is in agent.stderr.log]\n")  # fmt: skip
+    assert len(result.stderr) < STDERR_TAIL + 200
 
 
 LEAVER = """\

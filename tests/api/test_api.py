@@ -55,6 +55,14 @@ def test_run_gives_the_command_lines_numbers(workdir: Path) -> None:
     assert [r.row_id for r in result.rows(suite="sentiment-classification")] == ["r1", "r2", "r3"]
     reopened = assay.RunResult.open(result.run_dir)
     assert reopened.exit_code == 0 and reopened.suite("sentiment-classification").passed
+    task_id = rows[2].task_id
+    found = reopened.row(task_id, suite="sentiment-classification", row_id="r3")
+    assert found is not None and found.row_id == "r3" and found.final_status.value == "FAILURE"
+    path = reopened.row_file(task_id, suite="sentiment-classification", row_id="r3")
+    assert path.is_file() and path.is_relative_to(result.run_dir.resolve())
+    assert reopened.row(task_id, suite="sentiment-classification", row_id="r9") is None
+    assert reopened.row(task_id, suite="sentiment-classification", row_id="r3",
+                        replicate=1) is None  # fmt: skip
 
 
 def test_a_failed_gate_gives_exit_code_1_like_the_command_line(workdir: Path) -> None:

@@ -30,15 +30,16 @@ def test_a_python_run_redacts_and_reports_what_the_scan_finds(
     row = next(iter(result.rows()))
     assert row.final_status.value == "SUCCESS"  # graded on the raw answer
     response = (result.run_dir / "default" / "py-secrets" / "00" / "response.txt").read_text()
-    assert response == f"[redacted:MY_SERVICE_TOKEN] {SHAPED}\n"
-    assert result.exit_code == 1 and not result.passed  # green but for the key-shaped string
-    found = result.secret_findings  # the answer, wherever the row recorded it
-    assert ("default/py-secrets/00/response.txt", 1) in [(f.file, f.line) for f in found]
-    assert {f.file.rsplit("/", 1)[1] for f in found} <= {"response.txt", "task.json",
-                                                          "trace.json", "task.log"}  # fmt: skip
+    # The key-shaped string is redacted by the writer too (issue 28 item 1), by its shape.
+    assert response == "[redacted:MY_SERVICE_TOKEN] [redacted:github-token]\n"
+    assert result.exit_code == 0 and result.passed and result.secret_findings == []
+    # A file assay did not write is still reported by the scan, by the same rule.
+    stray = result.run_dir / "default" / "py-secrets" / "00" / "notes.txt"
+    stray.write_text(f"copied by hand\n{SHAPED}\n")
     checked = assay.check_secrets(result.run_dir)
-    assert [(f.file, f.line) for f in checked] == [(f.file, f.line) for f in found]
-    assert {f.kind for f in checked} == {"a string shaped like a GitHub token"}
+    assert [(f.file, f.line, f.kind) for f in checked] == [
+        ("default/py-secrets/00/notes.txt", 2, "a string shaped like a GitHub token")
+    ]
     saved = (result.run_dir / "python-tasks" / "py-secrets.json").read_text()
     assert KEY not in saved  # the task as built, for a resume, holds no secret value either
 

@@ -265,7 +265,7 @@ EVERY_WARNED_FIELD = """\
 task_id: t
 description: d
 initial_prompt: x
-simulation: {enabled: false}
+simulation: {enabled: false, goal: g}
 reference: {directory: .}
 expected_commands: [ls]
 agent:
@@ -305,19 +305,10 @@ success_criteria:
     read_only: true
 """
 
-DOCKER_FIELDS = {
-    "build": "the Dockerfile is built with the engine's defaults",
-    "network": "sandbox.network decides (default: no network)",
-    "working_dir": "programs run in the row's folder, at its host path",
-    "agent_isolation": "every program of the row runs as an unprivileged user",
-}
-EVERY_WARNED_FIELD = EVERY_WARNED_FIELD.replace(
-    "DOCKER", "{" + ", ".join(f"{name}: x" for name in DOCKER_FIELDS) + "}"
-)
+EVERY_WARNED_FIELD = EVERY_WARNED_FIELD.replace("DOCKER", "{}")  # its fields are honoured
 NOT_YET = "a Coder Eval field that assay does not implement yet"
 AGENT = "assay's agents do not use it"
 WARNINGS = [
-    f"t.yaml:4: simulation: {NOT_YET}; no simulated user; the agent gets initial_prompt once",
     f"t.yaml:6: expected_commands: {NOT_YET}; give the budget to a commands_efficiency "
     "criterion instead",
     f"t.yaml:10: agent.permission_mode: {NOT_YET}; {AGENT}",
@@ -333,7 +324,6 @@ WARNINGS = [
     f"t.yaml:21: sandbox.python: {NOT_YET}; no per-row Python environment is built; the "
     "sandbox uses the host's",
     f"t.yaml:22: sandbox.node: {NOT_YET}; no per-row Node.js environment is built",
-    *(f"t.yaml:23: sandbox.docker.{name}: {NOT_YET}; {why}" for name, why in DOCKER_FIELDS.items()),
     f"t.yaml:24: sandbox.limits.timeout: {NOT_YET}; run_limits.task_timeout bounds the agent; "
     "pre_run, post_run and run_command have their own timeout",
     f"t.yaml:24: sandbox.limits.max_disk_mb: {NOT_YET}; not enforced (use max_file_size_mb)",
@@ -375,11 +365,9 @@ def test_the_warned_fields_above_are_every_field_assay_only_warns_about() -> Non
     assert warned == declared
     page = (Path(__file__).resolve().parents[2] / "docs" / "compatibility.md").read_text()
     for named in (
-        "`simulation`",
         "`expected_commands`",
         "criterion `stop_when`",
         "`sandbox.python|node|ignore_patterns`",
-        "`sandbox.docker.build|network|working_dir|agent_isolation`",
         "`sandbox.limits.max_disk_mb|timeout`",
         "`agent.permission_mode|allowed_tools|…`",
         "`run_limits.turn_timeout|expected_turns|max_input_tokens|max_output_tokens|…`",
@@ -387,19 +375,19 @@ def test_the_warned_fields_above_are_every_field_assay_only_warns_about() -> Non
         assert named in " ".join(page.split()), named  # fmt: skip
 
 
-def test_an_experiment_file_warns_about_its_coder_eval_fields(tmp_path: Path) -> None:
+def test_an_experiment_file_has_no_coder_eval_field_left_to_warn_about(tmp_path: Path) -> None:
+    """A variant's ``simulation`` was the last one; dialog mode merges it now
+    (tests/orchestration/test_dialog.py)."""
     write(tmp_path / "t.yaml", EVERY_WARNED_FIELD.split("simulation:")[0]
+          + "simulation: {goal: g, model: mock/echo}\n"
           + "agent: {type: llm, model: mock/echo}\n"
           + "success_criteria:\n  - {type: response_match, expected: x}\n")  # fmt: skip
     write(tmp_path / "e.yaml", "experiment_id: e\nvariants:\n  - variant_id: v\n"
           "    simulation: {enabled: true}\n    driver: tempdir\n")  # fmt: skip
     done = assay("plan", "t.yaml", "-e", "e.yaml", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    warnings = [line for line in done.stderr.splitlines() if line.startswith("warning: ")]
-    assert warnings == [
-        f"warning: e.yaml:4: variants[0].simulation: {NOT_YET}; no simulated user",
-    ]
-    assert set(Variant.coder_eval_only) == {"simulation"}  # a variant's driver is used
+    assert [line for line in done.stderr.splitlines() if line.startswith("warning: ")] == []
+    assert dict(Variant.coder_eval_only) == {}  # a variant's driver and simulation are used
 
 
 def test_a_coder_eval_field_set_by_a_variant_or_d_is_refused(tmp_path: Path) -> None:
@@ -429,14 +417,14 @@ def test_a_coder_eval_field_set_by_a_variant_or_d_is_refused(tmp_path: Path) -> 
           "implemented in assay yet",
           "  hint: use type 'command' to run its CLI (e.g. command: \"claude -p\"), or type "
           "'llm' to have a model answer the prompt"]),
-        ("agent: {type: llm, model: mock/echo}\nsuccess_criteria:\n  - {type: agent_judge}",
-         ["error: t.yaml:6: success_criteria[0].type: criterion type 'agent_judge' (from Coder "
+        ("agent: {type: llm, model: mock/echo}\nsuccess_criteria:\n  - {type: uipath_eval}",
+         ["error: t.yaml:6: success_criteria[0].type: criterion type 'uipath_eval' (from Coder "
           "Eval) is not implemented in assay yet",
           "  hint: assay implements: file_exists, file_check, file_contains, "
           "file_matches_regex, json_check, run_command, pytest, classification_match, "
           "response_match, qa, skill_triggered, command_executed, tool_called, "
-          "commands_efficiency, llm_judge, system_one_judge, import_check, pylint_score, "
-          "reference_comparison, "
+          "commands_efficiency, llm_judge, system_one_judge, agent_judge, import_check, "
+          "pylint_score, reference_comparison, "
           "cli_called; --skip-unsupported runs the rest of the file without it"]),
         ("agent: {type: llm, model: mock/echo}\nsuccess_criteria:\n  - {type: respnse_match}",
          ["error: t.yaml:6: success_criteria[0].type: unknown criterion type 'respnse_match'",

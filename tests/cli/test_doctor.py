@@ -60,7 +60,7 @@ def test_the_drivers_that_work_here_name_the_limits_they_enforce(tmp_path: Path)
     env = {"PATH": f"{VENV_BIN}:/usr/local/bin:/usr/bin:/bin"}
     env.update({k: os.environ[k] for k in ("DOCKER_HOST",) if k in os.environ})
     found = doctor(env, tmp_path)
-    assert found["tempdir"][1] == "sandbox.limits enforced: max_output_mb"
+    assert found["tempdir"][1] == "sandbox.limits enforced: max_output_mb, max_log_mb"
     assert found["bwrap"][0].startswith("works") and cgroup_note() in found["bwrap"][0]
     assert "max_memory_mb" not in found["bwrap"][1] and "max_pids" in found["bwrap"][1]
     if found["docker"][0].startswith("works"):
@@ -96,12 +96,12 @@ def test_assay_plan_names_the_limits_the_driver_enforces_and_those_it_does_not(
     assert done.returncode == 0, done.stderr
     line = next(x for x in done.stdout.splitlines() if x.startswith(f"  limits ({driver}):"))
     expected = {
-        "tempdir": "max_output_mb 10; not enforced by tempdir: cpu_seconds, max_memory_mb, "
-        "max_pids",
+        "tempdir": "max_output_mb 10, max_log_mb 256; not enforced by tempdir: cpu_seconds, "
+        "max_memory_mb, max_pids",
         "bwrap": "max_pids 10, cpu_seconds 5, max_file_size_mb 1024, max_open_files 4096, "
-        "max_output_mb 10; not enforced by bwrap: max_memory_mb",
+        "max_output_mb 10, max_log_mb 256; not enforced by bwrap: max_memory_mb",
         "docker": "max_pids 10, cpu_seconds 5, max_file_size_mb 1024, max_open_files 4096, "
-        "max_memory_mb 64, max_output_mb 10; unset: max_cpus",
+        "max_memory_mb 64, max_output_mb 10, max_log_mb 256; unset: max_cpus",
     }
     assert line == f"  limits ({driver}): {expected[driver]}"
     warned = "sandbox.limits.max_memory_mb is enforced by the docker driver only" in done.stderr

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from assay.errors import UsageError
-from assay.orchestration.discover import discover
+from assay.orchestration.loading.discover import discover
 from tests.cli.test_run import assay
 from tests.helpers import write
 

@@ -338,7 +338,9 @@ def test_a_known_value_planted_later_fails_the_scan(tmp_path: Path) -> None:
     assert "notes/copied.log:3: the value of MY_SERVICE_TOKEN" in check.stderr
 
 
-def test_a_run_that_writes_an_unknown_key_exits_1_even_when_green(tmp_path: Path) -> None:
+def test_a_key_assay_was_never_told_about_is_redacted_by_its_shape(tmp_path: Path) -> None:
+    """Issue 28 item 1: the writer redacts a token by its shape, so the run stays green and
+    the scan finds nothing (before, the key was written and the scan failed the run)."""
     write(tmp_path / "t.yaml", """\
 task_id: shaped
 description: an agent prints a key assay was never told about
@@ -350,11 +352,10 @@ success_criteria:
     done = assay("run", "t.yaml", cwd=tmp_path)
     run_dir = latest(tmp_path)
     assert task_json(run_dir, "default", "shaped")["final_status"] == "SUCCESS"
-    assert done.returncode == 1
-    assert "secret found: default/shaped/00/response.txt:1: a string shaped like a Hugging " in (
-        done.stderr
-    )
-    assert json.loads((run_dir / "run.json").read_text())["exit_code"] == 1
+    response = (run_dir / "default" / "shaped" / "00" / "response.txt").read_text()
+    assert response == "found [redacted:huggingface-token]\n"
+    assert done.returncode == 0 and "secret found" not in done.stderr, done.stderr
+    assert json.loads((run_dir / "run.json").read_text())["exit_code"] == 0
 
 
 def test_check_secrets_refuses_what_is_not_a_run(tmp_path: Path) -> None:

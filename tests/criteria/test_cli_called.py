@@ -113,7 +113,7 @@ def test_cli_called_load_time_refusals(tmp_path: Path, criterion: str, said: str
 )
 def test_record_cli_load_time_refusals(tmp_path: Path, rules: str, said: str) -> None:
     from assay.errors import TaskFileError
-    from assay.orchestration.task_loader import load_task
+    from assay.orchestration.loading.task_loader import load_task
 
     path = write(tmp_path / "t.yaml", "task_id: t\ndescription: d\ninitial_prompt: p\n"
                  f"sandbox: {{record_cli: {rules}}}\n"

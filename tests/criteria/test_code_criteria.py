@@ -202,7 +202,7 @@ def test_the_reference_is_checked_when_the_task_loads(tmp_path: Path) -> None:
     head = "task_id: t\ndescription: d\ninitial_prompt: p\nreference: {directory: nowhere}\n"
     task = write(tmp_path / "t.yaml", head + "success_criteria:\n  - " + bare + "\n")
     from assay.errors import TaskFileError
-    from assay.orchestration.task_loader import load_task
+    from assay.orchestration.loading.task_loader import load_task
 
     with pytest.raises(TaskFileError) as caught:
         load_task(task)
@@ -221,7 +221,7 @@ def test_the_reference_is_checked_when_the_task_loads(tmp_path: Path) -> None:
 @pytest.mark.parametrize("form", ["{file: solution.py}", "{code: 'x = 1'}"])
 def test_coder_evals_removed_reference_forms_are_refused(tmp_path: Path, form: str) -> None:
     from assay.errors import TaskFileError
-    from assay.orchestration.task_loader import load_task
+    from assay.orchestration.loading.task_loader import load_task
 
     head = "task_id: t\ndescription: d\ninitial_prompt: p\n"
     path = write(

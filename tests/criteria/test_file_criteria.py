@@ -17,7 +17,7 @@ from pydantic import TypeAdapter, ValidationError
 from assay.criteria import default_criteria
 from assay.criteria.base import CriterionError, GradingContext
 from assay.errors import TaskFileError
-from assay.orchestration.task_loader import load_task
+from assay.orchestration.loading.task_loader import load_task
 from assay.results.task_result import CriterionResult
 from assay.sandbox.tempdir import Sandbox
 from assay.spec.task import SandboxConfig

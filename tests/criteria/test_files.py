@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from assay.criteria import default_criteria
 from assay.criteria.base import CriterionError, GradingContext
 from assay.criteria.files import FileCheckCriterion, FileExistsCriterion
-from assay.orchestration.grading import grade
+from assay.orchestration.running.grading import grade
 from assay.results.task_result import BasicCriterionResult, CriterionResult
 from assay.sandbox.tempdir import Sandbox
 from assay.spec.criteria import FileCheck, FileExists, regex_flags

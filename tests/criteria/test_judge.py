@@ -202,14 +202,15 @@ def test_coder_eval_inline_judge_scores_on_zero_to_one(workdir: Path) -> None:
               "\"score\": 0.8}'}\ndefault: '{\"reason\": \"r\", \"score\": 0.2}'\n")  # fmt: skip
     criteria = ("  - type: llm_judge\n    description: capital\n    prompt: 'Is this the capital"
                 " of ${row.country}?'\n    model: mock/judge.yaml\n"
-                "    include_dialog: false\n")  # fmt: skip
+                "    include_dialog: false\n    include_reference: false\n")  # fmt: skip
     result = assay.run(setup(workdir, criteria, script=script))
     row = task_json(result, "fr")
     judged = row["success_criteria_results"][0]
     assert judged["score"] == 0.8 and judged["pass_threshold"] == 0.7
     assert row["final_status"] == "SUCCESS"
     assert judged["judge"]["name"] == "inline" and judged["judge"]["source"] == "inline"
-    assert any("include_dialog" in w for w in result.summary.warnings)
+    assert any("include_reference" in w for w in result.summary.warnings)
+    assert not any("include_dialog" in w for w in result.summary.warnings)  # dialog mode has it
     assert task_json(result, "es")["final_status"] == "FAILURE"
 
 

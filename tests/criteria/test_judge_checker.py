@@ -14,7 +14,7 @@ import pytest
 from assay.criteria.base import CriterionError, GradingContext
 from assay.criteria.judge_metrics import histogram
 from assay.errors import TaskFileError
-from assay.orchestration.task_loader import load_task
+from assay.orchestration.loading.task_loader import load_task
 from assay.providers.base import Model
 from assay.providers.mock import MockModel, MockRule
 from assay.providers.pool import ModelKey

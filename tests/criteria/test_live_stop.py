@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from assay.criteria.live import LiveMonitor, armed_passed
 from assay.criteria.registry import default_criteria
-from assay.orchestration.task_loader import load_task
+from assay.orchestration.loading.task_loader import load_task
 from assay.results.task_result import EarlyStopRecord
 from assay.results.transcript import Transcript, TranscriptEvent
 from tests.cli.inproc import run_in_process

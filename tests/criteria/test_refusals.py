@@ -10,7 +10,7 @@ import pytest
 
 from assay.criteria.base import GradingContext
 from assay.errors import ModelError
-from assay.orchestration.grading import final_status, weighted_score
+from assay.orchestration.running.grading import final_status, weighted_score
 from assay.providers.constraints import read_choice
 from assay.qa import base_metrics, build_item, normalize_sample
 from assay.qa.grading import decide_open, grade_choice

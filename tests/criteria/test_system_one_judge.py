@@ -12,7 +12,7 @@ import pytest
 
 from assay.criteria.registry import default_criteria
 from assay.errors import TaskFileError
-from assay.orchestration.task_loader import load_task
+from assay.orchestration.loading.task_loader import load_task
 from tests.cli.inproc import run_in_process
 from tests.openai_server import scripted_server
 

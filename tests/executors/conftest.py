@@ -26,7 +26,7 @@ import pytest
 
 os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
 
-from assay.orchestration.executors.ray_cluster import reload_auth
+from assay.orchestration.running.executors.ray_cluster import reload_auth
 
 WORKERS = 2
 SYSTEM_CONFIG = {

@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from assay.orchestration.progress import NoProgress
+from assay.orchestration.running.progress import NoProgress
 from assay.results.task_result import EvaluationResult
 
 TIMING_KEYS = frozenset({

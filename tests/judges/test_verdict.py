@@ -259,11 +259,11 @@ def test_the_response_is_appended_when_the_rubric_does_not_place_it() -> None:
     ("Review: ${row.text", "the rubric has '${row.text' without its closing '}': close it, or "
      "write $${ for a literal ${"),
     ("Said: ${respons} ${row.text}", "the rubric's placeholder ${respons} is not one of "
-     "${row.<field>}, ${response}, ${files}, ${transcript}: did you mean ${response}? (write "
-     "$${ for a literal ${)"),
+     "${row.<field>}, ${response}, ${files}, ${transcript}, ${dialog}: did you mean "
+     "${response}? (write $${ for a literal ${)"),
     ("Q: ${ row.text } ${response}", "the rubric's placeholder ${ row.text } is not one of "
-     "${row.<field>}, ${response}, ${files}, ${transcript}: did you mean ${row.text}? (write "
-     "$${ for a literal ${)"),
+     "${row.<field>}, ${response}, ${files}, ${transcript}, ${dialog}: did you mean "
+     "${row.text}? (write $${ for a literal ${)"),
 ])  # fmt: skip
 def test_a_placeholder_the_judge_would_get_as_text_is_refused(rubric: str, message: str) -> None:
     """A broken placeholder once reached the judge as literal text, the row's value missing."""

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from assay.errors import TaskFileError
-from assay.orchestration.containment import NOT_CONTAINED
-from assay.orchestration.plan import PlanOptions, build_plan
-from assay.orchestration.task_loader import load_task
+from assay.orchestration.loading.task_loader import load_task
+from assay.orchestration.planning.containment import NOT_CONTAINED
+from assay.orchestration.planning.plan import PlanOptions, build_plan
 from tests.agents.coding import codex_path, run_assay
 from tests.helpers import write
 

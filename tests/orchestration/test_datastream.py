@@ -15,9 +15,9 @@ import pytest
 
 from assay.data.hashing import row_hash
 from assay.errors import DatasetError
-from assay.orchestration.datacheck import _expanded_drift
-from assay.orchestration.datastream import stream_drift, streamable
-from assay.orchestration.task_loader import load_task
+from assay.orchestration.loading.datastream import stream_drift, streamable
+from assay.orchestration.loading.task_loader import load_task
+from assay.orchestration.planning.datacheck import _expanded_drift
 from assay.results.plan_record import PlannedTaskRecord
 from assay.results.recorded_rows import recorded_rows
 from assay.results.suite import SelectionRecord
@@ -94,7 +94,7 @@ def test_the_row_at_a_time_check_agrees_with_the_expansion(
 
 
 def load_rows_now(loaded: Any) -> list[dict[str, Any]]:
-    from assay.orchestration.expand import read_dataset
+    from assay.orchestration.planning.expand import read_dataset
 
     return list(read_dataset(loaded).items)
 

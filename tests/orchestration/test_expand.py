@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from assay.errors import DatasetError, SelectionError
-from assay.orchestration.expand import Selectors, expand_dataset
-from assay.orchestration.task_loader import load_task
+from assay.orchestration.loading.task_loader import load_task
+from assay.orchestration.planning.expand import Selectors, expand_dataset
 from assay.spec.criteria import ClassificationMatch, FileCheck
 from tests.helpers import write
 
@@ -212,7 +212,7 @@ def test_sample_is_recorded_with_row_ids(tmp_path: Path) -> None:
     jsonl(tmp_path / "tasks" / "s.jsonl", rows)
     loaded = load_task(task(tmp_path, "dataset:\n  paths: [s.jsonl]\n"))
     expansion = expand_dataset(loaded, Selectors(sample=3))
-    from assay.orchestration.expand import selection_request
+    from assay.orchestration.planning.expand import selection_request
 
     record = expansion.selection_record(selection_request(loaded.definition, Selectors(sample=3)))
     assert record is not None

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from assay.errors import TaskFileError
-from assay.orchestration.expand import Selectors
-from assay.orchestration.experiment import Override, apply_mutations
-from assay.orchestration.plan import PlanOptions, build_plan
+from assay.orchestration.loading.experiment import Override, apply_mutations
+from assay.orchestration.planning.expand import Selectors
+from assay.orchestration.planning.plan import PlanOptions, build_plan
 from assay.spec.experiment import Prefix, Replace, Suffix, Template
 from assay.spec.task import CommandAgent, LlmAgent
 from tests.helpers import write
@@ -184,7 +184,7 @@ def test_work_items_are_made_when_read_in_variant_task_row_replicate_order(
 
 
 def test_pending_items_are_the_unkept_ones_in_plan_order(tmp_path: Path) -> None:
-    from assay.orchestration.executors import PendingItems
+    from assay.orchestration.running.executors import PendingItems
 
     items = plan_for(tmp_path).work_items()
     kept = bytearray(len(items))

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from assay.errors import TaskFileError
-from assay.orchestration.experiment import Override, load_experiment
-from assay.orchestration.plan import PlanOptions, build_plan
+from assay.orchestration.loading.experiment import Override, load_experiment
+from assay.orchestration.planning.plan import PlanOptions, build_plan
 from tests.helpers import write
 from tests.orchestration.test_experiment import TASK, plan_for, variants
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from assay.orchestration.plan import PlanOptions, build_plan
+from assay.orchestration.planning.plan import PlanOptions, build_plan
 from tests.helpers import write
 
 TASK = """\

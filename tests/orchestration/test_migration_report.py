@@ -19,8 +19,8 @@ GOOD = "success_criteria: [{type: response_match, expected: hi, description: d}]
 def _folder(root: Path) -> Path:
     write(root / "tasks" / "a.yaml", "task_id: a\n" + HEAD + GOOD)
     write(root / "tasks" / "b.yaml", "task_id: b\n" + HEAD
-          + "success_criteria: [{type: agent_judge, description: d}]\n")  # fmt: skip
-    write(root / "tasks" / "c.yaml", "task_id: c\n" + HEAD + "simulation: {max_turns: 3}\n" + GOOD)
+          + "success_criteria: [{type: uipath_eval, description: d}]\n")  # fmt: skip
+    write(root / "tasks" / "c.yaml", "task_id: c\n" + HEAD + "expected_commands: [make]\n" + GOOD)
     write(root / "tasks" / "d.yaml", "task_id: d\n" + HEAD
           + "success_criteria: [{type: response_match, expectd: hi}]\n")  # fmt: skip
     return root / "tasks"
@@ -37,7 +37,7 @@ def test_every_file_is_judged_and_the_refused_are_reported_together(tmp_path: Pa
     assert list(error.warned) == [str(tmp_path / "tasks" / "c.yaml")]
     text = error.render()
     assert text.startswith("2 of 4 task files cannot run (1 run as written, 1 with warnings):")
-    assert "criterion type 'agent_judge' (from Coder Eval) is not implemented" in text
+    assert "criterion type 'uipath_eval' (from Coder Eval) is not implemented" in text
     assert "success_criteria[0].expectd: unknown field" in text
     assert "runs with 1 warning(s):" in text and text.endswith("leave them out")
 
@@ -65,7 +65,6 @@ agent: {type: llm, model: mock/echo}
 initial_prompt: hi
 success_criteria:
   - {type: response_match, expected: hi, description: echoed}
-  - {type: agent_judge, description: explored, prompt: Is it good?}
   - {type: uipath_eval, description: typed, agent_name: a, eval_set: e}
 """
 
@@ -80,8 +79,8 @@ def test_skip_unsupported_runs_the_rest_and_names_what_it_left_out(workdir: Path
     assert [c.criterion_type for c in row.success_criteria_results] == ["response_match"]
     assert result.exit_code == 0
     left = [w for w in warnings if "left out (--skip-unsupported)" in w]
-    assert [w.split(": ")[1] for w in left] == ["success_criteria[1]", "success_criteria[2]"]
-    assert "criterion 'agent_judge' left out" in left[0]
+    assert [w.split(": ")[1] for w in left] == ["success_criteria[1]"]
+    assert "criterion 'uipath_eval' left out" in left[0]
     again = assay.resume(result.run_dir)  # the recorded option is replayed, so the file loads
     assert again.exit_code == 0
 

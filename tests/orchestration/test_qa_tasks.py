@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from assay.errors import DatasetError, TaskFileError, UserError
-from assay.orchestration.expand import expand_dataset
-from assay.orchestration.plan import Plan, PlanOptions, build_plan
-from assay.orchestration.qa_rows import folder_id
-from assay.orchestration.task_loader import load_task
+from assay.orchestration.loading.qa_rows import folder_id
+from assay.orchestration.loading.task_loader import load_task
+from assay.orchestration.planning.expand import expand_dataset
+from assay.orchestration.planning.plan import Plan, PlanOptions, build_plan
 from assay.qa.schema import route
 from assay.spec.criteria import QaCriterion
 from assay.store import Schema, open_store

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from assay.errors import UsageError
-from assay.orchestration.runlock import LOCK_FILE, lock_run_dir
+from assay.orchestration.running.runlock import LOCK_FILE, lock_run_dir
 from tests.helpers import finish, start_assay, wait_for, write
 
 ROWS = 6
@@ -115,7 +115,7 @@ def test_two_resumes_at_once_run_each_row_once(tmp_path: Path) -> None:
 def test_lock_in_process_refused_while_another_process_holds_it(tmp_path: Path) -> None:
     holder_code = (
         "import sys, time; from pathlib import Path; "
-        "from assay.orchestration.runlock import lock_run_dir; "
+        "from assay.orchestration.running.runlock import lock_run_dir; "
         "lock = lock_run_dir(Path(sys.argv[1]), command=['holder', 'cmd']); "
         "print('held', flush=True); time.sleep(60)"
     )

@@ -8,7 +8,7 @@ import threading
 from datetime import datetime
 from pathlib import Path
 
-from assay.orchestration.rundir import create_run_dir, point_latest
+from assay.orchestration.running.rundir import create_run_dir, point_latest
 
 NOW = datetime(2026, 12, 1, 9, 5, 7)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from assay.api.tasks import TaskDefinition
-from assay.orchestration.secrets import results_redactor, run_redactor
+from assay.orchestration.loading.secrets import results_redactor, run_redactor
 from assay.results.task_result import EvaluationResult, TaskConfigRecord
 
 

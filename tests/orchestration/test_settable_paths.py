@@ -14,6 +14,7 @@ spec is reached by no base task, so a new field is tested as soon as it exists.
 from __future__ import annotations
 
 import json
+import shutil
 import types
 import typing
 from collections.abc import Iterator
@@ -31,9 +32,9 @@ from assay.agents.llm import build_request, model_key
 from assay.api.tasks import TaskDefinition
 from assay.data.substitute import substitute_tree
 from assay.errors import TaskFileError, UserError
-from assay.orchestration.overrides import ALTERNATIVES, Override
-from assay.orchestration.plan import Plan, PlanOptions, build_plan
-from assay.orchestration.qa_rows import judge_key
+from assay.orchestration.loading.overrides import ALTERNATIVES, Override
+from assay.orchestration.loading.qa_rows import judge_key
+from assay.orchestration.planning.plan import Plan, PlanOptions, build_plan
 from assay.qa.evaluate import JudgeSettings
 from assay.spec.base import StrictModel
 from assay.spec.qa import QaJudge
@@ -110,6 +111,24 @@ JUDGES = """\
      verdict: {kind: scale, min: 1, max: 5, integer: true}}
   - {type: system_one_judge, prompt: "Judge it.", model: mock/other.yaml,
      verdict: {kind: binary}, few_shot: [{response: r, verdict: true, reason: why}]}
+  - type: agent_judge
+    prompt: "Explore it."
+    files: [f.txt]
+    include_reference: true
+    include_agent_output: true
+    include_tool_calls: true
+    max_file_chars: 1000
+    max_transcript_chars: 1000
+    max_turns: 5
+    turn_timeout: 30
+    enabled: true
+    agent: {type: claude-code, model: mock/other.yaml, cli_model: m, cli_path: CLAUDE_CLI,
+            system_prompt: s, permission_mode: plan, allowed_tools: [Read],
+            disallowed_tools: [Write], ignore_patterns: [x],
+            additional_ignore_patterns: [y], env: {A: b},
+            base_url: "http://127.0.0.1:9/v1", api_key_env: ASSAY_TEST_KEY,
+            request_timeout: 30, cache: false,
+            price: {input_per_mtok: 1, output_per_mtok: 2}}
 """
 COMMON = """\
 description: d
@@ -139,6 +158,9 @@ agent: {type: llm, model: mock/echo, system_prompt: s, few_shot: [{user: u, assi
         stop: [x], labels: [pos, neg], price: {input_per_mtok: 1, output_per_mtok: 2},
         extra_body: {k: 1}}
 initial_prompt: "${row.text}"
+simulation: {enabled: false, persona: p, goal: g, constraints: [c], max_turns: 3,
+             stop_token: "<<X>>", stop_on_criteria_pass: false, max_total_tokens: 100,
+             n_trials: 1, check_criteria: every_turn, model: mock/echo}
 dataset:
 """
     + ROWS
@@ -262,6 +284,7 @@ SPECIAL: dict[str, Any] = {
     "reference.directory": "ref2",
     "success_criteria.15.reference_file": "t.py",
     "agent.model": "mock/other.yaml",
+    "simulation.model": "mock/other.yaml",
     "qa.judge.model": "mock/other.yaml",
     "qa.judge.prompt": "Judge ${question}: ${response}",
     "qa.judge.prompt_file": "judge.txt",
@@ -418,8 +441,8 @@ def _leaves(instance: BaseModel, base: str, prefix: tuple[str, ...]) -> Iterator
 
 
 def _binaries(text: str) -> str:
-    """A base task's CODEX, GEMINI, QWEN, OPENCODE and PI_CLI placeholders as the project's
-    CLIs."""
+    """A base task's CODEX, GEMINI, QWEN, OPENCODE, PI_CLI and CLAUDE_CLI placeholders as the
+    project's CLIs."""
     for name, program in (
         ("OPENCODE", "opencode"),
         ("CODEX", "codex"),
@@ -428,7 +451,7 @@ def _binaries(text: str) -> str:
         ("PI_CLI", "pi"),
     ):
         text = text.replace(name, str(CODEX_BIN / program))
-    return text
+    return text.replace("CLAUDE_CLI", str(bundled_claude() or shutil.which("claude") or "claude"))
 
 
 def _schema_fields(model: type[BaseModel], seen: set[type[BaseModel]]) -> set[tuple[str, str]]:
@@ -667,7 +690,7 @@ def test_every_override_takes_effect_or_is_refused(bases: dict[str, Path]) -> No
             overrides.insert(0, Override(("dataset", "sample_per_stratum"), 1))
         options: dict[str, Any] = {}
         if leaf.dotted == "dataset.split_field":
-            from assay.orchestration.expand import Selectors
+            from assay.orchestration.planning.expand import Selectors
 
             options["selectors"] = Selectors(split="train")
         if leaf.dotted == "skip":
@@ -817,8 +840,8 @@ def test_sample_seed_override_seeds_the_stratified_draw(bases: dict[str, Path]) 
 
 
 def test_a_list_item_override_past_the_end_is_refused(bases: dict[str, Path]) -> None:
-    with pytest.raises(TaskFileError, match="has 21 item\\(s\\), so there is no item 21"):
-        _plan(bases["llm"], (Override(("success_criteria", "21", "weight"), 0),))
+    with pytest.raises(TaskFileError, match="has 22 item\\(s\\), so there is no item 22"):
+        _plan(bases["llm"], (Override(("success_criteria", "22", "weight"), 0),))
 
 
 def test_strict_models_cover_the_spec() -> None:

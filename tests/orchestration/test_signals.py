@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from assay.orchestration.signals import stop_on_signals
+from assay.orchestration.running.signals import stop_on_signals
 
 
 @pytest.fixture

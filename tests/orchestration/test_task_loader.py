@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from assay.errors import TaskFileError
-from assay.orchestration.task_loader import load_task
+from assay.orchestration.loading.task_loader import load_task
 from assay.spec.task import CommandAgent, LlmAgent, NoneAgent
 from tests.helpers import write
 
@@ -73,8 +73,8 @@ def test_unknown_criterion_type_suggests(tmp_path: Path) -> None:
 
 
 def test_coder_eval_criterion_not_implemented_is_an_error(tmp_path: Path) -> None:
-    error = error_of(tmp_path, MINIMAL.replace("response_match", "agent_judge"))
-    assert "criterion type 'agent_judge' (from Coder Eval) is not implemented" in error.message
+    error = error_of(tmp_path, MINIMAL.replace("response_match", "uipath_eval"))
+    assert "criterion type 'uipath_eval' (from Coder Eval) is not implemented" in error.message
 
 
 def test_coder_eval_agent_not_implemented_points_to_command(tmp_path: Path) -> None:
@@ -88,7 +88,7 @@ def test_coder_eval_only_fields_warn_once_each(tmp_path: Path) -> None:
     text = MINIMAL + (
         "agent: {type: command, command: cat, permission_mode: acceptEdits, allowed_tools: [W]}\n"
         "sandbox: {python: {version: '3.11'}}\n"
-        "simulation: {enabled: false}\n"
+        "simulation: {enabled: false}\n"  # dialog mode: implemented, loads quietly
     )
     loaded = load_task(write(tmp_path / "task.yaml", text))
     assert isinstance(loaded.definition.agent, CommandAgent)
@@ -97,7 +97,6 @@ def test_coder_eval_only_fields_warn_once_each(tmp_path: Path) -> None:
         "agent.permission_mode",
         "agent.allowed_tools",
         "sandbox.python",
-        "simulation",
     ]
     assert all("a Coder Eval field that assay does not implement yet" in w for w in loaded.warnings)
 

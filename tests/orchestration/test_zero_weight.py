@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from assay.errors import TaskFileError
-from assay.orchestration.grading import final_status, passed
-from assay.orchestration.task_loader import load_task
+from assay.orchestration.loading.task_loader import load_task
+from assay.orchestration.running.grading import final_status, passed
 from assay.results.status import FinalStatus
 from assay.results.task_result import BasicCriterionResult
 from tests.helpers import write

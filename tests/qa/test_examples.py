@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from assay.orchestration.plan import PlanOptions, build_plan
+from assay.orchestration.planning.plan import PlanOptions, build_plan
 from assay.qa import (
     PredictionRecord,
     QaTemplates,

@@ -13,7 +13,7 @@ from tests.cli.test_run import assay, latest
 
 from assay import report
 from assay.errors import TaskFileError
-from assay.orchestration.task_loader import load_task
+from assay.orchestration.loading.task_loader import load_task
 from assay.qa.judge import judge_messages, parse_verdict
 from assay.spec.qa import check_judge_template
 

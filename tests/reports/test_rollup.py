@@ -1,6 +1,6 @@
 """The suite roll-up (suite.json) built from hand-made row results.
 
-The rows are built the way ``orchestration/runner.py`` fills ``EvaluationResult``: graded
+The rows are built the way ``orchestration/running/runner.py`` fills ``EvaluationResult``: graded
 rows carry one criterion result per declared criterion (in order); ERROR rows carry none.
 """
 

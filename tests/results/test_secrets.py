@@ -92,18 +92,18 @@ def test_the_longest_value_wins_and_the_first_name_names_a_shared_value() -> Non
 
 
 def test_short_values_are_named_but_not_redacted() -> None:
-    redactor = Redactor()
+    redactor = Redactor(shapes=False)
     redactor.add("PIN_PASSWORD", "1234")
     redactor.add("EMPTY_TOKEN", "")
     assert redactor.short_names == ["PIN_PASSWORD"]
     assert "PIN_PASSWORD" in redactor.names
-    assert not redactor  # nothing to redact
+    assert not redactor  # nothing to redact (token shapes aside)
     assert redactor.redact("pin 1234") == "pin 1234"
     assert MIN_SECRET_LENGTH == 8
 
 
 def test_a_redaction_marker_is_never_taken_for_a_value() -> None:
-    redactor = Redactor()
+    redactor = Redactor(shapes=False)
     redactor.add("MY_TOKEN", "[redacted:MY_TOKEN]")
     assert not redactor and redactor.names == frozenset()
 

@@ -93,7 +93,7 @@ def test_ordinary_run_content_is_no_finding_and_no_url_secret(text: str) -> None
 
 def test_a_run_redacts_the_url_secrets_of_agents_judges_and_the_store() -> None:
     from assay.api.tasks import TaskDefinition
-    from assay.orchestration.secrets import run_redactor
+    from assay.orchestration.loading.secrets import run_redactor
 
     task = TaskDefinition.model_validate({
         "task_id": "t", "description": "d", "initial_prompt": "p",

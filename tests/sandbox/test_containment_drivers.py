@@ -9,16 +9,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import socket
+import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from assay.errors import SandboxError
-from assay.sandbox.bwrap import make_policy
+from assay.sandbox.bwrap import BridgeLink, make_policy
 from assay.sandbox.docker import Engine, make_docker_policy
 from assay.sandbox.process import ProcessResult, run_process
 from assay.sandbox.tempdir import Sandbox
@@ -236,3 +240,101 @@ def test_docker_refuses_to_show_a_folder_outside_its_own_temporary_folders(
     finally:
         jail.close()
         sandbox.remove()
+
+
+@contextlib.contextmanager
+def unix_bridge(folder: Path) -> Iterator[BridgeLink]:
+    """A stand-in for the model bridge: a unix socket that answers ``bridge:`` and what it
+    was sent, behind a port that nothing listens on outside."""
+    folder.mkdir()
+    path = folder / "bridge.sock"
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(path))
+    path.chmod(0o666)
+    server.listen()
+
+    def serve() -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                client, _ = server.accept()
+                client.sendall(b"bridge:" + client.recv(100))
+                client.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    with socket.socket() as probe_port:
+        probe_port.bind(("127.0.0.1", 0))
+        port = probe_port.getsockname()[1]
+    try:
+        yield BridgeLink(path, port)
+    finally:
+        server.close()
+
+
+def test_a_coding_agent_reaches_the_bridge_but_not_the_task_folder(
+    driver: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    answers = write(tmp_path / "task" / "answers.txt", "the expected answer\n")
+    connect = ("python3 -c \"import socket; s=socket.create_connection(('127.0.0.1', {port}), "
+               "3); s.sendall(b'ping'); print(s.recv(100).decode())\"")  # fmt: skip
+    sandbox = Sandbox.create(SandboxConfig(), base_dir=Path.cwd())
+    with unix_bridge(tmp_path / "bridge") as link:
+        if driver in ("docker", "podman"):
+            engine, image = request.getfixturevalue(f"{driver}_image")
+            policy = make_docker_policy(engine=engine, bridge=link)
+            jail: Any = policy.jail(sandbox.root, image=image, limits=LIMITS,
+                                    task_dir=answers.parent)  # fmt: skip
+        else:
+            jail = make_policy(path_variable=PATH, bridge=link).jail(
+                sandbox.root, limits=LIMITS, task_dir=answers.parent)  # fmt: skip
+        try:
+            agent = jail.command(["/bin/sh", "-c", f"{connect.format(port=link.port)}; cat "
+                                  f"{answers}; id -u"], env={"PATH": PATH}, bridge=True,
+                                 agent=True)  # fmt: skip
+            done = subprocess.run(agent[0], env=agent[1], capture_output=True, text=True,
+                                  timeout=120, check=False)  # fmt: skip
+            task = jail.command(["cat", str(answers)], env={"PATH": PATH})
+            graded = subprocess.run(task[0], env=task[1], capture_output=True, text=True,
+                                    timeout=120, check=False)  # fmt: skip
+        finally:
+            jail.close()
+            sandbox.remove()
+    assert done.stdout.split()[0] == "bridge:ping", done.stderr
+    assert "the expected answer" not in done.stdout and "No such file" in done.stderr
+    assert done.stdout.split()[-1] != "0"
+    assert graded.stdout == "the expected answer\n", graded.stderr  # the task's programs see it
+    if driver in ("docker", "podman"):
+        names = [f"{jail.name}-agent0", jail.name]
+        for _ in range(300):  # removed in the background
+            listed = engine.run("ps", "-a", "--format", "{{.Names}}").stdout.split()
+            if not set(names) & set(listed):
+                break
+            time.sleep(0.1)
+        assert not set(names) & set(listed)
+
+
+def test_a_coding_agent_on_its_own_credentials_gets_the_hosts_network(
+    driver: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    connect = ("python3 -c \"import socket; print(socket.create_connection(('127.0.0.1', "
+               "{port}), 3).recv(20).decode())\"")  # fmt: skip
+    sandbox = Sandbox.create(SandboxConfig(), base_dir=Path.cwd())
+    if driver in ("docker", "podman"):
+        engine, image = request.getfixturevalue(f"{driver}_image")
+        jail: Any = make_docker_policy(engine=engine).jail(sandbox.root, image=image,
+                                                           limits=LIMITS)  # fmt: skip
+    else:
+        jail = make_policy(path_variable=PATH).jail(sandbox.root, limits=LIMITS)
+    answers = []
+    try:
+        with host_tcp_server(b"host-answered") as port:
+            for network in (False, True):  # route: bridge, then route: direct
+                argv, env = jail.command(["/bin/sh", "-c", connect.format(port=port)],
+                                         env={"PATH": PATH}, agent=True,
+                                         network=network)  # fmt: skip
+                done = subprocess.run(argv, env=env, capture_output=True, text=True,
+                                      timeout=120, check=False)  # fmt: skip
+                answers.append(done.stdout.strip())
+    finally:
+        jail.close()
+        sandbox.remove()
+    assert answers == ["", "host-answered"]

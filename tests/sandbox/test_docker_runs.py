@@ -116,7 +116,7 @@ def test_a_dockerfile_is_built_once_per_content_and_a_failed_build_says_why(
     assert "the step fails" in failed.stderr and "did not build" in failed.stderr
 
 
-@pytest.mark.parametrize("what", ["no engine", "missing image", "coding agent", "no image"])
+@pytest.mark.parametrize("what", ["no engine", "missing image", "no image"])
 def test_a_docker_task_that_cannot_run_here_is_refused_at_plan(
     tmp_path: Path, docker_image: tuple[Engine, str], what: str
 ) -> None:
@@ -130,11 +130,6 @@ def test_a_docker_task_that_cannot_run_here_is_refused_at_plan(
     elif what == "missing image":
         text = task("assay-test/no-such-image:1")
         expected = ["sandbox.docker.image", "assay-test/no-such-image:1", "never pulls"]
-    elif what == "coding agent":
-        text = ("task_id: c\ndescription: d\ninitial_prompt: p\nagent: {type: codex}\n"
-                f"sandbox: {{driver: docker, docker: {{image: '{image}'}}}}\n"
-                "success_criteria: [{type: file_exists, path: x, description: d}]\n")  # fmt: skip
-        expected = ["sandbox.driver", "codex", "use sandbox.driver bwrap"]
     else:
         text = text.replace(f"docker: {{image: '{image}'}}, ", "")
         expected = ["sandbox.driver docker needs an image", "dockerfile_path"]

@@ -86,7 +86,7 @@ def test_files_older_than_the_row_are_left_alone(tmp_path: Path) -> None:
 
 def test_a_coding_agent_passes_names_on_purpose_and_withholds_its_endpoint_key() -> None:
     from assay.api.tasks import TaskDefinition
-    from assay.orchestration.environment import row_env
+    from assay.orchestration.running.environment import row_env
 
     task = TaskDefinition.model_validate({
         "task_id": "t", "description": "d", "initial_prompt": "p",

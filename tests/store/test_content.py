@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from assay.errors import StoreError
-from assay.orchestration.expand import Selectors, expand_dataset
-from assay.orchestration.task_loader import load_task
+from assay.orchestration.loading.task_loader import load_task
+from assay.orchestration.planning.expand import Selectors, expand_dataset
 from assay.store import Schema, Store, read_rows
 from tests.helpers import write
 from tests.store.test_cli import Cli

@@ -23,7 +23,7 @@ from assay.view.workspace import Workspace
 from tests.agents.coding import run_assay
 from tests.helpers import write
 
-SECRET = "sk-export-5b9e2c7a4f1d8e3b6a0c"
+SECRET = "export-pw-5b9e2c7a4f1d8e3b6a0c"  # no token shape: the writer keeps it
 ENV = {"EXPORT_TEST_API_KEY": SECRET}
 TEXTS = [
     ("r01", "formula", '=HYPERLINK("http://evil.example","click")'),

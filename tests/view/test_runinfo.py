@@ -130,7 +130,7 @@ def test_runs_are_ordered_by_their_start_and_same_names_keep_their_urls(tmp_path
 def hold_lock(run: Path) -> subprocess.Popen[str]:
     """A real process holding the run's lock, as ``assay run`` does while it writes."""
     code = ("import sys, time; from pathlib import Path; "
-            "from assay.orchestration.runlock import lock_run_dir; "
+            "from assay.orchestration.running.runlock import lock_run_dir; "
             "lock_run_dir(Path(sys.argv[1]), command=['assay', 'run']); "
             "print('locked', flush=True); time.sleep(600)")  # fmt: skip
     holder = subprocess.Popen([sys.executable, "-c", code, str(run)], stdout=subprocess.PIPE,

@@ -18,6 +18,8 @@ from assay.providers.managed import OnRetry
 from assay.providers.pool import ModelKey, ModelPool, ProviderRegistry
 from assay.providers.pricing import PriceTable
 from assay.providers.retry import Attempt
+from assay.results.dialog import SimulationRecord
+from assay.results.io import LogFolder
 from assay.results.secrets import Redactor
 from assay.results.task_result import EarlyStopRecord
 from assay.results.trace import Span
@@ -41,13 +43,32 @@ LiveMonitorFn = Callable[[Transcript], EarlyStopRecord | None]
 
 
 @dataclass
+class DialogState:
+    """Where a dialog (``simulation:``) stands when the agent takes its next turn.
+
+    Attributes:
+        history: the earlier exchanges, ``(role, text)`` with role ``user`` or
+            ``assistant``, oldest first (the current user message is the context's
+            ``prompt``); an ``llm`` agent sends them as its message history.
+        session_id: the agent's own session from its previous turn (a CLI's session id,
+            read from its stream), resumed by the CLI; ``None`` on the first turn.
+        home: a home folder kept for every turn of the dialog (a CLI keeps its sessions
+            there); the dialog removes it at the end.
+    """
+
+    history: list[tuple[str, str]] = field(default_factory=list)
+    session_id: str | None = None
+    home: Path | None = None
+
+
+@dataclass
 class AgentContext:
     """What an agent gets for one row-task.
 
     Attributes:
         prompt: the substituted prompt (``None`` for ``agent: none``).
         sandbox: the working directory; ``None`` for an ``llm`` agent whose row needs none
-            (see :func:`assay.orchestration.runner.needs_directory`).
+            (see :func:`assay.orchestration.running.runner.needs_directory`).
         base_dir: the task file's directory (relative files in the agent block).
         timeout: seconds the agent may run (``run_limits.task_timeout``).
         max_total_tokens: the token budget of the row, if any.
@@ -62,8 +83,10 @@ class AgentContext:
         row: the dataset row (``${row.x}`` in ``mock/`` scripts), if any.
         max_turns: the most model calls the agent may make (``run_limits.max_turns``).
         max_tool_calls: the most tool calls its model may ask for (``run_limits.max_tool_calls``).
-        max_output_bytes: what is kept of each output stream of the agent's program
-            (``sandbox.limits.max_output_mb``).
+        max_output_bytes: what is kept in memory of each output stream of the agent's
+            program (``sandbox.limits.max_output_mb``).
+        logs: the row's folder, where a stream that passes it is written whole
+            (``agent.stdout.log``...); ``None``: the rest is dropped.
         redactor: the run's known secrets; an agent that mints a credential (the model
             bridge's per-row key) adds it here before using it, so it is redacted from
             every file and printed line. ``env`` already lacks the host's secrets.
@@ -71,6 +94,11 @@ class AgentContext:
             it (:meth:`assay.sandbox.bwrap.Jail.command`, the same shape on both drivers);
             ``None``: plain processes.
         monitor: the row's live early stop (``stop_early``), for agents with an event stream.
+        dialog: in dialog mode, the conversation so far and the session to continue
+            (``None``: a single prompt).
+        tool_servers: stdio MCP servers the agent's CLI is given besides its own tools, by
+            server name (the verdict tool of an ``agent_judge``); a CLI agent allows their
+            tools; other agents ignore them.
     """
 
     prompt: str | None
@@ -90,15 +118,31 @@ class AgentContext:
     max_turns: int | None = None
     max_tool_calls: int | None = None
     max_output_bytes: int = MAX_OUTPUT_BYTES
+    logs: LogFolder | None = None
     redactor: Redactor = field(default_factory=Redactor)
     jail: Jail | DockerJail | None = None
     monitor: LiveMonitorFn | None = None
+    dialog: DialogState | None = None
+    tool_servers: dict[str, ToolServer] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ToolServer:
+    """A stdio MCP server a CLI agent starts for tools assay serves it: the program
+    (``command``, an absolute path), its ``args`` and the variables ``env`` it gets besides
+    the CLI's."""
+
+    command: str
+    args: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
 class AgentOutcome:
     """What an agent did: final response, status, usage, exit code, spans, and the
-    transcript of its events (``None`` for an agent that has none, e.g. ``none``)."""
+    transcript of its events (``None`` for an agent that has none, e.g. ``none``); in
+    dialog mode ``simulation`` holds the dialog (every turn's outcome merged into this one).
+    """
 
     response: str | None = None
     status: OutcomeStatus = "completed"
@@ -116,7 +160,9 @@ class AgentOutcome:
     stored_trace: dict[str, Any] | None = None
     transcript: Transcript | None = None
     output_dropped_bytes: int = 0
+    output_logs: list[str] = field(default_factory=list)
     early_stop: EarlyStopRecord | None = None
+    simulation: SimulationRecord | None = None
 
 
 @dataclass(frozen=True)

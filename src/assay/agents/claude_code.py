@@ -4,7 +4,9 @@ The CLI runs as ``claude -p --output-format stream-json --verbose`` with the pro
 standard input, in a fresh home folder (no user settings, hooks, memory or login), with
 ``--setting-sources`` from the task (default ``project``: the sandbox's own ``.claude/``),
 the task's permission mode and tool lists, ``--plugin-dir`` for each plugin, and
-``sdk_options`` as the CLI flags the Claude Agent SDK would pass. Its non-essential
+``sdk_options`` as the CLI flags the Claude Agent SDK would pass. In dialog mode each turn
+after the first continues the CLI's session (``--resume SESSION_ID``, the id from its
+``system/init`` event) in a home folder kept for the whole dialog. Its non-essential
 traffic, auto-updater and telemetry are off. Behind the bridge it gets
 ``ANTHROPIC_BASE_URL`` = the bridge and ``ANTHROPIC_API_KEY`` = the row's credential (never
 the user's key), and its own retries are off (the bridge retries); with ``route: direct``
@@ -18,16 +20,17 @@ import importlib.util
 import json
 import os
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from assay.agents.base import AgentContext, AgentOutcome, PreflightCheck
+from assay.agents.base import AgentContext, AgentOutcome, PreflightCheck, ToolServer
 from assay.agents.claude_stream import ClaudeStreamParser
 from assay.agents.cli import (
     CliLaunch,
     cli_environment,
+    dialog_home,
     find_cli,
-    fresh_home,
     open_session,
     refused,
     run_cli,
@@ -99,7 +102,7 @@ class ClaudeCodeRunner(CliAgent[ClaudeCodeAgent]):
         except UserError as exc:
             return refused(span, parser.transcript, str(exc))
         parser.transcript.skills_offered = skills_offered(plugins)
-        home = fresh_home("claude")
+        home, kept = dialog_home(context, "claude")
         env = cli_environment(context, config, home) | QUIET
         session = None
         if config.route == "bridge":
@@ -111,7 +114,7 @@ class ClaudeCodeRunner(CliAgent[ClaudeCodeAgent]):
             env |= _direct_credentials(dict(os.environ), home)  # the user's own, on purpose
         if config.permission_mode == "bypassPermissions":
             env["IS_SANDBOX"] = "1"  # the CLI refuses the mode as root otherwise
-        launch = CliLaunch(argv, env, stdin=context.prompt or "", cleanup=[home],
+        launch = CliLaunch(argv, env, stdin=context.prompt or "", cleanup=[] if kept else [home],
                            readable=[install_root(cli), *plugins, *_settings_files(config,
                            context.base_dir)], writable=[home])  # fmt: skip
         return await run_cli(context, name="claude-code", launch=launch, parser=parser,
@@ -128,12 +131,15 @@ def claude_argv(config: ClaudeCodeAgent, cli: Path, context: AgentContext) -> li
     argv = [str(cli), "-p", "--output-format", "stream-json", "--verbose",
             "--permission-mode", config.permission_mode,
             f"--setting-sources={','.join(sources)}"]  # fmt: skip
-    if config.allowed_tools:
-        argv += ["--allowedTools", ",".join(config.allowed_tools)]
+    served = [f"mcp__{name}" for name in context.tool_servers]
+    if config.allowed_tools or served:
+        argv += ["--allowedTools", ",".join([*(config.allowed_tools or []), *served])]
     if config.disallowed_tools:
         argv += ["--disallowedTools", ",".join(config.disallowed_tools)]
     if context.max_turns is not None:
         argv += ["--max-turns", str(context.max_turns)]
+    if context.dialog is not None and context.dialog.session_id:  # the dialog's next turn
+        argv += ["--resume", context.dialog.session_id]
     model = cli_model(config)
     if model:
         argv += ["--model", model]
@@ -141,7 +147,18 @@ def claude_argv(config: ClaudeCodeAgent, cli: Path, context: AgentContext) -> li
     argv += settings_flags(config, context.base_dir)
     for folder in plugin_dirs(config, context.base_dir):
         argv += ["--plugin-dir", str(folder)]
-    return argv + sdk_flags(config.sdk_options)
+    return argv + mcp_flags(context.tool_servers) + sdk_flags(config.sdk_options)
+
+
+def mcp_flags(servers: Mapping[str, ToolServer]) -> list[str]:
+    """``--mcp-config`` (as JSON) with the MCP servers assay serves the CLI, and
+    ``--strict-mcp-config`` (no other MCP server of the sandbox's settings); none without
+    servers."""
+    if not servers:
+        return []
+    config = {name: {"type": "stdio", "command": server.command, "args": list(server.args),
+                     "env": dict(server.env)} for name, server in servers.items()}  # fmt: skip
+    return ["--mcp-config", json.dumps({"mcpServers": config}), "--strict-mcp-config"]
 
 
 def cli_model(config: ClaudeCodeAgent) -> str | None:

@@ -168,6 +168,18 @@ def fresh_home(prefix: str) -> Path:
     return home
 
 
+def dialog_home(context: AgentContext, prefix: str) -> tuple[Path, bool]:
+    """The CLI's home folder and whether it is kept: in dialog mode the one kept for every
+    turn (the CLI's sessions live there; made on the first turn, removed by the dialog),
+    else a fresh one removed after the run (:func:`fresh_home`)."""
+    dialog = context.dialog
+    if dialog is None:
+        return fresh_home(prefix), False
+    if dialog.home is None:
+        dialog.home = fresh_home(prefix)
+    return dialog.home, True
+
+
 def cli_environment(context: AgentContext, config: CodingAgent, home: Path) -> dict[str, str]:
     """The CLI's environment: the row's, without any model credential or CLI configuration
     of the user's (:data:`CLI_PREFIXES`, and the variable ``agent.api_key_env`` names), with
@@ -234,6 +246,7 @@ async def run_cli(
         result = await stream_process(
             argv, cwd=context.sandbox, env=env, timeout=context.timeout,
             on_line=on_line, stdin=launch.stdin, stop=stop,
+            logs=context.logs.logs("agent") if context.logs is not None else None,
         )  # fmt: skip
     except OSError as exc:
         return _failed(span, transcript, f"cannot start the {name} CLI: {exc}", started)
@@ -271,6 +284,7 @@ async def run_cli(
         model_calls=transcript.model_calls,
         model_used=session.model_key.name if session is not None else None,
         transcript=transcript, early_stop=early if status == "early_stop" else None,
+        output_logs=[path.name for path in result.logs],
     )  # fmt: skip
     _usage_and_cost(outcome, transcript, session)
     if session is not None:

@@ -6,31 +6,33 @@ row's credential in ``ASSAY_BRIDGE_KEY``, and no retries of its own (the bridge 
 plugins and analytics are off (else it reaches outside hosts). It runs with
 ``--dangerously-bypass-approvals-and-sandbox`` inside assay's sandbox, reads the prompt
 from standard input (``-``), and is killed with its process group at ``task_timeout``
-(without a listening server it retries forever). ``route: direct`` keeps the user's Codex
-login (``auth.json``) or ``CODEX_API_KEY`` instead. Settings from
+(without a listening server it retries forever). ``route: direct`` is refused when the task
+is loaded (:data:`assay.spec.coding_agents.CODEX_DIRECT`). In dialog mode the home is kept
+for the whole dialog and each turn after the first runs ``codex exec resume SESSION_ID``
+(the id from its ``thread.started`` event). Settings from
 ``reference/coding_agents_offline.md``.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from assay.agents.base import AgentContext, AgentOutcome
+from assay.agents.base import AgentContext, AgentOutcome, ToolServer
 from assay.agents.cli import (
     CliLaunch,
     cli_environment,
+    dialog_home,
     find_cli,
-    fresh_home,
     open_session,
     refused,
     run_cli,
 )
 from assay.agents.codex_stream import CodexStreamParser
-from assay.agents.coding import CliAgent, OwnCredentials
+from assay.agents.coding import CliAgent
 from assay.agents.coding_models import (
     bridge_key,
     plugin_dirs,
@@ -56,9 +58,6 @@ class CodexRunner(CliAgent[CodexAgent]):
 
     type_name = "codex"
     config_model = CodexAgent
-    own_credentials = OwnCredentials(
-        ("CODEX_API_KEY",), ".codex/auth.json", "export CODEX_API_KEY, or log in with `codex login`"
-    )
 
     def find(self, base_dir: Path) -> Path:
         """:func:`find_codex`."""
@@ -69,40 +68,54 @@ class CodexRunner(CliAgent[CodexAgent]):
         span = context.root_span.child("invoke_agent codex")
         parser = CodexStreamParser()
         config = self.config
-        home = fresh_home("codex")
+        home, kept = dialog_home(context, "codex")
         codex_home = home / ".codex"
         try:
             cli = find_codex(config, context.base_dir)
             plugins = plugin_dirs(config, context.base_dir)
             instructions = read_system_prompt(config, context.base_dir)
         except UserError as exc:
-            shutil.rmtree(home, ignore_errors=True)
+            if not kept:
+                shutil.rmtree(home, ignore_errors=True)
             return refused(span, parser.transcript, str(exc))
         env = cli_environment(context, config, home) | {"CODEX_HOME": str(codex_home)}
         settings: dict[str, Any] = {"model": cli_model(config)}
-        session = None
-        if config.route == "bridge":
+        try:  # always the bridge: the config refuses route: direct
             session = open_session(context, config, bridge_key(config, context.base_dir))
-            assert context.bridge is not None
-            env[KEY_VARIABLE] = session.token
-            settings["model_provider"] = "assay"
-            settings["provider_url"] = context.bridge.url + "/v1"
-        else:
-            env |= _direct_credentials(dict(os.environ), codex_home)  # the user's own, on purpose
-        write_config(codex_home, settings=settings, instructions=instructions)
+        except UserError as exc:
+            if not kept:
+                shutil.rmtree(home, ignore_errors=True)
+            return refused(span, parser.transcript, str(exc))
+        assert context.bridge is not None
+        env[KEY_VARIABLE] = session.token
+        settings["model_provider"] = "assay"
+        settings["provider_url"] = context.bridge.url + "/v1"
+        write_config(codex_home, settings=settings, instructions=instructions,
+                     servers=context.tool_servers)  # fmt: skip
         parser.transcript.skills_offered = _stage_skills(plugins, codex_home)
-        argv = [str(cli), "exec", "--json", "--skip-git-repo-check",
-                "--dangerously-bypass-approvals-and-sandbox", "--ephemeral", "-"]  # fmt: skip
         launch = CliLaunch(
-            argv,
+            codex_argv(cli, context),
             env,
             stdin=context.prompt or "",
-            cleanup=[home],
+            cleanup=[] if kept else [home],
             readable=[install_root(cli), *plugins],
             writable=[home],
         )
         return await run_cli(context, name="codex", launch=launch, parser=parser,
                              session=session, span=span)  # fmt: skip
+
+
+def codex_argv(cli: Path, context: AgentContext) -> list[str]:
+    """The CLI's command line (the prompt goes on standard input, ``-``). A single prompt
+    runs ``--ephemeral`` (no session kept); in dialog mode the session is kept in the
+    dialog's home, and each later turn runs ``codex exec resume SESSION_ID``."""
+    flags = ["--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox"]
+    dialog = context.dialog
+    if dialog is None:
+        return [str(cli), "exec", *flags, "--ephemeral", "-"]
+    if dialog.session_id:
+        return [str(cli), "exec", "resume", *flags, dialog.session_id, "-"]
+    return [str(cli), "exec", *flags, "-"]
 
 
 def cli_model(config: CodexAgent) -> str:
@@ -115,9 +128,15 @@ def cli_model(config: CodexAgent) -> str:
     return DEFAULT_CLI_MODEL
 
 
-def write_config(codex_home: Path, *, settings: dict[str, Any], instructions: str | None) -> None:
+def write_config(
+    codex_home: Path,
+    *,
+    settings: dict[str, Any],
+    instructions: str | None,
+    servers: Mapping[str, ToolServer] | None = None,
+) -> None:
     """Write ``config.toml`` (strings are TOML basic strings, written with JSON's escapes,
-    which TOML shares)."""
+    which TOML shares), with a ``[mcp_servers.<name>]`` table for each of ``servers``."""
     codex_home.mkdir(parents=True, exist_ok=True)
     lines = [f"model = {json.dumps(settings['model'])}"]
     if instructions is not None:
@@ -130,6 +149,12 @@ def write_config(codex_home: Path, *, settings: dict[str, Any], instructions: st
                   f"base_url = {json.dumps(settings['provider_url'])}",
                   'wire_api = "responses"', f'env_key = "{KEY_VARIABLE}"',
                   "request_max_retries = 0", "stream_max_retries = 0"]  # fmt: skip
+    for name, server in (servers or {}).items():
+        lines += ["", f"[mcp_servers.{name}]", f"command = {json.dumps(server.command)}",
+                  f"args = {json.dumps(list(server.args))}"]  # fmt: skip
+        if server.env:
+            pairs = ", ".join(f"{json.dumps(k)} = {json.dumps(v)}" for k, v in server.env.items())
+            lines.append(f"env = {{ {pairs} }}")
     (codex_home / "config.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
@@ -144,12 +169,3 @@ def _stage_skills(plugins: list[Path], codex_home: Path) -> list[str]:
         if not link.exists():
             link.symlink_to(folder, target_is_directory=True)
     return sorted(skills)
-
-
-def _direct_credentials(host: dict[str, str], codex_home: Path) -> dict[str, str]:
-    env = {k: host[k] for k in ("CODEX_API_KEY",) if host.get(k)}
-    login = Path(host.get("HOME", "~")).expanduser() / ".codex" / "auth.json"
-    if login.is_file():
-        codex_home.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(login, codex_home / "auth.json")
-    return env

@@ -72,6 +72,7 @@ class CommandRunner(Agent[CommandAgent]):
                 timeout=context.timeout,
                 stdin=context.prompt or "",
                 max_output_bytes=context.max_output_bytes,
+                logs=context.logs.logs("agent") if context.logs is not None else None,
             )
         except OSError as exc:
             span.end(error=str(exc))
@@ -82,7 +83,7 @@ class CommandRunner(Agent[CommandAgent]):
                 spans=[span],
             )
         span.attributes["process.exit_code"] = -1 if result.exit_code is None else result.exit_code
-        if result.dropped:  # past MAX_OUTPUT_BYTES per stream: counted, not kept
+        if result.dropped:  # past max_output_bytes per stream: not kept (in the logs)
             span.attributes["process.output_dropped_bytes"] = result.dropped
         outcome = AgentOutcome(
             response=result.stdout,
@@ -91,6 +92,7 @@ class CommandRunner(Agent[CommandAgent]):
             seconds=result.seconds,
             spans=[span],
             output_dropped_bytes=result.dropped,
+            output_logs=[path.name for path in result.logs],
         )
         if result.timed_out:
             outcome.status = "timeout"

@@ -65,7 +65,8 @@ def build_request(
     config: LlmAgent, prompt: str, context: AgentContext | None = None
 ) -> ModelRequest:
     """The :class:`ModelRequest` for ``prompt`` under ``config`` (``context`` gives a
-    ``mock/`` script the row's ``${row.x}`` values)."""
+    ``mock/`` script the row's ``${row.x}`` values and, in dialog mode, the earlier
+    exchanges, sent before ``prompt``)."""
     constraint: Constraint | None = None
     if config.labels:
         constraint = Choice(tuple(config.labels))
@@ -82,7 +83,7 @@ def build_request(
         "seed": config.seed,
         "constraint": constraint,
         "extra_body": dict(config.extra_body),
-        "script_vars": _script_vars(context) if config.model.startswith("mock/") else {},
+        "script_vars": script_vars(context) if config.model.startswith("mock/") else {},
     }
     if config.prompt_format == "completion":
         return ModelRequest(prompt=prompt, **common)  # type: ignore[arg-type]
@@ -92,11 +93,14 @@ def build_request(
     for shot in config.few_shot:
         messages.append(Message("user", shot.user))
         messages.append(Message("assistant", shot.assistant))
+    if context is not None and context.dialog is not None:  # the conversation so far
+        messages.extend(Message(role, text) for role, text in context.dialog.history)
     messages.append(Message("user", prompt))
     return ModelRequest(messages=tuple(messages), **common)  # type: ignore[arg-type]
 
 
-def _script_vars(context: AgentContext | None) -> dict[str, str]:
+def script_vars(context: AgentContext | None) -> dict[str, str]:
+    """A ``mock/`` script's ``${row.x}`` values: the row's scalar fields as text."""
     if context is None or not context.row:
         return {}
     return {f"row.{k}": "" if v is None else str(v) for k, v in context.row.items()

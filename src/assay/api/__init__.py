@@ -18,8 +18,9 @@ Errors are the exception tree of :mod:`assay.errors` (``UserError`` for bad inpu
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from assay.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from assay.api.grading import (
@@ -130,15 +131,9 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """Import an exported name on first use (PEP 562), so a command imports only what it
-    calls (the store's SQLAlchemy only for the store, …)."""
-    module = _HOME.get(name)
-    if module is None:
-        raise AttributeError(f"module 'assay.api' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+# each name imported on first use (PEP 562), so a command imports only what it calls (the
+# store's SQLAlchemy only for the store, …), and kept in this namespace once imported
+__getattr__ = lazy_exports("assay.api", _HOME, keep=globals())
 
 
 def __dir__() -> list[str]:

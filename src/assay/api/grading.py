@@ -11,23 +11,23 @@ from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
+from assay.api.predictions import (
+    PredictionOptions,
+    PredictionReport,
+)
+from assay.api.predictions import (
+    evaluate_predictions as grade_prediction_file,
+)
+from assay.api.regrade import regrade_run
 from assay.api.result import RunResult
 from assay.api.runs import no_running_loop
 from assay.criteria.base import Criterion
 from assay.criteria.registry import CriterionRegistry
-from assay.orchestration.datacheck import check_run_dir
-from assay.orchestration.options import criteria_registry
-from assay.orchestration.predictions import (
-    PredictionOptions,
-    PredictionReport,
-)
-from assay.orchestration.predictions import (
-    evaluate_predictions as grade_prediction_file,
-)
-from assay.orchestration.regrade import regrade_run
-from assay.orchestration.runfiles import iter_results, load_run_results, resolve_run_dir
-from assay.orchestration.runlock import lock_run_dir
-from assay.orchestration.secrets import results_redactor
+from assay.orchestration.loading.secrets import results_redactor
+from assay.orchestration.planning.datacheck import check_run_dir
+from assay.orchestration.planning.options import criteria_registry
+from assay.orchestration.running.runfiles import iter_results, load_run_results, resolve_run_dir
+from assay.orchestration.running.runlock import lock_run_dir
 from assay.reports.compare import compare_runs, write_comparison
 from assay.reports.rebuild import check_secrets as find_secrets
 from assay.reports.rebuild import rebuild_reports, report_regraded

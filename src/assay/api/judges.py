@@ -21,11 +21,11 @@ from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
+from assay.api.capture import add_run
 from assay.api.runs import no_running_loop
 from assay.errors import UsageError
 from assay.judges.assets import JudgeResolver, load_judge_file
 from assay.judges.calibration import CalibrationResult, Progress, calibrate
-from assay.orchestration.capture import add_run
 from assay.results.secrets import Redactor
 from assay.spec.judge import JudgeAsset, judge_reference, split_calibration_pin
 from assay.store import open_store
@@ -146,7 +146,7 @@ def add_run_to_dataset(
     copying each row's trace into the store (``assay dataset add-run``).
 
     Args:
-        mapping: ``FIELD=SOURCE`` items (or a dict); see :mod:`assay.orchestration.capture`.
+        mapping: ``FIELD=SOURCE`` items (or a dict); see :mod:`assay.api.capture`.
         only_failures: only rows that did not pass (failed or errored).
         suite: only that suite.
         variant: only that variant.

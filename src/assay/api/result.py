@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from assay.errors import UsageError
-from assay.orchestration.runfiles import entry_task_jsons, load_task_json
+from assay.orchestration.running.rundir import item_dir
+from assay.orchestration.running.runfiles import entry_task_jsons, load_task_json
 from assay.reports.writer import Reports
 from assay.results.io import read_json
 from assay.results.run import RunSummary, SecretFindingRecord
@@ -221,3 +222,44 @@ class RunResult:
             if variant is not None and row.variant_id != variant:
                 continue
             yield load_task_json(self.run_dir / row.task_json)
+
+    def row_file(
+        self,
+        task_id: str,
+        *,
+        suite: str | None = None,
+        row_id: str | None = None,
+        replicate: int = 0,
+        variant: str = "default",
+    ) -> Path:
+        """Where the run keeps one row-task's ``task.json`` (it may not exist: a row that
+        did not finish); the arguments are :meth:`row`'s."""
+        folder = item_dir(self.run_dir, variant_id=variant, task_id=task_id, suite_id=suite,
+                          row_id=row_id, replicate=replicate)  # fmt: skip
+        return folder / "task.json"
+
+    def row(
+        self,
+        task_id: str,
+        *,
+        suite: str | None = None,
+        row_id: str | None = None,
+        replicate: int = 0,
+        variant: str = "default",
+    ) -> EvaluationResult | None:
+        """One row-task's result (its ``task.json``), found by where the run keeps it, without
+        reading the others; ``None`` when it did not finish (never run, or cut by a stop).
+
+        Args:
+            task_id: the task's id; for a task without a dataset, the whole row-task.
+            suite: the suite (dataset) of a row; ``None`` for a task without a dataset.
+            row_id: the row's id in that suite.
+            replicate: which replicate (0 for the first).
+            variant: the experiment's variant (``"default"`` outside an experiment).
+
+        Raises:
+            UsageError: the ``task.json`` is there but not valid.
+        """
+        path = self.row_file(task_id, suite=suite, row_id=row_id, replicate=replicate,
+                             variant=variant)  # fmt: skip
+        return load_task_json(path) if path.is_file() else None

@@ -15,14 +15,15 @@ from assay.api.tasks import task
 from assay.criteria.base import Criterion
 from assay.criteria.registry import CriterionRegistry
 from assay.errors import UsageError
-from assay.orchestration.executors import EXECUTORS, ExecutorChoice, ExecutorKind
-from assay.orchestration.options import Overrides, plan_options
-from assay.orchestration.plan import Plan, TaskSource, build_plan
-from assay.orchestration.progress import NoProgress, Progress
-from assay.orchestration.runfiles import existing_run_dir
-from assay.orchestration.runner import RunOptions
-from assay.orchestration.services import ModelSettings
-from assay.orchestration.session import (
+from assay.orchestration.loading.task_loader import LoadedTask
+from assay.orchestration.planning.options import Overrides, plan_options
+from assay.orchestration.planning.plan import Plan, TaskSource, build_plan
+from assay.orchestration.running.executors import EXECUTORS, ExecutorChoice, ExecutorKind
+from assay.orchestration.running.progress import NoProgress, Progress
+from assay.orchestration.running.runfiles import existing_run_dir
+from assay.orchestration.running.runner import RunOptions
+from assay.orchestration.running.services import ModelSettings
+from assay.orchestration.running.session import (
     RunRequest,
     RunSession,
     SessionOutcome,
@@ -30,7 +31,6 @@ from assay.orchestration.session import (
     check_outputs,
     execute_session,
 )
-from assay.orchestration.task_loader import LoadedTask
 from assay.providers.cache import parse_duration
 from assay.providers.limits import EndpointLimits
 from assay.reports.progress import make_progress
@@ -102,7 +102,7 @@ class SessionKeywords(TypedDict, total=False):
         cache: cache every model's answers in ``.assay/cache.db``.
         cache_expiry: ignore cached answers older than this (``"7d"``, ``"12h"``, or seconds).
         progress: ``True`` shows a progress bar (stderr), or give a
-            :class:`~assay.orchestration.progress.Progress`; default nothing.
+            :class:`~assay.orchestration.running.progress.Progress`; default nothing.
         on_warning: called with each warning as it is found (they are also in
             ``RunResult.warnings``).
         command: the command line to record in ``run.json`` (default ``sys.argv``).

@@ -13,9 +13,9 @@ from assay.criteria.base import Criterion
 from assay.criteria.registry import CriterionRegistry, default_criteria
 from assay.data.frames import rows_of
 from assay.errors import TaskFileError
-from assay.orchestration.options import criteria_registry
-from assay.orchestration.task_loader import LoadedTask, load_document
-from assay.orchestration.task_loader import load_task as load_task_file
+from assay.orchestration.loading.task_loader import LoadedTask, load_document
+from assay.orchestration.loading.task_loader import load_task as load_task_file
+from assay.orchestration.planning.options import criteria_registry
 from assay.spec.source import YamlDocument
 from assay.spec.task import TaskDefinition as TaskDefinitionBase
 

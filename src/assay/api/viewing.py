@@ -10,7 +10,7 @@ import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-from assay.orchestration.runfiles import resolve_run_dir
+from assay.orchestration.running.runfiles import resolve_run_dir
 
 
 def view_runs(

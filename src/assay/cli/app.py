@@ -109,7 +109,7 @@ def main() -> None:
     (:func:`assay.results.output.redacted_output`); a run adds its
     own (``agent.env`` values, model credentials, row credentials) while it runs.
     """
-    from assay.orchestration.secrets import command_line_redactor
+    from assay.orchestration.loading.secrets import command_line_redactor
     from assay.results.output import redacted_output
 
     with redacted_output(command_line_redactor(sys.argv[1:], os.environ)):

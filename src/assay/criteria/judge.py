@@ -46,7 +46,7 @@ from assay.criteria.base import (
 from assay.criteria.judge_metrics import judge_metrics
 from assay.data.substitute import PlaceholderKeyError, PlaceholderTypeError
 from assay.judges.grade import JudgeOutcome, judge_case
-from assay.judges.prompt import JudgeCase, transcript_text
+from assay.judges.prompt import JudgeCase, dialog_text, transcript_text
 from assay.metrics.values import MetricTable
 from assay.results.task_result import (
     CriterionResult,
@@ -119,6 +119,7 @@ class LlmJudgeCriterion(LlmJudge, Criterion):
             response=context.response,
             files=tuple(_files(self, context, task_dir)),
             transcript=_transcript(self, definition.rubric, context),
+            dialog=_dialog(self, definition.rubric, context),
         )
         try:
             outcome = await judge_case(
@@ -211,6 +212,12 @@ def _transcript(spec: LlmJudge, rubric: str, context: GradingContext) -> str | N
     if not (spec.include_tool_calls or "${transcript}" in rubric):
         return None
     return transcript_text(context.transcript, limit=spec.max_transcript_chars)
+
+
+def _dialog(spec: LlmJudge, rubric: str, context: GradingContext) -> str | None:
+    if not (spec.include_dialog or "${dialog}" in rubric):
+        return None
+    return dialog_text(context.transcript, limit=spec.max_dialog_chars)
 
 
 def _score(spec: LlmJudge, verdict: VerdictSpec, value: bool | str | float) -> float:

@@ -43,6 +43,7 @@ BUILT_INS = (
     "assay.criteria.transcript:CommandsEfficiencyCriterion",
     "assay.criteria.judge:LlmJudgeCriterion",
     "assay.criteria.judge:SystemOneJudgeCriterion",
+    "assay.criteria.agent_judge:AgentJudgeCriterion",
     "assay.criteria.code_checks:ImportCheckCriterion",
     "assay.criteria.code_checks:PylintScoreCriterion",
     "assay.criteria.code_checks:ReferenceComparisonCriterion",

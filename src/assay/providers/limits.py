@@ -6,7 +6,7 @@
 it. Every call of a model (and every call the model bridge passes through) holds a permit of
 its server's :class:`Gate` while it is sent: :class:`LocalGate` within one process; on a Ray
 cluster, a gate backed by one limiter actor with leases
-(:mod:`assay.orchestration.executors.ray_limiter`).
+(:mod:`assay.orchestration.running.executors.ray_limiter`).
 
 Rate: calls start at most ``max_rate`` per second per server, evenly spaced (a token bucket
 of depth one: no burst), as providers state their limits in requests per unit of time.

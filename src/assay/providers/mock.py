@@ -159,7 +159,9 @@ class MockModel:
                 raise TransientModelError(message, status=step.status)
             raise ModelError(message)
         text = _fill(step.reply or "", variables, self.name)
-        turn = call.key[1]
+        # the assistant turns of the whole conversation (this exchange's and every earlier
+        # one's), so a call id is never reused when a dialog's agent resumes its session
+        turn = sum(1 for m in request.messages or () if m.role == "assistant")
         calls = tuple(self._tool_call(f"call_mock_{turn + 1}_{position + 1}", n, i, variables)
                       for position, (n, i) in enumerate(step.calls))  # fmt: skip
         return self._checked(request, text, calls)
@@ -211,8 +213,8 @@ class MockModel:
         self, call_id: str, name: str, value: Any, variables: dict[str, str]
     ) -> ToolCall:
         """A scripted tool call; its id names its turn and place (``call_mock_2_1``: the
-        first call of the second turn), so a conversation's ids never depend on the other
-        rows that share the script."""
+        first call of the conversation's second assistant turn), so a conversation's ids
+        never depend on the other rows that share the script, nor repeat in a dialog."""
         filled = _fill_value(value, variables, self.name)
         if isinstance(filled, str):
             return ToolCall(call_id, name, filled, kind="custom")

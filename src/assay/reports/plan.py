@@ -7,9 +7,9 @@ import json
 import os
 from typing import Any
 
-from assay.orchestration.environment import AgentVariables, agent_variables
-from assay.orchestration.experiment import ResolvedVariant
-from assay.orchestration.plan import Plan
+from assay.orchestration.loading.experiment import ResolvedVariant
+from assay.orchestration.planning.plan import Plan
+from assay.orchestration.running.environment import AgentVariables, agent_variables
 from assay.results.secrets import clip_head
 
 
@@ -89,7 +89,7 @@ def plan_as_json(plan: Plan) -> dict[str, Any]:
                 "task_id": planned.loaded.definition.task_id,
                 "file": planned.loaded.display,
                 "row_tasks": len(planned.expansion.row_tasks),
-                "repeats": plan.repeats_override or planned.repeats,
+                "repeats": planned.loaded.definition.replicates(plan.repeats_override),
                 "selection": selection.selection.model_dump(mode="json") if selection else None,
                 "task_ids": [t.task_id for t in planned.expansion.row_tasks],
                 "variants": [

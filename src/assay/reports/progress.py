@@ -1,7 +1,7 @@
 """Progress while rows run: a rich bar on a terminal, plain periodic lines otherwise.
 
 :class:`Progress` (the protocol) and :class:`NoProgress` live in
-:mod:`assay.orchestration.progress`; they are imported here for the displays' users.
+:mod:`assay.orchestration.running.progress`; they are imported here for the displays' users.
 
 Both show rows done/total, passed, errors (and refusals), rows per second and the time left.
 The rate and the time left are measured from the first finished row, not from the start: the
@@ -19,7 +19,7 @@ from typing import IO
 
 from rich.markup import escape
 
-from assay.orchestration.progress import NoProgress, Progress
+from assay.orchestration.running.progress import NoProgress, Progress
 from assay.providers.retry import Attempt
 from assay.results.task_result import EvaluationResult
 

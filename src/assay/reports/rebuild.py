@@ -11,10 +11,15 @@ from pathlib import Path
 
 from assay.criteria.registry import CriterionRegistry, default_criteria
 from assay.errors import UsageError
-from assay.orchestration.datacheck import check_run_dir
-from assay.orchestration.runfiles import has_results, iter_results, resolve_run_dir, scan_task_jsons
-from assay.orchestration.secrets import results_redactor
-from assay.orchestration.stopping import planned_unless_stopped
+from assay.orchestration.loading.secrets import results_redactor
+from assay.orchestration.planning.datacheck import check_run_dir
+from assay.orchestration.running.runfiles import (
+    has_results,
+    iter_results,
+    resolve_run_dir,
+    scan_task_jsons,
+)
+from assay.orchestration.running.stopping import planned_unless_stopped
 from assay.reports.writer import Reports, RunMeta, Stage, write_reports
 from assay.results.io import read_json, read_model
 from assay.results.plan_record import PLAN_FILE, PlanRecord
@@ -91,7 +96,7 @@ def rebuild_reports(
     Raises:
         UsageError: no ``task.json`` and no plan (not a run), an invalid ``task.json``, or
             rows whose content is not what the run recorded
-            (:func:`assay.orchestration.datacheck.check_run_dir`).
+            (:func:`assay.orchestration.planning.datacheck.check_run_dir`).
         TaskFileError: a QA suite's metrics hook failed; every other file is written first.
     """
     meta = previous_meta(run_dir, "report")

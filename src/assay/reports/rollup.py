@@ -34,7 +34,7 @@ from assay.criteria.registry import CriterionRegistry
 from assay.metrics.passk import suite_pass_k
 from assay.metrics.streaming import ExactSum
 from assay.metrics.values import MetricTable
-from assay.orchestration.thresholds import gate_checks
+from assay.orchestration.loading.thresholds import gate_checks
 from assay.reports.cluster_tally import ClusterTally
 from assay.reports.suite_rules import (
     FAILED_SAMPLE_LIMIT,

@@ -7,9 +7,9 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 
-from assay.orchestration.runfiles import iter_results
-from assay.orchestration.session import RunSession, SessionOutcome
-from assay.orchestration.stopping import planned_unless_stopped
+from assay.orchestration.running.runfiles import iter_results
+from assay.orchestration.running.session import RunSession, SessionOutcome
+from assay.orchestration.running.stopping import planned_unless_stopped
 from assay.reports.writer import Reports, RunMeta, write_reports
 from assay.results.plan_record import read_sessions
 from assay.results.task_result import EvaluationResult

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from assay.criteria.registry import CriterionRegistry
 from assay.errors import TaskFileError
-from assay.orchestration.rundir import suite_dir
+from assay.orchestration.running.rundir import suite_dir
 from assay.reports.junit import JunitWriter
 from assay.reports.markdown import render_experiment, render_run, render_suite
 from assay.reports.meta import (
@@ -73,7 +73,7 @@ def write_reports(
 ) -> Reports:
     """Write suites (with ``prediction.jsonl``/``metrics.json`` for QA suites), ``run.json``,
     ``run.md`` (and JUnit XML) for ``results``: a list, or a function that reads the rows
-    again each time it is called (:func:`assay.orchestration.runfiles.iter_results` of the
+    again each time it is called (:func:`assay.orchestration.running.runfiles.iter_results` of the
     run folder), for runs of any size. The rows are counted as they come
     (:class:`~assay.reports.rollup.SuiteTally`, :class:`RunTally`) and listed in report order
     through a sorted spill (:class:`~assay.reports.spill.SortedLines`); only a suite with
@@ -203,7 +203,7 @@ def _write_experiment(
     meta: RunMeta,
     redactor: Redactor,
 ) -> None:
-    from assay.orchestration.stopping import read_stopping
+    from assay.orchestration.running.stopping import read_stopping
     from assay.reports.experiment import build_experiment  # numpy/scipy
     from assay.reports.judged import add_judged_differences
 

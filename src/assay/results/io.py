@@ -17,13 +17,14 @@ import contextlib
 import json
 import os
 import threading
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
 import pydantic_core
 from pydantic import BaseModel
 
-from assay.results.secrets import Redactor
+from assay.results.secrets import Redactor, replace_spans
 
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0)
 
@@ -155,3 +156,167 @@ def read_model(path: Path, model: type[ModelT]) -> ModelT | None:
         return model.model_validate(read_json(path))
     except (ValueError, OSError):
         return None
+
+
+REDACT_WINDOW = 1 << 16
+"""Bytes of a stream a :class:`StreamLog` holds back before writing: a secret or token
+shorter than this that arrives split across two chunks is still redacted whole."""
+LOG_BLOCK = 1 << 20
+"""Bytes a :class:`StreamLog` gathers before it redacts and writes them (one search of the
+secrets and token shapes per block, not per 64 KiB chunk of a pipe)."""
+
+
+class StreamLog:
+    """One output stream of a program, written to ``path`` as it arrives: redacted like every
+    file assay writes, and cut at ``max_bytes`` of the stream with a last line saying so.
+
+    At most ``block`` bytes (:data:`LOG_BLOCK`) plus ``window`` (:data:`REDACT_WINDOW`) are
+    held in memory: each block is redacted and written but for its last ``window`` bytes,
+    which are searched again with the next block, and the cut never splits a secret or a
+    token (:meth:`Redactor.spans_bytes`). A file that cannot be written (a full disk) stops
+    being written; :attr:`error` says why.
+
+    Attributes:
+        received: bytes of the stream given to :meth:`write`.
+        written: bytes of the stream written (before redaction), at most ``max_bytes``.
+        error: why the file could not be written (``None``: it was).
+
+    Raises:
+        OSError: from the constructor, when the file cannot be created.
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        redactor: Redactor | None,
+        max_bytes: int,
+        window: int = REDACT_WINDOW,
+        block: int = LOG_BLOCK,
+    ) -> None:
+        self.path = path
+        self.max_bytes = max_bytes
+        self.received = 0
+        self.written = 0
+        self.error: str | None = None
+        self._redactor = redactor
+        self._window = window
+        self._block = block
+        self._carry = b""
+        self._pending: list[bytes] = []
+        self._size = 0
+        try:
+            self._handle: int | None = os.open(path, _CREATE, 0o666)
+        except FileNotFoundError:
+            make_dirs(path.parent)
+            self._handle = os.open(path, _CREATE, 0o666)
+
+    @property
+    def dropped(self) -> int:
+        """Bytes of the stream past ``max_bytes``, not written."""
+        return self.received - self.written
+
+    def write(self, chunk: bytes) -> None:
+        """Take the next ``chunk`` of the stream."""
+        self.received += len(chunk)
+        room = self.max_bytes - self.written
+        if room <= 0 or not chunk:
+            return
+        chunk = chunk[:room]
+        self.written += len(chunk)
+        self._pending.append(chunk)
+        self._size += len(chunk)
+        if self._size >= self._block:
+            self._flush(final=False)
+
+    def _flush(self, *, final: bool) -> None:
+        """Redact and write what is gathered: all of it when ``final``, else all but the
+        last ``window`` bytes (moved back to the start of a secret or token they would
+        split, or for one longer than the window, on to its end)."""
+        data = b"".join([self._carry, *self._pending])
+        self._pending, self._size = [], 0
+        cut = len(data) if final else max(0, len(data) - self._window)
+        spans = self._redactor.spans_bytes(data) if self._redactor is not None else []
+        for start, end, _ in sorted(spans, reverse=True):
+            if start < cut < end:
+                cut = start if len(data) - start <= 2 * self._window else end
+        self._emit(replace_spans(data[:cut], [s for s in spans if s[1] <= cut]))
+        self._carry = data[cut:]
+
+    def _emit(self, data: bytes) -> None:
+        if self._handle is None or not data:
+            return
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(self._handle, view) :]
+        except OSError as exc:
+            self.error = exc.strerror or type(exc).__name__
+            self._close_handle()
+
+    def close(self) -> None:
+        """Write what is held back, and the cut's line when the stream passed ``max_bytes``."""
+        self._flush(final=True)
+        if self.dropped:
+            cut = (f"\n[assay: log cut after {self.max_bytes} bytes (sandbox.limits."
+                   f"max_log_mb); {self.dropped} more bytes not written]\n")  # fmt: skip
+            self._emit(cut.encode())
+        self._close_handle()
+
+    def _close_handle(self) -> None:
+        if self._handle is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._handle)
+            self._handle = None
+
+
+@dataclass(frozen=True)
+class OutputLogs:
+    """Where one program's output streams go once one passes what is kept of it in memory:
+    ``<folder>/<name>.stdout.log`` and ``<name>.stderr.log``, each cut at ``max_bytes``."""
+
+    folder: Path
+    name: str
+    redactor: Redactor | None
+    max_bytes: int
+
+    def path(self, stream: str) -> Path:
+        """The file of ``stream`` (``stdout`` or ``stderr``)."""
+        return self.folder / f"{self.name}.{stream}.log"
+
+    def open(self, stream: str) -> StreamLog:
+        """A new :class:`StreamLog` of ``stream``.
+
+        Raises:
+            OSError: the file cannot be created.
+        """
+        return StreamLog(self.path(stream), redactor=self.redactor, max_bytes=self.max_bytes)
+
+
+@dataclass
+class LogFolder:
+    """A row's folder, where the output of each program it runs is written whole
+    (:class:`OutputLogs`) once a stream passes ``sandbox.limits.max_output_mb``; each
+    program gets its own name (``agent``, ``pre_run-1``, ``command-2``...).
+
+    Attributes:
+        path: the row's folder (made when the first file is written).
+        redactor: the run's redactor.
+        max_bytes: what each file holds at most (``sandbox.limits.max_log_mb``).
+    """
+
+    path: Path
+    redactor: Redactor | None
+    max_bytes: int
+    taken: set[str] = field(default_factory=set)
+
+    def logs(self, name: str | None = None) -> OutputLogs:
+        """The logs of the next program: ``name`` (``command-N`` when ``None``), made unique
+        within the row by a number."""
+        base = name or "command"
+        chosen, number = (base, 1) if name else (f"{base}-1", 1)
+        while chosen in self.taken:
+            number += 1
+            chosen = f"{base}-{number}"
+        self.taken.add(chosen)
+        return OutputLogs(self.path, chosen, self.redactor, self.max_bytes)

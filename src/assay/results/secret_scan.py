@@ -5,13 +5,14 @@ It looks for two things and reports each by file and line, never by value:
 
 - every value the run's :class:`~assay.results.secrets.Redactor` knows (in any of its escaped
   forms), in every file of the folder, kept sandboxes included;
-- strings shaped like common provider keys (:data:`KEY_SHAPES`: OpenAI, Anthropic, AWS,
-  GitHub, Google, Slack, Hugging Face, Stripe, PEM private keys, a URL's userinfo or
-  credential query value such as ``?key=``/``?sig=``; and the token shapes of
-  ``detect-secrets``' plugins, :data:`LIBRARY_PLUGINS`), in every file except
-  inside kept sandboxes, whose template files may hold test fixtures of that shape. A match
-  must look random (letters and digits mixed, not a run of one character, no ``EXAMPLE``),
-  so prose such as ``risk-free-...`` or AWS's documented example key is not reported.
+- strings shaped like well-known tokens (:mod:`assay.results.token_shapes`, the rule the
+  writer redacts by: provider keys, PEM private keys, a URL's userinfo or credential query
+  value, and the token shapes of ``detect-secrets``' plugins), in every file except
+  inside kept sandboxes, whose template files may hold test fixtures of that shape. The
+  writer redacts them as it writes, so a finding here is a file assay did not write (or
+  one written before this rule). A match must look random (letters and digits mixed, not
+  a run of one character, no ``EXAMPLE``), so prose such as ``risk-free-...`` or AWS's
+  documented example key is not reported.
 
 Small files are read into batches searched at once, large ones mapped; each key shape is
 searched only where one of the literal prefixes occurs; a 2,000-row run folder (8,000 files)
@@ -21,124 +22,21 @@ is scanned in about a tenth of a second.
 from __future__ import annotations
 
 import bisect
-import functools
-import importlib
 import os
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 from assay.results.secrets import Buffer, Redactor
+from assay.results.token_shapes import KEY_SHAPES, find_tokens, library_shapes, looks_random
+
+__all__ = ["KEY_SHAPES", "SecretFinding", "library_shapes", "looks_random", "scan_buffer",
+           "scan_file", "scan_run"]  # fmt: skip
 
 REPLICATE_DIR = re.compile(r"^\d{2,}$")
 SANDBOX_DIR = "sandbox"
-
-
-@dataclass(frozen=True)
-class KeyShape:
-    """What one kind of provider key looks like: literal prefixes (searched first, fast) and
-    a pattern whose group ``body`` must look random (absent: the match is enough)."""
-
-    kind: str
-    prefixes: tuple[bytes, ...]
-    pattern: re.Pattern[bytes]
-
-
-def _shape(kind: str, prefixes: tuple[bytes, ...], pattern: bytes) -> KeyShape:
-    return KeyShape(kind, prefixes, re.compile(pattern))
-
-
-_START = rb"(?<![A-Za-z0-9_\-])"
-KEY_SHAPES: tuple[KeyShape, ...] = (
-    _shape("an Anthropic API key", (b"sk-ant-",),
-           _START + rb"sk-ant-(?P<body>[A-Za-z0-9_\-]{20,})"),
-    _shape("an OpenAI API key", (b"sk-",),
-           _START + rb"sk-(?!ant-)(?:proj-|svcacct-|admin-)?(?P<body>[A-Za-z0-9_\-]{20,})"),
-    _shape("an AWS access key id", (b"AKIA", b"ASIA"),
-           rb"(?<![A-Z0-9])(?:AKIA|ASIA)(?P<body>[0-9A-Z]{16})(?![0-9A-Z])"),
-    _shape("a GitHub token", (b"ghp_", b"gho_", b"ghu_", b"ghs_", b"ghr_"),
-           _START + rb"gh[pousr]_(?P<body>[A-Za-z0-9]{36,})"),
-    _shape("a GitHub fine-grained token", (b"github_pat_",),
-           rb"github_pat_(?P<body>[A-Za-z0-9_]{22,})"),
-    _shape("a Google API key", (b"AIza",), rb"AIza(?P<body>[0-9A-Za-z_\-]{35})"),
-    _shape("a Slack token", (b"xox",), _START + rb"xox[abposr]-(?P<body>[A-Za-z0-9\-]{10,})"),
-    _shape("a Hugging Face token", (b"hf_",), _START + rb"hf_(?P<body>[A-Za-z0-9]{30,})"),
-    _shape("a Stripe secret key", (b"sk_live_", b"rk_live_"),
-           _START + rb"[sr]k_live_(?P<body>[A-Za-z0-9]{20,})"),
-    _shape("a URL's userinfo token or password", (b"://",),
-           rb"://(?:[^\s/@:'\"<>\[\]]*:)?(?P<body>[^\s/@:'\"<>\[\]]{8,})@"),
-    _shape("a credential in a URL's query", (b"key=", b"sig=", b"code=", b"token=",
-                                             b"password=", b"secret=", b"signature="),
-           rb"(?i)[?&;](?:[a-z_\-]*key|sig|signature|code|[a-z_\-]*token|password|secret)"
-           rb"=(?P<body>[A-Za-z0-9%+/=_\-.~]{8,})"),
-    _shape("a private key", (b"PRIVATE KEY",),
-           rb"-----BEGIN [A-Z0-9 ]{0,30}PRIVATE KEY(?: BLOCK)?-----(?:\\[nr]|\s)+"
-           rb"[A-Za-z0-9+/=:,\- ]{20,}"),
-)  # fmt: skip
-"""The key shapes searched; see the module docstring."""
-
-
-@dataclass(frozen=True)
-class LibraryShape:
-    """A token shape recognised by one of Yelp's ``detect-secrets`` plugins
-    (:data:`LIBRARY_PLUGINS`): the plugin's own patterns are searched only where one of the
-    literal ``prefixes`` occurs, and each candidate is confirmed by the plugin itself
-    (``analyze_string``: a JWT must decode, for instance)."""
-
-    plugin: Any
-    prefixes: tuple[bytes, ...]
-    patterns: tuple[re.Pattern[bytes], ...]
-
-    def hits(self, data: Buffer) -> list[tuple[int, str]]:
-        """``(offset, kind)`` of each confirmed token in ``data``."""
-        if all(data.find(prefix) == -1 for prefix in self.prefixes):
-            return []
-        found: list[tuple[int, str]] = []
-        for pattern in self.patterns:
-            for match in pattern.finditer(data):
-                text = bytes(match.group(0)).decode("utf-8", "replace")
-                if "EXAMPLE" not in text.upper() and any(
-                    True for _ in self.plugin.analyze_string(text)
-                ):
-                    found.append((match.start(), f"a string shaped like {self.plugin.secret_type}"))
-        return found
-
-
-LIBRARY_PLUGINS: tuple[tuple[str, tuple[bytes, ...]], ...] = (
-    ("aws.AWSKeyDetector", (b"AKIA", b"ASIA", b"ABIA", b"ACCA", b"A3T", b"aws", b"AWS")),
-    ("azure_storage_key.AzureStorageKeyDetector", (b"AccountKey=",)),
-    ("github_token.GitHubTokenDetector", (b"ghp_", b"gho_", b"ghu_", b"ghs_", b"ghr_")),
-    ("gitlab_token.GitLabTokenDetector", (b"glpat-", b"gldt-", b"glft-", b"glsoat-", b"glrt-",
-                                          b"GR1348941", b"glcbt-")),
-    ("jwt.JwtTokenDetector", (b"eyJ",)),
-    ("npm.NpmDetector", (b"_authToken",)),
-    ("openai.OpenAIDetector", (b"T3BlbkFJ",)),
-    ("pypi_token.PypiTokenDetector", (b"pypi-",)),
-    ("sendgrid.SendGridDetector", (b"SG.",)),
-    ("slack.SlackDetector", (b"xox", b"hooks.slack.com")),
-    ("square_oauth.SquareOAuthDetector", (b"sq0csp-",)),
-    ("stripe.StripeDetector", (b"k_live_",)),
-)  # fmt: skip
-"""The ``detect-secrets`` plugins used (``module.Class`` under ``detect_secrets.plugins``)
-with the literals one of their matches must contain: those of token shapes with a fixed
-prefix or structure. Left out: keyword and entropy plugins and loose shapes (Artifactory
-``AP…``, Telegram ``digits:…``, Discord, public IPs), which ordinary run content (row
-hashes, timestamps, transcripts) would set off or which no literal narrows (slow)."""
-
-
-@functools.cache
-def library_shapes() -> tuple[LibraryShape, ...]:
-    """The :class:`LibraryShape` of each of :data:`LIBRARY_PLUGINS`, built once."""
-    shapes = []
-    for dotted, prefixes in LIBRARY_PLUGINS:
-        module, _, name = dotted.rpartition(".")
-        plugin = getattr(importlib.import_module(f"detect_secrets.plugins.{module}"), name)()
-        patterns = tuple(re.compile(p.pattern.encode(), p.flags & ~re.UNICODE)
-                         for p in plugin.denylist)  # fmt: skip
-        shapes.append(LibraryShape(plugin, prefixes, patterns))
-    return tuple(shapes)
 
 
 BATCH_BYTES = 1 << 20
@@ -163,16 +61,6 @@ class SecretFinding:
         return f"{self.file}:{self.line}: {self.kind}" if self.line else f"{self.file}: {self.kind}"
 
 
-def looks_random(body: bytes) -> bool:
-    """A key's body mixes letters and digits, uses several characters and is no example."""
-    return (
-        any(48 <= c <= 57 for c in body)
-        and any(65 <= c <= 90 or 97 <= c <= 122 for c in body)
-        and len(set(body)) >= 6
-        and b"EXAMPLE" not in body.upper()
-    )
-
-
 def scan_buffer(data: Buffer, redactor: Redactor, *, shapes: bool = True) -> list[tuple[int, str]]:
     """``(line, kind)`` of every secret in ``data``; see the module docstring."""
     return sorted((_line(data, 0, offset), kind) for offset, kind in _hits(data, redactor, shapes))
@@ -184,19 +72,9 @@ def _hits(data: Buffer, redactor: Redactor, shapes: bool) -> list[tuple[int, str
     hits = [(start, f"the value of {name}") for start, _, name in spans]
     if not shapes:
         return hits
-    for shape in KEY_SHAPES:
-        if all(data.find(prefix) == -1 for prefix in shape.prefixes):
-            continue
-        for match in shape.pattern.finditer(data):
-            if "body" in shape.pattern.groupindex and not looks_random(match["body"]):
-                continue
-            if any(start <= match.start() < end for start, end, _ in spans):
-                continue  # a known value, reported by name
-            hits.append((match.start(), f"a string shaped like {shape.kind}"))
-    seen = {offset for offset, _ in hits}
-    for offset, kind in [hit for shape in library_shapes() for hit in shape.hits(data)]:
-        if offset not in seen and not any(start <= offset < end for start, end, _ in spans):
-            hits.append((offset, kind))
+    for token in find_tokens(data):
+        if not any(start <= token.start < end for start, end, _ in spans):
+            hits.append((token.start, token.kind))  # not a known value, reported by name
     return hits
 
 

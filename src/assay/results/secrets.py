@@ -21,6 +21,12 @@ bridge's upstream keys) or one pattern for many with :meth:`Redactor.add_pattern
 credentials), from any thread, at any time. Values shorter than
 :data:`MIN_SECRET_LENGTH` characters are not redacted (they would mangle ordinary text):
 :attr:`Redactor.short_names` lists them, and ``assay plan`` warns about them.
+
+Beyond the values it knows, a redactor replaces well-known token shapes wherever they
+appear (:mod:`assay.results.token_shapes`, the rule the end-of-run scan reports by: GitLab,
+npm, JWTs, AWS, GitHub, Slack, Stripe, private keys, a URL's credentials...) as
+``[redacted:gitlab-token]`` and the like, so a token the run never named (one the agent
+printed, or found in a file) is not written either.
 """
 
 from __future__ import annotations
@@ -35,6 +41,8 @@ from dataclasses import dataclass, field
 from mmap import mmap
 from typing import Any, TypeAlias
 from urllib.parse import unquote, unquote_plus, urlsplit
+
+from assay.results.token_shapes import find_tokens, redact_tokens
 
 Buffer: TypeAlias = bytes | mmap
 
@@ -309,13 +317,16 @@ def _cut_marks(
 class Redactor:
     """Known secret values and the names they came from; see the module docstring.
 
-    Not a module global: each run builds one (:func:`assay.orchestration.secrets.run_redactor`)
-    and passes it to what writes and prints. Adding is thread-safe and cheap to read around:
-    :meth:`redact` uses one compiled alternation of every value (longest first), built when
-    values are added, never per call.
+    Not a module global: each run builds one
+    (:func:`assay.orchestration.loading.secrets.run_redactor`) and passes it to what writes
+    and prints. Adding is thread-safe and cheap to read around: :meth:`redact` uses one
+    compiled alternation of every value (longest first), built when values are added, never
+    per call.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, shapes: bool = True) -> None:
+        self.shapes = shapes
+        """Whether well-known token shapes are redacted too (see the module docstring)."""
         self._lock = threading.Lock()
         self._names: dict[str, None] = {}
         self._short: dict[str, None] = {}
@@ -418,29 +429,47 @@ class Redactor:
         return list(self._short)
 
     def __bool__(self) -> bool:
-        return self._matcher.pattern is not None
+        """Whether it redacts anything: token shapes, or a known value."""
+        return self.shapes or self._matcher.pattern is not None
 
     def contains(self, text: str) -> bool:
-        """Whether ``text`` holds a known value (in any of its escaped forms)."""
-        return self._matcher.contains(text)
+        """Whether ``text`` holds a known value (in any of its escaped forms) or a token."""
+        return self._matcher.contains(text) or (
+            self.shapes and bool(find_tokens(text.encode("utf-8", "surrogatepass")))
+        )
 
     def redact(self, text: str) -> str:
         """``text`` with every known value replaced by its marker, and the piece of one that
         a clip left at its cut mark too (:data:`MIN_SECRET_LENGTH` characters or more of its
         start right before ``…``/``...``, or of its end right after)."""
         matcher = self._matcher
-        if matcher.pattern is None:
-            return text
-        if matcher.few is None or any(form in text for form in matcher.few):
-            text = matcher.pattern.sub(matcher.marker_of, text)
-        return matcher.cut_fragments(text)
+        if matcher.pattern is not None:
+            if matcher.few is None or any(form in text for form in matcher.few):
+                text = matcher.pattern.sub(matcher.marker_of, text)
+            text = matcher.cut_fragments(text)
+        if self.shapes:
+            data = text.encode("utf-8", "surrogatepass")
+            redacted = redact_tokens(data)
+            if redacted is not data:
+                text = redacted.decode("utf-8", "surrogatepass")
+        return text
 
     def redact_bytes(self, data: bytes) -> bytes:
-        """Like :meth:`redact`, for bytes (UTF-8 forms of the values)."""
+        """Like :meth:`redact`, for bytes (UTF-8 forms of the values); ``data`` itself (the
+        same object) when nothing in it is redacted."""
         matcher = self._matcher
-        if matcher.byte_pattern is None or matcher.byte_pattern.search(data) is None:
-            return data
-        return matcher.byte_pattern.sub(lambda m: matcher.marker_of(m).encode(), data)
+        if matcher.byte_pattern is not None and matcher.byte_pattern.search(data) is not None:
+            data = matcher.byte_pattern.sub(lambda m: matcher.marker_of(m).encode(), data)
+        return redact_tokens(data) if self.shapes else data
+
+    def spans_bytes(self, data: bytes) -> list[tuple[int, int, str]]:
+        """``(start, end, marker)`` of everything :meth:`redact_bytes` replaces in ``data``
+        (known values, then tokens), for a writer that must not cut through one; give them
+        to :func:`replace_spans`."""
+        spans = [(start, end, marker(name)) for start, end, name in self.find_bytes(data)]
+        if self.shapes:
+            spans += [(hit.start, hit.end, marker(hit.name)) for hit in find_tokens(data)]
+        return spans
 
     def redact_data(self, data: Any) -> Any:
         """JSON-like ``data`` (dicts, lists, strings, numbers) with every string redacted,
@@ -466,6 +495,22 @@ class Redactor:
         return [
             (m.start(), m.end(), _name_of(matcher.marker_of(m))) for m in pattern.finditer(data)
         ]
+
+
+def replace_spans(data: bytes, spans: Iterable[tuple[int, int, str]]) -> bytes:
+    """``data`` with each ``(start, end, marker)`` replaced by its marker; of two that
+    overlap, the one that starts first (the longer at one start) is replaced, and the other
+    with it."""
+    parts: list[bytes] = []
+    done = 0
+    for start, end, shown in sorted(spans, key=lambda span: (span[0], -span[1])):
+        if start < done:
+            if end > done:  # overlapping: the replaced part grows to cover both
+                done = end
+            continue
+        parts += [data[done:start], shown.encode()]
+        done = end
+    return b"".join([*parts, data[done:]]) if parts else data
 
 
 _TOKEN = frozenset(string.ascii_letters + string.digits + "_-+/=.~")

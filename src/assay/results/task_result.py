@@ -2,7 +2,8 @@
 
 Field names follow ``reference/originals.md`` §1.10; assay adds ``schema_version``,
 ``suite_id``, ``row_id``, ``row_index``, ``replicate_index``, ``row``, ``agent``,
-``transcript`` (what the agent did, summed up: :class:`TranscriptSummary`) and, for a
+``transcript`` (what the agent did, summed up: :class:`TranscriptSummary`), in dialog mode
+``simulation`` (the dialog: :class:`~assay.results.dialog.SimulationRecord`) and, for a
 ``qa:`` row, ``qa_record`` (its ``prediction.jsonl`` record, ``assay.qa.records``).
 """
 
@@ -12,6 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from assay.results.dialog import SimulationRecord
 from assay.results.status import FinalStatus
 from assay.results.transcript import TranscriptSummary
 
@@ -115,7 +117,8 @@ class JudgeCriterionResult(BasicCriterionResult):
     keeps the unreadable reply); ``score`` is the verdict on [0, 1]; ``expected_label`` is
     the row's true label (labels verdicts); ``samples`` holds each sample when there were
     several, and ``self_agreement`` (binary, labels) or ``spread`` (scale) how much they
-    agreed. ``evaluation_status`` is ``skipped`` for ``enabled: false``.
+    agreed. ``evaluation_status`` is ``skipped`` for ``enabled: false``. An ``agent_judge``
+    adds its ``findings`` (short observations; ``None`` for other judges).
     """
 
     result_kind: Literal["judge"] = "judge"  # type: ignore[assignment]
@@ -130,6 +133,7 @@ class JudgeCriterionResult(BasicCriterionResult):
     self_agreement: float | None = None
     spread: float | None = None
     judge_tokens: int = 0
+    findings: list[str] | None = None
 
 
 CriterionResult = Annotated[
@@ -139,7 +143,9 @@ CriterionResult = Annotated[
 
 
 class CommandResult(_Result):
-    """One ``pre_run``/``post_run`` command: exit code, output tails (text), seconds."""
+    """One ``pre_run``/``post_run`` command: exit code, output tails (text), seconds, and
+    ``output_logs``: the files in the row's folder a stream longer than
+    ``sandbox.limits.max_output_mb`` was written to whole."""
 
     command: str
     exit_code: int | None
@@ -147,6 +153,7 @@ class CommandResult(_Result):
     stderr: str = ""
     duration_seconds: float = 0.0
     error: str | None = None
+    output_logs: list[str] = Field(default_factory=list)
 
 
 class TokenUsage(_Result):
@@ -203,10 +210,11 @@ class EarlyStopRecord(_Result):
 
 class AgentRecord(_Result):
     """What the agent did: its exit code (command agents), calls (model agents), timing;
-    ``output_dropped_bytes``: output past the per-stream cap, counted and not kept (the kept
-    response ends with a note naming the cut); ``stopped_early``: why the agent was ended
-    before it finished while its row was still graded (``run_limits.max_tool_calls``, or a
-    live verdict: ``early_stop``)."""
+    ``output_dropped_bytes``: output past the per-stream cap, not kept in memory (the kept
+    response ends with a note naming the cut); ``output_logs``: the files in the row's
+    folder such a stream was written to whole (``agent.stdout.log``); ``stopped_early``:
+    why the agent was ended before it finished while its row was still graded
+    (``run_limits.max_tool_calls``, or a live verdict: ``early_stop``)."""
 
     exit_code: int | None = None
     timed_out: bool = False
@@ -217,6 +225,7 @@ class AgentRecord(_Result):
     cached: bool = False
     response_chars: int = 0
     output_dropped_bytes: int = 0
+    output_logs: list[str] = Field(default_factory=list)
     duration_seconds: float = 0.0
     stopped_early: str | None = None
     early_stop: EarlyStopRecord | None = None
@@ -265,4 +274,5 @@ class EvaluationResult(_Result):
     sandbox_path: str | None = None
     row: dict[str, Any] | None = None
     qa_record: dict[str, Any] | None = None
+    simulation: SimulationRecord | None = None
     task_config: TaskConfigRecord

@@ -18,7 +18,9 @@ Event kinds:
 - ``file_change``: ``path`` and ``change`` (``add``, ``update``, ``delete``);
 - ``denial``: a tool call the permission rules refused (``name``, ``call_id``, ``text``);
 - ``error``: something the agent reported as failed (``text``);
-- ``final``: the final answer (``text``).
+- ``final``: the final answer (``text``); in dialog mode, the agent's answer of each turn;
+- ``user``: in dialog mode, a user message (``text``; ``name`` is ``simulated`` for the
+  simulated user's, ``initial_prompt`` for the task's opener).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from assay.results.secrets import clip_head
 
 EventKind = Literal[
     "model_call", "text", "tool_call", "tool_result", "command", "file_change", "denial",
-    "error", "final",
+    "error", "final", "user",
 ]  # fmt: skip
 SHELL_TOOLS = frozenset({"Bash", "exec_command", "shell", "local_shell", "run_shell_command"})
 FILE_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit", "apply_patch"})
@@ -239,7 +241,7 @@ def _line(event: TranscriptEvent) -> str:
         return f"  file {event.change}: {event.path}"
     if event.kind == "denial":
         return f"  denied {event.name}: {_short(event.text)}"
-    labels = {"text": "assistant", "error": "error", "final": "final answer"}
+    labels = {"text": "assistant", "error": "error", "final": "final answer", "user": "user"}
     return f"{labels[event.kind]}: {_short(event.text)}"
 
 

@@ -84,6 +84,7 @@ def to_spans(transcript: Transcript, agent_span: Span) -> list[Span]:
     agent_span.attributes.update(agent_attributes(transcript))
     spans: list[Span] = []
     tools: dict[str, Span] = {}
+    dialog = any(e.kind == "user" for e in transcript.events)  # each turn's answer is kept
     for event in transcript.events:
         if event.kind == "model_call":
             spans.append(_chat_span(agent_span, event))
@@ -96,6 +97,12 @@ def to_spans(transcript: Transcript, agent_span: Span) -> list[Span]:
         elif event.kind in ("text", "error"):
             name = "gen_ai.assistant.message" if event.kind == "text" else "assay.error"
             agent_span.events.append(SpanEvent(name, event.at_ns, {"content": event.text}))
+        elif event.kind == "user" or (event.kind == "final" and dialog):
+            name = "gen_ai.user.message" if event.kind == "user" else "assay.reply"
+            attributes: dict[str, str | int | float | bool] = {"content": event.text}
+            if event.name:
+                attributes["assay.from"] = event.name
+            agent_span.events.append(SpanEvent(name, event.at_ns, attributes))
     return spans
 
 
@@ -201,7 +208,7 @@ def from_trace(trace: dict[str, Any]) -> Transcript | None:
     events.sort(key=lambda pair: pair[0])
     transcript.events = [event for _, event in events]
     final = attribute(agent, "assay.response")
-    if isinstance(final, str):
+    if isinstance(final, str) and not transcript.of_kind("final"):  # a dialog kept its own
         transcript.add(TranscriptEvent("final", _time(agent, "endTimeUnixNano"), text=final))
     return transcript
 
@@ -301,11 +308,13 @@ def _tool_events(span: dict[str, Any], start: int, end: int) -> list[tuple[int, 
 
 def _agent_events(agent: dict[str, Any]) -> list[tuple[int, TranscriptEvent]]:
     events = []
-    kinds = {"gen_ai.assistant.message": "text", "assay.error": "error"}
+    kinds = {"gen_ai.assistant.message": "text", "assay.error": "error",
+             "gen_ai.user.message": "user", "assay.reply": "final"}  # fmt: skip
     for raw in agent.get("events") or []:
         kind = kinds.get(str(raw.get("name"))) if isinstance(raw, dict) else None
         if kind is not None:
             at = _time(raw, "timeUnixNano")
             content = str(attribute(raw, "content") or "")
-            events.append((at, TranscriptEvent(kind, at, text=content)))  # type: ignore[arg-type]
+            name = str(attribute(raw, "assay.from") or "")
+            events.append((at, TranscriptEvent(kind, at, text=content, name=name)))  # type: ignore[arg-type]
     return events

@@ -10,7 +10,8 @@ What a program of the row sees:
   and ``sandbox.docker.extra_mounts`` (``rw`` when marked), each at the path it names;
 - hidden: the run folder, the store and the cache when they lie inside a mounted folder;
 - no network (``--network none``: only its own loopback) unless ``sandbox.network``
-  (then the host's, ``--network host``);
+  (then the host's, ``--network host``) or ``sandbox.docker.network: bridge`` (the
+  engine's bridge);
 - an unprivileged user: as root, each row runs as a user of its own (as on ``bwrap``) whose
   files are given back to root when the row ends; otherwise the caller's uid; no
   capabilities, ``no-new-privileges``;
@@ -22,6 +23,13 @@ runs each program with ``ENGINE exec``), so starting it never blocks the run; a 
 that cannot start fails that program with the engine's message. A program killed at its
 timeout takes what it started with it; what a program left running ends with the row's
 container, removed by :meth:`DockerJail.close`.
+
+A coding agent's CLI runs in a container of its own from the same image
+(:meth:`DockerJail.agent_command`), removed when the CLI ends: the row's folder and the
+CLI's fresh home writable, the CLI's installation and plugins read-only where they are on
+the host, never the task file's folder (nor, with ``agent_isolation``, ``extra_mounts``),
+and the model bridge's unix socket behind ``127.0.0.1:port`` (the forwarder of
+:mod:`assay.sandbox.jail_init`, on the image's ``python3``).
 """
 
 from __future__ import annotations
@@ -41,7 +49,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from assay.errors import SandboxError, UsageError
-from assay.sandbox.bwrap import HOST_POINTERS, UID_BASE, UID_SLOTS, XDG_HOMES, give
+from assay.sandbox.bwrap import (
+    HOST_POINTERS,
+    INIT,
+    INIT_SOURCE,
+    UID_BASE,
+    UID_SLOTS,
+    XDG_HOMES,
+    BridgeLink,
+    give,
+)
 
 LAUNCHER = Path(__file__).with_name("docker_exec.py")
 ENGINES = ("docker", "podman")
@@ -55,6 +72,9 @@ CATATONIT = "/usr/libexec/podman/catatonit"
 SCRATCH = ("/tmp/", "/var/tmp/")
 """Where a container has folders of its own (tmpfs): what a program reads or writes outside
 the row's folder is copied there."""
+PODMAN_ULIMITS = ["--ulimit", "nofile=4096:4096", "--ulimit", "nproc=32768:32768"]
+"""Limits a rootful Podman can set where root lacks ``CAP_SYS_RESOURCE`` (its defaults ask
+for more open files and processes than that root may give)."""
 ENGINE_SECONDS = 60.0
 BUILD_SECONDS = 1800.0
 BUILD_TAIL_LINES = 20
@@ -111,9 +131,10 @@ def find_engine(preferred: str | None = None) -> Engine:
                      hint=INSTALL_HINT)  # fmt: skip
 
 
-def context_hash(dockerfile: Path) -> str:
+def context_hash(dockerfile: Path, *, flags: Iterable[str] = ()) -> str:
     """The hash (hex, 16 characters) of a Dockerfile and every file of its folder (the
-    build context): names, modes and content, in a fixed order."""
+    build context): names, modes and content, in a fixed order; and the build's ``flags``
+    (its arguments), so a build that differs only in them is another image."""
     digest = hashlib.sha256()
     context = dockerfile.parent
     for folder, dirs, files in os.walk(context):
@@ -130,6 +151,8 @@ def context_hash(dockerfile: Path) -> str:
             except OSError:
                 continue
     digest.update(b"\0dockerfile\0" + dockerfile.name.encode())
+    for flag in flags:
+        digest.update(b"\0flag\0" + flag.encode())
     return digest.hexdigest()[:16]
 
 
@@ -141,26 +164,104 @@ def has_image(engine: Engine, image: str) -> bool:
         return False
 
 
-def build_image(engine: Engine, dockerfile: Path) -> str:
+def has_network(engine: Engine, name: str) -> bool:
+    """Whether the engine has the network ``name`` (``bridge``: not on a daemon started
+    with ``--bridge=none``)."""
+    try:
+        return engine.run("network", "inspect", name).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def interpreter(program: Path) -> str | None:
+    """The program a script's ``#!`` line names (``#!/usr/bin/env node`` → ``node``), or
+    ``None`` for an executable that needs none (or cannot be read)."""
+    try:
+        with open(os.path.realpath(program), "rb") as handle:
+            first = handle.readline(256)
+    except OSError:
+        return None
+    if not first.startswith(b"#!"):
+        return None
+    words = first[2:].decode("utf-8", "replace").split()
+    if not words:
+        return None
+    if os.path.basename(words[0]) == "env":
+        rest = [w for w in words[1:] if not w.startswith("-")]
+        return rest[0] if rest else None
+    return words[0]
+
+
+def missing_programs(engine: Engine, image: str, programs: Iterable[str]) -> list[str]:
+    """Those of ``programs`` (names looked up on the image's ``PATH``, or absolute paths)
+    that ``image`` lacks, found by one throwaway container (``sh`` and ``command -v``); all
+    of them when even that cannot run.
+
+    Raises:
+        SandboxError: the container could not start (the engine's last lines).
+    """
+    wanted = sorted(set(programs))
+    if not wanted:
+        return []
+    script = (
+        "for p in "
+        + " ".join(f"'{p}'" for p in wanted)
+        + ('; do command -v "$p" >/dev/null 2>&1 || echo "$p"; done')
+    )
+    ulimits = PODMAN_ULIMITS if engine.kind == "podman" else []
+    try:
+        done = engine.run("run", "--rm", "--network", "none", *ulimits, "--entrypoint", "sh",
+                          image, "-c", script)  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise SandboxError(f"cannot look into the image {image}: {exc}") from exc
+    if done.returncode != 0:
+        last = "\n".join((done.stderr or done.stdout).strip().splitlines()[-5:])
+        raise SandboxError(f"cannot look into the image {image} ({engine.kind} run exited "
+                           f"with code {done.returncode}; it needs sh): {last}")  # fmt: skip
+    return done.stdout.split()
+
+
+def build_image(
+    engine: Engine,
+    dockerfile: Path,
+    *,
+    args: dict[str, str] | None = None,
+    extra_args: Iterable[str] = (),
+    buildkit: bool | None = None,
+) -> str:
     """The tag of the image built from ``dockerfile`` (its folder the context), building
     it only when the engine does not hold that content's tag yet
-    (``assay-task:<context hash>``). The build may use the host's network
-    (``--network host``): the engine may have no bridge.
+    (``assay-task:<hash of the context and the flags>``). The build may use the host's
+    network (``--network host``): the engine may have no bridge.
+
+    Args:
+        engine: the engine that builds and holds it.
+        dockerfile: the Dockerfile (its folder is the context).
+        args: ``--build-arg NAME=VALUE`` each (values already expanded).
+        extra_args: more flags of ``ENGINE build``, before the context.
+        buildkit: ``DOCKER_BUILDKIT`` set to ``1`` or ``0`` for the build (``None``: the
+            environment's).
 
     Raises:
         SandboxError: the Dockerfile is missing, or the build failed (its last lines).
     """
     if not dockerfile.is_file():
         raise SandboxError(f"the Dockerfile {dockerfile} does not exist")
-    tag = f"assay-task:{context_hash(dockerfile)}"
+    flags = [f for name, value in sorted((args or {}).items())
+             for f in ("--build-arg", f"{name}={value}")] + list(extra_args)  # fmt: skip
+    tag = f"assay-task:{context_hash(dockerfile, flags=flags)}"
     if has_image(engine, tag):
         return tag
-    args = ["build", "--network", "host", "-t", tag, "-f", str(dockerfile),
-            str(dockerfile.parent)]  # fmt: skip
+    command = [str(engine.path), "build", "--network", "host", "-t", tag, "-f",
+               str(dockerfile), *flags, str(dockerfile.parent)]  # fmt: skip
     if engine.kind == "docker":
-        args.insert(1, "--force-rm")
+        command.insert(2, "--force-rm")
+    env = dict(os.environ)
+    if buildkit is not None:
+        env["DOCKER_BUILDKIT"] = "1" if buildkit else "0"
     try:
-        done = engine.run(*args, timeout=BUILD_SECONDS)
+        done = subprocess.run(command, capture_output=True, text=True, env=env,
+                              timeout=BUILD_SECONDS, check=False)  # fmt: skip
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise SandboxError(f"cannot build the image of {dockerfile}: {exc}") from exc
     if done.returncode != 0:
@@ -200,6 +301,7 @@ class DockerPolicy:
     engine: Engine
     python: Path
     hidden: tuple[Path, ...] = ()
+    bridge: BridgeLink | None = None
     as_root: bool = False
     user: tuple[int, int] = (0, 0)
     numbers: Iterator[int] = field(default_factory=lambda: itertools.count(
@@ -214,9 +316,11 @@ class DockerPolicy:
         memory_mb: int | None = None,
         cpus: float | None = None,
         network: bool = False,
+        engine_network: str | None = None,
         readable: Iterable[Path] = (),
         mounts: Iterable[Mount] = (),
         task_dir: Path | None = None,
+        isolation: bool = True,
     ) -> DockerJail:
         """The container of one row whose folder is ``root`` (started by its first
         program); as root, the row's user is given ``root`` until :meth:`DockerJail.close`.
@@ -227,9 +331,14 @@ class DockerPolicy:
             limits: ``RLIMIT_*`` name → value (``RLIMIT_NPROC`` becomes ``--pids-limit``).
             memory_mb, cpus: ``--memory`` (MiB, no swap beyond it) and ``--cpus``.
             network: the host's network instead of none.
-            readable: more host folders shown read-only at their paths.
+            engine_network: ``bridge``: the engine's bridge network (its own address,
+                the outside through the engine's NAT) instead of none.
+            readable: more host folders shown read-only at their paths
+                (``sandbox.read_only``; a coding agent sees them too).
             mounts: ``sandbox.docker.extra_mounts``.
-            task_dir: the task file's folder, shown read-only.
+            task_dir: the task file's folder, shown read-only to the task's own programs.
+            isolation: ``sandbox.docker.agent_isolation``: a coding agent's container
+                shows neither ``task_dir`` nor ``mounts``.
 
         Raises:
             SandboxError: the row's files cannot be given to its user.
@@ -241,13 +350,15 @@ class DockerPolicy:
         uid, gid = self.user
         if self.as_root:
             uid = gid = UID_BASE + next(self.numbers) % UID_SLOTS
-        shown = [Path(os.path.abspath(p)) for p in readable]
+        shown = [Mount(Path(os.path.abspath(p)), os.path.abspath(p)) for p in readable]
+        task: tuple[Mount, ...] = ()
         if task_dir is not None:
-            shown.append(Path(os.path.abspath(task_dir)))
+            task = (Mount(Path(os.path.abspath(task_dir)), os.path.abspath(task_dir)),)
         jail = DockerJail(self, root, state, image, f"assay-row-{secrets.token_hex(6)}",
-                          (uid, gid), dict(limits), memory_mb, cpus, network,
-                          tuple(Mount(p, str(p)) for p in shown if p.exists()),
-                          tuple(mounts))  # fmt: skip
+                          (uid, gid), dict(limits), memory_mb, cpus,
+                          "host" if network else engine_network or "none",
+                          tuple(m for m in shown if m.source.exists()), tuple(mounts),
+                          tuple(m for m in task if m.source.exists()), isolation)  # fmt: skip
         try:
             if self.as_root:
                 give(root, uid)
@@ -260,7 +371,8 @@ class DockerPolicy:
 @dataclass
 class DockerJail:
     """One row's container; :meth:`command` wraps each program of the row (the same shape
-    as :meth:`assay.sandbox.bwrap.Jail.command`)."""
+    as :meth:`assay.sandbox.bwrap.Jail.command`). A coding agent runs in a container of its
+    own (:meth:`agent_command`)."""
 
     policy: DockerPolicy
     root: Path
@@ -271,9 +383,13 @@ class DockerJail:
     limits: dict[str, int]
     memory_mb: int | None = None
     cpus: float | None = None
-    network: bool = False
+    network: str = "none"
     shown: tuple[Mount, ...] = ()
     mounts: tuple[Mount, ...] = ()
+    task: tuple[Mount, ...] = ()
+    isolation: bool = True
+    agents: list[str] = field(default_factory=list)
+    given: list[Path] = field(default_factory=list)
 
     @property
     def uid(self) -> int | None:
@@ -298,23 +414,27 @@ class DockerJail:
         network: bool = False,
     ) -> tuple[list[str], dict[str, str]]:
         """The argv and environment that run ``argv`` in the row's container (see
-        :meth:`assay.sandbox.bwrap.Jail.command` for the arguments). A container's mounts
-        are fixed when it starts: ``readable`` and ``writable`` paths it does not show
-        (under ``/tmp`` or ``/var/tmp``: a prompt file, a report folder) are copied to the
-        same place in the container (its own, empty ones) before the program runs, and the
-        ``writable`` ones copied back after.
+        :meth:`assay.sandbox.bwrap.Jail.command` for the arguments; ``agent``: in a
+        container of its own, :meth:`agent_command`). A container's mounts are fixed when
+        it starts: ``readable`` and ``writable`` paths it does not show (under ``/tmp`` or
+        ``/var/tmp``: a prompt file, a report folder) are copied to the same place in the
+        container (its own, empty ones) before the program runs, and the ``writable`` ones
+        copied back after.
 
         Raises:
-            SandboxError: such a path is elsewhere, or the program needs the model
-                bridge or the host's network, which this driver does not give a program.
+            SandboxError: such a path is elsewhere, or a program that is not a coding agent
+                needs the model bridge or the host's network.
         """
-        del agent  # the task folder is shown to every program (no coding agent runs here)
+        if agent:
+            return self.agent_command(argv, env=env, cwd=cwd, readable=readable,
+                                      writable=writable, bridge=bridge,
+                                      network=network)  # fmt: skip
         back = [str(Path(os.path.abspath(p))) for p in writable
                 if not self._inside(Path(os.path.abspath(p)), writable_only=True)]  # fmt: skip
-        if bridge or (network and not self.network):
+        if bridge or (network and self.network != "host"):
             raise SandboxError(
-                "the docker driver runs programs without the model bridge or "
-                "the host's network; use sandbox.driver bwrap for this agent"
+                "the docker driver runs a program that is not a coding agent without the "
+                "model bridge or the host's network; set sandbox.network: true"
             )
         inner = self._environment(env)
         copies = [str(Path(os.path.abspath(p))) for p in readable
@@ -326,31 +446,105 @@ class DockerJail:
                     "paths under /tmp and /var/tmp, its own, are copied in): set TMPDIR to "
                     "one of them"
                 )
-        config = {
+        config = self._config(self.name, self._start_args(self.name, self.network,
+                              [*self.shown, *self.task, *self.mounts]),
+                              "started", cwd, inner)  # fmt: skip
+        config.update({"copy": copies, "back": back})
+        return self._launcher(config, argv, inner)
+
+    def agent_command(
+        self,
+        argv: list[str],
+        *,
+        env: dict[str, str],
+        cwd: Path | None = None,
+        readable: Iterable[Path] = (),
+        writable: Iterable[Path] = (),
+        bridge: bool = False,
+        network: bool = False,
+    ) -> tuple[list[str], dict[str, str]]:
+        """A coding agent's CLI in a container of its own, from the row's image, removed
+        with everything it started when the CLI ends: the row's folder its only writable
+        place besides ``writable`` (the CLI's fresh home), ``readable`` (its installation,
+        plugins, settings) and ``sandbox.read_only`` read-only, never the task's folder
+        nor (with ``agent_isolation``) ``extra_mounts``; no network (``network``: the
+        host's, a CLI on its own credentials), and with ``bridge`` the model bridge's unix
+        socket mounted in behind ``127.0.0.1:port``
+        (:mod:`assay.sandbox.jail_init`, run on the image's ``python3``).
+
+        Raises:
+            SandboxError: the row's user cannot be given ``writable``.
+        """
+        extra = [Path(os.path.realpath(p)) for p in writable]
+        try:
+            for path in extra:
+                if self.uid is not None and path not in self.given:
+                    give(path, self.uid)
+                    self.given.append(path)
+        except OSError as exc:
+            raise SandboxError(f"cannot give {path} to the row's user: {exc}") from exc
+        mode = "host" if network or self.network == "host" else self.network
+        shown = [Mount(Path(os.path.realpath(p)), os.path.realpath(p)) for p in readable]
+        shown += [Mount(p, str(p), writable=True) for p in extra]
+        shown += [*self.shown] if self.isolation else [*self.shown, *self.task, *self.mounts]
+        if argv and os.path.isabs(argv[0]):  # mounted where it really is
+            argv = [os.path.realpath(argv[0]), *argv[1:]]
+        link = self.policy.bridge if bridge and mode != "host" else None
+        if link is not None:
+            shown += [Mount(link.socket, str(link.socket)), Mount(INIT_SOURCE, INIT)]
+            argv = ["python3", "-I", "-S", INIT, json.dumps({"forward": {
+                "port": link.port, "socket": str(link.socket)}}), "--", *argv]  # fmt: skip
+        name = f"{self.name}-agent{len(self.agents)}"
+        self.agents.append(name)
+        inner = self._environment(env, writable=extra)
+        config = self._config(name, self._start_args(name, mode, [m for m in shown
+                              if m.source.exists()]), name, cwd, inner)  # fmt: skip
+        config["remove"] = True
+        return self._launcher(config, argv, inner)
+
+    def _config(
+        self, name: str, start: list[str], lock: str, cwd: Path | None, inner: dict[str, str]
+    ) -> dict[str, object]:
+        return {
             "engine": str(self.policy.engine.path), "kind": self.policy.engine.kind,
-            "container": self.name,
-            "start": self._start_args(), "lock": str(self.state / "started"),
+            "container": name, "start": start, "lock": str(self.state / lock),
             "user": f"{self.owner[0]}:{self.owner[1]}",
-            "cwd": os.path.abspath(cwd or self.root), "env": sorted(inner), "copy": copies,
-            "back": back, "marker": f"ASSAY_EXEC={secrets.token_hex(8)}",
+            "cwd": os.path.abspath(cwd or self.root), "env": sorted(inner), "copy": [],
+            "back": [], "marker": f"ASSAY_EXEC={secrets.token_hex(8)}",
             "memory_mb": self.memory_mb,
         }  # fmt: skip
+
+    def _launcher(
+        self, config: dict[str, object], argv: list[str], inner: dict[str, str]
+    ) -> tuple[list[str], dict[str, str]]:
         launcher = [str(self.policy.python), "-I", "-S", str(LAUNCHER), json.dumps(config),
                     "--", *argv]  # fmt: skip
         outer = {name: os.environ[name] for name in ENGINE_VARIABLES if name in os.environ}
         return launcher, {**outer, **inner}
 
     def _inside(self, path: Path, *, writable_only: bool = False) -> bool:
-        mounts = [Mount(self.root, str(self.root), writable=True), *self.shown, *self.mounts]
+        mounts = [Mount(self.root, str(self.root), writable=True), *self.shown, *self.task,
+                  *self.mounts]  # fmt: skip
         return any((m.source == path or m.source in path.parents) and m.target == str(m.source)
                    and (m.writable or not writable_only) for m in mounts)  # fmt: skip
 
-    def _environment(self, env: dict[str, str]) -> dict[str, str]:
+    def _environment(self, env: dict[str, str], writable: Iterable[Path] = ()) -> dict[str, str]:
         """``env`` without pointers to the host; ``HOME`` and ``TMPDIR`` are the container's
-        ``/tmp``, ``PATH`` keeps the row's own folders (its ``record_cli`` shims) before
-        the image's system folders."""
-        clean = {k: v for k, v in env.items() if k not in HOST_POINTERS and k not in XDG_HOMES}
-        clean["HOME"] = clean["TMPDIR"] = "/tmp"
+        ``/tmp`` (a coding agent's: its fresh home and that home's ``tmp``, mounted in),
+        ``PATH`` keeps the row's own folders (its ``record_cli`` shims) before the image's
+        system folders."""
+        clean = {k: v for k, v in env.items() if k not in HOST_POINTERS}
+        home = Path(clean.get("HOME") or "/nonexistent")
+        if home in list(writable):
+            for name in XDG_HOMES:
+                if name in clean and home not in Path(clean[name]).parents:
+                    del clean[name]
+            tmp = Path(clean.get("TMPDIR") or "/nonexistent")
+            if not (home == tmp or home in tmp.parents):
+                clean["TMPDIR"] = "/tmp"
+        else:
+            clean = {k: v for k, v in clean.items() if k not in XDG_HOMES}
+            clean["HOME"] = clean["TMPDIR"] = "/tmp"
         own = [p for p in env.get("PATH", "").split(os.pathsep)
                if p and os.path.isabs(p) and self._inside(Path(p))]  # fmt: skip
         clean["PATH"] = os.pathsep.join([*own, SYSTEM_PATH])
@@ -358,20 +552,21 @@ class DockerJail:
             clean["USER"] = clean["LOGNAME"] = "assay"
         return clean
 
-    def _start_args(self) -> list[str]:
-        """``ENGINE run -d`` arguments of the row's container (it sleeps; programs run in
-        it with ``exec``)."""
-        args = ["--name", self.name, "--hostname", "assay", "--read-only",
-                "--network", "host" if self.network else "none", "--cap-drop", "ALL",
+    def _start_args(self, name: str, network: str, shown: list[Mount]) -> list[str]:
+        """``ENGINE run -d`` arguments of a container of the row (it sleeps; programs run in
+        it with ``exec``): the row's folder and ``shown`` mounted, the hidden paths
+        covered."""
+        args = ["--name", name, "--hostname", "assay", "--read-only",
+                "--network", network, "--cap-drop", "ALL",
                 "--security-opt", "no-new-privileges", "--user",
                 f"{self.owner[0]}:{self.owner[1]}", "--tmpfs", "/tmp:rw,exec,mode=1777",
                 "--tmpfs", "/var/tmp:rw,exec,mode=1777", "--label", "assay.row=1"]  # fmt: skip
         args += self._limit_args() + self._init_args()
         args += Mount(self.root, str(self.root), writable=True).flag()
-        for mount in [*self.shown, *self.mounts]:
+        for mount in shown:
             args += mount.flag()
         empty = self.state / "empty"  # bound over a hidden folder (as Podman orders binds)
-        for path in self._hidden():
+        for path in self._hidden(shown):
             args += ["-v", f"{empty if path.is_dir() else '/dev/null'}:{path}:ro"]
         return [*args, "--entrypoint", "sleep", self.image, "infinity"]  # image: second last
 
@@ -400,14 +595,15 @@ class DockerJail:
             args += ["--cpus", f"{self.cpus:g}"]
         return args
 
-    def _hidden(self) -> list[Path]:
-        """The private paths that lie inside a mounted folder (they would show there); never
-        one that holds the row's folder itself."""
+    def _hidden(self, shown: list[Mount]) -> list[Path]:
+        """The private paths that lie inside a mounted folder of ``shown`` or the row's
+        (they would show there); never one that holds the row's folder itself."""
         found = []
+        mounted = [self.root, *(m.source for m in shown if m.target == str(m.source))]
         for path in self.policy.hidden:
             if not path.exists() or path == self.root or path in self.root.parents:
                 continue
-            if self._inside(path):
+            if any(m == path or m in path.parents for m in mounted):
                 found.append(path)
         return found
 
@@ -417,22 +613,30 @@ class DockerJail:
         Each program's processes ended with it (:mod:`assay.sandbox.docker_exec`), so the
         container runs only its ``sleep``: it is removed in the background (its own
         session, never waited for), and the run's event loop is not held up."""
-        if (self.state / "started").exists():
-            with contextlib.suppress(OSError):
-                subprocess.Popen([str(self.policy.engine.path), "rm", "-f", self.name],
+        started = [n for n in [self.name, *self.agents]
+                   if (self.state / ("started" if n == self.name else n)).exists()]  # fmt: skip
+        if started:  # an agent's container is gone already unless its launcher was killed
+            ignore = ["--ignore"] if self.policy.engine.kind == "podman" else []  # else it stops
+            with contextlib.suppress(OSError):  # at the first one missing
+                subprocess.Popen([str(self.policy.engine.path), "rm", "-f", *ignore, *started],
                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                  stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
         if self.uid is not None:
-            give(self.root, os.getuid(), os.getgid())
+            for path in [self.root, *self.given]:
+                give(path, os.getuid(), os.getgid())
         shutil.rmtree(self.state, ignore_errors=True)
 
 
-def make_docker_policy(*, engine: Engine, hidden: Iterable[Path] = ()) -> DockerPolicy:
-    """The policy of one run (see the module docstring)."""
+def make_docker_policy(
+    *, engine: Engine, hidden: Iterable[Path] = (), bridge: BridgeLink | None = None
+) -> DockerPolicy:
+    """The policy of one run (see the module docstring); ``bridge``: the model bridge's
+    unix socket, which a coding agent's container reaches."""
     return DockerPolicy(
         engine=engine,
         python=Path(sys.executable),
         hidden=tuple(sorted({Path(p).absolute() for p in hidden}, key=lambda p: len(p.parts))),
+        bridge=bridge,
         as_root=os.geteuid() == 0,
         user=(os.getuid(), os.getgid()),
     )

@@ -17,6 +17,8 @@ object:
   readable by the row's user; ``back``: those of them the program may write (owned by the
   row's user), copied back to the host when it ends (links and paths that would leave the
   folder are refused: tarfile's ``data`` filter);
+- ``remove``: ``true`` for a coding agent's container of its own: removed (in the
+  background) when the program ends or this launcher is killed;
 - ``memory_mb``: the row's memory limit, or ``null``: a program killed (``137``) while the
   container's memory cgroup counts an OOM kill gets a last line on stderr naming
   ``sandbox.limits.max_memory_mb``;
@@ -57,7 +59,8 @@ def main(argv: list[str]) -> int:
         if problem:
             sys.stderr.write(not_started(config) or problem)
             return START_FAILED
-    done, watcher = watch(config["marker"])
+    remove = [config["engine"], "rm", "-f", config["container"]] if config.get("remove") else []
+    done, watcher = watch(config["marker"], remove)
     name, _, value = config["marker"].partition("=")
     env = {**os.environ, name: value}
     names = [*config["env"], name]
@@ -70,14 +73,16 @@ def main(argv: list[str]) -> int:
         exec_args += ["-e", variable]
     code = subprocess.run([*exec_args, config["container"], *command], env=env,
                           check=False).returncode  # fmt: skip
+    why = not_started(config) if code >= START_FAILED else ""
+    killed = code == KILLED and config.get("memory_mb") and oom_kills(config) > 0
     os.close(done)
     os.waitpid(watcher, 0)  # what the program left running has ended
-    if code >= START_FAILED and (why := not_started(config)):
+    if why:
         sys.stderr.write(why)  # its first program failed only after the start was checked
         return START_FAILED
     for path in back:
         copy_out(config, path)
-    if code == KILLED and config.get("memory_mb") and oom_kills(config) > 0:
+    if killed:
         sys.stderr.write(
             f"assay: killed for memory: the row's processes passed "
             f"sandbox.limits.max_memory_mb ({config['memory_mb']} MiB)\n"
@@ -207,10 +212,11 @@ def copy_out(config: dict[str, object], path: str) -> None:
                     continue
 
 
-def watch(marker: str) -> tuple[int, int]:
+def watch(marker: str, remove: list[str]) -> tuple[int, int]:
     """Start the watcher; it ends the marked processes once the returned pipe end is
-    closed (by :func:`main`, or by the kernel when this launcher is killed); returns that
-    pipe end and the watcher's pid."""
+    closed (by :func:`main`, or by the kernel when this launcher is killed), then starts
+    ``remove`` (the command that removes a coding agent's container, if any) without
+    waiting for it; returns that pipe end and the watcher's pid."""
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:
@@ -221,6 +227,9 @@ def watch(marker: str) -> tuple[int, int]:
             os.dup2(null, fd)
         os.read(read_end, 1)  # returns at the close
         end_marked(marker)
+        if remove:
+            with contextlib.suppress(OSError):
+                subprocess.Popen(remove, stdin=null, stdout=null, stderr=null)
         os._exit(0)
     os.close(read_end)
     return write_end, pid

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from assay.spec.task import TaskDefinition
 
 RLIMIT_FIELDS = ("max_pids", "cpu_seconds", "max_file_size_mb", "max_open_files")
-EVERYWHERE = ("max_output_mb",)
+EVERYWHERE = ("max_output_mb", "max_log_mb")
 CGROUP_FIELDS = ("max_memory_mb", "max_cpus")
 TEMPDIR = "a plain folder: rows are not contained (they see the whole machine)"
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from assay.results.io import OutputLogs, StreamLog
 from assay.results.secrets import clip_tail
 
 
@@ -83,13 +84,16 @@ async def _spawn(
 
 MAX_OUTPUT_BYTES = 10 * 1024 * 1024
 """Bytes of each output stream of a command kept in memory (:func:`run_process`); the rest
-is read and counted, never kept, and the kept text ends with a note saying so."""
+is read and counted, never held in memory (written to the stream's log file when the caller
+gives one), and the kept text ends with a note saying so."""
 
 
 @dataclass(frozen=True)
 class ProcessResult:
     """How a program ended: exit code (``None`` when killed at the timeout), output, seconds,
-    and ``dropped``: output bytes read past ``max_output_bytes`` per stream and not kept."""
+    ``dropped``: output bytes read past ``max_output_bytes`` per stream and not kept in
+    memory, and ``logs``: the files a stream that passed it was written to whole (up to the
+    logs' own cap)."""
 
     exit_code: int | None
     stdout: str
@@ -97,6 +101,7 @@ class ProcessResult:
     timed_out: bool
     seconds: float
     dropped: int = 0
+    logs: tuple[Path, ...] = ()
 
 
 async def run_process(
@@ -107,6 +112,7 @@ async def run_process(
     timeout: float,
     stdin: str | None = None,
     max_output_bytes: int = MAX_OUTPUT_BYTES,
+    logs: OutputLogs | None = None,
 ) -> ProcessResult:
     """Run ``command`` (a shell string, or an argv list run without a shell).
 
@@ -118,7 +124,11 @@ async def run_process(
         stdin: text fed to standard input (then closed); ``None`` gives an empty stdin.
         max_output_bytes: bytes of stdout and of stderr kept in memory; a longer stream is
             read to its end (so the program never blocks on a full pipe) with the rest
-            counted and dropped, and its text ends with a note naming the cut.
+            counted and not kept, and its text ends with a note naming the cut.
+        logs: where a stream that passes ``max_output_bytes`` is written whole as it is
+            read (redacted, cut at the logs' own cap; :class:`~assay.results.io.StreamLog`),
+            so nothing of it is held in memory but the kept start; ``None``: the rest is
+            dropped.
 
     Raises:
         FileNotFoundError: an argv program does not exist.
@@ -128,7 +138,8 @@ async def run_process(
     process, exited = await _spawn(command, stdin, cwd=cwd, env=env)
     # Output is collected into buffers by tasks that the timeout does not cancel, so what a
     # program printed before it was killed is kept (``communicate`` would lose it).
-    out, err = _Sink(max_output_bytes, bytearray()), _Sink(max_output_bytes, bytearray())
+    out = _Sink(max_output_bytes, bytearray(), logs=logs, stream="stdout")
+    err = _Sink(max_output_bytes, bytearray(), logs=logs, stream="stderr")
     reading = _readers(process, stdin, _collect(_pipe(process.stdout), out),
                        _collect(_pipe(process.stderr), err))  # fmt: skip
     try:
@@ -141,22 +152,32 @@ async def run_process(
     except BaseException:
         await _abandon(process, exited, reading)
         raise
+    finally:
+        out.close()
+        err.close()
     exit_code = None if timed_out else process.returncode
     seconds = time.perf_counter() - started
+    written = tuple(sink.log.path for sink in (out, err) if sink.log is not None)
     return ProcessResult(exit_code, out.text(), err.text(), timed_out, seconds,
-                         dropped=out.dropped + err.dropped)  # fmt: skip
+                         dropped=out.dropped + err.dropped, logs=written)  # fmt: skip
 
 
 @dataclass(frozen=True)
 class StreamResult:
     """How a streamed program ended: exit code (``None`` when killed), the tail of stderr,
-    whether the timeout or the stop event killed it, seconds."""
+    whether the timeout or the stop event killed it, seconds, and ``logs``: the file its
+    stderr was written to whole when it passed :data:`STDERR_TAIL`."""
 
     exit_code: int | None
     stderr: str
     timed_out: bool
     stopped: bool
     seconds: float
+    logs: tuple[Path, ...] = ()
+
+
+STDERR_TAIL = 65536
+"""Bytes of the end of a streamed program's stderr kept in memory (:func:`stream_process`)."""
 
 
 async def stream_process(
@@ -168,10 +189,12 @@ async def stream_process(
     on_line: Callable[[str], None],
     stdin: str | None = None,
     stop: asyncio.Event | None = None,
+    logs: OutputLogs | None = None,
 ) -> StreamResult:
     """Run ``argv`` in its own process group and hand each line of its stdout to
     ``on_line`` as it arrives (up to :data:`MAX_LINE` bytes of a line); stderr is kept (its
-    last 64 KiB).
+    last :data:`STDERR_TAIL` bytes), and written whole to ``logs`` (``<name>.stderr.log``,
+    redacted, cut at the logs' cap) once it passes that, never held in memory.
 
     The whole process group is killed (``SIGKILL``) at ``timeout`` seconds or as soon as
     ``stop`` is set; the lines printed until then have been handed over.
@@ -181,7 +204,7 @@ async def stream_process(
     """
     started = time.perf_counter()
     process, exited = await _spawn(argv, stdin, cwd=cwd, env=env)
-    err = bytearray()
+    err = _Tail(STDERR_TAIL, bytearray(), logs)
     reading = _readers(process, stdin, _lines(_pipe(process.stdout), on_line),
                        _collect_tail(_pipe(process.stderr), err))  # fmt: skip
     stopping = asyncio.ensure_future(stop.wait()) if stop is not None else None
@@ -197,8 +220,11 @@ async def stream_process(
     finally:
         if stopping is not None:
             stopping.cancel()
+        err.close()
     exit_code = None if (timed_out or stopped) else process.returncode
-    return StreamResult(exit_code, _text(err), timed_out, stopped, time.perf_counter() - started)
+    written = (err.log.path,) if err.log is not None else ()
+    return StreamResult(exit_code, err.text(), timed_out, stopped, time.perf_counter() - started,
+                        logs=written)  # fmt: skip
 
 
 def _pipe(stream: asyncio.StreamReader | None) -> asyncio.StreamReader:
@@ -273,11 +299,54 @@ async def _lines(stream: asyncio.StreamReader, on_line: Callable[[str], None]) -
         on_line(_text(rest[:MAX_LINE]))
 
 
-async def _collect_tail(stream: asyncio.StreamReader, sink: bytearray, keep: int = 65536) -> None:
+@dataclass
+class _Tail:
+    """The last ``keep`` bytes of a stream, and the log the whole stream goes to once it
+    passes ``keep`` (opened then, from ``logs``, with everything read so far)."""
+
+    keep: int
+    kept: bytearray
+    logs: OutputLogs | None = None
+    log: StreamLog | None = None
+    total: int = 0
+    problem: str | None = None
+
+    def take(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        self.kept.extend(chunk)
+        if self.log is None and self.total > self.keep and self.logs is not None:
+            if self.problem is None:
+                try:
+                    self.log = self.logs.open("stderr")
+                except OSError as exc:
+                    self.problem = exc.strerror or type(exc).__name__
+                else:
+                    self.log.write(bytes(self.kept))  # all of it: nothing was trimmed yet
+        elif self.log is not None:
+            self.log.write(chunk)
+        if len(self.kept) > 2 * self.keep:
+            del self.kept[: -self.keep]
+
+    def close(self) -> None:
+        if self.log is not None:
+            self.log.close()
+
+    def text(self) -> str:
+        """The kept end as text, with a last line naming the file that holds it all."""
+        log = self.log
+        if log is None:
+            return _text(self.kept[-self.keep :])
+        held = ("the whole stream is in" if not log.dropped and log.error is None
+                else f"{log.path.name} holds its first {log.written} bytes:")  # fmt: skip
+        where = log.path.name if held.startswith("the") else (log.error or "max_log_mb")
+        return _text(self.kept[-self.keep :]) + (
+            f"\n[assay: {self.total} bytes of stderr, its end kept here; {held} {where}]\n"
+        )
+
+
+async def _collect_tail(stream: asyncio.StreamReader, sink: _Tail) -> None:
     while chunk := await stream.read(65536):
-        sink.extend(chunk)
-        if len(sink) > 2 * keep:
-            del sink[:-keep]
+        sink.take(chunk)
 
 
 _DRAIN_SECONDS = 5.0
@@ -287,26 +356,64 @@ pipes."""
 
 @dataclass
 class _Sink:
-    """The first ``limit`` bytes of a stream, and how many bytes after them were dropped."""
+    """The first ``limit`` bytes of a stream, how many bytes after them were not kept, and
+    the log the whole stream goes to once it passes ``limit`` (opened then, from ``logs``)."""
 
     limit: int
     kept: bytearray
     dropped: int = 0
+    logs: OutputLogs | None = None
+    stream: str = "stdout"
+    log: StreamLog | None = None
+    problem: str | None = None
+
+    def take(self, chunk: bytes) -> None:
+        """The next ``chunk``: kept while there is room, and written to the log from the
+        moment the stream passes ``limit`` (with what was kept before it)."""
+        room = self.limit - len(self.kept)
+        if room >= len(chunk) and self.log is None:
+            self.kept.extend(chunk)
+            return
+        if self.log is None and self.logs is not None and self.problem is None:
+            try:
+                self.log = self.logs.open(self.stream)
+            except OSError as exc:
+                self.problem = exc.strerror or type(exc).__name__
+            else:
+                self.log.write(bytes(self.kept))
+        if room > 0:
+            self.kept.extend(chunk[:room])
+        self.dropped += len(chunk) - max(room, 0)
+        if self.log is not None:
+            self.log.write(chunk)
+
+    def close(self) -> None:
+        if self.log is not None:
+            self.log.close()
 
     def text(self) -> str:
-        """The kept bytes as text, with a last line naming the cut when there was one."""
+        """The kept bytes as text, with a last line naming the cut when there was one (and
+        the file that holds the whole stream)."""
         if not self.dropped:
             return _text(self.kept)
-        return (_text(self.kept) + f"\n[assay: output cut after {self.limit} bytes; "
-                f"{self.dropped} more bytes dropped]\n")  # fmt: skip
+        cut = f"\n[assay: output cut after {self.limit} bytes; {self.dropped} more bytes "
+        log = self.log
+        if log is None:
+            why = f" (its log could not be written: {self.problem})" if self.problem else ""
+            return _text(self.kept) + cut + f"dropped{why}]\n"
+        if log.error is not None:
+            where = f"; {log.path.name} holds what was written before: {log.error}"
+        elif log.dropped:
+            where = (f"; {log.path.name} holds its first {log.written} bytes "
+                     "(sandbox.limits.max_log_mb)")  # fmt: skip
+        else:
+            where = f"; the whole stream is in {log.path.name}"
+        return _text(self.kept) + cut + f"not kept here{where}]\n"
 
 
 async def _collect(stream: asyncio.StreamReader, sink: _Sink) -> None:
     while chunk := await stream.read(65536):
-        room = sink.limit - len(sink.kept)
-        if room > 0:
-            sink.kept.extend(chunk[:room])
-        sink.dropped += max(0, len(chunk) - max(room, 0))
+        sink.take(chunk)
 
 
 async def _feed(pipe: asyncio.StreamWriter, data: bytes) -> None:

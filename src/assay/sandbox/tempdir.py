@@ -18,6 +18,7 @@ import tempfile
 from pathlib import Path, PurePosixPath
 
 from assay.errors import SandboxError
+from assay.results.io import LogFolder
 from assay.results.secrets import Redactor
 from assay.sandbox.bwrap import Jail
 from assay.sandbox.cli_shims import MOCKS_DIR, write_shims
@@ -43,8 +44,10 @@ class Sandbox:
         root: the directory (it must exist).
         jail: the bwrap sandbox or docker container its programs run in (``None``: plain
             processes).
-        max_output_bytes: what :meth:`run` keeps of each output stream
+        max_output_bytes: what :meth:`run` keeps in memory of each output stream
             (``sandbox.limits.max_output_mb``).
+        logs: where a stream that passes it is written whole (the row's folder), or
+            ``None`` (the rest is dropped).
     """
 
     def __init__(
@@ -53,10 +56,12 @@ class Sandbox:
         jail: Jail | DockerJail | None = None,
         *,
         max_output_bytes: int = MAX_OUTPUT_BYTES,
+        logs: LogFolder | None = None,
     ) -> None:
         self.root = root
         self.jail = jail
         self.max_output_bytes = max_output_bytes
+        self.logs = logs
         self._real = root.resolve()
 
     async def run(
@@ -67,22 +72,28 @@ class Sandbox:
         timeout: float,
         stdin: str | None = None,
         writable: tuple[Path, ...] = (),
+        log_name: str | None = None,
     ) -> ProcessResult:
         """Run a shell command (or an argv list) in the sandbox's folder, inside its jail
         when it has one; ``writable`` are more folders the program may write there.
+
+        A stream longer than ``max_output_bytes`` is written whole to ``logs`` as
+        ``<log_name>.stdout.log``/``.stderr.log`` (``command-N`` when ``None``), on every
+        driver: the jail's program is read through the same pipes.
 
         Raises:
             FileNotFoundError, PermissionError: an argv program cannot be started (without
                 a jail; inside one, the shell reports it with exit code 127 or 126).
         """
         cap = self.max_output_bytes
+        logs = self.logs.logs(log_name) if self.logs is not None else None
         if self.jail is None:
             return await run_process(command, cwd=self.root, env=env, timeout=timeout,
-                                     stdin=stdin, max_output_bytes=cap)  # fmt: skip
+                                     stdin=stdin, max_output_bytes=cap, logs=logs)  # fmt: skip
         argv = ["/bin/sh", "-c", command] if isinstance(command, str) else command
         wrapped, inner = self.jail.command(argv, env=env, cwd=self.root, writable=writable)
         return await run_process(wrapped, cwd=self.root, env=inner, timeout=timeout, stdin=stdin,
-                                 max_output_bytes=cap)  # fmt: skip
+                                 max_output_bytes=cap, logs=logs)  # fmt: skip
 
     @classmethod
     def create(
@@ -178,7 +189,7 @@ class Sandbox:
                 base = real if (target == real or real in target.parents) else self.root
                 link.unlink()
                 link.symlink_to(destination / target.relative_to(base))
-        return Sandbox(destination, max_output_bytes=self.max_output_bytes)
+        return Sandbox(destination, max_output_bytes=self.max_output_bytes, logs=self.logs)
 
     def redact(self, redactor: Redactor, *, since: float | None = None) -> list[Path]:
         """Replace every known secret in the sandbox's files (bytes, in place); symlinks are

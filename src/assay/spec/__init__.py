@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import importlib
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from assay.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from assay.spec.criterion_base import CriterionSpec
@@ -22,13 +23,4 @@ _EXPORTS = MappingProxyType(
 __all__ = ["CriterionSpec", "TaskDefinition"]
 
 
-def __getattr__(name: str) -> Any:
-    """The exported ``name``, imported from its module on first use.
-
-    Raises:
-        AttributeError: the package exports no such name.
-    """
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_exports("assay.spec", _EXPORTS)

@@ -63,6 +63,15 @@ class AgentSpec(StrictModel):
         return False
 
     @property
+    def dialog_problem(self) -> str | None:
+        """Capability (dialog mode): why this agent cannot hold a conversation with a simulated
+        user (``simulation:``), or ``None`` when it can: it continues its own session (the
+        message history, or its CLI's resume) from one turn to the next."""
+        kind = getattr(self, "type", "?")
+        return (f"agent type '{kind}' answers once and cannot continue a conversation; dialog "
+                "mode runs llm, claude-code and codex agents")  # fmt: skip
+
+    @property
     def needs_directory(self) -> bool:
         """Capability: the agent itself needs the row's working directory (the row makes
         one anyway when templates, hooks or criteria use it)."""

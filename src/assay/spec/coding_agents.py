@@ -262,6 +262,11 @@ class ClaudeCodeAgent(CodingAgent):
     native_provider: ClassVar[str] = "anthropic"
     enforces_max_turns: ClassVar[bool] = True
 
+    @property
+    def dialog_problem(self) -> str | None:
+        """Claude Code continues its session between turns (``--resume SESSION_ID``)."""
+        return None
+
     def local_paths(self) -> list[str]:
         """The plugin folders and a ``claude_settings`` file."""
         settings = self.claude_settings
@@ -315,6 +320,15 @@ def _without_claude_options(agent: str, why: str) -> dict[str, str]:
     }  # fmt: skip
 
 
+CODEX_DIRECT = (
+    "codex runs through the model bridge only: on route 'direct' Codex cannot be pointed "
+    "at another endpoint (it ignores OPENAI_BASE_URL), and where its own API cannot be "
+    "reached it reconnects without end, so every row would hang until task_timeout; "
+    "remove route: direct (route: bridge is the default) and name the model the bridge "
+    "answers with, e.g. model: openai/gpt-5.5 (your OPENAI_API_KEY stays with assay)"
+)
+
+
 class CodexAgent(CodingAgent):
     """``agent: {type: codex}``: the OpenAI Codex CLI (``codex exec --json``).
 
@@ -341,9 +355,25 @@ class CodexAgent(CodingAgent):
     native_provider: ClassVar[str] = "openai"
 
     @property
+    def dialog_problem(self) -> str | None:
+        """Codex continues its session between turns (``codex exec resume SESSION_ID``)."""
+        return None
+
+    @property
     def may_act(self) -> bool:
         """Codex always may: it runs every command with full access inside the sandbox."""
         return True
+
+    @field_validator("route")
+    @classmethod
+    def _bridge_only(cls, value: str) -> str:
+        """``route: direct`` is refused when the task is loaded (so by ``assay plan`` and
+        ``assay run``, exit 2): Codex cannot be pointed at another endpoint than its own
+        API from outside (it ignores ``OPENAI_BASE_URL``), and where that API cannot be
+        reached it reconnects without end, so every row would hang until ``task_timeout``."""
+        if value == "direct":
+            raise ValueError(CODEX_DIRECT)
+        return value
 
 
 class GeminiAgent(CodingAgent):

@@ -211,6 +211,6 @@ class QaCriterion(CriterionSpec):
         return True
 
 
-CODER_EVAL_CRITERIA_NOT_YET = frozenset({"agent_judge", "uipath_eval"})
+CODER_EVAL_CRITERIA_NOT_YET = frozenset({"uipath_eval"})
 """Coder Eval's criterion types that assay does not implement yet (a task naming one is
 told so, and ``--skip-unsupported`` leaves it out)."""

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Annotated, Any, ClassVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 from pydantic import Field, WithJsonSchema, field_validator, model_validator
 
 from assay.spec.base import StrictModel
+
+if TYPE_CHECKING:
+    from assay.spec.agent_base import AgentSpec
 
 _NUMBER = {"type": "number"}
 _GATES_SCHEMA: dict[str, Any] = {
@@ -123,6 +126,12 @@ class CriterionSpec(StrictModel):
         """True when the criterion reads the sandbox: it declares so, or it reads a
         ``path``."""
         return self.reads_sandbox or getattr(self, "path", None) is not None
+
+    def graders(self) -> list[AgentSpec]:
+        """Capability: the coding agents the criterion runs to grade a row (an
+        ``agent_judge``'s judge): the run starts their models with its own and serves the
+        model bridge for them; none by default."""
+        return []
 
     @model_validator(mode="after")
     def _informational_has_no_gate(self) -> CriterionSpec:

@@ -11,8 +11,7 @@ the task's own values. A variant cannot change the dataset: every arm sees the s
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, StrictStr, field_validator, model_validator
 
@@ -108,10 +107,6 @@ class VariantDefaults(StrictModel):
 class Variant(StrictModel):
     """One arm of the experiment."""
 
-    coder_eval_only: ClassVar[Mapping[str, str]] = {
-        "simulation": "no simulated user",
-    }
-
     variant_id: StrictStr
     description: StrictStr = ""
     agent: dict[str, Any] | None = None
@@ -123,6 +118,9 @@ class Variant(StrictModel):
     prompt_mutations: list[PromptMutation] | None = None
     driver: Literal["tempdir", "bwrap"] | None = None
     dataset: Any = None
+    simulation: dict[str, Any] | None = None
+    """A partial ``simulation:`` block merged over the task's (Coder Eval's shallow merge:
+    the fields it sets replace the task's)."""
 
     @field_validator("variant_id")
     @classmethod

@@ -4,7 +4,7 @@ A **judge file** (YAML) holds one :class:`JudgeDefinition`::
 
     name: helpful                       # default: the file's stem
     model: openai/gpt-4o-mini           # any assay model (provider/name)
-    rubric: |                           # ${row.x}, ${response}, ${files}, ${transcript}
+    rubric: |                           # ${row.x}, ${response}, ${files}, ${transcript}, ${dialog}
       Question: ${row.question}
       Is the answer below helpful and correct?
       ${response}
@@ -54,10 +54,10 @@ HASHED_FIELDS = (
 """The fields of a judge its content hash covers: those that can change a verdict."""
 
 
-RUBRIC_SLOT = r"\$\{(row\.[A-Za-z_][A-Za-z0-9_]*|response|files|transcript)\}"
+RUBRIC_SLOT = r"\$\{(row\.[A-Za-z_][A-Za-z0-9_]*|response|files|transcript|dialog)\}"
 """The placeholders a rubric may hold; ``$${`` writes a literal ``${``."""
 _RUBRIC_TOKEN = re.compile(r"\$\$\{|" + RUBRIC_SLOT + r"|\$\{[^}\n]*\}?")
-_SLOT_NAMES = ("${row.<field>}", "${response}", "${files}", "${transcript}")
+_SLOT_NAMES = ("${row.<field>}", "${response}", "${files}", "${transcript}", "${dialog}")
 
 
 def check_rubric(text: str) -> str:
@@ -76,7 +76,7 @@ def check_rubric(text: str) -> str:
                              "write $${ for a literal ${")  # fmt: skip
         tight = token.replace(" ", "")
         close = [tight] if re.fullmatch(RUBRIC_SLOT, tight) else difflib.get_close_matches(
-            tight, ["${response}", "${files}", "${transcript}"], n=1)  # fmt: skip
+            tight, ["${response}", "${files}", "${transcript}", "${dialog}"], n=1)  # fmt: skip
         guess = f"did you mean {close[0]}? " if close else ""
         raise ValueError(f"the rubric's placeholder {token} is not one of "
                          f"{', '.join(_SLOT_NAMES)}: {guess}"

@@ -38,11 +38,13 @@ class LlmJudge(CriterionSpec):
     Either ``judge`` (★ a judge file ``judges/x.yaml``, or ``name`` / ``name@N`` in the store)
     or an inline judge: ``prompt`` (the rubric) and ``model`` (default ``local/smollm2``),
     with a ``verdict`` (default: Coder Eval's score, a scale from 0 to 1). The judge sees the
-    rubric (``${row.x}``, ``${response}``, ``${files}``, ``${transcript}`` filled in), then,
-    unless the rubric placed them, the agent's response (``include_agent_output``, on by
-    default ★), the ``files`` (sandbox-relative, or ``$TASK_DIR/…``) and, with
-    ``include_tool_calls``, the transcript summary. ``expected_label`` (labels verdicts)
-    gives the row's true label, for accuracy and a confusion matrix. ``enabled: false``
+    rubric (``${row.x}``, ``${response}``, ``${files}``, ``${transcript}``, ``${dialog}``
+    filled in), then, unless the rubric placed them, the agent's response
+    (``include_agent_output``, on by default ★), the ``files`` (sandbox-relative, or
+    ``$TASK_DIR/…``), with ``include_tool_calls`` the transcript summary and, with
+    ``include_dialog`` (dialog mode), the conversation, its user turns marked as untrusted
+    text of a simulated user. ``expected_label`` (labels verdicts) gives the row's true
+    label, for accuracy and a confusion matrix. ``enabled: false``
     records the criterion as skipped (outside every average). A verdict that cannot be read
     after the retries is a ``judge_error``: not graded, counted apart.
     """
@@ -50,8 +52,6 @@ class LlmJudge(CriterionSpec):
     coder_eval_only: ClassVar[Mapping[str, str]] = {
         **CriterionSpec.coder_eval_only,
         "include_reference": "tasks have no reference directory in assay",
-        "include_dialog": "assay has no dialog mode",
-        "max_dialog_chars": "assay has no dialog mode",
         "capture_transcript": "the judge's reply and reason are always kept in task.json",
     }
     refused_fields: ClassVar[Mapping[str, str]] = {
@@ -82,6 +82,8 @@ class LlmJudge(CriterionSpec):
     include_tool_calls: StrictBool = False
     max_file_chars: int = Field(default=20000, ge=100)
     max_transcript_chars: int = Field(default=100000, ge=100)
+    include_dialog: StrictBool = False
+    max_dialog_chars: int = Field(default=100000, ge=100)
     expected_label: StrictStr | None = None
     enabled: StrictBool = True
     asset: JudgeAsset | None = None

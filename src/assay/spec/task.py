@@ -17,12 +17,14 @@ from pydantic import (
     StrictBool,
     StrictInt,
     StrictStr,
+    ValidationError,
     field_validator,
     model_validator,
 )
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from assay.spec.agent_base import AgentSpec, TranscriptKind
-from assay.spec.base import StrictModel, UnionInfo, check_variable_names, no_nul
+from assay.spec.base import Loc, StrictModel, UnionInfo, check_variable_names, no_nul
 from assay.spec.code_criteria import ReferenceSpec
 from assay.spec.coding_agents import ClaudeCodeAgent, CodexAgent
 from assay.spec.criteria import LlmJudge, QaCriterion, check_relative_path
@@ -31,6 +33,7 @@ from assay.spec.ids import ID_PATTERN, ID_RULE
 from assay.spec.price import ModelPrice
 from assay.spec.qa import QaConfig
 from assay.spec.record_cli import RecordCliRule, check_rules
+from assay.spec.simulation import SimulationConfig
 
 _NOT_USED = "assay's agents do not use it"
 QA_GRADE = "the answer is correct (QA rules and judge)"
@@ -160,6 +163,14 @@ class LlmAgent(AgentBase):
         return self.response_file is not None
 
     @property
+    def dialog_problem(self) -> str | None:
+        """A chat model continues the message history; a completion prompt cannot."""
+        if self.prompt_format == "completion":
+            return ("prompt_format 'completion' sends one plain prompt and cannot continue a "
+                    "conversation; use prompt_format: chat")  # fmt: skip
+        return None
+
+    @property
     def credential_variables(self) -> frozenset[str]:
         """``api_key_env``, when set."""
         return frozenset([self.api_key_env]) if self.api_key_env else frozenset()
@@ -243,27 +254,82 @@ TemplateSource = Annotated[
 ]
 
 
+def located(loc: Loc, message: str) -> ValidationError:
+    """A validation error at ``loc`` (a field of the task file) from a model's own check, so
+    that the load error names that field and its line."""
+    detail = InitErrorDetails(type=PydanticCustomError("value_error", message.replace("{", "(")
+                                                       .replace("}", ")")),
+                              loc=loc, input=None)  # fmt: skip
+    return ValidationError.from_exception_data("TaskDefinition", [detail])
+
+
+class DockerBuild(StrictModel):
+    """Coder Eval's ``sandbox.docker.build``: how ``dockerfile_path`` is built.
+
+    ``args``: ``--build-arg NAME=VALUE`` (``$VAR`` / ``${VAR}`` in a value expanded from
+    the environment assay runs in; build arguments stay in the image's history, so pass no
+    secret this way). ``extra_args``: more flags of the engine's ``build``, before the
+    context (e.g. ``[--target, runtime]``). ``buildkit``: ``true`` / ``false`` sets
+    ``DOCKER_BUILDKIT`` for the build (unset: the environment's). The image is tagged by
+    the hash of the context, the arguments and the flags, so changing any of them builds
+    it again. ``secrets`` (``--secret``) need BuildKit's builder, which assay does not
+    drive: a task that lists one is refused."""
+
+    buildkit: bool | None = None
+    args: dict[StrictStr, StrictStr] = Field(default_factory=dict)
+    secrets: list[StrictStr] = Field(default_factory=list)
+    extra_args: list[StrictStr] = Field(default_factory=list)
+
+    @field_validator("secrets")
+    @classmethod
+    def _no_secrets(cls, value: list[str]) -> list[str]:
+        if value:
+            raise ValueError(
+                "build secrets (--secret) need BuildKit's builder (buildx), which assay does "
+                "not drive: remove them, and give the build what it needs through build.args "
+                "(not for secrets: they stay in the image's history) or a file in the "
+                "Dockerfile's folder"
+            )
+        return value
+
+    @field_validator("args")
+    @classmethod
+    def _arg_names(cls, value: dict[str, str]) -> dict[str, str]:
+        for name in value:
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+                raise ValueError(f"build.args name {name!r} is not a variable name "
+                                 "(letters, digits and _, not starting with a digit)")  # fmt: skip
+        return value
+
+
 class DockerConfig(StrictModel):
     """Coder Eval's ``sandbox.docker`` block: the image of a ``docker`` sandbox
     (:mod:`assay.sandbox.docker`), and which secret variables its programs receive.
 
     ``image``: an image the engine already has, by name (assay never pulls: ``docker pull``
     or ``docker load`` it first). ``dockerfile_path``: a Dockerfile, relative to the task
-    file, built once (its folder is the build context) and tagged by the hash of that
-    folder's content, so an unchanged one is not built again; it wins over ``image``.
-    ``engine``: ``docker`` or ``podman`` (default: the first found on ``PATH``).
+    file, built once (its folder is the build context, ``build`` how) and tagged by the
+    hash of that folder's content, so an unchanged one is not built again; it wins over
+    ``image``. ``engine``: ``docker`` or ``podman`` (default: the first found on ``PATH``).
     ``extra_mounts``: more host folders, ``HOST:CONTAINER`` or ``HOST:CONTAINER:rw`` (a
     relative ``HOST`` is relative to the task file), read-only unless marked ``rw``.
     ``env_passthrough`` and ``env_passthrough_extra`` name secret variables passed to the
     row's programs, like ``agent.env_passthrough`` (every variable that is not a secret
-    passes anyway), on every driver."""
+    passes anyway), on every driver.
+    ``network``: ``none`` (assay's default: only the container's own loopback; a coding
+    agent still reaches the model bridge) or ``bridge`` (the engine's bridge network, out
+    through its NAT; the engine must have one). ``working_dir``: only ``auto``: the row's
+    folder is at its host path in the container, so every path assay writes in a report
+    is the same inside and out.
+    ``agent_isolation`` (default ``true``): a coding agent runs in a container of its own
+    that shows neither the task file's folder (its dataset, expected answers) nor
+    ``extra_mounts``, and the task may not use ``run_command`` (a program the agent's
+    files can steer, run with the task's folder in view) or ``extra_mounts``, as in Coder
+    Eval; ``false`` shows both to the agent and allows both. No image needs the
+    ``org.coder-eval.agent-isolation`` label: the boundary is made from outside the
+    image."""
 
-    coder_eval_only: ClassVar[Mapping[str, str]] = {
-        "build": "the Dockerfile is built with the engine's defaults",
-        "network": "sandbox.network decides (default: no network)",
-        "working_dir": "programs run in the row's folder, at its host path",
-        "agent_isolation": "every program of the row runs as an unprivileged user",
-    }
+    coder_eval_only: ClassVar[Mapping[str, str]] = {}
 
     image: StrictStr | None = None
     dockerfile_path: StrictStr | None = None
@@ -271,6 +337,26 @@ class DockerConfig(StrictModel):
     extra_mounts: list[StrictStr] = Field(default_factory=list)
     env_passthrough: list[StrictStr] | None = None
     env_passthrough_extra: list[StrictStr] = Field(default_factory=list)
+    network: Literal["bridge", "none"] | None = None
+    working_dir: StrictStr | None = None
+    build: DockerBuild = Field(default_factory=DockerBuild)
+    agent_isolation: bool | None = None
+
+    @field_validator("working_dir")
+    @classmethod
+    def _working_dir(cls, value: str | None) -> str | None:
+        if value is not None and value != "auto":
+            raise ValueError(
+                f"working_dir {value!r}: assay mounts the row's folder at its host path, so "
+                "the paths in its reports and criteria are the same inside the container and "
+                "out; only 'auto' is accepted (remove the field, or write auto)"
+            )
+        return value
+
+    @property
+    def isolated(self) -> bool:
+        """``agent_isolation``, ``true`` unless set ``false``."""
+        return self.agent_isolation is not False
 
     @field_validator("env_passthrough", "env_passthrough_extra")
     @classmethod
@@ -307,9 +393,13 @@ class SandboxLimits(StrictModel):
     ``SIGKILL``); ``max_file_size_mb``: the largest file a process may write
     (``RLIMIT_FSIZE``; a larger write fails with ``EFBIG``); ``max_open_files``: file
     descriptors per process (``RLIMIT_NOFILE``). ``max_output_mb`` holds on every driver:
-    what is kept of each output stream of a program the row runs (the agent command's, a
-    criterion's); the rest is read and counted, never held in memory, and the kept text
-    ends with a note naming the cut. ``max_memory_mb`` (MiB of memory for the row's
+    what is kept in memory of each output stream of a program the row runs (the agent
+    command's, a ``pre_run``/``post_run`` command's, a criterion's); a stream that passes it
+    is written whole to a file in the row's folder as it is read (``agent.stdout.log``,
+    ``pre_run-1.stderr.log``, ``command-1.stdout.log``..., redacted like every file), never
+    held in memory, and the kept text ends with a note naming the cut and the file.
+    ``max_log_mb`` caps each such file (a runaway program cannot fill the disk either); the
+    file then ends with a line naming the cut. ``max_memory_mb`` (MiB of memory for the row's
     processes together) and ``max_cpus`` (CPUs' worth of time, e.g. ``1.5``) are enforced by
     the ``docker`` driver (the engine's ``--memory`` and ``--cpus``; a row killed for memory
     ends ``ERROR`` naming the limit); the other drivers warn that they cannot enforce them.
@@ -327,6 +417,7 @@ class SandboxLimits(StrictModel):
     max_file_size_mb: int = Field(default=1024, gt=0)
     max_open_files: int = Field(default=4096, ge=16)
     max_output_mb: float = Field(default=10, gt=0, le=1024)
+    max_log_mb: float = Field(default=256, gt=0, le=1024 * 1024)
     max_memory_mb: int | None = Field(default=None, gt=0)
     max_cpus: float | None = Field(default=None, gt=0)
 
@@ -334,6 +425,21 @@ class SandboxLimits(StrictModel):
     def max_output_bytes(self) -> int:
         """``max_output_mb`` in bytes (MiB: 1,048,576 bytes each)."""
         return int(self.max_output_mb * 1024 * 1024)
+
+    @property
+    def max_log_bytes(self) -> int:
+        """``max_log_mb`` in bytes (MiB)."""
+        return int(self.max_log_mb * 1024 * 1024)
+
+    @model_validator(mode="after")
+    def _log_holds_the_kept_part(self) -> SandboxLimits:
+        if self.max_log_mb < self.max_output_mb:
+            raise ValueError(
+                f"max_log_mb ({self.max_log_mb:g}) is smaller than max_output_mb "
+                f"({self.max_output_mb:g}): a stream's log holds the whole stream, so it needs "
+                "at least what is kept in memory; raise max_log_mb or lower max_output_mb"
+            )
+        return self
 
 
 SandboxDriver = Literal["tempdir", "bwrap", "docker"]
@@ -475,7 +581,6 @@ class TaskDefinition(StrictModel):
     """One task file. With ``dataset`` it fans out into one row-task per row."""
 
     coder_eval_only: ClassVar[Mapping[str, str]] = {
-        "simulation": "no simulated user; the agent gets initial_prompt once",
         "expected_commands": "give the budget to a commands_efficiency criterion instead",
     }
     writer_only: ClassVar[frozenset[str]] = frozenset({"suite_id", "row_id"})
@@ -498,6 +603,8 @@ class TaskDefinition(StrictModel):
     dataset: DatasetSpec | None = None
     qa: QaConfig | None = None
     reference: ReferenceSpec | None = None
+    simulation: SimulationConfig | None = None
+    """Dialog mode (:mod:`assay.spec.simulation`): a simulated user talks with the agent."""
     suite_id: str | None = None
     row_id: str | None = None
 
@@ -598,9 +705,43 @@ class TaskDefinition(StrictModel):
                     f"agent type '{self.agent.type}' runs no agent, so a prompt would be ignored; "
                     "remove initial_prompt or choose an agent"
                 )
-        elif not has_prompt:
+        elif not has_prompt and self.dialog is None:  # a simulated user may open the dialog
             raise ValueError("Either 'initial_prompt' or 'initial_prompt_file' must be set")
         return self
+
+    @model_validator(mode="after")
+    def _dialog_rules(self) -> TaskDefinition:
+        """Dialog mode needs an agent that continues its session, and no live early stop
+        (Coder Eval refuses it too: the dialog decides when the agent stops)."""
+        if self.dialog is None:
+            return self
+        problem = self.agent.dialog_problem
+        if problem is not None:
+            raise ValueError(f"simulation: {problem}")
+        armed = [c.type for c in self.success_criteria if getattr(c, "stop_early", None)]
+        if armed:
+            raise ValueError(
+                f"simulation: early stop is not available in dialog mode (criterion "
+                f"'{armed[0]}' sets stop_early); remove stop_early, or use "
+                "simulation.stop_on_criteria_pass with check_criteria: every_turn"
+            )
+        return self
+
+    @property
+    def dialog(self) -> SimulationConfig | None:
+        """The ``simulation:`` block when dialog mode is on (``enabled: true``), else
+        ``None``."""
+        simulation = self.simulation
+        return simulation if simulation is not None and simulation.enabled else None
+
+    def replicates(self, override: int | None = None) -> int:
+        """Replicates per row-task: ``simulation.n_trials`` when dialog mode sets it (it
+        beats ``repeats``, as in Coder Eval), else ``override`` (``--repeats``), else
+        ``repeats``."""
+        dialog = self.dialog
+        if dialog is not None and "n_trials" in dialog.model_fields_set:
+            return dialog.n_trials
+        return override or self.repeats
 
     @model_validator(mode="after")
     def _gates_need_a_dataset(self) -> TaskDefinition:
@@ -613,13 +754,44 @@ class TaskDefinition(StrictModel):
         return self
 
     @model_validator(mode="after")
-    def _docker_runs_no_coding_agent(self) -> TaskDefinition:
-        if self.sandbox.driver == "docker" and self.agent.takes_turns:  # a coding-agent CLI
-            raise ValueError(
-                f"sandbox.driver docker runs command, llm and none agents; the "
-                f"{self.agent.type} agent reaches its model through assay's bridge, which "
-                "the docker driver does not give yet: use sandbox.driver bwrap"
-            )
+    def _agent_isolation(self) -> TaskDefinition:
+        docker = self.sandbox.docker
+        if docker is None:
+            return self
+        driver = self.sandbox_driver
+        if docker.agent_isolation and driver == "tempdir" and self.agent.takes_turns:
+            raise located(("sandbox", "docker", "agent_isolation"),
+                          f"a tempdir sandbox cannot keep the {self.agent.type} agent apart "
+                          "from the task's folder and the host; set sandbox.driver: docker (or "
+                          "bwrap, which hides the task's folder from a coding agent too), or "
+                          "remove agent_isolation")  # fmt: skip
+        if driver != "docker" or not self.agent.takes_turns or not docker.isolated:
+            return self
+        crossing: list[tuple[Loc, str]] = []
+        if docker.extra_mounts:
+            crossing.append((("sandbox", "docker", "extra_mounts"), "extra_mounts (shown to "
+                             "whom? Coder Eval refuses them here too)"))  # fmt: skip
+        commands = [i for i, c in enumerate(self.success_criteria) if c.type == "run_command"]
+        crossing += [(("success_criteria", i, "type"), "a run_command criterion (a program the "
+                      "agent's files can steer, run with the task's folder in view; Coder Eval "
+                      "refuses it here too)") for i in commands]  # fmt: skip
+        if crossing:
+            loc, what = crossing[0]
+            raise located(loc, f"sandbox.docker.agent_isolation (on by default) keeps the "
+                          f"{self.agent.type} agent apart from the task's own data, and {what} "
+                          "would cross it; remove it, or set sandbox.docker.agent_isolation: "
+                          "false (the agent then also sees the task's folder and "
+                          "extra_mounts)")  # fmt: skip
+        return self
+
+    @model_validator(mode="after")
+    def _docker_network(self) -> TaskDefinition:
+        docker = self.sandbox.docker
+        if docker is not None and docker.network is not None and self.sandbox.network:
+            raise located(("sandbox", "docker", "network"),
+                          f"sandbox.network: true (the host's network) and "
+                          f"sandbox.docker.network: {docker.network} disagree; keep one of "
+                          "them")  # fmt: skip
         return self
 
     @property
@@ -634,14 +806,17 @@ class TaskDefinition(StrictModel):
     @property
     def credential_variables(self) -> frozenset[str]:
         """The variables this task names as model credentials (``agent.api_key_env``,
-        ``qa.judge.api_key_env``, each ``llm_judge``'s ``api_key_env`` or its judge's):
-        secrets whatever their names look like."""
+        ``qa.judge.api_key_env``, each ``llm_judge``'s ``api_key_env`` or its judge's, the
+        ``api_key_env`` of an agent a criterion runs to grade): secrets whatever their names
+        look like."""
         names = set(self.agent.credential_variables)
         if self.qa is not None and self.qa.judge is not None and self.qa.judge.api_key_env:
             names.add(self.qa.judge.api_key_env)
         for criterion in self.success_criteria:
             if isinstance(criterion, LlmJudge) and criterion.credential_variable:
                 names.add(criterion.credential_variable)
+            for grader in criterion.graders():
+                names |= grader.credential_variables
         return frozenset(names)
 
     @property
@@ -666,6 +841,7 @@ __all__ = [
     "AgentConfig",
     "CommandAgent",
     "DatasetSpec",
+    "DockerBuild",
     "DockerConfig",
     "LlmAgent",
     "NoneAgent",

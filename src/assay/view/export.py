@@ -8,7 +8,7 @@ exports what the page shows, in its order (every page of it). Each line holds
 row read from its own ``task.json`` and ``response.txt``.
 
 No secret is written: each line passes the redaction ``assay report`` applies to a run's
-rows (:func:`assay.orchestration.secrets.results_redactor`: the environment's secrets and
+rows (:func:`assay.orchestration.loading.secrets.results_redactor`: the environment's secrets and
 those the row's recorded configuration names). A CSV cell that a spreadsheet would run as a
 formula is neutralised (:func:`assay.results.safe_text.csv_cell`; read back with
 ``csv_value``).
@@ -30,7 +30,7 @@ from urllib.parse import parse_qsl
 from pydantic import ValidationError
 
 from assay.errors import UsageError
-from assay.orchestration.secrets import results_redactor
+from assay.orchestration.loading.secrets import results_redactor
 from assay.results.safe_text import csv_cell
 from assay.results.secrets import Redactor
 from assay.results.task_result import EvaluationResult

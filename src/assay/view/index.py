@@ -26,7 +26,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from assay.orchestration.runfiles import REPLICATE_DIR
+from assay.orchestration.running.runfiles import REPLICATE_DIR
 from assay.results.secrets import clip_head
 from assay.results.task_result import EvaluationResult
 from assay.view.reading import read_json_text, read_text_head
@@ -97,7 +97,7 @@ class IndexState:
 def iter_rows(run_dir: Path) -> Iterator[tuple[str, Stamp]]:
     """Every row folder with a ``task.json`` (run-relative, POSIX) and that file's
     ``(mtime_ns, size)``, in folder-name order: ``<variant>/<suite>/<row>/<NN>`` and
-    ``<variant>/<task>/<NN>``, the layout :mod:`assay.orchestration.rundir` writes (never
+    ``<variant>/<task>/<NN>``, the layout :mod:`assay.orchestration.running.rundir` writes (never
     inside a kept sandbox). One name at a time: a 100,000-row suite is never held as
     folder entries."""
     for variant in _names(run_dir):

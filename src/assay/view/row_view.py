@@ -165,6 +165,7 @@ def _event(event: TranscriptEvent, at: float) -> EventView:
         "denial": f"denied {event.name}",
         "error": "error",
         "final": "final answer",
+        "user": "user (simulated)" if event.name == "simulated" else "user",
     }
     body = _pretty(event.arguments) if kind == "tool_call" else event.text
     return EventView(kind, at, titles.get(kind, kind), body, event.is_error)

@@ -8,7 +8,7 @@ A run's ``state``:
 - ``finished``: ``run.json`` written by the last session;
 - ``interrupted``: ``run.json`` says the run was stopped (Ctrl-C); it can be resumed;
 - ``running``: a session started and has not ended, and the process writing the run still
-  holds its lock (``RUN_DIR/.lock``, :func:`assay.orchestration.runlock.is_held`); for a
+  holds its lock (``RUN_DIR/.lock``, :func:`assay.orchestration.running.runlock.is_held`); for a
   run whose lock cannot be told (written before the lock, or by another host), a row
   finished in the last ``LIVE_SECONDS``;
 - ``stopped``: a session started and never ended, and its process is gone (killed: seen
@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from assay.orchestration.runlock import is_held
+from assay.orchestration.running.runlock import is_held
 from assay.results.experiment import EXPERIMENT_SCHEMA_VERSION, ExperimentResult
 from assay.results.plan_record import PLAN_FILE, SESSIONS_FILE, PlanRecord
 from assay.results.run import RUN_SCHEMA_VERSION, RunSummary, TaskSelection

@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from assay.cli.shared.common import secret_findings
-from assay.orchestration.plan import Plan, PlannedTask
+from assay.orchestration.planning.plan import Plan, PlannedTask
 from assay.reports.numbers import fmt, plural
 from assay.reports.plan import environment_lines, variables_of, variant_settings
 from assay.results.suite import SuiteRollup
@@ -16,7 +16,7 @@ from assay.sandbox.doctor import limits_text
 
 if TYPE_CHECKING:
     from assay.api import RunResult
-    from assay.orchestration.predictions import PredictionReport
+    from assay.api.predictions import PredictionReport
 
 HEADLINE_METRICS = ("accuracy", "macro_f1", "mean")
 

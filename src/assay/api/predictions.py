@@ -1,0 +1,234 @@
+"""Grade a ``prediction.jsonl`` file and write ``metrics.json``, without a run directory and
+without the answering model (``assay evaluate PREDICTIONS.jsonl``,
+:func:`assay.evaluate_predictions`).
+
+The QA settings (judge, ``group_by``, metrics hook) come from, in order: the command-line
+flags; ``--task FILE`` (its ``qa:`` block); the run the file belongs to (a
+``<run>/<variant>/<suite>/prediction.jsonl`` written by assay: its rows' recorded task);
+else the defaults (rules only, no groups, no hook). ToMEval's own ``prediction.jsonl`` files
+load as they are.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from assay.errors import UsageError
+from assay.orchestration.loading.qa_rows import judge_key
+from assay.orchestration.loading.task_loader import load_task
+from assay.providers.pool import ModelPool, PoolSettings, default_registry
+from assay.qa import PredictionRecord, iter_predictions, load_metrics_hook
+from assay.qa.evaluate import JudgeSettings, collector_paused, evaluate_records
+from assay.qa.metrics import metrics_file
+from assay.results.io import read_json, write_json_atomic
+from assay.results.secrets import Redactor
+from assay.spec.qa import QaConfig, QaJudge
+
+
+@dataclass(frozen=True)
+class PredictionOptions:
+    """Settings of grading a prediction file; ``None``/empty: not given (the run's or the
+    defaults apply).
+
+    Attributes:
+        task: a task file whose ``qa:`` block gives the settings.
+        judge_model: the judge for open questions the rules cannot decide.
+        judge_retries: retries of an unreadable verdict (0-10).
+        include_story: show the judge the story.
+        group_by: report accuracy per value of these record paths (``meta.ability``).
+        metrics_hook: a Python file with ``compute_metrics(records, per_sample_results)``.
+        output: where ``metrics.json`` goes (default: beside the file).
+        jobs: judge calls in flight.
+    """
+
+    task: Path | None = None
+    judge_model: str | None = None
+    judge_retries: int | None = None
+    include_story: bool | None = None
+    group_by: tuple[str, ...] = ()
+    metrics_hook: Path | None = None
+    output: Path | None = None
+    jobs: int = 4
+
+
+@dataclass
+class PredictionReport:
+    """What was graded and written: ``output`` (the ``metrics.json`` path), ``document``
+    (its content: ``avg_metrics`` and ``all_metrics``, one entry per replicate),
+    ``records`` (how many were read) and ``sources`` (where the settings came from)."""
+
+    output: Path
+    document: dict[str, Any]
+    records: int
+    sources: list[str] = field(default_factory=list)
+
+
+def recorded_config(path: Path) -> tuple[QaConfig, Path] | None:
+    """The ``qa:`` block and task folder recorded by the run ``path`` belongs to, if any
+    (every row of a suite folder records the same task, so the first one found answers)."""
+    task_json = next(path.parent.glob("*/[0-9][0-9]*/task.json"), None)
+    if task_json is None:
+        return None
+    task_config = read_json(task_json).get("task_config") or {}
+    qa = (task_config.get("resolved") or {}).get("qa")
+    if qa is None:
+        return None
+    return QaConfig.model_validate(qa), Path(task_config.get("task_dir") or ".")
+
+
+def settings_for(
+    path: Path, options: PredictionOptions, recorded: tuple[QaConfig, Path] | None
+) -> tuple[QaConfig, Path, str]:
+    """The QA settings to grade ``path`` with (``recorded``: :func:`recorded_config`), the
+    folder a hook path is relative to, and where they came from.
+
+    Raises:
+        TaskFileError: ``--task`` is invalid or has no ``qa:`` block.
+    """
+    config, base, source = QaConfig(), Path.cwd(), "defaults"
+    if options.task is not None:
+        loaded = load_task(options.task)
+        if loaded.definition.qa is None:
+            raise UsageError(f"{options.task} has no qa: block to grade predictions with")
+        config, base, source = loaded.definition.qa, loaded.base_dir, str(options.task)
+    elif recorded is not None:
+        config, base = recorded
+        source = f"the run's task ({path.parent})"
+    updates: dict[str, Any] = {}
+    if options.group_by:
+        updates["group_by"] = list(options.group_by)
+    if options.metrics_hook is not None:
+        updates["metrics_hook"] = str(options.metrics_hook.resolve())
+    judge = _judge(config.judge, options)
+    if judge is not config.judge:
+        updates["judge"] = judge
+    config = QaConfig.model_validate({**config.model_dump(), **updates}) if updates else config
+    return config, base, source
+
+
+def _judge(current: QaJudge | None, options: PredictionOptions) -> QaJudge | None:
+    fields: dict[str, Any] = {}
+    if options.judge_model is not None:
+        fields["model"] = options.judge_model
+    if options.judge_retries is not None:
+        fields["retries"] = options.judge_retries
+    if options.include_story is not None:
+        fields["include_story"] = options.include_story
+    if not fields:
+        return current
+    if current is None and "model" not in fields:
+        raise UsageError("--judge-retries and --include-story need a judge (--judge MODEL)")
+    base = current.model_dump() if current is not None else {}
+    try:
+        return QaJudge.model_validate({**base, **fields})
+    except ValueError as exc:
+        raise UsageError(f"invalid judge setting: {str(exc).splitlines()[-1]}") from None
+
+
+def evaluate_predictions(path: Path, options: PredictionOptions) -> PredictionReport:
+    """Grade every record of ``path`` and write ``metrics.json``.
+
+    Raises:
+        DatasetError: the file is missing or a line is not a prediction record.
+        TaskFileError: the metrics hook failed; UsageError: bad settings, or an open question
+            with neither rules nor a judge.
+    """
+    with collector_paused():
+        return _evaluate(path, options)
+
+
+def _default_output(
+    path: Path, options: PredictionOptions, config: QaConfig, run_config: QaConfig
+) -> Path:
+    """``metrics.json`` beside ``path``; refused inside a run's suite folder when ``config``
+    differs from ``run_config`` (it would replace the metrics ``suite.json`` agrees with)."""
+    if options.output is not None:
+        return options.output
+    if (path.parent / "suite.json").is_file() and config != run_config:
+        raise UsageError(
+            f"{path.parent / 'metrics.json'} belongs to the run; grading with other settings "
+            "would replace it",
+            hint="give -o FILE to write these metrics elsewhere",
+        )
+    return path.parent / "metrics.json"
+
+
+def _recorded_header(path: Path) -> dict[str, Any]:
+    """The ids, dataset and judge warnings of the run's own ``metrics.json`` (or
+    ``suite.json``) beside ``path``, so a file graded again keeps the run's keys."""
+    for name in ("metrics.json", "suite.json"):
+        target = path.parent / name
+        if target.is_file():
+            try:
+                data = read_json(target)
+            except (ValueError, OSError):
+                continue
+            return {k: data[k] for k in ("suite_id", "variant_id", "dataset", "judge_warnings")
+                    if k in data and not (name == "suite.json" and k == "dataset")}  # fmt: skip
+    return {}
+
+
+def _evaluate(path: Path, options: PredictionOptions) -> PredictionReport:
+    recorded = recorded_config(path)
+    recorded_qa = recorded[0] if recorded else QaConfig()
+    config, base, source = settings_for(path, options, recorded)
+    output = _default_output(path, options, config, recorded_qa)
+    hook, hook_file = None, "metrics hook"
+    if config.metrics_hook is not None:
+        hook_path = Path(config.metrics_hook)
+        hook_path = hook_path if hook_path.is_absolute() else base / hook_path
+        hook, hook_file = load_metrics_hook(hook_path), str(hook_path)
+    if not path.is_file():
+        raise UsageError(f"prediction file not found: {path}")
+    registry = default_registry()
+    key = judge_key(config.judge, base) if config.judge is not None else None
+    if key is not None:
+        registry.preflight(key)
+
+    async def main() -> dict[str, Any]:
+        pool = ModelPool(registry, PoolSettings(parallel=options.jobs))
+        try:
+            judge = JudgeSettings.of(config.judge, pool.get(key) if key is not None else None)
+
+            async def start() -> None:  # only when a record needs the judge
+                assert key is not None
+                await pool.start([key])
+
+            return await evaluate_records(
+                counted(iter_predictions(path)), judge, group_by=config.group_by, hook=hook,
+                hook_file=hook_file, parallel=options.jobs, before_judging=start,
+            )  # fmt: skip
+        finally:
+            await pool.aclose()
+
+    read = [0]
+
+    dataset: list[str | None] = [None]
+
+    def counted(records: Iterator[PredictionRecord]) -> Iterator[PredictionRecord]:
+        for record in records:
+            read[0] += 1
+            if dataset[0] is None:
+                dataset[0] = record.dataset or None
+            yield record
+
+    document = asyncio.run(main())
+    records = read[0]  # the hook's own total may count differently
+    if not document["all_metrics"]:
+        raise UsageError(f"{path} holds no prediction records")
+    header = _recorded_header(path) if recorded is not None else {}
+    document = metrics_file(
+        document, suite_id=header.get("suite_id"), variant_id=header.get("variant_id"),
+        dataset=header.get("dataset", dataset[0]), source=str(path),
+        judge=config.judge.model if config.judge else None,
+        judge_warnings=header.get("judge_warnings", []) if config == recorded_qa else [],
+    )  # fmt: skip
+    credentials = [config.judge.api_key_env] if config.judge and config.judge.api_key_env else []
+    redactor = Redactor.from_environment(os.environ, names=credentials)
+    write_json_atomic(output, document, redactor=redactor)
+    return PredictionReport(output, document, records, [source])

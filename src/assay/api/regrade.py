@@ -1,0 +1,315 @@
+"""Grade a finished run again without running its agents (``assay evaluate RUN_DIR``).
+
+Every row's criteria run again from its ``response.txt`` and kept sandbox (a copy, so the
+kept one stays as the agent left it), with the row's own environment (the host's without its
+secrets, as in the run), and its ``task.json`` is rewritten, every known secret redacted;
+nothing changes when criteria need sandboxes the run did not keep. The reports are then
+rebuilt by :func:`assay.reports.rebuild.report_regraded`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from assay.agents.base import OutcomeStatus
+from assay.criteria.base import GradingContext, Service
+from assay.criteria.registry import CriterionRegistry, default_criteria
+from assay.errors import UsageError
+from assay.orchestration.loading.qa_rows import judge_key
+from assay.orchestration.loading.secrets import results_redactor
+from assay.orchestration.loading.task_loader import reference_dir
+from assay.orchestration.planning.containment import Containment, private_paths
+from assay.orchestration.planning.judging import judge_keys as task_judge_keys
+from assay.orchestration.running.environment import grading_env, row_env
+from assay.orchestration.running.grading import (
+    final_status,
+    grade,
+    grading_message,
+    row_services,
+    weighted_score,
+)
+from assay.orchestration.running.rowfiles import SANDBOX_DIR
+from assay.orchestration.running.runfiles import load_task_json, scan_task_jsons
+from assay.orchestration.running.services import run_services
+from assay.providers.pool import ModelKey, ModelPool, PoolSettings, default_registry
+from assay.qa import PredictionRecord
+from assay.qa.schema import OPEN_TYPES
+from assay.results.io import read_json, write_model_atomic
+from assay.results.secrets import Redactor
+from assay.results.status import FinalStatus
+from assay.results.task_result import EvaluationResult
+from assay.results.transcript import Transcript
+from assay.results.transcript_otlp import from_session
+from assay.sandbox.process import pidfd_child_watcher
+from assay.sandbox.tempdir import Sandbox
+from assay.spec.judge_criteria import LlmJudge
+from assay.spec.qa import QaJudge
+from assay.spec.task import TaskDefinition
+
+
+def read_transcript(directory: Path) -> Transcript | None:
+    """The transcript a row recorded in its ``trace.json`` (``None`` without one)."""
+    path = directory / "trace.json"
+    if not path.is_file():
+        return None
+    try:
+        return from_session(read_json(path))
+    except (ValueError, TypeError):
+        return None
+
+
+_KEEP_STATUS: dict[FinalStatus, OutcomeStatus] = {
+    FinalStatus.ERROR: "error",
+    FinalStatus.BUILD_FAILED: "error",
+    FinalStatus.TIMEOUT: "timeout",
+    FinalStatus.TOKEN_BUDGET_EXCEEDED: "token_budget",
+    FinalStatus.COST_BUDGET_EXCEEDED: "cost_budget",
+    FinalStatus.MAX_TURNS_EXHAUSTED: "max_turns",
+}
+
+
+def agent_status(result: EvaluationResult) -> OutcomeStatus:
+    """How the row's agent ended, as recorded: an ``ERROR`` row whose agent finished but
+    whose grader failed (a judge error) is graded again; an agent a live verdict ended stays
+    ``early_stop`` (its row passes on its armed criteria)."""
+    stopped: OutcomeStatus = "early_stop" if result.agent.early_stop is not None else "completed"
+    if any(c.grader_failed for c in result.success_criteria_results):
+        return stopped
+    return _KEEP_STATUS.get(result.final_status, stopped)
+
+
+async def regrade_run(
+    run_dir: Path, *, jobs: int, criteria: CriterionRegistry | None = None
+) -> int:
+    """Grade every row of ``run_dir`` again from its response and kept sandbox, rewriting
+    each ``task.json``; returns how many rows. The rows are read twice, one at a time (first
+    to check that they can be graded and to find their judges, then to grade them), so a run
+    of any size is graded in memory that does not grow with it.
+
+    Raises:
+        UsageError: no ``task.json`` under ``run_dir``, a file that is not a valid
+            ``task.json``, or rows whose criteria read the sandbox but the run did not keep
+            sandboxes (nothing is changed then).
+        ModelError, UserError: a judge model could not start.
+        PluginError: a criterion plugin the rows name cannot be loaded.
+
+    ``criteria`` is the registry of criterion types (the built-ins and installed plugins by
+    default).
+    """
+    registry = criteria or default_criteria()
+    keys, rows, contained, redactor = _checked(run_dir, registry)
+    containment = Containment.for_tasks(contained, private=private_paths(run_dir, cache=None),
+                                        check=True)  # fmt: skip
+    pool = ModelPool(default_registry(), PoolSettings(parallel=max(1, jobs)))
+    queue = iter(scan_task_jsons(run_dir))
+
+    async def worker() -> None:
+        for path in queue:
+            result = load_task_json(path)
+            await _regrade_one(path, result, registry, pool, redactor, containment)
+
+    with pidfd_child_watcher():
+        async with run_services(pool, keys):
+            await asyncio.gather(*(worker() for _ in range(max(1, jobs))))
+    return rows
+
+
+@dataclass
+class _Scan:
+    """What one pass over a run's rows found (:func:`_checked`)."""
+
+    registry: CriterionRegistry
+    rows: int = 0
+    keys: dict[ModelKey, None] = field(default_factory=dict)
+    suites: dict[tuple[str, str], TaskDefinition] = field(default_factory=dict)
+    missing: int = 0
+    first_missing: str = ""
+
+    def add(self, run_dir: Path, path: Path, result: EvaluationResult) -> None:
+        """Count one row: its judges, its suite's task, a sandbox its criteria need."""
+        self.rows += 1
+        self.keys.update(
+            dict.fromkeys([*judge_keys([result]), *criterion_judge_keys([result], self.registry)])
+        )
+        suite = (result.variant_id, result.suite_id or result.task_id)
+        if suite not in self.suites:  # a suite's rows share their sandbox driver: one each
+            self.suites[suite] = task_of(result, self.registry)
+        if agent_status(result) == "error" or (path.parent / SANDBOX_DIR).is_dir():
+            return
+        task = task_of(result, self.registry)  # this row's own
+        if any(c.needs_sandbox() for c in task.success_criteria):
+            self.missing += 1
+            self.first_missing = self.first_missing or path.parent.relative_to(run_dir).as_posix()
+
+
+def task_of(result: EvaluationResult, registry: CriterionRegistry) -> TaskDefinition:
+    """The row's task as it recorded it, its criteria as ``registry``'s classes.
+
+    Raises:
+        UsageError: it names a criterion type ``registry`` does not have.
+    """
+    resolved = result.task_config.resolved
+    criteria = resolved.get("success_criteria")
+    if isinstance(criteria, list):
+        registry.require(c.get("type") for c in criteria if isinstance(c, dict))
+    return registry.task_model().model_validate(resolved)
+
+
+def _checked(
+    run_dir: Path, registry: CriterionRegistry
+) -> tuple[list[ModelKey], int, list[TaskDefinition], Redactor]:
+    """The judges the rows need, how many rows there are, the first row's task of each
+    suite that runs in a ``bwrap`` sandbox and the secrets the rows' tasks know
+    (:func:`results_redactor`, with this environment's), after checking that every row whose
+    criteria read the sandbox has it; every ``task.json`` is read once.
+
+    Raises:
+        UsageError: no rows; rows whose sandbox the run did not keep (the first named).
+    """
+    scan = _Scan(registry)
+
+    def rows() -> Iterator[EvaluationResult]:
+        for path in scan_task_jsons(run_dir):
+            result = load_task_json(path)
+            scan.add(run_dir, path, result)
+            yield result
+
+    redactor = results_redactor(rows(), os.environ)
+    if not scan.rows:
+        raise UsageError(f"no task.json under {run_dir}: is it a run directory?")
+    if scan.missing:
+        raise UsageError(
+            f"{scan.missing} row(s) have criteria that read the sandbox, but the run did not "
+            f"keep it (first: {scan.first_missing}); nothing was changed",
+            hint="run `assay execute` (or `assay run --keep-sandboxes`) to keep sandboxes, "
+            "then `assay evaluate`; `assay report` rebuilds reports without grading",
+        )
+    contained = [t for t in scan.suites.values() if t.sandbox_driver in ("bwrap", "docker")]
+    return list(scan.keys), scan.rows, contained, redactor
+
+
+def judge_keys(results: list[EvaluationResult]) -> list[ModelKey]:
+    """The judge models that open QA rows need, to start once before grading."""
+    keys: dict[ModelKey, None] = {}
+    for result in results:
+        record = result.qa_record
+        qa = result.task_config.resolved.get("qa")
+        if record is None or not qa or not qa.get("judge"):
+            continue
+        if record.get("prompt_type") in OPEN_TYPES and agent_status(result) != "error":
+            judge = QaJudge.model_validate(qa["judge"])
+            keys[judge_key(judge, Path(result.task_config.task_dir or "."))] = None
+    return list(keys)
+
+
+def criterion_judge_keys(
+    results: list[EvaluationResult], registry: CriterionRegistry
+) -> list[ModelKey]:
+    """The models of the judge criteria (``llm_judge`` and its kin) of rows that will be
+    graded again."""
+    judges = {name for name in registry.types if issubclass(registry.get(name), LlmJudge)}
+    tasks: dict[str, TaskDefinition] = {}
+    for result in results:
+        if agent_status(result) == "error":
+            continue
+        criteria = result.task_config.resolved.get("success_criteria") or []
+        if any(isinstance(c, dict) and c.get("type") in judges for c in criteria):
+            key = repr(criteria)
+            if key not in tasks:
+                tasks[key] = task_of(result, registry)
+    return task_judge_keys(tasks.values())
+
+
+def _services(
+    result: EvaluationResult, task: TaskDefinition, pool: ModelPool, reference: Path | None
+) -> dict[Service[Any], Any]:
+    """What the row offers its criteria: the QA item and judge a ``qa:`` row is graded with
+    (from its recorded record), the task's reference folder."""
+    if result.qa_record is None or task.qa is None:
+        return row_services(qa_item=None, judge=None, task=task, reference=reference)
+    judge = task.qa.judge
+    base_dir = Path(result.task_config.task_dir or ".")
+    return row_services(
+        qa_item=PredictionRecord.model_validate(result.qa_record).to_item(),
+        judge=pool.get(judge_key(judge, base_dir)) if judge is not None else None,
+        task=task, reference=reference,
+    )  # fmt: skip
+
+
+async def _regrade_one(
+    path: Path,
+    result: EvaluationResult,
+    registry: CriterionRegistry,
+    pool: ModelPool,
+    redactor: Redactor,
+    containment: Containment,
+) -> EvaluationResult:
+    status_of_agent = agent_status(result)
+    if status_of_agent == "error":
+        return result
+    task = task_of(result, registry)
+    directory = path.parent
+    response_file = directory / "response.txt"
+    response = None
+    if response_file.exists():
+        with response_file.open(encoding="utf-8", newline="") as handle:
+            response = handle.read()
+    kept = directory / SANDBOX_DIR
+    scratch: Sandbox | None = None
+    if kept.is_dir():
+        scratch = Sandbox(kept).copy_to(Path(tempfile.mkdtemp(prefix="assay-eval-")) / "sandbox")
+    try:
+        task_dir = Path(result.task_config.task_dir or ".")
+        if scratch is not None:  # a bwrap task's commands run contained again
+            scratch.jail = containment.jail(task, scratch.root, task_dir)
+        env = row_env(
+            dict(os.environ),
+            task,
+            variant_id=result.variant_id,
+            replicate=result.replicate_index,
+            sandbox=scratch.root if scratch else None,
+            task_dir=Path(result.task_config.task_dir) if result.task_config.task_dir else None,
+            hidden=redactor.names,
+        )
+        reference = reference_dir(task, task_dir)
+        context = GradingContext(
+            sandbox=scratch, response=response, transcript=read_transcript(directory),
+            env=grading_env(env, task_dir=task_dir, reference=reference), row=result.row,
+            models=pool, services=_services(result, task, pool, reference),
+        )  # fmt: skip
+        criteria = await grade(list(task.success_criteria), context, registry)
+    finally:
+        if scratch is not None:
+            if scratch.jail is not None:
+                scratch.jail.close()
+            shutil.rmtree(scratch.root.parent, ignore_errors=True)
+    status = final_status(status_of_agent, criteria, graded=True, early=result.agent.early_stop)
+    updated = result.model_copy(
+        update={
+            "success_criteria_results": criteria,
+            "final_status": status,
+            "weighted_score": weighted_score(criteria) if criteria else None,
+            "error_message": _message(status, result, criteria),
+        }
+    )
+    write_model_atomic(path, updated, redactor=redactor)
+    return updated
+
+
+def _message(status: FinalStatus, result: EvaluationResult, criteria: list[Any]) -> str | None:
+    """The row's error message after grading again: why grading did not grade it, or the
+    agent's."""
+    if status is FinalStatus.SUCCESS:
+        return None
+    message = grading_message(status, criteria)
+    if message is not None:
+        return message
+    was_grader = any(not c.graded for c in result.success_criteria_results)
+    return None if was_grader else result.error_message

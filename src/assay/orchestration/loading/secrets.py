@@ -1,0 +1,130 @@
+"""The secrets a run knows, gathered into its :class:`~assay.results.secrets.Redactor`.
+
+A run knows: every secret variable of the environment it runs in (by name, plus the
+variables its tasks name in ``agent.api_key_env`` / ``qa.judge.api_key_env`` / an
+``llm_judge``'s ``api_key_env``), the password of every URL with credentials in that
+environment or given as ``--store``, the values of secret-named entries of ``agent.env`` in
+its tasks and the URL passwords in its other entries. ``assay evaluate`` and ``assay report``
+gather the same from the rows' recorded task configurations.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from assay.errors import UsageError
+from assay.orchestration.loading.overrides import Override
+from assay.results.secrets import MIN_SECRET_LENGTH, Redactor, url_secrets
+
+if TYPE_CHECKING:  # annotations only: the command line's redactor needs neither model
+    from assay.results.task_result import EvaluationResult
+    from assay.spec.task import TaskDefinition
+
+STORE_OPTION = "ASSAY_STORE"
+"""The name a ``--store`` URL's password is redacted as (the variable it could come from)."""
+
+
+def run_redactor(
+    tasks: Iterable[TaskDefinition],
+    environ: Mapping[str, str],
+    *,
+    store_url: str | None = None,
+    overrides: Iterable[Override] = (),
+) -> Redactor:
+    """The redactor of a run of ``tasks`` (every variant's definition) under ``environ``,
+    with the secrets of its ``-D`` ``overrides`` (:meth:`Redactor.add_setting`) and the URL
+    secrets (:func:`url_secrets`) of its agents' and judges' ``base_url``."""
+    definitions = list(tasks)
+    names = set().union(*(t.credential_variables for t in definitions))
+    redactor = Redactor.from_environment(environ, names=names)
+    for task in definitions:
+        _add_agent_env(redactor, task.agent.program_env, names)
+        for url in _base_urls(task):
+            redactor.add_variable("base_url", url)
+    for override in overrides:
+        redactor.add_setting(override.path[-1] if override.path else "", override.value)
+    for password in url_secrets(store_url or ""):
+        redactor.add(STORE_OPTION, password, whole=False)
+    return redactor
+
+
+def _base_urls(task: TaskDefinition) -> list[str]:
+    """The ``base_url`` of ``task``'s agent, QA judge and inline ``llm_judge`` criteria."""
+    judge = task.qa.judge if task.qa is not None else None
+    holders = [judge, *task.success_criteria]
+    urls = [url for h in holders if isinstance(url := getattr(h, "base_url", None), str)]
+    return [task.agent.route_base_url, *urls] if task.agent.route_base_url else urls
+
+
+def command_line_redactor(arguments: Sequence[str], environ: Mapping[str, str]) -> Redactor:
+    """The redactor of what the command line prints before a run knows its secrets (a task
+    file's load error): ``environ``'s, the secrets of its ``-D``/``--set`` values (a
+    secret-named field, a URL's password), and a ``--store`` URL's password."""
+    redactor = Redactor.from_environment(environ)
+    given = iter(arguments)
+    for argument in given:
+        flag, _, attached = argument.partition("=") if argument.startswith("--") else (
+            argument[:2], "", argument[2:])  # fmt: skip
+        if flag not in ("-D", "--set", "--store"):
+            continue
+        value = attached or next(given, "")
+        if flag == "--store":
+            for password in url_secrets(value):
+                redactor.add(STORE_OPTION, password, whole=False)
+            continue
+        with contextlib.suppress(UsageError):
+            override = Override.parse(value)
+            redactor.add_setting(override.path[-1], override.value)
+    return redactor
+
+
+def results_redactor(results: Iterable[EvaluationResult], environ: Mapping[str, str]) -> Redactor:
+    """The redactor of ``assay evaluate`` / ``assay report`` over a run's rows: the secrets of
+    ``environ`` and of the rows' recorded task configurations (already-redacted values are
+    ignored)."""
+    names: set[str] = set()
+    envs: list[Mapping[str, Any]] = []
+    for result in results:
+        resolved = result.task_config.resolved
+        agent = resolved.get("agent") or {}
+        judge = (resolved.get("qa") or {}).get("judge") or {}
+        names.update(n for n in (agent.get("api_key_env"), judge.get("api_key_env")) if n)
+        names.update(_judge_credentials(resolved.get("success_criteria") or []))
+        if isinstance(agent.get("env"), dict):
+            envs.append(agent["env"])
+    redactor = Redactor.from_environment(environ, names=names)
+    for env in envs:
+        _add_agent_env(redactor, env, names)
+    return redactor
+
+
+def _judge_credentials(criteria: Iterable[Any]) -> set[str]:
+    """The ``api_key_env`` of each recorded criterion that names one (a judge: inline, or
+    its resolved judge's)."""
+    names: set[str] = set()
+    for criterion in criteria:
+        if not isinstance(criterion, dict):
+            continue
+        definition = (criterion.get("asset") or {}).get("definition") or {}
+        name = definition.get("api_key_env") or criterion.get("api_key_env")
+        if isinstance(name, str) and name:
+            names.add(name)
+    return names
+
+
+def _add_agent_env(redactor: Redactor, env: Mapping[str, Any], names: set[str]) -> None:
+    """Secret-named entries whole, and the URL passwords in any other entry."""
+    for name, value in env.items():
+        if isinstance(value, str):
+            redactor.add_variable(name, value, names=names)
+
+
+def short_secret_warnings(redactor: Redactor) -> list[str]:
+    """One warning per secret too short to redact (names only)."""
+    return [
+        f"the secret in {name} is shorter than {MIN_SECRET_LENGTH} characters, so it is not "
+        "redacted from the files assay writes or what it prints; use a longer value"
+        for name in redactor.short_names
+    ]

@@ -1,0 +1,494 @@
+"""``load_task``: one YAML file → a validated :class:`TaskDefinition`, with warnings.
+
+Order: parse YAML (lines kept) → screen fields (unknown: error with suggestion; Coder Eval
+fields not implemented: one warning each) → inline ``initial_prompt_file`` and
+``system_prompt_file`` (relative to the task file) → pydantic validation → suite threshold
+names → placeholder lint. Every error is a :class:`TaskFileError` naming file, line, field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from assay.criteria.registry import CriterionRegistry, default_criteria
+from assay.data.substitute import PLACEHOLDER, lookalikes, string_leaves
+from assay.errors import TaskFileError, UsageError
+from assay.orchestration.loading.criterion_checks import (
+    agent_criteria_warnings,
+    check_agent_criteria,
+)
+from assay.orchestration.loading.overrides import Override, apply_override, overridden
+from assay.orchestration.loading.sandbox_checks import check_read_only
+from assay.orchestration.loading.thresholds import check_threshold_names
+from assay.qa import QaTemplates, load_metrics_hook
+from assay.spec.base import ScreenError, screen
+from assay.spec.criteria import CODER_EVAL_CRITERIA_NOT_YET
+from assay.spec.source import Loc, YamlDocument, field_path, read_yaml
+from assay.spec.task import TaskDefinition, TemplateDir
+
+SUBSTITUTED_FIELDS = ("initial_prompt", "success_criteria")
+
+
+@dataclass(frozen=True)
+class LoadedTask:
+    """A validated task file.
+
+    Attributes:
+        definition: the task.
+        path: the file as given.
+        display: the file as messages name it (relative to the working directory).
+        base_dir: the file's directory (relative paths in the file start here).
+        document: the parsed YAML, for line numbers in later errors.
+        warnings: load-time warnings, each naming the file and field.
+        built: built in Python (:func:`assay.task`), with no file of its own; a run saves
+            it in its run directory (so it can be resumed).
+    """
+
+    definition: TaskDefinition
+    path: Path
+    display: str
+    base_dir: Path
+    document: YamlDocument
+    warnings: list[str] = field(default_factory=list)
+    built: bool = False
+
+    def located(self, loc: Loc) -> tuple[str, int | None]:
+        """``(file, line)`` of a field path in this file."""
+        return self.display, self.document.line_of(loc)
+
+
+def display_path(path: Path) -> str:
+    """``path`` relative to the working directory when it is inside it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def load_task(
+    path: Path,
+    *,
+    base_dir: Path | None = None,
+    overrides: Sequence[Override] = (),
+    skip_unsupported: bool = False,
+    criteria: CriterionRegistry | None = None,
+) -> LoadedTask:
+    """Read and validate one task file, with the command line's ``-D`` overrides placed in it
+    (:mod:`assay.orchestration.loading.overrides`), so every field they set takes effect: the
+    dataset and its selection, tags, ``skip``, criteria and the rest.
+
+    Args:
+        path: the YAML file.
+        base_dir: where its relative paths start (default: the file's folder; a task built
+            in Python and saved in its run directory keeps the folder it was built in).
+        overrides: ``-D path=value`` overrides, placed as if written in the file.
+        skip_unsupported: leave out each criterion of a type assay does not implement yet
+            (Coder Eval's ``agent_judge``, ...) with a warning naming it, instead of refusing
+            the file; a file left with no criterion is still refused.
+        criteria: the criterion types the file may name (default: the built-ins, and the
+            installed ``assay.criteria`` plugins when it names another).
+
+    Raises:
+        TaskFileError: unreadable file, invalid YAML, unknown field, invalid value,
+            missing prompt file, unknown suite threshold name; a Coder Eval field that assay
+            does not implement, when an override sets it (it would have no effect). An
+            error caused by an override names it.
+        PluginError: the file names a type assay does not have, and an installed criterion
+            plugin cannot be loaded.
+    """
+    document = read_yaml(path)
+    return load_document(document, display=display_path(path),
+                         base_dir=base_dir or path.resolve().parent,
+                         overrides=overrides, skip_unsupported=skip_unsupported,
+                         criteria=criteria)  # fmt: skip
+
+
+def load_document(
+    document: YamlDocument,
+    *,
+    display: str,
+    base_dir: Path,
+    overrides: Sequence[Override] = (),
+    skip_unsupported: bool = False,
+    criteria: CriterionRegistry | None = None,
+) -> LoadedTask:
+    """Validate a parsed task (a file's, or one built in Python with no lines) exactly as
+    :func:`load_task` does; ``display`` names it in messages.
+
+    Raises:
+        TaskFileError: as :func:`load_task`.
+    """
+    path, data = document.path, document.data
+    if not isinstance(data, dict):
+        raise TaskFileError(
+            "a task file is a YAML mapping with task_id, description and success_criteria",
+            file=display,
+            line=document.line_of(()),
+        )
+    placed = tuple(overrides)
+    for override in placed:
+        try:
+            data = apply_override(data, override)
+        except UsageError as exc:
+            raise TaskFileError(exc.message, file=display, field=override.dotted,
+                                hint=exc.hint) from None  # fmt: skip
+    left_out: list[str] = []
+    if skip_unsupported:
+        data, left_out = _without_unsupported(data, display=display, document=document)
+    model = task_model(data, criteria)
+    try:
+        screened = screen(data, model)
+    except ScreenError as exc:
+        problem = exc.problem
+        line, hint = _origin(problem.loc, document, placed, problem.hint)
+        raise TaskFileError(
+            problem.message, file=display, line=line, field=field_path(problem.loc), hint=hint
+        ) from None
+    warnings = left_out
+    for loc, text in screened.warnings:
+        by = overridden(loc, placed)
+        if by is not None:
+            raise TaskFileError(
+                f"{text}, so {by.render()} would have no effect",
+                file=display, field=field_path(loc), hint="remove the override",
+            )  # fmt: skip
+        warnings.append(f"{display}:{document.line_of(loc) or '?'}: {field_path(loc)}: {text}")
+    raw = _inline_files(dict(screened.data), base_dir, display, document)
+    definition = _validate(model, raw, display, document, placed)
+    check_threshold_names(definition, display=display, document=document)
+    check_agent_criteria(definition, display=display, document=document)
+    check_templates(definition, base_dir=base_dir, display=display, document=document)
+    check_reference(definition, base_dir=base_dir, display=display, document=document)
+    check_read_only(definition, base_dir=base_dir, display=display, document=document)
+    check_qa(definition, base_dir=base_dir, display=display, document=document)
+    warnings += lint_placeholders(data, definition, display=display, document=document)
+    warnings += agent_criteria_warnings(definition, display=display, document=document)
+    return LoadedTask(definition, path, display, base_dir, document, warnings)
+
+
+def _without_unsupported(
+    data: dict[str, Any], *, display: str, document: YamlDocument
+) -> tuple[dict[str, Any], list[str]]:
+    """``data`` without the criteria of a type assay does not implement yet, and a warning
+    naming each one left out.
+
+    Raises:
+        TaskFileError: every criterion was left out.
+    """
+    criteria = data.get("success_criteria")
+    if not isinstance(criteria, list):
+        return data, []
+    kept, warnings = [], []
+    for index, criterion in enumerate(criteria):
+        kind = criterion.get("type") if isinstance(criterion, dict) else None
+        if kind in CODER_EVAL_CRITERIA_NOT_YET:
+            loc: Loc = ("success_criteria", index)
+            warnings.append(f"{display}:{document.line_of(loc) or '?'}: {field_path(loc)}: "
+                            f"criterion '{kind}' left out (--skip-unsupported): assay does not "
+                            "implement it yet")  # fmt: skip
+        else:
+            kept.append(criterion)
+    if criteria and not kept:
+        raise TaskFileError(
+            "every criterion of this task is one assay does not implement yet, so nothing "
+            "would grade its rows",
+            file=display, field="success_criteria",
+            hint="keep the file out of the run, or add a criterion assay has",
+        )  # fmt: skip
+    return {**data, "success_criteria": kept}, warnings
+
+
+def _inline_files(
+    raw: dict[str, Any], base_dir: Path, display: str, document: YamlDocument
+) -> dict[str, Any]:
+    if isinstance(raw.get("initial_prompt_file"), str):
+        loc: Loc = ("initial_prompt_file",)
+        raw["initial_prompt"] = _read_prompt(raw, loc, base_dir, display, document)
+        del raw["initial_prompt_file"]
+    agent = raw.get("agent")
+    if isinstance(agent, dict) and isinstance(agent.get("system_prompt_file"), str):
+        agent = dict(agent)
+        agent["system_prompt"] = _read_prompt(
+            agent, ("agent", "system_prompt_file"), base_dir, display, document
+        )
+        del agent["system_prompt_file"]
+        raw["agent"] = agent
+    return _inline_judge_prompt(raw, base_dir, display, document)
+
+
+def _inline_judge_prompt(
+    raw: dict[str, Any], base_dir: Path, display: str, document: YamlDocument
+) -> dict[str, Any]:
+    """``qa.judge.prompt_file`` read into ``qa.judge.prompt`` (both given: refused)."""
+    qa = raw.get("qa")
+    judge = qa.get("judge") if isinstance(qa, dict) else None
+    if not isinstance(judge, dict) or not isinstance(judge.get("prompt_file"), str):
+        return raw
+    loc: Loc = ("qa", "judge", "prompt_file")
+    if "prompt" in judge:
+        raise TaskFileError(
+            "set either 'prompt' or 'prompt_file' in qa.judge, not both",
+            file=display, line=document.line_of(loc), field=field_path(loc),
+        )  # fmt: skip
+    judge = dict(judge)
+    judge["prompt"] = _read_prompt(judge, loc, base_dir, display, document)
+    del judge["prompt_file"]
+    assert isinstance(qa, dict)
+    raw["qa"] = {**qa, "judge": judge}
+    return raw
+
+
+def _read_prompt(
+    holder: dict[str, Any], loc: Loc, base_dir: Path, display: str, document: YamlDocument
+) -> str:
+    name = str(holder[str(loc[-1])])
+    target = Path(name) if Path(name).is_absolute() else base_dir / name
+    try:
+        return target.read_text(encoding="utf-8-sig").strip()
+    except UnicodeDecodeError as exc:
+        raise TaskFileError(
+            f"{name} is not UTF-8 text ({exc.reason} at byte {exc.start})",
+            file=display, line=document.line_of(loc), field=field_path(loc),
+        ) from None  # fmt: skip
+    except OSError as exc:
+        raise TaskFileError(
+            f"cannot read {name}: {exc.strerror or exc}",
+            file=display,
+            line=document.line_of(loc),
+            field=field_path(loc),
+            hint="the path is relative to the task file's folder",
+        ) from None
+
+
+def _origin(
+    loc: Loc, document: YamlDocument, overrides: tuple[Override, ...], hint: str | None
+) -> tuple[int | None, str | None]:
+    """The line of ``loc`` in the file, or no line and a hint naming the override that set it."""
+    by = overridden(loc, overrides)
+    if by is None:
+        if overrides:  # a rule over several fields (a prompt for agent 'none', say)
+            given = ", ".join(o.render() for o in overrides)
+            hint = "; ".join(h for h in (hint, f"the command line also set {given}") if h)
+        return document.line_of(loc), hint
+    return None, "; ".join(h for h in (hint, f"set on the command line by {by.render()}") if h)
+
+
+def task_model(data: dict[str, Any], criteria: CriterionRegistry | None) -> type[TaskDefinition]:
+    """The task model whose criteria are ``criteria``'s (default: the built-ins), after
+    loading the installed plugins when ``data`` names a type it does not have.
+
+    Raises:
+        PluginError: a plugin was needed and cannot be loaded.
+    """
+    return (criteria or default_criteria()).model_for(data)
+
+
+def _validate(
+    model: type[TaskDefinition],
+    raw: dict[str, Any],
+    display: str,
+    document: YamlDocument,
+    overrides: tuple[Override, ...] = (),
+) -> TaskDefinition:
+    try:
+        return model.model_validate(raw)
+    except ValidationError as exc:
+        problems: list[TaskFileError] = []
+        for error in exc.errors():
+            problem = _problem(error, raw, document, display, overrides)
+            if all(p.field != problem.field for p in problems):
+                problems.append(problem)
+        problems.sort(key=lambda p: p.line or 0)
+        first = problems[0]
+        rest = "".join(f"\n  also: {p.render()}" for p in problems[1:6])
+        raise TaskFileError(
+            first.message + rest, file=display, line=first.line, field=first.field,
+            hint=first.hint,
+        ) from None  # fmt: skip
+
+
+def _problem(
+    error: Any,
+    raw: Any,
+    document: YamlDocument,
+    display: str,
+    overrides: tuple[Override, ...] = (),
+) -> TaskFileError:
+    loc = data_loc(tuple(error["loc"]), raw)
+    message = str(error["msg"]).removeprefix("Value error, ").removeprefix("Assertion failed, ")
+    hint = None
+    if error["type"] == "missing":
+        message = "required field is missing"
+    elif error["type"] == "extra_forbidden":
+        message = "unknown field"
+    elif isinstance(error.get("input"), bool) and error["type"] in _TEXT_ERRORS:
+        message = f"expected text but YAML read a boolean ({error['input']})"
+        hint = "YAML reads yes/no/on/off/true/false unquoted as booleans; quote the value"
+    line, hint = _origin(loc, document, overrides, hint)
+    return TaskFileError(
+        message, file=display, line=line, field=field_path(loc) or None, hint=hint,
+    )  # fmt: skip
+
+
+_TEXT_ERRORS = frozenset({"string_type", "list_type"})
+
+
+def data_loc(loc: tuple[Any, ...], data: Any) -> Loc:
+    """Drop the parts of a pydantic error location that are not in the data.
+
+    A discriminated union adds its tag (the ``type`` value) to the location, and validators
+    add names like ``function-after[...]``; a missing field's name is kept.
+    """
+    out: list[str | int] = []
+    node = data
+    tagged: Any = None
+    for part in loc:
+        if isinstance(node, dict) and node.get("type") == part and tagged is not node:
+            tagged = node  # the union tag, once per mapping
+            continue
+        if (isinstance(node, dict) and part in node) or (
+            isinstance(node, list) and isinstance(part, int) and part < len(node)
+        ):
+            node = node[part]
+            out.append(part)
+        elif isinstance(node, dict) and isinstance(part, str) and "[" not in part:
+            out.append(part)  # a missing field: name it
+            node = None
+    return tuple(out)
+
+
+def check_templates(
+    task: TaskDefinition, *, base_dir: Path, display: str, document: YamlDocument
+) -> None:
+    """Every ``template_dir`` exists (relative to the task file) before any row runs.
+
+    Raises:
+        TaskFileError: naming ``sandbox.template_sources[i].path`` and its line.
+    """
+    for index, source in enumerate(task.sandbox.template_sources or []):
+        if not isinstance(source, TemplateDir):
+            continue
+        folder = Path(source.path)
+        folder = folder if folder.is_absolute() else base_dir / folder
+        if not folder.is_dir():
+            loc: Loc = ("sandbox", "template_sources", index, "path")
+            raise TaskFileError(
+                f"template_dir not found: {folder}",
+                file=display,
+                line=document.line_of(loc),
+                field=field_path(loc),
+                hint="the path is relative to the task file's folder",
+            )
+
+
+def check_reference(
+    task: TaskDefinition, *, base_dir: Path, display: str, document: YamlDocument
+) -> None:
+    """The ``reference.directory`` exists, and so does every ``reference_file`` a
+    ``reference_comparison`` names (without ``${row.…}``), before any row runs.
+
+    Raises:
+        TaskFileError: naming the field and its line.
+    """
+    if task.reference is None:
+        return
+    folder = reference_dir(task, base_dir)
+    assert folder is not None
+    problems: list[tuple[Loc, str]] = []
+    if not folder.is_dir():
+        problems.append((("reference", "directory"), f"reference directory not found: {folder}"))
+    for index, spec in enumerate(task.success_criteria):
+        name = getattr(spec, "reference_file", None)
+        if spec.type != "reference_comparison" or name is None or "${" in name:
+            continue
+        if folder.is_dir() and not (folder / name).is_file():
+            problems.append((("success_criteria", index, "reference_file"),
+                             f"reference file not found: {folder / name}"))  # fmt: skip
+    if problems:
+        loc, message = problems[0]
+        raise TaskFileError(message, file=display, line=document.line_of(loc),
+                            field=field_path(loc),
+                            hint="reference.directory is relative to the task file's folder, "
+                            "reference_file to reference.directory")  # fmt: skip
+
+
+def reference_dir(task: TaskDefinition, base_dir: Path) -> Path | None:
+    """The task's reference folder as an absolute path (``None``: the task has none)."""
+    if task.reference is None:
+        return None
+    folder = Path(task.reference.directory)
+    return (folder if folder.is_absolute() else base_dir / folder).absolute()
+
+
+def check_qa(task: TaskDefinition, *, base_dir: Path, display: str, document: YamlDocument) -> None:
+    """A ``qa:`` block's templates are valid and its metrics hook imports, before any row.
+
+    Raises:
+        TaskFileError: naming ``qa.templates.<name>`` or ``qa.metrics_hook`` and its line.
+    """
+    if task.qa is None:
+        return
+    try:
+        QaTemplates.from_mapping(task.qa.templates, file=display)
+    except TaskFileError as exc:
+        loc = tuple((exc.field or "qa.templates").split("."))
+        raise TaskFileError(exc.message, file=display, line=document.line_of(loc),
+                            field=exc.field, hint=exc.hint) from None  # fmt: skip
+    if task.qa.metrics_hook is not None:
+        path = Path(task.qa.metrics_hook)
+        path = path if path.is_absolute() else base_dir / path
+        try:
+            load_metrics_hook(path)
+        except TaskFileError as exc:
+            loc, loc_name = ("qa", "metrics_hook"), "qa.metrics_hook"
+            found = path.is_file()
+            hint = exc.hint or (None if found else "the path is relative to the task file's folder")
+            raise TaskFileError(
+                exc.message, file=display, line=document.line_of(loc), field=loc_name, hint=hint
+            ) from None
+
+
+def lint_placeholders(
+    data: dict[str, Any], task: TaskDefinition, *, display: str, document: YamlDocument
+) -> list[str]:
+    """Warnings for placeholders that will not do what they seem to.
+
+    - a dataset task whose prompt has no ``${row.…}`` (every row gets the same prompt);
+    - look-alikes (``{row.x}``, ``{{row.x}}``, ``$row.x``, …) in substituted fields;
+    - ``${row.…}`` in a field that is never substituted, or in a task without a dataset.
+    """
+    out: list[str] = []
+
+    def warn(loc: Loc, text: str) -> None:
+        out.append(f"{display}:{document.line_of(loc) or '?'}: {field_path(loc)}: {text}")
+
+    has_dataset = task.dataset is not None
+    prompt = task.initial_prompt
+    if has_dataset and prompt is not None and not PLACEHOLDER.search(prompt):
+        where = "initial_prompt_file" if "initial_prompt_file" in data else "initial_prompt"
+        warn((where,), "the task has a dataset but the prompt has no ${row.<field>} placeholder, "
+             "so every row gets the same prompt")  # fmt: skip
+    for key in SUBSTITUTED_FIELDS:
+        texts = [prompt] if key == "initial_prompt" and prompt else []
+        if key == "success_criteria":
+            texts = string_leaves(data.get(key))
+        for text in texts:
+            for look in lookalikes(text):
+                warn((key,), f"{look!r} looks like a placeholder but is not one; write "
+                     "${row.<field>}, a field name of letters, digits and underscores "
+                     "(nested values and names with dots or hyphens cannot be filled)")  # fmt: skip
+            if not has_dataset and PLACEHOLDER.search(text):
+                warn((key,), "${row.…} is only substituted in tasks with a dataset; "
+                     "here it stays literal")  # fmt: skip
+    for key, value in data.items():
+        if key in SUBSTITUTED_FIELDS or key == "dataset":
+            continue
+        if any("${row." in leaf for leaf in string_leaves(value)):
+            warn((key,), "${row.…} is substituted only in initial_prompt and success_criteria; "
+                 "here it stays literal")  # fmt: skip
+    return out

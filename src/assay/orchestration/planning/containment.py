@@ -1,0 +1,436 @@
+"""Which rows run contained, and the ``bwrap`` sandbox (:mod:`assay.sandbox.bwrap`) or
+``docker`` container (:mod:`assay.sandbox.docker`) of each.
+
+A task's driver is :attr:`assay.spec.task.TaskDefinition.sandbox_driver` (``bwrap`` by
+default for a coding agent that may write or run commands). When a plan holds a ``bwrap``
+task, :func:`check_containment` makes one sandbox before any row runs (``assay plan`` and
+``assay run`` alike) and refuses the plan, with the reason and the fix, where the machine
+cannot make one. When a plan holds a ``docker`` task, the engine must answer, and each
+task's image must exist or build (a Dockerfile is built then, once per content). A task
+that asks for ``tempdir`` although its coding agent may write or run commands gets one
+warning: its rows are not contained.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from assay.agents.coding import CliAgent
+from assay.agents.registry import AgentRegistry
+from assay.errors import SandboxError, TaskFileError, UsageError
+from assay.orchestration.loading.task_loader import LoadedTask
+from assay.sandbox.bwrap import BridgeLink, Jail, JailPolicy, make_policy
+from assay.sandbox.docker import (
+    DockerJail,
+    DockerPolicy,
+    Engine,
+    build_image,
+    find_engine,
+    has_image,
+    has_network,
+    interpreter,
+    make_docker_policy,
+    missing_programs,
+    parse_mount,
+)
+from assay.sandbox.mounts import unreadable
+from assay.sandbox.probe import probe
+from assay.spec.task import SandboxLimits, TaskDefinition
+
+NOT_CONTAINED = (
+    "sandbox.driver tempdir: the {agent} agent may write files and run commands, and a "
+    "tempdir sandbox does not contain it (it can read and write anywhere the user running "
+    "assay can); remove the driver (bwrap is the default for coding agents) or set "
+    "sandbox.driver: bwrap"
+)
+BWRAP_ONLY = (
+    "sandbox.{field} applies to the bwrap and docker drivers only; this task's rows run in "
+    "a tempdir sandbox, where it has no effect"
+)
+DOCKER_ONLY = (
+    "sandbox.limits.{field} is enforced by the docker driver only (the engine's cgroup); "
+    "this task's rows run in a {driver} sandbox, where it is not enforced (this machine "
+    "gives no cgroup of its own to a row); set sandbox.driver: docker to enforce it"
+)
+
+
+def uses_bwrap(tasks: Iterable[TaskDefinition]) -> bool:
+    """Some of ``tasks`` (every variant of every task of a plan) runs in a ``bwrap`` sandbox."""
+    return any(t.sandbox_driver == "bwrap" for t in tasks)
+
+
+def needs_bridge_socket(tasks: Iterable[TaskDefinition]) -> bool:
+    """Some of ``tasks`` runs in a ``bwrap`` sandbox or ``docker`` container, without the
+    host's network: a coding agent there reaches the model bridge through its unix socket."""
+    return any(t.sandbox_driver in ("bwrap", "docker") for t in tasks)
+
+
+def containment_warnings(display: str, variants: Iterable[TaskDefinition]) -> list[str]:
+    """One warning per task file (``display``), for its first variant that needs it: a coding
+    agent that may act in a ``tempdir`` sandbox, or bwrap-only settings under ``tempdir``."""
+    for task in variants:
+        agent = task.agent
+        limits = task.sandbox.limits
+        unenforced = [name for name in ("max_memory_mb", "max_cpus")
+                      if getattr(limits, name) is not None]  # fmt: skip
+        if unenforced and task.sandbox_driver != "docker":
+            return [
+                f"{display}: " + DOCKER_ONLY.format(field=unenforced[0], driver=task.sandbox_driver)
+            ]
+        image = _image_field(task)
+        if image is not None and task.sandbox_driver != "docker":
+            return [f"{display}: {UNUSED_IMAGE.format(field=image, driver=task.sandbox_driver)}"]
+        if task.sandbox_driver != "tempdir":
+            continue
+        if agent.may_act:
+            return [f"{display}: {NOT_CONTAINED.format(agent=agent.type)}"]
+        sandbox = task.sandbox
+        settings = (("limits", sandbox.limits.model_fields_set), ("network", sandbox.network),
+                    ("read_only", sandbox.read_only))  # fmt: skip
+        given = [name for name, value in settings if value]
+        if given:
+            return [f"{display}: {BWRAP_ONLY.format(field=given[0])}"]
+    return []
+
+
+UNUSED_IMAGE = (
+    "sandbox.docker.{field}: used only by sandbox.driver: docker; this task runs on "
+    "{driver}, so no image is used (set sandbox.driver: docker to run its rows in it)"
+)
+
+
+def _image_field(task: TaskDefinition) -> str | None:
+    """``image`` or ``dockerfile_path`` when the task's ``sandbox.docker`` names one."""
+    docker = task.sandbox.docker
+    if docker is None:
+        return None
+    return next((f for f in ("dockerfile_path", "image") if getattr(docker, f, None)), None)
+
+
+def check_containment(
+    planned: Iterable[tuple[LoadedTask, TaskDefinition]], *, agents: AgentRegistry
+) -> None:
+    """Make one ``bwrap`` sandbox if some task (as a variant runs it, beside its file) needs
+    them (see the module docstring); as root, check that each bwrap task's folders can be
+    read by the row's own user.
+
+    Raises:
+        TaskFileError: the machine cannot make one, or a folder cannot be read: located at
+            the task, with why and how to fix it.
+    """
+    planned = list(planned)
+    check_docker([(loaded, task) for loaded, task in planned if task.sandbox_driver == "docker"],
+                 agents=agents)  # fmt: skip
+    contained = [(loaded, task) for loaded, task in planned if task.sandbox_driver == "bwrap"]
+    if not contained:
+        return
+    try:
+        policy = make_policy(path_variable=os.environ.get("PATH", ""))
+        probe(policy)
+    except UsageError as exc:
+        raise _located(contained[0][0], exc.message, exc.hint) from None
+    if not policy.as_root:
+        return
+    for loaded, task in contained:
+        for index, name in enumerate(task.sandbox.read_only):
+            path = Path(name) if Path(name).is_absolute() else loaded.base_dir / name
+            problem = unreadable(path)
+            if problem is not None:
+                raise TaskFileError(
+                    problem, file=loaded.display, field=f"sandbox.read_only[{index}]",
+                    line=loaded.document.line_of(("sandbox", "read_only", index)),
+                    hint=READABLE_HINT,
+                )  # fmt: skip
+        for path in _row_folders(task, loaded.base_dir, agents):
+            problem = unreadable(path)
+            if problem is not None:
+                raise _located(loaded, problem, READABLE_HINT)
+
+
+def check_docker(
+    planned: list[tuple[LoadedTask, TaskDefinition]], *, agents: AgentRegistry | None = None
+) -> None:
+    """For ``docker`` tasks: an engine that answers, each task's image held by the engine
+    or built from its Dockerfile (once per content), the engine's bridge network when
+    ``sandbox.docker.network: bridge`` asks for it, and (as root) the task's folder and its
+    coding agent's CLI and plugins readable by the row's user.
+
+    Raises:
+        TaskFileError: located at the task's field, with why and how to fix it.
+    """
+    if not planned:
+        return
+    engines: dict[str | None, Engine] = {}
+    looked: dict[tuple[str, str, tuple[str, ...]], list[str]] = {}  # one look per image
+    for loaded, task in planned:
+        wanted = engine_of(task)
+        if wanted not in engines:
+            try:
+                engines[wanted] = find_engine(wanted)
+            except UsageError as exc:
+                raise _located(loaded, exc.message, exc.hint) from None
+        _check_mounts(loaded, task)
+        try:
+            task_image(engines[wanted], task, loaded.base_dir)
+        except SandboxError as exc:
+            raise _docker_located(loaded, task, str(exc)) from None
+        _check_network(engines[wanted], loaded, task)
+        _check_agent_programs(engines[wanted], loaded, task, agents, looked)
+        if os.geteuid() == 0:
+            folders = _row_folders(task, loaded.base_dir, agents) if agents else [loaded.base_dir]
+            for path in folders:
+                problem = unreadable(path)
+                if problem is not None:
+                    raise _located(loaded, problem, READABLE_HINT)
+
+
+def _check_agent_programs(
+    engine: Engine,
+    loaded: LoadedTask,
+    task: TaskDefinition,
+    agents: AgentRegistry | None,
+    looked: dict[tuple[str, str, tuple[str, ...]], list[str]],
+) -> None:
+    """A coding agent's container runs programs of the image: ``python3`` for the model
+    bridge's forwarder (no network but the bridge), and the interpreter a CLI that is a
+    script names (``node`` for Codex and Gemini); an image that lacks one is refused here,
+    not in every row."""
+    agent = agents.build(task.agent) if agents is not None else None
+    if not isinstance(agent, CliAgent):
+        return
+    needed: dict[str, str] = {}
+    if agent.config.uses_bridge and not task.sandbox.network:
+        needed["python3"] = "the model bridge's forwarder in the agent's container runs on it"
+    try:
+        cli = agent.program(loaded.base_dir)
+    except UsageError:
+        return  # the agent's own preflight names the missing CLI
+    script = interpreter(cli)
+    if script is not None:
+        needed[script] = f"the {task.agent.type} CLI ({os.path.realpath(cli)}) is a script for it"
+    image = task_image(engine, task, loaded.base_dir)
+    key = (engine.kind, image, tuple(sorted(needed)))
+    try:
+        missing = looked[key] if key in looked else missing_programs(engine, image, needed)
+    except SandboxError as exc:
+        raise _docker_located(loaded, task, str(exc)) from None
+    looked[key] = missing
+    if missing:
+        lacking = missing[0]
+        package = PACKAGES.get(lacking, lacking)
+        raise _docker_located(loaded, task, f"the image {image} has no {lacking} on its PATH, "
+                              f"which a {task.agent.type} agent needs: {needed[lacking]}",
+                              hint=f"add it to the image (Debian: RUN apt-get install -y "
+                              f"{package}), or set sandbox.driver: bwrap")  # fmt: skip
+
+
+PACKAGES = {"python3": "python3", "node": "nodejs"}
+"""The Debian package of a program an agent's container needs."""
+
+
+def _check_network(engine: Engine, loaded: LoadedTask, task: TaskDefinition) -> None:
+    """``sandbox.docker.network: bridge`` needs the engine's bridge network (a daemon
+    started with ``--bridge=none`` has none)."""
+    docker = task.sandbox.docker
+    if docker is None or docker.network != "bridge" or has_network(engine, "bridge"):
+        return
+    raise TaskFileError(
+        f"sandbox.docker.network bridge: {engine.kind} has no network named bridge here "
+        "(its daemon runs without one, e.g. dockerd --bridge=none)", file=loaded.display,
+        field="sandbox.docker.network", line=loaded.document.line_of(("sandbox", "docker",
+        "network")), hint="remove the field (no network, the default: a coding agent "
+        "still reaches the model bridge), set sandbox.network: true (the host's network), "
+        "or start the engine with its bridge",
+    )  # fmt: skip
+
+
+def _check_mounts(loaded: LoadedTask, task: TaskDefinition) -> None:
+    """Each ``extra_mounts`` host path exists (the engine would make a missing one, empty
+    and owned by root)."""
+    docker = task.sandbox.docker
+    for index, text in enumerate(docker.extra_mounts if docker is not None else []):
+        mount = parse_mount(text, loaded.base_dir)
+        if not mount.source.exists():
+            raise TaskFileError(
+                f"{mount.source} does not exist", file=loaded.display,
+                field=f"sandbox.docker.extra_mounts[{index}]",
+                line=loaded.document.line_of(("sandbox", "docker", "extra_mounts", index)),
+                hint="create it, or fix the path (relative to the task file)",
+            )  # fmt: skip
+
+
+def engine_of(task: TaskDefinition) -> str | None:
+    """The engine a task names (``sandbox.docker.engine``), or ``None``: the first found."""
+    return task.sandbox.docker.engine if task.sandbox.docker is not None else None
+
+
+def task_image(engine: Engine, task: TaskDefinition, base_dir: Path) -> str:
+    """The image a ``docker`` task's rows run in: built from ``dockerfile_path`` (relative
+    to ``base_dir``) when it is set, else ``image``, which the engine must hold.
+
+    Raises:
+        SandboxError: the image is missing, or its Dockerfile is missing or fails to build.
+    """
+    docker = task.sandbox.docker
+    assert docker is not None  # SandboxConfig refuses driver docker without the block
+    if docker.dockerfile_path:
+        path = Path(docker.dockerfile_path)
+        build = docker.build
+        return build_image(engine, path if path.is_absolute() else base_dir / path,
+                           args={k: os.path.expandvars(v) for k, v in build.args.items()},
+                           extra_args=build.extra_args, buildkit=build.buildkit)  # fmt: skip
+    assert docker.image is not None
+    if not has_image(engine, docker.image):
+        raise SandboxError(f"the image {docker.image} is not in {engine.kind}'s images (assay "
+                           f"never pulls one): {engine.kind} pull, load or build it first, or "
+                           "set sandbox.docker.dockerfile_path")  # fmt: skip
+    return docker.image
+
+
+def _docker_located(
+    loaded: LoadedTask, task: TaskDefinition, message: str, hint: str | None = None
+) -> TaskFileError:
+    docker = task.sandbox.docker
+    name = "dockerfile_path" if docker is not None and docker.dockerfile_path else "image"
+    return TaskFileError(message, file=loaded.display, field=f"sandbox.docker.{name}",
+                         line=loaded.document.line_of(("sandbox", "docker", name)),
+                         hint=hint)  # fmt: skip
+
+
+READABLE_HINT = (
+    "assay runs as root, so each row of a bwrap or docker task runs as an unprivileged user "
+    "of its own, which must be able to read the task's folder, its plugins and its agent's "
+    "CLI: chmod "
+    "o+rx that folder (o+r for a file), or run assay as a normal user"
+)
+
+
+def _located(loaded: LoadedTask, message: str, hint: str | None) -> TaskFileError:
+    explicit = loaded.definition.sandbox.driver in ("bwrap", "docker")
+    why = "" if explicit else " (bwrap: the default for a coding agent that may act)"
+    return TaskFileError(
+        message + why, file=loaded.display, field="sandbox.driver", hint=hint,
+        line=loaded.document.line_of(("sandbox", "driver")) if explicit else None,
+    )  # fmt: skip
+
+
+def _row_folders(task: TaskDefinition, base_dir: Path, agents: AgentRegistry) -> list[Path]:
+    """The folders a row of ``task`` reads besides the system's and ``sandbox.read_only``
+    (checked on their own): the task's folder, and what its agent needs (a coding agent's
+    CLI and plugins)."""
+    return [base_dir, *agents.build(task.agent).folders(base_dir)]
+
+
+def rlimits(limits: SandboxLimits) -> dict[str, int]:
+    """``sandbox.limits`` as ``RLIMIT_*`` values."""
+    values = {
+        "RLIMIT_NPROC": limits.max_pids,
+        "RLIMIT_NOFILE": limits.max_open_files,
+        "RLIMIT_FSIZE": limits.max_file_size_mb * 1024 * 1024,
+    }
+    if limits.cpu_seconds is not None:
+        values["RLIMIT_CPU"] = limits.cpu_seconds
+    return values
+
+
+@dataclass(frozen=True)
+class Containment:
+    """Makes the ``bwrap`` sandbox or ``docker`` container of each row of a run (``None``
+    policy: no row needs one; ``docker``: a policy per engine the tasks ask for, ``None``
+    for the default one; ``images``: each Dockerfile's or image name's image, resolved once
+    per run)."""
+
+    policy: JailPolicy | None = None
+    docker: dict[str | None, DockerPolicy] = field(default_factory=dict)
+    images: dict[tuple[str, str, str, str], str] = field(default_factory=dict, compare=False)
+
+    @classmethod
+    def for_tasks(
+        cls,
+        tasks: Iterable[TaskDefinition],
+        *,
+        private: Iterable[Path],
+        bridge: BridgeLink | None = None,
+        check: bool = False,
+    ) -> Containment:
+        """A policy when one of ``tasks`` uses ``bwrap`` (``check``: and make one sandbox
+        first, as :func:`check_containment` does), and one per engine the ``docker`` tasks
+        ask for.
+
+        Raises:
+            UsageError: bwrap is not installed, or (``check``) cannot make a sandbox here;
+                an engine a ``docker`` task needs does not answer.
+        """
+        tasks = list(tasks)
+        private = list(private)
+        docker: dict[str | None, DockerPolicy] = {}
+        for task in tasks:
+            kind = engine_of(task)
+            if task.sandbox_driver == "docker" and kind not in docker:
+                docker[kind] = make_docker_policy(engine=find_engine(kind), hidden=private,
+                                                  bridge=bridge)  # fmt: skip
+        if not uses_bwrap(tasks):
+            return cls(docker=docker)
+        policy = make_policy(path_variable=os.environ.get("PATH", ""), hidden=private,
+                             bridge=bridge)  # fmt: skip
+        if check:
+            probe(policy)
+        return cls(policy, docker)
+
+    def jail(self, task: TaskDefinition, root: Path, base_dir: Path) -> Jail | DockerJail | None:
+        """The sandbox of a row of ``task`` whose folder is ``root`` (``None`` for a
+        ``tempdir`` task).
+
+        Raises:
+            SandboxError: it cannot be made, or the run made no policy.
+        """
+        if task.sandbox_driver == "docker":
+            return self._container(task, root, base_dir)
+        if task.sandbox_driver != "bwrap":
+            return None
+        if self.policy is None:
+            raise SandboxError("this row needs a bwrap sandbox, and the run made none")
+        readable = [p if p.is_absolute() else base_dir / p
+                    for p in map(Path, task.sandbox.read_only)]  # fmt: skip
+        return self.policy.jail(root, limits=rlimits(task.sandbox.limits),
+                                network=task.sandbox.network, readable=readable,
+                                task_dir=base_dir)  # fmt: skip
+
+    def _container(self, task: TaskDefinition, root: Path, base_dir: Path) -> DockerJail:
+        policy = self.docker.get(engine_of(task))
+        if policy is None:
+            raise SandboxError("this row needs a docker container, and the run made no policy")
+        docker = task.sandbox.docker
+        assert docker is not None  # SandboxConfig refuses driver docker without the block
+        image = docker.dockerfile_path or docker.image or ""
+        key = (str(base_dir), str(docker.engine), image, docker.build.model_dump_json())
+        if key not in self.images:
+            self.images[key] = task_image(policy.engine, task, base_dir)
+        readable = [p if p.is_absolute() else base_dir / p
+                    for p in map(Path, task.sandbox.read_only)]  # fmt: skip
+        limits = task.sandbox.limits
+        return policy.jail(root, image=self.images[key], limits=rlimits(limits),
+                                memory_mb=limits.max_memory_mb, cpus=limits.max_cpus,
+                                network=task.sandbox.network,
+                                engine_network=docker.network, readable=readable,
+                                mounts=[parse_mount(m, base_dir) for m in docker.extra_mounts],
+                                task_dir=base_dir, isolation=docker.isolated)  # fmt: skip
+
+
+def private_paths(
+    run_dir: Path, *, cache: Path | None, store_urls: Iterable[str] = ()
+) -> list[Path]:
+    """What rows may not see: the runs folder, ``.assay/`` (store and cache), the cache file
+    and every SQLite store the run reads or ``$ASSAY_STORE`` names (with its journals)."""
+    paths = [run_dir.parent, Path.cwd() / ".assay"]
+    if cache is not None:
+        paths.append(cache)
+    for url in [*store_urls, os.environ.get("ASSAY_STORE") or ""]:
+        if url.startswith("sqlite") and ":///" in url:
+            database = Path(url.split(":///", 1)[1].split("?", 1)[0])
+            paths += [database, database.with_name(database.name + "-wal"),
+                      database.with_name(database.name + "-journal")]  # fmt: skip
+    return [p.absolute() for p in paths]

@@ -1,0 +1,590 @@
+"""The plan: every work item of a run, computed without running anything.
+
+``build_plan`` = discover → load each task file → filter (``skip``, tags) → expand and select
+rows → one work item per ``row-task × variant × replicate``. ``assay plan`` prints it;
+``assay run`` executes it. Both refuse exactly the same inputs, because both call this.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from assay.agents.registry import AgentRegistry
+from assay.criteria.registry import CriterionRegistry, default_criteria
+from assay.data.lazy import MadeWhenRead
+from assay.data.select import SelectionRequest
+from assay.errors import TaskFileError, TaskFilesError, UsageError, UserError
+from assay.judges.assets import JudgeResolver
+from assay.orchestration.loading.agent_checks import check_agent, located
+from assay.orchestration.loading.discover import discover
+from assay.orchestration.loading.experiment import (
+    DEFAULT_VARIANT,
+    Override,
+    ResolvedVariant,
+    load_experiment,
+    resolve_variant,
+)
+from assay.orchestration.loading.qa_rows import judge_key
+from assay.orchestration.loading.secrets import run_redactor, short_secret_warnings
+from assay.orchestration.loading.task_loader import LoadedTask, load_document, load_task
+from assay.orchestration.planning.containment import check_containment, containment_warnings
+from assay.orchestration.planning.expand import (
+    Expansion,
+    RowTask,
+    Selectors,
+    check_placeholders,
+    check_qa_rows,
+    expand_dataset,
+    selection_request,
+)
+from assay.orchestration.planning.judging import (
+    check_graded_rows,
+    check_judge_models,
+    resolve_definition,
+    resolve_judges,
+    tie_warnings,
+)
+from assay.providers.pool import ProviderRegistry, default_registry
+from assay.providers.pricing import PriceTable
+from assay.qa import QaItem
+from assay.results.run import SkippedTask, TaskSelection
+from assay.results.secrets import Redactor
+from assay.spec.experiment import Experiment, StopRule
+from assay.spec.task import TaskDefinition
+
+
+@dataclass(frozen=True)
+class PlanOptions:
+    """What the command line adds to the task files."""
+
+    selectors: Selectors = field(default_factory=Selectors)
+    tags: tuple[str, ...] = ()
+    exclude_tags: tuple[str, ...] = ()
+    include_skipped: bool = False
+    skip_unsupported: bool = False
+    repeats: int | None = None
+    fixed_rows: Mapping[str, list[str]] = field(default_factory=dict)
+    prices: PriceTable = field(default_factory=PriceTable)
+    experiment: str | None = None
+    overrides: tuple[Override, ...] = ()
+    store_url: str | None = None
+    store_versions: Mapping[str, int] = field(default_factory=dict)
+    judge_versions: Mapping[str, int] = field(default_factory=dict)
+    stop_when_decided: bool = False
+    criteria: CriterionRegistry | None = None
+    """The criterion types the tasks may name, when the caller added its own
+    (``assay.run(criteria=[...])``); ``None``: the built-ins and installed plugins."""
+
+
+@dataclass(frozen=True, slots=True)
+class WorkItem:
+    """One unit of execution: a row-task, in a variant, for one replicate."""
+
+    row_task: RowTask
+    variant: ResolvedVariant
+    replicate: int
+    index: int
+
+    @property
+    def variant_id(self) -> str:
+        """The variant's id (``default`` without an experiment)."""
+        return self.variant.variant_id
+
+    def resolve(self) -> TaskDefinition:
+        """The row-task as this variant runs it."""
+        return self.row_task.resolve(self.variant.definition, self.replicate)
+
+    def qa_item(self) -> QaItem | None:
+        """The QA item this work item asks (``None`` outside ``qa:`` tasks)."""
+        return self.row_task.qa_item(self.variant.definition, self.replicate)
+
+
+@dataclass
+class PlannedTask:
+    """One task file, expanded, with the selection request that chose its rows and the task as
+    each variant runs it."""
+
+    expansion: Expansion
+    request: SelectionRequest | None
+    variants: list[ResolvedVariant] = field(default_factory=list)
+
+    @property
+    def loaded(self) -> LoadedTask:
+        """The task file."""
+        return self.expansion.task
+
+    @property
+    def repeats(self) -> int:
+        """Replicates per row-task (of the default variant; ``simulation.n_trials`` in
+        dialog mode)."""
+        return self.loaded.definition.replicates()
+
+    @property
+    def selection_made(self) -> bool:
+        """Whether this task selected rows of a dataset (it has a selection record)."""
+        return (self.expansion.dataset_record is not None and self.request is not None
+                and self.expansion.selection is not None)  # fmt: skip
+
+    def selection(self, *, rows_file: str | None = None) -> TaskSelection | None:
+        """The record of the rows this task selected (``rows_file``: see
+        :meth:`~assay.orchestration.planning.expand.Expansion.selection_record`)."""
+        record, request = self.expansion.dataset_record, self.request
+        if not self.selection_made or record is None or request is None:
+            return None
+        selection = self.expansion.selection_record(request, rows_file=rows_file)
+        assert selection is not None
+        return TaskSelection(
+            task_id=self.loaded.definition.task_id,
+            source_file=self.loaded.display,
+            dataset=record,
+            selection=selection,
+        )
+
+
+@dataclass
+class Plan:
+    """Everything a run will do, and the secrets it knows (``redactor``: the environment's,
+    the credentials its models use, secret ``agent.env`` values; see
+    :mod:`assay.orchestration.loading.secrets`)."""
+
+    tasks: list[PlannedTask]
+    skipped: list[SkippedTask] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    variants: tuple[str, ...] = (DEFAULT_VARIANT,)
+    repeats_override: int | None = None
+    experiment: Experiment | None = None
+    experiment_file: Path | None = None
+    redactor: Redactor = field(default_factory=Redactor)
+    criteria: CriterionRegistry = field(default_factory=default_criteria)
+    """The criterion types of the run: they grade its rows and roll up its suites."""
+
+    def work_items(self) -> WorkItems:
+        """Every ``row-task × variant × replicate``, in variant, task, row, replicate order
+        (made when read: see :class:`WorkItems`)."""
+        return WorkItems(self)
+
+    def work_item_count(self) -> int:
+        """How many work items :meth:`work_items` gives."""
+        return len(self.work_items())
+
+    @property
+    def definitions(self) -> list[TaskDefinition]:
+        """Every task as each variant runs it."""
+        return [v.definition for planned in self.tasks for v in planned.variants]
+
+    @property
+    def row_task_count(self) -> int:
+        """Row-tasks over all task files (before variants and replicates)."""
+        return sum(len(t.expansion.row_tasks) for t in self.tasks)
+
+
+class WorkItems(MadeWhenRead[WorkItem]):
+    """A plan's work items (``row-task × variant × replicate``, in variant, task, row,
+    replicate order), each made when read, so a run of a million rows never holds a million
+    of them; item ``i`` is always the same row, variant and replicate, with ``index == i``."""
+
+    def __init__(self, plan: Plan) -> None:
+        self.blocks: list[tuple[PlannedTask, ResolvedVariant, int]] = []
+        """``(task, variant, replicates)`` in order: its items are consecutive."""
+        self._starts: list[int] = []
+        total = 0
+        for position, _ in enumerate(plan.variants):
+            for planned in plan.tasks:
+                variant = planned.variants[position]
+                repeats = variant.definition.replicates(plan.repeats_override)
+                self._starts.append(total)
+                self.blocks.append((planned, variant, repeats))
+                total += len(planned.expansion.row_tasks) * repeats
+        self._total = total
+
+    def __len__(self) -> int:
+        return self._total
+
+    def _at(self, index: int) -> WorkItem:
+        block = bisect.bisect_right(self._starts, index) - 1
+        planned, variant, repeats = self.blocks[block]
+        row, replicate = divmod(index - self._starts[block], repeats)
+        return WorkItem(planned.expansion.row_tasks[row], variant, replicate, index)
+
+    def __iter__(self) -> Iterator[WorkItem]:
+        index = 0
+        for planned, variant, repeats in self.blocks:
+            for row_task in planned.expansion.row_tasks:
+                for replicate in range(repeats):
+                    yield WorkItem(row_task, variant, replicate, index)
+                    index += 1
+
+
+TaskSource = str | Path | LoadedTask
+
+
+def load_sources(
+    sources: Sequence[TaskSource],
+    overrides: Sequence[Override] = (),
+    *,
+    skip_unsupported: bool = False,
+    criteria: CriterionRegistry | None = None,
+) -> Iterator[LoadedTask]:
+    """The tasks of ``sources`` in order: files, folders and globs found by
+    :func:`~assay.orchestration.loading.discover.discover` (each file once) and tasks already loaded
+    or built; no source at all means ``tasks/``. ``overrides`` (``-D``) are placed in each
+    task as if written in it (a task already loaded is validated again with them).
+    ``skip_unsupported`` leaves out the criteria assay does not implement yet
+    (:func:`~assay.orchestration.loading.task_loader.load_task`). ``criteria``: the criterion types
+    the tasks may name when the caller added its own (a task already loaded is validated
+    again with them).
+
+    Every file is read before any is returned: with several files, those that cannot run
+    are reported together (:class:`~assay.errors.TaskFilesError`, which also says which
+    others run as written or with warnings).
+
+    Raises:
+        UsageError: a source matches nothing. TaskFileError: the one task file is invalid;
+            TaskFilesError: some of several are.
+    """
+    found: list[Path | LoadedTask] = []
+    seen: set[Path] = set()
+    given: Sequence[TaskSource | None] = sources or [None]  # None: tasks/
+    for source in given:  # every path is found before any file is read
+        if isinstance(source, LoadedTask):
+            found.append(source)
+            continue
+        for path in discover([str(source)] if source is not None else []):
+            if path.resolve() not in seen:
+                seen.add(path.resolve())
+                found.append(path)
+    loaded: list[LoadedTask] = []
+    refused: list[TaskFileError] = []
+    for item in found:
+        try:
+            loaded.append(_load(item, overrides, skip_unsupported, criteria))
+        except TaskFileError as exc:
+            refused.append(exc)
+    if len(refused) == 1 and len(found) == 1:
+        raise refused[0]
+    if refused:
+        warned = {t.display: t.warnings for t in loaded if t.warnings}
+        clean = [t.display for t in loaded if not t.warnings]
+        raise TaskFilesError(refused, as_written=clean, warned=warned)
+    yield from loaded
+
+
+def _load(
+    item: Path | LoadedTask,
+    overrides: Sequence[Override],
+    skip: bool,
+    criteria: CriterionRegistry | None,
+) -> LoadedTask:
+    if not isinstance(item, LoadedTask):
+        return load_task(item, overrides=overrides, skip_unsupported=skip, criteria=criteria)
+    if overrides or skip or criteria is not None:
+        again = load_document(item.document, display=item.display, base_dir=item.base_dir,
+                              overrides=overrides, skip_unsupported=skip,
+                              criteria=criteria)  # fmt: skip
+        return replace(again, path=item.path, built=item.built)
+    return item
+
+
+def build_plan(
+    arguments: Sequence[TaskSource], options: PlanOptions, registry: ProviderRegistry | None = None
+) -> Plan:
+    """Load, filter and expand every task named by ``arguments`` (paths, folders, globs, or
+    tasks already loaded).
+
+    Raises:
+        UserError: any invalid input (including a model with an unknown provider);
+            nothing runs.
+    """
+    registry = registry or default_registry()
+    experiment, experiment_file, experiment_warnings = (
+        load_experiment(options.experiment) if options.experiment else (None, None, [])
+    )
+    if options.stop_when_decided:
+        experiment = with_stop_rule(experiment)
+    plan = Plan(tasks=[], repeats_override=options.repeats, warnings=experiment_warnings,
+                criteria=options.criteria or default_criteria())  # fmt: skip
+    resolver = JudgeResolver(options.store_url, options.judge_versions)
+    try:
+        _plan_tasks(plan, arguments, options, registry, resolver, (experiment, experiment_file))
+    finally:
+        resolver.close()
+    if not plan.tasks:
+        reasons = "; ".join(f"{s.path}: {s.reason}" for s in plan.skipped[:5])
+        raise UsageError(
+            "no task to run: every task file was skipped" + (f" ({reasons})" if reasons else ""),
+            hint="check --tags / --exclude-tags, or pass --include-skipped",
+        )
+    check_containment(((t.loaded, v.definition) for t in plan.tasks for v in t.variants),
+                      agents=plan.criteria.agents)  # fmt: skip
+    if experiment is not None and experiment_file is not None:
+        plan.variants = tuple(v.variant_id for v in experiment.variants)
+        plan.experiment = experiment
+        plan.experiment_file = experiment_file.resolve()
+    plan.redactor = run_redactor(
+        (v.definition for t in plan.tasks for v in t.variants),
+        os.environ,
+        store_url=options.store_url,
+        overrides=options.overrides,
+    )
+    plan.warnings.extend(short_secret_warnings(plan.redactor))
+    return plan
+
+
+def _plan_tasks(
+    plan: Plan,
+    arguments: Sequence[TaskSource],
+    options: PlanOptions,
+    registry: ProviderRegistry,
+    resolver: JudgeResolver,
+    experiment_and_file: tuple[Experiment | None, Path | None],
+) -> None:
+    """Load, resolve, expand and check every task file into ``plan.tasks``."""
+    experiment, experiment_file = experiment_and_file
+    experiment_dir = experiment_file.resolve().parent if experiment_file else None
+    owners: dict[str, str] = {}
+    for loaded in load_sources(arguments, options.overrides,
+                               skip_unsupported=options.skip_unsupported,
+                               criteria=options.criteria):  # fmt: skip
+        plan.warnings.extend(loaded.warnings)
+        reason = _skip_reason(loaded, options)
+        if reason is not None:
+            plan.skipped.append(SkippedTask(path=loaded.display, reason=reason))
+            continue
+        task_id = loaded.definition.task_id
+        if task_id in owners:
+            raise TaskFileError(
+                f"task_id '{task_id}' is also defined in {owners[task_id]}",
+                file=loaded.display,
+                line=loaded.document.line_of(("task_id",)),
+                field="task_id",
+                hint="task ids name run directories and suites; make them unique",
+            )
+        owners[task_id] = loaded.display
+        try:
+            written, loaded = loaded, resolve_judges(loaded, resolver)
+        except TaskFileError as exc:
+            raise _overridden(exc, options.overrides) from None
+        expansion = expand_dataset(
+            loaded,
+            options.selectors,
+            fixed_row_ids=options.fixed_rows.get(task_id),
+            store_url=options.store_url,
+            store_version=options.store_versions.get(task_id),
+        )
+        plan.warnings.extend(expansion.warnings)
+        request = (
+            selection_request(loaded.definition, options.selectors)
+            if loaded.definition.dataset is not None
+            else None
+        )
+        variants = _variants(written, expansion, experiment, experiment_dir, options)
+        for position, variant in enumerate(variants):
+            try:
+                resolved = resolve_definition(variant.definition, loaded, resolver)
+            except TaskFileError as exc:
+                raise _set_by(exc, variant, options.overrides) from None
+            variants[position] = replace(variant, definition=resolved)
+            plan.warnings.extend(
+                w for w in tie_warnings(loaded, resolved) if w not in plan.warnings
+            )
+        for variant in variants:
+            try:
+                _check_model(
+                    loaded, variant.definition, registry, options.prices, plan.criteria.agents
+                )
+            except TaskFileError as exc:
+                raise _set_by(exc, variant, options.overrides) from None
+            plan.warnings.extend(_unenforced_limits(loaded, variant))
+            try:
+                check_graded_rows(expansion, variant.definition)
+            except TaskFileError as exc:
+                roots = ("agent", "success_criteria", "dataset")
+                raise _overridden(exc, options.overrides, roots) from None
+        try:
+            check_judge_models(loaded, registry)
+        except TaskFileError as exc:
+            raise _overridden(exc, options.overrides) from None
+        plan.tasks.append(PlannedTask(expansion, request, variants))
+        plan.warnings.extend(containment_warnings(loaded.display, [v.definition for v in variants]))
+
+
+def _variants(
+    loaded: LoadedTask,
+    expansion: Expansion,
+    experiment: Experiment | None,
+    experiment_dir: Path | None,
+    options: PlanOptions,
+) -> list[ResolvedVariant]:
+    """The task as each variant runs it; a variant's prompt must resolve on every row."""
+    ids = [v.variant_id for v in experiment.variants] if experiment else [DEFAULT_VARIANT]
+    variants = [
+        resolve_variant(
+            loaded,
+            experiment,
+            vid,
+            overrides=list(options.overrides),
+            experiment_dir=experiment_dir,
+        )
+        for vid in ids
+    ]
+    if expansion.rows is not None:
+        for variant in variants:
+            prompt = variant.definition.initial_prompt
+            if prompt != loaded.definition.initial_prompt:
+                check_placeholders(expansion.rows, loaded, expansion.ids, prompt=prompt)
+            qa = variant.definition.qa
+            if qa is not None and qa != loaded.definition.qa:
+                check_qa_rows(loaded, expansion.row_tasks, expansion.rows, variant.definition)
+    return variants
+
+
+_SETTERS = {"cli": "-D on the command line", "variant": "the experiment's variant",
+            "experiment-defaults": "the experiment's defaults"}  # fmt: skip
+
+
+def _set_by(
+    exc: TaskFileError, variant: ResolvedVariant, overrides: Sequence[Override]
+) -> TaskFileError:
+    """``exc`` (a model or agent check's refusal) saying which layer set its field, when the
+    command line or the experiment did: the file's line alone would point elsewhere."""
+    field = exc.field or ""
+    source = next((variant.provenance[p] for p in _prefixes(field) if p in variant.provenance),
+                  "task")  # fmt: skip
+    if source == "cli":
+        by = next((o.render() for o in reversed(overrides)
+                   if any(o.dotted == p for p in _prefixes(field))), "-D")  # fmt: skip
+        where = f"set on the command line by {by}"
+    elif source in _SETTERS:
+        where = f"set by {_SETTERS[source]} (variant '{variant.variant_id}')"
+    else:
+        return exc
+    exc.hint = f"{exc.hint}; {where}" if exc.hint else where
+    return exc
+
+
+def _overridden(
+    exc: TaskFileError, overrides: Sequence[Override], roots: tuple[str, ...] = ()
+) -> TaskFileError:
+    """``exc`` naming the ``-D`` that set its field (or a field inside it), or any field under
+    ``roots`` (a refusal that several fields decide), if one did."""
+    field = ".".join(_prefixes(exc.field or "")[:1])
+    by = next((o.render() for o in reversed(overrides) if (field and (
+        o.dotted == field or o.dotted.startswith(field + ".") or field.startswith(o.dotted + ".")
+    )) or o.path[0] in roots), None)  # fmt: skip
+    if by is not None:
+        where = f"set on the command line by {by}"
+        exc.hint = f"{exc.hint}; {where}" if exc.hint else where
+    return exc
+
+
+def _prefixes(field: str) -> list[str]:
+    """``agent.plugins[0].path`` → itself and its ancestors, dotted (``agent.plugins``,
+    ``agent``), longest first."""
+    parts = field.replace("[", ".").replace("]", "").split(".")
+    return [".".join(parts[:end]) for end in range(len(parts), 0, -1)]
+
+
+def _unenforced_limits(loaded: LoadedTask, variant: ResolvedVariant) -> list[str]:
+    """``run_limits.max_turns`` or ``max_tool_calls`` on an agent that takes no turns
+    (``llm``, ``command``, ``none``) has no effect: a warning when the task file sets it
+    (Coder Eval's files do), an error when ``-D`` or an experiment does.
+
+    Raises:
+        TaskFileError: the limit was set by ``-D`` or the experiment.
+    """
+    task = variant.definition
+    if task.agent.takes_turns:
+        return []
+    warnings = []
+    for name in ("max_turns", "max_tool_calls"):
+        if getattr(task.run_limits, name) is None:
+            continue
+        why = (f"run_limits.{name} has no effect on agent type '{task.agent.type}', which "
+               "takes no turns (it is enforced for claude-code and codex)")  # fmt: skip
+        source = variant.provenance.get(f"run_limits.{name}", "task")
+        if source in _SETTERS:
+            raise TaskFileError(f"variant '{variant.variant_id}': {why}",
+                                field=f"run_limits.{name}",
+                                hint=f"set by {_SETTERS[source]}; remove it there")  # fmt: skip
+        line = loaded.document.line_of(("run_limits", name))
+        warnings.append(f"{loaded.display}:{line or '?'}: run_limits.{name}: {why}")
+    return warnings + _unwatched_stops(loaded, variant)
+
+
+def _unwatched_stops(loaded: LoadedTask, variant: ResolvedVariant) -> list[str]:
+    """A criterion's ``stop_early`` on an agent without an event stream (it is checked only
+    after the agent ends): one warning per criterion."""
+    warnings = []
+    for index, criterion in enumerate(variant.definition.success_criteria):
+        if getattr(criterion, "stop_early", None) is None:
+            continue
+        line = loaded.document.line_of(("success_criteria", index, "stop_early"))
+        warnings.append(
+            f"{loaded.display}:{line or '?'}: success_criteria[{index}].stop_early: agent type "
+            f"'{variant.definition.agent.type}' reports no tool calls while it runs, so the "
+            "criterion is checked only after it ends (early stop needs claude-code or codex)"
+        )
+    return warnings
+
+
+def _check_judge(loaded: LoadedTask, task: TaskDefinition, registry: ProviderRegistry) -> None:
+    """A ``qa.judge`` model's provider exists and can start (weights, API key, script)."""
+    if task.qa is None or task.qa.judge is None:
+        return
+    try:
+        registry.preflight(judge_key(task.qa.judge, loaded.base_dir))
+    except UserError as exc:
+        raise located(exc, loaded, ("qa", "judge", "model")) from None
+
+
+def _check_model(
+    loaded: LoadedTask,
+    task: TaskDefinition,
+    registry: ProviderRegistry,
+    prices: PriceTable,
+    agents: AgentRegistry,
+) -> None:
+    """The judge's and the agent's models can start, and the agent's own preflight passes
+    (:func:`check_agent`)."""
+    _check_judge(loaded, task, registry)
+    check_agent(loaded, task, agents=agents, providers=registry, prices=prices)
+
+
+def _skip_reason(loaded: LoadedTask, options: PlanOptions) -> str | None:
+    task = loaded.definition
+    if task.skip and not options.include_skipped:
+        return "skip: true (pass --include-skipped to run it)"
+    tags = set(task.tags)
+    if options.tags and not tags & set(options.tags):
+        return f"no tag in --tags {','.join(options.tags)}"
+    excluded = tags & set(options.exclude_tags)
+    if excluded:
+        return f"tag {sorted(excluded)[0]} is in --exclude-tags"
+    return None
+
+
+def base_dirs(plan: Plan) -> dict[str, Path]:
+    """Task id → the task file's folder."""
+    return {t.loaded.definition.task_id: t.loaded.base_dir for t in plan.tasks}
+
+
+def with_stop_rule(experiment: Experiment | None) -> Experiment:
+    """``--stop-when-decided``: the experiment with its ``stop`` rule (the default rule when it
+    has none).
+
+    Raises:
+        UsageError: no experiment, or one without exactly two variants.
+    """
+    if experiment is None:
+        raise UsageError("--stop-when-decided stops an experiment: give one with -e (two "
+                         "variants)")  # fmt: skip
+    if experiment.stop is not None:
+        return experiment
+    if len(experiment.variants) != 2:
+        raise UsageError(f"--stop-when-decided compares two variants, and experiment "
+                         f"{experiment.experiment_id} has {len(experiment.variants)}")  # fmt: skip
+    return experiment.model_copy(update={"stop": StopRule()})

@@ -1,0 +1,157 @@
+"""Grading one row: run its criteria in order, then decide its status and weighted score.
+
+Criteria run sequentially in declaration order (a ``run_command`` may prepare a file a later
+criterion reads). Task success and the weighted score follow Coder Eval
+(``reference/originals.md`` §1.7): the row succeeds when every gating criterion
+(``weight > 0``) scores at least its ``pass_threshold``;
+``weighted_score = Σ score·weight / Σ weight`` (``None`` when every weight is 0).
+
+What did not grade is not a score (:mod:`assay.results.status`): a gating criterion that
+could not evaluate ends the row ``ERROR`` and one that met a refusal ends it ``REFUSED``;
+such a row has no weighted score (``None``), never a 0 averaged in.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from assay.agents.base import OutcomeStatus
+from assay.criteria.agent_judge import AGENT_HOST, AgentHost
+from assay.criteria.base import CriterionError, GradingContext, Service
+from assay.criteria.code_checks import REFERENCE_DIR
+from assay.criteria.live import armed_passed
+from assay.criteria.qa import QA_ITEM, QA_JUDGE, QA_JUDGE_SETTINGS
+from assay.criteria.registry import CriterionRegistry
+from assay.providers.base import Model
+from assay.qa.item import QaItem
+from assay.results.status import FinalStatus
+from assay.results.task_result import BasicCriterionResult, CriterionResult, EarlyStopRecord
+from assay.spec.criteria import CriterionSpec
+from assay.spec.task import TaskDefinition
+
+Stage = Literal["run", "execute"]
+
+
+async def grade(
+    criteria: list[CriterionSpec], context: GradingContext, registry: CriterionRegistry
+) -> list[CriterionResult]:
+    """Check each criterion in order; a criterion that cannot evaluate records its error."""
+    results: list[CriterionResult] = []
+    for spec in criteria:
+        try:
+            results.append(await registry.bind(spec).check(context))
+        except CriterionError as exc:
+            results.append(_errored(spec, str(exc)))
+        except Exception as exc:  # a criterion's bug must not lose the row
+            results.append(_errored(spec, f"internal error in {spec.type}: {exc!r}"))
+    return results
+
+
+def row_services(
+    *,
+    qa_item: QaItem | None,
+    judge: Model | None,
+    task: TaskDefinition,
+    reference: Path | None,
+    agents: AgentHost | None = None,
+) -> dict[Service[Any], Any]:
+    """What a row offers the criteria that need more than the shared context, by key: the
+    QA item, judge and ``qa.judge`` settings of a ``qa:`` row, the task's reference folder,
+    the run's coding-agent services (``agent_judge``) (each only when there is one)."""
+    offered: dict[Service[Any], Any] = {
+        QA_ITEM: qa_item,
+        QA_JUDGE: judge,
+        QA_JUDGE_SETTINGS: task.qa.judge if task.qa else None,
+        REFERENCE_DIR: reference,
+        AGENT_HOST: agents,
+    }
+    return {key: value for key, value in offered.items() if value is not None}
+
+
+def _errored(spec: CriterionSpec, message: str) -> CriterionResult:
+    return BasicCriterionResult(
+        criterion_type=spec.type,
+        description=spec.description,
+        score=0.0,
+        details="",
+        error=message,
+        evaluation_status="error",
+        pass_threshold=spec.pass_threshold,
+        gating=spec.gating,
+        weight=spec.weight,
+    )
+
+
+def weighted_score(results: list[CriterionResult]) -> float | None:
+    """``Σ score·weight / Σ weight``; ``None`` when the weights sum to 0, or when a gating
+    criterion did not grade (an error or a refusal: the row has no score)."""
+    if any(r.gating and not r.graded for r in results):
+        return None
+    graded = [r for r in results if r.graded]
+    total = sum(r.weight for r in graded)
+    if total == 0:
+        return None
+    return sum(r.score * r.weight for r in graded) / total
+
+
+def passed(results: list[CriterionResult]) -> bool:
+    """Every gating criterion reached its threshold without error, and there was at least
+    one: a row never passes on weight-0 (informational) criteria alone."""
+    gating = [r for r in results if r.gating]
+    return bool(gating) and all(r.passed for r in gating)
+
+
+_AGENT_STATUS: dict[OutcomeStatus, FinalStatus] = {
+    "timeout": FinalStatus.TIMEOUT,
+    "token_budget": FinalStatus.TOKEN_BUDGET_EXCEEDED,
+    "cost_budget": FinalStatus.COST_BUDGET_EXCEEDED,
+    "max_turns": FinalStatus.MAX_TURNS_EXHAUSTED,
+}
+
+
+STOPPED_EARLY: frozenset[OutcomeStatus] = frozenset({"max_tool_calls", "early_stop"})
+"""Agent outcomes of an agent ended on purpose whose row is graded as it stands."""
+
+
+def final_status(
+    agent_status: OutcomeStatus,
+    results: list[CriterionResult],
+    *,
+    graded: bool,
+    early: EarlyStopRecord | None = None,
+) -> FinalStatus:
+    """The row's status from the agent's outcome and the criteria's results.
+
+    An agent error is ``ERROR`` (no criteria ran), and so is a gating criterion that could not
+    evaluate (a judge without a verdict, a file it could not read); a gating criterion that
+    met a refusal makes it ``REFUSED``; a timeout or a spent token budget keeps its own failed
+    status even when criteria pass; without grading it is ``NOT_GRADED``. A row whose agent
+    a live verdict ended (``early``) passes when its armed criteria reach the gate threshold
+    (:func:`assay.criteria.live.armed_passed`), whatever the others say.
+    """
+    if agent_status == "error":
+        return FinalStatus.ERROR
+    if agent_status in _AGENT_STATUS:
+        return _AGENT_STATUS[agent_status]
+    if not graded:
+        return FinalStatus.NOT_GRADED
+    if any(r.gating and r.grader_failed for r in results):
+        return FinalStatus.ERROR
+    if any(r.gating and r.refused for r in results):
+        return FinalStatus.REFUSED
+    if agent_status == "early_stop" and early is not None:
+        scores = [(r.score, r.weight, not r.grader_failed) for r in results]
+        return FinalStatus.SUCCESS if armed_passed(early, scores) else FinalStatus.FAILURE
+    return FinalStatus.SUCCESS if passed(results) else FinalStatus.FAILURE
+
+
+def grading_message(status: FinalStatus, results: list[CriterionResult]) -> str | None:
+    """Why grading left the row ``ERROR`` or ``REFUSED`` (the first gating criterion that
+    did not grade), else ``None``."""
+    if status is FinalStatus.ERROR:
+        return next((r.error for r in results if r.gating and r.grader_failed), None)
+    if status is FinalStatus.REFUSED:
+        found = next((r for r in results if r.gating and r.refused), None)
+        return f"the model refused to answer ({found.criterion_type})" if found else None
+    return None

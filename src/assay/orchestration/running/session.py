@@ -1,0 +1,393 @@
+"""The life cycle of a run, new or resumed, up to its finished rows.
+
+A new run (:meth:`RunSession.start`): make the run directory → write ``plan.json``. A resumed
+run (:meth:`RunSession.resume`): rebuild the plan from ``plan.json`` with the recorded rows
+and store versions, and keep every row whose ``task.json`` is complete (with
+``retry_errors``, not those that ended ``ERROR``). Then :meth:`RunSession.execute` (or
+:func:`execute_session` from synchronous code): start the run's services
+(:func:`assay.orchestration.running.services.run_services`) → sanity-check the judges → run every
+pending work item (``task.json`` written as each row ends) → stop the services. Ctrl-C or
+SIGTERM ends the run with its finished rows; the reports are written by
+:mod:`assay.reports.session` from the :class:`SessionOutcome`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from assay.errors import UsageError
+from assay.orchestration.planning.datacheck import same_data
+from assay.orchestration.planning.plan import Plan, PlanOptions, WorkItem, build_plan
+from assay.orchestration.planning.resume_check import check_resume_options, check_same_tasks
+from assay.orchestration.running.executors import (
+    ExecutionContext,
+    ExecutorChoice,
+    PendingItems,
+    make_executor,
+)
+from assay.orchestration.running.progress import NoProgress, Progress
+from assay.orchestration.running.record import (
+    judge_uses,
+    plan_record,
+    plan_sources,
+    replayed_options,
+    save_built_tasks,
+    write_selection,
+)
+from assay.orchestration.running.rowfiles import unwritten
+from assay.orchestration.running.rundir import create_run_dir, item_dir, point_latest
+from assay.orchestration.running.runfiles import finished_mask, kept_results
+from assay.orchestration.running.runlock import RunLock, lock_run_dir
+from assay.orchestration.running.runner import RunOptions
+from assay.orchestration.running.services import ModelSettings
+from assay.orchestration.running.signals import stop_on_signals
+from assay.orchestration.running.stopping import Stopper, StoppingItems, write_stopping
+from assay.providers.pool import ProviderRegistry
+from assay.providers.pricing import PriceTable
+from assay.results.output import redacted_output
+from assay.results.plan_record import PLAN_FILE, PlanRecord, log_session, read_plan, write_plan
+from assay.results.selection_file import SELECTION_FILE
+from assay.results.task_result import EvaluationResult
+from assay.sandbox.process import pidfd_child_watcher
+
+Warn = Callable[[str], None]
+
+
+@dataclass
+class RunRequest:
+    """Everything running a plan needs besides the plan.
+
+    Attributes:
+        runs_root: the folder that receives ``<timestamp>/`` (``--run-dir``).
+        options: ``jobs``, stage, whether sandboxes are kept.
+        progress: told of every finished row and retried call (default: shows nothing).
+        junit_path: also write JUnit XML here.
+        command: the command line recorded in ``run.json``.
+        models: retries, timeout, response cache.
+        registry: the model providers (default: local, openai, anthropic, mock).
+        retry_errors: a resumed run runs its ``ERROR`` rows again.
+        rerun_changed: a resumed run runs again the rows whose dataset content changed
+            (:func:`assay.orchestration.planning.datacheck.same_data`), instead of refusing.
+        on_warning: called with each warning found while running (a judge that fails its
+            sanity check), as it is found; they are also recorded in ``run.json``.
+        stop_on_sigterm: SIGTERM, and SIGINT when the process started with it ignored (in
+            the background from a script or CI), stop the run like Ctrl-C
+            (:mod:`assay.orchestration.running.signals`; the command line sets it; a library leaves
+            the process's signals alone).
+        executor: which executor runs the rows (``local``, ``ray`` and its cluster) and the
+            run-wide limits of each model server.
+    """
+
+    runs_root: Path
+    options: RunOptions = field(default_factory=RunOptions)
+    progress: Progress = field(default_factory=NoProgress)
+    junit_path: Path | None = None
+    command: list[str] | None = None
+    models: ModelSettings = field(default_factory=ModelSettings)
+    registry: ProviderRegistry | None = None
+    retry_errors: bool = False
+    rerun_changed: bool = False
+    on_warning: Warn | None = None
+    stop_on_sigterm: bool = False
+    executor: ExecutorChoice = field(default_factory=ExecutorChoice)
+
+
+@dataclass
+class SessionOutcome:
+    """How one session of a run ended: whether it was interrupted, when, and how many rows
+    it finished (the reports read every finished row, kept and new, from the run folder;
+    ``unwritten`` are the rows whose files could not be written at all, reported from
+    memory)."""
+
+    interrupted: bool
+    ended: datetime
+    finished: int = 0
+    unwritten: list[EvaluationResult] = field(default_factory=list)
+
+
+@dataclass
+class RunSession:
+    """One invocation on a run directory: a new run, or a resumed one.
+
+    Attributes:
+        plan: the work to do.
+        record: its ``plan.json``.
+        run_dir: the run directory.
+        request: how to run it.
+        started: when this session started.
+        items: the plan's work items.
+        kept: ``1`` for each item finished before (a resumed run), not run again.
+        prices: the price table.
+    """
+
+    plan: Plan
+    record: PlanRecord
+    run_dir: Path
+    request: RunRequest
+    started: datetime
+    items: Sequence[WorkItem]
+    kept: bytearray
+    prices: PriceTable
+    unwritten: list[EvaluationResult] = field(default_factory=list)
+    lock: RunLock | None = None
+
+    @classmethod
+    def start(cls, plan: Plan, options: PlanOptions, request: RunRequest) -> RunSession:
+        """A new run of ``plan``: its directory (``runs_root/latest`` pointing at it) and
+        ``plan.json``."""
+        started = datetime.now()
+        run_dir = create_run_dir(request.runs_root, now=started)
+        lock = lock_run_dir(run_dir, command=request.command, on_warning=request.on_warning)
+        saved = save_built_tasks(run_dir, plan)
+        record = plan_record(plan, options, request.options, saved=saved,
+                             rows_file=SELECTION_FILE)  # fmt: skip
+        write_selection(run_dir, plan, redactor=plan.redactor)
+        write_plan(run_dir, record, redactor=plan.redactor)
+        items = plan.work_items()
+        return cls(plan, record, run_dir, request, started, items, bytearray(len(items)),
+                   options.prices, lock=lock)  # fmt: skip
+
+    @classmethod
+    def resume(
+        cls,
+        run_dir: Path,
+        request: RunRequest,
+        *,
+        prices: PriceTable | None = None,
+        store_url: str | None = None,
+        given: PlanOptions | None = None,
+    ) -> RunSession:
+        """The unfinished part of the run in ``run_dir``; ``request.options`` takes the
+        recorded stage (and keeps sandboxes when the run did).
+
+        Raises:
+            UsageError: ``run_dir`` has no ``plan.json``, or a store version's content
+                changed, or rows' content changed (without ``request.rerun_changed``).
+            UserError: a task file or dataset changed so that the recorded rows are gone.
+        UsageError: another process writes into ``run_dir`` (:func:`lock_run_dir`), or
+            ``given`` (the options passed to the resume) differs from the recorded ones
+            (:func:`check_resume_options`).
+        """
+        started = datetime.now()
+        if not (run_dir / PLAN_FILE).is_file():
+            raise UsageError(
+                f"{run_dir} has no {PLAN_FILE}: it is not a run directory assay can resume"
+            )
+        lock = lock_run_dir(run_dir, command=request.command, on_warning=request.on_warning)
+        try:
+            return cls._resumed(run_dir, request, started, lock, prices=prices,
+                                store_url=store_url, given=given)  # fmt: skip
+        except BaseException:
+            lock.release()
+            raise
+
+    @classmethod
+    def _resumed(
+        cls,
+        run_dir: Path,
+        request: RunRequest,
+        started: datetime,
+        lock: RunLock,
+        *,
+        prices: PriceTable | None,
+        store_url: str | None,
+        given: PlanOptions | None,
+    ) -> RunSession:
+        record = read_plan(run_dir)
+        if given is not None:
+            check_resume_options(run_dir, record.options, given)
+        options = replayed_options(
+            record,
+            prices=prices,
+            store_url=store_url,
+            criteria=given.criteria if given is not None else None,
+        )
+        plan = build_plan(plan_sources(record, criteria=options.criteria), options,
+                          request.registry)  # fmt: skip
+        _check_same_store_versions(plan, record)
+        _check_same_judges(plan, record)
+        check_same_tasks(plan, record.tasks)
+        request.options.stage = record.stage
+        request.options.keep_sandboxes = request.options.keep_sandboxes or record.keep_sandboxes
+        items = plan.work_items()
+        kept = finished_mask(run_dir, items, retry_errors=request.retry_errors)
+        drifted, record = same_data(run_dir, plan, record, kept_results(run_dir, items, kept),
+                                    rerun_changed=request.rerun_changed)  # fmt: skip
+        for position, item in enumerate(items):
+            if (item.row_task.suite_id, item.row_task.row_id) in drifted:
+                kept[position] = 0  # its content changed: it runs again
+        point_latest(run_dir.parent, run_dir)
+        return cls(plan, record, run_dir, request, started, items, kept, options.prices,
+                   lock=lock)  # fmt: skip
+
+    def release(self) -> None:
+        """Free the run folder's write lock (after the reports are written); idempotent."""
+        if self.lock is not None:
+            self.lock.release()
+
+    def pending(self) -> PendingItems:
+        """The work items this session runs: every one not kept (made when read)."""
+        return PendingItems(self.items, self.kept)
+
+    async def execute(self) -> SessionOutcome:
+        """Run every pending item inside the run's services (see the module docstring);
+        never raises for a row's own failure.
+
+        Raises:
+            ModelError, UserError: a model could not start (no row ran).
+        """
+        with (
+            stop_on_signals(enabled=self.request.stop_on_sigterm),
+            redacted_output(self.plan.redactor),  # progress lines, warnings, bridge errors
+        ):
+            try:
+                finished, interrupted = await self._run_rows()
+            except BaseException:
+                self.release()  # no reports follow: the folder is free again
+                raise
+        return self.finish(finished, interrupted=interrupted)
+
+    async def _run_rows(self) -> tuple[int, bool]:
+        request, items = self.request, self.pending()
+        stopper = Stopper.of(self.plan, self.items, self.kept)
+        if stopper is not None:
+            stopper.replay(kept_results(self.run_dir, self.items, self.kept))
+            items = StoppingItems(items.items, items.kept, stopper)
+        log_session(self.run_dir, "start", self.started, redactor=self.plan.redactor)
+        executor = make_executor(request.executor)
+        context = ExecutionContext(
+            plan=self.plan, run_dir=self.run_dir, options=request.options,
+            models=request.models, prices=self.prices, registry=request.registry,
+            progress=request.progress, already_done=sum(self.kept),
+            on_warning=request.on_warning, limits=request.executor.limits,
+        )  # fmt: skip
+        finished = 0
+
+        def done(result: EvaluationResult) -> None:  # its files are written: nothing kept
+            nonlocal finished
+            finished += 1
+            if result.error_message and unwritten(result, self._directory(result)):
+                self.unwritten.append(result)
+            request.progress.advance(result)
+            if stopper is not None:
+                stopper.observe(result)
+
+        with pidfd_child_watcher():
+            execution = await executor.execute(context, items, done)
+        if stopper is not None:
+            write_stopping(self.run_dir, stopper)
+        self.plan.warnings.extend(execution.warnings)
+        return finished, execution.interrupted
+
+    def _directory(self, result: EvaluationResult) -> Path:
+        return item_dir(self.run_dir, variant_id=result.variant_id, task_id=result.task_id,
+                        suite_id=result.suite_id, row_id=result.row_id,
+                        replicate=result.replicate_index)  # fmt: skip
+
+    def finish(self, finished: int, *, interrupted: bool) -> SessionOutcome:
+        """End the session: log it (the reports read every row whose ``task.json`` reached
+        the disk, kept and new)."""
+        ended = datetime.now()
+        log_session(self.run_dir, "end", ended, redactor=self.plan.redactor)
+        return SessionOutcome(interrupted, ended, finished, self.unwritten)
+
+
+def execute_session(session: RunSession) -> SessionOutcome:
+    """:meth:`RunSession.execute` from synchronous code (its own event loop); Ctrl-C ends
+    the session with its finished rows.
+
+    Raises:
+        ModelError, UserError: as :meth:`RunSession.execute`.
+    """
+    try:
+        return asyncio.run(session.execute())
+    except KeyboardInterrupt:
+        return session.finish(0, interrupted=True)
+
+
+def _check_same_judges(plan: Plan, record: PlanRecord) -> None:
+    """A resumed run must grade with the judges it started with.
+
+    Raises:
+        UsageError: a judge's content hash differs (a judge file edited since).
+    """
+    now = judge_uses(plan)
+    for task_id, uses in record.judges.items():
+        current = {use.position: use for use in now.get(task_id, [])}
+        for use in uses:
+            found = current.get(use.position)
+            if found is not None and found.content_hash != use.content_hash:
+                raise UsageError(
+                    f"judge {use.name} ({use.source}) of task {task_id} has content hash "
+                    f"{found.content_hash[:12]} now, but the run started with "
+                    f"{use.content_hash[:12]}: its rows would be graded by two judges",
+                    hint="restore the judge as it was, or start a new run",
+                )
+
+
+def _check_same_store_versions(plan: Plan, record: PlanRecord) -> None:
+    """A resumed run must read the store versions it started with, with the same content.
+
+    Raises:
+        UsageError: a version's content hash differs (another store, or a rewritten one).
+    """
+    recorded = {t.task_id: t.dataset for t in record.tasks if t.dataset is not None}
+    for planned in plan.tasks:
+        before = recorded.get(planned.loaded.definition.task_id)
+        now = planned.expansion.dataset_record
+        if before is None or now is None or before.store is None:
+            continue
+        if before.content_hash != now.content_hash:
+            raise UsageError(
+                f"store dataset {before.store}@{before.version} has content hash "
+                f"{now.content_hash} here, but the run recorded {before.content_hash}",
+                hint="resume with the store the run used (--store URL or $ASSAY_STORE)",
+            )
+
+
+def check_outputs(runs_root: Path, junit: Path | None) -> None:
+    """Refuse output paths that cannot be written, before any row runs.
+
+    Both are written by creating a file in their folder and renaming it, so each folder is
+    probed with a temporary file.
+
+    Raises:
+        UsageError: ``--run-dir`` is a file, cannot be created or is not writable;
+            ``--junit-xml`` is a directory, or its folder cannot be created or written.
+    """
+    if runs_root.exists() and not runs_root.is_dir():
+        raise UsageError(f"--run-dir {runs_root} is a file, not a folder")
+    try:
+        runs_root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"--run-dir {runs_root} cannot be created: {exc.strerror}") from None
+    _probe(runs_root, f"--run-dir {runs_root}")
+    if junit is None:
+        return
+    if junit.is_dir():
+        raise UsageError(f"--junit-xml {junit} is a folder; give a file name")
+    try:
+        junit.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"--junit-xml {junit}: its folder cannot be created: "
+                         f"{exc.strerror}") from None  # fmt: skip
+    _probe(junit.parent, f"--junit-xml {junit}")
+
+
+def _probe(folder: Path, what: str) -> None:
+    """Create and delete a temporary file in ``folder``.
+
+    Raises:
+        UsageError: the folder cannot be written.
+    """
+    import tempfile
+
+    try:
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".assay-probe-"):
+            pass
+    except OSError as exc:
+        raise UsageError(f"{what}: cannot write in {folder}: {exc.strerror or exc}") from None

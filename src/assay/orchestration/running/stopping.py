@@ -1,0 +1,195 @@
+"""``experiment.stop``: run rows in a seeded random order, both variants of a row together,
+and stop scheduling rows once the anytime-valid test of the paired difference is decided
+(:mod:`assay.metrics.sequential`).
+
+:class:`Stopper` orders the pending work items (row by row, each row's items of both
+variants and every replicate together, rows shuffled with the rule's seed), hears every
+finished item, turns each row whose items have all finished into one paired difference (the
+second variant's pass fraction minus the first's; a row that graded in neither is left out)
+and feeds it to the test. Once decided, no new item starts; the items already running finish.
+``stopping.json`` records the decision, the rows and calls spent, and what the fixed design
+(every planned row) would have spent; the reports read it (:func:`read_stopping`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from assay.metrics.sequential import SequentialTest
+from assay.orchestration.planning.plan import Plan, WorkItem, WorkItems
+from assay.orchestration.running.executors.base import PendingItems
+from assay.results.task_result import EvaluationResult
+from assay.spec.experiment import StopRule
+
+STOPPING_FILE = "stopping.json"
+
+
+@dataclass
+class Stopper:
+    """The stopping rule of one run (module docstring)."""
+
+    rule: StopRule
+    variants: tuple[str, str]
+    order: list[list[int]]
+    """Per row, in the shuffled order: its pending item indexes (both variants)."""
+    expected: dict[tuple[str, str], int]
+    """``(suite, row)`` → the items of the row (both variants, every replicate)."""
+    planned_items: int
+    test: SequentialTest
+    seen: dict[tuple[str, str], list[EvaluationResult]] = field(
+        default_factory=lambda: defaultdict(list))  # fmt: skip
+    scheduled: int = 0
+    finished: int = 0
+    calls: int = 0
+    rows_scheduled: int = 0
+    rank: dict[tuple[str, str], int] = field(default_factory=dict)
+    """``(suite, row)`` → its position in the shuffled order (for :meth:`replay`)."""
+
+    @classmethod
+    def of(cls, plan: Plan, items: Sequence[WorkItem], kept: bytearray) -> Stopper | None:
+        """The stopper of ``plan`` when its experiment has a ``stop`` rule, else ``None``."""
+        experiment = plan.experiment
+        if experiment is None or experiment.stop is None or len(plan.variants) != 2:
+            return None
+        if not isinstance(items, WorkItems):
+            return None
+        rule = experiment.stop
+        rows: dict[tuple[int, int], list[int]] = defaultdict(list)
+        expected: dict[tuple[str, str], int] = {}
+        for block, (planned, _, repeats) in enumerate(items.blocks):
+            task_number = plan.tasks.index(planned)
+            for row in range(len(planned.expansion.row_tasks)):
+                start = items._starts[block] + row * repeats
+                indexes = [i for i in range(start, start + repeats) if not kept[i]]
+                rows[(task_number, row)].extend(indexes)
+                row_task = planned.expansion.row_tasks[row]
+                key = (planned.loaded.definition.task_id, row_task.row_id or "")
+                expected[key] = expected.get(key, 0) + repeats
+        keys = sorted(rows)
+        shuffled = [keys[i] for i in np.random.default_rng(rule.seed).permutation(len(keys))]
+        order = [rows[k] for k in shuffled if rows[k]]
+        variants = (plan.variants[0], plan.variants[1])
+        names = {(t, r): _row_key(plan, t, r) for t, r in keys}
+        stopper = cls(rule, variants, order, expected, len(items),
+                      SequentialTest(alpha=rule.alpha, delta=rule.delta))  # fmt: skip
+        stopper.rank = {names[key]: position for position, key in enumerate(shuffled)}
+        return stopper
+
+    def replay(self, results: Iterable[EvaluationResult]) -> None:
+        """Hear the items a resumed run finished before, row by row in the rule's shuffled
+        order, so the test goes on from where the run left it (a run that was decided stays
+        decided, and no new row starts)."""
+        ordered = sorted(
+            results, key=lambda r: self.rank.get((r.suite_id or "", r.row_id or ""), 0)
+        )
+        rows = {(r.suite_id, r.row_id) for r in ordered}
+        self.rows_scheduled += len(rows)
+        self.scheduled += len(ordered)
+        for result in ordered:
+            self.observe(result)
+
+    def indexes(self) -> Iterator[int]:
+        """The pending items' indexes row by row, until the test is decided."""
+        for row in self.order:
+            if self.test.decision is not None:
+                return
+            self.rows_scheduled += 1
+            for index in row:
+                self.scheduled += 1
+                yield index
+
+    def observe(self, result: EvaluationResult) -> None:
+        """Hear one finished item; a row whose items have all finished updates the test."""
+        self.finished += 1
+        self.calls += result.agent.model_calls
+        if result.suite_id is None or result.row_id is None:
+            return
+        key = (result.suite_id, result.row_id)
+        self.seen[key].append(result)
+        if len(self.seen[key]) < self.expected.get(key, 0):
+            return
+        fractions = []
+        for variant in self.variants:
+            graded = [r for r in self.seen[key] if r.variant_id == variant
+                      and r.final_status.graded]  # fmt: skip
+            if not graded:
+                return  # this row says nothing about the difference
+            passed = sum(r.final_status.category == "passed" for r in graded)
+            fractions.append(passed / len(graded))
+        del self.seen[key]
+        self.test.add(fractions[1] - fractions[0])
+
+    def record(self) -> dict[str, Any]:
+        """The ``stopping.json`` document."""
+        state = self.test.state()
+        return {
+            "schema_version": 1,
+            "rule": self.rule.model_dump(mode="json"),
+            "variant_a": self.variants[0],
+            "variant_b": self.variants[1],
+            "decision": state.decision,
+            "stopped": state.decision != "undecided",
+            "reason": state.reason,
+            "rows_decided": state.rows,
+            "rows_scheduled": self.rows_scheduled,
+            "items_scheduled": self.scheduled,
+            "items_finished": self.finished,
+            "model_calls": self.calls,
+            "rows_planned": len(self.order),
+            "items_planned": self.planned_items,
+            "low": None if np.isnan(state.low) else state.low,
+            "high": None if np.isnan(state.high) else state.high,
+        }
+
+
+@dataclass(frozen=True)
+class StoppingItems(PendingItems):
+    """:class:`PendingItems` in the stopper's order, ending once it has decided (the local
+    executor reads them one at a time; the Ray executor lists them up front and so runs
+    every row)."""
+
+    stopper: Stopper | None = None
+
+    def __len__(self) -> int:
+        assert self.stopper is not None
+        return sum(len(row) for row in self.stopper.order)
+
+    def indexes(self) -> Iterator[int]:
+        """The stopper's order (see :meth:`Stopper.indexes`)."""
+        assert self.stopper is not None
+        return self.stopper.indexes()
+
+
+def _row_key(plan: Plan, task: int, row: int) -> tuple[str, str]:
+    """``(task_id, row_id)`` of row ``row`` of the plan's task ``task``."""
+    planned = plan.tasks[task]
+    return planned.loaded.definition.task_id, planned.expansion.row_tasks[row].row_id or ""
+
+
+def write_stopping(run_dir: Path, stopper: Stopper) -> None:
+    """Write ``stopping.json`` into the run folder."""
+    text = json.dumps(stopper.record(), indent=2, allow_nan=False) + "\n"
+    (run_dir / STOPPING_FILE).write_text(text, encoding="utf-8")
+
+
+def read_stopping(run_dir: Path) -> dict[str, Any] | None:
+    """The run's ``stopping.json``, or ``None`` for a run that did not use a stop rule."""
+    path = run_dir / STOPPING_FILE
+    if not path.is_file():
+        return None
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return data
+
+
+def planned_unless_stopped(run_dir: Path, planned: dict[str, int]) -> dict[str, int]:
+    """The planned items per suite, or none when the run stopped when decided (the rows it
+    did not schedule are not missing: the rule decided without them)."""
+    found = read_stopping(run_dir)
+    return {} if found is not None and found.get("stopped") else planned

@@ -1,0 +1,145 @@
+"""Dialog mode with the real coding-agent CLIs, Claude Code and Codex (issue 30 item 1): a
+``mock/`` simulated user and a ``mock/`` agent script through the bridge, over three
+exchanges, the CLI resuming its own session each turn (its later answers need the earlier
+turns in the request it sends)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.agents.coding import claude_available, codex_path, row_file, run_assay, task_json
+from tests.helpers import write
+
+pytestmark = pytest.mark.coding_agent
+
+# Each later rule searches the whole request: it matches only when the CLI sent the earlier
+# exchanges, which only a resumed session holds.
+AGENT = """\
+replies:
+  - match: "(?s)write the greeting.*Anything else.*second line.*Appended.*what does it say"
+    search: request
+    steps:
+      - tool: Read
+        input: {file_path: "${sandbox}/hello.txt"}
+      - reply: "It says hello, then world."
+  - match: "(?s)write the greeting.*Anything else.*second line"
+    search: request
+    steps:
+      - tool: Bash
+        input: {command: "echo world >> hello.txt", description: append}
+      - reply: "Appended world."
+  - match: "write the greeting"
+    steps:
+      - tool: Write
+        input: {file_path: "${sandbox}/hello.txt", content: "hello\\n"}
+      - reply: "I wrote hello.txt. Anything else?"
+default: "I do not remember what we did."
+"""
+
+USER = """\
+replies:
+  - match: "Anything else"
+    reply: "Yes: add a second line saying world."
+  - match: "Appended"
+    reply: "Good. Now, what does it say?"
+  - match: "hello, then world"
+    reply: "Perfect. <<<END>>>"
+default: "You forgot what we did."
+"""
+
+TASK = """\
+task_id: greet
+description: write a greeting file
+initial_prompt: "Please write the greeting into hello.txt"
+agent: {type: claude-code, model: mock/agent.yaml, allowed_tools: [Write, Bash, Read]}
+run_limits: {task_timeout: 120}
+simulation:
+  enabled: true
+  goal: a file with two lines, and to know what it says
+  model: mock/user.yaml
+success_criteria:
+  - type: file_contains
+    path: hello.txt
+    includes: ["hello", "world"]
+  - type: response_match
+    expected: "hello, then world"
+    match: contains
+  - type: command_executed
+    command_pattern: "echo world"
+"""
+
+
+def test_claude_code_resumes_its_session_across_three_exchanges(tmp_path: Path) -> None:
+    claude_available()
+    write(tmp_path / "agent.yaml", AGENT)
+    write(tmp_path / "user.yaml", USER)
+    write(tmp_path / "task.yaml", TASK)
+    done = run_assay("run", "task.yaml", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr + row_file(tmp_path, "greet", ".", "task.log")
+    record = task_json(tmp_path, "greet", ".")
+    simulation = record["simulation"]
+    assert simulation["stop_reason"] == "stop_token"
+    assert [(t["role"], t["text"]) for t in simulation["turns"]] == [
+        ("user", "Please write the greeting into hello.txt"),
+        ("agent", "I wrote hello.txt. Anything else?"),
+        ("user", "Yes: add a second line saying world."),
+        ("agent", "Appended world."),
+        ("user", "Good. Now, what does it say?"),
+        ("agent", "It says hello, then world."),
+        ("user", "Perfect. <<<END>>>"),
+    ]
+    assert all(t["status"] == "completed" for t in simulation["turns"] if t["role"] == "agent")
+    assert record["final_status"] == "SUCCESS"
+    summary = record["transcript"]
+    assert summary["tool_calls_by_name"] == {"Write": 1, "Bash": 1, "Read": 1}
+    assert summary["model_calls"] == 6 and record["agent"]["model_calls"] == 6
+    assert summary["files_changed"] == ["hello.txt"]
+    assert summary["cli"]["session_id"]  # the session every turn continued
+    log = row_file(tmp_path, "greet", ".", "task.log")
+    assert "dialog: 3 exchange(s), stopped by stop_token" in log
+
+
+CODEX_AGENT = """\
+replies:
+  - match: "(?s)write the greeting.*Anything else.*second line.*Appended.*what does it say"
+    search: request
+    steps:
+      - tool: exec_command
+        input: {cmd: "cat hello.txt"}
+      - reply: "It says hello, then world."
+  - match: "(?s)write the greeting.*Anything else.*second line"
+    search: request
+    steps:
+      - tool: exec_command
+        input: {cmd: "echo world >> hello.txt"}
+      - reply: "Appended world."
+  - match: "write the greeting"
+    steps:
+      - tool: exec_command
+        input: {cmd: "echo hello > hello.txt"}
+      - reply: "I wrote hello.txt. Anything else?"
+default: "I do not remember what we did."
+"""
+
+
+def test_codex_resumes_its_session_across_three_exchanges(tmp_path: Path) -> None:
+    write(tmp_path / "agent.yaml", CODEX_AGENT)
+    write(tmp_path / "user.yaml", USER)
+    claude = "{type: claude-code, model: mock/agent.yaml, allowed_tools: [Write, Bash, Read]}"
+    task = TASK.replace(claude, "{type: codex, model: mock/agent.yaml}")
+    write(tmp_path / "task.yaml", task)
+    done = run_assay("run", "task.yaml", cwd=tmp_path, env={"PATH": codex_path()})
+    assert done.returncode == 0, done.stderr + row_file(tmp_path, "greet", ".", "task.log")
+    record = task_json(tmp_path, "greet", ".")
+    simulation = record["simulation"]
+    assert simulation["stop_reason"] == "stop_token"
+    assert [t["text"] for t in simulation["turns"] if t["role"] == "agent"] == [
+        "I wrote hello.txt. Anything else?",
+        "Appended world.",
+        "It says hello, then world.",
+    ]
+    assert record["final_status"] == "SUCCESS"
+    assert record["transcript"]["commands"] == 3 and record["agent"]["model_calls"] == 6
+    assert record["transcript"]["cli"]["session_id"]  # the thread every turn continued

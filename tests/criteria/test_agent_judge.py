@@ -1,0 +1,170 @@
+"""``agent_judge`` with the real Claude Code CLI as the judge, its model a ``mock/`` script
+answered through the model bridge, and its verdict submitted with assay's MCP verdict tool.
+
+The row's agent is a ``command`` that leaves files; the judge explores a copy of the
+sandbox. A verdict becomes the score; a judge that never submits, submits an invalid
+verdict or runs out of ``turn_timeout`` is a ``judge_error`` (not graded, the row ``ERROR``,
+counted apart in suite.json), never a 0; what the judge writes never reaches the row's files.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.agents.coding import claude_available, run_assay
+from tests.helpers import write
+
+pytestmark = pytest.mark.coding_agent
+
+SCRIPT = """\
+replies:
+  - match: "RUBRIC-READS"
+    steps:
+      - tool: Read
+        input: {file_path: "${sandbox}/answer.txt"}
+      - tool: mcp__assay_judge__submit_verdict
+        input: {score: 0.8, rationale: "answer.txt holds the answer", findings: ["says 42"]}
+      - reply: "done"
+  - match: "RUBRIC-REFERENCE"
+    steps:
+      - tool: Read
+        input: {file_path: "${sandbox}/_reference/solution.txt"}
+      - tool: mcp__assay_judge__submit_verdict
+        input: {score: 1, rationale: "matches the reference", findings: []}
+      - reply: "done"
+  - match: "RUBRIC-SILENT"
+    steps:
+      - tool: Read
+        input: {file_path: "${sandbox}/answer.txt"}
+      - reply: "I looked and have nothing to add"
+  - match: "RUBRIC-WRITES"
+    steps:
+      - tool: Bash
+        input: {command: "echo vandal > answer.txt; rm -f keep.txt; touch judge-was-here.txt;
+                          touch OUTSIDE/escaped.txt", description: write}
+      - tool: mcp__assay_judge__submit_verdict
+        input: {score: 0.25, rationale: "I changed the files", findings: ["wrote"]}
+      - reply: "done"
+  - match: "RUBRIC-OUT-OF-RANGE"
+    steps:
+      - tool: mcp__assay_judge__submit_verdict
+        input: {score: 7, rationale: "too high"}
+      - reply: "done"
+  - match: "RUBRIC-LOOP"
+    steps:
+      - {tool: Read, input: {file_path: "${sandbox}/answer.txt"}}
+      - {tool: Read, input: {file_path: "${sandbox}/keep.txt"}}
+      - {tool: Read, input: {file_path: "${sandbox}/answer.txt"}}
+      - {tool: Read, input: {file_path: "${sandbox}/keep.txt"}}
+      - {tool: Read, input: {file_path: "${sandbox}/answer.txt"}}
+      - tool: mcp__assay_judge__submit_verdict
+        input: {score: 0.5, rationale: "too late", findings: []}
+      - reply: "done"
+  - match: "RUBRIC-SLOW"
+    reply: "too late"
+    delay: 60
+"""
+
+TASK = """\
+task_id: judged
+description: a command agent judged by a coding agent
+initial_prompt: write the answer
+agent:
+  type: command
+  command: "printf 42 > answer.txt; printf keep > keep.txt"
+sandbox: {sandbox}
+reference: {{directory: ref}}
+dataset:
+  rows:
+    - {{id: reads, rubric: RUBRIC-READS}}
+    - {{id: reference, rubric: RUBRIC-REFERENCE}}
+    - {{id: silent, rubric: RUBRIC-SILENT}}
+    - {{id: writes, rubric: RUBRIC-WRITES}}
+    - {{id: range, rubric: RUBRIC-OUT-OF-RANGE}}
+    - {{id: slow, rubric: RUBRIC-SLOW}}
+    - {{id: loop, rubric: RUBRIC-LOOP}}
+run_limits: {{task_timeout: 200}}
+success_criteria:
+  - type: agent_judge
+    description: a coding agent judges the answer
+    prompt: "${{row.rubric}}: is the answer in answer.txt right?"
+    turn_timeout: {timeout}
+    max_turns: 4
+    agent:
+      model: mock/judge.yaml
+      allowed_tools: [Read, Bash]
+  - type: file_contains
+    description: the row's own files
+    path: answer.txt
+    includes: ["42"]
+"""
+
+
+def _rows(run: Path) -> dict[str, dict[str, Any]]:
+    found = {}
+    for path in sorted(run.glob("default/judged/*/00/task.json")):
+        found[path.parent.parent.name] = json.loads(path.read_text())
+    return found
+
+
+@pytest.mark.parametrize("sandbox", ["{driver: tempdir}", "{driver: bwrap}"])
+def test_a_coding_agent_judges_a_copy_of_the_sandbox(tmp_path: Path, sandbox: str) -> None:
+    claude_available()
+    write(tmp_path / "judge.yaml", SCRIPT.replace("OUTSIDE", str(tmp_path)))
+    write(tmp_path / "ref" / "solution.txt", "42")
+    write(tmp_path / "t.yaml", TASK.format(sandbox=sandbox, timeout=20))
+    done = run_assay("run", "t.yaml", "--keep-sandboxes", cwd=tmp_path, timeout=600)
+    assert done.returncode == 1, done.stdout + done.stderr
+    rows = _rows(tmp_path / "runs" / "latest")
+    assert set(rows) == {"reads", "reference", "silent", "writes", "range", "slow", "loop"}
+
+    judged = rows["reads"]["success_criteria_results"][0]
+    assert judged["evaluation_status"] == "evaluated", judged
+    assert judged["score"] == 0.8
+    assert judged["details"] == "verdict 0.8: answer.txt holds the answer (1 finding(s))"
+    assert judged["findings"] == ["says 42"]
+    assert judged["judge"]["name"] == "agent_judge"
+    assert judged["judge"]["model"] == "mock/judge.yaml"
+    assert judged["judge_tokens"] > 0
+    assert rows["reads"]["final_status"] == "SUCCESS"
+    assert rows["reference"]["success_criteria_results"][0]["score"] == 1.0
+
+    for row_id, message in [
+        ("silent", "judge_error: Judge did not call submit_verdict"),
+        ("range", "judge_error: the judge's submit_verdict call was not accepted: Invalid: "
+                  "score field must be between 0 and 1, got 7. Retry."),
+        ("slow", "judge_error: Judge did not call submit_verdict (the judge agent was stopped "
+                 "at turn_timeout:"),
+        ("loop", "judge_error: Judge did not call submit_verdict (the judge agent reached "
+                 "max_turns:"),
+    ]:  # fmt: skip
+        result = rows[row_id]["success_criteria_results"][0]
+        assert result["evaluation_status"] == "error", result
+        assert result["error"].startswith(message), result["error"]
+        assert result["score"] == 0.0
+        assert rows[row_id]["final_status"] == "ERROR"
+        assert rows[row_id]["weighted_score"] is None
+        assert rows[row_id]["success_criteria_results"][1]["score"] == 1.0  # still graded
+
+    written = rows["writes"]["success_criteria_results"]
+    assert written[0]["score"] == 0.25
+    assert written[1]["score"] == 1.0
+    kept = tmp_path / "runs" / "latest" / "default" / "judged" / "writes" / "00" / "sandbox"
+    assert (kept / "answer.txt").read_text() == "42"
+    assert (kept / "keep.txt").read_text() == "keep"
+    assert not (kept / "judge-was-here.txt").exists()
+    assert not (kept / "_reference").exists()
+    # contained as the row was: a bwrap row's judge cannot write outside its copy
+    assert (tmp_path / "escaped.txt").exists() == ("tempdir" in sandbox)
+
+    suite = json.loads((tmp_path / "runs" / "latest" / "default" / "judged" / "suite.json")
+                       .read_text())  # fmt: skip
+    aggregate = next(a for a in suite["criterion_aggregates"]
+                     if a["criterion_type"] == "agent_judge")  # fmt: skip
+    assert aggregate["metrics"]["count"] == 3  # the four judge errors left out, counted apart
+    assert aggregate["details"]["judge_errors"] == 4
+    assert aggregate["metrics"]["mean"] == pytest.approx((0.8 + 1.0 + 0.25) / 3)

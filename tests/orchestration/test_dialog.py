@@ -1,0 +1,491 @@
+"""Dialog mode (``simulation:``, issue 30 item 1) with an ``llm`` agent: a ``mock/`` script
+plays the simulated user, another the agent. Each of Coder Eval's stop reasons, their order
+when two hold at once, the dialog in ``task.json``, ``trace.json`` and the transcript, the
+agent's message history, ``n_trials`` as replicates, judges that see the dialog, and the
+task files that are refused at load with what to fix."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import assay
+from assay.errors import TaskFileError
+from assay.orchestration.loading.task_loader import load_task
+from assay.results.transcript_otlp import from_trace
+from tests.helpers import write
+
+# The agent answers the user's latest message; its second answer needs the first exchange in
+# its history (``search: request`` reads every message it was sent).
+AGENT = """\
+replies:
+  - match: "also multiply"
+    reply: "Added: def mul(a, b): return a * b"
+  - match: "calculator"
+    reply: "Which operations do you need?"
+  - match: "(?s)I need a calculator.*Which operations.*add and subtract"
+    search: request
+    reply: "Here it is: def add(a, b): return a + b"
+default: "Could you say more?"
+"""
+
+# The simulated user answers the agent's latest message; it opens the dialog when the task
+# has no initial_prompt.
+USER = """\
+replies:
+  - match: "conversation starts"
+    reply: "I need a calculator."
+  - match: "Which operations"
+    reply: "Just add and subtract, please."
+  - match: "Here it is"
+    reply: "{after_add}"
+  - match: "Added"
+    reply: "Thanks. <<<END>>>"
+default: "Go on."
+"""
+
+TASK = """\
+task_id: calc
+description: write a small calculator
+agent: {{type: llm, model: mock/agent.yaml}}
+{extra}simulation:
+  enabled: true
+  persona: a busy developer
+  goal: a calculator that adds
+  constraints: [answer in one sentence]
+  model: mock/user.yaml
+{simulation}success_criteria:
+  - type: response_match
+    description: the last answer defines add
+    expected: "def add"
+    match: contains
+"""
+
+
+def run(tmp_path: Path, *, simulation: str = "", extra: str = "",
+        after_add: str = "Thanks, that works. <<<END>>>", user: str | None = None,
+        **options: Any) -> assay.RunResult:  # fmt: skip
+    write(tmp_path / "agent.yaml", AGENT)
+    write(tmp_path / "user.yaml", user or USER.format(after_add=after_add))
+    task = write(tmp_path / "task.yaml", TASK.format(extra=extra, simulation=simulation))
+    return assay.run([str(task)], run_dir=str(tmp_path / "runs"), **options)
+
+
+def row(result: assay.RunResult, replicate: int = 0) -> dict[str, Any]:
+    path = result.run_dir / "default" / "calc" / f"{replicate:02d}" / "task.json"
+    data: dict[str, Any] = json.loads(path.read_text())
+    return data
+
+
+def said(record: dict[str, Any]) -> list[tuple[int, str, str]]:
+    return [(t["exchange"], t["role"], t["text"]) for t in record["simulation"]["turns"]]
+
+
+def test_the_simulated_user_opens_and_ends_the_dialog_with_its_stop_token(
+    tmp_path: Path,
+) -> None:
+    record = row(run(tmp_path))
+    assert record["final_status"] == "SUCCESS"
+    simulation = record["simulation"]
+    assert simulation["stop_reason"] == "stop_token"
+    assert said(record) == [
+        (1, "user", "I need a calculator."),
+        (1, "agent", "Which operations do you need?"),
+        (2, "user", "Just add and subtract, please."),
+        (2, "agent", "Here it is: def add(a, b): return a + b"),  # its history was sent
+        (3, "user", "Thanks, that works. <<<END>>>"),
+    ]
+    turns = simulation["turns"]
+    assert [t["simulated"] for t in turns] == [True, False, True, False, True]
+    assert [t["stop_requested"] for t in turns] == [False, False, False, False, True]
+    # mock tokens are words: the agent's second call was sent the whole conversation
+    assert (turns[1]["input_tokens"], turns[1]["output_tokens"]) == (4, 5)
+    assert (turns[3]["input_tokens"], turns[3]["output_tokens"]) == (4 + 5 + 5, 10)
+    assert simulation["total_turns"] == 2 and simulation["simulator_failures"] == 0
+    assert simulation["simulator_model"] == "mock/user.yaml"
+    user_tokens = sum(t["input_tokens"] + t["output_tokens"] for t in turns if t["role"] == "user")
+    assert user_tokens == simulation["simulator_input_tokens"] + simulation[
+        "simulator_output_tokens"]  # fmt: skip
+    assert simulation["dialog_tokens"] == user_tokens + 4 + 5 + 14 + 10
+    assert record["total_token_usage"]["total_tokens"] == 4 + 5 + 14 + 10  # the agent's alone
+    assert record["agent"]["model_calls"] == 2
+
+
+def test_the_simulated_users_cost_comes_from_the_price_table_and_stays_apart(
+    tmp_path: Path,
+) -> None:
+    assert row(run(tmp_path / "free"))["simulation"]["simulator_cost_usd"] == 0.0  # mock/*
+    prices = write(tmp_path / "prices.yaml", "mock/user.yaml: {input_per_mtok: 1000000, "
+                   "output_per_mtok: 2000000}\n")  # fmt: skip
+    record = row(run(tmp_path, prices=str(prices)))
+    simulation = record["simulation"]
+    assert simulation["simulator_cost_usd"] == pytest.approx(
+        simulation["simulator_input_tokens"] + 2 * simulation["simulator_output_tokens"]
+    )
+    assert record["cost_usd"] == 0.0  # the agent's own (mock/*: free), without the user's
+
+
+def test_the_dialog_is_in_the_transcript_and_comes_back_from_the_trace(tmp_path: Path) -> None:
+    result = run(tmp_path)
+    record = row(result)
+    assert record["transcript"]["last_lines"] == [
+        "user: I need a calculator.",
+        "model mock/agent.yaml: 4 in / 5 out $0.000000 → stop",
+        "final answer: Which operations do you need?",
+        "user: Just add and subtract, please.",
+        "model mock/agent.yaml: 14 in / 10 out $0.000000 → stop",
+        "final answer: Here it is: def add(a, b): return a + b",
+        "user: Thanks, that works. <<<END>>>",
+    ]
+    trace = json.loads((result.run_dir / "default" / "calc" / "00" / "trace.json").read_text())
+    transcript = from_trace(trace)
+    assert transcript is not None
+    kinds = [(e.kind, e.name, e.text) for e in transcript.events if e.kind in ("user", "final")]
+    assert kinds == [
+        ("user", "simulated", "I need a calculator."),
+        ("final", "", "Which operations do you need?"),
+        ("user", "simulated", "Just add and subtract, please."),
+        ("final", "", "Here it is: def add(a, b): return a + b"),
+        ("user", "simulated", "Thanks, that works. <<<END>>>"),
+    ]
+    assert transcript.final == "Here it is: def add(a, b): return a + b"
+    assert transcript.model_calls == 2
+
+
+def test_initial_prompt_opens_the_dialog_and_the_simulator_speaks_from_turn_two(
+    tmp_path: Path,
+) -> None:
+    record = row(run(tmp_path, extra="initial_prompt: I need a calculator.\n"))
+    assert said(record)[:2] == [(1, "user", "I need a calculator."),
+                                (1, "agent", "Which operations do you need?")]  # fmt: skip
+    first = record["simulation"]["turns"][0]
+    assert first["simulated"] is False and first["input_tokens"] is None
+    assert record["simulation"]["stop_reason"] == "stop_token"
+
+
+def test_max_turns_ends_a_dialog_the_user_never_ends(tmp_path: Path) -> None:
+    record = row(run(tmp_path, simulation="  max_turns: 3\n",
+                     after_add="Great, can it also multiply?"))  # fmt: skip
+    assert record["simulation"]["stop_reason"] == "max_turns"
+    assert record["simulation"]["total_turns"] == 3
+    assert said(record)[-2:] == [(3, "user", "Great, can it also multiply?"),
+                                 (3, "agent", "Added: def mul(a, b): return a * b")]  # fmt: skip
+    # graded on the last answer, which no longer defines add
+    assert record["final_status"] == "FAILURE"
+    assert record["simulation"]["turns"][-1]["role"] == "agent"  # the user was not asked again
+
+
+def test_criteria_that_pass_end_the_dialog_when_asked_to(tmp_path: Path) -> None:
+    simulation = ("  stop_on_criteria_pass: true\n  check_criteria: every_turn\n"
+                  "  max_turns: 5\n")  # fmt: skip
+    record = row(run(tmp_path, simulation=simulation, after_add="Great, can it also multiply?"))
+    assert record["simulation"]["stop_reason"] == "criteria_passed"
+    assert record["final_status"] == "SUCCESS"
+    agent_turns = [t for t in record["simulation"]["turns"] if t["role"] == "agent"]
+    assert [t["criteria_passed"] for t in agent_turns] == [False, True]
+    assert record["simulation"]["total_turns"] == 2
+
+
+def test_criteria_checked_every_turn_without_stopping_only_mark_the_turns(
+    tmp_path: Path,
+) -> None:
+    simulation = "  check_criteria: both\n  max_turns: 3\n"
+    record = row(run(tmp_path, simulation=simulation, after_add="Great, can it also multiply?"))
+    assert record["simulation"]["stop_reason"] == "max_turns"
+    agent_turns = [t for t in record["simulation"]["turns"] if t["role"] == "agent"]
+    assert [t["criteria_passed"] for t in agent_turns] == [False, True, False]
+    assert record["final_status"] == "FAILURE"  # graded again at the end
+
+
+def test_the_dialogs_token_budget_ends_it_and_it_is_still_graded(tmp_path: Path) -> None:
+    record = row(run(tmp_path, simulation="  max_total_tokens: 60\n"))
+    simulation = record["simulation"]
+    assert simulation["stop_reason"] == "budget"
+    # the simulated user's tokens count too: its prompt alone passes 60 in the first exchange
+    assert simulation["dialog_tokens"] >= 60 and simulation["simulator_input_tokens"] > 60
+    assert simulation["total_turns"] == 1
+    assert record["final_status"] == "FAILURE"  # graded (the answer lacks add), not an error
+    assert record["success_criteria_results"][0]["score"] == 0.0
+
+
+def test_a_run_limit_ends_the_dialog_with_that_limits_status(tmp_path: Path) -> None:
+    record = row(run(tmp_path, extra="run_limits: {max_total_tokens: 15}\n"))
+    assert record["simulation"]["stop_reason"] == "run_limit_exceeded"
+    assert record["final_status"] == "TOKEN_BUDGET_EXCEEDED"
+    assert record["error_message"] == (
+        "the call used 24 tokens; run_limits.max_total_tokens is 6 (in exchange 2: each turn "
+        "gets what the dialog's earlier turns left of run_limits)"
+    )
+    assert record["simulation"]["turns"][-1]["status"] == "token_budget"
+    assert record["simulation"]["total_turns"] == 2  # 8 tokens, then 23 of the 15
+
+
+def test_the_task_timeout_bounds_the_whole_dialog(tmp_path: Path) -> None:
+    slow = USER.replace('reply: "Just add and subtract, please."',
+                        'reply: "Just add and subtract, please."\n    delay: 30')  # fmt: skip
+    record = row(run(tmp_path, user=slow.format(after_add="x"),
+                     extra="run_limits: {task_timeout: 1}\n"))  # fmt: skip
+    assert record["final_status"] == "TIMEOUT"
+    assert record["simulation"]["stop_reason"] == "run_limit_exceeded"
+    assert record["error_message"] == "the dialog ran out of run_limits.task_timeout (1 s)"
+    assert record["simulation"]["total_turns"] == 1
+
+
+def test_a_dialog_graded_again_keeps_it_for_its_judge(tmp_path: Path) -> None:
+    write(tmp_path / "judge.yaml", JUDGE.format())
+    criterion = ("  - type: llm_judge\n    description: helpful\n    model: mock/judge.yaml\n"
+                 "    verdict: {{kind: binary}}\n    prompt: Was it helpful?\n"
+                 "    include_dialog: true\n")  # fmt: skip
+    write(tmp_path / "agent.yaml", AGENT)
+    write(tmp_path / "user.yaml", USER.format(after_add="Thanks. <<<END>>>"))
+    task = write(
+        tmp_path / "task.yaml",
+        TASK.replace("success_criteria:\n", "success_criteria:\n" + criterion).format(
+            extra="", simulation=""
+        ),
+    )
+    result = assay.run([str(task)], run_dir=str(tmp_path / "runs"))
+    write(tmp_path / "judge.yaml", JUDGE.format().replace("saw the dialog", "saw it again"))
+    again = assay.evaluate(result.run_dir)  # the dialog read back from trace.json
+    record = json.loads((again.run_dir / "default" / "calc" / "00" / "task.json").read_text())
+    assert record["success_criteria_results"][0]["reason"] == "saw it again"
+    assert record["simulation"]["stop_reason"] == "stop_token"
+
+
+def test_a_simulated_user_that_fails_is_the_rows_error_not_a_pass(tmp_path: Path) -> None:
+    broken = USER.replace('reply: "Just add and subtract, please."',
+                          'error: "simulator down"')  # fmt: skip
+    record = row(run(tmp_path, user=broken.format(after_add="x")))
+    assert record["final_status"] == "ERROR"
+    assert record["simulation"]["stop_reason"] == "error"
+    assert record["simulation"]["simulator_failures"] == 1
+    assert record["error_message"] == (
+        "the simulated user's model failed: mock/user.yaml: scripted error: simulator down"
+    )
+
+
+def test_a_simulated_user_that_says_nothing_is_the_rows_error(tmp_path: Path) -> None:
+    silent = USER.replace('reply: "Just add and subtract, please."', 'reply: "  "')
+    record = row(run(tmp_path, user=silent.format(after_add="x")))
+    assert record["final_status"] == "ERROR"
+    assert record["error_message"] == "the simulated user's model answered with an empty message"
+
+
+def test_a_failing_agent_ends_the_dialog_with_error(tmp_path: Path) -> None:
+    result = run(tmp_path)
+    write(tmp_path / "agent.yaml", AGENT.replace('reply: "Which operations do you need?"',
+                                                 'error: "agent down"'))  # fmt: skip
+    result = assay.run([str(tmp_path / "task.yaml")], run_dir=str(tmp_path / "again"))
+    record = row(result)
+    assert record["final_status"] == "ERROR"
+    assert record["simulation"]["stop_reason"] == "error"
+    assert record["error_message"] == "mock/agent.yaml: scripted error: agent down"
+    assert record["simulation"]["turns"][-1]["error"] == record["error_message"]
+
+
+@pytest.mark.parametrize(
+    ("simulation", "stop"),
+    [
+        # max_turns comes before the dialog's budget
+        ("  max_turns: 1\n  max_total_tokens: 1\n", "max_turns"),
+        # passing criteria come before max_turns
+        ("  max_turns: 2\n  stop_on_criteria_pass: true\n  check_criteria: both\n",
+         "criteria_passed"),
+        # the budget comes before asking the simulated user (who would say the stop token)
+        ("  max_total_tokens: 1\n", "budget"),
+    ],
+)  # fmt: skip
+def test_the_stop_reasons_are_checked_in_coder_evals_order(
+    tmp_path: Path, simulation: str, stop: str
+) -> None:
+    record = row(run(tmp_path, simulation=simulation))
+    assert record["simulation"]["stop_reason"] == stop
+
+
+def test_a_run_limit_comes_before_passing_criteria(tmp_path: Path) -> None:
+    simulation = "  stop_on_criteria_pass: true\n  check_criteria: every_turn\n"
+    record = row(run(tmp_path, simulation=simulation,
+                     extra="run_limits: {max_total_tokens: 20}\n"))  # fmt: skip
+    assert record["simulation"]["stop_reason"] == "run_limit_exceeded"
+    assert record["final_status"] == "TOKEN_BUDGET_EXCEEDED"
+
+
+def test_n_trials_are_replicates_and_beat_repeats(tmp_path: Path) -> None:
+    result = run(tmp_path, simulation="  n_trials: 3\n", extra="repeats: 2\n", repeats=5)
+    for replicate in range(3):
+        record = row(result, replicate)
+        assert record["replicate_index"] == replicate
+        assert record["simulation"]["replicate_index"] == replicate
+        assert record["simulation"]["n_trials"] == 3
+    assert not (result.run_dir / "default" / "calc" / "03").exists()
+    plan = assay.plan([str(tmp_path / "task.yaml")])
+    assert plan.tasks[0].repeats == 3
+
+
+def test_without_n_trials_repeats_decide(tmp_path: Path) -> None:
+    result = run(tmp_path, extra="repeats: 2\n")
+    assert row(result, 1)["simulation"]["n_trials"] == 1
+    assert not (result.run_dir / "default" / "calc" / "02").exists()
+
+
+JUDGE = """\
+replies:
+  - match: "(?s)simulated user.*untrusted.*<dialog>.*USER \\\\(untrusted\\\\):\\nI need a \\
+      calculator.*ASSISTANT:\\nWhich operations.*</dialog>"
+    reply: '{{"reason": "saw the dialog", "verdict": true}}'
+default: '{{"reason": "no dialog", "verdict": false}}'
+"""
+
+
+@pytest.mark.parametrize(("field", "seen"), [("include_dialog: true", True),
+                                             ("prompt: 'Helpful? ${{dialog}}'", True),
+                                             ("include_dialog: false", False)])  # fmt: skip
+def test_a_judge_sees_the_dialog_with_the_users_turns_marked_untrusted(
+    tmp_path: Path, field: str, seen: bool
+) -> None:
+    write(tmp_path / "judge.yaml", JUDGE.format())
+    prompt = "" if field.startswith("prompt") else "    prompt: 'Was the assistant helpful?'\n"
+    criterion = ("  - type: llm_judge\n    description: helpful\n    model: mock/judge.yaml\n"
+                 "    verdict: {kind: binary}\n" + prompt
+                 + "    " + field.replace("{{", "{").replace("}}", "}") + "\n")  # fmt: skip
+    text = TASK.replace("success_criteria:\n", "success_criteria:\n" + criterion.replace(
+        "{", "{{").replace("}", "}}"))  # fmt: skip
+    write(tmp_path / "agent.yaml", AGENT)
+    write(tmp_path / "user.yaml", USER.format(after_add="Thanks, that works. <<<END>>>"))
+    task = write(tmp_path / "task.yaml", text.format(extra="", simulation=""))
+    result = assay.run([str(task)], run_dir=str(tmp_path / "runs"))
+    judged = row(result)["success_criteria_results"][0]
+    assert judged["reason"] == ("saw the dialog" if seen else "no dialog")
+
+
+def test_a_variant_merges_its_partial_simulation_block(tmp_path: Path) -> None:
+    write(tmp_path / "e.yaml", "experiment_id: e\nvariants:\n  - variant_id: short\n"
+          "    simulation: {max_turns: 1}\n  - variant_id: plain\n"
+          "    simulation: {enabled: false}\n"
+          "    initial_prompt: I need a calculator.\n")  # fmt: skip
+    result = run(tmp_path, experiment=str(tmp_path / "e.yaml"))
+    short = json.loads((result.run_dir / "short" / "calc" / "00" / "task.json").read_text())
+    assert short["simulation"]["stop_reason"] == "max_turns"
+    assert short["task_config"]["resolved"]["simulation"]["goal"] == "a calculator that adds"
+    off = json.loads((result.run_dir / "plain" / "calc" / "00" / "task.json").read_text())
+    assert off["simulation"] is None and off["agent"]["model_calls"] == 1
+
+
+CODER_EVAL_TASK = """\
+task_id: support-dialog
+description: Help the user fix a failing build
+initial_prompt: My build fails with a missing import.
+agent:
+  type: claude-code
+  permission_mode: acceptEdits
+  allowed_tools: [Read, Write, Edit, Bash]
+simulation:
+  enabled: true
+  persona: A junior developer who is new to Python packaging
+  goal: Get the build to pass without changing the public API
+  constraints:
+    - Do not paste the whole log unless asked
+    - Answer questions briefly
+  max_turns: 6
+  stop_token: "<<<DONE>>>"
+  stop_on_criteria_pass: true
+  max_total_tokens: 200000
+  n_trials: 2
+  check_criteria: both
+  model: anthropic.claude-sonnet-4-6
+success_criteria:
+  - type: llm_judge
+    description: the assistant helped
+    prompt: Did the assistant resolve the user's problem?
+    include_dialog: true
+    max_dialog_chars: 20000
+"""
+
+
+def test_a_task_file_written_as_coder_eval_writes_it_loads_unchanged(tmp_path: Path) -> None:
+    loaded = load_task(write(tmp_path / "task.yaml", CODER_EVAL_TASK))
+    assert loaded.warnings == []
+    dialog = loaded.definition.dialog
+    assert dialog is not None
+    assert (dialog.persona, dialog.max_turns, dialog.stop_token, dialog.n_trials) == (
+        "A junior developer who is new to Python packaging", 6, "<<<DONE>>>", 2)  # fmt: skip
+    assert dialog.constraints == ["Do not paste the whole log unless asked",
+                                  "Answer questions briefly"]  # fmt: skip
+    assert dialog.simulator_model == "anthropic/claude-sonnet-4-6"
+    assert dialog.check_criteria == "both" and dialog.max_total_tokens == 200000
+    assert loaded.definition.replicates(4) == 2
+
+
+@pytest.mark.parametrize(
+    ("block", "field", "message"),
+    [
+        ("simulation: {enabled: true, goal: g, stop_on_criteria_pass: true}\n", "simulation",
+         "stop_on_criteria_pass needs the criteria checked after each exchange: set "
+         "check_criteria: every_turn (or both)"),
+        ("simulation: {enabled: true}\n", "simulation",
+         "simulation.goal is required when enabled: say what the simulated user wants from "
+         "the conversation"),
+        ("simulation: {enabled: true, goal: g, max_turns: 0}\n", "simulation.max_turns",
+         "Input should be greater than or equal to 1"),
+        ("simulation: {enabled: true, goal: g, check_criteria: always}\n",
+         "simulation.check_criteria", "Input should be 'end_of_dialog', 'every_turn' or 'both'"),
+        ("simulation: {enabled: true, goal: g, model: gpt-4o}\n", "simulation.model",
+         "model 'gpt-4o' must be named provider/name"),
+    ],
+)  # fmt: skip
+def test_a_bad_simulation_block_is_refused_at_its_field(
+    tmp_path: Path, block: str, field: str, message: str
+) -> None:
+    text = ("task_id: t\ndescription: d\ninitial_prompt: p\nagent: {type: llm, model: mock/echo}\n"
+            + block + "success_criteria: [{type: response_match, expected: x}]\n")  # fmt: skip
+    with pytest.raises(TaskFileError) as error:
+        load_task(write(tmp_path / "t.yaml", text))
+    assert error.value.field == field
+    assert message in error.value.message
+    assert error.value.line == 5
+
+
+@pytest.mark.parametrize(
+    ("agent", "message"),
+    [
+        ("{type: command, command: cat}",
+         "simulation: agent type 'command' answers once and cannot continue a conversation; "
+         "dialog mode runs llm, claude-code and codex agents"),
+        ("{type: llm, model: mock/echo, prompt_format: completion}",
+         "simulation: prompt_format 'completion' sends one plain prompt and cannot continue a "
+         "conversation; use prompt_format: chat"),
+    ],
+)  # fmt: skip
+def test_an_agent_that_cannot_converse_is_refused_with_what_can(
+    tmp_path: Path, agent: str, message: str
+) -> None:
+    text = (f"task_id: t\ndescription: d\ninitial_prompt: p\nagent: {agent}\n"
+            "simulation: {enabled: true, goal: g}\n"
+            "success_criteria: [{type: response_match, expected: x}]\n")  # fmt: skip
+    with pytest.raises(TaskFileError) as error:
+        load_task(write(tmp_path / "t.yaml", text))
+    assert message in error.value.message
+
+
+def test_early_stop_is_refused_in_dialog_mode(tmp_path: Path) -> None:
+    text = ("task_id: t\ndescription: d\ninitial_prompt: p\nagent: {type: llm, model: mock/echo}\n"
+            "simulation: {enabled: true, goal: g}\nsuccess_criteria:\n"
+            "  - {type: command_executed, command_pattern: make,\n"
+            "     stop_early: {on_pass: stop}}\n")  # fmt: skip
+    with pytest.raises(TaskFileError) as error:
+        load_task(write(tmp_path / "t.yaml", text))
+    assert "early stop is not available in dialog mode (criterion 'command_executed' sets " in (
+        error.value.message)  # fmt: skip
+
+
+def test_without_initial_prompt_only_dialog_mode_loads(tmp_path: Path) -> None:
+    text = ("task_id: t\ndescription: d\nagent: {type: llm, model: mock/echo}\n"
+            "simulation: {enabled: false, goal: g}\n"
+            "success_criteria: [{type: response_match, expected: x}]\n")  # fmt: skip
+    with pytest.raises(TaskFileError) as error:
+        load_task(write(tmp_path / "t.yaml", text))
+    assert "Either 'initial_prompt' or 'initial_prompt_file' must be set" in error.value.message
+    load_task(write(tmp_path / "t.yaml", text.replace("enabled: false", "enabled: true")))

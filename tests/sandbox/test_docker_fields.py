@@ -1,0 +1,212 @@
+"""Coder Eval's ``sandbox.docker`` fields beyond the image: ``agent_isolation``,
+``network``, ``working_dir`` and ``build``, each honoured or refused when the task is
+loaded, with the reason and the way out (never warned and ignored). Real ``assay``
+processes; those that build or run use the real engine (:mod:`tests.docker_images`)."""
+
+from __future__ import annotations
+
+import json
+import secrets
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from assay.sandbox.docker import Engine
+from tests.agents.coding import claude_available, codex_path, run_assay
+from tests.helpers import write
+from tests.sandbox.test_docker_runs import env
+
+CODEX = "{type: codex, model: mock/script.yaml}"
+CHECK = "{type: file_exists, path: out.txt, description: d}"
+RUN = "{type: run_command, command: 'true', description: d}"
+
+
+def task_text(*, agent: str = CODEX, sandbox: str, criterion: str = CHECK) -> str:
+    return (f"task_id: t\ndescription: d\ninitial_prompt: p\nagent: {agent}\n"
+            f"sandbox: {sandbox}\nsuccess_criteria: [{criterion}]\n")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("sandbox", "criterion", "expected"),
+    [
+        ("{driver: tempdir, docker: {agent_isolation: true}}", CHECK,
+         ["t.yaml:5: sandbox.docker.agent_isolation: a tempdir sandbox cannot keep the codex",
+          "set sandbox.driver: docker"]),
+        ("{driver: docker, docker: {image: i}}", RUN,
+         ["t.yaml:6: success_criteria[0].type", "a run_command criterion",
+          "would cross it", "set sandbox.docker.agent_isolation: false"]),
+        ("{driver: docker, docker: {image: i, agent_isolation: true}}", RUN,
+         ["t.yaml:6: success_criteria[0].type", "a run_command criterion"]),
+        ("{driver: docker, docker: {image: i, extra_mounts: ['a:/a']}}", CHECK,
+         ["t.yaml:5: sandbox.docker.extra_mounts", "would cross it",
+          "agent_isolation: false"]),
+        ("{driver: docker, docker: {image: i, working_dir: /work/agent}}", CHECK,
+         ["working_dir '/work/agent'", "only 'auto' is accepted"]),
+        ("{driver: docker, docker: {image: i, build: {secrets: [id=t,env=T]}}}", CHECK,
+         ["build secrets (--secret) need BuildKit", "build.args"]),
+        ("{driver: docker, docker: {image: i, build: {args: {1X: v}}}}", CHECK,
+         ["build.args name '1X' is not a variable name"]),
+        ("{driver: docker, network: true, docker: {image: i, network: none}}", CHECK,
+         ["t.yaml:5: sandbox.docker.network", "sandbox.network: true (the host's network) and "
+          "sandbox.docker.network: none disagree"]),
+        ("{driver: docker, docker: {image: i, network: host}}", CHECK, ["network", "bridge",
+                                                                        "none"]),
+    ],
+)  # fmt: skip
+def test_a_field_that_cannot_hold_is_refused_at_load_with_the_way_out(
+    tmp_path: Path, sandbox: str, criterion: str, expected: list[str]
+) -> None:
+    write(tmp_path / "t.yaml", task_text(sandbox=sandbox, criterion=criterion))
+    done = run_assay("plan", "t.yaml", cwd=tmp_path, env={"PATH": codex_path()})
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "t.yaml" in done.stderr
+    for words in expected:
+        assert words in done.stderr, done.stderr
+    assert "warning:" not in done.stderr  # refused, not warned and ignored
+
+
+@pytest.mark.parametrize(
+    ("sandbox", "criterion"),
+    [
+        ("{driver: docker, docker: {image: IMAGE, working_dir: auto, network: none}}", CHECK),
+        ("{driver: docker, docker: {image: IMAGE, agent_isolation: false, "
+         "extra_mounts: ['data:/data']}}", RUN),
+        ("{driver: bwrap, docker: {agent_isolation: true}}", RUN),
+    ],
+)  # fmt: skip
+@pytest.mark.docker
+def test_what_isolation_allows_plans_without_a_warning_about_the_field(
+    tmp_path: Path, docker_image: tuple[Engine, str], sandbox: str, criterion: str
+) -> None:
+    (tmp_path / "data").mkdir()
+    write(tmp_path / "script.yaml", "replies:\n  - {match: p, reply: done}\n")
+    write(tmp_path / "t.yaml", task_text(sandbox=sandbox.replace("IMAGE", docker_image[1]),
+                                         criterion=criterion))  # fmt: skip
+    done = run_assay("plan", "t.yaml", cwd=tmp_path, env={**env(), "PATH": codex_path()})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "warning" not in done.stderr, done.stderr
+
+
+@pytest.mark.docker
+def test_a_bridge_network_the_engine_lacks_is_refused_at_plan(
+    tmp_path: Path, docker_image: tuple[Engine, str]
+) -> None:
+    engine, image = docker_image
+    if engine.run("network", "inspect", "bridge").returncode == 0:
+        pytest.skip("this engine has a bridge network (the CI's daemon runs without one)")
+    sandbox = f"{{driver: docker, docker: {{image: '{image}', network: bridge}}}}"
+    write(tmp_path / "t.yaml", task_text(agent="{type: command, command: 'true'}", sandbox=sandbox))
+    done = run_assay("plan", "t.yaml", cwd=tmp_path, env=env())
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "t.yaml:5: sandbox.docker.network" in done.stderr
+    assert "no network named bridge" in done.stderr and "sandbox.network: true" in done.stderr
+
+
+@pytest.mark.docker
+def test_build_args_and_extra_args_make_the_image_and_buildkit_is_set(
+    tmp_path: Path, docker_image: tuple[Engine, str]
+) -> None:
+    engine, image = docker_image
+    write(tmp_path / "image" / "Dockerfile", f"FROM {image}\n# {secrets.token_hex(6)}\n"
+          "ARG MARK\nRUN echo built with $MARK > /mark.txt\n")  # a context of its own  # fmt: skip
+    build = "{args: {MARK: '${TEAM_MARK}-1'}, extra_args: [--label, team.mark=yes]}"
+    sandbox = f"{{driver: docker, docker: {{dockerfile_path: image/Dockerfile, build: {build}}}}}"
+    agent = "{type: command, command: 'cat /mark.txt | tee out.txt'}"
+    write(tmp_path / "t.yaml", task_text(agent=agent, sandbox=sandbox))
+
+    def run(mark: str) -> str:
+        done = run_assay("run", "t.yaml", cwd=tmp_path, env={**env(), "TEAM_MARK": mark})
+        assert done.returncode == 0, done.stdout + done.stderr
+        return next((tmp_path / "runs" / "latest").resolve().rglob("response.txt")).read_text()
+
+    def tags() -> set[str]:
+        listed = engine.run("images", "--format", "{{.Repository}}:{{.Tag}}").stdout.split()
+        return {t for t in listed if t.startswith("assay-task:")}
+
+    before = tags()
+    assert run("blue") == "built with blue-1\n"
+    first = tags() - before
+    assert len(first) == 1
+    labels = engine.run("image", "inspect", "--format", "{{json .Config.Labels}}", *first)
+    assert json.loads(labels.stdout).get("team.mark") == "yes"
+    assert run("green") == "built with green-1\n"  # another argument: another image
+    made = tags() - before
+    assert len(made) == 2
+    engine.run("rmi", *made)
+
+    # buildkit: true sets DOCKER_BUILDKIT=1 for the build: it needs buildx, then
+    write(tmp_path / "t.yaml", task_text(agent=agent, sandbox=sandbox.replace(
+        "extra_args", "buildkit: true, extra_args").replace("-1'", "-2'")))  # fmt: skip
+    done = run_assay("plan", "t.yaml", cwd=tmp_path, env={**env(), "TEAM_MARK": "red"})
+    if engine.run("buildx", "version").returncode == 0:
+        assert done.returncode == 0, done.stderr
+        engine.run("rmi", *(tags() - before))
+    else:
+        assert done.returncode == 2, done.stderr
+        assert "t.yaml:5: sandbox.docker.dockerfile_path" in done.stderr
+        assert "BuildKit is enabled but the buildx component is missing" in done.stderr
+
+
+def agent_reads_the_task_folder(tmp_path: Path, image: str, isolation: str) -> dict[str, Any]:
+    write(tmp_path / "script.yaml", "replies:\n  - match: p\n    steps:\n"
+          "      - tool: Bash\n        input: {command: 'cat "
+          f"{tmp_path / 'answers.txt'}; echo made > out.txt', description: read}}\n"
+          "      - reply: done\n")  # fmt: skip
+    write(tmp_path / "answers.txt", "the expected answer\n")
+    agent = "{type: claude-code, model: mock/script.yaml, permission_mode: bypassPermissions}"
+    sandbox = f"{{driver: docker, docker: {{image: '{image}'{isolation}}}}}"
+    write(tmp_path / "t.yaml", task_text(agent=agent, sandbox=sandbox,
+                                         criterion=RUN if isolation else CHECK))  # fmt: skip
+    done = run_assay("run", "t.yaml", cwd=tmp_path, env={**env(), "PATH": codex_path()})
+    assert done.returncode == 0, done.stdout + done.stderr
+    trace = next((tmp_path / "runs").rglob("trace.json")).read_text()
+    result: dict[str, Any] = json.loads(next((tmp_path / "runs").rglob("task.json")).read_text())
+    result["trace"] = trace
+    return result
+
+
+@pytest.mark.docker
+@pytest.mark.coding_agent
+def test_agent_isolation_hides_the_task_folder_and_false_shows_it(
+    tmp_path: Path, docker_image: tuple[Engine, str]
+) -> None:
+    claude_available()
+    isolated = agent_reads_the_task_folder(tmp_path / "on", docker_image[1], "")
+    assert isolated["final_status"] == "SUCCESS", isolated["error_message"]
+    assert "the expected answer" not in isolated["trace"]
+    assert "No such file or directory" in isolated["trace"]
+    shared = agent_reads_the_task_folder(tmp_path / "off", docker_image[1],
+                                         ", agent_isolation: false")  # fmt: skip
+    assert shared["final_status"] == "SUCCESS", shared["error_message"]
+    assert "the expected answer" in shared["trace"]
+
+
+@pytest.mark.parametrize(
+    ("agent", "removed", "expected"),
+    [
+        (CODEX, "/usr/bin/node /usr/bin/nodejs", ["has no node on its PATH", "codex.js) is a "
+                                                  "script for it", "apt-get install -y nodejs"]),
+        ("{type: claude-code, model: mock/script.yaml}", "/usr/bin/python3*",
+         ["has no python3 on its PATH", "the model bridge's forwarder",
+          "apt-get install -y python3"]),
+    ],
+)  # fmt: skip
+@pytest.mark.parametrize("kind", ["docker", "podman"])
+@pytest.mark.docker
+@pytest.mark.coding_agent
+def test_an_image_without_what_the_agents_container_runs_is_refused_at_plan(
+    tmp_path: Path, request: pytest.FixtureRequest, kind: str, agent: str, removed: str,
+    expected: list[str],
+) -> None:  # fmt: skip
+    claude_available()
+    _, image = request.getfixturevalue(f"{kind}_image")
+    write(tmp_path / "image" / "Dockerfile", f"FROM {image}\nRUN rm -f {removed}\n")
+    write(tmp_path / "script.yaml", "replies:\n  - {match: p, reply: done}\n")
+    sandbox = f"{{driver: docker, docker: {{engine: {kind}, dockerfile_path: image/Dockerfile}}}}"
+    write(tmp_path / "t.yaml", task_text(agent=agent, sandbox=sandbox))
+    done = run_assay("plan", "t.yaml", cwd=tmp_path, env={**env(), "PATH": codex_path()})
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "t.yaml:5: sandbox.docker.dockerfile_path: the image assay-task:" in done.stderr
+    for words in expected:
+        assert words in done.stderr, done.stderr
