@@ -35,7 +35,8 @@ def imported(tree: ast.AST) -> list[tuple[str, int]]:
     found: list[tuple[str, int]] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            found += [(a.name, node.lineno) for a in node.names if a.name.startswith("assay.")]
+            names = [a.name for a in node.names if a.name.startswith("assay.") or a.name == "assay"]
+            found += [(name if name != "assay" else "assay.api", node.lineno) for name in names]
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             if node.module.startswith("assay."):
                 found.append((node.module, node.lineno))
@@ -136,6 +137,7 @@ def test_the_check_finds_upward_imports_and_command_modules_importing_each_other
     write(root / "orchestration" / "y.py", "from typing import TYPE_CHECKING\n"
           "if TYPE_CHECKING:\n    import assay.api.runs\n")  # fmt: skip
     write(root / "store" / "z.py", "from assay import run\n")
+    write(root / "criteria" / "w.py", "import assay\n")  # the facade: the top
     write(root / "cli" / "app.py", "from assay.cli import run\n")  # the app may
     write(root / "cli" / "run.py", "from assay.cli.shared.common import fail\n")  # shared: fine
     write(root / "cli" / "dataset.py", "from assay.cli.run import run\n")
@@ -145,6 +147,7 @@ def test_the_check_finds_upward_imports_and_command_modules_importing_each_other
     assert [f.split(": ", 1)[1] for f in found] == [
         "command module dataset imports command module assay.cli.run",
         "shared cli module imports command module assay.cli.plan",
+        "criteria imports assay.api, a higher layer",
         "errors imports assay.spec.task, a higher layer",
         "metrics imports assay.reports.writer, a higher layer",
         "orchestration imports assay.api.runs, a higher layer",

@@ -31,12 +31,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import assay
 from assay.agents.base import AgentContext, AgentOutcome, ToolServer
 from assay.agents.registry import AgentRegistry
 from assay.criteria.base import Criterion, CriterionError, GradingContext, Service, sandbox_of
 from assay.criteria.code_checks import REFERENCE_DIR
 from assay.errors import SandboxError
+from assay.judges import verdict_tool
 from assay.judges.prompt import transcript_text
 from assay.judges.verdict_tool import (
     QUALIFIED,
@@ -242,7 +242,7 @@ def _ending(outcome: AgentOutcome) -> str:
 def verdict_server() -> ToolServer:
     """The verdict tool's MCP server: this Python running :mod:`assay.judges.verdict_tool`,
     with assay's own folder on its path (an editable install's source folder included)."""
-    source = str(Path(assay.__file__).resolve().parents[1])
+    source = str(Path(verdict_tool.__file__).resolve().parents[2])  # …/src/assay/judges/
     path = os.pathsep.join([source, *filter(None, [os.environ.get("PYTHONPATH")])])
     return ToolServer(sys.executable, ("-m", "assay.judges.verdict_tool"), {"PYTHONPATH": path})
 
