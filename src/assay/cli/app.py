@@ -84,9 +84,9 @@ COMMANDS = {
                  "rows filtered on the server, a row's transcript, two runs row by row. Reads "
                  "run folders; never writes into them."),
     "schema": Lazy("assay.cli.schema:schema", "Print the task file's JSON Schema, for editors."),
-    "doctor": Lazy("assay.cli.doctor:doctor", "Show which sandbox drivers work on this machine "
-                   "(each is tried for real), why the others do not with the fix for each, and "
-                   "which sandbox.limits each enforces here."),
+    "doctor": Lazy("assay.cli.doctor:doctor", "Show which sandbox drivers work here (each tried "
+                   "for real) and which sandbox.limits each enforces, which coding-agent CLIs "
+                   "are installed, and the fix for what is missing."),
     "qa": Lazy("assay.cli.qa:qa_app",
                "Standardized QA datasets: convert common shapes into the QA schema."),
     "dataset": Lazy("assay.cli.app:dataset_app", DATASET_HELP),

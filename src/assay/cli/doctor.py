@@ -9,9 +9,8 @@ import sys
 
 
 def doctor() -> None:
-    """Show which sandbox drivers work on this machine (each is tried for real), why the
-    others do not with the fix for each, and which sandbox.limits each enforces here; then
-    each coding agent's CLI, where it was found or how to install it."""
+    """Show which sandbox drivers work here (each tried for real) and which sandbox.limits
+    each enforces, which coding-agent CLIs are installed, and the fix for what is missing."""
     from assay import api
 
     for check in api.sandbox_drivers():
