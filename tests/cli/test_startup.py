@@ -22,7 +22,8 @@ from assay.cli.shared.lazy import LazyGroup
 # Libraries that only running a command needs; none is imported to print help.
 HEAVY = ("httpx", "jsonschema", "tenacity", "scipy", "sqlalchemy", "starlette", "uvicorn",
          "jinja2", "numpy", "anyio", "assay.api", "assay.spec.task", "assay.results.task_result",
-         "assay.providers.pool", "assay.orchestration.running.runner")  # fmt: skip
+         "assay.providers.pool", "assay.orchestration.running.runner",
+         "detect_secrets")  # fmt: skip
 # The assay modules ``--help`` may import: the entry, the app, the lazy groups, the
 # command-line redactor's few modules and, for a command's help, that command's module
 # and what its options need. Measured at 13 for ``assay --help`` (71 before lazy commands),

@@ -197,6 +197,7 @@ prefix or structure) and whether a match must be a whole word. Left out: keyword
 entropy plugins and loose shapes (Artifactory ``AP…``, Telegram ``digits:…``, Discord,
 public IPs), which ordinary run content (row hashes, timestamps, transcripts) would set off
 or which no literal narrows (slow)."""
+_LIBRARY_PREFIXES = tuple(p for _, prefixes, _ in LIBRARY_PLUGINS for p in prefixes)
 
 
 @functools.cache
@@ -225,14 +226,19 @@ def all_prefixes() -> tuple[bytes, ...]:
 
 @functools.cache
 def _prefixes() -> tuple[bytes, ...]:
-    return tuple(dict.fromkeys(p for shape in all_shapes() for p in shape.prefixes))
+    return tuple(dict.fromkeys([*(p for shape in KEY_SHAPES for p in shape.prefixes),
+                                *_LIBRARY_PREFIXES]))  # fmt: skip
 
 
 def find_tokens(data: Buffer) -> list[TokenHit]:
     """Every token in ``data`` (bytes, or an ``mmap``), sorted by start; overlapping hits are
-    merged into one (the first shape's kind and name)."""
+    merged into one (the first shape's kind and name). ``detect-secrets`` is imported only
+    when ``data`` holds one of its shapes' literals (a command's help text never does)."""
+    shapes: tuple[KeyShape | LibraryShape, ...] = KEY_SHAPES
+    if any(data.find(prefix) != -1 for prefix in _LIBRARY_PREFIXES):
+        shapes = all_shapes()
     hits: list[TokenHit] = []
-    for shape in all_shapes():
+    for shape in shapes:
         if all(data.find(prefix) == -1 for prefix in shape.prefixes):
             continue
         hits.extend(shape.hits(data))
