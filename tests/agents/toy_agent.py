@@ -10,7 +10,6 @@ from typing import ClassVar, Literal
 from assay.agents import AgentContext, AgentOutcome
 from assay.agents.cli import CliLaunch, cli_environment, fresh_home, open_session, refused, run_cli
 from assay.agents.coding import CliAgent
-from assay.agents.coding_models import bridge_key
 from assay.errors import UserError
 from assay.sandbox.mounts import install_root
 from assay.spec.coding_agents import CodingAgent
@@ -49,10 +48,9 @@ class ToyCliRunner(CliAgent[ToyCliAgent]):
         except UserError as exc:
             return refused(span, parser.transcript, str(exc))
         home = fresh_home("toy")
-        session = open_session(context, self.config, bridge_key(self.config, context.base_dir))
-        assert context.bridge is not None
+        session, bridge_url = open_session(context, self.config)
         env = cli_environment(context, self.config, home) | {
-            "TOY_BASE_URL": context.bridge.url, "TOY_API_KEY": session.token}  # fmt: skip
+            "TOY_BASE_URL": bridge_url, "TOY_API_KEY": session.token}  # fmt: skip
         launch = CliLaunch([str(cli)], env, stdin=context.prompt or "", cleanup=[home],
                            readable=[install_root(cli)], writable=[home])  # fmt: skip
         return await run_cli(context, name="toy-cli", launch=launch, parser=parser,

@@ -37,7 +37,6 @@ from assay.agents.cli import (
 )
 from assay.agents.coding import CliAgent, OwnCredentials
 from assay.agents.coding_models import (
-    bridge_key,
     plugin_dirs,
     read_system_prompt,
     skills_offered,
@@ -106,9 +105,8 @@ class ClaudeCodeRunner(CliAgent[ClaudeCodeAgent]):
         env = cli_environment(context, config, home) | QUIET
         session = None
         if config.route == "bridge":
-            session = open_session(context, config, bridge_key(config, context.base_dir))
-            assert context.bridge is not None
-            env |= {"ANTHROPIC_BASE_URL": context.bridge.url, "ANTHROPIC_API_KEY": session.token,
+            session, bridge_url = open_session(context, config)
+            env |= {"ANTHROPIC_BASE_URL": bridge_url, "ANTHROPIC_API_KEY": session.token,
                     "CLAUDE_CODE_MAX_RETRIES": "0"}  # fmt: skip
         else:
             env |= _direct_credentials(dict(os.environ), home)  # the user's own, on purpose

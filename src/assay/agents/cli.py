@@ -26,12 +26,12 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from assay.agents.base import AgentContext, AgentOutcome, LiveMonitorFn, OutcomeStatus
+from assay.agents.coding_models import bridge_key
 from assay.bridge import BridgeSession, CallLog, SessionLimits
 from assay.bridge.session import TOKEN_PATTERN
 from assay.errors import UsageError
 from assay.install import install_hint
 from assay.providers.base import Usage
-from assay.providers.pool import ModelKey
 from assay.providers.pricing import Price
 from assay.results.secrets import clip_head
 from assay.results.task_result import EarlyStopRecord
@@ -196,13 +196,16 @@ def cli_environment(context: AgentContext, config: CodingAgent, home: Path) -> d
     return env
 
 
-def open_session(context: AgentContext, config: CodingAgent, key: ModelKey) -> BridgeSession:
-    """Register the row with the bridge (its credential, model, budgets and script
-    variables).
+def open_session(context: AgentContext, config: CodingAgent) -> tuple[BridgeSession, str]:
+    """Register the row with the bridge (its credential, the model that answers,
+    :func:`~assay.agents.coding_models.bridge_key`, budgets and script variables); the
+    session and the bridge's base URL (``http://127.0.0.1:PORT``) the CLI is pointed at.
 
     Raises:
         UsageError: the run has no bridge (a caller that did not start one).
+        UserError: the model that answers cannot be named (see ``bridge_key``).
     """
+    key = bridge_key(config, context.base_dir)
     if context.bridge is None:
         raise UsageError("this agent's model calls go through the model bridge, which the run "
                          "did not start")  # fmt: skip
@@ -221,7 +224,7 @@ def open_session(context: AgentContext, config: CodingAgent, key: ModelKey) -> B
                              context.max_tool_calls),
     )  # fmt: skip
     context.redactor.add_pattern(BRIDGE_KEY_NAME, TOKEN_PATTERN)  # before the CLI can print it
-    return context.bridge.open(session)
+    return context.bridge.open(session), context.bridge.url
 
 
 async def run_cli(

@@ -26,7 +26,6 @@ from assay.agents.cli import (
     CliLaunch,
     cli_environment,
     dialog_home,
-    find_cli,
     open_session,
     refused,
     run_cli,
@@ -34,7 +33,6 @@ from assay.agents.cli import (
 from assay.agents.codex_stream import CodexStreamParser
 from assay.agents.coding import CliAgent
 from assay.agents.coding_models import (
-    bridge_key,
     plugin_dirs,
     plugin_skills,
     read_system_prompt,
@@ -48,20 +46,12 @@ DEFAULT_CLI_MODEL = "gpt-5.5"
 KEY_VARIABLE = "ASSAY_BRIDGE_KEY"
 
 
-def find_codex(config: CodexAgent, base_dir: Path) -> Path:
-    """The ``codex`` executable for ``config`` (``base_dir``: the task file's folder)."""
-    return find_cli("codex", configured=config.cli_path, base_dir=base_dir, bundled=lambda: None)
-
-
 class CodexRunner(CliAgent[CodexAgent]):
     """Runs :class:`assay.spec.coding_agents.CodexAgent`."""
 
     type_name = "codex"
     config_model = CodexAgent
-
-    def find(self, base_dir: Path) -> Path:
-        """:func:`find_codex`."""
-        return find_codex(self.config, base_dir)
+    executable = "codex"
 
     async def run(self, context: AgentContext) -> AgentOutcome:
         """Run the CLI once for the row; see the module docstring."""
@@ -71,7 +61,7 @@ class CodexRunner(CliAgent[CodexAgent]):
         home, kept = dialog_home(context, "codex")
         codex_home = home / ".codex"
         try:
-            cli = find_codex(config, context.base_dir)
+            cli = self.find(context.base_dir)
             plugins = plugin_dirs(config, context.base_dir)
             instructions = read_system_prompt(config, context.base_dir)
         except UserError as exc:
@@ -81,15 +71,14 @@ class CodexRunner(CliAgent[CodexAgent]):
         env = cli_environment(context, config, home) | {"CODEX_HOME": str(codex_home)}
         settings: dict[str, Any] = {"model": cli_model(config)}
         try:  # always the bridge: the config refuses route: direct
-            session = open_session(context, config, bridge_key(config, context.base_dir))
+            session, bridge_url = open_session(context, config)
         except UserError as exc:
             if not kept:
                 shutil.rmtree(home, ignore_errors=True)
             return refused(span, parser.transcript, str(exc))
-        assert context.bridge is not None
         env[KEY_VARIABLE] = session.token
         settings["model_provider"] = "assay"
-        settings["provider_url"] = context.bridge.url + "/v1"
+        settings["provider_url"] = bridge_url + "/v1"
         write_config(codex_home, settings=settings, instructions=instructions,
                      servers=context.tool_servers)  # fmt: skip
         parser.transcript.skills_offered = _stage_skills(plugins, codex_home)

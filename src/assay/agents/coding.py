@@ -14,12 +14,12 @@ enforce.
 from __future__ import annotations
 
 import os
-from abc import abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, TypeVar
 
 from assay.agents.base import Agent, PreflightCheck, PreflightSetup
+from assay.agents.cli import find_cli
 from assay.agents.coding_models import bridge_key, plugin_dirs, read_system_prompt
 from assay.errors import UserError
 from assay.providers.pool import ModelKey
@@ -46,13 +46,24 @@ class CliAgent(Agent[Config]):
     own_credentials: ClassVar[OwnCredentials | None] = None
     """Capability (credentials): what ``route: direct`` needs (``None``: not checked)."""
 
-    @abstractmethod
+    executable: ClassVar[str | None] = None
+    """The CLI's program name: :meth:`find` takes ``agent.cli_path``, else this on ``PATH``
+    (``None``: the agent finds its CLI itself, overriding :meth:`find`)."""
+
     def find(self, base_dir: Path) -> Path:
-        """The CLI's executable (``base_dir``: the task file's folder).
+        """The CLI's executable (``base_dir``: the task file's folder): ``agent.cli_path``,
+        else :attr:`executable` on ``PATH`` (:func:`assay.agents.cli.find_cli`).
 
         Raises:
             UsageError: it is not installed (with the install command).
+            NotImplementedError: the class names no :attr:`executable` and does not override
+                this method.
         """
+        if self.executable is None:
+            raise NotImplementedError(f"{type(self).__name__} names no executable and does not "
+                                      "override find()")  # fmt: skip
+        return find_cli(self.executable, configured=self.config.cli_path, base_dir=base_dir,
+                        bundled=lambda: None)  # fmt: skip
 
     def program(self, base_dir: Path) -> Path:
         """:meth:`find`."""

@@ -13,20 +13,17 @@ from __future__ import annotations
 
 import json
 import shutil
-from pathlib import Path
 
 from assay.agents.base import AgentContext, AgentOutcome
 from assay.agents.cli import (
     CliLaunch,
     cli_environment,
-    find_cli,
     fresh_home,
     open_session,
     refused,
     run_cli,
 )
 from assay.agents.coding import CliAgent
-from assay.agents.coding_models import bridge_key
 from assay.agents.gemini_stream import GeminiStreamParser
 from assay.errors import UserError
 from assay.sandbox.mounts import install_root
@@ -47,11 +44,7 @@ class GeminiRunner(CliAgent[GeminiAgent]):
 
     type_name = "gemini"
     config_model = GeminiAgent
-
-    def find(self, base_dir: Path) -> Path:
-        """``agent.cli_path``, else ``gemini`` on ``PATH``."""
-        return find_cli("gemini", configured=self.config.cli_path, base_dir=base_dir,
-                        bundled=lambda: None)  # fmt: skip
+    executable = "gemini"
 
     async def run(self, context: AgentContext) -> AgentOutcome:
         """Run the CLI once for the row; see the module docstring."""
@@ -66,10 +59,9 @@ class GeminiRunner(CliAgent[GeminiAgent]):
             return refused(span, parser.transcript, str(exc))
         (home / ".gemini").mkdir()
         (home / ".gemini" / "settings.json").write_text(json.dumps(SETTINGS), encoding="utf-8")
-        session = open_session(context, config, bridge_key(config, context.base_dir))
-        assert context.bridge is not None
+        session, bridge_url = open_session(context, config)
         env = cli_environment(context, config, home) | {
-            "GEMINI_API_KEY": session.token, "GOOGLE_GEMINI_BASE_URL": context.bridge.url,
+            "GEMINI_API_KEY": session.token, "GOOGLE_GEMINI_BASE_URL": bridge_url,
             "GEMINI_CLI_NO_RELAUNCH": "true",
         }  # fmt: skip
         argv = [str(cli), "-p", context.prompt or "", "--output-format", "stream-json",

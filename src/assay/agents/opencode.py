@@ -23,14 +23,13 @@ from assay.agents.cli import (
     BRIDGE_KEY_NAME,
     CliLaunch,
     cli_environment,
-    find_cli,
     fresh_home,
     open_session,
     refused,
     run_cli,
 )
 from assay.agents.coding import CliAgent
-from assay.agents.coding_models import bridge_key, read_system_prompt
+from assay.agents.coding_models import read_system_prompt
 from assay.agents.opencode_stream import OpenCodeStreamParser
 from assay.errors import UserError
 from assay.sandbox.mounts import install_root
@@ -52,11 +51,7 @@ class OpenCodeRunner(CliAgent[OpenCodeAgent]):
 
     type_name = "opencode"
     config_model = OpenCodeAgent
-
-    def find(self, base_dir: Path) -> Path:
-        """``agent.cli_path``, else ``opencode`` on ``PATH``."""
-        return find_cli("opencode", configured=self.config.cli_path, base_dir=base_dir,
-                        bundled=lambda: None)  # fmt: skip
+    executable = "opencode"
 
     async def run(self, context: AgentContext) -> AgentOutcome:
         """Run the CLI once for the row; see the module docstring."""
@@ -73,9 +68,8 @@ class OpenCodeRunner(CliAgent[OpenCodeAgent]):
         if instructions is not None:
             files.append(home / "assay-instructions.md")
             files[0].write_text(instructions, encoding="utf-8")
-        session = open_session(context, config, bridge_key(config, context.base_dir))
-        assert context.bridge is not None
-        settings = opencode_config(config, bridge_url=context.bridge.url, instructions=files)
+        session, bridge_url = open_session(context, config)
+        settings = opencode_config(config, bridge_url=bridge_url, instructions=files)
         env = cli_environment(context, config, home) | QUIET | {
             "OPENCODE_CONFIG_CONTENT": json.dumps(settings), BRIDGE_KEY_NAME: session.token,
         }  # fmt: skip

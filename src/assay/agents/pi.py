@@ -22,7 +22,6 @@ from assay.agents.cli import (
     BRIDGE_KEY_NAME,
     CliLaunch,
     cli_environment,
-    find_cli,
     fresh_home,
     open_session,
     refused,
@@ -30,7 +29,6 @@ from assay.agents.cli import (
 )
 from assay.agents.coding import CliAgent
 from assay.agents.coding_models import (
-    bridge_key,
     plugin_dirs,
     plugin_skills,
     read_system_prompt,
@@ -51,11 +49,7 @@ class PiRunner(CliAgent[PiAgent]):
 
     type_name = "pi"
     config_model = PiAgent
-
-    def find(self, base_dir: Path) -> Path:
-        """``agent.cli_path``, else ``pi`` on ``PATH``."""
-        return find_cli("pi", configured=self.config.cli_path, base_dir=base_dir,
-                        bundled=lambda: None)  # fmt: skip
+    executable = "pi"
 
     async def run(self, context: AgentContext) -> AgentOutcome:
         """Run the CLI once for the row; see the module docstring."""
@@ -70,11 +64,10 @@ class PiRunner(CliAgent[PiAgent]):
             return refused(span, parser.transcript, str(exc))
         parser.transcript.skills_offered = skills_offered(plugins)
         home = fresh_home("pi")
-        session = open_session(context, config, bridge_key(config, context.base_dir))
-        assert context.bridge is not None
+        session, bridge_url = open_session(context, config)
         (home / ".pi" / "agent").mkdir(parents=True)
         (home / ".pi" / "agent" / "models.json").write_text(
-            json.dumps(models_file(config, bridge_url=context.bridge.url)), encoding="utf-8"
+            json.dumps(models_file(config, bridge_url=bridge_url)), encoding="utf-8"
         )
         env = cli_environment(context, config, home) | QUIET | {BRIDGE_KEY_NAME: session.token}
         launch = CliLaunch(argv, env, stdin=context.prompt or "", cleanup=[home],

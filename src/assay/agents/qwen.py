@@ -21,14 +21,13 @@ from assay.agents.claude_stream import ClaudeStreamParser
 from assay.agents.cli import (
     CliLaunch,
     cli_environment,
-    find_cli,
     fresh_home,
     open_session,
     refused,
     run_cli,
 )
 from assay.agents.coding import CliAgent
-from assay.agents.coding_models import bridge_key, read_system_prompt
+from assay.agents.coding_models import read_system_prompt
 from assay.errors import UserError
 from assay.sandbox.mounts import install_root
 from assay.spec.coding_agents import APPROVAL_MODES, QwenCodeAgent
@@ -59,11 +58,7 @@ class QwenCodeRunner(CliAgent[QwenCodeAgent]):
 
     type_name = "qwen-code"
     config_model = QwenCodeAgent
-
-    def find(self, base_dir: Path) -> Path:
-        """``agent.cli_path``, else ``qwen`` on ``PATH``."""
-        return find_cli("qwen", configured=self.config.cli_path, base_dir=base_dir,
-                        bundled=lambda: None)  # fmt: skip
+    executable = "qwen"
 
     async def run(self, context: AgentContext) -> AgentOutcome:
         """Run the CLI once for the row; see the module docstring."""
@@ -78,10 +73,9 @@ class QwenCodeRunner(CliAgent[QwenCodeAgent]):
         home = fresh_home("qwen")
         (home / ".qwen").mkdir()
         (home / ".qwen" / "settings.json").write_text(json.dumps(SETTINGS), encoding="utf-8")
-        session = open_session(context, config, bridge_key(config, context.base_dir))
-        assert context.bridge is not None
+        session, bridge_url = open_session(context, config)
         env = cli_environment(context, config, home) | {
-            "OPENAI_API_KEY": session.token, "OPENAI_BASE_URL": context.bridge.url + "/v1",
+            "OPENAI_API_KEY": session.token, "OPENAI_BASE_URL": bridge_url + "/v1",
             "OPENAI_MODEL": cli_model(config), "QWEN_CODE_SUPPRESS_YOLO_WARNING": "1",
         }  # fmt: skip
         launch = CliLaunch(argv, env, stdin=context.prompt or "", cleanup=[home],
