@@ -55,3 +55,27 @@ def spans(cwd: Path, suite: str, row: str) -> list[dict[str, Any]]:
     trace = json.loads(row_file(cwd, suite, row, "trace.json"))
     found: list[dict[str, Any]] = trace["resourceSpans"][0]["scopeSpans"][0]["spans"]
     return found
+
+
+def command_exit_codes(cwd: Path, suite: str, row: str) -> dict[str, str | None]:
+    """Each command the row's agent ran (its trace's ``assay.command`` spans) and the exit
+    code recorded with it (a string, as OTLP keeps integers; ``None``: none recorded)."""
+    codes: dict[str, str | None] = {}
+    for span in spans(cwd, suite, row):
+        found = {a["key"]: str(*a["value"].values()) for a in span.get("attributes", [])
+                 if a["key"] in ("assay.command", "assay.exit_code")}  # fmt: skip
+        if "assay.command" in found:
+            codes[found["assay.command"]] = found.get("assay.exit_code")
+    return codes
+
+
+def plan_agent(folder: Path, agent: str, *, path: str | None = None
+               ) -> subprocess.CompletedProcess[str]:  # fmt: skip
+    """``assay plan`` of a one-criterion task in ``folder`` whose ``agent`` block is the flow
+    mapping ``agent`` (``type: …, model: …``); ``PATH``: the project's npm CLIs, else
+    ``path``."""
+    write_text = (folder / "t.yaml").write_text
+    write_text("task_id: t\ndescription: d\ninitial_prompt: go\n"
+               f"agent: {{{agent}}}\n"
+               "success_criteria: [{type: file_exists, path: x, description: d}]\n")  # fmt: skip
+    return run_assay("plan", "t.yaml", cwd=folder, env={"PATH": path or codex_path()})

@@ -10,7 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.agents.coding import codex_path, row_file, run_assay, task_json
+from tests.agents.coding import (
+    codex_path,
+    plan_agent,
+    row_file,
+    run_assay,
+    task_json,
+)
 from tests.helpers import write
 
 pytestmark = pytest.mark.coding_agent
@@ -109,19 +115,18 @@ def test_a_live_verdict_ends_the_gemini_cli(ran: Path) -> None:
 )
 def test_what_gemini_cannot_take_is_refused_at_plan(tmp_path: Path, extra: str,
                                                     message: str) -> None:  # fmt: skip
-    write(tmp_path / "t.yaml", "task_id: t\ndescription: d\ninitial_prompt: go\n"
-          f"agent: {{type: gemini, {extra}}}\n"
-          "success_criteria: [{type: file_exists, path: x, description: d}]\n")  # fmt: skip
-    done = run_assay("plan", "t.yaml", cwd=tmp_path, env={"PATH": codex_path()})
+    done = plan_agent(tmp_path, f"type: gemini, {extra}")
     assert done.returncode == 2 and message in done.stderr, done.stderr
 
 
 def test_coder_evals_claude_fields_load_with_one_warning_each(tmp_path: Path) -> None:
-    write(tmp_path / "t.yaml", "task_id: t\ndescription: d\ninitial_prompt: go\n"
-          "agent: {type: gemini, model: mock/echo, permission_mode: acceptEdits,\n"
-          "        allowed_tools: [Write], sdk_options: {effort: high}}\n"
-          "success_criteria: [{type: file_exists, path: x, description: d}]\n")  # fmt: skip
-    done = run_assay("plan", "t.yaml", cwd=tmp_path, env={"PATH": codex_path()})
+    done = plan_agent(
+        tmp_path,
+        (
+            "type: gemini, model: mock/echo, "
+            "permission_mode: acceptEdits, allowed_tools: [Write], sdk_options: {effort: high}"
+        ),
+    )
     assert done.returncode == 0, done.stderr
     for field in ("permission_mode", "allowed_tools", "sdk_options"):
         assert done.stderr.count(f"agent.{field}") == 1

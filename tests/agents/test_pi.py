@@ -11,7 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.agents.coding import codex_path, row_file, run_assay, spans, task_json
+from tests.agents.coding import (
+    codex_path,
+    command_exit_codes,
+    plan_agent,
+    row_file,
+    run_assay,
+    task_json,
+)
 from tests.helpers import write
 
 pytestmark = pytest.mark.coding_agent
@@ -111,13 +118,10 @@ def test_the_cli_acts_and_its_work_is_graded(ran: Path) -> None:
 
 def test_each_commands_exit_code_is_read_from_the_cli(ran: Path) -> None:
     assert task_json(ran, "note", "a")["transcript"]["commands_failed"] == 1
-    codes = {}
-    for span in spans(ran, "note", "a"):
-        found = {a["key"]: str(*a["value"].values()) for a in span.get("attributes", [])
-                 if a["key"] in ("assay.command", "assay.exit_code")}  # fmt: skip
-        if "assay.command" in found:
-            codes[found["assay.command"]] = found.get("assay.exit_code")
-    assert codes == {"wc -c note.txt > size.txt; env > env.txt": "0", "ls missing-file": "2"}
+    assert command_exit_codes(ran, "note", "a") == {
+        "wc -c note.txt > size.txt; env > env.txt": "0",
+        "ls missing-file": "2",
+    }
 
 
 def test_the_users_openai_key_never_reaches_the_cli(ran: Path) -> None:
@@ -162,19 +166,15 @@ def test_a_live_verdict_ends_the_pi_cli(ran: Path) -> None:
 )
 def test_what_pi_cannot_take_is_refused_at_plan(tmp_path: Path, extra: str,
                                                 message: str) -> None:  # fmt: skip
-    write(tmp_path / "t.yaml", "task_id: t\ndescription: d\ninitial_prompt: go\n"
-          f"agent: {{type: pi, {extra}}}\n"
-          "success_criteria: [{type: file_exists, path: x, description: d}]\n")  # fmt: skip
-    done = run_assay("plan", "t.yaml", cwd=tmp_path, env={"PATH": codex_path()})
+    done = plan_agent(tmp_path, f"type: pi, {extra}")
     assert done.returncode == 2 and message in done.stderr, done.stderr
 
 
 def test_coder_evals_claude_fields_load_with_one_warning_each(tmp_path: Path) -> None:
-    write(tmp_path / "t.yaml", "task_id: t\ndescription: d\ninitial_prompt: go\n"
-          "agent: {type: pi, model: mock/echo, permission_mode: acceptEdits,\n"
-          "        sdk_options: {effort: high}}\n"
-          "success_criteria: [{type: file_exists, path: x, description: d}]\n")  # fmt: skip
-    done = run_assay("plan", "t.yaml", cwd=tmp_path, env={"PATH": codex_path()})
+    done = plan_agent(
+        tmp_path,
+        ("type: pi, model: mock/echo, permission_mode: acceptEdits, sdk_options: {effort: high}"),
+    )
     assert done.returncode == 0, done.stderr
     for field in ("permission_mode", "sdk_options"):
         assert done.stderr.count(f"agent.{field}") == 1
@@ -182,10 +182,7 @@ def test_coder_evals_claude_fields_load_with_one_warning_each(tmp_path: Path) ->
 
 
 def test_a_missing_cli_is_refused_with_how_to_install_it(tmp_path: Path) -> None:
-    write(tmp_path / "t.yaml", "task_id: t\ndescription: d\ninitial_prompt: go\n"
-          "agent: {type: pi, model: mock/echo}\n"
-          "success_criteria: [{type: file_exists, path: x, description: d}]\n")  # fmt: skip
-    done = run_assay("plan", "t.yaml", cwd=tmp_path, env={"PATH": "/usr/bin:/bin"})
+    done = plan_agent(tmp_path, "type: pi, model: mock/echo", path="/usr/bin:/bin")
     assert done.returncode == 2, done.stderr
     assert "the pi CLI was not found" in done.stderr
     assert "@mariozechner/pi-coding-agent@0.73.1" in done.stderr
