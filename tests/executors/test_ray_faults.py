@@ -85,10 +85,19 @@ def _executions(folder: Path) -> list[str]:
 def test_a_node_killed_mid_run_loses_only_the_rows_it_was_running(
     restore_nodes: RayCluster, tmp_path: Path
 ) -> None:
+    """The victim (a node started with ``ASSAY_TEST_NODE=victim``) is killed while it runs a
+    row for certain: its rows never end on their own, and the other nodes' rows wait (up to
+    90 s) until one has started there, so the run cannot end before the victim takes a row."""
     cluster = restore_nodes
     task = _slow_task(tmp_path)
-    victim = cluster.workers[0]
-    _when(lambda: len(_finished(tmp_path / "runs")) >= 4, lambda: cluster.remove_worker(victim))
+    started = tmp_path / "victim-started"
+    wait = (f'if [ "${{ASSAY_TEST_NODE:-}}" = victim ]; then touch {started}; sleep 60; '
+            f"else i=0; while [ ! -e {started} ] && [ $i -lt 900 ]; "
+            "do sleep 0.1; i=$((i+1)); done; fi; sleep")  # fmt: skip
+    text = task.read_text().replace('"$ASSAY_ROW_ID"', '"$ASSAY_ROW_ID/${ASSAY_TEST_NODE:-}"')
+    task.write_text(text.replace("; sleep", f"; {wait}", 1))
+    victim = cluster.add_worker(ASSAY_TEST_NODE="victim")
+    _when(started.exists, lambda: cluster.remove_worker(victim))
     progress, warnings = NodeProgress(), []
     result = assay.run(task, run_dir=tmp_path / "runs", executor="ray", jobs=2,
                        ray_address=cluster.address, progress=progress,
@@ -97,7 +106,7 @@ def test_a_node_killed_mid_run_loses_only_the_rows_it_was_running(
     rows = [r.row_id for r in result.rows()]
     assert sorted(rows) == [f"r{i:02d}" for i in range(ROWS)]  # none lost, none twice
     assert result.summary.tasks_run == ROWS
-    ran = _executions(tmp_path)
+    ran = [line.split("/")[0] for line in _executions(tmp_path)]
     assert sorted(set(ran)) == sorted(rows) and len(ran) > ROWS  # the lost rows ran again
     assert any("was lost" in w and "run again on other nodes" in w for w in warnings)
     assert sum(1 for label in progress.rows if label.endswith("(lost)")) == 1
