@@ -157,10 +157,13 @@ post_run:
 """
 
 
-def capped_run(tmp_path: Path, driver: str, docker: str = "") -> tuple[dict[str, Any], Path]:
-    """Run :data:`CAPPED` on ``driver``: its ``task.json`` and its row folder."""
+def capped_run(
+    tmp_path: Path, driver: str, docker: str = "", **options: Any
+) -> tuple[dict[str, Any], Path]:
+    """Run :data:`CAPPED` on ``driver`` (``options`` as for :func:`assay.api.run`): its
+    ``task.json`` and its row folder."""
     task = write(tmp_path / "task.yaml", CAPPED.format(driver=driver, docker=docker))
-    result = api.run([str(task)], run_dir=str(tmp_path / "runs"))
+    result = api.run([str(task)], run_dir=str(tmp_path / "runs"), **options)
     (path,) = result.run_dir.glob("**/task.json")
     return json.loads(path.read_text()), path.parent
 
@@ -189,6 +192,20 @@ def test_the_cap_is_the_tasks_sandbox_limits_max_output_mb(tmp_path: Path, drive
     a pre_run or post_run command and a criterion's command alike; each whole stream is in
     its own file in the row's folder."""
     assert_capped(*capped_run(tmp_path, driver))
+
+
+def test_evaluate_writes_a_criterions_whole_stream_too(tmp_path: Path) -> None:
+    """``assay evaluate`` runs the criteria's commands again with the same cap and logs: the
+    criterion's whole stream is in ``command-1.stdout.log`` again (here removed after the
+    run, and a stale log of the earlier grading removed), not dropped past the cap."""
+    record, folder = capped_run(tmp_path, "tempdir", keep_sandboxes=True)
+    (folder / "command-1.stdout.log").unlink()
+    (folder / "command-7.stderr.log").write_text("from an earlier grading")
+    api.evaluate(tmp_path / "runs" / "latest", jobs=1)
+    regraded = json.loads((folder / "task.json").read_text())
+    assert regraded["success_criteria_results"][0]["score"] == 0.0
+    assert (folder / "command-1.stdout.log").read_bytes() == b"z" * 307200 + b"END\n"
+    assert not (folder / "command-7.stderr.log").exists()
 
 
 @pytest.mark.docker

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 import assay
+from tests.agents.test_runaway import assert_capped, capped_run
 from tests.executors.conftest import RayCluster
 from tests.executors.helpers import NodeProgress
 from tests.helpers import write
@@ -230,3 +231,38 @@ success_criteria:
     responses = list((tmp_path / "runs" / "latest").glob("default/secrets/*/00/response.txt"))
     assert len(responses) == 12
     assert all(p.read_text().strip() == "[redacted:AGENT_TOKEN] withheld" for p in responses)
+
+
+def test_a_nodes_rows_write_their_whole_streams_into_the_run_folder(
+    ray_cluster: RayCluster, tmp_path: Path
+) -> None:
+    """Issue 28 item 8 on a cluster: the logs of a stream past ``max_output_mb`` (the agent's,
+    a pre_run's, a criterion's, a post_run's) are made on the node and written into the
+    row's folder by the driver, as on one machine."""
+    record, folder = capped_run(tmp_path, "tempdir", executor="ray", jobs=1,
+                                ray_address=ray_cluster.address)  # fmt: skip
+    assert_capped(record, folder)
+
+
+def test_a_nodes_logs_are_redacted_by_the_driver(ray_cluster: RayCluster, tmp_path: Path) -> None:
+    secret = "task-given-value-5432109876"
+    flood = "head -c 300000 /dev/zero | tr '\\\\0' y"
+    task = write(tmp_path / "task.yaml", f"""\
+task_id: loud
+description: an agent that prints a secret around a flood
+initial_prompt: go
+sandbox: {{limits: {{max_output_mb: 0.125}}}}
+agent:
+  type: command
+  command: "echo $AGENT_TOKEN; {flood}; echo; echo $AGENT_TOKEN"
+  env: {{AGENT_TOKEN: {secret}}}
+success_criteria:
+  - {{type: run_command, command: "true"}}
+""")  # fmt: skip
+    result = assay.run(task, run_dir=tmp_path / "runs", executor="ray", jobs=1,
+                       ray_address=ray_cluster.address)  # fmt: skip
+    assert result.exit_code == 0
+    log = result.row_file("loud").parent / "agent.stdout.log"
+    text = log.read_text()
+    assert secret not in text and text.count("[redacted:AGENT_TOKEN]") == 2
+    assert text.count("y") == 300000

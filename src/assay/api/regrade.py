@@ -41,7 +41,7 @@ from assay.orchestration.running.services import run_services
 from assay.providers.pool import ModelKey, ModelPool, PoolSettings, default_registry
 from assay.qa import PredictionRecord
 from assay.qa.schema import OPEN_TYPES
-from assay.results.io import read_json, write_model_atomic
+from assay.results.io import LogFolder, read_json, write_model_atomic
 from assay.results.secrets import Redactor
 from assay.results.status import FinalStatus
 from assay.results.task_result import EvaluationResult
@@ -264,7 +264,10 @@ async def _regrade_one(
     kept = directory / SANDBOX_DIR
     scratch: Sandbox | None = None
     if kept.is_dir():
-        scratch = Sandbox(kept).copy_to(Path(tempfile.mkdtemp(prefix="assay-eval-")) / "sandbox")
+        limits = task.sandbox.limits  # the run's cap on what is kept, and its logs
+        source = Sandbox(kept, max_output_bytes=limits.max_output_bytes,
+                         logs=_criterion_logs(directory, task, redactor))  # fmt: skip
+        scratch = source.copy_to(Path(tempfile.mkdtemp(prefix="assay-eval-")) / "sandbox")
     try:
         task_dir = Path(result.task_config.task_dir or ".")
         if scratch is not None:  # a bwrap task's commands run contained again
@@ -301,6 +304,15 @@ async def _regrade_one(
     )
     write_model_atomic(path, updated, redactor=redactor)
     return updated
+
+
+def _criterion_logs(directory: Path, task: TaskDefinition, redactor: Redactor) -> LogFolder:
+    """Where the criteria's commands write a stream past ``sandbox.limits.max_output_mb``
+    (``command-N.stdout.log``... in the row's folder, as in the run): the earlier grading's
+    logs are removed first, since the grading they belonged to is replaced."""
+    for stale in directory.glob("command-*.std*.log"):
+        stale.unlink(missing_ok=True)
+    return LogFolder(directory, redactor, task.sandbox.limits.max_log_bytes)
 
 
 def _message(status: FinalStatus, result: EvaluationResult, criteria: list[Any]) -> str | None:

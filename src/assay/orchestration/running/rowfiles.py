@@ -9,14 +9,24 @@ row whose files were cut off runs again on resume, whichever executor or machine
 from __future__ import annotations
 
 import contextlib
+import io
 import shutil
+import tarfile
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 from assay.agents.base import AgentOutcome
 from assay.errors import SandboxError
-from assay.results.io import dumps, make_dirs, redact_json, write_model_atomic, write_text
+from assay.results.io import (
+    LOG_BLOCK,
+    StreamLog,
+    dumps,
+    make_dirs,
+    redact_json,
+    write_model_atomic,
+    write_text,
+)
 from assay.results.secrets import Redactor
 from assay.results.status import FinalStatus
 from assay.results.task_result import EvaluationResult
@@ -41,6 +51,8 @@ class RowFiles:
         sandbox: a kept sandbox packed by :func:`assay.sandbox.archive.pack` on the machine
             that ran the row (``None``: not kept, or kept in place by a local run).
         sandbox_origin: where that sandbox was when it was packed.
+        logs: the output logs of the row's programs (``agent.stdout.log``...) packed on a
+            node of a cluster (``None``: none, or written in place by a local run).
     """
 
     result: EvaluationResult
@@ -49,6 +61,7 @@ class RowFiles:
     trace: str | None = None
     sandbox: bytes | None = None
     sandbox_origin: str = ""
+    logs: bytes | None = None
 
 
 @dataclass
@@ -60,12 +73,14 @@ class FinishedRow:
         outcome: what its agent did (response, spans or a stored trace).
         log: ``task.log``'s lines.
         sandbox: a kept sandbox packed on the machine that ran the row, and where it was.
+        logs: its output logs packed on a node of a cluster (:attr:`RowFiles.logs`).
     """
 
     result: EvaluationResult
     outcome: AgentOutcome
     log: list[str]
     sandbox: tuple[bytes, str] | None = None
+    logs: bytes | None = None
 
     def files(self) -> RowFiles:
         """Everything the row writes, as text (the trace serialized as OTLP JSON)."""
@@ -76,7 +91,7 @@ class FinishedRow:
             trace = dumps(to_otlp_json(outcome.spans), compact=True)
         archive, origin = self.sandbox or (None, "")
         return RowFiles(self.result, "\n".join(self.log) + "\n", outcome.response, trace,
-                        archive, origin)  # fmt: skip
+                        archive, origin, self.logs)  # fmt: skip
 
 
 def made_files(finished: FinishedRow) -> RowFiles:
@@ -145,6 +160,8 @@ def write_row_files(directory: Path, files: RowFiles, *, redactor: Redactor | No
         text = redact_json(files.trace, redactor, compact=True)
         write_text(directory / "trace.json", text, redactor=None)  # redacted as JSON above
     write_text(directory / "task.log", files.log, redactor=redactor)
+    if files.logs is not None:
+        write_logs(files.logs, directory, redactor=redactor)
     kept = directory / SANDBOX_DIR
     if files.sandbox is not None:
         if kept.exists():  # a resumed row ran again from scratch
@@ -154,3 +171,29 @@ def write_row_files(directory: Path, files: RowFiles, *, redactor: Redactor | No
         started = datetime.fromisoformat(files.result.started_at).timestamp()
         Sandbox(kept).redact(redactor, since=started - MTIME_SLACK)
     write_model_atomic(directory / "task.json", files.result, redactor=redactor)
+
+
+def write_logs(data: bytes, directory: Path, *, redactor: Redactor | None) -> None:
+    """Write output logs packed on a node of a cluster (:func:`~assay.sandbox.archive.pack`
+    of its log folder) into the row's ``directory``, each streamed through a
+    :class:`~assay.results.io.StreamLog`: every secret this process knows is redacted (a
+    node is not given them all), and no log is held in memory twice.
+
+    Raises:
+        SandboxError: the archive is damaged, or a member is not a plain file of the folder.
+    """
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r") as archive:
+            for member in archive:
+                source = archive.extractfile(member) if member.isfile() else None
+                if source is None or Path(member.name).name != member.name:
+                    raise SandboxError(f"the row's packed logs hold {member.name!r}, not a log")
+                log = StreamLog(directory / member.name, redactor=redactor,
+                                max_bytes=member.size)  # fmt: skip
+                try:
+                    while chunk := source.read(LOG_BLOCK):
+                        log.write(chunk)
+                finally:
+                    log.close()
+    except tarfile.TarError as exc:
+        raise SandboxError(f"cannot read the row's packed logs: {exc}") from exc

@@ -13,10 +13,11 @@ import asyncio
 import contextlib
 import os
 import shutil
+import tempfile
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -348,19 +349,24 @@ class Runner:
         except SandboxError as exc:
             row.note(f"sandbox: {exc}")
             return self._finish(row, AgentOutcome(status="error", error=str(exc)), [], None)
-        if not self.remote:  # a stream past max_output_mb is written whole into the row folder
-            sandbox.logs = LogFolder(directory, self.redactor, task.sandbox.limits.max_log_bytes)
+        # a stream past max_output_mb is written whole into the row folder; on a node of a
+        # cluster into a temporary folder whose logs go with the row's files to the driver
+        logs = Path(tempfile.mkdtemp(prefix="assay-logs-")) if self.remote else directory
+        sandbox.logs = LogFolder(logs, self.redactor, task.sandbox.limits.max_log_bytes)
         try:
             sandbox.jail = self.containment.jail(task, sandbox.root, base_dir)
             if sandbox.jail is not None:
                 user = f" as uid {sandbox.jail.uid}" if sandbox.jail.uid is not None else ""
                 row.note(f"sandbox: {task.sandbox_driver}{user}")
-            return await self._in_sandbox(row, sandbox, base_dir, keep_copy=moved,
-                                          packed=self.remote and self._keeping())  # fmt: skip
+            finished = await self._in_sandbox(row, sandbox, base_dir, keep_copy=moved,
+                                              packed=self.remote and self._keeping())  # fmt: skip
+            return await _with_logs(finished, logs) if self.remote else finished
         except SandboxError as exc:
             row.note(f"sandbox: {exc}")
             return self._finish(row, AgentOutcome(status="error", error=str(exc)), [], sandbox)
         finally:
+            if self.remote:
+                shutil.rmtree(logs, ignore_errors=True)
             if sandbox.jail is not None:
                 sandbox.jail.close()
             else:  # what the row's programs left running, in their group or not, ends
@@ -676,6 +682,18 @@ def _error_message(
     if status is FinalStatus.SUCCESS:
         return None
     return outcome.error or grading_message(status, results)
+
+
+async def _with_logs(finished: FinishedRow, folder: Path) -> FinishedRow:
+    """``finished`` with the output logs its programs wrote into ``folder`` packed, for the
+    process that writes the run folder (:func:`~assay.orchestration.running.rowfiles.
+    write_logs`); a log that cannot be packed is named in the row's log instead."""
+    if not any(folder.iterdir()):
+        return finished
+    try:
+        return replace(finished, logs=await asyncio.to_thread(pack, folder))
+    except SandboxError as exc:
+        return replace(finished, log=[*finished.log, f"output logs: {exc}"])
 
 
 def _qa_record(item: QaItem | None, outcome: AgentOutcome) -> dict[str, Any] | None:
