@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -10,8 +11,10 @@ import pytest
 
 import assay
 from tests.agents.coding import claude_available
+from tests.cli.test_stop_when_decided import ROWS, TASK, experiment
 from tests.executors.conftest import RayCluster
 from tests.executors.helpers import NodeProgress, differences, run_contents
+from tests.helpers import write
 
 pytestmark = pytest.mark.ray
 REPO = Path(__file__).resolve().parents[2]
@@ -70,3 +73,21 @@ def test_bwrap_rows_on_a_cluster_read_the_task_folder_each_node_has(
     assert all("sandbox: bwrap" in p.read_text(encoding="utf-8") for p in logs)
     result = assay.RunResult.open(tmp_path / "ray" / "latest")
     assert [s.rollup.rows_passed for s in result.suites] == [4]
+
+
+def test_an_experiment_stops_when_decided_on_a_cluster(
+    ray_cluster: RayCluster, tmp_path: Path
+) -> None:
+    """Issue 33 on the ``ray`` executor: the nodes are sent rows in the stopping rule's order
+    as they have room, and none once the test is decided; the report says it stopped."""
+    task = write(tmp_path / "t.yaml", TASK)
+    plan = write(tmp_path / "e.yaml", experiment("{alpha: 0.05}"))
+    result = assay.run(task, experiment=plan, run_dir=tmp_path / "runs", executor="ray",
+                       ray_address=ray_cluster.address, jobs=1)  # fmt: skip
+    stop = json.loads((result.run_dir / "stopping.json").read_text())
+    assert stop["stopped"] and stop["decision"] == "b_better"
+    finished = len(list(result.run_dir.glob("*/toy/*/00/task.json")))
+    assert finished == stop["items_finished"] <= stop["items_scheduled"] < ROWS
+    assert stop["rows_decided"] <= stop["rows_scheduled"] < ROWS // 2
+    suite = json.loads((result.run_dir / "keyword" / "toy" / "suite.json").read_text())
+    assert suite["rows_missing"] == 0 and suite["rows_total"] < ROWS

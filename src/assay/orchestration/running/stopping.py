@@ -152,8 +152,7 @@ class Stopper:
 @dataclass(frozen=True)
 class StoppingItems(PendingItems):
     """:class:`PendingItems` in the stopper's order, ending once it has decided (the local
-    executor reads them one at a time; the Ray executor lists them up front and so runs
-    every row)."""
+    executor reads them one at a time, the Ray executor as its nodes have room)."""
 
     stopper: Stopper | None = None
 

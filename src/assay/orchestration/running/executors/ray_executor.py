@@ -4,7 +4,10 @@ The driver (this process) connects to the cluster (:mod:`.ray_cluster`), puts th
 the task folders (:mod:`.ray_files`) in Ray's object store, and starts one runner per node
 (:class:`~.ray_node.NodeRunner`: an async actor with ``num_cpus=0`` pinned to its node, its
 own ``-j``, model pool and model bridge). It then sends each runner batches of work items
-(by index into the plan) and receives each row back as soon as it finishes; this process
+(by index into the plan), read from the pending items only as runners have room (so an
+experiment's stopping rule, which ends them once decided, stops the run: the items already
+sent, at most 2 × ``-j`` per node, finish), and receives each row back as soon as it
+finishes; this process
 alone writes every row's files (``task.json`` last, atomically), so a row is done exactly
 when its ``task.json`` exists and a resumed run never depends on how many nodes or batches
 there were.
@@ -27,7 +30,7 @@ import functools
 import os
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -119,7 +122,9 @@ class _Driver:
         self.nodes: dict[str, _Node] = {}
         self.starting: dict[str, asyncio.Task[None]] = {}
         self.restarts: dict[str, tuple[int, float]] = {}  # node → (starts, not before)
-        self.pending: deque[int] = deque()
+        self.pending: deque[int] = deque()  # taken from the source, or sent back by a loss
+        self.source: Iterator[int] = iter(())
+        self.exhausted = False
         self.done: set[int] = set()
         self.batches: set[asyncio.Task[None]] = set()
         self.changed = asyncio.Event()
@@ -139,7 +144,8 @@ class _Driver:
                 warnings = await self._check_judges()
             context.progress.start(len(self.items), already_done=context.already_done)
             self._show_nodes()
-            self.pending.extend(self.items.indexes())
+            self.source = self.items.indexes()  # read as nodes have room: a stopping rule
+            self._take(1)  # (experiment.stop) ends it once decided
             await self._loop()
         except asyncio.CancelledError:
             interrupted = True
@@ -237,7 +243,7 @@ class _Driver:
 
     async def _loop(self) -> None:
         last_start, lonely_since = time.monotonic(), None
-        while self.pending or self.batches:
+        while self.pending or self.batches or not self.exhausted:
             self._dispatch()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.changed.wait(), timeout=1.0)
@@ -253,16 +259,20 @@ class _Driver:
             elif now - lonely_since > NO_NODE_TIMEOUT:
                 raise RunFailure(
                     f"every node of the Ray cluster was lost and none came back in "
-                    f"{NO_NODE_TIMEOUT:.0f} s; {len(self.pending)} row(s) did not run (the "
+                    f"{NO_NODE_TIMEOUT:.0f} s; {len(self.items) - len(self.done)} row(s) "
+                    "did not run (the "
                     "finished rows are kept: `assay run --resume RUN_DIR` runs the rest)"
                 )
 
     def _dispatch(self) -> None:
         """Send batches to the runners with room (each keeps up to 2 × ``-j`` rows)."""
         for node in self.nodes.values():
-            if not node.alive or not self.pending:
+            if not node.alive:
                 continue
             room = self.capacity - len(node.in_flight)
+            self._take(room)
+            if not self.pending:
+                continue
             if room < min(len(self.pending), max(1, self.capacity // 2)):
                 continue
             batch = [
@@ -272,6 +282,15 @@ class _Driver:
             task = asyncio.get_running_loop().create_task(self._consume(node, batch))
             self.batches.add(task)
             task.add_done_callback(self.batches.discard)
+
+    def _take(self, wanted: int) -> None:
+        """Read up to ``wanted`` more items from the source into :attr:`pending`."""
+        while len(self.pending) < wanted and not self.exhausted:
+            index = next(self.source, None)
+            if index is None:
+                self.exhausted = True
+            else:
+                self.pending.append(index)
 
     async def _consume(self, node: _Node, batch: list[int]) -> None:
         """Receive a batch's rows as they finish and write them; requeue what a lost runner
