@@ -198,7 +198,7 @@ def test_evaluate_writes_a_criterions_whole_stream_too(tmp_path: Path) -> None:
     """``assay evaluate`` runs the criteria's commands again with the same cap and logs: the
     criterion's whole stream is in ``command-1.stdout.log`` again (here removed after the
     run, and a stale log of the earlier grading removed), not dropped past the cap."""
-    record, folder = capped_run(tmp_path, "tempdir", keep_sandboxes=True)
+    _, folder = capped_run(tmp_path, "tempdir", keep_sandboxes=True)
     (folder / "command-1.stdout.log").unlink()
     (folder / "command-7.stderr.log").write_text("from an earlier grading")
     api.evaluate(tmp_path / "runs" / "latest", jobs=1)
