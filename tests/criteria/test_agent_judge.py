@@ -168,3 +168,29 @@ def test_a_coding_agent_judges_a_copy_of_the_sandbox(tmp_path: Path, sandbox: st
     assert aggregate["metrics"]["count"] == 3  # the four judge errors left out, counted apart
     assert aggregate["details"]["judge_errors"] == 4
     assert aggregate["metrics"]["mean"] == pytest.approx((0.8 + 1.0 + 0.25) / 3)
+
+
+@pytest.mark.parametrize("sandbox", ["{driver: tempdir}", "{driver: bwrap}"])
+def test_assay_evaluate_runs_the_judge_again(tmp_path: Path, sandbox: str) -> None:
+    """``assay evaluate`` starts the model bridge (on its unix socket for a ``bwrap`` row) and
+    runs the judge agent again on a copy of each kept sandbox: a changed judge script gives
+    the new verdict; a judge that never submits is still a judge_error."""
+    claude_available()
+    write(tmp_path / "judge.yaml", SCRIPT)
+    write(tmp_path / "ref" / "solution.txt", "42")
+    task = TASK.format(sandbox=sandbox, timeout=20)
+    kept_rows = "".join(f"    - {{id: {row}, rubric: RUBRIC-{row.upper()}}}\n"
+                        for row in ("reads", "silent"))  # fmt: skip
+    start, end = task.index("  rows:\n") + len("  rows:\n"), task.index("run_limits")
+    write(tmp_path / "t.yaml", task[:start] + kept_rows + task[end:])
+    done = run_assay("run", "t.yaml", "--keep-sandboxes", cwd=tmp_path, timeout=600)
+    assert done.returncode == 1, done.stdout + done.stderr
+    write(tmp_path / "judge.yaml", SCRIPT.replace("score: 0.8,", "score: 0.3,"))
+    done = run_assay("evaluate", "runs/latest", cwd=tmp_path, timeout=600)
+    assert done.returncode == 1, done.stdout + done.stderr
+    rows = _rows(tmp_path / "runs" / "latest")
+    judged = rows["reads"]["success_criteria_results"][0]
+    assert (judged["evaluation_status"], judged["score"]) == ("evaluated", 0.3), judged
+    silent = rows["silent"]["success_criteria_results"][0]
+    assert silent["error"].startswith("judge_error: Judge did not call submit_verdict"), silent
+    assert rows["silent"]["final_status"] == "ERROR"

@@ -184,11 +184,11 @@ def test_the_verdict_server_is_given_to_each_cli(tmp_path: Path) -> None:
     }
 
 
-def test_grading_outside_assay_run_is_an_error_not_a_zero(tmp_path: Path) -> None:
+def test_grading_outside_run_and_evaluate_is_an_error_not_a_zero(tmp_path: Path) -> None:
     judge = AgentJudgeCriterion.model_validate({"type": "agent_judge", "description": "d",
                                                 "prompt": "p"})  # fmt: skip
     context = GradingContext(sandbox=Sandbox(tmp_path), response="r")
-    with pytest.raises(CriterionError, match="assay evaluate runs no agent"):
+    with pytest.raises(CriterionError, match="only assay run and assay evaluate start"):
         asyncio.run(judge.check(context))
     skipped = AgentJudgeCriterion.model_validate({"type": "agent_judge", "description": "d",
                                                   "prompt": "p", "enabled": False})  # fmt: skip

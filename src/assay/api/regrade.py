@@ -19,15 +19,21 @@ from pathlib import Path
 from typing import Any
 
 from assay.agents.base import OutcomeStatus
+from assay.criteria.agent_judge import AgentHost
 from assay.criteria.base import GradingContext, Service
 from assay.criteria.registry import CriterionRegistry, default_criteria
 from assay.errors import UsageError
 from assay.orchestration.loading.qa_rows import judge_key
 from assay.orchestration.loading.secrets import results_redactor
 from assay.orchestration.loading.task_loader import reference_dir
-from assay.orchestration.planning.containment import Containment, private_paths
+from assay.orchestration.planning.containment import (
+    Containment,
+    needs_bridge_socket,
+    private_paths,
+)
 from assay.orchestration.planning.judging import judge_keys as task_judge_keys
 from assay.orchestration.running.environment import grading_env, row_env
+from assay.orchestration.running.executors.base import bridge_link
 from assay.orchestration.running.grading import (
     final_status,
     grade,
@@ -37,7 +43,7 @@ from assay.orchestration.running.grading import (
 )
 from assay.orchestration.running.rowfiles import SANDBOX_DIR
 from assay.orchestration.running.runfiles import load_task_json, scan_task_jsons
-from assay.orchestration.running.services import run_services
+from assay.orchestration.running.services import RunServices, run_services
 from assay.providers.pool import ModelKey, ModelPool, PoolSettings, default_registry
 from assay.qa import PredictionRecord
 from assay.qa.schema import OPEN_TYPES
@@ -104,21 +110,27 @@ async def regrade_run(
     default).
     """
     registry = criteria or default_criteria()
-    keys, rows, contained, redactor = _checked(run_dir, registry)
-    containment = Containment.for_tasks(contained, private=private_paths(run_dir, cache=None),
-                                        check=True)  # fmt: skip
+    scan, contained, redactor = _checked(run_dir, registry)
     pool = ModelPool(default_registry(), PoolSettings(parallel=max(1, jobs)))
     queue = iter(scan_task_jsons(run_dir))
 
-    async def worker() -> None:
+    async def worker(services: RunServices, containment: Containment) -> None:
         for path in queue:
             result = load_task_json(path)
-            await _regrade_one(path, result, registry, pool, redactor, containment)
+            await _regrade_one(path, result, registry, services, redactor, containment)
 
     with pidfd_child_watcher():
-        async with run_services(pool, keys):
-            await asyncio.gather(*(worker() for _ in range(max(1, jobs))))
-    return rows
+        # an agent_judge's coding agent calls its model through the bridge, as in the run (from
+        # a bwrap sandbox through the bridge's unix socket)
+        socket = needs_bridge_socket(contained)
+        async with run_services(pool, list(scan.keys), bridge=scan.bridge,
+                                bridge_socket=socket) as services:  # fmt: skip
+            containment = Containment.for_tasks(
+                contained, private=private_paths(run_dir, cache=None),
+                bridge=bridge_link(services.bridge), check=True,
+            )  # fmt: skip
+            await asyncio.gather(*(worker(services, containment) for _ in range(max(1, jobs))))
+    return scan.rows
 
 
 @dataclass
@@ -131,6 +143,7 @@ class _Scan:
     suites: dict[tuple[str, str], TaskDefinition] = field(default_factory=dict)
     missing: int = 0
     first_missing: str = ""
+    bridge: bool = False
 
     def add(self, run_dir: Path, path: Path, result: EvaluationResult) -> None:
         """Count one row: its judges, its suite's task, a sandbox its criteria need."""
@@ -139,14 +152,24 @@ class _Scan:
             dict.fromkeys([*judge_keys([result]), *criterion_judge_keys([result], self.registry)])
         )
         suite = (result.variant_id, result.suite_id or result.task_id)
-        if suite not in self.suites:  # a suite's rows share their sandbox driver: one each
+        if suite not in self.suites:  # a suite's rows share their driver and graders: one each
             self.suites[suite] = task_of(result, self.registry)
+            self.graders(self.suites[suite], Path(result.task_config.task_dir or "."))
         if agent_status(result) == "error" or (path.parent / SANDBOX_DIR).is_dir():
             return
         task = task_of(result, self.registry)  # this row's own
         if any(c.needs_sandbox() for c in task.success_criteria):
             self.missing += 1
             self.first_missing = self.first_missing or path.parent.relative_to(run_dir).as_posix()
+
+    def graders(self, task: TaskDefinition, base_dir: Path) -> None:
+        """Note the models of the coding agents ``task``'s criteria run to grade
+        (``agent_judge``), and whether they call them through the model bridge."""
+        for spec in task.success_criteria:
+            for config in spec.graders():
+                agent = self.registry.agents.build(config)
+                self.keys.update(dict.fromkeys(agent.model_keys(base_dir)))
+                self.bridge = self.bridge or config.uses_bridge
 
 
 def task_of(result: EvaluationResult, registry: CriterionRegistry) -> TaskDefinition:
@@ -164,9 +187,10 @@ def task_of(result: EvaluationResult, registry: CriterionRegistry) -> TaskDefini
 
 def _checked(
     run_dir: Path, registry: CriterionRegistry
-) -> tuple[list[ModelKey], int, list[TaskDefinition], Redactor]:
-    """The judges the rows need, how many rows there are, the first row's task of each
-    suite that runs in a ``bwrap`` sandbox and the secrets the rows' tasks know
+) -> tuple[_Scan, list[TaskDefinition], Redactor]:
+    """The scan of the rows (the models they need, how many, whether a coding agent grades
+    them), the first row's task of each suite that runs in a ``bwrap`` sandbox or ``docker``
+    container, and the secrets the rows' tasks know
     (:func:`results_redactor`, with this environment's), after checking that every row whose
     criteria read the sandbox has it; every ``task.json`` is read once.
 
@@ -192,7 +216,7 @@ def _checked(
             "then `assay evaluate`; `assay report` rebuilds reports without grading",
         )
     contained = [t for t in scan.suites.values() if t.sandbox_driver in ("bwrap", "docker")]
-    return list(scan.keys), scan.rows, contained, redactor
+    return scan, contained, redactor
 
 
 def judge_keys(results: list[EvaluationResult]) -> list[ModelKey]:
@@ -228,18 +252,24 @@ def criterion_judge_keys(
 
 
 def _services(
-    result: EvaluationResult, task: TaskDefinition, pool: ModelPool, reference: Path | None
+    result: EvaluationResult,
+    task: TaskDefinition,
+    pool: ModelPool,
+    reference: Path | None,
+    host: AgentHost | None,
 ) -> dict[Service[Any], Any]:
     """What the row offers its criteria: the QA item and judge a ``qa:`` row is graded with
-    (from its recorded record), the task's reference folder."""
+    (from its recorded record), the task's reference folder, the coding-agent services an
+    ``agent_judge`` runs its agent with."""
     if result.qa_record is None or task.qa is None:
-        return row_services(qa_item=None, judge=None, task=task, reference=reference)
+        return row_services(qa_item=None, judge=None, task=task, reference=reference,
+                            agents=host)  # fmt: skip
     judge = task.qa.judge
     base_dir = Path(result.task_config.task_dir or ".")
     return row_services(
         qa_item=PredictionRecord.model_validate(result.qa_record).to_item(),
         judge=pool.get(judge_key(judge, base_dir)) if judge is not None else None,
-        task=task, reference=reference,
+        task=task, reference=reference, agents=host,
     )  # fmt: skip
 
 
@@ -247,7 +277,7 @@ async def _regrade_one(
     path: Path,
     result: EvaluationResult,
     registry: CriterionRegistry,
-    pool: ModelPool,
+    services: RunServices,
     redactor: Redactor,
     containment: Containment,
 ) -> EvaluationResult:
@@ -282,10 +312,14 @@ async def _regrade_one(
             hidden=redactor.names,
         )
         reference = reference_dir(task, task_dir)
+        host = AgentHost(agents=registry.agents, pool=services.pool, bridge=services.bridge,
+                         base_dir=task_dir, label=f"{result.task_id}#{result.replicate_index:02d}",
+                         redactor=redactor, replicate=result.replicate_index)  # fmt: skip
         context = GradingContext(
             sandbox=scratch, response=response, transcript=read_transcript(directory),
             env=grading_env(env, task_dir=task_dir, reference=reference), row=result.row,
-            models=pool, services=_services(result, task, pool, reference),
+            models=services.pool, services=_services(result, task, services.pool, reference,
+                                                     host if services.bridge else None),
         )  # fmt: skip
         criteria = await grade(list(task.success_criteria), context, registry)
     finally:

@@ -85,7 +85,8 @@ class AgentHost:
 
 
 AGENT_HOST: Service[AgentHost] = Service("the run's coding-agent services (models, bridge)")
-"""Offered by ``assay run`` (not by ``assay evaluate``, which runs no agent)."""
+"""Offered by ``assay run`` and ``assay evaluate`` (which start the model bridge for it); not
+by ``assay judge calibrate`` or a prediction file's grading."""
 
 
 class AgentJudgeCriterion(AgentJudge, Criterion):
@@ -95,7 +96,8 @@ class AgentJudgeCriterion(AgentJudge, Criterion):
         """Run the judge agent on a copy of the row's sandbox and read its verdict.
 
         Raises:
-            CriterionError: no agent services (graded outside ``assay run``), no sandbox
+            CriterionError: no agent services (graded outside ``assay run`` and ``assay
+                evaluate``), no sandbox
                 kept, a ``docker`` row, or the copy cannot be made.
         """
         if not self.enabled:
@@ -104,7 +106,7 @@ class AgentJudgeCriterion(AgentJudge, Criterion):
         if host is None or host.bridge is None:
             raise CriterionError(
                 "agent_judge runs a coding agent through the model bridge, which only assay "
-                "run starts; grade this task with assay run (assay evaluate runs no agent)"
+                "run and assay evaluate start; grade this task with one of them"
             )
         sandbox = sandbox_of(context)
         reference = context.need(REFERENCE_DIR) if self.include_reference else None

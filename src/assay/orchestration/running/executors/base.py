@@ -152,11 +152,17 @@ def run_containment(
         UsageError: a row needs bwrap and it is not installed here, or (``check``) this
             machine cannot make a sandbox (the hint says how to fix it).
     """
-    link = None
-    if bridge is not None and bridge.socket_path is not None:
-        link = BridgeLink(bridge.socket_path, bridge.port)
+    link = bridge_link(bridge)
     cache = pool.settings.cache
     stores = [t.expansion.store.url for t in plan.tasks if t.expansion.store is not None]
     private = private_paths(run_dir, cache=cache.path if cache is not None else None,
                             store_urls=stores)  # fmt: skip
     return Containment.for_tasks(plan.definitions, private=private, bridge=link, check=check)
+
+
+def bridge_link(bridge: Bridge | None) -> BridgeLink | None:
+    """How a sandbox without network reaches ``bridge``: its unix socket and port (``None``:
+    no bridge, or one that serves no socket)."""
+    if bridge is None or bridge.socket_path is None:
+        return None
+    return BridgeLink(bridge.socket_path, bridge.port)
