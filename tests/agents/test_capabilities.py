@@ -148,6 +148,8 @@ CONFIGS = {
     "command": CommandAgent(type="command", command="true", env={"B": "1"}),
     "llm": LlmAgent(model="mock/echo", api_key_env="MY_KEY", base_url="http://127.0.0.1:1"),
     "llm-file": LlmAgent(model="mock/echo", response_file="answer.txt"),
+    "llm-reads": LlmAgent(model="mock/echo", tools=["read_file", "submit_answer"]),
+    "llm-acts": LlmAgent(model="mock/echo", tools=["run_command"], max_turns=5),
     "claude-plan": ClaudeCodeAgent(type="claude-code", permission_mode="plan"),
     "claude-edits": ClaudeCodeAgent(type="claude-code", model="anthropic/claude-sonnet-4-5"),
     "claude-default-bash": ClaudeCodeAgent(
@@ -163,6 +165,8 @@ EXPECTED = {
     "command": (False, True, "messages", True, False, False, False),
     "llm": (False, True, "messages", False, False, False, False),
     "llm-file": (False, True, "messages", True, False, False, False),
+    "llm-reads": (False, True, "tool_calls", True, True, False, False),
+    "llm-acts": (True, True, "tool_calls", True, True, False, False),
     "claude-plan": (False, True, "tool_calls", True, True, True, True),
     "claude-edits": (True, True, "tool_calls", True, True, True, True),
     "claude-default-bash": (True, True, "tool_calls", True, True, True, True),

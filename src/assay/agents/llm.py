@@ -3,7 +3,8 @@
 Chat format builds ``[system?, (user, assistant) × few_shot, user=prompt]``; completion
 format sends the prompt as plain text. ``labels`` or ``json_schema`` constrain the answer
 (the server enforces them). A model failure ends the row ``ERROR``; a reply over
-``run_limits.max_total_tokens`` ends it ``TOKEN_BUDGET_EXCEEDED``.
+``run_limits.max_total_tokens`` ends it ``TOKEN_BUDGET_EXCEEDED``. With ``tools`` the agent
+runs :mod:`assay.agents.tool_loop` in the row's sandbox instead of answering once.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from assay.agents.base import (
     PreflightCheck,
     PreflightSetup,
 )
+from assay.agents.tool_loop import ToolLoop
 from assay.errors import ModelError, UserError
 from assay.providers.base import Choice, Constraint, JsonSchema, Message, ModelRequest
 from assay.providers.pool import ModelKey
@@ -159,9 +161,16 @@ class LlmRunner(Agent[LlmAgent]):
             )
 
     async def run(self, context: AgentContext) -> AgentOutcome:
-        """Ask the model once; see the module docstring."""
+        """Ask the model once, or run the tool loop when ``tools`` is set
+        (:mod:`assay.agents.tool_loop`); see the module docstring."""
         model = context.models.get(model_key(self.config, context.base_dir))
         request = build_request(self.config, context.prompt or "", context)
+        if self.config.tools:
+            loop = ToolLoop(self.config, context, model=model, request=request,
+                            price=self.price(context))  # fmt: skip
+            outcome = await loop.run()
+            self._write_response_file(outcome, context.sandbox)
+            return outcome
         agent_span = context.root_span.child("invoke_agent llm")
         span = agent_span.child(f"chat {self.config.model}")
         span.attributes.update(

@@ -38,8 +38,12 @@ EventKind = Literal[
     "model_call", "text", "tool_call", "tool_result", "command", "file_change", "denial",
     "error", "final", "user",
 ]  # fmt: skip
-SHELL_TOOLS = frozenset({"Bash", "exec_command", "shell", "local_shell", "run_shell_command"})
-FILE_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit", "apply_patch"})
+SHELL_TOOLS = frozenset(
+    {"Bash", "exec_command", "shell", "local_shell", "run_shell_command", "run_command"}
+)
+FILE_TOOLS = frozenset(
+    {"Write", "Edit", "MultiEdit", "NotebookEdit", "apply_patch", "write_file", "edit_file"}
+)
 LAST_LINES = 12
 
 

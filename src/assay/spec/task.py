@@ -8,6 +8,7 @@ error with a suggestion.
 from __future__ import annotations
 
 import re
+import typing
 from collections.abc import Mapping
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -114,6 +115,12 @@ class CommandAgent(AgentBase):
         return no_nul(value, "env")  # type: ignore[no-any-return]
 
 
+LlmToolName = Literal["run_command", "read_file", "write_file", "edit_file", "submit_answer"]
+"""A built-in tool of the ``llm`` agent's tool loop (``agent.tools``)."""
+LLM_TOOLS: tuple[str, ...] = typing.get_args(LlmToolName)
+"""Every built-in tool name, in the order the model is offered them."""
+
+
 class FewShot(StrictModel):
     """One worked example given to a chat model before the prompt."""
 
@@ -132,9 +139,13 @@ class LlmAgent(AgentBase):
     ``response_file`` also writes the answer to that file in the sandbox. ``cache`` keeps
     answers in the response cache (``--cache`` turns it on for every model). ``price``
     overrides the price table (cost per row, ``run_limits.max_usd``).
-    """
 
-    transcript: ClassVar[TranscriptKind] = "messages"
+    ``tools`` (names from :data:`LLM_TOOLS`) makes it assay's own tool-using agent: the
+    model calls them through its native tool calling in the row's sandbox, for at most
+    ``max_turns`` model calls (and ``run_limits.max_turns``/``max_tool_calls``), each
+    ``run_command`` killed after ``command_timeout`` seconds
+    (:mod:`assay.agents.tool_loop`). Without ``tools`` it answers once.
+    """
 
     type: Literal["llm"] = "llm"
     model: StrictStr = "local/smollm2"
@@ -156,15 +167,39 @@ class LlmAgent(AgentBase):
     price: ModelPrice | None = None
     extra_body: dict[str, Any] = Field(default_factory=dict)
     response_file: StrictStr | None = None
+    tools: list[LlmToolName] | None = Field(default=None, min_length=1)
+    max_turns: StrictInt | None = Field(default=None, ge=1)
+    command_timeout: float = Field(default=120, gt=0)
+
+    @property
+    def transcript(self) -> TranscriptKind:  # type: ignore[override]
+        """``tool_calls`` with ``tools`` (every call is recorded), else ``messages``."""
+        return "tool_calls" if self.tools else "messages"
+
+    @property
+    def takes_turns(self) -> bool:  # type: ignore[override]
+        """With ``tools``: one model call per turn, tool calls between."""
+        return bool(self.tools)
+
+    @property
+    def may_act(self) -> bool:
+        """With a tool that writes files or runs commands (its sandbox is ``bwrap`` by
+        default, as for a coding agent)."""
+        return bool(set(self.tools or ()) & {"run_command", "write_file", "edit_file"})
 
     @property
     def needs_directory(self) -> bool:
-        """Only to write ``response_file``: the answer alone needs no directory."""
-        return self.response_file is not None
+        """With ``tools`` (they work in the sandbox), or to write ``response_file``: the
+        answer alone needs no directory."""
+        return bool(self.tools) or self.response_file is not None
 
     @property
     def dialog_problem(self) -> str | None:
-        """A chat model continues the message history; a completion prompt cannot."""
+        """A chat model continues the message history; a completion prompt cannot (nor,
+        yet, the tool loop)."""
+        if self.tools:
+            return ("an llm agent with tools does not hold a dialog yet; remove tools or "
+                    "simulation")  # fmt: skip
         if self.prompt_format == "completion":
             return ("prompt_format 'completion' sends one plain prompt and cannot continue a "
                     "conversation; use prompt_format: chat")  # fmt: skip
@@ -191,6 +226,7 @@ class LlmAgent(AgentBase):
             raise ValueError("set either labels or json_schema, not both")
         if self.system_prompt and self.system_prompt_file:
             raise ValueError("set either system_prompt or system_prompt_file, not both")
+        self._tools_consistent()
         if self.prompt_format == "completion" and (self.few_shot or self.system_prompt):
             raise ValueError(
                 "prompt_format 'completion' sends the prompt as plain text: "
@@ -202,6 +238,20 @@ class LlmAgent(AgentBase):
                 "openai/gpt-4o-mini, mock/echo"
             )
         return self
+
+    def _tools_consistent(self) -> None:
+        if self.tools is None:
+            given = sorted({"max_turns", "command_timeout"} & self.model_fields_set)
+            if given:
+                raise ValueError(f"{given[0]} bounds the tool loop: set tools too")
+            return
+        if len(set(self.tools)) != len(self.tools):
+            raise ValueError("tools names a tool twice")
+        if self.prompt_format == "completion":
+            raise ValueError("tools need prompt_format: chat (native tool calling)")
+        if self.labels or self.json_schema is not None:
+            raise ValueError("tools cannot be combined with labels or json_schema: the "
+                             "answer is given by submit_answer or the last reply")  # fmt: skip
 
 
 _CODING_AGENT = (
@@ -838,12 +888,14 @@ class TaskDefinition(StrictModel):
 __all__ = [
     "AGENTS_NOT_YET",
     "ID_PATTERN",
+    "LLM_TOOLS",
     "AgentConfig",
     "CommandAgent",
     "DatasetSpec",
     "DockerBuild",
     "DockerConfig",
     "LlmAgent",
+    "LlmToolName",
     "NoneAgent",
     "PostRunCommand",
     "PreRunCommand",

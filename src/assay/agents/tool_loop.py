@@ -1,0 +1,269 @@
+"""The ``llm`` agent's tool loop (``agent: {type: llm, tools: [...]}``): assay's own coding
+agent for any model with native tool calling.
+
+Each turn is one model call with the offered tools (:mod:`assay.agents.llm_tools`); the
+calls it asks for run in the row's sandbox, in order, and their results go back in the next
+request. The loop ends when the model calls ``submit_answer`` (its ``answer`` is the
+response; calls after it in the same answer are not run) or answers without a tool call
+(that text is the response), and stops early, keeping the last text the model wrote as the
+response, with a status and its reason:
+
+- ``max_turns``: a model call past ``agent.max_turns`` or ``run_limits.max_turns`` (the
+  smaller; :data:`DEFAULT_MAX_TURNS` when neither is set) would be needed;
+- ``max_tool_calls``: the answers so far asked for ``run_limits.max_tool_calls`` tool calls
+  and the model would be called again (as the model bridge counts them for CLI agents);
+- ``token_budget`` / ``cost_budget``: the calls so far passed ``run_limits.max_total_tokens``
+  or ``max_usd``;
+- ``timeout``: ``run_limits.task_timeout`` ran out (a model call or a command is cut at the
+  time left);
+- ``error``: the model failed (after its retries).
+
+The transcript has every model call, tool call, tool result, command (with its exit code)
+and file change, as the CLI agents' do, and becomes the row's spans.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+
+from assay.agents.base import AgentContext, AgentOutcome, OutcomeStatus
+from assay.agents.llm_tools import SandboxTools, ToolRun, tool_definitions
+from assay.errors import ModelError
+from assay.providers.base import Message, ModelRequest, ModelResponse, ToolCall, ToolResult, Usage
+from assay.providers.managed import ManagedModel
+from assay.providers.pricing import Price
+from assay.providers.retry import CallRecord
+from assay.results.secrets import clip_tail
+from assay.results.trace import Span
+from assay.results.transcript import Transcript, TranscriptEvent
+from assay.results.transcript_otlp import to_spans
+from assay.sandbox.tempdir import Sandbox
+from assay.spec.task import LlmAgent
+
+DEFAULT_MAX_TURNS = 30
+"""Model calls of a tool loop when neither ``agent.max_turns`` nor ``run_limits.max_turns``
+is set."""
+
+
+@dataclasses.dataclass
+class _Stop:
+    status: OutcomeStatus
+    error: str | None = None
+
+
+class ToolLoop:
+    """One row's tool loop.
+
+    Args:
+        config: the agent block (``tools`` set).
+        context: the row's context (a sandbox is required).
+        model: the started model.
+        request: the first request (system prompt, few-shot examples, the prompt).
+        price: the model's price, if any (cost per call, ``max_usd``).
+    """
+
+    def __init__(
+        self,
+        config: LlmAgent,
+        context: AgentContext,
+        *,
+        model: ManagedModel,
+        request: ModelRequest,
+        price: Price | None,
+    ) -> None:
+        assert context.sandbox is not None  # an llm agent with tools needs a directory
+        self.config, self.context, self.model, self.price = config, context, model, price
+        offered = config.tools or []
+        self.request = dataclasses.replace(
+            request, tools=tool_definitions(offered),
+            script_vars={**request.script_vars, "sandbox": str(context.sandbox)}
+            if request.script_vars or config.model.startswith("mock/") else {},
+        )  # fmt: skip
+        sandbox = Sandbox(context.sandbox, context.jail,
+                          max_output_bytes=context.max_output_bytes, logs=context.logs)  # fmt: skip
+        owner = context.jail.uid if context.jail is not None else None
+        self.tools = SandboxTools(sandbox, offered=offered, env=context.env, owner=owner)
+        self.transcript = Transcript(agent="llm", usage_source="model")
+        self.usage = Usage()
+        self.cost: float | None = None
+        self.calls = 0
+        self.tool_calls = 0
+        self.last_text: str | None = None
+        limits = [n for n in (config.max_turns, context.max_turns) if n is not None]
+        self.max_turns = min(limits) if limits else DEFAULT_MAX_TURNS
+
+    async def run(self) -> AgentOutcome:
+        """Run the loop to its end; failures are in the outcome, never raised."""
+        started = time.perf_counter()
+        deadline = time.monotonic() + self.context.timeout
+        agent_span = self.context.root_span.child("invoke_agent llm")
+        outcome = AgentOutcome(model_used=self.config.model)
+        messages = list(self.request.messages or ())
+        stop: _Stop | None = None
+        response: str | None = None
+        while stop is None:
+            stop = self._refusal() or _late(deadline, self.context.timeout)
+            if stop is not None:
+                break
+            reply = await self._call(messages, deadline, outcome)
+            if isinstance(reply, _Stop):
+                stop = reply
+                break
+            messages.append(Message("assistant", reply.text, tool_calls=reply.tool_calls))
+            if reply.text:
+                self.last_text = reply.text
+            stop = self._over_budget()
+            if stop is not None:
+                break
+            if not reply.tool_calls:
+                response, stop = reply.text, _Stop("completed", None)
+                self.transcript.stop_reason = "end_turn"
+                break
+            if reply.text:
+                self.transcript.add(TranscriptEvent("text", time.time_ns(), text=reply.text))
+            self.tool_calls += len(reply.tool_calls)
+            results, submitted = await self._run_tools(reply.tool_calls, deadline)
+            if submitted is not None:
+                response, stop = submitted, _Stop("completed", None)
+                self.transcript.stop_reason = "submit_answer"
+                break
+            messages.append(Message("user", "", tool_results=tuple(results)))
+        if stop.status != "completed":
+            response = self.last_text
+            self.transcript.stop_reason = stop.status
+        outcome.status, outcome.error, outcome.response = stop.status, stop.error, response
+        return self._finish(outcome, agent_span, started)
+
+    def _refusal(self) -> _Stop | None:
+        """Why the next model call may not be made (as the model bridge's limits)."""
+        if self.calls >= self.max_turns:
+            return _Stop("max_turns", f"the agent would make model call {self.calls + 1}; "
+                                      f"max_turns is {self.max_turns}")  # fmt: skip
+        cap = self.context.max_tool_calls
+        if cap is not None and self.tool_calls >= cap:
+            asked = self.tool_calls
+            return _Stop("max_tool_calls", f"the agent's model asked for {asked} tool calls; "
+                                           f"run_limits.max_tool_calls is {cap}")  # fmt: skip
+        return None
+
+    async def _call(
+        self, messages: list[Message], deadline: float, outcome: AgentOutcome
+    ) -> ModelResponse | _Stop:
+        """One model call, recorded in the transcript."""
+        self.calls += 1
+        request = dataclasses.replace(self.request, messages=tuple(messages))
+        record = CallRecord()
+        started = time.time_ns()
+        left = max(deadline - time.monotonic(), 0.001)
+        context = self.context
+        call = self.model.generate(request, replicate=context.replicate, record=record,
+                                   on_retry=context.on_retry)  # fmt: skip
+        result: ModelResponse | _Stop
+        try:
+            result = await asyncio.wait_for(call, left)
+        except TimeoutError:
+            seconds = context.timeout
+            result = _Stop("timeout", f"the model did not answer within the {seconds:g} s "
+                                      "of run_limits.task_timeout")  # fmt: skip
+            if record.attempts:
+                result = _Stop("error", f"the model endpoint was still failing when "
+                                        f"run_limits.task_timeout ran out; last error: "
+                                        f"{record.attempts[-1].error}")  # fmt: skip
+        except ModelError as exc:
+            result = _Stop("error", str(exc))
+        outcome.attempts.extend(record.attempts)
+        cost = None
+        if isinstance(result, ModelResponse):
+            outcome.cached = outcome.cached or result.cached
+            if result.usage is not None:
+                self.usage = self.usage + result.usage
+                if self.price is not None:
+                    cost = self.price.cost(result.usage)
+                    self.cost = (self.cost or 0.0) + cost
+        failed = isinstance(result, _Stop)
+        answer = result if isinstance(result, ModelResponse) else None
+        self.transcript.add(TranscriptEvent(
+            "model_call", time.time_ns(), name=self.config.model,
+            usage=answer.usage.buckets() if answer is not None and answer.usage else None,
+            cost_usd=cost, stop_reason=answer.finish_reason if answer is not None else None,
+            arguments=[c.name for c in answer.tool_calls] if answer is not None else None,
+            is_error=failed, text=result.error or "" if isinstance(result, _Stop) else "",
+            duration_ns=time.time_ns() - started,
+        ))  # fmt: skip
+        return result
+
+    def _over_budget(self) -> _Stop | None:
+        budget = self.context.max_total_tokens
+        if budget is not None and self.usage.total_tokens > budget:
+            return _Stop("token_budget", f"the calls used {self.usage.total_tokens} tokens; "
+                                         f"run_limits.max_total_tokens is {budget}")  # fmt: skip
+        cap = self.context.max_usd
+        if cap is not None and self.cost is not None and self.cost > cap:
+            return _Stop("cost_budget", f"the calls cost ${self.cost:.6f}; "
+                                        f"run_limits.max_usd is {cap}")  # fmt: skip
+        return None
+
+    async def _run_tools(
+        self, calls: tuple[ToolCall, ...], deadline: float
+    ) -> tuple[list[ToolResult], str | None]:
+        """Run ``calls`` in order; the results, and the answer if one was submitted."""
+        results: list[ToolResult] = []
+        for call in calls:
+            self.transcript.add(TranscriptEvent("tool_call", time.time_ns(), name=call.name,
+                                                call_id=call.id, arguments=call.input))  # fmt: skip
+            if call.name == "submit_answer" and "submit_answer" in self.tools.offered:
+                answer = call.input.get("answer") if isinstance(call.input, dict) else None
+                if isinstance(answer, str):
+                    self._record(call, ToolRun("submitted"))
+                    return results, answer
+                run = ToolRun("error: submit_answer needs the argument 'answer' (a string)", True)
+            else:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    run = ToolRun("error: run_limits.task_timeout ran out", True)
+                else:
+                    run = await self.tools.call(call, timeout=min(self.config.command_timeout,
+                                                                  left))  # fmt: skip
+            self._record(call, run)
+            results.append(ToolResult(call.id, run.output, run.is_error))
+        return results, None
+
+    def _record(self, call: ToolCall, run: ToolRun) -> None:
+        now = time.time_ns()
+        self.transcript.add(TranscriptEvent("tool_result", now, name=call.name, call_id=call.id,
+                                            text=run.output, is_error=run.is_error))  # fmt: skip
+        if run.command:
+            self.transcript.add(TranscriptEvent(
+                "command", now, name=call.name, call_id=call.id, command=run.command,
+                exit_code=run.exit_code, text=clip_tail(run.output, 2000),
+            ))  # fmt: skip
+        if run.change:
+            self.transcript.add(TranscriptEvent("file_change", now, name=call.name,
+                                                call_id=call.id, path=run.path,
+                                                change=run.change))  # fmt: skip
+
+    def _finish(self, outcome: AgentOutcome, agent_span: Span, started: float) -> AgentOutcome:
+        outcome.model_calls = self.calls
+        outcome.usage = self.usage if self.calls else None
+        outcome.cost_usd = self.cost
+        outcome.seconds = time.perf_counter() - started
+        if outcome.response is not None:
+            self.transcript.add(TranscriptEvent("final", time.time_ns(), text=outcome.response))
+        if outcome.error is not None:
+            self.transcript.add(TranscriptEvent("error", time.time_ns(), text=outcome.error))
+        outcome.transcript = self.transcript
+        spans = to_spans(self.transcript, agent_span)
+        agent_span.end(error=outcome.error)
+        outcome.spans = [agent_span, *spans]
+        return outcome
+
+
+def _late(deadline: float, seconds: float) -> _Stop | None:
+    if time.monotonic() < deadline:
+        return None
+    return _Stop("timeout", f"run_limits.task_timeout ({seconds:g} s) ran out")
+
+
+__all__ = ["DEFAULT_MAX_TURNS", "ToolLoop"]

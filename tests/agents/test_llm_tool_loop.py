@@ -1,0 +1,275 @@
+"""The llm agent's tool loop (``agent: {type: llm, tools: [...]}``) with scripted models: the
+tools act in the row's sandbox (tempdir and bwrap), paths stay inside it, limits end the row
+with their reason, and the transcript is graded like a CLI agent's."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from assay.agents.llm_tools import SandboxTools
+from assay.providers.base import ToolCall
+from assay.sandbox.tempdir import Sandbox
+from tests.cli.test_run import assay, assay_process, finished, latest
+from tests.helpers import write
+
+REPO = Path(__file__).resolve().parents[2]
+ALL_TOOLS = "[run_command, read_file, write_file, edit_file, submit_answer]"
+
+TASK = """\
+task_id: tools
+description: the llm agent's tool loop
+initial_prompt: "Write the greeting for ${{row.name}}"
+agent:
+  type: llm
+  model: mock/script.yaml
+  tools: {tools}
+  max_turns: {max_turns}
+sandbox: {{driver: {driver}}}
+dataset:
+  rows:
+    - {{id: a, name: Ann}}
+success_criteria:
+{criteria}
+"""
+
+CRITERIA = """\
+  - type: file_contains
+    path: out/hello.txt
+    includes: ["hello Ann, edited"]
+  - type: command_executed
+    command_pattern: "cat out/hello"
+    require_success: true
+  - type: tool_called
+    tool: write_file
+    min_count: 1
+    max_count: 1
+  - type: tool_called
+    tool: edit_file
+    arguments_pattern: "hello"
+"""
+
+SCRIPT = """\
+replies:
+  - match: "Write the greeting"
+    steps:
+      - tool: write_file
+        input: {{path: out/hello.txt, content: "hello ${{row.name}}"}}
+      - text: "Checking."
+        tools:
+          - {{tool: run_command, input: {{command: "cat out/hello.txt && echo done > log.txt"}}}}
+          - {{tool: read_file, input: {{path: log.txt}}}}
+          - {{tool: run_command, input: {{command: "echo escaped > {outside}"}}}}
+      - tool: edit_file
+        input: {{path: out/hello.txt, old_string: "Ann", new_string: "Ann, edited"}}
+      - tool: submit_answer
+        input: {{answer: "greeted ${{row.name}}"}}
+"""
+
+
+def task_json(run_dir: Path, row: str = "a") -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(
+        (run_dir / "default" / "tools" / row / "00" / "task.json").read_text()
+    )
+    return data
+
+
+def run_task(tmp_path: Path, script: str, **fields: Any) -> tuple[int, Path, str]:
+    values = {"tools": ALL_TOOLS, "max_turns": 10, "driver": "tempdir", "criteria": CRITERIA}
+    values.update(fields)
+    write(tmp_path / "script.yaml", script)
+    path = write(tmp_path / "task.yaml", TASK.format(**values))
+    done = assay("run", str(path), cwd=tmp_path)
+    return done.returncode, latest(tmp_path), done.stderr
+
+
+@pytest.mark.parametrize("driver", ["tempdir", "bwrap"])
+def test_the_model_writes_runs_reads_edits_and_submits(tmp_path: Path, driver: str) -> None:
+    outside = tmp_path / "host" / "outside.txt"
+    outside.parent.mkdir()
+    code, run_dir, stderr = run_task(tmp_path, SCRIPT.format(outside=outside), driver=driver)
+    result = task_json(run_dir)
+    assert result["final_status"] == "SUCCESS", (stderr, result["success_criteria_results"])
+    assert code == 0
+    assert (run_dir / "default/tools/a/00/response.txt").read_text() == "greeted Ann"
+    summary = result["transcript"]
+    assert summary["agent"] == "llm" and summary["model_calls"] == 4
+    assert summary["tool_calls_by_name"] == {
+        "write_file": 1, "run_command": 2, "read_file": 1, "edit_file": 1, "submit_answer": 1,
+    }  # fmt: skip
+    assert summary["commands"] == 2 and summary["stop_reason"] == "submit_answer"
+    assert summary["files_changed"] == ["out/hello.txt"]
+    log = (run_dir / "default/tools/a/00/task.log").read_text()
+    assert "result of read_file: done" in log  # the command's file was read back
+    trace = json.loads((run_dir / "default/tools/a/00/trace.json").read_text())
+    names = [s["name"] for s in trace["resourceSpans"][0]["scopeSpans"][0]["spans"]]
+    assert names.count("chat mock/script.yaml") == 4
+    assert names.count("execute_tool run_command") == 2 and "invoke_agent llm" in names
+    if driver == "bwrap":  # the jail kept the command from writing outside the sandbox
+        assert not outside.exists()
+        assert summary["commands_failed"] == 1
+        assert "$ echo escaped" in log and "→ exit 0" not in log.split("$ echo escaped")[1]
+    else:  # a tempdir sandbox contains nothing: the same command wrote there
+        assert outside.read_text() == "escaped\n"
+        assert summary["commands_failed"] == 0
+
+
+ESCAPES = """\
+replies:
+  - match: "Write the greeting"
+    steps:
+      - tools:
+          - {tool: write_file, input: {path: ../x.txt, content: "out"}}
+          - {tool: write_file, input: {path: /etc/passwd, content: "root::0:0::/:/bin/sh"}}
+          - {tool: run_command, input: {command: "ln -s /etc link && ln -s /etc/hostname host"}}
+          - {tool: read_file, input: {path: link/hostname}}
+          - {tool: write_file, input: {path: host, content: "x"}}
+          - {tool: Bash, input: {command: "id"}}
+      - tool: submit_answer
+        input: {answer: "${row.name}: refused"}
+"""
+
+
+def test_escapes_and_unknown_tools_are_tool_errors_the_loop_goes_on(tmp_path: Path) -> None:
+    criteria = (
+        "  - {type: tool_called, tool: Bash, min_count: 0, max_count: 0,\n"
+        "     require_success: true}"
+    )  # Bash was called, and refused
+    code, run_dir, stderr = run_task(tmp_path, ESCAPES, criteria=criteria)
+    result = task_json(run_dir)
+    assert result["final_status"] == "SUCCESS" and code == 0, stderr
+    assert (run_dir / "default/tools/a/00/response.txt").read_text() == "Ann: refused"
+    assert not (tmp_path / "runs" / "x.txt").exists()
+    assert "root::0" not in Path("/etc/passwd").read_text()
+    summary = result["transcript"]
+    assert summary["tool_errors"] == 5 and summary["tool_calls"] == 7
+    assert summary["files_changed"] == []
+    log = (run_dir / "default/tools/a/00/task.log").read_text()
+    assert "leaves the sandbox ('..')" in log and "is absolute" in log
+    assert log.count("resolves outside the sandbox (a symlink)") == 2
+    assert "no tool named 'Bash'" in log
+
+
+def test_tools_refuse_escapes_directly(tmp_path: Path) -> None:
+    """The tools alone: each refusal is an error result, never an exception."""
+    root = tmp_path / "box"
+    root.mkdir()
+    (root / "up").symlink_to(tmp_path)
+    (tmp_path / "secret.txt").write_text("s")
+    tools = SandboxTools(Sandbox(root), offered=["read_file", "write_file", "edit_file"],
+                         env={}, owner=None)  # fmt: skip
+
+    def call(name: str, **arguments: str) -> tuple[str, bool]:
+        run = asyncio.run(tools.call(ToolCall("c", name, json.dumps(arguments)), timeout=5))
+        return run.output, run.is_error
+
+    assert call("read_file", path="up/secret.txt")[1]
+    assert call("write_file", path="up/new.txt", content="x")[1]
+    assert not (tmp_path / "new.txt").exists()
+    assert call("edit_file", path="../secret.txt", old_string="s", new_string="t")[1]
+    assert (tmp_path / "secret.txt").read_text() == "s"
+    assert call("run_command", command="id") == (
+        "error: no tool named 'run_command' (tools: read_file, write_file, edit_file)",
+        True,
+    )
+    assert call("write_file", path="a/b.txt", content="one two two") == (
+        "wrote 11 bytes to a/b.txt",
+        False,
+    )
+    assert call("edit_file", path="a/b.txt", old_string="two", new_string="2")[0].startswith(
+        "error: old_string occurs 2 times"
+    )
+    assert call("edit_file", path="a/b.txt", old_string="one", new_string="1")[1] is False
+    assert call("read_file", path="a/b.txt") == ("1 two two", False)
+    assert call("read_file", path="missing.txt")[1]
+    missing = "error: argument 'content' (a string) is missing"
+    assert call("write_file", path="a/c.txt")[0] == missing
+
+
+FOREVER = """\
+replies:
+  - match: "Write the greeting"
+    steps:
+      - {text: "step one", tool: run_command, input: {command: "echo 1"}}
+      - {text: "step two", tool: run_command, input: {command: "echo 2"}}
+      - {text: "step three", tool: run_command, input: {command: "echo 3"}}
+"""
+
+
+def test_max_turns_ends_the_row_with_its_reason(tmp_path: Path) -> None:
+    criteria = "  - {type: tool_called, tool: run_command}"
+    _, run_dir, stderr = run_task(tmp_path, FOREVER, max_turns=2, criteria=criteria)
+    result = task_json(run_dir)
+    assert result["final_status"] == "MAX_TURNS_EXHAUSTED", stderr
+    assert "max_turns is 2" in result["error_message"]
+    summary = result["transcript"]
+    assert summary["stop_reason"] == "max_turns" and summary["model_calls"] == 2
+    assert summary["commands"] == 2  # the second answer's call ran before the limit
+    assert (run_dir / "default/tools/a/00/response.txt").read_text() == "step two"
+
+
+def test_run_limits_max_tool_calls_stops_early_and_grades(tmp_path: Path) -> None:
+    write(tmp_path / "script.yaml", FOREVER)
+    task = TASK.format(tools=ALL_TOOLS, max_turns=10, driver="tempdir",
+                       criteria="  - {type: tool_called, tool: run_command}")  # fmt: skip
+    write(tmp_path / "task.yaml", task + "run_limits: {max_tool_calls: 1}\n")
+    done = assay("run", "task.yaml", cwd=tmp_path)
+    result = task_json(latest(tmp_path))
+    assert result["transcript"]["stop_reason"] == "max_tool_calls", done.stderr
+    assert result["transcript"]["model_calls"] == 1
+    assert result["success_criteria_results"][0]["score"] == 1.0
+
+
+def test_an_unknown_tool_name_is_a_load_error_naming_the_field(tmp_path: Path) -> None:
+    write(tmp_path / "script.yaml", FOREVER)
+    path = write(tmp_path / "task.yaml", TASK.format(
+        tools="[run_command, bash]", max_turns=3, driver="tempdir",
+        criteria="  - {type: tool_called, tool: run_command}"))  # fmt: skip
+    done = assay("run", str(path), cwd=tmp_path)
+    assert done.returncode == 2
+    assert "agent.tools[1]" in done.stderr or "agent.tools.1" in done.stderr, done.stderr
+    assert "'run_command', 'read_file', 'write_file', 'edit_file' or 'submit_answer'" in (
+        done.stderr.replace("\n", " ")
+    )
+
+
+def test_max_turns_without_tools_is_refused(tmp_path: Path) -> None:
+    path = write(tmp_path / "task.yaml", (
+        "task_id: t\ndescription: d\ninitial_prompt: p\n"
+        "agent: {type: llm, model: mock/echo, max_turns: 3}\n"
+        "success_criteria: [{type: response_match, expected: p}]\n"))  # fmt: skip
+    done = assay("run", str(path), cwd=tmp_path)
+    assert done.returncode == 2 and "max_turns bounds the tool loop: set tools" in done.stderr
+
+
+OWN_AGENT = """\
+replies:
+  - match: "Write the string '([^']*)' into out.txt"
+    steps:
+      - tool: write_file
+        input: {path: out.txt, content: "${match.1}"}
+      - tool: submit_answer
+        input: {answer: "Done."}
+"""
+
+
+def test_coder_evals_worked_example_solved_by_the_own_agent(tmp_path: Path) -> None:
+    """examples/coder_eval's dataset example, its claude-code agent swapped for the own
+    agent by -D, run as ``python -m assay run`` (bwrap, the default for an acting agent)."""
+    shutil.copytree(REPO / "examples" / "coder_eval", tmp_path / "coder_eval")
+    write(tmp_path / "own-agent.yaml", OWN_AGENT)
+    done = assay_process("run", "coder_eval/tasks/dataset_example.yaml", "-m",
+                         "mock/own-agent.yaml", "-D", "agent.type=llm", "-D",
+                         "agent.tools=[write_file, submit_answer]", cwd=tmp_path)  # fmt: skip
+    run_dir = latest(tmp_path)
+    assert finished(done, run_dir) == 0, done.stderr
+    for row in ("alpha", "beta"):
+        result = json.loads((run_dir / f"default/dataset-example/{row}/00/task.json").read_text())
+        assert result["final_status"] == "SUCCESS"
+        assert result["transcript"]["files_changed"] == ["out.txt"]
+        assert result["transcript"]["stop_reason"] == "submit_answer"
