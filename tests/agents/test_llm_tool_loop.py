@@ -273,3 +273,27 @@ def test_coder_evals_worked_example_solved_by_the_own_agent(tmp_path: Path) -> N
         assert result["final_status"] == "SUCCESS"
         assert result["transcript"]["files_changed"] == ["out.txt"]
         assert result["transcript"]["stop_reason"] == "submit_answer"
+
+
+SLOW = """\
+replies:
+  - match: "Write the greeting"
+    steps:
+      - {tool: run_command, input: {command: "sleep 5; echo late"}}
+      - {tool: submit_answer, input: {answer: "gave up"}}
+"""
+
+
+def test_command_timeout_kills_a_command_and_the_model_is_told(tmp_path: Path) -> None:
+    write(tmp_path / "script.yaml", SLOW)
+    task = TASK.format(tools=ALL_TOOLS, max_turns=3, driver="tempdir",
+                       criteria="  - {type: tool_called, tool: run_command}")  # fmt: skip
+    write(tmp_path / "task.yaml", task.replace("  max_turns: 3\n", "  max_turns: 3\n  "
+                                               "command_timeout: 0.5\n"))  # fmt: skip
+    done = assay("run", "task.yaml", cwd=tmp_path)
+    run_dir = latest(tmp_path)
+    result = task_json(run_dir)
+    assert result["final_status"] == "SUCCESS", done.stderr
+    assert result["transcript"]["tool_errors"] == 1
+    log = (run_dir / "default/tools/a/00/task.log").read_text()
+    assert "error of run_command: killed after 0.5 s\n" in log  # nothing printed

@@ -252,6 +252,16 @@ dataset:
 """
     + ROWS
     + LEAN_CRITERIA,
+    "llm-tools": "task_id: llmtools\n"
+    + LEAN
+    + """\
+agent: {type: llm, model: mock/echo, tools: [run_command, submit_answer], max_turns: 4,
+        command_timeout: 30}
+initial_prompt: "${row.text}"
+dataset:
+"""
+    + ROWS
+    + LEAN_CRITERIA,
     "qa": """\
 task_id: qa
 description: d
@@ -311,6 +321,7 @@ SPECIAL: dict[str, Any] = {
     "agent.cli_model": "opus",
     "agent.system_prompt_mode": "replace",
     "agent.api_key_env": "ASSAY_TEST_KEY",
+    "agent.tools": ["read_file", "submit_answer"],
     "sandbox.template_sources.0.path": "tpl2",
     "sandbox.template_sources.0.mount_point": "m2",
     "sandbox.template_sources.1.files.0.path": "g.txt",
@@ -797,9 +808,17 @@ def test_every_llm_agent_field_changes_what_the_model_is_sent(tmp_path: Path) ->
 
     unchanged = []
     for name, info in LlmAgent.model_fields.items():
-        if name in ("type", "system_prompt_file", "env_passthrough"):
+        if name in (
+            "type",
+            "system_prompt_file",
+            "env_passthrough",
+            "tools",
+            "max_turns",
+            "command_timeout",
+        ):
             continue  # the tag; a file the loader reads into system_prompt (tested above);
-            # the row's programs' environment, not the model's (tests/sandbox/test_environment.py)
+            # the row's programs' environment, not the model's (tests/sandbox/test_environment.py);
+            # the tool loop's (tests/agents/test_llm_tool_loop.py)
         leaf = Leaf("llm", ("agent", name), LlmAgent, name, info)
         models = {"price": {"input_per_mtok": 1, "output_per_mtok": 1},
                   "few_shot": [{"user": "u", "assistant": "a"}]}  # fmt: skip
