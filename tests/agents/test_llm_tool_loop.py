@@ -17,6 +17,7 @@ from assay.providers.base import ToolCall
 from assay.sandbox.tempdir import Sandbox
 from tests.cli.test_run import assay, assay_process, finished, latest
 from tests.helpers import write
+from tests.openai_server import Fault, scripted_server
 
 REPO = Path(__file__).resolve().parents[2]
 ALL_TOOLS = "[run_command, read_file, write_file, edit_file, submit_answer]"
@@ -297,3 +298,57 @@ def test_command_timeout_kills_a_command_and_the_model_is_told(tmp_path: Path) -
     assert result["transcript"]["tool_errors"] == 1
     log = (run_dir / "default/tools/a/00/task.log").read_text()
     assert "error of run_command: killed after 0.5 s\n" in log  # nothing printed
+
+
+def test_native_tool_calls_on_the_chat_completions_wire(tmp_path: Path) -> None:
+    """An OpenAI-compatible server gets the tools and, next turn, the results as ``tool``
+    messages; its tool call runs in the sandbox."""
+
+    def reply(body: dict[str, Any]) -> str | Fault:
+        if not any(m["role"] == "tool" for m in body["messages"]):
+            call = {
+                "id": "call_1",
+                "type": "function",
+                "function": {
+                    "name": "run_command",
+                    "arguments": json.dumps({"command": "echo hi > f.txt; echo ok"}),
+                },
+            }
+            message = {"role": "assistant", "content": None, "tool_calls": [call]}
+            return Fault(body=json.dumps({
+                "id": "x", "object": "chat.completion", "model": "m",
+                "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+            }))  # fmt: skip
+        return "all done"
+
+    with scripted_server(reply) as server:
+        task = TASK.format(tools="[run_command]", max_turns=3, driver="tempdir",
+                           criteria="  - {type: file_exists, path: f.txt}")  # fmt: skip
+        task = task.replace("model: mock/script.yaml", f"model: openai/m\n  base_url: "
+                            f"{server.base_url}")  # fmt: skip
+        write(tmp_path / "task.yaml", task)
+        done = assay("run", "task.yaml", cwd=tmp_path)
+    result = task_json(latest(tmp_path))
+    assert result["final_status"] == "SUCCESS", done.stderr
+    assert (latest(tmp_path) / "default/tools/a/00/response.txt").read_text() == "all done"
+    first, second = server.requests
+    assert [t["function"]["name"] for t in first["tools"]] == ["run_command"]
+    tool_message = next(m for m in second["messages"] if m["role"] == "tool")
+    assert tool_message["tool_call_id"] == "call_1"
+    assert tool_message["content"].startswith("exit code 0\nok")
+    assert result["transcript"]["stop_reason"] == "end_turn"
+
+
+def test_the_token_budget_ends_the_loop_after_the_call_that_crosses_it(tmp_path: Path) -> None:
+    write(tmp_path / "script.yaml", FOREVER)
+    task = TASK.format(tools=ALL_TOOLS, max_turns=10, driver="tempdir",
+                       criteria="  - {type: tool_called, tool: run_command}")  # fmt: skip
+    write(tmp_path / "task.yaml", task + "run_limits: {max_total_tokens: 30}\n")
+    done = assay("run", "task.yaml", cwd=tmp_path)
+    result = task_json(latest(tmp_path))
+    assert result["final_status"] == "TOKEN_BUDGET_EXCEEDED", done.stderr
+    assert "run_limits.max_total_tokens is 30" in result["error_message"]
+    summary = result["transcript"]
+    assert summary["stop_reason"] == "token_budget" and summary["usage"]["total"] > 30
+    assert summary["model_calls"] == summary["commands"] + 1  # its calls were not run
