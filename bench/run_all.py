@@ -12,6 +12,7 @@ import sys
 import coding_agent
 import expand
 import latency
+import llm_agent
 import overhead
 import qa_evaluate
 import throughput
@@ -28,6 +29,7 @@ def main(repeats: int = 3) -> None:
         "qa_evaluate": qa_evaluate.main(100_000, repeats),
         "latency": latency.main(2000, repeats),
         "coding_agent": coding_agent.main(50, repeats),
+        "llm_agent": llm_agent.main(100, max(repeats, 5)),
         "view": viewer.main(repeats),
     }
     print(json.dumps(results, indent=2))
