@@ -352,3 +352,60 @@ def test_the_token_budget_ends_the_loop_after_the_call_that_crosses_it(tmp_path:
     summary = result["transcript"]
     assert summary["stop_reason"] == "token_budget" and summary["usage"]["total"] > 30
     assert summary["model_calls"] == summary["commands"] + 1  # its calls were not run
+
+
+TEXT_PROTOCOL = """\
+replies:
+  - match: "Write the greeting"
+    reply: >-
+      I will write it.
+      <tool_call>{"name": "write_file", "arguments": {"path": "g.txt",
+      "content": "hi ${row.name}"}}</tool_call>
+      <tool_call>not json</tool_call>
+  - match: 'wrote \\d+ bytes to g.txt</tool_result>'
+    reply: '<tool_call>{"name": "submit_answer", "arguments": {"answer": "done"}}</tool_call>'
+"""
+
+
+def test_the_text_protocol_reads_tool_calls_from_the_reply(tmp_path: Path) -> None:
+    criteria = "  - {type: file_contains, path: g.txt, includes: [hi Ann]}"
+    write(tmp_path / "script.yaml", TEXT_PROTOCOL)
+    task = TASK.format(tools="[write_file, submit_answer]", max_turns=4, driver="tempdir",
+                       criteria=criteria)  # fmt: skip
+    task = task.replace("  max_turns: 4\n", "  max_turns: 4\n  tool_protocol: text\n")
+    write(tmp_path / "task.yaml", task)
+    done = assay("run", "task.yaml", cwd=tmp_path)
+    result = task_json(latest(tmp_path))
+    assert result["final_status"] == "SUCCESS", done.stderr
+    summary = result["transcript"]
+    assert summary["tool_calls_by_name"] == {"write_file": 1, "invalid": 1, "submit_answer": 1}
+    assert summary["tool_errors"] == 1 and summary["model_calls"] == 2
+    log = (latest(tmp_path) / "default/tools/a/00/task.log").read_text()
+    assert "assistant: I will write it." in log and "error: not JSON" in log
+
+
+def test_the_text_protocol_sends_no_native_tools(tmp_path: Path) -> None:
+    def reply(body: dict[str, Any]) -> str:
+        if len(body["messages"]) == 2:
+            return '<tool_call>{"name": "read_file", "arguments": {"path": "nope.txt"}}</tool_call>'
+        return "the file is missing"
+
+    with scripted_server(reply) as server:
+        task = TASK.format(tools="[read_file]", max_turns=3, driver="tempdir",
+                           criteria="  - {type: response_match, expected: missing, "
+                           "match: contains}")  # fmt: skip
+        task = task.replace("model: mock/script.yaml", f"model: openai/m\n  base_url: "
+                            f"{server.base_url}\n  tool_protocol: text")  # fmt: skip
+        write(tmp_path / "task.yaml", task)
+        done = assay("run", "task.yaml", cwd=tmp_path)
+    result = task_json(latest(tmp_path))
+    assert result["final_status"] == "SUCCESS", done.stderr
+    first, second = server.requests
+    assert "tools" not in first and "tools" not in second
+    assert first["messages"][0]["role"] == "system"
+    assert '<tool_call>{"name": "TOOL"' in first["messages"][0]["content"]
+    assert "- read_file: Read a text file." in first["messages"][0]["content"]
+    assert [m["role"] for m in second["messages"]] == ["system", "user", "assistant", "user"]
+    returned = second["messages"][3]["content"]
+    assert returned.startswith('<tool_result id="call_1_1" name="read_file" error="true">')
+    assert "cannot read 'nope.txt'" in returned

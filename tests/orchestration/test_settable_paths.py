@@ -815,6 +815,7 @@ def test_every_llm_agent_field_changes_what_the_model_is_sent(tmp_path: Path) ->
             "tools",
             "max_turns",
             "command_timeout",
+            "tool_protocol",
         ):
             continue  # the tag; a file the loader reads into system_prompt (tested above);
             # the row's programs' environment, not the model's (tests/sandbox/test_environment.py);

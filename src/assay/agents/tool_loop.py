@@ -1,12 +1,13 @@
 """The ``llm`` agent's tool loop (``agent: {type: llm, tools: [...]}``): assay's own coding
-agent for any model with native tool calling.
+agent for any chat model.
 
 Each turn is one model call with the offered tools (:mod:`assay.agents.llm_tools`); the
 calls it asks for run in the row's sandbox, in order, and their results go back in the next
-request. The loop ends when the model calls ``submit_answer`` (its ``answer`` is the
-response; calls after it in the same answer are not run) or answers without a tool call
-(that text is the response), and stops early, keeping the last text the model wrote as the
-response, with a status and its reason:
+request (natively, or with ``tool_protocol: text`` as ``<tool_call>`` blocks in the text:
+:mod:`assay.agents.tool_text`). The loop ends when the model calls ``submit_answer`` (its
+``answer`` is the response; calls after it in the same answer are not run) or answers
+without a tool call (that text is the response), and stops early, keeping the last text the
+model wrote as the response, with a status and its reason:
 
 - ``max_turns``: a model call past ``agent.max_turns`` or ``run_limits.max_turns`` (the
   smaller; :data:`DEFAULT_MAX_TURNS` when neither is set) would be needed;
@@ -30,6 +31,7 @@ import time
 
 from assay.agents.base import AgentContext, AgentOutcome, OutcomeStatus
 from assay.agents.llm_tools import SandboxTools, ToolRun, tool_definitions
+from assay.agents.tool_text import INVALID, parse_calls, results_message, text_request
 from assay.errors import ModelError
 from assay.providers.base import Message, ModelRequest, ModelResponse, ToolCall, ToolResult, Usage
 from assay.providers.managed import ManagedModel
@@ -76,11 +78,14 @@ class ToolLoop:
         assert context.sandbox is not None  # an llm agent with tools needs a directory
         self.config, self.context, self.model, self.price = config, context, model, price
         offered = config.tools or []
+        self.text = config.tool_protocol == "text"
         self.request = dataclasses.replace(
             request, tools=tool_definitions(offered),
             script_vars={**request.script_vars, "sandbox": str(context.sandbox)}
-            if request.script_vars or config.model.startswith("mock/") else {},
+            if config.model.startswith("mock/") else {},
         )  # fmt: skip
+        if self.text:
+            self.request = text_request(self.request, tool_definitions(offered))
         sandbox = Sandbox(context.sandbox, context.jail,
                           max_output_bytes=context.max_output_bytes, logs=context.logs)  # fmt: skip
         owner = context.jail.uid if context.jail is not None else None
@@ -111,30 +116,40 @@ class ToolLoop:
             if isinstance(reply, _Stop):
                 stop = reply
                 break
-            messages.append(Message("assistant", reply.text, tool_calls=reply.tool_calls))
-            if reply.text:
-                self.last_text = reply.text
+            native = () if self.text else reply.tool_calls
+            messages.append(Message("assistant", reply.text, tool_calls=native))
+            text, calls = self._read(reply)
+            if text:
+                self.last_text = text
             stop = self._over_budget()
             if stop is not None:
                 break
-            if not reply.tool_calls:
-                response, stop = reply.text, _Stop("completed", None)
+            if not calls:
+                response, stop = text, _Stop("completed", None)
                 self.transcript.stop_reason = "end_turn"
                 break
-            if reply.text:
-                self.transcript.add(TranscriptEvent("text", time.time_ns(), text=reply.text))
-            self.tool_calls += len(reply.tool_calls)
-            results, submitted = await self._run_tools(reply.tool_calls, deadline)
+            if text:
+                self.transcript.add(TranscriptEvent("text", time.time_ns(), text=text))
+            self.tool_calls += len(calls)
+            results, submitted = await self._run_tools(calls, deadline)
             if submitted is not None:
                 response, stop = submitted, _Stop("completed", None)
                 self.transcript.stop_reason = "submit_answer"
                 break
-            messages.append(Message("user", "", tool_results=tuple(results)))
+            messages.append(results_message(calls, results) if self.text
+                            else Message("user", "", tool_results=tuple(results)))  # fmt: skip
         if stop.status != "completed":
             response = self.last_text
             self.transcript.stop_reason = stop.status
         outcome.status, outcome.error, outcome.response = stop.status, stop.error, response
         return self._finish(outcome, agent_span, started)
+
+    def _read(self, reply: ModelResponse) -> tuple[str, tuple[ToolCall, ...]]:
+        """The reply's text and tool calls: native, or read from its ``<tool_call>``
+        blocks (the text protocol)."""
+        if self.text:
+            return parse_calls(reply.text, self.calls)
+        return reply.text, reply.tool_calls
 
     def _refusal(self) -> _Stop | None:
         """Why the next model call may not be made (as the model bridge's limits)."""
@@ -188,7 +203,7 @@ class ToolLoop:
             "model_call", time.time_ns(), name=self.config.model,
             usage=answer.usage.buckets() if answer is not None and answer.usage else None,
             cost_usd=cost, stop_reason=answer.finish_reason if answer is not None else None,
-            arguments=[c.name for c in answer.tool_calls] if answer is not None else None,
+            arguments=[c.name for c in self._read(answer)[1]] if answer is not None else None,
             is_error=failed, text=result.error or "" if isinstance(result, _Stop) else "",
             duration_ns=time.time_ns() - started,
         ))  # fmt: skip
@@ -213,7 +228,9 @@ class ToolLoop:
         for call in calls:
             self.transcript.add(TranscriptEvent("tool_call", time.time_ns(), name=call.name,
                                                 call_id=call.id, arguments=call.input))  # fmt: skip
-            if call.name == "submit_answer" and "submit_answer" in self.tools.offered:
+            if self.text and call.name == INVALID:
+                run = ToolRun(f"error: {call.input.get('error', 'unreadable tool call')}", True)
+            elif call.name == "submit_answer" and "submit_answer" in self.tools.offered:
                 answer = call.input.get("answer") if isinstance(call.input, dict) else None
                 if isinstance(answer, str):
                     self._record(call, ToolRun("submitted"))

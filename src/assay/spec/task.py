@@ -144,7 +144,9 @@ class LlmAgent(AgentBase):
     model calls them through its native tool calling in the row's sandbox, for at most
     ``max_turns`` model calls (and ``run_limits.max_turns``/``max_tool_calls``), each
     ``run_command`` killed after ``command_timeout`` seconds
-    (:mod:`assay.agents.tool_loop`). Without ``tools`` it answers once.
+    (:mod:`assay.agents.tool_loop`); ``tool_protocol: text`` describes the tools in the
+    prompt and reads ``<tool_call>`` blocks from the reply instead, for a model without native
+    tool calling. Without ``tools`` it answers once.
     """
 
     type: Literal["llm"] = "llm"
@@ -170,6 +172,7 @@ class LlmAgent(AgentBase):
     tools: list[LlmToolName] | None = Field(default=None, min_length=1)
     max_turns: StrictInt | None = Field(default=None, ge=1)
     command_timeout: float = Field(default=120, gt=0)
+    tool_protocol: Literal["native", "text"] = "native"
 
     @property
     def transcript(self) -> TranscriptKind:  # type: ignore[override]
@@ -241,7 +244,8 @@ class LlmAgent(AgentBase):
 
     def _tools_consistent(self) -> None:
         if self.tools is None:
-            given = sorted({"max_turns", "command_timeout"} & self.model_fields_set)
+            given = sorted({"max_turns", "command_timeout", "tool_protocol"}
+                           & self.model_fields_set)  # fmt: skip
             if given:
                 raise ValueError(f"{given[0]} bounds the tool loop: set tools too")
             return
