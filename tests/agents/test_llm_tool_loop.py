@@ -223,6 +223,10 @@ def test_run_limits_max_tool_calls_stops_early_and_grades(tmp_path: Path) -> Non
     result = task_json(latest(tmp_path))
     assert result["transcript"]["stop_reason"] == "max_tool_calls", done.stderr
     assert result["transcript"]["model_calls"] == 1
+    assert result["agent"]["stopped_early"] == (
+        "the agent's model asked for 1 tool calls; run_limits.max_tool_calls is 1"
+    )
+    assert result["final_status"] == "SUCCESS"  # graded as it stands
     assert result["success_criteria_results"][0]["score"] == 1.0
 
 
@@ -409,3 +413,41 @@ def test_the_text_protocol_sends_no_native_tools(tmp_path: Path) -> None:
     returned = second["messages"][3]["content"]
     assert returned.startswith('<tool_result id="call_1_1" name="read_file" error="true">')
     assert "cannot read 'nope.txt'" in returned
+
+
+LOUD = """\
+replies:
+  - match: "Write the greeting"
+    steps:
+      - {tool: run_command, input: {command: "head -c 1500000 /dev/zero | tr '\\\\0' a; echo"}}
+      - {tool: submit_answer, input: {answer: "done"}}
+"""
+
+
+def test_a_commands_output_past_the_cap_is_logged_whole_and_clipped_for_the_model(
+    tmp_path: Path,
+) -> None:
+    write(tmp_path / "script.yaml", LOUD)
+    task = TASK.format(tools=ALL_TOOLS, max_turns=3, driver="tempdir",
+                       criteria="  - {type: tool_called, tool: run_command}")  # fmt: skip
+    task = task.replace("sandbox: {driver: tempdir}",
+                        "sandbox: {driver: tempdir, limits: {max_output_mb: 1}}")  # fmt: skip
+    write(tmp_path / "task.yaml", task)
+    done = assay("run", "task.yaml", cwd=tmp_path)
+    row_dir = latest(tmp_path) / "default/tools/a/00"
+    result = task_json(latest(tmp_path))
+    assert result["final_status"] == "SUCCESS", done.stderr
+    assert result["agent"]["output_logs"] == ["tool-1.stdout.log"]
+    assert result["agent"]["output_dropped_bytes"] == 1_500_001 - 1024 * 1024
+    assert (row_dir / "tool-1.stdout.log").stat().st_size == 1_500_001
+    box = tmp_path / "box"
+    box.mkdir()
+    tools = SandboxTools(Sandbox(box, max_output_bytes=1024 * 1024), offered=["run_command"],
+                         env={"PATH": "/usr/bin:/bin"}, owner=None)  # fmt: skip
+    command = "head -c 1500000 /dev/zero | tr '\\0' a; echo"
+    run = asyncio.run(tools.call(ToolCall("c", "run_command", json.dumps({"command": command})),
+                                 timeout=30))  # fmt: skip
+    assert run.output.startswith("exit code 0\n") and not run.is_error
+    assert len(run.output) <= len("exit code 0\n") + 30_000  # the model reads the end
+    assert run.output.endswith("[assay: output cut after 1048576 bytes; 451425 more bytes "
+                               "dropped]\n")  # fmt: skip

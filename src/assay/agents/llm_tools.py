@@ -97,6 +97,11 @@ class SandboxTools:
         env: the environment of ``run_command``'s programs.
         owner: the uid that owns the sandbox's files inside the jail (bwrap as root), given
             the files a tool writes; ``None``: the caller's.
+
+    Attributes:
+        commands: ``run_command`` calls so far (their logs are ``tool-N``).
+        dropped: output bytes of the commands past ``sandbox.max_output_bytes``, not kept.
+        logs: the names of the files such output was written to whole (in the row's folder).
     """
 
     def __init__(
@@ -107,6 +112,8 @@ class SandboxTools:
         self.env = env
         self.owner = owner
         self.commands = 0
+        self.dropped = 0
+        self.logs: list[str] = []
 
     async def call(self, call: ToolCall, *, timeout: float) -> ToolRun:
         """Run ``call`` (``timeout``: seconds a command may take); never raises for what
@@ -132,6 +139,8 @@ class SandboxTools:
         self.commands += 1
         result = await self.sandbox.run(command, env=self.env, timeout=timeout,
                                         log_name=f"tool-{self.commands}")  # fmt: skip
+        self.dropped += result.dropped
+        self.logs += [path.name for path in result.logs]
         if result.timed_out:
             head = f"killed after {timeout:g} s"
         else:

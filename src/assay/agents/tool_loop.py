@@ -265,6 +265,7 @@ class ToolLoop:
         outcome.model_calls = self.calls
         outcome.usage = self.usage if self.calls else None
         outcome.cost_usd = self.cost
+        outcome.output_dropped_bytes, outcome.output_logs = self.tools.dropped, self.tools.logs
         outcome.seconds = time.perf_counter() - started
         if outcome.response is not None:
             self.transcript.add(TranscriptEvent("final", time.time_ns(), text=outcome.response))
