@@ -15,6 +15,7 @@ import pytest
 from assay.agents.llm_tools import SandboxTools
 from assay.providers.base import ToolCall
 from assay.sandbox.tempdir import Sandbox
+from assay.spec.task import LlmAgent
 from tests.cli.test_run import assay, assay_process, finished, latest
 from tests.helpers import write
 from tests.openai_server import Fault, scripted_server
@@ -451,3 +452,12 @@ def test_a_commands_output_past_the_cap_is_logged_whole_and_clipped_for_the_mode
     assert len(run.output) <= len("exit code 0\n") + 30_000  # the model reads the end
     assert run.output.endswith("[assay: output cut after 1048576 bytes; 451425 more bytes "
                                "dropped]\n")  # fmt: skip
+
+
+def test_an_llm_agent_dumped_whole_loads_again() -> None:
+    """task.json keeps the agent with every default; reading it back is no error."""
+    for agent in (LlmAgent(model="mock/echo"),
+                  LlmAgent(model="mock/echo", tools=["read_file"], max_turns=2)):  # fmt: skip
+        assert LlmAgent.model_validate(agent.model_dump()) == agent
+    with pytest.raises(ValueError, match="command_timeout bounds the tool loop"):
+        LlmAgent(model="mock/echo", command_timeout=5)

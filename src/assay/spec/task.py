@@ -244,8 +244,9 @@ class LlmAgent(AgentBase):
 
     def _tools_consistent(self) -> None:
         if self.tools is None:
-            given = sorted({"max_turns", "command_timeout", "tool_protocol"}
-                           & self.model_fields_set)  # fmt: skip
+            # by value, not by fields set: a task dumped whole (task.json) reloads its defaults
+            given = [name for name in ("command_timeout", "max_turns", "tool_protocol")
+                     if getattr(self, name) != type(self).model_fields[name].default]  # fmt: skip
             if given:
                 raise ValueError(f"{given[0]} bounds the tool loop: set tools too")
             return
