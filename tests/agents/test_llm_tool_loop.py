@@ -461,3 +461,18 @@ def test_an_llm_agent_dumped_whole_loads_again() -> None:
         assert LlmAgent.model_validate(agent.model_dump()) == agent
     with pytest.raises(ValueError, match="command_timeout bounds the tool loop"):
         LlmAgent(model="mock/echo", command_timeout=5)
+
+
+def test_assay_evaluate_grades_the_tool_loop_again_from_its_trace(tmp_path: Path) -> None:
+    outside = tmp_path / "outside.txt"
+    write(tmp_path / "script.yaml", SCRIPT.format(outside=outside))
+    write(tmp_path / "task.yaml", TASK.format(tools=ALL_TOOLS, max_turns=10, driver="tempdir",
+                                              criteria=CRITERIA))  # fmt: skip
+    done = assay("run", "task.yaml", "--keep-sandboxes", cwd=tmp_path)
+    first = task_json(latest(tmp_path))
+    assert first["final_status"] == "SUCCESS", done.stderr
+    again = assay("evaluate", str(latest(tmp_path)), cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    second = task_json(latest(tmp_path))
+    assert [r["score"] for r in second["success_criteria_results"]] == [1.0] * 4
+    assert second["transcript"]["tool_calls_by_name"] == first["transcript"]["tool_calls_by_name"]
