@@ -11,6 +11,9 @@ import pytest
 
 import assay
 from tests.agents.coding import claude_available
+from tests.agents.test_new_cli_agent import SCRIPT as TOY_SCRIPT
+from tests.agents.test_new_cli_agent import TASK as TOY_TASK
+from tests.agents.toy_agent import ToyCliRunner
 from tests.cli.test_stop_when_decided import ROWS, TASK, experiment
 from tests.executors.conftest import RayCluster
 from tests.executors.helpers import NodeProgress, differences, run_contents
@@ -18,6 +21,7 @@ from tests.helpers import write
 
 pytestmark = pytest.mark.ray
 REPO = Path(__file__).resolve().parents[2]
+TOY_ROWS = "[" + ", ".join(f"{{id: r{i}, word: w{i}}}" for i in range(6)) + "]"
 
 
 def _same_on_both(cluster: RayCluster, tasks: list[str], **options: Any) -> int:
@@ -91,3 +95,21 @@ def test_an_experiment_stops_when_decided_on_a_cluster(
     assert stop["rows_decided"] <= stop["rows_scheduled"] < ROWS // 2
     suite = json.loads((result.run_dir / "keyword" / "toy" / "suite.json").read_text())
     assert suite["rows_missing"] == 0 and suite["rows_total"] < ROWS
+
+
+def test_an_agent_class_given_in_python_runs_on_every_node(
+    ray_cluster: RayCluster, tmp_path: Path
+) -> None:
+    """``agents=[...]`` reaches the nodes with the plan: a CLI agent of the user's own
+    (tests/agents/toy_agent.py) runs its rows on the cluster, contained, through each
+    node's bridge, as on one machine."""
+    write(tmp_path / "script.yaml", TOY_SCRIPT)
+    task = write(
+        tmp_path / "toy.yaml",
+        TOY_TASK.replace("rows: [{id: a, word: alpha}, {id: b, word: beta}]", "rows: " + TOY_ROWS),
+    )
+    progress = NodeProgress()
+    result = assay.run(task, run_dir=tmp_path / "runs", agents=[ToyCliRunner], executor="ray",
+                       ray_address=ray_cluster.address, jobs=1, progress=progress)  # fmt: skip
+    assert result.exit_code == 0, [r.error_message for r in result.rows()]
+    assert result.summary.tasks_run == 6 and len(progress.rows) == 3

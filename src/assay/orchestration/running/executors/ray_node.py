@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from assay.criteria.registry import default_criteria
 from assay.errors import UserError
 from assay.orchestration.loading.secrets import run_redactor
 from assay.orchestration.planning.containment import needs_bridge_socket
@@ -201,7 +200,7 @@ class NodeRunner:
         # bwrap rows: this node makes one sandbox first (bwrap installed, user namespaces)
         containment = run_containment(self.plan, setup.run_dir, services.bridge, pool,
                                       check=True)  # fmt: skip
-        self.runner = Runner(setup.run_dir, services.pool, default_criteria(), setup.options,
+        self.runner = Runner(setup.run_dir, services.pool, self.plan.criteria, setup.options,
                              bridge=services.bridge, folders=self.folder, remote=True,
                              redactor=self.redactor, containment=containment)  # fmt: skip
         self.stack.callback(self.runner.close)
