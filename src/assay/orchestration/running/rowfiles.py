@@ -186,7 +186,8 @@ def write_logs(data: bytes, directory: Path, *, redactor: Redactor | None) -> No
         with tarfile.open(fileobj=io.BytesIO(data), mode="r") as archive:
             for member in archive:
                 source = archive.extractfile(member) if member.isfile() else None
-                if source is None or Path(member.name).name != member.name:
+                name = member.name
+                if source is None or Path(name).name != name or name.startswith("."):
                     raise SandboxError(f"the row's packed logs hold {member.name!r}, not a log")
                 log = StreamLog(directory / member.name, redactor=redactor,
                                 max_bytes=member.size)  # fmt: skip

@@ -1,0 +1,57 @@
+"""The output logs a node of a cluster packs with a row's files are written into the row's
+folder by the driver (:func:`assay.orchestration.running.rowfiles.write_logs`): redacted
+with the driver's secrets, whole, and nothing but plain files of the log folder."""
+
+from __future__ import annotations
+
+import io
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from assay.errors import SandboxError
+from assay.orchestration.running.rowfiles import write_logs
+from assay.results.secrets import Redactor
+from assay.sandbox.archive import pack
+
+SECRET = "driver-only-value-1234567890"
+
+
+def test_each_log_is_written_whole_and_redacted_with_the_drivers_secrets(tmp_path: Path) -> None:
+    node = tmp_path / "node"
+    node.mkdir()
+    flood = b"y" * (3 << 20)  # past one block of the streaming writer
+    (node / "agent.stdout.log").write_bytes(SECRET.encode() + b"\n" + flood + SECRET.encode())
+    (node / "pre_run-1.stderr.log").write_bytes(b"short\n")
+    known = Redactor()
+    known.add("DRIVER_TOKEN", SECRET)
+    row = tmp_path / "row"
+    row.mkdir()
+    write_logs(pack(node), row, redactor=known)
+    text = (row / "agent.stdout.log").read_bytes()
+    assert text == b"[redacted:DRIVER_TOKEN]\n" + flood + b"[redacted:DRIVER_TOKEN]"
+    assert (row / "pre_run-1.stderr.log").read_bytes() == b"short\n"
+
+
+@pytest.mark.parametrize("name", ["../escaped.log", "sub/agent.stdout.log", ".hidden", ".."])
+def test_a_member_that_is_not_a_plain_file_of_the_folder_is_refused(
+    tmp_path: Path, name: str
+) -> None:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        member = tarfile.TarInfo(name)
+        member.size = 2
+        archive.addfile(member, io.BytesIO(b"hi"))
+    row = tmp_path / "deep" / "row"
+    row.mkdir(parents=True)
+    with pytest.raises(SandboxError, match="not a log"):
+        write_logs(buffer.getvalue(), row, redactor=None)
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["deep", "row"]
+
+
+def test_a_folder_member_is_refused(tmp_path: Path) -> None:
+    node = tmp_path / "node"
+    (node / "sub").mkdir(parents=True)
+    with pytest.raises(SandboxError, match="not a log"):
+        write_logs(pack(node), tmp_path, redactor=None)
