@@ -16,6 +16,7 @@ from assay.agents.llm_tools import SandboxTools
 from assay.providers.base import ToolCall
 from assay.sandbox.tempdir import Sandbox
 from assay.spec.task import LlmAgent
+from tests.anthropic_upstream import anthropic_upstream, turn_of
 from tests.cli.test_run import assay, assay_process, finished, latest
 from tests.helpers import write
 from tests.openai_server import Fault, scripted_server
@@ -476,3 +477,34 @@ def test_assay_evaluate_grades_the_tool_loop_again_from_its_trace(tmp_path: Path
     second = task_json(latest(tmp_path))
     assert [r["score"] for r in second["success_criteria_results"]] == [1.0] * 4
     assert second["transcript"]["tool_calls_by_name"] == first["transcript"]["tool_calls_by_name"]
+
+
+def test_native_tool_calls_on_the_anthropic_messages_wire(tmp_path: Path) -> None:
+    """An Anthropic Messages server gets the tools as ``tools`` with ``input_schema`` and,
+    next turn, the result as a ``tool_result`` block of the user's message; its
+    ``tool_use`` runs in the sandbox."""
+
+    def answer(body: dict[str, Any]) -> list[dict[str, Any]]:
+        if turn_of(body) == 0:
+            return [{"type": "tool_use", "id": "toolu_1", "name": "write_file",
+                     "input": {"path": "f.txt", "content": "from claude"}}]  # fmt: skip
+        return [{"type": "text", "text": "all done"}]
+
+    with anthropic_upstream(answer) as upstream:
+        task = TASK.format(tools="[write_file, submit_answer]", max_turns=3, driver="tempdir",
+                           criteria="  - {type: file_contains, path: f.txt, "
+                                    "includes: [from claude]}")  # fmt: skip
+        task = task.replace("model: mock/script.yaml", "model: anthropic/claude-sonnet-4-5\n"
+                            f"  base_url: {upstream.url}\n  api_key_env: UPSTREAM_KEY")  # fmt: skip
+        write(tmp_path / "task.yaml", task)
+        done = assay("run", "task.yaml", cwd=tmp_path,
+                     env={"UPSTREAM_KEY": "sk-ant-upstream-key-1234567890"})  # fmt: skip
+    result = task_json(latest(tmp_path))
+    assert result["final_status"] == "SUCCESS", done.stderr
+    first, second = upstream.bodies
+    assert [t["name"] for t in first["tools"]] == ["write_file", "submit_answer"]
+    assert "input_schema" in first["tools"][0]
+    results = [b for m in second["messages"] if isinstance(m["content"], list)
+               for b in m["content"] if b.get("type") == "tool_result"]  # fmt: skip
+    assert [r["tool_use_id"] for r in results] == ["toolu_1"]
+    assert (latest(tmp_path) / "default/tools/a/00/response.txt").read_text() == "all done"
