@@ -82,11 +82,15 @@ def task_json(run_dir: Path, row: str = "a") -> dict[str, Any]:
     return data
 
 
-def run_task(tmp_path: Path, script: str, **fields: Any) -> tuple[int, Path, str]:
+def run_task(
+    tmp_path: Path, script: str, *, extra: str = "", **fields: Any
+) -> tuple[int, Path, str]:
+    """Run :data:`TASK` with ``script`` as its model (``fields`` fill the task, ``extra``
+    lines are appended): the exit code, the run folder and stderr."""
     values = {"tools": ALL_TOOLS, "max_turns": 10, "driver": "tempdir", "criteria": CRITERIA}
     values.update(fields)
     write(tmp_path / "script.yaml", script)
-    path = write(tmp_path / "task.yaml", TASK.format(**values))
+    path = write(tmp_path / "task.yaml", TASK.format(**values) + extra)
     done = assay("run", str(path), cwd=tmp_path)
     return done.returncode, latest(tmp_path), done.stderr
 
@@ -217,13 +221,11 @@ def test_max_turns_ends_the_row_with_its_reason(tmp_path: Path) -> None:
 
 
 def test_run_limits_max_tool_calls_stops_early_and_grades(tmp_path: Path) -> None:
-    write(tmp_path / "script.yaml", FOREVER)
-    task = TASK.format(tools=ALL_TOOLS, max_turns=10, driver="tempdir",
-                       criteria="  - {type: tool_called, tool: run_command}")  # fmt: skip
-    write(tmp_path / "task.yaml", task + "run_limits: {max_tool_calls: 1}\n")
-    done = assay("run", "task.yaml", cwd=tmp_path)
-    result = task_json(latest(tmp_path))
-    assert result["transcript"]["stop_reason"] == "max_tool_calls", done.stderr
+    criteria = "  - {type: tool_called, tool: run_command}"
+    _, run_dir, stderr = run_task(tmp_path, FOREVER, criteria=criteria,
+                                  extra="run_limits: {max_tool_calls: 1}\n")  # fmt: skip
+    result = task_json(run_dir)
+    assert result["transcript"]["stop_reason"] == "max_tool_calls", stderr
     assert result["transcript"]["model_calls"] == 1
     assert result["agent"]["stopped_early"] == (
         "the agent's model asked for 1 tool calls; run_limits.max_tool_calls is 1"
@@ -347,13 +349,11 @@ def test_native_tool_calls_on_the_chat_completions_wire(tmp_path: Path) -> None:
 
 
 def test_the_token_budget_ends_the_loop_after_the_call_that_crosses_it(tmp_path: Path) -> None:
-    write(tmp_path / "script.yaml", FOREVER)
-    task = TASK.format(tools=ALL_TOOLS, max_turns=10, driver="tempdir",
-                       criteria="  - {type: tool_called, tool: run_command}")  # fmt: skip
-    write(tmp_path / "task.yaml", task + "run_limits: {max_total_tokens: 30}\n")
-    done = assay("run", "task.yaml", cwd=tmp_path)
-    result = task_json(latest(tmp_path))
-    assert result["final_status"] == "TOKEN_BUDGET_EXCEEDED", done.stderr
+    criteria = "  - {type: tool_called, tool: run_command}"
+    _, run_dir, stderr = run_task(tmp_path, FOREVER, criteria=criteria,
+                                  extra="run_limits: {max_total_tokens: 30}\n")  # fmt: skip
+    result = task_json(run_dir)
+    assert result["final_status"] == "TOKEN_BUDGET_EXCEEDED", stderr
     assert "run_limits.max_total_tokens is 30" in result["error_message"]
     summary = result["transcript"]
     assert summary["stop_reason"] == "token_budget" and summary["usage"]["total"] > 30
