@@ -55,3 +55,8 @@ def test_a_folder_member_is_refused(tmp_path: Path) -> None:
     (node / "sub").mkdir(parents=True)
     with pytest.raises(SandboxError, match="not a log"):
         write_logs(pack(node), tmp_path, redactor=None)
+
+
+def test_a_damaged_archive_is_refused_naming_it(tmp_path: Path) -> None:
+    with pytest.raises(SandboxError, match="cannot read the row's packed logs"):
+        write_logs(b"not a tar archive at all" * 40, tmp_path, redactor=None)

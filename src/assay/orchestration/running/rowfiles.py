@@ -188,8 +188,8 @@ def write_logs(data: bytes, directory: Path, *, redactor: Redactor | None) -> No
                 source = archive.extractfile(member) if member.isfile() else None
                 name = member.name
                 if source is None or Path(name).name != name or name.startswith("."):
-                    raise SandboxError(f"the row's packed logs hold {member.name!r}, not a log")
-                log = StreamLog(directory / member.name, redactor=redactor,
+                    raise SandboxError(f"the row's packed logs hold {name!r}, not a log")
+                log = StreamLog(directory / name, redactor=redactor,
                                 max_bytes=member.size)  # fmt: skip
                 try:
                     while chunk := source.read(LOG_BLOCK):
