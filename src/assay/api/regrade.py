@@ -312,14 +312,17 @@ async def _regrade_one(
             hidden=redactor.names,
         )
         reference = reference_dir(task, task_dir)
-        host = AgentHost(agents=registry.agents, pool=services.pool, bridge=services.bridge,
-                         base_dir=task_dir, label=f"{result.task_id}#{result.replicate_index:02d}",
-                         redactor=redactor, replicate=result.replicate_index)  # fmt: skip
+        host = None  # an agent_judge's coding agent: only when the bridge was started for one
+        if services.bridge is not None:
+            host = AgentHost(agents=registry.agents, pool=services.pool, bridge=services.bridge,
+                             base_dir=task_dir, redactor=redactor,
+                             label=f"{result.task_id}#{result.replicate_index:02d}",
+                             replicate=result.replicate_index)  # fmt: skip
         context = GradingContext(
             sandbox=scratch, response=response, transcript=read_transcript(directory),
             env=grading_env(env, task_dir=task_dir, reference=reference), row=result.row,
-            models=services.pool, services=_services(result, task, services.pool, reference,
-                                                     host if services.bridge else None),
+            models=services.pool,
+            services=_services(result, task, services.pool, reference, host),
         )  # fmt: skip
         criteria = await grade(list(task.success_criteria), context, registry)
     finally:
