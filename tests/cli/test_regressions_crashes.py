@@ -84,6 +84,36 @@ def test_absolute_symlink_inside_the_sandbox_grades_the_same_in_evaluate(
     assert task["success_criteria_results"][0]["score"] == 1.0
 
 
+HERE = """\
+task_id: here
+description: d
+initial_prompt: go
+agent: {type: command, command: cat hello.txt}
+sandbox:
+  template_sources: [{type: template_dir, path: .}]
+dataset:
+  rows: [{id: a}]
+success_criteria:
+  - {type: response_match, expected: hi, match: contains}
+"""
+
+
+def test_kept_sandboxes_of_a_template_that_holds_the_run_folder(tmp_path: Path) -> None:
+    # the task's folder is the template and the working directory: the run folder (and the
+    # earlier runs in it), the store and the response cache are made inside it
+    write(tmp_path / "hello.txt", "hi")
+    write(tmp_path / ".assay" / "store.db", "not a sandbox file")
+    write(tmp_path / "here.yaml", HERE)
+    for command in (["run", "--keep-sandboxes", "--cache"], ["execute"], ["execute"]):
+        done = assay(*command, "here.yaml", "-q", cwd=tmp_path)
+        assert finished(done, latest(tmp_path)) == 0, (command, done.stdout)
+        sandbox = latest(tmp_path) / "default/here/a/00/sandbox"
+        assert sorted(p.name for p in sandbox.iterdir()) == ["hello.txt", "here.yaml"]
+    done = assay("evaluate", str(latest(tmp_path)), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert task_json(tmp_path, "here", "a")["final_status"] == "SUCCESS"
+
+
 def test_nul_in_a_row_reaches_a_command_agent_without_crashing(tmp_path: Path) -> None:
     (tmp_path / "d.jsonl").write_text(
         '{"id": "c", "x": "nul \\u0000 z"}\n{"id": "d", "x": "plain"}\n'

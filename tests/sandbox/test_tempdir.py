@@ -359,6 +359,30 @@ def test_create_at_a_given_path(tmp_path: Path) -> None:
     assert box.resolve("out/result.txt") == destination / "out" / "result.txt"
 
 
+def test_a_template_that_holds_the_sandbox_does_not_copy_it_into_itself(tmp_path: Path) -> None:
+    write(tmp_path / "hello.txt", "hi")
+    destination = tmp_path / "out" / "row" / "sandbox"  # made inside the template folder
+    box = Sandbox.create(config(template(".")), base_dir=tmp_path, at=destination)
+    assert tree(box.root) == {"hello.txt": "hi"}  # "out/row" is there, without "sandbox"
+    assert sorted(p.name for p in (box.root / "out" / "row").iterdir()) == []
+
+
+def test_a_template_skips_the_excluded_folders_and_files_however_spelled(
+    made: list[Sandbox], tmp_path: Path
+) -> None:
+    write(tmp_path / "hello.txt", "hi")
+    write(tmp_path / "runs" / "old" / "task.json", "{}")
+    write(tmp_path / ".assay" / "store.db", "rows")
+    write(tmp_path / "data" / "cache.db", "answers")
+    write(tmp_path / "data" / "kept.txt", "kept")
+    (tmp_path / "alias").symlink_to(tmp_path / "data")  # copied as a link, never followed
+    exclude = [tmp_path / "runs", Path(os.path.relpath(tmp_path / ".assay")),
+               tmp_path / "alias" / "cache.db"]  # fmt: skip
+    box = create(made, config(template(".")), tmp_path, exclude=exclude)
+    assert tree(box.root) == {"hello.txt": "hi", "data/kept.txt": "kept",
+                              "alias": f"-> {tmp_path / 'data'}"}  # fmt: skip
+
+
 def test_create_at_an_existing_path_is_an_error(tmp_path: Path) -> None:
     (tmp_path / "kept").mkdir()
     with pytest.raises(SandboxError, match="cannot create the sandbox at"):

@@ -1,8 +1,10 @@
 """A sandbox: a fresh temporary directory per row-task, filled from ``template_sources``.
 
 Sources apply in order and later ones win on conflicts (Coder Eval's rule): ``template_dir``
-copies a folder (relative to the task file) to ``mount_point`` (default: the root);
-``starter_files`` writes files. Paths a criterion reads are resolved with
+copies a folder (relative to the task file) to ``mount_point`` (default: the root), without
+the sandbox being filled and the folders and files the run keeps from rows (the run folder,
+the store, the response cache: ``exclude``) wherever they lie inside it; ``starter_files``
+writes files. Paths a criterion reads are resolved with
 :meth:`Sandbox.resolve`, which refuses absolute paths, ``..`` and symlinks that lead out.
 Programs run in it with :meth:`Sandbox.run`: inside its bwrap sandbox when it has one
 (:mod:`assay.sandbox.bwrap`, the ``bwrap`` driver) or container
@@ -15,6 +17,7 @@ import os
 import shutil
 import stat
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 
 from assay.errors import SandboxError
@@ -103,6 +106,7 @@ class Sandbox:
         base_dir: Path,
         prefix: str = "assay-",
         at: Path | None = None,
+        exclude: Iterable[Path] = (),
     ) -> Sandbox:
         """Make a new directory and fill it from ``config.template_sources``.
 
@@ -113,6 +117,10 @@ class Sandbox:
             at: create the sandbox at this (new) path instead of a temporary directory; a
                 sandbox that will be kept is made where it stays, so nothing in it (absolute
                 symlinks, FIFOs) has to survive a move.
+            exclude: folders and files a ``template_dir`` never copies, wherever they lie
+                inside it (the run folder, the store, the response cache); the sandbox's
+                own folder is never copied either, so a template that holds the place the
+                sandbox is made in does not copy it into itself.
 
         ``config.record_cli``'s shims are written into ``cli_mocks/`` last
         (:mod:`assay.sandbox.cli_shims`; :func:`shim_path` puts them first on ``PATH``).
@@ -131,9 +139,10 @@ class Sandbox:
             sandbox = cls(Path(tempfile.mkdtemp(prefix=prefix)),
                           max_output_bytes=config.limits.max_output_bytes)  # fmt: skip
         try:
+            skipped = _identities([*exclude, sandbox.root])
             for source in config.template_sources or []:
                 if isinstance(source, TemplateDir):
-                    sandbox._copy_dir(source, base_dir)
+                    sandbox._copy_dir(source, base_dir, skipped)
                 elif isinstance(source, StarterFiles):
                     for item in source.files:
                         target = sandbox.resolve(item.path)
@@ -149,13 +158,15 @@ class Sandbox:
             raise SandboxError(f"cannot prepare the sandbox: {exc}") from exc
         return sandbox
 
-    def _copy_dir(self, source: TemplateDir, base_dir: Path) -> None:
+    def _copy_dir(
+        self, source: TemplateDir, base_dir: Path, skipped: frozenset[tuple[int, int]]
+    ) -> None:
         origin = Path(source.path)
         origin = origin if origin.is_absolute() else base_dir / origin
         if not origin.is_dir():
             raise SandboxError(f"template_dir not found: {origin}")
         target = self.resolve(source.mount_point) if source.mount_point else self.root
-        _copy_over(origin, target)
+        _copy_over(origin, target, skipped)
 
     def resolve(self, relative: str) -> Path:
         """The absolute path of ``relative`` inside the sandbox.
@@ -243,21 +254,40 @@ def _own(path: Path, bits: int, info: os.stat_result | None = None) -> None:
         pass
 
 
-def _copy_over(source: Path, target: Path) -> None:
+def _identities(paths: Iterable[Path]) -> frozenset[tuple[int, int]]:
+    """The device and inode of each of ``paths`` that exists (a folder or file is the same
+    one however the path to it is spelled: relative, through a symlink, ``..``)."""
+    found = set()
+    for path in paths:
+        try:
+            info = path.stat()
+        except OSError:
+            continue
+        found.add((info.st_dev, info.st_ino))
+    return frozenset(found)
+
+
+def _copy_over(
+    source: Path, target: Path, skipped: frozenset[tuple[int, int]] = frozenset()
+) -> None:
     """Copy the contents of ``source`` into ``target``; each entry replaces what was there.
 
     Unlike ``shutil.copytree(dirs_exist_ok=True)``, a file never writes through a symlink an
     earlier source left, never lands inside a directory of the same name, and a symlink or a
     directory replaces a file: later sources win on every kind of conflict. Symlinks are
-    copied as symlinks.
+    copied as symlinks. A folder or file in ``skipped`` (device and inode) is not copied.
     """
     if target.is_symlink() or (target.exists() and not target.is_dir()):
         _delete(target)
     target.mkdir(parents=True, exist_ok=True)
     for entry in os.scandir(source):
         destination = target / entry.name
+        if skipped and not entry.is_symlink():
+            info = entry.stat(follow_symlinks=False)
+            if (info.st_dev, info.st_ino) in skipped:
+                continue
         if entry.is_dir(follow_symlinks=False):
-            _copy_over(Path(entry.path), destination)
+            _copy_over(Path(entry.path), destination, skipped)
             continue
         if destination.is_symlink() or destination.exists():
             _delete(destination)

@@ -341,11 +341,14 @@ class Containment:
     """Makes the ``bwrap`` sandbox or ``docker`` container of each row of a run (``None``
     policy: no row needs one; ``docker``: a policy per engine the tasks ask for, ``None``
     for the default one; ``images``: each Dockerfile's or image name's image, resolved once
-    per run)."""
+    per run). ``private``: what no row may see, whatever its driver (:func:`private_paths`):
+    hidden in a bwrap sandbox or container, and never copied into a sandbox by a
+    ``template_dir``."""
 
     policy: JailPolicy | None = None
     docker: dict[str | None, DockerPolicy] = field(default_factory=dict)
     images: dict[tuple[str, str, str, str], str] = field(default_factory=dict, compare=False)
+    private: tuple[Path, ...] = ()
 
     @classmethod
     def for_tasks(
@@ -373,12 +376,12 @@ class Containment:
                 docker[kind] = make_docker_policy(engine=find_engine(kind), hidden=private,
                                                   bridge=bridge)  # fmt: skip
         if not uses_bwrap(tasks):
-            return cls(docker=docker)
+            return cls(docker=docker, private=tuple(private))
         policy = make_policy(path_variable=os.environ.get("PATH", ""), hidden=private,
                              bridge=bridge)  # fmt: skip
         if check:
             probe(policy)
-        return cls(policy, docker)
+        return cls(policy, docker, private=tuple(private))
 
     def jail(self, task: TaskDefinition, root: Path, base_dir: Path) -> Jail | DockerJail | None:
         """The sandbox of a row of ``task`` whose folder is ``root`` (``None`` for a

@@ -345,7 +345,8 @@ class Runner:
         moved = kept_at if task.agent.isolated_from_project else None
         try:
             sandbox = Sandbox.create(task.sandbox, base_dir=base_dir,
-                                     at=None if moved else kept_at)  # fmt: skip
+                                     at=None if moved else kept_at,
+                                     exclude=self.containment.private)  # fmt: skip
         except SandboxError as exc:
             row.note(f"sandbox: {exc}")
             return self._finish(row, AgentOutcome(status="error", error=str(exc)), [], None)
