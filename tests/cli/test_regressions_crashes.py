@@ -114,6 +114,16 @@ def test_kept_sandboxes_of_a_template_that_holds_the_run_folder(tmp_path: Path) 
     assert task_json(tmp_path, "here", "a")["final_status"] == "SUCCESS"
 
 
+def test_execute_exits_1_when_a_row_errored(tmp_path: Path) -> None:
+    path = command_task(tmp_path, 'test "$ASSAY_ROW_ID" = a || exit 3; echo positive')
+    done = assay("execute", str(path), "-q", cwd=tmp_path)
+    assert finished(done, latest(tmp_path)) == 1, done.stdout
+    assert task_json(tmp_path, "t", "a")["final_status"] == "NOT_GRADED"
+    assert task_json(tmp_path, "t", "b")["final_status"] == "ERROR"
+    run = json.loads((latest(tmp_path) / "run.json").read_text())
+    assert run["exit_code"] == 1
+
+
 def test_nul_in_a_row_reaches_a_command_agent_without_crashing(tmp_path: Path) -> None:
     (tmp_path / "d.jsonl").write_text(
         '{"id": "c", "x": "nul \\u0000 z"}\n{"id": "d", "x": "plain"}\n'

@@ -247,15 +247,19 @@ def _suite_ref(suite: SuiteRollup) -> SuiteRef:
 def decide_exit_code(
     results: Iterable[EvaluationResult], suites: Sequence[SuiteRollup], meta: RunMeta
 ) -> int:
-    """The exit codes of the docs: 130 when this invocation was interrupted; 0 for ``execute``;
-    else 1 when a suite is not green (:func:`assay.reports.rollup.suite_result`: a failed
+    """The exit codes of the docs: 130 when this invocation was interrupted; for ``execute``
+    (rows ``NOT_GRADED``, no gate to decide) 1 when a row errored, refused or never ran, else
+    0; else 1 when a suite is not green (:func:`assay.reports.rollup.suite_result`: a failed
     gate; rows that errored or refused in a suite that does not gate ``completion_rate``;
     any row that did not succeed in a suite without a gate; rows that never ran) or a task
     without a dataset did not succeed, and 0 otherwise. An outage can never pass CI."""
     if meta.interrupted and meta.stage in ("run", "execute"):
         return EXIT_INTERRUPTED
     if meta.stage == "execute":
-        return EXIT_OK
+        broken = any(s.rows_error or s.rows_refused or s.rows_missing for s in suites) or any(
+            r.final_status.category in ("error", "refused") for r in results if r.suite_id is None
+        )
+        return EXIT_FAILED if broken else EXIT_OK
     if any(not s.passed for s in suites):
         return EXIT_FAILED
     standalone = [r for r in results if r.suite_id is None]
