@@ -147,3 +147,22 @@ def test_plan_takes_a_runs_command_line(tmp_path: Path) -> None:
     write(tmp_path / "t.yaml", task_text("t"))
     done = assay("plan", "t.yaml", "-j", "8", "--sample", "2", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
+
+
+def test_output_limits_under_tempdir_are_enforced_and_not_warned(tmp_path: Path) -> None:
+    write(tmp_path / "t.yaml", "task_id: v\ndescription: v\ninitial_prompt: go\n"
+          "agent: {type: command, command: 'yes hello | head -c 2000'}\n"
+          "sandbox: {limits: {max_output_mb: 0.001}}\n"
+          "success_criteria: [{type: response_match, expected: hello, match: contains}]\n",
+          )  # fmt: skip
+    planned = assay("plan", "t.yaml", cwd=tmp_path)
+    assert planned.returncode == 0, planned.stderr
+    assert "limits (tempdir): max_output_mb 0.001, max_log_mb 256" in planned.stdout
+    assert "warning" not in planned.stdout + planned.stderr
+    done = assay("run", "t.yaml", "-q", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "warning" not in done.stdout + done.stderr
+    row = (tmp_path / "runs" / "latest" / "default" / "v" / "00").resolve()
+    agent = json.loads((row / "task.json").read_text())["agent"]
+    assert agent["output_dropped_bytes"] > 0 and agent["output_logs"] == ["agent.stdout.log"]
+    assert (row / "agent.stdout.log").read_text().startswith("hello\nhello")

@@ -123,11 +123,25 @@ def test_coding_agents_that_may_act_default_to_bwrap_and_warn_under_tempdir(
 
 
 def test_bwrap_settings_under_tempdir_are_warned(tmp_path: Path) -> None:
-    path = write(tmp_path / "t.yaml", "task_id: t\ndescription: d\ninitial_prompt: p\n"
-                 "agent: {type: command, command: 'true'}\nsandbox: {limits: {max_pids: 10}}\n"
-                 "success_criteria: [{type: file_exists, path: a, description: d}]\n")  # fmt: skip
-    assert [w.split(": ", 1)[1] for w in plan_warnings(path)] == [
-        "sandbox.limits applies to the bwrap and docker drivers only; this task's rows run "
+    def warned(sandbox: str) -> list[str]:
+        text = ("task_id: t\ndescription: d\ninitial_prompt: p\n"
+                f"agent: {{type: command, command: 'true'}}\nsandbox: {sandbox}\n"
+                "success_criteria: [{type: file_exists, path: a, description: d}]\n")  # fmt: skip
+        path = write(tmp_path / "t.yaml", text)
+        return [w.split(": ", 1)[1] for w in plan_warnings(path)]
+
+    assert warned("{limits: {max_pids: 10}}") == [
+        "sandbox.limits.max_pids applies to the bwrap and docker drivers only; this task's rows "
+        "run in a tempdir sandbox, where it has no effect"
+    ]
+    # tempdir enforces max_output_mb and max_log_mb (every driver does): only the others named
+    assert warned("{limits: {max_output_mb: 0.001, max_log_mb: 1}}") == []
+    assert warned("{limits: {cpu_seconds: 5, max_output_mb: 1, max_pids: 10}}") == [
+        "sandbox.limits.max_pids, sandbox.limits.cpu_seconds apply to the bwrap and docker "
+        "drivers only; this task's rows run in a tempdir sandbox, where they have no effect"
+    ]
+    assert warned("{network: true}") == [
+        "sandbox.network applies to the bwrap and docker drivers only; this task's rows run "
         "in a tempdir sandbox, where it has no effect"
     ]
 

@@ -36,6 +36,7 @@ from assay.sandbox.docker import (
     missing_programs,
     parse_mount,
 )
+from assay.sandbox.doctor import enforced_limits
 from assay.sandbox.mounts import unreadable
 from assay.sandbox.probe import probe
 from assay.spec.task import SandboxLimits, TaskDefinition
@@ -49,6 +50,10 @@ NOT_CONTAINED = (
 BWRAP_ONLY = (
     "sandbox.{field} applies to the bwrap and docker drivers only; this task's rows run in "
     "a tempdir sandbox, where it has no effect"
+)
+BWRAP_ONLY_LIMITS = (
+    "{fields} apply to the bwrap and docker drivers only; this task's rows run in a tempdir "
+    "sandbox, where they have no effect"
 )
 DOCKER_ONLY = (
     "sandbox.limits.{field} is enforced by the docker driver only (the engine's cgroup); "
@@ -88,12 +93,29 @@ def containment_warnings(display: str, variants: Iterable[TaskDefinition]) -> li
         if agent.may_act:
             return [f"{display}: {NOT_CONTAINED.format(agent=agent.type)}"]
         sandbox = task.sandbox
-        settings = (("limits", sandbox.limits.model_fields_set), ("network", sandbox.network),
-                    ("read_only", sandbox.read_only))  # fmt: skip
+        unenforced = _unenforced_limits(sandbox.limits, "tempdir")
+        if unenforced:
+            return [f"{display}: {_limits_warning(unenforced)}"]
+        settings = (("network", sandbox.network), ("read_only", sandbox.read_only))
         given = [name for name, value in settings if value]
         if given:
             return [f"{display}: {BWRAP_ONLY.format(field=given[0])}"]
     return []
+
+
+def _unenforced_limits(limits: SandboxLimits, driver: str) -> list[str]:
+    """The ``sandbox.limits`` fields the task sets and ``driver`` does not enforce (in the
+    order of the model; ``max_output_mb`` and ``max_log_mb`` hold on every driver)."""
+    enforced = enforced_limits(driver)
+    return [name for name in type(limits).model_fields
+            if name in limits.model_fields_set and name not in enforced]  # fmt: skip
+
+
+def _limits_warning(names: list[str]) -> str:
+    """The warning for bwrap-only ``sandbox.limits`` fields under ``tempdir``, naming each."""
+    if len(names) == 1:
+        return BWRAP_ONLY.format(field=f"limits.{names[0]}")
+    return BWRAP_ONLY_LIMITS.format(fields=", ".join(f"sandbox.limits.{n}" for n in names))
 
 
 UNUSED_IMAGE = (
