@@ -122,6 +122,13 @@ def test_execute_exits_1_when_a_row_errored(tmp_path: Path) -> None:
     assert task_json(tmp_path, "t", "b")["final_status"] == "ERROR"
     run = json.loads((latest(tmp_path) / "run.json").read_text())
     assert run["exit_code"] == 1
+    # a suite that gates completion_rate lets that gate decide, as `assay run` does
+    text = path.read_text().replace("match: contains}", "match: contains, "
+                                    "suite_thresholds: {completion_rate: 0.5}}")  # fmt: skip
+    write(path, text)
+    done = assay("execute", str(path), "-q", cwd=tmp_path)
+    assert finished(done, latest(tmp_path)) == 0, done.stdout
+    assert task_json(tmp_path, "t", "b")["final_status"] == "ERROR"
 
 
 def test_nul_in_a_row_reaches_a_command_agent_without_crashing(tmp_path: Path) -> None:

@@ -248,15 +248,19 @@ def decide_exit_code(
     results: Iterable[EvaluationResult], suites: Sequence[SuiteRollup], meta: RunMeta
 ) -> int:
     """The exit codes of the docs: 130 when this invocation was interrupted; for ``execute``
-    (rows ``NOT_GRADED``, no gate to decide) 1 when a row errored, refused or never ran, else
-    0; else 1 when a suite is not green (:func:`assay.reports.rollup.suite_result`: a failed
+    (rows ``NOT_GRADED``, no gate to decide) 1 when a row errored or refused in a suite that
+    does not gate ``completion_rate`` (or in a task without a dataset), or never ran, else 0;
+    else 1 when a suite is not green (:func:`assay.reports.rollup.suite_result`: a failed
     gate; rows that errored or refused in a suite that does not gate ``completion_rate``;
     any row that did not succeed in a suite without a gate; rows that never ran) or a task
     without a dataset did not succeed, and 0 otherwise. An outage can never pass CI."""
     if meta.interrupted and meta.stage in ("run", "execute"):
         return EXIT_INTERRUPTED
     if meta.stage == "execute":
-        broken = any(s.rows_error or s.rows_refused or s.rows_missing for s in suites) or any(
+        broken = any(
+            s.rows_missing or ((s.rows_error or s.rows_refused) and not _gates_completion(s))
+            for s in suites
+        ) or any(
             r.final_status.category in ("error", "refused") for r in results if r.suite_id is None
         )
         return EXIT_FAILED if broken else EXIT_OK
@@ -266,3 +270,9 @@ def decide_exit_code(
     if any(r.final_status is not FinalStatus.SUCCESS for r in standalone):
         return EXIT_FAILED
     return EXIT_OK
+
+
+def _gates_completion(suite: SuiteRollup) -> bool:
+    """The suite gates ``completion_rate`` itself (its criteria as the run recorded them), so
+    that gate, not each errored row, decides whether it is green."""
+    return any("completion_rate" in (c.get("suite_thresholds") or {}) for c in suite.criteria or [])
