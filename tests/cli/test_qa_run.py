@@ -221,6 +221,14 @@ def test_evaluate_a_prediction_file_reproduces_the_metrics(qa_run: Path) -> None
     assert (qa_run / "t" / "calls.log").read_text() == before  # the answerer was not asked
 
 
+def test_evaluate_a_prediction_file_refuses_an_output_that_is_a_folder(qa_run: Path) -> None:
+    (qa_run / "adir").mkdir()
+    done = assay("evaluate", str(suite_folder(qa_run) / "prediction.jsonl"), "-o", "adir",
+                 cwd=qa_run)  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr == "error: --output adir is a folder; give a file name\n"
+
+
 def test_evaluate_a_copied_prediction_file_with_flags(qa_run: Path, tmp_path: Path) -> None:
     copy = tmp_path / "prediction.jsonl"
     shutil.copy(suite_folder(qa_run) / "prediction.jsonl", copy)

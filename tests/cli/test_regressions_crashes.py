@@ -310,3 +310,40 @@ def test_unwritable_junit_path_is_refused_before_any_row_runs(tmp_path: Path) ->
     assert done.returncode == 2
     assert "Traceback" not in done.stderr
     assert not marker.exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [
+        (["schema", "-o", "adir"], "--output adir is a folder; give a file name"),
+        (["schema", "-o", "/proc/nope/x.json"],
+         "--output /proc/nope/x.json: its folder cannot be created: No such file or directory"),
+        (["report", "RUN", "--junit-xml", "adir"],
+         "--junit-xml adir is a folder; give a file name"),
+        (["report", "RUN", "--junit-xml", "/proc/nope/x.xml"],
+         "--junit-xml /proc/nope/x.xml: its folder cannot be created: No such file or directory"),
+        (["evaluate", "RUN", "--junit-xml", "adir"],
+         "--junit-xml adir is a folder; give a file name"),
+        (["run", "t.yaml", "--junit-xml", "adir"],
+         "--junit-xml adir is a folder; give a file name"),
+        (["qa", "convert", "q.jsonl", "-o", "adir", "--from", "jsonl-answers"],
+         "--output adir is a folder; give a file name"),
+        (["dataset", "export", "ds", "-o", "adir"], "--output adir is a folder; give a file name"),
+        (["compare", "RUN", "RUN", "-o", "afile"], "--output afile is a file, not a folder"),
+        (["judge", "calibrate", "j", "--dataset", "ds", "--label", "l", "-o", "afile"],
+         "--output afile is a file, not a folder"),
+    ],
+)  # fmt: skip
+def test_an_output_path_that_cannot_be_written_is_one_line_and_exit_2(
+    tmp_path: Path, args: list[str], error: str
+) -> None:
+    path = command_task(tmp_path, "echo positive")
+    assert assay("run", str(path), "-q", cwd=tmp_path).returncode == 0
+    run = latest(tmp_path)
+    (tmp_path / "adir").mkdir()
+    write(tmp_path / "afile", "")
+    write(tmp_path / "q.jsonl", '{"id": "1", "question": "q?", "answers": ["yes"]}\n')
+    reports = {p: p.stat().st_mtime_ns for p in run.rglob("*.json*")}
+    done = assay(*[str(run) if a == "RUN" else a for a in args], cwd=tmp_path)
+    assert (done.returncode, done.stderr) == (2, f"error: {error}\n")
+    assert {p: p.stat().st_mtime_ns for p in run.rglob("*.json*")} == reports  # nothing rewritten

@@ -32,6 +32,7 @@ from assay.reports.compare import compare_runs, write_comparison
 from assay.reports.rebuild import check_secrets as find_secrets
 from assay.reports.rebuild import rebuild_reports, report_regraded
 from assay.results.experiment import ExperimentResult
+from assay.results.io import check_output_file, check_output_folder
 from assay.results.secret_scan import SecretFinding
 
 
@@ -56,12 +57,15 @@ def evaluate(
         PluginError: a class of ``criteria`` is not a criterion, or its type is taken.
         UsageError: not a run; an invalid ``task.json``; rows whose criteria read the
             sandbox when the run did not keep sandboxes; rows whose content is not what the
-            run recorded (nothing is changed then).
+            run recorded (nothing is changed then); ``junit_xml`` cannot be written
+            (checked before any row is graded).
         ModelError: a judge could not start.
         UsageError: called inside a running event loop (use :func:`evaluate_async`).
     """
     no_running_loop("evaluate")
     folder = resolve_run_dir(run_dir)
+    if junit_xml is not None:  # before any row is graded again
+        check_output_file(Path(junit_xml), "--junit-xml")
     with lock_run_dir(folder, on_warning=_warn):
         warnings = check_run_dir(folder, iter_results(folder), action="assay evaluate")
         started = datetime.now()
@@ -83,6 +87,8 @@ async def evaluate_async(
         UsageError, ModelError: as :func:`evaluate`.
     """
     folder = resolve_run_dir(run_dir)
+    if junit_xml is not None:  # before any row is graded again
+        check_output_file(Path(junit_xml), "--junit-xml")
     with lock_run_dir(folder, on_warning=_warn):
         warnings = check_run_dir(folder, iter_results(folder), action="assay evaluate")
         started = datetime.now()
@@ -128,11 +134,15 @@ def report(
 
     Raises:
         PluginError: a class of ``criteria`` is not a criterion, or its type is taken.
-        UsageError: not a run directory, or an invalid ``task.json``.
+        UsageError: not a run directory, or an invalid ``task.json``; ``junit_xml`` cannot
+            be written (a folder, or its folder cannot be created or written; checked before
+            any report is rewritten).
         TaskFileError: a QA suite's metrics hook failed (every other file is written).
     """
     folder = resolve_run_dir(run_dir)
     junit = Path(junit_xml) if junit_xml is not None else None
+    if junit is not None:  # before any report is rewritten
+        check_output_file(junit, "--junit-xml")
     with lock_run_dir(folder, on_warning=_warn):
         rebuilt = rebuild_reports(folder, junit_path=junit, criteria=criteria_registry(criteria))
         result = RunResult.from_reports(folder, rebuilt)
@@ -167,9 +177,12 @@ def compare(
 
     Raises:
         UsageError: not a run; an ambiguous or unknown variant; no suite in common; a
-            shared suite whose row ids differ (the first ones named).
+            shared suite whose row ids differ (the first ones named); ``output`` is a file,
+            or cannot be created or written.
     """
     folder_a, folder_b = resolve_run_dir(run_a), resolve_run_dir(run_b)
+    if output is not None:
+        check_output_folder(Path(output), "--output")
     results_a, results_b = load_run_results(folder_a), load_run_results(folder_b)
     result = compare_runs(folder_a, results_a, folder_b, results_b, variant_a=variant_a,
                           variant_b=variant_b)  # fmt: skip

@@ -26,6 +26,7 @@ from assay.api.runs import no_running_loop
 from assay.errors import UsageError
 from assay.judges.assets import JudgeResolver, load_judge_file
 from assay.judges.calibration import CalibrationResult, Progress, calibrate
+from assay.results.io import check_output_folder
 from assay.results.secrets import Redactor
 from assay.spec.judge import JudgeAsset, judge_reference, split_calibration_pin
 from assay.store import open_store
@@ -103,10 +104,13 @@ def calibrate_judge(
 
     Raises:
         TaskFileError, StoreError, UsageError: the judge, the dataset or a label is wrong
-            (nothing is stored). ModelError: the judge's model could not start.
+            (nothing is stored); ``output_dir`` is a file, or cannot be created or written.
+        ModelError: the judge's model could not start.
         UsageError: called inside a running event loop.
     """
     no_running_loop("calibrate_judge")
+    if output_dir is not None:
+        check_output_folder(Path(output_dir), "--output")
     asset = judge_asset(judge, store=store)
     with open_store(store) as opened:
         pinned = opened.resolve(dataset, version)

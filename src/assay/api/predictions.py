@@ -25,7 +25,7 @@ from assay.providers.pool import ModelPool, PoolSettings, default_registry
 from assay.qa import PredictionRecord, iter_predictions, load_metrics_hook
 from assay.qa.evaluate import JudgeSettings, collector_paused, evaluate_records
 from assay.qa.metrics import metrics_file
-from assay.results.io import read_json, write_json_atomic
+from assay.results.io import check_output_file, read_json, write_json_atomic
 from assay.results.secrets import Redactor
 from assay.spec.qa import QaConfig, QaJudge
 
@@ -185,6 +185,8 @@ def _evaluate(path: Path, options: PredictionOptions) -> PredictionReport:
         hook, hook_file = load_metrics_hook(hook_path), str(hook_path)
     if not path.is_file():
         raise UsageError(f"prediction file not found: {path}")
+    if options.output is not None:  # before any judge is asked
+        check_output_file(options.output, "--output")
     registry = default_registry()
     key = judge_key(config.judge, base) if config.judge is not None else None
     if key is not None:

@@ -16,6 +16,7 @@ from assay.providers.cache import (
     remove_cache_file,
 )
 from assay.qa.convert import ConvertSummary, convert_file, preset
+from assay.results.io import check_output_file
 
 
 def convert_qa(
@@ -51,7 +52,8 @@ def convert_qa(
 
     Raises:
         UsageError: an unknown shape or field, ``choices`` with ``choice_prefix``, the output
-            is the input. DatasetError: a row that cannot be converted (file, line, field).
+            is the input or cannot be written (a folder, or its folder cannot be created
+            or written). DatasetError: a row that cannot be converted (file, line, field).
     """
     if fields.get("choices") is not None and fields.get("choice_prefix") is not None:
         raise UsageError("--choices and --choice-prefix name the choices twice; give one")
@@ -61,6 +63,7 @@ def convert_qa(
         raise UsageError(f"unknown field mapping: {exc}") from None
     if numbered_ids:
         mapping = replace(mapping, id=None)
+    check_output_file(Path(output), "--output")
     return convert_file(Path(input_path), Path(output), fields=mapping, source=source,
                         id_prefix=id_prefix, limit=limit)  # fmt: skip
 

@@ -89,10 +89,13 @@ def export(
     store: StoreUrl = None,
 ) -> None:
     """Export a version (default: the latest) as JSONL, CSV or Parquet."""
+    from assay.results.io import check_output_file
     from assay.store.files import export_format, parse_ref
 
     with user_errors():
         name, number = parse_ref(ref)
+        if output is not None:
+            check_output_file(output, "--output")
         chosen = export_format(fmt, output)
         with open_store(store) as opened:
             version = opened.resolve(name, number)

@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from assay.cli.shared.common import user_errors
+from assay.results.io import check_output_file
 
 
 def schema(
@@ -35,6 +36,8 @@ def schema(
     from assay import api
 
     with user_errors():
+        if output is not None:
+            check_output_file(output, "--output")
         found = api.task_schema(plugins=plugins)
     text = json.dumps(found, indent=2, ensure_ascii=False) + "\n"
     if output is None:

@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 import pydantic_core
 from pydantic import BaseModel
 
+from assay.errors import UsageError
 from assay.results.secrets import Redactor, replace_spans
 
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0)
@@ -85,6 +86,59 @@ def make_dirs(directory: Path) -> None:
         except FileNotFoundError:
             os.makedirs(directory, exist_ok=True)
             return
+
+
+def check_output_file(path: Path, option: str) -> None:
+    """Refuse an output file that cannot be written, before anything is written: ``path`` a
+    folder, its folder impossible to create (it is created when missing, as every writer
+    here would) or not writable. ``option`` names it in the message (``--junit-xml``,
+    ``-o``); every command-line option that names a file assay writes is checked here.
+
+    Raises:
+        UsageError: ``{option} {path} is a folder; give a file name``, or why its folder
+            cannot be created or written.
+    """
+    if path.is_dir():
+        raise UsageError(f"{option} {path} is a folder; give a file name")
+    folder = path.parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"{option} {path}: its folder cannot be created: "
+                         f"{exc.strerror or exc}") from None  # fmt: skip
+    check_writable_folder(folder, f"{option} {path}")
+
+
+def check_output_folder(path: Path, option: str) -> None:
+    """Refuse an output folder that cannot be written, before anything is written: ``path``
+    a file, impossible to create (it is created when missing) or not writable.
+
+    Raises:
+        UsageError: ``{option} {path} is a file, not a folder``, or why it cannot be created
+            or written.
+    """
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"{option} {path} is a file, not a folder")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"{option} {path} cannot be created: {exc.strerror or exc}") from None
+    check_writable_folder(path, f"{option} {path}")
+
+
+def check_writable_folder(folder: Path, what: str) -> None:
+    """Create and delete a temporary file in ``folder`` (what a writer that renames does).
+
+    Raises:
+        UsageError: ``{what}: cannot write in {folder}: ...``.
+    """
+    import tempfile
+
+    try:
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".assay-probe-"):
+            pass
+    except OSError as exc:
+        raise UsageError(f"{what}: cannot write in {folder}: {exc.strerror or exc}") from None
 
 
 def dumps(data: Any, *, compact: bool = False) -> str:

@@ -48,6 +48,7 @@ from assay.orchestration.running.signals import stop_on_signals
 from assay.orchestration.running.stopping import Stopper, StoppingItems, write_stopping
 from assay.providers.pool import ProviderRegistry
 from assay.providers.pricing import PriceTable
+from assay.results.io import check_output_file, check_output_folder
 from assay.results.output import redacted_output
 from assay.results.plan_record import PLAN_FILE, PlanRecord, log_session, read_plan, write_plan
 from assay.results.selection_file import SELECTION_FILE
@@ -359,35 +360,6 @@ def check_outputs(runs_root: Path, junit: Path | None) -> None:
         UsageError: ``--run-dir`` is a file, cannot be created or is not writable;
             ``--junit-xml`` is a directory, or its folder cannot be created or written.
     """
-    if runs_root.exists() and not runs_root.is_dir():
-        raise UsageError(f"--run-dir {runs_root} is a file, not a folder")
-    try:
-        runs_root.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UsageError(f"--run-dir {runs_root} cannot be created: {exc.strerror}") from None
-    _probe(runs_root, f"--run-dir {runs_root}")
-    if junit is None:
-        return
-    if junit.is_dir():
-        raise UsageError(f"--junit-xml {junit} is a folder; give a file name")
-    try:
-        junit.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UsageError(f"--junit-xml {junit}: its folder cannot be created: "
-                         f"{exc.strerror}") from None  # fmt: skip
-    _probe(junit.parent, f"--junit-xml {junit}")
-
-
-def _probe(folder: Path, what: str) -> None:
-    """Create and delete a temporary file in ``folder``.
-
-    Raises:
-        UsageError: the folder cannot be written.
-    """
-    import tempfile
-
-    try:
-        with tempfile.NamedTemporaryFile(dir=folder, prefix=".assay-probe-"):
-            pass
-    except OSError as exc:
-        raise UsageError(f"{what}: cannot write in {folder}: {exc.strerror or exc}") from None
+    check_output_folder(runs_root, "--run-dir")
+    if junit is not None:
+        check_output_file(junit, "--junit-xml")
