@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.cli.test_run import assay, latest
-from tests.helpers import selected_rows, write
+from tests.helpers import finish, selected_rows, start_assay, wait_for, write
 
 ROWS = 24
 TASK = """\
@@ -130,6 +130,66 @@ def test_retry_errors_runs_only_the_errored_rows(tmp_path: Path) -> None:
     done = assay("run", "--resume", str(run_dir), "--retry-errors", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert json.loads((run_dir / "run.json").read_text())["tasks_succeeded"] == 2
+
+
+# the first attempt floods stdout past max_output_mb (agent.stdout.log) and, with ``hang``,
+# sleeps; every later attempt answers cleanly
+FLOOD = """\
+task_id: st
+description: d
+initial_prompt: go
+agent:
+  type: command
+  command: >-
+    if test -e {marker}; then echo clean answer; else touch {marker}; echo old > left.txt;
+    yes FLOOD | head -c 30000; echo; {then}; fi
+sandbox: {{limits: {{max_output_mb: 0.01}}}}
+dataset: {{rows: [{{id: r1}}]}}
+success_criteria:
+  - {{type: response_match, expected: clean answer, match: contains}}
+"""
+
+
+def attempt_files(run_dir: Path) -> list[str]:
+    return sorted(p.name for p in (run_dir / "default/st/r1/00").iterdir())
+
+
+def test_a_row_resumed_after_ctrl_c_keeps_nothing_of_its_first_attempt(tmp_path: Path) -> None:
+    marker = tmp_path / "marker"
+    write(tmp_path / "t.yaml", FLOOD.format(marker=marker, then="exec sleep 30"))
+    # a real process: Ctrl-C while the row's first attempt runs, its flood already logged
+    process = start_assay("run", "t.yaml", "-q", "--keep-sandboxes", cwd=tmp_path)
+    row = tmp_path / "runs/latest/default/st/r1/00"
+    wait_for(lambda: (row / "agent.stdout.log").is_file() and (row / "sandbox/left.txt").is_file(),
+             what="the first attempt's flood logged")  # fmt: skip
+    process.send_signal(signal.SIGINT)
+    _, err = finish(process)
+    assert process.returncode == 130, err
+    assert attempt_files(latest(tmp_path)) == ["agent.stdout.log", "sandbox"]
+    done = assay("run", "--resume", "runs/latest", "-q", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    run_dir = latest(tmp_path)
+    assert attempt_files(run_dir) == ["response.txt", "sandbox", "task.json", "task.log",
+                                      "trace.json"]  # fmt: skip
+    assert list((run_dir / "default/st/r1/00/sandbox").iterdir()) == []
+    agent = json.loads((run_dir / "default/st/r1/00/task.json").read_text())["agent"]
+    assert (agent["output_logs"], agent["output_dropped_bytes"]) == ([], 0)
+
+
+def test_retry_errors_clears_the_errored_attempt_and_nothing_else(tmp_path: Path) -> None:
+    marker = tmp_path / "marker"
+    write(tmp_path / "t.yaml", FLOOD.format(marker=marker, then="echo broken >&2; exit 9"))
+    assert assay("run", "t.yaml", "-q", cwd=tmp_path).returncode == 1
+    run_dir = latest(tmp_path)
+    first = json.loads((run_dir / "default/st/r1/00/task.json").read_text())
+    assert first["final_status"] == "ERROR" and first["agent"]["output_logs"] == [
+        "agent.stdout.log"]  # fmt: skip
+    write(run_dir / "default/st/r1/00/notes.txt", "mine")  # not a file a row writes
+    done = assay("run", "--resume", str(run_dir), "--retry-errors", "-q", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert attempt_files(run_dir) == ["notes.txt", "response.txt", "task.json", "task.log",
+                                      "trace.json"]  # fmt: skip
+    assert "clean answer" in (run_dir / "default/st/r1/00/response.txt").read_text()
 
 
 def test_resume_refuses_task_arguments_and_non_runs(tmp_path: Path) -> None:

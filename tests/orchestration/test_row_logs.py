@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from assay.errors import SandboxError
-from assay.orchestration.running.rowfiles import write_logs
+from assay.orchestration.running.rowfiles import clear_attempt, write_logs
 from assay.results.secrets import Redactor
 from assay.sandbox.archive import pack
 
@@ -60,3 +60,21 @@ def test_a_folder_member_is_refused(tmp_path: Path) -> None:
 def test_a_damaged_archive_is_refused_naming_it(tmp_path: Path) -> None:
     with pytest.raises(SandboxError, match="cannot read the row's packed logs"):
         write_logs(b"not a tar archive at all" * 40, tmp_path, redactor=None)
+
+
+def test_clear_attempt_removes_only_the_files_a_row_attempt_writes(tmp_path: Path) -> None:
+    row = tmp_path / "row" / "00"
+    for name in ("task.json", "task.log", "response.txt", "trace.json", "agent.stdout.log",
+                 "pre_run-1.stderr.log", "command-2.stdout.log", "notes.txt",
+                 "sandbox/a/b.txt", "r/00/task.json"):  # fmt: skip
+        (row / name).parent.mkdir(parents=True, exist_ok=True)
+        (row / name).write_text("old")
+    outside = tmp_path / "outside.log"
+    outside.write_text("kept")
+    (row / "link.log").symlink_to(outside)
+    clear_attempt(row)
+    left = sorted(p.relative_to(row).as_posix() for p in row.rglob("*"))
+    assert left == ["link.log", "notes.txt", "r", "r/00", "r/00/task.json"]  # row id "…/00/r"
+    assert outside.read_text() == "kept"
+    clear_attempt(tmp_path / "never-ran")  # a row without a folder: nothing to do
+    assert not (tmp_path / "never-ran").exists()

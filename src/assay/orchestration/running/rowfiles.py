@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import shutil
 import tarfile
 from dataclasses import dataclass
@@ -35,6 +36,7 @@ from assay.sandbox.archive import unpack
 from assay.sandbox.tempdir import Sandbox
 
 SANDBOX_DIR = "sandbox"
+ATTEMPT_FILES = ("task.json", "response.txt", "trace.json")  # and every *.log, and sandbox/
 UNWRITABLE = "the row's files could not be written"
 MTIME_SLACK = 2.0  # seconds: file systems that keep modification times coarsely
 
@@ -123,6 +125,28 @@ def unwritten(result: EvaluationResult, directory: Path) -> bool:
     take it from memory, and a resumed run runs it again."""
     message = result.error_message or ""
     return message.startswith(UNWRITABLE) and not (directory / "task.json").is_file()
+
+
+def clear_attempt(directory: Path) -> None:
+    """Remove what an earlier attempt of this row left in its folder (a row run again by
+    ``--resume``, ``--retry-errors`` or ``--rerun-changed``), so the folder holds only the new
+    attempt's files: ``task.json`` first (a row cut off here is one that never finished),
+    then ``response.txt``, ``trace.json``, ``task.log``, every output log (``agent.stdout.log``,
+    ``pre_run-1.stderr.log``, ``command-2.stdout.log``...) and the kept ``sandbox/``. Only
+    those: a folder of another row that lies inside this one (a row id with ``/``) and any
+    other file stay. A missing folder is left missing."""
+    try:
+        entries = sorted(os.scandir(directory), key=lambda e: e.name != "task.json")
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    for entry in entries:
+        if entry.name == SANDBOX_DIR and entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(entry.path, ignore_errors=True)
+        elif entry.is_symlink() or not entry.is_file(follow_symlinks=False):
+            continue
+        elif entry.name in ATTEMPT_FILES or entry.name.endswith(".log"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(entry.path)
 
 
 def write_row(

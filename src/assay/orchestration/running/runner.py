@@ -45,7 +45,12 @@ from assay.orchestration.running.grading import (
     row_services,
     weighted_score,
 )
-from assay.orchestration.running.rowfiles import SANDBOX_DIR, FinishedRow, write_finished
+from assay.orchestration.running.rowfiles import (
+    SANDBOX_DIR,
+    FinishedRow,
+    clear_attempt,
+    write_finished,
+)
 from assay.orchestration.running.rundir import item_dir
 from assay.providers.base import Model
 from assay.providers.managed import OnRetry
@@ -302,12 +307,17 @@ class Runner:
         failure.
 
         ``slots`` bounds the rows whose sandbox, agent and criteria run at once (``-j``);
-        resolving the row happens outside a slot. A row without a directory (an ``llm``
+        resolving the row happens outside a slot. What an earlier attempt of the row left
+        in its folder is removed first (:func:`~assay.orchestration.running.rowfiles.
+        clear_attempt`; on a node of a cluster the driver does it as it writes the row's
+        files). A row without a directory (an ``llm``
         agent graded on its response) takes no slot: its only shared resource is its model
         endpoint, whose limiter keeps at most ``-j`` calls in flight, so the endpoint stays
         busy while other rows are graded.
         """
         row = self._prepare(item)
+        if not self.remote and row.directory.exists():  # a row that runs again starts clean
+            await asyncio.to_thread(clear_attempt, row.directory)
         gate: contextlib.AbstractAsyncContextManager[Any] = contextlib.nullcontext()
         if slots is not None and needs_directory(row.task):
             gate = slots
@@ -414,10 +424,7 @@ class Runner:
         """Where a kept sandbox lives (made there from the start), or ``None``."""
         if not self._keeping():
             return None
-        target = directory / SANDBOX_DIR
-        if target.exists():  # a resumed row runs again from scratch
-            shutil.rmtree(target, ignore_errors=True)
-        return target
+        return directory / SANDBOX_DIR  # an earlier attempt's is gone (clear_attempt)
 
     async def _in_sandbox(
         self,

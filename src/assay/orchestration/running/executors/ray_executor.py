@@ -33,6 +33,7 @@ from collections import deque
 from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from assay.errors import RunFailure, UsageError
@@ -46,7 +47,7 @@ from assay.orchestration.running.executors.ray_cluster import connect
 from assay.orchestration.running.executors.ray_files import FileMode, bundles
 from assay.orchestration.running.executors.ray_limiter import Limiter
 from assay.orchestration.running.executors.ray_node import NodeRunner, NodeSetup, model_variables
-from assay.orchestration.running.rowfiles import RowFiles, write_row
+from assay.orchestration.running.rowfiles import RowFiles, clear_attempt, write_row
 from assay.orchestration.running.rundir import item_dir
 from assay.orchestration.running.runner import needs_bridge
 from assay.results.secrets import Redactor
@@ -322,7 +323,7 @@ class _Driver:
         directory = item_dir(self.context.run_dir, variant_id=item.variant_id,
                              task_id=files.result.task_id, suite_id=files.result.suite_id,
                              row_id=files.result.row_id, replicate=item.replicate)  # fmt: skip
-        write = functools.partial(write_row, directory, files,
+        write = functools.partial(_write_fresh, directory, files,
                                   redactor=self.context.plan.redactor)  # fmt: skip
         written = asyncio.get_running_loop().run_in_executor(self.writer, write)
         self.done.add(index)
@@ -387,3 +388,12 @@ class _Driver:
 def _cancelling() -> bool:
     task = asyncio.current_task()
     return task is not None and task.cancelling() > 0
+
+
+def _write_fresh(
+    directory: Path, files: RowFiles, *, redactor: Redactor | None
+) -> EvaluationResult:
+    """Write a row's files (all of them, logs and kept sandbox included, come from its node)
+    into a folder cleared of what an earlier attempt of the row left there."""
+    clear_attempt(directory)
+    return write_row(directory, files, redactor=redactor)
