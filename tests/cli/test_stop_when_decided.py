@@ -6,6 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
+from assay.spec.ids import ID_PATTERN
+from assay.spec.run_names import RUN_FILES, STOPPING_FILE
 from tests.cli.test_run import assay, latest
 from tests.helpers import write
 
@@ -126,3 +130,42 @@ def test_a_resume_cannot_add_the_flag_to_a_run_without_it(tmp_path: Path) -> Non
     assay("run", "t.yaml", "-e", "e.yaml", "--sample", "6", cwd=tmp_path)
     done = assay("run", "--resume", str(latest(tmp_path)), "--stop-when-decided", cwd=tmp_path)
     assert done.returncode == 2 and "--stop-when-decided" in done.stderr, done.stderr
+
+
+def small_task(rows: int) -> str:
+    """TASK with its first ``rows`` rows."""
+    head, tail = TASK.split("success_criteria:")
+    lines = head.splitlines(keepends=True)
+    start = lines.index("  rows:\n") + 1
+    return "".join(lines[: start + rows]) + "success_criteria:" + tail
+
+
+@pytest.mark.parametrize("name", sorted(n for n in RUN_FILES if ID_PATTERN.fullmatch(n)))
+def test_a_variant_cannot_take_the_name_of_a_run_file(tmp_path: Path, name: str) -> None:
+    """Every name the run writes beside its variants' folders is refused as a variant id at
+    load, with or without a stop rule, before any row runs (``stopping.json`` was missed once:
+    the run crashed after every row had run)."""
+    write(tmp_path / "t.yaml", small_task(4))
+    plain = experiment("{}").replace("stop: {}\n", "")
+    write(tmp_path / "e.yaml", plain.replace("variant_id: keyword", f"variant_id: {name}"))
+    for extra in ([], ["--stop-when-decided"]):
+        done = assay("run", "t.yaml", "-e", "e.yaml", "-q", *extra, cwd=tmp_path)
+        assert done.returncode == 2, done.stderr
+        assert "Traceback" not in done.stderr
+        assert f"e.yaml:3: variants[0].variant_id: variant_id '{name}' is the name of a run file" \
+            in done.stderr  # fmt: skip
+        assert not (tmp_path / "runs").exists()
+
+
+def test_a_run_folder_holds_its_variants_and_the_reserved_names_only(tmp_path: Path) -> None:
+    """The names at the top of a real run folder (stopped, resumed, reported with --html) are
+    each either a variant's folder or a name variant ids may not take."""
+    write(tmp_path / "t.yaml", small_task(40))
+    write(tmp_path / "e.yaml", experiment("{alpha: 0.05}"))
+    assay("run", "t.yaml", "-e", "e.yaml", "-j", "2", "-q", cwd=tmp_path)
+    run = latest(tmp_path)
+    assay("run", "--resume", str(run), "-q", cwd=tmp_path)
+    assert assay("report", str(run), "--html", cwd=tmp_path).returncode in (0, 1)
+    names = {path.name for path in run.iterdir()} - {"keyword", "optimist"}
+    assert STOPPING_FILE in names and "report.html" in names and "experiment.md" in names
+    assert names <= RUN_FILES, names - RUN_FILES

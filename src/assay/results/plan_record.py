@@ -22,10 +22,10 @@ from assay.results.run import TaskSelection
 from assay.results.secrets import Redactor
 from assay.results.selection_file import SELECTION_FILE, listed, unlisted, write_selection_rows
 from assay.results.suite import DatasetRecord, SelectionRecord
+from assay.spec.run_names import PLAN_FILE as PLAN_FILE  # re-exported
+from assay.spec.run_names import SESSIONS_FILE as SESSIONS_FILE  # re-exported
 
 PLAN_SCHEMA_VERSION = "1"
-PLAN_FILE = "plan.json"
-SESSIONS_FILE = "sessions.jsonl"
 
 
 class _Model(BaseModel):

@@ -18,8 +18,7 @@ from assay.results.plan_record import JudgeUse, PlannedTaskRecord, PlanOptionsRe
 from assay.results.secrets import Redactor
 from assay.results.selection_file import write_selection_rows
 from assay.spec.criteria import LlmJudge
-
-BUILT_DIR = "python-tasks"
+from assay.spec.run_names import BUILT_DIR as BUILT_DIR  # re-exported
 
 
 def save_built_tasks(run_dir: Path, plan: Plan) -> dict[str, Path]:

@@ -27,8 +27,7 @@ from assay.orchestration.planning.plan import Plan, WorkItem, WorkItems
 from assay.orchestration.running.executors.base import PendingItems
 from assay.results.task_result import EvaluationResult
 from assay.spec.experiment import StopRule
-
-STOPPING_FILE = "stopping.json"
+from assay.spec.run_names import STOPPING_FILE as STOPPING_FILE  # re-exported
 
 
 @dataclass
