@@ -169,3 +169,50 @@ def test_a_run_folder_holds_its_variants_and_the_reserved_names_only(tmp_path: P
     names = {path.name for path in run.iterdir()} - {"keyword", "optimist"}
     assert STOPPING_FILE in names and "report.html" in names and "experiment.md" in names
     assert names <= RUN_FILES, names - RUN_FILES
+
+
+YES_NO = """\
+task_id: yn
+description: variant good answers every row right, bad none
+initial_prompt: "row ${row.x}"
+agent: {type: command, command: "echo yes"}
+dataset:
+  rows:
+""" + "".join(f"    - {{id: r{i:02d}, x: {i}}}\n" for i in range(60)) + """\
+success_criteria:
+  - type: response_match
+    expected: "yes"
+    match: exact
+"""  # fmt: skip
+GOOD_BAD = """\
+experiment_id: ab
+variants:
+  - variant_id: good
+  - variant_id: bad
+    agent: {command: "echo no"}
+stop: {alpha: 0.05}
+"""
+
+
+def test_the_report_names_the_better_variant_and_counts_the_rows_that_ran(
+    tmp_path: Path,
+) -> None:
+    """The first variant better on every row: the reports say which one is better by name
+    (never "a is better" next to "`bad` vs `good`"), and the suite's heading counts the rows
+    that ran of those planned."""
+    write(tmp_path / "t.yaml", YES_NO)
+    write(tmp_path / "e.yaml", GOOD_BAD)
+    assay("run", "t.yaml", "-e", "e.yaml", "-j", "2", "-q", cwd=tmp_path)
+    run = latest(tmp_path)
+    stop = json.loads((run / "stopping.json").read_text())
+    assert stop["decision"] == "a_better" and stop["variant_a"] == "good"
+    assert stop["reason"].startswith("`good` is better than `bad` (the sequence excludes 0)")
+    assert "mean difference (`bad` minus `good`) -1.000" in stop["reason"]
+    markdown = (run / "experiment.md").read_text()
+    assert "a is better" not in markdown and "b is better" not in markdown
+    assert f"{stop['reason']}." in markdown  # the "Stopped when decided" section
+    assert "betting test at 0.05): `good` is better than `bad`" in markdown  # the replay
+    ran = stop["rows_scheduled"]
+    assert ran < 60 and f"## Suite `yn` ({ran} of 60 rows)" in markdown
+    report = json.loads((run / "experiment.json").read_text())
+    assert [v["rows_ran"] for v in report["variants"]] == [ran, ran]

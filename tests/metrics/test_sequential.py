@@ -75,13 +75,15 @@ def test_decisions() -> None:
     found = decide(better)
     assert found.decision == "b_better" and found.rows < 600 and found.low > 0
     assert found.rows == int(rejection_row(better))
-    assert "b is better (the sequence excludes 0) after" in found.reason
+    assert found.reason("old", "new").startswith("`new` is better than `old` (the sequence")
     worse = decide(-better)
     assert worse.decision == "a_better" and worse.rows == found.rows and worse.high < 0
+    assert worse.reason("old", "new").startswith("`old` is better than `new` (the sequence")
+    assert "mean difference (`new` minus `old`) -" in worse.reason("old", "new")
     same = (rng.uniform(size=3000) < 0.5).astype(float) - (rng.uniform(size=3000) < 0.5)
     equivalent = decide(same, delta=0.1)
     assert equivalent.decision == "equivalent" and -0.1 < equivalent.low < equivalent.high < 0.1
-    assert "no difference of 0.1 or more" in equivalent.reason
+    assert "no difference of 0.1 or more between `a` and `b`" in equivalent.reason()
     undecided = decide(same[:50])
     assert undecided.decision == "undecided" and undecided.rows == 50
 

@@ -127,16 +127,18 @@ class StopDecision:
     alpha: float
     delta: float | None = None
 
-    @property
-    def reason(self) -> str:
-        """The decision in words."""
-        where = f"after {self.rows} rows: mean difference {self.mean:+.3f}, {1 - self.alpha:.0%} "
-        where += f"confidence sequence [{self.low:+.3f}, {self.high:+.3f}]"
+    def reason(self, a: str = "a", b: str = "b") -> str:
+        """The decision in words, naming the variants: ``a`` the first (the differences are
+        ``b - a``), ``b`` the second."""
+        a, b = f"`{a}`", f"`{b}`"
+        where = (f"after {self.rows} rows: mean difference ({b} minus {a}) {self.mean:+.3f}, "
+                 f"{1 - self.alpha:.0%} confidence sequence "
+                 f"[{self.low:+.3f}, {self.high:+.3f}]")  # fmt: skip
         if self.decision == "equivalent":
-            return f"no difference of {self.delta:g} or more " + where
+            return f"no difference of {self.delta:g} or more between {a} and {b} " + where
         return {
-            "b_better": "b is better (the sequence excludes 0) ",
-            "a_better": "a is better (the sequence excludes 0) ",
+            "b_better": f"{b} is better than {a} (the sequence excludes 0) ",
+            "a_better": f"{a} is better than {b} (the sequence excludes 0) ",
             "undecided": "undecided ",
         }[self.decision] + where
 

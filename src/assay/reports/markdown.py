@@ -18,7 +18,13 @@ from assay.metrics.paired import format_p, p_clause
 from assay.reports.judge_md import judge_lines
 from assay.reports.numbers import fmt, fmt_close
 from assay.reports.rollup import FAILED_SAMPLE_LIMIT
-from assay.results.experiment import Comparison, Difference, Estimate, ExperimentResult
+from assay.results.experiment import (
+    Comparison,
+    Difference,
+    Estimate,
+    ExperimentResult,
+    VariantSuite,
+)
 from assay.results.run import RunSummary
 from assay.results.safe_text import md_text
 from assay.results.suite import CriterionAggregate, DatasetRecord, IntervalRecord, SuiteRollup
@@ -374,7 +380,7 @@ def render_experiment(report: ExperimentResult) -> str:
     suites = list(dict.fromkeys(v.suite_id for v in report.variants))
     for suite in suites:
         arms = [v for v in report.variants if v.suite_id == suite]
-        out += ["", f"## Suite `{suite}` ({arms[0].rows} rows)", ""]
+        out += ["", f"## Suite `{suite}` ({_suite_rows(arms)})", ""]
         out += _datasets_lines(report, suite)
         names = list(dict.fromkeys(m for arm in arms for m in arm.metrics))
         out += md_table(
@@ -394,6 +400,19 @@ def render_experiment(report: ExperimentResult) -> str:
     return "\n".join(out) + "\n"
 
 
+def _suite_rows(arms: list[VariantSuite]) -> str:
+    """``60 rows``, or the rows that ran when some did not: ``11 of 60 rows`` (every variant
+    the same) or ``4 with `good`, 3 with `bad`, of 60 rows``."""
+    total = arms[0].rows
+    ran = [total if a.rows_ran is None else a.rows_ran for a in arms]
+    if all(n == total for n in ran):
+        return f"{total} rows"
+    if len(set(ran)) == 1:
+        return f"{ran[0]} of {total} rows"
+    each = ", ".join(f"{n} with `{a.variant_id}`" for n, a in zip(ran, arms, strict=True))
+    return f"{each}, of {total} rows"
+
+
 def _stopping_lines(stop: dict[str, Any]) -> list[str]:
     """The "Stopped when decided" section of an experiment run with ``experiment.stop``."""
     head = "Stopped when decided" if stop.get("stopped") else "Ran every row (never decided)"
@@ -401,7 +420,6 @@ def _stopping_lines(stop: dict[str, Any]) -> list[str]:
     saved = f" ({1 - items / planned:.0%} fewer)" if planned and stop.get("stopped") else ""
     return [
         f"## {head}", "",
-        f"`{stop.get('variant_b')}` vs `{stop.get('variant_a')}`: "
         f"{md_text(str(stop.get('reason', '')))}.",
         f"Rows scheduled: {stop.get('rows_scheduled')} of {stop.get('rows_planned')}; items "
         f"(row × variant × replicate) {items} of {planned}{saved}; model calls "

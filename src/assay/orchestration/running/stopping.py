@@ -135,7 +135,7 @@ class Stopper:
             "variant_b": self.variants[1],
             "decision": state.decision,
             "stopped": state.decision != "undecided",
-            "reason": state.reason,
+            "reason": state.reason(*self.variants),
             "rows_decided": state.rows,
             "rows_scheduled": self.rows_scheduled,
             "items_scheduled": self.scheduled,
