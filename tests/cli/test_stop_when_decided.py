@@ -194,11 +194,12 @@ stop: {alpha: 0.05}
 """
 
 
-def test_the_report_names_the_better_variant_and_counts_the_rows_that_ran(
+def test_the_report_names_the_better_variant_and_its_interval_holds_the_mean(
     tmp_path: Path,
 ) -> None:
     """The first variant better on every row: the reports say which one is better by name
-    (never "a is better" next to "`bad` vs `good`"), and the suite's heading counts the rows
+    (never "a is better" next to "`bad` vs `good`"), the confidence sequence holds the mean
+    difference of -1 (it ends at -1, not -0.995), and the suite's heading counts the rows
     that ran of those planned."""
     write(tmp_path / "t.yaml", YES_NO)
     write(tmp_path / "e.yaml", GOOD_BAD)
@@ -208,6 +209,8 @@ def test_the_report_names_the_better_variant_and_counts_the_rows_that_ran(
     assert stop["decision"] == "a_better" and stop["variant_a"] == "good"
     assert stop["reason"].startswith("`good` is better than `bad` (the sequence excludes 0)")
     assert "mean difference (`bad` minus `good`) -1.000" in stop["reason"]
+    assert stop["low"] == -1.0 < stop["high"] < 0
+    assert "[-1.000, " in stop["reason"]
     markdown = (run / "experiment.md").read_text()
     assert "a is better" not in markdown and "b is better" not in markdown
     assert f"{stop['reason']}." in markdown  # the "Stopped when decided" section

@@ -96,6 +96,32 @@ def test_the_confidence_sequence_shrinks_and_covers_the_mean() -> None:
     assert low[-1] < 0.1 < high[-1] and high[-1] - low[-1] < high[99] - low[99]
 
 
+@pytest.mark.parametrize("sign", [-1.0, 1.0])
+def test_the_sequence_reaches_the_ends_and_holds_a_mean_of_one(sign: float) -> None:
+    """Every difference ``-1`` (or ``+1``): the mean is the end of the range, never rejected
+    (the wealth against it stays 1), so the sequence holds it: ``[-1, …]``, not ``[-0.995, …]``
+    beside a mean of ``-1``; batch and incremental alike, at the decision and long after."""
+    from assay.metrics.sequential import SequentialTest
+
+    d = np.full(400, sign)
+    assert log_wealth(d, sign) == pytest.approx(np.zeros(400))
+    low, high = confidence_sequence(d)
+    assert np.all(low <= sign) and np.all(sign <= high)
+    assert (low[-1] if sign < 0 else high[-1]) == sign and high[-1] - low[-1] < 0.05
+    found = decide(d)
+    assert found.decision == ("b_better" if sign > 0 else "a_better")
+    assert found.low <= found.mean == sign <= found.high
+    assert (found.low if sign < 0 else found.high) == sign
+    test = SequentialTest()
+    for value in d[:3]:
+        test.add(float(value))
+    state = test.state()
+    assert (state.low, state.high) == (-1.0, 1.0)  # nothing rejected after three rows
+    while test.add(sign) is None:
+        pass
+    assert test.state() == found
+
+
 @pytest.mark.parametrize(
     ("values", "kwargs", "message"),
     [([2.0], {}, "must lie in"), ([], {}, "non-empty"), ([0.1], {"alpha": 1.0}, "alpha"),
