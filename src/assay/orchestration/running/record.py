@@ -10,7 +10,7 @@ from assay.orchestration.loading.experiment import Override
 from assay.orchestration.loading.task_loader import load_task
 from assay.orchestration.planning.expand import Selectors
 from assay.orchestration.planning.plan import Plan, PlanOptions, TaskSource
-from assay.orchestration.planning.resume_check import task_hash
+from assay.orchestration.planning.resume_check import experiment_hash, task_hash
 from assay.orchestration.running.runner import RunOptions
 from assay.providers.pricing import PriceTable
 from assay.results.io import write_json_atomic
@@ -103,6 +103,7 @@ def plan_record(
             stop_when_decided=options.stop_when_decided,
             repeats=options.repeats,
             experiment=str(plan.experiment_file) if plan.experiment_file else None,
+            experiment_hash=experiment_hash(plan.experiment) if plan.experiment else None,
             overrides=[(list(o.path), o.value) for o in options.overrides],
         ),
         jobs=run.jobs,
