@@ -219,3 +219,29 @@ def test_the_report_names_the_better_variant_and_its_interval_holds_the_mean(
     assert ran < 60 and f"## Suite `yn` ({ran} of 60 rows)" in markdown
     report = json.loads((run / "experiment.json").read_text())
     assert [v["rows_ran"] for v in report["variants"]] == [ran, ran]
+
+
+def test_a_resumed_run_counts_the_rows_planned_and_scheduled_as_one_run(tmp_path: Path) -> None:
+    """Rows finished before a resume are part of the plan, and a row half finished before
+    (one variant's item lost) and scheduled again is one row: the resumed run reports the
+    planned rows of the whole design and the distinct rows it scheduled over both sessions."""
+    write(tmp_path / "t.yaml", YES_NO)
+    write(tmp_path / "e.yaml", GOOD_BAD)
+    assay("run", "t.yaml", "-e", "e.yaml", "-j", "2", "-q", cwd=tmp_path)
+    run = latest(tmp_path)
+    first = json.loads((run / "stopping.json").read_text())
+    assert (first["rows_planned"], first["items_planned"]) == (60, 120)
+    for path in sorted(run.glob("bad/yn/*/00/task.json"))[:3]:
+        path.unlink()  # three rows half finished, as an interrupted session leaves them
+    done = assay("run", "--resume", str(run), "-q", cwd=tmp_path)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    stop = json.loads((run / "stopping.json").read_text())
+    assert stop["decision"] == "a_better"
+    assert (stop["rows_planned"], stop["items_planned"]) == (60, 120)
+    files = list(run.glob("*/yn/*/00/task.json"))
+    rows = {path.parts[-3] for path in files}
+    assert stop["rows_scheduled"] == len(rows) < 60
+    assert stop["items_scheduled"] == stop["items_finished"] == len(files) == 2 * len(rows)
+    markdown = (run / "experiment.md").read_text()
+    assert f"Rows scheduled: {len(rows)} of 60; items (row × variant × replicate) " \
+        f"{len(files)} of 120" in markdown  # fmt: skip
