@@ -95,9 +95,10 @@ async def regrade_run(
     run_dir: Path, *, jobs: int, criteria: CriterionRegistry | None = None
 ) -> list[str]:
     """Grade every row of ``run_dir`` again from its response and kept sandbox, rewriting
-    each ``task.json``; returns warnings (:class:`RedactedAnswers`). The rows are read twice, one at a time (first
-    to check that they can be graded and to find their judges, then to grade them), so a run
-    of any size is graded in memory that does not grow with it.
+    each ``task.json``; returns warnings (:class:`RedactedAnswers`). The rows are read
+    twice, one at a time (first to check that they can be graded and to find their judges,
+    then to grade them), so a run of any size is graded in memory that does not grow with
+    it.
 
     Raises:
         UsageError: no ``task.json`` under ``run_dir``, a file that is not a valid
