@@ -166,9 +166,11 @@ class RedactedAnswers:
         changed = (f"; {len(self.changed)} of them scored differently than in the run: "
                    + ", ".join(sorted(self.changed)[:5])
                    + (" ..." if len(self.changed) > 5 else "")) if self.changed else ""  # fmt: skip
-        return [f"{self.rows} row(s)' response.txt hold redacted text ([redacted:...]); "
-                "assay evaluate grades the answer as written, so a criterion that matched a "
-                "secret or token in it can grade differently than the run did" + changed]
+        return [
+            f"{self.rows} row(s)' response.txt hold redacted text ([redacted:...]); "
+            "assay evaluate grades the answer as written, so a criterion that matched a "
+            "secret or token in it can grade differently than the run did" + changed
+        ]
 
 
 @dataclass
