@@ -27,7 +27,13 @@ from assay.results.experiment import (
 )
 from assay.results.run import RunSummary
 from assay.results.safe_text import md_text
-from assay.results.suite import CriterionAggregate, DatasetRecord, IntervalRecord, SuiteRollup
+from assay.results.suite import (
+    CriterionAggregate,
+    CriterionStat,
+    DatasetRecord,
+    IntervalRecord,
+    SuiteRollup,
+)
 
 
 def fmt_metric(name: str, value: float | None) -> str:
@@ -98,8 +104,8 @@ def render_suite(suite: SuiteRollup) -> str:
     out += md_table(
         ["Criterion", "Rows graded", "Avg score", "Errors", "Refused"],
         [
-            [f"`{s.criterion_type}`", str(s.rows_evaluated), fmt(s.average_score),
-             str(s.error_count), str(s.refused_count)]
+            [_criterion_label(s, suite.criterion_stats), str(s.rows_evaluated),
+             fmt(s.average_score), str(s.error_count), str(s.refused_count)]
             for s in suite.criterion_stats
         ],
     )  # fmt: skip
@@ -172,6 +178,13 @@ def _replicates_section(suite: SuiteRollup) -> list[str]:
                                             f"{fmt(v['pass_hat_k'])}"
                                             for k, v in suite.pass_k.items())]  # fmt: skip
     return out
+
+
+def _criterion_label(stat: CriterionStat, stats: Sequence[CriterionStat]) -> str:
+    """```type``` , with ``#N`` (its 1-based place in ``success_criteria``) when another
+    criterion of the suite has the same type."""
+    same = sum(other.criterion_type == stat.criterion_type for other in stats)
+    return f"`{stat.criterion_type}`" + (f" #{stat.criterion_index + 1}" if same > 1 else "")
 
 
 def _aggregate_section(agg: CriterionAggregate) -> list[str]:

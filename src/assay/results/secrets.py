@@ -513,14 +513,58 @@ def replace_spans(data: bytes, spans: Iterable[tuple[int, int, str]]) -> bytes:
     return b"".join([*parts, data[done:]]) if parts else data
 
 
+SHORT_RUN = 256
+"""Bytes a stream's cut moves back (:func:`stream_cut`) or on (:func:`stream_start`) to
+reach whitespace; a run of other characters longer than this is cut where it is (a secret
+or token in it is kept whole by its span instead)."""
+
+
+def stream_spans(data: bytes, redactor: Redactor | None) -> list[tuple[int, int, str]]:
+    """What redaction replaces in ``data``: the spans of :meth:`Redactor.spans_bytes`, or
+    without a redactor those of the token shapes alone."""
+    if redactor is not None:
+        return redactor.spans_bytes(data)
+    return [(hit.start, hit.end, marker(hit.name)) for hit in find_tokens(data)]
+
+
+def stream_cut(data: bytes, at: int, spans: Iterable[tuple[int, int, str]]) -> int:
+    """Where to end what is kept of a stream cut at byte ``at`` of ``data`` (which holds
+    bytes past ``at``, so a secret or token that goes on past it is seen whole): moved back
+    to the start of every span of ``spans`` (:func:`stream_spans`) that ``at`` would split,
+    then to the whitespace before a run of other characters it would split, when that run
+    starts at most :data:`SHORT_RUN` bytes back. Nothing of a secret is kept in part, as
+    ``docs/secrets.md`` promises for every text assay cuts short."""
+    for start, end, _ in sorted(spans, reverse=True):
+        if start < at < end:
+            at = start
+    back = at
+    while back > max(at - SHORT_RUN, 0) and _cut_inside_word(data, back):
+        back -= 1
+    return back if not _cut_inside_word(data, back) else at
+
+
+def stream_start(data: bytes, at: int, spans: Iterable[tuple[int, int, str]]) -> int:
+    """Like :func:`stream_cut`, where the kept end of a stream starts when it would start
+    at byte ``at`` of ``data``: moved on past every span ``at`` splits, then to the
+    whitespace after a short run."""
+    for start, end, _ in sorted(spans):
+        if start < at < end:
+            at = end
+    on = at
+    while on < min(at + SHORT_RUN, len(data)) and _cut_inside_word(data, on):
+        on += 1
+    return on if not _cut_inside_word(data, on) else at
+
+
 _TOKEN = frozenset(string.ascii_letters + string.digits + "_-+/=.~")
 """The characters of API keys and tokens (base64, base64url, hex)."""
 
 
-def _cut_inside_word(text: str, at: int) -> bool:
-    """Whether cutting ``text`` at ``at`` splits a run of characters without whitespace
-    (where a key, token or password can be)."""
-    return 0 < at < len(text) and not text[at - 1].isspace() and not text[at].isspace()
+def _cut_inside_word(text: str | bytes, at: int) -> bool:
+    """Whether cutting ``text`` (or UTF-8 bytes) at ``at`` splits a run of characters
+    without whitespace (where a key, token or password can be)."""
+    before, after = text[at - 1 : at], text[at : at + 1]
+    return 0 < at < len(text) and not before.isspace() and not after.isspace()
 
 
 def _cut_inside_token(text: str, at: int) -> bool:

@@ -85,10 +85,13 @@ class CriterionAggregate(_Model):
 
 
 class CriterionStat(_Model):
-    """Per criterion type: rows it graded, their mean score, and apart from them the rows
-    whose criterion errored or met a refusal (never averaged in as a 0)."""
+    """Per criterion (``criterion_index``: its 0-based position in ``success_criteria``;
+    Coder Eval's list is per type, the same when no type repeats): rows it graded, their
+    mean score, and apart from them the rows whose criterion errored or met a refusal
+    (never averaged in as a 0)."""
 
     criterion_type: str
+    criterion_index: int = 0
     rows_evaluated: int
     average_score: float | None
     error_count: int
