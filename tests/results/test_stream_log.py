@@ -105,3 +105,22 @@ def test_the_cut_at_max_bytes_keeps_no_piece_of_a_secret(
         assert kept == lead + b" ", (name, inside)  # cut at the whitespace before the value
         assert note.startswith(b"%d bytes " % len(kept))
         assert log.written == len(kept) and log.dropped == log.received - len(kept)
+
+
+def test_the_cut_never_stops_at_whitespace_inside_a_secret(tmp_path: Path) -> None:
+    """Found in review: a secret with a space, with more non-space output right after it,
+    was cut at its inner space (the cut was after the secret, then moved back to whitespace
+    into it): every cut place now keeps none of it."""
+    known = Redactor()
+    secret = b"my-long-prefix-part secondpart-9f8e7d"
+    known.add("DB_PASSWORD", secret.decode())
+    data = b"lead " + secret + b"QQQQQQQQ tail " * 20
+    for cap in range(5, 60):
+        path = tmp_path / f"space-{cap}.log"
+        log = StreamLog(path, redactor=known, max_bytes=cap, window=300, block=64)
+        log.write(data)
+        log.close()
+        got = path.read_bytes()
+        assert b"my-long" not in got and b"prefix-part" not in got, cap
+        whole = got.startswith(b"lead [redacted:DB_PASSWORD]QQQQQQQQ")  # cut after the run
+        assert whole or got.startswith(b"lead \n[assay: log cut after 5 bytes"), cap
