@@ -551,8 +551,9 @@ def test_criterion_stats_one_per_criterion_sorted_by_type() -> None:
     ]  # fmt: skip
     table = render_suite(roll_up(rows, (PREPARE, classify(None, ["a", "b"]), second)))
     assert "| `classification_match` | 2 | 0.500 | 0 | 0 |" in table  # its type is alone
-    assert "| `run_command` #1 | 1 | 1.000 | 1 | 0 |" in table
-    assert "| `run_command` #3 | 2 | 0.750 | 0 | 0 |" in table
+    assert "| `run_command #1` | 1 | 1.000 | 1 | 0 |" in table
+    assert "| `run_command #3` | 2 | 0.750 | 0 | 0 |" in table
+    assert "## Aggregate metrics — `run_command #3` (no thresholds)" in table
 
 
 def test_aggregates_follow_criteria_positions() -> None:

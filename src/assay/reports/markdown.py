@@ -100,17 +100,18 @@ def render_suite(suite: SuiteRollup) -> str:
         out.append(f"**Stopped early**: {sum(suite.stopped_early.values())} row(s), graded as "
                    f"their agent left them ({why})")  # fmt: skip
     out += [f"**Warning**: {md_text(warning)}" for warning in suite.warnings]
+    names = suite.criterion_names()
     out += ["", "## Criterion stats", ""]
     out += md_table(
         ["Criterion", "Rows graded", "Avg score", "Errors", "Refused"],
         [
-            [_criterion_label(s, suite.criterion_stats), str(s.rows_evaluated),
-             fmt(s.average_score), str(s.error_count), str(s.refused_count)]
+            [code(_stat_name(s, names)), str(s.rows_evaluated), fmt(s.average_score),
+             str(s.error_count), str(s.refused_count)]
             for s in suite.criterion_stats
         ],
     )  # fmt: skip
-    for aggregate in suite.criterion_aggregates:
-        out += ["", *_aggregate_section(aggregate)]
+    for aggregate, name in zip(suite.criterion_aggregates, names, strict=True):
+        out += ["", *_aggregate_section(aggregate, name)]
     if suite.per_replicate:
         out += ["", *_replicates_section(suite)]
     out += [
@@ -158,7 +159,7 @@ def _outside(suite: SuiteRollup) -> str:
 
 def _replicates_section(suite: SuiteRollup) -> list[str]:
     """Each replicate's counts and metrics, then pass@k / pass^k over rows."""
-    kinds = [a.criterion_type for a in suite.criterion_aggregates]
+    kinds = suite.criterion_names()
     first = suite.per_replicate[0].criterion_metrics
     columns = [(i, name) for i, metrics in enumerate(first) for name in metrics]
     header = [
@@ -180,16 +181,15 @@ def _replicates_section(suite: SuiteRollup) -> list[str]:
     return out
 
 
-def _criterion_label(stat: CriterionStat, stats: Sequence[CriterionStat]) -> str:
-    """```type``` , with ``#N`` (its 1-based place in ``success_criteria``) when another
-    criterion of the suite has the same type."""
-    same = sum(other.criterion_type == stat.criterion_type for other in stats)
-    return f"`{stat.criterion_type}`" + (f" #{stat.criterion_index + 1}" if same > 1 else "")
+def _stat_name(stat: CriterionStat, names: Sequence[str]) -> str:
+    """A ``criterion_stats`` line's name (:meth:`SuiteRollup.criterion_names`)."""
+    index = stat.criterion_index
+    return names[index] if index < len(names) else stat.criterion_type
 
 
-def _aggregate_section(agg: CriterionAggregate) -> list[str]:
+def _aggregate_section(agg: CriterionAggregate, name: str) -> list[str]:
     state = ("PASSED" if agg.passed else "FAILED") if agg.threshold_checks else "no thresholds"
-    out = [f"## Aggregate metrics — `{agg.criterion_type}` ({state})", ""]
+    out = [f"## Aggregate metrics — {code(name)} ({state})", ""]
     if agg.description:
         out += [f"_{agg.description}_", ""]
     if agg.rows_excluded:

@@ -219,3 +219,10 @@ class SuiteRollup(_Model):
     intervals: dict[str, IntervalRecord] = Field(default_factory=dict)
     cluster_field: str | None = None
     stopped_early: dict[str, int] = Field(default_factory=dict)
+
+    def criterion_names(self) -> list[str]:
+        """Each criterion's name in a report, by its place in ``success_criteria``: its
+        type, with ``#N`` (its 1-based place) when another criterion has the same type."""
+        types = [a.criterion_type for a in self.criterion_aggregates]
+        return [f"{kind} #{place + 1}" if types.count(kind) > 1 else kind
+                for place, kind in enumerate(types)]  # fmt: skip
