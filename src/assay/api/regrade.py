@@ -183,6 +183,7 @@ class _Scan:
     suites: dict[tuple[str, str], TaskDefinition] = field(default_factory=dict)
     missing: int = 0
     first_missing: str = ""
+    lost: list[str] = field(default_factory=list)
     bridge: bool = False
 
     def add(self, run_dir: Path, path: Path, result: EvaluationResult) -> None:
@@ -195,7 +196,11 @@ class _Scan:
         if suite not in self.suites:  # a suite's rows share their driver and graders: one each
             self.suites[suite] = task_of(result, self.registry)
             self.graders(self.suites[suite], Path(result.task_config.task_dir or "."))
-        if agent_status(result) == "error" or (path.parent / SANDBOX_DIR).is_dir():
+        if agent_status(result) == "error":
+            return
+        if result.agent.response_chars and not (path.parent / "response.txt").is_file():
+            self.lost.append(path.parent.relative_to(run_dir).as_posix())
+        if (path.parent / SANDBOX_DIR).is_dir():
             return
         task = task_of(result, self.registry)  # this row's own
         if any(c.needs_sandbox() for c in task.success_criteria):
@@ -235,7 +240,8 @@ def _checked(
     criteria read the sandbox has it; every ``task.json`` is read once.
 
     Raises:
-        UsageError: no rows; rows whose sandbox the run did not keep (the first named).
+        UsageError: no rows; rows whose sandbox the run did not keep, or whose answer
+            (``response.txt``) is gone (the first named).
     """
     scan = _Scan(registry)
 
@@ -254,6 +260,14 @@ def _checked(
             f"keep it (first: {scan.first_missing}); nothing was changed",
             hint="run `assay execute` (or `assay run --keep-sandboxes`) to keep sandboxes, "
             "then `assay evaluate`; `assay report` rebuilds reports without grading",
+        )
+    if scan.lost:
+        raise UsageError(
+            f"{len(scan.lost)} row(s) answered in the run, but their response.txt is gone "
+            f"(first: {scan.lost[0]}/response.txt); grading them would call a missing answer "
+            "wrong, so nothing was changed",
+            hint="restore the files (or run the rows again: `assay run --resume` after "
+            "removing their task.json); `assay report` rebuilds reports without grading",
         )
     contained = [t for t in scan.suites.values() if t.sandbox_driver in ("bwrap", "docker")]
     return scan, contained, redactor

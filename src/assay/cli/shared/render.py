@@ -163,7 +163,9 @@ def print_reports(result: RunResult) -> None:
         )
     )
     if summary.interrupted:
-        console.print("[yellow]interrupted[/]: finished rows are kept", markup=True)
+        console.print("[yellow]the run was interrupted[/]: finished rows are kept; "
+                      f"`assay run --resume {escape(str(result.run_dir))}` runs the rest",
+                      markup=True)  # fmt: skip
     console.print(f"reports: {result.run_dir}/run.md")
     found = [f.render() for f in summary.secret_findings]
     secret_findings(str(result.run_dir), found)
