@@ -293,6 +293,30 @@ replies:
 """
 
 
+SLEEPY = """\
+replies:
+  - match: "Write the greeting"
+    steps:
+      - {tool: run_command, input: {command: "sleep 30"}}
+      - {tool: submit_answer, input: {answer: "never"}}
+"""
+
+
+def test_the_task_timeout_is_named_when_the_tool_call_limit_is_reached_too(
+    tmp_path: Path,
+) -> None:
+    """Found in review: the row's time ran out in its last allowed tool call, and the row
+    ended ``max_tool_calls`` (FAILURE) instead of ``TIMEOUT``; the time is checked first."""
+    criteria = "  - {type: tool_called, tool: run_command}"
+    limits = "run_limits: {task_timeout: 1, max_tool_calls: 1}\n"
+    _, run_dir, stderr = run_task(tmp_path, SLEEPY, criteria=criteria, extra=limits)
+    result = task_json(run_dir)
+    assert result["final_status"] == "TIMEOUT", stderr
+    assert result["error_message"] == "run_limits.task_timeout (1 s) ran out"
+    log = (run_dir / "default/tools/a/00/task.log").read_text()
+    assert "error of run_command: killed after 1 s\n" in log or "killed after 0.9" in log
+
+
 def test_command_timeout_kills_a_command_and_the_model_is_told(tmp_path: Path) -> None:
     write(tmp_path / "script.yaml", SLOW)
     task = TASK.format(tools=ALL_TOOLS, max_turns=3, driver="tempdir",
