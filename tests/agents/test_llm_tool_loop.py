@@ -196,6 +196,13 @@ def test_tools_refuse_escapes_directly(tmp_path: Path) -> None:
     assert call("read_file", path="missing.txt")[1]
     missing = "error: argument 'content' (a string) is missing"
     assert call("write_file", path="a/c.txt")[0] == missing
+    (root / "blob.bin").write_bytes(b"\x7fELF\x00\x01" * 100)
+    assert call("read_file", path="blob.bin") == (
+        "error: 'blob.bin' is a binary file, not text: look at it with run_command "
+        "(od, xxd, file)", True)  # fmt: skip
+    (root / "big.txt").write_text("word " * 100_000)  # read in part, clipped at whitespace
+    text, failed = call("read_file", path="big.txt")
+    assert not failed and text.endswith("word…") and 29_990 < len(text) <= 30_000
 
 
 FOREVER = """\
