@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from assay.agents.llm_tools import SandboxTools
+from assay.agents.tool_text import INVALID, parse_calls
 from assay.providers.base import ToolCall
 from assay.sandbox.tempdir import Sandbox
 from assay.spec.task import LlmAgent
@@ -539,3 +540,25 @@ def test_native_tool_calls_on_the_anthropic_messages_wire(tmp_path: Path) -> Non
                for b in m["content"] if b.get("type") == "tool_result"]  # fmt: skip
     assert [r["tool_use_id"] for r in results] == ["toolu_1"]
     assert (latest(tmp_path) / "default/tools/a/00/response.txt").read_text() == "all done"
+
+
+@pytest.mark.parametrize(
+    ("reply", "text", "calls"),
+    [('a <tool_call>{"name": "write_file", "arguments": {"content": "x </tool_call> y"}}'
+      "</tool_call> b", "a  b", [("write_file", {"content": "x </tool_call> y"})]),
+     ('<tool_call> {"name": "run_command"} </tool_call>', "", [("run_command", {})]),
+     ("<tool_call>{bad}</tool_call> tail", "tail", [(INVALID, None)]),
+     ('<tool_call>"just a string"</tool_call>', "", [(INVALID, None)]),
+     ("no call, only <tool_call>unclosed", "no call, only <tool_call>unclosed", [])],
+)  # fmt: skip
+def test_the_text_protocol_reads_each_block_as_far_as_its_json_goes(
+    reply: str, text: str, calls: list[tuple[str, Any]]
+) -> None:
+    """Found in review: ``</tool_call>`` inside a JSON string ended the block, and the rest
+    became the row's answer."""
+    outside, found = parse_calls(reply, 1)
+    assert outside == text
+    assert [c.name for c in found] == [name for name, _ in calls]
+    for call, (_, arguments) in zip(found, calls, strict=True):
+        if arguments is not None:
+            assert json.loads(call.arguments) == arguments
