@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from assay.agents.llm_tools import SandboxTools
+from assay.agents.tool_text import INVALID, parse_calls
 from assay.providers.base import ToolCall
 from assay.sandbox.tempdir import Sandbox
 from assay.spec.task import LlmAgent
@@ -196,6 +197,13 @@ def test_tools_refuse_escapes_directly(tmp_path: Path) -> None:
     assert call("read_file", path="missing.txt")[1]
     missing = "error: argument 'content' (a string) is missing"
     assert call("write_file", path="a/c.txt")[0] == missing
+    (root / "blob.bin").write_bytes(b"\x7fELF\x00\x01" * 100)
+    assert call("read_file", path="blob.bin") == (
+        "error: 'blob.bin' is a binary file, not text: look at it with run_command "
+        "(od, xxd, file)", True)  # fmt: skip
+    (root / "big.txt").write_text("word " * 100_000)  # read in part, clipped at whitespace
+    text, failed = call("read_file", path="big.txt")
+    assert not failed and text.endswith("word…") and 29_990 < len(text) <= 30_000
 
 
 FOREVER = """\
@@ -291,6 +299,30 @@ replies:
       - {tool: run_command, input: {command: "sleep 5; echo late"}}
       - {tool: submit_answer, input: {answer: "gave up"}}
 """
+
+
+SLEEPY = """\
+replies:
+  - match: "Write the greeting"
+    steps:
+      - {tool: run_command, input: {command: "sleep 30"}}
+      - {tool: submit_answer, input: {answer: "never"}}
+"""
+
+
+def test_the_task_timeout_is_named_when_the_tool_call_limit_is_reached_too(
+    tmp_path: Path,
+) -> None:
+    """Found in review: the row's time ran out in its last allowed tool call, and the row
+    ended ``max_tool_calls`` (FAILURE) instead of ``TIMEOUT``; the time is checked first."""
+    criteria = "  - {type: tool_called, tool: run_command}"
+    limits = "run_limits: {task_timeout: 1, max_tool_calls: 1}\n"
+    _, run_dir, stderr = run_task(tmp_path, SLEEPY, criteria=criteria, extra=limits)
+    result = task_json(run_dir)
+    assert result["final_status"] == "TIMEOUT", stderr
+    assert result["error_message"] == "run_limits.task_timeout (1 s) ran out"
+    log = (run_dir / "default/tools/a/00/task.log").read_text()
+    assert "error of run_command: killed after 1 s\n" in log or "killed after 0.9" in log
 
 
 def test_command_timeout_kills_a_command_and_the_model_is_told(tmp_path: Path) -> None:
@@ -508,3 +540,25 @@ def test_native_tool_calls_on_the_anthropic_messages_wire(tmp_path: Path) -> Non
                for b in m["content"] if b.get("type") == "tool_result"]  # fmt: skip
     assert [r["tool_use_id"] for r in results] == ["toolu_1"]
     assert (latest(tmp_path) / "default/tools/a/00/response.txt").read_text() == "all done"
+
+
+@pytest.mark.parametrize(
+    ("reply", "text", "calls"),
+    [('a <tool_call>{"name": "write_file", "arguments": {"content": "x </tool_call> y"}}'
+      "</tool_call> b", "a  b", [("write_file", {"content": "x </tool_call> y"})]),
+     ('<tool_call> {"name": "run_command"} </tool_call>', "", [("run_command", {})]),
+     ("<tool_call>{bad}</tool_call> tail", "tail", [(INVALID, None)]),
+     ('<tool_call>"just a string"</tool_call>', "", [(INVALID, None)]),
+     ("no call, only <tool_call>unclosed", "no call, only <tool_call>unclosed", [])],
+)  # fmt: skip
+def test_the_text_protocol_reads_each_block_as_far_as_its_json_goes(
+    reply: str, text: str, calls: list[tuple[str, Any]]
+) -> None:
+    """Found in review: ``</tool_call>`` inside a JSON string ended the block, and the rest
+    became the row's answer."""
+    outside, found = parse_calls(reply, 1)
+    assert outside == text
+    assert [c.name for c in found] == [name for name, _ in calls]
+    for call, (_, arguments) in zip(found, calls, strict=True):
+        if arguments is not None:
+            assert json.loads(call.arguments) == arguments

@@ -318,3 +318,88 @@ def test_processes_a_row_left_running_end_with_it(tmp_path: Path) -> None:
         wait_gone(left, 30)
     finally:
         kill_left(pids_in(pids))
+
+
+SPLIT = """\
+task_id: split
+description: an agent whose output passes a cap in the middle of a secret
+initial_prompt: "${{row.keep}} ${{row.stream}} ${{row.cap}} ${{row.tok}}"
+sandbox: {{limits: {{max_output_mb: 0.01, max_log_mb: 0.02}}}}
+agent:
+  type: command
+  command: python3 {script}
+  env: {{MY_API_TOKEN: "zQ9v7LkPq2Xw8RtY5uNm"}}
+dataset:
+  rows:
+    - {{id: output-known, keep: 12, stream: out, cap: 10485, tok: ""}}
+    - {{id: output-github, keep: 30, stream: out, cap: 10485,
+        tok: "ghp_aB3dE6gH9jK2mN5pQ8sT1vW4yZ7bC0eF3hJ6"}}
+    - {{id: stderr-known, keep: 9, stream: err, cap: 10485, tok: ""}}
+    - {{id: log-known, keep: 12, stream: out, cap: 20971, tok: ""}}
+    - {{id: log-aws, keep: 16, stream: err, cap: 20971, tok: "AKIAIOSFODNN7EXAMPL3"}}
+success_criteria:
+  - {{type: response_match, expected: tail, match: contains}}
+"""
+
+SPLITTER = """\
+import os, sys
+keep, stream, cap, *given = os.environ["ASSAY_PROMPT"].split()
+token = given[0] if given else os.environ["MY_API_TOKEN"]
+pad = ("p" * 40 + "\\n") * ((int(cap) - int(keep)) // 41)
+pad += "q" * (int(cap) - int(keep) - 1 - len(pad)) + " "
+out = sys.stdout if stream == "out" else sys.stderr
+out.write(pad + token + " tail\\n" + "z" * 30000 + "\\n")
+"""
+
+
+def test_a_cut_never_keeps_a_piece_of_a_secret(tmp_path: Path) -> None:
+    """Issue 28 (found in review): the ``max_output_mb`` cut of what is kept, and the
+    ``max_log_mb`` cut of a log, fall inside a known secret or a token; neither the kept
+    text (response.txt, task.json, trace.json) nor the log holds a piece of it, and the kept
+    part ends at the whitespace before it."""
+    script = write(tmp_path / "split.py", SPLITTER)
+    task = write(tmp_path / "task.yaml", SPLIT.format(script=script))
+    result = api.run([str(task)], run_dir=str(tmp_path / "runs"), jobs=2)
+    pieces = ["zQ9v7Lk", "ghp_aB3", "AKIAIOS", "Xw8RtY5", "F3hJ6", "EXAMPL3"]
+    for path in result.run_dir.rglob("*"):
+        if path.is_file():
+            text = path.read_text(errors="replace")
+            assert not [p for p in pieces if p in text], path
+    folder = result.run_dir / "default" / "split"
+    response = (folder / "output-known" / "00" / "response.txt").read_text()
+    assert "qqq \n[assay: output cut after 10473 bytes; " in response
+    log = (folder / "log-known" / "00" / "agent.stdout.log").read_text()
+    assert log.endswith("q \n[assay: log cut after 20959 bytes (sandbox.limits.max_log_mb); "
+                        "30027 more bytes not written]\n")  # fmt: skip
+
+
+TAIL_START = """
+import asyncio, sys
+from pathlib import Path
+from assay.results.io import OutputLogs
+from assay.results.secrets import Redactor
+from assay.sandbox.process import STDERR_TAIL, stream_process
+
+secret, shift = sys.argv[1], int(sys.argv[2])
+known = Redactor()
+known.add("MY_API_TOKEN", secret)
+line = "err " + secret + "\\n"
+body = line * (2 * STDERR_TAIL // len(line) + 3) + "x" * shift
+argv = [sys.executable, "-c", "import sys; sys.stderr.write(sys.stdin.read())"]
+done = asyncio.run(stream_process(argv, cwd=Path.cwd(), env={}, timeout=60, on_line=print,
+                                  stdin=body,
+                                  logs=OutputLogs(Path.cwd(), "agent", known, 1 << 20)))
+print(done.stderr.split()[0])
+"""
+
+
+def test_a_streamed_programs_stderr_end_starts_after_a_secret(tmp_path: Path) -> None:
+    """The kept end of a coding agent's stderr (:func:`stream_process`) starts where no
+    secret or token is split: the end piece of one at its start is left out."""
+    secret = "zQ9v7LkPq2Xw8RtY5uNm"
+    script = write(tmp_path / "tail.py", TAIL_START)
+    for shift in range(0, 25, 3):  # the kept end starts at each place in a line
+        done = subprocess.run([sys.executable, str(script), secret, str(shift)], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.split()[-1] in {"err", secret}, shift  # a whole word first

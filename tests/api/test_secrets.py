@@ -47,3 +47,26 @@ def test_a_python_run_redacts_and_reports_what_the_scan_finds(
 def test_check_secrets_refuses_a_folder_that_is_no_run(tmp_path: Path) -> None:
     with pytest.raises(assay.UserError, match="is not a run directory"):
         assay.check_secrets(tmp_path)
+
+
+def test_evaluate_warns_that_it_grades_a_redacted_answer(
+    workdir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A criterion that matched a token in the answer the run graded in memory can grade the
+    redacted ``response.txt`` differently: ``assay evaluate`` says so, naming the rows whose
+    score changed (found in review)."""
+    task = {
+        "task_id": "shaped", "description": "an agent that prints a token",
+        "agent": {"type": "command", "command": f'P=ghp; echo "made ${{P}}_{SHAPED[4:]}"'},
+        "initial_prompt": "go",
+        "success_criteria": [{"type": "response_match", "expected": "ghp_", "match": "contains"}],
+    }  # fmt: skip
+    result = assay.run(task, run_dir="runs")
+    assert result.passed
+    regraded = assay.evaluate(result.run_dir, jobs=1)
+    assert not regraded.passed  # the answer as written holds [redacted:github-token]
+    warning = ("1 row(s)' response.txt hold redacted text ([redacted:...]); assay evaluate "
+               "grades the answer as written")  # fmt: skip
+    assert warning in capsys.readouterr().err
+    (found,) = [w for w in regraded.summary.warnings if w.startswith(warning)]
+    assert found.endswith("1 of them scored differently than in the run: shaped#00")

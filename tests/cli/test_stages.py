@@ -78,6 +78,28 @@ def test_evaluate_response_criteria_needs_no_sandbox(tmp_path: Path) -> None:
     assert suite["criterion_aggregates"][0]["metrics"]["mean"] == 0.5
 
 
+def test_evaluate_refuses_a_row_whose_answer_file_is_gone(tmp_path: Path) -> None:
+    """Found in review: a passing row whose ``response.txt`` was deleted was graded again as
+    a wrong answer ("the final response is missing"); a file the run wrote that is gone is
+    refused like a sandbox it did not keep, and nothing changes."""
+    text = (
+        "task_id: echo\ndescription: d\ninitial_prompt: ${row.text}\n"
+        "agent: {type: command, command: cat}\n"
+        "dataset: {rows: [{id: a, text: 'yes'}, {id: b, text: 'no'}]}\n"
+        "success_criteria:\n  - {type: response_match, expected: 'yes'}\n"
+    )
+    (tmp_path / "echo.yaml").write_text(text)
+    assay("run", "echo.yaml", cwd=tmp_path)
+    row = latest(tmp_path) / "default" / "echo" / "a" / "00"
+    (row / "response.txt").unlink()
+    before = (row / "task.json").read_text()
+    done = assay("evaluate", str(latest(tmp_path)), cwd=tmp_path)
+    assert done.returncode == 2
+    assert "1 row(s) answered in the run, but their response.txt is gone" in done.stderr
+    assert "(first: default/echo/a/00/response.txt)" in done.stderr
+    assert (row / "task.json").read_text() == before
+
+
 def test_report_rebuilds_identical_suite(tmp_path: Path) -> None:
     task = copy_example(tmp_path)
     assert assay("run", task, cwd=tmp_path).returncode == 0

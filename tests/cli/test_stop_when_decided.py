@@ -6,6 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
+from assay.spec.ids import ID_PATTERN
+from assay.spec.run_names import RUN_FILES, STOPPING_FILE
 from tests.cli.test_run import assay, latest
 from tests.helpers import write
 
@@ -126,3 +130,118 @@ def test_a_resume_cannot_add_the_flag_to_a_run_without_it(tmp_path: Path) -> Non
     assay("run", "t.yaml", "-e", "e.yaml", "--sample", "6", cwd=tmp_path)
     done = assay("run", "--resume", str(latest(tmp_path)), "--stop-when-decided", cwd=tmp_path)
     assert done.returncode == 2 and "--stop-when-decided" in done.stderr, done.stderr
+
+
+def small_task(rows: int) -> str:
+    """TASK with its first ``rows`` rows."""
+    head, tail = TASK.split("success_criteria:")
+    lines = head.splitlines(keepends=True)
+    start = lines.index("  rows:\n") + 1
+    return "".join(lines[: start + rows]) + "success_criteria:" + tail
+
+
+@pytest.mark.parametrize("name", sorted(n for n in RUN_FILES if ID_PATTERN.fullmatch(n)))
+def test_a_variant_cannot_take_the_name_of_a_run_file(tmp_path: Path, name: str) -> None:
+    """Every name the run writes beside its variants' folders is refused as a variant id at
+    load, with or without a stop rule, before any row runs (``stopping.json`` was missed once:
+    the run crashed after every row had run)."""
+    write(tmp_path / "t.yaml", small_task(4))
+    plain = experiment("{}").replace("stop: {}\n", "")
+    write(tmp_path / "e.yaml", plain.replace("variant_id: keyword", f"variant_id: {name}"))
+    for extra in ([], ["--stop-when-decided"]):
+        done = assay("run", "t.yaml", "-e", "e.yaml", "-q", *extra, cwd=tmp_path)
+        assert done.returncode == 2, done.stderr
+        assert "Traceback" not in done.stderr
+        assert f"e.yaml:3: variants[0].variant_id: variant_id '{name}' is the name of a run file" \
+            in done.stderr  # fmt: skip
+        assert not (tmp_path / "runs").exists()
+
+
+def test_a_run_folder_holds_its_variants_and_the_reserved_names_only(tmp_path: Path) -> None:
+    """The names at the top of a real run folder (stopped, resumed, reported with --html) are
+    each either a variant's folder or a name variant ids may not take."""
+    write(tmp_path / "t.yaml", small_task(40))
+    write(tmp_path / "e.yaml", experiment("{alpha: 0.05}"))
+    assay("run", "t.yaml", "-e", "e.yaml", "-j", "2", "-q", cwd=tmp_path)
+    run = latest(tmp_path)
+    assay("run", "--resume", str(run), "-q", cwd=tmp_path)
+    assert assay("report", str(run), "--html", cwd=tmp_path).returncode in (0, 1)
+    names = {path.name for path in run.iterdir()} - {"keyword", "optimist"}
+    assert STOPPING_FILE in names and "report.html" in names and "experiment.md" in names
+    assert names <= RUN_FILES, names - RUN_FILES
+
+
+YES_NO = """\
+task_id: yn
+description: variant good answers every row right, bad none
+initial_prompt: "row ${row.x}"
+agent: {type: command, command: "echo yes"}
+dataset:
+  rows:
+""" + "".join(f"    - {{id: r{i:02d}, x: {i}}}\n" for i in range(60)) + """\
+success_criteria:
+  - type: response_match
+    expected: "yes"
+    match: exact
+"""  # fmt: skip
+GOOD_BAD = """\
+experiment_id: ab
+variants:
+  - variant_id: good
+  - variant_id: bad
+    agent: {command: "echo no"}
+stop: {alpha: 0.05}
+"""
+
+
+def test_the_report_names_the_better_variant_and_its_interval_holds_the_mean(
+    tmp_path: Path,
+) -> None:
+    """The first variant better on every row: the reports say which one is better by name
+    (never "a is better" next to "`bad` vs `good`"), the confidence sequence holds the mean
+    difference of -1 (it ends at -1, not -0.995), and the suite's heading counts the rows
+    that ran of those planned."""
+    write(tmp_path / "t.yaml", YES_NO)
+    write(tmp_path / "e.yaml", GOOD_BAD)
+    assay("run", "t.yaml", "-e", "e.yaml", "-j", "2", "-q", cwd=tmp_path)
+    run = latest(tmp_path)
+    stop = json.loads((run / "stopping.json").read_text())
+    assert stop["decision"] == "a_better" and stop["variant_a"] == "good"
+    assert stop["reason"].startswith("`good` is better than `bad` (the sequence excludes 0)")
+    assert "mean difference (`bad` minus `good`) -1.000" in stop["reason"]
+    assert stop["low"] == -1.0 < stop["high"] < 0
+    assert "[-1.000, " in stop["reason"]
+    markdown = (run / "experiment.md").read_text()
+    assert "a is better" not in markdown and "b is better" not in markdown
+    assert f"{stop['reason']}." in markdown  # the "Stopped when decided" section
+    assert "betting test at 0.05): `good` is better than `bad`" in markdown  # the replay
+    ran = stop["rows_scheduled"]
+    assert ran < 60 and f"## Suite `yn` ({ran} of 60 rows)" in markdown
+    report = json.loads((run / "experiment.json").read_text())
+    assert [v["rows_ran"] for v in report["variants"]] == [ran, ran]
+
+
+def test_a_resumed_run_counts_the_rows_planned_and_scheduled_as_one_run(tmp_path: Path) -> None:
+    """Rows finished before a resume are part of the plan, and a row half finished before
+    (one variant's item lost) and scheduled again is one row: the resumed run reports the
+    planned rows of the whole design and the distinct rows it scheduled over both sessions."""
+    write(tmp_path / "t.yaml", YES_NO)
+    write(tmp_path / "e.yaml", GOOD_BAD)
+    assay("run", "t.yaml", "-e", "e.yaml", "-j", "2", "-q", cwd=tmp_path)
+    run = latest(tmp_path)
+    first = json.loads((run / "stopping.json").read_text())
+    assert (first["rows_planned"], first["items_planned"]) == (60, 120)
+    for path in sorted(run.glob("bad/yn/*/00/task.json"))[:3]:
+        path.unlink()  # three rows half finished, as an interrupted session leaves them
+    done = assay("run", "--resume", str(run), "-q", cwd=tmp_path)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    stop = json.loads((run / "stopping.json").read_text())
+    assert stop["decision"] == "a_better"
+    assert (stop["rows_planned"], stop["items_planned"]) == (60, 120)
+    files = list(run.glob("*/yn/*/00/task.json"))
+    rows = {path.parts[-3] for path in files}
+    assert stop["rows_scheduled"] == len(rows) < 60
+    assert stop["items_scheduled"] == stop["items_finished"] == len(files) == 2 * len(rows)
+    markdown = (run / "experiment.md").read_text()
+    assert f"Rows scheduled: {len(rows)} of 60; items (row × variant × replicate) " \
+        f"{len(files)} of 120" in markdown  # fmt: skip

@@ -277,3 +277,32 @@ def test_the_judges_model_key_is_a_secret_of_the_task(tmp_path: Path) -> None:
     definition = assay.plan([str(task)]).tasks[0].loaded.definition
     assert "JUDGE_CREDENTIAL" in definition.credential_variables
     assert "UNUSED_CREDENTIAL" not in definition.credential_variables
+
+
+async def _call_served_tool(arguments: dict[str, Any]) -> str:
+    import sys
+
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    server = StdioServerParameters(command=sys.executable,
+                                   args=["-m", "assay.judges.verdict_tool"])  # fmt: skip
+    async with stdio_client(server) as (read, send), ClientSession(read, send) as session:
+        await session.initialize()
+        result = await session.call_tool("submit_verdict", arguments)
+        return "".join(getattr(part, "text", "") for part in result.content)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "reply"),
+    [({"score": "abc", "rationale": "r"}, "Invalid: score field is not a number: 'abc'. Retry."),
+     ({"score": 2, "rationale": "r"},
+      "Invalid: score field must be between 0 and 1, got 2. Retry."),
+     ({"score": 0.5, "rationale": "fine"}, RECEIVED)],
+)  # fmt: skip
+def test_the_served_tool_answers_a_bad_score_with_its_own_reply(
+    arguments: dict[str, Any], reply: str
+) -> None:
+    """Found in review: a score that is not a number got the MCP SDK's validation error
+    (with a pydantic link) instead of the tool's documented ``Invalid: <why>. Retry.``."""
+    assert asyncio.run(_call_served_tool(arguments)) == reply

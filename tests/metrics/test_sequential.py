@@ -75,13 +75,15 @@ def test_decisions() -> None:
     found = decide(better)
     assert found.decision == "b_better" and found.rows < 600 and found.low > 0
     assert found.rows == int(rejection_row(better))
-    assert "b is better (the sequence excludes 0) after" in found.reason
+    assert found.reason("old", "new").startswith("`new` is better than `old` (the sequence")
     worse = decide(-better)
     assert worse.decision == "a_better" and worse.rows == found.rows and worse.high < 0
+    assert worse.reason("old", "new").startswith("`old` is better than `new` (the sequence")
+    assert "mean difference (`new` minus `old`) -" in worse.reason("old", "new")
     same = (rng.uniform(size=3000) < 0.5).astype(float) - (rng.uniform(size=3000) < 0.5)
     equivalent = decide(same, delta=0.1)
     assert equivalent.decision == "equivalent" and -0.1 < equivalent.low < equivalent.high < 0.1
-    assert "no difference of 0.1 or more" in equivalent.reason
+    assert "no difference of 0.1 or more between `a` and `b`" in equivalent.reason()
     undecided = decide(same[:50])
     assert undecided.decision == "undecided" and undecided.rows == 50
 
@@ -92,6 +94,32 @@ def test_the_confidence_sequence_shrinks_and_covers_the_mean() -> None:
     low, high = confidence_sequence(d)
     assert np.all(np.diff(low) >= 0) and np.all(np.diff(high) <= 0)
     assert low[-1] < 0.1 < high[-1] and high[-1] - low[-1] < high[99] - low[99]
+
+
+@pytest.mark.parametrize("sign", [-1.0, 1.0])
+def test_the_sequence_reaches_the_ends_and_holds_a_mean_of_one(sign: float) -> None:
+    """Every difference ``-1`` (or ``+1``): the mean is the end of the range, never rejected
+    (the wealth against it stays 1), so the sequence holds it: ``[-1, …]``, not ``[-0.995, …]``
+    beside a mean of ``-1``; batch and incremental alike, at the decision and long after."""
+    from assay.metrics.sequential import SequentialTest
+
+    d = np.full(400, sign)
+    assert log_wealth(d, sign) == pytest.approx(np.zeros(400))
+    low, high = confidence_sequence(d)
+    assert np.all(low <= sign) and np.all(sign <= high)
+    assert (low[-1] if sign < 0 else high[-1]) == sign and high[-1] - low[-1] < 0.05
+    found = decide(d)
+    assert found.decision == ("b_better" if sign > 0 else "a_better")
+    assert found.low <= found.mean == sign <= found.high
+    assert (found.low if sign < 0 else found.high) == sign
+    test = SequentialTest()
+    for value in d[:3]:
+        test.add(float(value))
+    state = test.state()
+    assert (state.low, state.high) == (-1.0, 1.0)  # nothing rejected after three rows
+    while test.add(sign) is None:
+        pass
+    assert test.state() == found
 
 
 @pytest.mark.parametrize(

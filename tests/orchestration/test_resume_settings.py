@@ -1,5 +1,6 @@
 """A resume runs with the run's own settings: an option given again with another value, or a
-task file edited since, is refused (exit 2) naming what differs; the same value is allowed."""
+task file or experiment file edited since, is refused (exit 2) naming what differs; the same
+value is allowed."""
 
 from __future__ import annotations
 
@@ -101,3 +102,62 @@ def test_the_command_line_exits_2_naming_the_flag(tmp_path: Path) -> None:
     assert done.returncode == 2, done.stderr
     for named in ("--sample: the run used 4, given 3", "--model mock/y", "-D agent.env.FOO=z"):
         assert named in done.stderr
+
+
+EXPERIMENT = """\
+experiment_id: ab
+variants:
+  - variant_id: a
+  - variant_id: b
+    agent: {{command: 'echo {answer} >> {calls}; echo {answer}'}}
+stop: {{alpha: 0.05}}
+"""
+
+
+def make_experiment_run(folder: Path) -> tuple[Path, Path]:
+    """A finished two-variant run with a stop rule, its rows then deleted (as in
+    :func:`make_run`); the run folder and the experiment file."""
+    rows = "".join(f"    - {{id: r{i}, text: t{i}, kind: k{i % 2}}}\n" for i in range(6))
+    task = write(folder / "task.yaml", TASK.format(rows=rows, calls=folder / "calls.log"))
+    experiment = write(folder / "e.yaml",
+                       EXPERIMENT.format(answer="no", calls=folder / "calls.log"))  # fmt: skip
+    result = api.run([str(task)], run_dir=str(folder / "runs"), experiment=str(experiment))
+    for path in result.run_dir.glob("*/settled/*/00/task.json"):
+        path.unlink()
+    return result.run_dir, experiment
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [("echo no", "echo yes"),  # a variant's agent
+     ("alpha: 0.05", "alpha: 0.5")],  # the stop rule, loosened after looking
+)  # fmt: skip
+def test_an_edited_experiment_file_is_refused(tmp_path: Path, old: str, new: str) -> None:
+    run_dir, experiment = make_experiment_run(tmp_path)
+    plan = json.loads((run_dir / "plan.json").read_text())
+    assert plan["options"]["experiment_hash"]
+    experiment.write_text(experiment.read_text().replace(old, new))
+    calls = (tmp_path / "calls.log").read_text()
+    done = subprocess.run([sys.executable, "-m", "assay", "run", "--resume", str(run_dir)],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    assert str(experiment.resolve()) in done.stderr
+    assert "experiment ab has content hash" in done.stderr and "edited since" in done.stderr
+    assert "restore the experiment file as it was, or start a new run" in done.stderr
+    assert (tmp_path / "calls.log").read_text() == calls  # nothing ran
+    experiment.write_text(experiment.read_text().replace(new, old))  # restored: it resumes
+    assert api.resume(run_dir).exit_code in (0, 1)
+    assert (tmp_path / "calls.log").read_text() != calls
+
+
+def test_a_run_recorded_without_the_experiment_hash_still_resumes(tmp_path: Path) -> None:
+    """A run started by an older assay has no ``experiment_hash``: nothing to compare."""
+    run_dir, experiment = make_experiment_run(tmp_path)
+    plan = json.loads((run_dir / "plan.json").read_text())
+    del plan["options"]["experiment_hash"]
+    (run_dir / "plan.json").write_text(json.dumps(plan))
+    experiment.write_text(experiment.read_text().replace("echo no", "echo yes"))
+    result = api.resume(run_dir)
+    assert result.exit_code in (0, 1)
+    assert len(list(run_dir.glob("*/settled/*/00/task.json"))) > 0

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from assay.criteria.registry import default_criteria
+from assay.reports.markdown import render_suite
 from assay.reports.rollup import FAILED_SAMPLE_LIMIT, build_suite
 from assay.results.status import FinalStatus
 from assay.results.suite import SuiteRollup
@@ -526,7 +527,9 @@ def test_shuffled_results_give_the_same_rollup() -> None:
 # --- criterion stats and per-position aggregates ----------------------------------------
 
 
-def test_criterion_stats_grouped_and_sorted_by_type() -> None:
+def test_criterion_stats_one_per_criterion_sorted_by_type() -> None:
+    """One line per criterion (two of one type are not pooled: found in review), each over
+    the rows it graded, sorted by type as Coder Eval's list is."""
     second = PREPARE.model_copy(update={"description": "second command"})
     rows = [
         row(0, FinalStatus.SUCCESS,
@@ -539,12 +542,18 @@ def test_criterion_stats_grouped_and_sorted_by_type() -> None:
     stats = roll_up(rows, (PREPARE, classify(None, ["a", "b"]), second)).criterion_stats
     # the errored run_command result is counted apart, never averaged in as a 0
     assert [s.model_dump() for s in stats] == [
-        {"criterion_type": "classification_match", "rows_evaluated": 2, "average_score": 0.5,
-         "error_count": 0, "refused_count": 0},
-        {"criterion_type": "run_command", "rows_evaluated": 3,
-         "average_score": statistics.fmean([1.0, 0.5, 1.0]), "error_count": 1,
-         "refused_count": 0},
+        {"criterion_type": "classification_match", "criterion_index": 1, "rows_evaluated": 2,
+         "average_score": 0.5, "error_count": 0, "refused_count": 0},
+        {"criterion_type": "run_command", "criterion_index": 0, "rows_evaluated": 1,
+         "average_score": 1.0, "error_count": 1, "refused_count": 0},
+        {"criterion_type": "run_command", "criterion_index": 2, "rows_evaluated": 2,
+         "average_score": statistics.fmean([0.5, 1.0]), "error_count": 0, "refused_count": 0},
     ]  # fmt: skip
+    table = render_suite(roll_up(rows, (PREPARE, classify(None, ["a", "b"]), second)))
+    assert "| `classification_match` | 2 | 0.500 | 0 | 0 |" in table  # its type is alone
+    assert "| `run_command #1` | 1 | 1.000 | 1 | 0 |" in table
+    assert "| `run_command #3` | 2 | 0.750 | 0 | 0 |" in table
+    assert "## Aggregate metrics — `run_command #3` (no thresholds)" in table
 
 
 def test_aggregates_follow_criteria_positions() -> None:

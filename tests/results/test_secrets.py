@@ -211,6 +211,18 @@ def test_clips_never_split_a_key_so_redaction_sees_it_whole() -> None:
     assert clip_head("short", 10) == "short" and clip_tail("short", 10) == "short"
 
 
+def test_a_clip_in_a_long_run_never_keeps_a_piece_of_a_token() -> None:
+    """Found in review: a tool result of one long run (``AAA…=ghp_…=BBB…``) was clipped
+    inside the token, so the piece kept was no longer recognised; the clip now falls
+    before (or, at the tail, after) a token shape it would split."""
+    token = "ghp_u8jzPde0IgxLd6GncfBAepfJBd0Kh8oOOL8d"
+    for lead in range(3950, 4001, 3):  # the clip at 8,000 falls back to 3,999: in the token
+        text = "A" * lead + "=" + token + "=" + "B" * 5000
+        for clipped in (clip_head(text, 8000), clip_tail(text[: lead + 42], lead // 2 + 20)):
+            assert "ghp_" not in clipped or token in clipped, (lead, clipped[-60:])
+            assert "u8jzPde0" not in clipped or token in clipped
+
+
 def test_a_pattern_covers_credentials_minted_per_row() -> None:
     redactor = Redactor()
     redactor.add("OPENAI_API_KEY", KEY)

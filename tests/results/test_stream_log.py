@@ -82,3 +82,45 @@ def test_each_program_of_a_row_gets_its_own_log_names(tmp_path: Path) -> None:
     names = [folder.logs(name).name for name in ["agent", None, None, "pre_run-1", "agent"]]
     assert names == ["agent", "command-1", "command-2", "pre_run-1", "agent-2"]
     assert folder.logs("x").path("stderr") == tmp_path / "x.stderr.log"
+
+
+@pytest.mark.parametrize(("name", "secret"), [s for s in SECRETS if "\n" not in s[1]])
+def test_the_cut_at_max_bytes_keeps_no_piece_of_a_secret(
+    tmp_path: Path, name: str, secret: str
+) -> None:
+    """Issue 28: the cap falls at every place inside a secret or token (and in the padding
+    without whitespace before it); the log holds none of it in part, only what comes before
+    it, and its line names the bytes really written."""
+    lead = b"word " * 40 + b"run"
+    value = secret.encode()
+    for inside in range(1, len(value)):
+        path = tmp_path / f"cut-{inside}.log"
+        cap = len(lead) + 1 + inside
+        log = StreamLog(path, redactor=redactor(), max_bytes=cap, window=300, block=64)
+        for piece in (lead, b" ", value, b" tail " * 50):
+            log.write(piece)
+        log.close()
+        got = path.read_bytes()
+        kept, _, note = got.partition(b"\n[assay: log cut after ")
+        assert kept == lead + b" ", (name, inside)  # cut at the whitespace before the value
+        assert note.startswith(b"%d bytes " % len(kept))
+        assert log.written == len(kept) and log.dropped == log.received - len(kept)
+
+
+def test_the_cut_never_stops_at_whitespace_inside_a_secret(tmp_path: Path) -> None:
+    """Found in review: a secret with a space, with more non-space output right after it,
+    was cut at its inner space (the cut was after the secret, then moved back to whitespace
+    into it): every cut place now keeps none of it."""
+    known = Redactor()
+    secret = b"my-long-prefix-part secondpart-9f8e7d"
+    known.add("DB_PASSWORD", secret.decode())
+    data = b"lead " + secret + b"QQQQQQQQ tail " * 20
+    for cap in range(5, 60):
+        path = tmp_path / f"space-{cap}.log"
+        log = StreamLog(path, redactor=known, max_bytes=cap, window=300, block=64)
+        log.write(data)
+        log.close()
+        got = path.read_bytes()
+        assert b"my-long" not in got and b"prefix-part" not in got, cap
+        whole = got.startswith(b"lead [redacted:DB_PASSWORD]QQQQQQQQ")  # cut after the run
+        assert whole or got.startswith(b"lead \n[assay: log cut after 5 bytes"), cap

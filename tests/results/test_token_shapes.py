@@ -41,3 +41,27 @@ def test_ordinary_run_content_sets_off_no_library_shape() -> None:
                         "started": 1733220000 + i, "text": "eyJ starts base64 of a JSON object"})
             for i in range(200)]  # fmt: skip
     assert scan_buffer("\n".join(rows).encode(), Redactor()) == []
+
+
+PEM_LINES = ["MIIBOgIBAAJBAKj34GkxFhD90vcNLYLInFEX6Ppy1tPf9Cnzj4p4WGeKLs1Pt8Qu",
+             "KUpRKfFLfRYC9AIKjbJTWit+CqvjWYzvQwECAwEAAQJAIJLixBy2qpFoS4DSmoEm",
+             "c9vWGeKLs1Pt8QuKUpRKfFLfRYC9AIKjbJTWit+CqvjWYzvQwECAwEAAQJAIJLi", "Qw=="]  # fmt: skip
+PEM = "\n".join(["-----BEGIN RSA PRIVATE KEY-----", *PEM_LINES, "-----END RSA PRIVATE KEY-----"])
+
+
+@pytest.mark.parametrize(
+    "piece",
+    [PEM, PEM.rsplit("\n", 1)[0], PEM.rsplit("\n", 3)[0], PEM[PEM.index("KUpR") + 9 :],
+     PEM[PEM.index("c9vW") :], json.dumps(PEM)[1:-1], json.dumps(PEM[80:])[1:-1]],
+    ids=["whole", "no-end-line", "cut-short", "tail-mid-line", "tail", "json", "json-tail"],
+)  # fmt: skip
+def test_a_private_key_is_redacted_whole_or_in_any_part(piece: str) -> None:
+    """Found in review: a key cut short (no END line) kept its lines after the first, and
+    the end of a key (a stderr tail that starts inside it) was not recognised at all."""
+    text = f"before: {piece}\nafter. ok"
+    redacted = Redactor().redact(text)
+    assert "[redacted:private-key]" in redacted
+    assert not [line for line in PEM_LINES if line[:12] in redacted], redacted
+    assert redacted.startswith("before: ") and redacted.endswith(". ok")
+    if piece.startswith("-----") and "\\n" in piece:
+        json.loads(f'"{redacted.splitlines()[0]}"')  # a JSON string stays valid JSON

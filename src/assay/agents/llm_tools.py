@@ -142,7 +142,7 @@ class SandboxTools:
         self.dropped += result.dropped
         self.logs += [path.name for path in result.logs]
         if result.timed_out:
-            head = f"killed after {timeout:g} s"
+            head = f"killed after {timeout:.3g} s"
         else:
             head = f"exit code {result.exit_code}"
         output = result.stdout + (f"\n[stderr]\n{result.stderr}" if result.stderr else "")
@@ -158,10 +158,16 @@ class SandboxTools:
     def _read(self, relative: str) -> ToolRun:
         path = self._path(relative)
         try:
-            text = path.read_bytes().decode("utf-8", errors="replace")
+            with path.open("rb") as handle:  # at most 4 bytes a character, and one more
+                data = handle.read(4 * OUTPUT_CHARS + 1)
         except OSError as exc:
             raise ToolError(f"cannot read '{relative}': {exc.strerror or exc}") from None
-        return ToolRun(clip_head(text, OUTPUT_CHARS))
+        if b"\0" in data[:8192]:  # git's test for a binary file
+            raise ToolError(f"'{relative}' is a binary file, not text: look at it with "
+                            "run_command (od, xxd, file)")  # fmt: skip
+        # past 4 * OUTPUT_CHARS bytes the text has more than OUTPUT_CHARS characters, so
+        # clip_head cuts and marks it
+        return ToolRun(clip_head(data.decode("utf-8", errors="replace"), OUTPUT_CHARS))
 
     def _write(self, relative: str, content: str) -> ToolRun:
         path = self._path(relative)

@@ -109,7 +109,7 @@ class ToolLoop:
         stop: _Stop | None = None
         response: str | None = None
         while stop is None:
-            stop = self._refusal() or _late(deadline, self.context.timeout)
+            stop = _late(deadline, self.context.timeout) or self._refusal()  # time first
             if stop is not None:
                 break
             reply = await self._call(messages, deadline, outcome)

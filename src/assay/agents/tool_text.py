@@ -18,12 +18,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
 from collections.abc import Sequence
+from typing import Any
 
 from assay.providers.base import Message, ModelRequest, Tool, ToolCall, ToolResult
 
-_CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
 INVALID = "invalid"
 """The name given to a ``<tool_call>`` block that cannot be read."""
 
@@ -48,23 +47,60 @@ def text_request(request: ModelRequest, tools: Sequence[Tool]) -> ModelRequest:
 
 def parse_calls(text: str, turn: int) -> tuple[str, tuple[ToolCall, ...]]:
     """The reply's text outside the blocks (stripped) and its calls, with ids
-    ``call_<turn>_<n>``."""
-    calls = []
-    for number, found in enumerate(_CALL.finditer(text), start=1):
-        call_id = f"call_{turn}_{number}"
-        try:
-            value = json.loads(found.group(1))
-        except ValueError as exc:
-            calls.append(ToolCall(call_id, INVALID, json.dumps({"error": f"not JSON: {exc}"})))
+    ``call_<turn>_<n>``. A block's JSON is read as far as it goes, so ``</tool_call>``
+    inside one of its strings does not end it."""
+    calls: list[ToolCall] = []
+    outside: list[str] = []
+    done = 0
+    for start, body, error, end in _blocks(text):
+        outside.append(text[done:start])
+        done = end
+        call_id = f"call_{turn}_{len(calls) + 1}"
+        if error is not None:
+            calls.append(ToolCall(call_id, INVALID, json.dumps({"error": error})))
             continue
-        name = value.get("name") if isinstance(value, dict) else None
+        name = body.get("name") if isinstance(body, dict) else None
         if not isinstance(name, str):
             problem = "a tool call is a JSON object with a string 'name' and 'arguments'"
             calls.append(ToolCall(call_id, INVALID, json.dumps({"error": problem})))
             continue
-        arguments = value.get("arguments", {})
+        arguments = body.get("arguments", {})
         calls.append(ToolCall(call_id, name, json.dumps(arguments, ensure_ascii=False)))
-    return _CALL.sub("", text).strip(), tuple(calls)
+    outside.append(text[done:])
+    return "".join(outside).strip(), tuple(calls)
+
+
+_OPEN, _CLOSE = "<tool_call>", "</tool_call>"
+
+
+def _blocks(text: str) -> list[tuple[int, Any, str | None, int]]:
+    """``(start, value, error, end)`` of each ``<tool_call>`` block: its JSON value, or
+    ``error`` saying why it is not JSON."""
+    found: list[tuple[int, Any, str | None, int]] = []
+    decoder = json.JSONDecoder()
+    at = text.find(_OPEN)
+    while at != -1:
+        begin = at + len(_OPEN)
+        inner = begin + len(text[begin:]) - len(text[begin:].lstrip())
+        try:
+            value, stop = decoder.raw_decode(text, inner)
+        except ValueError:
+            stop = -1
+        after = stop + len(text[stop:]) - len(text[stop:].lstrip()) if stop != -1 else -1
+        if stop != -1 and text.startswith(_CLOSE, after):
+            found.append((at, value, None, after + len(_CLOSE)))
+        else:  # not JSON up to the closing tag: the block ends at the first one
+            close = text.find(_CLOSE, begin)
+            if close == -1:
+                break
+            try:
+                json.loads(text[begin:close])
+                problem = "a block holds one JSON object"
+            except ValueError as exc:
+                problem = f"not JSON: {exc}"
+            found.append((at, None, problem, close + len(_CLOSE)))
+        at = text.find(_OPEN, found[-1][3])
+    return found
 
 
 def results_message(calls: Sequence[ToolCall], results: Sequence[ToolResult]) -> Message:

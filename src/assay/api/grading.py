@@ -70,7 +70,7 @@ def evaluate(
         warnings = check_run_dir(folder, iter_results(folder), action="assay evaluate")
         started = datetime.now()
         registry = criteria_registry(criteria)
-        asyncio.run(regrade_run(folder, jobs=jobs, criteria=registry))
+        warnings += _printed(asyncio.run(regrade_run(folder, jobs=jobs, criteria=registry)))
         return _regraded(folder, started, jobs, junit_xml, warnings, registry)
 
 
@@ -93,12 +93,19 @@ async def evaluate_async(
         warnings = check_run_dir(folder, iter_results(folder), action="assay evaluate")
         started = datetime.now()
         registry = criteria_registry(criteria)
-        await regrade_run(folder, jobs=jobs, criteria=registry)
+        warnings += _printed(await regrade_run(folder, jobs=jobs, criteria=registry))
         return _regraded(folder, started, jobs, junit_xml, warnings, registry)
 
 
 def _warn(message: str) -> None:
     print(f"warning: {message}", file=sys.stderr)
+
+
+def _printed(warnings: list[str]) -> list[str]:
+    """``warnings``, each printed to stderr too (they are also kept in ``run.json``)."""
+    for warning in warnings:
+        _warn(warning)
+    return warnings
 
 
 def _regraded(

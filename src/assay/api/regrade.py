@@ -93,11 +93,12 @@ def agent_status(result: EvaluationResult) -> OutcomeStatus:
 
 async def regrade_run(
     run_dir: Path, *, jobs: int, criteria: CriterionRegistry | None = None
-) -> int:
+) -> list[str]:
     """Grade every row of ``run_dir`` again from its response and kept sandbox, rewriting
-    each ``task.json``; returns how many rows. The rows are read twice, one at a time (first
-    to check that they can be graded and to find their judges, then to grade them), so a run
-    of any size is graded in memory that does not grow with it.
+    each ``task.json``; returns warnings (:class:`RedactedAnswers`). The rows are read
+    twice, one at a time (first to check that they can be graded and to find their judges,
+    then to grade them), so a run of any size is graded in memory that does not grow with
+    it.
 
     Raises:
         UsageError: no ``task.json`` under ``run_dir``, a file that is not a valid
@@ -113,11 +114,13 @@ async def regrade_run(
     scan, contained, redactor = _checked(run_dir, registry)
     pool = ModelPool(default_registry(), PoolSettings(parallel=max(1, jobs)))
     queue = iter(scan_task_jsons(run_dir))
+    redacted = RedactedAnswers()
 
     async def worker(services: RunServices, containment: Containment) -> None:
         for path in queue:
             result = load_task_json(path)
-            await _regrade_one(path, result, registry, services, redactor, containment)
+            updated = await _regrade_one(path, result, registry, services, redactor, containment)
+            redacted.add(path.parent, result, updated)
 
     with pidfd_child_watcher():
         # an agent_judge's coding agent calls its model through the bridge, as in the run (from
@@ -130,7 +133,44 @@ async def regrade_run(
                 bridge=bridge_link(services.bridge), check=True,
             )  # fmt: skip
             await asyncio.gather(*(worker(services, containment) for _ in range(max(1, jobs))))
-    return scan.rows
+    return redacted.warnings()
+
+
+@dataclass
+class RedactedAnswers:
+    """Rows whose ``response.txt`` holds a redaction marker: ``assay evaluate`` grades the
+    text as written, so a criterion that matched a secret or token in the answer the run
+    graded in memory can grade it differently (``docs/secrets.md``)."""
+
+    rows: int = 0
+    changed: list[str] = field(default_factory=list)
+
+    def add(self, folder: Path, before: EvaluationResult, after: EvaluationResult) -> None:
+        """Count one regraded row (``folder``: its row folder)."""
+        response = folder / "response.txt"
+        try:
+            with response.open(encoding="utf-8", errors="replace") as handle:
+                marked = any("[redacted:" in line for line in handle)
+        except OSError:
+            return
+        if marked:
+            self.rows += 1
+            if before.weighted_score != after.weighted_score:
+                self.changed.append(f"{after.task_id}#{after.replicate_index:02d}")
+
+    def warnings(self) -> list[str]:
+        """One warning when a row's answer holds redacted text, naming the rows whose score
+        changed."""
+        if not self.rows:
+            return []
+        changed = (f"; {len(self.changed)} of them scored differently than in the run: "
+                   + ", ".join(sorted(self.changed)[:5])
+                   + (" ..." if len(self.changed) > 5 else "")) if self.changed else ""  # fmt: skip
+        return [
+            f"{self.rows} row(s)' response.txt hold redacted text ([redacted:...]); "
+            "assay evaluate grades the answer as written, so a criterion that matched a "
+            "secret or token in it can grade differently than the run did" + changed
+        ]
 
 
 @dataclass
@@ -143,6 +183,7 @@ class _Scan:
     suites: dict[tuple[str, str], TaskDefinition] = field(default_factory=dict)
     missing: int = 0
     first_missing: str = ""
+    lost: list[str] = field(default_factory=list)
     bridge: bool = False
 
     def add(self, run_dir: Path, path: Path, result: EvaluationResult) -> None:
@@ -155,7 +196,11 @@ class _Scan:
         if suite not in self.suites:  # a suite's rows share their driver and graders: one each
             self.suites[suite] = task_of(result, self.registry)
             self.graders(self.suites[suite], Path(result.task_config.task_dir or "."))
-        if agent_status(result) == "error" or (path.parent / SANDBOX_DIR).is_dir():
+        if agent_status(result) == "error":
+            return
+        if result.agent.response_chars and not (path.parent / "response.txt").is_file():
+            self.lost.append(path.parent.relative_to(run_dir).as_posix())
+        if (path.parent / SANDBOX_DIR).is_dir():
             return
         task = task_of(result, self.registry)  # this row's own
         if any(c.needs_sandbox() for c in task.success_criteria):
@@ -195,7 +240,8 @@ def _checked(
     criteria read the sandbox has it; every ``task.json`` is read once.
 
     Raises:
-        UsageError: no rows; rows whose sandbox the run did not keep (the first named).
+        UsageError: no rows; rows whose sandbox the run did not keep, or whose answer
+            (``response.txt``) is gone (the first named).
     """
     scan = _Scan(registry)
 
@@ -214,6 +260,14 @@ def _checked(
             f"keep it (first: {scan.first_missing}); nothing was changed",
             hint="run `assay execute` (or `assay run --keep-sandboxes`) to keep sandboxes, "
             "then `assay evaluate`; `assay report` rebuilds reports without grading",
+        )
+    if scan.lost:
+        raise UsageError(
+            f"{len(scan.lost)} row(s) answered in the run, but their response.txt is gone "
+            f"(first: {scan.lost[0]}/response.txt); grading them would call a missing answer "
+            "wrong, so nothing was changed",
+            hint="restore the files (or run the rows again: `assay run --resume` after "
+            "removing their task.json); `assay report` rebuilds reports without grading",
         )
     contained = [t for t in scan.suites.values() if t.sandbox_driver in ("bwrap", "docker")]
     return scan, contained, redactor

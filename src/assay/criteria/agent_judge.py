@@ -237,7 +237,8 @@ def _ending(outcome: AgentOutcome) -> str:
     if outcome.status == "timeout":
         return f"the judge agent was stopped at turn_timeout: {outcome.error}"
     if outcome.status == "max_turns":
-        return f"the judge agent reached max_turns: {outcome.error}"
+        # the CLI's own message names run_limits.max_turns, the row's limit, not the judge's
+        return "the judge agent used all of the criterion's max_turns before its verdict"
     return f"the judge agent {outcome.status}: {outcome.error}"
 
 

@@ -109,7 +109,11 @@ def main() -> None:
 
     server = MCPServer(SERVER)
 
-    def submit_verdict(score: float, rationale: str, findings: list[str] | None = None) -> str:
+    # score takes a string too, so that "abc" gets assay's "Invalid: ... Retry." reply
+    # rather than the SDK's validation error
+    def submit_verdict(
+        score: float | str, rationale: str, findings: list[str] | None = None
+    ) -> str:
         return answer({"score": score, "rationale": rationale, "findings": findings})
 
     server.add_tool(submit_verdict, name=TOOL, description=DESCRIPTION, structured_output=False)

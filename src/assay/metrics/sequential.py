@@ -13,13 +13,17 @@ from rows ``< i`` only), so by Ville's inequality ``P(∃t: K_t(m) ≥ 1/α) ≤
 rejects ``m`` the first time the wealth reaches ``1/α`` may be looked at after every row. The
 bets are aGRAPA's ``λ_i = ĝ / (ŝ² + ĝ²)``, with ``ĝ`` and ``ŝ²`` the running mean and second
 moment of ``d - m`` before row ``i`` (a prior of 0 and 1, one pseudo-row), truncated to
-``[-c/(1-m), c/(1+m)]`` with ``c = 1/2`` so that every factor stays positive. A negative bet
-wins when ``μ < m``: one process tests both sides.
+``[-c/(1-m), c/(1+m)]`` with ``c = 1/2`` so that every factor stays positive (at ``m = ±1``
+one side is unbounded: ``d - m`` then has one sign, and a bet of that sign only adds). A
+negative bet wins when ``μ < m``: one process tests both sides.
 
-The confidence sequence is ``C_t = {m : max_{s≤t} K_s(m) < 1/α}`` over a grid of ``m``
-(:func:`confidence_sequence`); the stopping rule (:func:`decide`) stops when ``m = 0`` is
-rejected (``b`` better or worse), or, with a margin ``delta``, when every ``|m| ≥ delta`` of
-the grid is (no difference that matters).
+The confidence sequence is ``C_t = {m ∈ [-1, 1] : max_{s≤t} K_s(m) < 1/α}`` (the paper's
+``m ∈ [0, 1]`` for values in [0, 1]) over a grid of ``m`` that includes both ends
+(:func:`confidence_sequence`): when every difference is ``-1``, ``K_t(-1) = 1`` and the end of
+the range is never rejected, so the sequence holds that mean (a grid stopping short of ±1
+reported ``[-0.995, …]`` around a mean of ``-1``). The stopping rule
+(:func:`decide`) stops when ``m = 0`` is rejected (``b`` better or worse), or, with a margin
+``delta``, when every ``|m| ≥ delta`` of the grid is (no difference that matters).
 """
 
 from __future__ import annotations
@@ -33,6 +37,25 @@ from numpy.typing import NDArray
 
 TRUNCATION = 0.5
 GRID_STEP = 0.005
+
+
+def _grid(step: float) -> NDArray[np.float64]:
+    """The values of ``m`` the confidence sequence tests: [-1, 1] in ``step``, both ends and
+    0 exactly."""
+    count = round(2.0 / step)
+    grid: NDArray[np.float64] = np.linspace(-1.0, 1.0, count + 1)
+    grid[int(np.argmin(np.abs(grid)))] = 0.0
+    return grid
+
+
+def _bounds(m: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The truncation ``[-c/(1-m), c/(1+m)]`` of the bets, unbounded on the side that cannot
+    make a factor negative at ``m = ±1``."""
+    with np.errstate(divide="ignore"):
+        low = np.where(m < 1.0, -TRUNCATION / (1.0 - m), -np.inf)
+        high = np.where(m > -1.0, TRUNCATION / (1.0 + m), np.inf)
+    return low, high
+
 
 Decision = Literal["b_better", "a_better", "equivalent", "undecided"]
 
@@ -48,16 +71,16 @@ def log_wealth(d: NDArray[np.float64], m: float = 0.0) -> NDArray[np.float64]:
     Args:
         d: paired differences in [-1, 1], shape ``(t,)`` or ``(runs, t)`` (each row one
             sequence: a vectorised simulation).
-        m: the mean tested, strictly inside (-1, 1).
+        m: the mean tested, in [-1, 1].
 
     Raises:
-        ValueError: a difference outside [-1, 1], or ``m`` outside (-1, 1).
+        ValueError: a difference or ``m`` outside [-1, 1].
     """
     values = np.asarray(d, dtype=float)
     if values.size and (values.min() < -1.0 or values.max() > 1.0):
         raise ValueError("every paired difference must lie in [-1, 1]")
-    if not -1.0 < m < 1.0:
-        raise ValueError(f"the tested mean must lie strictly inside (-1, 1), got {m}")
+    if not -1.0 <= m <= 1.0:
+        raise ValueError(f"the tested mean must lie in [-1, 1], got {m}")
     x = np.atleast_2d(values) - m
     t = np.arange(1, x.shape[1] + 1, dtype=float)
     first = np.cumsum(x, axis=1) / (t + 1)
@@ -65,8 +88,8 @@ def log_wealth(d: NDArray[np.float64], m: float = 0.0) -> NDArray[np.float64]:
     head = np.zeros((x.shape[0], 1))
     mean = np.concatenate([head, first[:, :-1]], axis=1)
     moment = np.concatenate([head + 1.0, second[:, :-1]], axis=1)
-    bet = np.clip(mean / np.maximum(moment, 1e-12), -TRUNCATION / (1.0 - m),
-                  TRUNCATION / (1.0 + m))  # fmt: skip
+    low, high = _bounds(np.array(m, dtype=float))
+    bet = np.clip(mean / np.maximum(moment, 1e-12), low, high)
     wealth = np.cumsum(np.log1p(bet * x), axis=1)
     result: NDArray[np.float64] = wealth[0] if values.ndim == 1 else wealth
     return result
@@ -97,7 +120,7 @@ def confidence_sequence(
     values = np.asarray(d, dtype=float)
     if values.ndim != 1 or values.size == 0:
         raise ValueError("need a non-empty sequence of paired differences")
-    grid = np.arange(-1.0 + step, 1.0 - step / 2, step)
+    grid = _grid(step)
     threshold = math.log(1.0 / alpha)
     alive = np.stack([np.maximum.accumulate(log_wealth(values, float(m))) < threshold
                       for m in grid])  # fmt: skip  # (grid, t)
@@ -127,16 +150,18 @@ class StopDecision:
     alpha: float
     delta: float | None = None
 
-    @property
-    def reason(self) -> str:
-        """The decision in words."""
-        where = f"after {self.rows} rows: mean difference {self.mean:+.3f}, {1 - self.alpha:.0%} "
-        where += f"confidence sequence [{self.low:+.3f}, {self.high:+.3f}]"
+    def reason(self, a: str = "a", b: str = "b") -> str:
+        """The decision in words, naming the variants: ``a`` the first (the differences are
+        ``b - a``), ``b`` the second."""
+        a, b = f"`{a}`", f"`{b}`"
+        where = (f"after {self.rows} rows: mean difference ({b} minus {a}) {self.mean:+.3f}, "
+                 f"{1 - self.alpha:.0%} confidence sequence "
+                 f"[{self.low:+.3f}, {self.high:+.3f}]")  # fmt: skip
         if self.decision == "equivalent":
-            return f"no difference of {self.delta:g} or more " + where
+            return f"no difference of {self.delta:g} or more between {a} and {b} " + where
         return {
-            "b_better": "b is better (the sequence excludes 0) ",
-            "a_better": "a is better (the sequence excludes 0) ",
+            "b_better": f"{b} is better than {a} (the sequence excludes 0) ",
+            "a_better": f"{a} is better than {b} (the sequence excludes 0) ",
             "undecided": "undecided ",
         }[self.decision] + where
 
@@ -189,9 +214,9 @@ class SequentialTest:
         if delta is not None and not 0.0 < delta < 1.0:
             raise ValueError(f"delta must be in (0, 1), got {delta}")
         self.alpha, self.delta = alpha, delta
-        self.grid = np.arange(-1.0 + step, 1.0 - step / 2, step)
+        self.grid = _grid(step)
         self.zero = int(np.argmin(np.abs(self.grid)))
-        self.grid[self.zero] = 0.0
+        self.low_bets, self.high_bets = _bounds(self.grid)
         self.total = np.zeros_like(self.grid)
         self.squares = np.ones_like(self.grid)
         self.log_k = np.zeros_like(self.grid)
@@ -212,8 +237,7 @@ class SequentialTest:
             return self.decision
         x = d - self.grid
         mean, moment = self.total / (self.rows + 1), self.squares / (self.rows + 1)
-        bet = np.clip(mean / np.maximum(moment, 1e-12), -TRUNCATION / (1.0 - self.grid),
-                      TRUNCATION / (1.0 + self.grid))  # fmt: skip
+        bet = np.clip(mean / np.maximum(moment, 1e-12), self.low_bets, self.high_bets)
         self.log_k += np.log1p(bet * x)
         self.total += x
         self.squares += x * x

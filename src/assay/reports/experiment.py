@@ -273,6 +273,7 @@ def summarise(arm: Arm, row_ids: list[str], specs: list[tuple[MetricSpec, RowFn]
         counts = [(int(r[1]), int(r[0])) for r in (_pass_row(arm.rows.get(i, [])) for i in row_ids)]
         pass_k = suite_pass_k([(n, c) for n, c in counts if n > 0])
     return VariantSuite(variant_id=arm.variant_id, suite_id=arm.suite_id, rows=len(row_ids),
+                        rows_ran=sum(1 for i in row_ids if arm.rows.get(i)),
                         replicates=arm.replicates, metrics=metrics, pass_k=pass_k)  # fmt: skip
 
 
@@ -322,8 +323,8 @@ def replay_sequential(
     low = None if np.isnan(found.low) else found.low
     high = None if np.isnan(found.high) else found.high
     return SequentialRecord(decision=found.decision, rows=found.rows, of_rows=len(values),
-                            low=low, high=high, reason=found.reason, alpha=alpha,
-                            seed=seed)  # fmt: skip
+                            low=low, high=high, reason=found.reason(a.variant_id, b.variant_id),
+                            alpha=alpha, seed=seed)  # fmt: skip
 
 
 def _difference(

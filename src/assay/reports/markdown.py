@@ -18,10 +18,22 @@ from assay.metrics.paired import format_p, p_clause
 from assay.reports.judge_md import judge_lines
 from assay.reports.numbers import fmt, fmt_close
 from assay.reports.rollup import FAILED_SAMPLE_LIMIT
-from assay.results.experiment import Comparison, Difference, Estimate, ExperimentResult
+from assay.results.experiment import (
+    Comparison,
+    Difference,
+    Estimate,
+    ExperimentResult,
+    VariantSuite,
+)
 from assay.results.run import RunSummary
 from assay.results.safe_text import md_text
-from assay.results.suite import CriterionAggregate, DatasetRecord, IntervalRecord, SuiteRollup
+from assay.results.suite import (
+    CriterionAggregate,
+    CriterionStat,
+    DatasetRecord,
+    IntervalRecord,
+    SuiteRollup,
+)
 
 
 def fmt_metric(name: str, value: float | None) -> str:
@@ -88,17 +100,18 @@ def render_suite(suite: SuiteRollup) -> str:
         out.append(f"**Stopped early**: {sum(suite.stopped_early.values())} row(s), graded as "
                    f"their agent left them ({why})")  # fmt: skip
     out += [f"**Warning**: {md_text(warning)}" for warning in suite.warnings]
+    names = suite.criterion_names()
     out += ["", "## Criterion stats", ""]
     out += md_table(
         ["Criterion", "Rows graded", "Avg score", "Errors", "Refused"],
         [
-            [f"`{s.criterion_type}`", str(s.rows_evaluated), fmt(s.average_score),
+            [code(_stat_name(s, names)), str(s.rows_evaluated), fmt(s.average_score),
              str(s.error_count), str(s.refused_count)]
             for s in suite.criterion_stats
         ],
     )  # fmt: skip
-    for aggregate in suite.criterion_aggregates:
-        out += ["", *_aggregate_section(aggregate)]
+    for aggregate, name in zip(suite.criterion_aggregates, names, strict=True):
+        out += ["", *_aggregate_section(aggregate, name)]
     if suite.per_replicate:
         out += ["", *_replicates_section(suite)]
     out += [
@@ -146,7 +159,7 @@ def _outside(suite: SuiteRollup) -> str:
 
 def _replicates_section(suite: SuiteRollup) -> list[str]:
     """Each replicate's counts and metrics, then pass@k / pass^k over rows."""
-    kinds = [a.criterion_type for a in suite.criterion_aggregates]
+    kinds = suite.criterion_names()
     first = suite.per_replicate[0].criterion_metrics
     columns = [(i, name) for i, metrics in enumerate(first) for name in metrics]
     header = [
@@ -168,9 +181,15 @@ def _replicates_section(suite: SuiteRollup) -> list[str]:
     return out
 
 
-def _aggregate_section(agg: CriterionAggregate) -> list[str]:
+def _stat_name(stat: CriterionStat, names: Sequence[str]) -> str:
+    """A ``criterion_stats`` line's name (:meth:`SuiteRollup.criterion_names`)."""
+    index = stat.criterion_index
+    return names[index] if index < len(names) else stat.criterion_type
+
+
+def _aggregate_section(agg: CriterionAggregate, name: str) -> list[str]:
     state = ("PASSED" if agg.passed else "FAILED") if agg.threshold_checks else "no thresholds"
-    out = [f"## Aggregate metrics — `{agg.criterion_type}` ({state})", ""]
+    out = [f"## Aggregate metrics — {code(name)} ({state})", ""]
     if agg.description:
         out += [f"_{agg.description}_", ""]
     if agg.rows_excluded:
@@ -374,7 +393,7 @@ def render_experiment(report: ExperimentResult) -> str:
     suites = list(dict.fromkeys(v.suite_id for v in report.variants))
     for suite in suites:
         arms = [v for v in report.variants if v.suite_id == suite]
-        out += ["", f"## Suite `{suite}` ({arms[0].rows} rows)", ""]
+        out += ["", f"## Suite `{suite}` ({_suite_rows(arms)})", ""]
         out += _datasets_lines(report, suite)
         names = list(dict.fromkeys(m for arm in arms for m in arm.metrics))
         out += md_table(
@@ -394,6 +413,19 @@ def render_experiment(report: ExperimentResult) -> str:
     return "\n".join(out) + "\n"
 
 
+def _suite_rows(arms: list[VariantSuite]) -> str:
+    """``60 rows``, or the rows that ran when some did not: ``11 of 60 rows`` (every variant
+    the same) or ``4 with `good`, 3 with `bad`, of 60 rows``."""
+    total = arms[0].rows
+    ran = [total if a.rows_ran is None else a.rows_ran for a in arms]
+    if all(n == total for n in ran):
+        return f"{total} rows"
+    if len(set(ran)) == 1:
+        return f"{ran[0]} of {total} rows"
+    each = ", ".join(f"{n} with `{a.variant_id}`" for n, a in zip(ran, arms, strict=True))
+    return f"{each}, of {total} rows"
+
+
 def _stopping_lines(stop: dict[str, Any]) -> list[str]:
     """The "Stopped when decided" section of an experiment run with ``experiment.stop``."""
     head = "Stopped when decided" if stop.get("stopped") else "Ran every row (never decided)"
@@ -401,7 +433,6 @@ def _stopping_lines(stop: dict[str, Any]) -> list[str]:
     saved = f" ({1 - items / planned:.0%} fewer)" if planned and stop.get("stopped") else ""
     return [
         f"## {head}", "",
-        f"`{stop.get('variant_b')}` vs `{stop.get('variant_a')}`: "
         f"{md_text(str(stop.get('reason', '')))}.",
         f"Rows scheduled: {stop.get('rows_scheduled')} of {stop.get('rows_planned')}; items "
         f"(row × variant × replicate) {items} of {planned}{saved}; model calls "

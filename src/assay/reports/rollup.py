@@ -162,9 +162,11 @@ class CriterionCount:
 
 
 @dataclass
-class _TypeStat:
-    """``criterion_stats`` of one criterion type."""
+class _CriterionStat:
+    """``criterion_stats`` of one criterion (by its position in ``success_criteria``)."""
 
+    criterion_type: str
+    seen: int = 0
     scores: ExactSum = field(default_factory=ExactSum)
     errors: int = 0
     refused: int = 0
@@ -221,7 +223,7 @@ class SuiteTally:
         self.paths = paths
         self.all = _Rows(self.criteria, registry)
         self.scores = ExactSum()
-        self.types: defaultdict[str, _TypeStat] = defaultdict(_TypeStat)
+        self.stats: list[_CriterionStat] = [_CriterionStat(c.type) for c in self.criteria]
         self.failed: list[tuple[tuple[int, int, str], FailedRowSummary]] = []
         self.failed_total = 0
         self.replicates: dict[int, _Rows] = {}
@@ -240,8 +242,11 @@ class SuiteTally:
         self.clustered.add(result)
         if result.final_status.graded and result.weighted_score is not None:
             self.scores.add(result.weighted_score)
-        for item in result.success_criteria_results:
-            stat = self.types[item.criterion_type]
+        for position, item in enumerate(result.success_criteria_results):
+            if position == len(self.stats):  # a row graded by more criteria than declared
+                self.stats.append(_CriterionStat(item.criterion_type))
+            stat = self.stats[position]
+            stat.seen += 1
             if item.graded:
                 stat.scores.add(item.score)
             stat.errors += item.grader_failed
@@ -320,15 +325,20 @@ class SuiteTally:
         )
 
     def _criterion_stats(self) -> list[CriterionStat]:
+        """One line per criterion a row met, each over the rows it graded, ordered by type
+        (as Coder Eval's list), then by place."""
+        stats = sorted(enumerate(self.stats), key=lambda pair: (pair[1].criterion_type, pair[0]))
         return [
             CriterionStat(
-                criterion_type=name,
+                criterion_type=stat.criterion_type,
+                criterion_index=position,
                 rows_evaluated=stat.scores.count,
                 average_score=stat.scores.mean(),
                 error_count=stat.errors,
                 refused_count=stat.refused,
             )
-            for name, stat in sorted(self.types.items())
+            for position, stat in stats
+            if stat.seen
         ]
 
     def _replicate_fields(self) -> dict[str, Any]:

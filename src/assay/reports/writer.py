@@ -45,6 +45,7 @@ from assay.results.selection_file import listed_tasks
 from assay.results.status import FinalStatus
 from assay.results.suite import SuiteRollup
 from assay.results.task_result import EvaluationResult
+from assay.spec.run_names import EXPERIMENT_JSON, EXPERIMENT_MD, RUN_JSON, RUN_MD
 
 __all__ = [
     "EXIT_FAILED",
@@ -170,9 +171,9 @@ def _write_summary(
 ) -> None:
     """``run.json`` with its rows in report order (one per line), and ``run.md``."""
     rows = (spilled(line)[1] for line in lines.sorted())
-    write_run_json(run_dir / "run.json", summary, rows, redactor=redactor)
+    write_run_json(run_dir / RUN_JSON, summary, rows, redactor=redactor)
     shown = summary.model_copy(update={"task_results": tally.standalone_rows})
-    write_text_atomic(run_dir / "run.md", render_run(shown), redactor=redactor)
+    write_text_atomic(run_dir / RUN_MD, render_run(shown), redactor=redactor)
 
 
 def _write_junit(
@@ -222,8 +223,8 @@ def _write_experiment(
     )
     add_judged_differences(report, lambda variant, suite: run_dir / variant / suite / "suite.json")
     report.stopping = read_stopping(run_dir)
-    write_json_atomic(run_dir / "experiment.json", report, redactor=redactor)
-    write_text_atomic(run_dir / "experiment.md", render_experiment(report), redactor=redactor)
+    write_json_atomic(run_dir / EXPERIMENT_JSON, report, redactor=redactor)
+    write_text_atomic(run_dir / EXPERIMENT_MD, render_experiment(report), redactor=redactor)
 
 
 def _suite_ref(suite: SuiteRollup) -> SuiteRef:

@@ -36,11 +36,14 @@ class Estimate(_Model):
 
 
 class VariantSuite(_Model):
-    """One variant's metrics on one suite."""
+    """One variant's metrics on one suite: ``rows`` the suite's rows compared, ``rows_ran``
+    those of them the variant ran (fewer when the run stopped when decided or was interrupted;
+    absent in older reports)."""
 
     variant_id: str
     suite_id: str
     rows: int
+    rows_ran: int | None = None
     replicates: int
     metrics: dict[str, Estimate] = Field(default_factory=dict)
     pass_k: dict[str, dict[str, float | int]] = Field(default_factory=dict)

@@ -25,7 +25,7 @@ import pydantic_core
 from pydantic import BaseModel
 
 from assay.errors import UsageError
-from assay.results.secrets import Redactor, replace_spans
+from assay.results.secrets import Redactor, replace_spans, stream_cut, stream_spans
 
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0)
 
@@ -257,6 +257,7 @@ class StreamLog:
         self._window = window
         self._block = block
         self._carry = b""
+        self._ahead = b""  # the stream's first bytes past max_bytes, to see a split secret
         self._pending: list[bytes] = []
         self._size = 0
         try:
@@ -274,6 +275,8 @@ class StreamLog:
         """Take the next ``chunk`` of the stream."""
         self.received += len(chunk)
         room = self.max_bytes - self.written
+        if room < len(chunk) and len(self._ahead) < self._window:
+            self._ahead += chunk[max(room, 0) :][: self._window - len(self._ahead)]
         if room <= 0 or not chunk:
             return
         chunk = chunk[:room]
@@ -284,16 +287,25 @@ class StreamLog:
             self._flush(final=False)
 
     def _flush(self, *, final: bool) -> None:
-        """Redact and write what is gathered: all of it when ``final``, else all but the
-        last ``window`` bytes (moved back to the start of a secret or token they would
-        split, or for one longer than the window, on to its end)."""
+        """Redact and write what is gathered: all of it when ``final`` (up to where
+        :func:`~assay.results.secrets.stream_cut` ends it when the stream passed
+        ``max_bytes``), else all but the last ``window`` bytes (moved back to the start of a
+        secret or token they would split, or for one longer than the window, on to its
+        end)."""
         data = b"".join([self._carry, *self._pending])
         self._pending, self._size = [], 0
-        cut = len(data) if final else max(0, len(data) - self._window)
-        spans = self._redactor.spans_bytes(data) if self._redactor is not None else []
-        for start, end, _ in sorted(spans, reverse=True):
-            if start < cut < end:
-                cut = start if len(data) - start <= 2 * self._window else end
+        if final and self._ahead:  # cut at max_bytes: keep no secret or token in part
+            seen = data + self._ahead
+            spans = stream_spans(seen, self._redactor)
+            cut = stream_cut(seen, len(data), spans)
+            self.written -= len(data) - cut
+            spans = spans if self._redactor is not None else []
+        else:
+            cut = len(data) if final else max(0, len(data) - self._window)
+            spans = self._redactor.spans_bytes(data) if self._redactor is not None else []
+            for start, end, _ in sorted(spans, reverse=True):
+                if start < cut < end:
+                    cut = start if len(data) - start <= 2 * self._window else end
         self._emit(replace_spans(data[:cut], [s for s in spans if s[1] <= cut]))
         self._carry = data[cut:]
 
@@ -312,7 +324,7 @@ class StreamLog:
         """Write what is held back, and the cut's line when the stream passed ``max_bytes``."""
         self._flush(final=True)
         if self.dropped:
-            cut = (f"\n[assay: log cut after {self.max_bytes} bytes (sandbox.limits."
+            cut = (f"\n[assay: log cut after {self.written} bytes (sandbox.limits."
                    f"max_log_mb); {self.dropped} more bytes not written]\n")  # fmt: skip
             self._emit(cut.encode())
         self._close_handle()

@@ -22,10 +22,10 @@ from assay.results.run import TaskSelection
 from assay.results.secrets import Redactor
 from assay.results.selection_file import SELECTION_FILE, listed, unlisted, write_selection_rows
 from assay.results.suite import DatasetRecord, SelectionRecord
+from assay.spec.run_names import PLAN_FILE as PLAN_FILE  # re-exported
+from assay.spec.run_names import SESSIONS_FILE as SESSIONS_FILE  # re-exported
 
 PLAN_SCHEMA_VERSION = "1"
-PLAN_FILE = "plan.json"
-SESSIONS_FILE = "sessions.jsonl"
 
 
 class _Model(BaseModel):
@@ -47,7 +47,9 @@ class PlannedTaskRecord(_Model):
 
 
 class PlanOptionsRecord(_Model):
-    """The command-line options that shaped the plan."""
+    """The command-line options that shaped the plan. ``experiment_hash``: SHA-256 of the
+    experiment as the run used it (a resumed run refuses an experiment edited since; absent
+    in older runs)."""
 
     sample: int | None = None
     sample_per_stratum: int | None = None
@@ -59,6 +61,7 @@ class PlanOptionsRecord(_Model):
     stop_when_decided: bool = False
     repeats: int | None = None
     experiment: str | None = None
+    experiment_hash: str | None = None
     overrides: list[tuple[list[str], Any]] = Field(default_factory=list)
 
 

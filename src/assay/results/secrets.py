@@ -513,14 +513,69 @@ def replace_spans(data: bytes, spans: Iterable[tuple[int, int, str]]) -> bytes:
     return b"".join([*parts, data[done:]]) if parts else data
 
 
+SHORT_RUN = 256
+"""Bytes a stream's cut moves back (:func:`stream_cut`) or on (:func:`stream_start`) to
+reach whitespace; a run of other characters longer than this is cut where it is (a secret
+or token in it is kept whole by its span instead)."""
+
+
+def stream_spans(data: bytes, redactor: Redactor | None) -> list[tuple[int, int, str]]:
+    """What redaction replaces in ``data``: the spans of :meth:`Redactor.spans_bytes`, or
+    without a redactor those of the token shapes alone."""
+    if redactor is not None:
+        return redactor.spans_bytes(data)
+    return [(hit.start, hit.end, marker(hit.name)) for hit in find_tokens(data)]
+
+
+def stream_cut(data: bytes, at: int, spans: Iterable[tuple[int, int, str]]) -> int:
+    """Where to end what is kept of a stream cut at byte ``at`` of ``data`` (which holds
+    bytes past ``at``, so a secret or token that goes on past it is seen whole): moved back
+    to the start of every span of ``spans`` (:func:`stream_spans`) that it would split, and
+    to the whitespace before a run of other characters it would split when that run starts
+    at most :data:`SHORT_RUN` bytes back, until neither moves it (whitespace inside a secret
+    is no place to cut). Nothing of a secret is kept in part, as ``docs/secrets.md``
+    promises for every text assay cuts short."""
+    ordered = sorted(spans, reverse=True)
+    while True:
+        for start, end, _ in ordered:
+            if start < at < end:
+                at = start
+        back = at
+        while back > max(at - SHORT_RUN, 0) and _cut_inside_word(data, back):
+            back -= 1
+        moved = back if not _cut_inside_word(data, back) else at
+        if moved == at:
+            return at
+        at = moved
+
+
+def stream_start(data: bytes, at: int, spans: Iterable[tuple[int, int, str]]) -> int:
+    """Like :func:`stream_cut`, where the kept end of a stream starts when it would start
+    at byte ``at`` of ``data``: moved on past every span it splits, and to the whitespace
+    after a short run, until neither moves it."""
+    ordered = sorted(spans)
+    while True:
+        for start, end, _ in ordered:
+            if start < at < end:
+                at = end
+        on = at
+        while on < min(at + SHORT_RUN, len(data)) and _cut_inside_word(data, on):
+            on += 1
+        moved = on if not _cut_inside_word(data, on) else at
+        if moved == at:
+            return at
+        at = moved
+
+
 _TOKEN = frozenset(string.ascii_letters + string.digits + "_-+/=.~")
 """The characters of API keys and tokens (base64, base64url, hex)."""
 
 
-def _cut_inside_word(text: str, at: int) -> bool:
-    """Whether cutting ``text`` at ``at`` splits a run of characters without whitespace
-    (where a key, token or password can be)."""
-    return 0 < at < len(text) and not text[at - 1].isspace() and not text[at].isspace()
+def _cut_inside_word(text: str | bytes, at: int) -> bool:
+    """Whether cutting ``text`` (or UTF-8 bytes) at ``at`` splits a run of characters
+    without whitespace (where a key, token or password can be)."""
+    before, after = text[at - 1 : at], text[at : at + 1]
+    return 0 < at < len(text) and not before.isspace() and not after.isspace()
 
 
 def _cut_inside_token(text: str, at: int) -> bool:
@@ -558,24 +613,57 @@ def clip_head(text: str, limit: int, mark: str = "…") -> str:
     never inside a run of other characters, where a secret could be split so that redaction
     no longer recognises it; up to ``max(limit // 2, 256)`` more characters are dropped to
     reach whitespace (else the end of a run of key characters, see :data:`_TOKEN`). A run
-    longer than that is cut where the window ends, and the piece of a known secret left
-    before ``mark`` is redacted by :meth:`Redactor.redact`."""
+    longer than that is cut where the window ends, before a token shape it would split
+    (:func:`_token_spans`), and the piece of a known secret left before ``mark`` is
+    redacted by :meth:`Redactor.redact`."""
     if len(text) <= limit:
         return text
     end = max(limit - len(mark), 0)
     if end == 0:
         return mark
-    return text[: _cut_back(text, end, max(end - max(limit // 2, 256), 0))] + mark
+    cut = _cut_back(text, end, max(end - max(limit // 2, 256), 0))
+    for start, stop in reversed(_token_spans(text, cut)):
+        if start < cut < stop:
+            cut = start
+    return text[:cut] + mark
 
 
 def clip_tail(text: str, limit: int, mark: str = "…") -> str:
     """The end of ``text``, its last ``limit`` characters after ``mark``, cut at whitespace
-    like :func:`clip_head`."""
+    like :func:`clip_head`, after a token shape it would split."""
     if len(text) <= limit:
         return text
     start = len(text) - limit
     ceiling = min(start + max(limit // 2, 256), len(text))
-    return mark + text[_cut_forward(text, start, ceiling) :]
+    cut = _cut_forward(text, start, ceiling)
+    for begin, stop in _token_spans(text, cut):
+        if begin < cut < stop:
+            cut = stop
+    return mark + text[cut:]
+
+
+_SPAN_WINDOW = 1 << 16
+"""Characters around a clip's cut searched for the token shapes it could split."""
+
+
+def _token_spans(text: str, at: int) -> list[tuple[int, int]]:
+    """``(start, end)`` character offsets of the token shapes
+    (:mod:`assay.results.token_shapes`) within :data:`_SPAN_WINDOW` of ``at`` in ``text``,
+    in order."""
+    low = max(at - _SPAN_WINDOW, 0)
+    part = text[low : at + _SPAN_WINDOW]
+    data = part.encode("utf-8", "surrogatepass")
+    hits = find_tokens(data)
+    if not hits:
+        return []
+    ascii_only = len(data) == len(part)
+
+    def char(offset: int) -> int:
+        if ascii_only:
+            return low + offset
+        return low + len(data[:offset].decode("utf-8", "surrogatepass"))
+
+    return sorted((char(hit.start), char(hit.end)) for hit in hits)
 
 
 def _name_of(text: str) -> str:

@@ -25,8 +25,7 @@ from assay.errors import UsageError
 from assay.results.run import TaskSelection
 from assay.results.secrets import Redactor
 from assay.results.suite import SelectionRecord
-
-SELECTION_FILE = "selection.jsonl"
+from assay.spec.run_names import SELECTION_FILE as SELECTION_FILE  # re-exported
 
 
 def write_selection_rows(

@@ -85,10 +85,13 @@ class CriterionAggregate(_Model):
 
 
 class CriterionStat(_Model):
-    """Per criterion type: rows it graded, their mean score, and apart from them the rows
-    whose criterion errored or met a refusal (never averaged in as a 0)."""
+    """Per criterion (``criterion_index``: its 0-based position in ``success_criteria``;
+    Coder Eval's list is per type, the same when no type repeats): rows it graded, their
+    mean score, and apart from them the rows whose criterion errored or met a refusal
+    (never averaged in as a 0)."""
 
     criterion_type: str
+    criterion_index: int = 0
     rows_evaluated: int
     average_score: float | None
     error_count: int
@@ -216,3 +219,10 @@ class SuiteRollup(_Model):
     intervals: dict[str, IntervalRecord] = Field(default_factory=dict)
     cluster_field: str | None = None
     stopped_early: dict[str, int] = Field(default_factory=dict)
+
+    def criterion_names(self) -> list[str]:
+        """Each criterion's name in a report, by its place in ``success_criteria``: its
+        type, with ``#N`` (its 1-based place) when another criterion has the same type."""
+        types = [a.criterion_type for a in self.criterion_aggregates]
+        return [f"{kind} #{place + 1}" if types.count(kind) > 1 else kind
+                for place, kind in enumerate(types)]  # fmt: skip

@@ -108,7 +108,14 @@ KEY_SHAPES: tuple[KeyShape, ...] = (
     _shape("a private key", "private-key", (b"PRIVATE KEY",),
            rb"-----BEGIN [A-Z0-9 ]{0,30}PRIVATE KEY(?: BLOCK)?-----(?:\\[nr]|\s)+"
            rb"[A-Za-z0-9+/=:,\- ]{20,}(?:(?:\\[nr]|[A-Za-z0-9+/=:,\- \t\r\n])*?"
-           rb"-----END [A-Z0-9 ]{0,30}PRIVATE KEY(?: BLOCK)?-----)?"),
+           rb"-----END [A-Z0-9 ]{0,30}PRIVATE KEY(?: BLOCK)?-----"
+           # no END line (a key cut short): every base64 line that follows
+           rb"|(?:(?:\\r|[\t\r ])*(?:\\n|\n)(?:\\r|[\t\r ])*[A-Za-z0-9+/=]{4,})*)"),
+    _shape("the end of a private key", "private-key", (b"PRIVATE KEY",),
+           # its base64 lines and END line without the BEGIN line (a tail cut in the key)
+           rb"(?:(?<=\\[nr])|(?<![A-Za-z0-9+/=\\]))"
+           rb"[A-Za-z0-9+/=]{4,}(?:(?:\\[nr]|\s)+[A-Za-z0-9+/=]{4,})*"
+           rb"(?:\\[nr]|\s)+-----END [A-Z0-9 ]{0,30}PRIVATE KEY(?: BLOCK)?-----"),
 )  # fmt: skip
 """The key shapes assay knows itself; see the module docstring."""
 

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from assay.results.io import OutputLogs, StreamLog
-from assay.results.secrets import clip_tail
+from assay.results.io import REDACT_WINDOW, OutputLogs, StreamLog
+from assay.results.secrets import clip_tail, stream_cut, stream_spans, stream_start
 
 
 class _ExitProtocol(asyncio.subprocess.SubprocessStreamProtocol):
@@ -324,24 +324,34 @@ class _Tail:
                     self.log.write(bytes(self.kept))  # all of it: nothing was trimmed yet
         elif self.log is not None:
             self.log.write(chunk)
-        if len(self.kept) > 2 * self.keep:
-            del self.kept[: -self.keep]
+        if len(self.kept) > 2 * self.keep + LOOK_AHEAD:
+            del self.kept[: -(self.keep + LOOK_AHEAD)]  # and what comes before, to look back
 
     def close(self) -> None:
         if self.log is not None:
             self.log.close()
 
     def text(self) -> str:
-        """The kept end as text, with a last line naming the file that holds it all."""
+        """The kept end as text, with a last line naming the file that holds it all; it
+        starts where no secret or token is split
+        (:func:`~assay.results.secrets.stream_start`)."""
+        end = self._end()
         log = self.log
         if log is None:
-            return _text(self.kept[-self.keep :])
+            return _text(end)
         held = ("the whole stream is in" if not log.dropped and log.error is None
                 else f"{log.path.name} holds its first {log.written} bytes:")  # fmt: skip
         where = log.path.name if held.startswith("the") else (log.error or "max_log_mb")
-        return _text(self.kept[-self.keep :]) + (
+        return _text(end) + (
             f"\n[assay: {self.total} bytes of stderr, its end kept here; {held} {where}]\n"
         )
+
+    def _end(self) -> bytes:
+        if len(self.kept) <= self.keep:
+            return bytes(self.kept)
+        data = bytes(self.kept)
+        redactor = self.logs.redactor if self.logs is not None else None
+        return data[stream_start(data, len(data) - self.keep, stream_spans(data, redactor)) :]
 
 
 async def _collect_tail(stream: asyncio.StreamReader, sink: _Tail) -> None:
@@ -357,7 +367,11 @@ pipes."""
 @dataclass
 class _Sink:
     """The first ``limit`` bytes of a stream, how many bytes after them were not kept, and
-    the log the whole stream goes to once it passes ``limit`` (opened then, from ``logs``)."""
+    the log the whole stream goes to once it passes ``limit`` (opened then, from ``logs``).
+
+    The kept part ends where :func:`~assay.results.secrets.stream_cut` says, decided once
+    :data:`LOOK_AHEAD` bytes past ``limit`` (or the stream's end) are read: never inside a
+    secret or token, which is left out rather than kept in part."""
 
     limit: int
     kept: bytearray
@@ -366,11 +380,12 @@ class _Sink:
     stream: str = "stdout"
     log: StreamLog | None = None
     problem: str | None = None
+    ahead: bytearray | None = None
 
     def take(self, chunk: bytes) -> None:
         """The next ``chunk``: kept while there is room, and written to the log from the
         moment the stream passes ``limit`` (with what was kept before it)."""
-        room = self.limit - len(self.kept)
+        room = self.limit - len(self.kept) if self.ahead is None and not self.dropped else 0
         if room >= len(chunk) and self.log is None:
             self.kept.extend(chunk)
             return
@@ -383,20 +398,39 @@ class _Sink:
                 self.log.write(bytes(self.kept))
         if room > 0:
             self.kept.extend(chunk[:room])
+        if not self.dropped and self.ahead is None:
+            self.ahead = bytearray()
+        if self.ahead is not None:
+            self.ahead.extend(chunk[max(room, 0) :][: LOOK_AHEAD - len(self.ahead)])
+            if len(self.ahead) >= LOOK_AHEAD:
+                self._decide()
         self.dropped += len(chunk) - max(room, 0)
         if self.log is not None:
             self.log.write(chunk)
 
+    def _decide(self) -> None:
+        """End the kept part where no secret or token is split (see the class)."""
+        ahead, self.ahead = self.ahead, None
+        if not ahead:
+            return
+        base = max(len(self.kept) - LOOK_AHEAD, 0)
+        data = bytes(self.kept[base:]) + bytes(ahead)
+        redactor = self.logs.redactor if self.logs is not None else None
+        cut = base + stream_cut(data, len(self.kept) - base, stream_spans(data, redactor))
+        self.dropped += len(self.kept) - cut
+        del self.kept[cut:]
+
     def close(self) -> None:
+        self._decide()
         if self.log is not None:
             self.log.close()
 
     def text(self) -> str:
         """The kept bytes as text, with a last line naming the cut when there was one (and
-        the file that holds the whole stream)."""
+        the file that holds the whole stream); call it after :meth:`close`."""
         if not self.dropped:
             return _text(self.kept)
-        cut = f"\n[assay: output cut after {self.limit} bytes; {self.dropped} more bytes "
+        cut = f"\n[assay: output cut after {len(self.kept)} bytes; {self.dropped} more bytes "
         log = self.log
         if log is None:
             why = f" (its log could not be written: {self.problem})" if self.problem else ""
@@ -409,6 +443,11 @@ class _Sink:
         else:
             where = f"; the whole stream is in {log.path.name}"
         return _text(self.kept) + cut + f"not kept here{where}]\n"
+
+
+LOOK_AHEAD = REDACT_WINDOW
+"""Bytes of a stream read past a cut, and kept before it, to find a secret or token the cut
+would split (one longer than this can be kept in part)."""
 
 
 async def _collect(stream: asyncio.StreamReader, sink: _Sink) -> None:

@@ -16,12 +16,10 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, StrictStr, field_validator, model_validator
 
 from assay.spec.base import StrictModel, UnionInfo
+from assay.spec.run_names import RUN_FILES
 
 _ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$")
-RESERVED_VARIANT_IDS = frozenset(
-    {"run.json", "run.md", "plan.json", "selection.jsonl", "sessions.jsonl", "experiment.json",
-     "experiment.md", "report.html", "latest"}
-)  # fmt: skip
+RESERVED_VARIANT_IDS = RUN_FILES  # a variant's folder sits beside the run's files
 
 
 class Prefix(StrictModel):

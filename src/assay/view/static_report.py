@@ -22,12 +22,12 @@ from typing import Any
 
 from assay.results.io import write_text_atomic
 from assay.results.secrets import Redactor, clip_head
+from assay.spec.run_names import REPORT_FILE as REPORT_FILE  # re-exported
 from assay.view.queries import LIST_COLUMNS, SORTS
 from assay.view.render import render
 from assay.view.run_pages import run_page
 from assay.view.workspace import RunEntry, Workspace
 
-REPORT_FILE = "report.html"
 FAILED_LIMIT = 1000
 TEXT_BUDGET = 6_000_000  # characters of prompt and response text in the row table, in all
 MAX_CLIP = 300

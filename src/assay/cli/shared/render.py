@@ -99,12 +99,14 @@ def print_plan(plan: Plan, *, show_rows: int) -> None:
 
 
 def _headline(suite: SuiteRollup) -> str:
-    """The first headline metric of each gating criterion, named by criterion type."""
+    """The first headline metric of each gating criterion, named by criterion type (and
+    place, when a type repeats: :meth:`SuiteRollup.criterion_names`)."""
     parts = []
-    for aggregate in suite.criterion_aggregates:
+    for aggregate, criterion in zip(suite.criterion_aggregates, suite.criterion_names(),
+                                    strict=True):  # fmt: skip
         for name in HEADLINE_METRICS:
             if name in aggregate.metrics:
-                parts.append(f"{aggregate.criterion_type} {name} {fmt(aggregate.metrics[name])}")
+                parts.append(f"{criterion} {name} {fmt(aggregate.metrics[name])}")
                 break
     return "; ".join(parts)
 
@@ -161,7 +163,9 @@ def print_reports(result: RunResult) -> None:
         )
     )
     if summary.interrupted:
-        console.print("[yellow]interrupted[/]: finished rows are kept", markup=True)
+        console.print("[yellow]the run was interrupted[/]: finished rows are kept; "
+                      f"`assay run --resume {escape(str(result.run_dir))}` runs the rest",
+                      markup=True)  # fmt: skip
     console.print(f"reports: {result.run_dir}/run.md")
     found = [f.render() for f in summary.secret_findings]
     secret_findings(str(result.run_dir), found)

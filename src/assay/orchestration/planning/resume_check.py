@@ -5,7 +5,8 @@ the rows, replicates, variants or agent settings (``--sample``, ``--sample-per-s
 ``--split``, ``--tags``, ``--exclude-tags``, ``--include-skipped``, ``--repeats``, ``-e``,
 ``-D``, ``--model``) cannot apply without making the run two experiments, so when its value
 differs from the recorded one the resume is refused, naming each option with both values.
-Giving the recorded value again is allowed.
+Giving the recorded value again is allowed. A task file or the experiment file edited since
+the run started is refused too (their content hashes, recorded in ``plan.json``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 from assay.errors import UsageError
 from assay.orchestration.planning.plan import Plan, PlanOptions
 from assay.results.plan_record import PlannedTaskRecord, PlanOptionsRecord
+from assay.spec.experiment import Experiment
 from assay.spec.task import TaskDefinition
 
 
@@ -48,6 +50,35 @@ def check_same_tasks(plan: Plan, tasks: list[PlannedTaskRecord]) -> None:
                 file=task.file,
                 hint="restore the task file as it was, or start a new run",
             )
+
+
+def experiment_hash(experiment: Experiment) -> str:
+    """SHA-256 (hex) of an experiment as the run uses it: its variants, defaults and stop
+    rule (``--stop-when-decided``'s default rule included)."""
+    data = experiment.model_dump(mode="json")
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode("utf-8")).hexdigest()
+
+
+def check_same_experiment(plan: Plan, recorded: str | None) -> None:
+    """A resumed run must run the experiment it started with, as it was: its variants' settings
+    and its stop rule (a rule loosened after looking at the rows would void its guarantee).
+
+    Raises:
+        UsageError: the experiment differs from the recorded hash (its file edited since),
+            naming the file and both hashes; nothing is checked for a run recorded without
+            the hash (an older assay).
+    """
+    if recorded is None or plan.experiment is None:
+        return
+    now = experiment_hash(plan.experiment)
+    if now != recorded:
+        raise UsageError(
+            f"experiment {plan.experiment.experiment_id} has content hash {now[:12]} now, but "
+            f"the run started with {recorded[:12]}: it was edited since, and its rows would run "
+            "under two versions of its variants (and stop rule)",
+            file=plan.experiment_file,
+            hint="restore the experiment file as it was, or start a new run",
+        )
 
 
 def check_resume_options(run_dir: Path, record: PlanOptionsRecord, given: PlanOptions) -> None:

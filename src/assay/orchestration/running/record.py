@@ -10,7 +10,7 @@ from assay.orchestration.loading.experiment import Override
 from assay.orchestration.loading.task_loader import load_task
 from assay.orchestration.planning.expand import Selectors
 from assay.orchestration.planning.plan import Plan, PlanOptions, TaskSource
-from assay.orchestration.planning.resume_check import task_hash
+from assay.orchestration.planning.resume_check import experiment_hash, task_hash
 from assay.orchestration.running.runner import RunOptions
 from assay.providers.pricing import PriceTable
 from assay.results.io import write_json_atomic
@@ -18,8 +18,7 @@ from assay.results.plan_record import JudgeUse, PlannedTaskRecord, PlanOptionsRe
 from assay.results.secrets import Redactor
 from assay.results.selection_file import write_selection_rows
 from assay.spec.criteria import LlmJudge
-
-BUILT_DIR = "python-tasks"
+from assay.spec.run_names import BUILT_DIR as BUILT_DIR  # re-exported
 
 
 def save_built_tasks(run_dir: Path, plan: Plan) -> dict[str, Path]:
@@ -104,6 +103,7 @@ def plan_record(
             stop_when_decided=options.stop_when_decided,
             repeats=options.repeats,
             experiment=str(plan.experiment_file) if plan.experiment_file else None,
+            experiment_hash=experiment_hash(plan.experiment) if plan.experiment else None,
             overrides=[(list(o.path), o.value) for o in options.overrides],
         ),
         jobs=run.jobs,

@@ -14,7 +14,7 @@ import os
 from datetime import datetime
 from pathlib import Path
 
-LATEST = "latest"
+from assay.spec.run_names import LATEST as LATEST  # re-exported
 
 
 def create_run_dir(root: Path, *, now: datetime | None = None) -> Path:

@@ -24,8 +24,7 @@ from typing import IO
 
 from assay.errors import UsageError
 from assay.orchestration.loading.secrets import command_line_redactor
-
-LOCK_FILE = ".lock"
+from assay.spec.run_names import LOCK_FILE as LOCK_FILE  # re-exported
 
 
 @dataclass

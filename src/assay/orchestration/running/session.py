@@ -22,7 +22,11 @@ from pathlib import Path
 from assay.errors import UsageError
 from assay.orchestration.planning.datacheck import same_data
 from assay.orchestration.planning.plan import Plan, PlanOptions, WorkItem, build_plan
-from assay.orchestration.planning.resume_check import check_resume_options, check_same_tasks
+from assay.orchestration.planning.resume_check import (
+    check_resume_options,
+    check_same_experiment,
+    check_same_tasks,
+)
 from assay.orchestration.running.executors import (
     ExecutionContext,
     ExecutorChoice,
@@ -212,6 +216,7 @@ class RunSession:
         _check_same_store_versions(plan, record)
         _check_same_judges(plan, record)
         check_same_tasks(plan, record.tasks)
+        check_same_experiment(plan, record.options.experiment_hash)
         request.options.stage = record.stage
         request.options.keep_sandboxes = request.options.keep_sandboxes or record.keep_sandboxes
         items = plan.work_items()

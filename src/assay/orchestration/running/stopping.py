@@ -27,8 +27,7 @@ from assay.orchestration.planning.plan import Plan, WorkItem, WorkItems
 from assay.orchestration.running.executors.base import PendingItems
 from assay.results.task_result import EvaluationResult
 from assay.spec.experiment import StopRule
-
-STOPPING_FILE = "stopping.json"
+from assay.spec.run_names import STOPPING_FILE as STOPPING_FILE  # re-exported
 
 
 @dataclass
@@ -38,9 +37,11 @@ class Stopper:
     rule: StopRule
     variants: tuple[str, str]
     order: list[list[int]]
-    """Per row, in the shuffled order: its pending item indexes (both variants)."""
+    """Per row with pending items, in the shuffled order: those items' indexes (both
+    variants)."""
     expected: dict[tuple[str, str], int]
-    """``(suite, row)`` → the items of the row (both variants, every replicate)."""
+    """``(suite, row)`` → the items of the row (both variants, every replicate); one entry per
+    planned row, those finished in an earlier session included."""
     planned_items: int
     test: SequentialTest
     seen: dict[tuple[str, str], list[EvaluationResult]] = field(
@@ -48,9 +49,18 @@ class Stopper:
     scheduled: int = 0
     finished: int = 0
     calls: int = 0
-    rows_scheduled: int = 0
     rank: dict[tuple[str, str], int] = field(default_factory=dict)
     """``(suite, row)`` → its position in the shuffled order (for :meth:`replay`)."""
+    keys: list[tuple[str, str]] = field(default_factory=list)
+    """``(suite, row)`` of each row of :attr:`order`."""
+    started_rows: set[tuple[str, str]] = field(default_factory=set)
+    """The rows scheduled so far, in this session or an earlier one (a row interrupted
+    half-way and scheduled again counts once)."""
+
+    @property
+    def rows_scheduled(self) -> int:
+        """The distinct rows scheduled, over every session."""
+        return len(self.started_rows)
 
     @classmethod
     def of(cls, plan: Plan, items: Sequence[WorkItem], kept: bytearray) -> Stopper | None:
@@ -80,6 +90,7 @@ class Stopper:
         stopper = cls(rule, variants, order, expected, len(items),
                       SequentialTest(alpha=rule.alpha, delta=rule.delta))  # fmt: skip
         stopper.rank = {names[key]: position for position, key in enumerate(shuffled)}
+        stopper.keys = [names[k] for k in shuffled if rows[k]]
         return stopper
 
     def replay(self, results: Iterable[EvaluationResult]) -> None:
@@ -89,18 +100,17 @@ class Stopper:
         ordered = sorted(
             results, key=lambda r: self.rank.get((r.suite_id or "", r.row_id or ""), 0)
         )
-        rows = {(r.suite_id, r.row_id) for r in ordered}
-        self.rows_scheduled += len(rows)
+        self.started_rows |= {(r.suite_id or "", r.row_id or "") for r in ordered}
         self.scheduled += len(ordered)
         for result in ordered:
             self.observe(result)
 
     def indexes(self) -> Iterator[int]:
         """The pending items' indexes row by row, until the test is decided."""
-        for row in self.order:
+        for key, row in zip(self.keys, self.order, strict=True):
             if self.test.decision is not None:
                 return
-            self.rows_scheduled += 1
+            self.started_rows.add(key)
             for index in row:
                 self.scheduled += 1
                 yield index
@@ -136,13 +146,13 @@ class Stopper:
             "variant_b": self.variants[1],
             "decision": state.decision,
             "stopped": state.decision != "undecided",
-            "reason": state.reason,
+            "reason": state.reason(*self.variants),
             "rows_decided": state.rows,
             "rows_scheduled": self.rows_scheduled,
             "items_scheduled": self.scheduled,
             "items_finished": self.finished,
             "model_calls": self.calls,
-            "rows_planned": len(self.order),
+            "rows_planned": len(self.expected),
             "items_planned": self.planned_items,
             "low": None if np.isnan(state.low) else state.low,
             "high": None if np.isnan(state.high) else state.high,

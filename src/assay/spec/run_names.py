@@ -1,0 +1,37 @@
+"""The names a run gives the files and folders at the top of its folder, in one place: every
+writer takes its name from here, and an experiment's variant ids avoid all of them (a
+variant's folder sits beside these files, so a variant named like one of them would take its
+place). A module of its own, at the level of the experiment file that reserves them.
+
+A new file written at the top of a run folder is named here and added to :data:`RUN_FILES`;
+``tests/cli/test_stop_when_decided.py`` lists a real run's folder against it.
+"""
+
+from __future__ import annotations
+
+PLAN_FILE = "plan.json"
+"""What the run set out to do (:mod:`assay.results.plan_record`)."""
+SESSIONS_FILE = "sessions.jsonl"
+"""When each invocation started and ended."""
+SELECTION_FILE = "selection.jsonl"
+"""The selected rows and their content hashes."""
+STOPPING_FILE = "stopping.json"
+"""An experiment with a stop rule: the decision and what it spent."""
+RUN_JSON = "run.json"
+RUN_MD = "run.md"
+EXPERIMENT_JSON = "experiment.json"
+EXPERIMENT_MD = "experiment.md"
+REPORT_FILE = "report.html"
+"""``assay report RUN --html``."""
+LOCK_FILE = ".lock"
+"""The writer's lock."""
+BUILT_DIR = "python-tasks"
+"""Tasks built in Python, saved so the run can be resumed."""
+LATEST = "latest"
+"""The link to the newest run, beside the run folders (a name no run folder takes either)."""
+
+RUN_FILES = frozenset(
+    {PLAN_FILE, SESSIONS_FILE, SELECTION_FILE, STOPPING_FILE, RUN_JSON, RUN_MD,
+     EXPERIMENT_JSON, EXPERIMENT_MD, REPORT_FILE, LOCK_FILE, BUILT_DIR, LATEST}
+)  # fmt: skip
+"""Every name above: what a variant id may not be."""
