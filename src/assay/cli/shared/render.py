@@ -99,11 +99,9 @@ def print_plan(plan: Plan, *, show_rows: int) -> None:
 
 
 def _headline(suite: SuiteRollup) -> str:
-    """The first headline metric of each gating criterion, named by criterion type (and
-    place, when a type repeats: :meth:`SuiteRollup.criterion_names`)."""
-    parts = []
-    for aggregate, criterion in zip(suite.criterion_aggregates, suite.criterion_names(),
-                                    strict=True):  # fmt: skip
+    """The first headline metric of each gating criterion, named as reports name it."""
+    parts, names = [], suite.criterion_names()
+    for aggregate, criterion in zip(suite.criterion_aggregates, names, strict=True):
         for name in HEADLINE_METRICS:
             if name in aggregate.metrics:
                 parts.append(f"{criterion} {name} {fmt(aggregate.metrics[name])}")
@@ -162,10 +160,9 @@ def print_reports(result: RunResult) -> None:
             else ""
         )
     )
-    if summary.interrupted:
-        console.print("[yellow]the run was interrupted[/]: finished rows are kept; "
-                      f"`assay run --resume {escape(str(result.run_dir))}` runs the rest",
-                      markup=True)  # fmt: skip
+    if summary.interrupted:  # an evaluate or report of an interrupted run says so too
+        resume = f"`assay run --resume {escape(str(result.run_dir))}` runs the rest"
+        console.print(f"[yellow]the run was interrupted[/]: finished rows kept; {resume}")
     console.print(f"reports: {result.run_dir}/run.md")
     found = [f.render() for f in summary.secret_findings]
     secret_findings(str(result.run_dir), found)
@@ -178,9 +175,8 @@ def print_prediction_report(report: PredictionReport) -> None:
     ``metrics.json`` went."""
     console = _out()
     for index, metrics in enumerate(report.document["all_metrics"]):
-        ci = metrics.get("accuracy_ci")
+        ci, accuracy = metrics.get("accuracy_ci"), metrics.get("accuracy")
         interval = f" [{ci['low']:.3f}, {ci['high']:.3f}]" if ci else ""
-        accuracy = metrics.get("accuracy")
         shown = "—" if accuracy is None else f"{accuracy:.3f}"
         console.print(
             escape(
