@@ -356,7 +356,7 @@ class Runner:
         try:
             sandbox = Sandbox.create(task.sandbox, base_dir=base_dir,
                                      at=None if moved else kept_at,
-                                     exclude=self.containment.private)  # fmt: skip
+                                     exclude=(*self.containment.private, self.run_dir))  # fmt: skip
         except SandboxError as exc:
             row.note(f"sandbox: {exc}")
             return self._finish(row, AgentOutcome(status="error", error=str(exc)), [], None)
