@@ -140,7 +140,7 @@ def test_a_coding_agent_judges_a_copy_of_the_sandbox(tmp_path: Path, sandbox: st
         ("slow", "judge_error: Judge did not call submit_verdict (the judge agent was stopped "
                  "at turn_timeout:"),
         ("loop", "judge_error: Judge did not call submit_verdict (the judge agent reached "
-                 "max_turns:"),
+                 "the criterion's max_turns)"),
     ]:  # fmt: skip
         result = rows[row_id]["success_criteria_results"][0]
         assert result["evaluation_status"] == "error", result

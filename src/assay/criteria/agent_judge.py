@@ -238,7 +238,7 @@ def _ending(outcome: AgentOutcome) -> str:
         return f"the judge agent was stopped at turn_timeout: {outcome.error}"
     if outcome.status == "max_turns":
         # the CLI's own message names run_limits.max_turns, the row's limit, not the judge's
-        return "the judge agent used all of the criterion's max_turns before its verdict"
+        return "the judge agent reached the criterion's max_turns"
     return f"the judge agent {outcome.status}: {outcome.error}"
 
 
