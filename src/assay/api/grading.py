@@ -63,15 +63,7 @@ def evaluate(
         UsageError: called inside a running event loop (use :func:`evaluate_async`).
     """
     no_running_loop("evaluate")
-    folder = resolve_run_dir(run_dir)
-    if junit_xml is not None:  # before any row is graded again
-        check_output_file(Path(junit_xml), "--junit-xml")
-    with lock_run_dir(folder, on_warning=_warn):
-        warnings = check_run_dir(folder, iter_results(folder), action="assay evaluate")
-        started = datetime.now()
-        registry = criteria_registry(criteria)
-        warnings += _printed(asyncio.run(regrade_run(folder, jobs=jobs, criteria=registry)))
-        return _regraded(folder, started, jobs, junit_xml, warnings, registry)
+    return asyncio.run(evaluate_async(run_dir, jobs=jobs, junit_xml=junit_xml, criteria=criteria))
 
 
 async def evaluate_async(

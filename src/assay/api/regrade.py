@@ -48,7 +48,7 @@ from assay.providers.pool import ModelKey, ModelPool, PoolSettings, default_regi
 from assay.qa import PredictionRecord
 from assay.qa.schema import OPEN_TYPES
 from assay.results.io import LogFolder, read_json, write_model_atomic
-from assay.results.secrets import Redactor
+from assay.results.secrets import MARKER_PREFIX, Redactor
 from assay.results.status import FinalStatus
 from assay.results.task_result import EvaluationResult
 from assay.results.transcript import Transcript
@@ -119,8 +119,8 @@ async def regrade_run(
     async def worker(services: RunServices, containment: Containment) -> None:
         for path in queue:
             result = load_task_json(path)
-            updated = await _regrade_one(path, result, registry, services, redactor, containment)
-            redacted.add(path.parent, result, updated)
+            await _regrade_one(path, result, registry, services, redactor, containment,
+                               answers=redacted)  # fmt: skip
 
     with pidfd_child_watcher():
         # an agent_judge's coding agent calls its model through the bridge, as in the run (from
@@ -145,15 +145,10 @@ class RedactedAnswers:
     rows: int = 0
     changed: list[str] = field(default_factory=list)
 
-    def add(self, folder: Path, before: EvaluationResult, after: EvaluationResult) -> None:
-        """Count one regraded row (``folder``: its row folder)."""
-        response = folder / "response.txt"
-        try:
-            with response.open(encoding="utf-8", errors="replace") as handle:
-                marked = any("[redacted:" in line for line in handle)
-        except OSError:
-            return
-        if marked:
+    def add(self, response: str | None, before: EvaluationResult, after: EvaluationResult) -> None:
+        """Count one regraded row: the ``response.txt`` it was graded on, its result before
+        and after."""
+        if response is not None and MARKER_PREFIX in response:
             self.rows += 1
             if before.weighted_score != after.weighted_score:
                 self.changed.append(f"{after.task_id}#{after.replicate_index:02d}")
@@ -334,6 +329,8 @@ async def _regrade_one(
     services: RunServices,
     redactor: Redactor,
     containment: Containment,
+    *,
+    answers: RedactedAnswers,
 ) -> EvaluationResult:
     status_of_agent = agent_status(result)
     if status_of_agent == "error":
@@ -394,6 +391,7 @@ async def _regrade_one(
         }
     )
     write_model_atomic(path, updated, redactor=redactor)
+    answers.add(response, result, updated)
     return updated
 
 

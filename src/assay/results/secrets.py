@@ -112,9 +112,13 @@ def is_secret_name(name: str) -> bool:
     )
 
 
+MARKER_PREFIX = "[redacted:"
+"""How every redaction marker starts (:func:`marker`)."""
+
+
 def marker(name: str) -> str:
     """``[redacted:NAME]``; characters other than letters, digits, ``_.-`` become ``_``."""
-    return f"[redacted:{_NAME_UNSAFE.sub('_', name)}]"
+    return f"{MARKER_PREFIX}{_NAME_UNSAFE.sub('_', name)}]"
 
 
 def url_passwords(value: str) -> list[str]:
@@ -667,4 +671,4 @@ def _token_spans(text: str, at: int) -> list[tuple[int, int]]:
 
 
 def _name_of(text: str) -> str:
-    return text[len("[redacted:") : -1]
+    return text[len(MARKER_PREFIX) : -1]
