@@ -292,22 +292,19 @@ def test_coder_evals_worked_example_solved_by_the_own_agent(tmp_path: Path) -> N
         assert result["transcript"]["stop_reason"] == "submit_answer"
 
 
-SLOW = """\
-replies:
-  - match: "Write the greeting"
-    steps:
-      - {tool: run_command, input: {command: "sleep 5; echo late"}}
-      - {tool: submit_answer, input: {answer: "gave up"}}
-"""
+def command_then_answer(command: str, answer: str) -> str:
+    """A model script: one ``run_command`` of ``command``, then ``submit_answer``."""
+    return (
+        'replies:\n  - match: "Write the greeting"\n    steps:\n'
+        f"      - {{tool: run_command, input: {{command: {json.dumps(command)}}}}}\n"
+        f"      - {{tool: submit_answer, input: {{answer: {json.dumps(answer)}}}}}\n"
+    )
 
 
-SLEEPY = """\
-replies:
-  - match: "Write the greeting"
-    steps:
-      - {tool: run_command, input: {command: "sleep 30"}}
-      - {tool: submit_answer, input: {answer: "never"}}
-"""
+SLOW = command_then_answer("sleep 5; echo late", "gave up")
+
+
+SLEEPY = command_then_answer("sleep 30", "never")
 
 
 def test_the_task_timeout_is_named_when_the_tool_call_limit_is_reached_too(
@@ -449,13 +446,7 @@ def test_the_text_protocol_sends_no_native_tools(tmp_path: Path) -> None:
     assert "cannot read 'nope.txt'" in returned
 
 
-LOUD = """\
-replies:
-  - match: "Write the greeting"
-    steps:
-      - {tool: run_command, input: {command: "head -c 1500000 /dev/zero | tr '\\\\0' a; echo"}}
-      - {tool: submit_answer, input: {answer: "done"}}
-"""
+LOUD = command_then_answer("head -c 1500000 /dev/zero | tr '\\0' a; echo", "done")
 
 
 def test_a_commands_output_past_the_cap_is_logged_whole_and_clipped_for_the_model(
