@@ -21,3 +21,21 @@ def test_code_cells_stay_on_one_line(text: str, cell: str) -> None:
     assert code(text) == cell
     (row,) = md_table(["value"], [[code(text)]])[2:]
     assert "\n" not in row and "\r" not in row
+
+
+@pytest.mark.parametrize(
+    ("ran", "heading"),
+    [((60, None), "60 rows"), ((11, 11), "11 of 60 rows"),
+     ((4, 3), "4 with `good`, 3 with `bad`, of 60 rows")],
+)  # fmt: skip
+def test_an_experiment_suites_heading_counts_the_rows_each_variant_ran(
+    ran: tuple[int | None, int | None], heading: str
+) -> None:
+    """The rows an experiment's suite table is over: all of them (an older report has no
+    ``rows_ran``), the same number for both variants, or each variant's."""
+    from assay.reports.markdown import _suite_rows
+    from assay.results.experiment import VariantSuite
+
+    arms = [VariantSuite(variant_id=name, suite_id="s", rows=60, rows_ran=count, replicates=1)
+            for name, count in zip(("good", "bad"), ran, strict=True)]  # fmt: skip
+    assert _suite_rows(arms) == heading
