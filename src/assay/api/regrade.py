@@ -178,7 +178,8 @@ class _Scan:
     suites: dict[tuple[str, str], TaskDefinition] = field(default_factory=dict)
     missing: int = 0
     first_missing: str = ""
-    lost: list[str] = field(default_factory=list)
+    lost: int = 0
+    first_lost: str = ""
     bridge: bool = False
 
     def add(self, run_dir: Path, path: Path, result: EvaluationResult) -> None:
@@ -194,7 +195,8 @@ class _Scan:
         if agent_status(result) == "error":
             return
         if result.agent.response_chars and not (path.parent / "response.txt").is_file():
-            self.lost.append(path.parent.relative_to(run_dir).as_posix())
+            self.lost += 1
+            self.first_lost = self.first_lost or path.parent.relative_to(run_dir).as_posix()
         if (path.parent / SANDBOX_DIR).is_dir():
             return
         task = task_of(result, self.registry)  # this row's own
@@ -258,8 +260,8 @@ def _checked(
         )
     if scan.lost:
         raise UsageError(
-            f"{len(scan.lost)} row(s) answered in the run, but their response.txt is gone "
-            f"(first: {scan.lost[0]}/response.txt); grading them would call a missing answer "
+            f"{scan.lost} row(s) answered in the run, but their response.txt is gone "
+            f"(first: {scan.first_lost}/response.txt); grading them would call a missing answer "
             "wrong, so nothing was changed",
             hint="restore the files (or run the rows again: `assay run --resume` after "
             "removing their task.json); `assay report` rebuilds reports without grading",
