@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from assay.metrics.sequential import mean_confidence_sequence
 from assay.spec.ids import ID_PATTERN
 from assay.spec.run_names import RUN_FILES, STOPPING_FILE
 from tests.cli.test_run import assay, latest
@@ -245,3 +247,61 @@ def test_a_resumed_run_counts_the_rows_planned_and_scheduled_as_one_run(tmp_path
     markdown = (run / "experiment.md").read_text()
     assert f"Rows scheduled: {len(rows)} of 60; items (row × variant × replicate) " \
         f"{len(files)} of 120" in markdown  # fmt: skip
+
+
+def test_gates_on_a_stopped_run_use_the_confidence_sequence(tmp_path: Path) -> None:
+    """A run that stopped when decided looked at its rows to stop: each variant's interval,
+    and a gate on its lower bound, is the anytime-valid confidence sequence of the rows' values
+    in the order the stopping test heard them (not a fixed-size interval)."""
+    labels = "    allowed_labels: [positive, negative]\n"
+    gated = TASK.replace(labels, labels + "    suite_thresholds: {accuracy: {lower: 0.5}}\n")
+    write(tmp_path / "t.yaml", gated)
+    write(tmp_path / "e.yaml", experiment("{alpha: 0.05}"))
+    assay("run", "t.yaml", "-e", "e.yaml", "-j", "2", "-q", cwd=tmp_path)
+    run = latest(tmp_path)
+    stop = json.loads((run / "stopping.json").read_text())
+    assert stop["stopped"] and len(stop["sequence"]) >= stop["rows_decided"]
+    for variant in ("keyword", "optimist"):
+        suite = json.loads((run / variant / "toy" / "suite.json").read_text())
+        aggregate = suite["criterion_aggregates"][0]
+        found = aggregate["intervals"]["accuracy"]
+        assert found["method"] == "confidence sequence"
+        correct = {}
+        for path in run.glob(f"{variant}/toy/*/00/task.json"):
+            item = json.loads(path.read_text())["success_criteria_results"][0]
+            correct[path.parts[-3]] = float(item["expected_label"] == item["observed_label"])
+        ordered = [correct[row] for suite_id, row in stop["sequence"] if row in correct]
+        ordered += [correct[row] for row in sorted(set(correct) - {r for _, r in stop["sequence"]})]
+        low, high = mean_confidence_sequence(np.array(ordered))
+        assert found["low"] == pytest.approx(low[-1]) and found["high"] == pytest.approx(high[-1])
+        assert found["value"] == pytest.approx(np.mean(ordered))
+        check = aggregate["threshold_checks"][0]
+        assert check["bound"] == "lower" and check["interval"] == [found["low"], found["high"]]
+        assert check["passed"] == (found["low"] >= 0.5)
+    # the keyword variant answers 1 row in 5 right: its sequence ends well below 0.5
+    keyword = json.loads((run / "keyword" / "toy" / "suite.json").read_text())
+    assert not keyword["passed"]
+    rebuilt = assay("report", str(run), cwd=tmp_path)
+    assert rebuilt.returncode == 1, rebuilt.stderr
+    again = json.loads((run / "keyword" / "toy" / "suite.json").read_text())
+    assert (
+        again["criterion_aggregates"][0]["intervals"]
+        == keyword["criterion_aggregates"][0]["intervals"]
+    )
+
+
+def test_a_run_that_did_not_stop_keeps_its_clustered_intervals(tmp_path: Path) -> None:
+    """Undecided at the last planned row: every row ran, so the fixed-size (clustered)
+    interval holds and is the one reported."""
+    same = 'case \\"$ASSAY_PROMPT\\" in *good*) echo positive;; *) echo negative;; esac'
+    few = TASK.split("  rows:\n")[0] + "  rows:\n" + "".join(
+        f"    - {{id: r{i}, text: 'bad {i}', label: positive}}\n" for i in range(6)
+    ) + "success_criteria:" + TASK.split("success_criteria:")[1]  # fmt: skip
+    write(tmp_path / "t.yaml", few)
+    write(tmp_path / "e.yaml", experiment("{alpha: 0.05}", optimist=same))
+    assay("run", "t.yaml", "-e", "e.yaml", "-q", cwd=tmp_path)
+    run = latest(tmp_path)
+    stop = json.loads((run / "stopping.json").read_text())
+    assert not stop["stopped"]
+    suite = json.loads((run / "keyword" / "toy" / "suite.json").read_text())
+    assert suite["intervals"]["pass_rate"]["method"].startswith("cluster")

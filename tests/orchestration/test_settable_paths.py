@@ -30,6 +30,7 @@ from pydantic.fields import FieldInfo
 from assay.agents.claude_code import bundled_claude
 from assay.agents.llm import build_request, model_key
 from assay.api.tasks import TaskDefinition
+from assay.criteria.registry import default_criteria
 from assay.data.substitute import substitute_tree
 from assay.errors import TaskFileError, UserError
 from assay.orchestration.loading.overrides import ALTERNATIVES, Override
@@ -633,10 +634,13 @@ def _value_at(data: Any, path: tuple[str, ...]) -> Any:
 
 
 STORE = [""]
+# one registry for the ~1,700 plans: its task model is made once, not once per plan
+CRITERIA_REGISTRY = default_criteria()
 
 
 def _plan(path: Path, overrides: tuple[Override, ...] = (), **options: Any) -> Plan:
     return build_plan([str(path)], PlanOptions(overrides=overrides, store_url=STORE[0],
+                                               criteria=CRITERIA_REGISTRY,
                                                **options))  # fmt: skip
 
 

@@ -142,6 +142,7 @@ class JudgeResolver:
         self._store: Store | None = None
         self._opened = False
         self._resolved: dict[tuple[str, str], JudgeAsset] = {}
+        self._calibrations: dict[str, CalibrationRef | None] = {}
 
     def close(self) -> None:
         """Release the store, if it was opened."""
@@ -333,12 +334,16 @@ class JudgeResolver:
     def calibration(self, content_hash: str) -> CalibrationRef | None:
         """The newest usable stored calibration of ``content_hash`` (one that compared at
         least one row), if the store has one: a calibration that compared nothing never
-        replaces one that did."""
-        store = self.store(required=False)
-        if store is None:
-            return None
-        found = [c for c in store.calibrations(judge_hash=content_hash) if usable(c.report)]
-        return calibration_ref(found[0]) if found else None
+        replaces one that did. Looked up once per content hash for this resolver's life."""
+        if content_hash not in self._calibrations:
+            store = self.store(required=False)
+            found = (
+                []
+                if store is None
+                else [c for c in store.calibrations(judge_hash=content_hash) if usable(c.report)]
+            )
+            self._calibrations[content_hash] = calibration_ref(found[0]) if found else None
+        return self._calibrations[content_hash]
 
 
 def usable(report: dict[str, Any]) -> bool:

@@ -129,6 +129,28 @@ def confidence_sequence(
     return low, high
 
 
+def mean_confidence_sequence(
+    x: NDArray[np.float64], *, alpha: float = 0.05, step: float = GRID_STEP
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The confidence sequence of the mean of values in [0, 1] (a pass rate, an accuracy, a
+    mean score), after each value: the paper's setting (Waudby-Smith & Ramdas 2023, §4),
+    computed as :func:`confidence_sequence` of ``2x - 1`` (in [-1, 1]) mapped back by
+    ``(m + 1) / 2``; the grid's step is then ``step / 2`` on [0, 1].
+
+    Returns:
+        ``(low, high)``, each of shape ``(t,)``; a gate on the lower bound of a run that
+        stopped when decided reads the last value (valid at whatever row the run stopped).
+
+    Raises:
+        ValueError: an empty or non-1-D ``x``, a value outside [0, 1], a bad ``alpha``.
+    """
+    values = np.asarray(x, dtype=float)
+    if values.size and (values.min() < 0.0 or values.max() > 1.0):
+        raise ValueError("every value must lie in [0, 1]")
+    low, high = confidence_sequence(2.0 * values - 1.0, alpha=alpha, step=step)
+    return (low + 1.0) / 2.0, (high + 1.0) / 2.0
+
+
 @dataclass(frozen=True)
 class StopDecision:
     """Where a sequence of paired differences stands.

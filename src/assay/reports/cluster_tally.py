@@ -6,11 +6,18 @@ error and 95% interval (:mod:`assay.metrics.clustered`). A row's replicates are 
 rows whose ``cluster_field`` values are equal are one cluster. What did not grade (an error, a
 refusal) adds nothing: it is outside every denominator, as in the suite's own counts. Memory
 grows with the number of clusters.
+
+A run that stopped when decided (``experiment.stop``) chose its rows by looking at them, so a
+fixed-size interval would not hold; its intervals are instead the anytime-valid confidence
+sequence of each metric (:func:`assay.metrics.sequential.mean_confidence_sequence`) over the
+rows' means (a row's replicates averaged) in the order the stopping test heard the rows, as
+at the row the run stopped; ``method`` then says ``confidence sequence``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+import math
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 
 from assay.metrics.clustered import ClusteredEstimate, ClusterSums, cluster_of
@@ -23,6 +30,8 @@ from assay.results.task_result import (
 )
 
 Contribution = Callable[[EvaluationResult], tuple[float, float]]
+RowKey = tuple[str, str]
+SEQUENCE = "confidence sequence"
 
 
 def pass_contribution(result: EvaluationResult) -> tuple[float, float]:
@@ -68,6 +77,8 @@ class _Metric:
     contribution: Contribution
     proportion: bool
     sums: ClusterSums = field(default_factory=ClusterSums)
+    rows: ClusterSums = field(default_factory=ClusterSums)
+    """Per row ``(suite, row)``: kept only for a run that stopped when decided."""
 
 
 @dataclass
@@ -77,9 +88,12 @@ class ClusterTally:
     Args:
         cluster_field: the row field whose equal values are one cluster (``None``: each row,
             with its replicates, is one).
+        sequence: a run that stopped when decided: ``(suite, row)`` → its place in the
+            stopping test's order (the module docstring); ``None`` otherwise.
     """
 
     cluster_field: str | None = None
+    sequence: Mapping[RowKey, int] | None = None
     suite: dict[str, _Metric] = field(default_factory=dict)
     criteria: dict[int, dict[str, _Metric]] = field(default_factory=dict)
 
@@ -102,6 +116,8 @@ class ClusterTally:
                                                for m in ms.values())]:  # fmt: skip
             total, count = metric.contribution(result)
             metric.sums.add(cluster, total, count)
+            if self.sequence is not None:
+                metric.rows.add((result.suite_id or "", result.row_id or ""), total, count)
 
     def _cluster(self, result: EvaluationResult) -> Hashable:
         row_id = result.row_id if result.row_id is not None else result.task_id
@@ -109,13 +125,16 @@ class ClusterTally:
 
     def suite_intervals(self) -> dict[str, IntervalRecord]:
         """``{"pass_rate": …}``."""
-        return {name: record(m.sums.estimate(proportion=m.proportion, unit=True))
-                for name, m in self.suite.items()}  # fmt: skip
+        return {name: self._interval(m) for name, m in self.suite.items()}
 
     def criterion_intervals(self, position: int) -> dict[str, IntervalRecord]:
         """``{"mean": …, "accuracy": …}`` of criterion ``position`` (empty if never seen)."""
-        return {name: record(m.sums.estimate(proportion=m.proportion, unit=True))
-                for name, m in self.criteria.get(position, {}).items()}  # fmt: skip
+        return {name: self._interval(m) for name, m in self.criteria.get(position, {}).items()}
+
+    def _interval(self, metric: _Metric) -> IntervalRecord:
+        if self.sequence is not None:
+            return sequence_record(metric.rows.totals, self.sequence)
+        return record(metric.sums.estimate(proportion=metric.proportion, unit=True))
 
 
 def record(found: ClusteredEstimate) -> IntervalRecord:
@@ -123,3 +142,30 @@ def record(found: ClusteredEstimate) -> IntervalRecord:
     return IntervalRecord(value=found.value, low=found.low, high=found.high, se=found.se,
                           method=found.method, observations=found.observations,
                           clusters=found.clusters, reason=found.reason)  # fmt: skip
+
+
+def sequence_record(
+    rows: Mapping[Hashable, list[float]], order: Mapping[RowKey, int]
+) -> IntervalRecord:
+    """The confidence sequence (95%) of the mean of the rows' means (``row → [total,
+    count]``), the rows taken in ``order`` (a row outside it after those in it, by key), as
+    after the last row: ``value`` the mean of the rows' means, ``clusters`` the rows."""
+    import numpy as np
+
+    from assay.metrics.sequential import mean_confidence_sequence
+
+    last = len(order)
+    keyed = sorted(rows.items(), key=lambda item: (order.get(item[0], last), str(item[0])))  # type: ignore[call-overload]
+    means = [total / count for _, (total, count) in keyed]
+    observations = int(sum(count for _, (_, count) in keyed))
+    if not means:
+        return IntervalRecord(value=None, method=SEQUENCE, observations=0, clusters=0,
+                              reason="no graded value")  # fmt: skip
+    low, high = mean_confidence_sequence(np.asarray(means, dtype=float))
+    value = sum(means) / len(means)
+    if math.isnan(low[-1]):
+        return IntervalRecord(value=value, method=SEQUENCE, observations=observations,
+                              clusters=len(means), reason="every mean was rejected")  # fmt: skip
+    return IntervalRecord(value=value, low=float(low[-1]), high=float(high[-1]),
+                          method=SEQUENCE, observations=observations,
+                          clusters=len(means))  # fmt: skip

@@ -29,7 +29,9 @@ class RunMeta:
 
     ``session_times``: each session's start and end (``None``: killed); when given,
     ``active_seconds`` is worked out while the rows are read (a killed session ends at its
-    last finished row).
+    last finished row). ``sequence``: for a run that stopped when decided, ``(suite, row)``
+    → its place in the order the stopping test heard it (its suites' intervals, and the gates
+    on them, are then confidence sequences over the rows in that order).
     """
 
     run_id: str
@@ -50,6 +52,7 @@ class RunMeta:
     experiment_description: str = ""
     variant_ids: list[str] = field(default_factory=list)
     session_times: list[tuple[datetime, datetime | None]] | None = None
+    sequence: dict[tuple[str, str], int] | None = None
 
 
 @dataclass

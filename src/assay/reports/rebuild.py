@@ -19,7 +19,7 @@ from assay.orchestration.running.runfiles import (
     resolve_run_dir,
     scan_task_jsons,
 )
-from assay.orchestration.running.stopping import planned_unless_stopped
+from assay.orchestration.running.stopping import planned_unless_stopped, stopped_sequence
 from assay.reports.writer import Reports, RunMeta, Stage, write_reports
 from assay.results.io import read_json, read_model
 from assay.results.plan_record import PLAN_FILE, PlanRecord
@@ -64,6 +64,7 @@ def previous_meta(run_dir: Path, stage: Stage) -> RunMeta:
         active_seconds=summary.total_duration_seconds if summary else None,
         sessions=summary.sessions if summary else 1,
         planned=planned_unless_stopped(run_dir, plan.planned) if plan else {},
+        sequence=stopped_sequence(run_dir),
         experiment_id=experiment[0] if experiment else None,
         experiment_description=experiment[1] if experiment else "",
         variant_ids=list(plan.variants) if plan else [],

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import bisect
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -208,6 +208,9 @@ class SuiteTally:
         paths: a result → its ``task.json`` path relative to the run folder.
         cluster_field: the row field that clusters the rows for the intervals (``None``: a
             row and its replicates are one cluster).
+        sequence: a run that stopped when decided: ``(suite, row)`` → its place in the
+            stopping test's order; the intervals are then confidence sequences
+            (:class:`~assay.reports.cluster_tally.ClusterTally`).
     """
 
     def __init__(
@@ -217,6 +220,7 @@ class SuiteTally:
         *,
         paths: Paths = task_json_relpath,
         cluster_field: str | None = None,
+        sequence: Mapping[tuple[str, str], int] | None = None,
     ) -> None:
         self.criteria = list(criteria)
         self.registry = registry
@@ -228,7 +232,7 @@ class SuiteTally:
         self.failed_total = 0
         self.replicates: dict[int, _Rows] = {}
         self.pass_k_rows: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-        self.clustered = ClusterTally(cluster_field)
+        self.clustered = ClusterTally(cluster_field, sequence=sequence)
         self.stopped: Counter[str] = Counter()
 
     @property

@@ -124,7 +124,8 @@ class RunTally:
         """A new suite tally, clustering by the suite's recorded ``cluster_field``."""
         field = next((s.dataset.cluster_field for s in self.meta.selections
                       if s.task_id == suite_id), None)  # fmt: skip
-        return SuiteTally(criteria, self.registry, cluster_field=field)
+        return SuiteTally(criteria, self.registry, cluster_field=field,
+                          sequence=self.meta.sequence)  # fmt: skip
 
     def add(self, result: EvaluationResult, lines: SortedLines) -> None:
         """Count one row, and send its lines to ``lines``."""

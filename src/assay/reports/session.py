@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 from assay.orchestration.running.runfiles import iter_results
 from assay.orchestration.running.session import RunSession, SessionOutcome
-from assay.orchestration.running.stopping import planned_unless_stopped
+from assay.orchestration.running.stopping import planned_unless_stopped, stopped_sequence
 from assay.reports.writer import Reports, RunMeta, write_reports
 from assay.results.plan_record import read_sessions
 from assay.results.task_result import EvaluationResult
@@ -54,6 +54,7 @@ def session_meta(session: RunSession, outcome: SessionOutcome) -> RunMeta:
         session_times=sessions,
         sessions=len(sessions),
         planned=planned_unless_stopped(session.run_dir, record.planned),
+        sequence=stopped_sequence(session.run_dir),
         experiment_id=plan.experiment.experiment_id if plan.experiment else None,
         experiment_description=plan.experiment.description if plan.experiment else "",
         variant_ids=list(plan.variants),

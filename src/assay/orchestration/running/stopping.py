@@ -56,6 +56,9 @@ class Stopper:
     started_rows: set[tuple[str, str]] = field(default_factory=set)
     """The rows scheduled so far, in this session or an earlier one (a row interrupted
     half-way and scheduled again counts once)."""
+    sequence: list[tuple[str, str]] = field(default_factory=list)
+    """``(suite, row)`` of each row whose items have all finished, in the order the test
+    heard them (the gates of a stopped run read each variant's values in this order)."""
 
     @property
     def rows_scheduled(self) -> int:
@@ -125,6 +128,7 @@ class Stopper:
         self.seen[key].append(result)
         if len(self.seen[key]) < self.expected.get(key, 0):
             return
+        self.sequence.append(key)
         fractions = []
         for variant in self.variants:
             graded = [r for r in self.seen[key] if r.variant_id == variant
@@ -156,6 +160,7 @@ class Stopper:
             "items_planned": self.planned_items,
             "low": None if np.isnan(state.low) else state.low,
             "high": None if np.isnan(state.high) else state.high,
+            "sequence": [list(key) for key in self.sequence],
         }
 
 
@@ -195,6 +200,17 @@ def read_stopping(run_dir: Path) -> dict[str, Any] | None:
         return None
     data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     return data
+
+
+def stopped_sequence(run_dir: Path) -> dict[tuple[str, str], int] | None:
+    """``(suite, row)`` → its place in the order the stopping test heard the rows, for a run
+    that stopped when decided (its gates then use the confidence sequence of the values in
+    that order: :func:`assay.metrics.sequential.mean_confidence_sequence`); ``None`` for any
+    other run, or a ``stopping.json`` written before the order was recorded."""
+    found = read_stopping(run_dir)
+    if found is None or not found.get("stopped") or "sequence" not in found:
+        return None
+    return {(str(suite), str(row)): place for place, (suite, row) in enumerate(found["sequence"])}
 
 
 def planned_unless_stopped(run_dir: Path, planned: dict[str, int]) -> dict[str, int]:
