@@ -114,6 +114,23 @@ def test_kept_sandboxes_of_a_template_that_holds_the_run_folder(tmp_path: Path) 
     assert task_json(tmp_path, "here", "a")["final_status"] == "SUCCESS"
 
 
+def test_a_template_that_is_the_runs_folder_copies_no_run(tmp_path: Path) -> None:
+    # `--run-dir .`: the run folders sit in the template itself, beside its files
+    write(tmp_path / "hello.txt", "hi")
+    write(tmp_path / "here.yaml", HERE)
+    for _ in range(2):
+        done = assay("run", "--keep-sandboxes", "--run-dir", ".", "here.yaml", "-q",
+                     cwd=tmp_path)  # fmt: skip
+        assert done.returncode == 0, done.stdout + done.stderr
+        run = (tmp_path / "latest").resolve()
+        sandbox = run / "default/here/a/00/sandbox"
+        assert sorted(p.name for p in sandbox.iterdir()) == ["hello.txt", "here.yaml"]
+    assert (
+        len([p for p in tmp_path.iterdir() if not p.is_symlink() and (p / "plan.json").is_file()])
+        == 2
+    )
+
+
 def test_execute_exits_1_when_a_row_errored(tmp_path: Path) -> None:
     path = command_task(tmp_path, 'test "$ASSAY_ROW_ID" = a || exit 3; echo positive')
     done = assay("execute", str(path), "-q", cwd=tmp_path)

@@ -256,14 +256,16 @@ def _own(path: Path, bits: int, info: os.stat_result | None = None) -> None:
 
 def _identities(paths: Iterable[Path]) -> frozenset[tuple[int, int]]:
     """The device and inode of each of ``paths`` that exists (a folder or file is the same
-    one however the path to it is spelled: relative, through a symlink, ``..``)."""
+    one however the path to it is spelled: relative, through a symlink, ``..``); a path that
+    is itself a symlink adds the link's own as well (``latest``: the link is not copied)."""
     found = set()
     for path in paths:
-        try:
-            info = path.stat()
-        except OSError:
-            continue
-        found.add((info.st_dev, info.st_ino))
+        for look in (path.stat, path.lstat):
+            try:
+                info = look()
+            except OSError:
+                continue
+            found.add((info.st_dev, info.st_ino))
     return frozenset(found)
 
 
@@ -275,15 +277,15 @@ def _copy_over(
     Unlike ``shutil.copytree(dirs_exist_ok=True)``, a file never writes through a symlink an
     earlier source left, never lands inside a directory of the same name, and a symlink or a
     directory replaces a file: later sources win on every kind of conflict. Symlinks are
-    copied as symlinks. A folder or file in ``skipped`` (device and inode) is not copied.
+    copied as symlinks. A folder, file or link in ``skipped`` (device and inode) is not copied.
     """
     if target.is_symlink() or (target.exists() and not target.is_dir()):
         _delete(target)
     target.mkdir(parents=True, exist_ok=True)
     for entry in os.scandir(source):
         destination = target / entry.name
-        if skipped and not entry.is_symlink():
-            info = entry.stat(follow_symlinks=False)
+        if skipped:
+            info = entry.stat(follow_symlinks=False)  # a symlink: the link's own
             if (info.st_dev, info.st_ino) in skipped:
                 continue
         if entry.is_dir(follow_symlinks=False):

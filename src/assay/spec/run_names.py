@@ -9,6 +9,8 @@ A new file written at the top of a run folder is named here and added to :data:`
 
 from __future__ import annotations
 
+from pathlib import Path
+
 PLAN_FILE = "plan.json"
 """What the run set out to do (:mod:`assay.results.plan_record`)."""
 SESSIONS_FILE = "sessions.jsonl"
@@ -35,3 +37,21 @@ RUN_FILES = frozenset(
      EXPERIMENT_JSON, EXPERIMENT_MD, REPORT_FILE, LOCK_FILE, BUILT_DIR, LATEST}
 )  # fmt: skip
 """Every name above: what a variant id may not be."""
+
+
+def is_run_folder(folder: Path) -> bool:
+    """A run folder: it has ``plan.json`` or ``run.json``."""
+    return (folder / PLAN_FILE).is_file() or (folder / RUN_JSON).is_file()
+
+
+def runs_beside(run_dir: Path) -> list[Path]:
+    """The other run folders, and the ``latest`` link, in the folder that holds ``run_dir``
+    (``--run-dir``): a ``template_dir`` that holds that folder (``--run-dir .`` in the task's
+    folder) copies none of them into a row's sandbox; empty when it cannot be listed."""
+    try:
+        entries = list(run_dir.parent.iterdir())
+    except OSError:
+        return []
+    return [entry for entry in entries if entry != run_dir and (
+        entry.name == LATEST or (entry.is_dir() and not entry.is_symlink()
+                                 and is_run_folder(entry)))]  # fmt: skip

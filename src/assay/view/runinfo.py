@@ -30,6 +30,7 @@ from assay.results.plan_record import PLAN_FILE, SESSIONS_FILE, PlanRecord
 from assay.results.run import RUN_SCHEMA_VERSION, RunSummary, TaskSelection
 from assay.results.selection_file import SELECTION_FILE, listed_tasks
 from assay.results.suite import SUITE_SCHEMA_VERSION, SuiteRollup
+from assay.spec.run_names import is_run_folder
 from assay.view.reading import Problem, read_json_text, read_model, read_run_summary, validate
 
 LIVE_SECONDS = 600.0
@@ -107,7 +108,7 @@ class RunInfo:
 
 def is_run(folder: Path) -> bool:
     """A run folder: it has ``plan.json`` or ``run.json``."""
-    return (folder / PLAN_FILE).is_file() or (folder / "run.json").is_file()
+    return is_run_folder(folder)
 
 
 def read_run(key: str, path: Path, *, last_row_at: float | None = None) -> RunInfo:

@@ -76,6 +76,7 @@ from assay.sandbox.process import end_marked_processes, exit_text, tail
 from assay.sandbox.tempdir import Sandbox
 from assay.spec.agent_base import AgentSpec
 from assay.spec.criteria import CriterionSpec
+from assay.spec.run_names import runs_beside
 from assay.spec.task import TaskDefinition
 
 if TYPE_CHECKING:
@@ -243,6 +244,8 @@ class Runner:
         self.remote = remote
         self.base_env = dict(os.environ)
         self._stores: dict[str, Store] = {}
+        # what a template_dir never copies: private files, this run and the runs beside it
+        self.never_copied = (*self.containment.private, run_dir, *runs_beside(run_dir))
 
     async def execute(self, items: Iterable[WorkItem], on_done: OnDone) -> ExecutionResult:
         """Run every item, ``jobs`` at a time; stop cleanly when cancelled (Ctrl-C).
@@ -356,7 +359,7 @@ class Runner:
         try:
             sandbox = Sandbox.create(task.sandbox, base_dir=base_dir,
                                      at=None if moved else kept_at,
-                                     exclude=(*self.containment.private, self.run_dir))  # fmt: skip
+                                     exclude=self.never_copied)  # fmt: skip
         except SandboxError as exc:
             row.note(f"sandbox: {exc}")
             return self._finish(row, AgentOutcome(status="error", error=str(exc)), [], None)

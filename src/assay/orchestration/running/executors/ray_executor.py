@@ -52,6 +52,7 @@ from assay.orchestration.running.rundir import item_dir
 from assay.orchestration.running.runner import needs_bridge
 from assay.results.secrets import Redactor
 from assay.results.task_result import EvaluationResult
+from assay.spec.run_names import runs_beside
 
 BATCH_LIMIT = 50
 RESTARTS = 3
@@ -167,7 +168,12 @@ class _Driver:
             context.plan.redactor.add_pattern(BRIDGE_KEY_NAME, TOKEN_PATTERN)
         shipped = []
         if self.files == "ship":
-            shipped = [ray.put(b) for b in bundles(context.plan, exclude=[context.run_dir.parent])]
+            shipped = [
+                ray.put(b)
+                for b in bundles(
+                    context.plan, exclude=[context.run_dir, *runs_beside(context.run_dir)]
+                )
+            ]
         if context.limits.any:
             actor = ray.remote(num_cpus=0, max_concurrency=10_000)(Limiter)
             self.limiter = actor.remote(context.limits)
