@@ -334,11 +334,13 @@ def test_unwritable_junit_path_is_refused_before_any_row_runs(tmp_path: Path) ->
     [
         (["schema", "-o", "adir"], "--output adir is a folder; give a file name"),
         (["schema", "-o", "/proc/nope/x.json"],
-         "--output /proc/nope/x.json: its folder cannot be created: No such file or directory"),
+         "--output /proc/nope/x.json: its folder cannot be created: cannot write in /proc: No such "
+         "file or directory"),
         (["report", "RUN", "--junit-xml", "adir"],
          "--junit-xml adir is a folder; give a file name"),
         (["report", "RUN", "--junit-xml", "/proc/nope/x.xml"],
-         "--junit-xml /proc/nope/x.xml: its folder cannot be created: No such file or directory"),
+         "--junit-xml /proc/nope/x.xml: its folder cannot be created: cannot write in /proc: No "
+         "such file or directory"),
         (["evaluate", "RUN", "--junit-xml", "adir"],
          "--junit-xml adir is a folder; give a file name"),
         (["run", "t.yaml", "--junit-xml", "adir"],
@@ -364,3 +366,17 @@ def test_an_output_path_that_cannot_be_written_is_one_line_and_exit_2(
     done = assay(*[str(run) if a == "RUN" else a for a in args], cwd=tmp_path)
     assert (done.returncode, done.stderr) == (2, f"error: {error}\n")
     assert {p: p.stat().st_mtime_ns for p in run.rglob("*.json*")} == reports  # nothing rewritten
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["judge", "calibrate", "nojudge", "--dataset", "ds", "--label", "l", "-o", "out/cal"],
+        ["compare", "nothere", "nothere", "-o", "out/cmp"],
+        ["dataset", "export", "nods", "-o", "out/deeper/x.jsonl"],
+    ],
+)
+def test_a_command_that_fails_creates_no_output_folder(tmp_path: Path, args: list[str]) -> None:
+    done = assay(*args, cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert not (tmp_path / "out").exists(), done.stderr

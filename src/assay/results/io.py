@@ -100,18 +100,13 @@ def check_output_file(path: Path, option: str) -> None:
     """
     if path.is_dir():
         raise UsageError(f"{option} {path} is a folder; give a file name")
-    folder = path.parent
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UsageError(f"{option} {path}: its folder cannot be created: "
-                         f"{exc.strerror or exc}") from None  # fmt: skip
-    check_writable_folder(folder, f"{option} {path}")
+    _check_creatable(path.parent, f"{option} {path}: its folder")
 
 
 def check_output_folder(path: Path, option: str) -> None:
-    """Refuse an output folder that cannot be written, before anything is written: ``path``
-    a file, impossible to create (it is created when missing) or not writable.
+    """Refuse an output folder that cannot be written, before anything is written and
+    without creating it (the writer does, so a command that fails first leaves nothing):
+    ``path`` a file, impossible to create or not writable.
 
     Raises:
         UsageError: ``{option} {path} is a file, not a folder``, or why it cannot be created
@@ -119,11 +114,29 @@ def check_output_folder(path: Path, option: str) -> None:
     """
     if path.exists() and not path.is_dir():
         raise UsageError(f"{option} {path} is a file, not a folder")
+    _check_creatable(path, f"{option} {path}")
+
+
+def _check_creatable(folder: Path, what: str) -> None:
+    """``folder`` exists and is writable, or its nearest existing ancestor is a writable
+    folder (so ``mkdir -p`` would make it); nothing is created.
+
+    Raises:
+        UsageError: ``{what} cannot be created: A is a file``, or not writable.
+    """
+    existing = folder.absolute()
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise UsageError(f"{what} cannot be created: {existing} is a file, not a folder")
+    if existing == folder.absolute():
+        check_writable_folder(existing, what)
+        return
     try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UsageError(f"{option} {path} cannot be created: {exc.strerror or exc}") from None
-    check_writable_folder(path, f"{option} {path}")
+        check_writable_folder(existing, what)
+    except UsageError as exc:
+        why = exc.message.rsplit(": ", 1)[-1]
+        raise UsageError(f"{what} cannot be created: cannot write in {existing}: {why}") from None
 
 
 def check_writable_folder(folder: Path, what: str) -> None:
