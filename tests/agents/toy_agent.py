@@ -7,11 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import ClassVar, Literal
 
-from assay.agents import AgentContext, AgentOutcome
-from assay.agents.cli import CliLaunch, cli_environment, fresh_home, open_session, refused, run_cli
-from assay.agents.coding import CliAgent
+from assay.agents.cli import CliLaunch, EventParser, cli_environment
+from assay.agents.coding import CliAgent, CliRow
 from assay.errors import UserError
-from assay.sandbox.mounts import install_root
 from assay.spec.coding_agents import CodingAgent
 from tests.agents.toy_stream import ToyStreamParser
 
@@ -39,19 +37,13 @@ class ToyCliRunner(CliAgent[ToyCliAgent]):
             raise UserError(f"toy-cli is not at {path}", hint="set agent.cli_path")
         return path
 
-    async def run(self, context: AgentContext) -> AgentOutcome:
-        """One run of the CLI for the row."""
-        span = context.root_span.child("invoke_agent toy-cli")
-        parser = ToyStreamParser()
-        try:
-            cli = self.find(context.base_dir)
-        except UserError as exc:
-            return refused(span, parser.transcript, str(exc))
-        home = fresh_home("toy")
-        session, bridge_url = open_session(context, self.config)
-        env = cli_environment(context, self.config, home) | {
-            "TOY_BASE_URL": bridge_url, "TOY_API_KEY": session.token}  # fmt: skip
-        launch = CliLaunch([str(cli)], env, stdin=context.prompt or "", cleanup=[home],
-                           readable=[install_root(cli)], writable=[home])  # fmt: skip
-        return await run_cli(context, name="toy-cli", launch=launch, parser=parser,
-                             session=session, span=span)  # fmt: skip
+    def parser(self) -> EventParser:
+        """The toy CLI's stream parser."""
+        return ToyStreamParser()
+
+    def launch(self, row: CliRow) -> CliLaunch:
+        """The bridge's URL and the row's credential in the environment, the prompt on
+        standard input."""
+        env = cli_environment(row.context, self.config, row.home) | {
+            "TOY_BASE_URL": row.bridge_url, "TOY_API_KEY": row.token}  # fmt: skip
+        return CliLaunch([str(row.cli)], env, stdin=row.context.prompt or "")

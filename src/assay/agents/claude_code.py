@@ -24,25 +24,16 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from assay.agents.base import AgentContext, AgentOutcome, PreflightCheck, ToolServer
+from assay.agents.base import AgentContext, PreflightCheck, ToolServer
 from assay.agents.claude_stream import ClaudeStreamParser
-from assay.agents.cli import (
-    CliLaunch,
-    cli_environment,
-    dialog_home,
-    find_cli,
-    open_session,
-    refused,
-    run_cli,
-)
-from assay.agents.coding import CliAgent, OwnCredentials
+from assay.agents.cli import CliLaunch, EventParser, cli_environment, find_cli
+from assay.agents.coding import CliAgent, CliRow, OwnCredentials
 from assay.agents.coding_models import (
     plugin_dirs,
     read_system_prompt,
     skills_offered,
 )
 from assay.errors import UserError
-from assay.sandbox.mounts import install_root
 from assay.spec.coding_agents import ClaudeCodeAgent
 
 QUIET = {
@@ -75,6 +66,8 @@ class ClaudeCodeRunner(CliAgent[ClaudeCodeAgent]):
 
     type_name = "claude-code"
     config_model = ClaudeCodeAgent
+    executable = "claude"  # found by find_claude (the bundled CLI when none is configured)
+    keeps_home = True  # a later turn of a dialog resumes the session kept in its home
     own_credentials = OwnCredentials(
         ("ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"), ".claude/.credentials.json",
         "export ANTHROPIC_API_KEY, or log in with `claude login`",
@@ -89,34 +82,35 @@ class ClaudeCodeRunner(CliAgent[ClaudeCodeAgent]):
         return [PreflightCheck(("agent", "claude_settings"),
                                lambda: settings_flags(self.config, base_dir))]  # fmt: skip
 
-    async def run(self, context: AgentContext) -> AgentOutcome:
-        """Run the CLI once for the row; see the module docstring."""
-        span = context.root_span.child("invoke_agent claude-code")
-        parser = ClaudeStreamParser()
-        config = self.config
-        try:
-            cli = find_claude(config, context.base_dir)
-            argv = claude_argv(config, cli, context)
-            plugins = plugin_dirs(config, context.base_dir)
-        except UserError as exc:
-            return refused(span, parser.transcript, str(exc))
+    def parser(self) -> EventParser:
+        """:class:`~assay.agents.claude_stream.ClaudeStreamParser`."""
+        return ClaudeStreamParser()
+
+    def prepare(
+        self, context: AgentContext, cli: Path, parser: EventParser
+    ) -> tuple[list[str], list[Path]]:
+        """The command line and the plugin folders (refused: a system prompt file, settings
+        file or plugin folder it cannot read); the transcript names the skills offered."""
+        argv = claude_argv(self.config, cli, context)
+        plugins = plugin_dirs(self.config, context.base_dir)
         parser.transcript.skills_offered = skills_offered(plugins)
-        home, kept = dialog_home(context, "claude")
-        env = cli_environment(context, config, home) | QUIET
-        session = None
-        if config.route == "bridge":
-            session, bridge_url = open_session(context, config)
-            env |= {"ANTHROPIC_BASE_URL": bridge_url, "ANTHROPIC_API_KEY": session.token,
+        return argv, plugins
+
+    def launch(self, row: CliRow) -> CliLaunch:
+        """The bridge's Anthropic wire in the environment on ``route: bridge``, the user's
+        own credentials on ``route: direct``, the prompt on standard input."""
+        argv, plugins = row.prepared
+        config = self.config
+        env = cli_environment(row.context, config, row.home) | QUIET
+        if row.session is not None:
+            env |= {"ANTHROPIC_BASE_URL": row.bridge_url, "ANTHROPIC_API_KEY": row.token,
                     "CLAUDE_CODE_MAX_RETRIES": "0"}  # fmt: skip
         else:
-            env |= _direct_credentials(dict(os.environ), home)  # the user's own, on purpose
+            env |= _direct_credentials(dict(os.environ), row.home)  # the user's own, on purpose
         if config.permission_mode == "bypassPermissions":
             env["IS_SANDBOX"] = "1"  # the CLI refuses the mode as root otherwise
-        launch = CliLaunch(argv, env, stdin=context.prompt or "", cleanup=[] if kept else [home],
-                           readable=[install_root(cli), *plugins, *_settings_files(config,
-                           context.base_dir)], writable=[home])  # fmt: skip
-        return await run_cli(context, name="claude-code", launch=launch, parser=parser,
-                             session=session, span=span)  # fmt: skip
+        readable = [*plugins, *_settings_files(config, row.context.base_dir)]
+        return CliLaunch(argv, env, stdin=row.context.prompt or "", readable=readable)
 
 
 def claude_argv(config: ClaudeCodeAgent, cli: Path, context: AgentContext) -> list[str]:
@@ -162,11 +156,7 @@ def mcp_flags(servers: Mapping[str, ToolServer]) -> list[str]:
 def cli_model(config: ClaudeCodeAgent) -> str | None:
     """The name given to ``--model``: ``cli_model``, else an ``anthropic/`` model's own name
     (other models leave the CLI's default: the bridge answers with the task's model)."""
-    if config.cli_model:
-        return config.cli_model
-    if config.model and config.model.startswith("anthropic/"):
-        return config.model.partition("/")[2]
-    return None
+    return config.cli_model_name()
 
 
 def _system_prompt(config: ClaudeCodeAgent, base_dir: Path) -> list[str]:

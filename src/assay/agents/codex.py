@@ -16,29 +16,19 @@ for the whole dialog and each turn after the first runs ``codex exec resume SESS
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from assay.agents.base import AgentContext, AgentOutcome, ToolServer
-from assay.agents.cli import (
-    CliLaunch,
-    cli_environment,
-    dialog_home,
-    open_session,
-    refused,
-    run_cli,
-)
+from assay.agents.base import AgentContext, ToolServer
+from assay.agents.cli import CliLaunch, EventParser, cli_environment
 from assay.agents.codex_stream import CodexStreamParser
-from assay.agents.coding import CliAgent
+from assay.agents.coding import CliAgent, CliRow
 from assay.agents.coding_models import (
     plugin_dirs,
     plugin_skills,
     read_system_prompt,
 )
-from assay.errors import UserError
-from assay.sandbox.mounts import install_root
 from assay.spec.coding_agents import CodexAgent
 
 DEFAULT_CLI_MODEL = "gpt-5.5"
@@ -53,45 +43,34 @@ class CodexRunner(CliAgent[CodexAgent]):
     config_model = CodexAgent
     executable = "codex"
 
-    async def run(self, context: AgentContext) -> AgentOutcome:
-        """Run the CLI once for the row; see the module docstring."""
-        span = context.root_span.child("invoke_agent codex")
-        parser = CodexStreamParser()
-        config = self.config
-        home, kept = dialog_home(context, "codex")
-        codex_home = home / ".codex"
-        try:
-            cli = self.find(context.base_dir)
-            plugins = plugin_dirs(config, context.base_dir)
-            instructions = read_system_prompt(config, context.base_dir)
-        except UserError as exc:
-            if not kept:
-                shutil.rmtree(home, ignore_errors=True)
-            return refused(span, parser.transcript, str(exc))
-        env = cli_environment(context, config, home) | {"CODEX_HOME": str(codex_home)}
-        settings: dict[str, Any] = {"model": cli_model(config)}
-        try:  # always the bridge: the config refuses route: direct
-            session, bridge_url = open_session(context, config)
-        except UserError as exc:
-            if not kept:
-                shutil.rmtree(home, ignore_errors=True)
-            return refused(span, parser.transcript, str(exc))
-        env[KEY_VARIABLE] = session.token
-        settings["model_provider"] = "assay"
-        settings["provider_url"] = bridge_url + "/v1"
+    keeps_home = True  # a later turn of a dialog resumes the session kept in CODEX_HOME
+
+    def parser(self) -> EventParser:
+        """:class:`~assay.agents.codex_stream.CodexStreamParser`."""
+        return CodexStreamParser()
+
+    def prepare(
+        self, context: AgentContext, cli: Path, parser: EventParser
+    ) -> tuple[list[Path], str | None]:
+        """The plugin folders and the system prompt's text (refused: one it cannot read)."""
+        return (plugin_dirs(self.config, context.base_dir),
+                read_system_prompt(self.config, context.base_dir))  # fmt: skip
+
+    def launch(self, row: CliRow) -> CliLaunch:
+        """``CODEX_HOME`` in the home folder with its ``config.toml`` (the provider ``assay``
+        at the bridge; the config refuses ``route: direct``) and the plugins' skills, the
+        prompt on standard input."""
+        plugins, instructions = row.prepared
+        codex_home = row.home / ".codex"
+        env = cli_environment(row.context, self.config, row.home) | {
+            "CODEX_HOME": str(codex_home), KEY_VARIABLE: row.token}  # fmt: skip
+        settings: dict[str, Any] = {"model": cli_model(self.config), "model_provider": "assay",
+                                    "provider_url": row.bridge_url + "/v1"}  # fmt: skip
         write_config(codex_home, settings=settings, instructions=instructions,
-                     servers=context.tool_servers)  # fmt: skip
-        parser.transcript.skills_offered = _stage_skills(plugins, codex_home)
-        launch = CliLaunch(
-            codex_argv(cli, context),
-            env,
-            stdin=context.prompt or "",
-            cleanup=[] if kept else [home],
-            readable=[install_root(cli), *plugins],
-            writable=[home],
-        )
-        return await run_cli(context, name="codex", launch=launch, parser=parser,
-                             session=session, span=span)  # fmt: skip
+                     servers=row.context.tool_servers)  # fmt: skip
+        row.parser.transcript.skills_offered = _stage_skills(plugins, codex_home)
+        return CliLaunch(codex_argv(row.cli, row.context), env, stdin=row.context.prompt or "",
+                         readable=plugins)  # fmt: skip
 
 
 def codex_argv(cli: Path, context: AgentContext) -> list[str]:
@@ -110,11 +89,7 @@ def codex_argv(cli: Path, context: AgentContext) -> list[str]:
 def cli_model(config: CodexAgent) -> str:
     """The name given to Codex: ``cli_model``, else an ``openai/`` model's own name, else a
     model Codex knows (the bridge answers with the task's model whatever the name)."""
-    if config.cli_model:
-        return config.cli_model
-    if config.model and config.model.startswith("openai/"):
-        return config.model.partition("/")[2]
-    return DEFAULT_CLI_MODEL
+    return config.cli_model_name() or DEFAULT_CLI_MODEL
 
 
 def write_config(

@@ -4,7 +4,9 @@ preflight, and what its sandbox must give it.
 A CLI agent type (``claude-code``, ``codex``, or one a package adds) subclasses
 :class:`CliAgent` with its config model (a :class:`~assay.spec.coding_agents.CodingAgent`),
 how its program is found (:meth:`CliAgent.find`), where its own login lives
-(:attr:`CliAgent.own_credentials`), and :meth:`~assay.agents.base.Agent.run`. ``assay plan``
+(:attr:`CliAgent.own_credentials`), its event stream's parser (:meth:`CliAgent.parser`) and
+how one row starts it (:meth:`CliAgent.launch`, after :meth:`CliAgent.prepare`); the run
+itself, one template for every CLI, is :meth:`CliAgent.run`. ``assay plan``
 and ``assay run`` then refuse, with the task file's line, what would otherwise fail in every
 row: a CLI that is not installed, a model that cannot start (no key, no mock script), a
 plugin folder or system prompt file that does not exist, and limits the chosen route cannot
@@ -13,14 +15,26 @@ enforce.
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar
 
-from assay.agents.base import Agent, PreflightCheck, PreflightSetup
-from assay.agents.cli import find_cli
+from assay.agents.base import Agent, AgentContext, AgentOutcome, PreflightCheck, PreflightSetup
+from assay.agents.cli import (
+    CliLaunch,
+    EventParser,
+    dialog_home,
+    find_cli,
+    fresh_home,
+    open_session,
+    refused,
+    run_cli,
+)
 from assay.agents.coding_models import bridge_key, plugin_dirs, read_system_prompt
+from assay.bridge import BridgeSession
 from assay.errors import UserError
 from assay.providers.pool import ModelKey
 from assay.sandbox.mounts import install_root
@@ -40,8 +54,41 @@ class OwnCredentials:
     fix: str
 
 
+@dataclass(frozen=True)
+class CliRow:
+    """What :meth:`CliAgent.launch` builds one row's start from.
+
+    Attributes:
+        context: the row.
+        cli: the CLI's executable (:meth:`CliAgent.find`).
+        home: the CLI's home folder for this row (kept for every turn of a dialog when the
+            agent :attr:`~CliAgent.keeps_home`), removed after the run otherwise.
+        session: the row's bridge session (``None`` on ``route: direct``).
+        bridge_url: the bridge's base URL (``""`` on ``route: direct``).
+        prepared: what :meth:`CliAgent.prepare` returned.
+        parser: the row's event parser (its transcript may be given facts before the run).
+    """
+
+    context: AgentContext
+    cli: Path
+    home: Path
+    session: BridgeSession | None
+    bridge_url: str
+    prepared: Any
+    parser: EventParser
+
+    @property
+    def token(self) -> str:
+        """The bridge session's credential (``""`` on ``route: direct``)."""
+        return self.session.token if self.session is not None else ""
+
+
 class CliAgent(Agent[Config]):
     """A coding agent's CLI, run in the row's sandbox (see the module docstring)."""
+
+    keeps_home: ClassVar[bool] = False
+    """Capability (dialog): the CLI resumes its session in a later turn of a dialog, so its
+    home folder, where the session lives, is kept for the dialog's every turn."""
 
     own_credentials: ClassVar[OwnCredentials | None] = None
     """Capability (credentials): what ``route: direct`` needs (``None``: not checked)."""
@@ -68,6 +115,66 @@ class CliAgent(Agent[Config]):
     def program(self, base_dir: Path) -> Path:
         """:meth:`find`."""
         return self.find(base_dir)
+
+    def parser(self) -> EventParser:
+        """A new parser of the CLI's event stream, for one row."""
+        raise NotImplementedError(f"{type(self).__name__} does not define parser()")
+
+    def prepare(self, context: AgentContext, cli: Path, parser: EventParser) -> Any:
+        """What the row's launch needs that can be refused before anything is made (a
+        system prompt file, plugin folders); given to :meth:`launch` as ``row.prepared``.
+
+        Raises:
+            UserError: the row is refused with this message (nothing was started).
+        """
+        return None
+
+    def launch(self, row: CliRow) -> CliLaunch:
+        """How to start the CLI for ``row``: argv, environment, standard input, and the
+        folders it reads and writes besides the CLI's installation and its home (which
+        :meth:`run` adds, with the home's removal).
+
+        Raises:
+            UserError: the row is refused with this message (the session is closed).
+        """
+        raise NotImplementedError(f"{type(self).__name__} does not define launch()")
+
+    async def run(self, context: AgentContext) -> AgentOutcome:
+        """Run the CLI once for the row: find it and :meth:`prepare` (a refusal ends the row
+        in error with its reason), make its home folder, open the row's bridge session on
+        ``route: bridge``, :meth:`launch`, then run and read it
+        (:func:`assay.agents.cli.run_cli`)."""
+        span = context.root_span.child(f"invoke_agent {self.type_name}")
+        parser = self.parser()
+        try:
+            cli = self.find(context.base_dir)
+            prepared = self.prepare(context, cli, parser)
+        except UserError as exc:
+            return refused(span, parser.transcript, str(exc))
+        name = self.executable or self.type_name
+        home, kept = dialog_home(context, name) if self.keeps_home else (fresh_home(name), False)
+        session: BridgeSession | None = None
+        try:
+            url = ""
+            if self.config.uses_bridge:
+                session, url = open_session(context, self.config)
+            launch = self.launch(CliRow(context, cli, home, session, url, prepared, parser))
+        except BaseException as exc:
+            if session is not None and context.bridge is not None:
+                context.bridge.close(session)
+            if not kept:
+                shutil.rmtree(home, ignore_errors=True)
+            if isinstance(exc, UserError):
+                return refused(span, parser.transcript, str(exc))
+            raise
+        launch = dataclasses.replace(
+            launch,
+            cleanup=[*launch.cleanup, *([] if kept else [home])],
+            readable=[install_root(cli), *launch.readable],
+            writable=[home, *launch.writable],
+        )
+        return await run_cli(context, name=self.type_name, launch=launch, parser=parser,
+                             session=session, span=span)  # fmt: skip
 
     def model_keys(self, base_dir: Path) -> list[ModelKey]:
         """The bridge's model on ``route: bridge``; none on ``route: direct``."""

@@ -12,21 +12,10 @@ answers with the task's model whatever model name the CLI sends. The stream is r
 from __future__ import annotations
 
 import json
-import shutil
 
-from assay.agents.base import AgentContext, AgentOutcome
-from assay.agents.cli import (
-    CliLaunch,
-    cli_environment,
-    fresh_home,
-    open_session,
-    refused,
-    run_cli,
-)
-from assay.agents.coding import CliAgent
+from assay.agents.cli import CliLaunch, EventParser, cli_environment
+from assay.agents.coding import CliAgent, CliRow
 from assay.agents.gemini_stream import GeminiStreamParser
-from assay.errors import UserError
-from assay.sandbox.mounts import install_root
 from assay.spec.coding_agents import GeminiAgent
 
 DEFAULT_CLI_MODEL = "gemini-2.5-pro"
@@ -46,37 +35,26 @@ class GeminiRunner(CliAgent[GeminiAgent]):
     config_model = GeminiAgent
     executable = "gemini"
 
-    async def run(self, context: AgentContext) -> AgentOutcome:
-        """Run the CLI once for the row; see the module docstring."""
-        span = context.root_span.child("invoke_agent gemini")
-        parser = GeminiStreamParser()
-        config = self.config
-        home = fresh_home("gemini")
-        try:
-            cli = self.find(context.base_dir)
-        except UserError as exc:
-            shutil.rmtree(home, ignore_errors=True)
-            return refused(span, parser.transcript, str(exc))
-        (home / ".gemini").mkdir()
-        (home / ".gemini" / "settings.json").write_text(json.dumps(SETTINGS), encoding="utf-8")
-        session, bridge_url = open_session(context, config)
-        env = cli_environment(context, config, home) | {
-            "GEMINI_API_KEY": session.token, "GOOGLE_GEMINI_BASE_URL": bridge_url,
+    def parser(self) -> EventParser:
+        """:class:`~assay.agents.gemini_stream.GeminiStreamParser`."""
+        return GeminiStreamParser()
+
+    def launch(self, row: CliRow) -> CliLaunch:
+        """The settings file in the home folder, the bridge's Gemini wire in the
+        environment, the prompt as ``-p``."""
+        (row.home / ".gemini").mkdir()
+        (row.home / ".gemini" / "settings.json").write_text(json.dumps(SETTINGS),
+                                                            encoding="utf-8")  # fmt: skip
+        env = cli_environment(row.context, self.config, row.home) | {
+            "GEMINI_API_KEY": row.token, "GOOGLE_GEMINI_BASE_URL": row.bridge_url,
             "GEMINI_CLI_NO_RELAUNCH": "true",
         }  # fmt: skip
-        argv = [str(cli), "-p", context.prompt or "", "--output-format", "stream-json",
-                "--yolo", "-m", cli_model(config)]  # fmt: skip
-        launch = CliLaunch(argv, env, cleanup=[home], readable=[install_root(cli)],
-                           writable=[home])  # fmt: skip
-        return await run_cli(context, name="gemini", launch=launch, parser=parser,
-                             session=session, span=span)  # fmt: skip
+        argv = [str(row.cli), "-p", row.context.prompt or "", "--output-format", "stream-json",
+                "--yolo", "-m", cli_model(self.config)]  # fmt: skip
+        return CliLaunch(argv, env)
 
 
 def cli_model(config: GeminiAgent) -> str:
     """The name given to the CLI: ``cli_model``, else a ``google/`` model's own name, else a
     model the CLI knows (the bridge answers with the task's model whatever the name)."""
-    if config.cli_model:
-        return config.cli_model
-    if config.model and config.model.startswith("google/"):
-        return config.model.partition("/")[2]
-    return DEFAULT_CLI_MODEL
+    return config.cli_model_name() or DEFAULT_CLI_MODEL

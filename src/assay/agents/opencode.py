@@ -18,21 +18,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from assay.agents.base import AgentContext, AgentOutcome
-from assay.agents.cli import (
-    BRIDGE_KEY_NAME,
-    CliLaunch,
-    cli_environment,
-    fresh_home,
-    open_session,
-    refused,
-    run_cli,
-)
-from assay.agents.coding import CliAgent
+from assay.agents.base import AgentContext
+from assay.agents.cli import BRIDGE_KEY_NAME, CliLaunch, EventParser, cli_environment
+from assay.agents.coding import CliAgent, CliRow
 from assay.agents.coding_models import read_system_prompt
 from assay.agents.opencode_stream import OpenCodeStreamParser
-from assay.errors import UserError
-from assay.sandbox.mounts import install_root
 from assay.spec.coding_agents import OpenCodeAgent, opencode_denials
 
 DEFAULT_CLI_MODEL = "default"
@@ -53,31 +43,27 @@ class OpenCodeRunner(CliAgent[OpenCodeAgent]):
     config_model = OpenCodeAgent
     executable = "opencode"
 
-    async def run(self, context: AgentContext) -> AgentOutcome:
-        """Run the CLI once for the row; see the module docstring."""
-        span = context.root_span.child("invoke_agent opencode")
-        parser = OpenCodeStreamParser()
-        config = self.config
-        try:
-            cli = self.find(context.base_dir)
-            instructions = read_system_prompt(config, context.base_dir)
-        except UserError as exc:
-            return refused(span, parser.transcript, str(exc))
-        home = fresh_home("opencode")
+    def parser(self) -> EventParser:
+        """:class:`~assay.agents.opencode_stream.OpenCodeStreamParser`."""
+        return OpenCodeStreamParser()
+
+    def prepare(self, context: AgentContext, cli: Path, parser: EventParser) -> str | None:
+        """The system prompt's text (refused: a file it cannot read)."""
+        return read_system_prompt(self.config, context.base_dir)
+
+    def launch(self, row: CliRow) -> CliLaunch:
+        """The system prompt as an instructions file in the home folder, the whole
+        configuration in ``OPENCODE_CONFIG_CONTENT``, the prompt on standard input."""
         files = []
-        if instructions is not None:
-            files.append(home / "assay-instructions.md")
-            files[0].write_text(instructions, encoding="utf-8")
-        session, bridge_url = open_session(context, config)
-        settings = opencode_config(config, bridge_url=bridge_url, instructions=files)
-        env = cli_environment(context, config, home) | QUIET | {
-            "OPENCODE_CONFIG_CONTENT": json.dumps(settings), BRIDGE_KEY_NAME: session.token,
+        if row.prepared is not None:
+            files.append(row.home / "assay-instructions.md")
+            files[0].write_text(row.prepared, encoding="utf-8")
+        settings = opencode_config(self.config, bridge_url=row.bridge_url, instructions=files)
+        env = cli_environment(row.context, self.config, row.home) | QUIET | {
+            "OPENCODE_CONFIG_CONTENT": json.dumps(settings), BRIDGE_KEY_NAME: row.token,
         }  # fmt: skip
-        argv = [str(cli), "run", "--format", "json", "-m", f"assay/{cli_model(config)}"]
-        launch = CliLaunch(argv, env, stdin=context.prompt or "", cleanup=[home],
-                           readable=[install_root(cli)], writable=[home])  # fmt: skip
-        return await run_cli(context, name="opencode", launch=launch, parser=parser,
-                             session=session, span=span)  # fmt: skip
+        argv = [str(row.cli), "run", "--format", "json", "-m", f"assay/{cli_model(self.config)}"]
+        return CliLaunch(argv, env, stdin=row.context.prompt or "")
 
 
 def opencode_config(config: OpenCodeAgent, *, bridge_url: str,
@@ -101,8 +87,4 @@ def opencode_config(config: OpenCodeAgent, *, bridge_url: str,
 def cli_model(config: OpenCodeAgent) -> str:
     """The name given to the CLI: ``cli_model``, else an ``openai/`` model's own name, else
     ``default`` (the bridge answers with the task's model whatever the name)."""
-    if config.cli_model:
-        return config.cli_model
-    if config.model and config.model.startswith("openai/"):
-        return config.model.partition("/")[2]
-    return DEFAULT_CLI_MODEL
+    return config.cli_model_name() or DEFAULT_CLI_MODEL

@@ -17,17 +17,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from assay.agents.base import AgentContext, AgentOutcome
-from assay.agents.cli import (
-    BRIDGE_KEY_NAME,
-    CliLaunch,
-    cli_environment,
-    fresh_home,
-    open_session,
-    refused,
-    run_cli,
-)
-from assay.agents.coding import CliAgent
+from assay.agents.base import AgentContext
+from assay.agents.cli import BRIDGE_KEY_NAME, CliLaunch, EventParser, cli_environment
+from assay.agents.coding import CliAgent, CliRow
 from assay.agents.coding_models import (
     plugin_dirs,
     plugin_skills,
@@ -35,8 +27,6 @@ from assay.agents.coding_models import (
     skills_offered,
 )
 from assay.agents.pi_stream import PiStreamParser
-from assay.errors import UserError
-from assay.sandbox.mounts import install_root
 from assay.spec.coding_agents import PiAgent, pi_tools
 
 DEFAULT_CLI_MODEL = "default"
@@ -51,30 +41,31 @@ class PiRunner(CliAgent[PiAgent]):
     config_model = PiAgent
     executable = "pi"
 
-    async def run(self, context: AgentContext) -> AgentOutcome:
-        """Run the CLI once for the row; see the module docstring."""
-        span = context.root_span.child("invoke_agent pi")
-        parser = PiStreamParser()
-        config = self.config
-        try:
-            cli = self.find(context.base_dir)
-            plugins = plugin_dirs(config, context.base_dir)
-            argv = pi_argv(config, cli, context, plugins)
-        except UserError as exc:
-            return refused(span, parser.transcript, str(exc))
+    def parser(self) -> EventParser:
+        """:class:`~assay.agents.pi_stream.PiStreamParser`."""
+        return PiStreamParser()
+
+    def prepare(
+        self, context: AgentContext, cli: Path, parser: EventParser
+    ) -> tuple[list[str], list[Path]]:
+        """The command line and the plugin folders (refused: a plugin folder or system
+        prompt file it cannot read); the transcript names the skills offered."""
+        plugins = plugin_dirs(self.config, context.base_dir)
+        argv = pi_argv(self.config, cli, context, plugins)
         parser.transcript.skills_offered = skills_offered(plugins)
-        home = fresh_home("pi")
-        session, bridge_url = open_session(context, config)
-        (home / ".pi" / "agent").mkdir(parents=True)
-        (home / ".pi" / "agent" / "models.json").write_text(
-            json.dumps(models_file(config, bridge_url=bridge_url)), encoding="utf-8"
+        return argv, plugins
+
+    def launch(self, row: CliRow) -> CliLaunch:
+        """``models.json`` (the provider ``assay`` at the bridge) in the home folder, the
+        prompt on standard input."""
+        argv, plugins = row.prepared
+        (row.home / ".pi" / "agent").mkdir(parents=True)
+        (row.home / ".pi" / "agent" / "models.json").write_text(
+            json.dumps(models_file(self.config, bridge_url=row.bridge_url)), encoding="utf-8"
         )
-        env = cli_environment(context, config, home) | QUIET | {BRIDGE_KEY_NAME: session.token}
-        launch = CliLaunch(argv, env, stdin=context.prompt or "", cleanup=[home],
-                           readable=[install_root(cli), *plugins],
-                           writable=[home])  # fmt: skip
-        return await run_cli(context, name="pi", launch=launch, parser=parser,
-                             session=session, span=span)  # fmt: skip
+        env = cli_environment(row.context, self.config, row.home) | QUIET | {
+            BRIDGE_KEY_NAME: row.token}  # fmt: skip
+        return CliLaunch(argv, env, stdin=row.context.prompt or "", readable=plugins)
 
 
 def pi_argv(config: PiAgent, cli: Path, context: AgentContext, plugins: list[Path]) -> list[str]:
@@ -111,8 +102,4 @@ def models_file(config: PiAgent, *, bridge_url: str) -> dict[str, Any]:
 def cli_model(config: PiAgent) -> str:
     """The name given to the CLI: ``cli_model``, else an ``openai/`` model's own name, else
     ``default`` (the bridge answers with the task's model whatever the name)."""
-    if config.cli_model:
-        return config.cli_model
-    if config.model and config.model.startswith("openai/"):
-        return config.model.partition("/")[2]
-    return DEFAULT_CLI_MODEL
+    return config.cli_model_name() or DEFAULT_CLI_MODEL

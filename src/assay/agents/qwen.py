@@ -16,20 +16,11 @@ import json
 import re
 from pathlib import Path
 
-from assay.agents.base import AgentContext, AgentOutcome
+from assay.agents.base import AgentContext
 from assay.agents.claude_stream import ClaudeStreamParser
-from assay.agents.cli import (
-    CliLaunch,
-    cli_environment,
-    fresh_home,
-    open_session,
-    refused,
-    run_cli,
-)
-from assay.agents.coding import CliAgent
+from assay.agents.cli import CliLaunch, EventParser, cli_environment
+from assay.agents.coding import CliAgent, CliRow
 from assay.agents.coding_models import read_system_prompt
-from assay.errors import UserError
-from assay.sandbox.mounts import install_root
 from assay.spec.coding_agents import APPROVAL_MODES, QwenCodeAgent
 
 DEFAULT_CLI_MODEL = "qwen3-coder-plus"
@@ -60,28 +51,25 @@ class QwenCodeRunner(CliAgent[QwenCodeAgent]):
     config_model = QwenCodeAgent
     executable = "qwen"
 
-    async def run(self, context: AgentContext) -> AgentOutcome:
-        """Run the CLI once for the row; see the module docstring."""
-        span = context.root_span.child("invoke_agent qwen-code")
-        parser = qwen_parser()
-        config = self.config
-        try:
-            cli = self.find(context.base_dir)
-            argv = qwen_argv(config, cli, context)
-        except UserError as exc:
-            return refused(span, parser.transcript, str(exc))
-        home = fresh_home("qwen")
-        (home / ".qwen").mkdir()
-        (home / ".qwen" / "settings.json").write_text(json.dumps(SETTINGS), encoding="utf-8")
-        session, bridge_url = open_session(context, config)
-        env = cli_environment(context, config, home) | {
-            "OPENAI_API_KEY": session.token, "OPENAI_BASE_URL": bridge_url + "/v1",
-            "OPENAI_MODEL": cli_model(config), "QWEN_CODE_SUPPRESS_YOLO_WARNING": "1",
+    def parser(self) -> EventParser:
+        """:func:`qwen_parser`."""
+        return qwen_parser()
+
+    def prepare(self, context: AgentContext, cli: Path, parser: EventParser) -> list[str]:
+        """The command line (:func:`qwen_argv`; refused: a system prompt file it cannot
+        read)."""
+        return qwen_argv(self.config, cli, context)
+
+    def launch(self, row: CliRow) -> CliLaunch:
+        """The settings file in the home folder, the bridge's OpenAI wire in the
+        environment, the prompt on standard input."""
+        (row.home / ".qwen").mkdir()
+        (row.home / ".qwen" / "settings.json").write_text(json.dumps(SETTINGS), encoding="utf-8")
+        env = cli_environment(row.context, self.config, row.home) | {
+            "OPENAI_API_KEY": row.token, "OPENAI_BASE_URL": row.bridge_url + "/v1",
+            "OPENAI_MODEL": cli_model(self.config), "QWEN_CODE_SUPPRESS_YOLO_WARNING": "1",
         }  # fmt: skip
-        launch = CliLaunch(argv, env, stdin=context.prompt or "", cleanup=[home],
-                           readable=[install_root(cli)], writable=[home])  # fmt: skip
-        return await run_cli(context, name="qwen-code", launch=launch, parser=parser,
-                             session=session, span=span)  # fmt: skip
+        return CliLaunch(row.prepared, env, stdin=row.context.prompt or "")
 
 
 def qwen_argv(config: QwenCodeAgent, cli: Path, context: AgentContext) -> list[str]:
@@ -108,8 +96,4 @@ def qwen_argv(config: QwenCodeAgent, cli: Path, context: AgentContext) -> list[s
 def cli_model(config: QwenCodeAgent) -> str:
     """The name given to the CLI: ``cli_model``, else an ``openai/`` model's own name, else
     a model the CLI knows (the bridge answers with the task's model whatever the name)."""
-    if config.cli_model:
-        return config.cli_model
-    if config.model and config.model.startswith("openai/"):
-        return config.model.partition("/")[2]
-    return DEFAULT_CLI_MODEL
+    return config.cli_model_name() or DEFAULT_CLI_MODEL

@@ -171,6 +171,18 @@ class CodingAgent(AgentSpec):
         """``route: bridge``."""
         return self.route == "bridge"
 
+    def cli_model_name(self) -> str | None:
+        """The model name to give the CLI: ``cli_model``, else the task's model's own name
+        when it is one of the CLI's :attr:`native_provider` (``openai/gpt-x`` → ``gpt-x``),
+        else ``None`` (the CLI's default; on the bridge any name is answered by the task's
+        model)."""
+        if self.cli_model:
+            return self.cli_model
+        prefix = self.native_provider + "/"
+        if self.native_provider and self.model and self.model.startswith(prefix):
+            return self.model.removeprefix(prefix)
+        return None
+
     @property
     def credential_variables(self) -> frozenset[str]:
         """``api_key_env``, when set."""
