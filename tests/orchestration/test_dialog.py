@@ -489,3 +489,84 @@ def test_without_initial_prompt_only_dialog_mode_loads(tmp_path: Path) -> None:
         load_task(write(tmp_path / "t.yaml", text))
     assert "Either 'initial_prompt' or 'initial_prompt_file' must be set" in error.value.message
     load_task(write(tmp_path / "t.yaml", text.replace("enabled: false", "enabled: true")))
+
+
+# The tool-using agent: its second turn is matched only when its request holds the first
+# turn's tool call (``echo one``) and result, so the loop's own messages were continued.
+TOOL_AGENT = """\
+replies:
+  - match: "(?s)echo one.*wrote f.txt.*now append"
+    search: request
+    steps:
+      - {tool: run_command, input: {command: "echo two >> f.txt"}}
+      - {tool: submit_answer, input: {answer: "appended two"}}
+  - match: "make a file"
+    steps:
+      - {tool: run_command, input: {command: "echo one > f.txt"}}
+      - {tool: submit_answer, input: {answer: "wrote f.txt"}}
+default: "I lost the thread."
+"""
+
+
+def _call(name: str, **arguments: str) -> str:
+    """A text-protocol tool call as a YAML string."""
+    block = json.dumps({"name": name, "arguments": arguments})
+    return json.dumps(f"<tool_call>{block}</tool_call>")
+
+
+# The same agent on the text protocol, where each tool result opens an exchange of its own.
+TEXT_AGENT = f"""\
+replies:
+  - match: "made-two"
+    reply: {_call("submit_answer", answer="appended two")}
+  - match: "made-one"
+    reply: {_call("submit_answer", answer="wrote f.txt")}
+  - match: "(?s)echo one.*wrote f.txt.*now append"
+    search: request
+    reply: {_call("run_command", command="echo two >> f.txt && echo made-two")}
+  - match: "make a file"
+    reply: {_call("run_command", command="echo one > f.txt && echo made-one")}
+default: "I lost the thread."
+"""
+TOOL_USER = """\
+replies:
+  - match: "wrote f.txt"
+    reply: "Good, now append a second line."
+  - match: "appended"
+    reply: "Thanks. <<<END>>>"
+default: "Go on."
+"""
+TOOL_TASK = """\
+task_id: files
+description: a file written over two turns
+initial_prompt: Please make a file f.txt.
+agent: {{type: llm, model: mock/agent.yaml, tools: [run_command, submit_answer],
+         tool_protocol: {protocol}}}
+sandbox: {{driver: tempdir}}
+simulation: {{enabled: true, goal: a file of two lines, model: mock/user.yaml, max_turns: 4}}
+success_criteria:
+  - {{type: file_check, path: f.txt, includes: [one, two]}}
+  - {{type: tool_called, tool: run_command, min_count: 2}}
+"""
+
+
+@pytest.mark.parametrize("protocol", ["native", "text"])
+def test_the_tool_loop_continues_its_own_messages_from_turn_to_turn(
+    tmp_path: Path, protocol: str
+) -> None:
+    write(tmp_path / "agent.yaml", TOOL_AGENT if protocol == "native" else TEXT_AGENT)
+    write(tmp_path / "user.yaml", TOOL_USER)
+    task = write(tmp_path / "task.yaml", TOOL_TASK.format(protocol=protocol))
+    result = assay.run([str(task)], run_dir=str(tmp_path / "runs"))
+    path = result.run_dir / "default" / "files" / "00" / "task.json"
+    record = json.loads(path.read_text())
+    assert record["final_status"] == "SUCCESS", record.get("error_message")
+    assert said(record) == [
+        (1, "user", "Please make a file f.txt."),
+        (1, "agent", "wrote f.txt"),
+        (2, "user", "Good, now append a second line."),
+        (2, "agent", "appended two"),  # its request held the first turn's tool call
+        (3, "user", "Thanks. <<<END>>>"),
+    ]
+    assert record["simulation"]["stop_reason"] == "stop_token"
+    assert record["agent"]["model_calls"] == 4

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
 
-from assay.providers.base import Usage
+from assay.providers.base import Message, Usage
 from assay.providers.managed import OnRetry
 from assay.providers.pool import ModelKey, ModelPool, ProviderRegistry
 from assay.providers.pricing import PriceTable
@@ -54,11 +54,15 @@ class DialogState:
             read from its stream), resumed by the CLI; ``None`` on the first turn.
         home: a home folder kept for every turn of the dialog (a CLI keeps its sessions
             there); the dialog removes it at the end.
+        messages: the ``llm`` agent's tool loop: its whole message list after its previous
+            turn (its tool calls and their results included), which its next turn continues
+            (``None`` on the first turn).
     """
 
     history: list[tuple[str, str]] = field(default_factory=list)
     session_id: str | None = None
     home: Path | None = None
+    messages: tuple[Message, ...] | None = None
 
 
 @dataclass

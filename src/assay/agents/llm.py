@@ -169,6 +169,8 @@ class LlmRunner(Agent[LlmAgent]):
             loop = ToolLoop(self.config, context, model=model, request=request,
                             price=self.price(context))  # fmt: skip
             outcome = await loop.run()
+            if context.dialog is not None:  # the next turn continues these messages
+                context.dialog.messages = tuple(loop.messages)
             self._write_response_file(outcome, context.sandbox)
             return outcome
         agent_span = context.root_span.child("invoke_agent llm")

@@ -86,6 +86,13 @@ class ToolLoop:
         )  # fmt: skip
         if self.text:
             self.request = text_request(self.request, tool_definitions(offered))
+        dialog = context.dialog
+        if dialog is not None and dialog.messages is not None and self.request.messages:
+            # a later turn of a dialog continues the loop's own messages, then the new prompt
+            self.request = dataclasses.replace(
+                self.request, messages=(*dialog.messages, self.request.messages[-1])
+            )
+        self.messages: list[Message] = list(self.request.messages or ())
         sandbox = Sandbox(context.sandbox, context.jail,
                           max_output_bytes=context.max_output_bytes, logs=context.logs)  # fmt: skip
         owner = context.jail.uid if context.jail is not None else None
@@ -105,7 +112,7 @@ class ToolLoop:
         deadline = time.monotonic() + self.context.timeout
         agent_span = self.context.root_span.child("invoke_agent llm")
         outcome = AgentOutcome(model_used=self.config.model)
-        messages = list(self.request.messages or ())
+        messages = self.messages
         stop: _Stop | None = None
         response: str | None = None
         while stop is None:
@@ -132,17 +139,31 @@ class ToolLoop:
                 self.transcript.add(TranscriptEvent("text", time.time_ns(), text=text))
             self.tool_calls += len(calls)
             results, submitted = await self._run_tools(calls, deadline)
+            messages.append(self._results(calls, results, submitted is not None))
             if submitted is not None:
                 response, stop = submitted, _Stop("completed", None)
                 self.transcript.stop_reason = "submit_answer"
                 break
-            messages.append(results_message(calls, results) if self.text
-                            else Message("user", "", tool_results=tuple(results)))  # fmt: skip
         if stop.status != "completed":
             response = self.last_text
             self.transcript.stop_reason = stop.status
         outcome.status, outcome.error, outcome.response = stop.status, stop.error, response
         return self._finish(outcome, agent_span, started)
+
+    def _results(
+        self, calls: tuple[ToolCall, ...], results: list[ToolResult], submitted: bool
+    ) -> Message:
+        """The message that returns ``results``; after a submitted answer, every call of the
+        reply gets one (the submission's, and the calls after it that did not run), so a
+        later turn of a dialog continues a well-formed conversation."""
+        if submitted:  # the calls before the submission ran, in order; none after it
+            at = len(results)
+            results = [*results, ToolResult(calls[at].id, "submitted", False),
+                       *(ToolResult(c.id, "not run: an answer was submitted", True)
+                         for c in calls[at + 1:])]  # fmt: skip
+        if self.text:
+            return results_message(calls, results)
+        return Message("user", "", tool_results=tuple(results))
 
     def _read(self, reply: ModelResponse) -> tuple[str, tuple[ToolCall, ...]]:
         """The reply's text and tool calls: native, or read from its ``<tool_call>``

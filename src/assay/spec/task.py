@@ -198,11 +198,8 @@ class LlmAgent(AgentBase):
 
     @property
     def dialog_problem(self) -> str | None:
-        """A chat model continues the message history; a completion prompt cannot (nor,
-        yet, the tool loop)."""
-        if self.tools:
-            return ("an llm agent with tools does not hold a dialog yet; remove tools or "
-                    "simulation")  # fmt: skip
+        """A chat model continues the message history (with ``tools``, the tool loop's own
+        messages, its calls and their results included); a completion prompt cannot."""
         if self.prompt_format == "completion":
             return ("prompt_format 'completion' sends one plain prompt and cannot continue a "
                     "conversation; use prompt_format: chat")  # fmt: skip
