@@ -278,6 +278,11 @@ def test_gates_on_a_stopped_run_use_the_confidence_sequence(tmp_path: Path) -> N
         check = aggregate["threshold_checks"][0]
         assert check["bound"] == "lower" and check["interval"] == [found["low"], found["high"]]
         assert check["passed"] == (found["low"] >= 0.5)
+        report = json.loads((run / "experiment.json").read_text())
+        arm = next(v for v in report["variants"] if v["variant_id"] == variant)
+        same = arm["metrics"]["classification_match.accuracy"]  # the experiment's report agrees
+        assert same["method"] == "confidence sequence"
+        assert (same["low"], same["high"]) == pytest.approx((found["low"], found["high"]))
     # the keyword variant answers 1 row in 5 right: its sequence ends well below 0.5
     keyword = json.loads((run / "keyword" / "toy" / "suite.json").read_text())
     assert not keyword["passed"]

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from assay.metrics.clustered import ClusteredEstimate, ClusterSums, cluster_of
 from assay.results.suite import IntervalRecord
@@ -144,9 +145,7 @@ def record(found: ClusteredEstimate) -> IntervalRecord:
                           clusters=found.clusters, reason=found.reason)  # fmt: skip
 
 
-def sequence_record(
-    rows: Mapping[Hashable, list[float]], order: Mapping[RowKey, int]
-) -> IntervalRecord:
+def sequence_record(rows: Mapping[Any, list[float]], order: Mapping[RowKey, int]) -> IntervalRecord:
     """The confidence sequence (95%) of the mean of the rows' means (``row → [total,
     count]``), the rows taken in ``order`` (a row outside it after those in it, by key), as
     after the last row: ``value`` the mean of the rows' means, ``clusters`` the rows."""
@@ -155,7 +154,7 @@ def sequence_record(
     from assay.metrics.sequential import mean_confidence_sequence
 
     last = len(order)
-    keyed = sorted(rows.items(), key=lambda item: (order.get(item[0], last), str(item[0])))  # type: ignore[call-overload]
+    keyed = sorted(rows.items(), key=lambda item: (order.get(item[0], last), str(item[0])))
     means = [total / count for _, (total, count) in keyed]
     observations = int(sum(count for _, (_, count) in keyed))
     if not means:

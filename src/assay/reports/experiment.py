@@ -35,6 +35,7 @@ from assay.metrics.clustered import (
 from assay.metrics.multiplicity import Adjustment, adjust_p_values
 from assay.metrics.paired import mcnemar_exact
 from assay.metrics.passk import suite_pass_k
+from assay.reports.cluster_tally import sequence_record
 from assay.results.experiment import (
     ArmDataset,
     Comparison,
@@ -55,6 +56,8 @@ from assay.results.task_result import (
 
 FLIPPED_LIMIT = 20
 RowFn = Callable[[list[EvaluationResult]], list[float]]
+Sequenced = tuple[str, Mapping[tuple[str, str], int]]
+"""A stopped run's suite and its rows' places in the stopping test's order."""
 
 
 @dataclass
@@ -230,10 +233,20 @@ def cluster_matrix(
 
 def estimate(
     spec: MetricSpec, matrix: NDArray[np.float64], row_ids: list[str],
-    clusters: Mapping[str, Hashable],
+    clusters: Mapping[str, Hashable], *, sequence: Sequenced | None = None,
 ) -> Estimate:  # fmt: skip
-    """One metric of one arm, with its interval (clustered by row and ``clusters``)."""
+    """One metric of one arm, with its interval (clustered by row and ``clusters``); for a
+    run that stopped when decided (``sequence``: its suite, and ``(suite, row)`` → the place
+    the stopping test heard the row), a rate's or mean's interval is the confidence sequence
+    of :func:`~assay.reports.cluster_tally.sequence_record`, as in the suites' reports."""
     rows = matrix.shape[0]
+    if spec.pooled and sequence is not None:
+        suite, order = sequence
+        graded = {(suite, row_id): [float(matrix[i, 0]), float(matrix[i, 1])]
+                  for i, row_id in enumerate(row_ids) if matrix[i, 1] > 0}  # fmt: skip
+        held = sequence_record(graded, order)
+        return Estimate(value=held.value, low=held.low, high=held.high, method=held.method,
+                        rows=rows, reason=held.reason, clusters=held.clusters)  # fmt: skip
     by_cluster = cluster_matrix(matrix, row_ids, clusters)
     if spec.pooled:
         found = clustered_mean({k: [float(v[0]), float(v[1])] for k, v in by_cluster.items()},
@@ -262,10 +275,17 @@ def _from_clustered(found: ClusteredEstimate, rows: int) -> Estimate:
                     clusters=found.clusters)  # fmt: skip
 
 
-def summarise(arm: Arm, row_ids: list[str], specs: list[tuple[MetricSpec, RowFn]]) -> VariantSuite:
-    """An arm's metrics with intervals, and pass@k / pass^k when it has replicates."""
+def summarise(
+    arm: Arm, row_ids: list[str], specs: list[tuple[MetricSpec, RowFn]],
+    order: Mapping[tuple[str, str], int] | None = None,
+) -> VariantSuite:  # fmt: skip
+    """An arm's metrics with intervals, and pass@k / pass^k when it has replicates (``order``:
+    a run that stopped when decided, see :func:`estimate`)."""
+    sequence = (arm.suite_id, order) if order is not None else None
     metrics = {
-        spec.name: estimate(spec, _matrix(arm, row_ids, make_row), row_ids, arm.clusters)
+        spec.name: estimate(
+            spec, _matrix(arm, row_ids, make_row), row_ids, arm.clusters, sequence=sequence
+        )
         for spec, make_row in specs
     }
     pass_k: dict[str, dict[str, float | int]] = {}
@@ -393,6 +413,7 @@ def build_experiment(
     cluster_fields: Mapping[str, str | None] | None = None,
     adjustment: Adjustment = "holm",
     alpha: float = 0.05,
+    sequence: Mapping[tuple[str, str], int] | None = None,
 ) -> ExperimentResult:
     """Every variant's metrics per suite, and every pair of variants compared, on the rows
     whose content is the same in every arm (the others are listed in ``excluded_rows``).
@@ -400,7 +421,9 @@ def build_experiment(
     ``cluster_fields`` (suite → row field, from each suite's ``DatasetRecord``) clusters the
     rows; without it each row (with its replicates) is a cluster. ``adjustment`` (``holm``,
     ``bonferroni``, ``none``) adjusts each suite's p-values for multiplicity; a difference
-    survives when its adjusted p-value is at most ``alpha``."""
+    survives when its adjusted p-value is at most ``alpha``. ``sequence``: a run that
+    stopped when decided (:func:`assay.orchestration.running.stopping.stopped_sequence`):
+    each variant's rates and means then have the confidence sequence's interval."""
     arms = group_arms(results, paths, cluster_fields)
     by_suite: dict[str, list[Arm]] = defaultdict(list)
     for (_, suite), arm in arms.items():
@@ -419,7 +442,7 @@ def build_experiment(
         specs = metric_specs(suite_arms)
         ordered = sorted(suite_arms, key=lambda a: variant_ids.index(a.variant_id)
                          if a.variant_id in variant_ids else len(variant_ids))  # fmt: skip
-        report.variants.extend(summarise(arm, ids, specs) for arm in ordered)
+        report.variants.extend(summarise(arm, ids, specs, sequence) for arm in ordered)
         pairs = [(a, b) for i, a in enumerate(ordered) for b in ordered[i + 1 :]]
         comparisons = [compare(first, second, ids, specs) for first, second in pairs]
         report.comparisons.extend(adjust_family(comparisons, adjustment, alpha))
