@@ -98,20 +98,22 @@ def iter_rows(run_dir: Path) -> Iterator[tuple[str, Stamp]]:
     """Every row folder with a ``task.json`` (run-relative, POSIX) and that file's
     ``(mtime_ns, size)``, in folder-name order: ``<variant>/<suite>/<row>/<NN>`` and
     ``<variant>/<task>/<NN>``, the layout :mod:`assay.orchestration.running.rundir` writes (never
-    inside a kept sandbox). One name at a time: a 100,000-row suite is never held as
-    folder entries."""
-    for variant in _names(run_dir):
-        for entry in _names(run_dir / variant):
+    inside a kept sandbox). One folder's names at a time: a 100,000-row suite is never held
+    as folder entries. Plain ``os`` calls on strings (``scandir`` knows a folder from a link
+    without another ``stat``): the scan is part of the index's rate."""
+    root = os.fspath(run_dir)
+    for variant in _folders(root):
+        for entry in _folders(f"{root}/{variant}"):
             base = f"{variant}/{entry}"
-            for child in _names(run_dir / base):
+            for child in _folders(f"{root}/{base}"):
                 if REPLICATE_DIR.match(child):
-                    stamp = _stamp(run_dir / base / child)
+                    stamp = _stamp(f"{root}/{base}/{child}")
                     if stamp is not None:
                         yield f"{base}/{child}", stamp
                     continue
-                for replicate in _names(run_dir / base / child):
+                for replicate in _folders(f"{root}/{base}/{child}"):
                     if REPLICATE_DIR.match(replicate):
-                        stamp = _stamp(run_dir / base / child / replicate)
+                        stamp = _stamp(f"{root}/{base}/{child}/{replicate}")
                         if stamp is not None:
                             yield f"{base}/{child}/{replicate}", stamp
 
@@ -121,20 +123,23 @@ def scan_rows(run_dir: Path) -> dict[str, Stamp]:
     return dict(iter_rows(run_dir))
 
 
-def _names(folder: Path) -> list[str]:
-    """The names in ``folder`` that may be folders of the layout, sorted (none when it is
-    not a folder; symbolic links are not followed)."""
+def _folders(folder: str) -> list[str]:
+    """The folders in ``folder`` that may be folders of the layout, sorted (none when it is
+    not a folder; symbolic links are not followed, hidden names are left out)."""
     try:
-        if not folder.is_dir() or folder.is_symlink():
-            return []
-        return sorted(n for n in os.listdir(folder) if not n.startswith("."))
+        with os.scandir(folder) as entries:
+            return sorted(
+                e.name
+                for e in entries
+                if not e.name.startswith(".") and e.is_dir(follow_symlinks=False)
+            )
     except OSError:
         return []
 
 
-def _stamp(folder: Path) -> Stamp | None:
+def _stamp(folder: str) -> Stamp | None:
     try:
-        info = os.stat(folder / "task.json")
+        info = os.stat(f"{folder}/task.json")
     except OSError:
         return None
     return info.st_mtime_ns, info.st_size
@@ -143,22 +148,23 @@ def _stamp(folder: Path) -> Stamp | None:
 def read_row(run_dir: Path, folder: str) -> RowLine:
     """One row's index line, from its ``task.json`` and ``response.txt``; a file that
     cannot be read gives a line that says why."""
-    path = run_dir / folder / "task.json"
+    where = f"{os.fspath(run_dir)}/{folder}"
     try:
-        text = path.read_text(encoding="utf-8")
+        with open(f"{where}/task.json", encoding="utf-8") as handle:
+            text = handle.read()
     except (OSError, UnicodeDecodeError) as exc:
         return unreadable(folder, f"task.json could not be read ({exc})")
     try:
         result = EvaluationResult.model_validate_json(text)
     except ValidationError as exc:
-        data, problem = read_json_text(path, "task.json", text)
+        data, problem = read_json_text(Path(where, "task.json"), "task.json", text)
         if problem is not None:
             return unreadable(folder, str(problem))
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "(top level)"
         return raw_line(folder, data, f"task.json does not match its schema: {where}: "
                                       f"{first['msg']}")  # fmt: skip
-    response, _ = read_text_head(run_dir / folder / "response.txt", limit=80_000)
+    response, _ = read_text_head(f"{where}/response.txt", limit=80_000)
     return row_line(folder, result, response or "")
 
 

@@ -148,10 +148,10 @@ def read_text_tail(path: Path, *, limit: int = 200_000) -> tuple[str | None, boo
     return data.decode("utf-8", "replace"), size > limit
 
 
-def read_text_head(path: Path, *, limit: int = 200_000) -> tuple[str | None, bool]:
+def read_text_head(path: Path | str, *, limit: int = 200_000) -> tuple[str | None, bool]:
     """A text file's first ``limit`` bytes as text, and whether it was cut."""
     try:
-        with path.open("rb") as handle:
+        with open(path, "rb") as handle:
             data = handle.read(limit + 1)
     except OSError:
         return None, False
