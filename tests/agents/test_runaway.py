@@ -300,7 +300,8 @@ agent:
   command: >-
     setsid sleep 300 >/dev/null 2>&1 & echo $! >> {pids};
     nohup sleep 300 >/dev/null 2>&1 & echo $! >> {pids};
-    (sleep 300 >/dev/null 2>&1 &) ; echo yes
+    (sleep 300 >/dev/null 2>&1 &) ;
+    env -i setsid sleep 301 >/dev/null 2>&1 & echo $! >> {pids}; echo yes
 success_criteria:
   - type: run_command
     command: "setsid sleep 300 >/dev/null 2>&1 & echo $! >> {pids}; true"
@@ -314,7 +315,7 @@ def test_processes_a_row_left_running_end_with_it(tmp_path: Path) -> None:
         result = api.run([str(task)], run_dir=str(tmp_path / "runs"))
         assert result.exit_code == 0
         left = pids_in(pids)
-        assert len(left) == 3
+        assert len(left) == 4  # one cleared its environment: found by its working folder
         wait_gone(left, 30)
     finally:
         kill_left(pids_in(pids))

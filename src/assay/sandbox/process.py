@@ -480,32 +480,48 @@ def _text(data: bytes | bytearray) -> str:
     return bytes(data).decode("utf-8", errors="replace")
 
 
-def end_marked_processes(marker: str) -> list[int]:
+def end_marked_processes(marker: str, *, inside: Path | None = None) -> list[int]:
     """SIGKILL every process of this user whose environment holds ``marker`` (a
-    ``NAME=value`` that only one row's programs get, e.g. its ``ASSAY_SANDBOX``): the
-    processes a row started and left running, also those that left its process group
-    (``setsid … &``, ``nohup … &``). Linux only (reads ``/proc``); elsewhere a no-op.
+    ``NAME=value`` that only one row's programs get, e.g. its ``ASSAY_SANDBOX``), or whose
+    working directory is ``inside`` that folder (the row's sandbox): the processes a row
+    started and left running, also those that left its process group (``setsid … &``,
+    ``nohup … &``) and those that cleared their environment too (``env -i setsid … &``).
+    Linux only (reads ``/proc``); elsewhere a no-op.
 
     Returns:
         The pids signalled.
     """
     wanted = marker.encode("utf-8")
+    folder = os.path.realpath(inside) if inside is not None else None
     ended: list[int] = []
-    proc = Path("/proc")
-    if not proc.is_dir():
+    if not os.path.isdir("/proc"):
         return ended
-    for entry in proc.iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == os.getpid():
             continue
-        try:
-            environ = (entry / "environ").read_bytes()
-        except OSError:
-            continue  # gone, or another user's
-        if wanted in environ.split(b"\0"):
+        if _marked(name, wanted) or (folder is not None and _works_in(name, folder)):
             with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(int(entry.name), signal.SIGKILL)
-                ended.append(int(entry.name))
+                os.kill(int(name), signal.SIGKILL)
+                ended.append(int(name))
     return ended
+
+
+def _marked(pid: str, wanted: bytes) -> bool:
+    """Process ``pid``'s environment holds ``wanted`` (``False``: gone, or another user's)."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as handle:
+            return wanted in handle.read().split(b"\0")
+    except OSError:
+        return False
+
+
+def _works_in(pid: str, folder: str) -> bool:
+    """Process ``pid``'s working directory is ``folder`` or below it."""
+    try:
+        cwd = os.readlink(f"/proc/{pid}/cwd")
+    except OSError:
+        return False
+    return cwd == folder or cwd.startswith(folder + os.sep)
 
 
 @contextlib.contextmanager

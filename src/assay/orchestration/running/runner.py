@@ -384,7 +384,8 @@ class Runner:
             if sandbox.jail is not None:
                 sandbox.jail.close()
             else:  # what the row's programs left running, in their group or not, ends
-                end_marked_processes(f"ASSAY_SANDBOX={sandbox.root.absolute()}")
+                end_marked_processes(f"ASSAY_SANDBOX={sandbox.root.absolute()}",
+                                     inside=sandbox.root)  # fmt: skip
             if sandbox.root.exists() and not self._keeps(sandbox, directory):
                 sandbox.remove()
 
