@@ -34,6 +34,11 @@ replies:
   - match: broken
     error: always down
     status: 500
+  - match: namespaced
+    steps:
+      - tool: mcp__srv__do_it
+        input: {x: 1}
+      - reply: Done.
 default: plain answer
 """
 
@@ -207,6 +212,38 @@ def test_chat_and_responses_wires(tmp_path: Path) -> None:
 
     session = run(tmp_path, scenario)
     assert [c.protocol for c in session.calls] == ["chat", "chat", "responses"]
+
+
+def test_a_namespaced_tool_is_one_name_for_the_model_and_goes_back_with_its_namespace(
+    tmp_path: Path,
+) -> None:
+    """Codex sends each MCP server's tools as a Responses ``namespace``; the model sees
+    ``mcp__srv__do_it``, and its call goes back as ``{name: do_it, namespace: mcp__srv}``,
+    which is how Codex routes it to the server (a bare name is an "unsupported call")."""
+    namespace = {"type": "namespace", "name": "mcp__srv", "description": "srv",
+                 "tools": [{"type": "function", "name": "do_it", "parameters": {}}]}  # fmt: skip
+    asked = {"type": "message", "role": "user",
+             "content": [{"type": "input_text", "text": "namespaced please"}]}  # fmt: skip
+
+    async def scenario(bridge: Bridge, session: BridgeSession, client: httpx.AsyncClient) -> None:
+        auth = {"Authorization": f"Bearer {session.token}"}
+        body = {"model": "gpt-5.5", "input": [asked], "tools": [namespace]}
+        first = await client.post("/openai/v1/responses", json=body, headers=auth)
+        call = first.json()["output"][0]
+        assert (call["type"], call["name"], call["namespace"]) == ("function_call", "do_it",
+                                                                   "mcp__srv")  # fmt: skip
+        streamed = await client.post("/openai/v1/responses", json={**body, "stream": True},
+                                     headers=auth)  # fmt: skip
+        done = events_of(streamed.content)[-1][1]["response"]["output"][0]
+        assert (done["name"], done["namespace"]) == ("do_it", "mcp__srv")
+        history = [asked, call, {"type": "function_call_output", "call_id": call["call_id"],
+                                 "output": "did it"}]  # fmt: skip
+        second = await client.post("/openai/v1/responses", json={**body, "input": history},
+                                   headers=auth)  # fmt: skip
+        assert second.json()["output"][0]["content"][0]["text"] == "Done."
+
+    session = run(tmp_path, scenario)
+    assert [c.tool_calls for c in session.calls] == [["mcp__srv__do_it"]] * 2 + [[]]
 
 
 def test_an_untranslatable_request_gets_the_wires_error_and_is_recorded(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.agents.coding import claude_available, run_assay
+from tests.agents.coding import claude_available, codex_path, run_assay
 from tests.helpers import write
 
 pytestmark = pytest.mark.coding_agent
@@ -194,3 +194,57 @@ def test_assay_evaluate_runs_the_judge_again(tmp_path: Path, sandbox: str) -> No
     silent = rows["silent"]["success_criteria_results"][0]
     assert silent["error"].startswith("judge_error: Judge did not call submit_verdict"), silent
     assert rows["silent"]["final_status"] == "ERROR"
+
+
+CODEX_SCRIPT = """\
+replies:
+  - match: "RUBRIC-READS"
+    steps:
+      - tool: exec_command
+        input: {cmd: "cat answer.txt _reference/solution.txt"}
+      - tool: mcp__assay_judge__submit_verdict
+        input: {score: 0.7, rationale: "the answer matches the reference", findings: ["42"]}
+      - reply: "done"
+  - match: "RUBRIC-SILENT"
+    reply: "nothing to add"
+"""
+CODEX_TASK = """\
+task_id: judged
+description: a command agent judged by Codex
+initial_prompt: write the answer
+agent: {type: command, command: "printf 42 > answer.txt"}
+sandbox: {driver: tempdir}
+reference: {directory: ref}
+dataset:
+  rows:
+    - {id: reads, rubric: RUBRIC-READS}
+    - {id: silent, rubric: RUBRIC-SILENT}
+success_criteria:
+  - type: agent_judge
+    description: Codex judges the answer
+    prompt: "${row.rubric}: is the answer in answer.txt right?"
+    turn_timeout: 60
+    agent: {type: codex, model: mock/judge.yaml}
+"""
+
+
+def test_codex_judges_through_the_bridge_with_the_verdict_tool(tmp_path: Path) -> None:
+    """The real Codex CLI as the judge: it runs a command in the copy (the reference at
+    ``_reference/``) and submits through assay's MCP verdict tool, which Codex offers the
+    model as a Responses ``namespace`` (made visible in every request, not behind Codex's
+    ``tool_search``); a judge that never submits is a judge_error; the run's reports read the
+    resolved criterion back without error."""
+    write(tmp_path / "judge.yaml", CODEX_SCRIPT)
+    write(tmp_path / "ref" / "solution.txt", "42")
+    write(tmp_path / "t.yaml", CODEX_TASK)
+    done = run_assay("run", "t.yaml", cwd=tmp_path, env={"PATH": codex_path()}, timeout=600)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stdout + done.stderr
+    rows = _rows(tmp_path / "runs" / "latest")
+    judged = rows["reads"]["success_criteria_results"][0]
+    assert (judged["evaluation_status"], judged["score"]) == ("evaluated", 0.7), judged
+    assert judged["details"] == "verdict 0.7: the answer matches the reference (1 finding(s))"
+    assert rows["reads"]["final_status"] == "SUCCESS"
+    silent = rows["silent"]["success_criteria_results"][0]
+    assert silent["error"].startswith("judge_error: Judge did not call submit_verdict"), silent
+    suite = json.loads((tmp_path / "runs/latest/default/judged/suite.json").read_text())
+    assert suite["rows_passed"] == 1 and suite["rows_error"] == 1

@@ -154,6 +154,10 @@ def test_the_judges_config_as_coder_eval_writes_it() -> None:
     assert (codex.type, codex.model) == ("codex", "openai/gpt-5.5")
     with pytest.raises(ValidationError, match="permission_mode: Claude Code settings"):
         JudgeAgent.model_validate({"type": "codex", "permission_mode": "plan"})
+    # a resolved criterion is dumped whole and read again by the reports: the defaults of
+    # the Claude Code fields say nothing and are not refused
+    dumped = JudgeAgent.model_validate({"type": "codex", "model": "gpt-5.5"}).model_dump()
+    assert JudgeAgent.model_validate(dumped).type == "codex"
     with pytest.raises(ValidationError, match="must be an assay model named provider/name"):
         JudgeAgent.model_validate({"model": "sonnet"})
     base = {"type": "agent_judge", "description": "d", "prompt": "p"}
@@ -181,6 +185,8 @@ def test_the_verdict_server_is_given_to_each_cli(tmp_path: Path) -> None:
         "command": "/usr/bin/python3",
         "args": ["-m", "tool"],
         "env": {"PYTHONPATH": "/src"},
+        "required": True,  # Codex waits for it: a server still starting is dropped unsaid
+        "startup_timeout_sec": 60,
     }
 
 

@@ -16,6 +16,7 @@ for the whole dialog and each turn after the first runs ``codex exec resume SESS
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ from assay.agents.coding_models import (
     plugin_skills,
     read_system_prompt,
 )
+from assay.errors import UserError
 from assay.spec.coding_agents import CodexAgent
 
 DEFAULT_CLI_MODEL = "gpt-5.5"
@@ -66,6 +68,8 @@ class CodexRunner(CliAgent[CodexAgent]):
             "CODEX_HOME": str(codex_home), KEY_VARIABLE: row.token}  # fmt: skip
         settings: dict[str, Any] = {"model": cli_model(self.config), "model_provider": "assay",
                                     "provider_url": row.bridge_url + "/v1"}  # fmt: skip
+        if row.context.tool_servers:
+            settings["model_catalog_json"] = str(direct_tools_catalog(row.cli, codex_home, env))
         write_config(codex_home, settings=settings, instructions=instructions,
                      servers=row.context.tool_servers)  # fmt: skip
         row.parser.transcript.skills_offered = _stage_skills(plugins, codex_home)
@@ -103,6 +107,8 @@ def write_config(
     which TOML shares), with a ``[mcp_servers.<name>]`` table for each of ``servers``."""
     codex_home.mkdir(parents=True, exist_ok=True)
     lines = [f"model = {json.dumps(settings['model'])}"]
+    if "model_catalog_json" in settings:
+        lines.append(f"model_catalog_json = {json.dumps(settings['model_catalog_json'])}")
     if instructions is not None:
         lines.append(f"developer_instructions = {json.dumps(instructions)}")
     if "model_provider" in settings:
@@ -114,12 +120,40 @@ def write_config(
                   'wire_api = "responses"', f'env_key = "{KEY_VARIABLE}"',
                   "request_max_retries = 0", "stream_max_retries = 0"]  # fmt: skip
     for name, server in (servers or {}).items():
+        # required: Codex waits for the server (an optional one still starting after a
+        # second is left out of the model's tools without a word: openai/codex#38689)
         lines += ["", f"[mcp_servers.{name}]", f"command = {json.dumps(server.command)}",
-                  f"args = {json.dumps(list(server.args))}"]  # fmt: skip
+                  f"args = {json.dumps(list(server.args))}", "required = true",
+                  "startup_timeout_sec = 60"]  # fmt: skip
         if server.env:
             pairs = ", ".join(f"{json.dumps(k)} = {json.dumps(v)}" for k, v in server.env.items())
             lines.append(f"env = {{ {pairs} }}")
     (codex_home / "config.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def direct_tools_catalog(cli: Path, codex_home: Path, env: Mapping[str, str]) -> Path:
+    """Codex's own model catalog (``codex debug models``) with ``supports_search_tool`` off
+    for every model, written into ``codex_home``: Codex then gives the model its MCP tools
+    (assay's verdict tool) in every request, where it would otherwise hide them behind its
+    ``tool_search`` tool, which only OpenAI's models answer.
+
+    Raises:
+        UserError: the catalog cannot be read from this Codex.
+    """
+    codex_home.mkdir(parents=True, exist_ok=True)
+    try:
+        done = subprocess.run([str(cli), "debug", "models"], env=dict(env), text=True,
+                              capture_output=True, timeout=60, check=True)  # fmt: skip
+        catalog = json.loads(done.stdout)
+        for model in catalog["models"]:
+            model["supports_search_tool"] = False
+    except (OSError, subprocess.SubprocessError, ValueError, KeyError, TypeError) as exc:
+        raise UserError(f"cannot read the model catalog of {cli} (`codex debug models`): "
+                        f"{exc}", hint="use a Codex that has `codex debug models` "
+                        "(0.171 or later)") from None  # fmt: skip
+    path = codex_home / "assay-models.json"
+    path.write_text(json.dumps(catalog), encoding="utf-8")
+    return path
 
 
 def _stage_skills(plugins: list[Path], codex_home: Path) -> list[str]:

@@ -111,6 +111,8 @@ async def translate(
         # this call crossed a budget: it is counted, but the agent does not act on it
         return error_reply(protocol, 400, "invalid_request_error", session.stop_message)
     streamed = _streams(body) if stream is None else stream
+    if protocol == "responses":
+        response = responses_wire.with_namespaces(response, request)
     return _encode(protocol, response, model=asked_model or _model_name(body, session),
                    stream=streamed)  # fmt: skip
 

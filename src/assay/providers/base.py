@@ -48,6 +48,10 @@ class Tool:
     parameters: dict[str, Any] | None = None
     kind: Literal["function", "custom"] = "function"
     format: dict[str, Any] | None = None
+    namespace: str | None = None
+    """The Responses API's tool namespace it came from (Codex puts each MCP server's tools
+    in one); ``name`` is then the namespace and the tool's own name joined, the one name
+    any model sees."""
 
 
 @dataclass(frozen=True)
@@ -59,6 +63,9 @@ class ToolCall:
     name: str
     arguments: str
     kind: Literal["function", "custom"] = "function"
+    namespace: str | None = None
+    """Set on the way back to a Responses client: the call's tool namespace (``name`` is then
+    the tool's own name within it)."""
 
     @property
     def input(self) -> Any:

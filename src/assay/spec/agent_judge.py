@@ -94,11 +94,17 @@ class JudgeAgent(StrictModel):
                 names.add(pattern)
         return frozenset(names)
 
+    def _is_default(self, name: str) -> bool:
+        field = type(self).model_fields[name]
+        return bool(getattr(self, name) == field.get_default(call_default_factory=True))
+
     @model_validator(mode="after")
     def _valid_for_its_type(self) -> JudgeAgent:
         if self.type == "codex":
-            written = self.model_fields_set & {"permission_mode", "allowed_tools",
-                                               "disallowed_tools"}  # fmt: skip
+            # a value that is the default says nothing (a resolved criterion, dumped whole, is
+            # read again when its run is reported)
+            written = {name for name in ("permission_mode", "allowed_tools", "disallowed_tools")
+                       if name in self.model_fields_set and not self._is_default(name)}  # fmt: skip
             if written:
                 raise ValueError(f"{', '.join(sorted(written))}: Claude Code settings; a codex "
                                  "judge runs its commands with full access inside its copy "

@@ -6,8 +6,12 @@ request has ``model``, ``instructions``, ``input`` (a string, or items: ``messag
 ``input_text`` / ``output_text``; ``function_call`` ``{call_id, name, arguments}``;
 ``function_call_output`` ``{call_id, output}``; ``custom_tool_call`` ``{call_id, name,
 input}`` and ``custom_tool_call_output``; ``reasoning``), ``tools`` (``function`` with
-``parameters``, ``custom`` with an optional grammar ``format``; hosted tools such as
-``web_search`` are OpenAI's own and are not offered to another model), ``tool_choice``,
+``parameters``, ``custom`` with an optional grammar ``format``, ``namespace`` ``{name,
+tools}`` grouping function tools, as Codex sends each MCP server's: each becomes a tool
+named ``<namespace>__<name>`` for the model, and a call of it goes back as a
+``function_call`` with ``namespace`` and the tool's own ``name``, as Codex routes it; hosted
+tools such as ``web_search`` are OpenAI's own and are not offered to another model),
+``tool_choice``,
 ``max_output_tokens``, ``temperature``, ``top_p``, ``text.format`` (a JSON schema becomes
 the answer constraint), ``stream``. A response is ``{id, object: "response", status,
 output: [items], usage: {input_tokens (cached included), input_tokens_details.cached_tokens,
@@ -19,6 +23,7 @@ events ``response.created``, ``response.in_progress``, per item
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Any
 
@@ -98,7 +103,30 @@ def _call(item: dict[str, Any], kind: str, where: str) -> ToolCall:
         raise WireError(f"{where}: a {kind} item needs 'call_id' and 'name'")
     if kind == "custom_tool_call":
         return ToolCall(item["call_id"], item["name"], str(item.get("input", "")), kind="custom")
-    return ToolCall(item["call_id"], item["name"], json_arguments(item.get("arguments", "")))
+    namespace = item.get("namespace")
+    name = joined(namespace, item["name"]) if isinstance(namespace, str) else item["name"]
+    return ToolCall(item["call_id"], name, json_arguments(item.get("arguments", "")))
+
+
+def joined(namespace: str, name: str) -> str:
+    """The one name a namespaced tool has for the model: ``mcp__server`` and ``tool`` give
+    ``mcp__server__tool`` (a namespace that ends in ``__`` is not given another)."""
+    return f"{namespace}{name}" if namespace.endswith("__") else f"{namespace}__{name}"
+
+
+def with_namespaces(response: ModelResponse, request: ModelRequest) -> ModelResponse:
+    """``response`` with each call of a namespaced tool of ``request`` split back into its
+    namespace and own name (how a Responses client routes it)."""
+    found = {t.name: t.namespace for t in request.tools or () if t.namespace is not None}
+    if not any(call.name in found for call in response.tool_calls):
+        return response
+    calls = tuple(
+        dataclasses.replace(call, name=call.name.removeprefix(joined(found[call.name], "")),
+                            namespace=found[call.name])
+        if call.name in found else call
+        for call in response.tool_calls
+    )  # fmt: skip
+    return dataclasses.replace(response, tool_calls=calls)
 
 
 def _append(messages: list[Message], message: Message) -> None:
@@ -129,6 +157,13 @@ def _tools(raw: Any) -> list[Tool]:
     for index, tool in enumerate(raw):
         if not isinstance(tool, dict):
             raise WireError(f"tools[{index}] must be an object")
+        if tool.get("type") == "namespace":
+            if not isinstance(tool.get("name"), str) or not isinstance(tool.get("tools"), list):
+                raise WireError(f"tools[{index}]: a namespace needs 'name' and 'tools'")
+            tools += [dataclasses.replace(t, name=joined(tool["name"], t.name),
+                                          namespace=tool["name"])
+                      for t in _tools(tool["tools"])]  # fmt: skip
+            continue
         kind = tool.get("type")
         if kind not in ("function", "custom"):
             continue  # a hosted tool (web_search, tool_search, ...): OpenAI's own
@@ -184,9 +219,17 @@ def output_items(response: ModelResponse) -> list[dict[str, Any]]:
                           "name": call.name, "input": call.arguments,
                           "status": "completed"})  # fmt: skip
         else:
-            items.append({"type": "function_call", "id": new_id("fc"), "call_id": call.id,
-                          "name": call.name, "arguments": call.arguments,
-                          "status": "completed"})  # fmt: skip
+            item = {
+                "type": "function_call",
+                "id": new_id("fc"),
+                "call_id": call.id,
+                "name": call.name,
+                "arguments": call.arguments,
+                "status": "completed",
+            }
+            if call.namespace is not None:
+                item["namespace"] = call.namespace
+            items.append(item)
     return items
 
 
