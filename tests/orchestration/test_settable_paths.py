@@ -912,3 +912,29 @@ def test_turn_limits_on_an_agent_that_takes_no_turns(tmp_path: Path, limit: str)
     bare = write(tmp_path / "b.yaml", path.read_text().replace(f"run_limits: {{{limit}: 3}}\n", ""))
     with pytest.raises(TaskFileError, match=rf"variant 'v': run_limits\.{limit} has no effect"):
         _plan(bare, experiment=str(experiment))
+
+
+def test_every_resolved_criterion_validates_again(bases: dict[str, Path], tmp_path: Path) -> None:
+    """The reports read each row's resolved criteria (dumped whole, defaults included) back
+    through the registry: every criterion of every base, and a Codex agent judge whose
+    Claude Code fields are at their defaults, must validate again (a codex judge's report
+    once crashed here)."""
+    codex = write(tmp_path / "codex_judge.yaml", f"""\
+task_id: cj
+description: d
+initial_prompt: p
+agent: {{type: command, command: "true"}}
+success_criteria:
+  - type: agent_judge
+    description: d
+    prompt: p
+    agent: {{type: codex, model: mock/echo, cli_path: "{CODEX_BIN / 'codex'}"}}
+""")  # fmt: skip
+    checked = 0
+    for path in [*bases.values(), codex]:
+        for item in _plan(path).work_items():
+            written = item.resolve().model_dump(mode="json")["success_criteria"]
+            again = CRITERIA_REGISTRY.validate(written)
+            assert [c.type for c in again] == [c["type"] for c in written]
+            checked += len(again)
+    assert checked > 40
