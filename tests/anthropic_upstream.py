@@ -16,8 +16,10 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.helpers import QuietHTTPServer
 
 USAGE = {"input_tokens": 40, "cache_creation_input_tokens": 5, "cache_read_input_tokens": 100}
 OUTPUT_TOKENS = 12
@@ -170,7 +172,7 @@ def _handler(state: Upstream, answer: Answer) -> type[BaseHTTPRequestHandler]:
 def anthropic_upstream(answer: Answer, *, delay: float = 0.0) -> Iterator[Upstream]:
     """Serve ``answer`` on a free port (``delay`` seconds before each reply); stop on exit."""
     state = Upstream(url="", delay=delay)
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state, answer))
+    httpd = QuietHTTPServer(("127.0.0.1", 0), _handler(state, answer))
     httpd.daemon_threads = True
     state.url = f"http://127.0.0.1:{httpd.server_address[1]}"
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)

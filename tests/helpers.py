@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import http.server
 import os
 import signal
 import socket
@@ -168,3 +169,15 @@ def aggregate_with(spec: Any, results: list[Any]) -> Any:
     from assay.criteria import default_criteria
 
     return default_criteria().bind(spec).aggregate(results)
+
+
+class QuietHTTPServer(http.server.ThreadingHTTPServer):
+    """A test server whose handler errors are not printed: a client that gave up (a timeout
+    test) makes a late reply fail in a thread that outlives the test, and its traceback would
+    land on the standard error of whatever test the worker runs next (an in-process CLI run
+    compares its stderr)."""
+
+    daemon_threads = True
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        """Say nothing (see the class docstring)."""

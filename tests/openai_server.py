@@ -16,8 +16,10 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.helpers import QuietHTTPServer
 
 
 @dataclass(frozen=True)
@@ -143,7 +145,7 @@ def _handler(server: ScriptedServer, reply: Reply) -> type[BaseHTTPRequestHandle
 def scripted_server(reply: Reply) -> Iterator[ScriptedServer]:
     """Start the server on a free port; stop it on exit."""
     state = ScriptedServer(base_url="")
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state, reply))
+    httpd = QuietHTTPServer(("127.0.0.1", 0), _handler(state, reply))
     httpd.daemon_threads = True
     state.base_url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)

@@ -15,7 +15,7 @@ import pytest
 from assay.errors import ModelError, UsageError
 from assay.providers.local import URL_VARIABLE, LocalModel, free_port, running_server_url
 from tests.cli.test_run import assay, latest
-from tests.helpers import write
+from tests.helpers import QuietHTTPServer, write
 
 TASK = """\
 task_id: mood
@@ -72,7 +72,7 @@ def unhealthy_server() -> Iterator[str]:
         def log_message(self, *args: object) -> None:
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Loading)
+    server = QuietHTTPServer(("127.0.0.1", 0), Loading)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

@@ -16,6 +16,7 @@ import httpx
 import pytest
 
 from assay.view.guard import allowed_hosts
+from tests.helpers import QuietHTTPServer
 from tests.view.browser import chromium, chromium_path, viewer
 from tests.view.generate import make_run
 
@@ -126,7 +127,7 @@ class _Page(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture
 def other_origin() -> Iterator[int]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Page)
+    server = QuietHTTPServer(("127.0.0.1", 0), _Page)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

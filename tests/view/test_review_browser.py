@@ -12,7 +12,6 @@ the judge script's own rule applied to each answer, computed here with scikit-le
 
 from __future__ import annotations
 
-import http.server
 import json
 import os
 import re
@@ -28,7 +27,7 @@ from sklearn.metrics import cohen_kappa_score
 
 from assay.store import Store
 from tests.cli.test_run import assay, assay_process
-from tests.helpers import write
+from tests.helpers import QuietHTTPServer, write
 from tests.view.browser import chromium, chromium_path, files_of, fresh_context, screenshot, viewer
 from tests.view.generate import make_run
 from tests.view.test_host import _Page
@@ -205,7 +204,7 @@ POST_FORM = """([target, body]) => {
 @pytest.fixture
 def elsewhere() -> Iterator[int]:
     """The port of a page of another origin (a server of its own on 127.0.0.1)."""
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Page)
+    server = QuietHTTPServer(("127.0.0.1", 0), _Page)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
