@@ -275,6 +275,8 @@ def test_gates_on_a_stopped_run_use_the_confidence_sequence(tmp_path: Path) -> N
         low, high = mean_confidence_sequence(np.array(ordered))
         assert found["low"] == pytest.approx(low[-1]) and found["high"] == pytest.approx(high[-1])
         assert found["value"] == pytest.approx(np.mean(ordered))
+        # one replicate a row: each graded row is one value and one unit of the sequence
+        assert found["observations"] == found["clusters"] == len(ordered)
         check = aggregate["threshold_checks"][0]
         assert check["bound"] == "lower" and check["interval"] == [found["low"], found["high"]]
         assert check["passed"] == (found["low"] >= 0.5)
@@ -283,6 +285,7 @@ def test_gates_on_a_stopped_run_use_the_confidence_sequence(tmp_path: Path) -> N
         same = arm["metrics"]["classification_match.accuracy"]  # the experiment's report agrees
         assert same["method"] == "confidence sequence"
         assert (same["low"], same["high"]) == pytest.approx((found["low"], found["high"]))
+        assert same["clusters"] == len(ordered)
     # the keyword variant answers 1 row in 5 right: its sequence ends well below 0.5
     keyword = json.loads((run / "keyword" / "toy" / "suite.json").read_text())
     assert not keyword["passed"]

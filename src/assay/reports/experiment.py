@@ -422,7 +422,7 @@ def build_experiment(
     rows; without it each row (with its replicates) is a cluster. ``adjustment`` (``holm``,
     ``bonferroni``, ``none``) adjusts each suite's p-values for multiplicity; a difference
     survives when its adjusted p-value is at most ``alpha``. ``sequence``: a run that
-    stopped when decided (:func:`assay.orchestration.running.stopping.stopped_sequence`):
+    stopped when decided (:func:`assay.orchestration.running.stopping.stopping_facts`):
     each variant's rates and means then have the confidence sequence's interval."""
     arms = group_arms(results, paths, cluster_fields)
     by_suite: dict[str, list[Arm]] = defaultdict(list)

@@ -19,7 +19,7 @@ from assay.orchestration.running.runfiles import (
     resolve_run_dir,
     scan_task_jsons,
 )
-from assay.orchestration.running.stopping import planned_unless_stopped, stopped_sequence
+from assay.orchestration.running.stopping import stopping_facts
 from assay.reports.writer import Reports, RunMeta, Stage, write_reports
 from assay.results.io import read_json, read_model
 from assay.results.plan_record import PLAN_FILE, PlanRecord
@@ -49,6 +49,7 @@ def previous_meta(run_dir: Path, stage: Stage) -> RunMeta:
     if not selections and plan is not None:
         selections = plan.selections()
     experiment = _experiment(run_dir)
+    planned, sequence = stopping_facts(run_dir, dict(plan.planned) if plan else {})
     return RunMeta(
         run_id=run_dir.name,
         stage=stage,
@@ -63,8 +64,8 @@ def previous_meta(run_dir: Path, stage: Stage) -> RunMeta:
         interrupted=summary.interrupted if summary else plan is not None,
         active_seconds=summary.total_duration_seconds if summary else None,
         sessions=summary.sessions if summary else 1,
-        planned=planned_unless_stopped(run_dir, plan.planned) if plan else {},
-        sequence=stopped_sequence(run_dir),
+        planned=planned,
+        sequence=sequence,
         experiment_id=experiment[0] if experiment else None,
         experiment_description=experiment[1] if experiment else "",
         variant_ids=list(plan.variants) if plan else [],

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 from assay.orchestration.running.runfiles import iter_results
 from assay.orchestration.running.session import RunSession, SessionOutcome
-from assay.orchestration.running.stopping import planned_unless_stopped, stopped_sequence
+from assay.orchestration.running.stopping import stopping_facts
 from assay.reports.writer import Reports, RunMeta, write_reports
 from assay.results.plan_record import read_sessions
 from assay.results.task_result import EvaluationResult
@@ -39,6 +39,7 @@ def session_meta(session: RunSession, outcome: SessionOutcome) -> RunMeta:
     plan, record, request = session.plan, session.record, session.request
     sessions = read_sessions(session.run_dir)
     first = sessions[0][0] if sessions else outcome.ended
+    planned, sequence = stopping_facts(session.run_dir, record.planned)
     return RunMeta(
         run_id=session.run_dir.name,
         stage=request.options.stage,
@@ -53,8 +54,8 @@ def session_meta(session: RunSession, outcome: SessionOutcome) -> RunMeta:
         criteria=record.criteria,
         session_times=sessions,
         sessions=len(sessions),
-        planned=planned_unless_stopped(session.run_dir, record.planned),
-        sequence=stopped_sequence(session.run_dir),
+        planned=planned,
+        sequence=sequence,
         experiment_id=plan.experiment.experiment_id if plan.experiment else None,
         experiment_description=plan.experiment.description if plan.experiment else "",
         variant_ids=list(plan.variants),

@@ -204,7 +204,7 @@ def _write_experiment(
     meta: RunMeta,
     redactor: Redactor,
 ) -> None:
-    from assay.orchestration.running.stopping import read_stopping, stopped_sequence
+    from assay.orchestration.running.stopping import read_stopping
     from assay.reports.experiment import build_experiment  # numpy/scipy
     from assay.reports.judged import add_judged_differences
 
@@ -220,7 +220,7 @@ def _write_experiment(
         cluster_fields={
             task_id: chosen.dataset.cluster_field for task_id, chosen in listed.items()
         },
-        sequence=stopped_sequence(run_dir),
+        sequence=meta.sequence,
     )
     add_judged_differences(report, lambda variant, suite: run_dir / variant / suite / "suite.json")
     report.stopping = read_stopping(run_dir)

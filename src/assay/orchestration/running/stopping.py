@@ -202,19 +202,20 @@ def read_stopping(run_dir: Path) -> dict[str, Any] | None:
     return data
 
 
-def stopped_sequence(run_dir: Path) -> dict[tuple[str, str], int] | None:
-    """``(suite, row)`` → its place in the order the stopping test heard the rows, for a run
-    that stopped when decided (its gates then use the confidence sequence of the values in
-    that order: :func:`assay.metrics.sequential.mean_confidence_sequence`); ``None`` for any
-    other run, or a ``stopping.json`` written before the order was recorded."""
+def stopping_facts(
+    run_dir: Path, planned: dict[str, int]
+) -> tuple[dict[str, int], dict[tuple[str, str], int] | None]:
+    """What the reports take from ``stopping.json`` (read once): the planned items per
+    suite, or none when the run stopped when decided (the rows it did not schedule are not
+    missing: the rule decided without them); and for a stopped run, ``(suite, row)`` → its
+    place in the order the stopping test heard the rows (its intervals and gates are then
+    the confidence sequence of the values in that order:
+    :func:`assay.metrics.sequential.mean_confidence_sequence`), ``None`` for any other run
+    or a ``stopping.json`` written before the order was recorded."""
     found = read_stopping(run_dir)
-    if found is None or not found.get("stopped") or "sequence" not in found:
-        return None
-    return {(str(suite), str(row)): place for place, (suite, row) in enumerate(found["sequence"])}
-
-
-def planned_unless_stopped(run_dir: Path, planned: dict[str, int]) -> dict[str, int]:
-    """The planned items per suite, or none when the run stopped when decided (the rows it
-    did not schedule are not missing: the rule decided without them)."""
-    found = read_stopping(run_dir)
-    return {} if found is not None and found.get("stopped") else planned
+    if found is None or not found.get("stopped"):
+        return planned, None
+    order = found.get("sequence")
+    sequence = None if order is None else {
+        (str(suite), str(row)): place for place, (suite, row) in enumerate(order)}  # fmt: skip
+    return {}, sequence
