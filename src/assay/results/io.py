@@ -129,14 +129,8 @@ def _check_creatable(folder: Path, what: str) -> None:
         existing = existing.parent
     if not existing.is_dir():
         raise UsageError(f"{what} cannot be created: {existing} is a file, not a folder")
-    if existing == folder.absolute():
-        check_writable_folder(existing, what)
-        return
-    try:
-        check_writable_folder(existing, what)
-    except UsageError as exc:
-        why = exc.message.rsplit(": ", 1)[-1]
-        raise UsageError(f"{what} cannot be created: cannot write in {existing}: {why}") from None
+    check_writable_folder(existing, what if existing == folder.absolute() else
+                          f"{what} cannot be created")  # fmt: skip
 
 
 def check_writable_folder(folder: Path, what: str) -> None:
