@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -53,23 +54,33 @@ class CodexRunner(CliAgent[CodexAgent]):
 
     def prepare(
         self, context: AgentContext, cli: Path, parser: EventParser
-    ) -> tuple[list[Path], str | None]:
-        """The plugin folders and the system prompt's text (refused: one it cannot read)."""
+    ) -> tuple[list[Path], str | None, str | None]:
+        """The plugin folders, the system prompt's text (refused: one it cannot read) and,
+        for a run given tool servers, the model catalog that shows them
+        (:func:`direct_tools_catalog`)."""
+        catalog = None
+        if context.tool_servers:
+            with tempfile.TemporaryDirectory(prefix="assay-codex-catalog-") as scratch:
+                env = cli_environment(context, self.config, Path(scratch)) | {
+                    "CODEX_HOME": scratch}  # fmt: skip
+                catalog = direct_tools_catalog(cli, env)
         return (plugin_dirs(self.config, context.base_dir),
-                read_system_prompt(self.config, context.base_dir))  # fmt: skip
+                read_system_prompt(self.config, context.base_dir), catalog)  # fmt: skip
 
     def launch(self, row: CliRow) -> CliLaunch:
         """``CODEX_HOME`` in the home folder with its ``config.toml`` (the provider ``assay``
         at the bridge; the config refuses ``route: direct``) and the plugins' skills, the
         prompt on standard input."""
-        plugins, instructions = row.prepared
+        plugins, instructions, catalog = row.prepared
         codex_home = row.home / ".codex"
         env = cli_environment(row.context, self.config, row.home) | {
             "CODEX_HOME": str(codex_home), KEY_VARIABLE: row.token}  # fmt: skip
         settings: dict[str, Any] = {"model": cli_model(self.config), "model_provider": "assay",
                                     "provider_url": row.bridge_url + "/v1"}  # fmt: skip
-        if row.context.tool_servers:
-            settings["model_catalog_json"] = str(direct_tools_catalog(row.cli, codex_home, env))
+        if catalog is not None:
+            codex_home.mkdir(parents=True, exist_ok=True)
+            (codex_home / "assay-models.json").write_text(catalog, encoding="utf-8")
+            settings["model_catalog_json"] = str(codex_home / "assay-models.json")
         write_config(codex_home, settings=settings, instructions=instructions,
                      servers=row.context.tool_servers)  # fmt: skip
         row.parser.transcript.skills_offered = _stage_skills(plugins, codex_home)
@@ -131,16 +142,15 @@ def write_config(
     (codex_home / "config.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-def direct_tools_catalog(cli: Path, codex_home: Path, env: Mapping[str, str]) -> Path:
-    """Codex's own model catalog (``codex debug models``) with ``supports_search_tool`` off
-    for every model, written into ``codex_home``: Codex then gives the model its MCP tools
-    (assay's verdict tool) in every request, where it would otherwise hide them behind its
-    ``tool_search`` tool, which only OpenAI's models answer.
+def direct_tools_catalog(cli: Path, env: Mapping[str, str]) -> str:
+    """Codex's own model catalog (``codex debug models``, run with ``env``) with
+    ``supports_search_tool`` off for every model, as JSON text: Codex then gives the model
+    its MCP tools (assay's verdict tool) in every request, where it would otherwise hide them
+    behind its ``tool_search`` tool, which only OpenAI's models answer.
 
     Raises:
         UserError: the catalog cannot be read from this Codex.
     """
-    codex_home.mkdir(parents=True, exist_ok=True)
     try:
         done = subprocess.run([str(cli), "debug", "models"], env=dict(env), text=True,
                               capture_output=True, timeout=60, check=True)  # fmt: skip
@@ -151,9 +161,7 @@ def direct_tools_catalog(cli: Path, codex_home: Path, env: Mapping[str, str]) ->
         raise UserError(f"cannot read the model catalog of {cli} (`codex debug models`): "
                         f"{exc}", hint="use a Codex that has `codex debug models` "
                         "(0.171 or later)") from None  # fmt: skip
-    path = codex_home / "assay-models.json"
-    path.write_text(json.dumps(catalog), encoding="utf-8")
-    return path
+    return json.dumps(catalog)
 
 
 def _stage_skills(plugins: list[Path], codex_home: Path) -> list[str]:

@@ -15,6 +15,7 @@ enforce.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import os
 import shutil
@@ -123,6 +124,7 @@ class CliAgent(Agent[Config]):
     def prepare(self, context: AgentContext, cli: Path, parser: EventParser) -> Any:
         """What the row's launch needs that can be refused before anything is made (a
         system prompt file, plugin folders); given to :meth:`launch` as ``row.prepared``.
+        Run in a worker thread: it may read files or run a program.
 
         Raises:
             UserError: the row is refused with this message (nothing was started).
@@ -148,7 +150,9 @@ class CliAgent(Agent[Config]):
         parser = self.parser()
         try:
             cli = self.find(context.base_dir)
-            prepared = self.prepare(context, cli, parser)
+            # files read, and for some CLIs a program run: off the event loop, which serves
+            # the other rows and the bridge meanwhile (nothing is made yet to clean up)
+            prepared = await asyncio.to_thread(self.prepare, context, cli, parser)
         except UserError as exc:
             return refused(span, parser.transcript, str(exc))
         name = self.executable or self.type_name
