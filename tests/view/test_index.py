@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from assay.orchestration.running.runfiles import load_results
 from assay.results.task_result import EvaluationResult
 from assay.view.index import RowIndex, scan_rows
 from assay.view.queries import RowFilter, facets, neighbours, row_page
+from assay.view.reading import read_bytes
 from tests.view.browser import files_of
 from tests.view.generate import make_run
 
@@ -167,6 +169,62 @@ def test_rows_that_appear_change_or_go_are_followed(tmp_path: Path) -> None:
     index_files = files_of(tmp_path / "runs")
     assert set(index_files) == set(before) - {str(row.parent.parent.parent / "r000004" / "00" /
                                               "task.json")} | {str(copy / "task.json")}  # fmt: skip
+
+
+def test_each_rows_criteria_and_texts_stay_its_own_through_changes(tmp_path: Path) -> None:
+    run = make_run(12, tmp_path / "runs", seed=5)
+    index = RowIndex(run, tmp_path / "index.sqlite")
+    index.refresh()
+    suite = run / "default" / "sst2-three-way"
+    for number, (status, body) in enumerate([("FAILURE", "first"), ("ERROR", "second")]):
+        row = suite / f"r00000{number + 2}" / "00"
+        data = json.loads((row / "task.json").read_text())
+        data["final_status"] = status
+        (row / "task.json").write_text(json.dumps(data))
+        (row / "response.txt").write_text(f"the {body} changed answer")
+        os.utime(row / "task.json", ns=(number + 1, number + 1))
+        shutil.rmtree(suite / f"r00000{number + 7}")
+        assert index.refresh() == 1
+    with index.connect() as db:
+        rows = {r["pk"]: r for r in db.execute("SELECT pk, row_id, status FROM rows")}
+        texts = {r["pk"]: r["response"] for r in db.execute("SELECT pk, response FROM texts")}
+        criteria = db.execute("SELECT pk, row_id FROM criteria").fetchall()
+    assert len(rows) == 10 and set(texts) == set(rows)
+    assert {c["pk"] for c in criteria} == set(rows)
+    assert all(rows[c["pk"]]["row_id"] == c["row_id"] for c in criteria)
+    by_id = {r["row_id"]: (r["status"], texts[pk]) for pk, r in rows.items()}
+    assert by_id["r000002"] == ("FAILURE", "the first changed answer")
+    assert by_id["r000003"] == ("ERROR", "the second changed answer")
+    assert "r000007" not in by_id and "r000008" not in by_id
+
+
+def test_files_are_read_whole_or_to_their_limit(tmp_path: Path) -> None:
+    big = tmp_path / "big.txt"
+    big.write_bytes(bytes(range(256)) * 1000)  # past one read's usual chunk
+    assert read_bytes(big) == big.read_bytes()
+    assert read_bytes(big, limit=300) == big.read_bytes()[:300]
+    (tmp_path / "empty.txt").write_bytes(b"")
+    assert read_bytes(tmp_path / "empty.txt") == b""
+    with pytest.raises(FileNotFoundError):
+        read_bytes(tmp_path / "missing.txt")
+    with pytest.raises(IsADirectoryError):
+        read_bytes(tmp_path)
+
+
+def test_a_task_json_that_is_not_utf8_or_not_a_file_says_so(tmp_path: Path) -> None:
+    run = make_run(3, tmp_path / "runs")
+    suite = run / "default" / "sst2-three-way"
+    (suite / "r000000" / "00" / "task.json").write_bytes(b'{"task_id": "\xff\xfe"}')
+    (suite / "r000001" / "00" / "task.json").unlink()
+    (suite / "r000001" / "00" / "task.json").mkdir()
+    index = RowIndex(run, tmp_path / "index.sqlite")
+    index.refresh()
+    by_id = {r["row_id"]: r for r in page(index)[0]}
+    assert by_id["r000000"]["status"] == "UNREADABLE"
+    assert "utf-8" in by_id["r000000"]["problem"]
+    assert by_id["r000001"]["status"] == "UNREADABLE"
+    assert "Is a directory" in by_id["r000001"]["problem"]
+    assert by_id["r000002"]["status"] != "UNREADABLE"
 
 
 def test_unreadable_and_old_task_json_are_shown_with_the_reason(tmp_path: Path) -> None:

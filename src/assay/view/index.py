@@ -16,6 +16,7 @@ and say so (:class:`IndexState`).
 from __future__ import annotations
 
 import contextlib
+import operator
 import os
 import sqlite3
 import threading
@@ -29,7 +30,7 @@ from pydantic import ValidationError
 from assay.orchestration.running.runfiles import REPLICATE_DIR
 from assay.results.secrets import clip_head
 from assay.results.task_result import EvaluationResult
-from assay.view.reading import read_json_text, read_text_head
+from assay.view.reading import read_bytes, read_json_text, read_text_head
 from assay.view.records import RowLine, raw_line, row_line, unreadable
 
 BATCH = 500
@@ -66,8 +67,8 @@ _COLUMNS = ("folder", "mtime_ns", "size", "scan", "variant", "suite", "task_id",
             "row_index", "replicate", "ord_index", "ord_id", "status", "category", "score",
             "duration", "tokens", "cost", "model", "expected", "observed", "error_kind",
             "reason", "response_start", "problem", "uncertainty")  # fmt: skip
-_INSERT = (f"INSERT OR REPLACE INTO rows ({', '.join(_COLUMNS)}) "
-           f"VALUES ({', '.join('?' * len(_COLUMNS))})")  # fmt: skip
+_INSERT = (f"INSERT INTO rows (pk, {', '.join(_COLUMNS)}) "
+           f"VALUES ({', '.join('?' * (len(_COLUMNS) + 1))})")  # fmt: skip
 _TEXTS = "INSERT OR REPLACE INTO texts (pk, prompt, response) VALUES (?, ?, ?)"
 _CRITERION = ("INSERT INTO criteria (pk, variant, suite, row_id, replicate, position, type, "
               "score, outcome, expected, observed, qa_correct) "
@@ -150,13 +151,16 @@ def read_row(run_dir: Path, folder: str) -> RowLine:
     cannot be read gives a line that says why."""
     where = f"{os.fspath(run_dir)}/{folder}"
     try:
-        with open(f"{where}/task.json", encoding="utf-8") as handle:
-            text = handle.read()
-    except (OSError, UnicodeDecodeError) as exc:
+        raw = read_bytes(f"{where}/task.json")
+    except OSError as exc:
         return unreadable(folder, f"task.json could not be read ({exc})")
     try:
-        result = EvaluationResult.model_validate_json(text)
+        result = EvaluationResult.model_validate_json(raw)
     except ValidationError as exc:
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as bad:
+            return unreadable(folder, f"task.json could not be read ({bad})")
         data, problem = read_json_text(Path(where, "task.json"), "task.json", text)
         if problem is not None:
             return unreadable(folder, str(problem))
@@ -243,24 +247,17 @@ class RowIndex:
         looked up batch by batch, and rows not seen by this scan are found by a mark."""
         self._scans += 1
         seen = indexed = 0
-        for batch in _batches(iter_rows(self.run_dir)):
-            seen += len(batch)
-            self._found = max(self._found, seen)
-            with self.connect() as db:
-                marks = ", ".join("?" * len(batch))
-                folders = [folder for folder, _ in batch]
-                known = {r[0]: (r[1], r[2]) for r in db.execute(
-                    f"SELECT folder, mtime_ns, size FROM rows WHERE folder IN ({marks})",
-                    folders)}  # fmt: skip
-                db.execute(f"UPDATE rows SET scan = ? WHERE folder IN ({marks})",
-                           [self._scans, *folders])  # fmt: skip
-                changed = [(f, stamp) for f, stamp in batch if known.get(f) != stamp]
+        with self.connect() as db:  # one connection; each batch is committed as it is stored
+            for batch in _batches(iter_rows(self.run_dir)):
+                seen += len(batch)
+                self._found = max(self._found, seen)
+                changed = self._mark(db, batch)
                 if changed:
                     self._store(db, [(read_row(self.run_dir, f), stamp) for f, stamp in changed])
                     indexed += len(changed)
-            if changed:
-                self.generation += 1
-        with self.connect() as db:
+                db.commit()
+                if changed:
+                    self.generation += 1
             gone = [r[0] for r in db.execute("SELECT folder FROM rows WHERE scan != ?",
                                              [self._scans])]  # fmt: skip
             for start in range(0, len(gone), BATCH):
@@ -272,6 +269,21 @@ class RowIndex:
         self._error = None
         return indexed
 
+    def _mark(
+        self, db: sqlite3.Connection, batch: list[tuple[str, Stamp]]
+    ) -> list[tuple[str, Stamp]]:
+        """Mark ``batch``'s folders as seen by this scan; the ones new or changed since."""
+        marks = ", ".join("?" * len(batch))
+        folders = [folder for folder, _ in batch]
+        known = {
+            r[0]: (r[1], r[2])
+            for r in db.execute(
+                f"SELECT folder, mtime_ns, size FROM rows WHERE folder IN ({marks})", folders
+            )
+        }
+        db.execute(f"UPDATE rows SET scan = ? WHERE folder IN ({marks})", [self._scans, *folders])
+        return [(folder, stamp) for folder, stamp in batch if known.get(folder) != stamp]
+
     @staticmethod
     def _forget(db: sqlite3.Connection, folders: list[str]) -> None:
         marks = ", ".join("?" * len(folders))
@@ -281,28 +293,34 @@ class RowIndex:
         db.execute(f"DELETE FROM rows WHERE folder IN ({marks})", folders)
 
     def _store(self, db: sqlite3.Connection, lines: list[tuple[RowLine, Stamp]]) -> None:
+        """Replace the lines of ``lines``' folders: three ``executemany`` for the batch, the
+        primary keys given here (one past the largest) so no row needs a statement of its
+        own to learn its key."""
         self._forget(db, [line.folder for line, _ in lines])
-        for line, (mtime, size) in lines:
-            values = [line.folder, mtime, size, self._scans,
-                      *(_value(line, c) for c in _COLUMNS[4:])]  # fmt: skip
-            pk = db.execute(_INSERT, values).lastrowid
-            db.execute(_TEXTS, (pk, line.prompt, line.response))
-            db.executemany(_CRITERION, [
-                (pk, line.variant, line.suite, line.row_id, line.replicate, c.position, c.type,
-                 c.score, c.outcome, c.expected, c.observed, c.qa_correct)
-                for c in line.criteria
-            ])  # fmt: skip
+        first = int(db.execute("SELECT COALESCE(MAX(pk), 0) FROM rows").fetchone()[0]) + 1
+        keyed = list(enumerate(lines, start=first))
+        db.executemany(_INSERT, [
+            (pk, line.folder, mtime, size, self._scans, *_values(line))
+            for pk, (line, (mtime, size)) in keyed
+        ])  # fmt: skip
+        db.executemany(_TEXTS, [(pk, line.prompt, line.response) for pk, (line, _) in keyed])
+        db.executemany(_CRITERION, [
+            (pk, line.variant, line.suite, line.row_id, line.replicate, c.position, c.type,
+             c.score, c.outcome, c.expected, c.observed, c.qa_correct)
+            for pk, (line, _) in keyed for c in line.criteria
+        ])  # fmt: skip
 
 
-def _value(line: RowLine, column: str) -> object:
-    """A column of the ``rows`` table from a row's line."""
-    if column == "ord_index":
-        return line.row_index if line.row_index is not None else -1
-    if column == "ord_id":
-        return line.row_id or ""
-    if column == "response_start":
-        return clip_head(line.response, PREVIEW)
-    return getattr(line, column)
+_PLAIN = operator.attrgetter("variant", "suite", "task_id", "row_id", "row_index", "replicate")
+_MORE = operator.attrgetter("status", "category", "score", "duration", "tokens", "cost", "model",
+                            "expected", "observed", "error_kind", "reason")  # fmt: skip
+
+
+def _values(line: RowLine) -> tuple[object, ...]:
+    """The ``rows`` columns a row's line gives, in ``_COLUMNS[4:]`` order."""
+    return (*_PLAIN(line), line.row_index if line.row_index is not None else -1,
+            line.row_id or "", *_MORE(line), clip_head(line.response, PREVIEW), line.problem,
+            line.uncertainty)  # fmt: skip
 
 
 def _batches(rows: Iterator[tuple[str, Stamp]]) -> Iterator[list[tuple[str, Stamp]]]:

@@ -151,8 +151,33 @@ def read_text_tail(path: Path, *, limit: int = 200_000) -> tuple[str | None, boo
 def read_text_head(path: Path | str, *, limit: int = 200_000) -> tuple[str | None, bool]:
     """A text file's first ``limit`` bytes as text, and whether it was cut."""
     try:
-        with open(path, "rb") as handle:
-            data = handle.read(limit + 1)
+        data = read_bytes(path, limit=limit + 1)
     except OSError:
         return None, False
     return data[:limit].decode("utf-8", "replace"), len(data) > limit
+
+
+def read_bytes(path: Path | str, *, limit: int | None = None) -> bytes:
+    """A file's bytes (its first ``limit`` when given).
+
+    Plain ``os`` calls, no file object: the viewer's index reads two small files per row
+    and a file object's set-up was a fifth of a row's cost.
+
+    Raises:
+        OSError: the file cannot be opened or read.
+    """
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        want = limit if limit is not None else os.fstat(fd).st_size + 1
+        parts: list[bytes] = []
+        while want > 0:
+            part = os.read(fd, want)
+            parts.append(part)
+            if len(part) < want:  # a short read of a file is its end: no read for b""
+                break
+            want -= len(part)
+            if limit is None:  # it grew while read: read on to its end
+                want = 1 << 16
+        return b"".join(parts)
+    finally:
+        os.close(fd)
