@@ -170,6 +170,44 @@ def test_a_coding_agent_judges_a_copy_of_the_sandbox(tmp_path: Path, sandbox: st
     assert aggregate["metrics"]["mean"] == pytest.approx((0.8 + 1.0 + 0.25) / 3)
 
 
+@pytest.mark.docker
+def test_a_docker_rows_judge_runs_in_a_container_of_its_image(
+    tmp_path: Path, docker_image: tuple[object, str]
+) -> None:
+    """The judge's CLI runs in a container of the row's image (no network but the model
+    bridge's socket) and starts the verdict tool there on the image's ``python3``; what it
+    writes stays in its copy, and nothing outside the copy is shown to it."""
+    claude_available()
+    _, image = docker_image
+    write(tmp_path / "judge.yaml", SCRIPT.replace("OUTSIDE", str(tmp_path)))
+    write(tmp_path / "ref" / "solution.txt", "42")
+    sandbox = f"{{driver: docker, docker: {{engine: docker, image: '{image}'}}}}"
+    task = TASK.format(sandbox=sandbox, timeout=30)
+    kept_rows = ("reads", "reference", "silent", "writes")
+    task = "\n".join(
+        line
+        for line in task.splitlines()
+        if "{id: " not in line or any(f"id: {r}," in line for r in kept_rows)
+    )
+    write(tmp_path / "t.yaml", task + "\n")
+    done = run_assay("run", "t.yaml", "--keep-sandboxes", cwd=tmp_path, timeout=600)
+    assert done.returncode == 1, done.stdout + done.stderr
+    rows = _rows(tmp_path / "runs" / "latest")
+    assert set(rows) == set(kept_rows)
+    judged = rows["reads"]["success_criteria_results"][0]
+    assert (judged["evaluation_status"], judged["score"], judged["findings"]) == (
+        "evaluated", 0.8, ["says 42"]), judged  # fmt: skip
+    assert rows["reference"]["success_criteria_results"][0]["score"] == 1.0
+    silent = rows["silent"]["success_criteria_results"][0]
+    assert silent["error"].startswith("judge_error: Judge did not call submit_verdict"), silent
+    written = rows["writes"]["success_criteria_results"]
+    assert (written[0]["score"], written[1]["score"]) == (0.25, 1.0)
+    kept = tmp_path / "runs" / "latest" / "default" / "judged" / "writes" / "00" / "sandbox"
+    assert (kept / "answer.txt").read_text() == "42"
+    assert not (kept / "judge-was-here.txt").exists()
+    assert not (tmp_path / "escaped.txt").exists()  # the host's folders are not shown
+
+
 @pytest.mark.parametrize("sandbox", ["{driver: tempdir}", "{driver: bwrap}"])
 def test_assay_evaluate_runs_the_judge_again(tmp_path: Path, sandbox: str) -> None:
     """``assay evaluate`` starts the model bridge (on its unix socket for a ``bwrap`` row) and

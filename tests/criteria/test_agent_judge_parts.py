@@ -8,6 +8,7 @@ import asyncio
 import json
 import math
 import os
+import sys
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -24,12 +25,14 @@ from assay.criteria.agent_judge import (
     copy_workspace,
     judge_jail,
     read_verdict,
+    verdict_server,
 )
 from assay.criteria.base import CriterionError, GradingContext
 from assay.errors import TaskFileError
 from assay.judges.verdict_tool import QUALIFIED, RECEIVED, VerdictError, answer, check_verdict
 from assay.results.transcript import Transcript, TranscriptEvent
 from assay.sandbox.bwrap import make_policy
+from assay.sandbox.docker import Engine, make_docker_policy
 from assay.sandbox.tempdir import Sandbox
 from assay.spec.agent_judge import AgentJudge, JudgeAgent
 from assay.spec.coding_agents import ClaudeCodeAgent
@@ -249,27 +252,34 @@ def test_the_judge_is_contained_as_the_row_was(tmp_path: Path) -> None:
             judge.close()
     finally:
         row.close()
-    with pytest.raises(CriterionError, match="does not run in a docker container yet"):
-        judge_jail(object(), tmp_path)  # type: ignore[arg-type]
 
 
-def test_the_plan_refuses_a_judge_without_the_mcp_package(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import importlib.util
-
-    real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: None if name == "mcp" else real(name, *a))  # fmt: skip
-    task = write(tmp_path / "t.yaml", "task_id: j\ndescription: d\ninitial_prompt: go\n"
-                 "agent: {type: command, command: 'true'}\nsuccess_criteria:\n"
-                 "  - type: agent_judge\n    description: judge\n    prompt: is it good?\n"
-                 "    agent: {model: mock/echo}\n")  # fmt: skip
-    with pytest.raises(TaskFileError) as caught:
-        assay.plan([str(task)])
-    assert "verdict tool needs the mcp package, which is not installed" in str(caught.value)
-    assert caught.value.field == "success_criteria[0].type"
-    assert caught.value.hint is not None and "install" in caught.value.hint
+def test_a_docker_rows_judge_gets_a_container_of_the_rows_image(tmp_path: Path) -> None:
+    engine = Engine(Path("/usr/bin/docker"), "docker")  # no container starts here
+    policy = make_docker_policy(engine=engine)
+    for folder in ("row", "copy", "extra", "task"):
+        (tmp_path / folder).mkdir()
+    row = policy.jail(tmp_path / "row", image="team/image:1", limits={"RLIMIT_NOFILE": 256},
+                      memory_mb=512, cpus=1.5, engine_network="bridge",
+                      readable=[tmp_path / "extra"], task_dir=tmp_path / "task")  # fmt: skip
+    try:
+        judge: Any = judge_jail(row, tmp_path / "copy")
+        try:
+            assert judge.policy is row.policy and judge.name != row.name
+            assert (judge.root, judge.image, judge.limits, judge.memory_mb, judge.cpus,
+                    judge.network) == (tmp_path / "copy", "team/image:1",
+                                       {"RLIMIT_NOFILE": 256}, 512, 1.5, "bridge")  # fmt: skip
+            assert [m.source for m in judge.shown] == [tmp_path / "extra"]
+            assert judge.task == () and judge.mounts == ()  # the task's folder stays hidden
+        finally:
+            judge.close()
+    finally:
+        row.close()
+    server = verdict_server(row)
+    assert server.command == "python3"  # the image's: the script needs no package of assay
+    script = Path(server.args[-1])
+    assert server.args[:2] == ("-I", "-S") and server.readable == (script,)
+    assert verdict_server(None).command == sys.executable
 
 
 def test_the_judges_model_key_is_a_secret_of_the_task(tmp_path: Path) -> None:
@@ -286,13 +296,11 @@ def test_the_judges_model_key_is_a_secret_of_the_task(tmp_path: Path) -> None:
 
 
 async def _call_served_tool(arguments: dict[str, Any]) -> str:
-    import sys
-
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
-    server = StdioServerParameters(command=sys.executable,
-                                   args=["-m", "assay.judges.verdict_tool"])  # fmt: skip
+    served = verdict_server(None)  # as the judge's CLI starts it: no assay on its path
+    server = StdioServerParameters(command=served.command, args=list(served.args), env={})
     async with stdio_client(server) as (read, send), ClientSession(read, send) as session:
         await session.initialize()
         result = await session.call_tool("submit_verdict", arguments)
@@ -312,3 +320,41 @@ def test_the_served_tool_answers_a_bad_score_with_its_own_reply(
     """Found in review: a score that is not a number got the MCP SDK's validation error
     (with a pydantic link) instead of the tool's documented ``Invalid: <why>. Retry.``."""
     assert asyncio.run(_call_served_tool(arguments)) == reply
+
+
+def test_the_verdict_server_speaks_json_rpc_over_lines() -> None:
+    from assay.judges.verdict_tool import PROTOCOLS, serve
+
+    lines = [
+        '{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": '
+        '{"protocolVersion": "2025-03-26", "capabilities": {}}}',
+        '{"jsonrpc": "2.0", "method": "notifications/initialized"}',
+        "",
+        '{"jsonrpc": "2.0", "id": 2, "method": "initialize", "params": '
+        '{"protocolVersion": "1999-01-01"}}',
+        '{"jsonrpc": "2.0", "id": "a", "method": "tools/list"}',
+        '{"jsonrpc": "2.0", "id": 3, "method": "resources/list"}',
+        '{"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "other"}}',
+        "not json",
+        '[{"jsonrpc": "2.0", "id": 5, "method": "ping"}, {"jsonrpc": "2.0", "method": "x"}]',
+        '{"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"name": '
+        '"submit_verdict", "arguments": {"score": 0.5, "rationale": "ok"}}}',
+    ]
+    written: list[str] = []
+    serve(lines, written.append)
+    answers = [json.loads(line) for line in written]
+    assert all(line.endswith("\n") and line.count("\n") == 1 for line in written)
+    assert answers[0]["result"]["protocolVersion"] == "2025-03-26"
+    assert answers[0]["result"]["capabilities"] == {"tools": {"listChanged": False}}
+    assert answers[1]["result"]["protocolVersion"] == PROTOCOLS[-1]  # one it does not know
+    tool = answers[2]["result"]["tools"][0]
+    assert (answers[2]["id"], tool["name"], tool["inputSchema"]["required"]) == (
+        "a", "submit_verdict", ["score", "rationale"])  # fmt: skip
+    assert answers[3]["error"]["code"] == -32601 and answers[3]["id"] == 3
+    assert answers[4]["error"]["code"] == -32602
+    assert answers[5] == {"jsonrpc": "2.0", "id": None,
+                          "error": {"code": -32700, "message": "Parse error"}}  # fmt: skip
+    assert answers[6] == [{"jsonrpc": "2.0", "id": 5, "result": {}}]  # a batch's notification
+    assert answers[7]["result"] == {"content": [{"type": "text", "text": RECEIVED}],
+                                    "isError": False}  # fmt: skip
+    assert len(answers) == 8  # notifications get no answer

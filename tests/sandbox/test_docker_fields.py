@@ -210,3 +210,28 @@ def test_an_image_without_what_the_agents_container_runs_is_refused_at_plan(
     assert "t.yaml:5: sandbox.docker.dockerfile_path: the image assay-task:" in done.stderr
     for words in expected:
         assert words in done.stderr, done.stderr
+
+
+@pytest.mark.docker
+@pytest.mark.coding_agent
+def test_an_image_without_python3_is_refused_at_plan_for_an_agent_judge(
+    tmp_path: Path, docker_image: tuple[Engine, str]
+) -> None:
+    """The judge's CLI runs in a container of the row's image, and its verdict tool on the
+    image's ``python3``: the plan says so, not every row."""
+    claude_available()
+    write(
+        tmp_path / "image" / "Dockerfile", f"FROM {docker_image[1]}\nRUN rm -f /usr/bin/python3*\n"
+    )
+    write(tmp_path / "script.yaml", "replies:\n  - {match: p, reply: done}\n")
+    sandbox = "{driver: docker, docker: {dockerfile_path: image/Dockerfile}}"
+    judge = ("{type: agent_judge, description: j, prompt: 'is it good?', "
+             "agent: {model: mock/script.yaml}}")  # fmt: skip
+    write(tmp_path / "t.yaml", task_text(agent="{type: command, command: 'true'}",
+                                         sandbox=sandbox, criterion=judge))  # fmt: skip
+    done = run_assay("plan", "t.yaml", cwd=tmp_path, env={**env(), "PATH": codex_path()})
+    assert done.returncode == 2, done.stdout + done.stderr
+    for words in ("t.yaml:5: sandbox.docker.dockerfile_path: the image assay-task:",
+                  "has no python3 on its PATH", "an agent_judge's verdict tool runs on it",
+                  "apt-get install -y python3"):  # fmt: skip
+        assert words in done.stderr, done.stderr

@@ -133,12 +133,14 @@ class AgentContext:
 @dataclass(frozen=True)
 class ToolServer:
     """A stdio MCP server a CLI agent starts for tools assay serves it: the program
-    (``command``, an absolute path), its ``args`` and the variables ``env`` it gets besides
-    the CLI's."""
+    (``command``: an absolute path, or a name looked up on the ``PATH`` where the CLI runs),
+    its ``args``, the variables ``env`` it gets besides the CLI's, and the files it needs
+    shown read-only (``readable``) where the CLI runs in a container."""
 
     command: str
     args: tuple[str, ...] = ()
     env: dict[str, str] = field(default_factory=dict)
+    readable: tuple[Path, ...] = ()
 
 
 @dataclass

@@ -174,7 +174,11 @@ class CliAgent(Agent[Config]):
         launch = dataclasses.replace(
             launch,
             cleanup=[*launch.cleanup, *([] if kept else [home])],
-            readable=[install_root(cli), *launch.readable],
+            readable=[
+                install_root(cli),
+                *launch.readable,
+                *(f for server in context.tool_servers.values() for f in server.readable),
+            ],
             writable=[home, *launch.writable],
         )
         return await run_cli(context, name=self.type_name, launch=launch, parser=parser,

@@ -5,8 +5,10 @@ After the row's agent finished, the judge's CLI (Claude Code or Codex, from the 
 sandbox (made in the temporary folder without :data:`~assay.spec.agent_judge.DEFAULT_IGNORED`;
 the task's reference, if any, at ``_reference/``), so what it writes never reaches the row's
 files. It is contained as the row's agent was: inside a ``bwrap`` sandbox of its own (same
-limits, network and readable folders) when the row ran in one, as a plain process when the
-row did (a ``docker`` row's judge is refused: not graded). Its model calls go through the
+limits, network and readable folders) when the row ran in one, in a container of the row's
+image (same limits, network and readable folders; the model bridge through its unix socket)
+when the row ran in a ``docker`` one, as a plain process when the row did. Its model calls
+go through the
 run's model bridge (so any assay model judges, a ``mock/`` script included), limited to
 ``max_turns`` calls and ``turn_timeout`` seconds. It submits its verdict with the tool
 ``submit_verdict`` (:mod:`assay.judges.verdict_tool`, an MCP server its CLI starts); the
@@ -97,8 +99,8 @@ class AgentJudgeCriterion(AgentJudge, Criterion):
 
         Raises:
             CriterionError: no agent services (graded outside ``assay run`` and ``assay
-                evaluate``), no sandbox
-                kept, a ``docker`` row, or the copy cannot be made.
+                evaluate``), no sandbox kept, or the copy or the judge's sandbox cannot be
+                made.
         """
         if not self.enabled:
             return self._result(0.0, "(skipped: enabled=false)", status="skipped")
@@ -132,7 +134,7 @@ class AgentJudgeCriterion(AgentJudge, Criterion):
         return self._graded(outcome)
 
     async def _run(
-        self, context: GradingContext, host: AgentHost, copy: Path, jail: Jail | None,
+        self, context: GradingContext, host: AgentHost, copy: Path, jail: Jail | DockerJail | None,
         reference: bool,
     ) -> AgentOutcome:  # fmt: skip
         config = self.agent.config()
@@ -145,7 +147,7 @@ class AgentJudgeCriterion(AgentJudge, Criterion):
             env=env, models=host.pool, root_span=span, replicate=host.replicate,
             bridge=host.bridge, label=f"{host.label} agent_judge", row=context.row,
             max_turns=self.max_turns, redactor=host.redactor, jail=jail,
-            tool_servers={SERVER: verdict_server()},
+            tool_servers={SERVER: verdict_server(jail)},
         )  # fmt: skip
         return await host.agents.build(config).run(judge_context)
 
@@ -242,29 +244,37 @@ def _ending(outcome: AgentOutcome) -> str:
     return f"the judge agent {outcome.status}: {outcome.error}"
 
 
-def verdict_server() -> ToolServer:
-    """The verdict tool's MCP server: this Python running :mod:`assay.judges.verdict_tool`,
-    with assay's own folder on its path (an editable install's source folder included)."""
-    source = str(Path(verdict_tool.__file__).resolve().parents[2])  # …/src/assay/judges/
-    path = os.pathsep.join([source, *filter(None, [os.environ.get("PYTHONPATH")])])
-    return ToolServer(sys.executable, ("-m", "assay.judges.verdict_tool"), {"PYTHONPATH": path})
+def verdict_server(jail: Jail | DockerJail | None) -> ToolServer:
+    """The verdict tool's MCP server: :mod:`assay.judges.verdict_tool` run as a script
+    (standard library only) by this Python, or in a container by the image's ``python3``,
+    the file shown to it read-only where it lies."""
+    script = Path(verdict_tool.__file__).resolve()
+    python = "python3" if jail is not None and not isinstance(jail, Jail) else sys.executable
+    return ToolServer(python, ("-I", "-S", str(script)), readable=(script,))
 
 
-def judge_jail(row_jail: Jail | DockerJail | None, copy: Path) -> Jail | None:
+def judge_jail(row_jail: Jail | DockerJail | None, copy: Path) -> Jail | DockerJail | None:
     """The judge's own sandbox, made as the row's was: a ``bwrap`` sandbox of the same
-    policy, limits, network and readable folders for a row in one, none for a plain row.
+    policy, limits, network and readable folders for a row in one; for a ``docker`` row, a
+    container of the row's image with its limits, network and read-only folders (never the
+    task's folder nor ``extra_mounts``: a judge is a coding agent); none for a plain row.
 
     Raises:
-        CriterionError: the row ran in a ``docker`` container, or the sandbox cannot be made.
+        CriterionError: the sandbox cannot be made.
     """
     if row_jail is None:
         return None
-    if not isinstance(row_jail, Jail):
-        raise CriterionError("agent_judge does not run in a docker container yet; use "
-                             "sandbox.driver: bwrap for a task with an agent_judge")  # fmt: skip
     try:
-        return row_jail.policy.jail(copy, limits=row_jail.limits, network=row_jail.network,
-                                    readable=row_jail.readable)  # fmt: skip
+        if isinstance(row_jail, Jail):
+            return row_jail.policy.jail(copy, limits=row_jail.limits, network=row_jail.network,
+                                        readable=row_jail.readable)  # fmt: skip
+        network = row_jail.network
+        return row_jail.policy.jail(
+            copy, image=row_jail.image, limits=row_jail.limits, memory_mb=row_jail.memory_mb,
+            cpus=row_jail.cpus, network=network == "host",
+            engine_network=None if network in ("host", "none") else network,
+            readable=[mount.source for mount in row_jail.shown],
+        )  # fmt: skip
     except SandboxError as exc:
         raise CriterionError(f"the judge's sandbox cannot be made: {exc}") from None
 

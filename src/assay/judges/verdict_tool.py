@@ -1,20 +1,31 @@
 """The verdict tool of a judge that is a coding agent (``agent_judge``): a stdio MCP server
-with one tool, ``submit_verdict(score, rationale, findings)``, served by the ``mcp`` SDK.
+with one tool, ``submit_verdict(score, rationale, findings)``.
 
-The judge's CLI starts it (``python -m assay.judges.verdict_tool``) from the MCP
-configuration assay gives it; the tool checks each call (:func:`check_verdict`) and answers
-``Verdict received. Stop here.`` or ``Invalid: <why>. Retry.`` (Coder Eval's replies). The
-server keeps nothing: the verdict is read back from the judge's transcript (the last call
-the tool accepted, checked again), so a file the judged agent or the judge itself wrote can
-never stand in for it.
+The judge's CLI starts it (``python3 -I -S verdict_tool.py``, this file run as a script)
+from the MCP configuration assay gives it; the tool checks each call (:func:`check_verdict`)
+and answers ``Verdict received. Stop here.`` or ``Invalid: <why>. Retry.`` (Coder Eval's
+replies). The server keeps nothing: the verdict is read back from the judge's transcript (the
+last call the tool accepted, checked again), so a file the judged agent or the judge itself
+wrote can never stand in for it.
 
-Only the standard library and ``mcp`` are imported here: the CLI waits for the server to
-start.
+Only the standard library is imported here, never assay nor an MCP SDK: in a ``docker``
+row the judge's CLI runs in a container of the row's image and starts this file with the
+image's ``python3`` (mounted read-only), where assay's packages are not, as
+:mod:`assay.sandbox.jail_init` is run. The server speaks the Model Context Protocol's stdio
+transport (https://modelcontextprotocol.io/specification, "Transports" and "Tools"): one
+JSON-RPC 2.0 message per line; ``initialize`` (answered with the client's protocol version
+when it is one of :data:`PROTOCOLS`, else the newest of them), ``ping``, ``tools/list`` and
+``tools/call``; notifications are read and not answered; any other request gets JSON-RPC's
+"method not found".
 """
 
 from __future__ import annotations
 
+import io
+import json
 import math
+import sys
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,7 +68,7 @@ def check_verdict(arguments: Any) -> Verdict:
     if arguments.get("score") is None:
         raise VerdictError("score field missing in judge verdict")
     score = arguments["score"]
-    if isinstance(score, bool) or not isinstance(score, int | float):
+    if isinstance(score, bool) or not isinstance(score, (int, float)):
         raise VerdictError(f"score field is not a number: {score!r}")
     if not math.isfinite(score):
         raise VerdictError(f"score field is not a finite number: {score!r}")
@@ -77,22 +88,6 @@ def check_verdict(arguments: Any) -> Verdict:
     return Verdict(float(score), text, tuple(f.strip() for f in findings if f.strip()))
 
 
-def check_installed() -> None:
-    """The ``mcp`` SDK the tool's server runs on is installed (extra ``agents``).
-
-    Raises:
-        UsageError: it is not (with the install command).
-    """
-    import importlib.util
-
-    if importlib.util.find_spec("mcp") is None:
-        from assay.errors import UsageError
-        from assay.install import install_hint
-
-        raise UsageError("an agent_judge's verdict tool needs the mcp package, which is not "
-                         "installed", hint=install_hint("agents"))  # fmt: skip
-
-
 def answer(arguments: dict[str, Any]) -> str:
     """The tool's reply to one call: ``Verdict received. Stop here.`` or ``Invalid: <why>.
     Retry.``"""
@@ -103,21 +98,79 @@ def answer(arguments: dict[str, Any]) -> str:
     return RECEIVED
 
 
+PROTOCOLS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+"""The MCP protocol versions the server answers in (oldest first); the tool works alike in
+each."""
+INPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        # a string too, so that "abc" gets assay's "Invalid: ... Retry." reply rather than
+        # a client's own validation error
+        "score": {"anyOf": [{"type": "number"}, {"type": "string"}]},
+        "rationale": {"type": "string"},
+        "findings": {"type": "array", "items": {"type": "string"}},
+    },
+    "required": ["score", "rationale"],
+}
+
+
+def reply(message: Any) -> dict[str, Any] | None:
+    """The JSON-RPC response to one message read from the client (``None`` for a
+    notification, which gets none)."""
+    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+        return _error(None, -32600, "Invalid Request: not a JSON-RPC 2.0 object")
+    if "id" not in message:
+        return None
+    method, params = message.get("method"), message.get("params") or {}
+    if method == "initialize":
+        asked = params.get("protocolVersion") if isinstance(params, dict) else None
+        version = asked if asked in PROTOCOLS else PROTOCOLS[-1]
+        result: dict[str, Any] = {
+            "protocolVersion": version,
+            "capabilities": {"tools": {"listChanged": False}},
+            "serverInfo": {"name": SERVER, "version": "1"},
+        }
+    elif method == "ping":
+        result = {}
+    elif method == "tools/list":
+        result = {"tools": [{"name": TOOL, "description": DESCRIPTION,
+                             "inputSchema": INPUT_SCHEMA}]}  # fmt: skip
+    elif method == "tools/call" and isinstance(params, dict):
+        if params.get("name") != TOOL:
+            return _error(message["id"], -32602, f"Unknown tool: {params.get('name')}")
+        arguments = params.get("arguments")
+        text = answer(arguments if isinstance(arguments, dict) else {})
+        result = {"content": [{"type": "text", "text": text}], "isError": False}
+    else:
+        return _error(message["id"], -32601, f"Method not found: {method}")
+    return {"jsonrpc": "2.0", "id": message["id"], "result": result}
+
+
+def _error(ident: Any, code: int, text: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": ident, "error": {"code": code, "message": text}}
+
+
+def serve(lines: Iterable[str], write: Callable[[str], object]) -> None:
+    """Answer each line of ``lines`` (a message, or a batch of them) through ``write``."""
+    for line in lines:
+        if not line.strip():
+            continue
+        try:
+            message = json.loads(line)
+        except ValueError:
+            write(json.dumps(_error(None, -32700, "Parse error")) + "\n")
+            continue
+        batch = message if isinstance(message, list) else [message]
+        answers = [a for a in (reply(m) for m in batch) if a is not None]
+        if answers:
+            write(json.dumps(answers if isinstance(message, list) else answers[0]) + "\n")
+
+
 def main() -> None:
     """Serve the tool on standard input and output until the CLI closes them."""
-    from mcp.server.mcpserver import MCPServer
-
-    server = MCPServer(SERVER)
-
-    # score takes a string too, so that "abc" gets assay's "Invalid: ... Retry." reply
-    # rather than the SDK's validation error
-    def submit_verdict(
-        score: float | str, rationale: str, findings: list[str] | None = None
-    ) -> str:
-        return answer({"score": score, "rationale": rationale, "findings": findings})
-
-    server.add_tool(submit_verdict, name=TOOL, description=DESCRIPTION, structured_output=False)
-    server.run("stdio")
+    stdin = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
+    stdout = io.TextIOWrapper(sys.stdout.buffer, encoding="utf-8", line_buffering=True)
+    serve(stdin, stdout.write)
 
 
 if __name__ == "__main__":

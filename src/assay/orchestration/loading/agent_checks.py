@@ -13,10 +13,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from assay.agents.base import PreflightCheck, PreflightSetup
+from assay.agents.base import PreflightSetup
 from assay.agents.registry import AgentRegistry
 from assay.errors import TaskFileError, UserError
-from assay.judges.verdict_tool import check_installed
 from assay.orchestration.loading.task_loader import LoadedTask
 from assay.providers.pool import ProviderRegistry
 from assay.providers.pricing import PriceTable
@@ -49,9 +48,7 @@ def check_agent(
                             limits=RunLimits())  # fmt: skip
     for index, spec in enumerate(task.success_criteria):
         for config in spec.graders():  # an agent_judge's agent, at the criterion's agent:
-            checks = [PreflightCheck(("type",), check_installed),
-                      *agents.build(config).preflight(judged)]  # fmt: skip
-            for check in checks:
+            for check in agents.build(config).preflight(judged):
                 try:
                     check.check()
                 except UserError as exc:

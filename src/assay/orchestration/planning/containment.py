@@ -217,22 +217,39 @@ def _check_agent_programs(
     looked: dict[tuple[str, str, tuple[str, ...]], list[str]],
 ) -> None:
     """A coding agent's container runs programs of the image: ``python3`` for the model
-    bridge's forwarder (no network but the bridge), and the interpreter a CLI that is a
-    script names (``node`` for Codex and Gemini); an image that lacks one is refused here,
-    not in every row."""
-    agent = agents.build(task.agent) if agents is not None else None
-    if not isinstance(agent, CliAgent):
+    bridge's forwarder (no network but the bridge) and for an ``agent_judge``'s verdict
+    tool, and the interpreter a CLI that is a script names (``node`` for Codex and Gemini);
+    an image that lacks one is refused here, not in every row."""
+    if agents is None:
         return
-    needed: dict[str, str] = {}
-    if agent.config.uses_bridge and not task.sandbox.network:
-        needed["python3"] = "the model bridge's forwarder in the agent's container runs on it"
-    try:
-        cli = agent.program(loaded.base_dir)
-    except UsageError:
-        return  # the agent's own preflight names the missing CLI
-    script = interpreter(cli)
-    if script is not None:
-        needed[script] = f"the {task.agent.type} CLI ({os.path.realpath(cli)}) is a script for it"
+    graders = [config for spec in task.success_criteria for config in spec.graders()]
+    for config, judge in [(task.agent, False), *((config, True) for config in graders)]:
+        agent = agents.build(config)
+        if not isinstance(agent, CliAgent):
+            continue
+        needed: dict[str, str] = {}
+        if judge:
+            needed["python3"] = "an agent_judge's verdict tool runs on it"
+        elif agent.config.uses_bridge and not task.sandbox.network:
+            needed["python3"] = "the model bridge's forwarder in the agent's container runs on it"
+        try:
+            cli = agent.program(loaded.base_dir)
+        except UsageError:
+            continue  # the agent's own preflight names the missing CLI
+        script, kind = interpreter(cli), agent.type_name
+        if script is not None:
+            needed[script] = f"the {kind} CLI ({os.path.realpath(cli)}) is a script for it"
+        _refuse_missing(engine, loaded, task, kind, needed, looked)
+
+
+def _refuse_missing(
+    engine: Engine,
+    loaded: LoadedTask,
+    task: TaskDefinition,
+    kind: str,
+    needed: dict[str, str],
+    looked: dict[tuple[str, str, tuple[str, ...]], list[str]],
+) -> None:
     image = task_image(engine, task, loaded.base_dir)
     key = (engine.kind, image, tuple(sorted(needed)))
     try:
@@ -244,7 +261,7 @@ def _check_agent_programs(
         lacking = missing[0]
         package = PACKAGES.get(lacking, lacking)
         raise _docker_located(loaded, task, f"the image {image} has no {lacking} on its PATH, "
-                              f"which a {task.agent.type} agent needs: {needed[lacking]}",
+                              f"which a {kind} agent needs: {needed[lacking]}",
                               hint=f"add it to the image (Debian: RUN apt-get install -y "
                               f"{package}), or set sandbox.driver: bwrap")  # fmt: skip
 
