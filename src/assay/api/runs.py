@@ -41,8 +41,9 @@ TaskInput = str | Path | LoadedTask | TaskDefinition | Mapping[str, Any]
 Tasks = TaskInput | Sequence[TaskInput] | None
 
 
-class PlanKeywords(TypedDict, total=False):
-    """The keyword options of :func:`plan` (and of :func:`run`).
+class SelectionKeywords(TypedDict, total=False):
+    """The keyword options that choose what runs, shared by :func:`plan`, :func:`run`
+    and :func:`resume` (which only checks them against the run's).
 
     Keys:
         sample: run a uniform sample of N rows of each dataset (seed 0; ``--sample``).
@@ -60,9 +61,6 @@ class PlanKeywords(TypedDict, total=False):
         model: use this model in every variant (``agent.model``).
         store: the dataset store URL (default ``$ASSAY_STORE``, else ``.assay/store.db``).
         prices: a YAML file of model → ``{input_per_mtok, output_per_mtok}`` (USD).
-        rows: run exactly these row ids, per task id: ``{"sentiment": ["r1", "r3"]}``.
-        stop_when_decided: stop scheduling rows once the experiment is decided (its
-            ``stop`` rule, or the default one: ``assay.spec.experiment.StopRule``).
         criteria: criterion classes of your own (:class:`assay.criteria.Criterion`
             subclasses) that the tasks may name by their ``type``, beside the built-ins and
             the installed ``assay.criteria`` plugins.
@@ -84,10 +82,22 @@ class PlanKeywords(TypedDict, total=False):
     model: str | None
     store: str | None
     prices: str | Path | None
-    rows: Mapping[str, Sequence[str]] | None
-    stop_when_decided: bool
     criteria: Sequence[type[Criterion]]
     agents: Sequence[type[Agent[Any]]]
+
+
+class PlanKeywords(SelectionKeywords, total=False):
+    """The keyword options of :func:`plan` (and of :func:`run`): those of
+    :class:`SelectionKeywords`, and
+
+    Keys:
+        rows: run exactly these row ids, per task id: ``{"sentiment": ["r1", "r3"]}``.
+        stop_when_decided: stop scheduling rows once the experiment is decided (its
+            ``stop`` rule, or the default one: ``assay.spec.experiment.StopRule``).
+    """
+
+    rows: Mapping[str, Sequence[str]] | None
+    stop_when_decided: bool
 
 
 class SessionKeywords(TypedDict, total=False):
@@ -156,8 +166,9 @@ class RunKeywords(PlanKeywords, SessionKeywords, total=False):
     stage: Literal["run", "execute"]
 
 
-class ResumeKeywords(SessionKeywords, total=False):
-    """The keyword options of :func:`resume`: those of :class:`SessionKeywords`, and
+class ResumeKeywords(SessionKeywords, SelectionKeywords, total=False):
+    """The keyword options of :func:`resume`: those of :class:`SessionKeywords` and of
+    :class:`SelectionKeywords` (as below), and
 
     Keys:
         retry_errors: run the rows that ended ``ERROR`` again.
@@ -174,21 +185,6 @@ class ResumeKeywords(SessionKeywords, total=False):
 
     retry_errors: bool
     rerun_changed: bool
-    prices: str | Path | None
-    store: str | None
-    sample: int | None
-    sample_per_stratum: int | None
-    split: str | None
-    tags: Sequence[str]
-    exclude_tags: Sequence[str]
-    include_skipped: bool
-    skip_unsupported: bool
-    repeats: int | None
-    experiment: str | Path | None
-    overrides: Overrides | None
-    model: str | None
-    criteria: Sequence[type[Criterion]]
-    agents: Sequence[type[Agent[Any]]]
 
 
 _PLAN_KEYS = frozenset(PlanKeywords.__annotations__)
