@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from assay.spec.coding_agents import OPENCODE_UNASKED as UNASKED
+from assay.spec.coding_agents import opencode_permission
 from tests.agents.coding import (
     codex_path,
     command_exit_codes,
@@ -81,6 +83,10 @@ def ran(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "note": ("", [{"id": "a", "job": "note", "word": "alpha"}], NOTE),
         "denied": (", disallowed_tools: [Bash]", [{"id": "d", "job": "note", "word": "beta"}],
                    NOTE),
+        "planned": (", permission_mode: plan", [{"id": "p", "job": "note", "word": "gamma"}],
+                    NOTE),
+        "prefixed": (", permission_mode: default, allowed_tools: ['Bash(wc:*)']",
+                     [{"id": "w", "job": "note", "word": "delta"}], NOTE),
         "stop": ("", [{"id": "s", "job": "stop", "word": "x"}], STOP),
         "told": (", system_prompt: 'Sign every answer with the word zebra.'",
                  [{"id": "t", "job": "plain", "word": "x"}], ANSWER),
@@ -91,7 +97,7 @@ def ran(tmp_path_factory: pytest.TempPathFactory) -> Path:
     done = run_assay("run", "tasks", "-j", "4", "--keep-sandboxes", cwd=cwd,
                      env={"PATH": codex_path(), "OPENAI_API_KEY": OPENAI_KEY},
                      timeout=600)  # fmt: skip
-    assert done.returncode == 1, done.stdout + done.stderr  # two rows fail on purpose
+    assert done.returncode == 1, done.stdout + done.stderr  # four rows fail on purpose
     assert "Traceback" not in done.stderr, done.stderr
     assert OPENAI_KEY not in done.stdout + done.stderr
     return cwd
@@ -134,6 +140,23 @@ def test_a_disallowed_tool_is_taken_away_and_its_calls_are_denials(ran: Path) ->
     assert [c["score"] for c in result["success_criteria_results"]] == [1.0, 0.0, 1.0]
 
 
+def test_plan_mode_denies_every_write_and_command(ran: Path) -> None:
+    summary = task_json(ran, "planned", "p")["transcript"]
+    assert summary["commands"] == 0 and summary["files_changed"] == []
+    assert [d["tool"] for d in summary["denials"]] == ["Write", "Bash", "Bash"]
+
+
+def test_default_mode_runs_only_what_allowed_tools_names(ran: Path) -> None:
+    result = task_json(ran, "prefixed", "w")
+    summary = result["transcript"]
+    assert summary["files_changed"] == [] and summary["commands"] == 0  # no edits here
+    # Bash(wc:*) allows commands that start with wc, and OpenCode checks each command of a
+    # line: "wc -c …; env > env.txt" is refused for its env, "ls missing-file" for its ls
+    assert [d["tool"] for d in summary["denials"]] == ["Write", "Bash", "Bash"]
+    assert "specified a rule which prevents" in summary["denials"][1]["reason"]
+    assert [c["score"] for c in result["success_criteria_results"]] == [0.0, 0.0, 0.0]
+
+
 def test_the_system_prompt_reaches_the_model_as_instructions(ran: Path) -> None:
     result = task_json(ran, "told", "t")
     assert result["final_status"] == "SUCCESS", result["error_message"]
@@ -155,6 +178,8 @@ def test_a_live_verdict_ends_the_opencode_cli(ran: Path) -> None:
         ("system_prompt_mode: replace", "opencode adds system_prompt to its own instructions"),
         ("disallowed_tools: [NoSuchTool]", "opencode has no permission for 'NoSuchTool'"),
         ("disallowed_tools: ['Write(x)']", "opencode takes a rule on Bash only"),
+        ("allowed_tools: [Telepathy]", "allowed_tools: opencode has no permission for"),
+        ("permission_mode: sometimes", "permission_mode"),
     ],
 )
 def test_what_opencode_cannot_take_is_refused_at_plan(tmp_path: Path, extra: str,
@@ -163,7 +188,7 @@ def test_what_opencode_cannot_take_is_refused_at_plan(tmp_path: Path, extra: str
     assert done.returncode == 2 and message in done.stderr, done.stderr
 
 
-def test_coder_evals_claude_fields_load_with_one_warning_each(tmp_path: Path) -> None:
+def test_claude_codes_permission_fields_load_and_only_sdk_options_warns(tmp_path: Path) -> None:
     done = plan_agent(
         tmp_path,
         (
@@ -172,9 +197,38 @@ def test_coder_evals_claude_fields_load_with_one_warning_each(tmp_path: Path) ->
         ),
     )
     assert done.returncode == 0, done.stderr
-    for field in ("permission_mode", "allowed_tools", "sdk_options"):
-        assert done.stderr.count(f"agent.{field}") == 1
-    assert "not enforced: opencode runs with every permission allowed" in done.stderr
+    assert "agent.permission_mode" not in done.stderr
+    assert "agent.allowed_tools" not in done.stderr
+    assert done.stderr.count("agent.sdk_options") == 1
+
+
+@pytest.mark.parametrize(
+    ("mode", "allowed", "denied", "rules"),
+    [
+        (None, None, None, {"*": "allow"}),
+        ("bypassPermissions", ["Read"], ["Bash(git push:*)"],
+         {"*": "allow", "bash": {"*": "allow", "git push*": "deny"}}),
+        ("acceptEdits", None, None, {"*": "deny", **dict.fromkeys(UNASKED, "allow"),
+                                     "edit": "allow"}),
+        (None, ["Bash"], ["Read"], {"*": "deny", **dict.fromkeys(UNASKED[1:], "allow"),
+                                    "edit": "allow", "bash": "allow", "read": "deny"}),
+        ("default", ["Bash(wc:*)", "WebFetch"], ["Bash(wc -l:*)"],
+         {"*": "deny", **dict.fromkeys(UNASKED, "allow"), "webfetch": "allow",
+          "bash": {"*": "deny", "wc*": "allow", "wc -l*": "deny"}}),
+        ("plan", ["Write", "Bash", "WebSearch"], None,
+         {"*": "deny", **dict.fromkeys(UNASKED, "allow"), "websearch": "allow"}),
+    ],
+)  # fmt: skip
+def test_claude_codes_permissions_become_opencodes_rules_in_order(
+    mode: str | None, allowed: list[str] | None, denied: list[str] | None,
+    rules: dict[str, object],
+) -> None:  # fmt: skip
+    made = opencode_permission(mode, allowed, denied)
+    assert made == rules
+    assert list(made) == list(rules)  # the last matching rule wins: order is meaning
+    for key, value in made.items():
+        if isinstance(value, dict):
+            assert list(value) == list(rules[key])  # type: ignore[arg-type]
 
 
 def test_a_missing_cli_is_refused_with_how_to_install_it(tmp_path: Path) -> None:

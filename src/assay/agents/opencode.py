@@ -4,8 +4,9 @@ The CLI runs as ``opencode run --format json -m assay/MODEL`` with the prompt on
 input, in a fresh home folder. Its configuration comes whole in ``OPENCODE_CONFIG_CONTENT``
 (:func:`opencode_config`): one provider, ``assay``, on the OpenAI Chat Completions wire of the
 model bridge (``@ai-sdk/openai-compatible``, which OpenCode 1.18 carries inside its binary,
-so nothing is fetched; the row's credential read from ``ASSAY_BRIDGE_KEY``), every
-permission allowed but the ``disallowed_tools``, the session-title model call off, sharing
+so nothing is fetched; the row's credential read from ``ASSAY_BRIDGE_KEY``), its
+``permission`` rules from Claude Code's permission fields
+(:func:`~assay.spec.coding_agents.opencode_permission`), the session-title model call off, sharing
 and update checks off; ``system_prompt`` becomes a file of its ``instructions``. Its fetch
 of the models.dev catalogue, its default plugins and its language-server downloads are off
 (``OPENCODE_DISABLE_*``). The bridge answers with the task's model whatever name the CLI
@@ -23,7 +24,7 @@ from assay.agents.cli import BRIDGE_KEY_NAME, CliLaunch, EventParser, cli_enviro
 from assay.agents.coding import CliAgent, CliRow
 from assay.agents.coding_models import read_system_prompt
 from assay.agents.opencode_stream import OpenCodeStreamParser
-from assay.spec.coding_agents import OpenCodeAgent, opencode_denials
+from assay.spec.coding_agents import OpenCodeAgent, opencode_permission
 
 DEFAULT_CLI_MODEL = "default"
 """The model name given to the CLI when ``cli_model`` is not set (any name works)."""
@@ -78,7 +79,8 @@ def opencode_config(config: OpenCodeAgent, *, bridge_url: str,
     return {
         "provider": {"assay": provider}, "model": f"assay/{model}",
         "small_model": f"assay/{model}",
-        "permission": {"*": "allow", **opencode_denials(config.disallowed_tools or [])},
+        "permission": opencode_permission(config.permission_mode, config.allowed_tools,
+                                          config.disallowed_tools),
         "agent": {"title": {"disable": True}}, "autoupdate": False, "share": "disabled",
         "instructions": [str(path) for path in instructions],
     }  # fmt: skip

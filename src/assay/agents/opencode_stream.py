@@ -33,7 +33,13 @@ NAMES = {"bash": "Bash", "write": "Write", "edit": "Edit", "multiedit": "MultiEd
 _WRITES = frozenset({"Write", "Edit", "MultiEdit"})
 _DENIED = ("rejected permission", "specified a rule which prevents", "permission denied by",
            "user has specifically restricted", "the user rejected")  # fmt: skip
-"""How OpenCode's error for a call its permission rules refused begins (lower case)."""
+"""What OpenCode's error for a call its permission rules refused says near its start (lower
+case): ``The user has specified a rule which prevents you from using this specific tool
+call…`` for a command no rule allows."""
+_UNAVAILABLE = "model tried to call unavailable tool"
+"""How OpenCode's error for a call of a tool it does not offer begins (lower case): a tool of
+its own (:data:`NAMES`) that the permissions took away, when even its ``invalid`` tool is
+(``"*": "deny"``)."""
 
 
 class OpenCodeStreamParser:
@@ -85,7 +91,7 @@ class OpenCodeStreamParser:
                                             arguments=arguments))  # fmt: skip
         self.transcript.add(TranscriptEvent("tool_result", now, name=name, call_id=call_id,
                                             text=text, is_error=failed))  # fmt: skip
-        if taken or (failed and text.lower().lstrip().startswith(_DENIED)):
+        if taken or (failed and _denied(text, raw)):
             self.transcript.add(TranscriptEvent("denial", now, name=name, call_id=call_id,
                                                 text=text))  # fmt: skip
             return
@@ -147,6 +153,15 @@ class OpenCodeStreamParser:
             self.transcript.add(TranscriptEvent("text", time.time_ns(), text=final))
         done = self._finished not in (None, "tool-calls")
         return CliEnding(final=final if done else None, usage=usage, cost_usd=cost)
+
+
+def _denied(error: str, tool: str) -> bool:
+    """A failed call's ``error`` says its permission rules refused it, or that the tool, one
+    of OpenCode's own, is not offered (they took it away)."""
+    start = error.lower().lstrip()[:200]
+    return any(words in start for words in _DENIED) or (
+        start.startswith(_UNAVAILABLE) and tool in NAMES
+    )
 
 
 def _object(parent: dict[str, Any], key: str) -> dict[str, Any]:

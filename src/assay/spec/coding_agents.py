@@ -500,31 +500,79 @@ OPENCODE_PERMISSIONS: Mapping[str, str] = {
 _RULE = re.compile(r"^(?P<tool>[A-Za-z_]+)(?:\((?P<pattern>.*)\))?$")
 
 
-def opencode_denials(names: list[str]) -> dict[str, Any]:
-    """``disallowed_tools`` as OpenCode's ``permission`` entries: a tool name denies the
-    tool, ``Bash(git push:*)`` denies the commands that start so (``git push*``).
+OPENCODE_UNASKED = ("read", "glob", "grep", "list", "todowrite")
+"""OpenCode's permissions for the tools Claude Code runs in every mode without asking."""
+
+
+def opencode_permission(
+    mode: str | None, allowed: list[str] | None, denied: list[str] | None
+) -> dict[str, Any]:
+    """Claude Code's ``permission_mode``, ``allowed_tools`` and ``disallowed_tools`` as
+    OpenCode's ``permission`` rules, for a run where no one can approve a request (as Claude
+    Code's ``-p``, where a tool that would ask is refused): with neither a mode nor
+    ``allowed_tools``, and in ``bypassPermissions``, every permission is allowed; otherwise
+    (``allowed_tools`` alone means Coder Eval's default mode, ``acceptEdits``) everything is
+    denied but the tools Claude Code never asks for (:data:`OPENCODE_UNASKED`), the edits in
+    ``acceptEdits``, and the tools ``allowed_tools`` names (``Bash(prefix:*)`` allows the
+    commands that start so), none that writes or runs in ``plan``. ``disallowed_tools`` is
+    denied last. Key order matters: OpenCode's last matching rule wins
+    (https://opencode.ai/docs/permissions).
 
     Raises:
-        ValueError: a name OpenCode has no permission for (the names it has).
+        ValueError: a name OpenCode has no permission for (the names it has), or a rule on
+            another tool than Bash.
     """
-    denied: dict[str, Any] = {}
+    if (mode is None and allowed is None) or mode == "bypassPermissions":
+        rules: dict[str, Any] = {"*": "allow"}
+    else:
+        rules = {"*": "deny", **dict.fromkeys(OPENCODE_UNASKED, "allow")}
+        if (mode or "acceptEdits") == "acceptEdits":
+            rules["edit"] = "allow"
+        for key, pattern in _opencode_rules(allowed or [], "allowed_tools"):
+            if mode == "plan" and key in ("edit", "bash"):
+                continue
+            _set_rule(rules, key, pattern, "allow")
+    for key, pattern in _opencode_rules(denied or [], "disallowed_tools"):
+        _set_rule(rules, key, pattern, "deny")
+    return rules
+
+
+def _opencode_rules(names: list[str], field: str) -> list[tuple[str, str | None]]:
+    """Each of ``names`` (Claude Code's tool names and ``Bash(prefix:*)`` rules) as an
+    OpenCode permission and its command pattern (``None``: the whole tool)."""
+    found: list[tuple[str, str | None]] = []
     for name in names:
-        found = _RULE.match(name.strip())
-        key = OPENCODE_PERMISSIONS.get(found.group("tool")) if found else None
-        if found is None or key is None:
-            raise ValueError(f"disallowed_tools: opencode has no permission for {name!r} "
+        match = _RULE.match(name.strip())
+        key = OPENCODE_PERMISSIONS.get(match.group("tool")) if match else None
+        if match is None or key is None:
+            raise ValueError(f"{field}: opencode has no permission for {name!r} "
                              f"(it has: {', '.join(sorted(OPENCODE_PERMISSIONS))}, and "
                              "Bash(command prefix:*) rules)")  # fmt: skip
-        pattern = found.group("pattern")
-        if pattern is None:
-            denied[key] = "deny"
-        elif key != "bash":
-            raise ValueError(f"disallowed_tools: opencode takes a rule on Bash only, not "
-                             f"{name!r}")  # fmt: skip
-        elif isinstance(denied.get("bash", {}), dict):
-            glob = pattern[:-2] + "*" if pattern.endswith(":*") else pattern
-            denied.setdefault("bash", {"*": "allow"})[glob] = "deny"
-    return denied
+        pattern = match.group("pattern")
+        if pattern is not None and key != "bash":
+            raise ValueError(f"{field}: opencode takes a rule on Bash only, not {name!r}")
+        if pattern is not None and pattern.endswith(":*"):
+            pattern = pattern[:-2] + "*"
+        found.append((key, pattern))
+    return found
+
+
+def _set_rule(rules: dict[str, Any], key: str, pattern: str | None, action: str) -> None:
+    """Set ``rules[key]`` to ``action``, or (a command pattern) add ``pattern: action``
+    after what the tool had, so that it wins where it matches."""
+    if pattern is None:
+        rules.pop(key, None)  # re-inserted last: it wins over an earlier "*"
+        rules[key] = action
+        return
+    current = rules.get(key, rules.get("*", "allow"))
+    if isinstance(current, str):
+        if current == action:
+            return
+        current = {"*": current}
+    current.pop(pattern, None)
+    current[pattern] = action
+    rules.pop(key, None)
+    rules[key] = current
 
 
 class OpenCodeAgent(CodingAgent):
@@ -532,19 +580,17 @@ class OpenCodeAgent(CodingAgent):
     model calls on the OpenAI Chat Completions wire through the model bridge (a provider of
     its own, given in ``OPENCODE_CONFIG_CONTENT``; any assay model answers).
 
-    It runs with every permission allowed inside assay's sandbox; ``disallowed_tools``
-    (Claude Code's names, and ``Bash(prefix:*)`` rules) become its ``permission`` denials,
-    which take the tool away from the model; ``system_prompt`` is added to its instructions.
-    Coder Eval's ``permission_mode``, ``allowed_tools`` and ``sdk_options`` load with a
-    warning; ``route: direct``, plugins and Claude Code's own settings are refused."""
+    Claude Code's ``permission_mode``, ``allowed_tools`` and ``disallowed_tools`` (its tool
+    names, and ``Bash(prefix:*)`` rules) become OpenCode's ``permission`` rules
+    (:func:`opencode_permission`): without a mode or ``allowed_tools`` it runs with every
+    permission allowed inside assay's sandbox; a denied tool is taken away from the model.
+    ``system_prompt`` is added to its instructions. Coder Eval's ``sdk_options`` loads with
+    a warning; ``route: direct``, plugins and Claude Code's own settings are refused."""
 
     coder_eval_only: ClassVar[Mapping[str, str]] = {
         **CodingAgent.coder_eval_only,
-        **{name: "not enforced: opencode runs with every permission allowed inside the row's "
-           "sandbox (contain it with sandbox.driver: bwrap, the default); deny a tool with "
-           "disallowed_tools" for name in ("permission_mode", "allowed_tools")},
         "sdk_options": "not used: these are Claude Agent SDK options; opencode takes none",
-    }  # fmt: skip
+    }
     refused_fields: ClassVar[Mapping[str, str]] = {
         "system_prompt_mode": "opencode adds system_prompt to its own instructions",
         "setting_sources": "a claude-code field",
@@ -552,19 +598,22 @@ class OpenCodeAgent(CodingAgent):
     }
 
     type: Literal["opencode"]
+    permission_mode: Literal["default", "acceptEdits", "plan", "bypassPermissions"] | None = None
+    allowed_tools: list[StrictStr] | None = None
     disallowed_tools: list[StrictStr] | None = None
 
     native_provider: ClassVar[str] = "openai"
 
     @property
     def may_act(self) -> bool:
-        """OpenCode always may (every permission allowed)."""
-        return True
+        """OpenCode may write or run unless its permissions say it may not (``plan``, or
+        ``default`` allowing no writing or shell tool)."""
+        return permitted_to_act(self.permission_mode, self.allowed_tools, self.disallowed_tools)
 
-    @field_validator("disallowed_tools")
+    @field_validator("allowed_tools", "disallowed_tools")
     @classmethod
-    def _denials(cls, value: list[str] | None) -> list[str] | None:
-        opencode_denials(value or [])
+    def _known_tools(cls, value: list[str] | None, info: ValidationInfo) -> list[str] | None:
+        _opencode_rules(value or [], str(info.field_name))
         return value
 
     @model_validator(mode="after")
