@@ -9,8 +9,10 @@ array before parsing (35 MB and 100,000 dicts for a 100,000-row run).
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, TypeVar
@@ -44,7 +46,7 @@ def read_json_text(path: Path, name: str, text: str | None = None) -> tuple[Any,
     problem)`` naming ``name`` and what is wrong (missing, unreadable, not JSON)."""
     try:
         if text is None:
-            text = path.read_text(encoding="utf-8")
+            text = read_bytes(path).decode("utf-8")  # a named pipe is refused, not waited on
         return json.loads(text), None
     except FileNotFoundError:
         return None, Problem(name, "missing")
@@ -101,7 +103,7 @@ def read_run_summary(path: Path) -> tuple[Any, Problem | None]:
     written by assay's indented writer (otherwise parsed whole). The file is read in chunks
     and the rows' part is skipped as it is read, so it never sits in memory."""
     try:
-        with path.open("rb") as handle:
+        with open_regular(path) as handle:
             if os.fstat(handle.fileno()).st_size <= BIG_FILE:
                 return read_json_text(path, "run.json", handle.read().decode("utf-8"))
             kept = _without_rows(handle)
@@ -138,7 +140,7 @@ def read_text_tail(path: Path, *, limit: int = 200_000) -> tuple[str | None, boo
     """A text file's content (its last ``limit`` characters when longer), and whether it was
     cut; ``(None, False)`` when it does not exist or cannot be read."""
     try:
-        with path.open("rb") as handle:
+        with open_regular(path) as handle:
             handle.seek(0, 2)
             size = handle.tell()
             handle.seek(max(0, size - limit))
@@ -157,6 +159,32 @@ def read_text_head(path: Path | str, *, limit: int = 200_000) -> tuple[str | Non
     return data[:limit].decode("utf-8", "replace"), len(data) > limit
 
 
+def open_regular(path: Path | str) -> BinaryIO:
+    """``path`` opened for reading bytes, which must be a regular file: a named pipe is
+    opened without waiting for a writer, and refused (a run folder is anyone's to damage).
+
+    Raises:
+        OSError: it cannot be opened, or it is a folder or not a regular file.
+    """
+    fd, _ = _open_regular(path)
+    return os.fdopen(fd, "rb")
+
+
+def _open_regular(path: Path | str) -> tuple[int, os.stat_result]:
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        info = os.fstat(fd)
+        mode = info.st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+        if not stat.S_ISREG(mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, info
+
+
 def read_bytes(path: Path | str, *, limit: int | None = None) -> bytes:
     """A file's bytes (its first ``limit`` when given).
 
@@ -164,11 +192,12 @@ def read_bytes(path: Path | str, *, limit: int | None = None) -> bytes:
     and a file object's set-up was a fifth of a row's cost.
 
     Raises:
-        OSError: the file cannot be opened or read.
+        OSError: the file cannot be opened or read, or it is not a regular file (a named
+            pipe is opened without waiting for a writer, and refused).
     """
-    fd = os.open(path, os.O_RDONLY)
+    fd, info = _open_regular(path)
     try:
-        want = limit if limit is not None else os.fstat(fd).st_size + 1
+        want = limit if limit is not None else info.st_size + 1
         parts: list[bytes] = []
         while want > 0:
             part = os.read(fd, want)
