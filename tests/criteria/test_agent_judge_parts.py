@@ -8,6 +8,7 @@ import asyncio
 import json
 import math
 import os
+import subprocess
 import sys
 import tomllib
 from pathlib import Path
@@ -358,3 +359,34 @@ def test_the_verdict_server_speaks_json_rpc_over_lines() -> None:
     assert answers[7]["result"] == {"content": [{"type": "text", "text": RECEIVED}],
                                     "isError": False}  # fmt: skip
     assert len(answers) == 8  # notifications get no answer
+
+
+def test_the_verdict_server_survives_what_a_client_may_send() -> None:
+    """Found in review: a huge integer score and deeply nested JSON ended the server (the
+    judge could never retry), and a carriage return inside a message split it."""
+    from assay.judges.verdict_tool import serve
+
+    huge = "1" + "0" * 400
+    lines = [
+        '{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": '
+        f'"submit_verdict", "arguments": {{"score": {huge}, "rationale": "r"}}}}}}',
+        "[" * 100_000 + "]" * 100_000,
+        '{"jsonrpc": "2.0", "id": 9, "result": {}}',  # a response: never answered
+        "[]",
+        '{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": "x"}',
+    ]
+    written: list[str] = []
+    serve(lines, written.append)
+    answers = [json.loads(line) for line in written]
+    text = answers[0]["result"]["content"][0]["text"]
+    assert text.startswith("Invalid: score field is not a finite number") and len(text) < 120
+    assert answers[1]["error"]["code"] == -32700
+    assert answers[2]["error"]["code"] == -32600  # an empty batch
+    assert (answers[3]["id"], answers[3]["error"]["code"]) == (2, -32602)
+    assert len(answers) == 4
+    served = verdict_server(None)
+    done = subprocess.run([served.command, *served.args], text=True, capture_output=True,
+                          input='{"jsonrpc": "2.0",\r"id": 3, "method": "ping"}\n',
+                          timeout=30, check=False)  # fmt: skip
+    assert [json.loads(line) for line in done.stdout.splitlines()] == [
+        {"jsonrpc": "2.0", "id": 3, "result": {}}]  # fmt: skip

@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,10 +19,12 @@ from starlette.testclient import TestClient
 
 from assay.results.safe_text import csv_value
 from assay.view.app import build_app
-from assay.view.export import COLUMNS
+from assay.view.export import COLUMNS, export_lines, parse_filter
+from assay.view.index import RowIndex
 from assay.view.workspace import Workspace
 from tests.agents.coding import run_assay
 from tests.helpers import write
+from tests.view.generate import make_run
 
 SECRET = "export-pw-5b9e2c7a4f1d8e3b6a0c"  # no token shape: the writer keeps it
 ENV = {"EXPORT_TEST_API_KEY": SECRET}
@@ -152,3 +155,22 @@ def test_bad_export_options_are_refused(run_dir: Path, args: list[str], message:
     assert done.returncode == 2
     assert message in " ".join(done.stderr.split())
     assert done.stdout == ""
+
+
+def test_an_export_skips_what_is_not_a_regular_file(tmp_path: Path) -> None:
+    """Found in review: a named pipe in place of a row's task.json hung the download for
+    ever, and a response.txt linked to a file outside the run was exported."""
+    run = make_run(4, tmp_path / "runs")
+    suite = run / "default" / "sst2-three-way"
+    (suite / "r000001" / "00" / "task.json").unlink()
+    os.mkfifo(suite / "r000001" / "00" / "task.json")
+    secret = tmp_path / "outside.txt"
+    secret.write_text("the host's own file")
+    (suite / "r000002" / "00" / "response.txt").unlink()
+    (suite / "r000002" / "00" / "response.txt").symlink_to(secret)
+    index = RowIndex(run, tmp_path / "index.sqlite")
+    index.refresh()
+    with index.connect() as db:
+        lines = list(export_lines(db, run, parse_filter(""), "jsonl", environ={}))
+    assert len(lines) == 4
+    assert "the host's own file" not in "".join(lines)

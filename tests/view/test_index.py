@@ -212,6 +212,9 @@ def test_files_are_read_whole_or_to_their_limit(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "pipe")  # no writer: opening it must not wait for one
     with pytest.raises(OSError, match="not a regular file"):
         read_bytes(tmp_path / "pipe")
+    (tmp_path / "link").symlink_to(big)  # a link could show a file from outside the run
+    with pytest.raises(OSError, match="a symbolic link, not followed"):
+        read_bytes(tmp_path / "link")
 
 
 def test_a_task_json_that_is_not_utf8_or_not_a_file_says_so(tmp_path: Path) -> None:

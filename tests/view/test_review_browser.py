@@ -12,11 +12,12 @@ the judge script's own rule applied to each answer, computed here with scikit-le
 
 from __future__ import annotations
 
+import contextlib
 import json
-import os
 import re
 import shutil
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ import pytest
 from sklearn.metrics import cohen_kappa_score
 
 from assay.store import Store
+from assay.view import index as index_module
 from tests.cli.test_run import assay, assay_process
 from tests.helpers import QuietHTTPServer, write
 from tests.view.browser import chromium, chromium_path, files_of, fresh_context, screenshot, viewer
@@ -248,25 +250,54 @@ def test_a_page_of_another_origin_cannot_label(tmp_path: Path, elsewhere: int) -
     assert saved == ["fail"]
 
 
-def test_a_queue_of_rows_not_read_yet_shows_how_far_and_follows(tmp_path: Path) -> None:
-    """While the run's rows are still being read (here one ``task.json`` is a pipe that
-    answers only when the test writes it: a slow disk), the queue answers at once with how
-    far the reading is, and loads itself once every row is read."""
+@contextlib.contextmanager
+def viewer_in_process(folder: Path, scratch: Path) -> Iterator[str]:
+    """The viewer's server over ``folder`` in this process (a thread), so that a test can
+    slow its reading of rows; its URL."""
+    import uvicorn
+
+    from assay.view.app import build_app
+    from assay.view.guard import allowed_hosts
+    from assay.view.server import listen, url_of
+    from assay.view.workspace import Workspace
+
+    scratch.mkdir(parents=True, exist_ok=True)
+    ws = Workspace([folder], scratch=scratch)
+    sock = listen("127.0.0.1", None)
+    hosts = allowed_hosts("127.0.0.1", sock.getsockname()[1])
+    server = uvicorn.Server(uvicorn.Config(build_app(ws, hosts=hosts), log_level="warning",
+                                           lifespan="off", access_log=False))  # fmt: skip
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        while not server.started and thread.is_alive():
+            time.sleep(0.02)
+        yield url_of(sock)
+    finally:
+        server.should_exit = True
+        thread.join(30)
+        ws.close()
+
+
+def test_a_queue_of_rows_not_read_yet_shows_how_far_and_follows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While the run's rows are still being read (here the read of one row waits until the
+    test lets it go: a slow disk), the queue answers at once with how far the reading is,
+    and loads itself once every row is read."""
     chromium_path()
-    run = make_run(6, tmp_path / "runs", name="slow")
-    pipe = run / "default" / "sst2-three-way" / "r000003" / "00" / "task.json"
-    content = pipe.read_text()
-    pipe.unlink()
-    os.mkfifo(pipe)
+    make_run(6, tmp_path / "runs", name="slow")
+    go = threading.Event()
+    real = index_module.read_row
 
-    def answer() -> None:
-        ready = pipe.with_name("ready.json")
-        ready.write_text(content)
-        with open(pipe, "w") as writer:  # the index reads the pipe: it gets the file
-            os.replace(ready, pipe)  # and later scans find a plain file
-            writer.write(content)
+    def slow_read(run_dir: Path, folder: str) -> Any:
+        if folder.endswith("r000003/00"):
+            go.wait(60)
+        return real(run_dir, folder)
 
-    with viewer(str(tmp_path / "runs"), cwd=tmp_path) as url, chromium() as browser:
+    monkeypatch.setattr(index_module, "read_row", slow_read)
+    with viewer_in_process(tmp_path / "runs", tmp_path / "scratch") as url, \
+            chromium() as browser:  # fmt: skip
         with httpx.Client(base_url=url, timeout=30) as client:
             page = client.get("/runs/slow/review")
         assert page.status_code == 200 and "Reading the run's rows: 0 of" in page.text
@@ -274,8 +305,6 @@ def test_a_queue_of_rows_not_read_yet_shows_how_far_and_follows(tmp_path: Path) 
         tab = browser.new_page()
         tab.goto(f"{url}runs/slow/review")
         assert "Reading the run's rows" in tab.inner_text("#review-indexing")
-        writer = threading.Thread(target=answer)
-        writer.start()
+        go.set()
         tab.wait_for_selector("#review", timeout=60_000)  # loaded by itself
-        writer.join()
         assert tab.inner_text("#queue-position").startswith("Row 1 of 6")

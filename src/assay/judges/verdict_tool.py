@@ -70,8 +70,13 @@ def check_verdict(arguments: Any) -> Verdict:
     score = arguments["score"]
     if isinstance(score, bool) or not isinstance(score, (int, float)):
         raise VerdictError(f"score field is not a number: {score!r}")
-    if not math.isfinite(score):
-        raise VerdictError(f"score field is not a finite number: {score!r}")
+    try:
+        finite = math.isfinite(score)
+    except OverflowError:  # an integer too large for a float
+        finite = False
+    if not finite:
+        shown = repr(score) if len(repr(score)) <= 40 else repr(score)[:37] + "..."
+        raise VerdictError(f"score field is not a finite number: {shown}")
     if not 0 <= score <= 1:
         raise VerdictError(f"score field must be between 0 and 1, got {score:g}")
     rationale = arguments.get("rationale")
@@ -119,11 +124,13 @@ def reply(message: Any) -> dict[str, Any] | None:
     notification, which gets none)."""
     if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
         return _error(None, -32600, "Invalid Request: not a JSON-RPC 2.0 object")
-    if "id" not in message:
-        return None
+    if "id" not in message or "method" not in message:
+        return None  # a notification, or a response to a request this server never sends
     method, params = message.get("method"), message.get("params") or {}
+    if not isinstance(params, dict):
+        return _error(message["id"], -32602, "Invalid params: not an object")
     if method == "initialize":
-        asked = params.get("protocolVersion") if isinstance(params, dict) else None
+        asked = params.get("protocolVersion")
         version = asked if asked in PROTOCOLS else PROTOCOLS[-1]
         result: dict[str, Any] = {
             "protocolVersion": version,
@@ -135,7 +142,7 @@ def reply(message: Any) -> dict[str, Any] | None:
     elif method == "tools/list":
         result = {"tools": [{"name": TOOL, "description": DESCRIPTION,
                              "inputSchema": INPUT_SCHEMA}]}  # fmt: skip
-    elif method == "tools/call" and isinstance(params, dict):
+    elif method == "tools/call":
         if params.get("name") != TOOL:
             return _error(message["id"], -32602, f"Unknown tool: {params.get('name')}")
         arguments = params.get("arguments")
@@ -157,8 +164,11 @@ def serve(lines: Iterable[str], write: Callable[[str], object]) -> None:
             continue
         try:
             message = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested past Python's limit
             write(json.dumps(_error(None, -32700, "Parse error")) + "\n")
+            continue
+        if message == []:
+            write(json.dumps(_error(None, -32600, "Invalid Request: an empty batch")) + "\n")
             continue
         batch = message if isinstance(message, list) else [message]
         answers = [a for a in (reply(m) for m in batch) if a is not None]
@@ -168,7 +178,9 @@ def serve(lines: Iterable[str], write: Callable[[str], object]) -> None:
 
 def main() -> None:
     """Serve the tool on standard input and output until the CLI closes them."""
-    stdin = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
+    stdin = io.TextIOWrapper(
+        sys.stdin.buffer, encoding="utf-8", errors="replace", newline="\n"
+    )  # a \r inside a message is JSON's whitespace
     stdout = io.TextIOWrapper(sys.stdout.buffer, encoding="utf-8", line_buffering=True)
     serve(stdin, stdout.write)
 

@@ -538,11 +538,20 @@ def opencode_permission(
 
 
 def _opencode_rules(names: list[str], field: str) -> list[tuple[str, str | None]]:
-    """Each of ``names`` (Claude Code's tool names and ``Bash(prefix:*)`` rules) as an
-    OpenCode permission and its command pattern (``None``: the whole tool)."""
+    """Each of ``names`` (Claude Code's tool names and ``Bash(command)`` /
+    ``Bash(prefix:*)`` rules) as OpenCode permissions and command patterns (``None``: the
+    whole tool). ``prefix:*`` is the command ``prefix`` alone or followed by a space and
+    arguments (Claude Code's meaning: ``git:*`` allows ``git status``, never ``gitk``), so
+    it becomes two patterns, ``prefix`` and ``prefix *``.
+
+    Raises:
+        ValueError: a name OpenCode has no permission for (the names it has; spaces around
+            a name are refused, not dropped), an empty rule, or a rule on another tool than
+            Bash.
+    """
     found: list[tuple[str, str | None]] = []
     for name in names:
-        match = _RULE.match(name.strip())
+        match = _RULE.match(name)
         key = OPENCODE_PERMISSIONS.get(match.group("tool")) if match else None
         if match is None or key is None:
             raise ValueError(f"{field}: opencode has no permission for {name!r} "
@@ -551,9 +560,13 @@ def _opencode_rules(names: list[str], field: str) -> list[tuple[str, str | None]
         pattern = match.group("pattern")
         if pattern is not None and key != "bash":
             raise ValueError(f"{field}: opencode takes a rule on Bash only, not {name!r}")
-        if pattern is not None and pattern.endswith(":*"):
-            pattern = pattern[:-2] + "*"
-        found.append((key, pattern))
+        if pattern is None:
+            found.append((key, None))
+            continue
+        prefix = pattern[:-2] if pattern.endswith(":*") else None
+        if not (prefix if prefix is not None else pattern).strip():
+            raise ValueError(f"{field}: {name!r} names no command")
+        found += [(key, prefix), (key, prefix + " *")] if prefix else [(key, pattern)]
     return found
 
 

@@ -35,6 +35,7 @@ from assay.results.safe_text import csv_cell
 from assay.results.secrets import Redactor
 from assay.results.task_result import EvaluationResult
 from assay.view.queries import SORTS, RowFilter, where
+from assay.view.reading import read_bytes
 
 FORMATS = ("csv", "jsonl")
 COLUMNS = ("folder", "variant", "suite", "task_id", "row_id", "row_index", "replicate",
@@ -116,14 +117,14 @@ def _records(db: sqlite3.Connection, run_dir: Path, chosen: RowFilter) -> Iterat
 
 def _result(folder: Path) -> EvaluationResult | None:
     try:
-        return EvaluationResult.model_validate_json((folder / "task.json").read_bytes())
+        return EvaluationResult.model_validate_json(read_bytes(folder / "task.json"))
     except (OSError, ValidationError):
         return None  # the index line already says why (an unreadable row)
 
 
 def _text(path: Path) -> str | None:
     try:
-        return path.read_text(encoding="utf-8", errors="replace")
+        return read_bytes(path).decode("utf-8", errors="replace")  # a regular file only
     except OSError:
         return None
 

@@ -161,7 +161,8 @@ def read_text_head(path: Path | str, *, limit: int = 200_000) -> tuple[str | Non
 
 def open_regular(path: Path | str) -> BinaryIO:
     """``path`` opened for reading bytes, which must be a regular file: a named pipe is
-    opened without waiting for a writer, and refused (a run folder is anyone's to damage).
+    opened without waiting for a writer, and refused, and a symbolic link is not followed
+    (a run folder is anyone's to damage; a link could show a file from outside it).
 
     Raises:
         OSError: it cannot be opened, or it is a folder or not a regular file.
@@ -171,7 +172,12 @@ def open_regular(path: Path | str) -> BinaryIO:
 
 
 def _open_regular(path: Path | str) -> tuple[int, os.stat_result]:
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:  # the file itself is a link: never followed out
+            raise OSError(errno.ELOOP, "a symbolic link, not followed", str(path)) from None
+        raise
     try:
         info = os.fstat(fd)
         mode = info.st_mode
