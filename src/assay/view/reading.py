@@ -192,7 +192,7 @@ def _open_regular(path: Path | str) -> tuple[int, os.stat_result]:
 
 
 def read_bytes(path: Path | str, *, limit: int | None = None) -> bytes:
-    """A file's bytes (its first ``limit`` when given).
+    """A file's bytes (its first ``limit`` when given), as far as its size when opened.
 
     Plain ``os`` calls, no file object: the viewer's index reads two small files per row
     and a file object's set-up was a fifth of a row's cost.
@@ -203,16 +203,16 @@ def read_bytes(path: Path | str, *, limit: int | None = None) -> bytes:
     """
     fd, info = _open_regular(path)
     try:
-        want = limit if limit is not None else info.st_size + 1
+        # at most the size it had when opened: a file still growing is read as it was then
+        # (the index reads it again when its size or time changes), never without an end
+        want = info.st_size if limit is None else min(limit, info.st_size)
         parts: list[bytes] = []
         while want > 0:
             part = os.read(fd, want)
-            parts.append(part)
-            if len(part) < want:  # a short read of a file is its end: no read for b""
+            if not part:  # it shrank while read
                 break
+            parts.append(part)
             want -= len(part)
-            if limit is None:  # it grew while read: read on to its end
-                want = 1 << 16
         return b"".join(parts)
     finally:
         os.close(fd)
