@@ -246,18 +246,18 @@ def _ending(outcome: AgentOutcome) -> str:
 
 def verdict_server(jail: Jail | DockerJail | None) -> ToolServer:
     """The verdict tool's MCP server: :mod:`assay.judges.verdict_tool` run as a script
-    (standard library only) by this Python, or in a container by the image's ``python3``,
-    the file shown to it read-only where it lies."""
+    (standard library only) by the Python of the judge's sandbox (this one, or a container
+    image's ``python3``), the file shown to it read-only where it lies."""
     script = Path(verdict_tool.__file__).resolve()
-    python = "python3" if jail is not None and not isinstance(jail, Jail) else sys.executable
+    python = jail.python if jail is not None else sys.executable
     return ToolServer(python, ("-I", "-S", str(script)), readable=(script,))
 
 
 def judge_jail(row_jail: Jail | DockerJail | None, copy: Path) -> Jail | DockerJail | None:
-    """The judge's own sandbox, made as the row's was: a ``bwrap`` sandbox of the same
-    policy, limits, network and readable folders for a row in one; for a ``docker`` row, a
-    container of the row's image with its limits, network and read-only folders (never the
-    task's folder nor ``extra_mounts``: a judge is a coding agent); none for a plain row.
+    """The judge's own sandbox, made as the row's was (``for_copy``): a ``bwrap`` sandbox of
+    the same policy, limits, network and readable folders; for a ``docker`` row, a container
+    of the row's image with its limits, network and read-only folders (never the task's
+    folder nor ``extra_mounts``: a judge is a coding agent); none for a plain row.
 
     Raises:
         CriterionError: the sandbox cannot be made.
@@ -265,16 +265,7 @@ def judge_jail(row_jail: Jail | DockerJail | None, copy: Path) -> Jail | DockerJ
     if row_jail is None:
         return None
     try:
-        if isinstance(row_jail, Jail):
-            return row_jail.policy.jail(copy, limits=row_jail.limits, network=row_jail.network,
-                                        readable=row_jail.readable)  # fmt: skip
-        network = row_jail.network
-        return row_jail.policy.jail(
-            copy, image=row_jail.image, limits=row_jail.limits, memory_mb=row_jail.memory_mb,
-            cpus=row_jail.cpus, network=network == "host",
-            engine_network=None if network in ("host", "none") else network,
-            readable=[mount.source for mount in row_jail.shown],
-        )  # fmt: skip
+        return row_jail.for_copy(copy)
     except SandboxError as exc:
         raise CriterionError(f"the judge's sandbox cannot be made: {exc}") from None
 

@@ -160,6 +160,22 @@ class Jail:
     accounts: Path | None = None
     given: list[Path] = field(default_factory=list)
 
+    @property
+    def python(self) -> str:
+        """The Python a standard-library script runs on inside the sandbox: this one (the
+        host's system folders are shown read-only)."""
+        return sys.executable
+
+    def for_copy(self, root: Path) -> Jail:
+        """A sandbox like this one (policy, limits, network, readable folders; never the
+        task's folder) over another folder, ``root``: an ``agent_judge``'s copy.
+
+        Raises:
+            SandboxError: it cannot be made.
+        """
+        return self.policy.jail(root, limits=self.limits, network=self.network,
+                                readable=self.readable)  # fmt: skip
+
     def command(
         self,
         argv: list[str],

@@ -401,6 +401,28 @@ class DockerJail:
         """The programs' ``HOME`` inside the container (its private ``/tmp``)."""
         return Path("/tmp")
 
+    @property
+    def python(self) -> str:
+        """The Python a standard-library script runs on inside the container: the image's
+        ``python3`` (the plan refuses an image without it where one is needed)."""
+        return "python3"
+
+    def for_copy(self, root: Path) -> DockerJail:
+        """A container like this one (image, limits, network, read-only folders; never the
+        task's folder nor ``extra_mounts``) over another folder, ``root``: an
+        ``agent_judge``'s copy.
+
+        Raises:
+            SandboxError: the folder cannot be given to its user.
+        """
+        network = self.network
+        return self.policy.jail(
+            root, image=self.image, limits=self.limits, memory_mb=self.memory_mb,
+            cpus=self.cpus, network=network == "host",
+            engine_network=None if network in ("host", "none") else network,
+            readable=[mount.source for mount in self.shown],
+        )  # fmt: skip
+
     def command(
         self,
         argv: list[str],
