@@ -64,14 +64,13 @@ from assay.view.queries import (
 from assay.view.render import ASSETS, render
 from assay.view.review import (
     MAX_BATCH,
-    ORDERS,
     LabelBook,
     Scale,
     calibration_view,
-    queue,
     read_label,
     row_facts,
 )
+from assay.view.review_queue import ORDERS, Queue, build_queue, labelled_rows
 from assay.view.row_view import read_row_view, safe_path
 from assay.view.run_pages import run_line, run_page
 from assay.view.suite_view import dataset_text
@@ -546,29 +545,31 @@ def _review_page(
     key = ("queue", entry.path, order, seed, scale, at if order == "disagree" else 0,
            index.generation)  # fmt: skip
 
-    def ordered() -> list[str]:
-        with index.connect() as db:
-            return queue(db, order, seed=seed, human=human, scale=scale)
+    def ordered() -> Queue:
+        name = hashlib.sha256(repr((str(index.db_path), *key[2:])).encode()).hexdigest()[:16]
+        return build_queue(index.db_path, ws.scratch / f"queue-{name}.sqlite", order,
+                           seed=seed, human=human, scale=scale)  # fmt: skip
 
-    folders = ws.memo(key, ordered)
-    position = min(_whole(request, "i", default=0) or 0, max(0, len(folders) - 1))
+    rows = ws.memo(key, ordered)
+    position = min(_whole(request, "i", default=0) or 0, max(0, rows.length - 1))
     params = {"order": order, "seed": str(seed), "scale": scale.text, "at": str(at)}
 
     def link(number: int) -> str:
         return f"/runs/{entry.key}/review?" + urlencode({**params, "i": number})
 
     latest = _labels_of(book, entry.key)
-    context.update(total=len(folders), position=position,
-                   labelled=sum(1 for f in folders if f in latest))  # fmt: skip
-    if not folders:
+    with index.connect() as db:
+        labelled = labelled_rows(db, latest)
+    context.update(total=rows.length, position=position, labelled=labelled)
+    folder = rows.folder(position)
+    if folder is None:
         return _page("review.html", **context)
-    folder = folders[position]
     view = read_row_view(entry.path, folder)
     with index.connect() as db:
         line = db.execute("SELECT uncertainty FROM rows WHERE folder = ?", (folder,)).fetchone()
     review = {"scale": scale, "token": token, "dataset": book.name(entry.key),
               "reviewer": book.reviewer, "labels": latest.get(folder, []), "folder": folder,
-              "next": link(position + 1) if position + 1 < len(folders) else "",
+              "next": link(position + 1) if position + 1 < rows.length else "",
               "prev": link(position - 1) if position > 0 else "",
               "url": f"/api/runs/{entry.key}/labels"}  # fmt: skip
     return _page("review.html", view=view, review=review,

@@ -15,15 +15,11 @@ response), ``label``, ``comment``, ``reviewer``, ``time`` (UTC, ISO 8601) and ``
 (the run's own outcome of the row: ``pass``, ``fail`` or ``error``). ``assay judge calibrate
 --dataset NAME --label label --output-field output`` reads it as any labelled dataset.
 
-Queue orders (:data:`ORDERS`): ``uncertain`` (the rows whose judges were least sure first,
-:func:`assay.view.records.judge_uncertainty`), ``disagree`` (rows where a human label and
-the run's outcome differ first, then rows no one labelled), ``failed`` (failures and errors
-first), ``random`` (shuffled with ``seed``) and ``dataset`` (the run's order).
+The orders a review queue walks the rows in are :mod:`assay.view.review_queue`'s.
 """
 
 from __future__ import annotations
 
-import random
 import re
 import sqlite3
 import threading
@@ -43,7 +39,6 @@ from assay.view.row_view import TEXT_LIMIT, safe_path
 if TYPE_CHECKING:
     from assay.store.judges import CalibrationRecord
 
-ORDERS = ("uncertain", "disagree", "failed", "random", "dataset")
 LABEL_SCHEMA = Schema({
     "run": "string", "folder": "string", "suite": "string", "variant": "string",
     "row_id": "string", "input": "string", "output": "string", "label": "json",
@@ -54,8 +49,6 @@ MAX_COMMENT = 20_000
 MAX_BATCH = 500
 KEPT_VERSIONS = 4  # label versions kept read (each a run's labels: folder → label, reviewer, …)
 _REVIEWER = re.compile(r"[^/\x00-\x1f]{1,100}")
-_QUEUE = ("SELECT folder, category, uncertainty, score FROM rows "
-          "ORDER BY suite, variant, ord_index, ord_id, replicate")  # fmt: skip
 _BINARY = {"pass": "pass", "p": "pass", "fail": "fail", "f": "fail"}
 
 
@@ -334,48 +327,6 @@ class LabelBook:
             while len(self._read) > KEPT_VERSIONS:
                 self._read.pop(next(iter(self._read)))
         return found
-
-
-def queue(
-    db: sqlite3.Connection,
-    order: str,
-    *,
-    seed: int = 0,
-    human: Mapping[str, list[dict[str, Any]]] | None = None,
-    scale: Scale | None = None,
-) -> list[str]:
-    """The row folders of a run's index in the review order ``order`` (:data:`ORDERS`).
-
-    Raises:
-        UsageError: an unknown order.
-    """
-    if order not in ORDERS:
-        raise UsageError(f"no review order '{order}'", hint=f"one of {', '.join(ORDERS)}")
-    rows = db.execute(_QUEUE).fetchall()
-    folders = [r["folder"] for r in rows]
-    if order == "random":
-        random.Random(seed).shuffle(folders)
-        return folders
-    if order == "dataset":
-        return folders
-    if order == "failed":
-        rank = {"failed": 0, "error": 0, "unreadable": 0}
-        return [r["folder"] for r in sorted(rows, key=lambda r: rank.get(r["category"], 1))]
-    if order == "uncertain":
-        return [r["folder"] for r in sorted(rows, key=lambda r: (
-            r["uncertainty"] is None, -(r["uncertainty"] or 0.0)))]  # fmt: skip
-    labelled = human or {}
-    chosen = scale or Scale()
-
-    def disagreement(row: sqlite3.Row) -> tuple[int, int]:
-        given = labelled.get(row["folder"], [])
-        if not given:
-            return (1, 0)
-        against = sum(disagrees(chosen, item.get("label"), row["category"], row["score"])
-                      for item in given)  # fmt: skip
-        return (0, -against) if against else (2, 0)
-
-    return [r["folder"] for r in sorted(rows, key=disagreement)]
 
 
 def disagrees(scale: Scale, label: Any, category: str, score: float | None) -> bool:

@@ -1,0 +1,127 @@
+"""The order a review queue walks a run's rows in, kept on disk: a 100,000-row queue costs the
+viewer no memory, however many orders and seeds reviewers walk.
+
+A queue is a SQLite file in the viewer's scratch folder, one table ``queue (position,
+folder)`` written once per (run index state, order, seed, scale, labels version) by one
+``INSERT … SELECT … ORDER BY`` over the run's index. Orders (:data:`ORDERS`), each then in
+the run's own order (suite, variant, row, replicate):
+
+- ``uncertain``: the rows whose judges were least sure first (highest ``uncertainty``; rows
+  without one last);
+- ``disagree``: rows whose human labels say otherwise than the run's outcome first (most
+  such labels first, :func:`assay.view.review.disagrees`), then rows no one labelled, then
+  the rest;
+- ``failed``: failures, errors and unreadable rows first;
+- ``random``: shuffled by ``seed`` (each row's place is a hash of the seed and its folder,
+  so a seed always gives the same order);
+- ``dataset``: the run's own order.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import sqlite3
+import tempfile
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from assay.errors import UsageError
+from assay.view.review import Scale, disagrees
+
+ORDERS = ("uncertain", "disagree", "failed", "random", "dataset")
+_RUN_ORDER = "suite, variant, ord_index, ord_id, replicate"
+_FIRST = {
+    "uncertain": "uncertainty IS NULL, uncertainty DESC, ",
+    "disagree": "disagreement(folder, category, score), ",
+    "failed": "COALESCE(category NOT IN ('failed', 'error', 'unreadable'), 1), ",
+    "random": "shuffled(folder), ",
+    "dataset": "",
+}
+
+
+@dataclass(frozen=True)
+class Queue:
+    """A review queue on disk: ``length`` rows at positions ``0 … length - 1``."""
+
+    path: Path
+    length: int
+
+    def folder(self, position: int) -> str | None:
+        """The row folder at ``position`` (``None``: outside the queue)."""
+        with contextlib.closing(sqlite3.connect(self.path, check_same_thread=False)) as db:
+            found = db.execute("SELECT folder FROM queue WHERE position = ?",
+                               (position + 1,)).fetchone()  # fmt: skip
+        return str(found[0]) if found else None
+
+
+def labelled_rows(db: sqlite3.Connection, folders: Collection[str]) -> int:
+    """How many of ``folders`` are rows of the run whose index ``db`` is."""
+    if not folders:
+        return 0
+    sql = "SELECT COUNT(*) FROM rows WHERE folder IN (SELECT value FROM json_each(?))"
+    return int(db.execute(sql, (json.dumps(list(folders)),)).fetchone()[0])
+
+
+def build_queue(
+    index_db: Path,
+    path: Path,
+    order: str,
+    *,
+    seed: int = 0,
+    human: Mapping[str, list[dict[str, Any]]] | None = None,
+    scale: Scale | None = None,
+) -> Queue:
+    """The rows of the run whose index is ``index_db`` in the review order ``order``, written
+    to ``path`` (``human``: folder → its labels, for ``disagree``); a queue already at
+    ``path`` is the one asked for (name the file after everything above).
+
+    Raises:
+        UsageError: an unknown order.
+    """
+    if order not in ORDERS:
+        raise UsageError(f"no review order '{order}'", hint=f"one of {', '.join(ORDERS)}")
+    if path.exists():
+        with contextlib.closing(sqlite3.connect(path)) as db:
+            return Queue(path, int(db.execute("SELECT COUNT(*) FROM queue").fetchone()[0]))
+    handle, name = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".partial")
+    os.close(handle)
+    db = sqlite3.connect(name)
+    try:
+        db.create_function("shuffled", 1, _shuffle_key(seed), deterministic=True)
+        db.create_function("disagreement", 3, _disagreement(human or {}, scale or Scale()),
+                           deterministic=True)  # fmt: skip
+        db.execute("ATTACH DATABASE ? AS src", (str(index_db),))
+        db.execute("CREATE TABLE queue (position INTEGER PRIMARY KEY, folder TEXT NOT NULL)")
+        db.execute(f"INSERT INTO queue (folder) SELECT folder FROM src.rows "
+                   f"ORDER BY {_FIRST[order]}{_RUN_ORDER}")  # fmt: skip
+        length = int(db.execute("SELECT COUNT(*) FROM queue").fetchone()[0])
+        db.commit()
+    finally:
+        db.close()
+    os.replace(name, path)
+    return Queue(path, length)
+
+
+def _shuffle_key(seed: int) -> Any:
+    def key(folder: str) -> int:
+        digest = hashlib.blake2b(f"{seed}/{folder}".encode(), digest_size=8).digest()
+        return int.from_bytes(digest, "big", signed=True)
+
+    return key
+
+
+def _disagreement(human: Mapping[str, list[dict[str, Any]]], scale: Scale) -> Any:
+    def rank(folder: str, category: str | None, score: float | None) -> int:
+        given = human.get(folder, [])
+        if not given:
+            return 1  # no one labelled it
+        against = sum(disagrees(scale, item.get("label"), category or "", score)
+                      for item in given)  # fmt: skip
+        return -against if against else 2
+
+    return rank
