@@ -4,11 +4,15 @@ scans a folder and writes nothing."""
 
 from __future__ import annotations
 
+import json
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import assay
+from tests.openai_server import Fault, scripted_server
 
 KEY = "svc-token-for-the-python-api-0042"
 SHAPED = "ghp_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
@@ -42,6 +46,38 @@ def test_a_python_run_redacts_and_reports_what_the_scan_finds(
     ]
     saved = (result.run_dir / "python-tasks" / "py-secrets.json").read_text()
     assert KEY not in saved  # the task as built, for a resume, holds no secret value either
+
+
+def test_a_python_run_prints_redacted_and_leaves_sys_streams_alone(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``assay.run(progress=True)`` prints its retry lines redacted (an endpoint that quotes
+    the credential in its error) while ``sys.stdout`` and ``sys.stderr`` stay the caller's
+    own objects throughout the run (issue 27 item 6)."""
+    monkeypatch.setenv("MY_LLM_CREDENTIAL", KEY)
+    seen: list[tuple[Any, Any]] = []
+
+    def reply(body: dict[str, Any]) -> str | Fault:
+        seen.append((sys.stdout, sys.stderr))  # the server's thread, while the run runs
+        if len(seen) == 1:
+            return Fault(500, body=json.dumps({"error": {"message": f"no, key {KEY}"}}))
+        return "fine"
+
+    before = (sys.stdout, sys.stderr)
+    with scripted_server(reply) as server:
+        task = {
+            "task_id": "retried", "description": "an endpoint that quotes its credential",
+            "agent": {"type": "llm", "model": "openai/echo", "base_url": server.base_url,
+                      "api_key_env": "MY_LLM_CREDENTIAL"},
+            "initial_prompt": "hello",
+            "success_criteria": [{"type": "response_match", "expected": "fine"}],
+        }  # fmt: skip
+        result = assay.run(task, run_dir="runs", progress=True)
+    assert result.passed
+    assert seen == [before, before] and (sys.stdout, sys.stderr) == before
+    err = capsys.readouterr().err
+    assert "attempt 1 failed" in err and "no, key [redacted:MY_LLM_CREDENTIAL]" in err
+    assert KEY not in err
 
 
 def test_check_secrets_refuses_a_folder_that_is_no_run(tmp_path: Path) -> None:

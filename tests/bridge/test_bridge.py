@@ -4,6 +4,7 @@ limits, and what each call records."""
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -490,3 +491,29 @@ def test_the_bridge_listens_on_loopback_only(tmp_path: Path) -> None:
         assert bridge.url.startswith("http://127.0.0.1:")
 
     run(tmp_path, scenario)
+
+
+def test_the_bridges_server_prints_its_errors_to_the_stream_it_is_given(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The bridge's web server (uvicorn) prints its warnings to ``log_stream`` (the run's
+    redacting console), not to ``sys.stderr`` (issue 27 item 6)."""
+    stream = io.StringIO()
+
+    async def main() -> None:
+        pool = ModelPool(default_registry(), PoolSettings(parallel=1))
+        bridge = Bridge(pool, log_stream=stream)
+        await bridge.start()
+        try:
+            reader, writer = await asyncio.open_connection("127.0.0.1", bridge.port)
+            writer.write(b"NOT HTTP AT ALL\r\n\r\n")
+            await writer.drain()
+            await reader.read()  # the server closes the connection
+            writer.close()
+        finally:
+            await bridge.aclose()
+            await pool.aclose()
+
+    asyncio.run(main())
+    assert "Invalid HTTP request received." in stream.getvalue()
+    assert "Invalid HTTP request" not in capsys.readouterr().err

@@ -48,6 +48,7 @@ from assay.providers.pool import ModelKey, ModelPool, PoolSettings, default_regi
 from assay.qa import PredictionRecord
 from assay.qa.schema import OPEN_TYPES
 from assay.results.io import LogFolder, read_json, write_model_atomic
+from assay.results.output import console, joined_output
 from assay.results.secrets import MARKER_PREFIX, Redactor
 from assay.results.status import FinalStatus
 from assay.results.task_result import EvaluationResult
@@ -125,14 +126,15 @@ async def regrade_run(
     with pidfd_child_watcher():
         # an agent_judge's coding agent calls its model through the bridge, as in the run (from
         # a bwrap sandbox through the bridge's unix socket)
-        socket = needs_bridge_socket(contained)
-        async with run_services(pool, list(scan.keys), bridge=scan.bridge,
-                                bridge_socket=socket) as services:  # fmt: skip
-            containment = Containment.for_tasks(
-                contained, private=private_paths(run_dir, cache=None),
-                bridge=bridge_link(services.bridge), check=True,
-            )  # fmt: skip
-            await asyncio.gather(*(worker(services, containment) for _ in range(max(1, jobs))))
+        socket, out = needs_bridge_socket(contained), console()
+        with joined_output(redactor, [out]):  # the bridge's errors, redacted
+            async with run_services(pool, list(scan.keys), bridge=scan.bridge,
+                                    bridge_socket=socket, log_stream=out) as services:  # fmt: skip
+                containment = Containment.for_tasks(
+                    contained, private=private_paths(run_dir, cache=None),
+                    bridge=bridge_link(services.bridge), check=True,
+                )  # fmt: skip
+                await asyncio.gather(*(worker(services, containment) for _ in range(max(1, jobs))))
     return redacted.warnings()
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal, TypedDict, Unpack
+from typing import Any, Literal, TextIO, TypedDict, Unpack
 
 from assay.agents.base import Agent
 from assay.api.result import RunResult
@@ -35,6 +35,7 @@ from assay.providers.cache import parse_duration
 from assay.providers.limits import EndpointLimits
 from assay.reports.progress import make_progress
 from assay.reports.session import write_session_reports
+from assay.results.output import console
 from assay.spec.task import TaskDefinition
 
 TaskInput = str | Path | LoadedTask | TaskDefinition | Mapping[str, Any]
@@ -310,16 +311,18 @@ def _request(
         raise UsageError(f"jobs must be at least 1, got {jobs}")
     keep = options.get("keep_sandboxes", False) or stage == "execute"
     junit = options.get("junit_xml")
+    out = console()  # what the run prints, its secrets redacted; sys.stderr left alone
     return RunRequest(
         runs_root=runs_root,
         options=RunOptions(jobs=jobs, stage=stage, keep_sandboxes=keep),
-        progress=_progress(options.get("progress", False)),
+        progress=_progress(options.get("progress", False), out),
         junit_path=Path(junit) if junit is not None else None,
         command=options.get("command"),
         models=_model_settings(options),
         on_warning=options.get("on_warning"),
         stop_on_sigterm=options.get("stop_on_sigterm", False),
         executor=_executor(options),
+        console=out,
     )
 
 
@@ -355,9 +358,9 @@ def _model_settings(options: SessionKeywords) -> ModelSettings:
                          cache_expiry=expiry)  # fmt: skip
 
 
-def _progress(choice: bool | Progress) -> Progress:
+def _progress(choice: bool | Progress, stream: TextIO) -> Progress:
     if choice is True:
-        return make_progress()
+        return make_progress(stream)
     if choice is False:
         return NoProgress()
     return choice

@@ -26,20 +26,23 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import json
 import os
 import shutil
 import socket
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
+from uvicorn.config import LOGGING_CONFIG
 
 from assay.bridge.calls import Reply, error_reply, forward, translate
 from assay.bridge.session import BridgeSession, Protocol
@@ -66,9 +69,12 @@ class Bridge:
         on_retry: called for every retried model call (the progress display).
     """
 
-    def __init__(self, pool: ModelPool, *, on_retry: OnRetry | None = None) -> None:
+    def __init__(
+        self, pool: ModelPool, *, on_retry: OnRetry | None = None, log_stream: TextIO | None = None
+    ) -> None:
         self.pool = pool
         self.on_retry = on_retry
+        self.log_stream = log_stream
         self.refused = 0
         self._sessions: dict[str, BridgeSession] = {}
         self._server: _Server | None = None
@@ -122,7 +128,8 @@ class Bridge:
         sock.bind((HOST, 0))
         self._port = sock.getsockname()[1]
         config = uvicorn.Config(self._app(), log_level="warning", lifespan="off",
-                                access_log=False, timeout_keep_alive=120)  # fmt: skip
+                                access_log=False, timeout_keep_alive=120,
+                                log_config=log_config(self.log_stream or sys.stderr))  # fmt: skip
         self._server = _Server(config)
         sockets = [sock]
         if unix_socket:
@@ -318,3 +325,12 @@ def _send(reply: Reply) -> Response:
         return StreamingResponse(reply.stream, status_code=reply.status, headers=reply.headers,
                                  media_type=media)  # fmt: skip
     return JSONResponse(reply.body, status_code=reply.status, headers=reply.headers)
+
+
+def log_config(stream: TextIO) -> dict[str, Any]:
+    """uvicorn's own logging settings (``uvicorn.config.LOGGING_CONFIG``: its formats and
+    levels), each of its handlers printing to ``stream`` instead of ``sys.stderr``."""
+    config = copy.deepcopy(LOGGING_CONFIG)
+    for handler in config["handlers"].values():
+        handler["stream"] = stream
+    return config

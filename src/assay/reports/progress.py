@@ -128,9 +128,10 @@ class PlainProgress:
 
 
 class RichProgress:
-    """A rich progress bar with the same counters in its description."""
+    """A rich progress bar with the same counters in its description, on ``stream``
+    (default: ``sys.stderr``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, stream: IO[str] | None = None) -> None:
         from rich.console import Console
         from rich.progress import (
             BarColumn,
@@ -147,7 +148,7 @@ class RichProgress:
             MofNCompleteColumn(),
             TextColumn("{task.fields[status]}"),
             TimeElapsedColumn(),
-            console=Console(stderr=True),
+            console=Console(stderr=True) if stream is None else Console(file=stream),
             transient=False,
         )
         self.task_id = self.bar.add_task("rows", total=0, status="")
@@ -204,5 +205,5 @@ def make_progress(stream: IO[str] | None = None, *, quiet: bool = False) -> Prog
         return NoProgress()
     target = stream or sys.stderr
     if target.isatty():
-        return RichProgress()
+        return RichProgress(stream)
     return PlainProgress(target)

@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 from assay.orchestration.running.runner import judge_keys
 from assay.providers.cache import ResponseCache
@@ -106,6 +106,7 @@ async def run_services(
     bridge: bool = False,
     bridge_socket: bool = False,
     on_retry: OnRetry | None = None,
+    log_stream: TextIO | None = None,
 ) -> AsyncIterator[RunServices]:
     """Start the run's services, yield them, and stop them however the block ends.
 
@@ -117,6 +118,7 @@ async def run_services(
         bridge_socket: the bridge also listens on a unix socket (a coding agent of the run
             runs in a ``bwrap`` sandbox, without network).
         on_retry: told of every model call the bridge retries.
+        log_stream: where the bridge's server prints its errors (default: ``sys.stderr``).
 
     Raises:
         ModelError, UserError: a model or the bridge could not start; whatever was started
@@ -129,7 +131,7 @@ async def run_services(
         if bridge:
             from assay.bridge import Bridge  # a web server: imported only for coding agents
 
-            served = Bridge(pool, on_retry=on_retry)
+            served = Bridge(pool, on_retry=on_retry, log_stream=log_stream)
             stack.push_async_callback(served.aclose)
             await served.start(unix_socket=bridge_socket)
         yield RunServices(pool, served)

@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import TextIO
 
 from assay.errors import UsageError
 from assay.orchestration.planning.datacheck import same_data
@@ -53,7 +54,7 @@ from assay.orchestration.running.stopping import Stopper, StoppingItems, write_s
 from assay.providers.pool import ProviderRegistry
 from assay.providers.pricing import PriceTable
 from assay.results.io import check_output_file, check_output_folder
-from assay.results.output import redacted_output
+from assay.results.output import console, joined_output
 from assay.results.plan_record import PLAN_FILE, PlanRecord, log_session, read_plan, write_plan
 from assay.results.selection_file import SELECTION_FILE
 from assay.results.task_result import EvaluationResult
@@ -85,6 +86,9 @@ class RunRequest:
             the process's signals alone).
         executor: which executor runs the rows (``local``, ``ray`` and its cluster) and the
             run-wide limits of each model server.
+        console: where the run prints besides ``progress`` (the model bridge's server
+            errors); it redacts the run's secrets while the run runs
+            (:func:`assay.results.output.console`; give ``progress`` the same stream).
     """
 
     runs_root: Path
@@ -99,6 +103,7 @@ class RunRequest:
     on_warning: Warn | None = None
     stop_on_sigterm: bool = False
     executor: ExecutorChoice = field(default_factory=ExecutorChoice)
+    console: TextIO = field(default_factory=console)
 
 
 @dataclass
@@ -248,7 +253,8 @@ class RunSession:
         """
         with (
             stop_on_signals(enabled=self.request.stop_on_sigterm),
-            redacted_output(self.plan.redactor),  # progress lines, warnings, bridge errors
+            # progress lines, warnings, bridge errors; sys's own streams are not replaced
+            joined_output(self.plan.redactor, [self.request.console]),
         ):
             try:
                 finished, interrupted = await self._run_rows()
@@ -270,6 +276,7 @@ class RunSession:
             models=request.models, prices=self.prices, registry=request.registry,
             progress=request.progress, already_done=sum(self.kept),
             on_warning=request.on_warning, limits=request.executor.limits,
+            console=request.console,
         )  # fmt: skip
         finished = 0
 

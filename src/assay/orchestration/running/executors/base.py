@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol, TextIO
 
 from assay.orchestration.planning.containment import Containment, private_paths
 from assay.orchestration.planning.plan import Plan, WorkItem
@@ -72,6 +72,7 @@ class ExecutionContext:
         already_done: rows kept from earlier sessions (for the progress display).
         on_warning: called with each warning as it is found.
         limits: run-wide limits of each model server.
+        console: where the run's services print their errors (it redacts the run's secrets).
     """
 
     plan: Plan
@@ -84,6 +85,7 @@ class ExecutionContext:
     already_done: int = 0
     on_warning: Warn | None = None
     limits: EndpointLimits = field(default_factory=EndpointLimits)
+    console: TextIO | None = None
 
 
 @dataclass

@@ -35,7 +35,8 @@ class LocalExecutor:
                           redactor=plan.redactor)  # fmt: skip
         services_of_run = run_services(pool, keys, bridge=needs_bridge(plan),
                                        bridge_socket=needs_bridge_socket(plan.definitions),
-                                       on_retry=progress.retry)  # fmt: skip
+                                       on_retry=progress.retry,
+                                       log_stream=context.console)  # fmt: skip
         async with services_of_run as services:
             containment = run_containment(plan, context.run_dir, services.bridge, pool)
             runner = Runner(context.run_dir, pool, plan.criteria, options,
