@@ -16,6 +16,7 @@ import pytest
 
 from assay import api
 from assay.errors import UserError
+from assay.sandbox import cgroups
 from tests.helpers import kill_left, pids_in, wait_gone, write
 
 PEAK = """
@@ -301,7 +302,8 @@ agent:
     setsid sleep 300 >/dev/null 2>&1 & echo $! >> {pids};
     nohup sleep 300 >/dev/null 2>&1 & echo $! >> {pids};
     (sleep 300 >/dev/null 2>&1 &) ;
-    env -i setsid sleep 301 >/dev/null 2>&1 & echo $! >> {pids}; echo yes
+    env -i setsid sleep 301 >/dev/null 2>&1 & echo $! >> {pids};
+    (cd / && env -i setsid sleep 302 >/dev/null 2>&1 & echo $! >> {pids}); echo yes
 success_criteria:
   - type: run_command
     command: "setsid sleep 300 >/dev/null 2>&1 & echo $! >> {pids}; true"
@@ -315,8 +317,13 @@ def test_processes_a_row_left_running_end_with_it(tmp_path: Path) -> None:
         result = api.run([str(task)], run_dir=str(tmp_path / "runs"))
         assert result.exit_code == 0
         left = pids_in(pids)
-        assert len(left) == 4  # one cleared its environment: found by its working folder
-        wait_gone(left, 30)
+        # one cleared its environment: found by its working folder; one also left that
+        # folder: found by the row's control group, where the machine gives one
+        assert len(left) == 5
+        if isinstance(cgroups.find(), cgroups.Hierarchies):
+            wait_gone(left, 30)
+        else:  # no cgroup here: the agent's last one is beyond reach (docs/sandboxes.md)
+            wait_gone([pid for position, pid in enumerate(left) if position != 3], 30)
     finally:
         kill_left(pids_in(pids))
 

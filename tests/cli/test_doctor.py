@@ -11,10 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from assay.sandbox import cgroups
 from assay.sandbox.doctor import cgroup_note
 from tests.agents.coding import run_assay
 
 VENV_BIN = str(Path(sys.executable).parent)
+GROUPS = isinstance(cgroups.find(), cgroups.Hierarchies)  # rows get cgroups of their own here
 
 
 def doctor(env: dict[str, str], tmp_path: Path) -> dict[str, list[str]]:
@@ -60,17 +62,22 @@ def test_the_drivers_that_work_here_name_the_limits_they_enforce(tmp_path: Path)
     env = {"PATH": f"{VENV_BIN}:/usr/local/bin:/usr/bin:/bin"}
     env.update({k: os.environ[k] for k in ("DOCKER_HOST",) if k in os.environ})
     found = doctor(env, tmp_path)
-    assert found["tempdir"][1] == "sandbox.limits enforced: max_output_mb, max_log_mb"
+    grouped = "max_memory_mb, max_cpus, " if GROUPS else ""
+    assert found["tempdir"][1] == f"sandbox.limits enforced: {grouped}max_output_mb, max_log_mb"
     assert found["bwrap"][0].startswith("works") and cgroup_note() in found["bwrap"][0]
-    assert "max_memory_mb" not in found["bwrap"][1] and "max_pids" in found["bwrap"][1]
+    assert cgroup_note() in found["tempdir"][0]
+    assert ("max_memory_mb" in found["bwrap"][1]) is GROUPS and "max_pids" in found["bwrap"][1]
     if found["docker"][0].startswith("works"):
         assert "max_memory_mb, max_cpus" in found["docker"][1]
 
 
-def test_the_cgroup_note_reads_the_hierarchy(tmp_path: Path) -> None:
-    assert "cgroup v1" in cgroup_note(tmp_path)
-    (tmp_path / "cgroup.controllers").write_text("cpu memory pids\n")
-    assert "cgroup v2" in cgroup_note(tmp_path)
+def test_the_cgroup_note_says_whether_rows_get_groups_here() -> None:
+    found = cgroups.find()
+    if GROUPS:
+        assert cgroup_note() == ("each row in cgroups of its own (cgroup v1: memory, cpu, "
+                                 "pids): max_memory_mb and max_cpus enforced")  # fmt: skip
+    else:
+        assert cgroup_note() == f"max_memory_mb and max_cpus not enforced: {found}"
 
 
 PLANNED = ("task_id: t\ndescription: d\ninitial_prompt: p\n"
@@ -95,17 +102,24 @@ def test_assay_plan_names_the_limits_the_driver_enforces_and_those_it_does_not(
     done = run_assay("plan", "t.yaml", cwd=tmp_path, env=env)
     assert done.returncode == 0, done.stderr
     line = next(x for x in done.stdout.splitlines() if x.startswith(f"  limits ({driver}):"))
-    expected = {
-        "tempdir": "max_output_mb 10, max_log_mb 256; not enforced by tempdir: cpu_seconds, "
-        "max_memory_mb, max_pids",
+    expected = {  # max_memory_mb on tempdir and bwrap where this machine gives row cgroups
+        "tempdir": "max_memory_mb 64, max_output_mb 10, max_log_mb 256; unset: max_cpus; "
+        "not enforced by tempdir: cpu_seconds, max_pids"
+        if GROUPS
+        else "max_output_mb 10, max_log_mb 256; not enforced by tempdir: "
+        "cpu_seconds, max_memory_mb, max_pids",
         "bwrap": "max_pids 10, cpu_seconds 5, max_file_size_mb 1024, max_open_files 4096, "
-        "max_output_mb 10, max_log_mb 256; not enforced by bwrap: max_memory_mb",
+        + (
+            "max_memory_mb 64, max_output_mb 10, max_log_mb 256; unset: max_cpus"
+            if GROUPS
+            else "max_output_mb 10, max_log_mb 256; not enforced by bwrap: max_memory_mb"
+        ),
         "docker": "max_pids 10, cpu_seconds 5, max_file_size_mb 1024, max_open_files 4096, "
         "max_memory_mb 64, max_output_mb 10, max_log_mb 256; unset: max_cpus",
     }
     assert line == f"  limits ({driver}): {expected[driver]}"
-    warned = "sandbox.limits.max_memory_mb is enforced by the docker driver only" in done.stderr
-    assert warned == (driver != "docker")
+    warned = "sandbox.limits.max_memory_mb is enforced by the docker driver" in done.stderr
+    assert warned == (driver != "docker" and not GROUPS)
 
 
 def test_each_coding_agents_cli_is_found_or_named_with_how_to_install_it(tmp_path: Path) -> None:

@@ -145,11 +145,13 @@ class CliLaunch:
     def contained(self, context: AgentContext, *, bridge: bool) -> tuple[list[str], dict[str, str]]:
         """argv and environment, inside the row's bwrap sandbox when it has one; a CLI on
         its own credentials (no bridge) keeps the host's network to reach its API."""
-        if context.jail is None:
-            return self.argv, self.env
-        return context.jail.command(self.argv, env=self.env, cwd=context.sandbox,
-                                    readable=self.readable, writable=self.writable,
-                                    bridge=bridge, agent=True, network=not bridge)  # fmt: skip
+        argv, env = self.argv, self.env
+        if context.jail is not None:
+            argv, env = context.jail.command(self.argv, env=self.env, cwd=context.sandbox,
+                                             readable=self.readable, writable=self.writable,
+                                             bridge=bridge, agent=True,
+                                             network=not bridge)  # fmt: skip
+        return (argv if context.groups is None else context.groups.enter(argv)), env
 
 
 def count(value: object) -> int:

@@ -64,6 +64,9 @@ class CommandRunner(Agent[CommandAgent]):
             argv = ["/bin/sh", "-c", command] if isinstance(command, str) else command
             command, env = context.jail.command(argv, env=env, cwd=context.sandbox,
                                                 readable=[prompt_folder])  # fmt: skip
+        if context.groups is not None:  # the row's control groups (tempdir, bwrap)
+            command = context.groups.enter(
+                ["/bin/sh", "-c", command] if isinstance(command, str) else command)  # fmt: skip
         try:
             result = await run_process(
                 command,

@@ -93,8 +93,8 @@ class ToolLoop:
                 self.request, messages=(*dialog.messages, self.request.messages[-1])
             )
         self.messages: list[Message] = list(self.request.messages or ())
-        sandbox = Sandbox(context.sandbox, context.jail,
-                          max_output_bytes=context.max_output_bytes, logs=context.logs)  # fmt: skip
+        sandbox = Sandbox(context.sandbox, context.jail, max_output_bytes=context.max_output_bytes,
+                          logs=context.logs, groups=context.groups)  # fmt: skip
         owner = context.jail.uid if context.jail is not None else None
         self.tools = SandboxTools(sandbox, offered=offered, env=context.env, owner=owner)
         self.transcript = Transcript(agent="llm", usage_source="model")

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import subprocess
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from assay.errors import UsageError
+from assay.sandbox import cgroups
 
 if TYPE_CHECKING:
     from assay.spec.task import TaskDefinition
@@ -42,20 +42,24 @@ class DriverCheck:
 def check_drivers(*, path_variable: str) -> list[DriverCheck]:
     """Check every driver (a bwrap sandbox and a container engine's answer are tried for
     real); ``path_variable`` is the ``PATH`` rows would get."""
+    tempdir = f"{TEMPDIR}; {cgroup_note()}"
     return [
-        DriverCheck("tempdir", True, TEMPDIR, None, EVERYWHERE),
+        DriverCheck("tempdir", True, tempdir, None, enforced_limits("tempdir")),
         _bwrap(path_variable),
         *(_engine(kind) for kind in ("docker", "podman")),
     ]
 
 
 def enforced_limits(driver: str) -> tuple[str, ...]:
-    """The ``sandbox.limits`` fields ``driver`` enforces (on a machine where it works)."""
+    """The ``sandbox.limits`` fields ``driver`` enforces (on a machine where it works): on
+    ``tempdir`` and ``bwrap``, ``max_memory_mb`` and ``max_cpus`` where this machine gives
+    a row control groups of its own (:func:`assay.sandbox.cgroups.find`)."""
     if driver == "docker":
         return (*RLIMIT_FIELDS, *CGROUP_FIELDS, *EVERYWHERE)
+    groups = CGROUP_FIELDS if isinstance(cgroups.find(), cgroups.Hierarchies) else ()
     if driver == "bwrap":
-        return (*RLIMIT_FIELDS, *EVERYWHERE)
-    return EVERYWHERE
+        return (*RLIMIT_FIELDS, *groups, *EVERYWHERE)
+    return (*groups, *EVERYWHERE)
 
 
 def limits_text(task: TaskDefinition) -> str:
@@ -76,21 +80,21 @@ def limits_text(task: TaskDefinition) -> str:
     return text
 
 
-def cgroup_note(root: Path = Path("/sys/fs/cgroup")) -> str:
-    """Why ``max_memory_mb`` and ``max_cpus`` are not enforced on ``bwrap`` and ``tempdir``
-    here: the machine's cgroup hierarchy as read under ``root``."""
-    if (root / "cgroup.controllers").exists():
-        return ("cgroup v2: assay does not create cgroups for bwrap or tempdir rows yet; use "
-                "the docker driver for memory and CPU limits")  # fmt: skip
-    return ("cgroup v1 (no delegation to an unprivileged user): memory and CPU limits need "
-            "the docker driver")  # fmt: skip
+def cgroup_note() -> str:
+    """Whether ``max_memory_mb`` and ``max_cpus`` are enforced on ``bwrap`` and ``tempdir``
+    here (each row in control groups of its own), and why not when they are not."""
+    found = cgroups.find()
+    if isinstance(found, cgroups.Hierarchies):
+        return ("each row in cgroups of its own (cgroup v1: memory, cpu, pids): "
+                "max_memory_mb and max_cpus enforced")  # fmt: skip
+    return f"max_memory_mb and max_cpus not enforced: {found}"
 
 
 def _bwrap(path_variable: str) -> DriverCheck:
     from assay.sandbox.bwrap import make_policy
     from assay.sandbox.probe import probe
 
-    limits = (*RLIMIT_FIELDS, *EVERYWHERE)
+    limits = enforced_limits("bwrap")
     try:
         policy = make_policy(path_variable=path_variable)
         probe(policy)

@@ -24,6 +24,7 @@ from assay.errors import SandboxError
 from assay.results.io import LogFolder
 from assay.results.secrets import Redactor
 from assay.sandbox.bwrap import Jail
+from assay.sandbox.cgroups import RowGroups
 from assay.sandbox.cli_shims import MOCKS_DIR, write_shims
 from assay.sandbox.docker import DockerJail
 from assay.sandbox.process import MAX_OUTPUT_BYTES, ProcessResult, run_process
@@ -51,6 +52,8 @@ class Sandbox:
             (``sandbox.limits.max_output_mb``).
         logs: where a stream that passes it is written whole (the row's folder), or
             ``None`` (the rest is dropped).
+        groups: the row's control groups (``tempdir`` and ``bwrap``, where the machine
+            gives them: :mod:`assay.sandbox.cgroups`): every program runs inside them.
     """
 
     def __init__(
@@ -60,11 +63,13 @@ class Sandbox:
         *,
         max_output_bytes: int = MAX_OUTPUT_BYTES,
         logs: LogFolder | None = None,
+        groups: RowGroups | None = None,
     ) -> None:
         self.root = root
         self.jail = jail
         self.max_output_bytes = max_output_bytes
         self.logs = logs
+        self.groups = groups
         self._real = root.resolve()
 
     async def run(
@@ -86,15 +91,19 @@ class Sandbox:
 
         Raises:
             FileNotFoundError, PermissionError: an argv program cannot be started (without
-                a jail; inside one, the shell reports it with exit code 127 or 126).
+                a jail or control groups; inside them, the shell reports it with exit code
+                127 or 126).
         """
         cap = self.max_output_bytes
         logs = self.logs.logs(log_name) if self.logs is not None else None
-        if self.jail is None:
-            return await run_process(command, cwd=self.root, env=env, timeout=timeout,
-                                     stdin=stdin, max_output_bytes=cap, logs=logs)  # fmt: skip
         argv = ["/bin/sh", "-c", command] if isinstance(command, str) else command
+        if self.jail is None:
+            program = command if self.groups is None else self.groups.enter(argv)
+            return await run_process(program, cwd=self.root, env=env, timeout=timeout,
+                                     stdin=stdin, max_output_bytes=cap, logs=logs)  # fmt: skip
         wrapped, inner = self.jail.command(argv, env=env, cwd=self.root, writable=writable)
+        if self.groups is not None:
+            wrapped = self.groups.enter(wrapped)
         return await run_process(wrapped, cwd=self.root, env=inner, timeout=timeout, stdin=stdin,
                                  max_output_bytes=cap, logs=logs)  # fmt: skip
 

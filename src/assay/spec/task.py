@@ -453,8 +453,10 @@ class SandboxLimits(StrictModel):
     ``max_log_mb`` caps each such file (a runaway program cannot fill the disk either); the
     file then ends with a line naming the cut. ``max_memory_mb`` (MiB of memory for the row's
     processes together) and ``max_cpus`` (CPUs' worth of time, e.g. ``1.5``) are enforced by
-    the ``docker`` driver (the engine's ``--memory`` and ``--cpus``; a row killed for memory
-    ends ``ERROR`` naming the limit); the other drivers warn that they cannot enforce them.
+    the ``docker`` driver (the engine's ``--memory`` and ``--cpus``), and on ``tempdir`` and
+    ``bwrap`` by the row's own control groups where the machine gives them
+    (:mod:`assay.sandbox.cgroups`); a row killed for memory ends ``ERROR`` naming the
+    limit; where neither enforces them, ``assay plan`` warns.
     On ``docker``, ``max_pids`` counts the row's container's processes (``--pids-limit``).
     """
 

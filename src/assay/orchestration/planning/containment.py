@@ -22,7 +22,9 @@ from assay.agents.coding import CliAgent
 from assay.agents.registry import AgentRegistry
 from assay.errors import SandboxError, TaskFileError, UsageError
 from assay.orchestration.loading.task_loader import LoadedTask
+from assay.sandbox import cgroups
 from assay.sandbox.bwrap import BridgeLink, Jail, JailPolicy, make_policy
+from assay.sandbox.cgroups import Hierarchies, RowGroups
 from assay.sandbox.docker import (
     DockerJail,
     DockerPolicy,
@@ -56,9 +58,10 @@ BWRAP_ONLY_LIMITS = (
     "sandbox, where they have no effect"
 )
 DOCKER_ONLY = (
-    "sandbox.limits.{field} is enforced by the docker driver only (the engine's cgroup); "
-    "this task's rows run in a {driver} sandbox, where it is not enforced (this machine "
-    "gives no cgroup of its own to a row); set sandbox.driver: docker to enforce it"
+    "sandbox.limits.{field} is enforced by the docker driver (the engine's cgroup), and by "
+    "{driver} only where the machine gives a row cgroups of its own; this task's rows run in "
+    "a {driver} sandbox, where it is not enforced ({why}); set sandbox.driver: docker to "
+    "enforce it"
 )
 
 
@@ -81,10 +84,10 @@ def containment_warnings(display: str, variants: Iterable[TaskDefinition]) -> li
         limits = task.sandbox.limits
         unenforced = [name for name in ("max_memory_mb", "max_cpus")
                       if getattr(limits, name) is not None]  # fmt: skip
-        if unenforced and task.sandbox_driver != "docker":
-            return [
-                f"{display}: " + DOCKER_ONLY.format(field=unenforced[0], driver=task.sandbox_driver)
-            ]
+        found = cgroups.find() if unenforced and task.sandbox_driver != "docker" else None
+        if isinstance(found, str):
+            return [f"{display}: " + DOCKER_ONLY.format(field=unenforced[0], why=found,
+                                                        driver=task.sandbox_driver)]  # fmt: skip
         image = _image_field(task)
         if image is not None and task.sandbox_driver != "docker":
             return [f"{display}: {UNUSED_IMAGE.format(field=image, driver=task.sandbox_driver)}"]
@@ -382,12 +385,14 @@ class Containment:
     for the default one; ``images``: each Dockerfile's or image name's image, resolved once
     per run). ``private``: what no row may see, whatever its driver (:func:`private_paths`):
     hidden in a bwrap sandbox or container, and never copied into a sandbox by a
-    ``template_dir``."""
+    ``template_dir``. ``groups``: where each ``tempdir`` and ``bwrap`` row gets control
+    groups of its own (:mod:`assay.sandbox.cgroups`; ``None``: this machine gives none)."""
 
     policy: JailPolicy | None = None
     docker: dict[str | None, DockerPolicy] = field(default_factory=dict)
     images: dict[tuple[str, str, str, str], str] = field(default_factory=dict, compare=False)
     private: tuple[Path, ...] = ()
+    groups: Hierarchies | None = None
 
     @classmethod
     def for_tasks(
@@ -408,6 +413,8 @@ class Containment:
         """
         tasks = list(tasks)
         private = list(private)
+        found = cgroups.find() if any(t.sandbox_driver != "docker" for t in tasks) else None
+        groups = found if isinstance(found, Hierarchies) else None
         docker: dict[str | None, DockerPolicy] = {}
         for task in tasks:
             kind = engine_of(task)
@@ -415,12 +422,28 @@ class Containment:
                 docker[kind] = make_docker_policy(engine=find_engine(kind), hidden=private,
                                                   bridge=bridge)  # fmt: skip
         if not uses_bwrap(tasks):
-            return cls(docker=docker, private=tuple(private))
+            return cls(docker=docker, private=tuple(private), groups=groups)
         policy = make_policy(path_variable=os.environ.get("PATH", ""), hidden=private,
                              bridge=bridge)  # fmt: skip
         if check:
             probe(policy)
-        return cls(policy, docker, private=tuple(private))
+        return cls(policy, docker, private=tuple(private), groups=groups)
+
+    def row_groups(self, task: TaskDefinition) -> RowGroups | None:
+        """New control groups for a row of ``task`` with its ``max_memory_mb`` and
+        ``max_cpus`` (``None``: a ``docker`` row, whose engine has its own, or a machine
+        that gives none).
+
+        Raises:
+            SandboxError: the groups could not be made.
+        """
+        if self.groups is None or task.sandbox_driver == "docker":
+            return None
+        limits = task.sandbox.limits
+        try:
+            return self.groups.row(memory_mb=limits.max_memory_mb, cpus=limits.max_cpus)
+        except OSError as exc:
+            raise SandboxError(f"cannot make the row's control groups: {exc}") from exc
 
     def jail(self, task: TaskDefinition, root: Path, base_dir: Path) -> Jail | DockerJail | None:
         """The sandbox of a row of ``task`` whose folder is ``root`` (``None`` for a

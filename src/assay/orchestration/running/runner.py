@@ -72,6 +72,7 @@ from assay.results.task_result import (
 from assay.results.trace import Span, new_trace_id
 from assay.results.transcript_otlp import from_session, from_trace
 from assay.sandbox.archive import pack
+from assay.sandbox.cgroups import RowGroups
 from assay.sandbox.process import end_marked_processes, exit_text, tail
 from assay.sandbox.tempdir import Sandbox
 from assay.spec.agent_base import AgentSpec
@@ -368,6 +369,7 @@ class Runner:
         logs = Path(tempfile.mkdtemp(prefix="assay-logs-")) if self.remote else directory
         sandbox.logs = LogFolder(logs, self.redactor, task.sandbox.limits.max_log_bytes)
         try:
+            sandbox.groups = self.containment.row_groups(task)
             sandbox.jail = self.containment.jail(task, sandbox.root, base_dir)
             if sandbox.jail is not None:
                 user = f" as uid {sandbox.jail.uid}" if sandbox.jail.uid is not None else ""
@@ -381,6 +383,8 @@ class Runner:
         finally:
             if self.remote:
                 shutil.rmtree(logs, ignore_errors=True)
+            if sandbox.groups is not None:  # every process the row started, wherever it went
+                sandbox.groups.close()
             if sandbox.jail is not None:
                 sandbox.jail.close()
             else:  # what the row's programs left running, in their group or not, ends
@@ -475,6 +479,7 @@ class Runner:
             logs=sandbox.logs if sandbox is not None else None,
             redactor=self.redactor,
             jail=sandbox.jail if sandbox is not None else None,
+            groups=sandbox.groups if sandbox is not None else None,
             monitor=LiveMonitor.of(
                 task.success_criteria, kill_switch=task.run_limits.stop_early,
                 gate_threshold=task.run_limits.stop_early_gate_threshold,
@@ -486,6 +491,8 @@ class Runner:
             outcome = await self._dialog(row, context, sandbox, base_dir)
         else:
             outcome = await self.criteria.agents.build(task.agent).run(context)
+        if sandbox is not None and sandbox.groups is not None:
+            outcome = _killed_for_memory(outcome, sandbox.groups)
         root_span.end(error=outcome.error)
         outcome.spans.insert(0, root_span)
         if outcome.transcript is not None:
@@ -739,3 +746,13 @@ def _usage(outcome: AgentOutcome) -> TokenUsage | None:
         cache_write_tokens=usage.cache_write_tokens,
         reasoning_tokens=usage.reasoning_tokens,
     )
+
+
+def _killed_for_memory(outcome: AgentOutcome, groups: RowGroups) -> AgentOutcome:
+    """An agent that failed after the kernel killed one of the row's processes for memory
+    says so, naming ``sandbox.limits.max_memory_mb`` (as the docker driver does)."""
+    if outcome.status not in ("error", "timeout") or groups.oom_kills() == 0:
+        return outcome
+    note = groups.memory_note()
+    return replace(outcome, status="error",
+                   error=f"{outcome.error}; {note}" if outcome.error else note)  # fmt: skip

@@ -1,0 +1,216 @@
+"""A row's own control groups on ``tempdir`` and ``bwrap``: ``max_memory_mb`` and
+``max_cpus`` enforced by the kernel, and every process the row started found again at its
+end, whatever it did to leave (a new session, a cleared environment, another folder).
+
+Where: cgroup v1 hierarchies (``memory``, ``cpu``, ``pids``) that this process may write,
+found from ``/proc/self/mounts`` and ``/proc/self/cgroup``; each row gets a folder
+``assay-<pid>-<random>`` under this process's own group in each hierarchy it needs (``pids``
+always, to find its processes; ``memory`` for ``max_memory_mb``, ``cpu`` for
+``max_cpus``). A machine whose memory and CPU controllers are on cgroup v2 only, or whose
+hierarchies this user may not write (no delegation), gets no row groups: :func:`find`
+says why, ``assay doctor`` and ``assay plan`` say it, and the limits stay with the
+``docker`` driver there.
+
+Limits (the kernel's v1 interface, Documentation/admin-guide/cgroup-v1/): memory:
+``memory.limit_in_bytes`` and, where swap is accounted, ``memory.memsw.limit_in_bytes``
+(MiB × 1,048,576 bytes; no swap beyond it), the kernel killing a process of the group
+that passes it (counted in ``memory.oom_control``'s ``oom_kill``); CPU:
+``cpu.cfs_quota_us`` = ``max_cpus`` × ``cpu.cfs_period_us`` (100,000 µs), the group's
+processes together getting at most that much CPU time per period.
+
+A program enters the row's groups through :meth:`RowGroups.enter`: ``/bin/sh`` writes its
+own pid into each group's ``cgroup.procs`` and then becomes the program (``exec``), so
+every process it starts is in the groups from its first instruction.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+PERIOD_US = 100_000
+_ENTER = ('for f in "$@"; do [ "$f" = -- ] && break; echo $$ > "$f" || '
+          '{ echo "assay: cannot enter the row\'s cgroup ($f)" >&2; exit 125; }; shift; done; '
+          'shift; exec "$@"')  # fmt: skip
+KILL_SECONDS = 5.0
+
+
+@dataclass(frozen=True)
+class Hierarchies:
+    """The cgroup v1 folders this process may make row groups in: controller (``memory``,
+    ``cpu``, ``pids``) → this process's own group in that hierarchy."""
+
+    parents: dict[str, Path]
+
+    def row(self, *, memory_mb: int | None = None, cpus: float | None = None) -> RowGroups:
+        """New groups for one row with these limits (``pids`` always, to find its processes).
+
+        Raises:
+            OSError: a group could not be made or a limit not written (what was made is
+                removed).
+        """
+        name = f"assay-{os.getpid()}-{uuid.uuid4().hex[:12]}"
+        wanted = ["pids", *(["memory"] if memory_mb else []), *(["cpu"] if cpus else [])]
+        groups = RowGroups(memory_mb=memory_mb, cpus=cpus)
+        try:
+            for controller in wanted:
+                folder = self.parents[controller] / name
+                folder.mkdir()
+                groups.folders[controller] = folder
+            if memory_mb:
+                _limit_memory(groups.folders["memory"], memory_mb)
+            if cpus:
+                (groups.folders["cpu"] / "cpu.cfs_period_us").write_text(f"{PERIOD_US}\n")
+                quota = max(1000, round(cpus * PERIOD_US))
+                (groups.folders["cpu"] / "cpu.cfs_quota_us").write_text(f"{quota}\n")
+        except OSError:
+            groups.close()
+            raise
+        return groups
+
+
+@dataclass
+class RowGroups:
+    """One row's groups: ``folders`` (controller → folder), its limits."""
+
+    memory_mb: int | None = None
+    cpus: float | None = None
+    folders: dict[str, Path] = field(default_factory=dict)
+
+    def enter(self, argv: list[str]) -> list[str]:
+        """``argv`` run inside the row's groups (see the module docstring); a group that
+        cannot be entered ends the program with exit code 125 and says so on stderr."""
+        procs = [str(folder / "cgroup.procs") for folder in self.folders.values()]
+        return ["/bin/sh", "-c", _ENTER, "assay-cgroup", *procs, "--", *argv]
+
+    def oom_kills(self) -> int:
+        """How many of the row's processes the kernel killed for memory (0 without a memory
+        limit, or when it cannot be read)."""
+        folder = self.folders.get("memory")
+        if folder is None:
+            return 0
+        with contextlib.suppress(OSError, ValueError):
+            for line in (folder / "memory.oom_control").read_text().splitlines():
+                key, _, value = line.partition(" ")
+                if key == "oom_kill":
+                    return int(value)
+        return 0
+
+    def memory_note(self) -> str:
+        """What the error of a row killed for memory says."""
+        return (f"killed for memory: the row's processes passed sandbox.limits.max_memory_mb "
+                f"({self.memory_mb} MiB)")  # fmt: skip
+
+    def close(self) -> list[int]:
+        """End every process still in the row's groups (``SIGKILL``, also in groups made
+        inside them) and remove the groups; returns the pids killed."""
+        killed: list[int] = []
+        deadline = time.monotonic() + KILL_SECONDS
+        for folder in self.folders.values():
+            while time.monotonic() < deadline:
+                pids = _pids_under(folder)
+                if not pids:
+                    break
+                for pid in pids:
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.kill(pid, signal.SIGKILL)
+                        killed.append(pid)
+                time.sleep(0.01)
+        for folder in self.folders.values():
+            _remove_tree(folder, deadline)
+        self.folders.clear()
+        return sorted(set(killed))
+
+
+def _limit_memory(folder: Path, memory_mb: int) -> None:
+    limit = f"{memory_mb * 1024 * 1024}\n"
+    (folder / "memory.limit_in_bytes").write_text(limit)
+    swap = folder / "memory.memsw.limit_in_bytes"
+    if swap.exists():  # swap accounted: no swap beyond the limit either
+        swap.write_text(limit)
+
+
+def _pids_under(folder: Path) -> list[int]:
+    pids: list[int] = []
+    for current, _, _ in os.walk(folder):
+        with contextlib.suppress(OSError, ValueError):
+            text = (Path(current) / "cgroup.procs").read_text()
+            pids += [int(line) for line in text.split()]
+    return pids
+
+
+def _remove_tree(folder: Path, deadline: float) -> None:
+    """Remove ``folder`` and the groups in it, deepest first (a group is removed with
+    ``rmdir`` once its processes are gone; the kernel may take a moment)."""
+    for current, _, _ in sorted(os.walk(folder), key=lambda w: -len(Path(w[0]).parts)):
+        while True:
+            try:
+                os.rmdir(current)
+                break
+            except FileNotFoundError:
+                break
+            except OSError:
+                if time.monotonic() >= deadline:
+                    break
+                time.sleep(0.01)
+
+
+def find(
+    *, mounts: Path = Path("/proc/self/mounts"), own: Path = Path("/proc/self/cgroup")
+) -> Hierarchies | str:
+    """The hierarchies row groups can be made in, or why none can (a sentence).
+
+    A hierarchy counts when it is mounted (cgroup v1), this process's own group in it is
+    known, and a group made there for a moment can be removed again."""
+    try:
+        mounted = _v1_mounts(mounts.read_text())
+        groups = _own_groups(own.read_text())
+    except OSError as exc:
+        return f"cgroups cannot be read here ({exc.strerror})"
+    missing = [c for c in ("memory", "cpu", "pids") if c not in mounted]
+    if missing:
+        if (Path("/sys/fs/cgroup") / "cgroup.controllers").exists():
+            return ("cgroup v2: assay makes row groups on cgroup v1 only; use the docker "
+                    "driver for memory and CPU limits")  # fmt: skip
+        return f"no cgroup v1 hierarchy for {', '.join(missing)} is mounted"
+    parents = {}
+    for controller in ("memory", "cpu", "pids"):
+        relative = groups.get(controller, "/").lstrip("/")
+        parents[controller] = mounted[controller] / relative
+    probe = f"assay-probe-{os.getpid()}-{uuid.uuid4().hex[:12]}"
+    for controller, parent in parents.items():
+        try:
+            (parent / probe).mkdir()
+            (parent / probe).rmdir()
+        except OSError as exc:
+            return (f"cgroup v1: this user may not make groups in the {controller} "
+                    f"hierarchy ({parent}: {exc.strerror}); run as root, or use the docker "
+                    "driver")  # fmt: skip
+    return Hierarchies(parents)
+
+
+def _v1_mounts(text: str) -> dict[str, Path]:
+    found: dict[str, Path] = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) < 4 or parts[2] != "cgroup":
+            continue
+        for option in parts[3].split(","):
+            if option in ("memory", "cpu", "pids"):
+                found.setdefault(option, Path(parts[1].replace("\\040", " ")))
+    return found
+
+
+def _own_groups(text: str) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for line in text.splitlines():
+        _, controllers, path = [*line.split(":", 2), "", ""][:3]
+        for controller in controllers.split(","):
+            if controller:
+                found[controller] = path
+    return found

@@ -1,0 +1,160 @@
+"""A row's own control groups on tempdir and bwrap, against the real kernel: a row that
+passes ``max_memory_mb`` ends ERROR naming the limit, ``max_cpus`` bounds the CPU time of
+the row's processes together, and every process the row started ends with it; where the
+machine gives no groups, the reason is said (read from the mount and group tables)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from assay import api
+from assay.sandbox import cgroups
+from assay.sandbox.doctor import enforced_limits
+from tests.helpers import alive, write
+
+FOUND = cgroups.find()
+needs_groups = pytest.mark.skipif(
+    not isinstance(FOUND, cgroups.Hierarchies), reason=f"no row cgroups here: {FOUND}"
+)
+
+BIG = """\
+task_id: big-{driver}
+description: a program that wants 400 MiB
+initial_prompt: go
+agent: {{type: command, command: 'python3 -c "x = bytearray(400 * 2**20); print(len(x))"'}}
+sandbox: {{driver: {driver}, limits: {{max_memory_mb: 64}}}}
+success_criteria: [{{type: response_match, expected: "419430400"}}]
+"""
+
+BUSY = """\
+task_id: busy
+description: two busy processes for 1.5 s of wall time, then their CPU time
+initial_prompt: go
+agent:
+  type: command
+  command: >-
+    python3 -c "import os, time, subprocess, sys; w = time.time();
+    spin = 'import time\\\\nt = time.time()\\\\nwhile time.time() - t < 1.5: pass';
+    ps = [subprocess.Popen([sys.executable, '-c', spin]) for _ in range(2)];
+    [p.wait() for p in ps]; c = os.times();
+    print(c.children_user + c.children_system, time.time() - w)"
+sandbox: {{limits: {{max_cpus: {cpus}}}}}
+success_criteria: [{{type: response_match, expected: "."}}]
+"""
+
+
+@needs_groups
+@pytest.mark.parametrize("driver", ["tempdir", "bwrap"])
+def test_a_row_past_its_memory_limit_ends_error_naming_it(tmp_path: Path, driver: str) -> None:
+    task = write(tmp_path / "t.yaml", BIG.format(driver=driver))
+    plan = api.plan([str(task)])
+    assert plan.warnings == []  # the limit is enforced here: nothing to warn about
+    result = api.run([str(task)], run_dir=str(tmp_path / "runs"))
+    (row,) = list(result.rows())
+    assert row.final_status.value == "ERROR"
+    assert row.error_message is not None
+    assert row.error_message.endswith("killed for memory: the row's processes passed "
+                                      "sandbox.limits.max_memory_mb (64 MiB)")  # fmt: skip
+    assert "code 137" in row.error_message
+
+
+@needs_groups
+def test_the_same_row_under_a_roomy_limit_passes(tmp_path: Path) -> None:
+    task = write(tmp_path / "t.yaml", BIG.format(driver="tempdir").replace("64", "1024"))
+    result = api.run([str(task)], run_dir=str(tmp_path / "runs"))
+    assert result.passed
+
+
+@needs_groups
+def test_max_cpus_bounds_the_cpu_time_of_the_rows_processes_together(tmp_path: Path) -> None:
+    task = write(tmp_path / "t.yaml", BUSY.format(cpus=0.5))
+    result = api.run([str(task)], run_dir=str(tmp_path / "runs"))
+    used, wall = map(float, next(result.run_dir.rglob("response.txt")).read_text().split())
+    # two processes spinning for 1.5 s each would use up to 3 s of CPU on two free cores;
+    # half a CPU allows half the wall time (the kernel's period is 0.1 s: one of slack)
+    assert wall >= 1.5 and 0.1 < used <= 0.5 * wall + 0.1, (used, wall)
+
+
+@needs_groups
+def test_closing_a_rows_groups_ends_every_process_in_them_nested_ones_too(
+    tmp_path: Path,
+) -> None:
+    assert isinstance(FOUND, cgroups.Hierarchies)
+    groups = FOUND.row(memory_mb=256)
+    folders = list(groups.folders.values())
+    pids = tmp_path / "pids"
+    script = (f"cd / && env -i setsid sleep 300 >/dev/null 2>&1 & echo $! >> {pids}; "
+              f"mkdir {groups.folders['pids']}/inner && "
+              f"sh -c 'echo $$ > {groups.folders['pids']}/inner/cgroup.procs; "
+              f"exec setsid sleep 300' >/dev/null 2>&1 & echo $! >> {pids}")  # fmt: skip
+    subprocess.run(groups.enter(["/bin/sh", "-c", script]), check=True, timeout=30)
+    started = [int(line) for line in pids.read_text().split()]
+    time.sleep(0.2)
+    assert all(alive(pid) for pid in started)
+    killed = groups.close()
+    assert set(started) <= set(killed)
+    deadline = time.monotonic() + 10
+    while any(alive(pid) for pid in started) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(alive(pid) for pid in started)
+    assert not any(folder.exists() for folder in folders) and groups.folders == {}
+
+
+@needs_groups
+def test_a_program_that_cannot_enter_the_group_says_so(tmp_path: Path) -> None:
+    groups = cgroups.RowGroups(folders={"pids": tmp_path / "gone"})
+    done = subprocess.run(groups.enter(["echo", "never"]), capture_output=True, text=True)
+    assert done.returncode == 125 and done.stdout == ""
+    assert "assay: cannot enter the row's cgroup" in done.stderr
+
+
+def test_the_reason_when_no_hierarchy_is_there(tmp_path: Path) -> None:
+    mounts = write(tmp_path / "mounts", "proc /proc proc rw 0 0\n")
+    own = write(tmp_path / "cgroup", "0::/\n")
+    found = cgroups.find(mounts=mounts, own=own)
+    assert isinstance(found, str)
+    assert "memory" in found and ("cgroup v2" in found or "no cgroup v1 hierarchy" in found)
+    assert cgroups.find(mounts=tmp_path / "missing", own=own) == (
+        "cgroups cannot be read here (No such file or directory)"
+    )
+
+
+def test_the_limits_each_driver_enforces_follow_the_machine() -> None:
+    grouped = isinstance(FOUND, cgroups.Hierarchies)
+    for driver in ("tempdir", "bwrap"):
+        limits = enforced_limits(driver)
+        assert ("max_memory_mb" in limits) is grouped and ("max_cpus" in limits) is grouped
+    assert "max_memory_mb" in enforced_limits("docker")
+
+
+def test_a_machine_without_row_groups_warns_at_plan(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where no group can be made (a user without delegation, cgroup v2), ``assay plan``
+    warns that the limit is not enforced, with the reason ``find`` gave."""
+    monkeypatch.setattr(cgroups, "find", lambda **_: "cgroup v1: this user may not ...")
+    task = write(tmp_path / "t.yaml", BIG.format(driver="tempdir"))
+    (warning,) = api.plan([str(task)]).warnings
+    assert warning.endswith(
+        "sandbox.limits.max_memory_mb is enforced by the docker driver (the engine's cgroup), "
+        "and by tempdir only where the machine gives a row cgroups of its own; this task's "
+        "rows run in a tempdir sandbox, where it is not enforced (cgroup v1: this user may not "
+        "...); set sandbox.driver: docker to enforce it"
+    )
+
+
+def test_row_json_names_the_groups_nowhere(tmp_path: Path) -> None:
+    """The groups are the machine's business: nothing of them is in the run's files."""
+    if not isinstance(FOUND, cgroups.Hierarchies):
+        pytest.skip(f"no row cgroups here: {FOUND}")
+    task = write(tmp_path / "t.yaml", BIG.format(driver="tempdir").replace("64", "1024"))
+    result = api.run([str(task)], run_dir=str(tmp_path / "runs"))
+    for path in result.run_dir.rglob("*.json"):
+        assert "assay-cgroup" not in path.read_text() and f"assay-{os.getpid()}-" not in (
+            json.dumps(json.loads(path.read_text())))  # fmt: skip
