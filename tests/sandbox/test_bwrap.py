@@ -471,6 +471,29 @@ def test_a_read_only_path_the_rows_user_cannot_read_is_named_at_its_line(tmp_pat
     ) in done.stderr
 
 
+def test_an_agent_judges_cli_the_rows_user_cannot_read_is_refused_at_plan(tmp_path: Path) -> None:
+    """The coding agent of an ``agent_judge`` runs in a copy of the row's sandbox as the
+    row's user: its CLI's folder is checked as the agent's is."""
+    if os.geteuid() != 0:
+        pytest.skip("rows run as their own user only when assay runs as root")
+    closed = tmp_path / "closed"
+    closed.mkdir(mode=0o700)
+    closed.chmod(0o700)
+    write(closed / "claude", "#!/bin/sh\necho 2.1.0\n").chmod(0o755)
+    write(tmp_path / "judge.yaml", "default: ok\n")
+    write(tmp_path / "t.yaml", "task_id: t\ndescription: d\ninitial_prompt: p\n"
+          "agent: {type: command, command: 'true'}\nsandbox: {driver: bwrap}\n"
+          "success_criteria:\n  - {type: agent_judge, description: j, prompt: right?,\n"
+          "     agent: {model: mock/judge.yaml, cli_path: closed/claude}}\n")  # fmt: skip
+    done = run_assay("plan", "t.yaml", cwd=tmp_path)
+    assert done.returncode == 2, done.stdout
+    assert (f"{closed} is a folder with mode 700, which the row's unprivileged user cannot "
+            "read\n  hint: assay runs as root") in done.stderr  # fmt: skip
+    assert "its agent's CLI (and an agent_judge's)" in done.stderr
+    closed.chmod(0o755)
+    assert run_assay("plan", "t.yaml", cwd=tmp_path).returncode == 0
+
+
 def test_two_runs_number_their_rows_users_from_different_starts() -> None:
     """Rows of two runs at once never share a user (nor its RLIMIT_NPROC budget) unless
     their random starts meet: five runs' first users are not all one."""

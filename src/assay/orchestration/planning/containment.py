@@ -345,7 +345,7 @@ def _docker_located(
 READABLE_HINT = (
     "assay runs as root, so each row of a bwrap or docker task runs as an unprivileged user "
     "of its own, which must be able to read the task's folder, its plugins and its agent's "
-    "CLI: chmod "
+    "CLI (and an agent_judge's): chmod "
     "o+rx that folder (o+r for a file), or run assay as a normal user"
 )
 
@@ -361,9 +361,11 @@ def _located(loaded: LoadedTask, message: str, hint: str | None) -> TaskFileErro
 
 def _row_folders(task: TaskDefinition, base_dir: Path, agents: AgentRegistry) -> list[Path]:
     """The folders a row of ``task`` reads besides the system's and ``sandbox.read_only``
-    (checked on their own): the task's folder, and what its agent needs (a coding agent's
-    CLI and plugins)."""
-    return [base_dir, *agents.build(task.agent).folders(base_dir)]
+    (checked on their own): the task's folder, and what its agent and the coding agents
+    that grade it (an ``agent_judge``'s) need (a coding agent's CLI and plugins)."""
+    graders = [config for spec in task.success_criteria for config in spec.graders()]
+    return [base_dir, *(path for config in (task.agent, *graders)
+                        for path in agents.build(config).folders(base_dir))]  # fmt: skip
 
 
 def rlimits(limits: SandboxLimits) -> dict[str, int]:
