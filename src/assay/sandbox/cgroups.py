@@ -136,18 +136,28 @@ def _limit_memory(folder: Path, memory_mb: int) -> None:
 
 
 def _pids_under(folder: Path) -> list[int]:
+    """The pids in ``folder``'s group and in the groups made inside it."""
     pids: list[int] = []
-    for current, _, _ in os.walk(folder):
+    for group in _groups_under(folder):
         with contextlib.suppress(OSError, ValueError):
-            text = (Path(current) / "cgroup.procs").read_text()
-            pids += [int(line) for line in text.split()]
+            pids += [int(line) for line in (group / "cgroup.procs").read_text().split()]
     return pids
+
+
+def _groups_under(folder: Path) -> list[Path]:
+    """``folder`` and the groups inside it, deepest last (a group's files are not folders)."""
+    found, index = [folder], 0
+    while index < len(found):
+        with contextlib.suppress(OSError), os.scandir(found[index]) as entries:
+            found += [Path(e.path) for e in entries if e.is_dir(follow_symlinks=False)]
+        index += 1
+    return found
 
 
 def _remove_tree(folder: Path, deadline: float) -> None:
     """Remove ``folder`` and the groups in it, deepest first (a group is removed with
     ``rmdir`` once its processes are gone; the kernel may take a moment)."""
-    for current, _, _ in sorted(os.walk(folder), key=lambda w: -len(Path(w[0]).parts)):
+    for current in reversed(_groups_under(folder)):
         while True:
             try:
                 os.rmdir(current)

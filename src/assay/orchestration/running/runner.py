@@ -387,9 +387,10 @@ class Runner:
                 sandbox.groups.close()
             if sandbox.jail is not None:
                 sandbox.jail.close()
-            else:  # what the row's programs left running, in their group or not, ends
-                end_marked_processes(f"ASSAY_SANDBOX={sandbox.root.absolute()}",
-                                     inside=sandbox.root)  # fmt: skip
+            elif sandbox.groups is None:  # what the row's programs left running ends, found
+                end_marked_processes(
+                    f"ASSAY_SANDBOX={sandbox.root.absolute()}", inside=sandbox.root
+                )  # by environment or working folder
             if sandbox.root.exists() and not self._keeps(sandbox, directory):
                 sandbox.remove()
 
