@@ -158,3 +158,29 @@ def test_row_json_names_the_groups_nowhere(tmp_path: Path) -> None:
     for path in result.run_dir.rglob("*.json"):
         assert "assay-cgroup" not in path.read_text() and f"assay-{os.getpid()}-" not in (
             json.dumps(json.loads(path.read_text())))  # fmt: skip
+
+
+@needs_groups
+def test_the_groups_of_a_killed_run_are_swept_with_what_runs_in_them(tmp_path: Path) -> None:
+    """A run killed with SIGKILL leaves its row groups (and what ran in them); the next
+    run's containment removes the groups of any assay process that is gone."""
+    assert isinstance(FOUND, cgroups.Hierarchies)
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    space = os.stat("/proc/self/ns/pid").st_ino
+    folder = FOUND.parents["pids"] / f"assay-{space}-{gone.pid}-0123456789ab"
+    elsewhere = FOUND.parents["pids"] / f"assay-{space + 1}-{gone.pid}-0123456789ab"
+    elsewhere.mkdir()  # another pid namespace's group: its pids mean nothing here
+    folder.mkdir()
+    left = subprocess.Popen(["/bin/sh", "-c", f"echo $$ > {folder}/cgroup.procs; exec sleep 300"])
+    try:
+        time.sleep(0.2)
+        assert (folder / "cgroup.procs").read_text().split() == [str(left.pid)]
+        mine = FOUND.row()  # this process's own group is never swept
+        assert folder in FOUND.sweep()
+        assert not folder.exists() and left.wait(10) == -9
+        assert all(f.exists() for f in mine.folders.values()) and elsewhere.exists()
+        mine.close()
+    finally:
+        left.kill()
+        elsewhere.rmdir()

@@ -4,9 +4,11 @@ end, whatever it did to leave (a new session, a cleared environment, another fol
 
 Where: cgroup v1 hierarchies (``memory``, ``cpu``, ``pids``) that this process may write,
 found from ``/proc/self/mounts`` and ``/proc/self/cgroup``; each row gets a folder
-``assay-<pid>-<random>`` under this process's own group in each hierarchy it needs (``pids``
-always, to find its processes; ``memory`` for ``max_memory_mb``, ``cpu`` for
-``max_cpus``). A machine whose memory and CPU controllers are on cgroup v2 only, or whose
+``assay-<pid namespace>-<pid>-<random>`` under this process's own group in each hierarchy
+it needs (``pids`` always, to find its processes; ``memory`` for ``max_memory_mb``,
+``cpu`` for ``max_cpus``); a run's containment first removes the groups of an assay
+process of its pid namespace that is gone (killed before it could remove them), killing
+what still ran in them. A machine whose memory and CPU controllers are on cgroup v2 only, or whose
 hierarchies this user may not write (no delegation), gets no row groups: :func:`find`
 says why, ``assay doctor`` and ``assay plan`` say it, and the limits stay with the
 ``docker`` driver there.
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import time
 import uuid
@@ -34,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 PERIOD_US = 100_000
+_GROUP = re.compile(r"assay-(\d+)-(\d+)-[0-9a-f]{12}")  # pid namespace, pid, random
 _ENTER = ('for f in "$@"; do [ "$f" = -- ] && break; echo $$ > "$f" || '
           '{ echo "assay: cannot enter the row\'s cgroup ($f)" >&2; exit 125; }; shift; done; '
           'shift; exec "$@"')  # fmt: skip
@@ -54,7 +58,7 @@ class Hierarchies:
             OSError: a group could not be made or a limit not written (what was made is
                 removed).
         """
-        name = f"assay-{os.getpid()}-{uuid.uuid4().hex[:12]}"
+        name = f"assay-{_namespace()}-{os.getpid()}-{uuid.uuid4().hex[:12]}"
         wanted = ["pids", *(["memory"] if memory_mb else []), *(["cpu"] if cpus else [])]
         groups = RowGroups(memory_mb=memory_mb, cpus=cpus)
         try:
@@ -72,6 +76,17 @@ class Hierarchies:
             groups.close()
             raise
         return groups
+
+    def sweep(self) -> list[Path]:
+        """Remove the row groups an assay process left when it was killed (its pid, in the
+        group's name, is gone): what still runs in them is killed first. Returns the
+        groups removed."""
+        removed: list[Path] = []
+        for parent in self.parents.values():
+            for folder in _stale(parent):
+                RowGroups(folders={"": folder}).close()
+                removed += [] if folder.exists() else [folder]
+        return removed
 
 
 @dataclass
@@ -133,6 +148,37 @@ def _limit_memory(folder: Path, memory_mb: int) -> None:
     swap = folder / "memory.memsw.limit_in_bytes"
     if swap.exists():  # swap accounted: no swap beyond the limit either
         swap.write_text(limit)
+
+
+def _stale(parent: Path) -> list[Path]:
+    """The row groups in ``parent`` whose assay process is gone."""
+    try:
+        with os.scandir(parent) as entries:
+            names = [e.name for e in entries if e.is_dir(follow_symlinks=False)]
+    except OSError:
+        return []
+    here = str(_namespace())  # a pid means something only in its own pid namespace
+    owners = [(name, _GROUP.fullmatch(name)) for name in names]
+    return [parent / name for name, owner in owners
+            if owner and owner[1] == here and not _alive(int(owner[2]))]  # fmt: skip
+
+
+def _namespace() -> int:
+    """This process's pid namespace (the inode of ``/proc/self/ns/pid``; 0 unknown)."""
+    try:
+        return os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        return 0
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _pids_under(folder: Path) -> list[int]:

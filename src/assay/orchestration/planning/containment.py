@@ -417,6 +417,8 @@ class Containment:
         private = list(private)
         found = cgroups.find() if any(t.sandbox_driver != "docker" for t in tasks) else None
         groups = found if isinstance(found, Hierarchies) else None
+        if groups is not None:
+            groups.sweep()  # the groups of a run that was killed (kill -9) go now
         docker: dict[str | None, DockerPolicy] = {}
         for task in tasks:
             kind = engine_of(task)
