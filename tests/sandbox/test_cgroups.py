@@ -184,3 +184,23 @@ def test_the_groups_of_a_killed_run_are_swept_with_what_runs_in_them(tmp_path: P
     finally:
         left.kill()
         elsewhere.rmdir()
+
+
+@needs_groups
+def test_the_limits_written_are_the_kernels_own_units() -> None:
+    """``max_cpus`` × the 100,000 µs period (at least the kernel's 1 ms), ``max_memory_mb`` in
+    bytes (MiB)."""
+    assert isinstance(FOUND, cgroups.Hierarchies)
+    for cpus, quota in ((0.5, 50_000), (1.5, 150_000), (0.001, 1_000)):
+        groups = FOUND.row(memory_mb=64, cpus=cpus)
+        try:
+            cpu, memory = groups.folders["cpu"], groups.folders["memory"]
+            assert int((cpu / "cpu.cfs_period_us").read_text()) == 100_000
+            assert int((cpu / "cpu.cfs_quota_us").read_text()) == quota
+            assert int((memory / "memory.limit_in_bytes").read_text()) == 64 * 1024 * 1024
+            assert groups.oom_kills() == 0 and set(groups.folders) == {"pids", "memory", "cpu"}
+        finally:
+            groups.close()
+    plain = FOUND.row()  # without limits: the pids group alone, to find its processes
+    assert set(plain.folders) == {"pids"} and plain.oom_kills() == 0
+    plain.close()

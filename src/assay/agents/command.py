@@ -65,8 +65,7 @@ class CommandRunner(Agent[CommandAgent]):
             command, env = context.jail.command(argv, env=env, cwd=context.sandbox,
                                                 readable=[prompt_folder])  # fmt: skip
         if context.groups is not None:  # the row's control groups (tempdir, bwrap)
-            command = context.groups.enter(
-                ["/bin/sh", "-c", command] if isinstance(command, str) else command)  # fmt: skip
+            command = context.groups.enter(command)
         try:
             result = await run_process(
                 command,

@@ -97,9 +97,11 @@ class RowGroups:
     cpus: float | None = None
     folders: dict[str, Path] = field(default_factory=dict)
 
-    def enter(self, argv: list[str]) -> list[str]:
-        """``argv`` run inside the row's groups (see the module docstring); a group that
-        cannot be entered ends the program with exit code 125 and says so on stderr."""
+    def enter(self, command: str | list[str]) -> list[str]:
+        """``command`` (argv, or a shell string run by ``/bin/sh -c``) run inside the row's
+        groups (see the module docstring); a group that cannot be entered ends the program
+        with exit code 125 and says so on stderr."""
+        argv = ["/bin/sh", "-c", command] if isinstance(command, str) else command
         procs = [str(folder / "cgroup.procs") for folder in self.folders.values()]
         return ["/bin/sh", "-c", _ENTER, "assay-cgroup", *procs, "--", *argv]
 
@@ -222,7 +224,9 @@ def find(
     """The hierarchies row groups can be made in, or why none can (a sentence).
 
     A hierarchy counts when it is mounted (cgroup v1), this process's own group in it is
-    known, and a group made there for a moment can be removed again."""
+    known, and this user may make groups in it (write access to that group's folder, which
+    a read-only mount denies; a group that still cannot be made is the row's error). No
+    group is made: this is asked for every task a plan warns about, so it stays cheap."""
     try:
         mounted = _v1_mounts(mounts.read_text())
         groups = _own_groups(own.read_text())
@@ -238,16 +242,20 @@ def find(
     for controller in ("memory", "cpu", "pids"):
         relative = groups.get(controller, "/").lstrip("/")
         parents[controller] = mounted[controller] / relative
-    probe = f"assay-probe-{os.getpid()}-{uuid.uuid4().hex[:12]}"
     for controller, parent in parents.items():
-        try:
-            (parent / probe).mkdir()
-            (parent / probe).rmdir()
-        except OSError as exc:
+        if not os.access(parent, os.W_OK | os.X_OK):
+            why = "read-only" if _read_only(parent) else "Permission denied"
             return (f"cgroup v1: this user may not make groups in the {controller} "
-                    f"hierarchy ({parent}: {exc.strerror}); run as root, or use the docker "
+                    f"hierarchy ({parent}: {why}); run as root, or use the docker "
                     "driver")  # fmt: skip
     return Hierarchies(parents)
+
+
+def _read_only(path: Path) -> bool:
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
 
 
 def _v1_mounts(text: str) -> dict[str, Path]:

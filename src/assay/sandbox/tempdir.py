@@ -96,11 +96,11 @@ class Sandbox:
         """
         cap = self.max_output_bytes
         logs = self.logs.logs(log_name) if self.logs is not None else None
-        argv = ["/bin/sh", "-c", command] if isinstance(command, str) else command
         if self.jail is None:
-            program = command if self.groups is None else self.groups.enter(argv)
+            program = command if self.groups is None else self.groups.enter(command)
             return await run_process(program, cwd=self.root, env=env, timeout=timeout,
                                      stdin=stdin, max_output_bytes=cap, logs=logs)  # fmt: skip
+        argv = ["/bin/sh", "-c", command] if isinstance(command, str) else command
         wrapped, inner = self.jail.command(argv, env=env, cwd=self.root, writable=writable)
         if self.groups is not None:
             wrapped = self.groups.enter(wrapped)
