@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -204,3 +205,44 @@ def test_the_limits_written_are_the_kernels_own_units() -> None:
     plain = FOUND.row()  # without limits: the pids group alone, to find its processes
     assert set(plain.folders) == {"pids"} and plain.oom_kills() == 0
     plain.close()
+
+
+def test_a_user_who_may_not_write_the_hierarchies_is_told_why() -> None:
+    """As another user (no delegation), no row group can be made: the reason names the
+    hierarchy and the fix (the module alone, on the system's Python, as user 65534)."""
+    if os.geteuid() != 0 or not isinstance(FOUND, cgroups.Hierarchies):
+        pytest.skip("needs root (to become another user) and cgroup v1 hierarchies")
+    with tempfile.TemporaryDirectory() as folder:  # pytest's own is closed to other users
+        Path(folder).chmod(0o755)
+        _as_nobody(Path(folder))
+
+
+def _as_nobody(tmp_path: Path) -> None:
+    copy = tmp_path / "cgroups_copy.py"
+    copy.write_text(Path(cgroups.__file__).read_text())
+    copy.chmod(0o644)
+    done = subprocess.run(
+        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3",
+         "-c", "import sys; sys.path.insert(0, sys.argv[1]); import cgroups_copy; "
+         "print(cgroups_copy.find())", str(tmp_path)],
+        capture_output=True, text=True, timeout=60, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("cgroup v1: this user may not make groups in the memory "
+                                  "hierarchy (")  # fmt: skip
+    assert done.stdout.strip().endswith(
+        ": Permission denied); run as root, or use the docker driver"
+    )
+
+
+def test_groups_that_cannot_be_made_are_the_rows_sandbox_error(tmp_path: Path) -> None:
+    from assay.errors import SandboxError
+    from assay.orchestration.loading.task_loader import load_task
+    from assay.orchestration.planning.containment import Containment
+
+    task = load_task(write(tmp_path / "t.yaml", BIG.format(driver="tempdir"))).definition
+    gone = cgroups.Hierarchies({c: tmp_path / "gone" / c for c in ("pids", "memory", "cpu")})
+    with pytest.raises(SandboxError, match=r"^cannot make the row's control groups: .*No such"):
+        Containment(groups=gone).row_groups(task)
+    assert not (tmp_path / "gone").exists()
+    assert Containment().row_groups(task) is None  # a machine that gives none
