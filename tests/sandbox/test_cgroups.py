@@ -246,3 +246,18 @@ def test_groups_that_cannot_be_made_are_the_rows_sandbox_error(tmp_path: Path) -
         Containment(groups=gone).row_groups(task)
     assert not (tmp_path / "gone").exists()
     assert Containment().row_groups(task) is None  # a machine that gives none
+
+
+@needs_groups
+def test_a_kill_for_memory_before_the_agent_is_not_blamed_for_its_failure(tmp_path: Path) -> None:
+    """A ``pre_run`` allocation killed for memory and tolerated, then an agent that fails on
+    its own: the agent's error is its own, without the memory note."""
+    task = write(tmp_path / "t.yaml", BIG.format(driver="tempdir").replace(
+        "agent: {type: command, command: 'python3 -c \"x = bytearray(400 * 2**20); "
+        "print(len(x))\"'}",
+        "pre_run: [{command: '(python3 -c \"x = bytearray(400 * 2**20)\") || true'}]\n"
+        "agent: {type: command, command: 'echo own failure >&2; exit 3'}"))  # fmt: skip
+    (row,) = list(api.run([str(task)], run_dir=str(tmp_path / "runs")).rows())
+    assert row.final_status.value == "ERROR" and row.error_message is not None
+    assert "exited with code 3" in row.error_message
+    assert "killed for memory" not in row.error_message

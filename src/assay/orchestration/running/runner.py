@@ -486,14 +486,16 @@ class Runner:
                 gate_threshold=task.run_limits.stop_early_gate_threshold,
             ),
         )  # fmt: skip
+        groups = sandbox.groups if sandbox is not None else None
+        killed_before = groups.oom_kills() if groups is not None else 0  # e.g. in pre_run
         if not task.agent.answers and item.row_task.trace_id is not None:
             outcome = self._replay(item.row_task)
         elif task.dialog is not None:
             outcome = await self._dialog(row, context, sandbox, base_dir)
         else:
             outcome = await self.criteria.agents.build(task.agent).run(context)
-        if sandbox is not None and sandbox.groups is not None:
-            outcome = _killed_for_memory(outcome, sandbox.groups)
+        if groups is not None:
+            outcome = _killed_for_memory(outcome, groups, before=killed_before)
         root_span.end(error=outcome.error)
         outcome.spans.insert(0, root_span)
         if outcome.transcript is not None:
@@ -749,10 +751,11 @@ def _usage(outcome: AgentOutcome) -> TokenUsage | None:
     )
 
 
-def _killed_for_memory(outcome: AgentOutcome, groups: RowGroups) -> AgentOutcome:
+def _killed_for_memory(outcome: AgentOutcome, groups: RowGroups, *, before: int) -> AgentOutcome:
     """An agent that failed after the kernel killed one of the row's processes for memory
-    says so, naming ``sandbox.limits.max_memory_mb`` (as the docker driver does)."""
-    if outcome.status not in ("error", "timeout") or groups.oom_kills() == 0:
+    while it ran (more kills than ``before``) says so, naming
+    ``sandbox.limits.max_memory_mb`` (as the docker driver does)."""
+    if outcome.status not in ("error", "timeout") or groups.oom_kills() <= before:
         return outcome
     note = groups.memory_note()
     return replace(outcome, status="error",
