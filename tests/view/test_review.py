@@ -334,6 +334,9 @@ def test_the_queue_walks_the_rows_in_each_order(served: dict[str, Any]) -> None:
         assert order[2:-2] == [f for f in by_index if f not in dict(chosen)]
         page = client.get(f"/runs/{run}/review", params={"order": "sideways"})
         assert page.status_code == 400 and "no review order &#39;sideways&#39;" in page.text
+        for bad in ("-1", "abc", "1e3"):  # a position that is not a whole number: 400, not 500
+            page = client.get(f"/runs/{run}/review", params={"order": "failed", "i": bad})
+            assert page.status_code == 400 and f"i={bad} is not a whole number" in page.text
 
 
 def test_the_judge_uncertain_rows_come_first(served: dict[str, Any]) -> None:

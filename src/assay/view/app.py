@@ -528,6 +528,7 @@ def _review_page(
     try:
         order, seed, scale = _review_params(request)
         at = _whole(request, "at", default=None)
+        asked = _whole(request, "i", default=0) or 0
     except UsageError as exc:
         return _page("error.html", 400, title="Bad review URL", message=exc.message,
                      hint=exc.hint or "")  # fmt: skip
@@ -551,7 +552,7 @@ def _review_page(
                            seed=seed, human=human, scale=scale)  # fmt: skip
 
     rows = ws.memo(key, ordered)
-    position = min(_whole(request, "i", default=0) or 0, max(0, rows.length - 1))
+    position = min(asked, max(0, rows.length - 1))
     params = {"order": order, "seed": str(seed), "scale": scale.text, "at": str(at)}
 
     def link(number: int) -> str:
