@@ -175,8 +175,11 @@ def test_memory_and_cpu_limits_outside_docker_are_warned_or_enforced_and_ours_va
             "sandbox.driver: docker to enforce it"
         ]
     text = path.read_text().replace("max_cpus: 2, max_memory_mb: 64, ", "")
-    for bad in ("max_pids: 0", "max_memory_mb: 0", "max_cpus: -1"):
-        with pytest.raises(TaskFileError, match="greater than 0"):
+    refused = (("max_pids: 0", "greater than 0"),
+               ("max_memory_mb: 0", "greater than or equal to 6"),
+               ("max_cpus: -1", "greater than or equal to 0.01"))  # fmt: skip
+    for bad, words in refused:
+        with pytest.raises(TaskFileError, match=words):
             load_task(write(tmp_path / "bad.yaml", text.replace("max_pids: 64", bad)))
 
 

@@ -189,10 +189,10 @@ def test_the_groups_of_a_killed_run_are_swept_with_what_runs_in_them(tmp_path: P
 
 @needs_groups
 def test_the_limits_written_are_the_kernels_own_units() -> None:
-    """``max_cpus`` × the 100,000 µs period (at least the kernel's 1 ms), ``max_memory_mb`` in
-    bytes (MiB)."""
+    """``max_cpus`` × the 100,000 µs period (the least, 0.01, is the kernel's 1 ms),
+    ``max_memory_mb`` in bytes (MiB)."""
     assert isinstance(FOUND, cgroups.Hierarchies)
-    for cpus, quota in ((0.5, 50_000), (1.5, 150_000), (0.001, 1_000)):
+    for cpus, quota in ((0.5, 50_000), (1.5, 150_000), (0.01, 1_000)):
         groups = FOUND.row(memory_mb=64, cpus=cpus)
         try:
             cpu, memory = groups.folders["cpu"], groups.folders["memory"]
@@ -261,3 +261,151 @@ def test_a_kill_for_memory_before_the_agent_is_not_blamed_for_its_failure(tmp_pa
     assert row.final_status.value == "ERROR" and row.error_message is not None
     assert "exited with code 3" in row.error_message
     assert "killed for memory" not in row.error_message
+
+
+@needs_groups
+def test_a_process_frozen_in_a_freezer_group_of_its_own_still_ends(tmp_path: Path) -> None:
+    """A root process that moves itself into a freezer group it made and freezes it cannot
+    act on SIGKILL: closing the row thaws that group, so it ends at once and the row's groups
+    go (it survived, and every later run's sweep waited its deadline on it)."""
+    freezer = Path("/sys/fs/cgroup/freezer")
+    if os.geteuid() != 0 or not (freezer / "cgroup.procs").exists():
+        pytest.skip("needs root and a cgroup v1 freezer hierarchy")
+    assert isinstance(FOUND, cgroups.Hierarchies)
+    groups = FOUND.row()
+    ice = freezer / f"assay-test-ice-{os.getpid()}"
+    pid_file = tmp_path / "pid"
+    script = (f"sh -c 'mkdir {ice} && echo $$ > {ice}/cgroup.procs && echo $$ > {pid_file} && "
+              f"echo FROZEN > {ice}/freezer.state; exec sleep 300' >/dev/null 2>&1 &")  # fmt: skip
+    try:
+        subprocess.run(groups.enter(["/bin/sh", "-c", script]), check=True, timeout=30)
+        deadline = time.monotonic() + 10
+        while (ice / "freezer.state").exists() is False or (
+            ice / "freezer.state").read_text().strip() != "FROZEN":  # fmt: skip
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        pid = int(pid_file.read_text())
+        started = time.monotonic()
+        assert pid in groups.close()
+        assert time.monotonic() - started < cgroups.KILL_SECONDS  # not the whole deadline
+        while alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not alive(pid)
+    finally:
+        with_state = ice / "freezer.state"
+        if with_state.exists():
+            with_state.write_text("THAWED\n")
+            time.sleep(0.1)
+            ice.rmdir()
+
+
+@needs_groups
+def test_a_process_that_leaves_the_rows_groups_still_ends_with_the_row(tmp_path: Path) -> None:
+    """A root process that writes itself into another group (out of the row's ``pids``
+    group) is still found at the row's end, by its working folder (the scan runs for rows
+    with groups too)."""
+    if os.geteuid() != 0:
+        pytest.skip("only root may move a process to a group outside its own")
+    assert isinstance(FOUND, cgroups.Hierarchies)
+    pid_file = tmp_path / "left.pid"
+    outside = FOUND.parents["pids"] / "cgroup.procs"
+    task = write(
+        tmp_path / "t.yaml",
+        f"""\
+task_id: leaves
+description: a process that leaves the row's groups
+initial_prompt: go
+agent:
+  type: command
+  command: >-
+    sh -c 'echo $$ > {outside} && echo $$ > {pid_file} && exec sleep 300'
+    >/dev/null 2>&1 & sleep 0.5; echo done
+success_criteria: [{{type: response_match, expected: done}}]
+""",
+    )
+    result = api.run([str(task)], run_dir=str(tmp_path / "runs"))
+    assert result.passed
+    pid = int(pid_file.read_text())
+    deadline = time.monotonic() + 10
+    while alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not alive(pid)
+
+
+@needs_groups
+@pytest.mark.parametrize("where", ["pre_run", "criterion"])
+def test_a_memory_kill_outside_the_agent_is_named(tmp_path: Path, where: str) -> None:
+    """A ``pre_run`` command or a ``run_command`` criterion killed for memory says so, naming
+    ``sandbox.limits.max_memory_mb``, as the agent's own kill does."""
+    hog = 'python3 -c "x = bytearray(400 * 2**20)"'
+    if where == "pre_run":
+        body = (f"pre_run: [{{command: '{hog}'}}]\n"
+                "agent: {type: command, command: 'echo fine'}\n"
+                "success_criteria: [{type: response_match, expected: fine}]\n")  # fmt: skip
+    else:
+        body = ("agent: {type: command, command: 'echo fine'}\n"
+                f"success_criteria: [{{type: run_command, command: '{hog}'}}]\n")  # fmt: skip
+    task = write(tmp_path / "t.yaml", "task_id: hog\ndescription: d\ninitial_prompt: go\n"
+                 "sandbox: {limits: {max_memory_mb: 64}}\n" + body)  # fmt: skip
+    result = api.run([str(task)], run_dir=str(tmp_path / "runs"))
+    (row,) = list(result.rows())
+    note = "killed for memory: the row's processes passed sandbox.limits.max_memory_mb (64 MiB)"
+    if where == "pre_run":
+        assert row.final_status.value == "ERROR" and note in (row.error_message or "")
+    else:
+        (criterion,) = row.success_criteria_results
+        assert criterion.score == 0 and note in json.dumps(criterion.model_dump(mode="json"))
+
+
+@needs_groups
+def test_a_program_that_is_not_there_is_named_without_the_wrapper(tmp_path: Path) -> None:
+    groups = FOUND.row() if isinstance(FOUND, cgroups.Hierarchies) else None
+    assert groups is not None
+    try:
+        done = subprocess.run(groups.enter(["no-such-program-here", "x"]), capture_output=True,
+                              text=True, timeout=30)  # fmt: skip
+    finally:
+        groups.close()
+    assert done.returncode == 127
+    assert done.stderr == "assay: no-such-program-here: command not found\n"
+
+
+@pytest.mark.parametrize(("field", "value", "words"), [
+    ("max_memory_mb", 2**44, "less than or equal to 1073741824"),
+    ("max_memory_mb", 1, "greater than or equal to 6"),
+    ("max_cpus", 1e9, "less than or equal to 4096"),
+    ("max_cpus", 0.001, "greater than or equal to 0.01"),
+])  # fmt: skip
+def test_limits_past_what_a_machine_takes_are_refused_naming_the_field(
+    tmp_path: Path, field: str, value: float, words: str
+) -> None:
+    from assay.errors import UserError
+
+    task = write(tmp_path / "t.yaml", BIG.format(driver="tempdir").replace(
+        "max_memory_mb: 64", f"{field}: {value}"))  # fmt: skip
+    with pytest.raises(UserError) as caught:
+        api.plan([str(task)])
+    assert f"sandbox.limits.{field}" in str(caught.value) and words in str(caught.value)
+
+
+@needs_groups
+def test_a_rows_groups_are_closed_off_the_event_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Closing a row's groups may wait (up to ``KILL_SECONDS``): it runs in a worker thread,
+    so the other rows' programs and model calls go on meanwhile."""
+    import threading
+
+    assert isinstance(FOUND, cgroups.Hierarchies)
+    FOUND.sweep()  # a killed process's groups, swept at plan (in the main thread), go first
+    closed_in: list[str] = []
+    close = cgroups.RowGroups.close
+
+    def recording(self: cgroups.RowGroups) -> list[int]:
+        closed_in.append(threading.current_thread().name)
+        return close(self)
+
+    monkeypatch.setattr(cgroups.RowGroups, "close", recording)
+    task = write(tmp_path / "t.yaml", BIG.format(driver="tempdir").replace("64", "1024"))
+    assert api.run([str(task)], run_dir=str(tmp_path / "runs")).passed
+    assert len(closed_in) == 1 and closed_in[0] != threading.main_thread().name

@@ -40,7 +40,8 @@ PERIOD_US = 100_000
 _GROUP = re.compile(r"assay-(\d+)-(\d+)-[0-9a-f]{12}")  # pid namespace, pid, random
 _ENTER = ('for f in "$@"; do [ "$f" = -- ] && break; echo $$ > "$f" || '
           '{ echo "assay: cannot enter the row\'s cgroup ($f)" >&2; exit 125; }; shift; done; '
-          'shift; exec "$@"')  # fmt: skip
+          'shift; command -v -- "$1" >/dev/null || '
+          '{ echo "assay: $1: command not found" >&2; exit 127; }; exec "$@"')  # fmt: skip
 KILL_SECONDS = 5.0
 
 
@@ -103,7 +104,7 @@ class RowGroups:
         with exit code 125 and says so on stderr."""
         argv = ["/bin/sh", "-c", command] if isinstance(command, str) else command
         procs = [str(folder / "cgroup.procs") for folder in self.folders.values()]
-        return ["/bin/sh", "-c", _ENTER, "assay-cgroup", *procs, "--", *argv]
+        return ["/bin/sh", "-c", _ENTER, "assay", *procs, "--", *argv]
 
     def oom_kills(self) -> int:
         """How many of the row's processes the kernel killed for memory (0 without a memory
@@ -125,10 +126,13 @@ class RowGroups:
 
     def close(self) -> list[int]:
         """End every process still in the row's groups (``SIGKILL``, also in groups made
-        inside them) and remove the groups; returns the pids killed."""
+        inside them; one stopped in a frozen freezer group is thawed so the kill lands) and
+        remove the groups; returns the pids killed. It waits (up to :data:`KILL_SECONDS`):
+        call it from a worker thread in async code."""
         killed: list[int] = []
         deadline = time.monotonic() + KILL_SECONDS
         for folder in self.folders.values():
+            rounds = 0
             while time.monotonic() < deadline:
                 pids = _pids_under(folder)
                 if not pids:
@@ -137,11 +141,36 @@ class RowGroups:
                     with contextlib.suppress(ProcessLookupError, PermissionError):
                         os.kill(pid, signal.SIGKILL)
                         killed.append(pid)
+                    if rounds:  # still there after a kill: frozen?
+                        _thaw(pid)
+                rounds += 1
                 time.sleep(0.01)
         for folder in self.folders.values():
             _remove_tree(folder, deadline)
         self.folders.clear()
         return sorted(set(killed))
+
+
+def _thaw(pid: int) -> None:
+    """Thaw the cgroup v1 freezer groups that hold ``pid`` stopped (its own and those above
+    it that were frozen themselves, ``freezer.self_freezing``), outermost first: a frozen
+    process acts on a pending ``SIGKILL`` only once thawed. Nothing when no freezer
+    hierarchy is mounted or the process is gone."""
+    try:
+        mount = _v1_mounts(Path("/proc/self/mounts").read_text(), ("freezer",)).get("freezer")
+        path = _own_groups(Path(f"/proc/{pid}/cgroup").read_text()).get("freezer")
+    except OSError:
+        return
+    if mount is None or path is None:
+        return
+    group, chain = mount, []
+    for part in [p for p in path.split("/") if p]:
+        group = group / part
+        chain.append(group)
+    for folder in chain:
+        with contextlib.suppress(OSError):
+            if (folder / "freezer.self_freezing").read_text().strip() == "1":
+                (folder / "freezer.state").write_text("THAWED\n")
 
 
 def _limit_memory(folder: Path, memory_mb: int) -> None:
@@ -258,14 +287,16 @@ def _read_only(path: Path) -> bool:
         return False
 
 
-def _v1_mounts(text: str) -> dict[str, Path]:
+def _v1_mounts(
+    text: str, controllers: tuple[str, ...] = ("memory", "cpu", "pids")
+) -> dict[str, Path]:
     found: dict[str, Path] = {}
     for line in text.splitlines():
         parts = line.split()
         if len(parts) < 4 or parts[2] != "cgroup":
             continue
         for option in parts[3].split(","):
-            if option in ("memory", "cpu", "pids"):
+            if option in controllers:
                 found.setdefault(option, Path(parts[1].replace("\\040", " ")))
     return found
 

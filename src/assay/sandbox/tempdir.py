@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import stat
 import tempfile
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path, PurePosixPath
 
 from assay.errors import SandboxError
@@ -35,6 +37,18 @@ def shim_path(env: dict[str, str], sandbox: Path) -> dict[str, str]:
     """``env`` with the sandbox's ``record_cli`` shims first on ``PATH``."""
     shims = str((sandbox / MOCKS_DIR).absolute())
     return {**env, "PATH": os.pathsep.join([shims, *filter(None, [env.get("PATH")])])}
+
+
+def _named_memory_kill(result: ProcessResult, groups: RowGroups, *, before: int) -> ProcessResult:
+    """A program ended by ``SIGKILL`` while the kernel killed one of the row's processes for
+    memory (more kills than ``before``) says so on its stderr, naming
+    ``sandbox.limits.max_memory_mb``, as the ``docker`` driver's programs do."""
+    if result.exit_code not in (-signal.SIGKILL, 128 + signal.SIGKILL):
+        return result
+    if groups.oom_kills() <= before:
+        return result
+    stderr = result.stderr + ("" if result.stderr.endswith("\n") or not result.stderr else "\n")
+    return replace(result, stderr=f"{stderr}assay: {groups.memory_note()}\n")
 
 
 class SandboxEscape(ValueError):
@@ -97,15 +111,18 @@ class Sandbox:
         cap = self.max_output_bytes
         logs = self.logs.logs(log_name) if self.logs is not None else None
         if self.jail is None:
-            program = command if self.groups is None else self.groups.enter(command)
-            return await run_process(program, cwd=self.root, env=env, timeout=timeout,
+            program, inner = command, env
+        else:
+            argv = ["/bin/sh", "-c", command] if isinstance(command, str) else command
+            program, inner = self.jail.command(argv, env=env, cwd=self.root, writable=writable)
+        if self.groups is None:
+            return await run_process(program, cwd=self.root, env=inner, timeout=timeout,
                                      stdin=stdin, max_output_bytes=cap, logs=logs)  # fmt: skip
-        argv = ["/bin/sh", "-c", command] if isinstance(command, str) else command
-        wrapped, inner = self.jail.command(argv, env=env, cwd=self.root, writable=writable)
-        if self.groups is not None:
-            wrapped = self.groups.enter(wrapped)
-        return await run_process(wrapped, cwd=self.root, env=inner, timeout=timeout, stdin=stdin,
-                                 max_output_bytes=cap, logs=logs)  # fmt: skip
+        kills = self.groups.oom_kills()
+        result = await run_process(self.groups.enter(program), cwd=self.root, env=inner,
+                                   timeout=timeout, stdin=stdin, max_output_bytes=cap,
+                                   logs=logs)  # fmt: skip
+        return _named_memory_kill(result, self.groups, before=kills)
 
     @classmethod
     def create(

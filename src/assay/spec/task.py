@@ -472,8 +472,11 @@ class SandboxLimits(StrictModel):
     max_open_files: int = Field(default=4096, ge=16)
     max_output_mb: float = Field(default=10, gt=0, le=1024)
     max_log_mb: float = Field(default=256, gt=0, le=1024 * 1024)
-    max_memory_mb: int | None = Field(default=None, gt=0)
-    max_cpus: float | None = Field(default=None, gt=0)
+    # 6 MiB is the least Docker's --memory takes; 2**30 MiB (1 PiB) is past any machine,
+    # short of where the byte count would overflow the kernel's 64 bits
+    max_memory_mb: int | None = Field(default=None, ge=6, le=2**30)
+    # 0.01: the kernel's least CFS quota (1 ms) per the 100 ms period, Docker's least --cpus
+    max_cpus: float | None = Field(default=None, ge=0.01, le=4096)
 
     @property
     def max_output_bytes(self) -> int:

@@ -383,16 +383,13 @@ class Runner:
         finally:
             if self.remote:
                 shutil.rmtree(logs, ignore_errors=True)
-            if sandbox.groups is not None:  # every process the row started, wherever it went
-                sandbox.groups.close()
-            if sandbox.jail is not None:
-                sandbox.jail.close()
-            elif sandbox.groups is None:  # what the row's programs left running ends, found
-                end_marked_processes(
-                    f"ASSAY_SANDBOX={sandbox.root.absolute()}", inside=sandbox.root
-                )  # by environment or working folder
-            if sandbox.root.exists() and not self._keeps(sandbox, directory):
-                sandbox.remove()
+            try:  # in a worker thread: ending them may wait, other rows go on meanwhile
+                await asyncio.to_thread(_end_processes, sandbox)
+            finally:
+                if sandbox.jail is not None:
+                    sandbox.jail.close()
+                if sandbox.root.exists() and not self._keeps(sandbox, directory):
+                    sandbox.remove()
 
     def _replay(self, row_task: RowTask) -> AgentOutcome:
         """A trace-backed row graded without an agent: its final response is the stored
@@ -749,6 +746,17 @@ def _usage(outcome: AgentOutcome) -> TokenUsage | None:
         cache_write_tokens=usage.cache_write_tokens,
         reasoning_tokens=usage.reasoning_tokens,
     )
+
+
+def _end_processes(sandbox: Sandbox) -> None:
+    """End what the row's programs left running: every process in its control groups,
+    wherever it went, and (outside a jail, whose processes end with it) every process found
+    by the row's environment marker or working folder, which also finds one that left the
+    groups."""
+    if sandbox.groups is not None:
+        sandbox.groups.close()
+    if sandbox.jail is None:
+        end_marked_processes(f"ASSAY_SANDBOX={sandbox.root.absolute()}", inside=sandbox.root)
 
 
 def _killed_for_memory(outcome: AgentOutcome, groups: RowGroups, *, before: int) -> AgentOutcome:
