@@ -59,25 +59,77 @@ def test_a_python_run_prints_redacted_and_leaves_sys_streams_alone(
 
     def reply(body: dict[str, Any]) -> str | Fault:
         seen.append((sys.stdout, sys.stderr))  # the server's thread, while the run runs
-        if len(seen) == 1:
-            return Fault(500, body=json.dumps({"error": {"message": f"no, key {KEY}"}}))
-        return "fine"
+        return _first_quotes_the_key(len(seen), "fine")
 
     before = (sys.stdout, sys.stderr)
     with scripted_server(reply) as server:
-        task = {
-            "task_id": "retried", "description": "an endpoint that quotes its credential",
-            "agent": {"type": "llm", "model": "openai/echo", "base_url": server.base_url,
-                      "api_key_env": "MY_LLM_CREDENTIAL"},
-            "initial_prompt": "hello",
-            "success_criteria": [{"type": "response_match", "expected": "fine"}],
-        }  # fmt: skip
-        result = assay.run(task, run_dir="runs", progress=True)
+        result = assay.run(_quoting_task(server.base_url, "fine"), run_dir="runs", progress=True)
     assert result.passed
     assert seen == [before, before] and (sys.stdout, sys.stderr) == before
     err = capsys.readouterr().err
     assert "attempt 1 failed" in err and "no, key [redacted:MY_LLM_CREDENTIAL]" in err
     assert KEY not in err
+
+
+def _first_quotes_the_key(call: int, answer: str) -> str | Fault:
+    """An endpoint whose first answer is an error quoting the credential."""
+    if call == 1:
+        return Fault(500, body=json.dumps({"error": {"message": f"no, key {KEY}"}}))
+    return answer
+
+
+def _quoting_task(base_url: str, expected: str) -> dict[str, Any]:
+    return {
+        "task_id": "retried", "description": "an endpoint that quotes its credential",
+        "agent": {"type": "llm", "model": "openai/echo", "base_url": base_url,
+                  "api_key_env": "MY_LLM_CREDENTIAL"},
+        "initial_prompt": "hello",
+        "success_criteria": [{"type": "response_match", "expected": expected}],
+    }  # fmt: skip
+
+
+class _Seen:
+    """A caller's own progress object: it keeps what it is told."""
+
+    def __init__(self) -> None:
+        self.rows: list[Any] = []
+        self.retries: list[Any] = []
+
+    def start(self, total: int, *, already_done: int = 0) -> None:
+        pass
+
+    def advance(self, result: Any) -> None:
+        self.rows.append(result)
+
+    def retry(self, model: str, attempt: Any) -> None:
+        self.retries.append(attempt)
+
+    def stop(self) -> None:
+        pass
+
+
+def test_a_callers_own_progress_object_is_told_redacted_text(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The retry errors and finished rows a caller's progress object receives hold the run's
+    secrets redacted, as the run's files and printed lines do (the break-test's fault 8)."""
+    monkeypatch.setenv("MY_LLM_CREDENTIAL", KEY)
+    calls: list[int] = []
+
+    def reply(body: dict[str, Any]) -> str | Fault:
+        calls.append(1)
+        return _first_quotes_the_key(len(calls), f"fine {KEY}")
+
+    seen = _Seen()
+    with scripted_server(reply) as server:
+        assay.run(_quoting_task(server.base_url, "nothing like it"), run_dir="runs",
+                  progress=seen)  # fmt: skip
+    assert [a.number for a in seen.retries] == [1]
+    assert "no, key [redacted:MY_LLM_CREDENTIAL]" in seen.retries[0].error
+    (row,) = seen.rows
+    told = row.model_dump_json()
+    assert "fine [redacted:MY_LLM_CREDENTIAL]" in told  # the criterion quotes the answer
+    assert KEY not in told and KEY not in seen.retries[0].error
 
 
 def test_check_secrets_refuses_a_folder_that_is_no_run(tmp_path: Path) -> None:

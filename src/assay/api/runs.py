@@ -316,6 +316,7 @@ def _request(
         runs_root=runs_root,
         options=RunOptions(jobs=jobs, stage=stage, keep_sandboxes=keep),
         progress=_progress(options.get("progress", False), out),
+        redact_progress=not isinstance(options.get("progress", False), bool),
         junit_path=Path(junit) if junit is not None else None,
         command=options.get("command"),
         models=_model_settings(options),

@@ -4,9 +4,11 @@ it are in :mod:`assay.reports.progress`)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Protocol
 
 from assay.providers.retry import Attempt
+from assay.results.secrets import Redactor
 from assay.results.task_result import EvaluationResult
 
 
@@ -48,3 +50,36 @@ class NoProgress:
 
     def stop(self) -> None:
         """Nothing to show."""
+
+
+class RedactedProgress:
+    """A caller's own :class:`Progress` told what the run's files hold: each finished row
+    and each retried call's error with ``redactor``'s secrets (the run's) replaced by their
+    markers, as every file and printed line of the run has them."""
+
+    def __init__(self, inner: Progress, redactor: Redactor) -> None:
+        self.inner = inner
+        self.redactor = redactor
+
+    def start(self, total: int, *, already_done: int = 0) -> None:
+        """Passed on."""
+        self.inner.start(total, already_done=already_done)
+
+    def advance(self, result: EvaluationResult) -> None:
+        """Passed on redacted (every text of the row, as its ``row.json`` has it)."""
+        data = self.redactor.redact_data(result.model_dump(mode="json"))
+        self.inner.advance(EvaluationResult.model_validate(data))
+
+    def retry(self, model: str, attempt: Attempt) -> None:
+        """Passed on with the attempt's error redacted."""
+        self.inner.retry(model, replace(attempt, error=self.redactor.redact(attempt.error)))
+
+    def nodes(self, rows: Mapping[str, int]) -> None:
+        """Passed on (to a progress object that has the method: it is optional)."""
+        show = getattr(self.inner, "nodes", None)
+        if show is not None:
+            show(rows)
+
+    def stop(self) -> None:
+        """Passed on."""
+        self.inner.stop()
