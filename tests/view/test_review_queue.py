@@ -4,7 +4,10 @@ again is read from its file; an unknown order is refused; labelled rows are coun
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +16,7 @@ import pytest
 from assay.errors import UsageError
 from assay.view.index import RowIndex
 from assay.view.review import Scale, disagrees
-from assay.view.review_queue import ORDERS, build_queue, labelled_rows
+from assay.view.review_queue import KEPT, ORDERS, build_queue, labelled_rows
 from tests.view.generate import make_run
 
 RUN_ORDER = "suite, variant, ord_index, ord_id, replicate"
@@ -85,9 +88,9 @@ def test_a_queue_is_written_once_and_an_unknown_order_refused(
 ) -> None:
     path = tmp_path / "queue.sqlite"
     first = build_queue(index.db_path, path, "random", seed=1)
-    stamp = path.stat().st_mtime_ns
+    inode = path.stat().st_ino
     again = build_queue(index.db_path, path, "random", seed=1)
-    assert again == first and path.stat().st_mtime_ns == stamp
+    assert again == first and path.stat().st_ino == inode  # read, not written again
     assert [p.name for p in tmp_path.iterdir()] == ["queue.sqlite"]  # no partial file left
     with pytest.raises(UsageError, match="no review order 'sideways'") as caught:
         build_queue(index.db_path, tmp_path / "other.sqlite", "sideways")
@@ -101,3 +104,56 @@ def test_labelled_rows_counts_the_runs_own_rows(index: RowIndex) -> None:
         assert labelled_rows(db, []) == 0
         assert labelled_rows(db, {folders[0]: [], folders[9]: [], "elsewhere/00": []}) == 2
         assert labelled_rows(db, folders) == 160
+
+
+def _index_of(path: Path, rows: list[tuple[str, str, float | None]]) -> None:
+    """A run index's ``rows`` table holding ``rows`` (folder, category, uncertainty), added
+    to what it has, in the run's order by folder."""
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        db.execute("CREATE TABLE IF NOT EXISTS rows (folder TEXT, category TEXT, score REAL, "
+                   "uncertainty REAL, suite TEXT, variant TEXT, ord_index INTEGER, "
+                   "ord_id TEXT, replicate INTEGER)")  # fmt: skip
+        db.executemany("INSERT INTO rows VALUES (?, ?, NULL, ?, '', 'default', 0, ?, 0)",
+                       [(f, c, u, f) for f, c, u in rows])  # fmt: skip
+        db.commit()
+
+
+@pytest.mark.parametrize("order", ["failed", "random", "uncertain"])
+def test_rows_that_arrive_while_a_run_runs_join_the_end_of_a_queue(
+    tmp_path: Path, order: str
+) -> None:
+    """A reviewer walking a live run's queue: the rows ahead never move, each row is shown
+    once, and the rows the index gained since are added at the end in the queue's order."""
+    index_db, path = tmp_path / "index.sqlite", tmp_path / "queue-live.sqlite"
+    early = [(f"r{n:02}", "failed" if n % 3 else "passed", n / 10) for n in range(10)]
+    _index_of(index_db, early)
+    first = build_queue(index_db, path, order, seed=5, generation=1)
+    walked = [first.folder(i) for i in range(first.length)]
+    late = [(f"r{n:02}", "failed" if n % 2 else "passed", n / 10) for n in range(10, 16)]
+    _index_of(index_db, late)
+    assert build_queue(index_db, path, order, seed=5, generation=1).length == 10  # not yet
+    grown = build_queue(index_db, path, order, seed=5, generation=2)
+    now = [grown.folder(i) for i in range(grown.length)]
+    assert now[:10] == walked and sorted(now) == [f"r{n:02}" for n in range(16)]
+    fresh_db = tmp_path / "late-only.sqlite"
+    _index_of(fresh_db, late)  # the late rows alone, in the order's own sort
+    alone = build_queue(fresh_db, tmp_path / "queue-alone.sqlite", order, seed=5)
+    assert now[10:] == [alone.folder(i) for i in range(alone.length)]
+    assert build_queue(index_db, path, order, seed=5, generation=2) == grown  # once
+
+
+def test_only_the_queues_used_last_are_kept(tmp_path: Path) -> None:
+    """A viewer up for days keeps :data:`KEPT` queue files, the ones used last."""
+    index_db = tmp_path / "index.sqlite"
+    _index_of(index_db, [("r0", "passed", None), ("r1", "failed", None)])
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    for seed in range(KEPT):
+        build_queue(index_db, scratch / f"queue-{seed:03}.sqlite", "random", seed=seed)
+    later = time.time() + 60
+    os.utime(scratch / "queue-000.sqlite", (later, later))  # the first, used again: kept
+    newer = [f"queue-new{n}.sqlite" for n in range(5)]
+    for n, name in enumerate(newer):
+        build_queue(index_db, scratch / name, "random", seed=1000 + n)
+    kept = {p.name for p in scratch.glob("queue-*.sqlite")}
+    assert len(kept) == KEPT and {"queue-000.sqlite", *newer} <= kept

@@ -12,7 +12,7 @@ two runs or variants row by row;
 ``/api/diff/progress?a=RUN&b=RUN`` how far a diff's two indexes are (JSON); ``/assets/…`` the
 stylesheet, script and vendored Vega-Lite.
 
-Human review (:mod:`assay.view.review`): ``/runs/{run}/review?order=&seed=&scale=&i=`` walks
+Human review (:mod:`assay.view.review`): ``/runs/{run}/review?order=&seed=&scale=&i=&g=`` walks
 a run's rows in a review order, labelling each by keyboard; ``POST /api/runs/{run}/labels``
 saves a batch of labels to the store (never the run folder), refused (403) without the
 server's token, a secret of this server embedded in its pages (another origin can neither
@@ -70,7 +70,7 @@ from assay.view.review import (
     read_label,
     row_facts,
 )
-from assay.view.review_queue import ORDERS, Queue, build_queue, labelled_rows
+from assay.view.review_queue import ORDERS, build_queue, labelled_rows
 from assay.view.row_view import read_row_view, safe_path
 from assay.view.run_pages import run_line, run_page
 from assay.view.suite_view import dataset_text
@@ -529,6 +529,7 @@ def _review_page(
         order, seed, scale = _review_params(request)
         at = _whole(request, "at", default=None)
         asked = _whole(request, "i", default=0) or 0
+        started = _whole(request, "g", default=None)
     except UsageError as exc:
         return _page("error.html", 400, title="Bad review URL", message=exc.message,
                      hint=exc.hint or "")  # fmt: skip
@@ -543,17 +544,15 @@ def _review_page(
                      version=_version(ws.info(entry).state, state), **context)  # fmt: skip
     index.wait()
     human = _labels_of(book, entry.key, at) if order == "disagree" else {}
-    key = ("queue", entry.path, order, seed, scale, at if order == "disagree" else 0,
-           index.generation)  # fmt: skip
-
-    def ordered() -> Queue:
-        name = hashlib.sha256(repr((str(index.db_path), *key[2:])).encode()).hexdigest()[:16]
-        return build_queue(index.db_path, ws.scratch / f"queue-{name}.sqlite", order,
-                           seed=seed, human=human, scale=scale)  # fmt: skip
-
-    rows = ws.memo(key, ordered)
+    # the queue as it was when the walk started (``g``): rows that arrive later join its end
+    started = index.generation if started is None else started
+    key = (str(index.db_path), order, seed, scale, at if order == "disagree" else 0, started)
+    name = hashlib.sha256(repr(key).encode()).hexdigest()[:16]
+    rows = build_queue(index.db_path, ws.scratch / f"queue-{name}.sqlite", order, seed=seed,
+                       human=human, scale=scale, generation=index.generation)  # fmt: skip
     position = min(asked, max(0, rows.length - 1))
-    params = {"order": order, "seed": str(seed), "scale": scale.text, "at": str(at)}
+    params = {"order": order, "seed": str(seed), "scale": scale.text, "at": str(at),
+              "g": str(started)}  # fmt: skip
 
     def link(number: int) -> str:
         return f"/runs/{entry.key}/review?" + urlencode({**params, "i": number})

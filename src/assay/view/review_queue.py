@@ -2,9 +2,13 @@
 viewer no memory, however many orders and seeds reviewers walk.
 
 A queue is a SQLite file in the viewer's scratch folder, one table ``queue (position,
-folder)`` written once per (run index state, order, seed, scale, labels version) by one
-``INSERT … SELECT … ORDER BY`` over the run's index. Orders (:data:`ORDERS`), each then in
-the run's own order (suite, variant, row, replicate):
+folder)`` written once per (run index generation when the walk started, order, seed, scale,
+labels version) by one ``INSERT … SELECT … ORDER BY`` over the run's index. While the run
+is still running, the rows that reach the index later are added at the end of the queue
+(in the same order among themselves): the rows ahead of a reviewer never move, and none is
+shown twice or skipped. The viewer keeps the :data:`KEPT` queues used last (by the file's
+time) and removes older ones. Orders (:data:`ORDERS`), each then in the run's own order
+(suite, variant, row, replicate):
 
 - ``uncertain``: the rows whose judges were least sure first (highest ``uncertainty``; rows
   without one last);
@@ -34,6 +38,7 @@ from assay.errors import UsageError
 from assay.view.review import Scale, disagrees
 
 ORDERS = ("uncertain", "disagree", "failed", "random", "dataset")
+KEPT = 32  # queue files kept in a scratch folder
 _RUN_ORDER = "suite, variant, ord_index, ord_id, replicate"
 _FIRST = {
     "uncertain": "uncertainty IS NULL, uncertainty DESC, ",
@@ -75,36 +80,97 @@ def build_queue(
     seed: int = 0,
     human: Mapping[str, list[dict[str, Any]]] | None = None,
     scale: Scale | None = None,
+    generation: int = 0,
 ) -> Queue:
     """The rows of the run whose index is ``index_db`` in the review order ``order``, written
     to ``path`` (``human``: folder → its labels, for ``disagree``); a queue already at
-    ``path`` is the one asked for (name the file after everything above).
+    ``path`` is the one asked for (name the file after everything above but
+    ``generation``), with the rows the index gained since (its ``generation`` is later than
+    the queue's) added at its end.
 
     Raises:
         UsageError: an unknown order.
     """
     if order not in ORDERS:
         raise UsageError(f"no review order '{order}'", hint=f"one of {', '.join(ORDERS)}")
+    ordering = _Ordering(order, seed, human or {}, scale or Scale())
     if path.exists():
-        with contextlib.closing(sqlite3.connect(path)) as db:
-            return Queue(path, int(db.execute("SELECT COUNT(*) FROM queue").fetchone()[0]))
+        return _extended(index_db, path, ordering, generation)
     handle, name = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".partial")
     os.close(handle)
-    db = sqlite3.connect(name)
+    db = ordering.connect(Path(name), index_db)
     try:
-        db.create_function("shuffled", 1, _shuffle_key(seed), deterministic=True)
-        db.create_function("disagreement", 3, _disagreement(human or {}, scale or Scale()),
-                           deterministic=True)  # fmt: skip
-        db.execute("ATTACH DATABASE ? AS src", (str(index_db),))
         db.execute("CREATE TABLE queue (position INTEGER PRIMARY KEY, folder TEXT NOT NULL)")
+        db.execute("CREATE TABLE meta (generation INTEGER NOT NULL)")
+        db.execute("INSERT INTO meta VALUES (?)", (generation,))
         db.execute(f"INSERT INTO queue (folder) SELECT folder FROM src.rows "
-                   f"ORDER BY {_FIRST[order]}{_RUN_ORDER}")  # fmt: skip
+                   f"ORDER BY {ordering.sql}")  # fmt: skip
+        db.execute("CREATE INDEX queued ON queue (folder)")
         length = int(db.execute("SELECT COUNT(*) FROM queue").fetchone()[0])
         db.commit()
     finally:
         db.close()
     os.replace(name, path)
+    _prune(path.parent, keep=path)
     return Queue(path, length)
+
+
+@dataclass(frozen=True)
+class _Ordering:
+    order: str
+    seed: int
+    human: Mapping[str, list[dict[str, Any]]]
+    scale: Scale
+
+    @property
+    def sql(self) -> str:
+        return f"{_FIRST[self.order]}{_RUN_ORDER}"
+
+    def connect(self, path: Path, index_db: Path) -> sqlite3.Connection:
+        """The queue file ``path`` with the run's index attached as ``src`` and the order's
+        functions."""
+        db = sqlite3.connect(path, timeout=30, check_same_thread=False)
+        db.create_function("shuffled", 1, _shuffle_key(self.seed), deterministic=True)
+        db.create_function("disagreement", 3, _disagreement(self.human, self.scale),
+                           deterministic=True)  # fmt: skip
+        db.execute("ATTACH DATABASE ? AS src", (str(index_db),))
+        return db
+
+
+def _extended(index_db: Path, path: Path, ordering: _Ordering, generation: int) -> Queue:
+    """The queue at ``path``, the rows the index gained since it was written (a later
+    ``generation``) added at its end in the queue's order; touched, as used last."""
+    db = ordering.connect(path, index_db)
+    try:
+        (written,) = db.execute("SELECT generation FROM meta").fetchone()
+        if written < generation:
+            db.execute("BEGIN IMMEDIATE")  # another request may be adding them too
+            (written,) = db.execute("SELECT generation FROM meta").fetchone()
+            if written < generation:
+                db.execute(f"INSERT INTO queue (folder) SELECT folder FROM src.rows "
+                           f"WHERE folder NOT IN (SELECT folder FROM queue) "
+                           f"ORDER BY {ordering.sql}")  # fmt: skip
+                db.execute("UPDATE meta SET generation = ?", (generation,))
+            db.commit()
+        length = int(db.execute("SELECT COUNT(*) FROM queue").fetchone()[0])
+    finally:
+        db.close()
+    with contextlib.suppress(OSError):
+        os.utime(path)
+    return Queue(path, length)
+
+
+def _prune(folder: Path, *, keep: Path) -> None:
+    """Remove the queue files of ``folder`` but the :data:`KEPT` used last (and ``keep``)."""
+    queues = []
+    for path in folder.glob("queue-*.sqlite"):
+        with contextlib.suppress(OSError):
+            queues.append((path.stat().st_mtime_ns, path))
+    queues.sort(reverse=True)
+    for _, path in queues[KEPT:]:
+        if path != keep:
+            with contextlib.suppress(OSError):
+                path.unlink()
 
 
 def _shuffle_key(seed: int) -> Any:
