@@ -10,6 +10,22 @@ import pytest
 
 pytest_plugins = ["pytester"]
 
+
+@pytest.fixture(autouse=True, scope="module")
+def _assay_loaded_once(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """pytester's in-process runs drop the modules they imported from ``sys.modules`` (a
+    native one then cannot load again), while the ``assay`` package, loaded with the plugin
+    before them, keeps its attributes (a later run would pair a new ``Agent`` class with an
+    old registry). One run here, before the first, imports what a run needs, so the tests
+    pass alone and in any order."""
+    import assay
+
+    folder = tmp_path_factory.mktemp("warm")
+    task = folder / "t.yaml"
+    task.write_text(TASK.format(b="down", extra=""), encoding="utf-8")
+    assay.run([str(task)], run_dir=str(folder / "runs"), junit_xml=str(folder / "j.xml"))
+
+
 TASK = """
 task_id: echo
 description: the command agent echoes its prompt
