@@ -286,3 +286,89 @@ def test_codex_judges_through_the_bridge_with_the_verdict_tool(tmp_path: Path) -
     assert silent["error"].startswith("judge_error: Judge did not call submit_verdict"), silent
     suite = json.loads((tmp_path / "runs/latest/default/judged/suite.json").read_text())
     assert suite["rows_passed"] == 1 and suite["rows_error"] == 1
+
+
+def test_judge_calibrate_measures_a_runs_agent_judge_against_labels(tmp_path: Path) -> None:
+    """``assay judge calibrate RUN_DIR``: the rows a store dataset labels (its ``folder``
+    field, as the viewer's review saves them) are judged again by the run's agent_judge on
+    copies of their kept sandboxes (a changed judge script gives the new verdict; the run's
+    files do not change), and its pass/fail verdicts are compared with the labels; a judge
+    error, an unlabelled example and one naming another run's row are counted apart."""
+    from assay.store import open_store
+    from assay.view.review import LABEL_SCHEMA
+
+    claude_available()
+    write(tmp_path / "judge.yaml", SCRIPT.replace("OUTSIDE", str(tmp_path)))
+    write(tmp_path / "ref" / "solution.txt", "42")
+    task = TASK.format(sandbox="{driver: tempdir}", timeout=20)
+    kept_rows = "".join(f"    - {{id: {row}, rubric: RUBRIC-{row.upper()}}}\n"
+                        for row in ("reads", "reference", "writes", "silent"))  # fmt: skip
+    start, end = task.index("  rows:\n") + len("  rows:\n"), task.index("run_limits")
+    write(tmp_path / "t.yaml", task[:start] + kept_rows + task[end:])
+    done = run_assay("run", "t.yaml", "--keep-sandboxes", cwd=tmp_path, timeout=600)
+    assert done.returncode == 1, done.stdout + done.stderr
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    labels = {"reads": "pass", "reference": "pass", "writes": "fail", "silent": "pass",
+              "unlabelled": None, "elsewhere": "fail"}  # fmt: skip
+    with open_store(url) as store:
+        store.create_dataset("review", LABEL_SCHEMA)
+        store.put("review", [_label(id=f"r/{row}", folder=f"default/judged/{row}/00", label=label)
+                             for row, label in labels.items()])  # fmt: skip
+    write(tmp_path / "judge.yaml", SCRIPT.replace("OUTSIDE", str(tmp_path)).replace(
+        "score: 0.8,", "score: 0.3,"))  # fmt: skip
+    done = run_assay("judge", "calibrate", "runs/latest", "--dataset", "review", "--label",
+                     "label", "--store", url, "-o", "cal", cwd=tmp_path, timeout=600)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads((tmp_path / "cal" / "calibration.json").read_text())
+    assert (report["rows_compared"], report["rows_judge_error"], report["rows_unlabelled"],
+            report["rows_elsewhere"]) == (3, 1, 1, 1)  # fmt: skip
+    assert report["agreement"]["value"] == 2 / 3
+    assert [d["example_id"] for d in report["disagreements"]] == ["r/reads"]  # 0.3 now: fail
+    assert report["judge_errors"][0]["example_id"] == "r/silent"
+    assert (
+        report["judge"]["name"] == "agent_judge" and report["judge"]["model"] == "mock/judge.yaml"
+    )
+    recorded = _rows(tmp_path / "runs" / "latest")["reads"]["success_criteria_results"][0]
+    assert recorded["score"] == 0.8  # the run's own files are as the run left them
+    assert "calibrated judge agent_judge on review@1" in done.stdout
+    with open_store(url) as store:
+        (stored,) = store.calibrations(judge_name="agent_judge")
+    assert stored.report["rows_compared"] == 3
+
+
+def test_judge_calibrate_refuses_a_run_without_an_agent_judge_and_bad_labels(
+    tmp_path: Path,
+) -> None:
+    import assay
+    from assay.errors import StoreError, UsageError
+    from assay.store import open_store
+    from assay.view.review import LABEL_SCHEMA
+
+    write(tmp_path / "t.yaml", "task_id: plain\ndescription: d\ninitial_prompt: go\n"
+          "agent: {type: command, command: 'echo 42'}\ndataset: {rows: [{id: a}]}\n"
+          "success_criteria: [{type: response_match, expected: '42'}]\n")  # fmt: skip
+    done = run_assay("run", "t.yaml", "--keep-sandboxes", cwd=tmp_path, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    with open_store(url) as store:
+        store.create_dataset("review", LABEL_SCHEMA)
+        store.put("review", [_label(id="x", folder="default/plain/a/00", label="pass")])
+        store.put("review", [_label(id="x", folder="default/plain/a/00", label="maybe")])
+    run = tmp_path / "runs" / "latest"
+    with pytest.raises(UsageError, match=r"row default/plain/a/00: no criterion is an agent_judge"):
+        assay.calibrate_judge(str(run), dataset="review", version=1, label_field="label",
+                              store=url, output_dir=tmp_path / "c")  # fmt: skip
+    with pytest.raises(StoreError, match=r"'label' that is not a binary label: x: 'maybe'"):
+        assay.calibrate_judge(str(run), dataset="review", label_field="label", store=url)
+    with pytest.raises(UsageError, match="--criterion chooses a run's agent_judge"):
+        assay.calibrate_judge("judges/x.yaml", dataset="review", label_field="label",
+                              store=url, criterion=1)  # fmt: skip
+    assert not (tmp_path / "c").exists()
+
+
+def _label(**given: Any) -> dict[str, Any]:
+    """An example of a review's labelled dataset (every field of its schema; the rest empty)."""
+    from assay.view.review import LABEL_SCHEMA
+
+    empty = {name: "" if kind == "string" else None for name, kind in LABEL_SCHEMA.fields.items()}
+    return {**empty, "run": "r", "reviewer": "alice", **given}

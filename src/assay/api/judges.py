@@ -21,11 +21,13 @@ from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
+from assay.api.agent_calibration import Labels, calibrate_agent_judge, run_folder
 from assay.api.capture import add_run
 from assay.api.runs import no_running_loop
 from assay.errors import UsageError
 from assay.judges.assets import JudgeResolver, load_judge_file
 from assay.judges.calibration import CalibrationResult, Progress, calibrate
+from assay.orchestration.running.runfiles import resolve_run_dir
 from assay.results.io import check_output_folder
 from assay.results.secrets import Redactor
 from assay.spec.judge import JudgeAsset, judge_reference, split_calibration_pin
@@ -96,11 +98,18 @@ def calibrate_judge(
     jobs: int = 4,
     max_retries: int = 4,
     progress: Progress | None = None,
+    criterion: int | None = None,
 ) -> CalibrationResult:
     """Calibrate ``judge`` (a file or ``name[@N]``) on store dataset ``dataset`` (at
     ``version``, default the latest) against the human labels in ``label_field``
     (``assay judge calibrate``); writes ``calibration.json`` and ``calibration.md`` into
     ``output_dir`` (default ``calibrations/<judge>_<dataset>-v<N>_<time>/``) and stores it.
+
+    ``judge`` may also be a run folder (``runs/latest``) whose rows an ``agent_judge``
+    graded, with their sandboxes kept: the labelled rows (the dataset's ``folder`` field)
+    are judged again by that coding agent (``criterion``: its position in the task's
+    ``success_criteria`` when there are several) and its pass/fail verdicts compared
+    (:mod:`assay.api.agent_calibration`); ``output_field`` and ``max_retries`` do not apply.
 
     Raises:
         TaskFileError, StoreError, UsageError: the judge, the dataset or a label is wrong
@@ -111,6 +120,15 @@ def calibrate_judge(
     no_running_loop("calibrate_judge")
     if output_dir is not None:
         check_output_folder(Path(output_dir), "--output")
+    run = run_folder(judge)
+    if run is not None:
+        return _calibrate_agent_judge(run, dataset=dataset, version=version,
+                                      label_field=label_field, criterion=criterion,
+                                      output_dir=output_dir, store=store, jobs=jobs,
+                                      progress=progress)  # fmt: skip
+    if criterion is not None:
+        raise UsageError("--criterion chooses a run's agent_judge; the judge given is not a run "
+                         "folder", field="--criterion")  # fmt: skip
     asset = judge_asset(judge, store=store)
     with open_store(store) as opened:
         pinned = opened.resolve(dataset, version)
@@ -134,6 +152,30 @@ def calibrate_judge(
                 progress=progress,
             )
         )
+
+
+def _calibrate_agent_judge(
+    run: Path,
+    *,
+    dataset: str,
+    version: int | None,
+    label_field: str,
+    criterion: int | None,
+    output_dir: str | Path | None,
+    store: str | None,
+    jobs: int,
+    progress: Progress | None,
+) -> CalibrationResult:
+    run = resolve_run_dir(run)
+    with open_store(store) as opened:
+        pinned = opened.resolve(dataset, version)
+        stamp = datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
+        name = f"agent_judge_{dataset}-v{pinned.number}_{stamp}"
+        directory = Path(output_dir) if output_dir is not None else CALIBRATIONS_DIR / name
+        labels = Labels(dataset, pinned.number, label_field)
+        return asyncio.run(calibrate_agent_judge(opened, run, labels, criterion=criterion,
+                                                 directory=directory, jobs=jobs,
+                                                 progress=progress))  # fmt: skip
 
 
 def add_run_to_dataset(

@@ -10,10 +10,11 @@ rebuilt by :func:`assay.reports.rebuild.report_regraded`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -51,7 +52,7 @@ from assay.results.io import LogFolder, read_json, write_model_atomic
 from assay.results.output import console, joined_output
 from assay.results.secrets import MARKER_PREFIX, Redactor
 from assay.results.status import FinalStatus
-from assay.results.task_result import EvaluationResult
+from assay.results.task_result import CriterionResult, EvaluationResult
 from assay.results.transcript import Transcript
 from assay.results.transcript_otlp import from_session
 from assay.sandbox.process import pidfd_child_watcher
@@ -111,21 +112,107 @@ async def regrade_run(
     ``criteria`` is the registry of criterion types (the built-ins and installed plugins by
     default).
     """
+    queue = iter(scan_task_jsons(run_dir))
+    redacted = RedactedAnswers()
+    async with grading_session(run_dir, jobs=jobs, criteria=criteria) as session:
+
+        async def worker() -> None:
+            for path in queue:
+                await _regrade_one(path, load_task_json(path), session, answers=redacted)
+
+        await asyncio.gather(*(worker() for _ in range(max(1, jobs))))
+    return redacted.warnings()
+
+
+@dataclass(frozen=True)
+class GradingSession:
+    """What grading a finished run's rows again needs, started once (see
+    :func:`grading_session`): the criterion types, the models and model bridge, the run's
+    secrets, and the containment its ``bwrap``/``docker`` rows ran in."""
+
+    registry: CriterionRegistry
+    services: RunServices
+    redactor: Redactor
+    containment: Containment
+
+    async def grade(
+        self, path: Path, result: EvaluationResult, specs: list[Any] | None = None
+    ) -> list[CriterionResult]:
+        """Grade the row whose ``task.json`` is ``path`` (its recorded ``result``) again with
+        ``specs`` (default: its task's criteria), on a copy of its kept sandbox; nothing of
+        the row's folder changes but its criteria's output logs."""
+        task = task_of(result, self.registry)
+        directory = path.parent
+        response_file = directory / "response.txt"
+        response = None
+        if response_file.exists():
+            with response_file.open(encoding="utf-8", newline="") as handle:
+                response = handle.read()
+        kept = directory / SANDBOX_DIR
+        scratch: Sandbox | None = None
+        if kept.is_dir():
+            limits = task.sandbox.limits  # the run's cap on what is kept, and its logs
+            source = Sandbox(kept, max_output_bytes=limits.max_output_bytes,
+                             logs=_criterion_logs(directory, task, self.redactor))  # fmt: skip
+            scratch = source.copy_to(Path(tempfile.mkdtemp(prefix="assay-eval-")) / "sandbox")
+        try:
+            task_dir = Path(result.task_config.task_dir or ".")
+            if scratch is not None:  # a bwrap task's commands run contained again
+                scratch.jail = self.containment.jail(task, scratch.root, task_dir)
+            context = self._context(result, task, task_dir, scratch, response, directory)
+            chosen = list(task.success_criteria) if specs is None else specs
+            return await grade(chosen, context, self.registry)
+        finally:
+            if scratch is not None:
+                if scratch.jail is not None:
+                    scratch.jail.close()
+                shutil.rmtree(scratch.root.parent, ignore_errors=True)
+
+    def _context(
+        self, result: EvaluationResult, task: TaskDefinition, task_dir: Path,
+        scratch: Sandbox | None, response: str | None, directory: Path,
+    ) -> GradingContext:  # fmt: skip
+        env = row_env(
+            dict(os.environ),
+            task,
+            variant_id=result.variant_id,
+            replicate=result.replicate_index,
+            sandbox=scratch.root if scratch else None,
+            task_dir=Path(result.task_config.task_dir) if result.task_config.task_dir else None,
+            hidden=self.redactor.names,
+        )
+        reference = reference_dir(task, task_dir)
+        services = self.services
+        host = None  # an agent_judge's coding agent: only when the bridge was started for one
+        if services.bridge is not None:
+            host = AgentHost(agents=self.registry.agents, pool=services.pool,
+                             bridge=services.bridge, base_dir=task_dir, redactor=self.redactor,
+                             label=f"{result.task_id}#{result.replicate_index:02d}",
+                             replicate=result.replicate_index)  # fmt: skip
+        return GradingContext(
+            sandbox=scratch, response=response, transcript=read_transcript(directory),
+            env=grading_env(env, task_dir=task_dir, reference=reference), row=result.row,
+            models=services.pool,
+            services=_services(result, task, services.pool, reference, host),
+        )  # fmt: skip
+
+
+@contextlib.asynccontextmanager
+async def grading_session(
+    run_dir: Path, *, jobs: int, criteria: CriterionRegistry | None = None
+) -> AsyncIterator[GradingSession]:
+    """The services grading ``run_dir``'s rows again needs, started for the block: its
+    judges' models, the model bridge when a coding agent grades (``agent_judge``; on a unix
+    socket for a ``bwrap`` row), the containment its contained rows ran in; the rows are
+    checked first (:func:`_checked`).
+
+    Raises:
+        UsageError, ModelError, UserError, PluginError: as :func:`regrade_run`.
+    """
     registry = criteria or default_criteria()
     scan, contained, redactor = _checked(run_dir, registry)
     pool = ModelPool(default_registry(), PoolSettings(parallel=max(1, jobs)))
-    queue = iter(scan_task_jsons(run_dir))
-    redacted = RedactedAnswers()
-
-    async def worker(services: RunServices, containment: Containment) -> None:
-        for path in queue:
-            result = load_task_json(path)
-            await _regrade_one(path, result, registry, services, redactor, containment,
-                               answers=redacted)  # fmt: skip
-
     with pidfd_child_watcher():
-        # an agent_judge's coding agent calls its model through the bridge, as in the run (from
-        # a bwrap sandbox through the bridge's unix socket)
         socket, out = needs_bridge_socket(contained), console()
         with joined_output(redactor, [out]):  # the bridge's errors, redacted
             async with run_services(pool, list(scan.keys), bridge=scan.bridge,
@@ -134,8 +221,7 @@ async def regrade_run(
                     contained, private=private_paths(run_dir, cache=None),
                     bridge=bridge_link(services.bridge), check=True,
                 )  # fmt: skip
-                await asyncio.gather(*(worker(services, containment) for _ in range(max(1, jobs))))
-    return redacted.warnings()
+                yield GradingSession(registry, services, redactor, containment)
 
 
 @dataclass
@@ -327,64 +413,12 @@ def _services(
 
 
 async def _regrade_one(
-    path: Path,
-    result: EvaluationResult,
-    registry: CriterionRegistry,
-    services: RunServices,
-    redactor: Redactor,
-    containment: Containment,
-    *,
-    answers: RedactedAnswers,
+    path: Path, result: EvaluationResult, session: GradingSession, *, answers: RedactedAnswers
 ) -> EvaluationResult:
     status_of_agent = agent_status(result)
     if status_of_agent == "error":
         return result
-    task = task_of(result, registry)
-    directory = path.parent
-    response_file = directory / "response.txt"
-    response = None
-    if response_file.exists():
-        with response_file.open(encoding="utf-8", newline="") as handle:
-            response = handle.read()
-    kept = directory / SANDBOX_DIR
-    scratch: Sandbox | None = None
-    if kept.is_dir():
-        limits = task.sandbox.limits  # the run's cap on what is kept, and its logs
-        source = Sandbox(kept, max_output_bytes=limits.max_output_bytes,
-                         logs=_criterion_logs(directory, task, redactor))  # fmt: skip
-        scratch = source.copy_to(Path(tempfile.mkdtemp(prefix="assay-eval-")) / "sandbox")
-    try:
-        task_dir = Path(result.task_config.task_dir or ".")
-        if scratch is not None:  # a bwrap task's commands run contained again
-            scratch.jail = containment.jail(task, scratch.root, task_dir)
-        env = row_env(
-            dict(os.environ),
-            task,
-            variant_id=result.variant_id,
-            replicate=result.replicate_index,
-            sandbox=scratch.root if scratch else None,
-            task_dir=Path(result.task_config.task_dir) if result.task_config.task_dir else None,
-            hidden=redactor.names,
-        )
-        reference = reference_dir(task, task_dir)
-        host = None  # an agent_judge's coding agent: only when the bridge was started for one
-        if services.bridge is not None:
-            host = AgentHost(agents=registry.agents, pool=services.pool, bridge=services.bridge,
-                             base_dir=task_dir, redactor=redactor,
-                             label=f"{result.task_id}#{result.replicate_index:02d}",
-                             replicate=result.replicate_index)  # fmt: skip
-        context = GradingContext(
-            sandbox=scratch, response=response, transcript=read_transcript(directory),
-            env=grading_env(env, task_dir=task_dir, reference=reference), row=result.row,
-            models=services.pool,
-            services=_services(result, task, services.pool, reference, host),
-        )  # fmt: skip
-        criteria = await grade(list(task.success_criteria), context, registry)
-    finally:
-        if scratch is not None:
-            if scratch.jail is not None:
-                scratch.jail.close()
-            shutil.rmtree(scratch.root.parent, ignore_errors=True)
+    criteria = await session.grade(path, result)
     status = final_status(status_of_agent, criteria, graded=True, early=result.agent.early_stop)
     updated = result.model_copy(
         update={
@@ -394,7 +428,9 @@ async def _regrade_one(
             "error_message": _message(status, result, criteria),
         }
     )
-    write_model_atomic(path, updated, redactor=redactor)
+    write_model_atomic(path, updated, redactor=session.redactor)
+    response_file = path.parent / "response.txt"
+    response = response_file.read_text(encoding="utf-8") if response_file.exists() else None
     answers.add(response, result, updated)
     return updated
 

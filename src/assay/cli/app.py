@@ -50,8 +50,8 @@ JUDGE_COMMANDS = {
     "show": Lazy("assay.cli.judge:show", "Show a judge (its definition, name, version, content "
                  "hash) and its calibrations."),
     "versions": Lazy("assay.cli.judge:versions", "List every version of a judge, oldest first."),
-    "calibrate": Lazy("assay.cli.judge:calibrate", "Measure how a judge agrees with human labels "
-                      "on a store dataset, and store it."),
+    "calibrate": Lazy("assay.cli.judge_calibrate:calibrate", "Measure how a judge agrees with "
+                      "human labels on a store dataset, and store it."),
 }  # fmt: skip
 DATASET_HELP = (
     "The versioned, schema-typed dataset store: create, add, remove, list, versions, show, "

@@ -1,5 +1,5 @@
-"""``assay judge add | list | show | versions | calibrate``: judges as versioned assets in the
-store, and their calibration against human labels (each a call of :mod:`assay.api.judges`).
+"""``assay judge add | list | show | versions``: judges as versioned assets in the store (each
+a call of :mod:`assay.api.judges`; ``calibrate`` is :mod:`assay.cli.judge_calibrate`).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 import typer
 
-from assay.cli.shared.common import err, user_errors
+from assay.cli.shared.common import user_errors
 from assay.cli.shared.dataset_support import AsJson, StoreUrl, open_store, out, print_json
 
 # help texts are rich markup: "\\[" shows a bracket that "[" would open a style tag with
@@ -112,78 +112,3 @@ def _calibration(record: dict[str, Any]) -> dict[str, Any]:
         if report.get(key) is not None:
             record[key] = report[key].get("value")
     return record
-
-
-def calibrate(
-    judge: Judge,
-    dataset: Annotated[str, typer.Option("--dataset", help="A store dataset: NAME or NAME@N.")],
-    label: Annotated[str, typer.Option("--label", help="The field of the human label.")],
-    output_field: Annotated[
-        str | None,
-        typer.Option(
-            "--output-field",
-            help="The field that holds the output to judge "
-            "(rows without a trace or session field).",
-        ),
-    ] = None,
-    output: Annotated[
-        Path | None, typer.Option("-o", "--output", help="Folder for calibration.json/.md.")
-    ] = None,
-    jobs: Annotated[int, typer.Option("-j", "--max-parallel", min=1, help="Calls at once.")] = 4,
-    max_retries: Annotated[int, typer.Option("--max-retries", min=0)] = 4,
-    store: StoreUrl = None,
-) -> None:
-    """Measure how a judge agrees with human labels on a store dataset, and store it."""
-    from assay.api.judges import calibrate_judge
-    from assay.store.files import parse_ref
-
-    def progress(done: int, total: int) -> None:
-        if done == total or done % max(1, total // 10) == 0:
-            err().print(f"[assay] judged {done}/{total}", markup=False)
-
-    with user_errors():
-        name, number = parse_ref(dataset)
-        result = calibrate_judge(
-            judge,
-            dataset=name,
-            version=number,
-            label_field=label,
-            output_field=output_field,
-            output_dir=output,
-            store=store,
-            jobs=jobs,
-            max_retries=max_retries,
-            progress=progress,
-        )
-    _print_summary(result.report, result.directory)
-
-
-def _print_summary(report: dict[str, Any], directory: Path) -> None:
-    judge, data = report["judge"], report["dataset"]
-    version = f"@{judge['version']}" if judge.get("version") is not None else ""
-    console = out()
-    console.print(
-        f"calibrated judge {judge['name']}{version} on {data['name']}@{data['version']} "
-        f"(label: {report['label_field']}): {report['rows_compared']} row(s) compared, "
-        f"{report['rows_unlabelled']} unlabelled, {report['rows_judge_error']} judge error(s)",
-        markup=False,
-    )
-    parts = []
-    for key, title in (
-        ("agreement", "agreement"),
-        ("kappa", "κ"),
-        ("weighted_kappa", "weighted κ"),
-        ("spearman", "ρ"),
-        ("tpr", "TPR"),
-        ("tnr", "TNR"),
-    ):
-        item = report.get(key)
-        if item is None:
-            continue
-        value = "—" if item["value"] is None else f"{item['value']:.3f}"
-        bounds = "" if item["low"] is None else f" [{item['low']:.3f}, {item['high']:.3f}]"
-        parts.append(f"{title} {value}{bounds}")
-    console.print(" · ".join(parts), markup=False)
-    for note in report.get("notes", []):
-        console.print(f"note: {note}", markup=False)
-    console.print(f"report: {directory / 'calibration.md'}", markup=False)
