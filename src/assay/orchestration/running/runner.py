@@ -311,11 +311,12 @@ class Runner:
         failure.
 
         ``slots`` bounds the rows whose sandbox, agent and criteria run at once (``-j``);
-        resolving the row happens outside a slot. What an earlier attempt of the row left
-        in its folder is removed first (:func:`~assay.orchestration.running.rowfiles.
-        clear_attempt`; on a node of a cluster the driver does it as it writes the row's
-        files). A row without a directory (an ``llm``
-        agent graded on its response) takes no slot: its only shared resource is its model
+        resolving the row happens outside a slot, and the row's ``started_at`` and
+        ``duration_seconds`` count from when it has one (never the wait for it). What an
+        earlier attempt of the row left in its folder is removed first
+        (:func:`~assay.orchestration.running.rowfiles.clear_attempt`; on a node of a cluster
+        the driver does it as it writes the row's files). A row without a directory (an
+        ``llm`` agent graded on its response) takes no slot: its only shared resource is its model
         endpoint, whose limiter keeps at most ``-j`` calls in flight, so the endpoint stays
         busy while other rows are graded.
         """
@@ -326,6 +327,7 @@ class Runner:
         if slots is not None and needs_directory(row.task):
             gate = slots
         async with gate:
+            row.started, row.clock = datetime.now(), time.perf_counter()  # its own time only
             try:
                 finished = await self._execute(row)
             except Exception as exc:  # an unforeseen failure ends this row, not the run
