@@ -1,6 +1,6 @@
 """A scripted Anthropic Messages server with a fixed latency, for the coding-agent benchmark.
 
-Plain asyncio streams and HTTP/1.1 keep-alive (almost no CPU). Every ``POST /v1/messages``
+Served by bench/scripted_http.py (keep-alive, almost no CPU). Every ``POST /v1/messages``
 is answered after exactly ``LATENCY`` seconds, streamed as SSE the way Anthropic streams:
 the first request of a conversation with a ``Write`` tool call (``result.txt`` ←
 ``positive``), every later one with the text ``done``. Usage:
@@ -13,6 +13,8 @@ import asyncio
 import json
 import sys
 import time
+
+from scripted_http import serve
 
 
 def sse(event: str, data: dict[str, object]) -> bytes:
@@ -60,36 +62,7 @@ def answer(body: dict[str, object]) -> bytes:
     ])  # fmt: skip
 
 
-async def handle(
-    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, latency: float
-) -> None:
-    try:
-        while True:
-            head = await reader.readuntil(b"\r\n\r\n")
-            length = 0
-            for line in head.decode("latin-1").split("\r\n")[1:]:
-                if line.lower().startswith("content-length:"):
-                    length = int(line.split(":", 1)[1])
-            raw = await reader.readexactly(length) if length else b"{}"
-            await asyncio.sleep(latency)
-            data = answer(json.loads(raw))
-            writer.write(
-                b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
-                b"Content-Length: " + str(len(data)).encode() + b"\r\n\r\n" + data
-            )
-            await writer.drain()
-    except (asyncio.IncompleteReadError, ConnectionError):
-        pass
-    finally:
-        writer.close()
-
-
-async def main(port: int, latency: float) -> None:
-    server = await asyncio.start_server(lambda r, w: handle(r, w, latency), "127.0.0.1", port)
-    print("ready", flush=True)
-    async with server:
-        await server.serve_forever()
-
-
 if __name__ == "__main__":
-    asyncio.run(main(int(sys.argv[1]), float(sys.argv[2]) if len(sys.argv) > 2 else 0.2))
+    latency = float(sys.argv[2]) if len(sys.argv) > 2 else 0.2
+    asyncio.run(serve(int(sys.argv[1]), latency, lambda _, body: (b"text/event-stream",
+                                                                  answer(body))))  # fmt: skip

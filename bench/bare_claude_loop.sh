@@ -25,7 +25,5 @@ one() {
   test -s result.txt
 }
 export -f one
-python3 -c 'import json,sys
-for line in open(sys.argv[1]):
-    r = json.loads(line); print(r["id"] + "\t" + r["text"])' "$rows" |
-  xargs -P "$jobs" -d '\n' -n 1 bash -c 'IFS=$'"'"'\t'"'"' read -r id text <<< "$0"; one "$id" "$text"'
+source "$(dirname "$0")/rows_loop.sh"
+run_rows "$rows" "$jobs"

@@ -54,8 +54,12 @@ def claude_path() -> str:
     return str(found)
 
 
-def prepare(folder: Path, rows: int, upstream: str) -> Path:
-    """The worked example pointed at the upstream, with ``rows`` rows."""
+CLAUDE_BLOCK = '  type: "claude-code"\n'
+
+
+def example_tasks(folder: Path, rows: int, *, agent: str, name: str) -> Path:
+    """The worked example with ``rows`` rows (its three, over and over) in ``folder/tasks``,
+    its agent block's first line replaced by ``agent`` in the task file ``name``."""
     tasks = folder / "tasks"
     (tasks / "datasets").mkdir(parents=True, exist_ok=True)
     base = [json.loads(line) for line in
@@ -64,12 +68,16 @@ def prepare(folder: Path, rows: int, upstream: str) -> Path:
         for i in range(rows):
             handle.write(json.dumps({**base[i % 3], "id": f"r{i:03d}"}) + "\n")
     text = (EXAMPLE / "sentiment_classification.yaml").read_text()
+    (tasks / name).write_text(text.replace(CLAUDE_BLOCK, agent))
+    return tasks
+
+
+def prepare(folder: Path, rows: int, upstream: str) -> Path:
+    """The worked example pointed at the upstream, with ``rows`` rows."""
     agent = (f'  type: "claude-code"\n  model: anthropic/claude-sonnet-4-5\n'
              f"  base_url: {upstream}\n  api_key_env: BENCH_ANTHROPIC_KEY\n")  # fmt: skip
-    (tasks / "sentiment_classification.yaml").write_text(
-        text.replace('  type: "claude-code"\n', agent)
-    )
-    (tasks / "coder_eval.yaml").write_text(text)  # the anchor's file, unchanged
+    tasks = example_tasks(folder, rows, agent=agent, name="sentiment_classification.yaml")
+    (tasks / "coder_eval.yaml").write_text((EXAMPLE / "sentiment_classification.yaml").read_text())
     return tasks
 
 
@@ -90,23 +98,35 @@ def free_port() -> int:
 
 
 def whole_runs(tasks: Path, rows: int, repeats: int, upstream: str) -> dict[str, object]:
-    claude = claude_path()
-    env = {"BENCH_ANTHROPIC_KEY": KEY}
+    """Claude Code: the fair loop, assay on tempdir and bwrap, Coder Eval (when installed)."""
+    bare = [str(BENCH / "bare_claude_loop.sh"), claude_path(),
+            str(tasks / "datasets" / "sentiment.jsonl"), str(JOBS), upstream]  # fmt: skip
+    return side_by_side(tasks, rows, repeats, bare=bare,
+                        task_file="tasks/sentiment_classification.yaml",
+                        env={"BENCH_ANTHROPIC_KEY": KEY}, upstream=upstream)  # fmt: skip
+
+
+def side_by_side(
+    tasks: Path, rows: int, repeats: int, *, bare: list[str], task_file: str,
+    env: dict[str, str], upstream: str | None = None,
+) -> dict[str, object]:  # fmt: skip
+    """Whole processes, interleaved, ``repeats`` times: the bare loop ``bare``, assay on
+    ``task_file`` in a ``tempdir`` and in a ``bwrap`` sandbox, and Coder Eval on the
+    unchanged example when installed and ``upstream`` (its Anthropic API) is given; medians,
+    rows/s and each one's share of the bare loop's rows/s."""
     seconds: dict[str, list[float]] = {"bare": [], "assay": [], "assay_bwrap": [],
                                        "coder_eval": []}  # fmt: skip
     ce = CE_VENV / "bin" / "coder-eval"
     for _ in range(repeats):
         started = time.perf_counter()
-        subprocess.run([str(BENCH / "bare_claude_loop.sh"), claude,
-                        str(tasks / "datasets" / "sentiment.jsonl"), str(JOBS), upstream],
-                       check=True, stdout=subprocess.DEVNULL)  # fmt: skip
+        subprocess.run(bare, check=True, stdout=subprocess.DEVNULL)
         seconds["bare"].append(time.perf_counter() - started)
         for name, driver in (("assay", "tempdir"), ("assay_bwrap", "bwrap")):
-            run = timed([*ASSAY, "run", "tasks/sentiment_classification.yaml", "-j", str(JOBS),
+            run = timed([*ASSAY, "run", task_file, "-j", str(JOBS),
                          "-q", "--run-dir", "runs", "-D", f"sandbox.driver={driver}"],
                         cwd=tasks.parent, env=env)  # fmt: skip
             seconds[name].append(run.seconds)
-        if ce.exists():
+        if ce.exists() and upstream is not None:
             peer = timed([str(ce), "run", "tasks/coder_eval.yaml", "-j", str(JOBS)],
                          cwd=tasks.parent, env={"ANTHROPIC_BASE_URL": upstream,
                                                 "ANTHROPIC_API_KEY": KEY,
