@@ -164,27 +164,35 @@ def test_row_json_names_the_groups_nowhere(tmp_path: Path) -> None:
 @needs_groups
 def test_the_groups_of_a_killed_run_are_swept_with_what_runs_in_them(tmp_path: Path) -> None:
     """A run killed with SIGKILL leaves its row groups (and what ran in them); the next
-    run's containment removes the groups of any assay process that is gone."""
+    run's containment removes the groups of any assay process that is gone. (In a parent
+    group of the test's own: another test's run, sweeping assay's groups at its start, would
+    take the made-up group first.)"""
     assert isinstance(FOUND, cgroups.Hierarchies)
+    private = {c: parent / f"sweep-test-{os.getpid()}" for c, parent in FOUND.parents.items()}
+    for folder in private.values():
+        folder.mkdir(exist_ok=True)
+    own = cgroups.Hierarchies(private)
     gone = subprocess.Popen(["true"])
     gone.wait()
     space = os.stat("/proc/self/ns/pid").st_ino
-    folder = FOUND.parents["pids"] / f"assay-{space}-{gone.pid}-0123456789ab"
-    elsewhere = FOUND.parents["pids"] / f"assay-{space + 1}-{gone.pid}-0123456789ab"
+    folder = own.parents["pids"] / f"assay-{space}-{gone.pid}-0123456789ab"
+    elsewhere = own.parents["pids"] / f"assay-{space + 1}-{gone.pid}-0123456789ab"
     elsewhere.mkdir()  # another pid namespace's group: its pids mean nothing here
     folder.mkdir()
     left = subprocess.Popen(["/bin/sh", "-c", f"echo $$ > {folder}/cgroup.procs; exec sleep 300"])
     try:
         time.sleep(0.2)
         assert (folder / "cgroup.procs").read_text().split() == [str(left.pid)]
-        mine = FOUND.row()  # this process's own group is never swept
-        assert folder in FOUND.sweep()
+        mine = own.row()  # this process's own group is never swept
+        assert folder in own.sweep()
         assert not folder.exists() and left.wait(10) == -9
         assert all(f.exists() for f in mine.folders.values()) and elsewhere.exists()
         mine.close()
     finally:
         left.kill()
         elsewhere.rmdir()
+        for parent in private.values():
+            cgroups.RowGroups(folders={"": parent}).close()
 
 
 @needs_groups
