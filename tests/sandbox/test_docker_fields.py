@@ -235,3 +235,40 @@ def test_an_image_without_python3_is_refused_at_plan_for_an_agent_judge(
                   "has no python3 on its PATH", "an agent_judge's verdict tool runs on it",
                   "apt-get install -y python3"):  # fmt: skip
         assert words in done.stderr, done.stderr
+
+
+def test_an_image_whose_node_is_older_than_the_cli_asks_is_warned_at_plan(
+    tmp_path: Path, docker_image: tuple[Engine, str]
+) -> None:
+    """Debian bookworm's Node.js 18 in the tests' image, and the Gemini CLI asks for >=20 in
+    its package.json (on 18 it fails as it starts): the plan warns, at the image field, with
+    both versions; Codex asks for >=16 and gets no warning."""
+    write(tmp_path / "script.yaml", "replies:\n  - {match: p, reply: done}\n")
+    sandbox = f"{{driver: docker, docker: {{image: '{docker_image[1]}'}}}}"
+    for agent, warned in (("gemini", True), ("codex", False)):
+        write(tmp_path / "t.yaml", task_text(agent=f"{{type: {agent}, model: mock/script.yaml}}",
+                                             sandbox=sandbox))  # fmt: skip
+        done = run_assay("plan", "t.yaml", cwd=tmp_path, env={**env(), "PATH": codex_path()})
+        assert done.returncode == 0, done.stdout + done.stderr
+        said = [line for line in done.stderr.splitlines() if "Node.js" in line]
+        if not warned:
+            assert said == [], done.stderr
+            continue
+        (line,) = said
+        assert line.startswith(f"warning: t.yaml:5: sandbox.docker.image: the image "
+                               f"{docker_image[1]} has Node.js v18.")  # fmt: skip
+        assert "the gemini CLI asks for >=20 (engines.node in its package.json)" in line
+
+
+def test_node_versions_are_read_from_the_package_and_compared() -> None:
+    from assay.sandbox.node_version import declared_node, too_old
+    from tests.agents.coding import CODEX_BIN
+
+    assert declared_node(CODEX_BIN / "gemini") == ">=20"
+    assert declared_node(CODEX_BIN / "codex") == ">=16"
+    assert declared_node(Path("/bin/sh")) is None
+    cases = [("v18.20.4", ">=20", True), ("v20.0.0", ">=20", False), ("v20.5.9", ">=20.6.0", True),
+             ("v22.1.0", ">= 22.0", False), ("v18.0.0", "^20", False),
+             ("v18.0.0", ">=20 || >=16", False), ("garbage", ">=20", False)]  # fmt: skip
+    for version, wanted, old in cases:
+        assert too_old(version, wanted) is old, (version, wanted)

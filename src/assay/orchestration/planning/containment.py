@@ -40,6 +40,7 @@ from assay.sandbox.docker import (
 )
 from assay.sandbox.doctor import enforced_limits
 from assay.sandbox.mounts import unreadable
+from assay.sandbox.node_version import declared_node, image_node, too_old
 from assay.sandbox.probe import probe
 from assay.spec.task import SandboxLimits, TaskDefinition
 
@@ -137,28 +138,37 @@ def _image_field(task: TaskDefinition) -> str | None:
 
 def check_containment(
     planned: Iterable[tuple[LoadedTask, TaskDefinition]], *, agents: AgentRegistry
-) -> None:
+) -> list[str]:
     """Make one ``bwrap`` sandbox if some task (as a variant runs it, beside its file) needs
     them (see the module docstring); as root, check that each bwrap task's folders can be
-    read by the row's own user.
+    read by the row's own user. Returns warnings (:func:`check_docker`'s).
 
     Raises:
         TaskFileError: the machine cannot make one, or a folder cannot be read: located at
             the task, with why and how to fix it.
     """
     planned = list(planned)
-    check_docker([(loaded, task) for loaded, task in planned if task.sandbox_driver == "docker"],
-                 agents=agents)  # fmt: skip
+    warnings = check_docker([(loaded, task) for loaded, task in planned
+                             if task.sandbox_driver == "docker"], agents=agents)  # fmt: skip
     contained = [(loaded, task) for loaded, task in planned if task.sandbox_driver == "bwrap"]
     if not contained:
-        return
+        return warnings
     try:
         policy = make_policy(path_variable=os.environ.get("PATH", ""))
         probe(policy)
     except UsageError as exc:
         raise _located(contained[0][0], exc.message, exc.hint) from None
     if not policy.as_root:
-        return
+        return warnings
+    _check_readable(contained, agents)
+    return warnings
+
+
+def _check_readable(
+    contained: list[tuple[LoadedTask, TaskDefinition]], agents: AgentRegistry
+) -> None:
+    """As root: each bwrap task's read-only folders and row folders readable by the row's
+    own user."""
     for loaded, task in contained:
         for index, name in enumerate(task.sandbox.read_only):
             path = Path(name) if Path(name).is_absolute() else loaded.base_dir / name
@@ -177,19 +187,20 @@ def check_containment(
 
 def check_docker(
     planned: list[tuple[LoadedTask, TaskDefinition]], *, agents: AgentRegistry | None = None
-) -> None:
+) -> list[str]:
     """For ``docker`` tasks: an engine that answers, each task's image held by the engine
     or built from its Dockerfile (once per content), the engine's bridge network when
     ``sandbox.docker.network: bridge`` asks for it, and (as root) the task's folder and its
-    coding agent's CLI and plugins readable by the row's user.
+    coding agent's CLI and plugins readable by the row's user. Returns warnings: an image
+    whose Node.js is older than a CLI's ``engines.node`` (:mod:`assay.sandbox.node_version`).
 
     Raises:
         TaskFileError: located at the task's field, with why and how to fix it.
     """
     if not planned:
-        return
+        return []
     engines: dict[str | None, Engine] = {}
-    looked: dict[tuple[str, str, tuple[str, ...]], list[str]] = {}  # one look per image
+    looked = _Looks()  # one look per image
     for loaded, task in planned:
         wanted = engine_of(task)
         if wanted not in engines:
@@ -210,6 +221,17 @@ def check_docker(
                 problem = unreadable(path)
                 if problem is not None:
                     raise _located(loaded, problem, READABLE_HINT)
+    return looked.warnings
+
+
+@dataclass
+class _Looks:
+    """What :func:`check_docker` looked up in images, each once: the programs an image
+    lacks, its Node.js version; and the warnings found."""
+
+    missing: dict[tuple[str, str, tuple[str, ...]], list[str]] = field(default_factory=dict)
+    node: dict[tuple[str, str], str | None] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
 
 
 def _check_agent_programs(
@@ -217,7 +239,7 @@ def _check_agent_programs(
     loaded: LoadedTask,
     task: TaskDefinition,
     agents: AgentRegistry | None,
-    looked: dict[tuple[str, str, tuple[str, ...]], list[str]],
+    looked: _Looks,
 ) -> None:
     """A coding agent's container runs programs of the image: ``python3`` for the model
     bridge's forwarder (no network but the bridge) and for an ``agent_judge``'s verdict
@@ -242,7 +264,33 @@ def _check_agent_programs(
         script, kind = interpreter(cli), agent.type_name
         if script is not None:
             needed[script] = f"the {kind} CLI ({os.path.realpath(cli)}) is a script for it"
-        _refuse_missing(engine, loaded, task, kind, needed, looked)
+        _refuse_missing(engine, loaded, task, kind, needed, looked.missing)
+        if script == "node":
+            _warn_old_node(engine, loaded, task, kind, cli, looked)
+
+
+def _warn_old_node(
+    engine: Engine, loaded: LoadedTask, task: TaskDefinition, kind: str, cli: Path,
+    looked: _Looks,
+) -> None:  # fmt: skip
+    """Warn when the image's Node.js is older than the CLI's ``engines.node``."""
+    wanted = declared_node(cli)
+    if wanted is None:
+        return
+    image = task_image(engine, task, loaded.base_dir)
+    key = (engine.kind, image)
+    if key not in looked.node:
+        looked.node[key] = image_node(engine, image)
+    version = looked.node[key]
+    if version is None or not too_old(version, wanted):
+        return
+    where = _docker_located(loaded, task, "")
+    warning = (f"{where.file}:{where.line or '?'}: {where.field}: the image {image} has Node.js "
+               f"{version}, and the {kind} CLI asks for {wanted} (engines.node in its "
+               "package.json): its rows may fail as the CLI starts; give the image a newer "
+               "nodejs, or set sandbox.driver: bwrap")  # fmt: skip
+    if warning not in looked.warnings:
+        looked.warnings.append(warning)
 
 
 def _refuse_missing(

@@ -318,8 +318,9 @@ def build_plan(
             "no task to run: every task file was skipped" + (f" ({reasons})" if reasons else ""),
             hint="check --tags / --exclude-tags, or pass --include-skipped",
         )
-    check_containment(((t.loaded, v.definition) for t in plan.tasks for v in t.variants),
-                      agents=plan.criteria.agents)  # fmt: skip
+    plan.warnings.extend(check_containment(
+        ((t.loaded, v.definition) for t in plan.tasks for v in t.variants),
+        agents=plan.criteria.agents))  # fmt: skip
     if experiment is not None and experiment_file is not None:
         plan.variants = tuple(v.variant_id for v in experiment.variants)
         plan.experiment = experiment
