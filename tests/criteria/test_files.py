@@ -18,7 +18,7 @@ from assay.criteria.base import CriterionError, GradingContext
 from assay.criteria.files import FileCheckCriterion, FileExistsCriterion
 from assay.orchestration.running.grading import grade
 from assay.results.task_result import BasicCriterionResult, CriterionResult
-from assay.sandbox.tempdir import Sandbox
+from assay.sandbox.tempdir import Sandbox, SandboxEscape
 from assay.spec.criteria import FileCheck, FileExists, regex_flags
 from assay.spec.task import SandboxConfig
 from tests.helpers import check_with, write
@@ -454,3 +454,32 @@ def test_registry_has_both_file_checkers() -> None:
     assert registry.get("file_check") is FileCheckCriterion
     with pytest.raises(KeyError, match="did you mean 'file_check'"):
         registry.get("file_chek")
+
+
+def test_a_path_that_does_not_exist_is_read_as_a_glob(sandbox: Sandbox, tmp_path: Path) -> None:
+    """Coder Eval's rule: a glob is used when the literal path does not exist; matches are
+    sorted and never inside ignored folders nor through a link that leads out; file_exists
+    needs one match or more, a check of content exactly one (more is the criterion's error
+    naming them); a glob cannot leave the sandbox."""
+    for name in ("src/pkg/m.py", "src/other/m.py", "src/node_modules/x/m.py", "notes.txt"):
+        write(sandbox.root / name, "hello\n")
+    write(tmp_path / "outside" / "m.py", "hello\n")
+    (sandbox.root / "src" / "link").symlink_to(tmp_path / "outside")
+    context = ctx(sandbox)
+    assert sandbox.matches("src/**/m.py") == ["src/other/m.py", "src/pkg/m.py"]
+    assert sandbox.matches("notes.txt") == []  # no glob characters: the plain path's rule
+    found = exists({"path": "src/**/m.py"}, context)
+    assert (
+        found.score == 1.0
+        and found.details == "'src/**/m.py' matches 2: src/other/m.py, src/pkg/m.py"
+    )
+    assert exists({"path": "nothing/*.py"}, context).score == 0.0
+    one = file_check({"path": "src/p*/m.py", "includes": ["hello"]}, context)
+    assert one.score == 1.0 and one.error is None
+    with pytest.raises(CriterionError, match=r"'src/\*/m.py' matches 2 files \(src/other/m.py, "
+                       r"src/pkg/m.py\); a check of a file's content needs"):  # fmt: skip
+        file_check({"path": "src/*/m.py", "includes": ["hello"]}, context)
+    with pytest.raises(ValidationError, match="leaves the sandbox"):  # as a plain path
+        exists({"path": "../*"}, context)
+    with pytest.raises(SandboxEscape):
+        sandbox.matches("../*")

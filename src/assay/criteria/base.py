@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import (
     TYPE_CHECKING,
     Any,
@@ -111,13 +112,10 @@ def read_text(path: str | None, context: GradingContext) -> Text:
     """
     if path is None:
         return Text(context.response, "the final response")
-    root = sandbox_of(context)
-    try:
-        target = root.resolve(path)
-    except SandboxEscape as exc:
-        raise CriterionError(str(exc)) from None
+    target, shown = located(sandbox_of(context), path)
     if not target.exists():
         return Text(None, f"'{path}'")
+    path = shown
     if target.is_dir():
         raise CriterionError(f"'{path}' is a directory, not a file")
     if not target.is_file():  # a FIFO or a device would block the read forever
@@ -130,6 +128,29 @@ def read_text(path: str | None, context: GradingContext) -> Text:
             "grade part of a file"
         )
     return Text(data.decode("utf-8", errors="replace"), f"'{path}'")
+
+
+def located(sandbox: Sandbox, path: str) -> tuple[Path, str]:
+    """The file ``path`` names in ``sandbox`` and how to name it: the path itself, or, when
+    it does not exist and is a glob, its one match (``'m.py' (the one match of 'src/*.py')``;
+    Coder Eval's fallback). A missing file is returned as it is, for the caller to say so.
+
+    Raises:
+        CriterionError: the path leaves the sandbox; the glob matches more than one file (a
+            check of one file's content needs exactly one: the first ten are named).
+    """
+    try:
+        target = sandbox.resolve(path)
+        found = [] if target.exists() else sandbox.matches(path)
+    except SandboxEscape as exc:
+        raise CriterionError(str(exc)) from None
+    if len(found) > 1:
+        shown = ", ".join(found[:10]) + (" …" if len(found) > 10 else "")
+        raise CriterionError(f"'{path}' matches {len(found)} files ({shown}); a check of a "
+                             "file's content needs a path or glob naming exactly one")  # fmt: skip
+    if found:
+        return sandbox.resolve(found[0]), f"{found[0]}' (the one match of '{path}"
+    return target, path
 
 
 def sandbox_of(context: GradingContext) -> Sandbox:

@@ -29,13 +29,13 @@ from assay.criteria.base import (
     GradingContext,
     Service,
     basic_result,
+    located,
     read_text,
     sandbox_of,
 )
 from assay.criteria.code_similarity import ComparisonError, similarity
 from assay.results.task_result import CriterionResult
 from assay.sandbox.process import ProcessResult, tail
-from assay.sandbox.tempdir import SandboxEscape
 from assay.spec.code_criteria import ImportCheck, PylintScore, ReferenceComparison
 
 _FIND_SPECS = """\
@@ -119,10 +119,7 @@ class PylintScoreCriterion(PylintScore, Criterion):
     async def check(self, context: GradingContext) -> CriterionResult:
         """Run pylint in the sandbox and read its score."""
         sandbox = sandbox_of(context)
-        try:
-            target = sandbox.resolve(self.path)
-        except SandboxEscape as exc:
-            raise CriterionError(str(exc)) from None
+        target, _ = located(sandbox, self.path)
         if not target.exists():
             return basic_result(self, 0.0, f"'{self.path}' does not exist")
         argv = ["python3", "-m", "pylint", "--output-format=json2", *self.args]
@@ -130,7 +127,8 @@ class PylintScoreCriterion(PylintScore, Criterion):
             argv.append(f"--rcfile={self.rcfile}")
         if self.fail_under is not None:
             argv.append(f"--fail-under={self.fail_under:g}")
-        result = await sandbox.run(shlex.join([*argv, self.path]), env=context.env,
+        relative = target.relative_to(sandbox.root).as_posix()  # a glob's one match
+        result = await sandbox.run(shlex.join([*argv, relative]), env=context.env,
                                    timeout=self.timeout)  # fmt: skip
         report = _report(result, self.timeout)
         score = float(report["statistics"]["score"])

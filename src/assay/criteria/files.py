@@ -25,11 +25,15 @@ class FileExistsCriterion(FileExists, Criterion):
 
     async def check(self, context: GradingContext) -> CriterionResult:
         """Look for ``path`` in the sandbox."""
+        sandbox = sandbox_of(context)
         try:
-            target = sandbox_of(context).resolve(self.path)
+            found = sandbox.resolve(self.path).exists()
+            matched = [] if found else sandbox.matches(self.path)
         except SandboxEscape as exc:
             return basic_result(self, 0.0, "", error=str(exc))
-        found = target.exists()
+        if matched:  # a glob passes with one match or more (Coder Eval's rule)
+            shown = ", ".join(matched[:10]) + (" …" if len(matched) > 10 else "")
+            return basic_result(self, 1.0, f"'{self.path}' matches {len(matched)}: {shown}")
         return basic_result(
             self, 1.0 if found else 0.0, f"'{self.path}' {'exists' if found else 'does not exist'}"
         )

@@ -51,6 +51,12 @@ def _named_memory_kill(result: ProcessResult, groups: RowGroups, *, before: int)
     return replace(result, stderr=f"{stderr}assay: {groups.memory_note()}\n")
 
 
+GLOB_CHARS = frozenset("*?[")
+GLOB_IGNORED = frozenset({".git", "node_modules", "__pycache__", ".venv", "venv", ".tox",
+                          ".mypy_cache", ".pytest_cache"})  # fmt: skip
+"""Folders a criterion's glob never looks into (as Coder Eval's matches skip ignored dirs)."""
+
+
 class SandboxEscape(ValueError):
     """A path that would leave the sandbox."""
 
@@ -211,6 +217,28 @@ class Sandbox:
         if real != self._real and self._real not in real.parents:
             raise SandboxEscape(f"path '{relative}' resolves outside the sandbox (a symlink)")
         return candidate
+
+    def matches(self, pattern: str) -> list[str]:
+        """What the glob ``pattern`` matches inside the sandbox, sorted, as relative paths:
+        Coder Eval's fallback for a criterion's path that does not exist (``**`` crosses
+        folders; nothing under :data:`GLOB_IGNORED` folders, nothing through a link that
+        leads out); ``[]`` for a path without glob characters (``*``, ``?``, ``[``).
+
+        Raises:
+            SandboxEscape: ``pattern`` is absolute or climbs out with ``..``.
+        """
+        if not GLOB_CHARS & set(pattern):
+            return []
+        self.resolve(pattern)  # absolute or '..': refused as a plain path is
+        found = []
+        for path in self.root.glob(PurePosixPath(pattern.replace("\\", "/")).as_posix()):
+            relative = path.relative_to(self.root)
+            if GLOB_IGNORED & set(relative.parts[:-1]):
+                continue
+            real = path.resolve()
+            if real == self._real or self._real in real.parents:
+                found.append(relative.as_posix())
+        return sorted(found)
 
     def copy_to(self, destination: Path) -> Sandbox:
         """A copy at ``destination`` (a new folder) in which absolute symlinks that pointed
