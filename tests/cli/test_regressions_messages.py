@@ -97,13 +97,29 @@ def test_missing_dataset_file_hint_names_the_task_file_and_field(tmp_path: Path)
     assert "sub/k.yaml:4 (dataset.paths[0])" in done.stderr
 
 
-@pytest.mark.parametrize("field", ["rowid", "suiteid", "zzzz"])
+@pytest.mark.parametrize("field", ["rowid", "suiteid"])
 def test_unknown_field_hints_do_not_offer_writer_only_fields(tmp_path: Path, field: str) -> None:
     body = "initial_prompt: x\nsuccess_criteria:\n  - {type: response_match, expected: x}\n"
     done = assay("plan", str(task(tmp_path, body + f"{field}: 3\n")), cwd=tmp_path)
     assert done.returncode == 2
     assert f"unknown field '{field}'" in done.stderr
     assert "row_id" not in done.stderr and "suite_id" not in done.stderr
+
+
+def test_an_unknown_top_level_key_far_from_any_field_is_warned_and_ignored(
+    tmp_path: Path,
+) -> None:
+    """As Coder Eval does (a warning, the task runs): the common holder of YAML anchors
+    (``x-common: &c``) is fine; set on the command line, it is an error (it would do
+    nothing); a near miss of a field stays an error (above)."""
+    body = ("initial_prompt: x\nx-common: &c {expected: x}\n"
+            "success_criteria:\n  - {<<: *c, type: response_match}\n")  # fmt: skip
+    path = task(tmp_path, body)
+    done = assay("plan", str(path), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "x-common: unknown top-level field, ignored (as Coder Eval does)" in done.stderr
+    done = assay("plan", str(path), "-D", "zzzz=3", cwd=tmp_path)
+    assert done.returncode == 2 and "zzzz" in done.stderr, done.stderr
 
 
 def test_junit_says_a_gated_metric_was_not_produced(tmp_path: Path) -> None:

@@ -198,7 +198,9 @@ def test_an_agent_file_that_is_missing_or_broken_scores_zero(workdir: Path) -> N
 
 def test_the_reference_is_checked_when_the_task_loads(tmp_path: Path) -> None:
     bare = "{type: reference_comparison, agent_file: a.py, reference_file: s.py}"
-    assert "add reference: {directory:" in loads(tmp_path, bare).render()
+    rendered = loads(tmp_path, bare).render()
+    assert "success_criteria[0].type: reference_comparison compares" in rendered  # its line
+    assert "set reference.directory" in rendered
     head = "task_id: t\ndescription: d\ninitial_prompt: p\nreference: {directory: nowhere}\n"
     task = write(tmp_path / "t.yaml", head + "success_criteria:\n  - " + bare + "\n")
     from assay.errors import TaskFileError

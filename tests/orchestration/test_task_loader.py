@@ -323,3 +323,41 @@ def test_tool_criteria_on_an_agent_without_tool_calls_warn(tmp_path: Path, agent
         f"agent's tool calls and commands, and an agent of type '{kind}' makes none: it will "
         "not pass on any row (claude-code and codex record them)"
     ]
+
+
+def test_a_mistake_is_answered_with_its_fix(tmp_path: Path) -> None:
+    """A tab in the indentation, a run limit under ``agent:``, a list where the prompt needs
+    text: each error's hint says what to do (they named the problem only)."""
+    from assay import api
+    from assay.errors import DatasetError
+
+    with pytest.raises(TaskFileError) as caught:
+        load(tmp_path, MINIMAL.replace("  - type: response_match", "\t- type: response_match"))
+    assert caught.value.hint == "YAML indents with spaces only: replace the tab with spaces"
+    with pytest.raises(TaskFileError) as caught:
+        load(tmp_path, MINIMAL + "agent: {type: command, command: cat, max_turns: 3}\n")
+    assert caught.value.field == "agent.max_turns"
+    assert caught.value.hint == "it belongs in run_limits.max_turns: move it there"
+    listed = write(tmp_path / "l.yaml", MINIMAL.replace("text: hello}", "text: [1, 2]}"))
+    with pytest.raises(DatasetError) as found:
+        api.plan([str(listed)])
+    assert "give 'text' a text or a number in every row" in (found.value.hint or "")
+
+
+@pytest.mark.parametrize(("body", "line", "field"), [
+    ("agent: {type: none}\ninitial_prompt: hi\nsuccess_criteria:\n  - {type: file_exists, "
+     "path: x}\n", 4, "initial_prompt"),
+    ("agent: {type: none}\nsuccess_criteria:\n  - type: file_exists\n    path: x\n"
+     "    suite_thresholds: {pass_rate: 0.5}\n", 7, "success_criteria[0].suite_thresholds"),
+    ("agent: {type: none}\nsuccess_criteria:\n  - {type: file_exists, path: x}\n"
+     "  - {type: reference_comparison, agent_file: a, reference_file: b}\n", 6,
+     "success_criteria[1].type"),
+])  # fmt: skip
+def test_a_whole_task_check_names_the_field_and_its_line(
+    tmp_path: Path, body: str, line: int, field: str
+) -> None:
+    """Checks across fields (a prompt for no agent, gates without a dataset, a reference
+    comparison without a reference) point at the field that breaks them, not line 1."""
+    with pytest.raises(TaskFileError) as caught:
+        load(tmp_path, "task_id: t\ndescription: d\n" + body)
+    assert (caught.value.line, caught.value.field) == (line, field)

@@ -14,6 +14,7 @@ it without an import cycle.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, ClassVar, Literal
 
 from assay.spec.base import StrictModel
@@ -37,6 +38,11 @@ class AgentSpec(StrictModel):
     A subclass names its type as ``type: Literal["my-agent"]`` (what task files write).
     """
 
+    moved_fields: ClassVar[Mapping[str, str]] = {
+        "max_turns": "run_limits.max_turns", "max_tool_calls": "run_limits.max_tool_calls",
+        "timeout": "run_limits.task_timeout", "task_timeout": "run_limits.task_timeout",
+        "turn_timeout": "run_limits.turn_timeout",
+    }  # fmt: skip
     answers: ClassVar[bool] = True
     """Capability: the agent takes the prompt and gives a final response (``none``: it runs
     nothing, so a task gives it no prompt and a stored trace may stand in for it)."""

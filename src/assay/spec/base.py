@@ -49,6 +49,8 @@ class StrictModel(BaseModel):
     coder_eval_only: ClassVar[Mapping[str, str]] = {}
     writer_only: ClassVar[frozenset[str]] = frozenset()
     refused_fields: ClassVar[Mapping[str, str]] = {}
+    moved_fields: ClassVar[Mapping[str, str]] = {}
+    """Fields written here that belong elsewhere → where (an unknown field's hint)."""
 
 
 def no_nul(value: Any, what: str) -> Any:
@@ -109,8 +111,15 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str | None:
     return f"did you mean '{close[0]}'?" if close else None
 
 
-def screen(data: Any, model: type[StrictModel], loc: Loc = ()) -> ScreenResult:
+def screen(
+    data: Any, model: type[StrictModel], loc: Loc = (), *, lenient_top: bool = False
+) -> ScreenResult:
     """Check ``data`` (raw YAML) against ``model``'s fields, recursively.
+
+    ``lenient_top``: an unknown top-level key that is no near miss of a field (``x-common``,
+    a holder of YAML anchors) is left out with a warning, as Coder Eval warns about unknown
+    top-level keys and runs the task (originals.md §1.7); a near miss (``sucess_criteria``)
+    stays an error with its "did you mean".
 
     Returns:
         The data without Coder-Eval-only fields, and a warning ``(loc, text)`` for each.
@@ -119,8 +128,26 @@ def screen(data: Any, model: type[StrictModel], loc: Loc = ()) -> ScreenResult:
         ScreenError: an unknown field, a writer-only field, or an unknown union tag.
     """
     warnings: list[tuple[Loc, str]] = []
+    if lenient_top and isinstance(data, dict):
+        data = _without_unknown_top(data, model, loc, warnings)
     cleaned = _screen_model(data, model, loc, warnings)
     return ScreenResult(cleaned, warnings)
+
+
+def _without_unknown_top(
+    data: dict[Any, Any], model: type[StrictModel], loc: Loc, warnings: list[tuple[Loc, str]]
+) -> dict[Any, Any]:
+    known = set(model.model_fields) | set(model.coder_eval_only) | set(model.writer_only)
+    known |= set(model.refused_fields)
+    kept: dict[Any, Any] = {}
+    for key, value in data.items():
+        if key in known or did_you_mean(str(key), known) is not None:
+            kept[key] = value
+            continue
+        warnings.append(((*loc, str(key)), "unknown top-level field, ignored (as Coder Eval "
+                         "does): a holder of YAML anchors is fine; anything else here does "
+                         "nothing"))  # fmt: skip
+    return kept
 
 
 def _screen_model(
@@ -151,9 +178,10 @@ def _screen_model(
             continue
         if key not in fields:
             valid = sorted(set(fields) - model.writer_only)
-            hint = did_you_mean(str(key), set(valid) | set(model.coder_eval_only)) or (
-                "valid fields here: " + ", ".join(valid)
-            )
+            moved = model.moved_fields.get(str(key))
+            hint = (f"it belongs in {moved}: move it there" if moved else None) or did_you_mean(
+                str(key), set(valid) | set(model.coder_eval_only)
+            ) or ("valid fields here: " + ", ".join(valid))  # fmt: skip
             raise ScreenError(FieldProblem(key_loc, f"unknown field '{key}'", hint))
         info = fields[key]
         out[key] = _screen_value(value, info.annotation, info.metadata, key_loc, warnings)

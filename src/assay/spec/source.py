@@ -77,6 +77,17 @@ def read_yaml(path: Path) -> YamlDocument:
     return parse_yaml(text, path=path)
 
 
+def _tab_hint(text: str, line: int | None, problem: str) -> str | None:
+    """The fix when a tab in the indentation is what YAML stumbled on (it names a tab only
+    sometimes: "found character that cannot start any token" is a tab too)."""
+    lines = text.splitlines()
+    at = lines[line] if line is not None and 0 <= line < len(lines) else ""
+    indent = at[: len(at) - len(at.lstrip(" \t"))]
+    if "tab character" in problem or "\t" in indent:
+        return "YAML indents with spaces only: replace the tab with spaces"
+    return None
+
+
 def parse_yaml(text: str, *, path: Path) -> YamlDocument:
     """Parse YAML ``text`` that came from ``path`` (used only in messages)."""
     loader = _Loader(text)
@@ -92,7 +103,9 @@ def parse_yaml(text: str, *, path: Path) -> YamlDocument:
         line = mark.line + 1 if mark is not None else None
         problem = exc.problem or "invalid YAML"
         context = f" ({exc.context})" if exc.context else ""
-        raise TaskFileError(f"invalid YAML: {problem}{context}", file=path, line=line) from None
+        hint = _tab_hint(text, mark.line if mark is not None else None, problem)
+        raise TaskFileError(f"invalid YAML: {problem}{context}", file=path, line=line,
+                            hint=hint) from None  # fmt: skip
     except yaml.YAMLError as exc:
         raise TaskFileError(f"invalid YAML: {exc}", file=path) from None
     finally:

@@ -701,13 +701,13 @@ class TaskDefinition(StrictModel):
 
     @model_validator(mode="after")
     def _reference_needed(self) -> TaskDefinition:
-        if self.reference is None and any(
-            c.type == "reference_comparison" for c in self.success_criteria
-        ):
-            raise ValueError(
-                "reference_comparison compares with the task's reference solution: add "
-                "reference: {directory: <folder of the reference, relative to the task file>}"
-            )
+        needing = [i for i, c in enumerate(self.success_criteria)
+                   if c.type == "reference_comparison"]  # fmt: skip
+        if self.reference is None and needing:
+            raise located(("success_criteria", needing[0], "type"),
+                          "reference_comparison compares with the task's reference solution: "
+                          "set reference.directory (the folder of the reference, relative to "
+                          "the task file)")  # fmt: skip
         return self
 
     @field_validator("tags")
@@ -758,10 +758,11 @@ class TaskDefinition(StrictModel):
             raise ValueError("set either 'initial_prompt' or 'initial_prompt_file', not both")
         if not self.agent.answers:
             if has_prompt:
-                raise ValueError(
-                    f"agent type '{self.agent.type}' runs no agent, so a prompt would be ignored; "
-                    "remove initial_prompt or choose an agent"
-                )
+                given = "initial_prompt" if self.initial_prompt is not None else (
+                    "initial_prompt_file")  # fmt: skip
+                raise located((given,), f"agent type '{self.agent.type}' runs no agent, so a "
+                              "prompt would be ignored; remove initial_prompt or choose an "
+                              "agent")  # fmt: skip
         elif not has_prompt and self.dialog is None:  # a simulated user may open the dialog
             raise ValueError("Either 'initial_prompt' or 'initial_prompt_file' must be set")
         return self
@@ -802,12 +803,12 @@ class TaskDefinition(StrictModel):
 
     @model_validator(mode="after")
     def _gates_need_a_dataset(self) -> TaskDefinition:
-        gated = [c for c in self.success_criteria if c.gates]
+        gated = [i for i, c in enumerate(self.success_criteria) if c.gates]
         if gated and self.dataset is None and self.suite_id is None:
-            raise ValueError(
-                "suite_thresholds are only valid on tasks that declare a dataset: "
-                f"criterion '{gated[0].type}' sets them"
-            )
+            first = self.success_criteria[gated[0]]
+            raise located(("success_criteria", gated[0], "suite_thresholds"),
+                          "suite_thresholds are only valid on tasks that declare a dataset: "
+                          f"criterion '{first.type}' sets them")  # fmt: skip
         return self
 
     @model_validator(mode="after")

@@ -142,7 +142,7 @@ def load_document(
         data, left_out = _without_unsupported(data, display=display, document=document)
     model = task_model(data, criteria)
     try:
-        screened = screen(data, model)
+        screened = screen(data, model, lenient_top=True)
     except ScreenError as exc:
         problem = exc.problem
         line, hint = _origin(problem.loc, document, placed, problem.hint)

@@ -686,7 +686,13 @@ def _placeholder_error(
     file, line = rows.origin(index)
     try:
         scalar_text(name, row)
-    except (PlaceholderKeyError, PlaceholderTypeError) as exc:
+    except PlaceholderTypeError as exc:
+        raise DatasetError(str(exc), file=file, line=line, row_id=row_id,
+                           hint=f"it is used in {', '.join(used_in)}, which takes text: give "
+                                f"'{name}' a text or a number in every row (a list or an "
+                                "object cannot be put into text: write it as text in the "
+                                "dataset)") from None  # fmt: skip
+    except PlaceholderKeyError as exc:
         raise DatasetError(str(exc), file=file, line=line, row_id=row_id,
                            hint=f"it is used in {', '.join(used_in)}: give every row the key, "
                                 "or correct the placeholder") from None  # fmt: skip
