@@ -54,6 +54,7 @@ from assay.results.task_result import (
     JudgeRef,
     JudgeSampleRecord,
 )
+from assay.sandbox.tempdir import SandboxEscape
 from assay.spec.criteria import LlmJudge
 from assay.spec.judge import JudgeAsset, VerdictSpec, judge_metric_names
 from assay.spec.judge_criteria import TASK_DIR_PREFIXES, SystemOneJudge
@@ -193,19 +194,21 @@ def _read_entry(entry: str, context: GradingContext, task_dir: str) -> list[tupl
             if not path.is_file():
                 return [(entry, "(this file does not exist)")]
             return [(entry, path.read_text(encoding="utf-8", errors="replace"))]
-    text = read_text(entry, context)
-    if text.value is not None or not glob.has_magic(entry):
+    if not glob.has_magic(entry):
+        text = read_text(entry, context)
         return [(entry, text.value if text.value is not None else "(this file does not exist)")]
-    root = sandbox_of(context).root
-    matches = sorted(p for p in root.glob(entry) if p.is_file())[:MAX_GLOB_FILES]
-    if not matches:
+    sandbox = sandbox_of(context)
+    try:  # the literal path first, then the glob (Sandbox.matches: no ignored folder, no link out)
+        literal = sandbox.resolve(entry).is_file()
+        names = [] if literal else sandbox.matches(entry)
+    except SandboxEscape as exc:
+        raise CriterionError(str(exc)) from None
+    if literal:
+        return [(entry, read_text(entry, context).value or "")]
+    files = [name for name in names if (sandbox.root / name).is_file()][:MAX_GLOB_FILES]
+    if not files:
         return [(entry, "(no file matches this pattern)")]
-    found = []
-    for path in matches:
-        name = path.relative_to(root).as_posix()
-        value = read_text(name, context).value
-        found.append((name, value or ""))
-    return found
+    return [(name, read_text(name, context).value or "") for name in files]
 
 
 def _transcript(spec: LlmJudge, rubric: str, context: GradingContext) -> str | None:
