@@ -29,6 +29,7 @@ from typing import Any
 
 from assay.api.regrade import GradingSession, grading_session, task_of
 from assay.criteria.agent_judge import AgentJudgeCriterion
+from assay.criteria.registry import default_criteria
 from assay.errors import StoreError, UsageError
 from assay.judges.agreement import Compared, Value, agreement_report
 from assay.judges.calibration import (
@@ -41,6 +42,7 @@ from assay.judges.calibration import (
 from assay.orchestration.running.runfiles import load_task_json, scan_task_jsons
 from assay.results.task_result import CriterionResult, EvaluationResult
 from assay.spec.judge import VerdictSpec
+from assay.spec.task import TaskDefinition
 from assay.store import Store
 
 BINARY = VerdictSpec(kind="binary")
@@ -132,6 +134,7 @@ def _read_examples(
                                "content_hash": pinned.content_hash,
                                "item_count": pinned.item_count})  # fmt: skip
     bad: list[str] = []
+    registry = default_criteria()  # built once: the rows' tasks are read with it
     for example in store.iter_examples(dataset, pinned.number):
         label, folder = example.data.get(label_field), example.data.get("folder")
         if label is None:
@@ -147,19 +150,18 @@ def _read_examples(
             bad.append(f"{example.example_id}: {exc}")
             continue
         result = load_task_json(path)
-        judge = _judge_of(result, path.parent.relative_to(run_dir).as_posix(), criterion)
+        folder_name = path.parent.relative_to(run_dir).as_posix()
+        judge = _judge_of(task_of(result, registry), folder_name, criterion)
         found.rows.append(_Row(example.example_id, human, path, result, judge))
     _check(found, bad, dataset=f"{dataset}@{pinned.number}", label_field=label_field,
            run_dir=run_dir)  # fmt: skip
     return found
 
 
-def _judge_of(result: EvaluationResult, folder: str, criterion: int | None) -> AgentJudgeCriterion:
+def _judge_of(task: TaskDefinition, folder: str, criterion: int | None) -> AgentJudgeCriterion:
     """The row's ``agent_judge`` as its task recorded it (``criterion``: its position among
     the task's criteria, from 0)."""
-    from assay.criteria.registry import default_criteria
-
-    specs = list(task_of(result, default_criteria()).success_criteria)
+    specs = list(task.success_criteria)
     judges = [i for i, spec in enumerate(specs) if isinstance(spec, AgentJudgeCriterion)]
     if criterion is None and len(judges) == 1:
         return specs[judges[0]]  # type: ignore[return-value]
