@@ -383,6 +383,10 @@ def test_a_program_that_is_not_there_is_named_without_the_wrapper(tmp_path: Path
     ("max_memory_mb", 1, "greater than or equal to 6"),
     ("max_cpus", 1e9, "less than or equal to 4096"),
     ("max_cpus", 0.001, "greater than or equal to 0.01"),
+    ("max_cpus", "true", "a valid number"),
+    ("max_cpus", '"0.5"', "a valid number"),
+    ("max_memory_mb", "true", "a valid integer"),
+    ("max_memory_mb", '"64"', "a valid integer"),
 ])  # fmt: skip
 def test_limits_past_what_a_machine_takes_are_refused_naming_the_field(
     tmp_path: Path, field: str, value: float, words: str
@@ -417,3 +421,32 @@ def test_a_rows_groups_are_closed_off_the_event_loop(
     task = write(tmp_path / "t.yaml", BIG.format(driver="tempdir").replace("64", "1024"))
     assert api.run([str(task)], run_dir=str(tmp_path / "runs")).passed
     assert len(closed_in) == 1 and closed_in[0] != threading.main_thread().name
+
+
+def test_a_frozen_process_found_by_its_marker_is_thawed_and_ends(tmp_path: Path) -> None:
+    """The environment/working-folder scan (which finds what left the row's groups) thaws
+    what it kills too, as closing the groups does."""
+    from assay.sandbox.process import end_marked_processes
+
+    freezer = Path("/sys/fs/cgroup/freezer")
+    if os.geteuid() != 0 or not (freezer / "cgroup.procs").exists():
+        pytest.skip("needs root and a cgroup v1 freezer hierarchy")
+    ice = freezer / f"assay-test-scan-{os.getpid()}"
+    ice.mkdir()
+    marker = f"ASSAY_SANDBOX={tmp_path}"
+    sleeper = subprocess.Popen(["sleep", "300"], env={"PATH": "/usr/bin:/bin",
+                                                      "ASSAY_SANDBOX": str(tmp_path)})  # fmt: skip
+    try:
+        (ice / "cgroup.procs").write_text(f"{sleeper.pid}\n")
+        (ice / "freezer.state").write_text("FROZEN\n")
+        deadline = time.monotonic() + 10
+        while (ice / "freezer.state").read_text().strip() != "FROZEN":
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        assert sleeper.pid in end_marked_processes(marker)
+        assert sleeper.wait(10) == -9
+    finally:
+        sleeper.kill()
+        (ice / "freezer.state").write_text("THAWED\n")
+        time.sleep(0.1)
+        ice.rmdir()

@@ -142,7 +142,7 @@ class RowGroups:
                         os.kill(pid, signal.SIGKILL)
                         killed.append(pid)
                     if rounds:  # still there after a kill: frozen?
-                        _thaw(pid)
+                        thaw(pid)
                 rounds += 1
                 time.sleep(0.01)
         for folder in self.folders.values():
@@ -151,7 +151,7 @@ class RowGroups:
         return sorted(set(killed))
 
 
-def _thaw(pid: int) -> None:
+def thaw(pid: int) -> None:
     """Thaw the cgroup v1 freezer groups that hold ``pid`` stopped (its own and those above
     it that were frozen themselves, ``freezer.self_freezing``), outermost first: a frozen
     process acts on a pending ``SIGKILL`` only once thawed. Nothing when no freezer

@@ -25,6 +25,7 @@ from typing import Any
 
 from assay.results.io import REDACT_WINDOW, OutputLogs, StreamLog
 from assay.results.secrets import clip_tail, stream_cut, stream_spans, stream_start
+from assay.sandbox.cgroups import thaw
 
 
 class _ExitProtocol(asyncio.subprocess.SubprocessStreamProtocol):
@@ -485,8 +486,9 @@ def end_marked_processes(marker: str, *, inside: Path | None = None) -> list[int
     ``NAME=value`` that only one row's programs get, e.g. its ``ASSAY_SANDBOX``), or whose
     working directory is ``inside`` that folder (the row's sandbox): the processes a row
     started and left running, also those that left its process group (``setsid … &``,
-    ``nohup … &``) and those that cleared their environment too (``env -i setsid … &``).
-    Linux only (reads ``/proc``); elsewhere a no-op.
+    ``nohup … &``) and those that cleared their environment too (``env -i setsid … &``);
+    one frozen in a cgroup v1 freezer group is thawed so the kill lands
+    (:func:`assay.sandbox.cgroups.thaw`). Linux only (reads ``/proc``); elsewhere a no-op.
 
     Returns:
         The pids signalled.
@@ -503,6 +505,7 @@ def end_marked_processes(marker: str, *, inside: Path | None = None) -> list[int
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(int(name), signal.SIGKILL)
                 ended.append(int(name))
+            thaw(int(name))  # one stopped in a frozen freezer group acts on it once thawed
     return ended
 
 

@@ -16,6 +16,7 @@ from pydantic import (
     Field,
     SerializeAsAny,
     StrictBool,
+    StrictFloat,
     StrictInt,
     StrictStr,
     ValidationError,
@@ -474,9 +475,9 @@ class SandboxLimits(StrictModel):
     max_log_mb: float = Field(default=256, gt=0, le=1024 * 1024)
     # 6 MiB is the least Docker's --memory takes; 2**30 MiB (1 PiB) is past any machine,
     # short of where the byte count would overflow the kernel's 64 bits
-    max_memory_mb: int | None = Field(default=None, ge=6, le=2**30)
+    max_memory_mb: StrictInt | None = Field(default=None, ge=6, le=2**30)
     # 0.01: the kernel's least CFS quota (1 ms) per the 100 ms period, Docker's least --cpus
-    max_cpus: float | None = Field(default=None, ge=0.01, le=4096)
+    max_cpus: StrictFloat | None = Field(default=None, ge=0.01, le=4096)  # not true, not "1"
 
     @property
     def max_output_bytes(self) -> int:
