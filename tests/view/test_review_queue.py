@@ -150,6 +150,9 @@ def test_only_the_queues_used_last_are_kept(tmp_path: Path) -> None:
     scratch.mkdir()
     for seed in range(KEPT):
         build_queue(index_db, scratch / f"queue-{seed:03}.sqlite", "random", seed=seed)
+    hours_ago = time.time() - 7200
+    for path in scratch.glob("queue-*.sqlite"):  # no walk used them for two hours
+        os.utime(path, (hours_ago, hours_ago))
     later = time.time() + 60
     os.utime(scratch / "queue-000.sqlite", (later, later))  # the first, used again: kept
     newer = [f"queue-new{n}.sqlite" for n in range(5)]
@@ -157,3 +160,19 @@ def test_only_the_queues_used_last_are_kept(tmp_path: Path) -> None:
         build_queue(index_db, scratch / name, "random", seed=1000 + n)
     kept = {p.name for p in scratch.glob("queue-*.sqlite")}
     assert len(kept) == KEPT and {"queue-000.sqlite", *newer} <= kept
+    for n in range(KEPT + 3):  # walks in progress (used in the last half hour) are all kept
+        build_queue(index_db, scratch / f"queue-walk{n}.sqlite", "random", seed=2000 + n)
+    assert len(list(scratch.glob("queue-walk*.sqlite"))) == KEPT + 3
+
+
+def test_a_queue_file_cut_or_removed_meanwhile_is_written_again(tmp_path: Path) -> None:
+    """Another request's pruning (or a cut file) never leaves a queue that fails every
+    later request: it is written again."""
+    index_db, path = tmp_path / "index.sqlite", tmp_path / "queue-x.sqlite"
+    _index_of(index_db, [("r0", "passed", None), ("r1", "failed", None)])
+    first = build_queue(index_db, path, "failed")
+    path.write_bytes(b"")  # cut to nothing
+    again = build_queue(index_db, path, "failed")
+    assert again.length == first.length == 2 and again.folder(0) == "r1"
+    path.write_bytes(b"not a database at all")
+    assert build_queue(index_db, path, "failed").length == 2

@@ -545,7 +545,7 @@ def _review_page(
     index.wait()
     human = _labels_of(book, entry.key, at) if order == "disagree" else {}
     # the queue as it was when the walk started (``g``): rows that arrive later join its end
-    started = index.generation if started is None else started
+    started = index.generation if started is None else min(started, index.generation)
     key = (str(index.db_path), order, seed, scale, at if order == "disagree" else 0, started)
     name = hashlib.sha256(repr(key).encode()).hexdigest()[:16]
     rows = build_queue(index.db_path, ws.scratch / f"queue-{name}.sqlite", order, seed=seed,

@@ -7,7 +7,8 @@ labels version) by one ``INSERT … SELECT … ORDER BY`` over the run's index. 
 is still running, the rows that reach the index later are added at the end of the queue
 (in the same order among themselves): the rows ahead of a reviewer never move, and none is
 shown twice or skipped. The viewer keeps the :data:`KEPT` queues used last (by the file's
-time) and removes older ones. Orders (:data:`ORDERS`), each then in the run's own order
+time), and any used in the last half hour (up to :data:`MOST`), and removes older ones.
+Orders (:data:`ORDERS`), each then in the run's own order
 (suite, variant, row, replicate):
 
 - ``uncertain``: the rows whose judges were least sure first (highest ``uncertainty``; rows
@@ -29,6 +30,7 @@ import json
 import os
 import sqlite3
 import tempfile
+import time
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +41,8 @@ from assay.view.review import Scale, disagrees
 
 ORDERS = ("uncertain", "disagree", "failed", "random", "dataset")
 KEPT = 32  # queue files kept in a scratch folder
+ACTIVE_SECONDS = 1800  # a queue used this recently is a walk in progress: kept (up to MOST)
+MOST = 256
 _RUN_ORDER = "suite, variant, ord_index, ord_id, replicate"
 _FIRST = {
     "uncertain": "uncertainty IS NULL, uncertainty DESC, ",
@@ -95,7 +99,11 @@ def build_queue(
         raise UsageError(f"no review order '{order}'", hint=f"one of {', '.join(ORDERS)}")
     ordering = _Ordering(order, seed, human or {}, scale or Scale())
     if path.exists():
-        return _extended(index_db, path, ordering, generation)
+        try:
+            return _extended(index_db, path, ordering, generation)
+        except sqlite3.DatabaseError:  # pruned or cut meanwhile: written again below
+            with contextlib.suppress(OSError):
+                path.unlink()
     handle, name = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".partial")
     os.close(handle)
     db = ordering.connect(Path(name), index_db)
@@ -126,10 +134,12 @@ class _Ordering:
     def sql(self) -> str:
         return f"{_FIRST[self.order]}{_RUN_ORDER}"
 
-    def connect(self, path: Path, index_db: Path) -> sqlite3.Connection:
+    def connect(self, path: Path, index_db: Path, *, create: bool = True) -> sqlite3.Connection:
         """The queue file ``path`` with the run's index attached as ``src`` and the order's
-        functions."""
-        db = sqlite3.connect(path, timeout=30, check_same_thread=False)
+        functions (``create=False``: an existing file only; one removed meanwhile raises
+        ``sqlite3.OperationalError`` instead of being made empty)."""
+        where = str(path) if create else f"file:{path}?mode=rw"
+        db = sqlite3.connect(where, timeout=30, check_same_thread=False, uri=not create)
         db.create_function("shuffled", 1, _shuffle_key(self.seed), deterministic=True)
         db.create_function("disagreement", 3, _disagreement(self.human, self.scale),
                            deterministic=True)  # fmt: skip
@@ -140,7 +150,7 @@ class _Ordering:
 def _extended(index_db: Path, path: Path, ordering: _Ordering, generation: int) -> Queue:
     """The queue at ``path``, the rows the index gained since it was written (a later
     ``generation``) added at its end in the queue's order; touched, as used last."""
-    db = ordering.connect(path, index_db)
+    db = ordering.connect(path, index_db, create=False)
     try:
         (written,) = db.execute("SELECT generation FROM meta").fetchone()
         if written < generation:
@@ -161,16 +171,20 @@ def _extended(index_db: Path, path: Path, ordering: _Ordering, generation: int) 
 
 
 def _prune(folder: Path, *, keep: Path) -> None:
-    """Remove the queue files of ``folder`` but the :data:`KEPT` used last (and ``keep``)."""
+    """Remove the queue files of ``folder`` but the :data:`KEPT` used last, ``keep``, and
+    any used in the last :data:`ACTIVE_SECONDS` (a reviewer's walk: removing it would sort
+    its later rows again), up to :data:`MOST` files."""
     queues = []
     for path in folder.glob("queue-*.sqlite"):
         with contextlib.suppress(OSError):
-            queues.append((path.stat().st_mtime_ns, path))
+            queues.append((path.stat().st_mtime, path))
     queues.sort(reverse=True)
-    for _, path in queues[KEPT:]:
-        if path != keep:
-            with contextlib.suppress(OSError):
-                path.unlink()
+    recent = time.time() - ACTIVE_SECONDS
+    for rank, (used, path) in enumerate(queues):
+        if rank < KEPT or path == keep or (used >= recent and rank < MOST):
+            continue
+        with contextlib.suppress(OSError):
+            path.unlink()
 
 
 def _shuffle_key(seed: int) -> Any:
