@@ -158,3 +158,21 @@ def test_evaluate_warns_that_it_grades_a_redacted_answer(
     assert warning in capsys.readouterr().err
     (found,) = [w for w in regraded.summary.warnings if w.startswith(warning)]
     assert found.endswith("1 of them scored differently than in the run: shaped#00")
+
+
+def test_only_a_callers_own_progress_gets_a_redacted_copy_of_each_row() -> None:
+    """assay's own display printing through a redacting stream (as the command line's does),
+    ``True``/``False`` and ``NoProgress`` need no copy; a caller's object, or a display on a
+    plain stream, gets one (the command line's run paid for a copy of every row)."""
+    import io
+
+    from assay.api.runs import _prints_redacted
+    from assay.orchestration.running.progress import NoProgress
+    from assay.reports.progress import PlainProgress, RichProgress
+    from assay.results.output import RedactingStream
+
+    redacting = RedactingStream(io.StringIO())
+    for given in (True, False, NoProgress(), PlainProgress(redacting), RichProgress(redacting)):
+        assert _prints_redacted(given), given
+    for given in (_Seen(), PlainProgress(io.StringIO())):
+        assert not _prints_redacted(given), given

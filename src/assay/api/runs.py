@@ -35,7 +35,7 @@ from assay.providers.cache import parse_duration
 from assay.providers.limits import EndpointLimits
 from assay.reports.progress import make_progress
 from assay.reports.session import write_session_reports
-from assay.results.output import console
+from assay.results.output import RedactingStream, console
 from assay.spec.task import TaskDefinition
 
 TaskInput = str | Path | LoadedTask | TaskDefinition | Mapping[str, Any]
@@ -316,7 +316,7 @@ def _request(
         runs_root=runs_root,
         options=RunOptions(jobs=jobs, stage=stage, keep_sandboxes=keep),
         progress=_progress(options.get("progress", False), out),
-        redact_progress=not isinstance(options.get("progress", False), bool),
+        redact_progress=not _prints_redacted(options.get("progress", False)),
         junit_path=Path(junit) if junit is not None else None,
         command=options.get("command"),
         models=_model_settings(options),
@@ -357,6 +357,15 @@ def _model_settings(options: SessionKeywords) -> ModelSettings:
         raise UsageError(f"timeout must be a positive number of seconds, got {timeout}")
     return ModelSettings(max_retries=retries, timeout=timeout, cache=cache,
                          cache_expiry=expiry)  # fmt: skip
+
+
+def _prints_redacted(choice: bool | Progress) -> bool:
+    """Whether the progress asked for needs no redacted copy of each row: assay's own
+    display (``True``, or one made by the command line) prints through a redacting stream,
+    and ``NoProgress`` prints nothing; a caller's own object is told redacted text."""
+    if isinstance(choice, bool | NoProgress):
+        return True
+    return isinstance(getattr(choice, "stream", None), RedactingStream)
 
 
 def _progress(choice: bool | Progress, stream: TextIO) -> Progress:

@@ -142,6 +142,7 @@ class RichProgress:
         )
 
         self.counts = _Counts()
+        self.stream = stream if stream is not None else sys.stderr  # where it prints
         self.bar = Progress(
             TextColumn("[bold]assay"),
             BarColumn(),
