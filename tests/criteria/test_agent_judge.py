@@ -323,6 +323,15 @@ def test_judge_calibrate_measures_a_runs_agent_judge_against_labels(tmp_path: Pa
     assert (report["rows_compared"], report["rows_judge_error"], report["rows_unlabelled"],
             report["rows_elsewhere"]) == (3, 1, 1, 1)  # fmt: skip
     assert report["agreement"]["value"] == 2 / 3
+    assert report["rows_total"] == 6 and report["judge_tokens"] > 0
+    assert report["binary_counts"] == {
+        "tp": 1,
+        "fn": 1,
+        "positives": 2,
+        "tn": 1,
+        "fp": 0,
+        "negatives": 1,
+    }  # reads: pass labelled, judged 0.3
     assert [d["example_id"] for d in report["disagreements"]] == ["r/reads"]  # 0.3 now: fail
     assert report["judge_errors"][0]["example_id"] == "r/silent"
     assert (

@@ -20,8 +20,6 @@ it).
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -33,9 +31,11 @@ from assay.criteria.registry import default_criteria
 from assay.errors import StoreError, UsageError
 from assay.judges.agreement import Compared, Value, agreement_report
 from assay.judges.calibration import (
-    BAD_LABELS_SHOWN,
     CALIBRATION_SCHEMA_VERSION,
     CalibrationResult,
+    Progress,
+    each_in_order,
+    first_few,
     human_value,
     write_calibration,
 )
@@ -46,7 +46,6 @@ from assay.spec.task import TaskDefinition
 from assay.store import Store
 
 BINARY = VerdictSpec(kind="binary")
-Progress = Callable[[int, int], None]
 
 
 @dataclass
@@ -181,10 +180,9 @@ def _check(
     found: _Examples, bad: list[str], *, dataset: str, label_field: str, run_dir: Path
 ) -> None:
     if bad:
-        more = f" (and {len(bad) - BAD_LABELS_SHOWN} more)" if len(bad) > BAD_LABELS_SHOWN else ""
         raise StoreError(
             f"{len(bad)} example(s) of {dataset} have a '{label_field}' that is not a binary "
-            f"label: " + "; ".join(bad[:BAD_LABELS_SHOWN]) + more,
+            f"label: " + first_few(bad),
             field=label_field,
             hint="an agent judge's verdict is read as pass or fail: label pass/fail (or set "
             "a label to null to leave the row out)",
@@ -203,19 +201,12 @@ async def _judge(
     session: GradingSession, rows: list[_Row], *, jobs: int, progress: Progress | None
 ) -> list[CriterionResult]:
     """Each row judged again by its agent judge, ``jobs`` at a time, in the rows' order."""
-    slots = asyncio.Semaphore(max(1, jobs))
-    done = 0
 
     async def one(row: _Row) -> CriterionResult:
-        nonlocal done
-        async with slots:
-            (judged,) = await session.grade(row.path, row.result, [row.judge])
-        done += 1
-        if progress is not None:
-            progress(done, len(rows))
+        (judged,) = await session.grade(row.path, row.result, [row.judge])
         return judged
 
-    return list(await asyncio.gather(*(one(row) for row in rows)))
+    return await each_in_order(rows, one, jobs=jobs, progress=progress)
 
 
 def _report(

@@ -25,11 +25,11 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from assay.agents.llm import model_key
 from assay.data.substitute import PlaceholderKeyError, PlaceholderTypeError
@@ -56,6 +56,8 @@ TRUE_WORDS = frozenset({"true", "yes", "y", "pass", "passed", "correct", "1", "g
 FALSE_WORDS = frozenset({"false", "no", "n", "fail", "failed", "incorrect", "0", "bad"})
 BAD_LABELS_SHOWN = 5
 Progress = Callable[[int, int], None]
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 @dataclass(frozen=True)
@@ -195,24 +197,26 @@ def read_cases(
     if unfilled:
         raise StoreError(
             f"{len(unfilled)} example(s) of {dataset}@{pinned.number} cannot fill the rubric "
-            f"of judge {asset.name}: " + "; ".join(unfilled[:BAD_LABELS_SHOWN])
-            + (f" (and {len(unfilled) - BAD_LABELS_SHOWN} more)"
-               if len(unfilled) > BAD_LABELS_SHOWN else ""),
+            f"of judge {asset.name}: " + first_few(unfilled),
             hint="give the examples the fields the rubric's ${row.x} name (an object field "
             "'row' counts too), or calibrate a judge whose rubric names only their fields",
         )  # fmt: skip
     if bad:
-        more = f" (and {len(bad) - BAD_LABELS_SHOWN} more)" if len(bad) > BAD_LABELS_SHOWN else ""
         raise StoreError(
             f"{len(bad)} example(s) of {dataset}@{pinned.number} have a '{label_field}' that "
             f"is not a verdict of judge {asset.name} ({asset.definition.verdict.describe()}): "
-            + "; ".join(bad[:BAD_LABELS_SHOWN])
-            + more,
+            + first_few(bad),
             field=label_field,
             hint="fix the labels (or set them to null to leave a row out), or calibrate a "
             "judge whose verdict fits them",
         )
     return found
+
+
+def first_few(problems: Sequence[str]) -> str:
+    """The first :data:`BAD_LABELS_SHOWN` of ``problems``, joined, and how many more."""
+    more = len(problems) - BAD_LABELS_SHOWN
+    return "; ".join(problems[:BAD_LABELS_SHOWN]) + (f" (and {more} more)" if more > 0 else "")
 
 
 def _has_field(dataset: str, fields: Mapping[str, str], name: str, role: str) -> None:
@@ -259,19 +263,35 @@ async def judge_cases(
     progress: Progress | None = None,
 ) -> list[JudgeOutcome]:
     """Judge every case, ``jobs`` at a time; outcomes in the cases' order."""
+
+    async def one(case: Case) -> JudgeOutcome:
+        return await judge_case(model, asset.definition, case.case)
+
+    return await each_in_order(cases, one, jobs=jobs, progress=progress)
+
+
+async def each_in_order(
+    items: Sequence[T],
+    judge: Callable[[T], Awaitable[R]],
+    *,
+    jobs: int,
+    progress: Progress | None = None,
+) -> list[R]:
+    """``judge(item)`` for every item, ``jobs`` at a time, the answers in the items' order;
+    ``progress(done, total)`` after each."""
     slots = asyncio.Semaphore(max(1, jobs))
     done = 0
 
-    async def one(case: Case) -> JudgeOutcome:
+    async def one(item: T) -> R:
         nonlocal done
         async with slots:
-            outcome = await judge_case(model, asset.definition, case.case)
+            answer = await judge(item)
         done += 1
         if progress is not None:
-            progress(done, len(cases))
-        return outcome
+            progress(done, len(items))
+        return answer
 
-    return list(await asyncio.gather(*(one(c) for c in cases)))
+    return list(await asyncio.gather(*(one(item) for item in items)))
 
 
 def build_report(
