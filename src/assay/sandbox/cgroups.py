@@ -119,8 +119,12 @@ class RowGroups:
                     return int(value)
         return 0
 
-    def memory_note(self) -> str:
-        """What the error of a row killed for memory says."""
+    def memory_note(self, *, since: int = -1) -> str | None:
+        """What the error of a row killed for memory says: when the kernel killed one of its
+        processes for memory after the count was ``since`` (:meth:`oom_kills`; ``-1``:
+        always), else ``None``."""
+        if since >= 0 and self.oom_kills() <= since:
+            return None
         return (f"killed for memory: the row's processes passed sandbox.limits.max_memory_mb "
                 f"({self.memory_mb} MiB)")  # fmt: skip
 

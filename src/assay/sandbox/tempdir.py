@@ -44,11 +44,12 @@ def _named_memory_kill(result: ProcessResult, groups: RowGroups, *, before: int)
     memory (more kills than ``before``) says so on its stderr, naming
     ``sandbox.limits.max_memory_mb``, as the ``docker`` driver's programs do."""
     if result.exit_code not in (-signal.SIGKILL, 128 + signal.SIGKILL):
-        return result
-    if groups.oom_kills() <= before:
+        return result  # (the count is read only for a killed program)
+    note = groups.memory_note(since=before)
+    if note is None:
         return result
     stderr = result.stderr + ("" if result.stderr.endswith("\n") or not result.stderr else "\n")
-    return replace(result, stderr=f"{stderr}assay: {groups.memory_note()}\n")
+    return replace(result, stderr=f"{stderr}assay: {note}\n")
 
 
 GLOB_CHARS = frozenset("*?[")

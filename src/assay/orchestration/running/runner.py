@@ -765,8 +765,8 @@ def _killed_for_memory(outcome: AgentOutcome, groups: RowGroups, *, before: int)
     """An agent that failed after the kernel killed one of the row's processes for memory
     while it ran (more kills than ``before``) says so, naming
     ``sandbox.limits.max_memory_mb`` (as the docker driver does)."""
-    if outcome.status not in ("error", "timeout") or groups.oom_kills() <= before:
+    note = groups.memory_note(since=before) if outcome.status in ("error", "timeout") else None
+    if note is None:
         return outcome
-    note = groups.memory_note()
     return replace(outcome, status="error",
                    error=f"{outcome.error}; {note}" if outcome.error else note)  # fmt: skip
