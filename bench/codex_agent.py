@@ -23,11 +23,10 @@ Usage: python bench/codex_agent.py [ROWS] [REPEATS] [LATENCY_SECONDS]
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
-from coding_agent import JOBS, example_tasks, free_port, side_by_side
+from coding_agent import JOBS, example_tasks, free_port, side_by_side, start_upstream
 from common import BENCH, REPO, WORK, save
 
 KEY = "bench-key"
@@ -52,9 +51,7 @@ def main(rows: int = 24, repeats: int = 2, latency: float = 0.2) -> dict[str, ob
     port = free_port()
     upstream = f"http://127.0.0.1:{port}"
     tasks = prepare(WORK / "codex_agent", rows, upstream)
-    server = subprocess.Popen([sys.executable, str(BENCH / "openai_server.py"), str(port),
-                               str(latency)], stdout=subprocess.PIPE, text=True)  # fmt: skip
-    assert server.stdout is not None and server.stdout.readline().startswith("ready")
+    server = start_upstream(port, latency, "openai_server.py")
     bare = [str(BENCH / "bare_codex_loop.sh"), str(CODEX),
             str(tasks / "datasets" / "sentiment.jsonl"), str(JOBS), upstream]  # fmt: skip
     try:

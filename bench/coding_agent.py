@@ -81,8 +81,11 @@ def prepare(folder: Path, rows: int, upstream: str) -> Path:
     return tasks
 
 
-def start_upstream(port: int, latency: float) -> subprocess.Popen[str]:
-    server = subprocess.Popen([sys.executable, str(BENCH / "anthropic_server.py"), str(port),
+def start_upstream(
+    port: int, latency: float, script: str = "anthropic_server.py"
+) -> subprocess.Popen[str]:
+    """The scripted model server ``bench/<script>`` on ``port``, once it listens."""
+    server = subprocess.Popen([sys.executable, str(BENCH / script), str(port),
                                str(latency)], stdout=subprocess.PIPE, text=True)  # fmt: skip
     assert server.stdout is not None and server.stdout.readline().startswith("ready")
     return server
