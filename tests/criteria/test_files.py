@@ -476,6 +476,12 @@ def test_a_path_that_does_not_exist_is_read_as_a_glob(sandbox: Sandbox, tmp_path
     assert exists({"path": "nothing/*.py"}, context).score == 0.0
     one = file_check({"path": "src/p*/m.py", "includes": ["hello"]}, context)
     assert one.score == 1.0 and one.error is None
+    from assay.criteria.base import read_text
+
+    assert (
+        read_text("src/p*/m.py", context).source
+        == "'src/pkg/m.py' (the one match of 'src/p*/m.py')"
+    )
     with pytest.raises(CriterionError, match=r"'src/\*/m.py' matches 2 files \(src/other/m.py, "
                        r"src/pkg/m.py\); a check of a file's content needs"):  # fmt: skip
         file_check({"path": "src/*/m.py", "includes": ["hello"]}, context)

@@ -112,28 +112,28 @@ def read_text(path: str | None, context: GradingContext) -> Text:
     """
     if path is None:
         return Text(context.response, "the final response")
-    target, shown = located(sandbox_of(context), path)
+    target, name = located(sandbox_of(context), path)
     if not target.exists():
-        return Text(None, f"'{path}'")
-    path = shown
+        return Text(None, name)
     if target.is_dir():
-        raise CriterionError(f"'{path}' is a directory, not a file")
+        raise CriterionError(f"{name} is a directory, not a file")
     if not target.is_file():  # a FIFO or a device would block the read forever
-        raise CriterionError(f"'{path}' is not a regular file")
+        raise CriterionError(f"{name} is not a regular file")
     with target.open("rb") as handle:
         data = handle.read(MAX_READ_BYTES + 1)
     if len(data) > MAX_READ_BYTES:
         raise CriterionError(
-            f"'{path}' is larger than {MAX_READ_BYTES // (1024 * 1024)} MiB; criteria do not "
+            f"{name} is larger than {MAX_READ_BYTES // (1024 * 1024)} MiB; criteria do not "
             "grade part of a file"
         )
-    return Text(data.decode("utf-8", errors="replace"), f"'{path}'")
+    return Text(data.decode("utf-8", errors="replace"), name)
 
 
 def located(sandbox: Sandbox, path: str) -> tuple[Path, str]:
-    """The file ``path`` names in ``sandbox`` and how to name it: the path itself, or, when
-    it does not exist and is a glob, its one match (``'m.py' (the one match of 'src/*.py')``;
-    Coder Eval's fallback). A missing file is returned as it is, for the caller to say so.
+    """The file ``path`` names in ``sandbox`` and how messages name it (quoted): the path
+    itself, or, when it does not exist and is a glob, its one match (``'m.py' (the one match
+    of 'src/*.py')``; Coder Eval's fallback). A missing file is returned as it is, for the
+    caller to say so.
 
     Raises:
         CriterionError: the path leaves the sandbox; the glob matches more than one file (a
@@ -149,8 +149,8 @@ def located(sandbox: Sandbox, path: str) -> tuple[Path, str]:
         raise CriterionError(f"'{path}' matches {len(found)} files ({shown}); a check of a "
                              "file's content needs a path or glob naming exactly one")  # fmt: skip
     if found:
-        return sandbox.resolve(found[0]), f"{found[0]}' (the one match of '{path}"
-    return target, path
+        return sandbox.resolve(found[0]), f"'{found[0]}' (the one match of '{path}')"
+    return target, f"'{path}'"
 
 
 def sandbox_of(context: GradingContext) -> Sandbox:
