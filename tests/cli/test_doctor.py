@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from assay.sandbox import cgroups
-from assay.sandbox.doctor import cgroup_note
+from assay.sandbox.doctor import SUBREAPER, TEMPDIR, cgroup_note, check_drivers
 from tests.agents.coding import run_assay
 
 VENV_BIN = str(Path(sys.executable).parent)
@@ -69,6 +69,16 @@ def test_the_drivers_that_work_here_name_the_limits_they_enforce(tmp_path: Path)
     assert ("max_memory_mb" in found["bwrap"][1]) is GROUPS and "max_pids" in found["bwrap"][1]
     if found["docker"][0].startswith("works"):
         assert "max_memory_mb, max_cpus" in found["docker"][1]
+
+
+def test_without_cgroups_the_tempdir_line_names_the_subreaper(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(cgroups, "find", lambda **_: "no cgroup v1 hierarchy here")
+    tempdir = check_drivers(path_variable="/usr/bin:/bin")[0]
+    assert tempdir.detail == (f"{TEMPDIR}; max_memory_mb and max_cpus not enforced: no cgroup "
+                              f"v1 hierarchy here; {SUBREAPER}")  # fmt: skip
+    assert tempdir.limits == ("max_output_mb", "max_log_mb")
 
 
 def test_the_cgroup_note_says_whether_rows_get_groups_here() -> None:

@@ -247,13 +247,18 @@ def test_groups_that_cannot_be_made_are_the_rows_sandbox_error(tmp_path: Path) -
     from assay.errors import SandboxError
     from assay.orchestration.loading.task_loader import load_task
     from assay.orchestration.planning.containment import Containment
+    from assay.sandbox.reaper import RowReaper
 
     task = load_task(write(tmp_path / "t.yaml", BIG.format(driver="tempdir"))).definition
     gone = cgroups.Hierarchies({c: tmp_path / "gone" / c for c in ("pids", "memory", "cpu")})
     with pytest.raises(SandboxError, match=r"^cannot make the row's control groups: .*No such"):
         Containment(groups=gone).row_groups(task)
     assert not (tmp_path / "gone").exists()
-    assert Containment().row_groups(task) is None  # a machine that gives none
+    held = Containment().row_groups(task)  # a machine that gives none: the subreaper
+    assert isinstance(held, RowReaper) and held.memory_note() is None and held.oom_kills() == 0
+    held.close()
+    bwrap = load_task(write(tmp_path / "b.yaml", BIG.format(driver="bwrap"))).definition
+    assert Containment().row_groups(bwrap) is None  # its processes end with its sandbox
 
 
 @needs_groups

@@ -31,8 +31,8 @@ from assay.spec.task import RunLimits
 if TYPE_CHECKING:
     from assay.bridge import Bridge
     from assay.sandbox.bwrap import Jail
-    from assay.sandbox.cgroups import RowGroups
     from assay.sandbox.docker import DockerJail
+    from assay.sandbox.reaper import RowProcesses
 
 OutcomeStatus = Literal[
     "completed", "timeout", "error", "token_budget", "cost_budget", "max_turns",
@@ -99,8 +99,9 @@ class AgentContext:
             it (:meth:`assay.sandbox.bwrap.Jail.command`, the same shape on both drivers);
             ``None``: plain processes.
         groups: the row's control groups (``tempdir`` and ``bwrap`` where the machine gives
-            them, :mod:`assay.sandbox.cgroups`): the agent's programs run inside them
-            (:meth:`~assay.sandbox.cgroups.RowGroups.enter`, around the jail's command).
+            them, :mod:`assay.sandbox.cgroups`), or a ``tempdir`` row's subreaper where it
+            gives none (:mod:`assay.sandbox.reaper`): the agent's programs run inside them
+            (:meth:`~assay.sandbox.reaper.RowProcesses.enter`, around the jail's command).
         monitor: the row's live early stop (``stop_early``), for agents with an event stream.
         dialog: in dialog mode, the conversation so far and the session to continue
             (``None``: a single prompt).
@@ -129,7 +130,7 @@ class AgentContext:
     logs: LogFolder | None = None
     redactor: Redactor = field(default_factory=Redactor)
     jail: Jail | DockerJail | None = None
-    groups: RowGroups | None = None
+    groups: RowProcesses | None = None
     monitor: LiveMonitorFn | None = None
     dialog: DialogState | None = None
     tool_servers: dict[str, ToolServer] = field(default_factory=dict)

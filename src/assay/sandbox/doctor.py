@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from assay.errors import UsageError
-from assay.sandbox import cgroups
+from assay.sandbox import cgroups, reaper
 
 if TYPE_CHECKING:
     from assay.spec.task import TaskDefinition
@@ -17,6 +17,8 @@ RLIMIT_FIELDS = ("max_pids", "cpu_seconds", "max_file_size_mb", "max_open_files"
 EVERYWHERE = ("max_output_mb", "max_log_mb")
 CGROUP_FIELDS = ("max_memory_mb", "max_cpus")
 TEMPDIR = "a plain folder: rows are not contained (they see the whole machine)"
+SUBREAPER = ("what a row leaves running is found by its environment, its folder, and the "
+             "subreaper each program runs under")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,8 @@ def check_drivers(*, path_variable: str) -> list[DriverCheck]:
     """Check every driver (a bwrap sandbox and a container engine's answer are tried for
     real); ``path_variable`` is the ``PATH`` rows would get."""
     tempdir = f"{TEMPDIR}; {cgroup_note()}"
+    if not isinstance(cgroups.find(), cgroups.Hierarchies) and reaper.available():
+        tempdir += f"; {SUBREAPER}"
     return [
         DriverCheck("tempdir", True, tempdir, None, enforced_limits("tempdir")),
         _bwrap(path_variable),

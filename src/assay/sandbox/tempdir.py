@@ -26,10 +26,10 @@ from assay.errors import SandboxError
 from assay.results.io import LogFolder
 from assay.results.secrets import Redactor
 from assay.sandbox.bwrap import Jail
-from assay.sandbox.cgroups import RowGroups
 from assay.sandbox.cli_shims import MOCKS_DIR, write_shims
 from assay.sandbox.docker import DockerJail
 from assay.sandbox.process import MAX_OUTPUT_BYTES, ProcessResult, run_process
+from assay.sandbox.reaper import RowProcesses
 from assay.spec.task import SandboxConfig, StarterFiles, TemplateDir
 
 
@@ -39,7 +39,9 @@ def shim_path(env: dict[str, str], sandbox: Path) -> dict[str, str]:
     return {**env, "PATH": os.pathsep.join([shims, *filter(None, [env.get("PATH")])])}
 
 
-def _named_memory_kill(result: ProcessResult, groups: RowGroups, *, before: int) -> ProcessResult:
+def _named_memory_kill(
+    result: ProcessResult, groups: RowProcesses, *, before: int
+) -> ProcessResult:
     """A program ended by ``SIGKILL`` while the kernel killed one of the row's processes for
     memory (more kills than ``before``) says so on its stderr, naming
     ``sandbox.limits.max_memory_mb``, as the ``docker`` driver's programs do."""
@@ -74,7 +76,9 @@ class Sandbox:
         logs: where a stream that passes it is written whole (the row's folder), or
             ``None`` (the rest is dropped).
         groups: the row's control groups (``tempdir`` and ``bwrap``, where the machine
-            gives them: :mod:`assay.sandbox.cgroups`): every program runs inside them.
+            gives them: :mod:`assay.sandbox.cgroups`), or a ``tempdir`` row's subreaper
+            where it gives none (:mod:`assay.sandbox.reaper`): every program runs inside
+            them.
     """
 
     def __init__(
@@ -84,7 +88,7 @@ class Sandbox:
         *,
         max_output_bytes: int = MAX_OUTPUT_BYTES,
         logs: LogFolder | None = None,
-        groups: RowGroups | None = None,
+        groups: RowProcesses | None = None,
     ) -> None:
         self.root = root
         self.jail = jail

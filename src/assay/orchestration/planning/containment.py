@@ -22,9 +22,9 @@ from assay.agents.coding import CliAgent
 from assay.agents.registry import AgentRegistry
 from assay.errors import SandboxError, TaskFileError, UsageError
 from assay.orchestration.loading.task_loader import LoadedTask
-from assay.sandbox import cgroups
+from assay.sandbox import cgroups, reaper
 from assay.sandbox.bwrap import BridgeLink, Jail, JailPolicy, make_policy
-from assay.sandbox.cgroups import Hierarchies, RowGroups
+from assay.sandbox.cgroups import Hierarchies
 from assay.sandbox.docker import (
     DockerJail,
     DockerPolicy,
@@ -42,6 +42,7 @@ from assay.sandbox.doctor import enforced_limits
 from assay.sandbox.mounts import unreadable
 from assay.sandbox.node_version import declared_node, image_node, too_old
 from assay.sandbox.probe import probe
+from assay.sandbox.reaper import RowProcesses
 from assay.spec.task import SandboxLimits, TaskDefinition
 
 NOT_CONTAINED = (
@@ -481,16 +482,21 @@ class Containment:
             probe(policy)
         return cls(policy, docker, private=tuple(private), groups=groups)
 
-    def row_groups(self, task: TaskDefinition) -> RowGroups | None:
+    def row_groups(self, task: TaskDefinition) -> RowProcesses | None:
         """New control groups for a row of ``task`` with its ``max_memory_mb`` and
-        ``max_cpus`` (``None``: a ``docker`` row, whose engine has its own, or a machine
-        that gives none).
+        ``max_cpus``; on a machine that gives none, a subreaper for a ``tempdir`` row
+        (:class:`~assay.sandbox.reaper.RowReaper`: what it leaves running is still found);
+        ``None``: a ``docker`` row, whose engine has its own, or a ``bwrap`` row without
+        groups (its processes end with its sandbox).
 
         Raises:
             SandboxError: the groups could not be made.
         """
-        if self.groups is None or task.sandbox_driver == "docker":
+        if task.sandbox_driver == "docker":
             return None
+        if self.groups is None:
+            tempdir = task.sandbox_driver == "tempdir" and reaper.available()
+            return reaper.RowReaper() if tempdir else None
         limits = task.sandbox.limits
         try:
             return self.groups.row(memory_mb=limits.max_memory_mb, cpus=limits.max_cpus)

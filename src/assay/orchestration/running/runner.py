@@ -72,8 +72,8 @@ from assay.results.task_result import (
 from assay.results.trace import Span, new_trace_id
 from assay.results.transcript_otlp import from_session, from_trace
 from assay.sandbox.archive import pack
-from assay.sandbox.cgroups import RowGroups
 from assay.sandbox.process import end_marked_processes, exit_text, tail
+from assay.sandbox.reaper import RowProcesses
 from assay.sandbox.tempdir import Sandbox
 from assay.spec.agent_base import AgentSpec
 from assay.spec.criteria import CriterionSpec
@@ -752,16 +752,16 @@ def _usage(outcome: AgentOutcome) -> TokenUsage | None:
 
 def _end_processes(sandbox: Sandbox) -> None:
     """End what the row's programs left running: every process in its control groups,
-    wherever it went, and (outside a jail, whose processes end with it) every process found
-    by the row's environment marker or working folder, which also finds one that left the
-    groups."""
+    wherever it went (or, without groups, what its subreaper recorded and what is below it),
+    and (outside a jail, whose processes end with it) every process found by the row's
+    environment marker or working folder, which also finds one that left the groups."""
     if sandbox.groups is not None:
         sandbox.groups.close()
     if sandbox.jail is None:
         end_marked_processes(f"ASSAY_SANDBOX={sandbox.root.absolute()}", inside=sandbox.root)
 
 
-def _killed_for_memory(outcome: AgentOutcome, groups: RowGroups, *, before: int) -> AgentOutcome:
+def _killed_for_memory(outcome: AgentOutcome, groups: RowProcesses, *, before: int) -> AgentOutcome:
     """An agent that failed after the kernel killed one of the row's processes for memory
     while it ran (more kills than ``before``) says so, naming
     ``sandbox.limits.max_memory_mb`` (as the docker driver does)."""
