@@ -193,6 +193,15 @@ def test_none_agent_forbids_a_prompt(tmp_path: Path) -> None:
     assert "agent type 'none' runs no agent" in error.message
 
 
+@pytest.mark.parametrize("command", ['[""]', '["  ", "x"]', "[]", '" "'])
+def test_a_command_agent_without_a_program_is_refused_with_its_line(
+    tmp_path: Path, command: str
+) -> None:
+    error = error_of(tmp_path, MINIMAL + f"agent:\n  type: command\n  command: {command}\n")
+    assert "task.yaml:12: agent.command:" in str(error)
+    assert "empty" in error.message
+
+
 def test_none_agent_without_prompt_loads(tmp_path: Path) -> None:
     text = MINIMAL.replace('initial_prompt: "say ${row.text}"\n', "") + "agent: {type: none}\n"
     loaded = load_task(write(tmp_path / "task.yaml", text))

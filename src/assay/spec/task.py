@@ -108,6 +108,9 @@ class CommandAgent(AgentBase):
     def _not_empty(cls, value: str | list[str]) -> str | list[str]:
         if not value or (isinstance(value, str) and not value.strip()):
             raise ValueError("command is empty")
+        if isinstance(value, list) and not value[0].strip():
+            raise ValueError("command's program (its first item) is empty: name the program "
+                             "to run, e.g. [python3, agent.py]")  # fmt: skip
         return no_nul(value, "command")  # type: ignore[no-any-return]
 
     @field_validator("env")
