@@ -47,9 +47,11 @@ $(TOOLS)/.installed-gemini: $(TOOLS)/.installed-codex
 	npm install --silent --no-audit --no-fund --prefix $(TOOLS)/npm $(GEMINI)
 	touch $@
 
-# Qwen Code, pinned, beside them (agent type qwen-code).
+# Qwen Code, pinned, beside them (agent type qwen-code). Its package ships its ripgrep without
+# the execute bit (Qwen Code then says "Ripgrep not available" and greps more slowly).
 $(TOOLS)/.installed-qwen: $(TOOLS)/.installed-gemini
 	npm install --silent --no-audit --no-fund --prefix $(TOOLS)/npm $(QWEN)
+	chmod +x $(TOOLS)/npm/node_modules/@qwen-code/qwen-code/vendor/ripgrep/*/rg
 	touch $@
 
 # OpenCode, pinned, beside them (agent type opencode; its OpenAI-compatible provider is
