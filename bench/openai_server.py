@@ -5,9 +5,12 @@ conversation on both of OpenAI's wires.
   streams): the first request of a conversation (no tool output in its ``input``) gets a
   ``function_call`` of Codex's ``exec_command`` that writes ``result.txt``; a later one the
   message ``done``;
-- ``POST /v1/chat/completions`` (what assay's ``openai/`` provider calls, behind the model
-  bridge that translates Codex's requests): the same two answers, a ``tool_calls`` entry of
-  the tool the request offers (``exec_command``), then ``done``.
+- ``POST /v1/chat/completions`` (what assay's ``openai/`` provider calls behind the model
+  bridge, and what Qwen Code, OpenCode and Pi call bare): the same two answers, a
+  ``tool_calls`` entry of the shell tool the request offers (:data:`SHELL_TOOLS`: Codex's
+  ``exec_command``, Qwen Code's ``run_shell_command``, OpenCode's and Pi's ``bash``, with the
+  arguments its schema names), then ``done``; streamed as chunks when the request asks
+  (``"stream": true``, as the CLIs do), one JSON object otherwise (as assay's provider asks).
 
 Served by bench/scripted_http.py; every answer after exactly ``LATENCY`` seconds. Usage:
 ``python bench/openai_server.py PORT [LATENCY_SECONDS]`` (prints
@@ -25,6 +28,8 @@ from typing import Any
 from scripted_http import serve
 
 COMMAND = {"cmd": "printf positive > result.txt"}
+SHELL_TOOLS = ("exec_command", "run_shell_command", "bash", "shell")
+"""The shell tools of the CLIs this server answers (Codex, Qwen Code, OpenCode and Pi)."""
 USAGE = {"input_tokens": 50, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 10,
          "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 60}  # fmt: skip
 
@@ -60,32 +65,49 @@ def responses_answer(body: dict[str, Any]) -> tuple[bytes, bytes]:
     return b"text/event-stream", b"".join(sse(e) for e in events)
 
 
+def shell_call(tools: list[Any]) -> tuple[str, dict[str, str]] | None:
+    """The shell tool among the request's tools and the arguments that write ``result.txt``
+    (``command`` or ``cmd``, and a ``description`` when its schema has one); ``None``
+    when none is offered."""
+    for tool in tools:
+        function = tool.get("function", {}) if isinstance(tool, dict) else {}
+        if function.get("name") in SHELL_TOOLS:
+            fields = (function.get("parameters") or {}).get("properties") or {}
+            key = "cmd" if "cmd" in fields else "command"
+            args = {key: COMMAND["cmd"]}
+            if "description" in fields:
+                args["description"] = "Write the answer"
+            return function["name"], args
+    return None
+
+
 def chat_answer(body: dict[str, Any]) -> tuple[bytes, bytes]:
-    """A Chat Completions answer (JSON; the provider asks without streaming)."""
+    """A Chat Completions answer: streamed chunks (SSE) when the request asks, else JSON."""
     messages = body.get("messages") if isinstance(body.get("messages"), list) else []
     answered = any(isinstance(m, dict) and m.get("role") == "tool" for m in messages)
-    tools = [t.get("function", {}).get("name") for t in body.get("tools") or []
-             if isinstance(t, dict)]  # fmt: skip
+    call = None if answered else shell_call(body.get("tools") or [])
     stamp = time.time_ns()
-    if answered or "exec_command" not in tools:
+    if call is None:
         message: dict[str, Any] = {"role": "assistant", "content": "done"}
         finish = "stop"
     else:
-        call = {
-            "id": f"call_{stamp}",
-            "type": "function",
-            "function": {"name": "exec_command", "arguments": json.dumps(COMMAND)},
-        }
-        message, finish = {"role": "assistant", "content": None, "tool_calls": [call]}, "tool_calls"
-    data = {
-        "id": f"chatcmpl-{stamp}",
-        "object": "chat.completion",
-        "created": stamp // 10**9,
-        "model": body.get("model", "m"),
-        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-        "usage": {"prompt_tokens": 50, "completion_tokens": 10, "total_tokens": 60},
-    }
-    return b"application/json", json.dumps(data).encode()  # fmt: skip
+        calls = [{"index": 0, "id": f"call_{stamp}", "type": "function",
+                  "function": {"name": call[0], "arguments": json.dumps(call[1])}}]  # fmt: skip
+        message, finish = {"role": "assistant", "content": None, "tool_calls": calls}, "tool_calls"
+    usage = {"prompt_tokens": 50, "completion_tokens": 10, "total_tokens": 60}
+    head = {"id": f"chatcmpl-{stamp}", "created": stamp // 10**9, "model": body.get("model", "m")}
+    if body.get("stream"):
+        chunks = [
+            {**head, "object": "chat.completion.chunk",
+             "choices": [{"index": 0, "delta": message, "finish_reason": None}]},
+            {**head, "object": "chat.completion.chunk",
+             "choices": [{"index": 0, "delta": {}, "finish_reason": finish}], "usage": usage},
+        ]  # fmt: skip
+        data = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks)
+        return b"text/event-stream", data + b"data: [DONE]\n\n"
+    data = {**head, "object": "chat.completion", "usage": usage,
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}]}  # fmt: skip
+    return b"application/json", json.dumps(data).encode()
 
 
 def answer(request_line: str, body: dict[str, Any]) -> tuple[bytes, bytes]:

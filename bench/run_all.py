@@ -9,6 +9,7 @@ import json
 import subprocess
 import sys
 
+import cli_agents
 import coding_agent
 import expand
 import latency
@@ -29,6 +30,9 @@ def main(repeats: int = 3) -> None:
         "qa_evaluate": qa_evaluate.main(100_000, repeats),
         "latency": latency.main(2000, repeats),
         "coding_agent": coding_agent.main(50, repeats),
+        **{
+            f"cli_agents_{cli}": cli_agents.main(cli, 48, repeats) for cli in cli_agents.EXECUTABLES
+        },
         "llm_agent": llm_agent.main(100, max(repeats, 5)),
         "view": viewer.main(repeats),
     }
