@@ -12,8 +12,8 @@ once more and exits as the program did (the same code, or the same signal). The 
 (:class:`assay.sandbox.reaper.RowReaper`) kills what the records name and what descends from
 it: so a process that left the row's environment, folder and process group is still found.
 
-A program that cannot be started ends with exit code 127 (not found) or 126 (not
-executable) and a line on stderr, as a shell reports it.
+A program that cannot be started ends with exit code 127 (``assay: NAME: command not
+found``, as the row's cgroup entry says it) or 126 (not executable), as a shell would.
 """
 
 from __future__ import annotations
@@ -38,9 +38,11 @@ def start(argv: list[str]) -> int:
     signal.pthread_sigmask(signal.SIG_SETMASK, [])
     try:
         os.execvp(argv[0], argv)
-    except OSError as exc:
-        os.write(2, f"assay: cannot run {argv[0]}: {exc.strerror}\n".encode())
-        os._exit(127 if exc.errno == errno.ENOENT else 126)
+    except OSError as exc:  # worded as the row's cgroup entry words it (assay.sandbox.cgroups)
+        missing = exc.errno == errno.ENOENT
+        os.write(2, f"assay: {argv[0]}: {'command not found' if missing else exc.strerror}\n"
+                 .encode())  # fmt: skip
+        os._exit(127 if missing else 126)
     os._exit(126)
 
 
