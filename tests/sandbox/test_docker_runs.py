@@ -218,3 +218,51 @@ def test_extra_mounts_secrets_passed_on_purpose_and_assay_evaluate(
     assert f"t.yaml:5: sandbox.docker.extra_mounts[1]: {tmp_path / 'gone'} does not exist" in (
         refused.stderr
     )
+
+
+def launcher_config(argv: list[str]) -> dict[str, Any]:
+    """The config a docker row's program is launched with (the launcher's first argument)."""
+    from assay.sandbox.docker import LAUNCHER
+
+    config: dict[str, Any] = json.loads(argv[argv.index(str(LAUNCHER)) + 1])
+    return config
+
+
+def test_the_engine_keeps_its_own_home_and_a_rootless_podman_keeps_the_users_id(
+    tmp_path: Path, podman_image: tuple[Engine, str]
+) -> None:
+    """Rootless Podman finds its images in its user's HOME: the launcher runs the engine with
+    this process's HOME and gives the program its own (``/tmp``) as ``-e HOME=/tmp``; as
+    a user (not root) the container keeps that user's id (``--userns keep-id``), so the row's
+    folder is writable inside. (Run for real as a non-root user by hand: see
+    docs/sandboxes.md.)"""
+    from dataclasses import replace
+
+    from assay.sandbox.docker import make_docker_policy
+
+    engine, image = podman_image
+    policy = make_docker_policy(engine=engine)
+    secret_env = {"HOME": "/home/someone", "PATH": "/usr/bin:/bin", "MY_TOKEN": "s3cr3t-value"}
+    for as_root in (True, False):
+        jail = replace(policy, as_root=as_root, user=(1000, 1000)).jail(
+            tmp_path, image=image, limits={}
+        )
+        try:
+            argv, launch_env = jail.command(["sh", "-c", "true"], env=secret_env, cwd=tmp_path)
+        finally:
+            jail.close()
+        config = launcher_config(argv)
+        assert launch_env["HOME"] == os.environ["HOME"] and launch_env["MY_TOKEN"] == "s3cr3t-value"
+        assert config["set"]["HOME"] == "/tmp" and "HOME" not in config["env"]
+        assert "MY_TOKEN" in config["env"] and "s3cr3t-value" not in json.dumps(config)
+        assert ("keep-id" in config["start"]) is not as_root
+
+
+def test_a_root_engine_applies_resource_limits(podman_image: tuple[Engine, str]) -> None:
+    """As root (this machine's engines), neither engine is taken to ignore limits; a
+    rootless one on cgroup v1 is (checked by hand: `assay doctor` and `assay plan` say so)."""
+    engine, _ = podman_image
+    assert engine.limits_ignored() is None
+    docker = Engine(engine.path.with_name("docker"), "docker")
+    if os.environ.get("DOCKER_HOST") and docker.path.exists():
+        assert docker.limits_ignored() is None

@@ -66,8 +66,9 @@ SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 ENGINE_VARIABLES = ("DOCKER_HOST", "DOCKER_CONFIG", "DOCKER_CONTEXT", "DOCKER_CERT_PATH",
                     "DOCKER_TLS_VERIFY", "CONTAINERS_CONF", "CONTAINER_HOST",
                     "XDG_RUNTIME_DIR", "PATH", "HOME")  # fmt: skip
-"""What the engine's CLI reads from the environment (kept for the launcher, not passed to
-the row's programs unless they get them anyway)."""
+"""What the engine's CLI reads from the environment: the launcher keeps this process's values
+for the engine; a program that gets one of these names too gets its own value, as
+``-e NAME=value`` (:meth:`DockerJail._launcher`)."""
 CATATONIT = "/usr/libexec/podman/catatonit"
 SCRATCH = ("/tmp/", "/var/tmp/")
 """Where a container has folders of its own (tmpfs): what a program reads or writes outside
@@ -101,6 +102,26 @@ class Engine:
         """
         return subprocess.run([str(self.path), *args], capture_output=True, text=True,
                               timeout=timeout, check=False)  # fmt: skip
+
+    def limits_ignored(self) -> str | None:
+        """Why this engine ignores memory, CPU and pids limits, or ``None``: a rootless engine
+        on cgroup v1 has no cgroup of its own to limit (Podman says "Resource limits are not
+        supported and ignored on cgroups V1 rootless systems" and runs the container
+        anyway). Asked with ``ENGINE info``; an engine that does not say is taken to apply
+        them."""
+        if self.kind == "podman":
+            fields = "{{.Host.CgroupsVersion}} {{.Host.Security.Rootless}}"
+        else:
+            fields = "{{.CgroupVersion}} {{json .SecurityOptions}}"
+        try:
+            done = self.run("info", "--format", fields, timeout=20)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        version, _, rest = done.stdout.strip().partition(" ")
+        rootless = rest == "true" if self.kind == "podman" else "rootless" in rest
+        if done.returncode == 0 and version.lstrip("v") == "1" and rootless:
+            return f"rootless {self.kind} on cgroup v1 ignores memory, CPU and pids limits"
+        return None
 
 
 def find_engine(preferred: str | None = None) -> Engine:
@@ -539,10 +560,18 @@ class DockerJail:
     def _launcher(
         self, config: dict[str, object], argv: list[str], inner: dict[str, str]
     ) -> tuple[list[str], dict[str, str]]:
+        """The launcher's argv and environment: the engine's CLI reads its own variables
+        (``HOME``, ``XDG_RUNTIME_DIR``, ``DOCKER_HOST``…, :data:`ENGINE_VARIABLES`) as this
+        process has them, so rootless Podman finds its user's storage; the program's values
+        of those names (``HOME=/tmp``, its ``PATH``: never secrets) go in the config, given
+        as ``-e NAME=value``, the rest by name from the launcher's environment."""
+        outer = {name: os.environ[name] for name in ENGINE_VARIABLES if name in os.environ}
+        config["set"] = {k: v for k, v in inner.items() if k in ENGINE_VARIABLES}
+        config["env"] = sorted(k for k in inner if k not in ENGINE_VARIABLES)
         launcher = [str(self.policy.python), "-I", "-S", str(LAUNCHER), json.dumps(config),
                     "--", *argv]  # fmt: skip
-        outer = {name: os.environ[name] for name in ENGINE_VARIABLES if name in os.environ}
-        return launcher, {**outer, **inner}
+        rest = {k: v for k, v in inner.items() if k not in ENGINE_VARIABLES}
+        return launcher, {**rest, **outer}
 
     def _inside(self, path: Path, *, writable_only: bool = False) -> bool:
         mounts = [Mount(self.root, str(self.root), writable=True), *self.shown, *self.task,
@@ -584,6 +613,8 @@ class DockerJail:
                 f"{self.owner[0]}:{self.owner[1]}", "--tmpfs", "/tmp:rw,exec,mode=1777",
                 "--tmpfs", "/var/tmp:rw,exec,mode=1777", "--label", "assay.row=1"]  # fmt: skip
         args += self._limit_args() + self._init_args()
+        if self.policy.engine.kind == "podman" and not self.policy.as_root:
+            args += ["--userns", "keep-id"]  # rootless: the user's uid is the same inside
         args += Mount(self.root, str(self.root), writable=True).flag()
         for mount in shown:
             args += mount.flag()

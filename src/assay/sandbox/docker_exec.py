@@ -12,6 +12,8 @@ object:
 - ``lock``: a file the launchers of one row lock while one of them starts the container;
 - ``user``: ``uid:gid`` the program runs as; ``cwd``: its working directory;
 - ``env``: the names of the variables (of this process's environment) the program gets;
+- ``set``: ``{name: value}`` the program gets whose names the engine's CLI reads too
+  (``HOME``, ``PATH``…: this process keeps the engine's values);
 - ``copy``: host paths copied into the container (under ``/tmp`` or ``/var/tmp``, its own)
   before it runs,
   readable by the row's user; ``back``: those of them the program may write (owned by the
@@ -71,6 +73,8 @@ def main(argv: list[str]) -> int:
         exec_args.insert(2, "-i")
     for variable in names:
         exec_args += ["-e", variable]
+    for variable, given in (config.get("set") or {}).items():
+        exec_args += ["-e", f"{variable}={given}"]
     code = subprocess.run([*exec_args, config["container"], *command], env=env,
                           check=False).returncode  # fmt: skip
     why = not_started(config) if code >= START_FAILED else ""

@@ -16,6 +16,9 @@ if TYPE_CHECKING:
 RLIMIT_FIELDS = ("max_pids", "cpu_seconds", "max_file_size_mb", "max_open_files")
 EVERYWHERE = ("max_output_mb", "max_log_mb")
 CGROUP_FIELDS = ("max_memory_mb", "max_cpus")
+ENGINE_CGROUP_FIELDS = ("max_memory_mb", "max_cpus", "max_pids")
+"""What a container engine enforces with the container's cgroup (``--memory``, ``--cpus``,
+``--pids-limit``): what a rootless engine on cgroup v1 ignores."""
 TEMPDIR = "a plain folder: rows are not contained (they see the whole machine)"
 SUBREAPER = ("what a row leaves running is found by its environment, its folder, and the "
              "subreaper each program runs under")  # fmt: skip
@@ -112,7 +115,7 @@ def _bwrap(path_variable: str) -> DriverCheck:
 def _engine(kind: str) -> DriverCheck:
     from assay.sandbox.docker import find_engine
 
-    limits = (*RLIMIT_FIELDS, *CGROUP_FIELDS, *EVERYWHERE)
+    limits: tuple[str, ...] = (*RLIMIT_FIELDS, *CGROUP_FIELDS, *EVERYWHERE)
     name = "docker" if kind == "docker" else "docker (engine: podman)"
     try:
         engine = find_engine(kind)
@@ -120,8 +123,12 @@ def _engine(kind: str) -> DriverCheck:
         why = exc.message.split(": ", 1)[-1]
         return DriverCheck(name, False, why, ENGINE_FIXES[kind]["not installed" in why], limits)
     done = engine.run("version", "--format", "{{.Server.Version}}", timeout=20)
-    return DriverCheck(name, True, f"{kind} {done.stdout.strip()} at {engine.path}", None,
-                       limits)  # fmt: skip
+    detail = f"{kind} {done.stdout.strip()} at {engine.path}"
+    ignored = engine.limits_ignored()
+    if ignored is not None:
+        detail += f"; {ignored}: {', '.join(ENGINE_CGROUP_FIELDS)} not enforced"
+        limits = tuple(name for name in limits if name not in ENGINE_CGROUP_FIELDS)
+    return DriverCheck(name, True, detail, None, limits)
 
 
 ENGINE_FIXES = {

@@ -38,7 +38,7 @@ from assay.sandbox.docker import (
     missing_programs,
     parse_mount,
 )
-from assay.sandbox.doctor import enforced_limits
+from assay.sandbox.doctor import ENGINE_CGROUP_FIELDS, enforced_limits
 from assay.sandbox.mounts import unreadable
 from assay.sandbox.node_version import declared_node, image_node, too_old
 from assay.sandbox.probe import probe
@@ -90,6 +90,9 @@ def containment_warnings(display: str, variants: Iterable[TaskDefinition]) -> li
         if isinstance(found, str):
             return [f"{display}: " + DOCKER_ONLY.format(field=unenforced[0], why=found,
                                                         driver=task.sandbox_driver)]  # fmt: skip
+        ignored = _engine_ignores(task)
+        if ignored:
+            return [f"{display}: {ignored}"]
         image = _image_field(task)
         if image is not None and task.sandbox_driver != "docker":
             return [f"{display}: {UNUSED_IMAGE.format(field=image, driver=task.sandbox_driver)}"]
@@ -106,6 +109,26 @@ def containment_warnings(display: str, variants: Iterable[TaskDefinition]) -> li
         if given:
             return [f"{display}: {BWRAP_ONLY.format(field=given[0])}"]
     return []
+
+
+def _engine_ignores(task: TaskDefinition) -> str | None:
+    """The warning for a ``docker`` task whose memory, CPU or pids limit its engine ignores
+    (rootless on cgroup v1: :meth:`~assay.sandbox.docker.Engine.limits_ignored`), else
+    ``None`` (also when no engine answers: the run says so)."""
+    limits = task.sandbox.limits
+    given = [name for name in ENGINE_CGROUP_FIELDS if getattr(limits, name) is not None]
+    if task.sandbox_driver != "docker" or not given:
+        return None
+    try:
+        why = find_engine(engine_of(task)).limits_ignored()
+    except UsageError:
+        return None
+    if why is None:
+        return None
+    return (
+        f"sandbox.limits.{given[0]} is not enforced: {why} (the engine runs the container "
+        "without it); run the engine as root, or on cgroup v2 with delegation"
+    )
 
 
 def _unenforced_limits(limits: SandboxLimits, driver: str) -> list[str]:
