@@ -242,18 +242,25 @@ def test_the_engine_keeps_its_own_home_and_a_rootless_podman_keeps_the_users_id(
 
     engine, image = podman_image
     policy = make_docker_policy(engine=engine)
-    secret_env = {"HOME": "/home/someone", "PATH": "/usr/bin:/bin", "MY_TOKEN": "s3cr3t-value"}
-    for as_root in (True, False):
+    home = tmp_path / "cli-home"
+    home.mkdir()
+    secret_env = {"HOME": str(home), "PATH": "/usr/bin:/bin", "MY_TOKEN": "s3cr3t-value",
+                  "XDG_DATA_HOME": str(home / ".local")}  # fmt: skip
+    for as_root, agent in ((True, False), (False, False), (False, True)):
         jail = replace(policy, as_root=as_root, user=(1000, 1000)).jail(
             tmp_path, image=image, limits={}
         )
         try:
-            argv, launch_env = jail.command(["sh", "-c", "true"], env=secret_env, cwd=tmp_path)
+            argv, launch_env = jail.command(["sh", "-c", "true"], env=secret_env, cwd=tmp_path,
+                                            writable=[home], agent=agent)  # fmt: skip
         finally:
             jail.close()
         config = launcher_config(argv)
         assert launch_env["HOME"] == os.environ["HOME"] and launch_env["MY_TOKEN"] == "s3cr3t-value"
-        assert config["set"]["HOME"] == "/tmp" and "HOME" not in config["env"]
+        assert launch_env.get("XDG_DATA_HOME") == os.environ.get("XDG_DATA_HOME")
+        assert config["set"]["HOME"] == (str(home) if agent else "/tmp")
+        assert ("XDG_DATA_HOME" in config["set"]) is agent
+        assert not {"HOME", "XDG_DATA_HOME"} & set(config["env"])
         assert "MY_TOKEN" in config["env"] and "s3cr3t-value" not in json.dumps(config)
         assert ("keep-id" in config["start"]) is not as_root
 
@@ -266,3 +273,22 @@ def test_a_root_engine_applies_resource_limits(podman_image: tuple[Engine, str])
     docker = Engine(engine.path.with_name("docker"), "docker")
     if os.environ.get("DOCKER_HOST") and docker.path.exists():
         assert docker.limits_ignored() is None
+
+
+def test_a_limit_the_engine_ignores_is_warned_at_plan(
+    tmp_path: Path, podman_image: tuple[Engine, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a rootless engine on cgroup v1 answers (its `info`, as Podman 4.3 gave it here to a
+    user) makes `assay plan` warn at a task that sets such a limit, and only then."""
+    from assay import api
+
+    _, image = podman_image
+    why = "rootless podman on cgroup v1 ignores memory, CPU and pids limits"
+    monkeypatch.setattr(Engine, "limits_ignored", lambda self: why)
+    sandbox = f"{{driver: docker, docker: {{engine: podman, image: '{image}'}}"
+    limited = write(tmp_path / "limited.yaml", task(image, pytest=False, sandbox=sandbox
+                    + ", limits: {max_memory_mb: 64}}"))  # fmt: skip
+    plain = write(tmp_path / "plain.yaml", task(image, pytest=False, sandbox=sandbox + "}"))
+    warned = api.plan([str(limited)]).warnings
+    assert any(f"sandbox.limits.max_memory_mb is not enforced: {why}" in w for w in warned)
+    assert not any("is not enforced" in w for w in api.plan([str(plain)]).warnings)

@@ -64,8 +64,9 @@ LAUNCHER = Path(__file__).with_name("docker_exec.py")
 ENGINES = ("docker", "podman")
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 ENGINE_VARIABLES = ("DOCKER_HOST", "DOCKER_CONFIG", "DOCKER_CONTEXT", "DOCKER_CERT_PATH",
-                    "DOCKER_TLS_VERIFY", "CONTAINERS_CONF", "CONTAINER_HOST",
-                    "XDG_RUNTIME_DIR", "PATH", "HOME")  # fmt: skip
+                    "DOCKER_TLS_VERIFY", "CONTAINERS_CONF", "CONTAINERS_STORAGE_CONF",
+                    "CONTAINER_HOST", "XDG_RUNTIME_DIR", *XDG_HOMES, "TMPDIR", "PATH",
+                    "HOME")  # fmt: skip
 """What the engine's CLI reads from the environment: the launcher keeps this process's values
 for the engine; a program that gets one of these names too gets its own value, as
 ``-e NAME=value`` (:meth:`DockerJail._launcher`)."""
@@ -561,8 +562,9 @@ class DockerJail:
         self, config: dict[str, object], argv: list[str], inner: dict[str, str]
     ) -> tuple[list[str], dict[str, str]]:
         """The launcher's argv and environment: the engine's CLI reads its own variables
-        (``HOME``, ``XDG_RUNTIME_DIR``, ``DOCKER_HOST``…, :data:`ENGINE_VARIABLES`) as this
-        process has them, so rootless Podman finds its user's storage; the program's values
+        (``HOME``, the ``XDG_*`` folders, ``DOCKER_HOST``…, :data:`ENGINE_VARIABLES`) as
+        this process has them, so rootless Podman finds its user's storage (a coding agent's
+        fresh ``XDG_DATA_HOME`` would hide it); the program's values
         of those names (``HOME=/tmp``, its ``PATH``: never secrets) go in the config, given
         as ``-e NAME=value``, the rest by name from the launcher's environment."""
         outer = {name: os.environ[name] for name in ENGINE_VARIABLES if name in os.environ}

@@ -116,7 +116,7 @@ def _engine_ignores(task: TaskDefinition) -> str | None:
     (rootless on cgroup v1: :meth:`~assay.sandbox.docker.Engine.limits_ignored`), else
     ``None`` (also when no engine answers: the run says so)."""
     limits = task.sandbox.limits
-    given = [name for name in ENGINE_CGROUP_FIELDS if getattr(limits, name) is not None]
+    given = [name for name in ENGINE_CGROUP_FIELDS if name in limits.model_fields_set]
     if task.sandbox_driver != "docker" or not given:
         return None
     try:
