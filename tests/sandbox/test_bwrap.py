@@ -245,6 +245,32 @@ def test_the_bridge_is_reached_through_its_unix_socket(tmp_path: Path) -> None:
     assert files == "77" and uid != "0"  # the Python first program set the limits too
 
 
+def test_a_python_started_by_a_path_through_another_folder_still_starts_in_the_sandbox(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`cd bench && ../.venv/bin/python -m assay run …` gives a sys.executable through a
+    folder the sandbox does not have (`…/bench/../.venv/bin/python`): the first program (the
+    forwarder's Python) still starts."""
+    detour = tmp_path / "elsewhere"
+    detour.mkdir()
+    executable = Path(sys.executable)
+    through = f"{detour}/{os.path.relpath(executable.parent, detour)}/{executable.name}"
+    monkeypatch.setattr(sys, "executable", through)
+    with socket.socket() as probe_port:
+        probe_port.bind(("127.0.0.1", 0))
+        port = probe_port.getsockname()[1]
+    bridge = socket.socket(socket.AF_UNIX)
+    bridge.bind(str(tmp_path / "bridge.sock"))
+    linked = make_policy(path_variable=PATH, bridge=BridgeLink(tmp_path / "bridge.sock", port))
+    assert ".." not in linked.python.parts
+    with bridge, row(linked, limits=LIMITS) as box:
+        assert box.jail is not None
+        argv, env = box.jail.command(["/bin/sh", "-c", "echo started"], env={"PATH": PATH},
+                                     bridge=True)  # fmt: skip
+        done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+    assert done.stdout == "started\n", done.stderr
+
+
 # --- limits, timeout, ownership ----------------------------------------------------------
 
 

@@ -379,7 +379,9 @@ def make_policy(
     shown = [*python_folders(), *tool_folders(path_variable), *readable]
     return JailPolicy(
         bwrap=find_bwrap(),
-        python=Path(sys.executable),
+        # `../.venv/bin/python -m assay` gives sys.executable with `..` in it, a path through a
+        # folder the sandbox need not have: its lexical normal form names the same file
+        python=Path(os.path.abspath(sys.executable)),
         readable=tuple(outermost(shown)),
         hidden=tuple(sorted({Path(p).resolve() for p in hidden}, key=lambda p: len(p.parts))),
         bridge=bridge,
