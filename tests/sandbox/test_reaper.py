@@ -114,3 +114,41 @@ def test_the_subreaper_refuses_a_call_without_a_program() -> None:
                           capture_output=True, text=True)  # fmt: skip
     assert done.returncode == 2 and "usage: subreaper.py RECORD -- PROGRAM" in done.stderr
     assert not os.path.exists("record")
+
+
+def test_a_program_killed_by_sigkill_ends_the_same_way(tmp_path: Path) -> None:
+    row = reaper.RowReaper()
+    try:
+        assert run(row, "echo done; kill -9 $$", tmp_path).exit_code == -9
+    finally:
+        row.close()
+
+
+def test_a_record_that_cannot_be_written_does_not_end_the_program(tmp_path: Path) -> None:
+    """The records' folder removed under it (an agent that cleans /tmp): the program's own
+    exit code still comes back."""
+    row = reaper.RowReaper()
+    try:
+        done = run(row, f"rm -rf {row.folder}; (sleep 2 >/dev/null 2>&1 &); sleep 0.3; echo ok; "
+                   "exit 7", tmp_path)  # fmt: skip
+        assert (done.exit_code, done.stdout) == (7, "ok\n")
+    finally:
+        row.close()
+
+
+def test_a_new_session_child_of_a_program_killed_at_its_timeout_ends_with_the_row(
+    tmp_path: Path,
+) -> None:
+    """The timeout kills the program's group; a child that made a session of its own, left
+    the folder and cleared its environment while its parent still ran is in the record."""
+    pids = tmp_path / "pids"
+    row = reaper.RowReaper()
+    command = f"cd / && env -i setsid sleep 304 >/dev/null 2>&1 & echo $! > {pids}; sleep 600"
+    try:
+        done = asyncio.run(run_process(row.enter(command), cwd=tmp_path, env=ENV, timeout=2))
+        assert done.timed_out
+        assert all(alive(pid) for pid in pids_in(pids))
+        row.close()
+        wait_gone(pids_in(pids), 10)
+    finally:
+        kill_left(pids_in(pids))

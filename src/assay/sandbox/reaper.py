@@ -25,6 +25,9 @@ from pathlib import Path
 from typing import Protocol
 
 SCRIPT = Path(__file__).with_name("subreaper.py")
+STOP_PASSES = 50
+"""At most this many passes stop the recorded trees (each pass stops what the one before found
+forked), before every stopped process is killed."""
 
 
 class RowProcesses(Protocol):
@@ -79,14 +82,18 @@ class RowReaper:
         return None
 
     def close(self) -> list[int]:
-        """SIGKILL every recorded process that is still the one recorded (same start time)
-        and every process below it; remove the records. The pids signalled."""
+        """Stop (``SIGSTOP``, pass after pass until the trees stop growing, so none forks in
+        between) every recorded process that is still the one recorded (same start time)
+        and every process below it, then ``SIGKILL`` them; remove the records. The pids
+        killed."""
         roots = [pid for pid, started in self._records() if _start_time(pid) == started]
-        ended = []
-        for pid in _with_descendants(roots):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
-                ended.append(pid)
+        stopped: list[int] = []
+        for _ in range(STOP_PASSES):  # stopped, none can fork: the tree stops growing
+            fresh = [pid for pid in _with_descendants(roots) if pid not in stopped]
+            if not fresh:
+                break
+            stopped += [pid for pid in fresh if _signal(pid, signal.SIGSTOP)]
+        ended = [pid for pid in stopped if _signal(pid, signal.SIGKILL)]
         shutil.rmtree(self.folder, ignore_errors=True)
         return ended
 
@@ -100,6 +107,15 @@ class RowReaper:
                     pid, started = line.split()
                     found.append((int(pid), started))
         return found
+
+
+def _signal(pid: int, number: int) -> bool:
+    """Send ``number`` to ``pid``; whether it was sent."""
+    try:
+        os.kill(pid, number)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
 
 
 def _stat_fields(pid: int) -> list[str] | None:

@@ -46,14 +46,20 @@ def start(argv: list[str]) -> int:
     os._exit(126)
 
 
-def adopted(main: int) -> list[str]:
-    """``PID START_TIME`` of this process's children other than ``main``."""
-    me = os.getpid()
+def _children(pid: int) -> list[int]:
+    """The direct children of ``pid`` (none when it is gone)."""
     try:
-        with open(f"/proc/{me}/task/{me}/children") as handle:
-            pids = [int(p) for p in handle.read().split() if int(p) != main]
+        with open(f"/proc/{pid}/task/{pid}/children") as handle:
+            return [int(p) for p in handle.read().split()]
     except OSError:
         return []
+
+
+def adopted(main: int) -> list[str]:
+    """``PID START_TIME`` of what a kill at the row's timeout would miss: the program, its
+    children (one may have made a session of its own: the group kill misses it) and this
+    process's other children (the orphans it adopted)."""
+    pids = [main, *_children(main), *(p for p in _children(os.getpid()) if p != main)]
     lines = []
     for pid in pids:
         try:
@@ -66,12 +72,17 @@ def adopted(main: int) -> list[str]:
 
 
 def record(path: str, lines: list[str], last: list[str]) -> list[str]:
-    """Write ``lines`` to ``path`` (atomically) when they differ from ``last``; the lines."""
-    if lines != last:
-        part = f"{path}.part"
+    """Write ``lines`` to ``path`` (atomically) when they differ from ``last``; the lines
+    written (``last`` when the record cannot be written: the program runs on regardless)."""
+    if lines == last:
+        return last
+    part = f"{path}.part"
+    try:
         with open(part, "w") as handle:
             handle.write("".join(line + "\n" for line in lines))
         os.replace(part, path)
+    except OSError:
+        return last
     return lines
 
 
@@ -108,7 +119,8 @@ def main(args: list[str]) -> None:
     status = wait(child, path)
     if os.WIFSIGNALED(status):
         number = os.WTERMSIG(status)
-        signal.signal(number, signal.SIG_DFL)
+        if number not in (signal.SIGKILL, signal.SIGSTOP):  # those cannot be handled
+            signal.signal(number, signal.SIG_DFL)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, [number])
         os.kill(os.getpid(), number)
     os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1)
