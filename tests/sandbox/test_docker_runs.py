@@ -292,3 +292,39 @@ def test_a_limit_the_engine_ignores_is_warned_at_plan(
     warned = api.plan([str(limited)]).warnings
     assert any(f"sandbox.limits.max_memory_mb is not enforced: {why}" in w for w in warned)
     assert not any("is not enforced" in w for w in api.plan([str(plain)]).warnings)
+
+
+@pytest.mark.parametrize(
+    ("kind", "info", "ignored"),
+    [
+        ("podman", "v1 true\n", True),  # what Podman 4.3 answered a user here
+        ("podman", "v1 false\n", False),
+        ("podman", "v2 true\n", False),
+        ("docker", '1 ["name=seccomp,profile=default","name=rootless"]\n', True),
+        ("docker", '1 ["name=seccomp,profile=default"]\n', False),
+        ("docker", '2 ["name=rootless","name=cgroupns"]\n', False),
+        ("podman", "", False),
+    ],
+)
+def test_which_engine_answers_mean_limits_are_ignored(kind: str, info: str, ignored: bool) -> None:
+    from assay.sandbox.docker import limits_ignored
+
+    found = limits_ignored(kind, info)
+    assert (found is not None) is ignored
+    if ignored:
+        assert found == f"rootless {kind} on cgroup v1 ignores memory, CPU and pids limits"
+
+
+def test_doctor_leaves_out_the_limits_the_engine_ignores(
+    podman_image: tuple[Engine, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from assay.sandbox.doctor import check_drivers
+
+    why = "rootless podman on cgroup v1 ignores memory, CPU and pids limits"
+    monkeypatch.setattr(Engine, "limits_ignored", lambda self: why)
+    podman = next(c for c in check_drivers(path_variable="/usr/bin:/bin")
+                  if c.driver == "docker (engine: podman)")  # fmt: skip
+    assert podman.works and podman.detail.endswith(
+        f"; {why}: max_memory_mb, max_cpus, max_pids not enforced")  # fmt: skip
+    assert podman.limits == ("cpu_seconds", "max_file_size_mb", "max_open_files",
+                             "max_output_mb", "max_log_mb")  # fmt: skip

@@ -118,11 +118,18 @@ class Engine:
             done = self.run("info", "--format", fields, timeout=20)
         except (OSError, subprocess.TimeoutExpired):
             return None
-        version, _, rest = done.stdout.strip().partition(" ")
-        rootless = rest == "true" if self.kind == "podman" else "rootless" in rest
-        if done.returncode == 0 and version.lstrip("v") == "1" and rootless:
-            return f"rootless {self.kind} on cgroup v1 ignores memory, CPU and pids limits"
-        return None
+        return limits_ignored(self.kind, done.stdout) if done.returncode == 0 else None
+
+
+def limits_ignored(kind: str, info: str) -> str | None:
+    """:meth:`Engine.limits_ignored` from the engine's answer ``info``: Podman's
+    ``{{.Host.CgroupsVersion}} {{.Host.Security.Rootless}}`` (``v1 true``), Docker's
+    ``{{.CgroupVersion}} {{json .SecurityOptions}}`` (``1 ["name=rootless",…]``)."""
+    version, _, rest = info.strip().partition(" ")
+    rootless = rest == "true" if kind == "podman" else "name=rootless" in rest
+    if version.lstrip("v") == "1" and rootless:
+        return f"rootless {kind} on cgroup v1 ignores memory, CPU and pids limits"
+    return None
 
 
 def find_engine(preferred: str | None = None) -> Engine:
@@ -492,7 +499,7 @@ class DockerJail:
                 )
         config = self._config(self.name, self._start_args(self.name, self.network,
                               [*self.shown, *self.task, *self.mounts]),
-                              "started", cwd, inner)  # fmt: skip
+                              "started", cwd)  # fmt: skip
         config.update({"copy": copies, "back": back})
         return self._launcher(config, argv, inner)
 
@@ -542,18 +549,18 @@ class DockerJail:
         self.agents.append(name)
         inner = self._environment(env, writable=extra)
         config = self._config(name, self._start_args(name, mode, [m for m in shown
-                              if m.source.exists()]), name, cwd, inner)  # fmt: skip
+                              if m.source.exists()]), name, cwd)  # fmt: skip
         config["remove"] = True
         return self._launcher(config, argv, inner)
 
     def _config(
-        self, name: str, start: list[str], lock: str, cwd: Path | None, inner: dict[str, str]
+        self, name: str, start: list[str], lock: str, cwd: Path | None
     ) -> dict[str, object]:
         return {
             "engine": str(self.policy.engine.path), "kind": self.policy.engine.kind,
             "container": name, "start": start, "lock": str(self.state / lock),
             "user": f"{self.owner[0]}:{self.owner[1]}",
-            "cwd": os.path.abspath(cwd or self.root), "env": sorted(inner), "copy": [],
+            "cwd": os.path.abspath(cwd or self.root), "copy": [],
             "back": [], "marker": f"ASSAY_EXEC={secrets.token_hex(8)}",
             "memory_mb": self.memory_mb,
         }  # fmt: skip

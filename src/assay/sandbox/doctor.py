@@ -57,12 +57,15 @@ def check_drivers(*, path_variable: str) -> list[DriverCheck]:
     ]
 
 
-def enforced_limits(driver: str) -> tuple[str, ...]:
+def enforced_limits(driver: str, *, engine_ignores: bool = False) -> tuple[str, ...]:
     """The ``sandbox.limits`` fields ``driver`` enforces (on a machine where it works): on
     ``tempdir`` and ``bwrap``, ``max_memory_mb`` and ``max_cpus`` where this machine gives
-    a row control groups of its own (:func:`assay.sandbox.cgroups.find`)."""
+    a row control groups of its own (:func:`assay.sandbox.cgroups.find`); on ``docker``,
+    without :data:`ENGINE_CGROUP_FIELDS` when ``engine_ignores`` them
+    (:meth:`assay.sandbox.docker.Engine.limits_ignored`)."""
     if driver == "docker":
-        return (*RLIMIT_FIELDS, *CGROUP_FIELDS, *EVERYWHERE)
+        every = (*RLIMIT_FIELDS, *CGROUP_FIELDS, *EVERYWHERE)
+        return tuple(n for n in every if not (engine_ignores and n in ENGINE_CGROUP_FIELDS))
     groups = CGROUP_FIELDS if isinstance(cgroups.find(), cgroups.Hierarchies) else ()
     if driver == "bwrap":
         return (*RLIMIT_FIELDS, *groups, *EVERYWHERE)
@@ -115,7 +118,7 @@ def _bwrap(path_variable: str) -> DriverCheck:
 def _engine(kind: str) -> DriverCheck:
     from assay.sandbox.docker import find_engine
 
-    limits: tuple[str, ...] = (*RLIMIT_FIELDS, *CGROUP_FIELDS, *EVERYWHERE)
+    limits = enforced_limits("docker")
     name = "docker" if kind == "docker" else "docker (engine: podman)"
     try:
         engine = find_engine(kind)
@@ -127,8 +130,8 @@ def _engine(kind: str) -> DriverCheck:
     ignored = engine.limits_ignored()
     if ignored is not None:
         detail += f"; {ignored}: {', '.join(ENGINE_CGROUP_FIELDS)} not enforced"
-        limits = tuple(name for name in limits if name not in ENGINE_CGROUP_FIELDS)
-    return DriverCheck(name, True, detail, None, limits)
+    return DriverCheck(name, True, detail, None,
+                       enforced_limits("docker", engine_ignores=ignored is not None))  # fmt: skip
 
 
 ENGINE_FIXES = {

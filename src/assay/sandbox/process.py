@@ -509,6 +509,18 @@ def end_marked_processes(marker: str, *, inside: Path | None = None) -> list[int
     return ended
 
 
+def stat_fields(pid: int) -> list[str] | None:
+    """The fields of ``/proc/PID/stat`` after ``pid (comm)`` (``proc(5)``: ``[0]`` the
+    state, ``[1]`` the parent's pid, ``[19]`` the start time in clock ticks after boot);
+    ``None`` when it is gone (or elsewhere than Linux)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return fields if len(fields) > 19 else None
+
+
 def _marked(pid: str, wanted: bytes) -> bool:
     """Process ``pid``'s environment holds ``wanted`` (``False``: gone, or another user's)."""
     try:

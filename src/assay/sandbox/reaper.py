@@ -24,6 +24,8 @@ from itertools import count
 from pathlib import Path
 from typing import Protocol
 
+from assay.sandbox.process import stat_fields
+
 SCRIPT = Path(__file__).with_name("subreaper.py")
 STOP_PASSES = 50
 """At most this many passes stop the recorded trees (each pass stops what the one before found
@@ -87,12 +89,12 @@ class RowReaper:
         and every process below it, then ``SIGKILL`` them; remove the records. The pids
         killed."""
         roots = [pid for pid, started in self._records() if _start_time(pid) == started]
-        stopped: list[int] = []
+        stopped: dict[int, None] = {}  # in the order they were stopped
         for _ in range(STOP_PASSES):  # stopped, none can fork: the tree stops growing
             fresh = [pid for pid in _with_descendants(roots) if pid not in stopped]
             if not fresh:
                 break
-            stopped += [pid for pid in fresh if _signal(pid, signal.SIGSTOP)]
+            stopped.update((pid, None) for pid in fresh if _signal(pid, signal.SIGSTOP))
         ended = [pid for pid in stopped if _signal(pid, signal.SIGKILL)]
         shutil.rmtree(self.folder, ignore_errors=True)
         return ended
@@ -118,18 +120,9 @@ def _signal(pid: int, number: int) -> bool:
     return True
 
 
-def _stat_fields(pid: int) -> list[str] | None:
-    """The fields of ``/proc/PID/stat`` after ``pid (comm)`` (``None``: gone)."""
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-
-
 def _start_time(pid: int) -> str | None:
-    fields = _stat_fields(pid)
-    return fields[19] if fields is not None and len(fields) > 19 else None
+    fields = stat_fields(pid)
+    return fields[19] if fields is not None else None
 
 
 def _with_descendants(roots: list[int]) -> list[int]:
@@ -138,7 +131,7 @@ def _with_descendants(roots: list[int]) -> list[int]:
         return []
     children: dict[int, list[int]] = {}
     for name in os.listdir("/proc"):
-        fields = _stat_fields(int(name)) if name.isdigit() else None
+        fields = stat_fields(int(name)) if name.isdigit() else None
         if fields is not None:
             children.setdefault(int(fields[1]), []).append(int(name))
     found, queue = [], list(roots)

@@ -5,9 +5,10 @@ Run by path, standalone (no assay import, so it starts in about 20 ms):
 (``prctl(PR_SET_CHILD_SUBREAPER)``, Linux ≥ 3.4: a process that the program's descendants
 leave behind when their parent exits is re-parented to it instead of to init), starts the
 program with the same standard streams, and while the program runs it keeps the file
-``RECORD`` up to date (every 0.1 s, and when a child exits) with the processes it adopted,
-one ``PID START_TIME`` line each (``START_TIME``: field 22 of ``/proc/PID/stat``, clock ticks
-after boot, so a reused pid is not mistaken for it). When the program exits it records them
+``RECORD`` up to date (every 0.1 s, and when a child exits) with the program, the
+program's children and the processes it adopted, one ``PID START_TIME`` line each
+(``START_TIME``: field 22 of ``/proc/PID/stat``, clock ticks after boot, so a reused pid is
+not mistaken for it). When the program exits it records them
 once more and exits as the program did (the same code, or the same signal). The row's end
 (:class:`assay.sandbox.reaper.RowReaper`) kills what the records name and what descends from
 it: so a process that left the row's environment, folder and process group is still found.
@@ -55,7 +56,7 @@ def _children(pid: int) -> list[int]:
         return []
 
 
-def adopted(main: int) -> list[str]:
+def watched(main: int) -> list[str]:
     """``PID START_TIME`` of what a kill at the row's timeout would miss: the program, its
     children (one may have made a session of its own: the group kill misses it) and this
     process's other children (the orphans it adopted)."""
@@ -87,7 +88,7 @@ def record(path: str, lines: list[str], last: list[str]) -> list[str]:
 
 
 def wait(main: int, path: str) -> int:
-    """Reap children until ``main`` exits, recording the adopted ones; its wait status."""
+    """Reap children until ``main`` exits, recording :func:`watched`; its wait status."""
     last: list[str] = []
     while True:
         while True:
@@ -96,11 +97,11 @@ def wait(main: int, path: str) -> int:
             except ChildProcessError:
                 return 0
             if pid == main:
-                record(path, adopted(main), last)
+                record(path, watched(main), last)
                 return status
             if pid == 0:
                 break
-        last = record(path, adopted(main), last)
+        last = record(path, watched(main), last)
         signal.sigtimedwait([signal.SIGCHLD], POLL_SECONDS)
 
 

@@ -38,7 +38,7 @@ from assay.sandbox.docker import (
     missing_programs,
     parse_mount,
 )
-from assay.sandbox.doctor import ENGINE_CGROUP_FIELDS, enforced_limits
+from assay.sandbox.doctor import enforced_limits
 from assay.sandbox.mounts import unreadable
 from assay.sandbox.node_version import declared_node, image_node, too_old
 from assay.sandbox.probe import probe
@@ -115,8 +115,7 @@ def _engine_ignores(task: TaskDefinition) -> str | None:
     """The warning for a ``docker`` task whose memory, CPU or pids limit its engine ignores
     (rootless on cgroup v1: :meth:`~assay.sandbox.docker.Engine.limits_ignored`), else
     ``None`` (also when no engine answers: the run says so)."""
-    limits = task.sandbox.limits
-    given = [name for name in ENGINE_CGROUP_FIELDS if name in limits.model_fields_set]
+    given = _unenforced_limits(task.sandbox.limits, "docker", engine_ignores=True)
     if task.sandbox_driver != "docker" or not given:
         return None
     try:
@@ -131,10 +130,12 @@ def _engine_ignores(task: TaskDefinition) -> str | None:
     )
 
 
-def _unenforced_limits(limits: SandboxLimits, driver: str) -> list[str]:
+def _unenforced_limits(
+    limits: SandboxLimits, driver: str, *, engine_ignores: bool = False
+) -> list[str]:
     """The ``sandbox.limits`` fields the task sets and ``driver`` does not enforce (in the
     order of the model; ``max_output_mb`` and ``max_log_mb`` hold on every driver)."""
-    enforced = enforced_limits(driver)
+    enforced = enforced_limits(driver, engine_ignores=engine_ignores)
     return [name for name in type(limits).model_fields
             if name in limits.model_fields_set and name not in enforced]  # fmt: skip
 

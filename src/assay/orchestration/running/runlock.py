@@ -24,6 +24,7 @@ from typing import IO
 
 from assay.errors import UsageError
 from assay.orchestration.loading.secrets import command_line_redactor
+from assay.sandbox.process import stat_fields
 from assay.spec.run_names import LOCK_FILE as LOCK_FILE  # re-exported
 
 
@@ -141,11 +142,8 @@ def _alive(pid: int) -> bool:
 
 def _zombie(pid: int) -> bool:
     """A process that ended and waits for its parent to collect it (Linux ``/proc``)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[-1].split()[:1] == ["Z"]
+    fields = stat_fields(pid)
+    return fields is not None and fields[0] == "Z"
 
 
 def _read_holder(handle: IO[str]) -> dict[str, object]:
