@@ -8,6 +8,7 @@ GEMINI  := @google/gemini-cli@0.61.0
 QWEN    := @qwen-code/qwen-code@0.24.4
 OPENCODE := opencode-ai@1.18.33
 PI      := @mariozechner/pi-coding-agent@0.73.1
+UIPATH  := uipath==2.14.44
 TOOLS   := .tools
 # pytest-xdist: the tests run in PYTEST_WORKERS processes, each module's tests on one worker
 # (--dist loadscope: a module's run, viewer or browser starts once); a worker starts the Ray
@@ -65,6 +66,13 @@ $(TOOLS)/.installed-pi: $(TOOLS)/.installed-opencode
 	npm install --silent --no-audit --no-fund --prefix $(TOOLS)/npm $(PI)
 	touch $@
 
+# UiPath's CLI (PyPI uipath), pinned, in a virtual environment of its own (its dependencies
+# are not assay's): the uipath_eval criterion's tests run the real `uipath eval`.
+$(TOOLS)/.installed-uipath: | $(BIN)/python
+	$(PYTHON) -m venv $(TOOLS)/uipath
+	$(TOOLS)/uipath/bin/python -m pip install --quiet "$(UIPATH)"
+	touch $@
+
 # Bytecode for assay's own modules, as pip writes it for a regular install. An editable
 # install leaves it to the first run, and where PYTHONDONTWRITEBYTECODE is set (common in
 # containers) no run writes it, so every start compiles the sources again (about 70 ms).
@@ -72,7 +80,8 @@ $(TOOLS)/.installed-pi: $(TOOLS)/.installed-opencode
 install: $(VENV)/.installed-local
 	$(BIN)/python -m compileall -q src
 install-dev: $(VENV)/.installed-dev $(TOOLS)/.installed-codex $(TOOLS)/.installed-gemini \
-             $(TOOLS)/.installed-qwen $(TOOLS)/.installed-opencode $(TOOLS)/.installed-pi chromium
+             $(TOOLS)/.installed-qwen $(TOOLS)/.installed-opencode $(TOOLS)/.installed-pi \
+             $(TOOLS)/.installed-uipath chromium
 	$(BIN)/python -m compileall -q src
 
 # The system's Chromium for the viewer's browser tests: Debian's `chromium` package (the

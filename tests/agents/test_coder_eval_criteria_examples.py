@@ -1,7 +1,8 @@
 """examples/coder_eval/criteria/ as a user runs it: the real Claude Code CLI, driven offline
 by the folder's scripted model through the bridge, writes code that pylint, the import check
 and the reference comparison grade and a second Claude Code judges (agent_judge), and calls
-a recorded `gh` that cli_called counts."""
+a recorded `gh` that cli_called counts, and writes a UiPath coded agent that UiPath's own
+`uipath eval` grades (uipath_eval)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,9 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "coder_eval" / "cr
 def test_the_criteria_examples_pass_with_the_scripted_model(tmp_path: Path) -> None:
     claude_available()
     shutil.copytree(EXAMPLES, tmp_path / "criteria")
-    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"  # pylint's python3
+    uipath = Path(__file__).resolve().parents[2] / ".tools" / "uipath" / "bin"
+    path = os.pathsep.join([str(Path(sys.executable).parent), str(uipath),  # pylint, uipath
+                            os.environ["PATH"]])  # fmt: skip
     done = run_assay("run", "criteria", "--model", "mock/criteria/script.yaml", cwd=tmp_path,
                      env={"PATH": path})  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
@@ -33,6 +36,14 @@ def test_the_criteria_examples_pass_with_the_scripted_model(tmp_path: Path) -> N
         rows[data["task_id"]] = [(c["criterion_type"], c["score"], c["details"])
                                  for c in data["success_criteria_results"]]  # fmt: skip
     quality, pull = rows["code-quality"], rows["open-pull-request"]
+    assert rows["uipath-agent"] == [
+        (
+            "uipath_eval",
+            1.0,
+            "Metrics: ContainsEvaluator 1.000, "
+            "ExactMatchEvaluator 1.000, * 1.000. All thresholds met",
+        )
+    ]
     assert [(kind, score) for kind, score, _ in quality] == [
         ("pylint_score", 1.0), ("import_check", 1.0), ("reference_comparison", 1.0),
         ("agent_judge", 0.9)]  # fmt: skip

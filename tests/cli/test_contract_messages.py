@@ -417,15 +417,14 @@ def test_a_coder_eval_field_set_by_a_variant_or_d_is_refused(tmp_path: Path) -> 
           "implemented in assay yet",
           "  hint: use type 'command' to run its CLI (e.g. command: \"claude -p\"), or type "
           "'llm' to have a model answer the prompt"]),
-        ("agent: {type: llm, model: mock/echo}\nsuccess_criteria:\n  - {type: uipath_eval}",
-         ["error: t.yaml:6: success_criteria[0].type: criterion type 'uipath_eval' (from Coder "
-          "Eval) is not implemented in assay yet",
-          "  hint: assay implements: file_exists, file_check, file_contains, "
-          "file_matches_regex, json_check, run_command, pytest, classification_match, "
-          "response_match, qa, skill_triggered, command_executed, tool_called, "
-          "commands_efficiency, llm_judge, system_one_judge, agent_judge, import_check, "
-          "pylint_score, reference_comparison, "
-          "cli_called; --skip-unsupported runs the rest of the file without it"]),
+        ("agent: {type: llm, model: mock/echo}\nsuccess_criteria:\n  - {type: quantum_grade}",
+         ["error: t.yaml:6: success_criteria[0].type: unknown criterion type 'quantum_grade'",
+          "  hint: one of: agent_judge, classification_match, cli_called, command_executed, "
+          "commands_efficiency, file_check, file_contains, file_exists, file_matches_regex, "
+          "import_check, json_check, llm_judge, pylint_score, pytest, qa, "
+          "reference_comparison, response_match, run_command, skill_triggered, "
+          "system_one_judge, tool_called, uipath_eval; --skip-unsupported runs the rest of the "
+          "file without it"]),
         ("agent: {type: llm, model: mock/echo}\nsuccess_criteria:\n  - {type: respnse_match}",
          ["error: t.yaml:6: success_criteria[0].type: unknown criterion type 'respnse_match'",
           "  hint: did you mean 'response_match'?"]),

@@ -130,7 +130,8 @@ def test_every_set_of_types_follows_the_classes() -> None:
                                           "commands_efficiency"}  # fmt: skip
     assert having("has_labels") == {"classification_match", "skill_triggered"}
     assert having("reads_sandbox") == {"file_exists", "run_command", "pytest", "import_check",
-                                       "pylint_score", "agent_judge"}  # fmt: skip
+                                       "pylint_score", "agent_judge", "uipath_eval"}  # fmt: skip
+    assert having("runs_agent_code") == {"run_command", "uipath_eval"}
     assert having("graded_after_crash") == {
         "file_exists", "file_check", "file_contains", "file_matches_regex", "json_check",
         "reference_comparison", "cli_called", "classification_match", "response_match",

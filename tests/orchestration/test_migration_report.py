@@ -19,7 +19,7 @@ GOOD = "success_criteria: [{type: response_match, expected: hi, description: d}]
 def _folder(root: Path) -> Path:
     write(root / "tasks" / "a.yaml", "task_id: a\n" + HEAD + GOOD)
     write(root / "tasks" / "b.yaml", "task_id: b\n" + HEAD
-          + "success_criteria: [{type: uipath_eval, description: d}]\n")  # fmt: skip
+          + "success_criteria: [{type: quantum_grade, description: d}]\n")  # fmt: skip
     write(root / "tasks" / "c.yaml", "task_id: c\n" + HEAD + "expected_commands: [make]\n" + GOOD)
     write(root / "tasks" / "d.yaml", "task_id: d\n" + HEAD
           + "success_criteria: [{type: response_match, expectd: hi}]\n")  # fmt: skip
@@ -37,7 +37,7 @@ def test_every_file_is_judged_and_the_refused_are_reported_together(tmp_path: Pa
     assert list(error.warned) == [str(tmp_path / "tasks" / "c.yaml")]
     text = error.render()
     assert text.startswith("2 of 4 task files cannot run (1 run as written, 1 with warnings):")
-    assert "criterion type 'uipath_eval' (from Coder Eval) is not implemented" in text
+    assert "unknown criterion type 'quantum_grade'" in text
     assert "success_criteria[0].expectd: unknown field" in text
     assert "runs with 1 warning(s):" in text and text.endswith("leave them out")
 
@@ -60,12 +60,12 @@ def test_a_folder_that_all_loads_plans_as_before(tmp_path: Path) -> None:
 
 MIXED = """\
 task_id: mixed
-description: one criterion assay has, one it does not
+description: one criterion assay has, one of a type it does not have
 agent: {type: llm, model: mock/echo}
 initial_prompt: hi
 success_criteria:
   - {type: response_match, expected: hi, description: echoed}
-  - {type: uipath_eval, description: typed, agent_name: a, eval_set: e}
+  - {type: quantum_grade, description: typed, path: a}
 """
 
 
@@ -80,7 +80,7 @@ def test_skip_unsupported_runs_the_rest_and_names_what_it_left_out(workdir: Path
     assert result.exit_code == 0
     left = [w for w in warnings if "left out (--skip-unsupported)" in w]
     assert [w.split(": ")[1] for w in left] == ["success_criteria[1]"]
-    assert "criterion 'uipath_eval' left out" in left[0]
+    assert "criterion 'quantum_grade' left out" in left[0]
     again = assay.resume(result.run_dir)  # the recorded option is replayed, so the file loads
     assert again.exit_code == 0
 

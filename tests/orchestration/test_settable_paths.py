@@ -78,6 +78,7 @@ AGENT_CRITERIA = """\
      rcfile: pylintrc, timeout: 60}
   - {type: reference_comparison, agent_file: f.py, reference_file: s.py,
      comparison_method: token, similarity_threshold: 0.7}
+  - {type: uipath_eval, agent_name: main, eval_set: s.json, thresholds: {"*": 0.5}, timeout: 60}
   - {type: cli_called, log: cli_mocks/calls.jsonl, tool: gh, verb: pr create,
      positional: [x], flags: {title: {contains: a}}, value_flags: [repo],
      ignore_flags: [output], min_count: 1, max_count: 2}
@@ -864,8 +865,8 @@ def test_sample_seed_override_seeds_the_stratified_draw(bases: dict[str, Path]) 
 
 
 def test_a_list_item_override_past_the_end_is_refused(bases: dict[str, Path]) -> None:
-    with pytest.raises(TaskFileError, match="has 22 item\\(s\\), so there is no item 22"):
-        _plan(bases["llm"], (Override(("success_criteria", "22", "weight"), 0),))
+    with pytest.raises(TaskFileError, match="has 23 item\\(s\\), so there is no item 23"):
+        _plan(bases["llm"], (Override(("success_criteria", "23", "weight"), 0),))
 
 
 def test_strict_models_cover_the_spec() -> None:

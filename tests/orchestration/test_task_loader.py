@@ -72,9 +72,12 @@ def test_unknown_criterion_type_suggests(tmp_path: Path) -> None:
     assert error.hint == "did you mean 'response_match'?"
 
 
-def test_coder_eval_criterion_not_implemented_is_an_error(tmp_path: Path) -> None:
-    error = error_of(tmp_path, MINIMAL.replace("response_match", "uipath_eval"))
-    assert "criterion type 'uipath_eval' (from Coder Eval) is not implemented" in error.message
+def test_a_criterion_type_assay_does_not_have_names_skip_unsupported(tmp_path: Path) -> None:
+    error = error_of(tmp_path, MINIMAL.replace("response_match", "quantum_grade"))
+    assert error.message == "unknown criterion type 'quantum_grade'"
+    assert error.hint is not None and error.hint.startswith("one of: agent_judge, ")
+    assert error.hint.endswith(", uipath_eval; --skip-unsupported runs the rest of the file "
+                               "without it")  # fmt: skip
 
 
 def test_coder_eval_agent_not_implemented_points_to_command(tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ from tests.sandbox.test_docker_runs import env
 CODEX = "{type: codex, model: mock/script.yaml}"
 CHECK = "{type: file_exists, path: out.txt, description: d}"
 RUN = "{type: run_command, command: 'true', description: d}"
+UIPATH = "{type: uipath_eval, agent_name: main, eval_set: s.json, thresholds: {}}"
 
 
 def task_text(*, agent: str = CODEX, sandbox: str, criterion: str = CHECK) -> str:
@@ -38,6 +39,9 @@ def task_text(*, agent: str = CODEX, sandbox: str, criterion: str = CHECK) -> st
           "would cross it", "set sandbox.docker.agent_isolation: false"]),
         ("{driver: docker, docker: {image: i, agent_isolation: true}}", RUN,
          ["t.yaml:6: success_criteria[0].type", "a run_command criterion"]),
+        ("{driver: docker, docker: {image: i}}", UIPATH,
+         ["t.yaml:6: success_criteria[0].type", "a uipath_eval criterion (a program the agent's "
+          "files can steer", "set sandbox.docker.agent_isolation: false"]),
         ("{driver: docker, docker: {image: i, extra_mounts: ['a:/a']}}", CHECK,
          ["t.yaml:5: sandbox.docker.extra_mounts", "would cross it",
           "agent_isolation: false"]),

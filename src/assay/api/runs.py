@@ -52,9 +52,9 @@ class SelectionKeywords(TypedDict, total=False):
         split: keep only rows whose ``split_field`` equals this.
         tags: run only tasks with one of these tags; exclude_tags: skip tasks with one.
         include_skipped: also run tasks marked ``skip: true``.
-        skip_unsupported: leave out the criteria assay does not implement yet (Coder Eval's
-            ``agent_judge``, ``uipath_eval``, ``system_one_judge``), each named in a warning;
-            without it such a task file is refused.
+        skip_unsupported: leave out the criteria of a type assay does not have (a newer
+            Coder Eval's, a plugin not installed here), each named in a warning; without it
+            such a task file is refused.
         repeats: replicates per row-task.
         experiment: an experiment file, or NAME for ``experiments/NAME.yaml``.
         overrides: task fields to override in every variant: ``{"agent.temperature": 0.7}``

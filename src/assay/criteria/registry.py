@@ -22,7 +22,6 @@ from assay.criteria.base import Criterion
 from assay.errors import PluginError, UsageError
 from assay.plugins import PluginGroup, Registry
 from assay.spec.base import UnionInfo
-from assay.spec.criteria import CODER_EVAL_CRITERIA_NOT_YET
 from assay.spec.criterion_base import CriterionSpec
 from assay.spec.task import LlmAgent, TaskDefinition
 
@@ -47,6 +46,7 @@ BUILT_INS = (
     "assay.criteria.code_checks:ImportCheckCriterion",
     "assay.criteria.code_checks:PylintScoreCriterion",
     "assay.criteria.code_checks:ReferenceComparisonCriterion",
+    "assay.criteria.uipath_eval:UipathEvalCriterion",
     "assay.criteria.cli_called:CliCalledCriterion",
 )
 """Every built-in criterion, one line each (``module:Class``)."""
@@ -137,14 +137,12 @@ class CriterionRegistry(Registry[type[Criterion]]):
 
     def union(self) -> Any:
         """The task file's criterion: a discriminated union of the registered classes on
-        ``type``, with the names of Coder Eval's types assay does not implement yet."""
-        later = ("assay implements: " + ", ".join(self._classes) + "; --skip-unsupported runs "
-                 "the rest of the file without it")  # fmt: skip
-        not_yet = {name: later for name in CODER_EVAL_CRITERIA_NOT_YET}
+        ``type``; an unknown type's hint names ``--skip-unsupported``."""
         members = tuple(self._classes.values())
+        unknown = "--skip-unsupported runs the rest of the file without it"
         return Annotated[Union[members],  # noqa: UP007 - a runtime tuple of classes
                          Field(discriminator="type"),
-                         UnionInfo(noun="criterion", not_yet=not_yet)]  # fmt: skip
+                         UnionInfo(noun="criterion", unknown=unknown)]  # fmt: skip
 
     def validate(self, raw: object) -> list[Criterion]:
         """A list of criteria as written (dicts) as instances of the registered classes.

@@ -74,10 +74,12 @@ def no_nul(value: Any, what: str) -> Any:
 
 @dataclass(frozen=True)
 class UnionInfo:
-    """Metadata on a discriminated union: its noun and Coder Eval tags not implemented yet."""
+    """Metadata on a discriminated union: its noun, Coder Eval tags not implemented yet (tag
+    → why), and what to add to the hint for a tag it does not know (``unknown``)."""
 
     noun: str
     not_yet: Mapping[str, str] = field(default_factory=dict)
+    unknown: str = ""
 
 
 @dataclass(frozen=True)
@@ -250,7 +252,9 @@ def _screen_tagged(
                     info.not_yet[tag],
                 )
             )
-        hint = did_you_mean(str(tag), tags) or ("one of: " + ", ".join(sorted(tags)))
+        listed = "one of: " + ", ".join(sorted(tags))
+        listed += f"; {info.unknown}" if info.unknown else ""
+        hint = did_you_mean(str(tag), tags) or listed
         raise ScreenError(FieldProblem((*loc, "type"), f"unknown {info.noun} type '{tag}'", hint))
     return _screen_model(value, tags[tag], loc, warnings)
 

@@ -1,10 +1,11 @@
-"""Criteria over the Python code a coding task leaves: Coder Eval's ``import_check``,
-``pylint_score`` and ``reference_comparison`` (``reference/coder_eval_agents.md`` §2: fields
-and defaults as there).
+"""Criteria over the code a coding task leaves: Coder Eval's ``import_check``,
+``pylint_score``, ``reference_comparison`` and ``uipath_eval`` (``reference/coder_eval_agents.md``
+§2: fields and defaults as there).
 
-The first two run a program in the row's sandbox (its interpreter is the ``python3`` on the
-row's ``PATH``), so each is graded after the agent and never on a crashed row's leftovers;
-``reference_comparison`` only reads a file the agent left and one of the task's reference.
+``import_check``, ``pylint_score`` and ``uipath_eval`` run a program in the row's sandbox (the
+``python3`` or ``uipath`` on the row's ``PATH``), so each is graded after the agent and never
+on a crashed row's leftovers; ``reference_comparison`` only reads a file the agent left and
+one of the task's reference.
 """
 
 from __future__ import annotations
@@ -104,6 +105,27 @@ class ReferenceComparison(CriterionSpec):
         return self
 
 
+class UipathEval(CriterionSpec):
+    """Score: the share of ``thresholds`` (metric → minimum; a metric passes when it is at
+    least its minimum) that UiPath's ``uipath eval`` meets when it runs the agent's UiPath
+    project in the sandbox on ``eval_set``; no thresholds score 1.0. ``agent_name`` is the
+    entrypoint of the project's ``uipath.json``; ``eval_set`` a file of the task's folder
+    (its evaluators beside it, as ``uipath`` lays them out: ``…/eval-sets/x.json`` and
+    ``…/evaluators/``), else a path or name in the sandbox. The metrics are each evaluator's
+    mean score over the set's evaluations, by evaluator id, and ``*`` their mean
+    (:mod:`assay.criteria.uipath_eval`). The CLI not installed, an eval set or entrypoint it
+    cannot find, or an evaluator that could not score (an LLM evaluator without UiPath's
+    platform, offline) is the criterion's error, not a score."""
+
+    runs_agent_code: ClassVar[bool] = True
+
+    type: Literal["uipath_eval"]
+    agent_name: StrictStr = Field(min_length=1)
+    eval_set: StrictStr = Field(min_length=1)
+    thresholds: dict[StrictStr, float]
+    timeout: float = Field(default=600, gt=0)
+
+
 class ReferenceSpec(StrictModel):
     """The task's ``reference:``: ``directory``, the folder of the reference solution
     (relative to the task file). ``reference_comparison`` reads its files, and the commands
@@ -118,4 +140,4 @@ class ReferenceSpec(StrictModel):
     directory: StrictStr
 
 
-__all__ = ["ImportCheck", "PylintScore", "ReferenceComparison", "ReferenceSpec"]
+__all__ = ["ImportCheck", "PylintScore", "ReferenceComparison", "ReferenceSpec", "UipathEval"]

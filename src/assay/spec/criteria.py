@@ -12,7 +12,7 @@ the sandbox) or, when ``path`` is omitted, the agent's final response (an assay 
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field, StrictInt, StrictStr, field_validator, model_validator
 
@@ -25,6 +25,7 @@ from assay.spec.cli_criteria import CliCalled as CliCalled
 from assay.spec.code_criteria import ImportCheck as ImportCheck
 from assay.spec.code_criteria import PylintScore as PylintScore
 from assay.spec.code_criteria import ReferenceComparison as ReferenceComparison
+from assay.spec.code_criteria import UipathEval as UipathEval
 from assay.spec.criterion_base import CriterionSpec as CriterionSpec
 from assay.spec.criterion_base import check_relative_path as check_relative_path
 from assay.spec.criterion_base import regex_flags as regex_flags
@@ -101,6 +102,8 @@ class RunCommand(CriterionSpec):
     ``expected_exit_code``, prints nothing or no number cannot give a score: the criterion's
     error.
     """
+
+    runs_agent_code: ClassVar[bool] = True
 
     type: Literal["run_command"]
     command: StrictStr
@@ -209,8 +212,3 @@ class QaCriterion(CriterionSpec):
     def reads_response(self) -> bool:
         """A QA row is graded on the response."""
         return True
-
-
-CODER_EVAL_CRITERIA_NOT_YET = frozenset({"uipath_eval"})
-"""Coder Eval's criterion types that assay does not implement yet (a task naming one is
-told so, and ``--skip-unsupported`` leaves it out)."""

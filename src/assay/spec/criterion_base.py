@@ -63,6 +63,9 @@ class CriterionSpec(StrictModel):
     """Capability: the criterion reads what the agent did (its transcript)."""
     has_labels: ClassVar[bool] = False
     """Capability: its results carry labels and roll up with classification metrics."""
+    runs_agent_code: ClassVar[bool] = False
+    """Capability: it runs a program the agent's files can steer (a command, the agent's
+    own project), so ``sandbox.docker.agent_isolation`` refuses it beside a coding agent."""
 
     type: str
     description: str = ""

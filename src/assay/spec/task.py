@@ -833,10 +833,10 @@ class TaskDefinition(StrictModel):
         if docker.extra_mounts:
             crossing.append((("sandbox", "docker", "extra_mounts"), "extra_mounts (shown to "
                              "whom? Coder Eval refuses them here too)"))  # fmt: skip
-        commands = [i for i, c in enumerate(self.success_criteria) if c.type == "run_command"]
-        crossing += [(("success_criteria", i, "type"), "a run_command criterion (a program the "
+        crossing += [(("success_criteria", i, "type"), f"a {c.type} criterion (a program the "
                       "agent's files can steer, run with the task's folder in view; Coder Eval "
-                      "refuses it here too)") for i in commands]  # fmt: skip
+                      "refuses it here too)")
+                     for i, c in enumerate(self.success_criteria) if c.runs_agent_code]  # fmt: skip
         if crossing:
             loc, what = crossing[0]
             raise located(loc, f"sandbox.docker.agent_isolation (on by default) keeps the "

@@ -37,8 +37,9 @@ IncludeSkipped = Annotated[
 ]
 SkipUnsupported = Annotated[
     bool,
-    typer.Option("--skip-unsupported", help="Leave out the Coder Eval criteria assay does not "
-                 "implement yet (each is named in a warning) instead of refusing the file."),
+    typer.Option("--skip-unsupported", help="Leave out the criteria of a type assay does not have "
+                 "(a newer Coder Eval's, a plugin not installed; each is named in a warning) "
+                 "instead of refusing the file."),
 ]  # fmt: skip
 Repeats = Annotated[
     int | None, typer.Option("--repeats", min=1, help="Replicates per row-task (00, 01, ...).")

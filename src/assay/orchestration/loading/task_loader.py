@@ -27,7 +27,6 @@ from assay.orchestration.loading.sandbox_checks import check_read_only
 from assay.orchestration.loading.thresholds import check_threshold_names
 from assay.qa import QaTemplates, load_metrics_hook
 from assay.spec.base import ScreenError, screen
-from assay.spec.criteria import CODER_EVAL_CRITERIA_NOT_YET
 from assay.spec.source import Loc, YamlDocument, field_path, read_yaml
 from assay.spec.task import TaskDefinition, TemplateDir
 
@@ -87,9 +86,9 @@ def load_task(
         base_dir: where its relative paths start (default: the file's folder; a task built
             in Python and saved in its run directory keeps the folder it was built in).
         overrides: ``-D path=value`` overrides, placed as if written in the file.
-        skip_unsupported: leave out each criterion of a type assay does not implement yet
-            (Coder Eval's ``agent_judge``, ...) with a warning naming it, instead of refusing
-            the file; a file left with no criterion is still refused.
+        skip_unsupported: leave out each criterion of a type assay does not have (a newer
+            Coder Eval's, a plugin not installed here) with a warning naming it, instead of
+            refusing the file; a file left with no criterion is still refused.
         criteria: the criterion types the file may name (default: the built-ins, and the
             installed ``assay.criteria`` plugins when it names another).
 
@@ -138,9 +137,11 @@ def load_document(
             raise TaskFileError(exc.message, file=display, field=override.dotted,
                                 hint=exc.hint) from None  # fmt: skip
     left_out: list[str] = []
+    registry = criteria or default_criteria()
     if skip_unsupported:
-        data, left_out = _without_unsupported(data, display=display, document=document)
-    model = task_model(data, criteria)
+        data, left_out = _without_unsupported(data, registry, display=display,
+                                              document=document)  # fmt: skip
+    model = task_model(data, registry)
     try:
         screened = screen(data, model, lenient_top=True)
     except ScreenError as exc:
@@ -172,10 +173,11 @@ def load_document(
 
 
 def _without_unsupported(
-    data: dict[str, Any], *, display: str, document: YamlDocument
+    data: dict[str, Any], registry: CriterionRegistry, *, display: str, document: YamlDocument
 ) -> tuple[dict[str, Any], list[str]]:
-    """``data`` without the criteria of a type assay does not implement yet, and a warning
-    naming each one left out.
+    """``data`` without the criteria of a type neither ``registry`` nor an installed plugin
+    has (a newer Coder Eval's, a plugin not installed here), and a warning naming each one
+    left out.
 
     Raises:
         TaskFileError: every criterion was left out.
@@ -183,19 +185,21 @@ def _without_unsupported(
     criteria = data.get("success_criteria")
     if not isinstance(criteria, list):
         return data, []
+    kinds = [c.get("type") if isinstance(c, dict) else None for c in criteria]
+    registry.ensure(kinds)
+    known = set(registry.types)
     kept, warnings = [], []
-    for index, criterion in enumerate(criteria):
-        kind = criterion.get("type") if isinstance(criterion, dict) else None
-        if kind in CODER_EVAL_CRITERIA_NOT_YET:
+    for index, (criterion, kind) in enumerate(zip(criteria, kinds, strict=True)):
+        if isinstance(kind, str) and kind not in known:
             loc: Loc = ("success_criteria", index)
             warnings.append(f"{display}:{document.line_of(loc) or '?'}: {field_path(loc)}: "
                             f"criterion '{kind}' left out (--skip-unsupported): assay does not "
-                            "implement it yet")  # fmt: skip
+                            "have this type")  # fmt: skip
         else:
             kept.append(criterion)
     if criteria and not kept:
         raise TaskFileError(
-            "every criterion of this task is one assay does not implement yet, so nothing "
+            "every criterion of this task is of a type assay does not have, so nothing "
             "would grade its rows",
             file=display, field="success_criteria",
             hint="keep the file out of the run, or add a criterion assay has",
