@@ -108,7 +108,7 @@ def test_a_live_verdict_ends_the_gemini_cli(ran: Path) -> None:
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        ("plugins: [{type: local, path: p}]", "gemini takes no plugins from assay"),
+        ("plugins: [{type: local, path: p}]", "plugin folder not found"),
         ("route: direct, cli_model: gemini-2.5-pro", "through the model bridge only"),
         ("system_prompt: be brief", "gemini takes no system prompt from assay"),
     ],

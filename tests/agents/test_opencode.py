@@ -172,7 +172,7 @@ def test_a_live_verdict_ends_the_opencode_cli(ran: Path) -> None:
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        ("plugins: [{type: local, path: p}]", "opencode takes no plugins from assay"),
+        ("plugins: [{type: local, path: p}]", "plugin folder not found"),
         ("route: direct, cli_model: m", "through the model bridge only"),
         ("claude_settings: {a: 1}", "a claude-code field"),
         ("system_prompt_mode: replace", "opencode adds system_prompt to its own instructions"),

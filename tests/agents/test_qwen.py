@@ -135,7 +135,7 @@ def test_a_live_verdict_ends_the_qwen_cli(ran: Path) -> None:
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        ("plugins: [{type: local, path: p}]", "qwen-code takes no plugins from assay"),
+        ("plugins: [{type: local, path: p}]", "plugin folder not found"),
         ("route: direct, cli_model: m", "through the model bridge only"),
         ("claude_settings: {a: 1}", "a claude-code field"),
         ("allowed_tools: ['Bash(git']", "is not a tool name"),

@@ -105,6 +105,16 @@ def test_engagement_by_path_takes_either_slash_and_nested_skills_folders() -> No
     assert engaged_skills(nested) == {"pdf"}
 
 
+def test_a_skill_tool_names_its_skill_by_skill_or_by_name() -> None:
+    def call(arguments: dict[str, str]) -> ToolUse:
+        return ToolUse("Skill", "1", arguments, "", False, False)
+
+    assert engaged_skills(call({"skill": "plug:pdf"})) == {"pdf"}  # Claude Code, Qwen Code
+    assert engaged_skills(call({"name": "pdf"})) == {"pdf"}  # OpenCode, Gemini CLI
+    assert engaged_skills(call({"skill": "pdf", "name": "other"})) == {"pdf"}
+    assert engaged_skills(call({"args": "pdf"})) == set()
+
+
 def test_a_skill_the_plugins_do_not_offer_cannot_be_graded() -> None:
     with pytest.raises(CriterionError) as error:
         skill("pdf", recorded("skill-then-work.claude"), "pdf")

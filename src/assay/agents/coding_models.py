@@ -4,6 +4,7 @@ skills they offer, its system prompt."""
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 from assay.errors import UserError
@@ -92,6 +93,20 @@ def plugin_skills(folders: list[Path]) -> dict[str, Path]:
         for skill in candidates:
             found.setdefault(skill.parent.name, skill.parent)
     return found
+
+
+def copy_skills(folders: list[Path], into: Path) -> None:
+    """Copy each skill the plugin folders offer (:func:`plugin_skills`) to ``into/<name>/``:
+    the user skills folder of a CLI that reads skills but no plugin folder (Qwen Code's
+    ``~/.qwen/skills``, Gemini CLI's ``~/.gemini/skills``, a folder OpenCode's configuration
+    names), in the row's fresh home, so the sandbox needs no view of the plugin folders.
+    Links are followed; a dangling one is left out.
+
+    Raises:
+        OSError: a skill folder cannot be read or the copy cannot be written.
+    """
+    for name, folder in plugin_skills(folders).items():
+        shutil.copytree(folder, into / name, ignore_dangling_symlinks=True)
 
 
 def skills_offered(folders: list[Path]) -> list[str]:

@@ -5,16 +5,20 @@ home folder whose ``.gemini/settings.json`` selects an API-key login, turns fold
 (an untrusted folder would turn ``--yolo`` off), and turns telemetry, usage statistics and
 update checks off. Its model calls go to the model bridge's Gemini wire
 (``GOOGLE_GEMINI_BASE_URL`` = the bridge, ``GEMINI_API_KEY`` = the row's credential), which
-answers with the task's model whatever model name the CLI sends. The stream is read by
-:class:`~assay.agents.gemini_stream.GeminiStreamParser`.
+answers with the task's model whatever model name the CLI sends. The plugins' skills are
+copied to its user skills folder (``~/.gemini/skills/<name>``), where its ``activate_skill``
+tool finds them. The stream is read by :class:`~assay.agents.gemini_stream.GeminiStreamParser`.
 """
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+from assay.agents.base import AgentContext
 from assay.agents.cli import CliLaunch, EventParser, cli_environment
 from assay.agents.coding import CliAgent, CliRow
+from assay.agents.coding_models import copy_skills, plugin_dirs, skills_offered
 from assay.agents.gemini_stream import GeminiStreamParser
 from assay.spec.coding_agents import GeminiAgent
 
@@ -39,12 +43,20 @@ class GeminiRunner(CliAgent[GeminiAgent]):
         """:class:`~assay.agents.gemini_stream.GeminiStreamParser`."""
         return GeminiStreamParser()
 
+    def prepare(self, context: AgentContext, cli: Path, parser: EventParser) -> list[Path]:
+        """The plugin folders (refused: one it cannot read); the transcript names the
+        skills offered."""
+        plugins = plugin_dirs(self.config, context.base_dir)
+        parser.transcript.skills_offered = skills_offered(plugins)
+        return plugins
+
     def launch(self, row: CliRow) -> CliLaunch:
-        """The settings file in the home folder, the bridge's Gemini wire in the
-        environment, the prompt as ``-p``."""
+        """The settings file and the plugins' skills (``~/.gemini/skills``) in the home
+        folder, the bridge's Gemini wire in the environment, the prompt as ``-p``."""
         (row.home / ".gemini").mkdir()
         (row.home / ".gemini" / "settings.json").write_text(json.dumps(SETTINGS),
                                                             encoding="utf-8")  # fmt: skip
+        copy_skills(row.prepared, row.home / ".gemini" / "skills")
         env = cli_environment(row.context, self.config, row.home) | {
             "GEMINI_API_KEY": row.token, "GOOGLE_GEMINI_BASE_URL": row.bridge_url,
             "GEMINI_CLI_NO_RELAUNCH": "true",

@@ -24,7 +24,7 @@ from assay.results.transcript import TokenBuckets, Transcript, TranscriptEvent
 NAMES = {"run_shell_command": "Bash", "write_file": "Write", "replace": "Edit",
          "read_file": "Read", "glob": "Glob", "search_file_content": "Grep",
          "list_directory": "LS", "web_fetch": "WebFetch",
-         "google_web_search": "WebSearch"}  # fmt: skip
+         "google_web_search": "WebSearch", "activate_skill": "Skill"}  # fmt: skip
 """Gemini's tool names as Coder Eval's (others keep their own)."""
 _WRITES = {"Write": "add", "Edit": "update"}
 

@@ -7,8 +7,9 @@ model bridge (``@ai-sdk/openai-compatible``, which OpenCode 1.18 carries inside 
 so nothing is fetched; the row's credential read from ``ASSAY_BRIDGE_KEY``), its
 ``permission`` rules from Claude Code's permission fields
 (:func:`~assay.spec.coding_agents.opencode_permission`), the session-title model call off, sharing
-and update checks off; ``system_prompt`` becomes a file of its ``instructions``. Its fetch
-of the models.dev catalogue, its default plugins and its language-server downloads are off
+and update checks off; ``system_prompt`` becomes a file of its ``instructions``, and the plugins'
+skills are copied to a folder its ``skills.paths`` names, where its ``skill`` tool finds them.
+Its fetch of the models.dev catalogue, its default plugins and its language-server downloads are off
 (``OPENCODE_DISABLE_*``). The bridge answers with the task's model whatever name the CLI
 sends. The stream is read by :class:`~assay.agents.opencode_stream.OpenCodeStreamParser`.
 """
@@ -16,16 +17,25 @@ sends. The stream is read by :class:`~assay.agents.opencode_stream.OpenCodeStrea
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from assay.agents.base import AgentContext
 from assay.agents.cli import BRIDGE_KEY_NAME, CliLaunch, EventParser, cli_environment
 from assay.agents.coding import CliAgent, CliRow
-from assay.agents.coding_models import read_system_prompt
+from assay.agents.coding_models import (
+    copy_skills,
+    plugin_dirs,
+    read_system_prompt,
+    skills_offered,
+)
 from assay.agents.opencode_stream import OpenCodeStreamParser
 from assay.spec.coding_agents import OpenCodeAgent, opencode_permission
 
+SKILLS_FOLDER = "assay-skills"
+"""The home folder's folder of the plugins' skills, which the configuration's ``skills.paths``
+names (OpenCode finds each ``**/SKILL.md`` under it)."""
 DEFAULT_CLI_MODEL = "default"
 """The model name given to the CLI when ``cli_model`` is not set (any name works)."""
 QUIET = {
@@ -48,18 +58,28 @@ class OpenCodeRunner(CliAgent[OpenCodeAgent]):
         """:class:`~assay.agents.opencode_stream.OpenCodeStreamParser`."""
         return OpenCodeStreamParser()
 
-    def prepare(self, context: AgentContext, cli: Path, parser: EventParser) -> str | None:
-        """The system prompt's text (refused: a file it cannot read)."""
-        return read_system_prompt(self.config, context.base_dir)
+    def prepare(
+        self, context: AgentContext, cli: Path, parser: EventParser
+    ) -> tuple[str | None, list[Path]]:
+        """The system prompt's text and the plugin folders (refused: a file or folder it
+        cannot read); the transcript names the skills offered."""
+        plugins = plugin_dirs(self.config, context.base_dir)
+        parser.transcript.skills_offered = skills_offered(plugins)
+        return read_system_prompt(self.config, context.base_dir), plugins
 
     def launch(self, row: CliRow) -> CliLaunch:
-        """The system prompt as an instructions file in the home folder, the whole
-        configuration in ``OPENCODE_CONFIG_CONTENT``, the prompt on standard input."""
+        """The system prompt as an instructions file and the plugins' skills in the home
+        folder, the whole configuration in ``OPENCODE_CONFIG_CONTENT``, the prompt on
+        standard input."""
+        text, plugins = row.prepared
         files = []
-        if row.prepared is not None:
+        if text is not None:
             files.append(row.home / "assay-instructions.md")
-            files[0].write_text(row.prepared, encoding="utf-8")
-        settings = opencode_config(self.config, bridge_url=row.bridge_url, instructions=files)
+            files[0].write_text(text, encoding="utf-8")
+        skills = row.home / SKILLS_FOLDER
+        copy_skills(plugins, skills)
+        settings = opencode_config(self.config, bridge_url=row.bridge_url, instructions=files,
+                                   skills=[skills] if plugins else [])  # fmt: skip
         env = cli_environment(row.context, self.config, row.home) | QUIET | {
             "OPENCODE_CONFIG_CONTENT": json.dumps(settings), BRIDGE_KEY_NAME: row.token,
         }  # fmt: skip
@@ -67,8 +87,8 @@ class OpenCodeRunner(CliAgent[OpenCodeAgent]):
         return CliLaunch(argv, env, stdin=row.context.prompt or "")
 
 
-def opencode_config(config: OpenCodeAgent, *, bridge_url: str,
-                    instructions: list[Path]) -> dict[str, Any]:  # fmt: skip
+def opencode_config(config: OpenCodeAgent, *, bridge_url: str, instructions: list[Path],
+                    skills: Sequence[Path] = ()) -> dict[str, Any]:  # fmt: skip
     """OpenCode's configuration for one row (see the module docstring); the credential is
     not in it (``{env:ASSAY_BRIDGE_KEY}``)."""
     model = cli_model(config)
@@ -83,6 +103,7 @@ def opencode_config(config: OpenCodeAgent, *, bridge_url: str,
                                           config.disallowed_tools),
         "agent": {"title": {"disable": True}}, "autoupdate": False, "share": "disabled",
         "instructions": [str(path) for path in instructions],
+        "skills": {"paths": [str(path) for path in skills]},
     }  # fmt: skip
 
 

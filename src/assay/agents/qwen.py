@@ -7,7 +7,9 @@ Completions wire (``OPENAI_BASE_URL`` = the bridge's ``/v1``, ``OPENAI_API_KEY``
 credential, ``OPENAI_MODEL`` = the name it sends), which answers with the task's model whatever name
 the CLI sends. Its stream-json output has Claude Code's shape, so it is read by
 :class:`~assay.agents.claude_stream.ClaudeStreamParser` with Qwen Code's tool names mapped to Claude
-Code's (:data:`NAMES`); a shell result states its exit code as a line ``Exit Code: N``.
+Code's (:data:`NAMES`); a shell result states its exit code as a line ``Exit Code: N``. The
+plugins' skills are copied to its user skills folder (``~/.qwen/skills/<name>``), where its
+``skill`` tool finds them.
 """
 
 from __future__ import annotations
@@ -20,7 +22,12 @@ from assay.agents.base import AgentContext
 from assay.agents.claude_stream import ClaudeStreamParser
 from assay.agents.cli import CliLaunch, EventParser, cli_environment
 from assay.agents.coding import CliAgent, CliRow
-from assay.agents.coding_models import read_system_prompt
+from assay.agents.coding_models import (
+    copy_skills,
+    plugin_dirs,
+    read_system_prompt,
+    skills_offered,
+)
 from assay.spec.coding_agents import APPROVAL_MODES, QwenCodeAgent
 
 DEFAULT_CLI_MODEL = "qwen3-coder-plus"
@@ -55,21 +62,28 @@ class QwenCodeRunner(CliAgent[QwenCodeAgent]):
         """:func:`qwen_parser`."""
         return qwen_parser()
 
-    def prepare(self, context: AgentContext, cli: Path, parser: EventParser) -> list[str]:
-        """The command line (:func:`qwen_argv`; refused: a system prompt file it cannot
-        read)."""
-        return qwen_argv(self.config, cli, context)
+    def prepare(
+        self, context: AgentContext, cli: Path, parser: EventParser
+    ) -> tuple[list[str], list[Path]]:
+        """The command line (:func:`qwen_argv`) and the plugin folders (refused: a system
+        prompt file or plugin folder it cannot read); the transcript names the skills
+        offered."""
+        plugins = plugin_dirs(self.config, context.base_dir)
+        parser.transcript.skills_offered = skills_offered(plugins)
+        return qwen_argv(self.config, cli, context), plugins
 
     def launch(self, row: CliRow) -> CliLaunch:
-        """The settings file in the home folder, the bridge's OpenAI wire in the
-        environment, the prompt on standard input."""
+        """The settings file and the plugins' skills (``~/.qwen/skills``) in the home
+        folder, the bridge's OpenAI wire in the environment, the prompt on standard input."""
+        argv, plugins = row.prepared
         (row.home / ".qwen").mkdir()
         (row.home / ".qwen" / "settings.json").write_text(json.dumps(SETTINGS), encoding="utf-8")
+        copy_skills(plugins, row.home / ".qwen" / "skills")
         env = cli_environment(row.context, self.config, row.home) | {
             "OPENAI_API_KEY": row.token, "OPENAI_BASE_URL": row.bridge_url + "/v1",
             "OPENAI_MODEL": cli_model(self.config), "QWEN_CODE_SUPPRESS_YOLO_WARNING": "1",
         }  # fmt: skip
-        return CliLaunch(row.prepared, env, stdin=row.context.prompt or "")
+        return CliLaunch(argv, env, stdin=row.context.prompt or "")
 
 
 def qwen_argv(config: QwenCodeAgent, cli: Path, context: AgentContext) -> list[str]:

@@ -1,8 +1,9 @@
 """``skill_triggered``: did the agent engage a skill? A yes/no classification per row.
 
 Engaged (``reference/coder_eval_agents.md`` §2, Coder Eval's any-engagement rule): anywhere
-in the run, a ``Skill`` tool call whose ``skill`` names it (the text after the last ``:``,
-so Claude Code's ``plugin:skill`` counts), or any tool call with a string argument holding
+in the run, a ``Skill`` tool call whose ``skill`` (Claude Code, Qwen Code) or ``name``
+(OpenCode's ``skill``, Gemini CLI's ``activate_skill``) names it (the text after the last
+``:``, so Claude Code's ``plugin:skill`` counts), or any tool call with a string argument holding
 ``skills/<name>/`` (either slash): Codex, which has no ``Skill`` tool, engages a skill by
 reading ``$CODEX_HOME/skills/<name>/SKILL.md`` with a shell command. Observed ``yes`` when
 engaged; expected ``yes`` when ``expected_skill == skill_name``; score 1.0 when they agree.
@@ -36,7 +37,7 @@ def engaged_skills(use: ToolUse) -> set[str]:
     names: set[str] = set()
     arguments = use.arguments
     if use.name == "Skill" and isinstance(arguments, dict):
-        skill = arguments.get("skill")
+        skill = arguments.get("skill", arguments.get("name"))
         if isinstance(skill, str) and skill:
             names.add(skill.rsplit(":", 1)[-1])
     for text in strings_of(arguments):

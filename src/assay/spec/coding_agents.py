@@ -393,8 +393,9 @@ class GeminiAgent(CodingAgent):
     stream-json --yolo``), its model calls on the Gemini API's wire through the model bridge
     (any assay model answers). It runs every tool with full access inside assay's sandbox
     (``--yolo``); like Codex, Coder Eval's ``permission_mode``, ``allowed_tools`` and
-    ``sdk_options`` load with a warning and Claude Code's own settings are refused.
-    ``route: direct`` is not offered (assay has no Google login to pass through)."""
+    ``sdk_options`` load with a warning and Claude Code's own settings are refused; each skill
+    of ``plugins`` is one of its user skills. ``route: direct`` is not offered (assay has no
+    Google login to pass through)."""
 
     coder_eval_only: ClassVar[Mapping[str, str]] = _without_claude_options(
         "gemini",
@@ -423,8 +424,6 @@ class GeminiAgent(CodingAgent):
         if self.route != "bridge":
             raise ValueError("gemini runs through the model bridge only (route: bridge): assay "
                              "has no Google login to give it")  # fmt: skip
-        if self.plugins:
-            raise ValueError("gemini takes no plugins from assay (its extensions are its own)")
         return self
 
 
@@ -448,8 +447,9 @@ class QwenCodeAgent(CodingAgent):
     ``permission_mode`` becomes its ``--approval-mode`` (``acceptEdits`` → ``auto-edit``,
     ``bypassPermissions`` → ``yolo``, ``default``, ``plan``; unset: ``yolo``, every tool
     with full access inside assay's sandbox); ``system_prompt`` is appended to its own
-    (``system_prompt_mode: replace`` replaces it). ``route: direct`` and plugins are not
-    offered; Claude Code's own settings and ``sdk_options`` are refused or warned about."""
+    (``system_prompt_mode: replace`` replaces it); each skill of ``plugins`` is one of its
+    user skills. ``route: direct`` is not offered; Claude Code's own settings and
+    ``sdk_options`` are refused or warned about."""
 
     coder_eval_only: ClassVar[Mapping[str, str]] = {
         **CodingAgent.coder_eval_only,
@@ -480,9 +480,6 @@ class QwenCodeAgent(CodingAgent):
         if self.route != "bridge":
             raise ValueError("qwen-code runs through the model bridge only (route: bridge): "
                              "give it any assay model as agent.model")  # fmt: skip
-        if self.plugins:
-            raise ValueError("qwen-code takes no plugins from assay (its skills and "
-                             "extensions are its own)")  # fmt: skip
         if self.system_prompt_mode == "replace" and not (
             (self.system_prompt or "").strip() or self.system_prompt_file
         ):
@@ -597,8 +594,9 @@ class OpenCodeAgent(CodingAgent):
     names, and ``Bash(prefix:*)`` rules) become OpenCode's ``permission`` rules
     (:func:`opencode_permission`): without a mode or ``allowed_tools`` it runs with every
     permission allowed inside assay's sandbox; a denied tool is taken away from the model.
-    ``system_prompt`` is added to its instructions. Coder Eval's ``sdk_options`` loads with
-    a warning; ``route: direct``, plugins and Claude Code's own settings are refused."""
+    ``system_prompt`` is added to its instructions; each skill of ``plugins`` is one of its
+    skills. Coder Eval's ``sdk_options`` loads with a warning; ``route: direct`` and Claude
+    Code's own settings are refused."""
 
     coder_eval_only: ClassVar[Mapping[str, str]] = {
         **CodingAgent.coder_eval_only,
@@ -634,8 +632,6 @@ class OpenCodeAgent(CodingAgent):
         if self.route != "bridge":
             raise ValueError("opencode runs through the model bridge only (route: bridge): "
                              "give it any assay model as agent.model")  # fmt: skip
-        if self.plugins:
-            raise ValueError("opencode takes no plugins from assay (its skills are its own)")
         return self
 
 
