@@ -2,7 +2,8 @@
 by the folder's scripted model through the bridge, writes code that pylint, the import check
 and the reference comparison grade and a second Claude Code judges (agent_judge), and calls
 a recorded `gh` that cli_called counts, and writes a UiPath coded agent that UiPath's own
-`uipath eval` grades (uipath_eval)."""
+`uipath eval` grades (uipath_eval), and answers a question System One's judge grades, its model
+scripted (system_one_judge)."""
 
 from __future__ import annotations
 
@@ -36,6 +37,9 @@ def test_the_criteria_examples_pass_with_the_scripted_model(tmp_path: Path) -> N
         rows[data["task_id"]] = [(c["criterion_type"], c["score"], c["details"])
                                  for c in data["success_criteria_results"]]  # fmt: skip
     quality, pull = rows["code-quality"], rows["open-pull-request"]
+    assert rows["capital-answer"] == [
+        ("system_one_judge", 1.0, "verdict 1: The response names Paris, the capital of France.")
+    ]
     assert rows["uipath-agent"] == [
         (
             "uipath_eval",
