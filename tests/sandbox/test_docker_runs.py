@@ -289,9 +289,17 @@ def test_a_limit_the_engine_ignores_is_warned_at_plan(
     limited = write(tmp_path / "limited.yaml", task(image, pytest=False, sandbox=sandbox
                     + ", limits: {max_memory_mb: 64}}"))  # fmt: skip
     plain = write(tmp_path / "plain.yaml", task(image, pytest=False, sandbox=sandbox + "}"))
-    warned = api.plan([str(limited)]).warnings
-    assert any(f"sandbox.limits.max_memory_mb is not enforced: {why}" in w for w in warned)
-    assert not any("is not enforced" in w for w in api.plan([str(plain)]).warnings)
+    planned = api.plan([str(limited)])
+    assert any(f"sandbox.limits.max_memory_mb is not enforced: {why}" in w
+               for w in planned.warnings)  # fmt: skip
+    # the plan's limits line says so too (it listed max_memory_mb as enforced)
+    line = planned.tasks[0].limits
+    assert line.startswith("limits (docker): ") and line.endswith(
+        "; not enforced by docker: max_memory_mb")  # fmt: skip
+    assert "max_cpus" not in line and "max_pids" not in line
+    plain_plan = api.plan([str(plain)])
+    assert not any("is not enforced" in w for w in plain_plan.warnings)
+    assert "max_memory_mb" in plain_plan.tasks[0].limits.split("; unset: ")[1]
 
 
 @pytest.mark.parametrize(

@@ -72,12 +72,13 @@ def enforced_limits(driver: str, *, engine_ignores: bool = False) -> tuple[str, 
     return (*groups, *EVERYWHERE)
 
 
-def limits_text(task: TaskDefinition) -> str:
+def limits_text(task: TaskDefinition, *, engine_ignores: bool = False) -> str:
     """``task``'s ``sandbox.limits`` as its driver enforces them (``assay plan``): each
     enforced field with its value, those left unset, then those set that it does not
-    enforce."""
+    enforce (on ``docker``, with ``engine_ignores``, the ones a rootless engine on cgroup v1
+    drops: :func:`enforced_limits`)."""
     driver, limits = task.sandbox_driver, task.sandbox.limits
-    enforced = enforced_limits(driver)
+    enforced = enforced_limits(driver, engine_ignores=engine_ignores)
     shown = [f"{name} {getattr(limits, name):g}" for name in enforced
              if getattr(limits, name) is not None]  # fmt: skip
     unset = [name for name in enforced if getattr(limits, name) is None]

@@ -12,7 +12,6 @@ from assay.orchestration.planning.plan import Plan, PlannedTask
 from assay.reports.numbers import fmt, plural
 from assay.reports.plan import environment_lines, variables_of, variant_settings
 from assay.results.suite import SuiteRollup
-from assay.sandbox.doctor import limits_text
 
 if TYPE_CHECKING:
     from assay.api import RunResult
@@ -73,7 +72,7 @@ def print_plan(plan: Plan, *, show_rows: int) -> None:
         )
         model = task.agent.route_model
         console.print(f"  agent: {task.agent.type}" + (f" ({model})" if model else "")
-                      + f"; sandbox: {task.sandbox_driver}\n  {limits_text(task)}")  # fmt: skip
+                      + f"; sandbox: {task.sandbox_driver}\n  {planned.limits}")  # fmt: skip
         gates = [f"{c.type}.{m}{' 95% lower bound' if low else ''} ≥ {v:g}"
                  for c in task.success_criteria
                  for low, found in ((False, c.suite_thresholds), (True, c.suite_lower_bounds))

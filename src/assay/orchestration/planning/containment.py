@@ -38,7 +38,7 @@ from assay.sandbox.docker import (
     missing_programs,
     parse_mount,
 )
-from assay.sandbox.doctor import enforced_limits
+from assay.sandbox.doctor import enforced_limits, limits_text
 from assay.sandbox.mounts import unreadable
 from assay.sandbox.node_version import declared_node, image_node, too_old
 from assay.sandbox.probe import probe
@@ -109,6 +109,12 @@ def containment_warnings(display: str, variants: Iterable[TaskDefinition]) -> li
         if given:
             return [f"{display}: {BWRAP_ONLY.format(field=given[0])}"]
     return []
+
+
+def limits_line(task: TaskDefinition) -> str:
+    """``task``'s limits as ``assay plan`` shows them (:func:`assay.sandbox.doctor.limits_text`),
+    asking a ``docker`` task's engine whether it ignores the cgroup limits the task sets."""
+    return limits_text(task, engine_ignores=_engine_ignores(task) is not None)
 
 
 def _engine_ignores(task: TaskDefinition) -> str | None:

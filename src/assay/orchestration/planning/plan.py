@@ -31,7 +31,11 @@ from assay.orchestration.loading.experiment import (
 from assay.orchestration.loading.qa_rows import judge_key
 from assay.orchestration.loading.secrets import run_redactor, short_secret_warnings
 from assay.orchestration.loading.task_loader import LoadedTask, load_document, load_task
-from assay.orchestration.planning.containment import check_containment, containment_warnings
+from assay.orchestration.planning.containment import (
+    check_containment,
+    containment_warnings,
+    limits_line,
+)
 from assay.orchestration.planning.expand import (
     Expansion,
     RowTask,
@@ -111,6 +115,9 @@ class PlannedTask:
     expansion: Expansion
     request: SelectionRequest | None
     variants: list[ResolvedVariant] = field(default_factory=list)
+    limits: str = ""
+    """The task's ``sandbox.limits`` as its driver (and a ``docker`` task's engine) enforces
+    them, for ``assay plan`` (:func:`~assay.orchestration.planning.containment.limits_line`)."""
 
     @property
     def loaded(self) -> LoadedTask:
@@ -409,7 +416,8 @@ def _plan_tasks(
             check_judge_models(loaded, registry)
         except TaskFileError as exc:
             raise _overridden(exc, options.overrides) from None
-        plan.tasks.append(PlannedTask(expansion, request, variants))
+        plan.tasks.append(PlannedTask(expansion, request, variants,
+                                      limits=limits_line(loaded.definition)))  # fmt: skip
         plan.warnings.extend(containment_warnings(loaded.display, [v.definition for v in variants]))
 
 
