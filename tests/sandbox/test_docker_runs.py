@@ -323,6 +323,29 @@ def test_which_engine_answers_mean_limits_are_ignored(kind: str, info: str, igno
         assert found == f"rootless {kind} on cgroup v1 ignores memory, CPU and pids limits"
 
 
+@pytest.mark.parametrize(
+    ("kind", "info", "user"),
+    [
+        ("docker", '1 ["name=seccomp,profile=default","name=rootless"]\n', (0, 0)),
+        ("docker", '2 ["name=rootless","name=cgroupns"]\n', (0, 0)),
+        ("docker", '1 ["name=seccomp,profile=default"]\n', None),  # rootful, by its socket
+        ("docker", "", None),  # no answer: as before
+        ("podman", "v1 true\n", None),  # rootless Podman keeps the uid (--userns keep-id)
+    ],
+)
+def test_rootless_docker_runs_rows_as_its_namespaces_root(
+    monkeypatch: pytest.MonkeyPatch, kind: str, info: str, user: tuple[int, int] | None
+) -> None:
+    """Rootless Docker maps the user to uid 0 inside and has no keep-id: a row run as the
+    caller's uid there could not write its own folder (tried here: "Permission denied")."""
+    from assay.sandbox.docker import container_user
+
+    monkeypatch.setattr(Engine, "info", lambda self: info)
+    engine = Engine(Path("/usr/bin/" + kind), kind)
+    assert container_user(engine, as_root=False) == (user or (os.getuid(), os.getgid()))
+    assert container_user(engine, as_root=True) == (os.getuid(), os.getgid())
+
+
 def test_doctor_leaves_out_the_limits_the_engine_ignores(
     podman_image: tuple[Engine, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -13,8 +13,9 @@ What a program of the row sees:
   (then the host's, ``--network host``) or ``sandbox.docker.network: bridge`` (the
   engine's bridge);
 - an unprivileged user: as root, each row runs as a user of its own (as on ``bwrap``) whose
-  files are given back to root when the row ends; otherwise the caller's uid; no
-  capabilities, ``no-new-privileges``;
+  files are given back to root when the row ends; otherwise the caller's uid (rootless
+  Podman: ``--userns keep-id``; rootless Docker: uid 0 in its user namespace, which is the
+  caller outside: :func:`container_user`); no capabilities, ``no-new-privileges``;
 - limits from ``sandbox.limits``: ``--pids-limit``, ``--ulimit`` for open files, file size
   and CPU seconds, ``--memory`` and ``--cpus``.
 
@@ -104,12 +105,11 @@ class Engine:
         return subprocess.run([str(self.path), *args], capture_output=True, text=True,
                               timeout=timeout, check=False)  # fmt: skip
 
-    def limits_ignored(self) -> str | None:
-        """Why this engine ignores memory, CPU and pids limits, or ``None``: a rootless engine
-        on cgroup v1 has no cgroup of its own to limit (Podman says "Resource limits are not
-        supported and ignored on cgroups V1 rootless systems" and runs the container
-        anyway). Asked with ``ENGINE info``; an engine that does not say is taken to apply
-        them."""
+    def info(self) -> str:
+        """The engine's cgroup version and whether it runs rootless, as ``ENGINE info``
+        answers them (Podman's ``{{.Host.CgroupsVersion}} {{.Host.Security.Rootless}}``:
+        ``v1 true``; Docker's ``{{.CgroupVersion}} {{json .SecurityOptions}}``:
+        ``1 ["name=rootless",…]``); ``""`` when it does not answer."""
         if self.kind == "podman":
             fields = "{{.Host.CgroupsVersion}} {{.Host.Security.Rootless}}"
         else:
@@ -117,17 +117,28 @@ class Engine:
         try:
             done = self.run("info", "--format", fields, timeout=20)
         except (OSError, subprocess.TimeoutExpired):
-            return None
-        return limits_ignored(self.kind, done.stdout) if done.returncode == 0 else None
+            return ""
+        return done.stdout if done.returncode == 0 else ""
+
+    def limits_ignored(self) -> str | None:
+        """Why this engine ignores memory, CPU and pids limits, or ``None``: a rootless engine
+        on cgroup v1 has no cgroup of its own to limit (Podman says "Resource limits are not
+        supported and ignored on cgroups V1 rootless systems" and runs the container
+        anyway). An engine that does not say is taken to apply them."""
+        return limits_ignored(self.kind, self.info())
+
+
+def is_rootless(kind: str, info: str) -> bool:
+    """Whether the engine's answer ``info`` (:meth:`Engine.info`) says it runs rootless."""
+    _, _, rest = info.strip().partition(" ")
+    return rest == "true" if kind == "podman" else "name=rootless" in rest
 
 
 def limits_ignored(kind: str, info: str) -> str | None:
-    """:meth:`Engine.limits_ignored` from the engine's answer ``info``: Podman's
-    ``{{.Host.CgroupsVersion}} {{.Host.Security.Rootless}}`` (``v1 true``), Docker's
-    ``{{.CgroupVersion}} {{json .SecurityOptions}}`` (``1 ["name=rootless",…]``)."""
-    version, _, rest = info.strip().partition(" ")
-    rootless = rest == "true" if kind == "podman" else "name=rootless" in rest
-    if version.lstrip("v") == "1" and rootless:
+    """:meth:`Engine.limits_ignored` from the engine's answer ``info`` (:meth:`Engine.info`):
+    rootless on cgroup v1."""
+    version = info.strip().partition(" ")[0]
+    if version.lstrip("v") == "1" and is_rootless(kind, info):
         return f"rootless {kind} on cgroup v1 ignores memory, CPU and pids limits"
     return None
 
@@ -694,11 +705,23 @@ def make_docker_policy(
 ) -> DockerPolicy:
     """The policy of one run (see the module docstring); ``bridge``: the model bridge's
     unix socket, which a coding agent's container reaches."""
+    as_root = os.geteuid() == 0
     return DockerPolicy(
         engine=engine,
         python=Path(sys.executable),
         hidden=tuple(sorted({Path(p).absolute() for p in hidden}, key=lambda p: len(p.parts))),
         bridge=bridge,
-        as_root=os.geteuid() == 0,
-        user=(os.getuid(), os.getgid()),
+        as_root=as_root,
+        user=container_user(engine, as_root=as_root),
     )
+
+
+def container_user(engine: Engine, *, as_root: bool) -> tuple[int, int]:
+    """The user a row's programs run as in its container when assay is not root (as root,
+    each row gets a user of its own): the caller's uid and gid, except under rootless
+    Docker, whose user namespace maps the caller to the container's root (uid 0, without a
+    capability: ``--cap-drop ALL``), so the row's folder, the caller's, is writable only to
+    it there. (Rootless Podman keeps the caller's uid inside: ``--userns keep-id``.)"""
+    if not as_root and engine.kind == "docker" and is_rootless("docker", engine.info()):
+        return (0, 0)
+    return (os.getuid(), os.getgid())
