@@ -73,9 +73,12 @@ def plan_agent(folder: Path, agent: str, *, path: str | None = None
                ) -> subprocess.CompletedProcess[str]:  # fmt: skip
     """``assay plan`` of a one-criterion task in ``folder`` whose ``agent`` block is the flow
     mapping ``agent`` (``type: …, model: …``); ``PATH``: the project's npm CLIs, else
-    ``path``."""
+    ``path`` alone (and no folder of project CLIs either)."""
     write_text = (folder / "t.yaml").write_text
     write_text("task_id: t\ndescription: d\ninitial_prompt: go\n"
                f"agent: {{{agent}}}\n"
                "success_criteria: [{type: file_exists, path: x, description: d}]\n")  # fmt: skip
-    return run_assay("plan", "t.yaml", cwd=folder, env={"PATH": path or codex_path()})
+    env = {"PATH": path or codex_path()}
+    if path is not None:  # nor the CLIs `make install-dev` put in this clone
+        env["ASSAY_CLI_DIR"] = str(folder / "no-clis")
+    return run_assay("plan", "t.yaml", cwd=folder, env=env)

@@ -12,7 +12,7 @@ from assay.agents.base import AgentContext
 from assay.agents.claude_code import claude_argv, sdk_flags
 from assay.agents.codex import cli_model, write_config
 from assay.agents.coding_models import plugin_dirs, skills_offered
-from assay.errors import UserError
+from assay.errors import UsageError, UserError
 from assay.providers.pool import ModelPool, PoolSettings, default_registry
 from assay.results.trace import Span, new_trace_id
 from assay.spec.coding_agents import ClaudeCodeAgent, CodexAgent
@@ -171,3 +171,26 @@ def test_codex_config_points_at_the_bridge(tmp_path: Path) -> None:
         "gpt-4.1"
     )
     assert cli_model(CodexAgent.model_validate({"type": "codex", "model": "mock/x"})) == "gpt-5.5"
+
+
+def test_a_cli_not_on_path_is_found_where_make_install_dev_put_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from assay.agents.cli import PROJECT_CLIS, find_cli, project_clis
+
+    assert Path(__file__).resolve().parents[2] / ".tools/npm/node_modules/.bin" == PROJECT_CLIS
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    monkeypatch.delenv("ASSAY_CLI_DIR", raising=False)
+    assert project_clis() == PROJECT_CLIS
+    found = find_cli("codex", configured=None, base_dir=tmp_path, bundled=lambda: None)
+    assert found == PROJECT_CLIS / "codex"  # `make install-dev` put it there
+    own = tmp_path / "clis"
+    write(own / "codex", "#!/bin/sh\n").chmod(0o755)
+    monkeypatch.setenv("ASSAY_CLI_DIR", str(own))
+    assert find_cli("codex", configured=None, base_dir=tmp_path, bundled=lambda: None) == (
+        own / "codex"
+    )
+    monkeypatch.setenv("ASSAY_CLI_DIR", str(tmp_path / "none"))
+    with pytest.raises(UsageError, match=r"the codex CLI was not found \(agent.cli_path, then "
+                       r"PATH, then .*none\)"):  # fmt: skip
+        find_cli("codex", configured=None, base_dir=tmp_path, bundled=lambda: None)

@@ -133,7 +133,7 @@ def test_assay_plan_names_the_limits_the_driver_enforces_and_those_it_does_not(
 
 
 def test_each_coding_agents_cli_is_found_or_named_with_how_to_install_it(tmp_path: Path) -> None:
-    missing = doctor({"PATH": VENV_BIN}, tmp_path)
+    missing = doctor({"PATH": VENV_BIN, "ASSAY_CLI_DIR": str(tmp_path / "none")}, tmp_path)
     for agent, package, target in [
         ("qwen-code", "@qwen-code/qwen-code@0.24.4", ".installed-qwen"),
         ("opencode", "opencode-ai@1.18.33", ".installed-opencode"),

@@ -91,13 +91,13 @@ def test_a_node_without_the_agents_cli_is_named(
     assert shutil.which("codex") is not None
     bare = os.pathsep.join(p for p in path.split(os.pathsep)
                            if not (Path(p) / "codex").exists())  # fmt: skip
-    restore_nodes.add_worker(PATH=bare)
+    restore_nodes.add_worker(PATH=bare, ASSAY_CLI_DIR=str(tmp_path / "no-clis"))
     write(tmp_path / "task.yaml", TASK.replace("{type: command, command: echo ok}",
                                                "{type: codex, model: mock/echo}"))  # fmt: skip
     with pytest.raises(UsageError) as caught:
         assay.run(tmp_path / "task.yaml", run_dir=tmp_path / "runs", executor="ray",
                   ray_address=restore_nodes.address)  # fmt: skip
-    assert "the codex CLI was not found (agent.cli_path, then PATH)" in caught.value.message
+    assert "the codex CLI was not found (agent.cli_path, then PATH, then" in caught.value.message
     assert caught.value.message.startswith("node ")
     assert "npm install -g @openai/codex@0.171.0" in (caught.value.hint or "")
 

@@ -49,6 +49,19 @@ user's own configuration (``CLAUDE_CONFIG_DIR``, ``CODEX_HOME``, ``ANTHROPIC_CUS
 a coding agent never sees them; behind the bridge it gets the row's credential instead."""
 
 
+PROJECT_CLIS = Path(__file__).resolve().parents[3] / ".tools" / "npm" / "node_modules" / ".bin"
+"""Where ``make install-dev`` puts the pinned coding-agent CLIs in a clone of assay (assay
+installed from it, editable): found there when they are not on ``PATH``."""
+CLI_DIR_VARIABLE = "ASSAY_CLI_DIR"
+"""Names another folder of CLIs to look in after ``PATH`` instead of :data:`PROJECT_CLIS`."""
+
+
+def project_clis() -> Path:
+    """The folder of CLIs looked in after ``PATH``: ``$ASSAY_CLI_DIR``, else
+    :data:`PROJECT_CLIS`."""
+    return Path(os.environ.get(CLI_DIR_VARIABLE) or PROJECT_CLIS)
+
+
 BRIDGE_KEY_NAME = "ASSAY_BRIDGE_KEY"
 """The name row credentials are redacted as (``[redacted:ASSAY_BRIDGE_KEY]``)."""
 
@@ -58,7 +71,8 @@ def find_cli(
 ) -> Path:
     """The CLI's executable: ``agent.cli_path`` (``$VAR`` expanded; a relative path is
     relative to the task file's folder ``base_dir``), else ``name`` on ``PATH``, else the
-    copy a Python package bundles.
+    copy ``make install-dev`` put in the clone assay runs from (:func:`project_clis`), else
+    the copy a Python package bundles.
 
     Raises:
         UsageError: none of them exists (the hint says how to install it).
@@ -71,13 +85,14 @@ def find_cli(
         raise UsageError(f"{configured} is not an executable file"
                          + (f" ({path})" if str(path) != configured else ""),
                          field="agent.cli_path")  # fmt: skip
-    found = shutil.which(name)
+    found = shutil.which(name) or shutil.which(name, path=str(project_clis()))
     if found:
         return Path(found)
     packaged = bundled()
     if packaged is not None:
         return packaged
-    raise UsageError(f"the {name} CLI was not found (agent.cli_path, then PATH)",
+    raise UsageError(f"the {name} CLI was not found (agent.cli_path, then PATH, then "
+                     f"{project_clis()})",
                      hint=_INSTALL[name])  # fmt: skip
 
 
