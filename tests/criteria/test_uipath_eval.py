@@ -16,7 +16,7 @@ import pytest
 
 import assay
 from assay.criteria.base import CriterionError
-from assay.criteria.uipath_eval import metrics_of, threshold_score
+from assay.criteria.uipath_metrics import metrics_of, threshold_score
 from assay.sandbox.tempdir import Sandbox
 from tests.criteria.test_file_criteria import box, grade, put
 from tests.helpers import write
@@ -96,12 +96,11 @@ def test_metrics_are_per_evaluator_means_and_their_macro_mean() -> None:
         {"evaluationRunResults": [_run("a", 0.5)]}]}  # fmt: skip
     metrics = metrics_of(report, needed={"*"})
     # a: (1 + 0 + 0.5) / 3 = 0.5; b: (0.25 + 0) / 2 = 0.125 (no score counts 0); * = 0.3125
-    assert metrics == {"a": 0.5, "b": 0.125, "*": pytest.approx(0.3125)}
-    assert metrics_of({"evaluationSetResults": [{"evaluationRunResults": []}]}, needed=set()) == {
-        "*": 0.0
-    }
+    assert metrics.values == {"a": 0.5, "b": 0.125, "*": pytest.approx(0.3125)}
+    empty = metrics_of({"evaluationSetResults": []}, needed=set())
+    assert empty.values == {"*": 0.0}  # not the report's own fields read as metrics
     flat = {"accuracy": 0.8, "label": "x"}
-    assert metrics_of(flat, needed={"accuracy"}) == flat
+    assert metrics_of(flat, needed={"accuracy"}).values == flat
 
 
 def test_the_score_is_the_share_of_thresholds_met() -> None:
@@ -117,7 +116,10 @@ def test_an_evaluator_that_raised_is_an_error_only_where_a_threshold_needs_it() 
     raised = "Exception thrown by evaluator: Error: \x1b[1mAuthentication\x1b[22m required.\nTrace"
     report = {"evaluationSetResults": [{"evaluationName": "echo", "evaluationRunResults": [
         _run("judge", 0.0, raised), _run("exact", 1.0)]}]}  # fmt: skip
-    assert metrics_of(report, needed={"exact"})["exact"] == 1.0
+    scored = metrics_of(report, needed={"exact"})
+    # the judge did not grade: no metric of its own, and left out of the macro mean
+    assert scored.values == {"exact": 1.0, "*": 1.0}
+    assert scored.unscored == {"judge": "Error: Authentication required."}
     for needed in ({"judge"}, {"*"}):
         with pytest.raises(CriterionError, match=r"evaluator 'judge' could not score evaluation "
                            r"'echo': Error: Authentication required\. \(UiPath's LLM"):  # fmt: skip
@@ -169,16 +171,76 @@ def test_what_cannot_grade_is_the_criterions_error(box: Sandbox) -> None:
     assert [p.name for p in box.root.iterdir() if p.name.startswith(".assay")] == []
 
 
-def test_the_projects_own_environment_is_used_first(box: Sandbox) -> None:
-    _project(box.root, ECHO, EXACT)
-    own = box.root / ".venv" / "bin" / "uipath"
-    write(own, f'#!/bin/sh\necho "own $*" >&2\nexec {UIPATH_BIN / "uipath"} "$@"\n')
-    own.chmod(0o755)
+def test_a_uipath_the_agent_planted_in_the_project_is_never_run(box: Sandbox) -> None:
+    _project(box.root, CRASH, EXACT)
+    fake = box.root / ".venv" / "bin" / "uipath"  # what an agent could write to pass itself
+    write(fake, '#!/bin/sh\necho \'{"ExactMatchEvaluator": 1, "*": 1}\' > "$6"\n').chmod(0o755)
+    result = _grade(box, thresholds={"ExactMatchEvaluator": 0.5})
+    assert result.score == 0.0 and "ExactMatchEvaluator 0.000" in result.details
     bare = {**os.environ, "PATH": "/usr/bin:/bin"}
-    assert _grade(box, env=bare, thresholds={"ExactMatchEvaluator": 0.5}).score == 1.0
-    own.write_text("#!/bin/sh\necho 'the project s own uipath' >&2\nexit 3\n")
-    said = _grade(box, env=bare, thresholds={"*": 0.5})
-    assert said.score == 0.0 and "the project s own uipath" in said.details
+    with pytest.raises(CriterionError, match="install PyPI's uipath where the row runs"):
+        _grade(box, env=bare, thresholds={"*": 0.5})
+
+
+def _task_folder(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """An eval set in a task's folder (evals/eval-sets/set.json, evals/evaluators/)."""
+    folder = tmp_path / "task"
+    _project(folder / "home", ECHO, EXACT, CONTAINS, at="evals")
+    shutil.move(folder / "home" / "evals", folder / "evals")
+    return folder, {**_with_uipath(), "ASSAY_TASK_DIR": str(folder)}
+
+
+def test_what_is_wrong_with_the_tasks_eval_set_is_the_criterions_error(
+    box: Sandbox, tmp_path: Path
+) -> None:
+    _project(box.root, ECHO, EXACT)
+    folder, env = _task_folder(tmp_path)
+    given = {"eval_set": "evals/eval-sets/set.json"}
+    assert _grade(box, env=env, **given, thresholds={"ContainsEvaluator": 0.5}).score == 1.0
+    with pytest.raises(
+        CriterionError,
+        match=r"thresholds names 'Typo', which is not an "
+        r"evaluator of the eval set .* \(ExactMatchEvaluator, ContainsEvaluator\)",
+    ):
+        _grade(box, env=env, **given, thresholds={"Typo": 0.5})
+    (folder / "evals" / "evaluators" / "ContainsEvaluator.json").unlink()
+    with pytest.raises(CriterionError, match="names evaluator 'ContainsEvaluator', which has "
+                       "no file in"):  # fmt: skip
+        _grade(box, env=env, **given, thresholds={"*": 0.5})
+    (folder / "evals" / "eval-sets" / "set.json").write_text('{"evaluations": [')
+    with pytest.raises(CriterionError, match=r"set\.json cannot be read as JSON"):
+        _grade(box, env=env, **given, thresholds={"*": 0.5})
+    (folder / "evals" / "eval-sets" / "set.json").write_text('{"evaluations": []}')
+    with pytest.raises(CriterionError, match="has no evaluations"):
+        _grade(box, env=env, **given, thresholds={"*": 0.5})
+    with pytest.raises(CriterionError, match=r"eval_set 'evals/nope\.json' is neither a file of "
+                       "the task's folder"):  # fmt: skip
+        _grade(box, env=env, eval_set="evals/nope.json", thresholds={"*": 0.5})
+
+
+def test_links_in_the_evaluators_folder_are_copied_as_links(box: Sandbox, tmp_path: Path) -> None:
+    _project(box.root, ECHO, EXACT)
+    folder, env = _task_folder(tmp_path)
+    secret = write(tmp_path / "outside" / "id_rsa", "HOST-SECRET")
+    (folder / "evals" / "evaluators" / "keys").symlink_to(secret.parent)
+    (folder / "evals" / "evaluators" / "gone.txt").symlink_to(tmp_path / "nowhere.txt")
+    links: dict[str, bool] = {}
+    original = shutil.copytree
+
+    def watch(src: Path, dst: Path, **kwargs: object) -> object:
+        done = original(src, dst, **kwargs)  # type: ignore[arg-type]
+        links.update({p.name: p.is_symlink() for p in Path(dst).iterdir()})
+        return done
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(shutil, "copytree", watch)
+        result = _grade(box, env=env, eval_set="evals/eval-sets/set.json",
+                        thresholds={"ExactMatchEvaluator": 0.5})  # fmt: skip
+    assert result.score == 1.0  # a dangling link is no error
+    assert links["keys"] and links["gone.txt"]  # never followed into the row
+    (folder / "evals" / "evaluators" / "gone.json").symlink_to(tmp_path / "nowhere.json")
+    with pytest.raises(CriterionError, match=r"the evaluator file .*gone\.json cannot be read"):
+        _grade(box, env=env, eval_set="evals/eval-sets/set.json", thresholds={"*": 0.5})
 
 
 def _task(folder: Path, driver: str, eval_set: str) -> Path:
@@ -230,3 +292,7 @@ def test_load_rules(tmp_path: Path) -> None:
     assert missing.field == "success_criteria[0].thresholds"
     empty = loads(tmp_path, "{type: uipath_eval, agent_name: '', eval_set: s, thresholds: {}}")
     assert empty.field == "success_criteria[0].agent_name"
+    option = loads(tmp_path, "{type: uipath_eval, agent_name: '-h', eval_set: s, thresholds: {}}")
+    assert "would be read by uipath as an option" in option.message
+    lax = loads(tmp_path, "{type: uipath_eval, agent_name: m, eval_set: s, thresholds: {a: true}}")
+    assert lax.field == "success_criteria[0].thresholds.a"

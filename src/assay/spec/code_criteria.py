@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar, Literal
 
-from pydantic import Field, StrictStr, field_validator, model_validator
+from pydantic import Field, StrictFloat, StrictStr, field_validator, model_validator
 
 from assay.spec.base import StrictModel
 from assay.spec.criterion_base import CriterionSpec, check_relative_path
@@ -115,15 +115,26 @@ class UipathEval(CriterionSpec):
     mean score over the set's evaluations, by evaluator id, and ``*`` their mean
     (:mod:`assay.criteria.uipath_eval`). The CLI not installed, an eval set or entrypoint it
     cannot find, or an evaluator that could not score (an LLM evaluator without UiPath's
-    platform, offline) is the criterion's error, not a score."""
+    platform, offline) is the criterion's error, not a score; a threshold on an evaluator
+    the task's eval set does not name is refused when it grades."""
 
     runs_agent_code: ClassVar[bool] = True
 
     type: Literal["uipath_eval"]
     agent_name: StrictStr = Field(min_length=1)
     eval_set: StrictStr = Field(min_length=1)
-    thresholds: dict[StrictStr, float]
+    thresholds: dict[StrictStr, StrictFloat]
     timeout: float = Field(default=600, gt=0)
+
+    @field_validator("agent_name")
+    @classmethod
+    def _not_an_option(cls, value: str) -> str:
+        if value.startswith("-"):
+            raise ValueError(
+                f"agent_name {value!r} would be read by uipath as an option; "
+                "give the entrypoint's name (a key of uipath.json's functions)"
+            )
+        return value
 
 
 class ReferenceSpec(StrictModel):
