@@ -48,7 +48,8 @@ AGENTS = ("qwen-code", "opencode", "gemini")
 def ran(tmp_path_factory: pytest.TempPathFactory) -> Path:
     cwd = tmp_path_factory.mktemp("skills")
     write(cwd / "script.yaml", SCRIPT)
-    write(cwd / "plug" / "skills" / "notes" / "SKILL.md", SKILL)
+    # the CLIs load a skill by its front matter's name, not its folder's
+    write(cwd / "plug" / "skills" / "note-taking" / "SKILL.md", SKILL)
     write(cwd / "plug" / ".claude-plugin" / "plugin.json", '{"name": "plug"}')
     for agent in AGENTS:
         write(cwd / "tasks" / f"{agent}.yaml", TASK.format(agent=agent))
@@ -68,5 +69,5 @@ def test_the_plugins_skill_is_offered_engaged_and_read(ran: Path, agent: str) ->
     assert result["transcript"]["tool_calls_by_name"] == {"Skill": 1}
     assert [c["score"] for c in result["success_criteria_results"]] == [1.0, 1.0]
     plugin = ran / "plug"
-    assert sorted(p.name for p in plugin.rglob("*")) == [".claude-plugin", "SKILL.md", "notes",
-                                                        "plugin.json", "skills"]  # fmt: skip
+    assert sorted(p.name for p in plugin.rglob("*")) == [
+        ".claude-plugin", "SKILL.md", "note-taking", "plugin.json", "skills"]  # fmt: skip

@@ -194,3 +194,59 @@ def test_a_cli_not_on_path_is_found_where_make_install_dev_put_it(
     with pytest.raises(UsageError, match=r"the codex CLI was not found \(agent.cli_path, then "
                        r"PATH, then .*none\)"):  # fmt: skip
         find_cli("codex", configured=None, base_dir=tmp_path, bundled=lambda: None)
+
+
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [
+        ("---\nname: okapi-notes\ndescription: d\n---\nbody\n", "okapi-notes"),
+        ("---\r\nname: 'quoted'\r\n---\r\nbody\r\n", "quoted"),
+        ("no front matter\n", "folder"),
+        ("---\nname: [a, b\n---\n", "folder"),  # not YAML
+        ("---\ndescription: only\n---\n", "folder"),
+    ],
+)
+def test_a_skill_is_named_by_its_front_matter(tmp_path: Path, text: str, name: str) -> None:
+    from assay.agents.coding_models import skill_name
+
+    write(tmp_path / "folder" / "SKILL.md", text)
+    assert skill_name(tmp_path / "folder") == name
+
+
+def test_skills_are_copied_with_their_links_as_links(tmp_path: Path) -> None:
+    from assay.agents.coding_models import copy_skills
+
+    skill = tmp_path / "plug" / "skills" / "notes"
+    write(skill / "SKILL.md", "---\nname: notes\n---\nbody\n")
+    (skill / "keys").symlink_to(write(tmp_path / "secret" / "id_rsa", "HOST-SECRET").parent)
+    (skill / "up").symlink_to("..")  # a loop, followed, would never end
+    copy_skills([tmp_path / "plug"], tmp_path / "home")
+    copied = tmp_path / "home" / "notes"
+    assert (copied / "keys").is_symlink() and (copied / "up").is_symlink()
+    assert sorted(p.name for p in copied.iterdir()) == ["SKILL.md", "keys", "up"]
+
+
+def test_what_a_skills_only_cli_cannot_take_as_a_plugin_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from assay.agents.coding_models import skill_plugins
+    from assay.spec.coding_agents import QwenCodeAgent
+
+    def refused(path: str) -> str:
+        config = QwenCodeAgent.model_validate(
+            {"type": "qwen-code", "plugins": [{"type": "local", "path": path}]}
+        )
+        with pytest.raises(UserError) as error:
+            skill_plugins(config, tmp_path)
+        assert error.value.field == "agent.plugins[0].path"
+        return error.value.message
+
+    (tmp_path / "empty").mkdir()
+    assert "offers no skill (skills/<name>/SKILL.md): qwen-code takes only" in refused("empty")
+    write(tmp_path / "file.md", "x")
+    assert refused("file.md").endswith("file.md is a file, not a folder")
+    monkeypatch.delenv("NOPE_UNSET", raising=False)
+    assert (
+        refused("$NOPE_UNSET/plug")
+        == "plugin folder $NOPE_UNSET/plug names $NOPE_UNSET, which is not set"
+    )

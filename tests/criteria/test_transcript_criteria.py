@@ -18,10 +18,10 @@ from assay.agents.codex_stream import CodexStreamParser
 from assay.agents.coding_models import skills_offered
 from assay.criteria import default_criteria
 from assay.criteria.base import CriterionError, GradingContext
-from assay.criteria.skills import engaged_skills
+from assay.criteria.skills import all_engaged, engaged_skills
 from assay.results.task_result import ClassificationCriterionResult, CriterionResult
 from assay.results.trace import Span, new_trace_id, to_otlp_json
-from assay.results.transcript import ToolUse, Transcript
+from assay.results.transcript import ToolUse, Transcript, TranscriptEvent
 from assay.results.transcript_otlp import from_trace, to_spans
 from tests.helpers import check_with
 
@@ -113,6 +113,13 @@ def test_a_skill_tool_names_its_skill_by_skill_or_by_name() -> None:
     assert engaged_skills(call({"name": "pdf"})) == {"pdf"}  # OpenCode, Gemini CLI
     assert engaged_skills(call({"skill": "pdf", "name": "other"})) == {"pdf"}
     assert engaged_skills(call({"args": "pdf"})) == set()
+    failed = Transcript(agent="qwen-code")
+    failed.add(
+        TranscriptEvent("tool_call", 1, name="Skill", call_id="1", arguments={"skill": "pdf"})
+    )
+    failed.add(TranscriptEvent("tool_result", 2, name="Skill", call_id="1",
+                               text='Skill "pdf" not found', is_error=True))  # fmt: skip
+    assert all_engaged(failed) == set()  # the CLI had no such skill: nothing engaged
 
 
 def test_a_skill_the_plugins_do_not_offer_cannot_be_graded() -> None:

@@ -4,8 +4,11 @@ skills they offer, its system prompt."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
+
+import yaml
 
 from assay.errors import UserError
 from assay.providers.pool import ModelKey
@@ -41,6 +44,12 @@ def plugin_dirs(config: CodingAgent, base_dir: Path) -> list[Path]:
         path = Path(os.path.expandvars(plugin.path)).expanduser()
         path = path if path.is_absolute() else base_dir / path
         where = f"agent.plugins[{index}].path"
+        unset = UNSET_VARIABLE.search(str(path))
+        if unset is not None:
+            raise UserError(f"plugin folder {plugin.path} names ${unset.group(1)}, which is not "
+                            "set", field=where)  # fmt: skip
+        if path.exists() and not path.is_dir():
+            raise UserError(f"plugin folder {path} is a file, not a folder", field=where)
         if not path.is_dir():
             raise UserError(f"plugin folder not found: {path}", field=where)
         if getattr(config, "type", "") == "claude-code":
@@ -50,6 +59,8 @@ def plugin_dirs(config: CodingAgent, base_dir: Path) -> list[Path]:
 
 
 PLUGIN_PARTS = ("skills", "commands", "agents", "hooks", ".claude-plugin")
+UNSET_VARIABLE = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)")
+"""A ``$VAR`` or ``${VAR}`` that ``os.path.expandvars`` left as written (it is not set)."""
 
 
 def check_plugin_root(path: Path, where: str) -> None:
@@ -81,8 +92,8 @@ def check_plugin_root(path: Path, where: str) -> None:
 
 
 def plugin_skills(folders: list[Path]) -> dict[str, Path]:
-    """Skill name → its folder, for every skill the plugin folders offer:
-    ``skills/<name>/SKILL.md`` under a plugin root, and (Codex takes them too)
+    """Skill name (:func:`skill_name`) → its folder, for every skill the plugin folders
+    offer: ``skills/<name>/SKILL.md`` under a plugin root, and (Codex takes them too)
     ``<name>/SKILL.md`` and a skill folder itself. The first plugin that offers a name
     wins."""
     found: dict[str, Path] = {}
@@ -91,8 +102,41 @@ def plugin_skills(folders: list[Path]) -> dict[str, Path]:
         candidates = [*sorted(folder.glob("skills/*/SKILL.md")),
                       *sorted(folder.glob("*/SKILL.md")), *own]  # fmt: skip
         for skill in candidates:
-            found.setdefault(skill.parent.name, skill.parent)
+            found.setdefault(skill_name(skill.parent), skill.parent)
     return found
+
+
+def skill_name(folder: Path) -> str:
+    """The name a CLI loads a skill folder as: the ``name`` of its ``SKILL.md``'s YAML front
+    matter (the Agent Skills format, agentskills.io), else the folder's name."""
+    try:
+        text = (folder / "SKILL.md").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return folder.name
+    matter = re.match(r"\A---[ \t]*\r?\n(.*?)\r?\n---", text, re.DOTALL)
+    try:
+        data = yaml.safe_load(matter.group(1)) if matter else None
+    except yaml.YAMLError:
+        return folder.name
+    name = data.get("name") if isinstance(data, dict) else None
+    return name.strip() if isinstance(name, str) and name.strip() else folder.name
+
+
+def skill_plugins(config: CodingAgent, base_dir: Path) -> list[Path]:
+    """The plugin folders (:func:`plugin_dirs`) of a CLI that takes only their skills
+    (Qwen Code, Gemini CLI, OpenCode): each must offer one.
+
+    Raises:
+        UserError: as :func:`plugin_dirs`; a plugin folder that offers no skill.
+    """
+    folders = plugin_dirs(config, base_dir)
+    cli = getattr(config, "type", "this CLI")
+    for index, folder in enumerate(folders):
+        if not plugin_skills([folder]):
+            raise UserError(f"plugin folder {folder} offers no skill (skills/<name>/SKILL.md): "
+                            f"{cli} takes only the skills of a plugin",
+                            field=f"agent.plugins[{index}].path")  # fmt: skip
+    return folders
 
 
 def copy_skills(folders: list[Path], into: Path) -> None:
@@ -100,13 +144,14 @@ def copy_skills(folders: list[Path], into: Path) -> None:
     the user skills folder of a CLI that reads skills but no plugin folder (Qwen Code's
     ``~/.qwen/skills``, Gemini CLI's ``~/.gemini/skills``, a folder OpenCode's configuration
     names), in the row's fresh home, so the sandbox needs no view of the plugin folders.
-    Links are followed; a dangling one is left out.
+    Links are copied as links, never followed (a link out of the plugin shows the row
+    nothing the sandbox hides, and a loop copies nothing).
 
     Raises:
         OSError: a skill folder cannot be read or the copy cannot be written.
     """
     for name, folder in plugin_skills(folders).items():
-        shutil.copytree(folder, into / name, ignore_dangling_symlinks=True)
+        shutil.copytree(folder, into / name, symlinks=True)
 
 
 def skills_offered(folders: list[Path]) -> list[str]:

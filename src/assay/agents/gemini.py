@@ -18,7 +18,7 @@ from pathlib import Path
 from assay.agents.base import AgentContext
 from assay.agents.cli import CliLaunch, EventParser, cli_environment
 from assay.agents.coding import CliAgent, CliRow
-from assay.agents.coding_models import copy_skills, plugin_dirs, skills_offered
+from assay.agents.coding_models import copy_skills, skill_plugins, skills_offered
 from assay.agents.gemini_stream import GeminiStreamParser
 from assay.spec.coding_agents import GeminiAgent
 
@@ -46,7 +46,7 @@ class GeminiRunner(CliAgent[GeminiAgent]):
     def prepare(self, context: AgentContext, cli: Path, parser: EventParser) -> list[Path]:
         """The plugin folders (refused: one it cannot read); the transcript names the
         skills offered."""
-        plugins = plugin_dirs(self.config, context.base_dir)
+        plugins = skill_plugins(self.config, context.base_dir)
         parser.transcript.skills_offered = skills_offered(plugins)
         return plugins
 

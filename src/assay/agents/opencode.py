@@ -26,8 +26,8 @@ from assay.agents.cli import BRIDGE_KEY_NAME, CliLaunch, EventParser, cli_enviro
 from assay.agents.coding import CliAgent, CliRow
 from assay.agents.coding_models import (
     copy_skills,
-    plugin_dirs,
     read_system_prompt,
+    skill_plugins,
     skills_offered,
 )
 from assay.agents.opencode_stream import OpenCodeStreamParser
@@ -63,7 +63,7 @@ class OpenCodeRunner(CliAgent[OpenCodeAgent]):
     ) -> tuple[str | None, list[Path]]:
         """The system prompt's text and the plugin folders (refused: a file or folder it
         cannot read); the transcript names the skills offered."""
-        plugins = plugin_dirs(self.config, context.base_dir)
+        plugins = skill_plugins(self.config, context.base_dir)
         parser.transcript.skills_offered = skills_offered(plugins)
         return read_system_prompt(self.config, context.base_dir), plugins
 

@@ -24,8 +24,8 @@ from assay.agents.cli import CliLaunch, EventParser, cli_environment
 from assay.agents.coding import CliAgent, CliRow
 from assay.agents.coding_models import (
     copy_skills,
-    plugin_dirs,
     read_system_prompt,
+    skill_plugins,
     skills_offered,
 )
 from assay.spec.coding_agents import APPROVAL_MODES, QwenCodeAgent
@@ -68,7 +68,7 @@ class QwenCodeRunner(CliAgent[QwenCodeAgent]):
         """The command line (:func:`qwen_argv`) and the plugin folders (refused: a system
         prompt file or plugin folder it cannot read); the transcript names the skills
         offered."""
-        plugins = plugin_dirs(self.config, context.base_dir)
+        plugins = skill_plugins(self.config, context.base_dir)
         parser.transcript.skills_offered = skills_offered(plugins)
         return qwen_argv(self.config, cli, context), plugins
 

@@ -47,8 +47,11 @@ def engaged_skills(use: ToolUse) -> set[str]:
 
 def all_engaged(transcript: Transcript) -> set[str]:
     """Every skill engaged anywhere in the run (by a call that ran: a denied or
-    never-answered call engaged nothing)."""
-    return {name for use in transcript.tool_uses() if use.ran for name in engaged_skills(use)}
+    never-answered call engaged nothing, nor a ``Skill`` call that failed: the CLI found
+    no such skill)."""
+    return {name for use in transcript.tool_uses()
+            if use.ran and not (use.name == "Skill" and use.is_error)
+            for name in engaged_skills(use)}  # fmt: skip
 
 
 class SkillTriggeredCriterion(SkillTriggered, Criterion):
