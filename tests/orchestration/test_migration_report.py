@@ -90,3 +90,13 @@ def test_a_file_of_only_unsupported_criteria_is_still_refused(tmp_path: Path) ->
         "  - {type: response_match, expected: hi, description: echoed}\n", ""))  # fmt: skip
     with pytest.raises(TaskFileError, match="nothing would grade its rows"):
         assay.plan([str(task)], skip_unsupported=True)
+
+
+def test_an_error_after_a_left_out_criterion_names_its_own_line_and_index(
+    tmp_path: Path,
+) -> None:
+    task = write(tmp_path / "t.yaml", MIXED + "  - type: response_match\n"
+                 "    description: c\n    expectd: hi\n")  # fmt: skip
+    with pytest.raises(TaskFileError) as caught:
+        assay.plan([str(task)], skip_unsupported=True)
+    assert (caught.value.line, caught.value.field) == (10, "success_criteria[2].expectd")

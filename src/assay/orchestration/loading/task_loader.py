@@ -8,6 +8,7 @@ names → placeholder lint. Every error is a :class:`TaskFileError` naming file,
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -122,7 +123,7 @@ def load_document(
     Raises:
         TaskFileError: as :func:`load_task`.
     """
-    path, data = document.path, document.data
+    data = document.data
     if not isinstance(data, dict):
         raise TaskFileError(
             "a task file is a YAML mapping with task_id, description and success_criteria",
@@ -139,8 +140,25 @@ def load_document(
     left_out: list[str] = []
     registry = criteria or default_criteria()
     if skip_unsupported:
-        data, left_out = _without_unsupported(data, registry, display=display,
-                                              document=document)  # fmt: skip
+        data, left_out, kept = _without_unsupported(data, registry, display=display,
+                                                    document=document)  # fmt: skip
+        document = _renumbered(document, kept)
+        try:
+            return _validated(document, data, placed, registry, display=display,
+                              base_dir=base_dir, warnings=left_out)  # fmt: skip
+        except TaskFileError as exc:
+            exc.field = _written_field(exc.field, kept)
+            raise
+    return _validated(document, data, placed, registry, display=display, base_dir=base_dir,
+                      warnings=left_out)  # fmt: skip
+
+
+def _validated(document: YamlDocument, data: dict[str, Any], placed: tuple[Override, ...],
+               registry: CriterionRegistry, *, display: str, base_dir: Path,
+               warnings: list[str]) -> LoadedTask:  # fmt: skip
+    """The rest of :func:`load_document`, on the data as the overrides and
+    ``--skip-unsupported`` left it."""
+    path = document.path
     model = task_model(data, registry)
     try:
         screened = screen(data, model, lenient_top=True)
@@ -150,7 +168,6 @@ def load_document(
         raise TaskFileError(
             problem.message, file=display, line=line, field=field_path(problem.loc), hint=hint
         ) from None
-    warnings = left_out
     for loc, text in screened.warnings:
         by = overridden(loc, placed)
         if by is not None:
@@ -172,31 +189,53 @@ def load_document(
     return LoadedTask(definition, path, display, base_dir, document, warnings)
 
 
+def _renumbered(document: YamlDocument, kept: list[int]) -> YamlDocument:
+    """``document`` as if only the criteria ``kept`` (their indexes as written) were written:
+    each one's lines under its new index, so a later message names its line."""
+    lines: dict[Loc, int] = {}
+    for loc, line in document.lines.items():
+        if loc[:1] != ("success_criteria",) or len(loc) < 2:
+            lines[loc] = line
+        elif loc[1] in kept:
+            lines[("success_criteria", kept.index(loc[1]), *loc[2:])] = line
+    return YamlDocument(document.path, document.text, document.data, lines)
+
+
+def _written_field(field: str | None, kept: list[int]) -> str | None:
+    """A message's ``success_criteria[i]…`` (``i`` counted without the criteria left out)
+    with the index as written in the file."""
+    found = re.match(r"success_criteria\[(\d+)\]", field or "")
+    if found is None or int(found.group(1)) >= len(kept):
+        return field
+    return f"success_criteria[{kept[int(found.group(1))]}]" + (field or "")[found.end() :]
+
+
 def _without_unsupported(
     data: dict[str, Any], registry: CriterionRegistry, *, display: str, document: YamlDocument
-) -> tuple[dict[str, Any], list[str]]:
+) -> tuple[dict[str, Any], list[str], list[int]]:
     """``data`` without the criteria of a type neither ``registry`` nor an installed plugin
-    has (a newer Coder Eval's, a plugin not installed here), and a warning naming each one
-    left out.
+    has (a newer Coder Eval's, a plugin not installed here), a warning naming each one left
+    out, and the indexes (as written) of those kept.
 
     Raises:
         TaskFileError: every criterion was left out.
     """
     criteria = data.get("success_criteria")
     if not isinstance(criteria, list):
-        return data, []
+        return data, [], []
     kinds = [c.get("type") if isinstance(c, dict) else None for c in criteria]
     registry.ensure(kinds)
     known = set(registry.types)
-    kept, warnings = [], []
-    for index, (criterion, kind) in enumerate(zip(criteria, kinds, strict=True)):
+    kept: list[int] = []
+    warnings: list[str] = []
+    for index, kind in enumerate(kinds):
         if isinstance(kind, str) and kind not in known:
             loc: Loc = ("success_criteria", index)
             warnings.append(f"{display}:{document.line_of(loc) or '?'}: {field_path(loc)}: "
                             f"criterion '{kind}' left out (--skip-unsupported): assay does not "
                             "have this type")  # fmt: skip
         else:
-            kept.append(criterion)
+            kept.append(index)
     if criteria and not kept:
         raise TaskFileError(
             "every criterion of this task is of a type assay does not have, so nothing "
@@ -204,7 +243,7 @@ def _without_unsupported(
             file=display, field="success_criteria",
             hint="keep the file out of the run, or add a criterion assay has",
         )  # fmt: skip
-    return {**data, "success_criteria": kept}, warnings
+    return {**data, "success_criteria": [criteria[i] for i in kept]}, warnings, kept
 
 
 def _inline_files(
