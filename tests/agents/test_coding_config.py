@@ -204,6 +204,7 @@ def test_a_cli_not_on_path_is_found_where_make_install_dev_put_it(
         ("no front matter\n", "folder"),
         ("---\nname: [a, b\n---\n", "folder"),  # not YAML
         ("---\ndescription: only\n---\n", "folder"),
+        ("---\nname: ../escape\n---\n", "folder"),  # never a path out of a skills folder
     ],
 )
 def test_a_skill_is_named_by_its_front_matter(tmp_path: Path, text: str, name: str) -> None:

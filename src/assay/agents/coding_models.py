@@ -119,7 +119,9 @@ def skill_name(folder: Path) -> str:
     except yaml.YAMLError:
         return folder.name
     name = data.get("name") if isinstance(data, dict) else None
-    return name.strip() if isinstance(name, str) and name.strip() else folder.name
+    name = name.strip() if isinstance(name, str) else ""
+    usable = name and not name.startswith(".") and not set(name) & {"/", "\\", "\0"}
+    return name if usable else folder.name  # a name that is no folder name: the folder's
 
 
 def skill_plugins(config: CodingAgent, base_dir: Path) -> list[Path]:
