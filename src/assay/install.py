@@ -18,6 +18,15 @@ def clone_root() -> Path | None:
     return None
 
 
+def project_tools(*parts: str) -> Path | None:
+    """A folder of the tools ``make install-dev`` puts in the clone assay runs from
+    (``.tools/<parts>``: the coding-agent CLIs in ``npm/node_modules/.bin``, UiPath's CLI in
+    ``uipath/bin``), or ``None`` outside a clone or when it is not there."""
+    root = clone_root()
+    folder = root.joinpath(".tools", *parts) if root is not None else None
+    return folder if folder is not None and folder.is_dir() else None
+
+
 def install_hint(extra: str) -> str:
     """The command that installs the extra ``extra`` (``agents``, ``parquet``, ...)."""
     root = clone_root()

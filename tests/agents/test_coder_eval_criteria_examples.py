@@ -25,9 +25,8 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "coder_eval" / "cr
 def test_the_criteria_examples_pass_with_the_scripted_model(tmp_path: Path) -> None:
     claude_available()
     shutil.copytree(EXAMPLES, tmp_path / "criteria")
-    uipath = Path(__file__).resolve().parents[2] / ".tools" / "uipath" / "bin"
-    path = os.pathsep.join([str(Path(sys.executable).parent), str(uipath),  # pylint, uipath
-                            os.environ["PATH"]])  # fmt: skip
+    # pylint's python3 first; UiPath's CLI is found in the clone without PATH
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
     done = run_assay("run", "criteria", "--model", "mock/criteria/script.yaml", cwd=tmp_path,
                      env={"PATH": path})  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr

@@ -155,7 +155,9 @@ def test_code_that_fails_and_a_project_uipath_cannot_run_score_zero(box: Sandbox
     assert "Entrypoint 'nosuch' not found in uipath.json" in missing.details
 
 
-def test_what_cannot_grade_is_the_criterions_error(box: Sandbox) -> None:
+def test_what_cannot_grade_is_the_criterions_error(
+    box: Sandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
     _project(box.root, ECHO, EXACT, JUDGE)
     with pytest.raises(CriterionError) as offline:
         _grade(box, thresholds={"LLMJudgeOutputEvaluator": 0.5})
@@ -165,6 +167,7 @@ def test_what_cannot_grade_is_the_criterions_error(box: Sandbox) -> None:
     exact_only = _grade(box, thresholds={"ExactMatchEvaluator": 0.5})  # the judge not needed
     assert (exact_only.score, exact_only.error) == (1.0, None)
     bare = {**os.environ, "PATH": "/usr/bin:/bin"}
+    monkeypatch.setattr("assay.criteria.uipath_eval.project_tools", lambda *parts: None)
     with pytest.raises(CriterionError, match=r"could not run in the row's sandbox \(exit code "
                        r"127.*install PyPI's uipath where the row runs"):  # fmt: skip
         _grade(box, env=bare, thresholds={"*": 0.5})
@@ -177,9 +180,17 @@ def test_a_uipath_the_agent_planted_in_the_project_is_never_run(box: Sandbox) ->
     write(fake, '#!/bin/sh\necho \'{"ExactMatchEvaluator": 1, "*": 1}\' > "$6"\n').chmod(0o755)
     result = _grade(box, thresholds={"ExactMatchEvaluator": 0.5})
     assert result.score == 0.0 and "ExactMatchEvaluator 0.000" in result.details
-    bare = {**os.environ, "PATH": "/usr/bin:/bin"}
-    with pytest.raises(CriterionError, match="install PyPI's uipath where the row runs"):
-        _grade(box, env=bare, thresholds={"*": 0.5})
+    bare = {**os.environ, "PATH": "/usr/bin:/bin"}  # the clone's uipath, found without PATH
+    assert _grade(box, env=bare, thresholds={"ExactMatchEvaluator": 0.5}).score == 0.0
+
+
+def test_the_clones_uipath_comes_last_on_the_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    from assay.criteria.uipath_eval import uipath_path
+
+    assert uipath_path("/usr/bin:/bin") == f"/usr/bin:/bin:{UIPATH_BIN}"  # never shadowing
+    assert uipath_path(f"{UIPATH_BIN}:/usr/bin") == f"{UIPATH_BIN}:/usr/bin"  # on PATH already
+    monkeypatch.setattr("assay.criteria.uipath_eval.project_tools", lambda *parts: None)
+    assert uipath_path("/usr/bin:/bin") == "/usr/bin:/bin"
 
 
 def _task_folder(tmp_path: Path) -> tuple[Path, dict[str, str]]:

@@ -90,11 +90,8 @@ def test_the_block_runs_as_shown(block: Block, tmp_path: Path, monkeypatch: pyte
     key = tuple(c.line for c in block.commands)
     if key not in ran:
         shutil.copytree(REPO / "examples", tmp_path / "examples")
-        # the scripted coding-agent examples grade with the sandbox's python3 (pylint) and
-        # UiPath's CLI, where `make install-dev` puts them
-        uipath = REPO / ".tools" / "uipath" / "bin"
-        monkeypatch.setenv("PATH", os.pathsep.join([str(venv_bin()), str(uipath),
-                                                    os.environ["PATH"]]))  # fmt: skip
+        # the scripted coding-agent examples grade with the sandbox's python3 (pylint)
+        monkeypatch.setenv("PATH", f"{venv_bin()}{os.pathsep}{os.environ['PATH']}")
         ran[key] = []
         for command in block.commands:
             ran[key].append(run_command(command.line, tmp_path))

@@ -2,8 +2,9 @@
 against the task's minimums (``reference/coder_eval_agents.md`` §2; Coder Eval's checker).
 
 It runs ``uipath eval AGENT EVAL_SET --no-report --output-file F`` (PyPI ``uipath``) in the
-row's sandbox, inside its jail: the ``uipath`` on the row's ``PATH`` (never one the agent
-could write: a project's own ``.venv`` is not used), with UiPath's telemetry off
+row's sandbox, inside its jail: the ``uipath`` on the row's ``PATH``, else the one ``make
+install-dev`` put in the clone assay runs from (never one the agent could write: a project's
+own ``.venv`` is not used), with UiPath's telemetry off
 (``UIPATH_TELEMETRY_ENABLED=false``). The eval set is found, checked and copied in by
 :mod:`assay.criteria.uipath_sets`; the copy and the output are removed afterwards. The
 metrics and the score are :mod:`assay.criteria.uipath_metrics`'.
@@ -20,6 +21,7 @@ grades code that is not trying to cheat.
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import shutil
 import uuid
@@ -29,6 +31,7 @@ from typing import Any, ClassVar
 from assay.criteria.base import Criterion, CriterionError, GradingContext, basic_result, sandbox_of
 from assay.criteria.uipath_metrics import ANSI, details, metrics_of, threshold_score
 from assay.criteria.uipath_sets import prepare_eval_set
+from assay.install import project_tools
 from assay.results.task_result import CriterionResult
 from assay.sandbox.process import ProcessResult, tail
 from assay.sandbox.tempdir import Sandbox
@@ -68,7 +71,8 @@ async def _run(spec: UipathEval, sandbox: Sandbox, eval_set: str, scratch: Path,
     output = (scratch / "output.json").relative_to(sandbox.root).as_posix()
     argv = ["uipath", "eval", spec.agent_name, eval_set, "--no-report", "--output-file", output]
     result = await sandbox.run(shlex.join(argv), timeout=spec.timeout, log_name="uipath-eval",
-                               env={**env, "UIPATH_TELEMETRY_ENABLED": "false"},
+                               env={**env, "UIPATH_TELEMETRY_ENABLED": "false",
+                                    "PATH": uipath_path(env.get("PATH", ""))},
                                writable=(scratch,))  # fmt: skip
     if result.timed_out:
         raise CriterionError(f"uipath eval did not finish within {spec.timeout:g} s")
@@ -78,6 +82,16 @@ async def _run(spec: UipathEval, sandbox: Sandbox, eval_set: str, scratch: Path,
             f"{_said(result)}): install PyPI's uipath where the row runs (on its PATH)"
         )
     return result
+
+
+def uipath_path(path: str) -> str:
+    """The rows' ``PATH``, with the clone's ``.tools/uipath/bin`` (``make install-dev``'s
+    pinned ``uipath``) last when it holds no ``uipath``: last, so that folder's ``python3``
+    never shadows the rows' own."""
+    tools = project_tools("uipath", "bin")
+    if shutil.which("uipath", path=path) is not None or tools is None:
+        return path
+    return os.pathsep.join(p for p in (path, str(tools)) if p)
 
 
 def _said(result: ProcessResult) -> str:
