@@ -93,7 +93,8 @@ def test_a_skill_the_plugin_does_not_offer_makes_every_row_error(tmp_path: Path)
         assert row["error_message"] == (
             "skill_triggered names skill 'pdf-extract' but agent.plugins offered only "
             "['unit-convert', 'weather-report']: the positive control cannot run. Check the "
-            "plugin path (a plugin root holds skills/<name>/SKILL.md)."
+            "plugin path (a plugin root holds skills/<name>/SKILL.md) and the skill's name (the "
+            "name in its SKILL.md front matter)."
         )
     assert len(rows) == 2
 

@@ -128,7 +128,8 @@ def test_a_skill_the_plugins_do_not_offer_cannot_be_graded() -> None:
     assert str(error.value) == (
         "skill_triggered names skill 'pdf' but agent.plugins offered only ['unit-convert', "
         "'weather-report']: the positive control cannot run. Check the plugin path (a plugin "
-        "root holds skills/<name>/SKILL.md)."
+        "root holds skills/<name>/SKILL.md) and the skill's name (the name in its SKILL.md "
+        "front matter)."
     )
 
 

@@ -113,7 +113,8 @@ def check_offered(name: str, transcript: Transcript) -> None:
         raise CriterionError(
             f"skill_triggered names skill {name!r} but agent.plugins offered only "
             f"{sorted(offered)}: the positive control cannot run. Check the plugin path (a "
-            "plugin root holds skills/<name>/SKILL.md)."
+            "plugin root holds skills/<name>/SKILL.md) and the skill's name (the name in its "
+            "SKILL.md front matter)."
         )
     loaded = transcript.skills_loaded
     if loaded is not None and name not in {s.rsplit(":", 1)[-1] for s in loaded}:
