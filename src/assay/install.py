@@ -9,10 +9,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+REPOSITORY = Path(__file__).resolve().parents[2]
+"""Where the repository's files are when assay was installed from a clone (editable):
+``src/assay/`` two levels down."""
+TOOLS = REPOSITORY / ".tools"
+"""Where ``make install-dev`` puts the tools of a clone (``npm/``, ``uipath/``)."""
+
 
 def clone_root() -> Path | None:
     """The repository assay was installed from in editable mode, or ``None``."""
-    root = Path(__file__).resolve().parents[2]
+    root = REPOSITORY
     if (root / "pyproject.toml").is_file() and (root / "Makefile").is_file():
         return root
     return None
@@ -22,9 +28,8 @@ def project_tools(*parts: str) -> Path | None:
     """A folder of the tools ``make install-dev`` puts in the clone assay runs from
     (``.tools/<parts>``: the coding-agent CLIs in ``npm/node_modules/.bin``, UiPath's CLI in
     ``uipath/bin``), or ``None`` outside a clone or when it is not there."""
-    root = clone_root()
-    folder = root.joinpath(".tools", *parts) if root is not None else None
-    return folder if folder is not None and folder.is_dir() else None
+    folder = TOOLS.joinpath(*parts)
+    return folder if clone_root() is not None and folder.is_dir() else None
 
 
 def install_hint(extra: str) -> str:

@@ -215,13 +215,13 @@ def test_a_skill_is_named_by_its_front_matter(tmp_path: Path, text: str, name: s
 
 
 def test_skills_are_copied_with_their_links_as_links(tmp_path: Path) -> None:
-    from assay.agents.coding_models import copy_skills
+    from assay.agents.coding_models import copy_skills, plugin_skills
 
     skill = tmp_path / "plug" / "skills" / "notes"
     write(skill / "SKILL.md", "---\nname: notes\n---\nbody\n")
     (skill / "keys").symlink_to(write(tmp_path / "secret" / "id_rsa", "HOST-SECRET").parent)
     (skill / "up").symlink_to("..")  # a loop, followed, would never end
-    copy_skills([tmp_path / "plug"], tmp_path / "home")
+    copy_skills(plugin_skills([tmp_path / "plug"]), tmp_path / "home")
     copied = tmp_path / "home" / "notes"
     assert (copied / "keys").is_symlink() and (copied / "up").is_symlink()
     assert sorted(p.name for p in copied.iterdir()) == ["SKILL.md", "keys", "up"]

@@ -16,7 +16,7 @@ import pytest
 
 import assay
 from assay.criteria.base import CriterionError
-from assay.criteria.uipath_metrics import metrics_of, threshold_score
+from assay.criteria.uipath_metrics import details, metrics_of, threshold_score
 from assay.sandbox.tempdir import Sandbox
 from tests.criteria.test_file_criteria import box, grade, put
 from tests.helpers import write
@@ -120,6 +120,10 @@ def test_an_evaluator_that_raised_is_an_error_only_where_a_threshold_needs_it() 
     # the judge did not grade: no metric of its own, and left out of the macro mean
     assert scored.values == {"exact": 1.0, "*": 1.0}
     assert scored.unscored == {"judge": "Error: Authentication required."}
+    assert details(scored, []) == (
+        "Metrics: exact 1.000, * 1.000. All thresholds met. Not scored "
+        "(left out of *): judge: Error: Authentication required."
+    )
     for needed in ({"judge"}, {"*"}):
         with pytest.raises(CriterionError, match=r"evaluator 'judge' could not score evaluation "
                            r"'echo': Error: Authentication required\. \(UiPath's LLM"):  # fmt: skip

@@ -30,7 +30,7 @@ from assay.agents.coding_models import bridge_key
 from assay.bridge import BridgeSession, CallLog, SessionLimits
 from assay.bridge.session import TOKEN_PATTERN
 from assay.errors import UsageError
-from assay.install import install_hint
+from assay.install import TOOLS, install_hint
 from assay.providers.base import Usage
 from assay.providers.pricing import Price
 from assay.results.secrets import clip_head
@@ -49,7 +49,7 @@ user's own configuration (``CLAUDE_CONFIG_DIR``, ``CODEX_HOME``, ``ANTHROPIC_CUS
 a coding agent never sees them; behind the bridge it gets the row's credential instead."""
 
 
-PROJECT_CLIS = Path(__file__).resolve().parents[3] / ".tools" / "npm" / "node_modules" / ".bin"
+PROJECT_CLIS = TOOLS / "npm" / "node_modules" / ".bin"
 """Where ``make install-dev`` puts the pinned coding-agent CLIs in a clone of assay (assay
 installed from it, editable): found there when they are not on ``PATH``."""
 CLI_DIR_VARIABLE = "ASSAY_CLI_DIR"

@@ -124,25 +124,28 @@ def skill_name(folder: Path) -> str:
     return name if usable else folder.name  # a name that is no folder name: the folder's
 
 
-def skill_plugins(config: CodingAgent, base_dir: Path) -> list[Path]:
-    """The plugin folders (:func:`plugin_dirs`) of a CLI that takes only their skills
-    (Qwen Code, Gemini CLI, OpenCode): each must offer one.
+def skill_plugins(config: CodingAgent, base_dir: Path) -> dict[str, Path]:
+    """The skills the plugins offer (:func:`plugin_skills`, each ``SKILL.md`` read once) to
+    a CLI that takes only a plugin's skills (Qwen Code, Gemini CLI, OpenCode): each plugin
+    folder (:func:`plugin_dirs`) must offer one.
 
     Raises:
         UserError: as :func:`plugin_dirs`; a plugin folder that offers no skill.
     """
-    folders = plugin_dirs(config, base_dir)
     cli = getattr(config, "type", "this CLI")
-    for index, folder in enumerate(folders):
-        if not plugin_skills([folder]):
+    found: dict[str, Path] = {}
+    for index, folder in enumerate(plugin_dirs(config, base_dir)):
+        skills = plugin_skills([folder])
+        if not skills:
             raise UserError(f"plugin folder {folder} offers no skill (skills/<name>/SKILL.md): "
                             f"{cli} takes only the skills of a plugin",
                             field=f"agent.plugins[{index}].path")  # fmt: skip
-    return folders
+        found.update({name: path for name, path in skills.items() if name not in found})
+    return found
 
 
-def copy_skills(folders: list[Path], into: Path) -> None:
-    """Copy each skill the plugin folders offer (:func:`plugin_skills`) to ``into/<name>/``:
+def copy_skills(skills: dict[str, Path], into: Path) -> None:
+    """Copy each skill (name → folder: :func:`plugin_skills`) to ``into/<name>/``:
     the user skills folder of a CLI that reads skills but no plugin folder (Qwen Code's
     ``~/.qwen/skills``, Gemini CLI's ``~/.gemini/skills``, a folder OpenCode's configuration
     names), in the row's fresh home, so the sandbox needs no view of the plugin folders.
@@ -152,7 +155,7 @@ def copy_skills(folders: list[Path], into: Path) -> None:
     Raises:
         OSError: a skill folder cannot be read or the copy cannot be written.
     """
-    for name, folder in plugin_skills(folders).items():
+    for name, folder in skills.items():
         shutil.copytree(folder, into / name, symlinks=True)
 
 

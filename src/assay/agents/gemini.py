@@ -18,7 +18,7 @@ from pathlib import Path
 from assay.agents.base import AgentContext
 from assay.agents.cli import CliLaunch, EventParser, cli_environment
 from assay.agents.coding import CliAgent, CliRow
-from assay.agents.coding_models import copy_skills, skill_plugins, skills_offered
+from assay.agents.coding_models import copy_skills, skill_plugins
 from assay.agents.gemini_stream import GeminiStreamParser
 from assay.spec.coding_agents import GeminiAgent
 
@@ -43,12 +43,12 @@ class GeminiRunner(CliAgent[GeminiAgent]):
         """:class:`~assay.agents.gemini_stream.GeminiStreamParser`."""
         return GeminiStreamParser()
 
-    def prepare(self, context: AgentContext, cli: Path, parser: EventParser) -> list[Path]:
-        """The plugin folders (refused: one it cannot read); the transcript names the
-        skills offered."""
-        plugins = skill_plugins(self.config, context.base_dir)
-        parser.transcript.skills_offered = skills_offered(plugins)
-        return plugins
+    def prepare(self, context: AgentContext, cli: Path, parser: EventParser) -> dict[str, Path]:
+        """The plugins' skills (refused: a plugin folder it cannot read); the transcript
+        names them."""
+        skills = skill_plugins(self.config, context.base_dir)
+        parser.transcript.skills_offered = sorted(skills)
+        return skills
 
     def launch(self, row: CliRow) -> CliLaunch:
         """The settings file and the plugins' skills (``~/.gemini/skills``) in the home

@@ -28,7 +28,6 @@ from assay.agents.coding_models import (
     copy_skills,
     read_system_prompt,
     skill_plugins,
-    skills_offered,
 )
 from assay.agents.opencode_stream import OpenCodeStreamParser
 from assay.spec.coding_agents import OpenCodeAgent, opencode_permission
@@ -60,26 +59,26 @@ class OpenCodeRunner(CliAgent[OpenCodeAgent]):
 
     def prepare(
         self, context: AgentContext, cli: Path, parser: EventParser
-    ) -> tuple[str | None, list[Path]]:
-        """The system prompt's text and the plugin folders (refused: a file or folder it
+    ) -> tuple[str | None, dict[str, Path]]:
+        """The system prompt's text and the plugins' skills (refused: a file or folder it
         cannot read); the transcript names the skills offered."""
-        plugins = skill_plugins(self.config, context.base_dir)
-        parser.transcript.skills_offered = skills_offered(plugins)
-        return read_system_prompt(self.config, context.base_dir), plugins
+        skills = skill_plugins(self.config, context.base_dir)
+        parser.transcript.skills_offered = sorted(skills)
+        return read_system_prompt(self.config, context.base_dir), skills
 
     def launch(self, row: CliRow) -> CliLaunch:
         """The system prompt as an instructions file and the plugins' skills in the home
         folder, the whole configuration in ``OPENCODE_CONFIG_CONTENT``, the prompt on
         standard input."""
-        text, plugins = row.prepared
+        text, offered = row.prepared
         files = []
         if text is not None:
             files.append(row.home / "assay-instructions.md")
             files[0].write_text(text, encoding="utf-8")
         skills = row.home / SKILLS_FOLDER
-        copy_skills(plugins, skills)
+        copy_skills(offered, skills)
         settings = opencode_config(self.config, bridge_url=row.bridge_url, instructions=files,
-                                   skills=[skills] if plugins else [])  # fmt: skip
+                                   skills=[skills] if offered else [])  # fmt: skip
         env = cli_environment(row.context, self.config, row.home) | QUIET | {
             "OPENCODE_CONFIG_CONTENT": json.dumps(settings), BRIDGE_KEY_NAME: row.token,
         }  # fmt: skip

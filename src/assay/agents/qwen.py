@@ -26,7 +26,6 @@ from assay.agents.coding_models import (
     copy_skills,
     read_system_prompt,
     skill_plugins,
-    skills_offered,
 )
 from assay.spec.coding_agents import APPROVAL_MODES, QwenCodeAgent
 
@@ -64,21 +63,21 @@ class QwenCodeRunner(CliAgent[QwenCodeAgent]):
 
     def prepare(
         self, context: AgentContext, cli: Path, parser: EventParser
-    ) -> tuple[list[str], list[Path]]:
-        """The command line (:func:`qwen_argv`) and the plugin folders (refused: a system
+    ) -> tuple[list[str], dict[str, Path]]:
+        """The command line (:func:`qwen_argv`) and the plugins' skills (refused: a system
         prompt file or plugin folder it cannot read); the transcript names the skills
         offered."""
-        plugins = skill_plugins(self.config, context.base_dir)
-        parser.transcript.skills_offered = skills_offered(plugins)
-        return qwen_argv(self.config, cli, context), plugins
+        skills = skill_plugins(self.config, context.base_dir)
+        parser.transcript.skills_offered = sorted(skills)
+        return qwen_argv(self.config, cli, context), skills
 
     def launch(self, row: CliRow) -> CliLaunch:
         """The settings file and the plugins' skills (``~/.qwen/skills``) in the home
         folder, the bridge's OpenAI wire in the environment, the prompt on standard input."""
-        argv, plugins = row.prepared
+        argv, skills = row.prepared
         (row.home / ".qwen").mkdir()
         (row.home / ".qwen" / "settings.json").write_text(json.dumps(SETTINGS), encoding="utf-8")
-        copy_skills(plugins, row.home / ".qwen" / "skills")
+        copy_skills(skills, row.home / ".qwen" / "skills")
         env = cli_environment(row.context, self.config, row.home) | {
             "OPENAI_API_KEY": row.token, "OPENAI_BASE_URL": row.bridge_url + "/v1",
             "OPENAI_MODEL": cli_model(self.config), "QWEN_CODE_SUPPRESS_YOLO_WARNING": "1",

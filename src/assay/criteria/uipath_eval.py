@@ -70,10 +70,12 @@ async def _run(spec: UipathEval, sandbox: Sandbox, eval_set: str, scratch: Path,
     scratch.mkdir(exist_ok=True)
     output = (scratch / "output.json").relative_to(sandbox.root).as_posix()
     argv = ["uipath", "eval", spec.agent_name, eval_set, "--no-report", "--output-file", output]
+    path = uipath_path(env.get("PATH", ""))
+    tools = project_tools("uipath")  # the jail shows its environment when PATH names it
+    shown = (tools,) if tools is not None and path != env.get("PATH", "") else ()
     result = await sandbox.run(shlex.join(argv), timeout=spec.timeout, log_name="uipath-eval",
-                               env={**env, "UIPATH_TELEMETRY_ENABLED": "false",
-                                    "PATH": uipath_path(env.get("PATH", ""))},
-                               writable=(scratch,))  # fmt: skip
+                               env={**env, "UIPATH_TELEMETRY_ENABLED": "false", "PATH": path},
+                               readable=shown, writable=(scratch,))  # fmt: skip
     if result.timed_out:
         raise CriterionError(f"uipath eval did not finish within {spec.timeout:g} s")
     if result.exit_code in (NOT_FOUND, NOT_EXECUTABLE) or (result.exit_code or 0) < 0:

@@ -46,7 +46,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from assay.errors import SandboxError, UsageError
-from assay.install import project_tools
 from assay.sandbox.mounts import (
     outermost,
     parent_dirs,
@@ -377,13 +376,7 @@ def make_policy(
     Raises:
         UsageError: bwrap is not installed.
     """
-    uipath = project_tools("uipath")  # uipath_eval's CLI, when PATH has none
-    shown = [
-        *python_folders(),
-        *tool_folders(path_variable),
-        *readable,
-        *([uipath] if uipath else []),
-    ]
+    shown = [*python_folders(), *tool_folders(path_variable), *readable]
     return JailPolicy(
         bwrap=find_bwrap(),
         # `../.venv/bin/python -m assay` gives sys.executable with `..` in it, a path through a

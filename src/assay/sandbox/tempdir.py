@@ -104,11 +104,13 @@ class Sandbox:
         env: dict[str, str],
         timeout: float,
         stdin: str | None = None,
+        readable: tuple[Path, ...] = (),
         writable: tuple[Path, ...] = (),
         log_name: str | None = None,
     ) -> ProcessResult:
         """Run a shell command (or an argv list) in the sandbox's folder, inside its jail
-        when it has one; ``writable`` are more folders the program may write there.
+        when it has one; ``readable`` are more host folders the program may read there (a
+        tool it runs), ``writable`` more folders it may write.
 
         A stream longer than ``max_output_bytes`` is written whole to ``logs`` as
         ``<log_name>.stdout.log``/``.stderr.log`` (``command-N`` when ``None``), on every
@@ -125,7 +127,8 @@ class Sandbox:
             program, inner = command, env
         else:
             argv = ["/bin/sh", "-c", command] if isinstance(command, str) else command
-            program, inner = self.jail.command(argv, env=env, cwd=self.root, writable=writable)
+            program, inner = self.jail.command(argv, env=env, cwd=self.root, readable=readable,
+                                               writable=writable)  # fmt: skip
         if self.groups is None:
             return await run_process(program, cwd=self.root, env=inner, timeout=timeout,
                                      stdin=stdin, max_output_bytes=cap, logs=logs)  # fmt: skip

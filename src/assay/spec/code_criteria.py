@@ -113,10 +113,11 @@ class UipathEval(CriterionSpec):
     (its evaluators beside it, as ``uipath`` lays them out: ``…/eval-sets/x.json`` and
     ``…/evaluators/``), else a path or name in the sandbox. The metrics are each evaluator's
     mean score over the set's evaluations, by evaluator id, and ``*`` their mean
-    (:mod:`assay.criteria.uipath_eval`). The CLI not installed, an eval set or entrypoint it
-    cannot find, or an evaluator that could not score (an LLM evaluator without UiPath's
+    (:mod:`assay.criteria.uipath_metrics`). The CLI not installed, an eval set that is wrong
+    or missing, or an evaluator that could not score (an LLM evaluator without UiPath's
     platform, offline) is the criterion's error, not a score; a threshold on an evaluator
-    the task's eval set does not name is refused when it grades."""
+    the task's eval set does not name is refused when it grades. A project the CLI cannot
+    evaluate (no ``uipath.json``, no such entrypoint) scores 0, as in Coder Eval."""
 
     runs_agent_code: ClassVar[bool] = True
 
