@@ -14,7 +14,9 @@ TOOLS   := .tools
 # (--dist loadscope: a module's run, viewer or browser starts once); a worker starts the Ray
 # cluster and the local model server on first use. (--dist loadgroup would group across
 # modules, but with pytest 9.2 it silently groups nothing: pytest-xdist issue #1386.)
-PYTEST_WORKERS ?= 2
+# Twice the cores, at most 8: the tests wait on real CLIs, servers and timeouts a good part of
+# the time, so on 2 cores 4 workers took 720 s with coverage where 2 took 840 s (2026-12-05).
+PYTEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); w=$$((2 * n)); echo $$((w > 8 ? 8 : w)))
 PARALLEL := -n $(PYTEST_WORKERS) --dist loadscope
 # the real components `make test-fast` leaves out (markers in pyproject.toml)
 SLOW := local_model or ray or browser or postgres or coding_agent
