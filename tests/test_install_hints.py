@@ -60,3 +60,20 @@ def test_no_module_hard_codes_a_pip_extra() -> None:
                     for form in ("pip install 'assay[", "pip install 'assay\\\\["))
              and p.name not in ("install.py", "engine.py")]  # fmt: skip
     assert found == []
+
+
+@pytest.mark.parametrize("name", ["codex", "gemini", "qwen", "opencode", "pi"])
+def test_a_missing_npm_cli_names_its_make_target_in_a_clone_and_npm_elsewhere(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from assay.agents import cli
+
+    package, target = cli._NPM_PACKAGES[name]
+    makefile = (REPO / "Makefile").read_text()
+    assert f":= {package}\n" in makefile  # pinned as the Makefile pins it
+    assert f"$(TOOLS)/.installed-{target}:" in makefile  # the target the hint names exists
+    in_clone = cli.install_cli_hint(name)
+    assert in_clone.startswith(f"make .tools/.installed-{target} (in {REPO}")
+    assert f"npm install -g {package}" in in_clone
+    monkeypatch.setattr(cli, "clone_root", lambda: None)
+    assert cli.install_cli_hint(name) == f"npm install -g {package}, or set agent.cli_path"

@@ -100,3 +100,34 @@ def test_an_error_after_a_left_out_criterion_names_its_own_line_and_index(
     with pytest.raises(TaskFileError) as caught:
         assay.plan([str(task)], skip_unsupported=True)
     assert (caught.value.line, caught.value.field) == (10, "success_criteria[2].expectd")
+
+
+def test_every_task_is_checked_at_plan_and_each_missing_cli_or_key_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What only planning finds (a coding agent's CLI, a model's API key) is said for every
+    task file it concerns, not for the first one alone."""
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")  # no npm CLI on it
+    monkeypatch.setenv("ASSAY_CLI_DIR", str(tmp_path / "no-clis"))
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    task = "description: d\ninitial_prompt: hi\n" + GOOD
+    write(tmp_path / "t" / "a.yaml", "task_id: a\nagent: {type: codex, model: mock/echo}\n" + task)
+    write(tmp_path / "t" / "b.yaml", "task_id: b\nagent: {type: pi, model: mock/echo}\n" + task)
+    write(tmp_path / "t" / "c.yaml", "task_id: c\nagent: {type: llm, model: openai/gpt-4o}\n"
+          + task)  # fmt: skip
+    write(tmp_path / "t" / "d.yaml", "task_id: d\n" + HEAD + GOOD)
+    with pytest.raises(TaskFilesError) as caught:
+        assay.plan([str(tmp_path / "t")])
+    error = caught.value
+    assert [Path(e.file or "").name for e in error.refused] == ["a.yaml", "b.yaml", "c.yaml"]
+    assert [e.field for e in error.refused] == ["agent.type", "agent.type", "agent.model"]
+    assert "the codex CLI was not found" in error.refused[0].message
+    assert "the pi CLI was not found" in error.refused[1].message
+    assert "OPENAI_API_KEY" in error.refused[2].message
+    assert error.as_written == [str(tmp_path / "t" / "d.yaml")]
+    assert error.render().startswith("3 of 4 task files cannot run (1 run as written")
+    # one task file alone keeps its own error
+    with pytest.raises(TaskFileError) as alone:
+        assay.plan([str(tmp_path / "t" / "b.yaml")])
+    assert not isinstance(alone.value, TaskFilesError)
+    assert "the pi CLI was not found" in alone.value.message

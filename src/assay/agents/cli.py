@@ -30,7 +30,7 @@ from assay.agents.coding_models import bridge_key
 from assay.bridge import BridgeSession, CallLog, SessionLimits
 from assay.bridge.session import TOKEN_PATTERN
 from assay.errors import UsageError
-from assay.install import TOOLS, install_hint
+from assay.install import TOOLS, clone_root, install_hint
 from assay.providers.base import Usage
 from assay.providers.pricing import Price
 from assay.results.secrets import clip_head
@@ -93,21 +93,35 @@ def find_cli(
         return packaged
     raise UsageError(f"the {name} CLI was not found (agent.cli_path, then PATH, then "
                      f"{project_clis()})",
-                     hint=_INSTALL[name])  # fmt: skip
+                     hint=install_cli_hint(name))  # fmt: skip
 
 
-_INSTALL = {
-    "claude": install_hint("agents") + " (the claude-agent-sdk wheel bundles the CLI), or "
-    "npm install -g @anthropic-ai/claude-code, or set agent.cli_path",
-    "codex": "npm install -g @openai/codex@0.171.0, or set agent.cli_path",
-    "gemini": "npm install -g @google/gemini-cli@0.61.0, or set agent.cli_path",
-    "qwen": "npm install -g @qwen-code/qwen-code@0.24.4, or set agent.cli_path (in a clone, "
-    "make .tools/.installed-qwen puts it in .tools/npm/node_modules/.bin)",
-    "opencode": "npm install -g opencode-ai@1.18.33, or set agent.cli_path (in a clone, "
-    "make .tools/.installed-opencode puts it in .tools/npm/node_modules/.bin)",
-    "pi": "npm install -g @mariozechner/pi-coding-agent@0.73.1, or set agent.cli_path (in a "
-    "clone, make .tools/.installed-pi puts it in .tools/npm/node_modules/.bin)",
+_NPM_PACKAGES = {
+    "codex": ("@openai/codex@0.171.0", "codex"),
+    "gemini": ("@google/gemini-cli@0.61.0", "gemini"),
+    "qwen": ("@qwen-code/qwen-code@0.24.4", "qwen"),
+    "opencode": ("opencode-ai@1.18.33", "opencode"),
+    "pi": ("@mariozechner/pi-coding-agent@0.73.1", "pi"),
 }
+"""Each npm CLI's pinned package (as the Makefile pins it) and its Makefile target's name
+(``.tools/.installed-<target>``)."""
+
+
+def install_cli_hint(name: str) -> str:
+    """How to install the CLI ``name``: in a clone, its Makefile target first (the pinned
+    version into ``.tools/npm``); everywhere, npm's global install or ``agent.cli_path``."""
+    if name == "claude":
+        return (install_hint("agents") + " (the claude-agent-sdk wheel bundles the CLI), or "
+                "npm install -g @anthropic-ai/claude-code, or set agent.cli_path")  # fmt: skip
+    package, target = _NPM_PACKAGES[name]
+    hint = f"npm install -g {package}, or set agent.cli_path"
+    root = clone_root()
+    if root is None:
+        return hint
+    return (
+        f"make .tools/.installed-{target} (in {root}: the pinned CLI into "
+        f"{TOOLS / 'npm/node_modules/.bin'}; make install-dev installs every one), or " + hint
+    )
 
 
 def json_event(line: str) -> dict[str, Any] | None:

@@ -350,10 +350,18 @@ def _plan_tasks(
     resolver: JudgeResolver,
     experiment_and_file: tuple[Experiment | None, Path | None],
 ) -> None:
-    """Load, resolve, expand and check every task file into ``plan.tasks``."""
+    """Load, resolve, expand and check every task file into ``plan.tasks``.
+
+    Every task file is checked before any error is raised: with several files, the errors of
+    all that cannot run are raised together (:class:`~assay.errors.TaskFilesError`: a CLI or
+    an API key missing for three tasks is said once for each of them, not for the first).
+    """
     experiment, experiment_file = experiment_and_file
     experiment_dir = experiment_file.resolve().parent if experiment_file else None
+    context = _TaskContext(plan, options, registry, resolver, experiment, experiment_dir)
     owners: dict[str, str] = {}
+    refused: list[TaskFileError] = []
+    planned: list[LoadedTask] = []
     for loaded in load_sources(arguments, options.overrides,
                                skip_unsupported=options.skip_unsupported,
                                criteria=options.criteria):  # fmt: skip
@@ -373,52 +381,83 @@ def _plan_tasks(
             )
         owners[task_id] = loaded.display
         try:
-            written, loaded = loaded, resolve_judges(loaded, resolver)
+            plan.tasks.append(_plan_task(loaded, context))
+            planned.append(loaded)
         except TaskFileError as exc:
-            raise _overridden(exc, options.overrides) from None
-        expansion = expand_dataset(
-            loaded,
-            options.selectors,
-            fixed_row_ids=options.fixed_rows.get(task_id),
-            store_url=options.store_url,
-            store_version=options.store_versions.get(task_id),
-        )
-        plan.warnings.extend(expansion.warnings)
-        request = (
-            selection_request(loaded.definition, options.selectors)
-            if loaded.definition.dataset is not None
-            else None
-        )
-        variants = _variants(written, expansion, experiment, experiment_dir, options)
-        for position, variant in enumerate(variants):
-            try:
-                resolved = resolve_definition(variant.definition, loaded, resolver)
-            except TaskFileError as exc:
-                raise _set_by(exc, variant, options.overrides) from None
-            variants[position] = replace(variant, definition=resolved)
-            plan.warnings.extend(
-                w for w in tie_warnings(loaded, resolved) if w not in plan.warnings
-            )
-        for variant in variants:
-            try:
-                _check_model(
-                    loaded, variant.definition, registry, options.prices, plan.criteria.agents
-                )
-            except TaskFileError as exc:
-                raise _set_by(exc, variant, options.overrides) from None
-            plan.warnings.extend(_unenforced_limits(loaded, variant))
-            try:
-                check_graded_rows(expansion, variant.definition)
-            except TaskFileError as exc:
-                roots = ("agent", "success_criteria", "dataset")
-                raise _overridden(exc, options.overrides, roots) from None
+            refused.append(exc)
+    if len(refused) == 1 and not planned:
+        raise refused[0]
+    if refused:
+        clean = [t.display for t in planned if not t.warnings]
+        warned = {t.display: t.warnings for t in planned if t.warnings}
+        raise TaskFilesError(refused, as_written=clean, warned=warned)
+
+
+@dataclass(frozen=True)
+class _TaskContext:
+    """What planning one task file needs of the whole plan."""
+
+    plan: Plan
+    options: PlanOptions
+    registry: ProviderRegistry
+    resolver: JudgeResolver
+    experiment: Experiment | None
+    experiment_dir: Path | None
+
+
+def _plan_task(written: LoadedTask, context: _TaskContext) -> PlannedTask:
+    """One task file resolved, expanded into its variants and checked.
+
+    Raises:
+        TaskFileError: the task cannot run as planned (each error names the override that
+            caused it, if one did).
+    """
+    plan, options, resolver = context.plan, context.options, context.resolver
+    try:
+        loaded = resolve_judges(written, resolver)
+    except TaskFileError as exc:
+        raise _overridden(exc, options.overrides) from None
+    task_id = loaded.definition.task_id
+    expansion = expand_dataset(
+        loaded,
+        options.selectors,
+        fixed_row_ids=options.fixed_rows.get(task_id),
+        store_url=options.store_url,
+        store_version=options.store_versions.get(task_id),
+    )
+    plan.warnings.extend(expansion.warnings)
+    request = (
+        selection_request(loaded.definition, options.selectors)
+        if loaded.definition.dataset is not None
+        else None
+    )
+    variants = _variants(written, expansion, context.experiment, context.experiment_dir, options)
+    for position, variant in enumerate(variants):
         try:
-            check_judge_models(loaded, registry)
+            resolved = resolve_definition(variant.definition, loaded, resolver)
         except TaskFileError as exc:
-            raise _overridden(exc, options.overrides) from None
-        plan.tasks.append(PlannedTask(expansion, request, variants,
-                                      limits=limits_line(loaded.definition)))  # fmt: skip
-        plan.warnings.extend(containment_warnings(loaded.display, [v.definition for v in variants]))
+            raise _set_by(exc, variant, options.overrides) from None
+        variants[position] = replace(variant, definition=resolved)
+        plan.warnings.extend(w for w in tie_warnings(loaded, resolved) if w not in plan.warnings)
+    for variant in variants:
+        try:
+            _check_model(
+                loaded, variant.definition, context.registry, options.prices, plan.criteria.agents
+            )
+        except TaskFileError as exc:
+            raise _set_by(exc, variant, options.overrides) from None
+        plan.warnings.extend(_unenforced_limits(loaded, variant))
+        try:
+            check_graded_rows(expansion, variant.definition)
+        except TaskFileError as exc:
+            roots = ("agent", "success_criteria", "dataset")
+            raise _overridden(exc, options.overrides, roots) from None
+    try:
+        check_judge_models(loaded, context.registry)
+    except TaskFileError as exc:
+        raise _overridden(exc, options.overrides) from None
+    plan.warnings.extend(containment_warnings(loaded.display, [v.definition for v in variants]))
+    return PlannedTask(expansion, request, variants, limits=limits_line(loaded.definition))
 
 
 def _variants(
