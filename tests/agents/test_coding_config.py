@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import tomllib
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -251,3 +252,52 @@ def test_what_a_skills_only_cli_cannot_take_as_a_plugin_is_refused(
         refused("$NOPE_UNSET/plug")
         == "plugin folder $NOPE_UNSET/plug names $NOPE_UNSET, which is not set"
     )
+
+
+@pytest.mark.parametrize("agent", ["qwen-code", "gemini", "opencode"])
+def test_two_skills_of_one_name_are_refused_where_a_cli_reads_one_folder(
+    tmp_path: Path, agent: str
+) -> None:
+    """Qwen Code, Gemini CLI and OpenCode read the plugins' skills from one folder, named by
+    their front matter: two of one name, in one plugin or in two, would hide one silently."""
+    from assay.agents.coding_models import skill_plugins
+    from assay.agents.registry import default_agents
+
+    write(tmp_path / "a" / "skills" / "notes" / "SKILL.md", "---\nname: notes\n---\nA\n")
+    write(tmp_path / "a" / "skills" / "memo" / "SKILL.md", "---\nname: memo\n---\nM\n")
+    write(tmp_path / "b" / "skills" / "jot" / "SKILL.md", "---\nname: notes\n---\nB\n")
+    write(tmp_path / "c" / "skills" / "x" / "SKILL.md", "---\nname: same\n---\n")
+    write(tmp_path / "c" / "skills" / "y" / "SKILL.md", "---\nname: same\n---\n")
+    model = default_agents().get(agent).config_model
+
+    def config(*paths: str) -> Any:
+        plugins = [{"type": "local", "path": p} for p in paths]
+        return model.model_validate({"type": agent, "plugins": plugins})
+
+    assert sorted(skill_plugins(config("a", "a"), tmp_path)) == ["memo", "notes"]  # no clash
+    with pytest.raises(UserError) as across:
+        skill_plugins(config("a", "b"), tmp_path)
+    assert across.value.field == "agent.plugins[1].path"
+    assert across.value.message == (
+        f"two skills are named 'notes': {tmp_path / 'a/skills/notes/SKILL.md'} and "
+        f"{tmp_path / 'b/skills/jot/SKILL.md'}; {agent} reads its skills from one folder, so "
+        "one would silently hide the other"
+    )
+    with pytest.raises(UserError, match="two skills are named 'same'") as within:
+        skill_plugins(config("c"), tmp_path)
+    assert within.value.field == "agent.plugins[0].path"
+
+
+def test_two_skills_of_one_name_are_refused_at_plan(tmp_path: Path) -> None:
+    import assay
+    from assay.errors import TaskFileError
+
+    write(tmp_path / "a" / "skills" / "notes" / "SKILL.md", "---\nname: notes\n---\nA\n")
+    write(tmp_path / "b" / "skills" / "jot" / "SKILL.md", "---\nname: notes\n---\nB\n")
+    task = write(tmp_path / "t.yaml", "task_id: t\ndescription: d\ninitial_prompt: hi\n"
+                 "agent:\n  type: gemini\n  model: mock/echo\n"
+                 "  plugins: [{type: local, path: a}, {type: local, path: b}]\n"
+                 "success_criteria: [{type: file_exists, path: x, description: d}]\n")  # fmt: skip
+    with pytest.raises(TaskFileError, match="two skills are named 'notes'") as caught:
+        assay.plan([str(task)])
+    assert (caught.value.line, caught.value.field) == (7, "agent.plugins[1].path")

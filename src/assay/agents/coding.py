@@ -34,7 +34,12 @@ from assay.agents.cli import (
     refused,
     run_cli,
 )
-from assay.agents.coding_models import bridge_key, plugin_dirs, read_system_prompt
+from assay.agents.coding_models import (
+    bridge_key,
+    plugin_dirs,
+    read_system_prompt,
+    skill_plugins,
+)
 from assay.bridge import BridgeSession
 from assay.errors import UserError
 from assay.providers.pool import ModelKey
@@ -93,6 +98,11 @@ class CliAgent(Agent[Config]):
 
     own_credentials: ClassVar[OwnCredentials | None] = None
     """Capability (credentials): what ``route: direct`` needs (``None``: not checked)."""
+
+    skills_only: ClassVar[bool] = False
+    """Capability (plugins): the CLI takes only the plugins' skills, copied into one folder of
+    its home (:func:`~assay.agents.coding_models.skill_plugins`), so a plugin without a
+    skill, and two skills of one name, are refused before any row runs."""
 
     executable: ClassVar[str | None] = None
     """The CLI's program name: :meth:`find` takes ``agent.cli_path``, else this on ``PATH``
@@ -199,7 +209,8 @@ class CliAgent(Agent[Config]):
         where = ("agent", "cli_path") if config.cli_path else ("agent", "type")
         checks = [
             PreflightCheck(where, lambda: self.find(base_dir)),
-            PreflightCheck(("agent", "plugins"), lambda: plugin_dirs(config, base_dir)),
+            PreflightCheck(("agent", "plugins"), lambda: (skill_plugins if self.skills_only
+                                                          else plugin_dirs)(config, base_dir)),
             PreflightCheck(("agent", "system_prompt_file"),
                            lambda: read_system_prompt(config, base_dir)),
             *self.settings_checks(base_dir),

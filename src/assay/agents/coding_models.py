@@ -98,12 +98,18 @@ def plugin_skills(folders: list[Path]) -> dict[str, Path]:
     wins."""
     found: dict[str, Path] = {}
     for folder in folders:
-        own = [folder / "SKILL.md"] if (folder / "SKILL.md").is_file() else []
-        candidates = [*sorted(folder.glob("skills/*/SKILL.md")),
-                      *sorted(folder.glob("*/SKILL.md")), *own]  # fmt: skip
-        for skill in candidates:
-            found.setdefault(skill_name(skill.parent), skill.parent)
+        for name, skill in _named_skills(folder):
+            found.setdefault(name, skill)
     return found
+
+
+def _named_skills(folder: Path) -> list[tuple[str, Path]]:
+    """``(name, skill folder)`` for each skill one plugin folder offers, in
+    :func:`plugin_skills`'s order."""
+    own = [folder / "SKILL.md"] if (folder / "SKILL.md").is_file() else []
+    candidates = [*sorted(folder.glob("skills/*/SKILL.md")),
+                  *sorted(folder.glob("*/SKILL.md")), *own]  # fmt: skip
+    return [(skill_name(skill.parent), skill.parent) for skill in candidates]
 
 
 def skill_name(folder: Path) -> str:
@@ -130,17 +136,28 @@ def skill_plugins(config: CodingAgent, base_dir: Path) -> dict[str, Path]:
     folder (:func:`plugin_dirs`) must offer one.
 
     Raises:
-        UserError: as :func:`plugin_dirs`; a plugin folder that offers no skill.
+        UserError: as :func:`plugin_dirs`; a plugin folder that offers no skill; two skills
+            of the same name (in one plugin or two).
     """
     cli = getattr(config, "type", "this CLI")
     found: dict[str, Path] = {}
     for index, folder in enumerate(plugin_dirs(config, base_dir)):
-        skills = plugin_skills([folder])
+        skills = _named_skills(folder)
         if not skills:
             raise UserError(f"plugin folder {folder} offers no skill (skills/<name>/SKILL.md): "
                             f"{cli} takes only the skills of a plugin",
                             field=f"agent.plugins[{index}].path")  # fmt: skip
-        found.update({name: path for name, path in skills.items() if name not in found})
+        for name, skill in skills:
+            if name in found and found[name] != skill:
+                raise UserError(
+                    f"two skills are named '{name}': {found[name] / 'SKILL.md'} and "
+                    f"{skill / 'SKILL.md'}; {cli} reads its skills from one folder, so one "
+                    "would silently hide the other",
+                    field=f"agent.plugins[{index}].path",
+                    hint="rename one of them (the name of its SKILL.md front matter, else "
+                    "its folder's name)",
+                )
+            found[name] = skill
     return found
 
 

@@ -38,6 +38,7 @@ class GeminiRunner(CliAgent[GeminiAgent]):
     type_name = "gemini"
     config_model = GeminiAgent
     executable = "gemini"
+    skills_only = True
 
     def parser(self) -> EventParser:
         """:class:`~assay.agents.gemini_stream.GeminiStreamParser`."""

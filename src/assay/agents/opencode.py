@@ -52,6 +52,7 @@ class OpenCodeRunner(CliAgent[OpenCodeAgent]):
     type_name = "opencode"
     config_model = OpenCodeAgent
     executable = "opencode"
+    skills_only = True
 
     def parser(self) -> EventParser:
         """:class:`~assay.agents.opencode_stream.OpenCodeStreamParser`."""

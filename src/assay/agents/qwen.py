@@ -56,6 +56,7 @@ class QwenCodeRunner(CliAgent[QwenCodeAgent]):
     type_name = "qwen-code"
     config_model = QwenCodeAgent
     executable = "qwen"
+    skills_only = True
 
     def parser(self) -> EventParser:
         """:func:`qwen_parser`."""
