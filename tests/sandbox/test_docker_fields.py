@@ -276,3 +276,38 @@ def test_node_versions_are_read_from_the_package_and_compared() -> None:
              ("v18.0.0", ">=20 || >=16", False), ("garbage", ">=20", False)]  # fmt: skip
     for version, wanted, old in cases:
         assert too_old(version, wanted) is old, (version, wanted)
+
+
+@pytest.mark.docker
+def test_a_plan_asks_each_engine_once_whether_it_ignores_limits(
+    tmp_path: Path, docker_image: tuple[Engine, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two ``docker`` task files with limits: the limits line and the warnings of both come
+    from one ``docker info`` (each asked it twice before)."""
+    import subprocess
+
+    import assay
+
+    engine, image = docker_image
+    sandbox = f"{{driver: docker, docker: {{image: '{image}'}}, limits: {{max_memory_mb: 64}}}}"
+    for name in ("a", "b"):
+        write(
+            tmp_path / f"{name}.yaml",
+            task_text(agent="{type: command, command: 'true'}", sandbox=sandbox).replace(
+                "t\n", f"{name}\n", 1
+            ),
+        )
+    asked: list[list[str]] = []
+    real = subprocess.run
+
+    def counting(args: Any, *rest: Any, **options: Any) -> Any:
+        if isinstance(args, list) and args and args[0] == str(engine.path):
+            asked.append(args[1:])
+        return real(args, *rest, **options)
+
+    monkeypatch.setattr(subprocess, "run", counting)
+    monkeypatch.setenv("PATH", f"{engine.path.parent}:/usr/bin:/bin")
+    plan = assay.plan([str(tmp_path / "a.yaml"), str(tmp_path / "b.yaml")])
+    assert [t.limits for t in plan.tasks] == [plan.tasks[0].limits] * 2
+    assert "max_memory_mb 64" in plan.tasks[0].limits
+    assert sum(1 for a in asked if a[0] == "info") == 1, asked

@@ -78,9 +78,31 @@ def needs_bridge_socket(tasks: Iterable[TaskDefinition]) -> bool:
     return any(t.sandbox_driver in ("bwrap", "docker") for t in tasks)
 
 
-def containment_warnings(display: str, variants: Iterable[TaskDefinition]) -> list[str]:
+@dataclass
+class EngineAnswers:
+    """Whether each container engine ignores the cgroup limits, asked once per engine during
+    one plan (``assay plan`` shows it in a task's warnings and its limits line)."""
+
+    answers: dict[str | None, str | None] = field(default_factory=dict)
+
+    def limits_ignored(self, kind: str | None) -> str | None:
+        """:meth:`~assay.sandbox.docker.Engine.limits_ignored` of the engine ``kind`` (``None``:
+        the one found); ``None`` also when no engine answers (the run says so)."""
+        if kind not in self.answers:
+            try:
+                self.answers[kind] = find_engine(kind).limits_ignored()
+            except UsageError:
+                self.answers[kind] = None
+        return self.answers[kind]
+
+
+def containment_warnings(
+    display: str, variants: Iterable[TaskDefinition], *, engines: EngineAnswers | None = None
+) -> list[str]:
     """One warning per task file (``display``), for its first variant that needs it: a coding
-    agent that may act in a ``tempdir`` sandbox, or bwrap-only settings under ``tempdir``."""
+    agent that may act in a ``tempdir`` sandbox, or bwrap-only settings under ``tempdir``.
+    ``engines``: the plan's answers of the container engines (asked here when not given)."""
+    engines = engines or EngineAnswers()
     for task in variants:
         agent = task.agent
         limits = task.sandbox.limits
@@ -90,7 +112,7 @@ def containment_warnings(display: str, variants: Iterable[TaskDefinition]) -> li
         if isinstance(found, str):
             return [f"{display}: " + DOCKER_ONLY.format(field=unenforced[0], why=found,
                                                         driver=task.sandbox_driver)]  # fmt: skip
-        ignored = _engine_ignores(task)
+        ignored = _engine_ignores(task, engines)
         if ignored:
             return [f"{display}: {ignored}"]
         image = _image_field(task)
@@ -111,23 +133,22 @@ def containment_warnings(display: str, variants: Iterable[TaskDefinition]) -> li
     return []
 
 
-def limits_line(task: TaskDefinition) -> str:
+def limits_line(task: TaskDefinition, *, engines: EngineAnswers | None = None) -> str:
     """``task``'s limits as ``assay plan`` shows them (:func:`assay.sandbox.doctor.limits_text`),
-    asking a ``docker`` task's engine whether it ignores the cgroup limits the task sets."""
-    return limits_text(task, engine_ignores=_engine_ignores(task) is not None)
+    asking a ``docker`` task's engine (through ``engines``, the plan's answers) whether it
+    ignores the cgroup limits the task sets."""
+    ignored = _engine_ignores(task, engines or EngineAnswers())
+    return limits_text(task, engine_ignores=ignored is not None)
 
 
-def _engine_ignores(task: TaskDefinition) -> str | None:
+def _engine_ignores(task: TaskDefinition, engines: EngineAnswers) -> str | None:
     """The warning for a ``docker`` task whose memory, CPU or pids limit its engine ignores
     (rootless on cgroup v1: :meth:`~assay.sandbox.docker.Engine.limits_ignored`), else
     ``None`` (also when no engine answers: the run says so)."""
     given = _unenforced_limits(task.sandbox.limits, "docker", engine_ignores=True)
     if task.sandbox_driver != "docker" or not given:
         return None
-    try:
-        why = find_engine(engine_of(task)).limits_ignored()
-    except UsageError:
-        return None
+    why = engines.limits_ignored(engine_of(task))
     if why is None:
         return None
     return (

@@ -32,6 +32,7 @@ from assay.orchestration.loading.qa_rows import judge_key
 from assay.orchestration.loading.secrets import run_redactor, short_secret_warnings
 from assay.orchestration.loading.task_loader import LoadedTask, load_document, load_task
 from assay.orchestration.planning.containment import (
+    EngineAnswers,
     check_containment,
     containment_warnings,
     limits_line,
@@ -403,6 +404,7 @@ class _TaskContext:
     resolver: JudgeResolver
     experiment: Experiment | None
     experiment_dir: Path | None
+    engines: EngineAnswers = field(default_factory=EngineAnswers)
 
 
 def _plan_task(written: LoadedTask, context: _TaskContext) -> PlannedTask:
@@ -456,8 +458,11 @@ def _plan_task(written: LoadedTask, context: _TaskContext) -> PlannedTask:
         check_judge_models(loaded, context.registry)
     except TaskFileError as exc:
         raise _overridden(exc, options.overrides) from None
-    plan.warnings.extend(containment_warnings(loaded.display, [v.definition for v in variants]))
-    return PlannedTask(expansion, request, variants, limits=limits_line(loaded.definition))
+    engines = context.engines
+    plan.warnings.extend(containment_warnings(loaded.display, [v.definition for v in variants],
+                                              engines=engines))  # fmt: skip
+    return PlannedTask(expansion, request, variants,
+                       limits=limits_line(loaded.definition, engines=engines))  # fmt: skip
 
 
 def _variants(
