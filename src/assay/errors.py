@@ -28,6 +28,7 @@ the other rows.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 
@@ -101,30 +102,37 @@ class TaskFilesError(TaskFileError):
     not only the first that fails).
 
     Args:
-        refused: each refused file's error, in order.
+        refused: each refused file's error, in order (a task file's; a dataset's or a
+            selection's, naming the task file when it names no other file).
         as_written: the files that load without a warning (as they are named).
         warned: the files that load with warnings → their warnings.
+        skipped: the files left out (``skip: true``, ``--tags``), which neither run nor fail.
     """
 
     def __init__(
         self,
-        refused: list[TaskFileError],
+        refused: Sequence[UserError],
         *,
         as_written: list[str],
         warned: dict[str, list[str]],
+        skipped: Sequence[str] = (),
     ) -> None:
-        self.refused = refused
+        self.refused = list(refused)
         self.as_written = as_written
         self.warned = warned
-        total = len(refused) + len(as_written) + len(warned)
-        lines = [f"{len(refused)} of {total} task files cannot run ({len(as_written)} run as "
-                 f"written, {len(warned)} with warnings):"]  # fmt: skip
-        for error in refused:
+        self.skipped = list(skipped)
+        total = len(self.refused) + len(as_written) + len(warned)
+        left_out = f", {len(self.skipped)} skipped" if self.skipped else ""
+        lines = [f"{len(self.refused)} of {total} task files cannot run ({len(as_written)} run "
+                 f"as written, {len(warned)} with warnings{left_out}):"]  # fmt: skip
+        for error in self.refused:
             lines += ["  " + line for line in error.render().splitlines()]
         if as_written:
             lines.append("  runs as written: " + ", ".join(as_written))
         for name, warnings in warned.items():
             lines.append(f"  runs with {len(warnings)} warning(s): {name}")
+        if self.skipped:
+            lines.append("  skipped: " + ", ".join(self.skipped))
         super().__init__("\n".join(lines), hint="fix the refused files, or leave them out")
 
 

@@ -294,10 +294,15 @@ def test_two_skills_of_one_name_are_refused_at_plan(tmp_path: Path) -> None:
 
     write(tmp_path / "a" / "skills" / "notes" / "SKILL.md", "---\nname: notes\n---\nA\n")
     write(tmp_path / "b" / "skills" / "jot" / "SKILL.md", "---\nname: notes\n---\nB\n")
+    (tmp_path / "c" / "skills").mkdir(parents=True)
+    (tmp_path / "c" / "skills" / "notes").symlink_to(tmp_path / "a" / "skills" / "notes")
     task = write(tmp_path / "t.yaml", "task_id: t\ndescription: d\ninitial_prompt: hi\n"
-                 "agent:\n  type: gemini\n  model: mock/echo\n"
-                 "  plugins: [{type: local, path: a}, {type: local, path: b}]\n"
+                 "agent:\n  type: gemini\n  model: mock/echo\n  plugins:\n"
+                 "    - {type: local, path: a}\n    - {type: local, path: c}\n"
+                 "    - {type: local, path: b}\n"
                  "success_criteria: [{type: file_exists, path: x, description: d}]\n")  # fmt: skip
     with pytest.raises(TaskFileError, match="two skills are named 'notes'") as caught:
         assay.plan([str(task)])
-    assert (caught.value.line, caught.value.field) == (7, "agent.plugins[1].path")
+    # the line of the plugin that clashes; c's skill is a's own, through a link: no clash
+    assert (caught.value.line, caught.value.field) == (10, "agent.plugins[2].path")
+    assert "jot/SKILL.md" in caught.value.message

@@ -131,3 +131,41 @@ def test_every_task_is_checked_at_plan_and_each_missing_cli_or_key_is_named(
         assay.plan([str(tmp_path / "t" / "b.yaml")])
     assert not isinstance(alone.value, TaskFilesError)
     assert "the pi CLI was not found" in alone.value.message
+
+
+def test_load_errors_planning_errors_duplicates_and_datasets_are_listed_together(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    monkeypatch.setenv("ASSAY_CLI_DIR", str(tmp_path / "no-clis"))
+    task = "description: d\ninitial_prompt: hi\n" + GOOD
+    write(tmp_path / "t" / "a.yaml", "task_id: a\n  description: [\n")  # does not load
+    write(tmp_path / "t" / "b.yaml", "task_id: b\nagent: {type: pi, model: mock/echo}\n" + task)
+    write(tmp_path / "t" / "c.yaml", "task_id: b\n" + HEAD + GOOD)  # b again
+    write(tmp_path / "t" / "d.yaml", "task_id: d\ndataset: {paths: [missing.jsonl]}\n" + HEAD
+          + GOOD)  # fmt: skip
+    write(tmp_path / "t" / "e.yaml", "task_id: e\nskip: true\n" + HEAD + GOOD)
+    write(tmp_path / "t" / "f.yaml", "task_id: f\n" + HEAD + GOOD)
+    with pytest.raises(TaskFilesError) as caught:
+        assay.plan([str(tmp_path / "t")])
+    error = caught.value
+    names = [Path(e.file or "").name for e in error.refused]
+    assert names == ["a.yaml", "b.yaml", "c.yaml", "missing.jsonl"]  # the dataset's own file
+    assert "invalid YAML" in error.refused[0].message
+    assert "the pi CLI was not found" in error.refused[1].message
+    assert "task_id 'b' is also defined in" in error.refused[2].message
+    assert "listed in" in (error.refused[3].hint or "") and "d.yaml" in error.refused[3].hint
+    assert error.as_written == [str(tmp_path / "t" / "f.yaml")]
+    assert error.skipped == [str(tmp_path / "t" / "e.yaml")]
+    assert error.render().startswith(
+        "4 of 5 task files cannot run (1 run as written, 0 with warnings, 1 skipped):"
+    )
+
+
+def test_a_loop_of_links_among_task_files_is_named(tmp_path: Path) -> None:
+    from assay.errors import UsageError
+
+    (tmp_path / "one.yaml").symlink_to(tmp_path / "two.yaml")
+    (tmp_path / "two.yaml").symlink_to(tmp_path / "one.yaml")
+    with pytest.raises(UsageError, match="cannot follow its links"):
+        assay.plan([str(tmp_path)])

@@ -119,8 +119,9 @@ def install_cli_hint(name: str) -> str:
     if root is None:
         return hint
     return (
-        f"make .tools/.installed-{target} (in {root}: the pinned CLI into "
-        f"{TOOLS / 'npm/node_modules/.bin'}; make install-dev installs every one), or " + hint
+        f"make .tools/.installed-{target} (in {root}: the pinned CLI, with those the Makefile "
+        f"installs before it, into {TOOLS / 'npm/node_modules/.bin'}; make install-dev "
+        "installs every one), or " + hint
     )
 
 

@@ -148,7 +148,7 @@ def skill_plugins(config: CodingAgent, base_dir: Path) -> dict[str, Path]:
                             f"{cli} takes only the skills of a plugin",
                             field=f"agent.plugins[{index}].path")  # fmt: skip
         for name, skill in skills:
-            if name in found and found[name] != skill:
+            if name in found and found[name].resolve() != skill.resolve():  # one skill, 2 ways
                 raise UserError(
                     f"two skills are named '{name}': {found[name] / 'SKILL.md'} and "
                     f"{skill / 'SKILL.md'}; {cli} reads its skills from one folder, so one "

@@ -8,6 +8,7 @@ would silently keep the last).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,15 @@ def field_path(loc: Loc) -> str:
         else:
             out += ("." if out else "") + part
     return out
+
+
+def field_loc(path: str) -> Loc:
+    """The inverse of :func:`field_path`: ``success_criteria[0].path`` as
+    ``("success_criteria", 0, "path")``."""
+    loc: list[str | int] = []
+    for name, index in re.findall(r"([^.\[\]]+)|\[(\d+)\]", path):
+        loc.append(int(index) if index else name)
+    return tuple(loc)
 
 
 def read_yaml(path: Path) -> YamlDocument:

@@ -19,7 +19,7 @@ from assay.errors import TaskFileError, UserError
 from assay.orchestration.loading.task_loader import LoadedTask
 from assay.providers.pool import ProviderRegistry
 from assay.providers.pricing import PriceTable
-from assay.spec.source import field_path
+from assay.spec.source import field_loc, field_path
 from assay.spec.task import RunLimits, TaskDefinition
 
 
@@ -75,5 +75,7 @@ def located(
         hint = f"used by {loaded.display}:{line} ({field})" + (f"; {exc.hint}" if exc.hint else "")
         return TaskFileError(exc.message, file=exc.file, line=exc.line, field=exc.field,
                              hint=hint)  # fmt: skip
+    if exc.field is not None and not under:  # a place inside loc: its own line
+        line = loaded.document.line_of(field_loc(exc.field)) or line
     return TaskFileError(exc.message, field=exc.field or field, hint=exc.hint,
                          file=loaded.display, line=line)  # fmt: skip

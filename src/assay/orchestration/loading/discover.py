@@ -43,7 +43,13 @@ def discover(arguments: list[str], *, cwd: Path | None = None) -> list[Path]:
     seen: set[Path] = set()
     for argument in arguments:
         for path in _expand(argument, cwd):
-            key = path.resolve()
+            try:
+                key = path.resolve(strict=False)
+            except (RuntimeError, OSError) as exc:  # a loop of links (RuntimeError before 3.13)
+                raise UsageError(
+                    f"{path}: cannot follow its links: {exc}",
+                    hint="remove the link loop, or leave the file out",
+                ) from None
             if key not in seen:
                 seen.add(key)
                 found.append(path)

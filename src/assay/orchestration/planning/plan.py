@@ -17,7 +17,14 @@ from assay.agents.registry import AgentRegistry
 from assay.criteria.registry import CriterionRegistry, default_criteria
 from assay.data.lazy import MadeWhenRead
 from assay.data.select import SelectionRequest
-from assay.errors import TaskFileError, TaskFilesError, UsageError, UserError
+from assay.errors import (
+    DatasetError,
+    SelectionError,
+    TaskFileError,
+    TaskFilesError,
+    UsageError,
+    UserError,
+)
 from assay.judges.assets import JudgeResolver
 from assay.orchestration.loading.agent_checks import check_agent, located
 from assay.orchestration.loading.discover import discover
@@ -254,6 +261,30 @@ def load_sources(
         UsageError: a source matches nothing. TaskFileError: the one task file is invalid;
             TaskFilesError: some of several are.
     """
+    loaded, refused = load_each(sources, overrides, skip_unsupported=skip_unsupported,
+                                criteria=criteria)  # fmt: skip
+    if len(refused) == 1 and not loaded:
+        raise refused[0]
+    if refused:
+        warned = {t.display: t.warnings for t in loaded if t.warnings}
+        clean = [t.display for t in loaded if not t.warnings]
+        raise TaskFilesError(refused, as_written=clean, warned=warned)
+    yield from loaded
+
+
+def load_each(
+    sources: Sequence[TaskSource],
+    overrides: Sequence[Override] = (),
+    *,
+    skip_unsupported: bool = False,
+    criteria: CriterionRegistry | None = None,
+) -> tuple[list[LoadedTask], list[UserError]]:
+    """Every task of ``sources`` read (as :func:`load_sources`): those that load, and the
+    error of each file that does not, both in the order found.
+
+    Raises:
+        UsageError: a source matches nothing.
+    """
     found: list[Path | LoadedTask] = []
     seen: set[Path] = set()
     given: Sequence[TaskSource | None] = sources or [None]  # None: tasks/
@@ -266,19 +297,13 @@ def load_sources(
                 seen.add(path.resolve())
                 found.append(path)
     loaded: list[LoadedTask] = []
-    refused: list[TaskFileError] = []
+    refused: list[UserError] = []
     for item in found:
         try:
             loaded.append(_load(item, overrides, skip_unsupported, criteria))
         except TaskFileError as exc:
             refused.append(exc)
-    if len(refused) == 1 and len(found) == 1:
-        raise refused[0]
-    if refused:
-        warned = {t.display: t.warnings for t in loaded if t.warnings}
-        clean = [t.display for t in loaded if not t.warnings]
-        raise TaskFilesError(refused, as_written=clean, warned=warned)
-    yield from loaded
+    return loaded, refused
 
 
 def _load(
@@ -361,11 +386,11 @@ def _plan_tasks(
     experiment_dir = experiment_file.resolve().parent if experiment_file else None
     context = _TaskContext(plan, options, registry, resolver, experiment, experiment_dir)
     owners: dict[str, str] = {}
-    refused: list[TaskFileError] = []
+    loaded_tasks, refused = load_each(arguments, options.overrides,
+                                      skip_unsupported=options.skip_unsupported,
+                                      criteria=options.criteria)  # fmt: skip
     planned: list[LoadedTask] = []
-    for loaded in load_sources(arguments, options.overrides,
-                               skip_unsupported=options.skip_unsupported,
-                               criteria=options.criteria):  # fmt: skip
+    for loaded in loaded_tasks:
         plan.warnings.extend(loaded.warnings)
         reason = _skip_reason(loaded, options)
         if reason is not None:
@@ -373,25 +398,36 @@ def _plan_tasks(
             continue
         task_id = loaded.definition.task_id
         if task_id in owners:
-            raise TaskFileError(
+            refused.append(TaskFileError(
                 f"task_id '{task_id}' is also defined in {owners[task_id]}",
                 file=loaded.display,
                 line=loaded.document.line_of(("task_id",)),
                 field="task_id",
                 hint="task ids name run directories and suites; make them unique",
-            )
+            ))  # fmt: skip
+            continue
         owners[task_id] = loaded.display
         try:
             plan.tasks.append(_plan_task(loaded, context))
             planned.append(loaded)
-        except TaskFileError as exc:
-            refused.append(exc)
+        except (TaskFileError, DatasetError, SelectionError) as exc:
+            refused.append(_in_file(exc, loaded.display))
     if len(refused) == 1 and not planned:
         raise refused[0]
     if refused:
         clean = [t.display for t in planned if not t.warnings]
         warned = {t.display: t.warnings for t in planned if t.warnings}
-        raise TaskFilesError(refused, as_written=clean, warned=warned)
+        raise TaskFilesError(refused, as_written=clean, warned=warned,
+                             skipped=[s.path for s in plan.skipped])  # fmt: skip
+
+
+def _in_file(exc: UserError, display: str) -> UserError:
+    """``exc`` naming the task file ``display`` when it is a dataset's or selection's error that
+    names no file (a task file's error without one is the command line's or a variant's)."""
+    if isinstance(exc, TaskFileError) or exc.file is not None or exc.located:
+        return exc
+    return type(exc)(exc.message, file=display, line=exc.line, field=exc.field,
+                     row_id=exc.row_id, hint=exc.hint)  # fmt: skip
 
 
 @dataclass(frozen=True)
