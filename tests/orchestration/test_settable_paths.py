@@ -586,6 +586,24 @@ def bases(tmp_path: Path) -> dict[str, Path]:
             for name, text in BASES.items()}  # fmt: skip
 
 
+@pytest.fixture
+def probe_once(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """The walks plan about 2,000 times; whether this machine makes a bwrap sandbox is asked
+    by the first plan that needs one (for real), not by each (it took 10 of the walk's 54 s;
+    the probe's own tests are in tests/sandbox/test_bwrap.py). The policies probed."""
+    from assay.orchestration.planning import containment
+
+    real, probed = containment.probe, []
+
+    def once(policy: Any) -> None:
+        if not probed:
+            real(policy)
+        probed.append(policy)
+
+    monkeypatch.setattr(containment, "probe", once)
+    return probed
+
+
 def loaded_bases(bases: dict[str, Path]) -> dict[str, TaskDefinition]:
     plans = {name: build_plan([str(path)], PlanOptions()) for name, path in bases.items()}
     return {name: plan.tasks[0].loaded.definition for name, plan in plans.items()}
@@ -698,7 +716,9 @@ def _settable(bases: dict[str, Path]) -> Iterator[tuple[Leaf, Any]]:
 
 # about 1,700 plans, one per field of every base: minutes on a loaded machine
 @pytest.mark.timeout(900)
-def test_every_override_takes_effect_or_is_refused(bases: dict[str, Path]) -> None:
+def test_every_override_takes_effect_or_is_refused(
+    bases: dict[str, Path], probe_once: list[object]
+) -> None:
     checked = refused = 0
     for leaf, value in _settable(bases):
         overrides = [Override(leaf.path, value)]
@@ -730,6 +750,7 @@ def test_every_override_takes_effect_or_is_refused(bases: dict[str, Path]) -> No
         check_effect(leaf, value, plan)
         checked += 1
     assert checked > 100  # the walk found the fields, not a handful
+    assert probe_once  # the bwrap plans were checked for containment
 
 
 def test_fields_accepted_with_a_warning_are_refused_when_overridden(
@@ -757,7 +778,7 @@ def _experiment(tmp_path: Path, defaults: dict[str, Any], variant: dict[str, Any
 
 @pytest.mark.parametrize("layer", ["defaults", "variant"])
 def test_every_agent_and_limit_field_set_by_an_experiment_takes_effect(
-    bases: dict[str, Path], tmp_path: Path, layer: str
+    bases: dict[str, Path], tmp_path: Path, layer: str, probe_once: list[object]
 ) -> None:
     checked = 0
     definitions = loaded_bases(bases)
