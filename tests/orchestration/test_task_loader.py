@@ -373,3 +373,12 @@ def test_a_whole_task_check_names_the_field_and_its_line(
     with pytest.raises(TaskFileError) as caught:
         load(tmp_path, "task_id: t\ndescription: d\n" + body)
     assert (caught.value.line, caught.value.field) == (line, field)
+
+
+@pytest.mark.parametrize(
+    "loc", [("success_criteria", 0, "path"), ("agent", "plugins", 12, "path"), ("task_id",)]
+)
+def test_a_field_path_reads_back_as_its_place(loc: tuple[str | int, ...]) -> None:
+    from assay.spec.source import field_loc, field_path
+
+    assert field_loc(field_path(loc)) == loc

@@ -75,7 +75,7 @@ def located(
         hint = f"used by {loaded.display}:{line} ({field})" + (f"; {exc.hint}" if exc.hint else "")
         return TaskFileError(exc.message, file=exc.file, line=exc.line, field=exc.field,
                              hint=hint)  # fmt: skip
-    if exc.field is not None and not under:  # a place inside loc: its own line
+    if exc.field is not None and not under:  # the field the error names: its own line
         line = loaded.document.line_of(field_loc(exc.field)) or line
     return TaskFileError(exc.message, field=exc.field or field, hint=exc.hint,
                          file=loaded.display, line=line)  # fmt: skip
