@@ -108,6 +108,18 @@ class CliAgent(Agent[Config]):
     """The CLI's program name: :meth:`find` takes ``agent.cli_path``, else this on ``PATH``
     (``None``: the agent finds its CLI itself, overriding :meth:`find`)."""
 
+    def offered_skills(self, context: AgentContext, parser: EventParser) -> dict[str, Path]:
+        """For a :attr:`skills_only` CLI: the plugins' skills, name → folder
+        (:func:`~assay.agents.coding_models.skill_plugins`), which the transcript names as
+        offered.
+
+        Raises:
+            UserError: as :func:`~assay.agents.coding_models.skill_plugins`.
+        """
+        skills = skill_plugins(self.config, context.base_dir)
+        parser.transcript.skills_offered = sorted(skills)
+        return skills
+
     def find(self, base_dir: Path) -> Path:
         """The CLI's executable (``base_dir``: the task file's folder): ``agent.cli_path``,
         else :attr:`executable` on ``PATH`` (:func:`assay.agents.cli.find_cli`).

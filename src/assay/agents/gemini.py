@@ -18,7 +18,7 @@ from pathlib import Path
 from assay.agents.base import AgentContext
 from assay.agents.cli import CliLaunch, EventParser, cli_environment
 from assay.agents.coding import CliAgent, CliRow
-from assay.agents.coding_models import copy_skills, skill_plugins
+from assay.agents.coding_models import copy_skills
 from assay.agents.gemini_stream import GeminiStreamParser
 from assay.spec.coding_agents import GeminiAgent
 
@@ -47,8 +47,7 @@ class GeminiRunner(CliAgent[GeminiAgent]):
     def prepare(self, context: AgentContext, cli: Path, parser: EventParser) -> dict[str, Path]:
         """The plugins' skills (refused: a plugin folder it cannot read); the transcript
         names them."""
-        skills = skill_plugins(self.config, context.base_dir)
-        parser.transcript.skills_offered = sorted(skills)
+        skills = self.offered_skills(context, parser)
         return skills
 
     def launch(self, row: CliRow) -> CliLaunch:

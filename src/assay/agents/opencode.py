@@ -27,7 +27,6 @@ from assay.agents.coding import CliAgent, CliRow
 from assay.agents.coding_models import (
     copy_skills,
     read_system_prompt,
-    skill_plugins,
 )
 from assay.agents.opencode_stream import OpenCodeStreamParser
 from assay.spec.coding_agents import OpenCodeAgent, opencode_permission
@@ -63,8 +62,7 @@ class OpenCodeRunner(CliAgent[OpenCodeAgent]):
     ) -> tuple[str | None, dict[str, Path]]:
         """The system prompt's text and the plugins' skills (refused: a file or folder it
         cannot read); the transcript names the skills offered."""
-        skills = skill_plugins(self.config, context.base_dir)
-        parser.transcript.skills_offered = sorted(skills)
+        skills = self.offered_skills(context, parser)
         return read_system_prompt(self.config, context.base_dir), skills
 
     def launch(self, row: CliRow) -> CliLaunch:

@@ -25,7 +25,6 @@ from assay.agents.coding import CliAgent, CliRow
 from assay.agents.coding_models import (
     copy_skills,
     read_system_prompt,
-    skill_plugins,
 )
 from assay.spec.coding_agents import APPROVAL_MODES, QwenCodeAgent
 
@@ -68,8 +67,7 @@ class QwenCodeRunner(CliAgent[QwenCodeAgent]):
         """The command line (:func:`qwen_argv`) and the plugins' skills (refused: a system
         prompt file or plugin folder it cannot read); the transcript names the skills
         offered."""
-        skills = skill_plugins(self.config, context.base_dir)
-        parser.transcript.skills_offered = sorted(skills)
+        skills = self.offered_skills(context, parser)
         return qwen_argv(self.config, cli, context), skills
 
     def launch(self, row: CliRow) -> CliLaunch:
