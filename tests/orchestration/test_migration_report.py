@@ -169,3 +169,17 @@ def test_a_loop_of_links_among_task_files_is_named(tmp_path: Path) -> None:
     (tmp_path / "two.yaml").symlink_to(tmp_path / "one.yaml")
     with pytest.raises(UsageError, match="cannot follow its links"):
         assay.plan([str(tmp_path)])
+
+
+def test_a_selection_that_fails_every_file_is_named_for_each(tmp_path: Path) -> None:
+    write(tmp_path / "rows.jsonl", '{"id": "a", "text": "x", "part": "train"}\n')
+    for name in ("a", "b"):
+        write(tmp_path / f"{name}.yaml", f"task_id: {name}\n"
+              "dataset: {paths: [rows.jsonl], split_field: part}\n" + HEAD + GOOD)  # fmt: skip
+    with pytest.raises(TaskFilesError) as caught:
+        assay.plan([str(tmp_path / "a.yaml"), str(tmp_path / "b.yaml")], split="nosuch")
+    assert [e.file for e in caught.value.refused] == [
+        str(tmp_path / "a.yaml"),
+        str(tmp_path / "b.yaml"),
+    ]
+    assert all("no rows in split 'nosuch'" in e.message for e in caught.value.refused)
