@@ -263,11 +263,18 @@ def test_two_skills_of_one_name_are_refused_where_a_cli_reads_one_folder(
     from assay.agents.coding_models import skill_plugins
     from assay.agents.registry import default_agents
 
-    write(tmp_path / "a" / "skills" / "notes" / "SKILL.md", "---\nname: notes\n---\nA\n")
-    write(tmp_path / "a" / "skills" / "memo" / "SKILL.md", "---\nname: memo\n---\nM\n")
-    write(tmp_path / "b" / "skills" / "jot" / "SKILL.md", "---\nname: notes\n---\nB\n")
-    write(tmp_path / "c" / "skills" / "x" / "SKILL.md", "---\nname: same\n---\n")
-    write(tmp_path / "c" / "skills" / "y" / "SKILL.md", "---\nname: same\n---\n")
+    write(
+        tmp_path / "a" / "skills" / "notes" / "SKILL.md",
+        "---\nname: notes\ndescription: d\n---\nA\n",
+    )
+    write(
+        tmp_path / "a" / "skills" / "memo" / "SKILL.md", "---\nname: memo\ndescription: d\n---\nM\n"
+    )
+    write(
+        tmp_path / "b" / "skills" / "jot" / "SKILL.md", "---\nname: notes\ndescription: d\n---\nB\n"
+    )
+    write(tmp_path / "c" / "skills" / "x" / "SKILL.md", "---\nname: same\ndescription: d\n---\n")
+    write(tmp_path / "c" / "skills" / "y" / "SKILL.md", "---\nname: same\ndescription: d\n---\n")
     model = default_agents().get(agent).config_model
 
     def config(*paths: str) -> Any:
@@ -292,8 +299,13 @@ def test_two_skills_of_one_name_are_refused_at_plan(tmp_path: Path) -> None:
     import assay
     from assay.errors import TaskFileError
 
-    write(tmp_path / "a" / "skills" / "notes" / "SKILL.md", "---\nname: notes\n---\nA\n")
-    write(tmp_path / "b" / "skills" / "jot" / "SKILL.md", "---\nname: notes\n---\nB\n")
+    write(
+        tmp_path / "a" / "skills" / "notes" / "SKILL.md",
+        "---\nname: notes\ndescription: d\n---\nA\n",
+    )
+    write(
+        tmp_path / "b" / "skills" / "jot" / "SKILL.md", "---\nname: notes\ndescription: d\n---\nB\n"
+    )
     (tmp_path / "c" / "skills").mkdir(parents=True)
     (tmp_path / "c" / "skills" / "notes").symlink_to(tmp_path / "a" / "skills" / "notes")
     task = write(tmp_path / "t.yaml", "task_id: t\ndescription: d\ninitial_prompt: hi\n"
@@ -306,3 +318,78 @@ def test_two_skills_of_one_name_are_refused_at_plan(tmp_path: Path) -> None:
     # the line of the plugin that clashes; c's skill is a's own, through a link: no clash
     assert (caught.value.line, caught.value.field) == (10, "agent.plugins[2].path")
     assert "jot/SKILL.md" in caught.value.message
+
+
+NOT_LOADED = [  # (agent, SKILL.md text, what the refusal says)
+    ("qwen-code", "no front matter\n", "it has no YAML front matter"),
+    ("gemini", "---\nname: [a, b\n---\n", "it has no YAML front matter"),
+    ("opencode", "---\nname: notes\n---\n", "no description (a non-empty string)"),
+    ("pi", "---\nname: notes\ndescription: '  '\n---\n", "no description"),
+    ("qwen-code", "---\ndescription: d\n---\n", "no name (a non-empty string)"),
+    ("qwen-code", "---\nname: my notes\ndescription: d\n---\n",
+     "its name 'my notes' is not one it loads: letters, digits, '_', ':', '.' and '-' only"),
+    ("gemini", "---\nname: team:notes\ndescription: d\n---\n",
+     "its name 'team:notes' is not one it loads: no ':'"),
+    ("gemini", "---\nname: .notes\ndescription: d\n---\n", "no leading '.'"),
+    ("opencode", "---\nname: .notes\ndescription: d\n---\n", "no leading '.'"),
+    ("qwen-code", "---\nname: '..'\ndescription: d\n---\n", "its name '..' is not one"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("agent", "text", "says"), NOT_LOADED)
+def test_a_skill_its_cli_would_pass_over_is_refused_not_offered(
+    tmp_path: Path, agent: str, text: str, says: str
+) -> None:
+    """Qwen Code, Gemini CLI, OpenCode and Pi silently skip a SKILL.md they cannot load (no
+    front matter, no description, a name they refuse or rename): assay refuses it at plan
+    with the file and what the CLI needs, instead of listing it as offered."""
+    import assay
+    from assay.errors import TaskFileError
+
+    write(
+        tmp_path / "plug" / "skills" / "good" / "SKILL.md", "---\nname: good\ndescription: d\n---\n"
+    )
+    write(tmp_path / "plug" / "skills" / "notes" / "SKILL.md", text)
+    task = write(tmp_path / "t.yaml", "task_id: t\ndescription: d\ninitial_prompt: hi\n"
+                 f"agent:\n  type: {agent}\n  model: mock/echo\n  plugins:\n"
+                 "    - {type: local, path: plug}\n"
+                 "success_criteria: [{type: file_exists, path: x, description: d}]\n")  # fmt: skip
+    with pytest.raises(TaskFileError) as caught:
+        assay.plan([str(task)])
+    error = caught.value
+    assert (error.line, error.field) == (8, "agent.plugins[0].path")
+    assert f"would not load the skill {tmp_path / 'plug/skills/notes/SKILL.md'}: " in error.message
+    assert says in error.message
+    assert "'name: <name>'" in (error.hint or "")
+
+
+@pytest.mark.parametrize("agent", ["qwen-code", "gemini", "opencode", "pi"])
+def test_a_skill_each_cli_loads_passes_its_rule(tmp_path: Path, agent: str) -> None:
+    from assay.agents.registry import default_agents
+
+    runner = default_agents().get(agent)
+    for name in ("notes", "unit-convert", "v1.2_notes" if agent != "pi" else "x"):
+        write(tmp_path / "p" / "skills" / name / "SKILL.md",
+              f"---\nname: {name}\ndescription: Use it.\n---\nbody\n")  # fmt: skip
+    config = runner.config_model.model_validate(
+        {"type": agent, "plugins": [{"type": "local", "path": "p"}]}
+    )
+    rule = runner.skill_rule
+    assert rule is not None
+    for folder in (tmp_path / "p" / "skills").iterdir():
+        rule.check(folder, field="f")  # raises on a refusal
+    assert config is not None
+
+
+def test_pi_names_a_skill_without_a_name_by_its_folder(tmp_path: Path) -> None:
+    from assay.agents.skill_rules import PI, QWEN_CODE
+
+    assert PI.problem({"description": "d"}) is None
+    assert (
+        QWEN_CODE.problem({"description": "d"})
+        == "its front matter has no name (a non-empty string)"
+    )
+    assert QWEN_CODE.problem({"name": 3, "description": "d"}) == (
+        "its front matter has no name (a non-empty string)"
+    )
+    assert QWEN_CODE.problem({"name": "ünïcode-名前", "description": "d"}) is None

@@ -550,7 +550,7 @@ def bases(tmp_path: Path) -> dict[str, Path]:
     write(tmp_path / "judge.yaml", "model: mock/other.yaml\nrubric: Is it right?\n")
     write(tmp_path / "judge2.yaml", "model: mock/other.yaml\nrubric: Is it good?\n")
     write(tmp_path / "hook.py", "def compute_metrics(records, results):\n    return {}\n")
-    write(tmp_path / "plug" / "skills" / "s" / "SKILL.md", "---\nname: s\n---\n")
+    write(tmp_path / "plug" / "skills" / "s" / "SKILL.md", "---\nname: s\ndescription: d\n---\n")
     (tmp_path / "codex-link").symlink_to(CODEX_BIN / "codex")
     SPECIAL["agent.cli_path.codex"] = str(tmp_path / "codex-link")
     (tmp_path / "gemini-link").symlink_to(CODEX_BIN / "gemini")
@@ -561,7 +561,7 @@ def bases(tmp_path: Path) -> dict[str, Path]:
     SPECIAL["agent.cli_path.opencode"] = str(tmp_path / "opencode-link")
     (tmp_path / "pi-link").symlink_to(CODEX_BIN / "pi")
     SPECIAL["agent.cli_path.pi"] = str(tmp_path / "pi-link")
-    write(tmp_path / "plug2" / "skills" / "t" / "SKILL.md", "---\nname: t\n---\n")
+    write(tmp_path / "plug2" / "skills" / "t" / "SKILL.md", "---\nname: t\ndescription: d\n---\n")
     write(tmp_path / "rows.jsonl", '{"id": "y", "text": "eta", "label": "neg", "s": "q", '
           '"part": "test"}\n')  # fmt: skip
     qa_row = {

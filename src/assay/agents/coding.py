@@ -40,6 +40,7 @@ from assay.agents.coding_models import (
     read_system_prompt,
     skill_plugins,
 )
+from assay.agents.skill_rules import SkillRule
 from assay.bridge import BridgeSession
 from assay.errors import UserError
 from assay.providers.pool import ModelKey
@@ -104,6 +105,10 @@ class CliAgent(Agent[Config]):
     its home (:func:`~assay.agents.coding_models.skill_plugins`), so a plugin without a
     skill, and two skills of one name, are refused before any row runs."""
 
+    skill_rule: ClassVar[SkillRule | None] = None
+    """Capability (plugins): what the CLI needs of a skill's ``SKILL.md`` to load it; a skill
+    it would pass over is refused before any row runs (``None``: not checked)."""
+
     executable: ClassVar[str | None] = None
     """The CLI's program name: :meth:`find` takes ``agent.cli_path``, else this on ``PATH``
     (``None``: the agent finds its CLI itself, overriding :meth:`find`)."""
@@ -116,9 +121,20 @@ class CliAgent(Agent[Config]):
         Raises:
             UserError: as :func:`~assay.agents.coding_models.skill_plugins`.
         """
-        skills = skill_plugins(self.config, context.base_dir)
+        skills = self.checked_skills(context.base_dir)
         parser.transcript.skills_offered = sorted(skills)
         return skills
+
+    def checked_skills(self, base_dir: Path) -> dict[str, Path]:
+        """The plugins' skills, name → folder, each one the CLI loads
+        (:func:`~assay.agents.coding_models.skill_plugins` with :attr:`skill_rule`; one folder
+        for a :attr:`skills_only` CLI).
+
+        Raises:
+            UserError: as :func:`~assay.agents.coding_models.skill_plugins`.
+        """
+        return skill_plugins(self.config, base_dir, rule=self.skill_rule,
+                             one_folder=self.skills_only)  # fmt: skip
 
     def find(self, base_dir: Path) -> Path:
         """The CLI's executable (``base_dir``: the task file's folder): ``agent.cli_path``,
@@ -221,8 +237,7 @@ class CliAgent(Agent[Config]):
         where = ("agent", "cli_path") if config.cli_path else ("agent", "type")
         checks = [
             PreflightCheck(where, lambda: self.find(base_dir)),
-            PreflightCheck(("agent", "plugins"), lambda: (skill_plugins if self.skills_only
-                                                          else plugin_dirs)(config, base_dir)),
+            PreflightCheck(("agent", "plugins"), lambda: self.checked_skills(base_dir)),
             PreflightCheck(("agent", "system_prompt_file"),
                            lambda: read_system_prompt(config, base_dir)),
             *self.settings_checks(base_dir),

@@ -8,8 +8,7 @@ import re
 import shutil
 from pathlib import Path
 
-import yaml
-
+from assay.agents.skill_rules import SkillRule, front_matter
 from assay.errors import UserError
 from assay.providers.pool import ModelKey
 from assay.spec.coding_agents import CodingAgent
@@ -115,49 +114,47 @@ def _named_skills(folder: Path) -> list[tuple[str, Path]]:
 def skill_name(folder: Path) -> str:
     """The name a CLI loads a skill folder as: the ``name`` of its ``SKILL.md``'s YAML front
     matter (the Agent Skills format, agentskills.io), else the folder's name."""
-    try:
-        text = (folder / "SKILL.md").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return folder.name
-    matter = re.match(r"\A---[ \t]*\r?\n(.*?)\r?\n---", text, re.DOTALL)
-    try:
-        data = yaml.safe_load(matter.group(1)) if matter else None
-    except yaml.YAMLError:
-        return folder.name
-    name = data.get("name") if isinstance(data, dict) else None
+    data = front_matter(folder / "SKILL.md") or {}
+    name = data.get("name")
     name = name.strip() if isinstance(name, str) else ""
     usable = name and not name.startswith(".") and not set(name) & {"/", "\\", "\0"}
     return name if usable else folder.name  # a name that is no folder name: the folder's
 
 
-def skill_plugins(config: CodingAgent, base_dir: Path) -> dict[str, Path]:
-    """The skills the plugins offer (:func:`plugin_skills`, each ``SKILL.md`` read once) to
-    a CLI that takes only a plugin's skills (Qwen Code, Gemini CLI, OpenCode): each plugin
-    folder (:func:`plugin_dirs`) must offer one.
+def skill_plugins(
+    config: CodingAgent, base_dir: Path, *, rule: SkillRule | None = None, one_folder: bool = True
+) -> dict[str, Path]:
+    """The skills the plugins offer (:func:`plugin_skills`, each ``SKILL.md`` read once),
+    each one the CLI loads (``rule``). ``one_folder``: the CLI takes only the plugins'
+    skills, copied into one folder (Qwen Code, Gemini CLI, OpenCode), so each plugin folder
+    (:func:`plugin_dirs`) must offer one and no two may share a name.
 
     Raises:
-        UserError: as :func:`plugin_dirs`; a plugin folder that offers no skill; two skills
-            of the same name (in one plugin or two).
+        UserError: as :func:`plugin_dirs`; a skill the CLI would not load
+            (:meth:`SkillRule.check`); with ``one_folder``, a plugin folder that offers no
+            skill, or two skills of the same name (in one plugin or two).
     """
     cli = getattr(config, "type", "this CLI")
     found: dict[str, Path] = {}
     for index, folder in enumerate(plugin_dirs(config, base_dir)):
+        field = f"agent.plugins[{index}].path"
         skills = _named_skills(folder)
-        if not skills:
+        if not skills and one_folder:
             raise UserError(f"plugin folder {folder} offers no skill (skills/<name>/SKILL.md): "
-                            f"{cli} takes only the skills of a plugin",
-                            field=f"agent.plugins[{index}].path")  # fmt: skip
+                            f"{cli} takes only the skills of a plugin", field=field)  # fmt: skip
         for name, skill in skills:
-            if name in found and found[name].resolve() != skill.resolve():  # one skill, 2 ways
+            if rule is not None:
+                rule.check(skill, field=field)
+            if one_folder and name in found and found[name].resolve() != skill.resolve():
                 raise UserError(
                     f"two skills are named '{name}': {found[name] / 'SKILL.md'} and "
                     f"{skill / 'SKILL.md'}; {cli} reads its skills from one folder, so one "
                     "would silently hide the other",
-                    field=f"agent.plugins[{index}].path",
+                    field=field,
                     hint="rename one of them (the name of its SKILL.md front matter, else "
                     "its folder's name)",
                 )
-            found[name] = skill
+            found.setdefault(name, skill)
     return found
 
 

@@ -20,6 +20,7 @@ from assay.agents.cli import CliLaunch, EventParser, cli_environment
 from assay.agents.coding import CliAgent, CliRow
 from assay.agents.coding_models import copy_skills
 from assay.agents.gemini_stream import GeminiStreamParser
+from assay.agents.skill_rules import GEMINI_CLI
 from assay.spec.coding_agents import GeminiAgent
 
 DEFAULT_CLI_MODEL = "gemini-2.5-pro"
@@ -39,6 +40,7 @@ class GeminiRunner(CliAgent[GeminiAgent]):
     config_model = GeminiAgent
     executable = "gemini"
     skills_only = True
+    skill_rule = GEMINI_CLI
 
     def parser(self) -> EventParser:
         """:class:`~assay.agents.gemini_stream.GeminiStreamParser`."""

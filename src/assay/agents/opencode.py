@@ -29,6 +29,7 @@ from assay.agents.coding_models import (
     read_system_prompt,
 )
 from assay.agents.opencode_stream import OpenCodeStreamParser
+from assay.agents.skill_rules import OPENCODE
 from assay.spec.coding_agents import OpenCodeAgent, opencode_permission
 
 SKILLS_FOLDER = "assay-skills"
@@ -52,6 +53,7 @@ class OpenCodeRunner(CliAgent[OpenCodeAgent]):
     config_model = OpenCodeAgent
     executable = "opencode"
     skills_only = True
+    skill_rule = OPENCODE
 
     def parser(self) -> EventParser:
         """:class:`~assay.agents.opencode_stream.OpenCodeStreamParser`."""

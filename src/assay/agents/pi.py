@@ -20,13 +20,9 @@ from typing import Any
 from assay.agents.base import AgentContext
 from assay.agents.cli import BRIDGE_KEY_NAME, CliLaunch, EventParser, cli_environment
 from assay.agents.coding import CliAgent, CliRow
-from assay.agents.coding_models import (
-    plugin_dirs,
-    plugin_skills,
-    read_system_prompt,
-    skills_offered,
-)
+from assay.agents.coding_models import plugin_dirs, read_system_prompt
 from assay.agents.pi_stream import PiStreamParser
+from assay.agents.skill_rules import PI
 from assay.spec.coding_agents import PiAgent, pi_tools
 
 DEFAULT_CLI_MODEL = "default"
@@ -40,6 +36,7 @@ class PiRunner(CliAgent[PiAgent]):
     type_name = "pi"
     config_model = PiAgent
     executable = "pi"
+    skill_rule = PI
 
     def parser(self) -> EventParser:
         """:class:`~assay.agents.pi_stream.PiStreamParser`."""
@@ -51,8 +48,9 @@ class PiRunner(CliAgent[PiAgent]):
         """The command line and the plugin folders (refused: a plugin folder or system
         prompt file it cannot read); the transcript names the skills offered."""
         plugins = plugin_dirs(self.config, context.base_dir)
-        argv = pi_argv(self.config, cli, context, plugins)
-        parser.transcript.skills_offered = skills_offered(plugins)
+        skills = self.checked_skills(context.base_dir)
+        argv = pi_argv(self.config, cli, context, skills)
+        parser.transcript.skills_offered = sorted(skills)
         return argv, plugins
 
     def launch(self, row: CliRow) -> CliLaunch:
@@ -68,7 +66,9 @@ class PiRunner(CliAgent[PiAgent]):
         return CliLaunch(argv, env, stdin=row.context.prompt or "", readable=plugins)
 
 
-def pi_argv(config: PiAgent, cli: Path, context: AgentContext, plugins: list[Path]) -> list[str]:
+def pi_argv(
+    config: PiAgent, cli: Path, context: AgentContext, skills: dict[str, Path]
+) -> list[str]:
     """The CLI's command line for one row (the prompt goes on standard input).
 
     Raises:
@@ -84,7 +84,7 @@ def pi_argv(config: PiAgent, cli: Path, context: AgentContext, plugins: list[Pat
         flag = "--system-prompt" if config.system_prompt_mode == "replace" else (
             "--append-system-prompt")  # fmt: skip
         argv += [flag, text]
-    for folder in plugin_skills(plugins).values():
+    for folder in skills.values():
         argv += ["--skill", str(folder)]
     return argv
 

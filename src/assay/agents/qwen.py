@@ -26,6 +26,7 @@ from assay.agents.coding_models import (
     copy_skills,
     read_system_prompt,
 )
+from assay.agents.skill_rules import QWEN_CODE
 from assay.spec.coding_agents import APPROVAL_MODES, QwenCodeAgent
 
 DEFAULT_CLI_MODEL = "qwen3-coder-plus"
@@ -56,6 +57,7 @@ class QwenCodeRunner(CliAgent[QwenCodeAgent]):
     config_model = QwenCodeAgent
     executable = "qwen"
     skills_only = True
+    skill_rule = QWEN_CODE
 
     def parser(self) -> EventParser:
         """:func:`qwen_parser`."""
