@@ -107,6 +107,8 @@ class TaskFilesError(TaskFileError):
         as_written: the files that load without a warning (as they are named).
         warned: the files that load with warnings → their warnings.
         skipped: the files left out (``skip: true``, ``--tags``), which neither run nor fail.
+        files: how many files were refused, when one file has several errors (each variant
+            of an experiment that cannot run); ``None``: one error per refused file.
     """
 
     def __init__(
@@ -116,17 +118,19 @@ class TaskFilesError(TaskFileError):
         as_written: list[str],
         warned: dict[str, list[str]],
         skipped: Sequence[str] = (),
+        files: int | None = None,
     ) -> None:
         self.refused = list(refused)
+        count = len(self.refused) if files is None else files
         self.as_written = as_written
         self.warned = warned
         self.skipped = list(skipped)
-        total = len(self.refused) + len(as_written) + len(warned)
+        total = count + len(as_written) + len(warned)
         left_out = f", {len(self.skipped)} skipped" if self.skipped else ""
-        lines = [f"{len(self.refused)} of {total} task files cannot run ({len(as_written)} run "
+        lines = [f"{count} of {total} task files cannot run ({len(as_written)} run "
                  f"as written, {len(warned)} with warnings{left_out}):"]  # fmt: skip
-        for error in self.refused:
-            lines += ["  " + line for line in error.render().splitlines()]
+        for text in _merged(self.refused):
+            lines += ["  " + line for line in text.splitlines()]
         if as_written:
             lines.append("  runs as written: " + ", ".join(as_written))
         for name, warnings in warned.items():
@@ -134,6 +138,26 @@ class TaskFilesError(TaskFileError):
         if self.skipped:
             lines.append("  skipped: " + ", ".join(self.skipped))
         super().__init__("\n".join(lines), hint="fix the refused files, or leave them out")
+
+
+def _merged(errors: Sequence[UserError]) -> list[str]:
+    """Each error rendered once; errors that differ only in their file (one ``--model`` or
+    ``-D`` value that fails every task file) are one entry naming every file."""
+    groups: dict[tuple[object, ...], list[UserError]] = {}
+    for error in errors:
+        same = (type(error), error.field, error.row_id, error.message, error.hint)
+        key = same if error.file and not error.located else (id(error),)
+        groups.setdefault(key, []).append(error)
+    texts = []
+    for group in groups.values():
+        first = group[0]
+        if len(group) == 1:
+            texts.append(first.render())
+            continue
+        where = ", ".join(e.file + (f":{e.line}" if e.line else "") for e in group if e.file)
+        texts.append(UserError(first.message, file=where, field=first.field,
+                               row_id=first.row_id, hint=first.hint).render())  # fmt: skip
+    return texts
 
 
 class DatasetError(UserError):

@@ -183,3 +183,43 @@ def test_a_selection_that_fails_every_file_is_named_for_each(tmp_path: Path) -> 
         str(tmp_path / "b.yaml"),
     ]
     assert all("no rows in split 'nosuch'" in e.message for e in caught.value.refused)
+
+
+def test_one_value_that_fails_every_file_is_one_entry_naming_each_file(tmp_path: Path) -> None:
+    """``--model`` (or ``-D``) applies to every file: its one error is listed once with the
+    files it fails, not repeated with its hint per file; other errors keep their own entry."""
+    for name in ("a", "b", "c"):
+        write(tmp_path / f"{name}.yaml", f"task_id: {name}\n" + HEAD + GOOD)
+    write(tmp_path / "d.yaml", "task_id: d\n" + HEAD + "success_criteria: [{type: nope}]\n")
+    with pytest.raises(TaskFilesError) as caught:
+        assay.plan([str(tmp_path)], model="nosuch/x")
+    assert len(caught.value.refused) == 4  # each file still counted and kept
+    text = str(caught.value)
+    assert text.count("unknown model provider 'nosuch'") == 1
+    assert text.count("hint: set on the command line by --model nosuch/x") == 1
+    files = ", ".join(f"{tmp_path / n}.yaml:3" for n in "abc")
+    assert f"  {files}: agent.model: unknown model provider 'nosuch' in 'nosuch/x'" in text
+    assert f"{tmp_path / 'd.yaml'}" in text.replace(files, "")
+
+
+def test_every_variant_that_cannot_run_is_named_not_only_the_first(tmp_path: Path) -> None:
+    write(tmp_path / "a.yaml", "task_id: a\n" + HEAD + GOOD)
+    write(tmp_path / "b.yaml", "task_id: b\n" + HEAD + GOOD)
+    write(tmp_path / "exp.yaml", "experiment_id: e\nvariants:\n"
+          "  - {variant_id: v1, agent: {type: llm, model: nosuch/a}}\n"
+          "  - {variant_id: ok, agent: {type: llm, model: mock/echo}}\n"
+          "  - {variant_id: v2, agent: {type: llm, model: other/b}}\n"
+          "  - {variant_id: v3, agent: {max_turns: abc}}\n")  # fmt: skip
+    tasks = [str(tmp_path / "a.yaml"), str(tmp_path / "b.yaml")]
+    with pytest.raises(TaskFilesError) as caught:
+        assay.plan(tasks, experiment=str(tmp_path / "exp.yaml"))
+    text = str(caught.value)
+    assert text.startswith("2 of 2 task files cannot run (0 run as written, 0 with warnings):")
+    assert len(caught.value.refused) == 6  # three variants of each of the two files
+    for says in ("provider 'nosuch'", "provider 'other'", "variant 'v3': Input should be"):
+        assert text.count(says) == 1, says  # one entry naming both files
+    assert "(variant 'v1')" in text and "(variant 'v2')" in text
+    with pytest.raises(TaskFilesError) as alone:  # one file: its three variants listed
+        assay.plan(tasks[:1], experiment=str(tmp_path / "exp.yaml"))
+    assert str(alone.value).startswith("1 of 1 task files cannot run")
+    assert len(alone.value.refused) == 3

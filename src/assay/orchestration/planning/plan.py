@@ -13,7 +13,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from assay.agents.registry import AgentRegistry
 from assay.criteria.registry import CriterionRegistry, default_criteria
 from assay.data.lazy import MadeWhenRead
 from assay.data.select import SelectionRequest
@@ -26,16 +25,13 @@ from assay.errors import (
     UserError,
 )
 from assay.judges.assets import JudgeResolver
-from assay.orchestration.loading.agent_checks import check_agent, located
 from assay.orchestration.loading.discover import discover
 from assay.orchestration.loading.experiment import (
     DEFAULT_VARIANT,
     Override,
     ResolvedVariant,
     load_experiment,
-    resolve_variant,
 )
-from assay.orchestration.loading.qa_rows import judge_key
 from assay.orchestration.loading.secrets import run_redactor, short_secret_warnings
 from assay.orchestration.loading.task_loader import LoadedTask, load_document, load_task
 from assay.orchestration.planning.containment import (
@@ -48,17 +44,18 @@ from assay.orchestration.planning.expand import (
     Expansion,
     RowTask,
     Selectors,
-    check_placeholders,
-    check_qa_rows,
     expand_dataset,
     selection_request,
 )
 from assay.orchestration.planning.judging import (
-    check_graded_rows,
     check_judge_models,
-    resolve_definition,
     resolve_judges,
-    tie_warnings,
+)
+from assay.orchestration.planning.variants import (
+    VariantChecks,
+    VariantErrors,
+    checked_variants,
+    overridden,
 )
 from assay.providers.pool import ProviderRegistry, default_registry
 from assay.providers.pricing import PriceTable
@@ -412,13 +409,26 @@ def _plan_tasks(
             planned.append(loaded)
         except (TaskFileError, DatasetError, SelectionError) as exc:
             refused.append(_in_file(exc, loaded.display))
-    if len(refused) == 1 and not planned:
-        raise refused[0]
-    if refused:
+    _raise_refused(refused, planned, plan.skipped)
+
+
+def _raise_refused(
+    refused: list[UserError],
+    planned: list[LoadedTask],
+    skipped: list[SkippedTask],
+) -> None:
+    """Raise the refused files' errors (one file's error alone as it is; a file's several
+    variants' errors each listed), if any file was refused."""
+    errors = [
+        e for one in refused for e in (one.errors if isinstance(one, VariantErrors) else [one])
+    ]
+    if len(errors) == 1 and not planned:
+        raise errors[0]
+    if errors:
         clean = [t.display for t in planned if not t.warnings]
         warned = {t.display: t.warnings for t in planned if t.warnings}
-        raise TaskFilesError(refused, as_written=clean, warned=warned,
-                             skipped=[s.path for s in plan.skipped])  # fmt: skip
+        raise TaskFilesError(errors, as_written=clean, warned=warned, files=len(refused),
+                             skipped=[s.path for s in skipped])  # fmt: skip
 
 
 def _in_file(exc: UserError, display: str) -> UserError:
@@ -454,7 +464,7 @@ def _plan_task(written: LoadedTask, context: _TaskContext) -> PlannedTask:
     try:
         loaded = resolve_judges(written, resolver)
     except TaskFileError as exc:
-        raise _overridden(exc, options.overrides) from None
+        raise overridden(exc, options.overrides) from None
     task_id = loaded.definition.task_id
     expansion = expand_dataset(
         loaded,
@@ -469,178 +479,19 @@ def _plan_task(written: LoadedTask, context: _TaskContext) -> PlannedTask:
         if loaded.definition.dataset is not None
         else None
     )
-    variants = _variants(written, expansion, context.experiment, context.experiment_dir, options)
-    for position, variant in enumerate(variants):
-        try:
-            resolved = resolve_definition(variant.definition, loaded, resolver)
-        except TaskFileError as exc:
-            raise _set_by(exc, variant, options.overrides) from None
-        variants[position] = replace(variant, definition=resolved)
-        plan.warnings.extend(w for w in tie_warnings(loaded, resolved) if w not in plan.warnings)
-    for variant in variants:
-        try:
-            _check_model(
-                loaded, variant.definition, context.registry, options.prices, plan.criteria.agents
-            )
-        except TaskFileError as exc:
-            raise _set_by(exc, variant, options.overrides) from None
-        plan.warnings.extend(_unenforced_limits(loaded, variant))
-        try:
-            check_graded_rows(expansion, variant.definition)
-        except TaskFileError as exc:
-            roots = ("agent", "success_criteria", "dataset")
-            raise _overridden(exc, options.overrides, roots) from None
+    checks = VariantChecks(plan.warnings, context.registry, resolver, options.overrides,
+                           options.prices, plan.criteria.agents, context.experiment,
+                           context.experiment_dir)  # fmt: skip
+    variants = checked_variants(written, loaded, expansion, checks)
     try:
         check_judge_models(loaded, context.registry)
     except TaskFileError as exc:
-        raise _overridden(exc, options.overrides) from None
+        raise overridden(exc, options.overrides) from None
     engines = context.engines
     plan.warnings.extend(containment_warnings(loaded.display, [v.definition for v in variants],
                                               engines=engines))  # fmt: skip
     return PlannedTask(expansion, request, variants,
                        limits=limits_line(loaded.definition, engines=engines))  # fmt: skip
-
-
-def _variants(
-    loaded: LoadedTask,
-    expansion: Expansion,
-    experiment: Experiment | None,
-    experiment_dir: Path | None,
-    options: PlanOptions,
-) -> list[ResolvedVariant]:
-    """The task as each variant runs it; a variant's prompt must resolve on every row."""
-    ids = [v.variant_id for v in experiment.variants] if experiment else [DEFAULT_VARIANT]
-    variants = [
-        resolve_variant(
-            loaded,
-            experiment,
-            vid,
-            overrides=list(options.overrides),
-            experiment_dir=experiment_dir,
-        )
-        for vid in ids
-    ]
-    if expansion.rows is not None:
-        for variant in variants:
-            prompt = variant.definition.initial_prompt
-            if prompt != loaded.definition.initial_prompt:
-                check_placeholders(expansion.rows, loaded, expansion.ids, prompt=prompt)
-            qa = variant.definition.qa
-            if qa is not None and qa != loaded.definition.qa:
-                check_qa_rows(loaded, expansion.row_tasks, expansion.rows, variant.definition)
-    return variants
-
-
-_SETTERS = {"cli": "-D on the command line", "variant": "the experiment's variant",
-            "experiment-defaults": "the experiment's defaults"}  # fmt: skip
-
-
-def _set_by(
-    exc: TaskFileError, variant: ResolvedVariant, overrides: Sequence[Override]
-) -> TaskFileError:
-    """``exc`` (a model or agent check's refusal) saying which layer set its field, when the
-    command line or the experiment did: the file's line alone would point elsewhere."""
-    field = exc.field or ""
-    source = next((variant.provenance[p] for p in _prefixes(field) if p in variant.provenance),
-                  "task")  # fmt: skip
-    if source == "cli":
-        by = next((o.render() for o in reversed(overrides)
-                   if any(o.dotted == p for p in _prefixes(field))), "-D")  # fmt: skip
-        where = f"set on the command line by {by}"
-    elif source in _SETTERS:
-        where = f"set by {_SETTERS[source]} (variant '{variant.variant_id}')"
-    else:
-        return exc
-    exc.hint = f"{exc.hint}; {where}" if exc.hint else where
-    return exc
-
-
-def _overridden(
-    exc: TaskFileError, overrides: Sequence[Override], roots: tuple[str, ...] = ()
-) -> TaskFileError:
-    """``exc`` naming the ``-D`` that set its field (or a field inside it), or any field under
-    ``roots`` (a refusal that several fields decide), if one did."""
-    field = ".".join(_prefixes(exc.field or "")[:1])
-    by = next((o.render() for o in reversed(overrides) if (field and (
-        o.dotted == field or o.dotted.startswith(field + ".") or field.startswith(o.dotted + ".")
-    )) or o.path[0] in roots), None)  # fmt: skip
-    if by is not None:
-        where = f"set on the command line by {by}"
-        exc.hint = f"{exc.hint}; {where}" if exc.hint else where
-    return exc
-
-
-def _prefixes(field: str) -> list[str]:
-    """``agent.plugins[0].path`` → itself and its ancestors, dotted (``agent.plugins``,
-    ``agent``), longest first."""
-    parts = field.replace("[", ".").replace("]", "").split(".")
-    return [".".join(parts[:end]) for end in range(len(parts), 0, -1)]
-
-
-def _unenforced_limits(loaded: LoadedTask, variant: ResolvedVariant) -> list[str]:
-    """``run_limits.max_turns`` or ``max_tool_calls`` on an agent that takes no turns
-    (``llm``, ``command``, ``none``) has no effect: a warning when the task file sets it
-    (Coder Eval's files do), an error when ``-D`` or an experiment does.
-
-    Raises:
-        TaskFileError: the limit was set by ``-D`` or the experiment.
-    """
-    task = variant.definition
-    if task.agent.takes_turns:
-        return []
-    warnings = []
-    for name in ("max_turns", "max_tool_calls"):
-        if getattr(task.run_limits, name) is None:
-            continue
-        why = (f"run_limits.{name} has no effect on agent type '{task.agent.type}', which "
-               "takes no turns (it is enforced for claude-code and codex)")  # fmt: skip
-        source = variant.provenance.get(f"run_limits.{name}", "task")
-        if source in _SETTERS:
-            raise TaskFileError(f"variant '{variant.variant_id}': {why}",
-                                field=f"run_limits.{name}",
-                                hint=f"set by {_SETTERS[source]}; remove it there")  # fmt: skip
-        line = loaded.document.line_of(("run_limits", name))
-        warnings.append(f"{loaded.display}:{line or '?'}: run_limits.{name}: {why}")
-    return warnings + _unwatched_stops(loaded, variant)
-
-
-def _unwatched_stops(loaded: LoadedTask, variant: ResolvedVariant) -> list[str]:
-    """A criterion's ``stop_early`` on an agent without an event stream (it is checked only
-    after the agent ends): one warning per criterion."""
-    warnings = []
-    for index, criterion in enumerate(variant.definition.success_criteria):
-        if getattr(criterion, "stop_early", None) is None:
-            continue
-        line = loaded.document.line_of(("success_criteria", index, "stop_early"))
-        warnings.append(
-            f"{loaded.display}:{line or '?'}: success_criteria[{index}].stop_early: agent type "
-            f"'{variant.definition.agent.type}' reports no tool calls while it runs, so the "
-            "criterion is checked only after it ends (early stop needs claude-code or codex)"
-        )
-    return warnings
-
-
-def _check_judge(loaded: LoadedTask, task: TaskDefinition, registry: ProviderRegistry) -> None:
-    """A ``qa.judge`` model's provider exists and can start (weights, API key, script)."""
-    if task.qa is None or task.qa.judge is None:
-        return
-    try:
-        registry.preflight(judge_key(task.qa.judge, loaded.base_dir))
-    except UserError as exc:
-        raise located(exc, loaded, ("qa", "judge", "model")) from None
-
-
-def _check_model(
-    loaded: LoadedTask,
-    task: TaskDefinition,
-    registry: ProviderRegistry,
-    prices: PriceTable,
-    agents: AgentRegistry,
-) -> None:
-    """The judge's and the agent's models can start, and the agent's own preflight passes
-    (:func:`check_agent`)."""
-    _check_judge(loaded, task, registry)
-    check_agent(loaded, task, agents=agents, providers=registry, prices=prices)
 
 
 def _skip_reason(loaded: LoadedTask, options: PlanOptions) -> str | None:

@@ -1,0 +1,254 @@
+"""Each variant of one task file resolved and checked at plan time: the experiment's layers
+merged (:func:`~assay.orchestration.loading.experiment.resolve_variant`), its judges and
+models resolved, its agent's preflight, the limits it cannot enforce, its graded rows.
+
+Every variant is checked before an error is raised, so a plan names each variant that
+cannot run (:class:`VariantErrors`), not only the first; each error says which layer set
+its field (the command line's ``-D``, the experiment's variant or defaults).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from assay.agents.registry import AgentRegistry
+from assay.errors import TaskFileError, UserError
+from assay.judges.assets import JudgeResolver
+from assay.orchestration.loading.agent_checks import check_agent, located
+from assay.orchestration.loading.experiment import (
+    DEFAULT_VARIANT,
+    Override,
+    ResolvedVariant,
+    resolve_variant,
+)
+from assay.orchestration.loading.qa_rows import judge_key
+from assay.orchestration.loading.task_loader import LoadedTask
+from assay.orchestration.planning.expand import Expansion, check_placeholders, check_qa_rows
+from assay.orchestration.planning.judging import (
+    check_graded_rows,
+    resolve_definition,
+    tie_warnings,
+)
+from assay.providers.pool import ProviderRegistry
+from assay.providers.pricing import PriceTable
+from assay.spec.experiment import Experiment
+from assay.spec.task import TaskDefinition
+
+
+class VariantErrors(TaskFileError):
+    """Several variants of one task file cannot run.
+
+    Args:
+        errors: each variant's error, in the experiment's order.
+    """
+
+    def __init__(self, errors: Sequence[TaskFileError]) -> None:
+        self.errors = list(errors)
+        first = self.errors[0]
+        super().__init__(first.message, file=first.file, line=first.line, field=first.field,
+                         hint=first.hint)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class VariantChecks:
+    """What checking one task file's variants needs of the plan.
+
+    Attributes:
+        warnings: the plan's warnings, extended in place (a tie, a limit without effect).
+        registry: the model providers (each model's preflight).
+        resolver: the judge assets (``judge: NAME``).
+        overrides: the command line's ``-D`` values.
+        prices: the price table (a cost limit needs the model's price).
+        agents: the agent types.
+        experiment: the experiment whose variants run (``None``: the task as written).
+        experiment_dir: the experiment file's folder.
+    """
+
+    warnings: list[str]
+    registry: ProviderRegistry
+    resolver: JudgeResolver
+    overrides: Sequence[Override]
+    prices: PriceTable
+    agents: AgentRegistry
+    experiment: Experiment | None
+    experiment_dir: Path | None
+
+
+def checked_variants(
+    written: LoadedTask, loaded: LoadedTask, expansion: Expansion, checks: VariantChecks
+) -> list[ResolvedVariant]:
+    """The task as each variant runs it (``written``: the task file as loaded; ``loaded``:
+    with its judges resolved), each one checked.
+
+    Raises:
+        TaskFileError: the one variant that cannot run (the task itself, without an
+            experiment).
+        VariantErrors: several variants cannot run.
+    """
+    ids = [v.variant_id for v in checks.experiment.variants] if checks.experiment else [
+        DEFAULT_VARIANT]  # fmt: skip
+    variants, errors = [], []
+    for variant_id in ids:
+        try:
+            variants.append(_checked(variant_id, written, loaded, expansion, checks))
+        except TaskFileError as exc:
+            errors.append(exc)
+    if len(errors) > 1:
+        raise VariantErrors(errors)
+    if errors:
+        raise errors[0]
+    return variants
+
+
+def _checked(
+    variant_id: str,
+    written: LoadedTask,
+    loaded: LoadedTask,
+    expansion: Expansion,
+    checks: VariantChecks,
+) -> ResolvedVariant:
+    """One variant resolved and checked (see :func:`checked_variants`)."""
+    variant = resolve_variant(written, checks.experiment, variant_id,
+                              overrides=list(checks.overrides),
+                              experiment_dir=checks.experiment_dir)  # fmt: skip
+    _check_rows(written, expansion, variant)
+    try:
+        resolved = resolve_definition(variant.definition, loaded, checks.resolver)
+        variant = replace(variant, definition=resolved)
+        checks.warnings.extend(w for w in tie_warnings(loaded, resolved)
+                               if w not in checks.warnings)  # fmt: skip
+        _check_model(loaded, resolved, checks.registry, checks.prices, checks.agents)
+    except TaskFileError as exc:
+        raise _set_by(exc, variant, checks.overrides) from None
+    checks.warnings.extend(_unenforced_limits(loaded, variant))
+    try:
+        check_graded_rows(expansion, variant.definition)
+    except TaskFileError as exc:
+        raise overridden(exc, checks.overrides, ("agent", "success_criteria", "dataset")) from None
+    return variant
+
+
+def _check_rows(loaded: LoadedTask, expansion: Expansion, variant: ResolvedVariant) -> None:
+    """A variant's own prompt resolves on every row, and its own ``qa`` block fits them."""
+    if expansion.rows is None:
+        return
+    prompt = variant.definition.initial_prompt
+    if prompt != loaded.definition.initial_prompt:
+        check_placeholders(expansion.rows, loaded, expansion.ids, prompt=prompt)
+    qa = variant.definition.qa
+    if qa is not None and qa != loaded.definition.qa:
+        check_qa_rows(loaded, expansion.row_tasks, expansion.rows, variant.definition)
+
+
+_SETTERS = {"cli": "-D on the command line", "variant": "the experiment's variant",
+            "experiment-defaults": "the experiment's defaults"}  # fmt: skip
+
+
+def _set_by(
+    exc: TaskFileError, variant: ResolvedVariant, overrides: Sequence[Override]
+) -> TaskFileError:
+    """``exc`` (a model or agent check's refusal) saying which layer set its field, when the
+    command line or the experiment did: the file's line alone would point elsewhere."""
+    field = exc.field or ""
+    source = next((variant.provenance[p] for p in _prefixes(field) if p in variant.provenance),
+                  "task")  # fmt: skip
+    if source == "cli":
+        by = next((o.render() for o in reversed(overrides)
+                   if any(o.dotted == p for p in _prefixes(field))), "-D")  # fmt: skip
+        where = f"set on the command line by {by}"
+    elif source in _SETTERS:
+        where = f"set by {_SETTERS[source]} (variant '{variant.variant_id}')"
+    else:
+        return exc
+    exc.hint = f"{exc.hint}; {where}" if exc.hint else where
+    return exc
+
+
+def overridden(
+    exc: TaskFileError, overrides: Sequence[Override], roots: tuple[str, ...] = ()
+) -> TaskFileError:
+    """``exc`` naming the ``-D`` that set its field (or a field inside it), or any field under
+    ``roots`` (a refusal that several fields decide), if one did."""
+    field = ".".join(_prefixes(exc.field or "")[:1])
+    by = next((o.render() for o in reversed(overrides) if (field and (
+        o.dotted == field or o.dotted.startswith(field + ".") or field.startswith(o.dotted + ".")
+    )) or o.path[0] in roots), None)  # fmt: skip
+    if by is not None:
+        where = f"set on the command line by {by}"
+        exc.hint = f"{exc.hint}; {where}" if exc.hint else where
+    return exc
+
+
+def _prefixes(field: str) -> list[str]:
+    """``agent.plugins[0].path`` → itself and its ancestors, dotted (``agent.plugins``,
+    ``agent``), longest first."""
+    parts = field.replace("[", ".").replace("]", "").split(".")
+    return [".".join(parts[:end]) for end in range(len(parts), 0, -1)]
+
+
+def _unenforced_limits(loaded: LoadedTask, variant: ResolvedVariant) -> list[str]:
+    """``run_limits.max_turns`` or ``max_tool_calls`` on an agent that takes no turns
+    (``llm``, ``command``, ``none``) has no effect: a warning when the task file sets it
+    (Coder Eval's files do), an error when ``-D`` or an experiment does.
+
+    Raises:
+        TaskFileError: the limit was set by ``-D`` or the experiment.
+    """
+    task = variant.definition
+    if task.agent.takes_turns:
+        return []
+    warnings = []
+    for name in ("max_turns", "max_tool_calls"):
+        if getattr(task.run_limits, name) is None:
+            continue
+        why = (f"run_limits.{name} has no effect on agent type '{task.agent.type}', which "
+               "takes no turns (it is enforced for claude-code and codex)")  # fmt: skip
+        source = variant.provenance.get(f"run_limits.{name}", "task")
+        if source in _SETTERS:
+            raise TaskFileError(f"variant '{variant.variant_id}': {why}",
+                                field=f"run_limits.{name}",
+                                hint=f"set by {_SETTERS[source]}; remove it there")  # fmt: skip
+        line = loaded.document.line_of(("run_limits", name))
+        warnings.append(f"{loaded.display}:{line or '?'}: run_limits.{name}: {why}")
+    return warnings + _unwatched_stops(loaded, variant)
+
+
+def _unwatched_stops(loaded: LoadedTask, variant: ResolvedVariant) -> list[str]:
+    """A criterion's ``stop_early`` on an agent without an event stream (it is checked only
+    after the agent ends): one warning per criterion."""
+    warnings = []
+    for index, criterion in enumerate(variant.definition.success_criteria):
+        if getattr(criterion, "stop_early", None) is None:
+            continue
+        line = loaded.document.line_of(("success_criteria", index, "stop_early"))
+        warnings.append(
+            f"{loaded.display}:{line or '?'}: success_criteria[{index}].stop_early: agent type "
+            f"'{variant.definition.agent.type}' reports no tool calls while it runs, so the "
+            "criterion is checked only after it ends (early stop needs claude-code or codex)"
+        )
+    return warnings
+
+
+def _check_judge(loaded: LoadedTask, task: TaskDefinition, registry: ProviderRegistry) -> None:
+    """A ``qa.judge`` model's provider exists and can start (weights, API key, script)."""
+    if task.qa is None or task.qa.judge is None:
+        return
+    try:
+        registry.preflight(judge_key(task.qa.judge, loaded.base_dir))
+    except UserError as exc:
+        raise located(exc, loaded, ("qa", "judge", "model")) from None
+
+
+def _check_model(
+    loaded: LoadedTask,
+    task: TaskDefinition,
+    registry: ProviderRegistry,
+    prices: PriceTable,
+    agents: AgentRegistry,
+) -> None:
+    """The judge's and the agent's models can start, and the agent's own preflight passes
+    (:func:`check_agent`)."""
+    _check_judge(loaded, task, registry)
+    check_agent(loaded, task, agents=agents, providers=registry, prices=prices)
