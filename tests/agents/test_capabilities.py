@@ -138,8 +138,9 @@ if isinstance(agent, dict) or isinstance(value, str): pass
 
 def test_the_names_checked_are_every_config_class_and_its_bases() -> None:
     assert config_class_names() == {
-        "AgentSpec", "AgentBase", "NoneAgent", "CommandAgent", "LlmAgent", "CodingAgent",
-        "ClaudeCodeAgent", "CodexAgent", "GeminiAgent", "QwenCodeAgent", "OpenCodeAgent", "PiAgent",
+        "AgentSpec", "ModelFieldsSpec", "AgentBase", "NoneAgent", "CommandAgent", "LlmAgent",
+        "CodingAgent", "ClaudeCodeAgent", "CodexAgent", "GeminiAgent", "QwenCodeAgent",
+        "OpenCodeAgent", "PiAgent",
     }  # fmt: skip
 
 

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from assay.data.dataset_file import open_dataset
 from assay.errors import DatasetError
 
 _BOM = b"\xef\xbb\xbf"
@@ -26,15 +27,7 @@ def iter_csv(path: Path, *, display: str | None = None) -> Iterator[tuple[int, d
             differs from the header's.
     """
     name = display or str(path)
-    try:
-        handle = path.open(encoding="utf-8-sig", newline="")
-    except FileNotFoundError:
-        raise DatasetError(f"Dataset file not found: {name}", file=name, located=True) from None
-    except IsADirectoryError:
-        raise DatasetError(
-            f"Dataset path is a directory, not a file: {name}", file=name, located=True
-        ) from None
-    with handle:
+    with open_dataset(path, name, encoding="utf-8-sig", newline="") as handle:
         reader = csv.reader(handle, strict=True)
         try:
             yield from _records(reader, name)

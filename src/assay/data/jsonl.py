@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from assay.data.dataset_file import open_dataset
 from assay.errors import DatasetError
 from assay.results.secrets import clip_head
 
@@ -138,15 +139,7 @@ def iter_jsonl(path: Path, *, display: str | None = None) -> Iterator[tuple[int,
             repeats a key, or uses NaN/Infinity (or a number that overflows to it).
     """
     name = display or str(path)
-    try:
-        handle = path.open("rb")
-    except FileNotFoundError:
-        raise DatasetError(f"Dataset file not found: {name}", file=name, located=True) from None
-    except IsADirectoryError:
-        raise DatasetError(
-            f"Dataset path is a directory, not a file: {name}", file=name, located=True
-        ) from None
-    with handle:
+    with open_dataset(path, name, "rb") as handle:
         for number, raw in enumerate(handle, start=1):
             if number == 1 and raw.startswith(_BOM):
                 raw = raw[len(_BOM) :]

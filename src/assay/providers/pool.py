@@ -14,6 +14,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from assay.errors import UsageError
 from assay.providers.base import Model, split_model_name
@@ -161,28 +162,23 @@ def _no_key(key: ModelKey, variable: str) -> UsageError:
 def _openai(key: ModelKey, settings: PoolSettings) -> Model:
     from assay.providers.openai_compat import OpenAICompatibleModel
 
-    api_key = _api_key(key)
-    return OpenAICompatibleModel(
-        name=key.name,
-        model=key.name.partition("/")[2],
-        base_url=key.base_url,
-        api_key=api_key,
-        timeout=settings.timeout or key.timeout,
-        max_connections=settings.parallel,
-    )
+    return OpenAICompatibleModel(**_endpoint(key, settings), max_connections=settings.parallel)
 
 
 def _anthropic(key: ModelKey, settings: PoolSettings) -> Model:
     from assay.providers.anthropic_messages import AnthropicModel
 
-    api_key = _api_key(key)
-    return AnthropicModel(
-        name=key.name,
-        model=key.name.partition("/")[2],
-        base_url=key.base_url,
-        api_key=api_key,
-        timeout=settings.timeout or key.timeout,
-    )
+    return AnthropicModel(**_endpoint(key, settings))
+
+
+def _endpoint(key: ModelKey, settings: PoolSettings) -> dict[str, Any]:
+    """A hosted model client's keywords: its names, endpoint, API key and timeout (s).
+
+    Raises:
+        UsageError: the key's variable is not set (:func:`_api_key`).
+    """
+    return {"name": key.name, "model": key.name.partition("/")[2], "base_url": key.base_url,
+            "api_key": _api_key(key), "timeout": settings.timeout or key.timeout}  # fmt: skip
 
 
 def _mock(key: ModelKey, settings: PoolSettings) -> Model:

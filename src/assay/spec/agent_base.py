@@ -126,4 +126,30 @@ class AgentSpec(StrictModel):
         return []
 
 
-__all__ = ["AgentSpec", "TranscriptKind"]
+class ModelFieldsSpec(AgentSpec):
+    """An agent block whose own fields name the model that answers it: ``model``,
+    ``base_url`` and ``api_key_env`` (the ``llm`` agent and every coding agent), read as its
+    model route and credentials."""
+
+    if TYPE_CHECKING:  # fields of each subclass, in its own order
+        model: str | None
+        base_url: str | None
+        api_key_env: str | None
+
+    @property
+    def credential_variables(self) -> frozenset[str]:
+        """``api_key_env``, when set."""
+        return frozenset([self.api_key_env]) if self.api_key_env else frozenset()
+
+    @property
+    def route_model(self) -> str | None:
+        """``model``."""
+        return self.model
+
+    @property
+    def route_base_url(self) -> str | None:
+        """``base_url``."""
+        return self.base_url
+
+
+__all__ = ["AgentSpec", "ModelFieldsSpec", "TranscriptKind"]

@@ -17,7 +17,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, StrictStr, ValidationInfo, field_validator, model_validator
 
-from assay.spec.agent_base import AgentSpec
+from assay.spec.agent_base import ModelFieldsSpec
 from assay.spec.base import StrictModel, check_variable_names, no_nul
 from assay.spec.price import ModelPrice
 
@@ -119,7 +119,7 @@ def native_model_name(name: str, provider: str) -> str | None:
     return f"{provider}/{text}" if pattern is not None and pattern.match(text) else None
 
 
-class CodingAgent(AgentSpec):
+class CodingAgent(ModelFieldsSpec):
     """Fields shared by the coding-agent CLIs.
 
     ``model``: the assay model that answers the CLI's calls through the bridge (``None``:
@@ -182,21 +182,6 @@ class CodingAgent(AgentSpec):
         if self.native_provider and self.model and self.model.startswith(prefix):
             return self.model.removeprefix(prefix)
         return None
-
-    @property
-    def credential_variables(self) -> frozenset[str]:
-        """``api_key_env``, when set."""
-        return frozenset([self.api_key_env]) if self.api_key_env else frozenset()
-
-    @property
-    def route_model(self) -> str | None:
-        """``model``."""
-        return self.model
-
-    @property
-    def route_base_url(self) -> str | None:
-        """``base_url``."""
-        return self.base_url
 
     @property
     def program_env(self) -> dict[str, str]:

@@ -25,7 +25,7 @@ from pydantic import (
 )
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
-from assay.spec.agent_base import AgentSpec, TranscriptKind
+from assay.spec.agent_base import AgentSpec, ModelFieldsSpec, TranscriptKind
 from assay.spec.base import Loc, StrictModel, UnionInfo, check_variable_names, no_nul
 from assay.spec.code_criteria import ReferenceSpec
 from assay.spec.coding_agents import ClaudeCodeAgent, CodexAgent
@@ -132,7 +132,7 @@ class FewShot(StrictModel):
     assistant: StrictStr
 
 
-class LlmAgent(AgentBase):
+class LlmAgent(AgentBase, ModelFieldsSpec):
     """Send the prompt to a model and take its answer as the final response.
 
     ``prompt_format``: ``chat`` (messages with the system prompt and ``few_shot``) or
@@ -208,21 +208,6 @@ class LlmAgent(AgentBase):
             return ("prompt_format 'completion' sends one plain prompt and cannot continue a "
                     "conversation; use prompt_format: chat")  # fmt: skip
         return None
-
-    @property
-    def credential_variables(self) -> frozenset[str]:
-        """``api_key_env``, when set."""
-        return frozenset([self.api_key_env]) if self.api_key_env else frozenset()
-
-    @property
-    def route_model(self) -> str | None:
-        """``model``."""
-        return self.model
-
-    @property
-    def route_base_url(self) -> str | None:
-        """``base_url``."""
-        return self.base_url
 
     @model_validator(mode="after")
     def _consistent(self) -> LlmAgent:

@@ -11,7 +11,6 @@ found again by the judge's content hash, so a changed rubric never inherits the 
 from __future__ import annotations
 
 import json
-import re
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
@@ -21,9 +20,8 @@ from sqlalchemy import Connection, Row, func, select
 
 from assay.errors import StoreError
 from assay.spec.base import did_you_mean
+from assay.store.reads import check_name
 from assay.store.tables import calibrations, judges
-
-NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*")
 
 
 @dataclass(frozen=True)
@@ -95,19 +93,6 @@ class CalibrationRecord:
         }
 
 
-def check_judge_name(name: str) -> None:
-    """Refuse a judge name that is not ``[A-Za-z0-9_][A-Za-z0-9_.-]*`` (≤ 200 characters).
-
-    Raises:
-        StoreError: naming the rule.
-    """
-    if not isinstance(name, str) or not NAME.fullmatch(name) or len(name) > 200:
-        raise StoreError(
-            f"invalid judge name {name!r}: use letters, digits, '_', '.' and "
-            "'-', not starting with '.' or '-' (at most 200 characters)"
-        )
-
-
 def _record(row: Row[Any]) -> JudgeRecord:
     return JudgeRecord(
         name=row.name,
@@ -141,7 +126,7 @@ def add_judge(
     Returns:
         The version (new or latest) and whether it was created.
     """
-    check_judge_name(name)
+    check_name(name, kind="judge")
     latest = latest_number(connection, name)
     if latest:
         current = get_judge(connection, name, latest)

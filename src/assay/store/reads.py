@@ -35,15 +35,16 @@ class DatasetRow:
         return self.info.name
 
 
-def check_name(name: str) -> None:
-    """Refuse a dataset name that is not ``[A-Za-z0-9_][A-Za-z0-9_.-]*`` (≤ 200 chars).
+def check_name(name: str, *, kind: str = "dataset") -> None:
+    """Refuse a ``kind`` (dataset, judge) name that is not ``[A-Za-z0-9_][A-Za-z0-9_.-]*``
+    (≤ 200 characters).
 
     Raises:
         StoreError: naming the rule.
     """
     if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name) or len(name) > 200:
         raise StoreError(
-            f"invalid dataset name {name!r}: use letters, digits, '_', '.' and '-', "
+            f"invalid {kind} name {name!r}: use letters, digits, '_', '.' and '-', "
             "not starting with '.' or '-' (at most 200 characters)"
         )
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -340,31 +340,18 @@ def put(
     replaced: list[int] = []
     digest = 0
     ids = list(prepared)
-    for start in range(0, len(ids), CHUNK):
-        found = connection.execute(
-            select(members.c.member_id, members.c.example_id, members.c.data).where(
-                members.c.dataset_id == dataset.dataset_id,
-                members.c.removed_in.is_(None),
-                members.c.example_id.in_(ids[start : start + CHUNK]),
-            )
-        )
-        for member_id, example_id, data in found:
-            old = json.loads(data)
-            if old == json.loads(prepared[example_id][1]):
-                del prepared[example_id]  # present with the same content: nothing to do
-                continue
-            replaced.append(member_id)
-            digest -= example_digest(example_id, old)
+    for member_id, example_id, text in _current_members(connection, dataset, ids):
+        old = json.loads(text)
+        if old == json.loads(prepared[example_id][1]):
+            del prepared[example_id]  # present with the same content: nothing to do
+            continue
+        replaced.append(member_id)
+        digest -= example_digest(example_id, old)
     unchanged = len(ids) - len(prepared)
     if not prepared:
         latest = resolve_version(connection, dataset, None)
         return replace(latest, created=False, unchanged=unchanged)
-    for start in range(0, len(replaced), CHUNK):
-        connection.execute(
-            update(members)
-            .where(members.c.member_id.in_(replaced[start : start + CHUNK]))
-            .values(removed_in=number)
-        )
+    _mark_removed(connection, replaced, number)
     fresh = list(prepared.values())
     for start in range(0, len(fresh), CHUNK):
         insert_members(connection, [(dataset.dataset_id, i, stored, number)
@@ -377,6 +364,31 @@ def put(
         item_count=info.item_count + len(fresh) - len(replaced), origin=origin,
     )  # fmt: skip
     return replace(version, unchanged=unchanged)
+
+
+def _current_members(
+    connection: Connection, dataset: DatasetRow, example_ids: list[str]
+) -> Iterator[tuple[int, str, str]]:
+    """``(member_id, example_id, data)`` of each of ``example_ids`` that the latest version
+    holds, asked :data:`CHUNK` ids at a time (a database's limit on bound parameters)."""
+    for start in range(0, len(example_ids), CHUNK):
+        yield from connection.execute(
+            select(members.c.member_id, members.c.example_id, members.c.data).where(
+                members.c.dataset_id == dataset.dataset_id,
+                members.c.removed_in.is_(None),
+                members.c.example_id.in_(example_ids[start : start + CHUNK]),
+            )
+        ).tuples()
+
+
+def _mark_removed(connection: Connection, member_ids: list[int], number: int) -> None:
+    """Mark ``member_ids`` removed in version ``number``, :data:`CHUNK` at a time."""
+    for start in range(0, len(member_ids), CHUNK):
+        connection.execute(
+            update(members)
+            .where(members.c.member_id.in_(member_ids[start : start + CHUNK]))
+            .values(removed_in=number)
+        )
 
 
 def remove(connection: Connection, name: str, example_ids: Sequence[str]) -> RemoveResult:
@@ -392,26 +404,12 @@ def remove(connection: Connection, name: str, example_ids: Sequence[str]) -> Rem
         raise StoreError(f"no example ids given to remove from dataset '{name}'")
     found: dict[str, int] = {}
     digest = 0
-    for start in range(0, len(wanted), CHUNK):
-        rows = connection.execute(
-            select(members.c.member_id, members.c.example_id, members.c.data).where(
-                members.c.dataset_id == dataset.dataset_id,
-                members.c.removed_in.is_(None),
-                members.c.example_id.in_(wanted[start : start + CHUNK]),
-            )
-        )
-        for member_id, example_id, data in rows:
-            found[example_id] = member_id
-            digest += example_digest(example_id, json.loads(data))
+    for member_id, example_id, text in _current_members(connection, dataset, wanted):
+        found[example_id] = member_id
+        digest += example_digest(example_id, json.loads(text))
     _refuse_missing(dataset, [i for i in wanted if i not in found])
     number = dataset.info.current_version + 1
-    member_ids = list(found.values())
-    for start in range(0, len(member_ids), CHUNK):
-        connection.execute(
-            update(members)
-            .where(members.c.member_id.in_(member_ids[start : start + CHUNK]))
-            .values(removed_in=number)
-        )
+    _mark_removed(connection, list(found.values()), number)
     version = _new_version(
         connection, dataset, "remove", added=0, removed=len(wanted),
         hash_hex=combine(dataset.info.content_hash, remove=digest),
