@@ -101,7 +101,7 @@ def measure(size: int, repeats: int) -> dict[str, object]:
         process.wait(60)
     start = time.perf_counter()
     done = subprocess.run([sys.executable, "-c", "import sys, assay; "
-                           "print(assay.write_html_report(sys.argv[1], output=sys.argv[2]))",
+                           "print(assay.view.write_html_report(sys.argv[1], output=sys.argv[2]))",
                            str(root / "a"), str(WORK / "view" / f"report-{size}.html")],
                           capture_output=True, text=True)  # fmt: skip
     if done.returncode:

@@ -1,15 +1,22 @@
 """assay: evaluate LLMs and coding agents on the datasets their users bring.
 
-The Python API (:mod:`assay.api`) is exported here and imported on first use, so the
-command line starts without it::
+The top level holds the run verbs and their result types, imported on first use so the
+command line starts without them::
 
     import assay
     result = assay.run("tasks/", sample=50)
+
+The other verbs live with what they serve: the store's in :mod:`assay.store` (``Store``,
+``add_traces_to_dataset``), the judges' in :mod:`assay.judges` (``add_judge``), the viewer's
+in :mod:`assay.view` (``view_runs``, ``export_rows``, ``write_html_report``), and every verb
+in :mod:`assay.api` (``calibrate_judge``, ``add_run_to_dataset``, ``convert_qa``, …). Their
+old names at the top still work, with a ``DeprecationWarning`` naming the new place.
 """
 
 from __future__ import annotations
 
 import importlib
+import warnings
 from typing import TYPE_CHECKING, Any
 
 from assay.version import __version__
@@ -17,19 +24,15 @@ from assay.version import __version__
 if TYPE_CHECKING:
     from assay.api import (
         Gate,
+        LoadedTask,
+        Plan,
         RunResult,
-        Store,
         SuiteResult,
-        add_judge,
-        add_run_to_dataset,
-        add_traces_to_dataset,
-        calibrate_judge,
         check_secrets,
         compare,
         evaluate,
         evaluate_async,
         evaluate_predictions,
-        export_rows,
         load_task,
         plan,
         power,
@@ -40,65 +43,26 @@ if TYPE_CHECKING:
         run_async,
         task,
         task_schema,
-        view_runs,
-        write_html_report,
     )
     from assay.api.tasks import TaskDefinition
     from assay.errors import AssayError, RunFailure, UserError
 
-_EXPORTS = {
-    "AssayError": "assay.errors",
-    "Gate": "assay.api",
-    "RunFailure": "assay.errors",
-    "RunResult": "assay.api",
-    "Store": "assay.api",
-    "SuiteResult": "assay.api",
-    "TaskDefinition": "assay.api.tasks",
-    "UserError": "assay.errors",
-    "add_judge": "assay.api",
-    "add_run_to_dataset": "assay.api",
-    "add_traces_to_dataset": "assay.api",
-    "calibrate_judge": "assay.api",
-    "check_secrets": "assay.api",
-    "compare": "assay.api",
-    "evaluate": "assay.api",
-    "evaluate_async": "assay.api",
-    "evaluate_predictions": "assay.api",
-    "export_rows": "assay.api",
-    "load_task": "assay.api",
-    "plan": "assay.api",
-    "power": "assay.api",
-    "report": "assay.api",
-    "resume": "assay.api",
-    "resume_async": "assay.api",
-    "run": "assay.api",
-    "run_async": "assay.api",
-    "task": "assay.api",
-    "task_schema": "assay.api",
-    "view_runs": "assay.api",
-    "write_html_report": "assay.api",
-}
-
 __all__ = [
     "AssayError",
     "Gate",
+    "LoadedTask",
+    "Plan",
     "RunFailure",
     "RunResult",
-    "Store",
     "SuiteResult",
     "TaskDefinition",
     "UserError",
     "__version__",
-    "add_judge",
-    "add_run_to_dataset",
-    "add_traces_to_dataset",
-    "calibrate_judge",
     "check_secrets",
     "compare",
     "evaluate",
     "evaluate_async",
     "evaluate_predictions",
-    "export_rows",
     "load_task",
     "plan",
     "power",
@@ -109,14 +73,26 @@ __all__ = [
     "run_async",
     "task",
     "task_schema",
-    "view_runs",
-    "write_html_report",
 ]
+_HOMES = {"AssayError": "assay.errors", "RunFailure": "assay.errors",
+          "UserError": "assay.errors", "TaskDefinition": "assay.api.tasks"}  # fmt: skip
+_EXPORTS = {name: _HOMES.get(name, "assay.api") for name in __all__ if name != "__version__"}
+_MOVED = {
+    "Store": "assay.store", "add_traces_to_dataset": "assay.store", "add_judge": "assay.judges",
+    "view_runs": "assay.view", "export_rows": "assay.view", "write_html_report": "assay.view",
+    "calibrate_judge": "assay.api", "add_run_to_dataset": "assay.api",
+}  # fmt: skip
+"""Names the top level exported before they moved to the package they serve."""
 
 
 def __getattr__(name: str) -> Any:
-    """Import an exported name, or a subpackage (``assay.api``), on first use (PEP 562)."""
+    """Import an exported name, or a subpackage (``assay.api``), on first use (PEP 562); a
+    moved name (:data:`_MOVED`) with a ``DeprecationWarning``."""
     module = _EXPORTS.get(name)
+    if module is None and name in _MOVED:
+        warnings.warn(f"assay.{name} is {_MOVED[name]}.{name} now; the top level keeps the "
+                      "run verbs", DeprecationWarning, stacklevel=2)  # fmt: skip
+        return getattr(importlib.import_module(_MOVED[name]), name)
     if module is None:
         try:
             return importlib.import_module(f"assay.{name}")

@@ -222,7 +222,7 @@ def test_rows_are_read_lazily_suite_by_suite(workdir: Path) -> None:
 def test_store_verbs_from_python(workdir: Path) -> None:
     write(workdir / "rows.jsonl", '{"id": "a", "text": "fine"}\n{"id": "b", "text": "bad"}\n')
     write(workdir / "more.csv", "id,text\nc,ok\n")
-    with assay.Store(f"sqlite:///{workdir / 'store.db'}") as store:
+    with assay.store.Store(f"sqlite:///{workdir / 'store.db'}") as store:
         first = store.import_file("notes", workdir / "rows.jsonl")
         second = store.add_files("notes", [workdir / "more.csv"])
         assert (first.number, second.number, second.item_count) == (1, 2, 3)

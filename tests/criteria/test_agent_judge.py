@@ -365,12 +365,12 @@ def test_judge_calibrate_refuses_a_run_without_an_agent_judge_and_bad_labels(
         store.put("review", [_label(id="x", folder="default/plain/a/00", label="maybe")])
     run = tmp_path / "runs" / "latest"
     with pytest.raises(UsageError, match=r"row default/plain/a/00: no criterion is an agent_judge"):
-        assay.calibrate_judge(str(run), dataset="review", version=1, label_field="label",
+        assay.api.calibrate_judge(str(run), dataset="review", version=1, label_field="label",
                               store=url, output_dir=tmp_path / "c")  # fmt: skip
     with pytest.raises(StoreError, match=r"'label' that is not a binary label: x: 'maybe'"):
-        assay.calibrate_judge(str(run), dataset="review", label_field="label", store=url)
+        assay.api.calibrate_judge(str(run), dataset="review", label_field="label", store=url)
     with pytest.raises(UsageError, match="--criterion chooses a run's agent_judge"):
-        assay.calibrate_judge("judges/x.yaml", dataset="review", label_field="label",
+        assay.api.calibrate_judge("judges/x.yaml", dataset="review", label_field="label",
                               store=url, criterion=1)  # fmt: skip
     assert not (tmp_path / "c").exists()
 

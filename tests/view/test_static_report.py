@@ -1,4 +1,4 @@
-"""``report.html``: from the API (``assay.report(html=True)``, ``assay.write_html_report``)
+"""``report.html``: from the API (``assay.report(html=True)``, ``assay.view.write_html_report``)
 and the command line (``assay report --html``, ``assay run --html``), self-contained (no
 address outside the file), with the failed rows capped and counted."""
 
@@ -27,7 +27,7 @@ def test_the_api_writes_report_html_beside_the_reports(tmp_path: Path) -> None:
     failed = sum(1 for p in run.glob("*/*/*/*/task.json")
                  if json.loads(p.read_text())["final_status"] != "SUCCESS")  # fmt: skip
     assert f"{failed} row(s) failed, errored or refused." in text
-    other = assay.write_html_report(run, output=tmp_path / "elsewhere.html")
+    other = assay.view.write_html_report(run, output=tmp_path / "elsewhere.html")
     assert other == tmp_path / "elsewhere.html" and other.read_text().startswith("<!doctype")
     assert assay.report(run).html_report is None
 

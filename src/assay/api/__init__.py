@@ -31,12 +31,7 @@ if TYPE_CHECKING:
         evaluate_predictions,
         report,
     )
-    from assay.api.judges import (
-        add_judge,
-        add_run_to_dataset,
-        add_traces_to_dataset,
-        calibrate_judge,
-    )
+    from assay.api.judges import add_run_to_dataset, calibrate_judge
     from assay.api.machine import agent_clis, sandbox_drivers
     from assay.api.power import power
     from assay.api.result import Gate, RunResult, SuiteResult
@@ -53,8 +48,11 @@ if TYPE_CHECKING:
     )
     from assay.api.tasks import load_task, task, task_schema
     from assay.api.tools import cache_stats, clear_cache, convert_qa
-    from assay.api.viewing import export_rows, view_runs, write_html_report
-    from assay.store import Store
+    from assay.judges import add_judge
+    from assay.orchestration.loading.task_loader import LoadedTask
+    from assay.orchestration.planning.plan import Plan
+    from assay.store import Store, add_traces_to_dataset
+    from assay.view import export_rows, view_runs, write_html_report
 
 _MODULES = {
     "assay.api.grading": (
@@ -77,23 +75,23 @@ _MODULES = {
         "run",
         "run_async",
     ),
-    "assay.api.judges": (
-        "add_judge",
-        "add_run_to_dataset",
-        "add_traces_to_dataset",
-        "calibrate_judge",
-    ),
+    "assay.api.judges": ("add_run_to_dataset", "calibrate_judge"),
+    "assay.judges": ("add_judge",),
+    "assay.orchestration.loading.task_loader": ("LoadedTask",),
+    "assay.orchestration.planning.plan": ("Plan",),
     "assay.api.machine": ("agent_clis", "sandbox_drivers"),
     "assay.api.power": ("power",),
     "assay.api.tasks": ("load_task", "task", "task_schema"),
     "assay.api.tools": ("cache_stats", "clear_cache", "convert_qa"),
-    "assay.api.viewing": ("export_rows", "view_runs", "write_html_report"),
-    "assay.store": ("Store",),
+    "assay.view": ("export_rows", "view_runs", "write_html_report"),
+    "assay.store": ("Store", "add_traces_to_dataset"),
 }
 _HOME = {name: module for module, names in _MODULES.items() for name in names}
 
 __all__ = [
     "Gate",
+    "LoadedTask",
+    "Plan",
     "PlanKeywords",
     "ResumeKeywords",
     "RunKeywords",

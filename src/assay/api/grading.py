@@ -128,7 +128,7 @@ def report(
         run_dir: the run (``runs/latest`` works).
         junit_xml: also write JUnit XML here.
         html: also write the self-contained ``report.html`` into the run folder
-            (``RunResult.html_report``; :func:`assay.write_html_report`).
+            (``RunResult.html_report``; :func:`assay.view.write_html_report`).
         criteria: the criterion classes of your own that the run's tasks name.
 
     Raises:
@@ -146,9 +146,9 @@ def report(
         rebuilt = rebuild_reports(folder, junit_path=junit, criteria=criteria_registry(criteria))
         result = RunResult.from_reports(folder, rebuilt)
         if html:
-            from assay.view import write_html_report
+            from assay.view.static_report import write_report_file
 
-            result.html_report = write_html_report(folder)
+            result.html_report = write_report_file(folder)
     return result
 
 

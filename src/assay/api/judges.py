@@ -1,15 +1,16 @@
-"""Judges and production cases from Python: store a judge version (``assay judge add``),
-read judges (``list``, ``show``, ``versions``), calibrate one against human labels
-(``assay judge calibrate``), and add a run's or a trace file's cases to a dataset
-(``assay dataset add-run`` / ``add-traces``).
+"""Judges and production cases from Python: calibrate a judge against human labels
+(``assay judge calibrate``) and add a run's cases to a dataset (``assay dataset add-run``).
+Storing a judge version is :func:`assay.judges.add_judge` (``assay judge add``), a trace
+file's cases :func:`assay.store.add_traces_to_dataset` (``add-traces``).
 
 ```python
-import assay
+import assay.api
+import assay.judges
 
-record, created = assay.add_judge("helpful", "judges/helpful.yaml")   # helpful@1
-result = assay.calibrate_judge("helpful", dataset="labels", label_field="human")
+record, created = assay.judges.add_judge("helpful", "judges/helpful.yaml")   # helpful@1
+result = assay.api.calibrate_judge("helpful", dataset="labels", label_field="human")
 print(result.report["kappa"], result.directory / "calibration.md")
-assay.add_run_to_dataset("regressions", "runs/latest", only_failures=True)
+assay.api.add_run_to_dataset("regressions", "runs/latest", only_failures=True)
 ```
 """
 
@@ -32,30 +33,9 @@ from assay.results.io import check_output_folder
 from assay.results.secrets import Redactor
 from assay.spec.judge import JudgeAsset, judge_reference, split_calibration_pin
 from assay.store import open_store
-from assay.store.capture import CaptureResult, capture, parse_mapping
-from assay.store.judges import JudgeRecord
-from assay.store.trace_cases import SESSION_SCHEMA, TRACE_SCHEMA, read_trace_file, trace_cases
+from assay.store.capture import CaptureResult, parse_mapping
 
 CALIBRATIONS_DIR = Path("calibrations")
-
-
-def add_judge(name: str, file: str | Path, *, store: str | None = None) -> tuple[JudgeRecord, bool]:
-    """Store the judge file ``file`` as the next version of judge ``name`` (``assay judge
-    add``); a file whose content hash equals the latest version's adds nothing.
-
-    Returns:
-        The version (new, or the unchanged latest) and whether it was created.
-
-    Raises:
-        TaskFileError: the judge file is missing or invalid. StoreError: a bad name or store.
-    """
-    definition = load_judge_file(Path(file))
-    data = definition.model_dump(mode="json", exclude_defaults=True)
-    data["name"] = name
-    with open_store(store) as opened:
-        return opened.add_judge(
-            name, data, definition.content_hash(), origin=str(Path(file).resolve())
-        )
 
 
 def judge_asset(reference: str, *, store: str | None = None) -> JudgeAsset:
@@ -211,37 +191,5 @@ def add_run_to_dataset(
             only_failures=only_failures,
             suite=suite,
             variant=variant,
-            redactor=Redactor.from_environment(os.environ),
-        )
-
-
-def add_traces_to_dataset(
-    name: str,
-    file: str | Path,
-    *,
-    mapping: Sequence[str] | dict[str, str] = (),
-    session_by: str | None = None,
-    store: str | None = None,
-) -> CaptureResult:
-    """Add the traces of an OTLP JSON file (one object, or JSON lines) as examples of dataset
-    ``name`` (created when missing), one per trace or, with ``session_by`` (a span
-    attribute), one per session (``assay dataset add-traces``).
-
-    Raises:
-        UsageError: a missing file, a bad mapping. StoreError: a line that is not OTLP JSON,
-            traces without the session attribute, a value that does not fit its field.
-    """
-    fields = dict(mapping) if isinstance(mapping, dict) else parse_mapping(mapping)
-    path = Path(file)
-    cases = trace_cases(read_trace_file(path), origin=str(path), session_by=session_by)
-    schema = SESSION_SCHEMA if session_by else TRACE_SCHEMA
-    with open_store(store) as opened:
-        return capture(
-            opened,
-            name,
-            cases,
-            mapping=fields,
-            default_schema=schema,
-            origin=str(path),
             redactor=Redactor.from_environment(os.environ),
         )

@@ -381,9 +381,9 @@ def _reported(session: RunSession, outcome: SessionOutcome, *, html: bool) -> Ru
         reports = write_session_reports(session, outcome)
         result = RunResult.from_reports(session.run_dir, reports)
         if html:
-            from assay.view import write_html_report
+            from assay.view.static_report import write_report_file
 
-            result.html_report = write_html_report(session.run_dir)
+            result.html_report = write_report_file(session.run_dir)
         return result
     finally:
         session.release()

@@ -66,7 +66,7 @@ def add_traces(
     store: StoreUrl = None,
 ) -> None:
     """Add the traces of a file (one example per trace, or per session) as one new version."""
-    from assay.api.judges import add_traces_to_dataset
+    from assay.api import add_traces_to_dataset
 
     with user_errors():
         result = add_traces_to_dataset(

@@ -23,7 +23,7 @@ def add(
     store: StoreUrl = None,
 ) -> None:
     """Store a judge file as the judge's next version (unchanged content adds nothing)."""
-    from assay.api.judges import add_judge
+    from assay.api import add_judge
 
     with user_errors():
         record, created = add_judge(name, file, store=store)

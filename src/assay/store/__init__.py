@@ -68,6 +68,7 @@ from assay.store.models import (
 from assay.store.schema import FIELD_TYPES, FieldType, Schema, load_schema, parse_schema
 from assay.store.sources import read_rows
 from assay.store.store import Store, open_store
+from assay.store.trace_import import add_traces_to_dataset
 from assay.store.traces import final_output
 
 __all__ = [
@@ -84,6 +85,7 @@ __all__ = [
     "Store",
     "StoreError",
     "VersionInfo",
+    "add_traces_to_dataset",
     "final_output",
     "infer_schema",
     "load_schema",

@@ -1,6 +1,6 @@
 """The store's verbs on files: add or import JSONL/CSV/Parquet files, export a version to
 one, a schema from a file, ``NAME@N`` references and id lists (``assay dataset …`` and
-:class:`assay.Store` call these)."""
+:class:`assay.store.Store` call these)."""
 
 from __future__ import annotations
 

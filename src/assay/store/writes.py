@@ -372,13 +372,14 @@ def _current_members(
     """``(member_id, example_id, data)`` of each of ``example_ids`` that the latest version
     holds, asked :data:`CHUNK` ids at a time (a database's limit on bound parameters)."""
     for start in range(0, len(example_ids), CHUNK):
-        yield from connection.execute(
+        found = connection.execute(
             select(members.c.member_id, members.c.example_id, members.c.data).where(
                 members.c.dataset_id == dataset.dataset_id,
                 members.c.removed_in.is_(None),
                 members.c.example_id.in_(example_ids[start : start + CHUNK]),
             )
-        ).tuples()
+        )
+        yield from ((member_id, example_id, text) for member_id, example_id, text in found)
 
 
 def _mark_removed(connection: Connection, member_ids: list[int], number: int) -> None:

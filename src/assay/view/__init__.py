@@ -6,12 +6,16 @@ It reads run folders as they are and never writes into them; the rows of each ru
 indexed in a scratch folder of its own (:mod:`assay.view.index`). It uses the same reading,
 roll-up and comparison functions as :mod:`assay.api` (``orchestration.runfiles``,
 ``reports.compare``, ``results.transcript_otlp``), from below it: the API starts the viewer
-and writes the HTML report through :func:`serve` and :func:`write_html_report`.
+and writes the HTML report through :func:`view_runs` and :func:`write_html_report`.
+
+The viewer's verbs, for Python: :func:`view_runs` (``assay view``), :func:`write_html_report`
+(``assay report RUN_DIR --html``), :func:`export_rows` (``assay report RUN_DIR --rows``).
 """
 
 from __future__ import annotations
 
-from assay.view.server import serve
+from assay.view.export import export_rows
+from assay.view.server import view_runs
 from assay.view.static_report import REPORT_FILE, html_report, write_html_report
 
-__all__ = ["REPORT_FILE", "html_report", "serve", "write_html_report"]
+__all__ = ["REPORT_FILE", "export_rows", "html_report", "view_runs", "write_html_report"]

@@ -20,7 +20,9 @@ import csv
 import io
 import json
 import os
+import shutil
 import sqlite3
+import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import fields
 from pathlib import Path
@@ -31,6 +33,7 @@ from pydantic import ValidationError
 
 from assay.errors import UsageError
 from assay.orchestration.loading.secrets import results_redactor
+from assay.orchestration.running.runfiles import resolve_run_dir
 from assay.results.safe_text import csv_cell
 from assay.results.secrets import Redactor
 from assay.results.task_result import EvaluationResult
@@ -153,3 +156,42 @@ def _csv_line(cells: list[str]) -> str:
     buffer = io.StringIO()
     csv.writer(buffer, lineterminator="\n").writerow(cells)
     return buffer.getvalue()
+
+
+def export_rows(run_dir: str | Path, *, rows: str = "", format: str = "csv") -> Iterator[str]:
+    """The rows of a run that a filter selects, as CSV or JSON Lines, line by line (the
+    rows page's download; ``assay report RUN_DIR --rows FILTER --format csv|jsonl``): every
+    page of the filter, in its order, with each row's whole prompt, response and dataset
+    row; no secret written, CSV formula cells neutralised. Nothing is written into the run
+    folder.
+
+    Args:
+        run_dir: the run (``runs/latest`` works).
+        rows: the rows page's query string, e.g. ``status=FAILURE&q=love`` (empty: every
+            row).
+        format: ``csv`` (a header line, then one line per row) or ``jsonl``.
+
+    Returns:
+        The lines, each ending with a newline (read as they are produced).
+
+    Raises:
+        UsageError: not a run directory; a name that is not a filter; an unknown format.
+    """
+    from assay.view.index import RowIndex
+
+    folder = resolve_run_dir(run_dir)
+    chosen = parse_filter(rows)
+    if format not in FORMATS:
+        raise UsageError(f"--format: '{format}' is not one of {', '.join(FORMATS)}")
+
+    def lines() -> Iterator[str]:
+        scratch = Path(tempfile.mkdtemp(prefix="assay-export-"))
+        try:
+            index = RowIndex(folder, scratch / "index.sqlite")
+            index.refresh()
+            with index.connect() as db:
+                yield from export_lines(db, folder, chosen, format)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+    return lines()

@@ -83,8 +83,8 @@ def url_of(sock: socket.socket) -> str:
     return f"http://{shown}:{port}/"
 
 
-def serve(
-    folders: Sequence[str | Path],
+def view_runs(
+    folders: Sequence[str | Path] = ("runs",),
     *,
     host: str = LOOPBACK,
     port: int | None = None,
@@ -95,18 +95,22 @@ def serve(
     labels: str | None = None,
     reviewer: str | None = None,
 ) -> None:
-    """Serve the viewer over ``folders`` (run folders or folders of runs) until Ctrl-C (or
-    SIGTERM), then remove its index and return.
+    """Serve the viewer over run folders or folders of runs until Ctrl-C (or SIGTERM),
+    then remove its index and return (``assay view``).
+
+    It reads the folders as they are (a run in progress included, updating as rows finish)
+    and never writes into them.
 
     Args:
-        folders: what to show (each checked to exist).
-        host: the address to listen on (127.0.0.1; another one is warned about).
+        folders: run folders, or folders of runs (default ``runs``; each checked to exist).
+        host: the address to listen on; 127.0.0.1 unless you mean to share it (then
+            ``on_warning`` is told: the viewer has no login).
         port: the port (``None``: a free one).
         open_browser: open the viewer's URL in the default browser once listening.
-        on_ready: called with the URL once the server listens.
-        on_warning: called with each warning (a non-loopback host).
+        on_ready: called with the URL (``http://127.0.0.1:PORT/``) once it listens.
+        on_warning: called with each warning.
         store: the store human labels are saved to (``None``: ``$ASSAY_STORE``, else
-            ``.assay/store.db``; opened on the first label).
+            ``.assay/store.db``; opened on the first label); never the run folders.
         labels: the dataset every run's labels go to (``None``: ``review-RUN`` per run).
         reviewer: the name a label carries when the page gives none (``None``: the
             system's user name).

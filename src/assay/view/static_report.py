@@ -20,6 +20,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from assay.orchestration.running.runfiles import resolve_run_dir
 from assay.results.io import write_text_atomic
 from assay.results.secrets import Redactor, clip_head
 from assay.spec.run_names import REPORT_FILE as REPORT_FILE  # re-exported
@@ -80,11 +81,30 @@ def html_report(run_dir: Path, *, failed_limit: int = FAILED_LIMIT) -> str:
                       failed={"total": total, "rows": rows}, every=every)  # fmt: skip
 
 
-def write_html_report(run_dir: Path, *, output: Path | None = None) -> Path:
-    """Write ``report.html`` into the run folder (or to ``output``) and return its path.
+def write_html_report(run_dir: str | Path, *, output: str | Path | None = None) -> Path:
+    """Write the run's self-contained ``report.html`` (the run page's figures and the rows
+    that did not pass; it opens from a file with no server and no network) and return its
+    path (``assay report RUN_DIR --html``). The run's other reports are left as they are
+    (:func:`assay.report` rebuilds them).
 
     The run's files are redacted already; the page is redacted again with the secrets of
-    this process's environment, as every report is (:mod:`assay.results.secrets`)."""
+    this process's environment, as every report is (:mod:`assay.results.secrets`).
+
+    Args:
+        run_dir: the run (``runs/latest`` works).
+        output: where to write it (default ``RUN_DIR/report.html``).
+
+    Raises:
+        UsageError: not a run directory.
+    """
+    folder = resolve_run_dir(run_dir)
+    return write_report_file(folder, output=Path(output) if output is not None else None)
+
+
+def write_report_file(run_dir: Path, *, output: Path | None = None) -> Path:
+    """Write ``report.html`` of the run folder ``run_dir`` (a run's own folder, as the run
+    names it) into it, or to ``output``, and return its path (``run_dir / report.html``
+    when not told otherwise)."""
     target = output if output is not None else run_dir / REPORT_FILE
     redactor = Redactor.from_environment(os.environ)
     write_text_atomic(target, html_report(run_dir), redactor=redactor)
