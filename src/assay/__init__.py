@@ -7,10 +7,11 @@ command line starts without them::
     result = assay.run("tasks/", sample=50)
 
 The other verbs live with what they serve: the store's in :mod:`assay.store` (``Store``,
-``add_traces_to_dataset``), the judges' in :mod:`assay.judges` (``add_judge``), the viewer's
-in :mod:`assay.view` (``view_runs``, ``export_rows``, ``write_html_report``), and every verb
-in :mod:`assay.api` (``calibrate_judge``, ``add_run_to_dataset``, ``convert_qa``, …). Their
-old names at the top still work, with a ``DeprecationWarning`` naming the new place.
+``add_run_to_dataset``, ``add_traces_to_dataset``), the judges' in :mod:`assay.judges`
+(``add_judge``), the viewer's in :mod:`assay.view` (``view_runs``, ``export_rows``,
+``write_html_report``), and every verb in :mod:`assay.api` (``calibrate_judge``, whose agent
+judges run agents, ``convert_qa``, …). Their old names at the top still work, with a
+``DeprecationWarning`` naming the new place.
 """
 
 from __future__ import annotations
@@ -80,7 +81,7 @@ _EXPORTS = {name: _HOMES.get(name, "assay.api") for name in __all__ if name != "
 _MOVED = {
     "Store": "assay.store", "add_traces_to_dataset": "assay.store", "add_judge": "assay.judges",
     "view_runs": "assay.view", "export_rows": "assay.view", "write_html_report": "assay.view",
-    "calibrate_judge": "assay.api", "add_run_to_dataset": "assay.api",
+    "calibrate_judge": "assay.api", "add_run_to_dataset": "assay.store",
 }  # fmt: skip
 """Names the top level exported before they moved to the package they serve."""
 

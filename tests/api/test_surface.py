@@ -27,7 +27,7 @@ TYPES = {"RunResult", "SuiteResult", "Gate", "Plan", "LoadedTask", "TaskDefiniti
 MOVED = {
     "Store": assay.store, "add_traces_to_dataset": assay.store, "add_judge": assay.judges,
     "view_runs": assay.view, "export_rows": assay.view, "write_html_report": assay.view,
-    "calibrate_judge": assay.api, "add_run_to_dataset": assay.api,
+    "calibrate_judge": assay.api, "add_run_to_dataset": assay.store,
 }  # fmt: skip
 
 

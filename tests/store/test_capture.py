@@ -57,11 +57,11 @@ def test_a_runs_failures_become_trace_backed_rows_graded_again(
     workdir: Path, store_url: str
 ) -> None:
     run_dir = _run(workdir)
-    added = assay.api.add_run_to_dataset("captured", run_dir, only_failures=True, store=store_url)
+    added = assay.store.add_run_to_dataset("captured", run_dir, only_failures=True, store=store_url)
     assert added.created and added.added == ["c"] and added.version is not None
     assert added.mapping == {"text": "row.text", "label": "row.label", "input": "prompt",
                              "actual_output": "response", "trace": "trace"}  # fmt: skip
-    again = assay.api.add_run_to_dataset("captured", run_dir, only_failures=True, store=store_url)
+    again = assay.store.add_run_to_dataset("captured", run_dir, only_failures=True, store=store_url)
     assert again.version is None and again.skipped_existing == ["c"]
     with open_store(store_url) as store:
         info = store.dataset("captured")
@@ -87,13 +87,13 @@ def test_mapping_filters_and_their_messages(workdir: Path, store_url: str) -> No
         store.create_dataset("slim", assay.store.Schema({"review": "string", "verdict": "string",
                                                           "score": "number"}))  # fmt: skip
     with pytest.raises(UsageError) as caught:
-        assay.api.add_run_to_dataset("slim", run_dir, store=store_url)
+        assay.store.add_run_to_dataset("slim", run_dir, store=store_url)
     assert caught.value.message == "field 'review' of dataset 'slim' has no source in these cases"
     assert caught.value.hint is not None
     assert caught.value.hint.startswith("map it: --map review=SOURCE (sources: error, model, ")
     assert "row.id, row.label, row.text, row_id, score, status" in caught.value.hint
     assert re.search(r"; and \d+ span attribute\(s\): attr\.assay\.cost_usd, ", caught.value.hint)
-    added = assay.api.add_run_to_dataset(
+    added = assay.store.add_run_to_dataset(
         "slim", run_dir, store=store_url, suite="sentiment",
         mapping=["review=row.text", "verdict=status", "score=attr.gen_ai.usage.output_tokens"],
     )  # fmt: skip
@@ -110,12 +110,12 @@ def test_mapping_filters_and_their_messages(workdir: Path, store_url: str) -> No
                                          "verdict, score)"),
     ]:  # fmt: skip
         with pytest.raises(UsageError) as caught:
-            assay.api.add_run_to_dataset("slim", run_dir, store=store_url, **kwargs)  # type: ignore[arg-type]
+            assay.store.add_run_to_dataset("slim", run_dir, store=store_url, **kwargs)  # type: ignore[arg-type]
         assert caught.value.message == message
     with open_store(store_url) as store:
         store.create_dataset("slim2", store.dataset("slim").schema)
     with pytest.raises(StoreError) as caught_store:
-        assay.api.add_run_to_dataset(
+        assay.store.add_run_to_dataset(
             "slim2",
             run_dir,
             store=store_url,
@@ -125,7 +125,7 @@ def test_mapping_filters_and_their_messages(workdir: Path, store_url: str) -> No
         caught_store.value.message
     )
     with pytest.raises(UsageError, match="dataset 'fresh' has no field 'nope'"):
-        assay.api.add_run_to_dataset("fresh", run_dir, store=store_url, suite="sentiment",
+        assay.store.add_run_to_dataset("fresh", run_dir, store=store_url, suite="sentiment",
                                  mapping=["nope=status"])  # fmt: skip
     with open_store(store_url) as store:  # a refused capture leaves no empty dataset behind
         assert "fresh" not in [d.name for d in store.datasets()]
@@ -301,16 +301,16 @@ def test_a_later_run_that_answers_differently_is_new_evidence(
     other answer and trace) is added under a derived id and said, not dropped as
     "already in"; the same evidence twice is added once."""
     first = _run(workdir)
-    assay.api.add_run_to_dataset("captured", first, only_failures=True, store=store_url)
+    assay.store.add_run_to_dataset("captured", first, only_failures=True, store=store_url)
     write(workdir / "answers.yaml", "replies:\n  - {match: good, reply: positive}\n"
                                     "  - {match: bad, reply: positive}\n"
                                     "default: negative\n")  # fmt: skip
     second = assay.run(workdir / "task.yaml").run_dir  # b fails now; c again, with a new trace
-    added = assay.api.add_run_to_dataset("captured", second, only_failures=True, store=store_url)
+    added = assay.store.add_run_to_dataset("captured", second, only_failures=True, store=store_url)
     assert list(added.renamed) == ["c"] and re.fullmatch(r"c~[0-9a-f]{8}", added.renamed["c"])
     assert sorted(added.added) == sorted(["b", added.renamed["c"]])
     assert added.skipped_existing == [] and added.version is not None
-    again = assay.api.add_run_to_dataset("captured", second, only_failures=True, store=store_url)
+    again = assay.store.add_run_to_dataset("captured", second, only_failures=True, store=store_url)
     assert again.version is None and sorted(again.skipped_existing) == ["b", "c"]
     with open_store(store_url) as store:
         answers = {e.example_id: e.data["actual_output"] for e in store.iter_examples("captured")}

@@ -13,7 +13,7 @@ from scipy.stats import binomtest
 from sklearn.metrics import f1_score
 
 from assay.metrics.bootstrap import bootstrap, bootstrap_grouped, macro_f1, ratio
-from assay.orchestration.running.runfiles import load_results
+from assay.results.run_folder import load_results
 from assay.results.task_result import ClassificationCriterionResult
 from assay.view.estimates import (
     GROUPED_LIMIT,

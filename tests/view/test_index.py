@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from assay.orchestration.running.runfiles import load_results
+from assay.results.run_folder import load_results
 from assay.results.task_result import EvaluationResult
 from assay.view.index import RowIndex, scan_rows
 from assay.view.queries import RowFilter, facets, neighbours, row_page

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
         evaluate_predictions,
         report,
     )
-    from assay.api.judges import add_run_to_dataset, calibrate_judge
+    from assay.api.judges import calibrate_judge
     from assay.api.machine import agent_clis, sandbox_drivers
     from assay.api.power import power
     from assay.api.result import Gate, RunResult, SuiteResult
@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from assay.judges import add_judge
     from assay.orchestration.loading.task_loader import LoadedTask
     from assay.orchestration.planning.plan import Plan
-    from assay.store import Store, add_traces_to_dataset
+    from assay.store import Store, add_run_to_dataset, add_traces_to_dataset
     from assay.view import export_rows, view_runs, write_html_report
 
 _MODULES = {
@@ -75,7 +75,7 @@ _MODULES = {
         "run",
         "run_async",
     ),
-    "assay.api.judges": ("add_run_to_dataset", "calibrate_judge"),
+    "assay.api.judges": ("calibrate_judge",),
     "assay.judges": ("add_judge",),
     "assay.orchestration.loading.task_loader": ("LoadedTask",),
     "assay.orchestration.planning.plan": ("Plan",),
@@ -84,7 +84,7 @@ _MODULES = {
     "assay.api.tasks": ("load_task", "task", "task_schema"),
     "assay.api.tools": ("cache_stats", "clear_cache", "convert_qa"),
     "assay.view": ("export_rows", "view_runs", "write_html_report"),
-    "assay.store": ("Store", "add_traces_to_dataset"),
+    "assay.store": ("Store", "add_run_to_dataset", "add_traces_to_dataset"),
 }
 _HOME = {name: module for module, names in _MODULES.items() for name in names}
 

@@ -39,7 +39,7 @@ from assay.judges.calibration import (
     human_value,
     write_calibration,
 )
-from assay.orchestration.running.runfiles import load_task_json, scan_task_jsons
+from assay.results.run_folder import load_task_json, scan_task_jsons
 from assay.results.task_result import CriterionResult, EvaluationResult
 from assay.spec.judge import VerdictSpec
 from assay.spec.task import TaskDefinition

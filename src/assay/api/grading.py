@@ -26,13 +26,13 @@ from assay.criteria.registry import CriterionRegistry
 from assay.orchestration.loading.secrets import results_redactor
 from assay.orchestration.planning.datacheck import check_run_dir
 from assay.orchestration.planning.options import criteria_registry
-from assay.orchestration.running.runfiles import iter_results, load_run_results, resolve_run_dir
 from assay.orchestration.running.runlock import lock_run_dir
 from assay.reports.compare import compare_runs, write_comparison
 from assay.reports.rebuild import check_secrets as find_secrets
 from assay.reports.rebuild import rebuild_reports, report_regraded
 from assay.results.experiment import ExperimentResult
 from assay.results.io import check_output_file, check_output_folder
+from assay.results.run_folder import iter_results, load_run_results, resolve_run_dir
 from assay.results.secret_scan import SecretFinding
 
 

@@ -1,39 +1,37 @@
-"""Judges and production cases from Python: calibrate a judge against human labels
-(``assay judge calibrate``) and add a run's cases to a dataset (``assay dataset add-run``).
-Storing a judge version is :func:`assay.judges.add_judge` (``assay judge add``), a trace
-file's cases :func:`assay.store.add_traces_to_dataset` (``add-traces``).
+"""Calibrating a judge against human labels from Python (``assay judge calibrate``): an LLM
+judge on a labelled store dataset, an agent judge on a run's rows (it runs the agent, so it
+lives here, above the judges' package). Storing a judge version is
+:func:`assay.judges.add_judge` (``assay judge add``); a run's or a trace file's cases go into
+a dataset with :func:`assay.store.add_run_to_dataset` and
+:func:`assay.store.add_traces_to_dataset` (``assay dataset add-run`` / ``add-traces``).
 
 ```python
 import assay.api
 import assay.judges
+import assay.store
 
 record, created = assay.judges.add_judge("helpful", "judges/helpful.yaml")   # helpful@1
 result = assay.api.calibrate_judge("helpful", dataset="labels", label_field="human")
 print(result.report["kappa"], result.directory / "calibration.md")
-assay.api.add_run_to_dataset("regressions", "runs/latest", only_failures=True)
+assay.store.add_run_to_dataset("regressions", "runs/latest", only_failures=True)
 ```
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
-from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
 from assay.api.agent_calibration import Labels, calibrate_agent_judge, run_folder
-from assay.api.capture import add_run
 from assay.api.runs import no_running_loop
 from assay.errors import UsageError
 from assay.judges.assets import JudgeResolver, load_judge_file
 from assay.judges.calibration import CalibrationResult, Progress, calibrate
-from assay.orchestration.running.runfiles import resolve_run_dir
 from assay.results.io import check_output_folder
-from assay.results.secrets import Redactor
+from assay.results.run_folder import resolve_run_dir
 from assay.spec.judge import JudgeAsset, judge_reference, split_calibration_pin
 from assay.store import open_store
-from assay.store.capture import CaptureResult, parse_mapping
 
 CALIBRATIONS_DIR = Path("calibrations")
 
@@ -156,40 +154,3 @@ def _calibrate_agent_judge(
         return asyncio.run(calibrate_agent_judge(opened, run, labels, criterion=criterion,
                                                  directory=directory, jobs=jobs,
                                                  progress=progress))  # fmt: skip
-
-
-def add_run_to_dataset(
-    name: str,
-    run_dir: str | Path,
-    *,
-    mapping: Sequence[str] | dict[str, str] = (),
-    only_failures: bool = False,
-    suite: str | None = None,
-    variant: str | None = None,
-    store: str | None = None,
-) -> CaptureResult:
-    """Add the row-tasks of a run as examples of dataset ``name`` (created when missing),
-    copying each row's trace into the store (``assay dataset add-run``).
-
-    Args:
-        mapping: ``FIELD=SOURCE`` items (or a dict); see :mod:`assay.api.capture`.
-        only_failures: only rows that did not pass (failed or errored).
-        suite: only that suite.
-        variant: only that variant.
-
-    Raises:
-        UsageError: not a run, an unknown suite or variant, a bad mapping. StoreError: a
-            value that does not fit its field; nothing is added then.
-    """
-    fields = dict(mapping) if isinstance(mapping, dict) else parse_mapping(mapping)
-    with open_store(store) as opened:
-        return add_run(
-            opened,
-            name,
-            Path(run_dir),
-            mapping=fields,
-            only_failures=only_failures,
-            suite=suite,
-            variant=variant,
-            redactor=Redactor.from_environment(os.environ),
-        )

@@ -44,7 +44,7 @@ def power(
     Raises:
         UsageError: neither a baseline run nor a baseline rate; a bad value (named).
     """
-    from assay.orchestration.running.runfiles import load_run_results, resolve_run_dir
+    from assay.results.run_folder import load_run_results, resolve_run_dir
 
     if replicates < 1:
         raise UsageError(f"replicates must be at least 1, got {replicates}")

@@ -43,13 +43,13 @@ from assay.orchestration.running.grading import (
     weighted_score,
 )
 from assay.orchestration.running.rowfiles import SANDBOX_DIR
-from assay.orchestration.running.runfiles import load_task_json, scan_task_jsons
 from assay.orchestration.running.services import RunServices, run_services
 from assay.providers.pool import ModelKey, ModelPool, PoolSettings, default_registry
 from assay.qa import PredictionRecord
 from assay.qa.schema import OPEN_TYPES
 from assay.results.io import LogFolder, read_json, write_model_atomic
 from assay.results.output import console, joined_output
+from assay.results.run_folder import load_task_json, scan_task_jsons
 from assay.results.secrets import MARKER_PREFIX, Redactor
 from assay.results.status import FinalStatus
 from assay.results.task_result import CriterionResult, EvaluationResult

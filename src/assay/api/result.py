@@ -10,11 +10,11 @@ from pathlib import Path
 
 from assay.errors import UsageError
 from assay.orchestration.running.rundir import item_dir
-from assay.orchestration.running.runfiles import entry_task_jsons, load_task_json
 from assay.reports.writer import Reports
 from assay.results.io import read_json
 from assay.results.run import RunSummary, SecretFindingRecord
 from assay.results.run_file import iter_task_rows, read_summary
+from assay.results.run_folder import entry_task_jsons, load_task_json
 from assay.results.suite import CriterionAggregate, SuiteRollup
 from assay.results.task_result import EvaluationResult
 

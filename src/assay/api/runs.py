@@ -20,7 +20,6 @@ from assay.orchestration.planning.options import Overrides, plan_options
 from assay.orchestration.planning.plan import Plan, TaskSource, build_plan
 from assay.orchestration.running.executors import EXECUTORS, ExecutorChoice, ExecutorKind
 from assay.orchestration.running.progress import NoProgress, Progress
-from assay.orchestration.running.runfiles import existing_run_dir
 from assay.orchestration.running.runner import RunOptions
 from assay.orchestration.running.services import ModelSettings
 from assay.orchestration.running.session import (
@@ -36,6 +35,7 @@ from assay.providers.limits import EndpointLimits
 from assay.reports.progress import make_progress
 from assay.reports.session import write_session_reports
 from assay.results.output import RedactingStream, console
+from assay.results.run_folder import existing_run_dir
 from assay.spec.task import TaskDefinition
 
 TaskInput = str | Path | LoadedTask | TaskDefinition | Mapping[str, Any]

@@ -36,7 +36,7 @@ def add_run(
     store: StoreUrl = None,
 ) -> None:
     """Add a run's row-tasks (response, trace, row fields) as one new version."""
-    from assay.api.judges import add_run_to_dataset
+    from assay.api import add_run_to_dataset
 
     with user_errors():
         result = add_run_to_dataset(

@@ -13,18 +13,13 @@ from assay.criteria.registry import CriterionRegistry, default_criteria
 from assay.errors import UsageError
 from assay.orchestration.loading.secrets import results_redactor
 from assay.orchestration.planning.datacheck import check_run_dir
-from assay.orchestration.running.runfiles import (
-    has_results,
-    iter_results,
-    resolve_run_dir,
-    scan_task_jsons,
-)
 from assay.orchestration.running.stopping import stopping_facts
 from assay.reports.writer import Reports, RunMeta, Stage, write_reports
 from assay.results.io import read_json, read_model
 from assay.results.plan_record import PLAN_FILE, PlanRecord
 from assay.results.run import RunSummary
 from assay.results.run_file import read_summary
+from assay.results.run_folder import has_results, iter_results, resolve_run_dir, scan_task_jsons
 from assay.results.secret_scan import SecretFinding, scan_run
 from assay.results.secrets import Redactor
 from assay.results.task_result import EvaluationResult

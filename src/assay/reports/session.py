@@ -7,11 +7,11 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 
-from assay.orchestration.running.runfiles import iter_results
 from assay.orchestration.running.session import RunSession, SessionOutcome
 from assay.orchestration.running.stopping import stopping_facts
 from assay.reports.writer import Reports, RunMeta, write_reports
 from assay.results.plan_record import read_sessions
+from assay.results.run_folder import iter_results
 from assay.results.task_result import EvaluationResult
 
 

@@ -74,7 +74,7 @@ def write_reports(
 ) -> Reports:
     """Write suites (with ``prediction.jsonl``/``metrics.json`` for QA suites), ``run.json``,
     ``run.md`` (and JUnit XML) for ``results``: a list, or a function that reads the rows
-    again each time it is called (:func:`assay.orchestration.running.runfiles.iter_results` of the
+    again each time it is called (:func:`assay.results.run_folder.iter_results` of the
     run folder), for runs of any size. The rows are counted as they come
     (:class:`~assay.reports.rollup.SuiteTally`, :class:`RunTally`) and listed in report order
     through a sorted spill (:class:`~assay.reports.spill.SortedLines`); only a suite with

@@ -65,6 +65,7 @@ from assay.store.models import (
     SourceRow,
     VersionInfo,
 )
+from assay.store.run_capture import add_run_to_dataset
 from assay.store.schema import FIELD_TYPES, FieldType, Schema, load_schema, parse_schema
 from assay.store.sources import read_rows
 from assay.store.store import Store, open_store
@@ -85,6 +86,7 @@ __all__ = [
     "Store",
     "StoreError",
     "VersionInfo",
+    "add_run_to_dataset",
     "add_traces_to_dataset",
     "final_output",
     "infer_schema",

@@ -4,7 +4,7 @@ filtered on the server, a row's transcript, two runs row by row), and the self-c
 
 It reads run folders as they are and never writes into them; the rows of each run are
 indexed in a scratch folder of its own (:mod:`assay.view.index`). It uses the same reading,
-roll-up and comparison functions as :mod:`assay.api` (``orchestration.runfiles``,
+roll-up and comparison functions as :mod:`assay.api` (``results.run_folder``,
 ``reports.compare``, ``results.transcript_otlp``), from below it: the API starts the viewer
 and writes the HTML report through :func:`view_runs` and :func:`write_html_report`.
 

@@ -33,7 +33,7 @@ from pydantic import ValidationError
 
 from assay.errors import UsageError
 from assay.orchestration.loading.secrets import results_redactor
-from assay.orchestration.running.runfiles import resolve_run_dir
+from assay.results.run_folder import resolve_run_dir
 from assay.results.safe_text import csv_cell
 from assay.results.secrets import Redactor
 from assay.results.task_result import EvaluationResult

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from assay.orchestration.running.runfiles import REPLICATE_DIR
+from assay.results.run_folder import REPLICATE_DIR
 from assay.results.secrets import clip_head
 from assay.results.task_result import EvaluationResult
 from assay.view.reading import read_bytes, read_json_text, read_text_head

@@ -20,8 +20,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from assay.orchestration.running.runfiles import resolve_run_dir
 from assay.results.io import write_text_atomic
+from assay.results.run_folder import resolve_run_dir
 from assay.results.secrets import Redactor, clip_head
 from assay.spec.run_names import REPORT_FILE as REPORT_FILE  # re-exported
 from assay.view.queries import LIST_COLUMNS, SORTS

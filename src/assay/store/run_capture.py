@@ -18,21 +18,21 @@ a task with ``agent: none`` grades the stored outputs again.
 
 from __future__ import annotations
 
+import os
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from assay.errors import UsageError
-from assay.orchestration.running.runfiles import load_task_json, resolve_run_dir, task_json_paths
 from assay.results.io import read_json
+from assay.results.run_folder import load_task_json, resolve_run_dir, task_json_paths
 from assay.results.secrets import Redactor
 from assay.results.task_result import EvaluationResult
-from assay.store.capture import Captured, CaptureResult, capture, value_kind
+from assay.store.capture import Captured, CaptureResult, capture, parse_mapping, value_kind
 from assay.store.schema import FieldType, Schema
+from assay.store.store import Store, open_store
 from assay.store.trace_cases import attributes
-
-if TYPE_CHECKING:
-    from assay.store import Store
 
 RUN_FIELDS: dict[str, FieldType] = {"input": "string", "actual_output": "string", "trace": "trace"}
 
@@ -151,3 +151,41 @@ def add_run(
         origin=str(run_dir),
         redactor=redactor,
     )
+
+
+def add_run_to_dataset(
+    name: str,
+    run_dir: str | Path,
+    *,
+    mapping: Sequence[str] | dict[str, str] = (),
+    only_failures: bool = False,
+    suite: str | None = None,
+    variant: str | None = None,
+    store: str | None = None,
+) -> CaptureResult:
+    """Add the row-tasks of a run as examples of dataset ``name`` (created when missing),
+    copying each row's trace into the store (``assay dataset add-run``). What is stored is
+    redacted with the secrets of this process's environment.
+
+    Args:
+        mapping: ``FIELD=SOURCE`` items (or a dict); see this module's docstring.
+        only_failures: only rows that did not pass (failed or errored).
+        suite: only that suite.
+        variant: only that variant.
+
+    Raises:
+        UsageError: not a run, an unknown suite or variant, a bad mapping. StoreError: a
+            value that does not fit its field; nothing is added then.
+    """
+    fields = dict(mapping) if isinstance(mapping, dict) else parse_mapping(mapping)
+    with open_store(store) as opened:
+        return add_run(
+            opened,
+            name,
+            Path(run_dir),
+            mapping=fields,
+            only_failures=only_failures,
+            suite=suite,
+            variant=variant,
+            redactor=Redactor.from_environment(os.environ),
+        )
