@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from assay.results.secrets import Redactor
 from assay.sandbox.environment import agent_environment, environment_names
 from assay.sandbox.tempdir import Sandbox
@@ -97,3 +99,47 @@ def test_a_coding_agent_passes_names_on_purpose_and_withholds_its_endpoint_key()
     assert task.env_passthrough == {"GITHUB_TOKEN"} and task.credential_variables == {"MY_LLM"}
     env = row_env(HOST, task, variant_id="v", replicate=0, sandbox=None, task_dir=None)
     assert {"GITHUB_TOKEN", "PATH"} <= set(env) and not {"MY_LLM", "OPENAI_API_KEY"} & set(env)
+
+
+STALE = """\
+task_id: stale
+description: d
+initial_prompt: go
+agent:
+  type: command
+  command: >-
+    printf 'def f():\\n    return 1\\n' > mod.py &&
+    python3 -c 'import mod; print(mod.f())' &&
+    printf 'def f():\\n    return 2\\n' > mod.py
+success_criteria:
+  - {type: run_command, command: "python3 -c 'import mod; print(mod.f())'",
+     expected_stdout: "2", description: the module as rewritten}
+"""
+
+
+def test_a_rows_python_leaves_no_bytecode_to_go_stale(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A module rewritten within the same second at the same size: bytecode the agent's
+    Python left behind would still pass Python's check (source mtime in whole seconds, and
+    size), so the criterion would run the old code. Rows get PYTHONDONTWRITEBYTECODE=1
+    unless the host sets it."""
+    import assay
+    from assay.api.tasks import TaskDefinition
+    from assay.orchestration.running.environment import row_env
+
+    monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
+    task = write(tmp_path / "t.yaml", STALE)
+    result = assay.run(str(task), run_dir=str(tmp_path / "runs"), keep_sandboxes=True)
+    assert result.exit_code == 0
+    assert not list((tmp_path / "runs").rglob("__pycache__"))
+    definition = TaskDefinition.model_validate({
+        "task_id": "t", "description": "d", "agent": {"type": "none"},
+        "success_criteria": [{"type": "file_exists", "path": "x", "description": "d"}],
+    })  # fmt: skip
+    made = row_env({"PATH": "/bin"}, definition, variant_id="default", replicate=0,
+                   sandbox=None, task_dir=None)  # fmt: skip
+    assert made["PYTHONDONTWRITEBYTECODE"] == "1"
+    kept = row_env({"PATH": "/bin", "PYTHONDONTWRITEBYTECODE": "x"}, definition,
+                   variant_id="default", replicate=0, sandbox=None, task_dir=None)  # fmt: skip
+    assert kept["PYTHONDONTWRITEBYTECODE"] == "x"

@@ -31,7 +31,11 @@ def row_env(
     without its secrets (:func:`assay.sandbox.environment.agent_environment`; ``hidden``
     adds names to withhold; the task's own credential variables are always withheld and its
     passthrough names passed), plus assay's ``ASSAY_*`` variables, and ``record_cli``'s
-    shims first on ``PATH``."""
+    shims first on ``PATH``, and ``PYTHONDONTWRITEBYTECODE=1`` unless the host sets it: a
+    row's Python programs leave no bytecode in its sandbox, where it would go stale when an
+    agent rewrites a module within the same second at the same size (Python checks a
+    source's modification time in whole seconds, and its size) and would be counted among
+    the row's files."""
     env = agent_environment(
         base,
         passthrough=task.env_passthrough,
@@ -48,6 +52,8 @@ def row_env(
             "ASSAY_TASK_DIR": str(task_dir.absolute()) if task_dir else "",
         }
     )
+    if not env.get("PYTHONDONTWRITEBYTECODE"):
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
     if task.sandbox.record_cli and sandbox is not None:
         return shim_path(env, sandbox)
     return env
