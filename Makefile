@@ -111,15 +111,20 @@ lint: install-dev
 typecheck: install-dev
 	$(BIN)/mypy
 
+# The tests' bytecode is kept between runs (pytest's rewritten test modules, the helper
+# scripts the tests start), even where PYTHONDONTWRITEBYTECODE is set: collecting the suite
+# takes 13 s of CPU a worker without it and 5 s with it (2026-12-05). Empty means unset.
+KEEP_BYTECODE := PYTHONDONTWRITEBYTECODE=
+
 pytest: install-dev
-	$(BIN)/pytest -q $(PARALLEL) --durations=25 --cov --cov-report=term:skip-covered
+	$(KEEP_BYTECODE) $(BIN)/pytest -q $(PARALLEL) --durations=25 --cov --cov-report=term:skip-covered
 
 ## test-fast: the inner loop: ruff, mypy and the tests without the slow real components
 ## (SmolLM2, Ray, Chromium, PostgreSQL, the coding-agent CLIs), no coverage.
 test-fast: install-dev lint typecheck pytest-fast
 
 pytest-fast: install-dev
-	$(BIN)/pytest -q $(PARALLEL) -m "not ($(SLOW))"
+	$(KEEP_BYTECODE) $(BIN)/pytest -q $(PARALLEL) -m "not ($(SLOW))"
 
 ## docs: the documentation site (MkDocs with Material) in site/, built offline with warnings as
 ## errors; the task-file and CLI references are generated from the code (docs/hooks/).
