@@ -154,7 +154,8 @@ def _merged(errors: Sequence[UserError]) -> list[str]:
         if len(group) == 1:
             texts.append(first.render())
             continue
-        where = ", ".join(e.file + (f":{e.line}" if e.line else "") for e in group if e.file)
+        places = (e.file + (f":{e.line}" if e.line else "") for e in group if e.file)
+        where = ", ".join(dict.fromkeys(places))
         texts.append(UserError(first.message, file=where, field=first.field,
                                row_id=first.row_id, hint=first.hint).render())  # fmt: skip
     return texts
