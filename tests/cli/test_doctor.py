@@ -148,3 +148,29 @@ def test_each_coding_agents_cli_is_found_or_named_with_how_to_install_it(tmp_pat
     for agent, program in [("codex", "codex"), ("gemini", "gemini"), ("qwen-code", "qwen"),
                            ("opencode", "opencode"), ("pi", "pi")]:  # fmt: skip
         assert found[f"agent {agent}"] == [f"works — {tools / program}"]
+
+
+def test_the_programs_criteria_run_in_a_row_are_tried_or_named_with_the_fix(
+    tmp_path: Path,
+) -> None:
+    """pytest and pylint_score run a program in the row (found on the rows' PATH and run
+    for real), uipath_eval the uipath CLI (the rows' PATH, else the clone's pinned copy)."""
+    found = doctor({"PATH": f"{VENV_BIN}:/usr/bin:/bin"}, tmp_path)
+    assert re.fullmatch(rf"works — pytest \S+ \({re.escape(VENV_BIN)}/pytest\)",
+                        found["criterion pytest"][0])  # fmt: skip
+    assert re.fullmatch(rf"works — pylint \S+ \({re.escape(VENV_BIN)}/python3\)",
+                        found["criterion pylint_score"][0])  # fmt: skip
+    tools = Path(__file__).resolve().parents[2] / ".tools" / "uipath" / "bin" / "uipath"
+    assert found["criterion uipath_eval"] == [f"works — {tools}"]
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "pytest").write_text("#!/bin/sh\nexit 3\n")  # on PATH but does not run
+    (fake / "pytest").chmod(0o755)
+    (fake / "python3").symlink_to("/bin/false")
+    missing = doctor({"PATH": str(fake)}, tmp_path)
+    assert missing["criterion pytest"] == [
+        "does not work — pytest is not found where rows run, or does not run",
+        "fix: pip install pytest where the rows run (on their PATH)",
+    ]
+    assert missing["criterion pylint_score"][0].startswith("does not work")
+    assert "pylint>=3" in missing["criterion pylint_score"][1]

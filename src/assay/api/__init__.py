@@ -32,7 +32,7 @@ if TYPE_CHECKING:
         report,
     )
     from assay.api.judges import calibrate_judge
-    from assay.api.machine import agent_clis, sandbox_drivers
+    from assay.api.machine import agent_clis, criterion_programs, sandbox_drivers
     from assay.api.power import power
     from assay.api.result import Gate, RunResult, SuiteResult
     from assay.api.runs import (
@@ -79,7 +79,7 @@ _MODULES = {
     "assay.judges": ("add_judge",),
     "assay.orchestration.loading.task_loader": ("LoadedTask",),
     "assay.orchestration.planning.plan": ("Plan",),
-    "assay.api.machine": ("agent_clis", "sandbox_drivers"),
+    "assay.api.machine": ("agent_clis", "criterion_programs", "sandbox_drivers"),
     "assay.api.power": ("power",),
     "assay.api.tasks": ("load_task", "task", "task_schema"),
     "assay.api.tools": ("cache_stats", "clear_cache", "convert_qa"),
@@ -109,6 +109,7 @@ __all__ = [
     "clear_cache",
     "compare",
     "convert_qa",
+    "criterion_programs",
     "evaluate",
     "evaluate_async",
     "evaluate_predictions",

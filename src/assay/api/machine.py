@@ -8,6 +8,8 @@ from pathlib import Path
 
 from assay.agents.coding import CliAgent
 from assay.agents.registry import default_agents
+from assay.criteria.base import ProgramCheck
+from assay.criteria.registry import default_criteria
 from assay.errors import UserError
 from assay.sandbox.doctor import DriverCheck, check_drivers
 
@@ -56,4 +58,21 @@ def agent_clis(*, base_dir: Path | None = None) -> list[CliCheck]:
             checks.append(CliCheck(name, False, exc.message, exc.hint))
             continue
         checks.append(CliCheck(name, True, str(found)))
+    return checks
+
+
+def criterion_programs(*, path_variable: str | None = None) -> list[tuple[str, ProgramCheck]]:
+    """``(criterion type, check)`` for each registered criterion that runs a program of its
+    own in a row (``pytest``, ``pylint_score``, ``uipath_eval``), looked up as a ``tempdir``
+    or ``bwrap`` row finds it (a ``docker`` row uses its image's), in registration order.
+
+    Args:
+        path_variable: the ``PATH`` rows get (default: this process's).
+    """
+    path = os.environ.get("PATH", "") if path_variable is None else path_variable
+    checks = []
+    for cls in default_criteria(entry_points=False).classes():
+        check = cls.program_check(path)
+        if check is not None:
+            checks.append((cls.type_name(), check))
     return checks

@@ -1,7 +1,8 @@
 """``assay doctor``: which sandbox drivers work here, why the others do not and the fix for
 each, and the ``sandbox.limits`` each enforces here (:func:`assay.api.sandbox_drivers`);
 then which coding agents' CLIs are found, and how to install the others
-(:func:`assay.api.agent_clis`)."""
+(:func:`assay.api.agent_clis`), and the programs criteria run in a row
+(:func:`assay.api.criterion_programs`)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import sys
 
 def doctor() -> None:
     """Show which sandbox drivers work here (each tried for real) and which sandbox.limits
-    each enforces, which coding-agent CLIs are installed, and the fix for what is missing."""
+    each enforces, which coding-agent CLIs are installed, which programs criteria run in a
+    row are found, and the fix for what is missing."""
     from assay import api
 
     for check in api.sandbox_drivers():
@@ -25,3 +27,9 @@ def doctor() -> None:
         sys.stdout.write(f"agent {cli.agent}: {mark} — {cli.detail}\n")
         if cli.fix:
             sys.stdout.write(f"  fix: {cli.fix}\n")
+    for criterion, program in api.criterion_programs():
+        mark = "works" if program.found else "does not work"
+        where = program.found or f"{program.program} is not found where rows run, or does not run"
+        sys.stdout.write(f"criterion {criterion}: {mark} — {where}\n")
+        if program.fix:
+            sys.stdout.write(f"  fix: {program.fix}\n")

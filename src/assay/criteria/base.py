@@ -10,6 +10,9 @@ of the scores (``reference/originals.md`` §1.4); classification criteria add th
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -196,6 +199,42 @@ class Tally(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class ProgramCheck:
+    """Whether the program a criterion runs in a row is found here (``assay doctor``).
+
+    Attributes:
+        program: what the criterion runs, as a row runs it (``pytest``, ``python3 -m
+            pylint``).
+        found: where it was found (a path, or what answered), or ``None``.
+        fix: how to install it, when it is not found.
+    """
+
+    program: str
+    found: str | None
+    fix: str | None = None
+
+
+def answering_program(
+    program: str, argv: list[str], *, path_variable: str, fix: str
+) -> ProgramCheck:
+    """:class:`ProgramCheck` of ``argv`` (its first item looked up on ``path_variable``) run
+    for real: found when it exits 0 within 30 s, as its first line of output and its path.
+    ``program`` is what the criterion runs, as shown; ``fix`` how to install it."""
+    found = shutil.which(argv[0], path=path_variable)
+    if found is None:
+        return ProgramCheck(program, None, fix)
+    try:
+        done = subprocess.run([found, *argv[1:]], capture_output=True, text=True, timeout=30,
+                              check=False, env={**os.environ, "PATH": path_variable})  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired):
+        return ProgramCheck(program, None, fix)
+    lines = (done.stdout or done.stderr).strip().splitlines()
+    if done.returncode != 0 or not lines:
+        return ProgramCheck(program, None, fix)
+    return ProgramCheck(program, f"{lines[0]} ({found})")
+
+
 class Criterion(CriterionSpec):
     """One criterion type: its pydantic fields are its YAML config (with ``type`` a
     ``Literal`` of its name), :meth:`check` grades one row, :meth:`tally` aggregates a suite
@@ -257,6 +296,14 @@ class Criterion(CriterionSpec):
         """The suite metric names this criterion produces (what ``suite_thresholds`` may
         gate); ``None`` when they are not known before the run."""
         return set(BASE_METRICS)
+
+    @classmethod
+    def program_check(cls, path_variable: str) -> ProgramCheck | None:
+        """Capability (``assay doctor``): whether the program this criterion runs in a
+        ``tempdir`` or ``bwrap`` row is found on the rows' ``PATH`` (``path_variable``);
+        ``None`` for a criterion that runs no program of its own (a ``docker`` row uses
+        its image's)."""
+        return None
 
 
 BASE_METRICS = ("count", "mean", "median", "std", "min", "max", "completion_rate")

@@ -27,7 +27,9 @@ from assay.criteria.base import (
     Criterion,
     CriterionError,
     GradingContext,
+    ProgramCheck,
     Service,
+    answering_program,
     basic_result,
     located,
     read_text,
@@ -115,6 +117,16 @@ class PylintScoreCriterion(PylintScore, Criterion):
     """Grades ``pylint_score``; see the module docstring."""
 
     reads_sandbox: ClassVar[bool] = True
+
+    @classmethod
+    def program_check(cls, path_variable: str) -> ProgramCheck:
+        """``python3 -m pylint --version`` as a row runs it (the first ``python3`` on the
+        rows' ``PATH``), run for real."""
+        return answering_program(
+            "python3 -m pylint", ["python3", "-m", "pylint", "--version"],
+            path_variable=path_variable,
+            fix="pip install 'pylint>=3' into the python3 the rows run (the first on their PATH)",
+        )  # fmt: skip
 
     async def check(self, context: GradingContext) -> CriterionResult:
         """Run pylint in the sandbox and read its score."""

@@ -25,6 +25,8 @@ from assay.criteria.base import (
     Criterion,
     CriterionError,
     GradingContext,
+    ProgramCheck,
+    answering_program,
     basic_result,
     sandbox_of,
 )
@@ -79,6 +81,13 @@ class PytestCheckCriterion(PytestCheck, Criterion):
     """Grades ``pytest``; see the module docstring."""
 
     reads_sandbox: ClassVar[bool] = True
+
+    @classmethod
+    def program_check(cls, path_variable: str) -> ProgramCheck:
+        """``pytest --version`` on the rows' ``PATH``, run for real."""
+        fix = "pip install pytest where the rows run (on their PATH)"
+        return answering_program("pytest", ["pytest", "--version"],
+                                 path_variable=path_variable, fix=fix)  # fmt: skip
 
     async def check(self, context: GradingContext) -> CriterionResult:
         """Run pytest and read its report."""

@@ -28,7 +28,14 @@ import uuid
 from pathlib import Path
 from typing import Any, ClassVar
 
-from assay.criteria.base import Criterion, CriterionError, GradingContext, basic_result, sandbox_of
+from assay.criteria.base import (
+    Criterion,
+    CriterionError,
+    GradingContext,
+    ProgramCheck,
+    basic_result,
+    sandbox_of,
+)
 from assay.criteria.uipath_metrics import ANSI, details, metrics_of, threshold_score
 from assay.criteria.uipath_sets import prepare_eval_set
 from assay.install import project_tools
@@ -44,6 +51,15 @@ class UipathEvalCriterion(UipathEval, Criterion):
     """Grades ``uipath_eval``; see the module docstring."""
 
     reads_sandbox: ClassVar[bool] = True
+
+    @classmethod
+    def program_check(cls, path_variable: str) -> ProgramCheck:
+        """``uipath`` as a row finds it (:func:`uipath_path`: the rows' ``PATH``, else the
+        clone's ``make install-dev`` copy)."""
+        found = shutil.which("uipath", path=uipath_path(path_variable))
+        fix = ("make install-dev (in a clone of assay: a pinned uipath in .tools/uipath), or "
+               "pip install uipath where the rows run")  # fmt: skip
+        return ProgramCheck("uipath", found, None if found else fix)
 
     async def check(self, context: GradingContext) -> CriterionResult:
         """Run ``uipath eval`` in the sandbox and compare its metrics to the thresholds."""
