@@ -142,16 +142,17 @@ class TaskFilesError(TaskFileError):
 
 def _merged(errors: Sequence[UserError]) -> list[str]:
     """Each error rendered once; errors that differ only in their file (one ``--model`` or
-    ``-D`` value that fails every task file) are one entry naming every file."""
+    ``-D`` value that fails every task file) are one entry naming every file, and the same
+    error without a file (an experiment variant's, for each task file) is listed once."""
     groups: dict[tuple[object, ...], list[UserError]] = {}
     for error in errors:
         same = (type(error), error.field, error.row_id, error.message, error.hint)
-        key = same if error.file and not error.located else (id(error),)
+        key = (id(error),) if error.located else (*same, error.file is None)
         groups.setdefault(key, []).append(error)
     texts = []
     for group in groups.values():
         first = group[0]
-        if len(group) == 1:
+        if len(group) == 1 or first.file is None:
             texts.append(first.render())
             continue
         places = (e.file + (f":{e.line}" if e.line else "") for e in group if e.file)

@@ -223,3 +223,28 @@ def test_every_variant_that_cannot_run_is_named_not_only_the_first(tmp_path: Pat
         assay.plan(tasks[:1], experiment=str(tmp_path / "exp.yaml"))
     assert str(alone.value).startswith("1 of 1 task files cannot run")
     assert len(alone.value.refused) == 3
+
+
+def test_a_variants_prompt_that_misses_a_row_key_is_listed_with_the_others(
+    tmp_path: Path,
+) -> None:
+    """A variant's own prompt checked on the rows (a dataset error) does not hide the other
+    variants' errors, and says which variant set it; an error that names no file (a
+    variant's unknown field) is listed once, not once per task file."""
+    rows = "dataset:\n  rows:\n    - {id: r1, text: hello}\ninitial_prompt: '${row.text}'\n"
+    for name in ("a", "b"):
+        write(tmp_path / f"{name}.yaml", f"task_id: {name}\ndescription: d\n"
+              "agent: {type: llm, model: mock/echo}\n" + rows + GOOD)  # fmt: skip
+    write(tmp_path / "exp.yaml", "experiment_id: e\nvariants:\n"
+          "  - {variant_id: p1, initial_prompt: '${row.zzz}'}\n"
+          "  - {variant_id: m1, agent: {model: nosuch/x}}\n"
+          "  - {variant_id: u1, agent: {modle: mock/echo}}\n")  # fmt: skip
+    tasks = [str(tmp_path / "a.yaml"), str(tmp_path / "b.yaml")]
+    with pytest.raises(TaskFilesError) as caught:
+        assay.plan(tasks, experiment=str(tmp_path / "exp.yaml"))
+    text = str(caught.value)
+    assert text.startswith("2 of 2 task files cannot run")
+    assert text.count("${row.zzz}: key not found") == 1
+    assert "set by the experiment's variant (variant 'p1')" in text
+    assert text.count("provider 'nosuch'") == 1
+    assert text.count("unknown field 'modle'") == 1

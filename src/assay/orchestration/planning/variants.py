@@ -12,9 +12,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TypeVar
 
 from assay.agents.registry import AgentRegistry
-from assay.errors import TaskFileError, UserError
+from assay.errors import DatasetError, SelectionError, TaskFileError, UserError
 from assay.judges.assets import JudgeResolver
 from assay.orchestration.loading.agent_checks import check_agent, located
 from assay.orchestration.loading.experiment import (
@@ -36,6 +37,8 @@ from assay.providers.pricing import PriceTable
 from assay.spec.experiment import Experiment
 from assay.spec.task import TaskDefinition
 
+E = TypeVar("E", bound=UserError)
+
 
 class VariantErrors(TaskFileError):
     """Several variants of one task file cannot run.
@@ -44,7 +47,7 @@ class VariantErrors(TaskFileError):
         errors: each variant's error, in the experiment's order.
     """
 
-    def __init__(self, errors: Sequence[TaskFileError]) -> None:
+    def __init__(self, errors: Sequence[UserError]) -> None:
         self.errors = list(errors)
         first = self.errors[0]
         super().__init__(first.message, file=first.file, line=first.line, field=first.field,
@@ -83,17 +86,18 @@ def checked_variants(
     with its judges resolved), each one checked.
 
     Raises:
-        TaskFileError: the one variant that cannot run (the task itself, without an
-            experiment).
+        TaskFileError, DatasetError, SelectionError: the one variant that cannot run (the
+            task itself, without an experiment).
         VariantErrors: several variants cannot run.
     """
     ids = [v.variant_id for v in checks.experiment.variants] if checks.experiment else [
         DEFAULT_VARIANT]  # fmt: skip
-    variants, errors = [], []
+    variants: list[ResolvedVariant] = []
+    errors: list[UserError] = []
     for variant_id in ids:
         try:
             variants.append(_checked(variant_id, written, loaded, expansion, checks))
-        except TaskFileError as exc:
+        except (TaskFileError, DatasetError, SelectionError) as exc:
             errors.append(exc)
     if len(errors) > 1:
         raise VariantErrors(errors)
@@ -113,7 +117,12 @@ def _checked(
     variant = resolve_variant(written, checks.experiment, variant_id,
                               overrides=list(checks.overrides),
                               experiment_dir=checks.experiment_dir)  # fmt: skip
-    _check_rows(written, expansion, variant)
+    try:
+        _check_rows(written, expansion, variant)
+    except DatasetError as exc:  # the variant's own prompt or qa block on the rows
+        prompt = variant.definition.initial_prompt != written.definition.initial_prompt
+        raise _set_by(exc, variant, checks.overrides,
+                      field="initial_prompt" if prompt else "qa") from None  # fmt: skip
     try:
         resolved = resolve_definition(variant.definition, loaded, checks.resolver)
         variant = replace(variant, definition=resolved)
@@ -147,11 +156,12 @@ _SETTERS = {"cli": "-D on the command line", "variant": "the experiment's varian
 
 
 def _set_by(
-    exc: TaskFileError, variant: ResolvedVariant, overrides: Sequence[Override]
-) -> TaskFileError:
-    """``exc`` (a model or agent check's refusal) saying which layer set its field, when the
-    command line or the experiment did: the file's line alone would point elsewhere."""
-    field = exc.field or ""
+    exc: E, variant: ResolvedVariant, overrides: Sequence[Override], *, field: str | None = None
+) -> E:
+    """``exc`` (a model or agent check's refusal, or a row check's) saying which layer set
+    its field (``field``, else the error's own), when the command line or the experiment
+    did: the file's line alone would point elsewhere."""
+    field = field or exc.field or ""
     source = next((variant.provenance[p] for p in _prefixes(field) if p in variant.provenance),
                   "task")  # fmt: skip
     if source == "cli":
