@@ -205,7 +205,8 @@ def test_a_cli_not_on_path_is_found_where_make_install_dev_put_it(
         ("no front matter\n", "folder"),
         ("---\nname: [a, b\n---\n", "folder"),  # not YAML
         ("---\ndescription: only\n---\n", "folder"),
-        ("---\nname: ../escape\n---\n", "folder"),  # never a path out of a skills folder
+        ("---\nname: ../escape\n---\n", "../escape"),  # as the CLI names it; never a path
+        ("\ufeff---\nname: bom\n---\n", "bom"),
     ],
 )
 def test_a_skill_is_named_by_its_front_matter(tmp_path: Path, text: str, name: str) -> None:
@@ -320,19 +321,20 @@ def test_two_skills_of_one_name_are_refused_at_plan(tmp_path: Path) -> None:
     assert "jot/SKILL.md" in caught.value.message
 
 
-NOT_LOADED = [  # (agent, SKILL.md text, what the refusal says)
-    ("qwen-code", "no front matter\n", "it has no YAML front matter"),
-    ("gemini", "---\nname: [a, b\n---\n", "it has no YAML front matter"),
-    ("opencode", "---\nname: notes\n---\n", "no description (a non-empty string)"),
-    ("pi", "---\nname: notes\ndescription: '  '\n---\n", "no description"),
-    ("qwen-code", "---\ndescription: d\n---\n", "no name (a non-empty string)"),
+NOT_LOADED = [  # (agent, SKILL.md text, what the refusal says); each tried on the CLI's loader
+    ("qwen-code", "no front matter\n", "it has no front matter"),
+    ("gemini", "\ufeff---\nname: a\ndescription: d\n---\n", "a byte-order mark before it"),
+    ("pi", "\ufeff---\nname: a\ndescription: d\n---\n", "it has no front matter"),
+    ("pi", "---\nname: a\ndescription: Use when: x\n---\n", "is not valid YAML"),
+    ("opencode", "---\nname: notes\n---\n", "its front matter has no description"),
+    ("pi", "---\nname: notes\ndescription: '  '\n---\n", "its front matter's description is empty"),
+    ("qwen-code", "---\ndescription: d\n---\n", "its front matter has no name"),
+    ("qwen-code", "---\nname: ''\ndescription: d\n---\n", "its front matter's name is empty"),
     ("qwen-code", "---\nname: my notes\ndescription: d\n---\n",
      "its name 'my notes' is not one it loads: letters, digits, '_', ':', '.' and '-' only"),
+    ("qwen-code", "---\nname: ' good'\ndescription: d\n---\n", "its name ' good' is not one"),
     ("gemini", "---\nname: team:notes\ndescription: d\n---\n",
-     "its name 'team:notes' is not one it loads: no ':'"),
-    ("gemini", "---\nname: .notes\ndescription: d\n---\n", "no leading '.'"),
-    ("opencode", "---\nname: .notes\ndescription: d\n---\n", "no leading '.'"),
-    ("qwen-code", "---\nname: '..'\ndescription: d\n---\n", "its name '..' is not one"),
+     "it would offer it as 'team-notes', not as its name 'team:notes'"),
 ]  # fmt: skip
 
 
@@ -340,9 +342,9 @@ NOT_LOADED = [  # (agent, SKILL.md text, what the refusal says)
 def test_a_skill_its_cli_would_pass_over_is_refused_not_offered(
     tmp_path: Path, agent: str, text: str, says: str
 ) -> None:
-    """Qwen Code, Gemini CLI, OpenCode and Pi silently skip a SKILL.md they cannot load (no
-    front matter, no description, a name they refuse or rename): assay refuses it at plan
-    with the file and what the CLI needs, instead of listing it as offered."""
+    """Qwen Code, Gemini CLI, OpenCode and Pi silently skip (or rename) a SKILL.md they
+    cannot load as it is: assay refuses it at plan with the file and what the CLI needs,
+    instead of listing it as offered."""
     import assay
     from assay.errors import TaskFileError
 
@@ -358,38 +360,55 @@ def test_a_skill_its_cli_would_pass_over_is_refused_not_offered(
         assay.plan([str(task)])
     error = caught.value
     assert (error.line, error.field) == (8, "agent.plugins[0].path")
-    assert f"would not load the skill {tmp_path / 'plug/skills/notes/SKILL.md'}: " in error.message
+    assert f"would not load the skill {tmp_path / 'plug/skills/notes/SKILL.md'} as it is: " in (
+        error.message
+    )
     assert says in error.message
-    assert "'name: <name>'" in (error.hint or "")
 
 
-@pytest.mark.parametrize("agent", ["qwen-code", "gemini", "opencode", "pi"])
-def test_a_skill_each_cli_loads_passes_its_rule(tmp_path: Path, agent: str) -> None:
+LOADED = [  # what a CLI loads though a strict YAML 1.1 reader would not: never refused
+    ("qwen-code", "---\nname: good\ndescription: Use when: the user asks\n---\n"),
+    ("gemini", "---\nname: good\ndescription: Use when: the user asks\n---\n"),
+    ("opencode", "---\nname: good\ndescription: Use when: the user asks\n---\n"),
+    ("qwen-code", "\ufeff---\nname: good\ndescription: d\n---\n"),
+    ("opencode", "\ufeff---\nname: good\ndescription: d\n---\n"),
+    ("qwen-code", "---\nname: yes\ndescription: yes\n---\n"),
+    ("gemini", "---\nname: 2024-01-01\ndescription: 42\n---\n"),
+    ("gemini", "---\nname: good\ndescription: ''\n---\n"),
+    ("opencode", "---\nname: .hidden\ndescription: d\n---\n"),
+    ("gemini", "---\nname: .hidden\ndescription: d\n---\n"),
+    ("pi", "---\ndescription: no name, the folder's\n---\n"),
+    ("qwen-code", "---\nname: ünïcode-名前\ndescription: |\n  two\n  lines\n---\n"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("agent", "text"), LOADED)
+def test_a_skill_its_cli_loads_is_never_refused(tmp_path: Path, agent: str, text: str) -> None:
     from assay.agents.registry import default_agents
 
-    runner = default_agents().get(agent)
-    for name in ("notes", "unit-convert", "v1.2_notes" if agent != "pi" else "x"):
-        write(tmp_path / "p" / "skills" / name / "SKILL.md",
-              f"---\nname: {name}\ndescription: Use it.\n---\nbody\n")  # fmt: skip
-    config = runner.config_model.model_validate(
-        {"type": agent, "plugins": [{"type": "local", "path": "p"}]}
-    )
-    rule = runner.skill_rule
+    rule = default_agents().get(agent).skill_rule
     assert rule is not None
-    for folder in (tmp_path / "p" / "skills").iterdir():
-        rule.check(folder, field="f")  # raises on a refusal
-    assert config is not None
+    write(tmp_path / "s" / "SKILL.md", text)
+    rule.check(tmp_path / "s", field="f")  # raises on a refusal
 
 
-def test_pi_names_a_skill_without_a_name_by_its_folder(tmp_path: Path) -> None:
-    from assay.agents.skill_rules import PI, QWEN_CODE
+def test_a_skill_is_offered_under_the_name_its_cli_loads_from_a_plain_folder(
+    tmp_path: Path,
+) -> None:
+    """A name that is no plain folder name (a leading dot, a slash) is offered as written and
+    copied into a folder named after the skill's own folder; a linked SKILL.md is copied as
+    the file it names (the copied link would point at nothing)."""
+    from assay.agents.coding_models import copy_skills, plugin_skills
 
-    assert PI.problem({"description": "d"}) is None
-    assert (
-        QWEN_CODE.problem({"description": "d"})
-        == "its front matter has no name (a non-empty string)"
+    write(
+        tmp_path / "p" / "skills" / "s1" / "SKILL.md", "---\nname: .hidden\ndescription: d\n---\n"
     )
-    assert QWEN_CODE.problem({"name": 3, "description": "d"}) == (
-        "its front matter has no name (a non-empty string)"
-    )
-    assert QWEN_CODE.problem({"name": "ünïcode-名前", "description": "d"}) is None
+    write(tmp_path / "shared.md", "---\nname: linked\ndescription: d\n---\nbody\n")
+    (tmp_path / "p" / "skills" / "s2").mkdir()
+    (tmp_path / "p" / "skills" / "s2" / "SKILL.md").symlink_to(tmp_path / "shared.md")
+    skills = plugin_skills([tmp_path / "p"])
+    assert sorted(skills) == [".hidden", "linked"]
+    copy_skills(skills, tmp_path / "home")
+    assert sorted(p.name for p in (tmp_path / "home").iterdir()) == ["linked", "s1"]
+    copied = tmp_path / "home" / "linked" / "SKILL.md"
+    assert not copied.is_symlink() and "name: linked" in copied.read_text()

@@ -30,6 +30,7 @@ from assay.agents.coding_models import (
     plugin_dirs,
     plugin_skills,
     read_system_prompt,
+    skill_folders,
 )
 from assay.errors import UserError
 from assay.spec.coding_agents import CodexAgent
@@ -165,13 +166,13 @@ def direct_tools_catalog(cli: Path, env: Mapping[str, str]) -> str:
 
 
 def _stage_skills(plugins: list[Path], codex_home: Path) -> list[str]:
-    """Link each skill the plugins offer into ``$CODEX_HOME/skills/<name>`` (where Codex finds
-    a user's skills) and return the names offered."""
+    """Link each skill the plugins offer into ``$CODEX_HOME/skills/`` (where Codex finds a
+    user's skills; a folder each: :func:`skill_folders`) and return the names offered."""
     skills = plugin_skills(plugins)
     target = codex_home / "skills"
-    for name, folder in skills.items():
+    for folder_name, folder in skill_folders(skills).values():
         target.mkdir(parents=True, exist_ok=True)
-        link = target / name
+        link = target / folder_name
         if not link.exists():
             link.symlink_to(folder, target_is_directory=True)
     return sorted(skills)

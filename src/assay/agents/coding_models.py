@@ -113,12 +113,31 @@ def _named_skills(folder: Path) -> list[tuple[str, Path]]:
 
 def skill_name(folder: Path) -> str:
     """The name a CLI loads a skill folder as: the ``name`` of its ``SKILL.md``'s YAML front
-    matter (the Agent Skills format, agentskills.io), else the folder's name."""
+    matter (the Agent Skills format, agentskills.io), as written, else the folder's name."""
     data = front_matter(folder / "SKILL.md") or {}
     name = data.get("name")
-    name = name.strip() if isinstance(name, str) else ""
-    usable = name and not name.startswith(".") and not set(name) & {"/", "\\", "\0"}
-    return name if usable else folder.name  # a name that is no folder name: the folder's
+    return name if isinstance(name, str) and name.strip() else folder.name
+
+
+def skill_folders(skills: dict[str, Path]) -> dict[str, tuple[str, Path]]:
+    """Skill name → ``(folder name, skill folder)``: where each skill goes in a CLI's own
+    skills folder. The folder is named as the skill where that is a plain, visible folder
+    name (no ``/``, not starting with ``.``; the CLIs name a skill by its front matter, not
+    its folder), else as its own folder, with ``-2``, ``-3``… where two would meet."""
+    taken: set[str] = set()
+    placed = {}
+    for name, folder in skills.items():
+        base = next((c for c in (name, folder.name) if _plain(c)), "skill")
+        chosen, number = base, 2
+        while chosen in taken:
+            chosen, number = f"{base}-{number}", number + 1
+        taken.add(chosen)
+        placed[name] = (chosen, folder)
+    return placed
+
+
+def _plain(name: str) -> bool:
+    return bool(name.strip()) and not name.startswith(".") and not set(name) & {"/", "\\", "\0"}
 
 
 def skill_plugins(
@@ -159,18 +178,24 @@ def skill_plugins(
 
 
 def copy_skills(skills: dict[str, Path], into: Path) -> None:
-    """Copy each skill (name → folder: :func:`plugin_skills`) to ``into/<name>/``:
-    the user skills folder of a CLI that reads skills but no plugin folder (Qwen Code's
-    ``~/.qwen/skills``, Gemini CLI's ``~/.gemini/skills``, a folder OpenCode's configuration
-    names), in the row's fresh home, so the sandbox needs no view of the plugin folders.
-    Links are copied as links, never followed (a link out of the plugin shows the row
-    nothing the sandbox hides, and a loop copies nothing).
+    """Copy each skill (name → folder: :func:`plugin_skills`) into ``into`` (a folder each:
+    :func:`skill_folders`): the user skills folder of a CLI that reads skills but no plugin
+    folder (Qwen Code's ``~/.qwen/skills``, Gemini CLI's ``~/.gemini/skills``, a folder
+    OpenCode's configuration names), in the row's fresh home, so the sandbox needs no view of
+    the plugin folders. Links are copied as links, never followed (a link out of the plugin
+    shows the row nothing the sandbox hides, and a loop copies nothing), except the
+    ``SKILL.md`` itself: a link to it is copied as the file it names (the copy of a link
+    would point at nothing, and the CLI would pass the skill over).
 
     Raises:
         OSError: a skill folder cannot be read or the copy cannot be written.
     """
-    for name, folder in skills.items():
-        shutil.copytree(folder, into / name, symlinks=True)
+    for folder_name, folder in skill_folders(skills).values():
+        copied = into / folder_name
+        shutil.copytree(folder, copied, symlinks=True)
+        if (folder / "SKILL.md").is_symlink():
+            (copied / "SKILL.md").unlink()
+            shutil.copyfile(folder / "SKILL.md", copied / "SKILL.md")
 
 
 def skills_offered(folders: list[Path]) -> list[str]:

@@ -1,11 +1,14 @@
 """What a coding-agent CLI needs of a skill's ``SKILL.md`` before it loads the skill.
 
-A skill follows the Agent Skills format (agentskills.io): YAML front matter between two
-``---`` lines with ``name`` and ``description``, then the instructions. The CLIs differ in
-what they forgive, and a skill they pass over is silent (no error, the skill never offered
-to the model), so assay checks each skill against its CLI's :class:`SkillRule` before any
-row runs, and a skill that does not load is refused at plan instead of being listed as
-offered. What each CLI does was read from its pinned release (see each agent module).
+A skill follows the Agent Skills format (agentskills.io): front matter between two ``---``
+lines with ``name`` and ``description``, then the instructions. The CLIs differ in what they
+forgive, and a skill they pass over is silent (no error, the skill never offered to the
+model), so assay checks each skill against its CLI's :class:`SkillRule` before any row runs.
+A rule refuses only what its CLI certainly skips or renames, so a skill the CLI loads is never
+refused: the front matter is read as the CLIs read it (every value as text, as a YAML 1.2
+reader keeps ``yes`` and ``123``; a block that is not valid YAML read line by line where the
+CLI falls back to that). What each CLI does was read from its pinned release and tried on
+its own loader (see each rule).
 """
 
 from __future__ import annotations
@@ -20,27 +23,38 @@ import yaml
 from assay.errors import UserError
 
 FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---", re.DOTALL)
-"""The YAML front matter at the top of a ``SKILL.md``."""
+"""The front matter at the top of a ``SKILL.md``."""
 
-HINT = (
+SIMPLE_FIELD = re.compile(r"^[ \t]*(name|description):[ \t]*(.*?)[ \t]*$", re.MULTILINE)
+"""A ``name:`` or ``description:`` line, as the CLIs' line-by-line fallback reads it."""
+
+FRONT_MATTER_HINT = (
     "start its SKILL.md with front matter, each on its own line: '---', 'name: <name>', "
     "'description: <what it does and when to use it>', '---'"
 )
 
 
 def front_matter(skill_md: Path) -> dict[str, Any] | None:
-    """The front matter of a ``SKILL.md`` as a mapping; ``None`` when the file cannot be
-    read, has no front matter, or its front matter is not a YAML mapping."""
+    """The front matter of a ``SKILL.md`` as a mapping (YAML's own types); ``None`` when the
+    file cannot be read, has no front matter, or its front matter is not a YAML mapping."""
+    block = _block(skill_md, strip_bom=True)
+    try:
+        data = yaml.safe_load(block) if block is not None else None
+    except yaml.YAMLError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _block(skill_md: Path, *, strip_bom: bool) -> str | None:
+    """The text between the two ``---`` lines, or ``None``."""
     try:
         text = skill_md.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return None
+    if strip_bom:
+        text = text.removeprefix("\ufeff")
     found = FRONT_MATTER.match(text)
-    try:
-        data = yaml.safe_load(found.group(1)) if found else None
-    except yaml.YAMLError:
-        return None
-    return data if isinstance(data, dict) else None
+    return found.group(1) if found else None
 
 
 @dataclass(frozen=True)
@@ -49,71 +63,100 @@ class SkillRule:
 
     Attributes:
         cli: the CLI's name in messages (``"Qwen Code"``).
-        needs_name: the front matter must give ``name`` (the CLI names the skill by it and
-            does not fall back to the folder's name).
+        strips_bom: the CLI reads a ``SKILL.md`` that starts with a byte-order mark.
+        lenient: front matter that is not valid YAML is still read (line by line, or
+            mended), so only its ``name:`` and ``description:`` lines matter.
+        needs_name: the front matter must give ``name`` (no fallback to the folder's).
+        non_empty: the fields whose value must be non-blank text.
         name_pattern: a regular expression the name must match whole (``None``: any).
         name_rule: the pattern in words, for the error.
+        renamed: characters the CLI replaces with ``-`` in a name (the skill is then
+            offered under another name than its own).
     """
 
     cli: str
+    strips_bom: bool = False
+    lenient: bool = True
     needs_name: bool = True
+    non_empty: tuple[str, ...] = ()
     name_pattern: str | None = None
     name_rule: str = ""
+    renamed: str = ""
 
     def check(self, skill: Path, *, field: str) -> None:
-        """Refuse a skill folder whose ``SKILL.md`` the CLI would pass over.
+        """Refuse a skill folder whose ``SKILL.md`` the CLI would pass over or rename.
 
         Raises:
             UserError: at ``field``, naming the ``SKILL.md``, what the CLI needs and the fix.
         """
-        problem = self.problem(front_matter(skill / "SKILL.md"))
+        problem = self.problem(skill / "SKILL.md")
         if problem is not None:
-            raise UserError(f"{self.cli} would not load the skill {skill / 'SKILL.md'}: "
-                            f"{problem}", field=field, hint=HINT)  # fmt: skip
+            why, hint = problem
+            raise UserError(f"{self.cli} would not load the skill {skill / 'SKILL.md'} as "
+                            f"it is: {why}", field=field, hint=hint)  # fmt: skip
 
-    def problem(self, data: dict[str, Any] | None) -> str | None:
-        """Why a skill with this front matter does not load (``None``: it loads)."""
-        if data is None:
-            return "it has no YAML front matter"
-        description = data.get("description")
-        if not isinstance(description, str) or not description.strip():
-            return "its front matter has no description (a non-empty string)"
+    def problem(self, skill_md: Path) -> tuple[str, str] | None:
+        """Why the CLI would not load this ``SKILL.md`` as it is, and the fix; ``None``:
+        it loads."""
+        block = _block(skill_md, strip_bom=self.strips_bom)
+        if block is None:
+            bom = "" if self.strips_bom else " (a byte-order mark before it hides it)"
+            return f"it has no front matter{bom}", FRONT_MATTER_HINT
+        data = self._fields(block)
+        if isinstance(data, str):
+            return data, FRONT_MATTER_HINT
+        return self._field_problem(data)
+
+    def _fields(self, block: str) -> dict[str, str] | str:
+        """The front matter's values as text, or why it cannot be read."""
+        try:
+            data = yaml.load(block, Loader=yaml.BaseLoader)  # every scalar as text
+        except yaml.YAMLError as exc:
+            if self.lenient:
+                return {key: value for key, value in SIMPLE_FIELD.findall(block)}
+            return f"its front matter is not valid YAML ({str(exc).splitlines()[0]})"
+        if not isinstance(data, dict):
+            return "its front matter is not a mapping of fields"
+        return {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, str)}
+
+    def _field_problem(self, data: dict[str, str]) -> tuple[str, str] | None:
+        required = ("name", "description") if self.needs_name else ("description",)
+        for key in required:
+            if key not in data:
+                return f"its front matter has no {key}", FRONT_MATTER_HINT
+            if key in self.non_empty and not data[key].strip():
+                return f"its front matter's {key} is empty", FRONT_MATTER_HINT
         name = data.get("name")
-        if name is None and not self.needs_name:
+        if name is None:
             return None
-        if not isinstance(name, str) or not name.strip():
-            return "its front matter has no name (a non-empty string)"
-        name = name.strip()
-        if name in {".", ".."} or (
-            self.name_pattern is not None and re.fullmatch(self.name_pattern, name) is None
-        ):
-            return f"its name {name!r} is not one it loads: {self.name_rule}"
+        fix = "rename it (the name of its SKILL.md front matter)"
+        if self.name_pattern is not None and re.fullmatch(self.name_pattern, name) is None:
+            return f"its name {name!r} is not one it loads: {self.name_rule}", fix
+        if self.renamed and set(name) & set(self.renamed):
+            loaded = re.sub(f"[{re.escape(self.renamed)}]", "-", name)
+            return (f"it would offer it as {loaded!r}, not as its name {name!r} (it replaces "
+                    f"{' '.join(sorted(set(self.renamed)))} with '-')", fix)  # fmt: skip
         return None
 
 
 QWEN_CODE = SkillRule(
-    cli="Qwen Code", name_pattern=r"[\w:.-]+",
+    cli="Qwen Code", strips_bom=True, non_empty=("name", "description"),
+    name_pattern=r"[\w:.-]+",
     name_rule="letters, digits, '_', ':', '.' and '-' only (Qwen Code's own check)",
 )  # fmt: skip
-"""Qwen Code (0.24): front matter with ``name`` and ``description``; the name matches
-``^[\\p{L}\\p{N}_:.-]+$`` or the skill fails to load."""
+"""Qwen Code (0.24): front matter with a non-empty ``name`` and ``description`` (read as
+YAML, else line by line); the name as written matches ``^[\\p{L}\\p{N}_:.-]+$``; a leading
+byte-order mark is dropped."""
 
-GEMINI_CLI = SkillRule(
-    cli="Gemini CLI", name_pattern=r'[^.:\\/<>*?"|][^:\\/<>*?"|]*',
-    name_rule="no ':', '/', '\\', '<', '>', '*', '?', '\"' or '|' (Gemini CLI renames the "
-    "skill with '-' in their place) and no leading '.' (its search skips hidden folders)",
-)  # fmt: skip
-"""Gemini CLI (0.61): front matter with string ``name`` and ``description``, else passed over;
-``:\\/<>*?"|`` in the name replaced by ``-``; skill folders found by a glob without hidden
-ones."""
+GEMINI_CLI = SkillRule(cli="Gemini CLI", renamed=':\\/<>*?"|')
+"""Gemini CLI (0.61): front matter with ``name`` and ``description`` (read as YAML, else line
+by line; either may be empty); ``:\\/<>*?"|`` in the name replaced by ``-``; no byte-order
+mark before the front matter."""
 
-OPENCODE = SkillRule(
-    cli="OpenCode", name_pattern=r"[^./\\\x00][^/\\\x00]*",
-    name_rule="no '/' or '\\' and no leading '.' (assay copies the skill into a folder of "
-    "its name, which OpenCode's search must find)",
-)  # fmt: skip
-"""OpenCode (1.18): front matter with string ``name`` and ``description``."""
+OPENCODE = SkillRule(cli="OpenCode", strips_bom=True)
+"""OpenCode (1.18): front matter with ``name`` and ``description`` (gray-matter, which mends
+a value such as ``Use when: …``); a leading byte-order mark is dropped."""
 
-PI = SkillRule(cli="Pi", needs_name=False)
-"""Pi (0.73): a skill without a ``description`` is not loaded (a warning on its stderr); the
-name falls back to the folder's."""
+PI = SkillRule(cli="Pi", lenient=False, needs_name=False, non_empty=("description",))
+"""Pi (0.73): front matter that is valid YAML with a non-empty ``description`` (a warning on
+its stderr otherwise, and the skill is not loaded); the name falls back to the folder's."""
