@@ -378,6 +378,7 @@ LOADED = [  # what a CLI loads though a strict YAML 1.1 reader would not: never 
     ("opencode", "---\nname: .hidden\ndescription: d\n---\n"),
     ("gemini", "---\nname: .hidden\ndescription: d\n---\n"),
     ("pi", "---\ndescription: no name, the folder's\n---\n"),
+    ("gemini", "---\nmetadata:\n  name: good\ndescription: d\n---\n"),  # read line by line
     ("qwen-code", "---\nname: ünïcode-名前\ndescription: |\n  two\n  lines\n---\n"),
 ]  # fmt: skip
 

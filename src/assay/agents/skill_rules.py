@@ -72,6 +72,8 @@ class SkillRule:
         name_rule: the pattern in words, for the error.
         renamed: characters the CLI replaces with ``-`` in a name (the skill is then
             offered under another name than its own).
+        lines_first: the CLI reads the front matter line by line whenever YAML does not
+            give it a ``name`` and ``description`` (an indented ``name:`` line counts).
     """
 
     cli: str
@@ -82,6 +84,7 @@ class SkillRule:
     name_pattern: str | None = None
     name_rule: str = ""
     renamed: str = ""
+    lines_first: bool = False
 
     def check(self, skill: Path, *, field: str) -> None:
         """Refuse a skill folder whose ``SKILL.md`` the CLI would pass over or rename.
@@ -113,11 +116,15 @@ class SkillRule:
             data = yaml.load(block, Loader=yaml.BaseLoader)  # every scalar as text
         except yaml.YAMLError as exc:
             if self.lenient:
-                return {key: value for key, value in SIMPLE_FIELD.findall(block)}
+                return dict(SIMPLE_FIELD.findall(block))
             return f"its front matter is not valid YAML ({str(exc).splitlines()[0]})"
+        lines = dict(SIMPLE_FIELD.findall(block))
         if not isinstance(data, dict):
-            return "its front matter is not a mapping of fields"
-        return {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, str)}
+            return lines if self.lines_first else "its front matter is not a mapping of fields"
+        fields = {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, str)}
+        if self.lines_first and not {"name", "description"} <= fields.keys():
+            return lines
+        return fields
 
     def _field_problem(self, data: dict[str, str]) -> tuple[str, str] | None:
         required = ("name", "description") if self.needs_name else ("description",)
@@ -148,10 +155,10 @@ QWEN_CODE = SkillRule(
 YAML, else line by line); the name as written matches ``^[\\p{L}\\p{N}_:.-]+$``; a leading
 byte-order mark is dropped."""
 
-GEMINI_CLI = SkillRule(cli="Gemini CLI", renamed=':\\/<>*?"|')
-"""Gemini CLI (0.61): front matter with ``name`` and ``description`` (read as YAML, else line
-by line; either may be empty); ``:\\/<>*?"|`` in the name replaced by ``-``; no byte-order
-mark before the front matter."""
+GEMINI_CLI = SkillRule(cli="Gemini CLI", renamed=':\\/<>*?"|', lines_first=True)
+"""Gemini CLI (0.61): front matter with ``name`` and ``description`` (read as YAML; line by
+line when that fails or gives no string ``name`` and ``description``; either may be empty);
+``:\\/<>*?"|`` in the name replaced by ``-``; no byte-order mark before the front matter."""
 
 OPENCODE = SkillRule(cli="OpenCode", strips_bom=True)
 """OpenCode (1.18): front matter with ``name`` and ``description`` (gray-matter, which mends
