@@ -398,8 +398,8 @@ def test_a_coder_eval_field_set_by_a_variant_or_d_is_refused(tmp_path: Path) -> 
     write(tmp_path / "e.yaml", "experiment_id: e\nvariants:\n  - variant_id: v\n"
           "    agent: {permission_mode: acceptEdits}\n")  # fmt: skip
     assert refused(tmp_path, tmp_path / "t.yaml", "-e", "e.yaml") == [
-        f"error: agent.permission_mode: variant 'v': {NOT_YET}; {AGENT}, so setting it has no "
-        "effect",
+        f"error: e.yaml:4: variants[0].agent.permission_mode: variant 'v': {NOT_YET}; {AGENT}, "
+        "so setting it has no effect",
         "  hint: set by variant 'v' of the experiment file; remove it there",
     ]
     assert refused(tmp_path, tmp_path / "t.yaml", "-D", "run_limits.turn_timeout=3") == [

@@ -248,3 +248,29 @@ def test_a_variants_prompt_that_misses_a_row_key_is_listed_with_the_others(
     assert "set by the experiment's variant (variant 'p1')" in text
     assert text.count("provider 'nosuch'") == 1
     assert text.count("unknown field 'modle'") == 1
+
+
+def test_a_value_a_variant_sets_is_named_at_its_line_in_the_experiment_file(
+    tmp_path: Path,
+) -> None:
+    """The value to fix is in the experiment file: its line and its path there
+    (``variants[1].agent.model``), listed once for every task file; a value ``-D`` sets
+    stays the command line's."""
+    for name in ("a", "b"):
+        write(tmp_path / f"{name}.yaml", f"task_id: {name}\n" + HEAD + GOOD)
+    experiment = write(tmp_path / "exp.yaml", "experiment_id: e\nvariants:\n"
+                       "  - variant_id: ok\n"
+                       "  - variant_id: m1\n    agent: {model: nosuch/x}\n"
+                       "  - variant_id: t1\n    run_limits: {max_turns: abc}\n")  # fmt: skip
+    tasks = [str(tmp_path / "a.yaml"), str(tmp_path / "b.yaml")]
+    with pytest.raises(TaskFilesError) as caught:
+        assay.plan(tasks, experiment=str(experiment))
+    placed = {(e.file, e.line, e.field) for e in caught.value.refused}
+    assert placed == {(str(experiment), 5, "variants[1].agent.model"),
+                      (str(experiment), 7, "variants[2].run_limits.max_turns")}  # fmt: skip
+    text = str(caught.value)
+    assert text.count(f"{experiment}:5: variants[1].agent.model: unknown model provider") == 1
+    with pytest.raises(TaskFilesError) as by_flag:
+        assay.plan(tasks, experiment=str(experiment), overrides={"agent.model": "nosuch/y"})
+    assert all(e.file != str(experiment) for e in by_flag.value.refused
+               if e.field == "agent.model")  # fmt: skip

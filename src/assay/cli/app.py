@@ -85,8 +85,8 @@ COMMANDS = {
                  "run folders; never writes into them."),
     "schema": Lazy("assay.cli.schema:schema", "Print the task file's JSON Schema, for editors."),
     "doctor": Lazy("assay.cli.doctor:doctor", "Show which sandbox drivers work here (each tried "
-                   "for real) and which sandbox.limits each enforces, which coding-agent CLIs "
-                   "are installed, and the fix for what is missing."),
+                   "for real) and which sandbox.limits each enforces, which agent CLIs and "
+                   "criterion programs are found, and the fix for what is missing."),
     "qa": Lazy("assay.cli.qa:qa_app",
                "Standardized QA datasets: convert common shapes into the QA schema."),
     "dataset": Lazy("assay.cli.app:dataset_app", DATASET_HELP),

@@ -11,8 +11,8 @@ import sys
 
 def doctor() -> None:
     """Show which sandbox drivers work here (each tried for real) and which sandbox.limits
-    each enforces, which coding-agent CLIs are installed, which programs criteria run in a
-    row are found, and the fix for what is missing."""
+    each enforces, which agent CLIs and criterion programs are found, and the fix for what is
+    missing."""
     from assay import api
 
     for check in api.sandbox_drivers():

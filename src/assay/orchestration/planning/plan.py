@@ -380,8 +380,7 @@ def _plan_tasks(
     an API key missing for three tasks is said once for each of them, not for the first).
     """
     experiment, experiment_file = experiment_and_file
-    experiment_dir = experiment_file.resolve().parent if experiment_file else None
-    context = _TaskContext(plan, options, registry, resolver, experiment, experiment_dir)
+    context = _TaskContext(plan, options, registry, resolver, experiment, experiment_file)
     owners: dict[str, str] = {}
     loaded_tasks, refused = load_each(arguments, options.overrides,
                                       skip_unsupported=options.skip_unsupported,
@@ -449,7 +448,7 @@ class _TaskContext:
     registry: ProviderRegistry
     resolver: JudgeResolver
     experiment: Experiment | None
-    experiment_dir: Path | None
+    experiment_file: Path | None
     engines: EngineAnswers = field(default_factory=EngineAnswers)
 
 
@@ -481,7 +480,7 @@ def _plan_task(written: LoadedTask, context: _TaskContext) -> PlannedTask:
     )
     checks = VariantChecks(plan.warnings, context.registry, resolver, options.overrides,
                            options.prices, plan.criteria.agents, context.experiment,
-                           context.experiment_dir)  # fmt: skip
+                           context.experiment_file)  # fmt: skip
     variants = checked_variants(written, loaded, expansion, checks)
     try:
         check_judge_models(loaded, context.registry)

@@ -35,6 +35,7 @@ from assay.orchestration.planning.judging import (
 from assay.providers.pool import ProviderRegistry
 from assay.providers.pricing import PriceTable
 from assay.spec.experiment import Experiment
+from assay.spec.source import field_loc, field_path, read_yaml
 from assay.spec.task import TaskDefinition
 
 E = TypeVar("E", bound=UserError)
@@ -66,7 +67,8 @@ class VariantChecks:
         prices: the price table (a cost limit needs the model's price).
         agents: the agent types.
         experiment: the experiment whose variants run (``None``: the task as written).
-        experiment_dir: the experiment file's folder.
+        experiment_file: the experiment's file (its folder is where its own files are
+            relative to, and an error a variant sets is placed at its line there).
     """
 
     warnings: list[str]
@@ -76,7 +78,12 @@ class VariantChecks:
     prices: PriceTable
     agents: AgentRegistry
     experiment: Experiment | None
-    experiment_dir: Path | None
+    experiment_file: Path | None
+
+    @property
+    def experiment_dir(self) -> Path | None:
+        """The experiment file's folder."""
+        return self.experiment_file.resolve().parent if self.experiment_file else None
 
 
 def checked_variants(
@@ -98,12 +105,34 @@ def checked_variants(
         try:
             variants.append(_checked(variant_id, written, loaded, expansion, checks))
         except (TaskFileError, DatasetError, SelectionError) as exc:
-            errors.append(exc)
+            errors.append(_placed(exc, variant_id, checks))
     if len(errors) > 1:
         raise VariantErrors(errors)
     if errors:
         raise errors[0]
     return variants
+
+
+def _placed(exc: UserError, variant_id: str, checks: VariantChecks) -> UserError:
+    """``exc`` at the experiment file's line of its field when the experiment sets that
+    field for this variant (the variant's own entry, else the defaults) and ``-D`` does not:
+    that is where the value to fix is, not the task file."""
+    experiment, path = checks.experiment, checks.experiment_file
+    if experiment is None or path is None or exc.located or not exc.field:
+        return exc
+    field = exc.field
+    if any(field == o.dotted or field.startswith((o.dotted + ".", o.dotted + "["))
+           for o in checks.overrides):  # fmt: skip
+        return exc
+    document = read_yaml(path)
+    index = [v.variant_id for v in experiment.variants].index(variant_id)
+    loc = field_loc(field)
+    for base in (("variants", index), ("defaults",)):
+        full = (*base, *loc)
+        if any(full[:end] in document.lines for end in range(len(base) + 1, len(full) + 1)):
+            return type(exc)(exc.message, file=str(path), line=document.line_of(full),
+                             field=field_path(full), row_id=exc.row_id, hint=exc.hint)  # fmt: skip
+    return exc
 
 
 def _checked(

@@ -79,7 +79,8 @@ class AgentVariables:
 
     Attributes:
         host: which host variables pass and which are withheld (:class:`EnvironmentNames`).
-        assay: the ``ASSAY_*`` variables every program of the row gets.
+        assay: the variables assay adds for every program of the row (``ASSAY_*``, and
+            ``PYTHONDONTWRITEBYTECODE`` where the host does not set it).
         agent: what the agent alone adds: its ``agent.env`` names and the prompt variables
             (``command`` agents; other agents run no program of the task's).
     """
@@ -95,5 +96,6 @@ def agent_variables(
     """Which variables ``task``'s programs receive under ``environ``."""
     withheld = task.credential_variables.union(hidden)
     host = environment_names(environ, passthrough=task.env_passthrough, hidden=withheld)
-    assay = row_env({}, task, variant_id="", replicate=0, sandbox=None, task_dir=None)
-    return AgentVariables(host=host, assay=sorted(assay), agent=task.agent.program_variables)
+    assay = row_env(environ, task, variant_id="", replicate=0, sandbox=None, task_dir=None)
+    added = sorted(name for name in assay if name not in environ)
+    return AgentVariables(host=host, assay=added, agent=task.agent.program_variables)
