@@ -203,10 +203,13 @@ def test_a_cli_not_on_path_is_found_where_make_install_dev_put_it(
         ("---\nname: okapi-notes\ndescription: d\n---\nbody\n", "okapi-notes"),
         ("---\r\nname: 'quoted'\r\n---\r\nbody\r\n", "quoted"),
         ("no front matter\n", "folder"),
-        ("---\nname: [a, b\n---\n", "folder"),  # not YAML
+        ("---\nname: [a, b\n---\n", "[a, b"),  # not YAML: read line by line
         ("---\ndescription: only\n---\n", "folder"),
         ("---\nname: ../escape\n---\n", "../escape"),  # as the CLI names it; never a path
         ("\ufeff---\nname: bom\n---\n", "bom"),
+        ("---\nname: my-skill\ndescription: Use when: things: happen\n---\n", "my-skill"),
+        ("---\nname: 123\ndescription: d\n---\n", "123"),  # as text, as the CLIs read it
+        ("---\nname: yes\n---\n", "yes"),
     ],
 )
 def test_a_skill_is_named_by_its_front_matter(tmp_path: Path, text: str, name: str) -> None:
@@ -413,3 +416,29 @@ def test_a_skill_is_offered_under_the_name_its_cli_loads_from_a_plain_folder(
     assert sorted(p.name for p in (tmp_path / "home").iterdir()) == ["linked", "s1"]
     copied = tmp_path / "home" / "linked" / "SKILL.md"
     assert not copied.is_symlink() and "name: linked" in copied.read_text()
+
+
+def test_two_skills_of_one_name_in_front_matter_that_is_not_yaml_are_refused(
+    tmp_path: Path,
+) -> None:
+    from assay.agents.coding_models import skill_plugins
+    from assay.spec.coding_agents import QwenCodeAgent
+
+    for folder in ("f1", "f2"):
+        write(tmp_path / "p" / "skills" / folder / "SKILL.md",
+              "---\nname: dup\ndescription: Use when: a: b\n---\n")  # fmt: skip
+    config = QwenCodeAgent.model_validate(
+        {"type": "qwen-code", "plugins": [{"type": "local", "path": "p"}]}
+    )
+    with pytest.raises(UserError, match="two skills are named 'dup'"):
+        skill_plugins(config, tmp_path)
+
+
+def test_claude_code_offers_a_plugins_skills_by_folder(tmp_path: Path) -> None:
+    """Claude Code names a plugin's skill ``plugin:folder`` whatever its front matter says
+    (its init event's skills), so that is the name recorded as offered."""
+    from assay.agents.coding_models import skill_folder_names
+
+    write(tmp_path / "p" / "skills" / "u1" / "SKILL.md", "---\nname: météo\ndescription: d\n---\n")
+    write(tmp_path / "p" / "skills" / "x" / "SKILL.md", "---\nname: s1\ndescription: d\n---\n")
+    assert skill_folder_names([tmp_path / "p"]) == ["u1", "x"]

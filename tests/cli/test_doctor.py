@@ -161,7 +161,8 @@ def test_the_programs_criteria_run_in_a_row_are_tried_or_named_with_the_fix(
     assert re.fullmatch(rf"works — pylint \S+ \({re.escape(VENV_BIN)}/python3\)",
                         found["criterion pylint_score"][0])  # fmt: skip
     tools = Path(__file__).resolve().parents[2] / ".tools" / "uipath" / "bin" / "uipath"
-    assert found["criterion uipath_eval"] == [f"works — {tools}"]
+    assert re.fullmatch(rf"works — uipath version \S+ \({re.escape(str(tools))}\)",
+                        found["criterion uipath_eval"][0])  # fmt: skip
     fake = tmp_path / "bin"
     fake.mkdir()
     (fake / "pytest").write_text("#!/bin/sh\nexit 3\n")  # on PATH but does not run
@@ -169,8 +170,10 @@ def test_the_programs_criteria_run_in_a_row_are_tried_or_named_with_the_fix(
     (fake / "python3").symlink_to("/bin/false")
     missing = doctor({"PATH": str(fake)}, tmp_path)
     assert missing["criterion pytest"] == [
-        "does not work — pytest is not found where rows run, or does not run",
+        f"does not work — pytest: {fake / 'pytest'} exited with 3",
         "fix: pip install pytest where the rows run (on their PATH)",
     ]
+    gone = doctor({"PATH": str(tmp_path / "none")}, tmp_path)
+    assert gone["criterion pytest"][0] == "does not work — pytest: not on the rows' PATH"
     assert missing["criterion pylint_score"][0].startswith("does not work")
     assert "pylint>=3" in missing["criterion pylint_score"][1]

@@ -31,7 +31,7 @@ from assay.agents.coding import CliAgent, CliRow, OwnCredentials
 from assay.agents.coding_models import (
     plugin_dirs,
     read_system_prompt,
-    skills_offered,
+    skill_folder_names,
 )
 from assay.errors import UserError
 from assay.spec.coding_agents import ClaudeCodeAgent
@@ -93,7 +93,7 @@ class ClaudeCodeRunner(CliAgent[ClaudeCodeAgent]):
         file or plugin folder it cannot read); the transcript names the skills offered."""
         argv = claude_argv(self.config, cli, context)
         plugins = plugin_dirs(self.config, context.base_dir)
-        parser.transcript.skills_offered = skills_offered(plugins)
+        parser.transcript.skills_offered = skill_folder_names(plugins)
         return argv, plugins
 
     def launch(self, row: CliRow) -> CliLaunch:

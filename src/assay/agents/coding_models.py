@@ -114,9 +114,8 @@ def _named_skills(folder: Path) -> list[tuple[str, Path]]:
 def skill_name(folder: Path) -> str:
     """The name a CLI loads a skill folder as: the ``name`` of its ``SKILL.md``'s YAML front
     matter (the Agent Skills format, agentskills.io), as written, else the folder's name."""
-    data = front_matter(folder / "SKILL.md") or {}
-    name = data.get("name")
-    return name if isinstance(name, str) and name.strip() else folder.name
+    name = front_matter(folder / "SKILL.md").get("name", "")
+    return name if name.strip() else folder.name
 
 
 def skill_folders(skills: dict[str, Path]) -> dict[str, tuple[str, Path]]:
@@ -201,6 +200,12 @@ def copy_skills(skills: dict[str, Path], into: Path) -> None:
 def skills_offered(folders: list[Path]) -> list[str]:
     """The names of the skills the plugin folders offer (:func:`plugin_skills`), sorted."""
     return sorted(plugin_skills(folders))
+
+
+def skill_folder_names(folders: list[Path]) -> list[str]:
+    """The folder names of the skills the plugin folders offer, sorted: the names Claude Code
+    gives a plugin's skills (``plugin:folder``, whatever the front matter's ``name``)."""
+    return sorted({skill.name for folder in folders for _, skill in _named_skills(folder)})
 
 
 def read_system_prompt(config: CodingAgent, base_dir: Path) -> str | None:

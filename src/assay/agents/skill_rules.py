@@ -16,7 +16,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import yaml
 
@@ -34,15 +33,27 @@ FRONT_MATTER_HINT = (
 )
 
 
-def front_matter(skill_md: Path) -> dict[str, Any] | None:
-    """The front matter of a ``SKILL.md`` as a mapping (YAML's own types); ``None`` when the
-    file cannot be read, has no front matter, or its front matter is not a YAML mapping."""
+def front_matter(skill_md: Path) -> dict[str, str]:
+    """The ``name`` and ``description`` (and the other text fields) of a ``SKILL.md``'s front
+    matter as the CLIs read them: every value as text (``name: 123`` is ``"123"``), and a
+    block that is not valid YAML line by line; empty when the file cannot be read or has no
+    front matter (a leading byte-order mark is dropped)."""
     block = _block(skill_md, strip_bom=True)
+    if block is None:
+        return {}
+    fields = _text_fields(block)
+    return fields if isinstance(fields, dict) else dict(SIMPLE_FIELD.findall(block))
+
+
+def _text_fields(block: str) -> dict[str, str] | str:
+    """The front matter's text values, or why YAML cannot read it."""
     try:
-        data = yaml.safe_load(block) if block is not None else None
-    except yaml.YAMLError:
-        return None
-    return data if isinstance(data, dict) else None
+        data = yaml.load(block, Loader=yaml.BaseLoader)  # every scalar as text
+    except yaml.YAMLError as exc:
+        return f"its front matter is not valid YAML ({str(exc).splitlines()[0]})"
+    if not isinstance(data, dict):
+        return "its front matter is not a mapping of fields"
+    return {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, str)}
 
 
 def _block(skill_md: Path, *, strip_bom: bool) -> str | None:
@@ -112,16 +123,10 @@ class SkillRule:
 
     def _fields(self, block: str) -> dict[str, str] | str:
         """The front matter's values as text, or why it cannot be read."""
-        try:
-            data = yaml.load(block, Loader=yaml.BaseLoader)  # every scalar as text
-        except yaml.YAMLError as exc:
-            if self.lenient:
-                return dict(SIMPLE_FIELD.findall(block))
-            return f"its front matter is not valid YAML ({str(exc).splitlines()[0]})"
+        fields = _text_fields(block)
         lines = dict(SIMPLE_FIELD.findall(block))
-        if not isinstance(data, dict):
-            return lines if self.lines_first else "its front matter is not a mapping of fields"
-        fields = {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, str)}
+        if isinstance(fields, str):
+            return lines if self.lenient else fields
         if self.lines_first and not {"name", "description"} <= fields.keys():
             return lines
         return fields

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -70,9 +71,8 @@ def criterion_programs(*, path_variable: str | None = None) -> list[tuple[str, P
         path_variable: the ``PATH`` rows get (default: this process's).
     """
     path = os.environ.get("PATH", "") if path_variable is None else path_variable
-    checks = []
-    for cls in default_criteria(entry_points=False).classes():
-        check = cls.program_check(path)
-        if check is not None:
-            checks.append((cls.type_name(), check))
-    return checks
+    classes = default_criteria(entry_points=False).classes()
+    with ThreadPoolExecutor() as pool:  # each may wait up to its time limit: side by side
+        answers = list(pool.map(lambda cls: cls.program_check(path), classes))
+    return [(cls.type_name(), check) for cls, check in zip(classes, answers, strict=True)
+            if check is not None]  # fmt: skip

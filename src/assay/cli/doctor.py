@@ -29,7 +29,7 @@ def doctor() -> None:
             sys.stdout.write(f"  fix: {cli.fix}\n")
     for criterion, program in api.criterion_programs():
         mark = "works" if program.found else "does not work"
-        where = program.found or f"{program.program} is not found where rows run, or does not run"
+        where = program.found or f"{program.program}: {program.reason}"
         sys.stdout.write(f"criterion {criterion}: {mark} — {where}\n")
         if program.fix:
             sys.stdout.write(f"  fix: {program.fix}\n")

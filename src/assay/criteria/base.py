@@ -10,8 +10,10 @@ of the scores (``reference/originals.md`` §1.4); classification criteria add th
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -206,32 +208,50 @@ class ProgramCheck:
     Attributes:
         program: what the criterion runs, as a row runs it (``pytest``, ``python3 -m
             pylint``).
-        found: where it was found (a path, or what answered), or ``None``.
+        found: where it was found and what it answered (its version), or ``None``.
         fix: how to install it, when it is not found.
+        reason: why not, when it is not found (not on the rows' ``PATH``, its exit code,
+            no answer within the time).
     """
 
     program: str
     found: str | None
     fix: str | None = None
+    reason: str | None = None
+
+
+ANSWER_SECONDS = 30
+"""How long a program may take to give its version (``assay doctor``)."""
 
 
 def answering_program(
     program: str, argv: list[str], *, path_variable: str, fix: str
 ) -> ProgramCheck:
     """:class:`ProgramCheck` of ``argv`` (its first item looked up on ``path_variable``) run
-    for real: found when it exits 0 within 30 s, as its first line of output and its path.
-    ``program`` is what the criterion runs, as shown; ``fix`` how to install it."""
+    for real in a session of its own: found when it exits 0 within :data:`ANSWER_SECONDS`,
+    as its first line of output and its path; on a timeout its whole process group is
+    killed. ``program`` is what the criterion runs, as shown; ``fix`` how to install it."""
     found = shutil.which(argv[0], path=path_variable)
     if found is None:
-        return ProgramCheck(program, None, fix)
+        return ProgramCheck(program, None, fix, "not on the rows' PATH")
     try:
-        done = subprocess.run([found, *argv[1:]], capture_output=True, text=True, timeout=30,
-                              check=False, env={**os.environ, "PATH": path_variable})  # fmt: skip
-    except (OSError, subprocess.TimeoutExpired):
-        return ProgramCheck(program, None, fix)
-    lines = (done.stdout or done.stderr).strip().splitlines()
-    if done.returncode != 0 or not lines:
-        return ProgramCheck(program, None, fix)
+        process = subprocess.Popen([found, *argv[1:]], stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+                                   start_new_session=True,
+                                   env={**os.environ, "PATH": path_variable})  # fmt: skip
+    except OSError as exc:
+        return ProgramCheck(program, None, fix, f"{found} cannot start ({exc.strerror})")
+    try:
+        out, err = process.communicate(timeout=ANSWER_SECONDS)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(OSError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+        return ProgramCheck(program, None, f"see why {found} hangs",
+                            f"{found} gave no answer within {ANSWER_SECONDS} s")  # fmt: skip
+    lines = (out or err).strip().splitlines()
+    if process.returncode != 0 or not lines:
+        return ProgramCheck(program, None, fix, f"{found} exited with {process.returncode}")
     return ProgramCheck(program, f"{lines[0]} ({found})")
 
 

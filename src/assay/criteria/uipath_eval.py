@@ -33,6 +33,7 @@ from assay.criteria.base import (
     CriterionError,
     GradingContext,
     ProgramCheck,
+    answering_program,
     basic_result,
     sandbox_of,
 )
@@ -54,12 +55,12 @@ class UipathEvalCriterion(UipathEval, Criterion):
 
     @classmethod
     def program_check(cls, path_variable: str) -> ProgramCheck:
-        """``uipath`` as a row finds it (:func:`uipath_path`: the rows' ``PATH``, else the
-        clone's ``make install-dev`` copy)."""
-        found = shutil.which("uipath", path=uipath_path(path_variable))
+        """``uipath --version`` as a row finds it (:func:`uipath_path`: the rows' ``PATH``,
+        else the clone's ``make install-dev`` copy), run for real."""
         fix = ("make install-dev (in a clone of assay: a pinned uipath in .tools/uipath), or "
                "pip install uipath where the rows run")  # fmt: skip
-        return ProgramCheck("uipath", found, None if found else fix)
+        return answering_program("uipath", ["uipath", "--version"],
+                                 path_variable=uipath_path(path_variable), fix=fix)  # fmt: skip
 
     async def check(self, context: GradingContext) -> CriterionResult:
         """Run ``uipath eval`` in the sandbox and compare its metrics to the thresholds."""
