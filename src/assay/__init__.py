@@ -106,5 +106,10 @@ def __getattr__(name: str) -> Any:
     return value
 
 
+SUBPACKAGES = ("api", "errors", "judges", "qa", "store", "view")
+"""The packages beside the run verbs that ``dir(assay)`` lists (tab completion finds the
+verbs that moved there)."""
+
+
 def __dir__() -> list[str]:
-    return sorted(__all__)
+    return sorted([*__all__, *SUBPACKAGES])

@@ -33,7 +33,8 @@ MOVED = {
 
 def test_the_top_level_is_the_run_verbs_and_their_types() -> None:
     assert set(assay.__all__) == RUN_VERBS | TYPES
-    assert sorted(dir(assay)) == sorted(assay.__all__)
+    assert sorted(dir(assay)) == sorted([*assay.__all__, "api", "errors", "judges", "qa",
+                                          "store", "view"])  # fmt: skip
     for name in assay.__all__:
         getattr(assay, name)  # each one imports
 
@@ -63,3 +64,13 @@ def test_importing_the_judges_package_imports_no_store() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True)  # fmt: skip
     assert done.stdout.split() == ["False", "True"]
+
+
+def test_a_file_given_as_a_run_says_so(tmp_path: Path) -> None:
+    from assay.errors import UsageError
+
+    task = write(tmp_path / "t.yaml", "task_id: t\n")
+    with pytest.raises(UsageError, match=r"t\.yaml is a file, not a run directory"):
+        assay.view.write_html_report(task)
+    with pytest.raises(UsageError, match="run directory not found"):
+        assay.view.write_html_report(tmp_path / "nowhere")

@@ -27,9 +27,18 @@ def existing_run_dir(argument: str | Path) -> Path:
         UsageError: not a directory.
     """
     path = Path(argument)
-    if not path.is_dir():
-        raise UsageError(f"run directory not found: {argument}")
+    _refuse_non_folder(path, argument)
     return path.resolve()
+
+
+def _refuse_non_folder(path: Path, argument: str | Path) -> None:
+    """Refuse a run directory argument that names no folder (missing, or a file)."""
+    if path.is_dir():
+        return
+    if path.exists():
+        raise UsageError(f"{argument} is a file, not a run directory",
+                         hint="give the run's folder, e.g. runs/latest")  # fmt: skip
+    raise UsageError(f"run directory not found: {argument}")
 
 
 def resolve_run_dir(argument: str | Path) -> Path:
@@ -40,8 +49,7 @@ def resolve_run_dir(argument: str | Path) -> Path:
             folder that holds no run.
     """
     path = Path(argument)
-    if not path.is_dir():
-        raise UsageError(f"run directory not found: {argument}")
+    _refuse_non_folder(path, argument)
     path = path.resolve()
     if (path / PLAN_FILE).is_file() or (path / "run.json").is_file():
         return path
@@ -52,7 +60,8 @@ def resolve_run_dir(argument: str | Path) -> Path:
     ]
     if runs:
         raise UsageError(
-            f"{argument} is a folder of {len(runs)} runs, not one run",
+            f"{argument} is a folder of {len(runs)} run{'s' if len(runs) != 1 else ''}, not one "
+            "run",
             hint=f"pass one of them, e.g. {Path(argument) / 'latest'}",
         )
     raise UsageError(f"{argument} is not a run directory (no plan.json or run.json)")
