@@ -274,3 +274,15 @@ def test_a_value_a_variant_sets_is_named_at_its_line_in_the_experiment_file(
         assay.plan(tasks, experiment=str(experiment), overrides={"agent.model": "nosuch/y"})
     assert all(e.file != str(experiment) for e in by_flag.value.refused
                if e.field == "agent.model")  # fmt: skip
+
+
+def test_a_default_the_task_file_overrides_is_not_blamed(tmp_path: Path) -> None:
+    """The task file's value is above the experiment's defaults: its error stays the task
+    file's; the same value set by the defaults alone is the defaults'."""
+    head = HEAD.replace("model: mock/echo", "model: nosuch/x")
+    task = write(tmp_path / "a.yaml", "task_id: a\n" + head + GOOD)
+    experiment = write(tmp_path / "exp.yaml", "experiment_id: e\ndefaults:\n"
+                       "  agent: {model: mock/echo}\nvariants:\n  - variant_id: v\n")  # fmt: skip
+    with pytest.raises(TaskFileError) as caught:
+        assay.plan(str(task), experiment=str(experiment))
+    assert (caught.value.file, caught.value.field) == (str(task), "agent.model")

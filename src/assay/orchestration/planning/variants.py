@@ -105,7 +105,7 @@ def checked_variants(
         try:
             variants.append(_checked(variant_id, written, loaded, expansion, checks))
         except (TaskFileError, DatasetError, SelectionError) as exc:
-            errors.append(_placed(exc, variant_id, checks))
+            errors.append(_placed(exc, variant_id, checks, task=written))
     if len(errors) > 1:
         raise VariantErrors(errors)
     if errors:
@@ -113,10 +113,13 @@ def checked_variants(
     return variants
 
 
-def _placed(exc: UserError, variant_id: str, checks: VariantChecks) -> UserError:
-    """``exc`` at the experiment file's line of its field when the experiment sets that
-    field for this variant (the variant's own entry, else the defaults) and ``-D`` does not:
-    that is where the value to fix is, not the task file."""
+def _placed(
+    exc: UserError, variant_id: str, checks: VariantChecks, *, task: LoadedTask
+) -> UserError:
+    """``exc`` at the experiment file's line of its field when the experiment sets the
+    value this variant runs with (the variant's own entry, or the defaults where the task
+    file does not set the field) and ``-D`` does not: that is where the value to fix is, not
+    the task file."""
     experiment, path = checks.experiment, checks.experiment_file
     if experiment is None or path is None or exc.located or not exc.field:
         return exc
@@ -127,7 +130,8 @@ def _placed(exc: UserError, variant_id: str, checks: VariantChecks) -> UserError
     document = read_yaml(path)
     index = [v.variant_id for v in experiment.variants].index(variant_id)
     loc = field_loc(field)
-    for base in (("variants", index), ("defaults",)):
+    in_task = tuple(loc) in task.document.lines  # the task's own value is above the defaults
+    for base in (("variants", index),) + ((("defaults",),) if not in_task else ()):
         full = (*base, *loc)
         if any(full[:end] in document.lines for end in range(len(base) + 1, len(full) + 1)):
             return type(exc)(exc.message, file=str(path), line=document.line_of(full),
