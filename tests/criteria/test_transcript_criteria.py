@@ -175,6 +175,12 @@ def test_skill_name_refuses_a_plugin_prefix_and_odd_names() -> None:
                                    "expected_skill": ""})  # fmt: skip
     with pytest.raises(ValidationError, match="expected_skill"):
         CRITERION.validate_python({"type": "skill_triggered", "skill_name": "pdf"})
+    for name in ("météo", "v1.2_notes", "unit-convert"):  # names Qwen Code and OpenCode load
+        CRITERION.validate_python({"type": "skill_triggered", "skill_name": name,
+                                   "expected_skill": ""})  # fmt: skip
+    with pytest.raises(ValidationError, match="is not a skill name"):
+        CRITERION.validate_python({"type": "skill_triggered", "skill_name": ".hidden",
+                                   "expected_skill": ""})  # fmt: skip
 
 
 def test_the_suite_rolls_up_as_a_yes_no_classification_like_sklearn() -> None:

@@ -27,7 +27,7 @@ from assay.results.transcript import ToolUse, Transcript
 from assay.spec.agent_criteria import SkillTriggered
 
 YES, NO = "yes", "no"
-SKILL_PATH = re.compile(r"(?=skills[\\/]+([A-Za-z0-9][A-Za-z0-9_-]*)[\\/]+)")
+SKILL_PATH = re.compile(r"(?=skills[\\/]+(\w[\w.-]*)[\\/]+)")
 """``skills/<name>/`` with either slash, repeated slashes (JSON-escaped backslashes) and
 overlapping matches (``skills/skills/<name>/``)."""
 

@@ -18,7 +18,7 @@ from pydantic import Field, StrictStr, field_validator, model_validator
 from assay.spec.base import StrictModel
 from assay.spec.criterion_base import CriterionSpec
 
-_SKILL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
+_SKILL_NAME = re.compile(r"^\w[\w.-]*$")
 
 
 def compile_search(pattern: str | None, field: str, flags: int = re.DOTALL) -> str | None:
@@ -122,8 +122,8 @@ class SkillTriggered(LiveStop):
             )
         if not _SKILL_NAME.match(value):
             raise ValueError(
-                f"skill_name {value!r} is not a skill name (the folder name under skills/: "
-                "letters, digits, '-' and '_')"
+                f"skill_name {value!r} is not a skill name (letters of any script, digits, "
+                "'_', '-' and '.', not starting with '-' or '.')"
             )
         return value
 
