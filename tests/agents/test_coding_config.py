@@ -12,7 +12,7 @@ import pytest
 from assay.agents.base import AgentContext
 from assay.agents.claude_code import claude_argv, sdk_flags
 from assay.agents.codex import cli_model, write_config
-from assay.agents.coding_models import plugin_dirs, skills_offered
+from assay.agents.coding_models import plugin_dirs, plugin_skills
 from assay.errors import UsageError, UserError
 from assay.providers.pool import ModelPool, PoolSettings, default_registry
 from assay.results.trace import Span, new_trace_id
@@ -51,7 +51,7 @@ def test_claude_flags_follow_the_task(tmp_path: Path) -> None:
     assert pairs["--plugin-dir"] == str((tmp_path / "plugin").resolve())
     assert pairs["--effort"] == "low" and pairs["--betas"] == "b1"
     assert pairs["--thinking"] == "disabled"
-    assert skills_offered(plugin_dirs(config, tmp_path)) == ["pdf"]
+    assert sorted(plugin_skills(plugin_dirs(config, tmp_path))) == ["pdf"]
 
 
 def test_claude_defaults_and_replace_mode(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from pydantic import TypeAdapter
 
 from assay.agents.claude_stream import ClaudeStreamParser
 from assay.agents.codex_stream import CodexStreamParser
-from assay.agents.coding_models import skills_offered
+from assay.agents.coding_models import plugin_skills
 from assay.criteria import default_criteria
 from assay.criteria.base import GradingContext
 from assay.results.trace import Span, new_trace_id, to_otlp_json
@@ -36,7 +36,7 @@ def parsed(stream: list[str], *, codex: bool = False) -> Transcript:
     for line in stream:
         parser.feed(line)
     parser.ending()
-    parser.transcript.skills_offered = skills_offered([HERE / "plugin"])
+    parser.transcript.skills_offered = sorted(plugin_skills([HERE / "plugin"]))
     return parser.transcript
 
 

@@ -15,7 +15,7 @@ from sklearn.metrics import accuracy_score, f1_score, precision_recall_fscore_su
 
 from assay.agents.claude_stream import ClaudeStreamParser
 from assay.agents.codex_stream import CodexStreamParser
-from assay.agents.coding_models import skills_offered
+from assay.agents.coding_models import plugin_skills
 from assay.criteria import default_criteria
 from assay.criteria.base import CriterionError, GradingContext
 from assay.criteria.skills import all_engaged, engaged_skills
@@ -37,7 +37,7 @@ def recorded(name: str) -> Transcript:
     for line in (HERE / f"{name}.jsonl").read_text(encoding="utf-8").splitlines():
         parser.feed(line)
     parser.ending()
-    parser.transcript.skills_offered = skills_offered([PLUGIN])
+    parser.transcript.skills_offered = sorted(plugin_skills([PLUGIN]))
     return parser.transcript
 
 

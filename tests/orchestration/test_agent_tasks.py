@@ -85,7 +85,7 @@ def test_a_folder_of_skills_is_refused_with_the_plugin_root_to_use(tmp_path: Pat
 
 
 def test_codex_takes_every_depth_and_offers_the_skills(tmp_path: Path) -> None:
-    from assay.agents.coding_models import plugin_dirs, skills_offered
+    from assay.agents.coding_models import plugin_dirs, plugin_skills
     from assay.spec.coding_agents import CodexAgent
 
     write(tmp_path / "loose" / "pdf" / "SKILL.md", PLUGIN_SKILL.format(name="pdf"))
@@ -93,7 +93,7 @@ def test_codex_takes_every_depth_and_offers_the_skills(tmp_path: Path) -> None:
     write(tmp_path / "root" / "skills" / "csv" / "SKILL.md", PLUGIN_SKILL.format(name="csv"))
     config = CodexAgent.model_validate({"type": "codex", "plugins": [
         {"type": "local", "path": p} for p in ("loose", "one", "root")]})  # fmt: skip
-    assert skills_offered(plugin_dirs(config, tmp_path)) == ["csv", "one", "pdf"]
+    assert sorted(plugin_skills(plugin_dirs(config, tmp_path))) == ["csv", "one", "pdf"]
 
 
 def test_coding_agents_that_may_act_default_to_bwrap_and_warn_under_tempdir(

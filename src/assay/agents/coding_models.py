@@ -197,11 +197,6 @@ def copy_skills(skills: dict[str, Path], into: Path) -> None:
             shutil.copyfile(folder / "SKILL.md", copied / "SKILL.md")
 
 
-def skills_offered(folders: list[Path]) -> list[str]:
-    """The names of the skills the plugin folders offer (:func:`plugin_skills`), sorted."""
-    return sorted(plugin_skills(folders))
-
-
 def skill_folder_names(folders: list[Path]) -> list[str]:
     """The folder names of the skills the plugin folders offer, sorted: the names Claude Code
     gives a plugin's skills (``plugin:folder``, whatever the front matter's ``name``)."""

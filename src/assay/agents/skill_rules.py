@@ -39,10 +39,20 @@ def front_matter(skill_md: Path) -> dict[str, str]:
     block that is not valid YAML line by line; empty when the file cannot be read or has no
     front matter (a leading byte-order mark is dropped)."""
     block = _block(skill_md, strip_bom=True)
-    if block is None:
-        return {}
+    fields = _read_fields(block, lenient=True) if block is not None else {}
+    return fields if isinstance(fields, dict) else {}
+
+
+def _read_fields(block: str, *, lenient: bool, lines_first: bool = False) -> dict[str, str] | str:
+    """The front matter's values as text (YAML read with every scalar as text), or why it
+    cannot be read. ``lenient``: a block that is not a valid YAML mapping is read line by
+    line; ``lines_first``: so is one whose YAML gives no string ``name`` and ``description``."""
     fields = _text_fields(block)
-    return fields if isinstance(fields, dict) else dict(SIMPLE_FIELD.findall(block))
+    if isinstance(fields, str):
+        return dict(SIMPLE_FIELD.findall(block)) if lenient else fields
+    if lines_first and not {"name", "description"} <= fields.keys():
+        return dict(SIMPLE_FIELD.findall(block))
+    return fields
 
 
 def _text_fields(block: str) -> dict[str, str] | str:
@@ -116,20 +126,10 @@ class SkillRule:
         if block is None:
             bom = "" if self.strips_bom else " (a byte-order mark before it hides it)"
             return f"it has no front matter{bom}", FRONT_MATTER_HINT
-        data = self._fields(block)
+        data = _read_fields(block, lenient=self.lenient, lines_first=self.lines_first)
         if isinstance(data, str):
             return data, FRONT_MATTER_HINT
         return self._field_problem(data)
-
-    def _fields(self, block: str) -> dict[str, str] | str:
-        """The front matter's values as text, or why it cannot be read."""
-        fields = _text_fields(block)
-        lines = dict(SIMPLE_FIELD.findall(block))
-        if isinstance(fields, str):
-            return lines if self.lenient else fields
-        if self.lines_first and not {"name", "description"} <= fields.keys():
-            return lines
-        return fields
 
     def _field_problem(self, data: dict[str, str]) -> tuple[str, str] | None:
         required = ("name", "description") if self.needs_name else ("description",)
