@@ -202,27 +202,34 @@ def test_one_value_that_fails_every_file_is_one_entry_naming_each_file(tmp_path:
     assert f"{tmp_path / 'd.yaml'}" in text.replace(files, "")
 
 
+def _refused_under(tmp_path: Path, experiment: str, *names: str) -> TaskFilesError:
+    """The plan's refusal of the task files ``names`` (in ``tmp_path``) under the experiment
+    file whose text is ``experiment``."""
+    write(tmp_path / "exp.yaml", experiment)
+    with pytest.raises(TaskFilesError) as caught:
+        assay.plan([str(tmp_path / f"{n}.yaml") for n in names],
+                   experiment=str(tmp_path / "exp.yaml"))  # fmt: skip
+    return caught.value
+
+
 def test_every_variant_that_cannot_run_is_named_not_only_the_first(tmp_path: Path) -> None:
     write(tmp_path / "a.yaml", "task_id: a\n" + HEAD + GOOD)
     write(tmp_path / "b.yaml", "task_id: b\n" + HEAD + GOOD)
-    write(tmp_path / "exp.yaml", "experiment_id: e\nvariants:\n"
-          "  - {variant_id: v1, agent: {type: llm, model: nosuch/a}}\n"
-          "  - {variant_id: ok, agent: {type: llm, model: mock/echo}}\n"
-          "  - {variant_id: v2, agent: {type: llm, model: other/b}}\n"
-          "  - {variant_id: v3, agent: {max_turns: abc}}\n")  # fmt: skip
-    tasks = [str(tmp_path / "a.yaml"), str(tmp_path / "b.yaml")]
-    with pytest.raises(TaskFilesError) as caught:
-        assay.plan(tasks, experiment=str(tmp_path / "exp.yaml"))
-    text = str(caught.value)
+    experiment = ("experiment_id: e\nvariants:\n"
+                  "  - {variant_id: v1, agent: {type: llm, model: nosuch/a}}\n"
+                  "  - {variant_id: ok, agent: {type: llm, model: mock/echo}}\n"
+                  "  - {variant_id: v2, agent: {type: llm, model: other/b}}\n"
+                  "  - {variant_id: v3, agent: {max_turns: abc}}\n")  # fmt: skip
+    caught = _refused_under(tmp_path, experiment, "a", "b")
+    text = str(caught)
     assert text.startswith("2 of 2 task files cannot run (0 run as written, 0 with warnings):")
-    assert len(caught.value.refused) == 6  # three variants of each of the two files
+    assert len(caught.refused) == 6  # three variants of each of the two files
     for says in ("provider 'nosuch'", "provider 'other'", "variant 'v3': Input should be"):
         assert text.count(says) == 1, says  # one entry naming both files
     assert "(variant 'v1')" in text and "(variant 'v2')" in text
-    with pytest.raises(TaskFilesError) as alone:  # one file: its three variants listed
-        assay.plan(tasks[:1], experiment=str(tmp_path / "exp.yaml"))
-    assert str(alone.value).startswith("1 of 1 task files cannot run")
-    assert len(alone.value.refused) == 3
+    alone = _refused_under(tmp_path, experiment, "a")  # one file: its three variants listed
+    assert str(alone).startswith("1 of 1 task files cannot run")
+    assert len(alone.refused) == 3
 
 
 def test_a_variants_prompt_that_misses_a_row_key_is_listed_with_the_others(
@@ -235,14 +242,11 @@ def test_a_variants_prompt_that_misses_a_row_key_is_listed_with_the_others(
     for name in ("a", "b"):
         write(tmp_path / f"{name}.yaml", f"task_id: {name}\ndescription: d\n"
               "agent: {type: llm, model: mock/echo}\n" + rows + GOOD)  # fmt: skip
-    write(tmp_path / "exp.yaml", "experiment_id: e\nvariants:\n"
-          "  - {variant_id: p1, initial_prompt: '${row.zzz}'}\n"
-          "  - {variant_id: m1, agent: {model: nosuch/x}}\n"
-          "  - {variant_id: u1, agent: {modle: mock/echo}}\n")  # fmt: skip
-    tasks = [str(tmp_path / "a.yaml"), str(tmp_path / "b.yaml")]
-    with pytest.raises(TaskFilesError) as caught:
-        assay.plan(tasks, experiment=str(tmp_path / "exp.yaml"))
-    text = str(caught.value)
+    text = str(_refused_under(tmp_path, "experiment_id: e\nvariants:\n"
+                              "  - {variant_id: p1, initial_prompt: '${row.zzz}'}\n"
+                              "  - {variant_id: m1, agent: {model: nosuch/x}}\n"
+                              "  - {variant_id: u1, agent: {modle: mock/echo}}\n",
+                              "a", "b"))  # fmt: skip
     assert text.startswith("2 of 2 task files cannot run")
     assert text.count("${row.zzz}: key not found") == 1
     assert "set by the experiment's variant (variant 'p1')" in text
