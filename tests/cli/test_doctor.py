@@ -177,3 +177,23 @@ def test_the_programs_criteria_run_in_a_row_are_tried_or_named_with_the_fix(
     assert gone["criterion pytest"][0] == "does not work — pytest: not on the rows' PATH"
     assert missing["criterion pylint_score"][0].startswith("does not work")
     assert "pylint>=3" in missing["criterion pylint_score"][1]
+
+
+def test_a_program_that_gives_no_answer_is_named_and_its_group_ended(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from assay.criteria import base
+
+    monkeypatch.setattr(base, "ANSWER_SECONDS", 1)
+    marker = tmp_path / "child-still-there"
+    hang = tmp_path / "pytest"
+    hang.write_text(f"#!/bin/sh\n(/bin/sleep 3; /usr/bin/touch {marker}) &\n/bin/sleep 30\n")
+    hang.chmod(0o755)
+    check = base.answering_program("pytest", ["pytest", "--version"],
+                                   path_variable=str(tmp_path), fix="f")  # fmt: skip
+    assert (check.found, check.fix) == (None, f"see why {hang} hangs")
+    assert check.reason == f"{hang} gave no answer within 1 s"
+    import time
+
+    time.sleep(3.5)
+    assert not marker.exists()  # its background child was killed with it
