@@ -72,9 +72,15 @@ LOCAL_MODEL_SLOTS = 4  # a run's default -j
 def _shared_local_model(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
     """A test marked ``local_model`` runs its models against the process's shared server
     (:func:`local_model_url`); one marked ``local_model(own_server=True)`` (a test of the
-    server's own start and stop) lets each run start its own, as users' runs do."""
+    server's own start and stop) lets each run start its own, as users' runs do, decoding on
+    one thread under xdist (``ASSAY_LOCAL_MODEL_THREADS``, for the reason the shared server
+    does)."""
     marker = request.node.get_closest_marker("local_model")
-    if marker is None or marker.kwargs.get("own_server"):
+    if marker is None:
+        return
+    if marker.kwargs.get("own_server"):
+        if os.environ.get("PYTEST_XDIST_WORKER"):  # one decoding thread, as the shared server
+            monkeypatch.setenv("ASSAY_LOCAL_MODEL_THREADS", "1")
         return
     monkeypatch.setenv("ASSAY_LOCAL_MODEL_URL", request.getfixturevalue("local_model_url"))
 
@@ -100,6 +106,33 @@ def podman_image() -> tuple[object, str]:
     if isinstance(found, str):
         pytest.skip(found)
     return found
+
+
+RAY_MODULES = "tests/executors/test_ray_"
+"""The test modules of the ``ray`` executor: one work unit under ``--dist loadscope``."""
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Under ``--dist loadscope`` (the Makefile's), the Ray modules are one work unit that
+    goes out first: one worker starts the 3-node cluster once, and stops it when its last
+    Ray test is done (the fixture is the package's), instead of up to three workers keeping
+    a cluster each until the session ends (one idle cluster costs about 2 s of CPU a minute
+    on this 2-core machine, its start 10-20 s). pytest-xdist's ``--dist loadgroup`` would
+    group them too, but with pytest 9 it groups nothing (pytest-xdist issue #1386)."""
+    if config.getoption("dist", None) != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class RayFirst(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return RAY_MODULES if nodeid.startswith(RAY_MODULES) else super()._split_scope(nodeid)
+
+        def _assign_work_unit(self, node: Any) -> None:
+            if RAY_MODULES in self.workqueue:
+                self.workqueue.move_to_end(RAY_MODULES, last=False)
+            super()._assign_work_unit(node)
+
+    return RayFirst(config, log)
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

@@ -1,6 +1,6 @@
 """A real Ray cluster of several nodes on this machine, for the ``ray`` executor's tests.
 
-One cluster per test session (``ray.cluster_utils.Cluster``: a head and two worker nodes,
+One cluster per test process (``ray.cluster_utils.Cluster``: a head and two worker nodes,
 every one on 127.0.0.1), with its own ``RAY_TMPDIR`` and its own authentication token, so
 nothing touches another Ray instance or the user's home. Node health is checked every second
 so a killed node is declared dead in about 5 s instead of 12-14 (not faster: on two busy
@@ -96,10 +96,12 @@ def ray_environment(settings: dict[str, str]) -> Iterator[None]:
                 os.environ[name] = value
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def ray_session() -> Iterator[RayCluster]:
-    """The cluster, started once per test process, with its Ray variables set only while
-    it starts, stops, and a test uses it (:func:`ray_cluster`)."""
+    """The cluster, started once for this folder's tests in a test process (the Ray
+    modules are one work unit under xdist: tests/conftest.py), stopped after the last of
+    them, with its Ray variables set only while it starts, stops, and a test uses it
+    (:func:`ray_cluster`)."""
     folder = tempfile.mkdtemp(prefix="assay-ray-", dir="/tmp")  # short: Ray's socket paths
     token = os.path.join(folder, "token")
     with open(token, "w") as handle:

@@ -14,9 +14,11 @@ from assay.providers.base import Message, ModelRequest
 from assay.providers.local import (
     CONTEXT_VARIABLE,
     FALLBACK_CONTEXT,
+    THREADS_VARIABLE,
     URL_VARIABLE,
     LocalModel,
     context_per_slot,
+    decode_threads,
     find_gguf,
     trained_context,
 )
@@ -55,6 +57,63 @@ def test_a_bad_context_setting_is_a_usage_error_naming_the_variable(
     with pytest.raises(UsageError) as caught:
         context_per_slot(find_gguf("smollm2"))
     assert CONTEXT_VARIABLE in str(caught.value) and repr(value) in str(caught.value)
+
+
+def test_the_decoding_threads_default_to_one_per_core_and_can_be_set(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv(THREADS_VARIABLE, raising=False)
+    assert decode_threads() == 0  # llama.cpp: one per core
+    monkeypatch.setenv(THREADS_VARIABLE, " ")
+    assert decode_threads() == 0
+    monkeypatch.setenv(THREADS_VARIABLE, "3")
+    assert decode_threads() == 3
+
+
+@pytest.mark.parametrize("value", ["abc", "0", "-1", "1.5", "two"])
+def test_a_bad_threads_setting_is_a_usage_error_naming_the_variable(
+    value: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(THREADS_VARIABLE, value)
+    with pytest.raises(UsageError) as caught:
+        decode_threads()
+    assert f"{THREADS_VARIABLE}={value!r} is not a number of threads" in str(caught.value)
+    assert "from 1 up" in (caught.value.hint or "")
+
+
+@pytest.mark.local_model(own_server=True)
+def test_a_run_starts_its_server_with_the_threads_set(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The variable reaches the server a run starts (its command line), not only the
+    parser; a bad value stops the model's start with the variable's error."""
+    import assay
+
+    monkeypatch.setenv(THREADS_VARIABLE, "1")
+    task = tmp_path / "task.yaml"
+    task.write_text(
+        "task_id: t\ndescription: d\nagent: {type: llm, model: local/smollm2, max_tokens: 2}\n"
+        "initial_prompt: Say hi.\nsuccess_criteria: [{type: file_check, includes: [x], "
+        "description: any}]\n"
+    )
+    monkeypatch.setattr("assay.providers.local.LocalServer.start", _recording_start(seen := []))
+    result = assay.run(task, run_dir=tmp_path / "runs")
+    assert seen == [1] and result.exit_code in (0, 1)
+    monkeypatch.setenv(THREADS_VARIABLE, "many")
+    with pytest.raises(UsageError, match=THREADS_VARIABLE):
+        assay.run(task, run_dir=tmp_path / "runs2")
+
+
+def _recording_start(seen: list[int]) -> object:
+    from assay.providers.local import LocalServer
+
+    real = LocalServer.start
+
+    def start(self: LocalServer) -> None:
+        seen.append(self.threads)
+        real(self)
+
+    return start
 
 
 def _ask(prompt: str) -> str:

@@ -43,6 +43,7 @@ def install_local_hint() -> str:
 KNOWN_LOCAL = ("smollm2",)
 URL_VARIABLE = "ASSAY_LOCAL_MODEL_URL"
 CONTEXT_VARIABLE = "ASSAY_LOCAL_MODEL_CONTEXT"
+THREADS_VARIABLE = "ASSAY_LOCAL_MODEL_THREADS"
 FALLBACK_CONTEXT = 2048
 """Tokens of context a slot gets when the GGUF file does not say what the model was trained
 for (and ``ASSAY_LOCAL_MODEL_CONTEXT`` is unset)."""
@@ -72,14 +73,41 @@ def context_per_slot(gguf: Path) -> int:
     Raises:
         UsageError: the variable is not a whole number from 128 up.
     """
-    value = os.environ.get(CONTEXT_VARIABLE, "").strip()
+    value = _whole_number(CONTEXT_VARIABLE, least=128, what="a context size",
+                          example="8192", unset="to use what the model was trained for",
+                          unit="tokens of context per slot")  # fmt: skip
+    return value if value is not None else trained_context(gguf) or FALLBACK_CONTEXT
+
+
+def decode_threads() -> int:
+    """CPU threads a local server decodes with: ``ASSAY_LOCAL_MODEL_THREADS`` when set, else 0
+    (one per core). On cores that other work keeps busy, fewer threads decode faster:
+    llama.cpp's threads wait for each other at every token.
+
+    Raises:
+        UsageError: the variable is not a whole number from 1 up.
+    """
+    value = _whole_number(THREADS_VARIABLE, least=1, what="a number of threads", example="1",
+                          unset="for one thread per core", unit="CPU threads")  # fmt: skip
+    return value or 0
+
+
+def _whole_number(
+    variable: str, *, least: int, what: str, example: str, unset: str, unit: str
+) -> int | None:
+    """The whole number ``variable`` holds, ``None`` when it is unset or empty.
+
+    Raises:
+        UsageError: the value is not a whole number from ``least`` up.
+    """
+    value = os.environ.get(variable, "").strip()
     if not value:
-        return trained_context(gguf) or FALLBACK_CONTEXT
-    if not value.isdigit() or int(value) < 128:
+        return None
+    if not value.isdigit() or int(value) < least:
         raise UsageError(
-            f"{CONTEXT_VARIABLE}={value!r} is not a context size",
-            hint=f"give tokens of context per slot as a whole number from 128 up, for example "
-            f"{CONTEXT_VARIABLE}=8192, or unset it to use what the model was trained for",
+            f"{variable}={value!r} is not {what}",
+            hint=f"give {unit} as a whole number from {least} up, for example "
+            f"{variable}={example}, or unset it {unset}",
         )
     return int(value)
 
@@ -320,9 +348,8 @@ class LocalModel(OpenAICompatibleModel):
         if self._client is None and self.server is None:
             shared = running_server_url()
             if shared is None:
-                server = LocalServer(
-                    gguf=find_gguf(self.model), alias=self.model, parallel=self.parallel
-                )
+                server = LocalServer(gguf=find_gguf(self.model), alias=self.model,
+                                     parallel=self.parallel, threads=decode_threads())  # fmt: skip
                 await asyncio.to_thread(server.start)
                 self.server = server
                 self.base_url = server.base_url

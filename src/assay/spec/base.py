@@ -20,6 +20,7 @@ is reported by its tag with the list of valid tags.
 from __future__ import annotations
 
 import difflib
+import functools
 import types
 import typing
 from collections.abc import Iterable, Mapping
@@ -233,7 +234,7 @@ def _screen_tagged(
 ) -> Any:
     if not isinstance(value, dict):
         return value
-    tags = {_tag_of(m): m for m in models}
+    tags = _tags(tuple(models))
     tag = value.get("type")
     if tag is None:
         raise ScreenError(
@@ -261,6 +262,13 @@ def _screen_tagged(
 
 def _article(noun: str) -> str:
     return "an" if noun[:1] in "aeiou" else "a"
+
+
+@functools.cache
+def _tags(models: tuple[type[StrictModel], ...]) -> dict[str, type[StrictModel]]:
+    """Each model of a tagged union by its ``type`` tag (the same few unions are screened
+    for every criterion of every task file: worked out once a process)."""
+    return {_tag_of(m): m for m in models}
 
 
 def _tag_of(model: type[StrictModel]) -> str:
