@@ -241,12 +241,15 @@ def find_tokens(data: Buffer) -> list[TokenHit]:
     """Every token in ``data`` (bytes, or an ``mmap``), sorted by start; overlapping hits are
     merged into one (the first shape's kind and name). ``detect-secrets`` is imported only
     when ``data`` holds one of its shapes' literals (a command's help text never does)."""
+    present = {prefix for prefix in _prefixes() if data.find(prefix) != -1}  # each once
+    if not present:
+        return []
     shapes: tuple[KeyShape | LibraryShape, ...] = KEY_SHAPES
-    if any(data.find(prefix) != -1 for prefix in _LIBRARY_PREFIXES):
+    if not present.isdisjoint(_LIBRARY_PREFIXES):
         shapes = all_shapes()
     hits: list[TokenHit] = []
     for shape in shapes:
-        if all(data.find(prefix) == -1 for prefix in shape.prefixes):
+        if present.isdisjoint(shape.prefixes):
             continue
         hits.extend(shape.hits(data))
     hits.sort(key=lambda hit: (hit.start, -hit.end))
