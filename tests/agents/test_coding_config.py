@@ -324,6 +324,32 @@ def test_two_skills_of_one_name_are_refused_at_plan(tmp_path: Path) -> None:
     assert "jot/SKILL.md" in caught.value.message
 
 
+@pytest.mark.parametrize("agent", ["claude-code", "codex", "gemini", "qwen-code", "opencode", "pi"])
+def test_a_skill_whose_file_is_a_link_to_nothing_is_refused_at_plan(
+    tmp_path: Path, agent: str
+) -> None:
+    """Every CLI passes over a SKILL.md that is a dangling link without a word; assay
+    refused nothing before and the skill was silently missing from the row."""
+    import assay
+    from assay.errors import TaskFileError
+
+    write(
+        tmp_path / "plug" / "skills" / "good" / "SKILL.md", "---\nname: good\ndescription: d\n---\n"
+    )
+    (tmp_path / "plug" / "skills" / "gone").mkdir()
+    (tmp_path / "plug" / "skills" / "gone" / "SKILL.md").symlink_to(tmp_path / "moved.md")
+    task = write(tmp_path / "t.yaml", "task_id: t\ndescription: d\ninitial_prompt: hi\n"
+                 f"agent:\n  type: {agent}\n  model: mock/echo\n  plugins:\n"
+                 "    - {type: local, path: plug}\n"
+                 "success_criteria: [{type: file_exists, path: x, description: d}]\n")  # fmt: skip
+    with pytest.raises(TaskFileError) as caught:
+        assay.plan([str(task)])
+    error = caught.value
+    assert (error.line, error.field) == (8, "agent.plugins[0].path")
+    assert f"gone/SKILL.md is a link to nothing ({tmp_path / 'moved.md'})" in error.message
+    assert "point the link at the skill's file" in (error.hint or "")
+
+
 NOT_LOADED = [  # (agent, SKILL.md text, what the refusal says); each tried on the CLI's loader
     ("qwen-code", "no front matter\n", "it has no front matter"),
     ("gemini", "\ufeff---\nname: a\ndescription: d\n---\n", "a byte-order mark before it"),

@@ -57,13 +57,16 @@ def test_a_runs_failures_become_trace_backed_rows_graded_again(
     workdir: Path, store_url: str
 ) -> None:
     run_dir = _run(workdir)
-    added = assay.store.add_run_to_dataset("captured", run_dir, only_failures=True, store=store_url)
+    added = assay.store.add_run_to_dataset("captured", run_dir.parent / "latest",
+                                           only_failures=True, store=store_url)  # fmt: skip
     assert added.created and added.added == ["c"] and added.version is not None
     assert added.mapping == {"text": "row.text", "label": "row.label", "input": "prompt",
                              "actual_output": "response", "trace": "trace"}  # fmt: skip
     again = assay.store.add_run_to_dataset("captured", run_dir, only_failures=True, store=store_url)
     assert again.version is None and again.skipped_existing == ["c"]
     with open_store(store_url) as store:
+        # the version names the run itself, not the runs/latest link that moves on
+        assert store.versions("captured")[0].origin == str(run_dir.resolve())
         info = store.dataset("captured")
         assert dict(info.schema.fields) == {"text": "string", "label": "string",
                                             "input": "string", "actual_output": "string",

@@ -143,9 +143,25 @@ def test_the_page_downloads_what_its_filter_selects(client: TestClient, run_dir:
     assert client.get(f"/runs/{run_dir.name}/rows.xml").status_code == 404
 
 
+def test_a_status_is_read_in_any_case(client: TestClient, run_dir: Path) -> None:
+    """A hand-typed ``status=failure`` selects the FAILURE rows (it matched no row before)."""
+    upper = client.get(f"/runs/{run_dir.name}/rows.jsonl", params={"status": "FAILURE"}).text
+    assert upper.count("\n") > 0
+    assert (
+        client.get(f"/runs/{run_dir.name}/rows.jsonl", params={"status": "failure"}).text == upper
+    )
+    cli = run_assay("report", str(run_dir), "--rows", "status=Failure", "--format", "jsonl",
+                    cwd=run_dir, env=ENV)  # fmt: skip
+    assert cli.returncode == 0 and cli.stdout == upper
+
+
 @pytest.mark.parametrize(("args", "message"), [
     (["--rows", "colour=red"], "--rows: 'colour' is not a filter of the rows page"),
     (["--rows", "sort=colour"], "--rows: sort 'colour' is not one of row, score"),
+    (["--rows", "status=PASSED"], "--rows: status 'PASSED' is not a row-task's status"),
+    (["--rows", "status=PASSED"], "use one of SUCCESS, FAILURE, TIMEOUT"),
+    (["--rows", "criterion=first:fail"], "--rows: criterion 'first:fail' is not POSITION:OUTCOME"),
+    (["--rows", "criterion=0:maybe"], "outcomes: pass, fail, error, refused"),
     (["--rows", "", "--format", "xml"], "--format: 'xml' is not one of csv, jsonl"),
     (["--format", "csv"], "--format goes with --rows FILTER"),
     (["--rows", "", "--html"], "--rows prints rows and writes nothing"),

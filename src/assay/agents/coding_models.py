@@ -160,6 +160,7 @@ def skill_plugins(
         if not skills and one_folder:
             raise UserError(f"plugin folder {folder} offers no skill (skills/<name>/SKILL.md): "
                             f"{cli} takes only the skills of a plugin", field=field)  # fmt: skip
+        _check_links(folder, cli=cli, field=field)
         for name, skill in skills:
             if rule is not None:
                 rule.check(skill, field=field)
@@ -174,6 +175,22 @@ def skill_plugins(
                 )
             found.setdefault(name, skill)
     return found
+
+
+def _check_links(folder: Path, *, cli: str, field: str) -> None:
+    """Refuse a ``SKILL.md`` of the plugin ``folder`` that is a link to nothing: every CLI
+    passes such a skill over without a word (and :func:`plugin_skills` does not see it).
+
+    Raises:
+        UserError: at ``field``, naming the link and where it points.
+    """
+    for parent in [*folder.glob("skills/*"), *folder.glob("*"), folder]:
+        skill_md = parent / "SKILL.md"
+        if skill_md.is_symlink() and not skill_md.exists():
+            raise UserError(f"{skill_md} is a link to nothing ({os.readlink(skill_md)}): "
+                            f"{cli} would silently not offer the skill", field=field,
+                            hint="point the link at the skill's file, or remove the skill's "
+                                 "folder")  # fmt: skip
 
 
 def copy_skills(skills: dict[str, Path], into: Path) -> None:

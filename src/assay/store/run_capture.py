@@ -141,6 +141,7 @@ def add_run(
         UsageError: as :func:`run_cases`, or a bad mapping. StoreError: as
             :func:`assay.store.capture.capture`.
     """
+    run_dir = resolve_run_dir(run_dir)  # the version records the run, not runs/latest
     cases = run_cases(run_dir, only_failures=only_failures, suite=suite, variant=variant)
     return capture(
         store,

@@ -36,11 +36,13 @@ from assay.orchestration.loading.secrets import results_redactor
 from assay.results.run_folder import resolve_run_dir
 from assay.results.safe_text import csv_cell
 from assay.results.secrets import Redactor
+from assay.results.status import FinalStatus
 from assay.results.task_result import EvaluationResult
-from assay.view.queries import SORTS, RowFilter, where
+from assay.view.queries import SORTS, RowFilter, status_value, where
 from assay.view.reading import read_bytes
 
 FORMATS = ("csv", "jsonl")
+_OUTCOMES = ("pass", "fail", "error", "refused")  # a criterion line's (assay.view.records)
 COLUMNS = ("folder", "variant", "suite", "task_id", "row_id", "row_index", "replicate",
            "status", "score", "expected", "observed", "error_kind", "reason", "duration",
            "tokens", "cost", "model", "prompt", "response", "row")  # fmt: skip
@@ -68,7 +70,24 @@ def parse_filter(text: str) -> RowFilter:
                                   "status=FAILURE&q=love)")  # fmt: skip
         if name == "sort" and value not in SORTS:
             raise UsageError(f"--rows: sort '{value}' is not one of {', '.join(SORTS)}")
+        _check_value(name, value)
     return RowFilter.from_params(dict(pairs))
+
+
+def _check_value(name: str, value: str) -> None:
+    """Refuse a ``status`` or ``criterion`` value that would match no row whatever the run.
+
+    Raises:
+        UsageError: naming the valid values.
+    """
+    if name == "status" and value.strip() and status_value(value) is None:
+        raise UsageError(f"--rows: status '{value}' is not a row-task's status",
+                         hint="use one of " + ", ".join(s.value for s in FinalStatus))  # fmt: skip
+    position, _, outcome = value.partition(":")
+    if name == "criterion" and value and not (position.isdigit() and outcome in _OUTCOMES):
+        raise UsageError(f"--rows: criterion '{value}' is not POSITION:OUTCOME",
+                         hint="e.g. criterion=0:fail (the first criterion failed); outcomes: "
+                              + ", ".join(_OUTCOMES))  # fmt: skip
 
 
 def export_lines(

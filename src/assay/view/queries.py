@@ -20,6 +20,8 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 from urllib.parse import urlencode
 
+from assay.results.status import FinalStatus
+
 PAGE_SIZE = 50
 MAX_PAGE_SIZE = 500
 SORTS = {
@@ -70,7 +72,8 @@ class RowFilter:
     @classmethod
     def from_params(cls, params: Mapping[str, str]) -> RowFilter:
         """The filter a URL's query string describes; unknown or malformed values fall back
-        to their defaults (a shared link never breaks the page)."""
+        to their defaults (a shared link never breaks the page); a status is read in any
+        case."""
         values: dict[str, Any] = {}
         for item in fields(cls):
             raw = params.get(item.name)
@@ -86,6 +89,7 @@ class RowFilter:
         chosen = cls(**values)
         return replace(
             chosen,
+            status=status_value(chosen.status) or chosen.status,
             sort=chosen.sort if chosen.sort in SORTS else "row",
             order="desc" if chosen.order == "desc" else "asc",
             size=min(chosen.size, MAX_PAGE_SIZE),
@@ -109,6 +113,13 @@ class RowFilter:
         """Some filter (not sort or page) is set."""
         return any(getattr(self, name) for name in (*_EXACT, "replicate", "criterion",
                                                      "error", "q"))  # fmt: skip
+
+
+def status_value(text: str) -> str | None:
+    """The ``FinalStatus`` value ``text`` names, in any case (``failure``: ``FAILURE``), or
+    ``None``."""
+    wanted = text.strip().upper()
+    return next((status.value for status in FinalStatus if status.value == wanted), None)
 
 
 def where(chosen: RowFilter) -> tuple[str, list[Any]]:
