@@ -324,20 +324,15 @@ def test_two_skills_of_one_name_are_refused_at_plan(tmp_path: Path) -> None:
     assert "jot/SKILL.md" in caught.value.message
 
 
-@pytest.mark.parametrize("agent", ["claude-code", "codex", "gemini", "qwen-code", "opencode", "pi"])
-def test_a_skill_whose_file_is_a_link_to_nothing_is_refused_at_plan(
-    tmp_path: Path, agent: str
-) -> None:
-    """Every CLI passes over a SKILL.md that is a dangling link without a word; assay
-    refused nothing before and the skill was silently missing from the row."""
+def _refused_beside_a_good_skill(tmp_path: Path, agent: str) -> Any:
+    """The plan's error for a task of ``agent`` with the plugin ``plug`` (a good skill added
+    beside what the test wrote), at the plugin's line."""
     import assay
     from assay.errors import TaskFileError
 
     write(
         tmp_path / "plug" / "skills" / "good" / "SKILL.md", "---\nname: good\ndescription: d\n---\n"
     )
-    (tmp_path / "plug" / "skills" / "gone").mkdir()
-    (tmp_path / "plug" / "skills" / "gone" / "SKILL.md").symlink_to(tmp_path / "moved.md")
     task = write(tmp_path / "t.yaml", "task_id: t\ndescription: d\ninitial_prompt: hi\n"
                  f"agent:\n  type: {agent}\n  model: mock/echo\n  plugins:\n"
                  "    - {type: local, path: plug}\n"
@@ -346,6 +341,18 @@ def test_a_skill_whose_file_is_a_link_to_nothing_is_refused_at_plan(
         assay.plan([str(task)])
     error = caught.value
     assert (error.line, error.field) == (8, "agent.plugins[0].path")
+    return error
+
+
+@pytest.mark.parametrize("agent", ["claude-code", "codex", "gemini", "qwen-code", "opencode", "pi"])
+def test_a_skill_whose_file_is_a_link_to_nothing_is_refused_at_plan(
+    tmp_path: Path, agent: str
+) -> None:
+    """Every CLI passes over a SKILL.md that is a dangling link without a word; assay
+    refused nothing before and the skill was silently missing from the row."""
+    (tmp_path / "plug" / "skills" / "gone").mkdir(parents=True)
+    (tmp_path / "plug" / "skills" / "gone" / "SKILL.md").symlink_to(tmp_path / "moved.md")
+    error = _refused_beside_a_good_skill(tmp_path, agent)
     assert f"gone/SKILL.md is a link to nothing ({tmp_path / 'moved.md'})" in error.message
     assert "point the link at the skill's file" in (error.hint or "")
 
@@ -374,21 +381,9 @@ def test_a_skill_its_cli_would_pass_over_is_refused_not_offered(
     """Qwen Code, Gemini CLI, OpenCode and Pi silently skip (or rename) a SKILL.md they
     cannot load as it is: assay refuses it at plan with the file and what the CLI needs,
     instead of listing it as offered."""
-    import assay
-    from assay.errors import TaskFileError
 
-    write(
-        tmp_path / "plug" / "skills" / "good" / "SKILL.md", "---\nname: good\ndescription: d\n---\n"
-    )
     write(tmp_path / "plug" / "skills" / "notes" / "SKILL.md", text)
-    task = write(tmp_path / "t.yaml", "task_id: t\ndescription: d\ninitial_prompt: hi\n"
-                 f"agent:\n  type: {agent}\n  model: mock/echo\n  plugins:\n"
-                 "    - {type: local, path: plug}\n"
-                 "success_criteria: [{type: file_exists, path: x, description: d}]\n")  # fmt: skip
-    with pytest.raises(TaskFileError) as caught:
-        assay.plan([str(task)])
-    error = caught.value
-    assert (error.line, error.field) == (8, "agent.plugins[0].path")
+    error = _refused_beside_a_good_skill(tmp_path, agent)
     assert f"would not load the skill {tmp_path / 'plug/skills/notes/SKILL.md'} as it is: " in (
         error.message
     )
