@@ -109,7 +109,8 @@ def test_a_skill_tool_names_its_skill_by_skill_or_by_name() -> None:
     def call(arguments: dict[str, str]) -> ToolUse:
         return ToolUse("Skill", "1", arguments, "", False, False)
 
-    assert engaged_skills(call({"skill": "plug:pdf"})) == {"pdf"}  # Claude Code, Qwen Code
+    # Claude Code's plugin:name counts for the skill's own name; Qwen Code's team:notes whole
+    assert engaged_skills(call({"skill": "plug:pdf"})) == {"plug:pdf", "pdf"}
     assert engaged_skills(call({"name": "pdf"})) == {"pdf"}  # OpenCode, Gemini CLI
     assert engaged_skills(call({"skill": "pdf", "name": "other"})) == {"pdf"}
     assert engaged_skills(call({"args": "pdf"})) == set()
@@ -166,21 +167,52 @@ def test_the_transcript_read_back_from_trace_json_grades_the_same() -> None:
     assert skill("unit-convert", back, "unit-convert").score == 1.0
 
 
-def test_skill_name_refuses_a_plugin_prefix_and_odd_names() -> None:
-    with pytest.raises(ValidationError, match="carries the plugin's name"):
-        CRITERION.validate_python({"type": "skill_triggered", "skill_name": "plug:pdf",
-                                   "expected_skill": ""})  # fmt: skip
-    with pytest.raises(ValidationError, match="is not a skill name"):
-        CRITERION.validate_python({"type": "skill_triggered", "skill_name": "a b",
-                                   "expected_skill": ""})  # fmt: skip
+def test_skill_name_refuses_odd_names() -> None:
+    for odd in ("a b", "a::b", ":x", "x:", "a:.b"):
+        with pytest.raises(ValidationError, match="is not a skill name"):
+            CRITERION.validate_python({"type": "skill_triggered", "skill_name": odd,
+                                       "expected_skill": ""})  # fmt: skip
     with pytest.raises(ValidationError, match="expected_skill"):
         CRITERION.validate_python({"type": "skill_triggered", "skill_name": "pdf"})
-    for name in ("météo", "v1.2_notes", "unit-convert"):  # names Qwen Code and OpenCode load
+    for name in ("météo", "v1.2_notes", "unit-convert", "team:notes"):  # Qwen Code, OpenCode
         CRITERION.validate_python({"type": "skill_triggered", "skill_name": name,
                                    "expected_skill": ""})  # fmt: skip
     with pytest.raises(ValidationError, match="is not a skill name"):
         CRITERION.validate_python({"type": "skill_triggered", "skill_name": ".hidden",
                                    "expected_skill": ""})  # fmt: skip
+
+
+def test_a_name_with_a_colon_is_checked_whole_where_the_cli_loads_it() -> None:
+    """Qwen Code loads a skill named ``team:notes``: skill_triggered could not name it
+    before (the ``:`` was refused as Claude Code's plugin prefix)."""
+    run = Transcript(agent="qwen-code", skills_offered=["good", "team:notes"])
+    run.add(TranscriptEvent("tool_call", 1, name="Skill", call_id="1",
+                            arguments={"skill": "team:notes"}))  # fmt: skip
+    run.add(TranscriptEvent("tool_result", 2, name="Skill", call_id="1", text="loaded"))
+    assert skill("team:notes", run, "team:notes").score == 1.0
+    assert skill("good", run, "").score == 1.0  # not engaged, a distractor row: right
+
+
+@pytest.mark.parametrize(("agent", "refused"), [("claude-code", True), ("qwen-code", False),
+                                                ("codex", False), ("opencode", False)])  # fmt: skip
+def test_a_plugin_prefix_is_refused_at_load_where_the_cli_names_skills_so(
+    tmp_path: Path, agent: str, refused: bool
+) -> None:
+    import assay
+    from assay.errors import TaskFileError
+    from tests.helpers import write
+
+    task = write(tmp_path / "t.yaml", "task_id: t\ndescription: d\ninitial_prompt: hi\n"
+                 f"agent: {{type: {agent}, model: mock/echo}}\nsuccess_criteria:\n"
+                 "  - type: skill_triggered\n    expected_skill: ''\n"
+                 "    skill_name: plug:pdf\n")  # fmt: skip
+    if not refused:
+        assay.load_task(task)
+        return
+    with pytest.raises(TaskFileError, match="carries the plugin's name") as caught:
+        assay.load_task(task)
+    assert (caught.value.line, caught.value.field) == (8, "success_criteria[0].skill_name")
+    assert "write the skill's own name, 'pdf'" in caught.value.message
 
 
 def test_the_suite_rolls_up_as_a_yes_no_classification_like_sklearn() -> None:

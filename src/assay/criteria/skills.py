@@ -38,8 +38,8 @@ def engaged_skills(use: ToolUse) -> set[str]:
     arguments = use.arguments
     if use.name == "Skill" and isinstance(arguments, dict):
         skill = arguments.get("skill", arguments.get("name"))
-        if isinstance(skill, str) and skill:
-            names.add(skill.rsplit(":", 1)[-1])
+        if isinstance(skill, str) and skill:  # "plugin:name" (Claude Code) counts for both
+            names |= {skill, skill.rsplit(":", 1)[-1]}
     for text in strings_of(arguments):
         names.update(SKILL_PATH.findall(text))
     return names
@@ -117,7 +117,7 @@ def check_offered(name: str, transcript: Transcript) -> None:
             "SKILL.md front matter)."
         )
     loaded = transcript.skills_loaded
-    if loaded is not None and name not in {s.rsplit(":", 1)[-1] for s in loaded}:
+    if loaded is not None and name not in {*loaded, *(s.rsplit(":", 1)[-1] for s in loaded)}:
         raise CriterionError(
             f"skill_triggered names skill {name!r}, which agent.plugins offers, but the "
             f"{transcript.agent} CLI did not load it (it listed {sorted(loaded)}): the "

@@ -49,6 +49,10 @@ class AgentSpec(StrictModel):
     transcript: ClassVar[TranscriptKind] = "tool_calls"
     """Capability: what the agent's transcript records (criteria that read tool calls or
     commands are refused for ``none`` and warned about for ``messages``)."""
+    prefixes_skills: ClassVar[bool] = False
+    """Capability: the CLI names a plugin's skill ``plugin:name`` (Claude Code), so a
+    ``skill_triggered`` name with a ``:`` is the plugin's prefix written by mistake; on the
+    others a ``:`` is part of the name (Qwen Code loads ``team:notes``)."""
     takes_turns: ClassVar[bool] = False
     """Capability (turn boundary): the agent's model answers in turns (one per response,
     tool calls between), so ``run_limits.max_turns`` and ``max_tool_calls`` bound it; on

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import Field, StrictStr, field_validator, model_validator
 
 from assay.spec.base import StrictModel
 from assay.spec.criterion_base import CriterionSpec
+
+if TYPE_CHECKING:
+    from assay.spec.agent_base import AgentSpec
 
 _SKILL_NAME = re.compile(r"^\w[\w.-]*$")
 
@@ -99,7 +102,9 @@ class SkillTriggered(LiveStop):
     the skill was engaged anywhere in the run (Claude Code's ``Skill`` tool call naming it,
     ``plugin:name`` included, or any tool call whose string argument holds
     ``skills/<name>/``: Codex reading the skill's files); expected ``yes`` when
-    ``expected_skill`` equals ``skill_name`` (``""`` for a distractor row).
+    ``expected_skill`` equals ``skill_name`` (``""`` for a distractor row). A name with a
+    ``:`` (``team:notes``, as Qwen Code loads it) is matched whole; on Claude Code, which
+    names a plugin's skill ``plugin:name``, it is refused at load (:func:`plugin_prefix`).
 
     The suite aggregate adds the classification metrics over the labels ``yes`` / ``no``
     (``recall.yes``, ``precision.yes``, ``f1.yes``, ``macro_f1``, …).
@@ -114,18 +119,29 @@ class SkillTriggered(LiveStop):
     def _bare_name(cls, value: str) -> str:
         if "${" in value:
             return value
-        if ":" in value:
-            plugin, _, name = value.rpartition(":")
-            raise ValueError(
-                f"skill_name {value!r} carries the plugin's name ({plugin!r}); write the "
-                f"skill's own name, {name!r} (a Skill call of '{plugin}:{name}' counts for it)"
-            )
-        if not _SKILL_NAME.match(value):
+        if not all(_SKILL_NAME.match(part) for part in value.split(":")):
             raise ValueError(
                 f"skill_name {value!r} is not a skill name (letters of any script, digits, "
-                "'_', '-' and '.', not starting with '-' or '.')"
+                "'_', '-' and '.', not starting with '-' or '.'; ':' between such parts)"
             )
         return value
+
+    def agent_problem(self, agent: AgentSpec) -> tuple[str, str] | None:
+        """A name with a ``:`` on a CLI that names a plugin's skill ``plugin:name``."""
+        why = plugin_prefix(self.skill_name) if agent.prefixes_skills else None
+        return ("skill_name", why) if why else None
+
+
+def plugin_prefix(skill_name: str) -> str | None:
+    """Why ``skill_name`` cannot be checked on a CLI that names a plugin's skill
+    ``plugin:name`` (the plugin's prefix written into it), or ``None``."""
+    if ":" not in skill_name or "${" in skill_name:
+        return None
+    plugin, _, name = skill_name.rpartition(":")
+    return (
+        f"skill_name {skill_name!r} carries the plugin's name ({plugin!r}); write the "
+        f"skill's own name, {name!r} (a Skill call of '{plugin}:{name}' counts for it)"
+    )
 
 
 class CommandExecuted(LiveStop):

@@ -258,6 +258,7 @@ class ClaudeCodeAgent(CodingAgent):
 
     native_provider: ClassVar[str] = "anthropic"
     enforces_max_turns: ClassVar[bool] = True
+    prefixes_skills: ClassVar[bool] = True
 
     @property
     def dialog_problem(self) -> str | None:

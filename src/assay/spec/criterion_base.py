@@ -114,6 +114,12 @@ class CriterionSpec(StrictModel):
                     raise ValueError(f"suite_thresholds.{metric} must be a number, not {minimum!r}")
         return value
 
+    def agent_problem(self, agent: AgentSpec) -> tuple[str, str] | None:
+        """``(field, why)`` when this criterion cannot be checked on ``agent`` (an agent
+        config, read through its capabilities), else ``None``; the loader refuses it at the
+        field's line."""
+        return None
+
     @property
     def gating(self) -> bool:
         """True when the criterion decides the row's pass/fail (``weight > 0``)."""

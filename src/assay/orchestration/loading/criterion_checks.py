@@ -28,11 +28,18 @@ NO_TOOL_CALLS = (
 
 
 def check_agent_criteria(task: TaskDefinition, *, display: str, document: YamlDocument) -> None:
-    """Refuse transcript criteria on a task whose agent records no transcript.
+    """Refuse transcript criteria on a task whose agent records no transcript, and a criterion
+    that cannot be checked on the task's agent (:meth:`CriterionSpec.agent_problem`).
 
     Raises:
         TaskFileError: naming ``success_criteria[i].type`` and its line.
     """
+    for index, criterion in enumerate(task.success_criteria):
+        problem = criterion.agent_problem(task.agent)
+        if problem is not None:
+            loc = ("success_criteria", index, problem[0])
+            raise TaskFileError(problem[1], file=display, line=document.line_of(loc),
+                                field=f"success_criteria[{index}].{problem[0]}")  # fmt: skip
     if task.agent.transcript != "none":
         return
     if task.dataset is not None and task.dataset.store is not None:
