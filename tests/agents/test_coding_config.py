@@ -354,7 +354,56 @@ def test_a_skill_whose_file_is_a_link_to_nothing_is_refused_at_plan(
     (tmp_path / "plug" / "skills" / "gone" / "SKILL.md").symlink_to(tmp_path / "moved.md")
     error = _refused_beside_a_good_skill(tmp_path, agent)
     assert f"gone/SKILL.md is a link to nothing ({tmp_path / 'moved.md'})" in error.message
-    assert "point the link at the skill's file" in (error.hint or "")
+    assert "point the link at what it stands for" in (error.hint or "")
+
+
+@pytest.mark.parametrize("agent", ["claude-code", "codex", "qwen-code"])
+@pytest.mark.parametrize(
+    "shape",
+    [
+        "folder link to nothing",
+        "SKILL.md a folder",
+        "SKILL.md a link to a folder",
+        "skills a link to nothing",
+    ],
+)
+def test_what_looks_like_a_skill_and_is_none_is_refused_at_plan(
+    tmp_path: Path, agent: str, shape: str
+) -> None:
+    """A skill's folder that is a link to nothing, a SKILL.md that is a folder (or a link
+    to one), a skills folder that is a link to nothing: no CLI loads them, and assay counted
+    the SKILL.md folder as an offered skill and passed the others without a word."""
+    plug = tmp_path / "plug"
+    if shape == "skills a link to nothing":
+        plug.mkdir()
+        plug.joinpath("skills").symlink_to(tmp_path / "gone")
+        expected = f"{plug / 'skills'} is a link to nothing"
+        if agent == "claude-code":  # its check of a plugin's root comes first, as rightly
+            expected = f"{plug} is not a plugin: it holds no skills/<name>/SKILL.md"
+    else:
+        write(plug / "skills" / "good" / "SKILL.md", "---\nname: good\ndescription: d\n---\n")
+        if shape == "folder link to nothing":
+            (plug / "skills" / "odd").symlink_to(tmp_path / "gone")
+            expected = f"{plug / 'skills' / 'odd'} is a link to nothing"
+        else:
+            (plug / "skills" / "odd").mkdir()
+            (tmp_path / "dir").mkdir()
+            if shape == "SKILL.md a folder":
+                (plug / "skills" / "odd" / "SKILL.md").mkdir()
+            else:
+                (plug / "skills" / "odd" / "SKILL.md").symlink_to(tmp_path / "dir")
+            expected = f"{plug / 'skills' / 'odd' / 'SKILL.md'} is not a file"
+    task = write(tmp_path / "t.yaml", "task_id: t\ndescription: d\ninitial_prompt: hi\n"
+                 f"agent:\n  type: {agent}\n  model: mock/echo\n  plugins:\n"
+                 "    - {type: local, path: plug}\n"
+                 "success_criteria: [{type: file_exists, path: x, description: d}]\n")  # fmt: skip
+    import assay
+    from assay.errors import TaskFileError
+
+    with pytest.raises(TaskFileError) as caught:
+        assay.plan([str(task)])
+    assert expected in caught.value.message
+    assert (caught.value.line, caught.value.field) == (8, "agent.plugins[0].path")
 
 
 NOT_LOADED = [  # (agent, SKILL.md text, what the refusal says); each tried on the CLI's loader

@@ -168,7 +168,7 @@ def test_the_transcript_read_back_from_trace_json_grades_the_same() -> None:
 
 
 def test_skill_name_refuses_odd_names() -> None:
-    for odd in ("a b", "a::b", ":x", "x:", "a:.b"):
+    for odd in ("a b", "a::b", ":x", "x:", "a:.b", "notes\n", "team:notes\n"):
         with pytest.raises(ValidationError, match="is not a skill name"):
             CRITERION.validate_python({"type": "skill_triggered", "skill_name": odd,
                                        "expected_skill": ""})  # fmt: skip
@@ -213,6 +213,27 @@ def test_a_plugin_prefix_is_refused_at_load_where_the_cli_names_skills_so(
         assay.load_task(task)
     assert (caught.value.line, caught.value.field) == (8, "success_criteria[0].skill_name")
     assert "write the skill's own name, 'pdf'" in caught.value.message
+
+
+def test_a_variant_that_runs_claude_code_refuses_the_plugin_prefix_too(tmp_path: Path) -> None:
+    """The check held for the task file's agent only: an experiment's variant that switched
+    the agent to claude-code planned a ``team:notes`` it cannot check."""
+    import assay
+    from assay.errors import TaskFileError
+    from tests.helpers import write
+
+    task = write(tmp_path / "t.yaml", "task_id: t\ndescription: d\ninitial_prompt: hi\n"
+                 "agent: {type: qwen-code, model: mock/echo}\nsuccess_criteria:\n"
+                 "  - type: skill_triggered\n    expected_skill: ''\n"
+                 "    skill_name: team:notes\n")  # fmt: skip
+    experiment = write(
+        tmp_path / "e.yaml",
+        "experiment_id: e\nvariants:\n  - variant_id: q\n"
+        "  - variant_id: c\n    agent: {type: claude-code, model: mock/echo}\n",
+    )
+    with pytest.raises(TaskFileError, match="carries the plugin's name") as caught:
+        assay.plan([str(task)], experiment=experiment)
+    assert "variant 'c'" in (caught.value.hint or "") + caught.value.message
 
 
 def test_the_suite_rolls_up_as_a_yes_no_classification_like_sklearn() -> None:

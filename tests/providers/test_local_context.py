@@ -49,7 +49,8 @@ def test_the_context_per_slot_defaults_to_training_and_can_be_set(
     assert context_per_slot(find_gguf("smollm2")) == 4096
 
 
-@pytest.mark.parametrize("value", ["abc", "0", "-5", "12.5", "64", "8k"])
+@pytest.mark.parametrize("value", ["abc", "0", "-5", "12.5", "64", "8k", "\u00b2\u00b2\u00b2",
+                                   "2097152"])  # fmt: skip
 def test_a_bad_context_setting_is_a_usage_error_naming_the_variable(
     value: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -70,7 +71,8 @@ def test_the_decoding_threads_default_to_one_per_core_and_can_be_set(
     assert decode_threads() == 3
 
 
-@pytest.mark.parametrize("value", ["abc", "0", "-1", "1.5", "two"])
+@pytest.mark.parametrize("value", ["abc", "0", "-1", "1.5", "two", "\u00b2", "\u0661", "1025",
+                                   "99999999999999999999"])  # fmt: skip
 def test_a_bad_threads_setting_is_a_usage_error_naming_the_variable(
     value: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -78,7 +80,7 @@ def test_a_bad_threads_setting_is_a_usage_error_naming_the_variable(
     with pytest.raises(UsageError) as caught:
         decode_threads()
     assert f"{THREADS_VARIABLE}={value!r} is not a number of threads" in str(caught.value)
-    assert "from 1 up" in (caught.value.hint or "")
+    assert "from 1 to 1,024" in (caught.value.hint or "")
 
 
 @pytest.mark.local_model(own_server=True)

@@ -153,6 +153,13 @@ def test_a_status_is_read_in_any_case(client: TestClient, run_dir: Path) -> None
     cli = run_assay("report", str(run_dir), "--rows", "status=Failure", "--format", "jsonl",
                     cwd=run_dir, env=ENV)  # fmt: skip
     assert cli.returncode == 0 and cli.stdout == upper
+    # a criterion's outcome too; a number no int() reads leaves the page whole
+    lower = client.get(f"/runs/{run_dir.name}/rows.jsonl", params={"criterion": "0:fail"}).text
+    assert lower.count("\n") > 0
+    assert client.get(f"/runs/{run_dir.name}/rows.jsonl",
+                      params={"criterion": "0:FAIL"}).text == lower  # fmt: skip
+    for odd in ({"criterion": "\u00b2:fail"}, {"replicate": "\u00b2"}):
+        assert client.get(f"/runs/{run_dir.name}/rows", params=odd).status_code == 200
 
 
 @pytest.mark.parametrize(("args", "message"), [
@@ -162,6 +169,8 @@ def test_a_status_is_read_in_any_case(client: TestClient, run_dir: Path) -> None
     (["--rows", "status=PASSED"], "use one of SUCCESS, FAILURE, TIMEOUT"),
     (["--rows", "criterion=first:fail"], "--rows: criterion 'first:fail' is not POSITION:OUTCOME"),
     (["--rows", "criterion=0:maybe"], "outcomes: pass, fail, error, refused"),
+    (["--rows", "criterion=\u00b2:fail"], "is not POSITION:OUTCOME"),
+    (["--rows", "replicate=\u00b2"], "--rows: replicate '\u00b2' is not a replicate's number"),
     (["--rows", "", "--format", "xml"], "--format: 'xml' is not one of csv, jsonl"),
     (["--format", "csv"], "--format goes with --rows FILTER"),
     (["--rows", "", "--html"], "--rows prints rows and writes nothing"),

@@ -105,9 +105,10 @@ def plugin_skills(folders: list[Path]) -> dict[str, Path]:
 def _named_skills(folder: Path) -> list[tuple[str, Path]]:
     """``(name, skill folder)`` for each skill one plugin folder offers, in
     :func:`plugin_skills`'s order."""
-    own = [folder / "SKILL.md"] if (folder / "SKILL.md").is_file() else []
-    candidates = [*sorted(folder.glob("skills/*/SKILL.md")),
-                  *sorted(folder.glob("*/SKILL.md")), *own]  # fmt: skip
+    own = [folder / "SKILL.md"]
+    candidates = [skill for skill in [*sorted(folder.glob("skills/*/SKILL.md")),
+                                      *sorted(folder.glob("*/SKILL.md")), *own]
+                  if skill.is_file()]  # fmt: skip
     return [(skill_name(skill.parent), skill.parent) for skill in candidates]
 
 
@@ -156,11 +157,11 @@ def skill_plugins(
     found: dict[str, Path] = {}
     for index, folder in enumerate(plugin_dirs(config, base_dir)):
         field = f"agent.plugins[{index}].path"
+        _check_links(folder, cli=cli, field=field)
         skills = _named_skills(folder)
         if not skills and one_folder:
             raise UserError(f"plugin folder {folder} offers no skill (skills/<name>/SKILL.md): "
                             f"{cli} takes only the skills of a plugin", field=field)  # fmt: skip
-        _check_links(folder, cli=cli, field=field)
         for name, skill in skills:
             if rule is not None:
                 rule.check(skill, field=field)
@@ -178,19 +179,28 @@ def skill_plugins(
 
 
 def _check_links(folder: Path, *, cli: str, field: str) -> None:
-    """Refuse a ``SKILL.md`` of the plugin ``folder`` that is a link to nothing: every CLI
-    passes such a skill over without a word (and :func:`plugin_skills` does not see it).
+    """Refuse what the plugin ``folder`` seems to offer and no CLI loads, which every CLI
+    passes over without a word (and :func:`plugin_skills` does not see): a ``SKILL.md``,
+    a skill's folder or the ``skills`` folder that is a link to nothing, and a ``SKILL.md``
+    that is not a file.
 
     Raises:
-        UserError: at ``field``, naming the link and where it points.
+        UserError: at ``field``, naming the path (and a link's target).
     """
-    for parent in [*folder.glob("skills/*"), *folder.glob("*"), folder]:
-        skill_md = parent / "SKILL.md"
-        if skill_md.is_symlink() and not skill_md.exists():
-            raise UserError(f"{skill_md} is a link to nothing ({os.readlink(skill_md)}): "
-                            f"{cli} would silently not offer the skill", field=field,
-                            hint="point the link at the skill's file, or remove the skill's "
-                                 "folder")  # fmt: skip
+    skills = folder / "skills"
+    entries = sorted(skills.glob("*"))  # a glob of */SKILL.md leaves out a link to nothing
+    places = [skills, *entries, *(entry / "SKILL.md" for entry in entries),
+              *(entry / "SKILL.md" for entry in sorted(folder.glob("*"))),
+              folder / "SKILL.md"]  # fmt: skip
+    for path in places:
+        if path.is_symlink() and not path.exists():
+            raise UserError(f"{path} is a link to nothing ({os.readlink(path)}): {cli} would "
+                            "silently not offer the skill", field=field,
+                            hint="point the link at what it stands for, or remove it")  # fmt: skip
+        if path.name == "SKILL.md" and path.exists() and not path.is_file():
+            raise UserError(f"{path} is not a file: {cli} would not offer the skill",
+                            field=field, hint="make SKILL.md the skill's file, with its front "
+                            "matter (name, description)")  # fmt: skip
 
 
 def copy_skills(skills: dict[str, Path], into: Path) -> None:

@@ -71,9 +71,9 @@ def context_per_slot(gguf: Path) -> int:
     :data:`FALLBACK_CONTEXT`.
 
     Raises:
-        UsageError: the variable is not a whole number from 128 up.
+        UsageError: the variable is not a whole number from 128 to 1,048,576.
     """
-    value = _whole_number(CONTEXT_VARIABLE, least=128, what="a context size",
+    value = _whole_number(CONTEXT_VARIABLE, least=128, most=1 << 20, what="a context size",
                           example="8192", unset="to use what the model was trained for",
                           unit="tokens of context per slot")  # fmt: skip
     return value if value is not None else trained_context(gguf) or FALLBACK_CONTEXT
@@ -85,28 +85,29 @@ def decode_threads() -> int:
     llama.cpp's threads wait for each other at every token.
 
     Raises:
-        UsageError: the variable is not a whole number from 1 up.
+        UsageError: the variable is not a whole number from 1 to 1,024.
     """
-    value = _whole_number(THREADS_VARIABLE, least=1, what="a number of threads", example="1",
-                          unset="for one thread per core", unit="CPU threads")  # fmt: skip
+    value = _whole_number(THREADS_VARIABLE, least=1, most=1024, what="a number of threads",
+                          example="1", unset="for one thread per core",
+                          unit="CPU threads")  # fmt: skip
     return value or 0
 
 
 def _whole_number(
-    variable: str, *, least: int, what: str, example: str, unset: str, unit: str
+    variable: str, *, least: int, most: int, what: str, example: str, unset: str, unit: str
 ) -> int | None:
-    """The whole number ``variable`` holds, ``None`` when it is unset or empty.
+    """The whole number ``variable`` holds (ASCII digits), ``None`` when it is unset or empty.
 
     Raises:
-        UsageError: the value is not a whole number from ``least`` up.
+        UsageError: the value is not a whole number from ``least`` to ``most``.
     """
     value = os.environ.get(variable, "").strip()
     if not value:
         return None
-    if not value.isdigit() or int(value) < least:
+    if not (value.isascii() and value.isdigit()) or not least <= int(value) <= most:
         raise UsageError(
             f"{variable}={value!r} is not {what}",
-            hint=f"give {unit} as a whole number from {least} up, for example "
+            hint=f"give {unit} as a whole number from {least} to {most:,}, for example "
             f"{variable}={example}, or unset it {unset}",
         )
     return int(value)

@@ -21,7 +21,7 @@ from assay.spec.criterion_base import CriterionSpec
 if TYPE_CHECKING:
     from assay.spec.agent_base import AgentSpec
 
-_SKILL_NAME = re.compile(r"^\w[\w.-]*$")
+_SKILL_NAME = re.compile(r"\w[\w.-]*")
 
 
 def compile_search(pattern: str | None, field: str, flags: int = re.DOTALL) -> str | None:
@@ -119,7 +119,7 @@ class SkillTriggered(LiveStop):
     def _bare_name(cls, value: str) -> str:
         if "${" in value:
             return value
-        if not all(_SKILL_NAME.match(part) for part in value.split(":")):
+        if not all(_SKILL_NAME.fullmatch(part) for part in value.split(":")):
             raise ValueError(
                 f"skill_name {value!r} is not a skill name (letters of any script, digits, "
                 "'_', '-' and '.', not starting with '-' or '.'; ':' between such parts)"

@@ -38,7 +38,7 @@ from assay.results.safe_text import csv_cell
 from assay.results.secrets import Redactor
 from assay.results.status import FinalStatus
 from assay.results.task_result import EvaluationResult
-from assay.view.queries import SORTS, RowFilter, status_value, where
+from assay.view.queries import SORTS, RowFilter, is_number, status_value, where
 from assay.view.reading import read_bytes
 
 FORMATS = ("csv", "jsonl")
@@ -75,16 +75,21 @@ def parse_filter(text: str) -> RowFilter:
 
 
 def _check_value(name: str, value: str) -> None:
-    """Refuse a ``status`` or ``criterion`` value that would match no row whatever the run.
+    """Refuse a ``replicate``, ``status`` or ``criterion`` value that would match no row (or
+    none of its kind) whatever the run.
 
     Raises:
         UsageError: naming the valid values.
     """
+    if name == "replicate" and value.strip() and not is_number(value.strip()):
+        raise UsageError(f"--rows: replicate '{value}' is not a replicate's number",
+                         hint="e.g. replicate=0 (the first)")  # fmt: skip
     if name == "status" and value.strip() and status_value(value) is None:
         raise UsageError(f"--rows: status '{value}' is not a row-task's status",
                          hint="use one of " + ", ".join(s.value for s in FinalStatus))  # fmt: skip
-    position, _, outcome = value.partition(":")
-    if name == "criterion" and value and not (position.isdigit() and outcome in _OUTCOMES):
+    position, _, outcome = value.strip().lower().partition(":")
+    if name == "criterion" and value.strip() and not (is_number(position)
+                                                      and outcome in _OUTCOMES):  # fmt: skip
         raise UsageError(f"--rows: criterion '{value}' is not POSITION:OUTCOME",
                          hint="e.g. criterion=0:fail (the first criterion failed); outcomes: "
                               + ", ".join(_OUTCOMES))  # fmt: skip

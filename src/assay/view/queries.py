@@ -72,8 +72,8 @@ class RowFilter:
     @classmethod
     def from_params(cls, params: Mapping[str, str]) -> RowFilter:
         """The filter a URL's query string describes; unknown or malformed values fall back
-        to their defaults (a shared link never breaks the page); a status is read in any
-        case."""
+        to their defaults (a shared link never breaks the page); a status and a criterion's
+        outcome are read in any case."""
         values: dict[str, Any] = {}
         for item in fields(cls):
             raw = params.get(item.name)
@@ -90,6 +90,7 @@ class RowFilter:
         return replace(
             chosen,
             status=status_value(chosen.status) or chosen.status,
+            criterion=chosen.criterion.lower(),
             sort=chosen.sort if chosen.sort in SORTS else "row",
             order="desc" if chosen.order == "desc" else "asc",
             size=min(chosen.size, MAX_PAGE_SIZE),
@@ -115,6 +116,12 @@ class RowFilter:
                                                      "error", "q"))  # fmt: skip
 
 
+def is_number(text: str) -> bool:
+    """``text`` is a whole number in ASCII digits (``str.isdigit`` takes ``²`` too, which
+    ``int`` refuses)."""
+    return text.isascii() and text.isdigit()
+
+
 def status_value(text: str) -> str | None:
     """The ``FinalStatus`` value ``text`` names, in any case (``failure``: ``FAILURE``), or
     ``None``."""
@@ -131,14 +138,14 @@ def where(chosen: RowFilter) -> tuple[str, list[Any]]:
         if value:
             clauses.append(f"{name} = ?")
             params.append(value)
-    if chosen.replicate.isdigit():
+    if is_number(chosen.replicate):
         clauses.append("replicate = ?")
         params.append(int(chosen.replicate))
     if chosen.error:
         clauses.append("error_kind = ?")
         params.append(chosen.error)
     position, _, outcome = chosen.criterion.partition(":")
-    if position.isdigit() and outcome:
+    if is_number(position) and outcome:
         clauses.append("pk IN (SELECT pk FROM criteria WHERE position = ? AND outcome = ?)")
         params += [int(position), outcome]
     if chosen.q.strip():

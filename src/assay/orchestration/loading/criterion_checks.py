@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from assay.errors import TaskFileError
 from assay.spec.agent_criteria import transcript_criteria
-from assay.spec.source import YamlDocument
+from assay.spec.source import YamlDocument, field_loc
 from assay.spec.task import TaskDefinition
 
 NO_TRANSCRIPT = (
@@ -27,6 +27,18 @@ NO_TOOL_CALLS = (
 )
 
 
+def criterion_agent_problems(task: TaskDefinition) -> list[tuple[str, str]]:
+    """``(field, why)`` of each criterion that cannot be checked on the task's agent
+    (:meth:`~assay.spec.criterion_base.CriterionSpec.agent_problem`), ``field`` a dotted
+    path (``success_criteria[0].skill_name``)."""
+    found = []
+    for index, criterion in enumerate(task.success_criteria):
+        problem = criterion.agent_problem(task.agent)
+        if problem is not None:
+            found.append((f"success_criteria[{index}].{problem[0]}", problem[1]))
+    return found
+
+
 def check_agent_criteria(task: TaskDefinition, *, display: str, document: YamlDocument) -> None:
     """Refuse transcript criteria on a task whose agent records no transcript, and a criterion
     that cannot be checked on the task's agent (:meth:`CriterionSpec.agent_problem`).
@@ -34,12 +46,9 @@ def check_agent_criteria(task: TaskDefinition, *, display: str, document: YamlDo
     Raises:
         TaskFileError: naming ``success_criteria[i].type`` and its line.
     """
-    for index, criterion in enumerate(task.success_criteria):
-        problem = criterion.agent_problem(task.agent)
-        if problem is not None:
-            loc = ("success_criteria", index, problem[0])
-            raise TaskFileError(problem[1], file=display, line=document.line_of(loc),
-                                field=f"success_criteria[{index}].{problem[0]}")  # fmt: skip
+    for field, why in criterion_agent_problems(task):
+        raise TaskFileError(why, file=display, line=document.line_of(field_loc(field)),
+                            field=field)  # fmt: skip
     if task.agent.transcript != "none":
         return
     if task.dataset is not None and task.dataset.store is not None:

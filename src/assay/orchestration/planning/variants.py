@@ -18,6 +18,7 @@ from assay.agents.registry import AgentRegistry
 from assay.errors import DatasetError, SelectionError, TaskFileError, UserError
 from assay.judges.assets import JudgeResolver
 from assay.orchestration.loading.agent_checks import check_agent, located
+from assay.orchestration.loading.criterion_checks import criterion_agent_problems
 from assay.orchestration.loading.experiment import (
     DEFAULT_VARIANT,
     Override,
@@ -164,6 +165,9 @@ def _checked(
         _check_model(loaded, resolved, checks.registry, checks.prices, checks.agents)
     except TaskFileError as exc:
         raise _set_by(exc, variant, checks.overrides) from None
+    for field, why in criterion_agent_problems(variant.definition):  # its agent may differ
+        raise _set_by(TaskFileError(why, file=written.display, field=field), variant,
+                      checks.overrides, field="agent.type") from None  # fmt: skip
     checks.warnings.extend(_unenforced_limits(loaded, variant))
     try:
         check_graded_rows(expansion, variant.definition)
