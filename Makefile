@@ -19,7 +19,7 @@ TOOLS   := .tools
 PYTEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); w=$$((2 * n)); echo $$((w > 8 ? 8 : w)))
 PARALLEL := -n $(PYTEST_WORKERS) --dist loadscope
 # the real components `make test-fast` leaves out (markers in pyproject.toml)
-SLOW := local_model or ray or browser or postgres or coding_agent
+SLOW := local_model or ray or browser or postgres or coding_agent or docker
 
 .PHONY: demo test lint typecheck pytest coverage-html install install-dev chromium bench clean
 .PHONY: test-fast pytest-fast docs
@@ -120,7 +120,7 @@ pytest: install-dev
 	$(KEEP_BYTECODE) $(BIN)/pytest -q $(PARALLEL) --durations=25 --cov --cov-report=term:skip-covered
 
 ## test-fast: the inner loop: ruff, mypy and the tests without the slow real components
-## (SmolLM2, Ray, Chromium, PostgreSQL, the coding-agent CLIs), no coverage.
+## (SmolLM2, Ray, Chromium, PostgreSQL, the coding-agent CLIs, Docker/Podman), no coverage.
 test-fast: install-dev lint typecheck pytest-fast
 
 pytest-fast: install-dev
