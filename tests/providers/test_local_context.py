@@ -49,17 +49,6 @@ def test_the_context_per_slot_defaults_to_training_and_can_be_set(
     assert context_per_slot(find_gguf("smollm2")) == 4096
 
 
-@pytest.mark.parametrize("value", ["abc", "0", "-5", "12.5", "64", "8k", "\u00b2\u00b2\u00b2",
-                                   "2097152"])  # fmt: skip
-def test_a_bad_context_setting_is_a_usage_error_naming_the_variable(
-    value: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv(CONTEXT_VARIABLE, value)
-    with pytest.raises(UsageError) as caught:
-        context_per_slot(find_gguf("smollm2"))
-    assert CONTEXT_VARIABLE in str(caught.value) and repr(value) in str(caught.value)
-
-
 def test_the_decoding_threads_default_to_one_per_core_and_can_be_set(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -71,16 +60,26 @@ def test_the_decoding_threads_default_to_one_per_core_and_can_be_set(
     assert decode_threads() == 3
 
 
-@pytest.mark.parametrize("value", ["abc", "0", "-1", "1.5", "two", "\u00b2", "\u0661", "1025",
-                                   "99999999999999999999"])  # fmt: skip
-def test_a_bad_threads_setting_is_a_usage_error_naming_the_variable(
-    value: str, monkeypatch: pytest.MonkeyPatch
+BAD_SETTINGS = [  # (variable, value): each whole-number setting of the local server
+    *((CONTEXT_VARIABLE, v) for v in ("abc", "0", "-5", "12.5", "64", "8k", "\u00b2\u00b2\u00b2",
+                                      "2097152")),
+    *((THREADS_VARIABLE, v) for v in ("abc", "0", "-1", "1.5", "two", "\u00b2", "\u0661", "1025",
+                                      "99999999999999999999")),
+]  # fmt: skip
+MEANS = {CONTEXT_VARIABLE: ("a context size", "from 128 to 1,048,576"),
+         THREADS_VARIABLE: ("a number of threads", "from 1 to 1,024")}  # fmt: skip
+
+
+@pytest.mark.parametrize(("variable", "value"), BAD_SETTINGS)
+def test_a_bad_setting_is_a_usage_error_naming_the_variable_and_the_range(
+    variable: str, value: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv(THREADS_VARIABLE, value)
+    monkeypatch.setenv(variable, value)
     with pytest.raises(UsageError) as caught:
-        decode_threads()
-    assert f"{THREADS_VARIABLE}={value!r} is not a number of threads" in str(caught.value)
-    assert "from 1 to 1,024" in (caught.value.hint or "")
+        context_per_slot(find_gguf("smollm2")) if variable == CONTEXT_VARIABLE else decode_threads()
+    what, bounds = MEANS[variable]
+    assert f"{variable}={value!r} is not {what}" in str(caught.value)
+    assert bounds in (caught.value.hint or "")
 
 
 @pytest.mark.local_model(own_server=True)

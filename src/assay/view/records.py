@@ -24,6 +24,7 @@ from assay.results.task_result import (
     JudgeCriterionResult,
     QaCriterionResult,
 )
+from assay.view.queries import is_number
 
 TEXT_LIMIT = 20_000  # characters of prompt and response kept for search and previews
 _STATUS_KINDS = {
@@ -84,7 +85,7 @@ def place(folder: str) -> dict[str, Any]:
     """Variant, suite, row and replicate read from a row folder's path (for a ``task.json``
     that cannot be read): ``<variant>/<suite>/<row>/<NN>`` or ``<variant>/<task>/<NN>``."""
     parts = folder.split("/")
-    replicate = int(parts[-1]) if parts[-1].isascii() and parts[-1].isdigit() else 0
+    replicate = int(parts[-1]) if is_number(parts[-1]) else 0
     if len(parts) >= 4:
         return {"variant": parts[0], "suite": parts[1], "task_id": f"{parts[1]}/{parts[2]}",
                 "row_id": parts[2], "replicate": replicate}  # fmt: skip
