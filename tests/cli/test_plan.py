@@ -28,6 +28,7 @@ def test_discover_folder_recursively_skipping_non_tasks(tmp_path: Path) -> None:
     write(tmp_path / "tasks" / "b.yaml", task_text("b"))
     write(tmp_path / "tasks" / "sub" / "a.yml", task_text("a"))
     write(tmp_path / "tasks" / "sub" / "mock.yaml", "replies: []\ndefault: x\n")
+    write(tmp_path / "tasks" / "judges" / "open.yaml", "model: mock/j.yaml\nrubric: ok?\n")
     write(tmp_path / "tasks" / ".hidden" / "c.yaml", task_text("c"))
     write(tmp_path / "tasks" / "runs" / "d.yaml", task_text("d"))
     found = [p.relative_to(tmp_path).as_posix() for p in discover(["tasks"], cwd=tmp_path)]

@@ -20,7 +20,7 @@ import typing
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, get_args, get_origin
+from typing import Any, Literal, cast, get_args, get_origin
 
 import annotated_types
 import pytest
@@ -36,6 +36,7 @@ from assay.errors import TaskFileError, UserError
 from assay.orchestration.loading.overrides import ALTERNATIVES, Override
 from assay.orchestration.loading.qa_rows import judge_key
 from assay.orchestration.planning.plan import Plan, PlanOptions, build_plan
+from assay.providers.base import Model
 from assay.qa.evaluate import JudgeSettings
 from assay.spec.base import StrictModel
 from assay.spec.qa import QaJudge
@@ -859,13 +860,17 @@ def test_every_llm_agent_field_changes_what_the_model_is_sent(tmp_path: Path) ->
 def test_every_judge_field_changes_how_the_judge_is_called(tmp_path: Path) -> None:
     base = QaJudge(model="mock/echo")
 
+    model = cast(Model, object())  # a started model: the judge built on it is compared
+
     def used(judge: QaJudge) -> Any:
-        settings = JudgeSettings.of(judge, None)
+        settings = JudgeSettings.of(judge, model)
         return (judge_key(judge, tmp_path), settings, judge.check)
 
     unchanged = []
     for name, info in QaJudge.model_fields.items():
         if name == "prompt_file":  # the loader reads it into prompt (the override test)
+            continue
+        if name in ("judge", "asset"):  # a judge asset instead: tests/qa/test_judge_asset.py
             continue
         leaf = Leaf("qa", ("qa", "judge", name), QaJudge, name, info)
         value = different_value(leaf, getattr(base, name))

@@ -19,8 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from assay.errors import UsageError
+from assay.judges.assets import JudgeResolver
 from assay.orchestration.loading.qa_rows import judge_key
 from assay.orchestration.loading.task_loader import load_task
+from assay.orchestration.planning.judging import resolve_qa_judge
 from assay.providers.pool import ModelPool, PoolSettings, default_registry
 from assay.qa import PredictionRecord, iter_predictions, load_metrics_hook
 from assay.qa.evaluate import JudgeSettings, collector_paused, evaluate_records
@@ -95,7 +97,13 @@ def settings_for(
         loaded = load_task(options.task)
         if loaded.definition.qa is None:
             raise UsageError(f"{options.task} has no qa: block to grade predictions with")
-        config, base, source = loaded.definition.qa, loaded.base_dir, str(options.task)
+        resolver = JudgeResolver()
+        try:  # a judge asset its qa.judge names, as a run resolves it
+            definition = resolve_qa_judge(loaded.definition, loaded, resolver)
+        finally:
+            resolver.close()
+        assert definition.qa is not None
+        config, base, source = definition.qa, loaded.base_dir, str(options.task)
     elif recorded is not None:
         config, base = recorded
         source = f"the run's task ({path.parent})"
@@ -124,6 +132,8 @@ def _judge(current: QaJudge | None, options: PredictionOptions) -> QaJudge | Non
     if current is None and "model" not in fields:
         raise UsageError("--judge-retries and --include-story need a judge (--judge MODEL)")
     base = current.model_dump() if current is not None else {}
+    if "model" in fields:  # --judge MODEL replaces a judge asset
+        base = {k: v for k, v in base.items() if k not in ("judge", "asset")}
     try:
         return QaJudge.model_validate({**base, **fields})
     except ValueError as exc:
@@ -220,6 +230,7 @@ def _evaluate(path: Path, options: PredictionOptions) -> PredictionReport:
             yield record
 
     document = asyncio.run(main())
+    endpoint = config.judge.endpoint if config.judge else None
     records = read[0]  # the hook's own total may count differently
     if not document["all_metrics"]:
         raise UsageError(f"{path} holds no prediction records")
@@ -227,10 +238,10 @@ def _evaluate(path: Path, options: PredictionOptions) -> PredictionReport:
     document = metrics_file(
         document, suite_id=header.get("suite_id"), variant_id=header.get("variant_id"),
         dataset=header.get("dataset", dataset[0]), source=str(path),
-        judge=config.judge.model if config.judge else None,
+        judge=endpoint.model if endpoint else None,
         judge_warnings=header.get("judge_warnings", []) if config == recorded_qa else [],
     )  # fmt: skip
-    credentials = [config.judge.api_key_env] if config.judge and config.judge.api_key_env else []
+    credentials = [endpoint.api_key_env] if endpoint and endpoint.api_key_env else []
     redactor = Redactor.from_environment(os.environ, names=credentials)
     write_json_atomic(output, document, redactor=redactor)
     return PredictionReport(output, document, records, [source])

@@ -41,7 +41,7 @@ def plan(
     where each value came from) and the variables its programs receive (names only); run
     nothing. Exits 2 on invalid input."""
     from assay import api
-    from assay.cli.shared.render import print_plan
+    from assay.cli.shared.plan_render import print_plan
     from assay.reports.plan import plan_as_json
     from assay.results.io import redact_json
     from assay.results.output import redacted_output

@@ -32,6 +32,7 @@ from assay.metrics.values import MetricTable
 from assay.providers.base import Model
 from assay.qa.grading import SampleResult, grade_choice, grade_open
 from assay.qa.item import QaItem
+from assay.qa.open_judge import open_judge
 from assay.results.task_result import CriterionResult, QaCriterionResult
 from assay.spec.criteria import QaCriterion
 from assay.spec.qa import QaJudge
@@ -46,7 +47,8 @@ QA_ITEM: Service[QaItem] = Service("the row's QA item")
 QA_JUDGE: Service[Model] = Service("the started judge model of qa.judge")
 """The started judge model of a ``qa:`` task with ``qa.judge``."""
 QA_JUDGE_SETTINGS: Service[QaJudge] = Service("the task's qa.judge block")
-"""That ``qa.judge`` block (retries, story, rules)."""
+"""That ``qa.judge`` block (its built-in judge's settings, or its resolved judge asset; the
+rules)."""
 
 
 class QaRowCriterion(QaCriterion, Criterion):
@@ -67,16 +69,9 @@ class QaRowCriterion(QaCriterion, Criterion):
             if item.is_choice:
                 result = grade_choice(item, context.response)
             else:
-                result = await grade_open(
-                    item,
-                    context.response,
-                    judge=context.need(QA_JUDGE),
-                    retries=settings.retries if settings else 0,
-                    include_story=settings.include_story if settings else False,
-                    rules=settings.rules if settings else True,
-                    max_tokens=settings.max_tokens if settings else 200,
-                    template=settings.prompt if settings else None,
-                )
+                judge = open_judge(settings, context.need(QA_JUDGE))
+                result = await grade_open(item, context.response, open_judge=judge,
+                                          rules=settings.rules if settings else True)  # fmt: skip
         except UsageError as exc:
             raise CriterionError(
                 f"{exc.message} ({exc.hint})" if exc.hint else exc.message

@@ -227,9 +227,20 @@ class JudgeResolver:
         if spec.judge is None:
             definition = spec.inline_definition()
             return self._asset(definition, INLINE, None, "inline", base_dir)
-        key = (spec.judge, str(base_dir))
+        return self.named_asset(spec.judge, base_dir=base_dir)
+
+    def named_asset(self, reference: str, *, base_dir: Path) -> JudgeAsset:
+        """The judge ``reference`` names: a judge file relative to ``base_dir``, or a store
+        judge ``name``/``name@N``, with a ``#calibration`` pin; each reference read once.
+
+        Raises:
+            TaskFileError: an invalid judge file.
+            UserError: a missing judge file; ``StoreError``: no store or no such judge;
+            ValueError: a malformed reference or calibration pin.
+        """
+        key = (reference, str(base_dir))
         if key not in self._resolved:
-            self._resolved[key] = self._referenced(spec.judge, base_dir)
+            self._resolved[key] = self._referenced(reference, base_dir)
         return self._resolved[key]
 
     def _referenced(self, reference: str, base_dir: Path) -> JudgeAsset:

@@ -28,8 +28,9 @@ from assay.qa.grading import (
     grade_choice,
 )
 from assay.qa.hooks import MetricsHook
-from assay.qa.judge import judge_open
+from assay.qa.judge import OpenJudge
 from assay.qa.metrics import metrics_document, pooled_intervals, replicate_metrics
+from assay.qa.open_judge import open_judge
 from assay.qa.records import PredictionRecord
 from assay.spec.qa import QaJudge
 
@@ -38,25 +39,17 @@ _VIEW_FIELDS = ("sample_id", "sample_index", "repeat", "prompt_type", "meta", "s
 
 @dataclass(frozen=True)
 class JudgeSettings:
-    """How open records are judged: the model (``None``: rules only), its retries after an
-    unparseable verdict, whether it sees the story, whether the rules go first, its token
-    budget per verdict, the task's own judge prompt."""
+    """How open records are judged: the judge (``None``: rules only) and whether the rules
+    go first."""
 
-    model: Model | None = None
-    retries: int = 2
-    include_story: bool = False
+    judge: OpenJudge | None = None
     rules: bool = True
-    max_tokens: int = 200
-    template: str | None = None
 
     @classmethod
     def of(cls, config: QaJudge | None, model: Model | None) -> JudgeSettings:
-        """The settings of a ``qa.judge`` block (``None``: rules only)."""
-        if config is None:
-            return cls(model=model, retries=0)
-        return cls(model=model, retries=config.retries, include_story=config.include_story,
-                   rules=config.rules, max_tokens=config.max_tokens,
-                   template=config.prompt)  # fmt: skip
+        """The settings of a ``qa.judge`` block (``None``: rules only) on its started model
+        (:func:`assay.qa.open_judge.open_judge`)."""
+        return cls(judge=open_judge(config, model), rules=config.rules if config else True)
 
 
 def decide(record: PredictionRecord, judge: JudgeSettings) -> SampleResult | None:
@@ -70,25 +63,22 @@ def decide(record: PredictionRecord, judge: JudgeSettings) -> SampleResult | Non
     if record.is_choice:
         return grade_choice(record, record.pred.content)
     return decide_open(record, record.pred.content, rules=judge.rules,
-                       judged=judge.model is not None)  # fmt: skip
+                       judged=judge.judge is not None)  # fmt: skip
 
 
 async def judge_pending(
     pending: Sequence[PredictionRecord], judge: JudgeSettings, *, parallel: int
 ) -> list[SampleResult]:
     """Ask the judge about each record the rules left open, ``parallel`` at a time."""
-    assert judge.model is not None
-    model = judge.model
+    assert judge.judge is not None
+    asker = judge.judge
     limit = asyncio.Semaphore(max(1, parallel))
 
     async def one(record: PredictionRecord) -> SampleResult:
         content = record.pred.content
         assert content is not None
         async with limit:
-            verdict = await judge_open(model, record.to_item(), content, retries=judge.retries,
-                                       include_story=judge.include_story,
-                                       max_tokens=judge.max_tokens,
-                                       template=judge.template)  # fmt: skip
+            verdict = await asker(record.to_item(), content)
         return from_verdict(record, verdict)
 
     return list(await asyncio.gather(*(one(record) for record in pending)))

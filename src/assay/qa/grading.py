@@ -62,7 +62,7 @@ from assay.errors import UsageError
 from assay.providers.base import Model
 from assay.qa.extract import extract_choice
 from assay.qa.item import QaItem
-from assay.qa.judge import JudgeVerdict, judge_open
+from assay.qa.judge import JudgeVerdict, OpenJudge, PromptJudge
 from assay.qa.records import PredictionRecord
 from assay.qa.rules import is_abstention, is_refusal, last_number, matches_any, to_number
 from assay.qa.schema import PromptType
@@ -315,12 +315,13 @@ async def grade_open(
     item: QaItem,
     response: str | None,
     *,
-    judge: Model | None,
+    judge: Model | None = None,
     retries: int = 2,
     include_story: bool = False,
     rules: bool = True,
     max_tokens: int = 200,
     template: str | None = None,
+    open_judge: OpenJudge | None = None,
 ) -> SampleResult:
     """Grade an ``open``/``open_unanswerable`` response: rules first, then the judge.
 
@@ -334,6 +335,9 @@ async def grade_open(
         rules: try :func:`rule_grade_open` first (``False``: every response goes to the judge).
         max_tokens: the judge's token budget per verdict.
         template: the task's own judge prompt (``qa.judge.prompt``).
+        open_judge: the judge to ask instead of the built-in one on ``judge`` (a judge
+            asset's: :func:`assay.qa.open_judge.open_judge`); the four settings above are
+            the built-in judge's and do not apply to it.
 
     Raises:
         ValueError: ``item`` is a choice question.
@@ -341,15 +345,16 @@ async def grade_open(
     """
     if item.is_choice:
         raise ValueError(f"sample {item.sample_id} is {item.prompt_type}, not an open question")
-    decided = decide_open(item, response, rules=rules, judged=judge is not None)
-    if decided is not None or judge is None:
+    asker = open_judge
+    if asker is None and judge is not None:
+        asker = PromptJudge(judge, retries=retries, include_story=include_story,
+                            max_tokens=max_tokens, template=template)  # fmt: skip
+    decided = decide_open(item, response, rules=rules, judged=asker is not None)
+    if decided is not None or asker is None:
         assert decided is not None
         return decided
     assert response is not None
-    verdict = await judge_open(judge, item, response, retries=retries,
-                               include_story=include_story, max_tokens=max_tokens,
-                               template=template)  # fmt: skip
-    return from_verdict(item, verdict)
+    return from_verdict(item, await asker(item, response))
 
 
 def decide_open(

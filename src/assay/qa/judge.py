@@ -228,6 +228,30 @@ async def judge_open(
     return JudgeVerdict(reply.is_correct, reply.reason, outcome.attempts, None, outcome.raw)
 
 
+class OpenJudge(Protocol):
+    """A judge of open answers: :class:`PromptJudge` (the built-in prompt, or the task's
+    ``qa.judge.prompt``) or :class:`assay.qa.open_judge.AssetJudge` (a judge asset)."""
+
+    async def __call__(self, item: JudgeSubject, response: str) -> JudgeVerdict: ...
+
+
+@dataclass(frozen=True)
+class PromptJudge:
+    """The built-in QA judge on ``model`` (:func:`judge_open` with these settings)."""
+
+    model: Model
+    retries: int = 2
+    include_story: bool = False
+    max_tokens: int = 200
+    template: str | None = None
+
+    async def __call__(self, item: JudgeSubject, response: str) -> JudgeVerdict:
+        """The verdict on ``response`` (a judge error after the retries; never raises)."""
+        return await judge_open(self.model, item, response, retries=self.retries,
+                                include_story=self.include_story,
+                                max_tokens=self.max_tokens, template=self.template)  # fmt: skip
+
+
 def repair_messages(first: tuple[Message, ...], reply: str, problem: str) -> tuple[Message, ...]:
     """The conversation of a retry: the question, the unusable reply, and a request to
     answer again with the JSON object only."""
@@ -265,15 +289,20 @@ _PROBES: tuple[tuple[str, bool], ...] = (
 )
 
 
-async def check_judge(model: Model, *, retries: int = 2) -> JudgeCheck:
+async def check_judge(
+    model: Model, *, retries: int = 2, open_judge: OpenJudge | None = None
+) -> JudgeCheck:
     """Ask ``model`` to judge four obvious cases (two right, two wrong answers to "What is
     the capital of France?") before trusting it. A judge that accepts "Berlin" grades noise;
     record the check beside the metrics rather than reporting its accuracy as a measurement
-    (SmolLM2-135M accepts every response).
+    (SmolLM2-135M accepts every response). ``open_judge``: ask that judge (the task's own
+    prompt, or a judge asset: :func:`assay.qa.open_judge.open_judge`) instead of the built-in
+    prompt on ``model``.
     """
+    asker = open_judge or PromptJudge(model, retries=retries)
     results = []
     for response, expected in _PROBES:
-        verdict = await judge_open(model, _Probe(), response, retries=retries)
+        verdict = await asker(_Probe(), response)
         results.append((response, expected, verdict.is_correct))
     passed = all(expected == given for _, expected, given in results)
     return JudgeCheck(passed=passed, probes=tuple(results))

@@ -12,6 +12,8 @@ the ``qa`` criterion (the default ``success_criteria``)::
         model: local/smollm2
         retries: 2
         prompt_file: judge.txt     # optional: the suite's own judge prompt (or prompt: ...)
+      # or a judge asset: a judge file or a store judge (calibrated), as llm_judge names one
+      # judge: judges/open.yaml    # (also: judge: {judge: open-qa@2, rules: false})
       templates: {open: ..., choice: ...}   # assay.qa.prompts.QaTemplates fields
       shuffle: true
       as_open: false
@@ -27,11 +29,13 @@ from __future__ import annotations
 
 import re
 from string import Template
+from typing import Any, ClassVar
 
-from pydantic import Field, StrictBool, StrictStr, field_validator
+from pydantic import Field, StrictBool, StrictStr, field_validator, model_validator
 
 from assay.spec.base import StrictModel
 from assay.spec.experiment import PromptMutation
+from assay.spec.judge import JudgeAsset, JudgeDefinition, judge_reference
 
 GROUP_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*(\.[A-Za-z0-9_\-]+)*$")
 
@@ -40,6 +44,16 @@ JUDGE_PLACEHOLDERS = (
     "question", "story", "correct_answers", "wrong_answers", "prompt_type", "response",
 )  # fmt: skip
 """What a ``qa.judge.prompt`` may name as ``${name}``."""
+
+JUDGE_ROW_FIELDS = JUDGE_PLACEHOLDERS[:-1]
+"""What a judge asset's rubric may name as ``${row.<field>}`` when it judges a QA answer
+(the answer lists as JSON text)."""
+
+ASSET_OWNED = (
+    "model", "retries", "include_story", "max_tokens", "base_url", "api_key_env",
+    "request_timeout", "cache", "prompt", "prompt_file",
+)  # fmt: skip
+"""The ``qa.judge`` fields a judge asset decides itself (its model, rubric and retries)."""
 
 
 def check_judge_template(text: str) -> None:
@@ -78,9 +92,23 @@ class QaJudge(StrictModel):
     ``${prompt_type}`` and ``${response}`` (required) are filled in (``$$`` is a ``$``), as
     ToMEval's per-dataset judge prompts are; ``prompt_file`` in the task file is read into it
     (relative to the task file). Without ``is_correct`` in it, the reply format is appended.
+
+    ``judge``: instead of a model and prompt, a judge asset (``assay.judges.assets``): a
+    judge file relative to the task file, or a store judge ``name``/``name@N`` (with
+    ``#calibration``), whose rubric sees the item as ``${row.question}``, ``${row.story}``,
+    ``${row.correct_answers}``, ``${row.wrong_answers}`` (JSON lists), ``${row.prompt_type}``
+    and the answer as ``${response}``; a binary verdict ``true``, or a label among its
+    ``pass_labels``, marks the answer correct. Its model, rubric and retries are the asset's
+    (:data:`ASSET_OWNED` beside it is refused); ``rules`` and ``check`` still apply. The plan
+    resolves it into ``asset``, recorded in ``task.json``. ``qa: {judge: NAME}`` is short for
+    ``{judge: {judge: NAME}}``.
     """
 
-    model: StrictStr
+    writer_only: ClassVar[frozenset[str]] = frozenset({"asset"})
+
+    model: StrictStr | None = None
+    judge: StrictStr | None = Field(default=None, min_length=1)
+    asset: JudgeAsset | None = None
     retries: int = Field(default=2, ge=0, le=10)
     include_story: StrictBool = False
     rules: StrictBool = True
@@ -100,9 +128,49 @@ class QaJudge(StrictModel):
             check_judge_template(value)
         return value
 
+    @model_validator(mode="before")
+    @classmethod
+    def _named(cls, data: Any) -> Any:
+        return {"judge": data} if isinstance(data, str) else data
+
+    @model_validator(mode="after")
+    def _model_or_asset(self) -> QaJudge:
+        if self.judge is None:
+            if self.model is None:
+                raise ValueError(
+                    "qa.judge needs a model (e.g. model: local/smollm2) or a judge asset "
+                    "(judge: judges/open.yaml, or a store judge's name)"
+                )
+            return self
+        fields = type(self).model_fields
+        owned = [name for name in ASSET_OWNED if getattr(self, name) != fields[name].default]
+        if owned:
+            raise ValueError(
+                f"qa.judge names the judge {self.judge!r}, whose {owned[0]} is its own: remove "
+                f"{', '.join(owned)} (or remove judge and keep them)"
+            )
+        return self
+
+    @field_validator("judge")
+    @classmethod
+    def _reference(cls, value: str | None) -> str | None:
+        if value is not None:
+            judge_reference(value)  # a file name, or name[@N], with a calibration pin
+        return value
+
+    @property
+    def endpoint(self) -> QaJudge | JudgeDefinition | None:
+        """What holds the judge's model, URL, key variable, timeout and cache: this block,
+        the resolved asset's definition, or ``None`` for a judge asset not resolved yet."""
+        if self.judge is None:
+            return self
+        return self.asset.definition if self.asset is not None else None
+
     @field_validator("model")
     @classmethod
-    def _provider_name(cls, value: str) -> str:
+    def _provider_name(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
         if "/" not in value:
             raise ValueError(
                 f"model '{value}' must be named provider/name, e.g. local/smollm2, "
@@ -111,12 +179,17 @@ class QaJudge(StrictModel):
         return value
 
 
+def _judge_by_name(schema: dict[str, Any]) -> None:
+    """``qa.judge`` may also be a judge asset's name (a file or a store judge)."""
+    schema["anyOf"].insert(0, {"type": "string", "description": "a judge file or store judge"})
+
+
 class QaConfig(StrictModel):
     """The ``qa:`` block (see the module docstring)."""
 
     dataset_name: StrictStr | None = Field(default=None, min_length=1)
     group_by: list[StrictStr] = Field(default_factory=list)
-    judge: QaJudge | None = None
+    judge: QaJudge | None = Field(default=None, json_schema_extra=_judge_by_name)
     templates: dict[StrictStr, StrictStr] = Field(default_factory=dict)
     shuffle: StrictBool = True
     as_open: StrictBool = False

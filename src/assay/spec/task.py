@@ -857,8 +857,9 @@ class TaskDefinition(StrictModel):
         ``api_key_env`` of an agent a criterion runs to grade): secrets whatever their names
         look like."""
         names = set(self.agent.credential_variables)
-        if self.qa is not None and self.qa.judge is not None and self.qa.judge.api_key_env:
-            names.add(self.qa.judge.api_key_env)
+        endpoint = self.qa.judge.endpoint if self.qa is not None and self.qa.judge else None
+        if endpoint is not None and endpoint.api_key_env:
+            names.add(endpoint.api_key_env)
         for criterion in self.success_criteria:
             if isinstance(criterion, LlmJudge) and criterion.credential_variable:
                 names.add(criterion.credential_variable)

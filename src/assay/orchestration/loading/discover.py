@@ -2,12 +2,12 @@
 
 In a folder, every ``*.yaml`` / ``*.yml`` is a task file except the other files assay reads
 that live beside tasks: experiment files (``experiment_id`` or ``variants``), mock scripts
-(``replies``), dataset schemas (``fields``, or JSON Schema's ``properties``) and price files
-(every value has ``input_per_mtok``). A file that is none of these and has no ``task_id`` is
-loaded as a task, so a misspelt ``task_id`` is an error, not a silently skipped file. Hidden
-folders,
-``runs``, ``node_modules`` and virtual environments are not searched. A named file or a glob
-match is always a task file. With no argument, ``tasks/`` is searched.
+(``replies``), judge files (``rubric``), dataset schemas (``fields``, or JSON Schema's
+``properties``) and price files (every value has ``input_per_mtok``). A file that is none of
+these and has no ``task_id`` is loaded as a task, so a misspelt ``task_id`` is an error, not a
+silently skipped file. Hidden folders, ``runs``, ``node_modules`` and virtual environments are
+not searched. A named file or a glob match is always a task file. With no argument,
+``tasks/`` is searched.
 """
 
 from __future__ import annotations
@@ -97,6 +97,6 @@ def _looks_like_task(path: Path) -> bool:
 
 
 def _other_kind(data: dict[str, object]) -> bool:
-    if {"experiment_id", "variants", "replies", "fields", "properties"} & set(data):
+    if {"experiment_id", "variants", "replies", "rubric", "fields", "properties"} & set(data):
         return True
     return bool(data) and all(isinstance(v, dict) and "input_per_mtok" in v for v in data.values())

@@ -20,9 +20,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from assay.agents.llm import model_key
+from assay.agents.llm import Endpoint, model_key
 from assay.data.rows import Rows
 from assay.errors import DatasetError, TaskFileError
 from assay.orchestration.loading.experiment import apply_mutations
@@ -229,5 +229,14 @@ def _record_view(sample: QaSample) -> dict[str, Any]:
 
 
 def judge_key(judge: QaJudge, base_dir: Path) -> ModelKey:
-    """The pool key of a ``qa.judge`` model (``base_dir``: the task file's folder)."""
-    return model_key(judge, base_dir)
+    """The pool key of a ``qa.judge`` model (``base_dir``: the task file's folder; a judge
+    asset's model is relative to its own folder).
+
+    Raises:
+        ValueError: ``judge`` names a judge asset that was not resolved (by a plan).
+    """
+    if judge.asset is not None:
+        return model_key(judge.asset.definition, Path(judge.asset.base_dir))
+    if judge.model is None:  # a judge asset's name, not resolved
+        raise ValueError(f"qa.judge {judge.judge!r} was not resolved (grade through a plan)")
+    return model_key(cast(Endpoint, judge), base_dir)  # its model is given (checked above)

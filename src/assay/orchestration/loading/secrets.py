@@ -52,7 +52,7 @@ def run_redactor(
 
 def _base_urls(task: TaskDefinition) -> list[str]:
     """The ``base_url`` of ``task``'s agent, QA judge and inline ``llm_judge`` criteria."""
-    judge = task.qa.judge if task.qa is not None else None
+    judge = task.qa.judge.endpoint if task.qa is not None and task.qa.judge else None
     holders = [judge, *task.success_criteria]
     urls = [url for h in holders if isinstance(url := getattr(h, "base_url", None), str)]
     return [task.agent.route_base_url, *urls] if task.agent.route_base_url else urls
@@ -90,8 +90,9 @@ def results_redactor(results: Iterable[EvaluationResult], environ: Mapping[str, 
         resolved = result.task_config.resolved
         agent = resolved.get("agent") or {}
         judge = (resolved.get("qa") or {}).get("judge") or {}
-        names.update(n for n in (agent.get("api_key_env"), judge.get("api_key_env")) if n)
-        names.update(_judge_credentials(resolved.get("success_criteria") or []))
+        if agent.get("api_key_env"):
+            names.add(agent["api_key_env"])
+        names.update(_judge_credentials([judge, *(resolved.get("success_criteria") or [])]))
         if isinstance(agent.get("env"), dict):
             envs.append(agent["env"])
     redactor = Redactor.from_environment(environ, names=names)
@@ -101,8 +102,8 @@ def results_redactor(results: Iterable[EvaluationResult], environ: Mapping[str, 
 
 
 def _judge_credentials(criteria: Iterable[Any]) -> set[str]:
-    """The ``api_key_env`` of each recorded criterion that names one (a judge: inline, or
-    its resolved judge's)."""
+    """The ``api_key_env`` of each recorded criterion (or ``qa.judge``) that names one (a
+    judge: inline, or its resolved judge's)."""
     names: set[str] = set()
     for criterion in criteria:
         if not isinstance(criterion, dict):

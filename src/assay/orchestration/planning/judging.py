@@ -1,8 +1,9 @@
 """The plan's judges, and what a row needs to be graded at all.
 
-- :func:`resolve_judges`: every ``llm_judge`` of a task file resolved once, when the run is
-  planned (:class:`assay.judges.assets.JudgeResolver`), checked (a labels judge knows which
-  labels pass; its suite thresholds name metrics it produces; its model can start);
+- :func:`resolve_judges`: every ``llm_judge`` of a task file, and the judge asset its
+  ``qa.judge`` names, resolved once, when the run is planned
+  (:class:`assay.judges.assets.JudgeResolver`), checked (a labels judge knows which labels
+  pass; its suite thresholds name metrics it produces; its model can start);
 - :func:`tie_warnings`: a majority judge asked an even number of ``samples`` can tie, and a
   tie is a ``judge_error`` (not graded), so the plan warns;
 - :func:`judge_keys`: the judge models to start with the run's other models;
@@ -24,6 +25,7 @@ from assay.orchestration.loading.task_loader import LoadedTask
 from assay.orchestration.loading.thresholds import check_threshold_names
 from assay.orchestration.planning.expand import Expansion
 from assay.providers.pool import ModelKey, ProviderRegistry
+from assay.qa.open_judge import asset_problem
 from assay.spec.criteria import CriterionSpec, LlmJudge
 from assay.spec.source import field_path
 from assay.spec.task import TaskDefinition
@@ -58,6 +60,7 @@ def resolve_definition(
     Raises:
         TaskFileError: as :func:`resolve_judges`.
     """
+    task = resolve_qa_judge(task, loaded, resolver)
     if not any(isinstance(c, LlmJudge) and c.asset is None for c in task.success_criteria):
         return task
     criteria = resolver.resolve_criteria(
@@ -68,6 +71,37 @@ def resolve_definition(
     definition = task.model_copy(update={"success_criteria": criteria})
     check_threshold_names(definition, display=loaded.display, document=loaded.document)
     return definition
+
+
+def resolve_qa_judge(
+    task: TaskDefinition, loaded: LoadedTask, resolver: JudgeResolver
+) -> TaskDefinition:
+    """``task`` with the judge asset its ``qa.judge`` names resolved and checked
+    (:func:`assay.qa.open_judge.asset_problem`); unchanged without one.
+
+    Raises:
+        TaskFileError: at ``qa.judge``: the judge cannot be read or found, or cannot judge
+            QA answers.
+    """
+    qa = task.qa
+    if qa is None or qa.judge is None or qa.judge.judge is None or qa.judge.asset is not None:
+        return task
+    loc: tuple[str | int, ...] = ("qa", "judge")
+    try:
+        asset = resolver.named_asset(qa.judge.judge, base_dir=loaded.base_dir)
+        problem = asset_problem(asset)
+        if problem is not None:
+            raise UserError(problem, hint="name another judge in qa.judge, or give a model")
+    except TaskFileError:
+        raise
+    except (UserError, ValueError) as exc:
+        message, hint = (exc.message, exc.hint) if isinstance(exc, UserError) else (str(exc), None)
+        raise TaskFileError(
+            message, file=loaded.display, line=loaded.document.line_of(loc),
+            field=field_path(loc), hint=hint,
+        ) from None  # fmt: skip
+    judge = qa.judge.model_copy(update={"asset": asset})
+    return task.model_copy(update={"qa": qa.model_copy(update={"judge": judge})})
 
 
 def _check_passing(loaded: LoadedTask, index: int, spec: CriterionSpec) -> None:

@@ -285,7 +285,8 @@ def _check_judge(loaded: LoadedTask, task: TaskDefinition, registry: ProviderReg
     try:
         registry.preflight(judge_key(task.qa.judge, loaded.base_dir))
     except UserError as exc:
-        raise located(exc, loaded, ("qa", "judge", "model")) from None
+        field = "judge" if task.qa.judge.judge is not None else "model"
+        raise located(exc, loaded, ("qa", "judge", field)) from None
 
 
 def _check_model(

@@ -77,6 +77,7 @@ from assay.sandbox.reaper import RowProcesses
 from assay.sandbox.tempdir import Sandbox
 from assay.spec.agent_base import AgentSpec
 from assay.spec.criteria import CriterionSpec
+from assay.spec.qa import QaJudge
 from assay.spec.run_names import runs_beside
 from assay.spec.task import TaskDefinition
 
@@ -179,18 +180,25 @@ def _graders(task: TaskDefinition) -> list[AgentSpec]:
     return [config for spec in task.success_criteria for config in spec.graders()]
 
 
-def judge_keys(plan: Plan, *, checked_only: bool = False) -> list[ModelKey]:
-    """The judge models of ``qa:`` tasks that ask open questions (``checked_only``: those
-    whose ``qa.judge.check`` is on)."""
-    keys: dict[ModelKey, None] = {}
+def judge_keys(plan: Plan) -> list[ModelKey]:
+    """The judge models of ``qa:`` tasks that ask open questions."""
+    return list(dict.fromkeys(key for key, _ in qa_judges(plan)))
+
+
+def qa_judges(plan: Plan, *, checked_only: bool = False) -> list[tuple[ModelKey, QaJudge]]:
+    """Each ``qa.judge`` of the ``qa:`` tasks that ask open questions, once, with its
+    model's key (``checked_only``: those whose ``qa.judge.check`` is on)."""
+    found: dict[tuple[ModelKey, str | None], tuple[ModelKey, QaJudge]] = {}
     for planned in plan.tasks:
         for variant in planned.variants:
             qa = variant.definition.qa
             if qa is None or qa.judge is None or (checked_only and not qa.judge.check):
                 continue
             if _asks_open(planned, qa.as_open):
-                keys[judge_key(qa.judge, planned.loaded.base_dir)] = None
-    return list(keys)
+                key = judge_key(qa.judge, planned.loaded.base_dir)
+                asset = qa.judge.asset.content_hash if qa.judge.asset else None
+                found.setdefault((key, asset), (key, qa.judge))
+    return list(found.values())
 
 
 def _asks_open(planned: PlannedTask, as_open: bool) -> bool:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from assay.orchestration.running.runner import judge_keys
+from assay.orchestration.running.runner import qa_judges
 from assay.providers.cache import ResponseCache
 from assay.providers.limits import Gate
 from assay.providers.managed import OnRetry
@@ -25,6 +25,7 @@ from assay.providers.pool import default_registry as default_providers
 from assay.providers.pricing import PriceTable
 from assay.providers.retry import RetryPolicy
 from assay.qa import check_judge
+from assay.qa.open_judge import open_judge
 from assay.results.secrets import Redactor
 
 if TYPE_CHECKING:
@@ -154,24 +155,32 @@ async def check_judges(
     each judge that gets an obvious case wrong, also given to ``on_warning`` at once.
     ``folders`` says where a task folder is on this machine (a node of a cluster)."""
     warnings = []
-    seen: set[tuple[str, str | None, str | None, str]] = set()
-    for found in judge_keys(plan, checked_only=True):
+    seen: set[tuple[str, str | None, str | None, str, str | None]] = set()
+    for found, config in qa_judges(plan, checked_only=True):
         key = found
         if folders is not None:
             key = dataclasses.replace(found, base_dir=str(folders(Path(found.base_dir))))
         where = key.base_dir if key.name.startswith("mock/") else ""  # a script per folder
-        if (key.name, key.base_url, key.api_key_env, where) in seen:
-            continue  # one check per judge endpoint
-        seen.add((key.name, key.base_url, key.api_key_env, where))
-        check = await check_judge(pool.get(key))
+        asset = config.asset
+        endpoint = (key.name, key.base_url, key.api_key_env, where,
+                    asset.content_hash if asset else None)  # fmt: skip
+        if endpoint in seen:
+            continue  # one check per judge
+        seen.add(endpoint)
+        model = pool.get(key)
+        check = await check_judge(model, open_judge=open_judge(config, model))
         if check.passed:
             continue
         wrong = [f"{text!r} judged {verdict}" for text, expected, verdict in check.probes
                  if verdict != expected]  # fmt: skip
+        who, fix = f"judge {key.name}", "a stronger judge model (qa.judge.model)"
+        if asset is not None:
+            who = f"judge {asset.label} on {key.name}"
+            fix = "a stronger model or rubric in the judge asset qa.judge names"
         warning = (
-            f"judge {key.name} failed its sanity check (answers to 'What is the capital of "
+            f"{who} failed its sanity check (answers to 'What is the capital of "
             f"France?': {'; '.join(wrong)}): its verdicts on open questions are not a "
-            "measurement; use a stronger judge model (qa.judge.model)"
+            f"measurement; use {fix}"
         )
         if on_warning is not None:
             on_warning(warning)

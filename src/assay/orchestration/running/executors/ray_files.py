@@ -62,8 +62,9 @@ def referenced_paths(task: TaskDefinition, base_dir: Path) -> list[Path]:
     agent = task.agent
     found += agent.local_paths()
     models = [agent.route_model]
-    if task.qa is not None and task.qa.judge is not None:
-        models.append(task.qa.judge.model)
+    judge = task.qa.judge if task.qa is not None else None
+    if judge is not None and judge.judge is None:  # a judge asset's script: as llm_judge's
+        models.append(judge.model)
     paths = [Path(os.path.normpath(base_dir / p)) for p in found if p and not Path(p).is_absolute()]
     for model in models:  # a mock script: in the task folder, else the working directory
         rest = model.partition("/")[2] if isinstance(model, str) else ""

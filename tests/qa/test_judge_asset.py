@@ -1,0 +1,286 @@
+"""A QA suite that names a judge asset (``qa.judge: FILE`` or a store judge ``NAME@N``): its
+rubric sees the item's fields and the answer, its verdict marks the answer right or wrong,
+``task.json`` records it, ``assay evaluate`` grades again with it, and a judge that cannot
+say right or wrong is refused at load with the task file's line."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+from tests.cli.test_run import assay, latest
+
+from assay import report
+from assay.errors import TaskFileError
+from assay.judges import add_judge
+from assay.orchestration.loading.task_loader import load_task
+from assay.orchestration.planning.plan import PlanOptions, build_plan
+
+ROWS = [
+    {"sample_id": "q1", "story": "", "question": "when did the last crewed moon landing end",
+     "answer": {"correct_answers": ["December 1972"], "wrong_answers": ["1969"]}, "meta": {}},
+    {"sample_id": "q2", "story": "", "question": "who wrote 1984",
+     "answer": {"correct_answers": ["George Orwell"], "wrong_answers": []}, "meta": {}},
+    {"sample_id": "q3", "story": "", "question": "what is the boiling point of water at sea level",
+     "answer": {"correct_answers": ["100 degrees Celsius"], "wrong_answers": []}, "meta": {}},
+]  # fmt: skip
+
+# none of these answers matches by rule: each goes to the judge
+ANSWERS = """\
+replies:
+  - {match: "moon", reply: "it was late in 1972"}
+  - {match: "1984", reply: "the author Eric Blair"}
+default: "it boils at about 80 degrees"
+"""
+
+# the asset's rubric must have reached the judge with the row's fields and the answer
+JUDGE_SCRIPT = r"""
+replies:
+  - match: 'ASSET-RUBRIC(.|\n)*Q: when did(.|\n)*Accepted: \["December 1972"\](.|\n)*Wrong:
+      \["1969"\](.|\n)*Type: open(.|\n)*A: it was late in 1972'
+    reply: '{"reason": "late 1972 is December 1972", "verdict": true}'
+  - match: 'ASSET-RUBRIC(.|\n)*A: the author Eric Blair'
+    reply: '{"reason": "Eric Blair wrote as George Orwell", "verdict": true}'
+default: '{"reason": "not 100 degrees", "verdict": false}'
+"""
+
+RUBRIC = """\
+ASSET-RUBRIC
+Q: ${row.question}
+Accepted: ${row.correct_answers}
+Wrong: ${row.wrong_answers}
+Type: ${row.prompt_type}
+A: ${response}
+"""
+
+
+def judge_file(folder: Path, *, verdict: str = "{kind: binary}", rubric: str = RUBRIC) -> Path:
+    (folder / "judges").mkdir(exist_ok=True)
+    (folder / "judges" / "judge.yaml").write_text(JUDGE_SCRIPT)
+    path = folder / "judges" / "open.yaml"
+    path.write_text(
+        "name: open-qa\nmodel: mock/judge.yaml\nverdict: " + verdict + "\nrubric: |\n"
+        + textwrap.indent(rubric, "  ")
+    )  # fmt: skip
+    return path
+
+
+def write_task(folder: Path, judge_block: str) -> Path:
+    (folder / "rows.qa.jsonl").write_text("".join(json.dumps(r) + "\n" for r in ROWS))
+    (folder / "answers.yaml").write_text(ANSWERS)
+    task = folder / "task.yaml"
+    task.write_text(
+        textwrap.dedent("""\
+        task_id: asset-judged
+        description: open questions graded by a judge asset
+        agent: {type: llm, model: mock/answers.yaml}
+        dataset: {paths: [rows.qa.jsonl], id_field: sample_id}
+        qa:
+          as_open: true
+        """)
+        + textwrap.indent(judge_block, "  ")
+    )
+    return task
+
+
+def suite(folder: Path) -> dict[str, object]:
+    return report(latest(folder)).suite("asset-judged").metrics
+
+
+def recorded_judge(folder: Path) -> dict[str, object]:
+    task_json = next(latest(folder).glob("*/asset-judged/*/*/task.json"))
+    judge = json.loads(task_json.read_text())["task_config"]["resolved"]["qa"]["judge"]
+    assert isinstance(judge, dict)
+    return judge
+
+
+def test_a_judge_file_grades_the_open_answers_and_is_recorded(tmp_path: Path) -> None:
+    judge_file(tmp_path)
+    task = write_task(tmp_path, "judge: {judge: judges/open.yaml, check: false}\n")
+    done = assay("run", str(task), cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr  # one answer is wrong
+    metrics = suite(tmp_path)
+    assert metrics["accuracy"] == pytest.approx(2 / 3)
+    judge = recorded_judge(tmp_path)
+    asset = judge["asset"]
+    assert isinstance(asset, dict)
+    assert asset["name"] == "open-qa" and asset["source"].startswith("file:")
+    assert len(asset["content_hash"]) == 64
+    rows = report(latest(tmp_path)).suite("asset-judged").rows()
+    details = {row.row_id: row.success_criteria_results[0].details for row in rows}
+    assert "Eric Blair wrote as George Orwell" in details["q2"]
+    assert "wrong_answer" in details["q3"] and "not 100 degrees" in details["q3"]
+
+
+def test_the_short_form_names_the_judge_and_evaluate_grades_again_with_it(
+    tmp_path: Path,
+) -> None:
+    judge_file(tmp_path)
+    task = write_task(tmp_path, "judge: judges/open.yaml\n")
+    done = assay("run", str(task), cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert suite(tmp_path)["accuracy"] == pytest.approx(2 / 3)
+    # the run's rows graded again: the recorded asset, not the task file, is the judge
+    (tmp_path / "judges" / "open.yaml").unlink()
+    again = assay("evaluate", str(latest(tmp_path)), cwd=tmp_path)
+    assert again.returncode == 1, again.stdout + again.stderr
+    assert suite(tmp_path)["accuracy"] == pytest.approx(2 / 3)
+    # the suite's prediction file graded from its records
+    predictions = next(latest(tmp_path).glob("*/asset-judged/prediction.jsonl"))
+    out = tmp_path / "metrics.json"
+    graded = assay("evaluate", str(predictions), "-o", str(out), cwd=tmp_path)
+    assert graded.returncode == 0, graded.stdout + graded.stderr
+    assert json.loads(out.read_text())["avg_metrics"]["accuracy"] == pytest.approx(2 / 3)
+
+
+def test_evaluate_with_a_task_file_resolves_its_judge(tmp_path: Path) -> None:
+    judge_file(tmp_path)
+    done = assay("run", str(write_task(tmp_path, "judge: {model: mock/echo}\n")), cwd=tmp_path)
+    assert done.returncode in (0, 1), done.stdout + done.stderr
+    predictions = next(latest(tmp_path).glob("*/asset-judged/prediction.jsonl"))
+    task = write_task(tmp_path, "judge: judges/open.yaml\n")
+    out = tmp_path / "graded.json"
+    graded = assay("evaluate", str(predictions), "--task", str(task), "-o", str(out),
+                   cwd=tmp_path)  # fmt: skip
+    assert graded.returncode == 0, graded.stdout + graded.stderr
+    assert json.loads(out.read_text())["avg_metrics"]["accuracy"] == pytest.approx(2 / 3)
+
+
+def test_a_store_judge_by_name_and_version(tmp_path: Path) -> None:
+    store = f"sqlite:///{tmp_path / 'store.db'}"
+    path = judge_file(tmp_path)
+    first, _ = add_judge("open-qa", path, store=store)
+    path.write_text(path.read_text().replace("ASSET-RUBRIC", "OTHER-RUBRIC"))
+    second, _ = add_judge("open-qa", path, store=store)
+    assert (first.version, second.version) == (1, 2)
+    task = write_task(tmp_path, "judge: open-qa@1\n")
+    done = assay("run", str(task), "--store", store, cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert suite(tmp_path)["accuracy"] == pytest.approx(2 / 3)
+    asset = recorded_judge(tmp_path)["asset"]
+    assert isinstance(asset, dict)
+    assert (asset["version"], asset["source"]) == (1, "store:open-qa@1")
+    # the latest version's rubric is not the one the judge script accepts
+    task = write_task(tmp_path, "judge: open-qa\n")
+    done = assay("run", str(task), "--store", store, cwd=tmp_path)
+    assert done.returncode == 1 and suite(tmp_path)["accuracy"] == 0.0
+
+
+def test_a_labels_judge_passes_its_pass_labels(tmp_path: Path) -> None:
+    judge_file(tmp_path, verdict="{kind: labels, labels: [right, close, wrong], "
+                                 "pass_labels: [right, close]}")  # fmt: skip
+    script = (tmp_path / "judges" / "judge.yaml").read_text()
+    script = script.replace('"verdict": true}', '"label": "close"}')
+    script = script.replace('"verdict": false}', '"label": "wrong"}')
+    (tmp_path / "judges" / "judge.yaml").write_text(script)
+    task = write_task(tmp_path, "judge: judges/open.yaml\n")
+    done = assay("run", str(task), cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert suite(tmp_path)["accuracy"] == pytest.approx(2 / 3)
+
+
+def test_an_unreadable_verdict_is_a_judge_error_outside_accuracy(tmp_path: Path) -> None:
+    judge_file(tmp_path)
+    (tmp_path / "judges" / "judge.yaml").write_text('default: "I think it is fine"\n')
+    task = write_task(tmp_path, "judge: judges/open.yaml\n")
+    done = assay("run", str(task), cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    result = report(latest(tmp_path)).suite("asset-judged")
+    assert {row.final_status for row in result.rows()} == {"ERROR"}
+    assert "accuracy" not in result.metrics or result.metrics["accuracy"] is None
+
+
+@pytest.mark.parametrize(
+    ("verdict", "rubric", "message"),
+    [
+        ("{kind: scale, min: 1, max: 5}", RUBRIC, "a QA answer is right or wrong"),
+        ("{kind: labels, labels: [a, b]}", RUBRIC, "add pass_labels"),
+        ("{kind: binary}", "Q: ${row.answer}\nA: ${response}\n",
+         "uses ${row.answer}, which a QA item does not have"),
+    ],
+)  # fmt: skip
+def test_a_judge_that_cannot_grade_qa_is_refused_at_the_qa_judge_line(
+    tmp_path: Path, verdict: str, rubric: str, message: str
+) -> None:
+    judge_file(tmp_path, verdict=verdict, rubric=rubric)
+    task = write_task(tmp_path, "judge: judges/open.yaml\n")
+    with pytest.raises(TaskFileError) as caught:
+        build_plan([str(task)], PlanOptions())
+    assert message in caught.value.message
+    assert (caught.value.field, caught.value.line) == ("qa.judge", 7)
+    done = assay("plan", str(task), cwd=tmp_path)
+    assert done.returncode == 2 and message in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("block", "message"),
+    [
+        ("judge: {judge: judges/open.yaml, model: mock/echo}\n", "whose model is its own"),
+        ("judge: {judge: judges/open.yaml, retries: 4, prompt: '${response}'}\n",
+         "remove retries, prompt"),
+        ("judge: {check: false}\n", "needs a model"),
+        ("judge: 'not a name!'\n", "neither a judge file"),
+        ("judge: {judge: judges/open.yaml, asset: {}}\n", "written by assay"),
+    ],
+)  # fmt: skip
+def test_a_bad_qa_judge_block_is_refused_at_load(tmp_path: Path, block: str,
+                                                 message: str) -> None:  # fmt: skip
+    judge_file(tmp_path)
+    with pytest.raises(TaskFileError) as caught:
+        load_task(write_task(tmp_path, block))
+    assert message in str(caught.value)
+    assert caught.value.line is not None and caught.value.line >= 6
+
+
+def test_a_missing_judge_file_and_an_unknown_store_judge_name_the_line(tmp_path: Path) -> None:
+    task = write_task(tmp_path, "judge: judges/nowhere.yaml\n")
+    with pytest.raises(TaskFileError) as caught:
+        build_plan([str(task)], PlanOptions())
+    assert "judge file not found: judges/nowhere.yaml" in caught.value.message
+    assert caught.value.field == "qa.judge"
+    store = f"sqlite:///{tmp_path / 'store.db'}"
+    add_judge("open-qa", judge_file(tmp_path), store=store)
+    task = write_task(tmp_path, "judge: open-qa@7\n")
+    done = assay("plan", str(task), "--store", store, cwd=tmp_path)
+    assert done.returncode == 2 and "open-qa" in done.stderr and "qa.judge" in done.stderr
+
+
+def test_the_sanity_check_asks_the_judge_asset_itself(tmp_path: Path) -> None:
+    judge_file(tmp_path)  # its script rejects every probe: "Paris" is judged wrong
+    task = write_task(tmp_path, "judge: judges/open.yaml\n")
+    done = assay("run", str(task), cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    said = done.stdout + done.stderr
+    assert "judge open-qa (sha256 " in said and "failed its sanity check" in said
+    assert "'Paris' judged False" in said and "'Berlin' judged" not in said
+    script = (tmp_path / "judges" / "judge.yaml").read_text()
+    probes = (
+        "  - match: 'ASSET-RUBRIC(.|\\n)*capital of France(.|\\n)*A: (The capital of France is )?"
+        'Paris\'\n    reply: \'{"reason": "right", "verdict": true}\'\n'
+    )
+    (tmp_path / "judges" / "judge.yaml").write_text(
+        script.replace("replies:\n", "replies:\n" + probes)
+    )
+    done = assay("run", str(task), cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "sanity check" not in done.stdout + done.stderr
+
+
+def test_the_example_judge_asset_can_judge_qa_answers(tmp_path: Path) -> None:
+    from assay.judges.assets import JudgeResolver
+    from assay.qa.open_judge import asset_problem
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "qa" / "judges"
+    resolver = JudgeResolver(store_url=f"sqlite:///{tmp_path / 'none.db'}")
+    asset = resolver.named_asset("open-answer.yaml", base_dir=example)
+    assert asset.name == "open-answer" and asset_problem(asset) is None
+    assert len(asset.definition.few_shot) == 2
+
+
+def test_the_plan_names_the_qa_judge(tmp_path: Path) -> None:
+    judge_file(tmp_path)
+    done = assay("plan", str(write_task(tmp_path, "judge: judges/open.yaml\n")), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "qa judge: open-qa (sha256 " in done.stdout and ") on mock/judge.yaml" in done.stdout
