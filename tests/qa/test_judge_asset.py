@@ -284,3 +284,121 @@ def test_the_plan_names_the_qa_judge(tmp_path: Path) -> None:
     done = assay("plan", str(write_task(tmp_path, "judge: judges/open.yaml\n")), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "qa judge: open-qa (sha256 " in done.stdout and ") on mock/judge.yaml" in done.stdout
+
+
+def test_the_reports_name_the_asset_and_keep_its_failed_sanity_check(tmp_path: Path) -> None:
+    judge_file(tmp_path)  # rejects every probe: the sanity check fails
+    done = assay("run", str(write_task(tmp_path, "judge: judges/open.yaml\n")), cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    folder = next(latest(tmp_path).glob("*/asset-judged"))
+    metrics = json.loads((folder / "metrics.json").read_text())
+    assert metrics["judge"].startswith("open-qa (sha256 ")
+    assert metrics["judge"].endswith(") on mock/judge.yaml")
+    assert len(metrics["judge_warnings"]) == 1 and "sanity check" in metrics["judge_warnings"][0]
+    summary = (folder / "suite.md").read_text()
+    assert "judge: `open-qa (sha256 " in summary and "rules only" not in summary
+
+
+def test_a_resumed_run_keeps_the_store_judge_version_it_started_with(tmp_path: Path) -> None:
+    store = f"sqlite:///{tmp_path / 'store.db'}"
+    path = judge_file(tmp_path)
+    script = tmp_path / "judges" / "judge.yaml"
+    good = script.read_text()
+    script.write_text('default: "no verdict here"\n')  # every row a judge_error
+    add_judge("open-qa", path, store=store)
+    task = write_task(tmp_path, "judge: {judge: open-qa, check: false}\n")
+    done = assay("run", str(task), "--store", store, cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    script.write_text(good)
+    path.write_text(path.read_text().replace("ASSET-RUBRIC", "OTHER-RUBRIC"))
+    assert add_judge("open-qa", path, store=store)[0].version == 2
+    again = assay("run", "--resume", str(latest(tmp_path)), "--retry-errors", "--store", store,
+                  cwd=tmp_path)  # fmt: skip
+    assert again.returncode == 1, again.stdout + again.stderr
+    assert suite(tmp_path)["accuracy"] == pytest.approx(2 / 3)  # version 1's rubric
+
+
+def test_a_resume_after_the_judge_file_changed_names_the_judge(tmp_path: Path) -> None:
+    path = judge_file(tmp_path)
+    script = tmp_path / "judges" / "judge.yaml"
+    script.write_text('default: "no verdict here"\n')
+    task = write_task(tmp_path, "judge: {judge: judges/open.yaml, check: false}\n")
+    assert assay("run", str(task), cwd=tmp_path).returncode == 1
+    path.write_text(path.read_text().replace("ASSET-RUBRIC", "OTHER-RUBRIC"))
+    again = assay("run", "--resume", str(latest(tmp_path)), "--retry-errors", cwd=tmp_path)
+    assert again.returncode == 2
+    assert "judge open-qa (file:" in again.stderr and "has content hash" in again.stderr
+    assert "restore the judge as it was" in again.stderr
+
+
+def test_an_even_number_of_samples_is_warned_about(tmp_path: Path) -> None:
+    path = judge_file(tmp_path)
+    path.write_text(path.read_text() + "samples: 2\n")
+    done = assay("plan", str(write_task(tmp_path, "judge: judges/open.yaml\n")), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "task.yaml:7: qa.judge: judge open-qa takes the majority of 2 samples" in done.stderr
+
+
+def test_a_literal_placeholder_in_the_rubric_is_not_a_field(tmp_path: Path) -> None:
+    judge_file(tmp_path, rubric=RUBRIC + "Write $${row.foo} literally.\n")
+    done = assay("plan", str(write_task(tmp_path, "judge: judges/open.yaml\n")), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+
+
+def test_few_shot_lists_are_refused_in_the_judge_file(tmp_path: Path) -> None:
+    path = judge_file(tmp_path)
+    path.write_text(
+        path.read_text()
+        + "few_shot:\n  - row: {question: q, correct_answers: [Orwell], wrong_answers: '[]',\n"
+        + "          story: '', prompt_type: open}\n    response: Orwell\n    verdict: true\n"
+    )
+    done = assay("plan", str(write_task(tmp_path, "judge: judges/open.yaml\n")), cwd=tmp_path)
+    assert done.returncode == 2
+    assert "few_shot[0].row.correct_answers" in done.stderr
+    assert "correct_answers: '[\"Orwell\"]'" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("block", "message"),
+    [
+        ("judge: {judge: judges/open.yaml, retries: 2}\n", "whose retries is its own"),
+        ("judge: {judge: judges/open.yaml, cache: false}\n", "whose cache is its own"),
+    ],
+)
+def test_an_asset_setting_written_with_its_default_value_is_refused(
+    tmp_path: Path, block: str, message: str
+) -> None:
+    judge_file(tmp_path)
+    with pytest.raises(TaskFileError, match=message):
+        load_task(write_task(tmp_path, block))
+
+
+def test_a_rubric_that_asks_for_files_is_refused(tmp_path: Path) -> None:
+    judge_file(tmp_path, rubric=RUBRIC + "${files}\n")
+    with pytest.raises(TaskFileError, match=r"places \$\{files\}, and a QA answer has no files"):
+        build_plan([str(write_task(tmp_path, "judge: judges/open.yaml\n"))], PlanOptions())
+
+
+def test_evaluate_says_an_assets_settings_are_its_own(tmp_path: Path) -> None:
+    judge_file(tmp_path)
+    task = write_task(tmp_path, "judge: judges/open.yaml\n")
+    assert assay("run", str(task), cwd=tmp_path).returncode == 1
+    predictions = next(latest(tmp_path).glob("*/asset-judged/prediction.jsonl"))
+    for flag in (["--judge-retries", "0"], ["--include-story"]):
+        done = assay("evaluate", str(predictions), "-o", str(tmp_path / "m.json"), *flag,
+                     cwd=tmp_path)  # fmt: skip
+        assert done.returncode == 2
+        assert "the judge is the judge asset open-qa" in done.stderr
+        assert "give --judge MODEL" in done.stderr
+    done = assay("evaluate", str(predictions), "-o", str(tmp_path / "m.json"), "--judge",
+                 "open-qa@1", cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 2 and "must be named provider/name" in done.stderr
+
+
+def test_a_version_too_large_for_the_store_is_no_version(tmp_path: Path) -> None:
+    store = f"sqlite:///{tmp_path / 'store.db'}"
+    add_judge("open-qa", judge_file(tmp_path), store=store)
+    task = write_task(tmp_path, "judge: open-qa@99999999999999999999\n")
+    done = assay("plan", str(task), "--store", store, cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert "judge 'open-qa' has no version 99999999999999999999 (versions 1 to 1)" in done.stderr

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from assay.errors import UsageError
 from assay.judges.assets import JudgeResolver
 from assay.orchestration.loading.qa_rows import judge_key
@@ -131,13 +133,20 @@ def _judge(current: QaJudge | None, options: PredictionOptions) -> QaJudge | Non
         return current
     if current is None and "model" not in fields:
         raise UsageError("--judge-retries and --include-story need a judge (--judge MODEL)")
-    base = current.model_dump() if current is not None else {}
+    if current is not None and current.judge is not None and "model" not in fields:
+        raise UsageError(
+            f"the judge is the judge asset {current.display}, whose retries and prompt are its "
+            "own: --judge-retries and --include-story do not apply to it",
+            hint="give --judge MODEL to grade with a model and assay's prompt instead",
+        )
+    base = current.model_dump(exclude_unset=True) if current is not None else {}
     if "model" in fields:  # --judge MODEL replaces a judge asset
         base = {k: v for k, v in base.items() if k not in ("judge", "asset")}
     try:
         return QaJudge.model_validate({**base, **fields})
-    except ValueError as exc:
-        raise UsageError(f"invalid judge setting: {str(exc).splitlines()[-1]}") from None
+    except ValidationError as exc:
+        message = str(exc.errors()[0]["msg"]).removeprefix("Value error, ")
+        raise UsageError(f"invalid judge setting: {message}") from None
 
 
 def evaluate_predictions(path: Path, options: PredictionOptions) -> PredictionReport:
@@ -238,7 +247,7 @@ def _evaluate(path: Path, options: PredictionOptions) -> PredictionReport:
     document = metrics_file(
         document, suite_id=header.get("suite_id"), variant_id=header.get("variant_id"),
         dataset=header.get("dataset", dataset[0]), source=str(path),
-        judge=endpoint.model if endpoint else None,
+        judge=config.judge.display if config.judge else None,
         judge_warnings=header.get("judge_warnings", []) if config == recorded_qa else [],
     )  # fmt: skip
     credentials = [endpoint.api_key_env] if endpoint and endpoint.api_key_env else []

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from assay.data.substitute import PLACEHOLDER, scalar_text
+from assay.data.substitute import scalar_text
 from assay.providers.base import Message
 from assay.results.transcript import Transcript
 from assay.spec.judge import RUBRIC_SLOT, JudgeDefinition, VerdictSpec, verdict_problem
@@ -60,9 +60,15 @@ class JudgeCase:
     dialog: str | None = None
 
 
+def rubric_slots(rubric: str) -> set[str]:
+    """The placeholders the rubric places: ``row.<field>``, ``response``, ``files``,
+    ``transcript``, ``dialog`` (a ``$${`` is a literal ``${``, not one)."""
+    return {match.group(1) for match in SLOTS.finditer(rubric) if match.group(1) is not None}
+
+
 def rubric_fields(rubric: str) -> set[str]:
     """The row fields the rubric refers to with ``${row.<field>}``."""
-    return set(PLACEHOLDER.findall(rubric))
+    return {slot[4:] for slot in rubric_slots(rubric) if slot.startswith("row.")}
 
 
 def fill(rubric: str, case: JudgeCase) -> tuple[str, set[str]]:

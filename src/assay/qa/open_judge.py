@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass
 
 from assay.judges.grade import judge_case
-from assay.judges.prompt import JudgeCase, Verdict, rubric_fields
+from assay.judges.prompt import JudgeCase, Verdict, rubric_fields, rubric_slots
 from assay.providers.base import Model
 from assay.qa.judge import JudgeSubject, JudgeVerdict, OpenJudge, PromptJudge
 from assay.spec.judge import JudgeAsset, VerdictSpec
@@ -36,7 +36,8 @@ def judge_row(item: JudgeSubject) -> dict[str, str]:
 
 def asset_problem(asset: JudgeAsset) -> str | None:
     """Why ``asset`` cannot judge QA answers (``None``: it can): a scale verdict, labels
-    without ``pass_labels``, or a ``${row.x}`` that a QA item does not have."""
+    without ``pass_labels``, a ``${row.x}`` that a QA item does not have, or files, a
+    transcript or a dialog, which a QA answer does not have either."""
     verdict = asset.definition.verdict
     if verdict.kind == "scale":
         return (
@@ -48,12 +49,19 @@ def asset_problem(asset: JudgeAsset) -> str | None:
             f"judge {asset.name} answers one of the labels {verdict.labels} and its "
             "pass_labels do not say which mark a QA answer correct: add pass_labels"
         )
-    unknown = sorted(rubric_fields(asset.definition.rubric) - set(JUDGE_ROW_FIELDS))
+    rubric = asset.definition.rubric
+    unknown = sorted(rubric_fields(rubric) - set(JUDGE_ROW_FIELDS))
     if unknown:
         allowed = ", ".join("${row." + name + "}" for name in JUDGE_ROW_FIELDS)
         return (
             f"judge {asset.name}'s rubric uses ${{row.{unknown[0]}}}, which a QA item does "
             f"not have; it can use {allowed}"
+        )
+    unseen = sorted(rubric_slots(rubric) & {"files", "transcript", "dialog"})
+    if unseen:
+        return (
+            f"judge {asset.name}'s rubric places ${{{unseen[0]}}}, and a QA answer has no "
+            "files, transcript or dialog: the judge sees the item's fields and ${response}"
         )
     return None
 

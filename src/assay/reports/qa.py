@@ -90,7 +90,7 @@ def write_qa_files(
         return QaFiles(None, exc)
     document = metrics_file(
         document, suite_id=rows[0][0].suite_id, variant_id=rows[0][0].variant_id,
-        dataset=rows[0][1].dataset, judge=config.judge.model if config.judge else None,
+        dataset=rows[0][1].dataset, judge=config.judge.display if config.judge else None,
         judge_warnings=_judge_warnings(config, warnings), source=PREDICTIONS,
     )  # fmt: skip
     write_json_atomic(folder / METRICS, document, redactor=redactor)
@@ -100,7 +100,7 @@ def write_qa_files(
 def _judge_warnings(config: QaConfig, warnings: Sequence[str]) -> list[str]:
     if config.judge is None:
         return []
-    return [w for w in warnings if w.startswith(f"judge {config.judge.model} failed its sanity")]
+    return [w for w in warnings if w.startswith(f"judge {config.judge.display} failed its sanity")]
 
 
 def _config(result: EvaluationResult) -> QaConfig:

@@ -66,11 +66,11 @@ class PlanOptionsRecord(_Model):
 
 
 class JudgeUse(_Model):
-    """A judge a task's criterion (``position`` in ``success_criteria``) resolved to when
-    the run was planned: a resumed run reads the same store version and refuses a judge
-    whose content changed."""
+    """A judge a task's criterion (``position`` in ``success_criteria``; ``None``: the
+    task's ``qa.judge``) resolved to when the run was planned: a resumed run reads the same
+    store version and refuses a judge whose content changed."""
 
-    position: int
+    position: int | None = None
     name: str
     version: int | None = None
     content_hash: str

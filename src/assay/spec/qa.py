@@ -142,14 +142,23 @@ class QaJudge(StrictModel):
                     "(judge: judges/open.yaml, or a store judge's name)"
                 )
             return self
-        fields = type(self).model_fields
-        owned = [name for name in ASSET_OWNED if getattr(self, name) != fields[name].default]
+        if self.asset is not None:
+            return self  # resolved by a plan and recorded: written by assay, not by a user
+        owned = [name for name in ASSET_OWNED if name in self.model_fields_set]
         if owned:
             raise ValueError(
                 f"qa.judge names the judge {self.judge!r}, whose {owned[0]} is its own: remove "
                 f"{', '.join(owned)} (or remove judge and keep them)"
             )
         return self
+
+    @property
+    def display(self) -> str:
+        """The judge as reports and warnings name it: its model, or a judge asset's
+        ``name@version (sha256 …) on MODEL`` (its reference before it is resolved)."""
+        if self.asset is not None:
+            return f"{self.asset.label} on {self.asset.definition.model}"
+        return str(self.model if self.judge is None else self.judge)
 
     @field_validator("judge")
     @classmethod

@@ -162,9 +162,11 @@ def get_judge(connection: Connection, name: str, version: int | None = None) -> 
             or f"add one with: assay judge add {name} judges/{name}.yaml",
         )
     number = latest if version is None else version
-    row = connection.execute(
-        select(judges).where(judges.c.name == name, judges.c.version == number)
-    ).first()
+    row = None
+    if number <= latest:  # a larger number is no version (and may not fit the column)
+        row = connection.execute(
+            select(judges).where(judges.c.name == name, judges.c.version == number)
+        ).first()
     if row is None:
         raise StoreError(
             f"judge '{name}' has no version {number} (versions 1 to {latest})",

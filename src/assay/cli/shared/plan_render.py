@@ -91,8 +91,8 @@ def print_plan(plan: Plan, *, show_rows: int) -> None:
 def _qa_judge_text(judge: Any) -> str:
     """``open-qa@2 (sha256 …), calibrated on openai/gpt-4o-mini``, or the judge's model."""
     asset = judge.asset
-    if asset is None:
-        return str(judge.model)
+    if asset is None or asset.calibration is None:
+        return str(judge.display)
     return f"{_judge_label(asset)} on {asset.definition.model}"
 
 

@@ -27,6 +27,7 @@ from assay.orchestration.planning.expand import Expansion
 from assay.providers.pool import ModelKey, ProviderRegistry
 from assay.qa.open_judge import asset_problem
 from assay.spec.criteria import CriterionSpec, LlmJudge
+from assay.spec.judge import JudgeAsset
 from assay.spec.source import field_path
 from assay.spec.task import TaskDefinition
 
@@ -137,18 +138,23 @@ TIE_HINT = "use an odd samples (1, 3, 5, …): it cannot split evenly between tw
 
 
 def tie_warnings(loaded: LoadedTask, task: TaskDefinition) -> list[str]:
-    """Warnings for the resolved ``llm_judge`` criteria of ``task`` whose judge combines an
-    even number of binary or labels samples by majority (:mod:`assay.judges.grade`), each
-    naming the task file, line and field."""
+    """Warnings for the resolved judges of ``task`` (``llm_judge`` criteria and a
+    ``qa.judge`` asset) that combine an even number of binary or labels samples by majority
+    (:mod:`assay.judges.grade`), each naming the task file, line and field."""
+    judges: list[tuple[tuple[str | int, ...], JudgeAsset]] = [
+        (("success_criteria", index), spec.asset)
+        for index, spec in enumerate(task.success_criteria)
+        if isinstance(spec, LlmJudge) and spec.asset is not None and spec.enabled
+    ]
+    qa_judge = task.qa.judge if task.qa is not None else None
+    if qa_judge is not None and qa_judge.asset is not None:
+        judges.append((("qa", "judge"), qa_judge.asset))
     warnings = []
-    for index, spec in enumerate(task.success_criteria):
-        if not isinstance(spec, LlmJudge) or spec.asset is None or not spec.enabled:
-            continue
-        judge = spec.asset.definition
+    for loc, asset in judges:
+        judge = asset.definition
         if judge.verdict.kind == "scale" or judge.samples % 2:
             continue
-        loc = ("success_criteria", index)
-        who = "this judge" if spec.asset.source == "inline" else f"judge {spec.asset.name}"
+        who = "this judge" if asset.source == "inline" else f"judge {asset.name}"
         text = TIE.format(judge=who, samples=judge.samples, kind=judge.verdict.kind)
         line = loaded.document.line_of(loc) or "?"
         warnings.append(f"{loaded.display}:{line}: {field_path(loc)}: {text}; {TIE_HINT}")

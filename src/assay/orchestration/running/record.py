@@ -18,6 +18,7 @@ from assay.results.plan_record import JudgeUse, PlannedTaskRecord, PlanOptionsRe
 from assay.results.secrets import Redactor
 from assay.results.selection_file import write_selection_rows
 from assay.spec.criteria import LlmJudge
+from assay.spec.judge import JudgeAsset
 from assay.spec.run_names import BUILT_DIR as BUILT_DIR  # re-exported
 
 
@@ -118,14 +119,21 @@ def plan_record(
 
 
 def judge_uses(plan: Plan) -> dict[str, list[JudgeUse]]:
-    """Task id → the judges its ``llm_judge`` criteria resolved to."""
+    """Task id → the judges its ``llm_judge`` criteria and its ``qa.judge`` resolved to."""
     uses: dict[str, list[JudgeUse]] = {}
     for planned in plan.tasks:
-        found = [
-            JudgeUse(position=index, name=spec.asset.name, version=spec.asset.version,
-                     content_hash=spec.asset.content_hash, source=spec.asset.source)
-            for index, spec in enumerate(planned.loaded.definition.success_criteria)
+        definition = planned.loaded.definition
+        assets: list[tuple[int | None, JudgeAsset]] = [
+            (index, spec.asset) for index, spec in enumerate(definition.success_criteria)
             if isinstance(spec, LlmJudge) and spec.asset is not None
+        ]  # fmt: skip
+        qa_judge = definition.qa.judge if definition.qa is not None else None
+        if qa_judge is not None and qa_judge.asset is not None:
+            assets.append((None, qa_judge.asset))
+        found = [
+            JudgeUse(position=position, name=asset.name, version=asset.version,
+                     content_hash=asset.content_hash, source=asset.source)
+            for position, asset in assets
         ]  # fmt: skip
         if found:
             uses[planned.loaded.definition.task_id] = found

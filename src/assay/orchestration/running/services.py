@@ -171,14 +171,13 @@ async def check_judges(
         check = await check_judge(model, open_judge=open_judge(config, model))
         if check.passed:
             continue
-        wrong = [f"{text!r} judged {verdict}" for text, expected, verdict in check.probes
-                 if verdict != expected]  # fmt: skip
-        who, fix = f"judge {key.name}", "a stronger judge model (qa.judge.model)"
+        wrong = [f"{text!r} judged {'a judge error' if verdict is None else verdict}"
+                 for text, expected, verdict in check.probes if verdict != expected]  # fmt: skip
+        fix = "a stronger judge model (qa.judge.model)"
         if asset is not None:
-            who = f"judge {asset.label} on {key.name}"
             fix = "a stronger model or rubric in the judge asset qa.judge names"
         warning = (
-            f"{who} failed its sanity check (answers to 'What is the capital of "
+            f"judge {config.display} failed its sanity check (answers to 'What is the capital of "
             f"France?': {'; '.join(wrong)}): its verdicts on open questions are not a "
             f"measurement; use {fix}"
         )
