@@ -402,3 +402,21 @@ def test_a_version_too_large_for_the_store_is_no_version(tmp_path: Path) -> None
     done = assay("plan", str(task), "--store", store, cwd=tmp_path)
     assert done.returncode == 2, done.stderr
     assert "judge 'open-qa' has no version 99999999999999999999 (versions 1 to 1)" in done.stderr
+
+
+def test_evaluate_says_which_judge_graded_or_that_none_did(tmp_path: Path) -> None:
+    judge_file(tmp_path)
+    task = write_task(tmp_path, "judge: judges/open.yaml\n")
+    assert assay("run", str(task), cwd=tmp_path).returncode == 1
+    predictions = next(latest(tmp_path).glob("*/asset-judged/prediction.jsonl"))
+    out = str(tmp_path / "m.json")
+    done = assay("evaluate", str(predictions), "-o", out, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "; judge: open-qa (sha256 " in done.stdout
+    alone = tmp_path / "elsewhere" / "prediction.jsonl"  # out of its run: no settings
+    alone.parent.mkdir()
+    alone.write_bytes(predictions.read_bytes())
+    done = assay("evaluate", str(alone), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "settings: defaults; judge: none: the rules alone graded" in done.stdout
+    assert json.loads((alone.parent / "metrics.json").read_text())["avg_metrics"]["accuracy"] == 0

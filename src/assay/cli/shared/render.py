@@ -113,3 +113,11 @@ def print_prediction_report(report: PredictionReport) -> None:
             )
         )
     console.print(escape(f"{report.records} records graded; metrics: {report.output}"))
+    judge = report.document.get("judge")
+    settings = f"settings: {', '.join(report.sources)}; judge: "
+    if judge:
+        console.print(escape(settings + str(judge)))
+    else:
+        console.print(escape(settings + "none: the rules alone graded the open answers (one "
+                             "they cannot decide is wrong); --judge MODEL or --task FILE "
+                             "gives a judge"))  # fmt: skip
