@@ -345,19 +345,6 @@ def test_a_literal_placeholder_in_the_rubric_is_not_a_field(tmp_path: Path) -> N
     assert done.returncode == 0, done.stderr
 
 
-def test_few_shot_lists_are_refused_in_the_judge_file(tmp_path: Path) -> None:
-    path = judge_file(tmp_path)
-    path.write_text(
-        path.read_text()
-        + "few_shot:\n  - row: {question: q, correct_answers: [Orwell], wrong_answers: '[]',\n"
-        + "          story: '', prompt_type: open}\n    response: Orwell\n    verdict: true\n"
-    )
-    done = assay("plan", str(write_task(tmp_path, "judge: judges/open.yaml\n")), cwd=tmp_path)
-    assert done.returncode == 2
-    assert "few_shot[0].row.correct_answers" in done.stderr
-    assert "correct_answers: '[\"Orwell\"]'" in done.stderr
-
-
 @pytest.mark.parametrize(
     ("block", "message"),
     [
@@ -420,3 +407,46 @@ def test_evaluate_says_which_judge_graded_or_that_none_did(tmp_path: Path) -> No
     assert done.returncode == 0, done.stderr
     assert "settings: defaults; judge: none: the rules alone graded" in done.stdout
     assert json.loads((alone.parent / "metrics.json").read_text())["avg_metrics"]["accuracy"] == 0
+
+
+def test_a_qa_judge_is_calibrated_on_labelled_qa_rows_and_then_named(tmp_path: Path) -> None:
+    """Rows shaped like QA items (the answer lists as lists) fill the rubric as JSON, as a
+    QA item does; the calibrated judge then grades the suite and the plan says so."""
+    store = f"sqlite:///{tmp_path / 'store.db'}"
+    labelled = [
+        {"id": "a", "question": "when did the last crewed moon landing end", "story": "",
+         "correct_answers": ["December 1972"], "wrong_answers": ["1969"],
+         "prompt_type": "open", "answer": "it was late in 1972", "label": "yes"},
+        {"id": "b", "question": "what is the boiling point of water at sea level",
+         "story": "", "correct_answers": ["100 degrees Celsius"], "wrong_answers": [],
+         "prompt_type": "open", "answer": "it boils at about 80 degrees", "label": "no"},
+    ]  # fmt: skip
+    (tmp_path / "labels.jsonl").write_text("".join(json.dumps(r) + "\n" for r in labelled))
+    add_judge("open-qa", judge_file(tmp_path), store=store)
+    steps = [
+        ("dataset", "import", "qa-labels", "labels.jsonl", "--store", store),
+        ("judge", "calibrate", "open-qa", "--dataset", "qa-labels", "--label", "label",
+         "--output-field", "answer", "-o", "cal", "--store", store),
+    ]  # fmt: skip
+    for step in steps:
+        done = assay(*step, cwd=tmp_path)
+        assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads((tmp_path / "cal" / "calibration.json").read_text())
+    assert report["rows_compared"] == 2 and report["agreement"]["value"] == 1.0
+    task = write_task(tmp_path, "judge: {judge: open-qa, check: false}\n")
+    done = assay("plan", str(task), "--store", store, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "qa judge: open-qa@1 (sha256 " in done.stdout and "), calibrated on" in done.stdout
+
+
+def test_few_shot_lists_are_shown_as_json_like_the_items(tmp_path: Path) -> None:
+    path = judge_file(tmp_path)
+    path.write_text(
+        path.read_text()
+        + "few_shot:\n  - row: {question: q, correct_answers: [Orwell], wrong_answers: [],\n"
+        + "          story: '', prompt_type: open}\n    response: Orwell\n    verdict: true\n"
+    )
+    task = write_task(tmp_path, "judge: {judge: judges/open.yaml, check: false}\n")
+    done = assay("run", str(task), cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert suite(tmp_path)["accuracy"] == pytest.approx(2 / 3)

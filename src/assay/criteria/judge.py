@@ -44,7 +44,7 @@ from assay.criteria.base import (
     sandbox_of,
 )
 from assay.criteria.judge_metrics import judge_metrics
-from assay.data.substitute import PlaceholderKeyError, PlaceholderTypeError
+from assay.data.substitute import PlaceholderKeyError
 from assay.judges.grade import JudgeOutcome, judge_case
 from assay.judges.prompt import JudgeCase, dialog_text, transcript_text
 from assay.metrics.values import MetricTable
@@ -126,7 +126,7 @@ class LlmJudgeCriterion(LlmJudge, Criterion):
             outcome = await judge_case(
                 model, definition, case, include_response=self.include_agent_output
             )
-        except (PlaceholderKeyError, PlaceholderTypeError) as exc:
+        except PlaceholderKeyError as exc:
             raise CriterionError(f"the rubric of judge {asset.name}: {exc}") from None
         return outcome_result(self, asset, outcome)
 

@@ -15,7 +15,6 @@ hash (what a binary judge's corrected pass rate rests on).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -105,27 +104,13 @@ def _invalid(exc: ValidationError, document: YamlDocument, display: str) -> Task
 def check_examples(
     definition: JudgeDefinition, *, document: YamlDocument | None = None, display: str
 ) -> None:
-    """Every few-shot example's ``row`` fills every ``${row.x}`` of the rubric, each with a
-    value the rubric can place as text (not a list or a mapping).
+    """Every few-shot example's ``row`` fills every ``${row.x}`` of the rubric.
 
     Raises:
-        TaskFileError: naming the example and the missing or unplaceable field.
+        TaskFileError: naming the example and the missing field.
     """
     needed = rubric_fields(definition.rubric)
     for index, example in enumerate(definition.few_shot):
-        nested = sorted(n for n in needed if isinstance(example.row.get(n), list | dict))
-        if nested:
-            where: tuple[str | int, ...] = ("few_shot", index, "row", nested[0])
-            value = example.row[nested[0]]
-            raise TaskFileError(
-                f"${{row.{nested[0]}}} places text, and this example's value is a "
-                f"{type(value).__name__}",
-                file=display,
-                line=document.line_of(where) if document else None,
-                field=field_path(where),
-                hint="write it as text, e.g. as JSON (a QA item's answer lists reach a QA "
-                f"judge so): {nested[0]}: '{json.dumps(value, ensure_ascii=False)}'",
-            )
         missing = sorted(needed - set(example.row))
         if missing:
             loc: tuple[str | int, ...] = ("few_shot", index, "row")

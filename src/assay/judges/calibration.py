@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from assay.agents.llm import model_key
-from assay.data.substitute import PlaceholderKeyError, PlaceholderTypeError
+from assay.data.substitute import PlaceholderKeyError
 from assay.errors import StoreError
 from assay.judges.agreement import Compared, Value, agreement_report
 from assay.judges.assets import usable
@@ -190,7 +190,7 @@ def read_cases(
         case = _case(store, example.data, source, pointer, output_field, wants_transcript)
         try:
             fill(rubric, case)
-        except (PlaceholderKeyError, PlaceholderTypeError) as exc:
+        except PlaceholderKeyError as exc:
             unfilled.append(f"{example.example_id}: {exc}")
             continue
         found.cases.append(Case(example.example_id, human, case))

@@ -87,7 +87,7 @@ async def judge_case(
     """Ask ``model`` for ``definition.samples`` verdicts on ``case`` and combine them.
 
     Raises:
-        PlaceholderKeyError, PlaceholderTypeError: a ``${row.x}`` the row cannot fill.
+        PlaceholderKeyError: a ``${row.x}`` the row does not have.
     """
     messages = judge_messages(definition, case, include_response=include_response)
     verdict = definition.verdict

@@ -3,7 +3,8 @@
 The rubric's placeholders are filled in one pass, each value inserted literally (a response
 holding ``${row.x}`` or braces reaches the judge unchanged):
 
-- ``${row.<field>}``: the row's value (``null`` is ``""``);
+- ``${row.<field>}``: the row's value (``null`` is ``""``; a list or a mapping is its JSON,
+  as a QA item's answer lists are);
 - ``${response}``: the response graded;
 - ``${files}``: the files shown to the judge, each under its name;
 - ``${transcript}``: what the agent did (the transcript's summary and lines);
@@ -76,7 +77,7 @@ def fill(rubric: str, case: JudgeCase) -> tuple[str, set[str]]:
     (``response``, ``files``, ``transcript``, ``dialog``).
 
     Raises:
-        PlaceholderKeyError, PlaceholderTypeError: a ``${row.x}`` the row cannot fill.
+        PlaceholderKeyError: a ``${row.x}`` the row does not have.
     """
     placed: set[str] = set()
 
@@ -85,7 +86,7 @@ def fill(rubric: str, case: JudgeCase) -> tuple[str, set[str]]:
         if name is None:
             return "${"
         if name.startswith("row."):
-            return scalar_text(name[4:], dict(case.row))
+            return row_text(name[4:], case.row)
         placed.add(name)
         if name == "response":
             return _response_text(case.response)
@@ -96,6 +97,19 @@ def fill(rubric: str, case: JudgeCase) -> tuple[str, set[str]]:
         return case.transcript or "(no transcript)"
 
     return SLOTS.sub(value, rubric), placed
+
+
+def row_text(field: str, row: Mapping[str, Any]) -> str:
+    """The text of ``${row.<field>}`` in a rubric: a scalar as text (``null`` is ``""``),
+    a list or a mapping as its JSON (non-ASCII kept).
+
+    Raises:
+        PlaceholderKeyError: the row has no such field.
+    """
+    value = row.get(field)
+    if isinstance(value, list | dict):
+        return json.dumps(value, ensure_ascii=False)
+    return scalar_text(field, dict(row))
 
 
 def _response_text(response: str | None) -> str:
@@ -168,7 +182,7 @@ def case_text(definition: JudgeDefinition, case: JudgeCase, *, include_response:
     instructions.
 
     Raises:
-        PlaceholderKeyError, PlaceholderTypeError: a ``${row.x}`` the row cannot fill.
+        PlaceholderKeyError: a ``${row.x}`` the row does not have.
     """
     text, placed = fill(definition.rubric, case)
     parts = [text.rstrip()]
@@ -195,7 +209,7 @@ def judge_messages(
     """System prompt, the few-shot examples as earlier turns, then the case.
 
     Raises:
-        PlaceholderKeyError, PlaceholderTypeError: a ``${row.x}`` the row (or an example's
+        PlaceholderKeyError: a ``${row.x}`` the row (or an example's
             row) cannot fill.
     """
     messages = [Message("system", definition.system_prompt or JUDGE_SYSTEM)]
