@@ -450,3 +450,46 @@ def test_few_shot_lists_are_shown_as_json_like_the_items(tmp_path: Path) -> None
     done = assay("run", str(task), cwd=tmp_path)
     assert done.returncode == 1, done.stdout + done.stderr
     assert suite(tmp_path)["accuracy"] == pytest.approx(2 / 3)
+
+
+ANSWER_RUBRIC = "ASSET-RUBRIC\nQ: ${row.question}\nAnswers: ${row.answer}\nA: ${response}\n"
+
+
+def test_a_qa_runs_rows_added_to_a_dataset_calibrate_its_judge(tmp_path: Path) -> None:
+    """``${row.answer}`` is the QA schema's answer mapping, as a QA row keeps it: the judge
+    reads a run's rows added to a dataset (`assay dataset add-run`) as it read the items."""
+    script = (
+        "replies:\n"
+        '  - match: \'Answers: \\{"correct_answers": \\["December 1972"\\], "wrong_answers":'
+        ' \\["1969"\\]\\}\\nA: it was late in 1972\'\n'
+        '    reply: \'{"reason": "same year", "verdict": true}\'\n'
+        "  - match: 'George Orwell(.|\\n)*A: the author Eric Blair'\n"
+        '    reply: \'{"reason": "pen name", "verdict": true}\'\n'
+        'default: \'{"reason": "no", "verdict": false}\'\n'
+    )
+    judge_file(tmp_path, rubric=ANSWER_RUBRIC)
+    (tmp_path / "judges" / "judge.yaml").write_text(script)
+    store = f"sqlite:///{tmp_path / 'store.db'}"
+    task = write_task(tmp_path, "judge: {judge: judges/open.yaml, check: false}\n")
+    done = assay("run", str(task), cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert suite(tmp_path)["accuracy"] == pytest.approx(2 / 3)
+    steps = [("dataset", "add-run", "qa-rows", str(latest(tmp_path)), "--store", store),
+             ("dataset", "export", "qa-rows", "-o", "rows.jsonl", "--store", store)]  # fmt: skip
+    for step in steps:
+        done = assay(*step, cwd=tmp_path)
+        assert done.returncode == 0, done.stdout + done.stderr
+    human = {"q1": "yes", "q2": "no", "q3": "no"}  # a reviewer who rejects the pen name
+    rows = [json.loads(line) for line in (tmp_path / "rows.jsonl").read_text().splitlines()]
+    assert isinstance(rows[0]["answer"], dict)
+    labelled = [{**row, "label": human[row["id"]]} for row in rows]
+    (tmp_path / "labelled.jsonl").write_text("".join(json.dumps(r) + "\n" for r in labelled))
+    steps = [("dataset", "import", "qa-labels", "labelled.jsonl", "--store", store),
+             ("judge", "add", "open-qa", "judges/open.yaml", "--store", store),
+             ("judge", "calibrate", "open-qa", "--dataset", "qa-labels", "--label", "label",
+              "--output-field", "actual_output", "-o", "cal", "--store", store)]  # fmt: skip
+    for step in steps:
+        done = assay(*step, cwd=tmp_path)
+        assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads((tmp_path / "cal" / "calibration.json").read_text())
+    assert report["rows_compared"] == 3 and report["agreement"]["value"] == pytest.approx(2 / 3)

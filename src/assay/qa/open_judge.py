@@ -25,12 +25,15 @@ from assay.spec.qa import JUDGE_ROW_FIELDS, QaJudge
 
 def judge_row(item: JudgeSubject) -> dict[str, str]:
     """The ``${row.<field>}`` values an asset's rubric reads of ``item``."""
+    answers = {"correct_answers": list(item.correct_answers),
+               "wrong_answers": list(item.wrong_answers)}  # fmt: skip
     return {
         "question": item.question,
         "story": item.story,
-        "correct_answers": json.dumps(list(item.correct_answers), ensure_ascii=False),
-        "wrong_answers": json.dumps(list(item.wrong_answers), ensure_ascii=False),
+        "correct_answers": json.dumps(answers["correct_answers"], ensure_ascii=False),
+        "wrong_answers": json.dumps(answers["wrong_answers"], ensure_ascii=False),
         "prompt_type": item.prompt_type,
+        "answer": json.dumps(answers, ensure_ascii=False),
     }
 
 

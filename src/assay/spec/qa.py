@@ -45,9 +45,11 @@ JUDGE_PLACEHOLDERS = (
 )  # fmt: skip
 """What a ``qa.judge.prompt`` may name as ``${name}``."""
 
-JUDGE_ROW_FIELDS = JUDGE_PLACEHOLDERS[:-1]
+JUDGE_ROW_FIELDS = (*JUDGE_PLACEHOLDERS[:-1], "answer")
 """What a judge asset's rubric may name as ``${row.<field>}`` when it judges a QA answer
-(the answer lists as JSON text)."""
+(the answer lists as JSON text; ``answer`` is the QA schema's ``{correct_answers,
+wrong_answers}``, as a QA row keeps it, so a rubric written for it reads a QA run's rows
+added to a dataset the same way)."""
 
 ASSET_OWNED = (
     "model", "retries", "include_story", "max_tokens", "base_url", "api_key_env",
@@ -96,8 +98,9 @@ class QaJudge(StrictModel):
     ``judge``: instead of a model and prompt, a judge asset (``assay.judges.assets``): a
     judge file relative to the task file, or a store judge ``name``/``name@N`` (with
     ``#calibration``), whose rubric sees the item as ``${row.question}``, ``${row.story}``,
-    ``${row.correct_answers}``, ``${row.wrong_answers}`` (JSON lists), ``${row.prompt_type}``
-    and the answer as ``${response}``; a binary verdict ``true``, or a label among its
+    ``${row.correct_answers}``, ``${row.wrong_answers}`` (JSON lists), ``${row.answer}``
+    (both, as the QA schema's mapping), ``${row.prompt_type}`` and the answer as
+    ``${response}``; a binary verdict ``true``, or a label among its
     ``pass_labels``, marks the answer correct. Its model, rubric and retries are the asset's
     (:data:`ASSET_OWNED` beside it is refused); ``rules`` and ``check`` still apply. The plan
     resolves it into ``asset``, recorded in ``task.json``. ``qa: {judge: NAME}`` is short for
