@@ -162,6 +162,15 @@ def test_a_store_judge_by_name_and_version(tmp_path: Path) -> None:
     asset = recorded_judge(tmp_path)["asset"]
     assert isinstance(asset, dict)
     assert (asset["version"], asset["source"]) == (1, "store:open-qa@1")
+    # a prediction file graded with a task file that names the store judge, from --store
+    predictions = next(latest(tmp_path).glob("*/asset-judged/prediction.jsonl"))
+    out = str(tmp_path / "graded.json")
+    graded = assay("evaluate", str(predictions), "--task", str(task), "--store", store, "-o",
+                   out, cwd=tmp_path)  # fmt: skip
+    assert graded.returncode == 0, graded.stdout + graded.stderr
+    assert json.loads(Path(out).read_text())["avg_metrics"]["accuracy"] == pytest.approx(2 / 3)
+    run_dir = assay("evaluate", str(latest(tmp_path)), "--store", store, cwd=tmp_path)
+    assert run_dir.returncode == 2 and "--store apply to a prediction.jsonl" in run_dir.stderr
     # the latest version's rubric is not the one the judge script accepts
     task = write_task(tmp_path, "judge: open-qa\n")
     done = assay("run", str(task), "--store", store, cwd=tmp_path)
@@ -197,8 +206,8 @@ def test_an_unreadable_verdict_is_a_judge_error_outside_accuracy(tmp_path: Path)
     [
         ("{kind: scale, min: 1, max: 5}", RUBRIC, "a QA answer is right or wrong"),
         ("{kind: labels, labels: [a, b]}", RUBRIC, "add pass_labels"),
-        ("{kind: binary}", "Q: ${row.answer}\nA: ${response}\n",
-         "uses ${row.answer}, which a QA item does not have"),
+        ("{kind: binary}", "Q: ${row.meta}\nA: ${response}\n",
+         "uses ${row.meta}, which a QA item does not have"),
     ],
 )  # fmt: skip
 def test_a_judge_that_cannot_grade_qa_is_refused_at_the_qa_judge_line(

@@ -217,6 +217,7 @@ def evaluate_predictions(
     metrics_hook: str | Path | None = None,
     output: str | Path | None = None,
     jobs: int = 4,
+    store: str | None = None,
 ) -> PredictionReport:
     """Grade a QA ``prediction.jsonl`` (assay's or ToMEval's) and write its
     ``metrics.json`` (``assay evaluate FILE.jsonl``). Settings come from the arguments,
@@ -232,6 +233,8 @@ def evaluate_predictions(
         metrics_hook: a file with ``compute_metrics(records, per_sample_results)``.
         output: where ``metrics.json`` goes (default beside ``path``).
         jobs: judge calls in flight.
+        store: the store a store judge that ``task``'s ``qa.judge`` names is read from
+            (default ``$ASSAY_STORE``, else ``.assay/store.db``).
 
     Returns:
         ``.output``, ``.document`` (``avg_metrics``, ``all_metrics`` per replicate:
@@ -248,6 +251,6 @@ def evaluate_predictions(
         task=Path(task) if task is not None else None, judge_model=judge,
         judge_retries=judge_retries, include_story=include_story, group_by=tuple(group_by),
         metrics_hook=Path(metrics_hook) if metrics_hook is not None else None,
-        output=Path(output) if output is not None else None, jobs=jobs,
+        output=Path(output) if output is not None else None, jobs=jobs, store=store,
     )  # fmt: skip
     return grade_prediction_file(Path(path), options)

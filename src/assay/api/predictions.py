@@ -48,6 +48,7 @@ class PredictionOptions:
         metrics_hook: a Python file with ``compute_metrics(records, per_sample_results)``.
         output: where ``metrics.json`` goes (default: beside the file).
         jobs: judge calls in flight.
+        store: the store of a store judge ``task``'s ``qa.judge`` names.
     """
 
     task: Path | None = None
@@ -58,6 +59,7 @@ class PredictionOptions:
     metrics_hook: Path | None = None
     output: Path | None = None
     jobs: int = 4
+    store: str | None = None
 
 
 @dataclass
@@ -99,7 +101,7 @@ def settings_for(
         loaded = load_task(options.task)
         if loaded.definition.qa is None:
             raise UsageError(f"{options.task} has no qa: block to grade predictions with")
-        resolver = JudgeResolver()
+        resolver = JudgeResolver(options.store)
         try:  # a judge asset its qa.judge names, as a run resolves it
             definition = resolve_qa_judge(loaded.definition, loaded, resolver)
         finally:

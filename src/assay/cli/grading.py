@@ -15,8 +15,8 @@ from assay.cli.shared.common import fail, secret_findings, user_errors
 from assay.errors import UsageError
 
 FILE_ONLY = (
-    "--task, --judge, --judge-retries, --include-story, --group-by, --metrics-hook "
-    "and --output apply to a prediction.jsonl file; a run is graded with its own task"
+    "--task, --judge, --judge-retries, --include-story, --group-by, --metrics-hook, "
+    "--output and --store apply to a prediction.jsonl file; a run is graded with its own task"
 )
 
 
@@ -53,6 +53,7 @@ def evaluate(
         Path | None,
         typer.Option("--output", "-o", help="prediction.jsonl: where metrics.json goes."),
     ] = None,
+    store: o.StoreOpt = None,
 ) -> None:
     """Grade a finished run again without running agents, and rewrite its reports; or grade
     a QA prediction.jsonl file and write its metrics.json."""
@@ -64,11 +65,11 @@ def evaluate(
             report = api.evaluate_predictions(
                 run_dir, task=task, judge=judge, judge_retries=judge_retries,
                 include_story=include_story, group_by=group_by or (),
-                metrics_hook=metrics_hook, output=output, jobs=jobs,
+                metrics_hook=metrics_hook, output=output, jobs=jobs, store=store,
             )  # fmt: skip
         print_prediction_report(report)
         raise typer.Exit(0)
-    file_only = [task, judge, judge_retries, include_story, group_by, metrics_hook, output]
+    file_only = [task, judge, judge_retries, include_story, group_by, metrics_hook, output, store]
     if any(value not in (None, []) for value in file_only):
         raise fail(UsageError(FILE_ONLY))
     with user_errors():
