@@ -279,6 +279,7 @@ def test_the_sanity_check_asks_the_judge_asset_itself(tmp_path: Path) -> None:
 
 def test_the_example_judge_asset_can_judge_qa_answers(tmp_path: Path) -> None:
     from assay.judges.assets import JudgeResolver
+    from assay.judges.prompt import rubric_fields
     from assay.qa.open_judge import asset_problem
 
     example = Path(__file__).resolve().parents[2] / "examples" / "qa" / "judges"
@@ -286,13 +287,16 @@ def test_the_example_judge_asset_can_judge_qa_answers(tmp_path: Path) -> None:
     asset = resolver.named_asset("open-answer.yaml", base_dir=example)
     assert asset.name == "open-answer" and asset_problem(asset) is None
     assert len(asset.definition.few_shot) == 2
+    # the fields a QA run's rows added to a dataset have: it calibrates on them as it grades
+    assert rubric_fields(asset.definition.rubric) <= {"question", "story", "answer"}
 
 
 def test_the_plan_names_the_qa_judge(tmp_path: Path) -> None:
     judge_file(tmp_path)
     done = assay("plan", str(write_task(tmp_path, "judge: judges/open.yaml\n")), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert "qa judge: open-qa (sha256 " in done.stdout and ") on mock/judge.yaml" in done.stdout
+    assert "qa judge: open-qa (sha256 " in done.stdout
+    assert "); model mock/judge.yaml" in done.stdout
 
 
 def test_the_reports_name_the_asset_and_keep_its_failed_sanity_check(tmp_path: Path) -> None:
@@ -445,7 +449,8 @@ def test_a_qa_judge_is_calibrated_on_labelled_qa_rows_and_then_named(tmp_path: P
     task = write_task(tmp_path, "judge: {judge: open-qa, check: false}\n")
     done = assay("plan", str(task), "--store", store, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert "qa judge: open-qa@1 (sha256 " in done.stdout and "), calibrated on" in done.stdout
+    assert "qa judge: open-qa@1 (sha256 " in done.stdout
+    assert "), calibrated; model mock/judge.yaml" in done.stdout
 
 
 def test_few_shot_lists_are_shown_as_json_like_the_items(tmp_path: Path) -> None:

@@ -89,11 +89,12 @@ def print_plan(plan: Plan, *, show_rows: int) -> None:
 
 
 def _qa_judge_text(judge: Any) -> str:
-    """``open-qa@2 (sha256 …), calibrated on openai/gpt-4o-mini``, or the judge's model."""
+    """``open-qa@2 (sha256 …), calibrated; model openai/gpt-4o-mini``, or the judge's
+    model."""
     asset = judge.asset
-    if asset is None or asset.calibration is None:
+    if asset is None:
         return str(judge.display)
-    return f"{_judge_label(asset)} on {asset.definition.model}"
+    return f"{_judge_label(asset)}; model {asset.definition.model}"
 
 
 def _criterion_text(criterion: Any) -> str:
