@@ -126,10 +126,10 @@ def render_suite(suite: SuiteRollup) -> str:
 
 
 def interval_text(found: IntervalRecord) -> str:
-    """``[0.41, 0.72] (cluster exact, 12 clusters of 24 values)``, or why there is none."""
+    """``[0.41, 0.72] (cluster exact, 24 values in 12 clusters)``, or why there is none."""
     if found.value is None:
         return f"— ({md_text(found.reason or 'no value')})"
-    where = f"{found.clusters} clusters of {found.observations} values"
+    where = f"{found.observations} values in {found.clusters} clusters"
     if found.low is None or found.high is None:
         return f"none ({md_text(found.reason or 'no interval')}; {where})"
     return f"[{fmt(found.low)}, {fmt(found.high)}] ({found.method}, {where})"
