@@ -507,3 +507,19 @@ def test_a_qa_runs_rows_added_to_a_dataset_calibrate_its_judge(tmp_path: Path) -
         assert done.returncode == 0, done.stdout + done.stderr
     report = json.loads((tmp_path / "cal" / "calibration.json").read_text())
     assert report["rows_compared"] == 3 and report["agreement"]["value"] == pytest.approx(2 / 3)
+
+
+def test_what_is_not_a_judge_file_is_named_as_such(tmp_path: Path) -> None:
+    judge_file(tmp_path)
+    (tmp_path / "judges" / "latin1.yaml").write_bytes(b"model: mock/judge.yaml\nrubric: caf\xe9\n")
+    (tmp_path / "judges" / "folder.yaml").mkdir()
+    cases = [
+        ("task.yaml", "this is a task file (it has task_id), not a judge file"),
+        ("judges/latin1.yaml", "judge file is not UTF-8 text"),
+        ("judges/folder.yaml", "expected a YAML judge file but got a directory"),
+        ("/dev/null", "a judge file must be a regular file"),
+    ]
+    for reference, message in cases:
+        task = write_task(tmp_path, f"judge: {reference}\n")
+        done = assay("plan", str(task), cwd=tmp_path)
+        assert done.returncode == 2 and message in done.stderr, (reference, done.stderr)

@@ -53,20 +53,31 @@ def load_judge_file(path: Path, *, display: str | None = None) -> JudgeDefinitio
             file, line and field.
     """
     shown = display or str(path)
-    if not path.is_file():
+    if not path.exists():
         raise TaskFileError(
             "judge file not found",
             file=shown,
             hint="give a path relative to the task file (or to the working "
             "directory for assay judge commands)",
         )
-    document = read_yaml(path)
+    if not path.is_file() and not path.is_dir():
+        raise TaskFileError("a judge file must be a regular file (this is a device, a pipe "
+                            "or a socket)", file=shown)  # fmt: skip
+    document = read_yaml(path, kind="judge file")
     data = document.data
     if not isinstance(data, dict):
         raise TaskFileError(
             "a judge file is a YAML mapping with model, rubric and verdict",
             file=shown,
             line=document.line_of(()),
+        )
+    if "task_id" in data and "rubric" not in data:
+        raise TaskFileError(
+            "this is a task file (it has task_id), not a judge file",
+            file=shown,
+            line=document.line_of(("task_id",)),
+            hint="name a judge file: a YAML mapping with model, rubric and verdict "
+            "(docs/judges.md)",
         )
     try:
         screened = screen(data, JudgeDefinition)
@@ -284,7 +295,7 @@ class JudgeResolver:
         kind, value, version = judge_reference(reference)
         if kind == "file":
             path = (base_dir / value) if not Path(value).is_absolute() else Path(value)
-            if not path.is_file():
+            if not path.exists():  # a folder or a device: load_judge_file says which
                 raise UsageError(
                     f"judge file not found: {value} (looked in {_display(path)})",
                     hint="a judge file's path is relative to the task file",

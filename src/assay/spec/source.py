@@ -64,26 +64,25 @@ def field_loc(path: str) -> Loc:
     return tuple(loc)
 
 
-def read_yaml(path: Path) -> YamlDocument:
-    """Read and parse one YAML file.
+def read_yaml(path: Path, *, kind: str = "task file") -> YamlDocument:
+    """Read and parse one YAML file; ``kind`` names it in messages (``judge file``, …).
 
     Raises:
         TaskFileError: the file is missing, is a directory, is not UTF-8, or is not valid YAML
             (with the line PyYAML reports), or a mapping repeats a key.
     """
     if path.is_dir():
-        raise TaskFileError(
-            "expected a YAML task file but got a directory",
-            file=path,
-            hint=f"pass the folder itself to `assay run` (it is searched recursively) "
-            f"or a glob such as '{path}/*.yaml'",
-        )
+        hint = None
+        if kind == "task file":
+            hint = (f"pass the folder itself to `assay run` (it is searched recursively) "
+                    f"or a glob such as '{path}/*.yaml'")  # fmt: skip
+        raise TaskFileError(f"expected a YAML {kind} but got a directory", file=path, hint=hint)
     try:
         text = path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
-        raise TaskFileError("task file not found", file=path) from None
+        raise TaskFileError(f"{kind} not found", file=path) from None
     except UnicodeDecodeError as exc:
-        raise TaskFileError(f"task file is not UTF-8 text ({exc.reason})", file=path) from None
+        raise TaskFileError(f"{kind} is not UTF-8 text ({exc.reason})", file=path) from None
     return parse_yaml(text, path=path)
 
 

@@ -56,7 +56,7 @@ def load_experiment(argument: str) -> tuple[Experiment, Path, list[str]]:
     if not path.is_file():
         raise TaskFileError(f"experiment file not found: {argument}",
                             hint="give a file, or NAME for experiments/NAME.yaml")  # fmt: skip
-    document = read_yaml(path)
+    document = read_yaml(path, kind="experiment file")
     if not isinstance(document.data, dict):
         raise TaskFileError("an experiment file is a YAML mapping", file=path, line=1)
     try:

@@ -128,7 +128,7 @@ def _placed(
     if any(field == o.dotted or field.startswith((o.dotted + ".", o.dotted + "["))
            for o in checks.overrides):  # fmt: skip
         return exc
-    document = read_yaml(path)
+    document = read_yaml(path, kind="experiment file")
     index = [v.variant_id for v in experiment.variants].index(variant_id)
     loc = field_loc(field)
     in_task = tuple(loc) in task.document.lines  # the task's own value is above the defaults
