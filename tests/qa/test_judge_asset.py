@@ -523,3 +523,16 @@ def test_what_is_not_a_judge_file_is_named_as_such(tmp_path: Path) -> None:
         task = write_task(tmp_path, f"judge: {reference}\n")
         done = assay("plan", str(task), cwd=tmp_path)
         assert done.returncode == 2 and message in done.stderr, (reference, done.stderr)
+
+
+def test_a_field_of_the_short_form_is_set_on_the_command_line(tmp_path: Path) -> None:
+    judge_file(tmp_path)
+    task = write_task(tmp_path, "judge: judges/open.yaml\n")
+    done = assay("run", str(task), "-D", "qa.judge.check=false", "-D", "qa.judge.rules=false",
+                 cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "sanity check" not in done.stdout + done.stderr  # check: false took effect
+    judge = recorded_judge(tmp_path)
+    assert (judge["judge"], judge["check"], judge["rules"]) == ("judges/open.yaml", False, False)
+    done = assay("plan", str(task), "-D", "qa.judge.retries=3", cwd=tmp_path)
+    assert done.returncode == 2 and "whose retries is its own" in done.stderr

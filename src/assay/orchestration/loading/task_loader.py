@@ -130,6 +130,7 @@ def load_document(
             file=display,
             line=document.line_of(()),
         )
+    data = _judge_by_name(data)
     placed = tuple(overrides)
     for override in placed:
         try:
@@ -151,6 +152,15 @@ def load_document(
             raise
     return _validated(document, data, placed, registry, display=display, base_dir=base_dir,
                       warnings=left_out)  # fmt: skip
+
+
+def _judge_by_name(data: dict[str, Any]) -> dict[str, Any]:
+    """``qa: {judge: NAME}`` written out as ``qa: {judge: {judge: NAME}}``, so that a ``-D
+    qa.judge.rules=false`` finds the mapping it sets a field of."""
+    qa = data.get("qa")
+    if not isinstance(qa, dict) or not isinstance(qa.get("judge"), str):
+        return data
+    return {**data, "qa": {**qa, "judge": {"judge": qa["judge"]}}}
 
 
 def _validated(document: YamlDocument, data: dict[str, Any], placed: tuple[Override, ...],
