@@ -452,6 +452,13 @@ def test_an_experiment_name_without_its_file(tmp_path: Path) -> None:
     ]
 
 
+def test_an_experiment_file_that_is_not_utf8_is_named_an_experiment_file(tmp_path: Path) -> None:
+    path = model_task(tmp_path, "mock/echo")
+    (tmp_path / "e.yaml").write_bytes(b"experiment_id: caf\xe9\n")
+    lines = refused(tmp_path, path, "-e", "e.yaml")
+    assert len(lines) == 1 and lines[0].startswith("error: e.yaml: experiment file is not UTF-8")
+
+
 def test_resume_takes_no_task_files(tmp_path: Path) -> None:
     path = model_task(tmp_path, "mock/echo")
     done = assay("run", str(path), "--resume", "runs/x", cwd=tmp_path)

@@ -278,3 +278,13 @@ def test_a_literal_placeholder_is_written_with_two_dollars() -> None:
     judge = JudgeDefinition(model="mock/judge", rubric="Uses $${HOME}? ${response}")
     last = judge_messages(judge, JudgeCase(response="echo $HOME"))[-1].content
     assert "Uses ${HOME}? echo $HOME" in last
+
+
+def test_a_verdict_passes_by_the_judge_alone_only_where_the_judge_says() -> None:
+    binary = VerdictSpec(kind="binary")
+    labels = VerdictSpec(kind="labels", labels=["good", "fair", "bad"], pass_labels=["good"])
+    open_labels = VerdictSpec(kind="labels", labels=["good", "bad"])
+    scale = VerdictSpec(kind="scale", min=1, max=5)
+    assert (binary.passes(True), binary.passes(False)) == (True, False)
+    assert (labels.passes("good"), labels.passes("fair")) == (True, False)
+    assert open_labels.passes("good") is None and scale.passes(5.0) is None

@@ -199,6 +199,8 @@ def test_an_unreadable_verdict_is_a_judge_error_outside_accuracy(tmp_path: Path)
     result = report(latest(tmp_path)).suite("asset-judged")
     assert {row.final_status for row in result.rows()} == {"ERROR"}
     assert "accuracy" not in result.metrics or result.metrics["accuracy"] is None
+    # the sanity probes got no verdict either, and the warning says so in words
+    assert "'Paris' judged a judge error" in done.stdout + done.stderr
 
 
 @pytest.mark.parametrize(

@@ -224,15 +224,14 @@ def _dialog(spec: LlmJudge, rubric: str, context: GradingContext) -> str | None:
 
 
 def _score(spec: LlmJudge, verdict: VerdictSpec, value: bool | str | float) -> float:
-    if verdict.kind == "binary":
-        return 1.0 if value is True else 0.0
     if verdict.kind == "scale":
         assert verdict.min is not None and verdict.max is not None
         return (float(value) - verdict.min) / (verdict.max - verdict.min)
-    if spec.expected_label is not None:
+    if verdict.kind == "labels" and spec.expected_label is not None:
         return 1.0 if _same_label(str(value), spec.expected_label) else 0.0
-    if verdict.pass_labels:
-        return 1.0 if value in verdict.pass_labels else 0.0
+    passes = verdict.passes(value)
+    if passes is not None:
+        return 1.0 if passes else 0.0
     raise CriterionError(
         "a labels judge needs pass_labels (in the judge) or expected_label "
         "(in the criterion) to decide which labels pass a row"

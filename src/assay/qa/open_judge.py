@@ -16,10 +16,10 @@ import json
 from dataclasses import dataclass
 
 from assay.judges.grade import judge_case
-from assay.judges.prompt import JudgeCase, Verdict, rubric_fields, rubric_slots
+from assay.judges.prompt import JudgeCase, rubric_fields, rubric_slots
 from assay.providers.base import Model
 from assay.qa.judge import JudgeSubject, JudgeVerdict, OpenJudge, PromptJudge
-from assay.spec.judge import JudgeAsset, VerdictSpec
+from assay.spec.judge import JudgeAsset
 from assay.spec.qa import JUDGE_ROW_FIELDS, QaJudge
 
 
@@ -69,13 +69,6 @@ def asset_problem(asset: JudgeAsset) -> str | None:
     return None
 
 
-def is_correct(verdict: VerdictSpec, value: Verdict) -> bool:
-    """A binary verdict itself; a label: whether it is among ``pass_labels``."""
-    if verdict.kind == "labels":
-        return value in (verdict.pass_labels or ())
-    return value is True
-
-
 @dataclass(frozen=True)
 class AssetJudge:
     """A judge asset judging open answers on ``model`` (the asset's, started)."""
@@ -91,7 +84,7 @@ class AssetJudge:
         outcome = await judge_case(self.model, definition, case)
         if outcome.value is None:
             return JudgeVerdict(None, None, outcome.attempts, outcome.error, outcome.raw)
-        correct = is_correct(definition.verdict, outcome.value)
+        correct = definition.verdict.passes(outcome.value) is True  # asset_problem: it says
         return JudgeVerdict(correct, outcome.reason, outcome.attempts, None, outcome.raw)
 
 

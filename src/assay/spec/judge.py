@@ -134,6 +134,16 @@ class VerdictSpec(StrictModel):
             return self.integer
         return self.min.is_integer() and self.max.is_integer() and self.max - self.min >= 2
 
+    def passes(self, value: bool | str | float) -> bool | None:
+        """Whether a verdict passes by the judge alone: binary ``true``, a label among
+        ``pass_labels``; ``None`` when the judge does not say (a scale, or labels without
+        ``pass_labels``: a criterion's ``expected_label`` or threshold decides)."""
+        if self.kind == "binary":
+            return value is True
+        if self.kind == "labels" and self.pass_labels:
+            return value in self.pass_labels
+        return None
+
     @property
     def key(self) -> str:
         """The JSON key of the verdict: ``verdict``, ``label`` or ``score``."""

@@ -191,7 +191,7 @@ class QaJudge(StrictModel):
         return value
 
 
-def _judge_by_name(schema: dict[str, Any]) -> None:
+def _name_in_schema(schema: dict[str, Any]) -> None:
     """``qa.judge`` may also be a judge asset's name (a file or a store judge)."""
     schema["anyOf"].insert(0, {"type": "string", "description": "a judge file or store judge"})
 
@@ -201,7 +201,7 @@ class QaConfig(StrictModel):
 
     dataset_name: StrictStr | None = Field(default=None, min_length=1)
     group_by: list[StrictStr] = Field(default_factory=list)
-    judge: QaJudge | None = Field(default=None, json_schema_extra=_judge_by_name)
+    judge: QaJudge | None = Field(default=None, json_schema_extra=_name_in_schema)
     templates: dict[StrictStr, StrictStr] = Field(default_factory=dict)
     shuffle: StrictBool = True
     as_open: StrictBool = False

@@ -235,8 +235,8 @@ def judge_key(judge: QaJudge, base_dir: Path) -> ModelKey:
     Raises:
         ValueError: ``judge`` names a judge asset that was not resolved (by a plan).
     """
-    if judge.asset is not None:
-        return model_key(judge.asset.definition, Path(judge.asset.base_dir))
-    if judge.model is None:  # a judge asset's name, not resolved
+    endpoint = judge.endpoint
+    if endpoint is None:
         raise ValueError(f"qa.judge {judge.judge!r} was not resolved (grade through a plan)")
-    return model_key(cast(Endpoint, judge), base_dir)  # its model is given (checked above)
+    folder = Path(judge.asset.base_dir) if judge.asset is not None else base_dir
+    return model_key(cast(Endpoint, endpoint), folder)  # a model is given: _model_or_asset

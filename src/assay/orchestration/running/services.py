@@ -167,8 +167,9 @@ async def check_judges(
         if endpoint in seen:
             continue  # one check per judge
         seen.add(endpoint)
-        model = pool.get(key)
-        check = await check_judge(model, open_judge=open_judge(config, model))
+        model = pool.get(key)  # a judge asset is asked itself; a model, by assay's prompt
+        asker = open_judge(config, model) if asset is not None else None
+        check = await check_judge(model, open_judge=asker)
         if check.passed:
             continue
         wrong = [f"{text!r} judged {'a judge error' if verdict is None else verdict}"
