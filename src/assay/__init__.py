@@ -5,6 +5,8 @@ command line starts without them::
 
     import assay
     result = assay.run("tasks/", sample=50)
+    result = assay.run("tasks/", selection=assay.Selection(sample=50),
+                       execution=assay.Execution(jobs=8))
 
 The other verbs live with what they serve: the store's in :mod:`assay.store` (``Store``,
 ``add_run_to_dataset``, ``add_traces_to_dataset``), the judges' in :mod:`assay.judges`
@@ -24,10 +26,14 @@ from assay.version import __version__
 
 if TYPE_CHECKING:
     from assay.api import (
+        Execution,
         Gate,
         LoadedTask,
+        ModelCalls,
+        Outputs,
         Plan,
         RunResult,
+        Selection,
         SuiteResult,
         check_secrets,
         compare,
@@ -50,11 +56,15 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AssayError",
+    "Execution",
     "Gate",
     "LoadedTask",
+    "ModelCalls",
+    "Outputs",
     "Plan",
     "RunFailure",
     "RunResult",
+    "Selection",
     "SuiteResult",
     "TaskDefinition",
     "UserError",

@@ -23,7 +23,8 @@ RUN_VERBS = {
     "check_secrets",
 }  # fmt: skip
 TYPES = {"RunResult", "SuiteResult", "Gate", "Plan", "LoadedTask", "TaskDefinition",
-         "AssayError", "UserError", "RunFailure", "__version__"}  # fmt: skip
+         "AssayError", "UserError", "RunFailure", "__version__",
+         "Selection", "Execution", "ModelCalls", "Outputs"}  # fmt: skip
 MOVED = {
     "Store": assay.store, "add_traces_to_dataset": assay.store, "add_judge": assay.judges,
     "view_runs": assay.view, "export_rows": assay.view, "write_html_report": assay.view,

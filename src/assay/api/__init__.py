@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     )
     from assay.api.judges import calibrate_judge
     from assay.api.machine import agent_clis, criterion_programs, sandbox_drivers
+    from assay.api.options import Execution, ModelCalls, Outputs, Selection
     from assay.api.power import power
     from assay.api.result import Gate, RunResult, SuiteResult
     from assay.api.runs import (
@@ -64,6 +65,7 @@ _MODULES = {
         "report",
     ),
     "assay.api.result": ("Gate", "RunResult", "SuiteResult"),
+    "assay.api.options": ("Execution", "ModelCalls", "Outputs", "Selection"),
     "assay.api.runs": (
         "PlanKeywords",
         "ResumeKeywords",
@@ -89,13 +91,17 @@ _MODULES = {
 _HOME = {name: module for module, names in _MODULES.items() for name in names}
 
 __all__ = [
+    "Execution",
     "Gate",
     "LoadedTask",
+    "ModelCalls",
+    "Outputs",
     "Plan",
     "PlanKeywords",
     "ResumeKeywords",
     "RunKeywords",
     "RunResult",
+    "Selection",
     "SessionKeywords",
     "Store",
     "SuiteResult",

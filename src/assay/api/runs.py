@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Literal, TextIO, TypedDict, Unpack
 
 from assay.agents.base import Agent
+from assay.api.options import OPTION_GROUPS, Execution, ModelCalls, Outputs, Selection, flat_options
 from assay.api.result import RunResult
 from assay.api.tasks import task
 from assay.criteria.base import Criterion
@@ -68,8 +69,11 @@ class SelectionKeywords(TypedDict, total=False):
         agents: agent types of your own (:class:`assay.agents.Agent` subclasses, each with
             its config model) that the tasks may name as ``agent: {type: ...}``, beside the
             built-ins and the installed ``assay.agents`` plugins.
+        selection: the options above that choose rows as one :class:`assay.Selection`
+            (not the store, prices, criteria or agents).
     """
 
+    selection: Selection
     sample: int | None
     sample_per_stratum: int | None
     split: str | None
@@ -132,8 +136,15 @@ class SessionKeywords(TypedDict, total=False):
         max_rate: calls started per second per model server, across the whole run.
         html: also write the self-contained ``report.html`` into the run folder
             (``RunResult.html_report``).
+        execution, model_calls, outputs: the options above grouped as one
+            :class:`assay.Execution` (jobs, executor, Ray, limits, sandboxes kept, SIGTERM),
+            :class:`assay.ModelCalls` (retries, timeout, cache) and :class:`assay.Outputs`
+            (JUnit, HTML, progress, warnings, command); see :mod:`assay.api.options`.
     """
 
+    execution: Execution
+    model_calls: ModelCalls
+    outputs: Outputs
     jobs: int
     junit_xml: str | Path | None
     keep_sandboxes: bool
@@ -188,8 +199,16 @@ class ResumeKeywords(SessionKeywords, SelectionKeywords, total=False):
     rerun_changed: bool
 
 
-_PLAN_KEYS = frozenset(PlanKeywords.__annotations__)
+_PLAN_KEYS = frozenset(PlanKeywords.__annotations__) - set(OPTION_GROUPS)
 _RESUME_CHECKED = frozenset(_PLAN_KEYS - {"store", "prices", "rows"})
+
+
+def _flat(verb: str, keywords: type, options: Mapping[str, Any]) -> Any:
+    """``options`` with its option objects as flat keywords, checked against ``keywords``
+    (a ``TypedDict`` of the verb's keywords; see :func:`assay.api.options.flat_options`)."""
+    names = set(keywords.__annotations__)
+    return flat_options(verb, options, known=names - set(OPTION_GROUPS),
+                        groups=[group for group in OPTION_GROUPS if group in names])  # fmt: skip
 
 
 def plan(tasks: Tasks = None, **options: Unpack[PlanKeywords]) -> Plan:
@@ -211,7 +230,7 @@ def plan(tasks: Tasks = None, **options: Unpack[PlanKeywords]) -> Plan:
             selector, an unknown model provider, a missing API key), naming file, line,
             field and row.
     """
-    planned = plan_options(**options)
+    planned = plan_options(**_flat("plan", PlanKeywords, options))
     return build_plan(_sources(tasks, planned.criteria), planned)
 
 
@@ -234,8 +253,9 @@ def run(tasks: Tasks = None, **options: Unpack[RunKeywords]) -> RunResult:
         UsageError: called inside a running event loop (use :func:`run_async`).
     """
     no_running_loop("run")
-    session = _new_session(tasks, options)
-    return _reported(session, execute_session(session), html=options.get("html", False))
+    flat: RunKeywords = _flat("run", RunKeywords, options)
+    session = _new_session(tasks, flat)
+    return _reported(session, execute_session(session), html=flat.get("html", False))
 
 
 async def run_async(tasks: Tasks = None, **options: Unpack[RunKeywords]) -> RunResult:
@@ -244,8 +264,9 @@ async def run_async(tasks: Tasks = None, **options: Unpack[RunKeywords]) -> RunR
     Raises:
         UserError, ModelError: as :func:`run`.
     """
-    session = _new_session(tasks, options)
-    return _reported(session, await session.execute(), html=options.get("html", False))
+    flat: RunKeywords = _flat("run_async", RunKeywords, options)
+    session = _new_session(tasks, flat)
+    return _reported(session, await session.execute(), html=flat.get("html", False))
 
 
 def resume(run_dir: str | Path, **options: Unpack[ResumeKeywords]) -> RunResult:
@@ -259,8 +280,9 @@ def resume(run_dir: str | Path, **options: Unpack[ResumeKeywords]) -> RunResult:
         ModelError: a model could not start.
     """
     no_running_loop("resume")
-    session = _resumed_session(run_dir, options)
-    return _reported(session, execute_session(session), html=options.get("html", False))
+    flat: ResumeKeywords = _flat("resume", ResumeKeywords, options)
+    session = _resumed_session(run_dir, flat)
+    return _reported(session, execute_session(session), html=flat.get("html", False))
 
 
 async def resume_async(run_dir: str | Path, **options: Unpack[ResumeKeywords]) -> RunResult:
@@ -269,8 +291,9 @@ async def resume_async(run_dir: str | Path, **options: Unpack[ResumeKeywords]) -
     Raises:
         UserError, ModelError: as :func:`resume`.
     """
-    session = _resumed_session(run_dir, options)
-    return _reported(session, await session.execute(), html=options.get("html", False))
+    flat: ResumeKeywords = _flat("resume_async", ResumeKeywords, options)
+    session = _resumed_session(run_dir, flat)
+    return _reported(session, await session.execute(), html=flat.get("html", False))
 
 
 def _new_session(tasks: Tasks, options: RunKeywords) -> RunSession:

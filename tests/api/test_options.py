@@ -1,0 +1,130 @@
+"""The option objects of run/plan/resume (``assay.Selection``, ``Execution``, ``ModelCalls``,
+``Outputs``): the same run as the flat keywords they stand for, each field a keyword with its
+default, and what is given wrongly refused by name."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import assay
+from assay.api.options import OPTION_GROUPS
+from assay.api.runs import PlanKeywords, ResumeKeywords, RunKeywords
+from assay.cli import run as cli_run
+from assay.errors import UsageError
+from assay.orchestration.planning.options import plan_options
+
+REPO = Path(__file__).resolve().parents[2]
+SENTIMENT = "sentiment/sentiment_classification.yaml"
+
+
+@pytest.fixture
+def sentiment(workdir: Path) -> Path:
+    shutil.copytree(REPO / "examples" / "sentiment", workdir / "sentiment")
+    return workdir
+
+
+def _ids(plan: assay.Plan) -> list[str]:
+    return [f"{item.row_task.task_id}/{item.replicate}" for item in plan.work_items()]
+
+
+def test_a_selection_plans_what_its_flat_keywords_plan(sentiment: Path) -> None:
+    flat = assay.plan(SENTIMENT, sample=2, repeats=2, overrides=["run_limits.task_timeout=30"])
+    grouped = assay.plan(SENTIMENT, selection=assay.Selection(
+        sample=2, repeats=2, overrides=["run_limits.task_timeout=30"]))  # fmt: skip
+    assert _ids(grouped) == _ids(flat) and len(_ids(flat)) == 4
+    assert len(_ids(assay.plan(SENTIMENT))) == 3
+
+
+def test_a_run_with_option_objects_is_the_run_of_its_keywords(sentiment: Path) -> None:
+    seen: list[str] = []
+    grouped = assay.run(
+        SENTIMENT, run_dir="grouped",
+        selection=assay.Selection(repeats=2),
+        execution=assay.Execution(jobs=1, keep_sandboxes=True),
+        model_calls=assay.ModelCalls(max_retries=0, cache=True),
+        outputs=assay.Outputs(junit_xml="out/junit.xml", html=True, on_warning=seen.append,
+                              command=["assay", "run", "grouped"]),
+    )  # fmt: skip
+    flat = assay.run(SENTIMENT, run_dir="flat", repeats=2, jobs=1, keep_sandboxes=True,
+                     max_retries=0, cache=True, junit_xml="out/flat.xml", html=True)  # fmt: skip
+    assert grouped.exit_code == flat.exit_code == 0
+    suite, flat_suite = (r.suite("sentiment-classification") for r in (grouped, flat))
+    assert suite.rows_total == flat_suite.rows_total == 6
+    assert suite.metrics == flat_suite.metrics
+    assert (sentiment / "out" / "junit.xml").is_file() and grouped.html_report is not None
+    assert grouped.html_report.is_file()
+    recorded = json.loads((grouped.run_dir / "run.json").read_text())
+    assert recorded["command"] == ["assay", "run", "grouped"]
+    assert any(p.name == "sandbox" or "sandbox" in p.parts for p in grouped.run_dir.rglob("*"))
+
+
+def test_a_group_sets_only_what_it_changes_and_a_field_given_twice_is_refused(
+    sentiment: Path,
+) -> None:
+    plan = assay.plan(SENTIMENT, sample=2, selection=assay.Selection(repeats=2))
+    assert len(_ids(plan)) == 4
+    with pytest.raises(TypeError, match=r"^plan\(\) got 'sample' twice: as sample= and in "
+                       r"selection=assay\.Selection\(\.\.\.\); give it once$"):  # fmt: skip
+        assay.plan(SENTIMENT, sample=2, selection=assay.Selection(sample=3))
+    with pytest.raises(TypeError, match=r"^run\(\) got 'jobs' twice"):
+        assay.run(SENTIMENT, jobs=2, execution=assay.Execution(jobs=3))
+
+
+def test_what_is_given_wrongly_is_refused_by_name(sentiment: Path) -> None:
+    with pytest.raises(TypeError, match=r"^run\(\)'s execution= takes an assay\.Execution, "
+                       r"not dict: execution=assay\.Execution\(\.\.\.\)$"):  # fmt: skip
+        assay.run(SENTIMENT, execution={"jobs": 2})  # type: ignore[typeddict-item]
+    with pytest.raises(TypeError, match=r"^plan\(\) takes no execution= \(its option objects: "
+                       r"selection=\)$"):  # fmt: skip
+        assay.plan(SENTIMENT, execution=assay.Execution())  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match=r"^run\(\) got an unexpected keyword argument 'job'; "
+                       r"did you mean 'jobs'\?$"):  # fmt: skip
+        assay.run(SENTIMENT, job=8)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match=r"^resume\(\) got an unexpected keyword argument "
+                       r"'stage'"):  # fmt: skip
+        assay.resume("runs/latest", stage="execute")  # type: ignore[call-arg]
+    with pytest.raises(UsageError, match=r"^jobs must be at least 1, got 0$"):
+        assay.run(SENTIMENT, execution=assay.Execution(jobs=0))
+    assert not (sentiment / "runs").exists()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        assay.Execution().jobs = 2  # type: ignore[misc]
+
+
+def test_resume_checks_a_selection_like_its_keywords(sentiment: Path) -> None:
+    first = assay.run(SENTIMENT, run_dir="runs", sample=2)
+    with pytest.raises(UsageError, match="sample"):
+        assay.resume(first.run_dir, selection=assay.Selection(sample=3))
+    again = assay.resume(first.run_dir, selection=assay.Selection(sample=2),
+                         execution=assay.Execution(jobs=1))  # fmt: skip
+    assert (
+        again.exit_code == first.exit_code
+        and again.suite("sentiment-classification").rows_total == 2
+    )
+
+
+def test_every_field_is_a_keyword_of_its_verbs_with_the_same_default() -> None:
+    plan_defaults = inspect.signature(plan_options).parameters
+    cli_defaults = inspect.signature(cli_run.run).parameters
+    for group, cls in OPTION_GROUPS.items():
+        verbs: tuple[Any, ...] = (
+            (PlanKeywords, RunKeywords, ResumeKeywords) if group == "selection"
+            else (RunKeywords, ResumeKeywords)
+        )  # fmt: skip
+        for verb in verbs:
+            assert group in verb.__annotations__, (group, verb)
+        for field in dataclasses.fields(cls):
+            assert field.name in RunKeywords.__annotations__, field.name
+            if field.name in plan_defaults:
+                assert plan_defaults[field.name].default == field.default, field.name
+            elif field.name in cli_defaults and field.name not in ("tags", "exclude_tags"):
+                assert cli_defaults[field.name].default == field.default, field.name
+    grouped = {f.name for cls in OPTION_GROUPS.values() for f in dataclasses.fields(cls)}
+    flat = set(RunKeywords.__annotations__) - set(OPTION_GROUPS)
+    assert flat - grouped == {"run_dir", "stage", "store", "prices", "criteria", "agents"}
