@@ -101,6 +101,9 @@ def test_resume_checks_a_selection_like_its_keywords(sentiment: Path) -> None:
     first = assay.run(SENTIMENT, run_dir="runs", sample=2)
     with pytest.raises(UsageError, match="sample"):
         assay.resume(first.run_dir, selection=assay.Selection(sample=3))
+    with pytest.raises(TypeError, match=r"^resume\(\) takes no rows \(set in selection="
+                       r"assay\.Selection\(\.\.\.\)\)$"):  # fmt: skip
+        assay.resume(first.run_dir, selection=assay.Selection(rows={"t": ["r1"]}))
     again = assay.resume(first.run_dir, selection=assay.Selection(sample=2),
                          execution=assay.Execution(jobs=1))  # fmt: skip
     assert (

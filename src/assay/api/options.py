@@ -126,8 +126,9 @@ def flat_options(
         groups: the option objects ``verb`` takes (keys of :data:`OPTION_GROUPS`).
 
     Raises:
-        TypeError: a keyword ``verb`` does not take (with the closest one), an option object
-            of the wrong class, or one option given both flat and in an object.
+        TypeError: a keyword ``verb`` does not take (with the closest one; or set in an
+            option object), an option object of the wrong class, or one option given both
+            flat and in an object.
     """
     for name in options:
         if name in OPTION_GROUPS and name not in groups:
@@ -140,11 +141,13 @@ def flat_options(
     flat = {name: value for name, value in options.items() if name not in groups}
     for group in groups:
         if group in options:
-            _merge(flat, group, options[group], verb=verb)
+            _merge(flat, group, options[group], verb=verb, known=known)
     return flat
 
 
-def _merge(flat: dict[str, Any], group: str, value: object, *, verb: str) -> None:
+def _merge(
+    flat: dict[str, Any], group: str, value: object, *, verb: str, known: Collection[str]
+) -> None:
     cls = OPTION_GROUPS[group]
     if not (isinstance(value, cls) and dataclasses.is_dataclass(value)):
         raise TypeError(f"{verb}()'s {group}= takes an assay.{cls.__name__}, not "
@@ -153,6 +156,9 @@ def _merge(flat: dict[str, Any], group: str, value: object, *, verb: str) -> Non
         chosen = getattr(value, field.name)
         if chosen == field.default:
             continue
+        if field.name not in known:
+            raise TypeError(f"{verb}() takes no {field.name} (set in {group}="
+                            f"assay.{cls.__name__}(...))")  # fmt: skip
         if field.name in flat:
             raise TypeError(f"{verb}() got {field.name!r} twice: as {field.name}= and in "
                             f"{group}=assay.{cls.__name__}(...); give it once")  # fmt: skip

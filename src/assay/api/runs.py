@@ -188,7 +188,8 @@ class ResumeKeywords(SessionKeywords, SelectionKeywords, total=False):
             recorded it (otherwise such a run is refused, naming them).
         prices: a price file (as for :func:`run`); store: the store the run used.
         sample, sample_per_stratum, split, tags, exclude_tags, include_skipped,
-            skip_unsupported, repeats, experiment, overrides, model: as for :func:`run`,
+            skip_unsupported, repeats, experiment, overrides, model, stop_when_decided: as
+            for :func:`run`,
             only to check them: a resumed run runs with its recorded options, and one
             given with another value is refused (``UsageError`` naming the option, the run's
             value and the given one).
@@ -197,6 +198,7 @@ class ResumeKeywords(SessionKeywords, SelectionKeywords, total=False):
 
     retry_errors: bool
     rerun_changed: bool
+    stop_when_decided: bool
 
 
 _PLAN_KEYS = frozenset(PlanKeywords.__annotations__) - set(OPTION_GROUPS)
