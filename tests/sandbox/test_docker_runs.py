@@ -89,6 +89,26 @@ def test_every_program_of_a_row_runs_in_its_container(
         assert result["post_run_results"][0]["stdout"].split()[0] == "assay"
 
 
+@pytest.mark.parametrize("kind", ["docker", "podman"])
+def test_a_tmpdir_on_the_way_to_the_task_folder_still_gets_the_prompt_in(
+    tmp_path: Path, kind: str, request: pytest.FixtureRequest
+) -> None:
+    """``TMPDIR`` a folder above the task's (mounted in the row's container): the engine
+    makes it, as root, in the container's ``/tmp``, and the prompt's folder (copied in
+    there) was refused ("Cannot mkdir: Permission denied")."""
+    _, image = request.getfixturevalue(f"{kind}_image")
+    work = tmp_path / "team" / "evals"
+    write(work / "inside.yaml", task(image, pytest=False).replace(
+        "docker: {", f"docker: {{engine: {kind}, "))  # fmt: skip
+    done = run_assay("run", "inside.yaml", cwd=work, env={**env(), "TMPDIR": str(tmp_path)})
+    assert done.returncode == 0, done.stdout + done.stderr
+    for result in results(work).values():
+        assert result["final_status"] == "SUCCESS", result["agent"]["stderr_tail"]
+        folder = work / "runs" / "latest" / "default" / "inside" / result["row_id"] / "00"
+        assert f"the prompt of {result['row_id']}" in (folder / "response.txt").read_text()
+    assert [path.name for path in tmp_path.iterdir() if path.name.startswith("assay-")] == []
+
+
 def test_a_dockerfile_is_built_once_per_content_and_a_failed_build_says_why(
     tmp_path: Path, docker_image: tuple[Engine, str]
 ) -> None:

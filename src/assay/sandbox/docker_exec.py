@@ -191,10 +191,28 @@ def copy_in(config: dict[str, object], path: str, *, owned: bool = False) -> str
               f"'{path}'; }} 2>/dev/null; mkdir -p '{parent}' && tar -x "
               f"--no-same-owner -C '{parent}' && chmod -R {mode} '{path}'"]  # fmt: skip
     done = subprocess.run(unpack, input=data.getvalue(), capture_output=True, check=False)
+    if done.returncode != 0 and open_parent(config, parent):
+        done = subprocess.run(unpack, input=data.getvalue(), capture_output=True, check=False)
     if done.returncode != 0:
         return (f"assay: cannot copy {path} into the row's container (it needs sh and tar): "
                 + done.stderr.decode("utf-8", "replace").strip() + "\n")  # fmt: skip
     return ""
+
+
+def open_parent(config: dict[str, object], parent: str) -> bool:
+    """Let the row's user make entries in ``parent`` when it cannot (a folder in the
+    container's own ``/tmp`` or ``/var/tmp`` that the engine made, as root, on the way to a
+    mounted one: ``TMPDIR`` holding the run's folder): it is made, and given ``/tmp``'s own
+    mode (``1777``), as the container's root. Only a folder on that tmpfs (its device) is
+    changed, never a mounted one (the host's). Whether it was; ``False`` for a path
+    elsewhere, or a container without ``sh``, ``mkdir`` or ``stat``."""
+    scratch = next((root for root in ("/tmp", "/var/tmp") if parent.startswith(root + "/")), "")
+    if not scratch:
+        return False
+    script = (f"mkdir -p '{parent}' && [ \"$(stat -c %d '{parent}')\" = "
+              f"\"$(stat -c %d {scratch})\" ] && chmod 1777 '{parent}'")  # fmt: skip
+    fix = [str(config["engine"]), "exec", "-u", "0", str(config["container"]), "sh", "-c", script]
+    return subprocess.run(fix, capture_output=True, check=False).returncode == 0
 
 
 def copy_out(config: dict[str, object], path: str) -> None:
