@@ -240,6 +240,34 @@ def test_extra_mounts_secrets_passed_on_purpose_and_assay_evaluate(
     )
 
 
+@pytest.mark.parametrize("kind", ["docker", "podman"])
+def test_an_extra_mount_never_shows_the_runs_or_the_store(
+    tmp_path: Path, kind: str, request: pytest.FixtureRequest
+) -> None:
+    """The task folder mounted again elsewhere (``.:/data``), the runs folder itself
+    (``runs:/r``) or a folder inside it: earlier rows' answers and the store stay covered,
+    as they are in the task folder's own mount."""
+    _, image = request.getfixturevalue(f"{kind}_image")
+    write(tmp_path / ".assay" / "store.db", "the team's datasets\n")
+    write(tmp_path / "t.yaml", "task_id: peek\ndescription: d\ninitial_prompt: p\n"
+          "agent: {type: command, command: 'ls -A /data/runs /r /old /data/.assay; "
+          "cat /data/.assay/store.db; echo seen=$(cat /r/*/default/peek/00/response.txt "
+          "/old/*/response.txt 2>/dev/null | wc -c)'}\n"
+          f"sandbox: {{driver: docker, docker: {{engine: {kind}, image: '{image}', "
+          "extra_mounts: ['.:/data:rw', 'runs:/r', 'runs/latest/default:/old']}}\n"
+          "success_criteria: [{type: response_match, expected: seen=0, match: contains, "
+          "description: nothing of the runs}]\n")  # fmt: skip
+    write(tmp_path / "runs" / "2026-01-01_00-00-00" / "default" / "peek" / "00" /
+          "response.txt", "an earlier answer\n")  # fmt: skip
+    (tmp_path / "runs" / "latest").symlink_to("2026-01-01_00-00-00")
+    done = run_assay("run", "t.yaml", cwd=tmp_path, env=env())
+    assert done.returncode == 0, done.stdout + done.stderr
+    (path,) = [p for p in (tmp_path / "runs").rglob("response.txt") if "2026-01" not in str(p)]
+    response = path.read_text()
+    assert "seen=0" in response and "the team's datasets" not in response
+    assert "2026" not in response and "store.db" not in response
+
+
 def launcher_config(argv: list[str]) -> dict[str, Any]:
     """The config a docker row's program is launched with (the launcher's first argument)."""
     from assay.sandbox.docker import LAUNCHER

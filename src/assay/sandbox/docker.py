@@ -47,7 +47,7 @@ import sys
 import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from assay.errors import SandboxError, UsageError
 from assay.sandbox.bwrap import (
@@ -636,11 +636,14 @@ class DockerJail:
         if self.policy.engine.kind == "podman" and not self.policy.as_root:
             args += ["--userns", "keep-id"]  # rootless: the user's uid is the same inside
         args += Mount(self.root, str(self.root), writable=True).flag()
-        for mount in shown:
-            args += mount.flag()
         empty = self.state / "empty"  # bound over a hidden folder (as Podman orders binds)
-        for path in self._hidden(shown):
-            args += ["-v", f"{empty if path.is_dir() else '/dev/null'}:{path}:ro"]
+        for mount in shown:
+            if self._private(mount.source):  # a mount of (or inside) a private folder: empty
+                covered = empty if mount.source.is_dir() else Path("/dev/null")
+                mount = Mount(covered, mount.target)
+            args += mount.flag()
+        for path, where in self._hidden(shown):
+            args += ["-v", f"{empty if path.is_dir() else '/dev/null'}:{where}:ro"]
         return [*args, "--entrypoint", "sleep", self.image, "infinity"]  # image: second last
 
     def _init_args(self) -> list[str]:
@@ -668,16 +671,29 @@ class DockerJail:
             args += ["--cpus", f"{self.cpus:g}"]
         return args
 
-    def _hidden(self, shown: list[Mount]) -> list[Path]:
-        """The private paths that lie inside a mounted folder of ``shown`` or the row's
-        (they would show there); never one that holds the row's folder itself."""
+    def _private(self, source: Path) -> bool:
+        """Whether a mount of ``source`` would show a private path whole: it is one, or
+        lies inside one (``extra_mounts: [runs:/r]``)."""
+        return any(p == source or p in source.parents for p in self.policy.hidden)
+
+    def _hidden(self, shown: list[Mount]) -> list[tuple[Path, str]]:
+        """Each private path inside a mounted folder (``shown``'s or the row's), with where
+        it shows in the container: the same path, or under an ``extra_mounts`` entry's
+        target (``.:/data`` shows ``runs/`` as ``/data/runs``); never one that holds the
+        row's folder at its own place."""
         found = []
-        mounted = [self.root, *(m.source for m in shown if m.target == str(m.source))]
+        mounted = [
+            (self.root, str(self.root)),
+            *((m.source, m.target) for m in shown if not self._private(m.source)),
+        ]
         for path in self.policy.hidden:
-            if not path.exists() or path == self.root or path in self.root.parents:
+            if not path.exists() or path == self.root:
                 continue
-            if any(m == path or m in path.parents for m in mounted):
-                found.append(path)
+            for source, target in mounted:
+                where = str(PurePosixPath(target) / path.relative_to(source)) if (
+                    source in path.parents) else None  # fmt: skip
+                if where is not None and not (where == str(path) and path in self.root.parents):
+                    found.append((path, where))
         return found
 
     def close(self) -> None:
