@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from assay.sandbox.build_context import context_hash
 from assay.sandbox.docker import Engine
 from tests.agents.coding import run_assay
 from tests.helpers import write
@@ -121,12 +122,11 @@ def test_a_dockerfile_is_built_once_per_content_and_a_failed_build_says_why(
     assert first.returncode == 0, first.stdout + first.stderr
     assert all("built from the task's Dockerfile" in (p.read_text()) for p in
                (tmp_path / "runs").rglob("response.txt"))  # fmt: skip
-    tags = engine.run("images", "--format", "{{.Repository}}:{{.Tag}} {{.ID}}").stdout
-    built = [line for line in tags.splitlines() if line.startswith("assay-task:")]
+    tag = f"assay-task:{context_hash(tmp_path / 'image' / 'Dockerfile')}"
+    built = engine.run("image", "inspect", "--format", "{{.Id}}", tag).stdout
     plan = run_assay("plan", "t.yaml", cwd=tmp_path, env=env())
     assert plan.returncode == 0, plan.stderr
-    again = engine.run("images", "--format", "{{.Repository}}:{{.Tag}} {{.ID}}").stdout
-    assert [line for line in again.splitlines() if line.startswith("assay-task:")] == built
+    assert engine.run("image", "inspect", "--format", "{{.Id}}", tag).stdout == built != ""
 
     write(tmp_path / "image" / "Dockerfile", f"FROM {image}\nRUN echo the step fails && exit 3\n")
     failed = run_assay("plan", "t.yaml", cwd=tmp_path, env=env())
@@ -134,6 +134,41 @@ def test_a_dockerfile_is_built_once_per_content_and_a_failed_build_says_why(
     assert "t.yaml:6: sandbox.docker.dockerfile_path" in failed.stderr
     assert str(tmp_path / "image" / "Dockerfile") in failed.stderr
     assert "the step fails" in failed.stderr and "did not build" in failed.stderr
+
+
+def test_a_dockerfile_beside_the_task_builds_without_the_runs_or_the_store(
+    tmp_path: Path, docker_image: tuple[Engine, str]
+) -> None:
+    """``COPY . /ctx`` of the task's own folder: earlier runs' answers and the store stay
+    out of the image, and a new run (a new run folder) does not make a new image."""
+    engine, image = docker_image
+    write(tmp_path / "Dockerfile", f"FROM {image}\nCOPY . /ctx\n")
+    write(tmp_path / ".assay" / "store.db", "the team's datasets\n")
+    write(tmp_path / "notes.txt", "part of the image\n")
+    sandbox = "{driver: docker, docker: {dockerfile_path: Dockerfile}}"
+    write(tmp_path / "t.yaml", task(image, sandbox=sandbox, pytest=False,
+                                    agent="ls -A /ctx; cat /ctx/notes.txt"))  # fmt: skip
+    tag = f"assay-task:{context_hash(tmp_path / 'Dockerfile')}"
+    first = run_assay("run", "t.yaml", cwd=tmp_path, env=env())
+    assert first.returncode == 0, first.stdout + first.stderr
+    built = engine.run("image", "inspect", "--format", "{{.Id}}", tag).stdout
+    second = run_assay("run", "t.yaml", cwd=tmp_path, env=env())
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert f"assay-task:{context_hash(tmp_path / 'Dockerfile')}" == tag  # runs left out
+    assert engine.run("image", "inspect", "--format", "{{.Id}}", tag).stdout == built != ""
+    responses = [p.read_text() for p in (tmp_path / "runs").rglob("response.txt")]
+    assert len(responses) == 4
+    for response in responses:
+        listed = response.split("\n")
+        assert "part of the image" in response and "notes.txt" in listed
+        assert not {"runs", ".assay"} & set(listed), response
+    write(tmp_path / "t.yaml", task(image, sandbox="{driver: docker, docker: "
+                                    "{dockerfile_path: .}}", pytest=False))  # fmt: skip
+    folder = run_assay("plan", "t.yaml", cwd=tmp_path, env=env())
+    assert folder.returncode == 2
+    assert "is a folder: sandbox.docker.dockerfile_path names the Dockerfile itself" in (
+        folder.stderr
+    )
 
 
 @pytest.mark.parametrize("what", ["no engine", "missing image", "no image"])

@@ -36,7 +36,6 @@ and the model bridge's unix socket behind ``127.0.0.1:port`` (the forwarder of
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import itertools
 import json
 import os
@@ -50,6 +49,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from assay.errors import SandboxError, UsageError
+from assay.sandbox.build_context import context_hash, copy_context, needs_copy
 from assay.sandbox.bwrap import (
     HOST_POINTERS,
     INIT,
@@ -171,31 +171,6 @@ def find_engine(preferred: str | None = None) -> Engine:
                      hint=INSTALL_HINT)  # fmt: skip
 
 
-def context_hash(dockerfile: Path, *, flags: Iterable[str] = ()) -> str:
-    """The hash (hex, 16 characters) of a Dockerfile and every file of its folder (the
-    build context): names, modes and content, in a fixed order; and the build's ``flags``
-    (its arguments), so a build that differs only in them is another image."""
-    digest = hashlib.sha256()
-    context = dockerfile.parent
-    for folder, dirs, files in os.walk(context):
-        dirs.sort()
-        for name in sorted(files):
-            path = Path(folder) / name
-            digest.update(str(path.relative_to(context)).encode() + b"\0")
-            try:
-                digest.update(oct(path.lstat().st_mode).encode() + b"\0")
-                if path.is_file() and not path.is_symlink():
-                    digest.update(path.read_bytes())
-                elif path.is_symlink():
-                    digest.update(os.readlink(path).encode())
-            except OSError:
-                continue
-    digest.update(b"\0dockerfile\0" + dockerfile.name.encode())
-    for flag in flags:
-        digest.update(b"\0flag\0" + flag.encode())
-    return digest.hexdigest()[:16]
-
-
 def has_image(engine: Engine, image: str) -> bool:
     """Whether the engine holds ``image`` (never pulls)."""
     try:
@@ -285,6 +260,9 @@ def build_image(
     Raises:
         SandboxError: the Dockerfile is missing, or the build failed (its last lines).
     """
+    if dockerfile.is_dir():
+        raise SandboxError(f"{dockerfile} is a folder: sandbox.docker.dockerfile_path names the "
+                           "Dockerfile itself (its folder is the build context)")  # fmt: skip
     if not dockerfile.is_file():
         raise SandboxError(f"the Dockerfile {dockerfile} does not exist")
     flags = [f for name, value in sorted((args or {}).items())
@@ -292,6 +270,26 @@ def build_image(
     tag = f"assay-task:{context_hash(dockerfile, flags=flags)}"
     if has_image(engine, tag):
         return tag
+    with tempfile.TemporaryDirectory(prefix="assay-context-") as scratch:
+        context = dockerfile.parent
+        try:
+            if needs_copy(context):  # runs or the store in the folder: built without them
+                context = Path(scratch) / "context"
+                copy_context(dockerfile.parent, context)
+            done = _build(engine, context / dockerfile.name, tag, flags, buildkit=buildkit)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise SandboxError(f"cannot build the image of {dockerfile}: {exc}") from exc
+    if done.returncode != 0:
+        lines = (done.stdout + done.stderr).strip().splitlines()[-BUILD_TAIL_LINES:]
+        raise SandboxError(f"the image of {dockerfile} did not build ({engine.kind} build "
+                           f"exited with code {done.returncode}); its last lines:\n"
+                           + "\n".join(lines))  # fmt: skip
+    return tag
+
+
+def _build(
+    engine: Engine, dockerfile: Path, tag: str, flags: list[str], *, buildkit: bool | None
+) -> subprocess.CompletedProcess[str]:
     command = [str(engine.path), "build", "--network", "host", "-t", tag, "-f",
                str(dockerfile), *flags, str(dockerfile.parent)]  # fmt: skip
     if engine.kind == "docker":
@@ -299,17 +297,8 @@ def build_image(
     env = dict(os.environ)
     if buildkit is not None:
         env["DOCKER_BUILDKIT"] = "1" if buildkit else "0"
-    try:
-        done = subprocess.run(command, capture_output=True, text=True, env=env,
-                              timeout=BUILD_SECONDS, check=False)  # fmt: skip
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise SandboxError(f"cannot build the image of {dockerfile}: {exc}") from exc
-    if done.returncode != 0:
-        lines = (done.stdout + done.stderr).strip().splitlines()[-BUILD_TAIL_LINES:]
-        raise SandboxError(f"the image of {dockerfile} did not build ({engine.kind} build "
-                           f"exited with code {done.returncode}); its last lines:\n"
-                           + "\n".join(lines))  # fmt: skip
-    return tag
+    return subprocess.run(command, capture_output=True, text=True, env=env,
+                          timeout=BUILD_SECONDS, check=False)  # fmt: skip
 
 
 @dataclass(frozen=True)
