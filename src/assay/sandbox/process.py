@@ -16,6 +16,7 @@ import contextlib
 import os
 import signal
 import sys
+import threading
 import time
 import warnings
 from collections.abc import Callable, Iterator
@@ -548,24 +549,68 @@ def pidfd_child_watcher() -> Iterator[None]:
     for every subprocess, which costs more than the subprocess itself for short commands.
     Enter it inside the running event loop. The watcher is process-wide and tied to this
     loop, so leaving it installed would break subprocesses in any later event loop of the
-    process (``asyncio.get_child_watcher() is not activated``).
+    process (``asyncio.get_child_watcher() is not activated``). Runs at once share it: in one
+    event loop (``asyncio.gather`` of two ``run_async``) the last one out gives it back; a
+    run in another event loop (another thread) puts 3.11's threaded watcher in its place for
+    every loop (the pidfd one keeps reaping the children it has until its own runs are out),
+    since a pidfd watcher serves only its own loop.
     """
     if sys.version_info >= (3, 12) or not hasattr(os, "pidfd_open"):
         yield
         return
-    with warnings.catch_warnings():
+    loop = asyncio.get_running_loop()
+    with _WATCHER_SWAP, warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
-        previous = asyncio.get_child_watcher()
-        watcher = asyncio.PidfdChildWatcher()
-        watcher.attach_loop(asyncio.get_running_loop())
-        asyncio.set_child_watcher(watcher)
+        current = asyncio.get_child_watcher()
+        mine: _RunWatcher | None = None
+        if isinstance(current, _RunWatcher) and current.loop is loop:
+            current.users += 1
+            mine = current
+        elif isinstance(current, _RunWatcher):
+            asyncio.set_child_watcher(asyncio.ThreadedChildWatcher())
+        else:
+            mine = _RunWatcher(previous=current, loop=loop)
+            asyncio.set_child_watcher(mine)
     try:
         yield
     finally:
-        with warnings.catch_warnings():
+        if mine is not None:
+            mine.release()
+
+
+_WATCHER_SWAP = threading.Lock()
+"""Held while the process-wide child watcher (asyncio's own global) is looked at and
+replaced, so two runs starting in two threads at once do not both install one."""
+
+
+class _RunWatcher(asyncio.PidfdChildWatcher):
+    """The pidfd watcher of the runs of one event loop (``users``: how many are inside
+    :func:`pidfd_child_watcher`), and the watcher it replaced."""
+
+    def __init__(self, *, previous: asyncio.AbstractChildWatcher, loop: Any) -> None:
+        super().__init__()
+        self.previous, self.loop, self.users = previous, loop, 1
+        self.attach_loop(loop)
+
+    def close(self) -> None:
+        """Closed once its last run is out: asyncio's ``set_child_watcher`` closes the
+        watcher it replaces, which a run in another loop does while this loop's runs may
+        still wait for their children (it would drop them: they would end at their
+        timeout)."""
+        if self.users == 0:
+            super().close()
+
+    def release(self) -> None:
+        """One run is out; the last one gives the previous watcher back (unless another
+        loop's run replaced this one) and closes this one."""
+        with _WATCHER_SWAP, warnings.catch_warnings():
+            self.users -= 1
+            if self.users:
+                return
             warnings.simplefilter("ignore", DeprecationWarning)
-            asyncio.set_child_watcher(previous)
-            watcher.close()
+            if asyncio.get_child_watcher() is self:
+                asyncio.set_child_watcher(self.previous)
+            self.close()
 
 
 def tail(text: str, limit: int = 2000) -> str:
