@@ -17,7 +17,7 @@ import assay
 from assay.api.options import OPTION_GROUPS
 from assay.api.runs import PlanKeywords, ResumeKeywords, RunKeywords
 from assay.cli import run as cli_run
-from assay.errors import UsageError
+from assay.errors import SelectionError, UsageError
 from assay.orchestration.planning.options import plan_options
 
 REPO = Path(__file__).resolve().parents[2]
@@ -131,3 +131,53 @@ def test_every_field_is_a_keyword_of_its_verbs_with_the_same_default() -> None:
     grouped = {f.name for cls in OPTION_GROUPS.values() for f in dataclasses.fields(cls)}
     flat = set(RunKeywords.__annotations__) - set(OPTION_GROUPS)
     assert flat - grouped == {"run_dir", "stage", "store", "prices", "criteria", "agents"}
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"jobs": "8"}, r"run\(\) option jobs takes an int, not str '8'"),
+        ({"jobs": True}, r"option jobs takes an int, not bool True"),
+        ({"execution": assay.Execution(jobs=2.5)}, r"option jobs takes an int, not float 2\.5"),
+        ({"sample": "3"}, r"option sample takes an int or None, not str '3'"),
+        ({"timeout": "30"}, r"option timeout takes a number of seconds or None, not str"),
+        ({"model_calls": assay.ModelCalls(cache_expiry=[1])}, r"option cache_expiry takes"),
+        ({"model_calls": assay.ModelCalls(cache="no")}, r"option cache takes True or False"),
+        ({"keep_sandboxes": "no"}, r"option keep_sandboxes takes True or False"),
+        ({"outputs": assay.Outputs(command="assay run x")}, r"option command takes a list"),
+        ({"outputs": assay.Outputs(progress="yes")}, r"option progress takes True, False or"),
+        ({"stage": "grade"}, r"option stage takes one of 'run', 'execute', not str 'grade'"),
+        ({"ray_files": "nfs"}, r"option ray_files takes one of 'ship', 'shared'"),
+        ({"tags": 3}, r"option tags takes a list of tags"),
+        ({"criteria": int}, r"option criteria takes a list of classes \(\[int\]\)"),
+        ({"rows": ["r1"]}, r"option rows takes a dict of task id to row ids"),
+    ],
+)
+def test_a_value_of_the_wrong_type_is_refused_before_anything_is_written(
+    sentiment: Path, options: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(TypeError, match=message):
+        assay.run(SENTIMENT, run_dir="runs", **options)
+    assert not (sentiment / "runs").exists()
+
+
+def test_tags_and_row_ids_are_taken_in_the_forms_a_notebook_has(sentiment: Path) -> None:
+    np = pytest.importorskip("numpy")
+    pd = pytest.importorskip("pandas")
+    assert len(_ids(assay.plan(SENTIMENT, tags="classification, other"))) == 3
+    with pytest.raises(UsageError, match="no task to run"):
+        assay.plan(SENTIMENT, exclude_tags="classification")  # one tag, not its letters
+    for tags in (np.array(["classification"]), pd.Series(["classification"])):
+        chosen = assay.plan(SENTIMENT, selection=assay.Selection(tags=tags))
+        assert len(_ids(chosen)) == 3
+    one = assay.plan(SENTIMENT, rows={"sentiment-classification": "r2"})
+    assert [t.row_task.row_id for t in one.work_items()] == ["r2"]
+    with pytest.raises(UsageError, match=r"^rows names the task 'sentiment-classificatio', "
+                       r"which is not among the tasks planned \(sentiment-classification\); "
+                       r"did you mean 'sentiment-classification'\?\n"):  # fmt: skip
+        assay.plan(SENTIMENT, rows={"sentiment-classificatio": ["r1"]})
+    with pytest.raises(SelectionError, match=r"row id\(s\) \['r9'\] of task 'sentiment-"
+                       r"classification' are not in its dataset \(3 rows;"):  # fmt: skip
+        assay.plan(SENTIMENT, rows={"sentiment-classification": ["r9"]})
+    with pytest.raises(UsageError, match=r"cache_expiry must be a positive duration, got -1"):
+        assay.run(SENTIMENT, cache_expiry=-1)

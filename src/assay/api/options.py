@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from assay.api.option_types import check_types
 from assay.orchestration.planning.options import Overrides
 from assay.orchestration.running.executors import ExecutorKind
 from assay.orchestration.running.progress import Progress
@@ -127,8 +128,9 @@ def flat_options(
 
     Raises:
         TypeError: a keyword ``verb`` does not take (with the closest one; or set in an
-            option object), an option object of the wrong class, or one option given both
-            flat and in an object.
+            option object), an option object of the wrong class, one option given both
+            flat and in an object, or a value of the wrong type
+            (:func:`assay.api.option_types.check_types`).
     """
     for name in options:
         if name in OPTION_GROUPS and name not in groups:
@@ -142,7 +144,7 @@ def flat_options(
     for group in groups:
         if group in options:
             _merge(flat, group, options[group], verb=verb, known=known)
-    return flat
+    return check_types(verb, flat)
 
 
 def _merge(
@@ -154,7 +156,7 @@ def _merge(
                         f"{type(value).__name__}: {group}=assay.{cls.__name__}(...)")  # fmt: skip
     for field in dataclasses.fields(value):
         chosen = getattr(value, field.name)
-        if chosen == field.default:
+        if _unset(chosen, field.default):
             continue
         if field.name not in known:
             raise TypeError(f"{verb}() takes no {field.name} (set in {group}="
@@ -163,3 +165,14 @@ def _merge(
             raise TypeError(f"{verb}() got {field.name!r} twice: as {field.name}= and in "
                             f"{group}=assay.{cls.__name__}(...); give it once")  # fmt: skip
         flat[field.name] = chosen
+
+
+def _unset(value: object, default: object) -> bool:
+    """Whether a field holds its default (a value of another type, such as a NumPy array
+    of tags, never does: ``==`` on it is not a yes or no)."""
+    if value is default:
+        return True
+    try:
+        return type(value) is type(default) and bool(value == default)
+    except (TypeError, ValueError, NotImplementedError):
+        return False

@@ -374,6 +374,9 @@ def _model_settings(options: SessionKeywords) -> ModelSettings:
             expiry = parse_duration(expiry)
         except ValueError as exc:
             raise UsageError(str(exc), field="--cache-expiry") from None
+    if expiry is not None and expiry <= 0:
+        raise UsageError(f"cache_expiry must be a positive duration, got {expiry:g} seconds",
+                         field="--cache-expiry")  # fmt: skip
     cache = options.get("cache", False) or bool(expiry)
     retries, timeout = options.get("max_retries", 4), options.get("timeout")
     if retries < 0:

@@ -509,9 +509,10 @@ def fixed_selection(
         return Selection(present, ["recorded selection"], len(ids), missing_ids=missing)
     if missing:
         raise SelectionError(
-            f"the run selected row(s) {missing[:5]} of task '{task_id}', which are no longer "
-            "in its dataset; a resumed run evaluates exactly the rows it started with",
-            hint="restore the dataset, or start a new run",
+            f"row id(s) {missing[:5]} of task '{task_id}' are not in its dataset ({len(ids)} "
+            f"rows; ids such as {', '.join(repr(i) for i in ids[:3])})",
+            hint="name ids of the dataset (rows={task_id: [ids]}); a resumed run evaluates "
+            "exactly the rows it started with: restore the dataset, or start a new run",
         )
     return Selection(sorted(where[row_id] for row_id in wanted), ["recorded selection"], len(ids))
 

@@ -62,6 +62,7 @@ from assay.providers.pricing import PriceTable
 from assay.qa import QaItem
 from assay.results.run import SkippedTask, TaskSelection
 from assay.results.secrets import Redactor
+from assay.spec.base import did_you_mean
 from assay.spec.experiment import Experiment, StopRule
 from assay.spec.task import TaskDefinition
 
@@ -342,6 +343,7 @@ def build_plan(
         _plan_tasks(plan, arguments, options, registry, resolver, (experiment, experiment_file))
     finally:
         resolver.close()
+    _check_row_tasks(plan, options.fixed_rows)
     if not plan.tasks:
         reasons = "; ".join(f"{s.path}: {s.reason}" for s in plan.skipped[:5])
         raise UsageError(
@@ -363,6 +365,22 @@ def build_plan(
     )
     plan.warnings.extend(short_secret_warnings(plan.redactor))
     return plan
+
+
+def _check_row_tasks(plan: Plan, fixed_rows: Mapping[str, list[str]]) -> None:
+    """Every task id of ``rows={task_id: [...]}`` names a task of the plan.
+
+    Raises:
+        UsageError: an unknown task id (or one of a task left out), with the closest one.
+    """
+    known = {t.loaded.definition.task_id for t in plan.tasks}
+    for task_id in fixed_rows:
+        if task_id not in known:
+            close = did_you_mean(task_id, known)
+            raise UsageError(f"rows names the task {task_id!r}, which is not among the tasks "
+                             f"planned ({', '.join(sorted(known)) or 'none'})"
+                             + (f"; {close}" if close else ""),
+                             hint="rows maps a task_id to the ids of the rows to run")  # fmt: skip
 
 
 def _plan_tasks(
