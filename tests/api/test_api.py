@@ -60,7 +60,8 @@ def test_run_gives_the_command_lines_numbers(workdir: Path) -> None:
     assert found is not None and found.row_id == "r3" and found.final_status.value == "FAILURE"
     path = reopened.row_file(task_id, suite="sentiment-classification", row_id="r3")
     assert path.is_file() and path.is_relative_to(result.run_dir.resolve())
-    assert reopened.row(task_id, suite="sentiment-classification", row_id="r9") is None
+    assert reopened.row("sentiment-classification", suite="sentiment-classification",
+                        row_id="r9") is None  # fmt: skip
     assert reopened.row(task_id, suite="sentiment-classification", row_id="r3",
                         replicate=1) is None  # fmt: skip
 
@@ -266,3 +267,16 @@ def test_a_suite_in_several_variants_needs_one_named(workdir: Path) -> None:
         result.suite("dataset-example")
     assert result.suite("dataset-example", variant="other").variant_id == "other"
     assert len(list(result.rows(variant="one"))) == 2
+
+
+def test_a_row_is_found_by_its_task_and_row_id_alone(workdir: Path) -> None:
+    shutil.copytree(EXAMPLES / "sentiment", workdir / "sentiment")
+    result = assay.run(SENTIMENT, run_dir="runs")
+    task_id = "sentiment-classification"
+    for found in (result.row(task_id, row_id="r2"), result.row(f"{task_id}/r2", row_id="r2"),
+                  result.row(task_id, suite=task_id, row_id="r2")):  # fmt: skip
+        assert found is not None and (found.task_id, found.row_id) == (f"{task_id}/r2", "r2")
+    assert result.row(task_id, row_id="r9") is None  # no such row: nothing finished there
+    with pytest.raises(UsageError, match=r"the row 'r2' of suite 'sentiment-classification' "
+                       r"belongs to the task 'sentiment-classification'"):  # fmt: skip
+        result.row("whatever", suite=task_id, row_id="r2")

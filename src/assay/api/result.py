@@ -233,7 +233,20 @@ class RunResult:
         variant: str = "default",
     ) -> Path:
         """Where the run keeps one row-task's ``task.json`` (it may not exist: a row that
-        did not finish); the arguments are :meth:`row`'s."""
+        did not finish); the arguments are :meth:`row`'s.
+
+        Raises:
+            UsageError: ``task_id`` is not the row's (``suite`` or ``suite/row_id``).
+        """
+        if row_id is not None:
+            if suite is None:
+                own = task_id.endswith(f"/{row_id}")
+                suite = task_id[: -len(row_id) - 1] if own else task_id
+            if task_id not in (suite, f"{suite}/{row_id}"):
+                raise UsageError(
+                    f"the row {row_id!r} of suite {suite!r} belongs to the task "
+                    f"{suite!r} (its row-task {suite}/{row_id}), not {task_id!r}"
+                )
         folder = item_dir(self.run_dir, variant_id=variant, task_id=task_id, suite_id=suite,
                           row_id=row_id, replicate=replicate)  # fmt: skip
         return folder / "task.json"
@@ -251,14 +264,16 @@ class RunResult:
         reading the others; ``None`` when it did not finish (never run, or cut by a stop).
 
         Args:
-            task_id: the task's id; for a task without a dataset, the whole row-task.
-            suite: the suite (dataset) of a row; ``None`` for a task without a dataset.
+            task_id: the task's id (``suite/row_id``, the row-task's, is taken too); for a
+                task without a dataset, the whole row-task.
+            suite: the suite (dataset) of a row: the task's id unless given.
             row_id: the row's id in that suite.
             replicate: which replicate (0 for the first).
             variant: the experiment's variant (``"default"`` outside an experiment).
 
         Raises:
-            UsageError: the ``task.json`` is there but not valid.
+            UsageError: the ``task.json`` is there but not valid, or ``task_id`` is not the
+                row's.
         """
         path = self.row_file(task_id, suite=suite, row_id=row_id, replicate=replicate,
                              variant=variant)  # fmt: skip
