@@ -8,13 +8,17 @@ from __future__ import annotations
 
 import json
 import os
+import socket
+import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from assay.sandbox.build_context import context_hash
+from assay.sandbox.cgroups import pid_namespace
 from assay.sandbox.docker import Engine
 from tests.agents.coding import run_assay
 from tests.helpers import write
@@ -301,6 +305,48 @@ def test_an_extra_mount_never_shows_the_runs_or_the_store(
     response = path.read_text()
     assert "seen=0" in response and "the team's datasets" not in response
     assert "2026" not in response and "store.db" not in response
+
+
+@pytest.mark.parametrize("kind", ["docker", "podman"])
+def test_the_containers_of_a_killed_run_go_when_the_next_run_starts(
+    tmp_path: Path, kind: str, request: pytest.FixtureRequest
+) -> None:
+    """``kill -9`` of ``assay run`` leaves its rows' containers running (nothing of assay
+    is left to remove them); the next run on that engine removes them, and only them: one
+    of a live run, or one another tool labelled, stays."""
+    engine, image = request.getfixturevalue(f"{kind}_image")
+    write(tmp_path / "t.yaml", "task_id: slow\ndescription: d\ninitial_prompt: p\n"
+          "agent: {type: command, command: 'touch started; sleep 120'}\n"
+          f"sandbox: {{driver: docker, docker: {{engine: {kind}, image: '{image}'}}}}\n"
+          "dataset: {rows: [{id: a}, {id: b}]}\n"
+          "success_criteria: [{type: file_exists, path: started, description: d}]\n")  # fmt: skip
+    other = f"assay-test-other-{os.getpid()}-{kind}"
+    engine.run("run", "-d", "--name", other, "--label", "assay.row=1", "--entrypoint", "sleep",
+               image, "120")  # fmt: skip
+    try:
+        run = subprocess.Popen([sys.executable, "-m", "assay", "run", "t.yaml", "-j", "2"],
+                               cwd=tmp_path, env={**os.environ, **env()},
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+        mine = f"label=assay.owner={socket.gethostname()}/"
+        for _ in range(600):
+            listed = engine.run("ps", "--filter", mine + f"{pid_namespace()}/{run.pid}",
+                                "--format", "{{.Names}}").stdout.split()  # fmt: skip
+            if len(listed) == 2 or run.poll() is not None:
+                break
+            time.sleep(0.1)
+        assert len(listed) == 2, "the rows' containers did not start"
+        run.kill()
+        run.wait()
+        assert engine.run("ps", "--filter", f"name={listed[0]}", "--format",
+                          "{{.Names}}").stdout.split() == [listed[0]]  # fmt: skip
+        write(tmp_path / "t.yaml", (tmp_path / "t.yaml").read_text().replace(
+            "sleep 120", "true").replace("[{id: a}, {id: b}]", "[{id: c}]"))  # fmt: skip
+        done = run_assay("run", "t.yaml", cwd=tmp_path, env=env())
+        assert done.returncode == 0, done.stdout + done.stderr
+        left = engine.run("ps", "-a", "--format", "{{.Names}}").stdout.split()
+        assert not set(listed) & set(left) and other in left
+    finally:
+        engine.run("rm", "-f", other)
 
 
 def launcher_config(argv: list[str]) -> dict[str, Any]:

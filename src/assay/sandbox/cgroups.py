@@ -59,7 +59,7 @@ class Hierarchies:
             OSError: a group could not be made or a limit not written (what was made is
                 removed).
         """
-        name = f"assay-{_namespace()}-{os.getpid()}-{uuid.uuid4().hex[:12]}"
+        name = f"assay-{pid_namespace()}-{os.getpid()}-{uuid.uuid4().hex[:12]}"
         wanted = ["pids", *(["memory"] if memory_mb else []), *(["cpu"] if cpus else [])]
         groups = RowGroups(memory_mb=memory_mb, cpus=cpus)
         try:
@@ -192,13 +192,13 @@ def _stale(parent: Path) -> list[Path]:
             names = [e.name for e in entries if e.is_dir(follow_symlinks=False)]
     except OSError:
         return []
-    here = str(_namespace())  # a pid means something only in its own pid namespace
+    here = str(pid_namespace())  # a pid means something only in its own pid namespace
     owners = [(name, _GROUP.fullmatch(name)) for name in names]
     return [parent / name for name, owner in owners
-            if owner and owner[1] == here and not _alive(int(owner[2]))]  # fmt: skip
+            if owner and owner[1] == here and not process_alive(int(owner[2]))]  # fmt: skip
 
 
-def _namespace() -> int:
+def pid_namespace() -> int:
     """This process's pid namespace (the inode of ``/proc/self/ns/pid``; 0 unknown)."""
     try:
         return os.stat("/proc/self/ns/pid").st_ino
@@ -206,7 +206,9 @@ def _namespace() -> int:
         return 0
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether a process ``pid`` exists in this pid namespace (one of another user's
+    counts)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

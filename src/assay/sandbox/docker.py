@@ -60,6 +60,7 @@ from assay.sandbox.bwrap import (
     BridgeLink,
     give,
 )
+from assay.sandbox.docker_sweep import ROW_LABEL, owner_label
 
 LAUNCHER = Path(__file__).with_name("docker_exec.py")
 ENGINES = ("docker", "podman")
@@ -620,7 +621,8 @@ class DockerJail:
                 "--network", network, "--cap-drop", "ALL",
                 "--security-opt", "no-new-privileges", "--user",
                 f"{self.owner[0]}:{self.owner[1]}", "--tmpfs", "/tmp:rw,exec,mode=1777",
-                "--tmpfs", "/var/tmp:rw,exec,mode=1777", "--label", "assay.row=1"]  # fmt: skip
+                "--tmpfs", "/var/tmp:rw,exec,mode=1777", "--label", ROW_LABEL,
+                "--label", owner_label()]  # fmt: skip
         args += self._limit_args() + self._init_args()
         if self.policy.engine.kind == "podman" and not self.policy.as_root:
             args += ["--userns", "keep-id"]  # rootless: the user's uid is the same inside

@@ -38,6 +38,7 @@ from assay.sandbox.docker import (
     missing_programs,
     parse_mount,
 )
+from assay.sandbox.docker_sweep import sweep_containers
 from assay.sandbox.doctor import enforced_limits, limits_text
 from assay.sandbox.mounts import unreadable
 from assay.sandbox.node_version import declared_node, image_node, too_old
@@ -523,7 +524,9 @@ class Containment:
         for task in tasks:
             kind = engine_of(task)
             if task.sandbox_driver == "docker" and kind not in docker:
-                docker[kind] = make_docker_policy(engine=find_engine(kind), hidden=private,
+                engine = find_engine(kind)
+                sweep_containers(engine)  # the containers of a run that was killed go now
+                docker[kind] = make_docker_policy(engine=engine, hidden=private,
                                                   bridge=bridge)  # fmt: skip
         if not uses_bwrap(tasks):
             return cls(docker=docker, private=tuple(private), groups=groups)
