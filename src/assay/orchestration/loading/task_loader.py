@@ -196,7 +196,24 @@ def _validated(document: YamlDocument, data: dict[str, Any], placed: tuple[Overr
     check_qa(definition, base_dir=base_dir, display=display, document=document)
     warnings += lint_placeholders(data, definition, display=display, document=document)
     warnings += agent_criteria_warnings(definition, display=display, document=document)
+    warnings += _isolation_unused(definition, display=display, document=document)
     return LoadedTask(definition, path, display, base_dir, document, warnings)
+
+
+def _isolation_unused(
+    definition: TaskDefinition, *, display: str, document: YamlDocument
+) -> list[str]:
+    """``sandbox.docker.agent_isolation: true`` beside an agent that takes no turns (a
+    ``command`` or one-answer ``llm`` agent): it keeps only a coding agent apart from the
+    task's folder and ``extra_mounts``, so here it does nothing."""
+    docker = definition.sandbox.docker
+    if docker is None or docker.agent_isolation is not True or definition.agent.takes_turns:
+        return []
+    loc: Loc = ("sandbox", "docker", "agent_isolation")
+    return [f"{display}:{document.line_of(loc) or '?'}: {field_path(loc)}: has no effect on "
+            f"a {definition.agent.type} agent (it keeps a coding agent apart from the task's "
+            "folder and extra_mounts, in a container of its own); this agent runs in the "
+            "row's sandbox and sees them"]  # fmt: skip
 
 
 def _renumbered(document: YamlDocument, kept: list[int]) -> YamlDocument:
