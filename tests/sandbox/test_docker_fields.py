@@ -92,6 +92,25 @@ def test_what_isolation_allows_plans_without_a_warning_about_the_field(
     assert "warning" not in done.stderr, done.stderr
 
 
+@pytest.mark.parametrize("driver", ["tempdir", "bwrap"])
+def test_isolation_set_beside_an_agent_without_turns_is_warned_as_doing_nothing(
+    tmp_path: Path, driver: str
+) -> None:
+    import assay
+
+    agent = "{type: command, command: 'cat $ASSAY_TASK_DIR/data.txt'}"
+    write(tmp_path / "t.yaml", task_text(agent=agent, sandbox=f"{{driver: {driver}, "
+                                         "docker: {agent_isolation: true}}"))  # fmt: skip
+    warned = assay.load_task(tmp_path / "t.yaml").warnings
+    assert [w.replace(f"{tmp_path}/", "") for w in warned if "agent_isolation" in w] == [
+        "t.yaml:5: sandbox.docker.agent_isolation: has no effect on a command agent (it keeps "
+        "a coding agent apart from the task's folder and extra_mounts, in a container of its "
+        "own); this agent runs in the row's sandbox and sees them"
+    ]
+    write(tmp_path / "t.yaml", task_text(agent=agent, sandbox=f"{{driver: {driver}}}"))
+    assert not [w for w in assay.load_task(tmp_path / "t.yaml").warnings if "isolation" in w]
+
+
 @pytest.mark.docker
 def test_a_bridge_network_the_engine_lacks_is_refused_at_plan(
     tmp_path: Path, docker_image: tuple[Engine, str]
@@ -104,7 +123,28 @@ def test_a_bridge_network_the_engine_lacks_is_refused_at_plan(
     done = run_assay("plan", "t.yaml", cwd=tmp_path, env=env())
     assert done.returncode == 2, done.stdout + done.stderr
     assert "t.yaml:5: sandbox.docker.network" in done.stderr
-    assert "no network named bridge" in done.stderr and "sandbox.network: true" in done.stderr
+    assert "no working bridge network" in done.stderr and "sandbox.network: true" in done.stderr
+
+
+@pytest.mark.docker
+def test_podmans_bridge_is_tried_at_plan(tmp_path: Path, podman_image: tuple[Engine, str]) -> None:
+    """Podman names its default bridge network ``podman`` and takes ``--network bridge``
+    for it; whether a container can join it here (its backend, ``netavark``, may be
+    missing) is tried at plan: the task runs, or is refused with the engine's reason."""
+    _, image = podman_image
+    sandbox = f"{{driver: docker, docker: {{engine: podman, image: '{image}', network: bridge}}}}"
+    agent = "{type: command, command: 'echo made > out.txt'}"
+    write(tmp_path / "t.yaml", task_text(agent=agent, sandbox=sandbox))
+    hosts = {**env(), "PATH": env()["PATH"] + ":/usr/sbin:/sbin"}  # netavark runs nft there
+    done = run_assay("run", "t.yaml", cwd=tmp_path, env=hosts)
+    assert done.returncode == 0, done.stdout + done.stderr
+    without = run_assay("plan", "t.yaml", cwd=tmp_path, env=env())  # no /usr/sbin: no nft
+    if without.returncode != 0:
+        assert without.returncode == 2, without.stdout + without.stderr
+        assert (
+            "t.yaml:5: sandbox.docker.network: sandbox.docker.network bridge: podman has no "
+            "working bridge network here (" in without.stderr
+        )
 
 
 @pytest.mark.docker

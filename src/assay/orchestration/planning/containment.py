@@ -14,6 +14,8 @@ warning: its rows are not contained.
 from __future__ import annotations
 
 import os
+import subprocess
+import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +28,7 @@ from assay.sandbox import cgroups, reaper
 from assay.sandbox.bwrap import BridgeLink, Jail, JailPolicy, make_policy
 from assay.sandbox.cgroups import Hierarchies
 from assay.sandbox.docker import (
+    PODMAN_ULIMITS,
     DockerJail,
     DockerPolicy,
     Engine,
@@ -201,8 +204,9 @@ def check_containment(
             the task, with why and how to fix it.
     """
     planned = list(planned)
-    warnings = check_docker([(loaded, task) for loaded, task in planned
-                             if task.sandbox_driver == "docker"], agents=agents)  # fmt: skip
+    warnings = _check_scratch(planned)
+    warnings += check_docker([(loaded, task) for loaded, task in planned
+                              if task.sandbox_driver == "docker"], agents=agents)  # fmt: skip
     contained = [(loaded, task) for loaded, task in planned if task.sandbox_driver == "bwrap"]
     if not contained:
         return warnings
@@ -214,6 +218,37 @@ def check_containment(
     if not policy.as_root:
         return warnings
     _check_readable(contained, agents)
+    return warnings
+
+
+def _check_scratch(planned: list[tuple[LoadedTask, TaskDefinition]]) -> list[str]:
+    """Where the rows' own folders are made (``TMPDIR``) against what each contained row
+    sees: inside a ``bwrap`` or ``docker`` task's folder (shown to every row), every row
+    would see the others' folders, so it is refused; outside ``/tmp`` and ``/var/tmp`` a
+    ``docker`` row cannot be given a folder made there (a prompt, pytest's report), which
+    is warned.
+
+    Raises:
+        TaskFileError: ``TMPDIR`` lies inside a contained task's folder.
+    """
+    scratch = Path(tempfile.gettempdir()).resolve()
+    warnings: list[str] = []
+    for loaded, task in planned:
+        if task.sandbox_driver not in ("bwrap", "docker"):
+            continue
+        folder = loaded.base_dir.resolve()
+        if scratch == folder or folder in scratch.parents:
+            raise _located(loaded, f"TMPDIR ({scratch}) lies inside the task's folder "
+                           f"({folder}), which every row sees: the other rows' folders, made "
+                           "there, would show", hint="set TMPDIR outside the task's folder "
+                           "(the default: /tmp)")  # fmt: skip
+        docker_scratch = scratch.parts[:2] == ("/", "tmp") or scratch.parts[:3] == (
+            "/", "var", "tmp")  # fmt: skip
+        note = (f"{loaded.display}: TMPDIR ({scratch}) is outside /tmp and /var/tmp: a docker "
+                "row's programs that read a folder made there (a command agent's prompt, "
+                "pytest's report) end ERROR; set TMPDIR under /tmp")  # fmt: skip
+        if task.sandbox_driver == "docker" and not docker_scratch and note not in warnings:
+            warnings.append(note)
     return warnings
 
 
@@ -375,19 +410,41 @@ PACKAGES = {"python3": "python3", "node": "nodejs"}
 
 
 def _check_network(engine: Engine, loaded: LoadedTask, task: TaskDefinition) -> None:
-    """``sandbox.docker.network: bridge`` needs the engine's bridge network (a daemon
-    started with ``--bridge=none`` has none)."""
+    """``sandbox.docker.network: bridge`` needs the engine's bridge network: Docker's
+    ``bridge`` (a daemon started with ``--bridge=none`` has none); Podman's default
+    network (``podman``, which ``--network bridge`` names), tried with a container of the
+    task's image, since its network backend may be missing (``netavark``)."""
     docker = task.sandbox.docker
-    if docker is None or docker.network != "bridge" or has_network(engine, "bridge"):
+    if docker is None or docker.network != "bridge":
+        return
+    if engine.kind == "podman":
+        why = _podman_bridge_problem(engine, task_image(engine, task, loaded.base_dir))
+    else:
+        why = None if has_network(engine, "bridge") else (
+            "its daemon runs without one, e.g. dockerd --bridge=none")  # fmt: skip
+    if why is None:
         return
     raise TaskFileError(
-        f"sandbox.docker.network bridge: {engine.kind} has no network named bridge here "
-        "(its daemon runs without one, e.g. dockerd --bridge=none)", file=loaded.display,
+        f"sandbox.docker.network bridge: {engine.kind} has no working bridge network here "
+        f"({why})", file=loaded.display,
         field="sandbox.docker.network", line=loaded.document.line_of(("sandbox", "docker",
         "network")), hint="remove the field (no network, the default: a coding agent "
         "still reaches the model bridge), set sandbox.network: true (the host's network), "
-        "or start the engine with its bridge",
+        "or give the engine its bridge",
     )  # fmt: skip
+
+
+def _podman_bridge_problem(engine: Engine, image: str) -> str | None:
+    """Why a Podman container cannot join its bridge network here, or ``None``."""
+    try:
+        done = engine.run("run", "--rm", "--network", "bridge", *PODMAN_ULIMITS, "--entrypoint",
+                          "true", image, timeout=60)  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return str(exc)
+    if done.returncode == 0:
+        return None
+    lines = done.stderr.strip().splitlines()
+    return lines[-1] if lines else f"podman run exited with code {done.returncode}"
 
 
 def _check_mounts(loaded: LoadedTask, task: TaskDefinition) -> None:
