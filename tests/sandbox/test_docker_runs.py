@@ -175,6 +175,35 @@ def test_a_dockerfile_beside_the_task_builds_without_the_runs_or_the_store(
     )
 
 
+def test_a_resume_or_a_regrade_in_another_image_is_refused(
+    tmp_path: Path, docker_image: tuple[Engine, str]
+) -> None:
+    """The image a docker task's rows ran in is recorded (``plan.json``); its Dockerfile
+    edited since, ``assay run --resume`` and ``assay evaluate`` refuse to mix two
+    environments in one run."""
+    _, image = docker_image
+    write(tmp_path / "image" / "Dockerfile", f"FROM {image}\nRUN echo v1 > /version\n")
+    sandbox = "{driver: docker, docker: {dockerfile_path: image/Dockerfile}}"
+    write(tmp_path / "t.yaml", task(image, sandbox=sandbox, agent="cat /version", pytest=False))
+    first = run_assay("execute", "t.yaml", cwd=tmp_path, env=env())
+    assert first.returncode == 0, first.stdout + first.stderr
+    plan = json.loads((tmp_path / "runs" / "latest" / "plan.json").read_text())
+    (started,) = plan["tasks"][0]["images"].values()
+    assert started.startswith("docker assay-task:") and " sha256:" in started
+    graded = run_assay("evaluate", "runs/latest", cwd=tmp_path, env=env())
+    assert graded.returncode == 0, graded.stdout + graded.stderr  # the same image: fine
+
+    write(tmp_path / "image" / "Dockerfile", f"FROM {image}\nRUN echo v2 > /version\n")
+    for args in (("evaluate", "runs/latest"), ("run", "--resume", "runs/latest")):
+        refused = run_assay(*args, cwd=tmp_path, env=env())
+        assert refused.returncode == 2, refused.stdout + refused.stderr
+        assert "task inside runs in the image assay-task:" in refused.stderr
+        assert (
+            "its Dockerfile, build context or tag changed since, and its rows would run "
+            "in two environments" in refused.stderr
+        )
+
+
 @pytest.mark.parametrize("what", ["no engine", "missing image", "no image"])
 def test_a_docker_task_that_cannot_run_here_is_refused_at_plan(
     tmp_path: Path, docker_image: tuple[Engine, str], what: str

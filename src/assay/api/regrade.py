@@ -29,10 +29,12 @@ from assay.orchestration.loading.secrets import results_redactor
 from assay.orchestration.loading.task_loader import reference_dir
 from assay.orchestration.planning.containment import (
     Containment,
+    image_identity,
     needs_bridge_socket,
     private_paths,
 )
 from assay.orchestration.planning.judging import judge_keys as task_judge_keys
+from assay.orchestration.planning.resume_check import check_same_images
 from assay.orchestration.running.environment import grading_env, row_env
 from assay.orchestration.running.executors.base import bridge_link
 from assay.orchestration.running.grading import (
@@ -49,6 +51,7 @@ from assay.qa import PredictionRecord
 from assay.qa.schema import OPEN_TYPES
 from assay.results.io import LogFolder, read_json, write_model_atomic
 from assay.results.output import console, joined_output
+from assay.results.plan_record import PLAN_FILE, read_plan
 from assay.results.run_folder import load_task_json, scan_task_jsons
 from assay.results.secrets import MARKER_PREFIX, Redactor
 from assay.results.status import FinalStatus
@@ -355,7 +358,29 @@ def _checked(
             "removing their task.json); `assay report` rebuilds reports without grading",
         )
     contained = [t for t in scan.suites.values() if t.sandbox_driver in ("bwrap", "docker")]
+    _check_images(run_dir, scan.suites)
     return scan, contained, redactor
+
+
+def _check_images(run_dir: Path, suites: dict[tuple[str, str], TaskDefinition]) -> None:
+    """A ``docker`` task's rows (``suites``: each variant's and suite's recorded task) are
+    graded in the image the run ran them in (``plan.json``'s record).
+
+    Raises:
+        UsageError: the image is another one now (its Dockerfile or tag changed since the
+            run), naming both.
+    """
+    if not (run_dir / PLAN_FILE).is_file():
+        return
+    recorded = {task.task_id: task for task in read_plan(run_dir).tasks if task.images}
+    for (variant, suite), definition in suites.items():
+        task = recorded.get(suite)
+        if task is None or variant not in task.images:
+            continue
+        base = Path(task.base_dir) if task.base_dir else Path(task.file).parent
+        now = image_identity(definition, base)
+        if now is not None:
+            check_same_images({variant: now}, task)
 
 
 def judge_keys(results: list[EvaluationResult]) -> list[ModelKey]:

@@ -36,7 +36,9 @@ class PlannedTaskRecord(_Model):
     """One task file of the plan and the rows it selected. A task built in Python is saved
     in the run directory (``file``) with the folder its relative paths start from
     (``base_dir``). ``content_hash``: SHA-256 of the task as loaded, without its dataset
-    (a resumed run refuses a task edited since; absent in older runs)."""
+    (a resumed run refuses a task edited since; absent in older runs). ``images``: each
+    ``docker`` variant's image as ``ENGINE IMAGE ID`` (a resumed run or a regrade refuses
+    another one; empty in older runs)."""
 
     task_id: str
     file: str
@@ -44,6 +46,7 @@ class PlannedTaskRecord(_Model):
     dataset: DatasetRecord | None = None
     selection: SelectionRecord | None = None
     content_hash: str | None = None
+    images: dict[str, str] = Field(default_factory=dict)
 
 
 class PlanOptionsRecord(_Model):

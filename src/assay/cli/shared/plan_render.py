@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from assay.cli.shared.render import out
+from assay.orchestration.planning.containment import describe_image
 from assay.orchestration.planning.plan import Plan, PlannedTask
 from assay.reports.plan import environment_lines, variables_of, variant_settings
 
@@ -60,7 +61,8 @@ def print_plan(plan: Plan, *, show_rows: int) -> None:
         )
         model = task.agent.route_model
         console.print(f"  agent: {task.agent.type}" + (f" ({model})" if model else "")
-                      + f"; sandbox: {task.sandbox_driver}\n  {planned.limits}")  # fmt: skip
+                      + f"; sandbox: {task.sandbox_driver}{_image_text(planned)}\n"
+                      f"  {planned.limits}", markup=False)  # fmt: skip
         gates = [f"{c.type}.{m}{' 95% lower bound' if low else ''} ≥ {v:g}"
                  for c in task.success_criteria
                  for low, found in ((False, c.suite_thresholds), (True, c.suite_lower_bounds))
@@ -110,3 +112,9 @@ def _judge_label(asset: Any) -> str:
     """``truthful@2 (sha256 c5a7c7e341fc), calibrated``."""
     calibrated = ", calibrated" if asset.calibration is not None else ""
     return f"{asset.label}{calibrated}"
+
+
+def _image_text(planned: PlannedTask) -> str:
+    """`` in IMAGE (ENGINE, ID)``: what a docker task's rows run in (its first variant's)."""
+    identity = next(iter(planned.images.values()), None)
+    return "" if identity is None else f" in {describe_image(identity)}"

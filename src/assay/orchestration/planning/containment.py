@@ -467,6 +467,30 @@ def engine_of(task: TaskDefinition) -> str | None:
     return task.sandbox.docker.engine if task.sandbox.docker is not None else None
 
 
+def image_identity(task: TaskDefinition, base_dir: Path) -> str | None:
+    """What a ``docker`` task's rows run in, as ``ENGINE IMAGE ID`` (the engine's kind, the
+    image's name or ``assay-task:<hash>`` tag, and its content id): a resumed run or a
+    regrade compares it with the one the run started with. ``None`` for another driver, or
+    when the engine does not answer (the run's own checks say so).
+    """
+    if task.sandbox_driver != "docker":
+        return None
+    try:
+        engine = find_engine(engine_of(task))
+        image = task_image(engine, task, base_dir)
+        found = engine.run("image", "inspect", "--format", "{{.Id}}", image, timeout=30)
+    except (UsageError, SandboxError, OSError, subprocess.TimeoutExpired):
+        return None
+    return f"{engine.kind} {image} {found.stdout.strip() or '?'}"
+
+
+def describe_image(identity: str) -> str:
+    """``IMAGE (ENGINE, ID)`` of an :func:`image_identity`, its id cut to 12 hex digits."""
+    engine, _, rest = identity.partition(" ")
+    image, _, content = rest.partition(" ")
+    return f"{image} ({engine}, {content.removeprefix('sha256:')[:12]})"
+
+
 def task_image(engine: Engine, task: TaskDefinition, base_dir: Path) -> str:
     """The image a ``docker`` task's rows run in: built from ``dockerfile_path`` (relative
     to ``base_dir``) when it is set, else ``image``, which the engine must hold.

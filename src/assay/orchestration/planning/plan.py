@@ -38,6 +38,7 @@ from assay.orchestration.planning.containment import (
     EngineAnswers,
     check_containment,
     containment_warnings,
+    image_identity,
     limits_line,
 )
 from assay.orchestration.planning.expand import (
@@ -124,6 +125,9 @@ class PlannedTask:
     limits: str = ""
     """The task's ``sandbox.limits`` as its driver (and a ``docker`` task's engine) enforces
     them, for ``assay plan`` (:func:`~assay.orchestration.planning.containment.limits_line`)."""
+    images: dict[str, str] = field(default_factory=dict)
+    """Each ``docker`` variant's image (:func:`~assay.orchestration.planning.containment.
+    image_identity`), recorded in ``plan.json`` so a resume runs in the same one."""
 
     @property
     def loaded(self) -> LoadedTask:
@@ -507,7 +511,9 @@ def _plan_task(written: LoadedTask, context: _TaskContext) -> PlannedTask:
     engines = context.engines
     plan.warnings.extend(containment_warnings(loaded.display, [v.definition for v in variants],
                                               engines=engines))  # fmt: skip
-    return PlannedTask(expansion, request, variants,
+    images = {v.variant_id: found for v in variants
+              if (found := image_identity(v.definition, loaded.base_dir)) is not None}  # fmt: skip
+    return PlannedTask(expansion, request, variants, images=images,
                        limits=limits_line(loaded.definition, engines=engines))  # fmt: skip
 
 

@@ -85,6 +85,7 @@ def plan_record(
                 task_id=task_id,
                 file=str((file or planned.loaded.path).resolve()),
                 content_hash=task_hash(planned.loaded.definition),
+                images=dict(planned.images),
                 base_dir=str(planned.loaded.base_dir) if file else None,
                 dataset=selection.dataset if selection else None,
                 selection=selection.selection if selection else None,
