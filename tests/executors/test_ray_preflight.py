@@ -56,12 +56,18 @@ def test_ray_flags_without_the_ray_executor_are_refused(tmp_path: Path) -> None:
 @pytest.mark.ray
 def test_an_unreachable_address_is_refused_at_once(tmp_path: Path) -> None:
     write(tmp_path / "task.yaml", TASK)
+    before = _assay("run", "task.yaml", cwd=tmp_path)
+    assert before.returncode in (0, 1), before.stderr
+    (earlier,) = [p.name for p in (tmp_path / "runs").iterdir() if p.name != "latest"]
     done = _assay("run", "task.yaml", "--executor", "ray", "--ray-address", "127.0.0.1:9",
                   cwd=tmp_path)  # fmt: skip
     assert done.returncode == 2
     assert "cannot reach the Ray cluster at 127.0.0.1:9 (127.0.0.1:9): Connection refused" in (
         done.stderr
     )
+    # nothing ran: no folder without run.json is left, and latest names the run before
+    assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == [earlier, "latest"]
+    assert os.readlink(tmp_path / "runs" / "latest") == earlier
     assert "start its head node (`ray start --head`)" in done.stderr
     done = _assay("run", "task.yaml", "--executor", "ray", "--ray-address", "ray://h:10001",
                   cwd=tmp_path)  # fmt: skip

@@ -11,6 +11,7 @@ Layout (docs/cli.md, "The run directory")::
 from __future__ import annotations
 
 import os
+import shutil
 from datetime import datetime
 from pathlib import Path
 
@@ -44,6 +45,26 @@ def point_latest(root: Path, run_dir: Path) -> None:
         os.replace(tmp, link)
     except OSError:
         tmp.unlink(missing_ok=True)
+
+
+def latest_target(root: Path) -> str | None:
+    """The name ``root/latest`` points at, or ``None`` (no link)."""
+    try:
+        return os.readlink(root / LATEST)
+    except OSError:
+        return None
+
+
+def withdraw_run_dir(run_dir: Path, *, previous: str | None) -> None:
+    """Remove a run directory nothing ran in, and point ``latest`` back at ``previous``
+    (``None``: no link), unless another run has taken ``latest`` since."""
+    root = run_dir.parent
+    if latest_target(root) == run_dir.name:
+        if previous is None:
+            (root / LATEST).unlink(missing_ok=True)
+        else:
+            point_latest(root, root / previous)
+    shutil.rmtree(run_dir, ignore_errors=True)
 
 
 def replicate_dir_name(replicate: int) -> str:

@@ -20,7 +20,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TextIO
 
-from assay.errors import UsageError
+from assay.errors import AssayError, UsageError
 from assay.orchestration.planning.datacheck import same_data
 from assay.orchestration.planning.plan import Plan, PlanOptions, WorkItem, build_plan
 from assay.orchestration.planning.resume_check import (
@@ -44,7 +44,13 @@ from assay.orchestration.running.record import (
     write_selection,
 )
 from assay.orchestration.running.rowfiles import unwritten
-from assay.orchestration.running.rundir import create_run_dir, item_dir, point_latest
+from assay.orchestration.running.rundir import (
+    create_run_dir,
+    item_dir,
+    latest_target,
+    point_latest,
+    withdraw_run_dir,
+)
 from assay.orchestration.running.runfiles import finished_mask, kept_results
 from assay.orchestration.running.runlock import RunLock, lock_run_dir
 from assay.orchestration.running.runner import RunOptions
@@ -149,12 +155,18 @@ class RunSession:
     prices: PriceTable
     unwritten: list[EvaluationResult] = field(default_factory=list)
     lock: RunLock | None = None
+    previous_latest: str | None = None
+    """What ``latest`` named before this new run took it (``None`` for a resumed run, or
+    no earlier run): given back when the run fails before any row ran."""
+    fresh: bool = False
+    rows_done: int = 0
 
     @classmethod
     def start(cls, plan: Plan, options: PlanOptions, request: RunRequest) -> RunSession:
         """A new run of ``plan``: its directory (``runs_root/latest`` pointing at it) and
         ``plan.json``."""
         started = datetime.now()
+        previous = latest_target(request.runs_root)
         run_dir = create_run_dir(request.runs_root, now=started)
         lock = lock_run_dir(run_dir, command=request.command, on_warning=request.on_warning)
         saved = save_built_tasks(run_dir, plan)
@@ -164,7 +176,7 @@ class RunSession:
         write_plan(run_dir, record, redactor=plan.redactor)
         items = plan.work_items()
         return cls(plan, record, run_dir, request, started, items, bytearray(len(items)),
-                   options.prices, lock=lock)  # fmt: skip
+                   options.prices, lock=lock, previous_latest=previous, fresh=True)  # fmt: skip
 
     @classmethod
     def resume(
@@ -263,8 +275,12 @@ class RunSession:
         ):
             try:
                 finished, interrupted = await self._run_rows()
-            except BaseException:
+            except BaseException as exc:
                 self.release()  # no reports follow: the folder is free again
+                if self.fresh and not self.rows_done and isinstance(exc, AssayError):
+                    # refused before any row ran (a Ray cluster that does not answer, a
+                    # model that cannot start): no folder without run.json is left behind
+                    withdraw_run_dir(self.run_dir, previous=self.previous_latest)
                 raise
         return self.finish(finished, interrupted=interrupted)
 
@@ -290,6 +306,7 @@ class RunSession:
         def done(result: EvaluationResult) -> None:  # its files are written: nothing kept
             nonlocal finished
             finished += 1
+            self.rows_done += 1
             if result.error_message and unwritten(result, self._directory(result)):
                 self.unwritten.append(result)
             progress.advance(result)
