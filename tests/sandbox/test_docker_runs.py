@@ -378,6 +378,49 @@ def test_the_containers_of_a_killed_run_go_when_the_next_run_starts(
         engine.run("rm", "-f", other)
 
 
+@pytest.mark.parametrize(
+    ("mounts", "message"),
+    [
+        ("['data:/etc']", "extra_mounts[0]: /etc is the container's own (its system or its /tmp)"),
+        ("['data:/tmp/']", "extra_mounts[0]: /tmp is the container's own"),
+        ("['data:/d', 'data:/d:rw']", "extra_mounts[1]: /d is the target of extra_mounts[0] too"),
+    ],
+)
+def test_an_extra_mount_onto_the_containers_own_folders_is_refused_at_plan(
+    tmp_path: Path, docker_image: tuple[Engine, str], mounts: str, message: str
+) -> None:
+    _, image = docker_image
+    (tmp_path / "data").mkdir()
+    write(tmp_path / "t.yaml", "task_id: m\ndescription: d\ninitial_prompt: p\n"
+          "agent: {type: command, command: 'true'}\n"
+          f"sandbox: {{driver: docker, docker: {{image: '{image}', extra_mounts: {mounts}}}}}\n"
+          "success_criteria: [{type: response_match, expected: x, description: d}]\n")  # fmt: skip
+    refused = run_assay("plan", "t.yaml", cwd=tmp_path, env=env())
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert f"t.yaml:5: sandbox.docker.{message}" in refused.stderr
+
+
+def test_podman_taking_over_from_a_silent_docker_is_said(
+    tmp_path: Path, podman_image: tuple[Engine, str]
+) -> None:
+    _, image = podman_image
+    write(tmp_path / "t.yaml", "task_id: m\ndescription: d\ninitial_prompt: p\n"
+          "agent: {type: command, command: 'true'}\n"
+          f"sandbox: {{driver: docker, docker: {{image: '{image}'}}}}\n"
+          "success_criteria: [{type: response_match, expected: x, description: d}]\n")  # fmt: skip
+    silent = {**env(), "DOCKER_HOST": f"unix://{tmp_path}/no-daemon.sock"}
+    planned = run_assay("plan", "t.yaml", cwd=tmp_path, env=silent)
+    assert planned.returncode == 0, planned.stdout + planned.stderr
+    assert (
+        "sandbox.docker.engine is not set and docker does not answer here, so the rows "
+        "run on podman" in planned.stderr
+    )
+    assert "in " + image.removeprefix("localhost/") in planned.stdout.replace("localhost/", "")
+    named = run_assay("plan", "t.yaml", "-D", "sandbox.docker.engine=podman", cwd=tmp_path,
+                      env=silent)  # fmt: skip
+    assert named.returncode == 0 and "does not answer" not in named.stderr, named.stderr
+
+
 def launcher_config(argv: list[str]) -> dict[str, Any]:
     """The config a docker row's program is launched with (the launcher's first argument)."""
     from assay.sandbox.docker import LAUNCHER

@@ -14,6 +14,7 @@ warning: its rows are not contained.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterable
@@ -297,6 +298,7 @@ def check_docker(
             except UsageError as exc:
                 raise _located(loaded, exc.message, exc.hint) from None
         _check_mounts(loaded, task)
+        _note_engine_choice(engines[wanted], wanted, looked.warnings)
         try:
             task_image(engines[wanted], task, loaded.base_dir)
         except SandboxError as exc:
@@ -310,6 +312,18 @@ def check_docker(
                 if problem is not None:
                     raise _located(loaded, problem, READABLE_HINT)
     return looked.warnings
+
+
+def _note_engine_choice(engine: Engine, wanted: str | None, warnings: list[str]) -> None:
+    """A warning (once) when no engine was named and Podman runs the rows because Docker,
+    installed, does not answer: its images are not Docker's."""
+    if wanted is not None or engine.kind == "docker" or shutil.which("docker") is None:
+        return
+    note = ("sandbox.docker.engine is not set and docker does not answer here, so the rows run "
+            "on podman (its own images and limits); set sandbox.docker.engine: podman to say "
+            "so, or start docker's daemon")  # fmt: skip
+    if note not in warnings:
+        warnings.append(note)
 
 
 @dataclass
@@ -447,18 +461,52 @@ def _podman_bridge_problem(engine: Engine, image: str) -> str | None:
     return lines[-1] if lines else f"podman run exited with code {done.returncode}"
 
 
+SYSTEM_TARGETS = frozenset(
+    {
+        "/",
+        "/bin",
+        "/dev",
+        "/etc",
+        "/lib",
+        "/lib64",
+        "/proc",
+        "/sbin",
+        "/sys",
+        "/tmp",
+        "/usr",
+        "/var",
+        "/var/tmp",
+    }
+)
+"""Container folders an ``extra_mounts`` entry may not replace whole: the image's system (a
+row could not start without it) and the container's own ``/tmp`` and ``/var/tmp``."""
+
+
 def _check_mounts(loaded: LoadedTask, task: TaskDefinition) -> None:
     """Each ``extra_mounts`` host path exists (the engine would make a missing one, empty
-    and owned by root)."""
+    and owned by root), and each target is a folder of its own: not a system folder the
+    container needs, not one another entry takes (the engine refuses both at run, as the
+    agent's error)."""
     docker = task.sandbox.docker
+    targets: dict[str, int] = {}
     for index, text in enumerate(docker.extra_mounts if docker is not None else []):
         mount = parse_mount(text, loaded.base_dir)
+        target = os.path.normpath(mount.target)
+        problem, hint = None, "create it, or fix the path (relative to the task file)"
         if not mount.source.exists():
+            problem = f"{mount.source} does not exist"
+        elif target in SYSTEM_TARGETS:
+            problem = f"{target} is the container's own (its system or its /tmp)"
+            hint = "mount it under a folder of its own, e.g. /data"
+        elif target in targets:
+            problem = f"{target} is the target of extra_mounts[{targets[target]}] too"
+            hint = "give each entry a target of its own"
+        targets.setdefault(target, index)
+        if problem is not None:
             raise TaskFileError(
-                f"{mount.source} does not exist", file=loaded.display,
-                field=f"sandbox.docker.extra_mounts[{index}]",
+                problem, file=loaded.display, field=f"sandbox.docker.extra_mounts[{index}]",
                 line=loaded.document.line_of(("sandbox", "docker", "extra_mounts", index)),
-                hint="create it, or fix the path (relative to the task file)",
+                hint=hint,
             )  # fmt: skip
 
 
