@@ -378,6 +378,15 @@ def test_the_containers_of_a_killed_run_go_when_the_next_run_starts(
         engine.run("rm", "-f", other)
 
 
+def _plain_task(docker: str) -> str:
+    """A one-row task of a command agent on the docker driver, ``docker`` its block's fields."""
+    return ("task_id: m\ndescription: d\ninitial_prompt: p\n"
+            "agent: {type: command, command: 'true'}\n"
+            f"sandbox: {{driver: docker, docker: {{{docker}}}}}\n"
+            "success_criteria: [{type: response_match, expected: x, description: d}]\n"
+            )  # fmt: skip
+
+
 @pytest.mark.parametrize(
     ("mounts", "message"),
     [
@@ -391,10 +400,7 @@ def test_an_extra_mount_onto_the_containers_own_folders_is_refused_at_plan(
 ) -> None:
     _, image = docker_image
     (tmp_path / "data").mkdir()
-    write(tmp_path / "t.yaml", "task_id: m\ndescription: d\ninitial_prompt: p\n"
-          "agent: {type: command, command: 'true'}\n"
-          f"sandbox: {{driver: docker, docker: {{image: '{image}', extra_mounts: {mounts}}}}}\n"
-          "success_criteria: [{type: response_match, expected: x, description: d}]\n")  # fmt: skip
+    write(tmp_path / "t.yaml", _plain_task(f"image: '{image}', extra_mounts: {mounts}"))
     refused = run_assay("plan", "t.yaml", cwd=tmp_path, env=env())
     assert refused.returncode == 2, refused.stdout + refused.stderr
     assert f"t.yaml:5: sandbox.docker.{message}" in refused.stderr
@@ -404,10 +410,7 @@ def test_podman_taking_over_from_a_silent_docker_is_said(
     tmp_path: Path, podman_image: tuple[Engine, str]
 ) -> None:
     _, image = podman_image
-    write(tmp_path / "t.yaml", "task_id: m\ndescription: d\ninitial_prompt: p\n"
-          "agent: {type: command, command: 'true'}\n"
-          f"sandbox: {{driver: docker, docker: {{image: '{image}'}}}}\n"
-          "success_criteria: [{type: response_match, expected: x, description: d}]\n")  # fmt: skip
+    write(tmp_path / "t.yaml", _plain_task(f"image: '{image}'"))
     silent = {**env(), "DOCKER_HOST": f"unix://{tmp_path}/no-daemon.sock"}
     planned = run_assay("plan", "t.yaml", cwd=tmp_path, env=silent)
     assert planned.returncode == 0, planned.stdout + planned.stderr
