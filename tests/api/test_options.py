@@ -181,3 +181,7 @@ def test_tags_and_row_ids_are_taken_in_the_forms_a_notebook_has(sentiment: Path)
         assay.plan(SENTIMENT, rows={"sentiment-classification": ["r9"]})
     with pytest.raises(UsageError, match=r"cache_expiry must be a positive duration, got -1"):
         assay.run(SENTIMENT, cache_expiry=-1)
+
+
+def test_a_plan_shows_itself_in_one_line(sentiment: Path) -> None:
+    assert repr(assay.plan(SENTIMENT, repeats=2)) == "Plan(1 task, 6 work items, 1 variant)"

@@ -423,8 +423,9 @@ def test_a_coder_eval_field_set_by_a_variant_or_d_is_refused(tmp_path: Path) -> 
           "commands_efficiency, file_check, file_contains, file_exists, file_matches_regex, "
           "import_check, json_check, llm_judge, pylint_score, pytest, qa, "
           "reference_comparison, response_match, run_command, skill_triggered, "
-          "system_one_judge, tool_called, uipath_eval; --skip-unsupported runs the rest of the "
-          "file without it"]),
+          "system_one_judge, tool_called, uipath_eval; a criterion of your own: give its class "
+          "(criteria=[MyCriterion] to assay.run, plan or resume) or install its plugin; "
+          "--skip-unsupported runs the rest of the file without it"]),
         ("agent: {type: llm, model: mock/echo}\nsuccess_criteria:\n  - {type: respnse_match}",
          ["error: t.yaml:6: success_criteria[0].type: unknown criterion type 'respnse_match'",
           "  hint: did you mean 'response_match'?"]),

@@ -76,8 +76,10 @@ def test_a_criterion_type_assay_does_not_have_names_skip_unsupported(tmp_path: P
     error = error_of(tmp_path, MINIMAL.replace("response_match", "quantum_grade"))
     assert error.message == "unknown criterion type 'quantum_grade'"
     assert error.hint is not None and error.hint.startswith("one of: agent_judge, ")
-    assert error.hint.endswith(", uipath_eval; --skip-unsupported runs the rest of the file "
-                               "without it")  # fmt: skip
+    assert error.hint.endswith(", uipath_eval; a criterion of your own: give its class "
+                               "(criteria=[MyCriterion] to assay.run, plan or resume) or install "
+                               "its plugin; --skip-unsupported runs the rest of the file without "
+                               "it")  # fmt: skip
 
 
 def test_coder_eval_agent_not_implemented_points_to_command(tmp_path: Path) -> None:

@@ -139,7 +139,11 @@ class CriterionRegistry(Registry[type[Criterion]]):
         """The task file's criterion: a discriminated union of the registered classes on
         ``type``; an unknown type's hint names ``--skip-unsupported``."""
         members = tuple(self._classes.values())
-        unknown = "--skip-unsupported runs the rest of the file without it"
+        unknown = (
+            "a criterion of your own: give its class (criteria=[MyCriterion] to "
+            "assay.run, plan or resume) or install its plugin; --skip-unsupported runs "
+            "the rest of the file without it"
+        )
         return Annotated[Union[members],  # noqa: UP007 - a runtime tuple of classes
                          Field(discriminator="type"),
                          UnionInfo(noun="criterion", unknown=unknown)]  # fmt: skip

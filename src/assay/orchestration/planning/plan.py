@@ -179,6 +179,16 @@ class Plan:
     criteria: CriterionRegistry = field(default_factory=default_criteria)
     """The criterion types of the run: they grade its rows and roll up its suites."""
 
+    def __repr__(self) -> str:
+        """``Plan(2 tasks, 12 work items, 1 variant, 1 warning)``: short enough for a notebook
+        (the tasks' definitions are in ``.tasks``)."""
+        counts = [(len(self.tasks), "task"), (self.work_item_count(), "work item"),
+                  (len(self.variants), "variant"), (len(self.warnings), "warning"),
+                  (len(self.skipped), "skipped task file")]  # fmt: skip
+        shown = [f"{n} {what}{'' if n == 1 else 's'}" for n, what in counts
+                 if n or what in ("task", "work item")]  # fmt: skip
+        return f"Plan({', '.join(shown)})"
+
     def work_items(self) -> WorkItems:
         """Every ``row-task × variant × replicate``, in variant, task, row, replicate order
         (made when read: see :class:`WorkItems`)."""
