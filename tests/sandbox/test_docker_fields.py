@@ -164,10 +164,17 @@ def test_build_args_and_extra_args_make_the_image_and_buildkit_is_set(
         assert done.returncode == 0, done.stdout + done.stderr
         return next((tmp_path / "runs" / "latest").resolve().rglob("response.txt")).read_text()
 
-    def tags() -> set[str]:
-        listed = engine.run("images", "--format", "{{.Repository}}:{{.Tag}}").stdout.split()
+    def tags() -> set[str]:  # this test's own (other tests build images at the same time)
+        listed = engine.run("images", "--filter", "label=team.mark=yes", "--format",
+                            "{{.Repository}}:{{.Tag}}").stdout.split()  # fmt: skip
         return {t for t in listed if t.startswith("assay-task:")}
 
+    start = tags()
+    done = run_assay("plan", "t.yaml", cwd=tmp_path, env=env())  # TEAM_MARK not set here
+    assert (
+        "sandbox.docker.build.args.MARK: $TEAM_MARK is not set here, so the build gets "
+        "'${TEAM_MARK}-1' as written" in done.stderr
+    ), done.stderr
     before = tags()
     assert run("blue") == "built with blue-1\n"
     first = tags() - before
@@ -177,7 +184,7 @@ def test_build_args_and_extra_args_make_the_image_and_buildkit_is_set(
     assert run("green") == "built with green-1\n"  # another argument: another image
     made = tags() - before
     assert len(made) == 2
-    engine.run("rmi", *made)
+    engine.run("rmi", *made, *(before - start))
 
     # buildkit: true sets DOCKER_BUILDKIT=1 for the build: it needs buildx, then
     write(tmp_path / "t.yaml", task_text(agent=agent, sandbox=sandbox.replace(

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from assay.agents.coding import CliAgent
+from assay.agents.coding_models import UNSET_VARIABLE
 from assay.agents.registry import AgentRegistry
 from assay.errors import SandboxError, TaskFileError, UsageError
 from assay.orchestration.loading.task_loader import LoadedTask
@@ -299,6 +300,7 @@ def check_docker(
                 raise _located(loaded, exc.message, exc.hint) from None
         _check_mounts(loaded, task)
         _note_engine_choice(engines[wanted], wanted, looked.warnings)
+        _note_unset_args(loaded, task, looked.warnings)
         try:
             task_image(engines[wanted], task, loaded.base_dir)
         except SandboxError as exc:
@@ -312,6 +314,24 @@ def check_docker(
                 if problem is not None:
                     raise _located(loaded, problem, READABLE_HINT)
     return looked.warnings
+
+
+def _note_unset_args(loaded: LoadedTask, task: TaskDefinition, warnings: list[str]) -> None:
+    """A warning for each ``build.args`` value naming a ``$VAR`` that is not set here: the
+    build would get it as written."""
+    docker = task.sandbox.docker
+    if docker is None or not docker.dockerfile_path:
+        return
+    for name, value in docker.build.args.items():
+        unset = UNSET_VARIABLE.search(os.path.expandvars(value))
+        if unset is None:
+            continue
+        loc = ("sandbox", "docker", "build", "args", name)
+        note = (f"{loaded.display}:{loaded.document.line_of(loc) or '?'}: sandbox.docker.build."
+                f"args.{name}: ${unset.group(1)} is not set here, so the build gets "
+                f"{value!r} as written; set it, or write the value")  # fmt: skip
+        if note not in warnings:
+            warnings.append(note)
 
 
 def _note_engine_choice(engine: Engine, wanted: str | None, warnings: list[str]) -> None:
