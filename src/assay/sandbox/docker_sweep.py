@@ -11,12 +11,18 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from assay.sandbox.cgroups import pid_namespace, process_alive
 
-if TYPE_CHECKING:
-    from assay.sandbox.docker import Engine
+
+class Engine(Protocol):
+    """What a sweep asks of a container engine (:class:`assay.sandbox.docker.Engine`)."""
+
+    def run(self, *args: str, timeout: float = ...) -> subprocess.CompletedProcess[str]:
+        """``ENGINE args…``, its output captured."""
+        ...
+
 
 OWNER_LABEL = "assay.owner"
 ROW_LABEL = "assay.row=1"
