@@ -140,7 +140,7 @@ def test_every_field_is_a_keyword_of_its_verbs_with_the_same_default() -> None:
         ({"jobs": True}, r"option jobs takes an int, not bool True"),
         ({"execution": assay.Execution(jobs=2.5)}, r"option jobs takes an int, not float 2\.5"),
         ({"sample": "3"}, r"option sample takes an int or None, not str '3'"),
-        ({"timeout": "30"}, r"option timeout takes a number of seconds or None, not str"),
+        ({"timeout": "30"}, r"option timeout takes a finite number of seconds or None, not str"),
         ({"model_calls": assay.ModelCalls(cache_expiry=[1])}, r"option cache_expiry takes"),
         ({"model_calls": assay.ModelCalls(cache="no")}, r"option cache takes True or False"),
         ({"keep_sandboxes": "no"}, r"option keep_sandboxes takes True or False"),
@@ -185,3 +185,48 @@ def test_tags_and_row_ids_are_taken_in_the_forms_a_notebook_has(sentiment: Path)
 
 def test_a_plan_shows_itself_in_one_line(sentiment: Path) -> None:
     assert repr(assay.plan(SENTIMENT, repeats=2)) == "Plan(1 task, 6 work items, 1 variant)"
+
+
+def test_what_a_second_try_found_is_refused_or_counted_right(sentiment: Path) -> None:
+    task = "sentiment-classification"
+    twice = assay.run(SENTIMENT, run_dir="runs", rows={task: ["r1", "r1"]})
+    assert twice.suite(task).rows_total == 1 and twice.exit_code == 0  # each id once
+    with pytest.raises(UsageError, match=f"rows gives task '{task}' no row id"):
+        assay.plan(SENTIMENT, rows={task: []})
+    for bad in (5, [5], [("agent.timeout", 5)], {3: 1}):
+        with pytest.raises(TypeError, match="option overrides takes a dict of field path"):
+            assay.plan(SENTIMENT, overrides=bad)
+
+    class OnlyAdvance:
+        def advance(self, *args: object) -> None: ...
+
+    for progress in (OnlyAdvance(), OnlyAdvance):
+        with pytest.raises(TypeError, match=r"option progress takes True, False or a "
+                           r"Progress object .*start\(\), advance\(\), retry\(\), "
+                           r"stop\(\)"):  # fmt: skip
+            assay.run(SENTIMENT, run_dir="runs", progress=progress)
+    for name in ("timeout", "cache_expiry"):
+        with pytest.raises(TypeError, match=f"option {name} takes a finite number"):
+            assay.run(SENTIMENT, run_dir="runs", **{name: float("nan")})
+    with pytest.raises(TypeError, match=r"resume\(\) takes the run folder as a path"):
+        assay.resume(None)  # type: ignore[arg-type]
+    for call in (lambda: twice.row(task, row_id="r1", replicate="1"),
+                 lambda: twice.row(task, row_id=1),
+                 lambda: twice.row(None, row_id="r1"),
+                 lambda: twice.row(task, row_id="r1", replicate=True)):  # fmt: skip
+        with pytest.raises(TypeError, match=r"row\(\)'s "):
+            call()
+    assert sorted(p.name for p in (sentiment / "runs").iterdir()) == sorted(
+        [twice.run_dir.name, "latest"]
+    )  # nothing refused made a folder
+
+
+def test_an_empty_or_equal_value_in_an_object_counts_as_unset(sentiment: Path) -> None:
+    np = pytest.importorskip("numpy")
+    plan = assay.plan(SENTIMENT, tags=["classification"], selection=assay.Selection(tags=[]))
+    assert len(_ids(plan)) == 3
+    assert len(_ids(assay.plan(SENTIMENT, rows={"sentiment-classification": ["r1"]},
+                               selection=assay.Selection(rows={})))) == 1  # fmt: skip
+    ran = assay.run(SENTIMENT, run_dir="runs", jobs=1, execution=assay.Execution(
+        jobs=np.int64(4), keep_sandboxes=True))  # fmt: skip
+    assert ran.exit_code == 0

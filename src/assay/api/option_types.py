@@ -11,6 +11,7 @@ numbers (row ids are text: ``1`` is ``"1"``).
 
 from __future__ import annotations
 
+import math
 import numbers
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -57,9 +58,10 @@ def _number(*, also_text: bool = False) -> Check:
     def check(value: Any) -> Any:
         if value is None or (also_text and isinstance(value, str)):
             return value
-        if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            raise ValueError("a number of seconds" + (', a duration ("7d")' if also_text
-                                                       else "") + " or None")  # fmt: skip
+        if (isinstance(value, bool) or not isinstance(value, numbers.Real)
+                or not math.isfinite(value)):  # fmt: skip
+            raise ValueError("a finite number of seconds" + (', a duration ("7d")'
+                             if also_text else "") + " or None")  # fmt: skip
         return float(value)
 
     return check
@@ -130,7 +132,7 @@ def _row_ids(value: Any) -> Any:
         many = [ids] if isinstance(ids, (str, numbers.Integral)) else ids
         if isinstance(many, (bytes, Mapping)) or not isinstance(many, Iterable):
             raise ValueError("a dict of task id to a list of row ids")
-        out[task_id] = [_row_id(i) for i in many]
+        out[task_id] = list(dict.fromkeys(_row_id(i) for i in many))  # each id once
     return out
 
 
@@ -140,10 +142,32 @@ def _row_id(value: Any) -> str:
     return str(value)
 
 
+PROGRESS_METHODS = ("start", "advance", "retry", "stop")
+"""What a caller's progress object answers (:class:`~assay.orchestration.running.progress.
+Progress`; its ``nodes()`` is asked only when it has one)."""
+
+
 def _progress(value: Any) -> Any:
-    if isinstance(value, bool) or callable(getattr(value, "advance", None)):
+    if isinstance(value, bool):
         return value
-    raise ValueError("True, False or a Progress object (assay.orchestration.running.progress)")
+    lacking = [m for m in PROGRESS_METHODS if not callable(getattr(value, m, None))]
+    if isinstance(value, type) or lacking:
+        raise ValueError(
+            "True, False or a Progress object (assay.orchestration.running."
+            "progress: " + ", ".join(f"{m}()" for m in PROGRESS_METHODS) + ")"
+        )
+    return value
+
+
+def _overrides(value: Any) -> Any:
+    if value is None:
+        return None
+    if isinstance(value, Mapping):
+        if not all(isinstance(key, str) for key in value):
+            raise ValueError('a dict of field path to value ({"agent.temperature": 0.7})')
+        return value
+    what = 'a dict of field path to value, or a list of "path=value" strings'
+    return list(_strings(value, what=what)) if not isinstance(value, str) else [value]
 
 
 def _callable(value: Any) -> Any:
@@ -200,9 +224,10 @@ CHECKS: dict[str, Check] = {
     "rows": _row_ids,
     "command": _command,
     "progress": _progress,
+    "overrides": _overrides,
     "on_warning": _callable,
     "criteria": _classes,
     "agents": _classes,
 }
-"""Each keyword option's check (``overrides`` and ``executor`` are checked where they are
-read, with their own messages)."""
+"""Each keyword option's check (``executor`` is checked where it is read, with its own
+message)."""

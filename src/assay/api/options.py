@@ -15,6 +15,7 @@ a group and as a flat keyword is refused, so no value silently wins.
 from __future__ import annotations
 
 import dataclasses
+import numbers
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -168,11 +169,17 @@ def _merge(
 
 
 def _unset(value: object, default: object) -> bool:
-    """Whether a field holds its default (a value of another type, such as a NumPy array
-    of tags, never does: ``==`` on it is not a yes or no)."""
+    """Whether a field holds its default: the same value (a NumPy number equal to it too),
+    or an empty list or dict for an empty or absent one; a value of another kind (a NumPy
+    array of tags, a number for a flag) never does."""
     if value is default:
         return True
+    if isinstance(value, (list, tuple, set, frozenset, Mapping)) and not value:
+        return default == () or (default is None and isinstance(value, Mapping))
+    if isinstance(value, bool) or isinstance(default, bool):
+        return type(value) is type(default) and value == default
+    numeric = isinstance(value, numbers.Number) and isinstance(default, numbers.Number)
     try:
-        return type(value) is type(default) and bool(value == default)
+        return (numeric or type(value) is type(default)) and bool(value == default)
     except (TypeError, ValueError, NotImplementedError):
         return False

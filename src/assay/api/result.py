@@ -238,6 +238,8 @@ class RunResult:
         Raises:
             UsageError: ``task_id`` is not the row's (``suite`` or ``suite/row_id``).
         """
+        _check_row_arguments(task_id, suite=suite, row_id=row_id, replicate=replicate,
+                             variant=variant)  # fmt: skip
         if row_id is not None:
             if suite is None:
                 own = task_id.endswith(f"/{row_id}")
@@ -278,3 +280,21 @@ class RunResult:
         path = self.row_file(task_id, suite=suite, row_id=row_id, replicate=replicate,
                              variant=variant)  # fmt: skip
         return load_task_json(path) if path.is_file() else None
+
+
+def _check_row_arguments(
+    task_id: object, *, suite: object, row_id: object, replicate: object, variant: object
+) -> None:
+    """:meth:`RunResult.row`'s arguments, each of its type.
+
+    Raises:
+        TypeError: naming the argument and what it takes.
+    """
+    texts = {"task_id": task_id, "variant": variant}
+    optional = {"suite": suite, "row_id": row_id}
+    for name, value in [*texts.items(), *optional.items()]:
+        if not isinstance(value, str) and not (name in optional and value is None):
+            raise TypeError(f"row()'s {name} takes a string" + (" or None" if name in optional
+                            else "") + f", not {type(value).__name__}")  # fmt: skip
+    if isinstance(replicate, bool) or not isinstance(replicate, int) or replicate < 0:
+        raise TypeError(f"row()'s replicate takes a whole number from 0, not {replicate!r}")

@@ -315,6 +315,9 @@ def _new_session(tasks: Tasks, options: RunKeywords) -> RunSession:
 
 
 def _resumed_session(run_dir: str | Path, options: ResumeKeywords) -> RunSession:
+    if not isinstance(run_dir, (str, Path)):
+        raise TypeError(f"resume() takes the run folder as a path (str or pathlib.Path), not "
+                        f"{type(run_dir).__name__}")  # fmt: skip
     prices = plan_options(prices=options.get("prices")).prices
     request = _request(Path(run_dir).parent, options, stage="run")
     request.retry_errors = options.get("retry_errors", False)

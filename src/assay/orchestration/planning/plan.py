@@ -382,13 +382,18 @@ def build_plan(
 
 
 def _check_row_tasks(plan: Plan, fixed_rows: Mapping[str, list[str]]) -> None:
-    """Every task id of ``rows={task_id: [...]}`` names a task of the plan.
+    """Every task id of ``rows={task_id: [...]}`` names a task of the plan, with a row id.
 
     Raises:
-        UsageError: an unknown task id (or one of a task left out), with the closest one.
+        UsageError: an unknown task id (or one of a task left out), with the closest one; a
+            task given no row id.
     """
     known = {t.loaded.definition.task_id for t in plan.tasks}
-    for task_id in fixed_rows:
+    for task_id, ids in fixed_rows.items():
+        if not ids:
+            raise UsageError(f"rows gives task {task_id!r} no row id: nothing of it would run",
+                             hint="name the ids of the rows to run, or leave the task out of "
+                             "rows to run all of its rows")  # fmt: skip
         if task_id not in known:
             close = did_you_mean(task_id, known)
             raise UsageError(f"rows names the task {task_id!r}, which is not among the tasks "
