@@ -254,6 +254,26 @@ def test_a_container_that_cannot_start_fails_its_rows_and_the_run_goes_on(
     assert errors and all("container did not start" in m for m in errors), errors
 
 
+@pytest.mark.parametrize("kind", ["docker", "podman"])
+def test_a_row_out_of_processes_names_the_limit(
+    tmp_path: Path, kind: str, request: pytest.FixtureRequest
+) -> None:
+    """A program whose forks the container's ``--pids-limit`` refused fails with the
+    shell's "Cannot fork": a last line names ``sandbox.limits.max_pids``."""
+    _, image = request.getfixturevalue(f"{kind}_image")
+    write(tmp_path / "t.yaml", "task_id: forks\ndescription: d\ninitial_prompt: p\n"
+          "agent: {type: command, command: 'for i in $(seq 30); do sleep 5 & done; wait'}\n"
+          f"sandbox: {{driver: docker, docker: {{engine: {kind}, image: '{image}'}}, "
+          "limits: {max_pids: 8}}\n"
+          "success_criteria: [{type: file_exists, path: x, description: d}]\n")  # fmt: skip
+    run_assay("run", "t.yaml", cwd=tmp_path, env=env())
+    (result,) = results(tmp_path).values()
+    assert (
+        "fork(s) refused: the row's processes reached sandbox.limits.max_pids (8)"
+        in (result["agent"]["stderr_tail"])
+    ), result["agent"]
+
+
 def test_a_row_killed_for_memory_names_the_limit(
     tmp_path: Path, docker_image: tuple[Engine, str]
 ) -> None:

@@ -563,7 +563,7 @@ class DockerJail:
             "user": f"{self.owner[0]}:{self.owner[1]}",
             "cwd": os.path.abspath(cwd or self.root), "copy": [],
             "back": [], "marker": f"ASSAY_EXEC={secrets.token_hex(8)}",
-            "memory_mb": self.memory_mb,
+            "memory_mb": self.memory_mb, "max_pids": self.limits.get("RLIMIT_NPROC"),
         }  # fmt: skip
 
     def _launcher(

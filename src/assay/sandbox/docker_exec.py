@@ -21,6 +21,9 @@ object:
   folder are refused: tarfile's ``data`` filter);
 - ``remove``: ``true`` for a coding agent's container of its own: removed (in the
   background) when the program ends or this launcher is killed;
+- ``max_pids``: the row's ``--pids-limit``, or ``null``: a program that fails while the
+  container's pids cgroup refused forks since the last look gets a last line on stderr
+  naming ``sandbox.limits.max_pids``;
 - ``memory_mb``: the row's memory limit, or ``null``: a program killed (``137``) while the
   container's memory cgroup counts an OOM kill gets a last line on stderr naming
   ``sandbox.limits.max_memory_mb``;
@@ -81,6 +84,8 @@ def main(argv: list[str]) -> int:
     killed = code == KILLED and config.get("memory_mb") and oom_kills(config) > 0
     os.close(done)
     os.waitpid(watcher, 0)  # what the program left running has ended
+    # read once the leftovers are gone: at the limit, not even `cat` could start
+    forks = refused_forks(config) if code not in (0, KILLED) and config.get("max_pids") else 0
     if why:
         sys.stderr.write(why)  # its first program failed only after the start was checked
         return START_FAILED
@@ -91,26 +96,46 @@ def main(argv: list[str]) -> int:
             f"assay: killed for memory: the row's processes passed "
             f"sandbox.limits.max_memory_mb ({config['memory_mb']} MiB)\n"
         )
+    if forks:
+        sys.stderr.write(
+            f"assay: {forks} fork(s) refused: the row's processes reached "
+            f"sandbox.limits.max_pids ({config['max_pids']})\n"
+        )
     return code
 
 
 def oom_kills(config: dict[str, object]) -> int:
     """How many processes the kernel killed for memory in the row's container (its memory
     cgroup's ``oom_kill`` count, cgroup v1 or v2); 0 when it cannot be read."""
-    read = [
-        str(config["engine"]),
-        "exec",
-        "-u",
-        "0",
-        str(config["container"]),
-        "cat",
-        "/sys/fs/cgroup/memory.events",
-        "/sys/fs/cgroup/memory/memory.oom_control",
-    ]
+    return cgroup_count(config, "oom_kill", "/sys/fs/cgroup/memory.events",
+                        "/sys/fs/cgroup/memory/memory.oom_control")  # fmt: skip
+
+
+def refused_forks(config: dict[str, object]) -> int:
+    """How many forks the row's container refused at its ``--pids-limit`` since the last
+    look (its pids cgroup's ``max`` count, cgroup v1 or v2, kept in the row's state folder
+    between programs); 0 when it cannot be read."""
+    total = cgroup_count(config, "max", "/sys/fs/cgroup/pids.events",
+                         "/sys/fs/cgroup/pids/pids.events")  # fmt: skip
+    seen_file = os.path.join(os.path.dirname(str(config["lock"])), "pids-max-seen")
+    try:
+        with open(seen_file) as handle:
+            seen = int(handle.read().strip() or 0)
+    except (OSError, ValueError):
+        seen = 0
+    with contextlib.suppress(OSError), open(seen_file, "w") as handle:
+        handle.write(str(total))
+    return max(0, total - seen)
+
+
+def cgroup_count(config: dict[str, object], key: str, *files: str) -> int:
+    """The ``key N`` count of the first of ``files`` (cgroup v2's, then v1's) the row's
+    container shows; 0 when none can be read."""
+    read = [str(config["engine"]), "exec", "-u", "0", str(config["container"]), "cat", *files]
     done = subprocess.run(read, capture_output=True, text=True, check=False)
     for line in done.stdout.splitlines():
         name, _, value = line.partition(" ")
-        if name == "oom_kill" and value.strip().isdigit():
+        if name == key and value.strip().isdigit():
             return int(value)
     return 0
 
