@@ -237,6 +237,7 @@ class RunResult:
 
         Raises:
             UsageError: ``task_id`` is not the row's (``suite`` or ``suite/row_id``).
+            TypeError: an argument of another type (naming it).
         """
         _check_row_arguments(task_id, suite=suite, row_id=row_id, replicate=replicate,
                              variant=variant)  # fmt: skip
@@ -276,6 +277,7 @@ class RunResult:
         Raises:
             UsageError: the ``task.json`` is there but not valid, or ``task_id`` is not the
                 row's.
+            TypeError: an argument of another type (naming it).
         """
         path = self.row_file(task_id, suite=suite, row_id=row_id, replicate=replicate,
                              variant=variant)  # fmt: skip

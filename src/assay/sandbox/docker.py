@@ -627,14 +627,11 @@ class DockerJail:
         if self.policy.engine.kind == "podman" and not self.policy.as_root:
             args += ["--userns", "keep-id"]  # rootless: the user's uid is the same inside
         args += Mount(self.root, str(self.root), writable=True).flag()
-        empty = self.state / "empty"  # bound over a hidden folder (as Podman orders binds)
-        for mount in shown:
-            if self._private(mount.source):  # a mount of (or inside) a private folder: empty
-                covered = empty if mount.source.is_dir() else Path("/dev/null")
-                mount = Mount(covered, mount.target)
-            args += mount.flag()
+        for mount in shown:  # one of (or inside) a private folder is mounted empty
+            args += (self._cover(mount.source, mount.target) if self._private(mount.source)
+                     else mount.flag())  # fmt: skip
         for path, where in self._hidden(shown):
-            args += ["-v", f"{empty if path.is_dir() else '/dev/null'}:{where}:ro"]
+            args += self._cover(path, where)
         return [*args, "--entrypoint", "sleep", self.image, "infinity"]  # image: second last
 
     def _init_args(self) -> list[str]:
@@ -661,6 +658,11 @@ class DockerJail:
         if self.cpus is not None:
             args += ["--cpus", f"{self.cpus:g}"]
         return args
+
+    def _cover(self, path: Path, target: str) -> list[str]:
+        """The ``-v`` that shows ``target`` empty: an empty folder for a folder, ``/dev/null``
+        for a file (bound after what it covers, as Podman orders binds)."""
+        return Mount(self.state / "empty" if path.is_dir() else Path("/dev/null"), target).flag()
 
     def _private(self, source: Path) -> bool:
         """Whether a mount of ``source`` would show a private path whole: it is one, or

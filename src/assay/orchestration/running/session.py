@@ -160,6 +160,7 @@ class RunSession:
     no earlier run): given back when the run fails before any row ran."""
     fresh: bool = False
     rows_done: int = 0
+    """Rows this session finished so far (their files written)."""
 
     @classmethod
     def start(cls, plan: Plan, options: PlanOptions, request: RunRequest) -> RunSession:
@@ -301,11 +302,9 @@ class RunSession:
             on_warning=request.on_warning, limits=request.executor.limits,
             console=request.console,
         )  # fmt: skip
-        finished = 0
+        self.rows_done = 0
 
         def done(result: EvaluationResult) -> None:  # its files are written: nothing kept
-            nonlocal finished
-            finished += 1
             self.rows_done += 1
             if result.error_message and unwritten(result, self._directory(result)):
                 self.unwritten.append(result)
@@ -318,7 +317,7 @@ class RunSession:
         if stopper is not None:
             write_stopping(self.run_dir, stopper)
         self.plan.warnings.extend(execution.warnings)
-        return finished, execution.interrupted
+        return self.rows_done, execution.interrupted
 
     def _directory(self, result: EvaluationResult) -> Path:
         return item_dir(self.run_dir, variant_id=result.variant_id, task_id=result.task_id,
