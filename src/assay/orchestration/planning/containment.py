@@ -31,6 +31,7 @@ from assay.sandbox.bwrap import BridgeLink, Jail, JailPolicy, make_policy
 from assay.sandbox.cgroups import Hierarchies
 from assay.sandbox.docker import (
     PODMAN_ULIMITS,
+    SCRATCH,
     DockerJail,
     DockerPolicy,
     Engine,
@@ -90,6 +91,7 @@ class EngineAnswers:
     one plan (``assay plan`` shows it in a task's warnings and its limits line)."""
 
     answers: dict[str | None, str | None] = field(default_factory=dict)
+    images: dict[tuple[str | None, str, Path], str | None] = field(default_factory=dict)
 
     def limits_ignored(self, kind: str | None) -> str | None:
         """:meth:`~assay.sandbox.docker.Engine.limits_ignored` of the engine ``kind`` (``None``:
@@ -100,6 +102,17 @@ class EngineAnswers:
             except UsageError:
                 self.answers[kind] = None
         return self.answers[kind]
+
+    def image(self, task: TaskDefinition, base_dir: Path) -> str | None:
+        """:func:`image_identity`, once per docker block and folder in one plan (a task's
+        variants mostly share it: the engine is asked and the build context hashed once)."""
+        docker = task.sandbox.docker
+        if task.sandbox_driver != "docker" or docker is None:
+            return None
+        key = (engine_of(task), docker.model_dump_json(), base_dir)
+        if key not in self.images:
+            self.images[key] = image_identity(task, base_dir)
+        return self.images[key]
 
 
 def containment_warnings(
@@ -244,8 +257,7 @@ def _check_scratch(planned: list[tuple[LoadedTask, TaskDefinition]]) -> list[str
                            f"({folder}), which every row sees: the other rows' folders, made "
                            "there, would show", hint="set TMPDIR outside the task's folder "
                            "(the default: /tmp)")  # fmt: skip
-        docker_scratch = scratch.parts[:2] == ("/", "tmp") or scratch.parts[:3] == (
-            "/", "var", "tmp")  # fmt: skip
+        docker_scratch = f"{scratch}/".startswith(SCRATCH)  # what a container is given
         note = (f"{loaded.display}: TMPDIR ({scratch}) is outside /tmp and /var/tmp: a docker "
                 "row's programs that read a folder made there (a command agent's prompt, "
                 "pytest's report) end ERROR; set TMPDIR under /tmp")  # fmt: skip
@@ -305,7 +317,7 @@ def check_docker(
             task_image(engines[wanted], task, loaded.base_dir)
         except SandboxError as exc:
             raise _docker_located(loaded, task, str(exc)) from None
-        _check_network(engines[wanted], loaded, task)
+        _check_network(engines[wanted], loaded, task, looked)
         _check_agent_programs(engines[wanted], loaded, task, agents, looked)
         if os.geteuid() == 0:
             folders = _row_folders(task, loaded.base_dir, agents) if agents else [loaded.base_dir]
@@ -353,6 +365,7 @@ class _Looks:
 
     missing: dict[tuple[str, str, tuple[str, ...]], list[str]] = field(default_factory=dict)
     node: dict[tuple[str, str], str | None] = field(default_factory=dict)
+    bridge: dict[str, str | None] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
 
 
@@ -443,7 +456,9 @@ PACKAGES = {"python3": "python3", "node": "nodejs"}
 """The Debian package of a program an agent's container needs."""
 
 
-def _check_network(engine: Engine, loaded: LoadedTask, task: TaskDefinition) -> None:
+def _check_network(
+    engine: Engine, loaded: LoadedTask, task: TaskDefinition, looked: _Looks
+) -> None:
     """``sandbox.docker.network: bridge`` needs the engine's bridge network: Docker's
     ``bridge`` (a daemon started with ``--bridge=none`` has none); Podman's default
     network (``podman``, which ``--network bridge`` names), tried with a container of the
@@ -451,8 +466,11 @@ def _check_network(engine: Engine, loaded: LoadedTask, task: TaskDefinition) -> 
     docker = task.sandbox.docker
     if docker is None or docker.network != "bridge":
         return
-    if engine.kind == "podman":
-        why = _podman_bridge_problem(engine, task_image(engine, task, loaded.base_dir))
+    if engine.kind == "podman":  # one container tried per image and plan
+        image = task_image(engine, task, loaded.base_dir)
+        if image not in looked.bridge:
+            looked.bridge[image] = _podman_bridge_problem(engine, image)
+        why = looked.bridge[image]
     else:
         why = None if has_network(engine, "bridge") else (
             "its daemon runs without one, e.g. dockerd --bridge=none")  # fmt: skip

@@ -38,7 +38,6 @@ from assay.orchestration.planning.containment import (
     EngineAnswers,
     check_containment,
     containment_warnings,
-    image_identity,
     limits_line,
 )
 from assay.orchestration.planning.expand import (
@@ -527,7 +526,7 @@ def _plan_task(written: LoadedTask, context: _TaskContext) -> PlannedTask:
     plan.warnings.extend(containment_warnings(loaded.display, [v.definition for v in variants],
                                               engines=engines))  # fmt: skip
     images = {v.variant_id: found for v in variants
-              if (found := image_identity(v.definition, loaded.base_dir)) is not None}  # fmt: skip
+              if (found := engines.image(v.definition, loaded.base_dir)) is not None}  # fmt: skip
     return PlannedTask(expansion, request, variants, images=images,
                        limits=limits_line(loaded.definition, engines=engines))  # fmt: skip
 
