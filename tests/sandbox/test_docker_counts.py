@@ -1,0 +1,85 @@
+"""What the docker driver counts and compares without an engine: the forks a row's container
+refused since the last look (``docker_exec.refused_forks``, read through a scripted engine
+CLI), the image identity asked once per docker block in a plan, and the resume's refusal of
+another image for one variant."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+import assay
+from assay.errors import UsageError
+from assay.orchestration.planning import containment
+from assay.orchestration.planning.containment import EngineAnswers
+from assay.orchestration.planning.resume_check import check_same_images
+from assay.results.plan_record import PlannedTaskRecord
+from assay.spec.task import TaskDefinition
+from tests.helpers import write
+
+
+def _launcher() -> ModuleType:
+    """The launcher as its own module (it is run as a script, standard library only)."""
+    path = Path(containment.__file__).parents[2] / "sandbox" / "docker_exec.py"
+    spec = importlib.util.spec_from_file_location("docker_exec_under_test", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_refused_forks_count_only_those_since_the_last_look(tmp_path: Path) -> None:
+    count = tmp_path / "count"
+    engine = write(tmp_path / "engine", f"#!/bin/sh\necho max $(cat {count})\n")
+    engine.chmod(0o755)
+    config = {"engine": str(engine), "container": "c", "lock": str(tmp_path / "state" / "lock")}
+    (tmp_path / "state").mkdir()
+    launcher = _launcher()
+    seen = []
+    for total in (3, 3, 5, 5):
+        count.write_text(str(total))
+        seen.append(launcher.refused_forks(config))
+    assert seen == [3, 0, 2, 0]
+    count.write_text("nothing")  # a count it cannot read is no refusal
+    assert launcher.refused_forks(config) == 0
+
+
+def _docker_task(image: str) -> TaskDefinition:
+    return assay.task({
+        "task_id": "t", "description": "d", "initial_prompt": "p",
+        "agent": {"type": "command", "command": "true"},
+        "sandbox": {"driver": "docker", "docker": {"image": image}},
+        "success_criteria": [{"type": "response_match", "expected": "x", "description": "d"}],
+    }).definition  # fmt: skip
+
+
+def test_a_plan_asks_the_image_once_per_docker_block(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked: list[str] = []
+
+    def identity(task: TaskDefinition, base_dir: Path) -> str:
+        assert task.sandbox.docker is not None
+        asked.append(str(task.sandbox.docker.image))
+        return f"docker {task.sandbox.docker.image} sha256:{'0' * 64}"
+
+    monkeypatch.setattr(containment, "image_identity", identity)
+    engines = EngineAnswers()
+    for image in ("a:1", "a:1", "b:2", "a:1"):
+        assert engines.image(_docker_task(image), tmp_path) == f"docker {image} sha256:{'0' * 64}"
+    assert asked == ["a:1", "b:2"]
+
+
+def test_a_variant_in_another_image_is_refused_by_name() -> None:
+    started = f"docker assay-task:1111 sha256:{'a' * 64}"
+    record = PlannedTaskRecord(task_id="t", file="/x/t.yaml",
+                               images={"default": started, "big": started})  # fmt: skip
+    check_same_images({"default": started, "big": started}, record)
+    with pytest.raises(UsageError, match=r"^/x/t\.yaml: task t \(variant big\) runs in the image "
+                       r"assay-task:2222 \(podman, bbbbbbbbbbbb\) now, but the run started in "
+                       r"assay-task:1111 \(docker, aaaaaaaaaaaa\)"):  # fmt: skip
+        check_same_images({"default": started,
+                           "big": f"podman assay-task:2222 sha256:{'b' * 64}"}, record)  # fmt: skip
