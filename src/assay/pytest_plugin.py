@@ -174,8 +174,10 @@ class TaskFile(pytest.File):
                 if isinstance(item, RowTest) and item.suite_id and item.row_id:
                     rows.setdefault(item.suite_id, []).append(item.row_id)
         config = self.config
+        planned = {t.loaded.definition.task_id for t in self.plan.tasks}
+        sample = None if rows and planned <= rows.keys() else config.getoption("assay_sample")
         try:
-            result = api.run(self.path, sample=config.getoption("assay_sample"),
+            result = api.run(self.path, sample=sample,
                              model=config.getoption("assay_model"),
                              jobs=config.getoption("assay_jobs"),
                              run_dir=config.getoption("assay_run_dir"), rows=rows)  # fmt: skip

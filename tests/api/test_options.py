@@ -193,6 +193,14 @@ def test_what_a_second_try_found_is_refused_or_counted_right(sentiment: Path) ->
     assert twice.suite(task).rows_total == 1 and twice.exit_code == 0  # each id once
     with pytest.raises(UsageError, match=f"rows gives task '{task}' no row id"):
         assay.plan(SENTIMENT, rows={task: []})
+    both = assay.plan(SENTIMENT, rows={task: ["r3", "r1"]}, sample=1, split="test")
+    assert [t.row_task.row_id for t in both.work_items()] == ["r1", "r3"]  # the rows named
+    assert [w for w in both.warnings if w.startswith("rows ")] == [
+        f"rows names the rows of task '{task}': sample=1 and split='test' not applied to it "
+        "(the 2 row(s) named run)"
+    ]
+    assert not [w for w in assay.plan(SENTIMENT, rows={task: ["r1"]}).warnings
+                if w.startswith("rows ")]  # fmt: skip
     for bad in (5, [5], [("agent.timeout", 5)], {3: 1}):
         with pytest.raises(TypeError, match="option overrides takes a dict of field path"):
             assay.plan(SENTIMENT, overrides=bad)

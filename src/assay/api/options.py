@@ -36,7 +36,8 @@ class Selection:
 
     Fields: ``sample``, ``sample_per_stratum``, ``split``, ``tags``, ``exclude_tags``,
     ``include_skipped``, ``skip_unsupported``, ``repeats``, ``rows`` (``{task_id: [row
-    ids]}``), ``experiment``, ``overrides`` (``-D``), ``model``, ``stop_when_decided``.
+    ids]}``: exactly these rows; the sample and split then choose the rows of the
+    other tasks only), ``experiment``, ``overrides`` (``-D``), ``model``, ``stop_when_decided``.
     """
 
     sample: int | None = None

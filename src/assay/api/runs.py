@@ -18,7 +18,7 @@ from assay.criteria.registry import CriterionRegistry
 from assay.errors import UsageError
 from assay.orchestration.loading.task_loader import LoadedTask
 from assay.orchestration.planning.options import Overrides, plan_options
-from assay.orchestration.planning.plan import Plan, TaskSource, build_plan
+from assay.orchestration.planning.plan import Plan, PlanOptions, TaskSource, build_plan
 from assay.orchestration.running.executors import EXECUTORS, ExecutorChoice, ExecutorKind
 from assay.orchestration.running.progress import NoProgress, Progress
 from assay.orchestration.running.runner import RunOptions
@@ -233,7 +233,26 @@ def plan(tasks: Tasks = None, **options: Unpack[PlanKeywords]) -> Plan:
             field and row.
     """
     planned = plan_options(**_flat("plan", PlanKeywords, options))
-    return build_plan(_sources(tasks, planned.criteria), planned)
+    built = build_plan(_sources(tasks, planned.criteria), planned)
+    built.warnings.extend(_fixed_row_warnings(planned))
+    return built
+
+
+def _fixed_row_warnings(options: PlanOptions) -> list[str]:
+    """A warning for each task whose rows ``rows=`` names while ``sample``,
+    ``sample_per_stratum`` or ``split`` is given too: the named rows run, the selector is
+    not applied to that task (it still chooses the rows of the tasks ``rows`` leaves out)."""
+    selectors = options.selectors
+    given = [f"{name}={value!r}" for name, value in (
+        ("sample", selectors.sample), ("sample_per_stratum", selectors.sample_per_stratum),
+        ("split", selectors.split)) if value is not None]  # fmt: skip
+    if not given:
+        return []
+    return [
+        f"rows names the rows of task {task_id!r}: {' and '.join(given)} not applied to it "
+        f"(the {len(set(ids))} row(s) named run)"
+        for task_id, ids in options.fixed_rows.items()
+    ]
 
 
 def run(tasks: Tasks = None, **options: Unpack[RunKeywords]) -> RunResult:
@@ -306,6 +325,7 @@ def _new_session(tasks: Tasks, options: RunKeywords) -> RunSession:
     stage = options.get("stage", "run")
     request = _request(Path(options.get("run_dir", "runs")), options, stage=stage)
     built = build_plan(_sources(tasks, plan_opts.criteria), plan_opts)
+    built.warnings.extend(_fixed_row_warnings(plan_opts))
     warn = options.get("on_warning")
     for warning in built.warnings:
         if warn is not None:
