@@ -55,11 +55,11 @@ def test_200_mb_of_output_keeps_memory_bounded(tmp_path: Path) -> None:
 PEAK_LOGGED = """
 import asyncio, resource, sys
 from pathlib import Path
-from assay.results.io import LogFolder
+from assay.results.io import LogFolder, Writer
 from assay.results.secrets import Redactor
 from assay.sandbox.process import run_process
 
-logs = LogFolder(Path("row"), Redactor(), max_bytes=600_000_000).logs("agent")
+logs = LogFolder(Path("row"), Writer(Redactor()), max_bytes=600_000_000).logs("agent")
 result = asyncio.run(run_process(sys.argv[1], cwd=Path.cwd(), env={"PATH": "/usr/bin:/bin"},
                                  timeout=600, logs=logs))
 print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, len(result.stdout), result.dropped)
@@ -267,7 +267,7 @@ def test_a_coding_agents_long_stderr_is_written_whole(tmp_path: Path) -> None:
     """A coding agent's CLI (:func:`stream_process`): its stdout is read line by line, its
     stderr's end kept; a stderr longer than that end is written whole to the agent's log,
     redacted, a token split between two reads of the pipe included."""
-    from assay.results.io import LogFolder
+    from assay.results.io import LogFolder, Writer
     from assay.results.secrets import Redactor
     from assay.sandbox.process import STDERR_TAIL, stream_process
 
@@ -277,7 +277,7 @@ def test_a_coding_agents_long_stderr_is_written_whole(tmp_path: Path) -> None:
         "sys.stderr.write('kQ2wL0pR7mN4bV6c ' + 'f' * 200000); print('{\"done\": 1}')\n"
     )
     lines: list[str] = []
-    logs = LogFolder(tmp_path / "row", Redactor(), 1 << 30).logs("agent")
+    logs = LogFolder(tmp_path / "row", Writer(Redactor()), 1 << 30).logs("agent")
     result = asyncio.run(stream_process([sys.executable, "-c", script], cwd=tmp_path,
                                         env={"PATH": "/usr/bin:/bin"}, timeout=60,
                                         on_line=lines.append, logs=logs))  # fmt: skip
@@ -394,7 +394,7 @@ def test_a_cut_never_keeps_a_piece_of_a_secret(tmp_path: Path) -> None:
 TAIL_START = """
 import asyncio, sys
 from pathlib import Path
-from assay.results.io import OutputLogs
+from assay.results.io import OutputLogs, Writer
 from assay.results.secrets import Redactor
 from assay.sandbox.process import STDERR_TAIL, stream_process
 
@@ -406,7 +406,7 @@ body = line * (2 * STDERR_TAIL // len(line) + 3) + "x" * shift
 argv = [sys.executable, "-c", "import sys; sys.stderr.write(sys.stdin.read())"]
 done = asyncio.run(stream_process(argv, cwd=Path.cwd(), env={}, timeout=60, on_line=print,
                                   stdin=body,
-                                  logs=OutputLogs(Path.cwd(), "agent", known, 1 << 20)))
+                                  logs=OutputLogs(Path.cwd(), "agent", Writer(known), 1 << 20)))
 print(done.stderr.split()[0])
 """
 

@@ -12,6 +12,7 @@ import pytest
 
 from assay.errors import SandboxError
 from assay.orchestration.running.rowfiles import clear_attempt, write_logs
+from assay.results.io import PLAIN, Writer
 from assay.results.secrets import Redactor
 from assay.sandbox.archive import pack
 
@@ -28,7 +29,7 @@ def test_each_log_is_written_whole_and_redacted_with_the_drivers_secrets(tmp_pat
     known.add("DRIVER_TOKEN", SECRET)
     row = tmp_path / "row"
     row.mkdir()
-    write_logs(pack(node), row, redactor=known)
+    write_logs(pack(node), row, writer=Writer(known))
     text = (row / "agent.stdout.log").read_bytes()
     assert text == b"[redacted:DRIVER_TOKEN]\n" + flood + b"[redacted:DRIVER_TOKEN]"
     assert (row / "pre_run-1.stderr.log").read_bytes() == b"short\n"
@@ -46,7 +47,7 @@ def test_a_member_that_is_not_a_plain_file_of_the_folder_is_refused(
     row = tmp_path / "deep" / "row"
     row.mkdir(parents=True)
     with pytest.raises(SandboxError, match="not a log"):
-        write_logs(buffer.getvalue(), row, redactor=None)
+        write_logs(buffer.getvalue(), row, writer=PLAIN)
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["deep", "row"]
 
 
@@ -54,12 +55,12 @@ def test_a_folder_member_is_refused(tmp_path: Path) -> None:
     node = tmp_path / "node"
     (node / "sub").mkdir(parents=True)
     with pytest.raises(SandboxError, match="not a log"):
-        write_logs(pack(node), tmp_path, redactor=None)
+        write_logs(pack(node), tmp_path, writer=PLAIN)
 
 
 def test_a_damaged_archive_is_refused_naming_it(tmp_path: Path) -> None:
     with pytest.raises(SandboxError, match="cannot read the row's packed logs"):
-        write_logs(b"not a tar archive at all" * 40, tmp_path, redactor=None)
+        write_logs(b"not a tar archive at all" * 40, tmp_path, writer=PLAIN)
 
 
 def test_clear_attempt_removes_only_the_files_a_row_attempt_writes(tmp_path: Path) -> None:

@@ -33,7 +33,12 @@ def test_run_redactor_gathers_every_kind_of_secret() -> None:
         "[redacted:DEPLOY_TOKEN] plain-value-1 [redacted:CLI_SECRET] [redacted:MY_LLM] "
         "[redacted:ASSAY_STORE] /bin"
     )
-    assert redactor.names == {"DEPLOY_TOKEN", "CLI_SECRET", "MY_LLM"}
+    # a coding agent's per-row bridge keys: one pattern, known before any row runs
+    assert redactor.names == {"DEPLOY_TOKEN", "CLI_SECRET", "MY_LLM", "ASSAY_BRIDGE_KEY"}
+    key = "assay-row-" + "0123456789abcdef" * 2
+    assert redactor.redact(f"key {key}.") == "key [redacted:ASSAY_BRIDGE_KEY]."
+    plain = run_redactor(tasks[:1], environ)  # no agent that calls the bridge
+    assert "ASSAY_BRIDGE_KEY" not in plain.names and key in plain.redact(key)
 
 
 def test_results_redactor_reads_the_recorded_configurations() -> None:

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 
+from assay.results.io import Writer
 from assay.results.output import RedactingStream, redacted_output
 from assay.results.secrets import Redactor
 
@@ -24,9 +25,9 @@ def test_a_stream_kept_from_before_the_run_redacts_the_run_values() -> None:
     saved = sys.stderr
     sys.stderr = sink
     try:
-        with redacted_output(outer):
+        with redacted_output(Writer(outer)):
             kept = sys.stderr  # a progress display made before the run keeps this
-            with redacted_output(redactor_of("MY_LLM", "inner-secret-value")):
+            with redacted_output(Writer(redactor_of("MY_LLM", "inner-secret-value"))):
                 print("a outer-secret-value b inner-secret-value", file=kept)
             print("after inner-secret-value outer-secret-value", file=kept)
         assert sys.stderr is sink

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from assay.results.io import LogFolder, StreamLog
+from assay.results.io import PLAIN, LogFolder, StreamLog
 from assay.results.secrets import Redactor
 
 JWT = ("eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0."
@@ -78,7 +78,7 @@ def test_a_log_is_cut_at_its_cap_with_a_line_saying_so(tmp_path: Path) -> None:
 
 
 def test_each_program_of_a_row_gets_its_own_log_names(tmp_path: Path) -> None:
-    folder = LogFolder(tmp_path, None, 100)
+    folder = LogFolder(tmp_path, PLAIN, 100)
     names = [folder.logs(name).name for name in ["agent", None, None, "pre_run-1", "agent"]]
     assert names == ["agent", "command-1", "command-2", "pre_run-1", "agent-2"]
     assert folder.logs("x").path("stderr") == tmp_path / "x.stderr.log"

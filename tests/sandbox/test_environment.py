@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from assay.results.io import Writer
 from assay.results.secrets import Redactor
 from assay.sandbox.environment import agent_environment, environment_names
 from assay.sandbox.tempdir import Sandbox
@@ -67,7 +68,7 @@ def test_a_kept_sandbox_is_redacted_in_place_without_following_links(tmp_path: P
     (root / "bin" / "blob").write_bytes(b"\x00\xff" + key.encode() + b"\x00")
     write(root / "clean.txt", "nothing here")
     (root / "link.txt").symlink_to(outside)
-    changed = Sandbox(root).redact(redactor)
+    changed = Sandbox(root).redact(Writer(redactor))
     assert sorted(p.name for p in changed) == ["blob", "out.txt"]
     assert (root / "out.txt").read_text() == "the key is [redacted:OPENAI_API_KEY]\n"
     assert (root / "bin" / "blob").read_bytes() == b"\x00\xff[redacted:OPENAI_API_KEY]\x00"
@@ -82,7 +83,7 @@ def test_files_older_than_the_row_are_left_alone(tmp_path: Path) -> None:
     old = write(root / "template.txt", key)
     os.utime(old, (1_000_000, 1_000_000))  # a template file copied with its own time
     new = write(root / "written.txt", key)
-    assert Sandbox(root).redact(redactor, since=2_000_000) == [new]
+    assert Sandbox(root).redact(Writer(redactor), since=2_000_000) == [new]
     assert old.read_text() == key
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from assay.criteria.registry import default_criteria
 from assay.reports.writer import RunMeta, task_json_relpath, write_reports
-from assay.results.io import write_model_atomic, write_text
+from assay.results.io import PLAIN, write_model_atomic, write_text
 from assay.results.plan_record import PlanRecord, write_plan
 from assay.results.status import FinalStatus
 from assay.results.task_result import (
@@ -109,7 +109,7 @@ def make_run(
     plan = PlanRecord(files=[f"/bench/{SUITE}.yaml"], criteria={SUITE: CRITERIA},
                       work_items=rows * replicates * len(variants), planned=planned,
                       variants=list(variants))  # fmt: skip
-    write_plan(run_dir, plan)
+    write_plan(run_dir, plan, writer=PLAIN)
     results = []
     for variant in variants:
         for index in range(rows):

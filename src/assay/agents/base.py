@@ -20,7 +20,6 @@ from assay.providers.pricing import PriceTable
 from assay.providers.retry import Attempt
 from assay.results.dialog import SimulationRecord
 from assay.results.io import LogFolder
-from assay.results.secrets import Redactor
 from assay.results.task_result import EarlyStopRecord
 from assay.results.trace import Span
 from assay.results.transcript import Transcript
@@ -92,9 +91,6 @@ class AgentContext:
             program (``sandbox.limits.max_output_mb``).
         logs: the row's folder, where a stream that passes it is written whole
             (``agent.stdout.log``...); ``None``: the rest is dropped.
-        redactor: the run's known secrets; an agent that mints a credential (the model
-            bridge's per-row key) adds it here before using it, so it is redacted from
-            every file and printed line. ``env`` already lacks the host's secrets.
         jail: the row's bwrap sandbox or docker container: the agent's programs run inside
             it (:meth:`assay.sandbox.bwrap.Jail.command`, the same shape on both drivers);
             ``None``: plain processes.
@@ -128,7 +124,6 @@ class AgentContext:
     max_tool_calls: int | None = None
     max_output_bytes: int = MAX_OUTPUT_BYTES
     logs: LogFolder | None = None
-    redactor: Redactor = field(default_factory=Redactor)
     jail: Jail | DockerJail | None = None
     groups: RowProcesses | None = None
     monitor: LiveMonitorFn | None = None

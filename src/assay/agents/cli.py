@@ -28,7 +28,7 @@ from typing import Any, Protocol
 from assay.agents.base import AgentContext, AgentOutcome, LiveMonitorFn, OutcomeStatus
 from assay.agents.coding_models import bridge_key
 from assay.bridge import BridgeSession, CallLog, SessionLimits
-from assay.bridge.session import TOKEN_PATTERN
+from assay.bridge.session import BRIDGE_KEY_NAME as BRIDGE_KEY_NAME  # re-exported
 from assay.errors import UsageError
 from assay.install import TOOLS, clone_root, install_hint
 from assay.providers.base import Usage
@@ -60,10 +60,6 @@ def project_clis() -> Path:
     """The folder of CLIs looked in after ``PATH``: ``$ASSAY_CLI_DIR``, else
     :data:`PROJECT_CLIS`."""
     return Path(os.environ.get(CLI_DIR_VARIABLE) or PROJECT_CLIS)
-
-
-BRIDGE_KEY_NAME = "ASSAY_BRIDGE_KEY"
-"""The name row credentials are redacted as (``[redacted:ASSAY_BRIDGE_KEY]``)."""
 
 
 def find_cli(
@@ -255,7 +251,6 @@ def open_session(context: AgentContext, config: CodingAgent) -> tuple[BridgeSess
         limits=SessionLimits(context.max_total_tokens, context.max_usd, context.max_turns,
                              context.max_tool_calls),
     )  # fmt: skip
-    context.redactor.add_pattern(BRIDGE_KEY_NAME, TOKEN_PATTERN)  # before the CLI can print it
     return context.bridge.open(session), context.bridge.url
 
 

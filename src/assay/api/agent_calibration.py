@@ -102,7 +102,7 @@ async def calibrate_agent_judge(
     found = _read_examples(store, run_dir, labels, criterion=criterion)
     async with grading_session(run_dir, jobs=jobs) as session:
         results = await _judge(session, found.rows, jobs=jobs, progress=progress)
-        redactor = session.redactor
+        writer = session.writer
     report = _report(found, results, label_field=labels.label_field, store_url=store.url,
                      run_dir=run_dir)  # fmt: skip
     ref = found.rows[0].judge.judge_ref()
@@ -113,7 +113,7 @@ async def calibrate_agent_judge(
         report,
     )  # fmt: skip
     report["calibration_id"] = record.calibration_id
-    write_calibration(directory, report, redactor=redactor)
+    write_calibration(directory, report, writer=writer)
     return CalibrationResult(report, directory, record)
 
 

@@ -23,7 +23,7 @@ from assay.api.result import RunResult
 from assay.api.runs import no_running_loop
 from assay.criteria.base import Criterion
 from assay.criteria.registry import CriterionRegistry
-from assay.orchestration.loading.secrets import results_redactor
+from assay.orchestration.loading.secrets import results_writer
 from assay.orchestration.planning.datacheck import check_run_dir
 from assay.orchestration.planning.options import criteria_registry
 from assay.orchestration.running.runlock import lock_run_dir
@@ -186,8 +186,8 @@ def compare(
     result = compare_runs(folder_a, results_a, folder_b, results_b, variant_a=variant_a,
                           variant_b=variant_b)  # fmt: skip
     if output is not None:
-        redactor = results_redactor([*results_a, *results_b], os.environ)
-        write_comparison(Path(output), result, redactor=redactor)
+        writer = results_writer([*results_a, *results_b], os.environ)
+        write_comparison(Path(output), result, writer=writer)
     return result
 
 

@@ -29,8 +29,7 @@ from assay.providers.pool import ModelPool, PoolSettings, default_registry
 from assay.qa import PredictionRecord, iter_predictions, load_metrics_hook
 from assay.qa.evaluate import JudgeSettings, collector_paused, evaluate_records
 from assay.qa.metrics import metrics_file
-from assay.results.io import check_output_file, read_json, write_json_atomic
-from assay.results.secrets import Redactor
+from assay.results.io import Writer, check_output_file, read_json
 from assay.spec.qa import QaConfig, QaJudge
 
 
@@ -253,6 +252,5 @@ def _evaluate(path: Path, options: PredictionOptions) -> PredictionReport:
         judge_warnings=header.get("judge_warnings", []) if config == recorded_qa else [],
     )  # fmt: skip
     credentials = [endpoint.api_key_env] if endpoint and endpoint.api_key_env else []
-    redactor = Redactor.from_environment(os.environ, names=credentials)
-    write_json_atomic(output, document, redactor=redactor)
+    Writer.from_environment(os.environ, names=credentials).json(output, document)
     return PredictionReport(output, document, records, [source])

@@ -25,7 +25,7 @@ from assay.criteria.base import GradingContext, Service
 from assay.criteria.registry import CriterionRegistry, default_criteria
 from assay.errors import UsageError
 from assay.orchestration.loading.qa_rows import judge_key
-from assay.orchestration.loading.secrets import results_redactor
+from assay.orchestration.loading.secrets import add_bridge_keys, results_redactor
 from assay.orchestration.loading.task_loader import reference_dir
 from assay.orchestration.planning.containment import (
     Containment,
@@ -49,11 +49,11 @@ from assay.orchestration.running.services import RunServices, run_services
 from assay.providers.pool import ModelKey, ModelPool, PoolSettings, default_registry
 from assay.qa import PredictionRecord
 from assay.qa.schema import OPEN_TYPES
-from assay.results.io import LogFolder, read_json, write_model_atomic
+from assay.results.io import LogFolder, Writer, read_json
 from assay.results.output import console, joined_output
 from assay.results.plan_record import PLAN_FILE, read_plan
 from assay.results.run_folder import load_task_json, scan_task_jsons
-from assay.results.secrets import MARKER_PREFIX, Redactor
+from assay.results.secrets import MARKER_PREFIX
 from assay.results.status import FinalStatus
 from assay.results.task_result import CriterionResult, EvaluationResult
 from assay.results.transcript import Transcript
@@ -135,7 +135,7 @@ class GradingSession:
 
     registry: CriterionRegistry
     services: RunServices
-    redactor: Redactor
+    writer: Writer
     containment: Containment
 
     async def grade(
@@ -156,7 +156,7 @@ class GradingSession:
         if kept.is_dir():
             limits = task.sandbox.limits  # the run's cap on what is kept, and its logs
             source = Sandbox(kept, max_output_bytes=limits.max_output_bytes,
-                             logs=_criterion_logs(directory, task, self.redactor))  # fmt: skip
+                             logs=_criterion_logs(directory, task, self.writer))  # fmt: skip
             scratch = source.copy_to(Path(tempfile.mkdtemp(prefix="assay-eval-")) / "sandbox")
         try:
             task_dir = Path(result.task_config.task_dir or ".")
@@ -182,14 +182,14 @@ class GradingSession:
             replicate=result.replicate_index,
             sandbox=scratch.root if scratch else None,
             task_dir=Path(result.task_config.task_dir) if result.task_config.task_dir else None,
-            hidden=self.redactor.names,
+            hidden=self.writer.withheld,
         )
         reference = reference_dir(task, task_dir)
         services = self.services
         host = None  # an agent_judge's coding agent: only when the bridge was started for one
         if services.bridge is not None:
             host = AgentHost(agents=self.registry.agents, pool=services.pool,
-                             bridge=services.bridge, base_dir=task_dir, redactor=self.redactor,
+                             bridge=services.bridge, base_dir=task_dir,
                              label=f"{result.task_id}#{result.replicate_index:02d}",
                              replicate=result.replicate_index)  # fmt: skip
         return GradingContext(
@@ -213,18 +213,18 @@ async def grading_session(
         UsageError, ModelError, UserError, PluginError: as :func:`regrade_run`.
     """
     registry = criteria or default_criteria()
-    scan, contained, redactor = _checked(run_dir, registry)
+    scan, contained, writer = _checked(run_dir, registry)
     pool = ModelPool(default_registry(), PoolSettings(parallel=max(1, jobs)))
     with pidfd_child_watcher():
         socket, out = needs_bridge_socket(contained), console()
-        with joined_output(redactor, [out]):  # the bridge's errors, redacted
+        with joined_output(writer, [out]):  # the bridge's errors, redacted
             async with run_services(pool, list(scan.keys), bridge=scan.bridge,
                                     bridge_socket=socket, log_stream=out) as services:  # fmt: skip
                 containment = Containment.for_tasks(
                     contained, private=private_paths(run_dir, cache=None),
                     bridge=bridge_link(services.bridge), check=True,
                 )  # fmt: skip
-                yield GradingSession(registry, services, redactor, containment)
+                yield GradingSession(registry, services, writer, containment)
 
 
 @dataclass
@@ -320,10 +320,10 @@ def task_of(result: EvaluationResult, registry: CriterionRegistry) -> TaskDefini
 
 def _checked(
     run_dir: Path, registry: CriterionRegistry
-) -> tuple[_Scan, list[TaskDefinition], Redactor]:
+) -> tuple[_Scan, list[TaskDefinition], Writer]:
     """The scan of the rows (the models they need, how many, whether a coding agent grades
     them), the first row's task of each suite that runs in a ``bwrap`` sandbox or ``docker``
-    container, and the secrets the rows' tasks know
+    container, and the writer of the secrets the rows' tasks know
     (:func:`results_redactor`, with this environment's), after checking that every row whose
     criteria read the sandbox has it; every ``task.json`` is read once.
 
@@ -340,6 +340,8 @@ def _checked(
             yield result
 
     redactor = results_redactor(rows(), os.environ)
+    if scan.bridge:
+        add_bridge_keys(redactor)  # an agent_judge's CLI may print the key it was given
     if not scan.rows:
         raise UsageError(f"no task.json under {run_dir}: is it a run directory?")
     if scan.missing:
@@ -359,7 +361,7 @@ def _checked(
         )
     contained = [t for t in scan.suites.values() if t.sandbox_driver in ("bwrap", "docker")]
     _check_images(run_dir, scan.suites)
-    return scan, contained, redactor
+    return scan, contained, Writer(redactor)
 
 
 def _check_images(run_dir: Path, suites: dict[tuple[str, str], TaskDefinition]) -> None:
@@ -453,20 +455,20 @@ async def _regrade_one(
             "error_message": _message(status, result, criteria),
         }
     )
-    write_model_atomic(path, updated, redactor=session.redactor)
+    session.writer.model(path, updated)
     response_file = path.parent / "response.txt"
     response = response_file.read_text(encoding="utf-8") if response_file.exists() else None
     answers.add(response, result, updated)
     return updated
 
 
-def _criterion_logs(directory: Path, task: TaskDefinition, redactor: Redactor) -> LogFolder:
+def _criterion_logs(directory: Path, task: TaskDefinition, writer: Writer) -> LogFolder:
     """Where the criteria's commands write a stream past ``sandbox.limits.max_output_mb``
     (``command-N.stdout.log``... in the row's folder, as in the run): the earlier grading's
     logs are removed first, since the grading they belonged to is replaced."""
     for stale in directory.glob("command-*.std*.log"):
         stale.unlink(missing_ok=True)
-    return LogFolder(directory, redactor, task.sandbox.limits.max_log_bytes)
+    return writer.logs(directory, task.sandbox.limits.max_log_bytes)
 
 
 def _message(status: FinalStatus, result: EvaluationResult, criteria: list[Any]) -> str | None:

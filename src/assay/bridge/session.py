@@ -24,6 +24,8 @@ from assay.providers.retry import Attempt
 TOKEN_PREFIX = "assay-row-"
 TOKEN_PATTERN = TOKEN_PREFIX + "[0-9a-f]{32}"
 """What every row's bridge credential looks like (redacted by this pattern: one for all rows)."""
+BRIDGE_KEY_NAME = "ASSAY_BRIDGE_KEY"
+"""The name row credentials are redacted as (``[redacted:ASSAY_BRIDGE_KEY]``)."""
 
 StopKind = Literal["token_budget", "cost_budget", "max_turns", "max_tool_calls", "early_stop"]
 Protocol = Literal["anthropic", "responses", "chat", "gemini"]

@@ -109,10 +109,10 @@ def main() -> None:
     (:func:`assay.results.output.redacted_output`); a run adds its
     own (``agent.env`` values, model credentials, row credentials) while it runs.
     """
-    from assay.orchestration.loading.secrets import command_line_redactor
+    from assay.orchestration.loading.secrets import command_line_writer
     from assay.results.output import redacted_output
 
-    with redacted_output(command_line_redactor(sys.argv[1:], os.environ)):
+    with redacted_output(command_line_writer(sys.argv[1:], os.environ)):
         try:
             app()
         except KeyboardInterrupt:

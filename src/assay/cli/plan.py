@@ -43,7 +43,6 @@ def plan(
     from assay import api
     from assay.cli.shared.plan_render import print_plan
     from assay.reports.plan import plan_as_json
-    from assay.results.io import redact_json
     from assay.results.output import redacted_output
 
     chosen = o.selection(sample, sample_per_stratum, split, tags, exclude_tags, include_skipped,
@@ -51,12 +50,12 @@ def plan(
                        store=store, skip_unsupported=skip_unsupported)  # fmt: skip
     with user_errors():
         built = api.plan(tasks, **chosen)
-    with redacted_output(built.redactor):  # agent.env values among the settings shown
+    with redacted_output(built.writer):  # agent.env values among the settings shown
         for warning in built.warnings:
             warn(warning)
         if as_json:
             text = json.dumps(plan_as_json(built), indent=2, ensure_ascii=False) + "\n"
-            sys.stdout.write(redact_json(text, built.redactor))
+            sys.stdout.write(built.writer.redact_json(text))
         else:
             print_plan(built, show_rows=rows)
     if power is not None:

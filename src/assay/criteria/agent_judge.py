@@ -50,7 +50,7 @@ from assay.judges.verdict_tool import (
     check_verdict,
 )
 from assay.providers.pool import ModelPool
-from assay.results.secrets import Redactor, clip_head
+from assay.results.secrets import clip_head
 from assay.results.task_result import CriterionResult, JudgeCriterionResult, JudgeRef
 from assay.results.trace import Span, new_trace_id
 from assay.results.transcript import Transcript
@@ -75,14 +75,13 @@ class AgentHost:
     """What a row offers a criterion that runs a coding agent to grade it: the agent types
     (``agents``), the run's started models (``pool``) and model bridge, the task file's
     folder (``base_dir``, for a ``mock/`` script's path), the row's label and replicate (in
-    messages and the bridge's session), and the run's secrets (``redactor``)."""
+    messages and the bridge's session)."""
 
     agents: AgentRegistry
     pool: ModelPool
     bridge: Bridge | None
     base_dir: Path
     label: str
-    redactor: Redactor
     replicate: int = 0
 
 
@@ -146,7 +145,7 @@ class AgentJudgeCriterion(AgentJudge, Criterion):
             base_dir=host.base_dir, timeout=self.turn_timeout, max_total_tokens=None,
             env=env, models=host.pool, root_span=span, replicate=host.replicate,
             bridge=host.bridge, label=f"{host.label} agent_judge", row=context.row,
-            max_turns=self.max_turns, redactor=host.redactor, jail=jail,
+            max_turns=self.max_turns, jail=jail,
             tool_servers={SERVER: verdict_server(jail)},
         )  # fmt: skip
         return await host.agents.build(config).run(judge_context)

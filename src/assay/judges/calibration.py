@@ -42,8 +42,7 @@ from assay.judges.prompt import JudgeCase, fill, transcript_text
 from assay.providers.base import Model
 from assay.providers.pool import ModelPool, PoolSettings, default_registry
 from assay.providers.retry import RetryPolicy
-from assay.results.io import write_json_atomic, write_text_atomic
-from assay.results.secrets import Redactor
+from assay.results.io import Writer
 from assay.results.transcript_otlp import from_session, from_trace
 from assay.spec.judge import JudgeAsset, VerdictSpec
 
@@ -406,7 +405,7 @@ async def calibrate(
         report,
     )
     report["calibration_id"] = record.calibration_id
-    write_calibration(directory, report, redactor=calibration_redactor(asset, os.environ))
+    write_calibration(directory, report, writer=calibration_writer(asset, os.environ))
     return CalibrationResult(report, directory, record)
 
 
@@ -431,15 +430,15 @@ def _mark_usable(report: dict[str, Any], store: Store, asset: JudgeAsset) -> Non
     )
 
 
-def calibration_redactor(asset: JudgeAsset, environ: Mapping[str, str]) -> Redactor:
-    """The secrets a calibration's files must not hold: those of ``environ``
-    (:class:`~assay.results.secrets.Redactor`) and the judge's ``api_key_env``."""
+def calibration_writer(asset: JudgeAsset, environ: Mapping[str, str]) -> Writer:
+    """The writer of a calibration's files: it redacts the secrets of ``environ`` (see
+    :mod:`assay.results.secrets`) and of the judge's ``api_key_env``."""
     names = [asset.definition.api_key_env] if asset.definition.api_key_env else []
-    return Redactor.from_environment(environ, names=names)
+    return Writer.from_environment(environ, names=names)
 
 
-def write_calibration(directory: Path, report: dict[str, Any], *, redactor: Redactor) -> None:
+def write_calibration(directory: Path, report: dict[str, Any], *, writer: Writer) -> None:
     """Write ``calibration.json`` and ``calibration.md`` (each atomically, through
-    ``redactor``: a reason or a raw reply that quotes a secret is written redacted)."""
-    write_json_atomic(directory / "calibration.json", report, redactor=redactor)
-    write_text_atomic(directory / "calibration.md", render_calibration(report), redactor=redactor)
+    ``writer``: a reason or a raw reply that quotes a secret is written redacted)."""
+    writer.json(directory / "calibration.json", report)
+    writer.text(directory / "calibration.md", render_calibration(report))

@@ -7,8 +7,8 @@ enters the key automatically) and the replicate index. So a different model, end
 setting or replicate never receives another's answer, and replicates are never made identical
 by the cache. Entries older than ``max_age`` seconds are ignored (and removed by ``clear``).
 The key is a hash, so no prompt is stored; an answer is stored with every known secret
-redacted (``redactor``: its text and its tool calls' arguments), and a later hit returns it
-redacted; a passed-through answer that holds one is not stored at all.
+redacted by the run's writer (``writer``: its text and its tool calls' arguments), and a
+later hit returns it redacted; a passed-through answer that holds one is not stored at all.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from assay.providers.base import (
     ToolCall,
     Usage,
 )
-from assay.results.secrets import Redactor
+from assay.results.io import Writer
 
 DEFAULT_PATH = Path(".assay") / "cache.db"
 _SCHEMA = """
@@ -145,7 +145,7 @@ class ResponseCache:
     Args:
         path: the SQLite file (created with its folder).
         max_age: seconds after which an entry no longer counts; ``None`` keeps entries forever.
-        redactor: the run's known secrets, redacted from every stored answer.
+        writer: the run's writer: every stored answer is redacted as it writes files.
     """
 
     def __init__(
@@ -153,12 +153,12 @@ class ResponseCache:
         path: Path = DEFAULT_PATH,
         *,
         max_age: float | None = None,
-        redactor: Redactor | None = None,
+        writer: Writer | None = None,
     ) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self.max_age = max_age
-        self.redactor = redactor or Redactor()
+        self.writer = writer or Writer.shapes_only()
         self.hits = 0
         self.misses = 0
         self._db = sqlite3.connect(path, timeout=30, check_same_thread=False)
@@ -203,10 +203,10 @@ class ResponseCache:
                               usage.reasoning_tokens]  # fmt: skip
         self._db.execute(
             "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (key, time.time(), response.model or "", self.redactor.redact(response.text),
+            (key, time.time(), response.model or "", self.writer.redact(response.text),
              usage.input_tokens if usage else None, usage.output_tokens if usage else None,
              response.finish_reason,
-             json.dumps(self.redactor.redact_data(extra)) if extra else None),
+             json.dumps(self.writer.redact_data(extra)) if extra else None),
         )  # fmt: skip
         self._db.commit()
 
@@ -225,7 +225,7 @@ class ResponseCache:
     def put_raw(self, key: str, content_type: str, body: bytes) -> None:
         """Store a passed-through answer's bytes under ``key``; one that holds a known
         secret is not stored (redacting would change the bytes a replay must give back)."""
-        if self.redactor.find_bytes(body):
+        if self.writer.finds_secret(body):
             return
         self._db.execute("INSERT OR REPLACE INTO raw_responses VALUES (?, ?, ?, ?)",
                          (key, time.time(), content_type, body))  # fmt: skip

@@ -22,11 +22,10 @@ from assay.reports.judged import add_judged_differences
 from assay.reports.markdown import render_experiment
 from assay.reports.writer import task_json_relpath
 from assay.results.experiment import ArmDataset, ExperimentResult
-from assay.results.io import read_json, write_json_atomic, write_text_atomic
+from assay.results.io import Writer, read_json
 from assay.results.plan_record import PLAN_FILE, PlanRecord
 from assay.results.run import TaskSelection
 from assay.results.run_file import read_summary
-from assay.results.secrets import Redactor
 from assay.results.selection_file import listed_tasks
 from assay.results.task_result import EvaluationResult, JudgeCriterionResult
 
@@ -216,11 +215,11 @@ def render_comparison(report: ExperimentResult) -> str:
     return render_experiment(report).replace("](./", "](")
 
 
-def write_comparison(folder: Path, report: ExperimentResult, *, redactor: Redactor) -> None:
-    """Write ``compare.json`` and ``compare.md`` into ``folder`` (created if needed), every
-    known secret redacted."""
-    write_json_atomic(folder / "compare.json", report, redactor=redactor)
-    write_text_atomic(folder / "compare.md", render_comparison(report), redactor=redactor)
+def write_comparison(folder: Path, report: ExperimentResult, *, writer: Writer) -> None:
+    """Write ``compare.json`` and ``compare.md`` into ``folder`` (created if needed), through
+    ``writer`` (its secrets redacted)."""
+    writer.json(folder / "compare.json", report)
+    writer.text(folder / "compare.md", render_comparison(report))
 
 
 __all__ = [

@@ -32,7 +32,7 @@ from xml.sax.saxutils import quoteattr
 from assay.metrics.streaming import ExactSum
 from assay.reports.numbers import fmt_close
 from assay.reports.suite_rules import failure_reasons
-from assay.results.secrets import Redactor
+from assay.results.io import PLAIN, Writer
 from assay.results.suite import SuiteRollup
 from assay.results.task_result import EvaluationResult
 
@@ -127,19 +127,19 @@ def _text(element: ET.Element, level: int) -> str:
 
 
 class JunitWriter:
-    """Writes the document to ``path`` atomically, every secret ``redactor`` knows redacted:
+    """Writes the document to ``path`` atomically through ``writer`` (its secrets redacted):
     :meth:`suite` for each test suite in turn, with its cases in order, then :meth:`close`."""
 
-    def __init__(self, path: Path, *, redactor: Redactor | None = None) -> None:
+    def __init__(self, path: Path, *, writer: Writer = PLAIN) -> None:
         self.path = path
-        self.redactor = redactor
+        self.writer = writer
         self.tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
         path.parent.mkdir(parents=True, exist_ok=True)
         self.handle: IO[str] = self.tmp.open("w", encoding="utf-8")
         self.handle.write('<?xml version="1.0" encoding="utf-8"?>\n<testsuites name="assay">\n')
 
     def _write(self, text: str) -> None:
-        self.handle.write(self.redactor.redact(text) if self.redactor is not None else text)
+        self.handle.write(self.writer.redact(text))
 
     def suite(
         self,

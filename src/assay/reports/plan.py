@@ -50,7 +50,7 @@ def _source(path: str, where: dict[str, str]) -> str:
 
 def variables_of(variant: ResolvedVariant, plan: Plan) -> AgentVariables:
     """The variable names ``variant``'s programs receive in this process's environment."""
-    return agent_variables(variant.definition, os.environ, hidden=plan.redactor.names)
+    return agent_variables(variant.definition, os.environ, hidden=plan.writer.withheld)
 
 
 def environment_lines(names: AgentVariables, indent: str) -> list[str]:

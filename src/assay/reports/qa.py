@@ -38,9 +38,8 @@ from assay.qa.grading import answer_error
 from assay.qa.metrics import base_metrics, metrics_file
 from assay.reports.markdown import code, md_table
 from assay.reports.numbers import fmt, plural
-from assay.results.io import redact_json, write_json_atomic, write_text_atomic
+from assay.results.io import PLAIN, Writer
 from assay.results.safe_text import md_text
-from assay.results.secrets import Redactor
 from assay.results.status import FinalStatus
 from assay.results.task_result import EvaluationResult, QaCriterionResult
 from assay.spec.qa import QaConfig
@@ -63,10 +62,10 @@ def write_qa_files(
     members: Sequence[EvaluationResult],
     *,
     warnings: Sequence[str] = (),
-    redactor: Redactor | None = None,
+    writer: Writer = PLAIN,
 ) -> QaFiles | None:
-    """Write ``prediction.jsonl`` and, when every row is graded, ``metrics.json`` (every
-    known secret redacted).
+    """Write ``prediction.jsonl`` and, when every row is graded, ``metrics.json``, through
+    ``writer`` (the run's: its secrets redacted).
 
     ``warnings`` are the run's; a failed sanity check of this suite's judge is copied into
     ``metrics.json`` (``judge_warnings``), so the file says its verdicts are suspect.
@@ -79,8 +78,7 @@ def write_qa_files(
         return None
     rows.sort(key=lambda pair: (pair[1].repeat, pair[1].sample_index))
     lines = "".join(record.to_json_line() + "\n" for _, record in rows)
-    lines = redact_json(lines, redactor, compact=True)  # JSON Lines: redacted as data
-    write_text_atomic(folder / PREDICTIONS, lines, redactor=None)
+    writer.json_lines(folder / PREDICTIONS, lines)
     if any(r.final_status is FinalStatus.NOT_GRADED for r, _ in rows):
         return QaFiles(None)
     config = _config(rows[0][0])
@@ -93,7 +91,7 @@ def write_qa_files(
         dataset=rows[0][1].dataset, judge=config.judge.display if config.judge else None,
         judge_warnings=_judge_warnings(config, warnings), source=PREDICTIONS,
     )  # fmt: skip
-    write_json_atomic(folder / METRICS, document, redactor=redactor)
+    writer.json(folder / METRICS, document)
     return QaFiles(document)
 
 

@@ -11,17 +11,16 @@ from pathlib import Path
 
 from assay.criteria.registry import CriterionRegistry, default_criteria
 from assay.errors import UsageError
-from assay.orchestration.loading.secrets import results_redactor
+from assay.orchestration.loading.secrets import results_writer
 from assay.orchestration.planning.datacheck import check_run_dir
 from assay.orchestration.running.stopping import stopping_facts
 from assay.reports.writer import Reports, RunMeta, Stage, write_reports
-from assay.results.io import read_json, read_model
+from assay.results.io import Writer, read_json, read_model
 from assay.results.plan_record import PLAN_FILE, PlanRecord
 from assay.results.run import RunSummary
 from assay.results.run_file import read_summary
 from assay.results.run_folder import has_results, iter_results, resolve_run_dir, scan_task_jsons
-from assay.results.secret_scan import SecretFinding, scan_run
-from assay.results.secrets import Redactor
+from assay.results.secret_scan import SecretFinding
 from assay.results.task_result import EvaluationResult
 
 
@@ -104,12 +103,13 @@ def rebuild_reports(
     meta.warnings = list(dict.fromkeys([*meta.warnings, *checked]))  # once, however often run
     return write_reports(run_dir, lambda: iter_results(run_dir), meta,
                          criteria or default_criteria(),
-                         junit_path=junit_path, redactor=_redactor(run_dir))  # fmt: skip
+                         junit_path=junit_path, writer=_writer(run_dir))  # fmt: skip
 
 
-def _redactor(run_dir: Path) -> Redactor:
-    """The environment's secrets and the rows' recorded ones (rows read one at a time)."""
-    return results_redactor(iter_results(run_dir), os.environ)
+def _writer(run_dir: Path) -> Writer:
+    """The writer of the environment's secrets and the rows' recorded ones (rows read one
+    at a time)."""
+    return results_writer(iter_results(run_dir), os.environ)
 
 
 def check_secrets(run_dir: Path) -> list[SecretFinding]:
@@ -129,7 +129,7 @@ def check_secrets(run_dir: Path) -> list[SecretFinding]:
             except (ValueError, OSError):
                 continue
 
-    return scan_run(folder, results_redactor(readable(), os.environ))
+    return results_writer(readable(), os.environ).scan(folder)
 
 
 def report_regraded(
@@ -153,4 +153,4 @@ def report_regraded(
     meta.warnings = list(dict.fromkeys([*meta.warnings, *warnings]))
     return write_reports(run_dir, lambda: iter_results(run_dir), meta,
                          criteria or default_criteria(),
-                         junit_path=junit_path, redactor=_redactor(run_dir))  # fmt: skip
+                         junit_path=junit_path, writer=_writer(run_dir))  # fmt: skip

@@ -30,7 +30,7 @@ def write_session_reports(session: RunSession, outcome: SessionOutcome) -> Repor
 
     return write_reports(run_dir, rows, meta, session.plan.criteria,
                          junit_path=session.request.junit_path,
-                         redactor=session.plan.redactor)  # fmt: skip
+                         writer=session.plan.writer)  # fmt: skip
 
 
 def session_meta(session: RunSession, outcome: SessionOutcome) -> RunMeta:

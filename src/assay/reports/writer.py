@@ -4,7 +4,7 @@ The same function serves ``assay run`` (at the end of the run), ``assay evaluate
 re-grading) and ``assay report`` (rebuilding from the ``task.json`` files), so the reports
 never depend on how the results were obtained.
 
-Every file is written through the run's redactor, and the run folder (with the JUnit file)
+Every file is written through the run's writer, and the run folder (with the JUnit file)
 is then scanned for secrets (:mod:`assay.results.secret_scan`): a secret found is listed in
 ``run.json`` (``secret_findings``, file and line, never the value) and ``run.md``, and makes
 the exit code 1 where it would have been 0, so a leak never passes silently.
@@ -36,11 +36,9 @@ from assay.reports.qa import render_qa, write_qa_files
 from assay.reports.run_tally import RunTally, spilled
 from assay.reports.spill import SortedLines
 from assay.reports.suite_rules import task_json_relpath
-from assay.results.io import write_json_atomic, write_text_atomic
+from assay.results.io import Writer
 from assay.results.run import RunSummary, SecretFindingRecord, SuiteRef
 from assay.results.run_file import write_run_json
-from assay.results.secret_scan import scan_run
-from assay.results.secrets import Redactor
 from assay.results.selection_file import listed_tasks
 from assay.results.status import FinalStatus
 from assay.results.suite import SuiteRollup
@@ -70,7 +68,7 @@ def write_reports(
     registry: CriterionRegistry,
     *,
     junit_path: Path | None = None,
-    redactor: Redactor | None = None,
+    writer: Writer | None = None,
 ) -> Reports:
     """Write suites (with ``prediction.jsonl``/``metrics.json`` for QA suites), ``run.json``,
     ``run.md`` (and JUnit XML) for ``results``: a list, or a function that reads the rows
@@ -79,13 +77,14 @@ def write_reports(
     (:class:`~assay.reports.rollup.SuiteTally`, :class:`RunTally`) and listed in report order
     through a sorted spill (:class:`~assay.reports.spill.SortedLines`); only a suite with
     replicates (pass@k) is read a second time. QA suites and experiments keep a compact copy
-    of their rows (their metrics need every row at once). Every known secret is redacted,
-    then the run folder is scanned for secrets (see the module docstring).
+    of their rows (their metrics need every row at once). Every file goes through ``writer``
+    (the run's: its secrets redacted), then the run folder is scanned for secrets (see the
+    module docstring).
 
     Raises:
         TaskFileError: a QA suite's metrics hook failed; every other file is written first.
     """
-    redactor = redactor or Redactor()
+    writer = writer if writer is not None else Writer.shapes_only()
     source: Source = results if callable(results) else _listed(list(results))
     with SortedLines() as lines:
         tally = RunTally(meta, registry)
@@ -96,7 +95,7 @@ def write_reports(
                 suite = tally.suites.get((result.variant_id, result.suite_id or ""))
                 if suite is not None and suite.has_replicates:
                     suite.add_pass_k(result)
-        return _write(run_dir, tally, lines, meta, junit_path, redactor)
+        return _write(run_dir, tally, lines, meta, junit_path, writer)
 
 
 def _listed(results: list[EvaluationResult]) -> Source:
@@ -109,7 +108,7 @@ def _write(
     lines: SortedLines,
     meta: RunMeta,
     junit_path: Path | None,
-    redactor: Redactor,
+    writer: Writer,
 ) -> Reports:
     selections = {s.task_id: s for s in meta.selections}
     suites: list[SuiteRollup] = []
@@ -124,29 +123,29 @@ def _write(
         suite.criteria = meta.criteria.get(suite_id)
         folder = suite_dir(run_dir, variant, suite_id)
         qa = write_qa_files(folder, tally.qa_rows.get((variant, suite_id), []),
-                            warnings=meta.warnings, redactor=redactor)  # fmt: skip
+                            warnings=meta.warnings, writer=writer)  # fmt: skip
         if qa is not None and qa.error is not None:
             errors.append(qa.error)
             suite.passed = False  # its metrics were not written: it cannot be green
             suite.result_reasons.append("the QA metrics hook failed (metrics.json not written)")
-        write_json_atomic(folder / "suite.json", suite, redactor=redactor)
+        writer.json(folder / "suite.json", suite)
         extra = render_qa(qa.document) if qa is not None and qa.document is not None else ""
         if qa is not None and qa.error is not None:
             extra = ("\n## QA metrics\n\n**Not written**: the metrics hook failed: "
                      f"{qa.error.render()}. Fix it, then `assay report RUN_DIR`.\n")  # fmt: skip
-        write_text_atomic(folder / "suite.md", render_suite(suite) + extra, redactor=redactor)
+        writer.text(folder / "suite.md", render_suite(suite) + extra)
         suites.append(suite)
     if meta.experiment_id is not None:
         _write_experiment(run_dir, tally.kept, {id(r): task_json_relpath(r) for r in tally.kept},
-                          meta, redactor)  # fmt: skip
+                          meta, writer)  # fmt: skip
     exit_code = decide_exit_code(tally.standalone_results(), suites, meta)
     if errors:  # the exit the run will have (a hook failure is invalid input), recorded so
         exit_code = EXIT_INVALID
     summary = tally.summary(suites, [_suite_ref(s) for s in suites], exit_code)
-    _write_summary(run_dir, summary, tally, lines, redactor)
+    _write_summary(run_dir, summary, tally, lines, writer)
     if junit_path is not None:
-        _write_junit(junit_path, tally, lines, suites, redactor)
-    findings = scan_run(run_dir, redactor, extra_files=[junit_path] if junit_path else [])
+        _write_junit(junit_path, tally, lines, suites, writer)
+    findings = writer.scan(run_dir, extra_files=[junit_path] if junit_path else [])
     if findings:
         exit_code = secret_exit_code(exit_code)
         summary = summary.model_copy(update={
@@ -154,7 +153,7 @@ def _write(
             "secret_findings": [SecretFindingRecord(file=f.file, line=f.line, kind=f.kind)
                                 for f in findings],
         })  # fmt: skip
-        _write_summary(run_dir, summary, tally, lines, redactor)
+        _write_summary(run_dir, summary, tally, lines, writer)
     if errors:  # every other report is written: fix the hook, then `assay report RUN_DIR`
         raise errors[0]
     return Reports(summary, suites, exit_code, findings)
@@ -167,13 +166,13 @@ def secret_exit_code(exit_code: int) -> int:
 
 
 def _write_summary(
-    run_dir: Path, summary: RunSummary, tally: RunTally, lines: SortedLines, redactor: Redactor
+    run_dir: Path, summary: RunSummary, tally: RunTally, lines: SortedLines, writer: Writer
 ) -> None:
     """``run.json`` with its rows in report order (one per line), and ``run.md``."""
     rows = (spilled(line)[1] for line in lines.sorted())
-    write_run_json(run_dir / RUN_JSON, summary, rows, redactor=redactor)
+    write_run_json(run_dir / RUN_JSON, summary, rows, writer=writer)
     shown = summary.model_copy(update={"task_results": tally.standalone_rows})
-    write_text_atomic(run_dir / RUN_MD, render_run(shown), redactor=redactor)
+    writer.text(run_dir / RUN_MD, render_run(shown))
 
 
 def _write_junit(
@@ -181,19 +180,19 @@ def _write_junit(
     tally: RunTally,
     lines: SortedLines,
     suites: Sequence[SuiteRollup],
-    redactor: Redactor,
+    writer: Writer,
 ) -> None:
     """The JUnit XML, one test suite per (variant, suite or task) in report order."""
     gates = {(s.variant_id, s.suite_id): s for s in suites}
-    writer = JunitWriter(path, redactor=redactor)
+    junit = JunitWriter(path, writer=writer)
     try:
         rows = (spilled(line) for line in lines.sorted())
         for (variant, name), cases in itertools.groupby(rows, key=lambda r: r[0]):
-            writer.suite(variant, name, tally.junit[(variant, name)], (c[2] for c in cases),
+            junit.suite(variant, name, tally.junit[(variant, name)], (c[2] for c in cases),
                          gates.get((variant, name)))  # fmt: skip
-        writer.close()
+        junit.close()
     except BaseException:
-        writer.abort()
+        junit.abort()
         raise
 
 
@@ -202,7 +201,7 @@ def _write_experiment(
     results: Sequence[EvaluationResult],
     paths: dict[int, str],
     meta: RunMeta,
-    redactor: Redactor,
+    writer: Writer,
 ) -> None:
     from assay.orchestration.running.stopping import read_stopping
     from assay.reports.experiment import build_experiment  # numpy/scipy
@@ -224,8 +223,8 @@ def _write_experiment(
     )
     add_judged_differences(report, lambda variant, suite: run_dir / variant / suite / "suite.json")
     report.stopping = read_stopping(run_dir)
-    write_json_atomic(run_dir / EXPERIMENT_JSON, report, redactor=redactor)
-    write_text_atomic(run_dir / EXPERIMENT_MD, render_experiment(report), redactor=redactor)
+    writer.json(run_dir / EXPERIMENT_JSON, report)
+    writer.text(run_dir / EXPERIMENT_MD, render_experiment(report))
 
 
 def _suite_ref(suite: SuiteRollup) -> SuiteRef:

@@ -4,11 +4,14 @@ A file is written to a temporary name in the same directory and renamed over the
 a reader (or a resumed run) sees either the old file or the complete new one, never half.
 :func:`write_text` writes in place, for files that a later atomic file vouches for.
 
-Every writer takes the run's :class:`~assay.results.secrets.Redactor` (``redactor``, a
-required keyword: ``None`` only where nothing written can hold a secret): the text is
-redacted on its way to the disk, here, rather than by each producer. JSON is
-redacted as data (every string, keys included, then serialized again), so a redacted file
-is always valid JSON; that slower path is taken only when the text holds a known value.
+Every file goes through a :class:`Writer`, the one door out: it holds the known secrets
+(a :class:`~assay.results.secrets.Redactor`) and redacts them on the way to the disk, here,
+rather than each producer of a file (which names no secret and no redactor). A run has one
+writer (``Plan.writer``); a command that writes outside a run makes its own from the
+environment; :data:`PLAIN` writes what cannot hold a secret. JSON is redacted as data
+(every string, keys included, then serialized again), so a redacted file is always valid
+JSON; that slower path is taken only when the text holds a known value. The functions below
+the writer (``write_text_atomic``, ``write_json_atomic``...) are its primitives.
 """
 
 from __future__ import annotations
@@ -17,15 +20,18 @@ import contextlib
 import json
 import os
 import threading
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
-
-import pydantic_core
-from pydantic import BaseModel
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from assay.errors import UsageError
 from assay.results.secrets import Redactor, replace_spans, stream_cut, stream_spans
+
+if TYPE_CHECKING:  # pydantic is imported when a file is first written: not to print help
+    from pydantic import BaseModel
+
+    from assay.results.secret_scan import SecretFinding
 
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0)
 
@@ -162,6 +168,8 @@ def dumps(data: Any, *, compact: bool = False) -> str:
     """
     if compact:
         return json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":")) + "\n"
+    import pydantic_core
+
     text = pydantic_core.to_json(data, indent=2, inf_nan_mode="constants").decode("utf-8")
     if "NaN" in text or "Infinity" in text:
         json.dumps(data, allow_nan=False)  # raises ValueError on a real NaN or infinity
@@ -183,6 +191,8 @@ def write_json_atomic(
     path: Path, data: Any, *, compact: bool = False, redactor: Redactor | None
 ) -> None:
     """Write ``data`` (a pydantic model or plain JSON data) to ``path`` atomically."""
+    from pydantic import BaseModel
+
     if isinstance(data, BaseModel):
         data = data.model_dump(mode="json")
     text = redact_json(dumps(data, compact=compact), redactor, compact=compact)
@@ -199,13 +209,165 @@ def write_model_atomic(path: Path, model: BaseModel, *, redactor: Redactor | Non
     write_text_atomic(path, text, redactor=None)  # redacted as data above
 
 
+@dataclass(frozen=True)
+class Writer:
+    """The one way assay writes a file: every file of a run, a report, a store export or a
+    calibration goes through a writer, which redacts ``secrets`` on the way to the disk, so
+    no producer of a file names a secret or a redactor.
+
+    A run has one writer (its plan's secrets, which grow while it runs: a per-row bridge
+    credential); a command that writes outside a run makes its own from the environment's
+    secrets (:meth:`from_environment`); :data:`PLAIN` writes what cannot hold a secret (a
+    store's own files, a lock). Text is redacted as text, JSON as data (every string, keys
+    included, then serialized again: a redacted file is valid JSON).
+
+    Attributes:
+        secrets: the known secrets (``None``: nothing is redacted, not even token shapes).
+    """
+
+    secrets: Redactor | None = None
+
+    @classmethod
+    def from_environment(cls, environ: Mapping[str, str], *, names: Iterable[str] = ()) -> Writer:
+        """A writer of the secrets of ``environ`` (and of the variables ``names``)."""
+        return cls(Redactor.from_environment(environ, names=names))
+
+    @classmethod
+    def shapes_only(cls) -> Writer:
+        """A writer that knows no secret but still redacts the well-known token shapes."""
+        return cls(Redactor())
+
+    def text(self, path: Path, text: str, *, atomic: bool = True) -> None:
+        """Write ``text`` to ``path`` (UTF-8), by rename unless ``atomic`` is false (a row's
+        files written before the ``task.json`` that vouches for them)."""
+        (write_text_atomic if atomic else write_text)(path, text, redactor=self.secrets)
+
+    def json(self, path: Path, data: Any, *, compact: bool = False) -> None:
+        """Write ``data`` (a pydantic model or JSON data) to ``path`` atomically.
+
+        Raises:
+            ValueError: ``data`` holds NaN or an infinity.
+        """
+        write_json_atomic(path, data, compact=compact, redactor=self.secrets)
+
+    def model(self, path: Path, model: BaseModel) -> None:
+        """Write a result model with pydantic's own serializer, atomically."""
+        write_model_atomic(path, model, redactor=self.secrets)
+
+    def json_lines(self, path: Path, lines: str, *, atomic: bool = True) -> None:
+        """Write JSON Lines text (each line redacted as data) to ``path``."""
+        text = redact_json(lines, self.secrets, compact=True)
+        (write_text_atomic if atomic else write_text)(path, text, redactor=None)
+
+    def append(self, path: Path, text: str) -> None:
+        """Append ``text`` to ``path`` (created when missing; not atomic: a log)."""
+        with path.open("a", encoding="utf-8") as handle:
+            handle.write(self.redact(text))
+
+    @contextlib.contextmanager
+    def open(self, path: Path) -> Iterator[WrittenFile]:
+        """A file written piece by piece and put in place by rename when the block ends (a
+        reader never sees half of it; an exception leaves the old file or none).
+
+        Raises:
+            OSError: the file cannot be created or written.
+        """
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        try:
+            with tmp.open("w", encoding="utf-8") as handle:
+                yield WrittenFile(handle, self)
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+
+    def redact(self, text: str) -> str:
+        """``text`` as this writer writes it (for a file written piece by piece)."""
+        return self.secrets.redact(text) if self.secrets is not None else text
+
+    def redact_data(self, data: Any) -> Any:
+        """JSON data as this writer stores it (every string redacted; a store's rows)."""
+        return self.secrets.redact_data(data) if self.secrets is not None else data
+
+    def finds_secret(self, data: bytes) -> bool:
+        """Whether ``data`` holds what this writer redacts (a known secret or a token)."""
+        return self.secrets is not None and bool(self.secrets.find_bytes(data))
+
+    def redact_bytes(self, data: bytes) -> bytes:
+        """``data`` as this writer writes it; ``data`` itself when nothing is redacted."""
+        return self.secrets.redact_bytes(data) if self.secrets is not None else data
+
+    def spans(self, data: bytes) -> list[tuple[int, int, str]]:
+        """``(start, end, marker)`` of what this writer would replace in ``data`` (a known
+        secret, or a token shape even when it knows no secret): where a stream kept in part
+        must not be cut (:func:`~assay.results.secrets.stream_cut`)."""
+        return stream_spans(data, self.secrets)
+
+    @property
+    def withheld(self) -> frozenset[str]:
+        """The variables whose whole value this writer redacts: a row's programs are not
+        given them (:attr:`Redactor.names <assay.results.secrets.Redactor.names>`)."""
+        return self.secrets.names if self.secrets is not None else frozenset()
+
+    @property
+    def redacts(self) -> bool:
+        """Whether this writer redacts anything (a known secret, or the token shapes)."""
+        return bool(self.secrets)
+
+    def redact_json(self, text: str, *, compact: bool = False) -> str:
+        """JSON ``text`` as this writer writes it (see :func:`redact_json`)."""
+        return redact_json(text, self.secrets, compact=compact)
+
+    def scan(self, folder: Path, *, extra_files: Iterable[Path] = ()) -> list[SecretFinding]:
+        """What :func:`~assay.results.secret_scan.scan_run` finds in ``folder`` (and
+        ``extra_files``) after writing: a known secret or a token shape still on disk."""
+        from assay.results.secret_scan import scan_run
+
+        return scan_run(folder, self.secrets or Redactor(), extra_files=list(extra_files))
+
+    def stream(self, path: Path, *, max_bytes: int) -> StreamLog:
+        """A :class:`StreamLog` of one program's stream at ``path``, redacted by this writer.
+
+        Raises:
+            OSError: the file cannot be created.
+        """
+        return StreamLog(path, redactor=self.secrets, max_bytes=max_bytes)
+
+    def logs(self, folder: Path, max_bytes: int) -> LogFolder:
+        """The :class:`LogFolder` of a row's programs in ``folder``, redacted by this writer."""
+        return LogFolder(folder, self, max_bytes)
+
+
+@dataclass(frozen=True)
+class WrittenFile:
+    """A file :meth:`Writer.open` writes: each piece redacted by its writer."""
+
+    handle: TextIO
+    writer: Writer
+
+    def write(self, text: str) -> None:
+        """Write ``text``, redacted as text."""
+        self.handle.write(self.writer.redact(text))
+
+    def write_json(self, text: str) -> None:
+        """Write compact JSON (or JSON Lines) ``text``, redacted as data; it ends in a
+        newline only when ``text`` does."""
+        shown = self.writer.redact_json(text, compact=True)
+        self.handle.write(shown if text.endswith("\n") else shown.rstrip("\n"))
+
+
+PLAIN = Writer()
+"""The writer of files that cannot hold a secret (nothing is redacted)."""
+
+
 def read_json(path: Path) -> Any:
     """Read a JSON file written by assay."""
     with path.open(encoding="utf-8") as handle:
         return json.load(handle)
 
 
-ModelT = TypeVar("ModelT", bound=BaseModel)
+ModelT = TypeVar("ModelT", bound="BaseModel")
 
 
 def read_model(path: Path, model: type[ModelT]) -> ModelT | None:
@@ -350,7 +512,7 @@ class OutputLogs:
 
     folder: Path
     name: str
-    redactor: Redactor | None
+    writer: Writer
     max_bytes: int
 
     def path(self, stream: str) -> Path:
@@ -363,7 +525,7 @@ class OutputLogs:
         Raises:
             OSError: the file cannot be created.
         """
-        return StreamLog(self.path(stream), redactor=self.redactor, max_bytes=self.max_bytes)
+        return self.writer.stream(self.path(stream), max_bytes=self.max_bytes)
 
 
 @dataclass
@@ -374,12 +536,12 @@ class LogFolder:
 
     Attributes:
         path: the row's folder (made when the first file is written).
-        redactor: the run's redactor.
+        writer: the run's writer.
         max_bytes: what each file holds at most (``sandbox.limits.max_log_mb``).
     """
 
     path: Path
-    redactor: Redactor | None
+    writer: Writer
     max_bytes: int
     taken: set[str] = field(default_factory=set)
 
@@ -392,4 +554,4 @@ class LogFolder:
             number += 1
             chosen = f"{base}-{number}"
         self.taken.add(chosen)
-        return OutputLogs(self.path, chosen, self.redactor, self.max_bytes)
+        return OutputLogs(self.path, chosen, self.writer, self.max_bytes)

@@ -15,6 +15,7 @@ import sys
 from collections.abc import Iterable, Iterator
 from typing import Any, TextIO, cast
 
+from assay.results.io import Writer
 from assay.results.secrets import Redactor
 
 
@@ -53,15 +54,17 @@ def console() -> TextIO:
 
 
 @contextlib.contextmanager
-def joined_output(redactor: Redactor, streams: Iterable[TextIO] = ()) -> Iterator[None]:
+def joined_output(writer: Writer, streams: Iterable[TextIO] = ()) -> Iterator[None]:
     """Within the block, every redacting stream among ``sys.stdout``, ``sys.stderr`` and
-    ``streams`` also redacts ``redactor``'s values (and values added to it meanwhile); no
-    stream is replaced, so a library call leaves ``sys``'s streams alone.
+    ``streams`` also redacts what ``writer`` redacts (the run's writer: what is printed is
+    redacted as what is written, values added meanwhile included); no stream is replaced, so
+    a library call leaves ``sys``'s streams alone.
 
     Whoever kept a reference to one of these streams (a progress display made before the
     run) redacts the values too.
     """
     joined: list[RedactingStream] = []
+    redactor = writer.secrets if writer.secrets is not None else Redactor(shapes=False)
     for stream in (sys.stdout, sys.stderr, *streams):
         if isinstance(stream, RedactingStream) and all(s is not stream for s in joined):
             stream.redactors.append(redactor)
@@ -74,12 +77,12 @@ def joined_output(redactor: Redactor, streams: Iterable[TextIO] = ()) -> Iterato
 
 
 @contextlib.contextmanager
-def redacted_output(redactor: Redactor) -> Iterator[None]:
-    """Within the block, ``sys.stdout`` and ``sys.stderr`` redact ``redactor``'s values (and
-    values added to it meanwhile); both are restored after it. The command line's entry
+def redacted_output(writer: Writer) -> Iterator[None]:
+    """Within the block, ``sys.stdout`` and ``sys.stderr`` redact what ``writer`` redacts
+    (and values added meanwhile); both are restored after it. The command line's entry
     point uses it, once: everything it prints, a traceback included, is redacted.
 
-    Inside an outer block the streams already redact: ``redactor`` joins them
+    Inside an outer block the streams already redact: ``writer``'s secrets join them
     (:func:`joined_output`).
     """
     saved = sys.stdout, sys.stderr
@@ -88,7 +91,7 @@ def redacted_output(redactor: Redactor) -> Iterator[None]:
         if not isinstance(stream, RedactingStream):
             setattr(sys, name, RedactingStream(stream))
     try:
-        with joined_output(redactor):
+        with joined_output(writer):
             yield
     finally:
         sys.stdout, sys.stderr = saved

@@ -17,9 +17,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from assay.errors import UsageError
-from assay.results.io import read_json, write_json_atomic
+from assay.results.io import Writer, read_json
 from assay.results.run import TaskSelection
-from assay.results.secrets import Redactor
 from assay.results.selection_file import SELECTION_FILE, listed, unlisted, write_selection_rows
 from assay.results.suite import DatasetRecord, SelectionRecord
 from assay.spec.run_names import PLAN_FILE as PLAN_FILE  # re-exported
@@ -107,18 +106,18 @@ class PlanRecord(_Model):
         ]  # fmt: skip
 
 
-def write_plan(run_dir: Path, record: PlanRecord, *, redactor: Redactor | None = None) -> None:
-    """Write ``plan.json`` atomically, every known secret redacted (a ``-D`` override may
-    carry one). A selection that lists its rows (a record read with :func:`read_plan` and
+def write_plan(run_dir: Path, record: PlanRecord, *, writer: Writer) -> None:
+    """Write ``plan.json`` atomically through ``writer`` (a ``-D`` override may carry a
+    secret). A selection that lists its rows (a record read with :func:`read_plan` and
     changed) has them written to ``selection.jsonl`` instead, as a run lists them."""
     listed = [t for t in record.tasks if t.selection is not None and t.selection.row_ids]
     if listed:
         write_selection_rows(run_dir, ((t.task_id, row_id, t.selection.row_hashes.get(row_id, ""))
                                        for t in listed if t.selection is not None
                                        for row_id in t.selection.row_ids),
-                             redactor=redactor)  # fmt: skip
+                             writer=writer)  # fmt: skip
         record = record.model_copy(update={"tasks": [_unlisted(t) for t in record.tasks]})
-    write_json_atomic(run_dir / PLAN_FILE, record, redactor=redactor)
+    writer.json(run_dir / PLAN_FILE, record)
 
 
 def _unlisted(task: PlannedTaskRecord) -> PlannedTaskRecord:
@@ -168,12 +167,10 @@ def log_session(
     event: Literal["start", "end"],
     when: datetime,
     *,
-    redactor: Redactor | None = None,
+    writer: Writer,
 ) -> None:
-    """Append one line to ``sessions.jsonl`` (through ``redactor``, like every file)."""
-    line = json.dumps({event: when.isoformat()}) + "\n"
-    with (run_dir / SESSIONS_FILE).open("a", encoding="utf-8") as handle:
-        handle.write(redactor.redact(line) if redactor is not None else line)
+    """Append one line to ``sessions.jsonl`` (through ``writer``, like every file)."""
+    writer.append(run_dir / SESSIONS_FILE, json.dumps({event: when.isoformat()}) + "\n")
 
 
 def read_sessions(run_dir: Path) -> list[tuple[datetime, datetime | None]]:

@@ -10,48 +10,34 @@ any other (an older assay's, or one edited by hand).
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from assay.results.io import dumps, redact_json
+from assay.results.io import Writer, dumps
 from assay.results.run import RunSummary, TaskRow
-from assay.results.secrets import Redactor
 
 OPEN = '  "task_results": ['
 EMPTY = OPEN + "],"
 CLOSE = "  ],"
 
 
-def write_run_json(
-    path: Path, summary: RunSummary, rows: Iterable[str], *, redactor: Redactor | None
-) -> None:
+def write_run_json(path: Path, summary: RunSummary, rows: Iterable[str], *, writer: Writer) -> None:
     """Write ``summary`` (its own ``task_results`` ignored) with ``rows`` (each a
-    :class:`TaskRow` as compact JSON) as its ``task_results``, atomically, every secret
-    ``redactor`` knows redacted (in the JSON's strings)."""
+    :class:`TaskRow` as compact JSON) as its ``task_results``, atomically, through ``writer``
+    (each string redacted)."""
     text = dumps(summary.model_copy(update={"task_results": []}).model_dump(mode="json"))
-    text = redact_json(text, redactor)
-    before, found, after = text.partition("\n" + EMPTY + "\n")
+    before, found, after = writer.redact_json(text).partition("\n" + EMPTY + "\n")
     if not found:
         raise ValueError("run.json: task_results not found in the summary's JSON")
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    try:
-        with tmp.open("w", encoding="utf-8") as handle:
-            handle.write(before + "\n" + OPEN)
-            first = True
-            for row in rows:
-                row = redact_json(row, redactor, compact=True).rstrip("\n")
-                handle.write(("\n    " if first else ",\n    ") + row)
-                first = False
-            handle.write(("\n" + CLOSE if not first else "],") + "\n" + after)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    with writer.open(path) as out:
+        out.handle.write(before + "\n" + OPEN)  # redacted as data above
+        first = True
+        for row in rows:
+            out.handle.write("\n    " if first else ",\n    ")
+            out.write_json(row.rstrip("\n"))
+            first = False
+        out.handle.write(("\n" + CLOSE if not first else "],") + "\n" + after)
 
 
 def read_summary(path: Path) -> RunSummary:

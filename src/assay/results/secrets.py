@@ -14,11 +14,12 @@ Azure SAS's ``sig``), so ``https://[redacted:base_url]@host/v1?key=[redacted:bas
 what assay writes and prints.
 
 A :class:`Redactor` holds every known secret value with the name it came from and replaces
-each occurrence by ``[redacted:NAME]``. It is built once per run and passed down to the few
-places that write bytes (:mod:`assay.results.io`, the response cache) and to the streams the
-command line prints to; a later part adds its values with :meth:`Redactor.add` (the model
-bridge's upstream keys) or one pattern for many with :meth:`Redactor.add_pattern` (per-row
-credentials), from any thread, at any time. Values shorter than
+each occurrence by ``[redacted:NAME]``. It is built once per run and held by the run's one
+writer (:class:`assay.results.io.Writer`: every file, the response cache, a store capture)
+and joined to the one console (:mod:`assay.results.output`); a later part adds its values
+with :meth:`Redactor.add` (the model bridge's upstream keys) or one pattern for many with
+:meth:`Redactor.add_pattern` (per-row credentials, known when the run is planned), from any
+thread, at any time. Values shorter than
 :data:`MIN_SECRET_LENGTH` characters are not redacted (they would mangle ordinary text):
 :attr:`Redactor.short_names` lists them, and ``assay plan`` warns about them.
 

@@ -14,38 +14,26 @@ files in order, rows in dataset order).
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import threading
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 from assay.errors import UsageError
+from assay.results.io import Writer
 from assay.results.run import TaskSelection
-from assay.results.secrets import Redactor
 from assay.results.suite import SelectionRecord
 from assay.spec.run_names import SELECTION_FILE as SELECTION_FILE  # re-exported
 
 
 def write_selection_rows(
-    run_dir: Path, rows: Iterable[tuple[str, str, str]], *, redactor: Redactor | None
+    run_dir: Path, rows: Iterable[tuple[str, str, str]], *, writer: Writer
 ) -> None:
     """Write ``(task id, row id, row hash)`` lines to ``run_dir/selection.jsonl`` as they
-    come (by rename, so a reader never sees half a file), each line redacted."""
-    path = run_dir / SELECTION_FILE
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    try:
-        with tmp.open("w", encoding="utf-8") as handle:
-            for task_id, row_id, row_hash in rows:
-                line = json.dumps({"task_id": task_id, "row_id": row_id, "row_hash": row_hash},
-                                  ensure_ascii=False)  # fmt: skip
-                handle.write((redactor.redact(line) if redactor else line) + "\n")
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    come (by rename, so a reader never sees half a file), through ``writer``."""
+    with writer.open(run_dir / SELECTION_FILE) as out:
+        for task_id, row_id, row_hash in rows:
+            out.write(json.dumps({"task_id": task_id, "row_id": row_id, "row_hash": row_hash},
+                                 ensure_ascii=False) + "\n")  # fmt: skip
 
 
 def iter_selection_rows(run_dir: Path) -> Iterator[tuple[str, str, str]]:

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from assay.results.io import REDACT_WINDOW, OutputLogs, StreamLog
-from assay.results.secrets import clip_tail, stream_cut, stream_spans, stream_start
+from assay.results.io import PLAIN, REDACT_WINDOW, OutputLogs, StreamLog
+from assay.results.secrets import clip_tail, stream_cut, stream_start
 from assay.sandbox.cgroups import thaw
 
 
@@ -352,8 +352,8 @@ class _Tail:
         if len(self.kept) <= self.keep:
             return bytes(self.kept)
         data = bytes(self.kept)
-        redactor = self.logs.redactor if self.logs is not None else None
-        return data[stream_start(data, len(data) - self.keep, stream_spans(data, redactor)) :]
+        writer = self.logs.writer if self.logs is not None else PLAIN
+        return data[stream_start(data, len(data) - self.keep, writer.spans(data)) :]
 
 
 async def _collect_tail(stream: asyncio.StreamReader, sink: _Tail) -> None:
@@ -417,8 +417,8 @@ class _Sink:
             return
         base = max(len(self.kept) - LOOK_AHEAD, 0)
         data = bytes(self.kept[base:]) + bytes(ahead)
-        redactor = self.logs.redactor if self.logs is not None else None
-        cut = base + stream_cut(data, len(self.kept) - base, stream_spans(data, redactor))
+        writer = self.logs.writer if self.logs is not None else PLAIN
+        cut = base + stream_cut(data, len(self.kept) - base, writer.spans(data))
         self.dropped += len(self.kept) - cut
         del self.kept[cut:]
 

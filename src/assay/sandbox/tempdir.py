@@ -23,8 +23,7 @@ from dataclasses import replace
 from pathlib import Path, PurePosixPath
 
 from assay.errors import SandboxError
-from assay.results.io import LogFolder
-from assay.results.secrets import Redactor
+from assay.results.io import LogFolder, Writer
 from assay.sandbox.bwrap import Jail
 from assay.sandbox.cli_shims import MOCKS_DIR, write_shims
 from assay.sandbox.docker import DockerJail
@@ -264,8 +263,8 @@ class Sandbox:
                 link.symlink_to(destination / target.relative_to(base))
         return Sandbox(destination, max_output_bytes=self.max_output_bytes, logs=self.logs)
 
-    def redact(self, redactor: Redactor, *, since: float | None = None) -> list[Path]:
-        """Replace every known secret in the sandbox's files (bytes, in place); symlinks are
+    def redact(self, writer: Writer, *, since: float | None = None) -> list[Path]:
+        """Replace what ``writer`` redacts in the sandbox's files (bytes, in place); symlinks are
         neither followed nor rewritten. Returns the files changed.
 
         For a sandbox kept in the run folder: what the agent wrote there is as shareable as
@@ -289,7 +288,7 @@ class Sandbox:
                         continue
                     _own(path, 0o600, info)
                     data = path.read_bytes()
-                    redacted = redactor.redact_bytes(data)
+                    redacted = writer.redact_bytes(data)
                     if redacted is not data:
                         path.write_bytes(redacted)
                         changed.append(path)

@@ -850,6 +850,10 @@ class TaskDefinition(StrictModel):
             docker.passthrough if docker else ()
         )
 
+    def agent_graders(self) -> list[AgentSpec]:
+        """The coding agents this task's criteria run to grade its rows (``agent_judge``)."""
+        return [config for spec in self.success_criteria for config in spec.graders()]
+
     @property
     def credential_variables(self) -> frozenset[str]:
         """The variables this task names as model credentials (``agent.api_key_env``,

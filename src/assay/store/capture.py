@@ -16,7 +16,7 @@ evidence: it is added under the id, ``~`` and 8 hex digits of its content's hash
 result lists it in ``renamed``. A dataset that does not exist yet is created with the default
 schema of the kind of capture.
 
-The known secrets (``redactor``: the environment's, :class:`~assay.results.secrets.Redactor`)
+The known secrets (the ``writer``'s: the environment's, :class:`~assay.results.io.Writer`)
 are redacted from every value and trace before it is stored: a production trace that quotes
 an API key does not carry it into the store.
 """
@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from assay.errors import StoreError, UsageError
-from assay.results.secrets import Redactor
+from assay.results.io import PLAIN, Writer
 from assay.store.models import DatasetInfo, VersionInfo
 from assay.store.schema import POINTER_TYPES, FieldType, Schema
 
@@ -195,7 +195,7 @@ def capture(
     mapping: Mapping[str, str],
     default_schema: Schema,
     origin: str,
-    redactor: Redactor | None = None,
+    writer: Writer = PLAIN,
 ) -> CaptureResult:
     """Add ``cases`` to dataset ``name`` as one new version (see the module docstring).
 
@@ -214,8 +214,7 @@ def capture(
     fields = resolve_mapping(schema, mapping, cases, dataset=name)
     _unique(cases)
     rows = _rows(cases, fields, schema, id_field)
-    if redactor:
-        rows = redactor.redact_data(rows)
+    rows = writer.redact_data(rows)
     if info is None:  # created only now: a refused capture leaves no empty dataset behind
         store.create_dataset(name, default_schema)
     version = store.add(name, rows, origin=origin, on_conflict="new_id")

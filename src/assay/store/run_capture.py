@@ -25,9 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from assay.errors import UsageError
-from assay.results.io import read_json
+from assay.results.io import PLAIN, Writer, read_json
 from assay.results.run_folder import load_task_json, resolve_run_dir, task_json_paths
-from assay.results.secrets import Redactor
 from assay.results.task_result import EvaluationResult
 from assay.store.capture import Captured, CaptureResult, capture, parse_mapping, value_kind
 from assay.store.schema import FieldType, Schema
@@ -132,10 +131,10 @@ def add_run(
     only_failures: bool = False,
     suite: str | None = None,
     variant: str | None = None,
-    redactor: Redactor | None = None,
+    writer: Writer = PLAIN,
 ) -> CaptureResult:
     """Add the run's cases to dataset ``name`` (created when missing) as one new version,
-    ``redactor``'s secrets redacted.
+    through ``writer`` (its secrets redacted).
 
     Raises:
         UsageError: as :func:`run_cases`, or a bad mapping. StoreError: as
@@ -150,7 +149,7 @@ def add_run(
         mapping=mapping or {},
         default_schema=run_schema(cases),
         origin=str(run_dir),
-        redactor=redactor,
+        writer=writer,
     )
 
 
@@ -188,5 +187,5 @@ def add_run_to_dataset(
             only_failures=only_failures,
             suite=suite,
             variant=variant,
-            redactor=Redactor.from_environment(os.environ),
+            writer=Writer.from_environment(os.environ),
         )

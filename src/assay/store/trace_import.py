@@ -6,7 +6,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from assay.results.secrets import Redactor
+from assay.results.io import Writer
 from assay.store.capture import CaptureResult, capture, parse_mapping
 from assay.store.store import open_store
 from assay.store.trace_cases import SESSION_SCHEMA, TRACE_SCHEMA, read_trace_file, trace_cases
@@ -38,7 +38,7 @@ def add_traces_to_dataset(
     path = Path(file)
     cases = trace_cases(read_trace_file(path), origin=str(path), session_by=session_by)
     schema = SESSION_SCHEMA if session_by else TRACE_SCHEMA
-    redactor = Redactor.from_environment(os.environ)
+    writer = Writer.from_environment(os.environ)
     with open_store(store) as opened:
         return capture(opened, name, cases, mapping=fields, default_schema=schema,
-                       origin=str(path), redactor=redactor)  # fmt: skip
+                       origin=str(path), writer=writer)  # fmt: skip

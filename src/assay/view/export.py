@@ -7,8 +7,8 @@ exports what the page shows, in its order (every page of it). Each line holds
 :data:`COLUMNS`: the row's facts from the index, and its whole prompt, response and dataset
 row read from its own ``task.json`` and ``response.txt``.
 
-No secret is written: each line passes the redaction ``assay report`` applies to a run's
-rows (:func:`assay.orchestration.loading.secrets.results_redactor`: the environment's secrets and
+No secret is written: each line passes the writer ``assay report`` writes a run's
+rows with (:func:`assay.orchestration.loading.secrets.results_writer`: the environment's secrets and
 those the row's recorded configuration names). A CSV cell that a spreadsheet would run as a
 formula is neutralised (:func:`assay.results.safe_text.csv_cell`; read back with
 ``csv_value``).
@@ -32,10 +32,10 @@ from urllib.parse import parse_qsl
 from pydantic import ValidationError
 
 from assay.errors import UsageError
-from assay.orchestration.loading.secrets import results_redactor
+from assay.orchestration.loading.secrets import results_writer
+from assay.results.io import Writer
 from assay.results.run_folder import resolve_run_dir
 from assay.results.safe_text import csv_cell
-from assay.results.secrets import Redactor
 from assay.results.status import FinalStatus
 from assay.results.task_result import EvaluationResult
 from assay.view.queries import SORTS, RowFilter, is_number, status_value, where
@@ -113,15 +113,15 @@ def export_lines(
     if fmt not in FORMATS:
         raise UsageError(f"--format: '{fmt}' is not one of {', '.join(FORMATS)}")
     environment = os.environ if environ is None else environ
-    redactors: dict[str, Redactor] = {}
+    writers: dict[str, Writer] = {}
     if fmt == "csv":
         yield _csv_line(list(COLUMNS))
     for record in _records(db, run_dir, chosen):
-        redactor = _redactor(record.pop("_result"), environment, redactors)
+        writer = _writer(record.pop("_result"), environment, writers)
         if fmt == "jsonl":
-            yield redactor.redact(json.dumps(record, ensure_ascii=False)) + "\n"
+            yield writer.redact(json.dumps(record, ensure_ascii=False)) + "\n"
         else:
-            yield _csv_line([_cell(record[c], redactor) for c in COLUMNS])
+            yield _csv_line([_cell(record[c], writer) for c in COLUMNS])
 
 
 def _records(db: sqlite3.Connection, run_dir: Path, chosen: RowFilter) -> Iterator[dict[str, Any]]:
@@ -156,24 +156,24 @@ def _text(path: Path) -> str | None:
         return None
 
 
-def _redactor(
-    result: EvaluationResult | None, environ: Mapping[str, str], known: dict[str, Redactor]
-) -> Redactor:
-    """The redaction ``assay report`` applies to this row (one per distinct configuration)."""
+def _writer(
+    result: EvaluationResult | None, environ: Mapping[str, str], known: dict[str, Writer]
+) -> Writer:
+    """The writer ``assay report`` writes this row with (one per distinct configuration)."""
     resolved = result.task_config.resolved if result is not None else {}
     key = json.dumps([resolved.get(k) for k in ("agent", "qa", "success_criteria")],
                      sort_keys=True, default=str)  # fmt: skip
     if key not in known:
-        known[key] = results_redactor([result] if result is not None else [], environ)
+        known[key] = results_writer([result] if result is not None else [], environ)
     return known[key]
 
 
-def _cell(value: Any, redactor: Redactor) -> str:
+def _cell(value: Any, writer: Writer) -> str:
     if value is None:
         return ""
     if isinstance(value, dict | list):
         value = json.dumps(value, ensure_ascii=False)
-    return csv_cell(redactor.redact(str(value)))
+    return csv_cell(writer.redact(str(value)))
 
 
 def _csv_line(cells: list[str]) -> str:

@@ -20,9 +20,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from assay.results.io import write_text_atomic
+from assay.results.io import Writer
 from assay.results.run_folder import resolve_run_dir
-from assay.results.secrets import Redactor, clip_head
+from assay.results.secrets import clip_head
 from assay.spec.run_names import REPORT_FILE as REPORT_FILE  # re-exported
 from assay.view.queries import LIST_COLUMNS, SORTS
 from assay.view.render import render
@@ -106,6 +106,5 @@ def write_report_file(run_dir: Path, *, output: Path | None = None) -> Path:
     names it) into it, or to ``output``, and return its path (``run_dir / report.html``
     when not told otherwise)."""
     target = output if output is not None else run_dir / REPORT_FILE
-    redactor = Redactor.from_environment(os.environ)
-    write_text_atomic(target, html_report(run_dir), redactor=redactor)
+    Writer.from_environment(os.environ).text(target, html_report(run_dir))
     return target

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from assay.errors import UsageError
 from assay.orchestration.loading.overrides import Override
+from assay.results.io import Writer
 from assay.results.secrets import MIN_SECRET_LENGTH, Redactor, url_secrets
 
 if TYPE_CHECKING:  # annotations only: the command line's redactor needs neither model
@@ -47,7 +48,18 @@ def run_redactor(
         redactor.add_setting(override.path[-1] if override.path else "", override.value)
     for password in url_secrets(store_url or ""):
         redactor.add(STORE_OPTION, password, whole=False)
+    if any(config.uses_bridge for task in definitions
+           for config in [task.agent, *task.agent_graders()]):  # fmt: skip
+        add_bridge_keys(redactor)
     return redactor
+
+
+def add_bridge_keys(redactor: Redactor) -> None:
+    """Redact every row's model-bridge credential (one pattern for all: a coding agent's
+    CLI, or one an ``agent_judge`` runs, may print the key it was given)."""
+    from assay.bridge.session import BRIDGE_KEY_NAME, TOKEN_PATTERN
+
+    redactor.add_pattern(BRIDGE_KEY_NAME, TOKEN_PATTERN)
 
 
 def _base_urls(task: TaskDefinition) -> list[str]:
@@ -78,6 +90,18 @@ def command_line_redactor(arguments: Sequence[str], environ: Mapping[str, str]) 
             override = Override.parse(value)
             redactor.add_setting(override.path[-1], override.value)
     return redactor
+
+
+def results_writer(results: Iterable[EvaluationResult], environ: Mapping[str, str]) -> Writer:
+    """The writer of ``assay evaluate`` / ``assay report`` over a run's rows: its secrets are
+    :func:`results_redactor`'s."""
+    return Writer(results_redactor(results, environ))
+
+
+def command_line_writer(arguments: Sequence[str], environ: Mapping[str, str]) -> Writer:
+    """The writer (and console) of what the command line writes before a run knows its
+    secrets: :func:`command_line_redactor`'s."""
+    return Writer(command_line_redactor(arguments, environ))
 
 
 def results_redactor(results: Iterable[EvaluationResult], environ: Mapping[str, str]) -> Redactor:

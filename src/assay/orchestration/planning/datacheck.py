@@ -221,7 +221,7 @@ def same_data(
     if not rerun_changed:
         raise drift_error(drifts, run_dir=run_dir, action="resuming the run")
     record = updated_record(record, expansions)
-    write_plan(run_dir, record)
+    write_plan(run_dir, record, writer=plan.writer)
     return {(d.task_id, row) for d in drifts for row in d.changed}, record
 
 

@@ -60,6 +60,7 @@ from assay.orchestration.planning.variants import (
 from assay.providers.pool import ProviderRegistry, default_registry
 from assay.providers.pricing import PriceTable
 from assay.qa import QaItem
+from assay.results.io import Writer
 from assay.results.run import SkippedTask, TaskSelection
 from assay.results.secrets import Redactor
 from assay.spec.base import did_you_mean
@@ -196,6 +197,12 @@ class Plan:
     def work_item_count(self) -> int:
         """How many work items :meth:`work_items` gives."""
         return len(self.work_items())
+
+    @property
+    def writer(self) -> Writer:
+        """The run's one writer: every file of the run goes through it, with the plan's
+        secrets (and those added while it runs) redacted."""
+        return Writer(self.redactor)
 
     @property
     def definitions(self) -> list[TaskDefinition]:

@@ -8,7 +8,7 @@ from dataclasses import replace
 from typing import Protocol
 
 from assay.providers.retry import Attempt
-from assay.results.secrets import Redactor
+from assay.results.io import Writer
 from assay.results.task_result import EvaluationResult
 
 
@@ -54,12 +54,12 @@ class NoProgress:
 
 class RedactedProgress:
     """A caller's own :class:`Progress` told what the run's files hold: each finished row
-    and each retried call's error with ``redactor``'s secrets (the run's) replaced by their
-    markers, as every file and printed line of the run has them."""
+    and each retried call's error as ``writer`` (the run's) writes them: the secrets replaced
+    by their markers, as every file and printed line of the run has them."""
 
-    def __init__(self, inner: Progress, redactor: Redactor) -> None:
+    def __init__(self, inner: Progress, writer: Writer) -> None:
         self.inner = inner
-        self.redactor = redactor
+        self.writer = writer
 
     def start(self, total: int, *, already_done: int = 0) -> None:
         """Passed on."""
@@ -67,12 +67,12 @@ class RedactedProgress:
 
     def advance(self, result: EvaluationResult) -> None:
         """Passed on redacted (every text of the row, as its ``row.json`` has it)."""
-        data = self.redactor.redact_data(result.model_dump(mode="json"))
+        data = self.writer.redact_data(result.model_dump(mode="json"))
         self.inner.advance(EvaluationResult.model_validate(data))
 
     def retry(self, model: str, attempt: Attempt) -> None:
         """Passed on with the attempt's error redacted."""
-        self.inner.retry(model, replace(attempt, error=self.redactor.redact(attempt.error)))
+        self.inner.retry(model, replace(attempt, error=self.writer.redact(attempt.error)))
 
     def nodes(self, rows: Mapping[str, int]) -> None:
         """Passed on (to a progress object that has the method: it is optional)."""

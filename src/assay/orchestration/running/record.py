@@ -13,9 +13,7 @@ from assay.orchestration.planning.plan import Plan, PlanOptions, TaskSource
 from assay.orchestration.planning.resume_check import experiment_hash, task_hash
 from assay.orchestration.running.runner import RunOptions
 from assay.providers.pricing import PriceTable
-from assay.results.io import write_json_atomic
 from assay.results.plan_record import JudgeUse, PlannedTaskRecord, PlanOptionsRecord, PlanRecord
-from assay.results.secrets import Redactor
 from assay.results.selection_file import write_selection_rows
 from assay.spec.criteria import LlmJudge
 from assay.spec.judge import JudgeAsset
@@ -32,12 +30,11 @@ def save_built_tasks(run_dir: Path, plan: Plan) -> dict[str, Path]:
         if planned.loaded.built:
             task_id = planned.loaded.definition.task_id
             saved[task_id] = run_dir / BUILT_DIR / f"{task_id}.json"  # JSON is YAML
-            write_json_atomic(saved[task_id], planned.loaded.document.data,
-                              redactor=plan.redactor)  # fmt: skip
+            plan.writer.json(saved[task_id], planned.loaded.document.data)
     return saved
 
 
-def write_selection(run_dir: Path, plan: Plan, *, redactor: Redactor | None) -> None:
+def write_selection(run_dir: Path, plan: Plan) -> None:
     """Write ``selection.jsonl``: every dataset task's selected rows and their content
     hashes, one row at a time (:mod:`assay.results.selection_file`)."""
 
@@ -48,7 +45,7 @@ def write_selection(run_dir: Path, plan: Plan, *, redactor: Redactor | None) -> 
                 for row_id, row_hash in planned.expansion.selected_rows():
                     yield task_id, row_id, row_hash
 
-    write_selection_rows(run_dir, rows(), redactor=redactor)
+    write_selection_rows(run_dir, rows(), writer=plan.writer)
 
 
 def plan_sources(

@@ -19,16 +19,7 @@ from pathlib import Path
 
 from assay.agents.base import AgentOutcome
 from assay.errors import SandboxError
-from assay.results.io import (
-    LOG_BLOCK,
-    StreamLog,
-    dumps,
-    make_dirs,
-    redact_json,
-    write_model_atomic,
-    write_text,
-)
-from assay.results.secrets import Redactor
+from assay.results.io import LOG_BLOCK, Writer, dumps, make_dirs
 from assay.results.status import FinalStatus
 from assay.results.task_result import EvaluationResult
 from assay.results.trace import to_otlp_json
@@ -105,11 +96,9 @@ def made_files(finished: FinishedRow) -> RowFiles:
         return RowFiles(_unwritable(finished.result, exc), "\n".join(finished.log) + "\n")
 
 
-def write_finished(
-    directory: Path, finished: FinishedRow, redactor: Redactor | None = None
-) -> EvaluationResult:
+def write_finished(directory: Path, finished: FinishedRow, writer: Writer) -> EvaluationResult:
     """:func:`write_row` of ``finished``'s files (made here, in the writer thread)."""
-    return write_row(directory, made_files(finished), redactor=redactor)
+    return write_row(directory, made_files(finished), writer=writer)
 
 
 def _unwritable(result: EvaluationResult, exc: Exception) -> EvaluationResult:
@@ -149,11 +138,9 @@ def clear_attempt(directory: Path) -> None:
                 os.unlink(entry.path)
 
 
-def write_row(
-    directory: Path, files: RowFiles, *, redactor: Redactor | None = None
-) -> EvaluationResult:
-    """Write a finished row's files (every secret ``redactor`` knows redacted) and return its
-    result; safe to call from a writer thread.
+def write_row(directory: Path, files: RowFiles, *, writer: Writer) -> EvaluationResult:
+    """Write a finished row's files through ``writer`` (the run's) and return its result;
+    safe to call from a writer thread.
 
     A row whose files cannot be written (a full disk, a file where its folder should be, a
     value JSON refuses) ends ``ERROR`` with the reason, written in their place when that
@@ -161,43 +148,42 @@ def write_row(
     runs it again), and the run goes on.
     """
     try:
-        write_row_files(directory, files, redactor=redactor)
+        write_row_files(directory, files, writer=writer)
     except (OSError, ValueError, SandboxError) as exc:
         result = _unwritable(files.result, exc)
         with contextlib.suppress(OSError, ValueError):
-            write_row_files(directory, RowFiles(result, files.log), redactor=redactor)
+            write_row_files(directory, RowFiles(result, files.log), writer=writer)
         return result
     return files.result
 
 
-def write_row_files(directory: Path, files: RowFiles, *, redactor: Redactor | None) -> None:
+def write_row_files(directory: Path, files: RowFiles, *, writer: Writer) -> None:
     """Write a row's files; ``task.json`` last, atomically, so it alone marks a finished row
     (the files before it are written in place: a row without ``task.json`` runs again).
 
-    Every known secret is redacted from them, and from the files of the row's sandbox when
+    Every file goes through ``writer``, and so do the files of the row's sandbox when
     it is kept in the run folder (so ``assay evaluate`` grades the redacted files): the files
     the row wrote, by their modification times (a sandbox packed on a node keeps them)."""
     make_dirs(directory)
     if files.response is not None:
-        write_text(directory / "response.txt", files.response, redactor=redactor)
+        writer.text(directory / "response.txt", files.response, atomic=False)
     if files.trace is not None:
-        text = redact_json(files.trace, redactor, compact=True)
-        write_text(directory / "trace.json", text, redactor=None)  # redacted as JSON above
-    write_text(directory / "task.log", files.log, redactor=redactor)
+        writer.json_lines(directory / "trace.json", files.trace, atomic=False)
+    writer.text(directory / "task.log", files.log, atomic=False)
     if files.logs is not None:
-        write_logs(files.logs, directory, redactor=redactor)
+        write_logs(files.logs, directory, writer=writer)
     kept = directory / SANDBOX_DIR
     if files.sandbox is not None:
         if kept.exists():  # a resumed row ran again from scratch
             shutil.rmtree(kept)
         unpack(files.sandbox, kept, origin=files.sandbox_origin)
-    if files.result.sandbox_path is not None and redactor:
+    if files.result.sandbox_path is not None and writer.redacts:
         started = datetime.fromisoformat(files.result.started_at).timestamp()
-        Sandbox(kept).redact(redactor, since=started - MTIME_SLACK)
-    write_model_atomic(directory / "task.json", files.result, redactor=redactor)
+        Sandbox(kept).redact(writer, since=started - MTIME_SLACK)
+    writer.model(directory / "task.json", files.result)
 
 
-def write_logs(data: bytes, directory: Path, *, redactor: Redactor | None) -> None:
+def write_logs(data: bytes, directory: Path, *, writer: Writer) -> None:
     """Write output logs packed on a node of a cluster (:func:`~assay.sandbox.archive.pack`
     of its log folder) into the row's ``directory``, each streamed through a
     :class:`~assay.results.io.StreamLog`: every secret this process knows is redacted (a
@@ -213,8 +199,7 @@ def write_logs(data: bytes, directory: Path, *, redactor: Redactor | None) -> No
                 name = member.name
                 if source is None or Path(name).name != name or name.startswith("."):
                     raise SandboxError(f"the row's packed logs hold {name!r}, not a log")
-                log = StreamLog(directory / name, redactor=redactor,
-                                max_bytes=member.size)  # fmt: skip
+                log = writer.stream(directory / name, max_bytes=member.size)
                 try:
                     while chunk := source.read(LOG_BLOCK):
                         log.write(chunk)

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import IO
 
 from assay.errors import UsageError
-from assay.orchestration.loading.secrets import command_line_redactor
+from assay.orchestration.loading.secrets import command_line_writer
 from assay.sandbox.process import stat_fields
 from assay.spec.run_names import LOCK_FILE as LOCK_FILE  # re-exported
 
@@ -160,13 +160,12 @@ def _read_holder(handle: IO[str]) -> dict[str, object]:
 
 def _write_holder(handle: IO[str], command: list[str]) -> None:
     # the command line can carry a --store URL's password or a -D secret: never written
-    redactor = command_line_redactor(command, os.environ)
-    shown = [redactor.redact(str(part)) for part in command]
-    holder = {"pid": os.getpid(), "host": socket.gethostname(), "command": shown,
+    writer = command_line_writer(command, os.environ)
+    holder = {"pid": os.getpid(), "host": socket.gethostname(), "command": command,
               "started": datetime.now().astimezone().isoformat(timespec="seconds")}  # fmt: skip
     handle.seek(0)
     handle.truncate()
-    handle.write(json.dumps(holder) + "\n")
+    handle.write(writer.redact_json(json.dumps(holder, default=str) + "\n", compact=True))
     handle.flush()
 
 

@@ -57,8 +57,7 @@ from assay.providers.managed import OnRetry
 from assay.providers.pool import ModelKey, ModelPool
 from assay.qa import PredictionRecord, QaItem
 from assay.qa.schema import OPEN_TYPES, route
-from assay.results.io import LogFolder
-from assay.results.secrets import Redactor
+from assay.results.io import Writer
 from assay.results.status import FinalStatus
 from assay.results.task_result import (
     AgentRecord,
@@ -75,7 +74,6 @@ from assay.sandbox.archive import pack
 from assay.sandbox.process import end_marked_processes, exit_text, tail
 from assay.sandbox.reaper import RowProcesses
 from assay.sandbox.tempdir import Sandbox
-from assay.spec.agent_base import AgentSpec
 from assay.spec.criteria import CriterionSpec
 from assay.spec.qa import QaJudge
 from assay.spec.run_names import runs_beside
@@ -158,7 +156,7 @@ def model_keys(plan: Plan) -> list[ModelKey]:
     keys.update(dict.fromkeys(task_judge_keys_of(tasks)))
     for planned in plan.tasks:
         for variant in planned.variants:
-            for config in _graders(variant.definition):
+            for config in variant.definition.agent_graders():
                 agent = plan.criteria.agents.build(config)
                 keys.update(dict.fromkeys(agent.model_keys(planned.loaded.base_dir)))
     return list(keys)
@@ -171,13 +169,8 @@ def needs_bridge(plan: Plan) -> bool:
         config.uses_bridge
         for planned in plan.tasks
         for v in planned.variants
-        for config in [v.definition.agent, *_graders(v.definition)]
+        for config in [v.definition.agent, *v.definition.agent_graders()]
     )
-
-
-def _graders(task: TaskDefinition) -> list[AgentSpec]:
-    """The coding agents ``task``'s criteria run to grade its rows."""
-    return [config for spec in task.success_criteria for config in spec.graders()]
 
 
 def judge_keys(plan: Plan) -> list[ModelKey]:
@@ -222,8 +215,9 @@ class Runner:
         remote: rows run on another machine than the run folder's: a kept sandbox is made
             in the temporary folder and packed into the row's files
             (:class:`~assay.orchestration.running.rowfiles.RowFiles`), never written here.
-        redactor: the run's known secrets: withheld from the row's programs (with every
-            other secret variable) and redacted from the row's files.
+        writer: the run's writer: the row's files go through it, and the variables whose
+            values it redacts are withheld from the row's programs (with every other secret
+            variable).
         containment: makes the ``bwrap`` sandbox of the rows whose task asks for one.
     """
 
@@ -238,11 +232,11 @@ class Runner:
         bridge: Bridge | None = None,
         folders: Callable[[Path], Path] | None = None,
         remote: bool = False,
-        redactor: Redactor | None = None,
+        writer: Writer | None = None,
         containment: Containment | None = None,
     ) -> None:
         self.run_dir = run_dir
-        self.redactor = redactor or Redactor()
+        self.writer = writer or Writer.shapes_only()
         self.containment = containment or Containment()
         self.pool = pool
         self.criteria = criteria
@@ -271,11 +265,11 @@ class Runner:
         slots = asyncio.Semaphore(jobs)
         loop = asyncio.get_running_loop()
 
-        async def worker(writer: ThreadPoolExecutor) -> None:
+        async def worker(threads: ThreadPoolExecutor) -> None:
             for item in queue:
                 row, finished = await self.run_row(item, slots)
                 written = loop.run_in_executor(
-                    writer, write_finished, row.directory, finished, self.redactor
+                    threads, write_finished, row.directory, finished, self.writer
                 )
                 try:
                     await asyncio.shield(written)
@@ -287,8 +281,8 @@ class Runner:
         # Twice as many workers as slots: while ``jobs`` rows run their agent and criteria,
         # the others resolve their row or write finished files, so no slot waits on
         # bookkeeping (a model endpoint stays as busy as a bare client would keep it).
-        with ThreadPoolExecutor(WRITER_THREADS, thread_name_prefix="assay-writer") as writer:
-            workers = [asyncio.create_task(worker(writer)) for _ in range(2 * jobs)]
+        with ThreadPoolExecutor(WRITER_THREADS, thread_name_prefix="assay-writer") as threads:
+            workers = [asyncio.create_task(worker(threads)) for _ in range(2 * jobs)]
             interrupted = False
             try:
                 await asyncio.gather(*workers)
@@ -308,7 +302,7 @@ class Runner:
             replicate=item.replicate,
             sandbox=sandbox,
             task_dir=self.folders(item.row_task.source.base_dir),
-            hidden=self.redactor.names,
+            hidden=self.writer.withheld,
         )
 
     async def run_row(
@@ -377,7 +371,7 @@ class Runner:
         # a stream past max_output_mb is written whole into the row folder; on a node of a
         # cluster into a temporary folder whose logs go with the row's files to the driver
         logs = Path(tempfile.mkdtemp(prefix="assay-logs-")) if self.remote else directory
-        sandbox.logs = LogFolder(logs, self.redactor, task.sandbox.limits.max_log_bytes)
+        sandbox.logs = self.writer.logs(logs, task.sandbox.limits.max_log_bytes)
         try:
             sandbox.groups = self.containment.row_groups(task)
             sandbox.jail = self.containment.jail(task, sandbox.root, base_dir)
@@ -485,7 +479,6 @@ class Runner:
             max_tool_calls=task.run_limits.max_tool_calls,
             max_output_bytes=task.sandbox.limits.max_output_bytes,
             logs=sandbox.logs if sandbox is not None else None,
-            redactor=self.redactor,
             jail=sandbox.jail if sandbox is not None else None,
             groups=sandbox.groups if sandbox is not None else None,
             monitor=LiveMonitor.of(
@@ -592,7 +585,7 @@ class Runner:
         """What a criterion that runs a coding agent (``agent_judge``) gets of the row."""
         return AgentHost(agents=self.criteria.agents, pool=self.pool, bridge=self.bridge,
                          base_dir=context.base_dir, label=context.label,
-                         redactor=self.redactor, replicate=context.replicate)  # fmt: skip
+                         replicate=context.replicate)  # fmt: skip
 
     def _judge(self, task: TaskDefinition, base_dir: Path) -> Model | None:
         if task.qa is None or task.qa.judge is None:

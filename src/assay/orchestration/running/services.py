@@ -26,7 +26,7 @@ from assay.providers.pricing import PriceTable
 from assay.providers.retry import RetryPolicy
 from assay.qa import check_judge
 from assay.qa.open_judge import open_judge
-from assay.results.secrets import Redactor
+from assay.results.io import Writer
 
 if TYPE_CHECKING:
     from assay.bridge import Bridge
@@ -74,11 +74,11 @@ def build_pool(
     keys: Sequence[ModelKey] = (),
     registry: ProviderRegistry | None = None,
     gate: Gate | None = None,
-    redactor: Redactor | None = None,
+    writer: Writer | None = None,
 ) -> ModelPool:
     """A model pool for one run (not started): ``jobs`` calls in flight per server, and
     the ``gate``'s permits (run-wide limits) for every call; its response cache stores
-    answers with ``redactor``'s secrets redacted.
+    answers as ``writer`` (the run's) writes files: its secrets redacted.
 
     The response cache is opened when ``models`` asks for it (``--cache``) or when one of
     ``keys`` (the run's models) does (``cache: true`` in a task file); then only those
@@ -86,7 +86,7 @@ def build_pool(
     cache = None
     if models.cache or models.cache_path is not None or any(k.cache for k in keys):
         cache = ResponseCache(models.cache_path or DEFAULT_CACHE, max_age=models.cache_expiry,
-                              redactor=redactor)  # fmt: skip
+                              writer=writer)  # fmt: skip
     settings = PoolSettings(
         parallel=jobs,
         retry=RetryPolicy(max_retries=models.max_retries),

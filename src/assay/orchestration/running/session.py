@@ -173,8 +173,8 @@ class RunSession:
         saved = save_built_tasks(run_dir, plan)
         record = plan_record(plan, options, request.options, saved=saved,
                              rows_file=SELECTION_FILE)  # fmt: skip
-        write_selection(run_dir, plan, redactor=plan.redactor)
-        write_plan(run_dir, record, redactor=plan.redactor)
+        write_selection(run_dir, plan)
+        write_plan(run_dir, record, writer=plan.writer)
         items = plan.work_items()
         return cls(plan, record, run_dir, request, started, items, bytearray(len(items)),
                    options.prices, lock=lock, previous_latest=previous, fresh=True)  # fmt: skip
@@ -272,7 +272,7 @@ class RunSession:
         with (
             stop_on_signals(enabled=self.request.stop_on_sigterm),
             # progress lines, warnings, bridge errors; sys's own streams are not replaced
-            joined_output(self.plan.redactor, [self.request.console]),
+            joined_output(self.plan.writer, [self.request.console]),
         ):
             try:
                 finished, interrupted = await self._run_rows()
@@ -291,9 +291,9 @@ class RunSession:
         if stopper is not None:
             stopper.replay(kept_results(self.run_dir, self.items, self.kept))
             items = StoppingItems(items.items, items.kept, stopper)
-        log_session(self.run_dir, "start", self.started, redactor=self.plan.redactor)
+        log_session(self.run_dir, "start", self.started, writer=self.plan.writer)
         executor = make_executor(request.executor)
-        progress = (RedactedProgress(request.progress, self.plan.redactor)
+        progress = (RedactedProgress(request.progress, self.plan.writer)
                     if request.redact_progress else request.progress)  # fmt: skip
         context = ExecutionContext(
             plan=self.plan, run_dir=self.run_dir, options=request.options,
@@ -328,7 +328,7 @@ class RunSession:
         """End the session: log it (the reports read every row whose ``task.json`` reached
         the disk, kept and new)."""
         ended = datetime.now()
-        log_session(self.run_dir, "end", ended, redactor=self.plan.redactor)
+        log_session(self.run_dir, "end", ended, writer=self.plan.writer)
         return SessionOutcome(interrupted, ended, finished, self.unwritten)
 
 

@@ -32,7 +32,7 @@ class LocalExecutor:
         keys = model_keys(plan)
         pool = build_pool(context.models, jobs=options.jobs, prices=context.prices, keys=keys,
                           registry=context.registry, gate=gate,
-                          redactor=plan.redactor)  # fmt: skip
+                          writer=plan.writer)  # fmt: skip
         services_of_run = run_services(pool, keys, bridge=needs_bridge(plan),
                                        bridge_socket=needs_bridge_socket(plan.definitions),
                                        on_retry=progress.retry,
@@ -41,7 +41,7 @@ class LocalExecutor:
             containment = run_containment(plan, context.run_dir, services.bridge, pool)
             runner = Runner(context.run_dir, pool, plan.criteria, options,
                             on_retry=progress.retry, bridge=services.bridge,
-                            redactor=plan.redactor, containment=containment)  # fmt: skip
+                            writer=plan.writer, containment=containment)  # fmt: skip
             try:
                 warnings = []
                 if options.stage == "run":

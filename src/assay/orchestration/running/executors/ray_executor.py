@@ -49,7 +49,7 @@ from assay.orchestration.running.executors.ray_limiter import Limiter
 from assay.orchestration.running.executors.ray_node import NodeRunner, NodeSetup, model_variables
 from assay.orchestration.running.rowfiles import RowFiles, clear_attempt, write_row
 from assay.orchestration.running.rundir import item_dir
-from assay.orchestration.running.runner import needs_bridge
+from assay.results.io import Writer
 from assay.results.secrets import Redactor
 from assay.results.task_result import EvaluationResult
 from assay.spec.run_names import runs_beside
@@ -161,11 +161,6 @@ class _Driver:
         ray, context = self.ray, self.context
         # the driver's secrets stay here: each node knows its own (NodeRunner.start)
         self.plan_ref = ray.put(dataclasses.replace(context.plan, redactor=Redactor()))
-        if needs_bridge(context.plan):  # the per-row bridge keys the nodes' bridges mint
-            from assay.agents.cli import BRIDGE_KEY_NAME
-            from assay.bridge.session import TOKEN_PATTERN
-
-            context.plan.redactor.add_pattern(BRIDGE_KEY_NAME, TOKEN_PATTERN)
         shipped = []
         if self.files == "ship":
             shipped = [
@@ -329,8 +324,7 @@ class _Driver:
         directory = item_dir(self.context.run_dir, variant_id=item.variant_id,
                              task_id=files.result.task_id, suite_id=files.result.suite_id,
                              row_id=files.result.row_id, replicate=item.replicate)  # fmt: skip
-        write = functools.partial(_write_fresh, directory, files,
-                                  redactor=self.context.plan.redactor)  # fmt: skip
+        write = functools.partial(_write_fresh, directory, files, writer=self.context.plan.writer)
         written = asyncio.get_running_loop().run_in_executor(self.writer, write)
         self.done.add(index)
         try:
@@ -396,10 +390,8 @@ def _cancelling() -> bool:
     return task is not None and task.cancelling() > 0
 
 
-def _write_fresh(
-    directory: Path, files: RowFiles, *, redactor: Redactor | None
-) -> EvaluationResult:
+def _write_fresh(directory: Path, files: RowFiles, *, writer: Writer) -> EvaluationResult:
     """Write a row's files (all of them, logs and kept sandbox included, come from its node)
     into a folder cleared of what an earlier attempt of the row left there."""
     clear_attempt(directory)
-    return write_row(directory, files, redactor=redactor)
+    return write_row(directory, files, writer=writer)

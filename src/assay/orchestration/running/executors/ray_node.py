@@ -50,7 +50,7 @@ from assay.orchestration.running.services import (
 from assay.providers.limits import EndpointLimits, Gate, LocalGate
 from assay.providers.pool import ModelKey, ProviderRegistry
 from assay.providers.pricing import PriceTable
-from assay.results.secrets import Redactor
+from assay.results.io import Writer
 
 MODEL_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL")
 
@@ -117,7 +117,7 @@ class NodeRunner:
         self.scratch: Path | None = None
         self.stack = contextlib.AsyncExitStack()
         self.runner: Runner | None = None
-        self.redactor = Redactor()  # this node's secrets, withheld from its rows' programs
+        self.writer = Writer.shapes_only()  # this node's secrets: withheld, redacted
         self.gate: Gate | None = None
         self.rows: set[asyncio.Task[None]] = set()
         jobs = max(1, setup.options.jobs)
@@ -136,7 +136,7 @@ class NodeRunner:
             await self._folders()
             self._check_programs()
             os.environ.update(self.setup.variables)
-            self.redactor = run_redactor(self.plan.definitions, os.environ)
+            self.writer = Writer(run_redactor(self.plan.definitions, os.environ))
             await self._services()
         except UserError as exc:
             await self.stop()
@@ -192,7 +192,7 @@ class NodeRunner:
         keys = self._keys()
         pool = build_pool(setup.models, jobs=setup.options.jobs, prices=setup.prices,
                           keys=keys, registry=setup.registry, gate=gate,
-                          redactor=self.redactor)  # fmt: skip
+                          writer=self.writer)  # fmt: skip
         contained = needs_bridge_socket(self.plan.definitions)
         of_node = run_services(pool, keys, bridge=needs_bridge(self.plan),
                                bridge_socket=contained)  # fmt: skip
@@ -202,7 +202,7 @@ class NodeRunner:
                                       check=True)  # fmt: skip
         self.runner = Runner(setup.run_dir, services.pool, self.plan.criteria, setup.options,
                              bridge=services.bridge, folders=self.folder, remote=True,
-                             redactor=self.redactor, containment=containment)  # fmt: skip
+                             writer=self.writer, containment=containment)  # fmt: skip
         self.stack.callback(self.runner.close)
 
     async def check_judges(self) -> list[str]:
