@@ -61,7 +61,7 @@ def test_a_plan_asks_the_image_once_per_docker_block(
 ) -> None:
     asked: list[str] = []
 
-    def identity(task: TaskDefinition, base_dir: Path) -> str:
+    def identity(task: TaskDefinition, base_dir: Path, *, started: str | None = None) -> str:
         assert task.sandbox.docker is not None
         asked.append(str(task.sandbox.docker.image))
         return f"docker {task.sandbox.docker.image} sha256:{'0' * 64}"

@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ import pytest
 
 from assay.sandbox.build_context import context_hash
 from assay.sandbox.cgroups import pid_namespace
-from assay.sandbox.docker import Engine
+from assay.sandbox.docker import Engine, has_image, image_tag
 from tests.agents.coding import run_assay
 from tests.helpers import write
 
@@ -181,8 +182,8 @@ def test_a_resume_or_a_regrade_in_another_image_is_refused(
 ) -> None:
     """The image a docker task's rows ran in is recorded (``plan.json``); its Dockerfile
     edited since, ``assay run --resume`` and ``assay evaluate`` refuse to mix two
-    environments in one run."""
-    _, image = docker_image
+    environments in one run, without building the changed one first."""
+    engine, image = docker_image
     write(tmp_path / "image" / "Dockerfile", f"FROM {image}\nRUN echo v1 > /version\n")
     sandbox = "{driver: docker, docker: {dockerfile_path: image/Dockerfile}}"
     write(tmp_path / "t.yaml", task(image, sandbox=sandbox, agent="cat /version", pytest=False))
@@ -194,11 +195,14 @@ def test_a_resume_or_a_regrade_in_another_image_is_refused(
     graded = run_assay("evaluate", "runs/latest", cwd=tmp_path, env=env())
     assert graded.returncode == 0, graded.stdout + graded.stderr  # the same image: fine
 
-    write(tmp_path / "image" / "Dockerfile", f"FROM {image}\nRUN echo v2 > /version\n")
+    fresh = uuid.uuid4().hex  # a content this engine never built, in no earlier test run
+    write(tmp_path / "image" / "Dockerfile", f"FROM {image}\nRUN echo v2 {fresh} > /version\n")
+    changed, _ = image_tag(tmp_path / "image" / "Dockerfile")
     for args in (("evaluate", "runs/latest"), ("run", "--resume", "runs/latest")):
         refused = run_assay(*args, cwd=tmp_path, env=env())
         assert refused.returncode == 2, refused.stdout + refused.stderr
-        assert "task inside runs in the image assay-task:" in refused.stderr
+        assert f"task inside runs in the image {changed} (docker, not built) now" in refused.stderr
+        assert not has_image(engine, changed)  # refused before a build that would be wasted
         assert (
             "its Dockerfile, build context or tag changed since, and its rows would run "
             "in two environments" in refused.stderr

@@ -380,7 +380,7 @@ def _check_images(run_dir: Path, suites: dict[tuple[str, str], TaskDefinition]) 
         if task is None or variant not in task.images:
             continue
         base = Path(task.base_dir) if task.base_dir else Path(task.file).parent
-        now = image_identity(definition, base)
+        now = image_identity(definition, base, started=task.images[variant])
         if now is not None:
             check_same_images({variant: now}, task)
 

@@ -237,6 +237,25 @@ def missing_programs(engine: Engine, image: str, programs: Iterable[str]) -> lis
     return done.stdout.split()
 
 
+def image_tag(
+    dockerfile: Path, *, args: dict[str, str] | None = None, extra_args: Iterable[str] = ()
+) -> tuple[str, list[str]]:
+    """The tag :func:`build_image` gives the image of ``dockerfile`` (``assay-task:<hash of
+    the context and the flags>``), worked out without building, and the build's flags.
+
+    Raises:
+        SandboxError: the Dockerfile is missing, or a folder.
+    """
+    if dockerfile.is_dir():
+        raise SandboxError(f"{dockerfile} is a folder: sandbox.docker.dockerfile_path names the "
+                           "Dockerfile itself (its folder is the build context)")  # fmt: skip
+    if not dockerfile.is_file():
+        raise SandboxError(f"the Dockerfile {dockerfile} does not exist")
+    flags = [f for name, value in sorted((args or {}).items())
+             for f in ("--build-arg", f"{name}={value}")] + list(extra_args)  # fmt: skip
+    return f"assay-task:{context_hash(dockerfile, flags=flags)}", flags
+
+
 def build_image(
     engine: Engine,
     dockerfile: Path,
@@ -261,14 +280,7 @@ def build_image(
     Raises:
         SandboxError: the Dockerfile is missing, or the build failed (its last lines).
     """
-    if dockerfile.is_dir():
-        raise SandboxError(f"{dockerfile} is a folder: sandbox.docker.dockerfile_path names the "
-                           "Dockerfile itself (its folder is the build context)")  # fmt: skip
-    if not dockerfile.is_file():
-        raise SandboxError(f"the Dockerfile {dockerfile} does not exist")
-    flags = [f for name, value in sorted((args or {}).items())
-             for f in ("--build-arg", f"{name}={value}")] + list(extra_args)  # fmt: skip
-    tag = f"assay-task:{context_hash(dockerfile, flags=flags)}"
+    tag, flags = image_tag(dockerfile, args=args, extra_args=extra_args)
     if has_image(engine, tag):
         return tag
     with tempfile.TemporaryDirectory(prefix="assay-context-") as scratch:

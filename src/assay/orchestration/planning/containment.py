@@ -17,7 +17,7 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,6 +39,7 @@ from assay.sandbox.docker import (
     find_engine,
     has_image,
     has_network,
+    image_tag,
     interpreter,
     make_docker_policy,
     missing_programs,
@@ -91,7 +92,7 @@ class EngineAnswers:
     one plan (``assay plan`` shows it in a task's warnings and its limits line)."""
 
     answers: dict[str | None, str | None] = field(default_factory=dict)
-    images: dict[tuple[str | None, str, Path], str | None] = field(default_factory=dict)
+    images: dict[tuple[str | None, str, Path, str | None], str | None] = field(default_factory=dict)
 
     def limits_ignored(self, kind: str | None) -> str | None:
         """:meth:`~assay.sandbox.docker.Engine.limits_ignored` of the engine ``kind`` (``None``:
@@ -103,15 +104,18 @@ class EngineAnswers:
                 self.answers[kind] = None
         return self.answers[kind]
 
-    def image(self, task: TaskDefinition, base_dir: Path) -> str | None:
+    def image(
+        self, task: TaskDefinition, base_dir: Path, *, started: str | None = None
+    ) -> str | None:
         """:func:`image_identity`, once per docker block and folder in one plan (a task's
-        variants mostly share it: the engine is asked and the build context hashed once)."""
+        variants mostly share it: the engine is asked and the build context hashed once);
+        ``started``: the identity a resumed run started with."""
         docker = task.sandbox.docker
         if task.sandbox_driver != "docker" or docker is None:
             return None
-        key = (engine_of(task), docker.model_dump_json(), base_dir)
+        key = (engine_of(task), docker.model_dump_json(), base_dir, started)
         if key not in self.images:
-            self.images[key] = image_identity(task, base_dir)
+            self.images[key] = image_identity(task, base_dir, started=started)
         return self.images[key]
 
 
@@ -553,16 +557,24 @@ def engine_of(task: TaskDefinition) -> str | None:
     return task.sandbox.docker.engine if task.sandbox.docker is not None else None
 
 
-def image_identity(task: TaskDefinition, base_dir: Path) -> str | None:
+def image_identity(
+    task: TaskDefinition, base_dir: Path, *, started: str | None = None
+) -> str | None:
     """What a ``docker`` task's rows run in, as ``ENGINE IMAGE ID`` (the engine's kind, the
     image's name or ``assay-task:<hash>`` tag, and its content id): a resumed run or a
-    regrade compares it with the one the run started with. ``None`` for another driver, or
+    regrade compares it with the one the run ``started`` in. ``None`` for another driver, or
     when the engine does not answer (the run's own checks say so).
+
+    A Dockerfile whose build context now gives another tag than the one the run started
+    with is not built to be refused: its identity is ``ENGINE TAG not-built``.
     """
     if task.sandbox_driver != "docker":
         return None
     try:
         engine = find_engine(engine_of(task))
+        tag = _dockerfile_tag(task, base_dir)
+        if started is not None and tag is not None and started.split(" ")[1:2] != [tag]:
+            return f"{engine.kind} {tag} {NOT_BUILT}"
         image = task_image(engine, task, base_dir)
         found = engine.run("image", "inspect", "--format", "{{.Id}}", image, timeout=30)
     except (UsageError, SandboxError, OSError, subprocess.TimeoutExpired):
@@ -570,11 +582,66 @@ def image_identity(task: TaskDefinition, base_dir: Path) -> str | None:
     return f"{engine.kind} {image} {found.stdout.strip() or '?'}"
 
 
+def refuse_other_images(
+    task_id: str, file: str | Path, images: Mapping[str, str], started: Mapping[str, str]
+) -> None:
+    """A ``docker`` task's rows run in the images (variant → :func:`image_identity`) the run
+    ``started`` in.
+
+    Raises:
+        UsageError: a variant's image is another one now (its Dockerfile, build context or
+            tag changed since), naming both.
+    """
+    for variant, first in started.items():
+        now = images.get(variant)
+        if now is not None and now != first:
+            where = "" if variant == "default" else f" (variant {variant})"
+            raise UsageError(
+                f"task {task_id}{where} runs in the image {describe_image(now)} now, but "
+                f"the run started in {describe_image(first)}: its Dockerfile, build context "
+                "or tag changed since, and its rows would run in two environments",
+                file=file, hint="restore the Dockerfile (or tag the image back) as it "
+                "was, or start a new run",
+            )  # fmt: skip
+
+
+NOT_BUILT = "not-built"
+"""The content id of an :func:`image_identity` that was not built (it differs already)."""
+
+
 def describe_image(identity: str) -> str:
-    """``IMAGE (ENGINE, ID)`` of an :func:`image_identity`, its id cut to 12 hex digits."""
+    """``IMAGE (ENGINE, ID)`` of an :func:`image_identity`, its id cut to 12 hex digits (or
+    ``not built``)."""
     engine, _, rest = identity.partition(" ")
     image, _, content = rest.partition(" ")
-    return f"{image} ({engine}, {content.removeprefix('sha256:')[:12]})"
+    shown = "not built" if content == NOT_BUILT else content.removeprefix("sha256:")[:12]
+    return f"{image} ({engine}, {shown})"
+
+
+def _dockerfile_tag(task: TaskDefinition, base_dir: Path) -> str | None:
+    """The tag a ``docker`` task's Dockerfile builds as (:func:`image_tag`), or ``None``
+    when the task names an image.
+
+    Raises:
+        SandboxError: the Dockerfile is missing.
+    """
+    found = _build_inputs(task, base_dir)
+    return image_tag(found[0], args=found[1], extra_args=found[2])[0] if found else None
+
+
+def _build_inputs(
+    task: TaskDefinition, base_dir: Path
+) -> tuple[Path, dict[str, str], list[str]] | None:
+    """A ``docker`` task's Dockerfile (``dockerfile_path`` relative to ``base_dir``), its
+    build arguments (``$VAR`` expanded) and extra flags; ``None`` when it names an image."""
+    docker = task.sandbox.docker
+    if docker is None or not docker.dockerfile_path:
+        return None
+    path = Path(docker.dockerfile_path)
+    build = docker.build
+    return (path if path.is_absolute() else base_dir / path,
+            {k: os.path.expandvars(v) for k, v in build.args.items()},
+            list(build.extra_args))  # fmt: skip
 
 
 def task_image(engine: Engine, task: TaskDefinition, base_dir: Path) -> str:
@@ -586,12 +653,10 @@ def task_image(engine: Engine, task: TaskDefinition, base_dir: Path) -> str:
     """
     docker = task.sandbox.docker
     assert docker is not None  # SandboxConfig refuses driver docker without the block
-    if docker.dockerfile_path:
-        path = Path(docker.dockerfile_path)
-        build = docker.build
-        return build_image(engine, path if path.is_absolute() else base_dir / path,
-                           args={k: os.path.expandvars(v) for k, v in build.args.items()},
-                           extra_args=build.extra_args, buildkit=build.buildkit)  # fmt: skip
+    found = _build_inputs(task, base_dir)
+    if found is not None:
+        return build_image(engine, found[0], args=found[1], extra_args=found[2],
+                           buildkit=docker.build.buildkit)  # fmt: skip
     assert docker.image is not None
     if not has_image(engine, docker.image):
         raise SandboxError(f"the image {docker.image} is not in {engine.kind}'s images (assay "

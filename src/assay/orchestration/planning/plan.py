@@ -39,6 +39,7 @@ from assay.orchestration.planning.containment import (
     check_containment,
     containment_warnings,
     limits_line,
+    refuse_other_images,
 )
 from assay.orchestration.planning.expand import (
     Expansion,
@@ -85,6 +86,9 @@ class PlanOptions:
     store_url: str | None = None
     store_versions: Mapping[str, int] = field(default_factory=dict)
     judge_versions: Mapping[str, int] = field(default_factory=dict)
+    started_images: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    """A resumed run's images (task id → variant → ``image_identity``): a Dockerfile that
+    would build another one is refused without building it."""
     stop_when_decided: bool = False
     criteria: CriterionRegistry | None = None
     """The criterion types the tasks may name, when the caller added its own
@@ -532,8 +536,12 @@ def _plan_task(written: LoadedTask, context: _TaskContext) -> PlannedTask:
     engines = context.engines
     plan.warnings.extend(containment_warnings(loaded.display, [v.definition for v in variants],
                                               engines=engines))  # fmt: skip
-    images = {v.variant_id: found for v in variants
-              if (found := engines.image(v.definition, loaded.base_dir)) is not None}  # fmt: skip
+    started = options.started_images.get(loaded.definition.task_id, {})
+    found = {v.variant_id: engines.image(v.definition, loaded.base_dir,
+                                         started=started.get(v.variant_id))
+             for v in variants}  # fmt: skip
+    images = {variant: image for variant, image in found.items() if image is not None}
+    refuse_other_images(loaded.definition.task_id, loaded.path, images, started)  # before a build
     return PlannedTask(expansion, request, variants, images=images,
                        limits=limits_line(loaded.definition, engines=engines))  # fmt: skip
 

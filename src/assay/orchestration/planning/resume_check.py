@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from assay.errors import UsageError
-from assay.orchestration.planning.containment import describe_image
+from assay.orchestration.planning.containment import refuse_other_images
 from assay.orchestration.planning.plan import Plan, PlanOptions
 from assay.results.plan_record import PlannedTaskRecord, PlanOptionsRecord
 from assay.spec.experiment import Experiment
@@ -63,17 +63,7 @@ def check_same_images(images: Mapping[str, str], task: PlannedTaskRecord) -> Non
             image_identity`) is another one now: its Dockerfile, build context or tag
             changed since, naming both.
     """
-    for variant, started in task.images.items():
-        now = images.get(variant)
-        if now is not None and now != started:
-            where = "" if variant == "default" else f" (variant {variant})"
-            raise UsageError(
-                f"task {task.task_id}{where} runs in the image {describe_image(now)} now, but "
-                f"the run started in {describe_image(started)}: its Dockerfile, build context "
-                "or tag changed since, and its rows would run in two environments",
-                file=task.file, hint="restore the Dockerfile (or tag the image back) as it "
-                "was, or start a new run",
-            )  # fmt: skip
+    refuse_other_images(task.task_id, task.file, images, task.images)
 
 
 def experiment_hash(experiment: Experiment) -> str:

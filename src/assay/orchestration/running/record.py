@@ -193,6 +193,7 @@ def replayed_options(
             for t in record.tasks
             if t.dataset is not None and t.dataset.version is not None
         },
+        started_images={t.task_id: dict(t.images) for t in record.tasks if t.images},
         judge_versions={
             use.name: use.version
             for uses in record.judges.values()
