@@ -47,7 +47,11 @@ def test_no_ray_installed_says_which_extra(tmp_path: Path) -> None:
 
 def test_ray_flags_without_the_ray_executor_are_refused(tmp_path: Path) -> None:
     write(tmp_path / "task.yaml", TASK)
-    with pytest.raises(UsageError, match="--ray-address and --ray-files need --executor ray"):
+    with pytest.raises(
+        UsageError,
+        match=r"ray_address and ray_files \(--ray-address, --ray-files\) need "
+        r"executor='ray' \(--executor ray\)",
+    ):
         assay.run(tmp_path / "task.yaml", run_dir=tmp_path / "runs", ray_address="auto")
     with pytest.raises(UsageError, match="unknown executor 'dask'; choose one of local, ray"):
         assay.run(tmp_path / "task.yaml", run_dir=tmp_path / "runs", executor="dask")  # type: ignore[typeddict-item]

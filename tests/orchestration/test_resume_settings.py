@@ -49,13 +49,15 @@ def make_run(folder: Path, **options: Any) -> Path:
 @pytest.mark.parametrize(
     ("before", "given", "named"),
     [
-        ({"sample": 4}, {"sample": 2}, "--sample: the run used 4, given 2"),
-        ({}, {"sample": 2}, "--sample: the run used nothing, given 2"),
-        ({}, {"sample_per_stratum": 1}, "--sample-per-stratum: the run used nothing, given 1"),
-        ({"split": "s0"}, {"split": "s1"}, "--split: the run used 's0', given 's1'"),
-        ({}, {"repeats": 2}, "--repeats: the run used nothing, given 2"),
-        ({}, {"tags": ["x"]}, "--tags: the run used nothing, given 'x'"),
-        ({}, {"include_skipped": True}, "--include-skipped: the run used False, given True"),
+        ({"sample": 4}, {"sample": 2}, "sample (--sample): the run used 4, given 2"),
+        ({}, {"sample": 2}, "sample (--sample): the run used nothing, given 2"),
+        ({}, {"sample_per_stratum": 1},
+         "sample_per_stratum (--sample-per-stratum): the run used nothing, given 1"),
+        ({"split": "s0"}, {"split": "s1"}, "split (--split): the run used 's0', given 's1'"),
+        ({}, {"repeats": 2}, "repeats (--repeats): the run used nothing, given 2"),
+        ({}, {"tags": ["x"]}, "tags (--tags): the run used nothing, given 'x'"),
+        ({}, {"include_skipped": True},
+         "include_skipped (--include-skipped): the run used False, given True"),
         ({}, {"overrides": ["agent.env.FOO=a"]}, "-D agent.env.FOO=a: the run used nothing"),
         ({"overrides": ["agent.env.FOO=a"]}, {"overrides": ["agent.env.FOO=b"]},
          "the run used 'a', given 'b'"),
@@ -100,7 +102,11 @@ def test_the_command_line_exits_2_naming_the_flag(tmp_path: Path) -> None:
         cwd=tmp_path, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert done.returncode == 2, done.stderr
-    for named in ("--sample: the run used 4, given 3", "--model mock/y", "-D agent.env.FOO=z"):
+    for named in (
+        "sample (--sample): the run used 4, given 3",
+        "--model mock/y",
+        "-D agent.env.FOO=z",
+    ):
         assert named in done.stderr
 
 

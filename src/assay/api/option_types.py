@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from assay.errors import UsageError
+
 Check = Callable[[Any], Any]
 """Returns the value (maybe normalized), or raises ``ValueError`` with what it takes."""
 
@@ -27,6 +29,7 @@ def check_types(verb: str, options: Mapping[str, Any]) -> dict[str, Any]:
 
     Raises:
         TypeError: ``"run() option jobs takes an int, not str '8'"``.
+        UsageError: a text or path option given as an empty string.
     """
     out = dict(options)
     for name, value in options.items():
@@ -35,6 +38,11 @@ def check_types(verb: str, options: Mapping[str, Any]) -> dict[str, Any]:
             continue
         try:
             out[name] = check(value)
+        except _Empty:
+            raise UsageError(
+                "an empty value: give one, or leave the option out",
+                field=f"{name} (--{name.replace('_', '-')})",
+            ) from None
         except ValueError as exc:
             shown = repr(value)
             shown = shown if len(shown) <= 60 else shown[:57] + "..."
@@ -73,15 +81,24 @@ def _flag(value: Any) -> bool:
     return value
 
 
+class _Empty(Exception):
+    """A text option given as an empty string (or only spaces), which would silently mean
+    the option is not given."""
+
+
 def _text(value: Any) -> Any:
     if value is not None and not isinstance(value, str):
         raise ValueError("a string or None")
+    if value is not None and not value.strip():
+        raise _Empty
     return value
 
 
 def _path(*, optional: bool = True) -> Check:
     def check(value: Any) -> Any:
         if (value is None and optional) or isinstance(value, (str, Path)):
+            if isinstance(value, str) and not value.strip():
+                raise _Empty
             return value
         raise ValueError("a path (str or pathlib.Path)" + (" or None" if optional else ""))
 

@@ -379,10 +379,11 @@ def _executor(options: SessionKeywords) -> ExecutorChoice:
     kind = options.get("executor", "local")
     if kind not in EXECUTORS:
         raise UsageError(f"unknown executor {kind!r}; choose one of {', '.join(EXECUTORS)}",
-                         field="--executor")  # fmt: skip
+                         field="executor (--executor)")  # fmt: skip
     address, files = options.get("ray_address"), options.get("ray_files", "ship")
     if kind != "ray" and (address is not None or files != "ship"):
-        raise UsageError("--ray-address and --ray-files need --executor ray")
+        raise UsageError("ray_address and ray_files (--ray-address, --ray-files) need "
+                         "executor='ray' (--executor ray)")  # fmt: skip
     if files not in ("ship", "shared"):
         raise UsageError(f"ray_files must be 'ship' or 'shared', got {files!r}")
     limits = EndpointLimits(max_connections=options.get("max_connections"),
@@ -396,10 +397,10 @@ def _model_settings(options: SessionKeywords) -> ModelSettings:
         try:
             expiry = parse_duration(expiry)
         except ValueError as exc:
-            raise UsageError(str(exc), field="--cache-expiry") from None
+            raise UsageError(str(exc), field="cache_expiry (--cache-expiry)") from None
     if expiry is not None and expiry <= 0:
         raise UsageError(f"cache_expiry must be a positive duration, got {expiry:g} seconds",
-                         field="--cache-expiry")  # fmt: skip
+                         field="cache_expiry (--cache-expiry)")  # fmt: skip
     cache = options.get("cache", False) or bool(expiry)
     retries, timeout = options.get("max_retries", 4), options.get("timeout")
     if retries < 0:

@@ -112,10 +112,10 @@ def check_resume_options(run_dir: Path, record: PlanOptionsRecord, given: PlanOp
     ]
     if differences:
         raise UsageError(
-            f"--resume {run_dir} runs with the run's own settings, and these differ: "
+            f"resuming {run_dir} runs with the run's own settings, and these differ: "
             + "; ".join(differences),
             hint="drop these options to resume the run as it started, or start a new run "
-            "(without --resume) to use them",
+            "(not a resume: without --resume, or assay.run) to use them",
         )
 
 
@@ -145,8 +145,15 @@ def _differences(record: PlanOptionsRecord, given: PlanOptions) -> list[tuple[st
         found.append(("--stop-when-decided", False, True))
     if given.experiment is not None and not _same_file(given.experiment, record.experiment):
         found.append(("-e/--experiment", record.experiment, given.experiment))
-    found.extend(_override_differences(record, given))
-    return [(flag, _shown(old), _shown(new)) for flag, old, new in found]
+    named = [(_named(flag), old, new) for flag, old, new in found]
+    named.extend(_override_differences(record, given))
+    return [(flag, _shown(old), _shown(new)) for flag, old, new in named]
+
+
+def _named(flag: str) -> str:
+    """``sample (--sample)``: an option as the Python API and the command line name it."""
+    keyword = flag.rpartition("--")[2].replace("-", "_")
+    return f"{keyword} ({flag})"
 
 
 def _override_differences(
