@@ -176,3 +176,34 @@ def test_only_a_callers_own_progress_gets_a_redacted_copy_of_each_row() -> None:
         assert _prints_redacted(given), given
     for given in (_Seen(), PlainProgress(io.StringIO())):
         assert not _prints_redacted(given), given
+
+
+def test_a_terminal_bar_shows_a_retried_calls_error_redacted(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A field report: on a terminal the bar coloured ``key=value`` and folded long lines
+    before the redacting stream saw them, so a secret reached the screen in pieces."""
+    import io
+    import re
+
+    from assay.reports.progress import RichProgress
+    from assay.results.output import RedactingStream
+
+    monkeypatch.setenv("MY_LLM_CREDENTIAL", KEY)
+    monkeypatch.setenv("FORCE_COLOR", "1")  # rich takes the stream for a terminal
+    monkeypatch.setenv("COLUMNS", "24")  # narrower than the key: folded when shown
+    calls: list[int] = []
+
+    def reply(body: dict[str, Any]) -> str | Fault:
+        calls.append(1)
+        if len(calls) == 1:
+            return Fault(503, body=json.dumps({"error": {"message": f"bad key={KEY}"}}))
+        return "fine"
+
+    screen = io.StringIO()
+    with scripted_server(reply) as server:
+        assay.run(_quoting_task(server.base_url, "fine"), run_dir="runs",
+                  progress=RichProgress(RedactingStream(screen)))  # fmt: skip
+    shown = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]|\s", "", screen.getvalue())  # colours, folds
+    assert "retry" in shown and "[redacted:MY_LLM_CREDENTIAL]" in shown
+    assert KEY not in shown and KEY[:12] not in shown

@@ -4,6 +4,7 @@ password; and the same read back from recorded rows."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from assay.api.tasks import TaskDefinition
@@ -54,3 +55,28 @@ def test_results_redactor_reads_the_recorded_configurations() -> None:
     assert redactor.redact("deploy-token-value-1 judge-credential-5 [redacted:OTHER_TOKEN]") == (
         "[redacted:DEPLOY_TOKEN] [redacted:JUDGE_CRED] [redacted:OTHER_TOKEN]"
     )
+
+
+def test_results_redactor_knows_the_task_files_literal_secrets_and_the_bridge_keys(
+    tmp_path: Path,
+) -> None:
+    """A field report: ``assay report --check-secrets`` and ``assay evaluate`` did not know an
+    ``agent.env`` secret written in the task file (recorded as its marker) or a row's bridge
+    key, so a kept sandbox file holding one was called clean and a regrade copied it out."""
+    task_file = tmp_path / "t.yaml"
+    task_file.write_text("agent:\n  type: command\n  command: x\n  env:\n"
+                         "    X_TOKEN: xtok-ZZZZ9999yyyy8888\n    FROM_ENV: ${HOME}\n")  # fmt: skip
+    resolved = definition(
+        {"type": "command", "command": "x", "env": {"X_TOKEN": "[redacted:X_TOKEN]"}}
+    ).model_dump(mode="json")
+    row = EvaluationResult(task_id="t", agent_type="command", started_at="", completed_at="",
+                           duration_seconds=0, final_status="SUCCESS",
+                           task_config=TaskConfigRecord(resolved=resolved,
+                                                        source_file=str(task_file)))  # fmt: skip
+    key = "assay-row-" + "0123456789abcdef" * 2
+    redactor = results_redactor([row], {})
+    assert redactor.redact(f"xtok-ZZZZ9999yyyy8888 {key} ${{HOME}}") == (
+        "[redacted:X_TOKEN] [redacted:ASSAY_BRIDGE_KEY] ${HOME}"
+    )
+    task_file.unlink()  # the file gone: the recorded and the environment's secrets remain
+    assert results_redactor([row], {}).redact(key) == "[redacted:ASSAY_BRIDGE_KEY]"

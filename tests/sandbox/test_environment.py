@@ -4,6 +4,7 @@ purpose; and a kept sandbox's files redacted."""
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -75,15 +76,23 @@ def test_a_kept_sandbox_is_redacted_in_place_without_following_links(tmp_path: P
     assert outside.read_text() == key  # never rewritten through the link
 
 
-def test_files_older_than_the_row_are_left_alone(tmp_path: Path) -> None:
+def test_files_older_than_the_row_are_left_alone_but_not_ones_it_dated_back(
+    tmp_path: Path,
+) -> None:
+    """What the row wrote is redacted whatever modification time it gave it (``touch -d``,
+    ``cp -p``: a field report); a file untouched since before the row is not read."""
     key = "sk-proj-template-file-value-12"
     redactor = Redactor()
     redactor.add("OPENAI_API_KEY", key)
     root = tmp_path / "sandbox"
-    old = write(root / "template.txt", key)
-    os.utime(old, (1_000_000, 1_000_000))  # a template file copied with its own time
+    old = write(root / "template.txt", key)  # copied before the row began
+    time.sleep(0.05)
+    started = time.time()
+    time.sleep(0.05)
     new = write(root / "written.txt", key)
-    assert Sandbox(root).redact(Writer(redactor), since=2_000_000) == [new]
+    dated = write(root / "dated.txt", key)
+    os.utime(dated, (1_000_000, 1_000_000))  # the row's `touch -d 1970-01-12 dated.txt`
+    assert sorted(Sandbox(root).redact(Writer(redactor), since=started)) == [dated, new]
     assert old.read_text() == key
 
 

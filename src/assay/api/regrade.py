@@ -25,7 +25,7 @@ from assay.criteria.base import GradingContext, Service
 from assay.criteria.registry import CriterionRegistry, default_criteria
 from assay.errors import UsageError
 from assay.orchestration.loading.qa_rows import judge_key
-from assay.orchestration.loading.secrets import add_bridge_keys, results_redactor
+from assay.orchestration.loading.secrets import results_redactor
 from assay.orchestration.loading.task_loader import reference_dir
 from assay.orchestration.planning.containment import (
     Containment,
@@ -339,9 +339,7 @@ def _checked(
             scan.add(run_dir, path, result)
             yield result
 
-    redactor = results_redactor(rows(), os.environ)
-    if scan.bridge:
-        add_bridge_keys(redactor)  # an agent_judge's CLI may print the key it was given
+    redactor = results_redactor(rows(), os.environ)  # bridge keys included
     if not scan.rows:
         raise UsageError(f"no task.json under {run_dir}: is it a run directory?")
     if scan.missing:

@@ -180,7 +180,11 @@ class RichProgress:
         """Count the retry and show the latest cause under the bar."""
         self.counts.retries += 1
         self.bar.update(self.task_id, status=self._status())
-        self.bar.console.print(f"[yellow]retry[/] {escape(retry_text(model, attempt))}")
+        self.bar.console.print(
+            f"[yellow]retry[/] {escape(retry_text(model, attempt))}",
+            highlight=False,
+            soft_wrap=True,
+        )  # the text as it is, one piece
 
     def nodes(self, rows: Mapping[str, int]) -> None:
         """Show the rows per node in the bar's description."""

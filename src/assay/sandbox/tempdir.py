@@ -268,8 +268,10 @@ class Sandbox:
         neither followed nor rewritten. Returns the files changed.
 
         For a sandbox kept in the run folder: what the agent wrote there is as shareable as
-        the reports. ``since`` (Unix seconds) skips files last modified before it: template
-        files keep their own times, and only what the row wrote can hold what it was given.
+        the reports. ``since`` (Unix seconds) skips files whose inode last changed before it
+        (``st_ctime``): the template files a run copied before the row began; what the row
+        wrote or changed is read whatever modification time it gave it (``touch -d``,
+        ``cp -p`` and ``tar x`` set ``st_mtime`` back, never ``st_ctime``).
         A folder or file the row made unreadable (``chmod 000``) is first made readable and
         writable by its owner (assay, who keeps it), so it is redacted too; one that still
         cannot be read or written is left as it is, and the run's secret scan reports it.
@@ -284,7 +286,7 @@ class Sandbox:
                 try:
                     info = path.lstat()
                     if not stat.S_ISREG(info.st_mode) or (since is not None and
-                                                         info.st_mtime < since):  # fmt: skip
+                                                         info.st_ctime < since):  # fmt: skip
                         continue
                     _own(path, 0o600, info)
                     data = path.read_bytes()

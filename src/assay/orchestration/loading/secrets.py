@@ -106,10 +106,13 @@ def command_line_writer(arguments: Sequence[str], environ: Mapping[str, str]) ->
 
 def results_redactor(results: Iterable[EvaluationResult], environ: Mapping[str, str]) -> Redactor:
     """The redactor of ``assay evaluate`` / ``assay report`` over a run's rows: the secrets of
-    ``environ`` and of the rows' recorded task configurations (already-redacted values are
-    ignored)."""
+    ``environ``, of the rows' recorded task configurations (already-redacted values are
+    ignored) and of their task files' ``agent.env`` as the files are now (a literal secret
+    there is recorded redacted, so only the file still knows it), and every row's bridge
+    key (:func:`add_bridge_keys`)."""
     names: set[str] = set()
     envs: list[Mapping[str, Any]] = []
+    files: set[str] = set()
     for result in results:
         resolved = result.task_config.resolved
         agent = resolved.get("agent") or {}
@@ -119,10 +122,32 @@ def results_redactor(results: Iterable[EvaluationResult], environ: Mapping[str, 
         names.update(_judge_credentials([judge, *(resolved.get("success_criteria") or [])]))
         if isinstance(agent.get("env"), dict):
             envs.append(agent["env"])
+        if result.task_config.source_file:
+            files.add(result.task_config.source_file)
+    envs.extend(env for file in sorted(files) if (env := _file_agent_env(file)))
     redactor = Redactor.from_environment(environ, names=names)
     for env in envs:
         _add_agent_env(redactor, env, names)
+    add_bridge_keys(redactor)
     return redactor
+
+
+def _file_agent_env(file: str) -> Mapping[str, Any] | None:
+    """The ``agent.env`` mapping of the task file ``file`` as it is now; ``None`` when the
+    file is gone, is not YAML or has none (a task built in Python, a file edited since)."""
+    import yaml
+
+    try:
+        with open(file, encoding="utf-8") as handle:
+            data = yaml.safe_load(handle)
+    except (OSError, ValueError, yaml.YAMLError):
+        return None
+    agent = data.get("agent") if isinstance(data, dict) else None
+    env = agent.get("env") if isinstance(agent, dict) else None
+    if not isinstance(env, dict):
+        return None
+    return {name: value for name, value in env.items()  # ${VAR}: the environment knows it
+            if isinstance(value, str) and "${" not in value}  # fmt: skip
 
 
 def _judge_credentials(criteria: Iterable[Any]) -> set[str]:

@@ -57,16 +57,21 @@ class RedactedProgress:
     and each retried call's error as ``writer`` (the run's) writes them: the secrets replaced
     by their markers, as every file and printed line of the run has them."""
 
-    def __init__(self, inner: Progress, writer: Writer) -> None:
+    def __init__(self, inner: Progress, writer: Writer, *, rows: bool = True) -> None:
         self.inner = inner
         self.writer = writer
+        self.rows = rows
 
     def start(self, total: int, *, already_done: int = 0) -> None:
         """Passed on."""
         self.inner.start(total, already_done=already_done)
 
     def advance(self, result: EvaluationResult) -> None:
-        """Passed on redacted (every text of the row, as its ``row.json`` has it)."""
+        """Passed on redacted (every text of the row, as its ``row.json`` has it); as it is
+        when not ``rows`` (assay's own display, which shows no text of a row)."""
+        if not self.rows:
+            self.inner.advance(result)
+            return
         data = self.writer.redact_data(result.model_dump(mode="json"))
         self.inner.advance(EvaluationResult.model_validate(data))
 

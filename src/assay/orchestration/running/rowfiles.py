@@ -29,7 +29,7 @@ from assay.sandbox.tempdir import Sandbox
 SANDBOX_DIR = "sandbox"
 ATTEMPT_FILES = ("task.json", "response.txt", "trace.json")  # and every *.log, and sandbox/
 UNWRITABLE = "the row's files could not be written"
-MTIME_SLACK = 2.0  # seconds: file systems that keep modification times coarsely
+TIME_SLACK = 2.0  # seconds: file systems that keep inode times coarsely
 
 
 @dataclass
@@ -179,7 +179,7 @@ def write_row_files(directory: Path, files: RowFiles, *, writer: Writer) -> None
         unpack(files.sandbox, kept, origin=files.sandbox_origin)
     if files.result.sandbox_path is not None and writer.redacts:
         started = datetime.fromisoformat(files.result.started_at).timestamp()
-        Sandbox(kept).redact(writer, since=started - MTIME_SLACK)
+        Sandbox(kept).redact(writer, since=started - TIME_SLACK)
     writer.model(directory / "task.json", files.result)
 
 

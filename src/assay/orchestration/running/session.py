@@ -77,10 +77,10 @@ class RunRequest:
         runs_root: the folder that receives ``<timestamp>/`` (``--run-dir``).
         options: ``jobs``, stage, whether sandboxes are kept.
         progress: told of every finished row and retried call (default: shows nothing).
-        redact_progress: ``progress`` is the caller's own object: each row and each retried
-            call's error it is told of has the run's secrets redacted first (a display of
-            assay's own prints through the redacting ``console`` instead; redacting every
-            row costs about 2 ms).
+        redact_progress: ``progress`` is the caller's own object: each row it is told of has
+            the run's secrets redacted first (assay's own display shows no row's text;
+            redacting every row costs about 2 ms). A retried call's error is redacted for
+            every display.
         junit_path: also write JUnit XML here.
         command: the command line recorded in ``run.json``.
         models: retries, timeout, response cache.
@@ -293,8 +293,10 @@ class RunSession:
             items = StoppingItems(items.items, items.kept, stopper)
         log_session(self.run_dir, "start", self.started, writer=self.plan.writer)
         executor = make_executor(request.executor)
-        progress = (RedactedProgress(request.progress, self.plan.writer)
-                    if request.redact_progress else request.progress)  # fmt: skip
+        # a retried call's error redacted before any display styles or wraps it (a terminal
+        # bar colours `key=value` and folds long lines: the console would see the pieces)
+        progress = RedactedProgress(request.progress, self.plan.writer,
+                                    rows=request.redact_progress)  # fmt: skip
         context = ExecutionContext(
             plan=self.plan, run_dir=self.run_dir, options=request.options,
             models=request.models, prices=self.prices, registry=request.registry,
