@@ -76,7 +76,28 @@ def test_results_redactor_knows_the_task_files_literal_secrets_and_the_bridge_ke
     key = "assay-row-" + "0123456789abcdef" * 2
     redactor = results_redactor([row], {})
     assert redactor.redact(f"xtok-ZZZZ9999yyyy8888 {key} ${{HOME}}") == (
-        "[redacted:X_TOKEN] [redacted:ASSAY_BRIDGE_KEY] ${HOME}"
+        f"[redacted:X_TOKEN] {key} ${{HOME}}"  # a command agent: no bridge key, as in the run
     )
+    coding = definition({"type": "claude-code", "model": "mock/x"}).model_dump(mode="json")
+    bridged = row.model_copy(update={"task_config": TaskConfigRecord(resolved=coding)})
+    assert results_redactor([row, bridged], {}).redact(key) == "[redacted:ASSAY_BRIDGE_KEY]"
     task_file.unlink()  # the file gone: the recorded and the environment's secrets remain
-    assert results_redactor([row], {}).redact(key) == "[redacted:ASSAY_BRIDGE_KEY]"
+    assert results_redactor([row], {}).redact("xtok-ZZZZ9999yyyy8888") == "xtok-ZZZZ9999yyyy8888"
+
+
+def test_results_redactor_knows_an_experiments_variant_secrets(tmp_path: Path) -> None:
+    """A field report: a literal ``agent.env`` secret of an experiment's variant (``-e``) was
+    unknown to ``assay report --check-secrets`` and ``assay evaluate``."""
+    from assay.results.io import PLAIN
+    from assay.results.plan_record import PlanOptionsRecord, PlanRecord, write_plan
+
+    experiment = tmp_path / "exp.yaml"
+    experiment.write_text("experiment_id: e\nvariants:\n  - variant_id: a\n  - variant_id: b\n"
+                          "    agent: {env: {V_TOKEN: vtok-QQQQ1111rrrr2222}}\n")  # fmt: skip
+    write_plan(tmp_path, PlanRecord(files=[], criteria={}, work_items=0, planned={},
+                                    options=PlanOptionsRecord(experiment=str(experiment))),
+               writer=PLAIN)  # fmt: skip
+    assert results_redactor([], {}, run_dir=tmp_path).redact("vtok-QQQQ1111rrrr2222") == (
+        "[redacted:V_TOKEN]"
+    )
+    assert results_redactor([], {}).redact("vtok-QQQQ1111rrrr2222") == "vtok-QQQQ1111rrrr2222"

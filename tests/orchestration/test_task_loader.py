@@ -384,3 +384,19 @@ def test_a_field_path_reads_back_as_its_place(loc: tuple[str | int, ...]) -> Non
     from assay.spec.source import field_loc, field_path
 
     assert field_loc(field_path(loc)) == loc
+
+
+def test_an_agent_env_value_naming_a_host_variable_is_warned(tmp_path: Path) -> None:
+    """A field report: ``Z_TOKEN: ${MY_SERVICE_TOKEN}`` gave the agent the 19 characters, not
+    the token, without a word (values are passed as written, as in Coder Eval)."""
+    text = (
+        "task_id: t\ndescription: d\ninitial_prompt: p\nagent:\n  type: command\n"
+        "  command: env\n  env:\n    Z_TOKEN: ${MY_SERVICE_TOKEN}\n    PLAIN: fine\n"
+        "    COST: 5$\nsuccess_criteria:\n  - {type: file_exists, description: d, path: x}\n"
+    )
+    warnings = load_task(write(tmp_path / "t.yaml", text)).warnings
+    assert [w.split("t.yaml:", 1)[1] for w in warnings] == [
+        "8: agent.env.Z_TOKEN: '${MY_SERVICE_TOKEN}' is passed as written (agent.env values "
+        "are not expanded); to give the agent a host variable, name it in "
+        "agent.env_passthrough"
+    ]

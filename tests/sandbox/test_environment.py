@@ -4,7 +4,6 @@ purpose; and a kept sandbox's files redacted."""
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 
 import pytest
@@ -76,24 +75,29 @@ def test_a_kept_sandbox_is_redacted_in_place_without_following_links(tmp_path: P
     assert outside.read_text() == key  # never rewritten through the link
 
 
-def test_files_older_than_the_row_are_left_alone_but_not_ones_it_dated_back(
+def test_every_file_is_redacted_whatever_its_times_and_a_hard_link_is_not_written_through(
     tmp_path: Path,
 ) -> None:
-    """What the row wrote is redacted whatever modification time it gave it (``touch -d``,
-    ``cp -p``: a field report); a file untouched since before the row is not read."""
+    """Field reports: a file the row dated back (``touch -d``, ``cp -p``) or moved in with its
+    folder (``mv``) was left unredacted, and a file it hard-linked from outside the sandbox
+    was rewritten there, outside the run folder."""
     key = "sk-proj-template-file-value-12"
     redactor = Redactor()
     redactor.add("OPENAI_API_KEY", key)
     root = tmp_path / "sandbox"
-    old = write(root / "template.txt", key)  # copied before the row began
-    time.sleep(0.05)
-    started = time.time()
-    time.sleep(0.05)
-    new = write(root / "written.txt", key)
-    dated = write(root / "dated.txt", key)
+    dated = write(root / "dated.txt", f"{key}\n")
     os.utime(dated, (1_000_000, 1_000_000))  # the row's `touch -d 1970-01-12 dated.txt`
-    assert sorted(Sandbox(root).redact(Writer(redactor), since=started)) == [dated, new]
-    assert old.read_text() == key
+    moved = write(tmp_path / "olddir" / "inner.txt", key)
+    os.rename(moved.parent, root / "moved")  # the row's `mv /elsewhere/olddir moved`
+    outside = write(tmp_path / "outside.txt", key)
+    os.link(outside, root / "linked.txt")  # the row's `ln /elsewhere/outside.txt linked.txt`
+    dated.chmod(0o640)
+    changed = Sandbox(root).redact(Writer(redactor))
+    assert sorted(p.name for p in changed) == ["dated.txt", "inner.txt", "linked.txt"]
+    for path in changed:
+        assert path.read_text().startswith("[redacted:OPENAI_API_KEY]")
+    assert outside.read_text() == key  # the other name of the linked file: not rewritten
+    assert dated.stat().st_mtime == 1_000_000 and dated.stat().st_mode & 0o777 == 0o640
 
 
 def test_a_coding_agent_passes_names_on_purpose_and_withholds_its_endpoint_key() -> None:

@@ -103,8 +103,11 @@ async def calibrate_agent_judge(
     async with grading_session(run_dir, jobs=jobs) as session:
         results = await _judge(session, found.rows, jobs=jobs, progress=progress)
         writer = session.writer
-    report = _report(found, results, label_field=labels.label_field, store_url=store.url,
-                     run_dir=run_dir)  # fmt: skip
+    report = writer.redact_data(
+        _report(
+            found, results, label_field=labels.label_field, store_url=store.url, run_dir=run_dir
+        )
+    )  # the store's copy too
     ref = found.rows[0].judge.judge_ref()
     record = store.add_calibration(
         {"judge_name": ref.name, "judge_version": None, "judge_hash": ref.content_hash,

@@ -339,7 +339,7 @@ def _checked(
             scan.add(run_dir, path, result)
             yield result
 
-    redactor = results_redactor(rows(), os.environ)  # bridge keys included
+    redactor = results_redactor(rows(), os.environ, run_dir=run_dir)
     if not scan.rows:
         raise UsageError(f"no task.json under {run_dir}: is it a run directory?")
     if scan.missing:

@@ -390,7 +390,11 @@ async def calibrate(
         )
     finally:
         await pool.aclose()
-    report = build_report(asset, cases, outcomes, label_field=label_field, store_url=store.url)
+    writer = calibration_writer(asset, os.environ)
+    # stored as written: a reason or raw reply that quotes a secret is redacted in the store too
+    report = writer.redact_data(
+        build_report(asset, cases, outcomes, label_field=label_field, store_url=store.url)
+    )
     _mark_usable(report, store, asset)
     record = store.add_calibration(
         {
@@ -405,7 +409,7 @@ async def calibrate(
         report,
     )
     report["calibration_id"] = record.calibration_id
-    write_calibration(directory, report, writer=calibration_writer(asset, os.environ))
+    write_calibration(directory, report, writer=writer)
     return CalibrationResult(report, directory, record)
 
 

@@ -109,7 +109,7 @@ def rebuild_reports(
 def _writer(run_dir: Path) -> Writer:
     """The writer of the environment's secrets and the rows' recorded ones (rows read one
     at a time)."""
-    return results_writer(iter_results(run_dir), os.environ)
+    return results_writer(iter_results(run_dir), os.environ, run_dir=run_dir)
 
 
 def check_secrets(run_dir: Path) -> list[SecretFinding]:
@@ -129,7 +129,7 @@ def check_secrets(run_dir: Path) -> list[SecretFinding]:
             except (ValueError, OSError):
                 continue
 
-    return results_writer(readable(), os.environ).scan(folder)
+    return results_writer(readable(), os.environ, run_dir=folder).scan(folder)
 
 
 def report_regraded(

@@ -263,39 +263,26 @@ class Sandbox:
                 link.symlink_to(destination / target.relative_to(base))
         return Sandbox(destination, max_output_bytes=self.max_output_bytes, logs=self.logs)
 
-    def redact(self, writer: Writer, *, since: float | None = None) -> list[Path]:
-        """Replace what ``writer`` redacts in the sandbox's files (bytes, in place); symlinks are
+    def redact(self, writer: Writer) -> list[Path]:
+        """Replace what ``writer`` redacts in every file of the sandbox (bytes); symlinks are
         neither followed nor rewritten. Returns the files changed.
 
         For a sandbox kept in the run folder: what the agent wrote there is as shareable as
-        the reports. ``since`` (Unix seconds) skips files whose inode last changed before it
-        (``st_ctime``): the template files a run copied before the row began; what the row
-        wrote or changed is read whatever modification time it gave it (``touch -d``,
-        ``cp -p`` and ``tar x`` set ``st_mtime`` back, never ``st_ctime``).
-        A folder or file the row made unreadable (``chmod 000``) is first made readable and
-        writable by its owner (assay, who keeps it), so it is redacted too; one that still
-        cannot be read or written is left as it is, and the run's secret scan reports it.
+        the reports, whatever times it gave its files (``touch -d``, ``cp -p``, a folder moved
+        in with ``mv``). A changed file is written anew and renamed over the old one, with its
+        mode and times, so a file the row hard-linked from elsewhere (``ln``, ``cp -al``) is
+        not rewritten through the link. A folder or file the row made unreadable (``chmod
+        000``) is first made readable and writable by its owner (assay, who keeps it), so it
+        is redacted too (a hard-linked file's mode is left alone); one that still cannot be
+        read or written is left as it is, and the run's secret scan reports it.
         """
         changed = []
         _own(self.root, 0o700)
         for folder, dirs, files in os.walk(self.root):
             for name in dirs:
                 _own(Path(folder) / name, 0o700)
-            for name in files:
-                path = Path(folder) / name
-                try:
-                    info = path.lstat()
-                    if not stat.S_ISREG(info.st_mode) or (since is not None and
-                                                         info.st_ctime < since):  # fmt: skip
-                        continue
-                    _own(path, 0o600, info)
-                    data = path.read_bytes()
-                    redacted = writer.redact_bytes(data)
-                    if redacted is not data:
-                        path.write_bytes(redacted)
-                        changed.append(path)
-                except OSError:
-                    continue
+            changed += [path for name in files
+                        if _redact_file(path := Path(folder) / name, writer)]  # fmt: skip
         return changed
 
     def remove(self) -> None:
@@ -304,6 +291,29 @@ class Sandbox:
             self.root.rmdir()
         except OSError:
             shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _redact_file(path: Path, writer: Writer) -> bool:
+    """Redact one regular file of a kept sandbox (see :meth:`Sandbox.redact`); whether it
+    changed. A file that cannot be read or written is left as it is."""
+    try:
+        info = path.lstat()
+        if not stat.S_ISREG(info.st_mode):
+            return False
+        if info.st_nlink == 1:  # a hard link's inode is shared with a file elsewhere
+            _own(path, 0o600, info)
+        data = path.read_bytes()
+        redacted = writer.redact_bytes(data)
+        if redacted is data:
+            return False
+        tmp = path.with_name(f".{path.name}.assay-redacted")
+        tmp.write_bytes(redacted)
+        os.chmod(tmp, stat.S_IMODE(path.lstat().st_mode))
+        os.utime(tmp, ns=(info.st_atime_ns, info.st_mtime_ns))
+        os.replace(tmp, path)
+        return True
+    except OSError:
+        return False
 
 
 def _own(path: Path, bits: int, info: os.stat_result | None = None) -> None:

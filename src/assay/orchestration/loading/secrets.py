@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from assay.errors import UsageError
@@ -92,10 +93,12 @@ def command_line_redactor(arguments: Sequence[str], environ: Mapping[str, str]) 
     return redactor
 
 
-def results_writer(results: Iterable[EvaluationResult], environ: Mapping[str, str]) -> Writer:
+def results_writer(
+    results: Iterable[EvaluationResult], environ: Mapping[str, str], *, run_dir: Path | None = None
+) -> Writer:
     """The writer of ``assay evaluate`` / ``assay report`` over a run's rows: its secrets are
     :func:`results_redactor`'s."""
-    return Writer(results_redactor(results, environ))
+    return Writer(results_redactor(results, environ, run_dir=run_dir))
 
 
 def command_line_writer(arguments: Sequence[str], environ: Mapping[str, str]) -> Writer:
@@ -104,19 +107,25 @@ def command_line_writer(arguments: Sequence[str], environ: Mapping[str, str]) ->
     return Writer(command_line_redactor(arguments, environ))
 
 
-def results_redactor(results: Iterable[EvaluationResult], environ: Mapping[str, str]) -> Redactor:
+def results_redactor(
+    results: Iterable[EvaluationResult], environ: Mapping[str, str], *, run_dir: Path | None = None
+) -> Redactor:
     """The redactor of ``assay evaluate`` / ``assay report`` over a run's rows: the secrets of
     ``environ``, of the rows' recorded task configurations (already-redacted values are
     ignored) and of their task files' ``agent.env`` as the files are now (a literal secret
-    there is recorded redacted, so only the file still knows it), and every row's bridge
-    key (:func:`add_bridge_keys`)."""
+    there is recorded redacted, so only the file still knows it) and of the experiment file's
+    variants that ``run_dir``'s ``plan.json`` names (``-e``), and every row's bridge
+    key (:func:`add_bridge_keys`) when a row's agent or ``agent_judge`` used the bridge, as
+    the run itself did."""
     names: set[str] = set()
     envs: list[Mapping[str, Any]] = []
     files: set[str] = set()
+    bridged = False
     for result in results:
         resolved = result.task_config.resolved
         agent = resolved.get("agent") or {}
         judge = (resolved.get("qa") or {}).get("judge") or {}
+        bridged = bridged or _used_bridge(agent, resolved.get("success_criteria") or [])
         if agent.get("api_key_env"):
             names.add(agent["api_key_env"])
         names.update(_judge_credentials([judge, *(resolved.get("success_criteria") or [])]))
@@ -125,29 +134,61 @@ def results_redactor(results: Iterable[EvaluationResult], environ: Mapping[str, 
         if result.task_config.source_file:
             files.add(result.task_config.source_file)
     envs.extend(env for file in sorted(files) if (env := _file_agent_env(file)))
+    envs.extend(_experiment_envs(run_dir) if run_dir is not None else [])
     redactor = Redactor.from_environment(environ, names=names)
     for env in envs:
         _add_agent_env(redactor, env, names)
-    add_bridge_keys(redactor)
+    if bridged:
+        add_bridge_keys(redactor)
     return redactor
+
+
+def _used_bridge(agent: Mapping[str, Any], criteria: Iterable[Any]) -> bool:
+    """A recorded row's agent called its model through the bridge (``route: bridge``), or a
+    criterion ran a coding agent that always does (``agent_judge``)."""
+    return agent.get("route") == "bridge" or any(
+        isinstance(c, dict) and c.get("type") == "agent_judge" for c in criteria
+    )
+
+
+def _experiment_envs(run_dir: Path) -> list[Mapping[str, Any]]:
+    """The ``agent.env`` of each variant (and of the ``defaults``) of the experiment file
+    ``run_dir``'s ``plan.json`` names, as the file is now; none without one."""
+    from assay.results.io import read_model
+    from assay.results.plan_record import PLAN_FILE, PlanRecord
+
+    record = read_model(run_dir / PLAN_FILE, PlanRecord)
+    data = _yaml_file(record.options.experiment) if record and record.options.experiment else None
+    if not isinstance(data, dict):
+        return []
+    blocks = [data.get("defaults"), *(data.get("variants") or [])]
+    return [env for block in blocks if (env := _agent_env(block))]
 
 
 def _file_agent_env(file: str) -> Mapping[str, Any] | None:
     """The ``agent.env`` mapping of the task file ``file`` as it is now; ``None`` when the
     file is gone, is not YAML or has none (a task built in Python, a file edited since)."""
+    return _agent_env(_yaml_file(file))
+
+
+def _yaml_file(file: str) -> Any:
+    """``file`` read as YAML; ``None`` when it is gone or is not YAML."""
     import yaml
 
     try:
         with open(file, encoding="utf-8") as handle:
-            data = yaml.safe_load(handle)
+            return yaml.safe_load(handle)
     except (OSError, ValueError, yaml.YAMLError):
         return None
+
+
+def _agent_env(data: Any) -> Mapping[str, Any] | None:
+    """The literal values of a task's (or a variant's) ``agent.env`` block."""
     agent = data.get("agent") if isinstance(data, dict) else None
     env = agent.get("env") if isinstance(agent, dict) else None
     if not isinstance(env, dict):
         return None
-    return {name: value for name, value in env.items()  # ${VAR}: the environment knows it
-            if isinstance(value, str) and "${" not in value}  # fmt: skip
+    return {name: value for name, value in env.items() if isinstance(value, str)}
 
 
 def _judge_credentials(criteria: Iterable[Any]) -> set[str]:

@@ -197,6 +197,7 @@ def _validated(document: YamlDocument, data: dict[str, Any], placed: tuple[Overr
     warnings += lint_placeholders(data, definition, display=display, document=document)
     warnings += agent_criteria_warnings(definition, display=display, document=document)
     warnings += _isolation_unused(definition, display=display, document=document)
+    warnings += _env_not_expanded(definition, display=display, document=document)
     return LoadedTask(definition, path, display, base_dir, document, warnings)
 
 
@@ -214,6 +215,23 @@ def _isolation_unused(
             f"a {definition.agent.type} agent (it keeps a coding agent apart from the task's "
             "folder and extra_mounts, in a container of its own); this agent runs in the "
             "row's sandbox and sees them"]  # fmt: skip
+
+
+def _env_not_expanded(
+    definition: TaskDefinition, *, display: str, document: YamlDocument
+) -> list[str]:
+    """An ``agent.env`` value that names a host variable (``$VAR``, ``${VAR}``): it is passed
+    as written, as in Coder Eval (only template and Dockerfile paths expand variables), so
+    the agent gets the text, not the variable's value."""
+    found = []
+    for name, value in definition.agent.program_env.items():
+        if re.search(r"\$\{?[A-Za-z_]", value):
+            loc: Loc = ("agent", "env", name)
+            found.append(f"{display}:{document.line_of(loc) or '?'}: {field_path(loc)}: "
+                         f"{value!r} is passed as written (agent.env values are not "
+                         "expanded); to give the agent a host variable, name it in "
+                         "agent.env_passthrough")  # fmt: skip
+    return found
 
 
 def _renumbered(document: YamlDocument, kept: list[int]) -> YamlDocument:

@@ -14,7 +14,6 @@ import os
 import shutil
 import tarfile
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 
 from assay.agents.base import AgentOutcome
@@ -29,7 +28,6 @@ from assay.sandbox.tempdir import Sandbox
 SANDBOX_DIR = "sandbox"
 ATTEMPT_FILES = ("task.json", "response.txt", "trace.json")  # and every *.log, and sandbox/
 UNWRITABLE = "the row's files could not be written"
-TIME_SLACK = 2.0  # seconds: file systems that keep inode times coarsely
 
 
 @dataclass
@@ -162,8 +160,9 @@ def write_row_files(directory: Path, files: RowFiles, *, writer: Writer) -> None
     (the files before it are written in place: a row without ``task.json`` runs again).
 
     Every file goes through ``writer``, and so do the files of the row's sandbox when
-    it is kept in the run folder (so ``assay evaluate`` grades the redacted files): the files
-    the row wrote, by their modification times (a sandbox packed on a node keeps them)."""
+    it is kept in the run folder (so ``assay evaluate`` grades the redacted files): every
+    file of it, whatever times the row gave them (:meth:`Sandbox.redact
+    <assay.sandbox.tempdir.Sandbox.redact>`)."""
     make_dirs(directory)
     if files.response is not None:
         writer.text(directory / "response.txt", files.response, atomic=False)
@@ -178,8 +177,7 @@ def write_row_files(directory: Path, files: RowFiles, *, writer: Writer) -> None
             shutil.rmtree(kept)
         unpack(files.sandbox, kept, origin=files.sandbox_origin)
     if files.result.sandbox_path is not None and writer.redacts:
-        started = datetime.fromisoformat(files.result.started_at).timestamp()
-        Sandbox(kept).redact(writer, since=started - TIME_SLACK)
+        Sandbox(kept).redact(writer)
     writer.model(directory / "task.json", files.result)
 
 
