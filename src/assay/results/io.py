@@ -215,11 +215,12 @@ class Writer:
     calibration goes through a writer, which redacts ``secrets`` on the way to the disk, so
     no producer of a file names a secret or a redactor.
 
-    A run has one writer (its plan's secrets, which grow while it runs: a per-row bridge
-    credential); a command that writes outside a run makes its own from the environment's
-    secrets (:meth:`from_environment`); :data:`PLAIN` writes what cannot hold a secret (a
-    store's own files, a lock). Text is redacted as text, JSON as data (every string, keys
-    included, then serialized again: a redacted file is valid JSON).
+    A run has one writer (its plan's secrets: the environment's, its models' credentials,
+    secret ``agent.env`` values, the bridge credentials' shape; more may join while it
+    runs); a command that writes outside a run makes its own from the environment's secrets
+    (:meth:`from_environment`); :data:`PLAIN` writes what cannot hold a secret (a test's
+    fixture, a default where the caller knows none). Text is redacted as text, JSON as data
+    (every string, keys included, then serialized again: a redacted file is valid JSON).
 
     Attributes:
         secrets: the known secrets (``None``: nothing is redacted, not even token shapes).
