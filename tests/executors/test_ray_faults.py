@@ -10,6 +10,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -175,6 +176,51 @@ success_criteria: [{{type: file_check, includes: [positive], description: answer
                            ray_address=ray_cluster.address, jobs=4, max_connections=3)  # fmt: skip
     assert result.exit_code == 0 and len(server.requests) == ROWS
     assert server.peak_in_flight == 3  # 3 nodes × -j 4 could send 12 at once
+
+
+def test_a_nodes_retried_calls_reach_the_drivers_progress(
+    ray_cluster: RayCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A field report: with ``--executor ray`` no retry line was shown and none counted (the
+    rows' ``task.json`` recorded them); each is now told with the node's next row, its error
+    redacted."""
+    monkeypatch.setenv("FLAKY_SERVICE_TOKEN", "flaky-token-value-77")
+    seen: set[str] = set()
+    lock = threading.Lock()
+
+    def reply(body: dict[str, Any]) -> Fault:
+        prompt = str(body["messages"][-1]["content"])
+        with lock:
+            first = prompt not in seen
+            seen.add(prompt)
+        if first:  # each row's first call fails once, quoting a secret
+            return Fault(503, body='{"error": {"message": "busy, key flaky-token-value-77"}}')
+        return Fault(text="positive")
+
+    class Retries(NodeProgress):
+        def __init__(self) -> None:
+            super().__init__()
+            self.errors: list[str] = []
+
+        def retry(self, model: str, attempt: Any) -> None:
+            self.errors.append(attempt.error)
+
+    progress = Retries()
+    with scripted_server(reply) as server:
+        write(tmp_path / "task.yaml", f"""\
+task_id: flaky
+description: every row retried once
+dataset: {{rows: [{", ".join(f"{{id: r{i}}}" for i in range(6))}]}}
+initial_prompt: "row ${{row.id}}"
+agent: {{type: llm, model: openai/fixed, base_url: "{server.base_url}",
+         api_key_env: FLAKY_SERVICE_TOKEN}}
+success_criteria: [{{type: file_check, includes: [positive], description: answered}}]
+""")  # fmt: skip
+        result = assay.run(tmp_path / "task.yaml", run_dir=tmp_path / "runs", executor="ray",
+                           ray_address=ray_cluster.address, progress=progress)  # fmt: skip
+    assert result.exit_code == 0 and len(progress.errors) == 6
+    assert all("[redacted:FLAKY_SERVICE_TOKEN]" in e and "flaky-token" not in e
+               for e in progress.errors)  # fmt: skip
 
 
 def test_the_local_executor_holds_the_same_limit(tmp_path: Path) -> None:

@@ -301,7 +301,9 @@ class _Driver:
         stream = node.actor.run.options(num_returns="streaming").remote(batch)
         try:
             async for ref in stream:
-                index, files = await ref
+                index, files, retries = await ref
+                for model, attempt in retries:  # retried on the node: shown and counted here
+                    self.context.progress.retry(model, attempt)
                 received.add(index)
                 node.in_flight.discard(index)
                 await self._write(node, index, files)

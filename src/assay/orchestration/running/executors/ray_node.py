@@ -50,6 +50,7 @@ from assay.orchestration.running.services import (
 from assay.providers.limits import EndpointLimits, Gate, LocalGate
 from assay.providers.pool import ModelKey, ProviderRegistry
 from assay.providers.pricing import PriceTable
+from assay.providers.retry import Attempt
 from assay.results.io import Writer
 
 MODEL_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL")
@@ -118,6 +119,7 @@ class NodeRunner:
         self.stack = contextlib.AsyncExitStack()
         self.runner: Runner | None = None
         self.writer = Writer.shapes_only()  # this node's secrets: withheld, redacted
+        self.retries: list[tuple[str, Attempt]] = []  # told to the driver with the next row
         self.gate: Gate | None = None
         self.rows: set[asyncio.Task[None]] = set()
         jobs = max(1, setup.options.jobs)
@@ -202,16 +204,26 @@ class NodeRunner:
                                       check=True)  # fmt: skip
         self.runner = Runner(setup.run_dir, services.pool, self.plan.criteria, setup.options,
                              bridge=services.bridge, folders=self.folder, remote=True,
-                             writer=self.writer, containment=containment)  # fmt: skip
+                             writer=self.writer, containment=containment,
+                             on_retry=self._retried)  # fmt: skip
         self.stack.callback(self.runner.close)
+
+    def _retried(self, model: str, attempt: Attempt) -> None:
+        """A retried model call, its error as this node writes it (its own secrets too)."""
+        error = self.writer.redact(attempt.error)
+        self.retries.append((model, dataclasses.replace(attempt, error=error)))
 
     async def check_judges(self) -> list[str]:
         """Sanity-check the plan's judges on this node's models; the warnings."""
         assert self.runner is not None
         return await check_judges(self.plan, self.runner.pool, folders=self.folder)
 
-    async def run(self, indexes: list[int]) -> AsyncIterator[tuple[int, RowFiles]]:
-        """Run the work items ``indexes``; yield ``(index, files)`` as each finishes.
+    async def run(
+        self, indexes: list[int]
+    ) -> AsyncIterator[tuple[int, RowFiles, list[tuple[str, Attempt]]]]:
+        """Run the work items ``indexes``; yield ``(index, files, retries)`` as each finishes
+        (``retries``: the model calls this node retried since its last yield, for the
+        driver's progress display).
 
         A batch abandoned by the driver (it was interrupted, or died) cancels its rows,
         which kills their processes.
@@ -230,7 +242,9 @@ class NodeRunner:
         self.rows.update(tasks)
         try:
             for _ in indexes:
-                yield await queue.get()
+                index, files = await queue.get()
+                retries, self.retries = self.retries, []
+                yield index, files, retries
         finally:
             for task in tasks:
                 task.cancel()
