@@ -484,3 +484,23 @@ def test_a_row_not_yet_indexed_is_labelled_from_its_own_files(tmp_path: Path) ->
         assert fact.input == result["task_config"]["resolved"]["initial_prompt"]
         assert fact.graded == {"SUCCESS": "pass", "FAILURE": "fail"}.get(
             result["final_status"], "error")  # fmt: skip
+
+
+def test_the_calibrations_page_redacts_an_older_stored_reports_secret(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A field report: a calibration stored before the store's copy was redacted showed the
+    secret its judge's reason quoted on ``assay view``'s calibrations page."""
+    from datetime import datetime
+
+    from assay.store.judges import CalibrationRecord
+    from assay.view.review import calibration_view
+
+    monkeypatch.setenv("MY_SERVICE_TOKEN", "tok-abcdef123456789")
+    record = CalibrationRecord(
+        calibration_id="c1", judge_name="j", judge_version=1, judge_hash="h", dataset="d",
+        dataset_version=1, dataset_hash="dh", label_field="label", created_at=datetime.now(),
+        report={"disagreements": [{"example_id": "x", "reason": "leaks tok-abcdef123456789"}]},
+    )  # fmt: skip
+    shown = calibration_view(record, set())
+    assert shown["disagreements"][0]["reason"] == "leaks [redacted:MY_SERVICE_TOKEN]"

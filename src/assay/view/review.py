@@ -20,6 +20,7 @@ The orders a review queue walks the rows in are :mod:`assay.view.review_queue`'s
 
 from __future__ import annotations
 
+import os
 import re
 import sqlite3
 import threading
@@ -30,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from assay.errors import StoreError, UsageError
+from assay.results.io import Writer
 from assay.store import Schema, Store, VersionInfo
 from assay.store.engine import resolve_url, sqlite_path
 from assay.view.index import read_row
@@ -391,8 +393,9 @@ def calibration_view(record: CalibrationRecord, runs: set[str]) -> dict[str, Any
     """What the calibrations page shows of one stored calibration: its judge, dataset,
     agreement, κ, TPR/TNR (binary judges), confusion cells, and each disagreement with the
     row page it came from (``link``: ``None`` unless its example is a label given in the
-    viewer on a run it shows)."""
-    report = record.report
+    viewer on a run it shows). The environment's secrets are redacted from it as shown
+    (a calibration stored before assay redacted the store's copy may quote one)."""
+    report = Writer.from_environment(os.environ).redact_data(record.report)
     disagreements = []
     for item in report.get("disagreements", []):
         parts = split_example_id(str(item.get("example_id", "")))
