@@ -292,7 +292,8 @@ class Writer:
         return self.secrets.redact_data(data) if self.secrets is not None else data
 
     def finds_secret(self, data: bytes) -> bool:
-        """Whether ``data`` holds what this writer redacts (a known secret or a token)."""
+        """Whether ``data`` holds one of this writer's known secrets (not a token shape:
+        :meth:`Redactor.find_bytes <assay.results.secrets.Redactor.find_bytes>`)."""
         return self.secrets is not None and bool(self.secrets.find_bytes(data))
 
     def redact_bytes(self, data: bytes) -> bytes:
