@@ -61,7 +61,8 @@ def test_a_plan_asks_the_image_once_per_docker_block(
 ) -> None:
     asked: list[str] = []
 
-    def identity(task: TaskDefinition, base_dir: Path, *, started: str | None = None) -> str:
+    def identity(task: TaskDefinition, base_dir: Path, *, started: str | None = None,
+                 build: object = None) -> str:  # fmt: skip
         assert task.sandbox.docker is not None
         asked.append(str(task.sandbox.docker.image))
         return f"docker {task.sandbox.docker.image} sha256:{'0' * 64}"
@@ -71,6 +72,29 @@ def test_a_plan_asks_the_image_once_per_docker_block(
     for image in ("a:1", "a:1", "b:2", "a:1"):
         assert engines.image(_docker_task(image), tmp_path) == f"docker {image} sha256:{'0' * 64}"
     assert asked == ["a:1", "b:2"]
+
+
+def test_a_plan_looks_up_or_builds_each_image_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every check of a plan that names a docker task's image (its identity, the programs
+    and Node.js in it, Podman's bridge) asks the plan's answers: the build context was
+    hashed and the engine asked for every variant and every check."""
+    built: list[str] = []
+
+    def task_image(engine: object, task: TaskDefinition, base_dir: Path) -> str:
+        assert task.sandbox.docker is not None
+        built.append(str(task.sandbox.docker.image))
+        return str(task.sandbox.docker.image)
+
+    class Docker:
+        kind = "docker"
+
+    monkeypatch.setattr(containment, "task_image", task_image)
+    engines = EngineAnswers()
+    for image in ("a:1", "a:1", "b:2", "a:1"):
+        assert engines.task_image(Docker(), _docker_task(image), tmp_path) == image  # type: ignore[arg-type]
+    assert built == ["a:1", "b:2"]
 
 
 def test_a_variant_in_another_image_is_refused_by_name() -> None:

@@ -17,7 +17,7 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -93,6 +93,7 @@ class EngineAnswers:
 
     answers: dict[str | None, str | None] = field(default_factory=dict)
     images: dict[tuple[str | None, str, Path, str | None], str | None] = field(default_factory=dict)
+    built: dict[tuple[str, str, Path], str] = field(default_factory=dict)
 
     def limits_ignored(self, kind: str | None) -> str | None:
         """:meth:`~assay.sandbox.docker.Engine.limits_ignored` of the engine ``kind`` (``None``:
@@ -115,8 +116,23 @@ class EngineAnswers:
             return None
         key = (engine_of(task), docker.model_dump_json(), base_dir, started)
         if key not in self.images:
-            self.images[key] = image_identity(task, base_dir, started=started)
+            self.images[key] = image_identity(task, base_dir, started=started,
+                                              build=self.task_image)  # fmt: skip
         return self.images[key]
+
+    def task_image(self, engine: Engine, task: TaskDefinition, base_dir: Path) -> str:
+        """:func:`task_image`, once per engine, docker block and folder in one plan: its
+        build context is hashed and the engine asked for it once, not for every variant and
+        every check that names the image.
+
+        Raises:
+            SandboxError: as :func:`task_image`.
+        """
+        docker = task.sandbox.docker
+        key = (engine.kind, docker.model_dump_json() if docker is not None else "", base_dir)
+        if key not in self.built:
+            self.built[key] = task_image(engine, task, base_dir)
+        return self.built[key]
 
 
 def containment_warnings(
@@ -212,11 +228,16 @@ def _image_field(task: TaskDefinition) -> str | None:
 
 
 def check_containment(
-    planned: Iterable[tuple[LoadedTask, TaskDefinition]], *, agents: AgentRegistry
+    planned: Iterable[tuple[LoadedTask, TaskDefinition]],
+    *,
+    agents: AgentRegistry,
+    engines: EngineAnswers | None = None,
 ) -> list[str]:
     """Make one ``bwrap`` sandbox if some task (as a variant runs it, beside its file) needs
     them (see the module docstring); as root, check that each bwrap task's folders can be
     read by the row's own user. Returns warnings (:func:`check_docker`'s).
+
+    ``engines``: the plan's answers (its images already built are not looked up again).
 
     Raises:
         TaskFileError: the machine cannot make one, or a folder cannot be read: located at
@@ -225,7 +246,8 @@ def check_containment(
     planned = list(planned)
     warnings = _check_scratch(planned)
     warnings += check_docker([(loaded, task) for loaded, task in planned
-                              if task.sandbox_driver == "docker"], agents=agents)  # fmt: skip
+                              if task.sandbox_driver == "docker"], agents=agents,
+                             engines=engines or EngineAnswers())  # fmt: skip
     contained = [(loaded, task) for loaded, task in planned if task.sandbox_driver == "bwrap"]
     if not contained:
         return warnings
@@ -292,7 +314,10 @@ def _check_readable(
 
 
 def check_docker(
-    planned: list[tuple[LoadedTask, TaskDefinition]], *, agents: AgentRegistry | None = None
+    planned: list[tuple[LoadedTask, TaskDefinition]],
+    *,
+    agents: AgentRegistry | None = None,
+    engines: EngineAnswers,
 ) -> list[str]:
     """For ``docker`` tasks: an engine that answers, each task's image held by the engine
     or built from its Dockerfile (once per content), the engine's bridge network when
@@ -305,24 +330,25 @@ def check_docker(
     """
     if not planned:
         return []
-    engines: dict[str | None, Engine] = {}
+    found: dict[str | None, Engine] = {}
     looked = _Looks()  # one look per image
     for loaded, task in planned:
         wanted = engine_of(task)
-        if wanted not in engines:
+        if wanted not in found:
             try:
-                engines[wanted] = find_engine(wanted)
+                found[wanted] = find_engine(wanted)
             except UsageError as exc:
                 raise _located(loaded, exc.message, exc.hint) from None
+        engine = found[wanted]
         _check_mounts(loaded, task)
-        _note_engine_choice(engines[wanted], wanted, looked.warnings)
+        _note_engine_choice(engine, wanted, looked.warnings)
         _note_unset_args(loaded, task, looked.warnings)
         try:
-            task_image(engines[wanted], task, loaded.base_dir)
+            image = engines.task_image(engine, task, loaded.base_dir)
         except SandboxError as exc:
             raise _docker_located(loaded, task, str(exc)) from None
-        _check_network(engines[wanted], loaded, task, looked)
-        _check_agent_programs(engines[wanted], loaded, task, agents, looked)
+        _check_network(engine, loaded, task, image, looked)
+        _check_agent_programs(engine, loaded, task, image, agents, looked)
         if os.geteuid() == 0:
             folders = _row_folders(task, loaded.base_dir, agents) if agents else [loaded.base_dir]
             for path in folders:
@@ -377,6 +403,7 @@ def _check_agent_programs(
     engine: Engine,
     loaded: LoadedTask,
     task: TaskDefinition,
+    image: str,
     agents: AgentRegistry | None,
     looked: _Looks,
 ) -> None:
@@ -386,8 +413,8 @@ def _check_agent_programs(
     an image that lacks one is refused here, not in every row."""
     if agents is None:
         return
-    graders = [config for spec in task.success_criteria for config in spec.graders()]
-    for config, judge in [(task.agent, False), *((config, True) for config in graders)]:
+    for config, judge in [(task.agent, False),
+                          *((config, True) for config in task.agent_graders())]:  # fmt: skip
         agent = agents.build(config)
         if not isinstance(agent, CliAgent):
             continue
@@ -403,20 +430,19 @@ def _check_agent_programs(
         script, kind = interpreter(cli), agent.type_name
         if script is not None:
             needed[script] = f"the {kind} CLI ({os.path.realpath(cli)}) is a script for it"
-        _refuse_missing(engine, loaded, task, kind, needed, looked.missing)
+        _refuse_missing(engine, loaded, task, image, kind, needed, looked.missing)
         if script == "node":
-            _warn_old_node(engine, loaded, task, kind, cli, looked)
+            _warn_old_node(engine, loaded, task, image, kind, cli, looked)
 
 
 def _warn_old_node(
-    engine: Engine, loaded: LoadedTask, task: TaskDefinition, kind: str, cli: Path,
+    engine: Engine, loaded: LoadedTask, task: TaskDefinition, image: str, kind: str, cli: Path,
     looked: _Looks,
 ) -> None:  # fmt: skip
-    """Warn when the image's Node.js is older than the CLI's ``engines.node``."""
+    """Warn when the ``image``'s Node.js is older than the CLI's ``engines.node``."""
     wanted = declared_node(cli)
     if wanted is None:
         return
-    image = task_image(engine, task, loaded.base_dir)
     key = (engine.kind, image)
     if key not in looked.node:
         looked.node[key] = image_node(engine, image)
@@ -436,11 +462,11 @@ def _refuse_missing(
     engine: Engine,
     loaded: LoadedTask,
     task: TaskDefinition,
+    image: str,
     kind: str,
     needed: dict[str, str],
     looked: dict[tuple[str, str, tuple[str, ...]], list[str]],
 ) -> None:
-    image = task_image(engine, task, loaded.base_dir)
     key = (engine.kind, image, tuple(sorted(needed)))
     try:
         missing = looked[key] if key in looked else missing_programs(engine, image, needed)
@@ -461,7 +487,7 @@ PACKAGES = {"python3": "python3", "node": "nodejs"}
 
 
 def _check_network(
-    engine: Engine, loaded: LoadedTask, task: TaskDefinition, looked: _Looks
+    engine: Engine, loaded: LoadedTask, task: TaskDefinition, image: str, looked: _Looks
 ) -> None:
     """``sandbox.docker.network: bridge`` needs the engine's bridge network: Docker's
     ``bridge`` (a daemon started with ``--bridge=none`` has none); Podman's default
@@ -471,7 +497,6 @@ def _check_network(
     if docker is None or docker.network != "bridge":
         return
     if engine.kind == "podman":  # one container tried per image and plan
-        image = task_image(engine, task, loaded.base_dir)
         if image not in looked.bridge:
             looked.bridge[image] = _podman_bridge_problem(engine, image)
         why = looked.bridge[image]
@@ -558,7 +583,11 @@ def engine_of(task: TaskDefinition) -> str | None:
 
 
 def image_identity(
-    task: TaskDefinition, base_dir: Path, *, started: str | None = None
+    task: TaskDefinition,
+    base_dir: Path,
+    *,
+    started: str | None = None,
+    build: Callable[[Engine, TaskDefinition, Path], str] | None = None,
 ) -> str | None:
     """What a ``docker`` task's rows run in, as ``ENGINE IMAGE ID`` (the engine's kind, the
     image's name or ``assay-task:<hash>`` tag, and its content id): a resumed run or a
@@ -566,16 +595,17 @@ def image_identity(
     when the engine does not answer (the run's own checks say so).
 
     A Dockerfile whose build context now gives another tag than the one the run started
-    with is not built to be refused: its identity is ``ENGINE TAG not-built``.
+    with is not built to be refused: its identity is ``ENGINE TAG not-built``. ``build``
+    gives the image (:func:`task_image`, or a plan's :meth:`EngineAnswers.task_image`).
     """
     if task.sandbox_driver != "docker":
         return None
     try:
         engine = find_engine(engine_of(task))
-        tag = _dockerfile_tag(task, base_dir)
+        tag = _dockerfile_tag(task, base_dir) if started is not None else None
         if started is not None and tag is not None and started.split(" ")[1:2] != [tag]:
-            return f"{engine.kind} {tag} {NOT_BUILT}"
-        image = task_image(engine, task, base_dir)
+            return f"{engine.kind} {tag} {NOT_BUILT}"  # a resume's: refused without a build
+        image = (build or task_image)(engine, task, base_dir)
         found = engine.run("image", "inspect", "--format", "{{.Id}}", image, timeout=30)
     except (UsageError, SandboxError, OSError, subprocess.TimeoutExpired):
         return None

@@ -364,7 +364,8 @@ def build_plan(
                 criteria=options.criteria or default_criteria())  # fmt: skip
     resolver = JudgeResolver(options.store_url, options.judge_versions)
     try:
-        _plan_tasks(plan, arguments, options, registry, resolver, (experiment, experiment_file))
+        engines = _plan_tasks(plan, arguments, options, registry, resolver,
+                              (experiment, experiment_file))  # fmt: skip
     finally:
         resolver.close()
     _check_row_tasks(plan, options.fixed_rows)
@@ -376,7 +377,7 @@ def build_plan(
         )
     plan.warnings.extend(check_containment(
         ((t.loaded, v.definition) for t in plan.tasks for v in t.variants),
-        agents=plan.criteria.agents))  # fmt: skip
+        agents=plan.criteria.agents, engines=engines))  # fmt: skip
     if experiment is not None and experiment_file is not None:
         plan.variants = tuple(v.variant_id for v in experiment.variants)
         plan.experiment = experiment
@@ -419,8 +420,9 @@ def _plan_tasks(
     registry: ProviderRegistry,
     resolver: JudgeResolver,
     experiment_and_file: tuple[Experiment | None, Path | None],
-) -> None:
-    """Load, resolve, expand and check every task file into ``plan.tasks``.
+) -> EngineAnswers:
+    """Load, resolve, expand and check every task file into ``plan.tasks``; returns what
+    the container engines answered meanwhile (for the plan's containment checks).
 
     Every task file is checked before any error is raised: with several files, the errors of
     all that cannot run are raised together (:class:`~assay.errors.TaskFilesError`: a CLI or
@@ -456,6 +458,7 @@ def _plan_tasks(
         except (TaskFileError, DatasetError, SelectionError) as exc:
             refused.append(_in_file(exc, loaded.display))
     _raise_refused(refused, planned, plan.skipped)
+    return context.engines
 
 
 def _raise_refused(
