@@ -14,8 +14,7 @@ import pytest
 import assay
 from assay.errors import UsageError
 from assay.orchestration.planning import containment
-from assay.orchestration.planning.containment import EngineAnswers
-from assay.orchestration.planning.resume_check import check_same_images
+from assay.orchestration.planning.containment import EngineAnswers, refuse_other_images
 from assay.results.plan_record import PlannedTaskRecord
 from assay.spec.task import TaskDefinition
 from tests.helpers import write
@@ -101,9 +100,9 @@ def test_a_variant_in_another_image_is_refused_by_name() -> None:
     started = f"docker assay-task:1111 sha256:{'a' * 64}"
     record = PlannedTaskRecord(task_id="t", file="/x/t.yaml",
                                images={"default": started, "big": started})  # fmt: skip
-    check_same_images({"default": started, "big": started}, record)
+    refuse_other_images("t", record.file, {"default": started, "big": started}, record.images)
     with pytest.raises(UsageError, match=r"^/x/t\.yaml: task t \(variant big\) runs in the image "
                        r"assay-task:2222 \(podman, bbbbbbbbbbbb\) now, but the run started in "
                        r"assay-task:1111 \(docker, aaaaaaaaaaaa\)"):  # fmt: skip
-        check_same_images({"default": started,
-                           "big": f"podman assay-task:2222 sha256:{'b' * 64}"}, record)  # fmt: skip
+        refuse_other_images("t", record.file, {"default": started, "big": f"podman "
+                            f"assay-task:2222 sha256:{'b' * 64}"}, record.images)  # fmt: skip

@@ -32,9 +32,9 @@ from assay.orchestration.planning.containment import (
     image_identity,
     needs_bridge_socket,
     private_paths,
+    refuse_other_images,
 )
 from assay.orchestration.planning.judging import judge_keys as task_judge_keys
-from assay.orchestration.planning.resume_check import check_same_images
 from assay.orchestration.running.environment import grading_env, row_env
 from assay.orchestration.running.executors.base import bridge_link
 from assay.orchestration.running.grading import (
@@ -380,7 +380,7 @@ def _check_images(run_dir: Path, suites: dict[tuple[str, str], TaskDefinition]) 
         base = Path(task.base_dir) if task.base_dir else Path(task.file).parent
         now = image_identity(definition, base, started=task.images[variant])
         if now is not None:
-            check_same_images({variant: now}, task)
+            refuse_other_images(task.task_id, task.file, {variant: now}, task.images)
 
 
 def judge_keys(results: list[EvaluationResult]) -> list[ModelKey]:

@@ -13,11 +13,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
 from pathlib import Path
 
 from assay.errors import UsageError
-from assay.orchestration.planning.containment import refuse_other_images
 from assay.orchestration.planning.plan import Plan, PlanOptions
 from assay.results.plan_record import PlannedTaskRecord, PlanOptionsRecord
 from assay.spec.experiment import Experiment
@@ -43,7 +41,6 @@ def check_same_tasks(plan: Plan, tasks: list[PlannedTaskRecord]) -> None:
         task = recorded.get(planned.loaded.definition.task_id)
         if task is None or task.content_hash is None:
             continue  # recorded by an older assay
-        check_same_images(planned.images, task)
         now = task_hash(planned.loaded.definition)
         if now != task.content_hash:
             raise UsageError(
@@ -53,17 +50,6 @@ def check_same_tasks(plan: Plan, tasks: list[PlannedTaskRecord]) -> None:
                 file=task.file,
                 hint="restore the task file as it was, or start a new run",
             )
-
-
-def check_same_images(images: Mapping[str, str], task: PlannedTaskRecord) -> None:
-    """A ``docker`` task's rows run in the image the run started with.
-
-    Raises:
-        UsageError: a variant's image (:func:`~assay.orchestration.planning.containment.
-            image_identity`) is another one now: its Dockerfile, build context or tag
-            changed since, naming both.
-    """
-    refuse_other_images(task.task_id, task.file, images, task.images)
 
 
 def experiment_hash(experiment: Experiment) -> str:
