@@ -17,22 +17,18 @@ its cases (:class:`SuiteCounts`, counted while the rows were read).
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import re
-import threading
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
-from typing import IO, Any
+from typing import Any
 from xml.sax.saxutils import quoteattr
 
 from assay.metrics.streaming import ExactSum
 from assay.reports.numbers import fmt_close
 from assay.reports.suite_rules import failure_reasons
-from assay.results.io import PLAIN, Writer
+from assay.results.io import WrittenFile
 from assay.results.suite import SuiteRollup
 from assay.results.task_result import EvaluationResult
 
@@ -127,19 +123,16 @@ def _text(element: ET.Element, level: int) -> str:
 
 
 class JunitWriter:
-    """Writes the document to ``path`` atomically through ``writer`` (its secrets redacted):
-    :meth:`suite` for each test suite in turn, with its cases in order, then :meth:`close`."""
+    """Writes the document into ``out`` (a file its writer puts in place whole, its secrets
+    redacted: :meth:`assay.results.io.Writer.open`): :meth:`suite` for each test suite in
+    turn, with its cases in order, then :meth:`close`."""
 
-    def __init__(self, path: Path, *, writer: Writer = PLAIN) -> None:
-        self.path = path
-        self.writer = writer
-        self.tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.handle: IO[str] = self.tmp.open("w", encoding="utf-8")
-        self.handle.write('<?xml version="1.0" encoding="utf-8"?>\n<testsuites name="assay">\n')
+    def __init__(self, out: WrittenFile) -> None:
+        self.out = out
+        out.write('<?xml version="1.0" encoding="utf-8"?>\n<testsuites name="assay">\n')
 
     def _write(self, text: str) -> None:
-        self.handle.write(self.writer.redact(text))
+        self.out.write(text)
 
     def suite(
         self,
@@ -166,16 +159,8 @@ class JunitWriter:
             self._write(_text(_case(json.loads(case)), 2))
         if gate_case is not None:
             self._write(_text(gate_case, 2))
-        self.handle.write("  </testsuite>\n")
+        self._write("  </testsuite>\n")
 
     def close(self) -> None:
-        """End the document and put it in place."""
-        self.handle.write("</testsuites>\n")
-        self.handle.close()
-        os.replace(self.tmp, self.path)
-
-    def abort(self) -> None:
-        """Drop the partial document."""
-        self.handle.close()
-        with contextlib.suppress(OSError):
-            os.unlink(self.tmp)
+        """End the document (its writer puts it in place)."""
+        self._write("</testsuites>\n")

@@ -184,16 +184,13 @@ def _write_junit(
 ) -> None:
     """The JUnit XML, one test suite per (variant, suite or task) in report order."""
     gates = {(s.variant_id, s.suite_id): s for s in suites}
-    junit = JunitWriter(path, writer=writer)
-    try:
+    with writer.open(path) as out:  # in place whole, or not at all
+        junit = JunitWriter(out)
         rows = (spilled(line) for line in lines.sorted())
         for (variant, name), cases in itertools.groupby(rows, key=lambda r: r[0]):
             junit.suite(variant, name, tally.junit[(variant, name)], (c[2] for c in cases),
                          gates.get((variant, name)))  # fmt: skip
         junit.close()
-    except BaseException:
-        junit.abort()
-        raise
 
 
 def _write_experiment(

@@ -268,12 +268,14 @@ class Writer:
     @contextlib.contextmanager
     def open(self, path: Path) -> Iterator[WrittenFile]:
         """A file written piece by piece and put in place by rename when the block ends (a
-        reader never sees half of it; an exception leaves the old file or none).
+        reader never sees half of it; an exception leaves the old file or none); its
+        folder is made when missing.
 
         Raises:
             OSError: the file cannot be created or written.
         """
         tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        make_dirs(path.parent)
         try:
             with tmp.open("w", encoding="utf-8") as handle:
                 yield WrittenFile(handle, self)
