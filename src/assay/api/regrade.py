@@ -25,7 +25,7 @@ from assay.criteria.base import GradingContext, Service
 from assay.criteria.registry import CriterionRegistry, default_criteria
 from assay.errors import UsageError
 from assay.orchestration.loading.qa_rows import judge_key
-from assay.orchestration.loading.secrets import results_redactor
+from assay.orchestration.loading.secrets import results_writer
 from assay.orchestration.loading.task_loader import reference_dir
 from assay.orchestration.planning.containment import (
     Containment,
@@ -324,8 +324,8 @@ def _checked(
     """The scan of the rows (the models they need, how many, whether a coding agent grades
     them), the first row's task of each suite that runs in a ``bwrap`` sandbox or ``docker``
     container, and the writer of the secrets the rows' tasks know
-    (:func:`results_redactor`, with this environment's), after checking that every row whose
-    criteria read the sandbox has it; every ``task.json`` is read once.
+    (:func:`~assay.orchestration.loading.secrets.results_writer`), after checking that
+    every row whose criteria read the sandbox has it; every ``task.json`` is read once.
 
     Raises:
         UsageError: no rows; rows whose sandbox the run did not keep, or whose answer
@@ -339,7 +339,7 @@ def _checked(
             scan.add(run_dir, path, result)
             yield result
 
-    redactor = results_redactor(rows(), os.environ, run_dir=run_dir)
+    writer = results_writer(rows(), os.environ, run_dir=run_dir)
     if not scan.rows:
         raise UsageError(f"no task.json under {run_dir}: is it a run directory?")
     if scan.missing:
@@ -359,7 +359,7 @@ def _checked(
         )
     contained = [t for t in scan.suites.values() if t.sandbox_driver in ("bwrap", "docker")]
     _check_images(run_dir, scan.suites)
-    return scan, contained, Writer(redactor)
+    return scan, contained, writer
 
 
 def _check_images(run_dir: Path, suites: dict[tuple[str, str], TaskDefinition]) -> None:

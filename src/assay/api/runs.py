@@ -232,9 +232,14 @@ def plan(tasks: Tasks = None, **options: Unpack[PlanKeywords]) -> Plan:
             selector, an unknown model provider, a missing API key), naming file, line,
             field and row.
     """
-    planned = plan_options(**_flat("plan", PlanKeywords, options))
-    built = build_plan(_sources(tasks, planned.criteria), planned)
-    built.warnings.extend(_fixed_row_warnings(planned))
+    return _built_plan(tasks, plan_options(**_flat("plan", PlanKeywords, options)))
+
+
+def _built_plan(tasks: Tasks, options: PlanOptions) -> Plan:
+    """The plan of ``tasks`` a new run (or ``plan()``) makes, with the warnings of the
+    options a caller gave (a resume's plan has its own, recorded)."""
+    built = build_plan(_sources(tasks, options.criteria), options)
+    built.warnings.extend(_fixed_row_warnings(options))
     return built
 
 
@@ -324,8 +329,7 @@ def _new_session(tasks: Tasks, options: RunKeywords) -> RunSession:
     plan_opts = plan_options(**selected)
     stage = options.get("stage", "run")
     request = _request(Path(options.get("run_dir", "runs")), options, stage=stage)
-    built = build_plan(_sources(tasks, plan_opts.criteria), plan_opts)
-    built.warnings.extend(_fixed_row_warnings(plan_opts))
+    built = _built_plan(tasks, plan_opts)
     warn = options.get("on_warning")
     for warning in built.warnings:
         if warn is not None:
