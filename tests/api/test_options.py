@@ -202,7 +202,9 @@ def test_what_a_second_try_found_is_refused_or_counted_right(sentiment: Path) ->
     assert not [w for w in assay.plan(SENTIMENT, rows={task: ["r1"]}).warnings
                 if w.startswith("rows ")]  # fmt: skip
     for name, empty in (("experiment", ""), ("split", " "), ("model", ""), ("run_dir", "")):
-        with pytest.raises(UsageError, match=rf"^{name} \(--.*\): an empty value"):  # not "none"
+        flag = "--" + name.replace("_", "-")
+        with pytest.raises(UsageError, match=rf"^{name} \({flag}\): an empty value: give one, "
+                           r"or leave the option out$"):  # not "none"  # fmt: skip
             assay.run(SENTIMENT, **{name: empty})  # type: ignore[arg-type]
     for bad in (5, [5], [("agent.timeout", 5)], {3: 1}):
         with pytest.raises(TypeError, match="option overrides takes a dict of field path"):

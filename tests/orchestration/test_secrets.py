@@ -81,6 +81,9 @@ def test_results_redactor_knows_the_task_files_literal_secrets_and_the_bridge_ke
     coding = definition({"type": "claude-code", "model": "mock/x"}).model_dump(mode="json")
     bridged = row.model_copy(update={"task_config": TaskConfigRecord(resolved=coding)})
     assert results_redactor([row, bridged], {}).redact(key) == "[redacted:ASSAY_BRIDGE_KEY]"
+    judged = dict(resolved, success_criteria=[{"type": "agent_judge", "description": "d"}])
+    graded = row.model_copy(update={"task_config": TaskConfigRecord(resolved=judged)})
+    assert results_redactor([graded], {}).redact(key) == "[redacted:ASSAY_BRIDGE_KEY]"
     task_file.unlink()  # the file gone: the recorded and the environment's secrets remain
     assert results_redactor([row], {}).redact("xtok-ZZZZ9999yyyy8888") == "xtok-ZZZZ9999yyyy8888"
 
