@@ -52,8 +52,3 @@ def user_errors() -> Iterator[None]:
         yield
     except UserError as exc:
         raise fail(exc) from None
-
-
-def split_tags(value: str | None) -> tuple[str, ...]:
-    """``"a, b"`` → ``("a", "b")``."""
-    return tuple(t.strip() for t in (value or "").split(",") if t.strip())

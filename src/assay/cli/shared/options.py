@@ -8,8 +8,6 @@ from typing import Annotated, Any
 
 import typer
 
-from assay.cli.shared.common import split_tags
-
 TaskArgs = Annotated[
     list[str] | None,
     typer.Argument(help="Task files, folders (searched recursively) or globs. Default: tasks/."),
@@ -152,7 +150,7 @@ def selection(
 ) -> dict[str, Any]:
     """The plan keywords (:class:`assay.api.PlanKeywords`) of the shared flags."""
     return {"sample": sample, "sample_per_stratum": per_stratum, "split": split,
-            "tags": split_tags(tags), "exclude_tags": split_tags(exclude_tags),
+            "tags": tags or (), "exclude_tags": exclude_tags or (),  # "a, b": the API splits
             "include_skipped": include_skipped, "repeats": repeats, "prices": prices,
             "experiment": experiment, "overrides": list(sets or []), "model": model,
             "store": store, "skip_unsupported": skip_unsupported}  # fmt: skip
