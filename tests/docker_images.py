@@ -7,6 +7,7 @@ what was left out and how to get it."""
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import shutil
 import subprocess
@@ -36,12 +37,23 @@ def make_test_image(kind: str | None = None) -> tuple[Engine, str] | str:
         return LEFT_OUT.format(why=exc.message)
     if has_image(engine, TAG):
         return engine, TAG
+    CACHE.mkdir(parents=True, exist_ok=True)
+    # one test process at a time builds and imports: xdist's workers each ask for the image
+    # in their first docker test, and two mmdebstrap runs writing one tarball (or an import
+    # reading it while another writes) left an engine a broken image of a few bytes
+    with (CACHE / ".lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _build_and_import(engine)
+
+
+def _build_and_import(engine: Engine) -> tuple[Engine, str] | str:
+    if has_image(engine, TAG):  # another test process imported it while this one waited
+        return engine, TAG
     rootfs = CACHE / (TAG.split(":")[1] + ".tar")
     if not rootfs.exists():
         if shutil.which("mmdebstrap") is None:
             return LEFT_OUT.format(why=f"{engine.kind} has no image {TAG} and mmdebstrap "
                                    "is not installed to build it")  # fmt: skip
-        CACHE.mkdir(parents=True, exist_ok=True)
         partial = rootfs.with_name("partial-" + rootfs.name)  # .tar: mmdebstrap writes a tarball
         done = subprocess.run([*RECIPE.split(), str(partial)], capture_output=True,
                               text=True, timeout=1200, check=False)  # fmt: skip
