@@ -5,7 +5,6 @@ the program it becomes."""
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
 import socket
@@ -21,10 +20,10 @@ import pytest
 from assay.sandbox import jail_init
 
 
-def first(config: dict[str, object], *argv: str) -> subprocess.CompletedProcess[str]:
+def first(options: list[str], *argv: str) -> subprocess.CompletedProcess[str]:
     """Run the first program outside a sandbox, in a session of its own: the forwarder it
     leaves behind (in a sandbox, the PID namespace ends it) is killed with the session."""
-    command = [sys.executable, "-m", "assay.sandbox.jail_init", json.dumps(config), "--", *argv]
+    command = [sys.executable, "-I", "-S", jail_init.__file__, *options, "--", *argv]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                text=True, start_new_session=True)  # fmt: skip
     try:
@@ -88,7 +87,7 @@ print(len(got), got[:12].decode())
 def test_the_forwarder_carries_a_large_exchange_both_ways() -> None:
     port = free_port()
     with unix_echo() as path:
-        done = first({"forward": {"port": port, "socket": str(path)}},
+        done = first(jail_init.arguments(forward=(port, str(path))),
                      sys.executable, "-c", CLIENT, str(port), str(3_000_000))  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == [str(3_000_007), "bridge:xxxxx"]
@@ -113,7 +112,8 @@ def test_the_relay_in_process_and_an_unreachable_bridge() -> None:
 
 
 def test_limits_are_set_soft_and_hard() -> None:
-    done = first({"limits": {"RLIMIT_NOFILE": 64, "RLIMIT_FSIZE": 1 << 20}}, sys.executable,
+    done = first(jail_init.arguments(limits={"RLIMIT_NOFILE": 64, "RLIMIT_FSIZE": 1 << 20}),
+                 sys.executable,
                  "-c", "import resource as r; print(r.getrlimit(r.RLIMIT_NOFILE), "
                  "r.getrlimit(r.RLIMIT_FSIZE))")  # fmt: skip
     assert done.stdout.strip() == f"(64, 64) ({1 << 20}, {1 << 20})"
@@ -122,11 +122,29 @@ def test_limits_are_set_soft_and_hard() -> None:
 def test_it_becomes_the_rows_user() -> None:
     if os.geteuid() != 0:
         pytest.skip("only root can become another user")
-    done = first({"uid": 65534, "gid": 65534}, "id")
+    done = first(jail_init.arguments(user=65534), "id")
     assert done.stdout.startswith("uid=65534") and "gid=65534" in done.stdout
 
 
 def test_a_program_that_does_not_exist_exits_127() -> None:
-    done = first({}, "no-such-program-anywhere")
+    done = first([], "no-such-program-anywhere")
     assert done.returncode == 127
     assert done.stderr.strip() == "no-such-program-anywhere: No such file or directory"
+
+
+def test_an_unknown_or_incomplete_option_exits_2_and_runs_nothing() -> None:
+    for options in (["--limits", "RLIMIT_NOFILE=64"], ["--forward", "8080"]):
+        done = first(options, "echo", "ran")
+        assert done.returncode == 2, options
+        assert done.stdout == "" and "jail_init: unknown or incomplete option" in done.stderr
+
+
+def test_the_start_imports_only_small_modules() -> None:
+    """What runs before every program of a row loads none of the modules that doubled its
+    start (socket's enums and selectors, json's regular expressions, typing, threading)."""
+    command = [sys.executable, "-I", "-S", "-X", "importtime", jail_init.__file__,
+               *jail_init.arguments(limits={"RLIMIT_NOFILE": 64}, user=None), "--"]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, check=True)
+    loaded = {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines() if "|" in line}
+    assert "resource" in loaded and "_socket" in loaded
+    assert not loaded & {"socket", "json", "re", "enum", "typing", "threading", "contextlib"}

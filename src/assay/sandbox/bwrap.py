@@ -34,7 +34,6 @@ says why and how to fix it.
 from __future__ import annotations
 
 import itertools
-import json
 import os
 import resource
 import secrets
@@ -46,6 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from assay.errors import SandboxError, UsageError
+from assay.sandbox import jail_init
 from assay.sandbox.mounts import (
     outermost,
     parent_dirs,
@@ -266,12 +266,11 @@ class Jail:
                           "--clear-groups", "--inh-caps=-all", "--bounding-set=-all",
                           "--"]  # fmt: skip
             return [*chain, *argv]
-        config: dict[str, object] = {"limits": self._limits()}
-        if link is not None:
-            config["forward"] = {"port": link.port, "socket": str(link.socket)}
-        if self.uid is not None:
-            config["uid"] = config["gid"] = self.uid
-        return [str(self.policy.python), "-I", "-S", INIT, json.dumps(config), "--", *argv]
+        options = jail_init.arguments(
+            limits=self._limits(), user=self.uid,
+            forward=(link.port, str(link.socket)) if link is not None else None,
+        )  # fmt: skip
+        return [str(self.policy.python), "-I", "-S", INIT, *options, "--", *argv]
 
     def _namespaces(self, network: bool) -> list[str]:
         args = ["--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc",

@@ -49,6 +49,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from assay.errors import SandboxError, UsageError
+from assay.sandbox import jail_init
 from assay.sandbox.build_context import context_hash, copy_context, needs_copy
 from assay.sandbox.bwrap import (
     HOST_POINTERS,
@@ -556,8 +557,8 @@ class DockerJail:
         link = self.policy.bridge if bridge and mode != "host" else None
         if link is not None:
             shown += [Mount(link.socket, str(link.socket)), Mount(INIT_SOURCE, INIT)]
-            argv = ["python3", "-I", "-S", INIT, json.dumps({"forward": {
-                "port": link.port, "socket": str(link.socket)}}), "--", *argv]  # fmt: skip
+            forward = jail_init.arguments(forward=(link.port, str(link.socket)))
+            argv = ["python3", "-I", "-S", INIT, *forward, "--", *argv]
         name = f"{self.name}-agent{len(self.agents)}"
         self.agents.append(name)
         inner = self._environment(env, writable=extra)
