@@ -81,8 +81,8 @@ def test_a_plan_looks_up_or_builds_each_image_once(
     hashed and the engine asked for every variant and every check."""
     built: list[str] = []
 
-    def task_image(engine: object, task: TaskDefinition, base_dir: Path) -> str:
-        assert task.sandbox.docker is not None
+    def task_image(engine: object, task: TaskDefinition, base_dir: Path, *, reuse: bool) -> str:
+        assert task.sandbox.docker is not None and reuse is engines.reuse_images
         built.append(str(task.sandbox.docker.image))
         return str(task.sandbox.docker.image)
 
@@ -90,10 +90,11 @@ def test_a_plan_looks_up_or_builds_each_image_once(
         kind = "docker"
 
     monkeypatch.setattr(containment, "task_image", task_image)
-    engines = EngineAnswers()
-    for image in ("a:1", "a:1", "b:2", "a:1"):
-        assert engines.task_image(Docker(), _docker_task(image), tmp_path) == image  # type: ignore[arg-type]
-    assert built == ["a:1", "b:2"]
+    for engines in (EngineAnswers(), EngineAnswers(reuse_images=True)):  # a new run, a resume
+        built.clear()
+        for image in ("a:1", "a:1", "b:2", "a:1"):
+            assert engines.task_image(Docker(), _docker_task(image), tmp_path) == image  # type: ignore[arg-type]
+        assert built == ["a:1", "b:2"]
 
 
 def test_a_variant_in_another_image_is_refused_by_name() -> None:

@@ -142,6 +142,45 @@ def test_a_dockerfile_is_built_once_per_content_and_a_failed_build_says_why(
     assert "the step fails" in failed.stderr and "did not build" in failed.stderr
 
 
+def test_a_new_run_builds_on_a_base_image_rebuilt_under_the_same_name(
+    tmp_path: Path, docker_image: tuple[Engine, str]
+) -> None:
+    """The task's Dockerfile is unchanged, its ``FROM`` image rebuilt under the same name: a
+    new run's rows see the new base (the engine's cache builds the rest again), while a
+    resume keeps the image the run started in, and a resume after a new run's build says
+    the image changed."""
+    engine, image = docker_image
+    base = f"assay-test/base-{uuid.uuid4().hex[:8]}:latest"
+
+    def base_saying(word: str) -> None:
+        write(tmp_path / "base" / "Dockerfile", f"FROM {image}\nRUN echo {word} > /base.txt\n")
+        built = engine.run("build", "--network", "host", "-t", base, str(tmp_path / "base"),
+                           timeout=300)  # fmt: skip
+        assert built.returncode == 0, built.stderr
+
+    try:
+        base_saying("one")
+        write(tmp_path / "image" / "Dockerfile", f"FROM {base}\nCOPY mark.txt /mark.txt\n")
+        write(tmp_path / "image" / "mark.txt", "the task's layer\n")
+        sandbox = "{driver: docker, docker: {dockerfile_path: image/Dockerfile}}"
+        write(tmp_path / "t.yaml", task(image, sandbox=sandbox, agent="cat /base.txt",
+                                        pytest=False))  # fmt: skip
+        first = run_assay("run", "t.yaml", "--run-dir", "runs", cwd=tmp_path, env=env())
+        assert first.returncode == 0, first.stdout + first.stderr
+        started = (tmp_path / "runs" / "latest").resolve()
+        base_saying("two")
+        again = run_assay("run", "t.yaml", cwd=tmp_path, env=env())
+        assert again.returncode == 0, again.stdout + again.stderr
+        latest = (tmp_path / "runs" / "latest").resolve()
+        answers = {p.read_text().strip()[-3:] for p in latest.rglob("response.txt")}
+        assert answers == {"two"}, answers
+        resumed = run_assay("run", "--resume", str(started), cwd=tmp_path, env=env())
+        assert resumed.returncode == 2, resumed.stdout + resumed.stderr
+        assert "runs in the image" in resumed.stderr and "the run started in" in resumed.stderr
+    finally:
+        engine.run("rmi", "-f", base)
+
+
 def test_a_dockerfile_beside_the_task_builds_without_the_runs_or_the_store(
     tmp_path: Path, docker_image: tuple[Engine, str]
 ) -> None:
@@ -204,8 +243,8 @@ def test_a_resume_or_a_regrade_in_another_image_is_refused(
         assert f"task inside runs in the image {changed} (docker, not built) now" in refused.stderr
         assert not has_image(engine, changed)  # refused before a build that would be wasted
         assert (
-            "its Dockerfile, build context or tag changed since, and its rows would run "
-            "in two environments" in refused.stderr
+            "its Dockerfile, build context, base image or tag changed since, and its rows "
+            "would run in two environments" in refused.stderr
         )
 
 

@@ -1,7 +1,8 @@
 """The build context of a task's Dockerfile: its folder, less what assay itself keeps there
-(``.assay/``, the store and cache; every run folder and the ``latest`` link to one), so a
-``COPY . …`` never puts earlier rows' answers into the image the next rows run in, and a
-new run does not change the context's hash (an unchanged folder is never built again).
+(``.assay/``, the store and cache; every run folder, the ``latest`` link to one, and a folder
+holding only those), so a ``COPY . …`` never puts earlier rows' answers into the image the
+next rows run in, and a new run does not change the context (its hash, and the engine's
+cache: an unchanged folder builds the same image again).
 
 A run folder is told by what assay writes into it first: ``plan.json`` beside ``.lock`` or
 ``run.json``. Everything else of the folder is the context, as the engine would send it
@@ -26,12 +27,25 @@ def left_out(folder: str | Path, names: Iterable[str]) -> set[str]:
 
 
 def _assays(path: Path) -> bool:
-    """``.assay/``, a run folder, or a ``latest`` link."""
+    """``.assay/``, a run folder, a ``latest`` link, or a folder of nothing but those (the
+    runs root: it would be an empty folder in the context after a first run, and another
+    image than the one built before it)."""
     if path.name == ASSAY_FOLDER:
         return True
-    if path.name == "latest" and path.is_symlink():
+    if path.is_symlink():
+        return path.name == "latest"
+    if not path.is_dir():
+        return False
+    if is_run_folder(path):
         return True
-    return path.is_dir() and is_run_folder(path)
+    try:
+        entries = list(path.iterdir())
+    except OSError:
+        return False
+    return bool(entries) and all(
+        (e.name == "latest" and e.is_symlink()) or (e.is_dir() and is_run_folder(e))
+        for e in entries
+    )
 
 
 def is_run_folder(path: Path) -> bool:

@@ -264,11 +264,15 @@ def build_image(
     args: dict[str, str] | None = None,
     extra_args: Iterable[str] = (),
     buildkit: bool | None = None,
+    reuse: bool = False,
 ) -> str:
-    """The tag of the image built from ``dockerfile`` (its folder the context), building
-    it only when the engine does not hold that content's tag yet
-    (``assay-task:<hash of the context and the flags>``). The build may use the host's
-    network (``--network host``): the engine may have no bridge.
+    """The tag of the image built from ``dockerfile`` (its folder the context):
+    ``assay-task:<hash of the context and the flags>``. The engine builds it each time
+    (its layer cache makes a build whose steps, context and base image are unchanged take a
+    tenth of a second or so, and a base image rebuilt under the same name is built on), or,
+    with ``reuse``, only when it holds no image of that tag (a resumed run keeps the image
+    it started in). The build may use the host's network (``--network host``): the engine
+    may have no bridge.
 
     Args:
         engine: the engine that builds and holds it.
@@ -277,12 +281,13 @@ def build_image(
         extra_args: more flags of ``ENGINE build``, before the context.
         buildkit: ``DOCKER_BUILDKIT`` set to ``1`` or ``0`` for the build (``None``: the
             environment's).
+        reuse: keep an image of the tag the engine holds, unbuilt.
 
     Raises:
         SandboxError: the Dockerfile is missing, or the build failed (its last lines).
     """
     tag, flags = image_tag(dockerfile, args=args, extra_args=extra_args)
-    if has_image(engine, tag):
+    if reuse and has_image(engine, tag):
         return tag
     with tempfile.TemporaryDirectory(prefix="assay-context-") as scratch:
         context = dockerfile.parent

@@ -89,8 +89,11 @@ def needs_bridge_socket(tasks: Iterable[TaskDefinition]) -> bool:
 @dataclass
 class EngineAnswers:
     """Whether each container engine ignores the cgroup limits, asked once per engine during
-    one plan (``assay plan`` shows it in a task's warnings and its limits line)."""
+    one plan (``assay plan`` shows it in a task's warnings and its limits line), and each
+    task's image, built once per plan (``reuse_images``: a resumed run's or a regrade's plan
+    keeps the images the engine holds, see :func:`task_image`)."""
 
+    reuse_images: bool = False
     answers: dict[str | None, str | None] = field(default_factory=dict)
     images: dict[tuple[str | None, str, Path, str | None], str | None] = field(default_factory=dict)
     built: dict[tuple[str, str, Path], str] = field(default_factory=dict)
@@ -131,7 +134,7 @@ class EngineAnswers:
         docker = task.sandbox.docker
         key = (engine.kind, docker.model_dump_json() if docker is not None else "", base_dir)
         if key not in self.built:
-            self.built[key] = task_image(engine, task, base_dir)
+            self.built[key] = task_image(engine, task, base_dir, reuse=self.reuse_images)
         return self.built[key]
 
 
@@ -605,7 +608,10 @@ def image_identity(
         tag = _dockerfile_tag(task, base_dir) if started is not None else None
         if started is not None and tag is not None and started.split(" ")[1:2] != [tag]:
             return f"{engine.kind} {tag} {NOT_BUILT}"  # a resume's: refused without a build
-        image = (build or task_image)(engine, task, base_dir)
+        if build is None:  # a resume's or regrade's: the image the run started in, if held
+            image = task_image(engine, task, base_dir, reuse=started is not None)
+        else:
+            image = build(engine, task, base_dir)
         found = engine.run("image", "inspect", "--format", "{{.Id}}", image, timeout=30)
     except (UsageError, SandboxError, OSError, subprocess.TimeoutExpired):
         return None
@@ -619,8 +625,8 @@ def refuse_other_images(
     ``started`` in.
 
     Raises:
-        UsageError: a variant's image is another one now (its Dockerfile, build context or
-            tag changed since), naming both.
+        UsageError: a variant's image is another one now (its Dockerfile, build context,
+            base image or tag changed since), naming both.
     """
     for variant, first in started.items():
         now = images.get(variant)
@@ -628,8 +634,8 @@ def refuse_other_images(
             where = "" if variant == "default" else f" (variant {variant})"
             raise UsageError(
                 f"task {task_id}{where} runs in the image {describe_image(now)} now, but "
-                f"the run started in {describe_image(first)}: its Dockerfile, build context "
-                "or tag changed since, and its rows would run in two environments",
+                f"the run started in {describe_image(first)}: its Dockerfile, build context, "
+                "base image or tag changed since, and its rows would run in two environments",
                 file=file, hint="restore the Dockerfile (or tag the image back) as it "
                 "was, or start a new run",
             )  # fmt: skip
@@ -674,9 +680,11 @@ def _build_inputs(
             list(build.extra_args))  # fmt: skip
 
 
-def task_image(engine: Engine, task: TaskDefinition, base_dir: Path) -> str:
+def task_image(engine: Engine, task: TaskDefinition, base_dir: Path, *, reuse: bool = False) -> str:
     """The image a ``docker`` task's rows run in: built from ``dockerfile_path`` (relative
-    to ``base_dir``) when it is set, else ``image``, which the engine must hold.
+    to ``base_dir``) when it is set (with ``reuse``, only when the engine holds no image of
+    its tag: :func:`~assay.sandbox.docker.build_image`), else ``image``, which the engine
+    must hold.
 
     Raises:
         SandboxError: the image is missing, or its Dockerfile is missing or fails to build.
@@ -686,7 +694,7 @@ def task_image(engine: Engine, task: TaskDefinition, base_dir: Path) -> str:
     found = _build_inputs(task, base_dir)
     if found is not None:
         return build_image(engine, found[0], args=found[1], extra_args=found[2],
-                           buildkit=docker.build.buildkit)  # fmt: skip
+                           buildkit=docker.build.buildkit, reuse=reuse)  # fmt: skip
     assert docker.image is not None
     if not has_image(engine, docker.image):
         raise SandboxError(f"the image {docker.image} is not in {engine.kind}'s images (assay "
@@ -846,8 +854,8 @@ class Containment:
         assert docker is not None  # SandboxConfig refuses driver docker without the block
         image = docker.dockerfile_path or docker.image or ""
         key = (str(base_dir), str(docker.engine), image, docker.build.model_dump_json())
-        if key not in self.images:
-            self.images[key] = task_image(policy.engine, task, base_dir)
+        if key not in self.images:  # the plan built it: reused, not built again
+            self.images[key] = task_image(policy.engine, task, base_dir, reuse=True)
         readable = [p if p.is_absolute() else base_dir / p
                     for p in map(Path, task.sandbox.read_only)]  # fmt: skip
         limits = task.sandbox.limits

@@ -429,7 +429,15 @@ def _plan_tasks(
     an API key missing for three tasks is said once for each of them, not for the first).
     """
     experiment, experiment_file = experiment_and_file
-    context = _TaskContext(plan, options, registry, resolver, experiment, experiment_file)
+    context = _TaskContext(
+        plan,
+        options,
+        registry,
+        resolver,
+        experiment,
+        experiment_file,
+        EngineAnswers(reuse_images=bool(options.started_images)),
+    )
     owners: dict[str, str] = {}
     loaded_tasks, refused = load_each(arguments, options.overrides,
                                       skip_unsupported=options.skip_unsupported,
