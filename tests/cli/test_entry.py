@@ -56,3 +56,31 @@ def test_a_crash_prints_its_traceback_redacted_and_exits_1() -> None:
         "RuntimeError: bug while holding [redacted:GITHUB_TOKEN]"
     ), done.stderr
     assert token not in done.stderr + done.stdout
+
+
+FROZEN_AT_EXIT = """
+import gc, sys
+import assay.cli.app as command_line
+
+made = []
+
+def command():
+    made.append([])  # a container the command makes, alive when it ends
+    raise SystemExit(3)
+
+command_line.main = command
+from assay.cli.entry import main
+try:
+    main()
+except SystemExit as done:
+    inner = made[0]
+    print(done.code, any(o is inner for o in gc.get_objects()))
+"""
+
+
+def test_what_is_alive_when_the_command_ends_is_frozen_for_the_exit() -> None:
+    # a real process: the exit then skips collecting it again (gc.get_objects() lists the
+    # collector's generations; frozen objects are in none of them)
+    done = subprocess.run([sys.executable, "-c", FROZEN_AT_EXIT], capture_output=True,
+                          text=True)  # fmt: skip
+    assert done.stdout.split() == ["3", "False"], done.stderr

@@ -184,3 +184,22 @@ def test_a_mean_of_unit_scores_keeps_its_interval_inside_0_1() -> None:
     bounded = clustered_mean(totals, unit=True)
     assert loose.low is not None and loose.high is not None and loose.high > 1.0
     assert (bounded.low, bounded.high) == (max(0.0, loose.low), 1.0)
+
+
+def test_preload_loads_scipy_special_on_a_thread_of_its_own() -> None:
+    # a real process: whether scipy.special is loaded is process-wide
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, threading\n"
+        "from assay.metrics.clustered import preload\n"
+        "assert 'scipy.special' not in sys.modules\n"
+        "preload()\n"
+        "[t.join() for t in threading.enumerate() if t.name == 'assay-preload']\n"
+        "preload()  # loaded: no second thread\n"
+        "print('scipy.special' in sys.modules,\n"
+        "      [t.name for t in threading.enumerate() if t.name == 'assay-preload'])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert done.stdout.split() == ["True", "[]"], done.stderr

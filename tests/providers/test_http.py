@@ -45,3 +45,16 @@ def test_at_most_max_connections_in_flight_and_all_of_them_used() -> None:
         asyncio.run(fire(server.base_url))
     assert len(server.requests) == 15
     assert server.peak_in_flight == 5  # 5 connections over 3 shards (2, 2, 1), all busy at once
+
+
+def test_a_plain_http_client_loads_no_ca_and_trusts_no_certificate() -> None:
+    import ssl
+
+    from assay.providers.http import tls_context
+
+    plain = tls_context("http://127.0.0.1:8000")
+    assert plain.cert_store_stats()["x509_ca"] == 0  # the CA bundle was not loaded
+    assert plain.verify_mode == ssl.CERT_REQUIRED and plain.check_hostname  # fails closed
+    secure = tls_context("https://api.example.com")
+    assert secure.cert_store_stats()["x509_ca"] > 0 and secure.verify_mode == ssl.CERT_REQUIRED
+    assert tls_context("HTTP://127.0.0.1").cert_store_stats()["x509_ca"] == 0

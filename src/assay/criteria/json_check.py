@@ -18,12 +18,6 @@ import re
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-import jmespath
-from jsonschema import SchemaError
-from jsonschema.exceptions import best_match
-from jsonschema.validators import Draft202012Validator, validator_for
-from referencing.exceptions import Unresolvable
-
 from assay.criteria.base import (
     Criterion,
     CriterionError,
@@ -129,6 +123,9 @@ def _schema(source: str | dict[str, Any], context: GradingContext) -> dict[str, 
         raise CriterionError(f"Invalid JSON in schema file '{source}': {exc}") from None
     if not isinstance(schema, dict):
         raise CriterionError(f"Schema: malformed schema — '{source}' is not an object")
+    from jsonschema import SchemaError  # on use: a run without json_check does not load it
+    from jsonschema.validators import Draft202012Validator, validator_for
+
     try:
         validator_for(schema, default=Draft202012Validator).check_schema(schema)
     except SchemaError as exc:
@@ -142,6 +139,10 @@ def check_against(schema: dict[str, Any], data: Any) -> tuple[bool, str]:
     Raises:
         CriterionError: the schema refers to a document assay does not fetch.
     """
+    from jsonschema.exceptions import best_match
+    from jsonschema.validators import Draft202012Validator, validator_for
+    from referencing.exceptions import Unresolvable
+
     validator = validator_for(schema, default=Draft202012Validator)(schema)
     try:
         error = best_match(validator.iter_errors(data))
@@ -155,6 +156,8 @@ def check_against(schema: dict[str, Any], data: Any) -> tuple[bool, str]:
 
 def run_assertions(assertions: list[JsonAssertion], data: Any) -> tuple[float, str]:
     """``(passed / total, "Assertions: k/n passed (<failures>)")``."""
+    import jmespath
+
     passed = 0
     failures: list[str] = []
     for item in assertions:

@@ -23,6 +23,7 @@ from assay.errors import ModelError, UsageError
 from assay.install import install_hint
 from assay.providers.base import Choice, JsonSchema, ModelRequest, ModelResponse
 from assay.providers.constraints import ANSWER_KEY
+from assay.providers.http import tls_context
 from assay.providers.retry import TransientModelError, is_retryable_status, parse_retry_after
 from assay.providers.wire import WireError
 from assay.providers.wire import anthropic as anthropic_wire
@@ -124,7 +125,9 @@ class AnthropicModel:
             await self.start()
         if self._forwarder is None:
             self._forwarder = httpx.AsyncClient(
-                base_url=self.endpoint, timeout=httpx.Timeout(self.timeout, connect=30.0)
+                base_url=self.endpoint,
+                timeout=httpx.Timeout(self.timeout, connect=30.0),
+                verify=tls_context(self.endpoint),
             )
         sent = {**headers, "x-api-key": str(self.api_key)}
         request = self._forwarder.build_request(

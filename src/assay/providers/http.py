@@ -13,11 +13,23 @@ a free connection.
 from __future__ import annotations
 
 import math
+import ssl
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
 SHARD_SIZE = 8
+
+
+def tls_context(url: str) -> ssl.SSLContext:
+    """The TLS context of a client of ``url``: httpx's own (the CA bundle, verified) for an
+    ``https`` URL; for a plain ``http`` one, where no TLS is spoken, a context that trusts
+    no certificate at all (it would fail closed; redirects are not followed), which spares
+    loading the CA bundle (about 40 ms of CPU a client, on a run's first model call)."""
+    if urlsplit(url).scheme.lower() == "http":
+        return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    return httpx.create_ssl_context()
 
 
 class ShardedClient:
@@ -43,7 +55,7 @@ class ShardedClient:
         total = max(1, max_connections)
         shards = math.ceil(total / max(1, shard_size))
         sizes = [total // shards + (1 if i < total % shards else 0) for i in range(shards)]
-        context = httpx.create_ssl_context()  # loading the CA bundle once, not once per shard
+        context = tls_context(base_url)  # the CA bundle loaded once, not once per shard
         self._clients = [
             httpx.AsyncClient(
                 base_url=base_url,

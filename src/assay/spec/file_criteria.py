@@ -14,11 +14,6 @@ import re
 from collections.abc import Mapping
 from typing import Any, Literal
 
-import jmespath
-from jmespath.exceptions import JMESPathError
-from jmespath.functions import Functions
-from jsonschema import SchemaError
-from jsonschema.validators import validator_for
 from pydantic import Field, StrictInt, StrictStr, field_validator, model_validator
 
 from assay.spec.base import StrictModel
@@ -100,6 +95,9 @@ class JsonAssertion(StrictModel):
         if self.operator != "exists" and "expected" not in self.model_fields_set:
             raise ValueError(f"'expected' is required when operator is '{self.operator}'")
         if "${" not in self.expression:
+            import jmespath  # on use: a task without json_check does not load it
+            from jmespath.exceptions import JMESPathError
+
             try:
                 parsed = jmespath.compile(self.expression)
             except JMESPathError as exc:
@@ -141,6 +139,8 @@ def _check_functions(expression: str, node: Mapping[str, Any]) -> None:
     its signature takes (the library checks both only when it evaluates, on every row)."""
     if node.get("type") == "function_expression":
         name, given = node["value"], len(node["children"])
+        from jmespath.functions import Functions
+
         table = Functions.FUNCTION_TABLE
         if name not in table:
             raise ValueError(f"expression {expression!r} calls {name}(), which is not a JMESPath "
@@ -207,6 +207,9 @@ def check_schema(schema: dict[str, Any]) -> None:
     Raises:
         ValueError: ``json_schema is not a valid JSON Schema: <reason> (at <path>)``.
     """
+    from jsonschema import SchemaError  # on use, as jmespath above
+    from jsonschema.validators import validator_for
+
     try:
         validator_for(schema).check_schema(schema)
     except SchemaError as exc:

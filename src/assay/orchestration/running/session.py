@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TextIO
 
 from assay.errors import AssayError, UsageError
+from assay.metrics.clustered import preload
 from assay.orchestration.planning.datacheck import same_data
 from assay.orchestration.planning.plan import Plan, PlanOptions, WorkItem, build_plan
 from assay.orchestration.planning.resume_check import (
@@ -308,6 +309,8 @@ class RunSession:
 
         def done(result: EvaluationResult) -> None:  # its files are written: nothing kept
             self.rows_done += 1
+            if self.rows_done == 1:  # the reports' interval functions, loaded while the
+                preload()  # other rows run (not as the first rows start: that is busy)
             if result.error_message and unwritten(result, self._directory(result)):
                 self.unwritten.append(result)
             progress.advance(result)
