@@ -133,10 +133,27 @@ def test_a_program_that_does_not_exist_exits_127() -> None:
 
 
 def test_an_unknown_or_incomplete_option_exits_2_and_runs_nothing() -> None:
-    for options in (["--limits", "RLIMIT_NOFILE=64"], ["--forward", "8080"]):
+    bad = (["--limits", "RLIMIT_NOFILE=64"], ["--forward", "8080"], ["--limit", "X"],
+           ["--limit", "=abc"], ["--limit", "RLIMIT_NOPE=1"], ["--limit", "isatty=1"],
+           ["--user", "root"], ["--forward", "http", "/s"])  # fmt: skip
+    for options in bad:
         done = first(options, "echo", "ran")
         assert done.returncode == 2, options
-        assert done.stdout == "" and "jail_init: unknown or incomplete option" in done.stderr
+        assert done.stdout == "" and done.stderr.startswith("jail_init: "), done.stderr
+        assert "Traceback" not in done.stderr
+
+
+def test_a_script_without_a_shebang_runs_under_the_shell(tmp_path: Path) -> None:
+    """As the C library's execvp (and so setpriv, the other first program) does."""
+    script = tmp_path / "bin" / "greet"
+    script.parent.mkdir()
+    script.write_text('echo "hello $1"\n')
+    script.chmod(0o755)
+    for program in (str(script), "greet"):
+        done = subprocess.run([sys.executable, "-I", "-S", jail_init.__file__, "--", program,
+                               "row"], capture_output=True, text=True,
+                              env={"PATH": f"{script.parent}:/usr/bin:/bin"})  # fmt: skip
+        assert (done.returncode, done.stdout) == (0, "hello row\n"), done.stderr
 
 
 def test_the_start_imports_only_small_modules() -> None:

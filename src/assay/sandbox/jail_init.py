@@ -56,15 +56,40 @@ def arguments(
 def main(argv: list[str]) -> None:
     """Apply the options of ``argv[1:]`` and run what follows ``--``.
 
-    Exits 2 on an option it does not know (a caller's mistake), 127 when the program is
-    not found and 126 when it cannot be run."""
+    Exits 2 on an option it does not know or cannot read (a caller's mistake), 127 when the
+    program is not found and 126 when it cannot be run. A file without ``#!`` that is not
+    a binary runs under ``/bin/sh``, as the C library's ``execvp`` does."""
+    try:
+        limits, user, forward, command = parse(argv[1:])
+        set_limits(limits)
+    except (ValueError, AttributeError) as exc:
+        sys.stderr.write(f"jail_init: {exc}\n")
+        sys.exit(2)
+    if user is not None:
+        os.setgroups([])
+        os.setgid(user[1])
+        os.setuid(user[0])
+    if forward is not None:
+        start_forwarder(*forward)
+    if command:
+        run(command)
+
+
+def parse(
+    options: list[str],
+) -> tuple[dict[str, int], tuple[int, int] | None, tuple[int, str] | None, list[str]]:
+    """``(limits, (uid, gid), (port, socket), command)`` of the options before ``--``.
+
+    Raises:
+        ValueError: an option unknown, incomplete, or not a number where one is needed.
+    """
     limits: dict[str, int] = {}
     user: tuple[int, int] | None = None
     forward: tuple[int, str] | None = None
-    rest = argv[1:]
+    rest = options
     while rest and rest[0] != "--":
         option, rest = rest[0], rest[1:]
-        if option == "--limit" and rest:
+        if option == "--limit" and rest and "=" in rest[0]:
             name, _, value = rest[0].partition("=")
             limits[name], rest = int(value), rest[1:]
         elif option == "--user" and rest:
@@ -73,29 +98,45 @@ def main(argv: list[str]) -> None:
         elif option == "--forward" and len(rest) >= 2:
             forward, rest = (int(rest[0]), rest[1]), rest[2:]
         else:
-            sys.stderr.write(f"jail_init: unknown or incomplete option {option!r}\n")
-            sys.exit(2)
-    command = rest[1:]
-    set_limits(limits)
-    if user is not None:
-        os.setgroups([])
-        os.setgid(user[1])
-        os.setuid(user[0])
-    if forward is not None:
-        start_forwarder(*forward)
-    if not command:
-        return
+            raise ValueError(f"unknown or incomplete option {option!r}")
+    return limits, user, forward, rest[1:]
+
+
+def run(command: list[str]) -> None:
+    """Become ``command`` (found on ``PATH``); exits 127 or 126 when it cannot."""
     try:
         os.execvp(command[0], command)
     except OSError as exc:
+        if exc.errno == 8:  # ENOEXEC: a script without #!, run by the shell
+            try:  # noqa: SIM105 - contextlib is an import this start does without
+                os.execv("/bin/sh", ["/bin/sh", found(command[0]), *command[1:]])
+            except OSError:
+                pass
         sys.stderr.write(f"{command[0]}: {exc.strerror}\n")
         sys.exit(127 if isinstance(exc, FileNotFoundError) else 126)
 
 
+def found(name: str) -> str:
+    """``name``'s path on ``PATH`` (as ``execvp`` looks), or ``name`` itself."""
+    if "/" in name:
+        return name
+    for folder in os.environ.get("PATH", os.defpath).split(os.pathsep):
+        path = os.path.join(folder or ".", name)
+        if os.access(path, os.X_OK) and not os.path.isdir(path):
+            return path
+    return name
+
+
 def set_limits(limits: dict[str, int]) -> None:
-    """Lower each named limit to its value (soft and hard)."""
+    """Lower each named limit to its value (soft and hard).
+
+    Raises:
+        ValueError: a name that is not one of :mod:`resource`'s ``RLIMIT_*``.
+    """
     for name, value in limits.items():
-        kind = getattr(resource, name)
+        kind = getattr(resource, name, None) if name.startswith("RLIMIT_") else None
+        if kind is None:
+            raise ValueError(f"no resource limit {name!r}")
         _, hard = resource.getrlimit(kind)
         if hard != resource.RLIM_INFINITY:
             value = min(value, hard)
