@@ -37,3 +37,15 @@ def test_the_runs_root_goes_with_its_runs_but_a_folder_with_anything_else_stays(
 def test_an_empty_folder_stays_in_the_context(tmp_path: Path) -> None:
     (tmp_path / "runs").mkdir()  # the user's own empty folder, not a folder of runs
     assert left_out(tmp_path, ["runs"]) == set()
+
+
+def test_a_folder_above_the_runs_with_nothing_else_goes_too_and_an_empty_one_counts(
+    tmp_path: Path,
+) -> None:
+    write(tmp_path / "Dockerfile", "FROM scratch\n")
+    before = context_hash(tmp_path / "Dockerfile")
+    run_folder(tmp_path / "results" / "nested" / "2026-12-06_10-00-00")  # --run-dir results/nested
+    assert left_out(tmp_path, ["results", "Dockerfile"]) == {"results"}
+    assert context_hash(tmp_path / "Dockerfile") == before
+    (tmp_path / "placeholder").mkdir()  # an empty folder of the user's: the engine copies it
+    assert context_hash(tmp_path / "Dockerfile") != before

@@ -14,6 +14,8 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -134,51 +136,104 @@ def test_a_dockerfile_is_built_once_per_content_and_a_failed_build_says_why(
     assert plan.returncode == 0, plan.stderr
     assert engine.run("image", "inspect", "--format", "{{.Id}}", tag).stdout == built != ""
 
-    write(tmp_path / "image" / "Dockerfile", f"FROM {image}\nRUN echo the step fails && exit 3\n")
+    write(tmp_path / "image" / "Dockerfile", f"FROM {image}\nRUN echo the step fails >&2; exit 3\n")
     failed = run_assay("plan", "t.yaml", cwd=tmp_path, env=env())
     assert failed.returncode == 2, failed.stdout + failed.stderr
     assert "t.yaml:6: sandbox.docker.dockerfile_path" in failed.stderr
     assert str(tmp_path / "image" / "Dockerfile") in failed.stderr
     assert "the step fails" in failed.stderr and "did not build" in failed.stderr
+    assert "\x1b[" not in failed.stderr and "DEPRECATED" not in failed.stderr  # no colours
+
+
+BASE_TASK = """\
+task_id: base
+description: which base image the rows run in
+agent:
+  type: command
+  command: 'cat /base.txt; touch running; sleep $(cut -d" " -f2 $ASSAY_PROMPT_FILE)'
+sandbox: {driver: docker, docker: {dockerfile_path: image/Dockerfile}}
+dataset: {rows: [{id: r1, wait: ROW_WAIT}, {id: r2, wait: 0}]}
+initial_prompt: "${row.id} ${row.wait}"
+success_criteria:
+  - {type: run_command, command: 'grep -q one /base.txt', description: on the first base}
+"""
+
+
+@contextmanager
+def rebuildable_base(tmp_path: Path, image: str, engine: Engine) -> Iterator[Callable[[str], None]]:
+    """A base image under one name (``FROM`` of the task's Dockerfile), rebuilt by calling
+    the function with the word its ``/base.txt`` holds; removed afterwards."""
+    base = f"assay-test/base-{uuid.uuid4().hex[:8]}:latest"
+
+    def saying(word: str) -> None:
+        write(tmp_path / "base" / "Dockerfile", f"FROM {image}\nRUN echo {word} > /base.txt\n")
+        built = engine.run("build", "--network", "host", "-t", base, str(tmp_path / "base"),
+                           timeout=300)  # fmt: skip
+        assert built.returncode == 0, built.stderr
+
+    write(tmp_path / "image" / "Dockerfile", f"FROM {base}\nCOPY mark.txt /mark.txt\n")
+    write(tmp_path / "image" / "mark.txt", "the task's layer\n")
+    try:
+        yield saying
+    finally:
+        engine.run("rmi", "-f", base)
+
+
+def bases(run_dir: Path) -> dict[str, str]:
+    """Each row's ``/base.txt``, read by its agent."""
+    return {p.parts[-3]: p.read_text().split()[0] for p in run_dir.rglob("response.txt")}
 
 
 def test_a_new_run_builds_on_a_base_image_rebuilt_under_the_same_name(
     tmp_path: Path, docker_image: tuple[Engine, str]
 ) -> None:
     """The task's Dockerfile is unchanged, its ``FROM`` image rebuilt under the same name: a
-    new run's rows see the new base (the engine's cache builds the rest again), while a
-    resume keeps the image the run started in, and a resume after a new run's build says
-    the image changed."""
+    new run's rows see the new base (the engine's cache builds the rest again), while an
+    earlier run is graded again in the image it ran in, which the engine still holds,
+    though the new build moved the tag."""
     engine, image = docker_image
-    base = f"assay-test/base-{uuid.uuid4().hex[:8]}:latest"
-
-    def base_saying(word: str) -> None:
-        write(tmp_path / "base" / "Dockerfile", f"FROM {image}\nRUN echo {word} > /base.txt\n")
-        built = engine.run("build", "--network", "host", "-t", base, str(tmp_path / "base"),
-                           timeout=300)  # fmt: skip
-        assert built.returncode == 0, built.stderr
-
-    try:
+    with rebuildable_base(tmp_path, image, engine) as base_saying:
         base_saying("one")
-        write(tmp_path / "image" / "Dockerfile", f"FROM {base}\nCOPY mark.txt /mark.txt\n")
-        write(tmp_path / "image" / "mark.txt", "the task's layer\n")
-        sandbox = "{driver: docker, docker: {dockerfile_path: image/Dockerfile}}"
-        write(tmp_path / "t.yaml", task(image, sandbox=sandbox, agent="cat /base.txt",
-                                        pytest=False))  # fmt: skip
-        first = run_assay("run", "t.yaml", "--run-dir", "runs", cwd=tmp_path, env=env())
+        write(tmp_path / "t.yaml", BASE_TASK.replace("ROW_WAIT", "0"))
+        first = run_assay("run", "t.yaml", "--keep-sandboxes", cwd=tmp_path, env=env())
         assert first.returncode == 0, first.stdout + first.stderr
         started = (tmp_path / "runs" / "latest").resolve()
         base_saying("two")
         again = run_assay("run", "t.yaml", cwd=tmp_path, env=env())
-        assert again.returncode == 0, again.stdout + again.stderr
-        latest = (tmp_path / "runs" / "latest").resolve()
-        answers = {p.read_text().strip()[-3:] for p in latest.rglob("response.txt")}
-        assert answers == {"two"}, answers
-        resumed = run_assay("run", "--resume", str(started), cwd=tmp_path, env=env())
-        assert resumed.returncode == 2, resumed.stdout + resumed.stderr
-        assert "runs in the image" in resumed.stderr and "the run started in" in resumed.stderr
-    finally:
-        engine.run("rmi", "-f", base)
+        assert again.returncode == 1, again.stdout + again.stderr  # graded: not on "one"
+        assert bases((tmp_path / "runs" / "latest").resolve()) == {"r1": "two", "r2": "two"}
+        graded = run_assay("evaluate", str(started), cwd=tmp_path, env=env())
+        assert graded.returncode == 0, graded.stdout + graded.stderr  # in the first image
+
+
+def test_a_build_that_moves_the_tag_mid_run_changes_nothing_of_the_run(
+    tmp_path: Path, docker_image: tuple[Engine, str]
+) -> None:
+    """Rows run by the image id the plan found: a base rebuilt and a plan (which builds)
+    while the first row runs leave the second row in the run's image."""
+    engine, image = docker_image
+    work, scratch = tmp_path / "task", tmp_path / "scratch"  # the rows' folders in scratch
+    scratch.mkdir()
+    with rebuildable_base(work, image, engine) as base_saying:
+        base_saying("one")
+        write(work / "t.yaml", BASE_TASK.replace("ROW_WAIT", "20"))
+        process = subprocess.Popen([sys.executable, "-m", "assay", "run", "t.yaml", "-j", "1"],
+                                   cwd=work, env={**env(), "TMPDIR": str(scratch)},
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   text=True)  # fmt: skip
+        try:
+            deadline = time.monotonic() + 120
+            while not list(scratch.rglob("running")):  # the first row's agent is running
+                assert time.monotonic() < deadline and process.poll() is None
+                time.sleep(0.2)
+            base_saying("two")
+            planned = run_assay("plan", "t.yaml", cwd=work, env=env())
+            assert planned.returncode == 0, planned.stderr
+            out, err = process.communicate(timeout=300)
+        finally:
+            process.kill()
+        assert process.returncode == 0, out + err
+        assert bases((work / "runs" / "latest").resolve()) == {"r1": "one", "r2": "one"}
 
 
 def test_a_dockerfile_beside_the_task_builds_without_the_runs_or_the_store(

@@ -29,7 +29,9 @@ from assay.orchestration.loading.secrets import results_writer
 from assay.orchestration.loading.task_loader import reference_dir
 from assay.orchestration.planning.containment import (
     Containment,
+    content_id,
     image_identity,
+    image_key,
     needs_bridge_socket,
     private_paths,
     refuse_other_images,
@@ -222,7 +224,7 @@ async def grading_session(
                                     bridge_socket=socket, log_stream=out) as services:  # fmt: skip
                 containment = Containment.for_tasks(
                     contained, private=private_paths(run_dir, cache=None),
-                    bridge=bridge_link(services.bridge), check=True,
+                    bridge=bridge_link(services.bridge), check=True, images=scan.images,
                 )  # fmt: skip
                 yield GradingSession(registry, services, writer, containment)
 
@@ -272,6 +274,8 @@ class _Scan:
     lost: int = 0
     first_lost: str = ""
     bridge: bool = False
+    images: dict[tuple[str, str, str, str], str] = field(default_factory=dict)
+    """The content id of each ``docker`` image the rows ran in (:func:`_check_images`)."""
 
     def add(self, run_dir: Path, path: Path, result: EvaluationResult) -> None:
         """Count one row: its judges, its suite's task, a sandbox its criteria need."""
@@ -358,21 +362,25 @@ def _checked(
             "removing their task.json); `assay report` rebuilds reports without grading",
         )
     contained = [t for t in scan.suites.values() if t.sandbox_driver in ("bwrap", "docker")]
-    _check_images(run_dir, scan.suites)
+    scan.images = _check_images(run_dir, scan.suites)
     return scan, contained, writer
 
 
-def _check_images(run_dir: Path, suites: dict[tuple[str, str], TaskDefinition]) -> None:
+def _check_images(
+    run_dir: Path, suites: dict[tuple[str, str], TaskDefinition]
+) -> dict[tuple[str, str, str, str], str]:
     """A ``docker`` task's rows (``suites``: each variant's and suite's recorded task) are
-    graded in the image the run ran them in (``plan.json``'s record).
+    graded in the image the run ran them in (``plan.json``'s record): its content id, by
+    :func:`~assay.orchestration.planning.containment.image_key`.
 
     Raises:
         UsageError: the image is another one now (its Dockerfile or tag changed since the
-            run), naming both.
+            run, and the engine no longer holds the one it ran in), naming both.
     """
     if not (run_dir / PLAN_FILE).is_file():
-        return
+        return {}
     recorded = {task.task_id: task for task in read_plan(run_dir).tasks if task.images}
+    images = {}
     for (variant, suite), definition in suites.items():
         task = recorded.get(suite)
         if task is None or variant not in task.images:
@@ -381,6 +389,10 @@ def _check_images(run_dir: Path, suites: dict[tuple[str, str], TaskDefinition]) 
         now = image_identity(definition, base, started=task.images[variant])
         if now is not None:
             refuse_other_images(task.task_id, task.file, {variant: now}, task.images)
+            content = content_id(now)
+            if content is not None:
+                images[image_key(definition, base)] = content
+    return images
 
 
 def judge_keys(results: list[EvaluationResult]) -> list[ModelKey]:

@@ -28,12 +28,12 @@ def left_out(folder: str | Path, names: Iterable[str]) -> set[str]:
 
 def _assays(path: Path) -> bool:
     """``.assay/``, a run folder, a ``latest`` link, or a folder of nothing but those (the
-    runs root: it would be an empty folder in the context after a first run, and another
-    image than the one built before it)."""
+    runs root, and the folders above it that hold nothing else: each would be an empty
+    folder in the context after a first run, and another image than the one built before)."""
     if path.name == ASSAY_FOLDER:
         return True
     if path.is_symlink():
-        return path.name == "latest"
+        return path.name == "latest" or (path.is_dir() and is_run_folder(path))
     if not path.is_dir():
         return False
     if is_run_folder(path):
@@ -42,10 +42,7 @@ def _assays(path: Path) -> bool:
         entries = list(path.iterdir())
     except OSError:
         return False
-    return bool(entries) and all(
-        (e.name == "latest" and e.is_symlink()) or (e.is_dir() and is_run_folder(e))
-        for e in entries
-    )
+    return bool(entries) and all(_assays(entry) for entry in entries)
 
 
 def is_run_folder(path: Path) -> bool:
@@ -57,14 +54,17 @@ def is_run_folder(path: Path) -> bool:
 
 def context_hash(dockerfile: Path, *, flags: Iterable[str] = ()) -> str:
     """The hash (hex, 16 characters) of a Dockerfile and every file of its build context
-    (names, modes and content, in a fixed order; :func:`left_out` left out), and the
-    build's ``flags`` (its arguments), so a build that differs only in them is another
-    image."""
+    (names, modes and content, in a fixed order; :func:`left_out` left out; an empty folder
+    by its name, as the engine copies it too), and the build's ``flags`` (its arguments), so
+    a build that differs only in them is another image."""
     digest = hashlib.sha256()
     context = dockerfile.parent
     for folder, dirs, files in os.walk(context):
         dirs[:] = sorted(set(dirs) - left_out(folder, dirs))
-        for name in sorted(set(files) - left_out(folder, files)):
+        kept = sorted(set(files) - left_out(folder, files))
+        if not dirs and not kept and Path(folder) != context:  # an empty folder is copied too
+            digest.update(b"\0empty\0" + str(Path(folder).relative_to(context)).encode())
+        for name in kept:
             path = Path(folder) / name
             digest.update(str(path.relative_to(context)).encode() + b"\0")
             try:

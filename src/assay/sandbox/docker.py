@@ -39,6 +39,7 @@ import contextlib
 import itertools
 import json
 import os
+import re
 import secrets
 import shutil
 import subprocess
@@ -299,11 +300,20 @@ def build_image(
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise SandboxError(f"cannot build the image of {dockerfile}: {exc}") from exc
     if done.returncode != 0:
-        lines = (done.stdout + done.stderr).strip().splitlines()[-BUILD_TAIL_LINES:]
+        lines = _build_lines(done.stdout + done.stderr)[-BUILD_TAIL_LINES:]
         raise SandboxError(f"the image of {dockerfile} did not build ({engine.kind} build "
                            f"exited with code {done.returncode}); its last lines:\n"
                            + "\n".join(lines))  # fmt: skip
     return tag
+
+
+def _build_lines(output: str) -> list[str]:
+    """A build's output as lines to show: terminal colours taken out, and the classic
+    builder's notice that it is deprecated left out (it is said on every build)."""
+    lines = [re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", line) for line in output.strip().splitlines()]
+    notice = ("DEPRECATED: The legacy builder", "Install the buildx component",
+              "https://docs.docker.com/go/buildx/")  # fmt: skip
+    return [line for line in lines if not line.strip().startswith(notice)]
 
 
 def _build(

@@ -598,8 +598,11 @@ def image_identity(
     when the engine does not answer (the run's own checks say so).
 
     A Dockerfile whose build context now gives another tag than the one the run started
-    with is not built to be refused: its identity is ``ENGINE TAG not-built``. ``build``
-    gives the image (:func:`task_image`, or a plan's :meth:`EngineAnswers.task_image`).
+    with is not built to be refused: its identity is ``ENGINE TAG not-built``. Otherwise the
+    image the run started in, while the engine holds it by its id, is ``started`` itself
+    (a base image rebuilt since, or a new run's build that moved the tag, does not change a
+    resumed run's environment). ``build`` gives the image (:func:`task_image`, or a plan's
+    :meth:`EngineAnswers.task_image`).
     """
     if task.sandbox_driver != "docker":
         return None
@@ -608,6 +611,8 @@ def image_identity(
         tag = _dockerfile_tag(task, base_dir) if started is not None else None
         if started is not None and tag is not None and started.split(" ")[1:2] != [tag]:
             return f"{engine.kind} {tag} {NOT_BUILT}"  # a resume's: refused without a build
+        if started is not None and _still_held(engine, task, started):
+            return started  # its rows go on in the image the run started in, not rebuilt
         if build is None:  # a resume's or regrade's: the image the run started in, if held
             image = task_image(engine, task, base_dir, reuse=started is not None)
         else:
@@ -616,6 +621,33 @@ def image_identity(
     except (UsageError, SandboxError, OSError, subprocess.TimeoutExpired):
         return None
     return f"{engine.kind} {image} {found.stdout.strip() or '?'}"
+
+
+def _still_held(engine: Engine, task: TaskDefinition, started: str) -> bool:
+    """Whether the engine holds the image of ``started`` (an :func:`image_identity`) by its
+    content id, on the same engine and, for an image by name, under the same name."""
+    kind, _, rest = started.partition(" ")
+    image, _, content = rest.partition(" ")
+    docker = task.sandbox.docker
+    named = docker.image if docker is not None and not docker.dockerfile_path else None
+    if kind != engine.kind or content in ("", "?", NOT_BUILT) or named not in (None, image):
+        return False
+    return has_image(engine, content)
+
+
+def image_key(task: TaskDefinition, base_dir: Path) -> tuple[str, str, str, str]:
+    """What one image of a run is told by: the task's folder, engine, Dockerfile or image
+    name, and build settings (the key of :attr:`Containment.images`)."""
+    docker = task.sandbox.docker
+    assert docker is not None  # SandboxConfig refuses driver docker without the block
+    image = docker.dockerfile_path or docker.image or ""
+    return (os.path.realpath(base_dir), str(docker.engine), image, docker.build.model_dump_json())
+
+
+def content_id(identity: str) -> str | None:
+    """The content id of an :func:`image_identity` (``None``: unknown or not built)."""
+    content = identity.split(" ")[2] if identity.count(" ") >= 2 else ""
+    return None if content in ("", "?", NOT_BUILT) else content
 
 
 def refuse_other_images(
@@ -756,7 +788,9 @@ class Containment:
     """Makes the ``bwrap`` sandbox or ``docker`` container of each row of a run (``None``
     policy: no row needs one; ``docker``: a policy per engine the tasks ask for, ``None``
     for the default one; ``images``: each Dockerfile's or image name's image, resolved once
-    per run). ``private``: what no row may see, whatever its driver (:func:`private_paths`):
+    per run; ``planned``: the content ids the plan found for them, which the rows run by, so
+    a build elsewhere that moves a tag mid-run changes nothing of this run).
+    ``private``: what no row may see, whatever its driver (:func:`private_paths`):
     hidden in a bwrap sandbox or container, and never copied into a sandbox by a
     ``template_dir``. ``groups``: where each ``tempdir`` and ``bwrap`` row gets control
     groups of its own (:mod:`assay.sandbox.cgroups`; ``None``: this machine gives none)."""
@@ -764,6 +798,7 @@ class Containment:
     policy: JailPolicy | None = None
     docker: dict[str | None, DockerPolicy] = field(default_factory=dict)
     images: dict[tuple[str, str, str, str], str] = field(default_factory=dict, compare=False)
+    planned: Mapping[tuple[str, str, str, str], str] = field(default_factory=dict)
     private: tuple[Path, ...] = ()
     groups: Hierarchies | None = None
 
@@ -775,10 +810,11 @@ class Containment:
         private: Iterable[Path],
         bridge: BridgeLink | None = None,
         check: bool = False,
+        images: Mapping[tuple[str, str, str, str], str] | None = None,
     ) -> Containment:
         """A policy when one of ``tasks`` uses ``bwrap`` (``check``: and make one sandbox
         first, as :func:`check_containment` does), and one per engine the ``docker`` tasks
-        ask for.
+        ask for; ``images``: the content ids of their images (``planned``).
 
         Raises:
             UsageError: bwrap is not installed, or (``check``) cannot make a sandbox here;
@@ -798,13 +834,14 @@ class Containment:
                 sweep_containers(engine)  # the containers of a run that was killed go now
                 docker[kind] = make_docker_policy(engine=engine, hidden=private,
                                                   bridge=bridge)  # fmt: skip
+        planned = dict(images or {})
         if not uses_bwrap(tasks):
-            return cls(docker=docker, private=tuple(private), groups=groups)
+            return cls(docker=docker, planned=planned, private=tuple(private), groups=groups)
         policy = make_policy(path_variable=os.environ.get("PATH", ""), hidden=private,
                              bridge=bridge)  # fmt: skip
         if check:
             probe(policy)
-        return cls(policy, docker, private=tuple(private), groups=groups)
+        return cls(policy, docker, planned=planned, private=tuple(private), groups=groups)
 
     def row_groups(self, task: TaskDefinition) -> RowProcesses | None:
         """New control groups for a row of ``task`` with its ``max_memory_mb`` and
@@ -852,10 +889,12 @@ class Containment:
             raise SandboxError("this row needs a docker container, and the run made no policy")
         docker = task.sandbox.docker
         assert docker is not None  # SandboxConfig refuses driver docker without the block
-        image = docker.dockerfile_path or docker.image or ""
-        key = (str(base_dir), str(docker.engine), image, docker.build.model_dump_json())
-        if key not in self.images:  # the plan built it: reused, not built again
-            self.images[key] = task_image(policy.engine, task, base_dir, reuse=True)
+        key = image_key(task, base_dir)
+        if key not in self.images:  # by the id the plan found, if this engine holds it
+            planned = self.planned.get(key)
+            held = planned is not None and has_image(policy.engine, planned)
+            self.images[key] = planned if held and planned is not None else task_image(
+                policy.engine, task, base_dir, reuse=True)  # fmt: skip
         readable = [p if p.is_absolute() else base_dir / p
                     for p in map(Path, task.sandbox.read_only)]  # fmt: skip
         limits = task.sandbox.limits

@@ -38,6 +38,8 @@ from assay.orchestration.planning.containment import (
     EngineAnswers,
     check_containment,
     containment_warnings,
+    content_id,
+    image_key,
     limits_line,
     refuse_other_images,
 )
@@ -212,6 +214,18 @@ class Plan:
     def definitions(self) -> list[TaskDefinition]:
         """Every task as each variant runs it."""
         return [v.definition for planned in self.tasks for v in planned.variants]
+
+    def image_ids(self) -> dict[tuple[str, str, str, str], str]:
+        """The content id of each ``docker`` image the plan found (key:
+        :func:`~assay.orchestration.planning.containment.image_key`): the rows run by it."""
+        found = {}
+        for planned in self.tasks:
+            for variant in planned.variants:
+                identity = planned.images.get(variant.variant_id)
+                content = content_id(identity) if identity is not None else None
+                if content is not None:
+                    found[image_key(variant.definition, planned.loaded.base_dir)] = content
+        return found
 
     @property
     def row_task_count(self) -> int:

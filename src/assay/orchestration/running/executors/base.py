@@ -159,7 +159,8 @@ def run_containment(
     stores = [t.expansion.store.url for t in plan.tasks if t.expansion.store is not None]
     private = private_paths(run_dir, cache=cache.path if cache is not None else None,
                             store_urls=stores)  # fmt: skip
-    return Containment.for_tasks(plan.definitions, private=private, bridge=link, check=check)
+    return Containment.for_tasks(plan.definitions, private=private, bridge=link, check=check,
+                                 images=plan.image_ids())  # fmt: skip
 
 
 def bridge_link(bridge: Bridge | None) -> BridgeLink | None:
