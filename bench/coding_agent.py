@@ -116,7 +116,8 @@ def side_by_side(
     """Whole processes, interleaved, ``repeats`` times: the bare loop ``bare``, assay on
     ``task_file`` in a ``tempdir`` and in a ``bwrap`` sandbox, and Coder Eval on the
     unchanged example when installed and ``upstream`` (its Anthropic API) is given; medians,
-    rows/s and each one's share of the bare loop's rows/s."""
+    rows/s and each one's share of the bare loop's rows/s: of the medians, and the median of
+    each repeat's share against the loop run of the same repeat (``share_of_bare_paired``)."""
     seconds: dict[str, list[float]] = {"bare": [], "assay": [], "assay_bwrap": [],
                                        "coder_eval": []}  # fmt: skip
     ce = CE_VENV / "bin" / "coder-eval"
@@ -140,8 +141,12 @@ def side_by_side(
     for name, values in seconds.items():
         if values:
             rate = rows / statistics.median(values)
+            # each repeat against the loop run just before it, as farm-bench pairs: a
+            # machine whose speed drifts over the minutes moves both sides of a pair
+            paired = statistics.median(b / v for b, v in zip(seconds["bare"], values, strict=True))
             out[name] = {"seconds": statistics.median(values), "rows_per_s": rate,
-                         "share_of_bare": rate / ceiling, "all_seconds": values}  # fmt: skip
+                         "share_of_bare": rate / ceiling, "share_of_bare_paired": paired,
+                         "all_seconds": values}  # fmt: skip
     tempdir = statistics.median(seconds["assay"])
     bwrap = statistics.median(seconds["assay_bwrap"])
     out["bwrap_vs_tempdir"] = {
