@@ -107,3 +107,25 @@ def test_a_variant_in_another_image_is_refused_by_name() -> None:
                        r"assay-task:1111 \(docker, aaaaaaaaaaaa\)"):  # fmt: skip
         refuse_other_images("t", record.file, {"default": started, "big": f"podman "
                             f"assay-task:2222 sha256:{'b' * 64}"}, record.images)  # fmt: skip
+
+
+def test_a_refusal_names_the_unset_variables_of_the_build_args(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("BT_UNSET_MSG", raising=False)
+    monkeypatch.setenv("BT_SET_MSG", "hello")
+    task = assay.task({
+        "task_id": "t", "description": "d", "initial_prompt": "p",
+        "agent": {"type": "command", "command": "true"},
+        "sandbox": {"driver": "docker", "docker": {"dockerfile_path": "Dockerfile", "build": {
+            "args": {"A": "${BT_UNSET_MSG}", "B": "$BT_SET_MSG"}}}},
+        "success_criteria": [{"type": "response_match", "expected": "x", "description": "d"}],
+    }).definition  # fmt: skip
+    started = {"default": f"docker assay-task:1111 sha256:{'a' * 64}"}
+    with pytest.raises(UsageError) as refused:
+        refuse_other_images("t", "/x/t.yaml", {"default": "docker assay-task:2222 not-built"},
+                            started, task=task)  # fmt: skip
+    assert refused.value.hint is not None
+    assert refused.value.hint.endswith(
+        "; sandbox.docker.build.args names $BT_UNSET_MSG, which is not set here"
+    )

@@ -388,7 +388,8 @@ def _check_images(
         base = Path(task.base_dir) if task.base_dir else Path(task.file).parent
         now = image_identity(definition, base, started=task.images[variant])
         if now is not None:
-            refuse_other_images(task.task_id, task.file, {variant: now}, task.images)
+            refuse_other_images(task.task_id, task.file, {variant: now}, task.images,
+                                task=definition)  # fmt: skip
             content = content_id(now)
             if content is not None:
                 images[image_key(definition, base)] = content

@@ -627,10 +627,10 @@ def _still_held(engine: Engine, task: TaskDefinition, started: str) -> bool:
     """Whether the engine holds the image of ``started`` (an :func:`image_identity`) by its
     content id, on the same engine and, for an image by name, under the same name."""
     kind, _, rest = started.partition(" ")
-    image, _, content = rest.partition(" ")
+    image, content = rest.partition(" ")[0], content_id(started)
     docker = task.sandbox.docker
     named = docker.image if docker is not None and not docker.dockerfile_path else None
-    if kind != engine.kind or content in ("", "?", NOT_BUILT) or named not in (None, image):
+    if kind != engine.kind or content is None or named not in (None, image):
         return False
     return has_image(engine, content)
 
@@ -651,15 +651,22 @@ def content_id(identity: str) -> str | None:
 
 
 def refuse_other_images(
-    task_id: str, file: str | Path, images: Mapping[str, str], started: Mapping[str, str]
+    task_id: str,
+    file: str | Path,
+    images: Mapping[str, str],
+    started: Mapping[str, str],
+    *,
+    task: TaskDefinition | None = None,
 ) -> None:
     """A ``docker`` task's rows run in the images (variant → :func:`image_identity`) the run
     ``started`` in.
 
     Raises:
         UsageError: a variant's image is another one now (its Dockerfile, build context,
-            base image or tag changed since), naming both.
+            base image or tag changed since), naming both, and (``task``) each ``$VAR`` of
+            its ``build.args`` that is not set here.
     """
+    unset = unset_build_variables(task) if task is not None else []
     for variant, first in started.items():
         now = images.get(variant)
         if now is not None and now != first:
@@ -669,8 +676,19 @@ def refuse_other_images(
                 f"the run started in {describe_image(first)}: its Dockerfile, build context, "
                 "base image or tag changed since, and its rows would run in two environments",
                 file=file, hint="restore the Dockerfile (or tag the image back) as it "
-                "was, or start a new run",
+                "was, or start a new run" + "".join(
+                    f"; sandbox.docker.build.args names ${name}, which is not set here"
+                    for name in unset),
             )  # fmt: skip
+
+
+def unset_build_variables(task: TaskDefinition) -> list[str]:
+    """The ``$VAR`` names of a Dockerfile task's ``build.args`` that are not set here."""
+    docker = task.sandbox.docker
+    if docker is None or not docker.dockerfile_path:
+        return []
+    found = (UNSET_VARIABLE.search(os.path.expandvars(v)) for v in docker.build.args.values())
+    return [unset.group(1) for unset in found if unset is not None]
 
 
 NOT_BUILT = "not-built"

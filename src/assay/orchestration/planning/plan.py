@@ -566,7 +566,8 @@ def _plan_task(written: LoadedTask, context: _TaskContext) -> PlannedTask:
                                          started=started.get(v.variant_id))
              for v in variants}  # fmt: skip
     images = {variant: image for variant, image in found.items() if image is not None}
-    refuse_other_images(loaded.definition.task_id, loaded.path, images, started)  # before a build
+    refuse_other_images(loaded.definition.task_id, loaded.path, images, started,
+                        task=loaded.definition)  # before a build  # fmt: skip
     return PlannedTask(expansion, request, variants, images=images,
                        limits=limits_line(loaded.definition, engines=engines))  # fmt: skip
 
