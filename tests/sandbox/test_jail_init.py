@@ -135,7 +135,8 @@ def test_a_program_that_does_not_exist_exits_127() -> None:
 def test_an_unknown_or_incomplete_option_exits_2_and_runs_nothing() -> None:
     bad = (["--limits", "RLIMIT_NOFILE=64"], ["--forward", "8080"], ["--limit", "X"],
            ["--limit", "=abc"], ["--limit", "RLIMIT_NOPE=1"], ["--limit", "isatty=1"],
-           ["--user", "root"], ["--forward", "http", "/s"])  # fmt: skip
+           ["--user", "root"], ["--forward", "http", "/s"],
+           ["--forward", "70000", "/s"])  # fmt: skip
     for options in bad:
         done = first(options, "echo", "ran")
         assert done.returncode == 2, options

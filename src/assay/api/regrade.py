@@ -29,6 +29,7 @@ from assay.orchestration.loading.secrets import results_writer
 from assay.orchestration.loading.task_loader import reference_dir
 from assay.orchestration.planning.containment import (
     Containment,
+    ImageKey,
     content_id,
     image_identity,
     image_key,
@@ -274,7 +275,7 @@ class _Scan:
     lost: int = 0
     first_lost: str = ""
     bridge: bool = False
-    images: dict[tuple[str, str, str, str], str] = field(default_factory=dict)
+    images: dict[ImageKey, str] = field(default_factory=dict)
     """The content id of each ``docker`` image the rows ran in (:func:`_check_images`)."""
 
     def add(self, run_dir: Path, path: Path, result: EvaluationResult) -> None:
@@ -368,7 +369,7 @@ def _checked(
 
 def _check_images(
     run_dir: Path, suites: dict[tuple[str, str], TaskDefinition]
-) -> dict[tuple[str, str, str, str], str]:
+) -> dict[ImageKey, str]:
     """A ``docker`` task's rows (``suites``: each variant's and suite's recorded task) are
     graded in the image the run ran them in (``plan.json``'s record): its content id, by
     :func:`~assay.orchestration.planning.containment.image_key`.

@@ -23,6 +23,7 @@ row's program.
 from __future__ import annotations
 
 import _socket
+import errno
 import os
 import resource
 import sys
@@ -62,7 +63,7 @@ def main(argv: list[str]) -> None:
     try:
         limits, user, forward, command = parse(argv[1:])
         set_limits(limits)
-    except (ValueError, AttributeError) as exc:
+    except ValueError as exc:
         sys.stderr.write(f"jail_init: {exc}\n")
         sys.exit(2)
     if user is not None:
@@ -81,7 +82,8 @@ def parse(
     """``(limits, (uid, gid), (port, socket), command)`` of the options before ``--``.
 
     Raises:
-        ValueError: an option unknown, incomplete, or not a number where one is needed.
+        ValueError: an option unknown, incomplete, or not a number (a port) where one is
+            needed.
     """
     limits: dict[str, int] = {}
     user: tuple[int, int] | None = None
@@ -95,7 +97,7 @@ def parse(
         elif option == "--user" and rest:
             uid, _, gid = rest[0].partition(":")
             user, rest = (int(uid), int(gid or uid)), rest[1:]
-        elif option == "--forward" and len(rest) >= 2:
+        elif option == "--forward" and len(rest) >= 2 and 0 < int(rest[0]) < 65536:
             forward, rest = (int(rest[0]), rest[1]), rest[2:]
         else:
             raise ValueError(f"unknown or incomplete option {option!r}")
@@ -107,7 +109,7 @@ def run(command: list[str]) -> None:
     try:
         os.execvp(command[0], command)
     except OSError as exc:
-        if exc.errno == 8:  # ENOEXEC: a script without #!, run by the shell
+        if exc.errno == errno.ENOEXEC:  # a script without #!, run by the shell
             try:  # noqa: SIM105 - contextlib is an import this start does without
                 os.execv("/bin/sh", ["/bin/sh", found(command[0]), *command[1:]])
             except OSError:

@@ -307,10 +307,13 @@ def _redact_file(path: Path, writer: Writer) -> bool:
         if redacted is data:
             return False
         tmp = path.with_name(f".{path.name}.assay-redacted")
-        tmp.write_bytes(redacted)
-        os.chmod(tmp, stat.S_IMODE(path.lstat().st_mode))
-        os.utime(tmp, ns=(info.st_atime_ns, info.st_mtime_ns))
-        os.replace(tmp, path)
+        try:
+            tmp.write_bytes(redacted)
+            os.chmod(tmp, stat.S_IMODE(path.lstat().st_mode))
+            os.utime(tmp, ns=(info.st_atime_ns, info.st_mtime_ns))
+            os.replace(tmp, path)
+        finally:
+            tmp.unlink(missing_ok=True)  # gone by the rename, or half written
         return True
     except OSError:
         return False

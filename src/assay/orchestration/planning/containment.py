@@ -86,6 +86,10 @@ def needs_bridge_socket(tasks: Iterable[TaskDefinition]) -> bool:
     return any(t.sandbox_driver in ("bwrap", "docker") for t in tasks)
 
 
+ImageKey = tuple[str, str, str, str]
+"""What one image of a run is told by (:func:`image_key`)."""
+
+
 @dataclass
 class EngineAnswers:
     """Whether each container engine ignores the cgroup limits, asked once per engine during
@@ -95,8 +99,8 @@ class EngineAnswers:
 
     reuse_images: bool = False
     answers: dict[str | None, str | None] = field(default_factory=dict)
-    images: dict[tuple[str | None, str, Path, str | None], str | None] = field(default_factory=dict)
-    built: dict[tuple[str, str, Path], str] = field(default_factory=dict)
+    images: dict[tuple[ImageKey, str | None], str | None] = field(default_factory=dict)
+    built: dict[ImageKey, str] = field(default_factory=dict)
 
     def limits_ignored(self, kind: str | None) -> str | None:
         """:meth:`~assay.sandbox.docker.Engine.limits_ignored` of the engine ``kind`` (``None``:
@@ -117,7 +121,7 @@ class EngineAnswers:
         docker = task.sandbox.docker
         if task.sandbox_driver != "docker" or docker is None:
             return None
-        key = (engine_of(task), docker.model_dump_json(), base_dir, started)
+        key = (image_key(task, base_dir), started)
         if key not in self.images:
             self.images[key] = image_identity(task, base_dir, started=started,
                                               build=self.task_image)  # fmt: skip
@@ -131,8 +135,7 @@ class EngineAnswers:
         Raises:
             SandboxError: as :func:`task_image`.
         """
-        docker = task.sandbox.docker
-        key = (engine.kind, docker.model_dump_json() if docker is not None else "", base_dir)
+        key = image_key(task, base_dir)
         if key not in self.built:
             self.built[key] = task_image(engine, task, base_dir, reuse=self.reuse_images)
         return self.built[key]
@@ -364,16 +367,10 @@ def check_docker(
 def _note_unset_args(loaded: LoadedTask, task: TaskDefinition, warnings: list[str]) -> None:
     """A warning for each ``build.args`` value naming a ``$VAR`` that is not set here: the
     build would get it as written."""
-    docker = task.sandbox.docker
-    if docker is None or not docker.dockerfile_path:
-        return
-    for name, value in docker.build.args.items():
-        unset = UNSET_VARIABLE.search(os.path.expandvars(value))
-        if unset is None:
-            continue
+    for name, value, variable in _unset_build_args(task):
         loc = ("sandbox", "docker", "build", "args", name)
         note = (f"{loaded.display}:{loaded.document.line_of(loc) or '?'}: sandbox.docker.build."
-                f"args.{name}: ${unset.group(1)} is not set here, so the build gets "
+                f"args.{name}: ${variable} is not set here, so the build gets "
                 f"{value!r} as written; set it, or write the value")  # fmt: skip
         if note not in warnings:
             warnings.append(note)
@@ -613,7 +610,7 @@ def image_identity(
             return f"{engine.kind} {tag} {NOT_BUILT}"  # a resume's: refused without a build
         if started is not None and _still_held(engine, task, started):
             return started  # its rows go on in the image the run started in, not rebuilt
-        if build is None:  # a resume's or regrade's: the image the run started in, if held
+        if build is None:  # no plan's answers (a regrade): a resume keeps a held tag
             image = task_image(engine, task, base_dir, reuse=started is not None)
         else:
             image = build(engine, task, base_dir)
@@ -626,8 +623,8 @@ def image_identity(
 def _still_held(engine: Engine, task: TaskDefinition, started: str) -> bool:
     """Whether the engine holds the image of ``started`` (an :func:`image_identity`) by its
     content id, on the same engine and, for an image by name, under the same name."""
-    kind, _, rest = started.partition(" ")
-    image, content = rest.partition(" ")[0], content_id(started)
+    kind, image, _ = _parts(started)
+    content = content_id(started)
     docker = task.sandbox.docker
     named = docker.image if docker is not None and not docker.dockerfile_path else None
     if kind != engine.kind or content is None or named not in (None, image):
@@ -635,7 +632,7 @@ def _still_held(engine: Engine, task: TaskDefinition, started: str) -> bool:
     return has_image(engine, content)
 
 
-def image_key(task: TaskDefinition, base_dir: Path) -> tuple[str, str, str, str]:
+def image_key(task: TaskDefinition, base_dir: Path) -> ImageKey:
     """What one image of a run is told by: the task's folder, engine, Dockerfile or image
     name, and build settings (the key of :attr:`Containment.images`)."""
     docker = task.sandbox.docker
@@ -646,8 +643,16 @@ def image_key(task: TaskDefinition, base_dir: Path) -> tuple[str, str, str, str]
 
 def content_id(identity: str) -> str | None:
     """The content id of an :func:`image_identity` (``None``: unknown or not built)."""
-    content = identity.split(" ")[2] if identity.count(" ") >= 2 else ""
+    content = _parts(identity)[2]
     return None if content in ("", "?", NOT_BUILT) else content
+
+
+def _parts(identity: str) -> tuple[str, str, str]:
+    """``(engine, image, content id)`` of an :func:`image_identity` (``""`` for what is
+    missing)."""
+    engine, _, rest = identity.partition(" ")
+    image, _, content = rest.partition(" ")
+    return engine, image, content
 
 
 def refuse_other_images(
@@ -666,7 +671,7 @@ def refuse_other_images(
             base image or tag changed since), naming both, and (``task``) each ``$VAR`` of
             its ``build.args`` that is not set here.
     """
-    unset = unset_build_variables(task) if task is not None else []
+    unset = [variable for *_, variable in _unset_build_args(task)] if task is not None else []
     for variant, first in started.items():
         now = images.get(variant)
         if now is not None and now != first:
@@ -682,13 +687,15 @@ def refuse_other_images(
             )  # fmt: skip
 
 
-def unset_build_variables(task: TaskDefinition) -> list[str]:
-    """The ``$VAR`` names of a Dockerfile task's ``build.args`` that are not set here."""
+def _unset_build_args(task: TaskDefinition) -> list[tuple[str, str, str]]:
+    """``(arg, value, VAR)`` for each ``build.args`` value of a Dockerfile task that names a
+    ``$VAR`` not set here (the build would get it as written)."""
     docker = task.sandbox.docker
     if docker is None or not docker.dockerfile_path:
         return []
-    found = (UNSET_VARIABLE.search(os.path.expandvars(v)) for v in docker.build.args.values())
-    return [unset.group(1) for unset in found if unset is not None]
+    found = ((name, value, UNSET_VARIABLE.search(os.path.expandvars(value)))
+             for name, value in docker.build.args.items())  # fmt: skip
+    return [(name, value, unset.group(1)) for name, value, unset in found if unset is not None]
 
 
 NOT_BUILT = "not-built"
@@ -698,8 +705,7 @@ NOT_BUILT = "not-built"
 def describe_image(identity: str) -> str:
     """``IMAGE (ENGINE, ID)`` of an :func:`image_identity`, its id cut to 12 hex digits (or
     ``not built``)."""
-    engine, _, rest = identity.partition(" ")
-    image, _, content = rest.partition(" ")
+    engine, image, content = _parts(identity)
     shown = "not built" if content == NOT_BUILT else content.removeprefix("sha256:")[:12]
     return f"{image} ({engine}, {shown})"
 
@@ -815,8 +821,8 @@ class Containment:
 
     policy: JailPolicy | None = None
     docker: dict[str | None, DockerPolicy] = field(default_factory=dict)
-    images: dict[tuple[str, str, str, str], str] = field(default_factory=dict, compare=False)
-    planned: Mapping[tuple[str, str, str, str], str] = field(default_factory=dict)
+    images: dict[ImageKey, str] = field(default_factory=dict, compare=False)
+    planned: Mapping[ImageKey, str] = field(default_factory=dict)
     private: tuple[Path, ...] = ()
     groups: Hierarchies | None = None
 
@@ -828,7 +834,7 @@ class Containment:
         private: Iterable[Path],
         bridge: BridgeLink | None = None,
         check: bool = False,
-        images: Mapping[tuple[str, str, str, str], str] | None = None,
+        images: Mapping[ImageKey, str] | None = None,
     ) -> Containment:
         """A policy when one of ``tasks`` uses ``bwrap`` (``check``: and make one sandbox
         first, as :func:`check_containment` does), and one per engine the ``docker`` tasks
@@ -909,10 +915,10 @@ class Containment:
         assert docker is not None  # SandboxConfig refuses driver docker without the block
         key = image_key(task, base_dir)
         if key not in self.images:  # by the id the plan found, if this engine holds it
-            planned = self.planned.get(key)
-            held = planned is not None and has_image(policy.engine, planned)
-            self.images[key] = planned if held and planned is not None else task_image(
-                policy.engine, task, base_dir, reuse=True)  # fmt: skip
+            image = self.planned.get(key)
+            if image is None or not has_image(policy.engine, image):
+                image = task_image(policy.engine, task, base_dir, reuse=True)
+            self.images[key] = image
         readable = [p if p.is_absolute() else base_dir / p
                     for p in map(Path, task.sandbox.read_only)]  # fmt: skip
         limits = task.sandbox.limits

@@ -36,6 +36,7 @@ from assay.orchestration.loading.secrets import run_redactor, short_secret_warni
 from assay.orchestration.loading.task_loader import LoadedTask, load_document, load_task
 from assay.orchestration.planning.containment import (
     EngineAnswers,
+    ImageKey,
     check_containment,
     containment_warnings,
     content_id,
@@ -215,7 +216,7 @@ class Plan:
         """Every task as each variant runs it."""
         return [v.definition for planned in self.tasks for v in planned.variants]
 
-    def image_ids(self) -> dict[tuple[str, str, str, str], str]:
+    def image_ids(self) -> dict[ImageKey, str]:
         """The content id of each ``docker`` image the plan found (key:
         :func:`~assay.orchestration.planning.containment.image_key`): the rows run by it."""
         found = {}
