@@ -86,12 +86,18 @@ def scan_task_jsons(run_dir: Path) -> Iterator[Path]:
                 for child in children:
                     if not child.is_dir():
                         continue
-                    if REPLICATE_DIR.match(child.name):  # a task without a dataset
-                        path = Path(child.path) / "task.json"
-                        if path.is_file():
-                            yield path
+                    if is_replicate(child.name, child.path):  # a task without a dataset
+                        yield Path(child.path) / "task.json"
                     else:
                         yield from _replicates(Path(child.path))
+
+
+def is_replicate(name: str, path: str) -> bool:
+    """Whether the folder ``name`` at ``path``, in a suite's or a task's folder, is a
+    replicate's (``NN`` holding its ``task.json``: a task without a dataset) rather than a
+    row's, whose id may be a number too (``10``, ``001``): a row's folder holds its
+    replicates' folders, never a ``task.json``."""
+    return REPLICATE_DIR.match(name) is not None and os.path.isfile(f"{path}/task.json")
 
 
 def entry_task_jsons(entry: Path) -> Iterator[Path]:
@@ -99,7 +105,7 @@ def entry_task_jsons(entry: Path) -> Iterator[Path]:
     replicates) or one task folder without a dataset (``<variant>/<task>/``), in order."""
     yield from _replicates(entry)
     for row in sorted(p for p in entry.iterdir() if p.is_dir()):
-        if not REPLICATE_DIR.match(row.name):
+        if not is_replicate(row.name, str(row)):
             yield from _replicates(row)
 
 

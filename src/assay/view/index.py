@@ -107,10 +107,9 @@ def iter_rows(run_dir: Path) -> Iterator[tuple[str, Stamp]]:
         for entry in _folders(f"{root}/{variant}"):
             base = f"{variant}/{entry}"
             for child in _folders(f"{root}/{base}"):
-                if REPLICATE_DIR.match(child):
-                    stamp = _stamp(f"{root}/{base}/{child}")
-                    if stamp is not None:
-                        yield f"{base}/{child}", stamp
+                stamp = _stamp(f"{root}/{base}/{child}") if REPLICATE_DIR.match(child) else None
+                if stamp is not None:  # a task's replicate; else a row, its id maybe a number
+                    yield f"{base}/{child}", stamp
                     continue
                 for replicate in _folders(f"{root}/{base}/{child}"):
                     if REPLICATE_DIR.match(replicate):
