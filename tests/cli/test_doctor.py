@@ -62,7 +62,7 @@ def test_the_drivers_that_work_here_name_the_limits_they_enforce(tmp_path: Path)
     env = {"PATH": f"{VENV_BIN}:/usr/local/bin:/usr/bin:/bin"}
     env.update({k: os.environ[k] for k in ("DOCKER_HOST",) if k in os.environ})
     found = doctor(env, tmp_path)
-    grouped = "max_memory_mb, max_cpus, " if GROUPS else ""
+    grouped = "max_memory_mb, max_cpus, max_pids, " if GROUPS else ""
     assert found["tempdir"][1] == f"sandbox.limits enforced: {grouped}max_output_mb, max_log_mb"
     assert found["bwrap"][0].startswith("works") and cgroup_note() in found["bwrap"][0]
     assert cgroup_note() in found["tempdir"][0]
@@ -84,8 +84,8 @@ def test_without_cgroups_the_tempdir_line_names_the_subreaper(
 def test_the_cgroup_note_says_whether_rows_get_groups_here() -> None:
     found = cgroups.find()
     if GROUPS:
-        assert cgroup_note() == ("each row in cgroups of its own (cgroup v1: memory, cpu, "
-                                 "pids): max_memory_mb and max_cpus enforced")  # fmt: skip
+        assert cgroup_note() == ("each row in cgroups of its own (cgroup v1: memory, cpu, pids): "
+                                 "max_memory_mb, max_cpus and max_pids enforced")  # fmt: skip
     else:
         assert cgroup_note() == f"max_memory_mb and max_cpus not enforced: {found}"
 
@@ -112,9 +112,9 @@ def test_assay_plan_names_the_limits_the_driver_enforces_and_those_it_does_not(
     done = run_assay("plan", "t.yaml", cwd=tmp_path, env=env)
     assert done.returncode == 0, done.stderr
     line = next(x for x in done.stdout.splitlines() if x.startswith(f"  limits ({driver}):"))
-    expected = {  # max_memory_mb on tempdir and bwrap where this machine gives row cgroups
-        "tempdir": "max_memory_mb 64, max_output_mb 10, max_log_mb 256; unset: max_cpus; "
-        "not enforced by tempdir: cpu_seconds, max_pids"
+    expected = {  # max_memory_mb (and tempdir's max_pids) where this machine gives row cgroups
+        "tempdir": "max_memory_mb 64, max_pids 10, max_output_mb 10, max_log_mb 256; unset: "
+        "max_cpus; not enforced by tempdir: cpu_seconds"
         if GROUPS
         else "max_output_mb 10, max_log_mb 256; not enforced by tempdir: "
         "cpu_seconds, max_memory_mb, max_pids",

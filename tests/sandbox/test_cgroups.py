@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 from assay import api
-from assay.sandbox import cgroups
+from assay.sandbox import cgroups, limit_counts
 from assay.sandbox.doctor import enforced_limits
+from assay.sandbox.limit_counts import LimitCounts
 from tests.helpers import alive, write
 
 FOUND = cgroups.find()
@@ -60,8 +61,8 @@ def test_a_row_past_its_memory_limit_ends_error_naming_it(tmp_path: Path, driver
     (row,) = list(result.rows())
     assert row.final_status.value == "ERROR"
     assert row.error_message is not None
-    assert row.error_message.endswith("killed for memory: the row's processes passed "
-                                      "sandbox.limits.max_memory_mb (64 MiB)")  # fmt: skip
+    assert row.error_message.startswith("killed for memory: the row's processes passed "
+                                        "sandbox.limits.max_memory_mb (64 MiB); ")  # fmt: skip
     assert "code 137" in row.error_message
 
 
@@ -207,12 +208,17 @@ def test_the_limits_written_are_the_kernels_own_units() -> None:
             assert int((cpu / "cpu.cfs_period_us").read_text()) == 100_000
             assert int((cpu / "cpu.cfs_quota_us").read_text()) == quota
             assert int((memory / "memory.limit_in_bytes").read_text()) == 64 * 1024 * 1024
-            assert groups.oom_kills() == 0 and set(groups.folders) == {"pids", "memory", "cpu"}
+            assert set(groups.folders) == {"pids", "memory", "cpu"}
+            assert groups.counts() == LimitCounts()
+            assert (groups.folders["pids"] / "pids.max").read_text() == "max\n"
         finally:
             groups.close()
     plain = FOUND.row()  # without limits: the pids group alone, to find its processes
-    assert set(plain.folders) == {"pids"} and plain.oom_kills() == 0
+    assert set(plain.folders) == {"pids"} and plain.counts() == LimitCounts()
     plain.close()
+    counted = FOUND.row(max_pids=10, held=2)  # bwrap's two processes beside the row's ten
+    assert (counted.folders["pids"] / "pids.max").read_text() == "12\n"
+    counted.close()
 
 
 def test_a_user_who_may_not_write_the_hierarchies_is_told_why() -> None:
@@ -226,13 +232,19 @@ def test_a_user_who_may_not_write_the_hierarchies_is_told_why() -> None:
 
 
 def _as_nobody(tmp_path: Path) -> None:
-    copy = tmp_path / "cgroups_copy.py"
-    copy.write_text(Path(cgroups.__file__).read_text())
-    copy.chmod(0o644)
+    package = tmp_path / "assay" / "sandbox"  # the two modules alone, readable by anyone
+    package.mkdir(parents=True)
+    for module in (cgroups, limit_counts):
+        (package / Path(str(module.__file__)).name).write_text(
+            Path(str(module.__file__)).read_text()
+        )
+    for made in (tmp_path / "assay", package):
+        (made / "__init__.py").write_text("")
+        made.chmod(0o755)
     done = subprocess.run(
         ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3",
-         "-c", "import sys; sys.path.insert(0, sys.argv[1]); import cgroups_copy; "
-         "print(cgroups_copy.find())", str(tmp_path)],
+         "-c", "import sys; sys.path.insert(0, sys.argv[1]); from assay.sandbox import "
+         "cgroups; print(cgroups.find())", str(tmp_path)],
         capture_output=True, text=True, timeout=60, cwd=tmp_path,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -255,7 +267,8 @@ def test_groups_that_cannot_be_made_are_the_rows_sandbox_error(tmp_path: Path) -
         Containment(groups=gone).row_groups(task)
     assert not (tmp_path / "gone").exists()
     held = Containment().row_groups(task)  # a machine that gives none: the subreaper
-    assert isinstance(held, RowReaper) and held.memory_note() is None and held.oom_kills() == 0
+    assert isinstance(held, RowReaper) and held.limit_note() is None
+    assert held.counts() == LimitCounts()
     held.close()
     bwrap = load_task(write(tmp_path / "b.yaml", BIG.format(driver="bwrap"))).definition
     assert Containment().row_groups(bwrap) is None  # its processes end with its sandbox
@@ -368,6 +381,74 @@ def test_a_memory_kill_outside_the_agent_is_named(tmp_path: Path, where: str) ->
     else:
         (criterion,) = row.success_criteria_results
         assert criterion.score == 0 and note in json.dumps(criterion.model_dump(mode="json"))
+
+
+FORKS = """\
+import os, time
+kids = []
+try:
+    while len(kids) < 50:
+        pid = os.fork()
+        if pid == 0:
+            time.sleep(30)
+            os._exit(0)
+        kids.append(pid)
+except BlockingIOError:  # EAGAIN: the row's process limit
+    mine = [p for p in os.listdir("/proc") if p.isdigit()
+            and os.stat(f"/proc/{p}").st_uid == os.getuid()]
+    print(len(kids), len(mine), flush=True)
+    raise SystemExit(3)
+"""
+
+
+@needs_groups
+@pytest.mark.parametrize("driver", ["tempdir", "bwrap"])
+def test_a_row_at_its_process_limit_ends_error_naming_it(tmp_path: Path, driver: str) -> None:
+    """A program that forks until the kernel refuses: the row ends ERROR, its error starts
+    with how many forks were refused at ``sandbox.limits.max_pids`` (the pids group's count,
+    as docker's ``--pids-limit``), and the row's log shows it beside the agent's own error.
+    On bwrap, where the row is a user of its own, its processes at that moment are exactly
+    ``max_pids`` (the sandbox's own two bwrap processes are not counted against it)."""
+    write(tmp_path / "forks.py", FORKS)
+    task = write(tmp_path / "t.yaml", (
+        "task_id: forks\ndescription: d\ninitial_prompt: go\n"
+        "agent: {type: command, command: 'exec python3 $ASSAY_TASK_DIR/forks.py'}\n"
+        f"sandbox: {{driver: {driver}, limits: {{max_pids: 6}}}}\n"
+        "success_criteria: [{type: response_match, expected: never}]\n"))  # fmt: skip
+    result = api.run([str(task)], run_dir=str(tmp_path / "runs"))
+    (row,) = list(result.rows())
+    assert row.final_status.value == "ERROR" and row.error_message is not None
+    assert row.error_message.startswith(
+        "1 fork(s) refused: the row's processes reached sandbox.limits.max_pids (6); "
+        "the agent command exited with code 3"
+    ), row.error_message
+    folder = result.run_dir / "default" / "forks" / "00"
+    assert "  | error: 1 fork(s) refused" in (folder / "task.log").read_text()
+    kids, mine = map(int, (folder / "response.txt").read_text().split())
+    assert kids == 5  # python and its five children: six
+    if driver == "bwrap" and os.geteuid() == 0:
+        assert mine == 6
+
+
+@needs_groups
+def test_a_criterion_at_the_process_limit_says_so_and_a_row_under_it_passes(
+    tmp_path: Path,
+) -> None:
+    """A ``run_command`` criterion whose program reaches ``max_pids`` fails with the limit
+    named in its output; the same limit with room to spare changes nothing."""
+    write(tmp_path / "forks.py", FORKS)
+    task = write(tmp_path / "t.yaml", (
+        "task_id: forks\ndescription: d\ninitial_prompt: go\n"
+        "agent: {type: command, command: 'sh -c \"sleep 0.1 & sleep 0.1 & wait; echo fine\"'}\n"
+        "sandbox: {driver: bwrap, limits: {max_pids: 4}}\n"
+        "success_criteria: [{type: response_match, expected: fine},\n"
+        "  {type: run_command, command: 'python3 $ASSAY_TASK_DIR/forks.py'}]\n"))  # fmt: skip
+    (row,) = list(api.run([str(task)], run_dir=str(tmp_path / "runs")).rows())
+    matched, command = row.success_criteria_results
+    assert matched.score == 1 and row.error_message is None
+    assert command.score == 0
+    assert ("fork(s) refused: the row's processes reached sandbox.limits.max_pids (4)"
+            in json.dumps(command.model_dump(mode="json")))  # fmt: skip
 
 
 @needs_groups

@@ -58,6 +58,9 @@ INIT_SOURCE = Path(__file__).with_name("jail_init.py")
 INIT = "/run/assay/init.py"
 UID_BASE = 1_900_000_000
 UID_SLOTS = 100_000
+JAIL_PROCESSES = 2
+"""The processes bwrap itself keeps beside a program while it runs (bwrap, and the init of
+the sandbox's own pid namespace): a row's pids group holds ``max_pids`` plus these."""
 
 INSTALL_HINT = (
     "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install "

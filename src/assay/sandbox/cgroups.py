@@ -1,5 +1,5 @@
-"""A row's own control groups on ``tempdir`` and ``bwrap``: ``max_memory_mb`` and
-``max_cpus`` enforced by the kernel, and every process the row started found again at its
+"""A row's own control groups on ``tempdir`` and ``bwrap``: ``max_memory_mb``, ``max_cpus``
+and ``max_pids`` enforced by the kernel, and every process the row started found again at its
 end, whatever it did to leave (a new session, a cleared environment, another folder).
 
 Where: cgroup v1 hierarchies (``memory``, ``cpu``, ``pids``) that this process may write,
@@ -18,7 +18,11 @@ Limits (the kernel's v1 interface, Documentation/admin-guide/cgroup-v1/): memory
 (MiB × 1,048,576 bytes; no swap beyond it), the kernel killing a process of the group
 that passes it (counted in ``memory.oom_control``'s ``oom_kill``); CPU:
 ``cpu.cfs_quota_us`` = ``max_cpus`` × ``cpu.cfs_period_us`` (100,000 µs), the group's
-processes together getting at most that much CPU time per period.
+processes together getting at most that much CPU time per period; processes: ``pids.max`` =
+``max_pids`` (processes and threads together, as ``RLIMIT_NPROC`` counts them) plus what the
+driver itself keeps in the group while a program runs (bwrap's two processes), a fork past it
+failing with ``EAGAIN`` and counted in ``pids.events``' ``max``. A row that failed after a
+count grew names the limit (:mod:`assay.sandbox.limit_counts`).
 
 A program enters the row's groups through :meth:`RowGroups.enter`: ``/bin/sh`` writes its
 own pid into each group's ``cgroup.procs`` and then becomes the program (``exec``), so
@@ -36,6 +40,8 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from assay.sandbox.limit_counts import NOTHING_COUNTED, LimitCounts, limit_note
+
 PERIOD_US = 100_000
 _GROUP = re.compile(r"assay-(\d+)-(\d+)-[0-9a-f]{12}")  # pid namespace, pid, random
 _ENTER = ('for f in "$@"; do [ "$f" = -- ] && break; echo $$ > "$f" || '
@@ -52,8 +58,17 @@ class Hierarchies:
 
     parents: dict[str, Path]
 
-    def row(self, *, memory_mb: int | None = None, cpus: float | None = None) -> RowGroups:
-        """New groups for one row with these limits (``pids`` always, to find its processes).
+    def row(
+        self,
+        *,
+        memory_mb: int | None = None,
+        cpus: float | None = None,
+        max_pids: int | None = None,
+        held: int = 0,
+    ) -> RowGroups:
+        """New groups for one row with these limits (``pids`` always, to find its processes);
+        ``held``: the processes a driver keeps in the groups beside the row's own while a
+        program runs (bwrap's two), added to ``max_pids`` in ``pids.max``.
 
         Raises:
             OSError: a group could not be made or a limit not written (what was made is
@@ -61,12 +76,14 @@ class Hierarchies:
         """
         name = f"assay-{pid_namespace()}-{os.getpid()}-{uuid.uuid4().hex[:12]}"
         wanted = ["pids", *(["memory"] if memory_mb else []), *(["cpu"] if cpus else [])]
-        groups = RowGroups(memory_mb=memory_mb, cpus=cpus)
+        groups = RowGroups(memory_mb=memory_mb, cpus=cpus, max_pids=max_pids)
         try:
             for controller in wanted:
                 folder = self.parents[controller] / name
                 folder.mkdir()
                 groups.folders[controller] = folder
+            if max_pids:
+                (groups.folders["pids"] / "pids.max").write_text(f"{max_pids + held}\n")
             if memory_mb:
                 _limit_memory(groups.folders["memory"], memory_mb)
             if cpus:
@@ -92,10 +109,13 @@ class Hierarchies:
 
 @dataclass
 class RowGroups:
-    """One row's groups: ``folders`` (controller → folder), its limits."""
+    """One row's groups: ``folders`` (controller → folder), its limits (``max_pids``: the
+    row's own processes and threads; ``pids.max`` holds it plus the driver's, see
+    :meth:`Hierarchies.row`)."""
 
     memory_mb: int | None = None
     cpus: float | None = None
+    max_pids: int | None = None
     folders: dict[str, Path] = field(default_factory=dict)
 
     def enter(self, command: str | list[str]) -> list[str]:
@@ -106,27 +126,21 @@ class RowGroups:
         procs = [str(folder / "cgroup.procs") for folder in self.folders.values()]
         return ["/bin/sh", "-c", _ENTER, "assay", *procs, "--", *argv]
 
-    def oom_kills(self) -> int:
-        """How many of the row's processes the kernel killed for memory (0 without a memory
-        limit, or when it cannot be read)."""
-        folder = self.folders.get("memory")
-        if folder is None:
-            return 0
-        with contextlib.suppress(OSError, ValueError):
-            for line in (folder / "memory.oom_control").read_text().splitlines():
-                key, _, value = line.partition(" ")
-                if key == "oom_kill":
-                    return int(value)
-        return 0
+    def counts(self) -> LimitCounts:
+        """What the kernel has counted against the row's limits so far (0 for a limit that
+        is not set, or a count that cannot be read)."""
+        return LimitCounts(
+            oom_kills=_count(self.folders.get("memory"), "memory.oom_control", "oom_kill"),
+            refused_forks=(_count(self.folders.get("pids"), "pids.events", "max")
+                           if self.max_pids else 0),
+        )  # fmt: skip
 
-    def memory_note(self, *, since: int = -1) -> str | None:
-        """What the error of a row killed for memory says: when the kernel killed one of its
-        processes for memory after the count was ``since`` (:meth:`oom_kills`; ``-1``:
-        always), else ``None``."""
-        if since >= 0 and self.oom_kills() <= since:
-            return None
-        return (f"killed for memory: the row's processes passed sandbox.limits.max_memory_mb "
-                f"({self.memory_mb} MiB)")  # fmt: skip
+    def limit_note(self, *, since: LimitCounts = NOTHING_COUNTED) -> str | None:
+        """What the error of a row that reached a limit says: when the kernel killed one of
+        its processes for memory, or refused it a process at ``max_pids``, after the
+        counts were ``since`` (:meth:`counts`), else ``None``."""
+        return limit_note(self.counts(), since=since, memory_mb=self.memory_mb,
+                          max_pids=self.max_pids)  # fmt: skip
 
     def close(self) -> list[int]:
         """End every process still in the row's groups (``SIGKILL``, also in groups made
@@ -175,6 +189,19 @@ def thaw(pid: int) -> None:
         with contextlib.suppress(OSError):
             if (folder / "freezer.self_freezing").read_text().strip() == "1":
                 (folder / "freezer.state").write_text("THAWED\n")
+
+
+def _count(folder: Path | None, name: str, key: str) -> int:
+    """The number after ``key`` in the flat-keyed file ``name`` of ``folder`` (0 without
+    the folder, the file or the key)."""
+    if folder is None:
+        return 0
+    with contextlib.suppress(OSError, ValueError):
+        for line in (folder / name).read_text().splitlines():
+            found, _, value = line.partition(" ")
+            if found == key:
+                return int(value)
+    return 0
 
 
 def _limit_memory(folder: Path, memory_mb: int) -> None:

@@ -60,7 +60,9 @@ def check_drivers(*, path_variable: str) -> list[DriverCheck]:
 def enforced_limits(driver: str, *, engine_ignores: bool = False) -> tuple[str, ...]:
     """The ``sandbox.limits`` fields ``driver`` enforces (on a machine where it works): on
     ``tempdir`` and ``bwrap``, ``max_memory_mb`` and ``max_cpus`` where this machine gives
-    a row control groups of its own (:func:`assay.sandbox.cgroups.find`); on ``docker``,
+    a row control groups of its own (:func:`assay.sandbox.cgroups.find`), and there
+    ``max_pids`` on ``tempdir`` too (the row's pids group; ``bwrap`` enforces it
+    everywhere); on ``docker``,
     without :data:`ENGINE_CGROUP_FIELDS` when ``engine_ignores`` them
     (:meth:`assay.sandbox.docker.Engine.limits_ignored`)."""
     if driver == "docker":
@@ -69,7 +71,7 @@ def enforced_limits(driver: str, *, engine_ignores: bool = False) -> tuple[str, 
     groups = CGROUP_FIELDS if isinstance(cgroups.find(), cgroups.Hierarchies) else ()
     if driver == "bwrap":
         return (*RLIMIT_FIELDS, *groups, *EVERYWHERE)
-    return (*groups, *EVERYWHERE)
+    return (*groups, *(("max_pids",) if groups else ()), *EVERYWHERE)
 
 
 def limits_text(task: TaskDefinition, *, engine_ignores: bool = False) -> str:
@@ -97,7 +99,7 @@ def cgroup_note() -> str:
     found = cgroups.find()
     if isinstance(found, cgroups.Hierarchies):
         return ("each row in cgroups of its own (cgroup v1: memory, cpu, pids): "
-                "max_memory_mb and max_cpus enforced")  # fmt: skip
+                "max_memory_mb, max_cpus and max_pids enforced")  # fmt: skip
     return f"max_memory_mb and max_cpus not enforced: {found}"
 
 

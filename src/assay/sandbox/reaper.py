@@ -8,8 +8,8 @@ environment and working-folder scan (:func:`assay.sandbox.process.end_marked_pro
 finds a process that cleared its environment, left the sandbox folder and detached
 (``cd / && env -i setsid … &``) while the program that started it ran; what detaches only after
 that program ended, from a process already re-parented to init, is beyond it (the ``bwrap``
-and ``docker`` drivers, or cgroups, contain that too). It limits nothing: memory and CPU limits
-need cgroups.
+and ``docker`` drivers, or cgroups, contain that too). It limits nothing: memory, CPU and
+process-count limits need cgroups.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from itertools import count
 from pathlib import Path
 from typing import Protocol
 
+from assay.sandbox.limit_counts import NOTHING_COUNTED, LimitCounts
 from assay.sandbox.process import stat_fields
 
 SCRIPT = Path(__file__).with_name("subreaper.py")
@@ -40,12 +41,13 @@ class RowProcesses(Protocol):
         """``command`` (argv, or a shell string) wrapped so that its processes are the row's."""
         ...
 
-    def oom_kills(self) -> int:
-        """How many of the row's processes were killed for memory."""
+    def counts(self) -> LimitCounts:
+        """What the kernel has counted against the row's limits so far."""
         ...
 
-    def memory_note(self, *, since: int = -1) -> str | None:
-        """The row's error when it was killed for memory, else ``None``."""
+    def limit_note(self, *, since: LimitCounts = NOTHING_COUNTED) -> str | None:
+        """The row's error when it reached a limit after the counts were ``since``, else
+        ``None``."""
         ...
 
     def close(self) -> list[int]:
@@ -75,12 +77,12 @@ class RowReaper:
         record = self.folder / f"program-{next(self._numbers)}"
         return [sys.executable, "-I", "-S", str(SCRIPT), str(record), "--", *argv]
 
-    def oom_kills(self) -> int:
-        """0: without cgroups no memory limit kills."""
-        return 0
+    def counts(self) -> LimitCounts:
+        """Nothing: without cgroups no limit is counted."""
+        return NOTHING_COUNTED
 
-    def memory_note(self, *, since: int = -1) -> str | None:
-        """``None``: without cgroups no memory limit kills."""
+    def limit_note(self, *, since: LimitCounts = NOTHING_COUNTED) -> str | None:
+        """``None``: without cgroups no limit is counted."""
         return None
 
     def close(self) -> list[int]:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import stat
 import tempfile
 from collections.abc import Iterable
@@ -27,6 +26,7 @@ from assay.results.io import LogFolder, Writer
 from assay.sandbox.bwrap import Jail
 from assay.sandbox.cli_shims import MOCKS_DIR, write_shims
 from assay.sandbox.docker import DockerJail
+from assay.sandbox.limit_counts import LimitCounts
 from assay.sandbox.process import MAX_OUTPUT_BYTES, ProcessResult, run_process
 from assay.sandbox.reaper import RowProcesses
 from assay.spec.task import SandboxConfig, StarterFiles, TemplateDir
@@ -38,15 +38,16 @@ def shim_path(env: dict[str, str], sandbox: Path) -> dict[str, str]:
     return {**env, "PATH": os.pathsep.join([shims, *filter(None, [env.get("PATH")])])}
 
 
-def _named_memory_kill(
-    result: ProcessResult, groups: RowProcesses, *, before: int
+def _named_limit(
+    result: ProcessResult, groups: RowProcesses, *, before: LimitCounts
 ) -> ProcessResult:
-    """A program ended by ``SIGKILL`` while the kernel killed one of the row's processes for
-    memory (more kills than ``before``) says so on its stderr, naming
-    ``sandbox.limits.max_memory_mb``, as the ``docker`` driver's programs do."""
-    if result.exit_code not in (-signal.SIGKILL, 128 + signal.SIGKILL):
-        return result  # (the count is read only for a killed program)
-    note = groups.memory_note(since=before)
+    """A program that failed after the row reached a limit (the kernel killed one of its
+    processes for memory, or refused it a process at ``max_pids``, more often than the
+    counts ``before``) says so on its stderr, naming the ``sandbox.limits`` field, as the
+    ``docker`` driver's programs do."""
+    if result.exit_code == 0:
+        return result  # (the counts are read only for a failed program)
+    note = groups.limit_note(since=before)
     if note is None:
         return result
     stderr = result.stderr + ("" if result.stderr.endswith("\n") or not result.stderr else "\n")
@@ -131,11 +132,11 @@ class Sandbox:
         if self.groups is None:
             return await run_process(program, cwd=self.root, env=inner, timeout=timeout,
                                      stdin=stdin, max_output_bytes=cap, logs=logs)  # fmt: skip
-        kills = self.groups.oom_kills()
+        counts = self.groups.counts()
         result = await run_process(self.groups.enter(program), cwd=self.root, env=inner,
                                    timeout=timeout, stdin=stdin, max_output_bytes=cap,
                                    logs=logs)  # fmt: skip
-        return _named_memory_kill(result, self.groups, before=kills)
+        return _named_limit(result, self.groups, before=counts)
 
     @classmethod
     def create(

@@ -446,7 +446,9 @@ class SandboxLimits(StrictModel):
     ``bwrap`` by the row's own control groups where the machine gives them
     (:mod:`assay.sandbox.cgroups`); a row killed for memory ends ``ERROR`` naming the
     limit; where neither enforces them, ``assay plan`` warns.
-    On ``docker``, ``max_pids`` counts the row's container's processes (``--pids-limit``).
+    On ``docker``, ``max_pids`` counts the row's container's processes (``--pids-limit``);
+    where the row has control groups of its own, its pids group holds it (on ``tempdir``
+    too), and a row that fails after a fork was refused there ends naming the limit.
     """
 
     coder_eval_only: ClassVar[Mapping[str, str]] = {

@@ -27,7 +27,7 @@ from assay.agents.registry import AgentRegistry
 from assay.errors import SandboxError, TaskFileError, UsageError
 from assay.orchestration.loading.task_loader import LoadedTask
 from assay.sandbox import cgroups, reaper
-from assay.sandbox.bwrap import BridgeLink, Jail, JailPolicy, make_policy
+from assay.sandbox.bwrap import JAIL_PROCESSES, BridgeLink, Jail, JailPolicy, make_policy
 from assay.sandbox.cgroups import Hierarchies
 from assay.sandbox.docker import (
     PODMAN_ULIMITS,
@@ -795,10 +795,13 @@ def _row_folders(task: TaskDefinition, base_dir: Path, agents: AgentRegistry) ->
                         for path in agents.build(config).folders(base_dir))]  # fmt: skip
 
 
-def rlimits(limits: SandboxLimits) -> dict[str, int]:
-    """``sandbox.limits`` as ``RLIMIT_*`` values."""
+def rlimits(limits: SandboxLimits, *, grouped: bool = False) -> dict[str, int]:
+    """``sandbox.limits`` as ``RLIMIT_*`` values; ``grouped``: the row's programs run in its
+    own pids group, which holds ``max_pids`` (and counts what it refuses, so the row's error
+    names the limit), and ``RLIMIT_NPROC`` is one above it, for a program outside the group
+    (an ``agent_judge``'s copy of the sandbox)."""
     values = {
-        "RLIMIT_NPROC": limits.max_pids,
+        "RLIMIT_NPROC": limits.max_pids + grouped,
         "RLIMIT_NOFILE": limits.max_open_files,
         "RLIMIT_FSIZE": limits.max_file_size_mb * 1024 * 1024,
     }
@@ -868,8 +871,8 @@ class Containment:
         return cls(policy, docker, planned=planned, private=tuple(private), groups=groups)
 
     def row_groups(self, task: TaskDefinition) -> RowProcesses | None:
-        """New control groups for a row of ``task`` with its ``max_memory_mb`` and
-        ``max_cpus``; on a machine that gives none, a subreaper for a ``tempdir`` row
+        """New control groups for a row of ``task`` with its ``max_memory_mb``, ``max_cpus``
+        and ``max_pids``; on a machine that gives none, a subreaper for a ``tempdir`` row
         (:class:`~assay.sandbox.reaper.RowReaper`: what it leaves running is still found);
         ``None``: a ``docker`` row, whose engine has its own, or a ``bwrap`` row without
         groups (its processes end with its sandbox).
@@ -883,8 +886,10 @@ class Containment:
             tempdir = task.sandbox_driver == "tempdir" and reaper.available()
             return reaper.RowReaper() if tempdir else None
         limits = task.sandbox.limits
+        held = JAIL_PROCESSES if task.sandbox_driver == "bwrap" else 0
         try:
-            return self.groups.row(memory_mb=limits.max_memory_mb, cpus=limits.max_cpus)
+            return self.groups.row(memory_mb=limits.max_memory_mb, cpus=limits.max_cpus,
+                                   max_pids=limits.max_pids, held=held)  # fmt: skip
         except OSError as exc:
             raise SandboxError(f"cannot make the row's control groups: {exc}") from exc
 
@@ -903,7 +908,8 @@ class Containment:
             raise SandboxError("this row needs a bwrap sandbox, and the run made none")
         readable = [p if p.is_absolute() else base_dir / p
                     for p in map(Path, task.sandbox.read_only)]  # fmt: skip
-        return self.policy.jail(root, limits=rlimits(task.sandbox.limits),
+        limits = rlimits(task.sandbox.limits, grouped=self.groups is not None)
+        return self.policy.jail(root, limits=limits,
                                 network=task.sandbox.network, readable=readable,
                                 task_dir=base_dir)  # fmt: skip
 

@@ -69,8 +69,10 @@ from assay.results.task_result import (
     TokenUsage,
 )
 from assay.results.trace import Span, new_trace_id
+from assay.results.transcript import TranscriptEvent
 from assay.results.transcript_otlp import from_session, from_trace
 from assay.sandbox.archive import pack
+from assay.sandbox.limit_counts import NOTHING_COUNTED, LimitCounts
 from assay.sandbox.process import end_marked_processes, exit_text, tail
 from assay.sandbox.reaper import RowProcesses
 from assay.sandbox.tempdir import Sandbox
@@ -487,7 +489,7 @@ class Runner:
             ),
         )  # fmt: skip
         groups = sandbox.groups if sandbox is not None else None
-        killed_before = groups.oom_kills() if groups is not None else 0  # e.g. in pre_run
+        counts = groups.counts() if groups is not None else NOTHING_COUNTED  # after pre_run
         if not task.agent.answers and item.row_task.trace_id is not None:
             outcome = self._replay(item.row_task)
         elif task.dialog is not None:
@@ -495,7 +497,7 @@ class Runner:
         else:
             outcome = await self.criteria.agents.build(task.agent).run(context)
         if groups is not None:
-            outcome = _killed_for_memory(outcome, groups, before=killed_before)
+            outcome = _limit_reached(outcome, groups, before=counts)
         root_span.end(error=outcome.error)
         outcome.spans.insert(0, root_span)
         if outcome.transcript is not None:
@@ -762,12 +764,17 @@ def _end_processes(sandbox: Sandbox) -> None:
         end_marked_processes(f"ASSAY_SANDBOX={sandbox.root.absolute()}", inside=sandbox.root)
 
 
-def _killed_for_memory(outcome: AgentOutcome, groups: RowProcesses, *, before: int) -> AgentOutcome:
-    """An agent that failed after the kernel killed one of the row's processes for memory
-    while it ran (more kills than ``before``) says so, naming
-    ``sandbox.limits.max_memory_mb`` (as the docker driver does)."""
-    note = groups.memory_note(since=before) if outcome.status in ("error", "timeout") else None
+def _limit_reached(
+    outcome: AgentOutcome, groups: RowProcesses, *, before: LimitCounts
+) -> AgentOutcome:
+    """An agent that failed after the row reached a limit while it ran (the kernel killed
+    one of its processes for memory, or refused it a process at ``max_pids``, more often
+    than the counts ``before``) says so, naming the ``sandbox.limits`` field (as the docker
+    driver does), first in its error and as the transcript's last event."""
+    note = groups.limit_note(since=before) if outcome.status in ("error", "timeout") else None
     if note is None:
         return outcome
+    if outcome.transcript is not None:  # the row's log shows it where the agent's error is
+        outcome.transcript.add(TranscriptEvent("error", time.time_ns(), text=note))
     return replace(outcome, status="error",
-                   error=f"{outcome.error}; {note}" if outcome.error else note)  # fmt: skip
+                   error=f"{note}; {outcome.error}" if outcome.error else note)  # fmt: skip
