@@ -9,6 +9,7 @@ import pytest
 
 from assay.errors import UsageError
 from assay.orchestration.loading.discover import discover
+from assay.sandbox import cgroups
 from tests.cli.test_run import assay
 from tests.helpers import write
 
@@ -158,7 +159,8 @@ def test_output_limits_under_tempdir_are_enforced_and_not_warned(tmp_path: Path)
           )  # fmt: skip
     planned = assay("plan", "t.yaml", cwd=tmp_path)
     assert planned.returncode == 0, planned.stderr
-    assert "limits (tempdir): max_output_mb 0.001, max_log_mb 256" in planned.stdout
+    pids = "max_pids 1024, " if isinstance(cgroups.find(), cgroups.Hierarchies) else ""
+    assert f"limits (tempdir): {pids}max_output_mb 0.001, max_log_mb 256" in planned.stdout
     assert "warning" not in planned.stdout + planned.stderr
     done = assay("run", "t.yaml", "-q", cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
