@@ -48,6 +48,23 @@ def test_assay_run_runs_the_installed_agent(installed: Path, tmp_path: Path) -> 
     assert (suite_dir / "negative" / "00" / "response.txt").read_text() == "6"
 
 
+def test_a_run_of_the_installed_agent_is_graded_again(installed: Path, tmp_path: Path) -> None:
+    """``assay execute`` then ``assay evaluate``: the row's recorded task names the plugin's
+    agent type, which the grading loads as the run did (it failed with a traceback)."""
+    env = with_path(installed)
+    done = assay_cli("execute", str(EXAMPLE / "tasks" / "sums.yaml"), cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    done = assay_cli("evaluate", "runs/latest", cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    suite = json.loads((tmp_path / "runs" / "latest" / "default" / "sums" / "suite.json")
+                       .read_text(encoding="utf-8"))  # fmt: skip
+    assert suite["rows_passed"] == 3 and suite["passed"]
+    done = assay_cli("evaluate", "runs/latest", cwd=tmp_path)  # without the package
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "unknown agent type 'python-function'" in done.stderr
+    assert "install the package that adds it" in done.stderr
+
+
 def test_its_preflight_runs_before_any_row(installed: Path, tmp_path: Path) -> None:
     task = (EXAMPLE / "tasks" / "sums.yaml").read_text(encoding="utf-8")
     (tmp_path / "sums.yaml").write_text(task.replace("solver.py:answer", "solver.py:nothing"))
@@ -84,6 +101,10 @@ def test_the_api_takes_the_agent_class(
                        agents=[PythonFunctionRunner])  # fmt: skip
     assert result.exit_code == 0
     assert result.suites[0].passed and result.suites[0].rollup.rows_passed == 3
+    executed = assay.run(EXAMPLE / "tasks" / "sums.yaml", run_dir=tmp_path / "runs",
+                         agents=[PythonFunctionRunner], stage="execute")  # fmt: skip
+    graded = assay.evaluate(executed.run_dir, agents=[PythonFunctionRunner])
+    assert graded.exit_code == 0 and graded.suites[0].rollup.rows_passed == 3
 
 
 AGENT = """

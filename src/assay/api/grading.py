@@ -10,7 +10,9 @@ import sys
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
+from assay.agents.base import Agent
 from assay.api.predictions import (
     PredictionOptions,
     PredictionReport,
@@ -42,6 +44,7 @@ def evaluate(
     jobs: int = 4,
     junit_xml: str | Path | None = None,
     criteria: Sequence[type[Criterion]] = (),
+    agents: Sequence[type[Agent[Any]]] = (),
 ) -> RunResult:
     """Grade every row of a finished run again, without running its agents, and rewrite its
     reports (``assay evaluate RUN_DIR``; ToMEval's metric stage after ``execute``).
@@ -52,10 +55,14 @@ def evaluate(
         junit_xml: also write JUnit XML here.
         criteria: the criterion classes of your own that the run's tasks name (as given to
             :func:`assay.run`).
+        agents: the agent classes of your own that the run's tasks name (as given to
+            :func:`assay.run`; an installed plugin's are found by their type).
 
     Raises:
-        PluginError: a class of ``criteria`` is not a criterion, or its type is taken.
-        UsageError: not a run; an invalid ``task.json``; rows whose criteria read the
+        PluginError: a class of ``criteria`` is not a criterion (of ``agents``, not an
+            agent), or its type is taken.
+        UsageError: not a run; an invalid ``task.json``; a criterion or agent type the run
+            named that is not here; rows whose criteria read the
             sandbox when the run did not keep sandboxes; rows whose content is not what the
             run recorded (nothing is changed then); ``junit_xml`` cannot be written
             (checked before any row is graded).
@@ -63,7 +70,8 @@ def evaluate(
         UsageError: called inside a running event loop (use :func:`evaluate_async`).
     """
     no_running_loop("evaluate")
-    return asyncio.run(evaluate_async(run_dir, jobs=jobs, junit_xml=junit_xml, criteria=criteria))
+    return asyncio.run(evaluate_async(run_dir, jobs=jobs, junit_xml=junit_xml, criteria=criteria,
+                                      agents=agents))  # fmt: skip
 
 
 async def evaluate_async(
@@ -72,6 +80,7 @@ async def evaluate_async(
     jobs: int = 4,
     junit_xml: str | Path | None = None,
     criteria: Sequence[type[Criterion]] = (),
+    agents: Sequence[type[Agent[Any]]] = (),
 ) -> RunResult:
     """:func:`evaluate` for async code.
 
@@ -84,7 +93,7 @@ async def evaluate_async(
     with lock_run_dir(folder, on_warning=_warn):
         warnings = check_run_dir(folder, iter_results(folder), action="assay evaluate")
         started = datetime.now()
-        registry = criteria_registry(criteria)
+        registry = criteria_registry(criteria, agents=agents)
         warnings += _printed(await regrade_run(folder, jobs=jobs, criteria=registry))
         return _regraded(folder, started, jobs, junit_xml, warnings, registry)
 

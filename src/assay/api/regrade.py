@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from assay.agents.base import OutcomeStatus
 from assay.criteria.agent_judge import AgentHost
 from assay.criteria.base import GradingContext, Service
@@ -311,16 +313,31 @@ class _Scan:
 
 
 def task_of(result: EvaluationResult, registry: CriterionRegistry) -> TaskDefinition:
-    """The row's task as it recorded it, its criteria as ``registry``'s classes.
+    """The row's task as it recorded it, its criteria and agent as ``registry``'s classes
+    (an installed plugin's loaded when the run's task names its type).
 
     Raises:
-        UsageError: it names a criterion type ``registry`` does not have.
+        UsageError: it names a criterion or agent type ``registry`` does not have, or it is
+            not valid with the classes here.
     """
     resolved = result.task_config.resolved
     criteria = resolved.get("success_criteria")
     if isinstance(criteria, list):
         registry.require(c.get("type") for c in criteria if isinstance(c, dict))
-    return registry.task_model().model_validate(resolved)
+    model = registry.model_for(resolved)  # an agent type of a plugin loads it
+    agent = resolved.get("agent")
+    if isinstance(agent, dict) and isinstance(agent.get("type"), str):
+        registry.agents.get(agent["type"])  # unknown here: named, with what would add it
+    try:
+        return model.model_validate(resolved)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise UsageError(
+            f"row {result.task_id}: the task it recorded is not valid here ({where}: "
+            f"{first['msg']})",
+            hint="grade it where the run's criteria and agents are as they were",
+        ) from None
 
 
 def _checked(
