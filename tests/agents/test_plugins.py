@@ -6,6 +6,7 @@ with the fix."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -15,7 +16,7 @@ from typing import Literal
 import pytest
 
 import assay
-from assay.agents import Agent, default_agents
+from assay.agents import Agent, AgentContext, AgentOutcome, default_agents
 from assay.errors import PluginError, TaskFileError
 from assay.spec.task import AgentBase
 from tests.plugin_helpers import distribution, install_example, with_path
@@ -206,3 +207,51 @@ def test_a_class_given_to_the_api_is_checked_and_may_not_take_a_built_in_name() 
     with pytest.raises(PluginError, match=r"type 'codex', which assay \(built in\)") as err:
         assay.plan([task_naming("llm")], agents=[Clash])
     assert err.value.hint is not None and "give Clash another type name" in err.value.hint
+
+
+class HangsConfig(AgentBase):
+    type: Literal["hangs"]
+
+
+class Hangs(Agent[HangsConfig]):
+    """An agent of one's own that ignores ``context.timeout`` on one row and raises on
+    another."""
+
+    type_name = "hangs"
+    config_model = HangsConfig
+
+    async def run(self, context: AgentContext) -> AgentOutcome:
+        if context.prompt == "hang":
+            await asyncio.sleep(3600)
+        if context.prompt == "raise":
+            raise RuntimeError("agent exploded")
+        return AgentOutcome(response="42")
+
+
+def test_an_agent_that_never_returns_or_raises_ends_its_row_alone(tmp_path: Path) -> None:
+    """The row whose agent ignores ``task_timeout`` ends ``TIMEOUT`` after the grace
+    (15 s past a 0.5 s timeout), not the run's end; the one whose agent raises ends
+    ``ERROR`` naming the agent type, its read-only criteria graded as after a crash and the
+    traceback in its log; the other row passes."""
+    task = task_naming("hangs")
+    task["initial_prompt"] = "${row.say}"
+    task["run_limits"] = {"task_timeout": 0.5}
+    task["dataset"] = {"rows": [{"id": i, "say": i} for i in ("hang", "raise", "fine")]}
+    task["success_criteria"] = [{"type": "response_match", "expected": "42"},
+                                {"type": "file_exists", "path": "x", "weight": 0}]  # fmt: skip
+    result = assay.run([task], run_dir=tmp_path / "runs", agents=[Hangs])
+    rows = {r.row_id: r for r in result.suites[0].rows()}
+    assert rows["fine"].final_status.value == "SUCCESS"
+    assert rows["hang"].final_status.value == "TIMEOUT"
+    assert rows["hang"].error_message == (
+        "the agent did not return within run_limits.task_timeout (0.5 s) and 15 s more: ended"
+    )
+    assert rows["raise"].final_status.value == "ERROR"
+    assert (
+        rows["raise"].error_message
+        == "internal error in agent hangs: RuntimeError('agent exploded')"
+    )
+    graded = {c.criterion_type for c in rows["raise"].post_failure_criteria_results}
+    assert graded == {"response_match", "file_exists"}
+    log = (result.run_dir / "default" / "t" / "raise" / "00" / "task.log").read_text()
+    assert "internal error in agent hangs:" in log and 'raise RuntimeError("agent exploded")' in log

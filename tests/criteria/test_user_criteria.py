@@ -5,6 +5,7 @@ classes, not lists of type names."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -159,3 +160,55 @@ def test_grading_again_without_the_classes_says_what_to_pass(workdir: Path) -> N
                            "have here") as caught:  # fmt: skip
             again(result.run_dir)
         assert caught.value.hint is not None and "criteria=[...]" in caught.value.hint
+
+
+def _bugged(name: str, check: Any, **capabilities: Any) -> type[Criterion]:
+    """A criterion class of one's own named ``name`` whose ``check`` is ``check``."""
+    namespace: dict[str, Any] = {"__annotations__": {"type": Literal[name]}, "check": check}
+    for key, value in capabilities.items():
+        namespace[key] = value
+        namespace["__annotations__"][key] = ClassVar[Any]
+    return type(f"C_{name}", (Criterion,), namespace)
+
+
+def test_a_criterion_that_hangs_returns_junk_or_nan_errs_alone(workdir: Path) -> None:
+    """Each fault is the criterion's own error, named; the row's other criterion keeps its
+    result: a check past its class's ``check_seconds`` is ended, one that returns no
+    criterion result is named, a NaN score is no score (it was a silent 0), and a bug's
+    traceback is in the result's details."""
+
+    async def hangs(self: Criterion, context: GradingContext) -> CriterionResult:
+        await asyncio.sleep(3600)
+        raise AssertionError("never")
+
+    async def junk(self: Criterion, context: GradingContext) -> Any:
+        return 0.5
+
+    async def nan(self: Criterion, context: GradingContext) -> CriterionResult:
+        return basic_result(self, float("nan"), "no score")
+
+    async def bug(self: Criterion, context: GradingContext) -> CriterionResult:
+        return {}["missing"]  # type: ignore[no-any-return]
+
+    classes = [_bugged("hangs", hangs, check_seconds=0.2), _bugged("junk", junk),
+               _bugged("nan", nan), _bugged("bug", bug)]  # fmt: skip
+    expected = {
+        "hangs": "hangs did not finish within 0.2 s (its class's check_seconds): ended",
+        "junk": "internal error in junk: check() returned float, not a criterion result "
+        "(basic_result(...))",
+        "nan": "the score is not a finite number (nan)",
+        "bug": "internal error in bug: KeyError('missing')",
+    }
+    for name, error in expected.items():
+        task = word_task()
+        task["success_criteria"] = [{"type": "word_count", "min_words": 1}, {"type": name}]
+        task["task_id"] = f"t-{name}"
+        result = assay.run([task], criteria=[WordCount, *classes])
+        rows = list(result.suite(f"t-{name}").rows())
+        assert [r.final_status.value for r in rows] == ["ERROR", "ERROR"]
+        for row in rows:
+            words, own = row.success_criteria_results
+            assert words.score == 1 and words.error is None
+            assert own.error == error and own.evaluation_status == "error"
+        if name == "bug":
+            assert 'return {}["missing"]' in own.details and "KeyError" in own.details

@@ -31,7 +31,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from assay.agents.base import AgentContext, AgentOutcome, ToolServer
 from assay.agents.registry import AgentRegistry
@@ -92,6 +92,8 @@ by ``assay judge calibrate`` or a prediction file's grading."""
 
 class AgentJudgeCriterion(AgentJudge, Criterion):
     """Grades ``agent_judge`` (see the module docstring)."""
+
+    check_seconds: ClassVar[float | None] = None  # the judge agent has its own run_limits
 
     async def check(self, context: GradingContext) -> CriterionResult:
         """Run the judge agent on a copy of the row's sandbox and read its verdict.

@@ -11,6 +11,7 @@ of the scores (``reference/originals.md`` §1.4); classification criteria add th
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import shutil
 import signal
@@ -175,7 +176,14 @@ def sandbox_of(context: GradingContext) -> Sandbox:
 def basic_result(
     spec: CriterionSpec, score: float, details: str, error: str | None = None
 ) -> BasicCriterionResult:
-    """A :class:`BasicCriterionResult` carrying ``spec``'s description, threshold and weight."""
+    """A :class:`BasicCriterionResult` carrying ``spec``'s description, threshold and weight
+    (``score`` clamped to [0, 1]).
+
+    Raises:
+        CriterionError: ``score`` is not a finite number (NaN is not a score).
+    """
+    if not error and not math.isfinite(score):
+        raise CriterionError(f"the score is not a finite number ({score!r})")
     return BasicCriterionResult(
         criterion_type=spec.type,
         description=spec.description,

@@ -74,6 +74,7 @@ class ImportCheckCriterion(ImportCheck, Criterion):
     """Grades ``import_check``; see the module docstring."""
 
     reads_sandbox: ClassVar[bool] = True
+    check_seconds: ClassVar[float | None] = None  # its program has its own timeout
 
     async def check(self, context: GradingContext) -> CriterionResult:
         """Resolve the file's imports with the sandbox's interpreter."""
@@ -117,6 +118,7 @@ class PylintScoreCriterion(PylintScore, Criterion):
     """Grades ``pylint_score``; see the module docstring."""
 
     reads_sandbox: ClassVar[bool] = True
+    check_seconds: ClassVar[float | None] = None  # its program has its own timeout
 
     @classmethod
     def program_check(cls, path_variable: str) -> ProgramCheck:

@@ -38,6 +38,8 @@ class RunCommandCriterion(RunCommand, Criterion):
     """Score 1.0 when the exit code is ``expected_exit_code`` and stdout matches (if set);
     with ``score_from_stdout``, the score the command prints."""
 
+    check_seconds: ClassVar[float | None] = None  # its command has its own timeout
+
     reads_sandbox: ClassVar[bool] = True
 
     async def check(self, context: GradingContext) -> CriterionResult:

@@ -32,7 +32,7 @@ import glob
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from assay.agents.llm import model_key
 from assay.criteria.base import (
@@ -90,6 +90,8 @@ def judge_ref(asset: JudgeAsset) -> JudgeRef:
 
 class LlmJudgeCriterion(LlmJudge, Criterion):
     """Grades ``llm_judge`` criteria and aggregates the suite's judge metrics."""
+
+    check_seconds: ClassVar[float | None] = None  # the judge's calls have their own timeouts
 
     async def check(self, context: GradingContext) -> CriterionResult:
         """Ask the judge about this row.

@@ -15,7 +15,7 @@ interval in the details, and the rates of ``extraction_failed`` and ``content_no
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from typing import Any, ClassVar
 
 from assay.criteria.base import (
     Criterion,
@@ -53,6 +53,8 @@ rules)."""
 
 class QaRowCriterion(QaCriterion, Criterion):
     """Grades ``qa`` criteria and aggregates QA accuracy."""
+
+    check_seconds: ClassVar[float | None] = None  # the judge's calls have their own timeouts
 
     async def check(self, context: GradingContext) -> CriterionResult:
         """Grade the response to the row's QA item.

@@ -51,6 +51,8 @@ NOT_FOUND, NOT_EXECUTABLE = 127, 126
 class UipathEvalCriterion(UipathEval, Criterion):
     """Grades ``uipath_eval``; see the module docstring."""
 
+    check_seconds: ClassVar[float | None] = None  # its program has its own timeout
+
     reads_sandbox: ClassVar[bool] = True
 
     @classmethod

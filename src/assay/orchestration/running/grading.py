@@ -13,6 +13,8 @@ such a row has no weighted score (``None``), never a 0 averaged in.
 
 from __future__ import annotations
 
+import asyncio
+import traceback
 from pathlib import Path
 from typing import Any, Literal
 
@@ -31,21 +33,43 @@ from assay.spec.criteria import CriterionSpec
 from assay.spec.task import TaskDefinition
 
 Stage = Literal["run", "execute"]
+TRACE_LINES = 40
+"""The last lines of a criterion's traceback kept in its result's ``details`` (a bug of a
+criterion of one's own is found there)."""
 
 
 async def grade(
     criteria: list[CriterionSpec], context: GradingContext, registry: CriterionRegistry
 ) -> list[CriterionResult]:
-    """Check each criterion in order; a criterion that cannot evaluate records its error."""
-    results: list[CriterionResult] = []
-    for spec in criteria:
-        try:
-            results.append(await registry.bind(spec).check(context))
-        except CriterionError as exc:
-            results.append(_errored(spec, str(exc)))
-        except Exception as exc:  # a criterion's bug must not lose the row
-            results.append(_errored(spec, f"internal error in {spec.type}: {exc!r}"))
-    return results
+    """Check each criterion in order; a criterion that cannot evaluate records its error,
+    as does one whose check outlasts its class's ``check_seconds`` or returns no criterion
+    result (the others' results are kept)."""
+    return [await _graded(spec, context, registry) for spec in criteria]
+
+
+async def _graded(
+    spec: CriterionSpec, context: GradingContext, registry: CriterionRegistry
+) -> CriterionResult:
+    timer: asyncio.Timeout | None = None
+    try:
+        criterion = registry.bind(spec)
+        timer = asyncio.timeout(type(criterion).check_seconds)
+        async with timer:
+            result = await criterion.check(context)
+    except CriterionError as exc:
+        return _errored(spec, str(exc))
+    except Exception as exc:  # a criterion's bug must not lose the row
+        if isinstance(exc, TimeoutError) and timer is not None and timer.expired():
+            return _errored(spec, f"{spec.type} did not finish within "
+                                  f"{type(criterion).check_seconds:g} s (its class's "
+                                  "check_seconds): ended")  # fmt: skip
+        trace = "".join(traceback.format_exception(exc)[-TRACE_LINES:])
+        return _errored(spec, f"internal error in {spec.type}: {exc!r}", details=trace)
+    if not isinstance(result, BasicCriterionResult):
+        return _errored(spec, f"internal error in {spec.type}: check() returned "
+                              f"{type(result).__name__}, not a criterion result "
+                              "(basic_result(...))")  # fmt: skip
+    return result
 
 
 def row_services(
@@ -69,12 +93,12 @@ def row_services(
     return {key: value for key, value in offered.items() if value is not None}
 
 
-def _errored(spec: CriterionSpec, message: str) -> CriterionResult:
+def _errored(spec: CriterionSpec, message: str, *, details: str = "") -> CriterionResult:
     return BasicCriterionResult(
         criterion_type=spec.type,
         description=spec.description,
         score=0.0,
-        details="",
+        details=details,
         error=message,
         evaluation_status="error",
         pass_threshold=spec.pass_threshold,

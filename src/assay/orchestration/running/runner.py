@@ -15,7 +15,8 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Iterable
+import traceback
+from collections.abc import Awaitable, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -336,6 +337,7 @@ class Runner:
                 finished = await self._execute(row)
             except Exception as exc:  # an unforeseen failure ends this row, not the run
                 row.note(f"internal error: {exc!r}")
+                row.log.extend(f"  {line}" for line in _traceback(exc))
                 failed = AgentOutcome(status="error", error=f"internal error: {exc!r}")
                 finished = self._finish(row, failed, [], None)
         return row, finished
@@ -493,9 +495,10 @@ class Runner:
         if not task.agent.answers and item.row_task.trace_id is not None:
             outcome = self._replay(item.row_task)
         elif task.dialog is not None:
-            outcome = await self._dialog(row, context, sandbox, base_dir)
+            outcome = await _bounded(self._dialog(row, context, sandbox, base_dir), context, row)
         else:
-            outcome = await self.criteria.agents.build(task.agent).run(context)
+            agent = self.criteria.agents.build(task.agent)
+            outcome = await _bounded(agent.run(context), context, row)
         if groups is not None:
             outcome = _limit_reached(outcome, groups, before=counts)
         root_span.end(error=outcome.error)
@@ -762,6 +765,40 @@ def _end_processes(sandbox: Sandbox) -> None:
         sandbox.groups.close()
     if sandbox.jail is None:
         end_marked_processes(f"ASSAY_SANDBOX={sandbox.root.absolute()}", inside=sandbox.root)
+
+
+def _traceback(exc: BaseException) -> list[str]:
+    """``exc``'s traceback, one line each (the row's log keeps where a bug is)."""
+    return "".join(traceback.format_exception(exc)).rstrip("\n").splitlines()
+
+
+def grace_seconds(timeout: float) -> float:
+    """How long past ``run_limits.task_timeout`` an agent (or a dialog) may take to return
+    before the row ends it: as long as the timeout itself, at least 15 s and at most 60 s
+    (the built-in agents stop themselves at the timeout and then clean up; an agent of
+    one's own that never returns must not hold the run)."""
+    return min(60.0, max(15.0, timeout))
+
+
+async def _bounded(work: Awaitable[AgentOutcome], context: AgentContext, row: _Row) -> AgentOutcome:
+    """``work``'s outcome; ``timeout`` when it has not returned :func:`grace_seconds`
+    after ``context.timeout`` (it is cancelled); ``error`` naming the agent type when it
+    raised (an agent of one's own: its traceback goes to the row's log), so the row is
+    graded as after a crash."""
+    grace = grace_seconds(context.timeout)
+    timer = asyncio.timeout(context.timeout + grace)
+    try:
+        async with timer:
+            return await work
+    except Exception as exc:
+        if not (isinstance(exc, TimeoutError) and timer.expired()):
+            row.note(f"internal error in agent {row.task.agent.type}:")
+            row.log.extend(f"  {line}" for line in _traceback(exc))
+            return AgentOutcome(status="error", error=f"internal error in agent "
+                                f"{row.task.agent.type}: {exc!r}")  # fmt: skip
+    return AgentOutcome(status="timeout", error=(
+        f"the agent did not return within run_limits.task_timeout ({context.timeout:g} s) "
+        f"and {grace:g} s more: ended"))  # fmt: skip
 
 
 def _limit_reached(
