@@ -302,3 +302,13 @@ def test_written_rows_read_back_exactly(
     path.write_bytes(buffer.getvalue().encode("utf-8"))
     rows = load(path)
     assert [row for _, row in rows] == [dict(zip(header, r, strict=True)) for r in records]
+
+
+def test_a_field_past_the_csv_modules_default_limit_is_a_value(tmp_path: Path) -> None:
+    """A 144,000-character document (the ``csv`` module's default refuses fields over
+    131,072 characters as invalid CSV; JSONL took the same row)."""
+    document = "word " * 28_800
+    path = tmp_path / "docs.csv"
+    path.write_text(f'id,text\na,"{document}"\n', encoding="utf-8")
+    ((line, row),) = list(iter_csv(path))
+    assert line == 2 and row == {"id": "a", "text": document}

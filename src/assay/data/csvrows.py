@@ -2,7 +2,8 @@
 
 Quoted fields may hold commas, quotes and line breaks (RFC 4180, via the ``csv`` module);
 CRLF and LF files both load; a leading byte-order mark is stripped; blank lines are skipped.
-Line numbers in messages are the physical line where the record starts.
+Line numbers in messages are the physical line where the record starts. A field may be up to
+:data:`FIELD_LIMIT` characters long.
 """
 
 from __future__ import annotations
@@ -16,6 +17,9 @@ from assay.data.dataset_file import open_dataset
 from assay.errors import DatasetError
 
 _BOM = b"\xef\xbb\xbf"
+FIELD_LIMIT = 1 << 30
+"""The longest field read, in characters: a long document or source file is a normal value
+(the ``csv`` module's own default, 131,072, refused them as invalid CSV)."""
 
 
 def iter_csv(path: Path, *, display: str | None = None) -> Iterator[tuple[int, dict[str, str]]]:
@@ -27,6 +31,8 @@ def iter_csv(path: Path, *, display: str | None = None) -> Iterator[tuple[int, d
             differs from the header's.
     """
     name = display or str(path)
+    if csv.field_size_limit() < FIELD_LIMIT:  # the module's one setting, only ever raised
+        csv.field_size_limit(FIELD_LIMIT)
     with open_dataset(path, name, encoding="utf-8-sig", newline="") as handle:
         reader = csv.reader(handle, strict=True)
         try:
