@@ -96,6 +96,13 @@ class GradingContext:
         """What the row offers under ``key``; ``None`` when it offers nothing there."""
         return cast("T | None", self.services.get(key))
 
+    def refusal(self) -> str | None:
+        """The finish reason by which the model's provider declined to answer (a content
+        filter, a refusal: :meth:`Transcript.provider_refusal
+        <assay.results.transcript.Transcript.provider_refusal>`), or ``None``: a criterion
+        that grades the response then records a refusal, which counts in no average."""
+        return self.transcript.provider_refusal() if self.transcript is not None else None
+
 
 @dataclass(frozen=True)
 class Text:

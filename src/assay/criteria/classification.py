@@ -89,7 +89,9 @@ class ClassificationMatchCriterion(ClassificationMatch, Criterion):
             text.value, self.allowed_labels, case_sensitive=self.case_sensitive
         )
         expected = expected_label(self)
-        refused = observed == OTHER_LABEL and expected != OTHER_LABEL and is_refusal(text.value)
+        provider = self.path is None and context.refusal() is not None
+        refused = provider or (observed == OTHER_LABEL and expected != OTHER_LABEL
+                               and is_refusal(text.value))  # fmt: skip
         if refused:
             observed = REFUSED_LABEL
         return ClassificationCriterionResult(

@@ -30,7 +30,7 @@ from assay.errors import UsageError
 from assay.metrics.intervals import wilson_interval
 from assay.metrics.values import MetricTable
 from assay.providers.base import Model
-from assay.qa.grading import SampleResult, grade_choice, grade_open
+from assay.qa.grading import SampleResult, grade_choice, grade_open, refused
 from assay.qa.item import QaItem
 from assay.qa.open_judge import open_judge
 from assay.results.task_result import CriterionResult, QaCriterionResult
@@ -67,6 +67,8 @@ class QaRowCriterion(QaCriterion, Criterion):
         if item is None:
             raise CriterionError(NO_ITEM)
         settings = context.need(QA_JUDGE_SETTINGS)
+        if context.refusal() is not None:  # the provider declined: no answer to grade
+            return to_criterion_result(self, refused(item))
         try:
             if item.is_choice:
                 result = grade_choice(item, context.response)

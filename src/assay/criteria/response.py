@@ -38,6 +38,10 @@ class ResponseMatchCriterion(ResponseMatch, Criterion):
     async def check(self, context: GradingContext) -> CriterionResult:
         """Match the text against each expected item."""
         text = read_text(self.path, context)
+        if self.path is None and context.refusal() is not None:
+            refused = basic_result(self, 0.0, f"refused: the provider declined to answer "
+                                              f"({context.refusal()})")  # fmt: skip
+            return refused.model_copy(update={"evaluation_status": "refused"})
         if text.value is None:
             return basic_result(self, 0.0, f"{text.source} is missing")
         wanted = [self.expected] if isinstance(self.expected, str) else self.expected

@@ -271,6 +271,6 @@ def _answer(name: str, result: Any, request: ModelRequest) -> str:
                 return label
             return json.dumps(data, ensure_ascii=False)
     texts = [b.text for b in result.content if getattr(b, "type", None) == "text"]
-    if request.constraint is not None and not texts:
+    if request.constraint is not None and not texts and result.stop_reason != "refusal":
         raise ModelError(f"{name}: the reply has no answer")
     return "".join(texts)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from assay.errors import UsageError
-from assay.results.transcript import TokenBuckets
+from assay.results.transcript import PROVIDER_REFUSALS, TokenBuckets
 
 
 @dataclass(frozen=True)
@@ -213,6 +213,12 @@ class ModelResponse:
     seconds: float = 0.0
     cached: bool = False
     tool_calls: tuple[ToolCall, ...] = ()
+
+    @property
+    def refused(self) -> bool:
+        """The provider declined to answer (its finish reason is one of
+        :data:`~assay.results.transcript.PROVIDER_REFUSALS`)."""
+        return self.finish_reason in PROVIDER_REFUSALS
 
 
 class Model(Protocol):

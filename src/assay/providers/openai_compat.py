@@ -30,6 +30,7 @@ from assay.providers.retry import TransientModelError, is_retryable_status, pars
 from assay.providers.wire import WireError
 from assay.providers.wire import chat as chat_wire
 from assay.results.secrets import clip_head
+from assay.results.transcript import PROVIDER_REFUSALS
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
@@ -123,7 +124,7 @@ class OpenAICompatibleModel:
                 raise TransientModelError(f"{self.name}: {exc}") from exc
             return dataclasses.replace(answer, seconds=seconds)
         text, usage, finish, model = _read_choice(self.name, data, chat=chat)
-        if isinstance(request.constraint, Choice):
+        if isinstance(request.constraint, Choice) and finish not in PROVIDER_REFUSALS:
             text = read_choice(text, request.constraint.labels, wrapped=self.dialect == "openai")
         return ModelResponse(text, usage, finish, model, seconds)
 
@@ -206,7 +207,10 @@ def _read_choice(
         text = choice["message"]["content"] if chat else choice["text"]
     except (KeyError, IndexError, TypeError) as exc:
         raise TransientModelError(f"{name}: the response has no choice: {exc!r}") from exc
-    return text or "", _usage(data.get("usage")), choice.get("finish_reason"), data.get("model")
+    finish = choice.get("finish_reason")
+    if chat:
+        text, finish = chat_wire.refusal_of(choice["message"], finish)
+    return text or "", _usage(data.get("usage")), finish, data.get("model")
 
 
 def _usage(usage: Any) -> Usage | None:

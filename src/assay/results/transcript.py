@@ -34,6 +34,12 @@ from pydantic import BaseModel, ConfigDict
 
 from assay.results.secrets import clip_head
 
+PROVIDER_REFUSALS = frozenset({"refusal", "content_filter", "SAFETY", "PROHIBITED_CONTENT",
+                               "BLOCKLIST", "SPII"})  # fmt: skip
+"""Finish reasons by which a provider declines to answer: Anthropic's ``refusal`` (and
+assay's for an OpenAI message whose ``refusal`` field holds the answer), OpenAI's
+``content_filter``, Gemini's ``SAFETY``, ``PROHIBITED_CONTENT``, ``BLOCKLIST``, ``SPII``."""
+
 EventKind = Literal[
     "model_call", "text", "tool_call", "tool_result", "command", "file_change", "denial",
     "error", "final", "user",
@@ -123,6 +129,14 @@ class Transcript:
     def of_kind(self, kind: EventKind) -> list[TranscriptEvent]:
         """The events of one kind, in order."""
         return [e for e in self.events if e.kind == kind]
+
+    def provider_refusal(self) -> str | None:
+        """The finish reason by which the provider declined the last model call
+        (:data:`PROVIDER_REFUSALS`), or ``None``: the answer it left is a refusal, whatever
+        its text."""
+        calls = self.of_kind("model_call")
+        reason = calls[-1].stop_reason if calls else None
+        return reason if reason in PROVIDER_REFUSALS else None
 
     @property
     def final(self) -> str | None:

@@ -270,6 +270,16 @@ def _tool_to_wire(tool: Tool) -> dict[str, Any]:
                                              "parameters": parameters}}  # fmt: skip
 
 
+def refusal_of(message: Any, finish: str | None) -> tuple[str, str | None]:
+    """The text and finish reason of a chat ``message``: one whose ``refusal`` field holds
+    the answer (OpenAI's refusal, ``content`` null) is that text, finished ``refusal``."""
+    content = message.get("content") if isinstance(message, dict) else None
+    refusal = message.get("refusal") if isinstance(message, dict) else None
+    if not content and isinstance(refusal, str) and refusal.strip():
+        return refusal, "refusal"
+    return content or "", finish
+
+
 def response_from_wire(data: Any) -> ModelResponse:
     """A ``chat.completion`` object → :class:`ModelResponse`.
 
@@ -283,10 +293,11 @@ def response_from_wire(data: Any) -> ModelResponse:
         raise WireError(f"the response has no choice: {exc!r}") from exc
     calls = tuple(_call(c, f"choices[0].message.tool_calls[{i}]")
                   for i, c in enumerate(message.get("tool_calls") or []))  # fmt: skip
+    text, finish = refusal_of(message, choice.get("finish_reason"))
     return ModelResponse(
-        text=message.get("content") or "",
+        text=text,
         usage=usage_from_wire(data.get("usage")),
-        finish_reason=choice.get("finish_reason"),
+        finish_reason=finish,
         model=data.get("model"),
         tool_calls=calls,
     )
@@ -294,6 +305,7 @@ def response_from_wire(data: Any) -> ModelResponse:
 
 __all__ = [
     "error_body",
+    "refusal_of",
     "request_from_wire",
     "request_to_wire",
     "response_from_wire",

@@ -37,6 +37,7 @@ from assay.providers.base import (
     Usage,
 )
 from assay.providers.wire.common import WireError, new_id
+from assay.results.transcript import PROVIDER_REFUSALS
 
 FINISH = {"stop": "STOP", "length": "MAX_TOKENS", "max_tokens": "MAX_TOKENS"}
 """assay's finish reasons → Gemini's ``finishReason`` (anything else: ``STOP``)."""
@@ -355,15 +356,20 @@ def response_from_wire(data: Any) -> ModelResponse:
     """
     try:
         candidate = data["candidates"][0]
-        parts = candidate["content"]["parts"]
-    except (KeyError, IndexError, TypeError) as exc:
+        blocked = candidate.get("finishReason") in PROVIDER_REFUSALS and not candidate.get(
+            "content"
+        )  # a blocked answer comes without content
+        parts = [] if blocked else candidate["content"]["parts"]
+    except (KeyError, IndexError, TypeError, AttributeError) as exc:
         raise WireError(f"the response has no candidate content: {exc!r}") from exc
     message = _message({"role": "model", "parts": parts}, "candidates[0].content", {})
     reason = str(candidate.get("finishReason") or "STOP")
     return ModelResponse(
         text=message.content,
         usage=usage_from_wire(data.get("usageMetadata")),
-        finish_reason="length" if reason == "MAX_TOKENS" else "stop",
+        finish_reason="length"
+        if reason == "MAX_TOKENS"
+        else (reason if reason in PROVIDER_REFUSALS else "stop"),
         model=data.get("modelVersion"),
         tool_calls=message.tool_calls,
     )
