@@ -183,6 +183,10 @@ class Registry(Generic[Member]):
         self._classes: dict[str, Member] = {}
         self._origins: dict[str, str] = {}
         self._plugins_loaded = not entry_points
+        self._tried: set[str] = set()
+        self.broken: list[str] = []
+        """What each installed plugin that could not be loaded while looking for another
+        type said (:meth:`load_named`)."""
 
     def register(self, cls: Member, *, origin: str | None = None) -> None:
         """Add ``cls`` under its type name.
@@ -230,6 +234,46 @@ class Registry(Generic[Member]):
         for entry in group_entries(self.kind.group):
             self._add(load_entry(entry, self.kind))
 
+    def load_named(self, names: Iterable[object]) -> bool:
+        """Register the installed plugins a task needs for ``names`` it does not have: the
+        entry point of each name (its failure is the error), and, for a name no entry point
+        is named after, every other one, whose failures are kept in :attr:`broken` instead
+        (a broken plugin of another type is not in the way of a task, nor of a typo's "did
+        you mean"). ``True`` when a class was registered or a broken plugin noted (what is
+        derived from the registry changes).
+
+        Raises:
+            PluginError: the entry point named like one of ``names`` cannot be loaded.
+        """
+        wanted = {n for n in names if isinstance(n, str)} - set(self._classes) - self._tried
+        if self._plugins_loaded or not wanted:
+            return False
+        self._tried |= wanted
+        before = len(self._classes) + len(self.broken)
+        entries = group_entries(self.kind.group)
+        for entry in entries:
+            if entry.name in wanted:
+                self._add(load_entry(entry, self.kind))
+        if wanted - set(self._classes):
+            for entry in entries:
+                if entry.name not in wanted and entry.name not in self._classes:
+                    self._add_or_note(entry)
+        return len(self._classes) + len(self.broken) > before
+
+    def _add_or_note(self, entry: EntryPoint) -> None:
+        try:
+            self._add(load_entry(entry, self.kind))
+        except PluginError as exc:
+            note = exc.message + (f" ({exc.hint})" if exc.hint else "")
+            if note not in self.broken:
+                self.broken.append(note)
+                self._changed()  # an unknown type's message names it
+
+    def broken_note(self) -> str:
+        """The installed plugins that could not be loaded, for an unknown type's message
+        (empty when none)."""
+        return "".join(f"; an installed plugin could not be loaded: {b}" for b in self.broken)
+
     def _copy_into(self, other: Registry[Member]) -> None:
         """Give ``other`` (new, empty) this registry's classes and their origins."""
         other._classes = dict(self._classes)
@@ -249,7 +293,8 @@ class Registry(Generic[Member]):
 def _import(entry: EntryPoint) -> object:
     try:
         return entry.load()
-    except Exception as exc:  # any failure of a third party's import is the plugin's
+    except (Exception, SystemExit) as exc:  # any failure of a third party's import is the
+        # plugin's: one that calls sys.exit() as it is imported must not end assay silently
         raise PluginError(
             f"{describe(entry)} cannot be imported: {type(exc).__name__}: {exc}",
             hint=_package_fix(entry),

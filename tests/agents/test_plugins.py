@@ -163,13 +163,27 @@ def test_a_bad_plugin_is_named_with_its_fix(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workdir: Path,
     entries: dict[str, str], code: str, message: str, hint: str,
 ) -> None:  # fmt: skip
+    """A task naming the entry point's own type gets its fault as the error; a task naming
+    a type no plugin is named after gets "unknown type" (with "did you mean"), its hint
+    naming the broken plugin: an unrelated broken plugin is in no one's way."""
     distribution(tmp_path / "site", "bad-agent", "assay.agents", entries, code)
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
     monkeypatch.delitem(sys.modules, "bad_agent", raising=False)  # each case's own module
-    with pytest.raises(PluginError) as caught:
-        assay.plan([task_naming("not-built-in")])
+    (name,) = entries
+    with pytest.raises(PluginError) as caught:  # every plugin at once: assay schema --plugins
+        default_agents().load_plugins()
     assert caught.value.message.startswith(message)
     assert caught.value.hint is not None and hint in caught.value.hint
+    if name != "llm":  # a built-in type's name is the built-in's: that entry is never asked
+        with pytest.raises(PluginError) as caught:
+            assay.plan([task_naming(name)])
+        assert caught.value.message.startswith(message)
+    with pytest.raises(TaskFileError, match="unknown agent type 'comand'") as unknown:
+        assay.plan([task_naming("comand")])
+    assert unknown.value.hint is not None
+    assert unknown.value.hint.startswith("did you mean 'command'?")
+    noted = f"; an installed plugin could not be loaded: {message}" in unknown.value.hint
+    assert noted is (name != "llm")
     # plugins load when a task names a type assay does not have, not before
     assert assay.plan([task_naming("llm") | {"agent": {"type": "llm", "model": "mock/echo"}}])
 

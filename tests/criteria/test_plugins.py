@@ -95,6 +95,10 @@ def task_naming(kind: str) -> dict[str, object]:
          "entry point 'file_check = bad_one:Mine' of group 'assay.criteria' (package bad-one "
          "1.0) adds the criterion type 'file_check', which assay (built in) already has",
          "give Mine another type name"),
+        ({"quits": "bad_one:Quits"}, "import sys\nsys.exit(3)\n",
+         "entry point 'quits = bad_one:Quits' of group 'assay.criteria' (package bad-one 1.0) "
+         "cannot be imported: SystemExit: 3",
+         "fix or reinstall bad-one"),
         ({"other": "bad_one:Mine"}, CRITERION.format(cls="Mine", name="mine"),
          "entry point 'other = bad_one:Mine' of group 'assay.criteria' (package bad-one 1.0) is "
          "named 'other' but its criterion type is 'mine'",
@@ -105,13 +109,27 @@ def test_a_bad_plugin_is_named_with_its_fix(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workdir: Path,
     entries: dict[str, str], code: str, message: str, hint: str,
 ) -> None:  # fmt: skip
+    """A task naming the entry point's own type gets its fault as the error; a typo of a
+    built-in type gets "did you mean", its hint naming the broken plugin (it was in the way:
+    every plugin was imported for any unknown name, and the first failure was the error)."""
     distribution(tmp_path / "site", "bad-one", "assay.criteria", entries, code)
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
     monkeypatch.delitem(sys.modules, "bad_one", raising=False)  # each case's own module
-    with pytest.raises(PluginError) as caught:
-        assay.plan([task_naming("not_built_in")])
+    (name,) = entries
+    with pytest.raises(PluginError) as caught:  # every plugin at once: assay schema --plugins
+        default_criteria().load_plugins()
     assert caught.value.message.startswith(message)
     assert caught.value.hint is not None and hint in caught.value.hint
+    if name != "file_check":  # a built-in type's name is the built-in's
+        with pytest.raises(PluginError) as caught:
+            assay.plan([task_naming(name)])
+        assert caught.value.message.startswith(message)
+    with pytest.raises(TaskFileError, match="unknown criterion type 'file_exist'") as unknown:
+        assay.plan([task_naming("file_exist")])
+    assert unknown.value.hint is not None
+    assert unknown.value.hint.startswith("did you mean 'file_exists'?")
+    noted = f"; an installed plugin could not be loaded: {message}" in unknown.value.hint
+    assert noted is (name != "file_check")
     # plugins load when a task names a type assay does not have, not before
     assert assay.plan([task_naming("file_check") | {"success_criteria": [
         {"type": "file_check", "path": "x"}]}]).tasks  # fmt: skip

@@ -89,13 +89,10 @@ class AgentRegistry(Registry[type[Agent[Any]]]):
         super().__init__(AGENTS, BUILT_INS, entry_points=entry_points)
 
     def ensure(self, type_name: object) -> bool:
-        """Load the installed plugins when ``type_name`` is not registered; ``True`` when
-        that loaded some (the task model then changes)."""
-        if isinstance(type_name, str) and type_name not in self._classes:
-            before = len(self._classes)
-            self.load_plugins()
-            return len(self._classes) > before
-        return False
+        """Load the installed plugin of ``type_name`` when it is not registered
+        (:meth:`~assay.plugins.Registry.load_named`); ``True`` when that loaded some (the
+        task model then changes)."""
+        return self.load_named([type_name])
 
     def get(self, type_name: str) -> type[Agent[Any]]:
         """The class of ``type_name`` (looking in the installed plugins when needed).
@@ -111,7 +108,7 @@ class AgentRegistry(Registry[type[Agent[Any]]]):
             raise UsageError(
                 f"unknown agent type '{type_name}'",
                 hint=f"{suggestion}pass the class that defines it (agents=[...], as given to "
-                "assay.run), or install the package that adds it",
+                "assay.run), or install the package that adds it" + self.broken_note(),
             )
         return found
 
@@ -134,7 +131,8 @@ class AgentRegistry(Registry[type[Agent[Any]]]):
         members = tuple(dict.fromkeys(cls.config_model for cls in self._classes.values()))
         return Annotated[Union[members],  # noqa: UP007 - a runtime tuple of classes
                          Field(discriminator="type"),
-                         UnionInfo(noun="agent", not_yet=not_yet)]  # fmt: skip
+                         UnionInfo(noun="agent", not_yet=not_yet,
+                                   note=self.broken_note())]  # fmt: skip
 
     def with_classes(self, classes: Sequence[type[Agent[Any]]]) -> AgentRegistry:
         """This registry plus ``classes`` (``self`` when there are none).

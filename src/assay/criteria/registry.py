@@ -86,9 +86,9 @@ class CriterionRegistry(Registry[type[Criterion]]):
         self._adapter = None
 
     def ensure(self, type_names: Iterable[object]) -> None:
-        """Load the installed plugins when one of ``type_names`` is not registered."""
-        if any(isinstance(n, str) and n not in self._classes for n in type_names):
-            self.load_plugins()
+        """Load the installed plugins of the ``type_names`` that are not registered
+        (:meth:`~assay.plugins.Registry.load_named`)."""
+        self.load_named(type_names)
 
     def require(self, type_names: Iterable[object]) -> None:
         """Refuse criterion types that neither the registry nor an installed plugin has: a
@@ -105,7 +105,7 @@ class CriterionRegistry(Registry[type[Criterion]]):
                 f"the run's tasks name criterion type '{unknown[0]}', which assay does not "
                 "have here",
                 hint="pass the class that defines it (criteria=[...], as given to "
-                "assay.run), or install the package that adds it",
+                "assay.run), or install the package that adds it" + self.broken_note(),
             )
 
     def get(self, type_name: str) -> type[Criterion]:
@@ -146,7 +146,8 @@ class CriterionRegistry(Registry[type[Criterion]]):
         )
         return Annotated[Union[members],  # noqa: UP007 - a runtime tuple of classes
                          Field(discriminator="type"),
-                         UnionInfo(noun="criterion", unknown=unknown)]  # fmt: skip
+                         UnionInfo(noun="criterion", unknown=unknown,
+                                   note=self.broken_note())]  # fmt: skip
 
     def validate(self, raw: object) -> list[Criterion]:
         """A list of criteria as written (dicts) as instances of the registered classes.

@@ -81,6 +81,8 @@ class UnionInfo:
     noun: str
     not_yet: Mapping[str, str] = field(default_factory=dict)
     unknown: str = ""
+    note: str = ""
+    """Added to every unknown tag's hint (an installed plugin that could not be loaded)."""
 
 
 @dataclass(frozen=True)
@@ -255,7 +257,7 @@ def _screen_tagged(
             )
         listed = "one of: " + ", ".join(sorted(tags))
         listed += f"; {info.unknown}" if info.unknown else ""
-        hint = did_you_mean(str(tag), tags) or listed
+        hint = (did_you_mean(str(tag), tags) or listed) + info.note
         raise ScreenError(FieldProblem((*loc, "type"), f"unknown {info.noun} type '{tag}'", hint))
     return _screen_model(value, tags[tag], loc, warnings)
 
