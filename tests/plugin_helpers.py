@@ -6,7 +6,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+
+import pytest
+
+from assay.errors import PluginError, TaskFileError
 
 
 def install_example(example: Path, target: Path, module: str) -> Path:
@@ -42,3 +48,40 @@ def distribution(
     (info / "entry_points.txt").write_text(f"[{group}]\n{lines}", encoding="utf-8")
     if code:
         (site / f"{name.replace('-', '_')}.py").write_text(code, encoding="utf-8")
+
+
+@dataclass(frozen=True)
+class BrokenCase:
+    """One broken entry point as a test installs it (its ``name``) and what it should say."""
+
+    name: str
+    message: str
+    hint: str
+    built_in: str  # a built-in type's name: an entry point named so is never asked
+
+
+def check_broken_plugin(
+    case: BrokenCase,
+    *,
+    load_all: Callable[[], object],
+    plan_naming: Callable[[str], object],
+    typo: tuple[str, str, str],
+) -> None:
+    """The broken entry point's fault is the error where it is asked for (every plugin at
+    once, as ``assay schema --plugins``, or a task naming its type), and only a note in
+    the hint of another unknown type (``typo``: noun, the typo, the type it is close to)."""
+    with pytest.raises(PluginError) as caught:
+        load_all()
+    assert caught.value.message.startswith(case.message)
+    assert caught.value.hint is not None and case.hint in caught.value.hint
+    if case.name != case.built_in:
+        with pytest.raises(PluginError) as caught:
+            plan_naming(case.name)
+        assert caught.value.message.startswith(case.message)
+    noun, written, meant = typo
+    with pytest.raises(TaskFileError, match=f"unknown {noun} type '{written}'") as unknown:
+        plan_naming(written)
+    assert unknown.value.hint is not None
+    assert unknown.value.hint.startswith(f"did you mean '{meant}'?")
+    noted = f"; an installed plugin could not be loaded: {case.message}" in unknown.value.hint
+    assert noted is (case.name != case.built_in)

@@ -19,7 +19,13 @@ import assay
 from assay.agents import Agent, AgentContext, AgentOutcome, default_agents
 from assay.errors import PluginError, TaskFileError
 from assay.spec.task import AgentBase
-from tests.plugin_helpers import distribution, install_example, with_path
+from tests.plugin_helpers import (
+    BrokenCase,
+    check_broken_plugin,
+    distribution,
+    install_example,
+    with_path,
+)
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "plugins" / "python-agent"
 
@@ -170,20 +176,10 @@ def test_a_bad_plugin_is_named_with_its_fix(
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
     monkeypatch.delitem(sys.modules, "bad_agent", raising=False)  # each case's own module
     (name,) = entries
-    with pytest.raises(PluginError) as caught:  # every plugin at once: assay schema --plugins
-        default_agents().load_plugins()
-    assert caught.value.message.startswith(message)
-    assert caught.value.hint is not None and hint in caught.value.hint
-    if name != "llm":  # a built-in type's name is the built-in's: that entry is never asked
-        with pytest.raises(PluginError) as caught:
-            assay.plan([task_naming(name)])
-        assert caught.value.message.startswith(message)
-    with pytest.raises(TaskFileError, match="unknown agent type 'comand'") as unknown:
-        assay.plan([task_naming("comand")])
-    assert unknown.value.hint is not None
-    assert unknown.value.hint.startswith("did you mean 'command'?")
-    noted = f"; an installed plugin could not be loaded: {message}" in unknown.value.hint
-    assert noted is (name != "llm")
+    check_broken_plugin(BrokenCase(name, message, hint, built_in="llm"),
+                        load_all=lambda: default_agents().load_plugins(),
+                        plan_naming=lambda kind: assay.plan([task_naming(kind)]),
+                        typo=("agent", "comand", "command"))  # fmt: skip
     # plugins load when a task names a type assay does not have, not before
     assert assay.plan([task_naming("llm") | {"agent": {"type": "llm", "model": "mock/echo"}}])
 

@@ -13,8 +13,14 @@ import pytest
 
 import assay
 from assay.criteria import default_criteria
-from assay.errors import PluginError, TaskFileError
-from tests.plugin_helpers import distribution, install_example, with_path
+from assay.errors import TaskFileError
+from tests.plugin_helpers import (
+    BrokenCase,
+    check_broken_plugin,
+    distribution,
+    install_example,
+    with_path,
+)
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "plugins" / "word-count"
 
@@ -116,20 +122,10 @@ def test_a_bad_plugin_is_named_with_its_fix(
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
     monkeypatch.delitem(sys.modules, "bad_one", raising=False)  # each case's own module
     (name,) = entries
-    with pytest.raises(PluginError) as caught:  # every plugin at once: assay schema --plugins
-        default_criteria().load_plugins()
-    assert caught.value.message.startswith(message)
-    assert caught.value.hint is not None and hint in caught.value.hint
-    if name != "file_check":  # a built-in type's name is the built-in's
-        with pytest.raises(PluginError) as caught:
-            assay.plan([task_naming(name)])
-        assert caught.value.message.startswith(message)
-    with pytest.raises(TaskFileError, match="unknown criterion type 'file_exist'") as unknown:
-        assay.plan([task_naming("file_exist")])
-    assert unknown.value.hint is not None
-    assert unknown.value.hint.startswith("did you mean 'file_exists'?")
-    noted = f"; an installed plugin could not be loaded: {message}" in unknown.value.hint
-    assert noted is (name != "file_check")
+    check_broken_plugin(BrokenCase(name, message, hint, built_in="file_check"),
+                        load_all=lambda: default_criteria().load_plugins(),
+                        plan_naming=lambda kind: assay.plan([task_naming(kind)]),
+                        typo=("criterion", "file_exist", "file_exists"))  # fmt: skip
     # plugins load when a task names a type assay does not have, not before
     assert assay.plan([task_naming("file_check") | {"success_criteria": [
         {"type": "file_check", "path": "x"}]}]).tasks  # fmt: skip
