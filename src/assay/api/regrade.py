@@ -199,7 +199,8 @@ class GradingSession:
                              replicate=result.replicate_index)  # fmt: skip
         return GradingContext(
             sandbox=scratch, response=response, transcript=read_transcript(directory),
-            env=grading_env(env, task_dir=task_dir, reference=reference), row=result.row,
+            env=grading_env(env, task_dir=task_dir, reference=reference, row=result.row),
+            row=result.row,
             models=services.pool,
             services=_services(result, task, services.pool, reference, host),
         )  # fmt: skip

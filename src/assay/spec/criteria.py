@@ -104,6 +104,7 @@ class RunCommand(CriterionSpec):
     """
 
     runs_agent_code: ClassVar[bool] = True
+    shell_fields: ClassVar[frozenset[str]] = frozenset({"command"})
 
     type: Literal["run_command"]
     command: StrictStr

@@ -66,6 +66,9 @@ class CriterionSpec(StrictModel):
     runs_agent_code: ClassVar[bool] = False
     """Capability: it runs a program the agent's files can steer (a command, the agent's
     own project), so ``sandbox.docker.agent_isolation`` refuses it beside a coding agent."""
+    shell_fields: ClassVar[frozenset[str]] = frozenset()
+    """Fields a shell runs as written (a ``${row.x}`` pasted into one is shell text: the
+    loader warns and names ``$ASSAY_FIELD_x``)."""
     check_seconds: ClassVar[float | None] = 600.0
     """The longest one row's check may take (seconds) before it is ended as the criterion's
     error; ``None``: it bounds itself (its own ``timeout``, a judge's request timeouts)."""

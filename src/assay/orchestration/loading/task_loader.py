@@ -573,6 +573,16 @@ def lint_placeholders(
             if not has_dataset and PLACEHOLDER.search(text):
                 warn((key,), "${row.…} is only substituted in tasks with a dataset; "
                      "here it stays literal")  # fmt: skip
+    for index, spec in enumerate(task.success_criteria if has_dataset else []):
+        for name in sorted(type(spec).shell_fields):
+            value = getattr(spec, name, None)
+            found = PLACEHOLDER.search(value) if isinstance(value, str) else None
+            if found is not None:
+                field = found.group(1)
+                warn(("success_criteria", index, name),
+                     f"{found.group(0)} is pasted into a shell command as it is: a value with "
+                     "a quote, $(...) or ; changes what runs; read it from the environment "
+                     f'instead: "$ASSAY_FIELD_{field}"')  # fmt: skip
     for key, value in data.items():
         if key in SUBSTITUTED_FIELDS or key == "dataset":
             continue

@@ -8,10 +8,13 @@ host environment without its secrets (:mod:`assay.sandbox.environment`), plus as
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from assay.data.substitute import scalar_text
 from assay.sandbox.environment import EnvironmentNames, agent_environment, environment_names
 from assay.sandbox.tempdir import shim_path
 from assay.spec.task import TaskDefinition
@@ -59,17 +62,38 @@ def row_env(
     return env
 
 
+FIELD_PREFIX = "ASSAY_FIELD_"
+FIELD_BYTES = 100_000
+"""The longest row value given as a variable (UTF-8 bytes): Linux refuses to start a
+program one of whose variables passes 128 KiB."""
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
 def grading_env(
-    env: dict[str, str], *, task_dir: Path | None, reference: Path | None
+    env: dict[str, str],
+    *,
+    task_dir: Path | None,
+    reference: Path | None,
+    row: Mapping[str, Any] | None = None,
 ) -> dict[str, str]:
     """The environment of the programs criteria run: the row's, plus Coder Eval's
-    ``TASK_DIR`` and (for a task with a ``reference``) ``REFERENCE_DIR``, absolute; the
-    agent is never given the reference's place."""
+    ``TASK_DIR`` and (for a task with a ``reference``) ``REFERENCE_DIR``, absolute (the
+    agent is never given the reference's place), and each scalar field of the dataset
+    ``row`` as ``ASSAY_FIELD_<name>``, as ``${row.<name>}`` would write it (a name of
+    letters, digits and underscores; a value of at most :data:`FIELD_BYTES`): a command
+    reads ``"$ASSAY_FIELD_answer"`` whole, where a ``${row.answer}`` pasted into it is
+    shell text (the agent never gets these: they hold the expected answers)."""
     graded = dict(env)
     if task_dir is not None:
         graded["TASK_DIR"] = str(task_dir.absolute())
     if reference is not None:
         graded["REFERENCE_DIR"] = str(reference)
+    fields = dict(row or {})
+    for name, value in fields.items():
+        if _NAME.fullmatch(name) and not isinstance(value, dict | list):
+            text = scalar_text(name, fields)
+            if len(text.encode("utf-8", "surrogatepass")) <= FIELD_BYTES and "\0" not in text:
+                graded[FIELD_PREFIX + name] = text
     return graded
 
 

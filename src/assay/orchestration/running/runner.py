@@ -542,7 +542,8 @@ class Runner:
         reference = reference_dir(task, base_dir)
         return GradingContext(
             sandbox=sandbox, response=outcome.response,
-            env=grading_env(context.env, task_dir=base_dir, reference=reference),
+            env=grading_env(context.env, task_dir=base_dir, reference=reference,
+                            row=row.item.row_task.row),
             transcript=outcome.transcript, row=row.item.row_task.row, models=self.pool,
             services=row_services(qa_item=row.qa, judge=self._judge(task, base_dir),
                                   task=task, reference=reference,
