@@ -99,6 +99,8 @@ def test_letter_lists_and_letters_followed_by_prose(text: str, letters: str) -> 
         "Because he wanted to.",  # the B of a word
         "Answer: A good question.",
         "the answer is I think unclear",
+        "Answer: I think A and B are wrong",  # a hedge whose letters do not end the sentence
+        "Answer: I think A is wrong",
         "\\boxed{E}",  # outside A-D
         "Answer: E",
         "\\boxed{A, E}",  # a set containing a letter outside the range
@@ -178,6 +180,12 @@ def test_the_instructions_example_repeated_is_not_an_answer() -> None:
         ("B is correct.", "B"),
         ("After reading it, (C) is the right answer.", "C"),
         ("A is wrong, D is the best option.", "D"),
+        ("Answer: I think it is C", "C"),  # a hedge before the letter (read as none before)
+        ("Answer seems to be A.", "A"),
+        ("the answer is probably B.", "B"),
+        ("Final answer: I believe the answer is (B)", "B"),
+        ("Answer: maybe **D**", "D"),
+        ("Answer: likely A because of the ending", "A"),
     ],
 )
 def test_choice_statements(text: str, letters: str) -> None:

@@ -17,7 +17,10 @@ rule                examples                                           occurrenc
 ``marker``          ``Answer: B``, ``ANSWER: $B$``, ``Answer: (C)``,   last valid
                     ``the answer is **C**``, ``Final answer: A, C``,
                     ``correct option is D``, ``I choose B``,
-                    ``I would go with C``; else ``B is correct``,
+                    ``I would go with C``, ``Answer: I think it is C``,
+                    ``the answer seems to be A``, ``Answer: probably
+                    B.`` (a hedge counts when the letter ends the
+                    sentence); else ``B is correct``,
                     ``(C) is the right answer``
 ``bold``            ``**C**``, ``**(C)**``, ``**C. the text**``        unanimous
 ``line_start``      a line starting ``D.``, ``D)``, ``D:`` or a        unanimous
@@ -63,9 +66,16 @@ _MARKUP = "*_$`\"' \t"
 _MARKER = re.compile(
     r"(?i)(?:\b(?:final\s+)?answers?\b|\b(?:correct|best|right)\s+(?:option|choice)s?\b"
     r"|\bI(?:\s+would|\s+will|'d)?\s+(?:choose|pick|select|go\s+with)\b)"
-    r"(?:\s*(?:is|are|would\s+be|should\s+be|will\s+be)\b)?\s*\**\s*[:=\-–—]?"
+    r"(?:\s*(?:is|are|(?:would|should|will|must|has\s+to)\s+be|(?:seems|appears)\s+to\s+be)\b)?"
+    r"\s*\**\s*[:=\-–—]?"
     r"(?:\s*\**\s*(?:option|choice)\b)?"
 )
+_HEDGE = re.compile(
+    r"(?i)(?:I\s+(?:think|believe|guess|reckon|would\s+say)|I'd\s+say|probably|likely"
+    r"|most\s+likely|perhaps|maybe|my\s+(?:guess|pick)\s+is)"
+    r"(?:\s+(?:that\s+)?(?:it'?s|it\s+is|it\s+would\s+be|the\s+answer\s+is))?\s*[:,]?\s*"
+)
+_SENTENCE_END = re.compile(r"[ \t]*(?:[.!,;]|\n|$)|[ \t]*(?:because|since|given|due|based|as)\b")
 _MARKER_WORD = re.compile(r"(?i)answer|option|choice|choose|pick|select|go\s+with")
 _IS_CORRECT = re.compile(
     r"(?<![A-Za-z0-9])\(?([A-Z])\)?\s+is\s+(?:the\s+)?(?:correct|right|best)\b"
@@ -167,6 +177,11 @@ def _whole(text: str, valid: frozenset[str]) -> tuple[str, ...] | None:
 
 def _after_marker(rest: str, valid: frozenset[str]) -> tuple[str, ...] | None:
     rest = rest.lstrip(_MARKUP + "\n")
+    hedged = _HEDGE.match(rest)
+    if hedged is not None:  # "Answer: I think it is C", "the answer is probably B."
+        letters = _hedged(rest[hedged.end() :], valid)
+        if letters:
+            return letters
     match = _LIST.match(rest)
     if match is None:
         return None
@@ -181,6 +196,16 @@ def _after_marker(rest: str, valid: frozenset[str]) -> tuple[str, ...] | None:
             return None
         written, after = written[: last.start()], written[last.start() :] + after
     return parse_letter_list(written, valid)
+
+
+def _hedged(rest: str, valid: frozenset[str]) -> tuple[str, ...] | None:
+    """The letters after a hedge when they end the sentence or a reason follows ("I think it
+    is C.", "probably A because …"; not "I think A and B are wrong", which goes on)."""
+    rest = rest.lstrip(_MARKUP)
+    match = _LIST.match(rest)
+    if match is None or _SENTENCE_END.match(rest[match.end() :].lstrip(_MARKUP)) is None:
+        return None
+    return parse_letter_list(match.group(0), valid)
 
 
 def _starts_english(written: str, after: str) -> bool:
