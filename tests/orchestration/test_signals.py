@@ -9,11 +9,17 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from assay.orchestration.running.signals import stop_on_signals
+from tests.helpers import write
+from tests.plugin_helpers import distribution, with_path
 
 
 @pytest.fixture
@@ -83,3 +89,49 @@ def test_disabled_or_outside_a_task_it_leaves_the_signals_alone() -> None:
     with stop_on_signals():  # no event loop, no task
         seen.append((signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)))
     assert seen == [(signal.SIG_IGN, signal.SIG_DFL)] * 2
+
+
+BLOCKING = """
+import os, time
+from typing import Literal
+from assay.criteria import Criterion
+from assay.criteria.base import basic_result
+
+class Blocks(Criterion):
+    type: Literal["blocks"]
+
+    async def check(self, context):
+        if context.row["id"] == "b":  # holds the event loop: no await
+            open(os.environ["BLOCK_MARK"], "w").close()
+            time.sleep(3600)
+        return basic_result(self, 1.0, "")
+"""
+
+
+def test_sigterm_stops_a_run_whose_event_loop_a_criterion_blocks(tmp_path: Path) -> None:
+    """A criterion of one's own that blocks the loop (``time.sleep`` in ``async def``): the
+    loop cannot take SIGTERM, so after the grace the main thread is interrupted as by Ctrl-C;
+    the run stops with 130 and keeps the finished row (it ran on until SIGKILL)."""
+    distribution(tmp_path / "site", "blocking", "assay.criteria", {"blocks": "blocking:Blocks"},
+                 BLOCKING)  # fmt: skip
+    write(tmp_path / "t.yaml", "task_id: t\ndescription: d\ninitial_prompt: '${row.id}'\n"
+          "agent: {type: llm, model: mock/echo}\n"
+          "dataset: {rows: [{id: a}, {id: b}]}\nsuccess_criteria: [{type: blocks}]\n")  # fmt: skip
+    mark = tmp_path / "blocked"
+    env = with_path(tmp_path / "site") | {"BLOCK_MARK": str(mark)}
+    run = subprocess.Popen([sys.executable, "-m", "assay", "run", "t.yaml", "-j", "1", "-q"],
+                           cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while not mark.exists() and run.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert mark.exists(), run.communicate(timeout=5)
+        run.send_signal(signal.SIGTERM)
+        out, err = run.communicate(timeout=60)
+    finally:
+        run.kill()
+    assert run.returncode == 130, out + err
+    (folder,) = [p for p in (tmp_path / "runs").iterdir() if not p.is_symlink()]
+    assert (folder / "default" / "t" / "a" / "00" / "task.json").exists()
+    assert not (folder / "default" / "t" / "b" / "00" / "task.json").exists()

@@ -22,12 +22,23 @@ import signal
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from types import FrameType
+from typing import Any
+
+
+GRACE_SECONDS = 5.0
+"""How long the run's event loop has to take a signal before the main thread is interrupted
+where it is (a criterion or agent of one's own that blocks the loop: ``time.sleep`` in an
+``async def``)."""
 
 
 @contextmanager
 def stop_on_signals(*, enabled: bool = True) -> Iterator[None]:
     """While the block runs, cancel the current task (the run) on SIGTERM, and on SIGINT when
     the process started with SIGINT ignored; afterwards each signal is handled as before.
+    When the event loop does not take the signal within :data:`GRACE_SECONDS` (code that
+    blocks it), the main thread is interrupted as by Ctrl-C (``KeyboardInterrupt``), which
+    stops the run the same way.
 
     Use inside the running event loop, in the main thread; elsewhere (only the main thread
     receives signals) or with ``enabled=False`` (a library leaves its process's signals
@@ -45,11 +56,46 @@ def stop_on_signals(*, enabled: bool = True) -> Iterator[None]:
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
         taken.append(signal.SIGINT)
     before = {sig: signal.getsignal(sig) for sig in taken}
+    stopper = _Stopper(loop, task)
     for sig in taken:
-        loop.add_signal_handler(sig, task.cancel)
+        signal.signal(sig, stopper.on_signal)
     try:
         yield
     finally:
+        stopper.close()
         for sig, handler in before.items():
-            loop.remove_signal_handler(sig)  # sets SIGINT's Python handler, SIGTERM's default
             signal.signal(sig, handler)
+
+
+class _Stopper:
+    """Cancels the run through its event loop, and interrupts the main thread where the
+    loop does not answer (see :func:`stop_on_signals`)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, task: asyncio.Task[Any]) -> None:
+        self.loop, self.task = loop, task
+        self.heard = threading.Event()
+        self.timer: threading.Timer | None = None
+
+    def on_signal(self, number: int, frame: FrameType | None) -> None:
+        """Python runs it in the main thread, between two bytecodes (a blocking call is
+        interrupted for it)."""
+        if self.timer is None:
+            self.loop.call_soon_threadsafe(self._cancel)
+            self.timer = threading.Timer(GRACE_SECONDS, self._again, args=(number,))
+            self.timer.daemon = True
+            self.timer.start()
+        elif not self.heard.is_set():  # the loop is held: stop the code that holds it
+            raise KeyboardInterrupt
+
+    def _cancel(self) -> None:
+        self.heard.set()
+        self.task.cancel()
+
+    def _again(self, number: int) -> None:
+        main = threading.main_thread().ident
+        if not self.heard.is_set() and main is not None:
+            signal.pthread_kill(main, number)
+
+    def close(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
