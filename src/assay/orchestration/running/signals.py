@@ -25,7 +25,6 @@ from contextlib import contextmanager
 from types import FrameType
 from typing import Any
 
-
 GRACE_SECONDS = 5.0
 """How long the run's event loop has to take a signal before the main thread is interrupted
 where it is (a criterion or agent of one's own that blocks the loop: ``time.sleep`` in an
