@@ -41,8 +41,7 @@ def test_a_merged_value_of_the_wrong_type_names_the_variant_and_who_set_it(
     experiment = "experiment_id: e\nvariants:\n  - variant_id: hot\n    agent: {temperature: hot}\n"
     with pytest.raises(TaskFileError) as info:
         plan_for(tmp_path, experiment)
-    assert info.value.message == "variant 'hot': Input should be a valid number, unable to parse " \
-        "string as a number"  # fmt: skip
+    assert info.value.message == "variant 'hot': expected a number, got the text 'hot'"
     assert info.value.field == "variants[0].agent.temperature"  # where to fix it
     assert (Path(info.value.file or "").name, info.value.line) == ("exp.yaml", 4)
     assert info.value.hint == "set by variant 'hot' of the experiment file"

@@ -224,7 +224,7 @@ def test_every_variant_that_cannot_run_is_named_not_only_the_first(tmp_path: Pat
     text = str(caught)
     assert text.startswith("2 of 2 task files cannot run (0 run as written, 0 with warnings):")
     assert len(caught.refused) == 6  # three variants of each of the two files
-    for says in ("provider 'nosuch'", "provider 'other'", "variant 'v3': Input should be"):
+    for says in ("provider 'nosuch'", "provider 'other'", "variant 'v3': expected an integer"):
         assert text.count(says) == 1, says  # one entry naming both files
     assert "(variant 'v1')" in text and "(variant 'v2')" in text
     alone = _refused_under(tmp_path, experiment, "a")  # one file: its three variants listed

@@ -400,3 +400,47 @@ def test_an_agent_env_value_naming_a_host_variable_is_warned(tmp_path: Path) -> 
         "are not expanded); to give the agent a host variable, name it in "
         "agent.env_passthrough"
     ]
+
+
+NUMBERS = """\
+task_id: t
+description: d
+initial_prompt: go
+agent: {{type: llm, model: mock/echo, temperature: {temperature}}}
+success_criteria:
+  - type: response_match
+    expected: go
+    weight: {weight}
+    pass_threshold: {threshold}
+    suite_thresholds: {{mean: {gate}}}
+dataset: {{rows: [{{id: a}}]}}
+"""
+
+
+@pytest.mark.parametrize(("values", "line", "field", "message", "hint"), [
+    ({"weight": '"0.5"'}, 8, "success_criteria[0].weight",
+     "expected a number, got the text '0.5'", "write the number without quotes"),
+    ({"weight": '"${row.w}"'}, 8, "success_criteria[0].weight",
+     "expected a number, got the text '${row.w}'",
+     "a ${row.…} placeholder is text: a number field takes a number as written"),
+    ({"weight": "true"}, 8, "success_criteria[0].weight",
+     "expected a number, got true", "write a number (true is not 1 here)"),
+    ({"threshold": "yes"}, 9, "success_criteria[0].pass_threshold",
+     "expected a number, got true", "write a number (true is not 1 here)"),
+    ({"temperature": '"0.5"'}, 4, "agent.temperature",
+     "expected a number, got the text '0.5'", "write the number without quotes"),
+    ({"gate": '"0.8"'}, 10, "success_criteria[0].suite_thresholds.mean",
+     "expected a number, got the text '0.8'", "write the number without quotes"),
+])  # fmt: skip
+def test_a_number_field_refuses_a_text_or_a_boolean(
+    tmp_path: Path, values: dict[str, str], line: int, field: str, message: str, hint: str
+) -> None:
+    """As the task file's JSON Schema does (pydantic read ``true`` as 1 and ``"0.5"`` as
+    0.5, so ``assay run`` took what an editor flagged)."""
+    given = {"temperature": "0", "weight": "1", "threshold": "0.9", "gate": "0.5"} | values
+    with pytest.raises(TaskFileError) as caught:
+        load_task(write(tmp_path / "t.yaml", NUMBERS.format(**given)))
+    error = caught.value
+    assert (error.line, error.field, error.message, error.hint) == (line, field, message, hint)
+    assert load_task(write(tmp_path / "ok.yaml", NUMBERS.format(
+        temperature="1", weight="2", threshold="1", gate="1")))  # integers are numbers  # fmt: skip

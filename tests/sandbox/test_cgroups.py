@@ -469,10 +469,10 @@ def test_a_program_that_is_not_there_is_named_without_the_wrapper(tmp_path: Path
     ("max_memory_mb", 1, "greater than or equal to 6"),
     ("max_cpus", 1e9, "less than or equal to 4096"),
     ("max_cpus", 0.001, "greater than or equal to 0.01"),
-    ("max_cpus", "true", "a valid number"),
-    ("max_cpus", '"0.5"', "a valid number"),
-    ("max_memory_mb", "true", "a valid integer"),
-    ("max_memory_mb", '"64"', "a valid integer"),
+    ("max_cpus", "true", "expected a number, got true"),
+    ("max_cpus", '"0.5"', "expected a number, got the text '0.5'"),
+    ("max_memory_mb", "true", "expected an integer, got true"),
+    ("max_memory_mb", '"64"', "expected an integer, got the text '64'"),
 ])  # fmt: skip
 def test_limits_past_what_a_machine_takes_are_refused_naming_the_field(
     tmp_path: Path, field: str, value: float, words: str

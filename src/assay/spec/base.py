@@ -222,9 +222,31 @@ def _screen_value(
             _screen_value(item, item_type, metadata, (*loc, i), warnings)
             for i, item in enumerate(value)
         ]
+    if origin is dict and isinstance(value, dict):
+        _key_type, item_type = get_args(annotation) or (Any, Any)
+        return {key: _screen_value(item, item_type, [], (*loc, str(key)), warnings)
+                for key, item in value.items()}  # fmt: skip
     if _is_model(annotation):
         return _screen_model(value, annotation, loc, warnings)
+    if annotation in (int, float) and isinstance(value, bool | str):
+        raise ScreenError(_not_a_number(value, loc, annotation))
     return value
+
+
+def _not_a_number(value: bool | str, loc: Loc, annotation: type) -> FieldProblem:
+    """A number field given a boolean or a text (pydantic would read ``true`` as 1 and
+    ``"0.5"`` as 0.5, where the task file's JSON Schema refuses both)."""
+    kind = "an integer" if annotation is int else "a number"
+    if isinstance(value, bool):
+        return FieldProblem(loc, f"expected {kind}, got {str(value).lower()}",
+                            "write a number (true is not 1 here)")  # fmt: skip
+    try:
+        float(value)
+        hint: str | None = "write the number without quotes"
+    except ValueError:
+        hint = ("a ${row.…} placeholder is text: a number field takes a number as written"
+                if "${row." in value else None)  # fmt: skip
+    return FieldProblem(loc, f"expected {kind}, got the text {value!r}", hint)
 
 
 def _screen_tagged(
