@@ -6,7 +6,9 @@ and stop scheduling rows once the anytime-valid test of the paired difference is
 variants and every replicate together, rows shuffled with the rule's seed), hears every
 finished item, turns each row whose items have all finished into one paired difference (the
 second variant's pass fraction minus the first's; a row that graded in neither is left out)
-and feeds it to the test. Once decided, no new item starts; the items already running finish.
+and feeds it to the test in the shuffled order: a row that finishes before one ahead of it
+waits for it (a variant whose failures take longer would otherwise reach the test late, and
+the test's error guarantee needs the rows in random order). Once decided, no new item starts; the items already running finish.
 ``stopping.json`` records the decision, the rows and calls spent, and what the fixed design
 (every planned row) would have spent; the reports read it (:func:`read_stopping`).
 """
@@ -59,6 +61,11 @@ class Stopper:
     sequence: list[tuple[str, str]] = field(default_factory=list)
     """``(suite, row)`` of each row whose items have all finished, in the order the test
     heard them (the gates of a stopped run read each variant's values in this order)."""
+    held: dict[int, tuple[tuple[str, str], float | None]] = field(default_factory=dict)
+    """Finished rows the test has not heard yet, by place in the shuffled order: a row is
+    heard only after every row before it (rows that take longer to fail would otherwise be
+    heard late, and the test's guarantee needs the rows in random order)."""
+    next_place: int = 0
 
     @property
     def rows_scheduled(self) -> int:
@@ -128,17 +135,25 @@ class Stopper:
         self.seen[key].append(result)
         if len(self.seen[key]) < self.expected.get(key, 0):
             return
-        self.sequence.append(key)
+        self.held[self.rank.get(key, len(self.rank))] = (key, self._difference(self.seen.pop(key)))
+        while self.next_place in self.held:  # in the shuffled order, never as they finish
+            heard, difference = self.held.pop(self.next_place)
+            self.next_place += 1
+            self.sequence.append(heard)
+            if difference is not None:
+                self.test.add(difference)
+
+    def _difference(self, results: list[EvaluationResult]) -> float | None:
+        """The row's paired difference (the second variant's pass fraction minus the
+        first's), or ``None`` when a variant graded none of its items."""
         fractions = []
         for variant in self.variants:
-            graded = [r for r in self.seen[key] if r.variant_id == variant
-                      and r.final_status.graded]  # fmt: skip
+            graded = [r for r in results if r.variant_id == variant and r.final_status.graded]
             if not graded:
-                return  # this row says nothing about the difference
+                return None  # this row says nothing about the difference
             passed = sum(r.final_status.category == "passed" for r in graded)
             fractions.append(passed / len(graded))
-        del self.seen[key]
-        self.test.add(fractions[1] - fractions[0])
+        return fractions[1] - fractions[0]
 
     def record(self) -> dict[str, Any]:
         """The ``stopping.json`` document."""
