@@ -8,7 +8,8 @@ finished item, turns each row whose items have all finished into one paired diff
 second variant's pass fraction minus the first's; a row that graded in neither is left out)
 and feeds it to the test in the shuffled order: a row that finishes before one ahead of it
 waits for it (a variant whose failures take longer would otherwise reach the test late, and
-the test's error guarantee needs the rows in random order). Once decided, no new item starts; the items already running finish.
+the test's error guarantee needs the rows in random order). Once decided, no new item
+starts; the items already running finish.
 ``stopping.json`` records the decision, the rows and calls spent, and what the fixed design
 (every planned row) would have spent; the reports read it (:func:`read_stopping`).
 """
