@@ -444,3 +444,21 @@ def test_a_number_field_refuses_a_text_or_a_boolean(
     assert (error.line, error.field, error.message, error.hint) == (line, field, message, hint)
     assert load_task(write(tmp_path / "ok.yaml", NUMBERS.format(
         temperature="1", weight="2", threshold="1", gate="1")))  # integers are numbers  # fmt: skip
+
+
+@pytest.mark.parametrize(("text", "field", "line"), [
+    ("initial_prompt: hi\ninitial_prompt_file: p.txt\nagent: {type: llm, model: mock/echo}\n",
+     "initial_prompt_file", 4),
+    ("initial_prompt: hi\nagent: {type: llm, model: mock/echo, system_prompt: s,\n"
+     "  system_prompt_file: p.txt}\n", "agent.system_prompt_file", 5),
+])  # fmt: skip
+def test_a_text_and_its_file_both_set_is_refused(
+    tmp_path: Path, text: str, field: str, line: int
+) -> None:
+    """As Coder Eval refuses it (the file silently replaced the inline prompt)."""
+    write(tmp_path / "p.txt", "hello")
+    body = "task_id: t\ndescription: d\n" + text
+    body += "success_criteria: [{type: response_match, expected: hi}]\n"
+    with pytest.raises(TaskFileError, match="not both") as caught:
+        load_task(write(tmp_path / "t.yaml", body))
+    assert (caught.value.field, caught.value.line) == (field, line)

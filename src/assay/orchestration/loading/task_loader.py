@@ -291,9 +291,27 @@ def _without_unsupported(
     return {**data, "success_criteria": [criteria[i] for i in kept]}, warnings, kept
 
 
+def _one_of(
+    block: dict[str, Any], loc: Loc, names: tuple[str, str], display: str, document: YamlDocument
+) -> None:
+    """Refuse a block that sets both a text and the file it may come from (Coder Eval: "Only
+    one of 'initial_prompt' or 'initial_prompt_file' can be provided, not both")."""
+    text, file = names
+    if block.get(text) is not None and block.get(file) is not None:
+        raise TaskFileError(
+            f"set either '{text}' or '{file}', not both", file=display,
+            line=document.line_of((*loc, file)), field=field_path((*loc, file)),
+            hint=f"remove one of them: the file would replace the inline {text}",
+        )  # fmt: skip
+
+
 def _inline_files(
     raw: dict[str, Any], base_dir: Path, display: str, document: YamlDocument
 ) -> dict[str, Any]:
+    _one_of(raw, (), ("initial_prompt", "initial_prompt_file"), display, document)
+    agent = raw.get("agent")
+    if isinstance(agent, dict):
+        _one_of(agent, ("agent",), ("system_prompt", "system_prompt_file"), display, document)
     if isinstance(raw.get("initial_prompt_file"), str):
         loc: Loc = ("initial_prompt_file",)
         raw["initial_prompt"] = _read_prompt(raw, loc, base_dir, display, document)
