@@ -13,6 +13,7 @@ import pytest
 from statsmodels.stats.power import TTestPower
 
 import assay
+from assay.errors import UsageError
 from tests.cli.test_experiment_run import setup
 from tests.cli.test_run import assay as run_cli
 from tests.cli.test_run import latest
@@ -93,4 +94,24 @@ def test_a_baseline_is_required_and_one_variant_needs_a_correlation(tmp_path: Pa
     assert "has one variant, so the pairing correlation cannot be measured" in done.stderr
     assert "give --correlation" in done.stderr
     bad = run_cli("plan", "t.yaml", "--power", "-0.1", "--baseline-rate", "0.5", cwd=tmp_path)
-    assert bad.returncode == 2 and "must be positive" in bad.stderr
+    assert bad.returncode == 2 and "--power must be a pass-rate difference" in bad.stderr
+
+
+@pytest.mark.parametrize(("keywords", "says"), [
+    ({"delta": 0.05, "baseline_rate": 0.7, "correlation": 1.0},
+     "--correlation must be at least -0.429 and below 1 at a pass rate of 0.7, got 1"),
+    ({"delta": 0.05, "baseline_rate": 0.7, "correlation": -1.0},
+     "--correlation must be at least -0.429 and below 1 at a pass rate of 0.7, got -1"),
+    ({"delta": 0.05, "baseline_rate": 1.0}, "--baseline-rate must be between 0 and 1, got 1"),
+    ({"delta": 0.05, "baseline_rate": 0.0}, "--baseline-rate must be between 0 and 1, got 0"),
+    ({"delta": 1.5, "baseline_rate": 0.5},
+     "--power must be a pass-rate difference in (0, 1], got 1.5"),
+])  # fmt: skip
+def test_a_design_that_cannot_be_is_refused(keywords: dict[str, float], says: str) -> None:
+    """It answered "2 rows, power 1.000" (a correlation of 1 leaves no variance; two 70%
+    pass/fail outcomes cannot correlate below -0.43; a rate of 0 or 1 has no difference to
+    find; a pass rate differs by 1 at most)."""
+    with pytest.raises(UsageError) as caught:
+        assay.power(**keywords)  # type: ignore[arg-type]
+    assert caught.value.message == says
+    assert assay.power(0.05, baseline_rate=0.7, correlation=-0.4).rows_needed is not None

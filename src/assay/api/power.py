@@ -48,6 +48,9 @@ def power(
 
     if replicates < 1:
         raise UsageError(f"replicates must be at least 1, got {replicates}")
+    if not 0 < delta <= 1:
+        raise UsageError(f"--power must be a pass-rate difference in (0, 1], got {delta:g}",
+                         hint="0.05 is five points")  # fmt: skip
     try:
         if baseline_run is not None:
             folder = resolve_run_dir(baseline_run)

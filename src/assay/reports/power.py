@@ -110,8 +110,19 @@ def assumed_design(
     """A design from stated assumptions: both arms pass at ``rate`` (sd ``√(p(1-p))``)."""
     from assay.metrics.power import design_effect
 
-    if not 0.0 <= rate <= 1.0:
-        raise UsageError(f"--baseline-rate must be in [0, 1], got {rate}")
+    if not 0.0 < rate < 1.0:
+        raise UsageError(f"--baseline-rate must be between 0 and 1, got {rate:g}",
+                         hint="at 0 or 1 every row fails (or passes) in both arms: there is "
+                         "no difference to detect")  # fmt: skip
+    # two pass/fail outcomes at the same rate p correlate at least -min(p/q, q/p), q = 1 - p
+    least = -min(rate / (1 - rate), (1 - rate) / rate)
+    if not least <= correlation < 1.0:
+        raise UsageError(
+            f"--correlation must be at least {least:.3f} and below 1 at a pass rate of "
+            f"{rate:g}, got {correlation:g}",
+            hint="1 means the variants always agree (no difference could be seen); two pass/"
+            "fail outcomes at one rate cannot correlate below that bound",
+        )  # fmt: skip
     sd = math.sqrt(rate * (1 - rate))
     deff = design_effect(cluster_size, icc)
     text = (f"assumed: pass rate {rate:g} in both arms, correlation {correlation:g}, "
