@@ -195,3 +195,13 @@ def test_the_mean_sequence_covers_the_true_rate_at_every_row() -> None:
 def test_the_mean_sequence_refuses_values_outside_0_1() -> None:
     with pytest.raises(ValueError, match=r"\[0, 1\]"):
         mean_confidence_sequence(np.array([0.5, 1.5]))
+
+
+def test_a_test_that_heard_no_row_says_so_without_a_nan() -> None:
+    """A variant that errored on every row: no paired difference (it said "+nan")."""
+    from assay.metrics.sequential import SequentialTest
+
+    reason = SequentialTest(alpha=0.05).state().reason("A", "B")
+    assert reason == ("undecided after 0 rows: no row was graded in both `A` and `B`, so there "
+                      "is no paired difference yet")  # fmt: skip
+    assert "nan" not in reason

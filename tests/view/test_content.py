@@ -190,3 +190,26 @@ def test_the_columns_chosen_are_kept_in_the_url(rows_client: TestClient, texts_r
     assert list(cells(shared.text, "prompt")) == ["t3"]
     unknown = rows_client.get(base, params={"cols": "nonsense"}).text
     assert 'data-columns="suite,variant,rep,status,score,labels,error,prompt,response' in unknown
+
+
+def test_the_diff_pages_command_line_names_the_variants_it_compares(tmp_path: Path) -> None:
+    """The command the page prints runs as it is (it left out --variant-b, which a run of
+    several variants needs: the command failed)."""
+    from tests.view.generate import make_run
+
+    run_dir = make_run(12, tmp_path / "runs", variants=("zero-shot", "few-shot"))
+    (tmp_path / "scratch").mkdir()
+    ws = Workspace([run_dir.parent], scratch=tmp_path / "scratch")
+    with TestClient(build_app(ws, hosts=["testserver"])) as http:
+        for _ in range(600):
+            page = http.get("/diff", params={"a": run_dir.name, "b": run_dir.name,
+                                             "va": "zero-shot", "vb": "few-shot"}).text  # fmt: skip
+            if 'id="paired-pending"' not in page:
+                break
+            time.sleep(0.1)
+    said = re.search(r"The same comparison from the command line: (.*?)\.</p>", page, re.S)
+    assert said is not None
+    command = text_of(said.group(1)).split()
+    assert command[-4:] == ["--variant-a", "zero-shot", "--variant-b", "few-shot"]
+    done = run_assay(*command[1:], "-o", str(tmp_path / "out"), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr

@@ -176,6 +176,9 @@ class StopDecision:
         """The decision in words, naming the variants: ``a`` the first (the differences are
         ``b - a``), ``b`` the second."""
         a, b = f"`{a}`", f"`{b}`"
+        if self.rows == 0:  # no row graded in both variants: no mean to state
+            return (f"undecided after 0 rows: no row was graded in both {a} and {b}, so there "
+                    "is no paired difference yet")  # fmt: skip
         where = (f"after {self.rows} rows: mean difference ({b} minus {a}) {self.mean:+.3f}, "
                  f"{1 - self.alpha:.0%} confidence sequence "
                  f"[{self.low:+.3f}, {self.high:+.3f}]")  # fmt: skip
