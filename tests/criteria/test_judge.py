@@ -363,3 +363,32 @@ def test_a_judges_key_quoted_in_its_reason_or_reply_is_never_written(
     assert task_json(again, "fr")["success_criteria_results"][0]["reason"] == fr["reason"]
     leaked = [p for p in result.run_dir.rglob("*") if p.is_file() and SECRET in p.read_text()]
     assert leaked == []
+
+
+def test_a_judge_reads_a_file_of_the_reference_folder(tmp_path: Path) -> None:
+    """``files: ["$REFERENCE_DIR/rubric.md"]``, as Coder Eval gives a judge its rubric: read
+    from the task's reference folder (the judge was shown the literal path); without a
+    reference folder the task is refused at load, as is a command naming the variable."""
+    write(tmp_path / "ref" / "rubric.md", "ZEBRA42: the answer is 4")
+    write(tmp_path / "j.yaml", "replies:\n"
+          "  - {match: ZEBRA42, reply: '{\"score\": 1.0, \"rationale\": \"saw the rubric\"}'}\n"
+          "default: '{\"score\": 0.1, \"rationale\": \"no rubric\"}'\n")  # fmt: skip
+    body = ("task_id: j\ndescription: d\ninitial_prompt: what is 2+2\n"
+            "agent: {{type: command, command: 'echo 4'}}\n{reference}"
+            "success_criteria:\n  - {{type: llm_judge, prompt: Is it right?, model: mock/j.yaml,\n"
+            "     files: ['$REFERENCE_DIR/rubric.md']}}\n")  # fmt: skip
+    task = write(tmp_path / "t.yaml", body.format(reference="reference: {directory: ref}\n"))
+    (row,) = list(assay.run([str(task)], run_dir=str(tmp_path / "runs")).rows())
+    assert row.success_criteria_results[0].score == 1.0
+    bare = write(tmp_path / "bare.yaml", body.format(reference=""))
+    with pytest.raises(TaskFileError) as caught:
+        assay.plan([str(bare)])
+    assert caught.value.message == ("llm_judge uses $REFERENCE_DIR, but the task has no "
+                                    "reference folder")  # fmt: skip
+    assert (caught.value.field, caught.value.line) == ("success_criteria[0].files", 7)
+    command = write(tmp_path / "c.yaml", body.format(reference="").replace(
+        "{type: llm_judge, prompt: Is it right?, model: mock/j.yaml,\n     files: "
+        "['$REFERENCE_DIR/rubric.md']}",
+        "{type: run_command, command: 'test -d \"$REFERENCE_DIR/\"'}"))  # fmt: skip
+    with pytest.raises(TaskFileError, match="run_command uses \\$REFERENCE_DIR"):
+        assay.plan([str(command)])

@@ -43,6 +43,7 @@ from assay.criteria.base import (
     read_text,
     sandbox_of,
 )
+from assay.criteria.code_checks import REFERENCE_DIR
 from assay.criteria.judge_metrics import judge_metrics
 from assay.data.substitute import PlaceholderKeyError
 from assay.judges.grade import JudgeOutcome, judge_case
@@ -57,7 +58,7 @@ from assay.results.task_result import (
 from assay.sandbox.tempdir import SandboxEscape
 from assay.spec.criteria import LlmJudge
 from assay.spec.judge import JudgeAsset, VerdictSpec, judge_metric_names
-from assay.spec.judge_criteria import TASK_DIR_PREFIXES, SystemOneJudge
+from assay.spec.judge_criteria import REFERENCE_DIR_PREFIXES, TASK_DIR_PREFIXES, SystemOneJudge
 
 Aggregated = tuple[MetricTable, dict[str, Any]]
 
@@ -190,12 +191,18 @@ def _files(spec: LlmJudge, context: GradingContext, task_dir: str) -> list[tuple
 
 
 def _read_entry(entry: str, context: GradingContext, task_dir: str) -> list[tuple[str, str]]:
-    for prefix in TASK_DIR_PREFIXES:
-        if entry.startswith(prefix):
-            path = Path(task_dir) / entry[len(prefix) :]
-            if not path.is_file():
-                return [(entry, "(this file does not exist)")]
-            return [(entry, path.read_text(encoding="utf-8", errors="replace"))]
+    reference = context.need(REFERENCE_DIR)
+    for prefixes, folder in ((TASK_DIR_PREFIXES, Path(task_dir)),
+                             (REFERENCE_DIR_PREFIXES, reference)):  # fmt: skip
+        prefix = next((p for p in prefixes if entry.startswith(p)), None)
+        if prefix is None:
+            continue
+        if folder is None:  # refused at load; a run recorded before that rule
+            raise CriterionError(f"files: {entry} names the reference folder; the task has none")
+        path = Path(folder) / entry[len(prefix) :]
+        if not path.is_file():
+            return [(entry, "(this file does not exist)")]
+        return [(entry, path.read_text(encoding="utf-8", errors="replace"))]
     if not glob.has_magic(entry):
         text = read_text(entry, context)
         return [(entry, text.value if text.value is not None else "(this file does not exist)")]

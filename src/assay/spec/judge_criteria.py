@@ -25,6 +25,9 @@ from assay.spec.judge import (
 )
 
 TASK_DIR_PREFIXES = ("$TASK_DIR/", "${TASK_DIR}/")
+REFERENCE_DIR_PREFIXES = ("$REFERENCE_DIR/", "${REFERENCE_DIR}/")
+HOST_PREFIXES = TASK_DIR_PREFIXES + REFERENCE_DIR_PREFIXES
+"""``files`` entries read from the host: the task's folder and its ``reference`` folder."""
 """A ``files`` entry with one of these prefixes is read from the task's folder."""
 
 _INLINE_FIELDS = ("prompt", "model", "verdict", "few_shot", "system_prompt", "samples",
@@ -90,7 +93,7 @@ class LlmJudge(CriterionSpec):
 
     def needs_sandbox(self) -> bool:
         """True when the judge is shown a sandbox file (not one under ``$TASK_DIR``)."""
-        return any(not f.startswith(TASK_DIR_PREFIXES) for f in self.files)
+        return any(not f.startswith(HOST_PREFIXES) for f in self.files)
 
     @field_validator("model")
     @classmethod
@@ -123,11 +126,15 @@ class LlmJudge(CriterionSpec):
         for path in value:
             if not path.strip():
                 raise ValueError("files has an empty path")
-            inner = next((path[len(p) :] for p in TASK_DIR_PREFIXES if path.startswith(p)), None)
-            if inner is None:
+            prefix = next((p for p in HOST_PREFIXES if path.startswith(p)), None)
+            if prefix is None:
                 check_relative_path(path)
-            elif ".." in re.split(r"[\\/]+", inner) or inner.startswith(("/", "\\")):
-                raise ValueError(f"files: '{path}' leaves the task folder; use a path inside it")
+                continue
+            inner = path[len(prefix) :]
+            if ".." in re.split(r"[\\/]+", inner) or inner.startswith(("/", "\\")):
+                folder = "task" if prefix in TASK_DIR_PREFIXES else "reference"
+                raise ValueError(f"files: '{path}' leaves the {folder} folder; use a path "
+                                 "inside it")  # fmt: skip
         return value
 
     @property

@@ -502,6 +502,7 @@ def check_reference(
         TaskFileError: naming the field and its line.
     """
     if task.reference is None:
+        _no_reference_named(task, display=display, document=document)
         return
     folder = reference_dir(task, base_dir)
     assert folder is not None
@@ -521,6 +522,24 @@ def check_reference(
                             field=field_path(loc),
                             hint="reference.directory is relative to the task file's folder, "
                             "reference_file to reference.directory")  # fmt: skip
+
+
+REFERENCE_VARIABLE = re.compile(r"\$(?:REFERENCE_DIR\b|\{REFERENCE_DIR\})")
+
+
+def _no_reference_named(task: TaskDefinition, *, display: str, document: YamlDocument) -> None:
+    """Refuse a criterion that names ``$REFERENCE_DIR`` in a task without ``reference:``
+    (it would be empty: ``test -d "$REFERENCE_DIR/"`` tests ``/`` and passes; Coder Eval
+    refuses it too)."""
+    for index, spec in enumerate(task.success_criteria):
+        for name, value in spec.model_dump(mode="json").items():
+            if any(REFERENCE_VARIABLE.search(leaf) for leaf in string_leaves(value)):
+                loc: Loc = ("success_criteria", index, name)
+                raise TaskFileError(
+                    f"{spec.type} uses $REFERENCE_DIR, but the task has no reference folder",
+                    file=display, line=document.line_of(loc), field=field_path(loc),
+                    hint="add reference: {directory: <path>} (relative to the task file)",
+                )  # fmt: skip
 
 
 def reference_dir(task: TaskDefinition, base_dir: Path) -> Path | None:
