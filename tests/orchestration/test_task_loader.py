@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+import assay
 from assay.errors import TaskFileError
 from assay.orchestration.loading.task_loader import load_task
 from assay.spec.task import CommandAgent, LlmAgent, NoneAgent
@@ -312,6 +313,25 @@ def test_missing_template_dir_is_a_load_error(tmp_path: Path) -> None:
     assert error.field == "sandbox.template_sources[0].path"
     assert error.message.startswith("template_dir not found:")
     assert error.line == 12
+
+
+def test_a_template_dir_path_expands_environment_variables(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As Coder Eval expands template paths (the path was taken as written: not found)."""
+    write(tmp_path / "shared" / "tmpl" / "seed.txt", "seeded")
+    text = (MINIMAL + "sandbox:\n  template_sources:\n"
+            "    - {type: template_dir, path: '${TMPL_ROOT}/tmpl'}\n")  # fmt: skip
+    monkeypatch.delenv("TMPL_ROOT", raising=False)
+    error = error_of(tmp_path, text)
+    assert error.message == "template_dir ${TMPL_ROOT}/tmpl names $TMPL_ROOT, which is not set"
+    assert (error.field, error.line) == ("sandbox.template_sources[0].path", 12)
+    monkeypatch.setenv("TMPL_ROOT", str(tmp_path / "shared"))
+    task = write(tmp_path / "ok.yaml", text.replace("expected: hello", "expected: go"))
+    (row,) = list(assay.run([str(task)], run_dir=str(tmp_path / "runs"), keep_sandboxes=True)
+                  .rows())  # fmt: skip
+    kept = tmp_path / "runs" / "latest" / "default" / str(row.task_id) / "00" / "sandbox"
+    assert (kept / "seed.txt").read_text() == "seeded"
 
 
 @pytest.mark.parametrize(

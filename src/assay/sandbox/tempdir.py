@@ -201,8 +201,10 @@ class Sandbox:
     def _copy_dir(
         self, source: TemplateDir, base_dir: Path, skipped: frozenset[tuple[int, int]]
     ) -> None:
-        origin = Path(source.path)
-        origin = origin if origin.is_absolute() else base_dir / origin
+        try:
+            origin = source.folder(base_dir)
+        except ValueError as exc:
+            raise SandboxError(str(exc)) from None
         if not origin.is_dir():
             raise SandboxError(f"template_dir not found: {origin}")
         target = self.resolve(source.mount_point) if source.mount_point else self.root

@@ -7,9 +7,11 @@ error with a suggestion.
 
 from __future__ import annotations
 
+import os
 import re
 import typing
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
@@ -39,6 +41,10 @@ from assay.spec.simulation import SimulationConfig
 
 _NOT_USED = "assay's agents do not use it"
 QA_GRADE = "the answer is correct (QA rules and judge)"
+
+
+_UNSET_VARIABLE = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)")
+"""A ``$VAR`` or ``${VAR}`` that ``os.path.expandvars`` left as written (it is not set)."""
 
 
 class AgentBase(AgentSpec):
@@ -260,13 +266,28 @@ AgentConfig = Annotated[
 
 
 class TemplateDir(StrictModel):
-    """Copy a folder (relative to the task file) into the sandbox, at ``mount_point``."""
+    """Copy a folder (relative to the task file) into the sandbox, at ``mount_point``;
+    ``path`` may name environment variables (``$VAR``, ``${VAR}``) and ``~``, expanded as
+    Coder Eval expands template paths."""
 
     type: Literal["template_dir"]
     path: StrictStr
     mount_point: StrictStr | None = None
 
     _mount = field_validator("mount_point")(check_relative_path)
+
+    def folder(self, base_dir: Path) -> Path:
+        """The folder to copy: ``path`` with its variables expanded, relative to ``base_dir``.
+
+        Raises:
+            ValueError: ``path`` names a variable that is not set (named).
+        """
+        expanded = os.path.expanduser(os.path.expandvars(self.path))
+        unset = _UNSET_VARIABLE.search(expanded)
+        if unset is not None:
+            raise ValueError(f"template_dir {self.path} names ${unset.group(1)}, which is not set")
+        folder = Path(expanded)
+        return folder if folder.is_absolute() else base_dir / folder
 
 
 class StarterFile(StrictModel):

@@ -221,7 +221,7 @@ def _env_not_expanded(
     definition: TaskDefinition, *, display: str, document: YamlDocument
 ) -> list[str]:
     """An ``agent.env`` value that names a host variable (``$VAR``, ``${VAR}``): it is passed
-    as written, as in Coder Eval (only template and Dockerfile paths expand variables), so
+    as written, as in Coder Eval (template, plugin and Dockerfile paths expand variables), so
     the agent gets the text, not the variable's value."""
     found = []
     for name, value in definition.agent.program_env.items():
@@ -479,10 +479,14 @@ def check_templates(
     for index, source in enumerate(task.sandbox.template_sources or []):
         if not isinstance(source, TemplateDir):
             continue
-        folder = Path(source.path)
-        folder = folder if folder.is_absolute() else base_dir / folder
+        loc: Loc = ("sandbox", "template_sources", index, "path")
+        try:
+            folder = source.folder(base_dir)
+        except ValueError as exc:
+            raise TaskFileError(str(exc), file=display, line=document.line_of(loc),
+                                field=field_path(loc),
+                                hint="set it, or write the path") from None  # fmt: skip
         if not folder.is_dir():
-            loc: Loc = ("sandbox", "template_sources", index, "path")
             raise TaskFileError(
                 f"template_dir not found: {folder}",
                 file=display,

@@ -179,7 +179,13 @@ def missing_folders(plan: Plan) -> list[str]:
             missing.append(str(folder))
         for variant in planned.variants:
             for source in variant.definition.sandbox.template_sources or []:
-                path = Path(source.path) if isinstance(source, TemplateDir) else None
-                if path is not None and path.is_absolute() and not path.is_dir():
+                if not isinstance(source, TemplateDir):
+                    continue
+                try:
+                    path = source.folder(folder)
+                except ValueError:  # an unset variable: refused at load, named there
+                    missing.append(source.path)
+                    continue
+                if not path.is_relative_to(folder) and not path.is_dir():
                     missing.append(str(path))
     return sorted(set(missing))
