@@ -4,7 +4,6 @@ skills they offer, its system prompt."""
 from __future__ import annotations
 
 import os
-import re
 import shutil
 from pathlib import Path
 
@@ -12,6 +11,7 @@ from assay.agents.skill_rules import SkillRule, front_matter
 from assay.errors import UserError
 from assay.providers.pool import ModelKey
 from assay.spec.coding_agents import CodingAgent
+from assay.spec.task import UNSET_VARIABLE
 
 DEFAULT_MODEL = "default"
 """The model name of an ``anthropic/`` key whose model the CLI chooses (``model`` unset)."""
@@ -58,8 +58,6 @@ def plugin_dirs(config: CodingAgent, base_dir: Path) -> list[Path]:
 
 
 PLUGIN_PARTS = ("skills", "commands", "agents", "hooks", ".claude-plugin")
-UNSET_VARIABLE = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)")
-"""A ``$VAR`` or ``${VAR}`` that ``os.path.expandvars`` left as written (it is not set)."""
 
 
 def check_plugin_root(path: Path, where: str) -> None:

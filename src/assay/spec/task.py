@@ -43,7 +43,7 @@ _NOT_USED = "assay's agents do not use it"
 QA_GRADE = "the answer is correct (QA rules and judge)"
 
 
-_UNSET_VARIABLE = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)")
+UNSET_VARIABLE = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)")
 """A ``$VAR`` or ``${VAR}`` that ``os.path.expandvars`` left as written (it is not set)."""
 
 
@@ -283,7 +283,7 @@ class TemplateDir(StrictModel):
             ValueError: ``path`` names a variable that is not set (named).
         """
         expanded = os.path.expanduser(os.path.expandvars(self.path))
-        unset = _UNSET_VARIABLE.search(expanded)
+        unset = UNSET_VARIABLE.search(expanded)
         if unset is not None:
             raise ValueError(f"template_dir {self.path} names ${unset.group(1)}, which is not set")
         folder = Path(expanded)

@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from assay.agents.coding import CliAgent
-from assay.agents.coding_models import UNSET_VARIABLE
 from assay.agents.registry import AgentRegistry
 from assay.errors import SandboxError, TaskFileError, UsageError
 from assay.orchestration.loading.task_loader import LoadedTask
@@ -51,7 +50,7 @@ from assay.sandbox.mounts import unreadable
 from assay.sandbox.node_version import declared_node, image_node, too_old
 from assay.sandbox.probe import probe
 from assay.sandbox.reaper import RowProcesses
-from assay.spec.task import SandboxLimits, TaskDefinition
+from assay.spec.task import UNSET_VARIABLE, SandboxLimits, TaskDefinition
 
 NOT_CONTAINED = (
     "sandbox.driver tempdir: the {agent} agent may write files and run commands, and a "
