@@ -354,8 +354,8 @@ def test_tool_criteria_on_an_agent_without_tool_calls_warn(tmp_path: Path, agent
     kind = "command" if "command" in agent else "llm"
     assert loaded.warnings == [
         f"{tmp_path / 't.yaml'}:7: success_criteria[1].type: criterion 'tool_called' reads the "
-        f"agent's tool calls and commands, and an agent of type '{kind}' makes none: it will "
-        "not pass on any row (claude-code and codex record them)"
+        f"agent's tool calls and commands, and an agent of type '{kind}' makes none: it finds "
+        "none on any row (claude-code and codex record them)"
     ]
 
 
@@ -482,3 +482,23 @@ def test_a_text_and_its_file_both_set_is_refused(
     with pytest.raises(TaskFileError, match="not both") as caught:
         load_task(write(tmp_path / "t.yaml", body))
     assert (caught.value.field, caught.value.line) == (field, line)
+
+
+def test_a_legacy_criterion_type_is_read_as_coder_eval_reads_it(tmp_path: Path) -> None:
+    """``command_not_executed`` (an older Coder Eval's) is ``command_executed`` with
+    ``min_count: 0, max_count: 0``, "must not run", with a warning (it was refused, and
+    "did you mean 'command_executed'" would have meant the opposite)."""
+    task = write(tmp_path / "t.yaml", "task_id: t\ndescription: d\ninitial_prompt: hi\n"
+                 "agent: {type: llm, model: mock/echo}\nsuccess_criteria:\n"
+                 "  - {type: command_not_executed, command_pattern: 'rm -rf'}\n")  # fmt: skip
+    loaded = load_task(task)
+    (criterion,) = loaded.definition.success_criteria
+    assert (criterion.type, criterion.min_count, criterion.max_count) == (  # type: ignore[attr-defined]
+        "command_executed", 0, 0)  # fmt: skip
+    assert loaded.warnings[0].endswith(
+        "t.yaml:6: success_criteria[0].type: 'command_not_executed' is a legacy type, read as "
+        "command_executed with min_count: 0, max_count: 0 (as Coder Eval reads it); write that "
+        "instead"
+    )
+    (row,) = list(assay.run([str(task)], run_dir=str(tmp_path / "runs")).rows())
+    assert row.success_criteria_results[0].score == 1.0  # nothing ran: "must not run" holds

@@ -23,7 +23,7 @@ NO_TRANSCRIPT_HINT = (
 )
 NO_TOOL_CALLS = (
     "criterion '{type}' reads the agent's tool calls and commands, and an agent of type '{agent}' "
-    "makes none: it will not pass on any row (claude-code and codex record them)"
+    "makes none: it finds none on any row (claude-code and codex record them)"
 )
 
 

@@ -130,7 +130,7 @@ def load_document(
             file=display,
             line=document.line_of(()),
         )
-    data = _judge_by_name(data)
+    data, legacy = _legacy_criteria(_judge_by_name(data), display=display, document=document)
     placed = tuple(overrides)
     for override in placed:
         try:
@@ -138,7 +138,7 @@ def load_document(
         except UsageError as exc:
             raise TaskFileError(exc.message, file=display, field=override.dotted,
                                 hint=exc.hint) from None  # fmt: skip
-    left_out: list[str] = []
+    left_out: list[str] = legacy
     registry = criteria or default_criteria()
     if skip_unsupported:
         data, left_out, kept = _without_unsupported(data, registry, display=display,
@@ -152,6 +152,37 @@ def load_document(
             raise
     return _validated(document, data, placed, registry, display=display, base_dir=base_dir,
                       warnings=left_out)  # fmt: skip
+
+
+LEGACY_CRITERIA = {
+    "command_not_executed": ("command_executed", {"min_count": 0, "max_count": 0}),
+}
+"""Criterion types an older Coder Eval wrote, read as the type it rewrites them to (with
+these fields set), as Coder Eval's loader does."""
+
+
+def _legacy_criteria(
+    data: dict[str, Any], *, display: str, document: YamlDocument
+) -> tuple[dict[str, Any], list[str]]:
+    """``data`` with each legacy criterion (:data:`LEGACY_CRITERIA`) as its current type, and
+    a warning for each."""
+    criteria = data.get("success_criteria")
+    if not isinstance(criteria, list):
+        return data, []
+    rewritten, warnings = [], []
+    for index, entry in enumerate(criteria):
+        legacy = LEGACY_CRITERIA.get(str(entry.get("type"))) if isinstance(entry, dict) else None
+        if legacy is None:
+            rewritten.append(entry)
+            continue
+        kind, fields = legacy
+        rewritten.append({**entry, "type": kind, **fields})
+        loc: Loc = ("success_criteria", index, "type")
+        settings = ", ".join(f"{k}: {v}" for k, v in fields.items())
+        warnings.append(f"{display}:{document.line_of(loc) or '?'}: {field_path(loc)}: "
+                        f"'{entry['type']}' is a legacy type, read as {kind} with {settings} "
+                        "(as Coder Eval reads it); write that instead")  # fmt: skip
+    return {**data, "success_criteria": rewritten}, warnings
 
 
 def _judge_by_name(data: dict[str, Any]) -> dict[str, Any]:
