@@ -142,3 +142,33 @@ success_criteria:
     page = page_of((tmp_path / "runs" / "latest").resolve(), tmp_path)
     assert [(t["task_id"], t["status"]) for t in page.standalone] == [("single", "SUCCESS")]
     assert page.suites == []
+
+
+def test_a_finished_suite_shows_the_intervals_and_bound_gate_suite_json_holds(
+    tmp_path: Path,
+) -> None:
+    """The run page shows the interval ``suite.json`` records (cluster-robust, what its
+    gates read), not one of its own (it showed Wilson beside a passed lower-bound gate whose
+    bound its own interval put below the threshold)."""
+    import assay
+
+    rows = "".join(f"    - {{id: r{i:03d}, say: {'yes' if i % 3 else 'no'}}}\n" for i in range(60))
+    task = write(tmp_path / "t.yaml", "task_id: t\ndescription: d\ninitial_prompt: '${row.say}'\n"
+                 "agent: {type: command, command: 'printf %s \"$ASSAY_PROMPT\"'}\n"
+                 "dataset:\n  rows:\n" + rows +
+                 "success_criteria:\n  - type: classification_match\n    expected_label: 'yes'\n"
+                 "    allowed_labels: ['yes', 'no']\n"
+                 "    suite_thresholds: {accuracy: {lower: 0.5}}\n")  # fmt: skip
+    run = assay.run([str(task)], run_dir=str(tmp_path / "runs")).run_dir
+    suite = json.loads((run / "default" / "t" / "suite.json").read_text())
+    recorded = suite["criterion_aggregates"][0]["intervals"]["accuracy"]
+    (tmp_path / "scratch").mkdir()
+    (view,) = page_of(run, tmp_path / "scratch").suites
+    lines = {m.name: m for m in view.criteria[0].metrics}
+    accuracy = lines["accuracy"].estimate
+    assert accuracy is not None and accuracy.method == recorded["method"]
+    assert (accuracy.low, accuracy.high) == (recorded["low"], recorded["high"])
+    bound = lines["accuracy (95% lower bound)"]
+    assert bound.gate is not None and bound.value == recorded["low"] == bound.gate.actual_value
+    assert view.pass_rate is not None
+    assert view.pass_rate.low == suite["intervals"]["pass_rate"]["low"]

@@ -5,17 +5,21 @@ accuracy by group).
 
 Numbers come from ``suite.json`` when the run has written it (they are what the gate
 decided on); a suite still running (no ``suite.json`` yet) is shown live from the rows
-indexed so far, and says so. Histograms and intervals are computed from the row index.
+indexed so far, and says so. The intervals ``suite.json`` records (the pass rate's, and each
+criterion's ``mean`` and ``accuracy``: cluster-robust, what its gates read) are shown as
+recorded; the others (a label's precision and recall, macro-F1) and a running suite's are
+computed from the row index (:mod:`assay.view.estimates`).
 """
 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from assay.metrics.classification import classification_report
-from assay.results.suite import CriterionAggregate, SuiteRollup, ThresholdCheck
+from assay.results.suite import CriterionAggregate, IntervalRecord, SuiteRollup, ThresholdCheck
 from assay.view import figures as fg
 from assay.view.estimates import Estimate, criterion_estimates, label_estimates, pass_rate
 from assay.view.runinfo import SuiteInfo
@@ -112,9 +116,9 @@ def build_suite_view(
         gate=gate_text(rollup),
         verdict=None if rollup is None else ("passed" if rollup.passed else "failed"),
         reasons=list(rollup.result_reasons) if rollup is not None else [],
-        pass_rate=pass_rate(db, suite.suite_id, suite.variant_id, replicates)
-        if intervals
-        else None,
+        pass_rate=_recorded(rollup.intervals, "pass_rate")
+        if rollup is not None and "pass_rate" in rollup.intervals
+        else (pass_rate(db, suite.suite_id, suite.variant_id, replicates) if intervals else None),
         dataset=dataset_text(rollup),
     )
     aggregates = rollup.criterion_aggregates if rollup else _live_aggregates(db, suite)
@@ -175,6 +179,13 @@ def _live_aggregates(db: sqlite3.Connection, suite: SuiteInfo) -> list[Criterion
     return found
 
 
+def _recorded(intervals: Mapping[str, IntervalRecord], name: str) -> Estimate:
+    """The interval ``suite.json`` recorded for ``name`` (the same one its gates read)."""
+    record = intervals[name]
+    return Estimate(name, record.value, record.low, record.high, record.method,
+                    record.observations, record.reason)  # fmt: skip
+
+
 def _criterion(
     position: int, aggregate: CriterionAggregate, estimates: list[Estimate], replicates: int
 ) -> CriterionView:
@@ -188,6 +199,8 @@ def _criterion(
         from assay.view.estimates import wilson
 
         by_name["completion_rate"] = wilson("completion_rate", graded, aggregate.rows_total)
+    # what suite.json holds (its cluster-robust intervals, which its gates read) comes first
+    by_name.update({name: _recorded(aggregate.intervals, name) for name in aggregate.intervals})
     gates = {c.name: c for c in aggregate.threshold_checks}  # a bound gate has its own line
     lines = [
         MetricLine(name, value, by_name.get(name), gates.pop(name, None),
