@@ -68,6 +68,12 @@ def test_a_clear_difference_stops_early(tmp_path: Path) -> None:
     markdown = (run / "experiment.md").read_text()
     assert "## Stopped when decided" in markdown
     assert f"of {2 * ROWS}" in markdown and "fewer)" in markdown
+    # rows chosen by looking: the fixed-sample p-values get no verdict (they said "survives")
+    assert "survives" not in markdown and "Anytime-valid replay" not in markdown
+    assert "these fixed-sample intervals and p-values do not hold" in markdown
+    (comparison,) = report["comparisons"]
+    assert comparison["mcnemar"]["survives"] is None
+    assert all(d["survives"] is None for d in comparison["metrics"].values())
 
 
 def test_no_difference_that_matters_stops_as_equivalent(tmp_path: Path) -> None:
@@ -216,7 +222,7 @@ def test_the_report_names_the_better_variant_and_its_interval_holds_the_mean(
     markdown = (run / "experiment.md").read_text()
     assert "a is better" not in markdown and "b is better" not in markdown
     assert f"{stop['reason']}." in markdown  # the "Stopped when decided" section
-    assert "betting test at 0.05): `good` is better than `bad`" in markdown  # the replay
+    assert "Anytime-valid replay" not in markdown  # a stopped run states its own decision
     ran = stop["rows_scheduled"]
     assert ran < 60 and f"## Suite `yn` ({ran} of 60 rows)" in markdown
     report = json.loads((run / "experiment.json").read_text())

@@ -423,7 +423,8 @@ def build_experiment(
     ``bonferroni``, ``none``) adjusts each suite's p-values for multiplicity; a difference
     survives when its adjusted p-value is at most ``alpha``. ``sequence``: a run that
     stopped when decided (:func:`assay.orchestration.running.stopping.stopping_facts`):
-    each variant's rates and means then have the confidence sequence's interval."""
+    each variant's rates and means then have the confidence sequence's interval, and no
+    difference gets a "survives" verdict (its rows were chosen by looking at them)."""
     arms = group_arms(results, paths, cluster_fields)
     by_suite: dict[str, list[Arm]] = defaultdict(list)
     for (_, suite), arm in arms.items():
@@ -444,9 +445,21 @@ def build_experiment(
                          if a.variant_id in variant_ids else len(variant_ids))  # fmt: skip
         report.variants.extend(summarise(arm, ids, specs, sequence) for arm in ordered)
         pairs = [(a, b) for i, a in enumerate(ordered) for b in ordered[i + 1 :]]
-        comparisons = [compare(first, second, ids, specs) for first, second in pairs]
-        report.comparisons.extend(adjust_family(comparisons, adjustment, alpha))
+        comparisons = adjust_family([compare(first, second, ids, specs)
+                                     for first, second in pairs], adjustment, alpha)  # fmt: skip
+        if sequence is not None:  # rows ran until the test decided: no fixed-sample verdict
+            comparisons = [_without_verdicts(c) for c in comparisons]
+        report.comparisons.extend(comparisons)
     return report
+
+
+def _without_verdicts(comparison: Comparison) -> Comparison:
+    """``comparison`` with no "survives" verdict (its fixed-sample p-values kept for
+    reference): a run that stopped when decided chose its rows by looking at them."""
+    metrics = {name: d.model_copy(update={"survives": None})
+               for name, d in comparison.metrics.items()}  # fmt: skip
+    mcnemar = comparison.mcnemar.model_copy(update={"survives": None})
+    return comparison.model_copy(update={"metrics": metrics, "mcnemar": mcnemar})
 
 
 def adjust_family(

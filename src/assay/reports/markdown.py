@@ -407,9 +407,10 @@ def render_experiment(report: ExperimentResult) -> str:
                             f"k={k}: {fmt(v['pass_at_k'])} / {fmt(v['pass_hat_k'])}"
                             for k, v in arm.pass_k.items())]  # fmt: skip
         replicates = max(a.replicates for a in arms)
+        stopped = bool(report.stopping and report.stopping.get("stopped"))
         for comparison in (c for c in report.comparisons if c.suite_id == suite):
             out += ["", *_comparison_section(comparison, replicates, report.adjustment,
-                                             report.alpha)]  # fmt: skip
+                                             report.alpha, stopped=stopped)]  # fmt: skip
     return "\n".join(out) + "\n"
 
 
@@ -486,7 +487,12 @@ def _p_after(adjusted: float | None, survives: bool | None) -> str:
 
 
 def _comparison_section(
-    c: Comparison, replicates: int, adjustment: str = "holm", alpha: float = 0.05
+    c: Comparison,
+    replicates: int,
+    adjustment: str = "holm",
+    alpha: float = 0.05,
+    *,
+    stopped: bool = False,
 ) -> list[str]:
     out = [f"### `{c.variant_b}` vs `{c.variant_a}`", ""]
     out += md_table(
@@ -506,9 +512,13 @@ def _comparison_section(
         "",
         f"p-values: the clustered t test of each difference; adjusted ({adjustment}) over "
         f"every difference of this suite's pairs of variants and metrics (McNemar's over its "
-        f"pairs); a difference survives when the adjusted p is at most {alpha:g}.",
-    ]
-    if c.sequential is not None:
+        f"pairs); a difference survives when the adjusted p is at most {alpha:g}."
+        if not stopped else
+        "This run stopped when decided: its rows ran until the test decided, so these "
+        "fixed-sample intervals and p-values do not hold (shown for reference, no verdict); "
+        "the decision and its confidence sequence above do.",
+    ]  # fmt: skip
+    if c.sequential is not None and not stopped:  # a stopped run states its own decision
         seq = c.sequential
         saved = (f"; a run that stops when decided would have run {seq.rows} of {seq.of_rows} "
                  f"rows ({1 - seq.rows / seq.of_rows:.0%} fewer)" if seq.decision != "undecided"
