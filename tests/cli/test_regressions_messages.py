@@ -144,7 +144,8 @@ success_criteria:
     failure = gate.find("failure")
     assert failure is not None
     assert failure.text == (
-        "classification_match: precision.positive was not produced (needs >= 0.5)"
+        "classification_match: precision.positive is undefined (0/0: label 'positive' was never "
+        "predicted) (needs >= 0.5)"
     )
 
 

@@ -128,7 +128,7 @@ success_criteria:
         ("cat", "", 1, "no gate · FAILED (no gate, and 2 failed (every row must succeed))"),
         ("exit 3", "", 1, "no gate · FAILED (no gate, and 2 errored (every row must succeed))"),
         ("exit 3", "    suite_thresholds: {mean: 0.0}\n", 1,
-         "FAILED (gate failed: response_match.mean was not produced, needs 0"),
+         "FAILED (gate failed: response_match.mean is undefined (no graded rows), needs 0"),
         ("exit 3", "    suite_thresholds: {completion_rate: 0.0}\n", 1,
          "gate FAILED (gate failed: no row was graded by this criterion"),  # an outage: never
         (HALF, "    suite_thresholds: {mean: 0.5}\n", 1,

@@ -81,7 +81,13 @@ def _gate_case(suite: SuiteRollup) -> ET.Element:
             f"{agg.criterion_type}: {c.name} = {fmt_close(c.actual_value, c.min_value)}"
             f" < {c.min_value:g}" + (f" ({c.note})" if c.note else "")
             if c.actual_value is not None
-            else f"{agg.criterion_type}: {c.name} was not produced (needs >= {c.min_value:g})"
+            else f"{agg.criterion_type}: {c.name} "
+            + (
+                f"is undefined ({agg.undefined_metrics[c.metric]})"
+                if c.metric in agg.undefined_metrics
+                else "was not produced"
+            )
+            + f" (needs >= {c.min_value:g})"
             + (f" ({c.note})" if c.note else "")
             for agg in suite.criterion_aggregates
             for c in agg.threshold_checks

@@ -60,7 +60,8 @@ def suite_result(
             reasons.append(f"no gate, and {_not_succeeded(counts)}")
         return "none", reasons
     failed_checks = [
-        f"{a.criterion_type}.{c.name} {_value(c.actual_value, c.min_value)},"
+        f"{a.criterion_type}.{c.name} "
+        f"{_value(c.actual_value, c.min_value, a.undefined_metrics.get(c.metric))},"
         f" needs {c.min_value:g}" + (f" ({c.note})" if c.note else "")
         for a in aggregates
         for c in a.threshold_checks
@@ -76,8 +77,12 @@ def suite_result(
     return ("passed" if passed else "failed"), reasons
 
 
-def _value(value: float | None, threshold: float) -> str:
-    return "was not produced" if value is None else fmt_close(value, threshold)
+def _value(value: float | None, threshold: float, undefined: str | None = None) -> str:
+    """The gated value, or why there is none (the metric's ``undefined_metrics`` reason:
+    ``0/0: label 'positive' was never expected``)."""
+    if value is not None:
+        return fmt_close(value, threshold)
+    return f"is undefined ({undefined})" if undefined else "was not produced"
 
 
 def _did_not_grade(counts: RowCounts) -> str:
