@@ -502,3 +502,17 @@ def test_a_legacy_criterion_type_is_read_as_coder_eval_reads_it(tmp_path: Path) 
     )
     (row,) = list(assay.run([str(task)], run_dir=str(tmp_path / "runs")).rows())
     assert row.success_criteria_results[0].score == 1.0  # nothing ran: "must not run" holds
+
+
+def test_a_gate_on_a_label_metric_written_in_another_case_names_the_one_meant(
+    tmp_path: Path,
+) -> None:
+    """``precision.A`` with ``allowed_labels: [a, b]``: the hint names ``precision.a`` (it
+    named ``precision.b``, a closer string of another label)."""
+    task = write(tmp_path / "t.yaml", "task_id: t\ndescription: d\ninitial_prompt: '${row.x}'\n"
+                 "agent: {type: llm, model: mock/echo}\ndataset: {rows: [{id: r, x: a}]}\n"
+                 "success_criteria:\n  - type: classification_match\n    expected_label: a\n"
+                 "    allowed_labels: [a, b]\n    suite_thresholds: {precision.A: 0.5}\n")  # fmt: skip
+    with pytest.raises(TaskFileError) as caught:
+        load_task(task)
+    assert caught.value.hint == "did you mean 'precision.a'? (metric names are matched as written)"

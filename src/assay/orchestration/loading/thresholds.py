@@ -47,7 +47,10 @@ def check_threshold_names(task: TaskDefinition, *, display: str, document: YamlD
             loc = ("success_criteria", index, "suite_thresholds", metric)
             line, name = document.line_of(loc), field_path(loc)
             if known is not None and metric not in known:
-                hint = did_you_mean(metric, known) or "known: " + ", ".join(sorted(known))
+                cased = sorted(k for k in known if k.lower() == metric.lower())
+                hint = (f"did you mean '{cased[0]}'? (metric names are matched as written)"
+                         if cased else did_you_mean(metric, known)
+                         or "known: " + ", ".join(sorted(known)))  # fmt: skip
                 raise TaskFileError(
                     f"'{spec.type}' produces no metric named '{metric}'",
                     file=display, line=line, field=name, hint=hint,
