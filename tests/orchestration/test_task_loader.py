@@ -512,7 +512,8 @@ def test_a_gate_on_a_label_metric_written_in_another_case_names_the_one_meant(
     task = write(tmp_path / "t.yaml", "task_id: t\ndescription: d\ninitial_prompt: '${row.x}'\n"
                  "agent: {type: llm, model: mock/echo}\ndataset: {rows: [{id: r, x: a}]}\n"
                  "success_criteria:\n  - type: classification_match\n    expected_label: a\n"
-                 "    allowed_labels: [a, b]\n    suite_thresholds: {precision.A: 0.5}\n")  # fmt: skip
+                 "    allowed_labels: [a, b]\n"
+                 "    suite_thresholds: {precision.A: 0.5}\n")  # fmt: skip
     with pytest.raises(TaskFileError) as caught:
         load_task(task)
     assert caught.value.hint == "did you mean 'precision.a'? (metric names are matched as written)"
