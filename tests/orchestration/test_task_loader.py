@@ -517,3 +517,12 @@ def test_a_gate_on_a_label_metric_written_in_another_case_names_the_one_meant(
     with pytest.raises(TaskFileError) as caught:
         load_task(task)
     assert caught.value.hint == "did you mean 'precision.a'? (metric names are matched as written)"
+
+
+def test_a_run_limit_written_at_the_top_is_refused_with_where_it_belongs(tmp_path: Path) -> None:
+    """A top-level ``max_turns`` (an older Coder Eval file's) was "unknown, ignored": the
+    turn cap was silently lost."""
+    error = error_of(tmp_path, MINIMAL + "max_turns: 3\n")
+    assert (error.message, error.field, error.line) == ("unknown field 'max_turns'", "max_turns",
+                                                        10)  # fmt: skip
+    assert error.hint == "it belongs in run_limits.max_turns: move it there"

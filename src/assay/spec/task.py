@@ -652,6 +652,10 @@ class TaskDefinition(StrictModel):
     coder_eval_only: ClassVar[Mapping[str, str]] = {
         "expected_commands": "give the budget to a commands_efficiency criterion instead",
     }
+    moved_fields: ClassVar[Mapping[str, str]] = {
+        "max_turns": "run_limits.max_turns", "max_tool_calls": "run_limits.max_tool_calls",
+        "task_timeout": "run_limits.task_timeout", "turn_timeout": "run_limits.turn_timeout",
+    }  # fmt: skip
     writer_only: ClassVar[frozenset[str]] = frozenset({"suite_id", "row_id"})
 
     task_id: StrictStr
