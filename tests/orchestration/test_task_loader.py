@@ -526,3 +526,26 @@ def test_a_run_limit_written_at_the_top_is_refused_with_where_it_belongs(tmp_pat
     assert (error.message, error.field, error.line) == ("unknown field 'max_turns'", "max_turns",
                                                         10)  # fmt: skip
     assert error.hint == "it belongs in run_limits.max_turns: move it there"
+
+
+def test_model_on_a_folder_sets_the_agents_that_take_one_and_warns_for_the_others(
+    tmp_path: Path,
+) -> None:
+    """``--model`` over a folder with a ``command`` task beside an ``llm`` one (the README
+    runs folders so): the ``llm`` task takes it, the ``command`` task is left as written
+    with a warning (the whole folder was refused: "unknown field 'model'")."""
+    write(tmp_path / "tasks" / "llm.yaml", "task_id: l\ndescription: d\ninitial_prompt: hi\n"
+          "agent: {type: llm, model: nosuch/x}\n"
+          "success_criteria: [{type: response_match, expected: hi}]\n")  # fmt: skip
+    write(tmp_path / "tasks" / "cmd.yaml", "task_id: c\ndescription: d\ninitial_prompt: hi\n"
+          "agent: {type: command, command: 'echo hi'}\n"
+          "success_criteria: [{type: response_match, expected: hi}]\n")  # fmt: skip
+    plan = assay.plan([str(tmp_path / "tasks")], model="mock/echo")
+    agents = {p.loaded.definition.task_id: p.loaded.definition.agent for p in plan.tasks}
+    assert agents["l"].model == "mock/echo"  # type: ignore[union-attr]
+    assert agents["c"].type == "command"
+    assert any(w.endswith("cmd.yaml: --model mock/echo is not for this task: its agent takes no "
+                          "model (left as written)") for w in plan.warnings)  # fmt: skip
+    result = assay.run([str(tmp_path / "tasks")], model="mock/echo",
+                       run_dir=str(tmp_path / "runs"))  # fmt: skip
+    assert result.exit_code == 0

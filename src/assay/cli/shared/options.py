@@ -73,7 +73,13 @@ SetOpt = Annotated[
     ),
 ]
 ModelOpt = Annotated[
-    str | None, typer.Option("--model", "-m", help="Use this model in every variant (agent.model).")
+    str | None,
+    typer.Option(
+        "--model",
+        "-m",
+        help="Use this model in every variant whose agent takes one "
+        "(agent.model; others are left as written, with a warning).",
+    ),
 ]
 StoreOpt = Annotated[
     str | None,

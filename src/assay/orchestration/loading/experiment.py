@@ -183,10 +183,13 @@ def _cli_layer(
     task layer: :func:`~assay.orchestration.loading.task_loader.load_task` placed them). A file
     field is placed as the text the loader read from it; the dataset is not a variant's."""
     task = loaded.definition.model_dump(mode="json")
+    agent_fields = type(loaded.definition.agent).model_fields
     for override in overrides:
         path = override.path
         if not path or path[0] in ("dataset", *JOINED):
             continue
+        if override.where_taken and path[:1] == ("agent",) and path[-1] not in agent_fields:
+            continue  # --model on a task whose agent takes none: the loader left it out too
         value = override.value
         if path[-1] in FILE_FIELDS:
             path = (*path[:-1], FILE_FIELDS[path[-1]])

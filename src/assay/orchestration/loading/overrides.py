@@ -45,6 +45,9 @@ class Override:
     path: tuple[str, ...]
     value: Any
     flag: str | None = field(default=None, compare=False)
+    where_taken: bool = False
+    """Set only on a task whose block has the field (``--model``: the agents that take a
+    model; a ``command`` or ``none`` agent of the same folder is left as written)."""
 
     @classmethod
     def parse(cls, text: str) -> Override:

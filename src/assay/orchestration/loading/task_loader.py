@@ -131,7 +131,10 @@ def load_document(
             line=document.line_of(()),
         )
     data, legacy = _legacy_criteria(_judge_by_name(data), display=display, document=document)
-    placed = tuple(overrides)
+    registry = criteria or default_criteria()
+    placed = tuple(o for o in overrides if not o.where_taken or _takes(data, o, registry))
+    legacy += [f"{display}: {o.render()} is not for this task: its agent takes no "
+               f"{o.path[-1]} (left as written)" for o in overrides if o not in placed]  # fmt: skip
     for override in placed:
         try:
             data = apply_override(data, override)
@@ -139,7 +142,6 @@ def load_document(
             raise TaskFileError(exc.message, file=display, field=override.dotted,
                                 hint=exc.hint) from None  # fmt: skip
     left_out: list[str] = legacy
-    registry = criteria or default_criteria()
     if skip_unsupported:
         data, left_out, kept = _without_unsupported(data, registry, display=display,
                                                     document=document)  # fmt: skip
@@ -152,6 +154,20 @@ def load_document(
             raise
     return _validated(document, data, placed, registry, display=display, base_dir=base_dir,
                       warnings=left_out)  # fmt: skip
+
+
+def _takes(data: dict[str, Any], override: Override, registry: CriterionRegistry) -> bool:
+    """Whether the task's agent has the field ``override`` sets (``agent.model``: an ``llm``
+    or coding agent does, a ``command`` or ``none`` agent does not)."""
+    if override.path[:1] != ("agent",) or len(override.path) != 2:
+        return True
+    agent = data.get("agent")
+    kind = agent.get("type", "llm") if isinstance(agent, dict) else "llm"
+    try:
+        fields = registry.agents.get(str(kind)).config_model.model_fields
+    except UsageError:
+        return True  # an unknown type: its own error comes from validation
+    return override.path[1] in fields
 
 
 LEGACY_CRITERIA = {

@@ -56,7 +56,8 @@ def plan_options(
         table = table.extended(Path(prices))
     parsed = parse_overrides(overrides)
     if model is not None:
-        parsed.append(Override(("agent", "model"), model, flag=f"--model {model}"))
+        parsed.append(Override(("agent", "model"), model, flag=f"--model {model}",
+                               where_taken=True))  # fmt: skip
     return PlanOptions(
         experiment=str(experiment) if experiment is not None else None,
         stop_when_decided=stop_when_decided,
