@@ -277,6 +277,13 @@ def test_a_row_is_found_by_its_task_and_row_id_alone(workdir: Path) -> None:
                   result.row(task_id, suite=task_id, row_id="r2")):  # fmt: skip
         assert found is not None and (found.task_id, found.row_id) == (f"{task_id}/r2", "r2")
     assert result.row(task_id, row_id="r9") is None  # no such row: nothing finished there
+    # a mistake is not "did not finish" (each returned None)
+    with pytest.raises(UsageError, match=r"the run has no variant 'x'; it has \['default'\]"):
+        result.row(task_id, row_id="r2", variant="x")
+    with pytest.raises(UsageError, match=r"the run has no suite or task 'sentimnt'"):
+        result.row("sentimnt", row_id="r2")
+    with pytest.raises(UsageError, match="is a suite of rows: give the row's row_id"):
+        result.row(task_id)
     with pytest.raises(UsageError, match=r"the row 'r2' of suite 'sentiment-classification' "
                        r"belongs to the task 'sentiment-classification'"):  # fmt: skip
         result.row("whatever", suite=task_id, row_id="r2")

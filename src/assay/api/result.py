@@ -14,7 +14,7 @@ from assay.reports.writer import Reports
 from assay.results.io import read_json
 from assay.results.run import RunSummary, SecretFindingRecord
 from assay.results.run_file import iter_task_rows, read_summary
-from assay.results.run_folder import entry_task_jsons, load_task_json
+from assay.results.run_folder import entry_task_jsons, is_replicate, load_task_json
 from assay.results.suite import CriterionAggregate, SuiteRollup
 from assay.results.task_result import EvaluationResult
 
@@ -264,7 +264,9 @@ class RunResult:
         variant: str = "default",
     ) -> EvaluationResult | None:
         """One row-task's result (its ``task.json``), found by where the run keeps it, without
-        reading the others; ``None`` when it did not finish (never run, or cut by a stop).
+        reading the others; ``None`` when it did not finish (never run, or cut by a stop); a
+        variant, suite or task the run does not have is an error, as is a suite's row asked
+        for without its ``row_id``.
 
         Args:
             task_id: the task's id (``suite/row_id``, the row-task's, is taken too); for a
@@ -276,12 +278,42 @@ class RunResult:
 
         Raises:
             UsageError: the ``task.json`` is there but not valid, or ``task_id`` is not the
-                row's.
+                row's, or the run has no such variant, suite or task (named with what it has).
             TypeError: an argument of another type (naming it).
         """
         path = self.row_file(task_id, suite=suite, row_id=row_id, replicate=replicate,
                              variant=variant)  # fmt: skip
-        return load_task_json(path) if path.is_file() else None
+        if path.is_file():
+            return load_task_json(path)
+        self._check_row_place(task_id if row_id is None else (suite or task_id), row_id,
+                              variant)  # fmt: skip
+        return None
+
+    def _check_row_place(self, entry: str, row_id: str | None, variant: str) -> None:
+        """Tell a mistake from a row that did not finish: the run has no such variant, suite
+        or task, or a dataset task's row was asked for without its ``row_id``.
+
+        Raises:
+            UsageError: naming what the run has.
+        """
+
+        def listed(folder: Path) -> list[str]:
+            return sorted(p.name for p in folder.iterdir() if p.is_dir()) if folder.is_dir() \
+                else []  # fmt: skip
+
+        variants = [v for v in listed(self.run_dir) if listed(self.run_dir / v)]
+        if variants and variant not in variants:
+            raise UsageError(f"the run has no variant {variant!r}; it has {variants}")
+        entries = listed(self.run_dir / variant)
+        if entries and entry.split("/", 1)[0] not in entries:
+            raise UsageError(f"the run has no suite or task {entry!r} in variant {variant!r}; "
+                             f"it has {entries}")  # fmt: skip
+        folder = self.run_dir / variant / entry
+        if row_id is None and "/" not in entry and any(
+                not is_replicate(name, str(folder / name)) and not name.isdigit()
+                for name in listed(folder)):  # fmt: skip
+            raise UsageError(f"{entry!r} is a suite of rows: give the row's row_id",
+                             hint=f"e.g. row({entry!r}, row_id=...)")  # fmt: skip
 
 
 def _check_row_arguments(
