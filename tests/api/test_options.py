@@ -138,14 +138,14 @@ def test_every_field_is_a_keyword_of_its_verbs_with_the_same_default() -> None:
     [
         ({"jobs": "8"}, r"run\(\) option jobs takes an int, not str '8'"),
         ({"jobs": True}, r"option jobs takes an int, not bool True"),
-        ({"execution": assay.Execution(jobs=2.5)}, r"option jobs takes an int, not float 2\.5"),
+        ({"jobs": 2.5}, r"option jobs takes an int, not float 2\.5"),
         ({"sample": "3"}, r"option sample takes an int or None, not str '3'"),
         ({"timeout": "30"}, r"option timeout takes a finite number of seconds or None, not str"),
-        ({"model_calls": assay.ModelCalls(cache_expiry=[1])}, r"option cache_expiry takes"),
-        ({"model_calls": assay.ModelCalls(cache="no")}, r"option cache takes True or False"),
+        ({"cache_expiry": [1]}, r"option cache_expiry takes"),
+        ({"cache": "no"}, r"option cache takes True or False"),
         ({"keep_sandboxes": "no"}, r"option keep_sandboxes takes True or False"),
-        ({"outputs": assay.Outputs(command="assay run x")}, r"option command takes a list"),
-        ({"outputs": assay.Outputs(progress="yes")}, r"option progress takes True, False or"),
+        ({"command": "assay run x"}, r"option command takes a list"),
+        ({"progress": "yes"}, r"option progress takes True, False or"),
         ({"stage": "grade"}, r"option stage takes one of 'run', 'execute', not str 'grade'"),
         ({"ray_files": "nfs"}, r"option ray_files takes one of 'ship', 'shared'"),
         ({"tags": 3}, r"option tags takes a list of tags"),
@@ -243,3 +243,18 @@ def test_an_empty_or_equal_value_in_an_object_counts_as_unset(sentiment: Path) -
     ran = assay.run(SENTIMENT, run_dir="runs", jobs=1, execution=assay.Execution(
         jobs=np.int64(4), keep_sandboxes=True))  # fmt: skip
     assert ran.exit_code == 0
+
+
+@pytest.mark.parametrize(("made", "says"), [
+    (lambda: assay.Selection(sample="2"), "Selection() option sample takes an int or None, "
+     "not str '2'"),
+    (lambda: assay.Execution(jobs="4"), "Execution() option jobs takes an int"),
+    (lambda: assay.ModelCalls(max_retries=1.5), "ModelCalls() option max_retries takes an int"),
+    (lambda: assay.ModelCalls(cache="no"), "ModelCalls() option cache takes True or False"),
+    (lambda: assay.Outputs(progress="yes"), "Outputs() option progress takes True, False or"),
+])  # fmt: skip
+def test_an_option_object_is_checked_when_it_is_made(made: Any, says: str) -> None:
+    """Where the mistake is written (it was only refused when a run used the object)."""
+    with pytest.raises(TypeError) as caught:
+        made()
+    assert str(caught.value).startswith(says)

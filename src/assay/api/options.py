@@ -29,8 +29,17 @@ from assay.orchestration.running.session import Warn
 from assay.spec.base import did_you_mean
 
 
+class _Checked:
+    """An option object whose fields are checked as the flat keywords are, when it is made
+    (``Selection(sample="2")`` is a ``TypeError`` there, not when a run uses it)."""
+
+    def __post_init__(self) -> None:
+        values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}  # type: ignore[arg-type]
+        check_types(type(self).__name__, values)
+
+
 @dataclass(frozen=True, kw_only=True)
-class Selection:
+class Selection(_Checked):
     """What runs (``assay run``'s selection flags); each field as the flat keyword of
     :class:`assay.api.SelectionKeywords` / :class:`assay.api.PlanKeywords`.
 
@@ -56,7 +65,7 @@ class Selection:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Execution:
+class Execution(_Checked):
     """How the rows run; each field as the flat keyword of
     :class:`assay.api.SessionKeywords`.
 
@@ -77,7 +86,7 @@ class Execution:
 
 
 @dataclass(frozen=True, kw_only=True)
-class ModelCalls:
+class ModelCalls(_Checked):
     """How each model call is made; each field as the flat keyword of
     :class:`assay.api.SessionKeywords`.
 
@@ -92,7 +101,7 @@ class ModelCalls:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Outputs:
+class Outputs(_Checked):
     """What the run writes and tells beside its folder; each field as the flat keyword of
     :class:`assay.api.SessionKeywords`.
 
