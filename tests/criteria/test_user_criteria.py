@@ -212,3 +212,16 @@ def test_a_criterion_that_hangs_returns_junk_or_nan_errs_alone(workdir: Path) ->
             assert own.error == error and own.evaluation_status == "error"
         if name == "bug":
             assert 'return {}["missing"]' in own.details and "KeyError" in own.details
+
+
+def test_load_task_takes_the_classes_a_file_names(workdir: Path) -> None:
+    """``assay.load_task(path, criteria=[...])``, as ``assay.run`` takes them (it took a
+    path alone: a file naming a class of one's own could not be loaded in Python)."""
+    import yaml
+
+    path = workdir / "words.yaml"
+    path.write_text(yaml.safe_dump(word_task()), encoding="utf-8")
+    loaded = assay.load_task(path, criteria=[WordCount])
+    assert [c.type for c in loaded.definition.success_criteria] == ["word_count"]
+    with pytest.raises(TaskFileError, match="unknown criterion type 'word_count'"):
+        assay.load_task(path)

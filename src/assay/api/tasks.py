@@ -27,8 +27,19 @@ else:
 a task naming a plugin's type is given as a dict or a file instead)."""
 
 
-def load_task(path: str | Path) -> LoadedTask:
+def load_task(
+    path: str | Path,
+    *,
+    criteria: Sequence[type[Criterion]] = (),
+    agents: Sequence[type[Agent[Any]]] = (),
+) -> LoadedTask:
     """Read and validate one task file, as ``assay run`` does.
+
+    Args:
+        path: the task file.
+        criteria: criterion classes of your own that the file names (as given to
+            :func:`assay.run`; an installed plugin's are found by their type).
+        agents: agent classes of your own whose type the file names.
 
     Returns:
         The task: ``.definition`` (a :class:`~assay.spec.task.TaskDefinition`), ``.path``,
@@ -38,8 +49,9 @@ def load_task(path: str | Path) -> LoadedTask:
         TaskFileError: unreadable file, invalid YAML, unknown field (with a "did you mean"),
             invalid value, missing prompt file, unknown suite threshold name; each names
             the file, line and field.
+        PluginError: a class of ``criteria`` or ``agents`` is not one, or its type is taken.
     """
-    return load_task_file(Path(path))
+    return load_task_file(Path(path), criteria=criteria_registry(criteria, agents=agents))
 
 
 def task(
