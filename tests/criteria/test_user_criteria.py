@@ -225,3 +225,11 @@ def test_load_task_takes_the_classes_a_file_names(workdir: Path) -> None:
     assert [c.type for c in loaded.definition.success_criteria] == ["word_count"]
     with pytest.raises(TaskFileError, match="unknown criterion type 'word_count'"):
         assay.load_task(path)
+
+
+def test_one_class_where_a_list_is_taken_is_named() -> None:
+    """``task_schema(criteria=WordCount)`` gave Python's "'ModelMetaclass' object is not
+    iterable"; ``assay.run`` already named it."""
+    with pytest.raises(TypeError, match=r"task_schema\(\) option criteria takes a list of "
+                       r"classes \(\[WordCount\]\)"):  # fmt: skip
+        assay.task_schema(criteria=WordCount)  # type: ignore[arg-type]

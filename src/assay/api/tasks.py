@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from assay.agents.base import Agent
+from assay.api.option_types import check_types
 from assay.criteria.base import Criterion
 from assay.criteria.registry import CriterionRegistry, default_criteria
 from assay.data.frames import rows_of
@@ -51,7 +52,9 @@ def load_task(
             the file, line and field.
         PluginError: a class of ``criteria`` or ``agents`` is not one, or its type is taken.
     """
-    return load_task_file(Path(path), criteria=criteria_registry(criteria, agents=agents))
+    classes = check_types("load_task", {"criteria": criteria, "agents": agents})
+    registry = criteria_registry(classes["criteria"], agents=classes["agents"])
+    return load_task_file(Path(path), criteria=registry)
 
 
 def task(
@@ -159,8 +162,11 @@ def task_schema(
     Raises:
         PluginError: a class of ``criteria`` is not a criterion or its type is taken; with
             ``plugins``, an installed plugin cannot be loaded.
+        TypeError: ``criteria`` or ``agents`` is not a list of classes (one class alone).
     """
-    registry = default_criteria(entry_points=plugins).with_classes(criteria).with_agents(agents)
+    classes = check_types("task_schema", {"criteria": criteria, "agents": agents})
+    registry = default_criteria(entry_points=plugins).with_classes(
+        classes["criteria"]).with_agents(classes["agents"])  # fmt: skip
     if plugins:
         registry.load_plugins()
         registry.agents.load_plugins()
