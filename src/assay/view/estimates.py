@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 import sqlite3
 from collections import Counter
+from collections.abc import Collection
 from dataclasses import dataclass
 from statistics import NormalDist
 
@@ -111,23 +112,33 @@ def pass_rate(db: sqlite3.Connection, suite: str, variant: str, replicates: int)
 
 
 def criterion_estimates(
-    db: sqlite3.Connection, suite: str, variant: str, position: int, replicates: int
+    db: sqlite3.Connection,
+    suite: str,
+    variant: str,
+    position: int,
+    replicates: int,
+    *,
+    recorded: Collection[str] = (),
 ) -> list[Estimate]:
     """The criterion at ``position``: ``mean`` score, and ``accuracy`` and ``macro_f1`` for a
-    classification criterion (QA: ``accuracy`` over graded samples)."""
+    classification criterion (QA: ``accuracy`` over graded samples); none of ``recorded``
+    (the metrics whose interval ``suite.json`` holds: not drawn again)."""
     scope = "suite = ? AND variant = ? AND position = ? AND outcome IN ('pass', 'fail')"
     params: list[object] = [suite, variant, position]
-    mean = _vectors(db, _per_row("criteria", scope, "score", "1", replicates), params)
-    found = [resampled("mean", mean, ratio(0, 1))]
+    found = []
+    if "mean" not in recorded:
+        mean = _vectors(db, _per_row("criteria", scope, "score", "1", replicates), params)
+        found.append(resampled("mean", mean, ratio(0, 1)))
     labelled = db.execute(f"SELECT 1 FROM criteria WHERE {scope} AND expected IS NOT NULL "
                           "LIMIT 1", params).fetchone()  # fmt: skip
     qa = db.execute(f"SELECT 1 FROM criteria WHERE {scope} AND qa_correct IS NOT NULL LIMIT 1",
                     params).fetchone()  # fmt: skip
     if labelled:
-        sql = _per_row("criteria", scope, "expected = observed", "1", replicates)
-        found.append(_proportion("accuracy", _vectors(db, sql, params), replicates))
+        if "accuracy" not in recorded:
+            sql = _per_row("criteria", scope, "expected = observed", "1", replicates)
+            found.append(_proportion("accuracy", _vectors(db, sql, params), replicates))
         found.append(_macro_f1(db, scope, params, replicates))
-    elif qa:
+    elif qa and "accuracy" not in recorded:
         sql = _per_row("criteria", f"{scope} AND qa_correct IS NOT NULL", "qa_correct", "1",
                        replicates)  # fmt: skip
         found.append(_proportion("accuracy", _vectors(db, sql, params), replicates))

@@ -116,15 +116,14 @@ def build_suite_view(
         gate=gate_text(rollup),
         verdict=None if rollup is None else ("passed" if rollup.passed else "failed"),
         reasons=list(rollup.result_reasons) if rollup is not None else [],
-        pass_rate=_recorded(rollup.intervals, "pass_rate")
-        if rollup is not None and "pass_rate" in rollup.intervals
-        else (pass_rate(db, suite.suite_id, suite.variant_id, replicates) if intervals else None),
+        pass_rate=_pass_rate(suite, db, replicates, intervals=intervals),
         dataset=dataset_text(rollup),
     )
     aggregates = rollup.criterion_aggregates if rollup else _live_aggregates(db, suite)
     for position, aggregate in enumerate(aggregates):
         estimates = (criterion_estimates(db, suite.suite_id, suite.variant_id, position,
-                                         replicates) if intervals else [])  # fmt: skip
+                                         replicates, recorded=aggregate.intervals.keys())
+                     if intervals else [])  # fmt: skip
         view.criteria.append(_criterion(position, aggregate, estimates, replicates))
     view.figures = suite_figures(view.anchor, suite, db, aggregates)
     return view
@@ -177,6 +176,16 @@ def _live_aggregates(db: sqlite3.Connection, suite: SuiteInfo) -> list[Criterion
                                         rows_excluded=int(count) - int(graded),
                                         metrics=metrics, details=details))  # fmt: skip
     return found
+
+
+def _pass_rate(
+    suite: SuiteInfo, db: sqlite3.Connection, replicates: int, *, intervals: bool
+) -> Estimate | None:
+    """The pass rate's interval: as ``suite.json`` recorded it, else drawn from the index
+    (``None`` when ``intervals`` is off)."""
+    if suite.rollup is not None and "pass_rate" in suite.rollup.intervals:
+        return _recorded(suite.rollup.intervals, "pass_rate")
+    return pass_rate(db, suite.suite_id, suite.variant_id, replicates) if intervals else None
 
 
 def _recorded(intervals: Mapping[str, IntervalRecord], name: str) -> Estimate:
