@@ -49,3 +49,24 @@ def test_a_placeholder_in_a_shell_command_is_warned_with_the_variable(tmp_path: 
         "as it is: a value with a quote, $(...) or ; changes what runs; read it from the "
         'environment instead: "$ASSAY_FIELD_answer"'
     )
+
+
+def test_which_row_fields_become_variables() -> None:
+    """A scalar field of a name a shell can read, written as ``${row.x}`` writes it; not a
+    list or a mapping, a name with a dot or hyphen, a value over 100,000 bytes (Linux refuses
+    to start a program with a variable over 128 KiB) or one holding a NUL byte."""
+    from assay.orchestration.running.environment import FIELD_BYTES, grading_env
+
+    row = {"answer": "it's 42", "n": 3, "ok": True, "none": None, "items": [1], "map": {},
+           "a-b": "x", "big": "x" * (FIELD_BYTES + 1), "edge": "é" * (FIELD_BYTES // 2),
+           "nul": "a\0b"}  # fmt: skip
+    env = grading_env({}, task_dir=None, reference=None, row=row)
+    fields = {k.removeprefix("ASSAY_FIELD_"): v for k, v in env.items()}
+    assert fields == {"answer": "it's 42", "n": "3", "ok": "True", "none": "",
+                      "edge": "é" * (FIELD_BYTES // 2)}  # fmt: skip
+
+
+def test_the_grace_after_a_timeout_is_as_long_as_it_within_15_and_60_seconds() -> None:
+    from assay.orchestration.running.runner import grace_seconds
+
+    assert [grace_seconds(t) for t in (0.5, 15, 30, 60, 600)] == [15, 15, 30, 60, 60]
