@@ -30,6 +30,12 @@ from assay.qa.schema import PromptType
 
 SCHEMA_VERSION = 1
 
+#: The fields a record and a :class:`QaItem` share under one name (lists in the record,
+#: tuples in the item); ``repeat``/``replicate``, ``options`` and ``meta`` are copied apart.
+_ITEM_FIELDS = ("dataset", "sample_id", "sample_index", "story", "question",
+                "correct_answers", "wrong_answers", "prompt_type", "prompt",
+                "correct_letters", "wrong_letters", "shuffle_seed")  # fmt: skip
+
 
 class Prediction(BaseModel):
     """What the answering model returned: the final text and any separate reasoning."""
@@ -103,21 +109,11 @@ class PredictionRecord(BaseModel):
     ) -> PredictionRecord:
         """The record of ``item`` answered with ``content`` (``None`` when the call failed,
         with ``error`` saying why). ``raw`` defaults to ``content``."""
+        fields = {name: getattr(item, name) for name in _ITEM_FIELDS}
         return cls(
-            dataset=item.dataset,
-            sample_id=item.sample_id,
-            sample_index=item.sample_index,
+            **fields,
             repeat=item.replicate,
-            story=item.story,
-            question=item.question,
-            correct_answers=list(item.correct_answers),
-            wrong_answers=list(item.wrong_answers),
-            prompt_type=item.prompt_type,
-            prompt=item.prompt,
             options=dict(item.options) if item.options is not None else None,
-            correct_letters=list(item.correct_letters),
-            wrong_letters=list(item.wrong_letters),
-            shuffle_seed=item.shuffle_seed,
             meta=dict(item.meta),
             pred=Prediction(content=content, reasoning=reasoning),
             raw_prediction=content if raw is None else raw,
@@ -142,23 +138,10 @@ class PredictionRecord(BaseModel):
 
     def to_item(self) -> QaItem:
         """The :class:`QaItem` this record was made from (for grading it again)."""
-        return QaItem(
-            dataset=self.dataset,
-            sample_id=self.sample_id,
-            sample_index=self.sample_index,
-            replicate=self.repeat,
-            story=self.story,
-            question=self.question,
-            correct_answers=tuple(self.correct_answers),
-            wrong_answers=tuple(self.wrong_answers),
-            prompt_type=self.prompt_type,
-            prompt=self.prompt,
-            options=self.options,
-            correct_letters=tuple(self.correct_letters),
-            wrong_letters=tuple(self.wrong_letters),
-            shuffle_seed=self.shuffle_seed,
-            meta=self.meta,
-        )
+        fields = {name: getattr(self, name) for name in _ITEM_FIELDS}
+        tuples = {name: tuple(value) for name, value in fields.items() if isinstance(value, list)}
+        return QaItem(**(fields | tuples), replicate=self.repeat, options=self.options,
+                      meta=self.meta)  # fmt: skip
 
     def to_json_line(self) -> str:
         """The record as one JSON line (UTF-8 text kept, no NaN), without the newline."""
