@@ -107,12 +107,15 @@ def main() -> None:
     Everything printed, a crash's traceback included, goes through streams that redact the
     secrets of the environment and of the command line's ``-D`` and ``--store`` values
     (:func:`assay.results.output.redacted_output`); a run adds its
-    own (``agent.env`` values, model credentials, row credentials) while it runs.
+    own (``agent.env`` values, model credentials, row credentials) while it runs. The
+    process's temporary files lie in one scratch folder, removed at the end or, after a kill,
+    by the next command (:mod:`assay.cli.shared.scratch`).
     """
+    from assay.cli.shared.scratch import process_scratch
     from assay.orchestration.loading.secrets import command_line_writer
     from assay.results.output import redacted_output
 
-    with redacted_output(command_line_writer(sys.argv[1:], os.environ)):
+    with redacted_output(command_line_writer(sys.argv[1:], os.environ)), process_scratch():
         try:
             app()
         except KeyboardInterrupt:
