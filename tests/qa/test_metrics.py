@@ -73,7 +73,8 @@ def test_counts_and_accuracy() -> None:
     assert (m["correct"], m["total"], m["graded"]) == (3, 8, 6)
     assert (m["excluded"], m["judge_errors"]) == (2, 2)
     assert m["accuracy"] == pytest.approx(3 / 6)  # judge errors are out of the denominator
-    assert m["extraction_failed"] == 1 and m["extraction_failed_rate"] == pytest.approx(1 / 8)
+    # of what graded, by the one rule of every report (suite.json's qa rate too): not / total
+    assert m["extraction_failed"] == 1 and m["extraction_failed_rate"] == pytest.approx(1 / 6)
     assert m["content_none"] == 1
     low, high = wilson_interval(3, 6)  # type: ignore[misc]
     assert m["accuracy_ci"] == {"low": low, "high": high, "confidence": 0.95}
@@ -126,14 +127,17 @@ def test_group_by_meta_keys() -> None:
     )
     assert m["by_ability"] == {"belief": 0.5, "desire": 1.0, "unknown": 1.0}
     assert m["by_ability.belief"] == 0.5
-    assert m["by_ability_counts"] == {"belief": 2, "desire": 1, "unknown": 2}
+    # samples graded per key: the accuracy's denominator (the judge error of "unknown" is out)
+    assert m["by_ability_counts"] == {"belief": 2, "desire": 1, "unknown": 1}
     low, high = wilson_interval(1, 2)  # type: ignore[misc]
     assert m["by_ability_ci"]["belief"] == {"low": low, "high": high, "confidence": 0.95}
     assert m["by_level.n"] == {"1": 1.0, "2": 0.0, "unknown": 1.0}
-    assert m["by_level.n_counts"] == {"1": 2, "2": 1, "unknown": 2}
+    assert m["by_level.n_counts"] == {"1": 2, "2": 1, "unknown": 1}
     # a group whose only member is a judge error has no accuracy, and says so with null
     assert m["by_flag"] == {"false": 1.0, "true": None, "unknown": 2 / 3}
-    assert m["by_flag_ci"]["true"] is None
+    assert m["by_flag_ci"]["true"] is None and m["by_flag_counts"]["true"] == 0
+    assert m["undefined_metrics"]["by_flag.true"].startswith("0/0: no graded samples")
+    assert "by_flag.false" not in m["undefined_metrics"]
 
 
 def test_always_grouped_by_prompt_type() -> None:

@@ -13,7 +13,7 @@ One replicate's metrics (:func:`replicate_metrics`)::
     answer_errors         the answering model never answered (its call failed)
     refused               the response declined the task (not a wrong answer)
     refusal_rate          refused / (graded + refused); null when both are 0
-    extraction_failed, extraction_failed_rate   choice responses naming no option (/ total)
+    extraction_failed, extraction_failed_rate   choice responses naming no option (/ graded)
     content_none          missing or blank responses
     by_prompt_type …      always grouped by prompt type (open, open_unanswerable, …)
     by_<key> …            one group per ``group_by`` path
@@ -34,7 +34,9 @@ record (``meta.ability``, ``meta.source.kind``, ``prompt_type``); a list value g
 non-blank item (ToMEval's ``first_value``); a missing, null or blank value is ``"unknown"``;
 a boolean is ``"true"``/``"false"``. For the group named ``by_<path without "meta.">`` it adds
 ToMEval's three entries, the flat ``by_x.<key>`` accuracies, the dict ``by_x`` and the counts
-``by_x_counts`` (samples per key), plus ``by_x_ci``, each key's Wilson interval.
+``by_x_counts`` (samples graded per key: its accuracy's denominator, as in ToMEval, where
+nothing is excluded), plus ``by_x_ci``, each key's Wilson interval; a key with nothing graded
+has a null accuracy and interval, its reason in ``undefined_metrics`` (``by_x.<key>``).
 
 ``metrics.json`` (:func:`metrics_document`) is ``{schema_version, avg_metrics, all_metrics}``:
 ``all_metrics`` holds one dict per replicate; ``avg_metrics`` (:func:`average_metrics`)
@@ -134,20 +136,18 @@ def base_metrics(
     metrics hook receives them).
     """
     counts = _counts(results)
-    graded, total = counts["graded"], counts["total"]
+    graded = counts["graded"]
     answered = graded + counts["refused"]
     metrics: dict[str, Any] = {
         "accuracy": counts["correct"] / graded if graded else None,
         "accuracy_ci": interval(counts["correct"], graded, confidence),
         **counts,
-        "extraction_failed_rate": counts["extraction_failed"] / total if total else None,
+        "extraction_failed_rate": counts["extraction_failed"] / graded if graded else None,
         "refusal_rate": counts["refused"] / answered if answered else None,
     }
     undefined = {}
     if not graded:
-        undefined["accuracy"] = NO_GRADED
-    if not total:
-        undefined["extraction_failed_rate"] = "0/0: no samples"
+        undefined["accuracy"] = undefined["extraction_failed_rate"] = NO_GRADED
     if not answered:
         undefined["refusal_rate"] = "0/0: no sample was graded or refused"
     metrics["undefined_metrics"] = undefined
@@ -168,14 +168,15 @@ def group_metrics(
     out: dict[str, Any] = {}
     accuracies: dict[str, float | None] = {}
     intervals: dict[str, dict[str, float] | None] = {}
+    graded_counts: dict[str, int] = {}
     for key in sorted(members):
         counts = _counts(members[key])
-        graded = counts["graded"]
+        graded = graded_counts[key] = counts["graded"]
         accuracies[key] = counts["correct"] / graded if graded else None
         intervals[key] = interval(counts["correct"], graded, confidence)
         out[f"{name}.{key}"] = accuracies[key]
     out[name] = accuracies
-    out[f"{name}_counts"] = {key: len(members[key]) for key in sorted(members)}
+    out[f"{name}_counts"] = graded_counts
     out[f"{name}_ci"] = intervals
     return out
 
@@ -263,7 +264,11 @@ def replicate_metrics(
     _check_aligned(views, results)
     metrics = base_metrics(results, confidence)
     for path in ("prompt_type", *group_by):
-        metrics.update(group_metrics(views, results, path, confidence))
+        grouped = group_metrics(views, results, path, confidence)
+        metrics.update(grouped)
+        metrics["undefined_metrics"].update(
+            {f"{group_name(path)}.{key}": NO_GRADED
+             for key, value in grouped[group_name(path)].items() if value is None})  # fmt: skip
     # every field of a SampleResult is JSON-native, so the Python dump is the JSON one
     metrics["per_sample_results"] = [result.to_dict() for result in results]
     if hook is None:
