@@ -466,15 +466,26 @@ def adjust_family(
     comparisons: list[Comparison], adjustment: Adjustment, alpha: float
 ) -> list[Comparison]:
     """The comparisons of one suite with ``p_adjusted`` and ``survives`` filled in: every
-    difference's p-value one family, every McNemar p-value another."""
-    tests = [(c, name) for c in comparisons for name, d in c.metrics.items()
-             if d.p_value is not None]  # fmt: skip
-    adjusted = adjust_p_values([c.metrics[n].p_value or 0.0 for c, n in tests], adjustment)
-    for (comparison, name), value in zip(tests, adjusted, strict=True):
-        found = comparison.metrics[name]
-        comparison.metrics[name] = found.model_copy(
-            update={"p_adjusted": value, "survives": value <= alpha}
-        )
+    difference's p-value one family, every McNemar p-value another.
+
+    A family counts each hypothesis once: metrics of one pair of arms that are the same
+    test (the same arms' values, difference, standard error, clusters and p-value: the pass
+    rate and the mean and accuracy of a task's only criterion, read from the same per-row
+    outcomes) share one adjusted p-value instead of tripling it."""
+    tests: dict[tuple[object, ...], list[tuple[Comparison, str]]] = {}
+    for index, comparison in enumerate(comparisons):
+        for name, d in comparison.metrics.items():
+            if d.p_value is not None:
+                key = (index, d.a, d.b, d.difference, d.se, d.clusters, d.p_value, d.method)
+                tests.setdefault(key, []).append((comparison, name))
+    first = [same[0] for same in tests.values()]
+    adjusted = adjust_p_values([c.metrics[n].p_value or 0.0 for c, n in first], adjustment)
+    for same, value in zip(tests.values(), adjusted, strict=True):
+        for comparison, name in same:
+            found = comparison.metrics[name]
+            comparison.metrics[name] = found.model_copy(
+                update={"p_adjusted": value, "survives": value <= alpha}
+            )
     mcnemar = adjust_p_values([c.mcnemar.p_value for c in comparisons], adjustment)
     for comparison, value in zip(comparisons, mcnemar, strict=True):
         comparison.mcnemar = comparison.mcnemar.model_copy(
