@@ -38,6 +38,13 @@ def test_an_experiment_shows_its_own_intervals_and_differences(tmp_path: Path) -
     report = json.loads((run / "experiment.json").read_text())
     assert kinds(page.experiment) == ["intervals", "intervals"]
     assert page.experiment[1].title == f"{SUITE}: paired differences (B − A), 95% intervals"
+    # each difference is labelled with the method experiment.json records (a cluster t
+    # interval for rates and means), not one name for all
+    recorded = {name: d["method"] for c in report["comparisons"] for name, d in c["metrics"].items()}
+    shown = {p["metric"]: p["method"] for p in page.experiment[1].spec["data"]["values"]}
+    assert shown and shown == {name: f"paired {method}" for name, method in recorded.items()
+                               if name in shown}  # fmt: skip
+    assert "paired cluster t" in shown.values()
     for view in page.suites:
         arm = next(v for v in report["variants"] if v["variant_id"] == view.variant_id)
         accuracy = next(m for m in view.criteria[0].metrics if m.name == "accuracy")

@@ -208,7 +208,7 @@ def experiment_figures(report: ExperimentResult) -> list[fg.Figure]:
                                       axis="value (0–1)"))  # fmt: skip
         diffs = [
             {"metric": name, "group": f"{c.variant_b} − {c.variant_a}", "value": d.difference,
-             "low": d.low, "high": d.high, "method": "paired bootstrap", "reason": d.reason}
+             "low": d.low, "high": d.high, "method": f"paired {d.method}", "reason": d.reason}
             for c in report.comparisons if c.suite_id == suite
             for name, d in c.metrics.items()
         ]  # fmt: skip
