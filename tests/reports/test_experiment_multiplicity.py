@@ -60,13 +60,14 @@ def test_every_difference_of_a_suite_is_one_family(adjustment: str) -> None:
     pairs = list(dict.fromkeys((a, b) for a, b, *_ in found))
     reject, expected, _, _ = multipletests([oracle_p(a, b) for a, b in pairs], alpha=0.05,
                                            method=adjustment)  # fmt: skip
-    by_pair = {pair: (bool(r), float(e)) for pair, r, e in zip(pairs, reject, expected)}
+    by_pair = {pair: (bool(r), float(e))
+               for pair, r, e in zip(pairs, reject, expected, strict=True)}  # fmt: skip
     assert [d.p_adjusted for *_, d in found] == pytest.approx(
         [by_pair[a, b][1] for a, b, *_ in found])  # fmt: skip
     assert [d.survives for *_, d in found] == [by_pair[a, b][0] for a, b, *_ in found]
-    tripled = multipletests(raw, alpha=0.05, method=adjustment)[1]  # what counting each thrice gave
-    assert any(e != pytest.approx(t) for e, t in zip([by_pair[a, b][1] for a, b, *_ in found],
-                                                     tripled))  # fmt: skip
+    tripled = multipletests(raw, alpha=0.05, method=adjustment)[1]  # each counted thrice
+    shared = [by_pair[a, b][1] for a, b, *_ in found]
+    assert any(e != pytest.approx(t) for e, t in zip(shared, tripled, strict=True))
     # a, c are close and b, d are close; the far pairs survive, the close ones do not
     survivors = {(a, b) for a, b, name, d in found if name == "pass_rate" and d.survives}
     assert ("a", "b") in survivors and ("a", "d") in survivors

@@ -40,7 +40,8 @@ def test_an_experiment_shows_its_own_intervals_and_differences(tmp_path: Path) -
     assert page.experiment[1].title == f"{SUITE}: paired differences (B − A), 95% intervals"
     # each difference is labelled with the method experiment.json records (a cluster t
     # interval for rates and means), not one name for all
-    recorded = {name: d["method"] for c in report["comparisons"] for name, d in c["metrics"].items()}
+    recorded = {name: d["method"] for c in report["comparisons"]
+                for name, d in c["metrics"].items()}  # fmt: skip
     shown = {p["metric"]: p["method"] for p in page.experiment[1].spec["data"]["values"]}
     assert shown and shown == {name: f"paired {method}" for name, method in recorded.items()
                                if name in shown}  # fmt: skip
