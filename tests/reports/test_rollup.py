@@ -284,6 +284,18 @@ def test_status_categories_sum_to_rows_total() -> None:
     assert total == suite.rows_total
 
 
+def test_rows_that_ran_into_a_limit_are_failures_and_the_suite_says_so() -> None:
+    suite = roll_up(mixed_rows())
+    assert suite.rows_failed == 2  # the TIMEOUT row is graded, as Coder Eval counts it
+    assert [w for w in suite.warnings if "run_limits" in w] == [
+        "1 row(s) ended TIMEOUT (run_limits.task_timeout): failures graded on what the agent "
+        "left, not errors (a model that did not answer in time is a wrong answer); raise the "
+        "limit if it cut rows short"
+    ]
+    assert "1 row(s) ended TIMEOUT" in render_suite(suite)
+    assert not [w for w in roll_up(mixed_rows()[:3]).warnings if "run_limits" in w]
+
+
 def test_pass_rate_is_passed_over_graded() -> None:
     suite = roll_up(mixed_rows())
     assert suite.rows_graded == 4

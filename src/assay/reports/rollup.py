@@ -80,12 +80,25 @@ class _Counts:
         self.by: dict[str, int] = dict.fromkeys(
             ("passed", "failed", "error", "refused", "not_graded"), 0
         )
+        self.limits: dict[FinalStatus, int] = {}
 
     def add(self, status: FinalStatus) -> None:
         self.by[status.category] += 1
+        if status.limit is not None:
+            self.limits[status] = self.limits.get(status, 0) + 1
 
     def counts(self) -> RowCounts:
         return RowCounts(**self.by)
+
+    def limit_warnings(self) -> list[str]:
+        """One line per limit rows ran into: they are failures graded on what the agent
+        left (Coder Eval's rule), so a gate on ``completion_rate`` does not see them."""
+        return [
+            f"{count} row(s) ended {status.value} (run_limits.{status.limit}): failures graded "
+            "on what the agent left, not errors (a model that did not answer in time is a "
+            "wrong answer); raise the limit if it cut rows short"
+            for status, count in sorted(self.limits.items())
+        ]
 
 
 class CriterionCount:
@@ -319,7 +332,10 @@ class SuiteTally:
             gate=gate,
             passed=not reasons,
             result_reasons=reasons,
-            warnings=[w for a in aggregates for w in a.details.get("warnings", [])],
+            warnings=[
+                *(w for a in aggregates for w in a.details.get("warnings", [])),
+                *self.all.counts.limit_warnings(),
+            ],
             dataset=dataset,
             selection=selection,
             intervals=self.clustered.suite_intervals(),

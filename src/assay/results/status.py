@@ -49,9 +49,23 @@ class FinalStatus(StrEnum):
         return "failed"
 
     @property
+    def limit(self) -> str | None:
+        """The ``run_limits`` setting a failed row ran into (``TIMEOUT``:
+        ``task_timeout``, …), or ``None``."""
+        return _LIMITS.get(self.value)
+
+    @property
     def graded(self) -> bool:
         """The row was graded: it passed or failed (everything else is kept out of rates)."""
         return self.category in ("passed", "failed")
+
+
+_LIMITS = {
+    "TIMEOUT": "task_timeout",
+    "MAX_TURNS_EXHAUSTED": "max_turns",
+    "TOKEN_BUDGET_EXCEEDED": "max_total_tokens",
+    "COST_BUDGET_EXCEEDED": "max_usd",
+}
 
 
 @dataclass(frozen=True)
