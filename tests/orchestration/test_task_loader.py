@@ -307,6 +307,19 @@ def test_unquoted_yes_gets_a_yaml_hint(tmp_path: Path) -> None:
     assert error.hint is not None and "quote the value" in error.hint
 
 
+def test_unquoted_numbers_get_a_yaml_hint_said_once(tmp_path: Path) -> None:
+    text = MINIMAL.replace(
+        "  - type: response_match\n    expected: hello\n",
+        "  - type: classification_match\n    expected_label: '1'\n    allowed_labels: [1, 0]\n",
+    )
+    error = error_of(tmp_path, text)
+    assert error.field == "success_criteria[0].allowed_labels[0]"
+    assert error.message.startswith("expected text but YAML read a number (1)")
+    assert "allowed_labels[1]: expected text but YAML read a number (0)" in error.message
+    assert "hint" not in error.message  # the one hint is the error's own
+    assert error.hint == 'quote the value ("1") to keep it text'
+
+
 def test_missing_template_dir_is_a_load_error(tmp_path: Path) -> None:
     text = MINIMAL + "sandbox:\n  template_sources:\n    - {type: template_dir, path: nope}\n"
     error = error_of(tmp_path, text)

@@ -348,6 +348,7 @@ def test_default_url_and_env_override(tmp_path: Path, monkeypatch: pytest.Monkey
 def test_bad_store_urls(tmp_path: Path) -> None:
     assert error_of(open_store, "nosuchdb://x/y").message.startswith("unknown store backend")
     assert error_of(open_store, "not a url").message.startswith("invalid store URL")
+    assert "sqlite:////absolute/path/store.db" in (error_of(open_store, "/tmp/x.db").hint or "")
     error = error_of(open_store, "postgresql://someone:s3cret@127.0.0.1:9/none")
     assert error.message.startswith(
         "cannot open the store at postgresql+psycopg://someone:***@127.0.0.1:9/none:"

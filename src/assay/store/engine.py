@@ -85,7 +85,11 @@ def make_engine(url: str) -> Engine:
     try:
         parsed = make_url(url)
     except ArgumentError as exc:
-        raise StoreError(f"invalid store URL {url!r}: {exc}") from None
+        raise StoreError(
+            f"invalid store URL {url!r}: {exc}",
+            hint="a store is a SQLAlchemy URL: sqlite:////absolute/path/store.db (four "
+            "slashes), sqlite:///relative/store.db, or postgresql+psycopg://user@host/db",
+        ) from None
     try:
         if parsed.get_backend_name() == "sqlite":
             return _sqlite_engine(parsed.database)

@@ -458,7 +458,8 @@ def _validate(
                 problems.append(problem)
         problems.sort(key=lambda p: p.line or 0)
         first = problems[0]
-        rest = "".join(f"\n  also: {p.render()}" for p in problems[1:6])
+        said = f"\n  hint: {first.hint}"  # the first problem's hint ends the message once
+        rest = "".join(f"\n  also: {p.render().removesuffix(said)}" for p in problems[1:6])
         raise TaskFileError(
             first.message + rest, file=display, line=first.line, field=first.field,
             hint=first.hint,
@@ -482,6 +483,9 @@ def _problem(
     elif isinstance(error.get("input"), bool) and error["type"] in _TEXT_ERRORS:
         message = f"expected text but YAML read a boolean ({error['input']})"
         hint = "YAML reads yes/no/on/off/true/false unquoted as booleans; quote the value"
+    elif isinstance(error.get("input"), int | float) and error["type"] == "string_type":
+        message = f"expected text but YAML read a number ({error['input']})"
+        hint = 'quote the value ("1") to keep it text'
     line, hint = _origin(loc, document, overrides, hint)
     return TaskFileError(
         message, file=display, line=line, field=field_path(loc) or None, hint=hint,
