@@ -134,6 +134,13 @@ def test_invalid_json_and_missing_file(tmp_path: Path) -> None:
         read_predictions(path)
     assert info.value.line == 3
     assert info.value.message.startswith("invalid JSON: ")
+    # the place within the line, never a second line number that contradicts the file's
+    assert "line 2" not in info.value.message and "Invalid JSON" not in info.value.message
+    assert info.value.message.endswith("at the end of the line")
+    path.write_text(good + "}\n", encoding="utf-8")
+    with pytest.raises(DatasetError) as extra:
+        read_predictions(path)
+    assert extra.value.message == f"invalid JSON: trailing characters at column {len(good) + 1}"
     with pytest.raises(DatasetError) as missing:
         read_predictions(tmp_path / "nope.jsonl")
     assert missing.value.message == f"prediction file not found: {tmp_path / 'nope.jsonl'}"

@@ -16,6 +16,7 @@ ToMEval's later optional ``protocol`` and ``extractor`` are accepted so its file
 from __future__ import annotations
 
 import json
+import re
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
@@ -219,8 +220,11 @@ def _record(text: str, path: Path, line: int) -> PredictionRecord:
     except ValidationError as exc:
         first = exc.errors()[0]
         field = ".".join(str(part) for part in first["loc"]) or None
-        what = "invalid JSON" if first["type"] == "json_invalid" else "not a prediction record"
-        raise DatasetError(f"{what}: {first['msg']}", file=path, line=line, field=field) from None
+        if first["type"] == "json_invalid":
+            message = f"invalid JSON: {_within_line(first['msg'])}"
+        else:
+            message = f"not a prediction record: {first['msg']}"
+        raise DatasetError(message, file=path, line=line, field=field) from None
     if _keys(record) != text.count('":'):  # a repeated key would have been read last-wins
         try:  # (text inside strings can only add separators: then the strict parse decides)
             parse_json_strict(text)
@@ -229,6 +233,18 @@ def _record(text: str, path: Path, line: int) -> PredictionRecord:
             reason = f"the key '{key}' appears twice in one object" if key else str(exc)
             raise DatasetError(f"invalid JSON: {reason}", file=path, line=line) from None
     return record
+
+
+def _within_line(reason: str) -> str:
+    """pydantic's JSON error for one line of the file, placed in that line: ``… at line 1
+    column 9`` → ``… at column 9``; past its end (``line 2 column 0``) → ``at the end of the
+    line`` (the file's own line number is the error's)."""
+    reason = reason.removeprefix("Invalid JSON: ")
+    found = re.search(r" at line (\d+) column (\d+)$", reason)
+    if found is None:
+        return reason
+    where = f" at column {found[2]}" if found[1] == "1" else " at the end of the line"
+    return reason[: found.start()] + where
 
 
 def by_replicate(records: list[PredictionRecord]) -> dict[int, list[PredictionRecord]]:
