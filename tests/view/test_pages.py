@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import json
 import shutil
+import sqlite3
 from pathlib import Path
 
 import pytest
 
 from assay.view.figures import Figure
 from assay.view.run_pages import run_page
+from assay.view.suite_figures import _bins
 from assay.view.workspace import RunEntry, Workspace
 from tests.agents.coding import run_assay
 from tests.helpers import write
@@ -180,3 +182,13 @@ def test_a_finished_suite_shows_the_intervals_and_bound_gate_suite_json_holds(
     assert bound.gate is not None and bound.value == recorded["low"] == bound.gate.actual_value
     assert view.pass_rate is not None
     assert view.pass_rate.low == suite["intervals"]["pass_rate"]["low"]
+
+
+def test_a_score_just_under_a_bin_edge_by_float_rounding_is_in_the_bin_it_starts() -> None:
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE TABLE rows (s REAL)")
+    scores = [0.6 + 0.2 * 1.0 - 0.0000000000000001, 0.8, 1.0, 0.0, 0.35, 0.7999, None]
+    db.executemany("INSERT INTO rows VALUES (?)", [(s,) for s in scores])
+    counts = {low: n for low, _, n in _bins(db, "SELECT s FROM rows", []) if n}
+    # 0.7999999999999999 (a weighted 0.8 after float sums) with 0.8; 0.7999 stays below
+    assert counts == {0.0: 1, 0.3: 1, 0.7: 1, 0.8: 2, 0.9: 1}

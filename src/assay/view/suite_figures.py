@@ -54,10 +54,13 @@ def _criterion_figures(
 
 
 def _bins(db: sqlite3.Connection, sql: str, params: list[object]) -> list[tuple[float, float, int]]:
-    """Ten bins of width 0.1 over [0, 1] (the last one closed) from ``sql``'s scores."""
+    """Ten bins of width 0.1 over [0, 1] (the last one closed) from ``sql``'s scores; a
+    score a float's rounding put just under an edge (0.7999999999999999 for a weighted 0.8)
+    is in the bin that edge starts."""
     counts = dict.fromkeys(range(10), 0)
-    for score, count in db.execute(f"SELECT MIN(CAST(s * 10 AS INTEGER), 9), COUNT(*) FROM "
-                                   f"({sql}) WHERE s IS NOT NULL GROUP BY 1", params):  # fmt: skip
+    for score, count in db.execute(f"SELECT MIN(CAST(ROUND(s * 10, 9) AS INTEGER), 9), "
+                                   f"COUNT(*) FROM ({sql}) WHERE s IS NOT NULL GROUP BY 1",
+                                   params):  # fmt: skip
         counts[int(score)] = int(count)
     return [(round(i / 10, 1), round((i + 1) / 10, 1), n) for i, n in counts.items()]
 
