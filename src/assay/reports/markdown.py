@@ -10,7 +10,7 @@ reason below the table.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from assay.metrics.clustered import MIN_CLUSTERS
@@ -174,11 +174,23 @@ def _replicates_section(suite: SuiteRollup) -> list[str]:
             for r in suite.per_replicate]  # fmt: skip
     out = [f"## Replicates ({suite.replicates})", "", *md_table(header, rows)]
     if suite.pass_k:
-        out += ["", "pass@k / pass^k (Chen et al. 2021; rows with at least k graded "
-                "replicates): " + ", ".join(f"k={k}: {fmt(v['pass_at_k'])} / "
-                                            f"{fmt(v['pass_hat_k'])}"
-                                            for k, v in suite.pass_k.items())]  # fmt: skip
+        out += [
+            "",
+            "pass@k / pass^k (Chen et al. 2021; rows with at least k graded "
+            "replicates): " + _pass_k(suite.pass_k),
+        ]
     return out
+
+
+def _pass_k(values: Mapping[str, Mapping[str, Any]]) -> str:
+    """``k=1: 0.800 / 0.800, …``; each k's row count too when they differ (a row with fewer
+    graded replicates than k is left out of that k, so the k are over different rows)."""
+    counts = {v.get("rows") for v in values.values()}
+    return ", ".join(
+        f"k={k}: {fmt(v['pass_at_k'])} / {fmt(v['pass_hat_k'])}"
+        + (f" ({v.get('rows')} rows)" if len(counts) > 1 else "")
+        for k, v in values.items()
+    )
 
 
 def _stat_name(stat: CriterionStat, names: Sequence[str]) -> str:
@@ -402,10 +414,11 @@ def render_experiment(report: ExperimentResult) -> str:
         )
         for arm in arms:
             if arm.pass_k:
-                out += ["", f"pass@k / pass^k for `{arm.variant_id}` ({arm.replicates} "
-                        "replicates): " + ", ".join(
-                            f"k={k}: {fmt(v['pass_at_k'])} / {fmt(v['pass_hat_k'])}"
-                            for k, v in arm.pass_k.items())]  # fmt: skip
+                out += [
+                    "",
+                    f"pass@k / pass^k for `{arm.variant_id}` ({arm.replicates} "
+                    "replicates): " + _pass_k(arm.pass_k),
+                ]
         replicates = max(a.replicates for a in arms)
         stopped = bool(report.stopping and report.stopping.get("stopped"))
         for comparison in (c for c in report.comparisons if c.suite_id == suite):
