@@ -14,6 +14,7 @@ from scipy.stats import t
 from assay.metrics.agreement import JudgeErrorRates
 from assay.metrics.judged import corrected_difference
 from assay.reports.judged import METHOD, add_judged_differences
+from assay.reports.markdown import _comparison_section
 from assay.results.experiment import Comparison, Difference, ExperimentResult, McNemarRecord
 
 
@@ -144,3 +145,26 @@ def test_no_judge_no_metric(tmp_path: Path) -> None:
     found = report()
     add_judged_differences(found, lambda v, s: tmp_path / "missing.json")
     assert "llm_judge.corrected_pass_rate" not in found.comparisons[0].metrics
+
+
+def test_a_clipped_arm_is_said_beside_the_difference(tmp_path: Path) -> None:
+    suite_json(tmp_path, "A", "c1", 0.43)
+    suite_json(tmp_path, "B", "c1", 1.0)
+    clipped = tmp_path / "B" / "s" / "suite.json"
+    data = json.loads(clipped.read_text())
+    note = "the raw correction 1.100 lies outside [0, 1]: …, so it is clipped"
+    data["criterion_aggregates"][1]["details"]["corrected_pass_rate"]["note"] = note
+    clipped.write_text(json.dumps(data))
+    found = report()
+    add_judged_differences(found, lambda v, s: tmp_path / v / s / "suite.json")
+    metric = found.comparisons[0].metrics["llm_judge.corrected_pass_rate"]
+    # the difference stays the corrected raw one (0.1 / 0.7), not 1.0 − 0.43, and says so
+    assert metric.difference == pytest.approx(0.1 / 0.7)
+    assert metric.note is not None and metric.note.endswith(f"B: {note}")
+    assert "not B − A of the clipped rates shown" in metric.note
+    markdown = "\n".join(_comparison_section(found.comparisons[0], 1))
+    assert "- `llm_judge.corrected_pass_rate`: the difference is of the unclipped" in markdown
+    suite_json(tmp_path, "B", "c1", 0.57)
+    plain = report()
+    add_judged_differences(plain, lambda v, s: tmp_path / v / s / "suite.json")
+    assert plain.comparisons[0].metrics["llm_judge.corrected_pass_rate"].note is None

@@ -87,10 +87,14 @@ def _judged(found: Difference, a: dict[str, Any] | None, b: dict[str, Any] | Non
     rates = JudgeErrorRates(round(a["sensitivity"] * positives), positives,
                             round(a["specificity"] * negatives), negatives)  # fmt: skip
     judged = corrected_difference(found.difference, found.se, found.clusters or 0, rates)
+    clipped = [f"{side}: {arm['note']}" for side, arm in (("A", a), ("B", b)) if arm.get("note")]
     return Difference(
         a=a.get("value"), b=b.get("value"), difference=judged.value, low=judged.low,
         high=judged.high, se=judged.se, clusters=found.clusters, p_value=judged.p_value,
         reason=judged.reason, method=METHOD,
+        note=("the difference is of the unclipped corrections (the raw difference over "
+              "sensitivity + specificity − 1), not B − A of the clipped rates shown; "
+              + "; ".join(clipped)) if clipped else None,
     )  # fmt: skip
 
 

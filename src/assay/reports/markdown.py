@@ -515,6 +515,8 @@ def _comparison_section(
                                                                    d.survives)]
          for n, d in c.metrics.items()],
     )  # fmt: skip
+    notes = [f"- `{n}`: {md_text(d.note)}" for n, d in c.metrics.items() if d.note]
+    out += ["", *notes] if notes else []
     test = c.mcnemar
     out += [
         "",

@@ -67,6 +67,9 @@ class Difference(_Model):
     survives: bool | None = None
     detectable: float | None = None
     """The smallest true difference these rows detect with 80% power at 0.05 (from ``se``)."""
+    note: str | None = None
+    """How to read a difference that is not simply ``b - a`` as shown (a judged difference
+    whose arms were clipped to [0, 1])."""
 
 
 class FlippedRow(_Model):
