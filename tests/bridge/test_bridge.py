@@ -263,7 +263,7 @@ def test_an_untranslatable_request_gets_the_wires_error_and_is_recorded(tmp_path
     assert call.status == 400 and call.error is not None and "computer_call" in call.error
 
 
-def test_a_429_storm_is_retried_by_the_bridge_and_a_dead_model_is_a_502(tmp_path: Path) -> None:
+def test_a_429_storm_is_retried_by_the_bridge_and_a_dead_model_is_final(tmp_path: Path) -> None:
     async def scenario(bridge: Bridge, session: BridgeSession, client: httpx.AsyncClient) -> None:
         calm = await client.post(
             "/v1/messages", json=message("storm", stream=False), headers=claude(session)
@@ -272,14 +272,15 @@ def test_a_429_storm_is_retried_by_the_bridge_and_a_dead_model_is_a_502(tmp_path
         dead = await client.post(
             "/v1/messages", json=message("broken", stream=False), headers=claude(session)
         )
-        assert dead.status_code == 502
+        # a 4xx, not a 5xx: the bridge retried already, and a CLI retries a 5xx on top
+        assert dead.status_code == 400
         assert dead.json()["error"]["type"] == "api_error"
         assert "always down" in dead.json()["error"]["message"]
 
     session = run(tmp_path, scenario)
     storm, broken = session.calls
     assert [a.status for a in storm.attempts] == [429, 429, 429] and storm.error is None
-    assert len(broken.attempts) == 4 and broken.status == 502
+    assert len(broken.attempts) == 4 and broken.status == 400
     assert broken.error is not None and "gave up after 5 attempts" in broken.error
 
 

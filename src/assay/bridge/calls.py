@@ -2,11 +2,14 @@
 
 Every path records a :class:`~assay.bridge.session.CallLog` (and so a ``chat`` span) and
 answers in the shape the CLI expects: the protocol's error object on a request that cannot
-be translated (400), a refused call (a limit reached, 400), or a model that failed after its
-retries (502). A request for an ``anthropic/`` model in the Messages wire is passed through
-untranslated and streamed back as it arrives (:func:`forward`). A translated call whose
-tokens or cost cross the row's budget is counted but not answered (the agent is being
-stopped and must not act on it); a passed-through answer has already streamed by then.
+be translated (400), a refused call (a limit reached, 400), or a model that failed: refused
+the request or failed after the bridge's own retries (400 as well, never a 5xx: the bridge
+has retried what can be retried, and a 5xx or 429 makes a CLI retry on top of it; Qwen
+Code, Pi, OpenCode and Gemini CLI have no setting to turn their retries off). A request for
+an ``anthropic/`` model in the Messages wire is passed through untranslated and streamed
+back as it arrives (:func:`forward`). A translated call whose tokens or cost cross the row's
+budget is counted but not answered (the agent is being stopped and must not act on it); a
+passed-through answer has already streamed by then.
 """
 
 from __future__ import annotations
@@ -99,7 +102,7 @@ async def translate(
         )
     except ModelError as exc:
         log.attempts = record.attempts
-        return _failed(session, log, protocol, 502, "api_error", str(exc))
+        return _failed(session, log, protocol, FAILED, "api_error", str(exc))
     except Exception as exc:  # a provider's bug answers this call, never the whole server
         log.attempts = record.attempts
         return _failed(session, log, protocol, 500, "api_error",
@@ -123,6 +126,10 @@ def _fill(log: CallLog, response: ModelResponse) -> None:
     log.tool_calls = [c.name for c in response.tool_calls]
     log.text = clip_head(response.text, TEXT_KEPT)
     log.cached = response.cached
+
+
+FAILED = 400
+"""The status of a call whose model failed (see the module docstring)."""
 
 
 def _failed(
@@ -208,7 +215,7 @@ async def forward(
         )
     except ModelError as exc:
         log.attempts = record.attempts
-        return _failed(session, log, "anthropic", 502, "api_error", str(exc))
+        return _failed(session, log, "anthropic", FAILED, "api_error", str(exc))
     log.attempts = record.attempts
     response = forwarded.response
     log.status = response.status_code
