@@ -4,6 +4,7 @@ files written, commands run, tools denied, retries, limits, crashes, and what is
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -171,7 +172,8 @@ def test_the_agent_sees_its_row_credential_never_the_users_key(ran: Path) -> Non
     assert "ANTHROPIC_API_KEY=[redacted:ASSAY_BRIDGE_KEY]" in output
     assert "assay-row-" not in output and "ANTHROPIC_BASE_URL=http://127.0.0.1:" in output
     assert SECRET not in output and "OPENAI_API_KEY" not in output
-    assert "HOME=/tmp/assay-claude-home-" in output
+    # a home of its own, in the command's scratch folder (removed with it)
+    assert re.search(r"HOME=/tmp/assay-run-[^/\s]+/assay-claude-home-", output), output
     for path in (ran / "runs").rglob("*"):
         if path.is_file():
             text = path.read_text(errors="replace")
