@@ -570,3 +570,21 @@ def test_the_tool_loop_continues_its_own_messages_from_turn_to_turn(
     ]
     assert record["simulation"]["stop_reason"] == "stop_token"
     assert record["agent"]["model_calls"] == 4
+
+
+def test_plan_refuses_a_simulated_user_whose_model_cannot_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write(tmp_path / "agent.yaml", AGENT)
+    task = write(tmp_path / "task.yaml", TASK.format(extra="", simulation="").replace(
+        "mock/user.yaml", "mock/missing.yaml"))  # fmt: skip
+    with pytest.raises(TaskFileError) as error:
+        assay.plan([str(task)])
+    assert (error.value.field, error.value.line) == ("simulation.model", 9)
+    assert "mock script not found" in error.value.message
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    write(task, task.read_text().replace("mock/missing.yaml", "openai/gpt-4o-mini"))
+    with pytest.raises(TaskFileError) as keyless:
+        assay.plan([str(task)])
+    assert keyless.value.field == "simulation.model" and "needs an API key" in keyless.value.message
+    assert "agent.base_url" not in (keyless.value.hint or "")  # the agent's fields are not its

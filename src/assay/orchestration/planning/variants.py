@@ -33,9 +33,10 @@ from assay.orchestration.planning.judging import (
     resolve_definition,
     tie_warnings,
 )
-from assay.providers.pool import ProviderRegistry
+from assay.providers.pool import ModelKey, ProviderRegistry
 from assay.providers.pricing import PriceTable
 from assay.spec.experiment import Experiment
+from assay.spec.simulation import SimulationConfig
 from assay.spec.source import field_loc, field_path, read_yaml
 from assay.spec.task import TaskDefinition
 
@@ -289,6 +290,28 @@ def _check_judge(loaded: LoadedTask, task: TaskDefinition, registry: ProviderReg
         raise located(exc, loaded, ("qa", "judge", field)) from None
 
 
+def simulator_key(config: SimulationConfig, base_dir: Path) -> ModelKey:
+    """The pool key of the simulated user's model (``base_dir``: the task file's folder, where
+    a ``mock/`` script is found)."""
+    return ModelKey(name=config.simulator_model, base_dir=str(base_dir))
+
+
+def _check_simulator(loaded: LoadedTask, task: TaskDefinition, registry: ProviderRegistry) -> None:
+    """Dialog mode: the simulated user's model can start, as the agent's must (``assay plan``
+    refuses what ``assay run`` would)."""
+    if task.dialog is None:
+        return
+    try:
+        registry.preflight(simulator_key(task.dialog, loaded.base_dir))
+    except UserError as exc:
+        if exc.hint is not None and "agent.base_url" in exc.hint:  # the agent's way out
+            exc = UserError(exc.message, file=exc.file, line=exc.line, field=exc.field,
+                            hint="set the provider's API key variable (OPENAI_API_KEY, "
+                            "ANTHROPIC_API_KEY, …) where assay runs; the simulated user "
+                            "takes a model name only")  # fmt: skip
+        raise located(exc, loaded, ("simulation", "model")) from None
+
+
 def _check_model(
     loaded: LoadedTask,
     task: TaskDefinition,
@@ -299,4 +322,5 @@ def _check_model(
     """The judge's and the agent's models can start, and the agent's own preflight passes
     (:func:`check_agent`)."""
     _check_judge(loaded, task, registry)
+    _check_simulator(loaded, task, registry)
     check_agent(loaded, task, agents=agents, providers=registry, prices=prices)

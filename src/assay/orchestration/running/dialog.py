@@ -31,15 +31,14 @@ import shutil
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from assay.agents.base import Agent, AgentContext, AgentOutcome, DialogState, OutcomeStatus
 from assay.agents.llm import script_vars
 from assay.errors import ModelError
+from assay.orchestration.planning.variants import simulator_key
 from assay.providers.base import Message, ModelRequest, Usage
 from assay.providers.managed import ManagedModel
-from assay.providers.pool import ModelKey
 from assay.providers.retry import CallRecord
 from assay.results.dialog import DialogStop, DialogTurn, SimulationRecord
 from assay.results.trace import Span, new_trace_id
@@ -79,12 +78,6 @@ class DialogSetup:
     opener: str | None
     simulator: ManagedModel
     check: CriteriaCheck | None = None
-
-
-def simulator_key(config: SimulationConfig, base_dir: Path) -> ModelKey:
-    """The pool key of the simulated user's model (``base_dir``: the task file's folder, where
-    a ``mock/`` script is found)."""
-    return ModelKey(name=config.simulator_model, base_dir=str(base_dir))
 
 
 def simulator_prompt(config: SimulationConfig, description: str) -> str:
