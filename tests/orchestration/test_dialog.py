@@ -588,3 +588,15 @@ def test_plan_refuses_a_simulated_user_whose_model_cannot_start(
         assay.plan([str(task)])
     assert keyless.value.field == "simulation.model" and "needs an API key" in keyless.value.message
     assert "agent.base_url" not in (keyless.value.hint or "")  # the agent's fields are not its
+
+
+def test_max_turns_in_dialog_mode_is_not_warned_as_having_no_effect(tmp_path: Path) -> None:
+    write(tmp_path / "agent.yaml", AGENT)
+    write(tmp_path / "user.yaml", USER.format(after_add="Thanks. <<<END>>>"))
+    task = write(tmp_path / "task.yaml", TASK.format(
+        extra="run_limits: {max_turns: 1, max_tool_calls: 3}\n", simulation=""))  # fmt: skip
+    warnings = assay.plan([str(task)]).warnings
+    assert not [w for w in warnings if "run_limits.max_turns" in w]  # it ends the dialog
+    assert [w for w in warnings if "run_limits.max_tool_calls has no effect" in w]  # no tools
+    result = assay.run([str(task)], run_dir=str(tmp_path / "runs"))
+    assert row(result)["final_status"] == "MAX_TURNS_EXHAUSTED"

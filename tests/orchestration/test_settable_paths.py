@@ -929,8 +929,8 @@ def test_turn_limits_on_an_agent_that_takes_no_turns(tmp_path: Path, limit: str)
     plan = _plan(path)
     assert plan.warnings == [
         f"{plan.tasks[0].loaded.display}:5: run_limits.{limit}: run_limits.{limit} has no "
-        "effect on agent type 'command', which takes no turns (it is enforced for claude-code "
-        "and codex)"
+        "effect on agent type 'command', which takes no turns (it is enforced for the "
+        "coding-agent CLIs, for an llm agent with tools, and for max_turns in dialog mode)"
     ]
     with pytest.raises(TaskFileError) as caught:
         _plan(path, (Override(("run_limits", limit), 5),))

@@ -238,8 +238,9 @@ def _prefixes(field: str) -> list[str]:
 
 def _unenforced_limits(loaded: LoadedTask, variant: ResolvedVariant) -> list[str]:
     """``run_limits.max_turns`` or ``max_tool_calls`` on an agent that takes no turns
-    (``llm``, ``command``, ``none``) has no effect: a warning when the task file sets it
-    (Coder Eval's files do), an error when ``-D`` or an experiment does.
+    (``llm`` without tools, ``command``, ``none``) has no effect: a warning when the task file
+    sets it (Coder Eval's files do), an error when ``-D`` or an experiment does. In dialog
+    mode each of the agent's answers is a turn, so ``max_turns`` counts them.
 
     Raises:
         TaskFileError: the limit was set by ``-D`` or the experiment.
@@ -249,10 +250,11 @@ def _unenforced_limits(loaded: LoadedTask, variant: ResolvedVariant) -> list[str
         return []
     warnings = []
     for name in ("max_turns", "max_tool_calls"):
-        if getattr(task.run_limits, name) is None:
+        if getattr(task.run_limits, name) is None or (name == "max_turns" and task.dialog):
             continue
         why = (f"run_limits.{name} has no effect on agent type '{task.agent.type}', which "
-               "takes no turns (it is enforced for claude-code and codex)")  # fmt: skip
+               "takes no turns (it is enforced for the coding-agent CLIs, for an llm agent "
+               "with tools, and for max_turns in dialog mode)")  # fmt: skip
         source = variant.provenance.get(f"run_limits.{name}", "task")
         if source in _SETTERS:
             raise TaskFileError(f"variant '{variant.variant_id}': {why}",
