@@ -221,7 +221,7 @@ def test_max_turns_ends_the_row_with_its_reason(tmp_path: Path) -> None:
     _, run_dir, stderr = run_task(tmp_path, FOREVER, max_turns=2, criteria=criteria)
     result = task_json(run_dir)
     assert result["final_status"] == "MAX_TURNS_EXHAUSTED", stderr
-    assert "max_turns is 2" in result["error_message"]
+    assert "max_turns is 2 (agent.max_turns)" in result["error_message"]  # which setting
     summary = result["transcript"]
     assert summary["stop_reason"] == "max_turns" and summary["model_calls"] == 2
     assert summary["commands"] == 2  # the second answer's call ran before the limit

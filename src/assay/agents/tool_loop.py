@@ -103,8 +103,9 @@ class ToolLoop:
         self.calls = 0
         self.tool_calls = 0
         self.last_text: str | None = None
-        limits = [n for n in (config.max_turns, context.max_turns) if n is not None]
-        self.max_turns = min(limits) if limits else DEFAULT_MAX_TURNS
+        limits = [(n, where) for n, where in ((config.max_turns, "agent.max_turns"),
+                  (context.max_turns, "run_limits.max_turns")) if n is not None]  # fmt: skip
+        self.max_turns, self.turns_set_by = min(limits) if limits else (DEFAULT_MAX_TURNS, "")
 
     async def run(self) -> AgentOutcome:
         """Run the loop to its end; failures are in the outcome, never raised."""
@@ -176,7 +177,9 @@ class ToolLoop:
         """Why the next model call may not be made (as the model bridge's limits)."""
         if self.calls >= self.max_turns:
             return _Stop("max_turns", f"the agent would make model call {self.calls + 1}; "
-                                      f"max_turns is {self.max_turns}")  # fmt: skip
+                                      f"max_turns is {self.max_turns}"
+                                      + (f" ({self.turns_set_by})" if self.turns_set_by
+                                         else ""))  # fmt: skip
         cap = self.context.max_tool_calls
         if cap is not None and self.tool_calls >= cap:
             asked = self.tool_calls

@@ -313,7 +313,7 @@ async def _converse(dialog: _Dialog) -> AgentOutcome:
             outcome = await dialog.agent.run(turn)
             dialog.answered(exchange, outcome, prompt)
             if outcome.status in LIMIT_STATUSES:
-                why = outcome.error if exchange == 1 else (
+                why = outcome.error if exchange == 1 or not _run_limit(outcome.error) else (
                     f"{outcome.error} (in exchange {exchange}: each turn gets what the "
                     "dialog's earlier turns left of run_limits)")  # fmt: skip
                 return dialog.merged(outcome.status, why, "run_limit_exceeded")
@@ -336,6 +336,12 @@ async def _converse(dialog: _Dialog) -> AgentOutcome:
         why = f"the dialog ran out of run_limits.task_timeout ({dialog.context.timeout:g} s)"
         return dialog.merged("timeout", why, "run_limit_exceeded")
     raise AssertionError("unreachable: the last exchange stops the dialog")
+
+
+def _run_limit(error: str | None) -> bool:
+    """The limit an agent's turn ran into is the run's (``run_limits``: what the earlier
+    turns left of it), not the agent's own per-turn one (``agent.max_turns``)."""
+    return error is not None and "(agent." not in error
 
 
 __all__ = [
