@@ -197,6 +197,17 @@ def test_tools_refuse_escapes_directly(tmp_path: Path) -> None:
     assert call("read_file", path="missing.txt")[1]
     missing = "error: argument 'content' (a string) is missing"
     assert call("write_file", path="a/c.txt")[0] == missing
+    # present but not text: said so, not "missing"
+    typed = asyncio.run(tools.call(ToolCall("c", "read_file", '{"path": 42}'), timeout=5))
+    assert (typed.output, typed.is_error) == ("error: argument 'path' must be a string, not 42",
+                                              True)  # fmt: skip
+    # a failed edit names the model's path, never the host's path of the sandbox
+    gone = call("edit_file", path="gone.txt", old_string="a", new_string="b")
+    assert gone == ("error: cannot read 'gone.txt': No such file or directory", True)
+    with_answer = SandboxTools(Sandbox(root), offered=["read_file", "submit_answer"], env={},
+                               owner=None)  # fmt: skip
+    unknown = asyncio.run(with_answer.call(ToolCall("c", "Bash", "{}"), timeout=5))
+    assert unknown.output == "error: no tool named 'Bash' (tools: read_file, submit_answer)"
     (root / "blob.bin").write_bytes(b"\x7fELF\x00\x01" * 100)
     assert call("read_file", path="blob.bin") == (
         "error: 'blob.bin' is a binary file, not text: look at it with run_command "

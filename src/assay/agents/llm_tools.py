@@ -20,6 +20,7 @@ model reads it and goes on; nothing here raises for what the model asked.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -119,7 +120,7 @@ class SandboxTools:
         """Run ``call`` (``timeout``: seconds a command may take); never raises for what
         the model asked."""
         if call.name not in self.offered or call.name == "submit_answer":
-            offered = ", ".join(n for n in self.offered if n != "submit_answer") or "none"
+            offered = ", ".join(self.offered) or "none"
             return ToolRun(f"error: no tool named '{call.name}' (tools: {offered})", True)
         arguments = call.input
         try:
@@ -182,8 +183,10 @@ class SandboxTools:
         path = self._path(relative)
         try:
             text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ToolError(f"cannot read '{relative}': {exc}") from None
+        except OSError as exc:  # its strerror: the host's path of the sandbox is not the model's
+            raise ToolError(f"cannot read '{relative}': {exc.strerror or exc}") from None
+        except UnicodeDecodeError:
+            raise ToolError(f"'{relative}' is not UTF-8 text: edit it with run_command") from None
         found = text.count(old) if old else 0
         if found != 1:
             raise ToolError(f"old_string occurs {found} times in '{relative}'; it must occur "
@@ -211,8 +214,11 @@ class SandboxTools:
 
 def _text(arguments: dict[str, Any], key: str) -> str:
     value = arguments.get(key)
-    if not isinstance(value, str):
+    if key not in arguments:
         raise ToolError(f"argument '{key}' (a string) is missing")
+    if not isinstance(value, str):
+        shown = clip_head(json.dumps(value, ensure_ascii=False, default=str), 200)
+        raise ToolError(f"argument '{key}' must be a string, not {shown}")
     return value
 
 
