@@ -600,3 +600,18 @@ def test_max_turns_in_dialog_mode_is_not_warned_as_having_no_effect(tmp_path: Pa
     assert [w for w in warnings if "run_limits.max_tool_calls has no effect" in w]  # no tools
     result = assay.run([str(task)], run_dir=str(tmp_path / "runs"))
     assert row(result)["final_status"] == "MAX_TURNS_EXHAUSTED"
+
+
+def test_a_judge_asking_for_a_dialog_the_task_has_not_is_warned(tmp_path: Path) -> None:
+    text = ("task_id: t\ndescription: d\ninitial_prompt: p\nagent: {type: llm, model: mock/echo}\n"
+            "success_criteria:\n"
+            "  - {type: llm_judge, model: mock/echo, prompt: 'Grade ${dialog}'}\n"
+            "  - {type: llm_judge, model: mock/echo, prompt: Grade.,\n"
+            "     include_dialog: true}\n")  # fmt: skip
+    loaded = load_task(write(tmp_path / "t.yaml", text))
+    assert [w.split(": ", 2)[1] for w in loaded.warnings if "has no dialog" in w] == [
+        "success_criteria[0].prompt", "success_criteria[1].include_dialog"]  # fmt: skip
+    with_dialog = text.replace("success_criteria:", "simulation: {enabled: true, goal: g}\n"
+                               "success_criteria:")  # fmt: skip
+    assert not [w for w in load_task(write(tmp_path / "d.yaml", with_dialog)).warnings
+                if "has no dialog" in w]  # fmt: skip

@@ -245,6 +245,7 @@ def _validated(document: YamlDocument, data: dict[str, Any], placed: tuple[Overr
     warnings += agent_criteria_warnings(definition, display=display, document=document)
     warnings += _isolation_unused(definition, display=display, document=document)
     warnings += _env_not_expanded(definition, display=display, document=document)
+    warnings += _dialog_unused(definition, display=display, document=document)
     return LoadedTask(definition, path, display, base_dir, document, warnings)
 
 
@@ -262,6 +263,27 @@ def _isolation_unused(
             f"a {definition.agent.type} agent (it keeps a coding agent apart from the task's "
             "folder and extra_mounts, in a container of its own); this agent runs in the "
             "row's sandbox and sees them"]  # fmt: skip
+
+
+def _dialog_unused(
+    definition: TaskDefinition, *, display: str, document: YamlDocument
+) -> list[str]:
+    """A judge's ``include_dialog: true`` or ``${dialog}`` in its inline rubric on a task
+    without dialog mode (no enabled ``simulation:`` block): there is no dialog to show."""
+    if definition.dialog is not None:
+        return []
+    found = []
+    for index, criterion in enumerate(definition.success_criteria):
+        rubric = getattr(criterion, "prompt", "") or ""
+        uses = {"include_dialog": getattr(criterion, "include_dialog", False) is True,
+                "prompt": isinstance(rubric, str) and "${dialog}" in rubric}  # fmt: skip
+        for name in (name for name, used in uses.items() if used):
+            loc: Loc = ("success_criteria", index, name)
+            what = "include_dialog" if name == "include_dialog" else "${dialog}"
+            found.append(f"{display}:{document.line_of(loc) or '?'}: {field_path(loc)}: "
+                         f"{what} has no effect: the task has no dialog (dialog mode is an "
+                         "enabled simulation: block)")  # fmt: skip
+    return found
 
 
 def _env_not_expanded(
