@@ -323,6 +323,12 @@ def test_n_trials_are_replicates_and_beat_repeats(tmp_path: Path) -> None:
     assert not (result.run_dir / "default" / "calc" / "03").exists()
     plan = assay.plan([str(tmp_path / "task.yaml")])
     assert plan.tasks[0].repeats == 3
+    assert not [w for w in plan.warnings if "--repeats" in w]
+    # --repeats beside n_trials is said, not silently dropped
+    overridden = assay.plan([str(tmp_path / "task.yaml")], repeats=5)
+    assert [w for w in overridden.warnings if "--repeats" in w] == [
+        f"{tmp_path / 'task.yaml'}: --repeats 5 does not apply: simulation.n_trials (3) sets "
+        "this dialog task's replicates (as in Coder Eval)"]  # fmt: skip
 
 
 def test_without_n_trials_repeats_decide(tmp_path: Path) -> None:

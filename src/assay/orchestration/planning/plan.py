@@ -390,6 +390,7 @@ def build_plan(
             "no task to run: every task file was skipped" + (f" ({reasons})" if reasons else ""),
             hint="check --tags / --exclude-tags, or pass --include-skipped",
         )
+    plan.warnings.extend(_trials_beat_repeats(plan))
     plan.warnings.extend(check_containment(
         ((t.loaded, v.definition) for t in plan.tasks for v in t.variants),
         agents=plan.criteria.agents, engines=engines))  # fmt: skip
@@ -405,6 +406,24 @@ def build_plan(
     )
     plan.warnings.extend(short_secret_warnings(plan.redactor))
     return plan
+
+
+def _trials_beat_repeats(plan: Plan) -> list[str]:
+    """``--repeats`` beside a dialog task's ``simulation.n_trials``: the task's trials decide
+    (as in Coder Eval); said, not silently dropped."""
+    if plan.repeats_override is None:
+        return []
+    found = []
+    for planned in plan.tasks:
+        for variant in planned.variants:
+            definition = variant.definition
+            trials = definition.replicates(plan.repeats_override)
+            if trials != plan.repeats_override:
+                found.append(f"{planned.loaded.display}: --repeats {plan.repeats_override} does "
+                             f"not apply: simulation.n_trials ({trials}) sets this dialog "
+                             "task's replicates (as in Coder Eval)")  # fmt: skip
+                break
+    return found
 
 
 def _check_row_tasks(plan: Plan, fixed_rows: Mapping[str, list[str]]) -> None:
