@@ -189,6 +189,18 @@ def test_criteria_that_pass_end_the_dialog_when_asked_to(tmp_path: Path) -> None
     assert record["simulation"]["total_turns"] == 2
 
 
+def test_execute_stops_a_dialog_on_passing_criteria_as_run_does(tmp_path: Path) -> None:
+    simulation = ("  stop_on_criteria_pass: true\n  check_criteria: every_turn\n"
+                  "  max_turns: 5\n")  # fmt: skip
+    executed = run(tmp_path, simulation=simulation, after_add="Great, can it also multiply?",
+                   stage="execute")  # fmt: skip
+    record = row(executed)
+    assert record["final_status"] == "NOT_GRADED"  # graded later, by assay evaluate
+    assert record["simulation"]["stop_reason"] == "criteria_passed"  # the dialog run has
+    assert record["simulation"]["total_turns"] == 2
+    assert row(assay.evaluate(executed.run_dir))["final_status"] == "SUCCESS"
+
+
 def test_criteria_checked_every_turn_without_stopping_only_mark_the_turns(
     tmp_path: Path,
 ) -> None:

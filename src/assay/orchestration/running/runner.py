@@ -554,7 +554,9 @@ class Runner:
         self, row: _Row, context: AgentContext, sandbox: Sandbox | None, base_dir: Path
     ) -> AgentOutcome:
         """Dialog mode (:mod:`assay.orchestration.running.dialog`): the agent and a simulated user
-        take turns; with ``check_criteria`` every turn, the row is graded after each one."""
+        take turns; with ``check_criteria`` every turn, the row is graded after each one.
+        ``assay execute`` grades nothing but for ``stop_on_criteria_pass``: there the criteria
+        decide when the dialog ends, so the dialog it keeps is the one ``assay run`` has."""
         task, config = row.task, row.task.dialog
         assert config is not None
 
@@ -566,7 +568,8 @@ class Runner:
         setup = DialogSetup(
             config=config, description=task.description, opener=task.initial_prompt,
             simulator=self.pool.get(simulator_key(config, base_dir)),
-            check=check if self.options.stage == "run" else None,
+            check=check if self.options.stage == "run" or config.stop_on_criteria_pass
+            else None,
         )  # fmt: skip
         outcome = await run_dialog(self.criteria.agents.build(task.agent), context, setup)
         if outcome.simulation is not None:
