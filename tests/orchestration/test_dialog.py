@@ -486,6 +486,7 @@ def test_an_agent_that_cannot_converse_is_refused_with_what_can(
     with pytest.raises(TaskFileError) as error:
         load_task(write(tmp_path / "t.yaml", text))
     assert message in error.value.message
+    assert (error.value.field, error.value.line) == ("agent.type", 4)  # the agent's line
 
 
 def test_early_stop_is_refused_in_dialog_mode(tmp_path: Path) -> None:
@@ -497,6 +498,7 @@ def test_early_stop_is_refused_in_dialog_mode(tmp_path: Path) -> None:
         load_task(write(tmp_path / "t.yaml", text))
     assert "early stop is not available in dialog mode (criterion 'command_executed' sets " in (
         error.value.message)  # fmt: skip
+    assert (error.value.field, error.value.line) == ("success_criteria[0].stop_early", 8)
 
 
 def test_without_initial_prompt_only_dialog_mode_loads(tmp_path: Path) -> None:

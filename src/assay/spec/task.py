@@ -791,13 +791,14 @@ class TaskDefinition(StrictModel):
             return self
         problem = self.agent.dialog_problem
         if problem is not None:
-            raise ValueError(f"simulation: {problem}")
-        armed = [c.type for c in self.success_criteria if getattr(c, "stop_early", None)]
+            raise located(("agent", "type"), f"simulation: {problem}")
+        armed = [i for i, c in enumerate(self.success_criteria) if getattr(c, "stop_early", None)]
         if armed:
-            raise ValueError(
+            raise located(
+                ("success_criteria", armed[0], "stop_early"),
                 f"simulation: early stop is not available in dialog mode (criterion "
-                f"'{armed[0]}' sets stop_early); remove stop_early, or use "
-                "simulation.stop_on_criteria_pass with check_criteria: every_turn"
+                f"'{self.success_criteria[armed[0]].type}' sets stop_early); remove stop_early, "
+                "or use simulation.stop_on_criteria_pass with check_criteria: every_turn",
             )
         return self
 
