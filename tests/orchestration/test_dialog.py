@@ -120,12 +120,20 @@ def test_the_simulated_users_cost_comes_from_the_price_table_and_stays_apart(
     assert row(run(tmp_path / "free"))["simulation"]["simulator_cost_usd"] == 0.0  # mock/*
     prices = write(tmp_path / "prices.yaml", "mock/user.yaml: {input_per_mtok: 1000000, "
                    "output_per_mtok: 2000000}\n")  # fmt: skip
-    record = row(run(tmp_path, prices=str(prices)))
+    result = run(tmp_path, prices=str(prices))
+    record = row(result)
     simulation = record["simulation"]
     assert simulation["simulator_cost_usd"] == pytest.approx(
         simulation["simulator_input_tokens"] + 2 * simulation["simulator_output_tokens"]
     )
     assert record["cost_usd"] == 0.0  # the agent's own (mock/*: free), without the user's
+    # the run's totals say the simulated users' apart, never drop them
+    summary = json.loads((result.run_dir / "run.json").read_text())
+    assert summary["simulator_input_tokens"] == simulation["simulator_input_tokens"] > 0
+    assert summary["simulator_cost_usd"] == pytest.approx(simulation["simulator_cost_usd"])
+    assert summary["total_cost_usd"] == 0.0
+    assert "**Simulated users** (dialog mode, apart from the above)" in (
+        result.run_dir / "run.md").read_text()  # fmt: skip
 
 
 def test_the_dialog_is_in_the_transcript_and_comes_back_from_the_trace(tmp_path: Path) -> None:

@@ -360,6 +360,13 @@ def _usage_lines(summary: RunSummary) -> list[str]:
     lines = [f"**Tokens**: {usage.total_tokens:,} ({usage.input_tokens:,} in, "
              f"{usage.output_tokens:,} out) · **Cost**: {cost}"
              + ("" if summary.cost_complete else " (some rows could not be priced)")]  # fmt: skip
+    simulated = summary.simulator_input_tokens + summary.simulator_output_tokens
+    if simulated:
+        paid = ("—" if summary.simulator_cost_usd is None
+                else f"${summary.simulator_cost_usd:.4f}")  # fmt: skip
+        lines.append(f"**Simulated users** (dialog mode, apart from the above): {simulated:,} "
+                     f"tokens ({summary.simulator_input_tokens:,} in, "
+                     f"{summary.simulator_output_tokens:,} out) · **Cost**: {paid}")  # fmt: skip
     if summary.rows_usage_from_cli:
         lines.append(f"**Usage source**: for {summary.rows_usage_from_cli} row(s) the coding "
                      "agent ran with route: direct, so their tokens and cost are what the CLI "

@@ -108,6 +108,8 @@ class RunTally:
                         FinalStatus.COST_BUDGET_EXCEEDED: 0}  # fmt: skip
         self.cost = ExactSum()
         self.cost_complete = True
+        self.simulator = [0, 0]  # input and output tokens of the simulated users
+        self.simulator_cost = ExactSum()
         self.usage_from_cli = 0
         self.active = (_Active(meta.session_times, meta.end_time)
                        if meta.session_times is not None else None)  # fmt: skip
@@ -169,6 +171,12 @@ class RunTally:
             self.cost.add(result.cost_usd)
         elif result.agent.model_calls and result.total_token_usage:
             self.cost_complete = False
+        dialog = result.simulation
+        if dialog is not None:
+            self.simulator[0] += dialog.simulator_input_tokens
+            self.simulator[1] += dialog.simulator_output_tokens
+            if dialog.simulator_cost_usd is not None:
+                self.simulator_cost.add(dialog.simulator_cost_usd)
         if result.transcript is not None and result.transcript.usage_source == "cli":
             self.usage_from_cli += 1
         if self.active is not None:
@@ -225,6 +233,8 @@ class RunTally:
             tasks_cost_budget_exceeded=self.budgets[FinalStatus.COST_BUDGET_EXCEEDED],
             total_cost_usd=self.cost.total if self.cost.count else None,
             cost_complete=self.cost_complete, rows_usage_from_cli=self.usage_from_cli,
+            simulator_input_tokens=self.simulator[0], simulator_output_tokens=self.simulator[1],
+            simulator_cost_usd=self.simulator_cost.total if self.simulator_cost.count else None,
             interrupted=meta.interrupted, exit_code=exit_code, max_parallel=meta.max_parallel,
             command=meta.command, skipped_tasks=meta.skipped, selections=meta.selections,
             suites=refs, judges=list(self.judges.values()), task_criteria=meta.criteria,

@@ -111,6 +111,12 @@ class RunSummary(_Model):
     tasks_cost_budget_exceeded: int = 0
     total_cost_usd: float | None = None
     cost_complete: bool = True
+    simulator_input_tokens: int = 0
+    simulator_output_tokens: int = 0
+    simulator_cost_usd: float | None = None
+    """Dialog mode: the simulated users' tokens and cost, counted apart from the agents'
+    (``total_token_usage``, ``total_cost_usd``), as each row's ``simulation`` record keeps
+    them; ``None``: no dialog, or no price for its model."""
     rows_usage_from_cli: int = 0
     tasks_timeout: int = 0
     interrupted: bool = False
