@@ -247,7 +247,7 @@ def test_run_limits_max_tool_calls_stops_early_and_grades(tmp_path: Path) -> Non
     assert result["transcript"]["stop_reason"] == "max_tool_calls", stderr
     assert result["transcript"]["model_calls"] == 1
     assert result["agent"]["stopped_early"] == (
-        "the agent's model asked for 1 tool calls; run_limits.max_tool_calls is 1"
+        "the agent's model asked for 1 tool call; run_limits.max_tool_calls is 1"
     )
     assert result["final_status"] == "SUCCESS"  # graded as it stands
     assert result["success_criteria_results"][0]["score"] == 1.0

@@ -438,7 +438,8 @@ def _status(
     if early is not None:
         return "early_stop", early.message()
     if result.timed_out:
-        return "timeout", f"the {name} CLI was killed after {timeout:g} s (task_timeout)"
+        seconds = round(timeout, 2)
+        return "timeout", f"the {name} CLI was killed after {seconds:g} s (task_timeout)"
     if ending.max_turns:
         return "max_turns", f"the {name} CLI reached its turn limit (run_limits.max_turns)"
     failed_call = next((c for c in reversed(session.calls) if c.error), None) if session else None

@@ -98,7 +98,8 @@ class CommandRunner(Agent[CommandAgent]):
         )
         if result.timed_out:
             outcome.status = "timeout"
-            outcome.error = f"the agent command was killed after {context.timeout:g} s"
+            seconds = round(context.timeout, 2)
+            outcome.error = f"the agent command was killed after {seconds:g} s"
         elif result.exit_code != 0:
             outcome.status = "error"
             outcome.error = f"the agent command {exit_text(result.exit_code)}" + (

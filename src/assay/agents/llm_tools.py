@@ -143,7 +143,7 @@ class SandboxTools:
         self.dropped += result.dropped
         self.logs += [path.name for path in result.logs]
         if result.timed_out:
-            head = f"killed after {timeout:.3g} s"
+            head = f"killed after {round(timeout, 2):g} s"
         else:
             head = f"exit code {result.exit_code}"
         output = result.stdout + (f"\n[stderr]\n{result.stderr}" if result.stderr else "")

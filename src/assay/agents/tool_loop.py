@@ -183,7 +183,8 @@ class ToolLoop:
         cap = self.context.max_tool_calls
         if cap is not None and self.tool_calls >= cap:
             asked = self.tool_calls
-            return _Stop("max_tool_calls", f"the agent's model asked for {asked} tool calls; "
+            calls = "1 tool call" if asked == 1 else f"{asked} tool calls"
+            return _Stop("max_tool_calls", f"the agent's model asked for {calls}; "
                                            f"run_limits.max_tool_calls is {cap}")  # fmt: skip
         return None
 
