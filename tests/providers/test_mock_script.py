@@ -123,6 +123,11 @@ def test_unknown_variable_is_a_model_error_naming_what_is_known(tmp_path: Path) 
         ("replies: [{match: x}]", "replies[0] needs one of 'reply', 'error', 'tool' or 'tools'"),
         ("replies: [{match: x, steps: []}]", "replies[0].steps must be a non-empty list"),
         (
+            "replies: [{match: x, delay: 2, steps: [{reply: a}]}]",
+            "replies[0]: delay cannot stand beside steps (a rule with steps scripts each turn in "
+            "its own step)",
+        ),
+        (
             "replies: [{match: x, steps: [{tool: W, input: 3}]}]",
             "tool 'W' input must be a mapping (JSON arguments) or a string",
         ),

@@ -339,10 +339,14 @@ def _steps(item: dict[str, Any], where: str, path: Path) -> tuple[MockStep, ...]
     if "steps" in rest:
         extra = sorted(set(rest) - {"steps"})
         steps = rest["steps"]
-        if extra or not isinstance(steps, list) or not steps:
-            raise UsageError(f"{where}.steps is a non-empty list of steps (without {extra})"
-                             if extra else f"{where}.steps must be a non-empty list",
-                             file=path)  # fmt: skip
+        if extra:
+            named = ", ".join(extra)
+            raise UsageError(f"{where}: {named} cannot stand beside steps (a rule with steps "
+                             "scripts each turn in its own step)", file=path,
+                             hint=f"move {named} into the step(s) it belongs to: "
+                             f"steps: [{{reply: …, {extra[0]}: …}}]")  # fmt: skip
+        if not isinstance(steps, list) or not steps:
+            raise UsageError(f"{where}.steps must be a non-empty list", file=path)
         return tuple(_step(s, f"{where}.steps[{i}]", path) for i, s in enumerate(steps))
     return (_step(rest, where, path),)
 
