@@ -129,3 +129,18 @@ def test_a_p_value_that_underflowed_is_never_printed_as_zero() -> None:
                        if line.startswith(f"| `{name}`") and "→" in line)  # fmt: skip
     assert "| < 1e-300 → < 1e-300 ✓ survives |" in metric_line
     assert "p = 0" not in markdown and "| 0 →" not in markdown and "| 5e-324" not in markdown
+
+
+def test_a_difference_of_rates_stays_within_minus_one_and_one() -> None:
+    few = {"a": {"r0": [0], "r1": [0], "r2": [1]}, "b": {"r0": [1], "r1": [1], "r2": [0]}}
+    everything = [r for name, outcomes in few.items() for r in results(name, outcomes)]
+    report = build_experiment(everything, {}, experiment_id="e", description="",
+                              variant_ids=list(few), row_ids={SUITE: list(few["a"])})  # fmt: skip
+    rate = report.comparisons[0].metrics["pass_rate"]
+    # three clusters: t on 2 df makes the raw interval about [-2.5, 3.2]; a difference of two
+    # rates lies in [-1, 1]
+    assert rate.difference == pytest.approx(1 / 3)
+    assert (rate.low, rate.high) == (-1.0, 1.0)
+    assert rate.detectable is not None and rate.detectable > 1
+    markdown = render_experiment(report)
+    assert "are too few to detect any pass-rate difference with 80% power" in markdown

@@ -360,7 +360,10 @@ def _difference(
             {k: [float(v[0]), float(v[1])] for k, v in by_cluster.items()},
             {k: [float(v[width]), float(v[width + 1])] for k, v in by_cluster.items()},
         )
-        return Difference(a=None, b=None, difference=found.value, low=found.low, high=found.high,
+        low, high = found.low, found.high  # a difference of values in [0, 1] is in [-1, 1]
+        return Difference(a=None, b=None, difference=found.value,
+                          low=None if low is None else max(-1.0, low),
+                          high=None if high is None else min(1.0, high),
                           reason=found.reason, method=found.method, se=found.se,
                           clusters=found.clusters, p_value=t_test_p(found),
                           detectable=detectable_difference(found))  # fmt: skip

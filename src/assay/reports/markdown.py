@@ -548,7 +548,12 @@ def _comparison_section(
         out += ["", f"Anytime-valid replay (rows in a seeded random order, betting test at "
                 f"{seq.alpha:g}): {md_text(seq.reason)}{saved}."]  # fmt: skip
     rate = c.metrics.get("pass_rate")
-    if rate is not None and rate.detectable is not None:
+    if rate is not None and rate.detectable is not None and rate.detectable > 1:
+        out += ["", f"Achieved power: these {c.rows} rows ({rate.clusters} clusters) are too "
+                "few to detect any pass-rate difference with 80% power at 0.05 (the smallest "
+                f"detectable, {fmt(rate.detectable)}, is more than a difference of rates can "
+                "be; `assay plan --power` plans the rows)."]  # fmt: skip
+    elif rate is not None and rate.detectable is not None:
         out += ["", f"Achieved power: these {c.rows} rows ({rate.clusters} clusters) detect a "
                 f"pass-rate difference of {fmt(rate.detectable)} or more with 80% power at "
                 "0.05 (`assay plan --power` plans the rows for a smaller one)."]  # fmt: skip
