@@ -142,7 +142,7 @@ def test_ctrl_c_stops_the_viewer_and_removes_its_index(runs: Path, tmp_path: Pat
     url = re.search(r"http://\S+/", line)
     assert url is not None
     httpx.get(url.group(0) + "runs/one/rows", timeout=30)
-    assert [p.name for p in tmp_path.iterdir() if p.name.startswith("assay-view-")]
+    assert list(tmp_path.glob("assay-run-*/assay-view-*"))  # in the command's scratch folder
     process.send_signal(2)
     assert process.wait(30) == 0
-    assert not [p for p in tmp_path.iterdir() if p.name.startswith("assay-view-")]
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(("assay-view-", "assay-run-"))]
