@@ -12,8 +12,10 @@ from pathlib import Path
 
 import pytest
 
+import assay
 from assay.view.figures import Figure
-from assay.view.run_pages import run_page
+from assay.view.run_pages import models_of, run_page
+from assay.view.runinfo import read_run
 from assay.view.suite_figures import _bins
 from assay.view.workspace import RunEntry, Workspace
 from tests.agents.coding import run_assay
@@ -192,3 +194,13 @@ def test_a_score_just_under_a_bin_edge_by_float_rounding_is_in_the_bin_it_starts
     counts = {low: n for low, _, n in _bins(db, "SELECT s FROM rows", []) if n}
     # 0.7999999999999999 (a weighted 0.8 after float sums) with 0.8; 0.7999 stays below
     assert counts == {0.0: 1, 0.3: 1, 0.7: 1, 0.8: 2, 0.9: 1}
+
+
+def test_a_run_of_tasks_without_a_dataset_names_its_models(tmp_path: Path) -> None:
+    task = write(tmp_path / "t.yaml", "task_id: t\ndescription: d\ninitial_prompt: hi\n"
+                 "agent: {type: llm, model: mock/echo}\n"
+                 "success_criteria: [{type: response_match, expected: hi}]\n")  # fmt: skip
+    run = assay.run([str(task)], run_dir=str(tmp_path / "runs")).run_dir
+    info = read_run(run.name, run)
+    assert info.suites == []  # no dataset: no suite
+    assert models_of(run, info) == ["mock/echo"]

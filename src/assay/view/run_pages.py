@@ -62,10 +62,15 @@ def _headline(metrics: dict[str, float | None]) -> str:
 
 def models_of(path: Path, info: RunInfo) -> list[str]:
     """The models the run's rows used: ``model_used`` of the first finished row of each
-    suite (a look at one ``task.json`` per suite, not the whole run)."""
+    suite (a look at one ``task.json`` per suite, not the whole run); a run of tasks without
+    a dataset (no suites) is looked at in its first task folders of each variant."""
     found: list[str] = []
-    for suite in info.suites:
-        first = _first_task_json(path / suite.variant_id / suite.suite_id)
+    folders = [path / suite.variant_id / suite.suite_id for suite in info.suites]
+    if not folders:
+        folders = [task for variant in info.variants
+                   for task in sorted(_folders(path / variant))[:MODEL_LOOKS]]  # fmt: skip
+    for folder in folders:
+        first = _first_task_json(folder)
         if first is None:
             continue
         try:
@@ -75,6 +80,17 @@ def models_of(path: Path, info: RunInfo) -> list[str]:
         if result.model_used and result.model_used not in found:
             found.append(result.model_used)
     return found
+
+
+MODEL_LOOKS = 20
+"""Task folders of a variant looked at for its models when the run has no suites."""
+
+
+def _folders(folder: Path) -> list[Path]:
+    try:
+        return [Path(e.path) for e in os.scandir(folder) if e.is_dir(follow_symlinks=False)]
+    except OSError:
+        return []
 
 
 def _first_task_json(folder: Path) -> Path | None:
