@@ -627,7 +627,10 @@ def test_max_turns_in_dialog_mode_is_not_warned_as_having_no_effect(tmp_path: Pa
     assert not [w for w in warnings if "run_limits.max_turns" in w]  # it ends the dialog
     assert [w for w in warnings if "run_limits.max_tool_calls has no effect" in w]  # no tools
     result = assay.run([str(task)], run_dir=str(tmp_path / "runs"))
-    assert row(result)["final_status"] == "MAX_TURNS_EXHAUSTED"
+    record = row(result)
+    assert record["final_status"] == "MAX_TURNS_EXHAUSTED"
+    # the simulated user is not asked for a message the agent could not answer
+    assert [t["role"] for t in record["simulation"]["turns"]] == ["user", "agent"]
 
 
 def test_a_judge_asking_for_a_dialog_the_task_has_not_is_warned(tmp_path: Path) -> None:

@@ -170,31 +170,45 @@ class _Dialog:
     def turn_context(self, prompt: str) -> AgentContext | tuple[OutcomeStatus, str]:
         """The agent's context for its next turn: ``run_limits`` bound the whole dialog, so
         the turn gets what is left of each; a limit already spent is its status and why."""
+        left = self._left()
+        spent = self.spent(left)
+        if spent is not None:
+            return spent
+        return dataclasses.replace(
+            self.context, prompt=prompt, dialog=self.state,
+            root_span=Span(name="dialog turn", trace_id=new_trace_id()), **left,  # type: ignore[arg-type]
+        )  # fmt: skip
+
+    def spent(
+        self, left: dict[str, float | int | None] | None = None
+    ) -> tuple[OutcomeStatus, str] | None:
+        """The ``run_limits`` limit the dialog's turns have spent (its status and why), or
+        ``None``: asked before the simulated user is, so a spent dialog costs no more."""
+        statuses: dict[str, OutcomeStatus] = {
+            "timeout": "timeout", "max_total_tokens": "token_budget", "max_usd": "cost_budget",
+            "max_turns": "max_turns", "max_tool_calls": "max_tool_calls",
+        }  # fmt: skip
+        for name, value in (left if left is not None else self._left()).items():
+            if value is not None and value <= 0:
+                limit = "task_timeout" if name == "timeout" else name
+                return statuses[name], f"run_limits.{limit} was spent by the dialog's earlier turns"
+        return None
+
+    def _left(self) -> dict[str, float | int | None]:
+        """What the dialog's turns left of each ``run_limits`` limit (``None``: unset)."""
         context, outcomes = self.context, self.outcomes
         used_tokens = sum(o.usage.total_tokens for o in outcomes if o.usage is not None)
         used_usd = sum(o.cost_usd for o in outcomes if o.cost_usd is not None)
         calls = sum(o.model_calls for o in outcomes)
         tools = sum(len(o.transcript.of_kind("tool_call")) for o in outcomes
                     if o.transcript is not None)  # fmt: skip
-        left: dict[str, float | int | None] = {
+        return {
             "timeout": self._time_left(),
             "max_total_tokens": _less(context.max_total_tokens, used_tokens),
             "max_usd": _less(context.max_usd, used_usd),
             "max_turns": _less(context.max_turns, calls),
             "max_tool_calls": _less(context.max_tool_calls, tools),
         }
-        statuses: dict[str, OutcomeStatus] = {
-            "timeout": "timeout", "max_total_tokens": "token_budget", "max_usd": "cost_budget",
-            "max_turns": "max_turns", "max_tool_calls": "max_tool_calls",
-        }  # fmt: skip
-        for name, value in left.items():
-            if value is not None and value <= 0:
-                limit = "task_timeout" if name == "timeout" else name
-                return statuses[name], f"run_limits.{limit} was spent by the dialog's earlier turns"
-        return dataclasses.replace(
-            context, prompt=prompt, dialog=self.state,
-            root_span=Span(name="dialog turn", trace_id=new_trace_id()), **left,  # type: ignore[arg-type]
-        )  # fmt: skip
 
     def answered(self, exchange: int, outcome: AgentOutcome, prompt: str) -> None:
         self.outcomes.append(outcome)
@@ -326,6 +340,9 @@ async def _converse(dialog: _Dialog) -> AgentOutcome:
                 return dialog.merged("completed", None, "max_turns")
             if config.max_total_tokens is not None and dialog.tokens >= config.max_total_tokens:
                 return dialog.merged("completed", None, "budget")
+            spent = dialog.spent()
+            if spent is not None:  # the agent could not answer the next message: not asked
+                return dialog.merged(spent[0], spent[1], "run_limit_exceeded")
             prompt, usage = await dialog.simulate()
             dialog.said(exchange + 1, prompt, simulated=True, usage=usage)
             if config.stop_token in prompt:
