@@ -112,6 +112,28 @@ def test_json_schema_property_without_known_type_names_it() -> None:
         parse_schema({"type": "object", "properties": {"b": "string"}})
 
 
+def test_json_schema_keywords_the_store_would_not_enforce_are_refused(tmp_path: Path) -> None:
+    described = {"type": "object", "title": "rows", "required": ["text", "n"],
+                 "additionalProperties": False,
+                 "properties": {"text": {"type": "string", "description": "the review"},
+                                "n": {"type": "integer", "format": "int64"}}}  # fmt: skip
+    assert dict(parse_schema(described).fields) == {"text": "string", "n": "number"}
+    path = write(tmp_path / "s.yaml", "type: object\nproperties:\n  text: {type: string}\n"
+                 "  label: {type: string, enum: [pos, neg]}\n")  # fmt: skip
+    with pytest.raises(StoreError) as enum:
+        load_schema(path)
+    assert enum.value.message.startswith("property 'label': enum would not be enforced")
+    assert enum.value.line == 4
+    some = {"type": "object", "required": ["text"],
+            "properties": {"text": {"type": "string"}, "n": {"type": "number"}}}  # fmt: skip
+    with pytest.raises(StoreError, match=r"required must list every property.*here: n\)"):
+        parse_schema(some)
+    open_ended = {"type": "object", "properties": {"t": {"type": "string"}},
+                  "additionalProperties": True, "minProperties": 1}  # fmt: skip
+    with pytest.raises(StoreError, match=r"^additionalProperties, minProperties would not be"):
+        parse_schema(open_ended)
+
+
 def test_schema_file_yaml_and_json_with_lines(tmp_path: Path) -> None:
     yaml_file = write(tmp_path / "s.yaml", "fields:\n  text: string\n  label: string\n")
     assert dict(load_schema(yaml_file).fields) == {"text": "string", "label": "string"}

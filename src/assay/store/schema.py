@@ -193,8 +193,52 @@ def _json_schema_form(data: Any, source: YamlDocument | None) -> Schema:
             f"{', '.join(pointers)}.",
             line=_line(source, "properties"),
         )
+    _unenforced(data, properties, source)
     fields = {name: _property_type(name, prop, source) for name, prop in properties.items()}
     return Schema(fields)
+
+
+ANNOTATIONS = frozenset({"title", "description", "$comment", "examples", "default", "format",
+                         "deprecated", "readOnly", "writeOnly"})  # fmt: skip
+"""JSON-Schema keywords that describe and constrain nothing (``format`` is an annotation in
+draft 2020-12): accepted beside a property's ``type``."""
+
+
+def _unenforced(
+    data: dict[str, Any], properties: dict[str, Any], source: YamlDocument | None
+) -> None:
+    """A JSON-Schema keyword the store would not enforce is refused, not dropped: a dataset
+    checks each field's type only (``enum``, ``minimum``, ``pattern``… would let the rows they
+    forbid in), and every declared field is required."""
+    top = set(data) - {"type", "properties", "required", "additionalProperties", "$schema", "$id",
+                       *ANNOTATIONS}  # fmt: skip
+    required = data.get("required", list(properties))
+    if isinstance(required, list) and set(required) != set(properties):
+        raise StoreError(
+            "required must list every property: a dataset requires every declared field "
+            f"(not required here: {', '.join(sorted(set(properties) - set(required)))})",
+            line=_line(source, "required"),
+            hint="list them all, or drop required; a value that may be missing is a json "
+            "field holding null",
+        )
+    if data.get("additionalProperties", False) is not False:
+        top.add("additionalProperties")  # a dataset refuses undeclared fields
+    for name, prop in properties.items():
+        extra = sorted(set(prop) - {"type", *ANNOTATIONS}) if isinstance(prop, dict) else []
+        if extra:
+            raise StoreError(
+                f"property '{name}': {', '.join(extra)} would not be enforced (a dataset checks "
+                "each field's type only), so rows it forbids would be stored",
+                line=_line(source, "properties", name),
+                hint="drop them, or check the rows before adding them",
+            )
+    if top:
+        raise StoreError(
+            f"{', '.join(sorted(top))} would not be enforced (a dataset checks each field's "
+            "type, and refuses undeclared fields)",
+            line=_line(source, sorted(top)[0]),
+            hint="drop them, or check the rows before adding them",
+        )
 
 
 def _property_type(name: str, prop: Any, source: YamlDocument | None) -> FieldType:
