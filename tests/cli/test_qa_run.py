@@ -147,7 +147,9 @@ def test_metrics_per_replicate(qa_run: Path) -> None:
         assert replicate["records_seen"] == 8  # from the metrics hook
         assert replicate["by_ability"] == {"geo": 1.0, "history": 1.0, "math": 1.0,
                                            "unknown": 0.0}  # fmt: skip
-        assert replicate["by_ability_counts"] == {"geo": 4, "history": 2, "math": 1, "unknown": 1}
+        # graded per key (the accuracy's denominator): geo's judge and answer errors are out
+        assert replicate["by_ability_counts"] == {"geo": 2, "history": 2, "math": 1, "unknown": 1}
+        assert replicate["extraction_failed_rate"] == pytest.approx(1 / 6)  # of the graded
         low, high = replicate["accuracy_ci"]["low"], replicate["accuracy_ci"]["high"]
         assert low == pytest.approx(0.4365, abs=1e-4) and high == pytest.approx(0.9699, abs=1e-4)
     assert document["avg_metrics"]["accuracy"] == pytest.approx(5 / 6)

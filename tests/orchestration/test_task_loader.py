@@ -317,7 +317,7 @@ def test_unquoted_numbers_get_a_yaml_hint_said_once(tmp_path: Path) -> None:
     assert error.message.startswith("expected text but YAML read a number (1)")
     assert "allowed_labels[1]: expected text but YAML read a number (0)" in error.message
     assert "hint" not in error.message  # the one hint is the error's own
-    assert error.hint == 'quote the value ("1") to keep it text'
+    assert error.hint == 'quote the value to keep it text ("1", not 1): YAML reads it as a number'
 
 
 def test_missing_template_dir_is_a_load_error(tmp_path: Path) -> None:

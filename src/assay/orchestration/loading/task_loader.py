@@ -507,7 +507,7 @@ def _problem(
         hint = "YAML reads yes/no/on/off/true/false unquoted as booleans; quote the value"
     elif isinstance(error.get("input"), int | float) and error["type"] == "string_type":
         message = f"expected text but YAML read a number ({error['input']})"
-        hint = f'quote the value ("{error["input"]}") to keep it text'
+        hint = 'quote the value to keep it text ("1", not 1): YAML reads it as a number'
     line, hint = _origin(loc, document, overrides, hint)
     return TaskFileError(
         message, file=display, line=line, field=field_path(loc) or None, hint=hint,
