@@ -156,6 +156,19 @@ def test_resume_reads_the_recorded_version(tmp_path: Path, store_url: str) -> No
     assert again["criterion_aggregates"] == suite["criterion_aggregates"]
 
 
+def test_resume_refuses_a_pin_changed_since_the_run_started(tmp_path: Path, store_url: str) -> None:
+    make_store(store_url)
+    run(tmp_path, store_url, "  version: 1")
+    run_dir = latest(tmp_path)
+    (run_dir / "default/from-store/a/00/task.json").unlink()
+    write(tmp_path / "t.yaml", TASK.format(version="  version: 2"))  # the user re-pins
+    done = assay("run", "--resume", str(run_dir), "--store", store_url, cwd=tmp_path)
+    assert done.returncode == 2
+    said = " ".join(done.stderr.split())
+    assert "task from-store now pins reviews@2, but the run read reviews@1" in said
+    assert "put back version: 1 to resume, or start a new run" in said
+
+
 def test_the_default_store_is_recorded_absolute_and_never_created_by_a_read(
     tmp_path: Path,
 ) -> None:

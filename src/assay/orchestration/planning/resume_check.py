@@ -41,6 +41,7 @@ def check_same_tasks(plan: Plan, tasks: list[PlannedTaskRecord]) -> None:
         task = recorded.get(planned.loaded.definition.task_id)
         if task is None or task.content_hash is None:
             continue  # recorded by an older assay
+        _check_same_pin(planned.loaded.definition, task)
         now = task_hash(planned.loaded.definition)
         if now != task.content_hash:
             raise UsageError(
@@ -50,6 +51,26 @@ def check_same_tasks(plan: Plan, tasks: list[PlannedTaskRecord]) -> None:
                 file=task.file,
                 hint="restore the task file as it was, or start a new run",
             )
+
+
+def _check_same_pin(definition: TaskDefinition, task: PlannedTaskRecord) -> None:
+    """A store dataset's pinned ``version`` changed since the run started: refused, as an
+    edit is (the run keeps reading the version it recorded, so the new pin would be
+    dropped without a word).
+
+    Raises:
+        UsageError: naming both versions.
+    """
+    dataset, recorded = definition.dataset, task.dataset
+    if dataset is None or dataset.store is None or dataset.version is None or recorded is None:
+        return
+    if recorded.store == dataset.store and recorded.version not in (None, dataset.version):
+        raise UsageError(
+            f"task {task.task_id} now pins {dataset.store}@{dataset.version}, but the run "
+            f"read {recorded.store}@{recorded.version}: its rows would come from two versions",
+            file=task.file,
+            hint=f"put back version: {recorded.version} to resume, or start a new run",
+        )
 
 
 def experiment_hash(experiment: Experiment) -> str:
