@@ -123,7 +123,8 @@ ID_RULE = (
         (
             {"id": "r2", "text": "a", "ok": True, "meta": 1},
             R2 + "field 'score': missing field(s) 'score'; every example carries every "
-            "schema field (text, score, ok, meta)",
+            "schema field (text, score, ok, meta) but a json one, which reads as null when "
+            "absent",
         ),
         (
             good("r2", scor=1),
@@ -142,6 +143,13 @@ def test_type_errors_name_file_line_example_and_field(
     assert error.message == "data.jsonl:2: " + message
     assert (error.file, error.line) == ("data.jsonl", 2)
     assert store.dataset("t").current_version == 0  # the good first row was not kept either
+
+
+def test_an_absent_json_field_reads_as_null(store: Store) -> None:
+    store.create_dataset("t", TYPED)
+    without = {"id": "r2", "text": "a", "score": 1, "ok": True}  # HumanEval's stop_tokens
+    store.add("t", [good("r1", meta=[1]), without])
+    assert dict(members(store, "t", 1))["r2"]["meta"] is None
 
 
 def test_ids_come_from_the_id_field_or_are_generated(store: Store) -> None:

@@ -48,9 +48,9 @@ class _Seen:
     null_at: str | None = None
 
 
-def _fail(row: SourceRow, message: str) -> StoreError:
+def _fail(row: SourceRow, message: str, hint: str | None = None) -> StoreError:
     where = f"{row.where}: " if row.where else ""
-    return StoreError(where + message, file=row.origin, line=row.line, located=True)
+    return StoreError(where + message, file=row.origin, line=row.line, located=True, hint=hint)
 
 
 def _same_keys(first: list[str], keys: set[str], row: SourceRow) -> None:
@@ -71,6 +71,8 @@ def _same_keys(first: list[str], keys: set[str], row: SourceRow) -> None:
         "All examples must share the same set of fields (dataset schemas require all declared "
         "properties). " + "; ".join(parts) + ". Pass an explicit `schema` or make all examples "
         "homogeneous.",
+        hint="give --schema with the fields that some rows lack declared json: an absent "
+        "json field reads as null",
     )
 
 

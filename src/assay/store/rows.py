@@ -271,11 +271,15 @@ class RowChecker:
         if len(keys) - has_id == len(self._names) and self._names <= keys:
             return {k: v for k, v in data.items() if k != self._id_field} if has_id else data
         missing = [name for name in self._schema.fields if name not in data]
+        if missing and all(self._schema.fields[name] == "json" for name in missing):
+            # json is the one type that holds null: a row without the key holds null there
+            return self._fields({**data, **dict.fromkeys(missing)}, row, example_id)
         if missing:
             raise row_error(
                 row,
                 f"missing field(s) {', '.join(repr(m) for m in missing)}; every example "
-                f"carries every schema field ({', '.join(self._schema.fields)})",
+                f"carries every schema field ({', '.join(self._schema.fields)}) but a json one, "
+                "which reads as null when absent",
                 example_id=example_id,
                 field=missing[0],
             )
