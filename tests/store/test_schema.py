@@ -278,6 +278,11 @@ def test_text_cells_convert_by_type_and_back(kind: str, text: str, value: Any) -
         assert from_text(kind, to_text(kind, converted)) == value
 
 
+def test_an_empty_cell_of_a_json_field_is_null() -> None:
+    assert from_text("json", "") is None and from_text("json", "  ") is None
+    assert from_text("json", "null") is None and from_text("json", '""') == ""
+
+
 @pytest.mark.parametrize(
     ("kind", "text", "message"),
     [

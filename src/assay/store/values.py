@@ -15,7 +15,8 @@ session    the same, for several traces; stored as the session id (``str``)
 
 Text sources (CSV cells, string cells of Parquet files) are converted by the schema:
 ``string`` is kept verbatim; ``number`` is a JSON number (``7`` is an int, ``7.0`` a float);
-``boolean`` is ``true`` or ``false`` (any case); ``json`` is JSON text; ``trace`` and
+``boolean`` is ``true`` or ``false`` (any case); ``json`` is JSON text (an empty cell is
+null); ``trace`` and
 ``session`` are an id, a path, or JSON text starting with ``{``.
 
 The content hash of a version (:func:`example_digest`, :func:`combine`): each example
@@ -136,6 +137,8 @@ def _boolean(text: str) -> bool:
 
 
 def _json(text: str) -> Any:
+    if not text.strip():  # an empty CSV cell of a json field: null, what a JSON export writes
+        return None
     try:
         return parse_json_strict(text)
     except ValueError as exc:
