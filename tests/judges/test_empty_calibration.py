@@ -10,6 +10,7 @@ import pytest
 
 from assay.api.judges import calibrate_judge, judge_asset
 from assay.store import Schema, open_store
+from tests.agents.coding import run_assay
 from tests.helpers import write
 
 SCRIPT = """\
@@ -77,3 +78,16 @@ def test_a_calibration_that_compared_nothing_leaves_the_judge_uncalibrated(
     assert empty.report["usable"] is False
     assert "the judge stays uncalibrated" in empty.report["notes"][0]
     assert judge_asset(str(judge), store=url).calibration is None
+
+
+def test_the_command_exits_1_when_nothing_was_compared(tmp_path: Path) -> None:
+    judge, url = setup(tmp_path, NOTHING_COMPARED["every-row-unlabelled"])
+    done = run_assay("judge", "calibrate", str(judge), "--dataset", "empty", "--label", "human",
+                     "--output-field", "out", "--store", url, "-o", str(tmp_path / "c"),
+                     cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "no row was compared: the calibration is stored marked unusable" in done.stderr
+    good = run_assay("judge", "calibrate", str(judge), "--dataset", "good", "--label", "human",
+                     "--output-field", "out", "--store", url, "-o", str(tmp_path / "g"),
+                     cwd=tmp_path)  # fmt: skip
+    assert good.returncode == 0, good.stdout + good.stderr

@@ -76,6 +76,10 @@ def calibrate(
             criterion=criterion,
         )
     _print_summary(result.report, result.directory)
+    if not result.report["rows_compared"]:  # stored unusable: a script must not take it for one
+        err().print("error: no row was compared: the calibration is stored marked unusable "
+                    "(see its notes)", markup=False)  # fmt: skip
+        raise typer.Exit(1)
 
 
 def _print_summary(report: dict[str, Any], directory: Path) -> None:
