@@ -15,6 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from assay.store import Schema, open_store
 from assay.view.server import exposure_warning, is_loopback
 from tests.cli.inproc import run_in_process
 from tests.view.browser import files_of, viewer
@@ -146,3 +147,17 @@ def test_ctrl_c_stops_the_viewer_and_removes_its_index(runs: Path, tmp_path: Pat
     process.send_signal(2)
     assert process.wait(30) == 0
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(("assay-view-", "assay-run-"))]
+
+
+def test_a_labels_dataset_of_other_fields_is_refused_when_the_viewer_starts(
+    runs: Path, tmp_path: Path
+) -> None:
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    with open_store(url) as store:
+        store.create_dataset("truthful", Schema({"question": "string", "label": "json"}))
+    done = subprocess.run([sys.executable, "-m", "assay", "view", str(runs), "--store", url,
+                           "--labels", "truthful"], capture_output=True, text=True,
+                          timeout=60)  # fmt: skip
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "dataset 'truthful' exists in the store with fields other than a review's" in (
+        " ".join(done.stderr.split()))  # fmt: skip

@@ -248,6 +248,20 @@ class LabelBook:
                 self._store.close()
                 self._store = None
 
+    def check(self) -> None:
+        """The one dataset named for every run's labels can take them: checked when the
+        viewer starts, not at a reviewer's first save (a store that does not exist yet, or
+        a dataset not made yet, is fine: the first label makes it).
+
+        Raises:
+            StoreError: the dataset exists with other fields, or the store cannot be opened.
+        """
+        if self.dataset is None or not self.exists():
+            return
+        store = self.store()
+        if self.dataset in {info.name for info in store.datasets()}:
+            self._ensure(store, self.dataset)
+
     def name(self, run: str) -> str:
         """The dataset that holds ``run``'s labels."""
         return self.dataset or dataset_name(run)

@@ -117,6 +117,7 @@ def view_runs(
 
     Raises:
         UsageError: a folder does not exist, or the port cannot be listened on.
+        StoreError: ``labels`` names a dataset of the store with other fields than a review's.
     """
     import uvicorn
 
@@ -125,6 +126,7 @@ def view_runs(
 
     ws = Workspace([Path(f) for f in folders])
     book = LabelBook(store, labels, reviewer or _user_name())
+    book.check()
     try:
         sock = listen(host, port)
         url = url_of(sock)
