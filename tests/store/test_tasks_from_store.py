@@ -169,6 +169,15 @@ def test_resume_refuses_a_pin_changed_since_the_run_started(tmp_path: Path, stor
     assert "put back version: 1 to resume, or start a new run" in said
 
 
+def test_a_missing_version_is_named_at_the_task_files_field(tmp_path: Path, store_url: str) -> None:
+    make_store(store_url)
+    write(tmp_path / "t.yaml", TASK.format(version="  version: 9"))
+    done = assay("plan", "t.yaml", "--store", store_url, cwd=tmp_path)
+    assert done.returncode == 2
+    assert "t.yaml:9: dataset.version: dataset 'reviews' has no version 9" in (
+        " ".join(done.stderr.split()))  # fmt: skip
+
+
 def test_the_default_store_is_recorded_absolute_and_never_created_by_a_read(
     tmp_path: Path,
 ) -> None:

@@ -35,7 +35,7 @@ from assay.data.substitute import (
     substitute,
     substitute_tree,
 )
-from assay.errors import DatasetError, SelectionError
+from assay.errors import DatasetError, SelectionError, StoreError
 from assay.metrics.clustered import QA_CLUSTER_FIELD, field_value
 from assay.orchestration.loading.qa_rows import (
     check_items,
@@ -365,12 +365,20 @@ def expand_dataset(
         return Expansion(loaded, [RowTask(loaded, templates)])
     store = None
     if task.dataset.store is not None:
-        rows, store = read_store_rows(
-            task.dataset.store,
-            version=store_version or task.dataset.version,
-            id_field=task.dataset.id_field,
-            url=store_url,
-        )
+        try:
+            rows, store = read_store_rows(
+                task.dataset.store,
+                version=store_version or task.dataset.version,
+                id_field=task.dataset.id_field,
+                url=store_url,
+            )
+        except StoreError as exc:  # named at the task file's dataset, as other errors are
+            if exc.file is not None:
+                raise
+            field = "version" if "version" in exc.message else "store"
+            line = loaded.document.line_of(("dataset", field))
+            raise StoreError(exc.message, hint=exc.hint, file=loaded.display, line=line,
+                             field=f"dataset.{field}") from None  # fmt: skip
     else:
         rows = read_dataset(loaded)
     if not rows.items:
