@@ -38,7 +38,7 @@ from tests.store.conftest import BACKENDS, POSTGRES_ENV, postgres_base_url
 from tests.view.browser import files_of, viewer
 from tests.view.generate import make_run
 
-RUNS = ("tokens", "bad", "two", "orders", "scales", "walk", "unsure")
+RUNS = ("tokens", "bad", "two", "orders", "scales", "walk", "unsure", "mixed")
 UNSURE = {3: 1 / 3, 7: None, 11: 0.8, 15: 0.5}  # row index → the judge's self-agreement
 # (None: a judge error); every other row has a sure judge
 
@@ -405,6 +405,25 @@ def test_a_scale_of_labels_or_scores_sets_the_keys_and_the_values(served: dict[s
             answer = client.post(f"/api/runs/{run}/labels", json=body, headers=headers)
             assert answer.status_code == 200, answer.text
             assert latest(served["store"], run)[f"{run}/{folder}/alice"]["label"] == stored
+
+
+def test_a_dataset_of_labels_keeps_one_scale(served: dict[str, Any]) -> None:
+    url, run = served["url"], "mixed"
+    first, second = list(folders_of(served["root"] / run))[:2]
+    with httpx.Client(base_url=url, timeout=30) as client:
+        headers = own_headers(url, token_of(client, run))
+
+        def post(scale: str, folder: str, label: Any) -> httpx.Response:
+            body = {"scale": scale, "items": [{"folder": folder, "label": label,
+                                                "reviewer": "carol"}]}  # fmt: skip
+            return client.post(f"/api/runs/{run}/labels", json=body, headers=headers)
+
+        assert post("pass/fail", first, "pass").status_code == 200
+        mixed = post("1..5", second, 4)
+        assert mixed.status_code == 400
+        assert "would hold pass/fail and score labels" in mixed.json()["error"]
+        assert post("1..5", first, 4).status_code == 200  # it replaces carol's only label
+        assert latest(served["store"], run)[f"{run}/{first}/carol"]["label"] == 4
 
 
 def test_scales_parse_and_refuse() -> None:

@@ -276,6 +276,7 @@ class LabelBook:
         store = self.store()
         name = self.name(run)
         self._ensure(store, name)
+        self._one_scale(store, name, run, labels)
         now = datetime.now(UTC).isoformat(timespec="milliseconds")
         rows = []
         for label in labels:
@@ -301,6 +302,28 @@ class LabelBook:
                 f"dataset '{name}' exists in the store with fields other than a review's "
                 f"({', '.join(info.schema.fields)})",
                 hint="name another dataset for the labels: assay view --labels NAME",
+            )
+
+    def _one_scale(self, store: Store, name: str, run: str, labels: Sequence[Label]) -> None:
+        """A dataset of labels holds one kind (pass/fail, a score, or labels of a set): a
+        judge is calibrated on one verdict kind, so a batch that would leave two kinds in it
+        (besides the labels it replaces) is refused.
+
+        Raises:
+            StoreError: naming both kinds.
+        """
+        given = {label_kind(label.label) for label in labels}
+        replaced = {example_id(run, label.folder, label.reviewer) for label in labels}
+        kept = (e for e in store.iter_examples(name, None) if e.example_id not in replaced
+                ) if store.dataset(name).current_version else ()  # fmt: skip
+        held = {label_kind(e.data.get("label")) for e in kept}
+        if len(given | held) > 1:
+            kinds = " and ".join(sorted(given | held))
+            raise StoreError(
+                f"dataset '{name}' would hold {kinds} labels: a judge is calibrated on one "
+                "kind, so these labels are not saved",
+                hint="label with the scale this dataset was labelled with, or save these in "
+                "another dataset: assay view --labels NAME",
             )
 
     def exists(self) -> bool:
@@ -343,6 +366,13 @@ class LabelBook:
             while len(self._read) > KEPT_VERSIONS:
                 self._read.pop(next(iter(self._read)))
         return found
+
+
+def label_kind(label: Any) -> str:
+    """``pass/fail``, ``score`` (a number) or ``set`` (one of a set of labels)."""
+    if isinstance(label, int | float) and not isinstance(label, bool):
+        return "score"
+    return "pass/fail" if label in ("pass", "fail") else "set"
 
 
 def disagrees(scale: Scale, label: Any, category: str, score: float | None) -> bool:
