@@ -411,3 +411,23 @@ def test_a_passthrough_entry_that_is_no_variable_name_is_refused(tmp_path: Path)
     assert "t.yaml:5: agent.env_passthrough: 'A=B' is not an environment variable name" in (
         done.stderr
     )
+
+
+def test_a_row_value_equal_to_a_secret_is_redacted_and_not_taken_for_changed_data(
+    tmp_path: Path,
+) -> None:
+    write(tmp_path / "t.yaml", "task_id: word\ndescription: d\n"
+          "initial_prompt: 'Classify: ${row.text}'\n"
+          "agent: {type: command, command: 'echo positive'}\n"
+          f"dataset: {{rows: [{{id: a, text: 'key {GH} here'}}, {{id: b, text: plain}}]}}\n"
+          "success_criteria:\n"
+          "  - {type: response_match, expected: positive, match: contains}\n")  # fmt: skip
+    done = assay("run", "t.yaml", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    run_dir = latest(tmp_path)
+    assert GH not in (run_dir / "default/word/a/00/task.json").read_text()  # redacted
+    # the finished row's recorded hash is of the row it ran, not of its redacted copy
+    for again in (("report", str(run_dir)), ("evaluate", str(run_dir))):
+        checked = assay(*again, cwd=tmp_path)
+        assert checked.returncode == 0, checked.stdout + checked.stderr
+        assert "differs from what the run recorded" not in checked.stderr

@@ -400,7 +400,8 @@ def content_mismatches(arms: Sequence[Arm]) -> list[str]:
     hashes: dict[str, set[str]] = defaultdict(set)
     for arm in arms:
         for row_id, results in arm.rows.items():
-            hashes[row_id] |= {row_hash(r.row) for r in results if r.row is not None}
+            hashes[row_id] |= {r.row_hash or row_hash(r.row) for r in results
+                               if r.row is not None}  # fmt: skip
     return [row_id for row_id, found in hashes.items() if len(found) > 1]
 
 

@@ -273,6 +273,10 @@ class EvaluationResult(_Result):
     post_run_results: list[CommandResult] = Field(default_factory=list)
     sandbox_path: str | None = None
     row: dict[str, Any] | None = None
+    row_hash: str | None = None
+    """The row's content hash (:func:`assay.data.hashing.row_hash`) taken before the file was
+    written: ``row`` is redacted as every file is, so a value that equals a secret's would
+    read as changed data; ``None`` in older runs (the hash of ``row`` is used then)."""
     qa_record: dict[str, Any] | None = None
     simulation: SimulationRecord | None = None
     task_config: TaskConfigRecord

@@ -113,7 +113,7 @@ def results_drift(
         if not hashes or result.row_id is None or result.row is None:
             continue
         expected = hashes.get(result.row_id)
-        if expected is not None and row_hash(result.row) != expected:
+        if expected is not None and (result.row_hash or row_hash(result.row)) != expected:
             seen.setdefault(result.suite_id or "", {})[result.row_id] = "changed"
     return [Drift(task, tuple(sorted(rows)), (), "results") for task, rows in seen.items()]
 

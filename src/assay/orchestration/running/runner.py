@@ -28,6 +28,7 @@ from assay.criteria.agent_judge import AgentHost
 from assay.criteria.base import GradingContext
 from assay.criteria.live import LiveMonitor
 from assay.criteria.registry import CriterionRegistry
+from assay.data.hashing import row_hash
 from assay.errors import AssayError, SandboxError
 from assay.orchestration.loading.qa_rows import judge_key
 from assay.orchestration.loading.store_rows import trace_reader
@@ -689,6 +690,7 @@ class Runner:
                 (row.directory / SANDBOX_DIR).relative_to(self.run_dir).as_posix() if kept else None
             ),
             row=item.row_task.row,
+            row_hash=row_hash(item.row_task.row) if item.row_task.row is not None else None,
             qa_record=_qa_record(row.qa, outcome),
             simulation=outcome.simulation,
             task_config=TaskConfigRecord(
