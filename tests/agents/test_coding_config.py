@@ -14,6 +14,7 @@ from assay.agents.claude_code import claude_argv, sdk_flags
 from assay.agents.codex import cli_model, write_config
 from assay.agents.coding_models import plugin_dirs, plugin_skills
 from assay.errors import UsageError, UserError
+from assay.orchestration.loading.task_loader import load_task
 from assay.providers.pool import ModelPool, PoolSettings, default_registry
 from assay.results.trace import Span, new_trace_id
 from assay.spec.coding_agents import ClaudeCodeAgent, CodexAgent
@@ -507,3 +508,16 @@ def test_claude_code_offers_a_plugins_skills_by_folder(tmp_path: Path) -> None:
     write(tmp_path / "p" / "skills" / "u1" / "SKILL.md", "---\nname: météo\ndescription: d\n---\n")
     write(tmp_path / "p" / "skills" / "x" / "SKILL.md", "---\nname: s1\ndescription: d\n---\n")
     assert skill_folder_names([tmp_path / "p"]) == ["u1", "x"]
+
+
+def test_a_passthrough_the_cli_never_gets_is_warned_at_load(tmp_path: Path) -> None:
+    text = ("task_id: t\ndescription: d\ninitial_prompt: go\n"
+            "agent:\n  type: claude-code\n  env_passthrough: [OPENAI_API_KEY, MY_TOKEN]\n"
+            "success_criteria: [{type: file_exists, path: x}]\n")  # fmt: skip
+    warnings = load_task(write(tmp_path / "t.yaml", text)).warnings
+    said = [w for w in warnings if "env_passthrough" in w]
+    assert len(said) == 1 and ":6: agent.env_passthrough: OPENAI_API_KEY never reach" in said[0]
+    assert "MY_TOKEN" not in said[0]
+    plain = text.replace("OPENAI_API_KEY, ", "")
+    assert not [w for w in load_task(write(tmp_path / "p.yaml", plain)).warnings
+                if "env_passthrough" in w]  # fmt: skip

@@ -41,12 +41,8 @@ from assay.results.transcript_otlp import to_spans
 from assay.sandbox.process import StreamResult, exit_text, stream_process, tail
 from assay.spec.coding_agents import CodingAgent
 
-CLI_PREFIXES = ("ANTHROPIC_", "CLAUDE_", "OPENAI_", "CODEX_", "AWS_BEARER_TOKEN_BEDROCK",
-                "GOOGLE_VERTEX_", "VERTEX_", "AZURE_OPENAI_", "GEMINI_", "GOOGLE_GEMINI_",
-                "GOOGLE_API_KEY", "GOOGLE_GENAI_")  # fmt: skip
-"""Variables through which a CLI would reach a model on the user's account or read the
-user's own configuration (``CLAUDE_CONFIG_DIR``, ``CODEX_HOME``, ``ANTHROPIC_CUSTOM_HEADERS``):
-a coding agent never sees them; behind the bridge it gets the row's credential instead."""
+CLI_PREFIXES = CodingAgent.withheld_prefixes
+"""Variables a coding agent never sees (:attr:`CodingAgent.withheld_prefixes`)."""
 
 
 PROJECT_CLIS = TOOLS / "npm" / "node_modules" / ".bin"

@@ -112,6 +112,12 @@ class AgentSpec(StrictModel):
         return {}
 
     @property
+    def withheld_passthrough(self) -> list[str]:
+        """Capability (credentials): the ``env_passthrough`` names the agent's own program
+        never gets (a coding-agent CLI gets no variable of the user's model accounts)."""
+        return []
+
+    @property
     def credential_variables(self) -> frozenset[str]:
         """Capability (credentials): the environment variables the block names as model
         credentials (``api_key_env``): secrets whatever their names look like."""

@@ -145,6 +145,15 @@ class CodingAgent(ModelFieldsSpec):
     flag of its own), so the limit holds on ``route: direct`` too; otherwise only the
     bridge, which sees each model call, enforces it."""
 
+    withheld_prefixes: ClassVar[tuple[str, ...]] = (
+        "ANTHROPIC_", "CLAUDE_", "OPENAI_", "CODEX_", "AWS_BEARER_TOKEN_BEDROCK", "GOOGLE_VERTEX_",
+        "VERTEX_", "AZURE_OPENAI_", "GEMINI_", "GOOGLE_GEMINI_", "GOOGLE_API_KEY", "GOOGLE_GENAI_",
+    )  # fmt: skip
+    """Variables through which a CLI would reach a model on the user's account or read the
+    user's own configuration (``CLAUDE_CONFIG_DIR``, ``CODEX_HOME``,
+    ``ANTHROPIC_CUSTOM_HEADERS``): a coding agent never sees them; behind the bridge it gets
+    the row's credential instead."""
+
     model: StrictStr | None = None
     cli_model: StrictStr | None = None
     cli_path: StrictStr | None = None
@@ -159,6 +168,11 @@ class CodingAgent(ModelFieldsSpec):
     request_timeout: float = Field(default=600, gt=0)
     cache: bool = False
     price: ModelPrice | None = None
+
+    @property
+    def withheld_passthrough(self) -> list[str]:
+        """The ``env_passthrough`` names the CLI never gets (:attr:`withheld_prefixes`)."""
+        return [name for name in self.env_passthrough if name.startswith(self.withheld_prefixes)]
 
     @property
     def may_act(self) -> bool:

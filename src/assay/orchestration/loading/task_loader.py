@@ -246,6 +246,7 @@ def _validated(document: YamlDocument, data: dict[str, Any], placed: tuple[Overr
     warnings += _isolation_unused(definition, display=display, document=document)
     warnings += _env_not_expanded(definition, display=display, document=document)
     warnings += _dialog_unused(definition, display=display, document=document)
+    warnings += _passthrough_withheld(definition, display=display, document=document)
     return LoadedTask(definition, path, display, base_dir, document, warnings)
 
 
@@ -263,6 +264,21 @@ def _isolation_unused(
             f"a {definition.agent.type} agent (it keeps a coding agent apart from the task's "
             "folder and extra_mounts, in a container of its own); this agent runs in the "
             "row's sandbox and sees them"]  # fmt: skip
+
+
+def _passthrough_withheld(
+    definition: TaskDefinition, *, display: str, document: YamlDocument
+) -> list[str]:
+    """``agent.env_passthrough`` naming a variable the agent's program never gets (a coding
+    agent's CLI gets none of the user's model accounts): said, not dropped silently."""
+    withheld = definition.agent.withheld_passthrough
+    if not withheld:
+        return []
+    loc: Loc = ("agent", "env_passthrough")
+    return [f"{display}:{document.line_of(loc) or '?'}: agent.env_passthrough: "
+            f"{', '.join(withheld)} never reach(es) the {definition.agent.type} CLI nor the "
+            "commands it runs (a coding agent gets no variable of the user's model accounts; "
+            "the row's pre_run, post_run and criteria do get it)"]  # fmt: skip
 
 
 def _dialog_unused(
