@@ -10,11 +10,13 @@ from pathlib import Path
 
 import pytest
 
+import assay
 from assay.errors import SandboxError
 from assay.orchestration.running.rowfiles import clear_attempt, write_logs
 from assay.results.io import PLAIN, Writer
 from assay.results.secrets import Redactor
 from assay.sandbox.archive import pack
+from tests.helpers import write
 
 SECRET = "driver-only-value-1234567890"
 
@@ -79,3 +81,13 @@ def test_clear_attempt_removes_only_the_files_a_row_attempt_writes(tmp_path: Pat
     assert outside.read_text() == "kept"
     clear_attempt(tmp_path / "never-ran")  # a row without a folder: nothing to do
     assert not (tmp_path / "never-ran").exists()
+
+
+def test_a_pre_run_that_timed_out_is_logged_with_its_error_not_exit_none(tmp_path: Path) -> None:
+    task = write(tmp_path / "t.yaml", "task_id: t\ndescription: d\ninitial_prompt: hi\n"
+                 "agent: {type: command, command: 'echo hi'}\n"
+                 "pre_run: [{command: 'sleep 30', timeout: 1}]\n"
+                 "success_criteria: [{type: file_exists, path: x}]\n")  # fmt: skip
+    run_dir = assay.run([str(task)], run_dir=str(tmp_path / "runs")).run_dir
+    log = (run_dir / "default" / "t" / "00" / "task.log").read_text()
+    assert "pre_run 'sleep 30': timed out after 1 s" in log and "exit None" not in log

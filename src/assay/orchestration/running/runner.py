@@ -607,7 +607,7 @@ class Runner:
             result = await self._command(command.command, command.timeout, sandbox, env,
                                          log_name=f"pre_run-{number}")  # fmt: skip
             row.pre_run.append(result)
-            row.note(f"pre_run {command.command!r}: exit {result.exit_code}")
+            row.note(f"pre_run {command.command!r}: {_ended(result)}")
             if command.fail_on_error and result.exit_code != 0:
                 why = result.error or exit_text(result.exit_code)
                 return f"pre_run command {command.command!r} {why}: {tail(result.stderr, 500)}"
@@ -618,7 +618,7 @@ class Runner:
             result = await self._command(command.command, command.timeout, sandbox, env,
                                          log_name=f"post_run-{number}")  # fmt: skip
             row.post_run.append(result)
-            row.note(f"post_run {command.command!r}: exit {result.exit_code}")
+            row.note(f"post_run {command.command!r}: {_ended(result)}")
 
     @staticmethod
     async def _command(
@@ -715,6 +715,14 @@ def _error_message(
     if status is FinalStatus.SUCCESS:
         return None
     return outcome.error or grading_message(status, results)
+
+
+def _ended(result: CommandResult) -> str:
+    """How a ``pre_run``/``post_run`` command ended, for the row's log: ``exit 0``, or its
+    error (``timed out after 3 s``) when it has no exit code."""
+    if result.exit_code is None:
+        return result.error or "no exit code"
+    return f"exit {result.exit_code}"
 
 
 async def _with_logs(finished: FinishedRow, folder: Path) -> FinishedRow:
