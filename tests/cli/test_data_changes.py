@@ -157,6 +157,7 @@ def test_a_run_that_already_mixes_two_contents_is_refused(tmp_path: Path) -> Non
     path = run_dir / "default/drift/r3/00/task.json"
     task = json.loads(path.read_text())
     task["row"]["label"] = "other"  # graded on other content than the run recorded
+    task["row_hash"] = row_hash(task["row"])  # what such a row's task.json records
     path.write_text(json.dumps(task))
     done = assay("report", str(run_dir), cwd=tmp_path)
     assert done.returncode == 2
