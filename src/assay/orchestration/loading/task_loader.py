@@ -260,10 +260,16 @@ def _isolation_unused(
     if docker is None or docker.agent_isolation is not True or definition.agent.takes_turns:
         return []
     loc: Loc = ("sandbox", "docker", "agent_isolation")
-    return [f"{display}:{document.line_of(loc) or '?'}: {field_path(loc)}: has no effect on "
-            f"a {definition.agent.type} agent (it keeps a coding agent apart from the task's "
-            "folder and extra_mounts, in a container of its own); this agent runs in the "
-            "row's sandbox and sees them"]  # fmt: skip
+    return [
+        _at(display, document, loc) + f"has no effect on a {definition.agent.type} agent "
+        "(it keeps a coding agent apart from the task's folder and extra_mounts, in a "
+        "container of its own); this agent runs in the row's sandbox and sees them"
+    ]
+
+
+def _at(display: str, document: YamlDocument, loc: Loc) -> str:
+    """``file:line: field: `` of a load warning about the task file's field ``loc``."""
+    return f"{display}:{document.line_of(loc) or '?'}: {field_path(loc)}: "
 
 
 def _passthrough_withheld(
@@ -274,9 +280,8 @@ def _passthrough_withheld(
     withheld = definition.agent.withheld_passthrough
     if not withheld:
         return []
-    loc: Loc = ("agent", "env_passthrough")
-    return [f"{display}:{document.line_of(loc) or '?'}: agent.env_passthrough: "
-            f"{', '.join(withheld)} never reach(es) the {definition.agent.type} CLI nor the "
+    return [_at(display, document, ("agent", "env_passthrough"))
+            + f"{', '.join(withheld)} never reach(es) the {definition.agent.type} CLI nor the "
             "commands it runs (a coding agent gets no variable of the user's model accounts; "
             "the row's pre_run, post_run and criteria do get it)"]  # fmt: skip
 
@@ -294,10 +299,9 @@ def _dialog_unused(
         uses = {"include_dialog": getattr(criterion, "include_dialog", False) is True,
                 "prompt": isinstance(rubric, str) and "${dialog}" in rubric}  # fmt: skip
         for name in (name for name, used in uses.items() if used):
-            loc: Loc = ("success_criteria", index, name)
             what = "include_dialog" if name == "include_dialog" else "${dialog}"
-            found.append(f"{display}:{document.line_of(loc) or '?'}: {field_path(loc)}: "
-                         f"{what} has no effect: the task has no dialog (dialog mode is an "
+            found.append(_at(display, document, ("success_criteria", index, name))
+                         + f"{what} has no effect: the task has no dialog (dialog mode is an "
                          "enabled simulation: block)")  # fmt: skip
     return found
 
