@@ -235,8 +235,10 @@ def test_pytest_scores_passed_over_collected_from_its_report(box: Sandbox) -> No
         "@pytest.mark.skip\ndef test_four(): pass\n")  # fmt: skip
     result = grade(box, env=PATH_WITH_PYTEST, type="pytest", path="tests")
     assert result.score == pytest.approx(0.5)
-    assert result.details.startswith("Exit code: 1, Pytest: 2 passed, 1 failed, 0 errors, "
-                                     "1 skipped out of 4 collected (score: 0.50)\n=")  # fmt: skip
+    assert result.details.startswith(
+        "Exit code: 1, Pytest: 2 passed, 1 failed, 0 errors, 1 skipped out of 4 collected "
+        "(score: 0.50)\nFAILED tests/test_a.py::test_three - assert False\n="
+    )
     assert not (box.root / ".pytest_cache").exists()
 
 
@@ -246,6 +248,9 @@ def test_pytest_collection_errors_count_against_the_score(box: Sandbox) -> None:
     result = grade(box, env=PATH_WITH_PYTEST, type="pytest")
     assert result.score == 0.0  # pytest stops at a collection error: 0 of 1 ran
     assert "1 errors" in result.details and "Exit code: 2" in result.details
+    # why: the collection error's line, which names no test
+    assert "ERROR test_broken.py" in result.details
+    assert "E   ModuleNotFoundError: No module named 'not_a_module_anywhere'" in result.details
 
 
 def test_pytest_all_passing_and_no_tests(box: Sandbox) -> None:

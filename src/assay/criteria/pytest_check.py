@@ -135,9 +135,34 @@ def _score(spec: PytestCheck, result: ProcessResult, report: Path) -> CriterionR
 
 
 def _summary(result: ProcessResult) -> str:
-    """pytest's last summary line (``=== 2 passed, 1 failed in 0.1s ===``)."""
-    lines = [line for line in result.stdout.splitlines() if line.startswith("=")]
-    return lines[-1] if lines else tail(result.stdout.strip(), 300)
+    """pytest's last summary line (``=== 2 passed, 1 failed in 0.1s ===``), after the lines
+    of its short summary that name what failed or erred and why (``ERROR tests/test_x.py -
+    ModuleNotFoundError: No module named 'calc'``: a collection error names no test), at
+    most :data:`SHORT_LINES` of them."""
+    lines = result.stdout.splitlines()
+    closing = [line for line in lines if line.startswith("=")]
+    named = [line for line in lines if line.startswith(("ERROR ", "FAILED "))]
+    named += list(dict.fromkeys(_error_lines(lines)))  # why a collection failed
+    shown = named[:SHORT_LINES] + ([f"… and {len(named) - SHORT_LINES} more"]
+                                   if len(named) > SHORT_LINES else [])  # fmt: skip
+    last = closing[-1] if closing else tail(result.stdout.strip(), 300)
+    return "\n".join([*shown, last])
+
+
+def _error_lines(lines: list[str]) -> list[str]:
+    """The ``E   …`` lines of pytest's ERRORS section (a test file that cannot be imported,
+    a fixture that fails): what its short summary line does not say."""
+    found, inside = [], False
+    for line in lines:
+        if line.startswith("="):
+            inside = " ERRORS " in line
+        elif inside and line.startswith("E   "):
+            found.append(line)
+    return found
+
+
+SHORT_LINES = 10
+"""Lines of pytest's short summary kept in a result's details."""
 
 
 def _output(result: ProcessResult) -> str:
