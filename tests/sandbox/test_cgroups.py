@@ -67,6 +67,21 @@ def test_a_row_past_its_memory_limit_ends_error_naming_it(tmp_path: Path, driver
 
 
 @needs_groups
+def test_an_agent_that_goes_on_after_its_command_was_killed_for_memory_says_so_in_the_log(
+    tmp_path: Path,
+) -> None:
+    task = write(tmp_path / "t.yaml", BIG.format(driver="tempdir").replace(
+        """command: 'python3 -c "x = bytearray(400 * 2**20); print(len(x))"'""",
+        """command: 'python3 -c "x = bytearray(400 * 2**20)"; echo 419430400'"""))  # fmt: skip
+    result = api.run([str(task)], run_dir=str(tmp_path / "runs"))
+    (row,) = list(result.rows())
+    assert row.final_status.value == "SUCCESS"  # the agent (a shell here) went on
+    log = (result.run_dir / "default" / "big-tempdir" / "00" / "task.log").read_text()
+    assert ("killed for memory: the row's processes passed sandbox.limits.max_memory_mb "
+            "(64 MiB); the agent went on") in log  # fmt: skip
+
+
+@needs_groups
 def test_the_same_row_under_a_roomy_limit_passes(tmp_path: Path) -> None:
     task = write(tmp_path / "t.yaml", BIG.format(driver="tempdir").replace("64", "1024"))
     result = api.run([str(task)], run_dir=str(tmp_path / "runs"))

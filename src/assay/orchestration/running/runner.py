@@ -501,7 +501,7 @@ class Runner:
             agent = self.criteria.agents.build(task.agent)
             outcome = await _bounded(agent.run(context), context, row)
         if groups is not None:
-            outcome = _limit_reached(outcome, groups, before=counts)
+            outcome = _limit_reached(outcome, groups, before=counts, row=row)
         root_span.end(error=outcome.error)
         outcome.spans.insert(0, root_span)
         if outcome.transcript is not None:
@@ -816,13 +816,17 @@ async def _bounded(work: Awaitable[AgentOutcome], context: AgentContext, row: _R
 
 
 def _limit_reached(
-    outcome: AgentOutcome, groups: RowProcesses, *, before: LimitCounts
+    outcome: AgentOutcome, groups: RowProcesses, *, before: LimitCounts, row: _Row
 ) -> AgentOutcome:
     """An agent that failed after the row reached a limit while it ran (the kernel killed
     one of its processes for memory, or refused it a process at ``max_pids``, more often
     than the counts ``before``) says so, naming the ``sandbox.limits`` field (as the docker
-    driver does), first in its error and as the transcript's last event."""
-    note = groups.limit_note(since=before) if outcome.status in ("error", "timeout") else None
+    driver does), first in its error and as the transcript's last event. An agent that went
+    on (a coding agent whose command was killed) keeps its status; the row's log says it."""
+    note = groups.limit_note(since=before)
+    if note is not None and outcome.status not in ("error", "timeout"):
+        row.note(f"{note}; the agent went on")
+        return outcome
     if note is None:
         return outcome
     if outcome.transcript is not None:  # the row's log shows it where the agent's error is
