@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+import assay as api
 from assay.providers.base import Usage
 from assay.providers.pricing import Price, PriceTable
 from tests.cli.test_run import assay, finished, latest
@@ -118,6 +119,20 @@ def test_max_usd_without_a_price_is_refused_at_plan(
     done = assay("plan", str(path), cwd=tmp_path)
     assert done.returncode == 2
     assert "run_limits.max_usd needs a price for anthropic/claude-test" in done.stderr
+
+
+def test_max_usd_on_a_model_that_costs_nothing_is_warned(tmp_path: Path) -> None:
+    path = write(tmp_path / "t.yaml", "task_id: t\ndescription: d\ninitial_prompt: hi\n"
+                 "agent: {type: llm, model: mock/echo}\nrun_limits: {max_usd: 0.01}\n"
+                 "success_criteria: [{type: response_match, expected: hi}]\n")  # fmt: skip
+    warnings = api.plan([str(path)]).warnings
+    assert [w for w in warnings if "max_usd" in w] == [
+        f"{path}:5: run_limits.max_usd: mock/echo costs nothing (its price is 0), so this "
+        "budget is never reached; give agent.price to test it"]  # fmt: skip
+    priced = path.read_text().replace("mock/echo}", "mock/echo, price: {input_per_mtok: 1, "
+                                      "output_per_mtok: 2}}")  # fmt: skip
+    write(path, priced)
+    assert not [w for w in api.plan([str(path)]).warnings if "max_usd" in w]
 
 
 def test_cost_prices_cache_reads_and_writes_apart() -> None:

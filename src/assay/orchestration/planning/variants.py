@@ -170,11 +170,30 @@ def _checked(
         raise _set_by(TaskFileError(why, file=written.display, field=field), variant,
                       checks.overrides, field="agent.type") from None  # fmt: skip
     checks.warnings.extend(_unenforced_limits(loaded, variant))
+    checks.warnings.extend(_free_budget(loaded, variant, checks.prices))
     try:
         check_graded_rows(expansion, variant.definition)
     except TaskFileError as exc:
         raise overridden(exc, checks.overrides, ("agent", "success_criteria", "dataset")) from None
     return variant
+
+
+def _free_budget(loaded: LoadedTask, variant: ResolvedVariant, prices: PriceTable) -> list[str]:
+    """``run_limits.max_usd`` on an agent whose model costs nothing (a ``mock/`` script, a
+    price of 0): the budget is never reached, which is said (a paid model without a price
+    is refused by the agent's own check)."""
+    task = variant.definition
+    model = getattr(task.agent, "model", None)
+    if task.run_limits.max_usd is None or not isinstance(model, str):
+        return []
+    price = getattr(task.agent, "price", None) or prices.lookup(model)
+    if price is None or price.input_per_mtok or price.output_per_mtok:
+        return []
+    line = loaded.document.line_of(("run_limits", "max_usd"))
+    return [
+        f"{loaded.display}:{line or '?'}: run_limits.max_usd: {model} costs nothing (its "
+        "price is 0), so this budget is never reached; give agent.price to test it"
+    ]
 
 
 def _check_rows(loaded: LoadedTask, expansion: Expansion, variant: ResolvedVariant) -> None:
