@@ -173,6 +173,9 @@ def test_suite_agrees_with_metrics_and_gates(qa_run: Path) -> None:
     assert hard["error_message"].startswith("judge_error: unparseable verdict")
     markdown = (suite_folder(qa_run) / "suite.md").read_text()
     assert "## QA metrics" in markdown and "| 0 | 0.833 | [0.436, 0.970] | 5 / 6 |" in markdown
+    # the mean row's counts are the totals over both replicates, not mean counts
+    assert "| mean | 0.833 |" in markdown and "| 10 / 12 | 2 | " in markdown
+    assert "| `geo` | 1.000 | 4 |" in markdown  # graded over both replicates (2 each)
     assert "### Metrics hook" in markdown
     assert "| `records_seen` | 8.000 | 8.000, 8.000 |" in markdown
 

@@ -150,7 +150,10 @@ def qa_metrics(
 
 def render_qa(document: dict[str, Any]) -> str:
     """The "QA metrics" section of ``suite.md``: accuracy per replicate with its Wilson 95%
-    interval and counts, then each group's accuracy (mean over replicates) and size."""
+    interval and counts; with replicates, a ``mean`` row (ToMEval's mean of the replicates'
+    accuracies, the pooled interval, the counts summed: 7 / 13, not a mean count such as
+    3.5 / 6.5 beside a mean of ratios it is not); then each group's accuracy (mean over
+    replicates) and its graded samples over all replicates."""
     per = document["all_metrics"]
     lines = ["", "## QA metrics", ""]
     judge = document.get("judge")
@@ -162,8 +165,9 @@ def render_qa(document: dict[str, Any]) -> str:
     header = ["replicate", "accuracy", "95% CI", "correct / graded", "extraction failed",
               "empty", "judge errors", "answer errors"]  # fmt: skip
     rows = [_replicate_row(str(i), m) for i, m in enumerate(per)]
-    if len(per) > 1:
-        rows.append(_replicate_row("mean", document["avg_metrics"]))
+    if len(per) > 1:  # ToMEval's mean of the replicates' accuracies; the counts are totals
+        totals = {key: sum(m.get(key) or 0 for m in per) for key in _COUNTS}
+        rows.append(_replicate_row("mean", {**document["avg_metrics"], **totals}))
     lines += md_table(header, rows)
     pooled = document["avg_metrics"].get("accuracy_ci")
     if len(per) > 1 and pooled and "clusters" in pooled:
@@ -174,9 +178,10 @@ def render_qa(document: dict[str, Any]) -> str:
     for name in _group_names(document["avg_metrics"]):
         lines += ["", f"### {name.removeprefix('by_')}", ""]
         accuracies = document["avg_metrics"].get(name) or {}
-        counts = per[0].get(f"{name}_counts", {}) if per else {}
+        counts = {k: sum((m.get(f"{name}_counts") or {}).get(k, 0) for m in per)
+                  for k in accuracies}  # fmt: skip
         lines += md_table(
-            ["value", "accuracy", "samples per replicate"],
+            ["value", "accuracy", "graded (all replicates)"],
             [[code(str(k)), fmt(v), str(counts.get(k, "—"))] for k, v in accuracies.items()],
         )
     extras = hook_rows(document["avg_metrics"], per)
@@ -187,6 +192,11 @@ def render_qa(document: dict[str, Any]) -> str:
     if undefined:
         lines += [""] + [f"- `{k}` is undefined: {md_text(v)}" for k, v in undefined.items()]
     return "\n".join(lines) + "\n"
+
+
+_COUNTS = ("correct", "graded", "extraction_failed", "content_none", "judge_errors",
+           "answer_errors")  # fmt: skip
+"""The counts of a replicate's row, summed over replicates on the ``mean`` row."""
 
 
 def _replicate_row(label: str, m: dict[str, Any]) -> list[str]:
