@@ -47,7 +47,9 @@ def read_store_rows(
     """Every example of ``name@version`` (latest when ``None``) as rows, in insertion order.
 
     Raises:
-        StoreError: unknown store, dataset or version (naming the versions that exist).
+        StoreError: unknown store, dataset or version (naming the versions that exist), its
+            ``field`` the task file's that names what is missing (``dataset.store`` or
+            ``dataset.version``).
     """
     from assay.errors import StoreError
     from assay.store import open_store
@@ -60,15 +62,19 @@ def read_store_rows(
             f"no store at {path} (dataset '{name}' was asked for)",
             hint="run from the folder that holds .assay/store.db, or give --store URL / "
             "$ASSAY_STORE; assay dataset create makes a store",
+            field="dataset.store",
         )
     store = open_store(resolved_url)
     try:
         try:
             info = store.dataset(name)
         except StoreError as exc:  # the message names the store: it depends on --store/cwd
-            raise StoreError(f"{exc.message} at {display_url(resolved_url)}", hint=exc.hint
-                             ) from None  # fmt: skip
-        pinned = store.resolve(name, version)
+            raise StoreError(f"{exc.message} at {display_url(resolved_url)}", hint=exc.hint,
+                             field="dataset.store") from None  # fmt: skip
+        try:
+            pinned = store.resolve(name, version)
+        except StoreError as exc:
+            raise StoreError(exc.message, hint=exc.hint, field="dataset.version") from None
         rows = Rows()
         source = RowSource(f"store {name}@{pinned.number}", 0, array("l"))
         rows.sources.append(source)

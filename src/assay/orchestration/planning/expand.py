@@ -51,6 +51,7 @@ from assay.qa import QaItem, QaSample
 from assay.results.secrets import clip_head
 from assay.results.suite import DatasetRecord, FileRecord, SelectionRecord
 from assay.spec.criteria import ClassificationMatch, CriterionSpec
+from assay.spec.source import field_loc
 from assay.spec.task import ID_PATTERN, TaskDefinition
 
 ID_MESSAGE = f"must match {ID_PATTERN.pattern} (letters, digits, underscore, hyphen, dot)"
@@ -372,13 +373,13 @@ def expand_dataset(
                 id_field=task.dataset.id_field,
                 url=store_url,
             )
-        except StoreError as exc:  # named at the task file's dataset, as other errors are
-            if exc.file is not None:
+        except StoreError as exc:  # named at the task file's field, as other errors are
+            if exc.file is not None or exc.field is None:
                 raise
-            field = "version" if "version" in exc.message else "store"
-            line = loaded.document.line_of(("dataset", field))
+            document = loaded.document
+            line = document.line_of(field_loc(exc.field)) or document.line_of(("dataset",))
             raise StoreError(exc.message, hint=exc.hint, file=loaded.display, line=line,
-                             field=f"dataset.{field}") from None  # fmt: skip
+                             field=exc.field) from None  # fmt: skip
     else:
         rows = read_dataset(loaded)
     if not rows.items:
