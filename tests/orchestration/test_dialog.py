@@ -646,3 +646,48 @@ def test_a_judge_asking_for_a_dialog_the_task_has_not_is_warned(tmp_path: Path) 
                                "success_criteria:")  # fmt: skip
     assert not [w for w in load_task(write(tmp_path / "d.yaml", with_dialog)).warnings
                 if "has no dialog" in w]  # fmt: skip
+
+
+TOOL_AGENT = """\
+replies:
+  - match: "^start"
+    steps:
+      - {tool: write_file, input: {path: notes.txt, content: "one"}}
+      - reply: "wrote notes.txt"
+  - match: "^more"
+    steps:
+      - {tool: run_command, input: {command: "echo two >> notes.txt"}}
+      - {tool: run_command, input: {command: "cat notes.txt"}}
+      - {tool: submit_answer, input: {answer: "appended two"}}
+"""
+
+TOOL_TASK = """\
+task_id: tools
+description: d
+initial_prompt: start
+agent: {{type: llm, model: mock/agent.yaml, tools: [run_command, write_file, submit_answer]{own}}}
+simulation: {{enabled: true, goal: g, model: mock/user.yaml, max_turns: 3}}
+{limits}success_criteria: [{{type: file_exists, path: notes.txt}}]
+"""
+
+
+@pytest.mark.parametrize(
+    ("own", "limits", "said"),
+    [
+        (", max_turns: 2", "", "max_turns is 2 (agent.max_turns)"),
+        ("", "run_limits: {max_turns: 4}\n",
+         "max_turns is 2 (run_limits.max_turns) (in exchange 2: each turn gets what the "
+         "dialog's earlier turns left of run_limits)"),
+    ],
+)  # fmt: skip
+def test_a_turn_cap_in_a_dialog_names_whose_it_is(
+    tmp_path: Path, own: str, limits: str, said: str
+) -> None:
+    write(tmp_path / "agent.yaml", TOOL_AGENT)
+    write(tmp_path / "user.yaml", "replies: []\ndefault: more please\n")
+    task = write(tmp_path / "t.yaml", TOOL_TASK.format(own=own, limits=limits))
+    result = assay.run([str(task)], run_dir=str(tmp_path / "runs"))
+    record = json.loads((result.run_dir / "default/tools/00/task.json").read_text())
+    assert record["final_status"] == "MAX_TURNS_EXHAUSTED"
+    assert record["error_message"].endswith(said), record["error_message"]
+    assert record["error_message"].count("(in exchange") == ("run_limits" in limits)

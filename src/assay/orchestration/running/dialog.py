@@ -327,7 +327,7 @@ async def _converse(dialog: _Dialog) -> AgentOutcome:
             outcome = await dialog.agent.run(turn)
             dialog.answered(exchange, outcome, prompt)
             if outcome.status in LIMIT_STATUSES:
-                why = outcome.error if exchange == 1 or not _run_limit(outcome.error) else (
+                why = outcome.error if exchange == 1 or not _run_limit(outcome, turn) else (
                     f"{outcome.error} (in exchange {exchange}: each turn gets what the "
                     "dialog's earlier turns left of run_limits)")  # fmt: skip
                 return dialog.merged(outcome.status, why, "run_limit_exceeded")
@@ -355,10 +355,13 @@ async def _converse(dialog: _Dialog) -> AgentOutcome:
     raise AssertionError("unreachable: the last exchange stops the dialog")
 
 
-def _run_limit(error: str | None) -> bool:
+def _run_limit(outcome: AgentOutcome, turn: AgentContext) -> bool:
     """The limit an agent's turn ran into is the run's (``run_limits``: what the earlier
-    turns left of it), not the agent's own per-turn one (``agent.max_turns``)."""
-    return error is not None and "(agent." not in error
+    turns left of it, given to the turn), not the agent's own per-turn ``agent.max_turns``:
+    a turn cap is the run's when the turn's calls reached what it was left."""
+    if outcome.status != "max_turns":
+        return True  # tokens, cost and time have no per-turn setting of the agent's own
+    return turn.max_turns is not None and outcome.model_calls >= turn.max_turns
 
 
 __all__ = [
