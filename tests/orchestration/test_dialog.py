@@ -648,7 +648,7 @@ def test_a_judge_asking_for_a_dialog_the_task_has_not_is_warned(tmp_path: Path) 
                 if "has no dialog" in w]  # fmt: skip
 
 
-TOOL_AGENT = """\
+TURN_AGENT = """\
 replies:
   - match: "^start"
     steps:
@@ -661,7 +661,7 @@ replies:
       - {tool: submit_answer, input: {answer: "appended two"}}
 """
 
-TOOL_TASK = """\
+TURN_TASK = """\
 task_id: tools
 description: d
 initial_prompt: start
@@ -683,9 +683,9 @@ simulation: {{enabled: true, goal: g, model: mock/user.yaml, max_turns: 3}}
 def test_a_turn_cap_in_a_dialog_names_whose_it_is(
     tmp_path: Path, own: str, limits: str, said: str
 ) -> None:
-    write(tmp_path / "agent.yaml", TOOL_AGENT)
+    write(tmp_path / "agent.yaml", TURN_AGENT)
     write(tmp_path / "user.yaml", "replies: []\ndefault: more please\n")
-    task = write(tmp_path / "t.yaml", TOOL_TASK.format(own=own, limits=limits))
+    task = write(tmp_path / "t.yaml", TURN_TASK.format(own=own, limits=limits))
     result = assay.run([str(task)], run_dir=str(tmp_path / "runs"))
     record = json.loads((result.run_dir / "default/tools/00/task.json").read_text())
     assert record["final_status"] == "MAX_TURNS_EXHAUSTED"
