@@ -196,7 +196,8 @@ def render_qa(document: dict[str, Any]) -> str:
 
 _COUNTS = ("correct", "graded", "extraction_failed", "content_none", "judge_errors",
            "answer_errors")  # fmt: skip
-"""The counts of a replicate's row, summed over replicates on the ``mean`` row."""
+"""The counts of a replicate's row (correct / graded, then a column each), summed over
+replicates on the ``mean`` row."""
 
 
 def _replicate_row(label: str, m: dict[str, Any]) -> list[str]:
@@ -208,8 +209,7 @@ def _replicate_row(label: str, m: dict[str, Any]) -> list[str]:
         return "—" if value is None else f"{value:g}"
 
     return [label, fmt(m.get("accuracy")), interval, f"{count('correct')} / {count('graded')}",
-            count("extraction_failed"), count("content_none"), count("judge_errors"),
-            count("answer_errors")]  # fmt: skip
+            *(count(key) for key in _COUNTS[2:])]  # fmt: skip
 
 
 def hook_rows(average: dict[str, Any], per: Sequence[dict[str, Any]]) -> list[list[str]]:
