@@ -178,6 +178,12 @@ class UsageError(UserError):
     """A command-line flag or argument is invalid."""
 
 
+class MissingKeyError(UsageError):
+    """A model's API key is not in the environment. Its hint speaks of the block that names
+    the model (``base_url``, ``api_key_env`` beside it), which a caller whose block has
+    neither (a simulated user) replaces."""
+
+
 class RunFailure(AssayError):
     """Something failed while running a row; the row ends ``ERROR`` with this message."""
 

@@ -615,7 +615,9 @@ def test_plan_refuses_a_simulated_user_whose_model_cannot_start(
     with pytest.raises(TaskFileError) as keyless:
         assay.plan([str(task)])
     assert keyless.value.field == "simulation.model" and "needs an API key" in keyless.value.message
-    assert "agent.base_url" not in (keyless.value.hint or "")  # the agent's fields are not its
+    assert keyless.value.hint == (  # a simulation block has no base_url or api_key_env
+        "export the variable where assay runs; the simulated user takes a model name only"
+    )
 
 
 def test_max_turns_in_dialog_mode_is_not_warned_as_having_no_effect(tmp_path: Path) -> None:

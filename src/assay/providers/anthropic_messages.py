@@ -19,7 +19,7 @@ from typing import Any
 
 import httpx
 
-from assay.errors import ModelError, UsageError
+from assay.errors import MissingKeyError, ModelError, UsageError
 from assay.install import install_hint
 from assay.providers.base import Choice, JsonSchema, ModelRequest, ModelResponse
 from assay.providers.constraints import ANSWER_KEY
@@ -81,11 +81,15 @@ class AnthropicModel:
         """Check the key (the SDK client and the forwarding client open on first use).
 
         Raises:
-            UsageError: the key is missing.
+            MissingKeyError: the key is missing.
         """
         key = self.api_key or os.environ.get("ANTHROPIC_API_KEY")
         if not key:
-            raise UsageError(f"model '{self.name}' needs ANTHROPIC_API_KEY (or agent.api_key_env)")
+            raise MissingKeyError(
+                f"model '{self.name}' needs an API key in the environment variable "
+                "ANTHROPIC_API_KEY",
+                hint="export it, or name another variable with api_key_env beside the model",
+            )
         self.api_key = key
 
     @property

@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 import httpx
 
-from assay.errors import ModelError, UsageError
+from assay.errors import MissingKeyError, ModelError
 from assay.providers.base import Choice, ModelRequest, ModelResponse, Usage
 from assay.providers.constraints import llamacpp_fields, openai_response_format, read_choice
 from assay.providers.http import ShardedClient
@@ -77,15 +77,15 @@ class OpenAICompatibleModel:
         """Open the HTTP client.
 
         Raises:
-            UsageError: no key for the official endpoint.
+            MissingKeyError: no key for the official endpoint.
         """
         api_key = self.api_key or os.environ.get("OPENAI_API_KEY")
         if not api_key:
             if self.endpoint == DEFAULT_BASE_URL:
-                raise UsageError(
+                raise MissingKeyError(
                     f"model '{self.name}' needs an API key",
                     hint="set OPENAI_API_KEY (and OPENAI_BASE_URL for a non-OpenAI server), "
-                    "or give agent.base_url and agent.api_key_env",
+                    "or give base_url and api_key_env beside the model",
                 )
             api_key = "none"  # local servers (vLLM, llama.cpp, Ollama) accept any key
         self._client = ShardedClient(

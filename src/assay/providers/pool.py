@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from assay.errors import UsageError
+from assay.errors import MissingKeyError, UsageError
 from assay.providers.base import Model, split_model_name
 from assay.providers.cache import Identity, ResponseCache
 from assay.providers.limiter import AdaptiveLimiter
@@ -141,7 +141,7 @@ def _api_key(key: ModelKey) -> str | None:
     """The key in ``agent.api_key_env``'s variable; ``None`` when no variable is named.
 
     Raises:
-        UsageError: the named variable is not set (as the preflight says, for a model
+        MissingKeyError: the named variable is not set (as the preflight says, for a model
             started without one).
     """
     if not key.api_key_env:
@@ -152,10 +152,10 @@ def _api_key(key: ModelKey) -> str | None:
     return api_key
 
 
-def _no_key(key: ModelKey, variable: str) -> UsageError:
-    return UsageError(
+def _no_key(key: ModelKey, variable: str) -> MissingKeyError:
+    return MissingKeyError(
         f"model '{key.name}' needs an API key in the environment variable {variable}",
-        hint="export it, or set agent.base_url for a local server that needs none",
+        hint="export it, or give base_url beside the model for a local server that needs none",
     )
 
 
@@ -175,7 +175,7 @@ def _endpoint(key: ModelKey, settings: PoolSettings) -> dict[str, Any]:
     """A hosted model client's keywords: its names, endpoint, API key and timeout (s).
 
     Raises:
-        UsageError: the key's variable is not set (:func:`_api_key`).
+        MissingKeyError: the key's variable is not set (:func:`_api_key`).
     """
     return {"name": key.name, "model": key.name.partition("/")[2], "base_url": key.base_url,
             "api_key": _api_key(key), "timeout": settings.timeout or key.timeout}  # fmt: skip

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from assay.agents.registry import AgentRegistry
-from assay.errors import DatasetError, SelectionError, TaskFileError, UserError
+from assay.errors import DatasetError, MissingKeyError, SelectionError, TaskFileError, UserError
 from assay.judges.assets import JudgeResolver
 from assay.orchestration.loading.agent_checks import check_agent, located
 from assay.orchestration.loading.criterion_checks import criterion_agent_problems
@@ -324,12 +324,11 @@ def _check_simulator(loaded: LoadedTask, task: TaskDefinition, registry: Provide
         return
     try:
         registry.preflight(simulator_key(task.dialog, loaded.base_dir))
+    except MissingKeyError as exc:  # its hint names fields the simulation block does not have
+        keyless = UserError(exc.message, hint="export the variable where assay runs; the "
+                            "simulated user takes a model name only")  # fmt: skip
+        raise located(keyless, loaded, ("simulation", "model")) from None
     except UserError as exc:
-        if exc.hint is not None and "agent.base_url" in exc.hint:  # the agent's way out
-            exc = UserError(exc.message, file=exc.file, line=exc.line, field=exc.field,
-                            hint="set the provider's API key variable (OPENAI_API_KEY, "
-                            "ANTHROPIC_API_KEY, …) where assay runs; the simulated user "
-                            "takes a model name only")  # fmt: skip
         raise located(exc, loaded, ("simulation", "model")) from None
 
 
