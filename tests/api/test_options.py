@@ -136,9 +136,9 @@ def test_every_field_is_a_keyword_of_its_verbs_with_the_same_default() -> None:
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"jobs": "8"}, r"run\(\) option jobs takes an int, not str '8'"),
-        ({"jobs": True}, r"option jobs takes an int, not bool True"),
-        ({"jobs": 2.5}, r"option jobs takes an int, not float 2\.5"),
+        ({"jobs": "8"}, r"run\(\) option jobs takes an int or None, not str '8'"),
+        ({"jobs": True}, r"option jobs takes an int or None, not bool True"),
+        ({"jobs": 2.5}, r"option jobs takes an int or None, not float 2\.5"),
         ({"sample": "3"}, r"option sample takes an int or None, not str '3'"),
         ({"timeout": "30"}, r"option timeout takes a finite number of seconds or None, not str"),
         ({"cache_expiry": [1]}, r"option cache_expiry takes"),
@@ -240,8 +240,8 @@ def test_an_empty_or_equal_value_in_an_object_counts_as_unset(sentiment: Path) -
     assert len(_ids(plan)) == 3
     assert len(_ids(assay.plan(SENTIMENT, rows={"sentiment-classification": ["r1"]},
                                selection=assay.Selection(rows={})))) == 1  # fmt: skip
-    ran = assay.run(SENTIMENT, run_dir="runs", jobs=1, execution=assay.Execution(
-        jobs=np.int64(4), keep_sandboxes=True))  # fmt: skip
+    ran = assay.run(SENTIMENT, run_dir="runs", max_retries=1, execution=assay.Execution(
+        keep_sandboxes=True), model_calls=assay.ModelCalls(max_retries=np.int64(4)))  # fmt: skip
     assert ran.exit_code == 0
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli.inproc import run_in_process
 from tests.cli.test_run import latest
 from tests.helpers import (
     SigintAtStart,
@@ -80,3 +81,55 @@ def test_the_launcher_sets_the_sigint_disposition(tmp_path: Path, sigint: Sigint
     SIGINT as asked (Python installs its handler only over a SIGINT at its default)."""
     out, _ = finish(start([sys.executable, "-c", SEE_SIGINT], cwd=tmp_path, sigint=sigint))
     assert out.strip() == sigint
+
+
+HELD = """\
+task_id: held
+description: rows r2 and r3 wait while the file `hold` exists
+initial_prompt: "${{row.id}}"
+agent:
+  type: command
+  command: >-
+    case "$ASSAY_ROW_ID" in r0|r1) echo fast;;
+    *) echo $$ >> {pids}; while [ -e {hold} ]; do sleep 0.2; done; echo late;; esac
+dataset:
+  rows: [{{id: r0}}, {{id: r1}}, {{id: r2}}, {{id: r3}}]
+success_criteria:
+  - {{type: response_match, expected: fast}}
+"""
+
+
+def test_an_interrupted_execute_and_its_resume_say_not_graded_and_keep_their_parallelism(
+    tmp_path: Path,
+) -> None:
+    """`assay execute` grades nothing: its suites are NOT GRADED (not FAILED "every row must
+    succeed") in every report, before and after the resume, and the resume runs as many rows
+    at once as the run did unless told otherwise."""
+    pids, hold = tmp_path / "pids", write(tmp_path / "hold", "")
+    path = write(tmp_path / "held.yaml", HELD.format(pids=pids, hold=hold))
+    process = start_assay("execute", str(path), "-j", "3", cwd=tmp_path)
+    run_dir = tmp_path / "runs" / "latest"
+    wait_for(lambda: len(list(run_dir.glob("default/held/*/00/task.json"))) == 2
+             and len(pids_in(pids)) == 2, what="r0 and r1 run, r2 and r3 held")  # fmt: skip
+    process.send_signal(signal.SIGINT)
+    out, err = finish(process)
+    assert process.returncode == 130, err
+    assert "not graded (2 planned row(s) never ran; 2 row(s) await `assay evaluate RUN_DIR`)" in (
+        out
+    )
+    run_md = (latest(tmp_path) / "run.md").read_text()
+    assert "| no gate | NOT GRADED | 2 planned row(s) never ran; 2 row(s) await" in run_md
+    hold.unlink()
+    resumed = run_in_process("run", "--resume", str(latest(tmp_path)), cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "not graded (4 row(s) await `assay evaluate RUN_DIR`)" in resumed.stdout
+    run = json.loads((latest(tmp_path) / "run.json").read_text())
+    assert (run["max_parallel"], run["suites"][0]["awaiting_grading"]) == (3, True)
+    suite_md = (latest(tmp_path) / "default/held/suite.md").read_text()
+    assert "**Result**: NOT GRADED — 4 row(s) await `assay evaluate RUN_DIR`" in suite_md
+    graded = run_in_process("evaluate", str(latest(tmp_path)), cwd=tmp_path)
+    assert graded.returncode == 1  # r2 and r3 answered "late": FAILED, a verdict at last
+    assert "| no gate | FAILED | no gate, and 2 failed" in (latest(tmp_path) / "run.md").read_text()
+    again = run_in_process("run", "--resume", str(latest(tmp_path)), "-j", "2", cwd=tmp_path)
+    assert again.returncode == 1, again.stdout + again.stderr
+    assert json.loads((latest(tmp_path) / "run.json").read_text())["max_parallel"] == 2

@@ -28,7 +28,7 @@ def check_types(verb: str, options: Mapping[str, Any]) -> dict[str, Any]:
     here is passed on as it is).
 
     Raises:
-        TypeError: ``"run() option jobs takes an int, not str '8'"``.
+        TypeError: ``"run() option jobs takes an int or None, not str '8'"``.
         UsageError: a text or path option given as an empty string.
     """
     out = dict(options)
@@ -211,7 +211,7 @@ CHECKS: dict[str, Check] = {
     "sample": _integer(optional=True),
     "sample_per_stratum": _integer(optional=True),
     "repeats": _integer(optional=True),
-    "jobs": _integer(optional=False),
+    "jobs": _integer(optional=True),  # None: 4, or on a resume the run's own
     "max_retries": _integer(optional=False),
     "max_connections": _integer(optional=True),
     "timeout": _number(),

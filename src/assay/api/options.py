@@ -69,13 +69,14 @@ class Execution(_Checked):
     """How the rows run; each field as the flat keyword of
     :class:`assay.api.SessionKeywords`.
 
-    Fields: ``jobs`` (row-tasks at once, 4), ``executor`` (``"local"`` or ``"ray"``),
+    Fields: ``jobs`` (row-tasks at once; ``None``: 4, or on a resume the run's own),
+    ``executor`` (``"local"`` or ``"ray"``),
     ``ray_address``, ``ray_files`` (``"ship"`` or ``"shared"``), ``max_connections`` and
     ``max_rate`` (per model server, across the run), ``keep_sandboxes``,
     ``stop_on_sigterm``.
     """
 
-    jobs: int = 4
+    jobs: int | None = None
     executor: ExecutorKind = "local"
     ray_address: str | None = None
     ray_files: Literal["ship", "shared"] = "ship"

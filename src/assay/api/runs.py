@@ -109,7 +109,8 @@ class SessionKeywords(TypedDict, total=False):
     """The keyword options of running rows (:func:`run` and :func:`resume`).
 
     Keys:
-        jobs: row-tasks running at once, and model calls in flight per server (default 4).
+        jobs: row-tasks running at once, and model calls in flight per server (default 4;
+            :func:`resume` without it: as many as the run recorded).
         junit_xml: also write JUnit XML here (one case per row-task and per suite gate).
         keep_sandboxes: keep each row's sandbox in the run folder.
         max_retries: retries per model call (default 4; 0 = none).
@@ -358,7 +359,8 @@ def _resumed_session(run_dir: str | Path, options: ResumeKeywords) -> RunSession
 def _request(
     runs_root: Path, options: SessionKeywords, *, stage: Literal["run", "execute"]
 ) -> RunRequest:
-    jobs = options.get("jobs", 4)
+    given = options.get("jobs")
+    jobs = 4 if given is None else given
     if jobs < 1:
         raise UsageError(f"jobs must be at least 1, got {jobs}")
     keep = options.get("keep_sandboxes", False) or stage == "execute"
@@ -367,6 +369,7 @@ def _request(
     return RunRequest(
         runs_root=runs_root,
         options=RunOptions(jobs=jobs, stage=stage, keep_sandboxes=keep),
+        jobs_given=given is not None,
         progress=_progress(options.get("progress", False), out),
         redact_progress=not _prints_redacted(options.get("progress", False)),
         junit_path=Path(junit) if junit is not None else None,

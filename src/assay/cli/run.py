@@ -48,7 +48,7 @@ def run(
     include_skipped: o.IncludeSkipped = False,
     skip_unsupported: o.SkipUnsupported = False,
     repeats: o.Repeats = None,
-    jobs: o.Jobs = 4,
+    jobs: o.RunJobs = None,
     run_dir: o.RunsRoot = Path("runs"),
     junit_xml: o.Junit = None,
     html: o.Html = False,
@@ -78,7 +78,7 @@ def run(
                        repeats, prices=prices, experiment=experiment, sets=set_, model=model,
                        store=store, skip_unsupported=skip_unsupported) | (
                            {"stop_when_decided": True} if stop_when_decided else {})  # fmt: skip
-    session = {"stage": "run", "run_dir": run_dir, "jobs": jobs, "junit_xml": junit_xml,
+    session = {"stage": "run", "run_dir": run_dir, **_jobs(jobs), "junit_xml": junit_xml,
                "html": html, "keep_sandboxes": keep_sandboxes, "quiet": quiet,
                "max_retries": max_retries, "timeout": timeout, "cache": cache,
                "cache_expiry": cache_expiry,
@@ -100,6 +100,11 @@ def _resume_options(
                              "rows of that run whose dataset content changed")  # fmt: skip
 
 
+def _jobs(jobs: int | None) -> dict[str, int]:
+    """``--max-parallel`` when given: without it a new run takes 4, a resume the run's own."""
+    return {} if jobs is None else {"jobs": jobs}
+
+
 def _executor(
     executor: str, address: str | None, files: str, connections: int | None, rate: float | None
 ) -> dict[str, Any]:
@@ -118,7 +123,7 @@ def execute(
     include_skipped: o.IncludeSkipped = False,
     skip_unsupported: o.SkipUnsupported = False,
     repeats: o.Repeats = None,
-    jobs: o.Jobs = 4,
+    jobs: o.RunJobs = None,
     run_dir: o.RunsRoot = Path("runs"),
     quiet: o.Quiet = False,
     max_retries: o.MaxRetries = 4,
@@ -143,7 +148,7 @@ def execute(
     chosen = o.selection(sample, sample_per_stratum, split, tags, exclude_tags, include_skipped,
                        repeats, prices=prices, experiment=experiment, sets=set_, model=model,
                        store=store, skip_unsupported=skip_unsupported)  # fmt: skip
-    session = {"stage": "execute", "run_dir": run_dir, "jobs": jobs, "keep_sandboxes": True,
+    session = {"stage": "execute", "run_dir": run_dir, **_jobs(jobs), "keep_sandboxes": True,
                "quiet": quiet, "max_retries": max_retries, "timeout": timeout, "cache": cache,
                "cache_expiry": cache_expiry,
                **_executor(executor, ray_address, ray_files, max_connections,

@@ -117,7 +117,7 @@ def render_suite(suite: SuiteRollup) -> str:
     out += [
         "",
         f"**Suite gate**: {gate_text(suite)}",
-        f"**Result**: {'PASSED' if suite.passed else 'FAILED'}"
+        f"**Result**: {suite.verdict}"
         + (f" — {md_text('; '.join(suite.result_reasons))}" if suite.result_reasons else ""),
     ]
     if suite.failed_samples:
@@ -320,7 +320,7 @@ def render_run(summary: RunSummary) -> str:
             [
                 [f"`{s.variant_id}`", f"`{s.suite_id}`",
                  "no gate" if s.gate == "none" else s.gate.upper(),
-                 "PASSED" if s.passed else "FAILED", md_text("; ".join(s.reasons)) or "—",
+                 s.verdict, md_text("; ".join(s.reasons)) or "—",
                  f"[suite.md](./{s.suite_json[:-4]}md)"]
                 for s in summary.suites
             ],

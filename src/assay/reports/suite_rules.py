@@ -52,10 +52,18 @@ def suite_result(
     A suite with ``suite_thresholds`` is decided by its gate, except that rows that errored or
     refused make it red unless it gates ``completion_rate`` itself (then that gate decides); a
     suite without thresholds has no gate and is green only when every row succeeded
-    (Coder Eval's rule). Rows that never ran make any suite red.
+    (Coder Eval's rule). Rows that never ran make any suite red. A suite whose rows await
+    ``assay evaluate`` is not decided: its reasons say so, and its gate,
+    where it has one, is ``failed`` (no value to meet it).
     """
     reasons = [f"{missing} planned row(s) never ran"] if missing else []
-    if not any(spec.gates for spec in criteria):
+    gated = any(spec.gates for spec in criteria)
+    if counts.not_graded:  # `assay execute`'s rows: no verdict yet
+        reasons += [_did_not_grade(counts)] if counts.did_not_grade else []
+        reasons += [f"{counts.failed} failed"] if counts.failed else []
+        reasons.append(f"{counts.not_graded} row(s) await `assay evaluate RUN_DIR`")
+        return ("failed" if gated else "none"), reasons
+    if not gated:
         if counts.total > counts.passed:
             reasons.append(f"no gate, and {_not_succeeded(counts)}")
         return "none", reasons

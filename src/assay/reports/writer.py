@@ -239,35 +239,39 @@ def _suite_ref(suite: SuiteRollup) -> SuiteRef:
         failed_gates=failed,
         reasons=suite.result_reasons,
         suite_json=f"{suite.variant_id}/{suite.suite_id}/suite.json",
+        awaiting_grading=suite.awaiting_grading,
     )
 
 
 def decide_exit_code(
     results: Iterable[EvaluationResult], suites: Sequence[SuiteRollup], meta: RunMeta
 ) -> int:
-    """The exit codes of the docs: 130 when this invocation was interrupted; for ``execute``
-    (rows ``NOT_GRADED``, no gate to decide) 1 when a row errored or refused in a suite that
-    does not gate ``completion_rate`` (or in a task without a dataset), or never ran, else 0;
-    else 1 when a suite is not green (:func:`assay.reports.rollup.suite_result`: a failed
-    gate; rows that errored or refused in a suite that does not gate ``completion_rate``;
-    any row that did not succeed in a suite without a gate; rows that never ran) or a task
-    without a dataset did not succeed, and 0 otherwise. An outage can never pass CI."""
+    """The exit codes of the docs: 130 when this invocation was interrupted; for a suite
+    whose rows await ``assay evaluate`` (:attr:`SuiteRollup.awaiting_grading`: ``assay
+    execute``, no gate to decide) 1 when a row errored or refused and the suite does not
+    gate ``completion_rate``, or a row never ran; for any other suite 1 when it is not
+    green (:func:`assay.reports.rollup.suite_result`: a failed gate; rows that errored or
+    refused in a suite that does not gate ``completion_rate``; any row that did not succeed
+    in a suite without a gate; rows that never ran); 1 when a task without a dataset did
+    not succeed (``NOT_GRADED`` aside); else 0. The rule follows the rows, not the command,
+    so an executed run graded since and resumed exits as its reports read. An outage can
+    never pass CI."""
     if meta.interrupted and meta.stage in ("run", "execute"):
         return EXIT_INTERRUPTED
-    if meta.stage == "execute":
-        broken = any(
-            s.rows_missing or ((s.rows_error or s.rows_refused) and not _gates_completion(s))
-            for s in suites
-        ) or any(
-            r.final_status.category in ("error", "refused") for r in results if r.suite_id is None
-        )
-        return EXIT_FAILED if broken else EXIT_OK
-    if any(not s.passed for s in suites):
+    if any(_awaiting_broken(s) if s.awaiting_grading else not s.passed for s in suites):
         return EXIT_FAILED
     standalone = [r for r in results if r.suite_id is None]
-    if any(r.final_status is not FinalStatus.SUCCESS for r in standalone):
+    if any(r.final_status not in (FinalStatus.SUCCESS, FinalStatus.NOT_GRADED)
+           for r in standalone):  # fmt: skip
         return EXIT_FAILED
     return EXIT_OK
+
+
+def _awaiting_broken(suite: SuiteRollup) -> bool:
+    """A suite not graded yet is red when rows never ran, or errored or refused where it
+    does not gate ``completion_rate``."""
+    return bool(suite.rows_missing or ((suite.rows_error or suite.rows_refused)
+                                       and not _gates_completion(suite)))  # fmt: skip
 
 
 def _gates_completion(suite: SuiteRollup) -> bool:

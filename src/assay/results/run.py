@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from assay.results.suite import DatasetRecord, SelectionRecord
+from assay.results.suite import DatasetRecord, SelectionRecord, verdict_of
 from assay.results.task_result import TokenUsage
 
 RUN_SCHEMA_VERSION = "1"
@@ -43,7 +43,8 @@ class TaskRow(_Model):
 
 class SuiteRef(_Model):
     """A suite written by this run, with its gate (``passed``/``failed``/``none``), whether it
-    is green (``passed``) and why not, and where its report is."""
+    is green (``passed``) and why not, whether its rows await ``assay evaluate``
+    (``awaiting_grading``), and where its report is."""
 
     suite_id: str
     variant_id: str
@@ -52,6 +53,12 @@ class SuiteRef(_Model):
     failed_gates: list[str] = Field(default_factory=list)
     reasons: list[str] = Field(default_factory=list)
     suite_json: str
+    awaiting_grading: bool = False
+
+    @property
+    def verdict(self) -> str:
+        """``PASSED``, ``FAILED``, or ``NOT GRADED`` (rows await ``assay evaluate``)."""
+        return verdict_of(passed=self.passed, awaiting=self.awaiting_grading)
 
 
 class TaskSelection(_Model):

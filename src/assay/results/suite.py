@@ -14,6 +14,14 @@ from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler
 SUITE_SCHEMA_VERSION = "1"
 
 
+def verdict_of(*, passed: bool, awaiting: bool) -> str:
+    """A suite's result as the reports print it: ``NOT GRADED`` while its rows await ``assay
+    evaluate`` (``awaiting``), else ``PASSED`` or ``FAILED``."""
+    if awaiting:
+        return "NOT GRADED"
+    return "PASSED" if passed else "FAILED"
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
@@ -219,6 +227,17 @@ class SuiteRollup(_Model):
     intervals: dict[str, IntervalRecord] = Field(default_factory=dict)
     cluster_field: str | None = None
     stopped_early: dict[str, int] = Field(default_factory=dict)
+
+    @property
+    def awaiting_grading(self) -> bool:
+        """Rows wait for ``assay evaluate`` (an ``assay execute`` run): the suite has no
+        verdict yet, whatever ``passed`` says."""
+        return bool(self.rows_not_graded)
+
+    @property
+    def verdict(self) -> str:
+        """``PASSED``, ``FAILED``, or ``NOT GRADED`` (:attr:`awaiting_grading`)."""
+        return verdict_of(passed=self.passed, awaiting=self.awaiting_grading)
 
     def criterion_names(self) -> list[str]:
         """Each criterion's name in a report, by its place in ``success_criteria``: its

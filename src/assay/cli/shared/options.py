@@ -45,6 +45,11 @@ Repeats = Annotated[
 Jobs = Annotated[
     int, typer.Option("--max-parallel", "-j", min=1, help="Row-tasks running at once.")
 ]
+RunJobs = Annotated[
+    int | None,
+    typer.Option("--max-parallel", "-j", min=1, show_default=False,
+                 help="Row-tasks running at once (default 4; with --resume, the run's own)."),
+]  # fmt: skip
 RunsRoot = Annotated[
     Path, typer.Option("--run-dir", help="Folder that receives runs/<timestamp>/.")
 ]

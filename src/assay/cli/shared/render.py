@@ -44,9 +44,9 @@ def _row_count(suite: SuiteRollup) -> str:
 
 def _verdict(suite: SuiteRollup) -> str:
     """``gate PASSED``, ``gate FAILED (why)`` or ``no gate · FAILED (why)``."""
-    if suite.rows_not_graded == suite.rows_total and suite.rows_total:
-        return "not graded"  # assay execute: nothing to gate yet
     why = f" ({escape('; '.join(suite.result_reasons))})" if suite.result_reasons else ""
+    if suite.awaiting_grading:  # assay execute: nothing to gate yet
+        return f"not graded{why}"
     result = f"[green]PASSED[/]{why}" if suite.passed else f"[red]FAILED[/]{why}"
     if suite.gate == "none":
         return f"no gate · {result}"

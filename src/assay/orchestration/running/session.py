@@ -89,6 +89,8 @@ class RunRequest:
         retry_errors: a resumed run runs its ``ERROR`` rows again.
         rerun_changed: a resumed run runs again the rows whose dataset content changed
             (:func:`assay.orchestration.planning.datacheck.same_data`), instead of refusing.
+        jobs_given: ``options.jobs`` was asked for; a resumed run without it runs as many
+            row-tasks at once as the run recorded.
         on_warning: called with each warning found while running (a judge that fails its
             sanity check), as it is found; they are also recorded in ``run.json``.
         stop_on_sigterm: SIGTERM, and SIGINT when the process started with it ignored (in
@@ -112,6 +114,7 @@ class RunRequest:
     registry: ProviderRegistry | None = None
     retry_errors: bool = False
     rerun_changed: bool = False
+    jobs_given: bool = True
     on_warning: Warn | None = None
     stop_on_sigterm: bool = False
     executor: ExecutorChoice = field(default_factory=ExecutorChoice)
@@ -191,7 +194,8 @@ class RunSession:
         given: PlanOptions | None = None,
     ) -> RunSession:
         """The unfinished part of the run in ``run_dir``; ``request.options`` takes the
-        recorded stage (and keeps sandboxes when the run did).
+        recorded stage (and keeps sandboxes when the run did, and its ``jobs`` unless
+        ``request.jobs_given``).
 
         Raises:
             UsageError: ``run_dir`` has no ``plan.json``, or a store version's content
@@ -243,6 +247,8 @@ class RunSession:
         check_same_experiment(plan, record.options.experiment_hash)
         request.options.stage = record.stage
         request.options.keep_sandboxes = request.options.keep_sandboxes or record.keep_sandboxes
+        if not request.jobs_given:
+            request.options.jobs = record.jobs
         items = plan.work_items()
         kept = finished_mask(run_dir, items, retry_errors=request.retry_errors)
         drifted, record = same_data(run_dir, plan, record, kept_results(run_dir, items, kept),
