@@ -65,20 +65,26 @@ def test_recorded_calls_are_answered_and_counted(workdir: Path, driver: str) -> 
     assert result.exit_code == 1
 
 
-def test_a_log_that_is_no_evidence_is_the_criterions_error(workdir: Path) -> None:
-    result = assay.run(_task(workdir, "tempdir", after="; rm cli_mocks/calls.jsonl"))
-    (row,) = list(result.rows())
-    error = row.success_criteria_results[0].error or ""
-    assert error.startswith("Invocation log 'cli_mocks/calls.jsonl' does not exist")
-    result = assay.run(_task(workdir, "tempdir", after="; echo junk >> cli_mocks/calls.jsonl"))
-    (row,) = list(result.rows())
-    error = row.success_criteria_results[0].error or ""
-    assert "has 1 unusable record(s): line 4: not JSON" in error
-    result = assay.run(_task(workdir, "tempdir",
-                             after="; rm cli_mocks/_assay_cli_match.py; gh x; true"))  # fmt: skip
-    (row,) = list(result.rows())
-    error = row.success_criteria_results[0].error or ""
-    assert "could not import its matcher module on 1 invocation(s)" in error
+def test_a_log_that_is_no_evidence_scores_zero_as_coder_eval_scores_it(workdir: Path) -> None:
+    """Coder Eval's "Scored 0.0 with errors …": an agent that removes or spoils the log fails
+    its row; an error would leave it out of every average (and a gate could pass)."""
+
+    def said(after: str) -> str:
+        (row,) = list(assay.run(_task(workdir, "tempdir", after=after)).rows())
+        graded = row.success_criteria_results[1]  # "never checked auth": 1.0 on a good log
+        assert (graded.score, graded.error, row.final_status.value) == (0.0, None, "FAILURE")
+        return graded.details
+
+    assert said("; rm cli_mocks/calls.jsonl").startswith(
+        "Invocation log 'cli_mocks/calls.jsonl' does not exist (sandbox.record_cli writes an "
+        "empty one as the row starts: the agent removed it"
+    )
+    assert "has 1 unusable record(s): line 4: not JSON" in said(
+        "; echo junk >> cli_mocks/calls.jsonl"
+    )
+    assert "could not import its matcher module on 1 invocation(s)" in said(
+        "; rm cli_mocks/_assay_cli_match.py; gh x; true"
+    )
 
 
 @pytest.mark.parametrize(

@@ -15,9 +15,10 @@ import pytest
 from pydantic import TypeAdapter, ValidationError
 
 from assay.criteria import default_criteria
-from assay.criteria.base import CriterionError, GradingContext
+from assay.criteria.base import CriterionError, EvidenceError, GradingContext
 from assay.errors import TaskFileError
 from assay.orchestration.loading.task_loader import load_task
+from assay.orchestration.running.grading import grade as grade_row
 from assay.results.task_result import CriterionResult
 from assay.sandbox.tempdir import Sandbox
 from assay.spec.task import SandboxConfig
@@ -265,12 +266,25 @@ def test_pytest_all_passing_and_no_tests(box: Sandbox) -> None:
     assert none.details.startswith("Exit code: 5, Pytest: No tests collected (score: 0.00)")
 
 
-def test_pytest_that_cannot_run_is_an_error_not_a_zero(box: Sandbox) -> None:
+def test_pytest_that_is_not_installed_is_an_error_not_a_zero(box: Sandbox) -> None:
     put(box, "test_ok.py", "def test_ok(): pass\n")
-    with pytest.raises(CriterionError, match=r"^pytest is not installed in the sandbox"):
+    with pytest.raises(CriterionError, match=r"^pytest is not installed in the sandbox") as got:
         grade(box, env={"PATH": "/usr/bin:/bin"}, type="pytest")
-    with pytest.raises(CriterionError, match=r"^pytest stopped with a usage error \(exit code 4\)"):
-        grade(box, env=PATH_WITH_PYTEST, type="pytest", args=["--no-such-option"])
+    assert not isinstance(got.value, EvidenceError)  # the grader's lack, not the agent's doing
+
+
+def test_tests_the_agent_deleted_score_zero_not_an_error(box: Sandbox) -> None:
+    """Coder Eval's "nothing collected or run → 0.0": an agent that removes the tests (pytest
+    exits 4, a usage error: no such file) fails its row; an error would leave the row out of
+    every average and let a gate pass."""
+    spec = CRITERION.validate_python({"type": "pytest", "path": "tests"})
+    context = GradingContext(sandbox=box, response=None, env=PATH_WITH_PYTEST)
+    [result] = asyncio.run(grade_row([spec], context, default_criteria()))
+    assert (result.score, result.evaluation_status, result.error) == (0.0, "evaluated", None)
+    assert result.details.startswith(
+        "Exit code: 4, Pytest: stopped with a usage error, no test "
+        "ran (score: 0.00)\nERROR: file or directory not found"
+    )
 
 
 def test_pytest_refuses_a_report_option_of_its_own(tmp_path: Path) -> None:
@@ -305,12 +319,20 @@ def test_score_from_stdout_reads_and_clamps_the_first_line(box: Sandbox) -> None
         ("echo nan", "Invalid score value from stdout: 'nan'"),
     ],
 )
-def test_score_from_stdout_without_a_score_is_an_error(
+def test_score_from_stdout_without_a_score_scores_zero(
     box: Sandbox, command: str, message: str
 ) -> None:
-    with pytest.raises(CriterionError) as error:
+    """Coder Eval: "non-zero exit or parse failure → 0"; a failing scorer is a 0.0 with the
+    reason, not an error that would drop the row from the averages."""
+    with pytest.raises(EvidenceError) as error:
         grade(box, type="run_command", command=command, score_from_stdout=True)
     assert str(error.value).splitlines()[0] == message
+    spec = CRITERION.validate_python({"type": "run_command", "command": command,
+                                      "score_from_stdout": True})  # fmt: skip
+    context = GradingContext(sandbox=box, response=None, env=dict(os.environ))
+    [result] = asyncio.run(grade_row([spec], context, default_criteria()))
+    assert (result.score, result.evaluation_status, result.error) == (0.0, "evaluated", None)
+    assert result.details.splitlines()[0] == message
 
 
 def test_score_from_stdout_and_expected_stdout_exclude_each_other() -> None:
@@ -323,7 +345,8 @@ def test_score_from_stdout_and_expected_stdout_exclude_each_other() -> None:
 def test_pytest_that_writes_no_report_is_an_error(box: Sandbox, tmp_path: Path) -> None:
     fake = write(tmp_path / "bin" / "pytest", "#!/bin/sh\necho 'collected nothing'\nexit 1\n")
     fake.chmod(0o755)
-    with pytest.raises(CriterionError, match=r"^pytest wrote no report \(exit code 1\): "):
+    with pytest.raises(EvidenceError, match=r"^Exit code: 1, Pytest: wrote no report, no test "
+                       r"ran \(score: 0.00\)\ncollected nothing"):  # fmt: skip
         grade(box, env={"PATH": f"{fake.parent}:/usr/bin:/bin"}, type="pytest")
 
 

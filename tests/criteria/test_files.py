@@ -14,7 +14,7 @@ import pytest
 from pydantic import ValidationError
 
 from assay.criteria import default_criteria
-from assay.criteria.base import CriterionError, GradingContext
+from assay.criteria.base import CriterionError, EvidenceError, GradingContext
 from assay.criteria.files import FileCheckCriterion, FileExistsCriterion
 from assay.orchestration.running.grading import grade
 from assay.results.task_result import BasicCriterionResult, CriterionResult
@@ -393,19 +393,20 @@ def test_symlink_out_of_the_sandbox_cannot_be_read(sandbox: Sandbox, tmp_path: P
     outside = write(tmp_path / "secret.txt", "password")
     (sandbox.root / "leak.txt").symlink_to(outside)
     spec = {"path": "leak.txt", "includes": ["password"]}
-    with pytest.raises(CriterionError) as caught:
+    with pytest.raises(EvidenceError) as caught:
         file_check(spec, ctx(sandbox))
     assert str(caught.value) == "path 'leak.txt' resolves outside the sandbox (a symlink)"
-    # As the grader records it: score 0 with the error, never the secret's content.
+    # As the grader records it: a failing 0.0 with the reason (a link the agent made is its
+    # doing, not the grader's error), never the secret's content.
     model = FileCheck.model_validate({"type": "file_check", **spec})
     [result] = asyncio.run(grade([model], ctx(sandbox), default_criteria()))
-    assert (result.score, result.evaluation_status) == (0.0, "error")
-    assert result.error == "path 'leak.txt' resolves outside the sandbox (a symlink)"
+    assert (result.score, result.evaluation_status, result.error) == (0.0, "evaluated", None)
+    assert result.details == "path 'leak.txt' resolves outside the sandbox (a symlink)"
 
 
 def test_directory_cannot_be_read(sandbox: Sandbox) -> None:
     (sandbox.root / "out").mkdir()
-    with pytest.raises(CriterionError, match=r"^'out' is a directory, not a file$"):
+    with pytest.raises(EvidenceError, match=r"^'out' is a directory, not a file$"):
         file_check({"path": "out", "includes": ["x"]}, ctx(sandbox))
 
 

@@ -113,15 +113,26 @@ class Text:
 
 
 class CriterionError(Exception):
-    """The criterion cannot be evaluated (its result gets ``error`` and score 0)."""
+    """The criterion cannot be evaluated (its result gets ``error``, counts in no average,
+    and the row is ``ERROR`` when the criterion gates): for what the grader itself lacks (a
+    program not installed, a judge that gave no verdict, a sandbox not kept)."""
+
+
+class EvidenceError(CriterionError):
+    """What the agent left cannot be graded as the criterion reads it (a file removed or
+    replaced by a folder, a call log gone, a scoring command that fails, tests deleted): the
+    criterion scores 0.0 with this message as its details, as Coder Eval scores it
+    (``coder_eval_agents.md`` §2), never an error, so destroying the evidence cannot take a
+    failure out of the averages."""
 
 
 def read_text(path: str | None, context: GradingContext) -> Text:
     """Read ``path`` from the sandbox, or the final response when ``path`` is ``None``.
 
     Raises:
-        CriterionError: the path leaves the sandbox, is a directory or another non-regular
-            file, is larger than 64 MiB, or the sandbox is gone.
+        EvidenceError: the path leaves the sandbox (a link the agent made), is a directory
+            or another non-regular file, or is larger than 64 MiB.
+        CriterionError: the sandbox is gone.
     """
     if path is None:
         return Text(context.response, "the final response")
@@ -129,13 +140,13 @@ def read_text(path: str | None, context: GradingContext) -> Text:
     if not target.exists():
         return Text(None, name)
     if target.is_dir():
-        raise CriterionError(f"{name} is a directory, not a file")
+        raise EvidenceError(f"{name} is a directory, not a file")
     if not target.is_file():  # a FIFO or a device would block the read forever
-        raise CriterionError(f"{name} is not a regular file")
+        raise EvidenceError(f"{name} is not a regular file")
     with target.open("rb") as handle:
         data = handle.read(MAX_READ_BYTES + 1)
     if len(data) > MAX_READ_BYTES:
-        raise CriterionError(
+        raise EvidenceError(
             f"{name} is larger than {MAX_READ_BYTES // (1024 * 1024)} MiB; criteria do not "
             "grade part of a file"
         )
@@ -149,17 +160,18 @@ def located(sandbox: Sandbox, path: str) -> tuple[Path, str]:
     caller to say so.
 
     Raises:
-        CriterionError: the path leaves the sandbox; the glob matches more than one file (a
-            check of one file's content needs exactly one: the first ten are named).
+        EvidenceError: the path leaves the sandbox (a link the agent made: the task file's
+            own paths are checked at load); the glob matches more than one file (a check of
+            one file's content needs exactly one: the first ten are named).
     """
     try:
         target = sandbox.resolve(path)
         found = [] if target.exists() else sandbox.matches(path)
     except SandboxEscape as exc:
-        raise CriterionError(str(exc)) from None
+        raise EvidenceError(str(exc)) from None
     if len(found) > 1:
         shown = ", ".join(found[:10]) + (" …" if len(found) > 10 else "")
-        raise CriterionError(f"'{path}' matches {len(found)} files ({shown}); a check of a "
+        raise EvidenceError(f"'{path}' matches {len(found)} files ({shown}); a check of a "
                              "file's content needs a path or glob naming exactly one")  # fmt: skip
     if found:
         return sandbox.resolve(found[0]), f"'{found[0]}' (the one match of '{path}')"

@@ -1,9 +1,10 @@
 """``cli_called``: count the calls ``sandbox.record_cli``'s shims logged that have every
 facet (:mod:`assay.spec.cli_facets`); binary on ``min_count ≤ matches ≤ max_count``.
 
-What keeps the log from being evidence is the criterion's error, with Coder Eval's words: a
-missing log, records that are not ``{argv: [...]}`` objects, records the recorder could not
-write, calls it answered without its matcher.
+What keeps the log from being evidence scores 0.0 with Coder Eval's words (its "Scored 0.0
+with errors …"), never an error that would drop the row from the averages: a missing log,
+records that are not ``{argv: [...]}`` objects, records the recorder could not write, calls
+it answered without its matcher.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import ClassVar
 
 from assay.criteria.base import (
     Criterion,
-    CriterionError,
+    EvidenceError,
     GradingContext,
     basic_result,
     sandbox_of,
@@ -54,23 +55,23 @@ def _read(spec: CliCalled, context: GradingContext) -> CallLog:
     try:
         path = sandbox.resolve(spec.log)
     except SandboxEscape as exc:
-        raise CriterionError(str(exc)) from None
+        raise EvidenceError(str(exc)) from None
     try:
         log = read_log(path)
     except FileNotFoundError:
-        raise CriterionError(f"Invocation log '{spec.log}' does not exist: the task needs "
-                             "sandbox.record_cli for the tool, or log names another "
-                             "file") from None  # fmt: skip
+        raise EvidenceError(f"Invocation log '{spec.log}' does not exist (sandbox.record_cli "
+                            "writes an empty one as the row starts: the agent removed it, or "
+                            "log names a file the recorder does not write)") from None  # fmt: skip
     except (OSError, UnicodeDecodeError) as exc:
-        raise CriterionError(f"Invocation log '{spec.log}' cannot be read: {exc}") from None
+        raise EvidenceError(f"Invocation log '{spec.log}' cannot be read: {exc}") from None
     if log.dropped:
-        raise CriterionError(f"Recorder could not write to '{spec.log}' ({log.dropped} dropped "
-                             "record(s)); the counts would be too low")  # fmt: skip
+        raise EvidenceError(f"Recorder could not write to '{spec.log}' ({log.dropped} dropped "
+                            "record(s)); the counts would be too low")  # fmt: skip
     if log.unusable:
-        raise CriterionError(f"Invocation log '{spec.log}' has {len(log.unusable)} unusable "
-                             f"record(s): {'; '.join(log.unusable[:3])}")  # fmt: skip
+        raise EvidenceError(f"Invocation log '{spec.log}' has {len(log.unusable)} unusable "
+                            f"record(s): {'; '.join(log.unusable[:3])}")  # fmt: skip
     if log.import_failures:
-        raise CriterionError(f"Recorder could not import its matcher module on "
+        raise EvidenceError(f"Recorder could not import its matcher module on "
                              f"{log.import_failures} invocation(s), so those calls got the "
                              "default answer")  # fmt: skip
     return log

@@ -9,9 +9,10 @@ dotted name imports its parents, as Python's own import would). Details: ``Check
 resolved: k/N; Failed: a, b``.
 
 ``pylint_score`` runs ``python3 -m pylint --output-format=json2`` (pylint ≥ 3) and reads the
-score from the report's ``statistics.score``. pylint's exit code is a bit field: fatal (1) or
-usage error (32) means it could not lint, and is the criterion's error; the other bits only
-say which kinds of message it found.
+score from the report's ``statistics.score``. pylint's exit code is a bit field: a usage
+error (32: the task's args or rcfile) is the criterion's error; fatal (1: the files named are
+gone or unreadable, what the agent left) scores 0.0; the other bits only say which kinds of
+message it found.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import Any, ClassVar
 from assay.criteria.base import (
     Criterion,
     CriterionError,
+    EvidenceError,
     GradingContext,
     ProgramCheck,
     Service,
@@ -158,10 +160,12 @@ def _report(result: ProcessResult, timeout: float) -> dict[str, Any]:
         raise CriterionError("pylint is not installed in the sandbox (python3 -m pylint: No "
                              "module named pylint): install it where the row runs")  # fmt: skip
     code = result.exit_code or 0
-    if code & (PYLINT_FATAL | PYLINT_USAGE) or code < 0:
-        kind = "a usage error" if code & PYLINT_USAGE else "a fatal error"
-        raise CriterionError(f"pylint stopped with {kind} (exit code {code}): "
-                             f"{error or tail(result.stdout.strip(), 300)}")  # fmt: skip
+    shown = error or tail(result.stdout.strip(), 300)
+    if code & PYLINT_USAGE or code < 0:  # the task's args or rcfile
+        raise CriterionError(f"pylint stopped with a usage error (exit code {code}): {shown}")
+    if code & PYLINT_FATAL:  # the files it was given are gone or unreadable: the agent's
+        raise EvidenceError(f"pylint stopped with a fatal error (exit code {code}), "
+                            f"nothing scored: {shown}")  # fmt: skip
     try:
         report: dict[str, Any] = json.loads(result.stdout)
         float(report["statistics"]["score"])

@@ -11,7 +11,7 @@ from typing import ClassVar
 
 from assay.criteria.base import (
     Criterion,
-    CriterionError,
+    EvidenceError,
     GradingContext,
     basic_result,
     sandbox_of,
@@ -50,7 +50,7 @@ class RunCommandCriterion(RunCommand, Criterion):
         if result.timed_out:
             lines.append(f"Timed out after {self.timeout:g} s")
             if self.score_from_stdout:
-                raise CriterionError(f"Command timed out after {self.timeout:g} s")
+                raise EvidenceError(f"Command timed out after {self.timeout:g} s")
             return basic_result(self, 0.0, "\n".join(lines))
         if self.score_from_stdout:
             return score_from_stdout(self, result)
@@ -72,25 +72,26 @@ def score_from_stdout(spec: RunCommand, result: ProcessResult) -> CriterionResul
     """The float on stdout's first line, clamped to [0, 1]; the rest of stdout is details.
 
     Raises:
-        CriterionError: the command exited with another code than expected, printed
-            nothing, or no finite number on its first line (Coder Eval's messages): it
-            gave no score, which is not a score of 0.
+        EvidenceError: the command exited with another code than expected, printed
+            nothing, or no finite number on its first line (Coder Eval's messages): 0.0,
+            as Coder Eval scores it ("non-zero exit or parse failure → 0"), so an agent
+            that breaks the scorer cannot take its row out of the averages.
     """
     stream = (f"Stdout: {tail(result.stdout.strip(), 500) or '(empty)'}\n"
               f"Stderr: {tail(result.stderr.strip(), 500) or '(empty)'}")  # fmt: skip
     if result.exit_code != spec.expected_exit_code:
-        raise CriterionError(f"Command exited with code {result.exit_code} (expected "
+        raise EvidenceError(f"Command exited with code {result.exit_code} (expected "
                              f"{spec.expected_exit_code})\n{stream}")  # fmt: skip
     lines = result.stdout.splitlines()
     if not lines or not lines[0].strip():
-        raise CriterionError(f"No output from command (empty stdout)\n{stream}")
+        raise EvidenceError(f"No output from command (empty stdout)\n{stream}")
     first = lines[0].strip()
     try:
         raw = float(first)
     except ValueError:
-        raise CriterionError(f"Could not parse score from first line: {first!r}") from None
+        raise EvidenceError(f"Could not parse score from first line: {first!r}") from None
     if math.isnan(raw) or math.isinf(raw):
-        raise CriterionError(f"Invalid score value from stdout: {first!r}")
+        raise EvidenceError(f"Invalid score value from stdout: {first!r}")
     score = max(0.0, min(1.0, raw))
     header = f"Score: {score:.3f}" + (f" (clamped from {raw:.3f})" if score != raw else "")
     rest = "\n".join(lines[1:]).strip()

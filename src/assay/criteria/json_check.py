@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 from assay.criteria.base import (
     Criterion,
     CriterionError,
+    EvidenceError,
     GradingContext,
     basic_result,
     read_text,
@@ -110,26 +111,27 @@ def _schema(source: str | dict[str, Any], context: GradingContext) -> dict[str, 
     """The schema: inline, or read from its file in the sandbox.
 
     Raises:
-        CriterionError: the file is missing, is not JSON, or is not a JSON Schema.
+        EvidenceError: the file (in the sandbox, where the agent could change it) is missing,
+            is not JSON, or is not an object.
     """
     if isinstance(source, dict):
         return source
     text = read_text(source, context)
     if text.value is None:
-        raise CriterionError(f"Schema file '{source}' not found")
+        raise EvidenceError(f"Schema file '{source}' not found")
     try:
         schema = json.loads(text.value)
     except ValueError as exc:
-        raise CriterionError(f"Invalid JSON in schema file '{source}': {exc}") from None
+        raise EvidenceError(f"Invalid JSON in schema file '{source}': {exc}") from None
     if not isinstance(schema, dict):
-        raise CriterionError(f"Schema: malformed schema — '{source}' is not an object")
+        raise EvidenceError(f"Schema: malformed schema — '{source}' is not an object")
     from jsonschema import SchemaError  # on use: a run without json_check does not load it
     from jsonschema.validators import Draft202012Validator, validator_for
 
     try:
         validator_for(schema, default=Draft202012Validator).check_schema(schema)
-    except SchemaError as exc:
-        raise CriterionError(f"Schema: malformed schema — {exc.message}") from None
+    except SchemaError as exc:  # (an inline schema was checked when the task loaded)
+        raise EvidenceError(f"Schema: malformed schema — {exc.message}") from None
     return schema
 
 

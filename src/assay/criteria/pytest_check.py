@@ -6,9 +6,11 @@ the row's environment (inside its bwrap sandbox with the ``bwrap`` driver; the r
 to a folder of its own, never into the sandbox). Collected = the report's ``tests``;
 passed = ``tests − failures − errors − skipped`` (a collection error is an error). Exit
 codes (pytest's): 0, 1, 2 are scored from the report, capped at 0.99 when the exit code is
-not 0 (Coder Eval's rule); 5 (no test collected) scores 0.0; 3 (internal error), 4 (usage
-error), a pytest that is not installed and a missing report cannot grade the row: the
-criterion's error. A run killed at ``timeout`` scores 0.0 (the tests hang).
+not 0 (Coder Eval's rule); 5 (no test collected), 3 (internal error), 4 (usage error: the
+tests the path names are gone) and a missing report score 0.0 (Coder Eval's "nothing
+collected or run → 0.0": an agent that deletes the tests fails, it is not left out of the
+averages); only a pytest that is not installed cannot grade the row: the criterion's error.
+A run killed at ``timeout`` scores 0.0 (the tests hang).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from xml.etree import ElementTree
 from assay.criteria.base import (
     Criterion,
     CriterionError,
+    EvidenceError,
     GradingContext,
     ProgramCheck,
     answering_program,
@@ -114,11 +117,13 @@ def _score(spec: PytestCheck, result: ProcessResult, report: Path) -> CriterionR
     if code in (126, 127) and not report.exists():
         raise CriterionError(f"pytest is not installed in the sandbox (exit code {code}): "
                              f"{tail(result.stderr.strip(), 300)}")  # fmt: skip
-    if code not in (*SCORED_EXITS, NO_TESTS_EXIT):
+    if code not in (*SCORED_EXITS, NO_TESTS_EXIT):  # nothing ran: 0.0, as Coder Eval scores it
         kind = {3: "an internal error", 4: "a usage error"}.get(code or -1, "an unknown exit")
-        raise CriterionError(f"pytest stopped with {kind} (exit code {code}): {output}")
+        raise EvidenceError(f"Exit code: {code}, Pytest: stopped with {kind}, no test ran "
+                            f"(score: 0.00)\n{output}")  # fmt: skip
     if not report.exists():
-        raise CriterionError(f"pytest wrote no report (exit code {code}): {output}")
+        raise EvidenceError(f"Exit code: {code}, Pytest: wrote no report, no test ran "
+                            f"(score: 0.00)\n{output}")  # fmt: skip
     counts = read_report(report)
     if counts.tests == 0:
         return basic_result(spec, 0.0, f"Exit code: {code}, Pytest: No tests collected "

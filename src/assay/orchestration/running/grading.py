@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from assay.agents.base import OutcomeStatus
 from assay.criteria.agent_judge import AGENT_HOST, AgentHost
-from assay.criteria.base import CriterionError, GradingContext, Service
+from assay.criteria.base import CriterionError, EvidenceError, GradingContext, Service, basic_result
 from assay.criteria.code_checks import REFERENCE_DIR
 from assay.criteria.live import armed_passed
 from assay.criteria.qa import QA_ITEM, QA_JUDGE, QA_JUDGE_SETTINGS
@@ -43,7 +43,8 @@ async def grade(
 ) -> list[CriterionResult]:
     """Check each criterion in order; a criterion that cannot evaluate records its error,
     as does one whose check outlasts its class's ``check_seconds`` or returns no criterion
-    result (the others' results are kept)."""
+    result (the others' results are kept); one that finds the agent's evidence unreadable
+    (:class:`~assay.criteria.base.EvidenceError`) scores 0.0 with the reason."""
     return [await _graded(spec, context, registry) for spec in criteria]
 
 
@@ -56,6 +57,8 @@ async def _graded(
         timer = asyncio.timeout(type(criterion).check_seconds)
         async with timer:
             result = await criterion.check(context)
+    except EvidenceError as exc:  # what the agent left: a failing score, not an error
+        return basic_result(spec, 0.0, str(exc))
     except CriterionError as exc:
         return _errored(spec, str(exc))
     except Exception as exc:  # a criterion's bug must not lose the row
