@@ -21,7 +21,8 @@ TOKENS = [
     ("NPM tokens", "//registry.npmjs.org/:_authToken=npm_4fJ9kL2mN8pQ1rS7tU3vXyZ0aBcDeFgH"),
     ("Azure Storage Account access key",
      "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=" + "aB3d" * 22),
-    ("AWS Access Key", "aws_secret_access_key = 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYzz9k3mQ2pL'"),
+    ("an AWS secret access key",  # assay's shape wins the overlap with the library's
+     "aws_secret_access_key = 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYzz9k3mQ2pL'"),
     ("SendGrid API Key", "SG." + "a1" * 11 + "." + "b2c" * 14 + "d"),
     ("PyPI Token", "pypi-AgEIcHlwaS5vcmc" + "Qx7" * 24),
 ]  # fmt: skip
@@ -32,6 +33,30 @@ def test_each_token_shape_is_found_by_kind_on_its_line(kind: str, text: str) -> 
     found = scan_buffer(f"first line\nsecond {text} here\n".encode(), Redactor())
     assert (2, f"a string shaped like {kind}") in found, found
     assert all(text not in what for _, what in found)
+
+
+SECRET = "R5Kjp1vRt+1fjORS/6ilI8ihN5KXSc7Tvo/hBKqF"
+
+
+@pytest.mark.parametrize(
+    ("text", "marker"),
+    [(f"AWS_SECRET_ACCESS_KEY={SECRET}", "aws-secret-key"),  # `env`, a .env file
+     (f"aws_secret_access_key = {SECRET}", "aws-secret-key"),  # ~/.aws/credentials
+     (f'{{"SecretAccessKey": "{SECRET}"}}', "aws-secret-key"),  # `aws sts` JSON
+     ("token npm_4fJ9kL2mN8pQ1rS7tU3vXyZ0aBcDeFgH1234 here", "npm-token")],  # a bare npm token
+    ids=["env", "credentials-file", "sts-json", "npm-bare"],
+)  # fmt: skip
+def test_unquoted_aws_secret_keys_and_bare_npm_tokens_are_redacted_and_found(
+    text: str, marker: str
+) -> None:
+    """Found by a break-test: detect-secrets' AWS pattern wants the key quoted and its npm
+    pattern the .npmrc line, so the commonest leaks were written in clear and the scan
+    passed."""
+    redacted = Redactor().redact(text)
+    assert f"[redacted:{marker}]" in redacted and SECRET not in redacted
+    assert "npm_4fJ9" not in redacted
+    found = scan_buffer(f"x\n{text}\n".encode(), Redactor())
+    assert [line for line, _ in found] == [2], found
 
 
 def test_ordinary_run_content_sets_off_no_library_shape() -> None:

@@ -3,7 +3,8 @@
 any it still finds (:mod:`assay.results.secret_scan`).
 
 Two sources, searched the same way: :data:`KEY_SHAPES` (provider keys whose prefixes assay
-knows: OpenAI, Anthropic, AWS key ids, GitHub, Google, Slack, Hugging Face, Stripe, PEM
+knows: OpenAI, Anthropic, AWS key ids and secret keys (after their name, quoted or not),
+GitHub, Google, Slack, Hugging Face, Stripe, npm access tokens, PEM
 private keys, a URL's userinfo or credential query value such as ``?key=``/``?sig=``) and
 the token shapes of Yelp's ``detect-secrets`` plugins (:data:`LIBRARY_PLUGINS`: GitLab, npm,
 JWTs, Azure storage account keys, AWS secret keys, SendGrid, PyPI...), each confirmed by its
@@ -99,6 +100,15 @@ KEY_SHAPES: tuple[KeyShape, ...] = (
            _START + rb"hf_(?P<body>[A-Za-z0-9]{30,})"),
     _shape("a Stripe secret key", "stripe-key", (b"sk_live_", b"rk_live_"),
            _START + rb"[sr]k_live_(?P<body>[A-Za-z0-9]{20,})"),
+    _shape("an npm access token", "npm-token", (b"npm_",),
+           _START + rb"npm_(?P<body>[A-Za-z0-9]{36})(?![A-Za-z0-9])"),
+    # the 40 characters after its name, quoted or not: ~/.aws/credentials, `env`, .env
+    # files, `aws sts` JSON (detect-secrets' own pattern wants the key quoted)
+    _shape("an AWS secret access key", "aws-secret-key",
+           (b"SECRET_ACCESS_KEY", b"secret_access_key", b"SecretAccessKey", b"secretAccessKey",
+            b"SECRET_KEY", b"secret_key"),
+           rb"(?i)(?:secret_?access_?key|aws_?secret_?key)[\"']?\s*[=:]\s*[\"']?"
+           rb"(?P<body>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])", body_only=True),
     _shape("a URL's userinfo token or password", "url-credential", (b"://",),
            rb"://(?:[^\s/@:'\"<>\[\]]*:)?(?P<body>[^\s/@:'\"<>\[\]]{8,})@", body_only=True),
     _shape("a credential in a URL's query", "url-credential",
