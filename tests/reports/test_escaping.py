@@ -95,3 +95,15 @@ def test_a_dataset_export_to_csv_neutralises_formula_cells() -> None:
     assert write_csv(examples, out, schema=schema, id_field="id") == 2
     read = list(csv.reader(io.StringIO(out.getvalue().decode())))
     assert read == [["id", "text"], ["'=1+1", "'@SUM(A1)"], ["r2", "-1.5"]]
+
+
+@pytest.mark.parametrize("value", ["\r=1+1", "a\rb", "two\r\nlines", "x\ny"])
+def test_a_rows_csv_record_keeps_a_carriage_return_inside_its_cell(value: str) -> None:
+    """Found by a break-test: a bare carriage return was written unquoted (the csv module
+    quotes only the line terminator's characters), so readers split the record there and the
+    split-off cell started a formula."""
+    from assay.view.export import _csv_line
+
+    line = _csv_line(["r1", csv_cell(value), "FAILURE"])
+    assert line.endswith("\n") and not line.endswith("\r\n")
+    assert list(csv.reader(io.StringIO(line, newline=""))) == [["r1", csv_cell(value), "FAILURE"]]

@@ -177,9 +177,12 @@ def _cell(value: Any, writer: Writer) -> str:
 
 
 def _csv_line(cells: list[str]) -> str:
+    """One CSV record ending in ``\n``; a cell holding a carriage return is quoted too (the
+    csv module quotes only the line terminator's characters, and a bare ``\r`` ends a
+    record for every reader, which would split the row and start a cell anew)."""
     buffer = io.StringIO()
-    csv.writer(buffer, lineterminator="\n").writerow(cells)
-    return buffer.getvalue()
+    csv.writer(buffer, lineterminator="\r\n").writerow(cells)  # quotes a cell with \r or \n
+    return buffer.getvalue()[:-2] + "\n"
 
 
 def export_rows(run_dir: str | Path, *, rows: str = "", format: str = "csv") -> Iterator[str]:
