@@ -9,6 +9,7 @@ import os
 import signal
 import sys
 from pathlib import Path
+from xml.etree import ElementTree
 
 import pytest
 
@@ -48,7 +49,8 @@ def test_sigint_keeps_finished_rows_and_exits_130(tmp_path: Path, sigint: Sigint
     (tmp_path / "tmp").mkdir()
     env = {**os.environ, "TMPDIR": str(tmp_path / "tmp")}
     # a real process: SIGINT/SIGTERM and the disposition it started with are process-wide
-    process = start_assay("run", str(path), "-j", "4", cwd=tmp_path, sigint=sigint, env=env)
+    process = start_assay("run", str(path), "-j", "4", "--junit-xml", "j.xml", cwd=tmp_path,
+                          sigint=sigint, env=env)  # fmt: skip
     run_dir = tmp_path / "runs" / "latest"
 
     def two_done_two_running() -> bool:
@@ -66,6 +68,12 @@ def test_sigint_keeps_finished_rows_and_exits_130(tmp_path: Path, sigint: Sigint
     assert list((tmp_path / "tmp").iterdir()) == []  # in-flight sandboxes removed
     assert (latest(tmp_path) / "default/slow/suite.json").exists()
     wait_gone(pids_in(pids))  # the agents still running were killed
+    # CI reading the JUnit file sees the run is not green: the rows that never ran fail a
+    # case of their own (the suite has no gate; it was all green before)
+    junit = ElementTree.parse(tmp_path / "j.xml").getroot().find("testsuite")
+    assert junit is not None and junit.get("failures") == "1" and junit.get("tests") == "3"
+    failure = junit.find("testcase[@name='rows that never ran']/failure")
+    assert failure is not None and failure.text == "2 planned row(s) never ran"
 
 
 SEE_SIGINT = (

@@ -8,7 +8,8 @@ it did not grade, like an error, and is counted apart from failures), a row not 
 ``skipped``. A suite with a gate has one more test case for it, failing when the suite is not
 green (a failed gate, rows that errored or refused without a ``completion_rate`` gate, rows
 that never ran), so the CI job fails visibly; a suite without a gate needs none (its rows
-decide).
+decide), but for one whose planned rows did not all run (an interrupted run), which gets a
+failing case saying how many did not.
 
 The document is written as the rows come, in report order (:class:`JunitWriter`), so a run
 of any size is written without holding its rows: each test suite's counts are known before
@@ -33,6 +34,7 @@ from assay.results.suite import SuiteRollup
 from assay.results.task_result import EvaluationResult
 
 GATE_CASE = "suite gate"
+NOT_RUN_CASE = "rows that never ran"
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
@@ -69,6 +71,22 @@ def _case(data: dict[str, Any]) -> ET.Element:
         node.text = clean(data["reasons"] or error or "")
     elif category == "not_graded":
         ET.SubElement(case, "skipped", {"message": "not graded (assay execute)"})
+    return case
+
+
+def _suite_case(suite: SuiteRollup) -> ET.Element | None:
+    """The suite's own test case: its gate's, or, for a suite without a gate whose planned
+    rows did not all run (an interrupted run), one that fails with how many did not (they
+    have no case of their own, and the suite is not green)."""
+    if suite.gate != "none":
+        return _gate_case(suite)
+    if not suite.rows_missing:
+        return None
+    case = ET.Element("testcase", {"name": NOT_RUN_CASE,
+                                   "classname": _classname(suite.variant_id, suite.suite_id),
+                                   "time": "0"})  # fmt: skip
+    node = ET.SubElement(case, "failure", {"message": "suite is not green", "type": "NotRun"})
+    node.text = f"{suite.rows_missing} planned row(s) never ran"
     return case
 
 
@@ -150,7 +168,7 @@ class JunitWriter:
     ) -> None:
         """One test suite: ``cases`` are :func:`case_of` JSON texts, in order; ``gate`` is
         its roll-up (a test case when the suite has a gate)."""
-        gate_case = _gate_case(gate) if gate is not None and gate.gate != "none" else None
+        gate_case = _suite_case(gate) if gate is not None else None
         tests = counts.tests + (gate_case is not None)
         failures = counts.failures + (
             gate_case is not None and gate_case.find("failure") is not None
