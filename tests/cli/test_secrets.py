@@ -234,7 +234,9 @@ success_criteria:
     assert_nowhere(done, run_dir, tmp_path / ".assay")
 
 
-def test_retry_lines_printed_and_cached_answers_are_redacted(tmp_path: Path) -> None:
+def test_retry_lines_printed_and_an_answer_holding_a_secret_is_never_cached(
+    tmp_path: Path,
+) -> None:
     calls = []
 
     def reply(body: dict[str, Any]) -> str | Fault:
@@ -257,15 +259,21 @@ success_criteria:
         # a real process: the stderr a terminal or CI log gets from `python -m assay`
         done = assay_process("run", "t.yaml", "--cache", cwd=tmp_path,
                              env={"MY_LLM_CREDENTIAL": LLM_KEY})  # fmt: skip
+        first = latest(tmp_path)
+        # the same run again asks the model and grades what it said, not a redacted replay
+        # that fails the criterion (found by a break-test: PASSED, then FAILED from the cache)
+        again = assay_process("run", "t.yaml", "--cache", cwd=tmp_path,
+                              env={"MY_LLM_CREDENTIAL": LLM_KEY})  # fmt: skip
+        assert again.returncode == 0, again.stdout + again.stderr
+        assert len(calls) == 3
     assert done.returncode == 0, done.stdout + done.stderr
     assert "attempt 1 failed" in done.stderr and "[redacted:MY_LLM_CREDENTIAL]" in done.stderr
-    result = task_json(latest(tmp_path), "default", "endpoint")
+    result = task_json(first, "default", "endpoint")
     assert result["agent"]["attempts"][0]["error"].endswith("[redacted:MY_LLM_CREDENTIAL]")
-    assert_nowhere(done, latest(tmp_path), tmp_path / ".assay")
+    assert_nowhere(done, first, tmp_path / ".assay")
+    assert_nowhere(again, latest(tmp_path), tmp_path / ".assay")
     cache = sqlite3.connect(tmp_path / ".assay" / "cache.db")
-    assert cache.execute("SELECT text FROM responses").fetchall() == [
-        ("your key is [redacted:MY_LLM_CREDENTIAL]",)
-    ]
+    assert cache.execute("SELECT text FROM responses").fetchall() == []
 
 
 def test_execute_then_evaluate_keeps_the_rule_and_the_redaction(tmp_path: Path) -> None:

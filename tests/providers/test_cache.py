@@ -218,3 +218,36 @@ success_criteria:
     again = assay("run", "t.yaml", "--cache", cwd=tmp_path)
     assert again.returncode == 0, again.stdout + again.stderr
     assert damaged.exists()
+
+
+def test_an_edited_mock_script_or_another_local_model_is_not_answered_from_the_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by a break-test: the key named the model only, so an edited script replayed its
+    old answers, and another GGUF file or server behind ``local/smollm2`` the previous
+    model's."""
+    write(tmp_path / "s.yaml", "default: first\n")
+    write(tmp_path / "t.yaml", """\
+task_id: scripted
+description: the script's answer, cached
+agent: {type: llm, model: mock/s.yaml, cache: true}
+initial_prompt: hi
+success_criteria:
+  - {type: response_match, expected: second}
+""")  # fmt: skip
+    assert assay("run", "t.yaml", cwd=tmp_path).returncode == 1  # "first"
+    write(tmp_path / "s.yaml", "default: second\n")
+    assert assay("run", "t.yaml", cwd=tmp_path).returncode == 0  # not "first" from the cache
+    from assay.providers.local import URL_VARIABLE, LocalModel
+
+    weights = write(tmp_path / "other.gguf", "not really weights")
+    monkeypatch.delenv(URL_VARIABLE, raising=False)
+    monkeypatch.setenv("ASSAY_LOCAL_MODEL", str(weights))
+    by_file = LocalModel(name="local/smollm2", parallel=1).served_by
+    assert by_file.startswith(f"weights {weights.resolve()} ")
+    monkeypatch.setenv(URL_VARIABLE, "http://127.0.0.1:9/v1")
+    by_server = LocalModel(name="local/smollm2", parallel=1).served_by
+    assert by_server == "server http://127.0.0.1:9/v1"
+    keys = {cache_key(Identity("local", None, "local/smollm2", served), BASE, replicate=0)
+            for served in (by_file, by_server, "")}  # fmt: skip
+    assert len(keys) == 3

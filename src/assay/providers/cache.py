@@ -6,9 +6,10 @@ generation parameter, the constraint, extra body fields — a field added to the
 enters the key automatically) and the replicate index. So a different model, endpoint,
 setting or replicate never receives another's answer, and replicates are never made identical
 by the cache. Entries older than ``max_age`` seconds are ignored (and removed by ``clear``).
-The key is a hash, so no prompt is stored; an answer is stored with every known secret
-redacted by the run's writer (``writer``: its text and its tool calls' arguments), and a
-later hit returns it redacted; a passed-through answer that holds one is not stored at all.
+The key is a hash, so no prompt is stored; an answer that holds a known secret or a
+token's shape (in its text or its tool calls' arguments: what the run's ``writer`` would
+redact) is not stored at all, so the cache holds no secret and a hit gives back exactly
+what the model said (a redacted replay would grade differently).
 """
 
 from __future__ import annotations
@@ -60,11 +61,21 @@ CREATE TABLE IF NOT EXISTS raw_responses (
 
 @dataclass(frozen=True)
 class Identity:
-    """Which endpoint answered: provider, base URL (``None`` = the provider's default), model."""
+    """Which endpoint answered: provider, base URL (``None`` = the provider's default), model,
+    and ``served_by``: what answers behind a name that does not say it (the server
+    ``ASSAY_LOCAL_MODEL_URL`` names or the weights file of a ``local/`` model, a ``mock/``
+    script's content), so another model or an edited script is never answered from the
+    cache; empty for a hosted model, whose URL and name say it all."""
 
     provider: str
     base_url: str | None
     model: str
+    served_by: str = ""
+
+
+def served_by(model: object) -> str:
+    """A model's ``served_by`` (:class:`Identity`), ``""`` for one that has none."""
+    return str(getattr(model, "served_by", "") or "")
 
 
 def _constraint(value: Any) -> Any:
@@ -96,6 +107,8 @@ def cache_key(identity: Identity, request: ModelRequest, *, replicate: int) -> s
         "request": fields,
         "replicate": replicate,
     }
+    if identity.served_by:  # (absent otherwise: a hosted model's entries keep their keys)
+        payload["served_by"] = identity.served_by
     text = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -104,7 +117,8 @@ def raw_cache_key(identity: Identity, body: bytes, *, replicate: int) -> str:
     """The cache key of a request passed through untranslated: its exact body bytes (which
     hold every request field) with the endpoint and the replicate index."""
     digest = hashlib.sha256()
-    for part in (identity.provider, identity.base_url or "", identity.model, str(replicate)):
+    parts = [identity.provider, identity.base_url or "", identity.model, str(replicate)]
+    for part in parts + ([identity.served_by] if identity.served_by else []):
         digest.update(part.encode("utf-8") + b"\0")
     digest.update(body)
     return digest.hexdigest()
@@ -192,7 +206,8 @@ class ResponseCache:
                              cached=True, tool_calls=calls)  # fmt: skip
 
     def put(self, key: str, response: ModelResponse) -> None:
-        """Store ``response`` under ``key`` (replacing an older entry)."""
+        """Store ``response`` under ``key`` (replacing an older entry), unless it holds
+        what the writer redacts (see the module docstring)."""
         usage = response.usage
         extra: dict[str, Any] = {}
         if response.tool_calls:
@@ -201,12 +216,16 @@ class ResponseCache:
                                   or usage.reasoning_tokens):  # fmt: skip
             extra["usage"] = [usage.cache_read_tokens, usage.cache_write_tokens,
                               usage.reasoning_tokens]  # fmt: skip
+        stored = json.loads(json.dumps(extra))  # as the JSON column holds it (tuples as lists)
+        if self.writer.redact(response.text) != response.text or (
+            self.writer.redact_data(stored) != stored
+        ):
+            return
         self._db.execute(
             "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (key, time.time(), response.model or "", self.writer.redact(response.text),
+            (key, time.time(), response.model or "", response.text,
              usage.input_tokens if usage else None, usage.output_tokens if usage else None,
-             response.finish_reason,
-             json.dumps(self.writer.redact_data(extra)) if extra else None),
+             response.finish_reason, json.dumps(extra) if extra else None),
         )  # fmt: skip
         self._db.commit()
 

@@ -338,6 +338,20 @@ class LocalModel(OpenAICompatibleModel):
         self.parallel = parallel
         self.server: LocalServer | None = None
 
+    @property
+    def served_by(self) -> str:
+        """What answers (the response cache's key holds it): the server
+        ``ASSAY_LOCAL_MODEL_URL`` names, else the weights file with its size and time."""
+        shared = os.environ.get(URL_VARIABLE)
+        if shared:
+            return f"server {shared}"
+        try:
+            path = find_gguf(self.model)
+            stat = path.stat()
+        except (UsageError, OSError):
+            return ""  # (the start says why)
+        return f"weights {path.resolve()} {stat.st_size} {stat.st_mtime_ns}"
+
     async def start(self) -> None:
         """Start the server (once), or use the one ``ASSAY_LOCAL_MODEL_URL`` names, and open
         the client.

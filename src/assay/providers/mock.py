@@ -42,6 +42,7 @@ error naming it. Token usage counts whitespace-separated words.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import re
 from dataclasses import dataclass
@@ -127,6 +128,7 @@ class MockModel:
         self.echo = echo
         self.calls = 0
         self._failures: dict[tuple[Any, ...], int] = {}
+        self.served_by = ""  # a script's content hash (the response cache's key holds it)
 
     async def start(self) -> None:
         """Nothing to start."""
@@ -301,7 +303,9 @@ def load_mock(name: str, base_dir: Path) -> MockModel:
         raise UsageError(
             f"mock script {path} is not UTF-8 text ({exc.reason})", file=path
         ) from None
-    return _from_data(name, parse_yaml(text, path=path).data, path)
+    model = _from_data(name, parse_yaml(text, path=path).data, path)
+    model.served_by = "script " + hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return model
 
 
 def _from_data(name: str, data: Any, path: Path) -> MockModel:
