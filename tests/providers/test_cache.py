@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -176,6 +177,10 @@ def test_second_run_is_served_from_the_cache_but_replicates_are_not_merged(
         assert len(server.requests) == 4
         assert assay("run", str(path), "--cache", "--repeats", "2", cwd=tmp_path).returncode == 0
         assert len(server.requests) == 4
+        # a run served from the cache says so (it looked like a live one)
+        assert json.loads((latest(tmp_path) / "run.json").read_text())["rows_from_cache"] == 4
+        assert ("**Cache**: 4 row(s) got answers from the response cache"
+                in (latest(tmp_path) / "run.md").read_text())  # fmt: skip
         assert assay("run", str(path), cwd=tmp_path).returncode == 0
         assert len(server.requests) == 6
     assert (tmp_path / ".assay" / "cache.db").exists()

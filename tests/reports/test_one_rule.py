@@ -1,11 +1,12 @@
 """One rule for what did not grade, in every report: generated rows, real runs, oracles.
 
 Rows are generated with every outcome a row can have (graded right or wrong, a refusal, an
-agent error, a criterion that cannot evaluate) and run for real (a command agent, the real
-criteria, the real writers). Every average and rate of every report (``suite.json``,
-``suite.md``, ``run.json``, JUnit, ``experiment.json``, ``assay compare``) is then checked
-against an oracle computed here from the generated rows alone: what did not grade is outside
-every denominator and average, and counted apart.
+agent error, a folder left where a criterion reads a file: a failing 0.0, not an error; a
+judge that cannot give a verdict is tests/criteria/test_judge.py's) and run for real (a
+command agent, the real criteria, the real writers). Every average and rate of every report
+(``suite.json``, ``suite.md``, ``run.json``, JUnit, ``experiment.json``, ``assay compare``) is
+then checked against an oracle computed here from the generated rows alone: what did not
+grade is outside every denominator and average, and counted apart.
 """
 
 from __future__ import annotations
@@ -65,8 +66,10 @@ class Row:
 
     @property
     def status(self) -> str:
-        if self.kind in ("err", "dir"):
-            return "ERROR"  # the agent failed, or a gating criterion could not read the file
+        if self.kind == "err":
+            return "ERROR"  # the agent failed
+        if self.kind == "dir":  # a folder where the file should be: what the agent left,
+            return "FAILURE"  # a failing 0.0, never an error that leaves the averages
         if self.kind == "ref":
             return "REFUSED"
         return "SUCCESS" if self.answer == self.label and self.label in self.file else "FAILURE"
@@ -79,7 +82,9 @@ class Row:
     @property
     def file_score(self) -> float | None:
         """file_check's score when it graded (it reads answer.txt)."""
-        return None if self.kind in ("err", "dir") else float(self.label in self.file)
+        if self.kind == "dir":
+            return 0.0
+        return None if self.kind == "err" else float(self.label in self.file)
 
 
 def generate(seed: int, size: int) -> list[Row]:
@@ -142,8 +147,7 @@ def check_suite_json(suite: dict[str, Any], oracle: Oracle) -> None:
     assert (label["error_count"], label["refused_count"]) == (0, oracle.refused)
     assert file["rows_evaluated"] == len(oracle.file_scores)
     assert file["average_score"] == approx(statistics.fmean(oracle.file_scores))
-    dirs = sum(1 for r in oracle.rows if r.kind == "dir")
-    assert (file["error_count"], file["refused_count"]) == (dirs, 0)
+    assert (file["error_count"], file["refused_count"]) == (0, 0)
     classify, check = suite["criterion_aggregates"]
     assert classify["metrics"]["accuracy"] == approx(oracle.accuracy)
     assert classify["metrics"]["mean"] == approx(statistics.fmean(oracle.label_scores))
@@ -152,7 +156,7 @@ def check_suite_json(suite: dict[str, Any], oracle: Oracle) -> None:
     )
     assert classify["details"].get("refused", 0) == oracle.refused
     assert check["metrics"]["mean"] == approx(statistics.fmean(oracle.file_scores))
-    assert check["details"].get("criterion_errors", 0) == dirs
+    assert check["details"].get("criterion_errors", 0) == 0
 
 
 def check_suite_md(text: str, oracle: Oracle) -> None:

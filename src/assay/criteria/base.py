@@ -36,7 +36,7 @@ from assay.metrics.streaming import ScoreStats
 from assay.metrics.values import MetricTable
 from assay.results.task_result import BasicCriterionResult, CriterionResult
 from assay.results.transcript import Transcript
-from assay.sandbox.tempdir import Sandbox, SandboxEscape
+from assay.sandbox.tempdir import LinkEscape, Sandbox, SandboxEscape
 from assay.spec.criterion_base import CriterionSpec
 
 if TYPE_CHECKING:
@@ -130,9 +130,9 @@ def read_text(path: str | None, context: GradingContext) -> Text:
     """Read ``path`` from the sandbox, or the final response when ``path`` is ``None``.
 
     Raises:
-        EvidenceError: the path leaves the sandbox (a link the agent made), is a directory
-            or another non-regular file, or is larger than 64 MiB.
-        CriterionError: the sandbox is gone.
+        EvidenceError: the path leaves the sandbox through a link the agent made, is a
+            directory or another non-regular file, or is larger than 64 MiB.
+        CriterionError: the sandbox is gone, or the path as written leaves it.
     """
     if path is None:
         return Text(context.response, "the final response")
@@ -160,15 +160,18 @@ def located(sandbox: Sandbox, path: str) -> tuple[Path, str]:
     caller to say so.
 
     Raises:
-        EvidenceError: the path leaves the sandbox (a link the agent made: the task file's
-            own paths are checked at load); the glob matches more than one file (a check of
-            one file's content needs exactly one: the first ten are named).
+        EvidenceError: the path leaves the sandbox through a link the agent made; the glob
+            matches more than one file (a check of one file's content needs exactly one: the
+            first ten are named).
+        CriterionError: the path as written leaves the sandbox (absolute, ``..``).
     """
     try:
         target = sandbox.resolve(path)
         found = [] if target.exists() else sandbox.matches(path)
-    except SandboxEscape as exc:
+    except LinkEscape as exc:  # a link the agent made
         raise EvidenceError(str(exc)) from None
+    except SandboxEscape as exc:  # the path as the task wrote it
+        raise CriterionError(str(exc)) from None
     if len(found) > 1:
         shown = ", ".join(found[:10]) + (" …" if len(found) > 10 else "")
         raise EvidenceError(f"'{path}' matches {len(found)} files ({shown}); a check of a "

@@ -14,6 +14,7 @@ from typing import ClassVar
 
 from assay.criteria.base import (
     Criterion,
+    CriterionError,
     EvidenceError,
     GradingContext,
     basic_result,
@@ -21,7 +22,7 @@ from assay.criteria.base import (
 )
 from assay.results.task_result import CriterionResult
 from assay.sandbox.cli_shims import CallLog, read_log
-from assay.sandbox.tempdir import SandboxEscape
+from assay.sandbox.tempdir import LinkEscape, SandboxEscape
 from assay.spec import cli_facets
 from assay.spec.cli_criteria import CliCalled
 
@@ -54,8 +55,10 @@ def _read(spec: CliCalled, context: GradingContext) -> CallLog:
     sandbox = sandbox_of(context)
     try:
         path = sandbox.resolve(spec.log)
-    except SandboxEscape as exc:
+    except LinkEscape as exc:  # a link the agent made
         raise EvidenceError(str(exc)) from None
+    except SandboxEscape as exc:  # the log's path as the task wrote it
+        raise CriterionError(str(exc)) from None
     try:
         log = read_log(path)
     except FileNotFoundError:

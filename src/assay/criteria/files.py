@@ -13,7 +13,7 @@ from assay.criteria.base import (
     sandbox_of,
 )
 from assay.results.task_result import CriterionResult
-from assay.sandbox.tempdir import SandboxEscape
+from assay.sandbox.tempdir import LinkEscape, SandboxEscape
 from assay.spec.criteria import FileCheck, FileExists, regex_flags
 
 
@@ -29,6 +29,8 @@ class FileExistsCriterion(FileExists, Criterion):
         try:
             found = sandbox.resolve(self.path).exists()
             matched = [] if found else sandbox.matches(self.path)
+        except LinkEscape as exc:  # a link the agent made: its doing, a failing 0.0
+            return basic_result(self, 0.0, str(exc))
         except SandboxEscape as exc:
             return basic_result(self, 0.0, "", error=str(exc))
         if matched:  # a glob passes with one match or more (Coder Eval's rule)

@@ -38,6 +38,7 @@ from assay.agents.llm import model_key
 from assay.criteria.base import (
     Criterion,
     CriterionError,
+    EvidenceError,
     GradingContext,
     Tally,
     read_text,
@@ -55,7 +56,7 @@ from assay.results.task_result import (
     JudgeRef,
     JudgeSampleRecord,
 )
-from assay.sandbox.tempdir import SandboxEscape
+from assay.sandbox.tempdir import LinkEscape, SandboxEscape
 from assay.spec.criteria import LlmJudge
 from assay.spec.judge import JudgeAsset, VerdictSpec, judge_metric_names
 from assay.spec.judge_criteria import REFERENCE_DIR_PREFIXES, TASK_DIR_PREFIXES, SystemOneJudge
@@ -210,6 +211,8 @@ def _read_entry(entry: str, context: GradingContext, task_dir: str) -> list[tupl
     try:  # the literal path first, then the glob (Sandbox.matches: no ignored folder, no link out)
         literal = sandbox.resolve(entry).is_file()
         names = [] if literal else sandbox.matches(entry)
+    except LinkEscape as exc:  # a link the agent made
+        raise EvidenceError(str(exc)) from None
     except SandboxEscape as exc:
         raise CriterionError(str(exc)) from None
     if literal:

@@ -354,8 +354,12 @@ def render_run(summary: RunSummary) -> str:
 def _usage_lines(summary: RunSummary) -> list[str]:
     """Tokens and cost, and where usage was not counted by assay itself."""
     usage = summary.total_token_usage
+    cached = ([f"**Cache**: {summary.rows_from_cache} row(s) got answers from the response "
+               "cache (no model call made for those; their tokens and cost are the cached "
+               "calls')"]
+              if summary.rows_from_cache else [])  # fmt: skip
     if usage is None or not usage.total_tokens:
-        return []
+        return cached
     cost = "—" if summary.total_cost_usd is None else f"${summary.total_cost_usd:.4f}"
     lines = [f"**Tokens**: {usage.total_tokens:,} ({usage.input_tokens:,} in, "
              f"{usage.output_tokens:,} out) · **Cost**: {cost}"
@@ -371,7 +375,7 @@ def _usage_lines(summary: RunSummary) -> list[str]:
         lines.append(f"**Usage source**: for {summary.rows_usage_from_cli} row(s) the coding "
                      "agent ran with route: direct, so their tokens and cost are what the CLI "
                      "reported, not counted by assay's model bridge.")  # fmt: skip
-    return lines
+    return lines + cached
 
 
 def _estimate(value: Estimate | None) -> str:

@@ -111,6 +111,7 @@ class RunTally:
         self.simulator = [0, 0]  # input and output tokens of the simulated users
         self.simulator_cost = ExactSum()
         self.usage_from_cli = 0
+        self.from_cache = 0
         self.active = (_Active(meta.session_times, meta.end_time)
                        if meta.session_times is not None else None)  # fmt: skip
 
@@ -179,6 +180,7 @@ class RunTally:
                 self.simulator_cost.add(dialog.simulator_cost_usd)
         if result.transcript is not None and result.transcript.usage_source == "cli":
             self.usage_from_cli += 1
+        self.from_cache += result.agent.cached
         if self.active is not None:
             self.active.add(result.completed_at)
 
@@ -233,6 +235,7 @@ class RunTally:
             tasks_cost_budget_exceeded=self.budgets[FinalStatus.COST_BUDGET_EXCEEDED],
             total_cost_usd=self.cost.total if self.cost.count else None,
             cost_complete=self.cost_complete, rows_usage_from_cli=self.usage_from_cli,
+            rows_from_cache=self.from_cache,
             simulator_input_tokens=self.simulator[0], simulator_output_tokens=self.simulator[1],
             simulator_cost_usd=self.simulator_cost.total if self.simulator_cost.count else None,
             interrupted=meta.interrupted, exit_code=exit_code, max_parallel=meta.max_parallel,

@@ -125,6 +125,7 @@ class RunSummary(_Model):
     (``total_token_usage``, ``total_cost_usd``), as each row's ``simulation`` record keeps
     them; ``None``: no dialog, or no price for its model."""
     rows_usage_from_cli: int = 0
+    rows_from_cache: int = 0
     tasks_timeout: int = 0
     interrupted: bool = False
     exit_code: int | None = None

@@ -64,6 +64,11 @@ class SandboxEscape(ValueError):
     """A path that would leave the sandbox."""
 
 
+class LinkEscape(SandboxEscape):
+    """A path that leaves the sandbox through a link inside it (one the agent made), not by
+    how it is written (absolute, ``..``)."""
+
+
 class Sandbox:
     """One row-task's working directory.
 
@@ -214,8 +219,8 @@ class Sandbox:
         """The absolute path of ``relative`` inside the sandbox.
 
         Raises:
-            SandboxEscape: ``relative`` is absolute, climbs out with ``..``, or resolves
-                (through symlinks) to a place outside the sandbox.
+            SandboxEscape: ``relative`` is absolute or climbs out with ``..``; its
+                :class:`LinkEscape` when it resolves (through symlinks) outside the sandbox.
         """
         pure = PurePosixPath(relative.replace("\\", "/"))
         if pure.is_absolute() or (relative[1:3] in (":\\", ":/")):
@@ -225,7 +230,7 @@ class Sandbox:
         candidate = self.root.joinpath(*pure.parts)
         real = candidate.resolve()
         if real != self._real and self._real not in real.parents:
-            raise SandboxEscape(f"path '{relative}' resolves outside the sandbox (a symlink)")
+            raise LinkEscape(f"path '{relative}' resolves outside the sandbox (a symlink)")
         return candidate
 
     def matches(self, pattern: str) -> list[str]:
