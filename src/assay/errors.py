@@ -9,6 +9,7 @@ AssayError                 root: everything assay raises on purpose
 │   ├── StoreError         the dataset store: bad schema, example, version, trace or store URL
 │   ├── PluginError        a plugin (an entry point, a class passed to the API) is not usable
 │   └── UsageError         command-line flags and arguments
+│       └── MissingKeyError  a model's API key is not in the environment
 └── RunFailure             something failed while running; the row ends ``ERROR``, never ``FAILURE``
     ├── ModelError         a model endpoint failed (connection, HTTP status, unparseable reply)
     ├── AgentError         an agent could not run (program not found, crashed before answering)
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 
 class AssayError(Exception):
@@ -135,9 +137,24 @@ class TaskFilesError(TaskFileError):
             lines.append("  runs as written: " + ", ".join(as_written))
         for name, warnings in warned.items():
             lines.append(f"  runs with {len(warnings)} warning(s): {name}")
+            lines += [f"    warning: {text}" for text in warnings]
         if self.skipped:
             lines.append("  skipped: " + ", ".join(self.skipped))
         super().__init__("\n".join(lines), hint="fix the refused files, or leave them out")
+
+    def report(self) -> dict[str, Any]:
+        """Each file's verdict as data (``assay plan --json`` on a folder that cannot run):
+        ``refused`` (each error's ``file``, ``line``, ``field``, ``row_id``, ``message``,
+        ``hint``), ``runs_as_written``, ``runs_with_warnings`` (file → its warnings),
+        ``skipped``."""
+        return {
+            "refused": [{"file": str(e.file) if e.file is not None else None, "line": e.line,
+                         "field": e.field, "row_id": e.row_id, "message": e.message,
+                         "hint": e.hint} for e in self.refused],
+            "runs_as_written": self.as_written,
+            "runs_with_warnings": self.warned,
+            "skipped": self.skipped,
+        }  # fmt: skip
 
 
 def _merged(errors: Sequence[UserError]) -> list[str]:

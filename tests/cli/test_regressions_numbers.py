@@ -32,12 +32,12 @@ success_criteria:
     return write(tmp_path / "task.yaml", text)
 
 
-def test_rows_where_a_criterion_errors_are_excluded_and_lower_completion_rate(
+def test_rows_that_did_not_grade_are_excluded_and_lower_completion_rate(
     tmp_path: Path,
 ) -> None:
-    command = (
-        'if [ "$ASSAY_ROW_ID" = a ]; then echo positive > result.txt; else mkdir result.txt; fi'
-    )
+    """Three rows whose agent crashed: the criterion did not grade them (a folder left where
+    its file should be was the way once; that is the agent's doing now, a failing 0.0)."""
+    command = 'if [ "$ASSAY_ROW_ID" = a ]; then echo positive > result.txt; else exit 3; fi'
     path = classify_task(tmp_path, command, "{completion_rate: 1.0}")
     done = assay("run", str(path), cwd=tmp_path)
     assert done.returncode == 1, done.stderr
@@ -46,8 +46,8 @@ def test_rows_where_a_criterion_errors_are_excluded_and_lower_completion_rate(
     assert aggregate["metrics"]["count"] == 1.0
     assert aggregate["metrics"]["accuracy"] == 1.0
     assert aggregate["rows_excluded"] == 3
-    assert aggregate["details"]["criterion_errors"] == 3
     assert aggregate["threshold_checks"][0]["passed"] is False
+    assert suite_json(latest(tmp_path), "ce")["rows_error"] == 3
 
 
 SLOW = """\
@@ -129,7 +129,7 @@ def test_report_after_sigkill_counts_missing_rows(tmp_path: Path) -> None:
     assert json.loads((run_dir / "run.json").read_text())["interrupted"] is True
 
 
-def test_file_over_64_mib_is_a_criterion_error_not_a_partial_read(tmp_path: Path) -> None:
+def test_file_over_64_mib_is_a_failing_zero_not_a_partial_read(tmp_path: Path) -> None:
     command = "python3 -c \"open('out.txt', 'wb').truncate(65 * 2**20)\""
     text = f"""\
 task_id: big
@@ -143,8 +143,8 @@ success_criteria:
     assert done.returncode == 1, done.stderr
     task = json.loads((latest(tmp_path) / "default/big/00/task.json").read_text())
     result = task["success_criteria_results"][0]
-    assert result["score"] == 0.0
-    assert "larger than 64 MiB" in result["error"]
+    assert (result["score"], result["error"]) == (0.0, None)  # what the agent left: a failure
+    assert "larger than 64 MiB" in result["details"]
 
 
 def test_infinite_or_huge_weights_are_load_errors(tmp_path: Path) -> None:

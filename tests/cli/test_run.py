@@ -227,7 +227,7 @@ def test_pre_run_failure_ends_the_row_in_error(tmp_path: Path) -> None:
     assert "pre_run command 'exit 4' exited with code 4" in task["error_message"]
 
 
-def test_symlink_out_of_the_sandbox_is_a_criterion_error(tmp_path: Path) -> None:
+def test_symlink_out_of_the_sandbox_is_a_failing_zero(tmp_path: Path) -> None:
     secret = write(tmp_path / "secret.txt", "positive")
     text = f"""\
 task_id: escape
@@ -246,8 +246,8 @@ success_criteria:
     assert done.returncode == 1
     task = json.loads((latest(tmp_path) / "default/escape/00/task.json").read_text())
     result = task["success_criteria_results"][0]
-    assert result["score"] == 0.0
-    assert "resolves outside the sandbox" in result["error"]
+    assert (result["score"], result["error"], task["final_status"]) == (0.0, None, "FAILURE")
+    assert "resolves outside the sandbox" in result["details"]
 
 
 def test_prompt_arrives_on_stdin_and_in_env(tmp_path: Path) -> None:

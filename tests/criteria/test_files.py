@@ -89,15 +89,16 @@ def test_file_exists_through_a_symlink_inside(sandbox: Sandbox) -> None:
     assert exists({"path": "dangling.txt"}, ctx(sandbox)).score == 0.0
 
 
-def test_file_exists_symlink_out_of_the_sandbox_is_an_error_result(
+def test_file_exists_symlink_out_of_the_sandbox_is_a_failing_zero(
     sandbox: Sandbox, tmp_path: Path
 ) -> None:
+    """A link the agent made out of its sandbox is its doing: a failing 0.0 with the reason,
+    not an error that would leave the row out of every average."""
     outside = write(tmp_path / "secret.txt", "secret")
     (sandbox.root / "leak.txt").symlink_to(outside)
     result = exists({"path": "leak.txt"}, ctx(sandbox))
-    assert result.score == 0.0
-    assert result.error == "path 'leak.txt' resolves outside the sandbox (a symlink)"
-    assert result.evaluation_status == "error"
+    assert (result.score, result.error, result.evaluation_status) == (0.0, None, "evaluated")
+    assert result.details == "path 'leak.txt' resolves outside the sandbox (a symlink)"
     assert not result.passed
 
 

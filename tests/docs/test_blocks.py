@@ -114,7 +114,7 @@ def examples_map() -> list[tuple[str, str]]:
     for line in table.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if len(cells) == 4 and cells[0].startswith("`examples/"):
-            rows.append((cells[0].strip("`"), cells[2].strip("`")))
+            rows.append((cells[0].removesuffix(" ²").strip("`"), cells[2].strip("`")))
     return rows
 
 

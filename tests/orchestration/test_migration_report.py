@@ -4,12 +4,14 @@ that cannot run are reported together with which others run as written or with w
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 import assay
 from assay.errors import TaskFileError, TaskFilesError
+from tests.cli.inproc import run_in_process
 from tests.helpers import write
 
 HEAD = "description: d\nagent: {type: llm, model: mock/echo}\ninitial_prompt: hi\n"
@@ -290,3 +292,34 @@ def test_a_default_the_task_file_overrides_is_not_blamed(tmp_path: Path) -> None
     with pytest.raises(TaskFileError) as caught:
         assay.plan(str(task), experiment=str(experiment))
     assert (caught.value.file, caught.value.field) == (str(task), "agent.model")
+
+
+def test_a_files_plan_warnings_count_and_show_in_the_report_and_its_json(
+    tmp_path: Path,
+) -> None:
+    """Found by a break-test: a file's plan-time warnings (here `max_turns` on a `command`
+    agent) were left out of the folder's report ("runs as written"), counts were of its
+    load warnings only, no warning's text was shown, and `assay plan --json` printed
+    nothing."""
+    folder = _folder(tmp_path)
+    write(
+        folder / "e.yaml",
+        "task_id: e\ndescription: d\ninitial_prompt: hi\n"
+        "agent: {type: command, command: echo hi}\nrun_limits: {max_turns: 3}\n" + GOOD,
+    )
+    alone = assay.plan([str(folder / "e.yaml")]).warnings
+    assert alone and any("max_turns" in w for w in alone)
+    with pytest.raises(TaskFilesError) as caught:
+        assay.plan([str(folder)])
+    error = caught.value
+    assert error.warned[str(folder / "e.yaml")] == alone
+    text = error.render()
+    assert f"  runs with {len(alone)} warning(s): {folder / 'e.yaml'}" in text
+    assert f"    warning: {alone[0]}" in text
+    done = run_in_process("plan", str(folder), "--json", cwd=tmp_path)
+    assert done.returncode == 2 and "cannot run" in done.stderr
+    report = json.loads(done.stdout)
+    assert [r["file"] for r in report["refused"]] == ["tasks/b.yaml", "tasks/d.yaml"]
+    assert report["runs_as_written"] == ["tasks/a.yaml"]  # (as the command line names files)
+    assert list(report["runs_with_warnings"]) == ["tasks/c.yaml", "tasks/e.yaml"]
+    assert len(report["runs_with_warnings"]["tasks/e.yaml"]) == len(alone)

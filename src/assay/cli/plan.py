@@ -10,6 +10,7 @@ import typer
 
 from assay.cli.shared import options as o
 from assay.cli.shared.common import user_errors, warn
+from assay.errors import TaskFilesError
 
 
 def plan(
@@ -49,7 +50,12 @@ def plan(
                        repeats, prices=prices, experiment=experiment, sets=set_, model=model,
                        store=store, skip_unsupported=skip_unsupported)  # fmt: skip
     with user_errors():
-        built = api.plan(tasks, **chosen)
+        try:
+            built = api.plan(tasks, **chosen)
+        except TaskFilesError as refused:  # the migration report as data, then the error
+            if as_json:
+                sys.stdout.write(json.dumps(refused.report(), indent=2, ensure_ascii=False) + "\n")
+            raise
     with redacted_output(built.writer):  # agent.env values among the settings shown
         for warning in built.warnings:
             warn(warning)

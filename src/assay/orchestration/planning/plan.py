@@ -476,7 +476,7 @@ def _plan_tasks(
     loaded_tasks, refused = load_each(arguments, options.overrides,
                                       skip_unsupported=options.skip_unsupported,
                                       criteria=options.criteria)  # fmt: skip
-    planned: list[LoadedTask] = []
+    planned: dict[str, list[str]] = {}  # each planned file → its load and plan warnings
     for loaded in loaded_tasks:
         plan.warnings.extend(loaded.warnings)
         reason = _skip_reason(loaded, options)
@@ -494,9 +494,10 @@ def _plan_tasks(
             ))  # fmt: skip
             continue
         owners[task_id] = loaded.display
+        before = len(plan.warnings)
         try:
             plan.tasks.append(_plan_task(loaded, context))
-            planned.append(loaded)
+            planned[loaded.display] = [*loaded.warnings, *plan.warnings[before:]]
         except (TaskFileError, DatasetError, SelectionError) as exc:
             refused.append(_in_file(exc, loaded.display))
     _raise_refused(refused, planned, plan.skipped)
@@ -505,19 +506,21 @@ def _plan_tasks(
 
 def _raise_refused(
     refused: list[UserError],
-    planned: list[LoadedTask],
+    planned: dict[str, list[str]],
     skipped: list[SkippedTask],
 ) -> None:
     """Raise the refused files' errors (one file's error alone as it is; a file's several
-    variants' errors each listed), if any file was refused."""
+    variants' errors each listed), if any file was refused; ``planned``: each file that
+    plans → the warnings its loading and planning gave (the migration report's "runs with
+    warnings", as `assay plan FILE` alone would print them)."""
     errors = [
         e for one in refused for e in (one.errors if isinstance(one, VariantErrors) else [one])
     ]
     if len(errors) == 1 and not planned:
         raise errors[0]
     if errors:
-        clean = [t.display for t in planned if not t.warnings]
-        warned = {t.display: t.warnings for t in planned if t.warnings}
+        clean = [name for name, warnings in planned.items() if not warnings]
+        warned = {name: warnings for name, warnings in planned.items() if warnings}
         raise TaskFilesError(errors, as_written=clean, warned=warned, files=len(refused),
                              skipped=[s.path for s in skipped])  # fmt: skip
 
