@@ -228,7 +228,7 @@ replies:
 
 
 def test_max_turns_ends_the_row_with_its_reason(tmp_path: Path) -> None:
-    criteria = "  - {type: tool_called, tool: run_command}"
+    criteria = "  - {type: tool_called, tool: submit_answer}"  # never called: the row fails
     _, run_dir, stderr = run_task(tmp_path, FOREVER, max_turns=2, criteria=criteria)
     result = task_json(run_dir)
     assert result["final_status"] == "MAX_TURNS_EXHAUSTED", stderr
@@ -237,6 +237,17 @@ def test_max_turns_ends_the_row_with_its_reason(tmp_path: Path) -> None:
     assert summary["stop_reason"] == "max_turns" and summary["model_calls"] == 2
     assert summary["commands"] == 2  # the second answer's call ran before the limit
     assert (run_dir / "default/tools/a/00/response.txt").read_text() == "step two"
+
+
+def test_a_cap_hit_whose_criteria_pass_is_a_success(tmp_path: Path) -> None:
+    """Coder Eval: "a cap hit whose criteria pass is SUCCESS" (max_turns, tokens, cost; a
+    timeout stays TIMEOUT); the row says why its agent stopped."""
+    criteria = "  - {type: tool_called, tool: run_command}"
+    _, run_dir, stderr = run_task(tmp_path, FOREVER, max_turns=2, criteria=criteria)
+    result = task_json(run_dir)
+    assert (result["final_status"], result["error_message"]) == ("SUCCESS", None), stderr
+    assert "max_turns is 2 (agent.max_turns)" in result["agent"]["stopped_early"]
+    assert result["transcript"]["stop_reason"] == "max_turns"
 
 
 def test_run_limits_max_tool_calls_stops_early_and_grades(tmp_path: Path) -> None:
@@ -389,7 +400,7 @@ def test_native_tool_calls_on_the_chat_completions_wire(tmp_path: Path) -> None:
 
 
 def test_the_token_budget_ends_the_loop_after_the_call_that_crosses_it(tmp_path: Path) -> None:
-    criteria = "  - {type: tool_called, tool: run_command}"
+    criteria = "  - {type: tool_called, tool: submit_answer}"  # never called: the row fails
     _, run_dir, stderr = run_task(tmp_path, FOREVER, criteria=criteria,
                                   extra="run_limits: {max_total_tokens: 30}\n")  # fmt: skip
     result = task_json(run_dir)

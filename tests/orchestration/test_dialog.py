@@ -234,8 +234,10 @@ def test_the_dialogs_token_budget_ends_it_and_it_is_still_graded(tmp_path: Path)
 def test_a_run_limit_ends_the_dialog_with_that_limits_status(tmp_path: Path) -> None:
     record = row(run(tmp_path, extra="run_limits: {max_total_tokens: 15}\n"))
     assert record["simulation"]["stop_reason"] == "run_limit_exceeded"
-    assert record["final_status"] == "TOKEN_BUDGET_EXCEEDED"
-    assert record["error_message"] == (
+    # its criteria pass at the final check: a cap hit whose criteria pass is a success
+    # (Coder Eval), and the row says which limit ended the dialog
+    assert (record["final_status"], record["error_message"]) == ("SUCCESS", None)
+    assert record["agent"]["stopped_early"] == (
         "the call used 24 tokens; run_limits.max_total_tokens is 6 (in exchange 2: each turn "
         "gets what the dialog's earlier turns left of run_limits)"
     )
@@ -329,8 +331,8 @@ def test_a_run_limit_comes_before_passing_criteria(tmp_path: Path) -> None:
     simulation = "  stop_on_criteria_pass: true\n  check_criteria: every_turn\n"
     record = row(run(tmp_path, simulation=simulation,
                      extra="run_limits: {max_total_tokens: 20}\n"))  # fmt: skip
-    assert record["simulation"]["stop_reason"] == "run_limit_exceeded"
-    assert record["final_status"] == "TOKEN_BUDGET_EXCEEDED"
+    assert record["simulation"]["stop_reason"] == "run_limit_exceeded"  # before criteria_passed
+    assert record["final_status"] == "SUCCESS"  # a cap hit whose criteria pass (Coder Eval)
 
 
 def test_n_trials_are_replicates_and_beat_repeats(tmp_path: Path) -> None:
@@ -690,6 +692,7 @@ def test_a_turn_cap_in_a_dialog_names_whose_it_is(
     task = write(tmp_path / "t.yaml", TURN_TASK.format(own=own, limits=limits))
     result = assay.run([str(task)], run_dir=str(tmp_path / "runs"))
     record = json.loads((result.run_dir / "default/tools/00/task.json").read_text())
-    assert record["final_status"] == "MAX_TURNS_EXHAUSTED"
-    assert record["error_message"].endswith(said), record["error_message"]
-    assert record["error_message"].count("(in exchange") == ("run_limits" in limits)
+    assert record["final_status"] == "SUCCESS"  # notes.txt is there: a cap hit that passes
+    stopped = record["agent"]["stopped_early"]
+    assert stopped.endswith(said), stopped
+    assert stopped.count("(in exchange") == ("run_limits" in limits)

@@ -105,8 +105,10 @@ def test_max_usd_is_enforced_per_row(tmp_path: Path, monkeypatch: pytest.MonkeyP
         path = write(tmp_path / "t.yaml", TASK.format(url=url, limits=limits))
         finished(assay("run", str(path), cwd=tmp_path), latest(tmp_path))
     row = json.loads((latest(tmp_path) / "default/claude/a/00/task.json").read_text())
-    assert row["final_status"] == "COST_BUDGET_EXCEEDED"
-    assert "run_limits.max_usd is 0.001" in row["error_message"]
+    # the answer was right: a cap hit whose criteria pass is a success (Coder Eval), and the
+    # row says which limit stopped it; a wrong answer would end COST_BUDGET_EXCEEDED
+    assert row["final_status"] == "SUCCESS"
+    assert "run_limits.max_usd is 0.001" in row["agent"]["stopped_early"]
     assert row["cost_usd"] == pytest.approx(14 * 1000.0 / 1e6)
 
 

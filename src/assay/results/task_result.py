@@ -214,7 +214,8 @@ class AgentRecord(_Result):
     response ends with a note naming the cut); ``output_logs``: the files in the row's
     folder such a stream was written to whole (``agent.stdout.log``); ``stopped_early``:
     why the agent was ended before it finished while its row was still graded
-    (``run_limits.max_tool_calls``, or a live verdict: ``early_stop``)."""
+    (``run_limits.max_tool_calls``, a live verdict: ``early_stop``, or a cap: ``max_turns``,
+    ``max_total_tokens``, ``max_usd``)."""
 
     exit_code: int | None = None
     timed_out: bool = False

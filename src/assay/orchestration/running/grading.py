@@ -140,6 +140,12 @@ _AGENT_STATUS: dict[OutcomeStatus, FinalStatus] = {
 STOPPED_EARLY: frozenset[OutcomeStatus] = frozenset({"max_tool_calls", "early_stop"})
 """Agent outcomes of an agent ended on purpose whose row is graded as it stands."""
 
+CAPS: frozenset[OutcomeStatus] = frozenset({"max_turns", "token_budget", "cost_budget"})
+"""The ``run_limits`` caps: a row whose agent hit one passes when its criteria pass (Coder
+Eval: "a cap hit whose criteria pass is SUCCESS", ``coder_eval_agents.md`` §4), else it
+ends with the cap's own status; a timeout keeps ``TIMEOUT`` (the agent was cut off, not
+capped)."""
+
 
 def final_status(
     agent_status: OutcomeStatus,
@@ -151,15 +157,22 @@ def final_status(
     """The row's status from the agent's outcome and the criteria's results.
 
     An agent error is ``ERROR`` (no criteria ran), and so is a gating criterion that could not
-    evaluate (a judge without a verdict, a file it could not read); a gating criterion that
-    met a refusal makes it ``REFUSED``; a timeout or a spent token budget keeps its own failed
-    status even when criteria pass; without grading it is ``NOT_GRADED``. A row whose agent
+    evaluate (a judge without a verdict); a gating criterion that met a refusal makes it
+    ``REFUSED``; a timeout keeps ``TIMEOUT`` even when criteria pass, and a cap
+    (``max_turns``, tokens, cost: :data:`CAPS`) its own status when they do not (they pass:
+    ``SUCCESS``); without grading it is ``NOT_GRADED``. A row whose agent
     a live verdict ended (``early``) passes when its armed criteria reach the gate threshold
     (:func:`assay.criteria.live.armed_passed`), whatever the others say.
     """
     if agent_status == "error":
         return FinalStatus.ERROR
-    if agent_status in _AGENT_STATUS:
+    capped = (
+        agent_status in CAPS
+        and graded
+        and passed(results)
+        and not any(r.gating and (r.grader_failed or r.refused) for r in results)
+    )
+    if agent_status in _AGENT_STATUS and not capped:
         return _AGENT_STATUS[agent_status]
     if not graded:
         return FinalStatus.NOT_GRADED

@@ -40,6 +40,7 @@ from assay.orchestration.planning.plan import Plan, PlannedTask, WorkItem
 from assay.orchestration.running.dialog import DialogSetup, run_dialog, simulator_key
 from assay.orchestration.running.environment import grading_env, row_env
 from assay.orchestration.running.grading import (
+    CAPS,
     STOPPED_EARLY,
     final_status,
     grade,
@@ -678,7 +679,7 @@ class Runner:
                 output_dropped_bytes=outcome.output_dropped_bytes,
                 output_logs=outcome.output_logs,
                 duration_seconds=outcome.seconds,
-                stopped_early=outcome.error if outcome.status in STOPPED_EARLY else None,
+                stopped_early=outcome.error if outcome.status in STOPPED_EARLY | CAPS else None,
                 early_stop=outcome.early_stop,
             ),
             total_token_usage=_usage(outcome),
