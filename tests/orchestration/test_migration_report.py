@@ -80,6 +80,12 @@ def test_skip_unsupported_runs_the_rest_and_names_what_it_left_out(workdir: Path
     (row,) = list(result.rows())
     assert [c.criterion_type for c in row.success_criteria_results] == ["response_match"]
     assert result.exit_code == 0
+    # a CI that reads suite.json alone sees what was left out (with any gate it had)
+    write(workdir / "mixed.yaml", MIXED + "dataset: {rows: [{id: a}]}\n")
+    result = assay.run([str(task)], skip_unsupported=True)
+    suite = json.loads((result.run_dir / "default" / "mixed" / "suite.json").read_text())
+    assert [w for w in suite["warnings"] if "left out (--skip-unsupported)" in w] == [
+        w for w in warnings if "left out (--skip-unsupported)" in w] != []  # fmt: skip
     left = [w for w in warnings if "left out (--skip-unsupported)" in w]
     assert [w.split(": ")[1] for w in left] == ["success_criteria[1]"]
     assert "criterion 'quantum_grade' left out" in left[0]

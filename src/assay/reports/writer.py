@@ -37,7 +37,7 @@ from assay.reports.run_tally import RunTally, spilled
 from assay.reports.spill import SortedLines
 from assay.reports.suite_rules import task_json_relpath
 from assay.results.io import Writer
-from assay.results.run import RunSummary, SecretFindingRecord, SuiteRef
+from assay.results.run import RunSummary, SecretFindingRecord, SuiteRef, TaskSelection
 from assay.results.run_file import write_run_json
 from assay.results.selection_file import listed_tasks
 from assay.results.status import FinalStatus
@@ -121,6 +121,7 @@ def _write(
                               selection=chosen.selection if chosen else None,
                               rows_planned=meta.planned.get(f"{variant}/{suite_id}"))  # fmt: skip
         suite.criteria = meta.criteria.get(suite_id)
+        suite.warnings += _task_file_warnings(meta.warnings, chosen, suite.warnings)
         folder = suite_dir(run_dir, variant, suite_id)
         qa = write_qa_files(folder, tally.qa_rows.get((variant, suite_id), []),
                             warnings=meta.warnings, writer=writer)  # fmt: skip
@@ -222,6 +223,23 @@ def _write_experiment(
     report.stopping = read_stopping(run_dir)
     writer.json(run_dir / EXPERIMENT_JSON, report)
     writer.text(run_dir / EXPERIMENT_MD, render_experiment(report))
+
+
+def _task_file_warnings(
+    warnings: list[str], chosen: TaskSelection | None, known: list[str]
+) -> list[str]:
+    """The run's warnings about the suite's own task file (``FILE:LINE: …``: a criterion
+    ``--skip-unsupported`` left out with its gates, a field without effect), so a CI that
+    reads only ``suite.json`` sees them too."""
+    if chosen is None:
+        return []
+    source = Path(chosen.source_file).as_posix()
+
+    def names_it(warning: str) -> bool:  # (a warning names the file as the command line did)
+        named = warning.partition(":")[0]
+        return bool(named) and (source == named or source.endswith("/" + named.lstrip("./")))
+
+    return [w for w in dict.fromkeys(warnings) if names_it(w) and w not in known]
 
 
 def _suite_ref(suite: SuiteRollup) -> SuiteRef:
