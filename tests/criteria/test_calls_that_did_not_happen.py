@@ -56,6 +56,21 @@ def denied_skill_call() -> Transcript:
     return parsed([*stream, json.dumps(denial), json.dumps(result)])
 
 
+def bash_not_offered() -> Transcript:
+    """The recorded Bash call, answered as Claude Code answers a tool that
+    ``disallowed_tools`` removed: no permission event, no denial in its ``result``, only an
+    error result (found by a break-test: it counted as a command)."""
+    stream = lines("denied.claude")
+    result = json.loads(stream[3])
+    result["message"]["content"][0].update(
+        content="<tool_use_error>Error: No such tool available: Bash</tool_use_error>",
+        is_error=True,
+    )
+    ending = json.loads(stream[5])
+    ending.pop("permission_denials", None)
+    return parsed([stream[0], stream[1], json.dumps(result), stream[4], json.dumps(ending)])
+
+
 def skill_call_never_answered() -> Transcript:
     """The recorded Skill call, the run ending before any result came back."""
     return parsed(lines("skill-then-work.claude")[:2])
@@ -94,6 +109,8 @@ BASH_CASES = {
     "claude-denied": lambda: parsed(lines("denied.claude")),
     "claude-denied-cut": denied_bash_cut_before_its_result_event,
     "claude-denied-trace": lambda: through_the_trace(parsed(lines("denied.claude"))),
+    "claude-not-offered": bash_not_offered,
+    "claude-not-offered-trace": lambda: through_the_trace(bash_not_offered()),
     "codex-declined": codex_declined_command,
     "codex-declined-trace": lambda: through_the_trace(codex_declined_command()),
     "codex-never-completed": codex_command_never_completed,

@@ -9,8 +9,9 @@ Write's ``{type: create|update, filePath}``), and last ``result`` (``subtype``,
 ``permission_denials``, ``terminal_reason``, ``api_error_status``). A ``system``
 ``permission_denied`` event (``tool_use_id``, ``message``) says at once that a call was
 refused, so a run that ends before its ``result`` still records the denial; a refused call
-is a denial, never a command or a file change. A line that is not JSON (a warning the CLI
-printed) is ignored.
+is a denial, never a command or a file change, and so is a call of a tool the CLI does not
+offer (``disallowed_tools``: its result says ``No such tool available``). A line that is not
+JSON (a warning the CLI printed) is ignored.
 
 Qwen Code prints the same shape under its own tool names; the parser takes a mapping of
 those to Claude Code's (``names``) and how its shell results state the exit code.
@@ -37,6 +38,11 @@ from assay.results.transcript import (
 )
 
 _EXIT = re.compile(r"^Exit code (-?\d+)")
+
+
+UNAVAILABLE = "No such tool available"
+"""What Claude Code answers a call of a tool it does not offer (one ``disallowed_tools``
+removed): the call ran nothing."""
 
 
 class ClaudeStreamParser:
@@ -120,6 +126,11 @@ class ClaudeStreamParser:
             self._results[call_id] = text
             self.transcript.add(TranscriptEvent("tool_result", now, name=name, call_id=call_id,
                                                 text=text, is_error=error))  # fmt: skip
+            if error and UNAVAILABLE in text and call_id not in self._refused:
+                # a tool the CLI does not offer (disallowed_tools): called, but nothing ran
+                self._refused.add(call_id)
+                self.transcript.add(TranscriptEvent("denial", now, name=name, call_id=call_id,
+                                                    text=text))  # fmt: skip
             self._side_effects(now, name, call_id, arguments, text, error, details)
 
     def _side_effects(
