@@ -250,6 +250,24 @@ def test_a_cap_hit_whose_criteria_pass_is_a_success(tmp_path: Path) -> None:
     assert result["transcript"]["stop_reason"] == "max_turns"
 
 
+def test_a_live_verdict_ends_the_loop_after_the_call_that_decides_it(tmp_path: Path) -> None:
+    """A criterion's ``stop_early`` on assay's own agent (found by a break-test: the loop
+    ran every call and nothing was recorded, without a warning)."""
+    criteria = ('  - {type: command_executed, command_pattern: "echo 2", '
+                "stop_early: {on_pass: stop}}")  # fmt: skip
+    _, run_dir, stderr = run_task(tmp_path, FOREVER, criteria=criteria)
+    result = task_json(run_dir)
+    assert result["final_status"] == "SUCCESS", stderr
+    assert result["agent"]["early_stop"]["reason"] == "criterion_passed"
+    assert result["agent"]["stopped_early"]
+    summary = result["transcript"]
+    assert (summary["stop_reason"], summary["commands"], summary["model_calls"]) == (
+        "early_stop",
+        2,
+        2,
+    )  # "echo 3" never ran
+
+
 def test_run_limits_max_tool_calls_stops_early_and_grades(tmp_path: Path) -> None:
     criteria = "  - {type: tool_called, tool: run_command}"
     _, run_dir, stderr = run_task(tmp_path, FOREVER, criteria=criteria,

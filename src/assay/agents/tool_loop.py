@@ -17,7 +17,10 @@ model wrote as the response, with a status and its reason:
   or ``max_usd``;
 - ``timeout``: ``run_limits.task_timeout`` ran out (a model call or a command is cut at the
   time left);
-- ``error``: the model failed (after its retries).
+- ``error``: the model failed (after its retries);
+- ``early_stop``: a criterion's ``stop_early`` live verdict decided the row after a tool
+  call that ran (:class:`assay.criteria.live.LiveMonitor`, asked after each tool result, as
+  the CLI agents ask it after each event of their stream).
 
 The transcript has every model call, tool call, tool result, command (with its exit code)
 and file change, as the CLI agents' do, and becomes the row's spans.
@@ -38,6 +41,7 @@ from assay.providers.managed import ManagedModel
 from assay.providers.pricing import Price
 from assay.providers.retry import CallRecord
 from assay.results.secrets import clip_tail
+from assay.results.task_result import EarlyStopRecord
 from assay.results.trace import Span
 from assay.results.transcript import Transcript, TranscriptEvent
 from assay.results.transcript_otlp import to_spans
@@ -103,6 +107,7 @@ class ToolLoop:
         self.calls = 0
         self.tool_calls = 0
         self.last_text: str | None = None
+        self.early: EarlyStopRecord | None = None  # a live verdict (criterion stop_early)
         limits = [(n, where) for n, where in ((config.max_turns, "agent.max_turns"),
                   (context.max_turns, "run_limits.max_turns")) if n is not None]  # fmt: skip
         self.max_turns, self.turns_set_by = min(limits) if limits else (DEFAULT_MAX_TURNS, "")
@@ -140,6 +145,9 @@ class ToolLoop:
                 self.transcript.add(TranscriptEvent("text", time.time_ns(), text=text))
             self.tool_calls += len(calls)
             results, submitted = await self._run_tools(calls, deadline)
+            if self.early is not None:  # a live verdict ended the row after a call that ran
+                stop = _Stop("early_stop", self.early.message())
+                break
             messages.append(self._results(calls, results, submitted is not None))
             if submitted is not None:
                 response, stop = submitted, _Stop("completed", None)
@@ -149,6 +157,7 @@ class ToolLoop:
             response = self.last_text
             self.transcript.stop_reason = stop.status
         outcome.status, outcome.error, outcome.response = stop.status, stop.error, response
+        outcome.early_stop = self.early
         return self._finish(outcome, agent_span, started)
 
     def _results(
@@ -270,6 +279,10 @@ class ToolLoop:
                                                                   left))  # fmt: skip
             self._record(call, run)
             results.append(ToolResult(call.id, run.output, run.is_error))
+            if self.context.monitor is not None:
+                self.early = self.context.monitor(self.transcript)
+                if self.early is not None:  # decided: the calls after it do not run
+                    return results, None
         return results, None
 
     def _record(self, call: ToolCall, run: ToolRun) -> None:

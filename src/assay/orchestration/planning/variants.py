@@ -295,7 +295,8 @@ def _unwatched_stops(loaded: LoadedTask, variant: ResolvedVariant) -> list[str]:
         warnings.append(
             f"{loaded.display}:{line or '?'}: success_criteria[{index}].stop_early: agent type "
             f"'{variant.definition.agent.type}' reports no tool calls while it runs, so the "
-            "criterion is checked only after it ends (early stop needs claude-code or codex)"
+            "criterion is checked only after it ends (early stop needs a coding-agent CLI or "
+            "an llm agent with tools)"
         )
     return warnings
 
