@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -145,6 +146,34 @@ def test_agent_field_rules() -> None:
         ClaudeCodeAgent.model_validate({"type": "claude-code", "system_prompt_mode": "replace"})
     with pytest.raises(ValueError, match="is not a tool name"):
         ClaudeCodeAgent.model_validate({"type": "claude-code", "allowed_tools": ["rm -rf"]})
+
+
+@pytest.mark.parametrize(
+    ("tools", "said"),
+    [(["bash"], "tool 'bash' is not one of Claude Code's tools (did you mean 'Bash'?)"),
+     (["Read", "Writ"], "tool 'Writ' is not one of Claude Code's tools (did you mean 'Write'?)"),
+     (["bash(git status:*)"], "tool 'bash(git status:*)' is not one of Claude Code's tools"),
+     (["Telepathy"], "tool 'Telepathy' is not one of Claude Code's tools; names are")],
+)  # fmt: skip
+def test_a_tool_name_claude_code_does_not_have_is_refused_with_the_closest(
+    tools: list[str], said: str
+) -> None:
+    """Found by a break-test: `allowed_tools: [bash, Writ]` loaded silently and allowed
+    nothing (Coder Eval refuses names that are not canonical)."""
+    for field in ("allowed_tools", "disallowed_tools"):
+        with pytest.raises(ValueError, match=re.escape(said)):
+            ClaudeCodeAgent.model_validate({"type": "claude-code", field: tools})
+    ClaudeCodeAgent.model_validate(
+        {
+            "type": "claude-code",
+            "allowed_tools": [
+                "Bash(git status:*)",
+                "MultiEdit",
+                "mcp__github__create_issue",
+                "Skill",
+            ],
+        }
+    )
 
 
 def test_a_missing_plugin_folder_names_its_field(tmp_path: Path) -> None:

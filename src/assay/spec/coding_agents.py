@@ -10,6 +10,7 @@ reads what the CLI reports.
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 from collections.abc import Mapping
@@ -49,11 +50,27 @@ ACTING_TOOLS = frozenset({"Bash", "Write", "Edit", "MultiEdit", "NotebookEdit"})
 """Claude Code's tools that write files or run commands."""
 
 
+TOOL_NAMES = frozenset({
+    # Coder Eval's canonical names (coder_eval_agents.md §1.1)
+    "Agent", "Bash", "Edit", "Glob", "Grep", "NotebookEdit", "Read", "Skill", "Task",
+    "TodoWrite", "ToolSearch", "WebFetch", "WebSearch", "Write",
+    # and the other tools Claude Code has offered (its stream's init event lists them)
+    "MultiEdit", "LS", "NotebookRead", "BashOutput", "KillShell", "KillBash", "ExitPlanMode",
+    "SlashCommand", "CronCreate", "CronDelete", "CronList", "EnterWorktree", "ExitWorktree",
+    "ListAgents", "Monitor", "ReportFindings", "ScheduleWakeup", "SendMessage", "TaskStop",
+    "Workflow",
+})  # fmt: skip
+"""The tool names ``allowed_tools`` / ``disallowed_tools`` may use (besides ``mcp__`` tools
+and rules on one of these, ``Bash(git status:*)``): a name that is not one of them (``bash``,
+``Writ``) would allow or deny nothing, so it is refused at load, as Coder Eval refuses it."""
+
+
 def check_tool_rules(value: list[str] | None) -> list[str] | None:
     """``allowed_tools`` / ``disallowed_tools``: Claude Code's tool names or rules.
 
     Raises:
-        ValueError: an entry that is neither (what is accepted).
+        ValueError: an entry that is neither, or names a tool Claude Code does not have (with
+            the closest name).
     """
     for name in value or []:
         if not _TOOL_RULE.match(name.strip()):
@@ -61,7 +78,17 @@ def check_tool_rules(value: list[str] | None) -> list[str] | None:
                 f"tool {name!r} is not a tool name (Bash, Edit, Write, …), a rule such "
                 "as Bash(git status:*), or mcp__<server>[__<tool>]"
             )
+        tool = name.strip().split("(")[0]
+        if not tool.startswith("mcp__") and tool not in TOOL_NAMES:
+            raise ValueError(f"tool {name!r} is not one of Claude Code's tools"
+                             + _closest_tool(tool) + "; names are case-sensitive")  # fmt: skip
     return value
+
+
+def _closest_tool(tool: str) -> str:
+    by_case = [t for t in TOOL_NAMES if t.lower() == tool.lower()]
+    found = by_case or difflib.get_close_matches(tool, sorted(TOOL_NAMES), n=1, cutoff=0.6)
+    return f" (did you mean {found[0]!r}?)" if found else ""
 
 
 def permitted_to_act(mode: str | None, allowed: list[str] | None,
