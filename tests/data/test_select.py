@@ -96,6 +96,16 @@ def test_sample_picks_the_rows_of_random_0_sample(n: int) -> None:
     assert selection.seed_was_drawn is False
 
 
+@pytest.mark.parametrize(("n", "warned"), [(54, False), (55, True), (5000, True)])
+def test_a_sample_larger_than_the_dataset_runs_every_row_and_says_so(n: int, warned: bool) -> None:
+    """Found by a break-test: `--sample 5000` on 872 rows ran them all without a word."""
+    selection = select(clinc(), sample=n)
+    assert len(selection.indexes) == 54 and selection.applied == []
+    said = [w for w in selection.warnings if "--sample" in w]
+    assert said == ([f"clinc: --sample {n} is more than the 54 row(s) there are to draw from, "
+                     "so every one runs"] if warned else [])  # fmt: skip
+
+
 def test_sample_golden_rows() -> None:
     # The rows Coder Eval's expand_dataset(max_rows=10) keeps for this file (checked with it).
     assert select(clinc(), sample=10).indexes == [2, 16, 19, 24, 25, 26, 30, 31, 32, 48]

@@ -112,6 +112,10 @@ def select_rows(
                 picked = random.Random(SAMPLE_SEED).sample(indexes, request.sample)
             indexes = sorted(picked)
             applied.append(f"--sample {request.sample}")
+        elif request.sample > len(indexes):  # (a mistyped size would run everything unsaid)
+            warnings.append(f"{task_id}: --sample {request.sample} is more than the "
+                            f"{len(indexes)} row(s) there are to draw from, so every one "
+                            "runs")  # fmt: skip
     else:
         per_stratum = (
             request.sample_per_stratum
