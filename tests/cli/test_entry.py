@@ -5,6 +5,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
+
+import assay
 
 PROBE = """
 import gc, sys
@@ -84,3 +87,11 @@ def test_what_is_alive_when_the_command_ends_is_frozen_for_the_exit() -> None:
     done = subprocess.run([sys.executable, "-c", FROZEN_AT_EXIT], capture_output=True,
                           text=True)  # fmt: skip
     assert done.stdout.split() == ["3", "False"], done.stderr
+
+
+def test_version_is_printed_for_a_bug_report(tmp_path: Path) -> None:
+    """Found by a newcomer: `assay --version` was "No such option"."""
+    from tests.cli.inproc import run_in_process
+
+    done = run_in_process("--version", cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (0, f"assay {assay.__version__}\n")

@@ -16,6 +16,9 @@ from __future__ import annotations
 import os
 import sys
 import traceback
+from typing import Annotated
+
+import typer
 
 from assay.cli.shared.lazy import Lazy, lazy_app
 
@@ -93,11 +96,36 @@ COMMANDS = {
     "judge": Lazy("assay.cli.app:judge_app", JUDGE_HELP),
     "cache": Lazy("assay.cli.cache:cache_app", "Inspect or empty the response cache."),
 }  # fmt: skip
+
+
+def _show_version(asked: bool) -> None:
+    if asked:
+        from assay.version import __version__
+
+        sys.stdout.write(f"assay {__version__}\n")
+        raise SystemExit(0)
+
+
+def _root_options(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            is_eager=True,
+            callback=_show_version,
+            help="Print assay's version and exit.",
+        ),
+    ] = False,
+) -> None:
+    """``assay --version``; the commands do the rest."""
+
+
 app = lazy_app(
     name="assay",
     help="Evaluate LLMs and coding agents on your datasets: one task file fans out over every "
     "row, criteria grade each row, suite metrics gate CI.",
     commands=COMMANDS,
+    callback=_root_options,
 )
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import difflib
 import importlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, ClassVar
@@ -101,14 +101,21 @@ class LazyGroup(TyperGroup):
         listing.format_help(ctx, formatter)
 
 
-def lazy_app(*, name: str, help: str, commands: Mapping[str, Lazy]) -> typer.Typer:
-    """A typer app whose commands are ``commands`` (name → :class:`Lazy`), imported on use."""
+def lazy_app(
+    *,
+    name: str,
+    help: str,
+    commands: Mapping[str, Lazy],
+    callback: Callable[..., None] | None = None,
+) -> typer.Typer:
+    """A typer app whose commands are ``commands`` (name → :class:`Lazy`), imported on use;
+    ``callback`` takes the group's own options (default: none)."""
     group = type(f"Lazy{name.title()}Group", (LazyGroup,), {"lazy": MappingProxyType(commands)})
     return typer.Typer(
         cls=group,
         name=name,
         help=help,
-        callback=_no_group_options,
+        callback=callback or _no_group_options,
         no_args_is_help=True,
         add_completion=False,
         pretty_exceptions_enable=False,
