@@ -28,6 +28,7 @@ from assay.spec.task import (
     SandboxLimits,
     TaskDefinition,
 )
+from tests.cli.inproc import run_in_process
 from tests.cli.test_run import assay, latest
 from tests.helpers import write
 
@@ -95,8 +96,14 @@ def test_assay_local_model_that_is_not_a_file_says_how_to_install(
 def test_a_missing_mock_script_is_named_with_what_a_script_is(tmp_path: Path) -> None:
     assert refused(tmp_path, model_task(tmp_path, "mock/nope.yaml")) == [
         f"error: t.yaml:4: agent.model: mock script not found: {tmp_path / 'nope.yaml'}",
-        "  hint: use mock/echo, or mock/<file.yaml> with replies: [{match, reply}] and default",
+        "  hint: use mock/echo, or mock/<file.yaml> with replies: [{match, reply}] and default "
+        "(the file is looked for beside the task file, then in the working directory)",
     ]
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    done = run_in_process("plan", str(tmp_path / "t.yaml"), cwd=elsewhere)
+    assert (f"mock script not found: {tmp_path / 'nope.yaml'} (nor {elsewhere / 'nope.yaml'})"
+            in done.stderr)  # both places it looked, from another folder  # fmt: skip
 
 
 MOCK_SCRIPT_ERRORS = {

@@ -293,9 +293,12 @@ def load_mock(name: str, base_dir: Path) -> MockModel:
     if not path.is_file() and (Path.cwd() / rest).is_file():
         path = Path.cwd() / rest
     if not path.is_file():
+        here = Path.cwd() / rest
+        tried = f"{path}" if Path(rest).is_absolute() or here == path else f"{path} (nor {here})"
         raise UsageError(
-            f"mock script not found: {path}",
-            hint="use mock/echo, or mock/<file.yaml> with replies: [{match, reply}] and default",
+            f"mock script not found: {tried}",
+            hint="use mock/echo, or mock/<file.yaml> with replies: [{match, reply}] and default "
+            "(the file is looked for beside the task file, then in the working directory)",
         )
     try:
         text = path.read_text(encoding="utf-8")
