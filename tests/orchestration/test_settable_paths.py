@@ -326,6 +326,7 @@ SPECIAL: dict[str, Any] = {
     "agent.api_key_env": "ASSAY_TEST_KEY",
     "agent.tools": ["read_file", "submit_answer"],
     "sandbox.template_sources.0.path": "tpl2",
+    "sandbox.mock_path_dirs": ["tpl2"],  # a folder beside the task file
     "sandbox.template_sources.0.mount_point": "m2",
     "sandbox.template_sources.1.files.0.path": "g.txt",
     "dataset.rows": [{"id": "z", "text": "zeta", "label": "pos", "s": "p", "part": "train"}],

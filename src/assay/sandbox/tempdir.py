@@ -31,11 +31,19 @@ from assay.sandbox.process import MAX_OUTPUT_BYTES, ProcessResult, run_process
 from assay.sandbox.reaper import RowProcesses
 from assay.spec.task import SandboxConfig, StarterFiles, TemplateDir
 
+MOCK_PATH_DIR = ".mock_path"
+"""Where ``sandbox.mock_path_dirs`` are copied in the row's sandbox (``.mock_path/0/``, …)."""
 
-def shim_path(env: dict[str, str], sandbox: Path) -> dict[str, str]:
-    """``env`` with the sandbox's ``record_cli`` shims first on ``PATH``."""
-    shims = str((sandbox / MOCKS_DIR).absolute())
-    return {**env, "PATH": os.pathsep.join([shims, *filter(None, [env.get("PATH")])])}
+
+def shim_path(env: dict[str, str], sandbox: Path, config: SandboxConfig) -> dict[str, str]:
+    """``env`` with the sandbox's ``record_cli`` shims, then its ``mock_path_dirs``, first on
+    ``PATH`` (``env`` itself when it has neither)."""
+    first = [str((sandbox / MOCKS_DIR).absolute())] if config.record_cli else []
+    first += [str((sandbox / MOCK_PATH_DIR / str(index)).absolute())
+              for index in range(len(config.mock_path_dirs or []))]  # fmt: skip
+    if not first:
+        return env
+    return {**env, "PATH": os.pathsep.join([*first, *filter(None, [env.get("PATH")])])}
 
 
 def _named_limit(
@@ -167,8 +175,9 @@ class Sandbox:
                 own folder is never copied either, so a template that holds the place the
                 sandbox is made in does not copy it into itself.
 
-        ``config.record_cli``'s shims are written into ``cli_mocks/`` last
-        (:mod:`assay.sandbox.cli_shims`; :func:`shim_path` puts them first on ``PATH``).
+        ``config.record_cli``'s shims are written into ``cli_mocks/`` last, and each of
+        ``config.mock_path_dirs`` copied into ``.mock_path/N/`` (:mod:`assay.sandbox.cli_shims`;
+        :func:`shim_path` puts them first on ``PATH``).
 
         Raises:
             SandboxError: a template folder is missing, a file cannot be written, or ``at``
@@ -195,6 +204,9 @@ class Sandbox:
                         target.write_text(item.content, encoding="utf-8")
             if config.record_cli:
                 write_shims(sandbox.root, [rule.model_dump() for rule in config.record_cli])
+            for index, folder in enumerate(config.mock_path_dirs or []):
+                shutil.copytree(base_dir / folder, sandbox.root / MOCK_PATH_DIR / str(index),
+                                symlinks=True)  # fmt: skip
         except SandboxError:
             sandbox.remove()
             raise

@@ -530,13 +530,16 @@ class SandboxConfig(StrictModel):
     ``record_cli``: stand-in programs the row's programs find first on ``PATH``, which log
     every call to ``cli_mocks/calls.jsonl`` and answer from rules
     (:mod:`assay.spec.record_cli`; graded by ``cli_called``).
+    ``mock_path_dirs``: folders of stand-in programs (relative to the task file, Coder
+    Eval's field), copied into the row's ``.mock_path/N/`` and put first on the ``PATH`` of
+    the agent and of every program a criterion runs, in the order given (after
+    ``record_cli``'s shims), so ``kubectl`` or ``aws`` finds the stand-in, never the host's.
     """
 
     coder_eval_only: ClassVar[Mapping[str, str]] = {
         "python": "no per-row Python environment is built; the sandbox uses the host's",
         "node": "no per-row Node.js environment is built",
         "ignore_patterns": "sandboxes are not preserved by pattern",
-        "mock_path_dirs": "not supported",
     }
 
     driver: SandboxDriver | None = None
@@ -546,6 +549,7 @@ class SandboxConfig(StrictModel):
     network: bool = False
     read_only: list[StrictStr] = Field(default_factory=list)
     record_cli: list[RecordCliRule] = Field(default_factory=list)
+    mock_path_dirs: list[StrictStr] | None = None
 
     _rules = field_validator("record_cli")(check_rules)
 

@@ -564,11 +564,21 @@ def data_loc(loc: tuple[Any, ...], data: Any) -> Loc:
 def check_templates(
     task: TaskDefinition, *, base_dir: Path, display: str, document: YamlDocument
 ) -> None:
-    """Every ``template_dir`` exists (relative to the task file) before any row runs.
+    """Every ``template_dir`` and ``mock_path_dirs`` folder exists (relative to the task
+    file, inside its folder) before any row runs.
 
     Raises:
-        TaskFileError: naming ``sandbox.template_sources[i].path`` and its line.
+        TaskFileError: naming ``sandbox.template_sources[i].path`` or
+            ``sandbox.mock_path_dirs[i]`` and its line.
     """
+    for index, name in enumerate(task.sandbox.mock_path_dirs or []):
+        where: Loc = ("sandbox", "mock_path_dirs", index)
+        if not (base_dir / name).is_dir() or ".." in Path(name).parts or Path(name).is_absolute():
+            raise TaskFileError(f"mock_path_dirs: {name!r} is not a folder beside the task file",
+                                file=display, line=document.line_of(where),
+                                field=field_path(where),
+                                hint="the folders of stand-in programs are relative to the task "
+                                "file's folder, inside it")  # fmt: skip
     for index, source in enumerate(task.sandbox.template_sources or []):
         if not isinstance(source, TemplateDir):
             continue

@@ -57,8 +57,8 @@ def row_env(
     )
     if not env.get("PYTHONDONTWRITEBYTECODE"):
         env["PYTHONDONTWRITEBYTECODE"] = "1"
-    if task.sandbox.record_cli and sandbox is not None:
-        return shim_path(env, sandbox)
+    if sandbox is not None:
+        return shim_path(env, sandbox, task.sandbox)
     return env
 
 
