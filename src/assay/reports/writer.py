@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from assay.criteria.registry import CriterionRegistry
-from assay.errors import TaskFileError
+from assay.errors import TaskFileError, UsageError
 from assay.orchestration.running.rundir import suite_dir
 from assay.reports.junit import JunitWriter
 from assay.reports.markdown import render_experiment, render_run, render_suite
@@ -83,6 +83,7 @@ def write_reports(
 
     Raises:
         TaskFileError: a QA suite's metrics hook failed; every other file is written first.
+        UsageError: a report could not be written (the disk is full).
     """
     writer = writer if writer is not None else Writer.shapes_only()
     source: Source = results if callable(results) else _listed(list(results))
@@ -95,7 +96,16 @@ def write_reports(
                 suite = tally.suites.get((result.variant_id, result.suite_id or ""))
                 if suite is not None and suite.has_replicates:
                     suite.add_pass_k(result)
-        return _write(run_dir, tally, lines, meta, junit_path, writer)
+        try:
+            return _write(run_dir, tally, lines, meta, junit_path, writer)
+        except OSError as exc:  # a full disk, a folder made read-only: said, not a traceback
+            raise UsageError(
+                f"cannot write the reports into {run_dir}: {exc}",
+                hint="the finished rows are kept: free space (or make the folder "
+                "writable), then `assay report RUN_DIR` writes the reports, and "
+                "`assay run --resume RUN_DIR --retry-errors` runs what never ran or could "
+                "not be saved",
+            ) from None
 
 
 def _listed(results: list[EvaluationResult]) -> Source:

@@ -9,6 +9,7 @@ row whose files were cut off runs again on resume, whichever executor or machine
 from __future__ import annotations
 
 import contextlib
+import errno
 import io
 import os
 import shutil
@@ -107,6 +108,15 @@ def _unwritable(result: EvaluationResult, exc: Exception) -> EvaluationResult:
     })  # fmt: skip
 
 
+def disk_full(result: EvaluationResult) -> bool:
+    """The row's files could not be written because the run folder's disk is full (or its
+    quota spent): every later row would fail the same way."""
+    message = result.error_message or ""
+    return message.startswith(UNWRITABLE) and any(
+        f"[Errno {code}]" in message for code in (errno.ENOSPC, errno.EDQUOT)
+    )
+
+
 def unwritten(result: EvaluationResult, directory: Path) -> bool:
     """The row ended without any file (not even its ``task.json`` saying why): the reports
     take it from memory, and a resumed run runs it again."""
@@ -143,7 +153,8 @@ def write_row(directory: Path, files: RowFiles, *, writer: Writer) -> Evaluation
     A row whose files cannot be written (a full disk, a file where its folder should be, a
     value JSON refuses) ends ``ERROR`` with the reason, written in their place when that
     is possible; when even that fails the row is reported without files (a resumed run
-    runs it again), and the run goes on.
+    runs it again), and the run goes on (unless the disk is full: :func:`disk_full`, and
+    the runner starts no more rows).
     """
     try:
         write_row_files(directory, files, writer=writer)

@@ -52,6 +52,7 @@ from assay.orchestration.running.rowfiles import (
     SANDBOX_DIR,
     FinishedRow,
     clear_attempt,
+    disk_full,
     write_finished,
 )
 from assay.orchestration.running.rundir import item_dir
@@ -107,6 +108,8 @@ class ExecutionResult:
 
     interrupted: bool = False
     seconds: float = 0.0
+    stopped: str | None = None
+    """Why the run stopped starting rows on its own (the run folder's disk is full)."""
 
 
 OnDone = Callable[[EvaluationResult], None]
@@ -259,7 +262,9 @@ class Runner:
         """Run every item, ``jobs`` at a time; stop cleanly when cancelled (Ctrl-C).
 
         A row's files are written by a writer thread, so a slow disk never holds up the
-        event loop (and the model calls of the rows still running). A row whose files are
+        event loop (and the model calls of the rows still running). A row that finds the
+        disk full stops the run from starting more (they would all be lost): the run ends
+        as interrupted, ``stopped`` says why. A row whose files are
         being written when the run is cancelled finishes writing and is counted. Each
         result goes to ``on_done`` as its files are written, and is not kept here.
         """
@@ -270,8 +275,12 @@ class Runner:
         slots = asyncio.Semaphore(jobs)
         loop = asyncio.get_running_loop()
 
+        full: list[str] = []  # a row that found the disk full: no other row is started
+
         async def worker(threads: ThreadPoolExecutor) -> None:
             for item in queue:
+                if full:
+                    return
                 row, finished = await self.run_row(item, slots)
                 written = loop.run_in_executor(
                     threads, write_finished, row.directory, finished, self.writer
@@ -281,7 +290,13 @@ class Runner:
                 except asyncio.CancelledError:
                     on_done(await written)
                     raise
-                on_done(written.result())
+                result = written.result()
+                on_done(result)
+                if disk_full(result) and not full:
+                    full.append(f"the run stopped starting rows: {result.error_message}; the "
+                                "finished rows are kept: free space, then `assay run --resume "
+                                "RUN_DIR --retry-errors` runs the rest and the rows the full "
+                                "disk failed")  # fmt: skip
 
         # Twice as many workers as slots: while ``jobs`` rows run their agent and criteria,
         # the others resolve their row or write finished files, so no slot waits on
@@ -297,7 +312,8 @@ class Runner:
             except BaseException:
                 await _cancel(workers)  # a bug in one worker must not leave the others running
                 raise
-        return ExecutionResult(interrupted, time.perf_counter() - started)
+        return ExecutionResult(interrupted or bool(full), time.perf_counter() - started,
+                               stopped=full[0] if full else None)  # fmt: skip
 
     def _env(self, item: WorkItem, task: TaskDefinition, sandbox: Path | None) -> dict[str, str]:
         return row_env(

@@ -48,6 +48,8 @@ class LocalExecutor:
                     warnings = await check_judges(plan, services.pool, context.on_warning)
                 progress.start(len(items), already_done=context.already_done)
                 outcome = await runner.execute(items, on_done)
+                if outcome.stopped is not None:
+                    warnings.append(outcome.stopped)
                 return Execution(outcome.interrupted, warnings)
             finally:  # before the services stop (a local server takes a moment to end)
                 progress.stop()
