@@ -69,7 +69,7 @@ def test_reports_that_cannot_be_written_are_a_clear_error_not_a_traceback(
     monkeypatch.setattr(writer, "_write", full)
     with pytest.raises(UsageError) as caught:
         assay.report(first.run_dir)
-    assert caught.value.message == (
-        f"cannot write the reports into {first.run_dir}: [Errno 28] No space left on device"
-    )
+    assert caught.value.message.startswith("cannot write the reports into ")
+    assert caught.value.message.endswith(f"{first.run_dir.name}: [Errno 28] No space left on "
+                                         "device")  # fmt: skip
     assert "`assay report RUN_DIR` writes the reports" in (caught.value.hint or "")
