@@ -53,6 +53,7 @@ class ScriptedServer:
     base_url: str
     requests: list[dict[str, Any]] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
+    paths: list[str] = field(default_factory=list)
     times: list[float] = field(default_factory=list)
     in_flight: int = 0
     peak_in_flight: int = 0
@@ -73,7 +74,8 @@ def _anthropic_payload(body: dict[str, Any], text: str) -> bytes:
     return json.dumps(data).encode()
 
 
-def _payload(path: str, body: dict[str, Any], text: str) -> bytes:
+def _payload(target: str, body: dict[str, Any], text: str) -> bytes:
+    path = target.partition("?")[0]
     if path.endswith("/messages"):
         return _anthropic_payload(body, text)
     usage = {"prompt_tokens": 7, "completion_tokens": 2, "total_tokens": 9}
@@ -105,6 +107,7 @@ def _handler(server: ScriptedServer, reply: Reply) -> type[BaseHTTPRequestHandle
             with server.lock:
                 server.requests.append(body)
                 server.headers.append({k.lower(): v for k, v in self.headers.items()})
+                server.paths.append(self.path)
                 server.times.append(time.monotonic())
                 server.in_flight += 1
                 server.peak_in_flight = max(server.peak_in_flight, server.in_flight)

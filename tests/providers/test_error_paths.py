@@ -340,3 +340,15 @@ def test_a_negative_cache_expiry_is_refused() -> None:
 def test_a_numeric_mock_reply_is_its_text(tmp_path: Path) -> None:
     write(tmp_path / "m.yaml", "replies:\n  - {match: '.', reply: 42}\n")
     assert generate(load_mock("mock/m.yaml", tmp_path), ModelRequest(prompt="x")).text == "42"
+
+
+@pytest.mark.parametrize("tail", ["?api-version=2024-06-01", "/?api-version=2024-06-01&x=1"])
+def test_a_base_url_with_a_query_string_keeps_the_request_path(tail: str) -> None:
+    """Found by a break-test: ``base_url: http://h/v1?api-key=X`` sent ``POST
+    /v1?api-key=X/chat/completions`` (the path pasted into the query): Azure's
+    ``api-version`` and a ``?key=`` endpoint could not work."""
+    with scripted_server(lambda body: "ok") as server:
+        answer = generate(openai(server.base_url + tail))
+    assert answer.text == "ok"
+    (path,) = server.paths
+    assert path.startswith("/v1/chat/completions?api-version=2024-06-01")

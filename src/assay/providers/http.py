@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import ssl
+import urllib.parse
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -32,11 +33,22 @@ def tls_context(url: str) -> ssl.SSLContext:
     return httpx.create_ssl_context()
 
 
+def split_query(url: str) -> tuple[str, httpx.QueryParams]:
+    """``url`` without its query string, its path ending in ``/``, and the query's
+    parameters: ``http://h/v1?api-version=2`` → ``("http://h/v1/", api-version=2)``, so a
+    request path is joined to the path, not pasted into the query."""
+    parts = urllib.parse.urlsplit(url)
+    path = parts.path.rstrip("/") + "/"
+    base = urllib.parse.urlunsplit((parts.scheme, parts.netloc, path, "", ""))
+    return base, httpx.QueryParams(parts.query)
+
+
 class ShardedClient:
     """``max_connections`` keep-alive connections to one ``base_url``, in shards.
 
     Args:
-        base_url: the URL every request path is relative to.
+        base_url: the URL every request path is relative to; a query string it carries
+            (Azure's ``?api-version=…``, a ``?key=…``) is sent with every request.
         headers: sent with every request.
         timeout: seconds per request (httpx's connect/read/write/pool timeout).
         max_connections: the total connection bound (at least 1).
@@ -56,9 +68,11 @@ class ShardedClient:
         shards = math.ceil(total / max(1, shard_size))
         sizes = [total // shards + (1 if i < total % shards else 0) for i in range(shards)]
         context = tls_context(base_url)  # the CA bundle loaded once, not once per shard
+        base_url, params = split_query(base_url)
         self._clients = [
             httpx.AsyncClient(
                 base_url=base_url,
+                params=params,
                 headers=headers,
                 timeout=timeout,
                 verify=context,

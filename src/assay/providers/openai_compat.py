@@ -89,7 +89,7 @@ class OpenAICompatibleModel:
                 )
             api_key = "none"  # local servers (vLLM, llama.cpp, Ollama) accept any key
         self._client = ShardedClient(
-            base_url=self.endpoint + "/",
+            base_url=self.endpoint,
             headers={"Authorization": f"Bearer {api_key}"},
             timeout=self.timeout,
             max_connections=self.max_connections,
