@@ -260,10 +260,10 @@ def test_the_response_is_appended_when_the_rubric_does_not_place_it() -> None:
      "write $${ for a literal ${"),
     ("Said: ${respons} ${row.text}", "the rubric's placeholder ${respons} is not one of "
      "${row.<field>}, ${response}, ${files}, ${transcript}, ${dialog}: did you mean "
-     "${response}? (write $${ for a literal ${)"),
+     "${response}? (write $${ for a literal ${; an upper-case ${NAME} is left as written)"),
     ("Q: ${ row.text } ${response}", "the rubric's placeholder ${ row.text } is not one of "
      "${row.<field>}, ${response}, ${files}, ${transcript}, ${dialog}: did you mean "
-     "${row.text}? (write $${ for a literal ${)"),
+     "${row.text}? (write $${ for a literal ${; an upper-case ${NAME} is left as written)"),
 ])  # fmt: skip
 def test_a_placeholder_the_judge_would_get_as_text_is_refused(rubric: str, message: str) -> None:
     """A broken placeholder once reached the judge as literal text, the row's value missing."""
@@ -275,9 +275,18 @@ def test_a_placeholder_the_judge_would_get_as_text_is_refused(rubric: str, messa
 
 
 def test_a_literal_placeholder_is_written_with_two_dollars() -> None:
-    judge = JudgeDefinition(model="mock/judge", rubric="Uses $${HOME}? ${response}")
+    judge = JudgeDefinition(model="mock/judge", rubric="Uses $${home}? ${response}")
     last = judge_messages(judge, JudgeCase(response="echo $HOME"))[-1].content
-    assert "Uses ${HOME}? echo $HOME" in last
+    assert "Uses ${home}? echo $HOME" in last
+
+
+def test_an_upper_case_shell_variable_is_left_as_written() -> None:
+    """Coder Eval leaves every ``${…}`` but ``${row.X}`` as written; a judge prompt about
+    shell scripts quoting ``${HOME}`` was refused (found by a break-test)."""
+    judge = JudgeDefinition(model="mock/judge", rubric='Uses "${HOME}", not /root? ${response}')
+    last = judge_messages(judge, JudgeCase(response="cd ${HOME}"))[-1].content
+    assert 'Uses "${HOME}", not /root? cd ${HOME}' in last
+    LlmJudge.model_validate({"type": "llm_judge", "prompt": "Quotes ${PATH_1}? ${response}"})
 
 
 def test_a_verdict_passes_by_the_judge_alone_only_where_the_judge_says() -> None:

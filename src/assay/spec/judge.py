@@ -58,10 +58,14 @@ RUBRIC_SLOT = r"\$\{(row\.[A-Za-z_][A-Za-z0-9_]*|response|files|transcript|dialo
 """The placeholders a rubric may hold; ``$${`` writes a literal ``${``."""
 _RUBRIC_TOKEN = re.compile(r"\$\$\{|" + RUBRIC_SLOT + r"|\$\{[^}\n]*\}?")
 _SLOT_NAMES = ("${row.<field>}", "${response}", "${files}", "${transcript}", "${dialog}")
+_SHELL_VARIABLE = re.compile(r"\$\{[A-Z_][A-Z0-9_]*\}")
+"""``${HOME}``: a shell variable a rubric about scripts quotes; left as written (as Coder
+Eval leaves every ``${…}`` but ``${row.X}``)."""
 
 
 def check_rubric(text: str) -> str:
-    """``text`` when every ``${…}`` in it is a rubric placeholder (:data:`RUBRIC_SLOT`).
+    """``text`` when every ``${…}`` in it is a rubric placeholder (:data:`RUBRIC_SLOT`) or
+    an upper-case shell variable (``${HOME}``, left as written).
 
     Raises:
         ValueError: an unknown placeholder (with the closest one), or a ``${`` without its
@@ -69,7 +73,7 @@ def check_rubric(text: str) -> str:
     """
     for match in _RUBRIC_TOKEN.finditer(text):
         token = match.group(0)
-        if token == "$${" or match.group(1) is not None:
+        if token == "$${" or match.group(1) is not None or _SHELL_VARIABLE.fullmatch(token):
             continue
         if not token.endswith("}"):
             raise ValueError(f"the rubric has {token!r} without its closing '}}': close it, or "
@@ -80,7 +84,8 @@ def check_rubric(text: str) -> str:
         guess = f"did you mean {close[0]}? " if close else ""
         raise ValueError(f"the rubric's placeholder {token} is not one of "
                          f"{', '.join(_SLOT_NAMES)}: {guess}"
-                         "(write $${ for a literal ${)")  # fmt: skip
+                         "(write $${ for a literal ${; an upper-case ${NAME} is left as "
+                         "written)")  # fmt: skip
     return text
 
 
