@@ -61,6 +61,24 @@ def test_a_sweep_removes_only_the_folders_whose_process_is_gone(tmp_path: Path) 
     assert sweep(tmp_path) == [alive]  # its holder is gone now
 
 
+def test_a_sweep_ends_the_processes_still_working_in_a_folder_it_removes(tmp_path: Path) -> None:
+    """Found by a break-test: after `kill -9` of a run, a `tempdir` row's agent went on
+    working in the folder the next command removed under it."""
+    dead = tmp_path / f"{PREFIX}dead"
+    (dead / "assay-sandbox").mkdir(parents=True)
+    (dead / LOCK).write_bytes(b"")
+    orphan = subprocess.Popen(["sleep", "60"], cwd=dead / "assay-sandbox")
+    elsewhere = subprocess.Popen(["sleep", "60"], cwd=tmp_path)
+    try:
+        assert sweep(tmp_path) == [dead]
+        assert orphan.wait(timeout=10) == -signal.SIGKILL
+        assert elsewhere.poll() is None  # a process working elsewhere is left alone
+    finally:
+        for process in (orphan, elsewhere):
+            process.kill()
+            process.wait()
+
+
 def test_a_killed_run_leaves_its_scratch_to_the_next_command(tmp_path: Path) -> None:
     scratch = tmp_path / "tmp"
     scratch.mkdir()

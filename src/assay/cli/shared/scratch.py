@@ -3,7 +3,8 @@ sandboxes, prompt files, jail homes and ``/etc`` files, the logs of remote rows,
 state, the bridge's socket, the viewer's scratch) lie in one folder of its own,
 ``$TMPDIR/assay-run-XXXXXXXX/``, removed when the command ends and, when the process was
 killed (``kill -9``, the out-of-memory killer), by the next ``assay`` command on the machine,
-as the control groups and containers of such a run are (:mod:`assay.sandbox.docker_sweep`).
+as the control groups and containers of such a run are (:mod:`assay.sandbox.docker_sweep`);
+a process still working in such a folder (a ``tempdir`` row's agent) is killed first.
 
 Whether a folder's process is alive is an advisory lock (``flock(2)``) on its ``.lock`` file,
 held for the process's life and released by the kernel however the process ends; a folder
@@ -14,9 +15,11 @@ or whose lock cannot be tried (another user's, a file system without locks), is 
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import shutil
+import signal
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -73,9 +76,26 @@ def sweep(base: Path) -> list[Path]:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:  # held: its process is alive (or locks do not work here)
                 continue
+            _end_processes_in(folder)
             shutil.rmtree(folder, ignore_errors=True)
             removed.append(folder)
     return removed
+
+
+def _end_processes_in(folder: Path) -> None:
+    """Kill the processes still working in ``folder`` (their working directory is in it: a
+    ``tempdir`` row's agent whose ``assay`` was killed), so none goes on with its folder
+    removed under it (and its side effects doubled by a resume); a process of another user
+    is left alone (it cannot be signalled)."""
+    root = os.path.realpath(folder)
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            cwd = os.readlink(entry / "cwd")
+        except OSError:  # gone, another user's, or no /proc
+            continue
+        if cwd == root or cwd.startswith(root + os.sep):
+            with contextlib.suppress(OSError, ValueError):
+                os.kill(int(entry.name), signal.SIGKILL)
 
 
 def _hold(folder: Path) -> IO[bytes] | None:
