@@ -64,3 +64,14 @@ def test_nothing_is_said_when_no_suite_was_left_out(
     result = assay.run([write(tmp_path / "good.yaml", GOOD)])
     assert result.summary.pass_rate_macro_left_out == []
     assert "macro (mean of the suites' pass rates)" in (result.run_dir / "run.md").read_text()
+
+
+def test_the_command_lines_summary_names_them_too(tmp_path: Path) -> None:
+    """Found by a break-test: the console said "0.500 macro" without what it left out."""
+    from tests.cli.inproc import run_in_process
+
+    write(tmp_path / "good.yaml", GOOD)
+    write(tmp_path / "bad.yaml", BROKEN.format(name="bad", dataset=ROWS))
+    done = run_in_process("run", "good.yaml", "bad.yaml", "-q", cwd=tmp_path)
+    assert "pass rate 1.000 micro, 1.000 macro (leaves out default/bad: no graded row)" in (
+        done.stdout)  # fmt: skip

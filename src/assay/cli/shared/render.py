@@ -81,6 +81,12 @@ def print_reports(result: RunResult) -> None:
         + f" in {summary.total_duration_seconds:.1f} s"
         + (
             f" · pass rate {fmt(summary.pass_rate)} micro, {fmt(summary.pass_rate_macro)} macro"
+            + (
+                f" (leaves out {escape(', '.join(summary.pass_rate_macro_left_out))}: no graded "
+                "row)"
+                if summary.pass_rate_macro_left_out
+                else ""
+            )
             if len(suites) > 1
             else ""
         )
