@@ -294,7 +294,7 @@ sandbox:
   docker: DOCKER
   limits: {timeout: 300, max_disk_mb: 100}
   ignore_patterns: [x]
-  mock_path_dirs: [x]
+  network: false
   record_cli: []
 run_limits:
   expected_turns: 3
@@ -335,7 +335,6 @@ WARNINGS = [
     "pre_run, post_run and run_command have their own timeout",
     f"t.yaml:24: sandbox.limits.max_disk_mb: {NOT_YET}; not enforced (use max_file_size_mb)",
     f"t.yaml:25: sandbox.ignore_patterns: {NOT_YET}; sandboxes are not preserved by pattern",
-    f"t.yaml:26: sandbox.mock_path_dirs: {NOT_YET}; not supported",
     f"t.yaml:29: run_limits.expected_turns: {NOT_YET}; not enforced",
     f"t.yaml:30: run_limits.turn_timeout: {NOT_YET}; task_timeout bounds the whole agent run",
     f"t.yaml:31: run_limits.max_input_tokens: {NOT_YET}; use max_total_tokens",
