@@ -127,8 +127,9 @@ pytest-fast: install-dev
 	$(KEEP_BYTECODE) $(BIN)/pytest -q $(PARALLEL) -m "not ($(SLOW))"
 
 ## docs: the documentation site (MkDocs with Material) in site/, built offline with warnings as
-## errors; the task-file and CLI references are generated from the code (docs/hooks/).
-docs: install-dev
+## errors; the task-file and CLI references are generated from the code (docs/hooks/). It needs
+## the Python dev tools only (not the agents' CLIs or Chromium that install-dev adds).
+docs: $(VENV)/.installed-dev
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 ## coverage-html: htmlcov/index.html, line by line, from the last `make test` (or `make pytest`).
