@@ -224,7 +224,14 @@ def test_pre_run_failure_ends_the_row_in_error(tmp_path: Path) -> None:
     task = task_json(tmp_path, "rows", "a")
     assert task["final_status"] == "ERROR"
     assert task["pre_run_results"][0]["exit_code"] == 4
-    assert "pre_run command 'exit 4' exited with code 4" in task["error_message"]
+    assert task["error_message"] == "pre_run command 'exit 4' exited with code 4"  # said nothing
+    path = rows_task(tmp_path, "cat", ["a"],
+                     extra="pre_run:\n  - command: 'echo no fixtures here; exit 3'\n")  # fmt: skip
+    assay("run", str(path), cwd=tmp_path)
+    said = task_json(tmp_path, "rows", "a")["error_message"]
+    assert said == (
+        "pre_run command 'echo no fixtures here; exit 3' exited with code 3: no fixtures here"
+    )  # its stdout when its stderr is empty (it was dropped)
 
 
 def test_symlink_out_of_the_sandbox_is_a_failing_zero(tmp_path: Path) -> None:

@@ -152,7 +152,7 @@ def test_json_check_schema_and_assertions(box: Sandbox) -> None:
     assert result.score == pytest.approx((1.0 + 5 / 8) / 2)
     assert result.details == (
         "Schema: valid; Assertions: 5/8 passed ('ok' type: expected 'number', got True; "
-        "'temp' lt: expected 20, got 21.5; 'missing' exists: expected None, got None); "
+        "'temp' lt: expected 20, got 21.5; 'missing' exists: nothing there (missing or null)); "
         "Score: 0.81"
     )
 

@@ -168,8 +168,11 @@ def run_assertions(assertions: list[JsonAssertion], data: Any) -> tuple[float, s
             if OPERATORS[item.operator](actual, item.expected):
                 passed += 1
                 continue
-            failures.append(f"'{item.expression}' {item.operator}: expected "
-                            f"{item.expected!r}, got {actual!r}")  # fmt: skip
+            if item.operator == "exists":  # (no expected value to show)
+                failures.append(f"'{item.expression}' exists: nothing there (missing or null)")
+            else:
+                failures.append(f"'{item.expression}' {item.operator}: expected "
+                                f"{item.expected!r}, got {actual!r}")  # fmt: skip
         except Exception as exc:  # one assertion's failure: a type clash, a bad regex
             failures.append(f"'{item.expression}': error — {type(exc).__name__}: {exc}")
     detail = f"Assertions: {passed}/{len(assertions)} passed"

@@ -627,7 +627,8 @@ class Runner:
             row.note(f"pre_run {command.command!r}: {_ended(result)}")
             if command.fail_on_error and result.exit_code != 0:
                 why = result.error or exit_text(result.exit_code)
-                return f"pre_run command {command.command!r} {why}: {tail(result.stderr, 500)}"
+                said = tail((result.stderr or result.stdout).strip(), 500)
+                return f"pre_run command {command.command!r} {why}" + (f": {said}" if said else "")
         return None
 
     async def _post_run(self, row: _Row, sandbox: Sandbox, env: dict[str, str]) -> None:
