@@ -347,6 +347,8 @@ WARNINGS = [
     "after the agent finishes",
     f"t.yaml:41: success_criteria[0].read_only: {NOT_YET}; criteria run in the row's sandbox "
     "after the agent",
+    "t.yaml:35: run_limits.stop_early: true has no effect: a criterion's own stop_early arms "
+    "it, and false disarms them all (Coder Eval's newest refuses true)",
 ]
 
 
@@ -367,7 +369,7 @@ def test_the_warned_fields_above_are_every_field_assay_only_warns_about() -> Non
         "success_criteria[0].": CriterionSpec, "sandbox.docker.": DockerConfig,
     }  # fmt: skip
     declared = {prefix + name for prefix, model in models.items() for name in model.coder_eval_only}
-    warned = {w.split(": ")[1] for w in WARNINGS}
+    warned = {w.split(": ")[1] for w in WARNINGS if NOT_YET in w}
     assert warned == declared
     page = (Path(__file__).resolve().parents[2] / "docs" / "compatibility.md").read_text()
     for named in (

@@ -235,6 +235,11 @@ def _validated(document: YamlDocument, data: dict[str, Any], placed: tuple[Overr
         warnings.append(f"{display}:{document.line_of(loc) or '?'}: {field_path(loc)}: {text}")
     raw = _inline_files(dict(screened.data), base_dir, display, document)
     definition = _validate(model, raw, display, document, placed)
+    if definition.run_limits.stop_early is True:
+        warnings.append(f"{display}:{document.line_of(('run_limits', 'stop_early')) or '?'}: "
+                        "run_limits.stop_early: true has no effect: a criterion's own "
+                        "stop_early arms it, and false disarms them all (Coder Eval's newest "
+                        "refuses true)")  # fmt: skip
     check_threshold_names(definition, display=display, document=document)
     check_agent_criteria(definition, display=display, document=document)
     check_templates(definition, base_dir=base_dir, display=display, document=document)
