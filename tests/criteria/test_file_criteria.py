@@ -416,3 +416,16 @@ def test_json_check_functions_are_checked_at_load(tmp_path: Path) -> None:
     assert (
         few.message == "expression 'merge()' calls merge() with 0 argument(s); it takes at least 1"
     )
+
+
+def test_json_that_is_not_utf8_is_not_valid_json(box: Sandbox) -> None:
+    """RFC 8259: JSON is UTF-8; a Latin-1 file was read leniently and passed "is valid JSON"
+    (found by a break-test; Coder Eval fails it)."""
+    (box.root / "latin.json").write_bytes('{"name": "café"}'.encode("latin-1"))
+    spec = CRITERION.validate_python({"type": "json_check", "path": "latin.json"})
+    context = GradingContext(sandbox=box, response=None, env=dict(os.environ))
+    [result] = asyncio.run(grade_row([spec], context, default_criteria()))
+    assert (result.score, result.error) == (0.0, None)
+    assert result.details == "'latin.json' is not UTF-8 text (byte 0xe9 at offset 13)"
+    (box.root / "utf8.json").write_text('{"name": "café"}', encoding="utf-8")
+    assert grade(box, type="json_check", path="utf8.json").score == 1.0

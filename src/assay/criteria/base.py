@@ -126,12 +126,15 @@ class EvidenceError(CriterionError):
     failure out of the averages."""
 
 
-def read_text(path: str | None, context: GradingContext) -> Text:
-    """Read ``path`` from the sandbox, or the final response when ``path`` is ``None``.
+def read_text(path: str | None, context: GradingContext, *, utf8: bool = False) -> Text:
+    """Read ``path`` from the sandbox, or the final response when ``path`` is ``None``; bytes
+    that are not UTF-8 are replaced, or, with ``utf8`` (JSON, which RFC 8259 has in UTF-8),
+    refused.
 
     Raises:
         EvidenceError: the path leaves the sandbox through a link the agent made, is a
-            directory or another non-regular file, or is larger than 64 MiB.
+            directory or another non-regular file, is larger than 64 MiB, or (``utf8``) is
+            not UTF-8.
         CriterionError: the sandbox is gone, or the path as written leaves it.
     """
     if path is None:
@@ -150,7 +153,12 @@ def read_text(path: str | None, context: GradingContext) -> Text:
             f"{name} is larger than {MAX_READ_BYTES // (1024 * 1024)} MiB; criteria do not "
             "grade part of a file"
         )
-    return Text(data.decode("utf-8", errors="replace"), name)
+    try:
+        return Text(data.decode("utf-8", errors="strict" if utf8 else "replace"), name)
+    except UnicodeDecodeError as exc:
+        raise EvidenceError(
+            f"{name} is not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})"
+        ) from None
 
 
 def located(sandbox: Sandbox, path: str) -> tuple[Path, str]:

@@ -64,7 +64,7 @@ class JsonCheckCriterion(JsonCheck, Criterion):
 
     async def check(self, context: GradingContext) -> CriterionResult:
         """Parse, validate, assert."""
-        text = read_text(self.path, context)
+        text = read_text(self.path, context, utf8=True)
         if text.value is None:
             what = f"File {text.source}" if self.path else "The final response"
             return basic_result(self, 0.0, f"{what} does not exist")
