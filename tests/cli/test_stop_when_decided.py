@@ -71,6 +71,10 @@ def test_a_clear_difference_stops_early(tmp_path: Path) -> None:
     # rows chosen by looking: the fixed-sample p-values get no verdict (they said "survives")
     assert "survives" not in markdown and "Anytime-valid replay" not in markdown
     assert "these fixed-sample intervals and p-values do not hold" in markdown
+    # its header and power say what holds (found by a newcomer: "these 872 rows detect…"
+    # under a header of fixed-sample intervals, for a run that stopped at 101)
+    assert "This run stopped when decided: the decision and its confidence sequence" in markdown
+    assert "Achieved power" not in markdown
     (comparison,) = report["comparisons"]
     assert comparison["mcnemar"]["survives"] is None
     assert all(d["survives"] is None for d in comparison["metrics"].values())

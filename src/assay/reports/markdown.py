@@ -221,7 +221,7 @@ def _aggregate_section(agg: CriterionAggregate, name: str) -> list[str]:
     out += md_table(["metric", "value"],
                     [[code(k), fmt_metric(k, v)] for k, v in agg.metrics.items()])  # fmt: skip
     if agg.intervals:
-        out += ["", "Cluster-robust 95% intervals: " + "; ".join(
+        out += ["", "95% intervals (each names its method): " + "; ".join(
             f"{code(k)} {interval_text(v)}" for k, v in agg.intervals.items())]  # fmt: skip
     if agg.undefined_metrics:
         out += ["", "Undefined (—):"]
@@ -406,7 +406,11 @@ def render_experiment(report: ExperimentResult) -> str:
     if report.description:
         out += [report.description, ""]
     out.append("Variants: " + ", ".join(f"`{v}`" for v in report.variant_ids))
-    out.append("Intervals are 95% and cluster-robust (a row's replicates are one cluster, and "
+    stopped = bool(report.stopping and report.stopping.get("stopped"))
+    out.append(("This run stopped when decided: the decision and its confidence sequence "
+                "below hold; the tables' intervals are fixed-sample ones, for reference. "
+                if stopped else "")
+               + "Intervals are 95% and cluster-robust (a row's replicates are one cluster, and "
                "so are the rows that share the dataset's `cluster_field`): CR1 standard errors "
                "with a t interval on clusters − 1 degrees of freedom (`cluster t`); a rate on "
                f"fewer than {MIN_CLUSTERS} clusters gets the exact Korn–Graubard interval "
@@ -552,6 +556,8 @@ def _comparison_section(
         out += ["", f"Anytime-valid replay (rows in a seeded random order, betting test at "
                 f"{seq.alpha:g}): {md_text(seq.reason)}{saved}."]  # fmt: skip
     rate = c.metrics.get("pass_rate")
+    if stopped:  # rows ran until decided: a fixed design's power says nothing of them
+        rate = None
     if rate is not None and rate.detectable is not None and rate.detectable > 1:
         out += ["", f"Achieved power: these {c.rows} rows ({rate.clusters} clusters) are too "
                 "few to detect any pass-rate difference with 80% power at 0.05 (the smallest "
