@@ -17,7 +17,10 @@ REPO = Path(__file__).resolve().parents[1]
 
 def test_in_this_clone_the_hint_is_make_install_dev() -> None:
     assert clone_root() == REPO
-    assert install_hint("parquet") == f"make install-dev (in {REPO}; it installs every extra)"
+    assert install_hint("parquet") == (
+        f"make install-dev (in {REPO}; it installs every extra and the test tools), or this "
+        f"extra alone: {REPO / '.venv/bin/pip'} install -e '{REPO}[parquet]'"
+    )  # a newcomer's
 
 
 def test_outside_a_clone_the_hint_is_pips_extra(monkeypatch: pytest.MonkeyPatch) -> None:

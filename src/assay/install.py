@@ -2,7 +2,8 @@
 
 From a clone of the repository (an editable install: ``pyproject.toml`` and the
 ``Makefile`` beside ``src/``) the command is ``make install-dev``, which installs every extra
-and the tools the tests use; elsewhere it is pip's ``pip install 'assay[EXTRA]'``.
+and the tools the tests use (the CLIs from npm, Chromium), or the clone's pip for the one
+extra; elsewhere it is pip's ``pip install 'assay[EXTRA]'``.
 """
 
 from __future__ import annotations
@@ -36,7 +37,10 @@ def install_hint(extra: str) -> str:
     """The command that installs the extra ``extra`` (``agents``, ``parquet``, ...)."""
     root = clone_root()
     if root is not None:
-        return f"make install-dev (in {root}; it installs every extra)"
+        return (
+            f"make install-dev (in {root}; it installs every extra and the test tools), "
+            f"or this extra alone: {root / '.venv/bin/pip'} install -e '{root}[{extra}]'"
+        )
     return f"pip install 'assay[{extra}]'"
 
 
