@@ -201,6 +201,21 @@ def test_compare_refuses_different_rows_naming_the_ids(tmp_path: Path) -> None:
     assert only_a == ["r0", "r1", "r2"]
 
 
+def test_compare_of_an_unfinished_run_says_to_resume_it(tmp_path: Path) -> None:
+    """Found by a break-test: a partial run A got "run both on the same selection" (they
+    were), where the way on is to finish A."""
+    write(tmp_path / "toy.yaml", TOY)
+    for folder in ("a", "b"):
+        assert assay("run", "toy.yaml", "-q", "--run-dir", folder, cwd=tmp_path).returncode == 0
+    (tmp_path / "a/latest/default/toy/r3/00/task.json").unlink()  # as if it never finished
+    done = assay("compare", "a/latest", "b/latest", cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[-1] == (
+        "  hint: both selected the same rows, so run A did not finish them: `assay run "
+        "--resume A_RUN_DIR` runs the rest"
+    )
+
+
 # --- suite thresholds -----------------------------------------------------------------------
 
 

@@ -115,11 +115,25 @@ def check_same_rows(
                 f"suite '{suite}' has different rows in the two runs: only in A "
                 f"{only_a[:SHOWN_IDS]} ({len(only_a)}), only in B {only_b[:SHOWN_IDS]} "
                 f"({len(only_b)}); a comparison needs the same rows",
-                hint=f"the runs' selections differ in {why}" if why else
-                "run both on the same selection (the same --sample, --split and sample_seed, "
-                "on the same dataset version)",
+                hint=f"the runs' selections differ in {why}" if why else _same_selection(
+                    only_a, only_b, recorded=suite in selections[0] and suite in selections[1]),
             )  # fmt: skip
     return shared
+
+
+def _same_selection(only_a: list[str], only_b: list[str], *, recorded: bool) -> str:
+    """What to do when the rows differ but the recorded selections do not: one run did not
+    finish (interrupted, or rows that could not be saved)."""
+    if recorded and not (only_a and only_b):
+        short = "A" if only_b else "B"
+        return (
+            f"both selected the same rows, so run {short} did not finish them: `assay "
+            f"run --resume {short}_RUN_DIR` runs the rest"
+        )
+    return (
+        "run both on the same selection (the same --sample, --split and sample_seed, on "
+        "the same dataset version)"
+    )
 
 
 def _label(side: str, run: Path, variant: str, *, same_run: bool, chosen: bool) -> str:
