@@ -43,8 +43,10 @@ SECRET = "R5Kjp1vRt+1fjORS/6ilI8ihN5KXSc7Tvo/hBKqF"
     [(f"AWS_SECRET_ACCESS_KEY={SECRET}", "aws-secret-key"),  # `env`, a .env file
      (f"aws_secret_access_key = {SECRET}", "aws-secret-key"),  # ~/.aws/credentials
      (f'{{"SecretAccessKey": "{SECRET}"}}', "aws-secret-key"),  # `aws sts` JSON
-     ("token npm_4fJ9kL2mN8pQ1rS7tU3vXyZ0aBcDeFgH1234 here", "npm-token")],  # a bare npm token
-    ids=["env", "credentials-file", "sts-json", "npm-bare"],
+     ("token npm_4fJ9kL2mN8pQ1rS7tU3vXyZ0aBcDeFgH1234 here", "npm-token"),  # a bare npm token
+     (f"AKIAQ3EGRS4TY7VLWX2M {SECRET}", "aws-secret-key"),  # beside its key id
+     (f"bob,,AKIAQ3EGRS4TY7VLWX2M,{SECRET}", "aws-secret-key")],  # AWS's credentials CSV
+    ids=["env", "credentials-file", "sts-json", "npm-bare", "after-key-id", "credentials-csv"],
 )  # fmt: skip
 def test_unquoted_aws_secret_keys_and_bare_npm_tokens_are_redacted_and_found(
     text: str, marker: str
@@ -56,7 +58,9 @@ def test_unquoted_aws_secret_keys_and_bare_npm_tokens_are_redacted_and_found(
     assert f"[redacted:{marker}]" in redacted and SECRET not in redacted
     assert "npm_4fJ9" not in redacted
     found = scan_buffer(f"x\n{text}\n".encode(), Redactor())
-    assert [line for line, _ in found] == [2], found
+    assert (2, "a string shaped like an AWS secret access key" if "aws" in marker
+            else "a string shaped like an npm access token") in found, found  # fmt: skip
+    assert {line for line, _ in found} == {2}
 
 
 def test_ordinary_run_content_sets_off_no_library_shape() -> None:

@@ -104,6 +104,11 @@ KEY_SHAPES: tuple[KeyShape, ...] = (
            _START + rb"npm_(?P<body>[A-Za-z0-9]{36})(?![A-Za-z0-9])"),
     # the 40 characters after its name, quoted or not: ~/.aws/credentials, `env`, .env
     # files, `aws sts` JSON (detect-secrets' own pattern wants the key quoted)
+    # the secret beside its key id: the credentials CSV AWS hands out (`AKIA…,wJal…`), or
+    # the two on one line with a space, a tab, `:` or `=` between
+    _shape("an AWS secret access key", "aws-secret-key", (b"AKIA", b"ASIA"),
+           rb"(?<![A-Za-z0-9])(?:AKIA|ASIA)[0-9A-Z]{16}[\s,;:|=]{1,4}\"?"
+           rb"(?P<body>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])", body_only=True),
     _shape("an AWS secret access key", "aws-secret-key",
            (b"SECRET_ACCESS_KEY", b"secret_access_key", b"SecretAccessKey", b"secretAccessKey",
             b"SECRET_KEY", b"secret_key"),
