@@ -256,3 +256,46 @@ success_criteria:
     keys = {cache_key(Identity("local", None, "local/smollm2", served), BASE, replicate=0)
             for served in (by_file, by_server, "")}  # fmt: skip
     assert len(keys) == 3
+
+
+def test_a_cache_that_cannot_store_loses_no_row_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by a break-test: with the cache's disk full every later row ended ERROR
+    ('database or disk is full'), each answer paid for and thrown away."""
+    import sqlite3
+
+    from assay import api
+    from assay.providers.cache import ResponseCache
+
+    real = ResponseCache._write
+
+    def full(self: ResponseCache, statement: str, values: tuple[Any, ...]) -> None:
+        original = self._db
+        self._db = _Refusing(original)  # type: ignore[assignment]
+        try:
+            real(self, statement, values)
+        finally:
+            self._db = original
+
+    class _Refusing:
+        def __init__(self, db: sqlite3.Connection) -> None:
+            self.db = db
+
+        def execute(self, *_: Any) -> None:
+            raise sqlite3.OperationalError("database or disk is full")
+
+        def rollback(self) -> None:
+            self.db.rollback()
+
+    monkeypatch.setattr(ResponseCache, "_write", full)
+    write(tmp_path / "t.yaml", "task_id: t\ndescription: d\ninitial_prompt: '${row.x}'\n"
+          "agent: {type: llm, model: mock/echo}\ndataset: {rows: [{id: a, x: hi}, "
+          "{id: b, x: ho}, {id: c, x: hu}]}\nsuccess_criteria: [{type: response_match, "
+          "expected: h, match: contains}]\n")  # fmt: skip
+    monkeypatch.chdir(tmp_path)
+    warnings: list[str] = []
+    result = api.run([str(tmp_path / "t.yaml")], cache=True, on_warning=warnings.append)
+    assert result.exit_code == 0 and result.suite("t").rollup.rows_passed == 3
+    (said,) = [w for w in result.warnings if "could not store answers" in w]
+    assert "database or disk is full; the rows went on without it" in said

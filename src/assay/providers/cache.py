@@ -14,6 +14,7 @@ what the model said (a redacted replay would grade differently).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -175,6 +176,9 @@ class ResponseCache:
         self.writer = writer or Writer.shapes_only()
         self.hits = 0
         self.misses = 0
+        self.write_error: str | None = None
+        """Why answers stopped being stored (the cache's disk is full): the first failure;
+        the run goes on without storing (its rows are not lost for the cache's sake)."""
         self._db = sqlite3.connect(path, timeout=30, check_same_thread=False)
         try:
             self._db.execute("PRAGMA journal_mode=WAL")
@@ -221,13 +225,26 @@ class ResponseCache:
             self.writer.redact_data(stored) != stored
         ):
             return
-        self._db.execute(
+        self._write(
             "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             (key, time.time(), response.model or "", response.text,
              usage.input_tokens if usage else None, usage.output_tokens if usage else None,
              response.finish_reason, json.dumps(extra) if extra else None),
         )  # fmt: skip
-        self._db.commit()
+
+    def _write(self, statement: str, values: tuple[Any, ...]) -> None:
+        """Store one entry; a write that fails (a full disk, a read-only file) is recorded
+        once in :attr:`write_error` and the cache stops storing: an answer already paid for
+        is never lost for the cache's sake."""
+        if self.write_error is not None:
+            return
+        try:
+            self._db.execute(statement, values)
+            self._db.commit()
+        except sqlite3.Error as exc:
+            self.write_error = f"the response cache {self.path} could not store answers: {exc}"
+            with contextlib.suppress(sqlite3.Error):
+                self._db.rollback()
 
     def get_raw(self, key: str) -> tuple[str, bytes] | None:
         """A passed-through answer stored under ``key`` (content type and the exact bytes),
@@ -246,9 +263,8 @@ class ResponseCache:
         secret is not stored (redacting would change the bytes a replay must give back)."""
         if self.writer.finds_secret(body):
             return
-        self._db.execute("INSERT OR REPLACE INTO raw_responses VALUES (?, ?, ?, ?)",
-                         (key, time.time(), content_type, body))  # fmt: skip
-        self._db.commit()
+        self._write("INSERT OR REPLACE INTO raw_responses VALUES (?, ?, ?, ?)",
+                    (key, time.time(), content_type, body))  # fmt: skip
 
     def stats(self) -> CacheStats:
         """How much the cache holds."""

@@ -50,6 +50,9 @@ class LocalExecutor:
                 outcome = await runner.execute(items, on_done)
                 if outcome.stopped is not None:
                     warnings.append(outcome.stopped)
+                cache = pool.settings.cache
+                if cache is not None and cache.write_error is not None:
+                    warnings.append(f"{cache.write_error}; the rows went on without it")
                 return Execution(outcome.interrupted, warnings)
             finally:  # before the services stop (a local server takes a moment to end)
                 progress.stop()
