@@ -299,3 +299,52 @@ def test_a_cache_that_cannot_store_loses_no_row_and_says_so(
     assert result.exit_code == 0 and result.suite("t").rollup.rows_passed == 3
     (said,) = [w for w in result.warnings if "could not store answers" in w]
     assert "database or disk is full; the rows went on without it" in said
+
+
+def test_another_model_behind_the_same_local_server_url_is_another_cache_key(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Found by a break-test: a llama.cpp server restarted on the same port with other
+    weights was answered from the cache (the key held the URL's text only)."""
+    import asyncio
+    import http.server
+    import threading
+
+    from assay.providers.local import URL_VARIABLE, LocalModel
+
+    port = [0]
+
+    def serving(meta: dict[str, Any]) -> str:
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *_: Any) -> None:
+                return
+
+            def do_GET(self) -> None:
+                body = json.dumps(
+                    {
+                        "object": "list",
+                        "data": [{"id": "smollm2", "owned_by": "llamacpp", "meta": meta}],
+                    }
+                ).encode()
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", port[0]), Handler)
+        port[0] = server.server_address[1]  # the second model on the first one's port
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        url = f"http://127.0.0.1:{port[0]}/v1"
+        monkeypatch.setenv(URL_VARIABLE, url)
+        model = LocalModel(name="local/smollm2", parallel=1)
+        try:
+            asyncio.run(model.start())
+            return model.served_by
+        finally:
+            asyncio.run(model.aclose())
+            server.shutdown()
+            server.server_close()
+
+    small, other = serving({"n_params": 134515008}), serving({"n_params": 1711376384})
+    assert small.partition(" serving ")[0] == other.partition(" serving ")[0]  # one URL
+    assert small != other and "134515008" in small and "1711376384" in other

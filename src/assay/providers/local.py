@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import json
 import os
 import socket
 import subprocess
@@ -156,6 +157,20 @@ def check_running_server(url: str) -> None:
         raise ModelError(
             f"the local model server at {URL_VARIABLE} answered {health} with {status}"
         )
+
+
+def served_models(url: str) -> str:
+    """What the server at ``url`` (a ``/v1`` URL) says it serves: its ``/v1/models`` ids
+    and the files they were loaded from, as one text (``""`` when it does not say)."""
+    import httpx
+
+    try:
+        listed = httpx.get(url.rstrip("/") + "/models", timeout=5).json()
+    except (httpx.HTTPError, ValueError):
+        return ""
+    entries = listed.get("data") if isinstance(listed, dict) else None
+    return json.dumps([[e.get("id"), e.get("meta"), e.get("owned_by")] for e in entries or []
+                       if isinstance(e, dict)], sort_keys=True, default=str)  # fmt: skip
 
 
 def find_gguf(name: str) -> Path:
@@ -337,11 +352,16 @@ class LocalModel(OpenAICompatibleModel):
         )
         self.parallel = parallel
         self.server: LocalServer | None = None
+        self._serves: str | None = None  # what answers, learnt when it started
 
     @property
     def served_by(self) -> str:
         """What answers (the response cache's key holds it): the server
-        ``ASSAY_LOCAL_MODEL_URL`` names, else the weights file with its size and time."""
+        ``ASSAY_LOCAL_MODEL_URL`` names with the model it said it serves when it started
+        (another model behind the same URL is another key), else the weights file with its
+        size and time."""
+        if self._serves is not None:
+            return self._serves
         shared = os.environ.get(URL_VARIABLE)
         if shared:
             return f"server {shared}"
@@ -371,6 +391,8 @@ class LocalModel(OpenAICompatibleModel):
             else:
                 await asyncio.to_thread(check_running_server, shared)
                 self.base_url = shared
+                served = await asyncio.to_thread(served_models, shared)
+                self._serves = f"server {shared} serving {served}"
             self.api_key = "none"
         if self._client is None:
             await super().start()

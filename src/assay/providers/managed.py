@@ -9,6 +9,7 @@ in the cache.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -16,7 +17,7 @@ import httpx
 
 from assay.errors import ModelError
 from assay.providers.base import Model, ModelRequest, ModelResponse
-from assay.providers.cache import Identity, ResponseCache, cache_key
+from assay.providers.cache import Identity, ResponseCache, cache_key, served_by
 from assay.providers.limiter import AdaptiveLimiter
 from assay.providers.limits import Gate
 from assay.providers.retry import (
@@ -61,10 +62,17 @@ class ManagedModel:
         self.gate = gate
         self.server = server
         self.name = model.name
-        self.identity = identity
+        self._identity = identity
         self.limiter = limiter
         self.policy = policy
         self.cache = cache
+
+    @property
+    def identity(self) -> Identity:
+        """Which endpoint answers, as the response cache keys it: what the provider serves
+        now (:func:`~assay.providers.cache.served_by`: a local server's model, learnt when
+        it started, a script's content)."""
+        return dataclasses.replace(self._identity, served_by=served_by(self.model))
 
     async def start(self) -> None:
         """Start the provider (a local server starts here)."""
