@@ -91,6 +91,13 @@ def test_skip_unsupported_runs_the_rest_and_names_what_it_left_out(workdir: Path
     assert "criterion 'quantum_grade' left out" in left[0]
     again = assay.resume(result.run_dir)  # the recorded option is replayed, so the file loads
     assert again.exit_code == 0
+    gated = write(workdir / "gated.yaml", MIXED.replace(
+        "path: a}", "path: a, suite_thresholds: {mean: 0.9}}"))  # fmt: skip
+    said = assay.plan([str(gated)], skip_unsupported=True).warnings
+    assert next(w for w in said if "left out" in w).endswith(
+        "criterion 'quantum_grade' left out (--skip-unsupported), and its suite_thresholds "
+        "gate with it: assay does not have this type"
+    )  # a gate gone is said (found by a helper)
 
 
 def test_a_file_of_only_unsupported_criteria_is_still_refused(tmp_path: Path) -> None:

@@ -370,9 +370,13 @@ def _without_unsupported(
     for index, kind in enumerate(kinds):
         if isinstance(kind, str) and kind not in known:
             loc: Loc = ("success_criteria", index)
+            gated = isinstance(criteria[index], dict) and bool(
+                criteria[index].get("suite_thresholds")
+            )
             warnings.append(f"{display}:{document.line_of(loc) or '?'}: {field_path(loc)}: "
-                            f"criterion '{kind}' left out (--skip-unsupported): assay does not "
-                            "have this type")  # fmt: skip
+                            f"criterion '{kind}' left out (--skip-unsupported)"
+                            + (", and its suite_thresholds gate with it" if gated else "")
+                            + ": assay does not have this type")  # fmt: skip
         else:
             kept.append(index)
     if criteria and not kept:
