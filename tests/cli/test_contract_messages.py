@@ -507,3 +507,9 @@ success_criteria:
         "  also: t.yaml:7: success_criteria[1].path: path '/etc/passwd' is absolute; use a path "
         "inside the sandbox",
     ]
+
+
+def test_evaluate_of_a_missing_prediction_file_names_it_as_one(tmp_path: Path) -> None:
+    """Found by a newcomer: `assay evaluate nope.jsonl` said "run directory not found"."""
+    done = assay("evaluate", "nope.jsonl", cwd=tmp_path)
+    assert (done.returncode, done.stderr) == (2, "error: prediction file not found: nope.jsonl\n")

@@ -60,14 +60,7 @@ def evaluate(
     from assay import api
     from assay.cli.shared.render import print_prediction_report, print_reports
 
-    if Path(run_dir).suffix == ".jsonl" and not Path(run_dir).exists():
-        raise fail(
-            UsageError(
-                f"prediction file not found: {run_dir}",
-                hint="give a QA prediction.jsonl file, or a run's folder",
-            )
-        )
-    if Path(run_dir).is_file():
+    if Path(run_dir).is_file() or Path(run_dir).suffix == ".jsonl":  # a prediction file
         with user_errors():
             report = api.evaluate_predictions(
                 run_dir, task=task, judge=judge, judge_retries=judge_retries,
