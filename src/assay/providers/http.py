@@ -14,9 +14,8 @@ from __future__ import annotations
 
 import math
 import ssl
-import urllib.parse
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
@@ -37,9 +36,9 @@ def split_query(url: str) -> tuple[str, httpx.QueryParams]:
     """``url`` without its query string, its path ending in ``/``, and the query's
     parameters: ``http://h/v1?api-version=2`` → ``("http://h/v1/", api-version=2)``, so a
     request path is joined to the path, not pasted into the query."""
-    parts = urllib.parse.urlsplit(url)
+    parts = urlsplit(url)
     path = parts.path.rstrip("/") + "/"
-    base = urllib.parse.urlunsplit((parts.scheme, parts.netloc, path, "", ""))
+    base = urlunsplit((parts.scheme, parts.netloc, path, "", ""))
     return base, httpx.QueryParams(parts.query)
 
 

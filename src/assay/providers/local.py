@@ -159,6 +159,16 @@ def check_running_server(url: str) -> None:
         )
 
 
+def _weights_identity(gguf: Path) -> str:
+    """A weights file as the response cache keys it: its path, size and modification time.
+
+    Raises:
+        OSError: it cannot be read.
+    """
+    stat = gguf.stat()
+    return f"weights {gguf.resolve()} {stat.st_size} {stat.st_mtime_ns}"
+
+
 def served_models(url: str) -> str:
     """What the server at ``url`` (a ``/v1`` URL) says it serves: its ``/v1/models`` ids
     and the files they were loaded from, as one text (``""`` when it does not say)."""
@@ -366,11 +376,9 @@ class LocalModel(OpenAICompatibleModel):
         if shared:
             return f"server {shared}"
         try:
-            path = find_gguf(self.model)
-            stat = path.stat()
+            return _weights_identity(find_gguf(self.model))
         except (UsageError, OSError):
             return ""  # (the start says why)
-        return f"weights {path.resolve()} {stat.st_size} {stat.st_mtime_ns}"
 
     async def start(self) -> None:
         """Start the server (once), or use the one ``ASSAY_LOCAL_MODEL_URL`` names, and open
@@ -383,11 +391,13 @@ class LocalModel(OpenAICompatibleModel):
         if self._client is None and self.server is None:
             shared = running_server_url()
             if shared is None:
-                server = LocalServer(gguf=find_gguf(self.model), alias=self.model,
-                                     parallel=self.parallel, threads=decode_threads())  # fmt: skip
+                gguf = find_gguf(self.model)
+                server = LocalServer(gguf=gguf, alias=self.model, parallel=self.parallel,
+                                     threads=decode_threads())  # fmt: skip
                 await asyncio.to_thread(server.start)
                 self.server = server
                 self.base_url = server.base_url
+                self._serves = _weights_identity(gguf)  # once: every cached call keys on it
             else:
                 await asyncio.to_thread(check_running_server, shared)
                 self.base_url = shared

@@ -70,8 +70,8 @@ class ManagedModel:
     @property
     def identity(self) -> Identity:
         """Which endpoint answers, as the response cache keys it: what the provider serves
-        now (:func:`~assay.providers.cache.served_by`: a local server's model, learnt when
-        it started, a script's content)."""
+        now (:func:`~assay.providers.cache.served_by`: a local server's model or weights,
+        learnt when it started, a script's content; the pool's identity has none)."""
         return dataclasses.replace(self._identity, served_by=served_by(self.model))
 
     async def start(self) -> None:

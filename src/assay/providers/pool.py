@@ -18,7 +18,7 @@ from typing import Any
 
 from assay.errors import MissingKeyError, UsageError
 from assay.providers.base import Model, split_model_name
-from assay.providers.cache import Identity, ResponseCache, served_by
+from assay.providers.cache import Identity, ResponseCache
 from assay.providers.limiter import AdaptiveLimiter
 from assay.providers.limits import Gate
 from assay.providers.managed import ManagedModel
@@ -275,9 +275,7 @@ class ModelPool:
         cached = self.settings.cache if (key.cache or self.settings.cache_all) else None
         managed = ManagedModel(
             provider,
-            identity=Identity(
-                prefix, endpoint[1] if prefix != "mock" else None, key.name, served_by(provider)
-            ),
+            identity=Identity(prefix, endpoint[1] if prefix != "mock" else None, key.name),
             limiter=limiter,
             policy=self.settings.retry,
             cache=cached,
