@@ -34,7 +34,7 @@ agent:
   type: command
   command: >-
     case "$ASSAY_ROW_ID" in r0|r1) echo fast;;
-    *) echo $$ >> {pids}; exec sleep 30;; esac
+    *) echo $$ >> {pids}; {wait};; esac
 dataset:
   rows: [{{id: r0}}, {{id: r1}}, {{id: r2}}, {{id: r3}}]
 success_criteria:
@@ -45,7 +45,7 @@ success_criteria:
 @pytest.mark.parametrize("sigint", ["default", "ignored"])
 def test_sigint_keeps_finished_rows_and_exits_130(tmp_path: Path, sigint: SigintAtStart) -> None:
     pids = tmp_path / "pids"
-    path = write(tmp_path / "slow.yaml", TASK.format(pids=pids))
+    path = write(tmp_path / "slow.yaml", TASK.format(pids=pids, wait="exec sleep 30"))
     (tmp_path / "tmp").mkdir()
     env = {**os.environ, "TMPDIR": str(tmp_path / "tmp")}
     # a real process: SIGINT/SIGTERM and the disposition it started with are process-wide
@@ -91,20 +91,8 @@ def test_the_launcher_sets_the_sigint_disposition(tmp_path: Path, sigint: Sigint
     assert out.strip() == sigint
 
 
-HELD = """\
-task_id: held
-description: rows r2 and r3 wait while the file `hold` exists
-initial_prompt: "${{row.id}}"
-agent:
-  type: command
-  command: >-
-    case "$ASSAY_ROW_ID" in r0|r1) echo fast;;
-    *) echo $$ >> {pids}; while [ -e {hold} ]; do sleep 0.2; done; echo late;; esac
-dataset:
-  rows: [{{id: r0}}, {{id: r1}}, {{id: r2}}, {{id: r3}}]
-success_criteria:
-  - {{type: response_match, expected: fast}}
-"""
+HOLD = "while [ -e {hold} ]; do sleep 0.2; done; echo late"
+"""Rows r2 and r3 wait while the file ``hold`` exists (for :data:`TASK`'s ``wait``)."""
 
 
 def test_an_interrupted_execute_and_its_resume_say_not_graded_and_keep_their_parallelism(
@@ -114,10 +102,10 @@ def test_an_interrupted_execute_and_its_resume_say_not_graded_and_keep_their_par
     succeed") in every report, before and after the resume, and the resume runs as many rows
     at once as the run did unless told otherwise."""
     pids, hold = tmp_path / "pids", write(tmp_path / "hold", "")
-    path = write(tmp_path / "held.yaml", HELD.format(pids=pids, hold=hold))
+    path = write(tmp_path / "held.yaml", TASK.format(pids=pids, wait=HOLD.format(hold=hold)))
     process = start_assay("execute", str(path), "-j", "3", cwd=tmp_path)
     run_dir = tmp_path / "runs" / "latest"
-    wait_for(lambda: len(list(run_dir.glob("default/held/*/00/task.json"))) == 2
+    wait_for(lambda: len(list(run_dir.glob("default/slow/*/00/task.json"))) == 2
              and len(pids_in(pids)) == 2, what="r0 and r1 run, r2 and r3 held")  # fmt: skip
     process.send_signal(signal.SIGINT)
     out, err = finish(process)
@@ -133,7 +121,7 @@ def test_an_interrupted_execute_and_its_resume_say_not_graded_and_keep_their_par
     assert "not graded (4 row(s) await `assay evaluate RUN_DIR`)" in resumed.stdout
     run = json.loads((latest(tmp_path) / "run.json").read_text())
     assert (run["max_parallel"], run["suites"][0]["awaiting_grading"]) == (3, True)
-    suite_md = (latest(tmp_path) / "default/held/suite.md").read_text()
+    suite_md = (latest(tmp_path) / "default/slow/suite.md").read_text()
     assert "**Result**: NOT GRADED — 4 row(s) await `assay evaluate RUN_DIR`" in suite_md
     graded = run_in_process("evaluate", str(latest(tmp_path)), cwd=tmp_path)
     assert graded.returncode == 1  # r2 and r3 answered "late": FAILED, a verdict at last
