@@ -126,7 +126,12 @@ def test_report_after_sigkill_counts_missing_rows(tmp_path: Path) -> None:
     report = assay("report", str(run_dir), cwd=tmp_path)
     assert report.returncode == 1, report.stderr
     assert_incomplete(suite_json(run_dir, "slow"))
-    assert json.loads((run_dir / "run.json").read_text())["interrupted"] is True
+    summary = json.loads((run_dir / "run.json").read_text())
+    assert summary["interrupted"] is True
+    # the killed session lasted from its start to its last finished row, not 0.0 s
+    started = json.loads((run_dir / "sessions.jsonl").read_text().splitlines()[0])["start"]
+    assert summary["start_time"] == started
+    assert summary["total_duration_seconds"] > 0
 
 
 def test_file_over_64_mib_is_a_failing_zero_not_a_partial_read(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from assay.orchestration.planning.datacheck import check_run_dir
 from assay.orchestration.running.stopping import stopping_facts
 from assay.reports.writer import Reports, RunMeta, Stage, write_reports
 from assay.results.io import Writer, read_json, read_model
-from assay.results.plan_record import PLAN_FILE, PlanRecord
+from assay.results.plan_record import PLAN_FILE, PlanRecord, read_sessions
 from assay.results.run import RunSummary
 from assay.results.run_file import read_summary
 from assay.results.run_folder import has_results, iter_results, resolve_run_dir, scan_task_jsons
@@ -44,10 +44,12 @@ def previous_meta(run_dir: Path, stage: Stage) -> RunMeta:
         selections = plan.selections()
     experiment = _experiment(run_dir)
     planned, sequence = stopping_facts(run_dir, dict(plan.planned) if plan else {})
+    # without run.json (a killed run): its sessions, each ended at its last finished row
+    sessions = None if summary else read_sessions(run_dir)
     return RunMeta(
         run_id=run_dir.name,
         stage=stage,
-        start_time=datetime.fromisoformat(summary.start_time) if summary else now,
+        start_time=_started(summary, sessions, now),
         end_time=datetime.fromisoformat(summary.end_time) if summary else now,
         max_parallel=summary.max_parallel if summary else (plan.jobs if plan else 1),
         command=summary.command if summary else [],
@@ -57,13 +59,25 @@ def previous_meta(run_dir: Path, stage: Stage) -> RunMeta:
         criteria=criteria,
         interrupted=summary.interrupted if summary else plan is not None,
         active_seconds=summary.total_duration_seconds if summary else None,
-        sessions=summary.sessions if summary else 1,
+        session_times=sessions or None,
+        sessions=summary.sessions if summary else max(len(sessions or ()), 1),
         planned=planned,
         sequence=sequence,
         experiment_id=experiment[0] if experiment else None,
         experiment_description=experiment[1] if experiment else "",
         variant_ids=list(plan.variants) if plan else [],
     )
+
+
+def _started(
+    summary: RunSummary | None,
+    sessions: list[tuple[datetime, datetime | None]] | None,
+    now: datetime,
+) -> datetime:
+    """When the run began: ``run.json``'s start, else its first session's, else ``now``."""
+    if summary is not None:
+        return datetime.fromisoformat(summary.start_time)
+    return sessions[0][0] if sessions else now
 
 
 def _summary(run_dir: Path) -> RunSummary | None:
