@@ -129,3 +129,30 @@ def test_an_interrupted_execute_and_its_resume_say_not_graded_and_keep_their_par
     again = run_in_process("run", "--resume", str(latest(tmp_path)), "-j", "2", cwd=tmp_path)
     assert again.returncode == 1, again.stdout + again.stderr
     assert json.loads((latest(tmp_path) / "run.json").read_text())["max_parallel"] == 2
+
+
+QUEUED = """\
+task_id: queued
+description: four rows running, two waiting
+initial_prompt: "${{row.id}}"
+agent: {{type: command, command: "echo $$ >> {pids}; exec sleep 30"}}
+dataset:
+  rows: [{{id: a}}, {{id: b}}, {{id: c}}, {{id: d}}, {{id: e}}, {{id: f}}]
+success_criteria:
+  - {{type: run_command, command: "true"}}
+"""
+
+
+def test_agents_killed_at_ctrl_c_are_reaped_once(tmp_path: Path) -> None:
+    """The killed agents are reaped by asyncio's child watcher alone: closing their
+    transports first reaped them there, and the watcher logged "exit status already read"
+    for each row."""
+    pids = tmp_path / "pids"
+    path = write(tmp_path / "queued.yaml", QUEUED.format(pids=pids))
+    process = start_assay("run", str(path), "-j", "4", "-q", cwd=tmp_path)
+    wait_for(lambda: len(pids_in(pids)) == 4, what="four rows running")
+    process.send_signal(signal.SIGINT)
+    _, err = finish(process)
+    assert process.returncode == 130, err
+    assert "exit status already read" not in err
+    assert "Traceback" not in err

@@ -79,6 +79,7 @@ async def _spawn(
         with contextlib.suppress(BaseException):
             transport, _ = await spawning
             _kill_group(transport.get_pid())
+            await _outlast_cancels(made[0].exited, _DRAIN_SECONDS)
             transport.close()
         raise
     return asyncio.subprocess.Process(transport, made[0], loop), made[0].exited
@@ -273,9 +274,25 @@ async def _abandon(
     _kill_group(process.pid)
     for task in reading:
         task.cancel()
-    with contextlib.suppress(BaseException):
-        await asyncio.wait_for(asyncio.shield(exited), _DRAIN_SECONDS)
+    cancelled = await _outlast_cancels(exited, _DRAIN_SECONDS)
     _close(process)
+    if cancelled:
+        raise asyncio.CancelledError
+
+
+async def _outlast_cancels(exited: asyncio.Future[None], seconds: float) -> bool:
+    """Wait up to ``seconds`` for the exit even when cancelled again meanwhile (asyncio's
+    shutdown cancels every task once more); whether it was. Closing the transport before
+    the child watcher has reaped the killed program would reap it there (``Popen.poll``),
+    and the watcher would then log "exit status already read" for every row."""
+    loop = asyncio.get_running_loop()
+    deadline, cancelled = loop.time() + seconds, False
+    while not exited.done() and (left := deadline - loop.time()) > 0:
+        try:
+            await asyncio.wait({exited}, timeout=left)
+        except asyncio.CancelledError:
+            cancelled = True
+    return cancelled
 
 
 MAX_LINE = 32 * 1024 * 1024
