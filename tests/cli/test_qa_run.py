@@ -173,8 +173,11 @@ def test_suite_agrees_with_metrics_and_gates(qa_run: Path) -> None:
     assert hard["error_message"].startswith("judge_error: unparseable verdict")
     markdown = (suite_folder(qa_run) / "suite.md").read_text()
     assert "## QA metrics" in markdown and "| 0 | 0.833 | [0.436, 0.970] | 5 / 6 |" in markdown
-    # the mean row's counts are the totals over both replicates, not mean counts
-    assert "| mean | 0.833 |" in markdown and "| 10 / 12 | 2 | " in markdown
+    # the pooled row's counts are the totals over both replicates, not mean counts; the
+    # mean of the replicates' accuracies has no interval or counts of its own
+    assert "| pooled | 0.833 | [" in markdown and "| 10 / 12 | 2 | " in markdown
+    assert "| mean of replicates | 0.833 | — | — |" in markdown
+    assert "they differ here" not in markdown  # both replicates graded 6
     assert "| `geo` | 1.000 | 4 |" in markdown  # graded over both replicates (2 each)
     assert "### Metrics hook" in markdown
     assert "| `records_seen` | 8.000 | 8.000, 8.000 |" in markdown
@@ -219,8 +222,12 @@ def test_evaluate_a_prediction_file_reproduces_the_metrics(qa_run: Path) -> None
     out = qa_run / "again.json"
     done = assay("evaluate", str(suite_folder(qa_run) / "prediction.jsonl"), "-o", str(out),
                  cwd=qa_run)  # fmt: skip
-    assert done.returncode == 0, done.stderr
+    # `assay run`'s rule for rows: the judge errors and the crashed answers exit 1, as the
+    # run did (no gate of completion_rate here), and the summary says how many graded
+    assert done.returncode == 1, done.stderr
     assert "replicate 0: accuracy 0.833 [0.436, 0.970] · correct 5/6 graded of 8" in done.stdout
+    assert "16 records read, 12 graded;" in done.stdout
+    assert "exit 1: 4 record(s) did not grade (answer or judge errors, refusals)" in done.stdout
     again = json.loads(out.read_text())
     assert again["all_metrics"] == metrics(qa_run)["all_metrics"]
     assert (qa_run / "t" / "calls.log").read_text() == before  # the answerer was not asked
@@ -238,7 +245,7 @@ def test_evaluate_a_copied_prediction_file_with_flags(qa_run: Path, tmp_path: Pa
     copy = tmp_path / "prediction.jsonl"
     shutil.copy(suite_folder(qa_run) / "prediction.jsonl", copy)
     done = assay("evaluate", str(copy), "--group-by", "meta.ability", cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 1, done.stderr  # the crashed answers did not grade
     document = json.loads((tmp_path / "metrics.json").read_text())
     first = document["all_metrics"][0]
     # no judge: the open answers the rules cannot match are wrong (exact match), not errors
@@ -347,12 +354,12 @@ def test_evaluate_with_other_settings_never_replaces_a_runs_metrics(qa_run: Path
     assert "belongs to the run; grading with other settings would replace it" in done.stderr
     assert target.read_text() == before
     same = assay("evaluate", prediction, cwd=qa_run)  # the run's own settings: same metrics
-    assert same.returncode == 0, same.stderr
+    assert same.returncode == 1, same.stderr  # its errored rows, as the run's exit
     rewritten, original = json.loads(target.read_text()), json.loads(before)
     assert list(rewritten) == list(original)  # the same keys, in the same order
     for key in ("suite_id", "variant_id", "dataset", "judge", "judge_warnings", "all_metrics"):
         assert rewritten[key] == original[key], key
     spelled = assay("evaluate", prediction, "--group-by", "meta.ability", "--judge-retries", "1",
                     cwd=qa_run)  # the run's settings again, given as flags  # fmt: skip
-    assert spelled.returncode == 0, spelled.stderr
+    assert spelled.returncode == 1, spelled.stderr
     assert json.loads(target.read_text())["all_metrics"] == json.loads(before)["all_metrics"]

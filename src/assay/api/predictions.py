@@ -72,6 +72,18 @@ class PredictionReport:
     records: int
     sources: list[str] = field(default_factory=list)
 
+    @property
+    def not_graded(self) -> int:
+        """Records that did not grade: answer errors, judge errors and refusals."""
+        return sum(int(m.get(key) or 0) for m in self.document["all_metrics"]
+                   for key in ("answer_errors", "judge_errors", "refused"))  # fmt: skip
+
+    @property
+    def exit_code(self) -> int:
+        """``assay run``'s rule for rows: 1 when a record did not grade or none did, else 0."""
+        graded = sum(int(m.get("graded") or 0) for m in self.document["all_metrics"])
+        return 1 if self.not_graded or not graded else 0
+
 
 def recorded_config(path: Path) -> tuple[QaConfig, Path] | None:
     """The ``qa:`` block and task folder recorded by the run ``path`` belongs to, if any

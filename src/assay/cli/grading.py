@@ -68,7 +68,7 @@ def evaluate(
                 metrics_hook=metrics_hook, output=output, jobs=jobs, store=store,
             )  # fmt: skip
         print_prediction_report(report)
-        raise typer.Exit(0)
+        raise typer.Exit(report.exit_code)
     file_only = [task, judge, judge_retries, include_story, group_by, metrics_hook, output, store]
     if any(value not in (None, []) for value in file_only):
         raise fail(UsageError(FILE_ONLY))

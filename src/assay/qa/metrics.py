@@ -47,7 +47,11 @@ when none does), and drops lists (``per_sample_results``), strings and booleans;
 an interval of anything. ``avg_metrics`` holds one interval over every replicate instead
 (:func:`pooled_intervals`): cluster-robust, each sample's replicates one cluster and the
 samples that share a story one cluster (:mod:`assay.metrics.clustered`), with its ``method``,
-``se`` and number of ``clusters``.
+``se`` and number of ``clusters``. That interval is of ``accuracy_pooled``: every replicate's
+correct over every replicate's graded (the suite's accuracy, which its ``qa.accuracy`` gate
+reads), not of ``accuracy``, ToMEval's mean of the replicates' accuracies; the two differ
+only when the replicates grade different numbers of samples (errors, refusals or samples
+that fall unevenly), and ``suite.md`` then shows both, named.
 """
 
 from __future__ import annotations
@@ -355,6 +359,7 @@ def metrics_document(
     """The ``metrics.json`` object: ``{schema_version, avg_metrics, all_metrics}``;
     ``pooled`` (:func:`pooled_intervals`) gives ``avg_metrics`` its intervals."""
     average = average_metrics(all_metrics)
+    average["accuracy_pooled"] = pooled_accuracy(all_metrics)
     if pooled:
         hook_accuracy = all(m.get("accuracy_ci") is None for m in all_metrics) and any(
             m.get("accuracy") is not None for m in all_metrics)  # fmt: skip
@@ -365,6 +370,14 @@ def metrics_document(
         "avg_metrics": average,
         "all_metrics": [dict(m) for m in all_metrics],
     }
+
+
+def pooled_accuracy(all_metrics: Sequence[Mapping[str, Any]]) -> float | None:
+    """Every replicate's ``correct`` over every replicate's ``graded`` (``None``: nothing
+    graded); a hook's own ``correct``/``graded`` count as it returns them."""
+    correct = sum(float(m.get("correct") or 0) for m in all_metrics)
+    graded = sum(float(m.get("graded") or 0) for m in all_metrics)
+    return correct / graded if graded else None
 
 
 def pooled_intervals(

@@ -150,10 +150,11 @@ def qa_metrics(
 
 def render_qa(document: dict[str, Any]) -> str:
     """The "QA metrics" section of ``suite.md``: accuracy per replicate with its Wilson 95%
-    interval and counts; with replicates, a ``mean`` row (ToMEval's mean of the replicates'
-    accuracies, the pooled interval, the counts summed: 7 / 13, not a mean count such as
-    3.5 / 6.5 beside a mean of ratios it is not); then each group's accuracy (mean over
-    replicates) and its graded samples over all replicates."""
+    interval and counts; with replicates, a ``pooled`` row (every replicate's correct over
+    every replicate's graded: the suite's accuracy and its gate's, with the one interval over
+    every replicate and the counts summed) and a ``mean of replicates`` row (ToMEval's
+    ``avg_metrics.accuracy``, without an interval or counts of its own); then each group's
+    accuracy (mean over replicates) and its graded samples over all replicates."""
     per = document["all_metrics"]
     lines = ["", "## QA metrics", ""]
     judge = document.get("judge")
@@ -163,18 +164,20 @@ def render_qa(document: dict[str, Any]) -> str:
                   for warning in document.get("judge_warnings") or []]  # fmt: skip
     lines.append("")
     header = ["replicate", "accuracy", "95% CI", "correct / graded", "extraction failed",
-              "empty", "judge errors", "answer errors"]  # fmt: skip
-    rows = [_replicate_row(str(i), m) for i, m in enumerate(per)]
-    if len(per) > 1:  # ToMEval's mean of the replicates' accuracies; the counts are totals
+              "empty", "judge errors", "answer errors", "refused"]  # fmt: skip
+    rows = [_replicate_row(replicate_label(i, m), m) for i, m in enumerate(per)]
+    average = document["avg_metrics"]
+    if len(per) > 1:
         totals = {key: sum(m.get(key) or 0 for m in per) for key in _COUNTS}
-        rows.append(_replicate_row("mean", {**document["avg_metrics"], **totals}))
+        rows.append(
+            _replicate_row(
+                "pooled", {**average, **totals, "accuracy": average.get("accuracy_pooled")}
+            )
+        )
+        rows.append(_replicate_row("mean of replicates", {"accuracy": average.get("accuracy")}))
     lines += md_table(header, rows)
-    pooled = document["avg_metrics"].get("accuracy_ci")
-    if len(per) > 1 and pooled and "clusters" in pooled:
-        lines += ["", "The mean's 95% CI is one interval over every replicate "
-                  f"({pooled['method']}, {pooled['clusters']} clusters: a sample's replicates "
-                  "and the samples of one story are one cluster), not an average of the "
-                  "replicates' bounds."]  # fmt: skip
+    if len(per) > 1:
+        lines += ["", _pooled_note(average)]
     for name in _group_names(document["avg_metrics"]):
         lines += ["", f"### {name.removeprefix('by_')}", ""]
         accuracies = document["avg_metrics"].get(name) or {}
@@ -195,9 +198,34 @@ def render_qa(document: dict[str, Any]) -> str:
 
 
 _COUNTS = ("correct", "graded", "extraction_failed", "content_none", "judge_errors",
-           "answer_errors")  # fmt: skip
+           "answer_errors", "refused")  # fmt: skip
 """The counts of a replicate's row (correct / graded, then a column each), summed over
-replicates on the ``mean`` row."""
+replicates on the ``pooled`` row."""
+
+
+def replicate_label(index: int, metrics: dict[str, Any]) -> str:
+    """A replicate's number as its records give it (``repeat`` 0, 1, 5), else its place."""
+    samples = metrics.get("per_sample_results") or []
+    found = samples[0].get("replicate") if samples and isinstance(samples[0], dict) else None
+    return str(found if isinstance(found, int) else index)
+
+
+def _pooled_note(average: dict[str, Any]) -> str:
+    """What the ``pooled`` and ``mean of replicates`` rows are, and the interval's method."""
+    note = ("`pooled` is every replicate's correct over every replicate's graded: the suite's "
+            "accuracy, which a `qa.accuracy` gate reads; `mean of replicates` is ToMEval's "
+            "mean of the replicates' accuracies (`avg_metrics.accuracy`)")  # fmt: skip
+    mean, pooled = average.get("accuracy"), average.get("accuracy_pooled")
+    if mean is not None and pooled is not None and abs(mean - pooled) > 1e-12:
+        note += (f"; they differ here ({fmt(pooled)} against {fmt(mean)}) because the "
+                 "replicates graded different numbers of samples")  # fmt: skip
+    interval = average.get("accuracy_ci")
+    if interval and "clusters" in interval:
+        note += (f". The pooled 95% CI is one interval over every replicate "
+                 f"({interval['method']}, {interval['clusters']} clusters: a sample's "
+                 "replicates and the samples of one story are one cluster), not an average "
+                 "of the replicates' bounds")  # fmt: skip
+    return note + "."
 
 
 def _replicate_row(label: str, m: dict[str, Any]) -> list[str]:
@@ -208,7 +236,8 @@ def _replicate_row(label: str, m: dict[str, Any]) -> list[str]:
         value = m.get(key)
         return "—" if value is None else f"{value:g}"
 
-    return [label, fmt(m.get("accuracy")), interval, f"{count('correct')} / {count('graded')}",
+    fraction = "—" if m.get("graded") is None else f"{count('correct')} / {count('graded')}"
+    return [label, fmt(m.get("accuracy")), interval, fraction,
             *(count(key) for key in _COUNTS[2:])]  # fmt: skip
 
 

@@ -104,21 +104,35 @@ def print_reports(result: RunResult) -> None:
 def print_prediction_report(report: PredictionReport) -> None:
     """One line per replicate (accuracy, Wilson 95% interval, counts) and where
     ``metrics.json`` went."""
+    from assay.reports.qa import replicate_label
+
     console = out()
-    for index, metrics in enumerate(report.document["all_metrics"]):
+    per = report.document["all_metrics"]
+    for index, metrics in enumerate(per):
         ci, accuracy = metrics.get("accuracy_ci"), metrics.get("accuracy")
         interval = f" [{ci['low']:.3f}, {ci['high']:.3f}]" if ci else ""
         shown = "—" if accuracy is None else f"{accuracy:.3f}"
         console.print(
             escape(
-                f"replicate {index}: accuracy {shown}{interval} · correct "
-                f"{metrics.get('correct')}/{metrics.get('graded')} graded of "
+                f"replicate {replicate_label(index, metrics)}: accuracy {shown}{interval} · "
+                f"correct {metrics.get('correct')}/{metrics.get('graded')} graded of "
                 f"{metrics.get('total')} · extraction_failed {metrics.get('extraction_failed')}"
                 f" · content_none {metrics.get('content_none')} · judge_errors "
                 f"{metrics.get('judge_errors')} · answer_errors {metrics.get('answer_errors')}"
+                f" · refused {metrics.get('refused')}"
             )
         )
-    console.print(escape(f"{report.records} records graded; metrics: {report.output}"))
+    if len(per) > 1:
+        pooled = report.document["avg_metrics"].get("accuracy_pooled")
+        console.print(escape(f"pooled accuracy {'—' if pooled is None else f'{pooled:.3f}'}"
+                             " (every replicate's correct over graded)"))  # fmt: skip
+    graded = sum(int(m.get("graded") or 0) for m in per)
+    console.print(escape(f"{report.records} records read, {graded} graded; "
+                         f"metrics: {report.output}"))  # fmt: skip
+    if report.exit_code:
+        console.print(escape(f"exit 1: {report.not_graded} record(s) did not grade (answer or "
+                             "judge errors, refusals)" if report.not_graded
+                             else "exit 1: no record graded"))  # fmt: skip
     judge = report.document.get("judge")
     settings = f"settings: {', '.join(report.sources)}; judge: "
     if judge:
