@@ -287,3 +287,33 @@ def test_a_row_is_found_by_its_task_and_row_id_alone(workdir: Path) -> None:
     with pytest.raises(UsageError, match=r"the row 'r2' of suite 'sentiment-classification' "
                        r"belongs to the task 'sentiment-classification'"):  # fmt: skip
         result.row("whatever", suite=task_id, row_id="r2")
+
+
+QA_TASK = {"task_id": "api-qa", "description": "x", "qa": {},
+           "agent": {"type": "command", "command": "echo A"},
+           "success_criteria": [{"type": "qa"}]}  # fmt: skip
+QA_ROW = {"sample_id": "g1", "story": "", "question": "Capital of France?",
+          "meta": {"ability": "geo"},
+          "answer": {"correct_answers": ["Paris"], "wrong_answers": ["Berlin"]}}  # fmt: skip
+
+
+def test_qa_rows_given_in_python_are_named_by_place_and_id(workdir: Path) -> None:
+    bad = {key: value for key, value in QA_ROW.items() if key != "meta"} | {"sample_id": "b1"}
+    with pytest.raises(DatasetError) as missing:
+        assay.run(assay.task(QA_TASK, rows=[QA_ROW, bad]))
+    assert (missing.value.field, missing.value.row_id) == ("rows[1]", "b1")
+    with pytest.raises(DatasetError) as twice:
+        assay.run(assay.task(QA_TASK, rows=[QA_ROW, dict(QA_ROW)]))
+    assert (twice.value.field, twice.value.row_id) == ("rows[1]", "g1")
+    assert (
+        twice.value.hint is not None and "first used at <python:api-qa> rows[0]" in twice.value.hint
+    )
+
+
+def test_evaluate_predictions_takes_one_group_path_as_the_cli_does(workdir: Path) -> None:
+    result = assay.run(assay.task(QA_TASK, rows=[QA_ROW]))
+    prediction = result.run_dir / "default" / "api-qa" / "prediction.jsonl"
+    report = assay.evaluate_predictions(prediction, group_by="meta.ability", output="m.json")
+    assert report.document["all_metrics"][0]["by_ability"] == {"geo": 1.0}
+    with pytest.raises(TypeError, match="option group_by takes a record path or a list"):
+        assay.evaluate_predictions(prediction, group_by=3, output="m.json")  # type: ignore[arg-type]

@@ -50,6 +50,7 @@ def test_pooled_and_mean_accuracy_are_named_apart(tmp_path: Path) -> None:
     suite_dir = latest(tmp_path) / "default" / "avg"
     suite = suite_json(latest(tmp_path), "avg")
     gate = suite["criterion_aggregates"][0]
+    assert suite["dataset"]["id_field"] == "sample_id"  # the QA rows' ids, not "id"
     assert gate["metrics"]["accuracy"] == 2 / 5
     average = json.loads((suite_dir / "metrics.json").read_text())["avg_metrics"]
     assert average["accuracy"] == (1 / 1 + 1 / 4) / 2  # ToMEval's mean of the replicates

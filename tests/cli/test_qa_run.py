@@ -363,3 +363,38 @@ def test_evaluate_with_other_settings_never_replaces_a_runs_metrics(qa_run: Path
                     cwd=qa_run)  # the run's settings again, given as flags  # fmt: skip
     assert spelled.returncode == 1, spelled.stderr
     assert json.loads(target.read_text())["all_metrics"] == json.loads(before)["all_metrics"]
+
+
+def test_evaluate_with_the_task_names_what_the_file_leaves_out(qa_run: Path) -> None:
+    lines = (suite_folder(qa_run) / "prediction.jsonl").read_text().splitlines()
+    first = [json.loads(line) for line in lines if json.loads(line)["repeat"] == 0]
+    renamed = {**first[3], "sample_id": "zzz"}
+    part = [json.dumps(record) for record in [*first[:3], renamed]]
+    write(qa_run / "part.jsonl", "\n".join(part) + "\n")
+    done = assay("evaluate", "part.jsonl", "--task", "t/task.yaml", "-o", "part.json",
+                 cwd=qa_run)  # fmt: skip
+    assert "replicate 0 has no prediction for 5 of the task's 8 samples" in done.stderr
+    assert "1 sample id(s) are not in the task's dataset (e.g. 'zzz')" in done.stderr
+    assert "4 records read" in done.stdout
+
+
+def test_prediction_files_read_as_datasets_are_read(qa_run: Path) -> None:
+    text = (suite_folder(qa_run) / "prediction.jsonl").read_bytes()
+    write(qa_run / "bom.jsonl", "")
+    (qa_run / "bom.jsonl").write_bytes(b"\xef\xbb\xbf" + text)  # a BOM, as Excel saves it
+    done = assay("evaluate", "bom.jsonl", "-o", "bom.json", cwd=qa_run)
+    assert done.returncode == 1, done.stderr  # graded: its errored rows exit 1, as the run
+    assert "16 records read" in done.stdout
+    second = text.splitlines(keepends=True)
+    (qa_run / "latin.jsonl").write_bytes(
+        second[0] + second[1].replace(b'"question": "', b'"question": "\xe9', 1)
+    )
+    latin = assay("evaluate", "latin.jsonl", "-o", "latin.json", cwd=qa_run)
+    assert latin.returncode == 2
+    assert latin.stderr.startswith("error: latin.jsonl:2: not UTF-8 text (byte ")
+    record = json.loads(second[0])
+    del record["pred"], record["raw_prediction"]
+    write(qa_run / "nopred.jsonl", json.dumps(record) + "\n")
+    nopred = assay("evaluate", "nopred.jsonl", "-o", "nopred.json", cwd=qa_run)
+    assert nopred.returncode == 2
+    assert "nopred.jsonl:1: pred: not a prediction record: it has neither 'pred'" in nopred.stderr

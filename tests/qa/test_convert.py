@@ -383,3 +383,23 @@ def test_gsm8k_without_idx_converts(tmp_path: Path) -> None:
     done = convert(src, "-o", out, "--from", "gsm8k")
     assert done.exit_code == 0, done.output
     assert read(out)[0]["answer"]["correct_answers"] == ["4"] and "idx" not in read(out)[0]["meta"]
+
+
+def test_truthfulqa_answer_lists_are_split_on_their_separator(tmp_path: Path) -> None:
+    """TruthfulQA's answer cells join several answers with "; ": without the separator each
+    cell is one option (an easy 2-way question) and the converter says so."""
+    out = tmp_path / "tqa.qa.jsonl"
+    base = [DATA / "truthfulqa_first3.csv", "-o", out, "--from", "jsonl-answers",
+            "--question", "Question", "--answers", "Correct Answers",
+            "--wrong", "Incorrect Answers"]  # fmt: skip
+    joined = convert(*base)
+    assert joined.exit_code == 0, joined.output
+    assert "3 of 3 rows hold an answer with '; ' in it" in joined.output
+    assert "--answer-separator '; '" in joined.output
+    split = convert(*base, "--answer-separator", "; ")
+    assert split.exit_code == 0, split.output
+    assert "rows hold an answer" not in split.output
+    first = read(out)[0]["answer"]
+    assert first["correct_answers"][:2] == ["Nothing happens", "You eat watermelon seeds"]
+    assert first["wrong_answers"][0] == "You grow watermelons in your stomach"
+    assert len(first["correct_answers"]) == 5 and len(first["wrong_answers"]) == 7

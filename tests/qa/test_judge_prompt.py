@@ -105,6 +105,15 @@ def test_a_bad_prompt_is_refused_at_load_with_its_line(tmp_path: Path, prompt: s
     assert "qa.judge.prompt" in str(loaded.value)
 
 
+def test_a_bad_prompt_file_is_named_with_its_field_and_line(tmp_path: Path) -> None:
+    task = write_task(tmp_path, "model: mock/judge.yaml\nprompt_file: bad.txt\n")
+    (tmp_path / "bad.txt").write_text("Q=${question}\nR=${response} S=${story_text}\n")
+    with pytest.raises(TaskFileError) as loaded:
+        load_task(task)
+    assert (loaded.value.field, loaded.value.line) == ("qa.judge.prompt_file", 8)
+    assert loaded.value.message.startswith("bad.txt: unknown placeholder ${story_text}")
+
+
 def test_prompt_and_prompt_file_together_are_refused(tmp_path: Path) -> None:
     task = write_task(
         tmp_path, "model: mock/judge.yaml\nprompt: '${response}'\nprompt_file: judge-prompt.txt\n"

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.agents.base import Agent
+from assay.api.option_types import check_types
 from assay.api.predictions import (
     PredictionOptions,
     PredictionReport,
@@ -222,7 +223,7 @@ def evaluate_predictions(
     judge: str | None = None,
     judge_retries: int | None = None,
     include_story: bool | None = None,
-    group_by: Sequence[str] = (),
+    group_by: str | Sequence[str] = (),
     metrics_hook: str | Path | None = None,
     output: str | Path | None = None,
     jobs: int = 4,
@@ -238,7 +239,7 @@ def evaluate_predictions(
         judge: the judge model for open answers the rules cannot decide.
         judge_retries: retries of an unreadable verdict (0-10).
         include_story: show the judge the story.
-        group_by: accuracy per value of these record paths (``meta.ability``).
+        group_by: accuracy per value of this record path (``"meta.ability"``) or these.
         metrics_hook: a file with ``compute_metrics(records, per_sample_results)``.
         output: where ``metrics.json`` goes (default beside ``path``).
         jobs: judge calls in flight.
@@ -256,10 +257,19 @@ def evaluate_predictions(
             question with neither rules nor a judge, or a call inside a running event loop.
     """
     no_running_loop("evaluate_predictions", has_async=False)
+    given = check_types("evaluate_predictions", {
+        "task": task, "judge": judge, "judge_retries": judge_retries,
+        "include_story": include_story, "group_by": group_by, "metrics_hook": metrics_hook,
+        "output": output, "jobs": jobs, "store": store,
+    })  # fmt: skip
     options = PredictionOptions(
-        task=Path(task) if task is not None else None, judge_model=judge,
-        judge_retries=judge_retries, include_story=include_story, group_by=tuple(group_by),
-        metrics_hook=Path(metrics_hook) if metrics_hook is not None else None,
-        output=Path(output) if output is not None else None, jobs=jobs, store=store,
+        task=_optional_path(given["task"]), judge_model=given["judge"],
+        judge_retries=given["judge_retries"], include_story=given["include_story"],
+        group_by=given["group_by"], metrics_hook=_optional_path(given["metrics_hook"]),
+        output=_optional_path(given["output"]), jobs=given["jobs"] or 4, store=given["store"],
     )  # fmt: skip
     return grade_prediction_file(Path(path), options)
+
+
+def _optional_path(value: str | Path | None) -> Path | None:
+    return Path(value) if value is not None else None

@@ -129,6 +129,19 @@ def _strings(value: Any, *, what: str) -> tuple[str, ...]:
     return items
 
 
+def _group_by(value: Any) -> tuple[str, ...]:
+    """One record path (``"meta.ability"``) or several."""
+    if isinstance(value, str):
+        return (value,)
+    return _strings(value, what="a record path or a list of them ('meta.ability')")
+
+
+def _optional_flag(value: Any) -> bool | None:
+    if value is not None and not isinstance(value, bool):
+        raise ValueError("True, False or None")
+    return value
+
+
 def _command(value: Any) -> Any:
     if value is None:
         return None
@@ -236,6 +249,11 @@ CHECKS: dict[str, Check] = {
     "run_dir": _path(optional=False),
     "stage": _choice("run", "execute"),
     "ray_files": _choice("ship", "shared"),
+    "judge_retries": _integer(optional=True),
+    "include_story": _optional_flag,
+    "group_by": _group_by,
+    "judge": _text,
+    **dict.fromkeys(("task", "metrics_hook", "output"), _path()),
     "tags": _tags,
     "exclude_tags": _tags,
     "rows": _row_ids,

@@ -24,6 +24,7 @@ from assay.errors import UsageError
 from assay.judges.assets import JudgeResolver
 from assay.orchestration.loading.qa_rows import judge_key
 from assay.orchestration.loading.task_loader import load_task
+from assay.orchestration.planning.expand import expand_dataset
 from assay.orchestration.planning.judging import resolve_qa_judge
 from assay.providers.pool import ModelPool, PoolSettings, default_registry
 from assay.qa import PredictionRecord, iter_predictions, load_metrics_hook
@@ -71,6 +72,7 @@ class PredictionReport:
     document: dict[str, Any]
     records: int
     sources: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def not_graded(self) -> int:
@@ -243,12 +245,14 @@ def _evaluate(path: Path, options: PredictionOptions) -> PredictionReport:
     read = [0]
 
     dataset: list[str | None] = [None]
+    seen: dict[int, set[str]] = {}
 
     def counted(records: Iterator[PredictionRecord]) -> Iterator[PredictionRecord]:
         for record in records:
             read[0] += 1
             if dataset[0] is None:
                 dataset[0] = record.dataset or None
+            seen.setdefault(record.repeat, set()).add(record.sample_id)
             yield record
 
     document = asyncio.run(main())
@@ -265,4 +269,37 @@ def _evaluate(path: Path, options: PredictionOptions) -> PredictionReport:
     )  # fmt: skip
     credentials = [endpoint.api_key_env] if endpoint and endpoint.api_key_env else []
     Writer.from_environment(os.environ, names=credentials).json(output, document)
-    return PredictionReport(output, document, records, [source])
+    warnings = coverage_warnings(path, _task_samples(options), seen) if options.task else []
+    return PredictionReport(output, document, records, [source], warnings)
+
+
+def _task_samples(options: PredictionOptions) -> list[str]:
+    """The sample ids of ``--task``'s dataset, in dataset order.
+
+    Raises:
+        DatasetError: its rows cannot be read.
+    """
+    assert options.task is not None
+    expansion = expand_dataset(load_task(options.task), store_url=options.store)
+    return [row.qa.sample_id for row in expansion.row_tasks if row.qa is not None]
+
+
+def coverage_warnings(path: Path, samples: list[str], seen: dict[int, set[str]]) -> list[str]:
+    """What ``path``'s records leave out of the task's dataset (``samples``), per replicate,
+    and the sample ids they name that it does not have (``seen``: replicate → ids)."""
+    known, warnings = set(samples), []
+    for replicate in sorted(seen):
+        missing = [sample for sample in samples if sample not in seen[replicate]]
+        if missing:
+            warnings.append(
+                f"{path}: replicate {replicate} has no prediction for {len(missing)} of the "
+                f"task's {len(samples)} samples (e.g. {missing[0]!r}): its metrics are of "
+                f"the {len(samples) - len(missing)} that have one"
+            )
+    unknown = sorted({sample for ids in seen.values() for sample in ids} - known)
+    if unknown:
+        warnings.append(
+            f"{path}: {len(unknown)} sample id(s) are not in the task's dataset (e.g. "
+            f"{unknown[0]!r}): they were graded as the records give them"
+        )
+    return warnings

@@ -45,7 +45,7 @@ def convert_qa(
         **fields: field mapping overrides (:class:`assay.qa.convert.FieldMap`: ``story``,
             ``question``, ``answers``, ``wrong``, ``choices`` (a tuple), ``choice_prefix``,
             ``label``, ``label_base``, ``id``, ``meta``, ``answer_after``,
-            ``unanswerable_if_empty``); ``None`` keeps the shape's default.
+            ``unanswerable_if_empty``, ``answer_separator``); ``None`` keeps the shape's default.
 
     Returns:
         The rows written and the rows per prompt type.

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from assay.cli.shared.common import user_errors
+from assay.cli.shared.common import user_errors, warn
 from assay.qa.convert import SHAPES
 
 qa_app = typer.Typer(
@@ -75,12 +75,17 @@ def convert(
             help="A row without answers is unanswerable (meta.unanswerable) instead of an error.",
         ),
     ] = None,
+    answer_separator: Annotated[
+        str | None,
+        typer.Option(help="Split an answers text on SEP, each one answer.", metavar="SEP"),
+    ] = None,
     source: Annotated[
         str | None, typer.Option(help="meta.source label (default: INPUT's file name).")
     ] = None,
     limit: Annotated[int | None, typer.Option(min=1, help="Convert only the first N rows.")] = None,
 ) -> None:
-    """Convert INPUT (CSV choices, JSONL answer lists, SQuAD, GSM8K) into the QA schema."""
+    """Convert INPUT (choices, answer lists, SQuAD, GSM8K; .csv is read as CSV, anything else as
+    JSONL) into the QA schema."""
     from assay.api.tools import convert_qa
 
     with user_errors():
@@ -90,8 +95,11 @@ def convert(
             wrong=wrong, choices=_split(choices), choice_prefix=choice_prefix, label=label,
             label_base=label_base, id=id_field, meta=tuple(meta) if meta else None,
             answer_after=answer_after, unanswerable_if_empty=unanswerable_if_empty,
+            answer_separator=answer_separator,
         )  # fmt: skip
     kinds = ", ".join(f"{kind} {n}" for kind, n in sorted(summary.by_prompt_type.items()))
+    for text in summary.warnings:
+        warn(text)
     typer.echo(f"wrote {summary.rows} samples to {output} ({kinds or 'none'})")
 
 

@@ -39,7 +39,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -75,6 +75,8 @@ class FieldMap:
         answer_after: keep only the text after the last occurrence of this marker in each
             answer (the full text goes to ``meta.rationale``).
         unanswerable_if_empty: a row without answers is unanswerable instead of an error.
+        answer_separator: split an answers or wrong-answers text on this (TruthfulQA's
+            ``"; "``): each part is one answer; a list is kept as it is.
     """
 
     story: str | None = None
@@ -90,6 +92,7 @@ class FieldMap:
     optional_meta: tuple[str, ...] = ()
     answer_after: str | None = None
     unanswerable_if_empty: bool = False
+    answer_separator: str | None = None
 
     @property
     def is_choices(self) -> bool:
@@ -119,10 +122,12 @@ def preset(shape: str, **overrides: Any) -> FieldMap:
 
 @dataclass(frozen=True)
 class ConvertSummary:
-    """What :func:`convert_file` wrote: row count and rows per prompt type."""
+    """What :func:`convert_file` wrote: row count, rows per prompt type, and warnings (an
+    answer text that looks like several answers joined, when no separator was given)."""
 
     rows: int
     by_prompt_type: dict[str, int]
+    warnings: list[str] = field(default_factory=list)
 
 
 def read_rows(path: Path) -> Iterator[tuple[int, Mapping[str, Any]]]:
@@ -193,11 +198,13 @@ def convert_file(
     prefix = id_prefix if id_prefix is not None else _default_prefix(source_path)
     counts: dict[str, int] = {}
     lines = []
+    joined = 0
     for row in convert_rows(
         read_rows(source_path), fields=fields, source=label, id_prefix=prefix, limit=limit
     ):
         kind = route(normalize_sample(row, index=0))
         counts[kind] = counts.get(kind, 0) + 1
+        joined += fields.answer_separator is None and _looks_joined(row["answer"])
         lines.append(json.dumps(row, ensure_ascii=False, allow_nan=False))
     if not lines:
         raise DatasetError(f"{source_path} has no rows to convert", file=source_path)
@@ -205,7 +212,18 @@ def convert_file(
     partial = output.with_name(output.name + ".partial")
     partial.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     partial.replace(output)
-    return ConvertSummary(rows=len(lines), by_prompt_type=counts)
+    warnings = [
+        f"{source_path}: {joined} of {len(lines)} rows hold an answer with '; ' in it, kept "
+        "as one answer; if the field joins several answers (TruthfulQA's do), convert again "
+        "with --answer-separator '; '"
+    ] if joined else []  # fmt: skip
+    return ConvertSummary(rows=len(lines), by_prompt_type=counts, warnings=warnings)
+
+
+def _looks_joined(answer: Mapping[str, list[str]]) -> bool:
+    """An answer text that reads as several answers joined by ``"; "``."""
+    return any("; " in text for key in ("correct_answers", "wrong_answers")
+               for text in answer.get(key, []))  # fmt: skip
 
 
 def choice_fields(
@@ -255,8 +273,10 @@ def _text(row: Mapping[str, Any], path: str, where: _Where) -> str:
     return value
 
 
-def _text_list(value: Any, path: str, where: _Where) -> list[str]:
+def _text_list(value: Any, path: str, where: _Where, *, separator: str | None = None) -> list[str]:
     items = value if isinstance(value, list) else [value]
+    if separator is not None and isinstance(value, str):
+        items = value.split(separator)
     texts = []
     for item in items:
         if item is None:
@@ -297,13 +317,14 @@ def _from_answers(
     if fields.answers is None:
         raise where.error("no answers field is mapped", hint="pass --answers FIELD")
     raw = _get(row, fields.answers, where)
-    correct = _text_list(raw, fields.answers, where)
+    correct = _text_list(raw, fields.answers, where, separator=fields.answer_separator)
     if fields.answer_after is not None:
         meta["rationale"] = raw
         correct = _text_list(
             [_after(text, fields.answer_after, where) for text in correct], fields.answers, where
         )
-    wrong = _text_list(_get(row, fields.wrong, where), fields.wrong, where) if fields.wrong else []
+    wrong = (_text_list(_get(row, fields.wrong, where), fields.wrong, where,
+                        separator=fields.answer_separator) if fields.wrong else [])  # fmt: skip
     if fields.unanswerable_if_empty:
         meta["unanswerable"] = not correct
     elif not correct:

@@ -211,9 +211,10 @@ def generic_group_metrics(
 ) -> dict[str, Any]:
     """ToMEval's grouped helper for a metrics hook: for each ``(name, key_fn)``, the
     accuracy per key (``key_fn(record)``, made text by :func:`first_value`) as flat
-    ``name.<key>`` entries and as the dict ``name``, and the samples per key as
-    ``<name>_counts``. Works on the plain dicts a hook receives; accuracy per key is
-    ``correct / graded`` (``None`` when a key has no graded sample).
+    ``name.<key>`` entries and as the dict ``name``, and the graded samples per key (the
+    accuracy's denominator, as assay's own ``by_<key>_counts``) as ``<name>_counts``. Works
+    on the plain dicts a hook receives; accuracy per key is ``correct / graded`` (``None``
+    when a key has no graded sample).
 
     Raises:
         ValueError: ``records`` and ``per_sample_results`` differ in length.
@@ -226,12 +227,14 @@ def generic_group_metrics(
         for record, result in zip(records, per_sample_results, strict=True):
             members.setdefault(first_value(key_fn(record)), []).append(result)
         accuracies: dict[str, float | None] = {}
+        graded: dict[str, int] = {}
         for key in sorted(members):
             counts = _counts(members[key])
+            graded[key] = counts["graded"]
             accuracies[key] = counts["correct"] / counts["graded"] if counts["graded"] else None
             out[f"{name}.{key}"] = accuracies[key]
         out[name] = accuracies
-        out[f"{name}_counts"] = {key: len(members[key]) for key in sorted(members)}
+        out[f"{name}_counts"] = graded
     return out
 
 

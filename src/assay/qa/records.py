@@ -30,6 +30,7 @@ from assay.qa.item import QaItem
 from assay.qa.schema import PromptType
 
 SCHEMA_VERSION = 1
+_BOM = b"\xef\xbb\xbf"
 
 #: The fields a record and a :class:`QaItem` share under one name (lists in the record,
 #: tuples in the item); ``repeat``/``replicate``, ``options`` and ``meta`` are copied apart.
@@ -187,8 +188,9 @@ def iter_predictions(path: Path) -> Iterator[PredictionRecord]:
     """
     seen: dict[tuple[str, int], int] = {}
     try:
-        with path.open(encoding="utf-8") as handle:
-            for number, text in enumerate(handle, start=1):
+        with path.open("rb") as handle:
+            for number, raw in enumerate(handle, start=1):
+                text = _line_text(raw, path, number)
                 if text and not text.isspace():  # no copy of a long line
                     record = _record(text, path, number)
                     first = seen.setdefault((record.sample_id, record.repeat), number)
@@ -202,8 +204,22 @@ def iter_predictions(path: Path) -> Iterator[PredictionRecord]:
                     yield record
     except FileNotFoundError:
         raise DatasetError(f"prediction file not found: {path}", file=path) from None
+
+
+def _line_text(raw: bytes, path: Path, line: int) -> str:
+    """One line as text: UTF-8, a byte-order mark at the file's start dropped (as the
+    dataset reader does).
+
+    Raises:
+        DatasetError: the line is not UTF-8, naming the byte.
+    """
+    if line == 1 and raw.startswith(_BOM):
+        raw = raw[len(_BOM) :]
+    try:
+        return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise DatasetError(f"prediction file is not UTF-8 text: {exc}", file=path) from None
+        raise DatasetError(f"not UTF-8 text (byte {exc.start + 1} of the line)", file=path,
+                           line=line, hint="save the file as UTF-8") from None  # fmt: skip
 
 
 def _keys(record: PredictionRecord) -> int:
@@ -225,6 +241,12 @@ def _record(text: str, path: Path, line: int) -> PredictionRecord:
         else:
             message = f"not a prediction record: {first['msg']}"
         raise DatasetError(message, file=path, line=line, field=field) from None
+    if not {"pred", "raw_prediction"} & record.model_fields_set:
+        raise DatasetError(
+            "not a prediction record: it has neither 'pred' (the answer) nor 'raw_prediction'",
+            file=path, line=line, field="pred",
+            hint='a sample the model did not answer keeps "pred": {"content": null}',
+        )  # fmt: skip
     if _keys(record) != text.count('":'):  # a repeated key would have been read last-wins
         try:  # (text inside strings can only add separators: then the strict parse decides)
             parse_json_strict(text)

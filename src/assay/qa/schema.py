@@ -160,8 +160,14 @@ def normalize_sample(
         DatasetError: one of the messages in the module docstring, with ``file:line``.
     """
 
+    given_meta = row.get("meta")
+    named = row.get("sample_id") or (given_meta.get("id") if isinstance(given_meta, dict) else None)
+
     def fail(message: str, hint: str | None = None) -> DatasetError:
-        return DatasetError(message, file=file, line=line, hint=hint)
+        # a row without a line (given in Python) is named by its place in the rows
+        shown = str(named) if named and str(named) not in message else None
+        return DatasetError(message, file=file, line=line, hint=hint,
+                            field=None if line else f"rows[{index}]", row_id=shown)  # fmt: skip
 
     answer, meta = row.get("answer"), row.get("meta")
     if not isinstance(answer, dict):

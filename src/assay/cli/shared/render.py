@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.markup import escape
 
-from assay.cli.shared.common import secret_findings
+from assay.cli.shared.common import secret_findings, warn
 from assay.reports.numbers import fmt, plural
 from assay.results.suite import SuiteRollup
 
@@ -126,6 +126,8 @@ def print_prediction_report(report: PredictionReport) -> None:
         pooled = report.document["avg_metrics"].get("accuracy_pooled")
         console.print(escape(f"pooled accuracy {'—' if pooled is None else f'{pooled:.3f}'}"
                              " (every replicate's correct over graded)"))  # fmt: skip
+    for warning in report.warnings:
+        warn(warning)
     graded = sum(int(m.get("graded") or 0) for m in per)
     console.print(escape(f"{report.records} records read, {graded} graded; "
                          f"metrics: {report.output}"))  # fmt: skip

@@ -91,13 +91,16 @@ def qa_samples(
             row_id = folder_id(sample.sample_id)
             renamed += row_id != sample.sample_id
         if sample.sample_id in first_seen:
-            first_file, first_line = rows.origin(first_seen[sample.sample_id])
+            first = first_seen[sample.sample_id]
+            first_file, first_line = rows.origin(first)
+            place = f"{first_file}:{first_line}" if first_line else f"{first_file} rows[{first}]"
             raise DatasetError(
                 f"Duplicate sample id for task '{task.task_id}': {sample.sample_id!r}",
                 file=file,
                 line=line,
-                hint=f"first used at {first_file}:{first_line}; give every row a unique "
-                "sample_id (or meta.id)",
+                field=None if line else f"rows[{index}]",
+                row_id=sample.sample_id,
+                hint=f"first used at {place}; give every row a unique sample_id (or meta.id)",
             )
         first_seen[sample.sample_id] = index
         samples.append(sample)

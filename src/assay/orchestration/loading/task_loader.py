@@ -28,6 +28,7 @@ from assay.orchestration.loading.sandbox_checks import check_read_only
 from assay.orchestration.loading.thresholds import check_threshold_names
 from assay.qa import QaTemplates, load_metrics_hook
 from assay.spec.base import ScreenError, screen
+from assay.spec.qa import check_judge_template
 from assay.spec.source import Loc, YamlDocument, field_path, read_yaml
 from assay.spec.task import TaskDefinition, TemplateDir
 
@@ -441,6 +442,12 @@ def _inline_judge_prompt(
         )  # fmt: skip
     judge = dict(judge)
     judge["prompt"] = _read_prompt(judge, loc, base_dir, display, document)
+    try:  # checked here, where its file is known: qa.judge.prompt is not in the task file
+        check_judge_template(judge["prompt"])
+    except ValueError as exc:
+        line = document.line_of(loc)
+        raise TaskFileError(f"{judge['prompt_file']}: {exc}", file=display, line=line,
+                            field=field_path(loc)) from None  # fmt: skip
     del judge["prompt_file"]
     assert isinstance(qa, dict)
     raw["qa"] = {**qa, "judge": judge}

@@ -243,6 +243,14 @@ class Expansion:
     store: StoreSource | None = None
 
     @property
+    def id_field(self) -> str:
+        """The field the row ids came from: ``dataset.id_field``, or a QA dataset's
+        ``sample_id`` (``meta.id``) when the task sets none."""
+        task = self.task.definition
+        assert task.dataset is not None
+        return task.dataset.id_field if task.qa is None or explicit_ids(task) else "sample_id"
+
+    @property
     def dataset_record(self) -> DatasetRecord | None:
         """Where the rows came from, for ``suite.json`` and ``run.json``."""
         spec = self.task.definition.dataset
@@ -250,13 +258,13 @@ class Expansion:
             return None
         if self.store is not None:
             version = self.store.version
-            return DatasetRecord(source="store", id_field=spec.id_field, store=self.store.name,
+            return DatasetRecord(source="store", id_field=self.id_field, store=self.store.name,
                                  cluster_field=cluster_field(self.task.definition),
                                  store_url=self.store.shown_url, version=version.number,
                                  content_hash=version.content_hash,
                                  item_count=version.item_count)  # fmt: skip
         if spec.rows is not None:
-            return DatasetRecord(source="rows", id_field=spec.id_field,
+            return DatasetRecord(source="rows", id_field=self.id_field,
                                  cluster_field=cluster_field(self.task.definition),
                                  content_hash=rows_hash(spec.rows),
                                  item_count=len(spec.rows))  # fmt: skip
@@ -264,7 +272,7 @@ class Expansion:
                  for raw, source in zip(spec.paths or [], self.rows.sources if self.rows else [],
                                         strict=False)]  # fmt: skip
         return DatasetRecord(
-            source="paths", paths=list(spec.paths or []), id_field=spec.id_field, files=files,
+            source="paths", paths=list(spec.paths or []), id_field=self.id_field, files=files,
             cluster_field=cluster_field(self.task.definition),
             content_hash=files_hash([f.sha256 for f in files]) if files else None,
             item_count=len(self.rows) if self.rows is not None else None,
