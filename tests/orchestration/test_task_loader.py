@@ -239,6 +239,32 @@ def test_invalid_yaml_reports_line(tmp_path: Path) -> None:
     assert error.line is not None
 
 
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("2024-02-30", "'2024-02-30' is not a valid timestamp (day is out of range for month)"),
+        ("2024-13-45", "'2024-13-45' is not a valid timestamp (month must be in 1..12)"),
+        ("!!int abc", "'abc' is not a valid int (invalid literal for int() with base 10: 'abc')"),
+        ("!!float x", "'x' is not a valid float (could not convert string to float: 'x')"),
+        ("!!timestamp nope", "'nope' is not a valid timestamp"),
+    ],
+)
+def test_a_value_yaml_cannot_make_is_named_at_its_line(
+    tmp_path: Path, value: str, message: str
+) -> None:
+    """PyYAML raises its constructors' own errors (a traceback, exit 1) without a line."""
+    error = error_of(tmp_path, MINIMAL.replace("text: hello}", f"text: {value}}}"))
+    assert error.message == "invalid YAML: " + message
+    assert error.line == 6
+    assert error.hint is not None and error.hint.startswith("quote it")
+
+
+def test_an_alias_inside_its_own_value_is_an_error(tmp_path: Path) -> None:
+    error = error_of(tmp_path, MINIMAL.replace("text: hello}", "text: &a [*a]}"))
+    assert "a YAML alias names a value that holds it" in error.message
+    assert (error.line, error.field) == (6, "dataset.rows[0].text[0]")
+
+
 def test_duplicate_yaml_key_is_an_error(tmp_path: Path) -> None:
     error = error_of(tmp_path, MINIMAL + "task_id: again\n")
     assert error.field == "task_id"

@@ -132,6 +132,12 @@ def test_json_schema_keywords_the_store_would_not_enforce_are_refused(tmp_path: 
                   "additionalProperties": True, "minProperties": 1}  # fmt: skip
     with pytest.raises(StoreError, match=r"^additionalProperties, minProperties would not be"):
         parse_schema(open_ended)
+    nullable = write(tmp_path / "n.yaml", 'type: object\nproperties:\n'
+                     '  text: {type: [string, "null"]}\n  trace: {type: trace}\n')  # fmt: skip
+    with pytest.raises(StoreError) as listed:  # pydantic's optional field: a crash before
+        load_schema(nullable)
+    assert listed.value.message.startswith("property 'text': a list of types (string, null)")
+    assert listed.value.line == 3 and "json field" in (listed.value.hint or "")
 
 
 def test_schema_file_yaml_and_json_with_lines(tmp_path: Path) -> None:

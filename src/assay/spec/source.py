@@ -99,7 +99,7 @@ def _tab_hint(text: str, line: int | None, problem: str) -> str | None:
 
 def parse_yaml(text: str, *, path: Path) -> YamlDocument:
     """Parse YAML ``text`` that came from ``path`` (used only in messages)."""
-    loader = _Loader(text)
+    loader = _ValueChecking(text)
     lines: dict[Loc, int] = {}
     try:
         node = loader.get_single_node()
@@ -112,7 +112,8 @@ def parse_yaml(text: str, *, path: Path) -> YamlDocument:
         line = mark.line + 1 if mark is not None else None
         problem = exc.problem or "invalid YAML"
         context = f" ({exc.context})" if exc.context else ""
-        hint = _tab_hint(text, mark.line if mark is not None else None, problem)
+        hint = _tab_hint(text, mark.line if mark is not None else None, problem) or (
+            exc.note if isinstance(exc, _ValueError) else None)  # fmt: skip
         raise TaskFileError(f"invalid YAML: {problem}{context}", file=path, line=line,
                             hint=hint) from None  # fmt: skip
     except yaml.YAMLError as exc:
@@ -122,13 +123,39 @@ def parse_yaml(text: str, *, path: Path) -> YamlDocument:
     return YamlDocument(path=path, text=text, data=data, lines=lines)
 
 
+class _ValueError(yaml.constructor.ConstructorError):
+    """A scalar its tag cannot make (``2024-02-30``, ``!!int abc``), at its mark."""
+
+
+class _ValueChecking(_Loader):  # type: ignore[misc,valid-type]
+    """The loader, with a value its constructor cannot make an error at the value's line
+    (PyYAML raises the constructor's own ``ValueError`` without one)."""
+
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        try:
+            return super().construct_object(node, deep)
+        except (ValueError, TypeError, AttributeError, OverflowError) as exc:
+            kind = str(node.tag).rsplit(":", 1)[-1].lstrip("!")
+            shown = node.value if isinstance(node, yaml.ScalarNode) else "this value"
+            reason = f" ({exc})" if isinstance(exc, ValueError | OverflowError) else ""
+            raise _ValueError(None, None, f"{shown!r} is not a valid {kind}{reason}",
+                              node.start_mark,
+                              note=f"quote it ('{shown}') to keep it as text"
+                              if isinstance(node, yaml.ScalarNode) else None) from None  # fmt: skip
+
+
 MAX_NODES = 1_000_000
 """The most values a task file may expand to; YAML aliases can make a small file expand
 exponentially ("billion laughs"), which would exhaust memory long before an error."""
 
 
 def _collect_lines(
-    node: yaml.Node, loc: Loc, lines: dict[Loc, int], path: Path, budget: list[int]
+    node: yaml.Node,
+    loc: Loc,
+    lines: dict[Loc, int],
+    path: Path,
+    budget: list[int],
+    inside: frozenset[int] = frozenset(),
 ) -> None:
     budget[0] -= 1
     if budget[0] < 0:
@@ -137,13 +164,20 @@ def _collect_lines(
             file=path,
             line=node.start_mark.line + 1,
         )
+    if id(node) in inside:
+        raise TaskFileError(
+            "a YAML alias names a value that holds it (a value inside itself)",
+            file=path, line=node.start_mark.line + 1, field=field_path(loc) or None,
+            hint="an alias (*name) may only repeat a value defined outside it",
+        )  # fmt: skip
+    inside = inside | {id(node)}
     if isinstance(node, yaml.MappingNode):
         seen: dict[str, int] = {}
         for key_node, value_node in node.value:
             key = str(key_node.value)
             line = key_node.start_mark.line + 1
             if key_node.tag == "tag:yaml.org,2002:merge" or key == "<<":
-                _collect_lines(value_node, loc, {}, path, budget)
+                _collect_lines(value_node, loc, {}, path, budget, inside)
                 continue
             if key in seen:
                 raise TaskFileError(
@@ -155,8 +189,8 @@ def _collect_lines(
                 )
             seen[key] = line
             lines[(*loc, key)] = line
-            _collect_lines(value_node, (*loc, key), lines, path, budget)
+            _collect_lines(value_node, (*loc, key), lines, path, budget, inside)
     elif isinstance(node, yaml.SequenceNode):
         for index, item in enumerate(node.value):
             lines[(*loc, index)] = item.start_mark.line + 1
-            _collect_lines(item, (*loc, index), lines, path, budget)
+            _collect_lines(item, (*loc, index), lines, path, budget, inside)

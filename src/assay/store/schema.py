@@ -184,9 +184,9 @@ def _json_schema_form(data: Any, source: YamlDocument | None) -> Schema:
             "Dataset schema must declare a 'properties' object.",
             line=_line(source, "properties"),
         )
-    pointers = [
-        n for n, p in properties.items() if isinstance(p, dict) and p.get("type") in POINTER_TYPES
-    ]
+    pointers = [n for n, p in properties.items()
+                if isinstance(p, dict) and isinstance(p.get("type"), str)
+                and p["type"] in POINTER_TYPES]  # fmt: skip
     if len(pointers) > 1:
         raise StoreError(
             f"A dataset may declare at most one trace column; found {len(pointers)}: "
@@ -245,6 +245,14 @@ def _property_type(name: str, prop: Any, source: YamlDocument | None) -> FieldTy
     kind = prop.get("type") if isinstance(prop, dict) else None
     if isinstance(kind, str) and kind in JSON_SCHEMA_TYPES:
         return JSON_SCHEMA_TYPES[kind]
+    if isinstance(kind, list):  # pydantic's and judgeval's optional field: [string, "null"]
+        raise StoreError(
+            f"property '{name}': a list of types ({', '.join(map(str, kind))}) would not be "
+            "enforced: a dataset field has one type, and every field is required",
+            line=_line(source, "properties", name),
+            hint=f"give '{name}' one type; a value that may be null is a json field "
+            "(type: object or array in this form, json in the short form)",
+        )
     raise StoreError(
         f"property '{name}' must be an object with a 'type' among "
         + ", ".join(JSON_SCHEMA_TYPES)
