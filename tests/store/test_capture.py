@@ -345,3 +345,24 @@ def test_a_plain_add_still_refuses_an_id_with_other_content(store_url: str) -> N
         assert not same.created and same.unchanged == 1 and same.renamed == {}
         assert {e.example_id: e.data["text"] for e in store.iter_examples("d")} == {
             "a": "one", "b": "two", "c": "new", made.renamed["a"]: "changed"}  # fmt: skip
+
+
+def test_a_captured_response_keeps_its_line_endings(workdir: Path, store_url: str) -> None:
+    """The stored example is the answer as graded: CRLF and CR kept (MBPP's code has CRLF)."""
+    write(
+        workdir / "cr.yaml",
+        """\
+task_id: cr
+description: a response with CRLF and CR
+agent: {type: command, command: "printf 'a\\\\r\\\\nb\\\\rc'"}
+dataset: {rows: [{id: r1, expected: b}]}
+initial_prompt: "go ${row.id}"
+success_criteria: [{type: response_match, expected: "${row.expected}", match: contains}]
+""",
+    )
+    run = assay.run("cr.yaml")
+    assert (run.run_dir / "default/cr/r1/00/response.txt").read_bytes() == b"a\r\nb\rc"
+    assay.store.add_run_to_dataset("caps", run.run_dir, store=store_url)
+    with open_store(store_url) as store:
+        (example,) = list(store.iter_examples("caps", 1))
+    assert example.data["actual_output"] == "a\r\nb\rc"

@@ -54,7 +54,7 @@ from assay.orchestration.running.services import RunServices, run_services
 from assay.providers.pool import ModelKey, ModelPool, PoolSettings, default_registry
 from assay.qa import PredictionRecord
 from assay.qa.schema import OPEN_TYPES
-from assay.results.io import LogFolder, Writer, read_json
+from assay.results.io import LogFolder, Writer, read_json, read_text_as_written
 from assay.results.output import console, joined_output
 from assay.results.plan_record import PLAN_FILE, read_plan
 from assay.results.run_folder import load_task_json, scan_task_jsons
@@ -151,11 +151,7 @@ class GradingSession:
         the row's folder changes but its criteria's output logs."""
         task = task_of(result, self.registry)
         directory = path.parent
-        response_file = directory / "response.txt"
-        response = None
-        if response_file.exists():
-            with response_file.open(encoding="utf-8", newline="") as handle:
-                response = handle.read()
+        response = read_text_as_written(directory / "response.txt")
         kept = directory / SANDBOX_DIR
         scratch: Sandbox | None = None
         if kept.is_dir():
@@ -486,8 +482,7 @@ async def _regrade_one(
         }
     )
     session.writer.model(path, updated)
-    response_file = path.parent / "response.txt"
-    response = response_file.read_text(encoding="utf-8") if response_file.exists() else None
+    response = read_text_as_written(path.parent / "response.txt")
     answers.add(response, result, updated)
     return updated
 

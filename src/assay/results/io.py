@@ -365,6 +365,17 @@ PLAIN = Writer()
 """The writer of files that cannot hold a secret (nothing is redacted)."""
 
 
+def read_text_as_written(path: Path) -> str | None:
+    """A UTF-8 text file assay wrote (``response.txt``), its line endings as written
+    (``\r\n`` and ``\r`` kept: a response is graded, stored and exported as it was);
+    ``None`` when there is none."""
+    try:
+        with path.open(encoding="utf-8", newline="") as handle:
+            return handle.read()
+    except (FileNotFoundError, IsADirectoryError):
+        return None
+
+
 def read_json(path: Path) -> Any:
     """Read a JSON file written by assay."""
     with path.open(encoding="utf-8") as handle:

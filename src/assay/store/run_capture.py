@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.errors import UsageError
-from assay.results.io import PLAIN, Writer, read_json
+from assay.results.io import PLAIN, Writer, read_json, read_text_as_written
 from assay.results.run_folder import load_task_json, resolve_run_dir, task_json_paths
 from assay.results.task_result import EvaluationResult
 from assay.store.capture import Captured, CaptureResult, capture, parse_mapping, value_kind
@@ -81,11 +81,10 @@ def _check_filter(name: str, value: str | None, known: set[str]) -> None:
 
 def _case(path: Path, result: EvaluationResult, root: Path, *, plain: bool) -> Captured:
     directory = path.parent
-    response_file = directory / "response.txt"
     trace_file = directory / "trace.json"
     row = result.row or {}
     values: dict[str, Any] = {
-        "response": response_file.read_text(encoding="utf-8") if response_file.is_file() else None,
+        "response": read_text_as_written(directory / "response.txt"),
         "prompt": result.task_config.resolved.get("initial_prompt"),
         "row": row,
         "status": result.final_status.value,
