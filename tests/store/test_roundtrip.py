@@ -107,6 +107,39 @@ def test_parquet_number_columns_keep_ints_floats_and_mixed(store: Store, tmp_pat
     export(store, "a", out)
     assert import_file(store, "b", out) == first
     assert exact(examples_of(store, "b")) == exact(examples_of(store, "a"))
+    # other tools read numbers as numbers: a mixed column is float64 (pandas sums it), and
+    # only a column where an int past 2**53 meets a float is text
+    import pyarrow.parquet as pq
+
+    types = {f.name: str(f.type) for f in pq.read_schema(out)}
+    assert types == {"id": "string", "i": "int64", "f": "double", "mixed": "double",
+                     "big": "string"}  # fmt: skip
+    assert pq.read_table(out).column("mixed").to_pylist() == [1.0, 2.5]
+
+
+def test_a_foreign_parquet_file_of_dates_and_decimals_is_stored_as_a_task_reads_it(
+    store: Store, tmp_path: Path
+) -> None:
+    """pandas' datetime and decimal128 columns: ISO text and exact decimal text, by the rule
+    the task reader follows (the store refused them: "cannot store a Python datetime")."""
+    import datetime
+    from decimal import Decimal
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from assay.data.arrowrows import iter_arrow
+
+    path = tmp_path / "events.parquet"
+    amounts = pa.array([Decimal("12345678901234567.89"), Decimal("0.10")], pa.decimal128(38, 2))
+    when = [datetime.datetime(2024, 1, 1, 3, 4, 5), datetime.datetime(2024, 1, 2)]
+    pq.write_table(pa.table({"id": ["a", "b"], "amount": amounts, "created": when}), path)
+    rows = [data for _, data in iter_arrow(path)]
+    assert rows[0] == {"id": "a", "amount": "12345678901234567.89",
+                       "created": "2024-01-01T03:04:05"}  # fmt: skip
+    import_file(store, "events", path)
+    assert [data for _, data in examples_of(store, "events")] == [
+        {k: v for k, v in row.items() if k != "id"} for row in rows]  # fmt: skip
 
 
 def test_missing_optional_drivers_name_their_extra(

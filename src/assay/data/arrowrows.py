@@ -2,9 +2,11 @@
 streamed in record batches with pyarrow (extra ``parquet``).
 
 Each row is a JSON-like object, numbered from 1 in the file (the "line" of messages). Values
-become what a JSONL row would hold: dates and times as ISO 8601 text, decimals as numbers,
-nested lists and structs as lists and objects. A value JSON cannot hold (NaN or an infinity,
-bytes) is refused with its row and column, as the JSONL reader refuses NaN.
+become what a JSONL row would hold: dates and times as ISO 8601 text, decimals as their exact
+text (``decimal128`` money ``0.10`` stays ``"0.10"``; a float would round
+``12345678901234567.89``), nested lists and structs as lists and objects. A value JSON
+cannot hold (NaN or an infinity, bytes) is refused with its row and column, as the JSONL
+reader refuses NaN.
 """
 
 from __future__ import annotations
@@ -75,10 +77,16 @@ def iter_arrow(path: Path, *, display: str | None = None) -> Iterator[tuple[int,
     for batch in _batches(path, name):
         for row in batch.to_pylist():
             number += 1
-            yield number, {key: _json_value(value, name, number, key) for key, value in row.items()}
+            yield number, {key: json_value(value, name, number, key) for key, value in row.items()}
 
 
-def _json_value(value: Any, file: str, row: int, column: str) -> Any:
+def json_value(value: Any, file: str, row: int, column: str) -> Any:
+    """One Arrow value as a JSON value (see the module docstring); the store's Parquet import
+    reads values by the same rule.
+
+    Raises:
+        DatasetError: NaN or an infinity, bytes or another value JSON cannot hold.
+    """
     if value is None or isinstance(value, bool | int | str):
         return value
     if isinstance(value, float):
@@ -90,15 +98,15 @@ def _json_value(value: Any, file: str, row: int, column: str) -> Any:
             )  # fmt: skip
         return value
     if isinstance(value, Decimal):
-        return int(value) if value == value.to_integral_value() else float(value)
+        return str(value)
     if isinstance(value, datetime.datetime | datetime.date | datetime.time):
         return value.isoformat()
     if isinstance(value, datetime.timedelta):
         return value.total_seconds()
     if isinstance(value, dict):
-        return {str(k): _json_value(v, file, row, column) for k, v in value.items()}
+        return {str(k): json_value(v, file, row, column) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_json_value(v, file, row, column) for v in value]
+        return [json_value(v, file, row, column) for v in value]
     raise DatasetError(
         f"Dataset {file}: row {row}, column '{column}' holds {type(value).__name__} data, "
         "which a row cannot hold", file=file, line=row, field=column,
@@ -106,4 +114,4 @@ def _json_value(value: Any, file: str, row: int, column: str) -> Any:
     )  # fmt: skip
 
 
-__all__ = ["ARROW_SUFFIXES", "PARQUET_SUFFIXES", "is_arrow_file", "iter_arrow"]
+__all__ = ["ARROW_SUFFIXES", "PARQUET_SUFFIXES", "is_arrow_file", "iter_arrow", "json_value"]

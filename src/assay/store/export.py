@@ -9,9 +9,12 @@ same content hash).
   ``\\r\\n`` inside a value survives), numbers as JSON numbers, booleans ``true``/``false``,
   json fields as JSON text.
 - Parquet: a string column for the id and string fields, booleans as bool; numbers as int64
-  when every value is an int that fits, float64 when every value is a float, else as JSON
-  number text; json fields as JSON text. The file's metadata holds the schema
-  (``assay.schema``) so ``assay dataset import`` restores it.
+  when every value is an int that fits, else float64 (a column mixing ints and floats: an
+  int is its float, ``7`` → ``7.0``, as pandas reads such a column), and as JSON number text
+  only when an int float64 cannot hold exactly (beyond 2**53) shares the column with a
+  float; json fields as JSON text, a JSON null as a Parquet null. The file's metadata holds
+  the schema (``assay.schema``) and the rows of a float64 column that held ints
+  (``assay.ints``), so ``assay dataset import`` restores both.
 """
 
 from __future__ import annotations
@@ -25,11 +28,13 @@ from typing import IO, Any
 from assay.results.safe_text import csv_cell
 from assay.store.models import Example
 from assay.store.schema import Schema
-from assay.store.sources import PARQUET_SCHEMA_KEY, import_pyarrow
+from assay.store.sources import PARQUET_INTS_KEY, PARQUET_SCHEMA_KEY, import_pyarrow
 from assay.store.values import to_text
 
 PARQUET_ROWS_PER_BATCH = 10_000
 _INT64 = (-(2**63), 2**63 - 1)
+_EXACT_FLOAT = 2**53
+"""The largest int every float64 at or below holds exactly."""
 
 
 def _record(example: Example, id_field: str) -> dict[str, Any]:
@@ -67,22 +72,31 @@ def write_csv(examples: Iterable[Example], out: IO[bytes], *, schema: Schema, id
     return count
 
 
-def _number_encoding(values: Iterable[Any]) -> str:
-    kinds = set()
-    for value in values:
-        fits = isinstance(value, int) and _INT64[0] <= value <= _INT64[1]
-        kinds.add("int" if fits else "float" if isinstance(value, float) else "text")
-        if len(kinds) > 1:
-            return "text"
-    return kinds.pop() if kinds else "int"
+def _number_encoding(values: Iterable[Any]) -> tuple[str, list[int]]:
+    """``int`` (int64), ``float`` (float64) or ``text`` for one number column, and in a
+    float64 column the rows whose value was an int (restored as ints on import)."""
+    ints = floats = exact = True  # every value an int64 int / a float / exactly a float64
+    positions: list[int] = []
+    for index, value in enumerate(values):
+        is_int = isinstance(value, int)
+        ints = ints and is_int and _INT64[0] <= value <= _INT64[1]
+        floats = floats and isinstance(value, float)
+        exact = exact and (not is_int or abs(value) <= _EXACT_FLOAT)
+        if is_int:
+            positions.append(index)
+    kind = "int" if ints else "float" if floats or exact else "text"
+    return kind, positions if kind == "float" else []
 
 
 def _arrow_types(
     schema: Schema, examples: Callable[[], Iterable[Example]]
-) -> dict[str, tuple[Any, Callable[[Any], Any]]]:
+) -> tuple[dict[str, tuple[Any, Callable[[Any], Any]]], dict[str, list[int]]]:
+    """Each field's Arrow type and encoder, and the int rows of float64 number columns."""
     pa = import_pyarrow()
     numbers = [n for n, k in schema.fields.items() if k == "number"]
-    encodings = {n: _number_encoding(e.data[n] for e in examples()) for n in numbers}
+    found = {n: _number_encoding(e.data[n] for e in examples()) for n in numbers}
+    encodings = {name: kind for name, (kind, _) in found.items()}
+    ints = {name: rows for name, (_, rows) in found.items() if rows}
     types: dict[str, tuple[Any, Callable[[Any], Any]]] = {}
     for name, kind in schema.fields.items():
         if kind == "string":
@@ -92,14 +106,24 @@ def _arrow_types(
         elif kind == "number" and encodings[name] == "int":
             types[name] = (pa.int64(), _same)
         elif kind == "number" and encodings[name] == "float":
-            types[name] = (pa.float64(), _same)
+            types[name] = (pa.float64(), _as_float)
+        elif kind == "json":
+            types[name] = (pa.string(), _json_or_null)
         else:
             types[name] = (pa.string(), _text_of(kind))
-    return types
+    return types, ints
 
 
 def _same(value: Any) -> Any:
     return value
+
+
+def _as_float(value: Any) -> float:
+    return float(value)
+
+
+def _json_or_null(value: Any) -> str | None:
+    return None if value is None else to_text("json", value)
 
 
 def _text_of(kind: str) -> Callable[[Any], str]:
@@ -119,7 +143,7 @@ def write_parquet(
         StoreError: pyarrow is not installed.
     """
     pa = import_pyarrow()
-    types = _arrow_types(schema, examples)
+    types, ints = _arrow_types(schema, examples)
     arrow_schema = pa.schema(
         [pa.field(id_field, pa.string()), *(pa.field(n, t) for n, (t, _) in types.items())],
         metadata={PARQUET_SCHEMA_KEY: json.dumps(schema.to_dict()), b"assay.id_field": id_field},
@@ -137,4 +161,6 @@ def write_parquet(
                 columns = {name: [] for name in arrow_schema.names}
         if columns[id_field] or count == 0:
             writer.write_table(pa.table(columns, schema=arrow_schema))
+        if ints:
+            writer.add_key_value_metadata({PARQUET_INTS_KEY: json.dumps(ints)})
     return count

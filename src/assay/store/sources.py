@@ -15,9 +15,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from assay.data.arrowrows import json_value
 from assay.data.csvrows import iter_csv
 from assay.data.jsonl import iter_jsonl
-from assay.errors import StoreError
+from assay.errors import DatasetError, StoreError
 from assay.install import install_hint
 from assay.results.safe_text import csv_value
 from assay.store.models import SourceRow
@@ -29,6 +30,9 @@ FORMATS = ("jsonl", "csv", "parquet")
 _SUFFIXES = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".csv": "csv",
              ".parquet": "parquet", ".pq": "parquet"}  # fmt: skip
 PARQUET_SCHEMA_KEY = b"assay.schema"
+PARQUET_INTS_KEY = b"assay.ints"
+"""File metadata of an assay export: ``{column: [row index, …]}``, the rows of a float64
+number column whose value was an int (a column mixing ints and floats)."""
 PARQUET_BATCH = 4096
 
 
@@ -124,11 +128,30 @@ def _parquet_rows(
     path: Path, name: str, schema: Schema | None, id_field: str
 ) -> Iterator[SourceRow]:
     parquet = _open_parquet(path, name)
+    ints = _int_rows(parquet)
     number = 0
     for batch in parquet.iter_batches(batch_size=PARQUET_BATCH):
         for data in batch.to_pylist():
+            for column in (c for c, rows in ints.items() if number in rows):
+                if isinstance(data.get(column), float):
+                    data[column] = int(data[column])
             number += 1
+            try:  # dates as ISO text, decimals as their text: as a task reads the file
+                data = {key: json_value(value, name, number, key) for key, value in data.items()}
+            except DatasetError as exc:
+                raise StoreError(exc.message, file=name, line=number, field=exc.field,
+                                 hint=exc.hint, located=True) from None  # fmt: skip
             yield _converted(SourceRow(data, name, number, path.parent), schema, id_field)
+
+
+def _int_rows(parquet: Any) -> dict[str, set[int]]:
+    """:data:`PARQUET_INTS_KEY` of an assay export (empty for another file)."""
+    text = (parquet.metadata.metadata or {}).get(PARQUET_INTS_KEY)
+    try:
+        found = json.loads(text) if text else {}
+        return {str(column): set(rows) for column, rows in found.items()}
+    except (ValueError, TypeError, AttributeError):
+        return {}  # not assay's: its values are read as they are
 
 
 def parquet_schema(path: Path, *, display: str | None = None) -> Schema | None:
