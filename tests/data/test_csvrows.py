@@ -109,9 +109,26 @@ def test_bad_quoting_is_an_error_naming_the_line(tmp_path: Path) -> None:
     assert error.line == 3
 
 
-def test_unterminated_quote_is_an_error(tmp_path: Path) -> None:
-    path = write_bytes(tmp_path / "d.csv", b'id,text\n1,"never closed\n2,x\n')
-    assert error_of(path).message.startswith(f"Dataset {path}: invalid CSV on line ")
+def test_unterminated_quote_is_an_error_where_the_quote_opened(tmp_path: Path) -> None:
+    rows = b"".join(b"%d,t%d\n" % (i, i) for i in range(3, 500))
+    path = write_bytes(tmp_path / "d.csv", b'id,text\n1,ok\n2,"never closed\n' + rows)
+    error = error_of(path)  # it named the file's last line: "unexpected end of data"
+    assert error.message == (
+        f"Dataset {path}: invalid CSV on line 3: a quoted value that starts in this record is "
+        "never closed (the file ends inside it, on line 500)"
+    )
+    assert error.line == 3 and error.hint is not None and "close the quote" in error.hint
+
+
+@pytest.mark.parametrize("separator", [";", "\t"])
+def test_a_header_of_one_column_holding_another_separator_is_named(
+    tmp_path: Path, separator: str
+) -> None:
+    text = f"id{separator}text{separator}label\nr1{separator}hello{separator}pos\n"
+    error = error_of(write_bytes(tmp_path / "d.csv", text.encode()))
+    header = f"id{separator}text{separator}label"
+    assert f"the header is one column, {header!r}, holding {separator!r}" in error.message
+    assert error.line == 1 and error.hint is not None and "commas" in error.hint
 
 
 # --- line ends, BOM, blank lines ----------------------------------------------------------

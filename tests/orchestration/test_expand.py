@@ -165,6 +165,15 @@ def test_illegal_id_message(tmp_path: Path, bad: str) -> None:
     )
 
 
+def test_a_long_id_is_shown_by_its_start(tmp_path: Path) -> None:
+    long_id = "order_" + "7" * 200  # no space to cut at: it showed ''...
+    error = errors(tmp_path, [{"id": long_id, "text": "t", "expected": "positive"}])
+    assert error.message == (
+        f"Dataset row id {long_id[:40]!r}... is 206 characters; the limit is 200 "
+        "(it names a folder)"
+    )
+
+
 def test_duplicate_id_message_and_first_line(tmp_path: Path) -> None:
     error = errors(tmp_path, [*ROWS, dict(ROWS[1])])
     assert error.message == "Duplicate dataset row id for task 'sentiment': 'r2'"

@@ -214,3 +214,32 @@ def test_diff_exits_1_with_exit_code_when_versions_differ(cli: Cli, tmp_path: Pa
     assert cli("diff", "d@1", "d@1", "--exit-code").returncode == 0
     shown = cli("diff", "--help")
     assert "--exit-code" in shown.stdout and "1 when they differ" in " ".join(shown.stdout.split())
+
+
+def test_ids_a_task_cannot_use_are_warned_of_at_import_with_the_fix(cli: Cli) -> None:
+    """CosmosQA's ids hold '##': the store took them and every task then refused the dataset,
+    with no way out named."""
+    write(cli.cwd / "ids.csv", "id,text\n3BFF##Blog_56156##q1_a1,hello\nplain,world\n")
+    done = cli("import", "cq", "ids.csv")
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.startswith("warning: 1 example id(s) of cq@1 cannot name a row-task")
+    assert "'3BFF##Blog_56156##q1_a1' must match" in done.stderr and "--id-field" in done.stderr
+    write(cli.cwd / "more.csv", "id,text\nfine,ok\n")
+    assert "1 example id(s) of cq@2" in cli("add", "cq", "more.csv").stderr
+    task = write(
+        cli.cwd / "cq.yaml",
+        """\
+task_id: cq
+description: d
+agent: {type: llm, model: mock/echo}
+dataset: {store: cq}
+initial_prompt: "${row.text}"
+success_criteria: [{type: response_match, expected: x, match: contains}]
+""",
+    )
+    planned = run_in_process("plan", str(task), "--store", cli.url, cwd=cli.cwd)
+    assert planned.returncode == 2
+    assert "hint: the ids are store dataset cq's example ids: set dataset.id_field" in (
+        planned.stderr)  # fmt: skip
+    clean = cli("import", "ok", "more.csv")
+    assert clean.returncode == 0 and clean.stderr == ""

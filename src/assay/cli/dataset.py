@@ -15,7 +15,7 @@ from typing import Annotated
 
 import typer
 
-from assay.cli.shared.common import user_errors
+from assay.cli.shared.common import user_errors, warn
 from assay.cli.shared.dataset_support import (
     AsJson,
     IdField,
@@ -63,9 +63,14 @@ def add(
     store: StoreUrl = None,
 ) -> None:
     """Add the rows of FILES as one new version."""
+    from assay.store.files import row_id_warning
+
     with user_errors(), open_store(store) as opened:
         version = opened.add_files(name, files)
+        found = row_id_warning(opened, name, version.number)
     out().print(added_text(version), markup=False)
+    if found:
+        warn(found)
 
 
 def remove(
@@ -106,7 +111,7 @@ def import_file(
 ) -> None:
     """Create a dataset from a file: its schema (given or inferred) and its rows as v1."""
     from assay.store import load_schema
-    from assay.store.files import check_files
+    from assay.store.files import check_files, row_id_warning
     from assay.store.files import import_file as import_rows
 
     with user_errors():
@@ -114,11 +119,14 @@ def import_file(
         given = load_schema(schema) if schema else None
         with open_store(store) as opened:
             chosen, version = import_rows(opened, name, file, schema=given, id_field=id_field)
+            found = row_id_warning(opened, name, version.number)
     out().print(
         f"imported {version.added} example(s) (fields: {fields_text(chosen)}): "
         + version_line(version),
         markup=False,
     )
+    if found:
+        warn(found)
 
 
 def schema_command(

@@ -35,8 +35,9 @@ def iter_csv(path: Path, *, display: str | None = None) -> Iterator[tuple[int, d
         csv.field_size_limit(FIELD_LIMIT)
     with open_dataset(path, name, encoding="utf-8-sig", newline="") as handle:
         reader = csv.reader(handle, strict=True)
+        opened = [1]  # the line the record being read began on
         try:
-            yield from _records(reader, name)
+            yield from _records(reader, name, opened)
         except UnicodeDecodeError as exc:
             # The text layer decodes ahead in blocks, so reader.line_num is not where the bad
             # byte is: find it again in the raw bytes.
@@ -49,6 +50,13 @@ def iter_csv(path: Path, *, display: str | None = None) -> Iterator[tuple[int, d
                 located=True,
             ) from None
         except csv.Error as exc:
+            if "unexpected end of data" in str(exc):  # a quote never closed: say where it was
+                raise DatasetError(
+                    f"Dataset {name}: invalid CSV on line {opened[0]}: a quoted value that "
+                    f"starts in this record is never closed (the file ends inside it, on "
+                    f"line {reader.line_num})", file=name, located=True, line=opened[0],
+                    hint='close the quote; a quote inside a quoted value is written ""',
+                ) from None  # fmt: skip
             raise DatasetError(
                 f"Dataset {name}: invalid CSV on line {reader.line_num}: {exc}",
                 file=name,
@@ -76,12 +84,12 @@ def _first_non_utf8(path: Path) -> tuple[int, int] | None:
     return None
 
 
-def _records(reader: Any, name: str) -> Iterator[tuple[int, dict[str, str]]]:
+def _records(reader: Any, name: str, opened: list[int]) -> Iterator[tuple[int, dict[str, str]]]:
     header: list[str] | None = None
     start = 1
     for record in reader:
         line = start
-        start = reader.line_num + 1
+        start = opened[0] = reader.line_num + 1
         if not record or (len(record) == 1 and not record[0].strip()):
             continue
         if header is None:
@@ -101,6 +109,15 @@ def _records(reader: Any, name: str) -> Iterator[tuple[int, dict[str, str]]]:
 
 def _check_header(record: list[str], name: str, line: int) -> list[str]:
     header = [cell.strip() for cell in record]
+    separator = next((c for c in (";", "\t", "|") if len(header) == 1 and c in header[0]), None)
+    if separator is not None:  # a spreadsheet's CSV where the comma is the decimal mark
+        raise DatasetError(
+            f"Dataset {name}: the header is one column, {header[0][:80]!r}, holding "
+            f"{separator!r}: assay reads comma-separated CSV",
+            file=name, line=line, located=True,
+            hint="save the file with commas between values (a spreadsheet's \"CSV UTF-8 "
+            "(comma delimited)\"), or convert it to JSONL",
+        )  # fmt: skip
     seen: set[str] = set()
     for position, cell in enumerate(header, start=1):
         if not cell:

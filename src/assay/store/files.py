@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import IO, Any, Protocol
 
 from assay.errors import UsageError
+from assay.spec.ids import row_id_problem
 from assay.store.export import write_csv, write_jsonl, write_parquet
 from assay.store.infer import schema_of_file
 from assay.store.models import DatasetInfo, Example, SourceRow, VersionInfo
@@ -116,6 +117,23 @@ def import_file(
     chosen = schema or schema_of_file(file, id_field=id_field, display=str(file))
     rows = read_rows(file, schema=chosen, id_field=id_field, display=str(file))
     return chosen, store.import_dataset(name, chosen, rows, id_field=id_field)
+
+
+def row_id_warning(store: RowStore, name: str, version: int) -> str | None:
+    """What a task over version ``version`` of ``name`` would refuse: its example ids that
+    cannot name a row-task (:func:`assay.spec.ids.row_id_problem`), counted, the first one's
+    problem shown, with the fix; ``None`` when every id can."""
+    count, first = 0, None
+    for example in store.iter_examples(name, version):
+        problem = row_id_problem(example.example_id)
+        if problem is not None:
+            count += 1
+            first = first or problem
+    if first is None:
+        return None
+    return (f"{count} example id(s) of {name}@{version} cannot name a row-task, so a task over "
+            f"this dataset refuses it ({first}); import the rows with --id-field naming a "
+            "field whose values fit, or set the task's dataset.id_field to one")  # fmt: skip
 
 
 def read_id_list(path: Path) -> list[str]:

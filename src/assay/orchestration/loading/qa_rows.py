@@ -30,11 +30,11 @@ from assay.providers.pool import ModelKey
 from assay.qa import QaItem, QaSample, QaTemplates, build_item, normalize_sample, route
 from assay.qa.schema import lookup, own_sample_id
 from assay.spec.base import did_you_mean
+from assay.spec.ids import ID_PATTERN, MAX_ID_LENGTH
 from assay.spec.qa import QaConfig, QaJudge
-from assay.spec.task import ID_PATTERN, TaskDefinition
+from assay.spec.task import TaskDefinition
 
 RESERVED = frozenset({"suite.json", "suite.md", "prediction.jsonl", "metrics.json"})
-MAX_ID_LENGTH = 200
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.\-]+")
 
 

@@ -51,10 +51,10 @@ from assay.qa import QaItem, QaSample
 from assay.results.secrets import clip_head
 from assay.results.suite import DatasetRecord, FileRecord, SelectionRecord
 from assay.spec.criteria import ClassificationMatch, CriterionSpec
+from assay.spec.ids import ID_PATTERN, MAX_ID_LENGTH, RESERVED_ROW_IDS, row_id_problem
 from assay.spec.source import field_loc
-from assay.spec.task import ID_PATTERN, TaskDefinition
+from assay.spec.task import DatasetSpec, TaskDefinition
 
-ID_MESSAGE = f"must match {ID_PATTERN.pattern} (letters, digits, underscore, hyphen, dot)"
 _VALIDATED_FIELDS = (
     "path",
     "patterns",
@@ -72,8 +72,6 @@ _VALIDATED_FIELDS = (
     "skill_name",
     "args",
 )
-RESERVED_ROW_IDS = frozenset({"suite.json", "suite.md"})
-MAX_ID_LENGTH = 200
 
 
 @dataclass(frozen=True)
@@ -602,7 +600,8 @@ def check_row_ids(rows: Rows, loaded: LoadedTask) -> list[str]:
         row_id = str(value)
         if not match(row_id) or row_id in RESERVED_ROW_IDS or len(row_id) > MAX_ID_LENGTH:
             file, line = rows.origin(index)
-            raise DatasetError(_bad_id_message(row_id), file=file, line=line)
+            raise DatasetError(str(row_id_problem(row_id)), file=file, line=line,
+                               hint=_id_fix(spec))  # fmt: skip
         if row_id in seen:
             file, line = rows.origin(index)
             first_file, first_line = rows.origin(ids.index(row_id))
@@ -654,16 +653,13 @@ def _kind(value: Any) -> str:
     return "null" if value is None else "list" if isinstance(value, list) else "object"
 
 
-def _bad_id_message(row_id: str) -> str:
-    if row_id in RESERVED_ROW_IDS:
-        return f"Dataset row id {row_id!r} is the name of the suite's report file; rename the row"
-    if len(row_id) > MAX_ID_LENGTH:
-        return (
-            f"Dataset row id {clip_head(row_id, 40, '')!r}... is {len(row_id)} characters; "
-            f"the limit is "
-            f"{MAX_ID_LENGTH} (it names a folder)"
-        )
-    return f"Dataset row id {row_id!r} {ID_MESSAGE}"
+def _id_fix(spec: DatasetSpec) -> str | None:
+    """How to mend a store dataset whose example ids cannot name row-tasks."""
+    if spec.store is None:
+        return None
+    return (f"the ids are store dataset {spec.store}'s example ids: set dataset.id_field "
+            "to a field whose values fit, or import the rows again with --id-field naming "
+            "one")  # fmt: skip
 
 
 def check_placeholders(
