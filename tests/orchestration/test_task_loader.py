@@ -265,6 +265,23 @@ def test_an_alias_inside_its_own_value_is_an_error(tmp_path: Path) -> None:
     assert (error.line, error.field) == (6, "dataset.rows[0].text[0]")
 
 
+def test_yaml_dates_in_rows_are_iso_text_and_octal_is_warned(tmp_path: Path) -> None:
+    """The prompt got str(datetime) ('2024-01-02 03:04:05+00:00') while task.json recorded
+    '…T03:04:05Z'; 012 became 10 without a word."""
+    text = MINIMAL.replace("text: hello}", "text: hello, ts: 2024-01-02T03:04:05Z, "
+                           "day: 2024-01-02, zip: 012, kept: '012'}")  # fmt: skip
+    loaded = assay.load_task(write(tmp_path / "task.yaml", text))
+    assert loaded.definition.dataset is not None and loaded.definition.dataset.rows is not None
+    row = loaded.definition.dataset.rows[0]
+    assert (row["ts"], row["day"], row["zip"], row["kept"]) == (
+        "2024-01-02T03:04:05+00:00", "2024-01-02", 10, "012")  # fmt: skip
+    octal = [w for w in loaded.warnings if "octal" in w]
+    assert len(octal) == 1 and ":6: dataset.rows[0].zip: YAML reads an unquoted number " in (
+        octal[0])  # fmt: skip
+    binary = error_of(tmp_path, MINIMAL.replace("text: hello}", "text: !!binary aGVsbG8=}"))
+    assert "dataset.rows[0].text holds bytes data, which a row cannot hold" in binary.message
+
+
 def test_duplicate_yaml_key_is_an_error(tmp_path: Path) -> None:
     error = error_of(tmp_path, MINIMAL + "task_id: again\n")
     assert error.field == "task_id"

@@ -11,15 +11,13 @@ reader refuses NaN.
 
 from __future__ import annotations
 
-import datetime
-import math
 from collections.abc import Iterator
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 from assay.errors import DatasetError
 from assay.install import install_hint
+from assay.spec.json_values import to_json_value
 
 PARQUET_SUFFIXES = (".parquet", ".pq")
 ARROW_SUFFIXES = (".arrow", ".feather", ".ipc")
@@ -81,37 +79,19 @@ def iter_arrow(path: Path, *, display: str | None = None) -> Iterator[tuple[int,
 
 
 def json_value(value: Any, file: str, row: int, column: str) -> Any:
-    """One Arrow value as a JSON value (see the module docstring); the store's Parquet import
-    reads values by the same rule.
+    """One Arrow value as a JSON value (:func:`assay.spec.json_values.to_json_value`); the
+    store's Parquet import reads values by the same rule.
 
     Raises:
         DatasetError: NaN or an infinity, bytes or another value JSON cannot hold.
     """
-    if value is None or isinstance(value, bool | int | str):
-        return value
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise DatasetError(
-                f"Dataset {file}: row {row}, column '{column}' holds {value}, which is not a "
-                "JSON value", file=file, line=row, field=column,
-                hint="write null, or a string, in its place",
-            )  # fmt: skip
-        return value
-    if isinstance(value, Decimal):
-        return str(value)
-    if isinstance(value, datetime.datetime | datetime.date | datetime.time):
-        return value.isoformat()
-    if isinstance(value, datetime.timedelta):
-        return value.total_seconds()
-    if isinstance(value, dict):
-        return {str(k): json_value(v, file, row, column) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [json_value(v, file, row, column) for v in value]
-    raise DatasetError(
-        f"Dataset {file}: row {row}, column '{column}' holds {type(value).__name__} data, "
-        "which a row cannot hold", file=file, line=row, field=column,
-        hint="store text or numbers in that column",
-    )  # fmt: skip
+    try:
+        return to_json_value(value)
+    except ValueError as exc:
+        raise DatasetError(
+            f"Dataset {file}: row {row}, column '{column}' {exc}", file=file, line=row,
+            field=column, hint="write null, or a string, in its place",
+        ) from None  # fmt: skip
 
 
 __all__ = ["ARROW_SUFFIXES", "PARQUET_SUFFIXES", "is_arrow_file", "iter_arrow", "json_value"]

@@ -34,6 +34,9 @@ class YamlDocument:
     text: str
     data: Any
     lines: dict[Loc, int]
+    octal: tuple[Loc, ...] = ()
+    """Where an unquoted number with a leading zero (``012``) was read as YAML 1.1's octal
+    (10): a zip code or an id that lost its text, which a loader warns of."""
 
     def line_of(self, loc: Loc) -> int | None:
         """Return the line of ``loc`` or of its nearest ancestor that has one."""
@@ -101,11 +104,12 @@ def parse_yaml(text: str, *, path: Path) -> YamlDocument:
     """Parse YAML ``text`` that came from ``path`` (used only in messages)."""
     loader = _ValueChecking(text)
     lines: dict[Loc, int] = {}
+    octal: list[Loc] = []
     try:
         node = loader.get_single_node()
         if node is not None:  # before construction, which merges ``<<`` keys in place
             lines[()] = node.start_mark.line + 1
-            _collect_lines(node, (), lines, path, [MAX_NODES])
+            _collect_lines(node, (), lines, path, [MAX_NODES], octal=octal)
         data = loader.construct_document(node) if node is not None else None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
@@ -120,7 +124,7 @@ def parse_yaml(text: str, *, path: Path) -> YamlDocument:
         raise TaskFileError(f"invalid YAML: {exc}", file=path) from None
     finally:
         loader.dispose()
-    return YamlDocument(path=path, text=text, data=data, lines=lines)
+    return YamlDocument(path=path, text=text, data=data, lines=lines, octal=tuple(octal))
 
 
 class _ValueError(yaml.constructor.ConstructorError):
@@ -144,6 +148,9 @@ class _ValueChecking(_Loader):  # type: ignore[misc,valid-type]
                               if isinstance(node, yaml.ScalarNode) else None) from None  # fmt: skip
 
 
+_INT_TAG = "tag:yaml.org,2002:int"
+_OCTAL = re.compile(r"[-+]?0[0-7_]+")
+
 MAX_NODES = 1_000_000
 """The most values a task file may expand to; YAML aliases can make a small file expand
 exponentially ("billion laughs"), which would exhaust memory long before an error."""
@@ -156,6 +163,8 @@ def _collect_lines(
     path: Path,
     budget: list[int],
     inside: frozenset[int] = frozenset(),
+    *,
+    octal: list[Loc],
 ) -> None:
     budget[0] -= 1
     if budget[0] < 0:
@@ -171,13 +180,17 @@ def _collect_lines(
             hint="an alias (*name) may only repeat a value defined outside it",
         )  # fmt: skip
     inside = inside | {id(node)}
+    if isinstance(node, yaml.ScalarNode):
+        if not node.style and node.tag == _INT_TAG and _OCTAL.fullmatch(str(node.value)):
+            octal.append(loc)
+        return
     if isinstance(node, yaml.MappingNode):
         seen: dict[str, int] = {}
         for key_node, value_node in node.value:
             key = str(key_node.value)
             line = key_node.start_mark.line + 1
             if key_node.tag == "tag:yaml.org,2002:merge" or key == "<<":
-                _collect_lines(value_node, loc, {}, path, budget, inside)
+                _collect_lines(value_node, loc, {}, path, budget, inside, octal=octal)
                 continue
             if key in seen:
                 raise TaskFileError(
@@ -189,8 +202,8 @@ def _collect_lines(
                 )
             seen[key] = line
             lines[(*loc, key)] = line
-            _collect_lines(value_node, (*loc, key), lines, path, budget, inside)
+            _collect_lines(value_node, (*loc, key), lines, path, budget, inside, octal=octal)
     elif isinstance(node, yaml.SequenceNode):
         for index, item in enumerate(node.value):
             lines[(*loc, index)] = item.start_mark.line + 1
-            _collect_lines(item, (*loc, index), lines, path, budget, inside)
+            _collect_lines(item, (*loc, index), lines, path, budget, inside, octal=octal)

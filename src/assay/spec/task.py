@@ -34,6 +34,7 @@ from assay.spec.coding_agents import ClaudeCodeAgent, CodexAgent
 from assay.spec.criteria import LlmJudge, QaCriterion, check_relative_path
 from assay.spec.criterion_base import CriterionSpec
 from assay.spec.ids import ID_PATTERN, ID_RULE
+from assay.spec.json_values import to_json_value
 from assay.spec.price import ModelPrice
 from assay.spec.qa import QaConfig
 from assay.spec.record_cli import RecordCliRule, check_rules
@@ -633,6 +634,23 @@ class DatasetSpec(StrictModel):
     split_field: StrictStr = "split"
     sample_seed: StrictInt | None = None
     cluster_field: StrictStr | None = Field(default=None, min_length=1)
+
+    @field_validator("rows")
+    @classmethod
+    def _json_rows(cls, rows: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
+        """YAML's dates, times and binaries as the JSON values a file's rows hold."""
+        if rows is None:
+            return None
+        out = []
+        for index, row in enumerate(rows):
+            converted = {}
+            for key, value in row.items():
+                try:
+                    converted[str(key)] = to_json_value(value)
+                except ValueError as exc:
+                    raise ValueError(f"dataset.rows[{index}].{key} {exc}") from None
+            out.append(converted)
+        return out
 
     @model_validator(mode="after")
     def _check_source(self) -> DatasetSpec:

@@ -247,6 +247,9 @@ def _validated(document: YamlDocument, data: dict[str, Any], placed: tuple[Overr
     check_reference(definition, base_dir=base_dir, display=display, document=document)
     check_read_only(definition, base_dir=base_dir, display=display, document=document)
     check_qa(definition, base_dir=base_dir, display=display, document=document)
+    warnings += [f"{display}:{document.line_of(loc) or '?'}: {field_path(loc)}: YAML reads "
+                 "an unquoted number with a leading zero as octal (012 is 10); quote it to "
+                 "keep its text" for loc in document.octal]  # fmt: skip
     warnings += lint_placeholders(data, definition, display=display, document=document)
     warnings += agent_criteria_warnings(definition, display=display, document=document)
     warnings += _isolation_unused(definition, display=display, document=document)
