@@ -241,10 +241,28 @@ def test_a_damaged_or_missing_list_of_selected_rows_is_a_clear_error(tmp_path: P
     assert not (run_dir / "default/drift/r4/00/task.json").exists()  # nothing ran
 
 
-def test_rows_yaml_reads_as_dates_or_infinities_report_as_they_ran(tmp_path: Path) -> None:
+def test_rows_yaml_reads_as_dates_report_as_they_ran_and_infinities_are_refused(
+    tmp_path: Path,
+) -> None:
     import hashlib
 
     rows = "[{id: a, v: 2024-01-02, n: 1}, {id: b, v: 2024-01-02 03:04:05}, {id: c, v: .inf}]"
+    write(
+        tmp_path / "inf.yaml",
+        f"""\
+task_id: dated
+description: a row YAML reads as an infinity, which no JSON row holds
+initial_prompt: "say hi"
+agent: {{type: command, command: "echo hi"}}
+dataset: {{rows: {rows}}}
+success_criteria:
+  - {{type: response_match, expected: hi}}
+""",
+    )
+    refused = assay("run", "inf.yaml", "-q", cwd=tmp_path)  # as a JSONL file's Infinity is
+    assert refused.returncode == 2
+    assert "dataset.rows[2].v holds inf, which is not a JSON value" in refused.stderr
+    rows = rows.replace(", {id: c, v: .inf}", "")
     write(
         tmp_path / "task.yaml",
         f"""\

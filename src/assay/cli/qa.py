@@ -84,8 +84,7 @@ def convert(
     ] = None,
     limit: Annotated[int | None, typer.Option(min=1, help="Convert only the first N rows.")] = None,
 ) -> None:
-    """Convert INPUT (choices, answer lists, SQuAD, GSM8K; .csv is read as CSV, anything else as
-    JSONL) into the QA schema."""
+    """Convert INPUT (CSV or JSONL: choices, answer lists, SQuAD, GSM8K) into the QA schema."""
     from assay.api.tools import convert_qa
 
     with user_errors():
