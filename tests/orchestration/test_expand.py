@@ -248,3 +248,30 @@ def test_task_without_dataset_is_one_row_task(tmp_path: Path) -> None:
     expansion = expand(path)
     assert [t.task_id for t in expansion.row_tasks] == ["solo"]
     assert expansion.row_tasks[0].suite_id is None
+
+
+@pytest.mark.parametrize(
+    ("criterion", "value", "reason"),
+    [
+        ("{type: llm_judge, model: mock/j.yaml, prompt: 'grade ${response}', files: ['${row.f}']}",
+         "$TASK_DIR/../outside/secret.txt", "leaves the task folder"),
+        ("{type: reference_comparison, agent_file: out.py, reference_file: '${row.f}'}",
+         "../../outside/secret.txt", "leaves the sandbox"),
+        ("{type: reference_comparison, agent_file: out.py, reference_file: '${row.f}'}",
+         "/etc/passwd", "is absolute"),
+        ("{type: pylint_score, path: x.py, rcfile: '${row.f}'}", "../../rc", "leaves the sandbox"),
+    ],
+)  # fmt: skip
+def test_a_path_a_row_gives_is_checked_as_one_written_in_the_file(
+    tmp_path: Path, criterion: str, value: str, reason: str
+) -> None:
+    """A row's value reached llm_judge's files and reference_comparison's reference_file
+    unchecked: a dataset row made assay read any file and send it to the judge."""
+    jsonl(tmp_path / "tasks" / "s.jsonl", [{"id": "r1", "text": "t", "f": value}])
+    (tmp_path / "tasks" / "ref").mkdir()
+    text = (HEAD + "dataset:\n  paths: [s.jsonl]\nreference: {directory: ref}\n"
+            f"success_criteria:\n  - {criterion}\n")  # fmt: skip
+    with pytest.raises(DatasetError) as caught:
+        expand(write(tmp_path / "tasks" / "task.yaml", text))
+    assert "is invalid for this row after substitution" in caught.value.message
+    assert reason in caught.value.message and caught.value.row_id == "r1"

@@ -55,8 +55,15 @@ from assay.spec.ids import ID_PATTERN, MAX_ID_LENGTH, RESERVED_ROW_IDS, row_id_p
 from assay.spec.source import field_loc
 from assay.spec.task import DatasetSpec, TaskDefinition
 
-_VALIDATED_FIELDS = (
+_VALIDATED_FIELDS = (  # every field with a check of its own (a path that leaves, a pattern)
     "path",
+    "rcfile",
+    "log",
+    "files",
+    "agent_file",
+    "reference_file",
+    "agent_name",
+    "model",
     "patterns",
     "expected",
     "expected_stdout",
