@@ -52,6 +52,23 @@ KEY = "sk-proj-Zq81vXw2LmN4pR7tY0uB3cD6"
         ("CLAUDE_CODE_MAX_OUTPUT_TOKENS", False),  # a setting, not a credential
         ("MAX_TOKENS", False),
         ("PATCH_LEVEL", False),
+        # common credential names a security review found passed to agents in clear
+        ("SMTP_PASS", True),
+        ("DB_PASS", True),
+        ("GOOGLE_CREDENTIALS", True),  # Terraform's: a whole service-account key
+        ("NPM_AUTH", True),
+        ("BASIC_AUTH", True),
+        ("PASSPHRASE", True),
+        ("AUTH_HEADER", True),
+        ("SESSION_COOKIE", True),
+        ("MY_API_KEY_1", True),
+        ("DB_PASSWORD2", True),
+        ("SSH_PRIVATE_KEY_PATH", True),
+        ("ASSAY_ENV_PASSTHROUGH", False),
+        ("BYPASS_CACHE", False),
+        ("GIT_AUTHOR_NAME", False),
+        ("SSH_AUTH_SOCK", False),
+        ("COLUMNS", False),
     ],
 )
 def test_secret_names(name: str, secret: bool) -> None:

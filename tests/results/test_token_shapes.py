@@ -63,6 +63,40 @@ def test_unquoted_aws_secret_keys_and_bare_npm_tokens_are_redacted_and_found(
     assert {line for line, _ in found} == {2}
 
 
+@pytest.mark.parametrize(
+    ("text", "marker"),
+    [("SKe60caea63367c29a80b21ead8f062d15", "twilio-key"),
+     ("ACa4f4ef27e9589c6948f6d30c01c3f252", "twilio-key"),
+     ("edc87ff4adfa36d0840164709ab7f3f3-us12", "mailchimp-key"),
+     ("146166823:AAZcmzTUoRyj9nde9syxoAwuKmhr7jmPY72", "telegram-token"),
+     ("AKCor89QtvnQzKlIeyGFPnShWzKbhNgVpqCzGdWmPyagqqr5vJIGA9HK2gOCZPeJMQW9cy78k",
+      "artifactory-token"),
+     ("secret_access_key = cf5f1dfd9c9b9f89900715dc1ac1a27df8713e4731de361b", "ibm-cos-hmac"),
+     ("Authorization: Bearer Ab3Cd5Ef7Gh9Ij1Kl2Mn4Op6Qr8St0Uv", "bearer-token"),
+     ("dop_v1_" + "a1b2c3d4" * 8, "digitalocean-token"),
+     ("dapi0123456789abcdef0123456789abcdef", "databricks-token"),
+     ("shpat_0123456789abcdef0123456789abcdef", "shopify-token")],
+)  # fmt: skip
+def test_more_detect_secrets_shapes_and_service_tokens_are_redacted_and_found(
+    text: str, marker: str
+) -> None:
+    """A security review wrote each of these in clear with the scan passing (Twilio,
+    Mailchimp, Telegram, Artifactory and IBM COS HMAC are detect-secrets detectors)."""
+    redacted = Redactor().redact(f"a {text} b")
+    assert f"[redacted:{marker}]" in redacted, redacted
+    assert len(scan_buffer(f"x\n{text}\n".encode(), Redactor())) == 1
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["xSKe60caea63367c29a80b21ead8f062d15",  # inside a word
+     "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855-us1",  # a sha256
+     "12345678:AAshort", "the bearer of bad news", "zdapi0123456789abcdef0123456789abcdef"],
+)  # fmt: skip
+def test_the_new_shapes_leave_ordinary_text_alone(text: str) -> None:
+    assert Redactor().redact(text) == text
+
+
 def test_ordinary_run_content_sets_off_no_library_shape() -> None:
     rows = [json.dumps({"row_id": f"r{i}", "uuid": str(uuid.uuid5(uuid.NAMESPACE_URL, str(i))),
                         "content_hash": hashlib.sha256(str(i).encode()).hexdigest(),

@@ -2,16 +2,19 @@
 out of everything assay writes and prints.
 
 A variable holds a secret when its name (compared in upper case) ends in one of
-:data:`SECRET_SUFFIXES` (``_KEY``, ``_TOKEN``, ``_PASSWORD``, ``_PWD``, ``_PAT``, ``_DSN``,
-...), contains ``SECRET``, ``PASSWORD``, ``PASSWD`` or ``TOKEN`` (not ``TOKENS`` or
-``TOKENIZER``: ``CLAUDE_CODE_MAX_OUTPUT_TOKENS`` and ``TOKENIZERS_PARALLELISM`` are
-settings), or is one of :data:`PROVIDER_CREDENTIALS` (the credential variables of the model
-providers, agent CLIs and database clients assay knows); a task adds the variables it names
-in ``api_key_env``. The secrets of a URL in any variable or ``base_url`` are secrets too
-(:func:`url_secrets`): its password (``scheme://user:password@host``, ``?password=...``),
-and for a web URL the token of ``https://TOKEN@host`` and its query values (``?key=...``, an
-Azure SAS's ``sig``), so ``https://[redacted:base_url]@host/v1?key=[redacted:base_url]`` is
-what assay writes and prints.
+:data:`SECRET_SUFFIXES` (``_KEY``, ``_TOKEN``, ``_PASSWORD``, ``_PASS``, ``_PWD``, ``_PAT``,
+``_DSN``, ``_AUTH``, ``_CREDENTIALS``, ``_COOKIE``, ...), contains ``SECRET``, ``PASSWORD``,
+``PASSWD``, ``PASSPHRASE``, ``CREDENTIAL``, ``API_KEY``, ``PRIVATE_KEY``, ``AUTH_HEADER``,
+``AUTHORIZATION``, ``PASS`` as a word or ``TOKEN`` (not ``TOKENS`` or ``TOKENIZER``:
+``CLAUDE_CODE_MAX_OUTPUT_TOKENS`` and ``TOKENIZERS_PARALLELISM`` are settings), ignoring a
+trailing number (``MY_API_KEY_1``), or is one of :data:`PROVIDER_CREDENTIALS` (the
+credential variables of the model providers, agent CLIs and database clients assay knows); a
+task adds the variables it names in ``api_key_env``. The secrets of a URL in any variable or
+``base_url`` are secrets too (:func:`url_secrets`): its password
+(``scheme://user:password@host``, ``?password=...``), and for a web URL the token of
+``https://TOKEN@host`` and its query values (``?key=...``, an Azure SAS's ``sig``), so
+``https://[redacted:base_url]@host/v1?key=[redacted:base_url]`` is what assay writes and
+prints.
 
 A :class:`Redactor` holds every known secret value with the name it came from and replaces
 each occurrence by ``[redacted:NAME]``. It is built once per run and held by the run's one
@@ -58,11 +61,21 @@ SECRET_SUFFIXES = (
     "_SECRET",
     "_PASSWORD",
     "_PASSWD",
+    "_PASS",
     "_PWD",
     "_PAT",
     "_DSN",
+    "_AUTH",
+    "_CREDENTIAL",
+    "_CREDENTIALS",
+    "_COOKIE",
 )
-_SECRET_WORDS = re.compile(r"SECRET|PASSWORD|PASSWD|TOKEN(?!S|IZ)")
+_SECRET_WORDS = re.compile(
+    r"SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|TOKEN(?!S|IZ)|API_?KEY|PRIVATE_?KEY"
+    r"|AUTH_HEADER|AUTHORIZATION|(?:^|_)PASS(?:_|$)"
+)
+_NUMBERED = re.compile(r"_?\d+$")
+"""A numbered copy (``MY_API_KEY_1``, ``DB_PASSWORD2``) is read as its name without the number."""
 
 PROVIDER_CREDENTIALS = frozenset(
     {
@@ -105,7 +118,7 @@ connection string (``host=db password=pw``)."""
 
 def is_secret_name(name: str) -> bool:
     """True when the variable ``name`` holds a secret by its name (see the module docstring)."""
-    upper = name.upper()
+    upper = _NUMBERED.sub("", name.upper())
     return (
         upper.endswith(SECRET_SUFFIXES)
         or _SECRET_WORDS.search(upper) is not None

@@ -62,11 +62,29 @@ class KeyShape:
     prefixes: tuple[bytes, ...]
     pattern: re.Pattern[bytes]
     body_only: bool = False
+    anchor: tuple[bytes, int, int] | None = None
+    """``(literal, before, after)`` of a shape with no literal at its start: it is matched
+    only in a window of ``before`` bytes before each ``literal`` and ``after`` bytes from
+    it (the ``re`` module searches a pattern that starts with a literal fast, others not)."""
+
+    def _matches(self, data: Buffer) -> Iterator[re.Match[bytes]]:
+        if self.anchor is None:
+            yield from self.pattern.finditer(data)
+            return
+        literal, before, after = self.anchor
+        found, end = data.find(literal), -1
+        while found != -1:
+            match = self.pattern.search(data, max(found - before, end, 0),
+                                        min(found + after + 1, len(data)))  # fmt: skip
+            if match is not None:
+                end = match.end()
+                yield match
+            found = data.find(literal, found + 1)
 
     def hits(self, data: Buffer) -> Iterator[TokenHit]:
         """Every token of this shape in ``data``."""
         kind = f"a string shaped like {self.kind}"
-        for match in self.pattern.finditer(data):
+        for match in self._matches(data):
             has_body = "body" in self.pattern.groupindex
             if has_body and not looks_random(match["body"]):
                 continue
@@ -77,8 +95,9 @@ class KeyShape:
 
 
 def _shape(kind: str, name: str, prefixes: tuple[bytes, ...], pattern: bytes,
-           *, body_only: bool = False) -> KeyShape:  # fmt: skip
-    return KeyShape(kind, name, prefixes, re.compile(pattern), body_only)
+           *, body_only: bool = False,
+           anchor: tuple[bytes, int, int] | None = None) -> KeyShape:  # fmt: skip
+    return KeyShape(kind, name, prefixes, re.compile(pattern), body_only, anchor)
 
 
 KEY_SHAPES: tuple[KeyShape, ...] = (
@@ -114,6 +133,32 @@ KEY_SHAPES: tuple[KeyShape, ...] = (
             b"SECRET_KEY", b"secret_key"),
            rb"(?i)(?:secret_?access_?key|aws_?secret_?key)[\"']?\s*[=:]\s*[\"']?"
            rb"(?P<body>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])", body_only=True),
+    # detect-secrets' Twilio, Mailchimp, Telegram, Artifactory and IBM COS HMAC detectors,
+    # tightened to whole words and random bodies (their own patterns also match inside
+    # hashes and prose), each led by its literal so a text is searched fast
+    _shape("a Twilio API key", "twilio-key", (b"AC", b"SK"),
+           rb"(?:AC|SK)(?<![A-Za-z0-9]..)(?P<body>[a-f0-9]{32})(?![A-Za-z0-9])"),
+    _shape("a Mailchimp access key", "mailchimp-key", (b"-us",),
+           rb"(?<![A-Za-z0-9])(?P<body>[0-9a-f]{32})-us[0-9]{1,2}(?![A-Za-z0-9])",
+           anchor=(b"-us", 32, 6)),
+    _shape("a Telegram bot token", "telegram-token", (b":AA",),
+           rb"(?<![0-9])[0-9]{8,10}:(?P<body>AA[0-9A-Za-z_\-]{33})(?![0-9A-Za-z_\-])",
+           anchor=(b":AA", 10, 37)),
+    _shape("an Artifactory token", "artifactory-token", (b"AKC",),
+           rb"AKC(?<![A-Za-z0-9]...)(?P<body>[A-Za-z0-9]{10,})"),
+    _shape("IBM COS HMAC credentials", "ibm-cos-hmac", (b"ecret", b"ECRET"),
+           rb"(?i)secret[-_]?(?:access)?[-_]?key[\"']?\s*[=:]\s*[\"']?"
+           rb"(?P<body>[a-f0-9]{48})(?![A-Za-z0-9])", body_only=True),
+    # tokens of other services with a fixed start, and a bearer token after its scheme
+    _shape("a DigitalOcean token", "digitalocean-token", (b"_v1_",),
+           rb"do[opr]_v1_(?<![A-Za-z0-9_\-+/]do._v1_)(?P<body>[a-f0-9]{64})"),
+    _shape("a Databricks token", "databricks-token", (b"dapi",),
+           rb"dapi(?<![A-Za-z0-9]dapi)(?P<body>[a-f0-9]{32})(?:-[0-9])?(?![A-Za-z0-9])"),
+    _shape("a Shopify token", "shopify-token", (b"shp",),
+           rb"shp(?:at|ca|pa|ss)_(?<![A-Za-z0-9_\-+/]shp.._)(?P<body>[a-fA-F0-9]{32})"),
+    _shape("a bearer token", "bearer-token", (b"Bearer", b"bearer", b"BEARER"),
+           rb"(?i)bearer(?<![A-Za-z0-9]bearer)\s+(?P<body>[A-Za-z0-9._~+/\-]{20,}=*)",
+           body_only=True),
     _shape("a URL's userinfo token or password", "url-credential", (b"://",),
            rb"://(?:[^\s/@:'\"<>\[\]]*:)?(?P<body>[^\s/@:'\"<>\[\]]{8,})@", body_only=True),
     _shape("a credential in a URL's query", "url-credential",
@@ -216,9 +261,10 @@ LIBRARY_PLUGINS: tuple[tuple[str, tuple[bytes, ...], bool], ...] = (
 """The ``detect-secrets`` plugins used (``module.Class`` under ``detect_secrets.plugins``)
 with the literals one of their matches must contain (those of token shapes with a fixed
 prefix or structure) and whether a match must be a whole word. Left out: keyword and
-entropy plugins and loose shapes (Artifactory ``AP…``, Telegram ``digits:…``, Discord,
-public IPs), which ordinary run content (row hashes, timestamps, transcripts) would set off
-or which no literal narrows (slow)."""
+entropy plugins and loose shapes (Artifactory ``AP…``, Discord, public IPs), which ordinary
+run content (row hashes, timestamps, transcripts) would set off or which no literal narrows
+(slow); Twilio, Mailchimp, Telegram (``digits:AA…``), Artifactory ``AKC…`` and IBM COS HMAC
+are :data:`KEY_SHAPES`, tightened to whole words and led by their literals."""
 _LIBRARY_PREFIXES = tuple(p for _, prefixes, _ in LIBRARY_PLUGINS for p in prefixes)
 
 
