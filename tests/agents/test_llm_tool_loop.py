@@ -593,3 +593,38 @@ def test_the_text_protocol_reads_each_block_as_far_as_its_json_goes(
     for call, (_, arguments) in zip(found, calls, strict=True):
         if arguments is not None:
             assert json.loads(call.arguments) == arguments
+
+
+PEEK = """\
+replies:
+  - match: "Write the greeting"
+    steps:
+      - tool: run_command
+        input: {command: "cat \\"$ASSAY_TASK_DIR/answers.txt\\" || echo hidden"}
+      - tool: submit_answer
+        input: {answer: "done"}
+"""
+
+
+def test_the_task_folder_is_hidden_from_the_own_agents_commands(tmp_path: Path) -> None:
+    """The task folder holds the dataset and its answers: hidden from a coding agent's CLI,
+    it was shown to assay's own agent's run_command (a security review read the answers)."""
+    write(tmp_path / "answers.txt", "EXPECTED_ANSWER_42\n")
+    criteria = "  - {type: response_match, expected: done}\n"
+    code, run_dir, stderr = run_task(tmp_path, PEEK, driver="bwrap", criteria=criteria)
+    log = (run_dir / "default/tools/a/00/task.log").read_text()
+    assert "EXPECTED_ANSWER_42" not in log and "hidden" in log, log
+    assert code == 0, stderr
+
+
+@pytest.mark.docker
+def test_the_task_folder_is_hidden_from_the_own_agents_commands_in_docker(
+    tmp_path: Path, docker_image: tuple[object, str]
+) -> None:
+    write(tmp_path / "answers.txt", "EXPECTED_ANSWER_42\n")
+    criteria = "  - {type: response_match, expected: done}\n"
+    driver = f"docker, docker: {{image: '{docker_image[1]}'}}"
+    code, run_dir, stderr = run_task(tmp_path, PEEK, driver=driver, criteria=criteria)
+    log = (run_dir / "default/tools/a/00/task.log").read_text()
+    assert "EXPECTED_ANSWER_42" not in log and "hidden" in log, log
+    assert code == 0, stderr

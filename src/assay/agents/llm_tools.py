@@ -138,8 +138,9 @@ class SandboxTools:
 
     async def _run(self, command: str, timeout: float) -> ToolRun:
         self.commands += 1
+        # agent=True: the task folder (the dataset, its answers) hidden, as from a CLI's
         result = await self.sandbox.run(command, env=self.env, timeout=timeout,
-                                        log_name=f"tool-{self.commands}")  # fmt: skip
+                                        log_name=f"tool-{self.commands}", agent=True)  # fmt: skip
         self.dropped += result.dropped
         self.logs += [path.name for path in result.logs]
         if result.timed_out:

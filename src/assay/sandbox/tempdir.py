@@ -120,10 +120,13 @@ class Sandbox:
         readable: tuple[Path, ...] = (),
         writable: tuple[Path, ...] = (),
         log_name: str | None = None,
+        agent: bool = False,
     ) -> ProcessResult:
         """Run a shell command (or an argv list) in the sandbox's folder, inside its jail
         when it has one; ``readable`` are more host folders the program may read there (a
-        tool it runs), ``writable`` more folders it may write.
+        tool it runs), ``writable`` more folders it may write; ``agent``: a program the
+        agent chose (assay's own agent's ``run_command``), which the jail treats as a coding
+        agent's: the task file's folder (the dataset and its answers) stays hidden.
 
         A stream longer than ``max_output_bytes`` is written whole to ``logs`` as
         ``<log_name>.stdout.log``/``.stderr.log`` (``command-N`` when ``None``), on every
@@ -141,7 +144,7 @@ class Sandbox:
         else:
             argv = ["/bin/sh", "-c", command] if isinstance(command, str) else command
             program, inner = self.jail.command(argv, env=env, cwd=self.root, readable=readable,
-                                               writable=writable)  # fmt: skip
+                                               writable=writable, agent=agent)  # fmt: skip
         if self.groups is None:
             return await run_process(program, cwd=self.root, env=inner, timeout=timeout,
                                      stdin=stdin, max_output_bytes=cap, logs=logs)  # fmt: skip
