@@ -29,6 +29,7 @@ from assay.providers.http import ShardedClient
 from assay.providers.retry import TransientModelError, is_retryable_status, parse_retry_after
 from assay.providers.wire import WireError
 from assay.providers.wire import chat as chat_wire
+from assay.providers.wire.common import text_of
 from assay.results.secrets import clip_head
 from assay.results.transcript import PROVIDER_REFUSALS
 
@@ -202,15 +203,29 @@ def _read_choice(
         TransientModelError: the body is not the documented shape (a truncated or garbled
             reply from a proxy).
     """
+    if isinstance(data, dict) and "choices" not in data and data.get("error"):
+        raise TransientModelError(f"{name}: the server answered 200 with an error: "
+                                  f"{_error_message(data['error'])}")  # fmt: skip
     try:
         choice = data["choices"][0]
-        text = choice["message"]["content"] if chat else choice["text"]
+        raw = choice["message"] if chat else choice["text"]
     except (KeyError, IndexError, TypeError) as exc:
         raise TransientModelError(f"{name}: the response has no choice: {exc!r}") from exc
     finish = choice.get("finish_reason")
-    if chat:
-        text, finish = chat_wire.refusal_of(choice["message"], finish)
-    return text or "", _usage(data.get("usage")), finish, data.get("model")
+    try:  # a list of text parts, as some gateways answer, is its text
+        if chat:
+            text, finish = chat_wire.refusal_of(raw, finish)
+        else:
+            text = text_of(raw, where="choices[0].text")
+    except WireError as exc:
+        raise ModelError(f"{name}: the reply is not text: {exc}") from None
+    return text, _usage(data.get("usage")), finish, data.get("model")
+
+
+def _error_message(error: Any) -> str:
+    """The message of a body's ``error`` (an object with ``message``, or text)."""
+    text = error.get("message") if isinstance(error, dict) else error
+    return clip_head(str(text or error), 300, "...")
 
 
 def _usage(usage: Any) -> Usage | None:

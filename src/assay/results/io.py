@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import threading
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -34,6 +35,9 @@ if TYPE_CHECKING:  # pydantic is imported when a file is first written: not to p
     from assay.results.secret_scan import SecretFinding
 
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0)
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def write_text_atomic(path: Path, text: str, *, redactor: Redactor | None) -> None:
@@ -54,7 +58,7 @@ def write_text_atomic(path: Path, text: str, *, redactor: Redactor | None) -> No
 def write_text(path: Path, text: str, *, redactor: Redactor | None) -> None:
     """Write ``text`` to ``path`` (UTF-8, no newline translation; a lone surrogate is written
     as a backslash escape, a known secret as its marker), creating parent directories; not
-    atomic.
+    atomic (a JSON file holds U+FFFD in its place: :func:`without_surrogates`).
 
     For a row's files written before its ``task.json``, which alone marks the row finished:
     a kill mid-way leaves a row without ``task.json``, which a resumed run runs again. Plain
@@ -154,6 +158,19 @@ def check_writable_folder(folder: Path, what: str) -> None:
         raise UsageError(f"{what}: cannot write in {folder}: {exc.strerror or exc}") from None
 
 
+def without_surrogates(data: Any) -> Any:
+    """``data`` (JSON data) with every lone surrogate in its strings and keys replaced by
+    U+FFFD: a model's reply cut inside an emoji (``"\\ud800"``, valid JSON) that UTF-8, and so
+    every JSON file, cannot hold."""
+    if isinstance(data, str):
+        return _LONE_SURROGATE.sub("\ufffd", data)
+    if isinstance(data, dict):
+        return {without_surrogates(k): without_surrogates(v) for k, v in data.items()}
+    if isinstance(data, list | tuple):
+        return [without_surrogates(v) for v in data]
+    return data
+
+
 def dumps(data: Any, *, compact: bool = False) -> str:
     """JSON text with two-space indent (or compact) and a newline.
 
@@ -170,7 +187,11 @@ def dumps(data: Any, *, compact: bool = False) -> str:
         return json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":")) + "\n"
     import pydantic_core
 
-    text = pydantic_core.to_json(data, indent=2, inf_nan_mode="constants").decode("utf-8")
+    try:
+        text = pydantic_core.to_json(data, indent=2, inf_nan_mode="constants").decode("utf-8")
+    except pydantic_core.PydanticSerializationError:  # a lone surrogate: U+FFFD in its place
+        data = without_surrogates(data)
+        text = pydantic_core.to_json(data, indent=2, inf_nan_mode="constants").decode("utf-8")
     if "NaN" in text or "Infinity" in text:
         json.dumps(data, allow_nan=False)  # raises ValueError on a real NaN or infinity
     return text + "\n"
@@ -205,8 +226,13 @@ def write_model_atomic(path: Path, model: BaseModel, *, redactor: Redactor | Non
     Result models reject NaN and infinities when built (``allow_inf_nan=False``), so the
     output never holds them.
     """
-    text = redact_json(model.model_dump_json(indent=2) + "\n", redactor)
-    write_text_atomic(path, text, redactor=None)  # redacted as data above
+    from pydantic_core import PydanticSerializationError
+
+    try:
+        text = model.model_dump_json(indent=2) + "\n"
+    except PydanticSerializationError:  # a lone surrogate (see without_surrogates)
+        text = dumps(without_surrogates(model.model_dump(mode="json")))
+    write_text_atomic(path, redact_json(text, redactor), redactor=None)  # redacted as data
 
 
 @dataclass(frozen=True)

@@ -277,7 +277,7 @@ def refusal_of(message: Any, finish: str | None) -> tuple[str, str | None]:
     refusal = message.get("refusal") if isinstance(message, dict) else None
     if not content and isinstance(refusal, str) and refusal.strip():
         return refusal, "refusal"
-    return content or "", finish
+    return text_of(content, where="choices[0].message.content"), finish
 
 
 def response_from_wire(data: Any) -> ModelResponse:

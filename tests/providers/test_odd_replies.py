@@ -1,0 +1,63 @@
+"""Replies a gateway gives that the documented shape does not (a platform engineer's
+break-test with fake OpenAI-compatible gateways): each is one row's outcome, never the run's
+crash, and nothing the row finished is lost."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from tests.cli.test_run import assay, latest
+from tests.helpers import write
+from tests.openai_server import Fault, scripted_server
+
+
+def _body(content: Any) -> str:
+    return json.dumps({"id": "x", "object": "chat.completion", "model": "m", "choices": [
+        {"index": 0, "finish_reason": "stop",
+         "message": {"role": "assistant", "content": content}}],
+        "usage": {"prompt_tokens": 7, "completion_tokens": 2, "total_tokens": 9}})  # fmt: skip
+
+
+REPLIES = {
+    "parts": Fault(body=_body([{"type": "text", "text": "positive"}])),  # a list of parts
+    "cut": Fault(body=_body("positive \ud800 x")),  # a lone surrogate: an emoji cut short
+    "errorbody": Fault(body=json.dumps({"error": {"message": "upstream overloaded"}})),
+    "number": Fault(body=_body(123)),
+    "plain": "positive",
+}
+
+TASK = """\
+task_id: odd
+description: replies of odd shapes
+initial_prompt: "review ${{row.id}}"
+agent: {{type: llm, model: openai/m, base_url: "{url}", api_key_env: ODD_KEY}}
+dataset:
+  rows: [{{id: parts}}, {{id: cut}}, {{id: errorbody}}, {{id: number}}, {{id: plain}}]
+success_criteria:
+  - {{type: response_match, expected: positive}}
+"""
+
+
+def test_odd_replies_are_rows_outcomes_and_every_row_is_written(tmp_path: Path) -> None:
+    def reply(body: dict[str, Any]) -> str | Fault:
+        return REPLIES[body["messages"][-1]["content"].removeprefix("review ")]
+
+    with scripted_server(reply) as server:
+        write(tmp_path / "task.yaml", TASK.format(url=server.base_url))
+        done = assay("run", "task.yaml", "--max-retries", "0", cwd=tmp_path,
+                     env={"ODD_KEY": "k-odd-0123456789"})  # fmt: skip
+    assert "Traceback" not in done.stderr, done.stderr
+    run_dir = latest(tmp_path)
+    rows = {}
+    for name in REPLIES:  # every row has its files (a reply that cannot be written lost one)
+        rows[name] = json.loads((run_dir / f"default/odd/{name}/00/task.json").read_text())
+    status = {name: row["final_status"] for name, row in rows.items()}
+    assert status == {"parts": "SUCCESS", "cut": "FAILURE", "errorbody": "ERROR",
+                      "number": "ERROR", "plain": "SUCCESS"}  # fmt: skip
+    assert (run_dir / "default/odd/cut/00/response.txt").read_text() == "positive \\ud800 x"
+    assert "the server answered 200 with an error: upstream overloaded" in (
+        rows["errorbody"]["error_message"])  # fmt: skip
+    assert "the reply is not text" in rows["number"]["error_message"]
+    assert json.loads((run_dir / "run.json").read_text())["tasks_run"] == 5
