@@ -61,3 +61,39 @@ def test_odd_replies_are_rows_outcomes_and_every_row_is_written(tmp_path: Path) 
         rows["errorbody"]["error_message"])  # fmt: skip
     assert "the reply is not text" in rows["number"]["error_message"]
     assert json.loads((run_dir / "run.json").read_text())["tasks_run"] == 5
+
+
+ANTHROPIC = {
+    "malformed": Fault(body='{"id": "x", "content": [ {"type": '),
+    "html": Fault(body="<html>gateway error</html>"),
+    "errorbody": Fault(body=json.dumps({"error": {"type": "overloaded_error",
+                                                  "message": "upstream overloaded"}})),
+}  # fmt: skip
+
+
+def test_an_anthropic_reply_that_is_not_a_message_is_retried_and_named(tmp_path: Path) -> None:
+    """They were "internal error in agent llm" with a traceback, and never retried."""
+
+    def reply(body: dict[str, Any]) -> str | Fault:
+        return ANTHROPIC[body["messages"][-1]["content"].removeprefix("review ")]
+
+    with scripted_server(reply) as server:
+        task = (TASK.replace("openai/m", "anthropic/claude-x")
+                .replace("{url}", server.base_url.removesuffix("/v1"))
+                .replace("[{{id: parts}}, {{id: cut}}, {{id: errorbody}}, {{id: number}}, "
+                         "{{id: plain}}]", "[{{id: malformed}}, {{id: html}}, {{id: errorbody}}]")
+                .format())  # fmt: skip
+        write(tmp_path / "task.yaml", task)
+        done = assay("run", "task.yaml", "--max-retries", "1", cwd=tmp_path,
+                     env={"ODD_KEY": "k-odd-0123456789"})  # fmt: skip
+        calls = len(server.requests)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert calls == 6  # each row's call was tried twice
+    for name, words in [
+        ("malformed", "unreadable response"),
+        ("html", "unreadable response"),
+        ("errorbody", "answered 200 with an error: upstream overloaded"),
+    ]:
+        row = json.loads((latest(tmp_path) / f"default/odd/{name}/00/task.json").read_text())
+        assert row["final_status"] == "ERROR" and words in row["error_message"], row
+        assert "internal error" not in row["error_message"]

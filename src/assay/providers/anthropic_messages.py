@@ -249,10 +249,24 @@ class AnthropicModel:
             raise TransientModelError(f"{self.name}: cannot reach the API: {exc}") from exc
         except anthropic.AnthropicError as exc:
             raise ModelError(f"{self.name}: {exc}") from exc
+        except ValueError as exc:  # a 200 whose body is not JSON (a proxy's page, a cut body)
+            raise TransientModelError(f"{self.name}: unreadable response: {exc}") from exc
         seconds = time.perf_counter() - started
+        if not isinstance(getattr(result, "content", None), list) or result.usage is None:
+            raise TransientModelError(f"{self.name}: the response is not a message: "
+                                      f"{_unexpected(result)}")  # fmt: skip
         text = _answer(self.name, result, request)
         usage = anthropic_wire.usage_from_wire(result.usage.model_dump())
         return ModelResponse(text, usage, result.stop_reason, result.model, seconds)
+
+
+def _unexpected(result: Any) -> str:
+    """What a 200 held instead of a message: its ``error``'s message, else its start."""
+    extra = getattr(result, "model_extra", None) or {}
+    error = extra.get("error") if isinstance(extra, dict) else None
+    if isinstance(error, dict) and error.get("message"):
+        return f"the server answered 200 with an error: {clip_head(str(error['message']), 300)}"
+    return clip_head(repr(result), 120, "...")
 
 
 def _status_error(name: str, exc: Any) -> ModelError:
