@@ -206,7 +206,12 @@ class RunFailure(AssayError):
 
 
 class ModelError(RunFailure):
-    """A model endpoint failed: connection refused, HTTP error, or an unusable reply."""
+    """A model endpoint failed: connection refused, HTTP error, or an unusable reply.
+
+    ``usage``: what the refused reply cost, when the server answered and billed it (a label
+    outside the constraint, a reply cut at ``max_tokens``): the row counts it."""
+
+    usage: object | None = None
 
 
 class AgentError(RunFailure):

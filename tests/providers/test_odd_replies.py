@@ -97,3 +97,60 @@ def test_an_anthropic_reply_that_is_not_a_message_is_retried_and_named(tmp_path:
         row = json.loads((latest(tmp_path) / f"default/odd/{name}/00/task.json").read_text())
         assert row["final_status"] == "ERROR" and words in row["error_message"], row
         assert "internal error" not in row["error_message"]
+
+
+def _plain(text: str, *, usage: bool = True, finish: str = "stop") -> Fault:
+    data: dict[str, Any] = {
+        "id": "x",
+        "object": "chat.completion",
+        "model": "m",
+        "choices": [
+            {"index": 0, "finish_reason": finish, "message": {"role": "assistant", "content": text}}
+        ],
+    }
+    if usage:
+        data["usage"] = {"prompt_tokens": 1000, "completion_tokens": 500, "total_tokens": 1500}
+    return Fault(body=json.dumps(data))
+
+
+SPEND = """\
+task_id: spend
+description: what a run spent
+initial_prompt: "review ${{row.id}}"
+agent: {{type: llm, model: openai/m, base_url: "{url}", api_key_env: ODD_KEY,
+        labels: [positive, negative]}}
+dataset:
+  rows: [{{id: counted}}, {{id: silent}}, {{id: cut}}]
+success_criteria:
+  - {{type: classification_match, expected_label: positive, allowed_labels: [positive, negative]}}
+  - {{type: llm_judge, model: mock/judge.yaml, prompt: "Is ${{response}} fine?"}}
+"""
+
+
+def test_every_billed_call_counts_and_what_is_not_counted_is_said(tmp_path: Path) -> None:
+    """A reply without usage counted as $0 with the cost said complete; a reply refused
+    after it was billed (cut at max_tokens) lost its usage; judges' tokens were nowhere."""
+    replies = {"counted": _plain('{"answer": "positive"}'),
+               "silent": _plain('{"answer": "positive"}', usage=False),
+               "cut": _plain('{"answer": "posi', finish="length")}  # fmt: skip
+
+    def reply(body: dict[str, Any]) -> str | Fault:
+        return replies[body["messages"][-1]["content"].removeprefix("review ")]
+
+    write(tmp_path / "judge.yaml", 'default: \'{"reason": "fine", "verdict": true}\'\n')
+    write(tmp_path / "prices.yaml", "openai/m: {input_per_mtok: 2.0, output_per_mtok: 10.0}\n")
+    with scripted_server(reply) as server:
+        write(tmp_path / "task.yaml", SPEND.format(url=server.base_url))
+        assay("run", "task.yaml", "--prices", "prices.yaml", "--max-retries", "0",
+              cwd=tmp_path, env={"ODD_KEY": "k-odd-0123456789"})  # fmt: skip
+    run_dir = latest(tmp_path)
+    cut = json.loads((run_dir / "default/spend/cut/00/task.json").read_text())
+    assert cut["final_status"] == "ERROR"
+    assert "cut at max_tokens" in cut["error_message"], cut["error_message"]
+    assert cut["total_token_usage"]["total_tokens"] == 1500 and cut["cost_usd"] == 0.007
+    summary = json.loads((run_dir / "run.json").read_text())
+    assert summary["total_token_usage"]["total_tokens"] == 3000  # counted + cut, by hand
+    assert summary["total_cost_usd"] == 0.014 and summary["cost_complete"] is False
+    assert summary["rows_usage_unknown"] == 1 and summary["judge_tokens"] > 0
+    markdown = (run_dir / "run.md").read_text()
+    assert "**Usage unknown**: 1 row(s)" in markdown and "**Judges** (apart" in markdown

@@ -24,7 +24,7 @@ from assay.agents.base import (
 )
 from assay.agents.tool_loop import ToolLoop
 from assay.errors import ModelError, UserError
-from assay.providers.base import Choice, Constraint, JsonSchema, Message, ModelRequest
+from assay.providers.base import Choice, Constraint, JsonSchema, Message, ModelRequest, Usage
 from assay.providers.pool import ModelKey
 from assay.providers.pricing import Price
 from assay.providers.retry import CallRecord
@@ -197,6 +197,10 @@ class LlmRunner(Agent[LlmAgent]):
             outcome.status, outcome.error = _timed_out(record, context.timeout)
         except ModelError as exc:
             outcome.status, outcome.error = "error", str(exc)
+            if isinstance(exc.usage, Usage):  # a reply refused after it was billed
+                outcome.usage = exc.usage
+                price = self.price(context)
+                outcome.cost_usd = price.cost(exc.usage) if price is not None else None
         else:
             outcome.response = response.text
             outcome.usage = response.usage

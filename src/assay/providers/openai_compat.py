@@ -126,8 +126,28 @@ class OpenAICompatibleModel:
             return dataclasses.replace(answer, seconds=seconds)
         text, usage, finish, model = _read_choice(self.name, data, chat=chat)
         if isinstance(request.constraint, Choice) and finish not in PROVIDER_REFUSALS:
-            text = read_choice(text, request.constraint.labels, wrapped=self.dialect == "openai")
+            text = self._label(text, request, usage=usage, finish=finish)
         return ModelResponse(text, usage, finish, model, seconds)
+
+    def _label(self, text: str, request: ModelRequest, *, usage: Usage | None,
+               finish: str | None) -> str:  # fmt: skip
+        """The label ``text`` names (see :func:`read_choice`).
+
+        Raises:
+            ModelError: it names none, carrying the reply's ``usage`` (billed all the same);
+                a reply cut at ``max_tokens`` says so.
+        """
+        assert isinstance(request.constraint, Choice)
+        try:
+            return read_choice(text, request.constraint.labels, wrapped=self.dialect == "openai")
+        except ModelError as exc:
+            refused = exc
+            if finish == "length":
+                refused = ModelError(f"{self.name}: the reply was cut at max_tokens "
+                                     f"({request.max_tokens}) before a label: "
+                                     f"{clip_head(text, 80)!r}")  # fmt: skip
+            refused.usage = usage
+            raise refused from None
 
     async def _post(self, path: str, body: dict[str, Any]) -> Any:
         assert self._client is not None

@@ -358,12 +358,18 @@ def _usage_lines(summary: RunSummary) -> list[str]:
                "cache (no model call made for those; their tokens and cost are the cached "
                "calls')"]
               if summary.rows_from_cache else [])  # fmt: skip
+    unknown = ([f"**Usage unknown**: {summary.rows_usage_unknown} row(s) were answered "
+                "without the model reporting its usage: their tokens and cost are not in the "
+                "totals"] if summary.rows_usage_unknown else [])  # fmt: skip
+    judges = ([f"**Judges** (apart from the above): {summary.judge_tokens:,} tokens; their "
+               "cost is not counted"] if summary.judge_tokens else [])  # fmt: skip
     if usage is None or not usage.total_tokens:
-        return cached
+        return cached + unknown + judges
     cost = "—" if summary.total_cost_usd is None else f"${summary.total_cost_usd:.4f}"
     lines = [f"**Tokens**: {usage.total_tokens:,} ({usage.input_tokens:,} in, "
              f"{usage.output_tokens:,} out) · **Cost**: {cost}"
              + ("" if summary.cost_complete else " (some rows could not be priced)")]  # fmt: skip
+    lines += unknown + judges
     simulated = summary.simulator_input_tokens + summary.simulator_output_tokens
     if simulated:
         paid = ("—" if summary.simulator_cost_usd is None

@@ -111,6 +111,8 @@ class RunTally:
         self.simulator = [0, 0]  # input and output tokens of the simulated users
         self.simulator_cost = ExactSum()
         self.usage_from_cli = 0
+        self.usage_unknown = 0
+        self.judge_tokens = 0
         self.from_cache = 0
         self.active = (_Active(meta.session_times, meta.end_time)
                        if meta.session_times is not None else None)  # fmt: skip
@@ -170,8 +172,11 @@ class RunTally:
             self.budgets[result.final_status] += 1
         if result.cost_usd is not None:
             self.cost.add(result.cost_usd)
-        elif result.agent.model_calls and result.total_token_usage:
-            self.cost_complete = False
+        elif result.agent.model_calls and (usage is not None or result.agent.response_chars):
+            self.cost_complete = False  # unpriced, or answered without its usage
+            self.usage_unknown += usage is None
+        self.judge_tokens += sum(getattr(c, "judge_tokens", 0) for c in (
+            *result.success_criteria_results, *result.post_failure_criteria_results))  # fmt: skip
         dialog = result.simulation
         if dialog is not None:
             self.simulator[0] += dialog.simulator_input_tokens
@@ -235,6 +240,7 @@ class RunTally:
             tasks_cost_budget_exceeded=self.budgets[FinalStatus.COST_BUDGET_EXCEEDED],
             total_cost_usd=self.cost.total if self.cost.count else None,
             cost_complete=self.cost_complete, rows_usage_from_cli=self.usage_from_cli,
+            rows_usage_unknown=self.usage_unknown, judge_tokens=self.judge_tokens,
             rows_from_cache=self.from_cache,
             simulator_input_tokens=self.simulator[0], simulator_output_tokens=self.simulator[1],
             simulator_cost_usd=self.simulator_cost.total if self.simulator_cost.count else None,

@@ -125,6 +125,12 @@ class RunSummary(_Model):
     (``total_token_usage``, ``total_cost_usd``), as each row's ``simulation`` record keeps
     them; ``None``: no dialog, or no price for its model."""
     rows_usage_from_cli: int = 0
+    rows_usage_unknown: int = 0
+    """Rows whose model answered without reporting its usage: their tokens and cost are not
+    in the totals (``cost_complete`` is false)."""
+    judge_tokens: int = 0
+    """The LLM and agent judges' tokens over every row, counted apart from the agents' (their
+    cost is not in ``total_cost_usd``)."""
     rows_from_cache: int = 0
     tasks_timeout: int = 0
     interrupted: bool = False
