@@ -215,6 +215,10 @@ def test_an_api_error_ends_the_row_error_with_the_bridges_cause(ran: Path) -> No
     assert message.startswith("the claude-code CLI ended with an API error:")
     assert "upstream exploded" in message and "gave up after 5 attempts" in message
     assert result["transcript"]["stop_reason"] == "api_error"
+    # the CLI asks again several times whatever its retry setting: the model is called for
+    # the first call only (five attempts), not five times for each of the CLI's requests
+    assert result["agent"]["retries"] == 4 and len(result["agent"]["attempts"]) == 4
+    assert "the model was not called again" in message
 
 
 def test_a_hanging_row_is_killed_at_its_timeout(ran: Path) -> None:

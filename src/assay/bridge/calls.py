@@ -26,7 +26,7 @@ from assay.errors import ModelError
 from assay.providers.base import ModelRequest, ModelResponse
 from assay.providers.cache import raw_cache_key
 from assay.providers.managed import ManagedModel, OnRetry
-from assay.providers.retry import CallRecord
+from assay.providers.retry import CallRecord, TransientModelError
 from assay.providers.wire import WireError
 from assay.providers.wire import anthropic as anthropic_wire
 from assay.providers.wire import chat as chat_wire
@@ -95,6 +95,8 @@ async def translate(
             f"the bridge cannot translate this request for {model.name}: {exc}",
         )
     request = dataclasses.replace(request, script_vars=dict(session.script_vars))
+    if session.outage is not None:
+        return _failed(session, log, protocol, FAILED, "api_error", _not_again(session))
     record = CallRecord()
     try:
         response = await model.generate(
@@ -102,6 +104,7 @@ async def translate(
         )
     except ModelError as exc:
         log.attempts = record.attempts
+        _note_outage(session, exc)
         return _failed(session, log, protocol, FAILED, "api_error", str(exc))
     except Exception as exc:  # a provider's bug answers this call, never the whole server
         log.attempts = record.attempts
@@ -130,6 +133,20 @@ def _fill(log: CallLog, response: ModelResponse) -> None:
 
 FAILED = 400
 """The status of a call whose model failed (see the module docstring)."""
+
+
+def _note_outage(session: BridgeSession, exc: ModelError) -> None:
+    """A call that failed as an outage does (the server down, overloaded, rate-limiting)
+    after the bridge's own retries: the row's later calls are answered without calling the
+    model again (Claude Code sent six requests a row to a failing gateway, whatever its
+    retry setting, and every one was retried on top)."""
+    if isinstance(exc, TransientModelError) or isinstance(exc.__cause__, TransientModelError):
+        session.outage = str(exc)
+
+
+def _not_again(session: BridgeSession) -> str:
+    return (f"{session.outage} (the model was not called again: this row's earlier call "
+            "failed after the bridge's retries)")  # fmt: skip
 
 
 def _failed(
@@ -208,6 +225,8 @@ async def forward(
         hit = model.cache.get_raw(cache_key)
         if hit is not None:
             return _replayed(session, log, hit, sent_model)
+    if session.outage is not None:
+        return _failed(session, log, "anthropic", FAILED, "api_error", _not_again(session))
     record = CallRecord()
     try:
         forwarded = await model.forward(
@@ -215,6 +234,7 @@ async def forward(
         )
     except ModelError as exc:
         log.attempts = record.attempts
+        _note_outage(session, exc)
         return _failed(session, log, "anthropic", FAILED, "api_error", str(exc))
     log.attempts = record.attempts
     response = forwarded.response

@@ -96,6 +96,8 @@ class BridgeSession:
         script_vars: ``row.<field>`` and ``sandbox``, for ``mock/`` scripts.
         replicate: part of the response cache key.
         token: the credential the CLI sends (``assay-row-`` and 32 hex digits).
+        outage: why a call of this row failed as an outage, after the bridge's retries: the
+            row's later calls are answered with it, the model not called again.
     """
 
     label: str
@@ -110,6 +112,7 @@ class BridgeSession:
     calls: list[CallLog] = field(default_factory=list)
     stopped: StopKind | None = None
     stop_message: str | None = None
+    outage: str | None = None
     stop_event: asyncio.Event = field(default_factory=asyncio.Event)
     closed: asyncio.Event = field(default_factory=asyncio.Event)
 
