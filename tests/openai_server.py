@@ -33,6 +33,7 @@ class Fault:
         truncate: send only the first half of a valid body (and close the connection).
         text: the model text when answering 200.
         body: a raw body sent as it is instead (a reply of the wrong shape, a non-JSON error).
+        drip: seconds between the body's bytes (a gateway that sends a byte at a time).
     """
 
     status: int | None = None
@@ -41,6 +42,7 @@ class Fault:
     truncate: bool = False
     text: str = "ok"
     body: str | None = None
+    drip: float = 0.0
 
 
 Reply = Callable[[dict[str, Any]], "str | Fault"]
@@ -137,6 +139,12 @@ def _handler(server: ScriptedServer, reply: Reply) -> type[BaseHTTPRequestHandle
             if fault.truncate:
                 self.send_header("Connection", "close")
             self.end_headers()
+            if fault.drip:
+                for index in range(len(data)):
+                    self.wfile.write(data[index : index + 1])
+                    self.wfile.flush()
+                    time.sleep(fault.drip)
+                return
             self.wfile.write(data[: len(data) // 2] if fault.truncate else data)
             if fault.truncate:
                 self.close_connection = True

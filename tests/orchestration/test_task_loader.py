@@ -605,3 +605,14 @@ def test_model_on_a_folder_sets_the_agents_that_take_one_and_warns_for_the_other
     result = assay.run([str(tmp_path / "tasks")], model="mock/echo",
                        run_dir=str(tmp_path / "runs"))  # fmt: skip
     assert result.exit_code == 0
+
+
+@pytest.mark.parametrize("url", ["127.0.0.1:18001/v1", "localhost", "ftp://host/v1", "http://"])
+def test_a_base_url_without_scheme_or_host_is_a_load_error(tmp_path: Path, url: str) -> None:
+    """It passed plan and every row was retried as an unreachable server."""
+    text = ("task_id: b\ndescription: d\ninitial_prompt: x\n"
+            f"agent: {{type: llm, model: openai/m, base_url: '{url}'}}\n"
+            "success_criteria: [{type: response_match, expected: x}]\n")  # fmt: skip
+    error = error_of(tmp_path, text)
+    assert error.field == "agent.base_url" and error.line == 4
+    assert "is not an http:// or https:// URL with a host" in error.message

@@ -154,3 +154,24 @@ def test_every_billed_call_counts_and_what_is_not_counted_is_said(tmp_path: Path
     assert summary["rows_usage_unknown"] == 1 and summary["judge_tokens"] > 0
     markdown = (run_dir / "run.md").read_text()
     assert "**Usage unknown**: 1 row(s)" in markdown and "**Judges** (apart" in markdown
+
+
+def test_a_dripping_reply_is_cut_at_the_timeout_and_a_404_names_the_url(tmp_path: Path) -> None:
+    """``--timeout`` bounded each socket read: a body sent a byte at a time ran 11 s under
+    ``--timeout 2``. A 404 did not say which URL was called (base_url without /v1)."""
+    replies = {"parts": Fault(text="positive", drip=0.05), "cut": Fault(status=404)}
+
+    def reply(body: dict[str, Any]) -> str | Fault:
+        return replies.get(body["messages"][-1]["content"].removeprefix("review "), "positive")
+
+    with scripted_server(reply) as server:
+        write(tmp_path / "task.yaml", TASK.format(url=server.base_url))
+        assay("run", "task.yaml", "--timeout", "1", "--max-retries", "0", cwd=tmp_path,
+              env={"ODD_KEY": "k-odd-0123456789"})  # fmt: skip
+    run_dir = latest(tmp_path)
+    slow = json.loads((run_dir / "default/odd/parts/00/task.json").read_text())
+    assert slow["final_status"] == "ERROR" and "after 1 s" in slow["error_message"]
+    assert slow["agent"]["duration_seconds"] < 5
+    missing = json.loads((run_dir / "default/odd/cut/00/task.json").read_text())
+    assert f"POST {server.base_url}/chat/completions: check base_url" in (
+        missing["error_message"])  # fmt: skip

@@ -14,6 +14,7 @@ serve (see bench/README.md); this class does the same HTTP exchange in a few lin
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import os
@@ -151,10 +152,12 @@ class OpenAICompatibleModel:
 
     async def _post(self, path: str, body: dict[str, Any]) -> Any:
         assert self._client is not None
-        try:
-            response = await self._client.post(path, json=body)
-        except httpx.TimeoutException as exc:
-            raise TransientModelError(f"{self.name}: timed out {self.endpoint}: {exc!r}") from exc
+        try:  # the whole request, not each read: a body dripping in bytes is bounded too
+            async with asyncio.timeout(self.timeout):
+                response = await self._client.post(path, json=body)
+        except (httpx.TimeoutException, TimeoutError) as exc:
+            raise TransientModelError(f"{self.name}: timed out {self.endpoint} after "
+                                      f"{self.timeout:g} s: {exc!r}") from exc  # fmt: skip
         except httpx.TransportError as exc:
             raise TransientModelError(
                 f"{self.name}: cannot reach {self.endpoint}: {exc!r}"
@@ -169,6 +172,9 @@ class OpenAICompatibleModel:
     def _status_error(self, response: httpx.Response) -> ModelError:
         status = response.status_code
         message = f"{self.name}: HTTP {status} from the endpoint: {_error_text(response)}"
+        if status == 404:  # the commonest cause: base_url without its /v1
+            message += (f" (POST {response.request.url}: check base_url, which for most "
+                        "servers ends in /v1)")  # fmt: skip
         if is_retryable_status(status):
             retry_after = parse_retry_after(response.headers)
             return TransientModelError(message, status=status, retry_after=retry_after)

@@ -14,7 +14,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, StrictBool, StrictStr, field_validator, model_validator
 
 from assay.spec.agent_base import AgentSpec
-from assay.spec.base import StrictModel
+from assay.spec.base import BaseUrl, StrictModel
 from assay.spec.coding_agents import ClaudeCodeAgent, CodexAgent, CodingAgent
 from assay.spec.criterion_base import CriterionSpec, check_relative_path
 from assay.spec.price import ModelPrice
@@ -57,7 +57,7 @@ class JudgeAgent(StrictModel):
     ignore_patterns: list[StrictStr] = Field(default_factory=list)
     additional_ignore_patterns: list[StrictStr] = Field(default_factory=list)
     env: dict[str, StrictStr] = Field(default_factory=dict)
-    base_url: StrictStr | None = None
+    base_url: BaseUrl | None = None
     api_key_env: StrictStr | None = None
     request_timeout: float = Field(default=600, gt=0)
     cache: bool = False

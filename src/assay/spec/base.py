@@ -25,11 +25,29 @@ import types
 import typing
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal, Union, get_args, get_origin
+from typing import Annotated, Any, ClassVar, Literal, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import AfterValidator, BaseModel, ConfigDict, StrictStr
 
 Loc = tuple[str | int, ...]
+
+
+def check_base_url(value: str) -> str:
+    """A model endpoint's ``base_url``: an ``http://`` or ``https://`` URL with a host.
+
+    Raises:
+        ValueError: it has no scheme or host (``127.0.0.1:8000/v1`` was sent and retried as
+            an unreachable server).
+    """
+    scheme, sep, rest = value.strip().partition("://")
+    if not sep or scheme.lower() not in ("http", "https") or not rest.split("/")[0]:
+        raise ValueError(f"base_url {value!r} is not an http:// or https:// URL with a host; "
+                         "write it as http://127.0.0.1:8000/v1")  # fmt: skip
+    return value
+
+
+BaseUrl = Annotated[StrictStr, AfterValidator(check_base_url)]
+"""The type of every ``base_url`` field."""
 
 
 def _schema_extra(schema: dict[str, Any], model: type[Any]) -> None:

@@ -19,7 +19,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, StrictStr, ValidationInfo, field_validator, model_validator
 
 from assay.spec.agent_base import ModelFieldsSpec
-from assay.spec.base import StrictModel, check_variable_names, no_nul
+from assay.spec.base import BaseUrl, StrictModel, check_variable_names, no_nul
 from assay.spec.price import ModelPrice
 
 PERMISSION_MODES = ("default", "acceptEdits", "plan", "bypassPermissions")
@@ -190,7 +190,7 @@ class CodingAgent(ModelFieldsSpec):
     system_prompt: StrictStr | None = None
     system_prompt_file: StrictStr | None = None
     plugins: list[PluginSource] | None = None
-    base_url: StrictStr | None = None
+    base_url: BaseUrl | None = None
     api_key_env: StrictStr | None = None
     request_timeout: float = Field(default=600, gt=0)
     cache: bool = False

@@ -35,7 +35,7 @@ from typing import Any, Literal
 
 from pydantic import Field, StrictBool, StrictStr, field_validator, model_validator
 
-from assay.spec.base import StrictModel
+from assay.spec.base import BaseUrl, StrictModel
 
 DEFAULT_JUDGE_MODEL = "local/smollm2"
 JUDGE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$")
@@ -200,7 +200,7 @@ class JudgeDefinition(StrictModel):
     temperature: float = Field(default=0.0, ge=0, le=2)
     max_tokens: int = Field(default=300, ge=16, le=32768)
     retries: int = Field(default=2, ge=0, le=10)
-    base_url: StrictStr | None = None
+    base_url: BaseUrl | None = None
     api_key_env: StrictStr | None = None
     request_timeout: float = Field(default=120, gt=0)
     cache: StrictBool = False

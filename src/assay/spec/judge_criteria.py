@@ -13,6 +13,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, StrictBool, StrictStr, field_validator, model_validator
 
+from assay.spec.base import BaseUrl
 from assay.spec.criterion_base import CriterionSpec, check_relative_path
 from assay.spec.judge import (
     FewShotExample,
@@ -76,7 +77,7 @@ class LlmJudge(CriterionSpec):
     retries: int | None = Field(default=None, ge=0, le=10)
     temperature: float | None = Field(default=None, ge=0, le=2)
     max_tokens: int | None = Field(default=None, ge=16, le=32768)
-    base_url: StrictStr | None = None
+    base_url: BaseUrl | None = None
     api_key_env: StrictStr | None = None
     request_timeout: float | None = Field(default=None, gt=0)
     cache: StrictBool | None = None

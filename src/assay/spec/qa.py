@@ -33,7 +33,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field, StrictBool, StrictStr, field_validator, model_validator
 
-from assay.spec.base import StrictModel
+from assay.spec.base import BaseUrl, StrictModel
 from assay.spec.experiment import PromptMutation
 from assay.spec.judge import JudgeAsset, JudgeDefinition, judge_reference
 
@@ -116,7 +116,7 @@ class QaJudge(StrictModel):
     include_story: StrictBool = False
     rules: StrictBool = True
     max_tokens: int = Field(default=200, ge=16, le=4096)
-    base_url: StrictStr | None = None
+    base_url: BaseUrl | None = None
     api_key_env: StrictStr | None = None
     request_timeout: float = Field(default=120, gt=0)
     cache: StrictBool = False

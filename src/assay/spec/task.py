@@ -28,7 +28,7 @@ from pydantic import (
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from assay.spec.agent_base import AgentSpec, ModelFieldsSpec, TranscriptKind
-from assay.spec.base import Loc, StrictModel, UnionInfo, check_variable_names, no_nul
+from assay.spec.base import BaseUrl, Loc, StrictModel, UnionInfo, check_variable_names, no_nul
 from assay.spec.code_criteria import ReferenceSpec
 from assay.spec.coding_agents import ClaudeCodeAgent, CodexAgent
 from assay.spec.criteria import LlmJudge, QaCriterion, check_relative_path
@@ -173,7 +173,7 @@ class LlmAgent(AgentBase, ModelFieldsSpec):
     seed: StrictInt | None = None
     labels: list[StrictStr] | None = Field(default=None, min_length=1)
     json_schema: dict[str, Any] | None = None
-    base_url: StrictStr | None = None
+    base_url: BaseUrl | None = None
     api_key_env: StrictStr | None = None
     request_timeout: float = Field(default=120, gt=0)
     cache: bool = False
