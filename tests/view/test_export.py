@@ -199,3 +199,49 @@ def test_an_export_skips_what_is_not_a_regular_file(tmp_path: Path) -> None:
         lines = list(export_lines(db, run, parse_filter(""), "jsonl", environ={}))
     assert len(lines) == 4
     assert "the host's own file" not in "".join(lines)
+
+
+def test_rows_printed_to_a_terminal_show_control_characters_not_run_them(tmp_path: Path) -> None:
+    """An agent's output held escape sequences that cleared the screen, faked a line and wrote
+    the clipboard (OSC 52) when `report --rows` printed to a terminal; a pipe gets the data."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    from assay.cli.shared.common import for_terminal
+
+    assert for_terminal("a\x1b[2Jb\x07\tc\r\n\x9b") == "a\\x1b[2Jb\\x07\tc\r\n\\x9b"
+    write(
+        tmp_path / "t.yaml",
+        """\
+task_id: ctl
+description: an agent that prints escape sequences
+initial_prompt: x
+agent: {type: command, command: "printf 'A\\\\033[2J\\\\033]52;c;cHduZWQ=\\\\007B'"}
+success_criteria: [{type: response_match, expected: x}]
+""",
+    )
+    ran = subprocess.run([sys.executable, "-m", "assay", "run", "t.yaml", "-q"], cwd=tmp_path,
+                         capture_output=True, text=True, check=False)  # fmt: skip
+    assert (tmp_path / "runs/latest/default/ctl/00/response.txt").read_bytes().startswith(
+        b"A\x1b[2J"), ran.stderr  # fmt: skip
+    command = [sys.executable, "-m", "assay", "report", "runs/latest", "--rows", "",
+               "--format", "csv"]  # fmt: skip
+    piped = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, check=True)
+    assert "\x1b[2J" in piped.stdout  # the data whole, for a file or a program
+    main, side = pty.openpty()
+    with subprocess.Popen(command, cwd=tmp_path, stdout=side, stderr=subprocess.DEVNULL) as proc:
+        os.close(side)
+        shown = b""
+        while True:
+            try:
+                chunk = os.read(main, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            shown += chunk
+        proc.wait(timeout=60)
+    os.close(main)
+    assert b"\x1b" not in shown and b"\\x1b[2J" in shown and b"\\x07" in shown

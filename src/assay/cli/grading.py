@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from assay.cli.shared import options as o
-from assay.cli.shared.common import fail, secret_findings, user_errors
+from assay.cli.shared.common import fail, for_terminal, secret_findings, user_errors
 from assay.errors import UsageError
 
 FILE_ONLY = (
@@ -122,8 +122,9 @@ def report(
                 raise UsageError("--rows prints rows and writes nothing; drop --junit-xml, "
                                  "--html and --check-secrets")  # fmt: skip
             lines = api.export_rows(run_dir, rows=rows, format=rows_format or "csv")
+            terminal = sys.stdout.isatty()  # a file or a pipe gets the data whole
             for line in lines:
-                sys.stdout.write(line)
+                sys.stdout.write(for_terminal(line) if terminal else line)
         sys.stdout.flush()
         raise typer.Exit(0)
     if check_secrets:

@@ -3,6 +3,7 @@ scan found."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -52,3 +53,13 @@ def user_errors() -> Iterator[None]:
         yield
     except UserError as exc:
         raise fail(exc) from None
+
+
+_CONTROLS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
+def for_terminal(text: str) -> str:
+    """``text`` with its control characters but tab, line feed and carriage return shown as
+    ``\\x1b`` and the like: an agent's output printed to a terminal cannot clear the screen,
+    fake a line or write the clipboard (OSC 52) through its escape sequences."""
+    return _CONTROLS.sub(lambda found: f"\\x{ord(found.group()):02x}", text)
