@@ -244,3 +244,6 @@ def test_an_unset_api_key_variable_is_named(tmp_path: Path, provider: str) -> No
     assert (
         f"model '{provider}/m' needs an API key in the environment variable ASSAY_TEST_UNSET_KEY"
     ) in " ".join(done.stderr.split())
+    # the block names its server and variable already: the hint does not ask for base_url
+    assert "remove api_key_env for a server at base_url that needs no key" in (
+        " ".join(done.stderr.split()))  # fmt: skip

@@ -264,10 +264,12 @@ def test_a_request_has_exactly_one_of_messages_and_prompt() -> None:
     [
         ("a: [\n", "cannot read the price file: "),
         ("- a\n", "a price file maps model names to prices"),
-        ("m: 3\n", "m: give input_per_mtok and output_per_mtok"),
-        ("m: {input_per_mtok: x, output_per_mtok: 1}\n",
-         "m: give input_per_mtok and output_per_mtok as numbers"),
-        ("m: {input_per_mtok: -1, output_per_mtok: 1}\n", "m: prices cannot be negative"),
+        ("o/m: 3\n", "o/m: give input_per_mtok and output_per_mtok"),
+        ("o/m: {input_per_mtok: x, output_per_mtok: 1}\n",
+         "o/m: give input_per_mtok and output_per_mtok as numbers"),
+        ("o/m: {input_per_mtok: -1, output_per_mtok: 1}\n", "o/m: prices cannot be negative"),
+        ("m: {input_per_mtok: 1, output_per_mtok: 1}\n",  # every row was left unpriced
+         "m: name the model as a task does, provider/name (openai/m)"),
     ],
 )  # fmt: skip
 def test_bad_price_files_are_refused_by_name(tmp_path: Path, content: str, message: str) -> None:
@@ -280,6 +282,16 @@ def test_bad_price_files_are_refused_by_name(tmp_path: Path, content: str, messa
         PriceTable().extended(tmp_path / "missing.yaml")
     with pytest.raises(UsageError, match=r"^x: give input_per_mtok and output_per_mtok$"):
         parse_price([1, 2], where="x")
+
+
+def test_a_price_that_prices_no_model_of_the_run_is_warned_of(tmp_path: Path) -> None:
+    path = write(tmp_path / "p.yaml", "openai/fake-modle: {input_per_mtok: 2, output_per_mtok: 1}\n"
+                 "openai/used-*: {input_per_mtok: 2, output_per_mtok: 1}\n")  # fmt: skip
+    table = PriceTable().extended(path)
+    assert table.unused(["openai/fake-model", "openai/used-1"]) == [
+        f"{path}: openai/fake-modle prices no model of this run; did you mean openai/fake-model?"
+    ]
+    assert PriceTable().unused(["openai/x"]) == []  # the built-in table is never warned of
 
 
 def test_retry_after_ignores_what_it_cannot_read() -> None:

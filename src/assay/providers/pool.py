@@ -153,9 +153,14 @@ def _api_key(key: ModelKey) -> str | None:
 
 
 def _no_key(key: ModelKey, variable: str) -> MissingKeyError:
+    if key.base_url and key.api_key_env:  # the block already names its server and variable
+        hint = (f"export {variable}, or remove api_key_env for a server at base_url that "
+                "needs no key")  # fmt: skip
+    else:
+        hint = "export it, or give base_url beside the model for a local server that needs none"
     return MissingKeyError(
         f"model '{key.name}' needs an API key in the environment variable {variable}",
-        hint="export it, or give base_url beside the model for a local server that needs none",
+        hint=hint,
     )
 
 

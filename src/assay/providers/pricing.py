@@ -14,8 +14,9 @@ or per agent block (``agent.price``). Names may use ``*`` wildcards; the most sp
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -78,6 +79,20 @@ class PriceTable:
 
     def __init__(self, entries: Mapping[str, Price] = BUILTIN) -> None:
         self.entries = dict(entries)
+        self.given: dict[str, str] = {}  # name → the price file that gave it
+
+    def unused(self, models: Iterable[str]) -> list[str]:
+        """The price file's entries that price none of ``models``, each with its file and
+        the closest model (a misspelt name leaves every row unpriced)."""
+        seen = list(dict.fromkeys(models))
+        found = []
+        for name, file in self.given.items():
+            if not any(fnmatch.fnmatchcase(model, name) for model in seen):
+                close = difflib.get_close_matches(name, seen, n=1)
+                found.append(f"{file}: {name} prices no model of this run"
+                             + (f"; did you mean {close[0]}?" if close else
+                                f" (its models: {', '.join(seen) or 'none'})"))  # fmt: skip
+        return found
 
     def lookup(self, model: str) -> Price | None:
         """The price of ``model``: an exact entry, else the longest matching pattern."""
@@ -99,8 +114,13 @@ class PriceTable:
         if not isinstance(data, dict):
             raise UsageError("a price file maps model names to prices", file=path)
         table = PriceTable(self.entries)
+        table.given = dict(self.given)
         for name, value in data.items():
+            if "/" not in str(name):
+                raise UsageError(f"{name}: name the model as a task does, "
+                                 f"provider/name (openai/{name})", file=path)  # fmt: skip
             table.entries[str(name)] = parse_price(value, where=f"{path}: {name}")
+            table.given[str(name)] = str(path)
         return table
 
 

@@ -12,6 +12,7 @@ import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from assay.criteria.registry import CriterionRegistry, default_criteria
 from assay.data.lazy import MadeWhenRead
@@ -391,6 +392,7 @@ def build_plan(
             hint="check --tags / --exclude-tags, or pass --include-skipped",
         )
     plan.warnings.extend(_trials_beat_repeats(plan))
+    plan.warnings.extend(options.prices.unused(_models(plan)))
     plan.warnings.extend(check_containment(
         ((t.loaded, v.definition) for t in plan.tasks for v in t.variants),
         agents=plan.criteria.agents, engines=engines))  # fmt: skip
@@ -424,6 +426,26 @@ def _trials_beat_repeats(plan: Plan) -> list[str]:
                              "task's replicates (as in Coder Eval)")  # fmt: skip
                 break
     return found
+
+
+def _models(plan: Plan) -> Iterator[str]:
+    """Every model a variant names (its agent's, a simulated user's, a judge's): the keys
+    ``model`` of its definition whose values are ``provider/name``."""
+    for task in plan.tasks:
+        for variant in task.variants:
+            yield from _model_values(variant.definition.model_dump(exclude_none=True))
+
+
+def _model_values(data: Any) -> Iterator[str]:
+    if isinstance(data, dict):
+        for key, value in data.items():
+            if key == "model" and isinstance(value, str) and "/" in value:
+                yield value
+            else:
+                yield from _model_values(value)
+    elif isinstance(data, list):
+        for value in data:
+            yield from _model_values(value)
 
 
 def _check_row_tasks(plan: Plan, fixed_rows: Mapping[str, list[str]]) -> None:
