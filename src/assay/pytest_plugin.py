@@ -34,6 +34,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from assay.spec.source import load_yaml
+
 if TYPE_CHECKING:
     from assay.api import RunResult
     from assay.orchestration.planning.plan import Plan
@@ -81,7 +83,7 @@ def is_task_file(path: Path) -> bool:
     except (OSError, UnicodeDecodeError):
         return False
     try:
-        data = yaml.safe_load(text)
+        data = load_yaml(text)
     except yaml.YAMLError:
         return bool(TASK_KEY.search(text))
     return isinstance(data, dict) and "task_id" in data

@@ -280,3 +280,28 @@ success_criteria:
     stdout_match: contains
 """
     refused(tmp_path, write(tmp_path / "rc2.yaml", text), "row b")
+
+
+@pytest.mark.parametrize("value", ["2024-02-30", "!!int abc", "!!timestamp nope"])
+def test_a_folder_with_a_yaml_value_its_tag_cannot_make_is_refused_with_its_line(
+    tmp_path: Path, value: str
+) -> None:
+    """A file's own load named it; the folder's quick look at each file was a traceback."""
+    write(tmp_path / "tasks" / "orders.yaml", (
+        "task_id: orders\ndescription: d\nagent: {type: llm, model: mock/echo}\n"
+        f"dataset:\n  rows:\n    - {{id: o1, shipped: {value}}}\n"
+        "initial_prompt: 's ${row.shipped}'\n"
+        "success_criteria: [{type: response_match, expected: s, match: contains}]\n"))  # fmt: skip
+    good = (
+        "task_id: good\ndescription: d\nagent: {type: llm, model: mock/echo}\n"
+        "initial_prompt: s\nsuccess_criteria: [{type: response_match, expected: s}]\n"
+    )
+    write(tmp_path / "tasks" / "good.yaml", good)
+    for command in ("plan", "run"):
+        done = assay(command, "tasks", cwd=tmp_path)
+        assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+        assert "orders.yaml:6: invalid YAML:" in done.stderr
+        assert "runs as written: tasks/good.yaml" in done.stderr
+    override = assay("plan", "tasks/good.yaml", "-D", "agent.temperature=2024-02-30",
+                     cwd=tmp_path)  # fmt: skip
+    assert override.returncode == 2 and "expected a number" in override.stderr

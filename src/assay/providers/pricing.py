@@ -25,6 +25,7 @@ import yaml
 
 from assay.errors import UsageError
 from assay.providers.base import Usage
+from assay.spec.source import load_yaml
 
 
 @dataclass(frozen=True)
@@ -108,7 +109,7 @@ class PriceTable:
             UsageError: unreadable file or an entry without both prices (non-negative numbers).
         """
         try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+            data = load_yaml(path.read_text(encoding="utf-8"))
         except (OSError, yaml.YAMLError) as exc:
             raise UsageError(f"cannot read the price file: {exc}", file=path) from None
         if not isinstance(data, dict):

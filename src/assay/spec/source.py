@@ -151,6 +151,15 @@ class _ValueChecking(_Loader):  # type: ignore[misc,valid-type]
 _INT_TAG = "tag:yaml.org,2002:int"
 _OCTAL = re.compile(r"[-+]?0[0-7_]+")
 
+
+def load_yaml(text: str) -> Any:
+    """YAML ``text`` as data by the task files' rules (a quick look at a file, a ``-D``
+    value): a value its tag cannot make (``2024-02-30``, ``!!int abc``) raises
+    ``yaml.YAMLError`` with its mark, as a syntax error does, never the constructor's own
+    ``ValueError``."""
+    return yaml.load(text, Loader=_ValueChecking)
+
+
 MAX_NODES = 1_000_000
 """The most values a task file may expand to; YAML aliases can make a small file expand
 exponentially ("billion laughs"), which would exhaust memory long before an error."""

@@ -18,6 +18,7 @@ from pathlib import Path
 import yaml
 
 from assay.errors import UsageError
+from assay.spec.source import load_yaml
 
 SKIP_DIRS = frozenset({"runs", "node_modules", "__pycache__", "venv", ".venv"})
 SUFFIXES = (".yaml", ".yml")
@@ -90,7 +91,7 @@ def _walk(folder: Path) -> list[Path]:
 def _looks_like_task(path: Path) -> bool:
     """False only for another kind of assay file; unreadable files count as tasks."""
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8-sig"))
+        data = load_yaml(path.read_text(encoding="utf-8-sig"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError):
         return True
     return not (isinstance(data, dict) and "task_id" not in data and _other_kind(data))

@@ -24,6 +24,7 @@ import yaml
 
 from assay.errors import UsageError
 from assay.results.secrets import Redactor
+from assay.spec.source import load_yaml
 
 ALTERNATIVES: Mapping[tuple[str, ...], tuple[frozenset[str], ...]] = {
     (): (frozenset({"initial_prompt", "initial_prompt_file"}),),
@@ -61,7 +62,7 @@ class Override:
             raise UsageError(f"-D takes path=value, got '{text}'",
                              hint="e.g. -D agent.temperature=0.7")  # fmt: skip
         try:
-            value = yaml.safe_load(raw) if raw.strip() else ""
+            value = load_yaml(raw) if raw.strip() else ""
         except yaml.YAMLError:
             value = raw
         if isinstance(value, dict) and value and all(v is None for v in value.values()):

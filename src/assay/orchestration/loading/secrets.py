@@ -175,9 +175,11 @@ def _yaml_file(file: str) -> Any:
     """``file`` read as YAML; ``None`` when it is gone or is not YAML."""
     import yaml
 
+    from assay.spec.source import load_yaml
+
     try:
         with open(file, encoding="utf-8") as handle:
-            return yaml.safe_load(handle)
+            return load_yaml(handle.read())
     except (OSError, ValueError, yaml.YAMLError):
         return None
 
