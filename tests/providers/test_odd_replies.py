@@ -175,3 +175,45 @@ def test_a_dripping_reply_is_cut_at_the_timeout_and_a_404_names_the_url(tmp_path
     missing = json.loads((run_dir / "default/odd/cut/00/task.json").read_text())
     assert f"POST {server.base_url}/chat/completions: check base_url" in (
         missing["error_message"])  # fmt: skip
+
+
+def _message(content: list[dict[str, Any]], stop: str = "end_turn") -> str:
+    return json.dumps({"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-x",
+                       "content": content, "stop_reason": stop, "stop_sequence": None,
+                       "usage": {"input_tokens": 1000, "output_tokens": 500}})  # fmt: skip
+
+
+def test_anthropic_replies_keep_their_usage_and_the_timeout_bounds_them(tmp_path: Path) -> None:
+    """As the OpenAI provider's: a label cut at max_tokens is said and keeps its usage; a body
+    dripped a byte at a time ends at --timeout; a text block without text is one row's error."""
+    tool = [{"type": "tool_use", "id": "t1", "name": "answer", "input": {"answer": "posi"}}]
+    replies = {"cut": Fault(body=_message(tool, stop="max_tokens")),
+               "parts": Fault(body=_message([{"type": "text", "text": 5}])),
+               "plain": Fault(body=_message(tool), drip=0.05)}  # fmt: skip
+
+    def reply(body: dict[str, Any]) -> str | Fault:
+        return replies.get(body["messages"][-1]["content"].removeprefix("review "), "positive")
+
+    write(
+        tmp_path / "prices.yaml", "anthropic/claude-x: {input_per_mtok: 2, output_per_mtok: 10}\n"
+    )
+    with scripted_server(reply) as server:
+        task = (TASK.replace("openai/m", "anthropic/claude-x")
+                .replace('"{url}", api_key_env: ODD_KEY}}',
+                         '"{url}", api_key_env: ODD_KEY, labels: [positive, negative]}}')
+                .replace("{url}", server.base_url.removesuffix("/v1"))
+                .replace("[{{id: parts}}, {{id: cut}}, {{id: errorbody}}, {{id: number}}, "
+                         "{{id: plain}}]", "[{{id: cut}}, {{id: parts}}, {{id: plain}}]")
+                .format())  # fmt: skip
+        write(tmp_path / "task.yaml", task)
+        assay("run", "task.yaml", "--timeout", "1", "--max-retries", "0", "--prices",
+              "prices.yaml", cwd=tmp_path, env={"ODD_KEY": "k-odd-0123456789"})  # fmt: skip
+    rows = {name: json.loads((latest(tmp_path) / f"default/odd/{name}/00/task.json").read_text())
+            for name in replies}  # fmt: skip
+    assert "cut at max_tokens" in rows["cut"]["error_message"]
+    assert rows["cut"]["total_token_usage"]["total_tokens"] == 1500
+    assert rows["cut"]["cost_usd"] == 0.007
+    assert "holds no text" in rows["parts"]["error_message"]
+    assert "internal error" not in rows["parts"]["error_message"]
+    assert "timed out after 1 s" in rows["plain"]["error_message"]
+    assert rows["plain"]["agent"]["duration_seconds"] < 5

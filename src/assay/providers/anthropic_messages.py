@@ -11,6 +11,7 @@ input (the label itself for a label set). Errors are classified for
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import os
@@ -241,8 +242,11 @@ class AnthropicModel:
         import anthropic
 
         started = time.perf_counter()
-        try:
-            result = await client.messages.create(**self._body(request))
+        try:  # the whole request, not each read: a body dripping in bytes is bounded too
+            async with asyncio.timeout(self.timeout):
+                result = await client.messages.create(**self._body(request))
+        except TimeoutError as exc:
+            raise TransientModelError(f"{self.name}: timed out after {self.timeout:g} s") from exc
         except anthropic.APIStatusError as exc:
             raise _status_error(self.name, exc) from exc
         except anthropic.APIConnectionError as exc:
@@ -255,8 +259,12 @@ class AnthropicModel:
         if not isinstance(getattr(result, "content", None), list) or result.usage is None:
             raise TransientModelError(f"{self.name}: the response is not a message: "
                                       f"{_unexpected(result)}")  # fmt: skip
-        text = _answer(self.name, result, request)
         usage = anthropic_wire.usage_from_wire(result.usage.model_dump())
+        try:
+            text = _answer(self.name, result, request)
+        except ModelError as exc:  # billed all the same: the row counts its usage
+            exc.usage = usage
+            raise
         return ModelResponse(text, usage, result.stop_reason, result.model, seconds)
 
 
@@ -285,10 +293,14 @@ def _answer(name: str, result: Any, request: ModelRequest) -> str:
             if isinstance(request.constraint, Choice):
                 label = str(data.get(ANSWER_KEY, "")) if isinstance(data, dict) else ""
                 if label not in request.constraint.labels:
-                    raise ModelError(f"{name}: answered {label!r}, not one of the labels")
+                    cut = (f", cut at max_tokens ({request.max_tokens})"
+                           if result.stop_reason == "max_tokens" else "")  # fmt: skip
+                    raise ModelError(f"{name}: answered {label!r}{cut}, not one of the labels")
                 return label
             return json.dumps(data, ensure_ascii=False)
     texts = [b.text for b in result.content if getattr(b, "type", None) == "text"]
+    if not all(isinstance(text, str) for text in texts):
+        raise ModelError(f"{name}: a text block of the reply holds no text")
     if request.constraint is not None and not texts and result.stop_reason != "refusal":
         raise ModelError(f"{name}: the reply has no answer")
     return "".join(texts)
