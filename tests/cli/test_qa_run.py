@@ -374,8 +374,20 @@ def test_evaluate_with_the_task_names_what_the_file_leaves_out(qa_run: Path) -> 
     done = assay("evaluate", "part.jsonl", "--task", "t/task.yaml", "-o", "part.json",
                  cwd=qa_run)  # fmt: skip
     assert "replicate 0 has no prediction for 5 of the task's 8 samples" in done.stderr
-    assert "1 sample id(s) are not in the task's dataset (e.g. 'zzz')" in done.stderr
+    assert "1 sample id(s) are not in the task's samples (e.g. 'zzz')" in done.stderr
     assert "4 records read" in done.stdout
+
+
+def test_a_cut_prediction_file_in_its_run_folder_names_what_it_lost(qa_run: Path) -> None:
+    """Inside a run folder, the run's rows are known: a truncated file was graded quietly."""
+    suite = suite_folder(qa_run)
+    original = (suite / "prediction.jsonl").read_text()
+    try:
+        (suite / "prediction.jsonl").write_text("".join(original.splitlines(True)[:5]))
+        done = assay("evaluate", str(suite / "prediction.jsonl"), "-o", "cut.json", cwd=qa_run)
+    finally:
+        (suite / "prediction.jsonl").write_text(original)
+    assert "replicate 0 has no prediction for 3 of the run's 8 samples" in done.stderr
 
 
 def test_prediction_files_read_as_datasets_are_read(qa_run: Path) -> None:
@@ -397,4 +409,8 @@ def test_prediction_files_read_as_datasets_are_read(qa_run: Path) -> None:
     write(qa_run / "nopred.jsonl", json.dumps(record) + "\n")
     nopred = assay("evaluate", "nopred.jsonl", "-o", "nopred.json", cwd=qa_run)
     assert nopred.returncode == 2
-    assert "nopred.jsonl:1: pred: not a prediction record: it has neither 'pred'" in nopred.stderr
+    assert "nopred.jsonl:1: pred: not a prediction record: it has no 'pred'" in nopred.stderr
+    record["raw_prediction"] = "positive"  # alone, it is not what is graded: refused too
+    write(qa_run / "rawonly.jsonl", json.dumps(record) + "\n")
+    rawonly = assay("evaluate", "rawonly.jsonl", "-o", "raw.json", cwd=qa_run)
+    assert rawonly.returncode == 2 and "it has no 'pred'" in rawonly.stderr

@@ -269,8 +269,26 @@ def _evaluate(path: Path, options: PredictionOptions) -> PredictionReport:
     )  # fmt: skip
     credentials = [endpoint.api_key_env] if endpoint and endpoint.api_key_env else []
     Writer.from_environment(os.environ, names=credentials).json(output, document)
-    warnings = coverage_warnings(path, _task_samples(options), seen) if options.task else []
+    samples = (_task_samples(options) if options.task
+               else _run_samples(path) if recorded is not None else None)  # fmt: skip
+    whose = "task's" if options.task else "run's"
+    warnings = coverage_warnings(path, samples, seen, whose=whose) if samples is not None else []
     return PredictionReport(output, document, records, [source], warnings)
+
+
+def _run_samples(path: Path) -> list[str]:
+    """The sample ids of the rows the run ``path`` belongs to ran, from their ``task.json``
+    (a row's ``sample_id``, else its row id), in folder order."""
+    found: dict[str, None] = {}
+    for task_json in sorted(path.parent.glob("*/[0-9][0-9]*/task.json")):
+        try:
+            data = read_json(task_json)
+        except (OSError, ValueError):
+            continue
+        row = data.get("row") if isinstance(data, dict) else None
+        sample = row.get("sample_id") if isinstance(row, dict) else None
+        found[str(sample or data.get("row_id"))] = None
+    return list(found)
 
 
 def _task_samples(options: PredictionOptions) -> list[str]:
@@ -284,22 +302,25 @@ def _task_samples(options: PredictionOptions) -> list[str]:
     return [row.qa.sample_id for row in expansion.row_tasks if row.qa is not None]
 
 
-def coverage_warnings(path: Path, samples: list[str], seen: dict[int, set[str]]) -> list[str]:
-    """What ``path``'s records leave out of the task's dataset (``samples``), per replicate,
-    and the sample ids they name that it does not have (``seen``: replicate → ids)."""
+def coverage_warnings(
+    path: Path, samples: list[str], seen: dict[int, set[str]], *, whose: str = "task's"
+) -> list[str]:
+    """What ``path``'s records leave out of the task's dataset or the run's rows
+    (``samples``), per replicate, and the sample ids they name that it does not have
+    (``seen``: replicate → ids)."""
     known, warnings = set(samples), []
     for replicate in sorted(seen):
         missing = [sample for sample in samples if sample not in seen[replicate]]
         if missing:
             warnings.append(
                 f"{path}: replicate {replicate} has no prediction for {len(missing)} of the "
-                f"task's {len(samples)} samples (e.g. {missing[0]!r}): its metrics are of "
+                f"{whose} {len(samples)} samples (e.g. {missing[0]!r}): its metrics are of "
                 f"the {len(samples) - len(missing)} that have one"
             )
     unknown = sorted({sample for ids in seen.values() for sample in ids} - known)
     if unknown:
         warnings.append(
-            f"{path}: {len(unknown)} sample id(s) are not in the task's dataset (e.g. "
+            f"{path}: {len(unknown)} sample id(s) are not in the {whose} samples (e.g. "
             f"{unknown[0]!r}): they were graded as the records give them"
         )
     return warnings

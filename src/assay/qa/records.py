@@ -241,9 +241,9 @@ def _record(text: str, path: Path, line: int) -> PredictionRecord:
         else:
             message = f"not a prediction record: {first['msg']}"
         raise DatasetError(message, file=path, line=line, field=field) from None
-    if not {"pred", "raw_prediction"} & record.model_fields_set:
+    if "pred" not in record.model_fields_set:  # raw_prediction alone is not the answer graded
         raise DatasetError(
-            "not a prediction record: it has neither 'pred' (the answer) nor 'raw_prediction'",
+            "not a prediction record: it has no 'pred' (the answer graded)",
             file=path, line=line, field="pred",
             hint='a sample the model did not answer keeps "pred": {"content": null}',
         )  # fmt: skip
