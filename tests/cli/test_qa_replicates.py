@@ -30,14 +30,14 @@ description: replicates that grade different numbers of samples
 agent: {type: command, command: 'python3 "$ASSAY_TASK_DIR/agent.py"'}
 dataset: {paths: [d.qa.jsonl]}
 repeats: 2
-qa: {}
+qa: {group_by: [meta.g]}
 success_criteria: [{type: qa, suite_thresholds: {accuracy: 0.5}}]
 """
 
 
 def make(folder: Path) -> Path:
     rows = [{"sample_id": f"r{i}", "story": "", "question": f"Q{i} pick yes",
-             "answer": {"correct_answers": ["yes"], "wrong_answers": ["no"]}, "meta": {}}
+             "answer": {"correct_answers": ["yes"], "wrong_answers": ["no"]}, "meta": {"g": "a"}}
             for i in range(4)]  # fmt: skip
     write(folder / "d.qa.jsonl", "".join(json.dumps(row) + "\n" for row in rows))
     write(folder / "agent.py", AGENT)
@@ -60,6 +60,7 @@ def test_pooled_and_mean_accuracy_are_named_apart(tmp_path: Path) -> None:
     assert "| pooled | 0.400 | [" in markdown and "| 2 / 5 | 0 | 0 | 0 | 3 | 0 |" in markdown
     assert "| mean of replicates | 0.625 | — | — |" in markdown
     assert "they differ here (0.400 against 0.625)" in markdown
+    assert "| `a` | 0.400 | 5 |" in markdown  # a group's pooled accuracy beside its count
 
     graded = assay("evaluate", str(suite_dir / "prediction.jsonl"), "-o", "m.json", cwd=tmp_path)
     assert graded.returncode == 1  # the crashed answers did not grade, as the run's exit

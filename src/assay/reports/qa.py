@@ -154,7 +154,7 @@ def render_qa(document: dict[str, Any]) -> str:
     every replicate's graded: the suite's accuracy and its gate's, with the one interval over
     every replicate and the counts summed) and a ``mean of replicates`` row (ToMEval's
     ``avg_metrics.accuracy``, without an interval or counts of its own); then each group's
-    accuracy (mean over replicates) and its graded samples over all replicates."""
+    pooled accuracy and its graded samples over all replicates."""
     per = document["all_metrics"]
     lines = ["", "## QA metrics", ""]
     judge = document.get("judge")
@@ -180,13 +180,12 @@ def render_qa(document: dict[str, Any]) -> str:
         lines += ["", _pooled_note(average)]
     for name in _group_names(document["avg_metrics"]):
         lines += ["", f"### {name.removeprefix('by_')}", ""]
-        accuracies = document["avg_metrics"].get(name) or {}
-        counts = {k: sum((m.get(f"{name}_counts") or {}).get(k, 0) for m in per)
-                  for k in accuracies}  # fmt: skip
+        keys = document["avg_metrics"].get(name) or {}
         lines += md_table(
-            ["value", "accuracy", "graded (all replicates)"],
-            [[code(str(k)), fmt(v), str(counts.get(k, "—"))] for k, v in accuracies.items()],
-        )
+            ["value", "accuracy (pooled)", "graded (all replicates)"],
+            [[code(str(k)), fmt(accuracy), str(graded)]
+             for k, (accuracy, graded) in ((k, _pooled_group(per, name, k)) for k in keys)],
+        )  # fmt: skip
     extras = hook_rows(document["avg_metrics"], per)
     if extras:
         lines += ["", "### Metrics hook", ""]
@@ -201,6 +200,18 @@ _COUNTS = ("correct", "graded", "extraction_failed", "content_none", "judge_erro
            "answer_errors", "refused")  # fmt: skip
 """The counts of a replicate's row (correct / graded, then a column each), summed over
 replicates on the ``pooled`` row."""
+
+
+def _pooled_group(per: Sequence[dict[str, Any]], name: str, key: str) -> tuple[float | None, int]:
+    """Key ``key`` of group ``name`` over every replicate: its correct over its graded (each
+    replicate's accuracy times its graded count), as the suite's pooled accuracy is."""
+    correct = graded = 0.0
+    for metrics in per:
+        count = (metrics.get(f"{name}_counts") or {}).get(key) or 0
+        accuracy = (metrics.get(name) or {}).get(key)
+        if count and isinstance(accuracy, int | float):
+            correct, graded = correct + accuracy * count, graded + count
+    return (correct / graded if graded else None), int(graded)
 
 
 def replicate_label(index: int, metrics: dict[str, Any]) -> str:
