@@ -115,6 +115,10 @@ def test_parquet_number_columns_keep_ints_floats_and_mixed(store: Store, tmp_pat
     assert types == {"id": "string", "i": "int64", "f": "double", "mixed": "double",
                      "big": "string"}  # fmt: skip
     assert pq.read_table(out).column("mixed").to_pylist() == [1.0, 2.5]
+    from assay.data.arrowrows import iter_arrow  # a task reads the numbers the store holds
+
+    assert [row["mixed"] for _, row in iter_arrow(out)] == [1, 2.5]
+    assert [type(row["mixed"]) for _, row in iter_arrow(out)] == [int, float]
 
 
 def test_a_foreign_parquet_file_of_dates_and_decimals_is_stored_as_a_task_reads_it(

@@ -11,6 +11,7 @@ reader refuses NaN.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -49,18 +50,52 @@ def _batches(path: Path, display: str) -> Iterator[Any]:
         raise DatasetError(f"Dataset file not found: {display}", file=display)
     try:
         if path.suffix.lower() in PARQUET_SUFFIXES:
-            yield from pyarrow.parquet.ParquetFile(path).iter_batches(batch_size=BATCH)
+            parquet = pyarrow.parquet.ParquetFile(path)
+            ints = int_rows(parquet)
+            first = 0
+            for batch in parquet.iter_batches(batch_size=BATCH):
+                yield _with_ints(batch.to_pylist(), ints, first) if ints else batch.to_pylist()
+                first += batch.num_rows
             return
         try:
             reader = pyarrow.ipc.open_file(path)
             for index in range(reader.num_record_batches):
-                yield reader.get_batch(index)
+                yield reader.get_batch(index).to_pylist()
         except pyarrow.ArrowInvalid:  # the streaming format rather than the file format
-            yield from pyarrow.ipc.open_stream(path)
+            for batch in pyarrow.ipc.open_stream(path):
+                yield batch.to_pylist()
     except (pyarrow.ArrowException, OSError) as exc:
         kind = "Parquet" if path.suffix.lower() in PARQUET_SUFFIXES else "Arrow"
         raise DatasetError(f"Dataset {display}: not a readable {kind} file: {exc}",
                            file=display) from None  # fmt: skip
+
+
+PARQUET_INTS_KEY = b"assay.ints"
+"""File metadata of an assay export: ``{column: [row index, …]}``, the rows of a float64
+number column whose value was an int (a column mixing ints and floats)."""
+
+
+def int_rows(parquet: Any) -> dict[str, set[int]]:
+    """:data:`PARQUET_INTS_KEY` of a ``pyarrow.parquet.ParquetFile`` (empty for a file assay
+    did not export)."""
+    text = (parquet.metadata.metadata or {}).get(PARQUET_INTS_KEY)
+    try:
+        found = json.loads(text) if text else {}
+        return {str(column): set(rows) for column, rows in found.items()}
+    except (ValueError, TypeError, AttributeError):
+        return {}  # not assay's: its values are read as they are
+
+
+def _with_ints(
+    rows: list[dict[str, Any]], ints: dict[str, set[int]], first: int
+) -> list[dict[str, Any]]:
+    """``rows`` (from row index ``first``) with the ints an export wrote as floats restored,
+    so a task reads the number the store holds (``1``, not ``1.0``)."""
+    for offset, row in enumerate(rows):
+        for column, indexes in ints.items():
+            if first + offset in indexes and isinstance(row.get(column), float):
+                row[column] = int(row[column])
+    return rows
 
 
 def iter_arrow(path: Path, *, display: str | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -72,8 +107,8 @@ def iter_arrow(path: Path, *, display: str | None = None) -> Iterator[tuple[int,
     """
     name = display or str(path)
     number = 0
-    for batch in _batches(path, name):
-        for row in batch.to_pylist():
+    for rows in _batches(path, name):
+        for row in rows:
             number += 1
             yield number, {key: json_value(value, name, number, key) for key, value in row.items()}
 
@@ -94,4 +129,12 @@ def json_value(value: Any, file: str, row: int, column: str) -> Any:
         ) from None  # fmt: skip
 
 
-__all__ = ["ARROW_SUFFIXES", "PARQUET_SUFFIXES", "is_arrow_file", "iter_arrow", "json_value"]
+__all__ = [
+    "ARROW_SUFFIXES",
+    "PARQUET_INTS_KEY",
+    "PARQUET_SUFFIXES",
+    "int_rows",
+    "is_arrow_file",
+    "iter_arrow",
+    "json_value",
+]

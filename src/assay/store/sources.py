@@ -15,7 +15,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from assay.data.arrowrows import json_value
+from assay.data.arrowrows import PARQUET_INTS_KEY as PARQUET_INTS_KEY  # re-exported
+from assay.data.arrowrows import int_rows, json_value
 from assay.data.csvrows import iter_csv
 from assay.data.jsonl import iter_jsonl
 from assay.errors import DatasetError, StoreError
@@ -30,9 +31,6 @@ FORMATS = ("jsonl", "csv", "parquet")
 _SUFFIXES = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".csv": "csv",
              ".parquet": "parquet", ".pq": "parquet"}  # fmt: skip
 PARQUET_SCHEMA_KEY = b"assay.schema"
-PARQUET_INTS_KEY = b"assay.ints"
-"""File metadata of an assay export: ``{column: [row index, …]}``, the rows of a float64
-number column whose value was an int (a column mixing ints and floats)."""
 PARQUET_BATCH = 4096
 
 
@@ -128,7 +126,7 @@ def _parquet_rows(
     path: Path, name: str, schema: Schema | None, id_field: str
 ) -> Iterator[SourceRow]:
     parquet = _open_parquet(path, name)
-    ints = _int_rows(parquet)
+    ints = int_rows(parquet)
     number = 0
     for batch in parquet.iter_batches(batch_size=PARQUET_BATCH):
         for data in batch.to_pylist():
@@ -142,16 +140,6 @@ def _parquet_rows(
                 raise StoreError(exc.message, file=name, line=number, field=exc.field,
                                  hint=exc.hint, located=True) from None  # fmt: skip
             yield _converted(SourceRow(data, name, number, path.parent), schema, id_field)
-
-
-def _int_rows(parquet: Any) -> dict[str, set[int]]:
-    """:data:`PARQUET_INTS_KEY` of an assay export (empty for another file)."""
-    text = (parquet.metadata.metadata or {}).get(PARQUET_INTS_KEY)
-    try:
-        found = json.loads(text) if text else {}
-        return {str(column): set(rows) for column, rows in found.items()}
-    except (ValueError, TypeError, AttributeError):
-        return {}  # not assay's: its values are read as they are
 
 
 def parquet_schema(path: Path, *, display: str | None = None) -> Schema | None:
