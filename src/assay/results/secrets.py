@@ -3,9 +3,10 @@ out of everything assay writes and prints.
 
 A variable holds a secret when its name (compared in upper case) ends in one of
 :data:`SECRET_SUFFIXES` (``_KEY``, ``_TOKEN``, ``_PASSWORD``, ``_PASS``, ``_PWD``, ``_PAT``,
-``_DSN``, ``_AUTH``, ``_CREDENTIALS``, ``_COOKIE``, ...), contains ``SECRET``, ``PASSWORD``,
-``PASSWD``, ``PASSPHRASE``, ``CREDENTIAL``, ``API_KEY``, ``PRIVATE_KEY``, ``AUTH_HEADER``,
-``AUTHORIZATION``, ``PASS`` as a word or ``TOKEN`` (not ``TOKENS`` or ``TOKENIZER``:
+``_DSN``, ``_AUTH``, ``_CREDENTIALS``, ``_CREDS``, ``_PW``, ``_COOKIE``, ...), contains
+``SECRET``, ``PASSWORD``, ``PASSWD``, ``PASSPHRASE``, ``CREDENTIAL``, ``API_KEY``,
+``PRIVATE_KEY``, ``AUTH_HEADER``, ``AUTHORIZATION``, ``AUTH_CONFIG``, ``OTP`` as a word,
+``PASS`` as a word (and ``SSHPASS``), or ``TOKEN`` (not ``TOKENS`` or ``TOKENIZER``:
 ``CLAUDE_CODE_MAX_OUTPUT_TOKENS`` and ``TOKENIZERS_PARALLELISM`` are settings), ignoring a
 trailing number (``MY_API_KEY_1``), or is one of :data:`PROVIDER_CREDENTIALS` (the
 credential variables of the model providers, agent CLIs and database clients assay knows); a
@@ -63,16 +64,18 @@ SECRET_SUFFIXES = (
     "_PASSWD",
     "_PASS",
     "_PWD",
+    "_PW",
     "_PAT",
     "_DSN",
     "_AUTH",
     "_CREDENTIAL",
     "_CREDENTIALS",
+    "_CREDS",
     "_COOKIE",
 )
 _SECRET_WORDS = re.compile(
     r"SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|TOKEN(?!S|IZ)|API_?KEY|PRIVATE_?KEY"
-    r"|AUTH_HEADER|AUTHORIZATION|(?:^|_)PASS(?:_|$)"
+    r"|AUTH_HEADER|AUTHORIZATION|AUTH_CONFIG|^SSHPASS$|(?:^|_)PASS(?:_|$)|(?:^|_)OTP(?:_|$)"
 )
 _NUMBERED = re.compile(r"_?\d+$")
 """A numbered copy (``MY_API_KEY_1``, ``DB_PASSWORD2``) is read as its name without the number."""

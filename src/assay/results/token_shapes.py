@@ -159,6 +159,12 @@ KEY_SHAPES: tuple[KeyShape, ...] = (
     _shape("a bearer token", "bearer-token", (b"Bearer", b"bearer", b"BEARER"),
            rb"(?i)bearer(?<![A-Za-z0-9]bearer)\s+(?P<body>[A-Za-z0-9._~+/\-]{20,}=*)",
            body_only=True),
+    _shape("an Authorization header's credentials", "authorization",
+           (b"uthorization", b"UTHORIZATION"),
+           rb"(?i)authorization[\"']?\s*[:=]\s*[\"']?(?:basic|token|digest|apikey)\s+"
+           rb"(?P<body>[A-Za-z0-9._~+/\-]{8,}=*)", body_only=True),
+    _shape("a Square access token", "square-token", (b"EAAA",),
+           rb"EAAA(?<![A-Za-z0-9_\-]EAAA)(?P<body>[A-Za-z0-9_\-]{56,})"),
     _shape("a URL's userinfo token or password", "url-credential", (b"://",),
            rb"://(?:[^\s/@:'\"<>\[\]]*:)?(?P<body>[^\s/@:'\"<>\[\]]{8,})@", body_only=True),
     _shape("a credential in a URL's query", "url-credential",
