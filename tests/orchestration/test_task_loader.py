@@ -276,8 +276,12 @@ def test_yaml_dates_in_rows_are_iso_text_and_octal_is_warned(tmp_path: Path) -> 
     assert (row["ts"], row["day"], row["zip"], row["kept"]) == (
         "2024-01-02T03:04:05+00:00", "2024-01-02", 10, "012")  # fmt: skip
     octal = [w for w in loaded.warnings if "octal" in w]
-    assert len(octal) == 1 and ":6: dataset.rows[0].zip: YAML reads an unquoted number " in (
+    assert len(octal) == 1 and ":6: dataset.rows[0].zip: YAML reads the unquoted 012 as a " in (
         octal[0])  # fmt: skip
+    others = MINIMAL.replace("text: hello}", "text: hello, t: 1:30, h: 0x1F, b: 0b101, n: 10}")
+    warned = assay.load_task(write(tmp_path / "others.yaml", others)).warnings
+    assert [w.split(": ", 2)[1] for w in warned if "as a number" in w] == [
+        "dataset.rows[0].t", "dataset.rows[0].h", "dataset.rows[0].b"]  # fmt: skip
     binary = error_of(tmp_path, MINIMAL.replace("text: hello}", "text: !!binary aGVsbG8=}"))
     assert "dataset.rows[0].text holds bytes data, which a row cannot hold" in binary.message
 

@@ -34,9 +34,10 @@ class YamlDocument:
     text: str
     data: Any
     lines: dict[Loc, int]
-    octal: tuple[Loc, ...] = ()
-    """Where an unquoted number with a leading zero (``012``) was read as YAML 1.1's octal
-    (10): a zip code or an id that lost its text, which a loader warns of."""
+    octal: tuple[tuple[Loc, str], ...] = ()
+    """Where an unquoted number not written in plain decimals was read as YAML 1.1 reads it
+    (``012`` octal 10, ``0x1F`` 31, ``0b101`` 5, ``1:30`` base 60: 90), with its text: a zip
+    code, an id or a time that lost its text, which a loader warns of."""
 
     def line_of(self, loc: Loc) -> int | None:
         """Return the line of ``loc`` or of its nearest ancestor that has one."""
@@ -104,7 +105,7 @@ def parse_yaml(text: str, *, path: Path) -> YamlDocument:
     """Parse YAML ``text`` that came from ``path`` (used only in messages)."""
     loader = _ValueChecking(text)
     lines: dict[Loc, int] = {}
-    octal: list[Loc] = []
+    octal: list[tuple[Loc, str]] = []
     try:
         node = loader.get_single_node()
         if node is not None:  # before construction, which merges ``<<`` keys in place
@@ -149,7 +150,7 @@ class _ValueChecking(_Loader):  # type: ignore[misc,valid-type]
 
 
 _INT_TAG = "tag:yaml.org,2002:int"
-_OCTAL = re.compile(r"[-+]?0[0-7_]+")
+_DECIMAL = re.compile(r"[-+]?(?:0|[1-9][0-9_]*)")
 
 
 def load_yaml(text: str) -> Any:
@@ -173,7 +174,7 @@ def _collect_lines(
     budget: list[int],
     inside: frozenset[int] = frozenset(),
     *,
-    octal: list[Loc],
+    octal: list[tuple[Loc, str]],
 ) -> None:
     budget[0] -= 1
     if budget[0] < 0:
@@ -190,8 +191,8 @@ def _collect_lines(
         )  # fmt: skip
     inside = inside | {id(node)}
     if isinstance(node, yaml.ScalarNode):
-        if not node.style and node.tag == _INT_TAG and _OCTAL.fullmatch(str(node.value)):
-            octal.append(loc)
+        if not node.style and node.tag == _INT_TAG and not _DECIMAL.fullmatch(str(node.value)):
+            octal.append((loc, str(node.value)))
         return
     if isinstance(node, yaml.MappingNode):
         seen: dict[str, int] = {}

@@ -248,8 +248,8 @@ def _validated(document: YamlDocument, data: dict[str, Any], placed: tuple[Overr
     check_read_only(definition, base_dir=base_dir, display=display, document=document)
     check_qa(definition, base_dir=base_dir, display=display, document=document)
     warnings += [f"{display}:{document.line_of(loc) or '?'}: {field_path(loc)}: YAML reads "
-                 "an unquoted number with a leading zero as octal (012 is 10); quote it to "
-                 "keep its text" for loc in document.octal]  # fmt: skip
+                 f"the unquoted {text} as a number ({_reading(text)}); quote it to keep its text"
+                 for loc, text in document.octal]  # fmt: skip
     warnings += lint_placeholders(data, definition, display=display, document=document)
     warnings += agent_criteria_warnings(definition, display=display, document=document)
     warnings += _isolation_unused(definition, display=display, document=document)
@@ -405,6 +405,18 @@ def _one_of(
             line=document.line_of((*loc, file)), field=field_path((*loc, file)),
             hint=f"remove one of them: the file would replace the inline {text}",
         )  # fmt: skip
+
+
+def _reading(text: str) -> str:
+    """How YAML 1.1 reads an int not written in plain decimals."""
+    bare = text.lstrip("+-").lower()
+    if ":" in bare:
+        return "base 60: 1:30 is 90"
+    if bare.startswith("0x"):
+        return "hexadecimal"
+    if bare.startswith("0b"):
+        return "binary"
+    return "octal: 012 is 10"
 
 
 def _inline_files(
