@@ -272,3 +272,22 @@ success_criteria:
     suite = suite_json(latest(tmp_path), "none")
     assert (suite["rows_total"], suite["rows_missing"], suite["passed"]) == (2, 2, False)
     assert "0 passed, 0 failed, 0 errored, 2 never ran" in report.stdout
+
+
+def test_a_report_between_two_kills_does_not_freeze_the_runs_sessions(tmp_path: Path) -> None:
+    """run.json written by a report after the first kill was read as the run's figures after
+    the second (one session, its duration), though a second session had run."""
+    process = start_and_stop(tmp_path, signal.SIGKILL)
+    assert process.returncode == -signal.SIGKILL
+    run_dir = latest(tmp_path)
+    assert assay("report", str(run_dir), cwd=tmp_path).returncode == 1
+    assert json.loads((run_dir / "run.json").read_text())["sessions"] == 1
+    resumed = start_assay("run", "--resume", str(run_dir), "-q", cwd=tmp_path)
+    wait_for(lambda: len((run_dir / "sessions.jsonl").read_text().splitlines()) >= 2,
+             what="the resumed session logged")  # fmt: skip
+    resumed.send_signal(signal.SIGKILL)
+    finish(resumed)
+    (tmp_path / "go").touch()  # lets the orphaned agents finish
+    assay("report", str(run_dir), cwd=tmp_path)
+    summary = json.loads((run_dir / "run.json").read_text())
+    assert (summary["sessions"], summary["interrupted"]) == (2, True)

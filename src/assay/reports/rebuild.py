@@ -44,23 +44,32 @@ def previous_meta(run_dir: Path, stage: Stage) -> RunMeta:
         selections = plan.selections()
     experiment = _experiment(run_dir)
     planned, sequence = stopping_facts(run_dir, dict(plan.planned) if plan else {})
-    # without run.json (a killed run): its sessions, each ended at its last finished row
-    sessions = None if summary else read_sessions(run_dir)
+    # without run.json (a killed run), or with one older than the last session (a report
+    # between two kills): the sessions, each killed one ended at its last finished row
+    logged = read_sessions(run_dir)
+    sessions = logged if summary is None or len(logged) > summary.sessions else None
+    stale = bool(sessions) and summary is not None  # run.json's figures are of fewer sessions
     return RunMeta(
         run_id=run_dir.name,
         stage=stage,
         start_time=_started(summary, sessions, now),
-        end_time=datetime.fromisoformat(summary.end_time) if summary else now,
+        end_time=datetime.fromisoformat(summary.end_time) if summary and not stale else now,
         max_parallel=summary.max_parallel if summary else (plan.jobs if plan else 1),
         command=summary.command if summary else [],
         skipped=summary.skipped_tasks if summary else [],
         selections=selections,
         warnings=summary.warnings if summary else [],
         criteria=criteria,
-        interrupted=summary.interrupted if summary else plan is not None,
-        active_seconds=summary.total_duration_seconds if summary else None,
+        interrupted=(
+            summary.interrupted
+            if summary and not stale
+            else plan is not None
+            if not sessions
+            else sessions[-1][1] is None
+        ),
+        active_seconds=summary.total_duration_seconds if summary and not stale else None,
         session_times=sessions or None,
-        sessions=summary.sessions if summary else max(len(sessions or ()), 1),
+        sessions=summary.sessions if summary and not stale else max(len(sessions or ()), 1),
         planned=planned,
         sequence=sequence,
         experiment_id=experiment[0] if experiment else None,
