@@ -315,5 +315,7 @@ def test_evaluate_predictions_takes_one_group_path_as_the_cli_does(workdir: Path
     prediction = result.run_dir / "default" / "api-qa" / "prediction.jsonl"
     report = assay.evaluate_predictions(prediction, group_by="meta.ability", output="m.json")
     assert report.document["all_metrics"][0]["by_ability"] == {"geo": 1.0}
+    with pytest.raises(UsageError, match=r"group_by path 'meta\.\.x' must be dotted"):
+        assay.evaluate_predictions(prediction, group_by="meta..x", output="m.json")
     with pytest.raises(TypeError, match="option group_by takes a record path or a list"):
         assay.evaluate_predictions(prediction, group_by=3, output="m.json")  # type: ignore[arg-type]

@@ -247,3 +247,15 @@ def test_an_unset_api_key_variable_is_named(tmp_path: Path, provider: str) -> No
     # the block names its server and variable already: the hint does not ask for base_url
     assert "remove api_key_env for a server at base_url that needs no key" in (
         " ".join(done.stderr.split()))  # fmt: skip
+
+
+def test_an_openai_base_url_from_the_environment_is_checked_as_one_written(
+    tmp_path: Path,
+) -> None:
+    text = ("task_id: b\ndescription: d\ninitial_prompt: x\nagent: {type: llm, model: openai/m}\n"
+            "success_criteria: [{type: response_match, expected: x}]\n")  # fmt: skip
+    done = assay("plan", str(write(tmp_path / "t.yaml", text)), cwd=tmp_path,
+                 env={"OPENAI_BASE_URL": "127.0.0.1:28002/v1",
+                      "OPENAI_API_KEY": "k-0123456789ab"})  # fmt: skip
+    assert done.returncode == 2
+    assert "OPENAI_BASE_URL: base_url '127.0.0.1:28002/v1' is not an http" in done.stderr

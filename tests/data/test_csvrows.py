@@ -120,6 +120,15 @@ def test_unterminated_quote_is_an_error_where_the_quote_opened(tmp_path: Path) -
     assert error.line == 3 and error.hint is not None and "close the quote" in error.hint
 
 
+def test_a_stray_quote_closed_far_below_names_the_line_it_opened(tmp_path: Path) -> None:
+    rows = b"".join(b"r%d,t%d\n" % (i, i) for i in range(3, 50))
+    path = write_bytes(tmp_path / "d.csv", b'id,text\nr1,ok\nr2,"he said hi,\n' + rows
+                       + b'r50,"closed"\n')  # fmt: skip
+    error = error_of(path)
+    assert error.line == 51 and "(the record began on line 3: a quote opened there" in (
+        error.message)  # fmt: skip
+
+
 @pytest.mark.parametrize("separator", [";", "\t"])
 def test_a_header_of_one_column_holding_another_separator_is_named(
     tmp_path: Path, separator: str

@@ -132,7 +132,12 @@ def settings_for(
     judge = _judge(config.judge, options)
     if judge is not config.judge:
         updates["judge"] = judge
-    config = QaConfig.model_validate({**config.model_dump(), **updates}) if updates else config
+    if updates:
+        try:
+            config = QaConfig.model_validate({**config.model_dump(), **updates})
+        except ValidationError as exc:  # a group_by path of the wrong shape, given in Python
+            message = str(exc.errors()[0]["msg"]).removeprefix("Value error, ")
+            raise UsageError(f"invalid QA setting: {message}") from None
     return config, base, source
 
 

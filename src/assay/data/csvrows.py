@@ -57,12 +57,13 @@ def iter_csv(path: Path, *, display: str | None = None) -> Iterator[tuple[int, d
                     f"line {reader.line_num})", file=name, located=True, line=opened[0],
                     hint='close the quote; a quote inside a quoted value is written ""',
                 ) from None  # fmt: skip
+            spans = reader.line_num > opened[0]  # a quote left open earlier ran to here
             raise DatasetError(
-                f"Dataset {name}: invalid CSV on line {reader.line_num}: {exc}",
-                file=name,
-                located=True,
-                line=reader.line_num,
-            ) from None
+                f"Dataset {name}: invalid CSV on line {reader.line_num}: {exc}"
+                + (f" (the record began on line {opened[0]}: a quote opened there and "
+                   "closed only here?)" if spans else ""),
+                file=name, located=True, line=reader.line_num,
+            ) from None  # fmt: skip
 
 
 def _first_non_utf8(path: Path) -> tuple[int, int] | None:

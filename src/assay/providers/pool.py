@@ -24,6 +24,7 @@ from assay.providers.limits import Gate
 from assay.providers.managed import ManagedModel
 from assay.providers.pricing import PriceTable
 from assay.providers.retry import RetryPolicy
+from assay.spec.base import check_base_url
 
 
 @dataclass(frozen=True)
@@ -201,6 +202,13 @@ def _local_preflight(key: ModelKey) -> None:
 
 def _key_preflight(default_variable: str) -> Preflight:
     def check(key: ModelKey) -> None:
+        url_variable = default_variable.replace("_API_KEY", "_BASE_URL")
+        from_env = os.environ.get(url_variable) if key.base_url is None else None
+        if from_env:  # a base_url from the environment: checked as one in a task file is
+            try:
+                check_base_url(from_env)
+            except ValueError as exc:
+                raise UsageError(f"{url_variable}: {exc}") from None
         variable = key.api_key_env or default_variable
         official = key.base_url is None and not (
             default_variable == "OPENAI_API_KEY" and os.environ.get("OPENAI_BASE_URL")
