@@ -56,7 +56,10 @@ def evaluate(
     store: o.StoreOpt = None,
 ) -> None:
     """Grade a finished run again without running agents, and rewrite its reports; or grade
-    a QA prediction.jsonl file and write its metrics.json."""
+    a QA prediction.jsonl file and write its metrics.json.
+
+    A run's criteria run the commands its task.json recorded: evaluate run folders you trust.
+    """
     from assay import api
     from assay.cli.shared.render import print_prediction_report, print_reports
 

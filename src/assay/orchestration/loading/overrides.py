@@ -24,7 +24,6 @@ import yaml
 
 from assay.errors import UsageError
 from assay.results.secrets import Redactor
-from assay.spec.source import load_yaml
 
 ALTERNATIVES: Mapping[tuple[str, ...], tuple[frozenset[str], ...]] = {
     (): (frozenset({"initial_prompt", "initial_prompt_file"}),),
@@ -61,6 +60,8 @@ class Override:
         if not sep or not name.strip():
             raise UsageError(f"-D takes path=value, got '{text}'",
                              hint="e.g. -D agent.temperature=0.7")  # fmt: skip
+        from assay.spec.source import load_yaml  # here: `assay --help` reads no YAML
+
         try:
             value = load_yaml(raw) if raw.strip() else ""
         except yaml.YAMLError:
