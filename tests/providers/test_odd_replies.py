@@ -151,7 +151,13 @@ def test_every_billed_call_counts_and_what_is_not_counted_is_said(tmp_path: Path
     summary = json.loads((run_dir / "run.json").read_text())
     assert summary["total_token_usage"]["total_tokens"] == 3000  # counted + cut, by hand
     assert summary["total_cost_usd"] == 0.014 and summary["cost_complete"] is False
+    judged = [c.get("judge_tokens", 0)
+              for row in ("counted", "silent", "cut")
+              for key in ("success_criteria_results", "post_failure_criteria_results")
+              for c in json.loads((run_dir / f"default/spend/{row}/00/task.json").read_text())
+              .get(key) or []]  # fmt: skip
     assert summary["rows_usage_unknown"] == 1 and summary["judge_tokens"] > 0
+    assert summary["judge_tokens"] == sum(judged)  # every row's judge calls, summed
     markdown = (run_dir / "run.md").read_text()
     assert "**Usage unknown**: 1 row(s)" in markdown and "**Judges** (apart" in markdown
 

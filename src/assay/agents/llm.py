@@ -199,8 +199,7 @@ class LlmRunner(Agent[LlmAgent]):
             outcome.status, outcome.error = "error", str(exc)
             if isinstance(exc.usage, Usage):  # a reply refused after it was billed
                 outcome.usage = exc.usage
-                price = self.price(context)
-                outcome.cost_usd = price.cost(exc.usage) if price is not None else None
+                self._price(outcome, context)
         else:
             outcome.response = response.text
             outcome.usage = response.usage
@@ -249,11 +248,16 @@ class LlmRunner(Agent[LlmAgent]):
                 f"run_limits.max_total_tokens is {budget}"
             )
 
-    def _check_cost(self, outcome: AgentOutcome, context: AgentContext) -> None:
+    def _price(self, outcome: AgentOutcome, context: AgentContext) -> None:
+        """The call's cost from its usage, when the model has a price."""
         price = self.price(context)
-        if price is None or outcome.usage is None:
+        if price is not None and outcome.usage is not None:
+            outcome.cost_usd = price.cost(outcome.usage)
+
+    def _check_cost(self, outcome: AgentOutcome, context: AgentContext) -> None:
+        self._price(outcome, context)
+        if outcome.cost_usd is None:
             return
-        outcome.cost_usd = price.cost(outcome.usage)
         if context.max_usd is not None and outcome.cost_usd > context.max_usd:
             outcome.status = "cost_budget"
             outcome.error = (

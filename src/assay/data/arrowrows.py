@@ -54,7 +54,7 @@ def _batches(path: Path, display: str) -> Iterator[Any]:
             ints = int_rows(parquet)
             first = 0
             for batch in parquet.iter_batches(batch_size=BATCH):
-                yield _with_ints(batch.to_pylist(), ints, first) if ints else batch.to_pylist()
+                yield with_ints(batch.to_pylist(), ints, first)
                 first += batch.num_rows
             return
         try:
@@ -86,11 +86,13 @@ def int_rows(parquet: Any) -> dict[str, set[int]]:
         return {}  # not assay's: its values are read as they are
 
 
-def _with_ints(
+def with_ints(
     rows: list[dict[str, Any]], ints: dict[str, set[int]], first: int
 ) -> list[dict[str, Any]]:
     """``rows`` (from row index ``first``) with the ints an export wrote as floats restored,
     so a task reads the number the store holds (``1``, not ``1.0``)."""
+    if not ints:
+        return rows
     for offset, row in enumerate(rows):
         for column, indexes in ints.items():
             if first + offset in indexes and isinstance(row.get(column), float):

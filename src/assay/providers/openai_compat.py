@@ -248,10 +248,10 @@ def _read_choice(
     return text, _usage(data.get("usage")), finish, data.get("model")
 
 
-def _error_message(error: Any) -> str:
+def _error_message(error: Any, limit: int = 300) -> str:
     """The message of a body's ``error`` (an object with ``message``, or text)."""
     text = error.get("message") if isinstance(error, dict) else error
-    return clip_head(str(text or error), 300, "...")
+    return clip_head(str(text or error), limit, "...")
 
 
 def _usage(usage: Any) -> Usage | None:
@@ -260,8 +260,7 @@ def _usage(usage: Any) -> Usage | None:
 
 def _error_text(response: httpx.Response, limit: int = 300) -> str:
     try:
-        detail = response.json().get("error", {})
-        text = detail.get("message") if isinstance(detail, dict) else str(detail)
-    except (ValueError, AttributeError):
-        text = response.text
-    return clip_head(str(text or response.reason_phrase), limit, "...")
+        detail = response.json().get("error")
+    except (ValueError, AttributeError):  # not a JSON object: its text
+        return clip_head(str(response.text or response.reason_phrase), limit, "...")
+    return _error_message(detail or response.reason_phrase, limit)

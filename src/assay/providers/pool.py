@@ -200,9 +200,8 @@ def _local_preflight(key: ModelKey) -> None:
         check_installed(key.name.partition("/")[2])
 
 
-def _key_preflight(default_variable: str) -> Preflight:
+def _key_preflight(default_variable: str, url_variable: str) -> Preflight:
     def check(key: ModelKey) -> None:
-        url_variable = default_variable.replace("_API_KEY", "_BASE_URL")
         from_env = os.environ.get(url_variable) if key.base_url is None else None
         if from_env:  # a base_url from the environment: checked as one in a task file is
             try:
@@ -229,8 +228,10 @@ def default_registry() -> ProviderRegistry:
     """A registry with ``local``, ``openai``, ``anthropic`` and ``mock``."""
     registry = ProviderRegistry()
     registry.register("local", _local, _local_preflight)
-    registry.register("openai", _openai, _key_preflight("OPENAI_API_KEY"))
-    registry.register("anthropic", _anthropic, _key_preflight("ANTHROPIC_API_KEY"))
+    registry.register("openai", _openai, _key_preflight("OPENAI_API_KEY", "OPENAI_BASE_URL"))
+    registry.register(
+        "anthropic", _anthropic, _key_preflight("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")
+    )
     registry.register("mock", _mock, _mock_preflight)
     return registry
 

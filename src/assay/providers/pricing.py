@@ -85,6 +85,8 @@ class PriceTable:
     def unused(self, models: Iterable[str]) -> list[str]:
         """The price file's entries that price none of ``models``, each with its file and
         the closest model (a misspelt name leaves every row unpriced)."""
+        if not self.given:  # the built-in table is never warned of: no model is read
+            return []
         seen = list(dict.fromkeys(models))
         found = []
         for name, file in self.given.items():

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.data.arrowrows import PARQUET_INTS_KEY as PARQUET_INTS_KEY  # re-exported
-from assay.data.arrowrows import int_rows, json_value
+from assay.data.arrowrows import int_rows, json_value, with_ints
 from assay.data.csvrows import iter_csv
 from assay.data.jsonl import iter_jsonl
 from assay.errors import DatasetError, StoreError
@@ -129,10 +129,7 @@ def _parquet_rows(
     ints = int_rows(parquet)
     number = 0
     for batch in parquet.iter_batches(batch_size=PARQUET_BATCH):
-        for data in batch.to_pylist():
-            for column in (c for c, rows in ints.items() if number in rows):
-                if isinstance(data.get(column), float):
-                    data[column] = int(data[column])
+        for data in with_ints(batch.to_pylist(), ints, number):
             number += 1
             try:  # dates as ISO text, decimals as their text: as a task reads the file
                 data = {key: json_value(value, name, number, key) for key, value in data.items()}
