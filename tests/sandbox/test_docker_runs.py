@@ -375,6 +375,31 @@ def test_a_row_out_of_processes_names_the_limit(
     assert said is not None and int(said[1]) >= 1, result["agent"]
 
 
+def test_a_coding_agents_command_out_of_processes_names_the_limit(
+    tmp_path: Path, docker_image: tuple[Engine, str]
+) -> None:
+    """Found in review: a coding agent's command runs in a container of its own, removed
+    when it ends, and its refused forks were counted after the removal (none found) and
+    against the row's container's count: the agent was told nothing of ``max_pids``."""
+    _, image = docker_image
+    forks = "for i in $(seq 30); do sleep 5 & done; wait"
+    write(tmp_path / "script.yaml",
+          'replies:\n  - match: "p"\n    steps:\n'
+          f"      - {{tool: run_command, input: {{command: {json.dumps(forks)}}}}}\n"
+          "      - {tool: submit_answer, input: {answer: done}}\n")  # fmt: skip
+    write(tmp_path / "t.yaml", "task_id: forks\ndescription: d\ninitial_prompt: p\n"
+          "agent: {type: llm, model: mock/script.yaml, tools: [run_command, submit_answer],"
+          " max_turns: 3}\n"
+          f"sandbox: {{driver: docker, docker: {{image: '{image}'}}, "
+          "limits: {max_pids: 8}}\n"
+          "success_criteria: [{type: tool_called, tool: run_command}]\n")  # fmt: skip
+    run_assay("run", "t.yaml", cwd=tmp_path, env=env())
+    (log,) = (tmp_path / "runs").rglob("task.log")
+    said = re.search(r"assay: (\d+) fork\(s\) refused: the row's processes reached "
+                     r"sandbox\.limits\.max_pids \(8\)", log.read_text())  # fmt: skip
+    assert said is not None and int(said[1]) >= 1, log.read_text()
+
+
 def test_a_row_killed_for_memory_names_the_limit(
     tmp_path: Path, docker_image: tuple[Engine, str]
 ) -> None:

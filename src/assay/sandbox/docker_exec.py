@@ -48,6 +48,7 @@ import tarfile
 
 START_FAILED = 125
 KILLED = 137
+KEEP = b"k"  # main to the watcher: end the leftovers, the launcher removes the container
 
 
 def main(argv: list[str]) -> int:
@@ -82,10 +83,13 @@ def main(argv: list[str]) -> int:
                           check=False).returncode  # fmt: skip
     why = not_started(config) if code >= START_FAILED else ""
     killed = code == KILLED and config.get("memory_mb") and oom_kills(config) > 0
+    os.write(done, KEEP)  # the container is removed below, after its last look
     os.close(done)
     os.waitpid(watcher, 0)  # what the program left running has ended
     # read once the leftovers are gone: at the limit, not even `cat` could start
     forks = refused_forks(config) if code not in (0, KILLED) and config.get("max_pids") else 0
+    if remove:
+        start_removal(remove)
     if why:
         sys.stderr.write(why)  # its first program failed only after the start was checked
         return START_FAILED
@@ -113,11 +117,11 @@ def oom_kills(config: dict[str, object]) -> int:
 
 def refused_forks(config: dict[str, object]) -> int:
     """How many forks the row's container refused at its ``--pids-limit`` since the last
-    look (its pids cgroup's ``max`` count, cgroup v1 or v2, kept in the row's state folder
-    between programs); 0 when it cannot be read."""
+    look (its pids cgroup's ``max`` count, cgroup v1 or v2, kept beside the container's
+    lock file between its programs); 0 when it cannot be read."""
     total = cgroup_count(config, "max", "/sys/fs/cgroup/pids.events",
                          "/sys/fs/cgroup/pids/pids.events")  # fmt: skip
-    seen_file = os.path.join(os.path.dirname(str(config["lock"])), "pids-max-seen")
+    seen_file = f"{config['lock']}.pids-max-seen"  # per container: a coding agent's own
     try:
         with open(seen_file) as handle:
             seen = int(handle.read().strip() or 0)
@@ -260,10 +264,11 @@ def copy_out(config: dict[str, object], path: str) -> None:
 
 
 def watch(marker: str, remove: list[str]) -> tuple[int, int]:
-    """Start the watcher; it ends the marked processes once the returned pipe end is
-    closed (by :func:`main`, or by the kernel when this launcher is killed), then starts
-    ``remove`` (the command that removes a coding agent's container, if any) without
-    waiting for it; returns that pipe end and the watcher's pid."""
+    """Start the watcher; it ends the marked processes once :data:`KEEP` is written to the
+    returned pipe end or that end is closed (by :func:`main`, or by the kernel when this
+    launcher is killed); in the second case, this launcher gone, it also starts ``remove``
+    (the command that removes a coding agent's container, if any) without waiting for it.
+    Returns that pipe end and the watcher's pid."""
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:
@@ -272,14 +277,21 @@ def watch(marker: str, remove: list[str]) -> tuple[int, int]:
         null = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):  # the program's output pipes close when it ends
             os.dup2(null, fd)
-        os.read(read_end, 1)  # returns at the close
+        said = os.read(read_end, 1)  # returns at the first byte or the close
         end_marked(marker)
-        if remove:
-            with contextlib.suppress(OSError):
-                subprocess.Popen(remove, stdin=null, stdout=null, stderr=null)
+        if remove and said != KEEP:
+            start_removal(remove)
         os._exit(0)
     os.close(read_end)
     return write_end, pid
+
+
+def start_removal(remove: list[str]) -> None:
+    """Start ``remove`` in a session of its own, its streams on ``/dev/null`` (the row's
+    output pipes close when the program ends), without waiting for it."""
+    with contextlib.suppress(OSError):
+        subprocess.Popen(remove, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
 
 
 def end_marked(marker: str) -> None:
