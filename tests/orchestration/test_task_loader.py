@@ -387,7 +387,8 @@ def test_a_template_dir_path_expands_environment_variables(
     assert error.message == "template_dir ${TMPL_ROOT}/tmpl names $TMPL_ROOT, which is not set"
     assert (error.field, error.line) == ("sandbox.template_sources[0].path", 12)
     monkeypatch.setenv("TMPL_ROOT", str(tmp_path / "shared"))
-    task = write(tmp_path / "ok.yaml", text.replace("expected: hello", "expected: go"))
+    # a command agent: the template is the point, not a model (the default starts SmolLM2)
+    task = write(tmp_path / "ok.yaml", text + "agent: {type: command, command: 'echo go'}\n")
     (row,) = list(assay.run([str(task)], run_dir=str(tmp_path / "runs"), keep_sandboxes=True)
                   .rows())  # fmt: skip
     kept = tmp_path / "runs" / "latest" / "default" / str(row.task_id) / "00" / "sandbox"
