@@ -57,7 +57,8 @@ class BrokenCase:
     name: str
     message: str
     hint: str
-    built_in: str  # a built-in type's name: an entry point named so is never asked
+    built_in: str  # a built-in type's name: an entry point named so is refused when a task
+    # names that type (found by a plugin author: it was passed over in silence)
 
 
 def check_broken_plugin(
@@ -74,10 +75,9 @@ def check_broken_plugin(
         load_all()
     assert caught.value.message.startswith(case.message)
     assert caught.value.hint is not None and case.hint in caught.value.hint
-    if case.name != case.built_in:
-        with pytest.raises(PluginError) as caught:
-            plan_naming(case.name)
-        assert caught.value.message.startswith(case.message)
+    with pytest.raises(PluginError) as caught:  # a built-in's name too: never passed over
+        plan_naming(case.name)
+    assert caught.value.message.startswith(case.message)
     noun, written, meant = typo
     with pytest.raises(TaskFileError, match=f"unknown {noun} type '{written}'") as unknown:
         plan_naming(written)

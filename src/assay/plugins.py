@@ -15,6 +15,7 @@ so any layer's registry may use it.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from importlib import import_module
@@ -39,6 +40,9 @@ class PluginGroup:
     noun: str
     base: type
     name_of: Callable[[type], str]
+    awaited: tuple[str, ...] = ()
+    """The methods assay awaits on a member (``check``, ``run``): each must be the class's
+    own or a parent's below ``base``, written ``async def``."""
 
 
 @dataclass(frozen=True)
@@ -137,12 +141,33 @@ def check_member(
         name = kind.name_of(loaded)
     except (TypeError, KeyError) as exc:
         raise PluginError(f"{origin}: {exc}", hint=fix) from None
+    for method in kind.awaited:
+        _check_awaited(loaded, method, kind, origin=origin)
     if expected_name is not None and name != expected_name:
         raise PluginError(
             f"{origin} is named '{expected_name}' but its {kind.noun} type is '{name}'",
             hint=f"name the entry point '{name}' (task files write type: {name})",
         )
     return Plugin(name=name, cls=loaded, origin=origin)
+
+
+def _check_awaited(loaded: type, method: str, kind: PluginGroup, *, origin: str) -> None:
+    """Refuse a member whose ``method`` is missing (the base's) or not ``async def``: assay
+    awaits it on every row, so the fault would otherwise show only there, once a row.
+
+    Raises:
+        PluginError: naming the class, the method and how to write it.
+    """
+    found = getattr(loaded, method, None)
+    if found is None or found is getattr(kind.base, method, None):
+        raise PluginError(f"{origin}: the class {loaded.__qualname__} does not define "
+                          f"{method}()", hint=f"define async def {method}(self, context) "
+                          f"in {loaded.__qualname__}")  # fmt: skip
+    if not inspect.iscoroutinefunction(found):
+        fix = (f"write it as async def {method}(...); run blocking work inside it with "
+               "await asyncio.to_thread(...), so the row's time limits hold")  # fmt: skip
+        raise PluginError(f"{origin}: {loaded.__qualname__}.{method}() is a plain function, "
+                          "and assay awaits it", hint=fix)  # fmt: skip
 
 
 def check_clash(plugin: Plugin, taken: Iterable[str], kind: PluginGroup, *, owner: str) -> None:
@@ -184,6 +209,7 @@ class Registry(Generic[Member]):
         self._origins: dict[str, str] = {}
         self._plugins_loaded = not entry_points
         self._tried: set[str] = set()
+        self._entry_list: list[EntryPoint] | None = None
         self.broken: list[str] = []
         """What each installed plugin that could not be loaded while looking for another
         type said (:meth:`load_named`)."""
@@ -245,12 +271,16 @@ class Registry(Generic[Member]):
         Raises:
             PluginError: the entry point named like one of ``names`` cannot be loaded.
         """
-        wanted = {n for n in names if isinstance(n, str)} - set(self._classes) - self._tried
-        if self._plugins_loaded or not wanted:
+        named = {n for n in names if isinstance(n, str)}
+        if self._plugins_loaded:
+            return False
+        self._refuse_shadows(named)
+        wanted = named - set(self._classes) - self._tried
+        if not wanted:
             return False
         self._tried |= wanted
         before = len(self._classes) + len(self.broken)
-        entries = group_entries(self.kind.group)
+        entries = self._entries()
         for entry in entries:
             if entry.name in wanted:
                 self._add(load_entry(entry, self.kind))
@@ -259,6 +289,27 @@ class Registry(Generic[Member]):
                 if entry.name not in wanted and entry.name not in self._classes:
                     self._add_or_note(entry)
         return len(self._classes) + len(self.broken) > before
+
+    def _refuse_shadows(self, named: set[str]) -> None:
+        """Refuse an installed entry point named like a built-in type a task names (it would
+        be passed over in silence: the built-in is known, so no plugin is looked up).
+
+        Raises:
+            PluginError: naming the entry point and the fix (:func:`check_clash`).
+        """
+        built_in = {n for n in named if self._origins.get(n) in self.built_ins} - self._tried
+        if not built_in:
+            return
+        self._tried |= built_in
+        for entry in self._entries():
+            if entry.name in built_in:
+                self._add(load_entry(entry, self.kind))
+
+    def _entries(self) -> list[EntryPoint]:
+        """The group's installed entry points, read once."""
+        if self._entry_list is None:
+            self._entry_list = group_entries(self.kind.group)
+        return self._entry_list
 
     def _add_or_note(self, entry: EntryPoint) -> None:
         try:

@@ -17,6 +17,7 @@ import pytest
 
 import assay
 from assay.agents import Agent, AgentContext, AgentOutcome, default_agents
+from assay.agents.base import PreflightCheck, PreflightSetup
 from assay.errors import PluginError, TaskFileError
 from assay.spec.task import AgentBase
 from tests.plugin_helpers import (
@@ -180,8 +181,10 @@ def test_a_bad_plugin_is_named_with_its_fix(
                         load_all=lambda: default_agents().load_plugins(),
                         plan_naming=lambda kind: assay.plan([task_naming(kind)]),
                         typo=("agent", "comand", "command"))  # fmt: skip
-    # plugins load when a task names a type assay does not have, not before
-    assert assay.plan([task_naming("llm") | {"agent": {"type": "llm", "model": "mock/echo"}}])
+    # plugins load when a task names a type assay does not have (or a built-in a plugin
+    # takes), not before
+    assert assay.plan([task_naming("command") | {"agent": {"type": "command",
+                                                           "command": "echo 42"}}])  # fmt: skip
 
 
 def test_a_good_plugin_is_found_only_when_named(
@@ -206,6 +209,9 @@ class ClashConfig(AgentBase):
 class Clash(Agent[ClashConfig]):
     type_name = "codex"
     config_model = ClashConfig
+
+    async def run(self, context: AgentContext) -> AgentOutcome:
+        return AgentOutcome(response="never run")
 
 
 def test_a_class_given_to_the_api_is_checked_and_may_not_take_a_built_in_name() -> None:
@@ -265,3 +271,103 @@ def test_an_agent_that_never_returns_or_raises_ends_its_row_alone(tmp_path: Path
     assert graded == {"response_match", "file_exists"}
     log = (result.run_dir / "default" / "t" / "raise" / "00" / "task.log").read_text()
     assert "internal error in agent hangs:" in log and 'raise RuntimeError("agent exploded")' in log
+
+
+class JunkConfig(AgentBase):
+    type: Literal["junk"]
+
+
+class Junk(Agent[JunkConfig]):
+    """An agent of one's own that returns, by its prompt, what is not an outcome, an outcome
+    whose response is not text, or an error without a message."""
+
+    type_name = "junk"
+    config_model = JunkConfig
+
+    async def run(self, context: AgentContext) -> AgentOutcome:
+        returned: dict[str, object] = {
+            "none": None, "text": "42", "bytes": AgentOutcome(response=b"42"),  # type: ignore[arg-type]
+            "silent": AgentOutcome(status="error"), "fine": AgentOutcome(response="42"),
+        }  # fmt: skip
+        return returned[context.prompt]  # type: ignore[return-value]
+
+
+def test_an_agent_that_returns_junk_or_errs_silently_is_named_alone(tmp_path: Path) -> None:
+    """Found by a plugin author: an agent returning ``None`` or text was an "internal error"
+    of assay's own (``'NoneType' object has no attribute 'error'``), bytes blamed the row's
+    files, and an error without a message left the row's reason empty."""
+    task = task_naming("junk")
+    task["initial_prompt"] = "${row.say}"
+    task["dataset"] = {"rows": [{"id": i, "say": i}
+                                for i in ("none", "text", "bytes", "silent", "fine")]}  # fmt: skip
+    result = assay.run([task], run_dir=tmp_path / "runs", agents=[Junk])
+    rows = {r.row_id: r for r in result.suites[0].rows()}
+    assert {k: r.final_status.value for k, r in rows.items()} == {
+        "none": "ERROR", "text": "ERROR", "bytes": "ERROR", "silent": "ERROR",
+        "fine": "SUCCESS"}  # fmt: skip
+    assert rows["none"].error_message == (
+        "internal error in agent junk: run() returned NoneType, not an AgentOutcome"
+    )
+    assert rows["text"].error_message == (
+        "internal error in agent junk: run() returned str, not an AgentOutcome"
+    )
+    assert rows["bytes"].error_message == (
+        "internal error in agent junk: its response is bytes, not text (str) or None"
+    )
+    assert rows["silent"].error_message == "agent junk ended with an error and no message"
+
+
+class SyncRun(Agent[JunkConfig]):
+    type_name = "junk"
+    config_model = JunkConfig
+
+    def run(self, context: AgentContext) -> AgentOutcome:  # type: ignore[override]
+        return AgentOutcome(response="42")
+
+
+class NoRun(Agent[JunkConfig]):
+    type_name = "junk"
+    config_model = JunkConfig
+
+
+def test_an_agent_whose_run_is_not_async_is_refused_when_it_registers() -> None:
+    """Found by a plugin author: a plain ``def run`` (or none) passed every check, then
+    failed every row ("object AgentOutcome can't be used in 'await' expression")."""
+    with pytest.raises(PluginError, match=r"SyncRun\.run\(\) is a plain function") as err:
+        assay.plan([task_naming("junk")], agents=[SyncRun])
+    assert err.value.hint is not None and "async def run" in err.value.hint
+    assert "asyncio.to_thread" in err.value.hint
+    with pytest.raises(PluginError, match=r"the class NoRun does not define run\(\)"):
+        assay.plan([task_naming("junk")], agents=[NoRun])
+
+
+class Checked(Agent[JunkConfig]):
+    type_name = "junk"
+    config_model = JunkConfig
+
+    async def run(self, context: AgentContext) -> AgentOutcome:
+        return AgentOutcome(response="42")
+
+    def preflight(self, setup: PreflightSetup) -> list[PreflightCheck]:
+        return [PreflightCheck(("agent", "type"),
+                               lambda: (setup.base_dir / "nothere.py").read_text())]  # fmt: skip
+
+
+def test_a_preflight_check_that_raises_anything_is_located_at_its_field(workdir: Path) -> None:
+    """Found by a plugin author: a check that let ``FileNotFoundError`` through crashed
+    ``assay plan`` with a traceback (exit 1); any failure of a check is located."""
+    with pytest.raises(TaskFileError) as caught:
+        assay.plan([task_naming("junk")], agents=[Checked])
+    assert caught.value.message.startswith(
+        "a preflight check of the junk agent failed: FileNotFoundError: "
+    )
+    assert caught.value.field == "agent.type"
+
+
+def test_an_unknown_agent_type_says_a_plugin_may_be_missing(workdir: Path) -> None:
+    """Found by a plugin author: resuming a run whose agent's package was uninstalled said
+    only "one of: claude-code, codex, …", not that a package may be missing."""
+    with pytest.raises(TaskFileError, match="unknown agent type 'quxbaz'") as caught:
+        assay.plan([task_naming("quxbaz")])
+    assert caught.value.hint is not None
+    assert "install the package that adds it" in caught.value.hint

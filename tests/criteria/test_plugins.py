@@ -127,8 +127,8 @@ def test_a_bad_plugin_is_named_with_its_fix(
                         plan_naming=lambda kind: assay.plan([task_naming(kind)]),
                         typo=("criterion", "file_exist", "file_exists"))  # fmt: skip
     # plugins load when a task names a type assay does not have, not before
-    assert assay.plan([task_naming("file_check") | {"success_criteria": [
-        {"type": "file_check", "path": "x"}]}]).tasks  # fmt: skip
+    assert assay.plan([task_naming("file_exists") | {"success_criteria": [
+        {"type": "file_exists", "path": "x"}]}]).tasks  # fmt: skip
 
 
 def test_a_good_plugin_is_found_only_when_named(

@@ -14,8 +14,9 @@ import pytest
 
 import assay
 from assay.criteria import Criterion, GradingContext, default_criteria
-from assay.criteria.base import basic_result
+from assay.criteria.base import ScoreTally, basic_result
 from assay.errors import PluginError, TaskFileError, UsageError
+from assay.metrics.values import MetricTable
 from assay.results.task_result import CriterionResult
 from tests.criteria.word_count import WordCount
 
@@ -233,3 +234,139 @@ def test_one_class_where_a_list_is_taken_is_named() -> None:
     with pytest.raises(TypeError, match=r"task_schema\(\) option criteria takes a list of "
                        r"classes \(\[WordCount\]\)"):  # fmt: skip
         assay.task_schema(criteria=WordCount)  # type: ignore[arg-type]
+
+
+def test_a_score_outside_zero_to_one_or_changed_after_it_was_made_errs_alone(
+    workdir: Path,
+) -> None:
+    """Found by a plugin author: ``basic_result`` clamped 5.0 (a count where a share was
+    meant) to a pass and ``True`` to 1.0, silently; a result whose score was scaled after it
+    was made wrote an invalid ``task.json`` that stopped the whole run's reports (exit 2)."""
+
+    async def count(self: Criterion, context: GradingContext) -> CriterionResult:
+        return basic_result(self, 5.0, "three matches")
+
+    async def boolean(self: Criterion, context: GradingContext) -> CriterionResult:
+        return basic_result(self, True, "yes")
+
+    async def scaled(self: Criterion, context: GradingContext) -> CriterionResult:
+        made = basic_result(self, 0.5, "scaled")
+        made.score *= 3
+        return made
+
+    async def rounded(self: Criterion, context: GradingContext) -> CriterionResult:
+        return basic_result(self, 0.1 + 0.2 + 0.7 + 1e-12, "a rounding error over 1")
+
+    classes = [_bugged("count", count), _bugged("boolean", boolean),
+               _bugged("scaled", scaled), _bugged("rounded", rounded)]  # fmt: skip
+    expected = {
+        "count": "the score 5.0 is outside [0, 1]: a criterion scores a share, not a count "
+        "(refused, not clamped)",
+        "boolean": "the score is bool True, not a number in [0, 1]",
+        "scaled": "internal error in scaled: check() returned a BasicCriterionResult whose "
+        "score is invalid (Input should be less than or equal to 1; was it changed after "
+        "basic_result(...)?)",
+    }
+    for name in [*expected, "rounded"]:
+        task = word_task()
+        task["success_criteria"] = [{"type": "word_count", "min_words": 1}, {"type": name}]
+        task["task_id"] = f"t-{name}"
+        result = assay.run([task], criteria=[WordCount, *classes])
+        assert result.exit_code in (0, 1)
+        for row in result.suite(f"t-{name}").rows():
+            words, own = row.success_criteria_results
+            assert words.score == 1 and words.error is None
+            if name == "rounded":
+                assert (own.score, own.error) == (1.0, None)
+            else:
+                assert own.error == expected[name] and own.evaluation_status == "error"
+                assert row.final_status.value == "ERROR"
+        assert (result.run_dir / "default" / f"t-{name}" / "suite.json").is_file()
+
+
+class _Exploding(ScoreTally):
+    def add(self, result: CriterionResult) -> None:
+        raise RuntimeError("tally add exploded")
+
+
+class _NotANumber(ScoreTally):
+    def result(self) -> tuple[MetricTable, dict[str, Any]]:
+        table, details = super().result()
+        table.set("weird", float("nan"))
+        return table, {**details, "spread": float("inf")}
+
+
+def _tallied(name: str, tally: type[ScoreTally]) -> type[Criterion]:
+    async def check(self: Criterion, context: GradingContext) -> CriterionResult:
+        return basic_result(self, 1.0, "ok")
+
+    cls = _bugged(name, check)
+    cls.tally = lambda self: tally()  # type: ignore[method-assign]
+    return cls
+
+
+def test_a_tally_that_raises_or_gives_nan_is_its_criterions_error_not_the_runs(
+    workdir: Path,
+) -> None:
+    """Found by a plugin author: a ``tally()`` that raised, or a NaN metric, lost every
+    suite's reports (healthy suites of other task files too), and ``assay report`` and
+    ``--resume`` crashed the same way. Now it is that criterion's aggregate error, named."""
+    exploding, nan = _tallied("exploding", _Exploding), _tallied("nan_tally", _NotANumber)
+    tasks = []
+    for name in ("exploding", "nan_tally", "word_count"):
+        task = word_task(suite_thresholds={"mean": 0.5})
+        task["success_criteria"] = [{"type": "word_count", "min_words": 1},
+                                    {"type": name, "suite_thresholds": {"mean": 0.5}}]  # fmt: skip
+        task["task_id"] = f"t-{name}"
+        tasks.append(task)
+    result = assay.run(tasks, criteria=[WordCount, exploding, nan])
+    assert result.exit_code == 1  # the exploding criterion's gate fails; nothing is lost
+    assert (result.run_dir / "run.json").is_file()
+    suites = {s.suite_id: s for s in result.suites}
+    assert suites["t-word_count"].passed
+    bad = json.loads((result.run_dir / "default" / "t-exploding" / "suite.json").read_text())
+    aggregate = bad["criterion_aggregates"][1]
+    assert aggregate["error"] == ("C_exploding.tally() failed: RuntimeError: tally add "
+                                  "exploded, so its thresholds fail")  # fmt: skip
+    assert bad["criterion_aggregates"][0]["error"] is None and not bad["passed"]
+    odd = json.loads((result.run_dir / "default" / "t-nan_tally" / "suite.json").read_text())
+    aggregate = odd["criterion_aggregates"][1]
+    assert aggregate["metrics"]["weird"] is None and aggregate["metrics"]["mean"] == 1.0
+    assert aggregate["undefined_metrics"]["weird"] == (
+        "C_nan_tally.tally() gave nan, not a finite number"
+    )
+    assert aggregate["details"]["spread"] is None and odd["passed"]
+    again = assay.report(result.run_dir, criteria=[WordCount, exploding, nan])
+    assert again.exit_code == 1
+
+
+def test_a_check_that_is_not_async_is_refused_when_it_registers(workdir: Path) -> None:
+    """Found by a plugin author: a plain ``def check`` (or none at all) passed registration
+    and ``plan``, then was an error on every row."""
+
+    def plain(self: Criterion, context: GradingContext) -> CriterionResult:
+        return basic_result(self, 1.0, "")
+
+    task = word_task()
+    task["success_criteria"] = [{"type": "plain"}]
+    with pytest.raises(PluginError, match=r"C_plain\.check\(\) is a plain function") as err:
+        assay.plan([task], criteria=[_bugged("plain", plain)])
+    assert err.value.hint is not None and "async def check" in err.value.hint
+    missing = type("C_none", (Criterion,), {"__annotations__": {"type": Literal["none"]}})
+    task["success_criteria"] = [{"type": "none"}]
+    with pytest.raises(PluginError, match=r"the class C_none does not define check\(\)"):
+        assay.plan([task], criteria=[missing])
+
+
+def test_a_metric_its_class_says_is_a_count_may_be_gated_above_one(workdir: Path) -> None:
+    """Found by a plugin author: only ``count`` and ``verdict_*`` could be gated above 1, so
+    a criterion's own total could not be gated at all ("can never be decided")."""
+
+    class Hits(WordCount):
+        unbounded_metrics: ClassVar[frozenset[str]] = frozenset({"count", "long_share"})
+
+    task = word_task(suite_thresholds={"long_share": 3})
+    with pytest.raises(TaskFileError, match="outside \\[0, 1\\]") as caught:
+        assay.plan([task], criteria=[WordCount])
+    assert caught.value.hint is not None and "unbounded_metrics" in caught.value.hint
+    assert assay.plan([task], criteria=[Hits]).tasks

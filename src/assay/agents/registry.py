@@ -71,8 +71,16 @@ def _type_name(cls: type) -> str:
     return name
 
 
-AGENTS = PluginGroup(group="assay.agents", noun="agent", base=Agent, name_of=_type_name)
+AGENTS = PluginGroup(group="assay.agents", noun="agent", base=Agent, name_of=_type_name,
+                     awaited=("run",))  # fmt: skip
 """The entry-point group of agents and what its members are."""
+
+
+UNKNOWN_AGENT = (
+    "an agent of your own: give its class (agents=[MyAgent] to assay.run, plan or "
+    "resume) or install the package that adds it"
+)
+"""The end of an unknown agent type's hint (the run may name a plugin not installed here)."""
 
 
 class AgentRegistry(Registry[type[Agent[Any]]]):
@@ -131,7 +139,7 @@ class AgentRegistry(Registry[type[Agent[Any]]]):
         members = tuple(dict.fromkeys(cls.config_model for cls in self._classes.values()))
         return Annotated[Union[members],  # noqa: UP007 - a runtime tuple of classes
                          Field(discriminator="type"),
-                         UnionInfo(noun="agent", not_yet=not_yet,
+                         UnionInfo(noun="agent", not_yet=not_yet, unknown=UNKNOWN_AGENT,
                                    note=self.broken_note())]  # fmt: skip
 
     def with_classes(self, classes: Sequence[type[Agent[Any]]]) -> AgentRegistry:

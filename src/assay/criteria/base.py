@@ -207,13 +207,16 @@ def basic_result(
     spec: CriterionSpec, score: float, details: str, error: str | None = None
 ) -> BasicCriterionResult:
     """A :class:`BasicCriterionResult` carrying ``spec``'s description, threshold and weight
-    (``score`` clamped to [0, 1]).
+    (``score`` in [0, 1]; a rounding error's worth outside, :data:`SCORE_SLACK`, is taken as
+    the bound).
 
     Raises:
-        CriterionError: ``score`` is not a finite number (NaN is not a score).
+        CriterionError: ``score`` is not a finite number (NaN is not a score), is a bool,
+            or is outside [0, 1]: refused, not clamped (a count where a share was meant
+            would pass every row), as a judge's score outside its scale is.
     """
-    if not error and not math.isfinite(score):
-        raise CriterionError(f"the score is not a finite number ({score!r})")
+    if not error:
+        _check_score(score)
     return BasicCriterionResult(
         criterion_type=spec.type,
         description=spec.description,
@@ -225,6 +228,21 @@ def basic_result(
         gating=spec.gating,
         weight=spec.weight,
     )
+
+
+SCORE_SLACK = 1e-9
+"""How far outside [0, 1] a score may stray by floating-point rounding (taken as the bound)."""
+
+
+def _check_score(score: object) -> None:
+    if isinstance(score, bool) or not isinstance(score, (int, float)):
+        raise CriterionError(f"the score is {type(score).__name__} {score!r}, not a number "
+                             "in [0, 1]")  # fmt: skip
+    if not math.isfinite(score):
+        raise CriterionError(f"the score is not a finite number ({score!r})")
+    if not -SCORE_SLACK <= score <= 1 + SCORE_SLACK:
+        raise CriterionError(f"the score {score!r} is outside [0, 1]: a criterion scores a "
+                             "share, not a count (refused, not clamped)")  # fmt: skip
 
 
 class Tally(Protocol):

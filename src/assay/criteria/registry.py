@@ -59,7 +59,7 @@ def _type_name(cls: type) -> str:
 
 
 CRITERIA = PluginGroup(group="assay.criteria", noun="criterion", base=Criterion,
-                       name_of=_type_name)  # fmt: skip
+                       name_of=_type_name, awaited=("check",))  # fmt: skip
 """The entry-point group of criteria and what its members are."""
 
 

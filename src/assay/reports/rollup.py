@@ -29,13 +29,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from assay.criteria.base import Tally
 from assay.criteria.registry import CriterionRegistry
 from assay.metrics.passk import suite_pass_k
 from assay.metrics.streaming import ExactSum
 from assay.metrics.values import MetricTable
 from assay.orchestration.loading.thresholds import gate_checks
 from assay.reports.cluster_tally import ClusterTally
+from assay.reports.guarded_tally import GuardedTally
 from assay.reports.suite_rules import (
     FAILED_SAMPLE_LIMIT,
     aggregate_error,
@@ -107,7 +107,7 @@ class CriterionCount:
 
     def __init__(self, spec: CriterionSpec, registry: CriterionRegistry) -> None:
         self.spec = spec
-        self.tally: Tally = registry.bind(spec).tally()
+        self.tally = GuardedTally(registry.bind(spec))
         self.present = 0
         self.graded = 0
         self.errors = 0
@@ -159,6 +159,8 @@ class CriterionCount:
         checks = gate_checks(spec, table.values, intervals)
         error = aggregate_error(rows=rows, not_graded=not_graded, graded=self.graded,
                                 gated=bool(checks))  # fmt: skip
+        if self.tally.error is not None:
+            error = self.tally.error + (", so its thresholds fail" if checks else "")
         return CriterionAggregate(
             criterion_type=spec.type,
             description=suite_description(spec.description, self.texts),

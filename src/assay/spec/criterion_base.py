@@ -69,6 +69,10 @@ class CriterionSpec(StrictModel):
     shell_fields: ClassVar[frozenset[str]] = frozenset()
     """Fields a shell runs as written (a ``${row.x}`` pasted into one is shell text: the
     loader warns and names ``$ASSAY_FIELD_x``)."""
+    unbounded_metrics: ClassVar[frozenset[str]] = frozenset({"count"})
+    """Its suite metrics that are not shares in [0, 1] (a count, a total): a
+    ``suite_thresholds`` minimum on them may be any number (on the others it must be in
+    [0, 1]; judges' ``verdict_*`` counts too)."""
     check_seconds: ClassVar[float | None] = 600.0
     """The longest one row's check may take (seconds) before it is ended as the criterion's
     error; ``None``: it bounds itself (its own ``timeout``, a judge's request timeouts)."""

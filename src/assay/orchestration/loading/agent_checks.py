@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from assay.agents.base import PreflightSetup
+from assay.agents.base import PreflightCheck, PreflightSetup
 from assay.agents.registry import AgentRegistry
 from assay.errors import TaskFileError, UserError
 from assay.orchestration.loading.task_loader import LoadedTask
@@ -41,7 +41,7 @@ def check_agent(
                            limits=task.run_limits)  # fmt: skip
     for check in agents.build(task.agent).preflight(setup):
         try:
-            check.check()
+            _run(check, task.agent.type)
         except UserError as exc:
             raise located(exc, loaded, check.loc) from None
     judged = PreflightSetup(base_dir=loaded.base_dir, providers=providers, prices=prices,
@@ -50,10 +50,27 @@ def check_agent(
         for config in spec.graders():  # an agent_judge's agent, at the criterion's agent:
             for check in agents.build(config).preflight(judged):
                 try:
-                    check.check()
+                    _run(check, str(getattr(config, "type", "?")))
                 except UserError as exc:
                     where = ("success_criteria", index)
                     raise located(exc, loaded, check.loc, under=where) from None
+
+
+def _run(check: PreflightCheck, agent: str) -> None:
+    """Run ``check``; any other exception than a :class:`UserError` (an agent of one's own
+    whose check lets ``FileNotFoundError`` through) becomes one, naming the agent type.
+
+    Raises:
+        UserError: the check failed.
+    """
+    try:
+        check.check()
+    except UserError:
+        raise
+    except Exception as exc:  # a plugin's check: its failure is located, not a traceback
+        raise UserError(f"a preflight check of the {agent} agent failed: "
+                        f"{type(exc).__name__}: {exc}", hint="an agent's preflight check "
+                        "raises assay.errors.UserError with the fix") from exc  # fmt: skip
 
 
 def located(

@@ -55,11 +55,14 @@ def check_threshold_names(task: TaskDefinition, *, display: str, document: YamlD
                     f"'{spec.type}' produces no metric named '{metric}'",
                     file=display, line=line, field=name, hint=hint,
                 )  # fmt: skip
-            if metric != "count" and not metric.startswith("verdict_") and not 0 <= minimum <= 1:
+            counts = type(spec).unbounded_metrics
+            if metric not in counts and not metric.startswith("verdict_") and not 0 <= minimum <= 1:
                 raise TaskFileError(
                     f"minimum {minimum} for '{metric}' is outside [0, 1], so the gate can never "
                     "be decided as intended",
-                    file=display, line=line, field=name,
+                    file=display, line=line, field=name, hint=(
+                        f"'{metric}' is a share, in [0, 1]; a criterion of one's own whose "
+                        f"'{metric}' is a count lists it in its class's unbounded_metrics"),
                 )  # fmt: skip
         for metric, minimum in (spec.suite_lower_bounds or {}).items():
             loc = ("success_criteria", index, "suite_thresholds", metric)

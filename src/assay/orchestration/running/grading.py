@@ -18,6 +18,8 @@ import traceback
 from pathlib import Path
 from typing import Any, Literal
 
+from pydantic import ValidationError
+
 from assay.agents.base import OutcomeStatus
 from assay.criteria.agent_judge import AGENT_HOST, AgentHost
 from assay.criteria.base import CriterionError, EvidenceError, GradingContext, Service, basic_result
@@ -72,7 +74,21 @@ async def _graded(
         return _errored(spec, f"internal error in {spec.type}: check() returned "
                               f"{type(result).__name__}, not a criterion result "
                               "(basic_result(...))")  # fmt: skip
-    return result
+    return _revalidated(spec, result)
+
+
+def _revalidated(spec: CriterionSpec, result: BasicCriterionResult) -> CriterionResult:
+    """``result`` checked again against its model: a field changed after it was made (a
+    score scaled past 1, ``model_construct``) is the criterion's error on this row, named,
+    not an invalid ``task.json`` that stops the run's reports."""
+    try:
+        return type(result).model_validate(result.model_dump())
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "(the result)"
+        why = f"{where} is invalid ({first['msg']}; was it changed after basic_result(...)?)"
+        return _errored(spec, f"internal error in {spec.type}: check() returned a "
+                              f"{type(result).__name__} whose {why}")  # fmt: skip
 
 
 def row_services(

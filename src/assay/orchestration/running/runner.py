@@ -821,16 +821,33 @@ async def _bounded(work: Awaitable[AgentOutcome], context: AgentContext, row: _R
     timer = asyncio.timeout(context.timeout + grace)
     try:
         async with timer:
-            return await work
+            outcome: object = await work
     except Exception as exc:
         if not (isinstance(exc, TimeoutError) and timer.expired()):
             row.note(f"internal error in agent {row.task.agent.type}:")
             row.log.extend(f"  {line}" for line in _traceback(exc))
             return AgentOutcome(status="error", error=f"internal error in agent "
                                 f"{row.task.agent.type}: {exc!r}")  # fmt: skip
-    return AgentOutcome(status="timeout", error=(
-        f"the agent did not return within run_limits.task_timeout ({context.timeout:g} s) "
-        f"and {grace:g} s more: ended"))  # fmt: skip
+        return AgentOutcome(status="timeout", error=(
+            f"the agent did not return within run_limits.task_timeout ({context.timeout:g} s) "
+            f"and {grace:g} s more: ended"))  # fmt: skip
+    return _checked_outcome(outcome, row.task.agent.type)
+
+
+def _checked_outcome(outcome: object, agent: str) -> AgentOutcome:
+    """``outcome`` as the row can record it: what is not an :class:`AgentOutcome`, or one
+    whose response is not text, is the agent's error, named (an agent of one's own); an
+    error without a message gets one."""
+    if not isinstance(outcome, AgentOutcome):
+        return AgentOutcome(status="error", error=f"internal error in agent {agent}: run() "
+                            f"returned {type(outcome).__name__}, not an AgentOutcome")  # fmt: skip
+    if outcome.response is not None and not isinstance(outcome.response, str):
+        return replace(outcome, status="error", response=None, error=(
+            f"internal error in agent {agent}: its response is "
+            f"{type(outcome.response).__name__}, not text (str) or None"))  # fmt: skip
+    if outcome.status == "error" and not outcome.error:
+        return replace(outcome, error=f"agent {agent} ended with an error and no message")
+    return outcome
 
 
 def _limit_reached(
