@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
+import numpy as np
 import pytest
 
 import assay
@@ -257,8 +258,11 @@ def test_a_score_outside_zero_to_one_or_changed_after_it_was_made_errs_alone(
     async def rounded(self: Criterion, context: GradingContext) -> CriterionResult:
         return basic_result(self, 0.1 + 0.2 + 0.7 + 1e-12, "a rounding error over 1")
 
-    classes = [_bugged("count", count), _bugged("boolean", boolean),
-               _bugged("scaled", scaled), _bugged("rounded", rounded)]  # fmt: skip
+    async def numpy(self: Criterion, context: GradingContext) -> CriterionResult:
+        return basic_result(self, np.int64(1), "numpy's integers are numbers")  # type: ignore[arg-type]
+
+    classes = [_bugged("count", count), _bugged("boolean", boolean), _bugged("scaled", scaled),
+               _bugged("rounded", rounded), _bugged("numpy", numpy)]  # fmt: skip
     expected = {
         "count": "the score 5.0 is outside [0, 1]: a criterion scores a share, not a count "
         "(refused, not clamped)",
@@ -267,7 +271,7 @@ def test_a_score_outside_zero_to_one_or_changed_after_it_was_made_errs_alone(
         "score is invalid (Input should be less than or equal to 1; was it changed after "
         "basic_result(...)?)",
     }
-    for name in [*expected, "rounded"]:
+    for name in [*expected, "rounded", "numpy"]:
         task = word_task()
         task["success_criteria"] = [{"type": "word_count", "min_words": 1}, {"type": name}]
         task["task_id"] = f"t-{name}"
@@ -276,7 +280,7 @@ def test_a_score_outside_zero_to_one_or_changed_after_it_was_made_errs_alone(
         for row in result.suite(f"t-{name}").rows():
             words, own = row.success_criteria_results
             assert words.score == 1 and words.error is None
-            if name == "rounded":
+            if name in ("rounded", "numpy"):
                 assert (own.score, own.error) == (1.0, None)
             else:
                 assert own.error == expected[name] and own.evaluation_status == "error"

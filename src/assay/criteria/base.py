@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import numbers
 import os
 import shutil
 import signal
@@ -235,12 +236,12 @@ SCORE_SLACK = 1e-9
 
 
 def _check_score(score: object) -> None:
-    if isinstance(score, bool) or not isinstance(score, (int, float)):
+    if isinstance(score, bool) or not isinstance(score, numbers.Real):  # numpy's too
         raise CriterionError(f"the score is {type(score).__name__} {score!r}, not a number "
                              "in [0, 1]")  # fmt: skip
     if not math.isfinite(score):
         raise CriterionError(f"the score is not a finite number ({score!r})")
-    if not -SCORE_SLACK <= score <= 1 + SCORE_SLACK:
+    if not -SCORE_SLACK <= float(score) <= 1 + SCORE_SLACK:
         raise CriterionError(f"the score {score!r} is outside [0, 1]: a criterion scores a "
                              "share, not a count (refused, not clamped)")  # fmt: skip
 
