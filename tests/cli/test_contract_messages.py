@@ -263,10 +263,14 @@ RESPONSE = "type: response_match\n    expected: a"
         (CLASSIFY, "{macro_f1: 70}", [
             "error: t.yaml:10: success_criteria[0].suite_thresholds.macro_f1: minimum 70.0 for "
             "'macro_f1' is outside [0, 1], so the gate can never be decided as intended",
+            "  hint: 'macro_f1' is a share in [0, 1] (70% is 0.7); a metric its criterion class "
+            "lists in unbounded_metrics may exceed 1",
         ]),
         (RESPONSE, "{mean: -0.1}", [
             "error: t.yaml:9: success_criteria[0].suite_thresholds.mean: minimum -0.1 for "
             "'mean' is outside [0, 1], so the gate can never be decided as intended",
+            "  hint: 'mean' is a share in [0, 1] (70% is 0.7); a metric its criterion class "
+            "lists in unbounded_metrics may exceed 1",
         ]),
     ],
 )  # fmt: skip

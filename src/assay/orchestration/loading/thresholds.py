@@ -61,8 +61,8 @@ def check_threshold_names(task: TaskDefinition, *, display: str, document: YamlD
                     f"minimum {minimum} for '{metric}' is outside [0, 1], so the gate can never "
                     "be decided as intended",
                     file=display, line=line, field=name, hint=(
-                        f"'{metric}' is a share, in [0, 1]; a criterion of one's own whose "
-                        f"'{metric}' is a count lists it in its class's unbounded_metrics"),
+                        f"'{metric}' is a share in [0, 1] (70% is 0.7); a metric its criterion "
+                        "class lists in unbounded_metrics may exceed 1"),
                 )  # fmt: skip
         for metric, minimum in (spec.suite_lower_bounds or {}).items():
             loc = ("success_criteria", index, "suite_thresholds", metric)
