@@ -257,7 +257,7 @@ class Registry(Generic[Member]):
         if self._plugins_loaded:
             return
         self._plugins_loaded = True
-        for entry in group_entries(self.kind.group):
+        for entry in self._entries():
             self._add(load_entry(entry, self.kind))
 
     def load_named(self, names: Iterable[object]) -> bool:

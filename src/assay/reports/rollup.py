@@ -158,9 +158,7 @@ class CriterionCount:
         table.merge(completion)
         checks = gate_checks(spec, table.values, intervals)
         error = aggregate_error(rows=rows, not_graded=not_graded, graded=self.graded,
-                                gated=bool(checks))  # fmt: skip
-        if self.tally.error is not None:
-            error = self.tally.error + (", so its thresholds fail" if checks else "")
+                                gated=bool(checks), failed=self.tally.error)  # fmt: skip
         return CriterionAggregate(
             criterion_type=spec.type,
             description=suite_description(spec.description, self.texts),

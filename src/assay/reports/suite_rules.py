@@ -108,12 +108,16 @@ def _not_succeeded(counts: RowCounts) -> str:
     return f"{', '.join(parts)} (every row must succeed)"
 
 
-def aggregate_error(*, rows: int, not_graded: int, graded: int, gated: bool) -> str | None:
-    """Why a criterion has no metric: an empty suite, rows not graded yet, or no row the
-    criterion graded (``None`` when it graded some)."""
-    if graded:
+def aggregate_error(
+    *, rows: int, not_graded: int, graded: int, gated: bool, failed: str | None = None
+) -> str | None:
+    """Why a criterion has no metric: its tally ``failed`` (the reason), an empty suite, rows
+    not graded yet, or no row the criterion graded (``None`` when it graded some)."""
+    if failed is not None:
+        error = failed
+    elif graded:
         return None
-    if not rows:
+    elif not rows:
         error = EMPTY_SUITE_ERROR
     elif not_graded == rows:
         error = NOT_GRADED_ERROR

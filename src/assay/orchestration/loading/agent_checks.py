@@ -39,18 +39,20 @@ def check_agent(
     """
     setup = PreflightSetup(base_dir=loaded.base_dir, providers=providers, prices=prices,
                            limits=task.run_limits)  # fmt: skip
-    for check in agents.build(task.agent).preflight(setup):
+    agent = agents.build(task.agent)
+    for check in agent.preflight(setup):
         try:
-            _run(check, task.agent.type)
+            _run(check, agent.type_name)
         except UserError as exc:
             raise located(exc, loaded, check.loc) from None
     judged = PreflightSetup(base_dir=loaded.base_dir, providers=providers, prices=prices,
                             limits=RunLimits())  # fmt: skip
     for index, spec in enumerate(task.success_criteria):
         for config in spec.graders():  # an agent_judge's agent, at the criterion's agent:
-            for check in agents.build(config).preflight(judged):
+            grader = agents.build(config)
+            for check in grader.preflight(judged):
                 try:
-                    _run(check, str(getattr(config, "type", "?")))
+                    _run(check, grader.type_name)
                 except UserError as exc:
                     where = ("success_criteria", index)
                     raise located(exc, loaded, check.loc, under=where) from None
