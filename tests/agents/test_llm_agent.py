@@ -16,7 +16,7 @@ from assay.providers.constraints import choice_grammar, gbnf_literal, read_choic
 from assay.spec.task import LlmAgent
 from tests.cli.test_run import assay, latest
 from tests.helpers import write
-from tests.openai_server import scripted_server
+from tests.openai_server import Fault, scripted_server
 
 TASK = """\
 task_id: mocked
@@ -211,3 +211,45 @@ def test_labels_raise_max_tokens_to_fit_the_longest_label() -> None:
     config = LlmAgent(labels=["positive", "negative"], max_tokens=3)
     assert build_request(config, "x").max_tokens == len("positive") + 2
     assert build_request(LlmAgent(max_tokens=3), "x").max_tokens == 3
+
+
+def test_a_json_reply_cut_at_max_tokens_is_the_rows_error_not_a_wrong_answer(
+    tmp_path: Path,
+) -> None:
+    def completion(text: str, finish: str) -> Fault:
+        choice = {"index": 0, "finish_reason": finish,
+                  "message": {"role": "assistant", "content": text}}  # fmt: skip
+        usage = {"prompt_tokens": 5, "completion_tokens": 8, "total_tokens": 13}
+        return Fault(
+            body=json.dumps(
+                {
+                    "id": "c",
+                    "object": "chat.completion",
+                    "created": 0,
+                    "model": "m",
+                    "choices": [choice],
+                    "usage": usage,
+                }
+            )
+        )
+
+    def reply(body: dict[str, Any]) -> Fault:
+        text = body["messages"][-1]["content"]
+        if "love" in text:  # cut: the row's error, naming max_tokens
+            return completion('{"answer": "pos', "length")
+        if "hate" in text:  # at the cap, but whole JSON: an answer
+            return completion('{"answer": "negative"}', "length")
+        return completion('{"answer": "neg', "stop")  # not cut: the model's own answer
+
+    with scripted_server(reply) as server:
+        agent = (f"  type: llm\n  model: openai/m\n  base_url: {server.base_url}\n"
+                 "  max_tokens: 8\n  json_schema: {type: object}")  # fmt: skip
+        run_task(tmp_path, agent)
+    cut = row(run_dir := latest(tmp_path), "p")
+    assert cut["final_status"] == "ERROR"
+    cut_text = '\'{"answer": "pos\''
+    assert cut["error_message"] == (f"the reply was cut at max_tokens (8) before its JSON "
+                                    f"closed: {cut_text}; raise agent.max_tokens")  # fmt: skip
+    assert cut["total_token_usage"]["total_tokens"] == 13  # billed all the same
+    assert row(run_dir, "n")["final_status"] == "FAILURE"  # graded: the label is not JSON
+    assert row(run_dir, "x")["final_status"] == "FAILURE"

@@ -275,3 +275,59 @@ def test_a_path_a_row_gives_is_checked_as_one_written_in_the_file(
         expand(write(tmp_path / "tasks" / "task.yaml", text))
     assert "is invalid for this row after substitution" in caught.value.message
     assert reason in caught.value.message and caught.value.row_id == "r1"
+
+
+JSON_CHECK = """\
+success_criteria:
+  - type: json_check
+    path: out.json
+    assertions:
+      - {expression: n, operator: gte, expected: "${row.n}"}
+      - {expression: ok, operator: equals, expected: "${row.ok}"}
+      - {expression: tags, operator: equals, expected: "${row.tags}"}
+      - {expression: note, operator: equals, expected: "n=${row.n}"}
+"""
+
+
+def test_a_whole_placeholder_in_json_checks_expected_keeps_the_rows_json_value(
+    tmp_path: Path,
+) -> None:
+    rows = [{"id": "r1", "text": "t", "n": 5, "ok": True, "tags": ["a", 2], "note": "n=5"}]
+    jsonl(tmp_path / "tasks" / "s.jsonl", rows)
+    path = task(tmp_path, "dataset:\n  paths: [s.jsonl]\n", JSON_CHECK)
+    criterion = expand(path).row_tasks[0].resolve().success_criteria[0]
+    expected = [a.expected for a in criterion.assertions]  # type: ignore[union-attr]
+    assert expected == [5, True, ["a", 2], "n=5"]  # text around a placeholder stays text
+    assert [type(v) for v in expected[:2]] == [int, bool]
+
+
+def test_a_list_is_refused_where_json_check_puts_it_into_text_and_a_missing_key_everywhere(
+    tmp_path: Path,
+) -> None:
+    jsonl(tmp_path / "tasks" / "s.jsonl", [{"id": "r1", "text": "t", "n": [5], "ok": True,
+                                            "tags": []}])  # fmt: skip
+    error = errors_of(task(tmp_path, "dataset:\n  paths: [s.jsonl]\n", JSON_CHECK))
+    assert error.message.startswith("${row.n}: value must be a scalar")
+    jsonl(tmp_path / "tasks" / "s.jsonl", [{"id": "r1", "text": "t", "n": 5, "ok": True}])
+    error = errors_of(task(tmp_path, "dataset:\n  paths: [s.jsonl]\n", JSON_CHECK))
+    assert error.message.startswith("${row.tags}: key not found")
+    assert error.hint is not None and "success_criteria[0]" in error.hint
+
+
+def test_a_judges_rubric_takes_a_list_field_as_its_json_and_still_needs_the_key(
+    tmp_path: Path,
+) -> None:
+    judge = ("success_criteria:\n  - type: llm_judge\n    model: mock/judge.yaml\n"
+             "    prompt: 'Items: ${row.items}. Answer: ${response}'\n")  # fmt: skip
+    jsonl(tmp_path / "tasks" / "s.jsonl", [{"id": "r1", "text": "t", "items": ["x", "y"]}])
+    path = task(tmp_path, "dataset:\n  paths: [s.jsonl]\n", judge)
+    assert [t.row_id for t in expand(path).row_tasks] == ["r1"]
+    jsonl(tmp_path / "tasks" / "s.jsonl", [{"id": "r1", "text": "t"}])
+    error = errors_of(path)
+    assert error.message.startswith("${row.items}: key not found")
+
+
+def errors_of(path: Path) -> DatasetError:
+    with pytest.raises(DatasetError) as caught:
+        expand(path)
+    return caught.value

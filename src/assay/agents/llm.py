@@ -25,6 +25,7 @@ from assay.agents.base import (
 from assay.agents.tool_loop import ToolLoop
 from assay.errors import ModelError, UserError
 from assay.providers.base import Choice, Constraint, JsonSchema, Message, ModelRequest, Usage
+from assay.providers.constraints import cut_json_reply
 from assay.providers.pool import ModelKey
 from assay.providers.pricing import Price
 from assay.providers.retry import CallRecord
@@ -211,6 +212,10 @@ class LlmRunner(Agent[LlmAgent]):
                 span.attributes["gen_ai.response.finish_reasons"] = response.finish_reason
             self._check_budget(outcome, context.max_total_tokens)
             self._check_cost(outcome, context)
+            cut = cut_json_reply(response.text, request.constraint, finish=response.finish_reason,
+                                 max_tokens=request.max_tokens)  # fmt: skip
+            if cut is not None and outcome.error is None:
+                outcome.status, outcome.error, outcome.response = "error", cut, None
             self._write_response_file(outcome, context.sandbox)
         outcome.attempts = record.attempts
         outcome.seconds = time.perf_counter() - started

@@ -108,3 +108,25 @@ def read_choice(text: str, labels: tuple[str, ...], *, wrapped: bool) -> str:
             "the server did not apply the constraint"
         )
     return value
+
+
+CUT_FINISH_REASONS = frozenset({"length", "max_tokens", "MAX_TOKENS"})
+"""How OpenAI-compatible servers, Anthropic's API and Gemini's say a reply hit its token cap."""
+
+
+def cut_json_reply(
+    text: str, constraint: Constraint | None, *, finish: str | None, max_tokens: int | None
+) -> str | None:
+    """Why a reply to a JSON-schema request is no answer: ``max_tokens`` cut it before its
+    JSON closed (``None`` when the constraint is not a schema, the reply was not cut, or it
+    parses all the same). The reply is then an error of the row, as a label reply cut at
+    ``max_tokens`` is, not a wrong answer of the model."""
+    if not isinstance(constraint, JsonSchema) or finish not in CUT_FINISH_REASONS:
+        return None
+    try:
+        parse_json_strict(text.strip())
+    except ValueError:
+        head = text if len(text) <= 80 else text[:80] + "..."
+        return (f"the reply was cut at max_tokens ({max_tokens}) before its JSON closed: "
+                f"{head!r}; raise agent.max_tokens")  # fmt: skip
+    return None

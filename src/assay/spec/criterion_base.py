@@ -53,6 +53,10 @@ class CriterionSpec(StrictModel):
     late_fields: ClassVar[frozenset[str]] = frozenset()
     """Fields that dataset expansion leaves as written: the criterion fills their
     ``${row.x}`` itself when it grades (in one pass with its own placeholders)."""
+    value_keys: ClassVar[frozenset[str]] = frozenset()
+    """Keys (at any depth of the criterion's fields) whose value, when it is one whole
+    ``${row.x}``, takes the row's JSON value as it is, not its text: ``json_check``'s
+    ``expected``, so ``5`` compares with ``5`` (:func:`assay.data.substitute.substitute_tree`)."""
     reads_sandbox: ClassVar[bool] = False
     """Capability: the criterion reads the row's sandbox even without ``path`` (a program
     run in it, a file it names); a ``path`` makes any criterion read it (:meth:`needs_sandbox`)."""

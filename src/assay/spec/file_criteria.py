@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, StrictInt, StrictStr, field_validator, model_validator
 
@@ -181,8 +181,11 @@ class JsonCheck(CriterionSpec):
     comes from the schema's ``$schema`` (default 2020-12). Score: a missing file or text
     that is not JSON scores 0.0; with no schema and no assertion, valid JSON scores 1.0; a
     failed schema scores 0.0 overall (assertions skipped); else the mean of the schema
-    (1.0) and ``passed / total`` of the assertions.
+    (1.0) and ``passed / total`` of the assertions. An assertion's ``expected`` that is one
+    whole ``${row.x}`` takes the row's JSON value (``5``, ``true``, a list), not its text.
     """
+
+    value_keys: ClassVar[frozenset[str]] = frozenset({"expected"})
 
     type: Literal["json_check"]
     path: StrictStr | None = None

@@ -34,6 +34,8 @@ from assay.data.substitute import (
     scalar_text,
     substitute,
     substitute_tree,
+    text_fields_in_tree,
+    value_fields_in_tree,
 )
 from assay.errors import DatasetError, SelectionError, StoreError
 from assay.metrics.clustered import QA_CLUSTER_FIELD, field_value
@@ -110,7 +112,8 @@ class CriterionTemplate:
         if not self.has_placeholders:
             return self.spec
         late = self.spec.late_fields
-        data = substitute_tree({k: v for k, v in self.raw.items() if k not in late}, row)
+        data = substitute_tree({k: v for k, v in self.raw.items() if k not in late}, row,
+                               typed_keys=self.spec.value_keys)  # fmt: skip
         changed = {k: v for k, v in data.items() if k != "type" and v != self.raw.get(k)}
         if self.needs_validation or any(_nested(v) for v in changed.values()):
             return type(self.spec).model_validate({**self.raw, **data})
@@ -685,17 +688,23 @@ def check_placeholders(
     places: dict[str, list[str]] = {}
     for name in fields_in(prompt if prompt is not None else task.initial_prompt or ""):
         places.setdefault(name, []).append("initial_prompt")
+    values: dict[str, list[str]] = {}  # taken whole, or filled by the criterion itself
     for position, spec in enumerate(task.success_criteria):
-        for name in fields_in_tree(spec.model_dump(exclude_unset=True)):
-            places.setdefault(name, []).append(f"success_criteria[{position}]")
-    if not places:
+        raw = spec.model_dump(exclude_unset=True)
+        late = {k: raw.pop(k) for k in spec.late_fields if k in raw}
+        where = f"success_criteria[{position}]"
+        for name in text_fields_in_tree(raw, spec.value_keys):
+            places.setdefault(name, []).append(where)
+        for name in value_fields_in_tree(raw, spec.value_keys) | fields_in_tree(late):
+            values.setdefault(name, []).append(where)
+    if not places and not values:
         return
-    ordered = sorted(places)
     for index, row in enumerate(rows.items):
-        for name in ordered:
+        for name in sorted(places.keys() | values.keys()):
             value = row.get(name, _MISSING)
-            if value is _MISSING or isinstance(value, dict | list):
-                _placeholder_error(rows, index, ids[index], name, row, used_in=places[name])
+            if value is _MISSING or (name in places and isinstance(value, dict | list)):
+                used_in = places.get(name, []) + values.get(name, [])
+                _placeholder_error(rows, index, ids[index], name, row, used_in=used_in)
 
 
 _MISSING = object()
