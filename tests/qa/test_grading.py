@@ -289,6 +289,22 @@ THOUSANDS = item(["14,000"], [])
         (item(["-3"], []), "#### 3", False, "numeric_mismatch"),
         (item(["1,000"], []), "1.000", False, "numeric_mismatch"),
         (item(["1,000"], []), "10,00", False, "no_match"),
+        # the stated answer wins over numbers written after it
+        (GSM, "The answer is 18. That took 3 steps.", True, "numeric_match"),
+        (GSM, "Answer: 18 (after 3 days)", True, "numeric_match"),
+        (GSM, "Answer: **18**, in 3 steps", True, "numeric_match"),
+        (GSM, "The answer is 17. That took 18 steps.", True, "last_number_match"),  # as before
+        (GSM, "Answer: 17 (not 3)", False, "no_match"),  # a stated miss still goes on
+        (item(["0.5"], []), "Answer: 1/2 of it", False, "no_match"),  # no lead: a fraction
+        # typeset numbers: the minus sign, a currency after the sign, spaced thousands
+        (item(["-5"], []), "\u22125", True, "exact_match"),
+        (item(["-5"], []), "It was \u22125 outside", True, "last_number_match"),
+        (item(["-5"], []), "-$5", True, "numeric_match"),
+        (item(["-5"], []), "$-5.00", True, "numeric_match"),
+        (item(["1000000"], []), "1\u2009000\u2009000", True, "exact_match"),
+        (item(["1000"], []), "1\u00a0000", True, "exact_match"),
+        (item(["1000"], []), "1\u202f000 apples", True, "last_number_match"),
+        (item(["1000"], []), "1\u00a00000", False, "no_match"),  # four digits: not a group
     ],
 )
 def test_numeric_answers_are_compared_by_value(

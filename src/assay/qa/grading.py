@@ -39,7 +39,8 @@ the exact-match grading of SQuAD and NQ-open):
   "answer:"/"answer is"/"####" are tried; numbers keep their sign and decimal point, so
   ``14.4`` never matches ``144``); when every accepted answer is a number, a candidate that is
   a number decides by value (GSM8K: ``#### 16`` against ``18`` is wrong by rule,
-  ``numeric_match``/``numeric_mismatch``); failing that, the last number written
+  ``numeric_match``/``numeric_mismatch``); failing that, the number a marker's line starts
+  with ("The answer is 18. That took 3 steps.") is correct when equal; then the last number written
   ("12 * 12 = 144", "144 apples") is correct when equal (``last_number_match``) and otherwise
   left to the judge; a match with a known wrong answer is wrong; an obvious abstention is
   wrong;
@@ -53,6 +54,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
+from decimal import Decimal
 from operator import attrgetter
 from typing import Any, ClassVar, Literal, Protocol
 
@@ -73,6 +75,9 @@ ErrorReason = Literal[
 GradedBy = Literal["rule", "judge"]
 _LAST_BOX = re.compile(r"\\box(?:ed)?\s*\{([^{}]*)\}")
 _AFTER = re.compile(r"(?i)(?:\banswer\s*(?:is|:)|####)\s*([^\n]*)")
+_LEAD = re.compile(  # a number at the start (after bold marks), not a fraction, time or date
+    r"^[\s*]*([-+\u2212]?\s*\$?\s*[-+\u2212]?\d[\d,]*(?:\.\d+)?%?)(?![\w/:]|[.,]\d)"
+)
 
 
 @dataclass(slots=True)
@@ -242,6 +247,14 @@ def answer_candidates(response: str) -> list[str]:
     return candidates
 
 
+def stated_number(response: str) -> Decimal | None:
+    """The number the rest of the line after the last "answer is"/"answer:"/"####" starts
+    with ("The answer is 18. That took 3 steps." → 18), or ``None``."""
+    after = _AFTER.findall(response)
+    lead = _LEAD.match(after[-1]) if after else None
+    return to_number(lead.group(1)) if lead is not None else None
+
+
 def rule_grade_open(item: Graded, response: str) -> SampleResult | None:
     """The rule grade of an open response, or ``None`` when only the judge can tell."""
     candidates = answer_candidates(response)
@@ -254,7 +267,7 @@ def rule_grade_open(item: Graded, response: str) -> SampleResult | None:
         return None
     if any(matches_any(text, item.correct_answers) for text in candidates):
         return _verdict(item, True, graded_by="rule", rule="exact_match")
-    numeric = _numeric_grade(item, candidates)
+    numeric = _numeric_grade(item, candidates, stated=stated_number(response))
     if numeric is not None:
         return numeric
     if any(matches_any(text, item.wrong_answers) for text in candidates):
@@ -264,9 +277,13 @@ def rule_grade_open(item: Graded, response: str) -> SampleResult | None:
     return None
 
 
-def _numeric_grade(item: Graded, candidates: list[str]) -> SampleResult | None:
+def _numeric_grade(
+    item: Graded, candidates: list[str], *, stated: Decimal | None = None
+) -> SampleResult | None:
     """When every accepted answer is a number, the final number written (after a marker, in a
-    box, or the whole response) decides: equal by value is correct, different is wrong."""
+    box, or the whole response) decides: equal by value is correct, different is wrong; then
+    a ``stated`` number equal to one is correct (the answer a marker names, with more text
+    after it); then the last number written, when equal."""
     gold = [to_number(answer) for answer in item.correct_answers]
     if not gold or any(number is None for number in gold):
         return None
@@ -280,6 +297,8 @@ def _numeric_grade(item: Graded, candidates: list[str]) -> SampleResult | None:
                 graded_by="rule",
                 rule="numeric_match" if correct else "numeric_mismatch",
             )
+    if stated is not None and stated in gold:
+        return _verdict(item, True, graded_by="rule", rule="numeric_match")
     for text in reversed(candidates):  # "12 * 12 = 144", "144 apples": the last number
         number = last_number(text)
         if number is not None:

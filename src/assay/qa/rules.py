@@ -57,8 +57,18 @@ REFUSAL_WINDOW = 300
 _HEDGE = re.compile(r"(?i)\b(?:but|however|probably|likely|perhaps|maybe|although|though|guess)\b")
 _BARE = frozenset({"unknown", "none", "n/a", "na", "not mentioned", "not stated", "not given"})
 _NUMBER = re.compile(r"[-+]?(?:\d+(?:,\d{3})*|\d*)(?:\.\d+)?")
+_MINUS = str.maketrans({"\u2212": "-", "\ufe63": "-", "\uff0d": "-"})  # minus signs
+_SPACED_THOUSANDS = re.compile(r"(?<=\d)[\u00a0\u2009\u202f](?=\d{3}(?!\d))")
+_CURRENCY = re.compile(r"^([-+]?)\s*\$\s*")
 _NUMBER_TOKEN = re.compile(r"(?:(?<![\w.,:/-])[-+])?\d+(?:[.,:/]\d+)*")
 _LAST_NUMBER = re.compile(r"(?<![\w.,])[-+]?\d+(?:,\d{3})*(?:\.\d+)?(?![\w]|[.,]\d)")
+
+
+def plain_digits(text: str) -> str:
+    """``text`` with the typeset forms of numbers made plain: the minus sign (U+2212 and its
+    small and full-width forms) as ``-``, and a no-break, thin or narrow no-break space
+    between groups of three digits (``1 000 000``, the SI style) removed."""
+    return _SPACED_THOUSANDS.sub("", text.translate(_MINUS))
 
 
 def normalize_answer(text: str) -> str:
@@ -66,9 +76,10 @@ def normalize_answer(text: str) -> str:
 
     Numbers keep the punctuation that changes their value (SQuAD's normalization would make
     ``14.4``, ``1-44`` and ``-144`` all equal ``144``): a sign before a number and a ``.``,
-    ``:``, ``/`` or ``,`` between digits stay, so ``3/4`` is not ``34``.
+    ``:``, ``/`` or ``,`` between digits stay, so ``3/4`` is not ``34``; typeset digits are
+    read as :func:`plain_digits` gives them.
     """
-    text = _THOUSANDS.sub("", text.lower())
+    text = _THOUSANDS.sub("", plain_digits(text).lower())
     pieces: list[str] = []
     start = 0
     for number in _NUMBER_TOKEN.finditer(text):
@@ -105,9 +116,11 @@ def is_refusal(response: str | None) -> bool:
 
 
 def to_number(text: str) -> Decimal | None:
-    """The number ``text`` consists of (currency sign, ``%``, thousands separators and a
-    final period allowed), or ``None``."""
-    body = text.strip().rstrip(".").strip().removeprefix("$").removesuffix("%").strip()
+    """The number ``text`` consists of (currency sign, also after the sign (``-$5``), ``%``,
+    thousands separators, typeset digits (:func:`plain_digits`) and a final period allowed),
+    or ``None``."""
+    body = _CURRENCY.sub(r"\1", plain_digits(text).strip().rstrip(".").strip())
+    body = body.removesuffix("%").strip()
     if not body or _NUMBER.fullmatch(body) is None or not any(c.isdigit() for c in body):
         return None
     try:
@@ -118,5 +131,5 @@ def to_number(text: str) -> Decimal | None:
 
 def last_number(text: str) -> Decimal | None:
     """The last number written in ``text`` (thousands separators allowed), or ``None``."""
-    found = _LAST_NUMBER.findall(text)  # each match is a well-formed decimal number
+    found = _LAST_NUMBER.findall(plain_digits(text))  # each a well-formed decimal number
     return Decimal(found[-1].replace(",", "")) if found else None
