@@ -166,3 +166,33 @@ def test_template_without_story_refuses_a_story() -> None:
     with pytest.raises(TaskFileError) as info:
         build_item(sample(["a"], []), dataset="d", replicate=0, templates=templates)
     assert info.value.message == "template 'open' has no {story} slot, but sample s1 has a story"
+
+
+@pytest.mark.parametrize("correct", [["a cat"], ["a {x}", "b"], ["{x} do"]])
+def test_prompt_mutations_change_the_template_text_never_the_samples_own(
+    correct: list[str],
+) -> None:
+    braces = sample(correct, ["prints {x} literally", "Answer with a letter."],
+                    story='f"{x}" formats x; Answer with a letter.',
+                    question="What does {x} do?")  # fmt: skip
+    plain = build_item(braces, dataset="d", replicate=0)
+    same = build_item(braces, dataset="d", replicate=0, mutate=lambda text: text)
+    assert same.prompt == plain.prompt and same.options == plain.options
+
+    def mutate(text: str) -> str:
+        text = text.replace("{x}", "INJECTED").replace("Answer with", "Reply with")
+        text = text.replace("Select", "CHOOSE")
+        return "FIRST\n" + text.replace("What does", "WHAT DOES") + "\nLAST"
+
+    mutated = build_item(braces, dataset="d", replicate=0, mutate=mutate).prompt
+    assert mutated.startswith("FIRST\n") and mutated.endswith("\nLAST")
+    assert "INJECTED" not in mutated and "WHAT DOES" not in mutated
+    assert mutated.count("{x}") == plain.prompt.count("{x}") >= 3  # story, question, option
+    assert mutated.count("Answer with a letter.") == 2  # the story's and the option's
+    assert "CHOOSE" in mutated and "Select" not in mutated  # the template's instruction
+
+
+def test_a_mutation_on_an_open_prompt_keeps_the_story_and_question() -> None:
+    item = build_item(sample(["a cat"], [], story="{story} is {question}"), dataset="d",
+                      replicate=0, mutate=lambda text: text.replace("{", "<"))  # fmt: skip
+    assert "{story} is {question}" in item.prompt

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,6 +57,7 @@ def build_item(
     templates: QaTemplates = DEFAULT_TEMPLATES,
     shuffle: bool = True,
     as_open: bool = False,
+    mutate: Callable[[str], str] | None = None,
 ) -> QaItem:
     """Route ``sample``, letter and shuffle its options, and render its prompt.
 
@@ -67,6 +68,7 @@ def build_item(
         templates: the prompt templates.
         shuffle: ``False`` keeps options in correct-then-wrong order.
         as_open: ask a choice sample as an open question (:func:`~assay.qa.schema.route`).
+        mutate: an experiment's prompt mutations (:func:`~assay.qa.prompts.render_prompt`).
 
     Raises:
         DatasetError: more than 26 options.
@@ -90,6 +92,7 @@ def build_item(
         question=sample.question,
         options=bundle.options,
         sample_id=sample.sample_id,
+        mutate=mutate,
     )
     return QaItem(
         dataset=dataset,

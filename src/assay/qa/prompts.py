@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 
 from assay.errors import TaskFileError
@@ -180,6 +180,7 @@ def render_prompt(
     question: str,
     options: Mapping[str, str] | None,
     sample_id: str = "",
+    mutate: Callable[[str], str] | None = None,
 ) -> str:
     """Render the prompt of one sample.
 
@@ -190,6 +191,10 @@ def render_prompt(
         question: the question.
         options: letter → text for choice questions; ignored for open ones.
         sample_id: named in the error below.
+        mutate: an experiment's prompt mutations: they change the prompt as the templates
+            make it, never the sample's own text (its story, question and options are put in
+            after them, as a task's ``${row.x}`` are), so a ``{x}`` or a pattern in the data
+            stays as written.
 
     Raises:
         TaskFileError: the template has no ``{story}`` slot but the sample has a story.
@@ -211,9 +216,40 @@ def render_prompt(
             field=f"qa.templates.{kind}",
             hint="add {story} to the template, or blank the stories in the dataset",
         )
+    if mutate is not None:
+        return _mutated(templates, template, instruction, story, question, options or {}, mutate)
     values = {"story": story, "question": question, "options": block, "instruction": instruction}
     text = render(template, values)
     return text.rstrip() if template is templates.choice else text
+
+
+_MASK = re.compile("\ue000([a-z0-9]+)\ue001")
+"""A sample's text held out of the prompt while mutations run (private-use characters)."""
+
+
+def _mutated(
+    templates: QaTemplates,
+    template: str,
+    instruction: str,
+    story: str,
+    question: str,
+    options: Mapping[str, str],
+    mutate: Callable[[str], str],
+) -> str:
+    """:func:`render_prompt` with ``mutate`` applied to the prompt with the sample's text
+    masked, then the text put in, in one pass (the text itself is never searched)."""
+    held = {"s": story, "q": question}
+    masked = {}
+    for number, (letter, text) in enumerate(options.items()):
+        held[f"o{number}"] = " ".join(text.splitlines())
+        masked[letter] = f"\ue000o{number}\ue001"
+    block = "\n".join(render(templates.option, {"letter": letter, "text": mask})
+                      for letter, mask in masked.items())  # fmt: skip
+    values = {"story": "\ue000s\ue001" if story else "", "question": "\ue000q\ue001",
+              "options": block, "instruction": instruction}  # fmt: skip
+    skeleton = render(template, values)
+    skeleton = skeleton.rstrip() if template is templates.choice else skeleton
+    return _MASK.sub(lambda match: held.get(match.group(1), match.group(0)), mutate(skeleton))
 
 
 def _did_you_mean(name: str, choices: list[str]) -> str | None:

@@ -19,6 +19,7 @@ import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any, cast
 
@@ -152,17 +153,16 @@ def make_item(
 ) -> QaItem:
     """The item of ``sample`` in ``replicate`` under ``task``'s ``qa:`` block."""
     assert task.qa is not None
-    item = build_item(
+    mutations = task.qa.prompt_mutations
+    return build_item(
         sample,
         dataset=dataset_name(task),
         replicate=replicate,
         templates=templates,
         shuffle=task.qa.shuffle,
         as_open=task.qa.as_open,
+        mutate=partial(apply_mutations, mutations=mutations) if mutations else None,
     )
-    if not task.qa.prompt_mutations:
-        return item
-    return replace(item, prompt=apply_mutations(item.prompt, task.qa.prompt_mutations))
 
 
 def check_items(
