@@ -403,3 +403,29 @@ def test_truthfulqa_answer_lists_are_split_on_their_separator(tmp_path: Path) ->
     assert first["correct_answers"][:2] == ["Nothing happens", "You eat watermelon seeds"]
     assert first["wrong_answers"][0] == "You grow watermelons in your stomach"
     assert len(first["correct_answers"]) == 5 and len(first["wrong_answers"]) == 7
+
+
+def test_skip_invalid_leaves_out_the_rows_that_cannot_be_converted_and_names_each(
+    tmp_path: Path,
+) -> None:
+    """TruthfulQA lists "Unknown" as both correct and wrong in two rows: the error says how
+    to go on, and --skip-invalid converts the rest, naming the rows it left out."""
+    src = tmp_path / "x.jsonl"
+    rows = [{"question": "q1", "answers": ["a"], "wrong": ["b"]},
+            {"question": "q2", "answers": ["Unknown"], "wrong": ["unknown"]},
+            {"question": "q3", "answers": ["c"], "wrong": ["d"]},
+            {"question": "q4", "answers": [], "wrong": ["e"]}]  # fmt: skip
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    out = tmp_path / "out.jsonl"
+    args = [src, "-o", out, "--from", "jsonl-answers", "--wrong", "wrong", "--source", "x.jsonl"]
+    text = error_of(convert(*args))
+    assert "x.jsonl:2: Sample x-00002 lists 'Unknown' as both a correct and a wrong answer." in text
+    assert "hint: correct the row; or convert with --skip-invalid" in text
+    assert not out.exists()
+    done = convert(*args, "--skip-invalid")
+    assert done.exit_code == 0, done.output
+    assert [r["question"] for r in read(out)] == ["q1", "q3"]
+    said = " ".join(done.output.split())
+    assert "2 row(s) left out (--skip-invalid): line 2: Sample x-00002 lists 'Unknown'" in said
+    assert "; line 4: field 'answers' holds no answer" in said
+    assert "wrote 2 samples" in said

@@ -28,6 +28,7 @@ def convert_qa(
     source: str | None = None,
     id_prefix: str | None = None,
     limit: int | None = None,
+    skip_invalid: bool = False,
     **fields: Any,
 ) -> ConvertSummary:
     """Convert a CSV or JSONL dataset into the QA schema (``assay qa convert``), written whole
@@ -42,6 +43,8 @@ def convert_qa(
         source: ``meta.source`` (default: the input's file name).
         id_prefix: the prefix of numbered ids (default: the input's stem and ``-``).
         limit: convert only the first ``limit`` rows.
+        skip_invalid: leave out the rows that cannot be converted (named in the summary's
+            ``skipped`` and ``warnings``) instead of stopping at the first.
         **fields: field mapping overrides (:class:`assay.qa.convert.FieldMap`: ``story``,
             ``question``, ``answers``, ``wrong``, ``choices`` (a tuple), ``choice_prefix``,
             ``label``, ``label_base``, ``id``, ``meta``, ``answer_after``,
@@ -65,7 +68,7 @@ def convert_qa(
         mapping = replace(mapping, id=None)
     check_output_file(Path(output), "--output")
     return convert_file(Path(input_path), Path(output), fields=mapping, source=source,
-                        id_prefix=id_prefix, limit=limit)  # fmt: skip
+                        id_prefix=id_prefix, limit=limit, skip_invalid=skip_invalid)  # fmt: skip
 
 
 def cache_stats(path: str | Path = DEFAULT_PATH) -> CacheStats | None:

@@ -83,6 +83,9 @@ def convert(
         str | None, typer.Option(help="meta.source label (default: INPUT's file name).")
     ] = None,
     limit: Annotated[int | None, typer.Option(min=1, help="Convert only the first N rows.")] = None,
+    skip_invalid: Annotated[
+        bool, typer.Option(help="Leave out rows that cannot be converted (each named).")
+    ] = False,
 ) -> None:
     """Convert INPUT (CSV or JSONL: choices, answer lists, SQuAD, GSM8K) into the QA schema."""
     from assay.api.tools import convert_qa
@@ -94,7 +97,7 @@ def convert(
             wrong=wrong, choices=_split(choices), choice_prefix=choice_prefix, label=label,
             label_base=label_base, id=id_field, meta=tuple(meta) if meta else None,
             answer_after=answer_after, unanswerable_if_empty=unanswerable_if_empty,
-            answer_separator=answer_separator,
+            answer_separator=answer_separator, skip_invalid=skip_invalid,
         )  # fmt: skip
     kinds = ", ".join(f"{kind} {n}" for kind, n in sorted(summary.by_prompt_type.items()))
     for text in summary.warnings:

@@ -128,6 +128,8 @@ class ConvertSummary:
     rows: int
     by_prompt_type: dict[str, int]
     warnings: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    """The rows ``skip_invalid`` left out: ``"line N: message"``."""
 
 
 def read_rows(path: Path) -> Iterator[tuple[int, Mapping[str, Any]]]:
@@ -145,8 +147,13 @@ def convert_rows(
     source: str,
     id_prefix: str,
     limit: int | None = None,
+    skipped: list[str] | None = None,
 ) -> Iterator[dict[str, Any]]:
     """Yield QA rows (see the module docstring), at most ``limit`` of them.
+
+    Args:
+        skipped: when given, a row that cannot be converted is left out and its error
+            (``"line N: message"``) appended here, instead of raised.
 
     Raises:
         DatasetError: a missing field, a bad label, no answer, an invalid or repeated id,
@@ -159,15 +166,43 @@ def convert_rows(
             return
         if fields.is_choices and choices is None:
             choices = choice_fields(row, fields.choice_prefix, source=source, line=line)
-        where = _Where(source, line)
-        out = _convert(row, fields, choices or (), where)
-        sample_id = _sample_id(row, fields, id_prefix, number, where)
-        if sample_id in seen:
-            raise where.error(f"sample id {sample_id!r} appears twice")
-        seen.add(sample_id)
-        out = {"sample_id": sample_id, **out}
-        normalize_sample(out, index=number - 1, file=source, line=line)
+        try:
+            out = _converted(row, fields, choices or (), _Where(source, line), seen,
+                             id_prefix=id_prefix, number=number)  # fmt: skip
+        except DatasetError as exc:
+            if skipped is None:
+                exc.hint = f"{exc.hint or 'correct the row'}; or {SKIP_HINT}"
+                raise
+            skipped.append(f"line {line}: {exc.message.rstrip('.')}")
+            continue
         yield out
+
+
+SKIP_HINT = "convert with --skip-invalid to leave such rows out (each named in a warning)"
+
+
+def _converted(
+    row: Mapping[str, Any],
+    fields: FieldMap,
+    choices: tuple[str, ...],
+    where: _Where,
+    seen: set[str],
+    *,
+    id_prefix: str,
+    number: int,
+) -> dict[str, Any]:
+    """One source row as a QA row (its id added to ``seen``).
+
+    Raises:
+        DatasetError: see :func:`convert_rows`."""
+    out = _convert(row, fields, choices, where)
+    sample_id = _sample_id(row, fields, id_prefix, number, where)
+    if sample_id in seen:
+        raise where.error(f"sample id {sample_id!r} appears twice")
+    out = {"sample_id": sample_id, **out}
+    normalize_sample(out, index=number - 1, file=where.source, line=where.line)
+    seen.add(sample_id)
+    return out
 
 
 def convert_file(
@@ -178,6 +213,7 @@ def convert_file(
     source: str | None = None,
     id_prefix: str | None = None,
     limit: int | None = None,
+    skip_invalid: bool = False,
 ) -> ConvertSummary:
     """Convert ``source_path`` into the JSONL file ``output`` (written whole or not at all).
 
@@ -188,6 +224,8 @@ def convert_file(
         source: the ``meta.source`` label (default: the input's file name).
         id_prefix: the prefix of numbered ids (default: the input's stem and ``-``).
         limit: convert only the first ``limit`` rows.
+        skip_invalid: leave out a row that cannot be converted (each named in the
+            summary's ``skipped`` and a warning) instead of stopping at it.
     """
     if output.exists() and output.resolve() == source_path.resolve():
         raise UsageError(
@@ -199,9 +237,9 @@ def convert_file(
     counts: dict[str, int] = {}
     lines = []
     joined = 0
-    for row in convert_rows(
-        read_rows(source_path), fields=fields, source=label, id_prefix=prefix, limit=limit
-    ):
+    skipped: list[str] | None = [] if skip_invalid else None
+    for row in convert_rows(read_rows(source_path), fields=fields, source=label,
+                            id_prefix=prefix, limit=limit, skipped=skipped):  # fmt: skip
         kind = route(normalize_sample(row, index=0))
         counts[kind] = counts.get(kind, 0) + 1
         joined += fields.answer_separator is None and _looks_joined(row["answer"])
@@ -217,7 +255,14 @@ def convert_file(
         "as one answer; if the field joins several answers (TruthfulQA's do), convert again "
         "with --answer-separator '; '"
     ] if joined else []  # fmt: skip
-    return ConvertSummary(rows=len(lines), by_prompt_type=counts, warnings=warnings)
+    if skipped:
+        warnings.append(
+            f"{source_path}: {len(skipped)} row(s) left out (--skip-invalid): "
+            + "; ".join(skipped[:10])
+            + ("; ..." if len(skipped) > 10 else "")
+        )
+    return ConvertSummary(rows=len(lines), by_prompt_type=counts, warnings=warnings,
+                          skipped=skipped or [])  # fmt: skip
 
 
 def _looks_joined(answer: Mapping[str, list[str]]) -> bool:
