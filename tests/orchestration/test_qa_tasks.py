@@ -142,10 +142,13 @@ def test_too_many_options_is_refused_at_plan(tmp_path: Path) -> None:
     assert info.value.line == 1
 
 
-def test_the_data_teams_cosmosqa_file_as_it_is(tmp_path: Path) -> None:
+@pytest.mark.parametrize("id_field", ["", ", id_field: sample_id"])
+def test_the_data_teams_cosmosqa_file_as_it_is(tmp_path: Path, id_field: str) -> None:
+    """Naming the field QA reads anyway (``id_field: sample_id``, as the examples do) keeps
+    the QA rules: a sample id that is no folder name is sanitized, not refused."""
     shutil.copy(DATA / "cosmosqa_valid_first100.qa.jsonl", tmp_path / "qa.jsonl")
     text = ("task_id: cosmos\ndescription: d\nagent: {type: command, command: cat}\n"
-            "dataset: {paths: [qa.jsonl]}\nqa: {}\n")  # fmt: skip
+            f"dataset: {{paths: [qa.jsonl]{id_field}}}\nqa: {{}}\n")  # fmt: skip
     expansion = expand_dataset(load_task(write(tmp_path / "t.yaml", text)))
     first = expansion.row_tasks[0]
     assert first.qa is not None and "##" in first.qa.sample_id  # meta.id, unchanged

@@ -50,10 +50,15 @@ def folder_id(sample_id: str) -> str:
 
 
 def explicit_ids(task: TaskDefinition) -> bool:
-    """Row ids come from ``dataset.id_field`` (written by the user, or a store dataset)."""
+    """Row ids come from ``dataset.id_field`` (written by the user, or a store dataset);
+    a ``qa:`` task's ``id_field: sample_id`` names the field QA reads anyway, so its ids
+    follow the QA rules (``meta.id`` too, a sample id that is no folder name sanitized)."""
     spec = task.dataset
     assert spec is not None
-    return "id_field" in spec.model_fields_set or spec.store is not None
+    if spec.store is not None:
+        return True
+    return "id_field" in spec.model_fields_set and not (
+        task.qa is not None and spec.id_field == "sample_id")  # fmt: skip
 
 
 def qa_samples(
