@@ -4,6 +4,7 @@ gates whose interval straddles the threshold, and the load errors of a bad gate 
 from __future__ import annotations
 
 import json
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +62,22 @@ def test_the_bound_decides_by_the_interval(
     if passes is not None:
         assert check["passed"] is passes
     assert done.returncode == (0 if check["passed"] else 1)
+
+
+def test_a_passing_gate_whose_interval_straddles_it_says_so_in_the_console_and_junit(
+    tmp_path: Path,
+) -> None:
+    write(tmp_path / "t.yaml", gated("{accuracy: 0.6}"))
+    done = assay("run", "t.yaml", "--junit-xml", "j.xml", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    (check,) = json.loads((latest(tmp_path) / "default" / "toy" / "suite.json").read_text())[
+        "criterion_aggregates"][0]["threshold_checks"]  # fmt: skip
+    assert check["passed"] and "straddles 0.6" in check["note"]
+    said = f"classification_match: accuracy = 0.667 >= 0.6 ({check['note']})"
+    assert f"  note: {said}" in done.stdout.splitlines()
+    case = ET.parse(tmp_path / "j.xml").getroot().find(".//testcase[@name='suite gate']")
+    assert case is not None and case.find("failure") is None
+    assert case.findtext("system-out") == said
 
 
 def test_a_point_gate_far_from_its_threshold_has_no_note(tmp_path: Path) -> None:

@@ -28,7 +28,7 @@ from xml.sax.saxutils import quoteattr
 
 from assay.metrics.streaming import ExactSum
 from assay.reports.numbers import fmt_close
-from assay.reports.suite_rules import failure_reasons
+from assay.reports.suite_rules import failure_reasons, passed_gate_notes
 from assay.results.io import WrittenFile
 from assay.results.suite import SuiteRollup
 from assay.results.task_result import EvaluationResult
@@ -116,6 +116,8 @@ def _gate_case(suite: SuiteRollup) -> ET.Element:
         node = ET.SubElement(case, "failure", {"message": message,
                                                "type": "SuiteGate"})  # fmt: skip
         node.text = "\n".join(failed)
+    elif notes := passed_gate_notes(suite):  # a pass the data cannot carry, said in CI too
+        ET.SubElement(case, "system-out").text = "\n".join(notes)
     return case
 
 

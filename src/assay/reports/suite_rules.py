@@ -12,7 +12,7 @@ from assay.data.substitute import PLACEHOLDER
 from assay.reports.numbers import fmt_close
 from assay.results.secrets import clip_head
 from assay.results.status import RowCounts
-from assay.results.suite import CriterionAggregate, FailedRowSummary
+from assay.results.suite import CriterionAggregate, FailedRowSummary, SuiteRollup
 from assay.results.task_result import EvaluationResult, QaCriterionResult
 from assay.spec.criteria import CriterionSpec
 
@@ -197,3 +197,12 @@ def failed_summary(result: EvaluationResult, relpath: str) -> FailedRowSummary:
         task_json_relpath=relpath,
         replicate_index=result.replicate_index,
     )
+
+
+def passed_gate_notes(suite: SuiteRollup) -> list[str]:
+    """``"classification_match: accuracy = 0.400 >= 0.3 (the 95% interval … straddles …)"``
+    for each gate that passed with a note (its interval straddles the threshold)."""
+    return [f"{agg.criterion_type}: {c.name} = {fmt_close(c.actual_value, c.min_value)} >= "
+            f"{c.min_value:g} ({c.note})"
+            for agg in suite.criterion_aggregates for c in agg.threshold_checks
+            if c.passed and c.note and c.actual_value is not None]  # fmt: skip

@@ -9,6 +9,7 @@ from rich.markup import escape
 
 from assay.cli.shared.common import secret_findings, warn
 from assay.reports.numbers import fmt, plural
+from assay.reports.suite_rules import passed_gate_notes
 from assay.results.suite import SuiteRollup
 
 if TYPE_CHECKING:
@@ -73,6 +74,8 @@ def print_reports(result: RunResult) -> None:
         )
         for warning in suite.warnings:
             console.print(f"  [yellow]warning:[/] {escape(warning)}", markup=True)
+        for note in passed_gate_notes(suite):
+            console.print(f"  [yellow]note:[/] {escape(note)}", markup=True)
     console.print(
         f"{summary.tasks_run} row-task(s): {summary.tasks_succeeded} passed, "
         f"{summary.tasks_failed} failed, {summary.tasks_error} errored"
