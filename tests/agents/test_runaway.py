@@ -98,11 +98,13 @@ def test_both_streams_are_capped_and_the_cut_is_marked(tmp_path: Path) -> None:
         "from assay.sandbox.process import run_process; "
         f"r = asyncio.run(run_process({command!r}, cwd=Path.cwd(), "
         "env={'PATH': '/usr/bin:/bin'}, timeout=60, max_output_bytes=1000)); "
-        "print(repr(r.stdout[-80:])); print(repr(r.stderr[-80:])); print(r.dropped)"
+        "print(repr(r.shown_stdout[-80:])); print(repr(r.stderr[-80:])); print(r.dropped); "
+        "print(len(r.stdout) == 1000 and '[assay' not in r.stdout)"
     )
     done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
                           text=True, timeout=120, check=True)  # fmt: skip
-    out, err, dropped = done.stdout.splitlines()
+    out, err, dropped, kept = done.stdout.splitlines()
+    assert kept == "True"  # what the program wrote; the note is apart (shown_stdout)
     assert "output cut after 1000 bytes; 2000 more bytes dropped" in out
     assert "output cut after 1000 bytes; 4000 more bytes dropped" in err
     assert dropped == "6000"
@@ -128,9 +130,8 @@ success_criteria:
     record = json.loads(path.read_text())
     assert record["agent"]["output_dropped_bytes"] == 2097152
     assert record["agent"]["output_logs"] == ["agent.stdout.log"]
-    response = (path.parent / "response.txt").read_text()
-    assert response.endswith("output cut after 10485760 bytes; 2097152 more bytes not kept "
-                             "here; the whole stream is in agent.stdout.log]\n")  # fmt: skip
+    assert_noted(path.parent, "y" * 10485760, "output cut after 10485760 bytes; 2097152 more "
+                 "bytes not kept here; the whole stream is in agent.stdout.log]")  # fmt: skip
     log = path.parent / "agent.stdout.log"
     assert log.stat().st_size == 12582912
     with log.open("rb") as handle:  # all of it, and nothing but it
@@ -173,9 +174,8 @@ def assert_capped(record: dict[str, Any], folder: Path) -> None:
     """What is kept in memory is 128 KiB of each stream, and each stream is whole on disk."""
     assert record["agent"]["output_dropped_bytes"] == 307200 - 131072
     assert record["agent"]["output_logs"] == ["agent.stdout.log"]
-    response = (folder / "response.txt").read_text()
-    assert response.endswith("output cut after 131072 bytes; 176128 more bytes not kept here; "
-                             "the whole stream is in agent.stdout.log]\n")  # fmt: skip
+    assert_noted(folder, "y" * 131072, "output cut after 131072 bytes; 176128 more bytes not "
+                 "kept here; the whole stream is in agent.stdout.log]")  # fmt: skip
     criterion = record["success_criteria_results"][0]
     assert criterion["score"] == 0.0  # END came after the cap: the criterion never saw it
     assert record["pre_run_results"][0]["output_logs"] == ["pre_run-1.stderr.log"]
@@ -237,9 +237,8 @@ success_criteria:
     log = (path.parent / "agent.stdout.log").read_bytes()
     cut = b"\n[assay: log cut after 262144 bytes (sandbox.limits.max_log_mb); 147456 more bytes "
     assert log == b"y" * 262144 + cut + b"not written]\n"
-    response = (path.parent / "response.txt").read_text()
-    assert response.endswith("278528 more bytes not kept here; agent.stdout.log holds its first "
-                             "262144 bytes (sandbox.limits.max_log_mb)]\n")  # fmt: skip
+    assert_noted(path.parent, "y" * 131072, "278528 more bytes not kept here; agent.stdout.log "
+                 "holds its first 262144 bytes (sandbox.limits.max_log_mb)]")  # fmt: skip
 
 
 @pytest.mark.parametrize(("log_mb", "output_mb"), [(0.5, 1), (1, 2.5)])
@@ -385,7 +384,9 @@ def test_a_cut_never_keeps_a_piece_of_a_secret(tmp_path: Path) -> None:
             assert not [p for p in pieces if p in text], path
     folder = result.run_dir / "default" / "split"
     response = (folder / "output-known" / "00" / "response.txt").read_text()
-    assert "qqq \n[assay: output cut after 10473 bytes; " in response
+    assert response.endswith("qqq ")  # graded as the agent wrote it; the note is apart
+    trace = (folder / "output-known" / "00" / "trace.json").read_text()
+    assert "qqq \\n[assay: output cut after 10473 bytes; " in trace
     log = (folder / "log-known" / "00" / "agent.stdout.log").read_text()
     assert log.endswith("q \n[assay: log cut after 20959 bytes (sandbox.limits.max_log_mb); "
                         "30027 more bytes not written]\n")  # fmt: skip
@@ -421,3 +422,37 @@ def test_a_streamed_programs_stderr_end_starts_after_a_secret(tmp_path: Path) ->
                               capture_output=True, text=True, timeout=120)  # fmt: skip
         assert done.returncode == 0, done.stderr
         assert done.stdout.split()[-1] in {"err", secret}, shift  # a whole word first
+
+
+def assert_noted(folder: Path, response: str, note: str) -> None:
+    """The response graded (``response.txt``) is what the agent wrote, without assay's note
+    of the cut; the note stands in its transcript (``trace.json``) and every criterion that
+    reads the response names the cut."""
+    assert (folder / "response.txt").read_text() == response
+    assert note in (folder / "trace.json").read_text()
+
+
+def test_a_criterion_grades_what_the_agent_wrote_and_names_the_cut(tmp_path: Path) -> None:
+    """assay's note of the cut is never graded as the agent's words, and a criterion that
+    reads the response says it saw only the part kept (``assay evaluate`` too)."""
+    task = write(tmp_path / "task.yaml", """\
+task_id: cut
+description: an answer after the cap
+initial_prompt: go
+sandbox: {limits: {max_output_mb: 0.125}}
+agent:
+  type: command
+  command: "head -c 200000 /dev/zero | tr '\\\\0' x; echo ANSWER=42"
+success_criteria:
+  - {type: response_match, match: contains, expected: "the whole stream is in agent.stdout.log"}
+""")  # fmt: skip
+    result = api.run([str(task)], run_dir=str(tmp_path / "runs"))
+    (path,) = result.run_dir.glob("**/task.json")
+    details = json.loads(path.read_text())["success_criteria_results"][0]["details"]
+    cut = "cut at sandbox.limits.max_output_mb: graded on its first 131072 bytes"
+    assert details.startswith(f"the final response ({cut}, 68938 more not seen) ")
+    assert details.endswith("does not match (contains) 'the whole stream is in "
+                            "agent.stdout.log'")  # fmt: skip
+    again = api.evaluate(result.run_dir)
+    (path,) = again.run_dir.glob("**/task.json")
+    assert json.loads(path.read_text())["success_criteria_results"][0]["details"] == details

@@ -147,7 +147,7 @@ class SandboxTools:
             head = f"killed after {round(timeout, 2):g} s"
         else:
             head = f"exit code {result.exit_code}"
-        output = result.stdout + (f"\n[stderr]\n{result.stderr}" if result.stderr else "")
+        output = result.shown_stdout + (f"\n[stderr]\n{result.stderr}" if result.stderr else "")
         return ToolRun(f"{head}\n{clip_tail(output, OUTPUT_CHARS)}", result.exit_code != 0,
                        command=command, exit_code=result.exit_code)  # fmt: skip
 

@@ -14,6 +14,7 @@ import contextlib
 import math
 import numbers
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -139,7 +140,7 @@ def read_text(path: str | None, context: GradingContext, *, utf8: bool = False) 
         CriterionError: the sandbox is gone, or the path as written leaves it.
     """
     if path is None:
-        return Text(context.response, "the final response")
+        return Text(context.response, "the final response" + _cut(context))
     target, name = located(sandbox_of(context), path)
     if not target.exists():
         return Text(None, name)
@@ -160,6 +161,20 @@ def read_text(path: str | None, context: GradingContext, *, utf8: bool = False) 
         raise EvidenceError(
             f"{name} is not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})"
         ) from None
+
+
+_CUT = re.compile(r"\n\[assay: output cut after (\d+) bytes; (\d+) more bytes")
+
+
+def _cut(context: GradingContext) -> str:
+    """`` (cut at sandbox.limits.max_output_mb: …)`` when the agent's answer was longer than
+    the cap (the transcript's final answer ends with assay's note of the cut), else ``""``."""
+    final = context.transcript.final if context.transcript is not None else None
+    found = _CUT.search(final[-400:]) if final else None
+    if found is None:
+        return ""
+    return (f" (cut at sandbox.limits.max_output_mb: graded on its first {found.group(1)} "
+            f"bytes, {found.group(2)} more not seen)")  # fmt: skip
 
 
 def located(sandbox: Sandbox, path: str) -> tuple[Path, str]:

@@ -112,7 +112,7 @@ def _resolved(result: ProcessResult, timeout: float) -> dict[str, bool]:
         found = json.loads(result.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
         raise CriterionError(f"unexpected output of the import check: "
-                             f"{tail(result.stdout.strip(), 200)!r}") from None  # fmt: skip
+                             f"{tail(result.shown_stdout.strip(), 200)!r}") from None  # fmt: skip
     return {str(k): bool(v) for k, v in found.items()}
 
 
@@ -160,7 +160,7 @@ def _report(result: ProcessResult, timeout: float) -> dict[str, Any]:
         raise CriterionError("pylint is not installed in the sandbox (python3 -m pylint: No "
                              "module named pylint): install it where the row runs")  # fmt: skip
     code = result.exit_code or 0
-    shown = error or tail(result.stdout.strip(), 300)
+    shown = error or tail(result.shown_stdout.strip(), 300)
     if code & PYLINT_USAGE or code < 0:  # the task's args or rcfile
         raise CriterionError(f"pylint stopped with a usage error (exit code {code}): {shown}")
     if code & PYLINT_FATAL:  # the files it was given are gone or unreadable: the agent's
@@ -171,7 +171,7 @@ def _report(result: ProcessResult, timeout: float) -> dict[str, Any]:
         float(report["statistics"]["score"])
     except (ValueError, KeyError, TypeError):
         raise CriterionError(f"pylint's report has no score (pylint 3 or later writes one): "
-                             f"{tail(result.stdout.strip(), 200)!r}") from None  # fmt: skip
+                             f"{tail(result.shown_stdout.strip(), 200)!r}") from None  # fmt: skip
     return report
 
 

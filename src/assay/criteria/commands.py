@@ -63,7 +63,7 @@ class RunCommandCriterion(RunCommand, Criterion):
                 f"Stdout {self.stdout_match} {self.expected_stdout!r}: "
                 + ("matched" if matched else "did not match")
             )
-        lines.append(f"Stdout: {tail(result.stdout.strip(), 500) or '(empty)'}")
+        lines.append(f"Stdout: {tail(result.shown_stdout.strip(), 500) or '(empty)'}")
         lines.append(f"Stderr: {tail(result.stderr.strip(), 500) or '(empty)'}")
         return basic_result(self, 1.0 if ok else 0.0, "\n".join(lines))
 
@@ -77,7 +77,7 @@ def score_from_stdout(spec: RunCommand, result: ProcessResult) -> CriterionResul
             as Coder Eval scores it ("non-zero exit or parse failure → 0"), so an agent
             that breaks the scorer cannot take its row out of the averages.
     """
-    stream = (f"Stdout: {tail(result.stdout.strip(), 500) or '(empty)'}\n"
+    stream = (f"Stdout: {tail(result.shown_stdout.strip(), 500) or '(empty)'}\n"
               f"Stderr: {tail(result.stderr.strip(), 500) or '(empty)'}")  # fmt: skip
     if result.exit_code != spec.expected_exit_code:
         raise EvidenceError(f"Command exited with code {result.exit_code} (expected "

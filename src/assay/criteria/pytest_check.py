@@ -113,7 +113,7 @@ class PytestCheckCriterion(PytestCheck, Criterion):
 
 def _score(spec: PytestCheck, result: ProcessResult, report: Path) -> CriterionResult:
     code = result.exit_code
-    output = tail((result.stderr or result.stdout).strip(), 500)
+    output = tail((result.stderr or result.shown_stdout).strip(), 500)
     if code in (126, 127) and not report.exists():
         raise CriterionError(f"pytest is not installed in the sandbox (exit code {code}): "
                              f"{tail(result.stderr.strip(), 300)}")  # fmt: skip
@@ -150,7 +150,7 @@ def _summary(result: ProcessResult) -> str:
     named += list(dict.fromkeys(_error_lines(lines)))  # why a collection failed
     shown = named[:SHORT_LINES] + ([f"… and {len(named) - SHORT_LINES} more"]
                                    if len(named) > SHORT_LINES else [])  # fmt: skip
-    last = closing[-1] if closing else tail(result.stdout.strip(), 300)
+    last = closing[-1] if closing else tail(result.shown_stdout.strip(), 300)
     return "\n".join([*shown, last])
 
 
@@ -171,4 +171,4 @@ SHORT_LINES = 10
 
 
 def _output(result: ProcessResult) -> str:
-    return f"Stdout: {tail(result.stdout.strip(), 500) or '(empty)'}"
+    return f"Stdout: {tail(result.shown_stdout.strip(), 500) or '(empty)'}"

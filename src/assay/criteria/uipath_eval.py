@@ -116,7 +116,7 @@ def uipath_path(path: str) -> str:
 
 
 def _said(result: ProcessResult) -> str:
-    text = ANSI.sub("", (result.stderr.strip() or result.stdout.strip()))
+    text = ANSI.sub("", (result.stderr.strip() or result.shown_stdout.strip()))
     lines = [line for line in text.splitlines() if line.strip()]
     return tail(" ".join(lines[-3:]), 400) or "no output"
 

@@ -96,7 +96,10 @@ class ProcessResult:
     """How a program ended: exit code (``None`` when killed at the timeout), output, seconds,
     ``dropped``: output bytes read past ``max_output_bytes`` per stream and not kept in
     memory, and ``logs``: the files a stream that passed it was written to whole (up to the
-    logs' own cap)."""
+    logs' own cap). ``stdout`` is what the program wrote (what is graded, parsed or
+    matched); where it was cut, ``stdout_note`` is assay's line saying so, and
+    :attr:`shown_stdout` the two together (what a person or a model reads). ``stderr``
+    ends with its own note (it is only shown)."""
 
     exit_code: int | None
     stdout: str
@@ -105,6 +108,12 @@ class ProcessResult:
     seconds: float
     dropped: int = 0
     logs: tuple[Path, ...] = ()
+    stdout_note: str = ""
+
+    @property
+    def shown_stdout(self) -> str:
+        """``stdout`` with the note of its cut, if any."""
+        return self.stdout + self.stdout_note
 
 
 async def run_process(
@@ -161,8 +170,9 @@ async def run_process(
     exit_code = None if timed_out else process.returncode
     seconds = time.perf_counter() - started
     written = tuple(sink.log.path for sink in (out, err) if sink.log is not None)
-    return ProcessResult(exit_code, out.text(), err.text(), timed_out, seconds,
-                         dropped=out.dropped + err.dropped, logs=written)  # fmt: skip
+    return ProcessResult(exit_code, out.kept_text(), err.text(), timed_out, seconds,
+                         dropped=out.dropped + err.dropped, logs=written,
+                         stdout_note=out.cut_note())  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -447,13 +457,21 @@ class _Sink:
     def text(self) -> str:
         """The kept bytes as text, with a last line naming the cut when there was one (and
         the file that holds the whole stream); call it after :meth:`close`."""
+        return self.kept_text() + self.cut_note()
+
+    def kept_text(self) -> str:
+        """The kept bytes as text (call it after :meth:`close`)."""
+        return _text(self.kept)
+
+    def cut_note(self) -> str:
+        """The line naming the cut (and the file that holds the whole stream), or ``""``."""
         if not self.dropped:
-            return _text(self.kept)
+            return ""
         cut = f"\n[assay: output cut after {len(self.kept)} bytes; {self.dropped} more bytes "
         log = self.log
         if log is None:
             why = f" (its log could not be written: {self.problem})" if self.problem else ""
-            return _text(self.kept) + cut + f"dropped{why}]\n"
+            return cut + f"dropped{why}]\n"
         if log.error is not None:
             where = f"; {log.path.name} holds what was written before: {log.error}"
         elif log.dropped:
@@ -461,7 +479,7 @@ class _Sink:
                      "(sandbox.limits.max_log_mb)")  # fmt: skip
         else:
             where = f"; the whole stream is in {log.path.name}"
-        return _text(self.kept) + cut + f"not kept here{where}]\n"
+        return cut + f"not kept here{where}]\n"
 
 
 LOOK_AHEAD = REDACT_WINDOW

@@ -646,7 +646,7 @@ class Runner:
         return CommandResult(
             command=command,
             exit_code=result.exit_code,
-            stdout=tail(result.stdout),
+            stdout=tail(result.shown_stdout),
             stderr=tail(result.stderr),
             duration_seconds=result.seconds,
             error=f"timed out after {timeout:g} s" if result.timed_out else None,
