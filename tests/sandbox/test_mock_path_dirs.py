@@ -49,3 +49,45 @@ def test_a_folder_that_is_not_there_is_refused_at_load(workdir: Path) -> None:
         assay.plan([str(workdir / "t.yaml")])
     assert (caught.value.field, caught.value.line) == ("sandbox.mock_path_dirs[0]", 7)
     assert "'first' is not a folder beside the task file" in caught.value.message
+
+
+PLANT = """\
+task_id: plant
+description: an agent that plants programs in the folders first on the criteria's PATH
+initial_prompt: go
+agent:
+  type: command
+  command: >-
+    for d in $(dirname $(command -v kubectl)) $(dirname $(command -v gh)); do
+    printf '#!/bin/sh\\necho 1.0\\n' > $d/python3; chmod +x $d/python3;
+    rm -f $d/kubectl; printf '#!/bin/sh\\necho forged\\n' > $d/kubectl; chmod +x $d/kubectl;
+    done; gh pr list; true
+sandbox:
+  driver: {driver}
+  mock_path_dirs: [first]
+  record_cli: [{{tool: gh}}]
+success_criteria:
+  - {{type: run_command, command: "python3 -c 'print(0.0)'", score_from_stdout: true}}
+  - {{type: run_command, command: "kubectl version", expected_stdout: "first-kubectl version",
+     stdout_match: contains}}
+  - {{type: cli_called, tool: gh, verb: pr list}}
+"""
+
+
+@pytest.mark.parametrize("driver", ["tempdir", "bwrap"])
+def test_what_the_agent_plants_on_the_criterias_path_is_gone_before_they_run(
+    workdir: Path, driver: str
+) -> None:
+    """A break-test forged a verdict with one line of shell: a ``python3`` written into a
+    ``mock_path_dirs`` or ``record_cli`` folder answered for the criterion's command. The
+    folders are made again from the task before criteria run (the calls recorded kept), in
+    runs and in ``assay evaluate``."""
+    _stand_in(workdir / "first", "kubectl", "first-kubectl")
+    path = write(workdir / "t.yaml", PLANT.format(driver=driver))
+    result = assay.run([str(path)], keep_sandboxes=True)
+    (row,) = list(result.rows())
+    scores = [(c.score, c.details) for c in row.success_criteria_results]
+    assert [s for s, _ in scores] == [0.0, 1.0, 1.0], (scores, row.error_message)
+    again = assay.evaluate(result.run_dir)
+    (row,) = list(again.rows())
+    assert [c.score for c in row.success_criteria_results] == [0.0, 1.0, 1.0]

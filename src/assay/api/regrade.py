@@ -25,7 +25,7 @@ from assay.agents.base import OutcomeStatus
 from assay.criteria.agent_judge import AgentHost
 from assay.criteria.base import GradingContext, Service
 from assay.criteria.registry import CriterionRegistry, default_criteria
-from assay.errors import UsageError
+from assay.errors import SandboxError, UsageError
 from assay.orchestration.loading.qa_rows import judge_key
 from assay.orchestration.loading.secrets import results_writer
 from assay.orchestration.loading.task_loader import reference_dir
@@ -64,7 +64,7 @@ from assay.results.task_result import CriterionResult, EvaluationResult
 from assay.results.transcript import Transcript
 from assay.results.transcript_otlp import from_session
 from assay.sandbox.process import pidfd_child_watcher
-from assay.sandbox.tempdir import Sandbox
+from assay.sandbox.tempdir import Sandbox, restore_stand_ins
 from assay.spec.judge_criteria import LlmJudge
 from assay.spec.qa import QaJudge
 from assay.spec.task import TaskDefinition
@@ -163,6 +163,12 @@ class GradingSession:
             task_dir = Path(result.task_config.task_dir or ".")
             if scratch is not None:  # a bwrap task's commands run contained again
                 scratch.jail = self.containment.jail(task, scratch.root, task_dir)
+                try:
+                    restore_stand_ins(scratch.root, task.sandbox, task_dir)
+                except (OSError, ValueError) as exc:
+                    raise SandboxError(
+                        f"cannot write the task's record_cli shims and mock_path_dirs again: {exc}"
+                    ) from exc
             context = self._context(result, task, task_dir, scratch, response, directory)
             chosen = list(task.success_criteria) if specs is None else specs
             return await grade(chosen, context, self.registry)

@@ -85,9 +85,10 @@ def shim_python() -> str:
     return os.path.realpath(sys.executable)
 
 
-def write_shims(root: Path, rules: Sequence[Mapping[str, Any]]) -> Path:
+def write_shims(root: Path, rules: Sequence[Mapping[str, Any]], *, fresh_log: bool = True) -> Path:
     """Write ``rules``' shims into ``root/cli_mocks`` (see the module docstring) and return
-    that folder, to go first on the row's ``PATH``.
+    that folder, to go first on the row's ``PATH``. With ``fresh_log`` false the calls
+    recorded so far are kept (the shims written again before criteria run).
 
     Raises:
         ValueError: a rule :func:`rule_problems` refuses.
@@ -99,7 +100,8 @@ def write_shims(root: Path, rules: Sequence[Mapping[str, Any]]) -> Path:
     folder = root / MOCKS_DIR
     folder.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(Path(cli_facets.__file__), folder / MATCHER_NAME)
-    (folder / LOG_NAME).write_text("", encoding="utf-8")
+    if fresh_log:
+        (folder / LOG_NAME).write_text("", encoding="utf-8")
     for rule in rules:
         shim = folder / str(rule["tool"])
         shim.write_text(_SHIM.format(python=shim_python(), tool=str(rule["tool"]),

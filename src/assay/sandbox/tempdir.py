@@ -24,7 +24,7 @@ from pathlib import Path, PurePosixPath
 from assay.errors import SandboxError
 from assay.results.io import LogFolder, Writer
 from assay.sandbox.bwrap import Jail
-from assay.sandbox.cli_shims import MOCKS_DIR, write_shims
+from assay.sandbox.cli_shims import LOG_NAME, MOCKS_DIR, PROBLEMS_NAME, write_shims
 from assay.sandbox.docker import DockerJail
 from assay.sandbox.limit_counts import LimitCounts
 from assay.sandbox.process import MAX_OUTPUT_BYTES, ProcessResult, run_process
@@ -44,6 +44,43 @@ def shim_path(env: dict[str, str], sandbox: Path, config: SandboxConfig) -> dict
     if not first:
         return env
     return {**env, "PATH": os.pathsep.join([*first, *filter(None, [env.get("PATH")])])}
+
+
+def restore_stand_ins(root: Path, config: SandboxConfig, base_dir: Path) -> None:
+    """Make the folders :func:`shim_path` puts first on ``PATH`` what the task wrote again,
+    before criteria run: the agent could write them (they are in its sandbox), and a
+    ``python3`` or ``pytest`` it left there would answer for a criterion's command. Each
+    ``mock_path_dirs`` copy is made anew from the task's folder; ``cli_mocks/`` keeps only
+    the calls it recorded, its shims and matcher written again.
+
+    Raises:
+        OSError: a folder cannot be removed or written.
+    """
+    if config.record_cli:
+        folder = root / MOCKS_DIR
+        if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+            folder.unlink()
+        for entry in folder.iterdir() if folder.is_dir() else ():
+            if entry.name not in (LOG_NAME, PROBLEMS_NAME) or not entry.is_file() or (
+                    entry.is_symlink()):  # fmt: skip
+                _remove(entry)
+        write_shims(root, [rule.model_dump() for rule in config.record_cli], fresh_log=False)
+    mocks = root / MOCK_PATH_DIR
+    if config.mock_path_dirs and (mocks.is_symlink() or (mocks.exists() and not mocks.is_dir())):
+        mocks.unlink()
+    for index, name in enumerate(config.mock_path_dirs or []):
+        target = mocks / str(index)
+        if target.exists() or target.is_symlink():
+            _remove(target)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copytree(base_dir / name, target, symlinks=True)
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink()
 
 
 def _named_limit(

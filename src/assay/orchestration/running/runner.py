@@ -79,7 +79,7 @@ from assay.sandbox.archive import pack
 from assay.sandbox.limit_counts import NOTHING_COUNTED, LimitCounts
 from assay.sandbox.process import end_marked_processes, exit_text, tail
 from assay.sandbox.reaper import RowProcesses
-from assay.sandbox.tempdir import Sandbox
+from assay.sandbox.tempdir import Sandbox, restore_stand_ins
 from assay.spec.criteria import CriterionSpec
 from assay.spec.qa import QaJudge
 from assay.spec.run_names import runs_beside
@@ -527,6 +527,7 @@ class Runner:
             f" ({outcome.error})" if outcome.error else ""))  # fmt: skip
         results: list[CriterionResult] = []
         if self.options.stage == "run":
+            _restore_stand_ins(outcome, sandbox, task, base_dir)
             grading = self._grading(row, outcome, sandbox, context, base_dir)
             if outcome.status != "error":
                 results = await grade(list(task.success_criteria), grading, self.criteria)
@@ -579,6 +580,9 @@ class Runner:
         assert config is not None
 
         async def check(outcome: AgentOutcome) -> bool:
+            _restore_stand_ins(outcome, sandbox, task, base_dir)
+            if outcome.status == "error":
+                return False
             grading = self._grading(row, outcome, sandbox, context, base_dir)
             results = await grade(list(task.success_criteria), grading, self.criteria)
             return final_status(outcome.status, results, graded=True) is FinalStatus.SUCCESS
@@ -868,3 +872,19 @@ def _limit_reached(
         outcome.transcript.add(TranscriptEvent("error", time.time_ns(), text=note))
     return replace(outcome, status="error",
                    error=f"{note}; {outcome.error}" if outcome.error else note)  # fmt: skip
+
+
+def _restore_stand_ins(
+    outcome: AgentOutcome, sandbox: Sandbox | None, task: TaskDefinition, base_dir: Path
+) -> None:
+    """The task's ``record_cli`` shims and ``mock_path_dirs`` as the task wrote them before
+    criteria run (:func:`~assay.sandbox.tempdir.restore_stand_ins`); when that fails the
+    row is an error, its criteria's commands never run with what the agent left there."""
+    if sandbox is None or not (task.sandbox.record_cli or task.sandbox.mock_path_dirs):
+        return
+    try:
+        restore_stand_ins(sandbox.root, task.sandbox, base_dir)
+    except (OSError, ValueError) as exc:
+        outcome.status = "error"
+        outcome.error = (f"cannot write the task's record_cli shims and mock_path_dirs again "
+                         f"before grading: {exc}")  # fmt: skip
