@@ -243,6 +243,45 @@ def test_pytest_scores_passed_over_collected_from_its_report(box: Sandbox) -> No
     assert not (box.root / ".pytest_cache").exists()
 
 
+SUB = (
+    "def sub(a, b):\n    return a + b\n",
+    "from calc import sub\n"
+    "def test_one(): pass\ndef test_two(): pass\ndef test_three(): pass\n"
+    "def test_sub1(): assert sub(3, 1) == 2\ndef test_sub2(): assert sub(5, 1) == 4\n",
+)
+
+
+@pytest.mark.parametrize("ini", [
+    "[pytest]\naddopts = --deselect test_calc.py::test_sub1 --deselect test_calc.py::test_sub2\n",
+    '[pytest]\naddopts = -k "not sub"\n', "[pytest]\naddopts = --maxfail=1\n"])  # fmt: skip
+def test_pytest_ignores_the_addopts_an_agent_writes(box: Sandbox, ini: str) -> None:
+    """A break-test turned FAILURE into SUCCESS with a two-line ``pytest.ini``."""
+    put(box, "calc.py", SUB[0])
+    put(box, "test_calc.py", SUB[1])
+    put(box, "pytest.ini", ini)
+    result = grade(box, env=PATH_WITH_PYTEST, type="pytest", path="test_calc.py")
+    assert result.score == pytest.approx(0.6)
+    assert "3 passed, 2 failed, 0 errors, 0 skipped out of 5 collected" in result.details
+
+
+def test_pytest_counts_tests_a_conftest_deselects_as_failed(box: Sandbox) -> None:
+    put(box, "calc.py", SUB[0])
+    put(box, "test_calc.py", SUB[1])
+    put(box, "conftest.py", "def pytest_collection_modifyitems(config, items):\n"
+        "    kept = [i for i in items if 'sub' not in i.name]\n"
+        "    config.hook.pytest_deselected(items=[i for i in items if i not in kept])\n"
+        "    items[:] = kept\n")  # fmt: skip
+    result = grade(box, env=PATH_WITH_PYTEST, type="pytest", path="test_calc.py")
+    assert result.score == pytest.approx(0.6)
+    assert result.details.startswith("Exit code: 0, Pytest: 3 passed, 2 failed (2 deselected by "
+                                     "something other than the task's args: counted as "
+                                     "failed), 0 errors, 0 skipped out of 5 collected")  # fmt: skip
+    chosen = grade(
+        box, env=PATH_WITH_PYTEST, type="pytest", path="test_calc.py", args=["-k", "not sub"]
+    )  # the task's own choice: deselected are absent
+    assert chosen.score == 1.0 and "3 passed, 0 failed," in chosen.details
+
+
 def test_pytest_collection_errors_count_against_the_score(box: Sandbox) -> None:
     put(box, "test_ok.py", "def test_ok(): pass\n")
     put(box, "test_broken.py", "import not_a_module_anywhere\n")

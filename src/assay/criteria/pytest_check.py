@@ -1,7 +1,9 @@
 """``pytest``: run the sandbox's tests; the score is ``passed / collected``, read from the
 JUnit XML report pytest writes (its console text changes between versions and plugins).
 
-``pytest <path> <args> --junitxml=<report> -p no:cacheprovider`` runs in the sandbox with
+``pytest <path> <args> --junitxml=<report> -p no:cacheprovider -o addopts=`` runs in the
+sandbox (an ``addopts`` of the sandbox's ini files is cleared: the agent could write one that
+deselects the failing tests or stops at the first failure) with
 the row's environment (inside its bwrap sandbox with the ``bwrap`` driver; the report goes
 to a folder of its own, never into the sandbox). Collected = the report's ``tests``;
 passed = ``tests − failures − errors − skipped`` (a collection error is an error). Exit
@@ -10,11 +12,14 @@ not 0 (Coder Eval's rule); 5 (no test collected), 3 (internal error), 4 (usage e
 tests the path names are gone) and a missing report score 0.0 (Coder Eval's "nothing
 collected or run → 0.0": an agent that deletes the tests fails, it is not left out of the
 averages); only a pytest that is not installed cannot grade the row: the criterion's error.
-A run killed at ``timeout`` scores 0.0 (the tests hang).
+A run killed at ``timeout`` scores 0.0 (the tests hang). Tests pytest reports as
+deselected when the task's ``args`` select none (no ``-k``, ``-m``, ``--deselect``, …)
+count as collected and failed (a ``conftest.py`` hook the agent wrote left them out).
 """
 
 from __future__ import annotations
 
+import re
 import shlex
 import shutil
 import tempfile
@@ -99,7 +104,8 @@ class PytestCheckCriterion(PytestCheck, Criterion):
         sandbox = sandbox_of(context)
         folder = Path(tempfile.mkdtemp(prefix="assay-pytest-"))
         report = folder / "report.xml"
-        argv = ["pytest", self.path, *self.args, f"--junitxml={report}", "-p", "no:cacheprovider"]
+        argv = ["pytest", self.path, *self.args, f"--junitxml={report}", "-p", "no:cacheprovider",
+                "-o", "addopts="]  # fmt: skip
         try:
             result = await sandbox.run(shlex.join(argv), env=context.env, timeout=self.timeout,
                                        writable=(folder,))  # fmt: skip
@@ -125,18 +131,42 @@ def _score(spec: PytestCheck, result: ProcessResult, report: Path) -> CriterionR
         raise EvidenceError(f"Exit code: {code}, Pytest: wrote no report, no test ran "
                             f"(score: 0.00)\n{output}")  # fmt: skip
     counts = read_report(report)
+    unselected = 0 if _selects(spec.args) else _deselected(result)
+    counts = Counts(counts.tests + unselected, counts.failures + unselected, counts.errors,
+                    counts.skipped)  # fmt: skip
     if counts.tests == 0:
         return basic_result(spec, 0.0, f"Exit code: {code}, Pytest: No tests collected "
                             f"(score: 0.00)\n{_summary(result)}")  # fmt: skip
     score = counts.passed / counts.tests
     if code != 0 and score == 1.0:
         score = IMPERFECT_CAP
+    unrun = (f" ({unselected} deselected by something other than the task's args: counted "
+             "as failed)") if unselected else ""  # fmt: skip
     details = (
-        f"Exit code: {code}, Pytest: {counts.passed} passed, {counts.failures} failed, "
+        f"Exit code: {code}, Pytest: {counts.passed} passed, {counts.failures} failed{unrun}, "
         f"{counts.errors} errors, {counts.skipped} skipped out of {counts.tests} collected "
         f"(score: {score:.2f})\n{_summary(result)}"
     )
     return basic_result(spec, score, details)
+
+
+_SELECTING = ("-k", "-m", "--deselect", "--ignore", "--ignore-glob", "--lf", "--last-failed")
+_DESELECTED = re.compile(r"\b(\d+) deselected\b")
+
+
+def _selects(args: list[str]) -> bool:
+    """The task's own ``args`` choose which tests run (``-k``, ``-m``, ``--deselect``, …)."""
+    return any(arg.split("=", 1)[0] in _SELECTING or (arg.startswith(("-k", "-m")) and
+               len(arg) > 2 and not arg.startswith("--")) for arg in args)  # fmt: skip
+
+
+def _deselected(result: ProcessResult) -> int:
+    """The tests pytest collected and then left out, from its last summary line: with
+    the sandbox's ``addopts`` cleared (``-o addopts=``), a ``conftest.py`` or ini option the
+    agent wrote is what deselects them, so they count as failed, not as absent."""
+    closing = [line for line in result.stdout.splitlines() if line.startswith("=")]
+    found = _DESELECTED.search(closing[-1]) if closing else None
+    return int(found.group(1)) if found else 0
 
 
 def _summary(result: ProcessResult) -> str:
