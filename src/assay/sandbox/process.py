@@ -156,11 +156,18 @@ async def run_process(
                        _collect(_pipe(process.stderr), err))  # fmt: skip
     try:
         # A command has finished when it has exited and its output pipes are closed (as a
-        # shell's command substitution waits for them): a child it left holding stdout may
-        # still write to it, so it runs into the timeout instead.
-        _, pending = await asyncio.wait({exited, *reading}, timeout=timeout)
+        # shell's command substitution waits for them); a child it left holding a pipe
+        # (``server & echo ready``) has LEFT_HOLDING seconds to let go, then its group is
+        # ended, as the bwrap and docker drivers end what outlives a row's program.
+        _, pending = await asyncio.wait({exited}, timeout=timeout)
         timed_out = bool(pending)
-        await _drain(process, exited, reading, kill=timed_out)
+        if not timed_out:
+            left = max(0.0, timeout - (time.perf_counter() - started))
+            _, held = await asyncio.wait(reading, timeout=min(LEFT_HOLDING, left))
+            timed_out = bool(held) and left <= LEFT_HOLDING
+            await _drain(process, exited, reading, kill=bool(held))
+        else:
+            await _drain(process, exited, reading, kill=True)
     except BaseException:
         await _abandon(process, exited, reading)
         raise
@@ -387,6 +394,10 @@ async def _collect_tail(stream: asyncio.StreamReader, sink: _Tail) -> None:
     while chunk := await stream.read(65536):
         sink.take(chunk)
 
+
+LEFT_HOLDING = 2.0
+"""Seconds a program's exit waits for children it left holding its output pipes before
+their process group is ended (the command's result is the program's own)."""
 
 _DRAIN_SECONDS = 5.0
 """After the exit or the kill, how long to wait for the reaping and for output still in the
