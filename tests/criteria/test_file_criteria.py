@@ -468,3 +468,26 @@ def test_json_that_is_not_utf8_is_not_valid_json(box: Sandbox) -> None:
     assert result.details == "'latin.json' is not UTF-8 text (byte 0xe9 at offset 13)"
     (box.root / "utf8.json").write_text('{"name": "café"}', encoding="utf-8")
     assert grade(box, type="json_check", path="utf8.json").score == 1.0
+
+
+# --- what the agent writes cannot stall the grader ---------------------------------------
+
+
+def test_a_pattern_that_backtracks_without_end_scores_zero_in_bounded_time(box: Sandbox) -> None:
+    """A break-test hung a run (and its signals) with ``^(a|aa)+$`` on the agent's file:
+    the search is stopped after PATTERN_SECONDS and the criterion scores 0.0, saying why."""
+    put(box, "out.txt", "a" * 40 + "!")
+    with pytest.raises(EvidenceError, match=r"did not finish on this text in 2 s \(catastroph"):
+        grade(box, type="file_matches_regex", path="out.txt", pattern="^(a|aa)+$")  # 0.0
+    put(box, "out.txt", "a" * 40)  # the same pattern on a text it decides: as before
+    assert grade(box, type="file_matches_regex", path="out.txt", pattern="^(a|aa)+$").score == 1
+
+
+def test_json_nested_past_the_recursion_limit_scores_zero(box: Sandbox) -> None:
+    put(box, "out.json", "[" * 100_000 + "]" * 100_000)
+    result = grade(box, type="json_check", path="out.json")
+    assert result.score == 0.0 and result.evaluation_status == "evaluated"
+    assert (
+        result.details == "'out.json' nests too deep to read or check (past Python's "
+        "recursion limit)"
+    )

@@ -6,9 +6,9 @@ the ``bwrap`` driver."""
 from __future__ import annotations
 
 import math
-import re
 from typing import ClassVar
 
+from assay.criteria import patterns
 from assay.criteria.base import (
     Criterion,
     EvidenceError,
@@ -31,7 +31,7 @@ def stdout_matches(stdout: str, expected: str, how: str) -> bool:
         return stdout.strip() == expected.strip()
     if how == "contains":
         return expected.strip() in stdout.strip()
-    return re.search(expected, stdout) is not None
+    return patterns.search(expected, stdout) is not None
 
 
 class RunCommandCriterion(RunCommand, Criterion):

@@ -9,9 +9,9 @@ the criterion's error.
 
 from __future__ import annotations
 
-import re
 from typing import ClassVar
 
+from assay.criteria import patterns
 from assay.criteria.base import Criterion, GradingContext, basic_result, read_text
 from assay.results.secrets import clip_head
 from assay.results.task_result import CriterionResult
@@ -66,7 +66,7 @@ class FileMatchesRegexCriterion(FileMatchesRegex, Criterion):
         text = read_text(self.path, context)
         if text.value is None:
             return basic_result(self, 0.0, missing(text.source))
-        match = re.compile(self.pattern, regex_flags(self.flags)).search(text.value)
+        match = patterns.search(self.pattern, text.value, regex_flags(self.flags))
         where = "the response" if self.path is None else "file"
         if self.must_match:
             if match is None:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import re
 from typing import ClassVar
 
+from assay.criteria import patterns
 from assay.criteria.base import (
     Criterion,
     GradingContext,
@@ -73,7 +73,7 @@ class FileCheckCriterion(FileCheck, Criterion):
             wrong = [
                 p
                 for p in self.patterns
-                if bool(re.search(p.pattern, body, regex_flags(p.flags))) != p.must_match
+                if bool(patterns.search(p.pattern, body, regex_flags(p.flags))) != p.must_match
             ]
             scores.append(1 - len(wrong) / len(self.patterns))
             notes += [

@@ -18,11 +18,13 @@ import re
 from collections.abc import Callable
 from typing import Any, ClassVar
 
+from assay.criteria import patterns
 from assay.criteria.base import (
     Criterion,
     CriterionError,
     EvidenceError,
     GradingContext,
+    Text,
     basic_result,
     read_text,
 )
@@ -51,7 +53,7 @@ OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
     "lt": lambda actual, expected: bool(actual < expected),
     "lte": lambda actual, expected: bool(actual <= expected),
     "type": _is_type,
-    "regex": lambda actual, expected: re.search(expected, actual) is not None,
+    "regex": lambda actual, expected: patterns.search(expected, actual) is not None,
     "exists": lambda actual, _: actual is not None,
 }
 """Each operator as a predicate on ``(actual, expected)``."""
@@ -63,13 +65,21 @@ class JsonCheckCriterion(JsonCheck, Criterion):
     graded_after_crash: ClassVar[bool] = True
 
     async def check(self, context: GradingContext) -> CriterionResult:
-        """Parse, validate, assert."""
+        """Parse, validate, assert; JSON nested deeper than Python's recursion allows (the
+        agent's to write) scores 0.0, never an error of assay's."""
         text = read_text(self.path, context, utf8=True)
         if text.value is None:
             what = f"File {text.source}" if self.path else "The final response"
             return basic_result(self, 0.0, f"{what} does not exist")
         try:
-            data = _parse(text.value, fenced=self.path is None)
+            return self._graded(text.value, text, context)
+        except RecursionError:
+            return basic_result(self, 0.0, f"{text.source} nests too deep to read or check "
+                                "(past Python's recursion limit)")  # fmt: skip
+
+    def _graded(self, value: str, text: Text, context: GradingContext) -> CriterionResult:
+        try:
+            data = _parse(value, fenced=self.path is None)
         except ValueError as exc:
             return basic_result(self, 0.0, f"Invalid JSON in {text.source}: {exc}")
         if self.json_schema is None and not self.assertions:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from typing import ClassVar
 
+from assay.criteria import patterns
 from assay.criteria.base import Criterion, GradingContext, basic_result, read_text
 from assay.qa.rules import is_refusal
 from assay.results.secrets import clip_head
@@ -18,7 +19,7 @@ from assay.spec.criteria import ResponseMatch
 def matches(text: str, expected: str, how: str, *, case_sensitive: bool) -> bool:
     """``exact`` (both stripped), ``contains`` or ``regex`` (``re.search``)."""
     if how == "regex":
-        return re.search(expected, text, 0 if case_sensitive else re.IGNORECASE) is not None
+        return patterns.search(expected, text, 0 if case_sensitive else re.IGNORECASE) is not None
     if not case_sensitive:
         text, expected = text.casefold(), expected.casefold()
     if how == "exact":

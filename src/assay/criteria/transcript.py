@@ -15,6 +15,7 @@ import re
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
+from assay.criteria import patterns
 from assay.criteria.base import Criterion, CriterionError, GradingContext, basic_result
 from assay.criteria.shell import shell_forms
 from assay.results.secrets import clip_head
@@ -68,7 +69,7 @@ def succeeded(use: ToolUse) -> bool:
 
 def searches(pattern: re.Pattern[str], forms: list[str]) -> bool:
     """``pattern`` finds a match in any of ``forms``."""
-    return any(pattern.search(form) for form in forms)
+    return any(patterns.search(pattern.pattern, form, pattern.flags) for form in forms)
 
 
 def _compiled(pattern: str | None, field: str) -> re.Pattern[str] | None:
