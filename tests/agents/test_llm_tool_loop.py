@@ -514,8 +514,9 @@ def test_a_commands_output_past_the_cap_is_logged_whole_and_clipped_for_the_mode
                                  timeout=30))  # fmt: skip
     assert run.output.startswith("exit code 0\n") and not run.is_error
     assert len(run.output) <= len("exit code 0\n") + 30_000  # the model reads the end
-    assert run.output.endswith("[assay: output cut after 1048576 bytes; 451425 more bytes "
-                               "dropped]\n")  # fmt: skip
+    assert run.output.endswith("a" * 1000 + "\n\n[assay: output cut after 1048576 bytes; "
+                               "385889 more bytes dropped; the last 65536 bytes above are its "
+                               "end]\n")  # fmt: skip
 
 
 def test_an_llm_agent_dumped_whole_loads_again() -> None:

@@ -17,6 +17,7 @@ import pytest
 from assay import api
 from assay.errors import UserError
 from assay.sandbox import cgroups
+from assay.sandbox.process import TAIL_BYTES
 from tests.helpers import kill_left, pids_in, wait_gone, write
 
 PEAK = """
@@ -45,7 +46,7 @@ def test_200_mb_of_output_keeps_memory_bounded(tmp_path: Path) -> None:
     big_rss, big_kept, big_dropped = peak("head -c 200000000 /dev/zero", tmp_path)
     assert (small_kept, small_dropped) == (1000, 0)
     assert big_dropped == 200_000_000 - 10 * 1024 * 1024
-    assert big_kept < 10 * 1024 * 1024 + 200
+    assert big_kept < 10 * 1024 * 1024 + TAIL_BYTES + 200  # the start and the last 64 KiB
     # KiB. 190 MB more output than the capped run costs no more memory than it (kept before:
     # 200 MB of bytes, then their text); and the cap's own cost stays well under the output.
     assert big_rss < capped_rss + 32 * 1024
@@ -130,8 +131,9 @@ success_criteria:
     record = json.loads(path.read_text())
     assert record["agent"]["output_dropped_bytes"] == 2097152
     assert record["agent"]["output_logs"] == ["agent.stdout.log"]
-    assert_noted(path.parent, "y" * 10485760, "output cut after 10485760 bytes; 2097152 more "
-                 "bytes not kept here; the whole stream is in agent.stdout.log]")  # fmt: skip
+    assert_noted(path.parent, "y" * (10485760 + TAIL_BYTES), "output cut after 10485760 bytes; "
+                 "2031616 more bytes not kept here; the whole stream is in agent.stdout.log; the "
+                 "last 65536 bytes above are its end]")  # fmt: skip
     log = path.parent / "agent.stdout.log"
     assert log.stat().st_size == 12582912
     with log.open("rb") as handle:  # all of it, and nothing but it
@@ -174,12 +176,14 @@ def assert_capped(record: dict[str, Any], folder: Path) -> None:
     """What is kept in memory is 128 KiB of each stream, and each stream is whole on disk."""
     assert record["agent"]["output_dropped_bytes"] == 307200 - 131072
     assert record["agent"]["output_logs"] == ["agent.stdout.log"]
-    assert_noted(folder, "y" * 131072, "output cut after 131072 bytes; 176128 more bytes not "
-                 "kept here; the whole stream is in agent.stdout.log]")  # fmt: skip
+    assert_noted(folder, "y" * (131072 + TAIL_BYTES), "output cut after 131072 bytes; 110592 "
+                 "more bytes not kept here; the whole stream is in agent.stdout.log; the last "
+                 "65536 bytes above are its end]")  # fmt: skip
     criterion = record["success_criteria_results"][0]
-    assert criterion["score"] == 0.0  # END came after the cap: the criterion never saw it
+    assert criterion["score"] == 1.0  # END came after the cap, in the last 64 KiB kept
     assert record["pre_run_results"][0]["output_logs"] == ["pre_run-1.stderr.log"]
-    assert record["pre_run_results"][0]["stderr"].endswith("in pre_run-1.stderr.log]\n")
+    assert record["pre_run_results"][0]["stderr"].endswith(
+        "in pre_run-1.stderr.log; the last 65536 bytes above are its end]\n")  # fmt: skip
     assert record["post_run_results"][0]["output_logs"] == ["post_run-1.stdout.log"]
     wanted = {"agent.stdout.log": b"y" * 307200, "pre_run-1.stderr.log": b"p" * 307200,
               "command-1.stdout.log": b"z" * 307200 + b"END\n",
@@ -204,7 +208,7 @@ def test_evaluate_writes_a_criterions_whole_stream_too(tmp_path: Path) -> None:
     (folder / "command-7.stderr.log").write_text("from an earlier grading")
     api.evaluate(tmp_path / "runs" / "latest", jobs=1)
     regraded = json.loads((folder / "task.json").read_text())
-    assert regraded["success_criteria_results"][0]["score"] == 0.0
+    assert regraded["success_criteria_results"][0]["score"] == 1.0  # END: in the kept end
     assert (folder / "command-1.stdout.log").read_bytes() == b"z" * 307200 + b"END\n"
     assert not (folder / "command-7.stderr.log").exists()
 
@@ -237,8 +241,9 @@ success_criteria:
     log = (path.parent / "agent.stdout.log").read_bytes()
     cut = b"\n[assay: log cut after 262144 bytes (sandbox.limits.max_log_mb); 147456 more bytes "
     assert log == b"y" * 262144 + cut + b"not written]\n"
-    assert_noted(path.parent, "y" * 131072, "278528 more bytes not kept here; agent.stdout.log "
-                 "holds its first 262144 bytes (sandbox.limits.max_log_mb)]")  # fmt: skip
+    assert_noted(path.parent, "y" * (131072 + TAIL_BYTES), "212992 more bytes not kept here; "
+                 "agent.stdout.log holds its first 262144 bytes (sandbox.limits.max_log_mb); the "
+                 "last 65536 bytes above are its end]")  # fmt: skip
 
 
 @pytest.mark.parametrize(("log_mb", "output_mb"), [(0.5, 1), (1, 2.5)])

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from assay.sandbox.process import (
+    TAIL_BYTES,
     ProcessResult,
     exit_text,
     pidfd_child_watcher,
@@ -345,3 +346,30 @@ def test_a_cancellation_at_any_point_of_the_start_ends_the_group(
         wait_gone(pids_in(pid))
     finally:
         kill_left(pids_in(pid))
+
+
+def test_past_the_cap_the_streams_end_is_kept_too_and_never_starts_inside_a_token(
+    tmp_path: Path,
+) -> None:
+    """A break-test's test runner printed its verdict after 11 MB of log and scored 0.0: of
+    a stream past the cap the last TAIL_BYTES are kept as well (what is graded is the start
+    and the end; the note says how much between was not kept), and the end starts after a
+    token shape it would split, as the start ends before one."""
+    token = "ghp_" + "Ab3dE" * 8
+    body = "x" * 1000 + "y" * 200_000 + " " + token + " " + "z" * (TAIL_BYTES - 20) + "VERDICT"
+    (tmp_path / "out.txt").write_text(body)
+    result = asyncio.run(run_process("cat out.txt", cwd=tmp_path, env={"PATH": "/usr/bin:/bin"},
+                                     timeout=30, max_output_bytes=1000))  # fmt: skip
+    start, end = result.stdout[:1000], result.stdout[1000:]
+    assert start == "x" * 1000 and end.endswith("z" * 100 + "VERDICT")
+    assert end == " " + "z" * (TAIL_BYTES - 20) + "VERDICT"  # after the token, not inside it
+    assert result.stdout_note == (
+        f"\n[assay: output cut after 1000 bytes; {len(body) - 1000 - len(end)} more bytes "
+        f"dropped; the last {len(end)} bytes above are its end]\n"
+    )
+    assert result.dropped == len(body) - 1000
+    short = "x" * 1000 + "y" * (TAIL_BYTES + 1000)  # too little past the cap to keep an end
+    (tmp_path / "out.txt").write_text(short)
+    result = asyncio.run(run_process("cat out.txt", cwd=tmp_path, env={"PATH": "/usr/bin:/bin"},
+                                     timeout=30, max_output_bytes=1000))  # fmt: skip
+    assert result.stdout == "x" * 1000 and "above are its end" not in result.stdout_note

@@ -105,20 +105,20 @@ class CommandRunner(Agent[CommandAgent]):
             outcome.error = f"the agent command {exit_text(result.exit_code)}" + (
                 f": {tail(result.stderr.strip(), 500)}" if result.stderr.strip() else ""
             )
-        outcome.transcript = _transcript(outcome, note=result.stdout_note)
+        outcome.transcript = _transcript(outcome, shown=result.shown_stdout)
         span.attributes.update(agent_attributes(outcome.transcript))
         span.end(error=outcome.error)
         return outcome
 
 
-def _transcript(outcome: AgentOutcome, *, note: str = "") -> Transcript:
+def _transcript(outcome: AgentOutcome, *, shown: str | None = None) -> Transcript:
     """The program's answer, or why it failed (a command agent's steps are its own); an
-    answer cut at ``max_output_mb`` ends with assay's ``note`` saying so (the graded
-    response is what the program wrote, without it)."""
+    answer cut at ``max_output_mb`` is ``shown`` with assay's note of the cut where it is
+    (the graded response is what the program wrote, without it)."""
     transcript = Transcript(agent="command", stop_reason=outcome.status)
     now = time.time_ns()
     if outcome.error is not None:
         transcript.add(TranscriptEvent("error", now, text=outcome.error))
     elif outcome.response is not None:
-        transcript.add(TranscriptEvent("final", now, text=outcome.response + note))
+        transcript.add(TranscriptEvent("final", now, text=shown or outcome.response))
     return transcript

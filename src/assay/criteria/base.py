@@ -163,18 +163,22 @@ def read_text(path: str | None, context: GradingContext, *, utf8: bool = False) 
         ) from None
 
 
-_CUT = re.compile(r"\n\[assay: output cut after (\d+) bytes; (\d+) more bytes")
+_CUT = re.compile(
+    r"\n\[assay: output cut after (\d+) bytes; (\d+) more bytes [^\n]*?"
+    r"(?:the last (\d+) bytes above are its end)?\]\n$"
+)
 
 
 def _cut(context: GradingContext) -> str:
     """`` (cut at sandbox.limits.max_output_mb: …)`` when the agent's answer was longer than
-    the cap (the transcript's final answer ends with assay's note of the cut), else ``""``."""
+    the cap (the transcript's final answer holds assay's note of the cut), else ``""``."""
     final = context.transcript.final if context.transcript is not None else None
-    found = _CUT.search(final[-400:]) if final else None
+    found = _CUT.search(final[-600:]) if final else None
     if found is None:
         return ""
+    end = f" and its last {found.group(3)}" if found.group(3) else ""
     return (f" (cut at sandbox.limits.max_output_mb: graded on its first {found.group(1)} "
-            f"bytes, {found.group(2)} more not seen)")  # fmt: skip
+            f"bytes{end}, {found.group(2)} {'between' if end else 'more'} not seen)")  # fmt: skip
 
 
 def located(sandbox: Sandbox, path: str) -> tuple[Path, str]:

@@ -20,7 +20,7 @@ import threading
 import time
 import warnings
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -96,10 +96,10 @@ class ProcessResult:
     """How a program ended: exit code (``None`` when killed at the timeout), output, seconds,
     ``dropped``: output bytes read past ``max_output_bytes`` per stream and not kept in
     memory, and ``logs``: the files a stream that passed it was written to whole (up to the
-    logs' own cap). ``stdout`` is what the program wrote (what is graded, parsed or
-    matched); where it was cut, ``stdout_note`` is assay's line saying so, and
-    :attr:`shown_stdout` the two together (what a person or a model reads). ``stderr``
-    ends with its own note (it is only shown)."""
+    logs' own cap). ``stdout`` is what the program wrote and assay kept (its start and, past
+    the cap, its end: what is graded, parsed or matched); where it was cut, ``stdout_note`` is
+    assay's line saying so, and :attr:`shown_stdout` the two (what a person or a model
+    reads). ``stderr`` ends with its own note (it is only shown)."""
 
     exit_code: int | None
     stdout: str
@@ -404,14 +404,23 @@ _DRAIN_SECONDS = 5.0
 pipes."""
 
 
+TAIL_BYTES = 65536
+"""Of a stream past its cap, the last bytes kept too (a test runner's verdict is its last
+line): at most this much more than ``max_output_bytes`` is held in memory."""
+
+
 @dataclass
 class _Sink:
-    """The first ``limit`` bytes of a stream, how many bytes after them were not kept, and
-    the log the whole stream goes to once it passes ``limit`` (opened then, from ``logs``).
+    """The first ``limit`` bytes of a stream and its last :data:`TAIL_BYTES` (its text is
+    the two joined, then a line naming the cut), how many bytes between them were not kept,
+    and the log the whole stream goes to once it passes ``limit`` (opened then, from
+    ``logs``).
 
-    The kept part ends where :func:`~assay.results.secrets.stream_cut` says, decided once
-    :data:`LOOK_AHEAD` bytes past ``limit`` (or the stream's end) are read: never inside a
-    secret or token, which is left out rather than kept in part."""
+    The kept start ends where :func:`~assay.results.secrets.stream_cut` says, decided once
+    :data:`LOOK_AHEAD` bytes past ``limit`` (or the stream's end) are read, and the kept end
+    starts where :func:`~assay.results.secrets.stream_start` says, at least
+    :data:`LOOK_AHEAD` bytes after the start's end (a shorter gap keeps no end): never inside
+    a secret or token, which is left out rather than kept in part."""
 
     limit: int
     kept: bytearray
@@ -421,6 +430,8 @@ class _Sink:
     log: StreamLog | None = None
     problem: str | None = None
     ahead: bytearray | None = None
+    after: bytearray = field(default_factory=bytearray)
+    """The bytes past the kept start, their end held (for the kept end)."""
 
     def take(self, chunk: bytes) -> None:
         """The next ``chunk``: kept while there is room, and written to the log from the
@@ -445,6 +456,9 @@ class _Sink:
             if len(self.ahead) >= LOOK_AHEAD:
                 self._decide()
         self.dropped += len(chunk) - max(room, 0)
+        self.after.extend(chunk[max(room, 0) :])
+        if len(self.after) > 2 * (TAIL_BYTES + LOOK_AHEAD):
+            del self.after[: -(TAIL_BYTES + LOOK_AHEAD)]
         if self.log is not None:
             self.log.write(chunk)
 
@@ -466,23 +480,38 @@ class _Sink:
             self.log.close()
 
     def text(self) -> str:
-        """The kept bytes as text, with a last line naming the cut when there was one (and
+        """The kept bytes as text, with a last line naming the cut where there was one (and
         the file that holds the whole stream); call it after :meth:`close`."""
         return self.kept_text() + self.cut_note()
 
     def kept_text(self) -> str:
-        """The kept bytes as text (call it after :meth:`close`)."""
-        return _text(self.kept)
+        """The kept start and end as text, the program's bytes only (call it after
+        :meth:`close`)."""
+        end = self._end()
+        return _text(self.kept + end if end else self.kept)
+
+    def _end(self) -> bytes:
+        """The kept end: the last :data:`TAIL_BYTES` past the kept start, where the stream
+        went on for :data:`LOOK_AHEAD` bytes more than that (else nothing)."""
+        if self.dropped <= TAIL_BYTES + LOOK_AHEAD or len(self.after) < TAIL_BYTES:
+            return b""
+        data = bytes(self.after)
+        writer = self.logs.writer if self.logs is not None else PLAIN
+        return data[stream_start(data, len(data) - TAIL_BYTES, writer.spans(data)) :]
 
     def cut_note(self) -> str:
-        """The line naming the cut (and the file that holds the whole stream), or ``""``."""
+        """The line naming the cut (and the file that holds the whole stream), or ``""``;
+        it stands between the kept start and the kept end."""
         if not self.dropped:
             return ""
-        cut = f"\n[assay: output cut after {len(self.kept)} bytes; {self.dropped} more bytes "
+        end = len(self._end())
+        follows = f"; the last {end} bytes above are its end" if end else ""
+        cut = (f"\n[assay: output cut after {len(self.kept)} bytes; {self.dropped - end} more "
+               "bytes ")  # fmt: skip
         log = self.log
         if log is None:
             why = f" (its log could not be written: {self.problem})" if self.problem else ""
-            return cut + f"dropped{why}]\n"
+            return cut + f"dropped{why}{follows}]\n"
         if log.error is not None:
             where = f"; {log.path.name} holds what was written before: {log.error}"
         elif log.dropped:
@@ -490,7 +519,7 @@ class _Sink:
                      "(sandbox.limits.max_log_mb)")  # fmt: skip
         else:
             where = f"; the whole stream is in {log.path.name}"
-        return cut + f"not kept here{where}]\n"
+        return cut + f"not kept here{where}{follows}]\n"
 
 
 LOOK_AHEAD = REDACT_WINDOW
@@ -525,7 +554,7 @@ def _kill_group(pid: int) -> None:
 
 
 def _text(data: bytes | bytearray) -> str:
-    return bytes(data).decode("utf-8", errors="replace")
+    return data.decode("utf-8", errors="replace")
 
 
 def end_marked_processes(marker: str, *, inside: Path | None = None) -> list[int]:
