@@ -10,6 +10,7 @@ from typing import ClassVar
 
 from assay.criteria import patterns
 from assay.criteria.base import (
+    SCORE_SLACK,
     Criterion,
     EvidenceError,
     GradingContext,
@@ -69,11 +70,13 @@ class RunCommandCriterion(RunCommand, Criterion):
 
 
 def score_from_stdout(spec: RunCommand, result: ProcessResult) -> CriterionResult:
-    """The float on stdout's first line, clamped to [0, 1]; the rest of stdout is details.
+    """The float on stdout's first line, in [0, 1]; the rest of stdout is details.
 
     Raises:
         EvidenceError: the command exited with another code than expected, printed
-            nothing, or no finite number on its first line (Coder Eval's messages): 0.0,
+            nothing, a blank first line, no finite number on it (Coder Eval's messages) or
+            one outside [0, 1] (a count where a share was meant; refused as a criterion of
+            one's own refuses it, rounding's 1e-9 aside): 0.0,
             as Coder Eval scores it ("non-zero exit or parse failure → 0"), so an agent
             that breaks the scorer cannot take its row out of the averages.
     """
@@ -83,8 +86,11 @@ def score_from_stdout(spec: RunCommand, result: ProcessResult) -> CriterionResul
         raise EvidenceError(f"Command exited with code {result.exit_code} (expected "
                              f"{spec.expected_exit_code})\n{stream}")  # fmt: skip
     lines = result.stdout.splitlines()
-    if not lines or not lines[0].strip():
+    if not result.stdout.strip():
         raise EvidenceError(f"No output from command (empty stdout)\n{stream}")
+    if not lines[0].strip():
+        raise EvidenceError("The first line of stdout is blank: score_from_stdout reads the "
+                            f"score from the first line\n{stream}")  # fmt: skip
     first = lines[0].strip()
     try:
         raw = float(first)
@@ -92,8 +98,12 @@ def score_from_stdout(spec: RunCommand, result: ProcessResult) -> CriterionResul
         raise EvidenceError(f"Could not parse score from first line: {first!r}") from None
     if math.isnan(raw) or math.isinf(raw):
         raise EvidenceError(f"Invalid score value from stdout: {first!r}")
+    if not -SCORE_SLACK <= raw <= 1 + SCORE_SLACK:
+        raise EvidenceError(f"Score {first} from stdout is outside [0, 1]: print a share "
+                            "(passed / total), not a count; a score out of range is refused, "
+                            f"never clamped\n{stream}")  # fmt: skip
     score = max(0.0, min(1.0, raw))
-    header = f"Score: {score:.3f}" + (f" (clamped from {raw:.3f})" if score != raw else "")
+    header = f"Score: {score:.3f}"
     rest = "\n".join(lines[1:]).strip()
     details = f"{header}\nCommand: {spec.command}" + (f"\n{tail(rest, 2000)}" if rest else "")
     return basic_result(spec, score, details)
