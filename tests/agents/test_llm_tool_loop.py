@@ -629,3 +629,33 @@ def test_the_task_folder_is_hidden_from_the_own_agents_commands_in_docker(
     log = (run_dir / "default/tools/a/00/task.log").read_text()
     assert "EXPECTED_ANSWER_42" not in log and "hidden" in log, log
     assert code == 0, stderr
+
+
+@pytest.mark.parametrize(("name", "arguments", "said"), [
+    ("write_file", {"path": "a\x00b.txt", "content": "x"}, "argument 'path' holds a NUL"),
+    ("read_file", {"path": "\x00"}, "argument 'path' holds a NUL"),
+    ("run_command", {"command": "echo \x00"}, "argument 'command' holds a NUL"),
+    ("edit_file", {"path": "a\x00", "old_string": "x", "new_string": "y"},
+     "argument 'path' holds a NUL")])  # fmt: skip
+def test_a_nul_in_a_path_or_command_is_a_tool_error_the_model_reads(
+    tmp_path: Path, name: str, arguments: dict[str, str], said: str
+) -> None:
+    """A break-test's model sent ``\\u0000`` in a path: the row ended ERROR (an internal
+    error of assay's); it is a tool error, and the loop goes on."""
+    box = tmp_path / "box"
+    box.mkdir()
+    tools = SandboxTools(Sandbox(box), offered=[name], env={"PATH": "/usr/bin:/bin"},
+                         owner=None)  # fmt: skip
+    run = asyncio.run(tools.call(ToolCall("c", name, json.dumps(arguments)), timeout=30))
+    assert run.is_error and run.output.startswith(f"error: {said}")
+    content = (
+        asyncio.run(
+            tools.call(
+                ToolCall("c", "write_file", json.dumps({"path": "ok.txt", "content": "a\x00b"})),
+                timeout=30,
+            )
+        )
+        if name == "write_file"
+        else None
+    )
+    assert content is None or (not content.is_error and (box / "ok.txt").read_bytes() == b"a\0b")

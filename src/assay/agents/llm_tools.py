@@ -220,6 +220,9 @@ def _text(arguments: dict[str, Any], key: str) -> str:
     if not isinstance(value, str):
         shown = clip_head(json.dumps(value, ensure_ascii=False, default=str), 200)
         raise ToolError(f"argument '{key}' must be a string, not {shown}")
+    if "\x00" in value and key in ("path", "command"):
+        raise ToolError(f"argument '{key}' holds a NUL character (\\u0000), which no "
+                        f"{'file name' if key == 'path' else 'command'} can hold")  # fmt: skip
     return value
 
 
