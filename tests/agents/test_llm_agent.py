@@ -253,3 +253,17 @@ def test_a_json_reply_cut_at_max_tokens_is_the_rows_error_not_a_wrong_answer(
     assert cut["total_token_usage"]["total_tokens"] == 13  # billed all the same
     assert row(run_dir, "n")["final_status"] == "FAILURE"  # graded: the label is not JSON
     assert row(run_dir, "x")["final_status"] == "FAILURE"
+
+
+@pytest.mark.parametrize(("path", "said"), [
+    ("../../x", "agent.response_file: path '../../x' leaves the sandbox ('..')"),
+    ("/tmp/x", "agent.response_file: path '/tmp/x' is absolute")])  # fmt: skip
+def test_a_response_file_outside_the_sandbox_is_refused_at_load(
+    tmp_path: Path, path: str, said: str
+) -> None:
+    """A break-test's rows each paid for their model call, then ended ERROR."""
+    agent = f"  type: llm\n  model: mock/script.yaml\n  response_file: {path}"
+    write(tmp_path / "script.yaml", SCRIPT)
+    write(tmp_path / "task.yaml", TASK.format(agent=agent))
+    done = assay("plan", "task.yaml", cwd=tmp_path)
+    assert done.returncode == 2 and said in done.stderr, done.stderr

@@ -185,6 +185,8 @@ class LlmAgent(AgentBase, ModelFieldsSpec):
     command_timeout: float = Field(default=120, gt=0)
     tool_protocol: Literal["native", "text"] = "native"
 
+    _response_file = field_validator("response_file")(check_relative_path)
+
     @property
     def transcript(self) -> TranscriptKind:  # type: ignore[override]
         """``tool_calls`` with ``tools`` (every call is recorded), else ``messages``."""
