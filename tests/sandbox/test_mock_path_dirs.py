@@ -91,3 +91,26 @@ def test_what_the_agent_plants_on_the_criterias_path_is_gone_before_they_run(
     again = assay.evaluate(result.run_dir)
     (row,) = list(again.rows())
     assert [c.score for c in row.success_criteria_results] == [0.0, 1.0, 1.0]
+
+
+@pytest.mark.parametrize("driver", ["tempdir", "bwrap"])
+def test_an_agent_that_removes_its_sandbox_folder_fails_it_is_not_an_error(
+    workdir: Path, driver: str
+) -> None:
+    """A break-test's agent ran ``rm -rf "$PWD"``: on tempdir every criterion that runs a
+    program ended in an internal error, the row ERROR and out of every average; its criteria
+    now grade an empty folder and score 0.0, as on docker."""
+    task = write(workdir / "t.yaml", f"""\
+task_id: gone
+description: an agent that removes its own folder
+initial_prompt: go
+agent: {{type: command, command: 'd=$PWD; cd /; rm -rf "$d"; echo done'}}
+sandbox: {{driver: {driver}}}
+success_criteria:
+  - {{type: file_contains, path: answer.txt, includes: ["42"]}}
+  - {{type: run_command, command: "cat answer.txt", expected_stdout: "42"}}
+""")  # fmt: skip
+    (row,) = list(assay.run([str(task)]).rows())
+    assert row.final_status.value == "FAILURE", row.error_message
+    assert [c.score for c in row.success_criteria_results] == [0.0, 0.0]
+    assert all(c.evaluation_status == "evaluated" for c in row.success_criteria_results)

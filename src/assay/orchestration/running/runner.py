@@ -877,10 +877,24 @@ def _limit_reached(
 def _restore_stand_ins(
     outcome: AgentOutcome, sandbox: Sandbox | None, task: TaskDefinition, base_dir: Path
 ) -> None:
-    """The task's ``record_cli`` shims and ``mock_path_dirs`` as the task wrote them before
-    criteria run (:func:`~assay.sandbox.tempdir.restore_stand_ins`); when that fails the
-    row is an error, its criteria's commands never run with what the agent left there."""
-    if sandbox is None or not (task.sandbox.record_cli or task.sandbox.mock_path_dirs):
+    """The row's sandbox folder there (an agent that removed it leaves an empty one: its
+    criteria find nothing and score 0.0, as on docker), and the task's ``record_cli`` shims
+    and ``mock_path_dirs`` as the task wrote them before criteria run
+    (:func:`~assay.sandbox.tempdir.restore_stand_ins`); when that fails the row is an
+    error, its criteria's commands never run with what the agent left there."""
+    if sandbox is None:
+        return
+    root = sandbox.root
+    if not root.is_dir() or root.is_symlink():  # the agent removed (or replaced) its folder
+        try:
+            if root.is_symlink() or root.exists():
+                root.unlink()
+            root.mkdir(parents=True)
+        except OSError as exc:
+            outcome.status = "error"
+            outcome.error = f"the agent removed its sandbox folder, and it cannot be made: {exc}"
+            return
+    if not (task.sandbox.record_cli or task.sandbox.mock_path_dirs):
         return
     try:
         restore_stand_ins(sandbox.root, task.sandbox, base_dir)
