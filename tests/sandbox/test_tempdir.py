@@ -389,15 +389,24 @@ def test_create_at_an_existing_path_is_an_error(tmp_path: Path) -> None:
         Sandbox.create(config(), base_dir=tmp_path, at=tmp_path / "kept")
 
 
-def test_copy_keeps_absolute_links_inside_the_copy(tmp_path: Path) -> None:
+def test_copy_keeps_absolute_links_inside_the_copy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     box = Sandbox.create(config(starter({"real.txt": "yes"})), base_dir=tmp_path,
                          at=tmp_path / "kept")  # fmt: skip
     (box.root / "result.txt").symlink_to(box.root / "real.txt")
     (box.root / "relative.txt").symlink_to("real.txt")
+    (box.root / "sub").mkdir()
+    (box.root / "sub" / "up.txt").symlink_to(box.root / "real.txt")
     copy = box.copy_to(tmp_path / "scratch")
     assert copy.resolve("result.txt").read_text() == "yes"
-    assert os.readlink(copy.root / "result.txt") == str(copy.root / "real.txt")
+    assert os.readlink(copy.root / "result.txt") == "real.txt"  # relative to its folder
+    assert os.readlink(copy.root / "sub" / "up.txt") == "../real.txt"
     assert os.readlink(copy.root / "relative.txt") == "real.txt"
+    monkeypatch.chdir(tmp_path)  # a relative destination (--run-dir runs): links still hold
+    moved = box.copy_to(Path("runs") / "kept")
+    assert (tmp_path / "runs" / "kept" / "sub" / "up.txt").read_text() == "yes"
+    assert moved.resolve("result.txt").read_text() == "yes"
     outside = box.root.parent / "outside.txt"
     outside.write_text("no")
     (box.root / "escape").symlink_to(outside)

@@ -309,9 +309,10 @@ class Sandbox:
 
     def copy_to(self, destination: Path) -> Sandbox:
         """A copy at ``destination`` (a new folder) in which absolute symlinks that pointed
-        inside this sandbox point to the same place inside the copy. Named pipes, sockets
-        and device files are not copied (they hold no content, and opening a pipe would
-        block)."""
+        inside this sandbox point to the same place inside the copy, relative to the link's
+        folder (so they hold wherever the copy is read from, and when it moves). Named pipes,
+        sockets and device files are not copied (they hold no content, and opening a pipe
+        would block)."""
         shutil.copytree(self.root, destination, symlinks=True, ignore=_special_files)
         real = self.root.resolve()
         for link in [p for p in destination.rglob("*") if p.is_symlink()]:
@@ -319,8 +320,9 @@ class Sandbox:
             if target.is_absolute() and (target == real or real in target.parents or
                                          self.root in target.parents):  # fmt: skip
                 base = real if (target == real or real in target.parents) else self.root
+                inside = destination.absolute() / target.relative_to(base)
                 link.unlink()
-                link.symlink_to(destination / target.relative_to(base))
+                link.symlink_to(os.path.relpath(inside, link.parent.absolute()))
         return Sandbox(destination, max_output_bytes=self.max_output_bytes, logs=self.logs)
 
     def redact(self, writer: Writer) -> list[Path]:
