@@ -114,3 +114,26 @@ success_criteria:
     assert row.final_status.value == "FAILURE", row.error_message
     assert [c.score for c in row.success_criteria_results] == [0.0, 0.0]
     assert all(c.evaluation_status == "evaluated" for c in row.success_criteria_results)
+
+
+@pytest.mark.parametrize("driver", ["bwrap"])
+def test_an_earlier_run_folder_in_the_task_folder_is_hidden_from_rows(
+    workdir: Path, driver: str
+) -> None:
+    """A break-test's second run (another --run-dir) read the first run's task.json, each
+    row with its expected answer: every run folder in the task's folder is hidden."""
+    write(workdir / "data.jsonl", '{"id": "q1", "expected": "7319"}\n')
+    task = write(workdir / "t.yaml", f"""\
+task_id: leak
+description: an agent that looks for an earlier run's answers
+initial_prompt: go
+dataset: {{paths: [data.jsonl]}}
+agent: {{type: command, command: 'cat "$ASSAY_TASK_DIR"/*/*/default/leak/q1/00/task.json; echo end'}}
+sandbox: {{driver: {driver}}}
+success_criteria:
+  - {{type: response_match, expected: "${{row.expected}}", match: contains}}
+""")  # fmt: skip
+    assay.run([str(task)], run_dir=str(workdir / "baseline"))
+    (row,) = list(assay.run([str(task)], run_dir=str(workdir / "candidate")).rows())
+    assert row.final_status.value == "FAILURE"
+    assert [c.score for c in row.success_criteria_results] == [0.0]

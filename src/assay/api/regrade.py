@@ -229,7 +229,8 @@ async def grading_session(
             async with run_services(pool, list(scan.keys), bridge=scan.bridge,
                                     bridge_socket=socket, log_stream=out) as services:  # fmt: skip
                 containment = Containment.for_tasks(
-                    contained, private=private_paths(run_dir, cache=None),
+                    contained, private=private_paths(run_dir, cache=None,
+                                                     task_dirs=scan.task_dirs),
                     bridge=bridge_link(services.bridge), check=True, images=scan.images,
                 )  # fmt: skip
                 yield GradingSession(registry, services, writer, containment)
@@ -282,6 +283,8 @@ class _Scan:
     bridge: bool = False
     images: dict[ImageKey, str] = field(default_factory=dict)
     """The content id of each ``docker`` image the rows ran in (:func:`_check_images`)."""
+    task_dirs: set[Path] = field(default_factory=set)
+    """The folders of the rows' task files (their other run folders are hidden from rows)."""
 
     def add(self, run_dir: Path, path: Path, result: EvaluationResult) -> None:
         """Count one row: its judges, its suite's task, a sandbox its criteria need."""
@@ -293,6 +296,8 @@ class _Scan:
         if suite not in self.suites:  # a suite's rows share their driver and graders: one each
             self.suites[suite] = task_of(result, self.registry)
             self.graders(self.suites[suite], Path(result.task_config.task_dir or "."))
+            if result.task_config.task_dir:
+                self.task_dirs.add(Path(result.task_config.task_dir))
         if agent_status(result) == "error":
             return
         if result.agent.response_chars and not (path.parent / "response.txt").is_file():

@@ -122,7 +122,10 @@ def _score(spec: PytestCheck, result: ProcessResult, report: Path) -> CriterionR
     output = tail((result.stderr or result.shown_stdout).strip(), 500)
     if code in (126, 127) and not report.exists():
         raise CriterionError(f"pytest is not installed in the sandbox (exit code {code}): "
-                             f"{tail(result.stderr.strip(), 300)}")  # fmt: skip
+                             f"{tail(result.stderr.strip(), 300)}; on bwrap and docker the "
+                             "host's home folders are hidden, so a pytest under ~ (pyenv, a "
+                             "virtualenv there) is not on the row's PATH: install it outside "
+                             "home, in the image, or run the task on tempdir")  # fmt: skip
     if code not in (*SCORED_EXITS, NO_TESTS_EXIT):  # nothing ran: 0.0, as Coder Eval scores it
         kind = {3: "an internal error", 4: "a usage error"}.get(code or -1, "an unknown exit")
         raise EvidenceError(f"Exit code: {code}, Pytest: stopped with {kind}, no test ran "

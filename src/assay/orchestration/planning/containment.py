@@ -26,6 +26,7 @@ from assay.agents.registry import AgentRegistry
 from assay.errors import SandboxError, TaskFileError, UsageError
 from assay.orchestration.loading.task_loader import LoadedTask
 from assay.sandbox import cgroups, reaper
+from assay.sandbox.build_context import is_run_folder
 from assay.sandbox.bwrap import JAIL_PROCESSES, BridgeLink, Jail, JailPolicy, make_policy
 from assay.sandbox.cgroups import Hierarchies
 from assay.sandbox.docker import (
@@ -936,11 +937,19 @@ class Containment:
 
 
 def private_paths(
-    run_dir: Path, *, cache: Path | None, store_urls: Iterable[str] = ()
+    run_dir: Path,
+    *,
+    cache: Path | None,
+    store_urls: Iterable[str] = (),
+    task_dirs: Iterable[Path] = (),
 ) -> list[Path]:
-    """What rows may not see: the runs folder, ``.assay/`` (store and cache), the cache file
-    and every SQLite store the run reads or ``$ASSAY_STORE`` names (with its journals)."""
+    """What rows may not see: the runs folder, ``.assay/`` (store and cache), the cache file,
+    every SQLite store the run reads or ``$ASSAY_STORE`` names (with its journals), and
+    every other run folder in the tasks' folders (``task_dirs``; :func:`run_folders_in`):
+    an earlier run's ``task.json`` holds each row with its expected answer."""
     paths = [run_dir.parent, Path.cwd() / ".assay"]
+    for folder in {Path(d).absolute() for d in task_dirs}:
+        paths += run_folders_in(folder)
     if cache is not None:
         paths.append(cache)
     for url in [*store_urls, os.environ.get("ASSAY_STORE") or ""]:
@@ -948,4 +957,29 @@ def private_paths(
             database = Path(url.split(":///", 1)[1].split("?", 1)[0])
             paths += [database, database.with_name(database.name + "-wal"),
                       database.with_name(database.name + "-journal")]  # fmt: skip
-    return [p.absolute() for p in paths]
+    found = list(dict.fromkeys(p.absolute() for p in paths))
+    return [p for p in found if not any(other in p.parents for other in found)]  # outermost
+
+
+RUN_SEARCH_DEPTH = 4
+"""How deep below a task's folder :func:`run_folders_in` looks for run folders."""
+
+_NOT_SEARCHED = frozenset({"node_modules", "__pycache__", "site-packages"})
+
+
+def run_folders_in(folder: Path, *, depth: int = RUN_SEARCH_DEPTH) -> list[Path]:
+    """The assay run folders (:func:`~assay.sandbox.build_context.is_run_folder`) at most
+    ``depth`` folders below ``folder`` (``--run-dir`` anywhere in a project: a baseline's
+    and a candidate's); hidden folders, ``node_modules`` and the like are not searched,
+    and a run folder's own folders are not."""
+    found: list[Path] = []
+    for top, dirs, _ in os.walk(folder):
+        here = Path(top)
+        if is_run_folder(here):
+            found.append(here)
+            dirs[:] = []
+            continue
+        if len(here.relative_to(folder).parts) >= depth:
+            dirs[:] = []
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in _NOT_SEARCHED]
+    return found

@@ -158,7 +158,8 @@ def run_containment(
     cache = pool.settings.cache
     stores = [t.expansion.store.url for t in plan.tasks if t.expansion.store is not None]
     private = private_paths(run_dir, cache=cache.path if cache is not None else None,
-                            store_urls=stores)  # fmt: skip
+                            store_urls=stores,
+                            task_dirs=[t.loaded.base_dir for t in plan.tasks])  # fmt: skip
     return Containment.for_tasks(plan.definitions, private=private, bridge=link, check=check,
                                  images=plan.image_ids())  # fmt: skip
 
