@@ -128,7 +128,9 @@ task_id: leak
 description: an agent that looks for an earlier run's answers
 initial_prompt: go
 dataset: {{paths: [data.jsonl]}}
-agent: {{type: command, command: 'cat "$ASSAY_TASK_DIR"/*/*/default/leak/q1/00/task.json; echo end'}}
+agent:
+  type: command
+  command: 'cat "$ASSAY_TASK_DIR"/*/*/default/leak/q1/00/task.json; echo end'
 sandbox: {{driver: {driver}}}
 success_criteria:
   - {{type: response_match, expected: "${{row.expected}}", match: contains}}

@@ -99,6 +99,8 @@ def test_dataset_verbs_end_to_end(cli: Cli, tmp_path: Path) -> None:
     exported = cli.ok("export", "sst2@1", "--format", "jsonl").splitlines()
     assert exported[0] == f'{{"id": "{ids[0]}", {lines[0][1:]}'
     assert len(exported) == 25
+    dashed = cli.ok("export", "sst2@1", "--format", "jsonl", "-o", "-").splitlines()
+    assert dashed == exported and not (tmp_path / "-").exists()  # -o -: stdout, as in Unix
     assert cli.ok("export", "sst2@1", "-o", "v1.csv").startswith("wrote 25 example(s) of sst2@1")
     cli.ok("export", "sst2@1", "--format", "parquet", "-o", "v1.parquet")
     out = cli.ok("import", "copy", "v1.parquet")

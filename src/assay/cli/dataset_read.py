@@ -83,15 +83,17 @@ def export(
         str | None, typer.Option("--format", help="jsonl, csv or parquet (default: from -o).")
     ] = None,
     output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Write here (default: stdout).")
+        Path | None, typer.Option("--output", "-o", help="Write here (default, or -: stdout).")
     ] = None,
     inline_traces: InlineTraces = False,
     store: StoreUrl = None,
 ) -> None:
-    """Export a version (default: the latest) as JSONL, CSV or Parquet."""
+    """Export a version (default: the latest) as JSONL, CSV or Parquet (``-o -``: stdout)."""
     from assay.results.io import check_output_file
     from assay.store.files import export_format, parse_ref
 
+    if output is not None and str(output) == "-":  # the convention of every Unix tool
+        output = None
     with user_errors():
         name, number = parse_ref(ref)
         if output is not None:
