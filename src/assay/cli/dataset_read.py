@@ -88,7 +88,7 @@ def export(
     inline_traces: InlineTraces = False,
     store: StoreUrl = None,
 ) -> None:
-    """Export a version (default: the latest) as JSONL, CSV or Parquet (``-o -``: stdout)."""
+    """Export a version (default: the latest) as JSONL, CSV or Parquet."""
     from assay.results.io import check_output_file
     from assay.store.files import export_format, parse_ref
 

@@ -5,7 +5,7 @@ Placeholders follow Coder Eval (``reference/originals.md`` §1.2): the pattern i
 go through ``str()``; a list or object is an error. Substitution is one pass: a value that
 itself contains ``${row.other}`` is inserted literally and never substituted again.
 
-assay's extension: under a key a criterion names in ``typed_keys`` (``json_check``'s
+assay's extension: under a key a criterion names in ``value_keys`` (``json_check``'s
 ``expected``), a value that is one whole placeholder takes the row's JSON value itself (a
 number stays a number, a list a list), so it compares with JSON as a literal would.
 """
@@ -98,18 +98,18 @@ def substitute(text: str, row: dict[str, Any]) -> str:
 
 
 def substitute_tree(
-    obj: Any, row: dict[str, Any], *, typed_keys: frozenset[str] = frozenset()
+    obj: Any, row: dict[str, Any], *, value_keys: frozenset[str] = frozenset()
 ) -> Any:
     """Substitute in every string leaf of nested dicts and lists; other values are kept.
-    A value under a key in ``typed_keys`` that is one whole placeholder becomes the row's
+    A value under a key in ``value_keys`` that is one whole placeholder becomes the row's
     value as it is (see the module docstring)."""
     if isinstance(obj, str):
         return substitute(obj, row)
     if isinstance(obj, list):
-        return [substitute_tree(item, row, typed_keys=typed_keys) for item in obj]
+        return [substitute_tree(item, row, value_keys=value_keys) for item in obj]
     if isinstance(obj, dict):
-        return {key: row_value(whole, row) if (whole := _whole(key, value, typed_keys))
-                else substitute_tree(value, row, typed_keys=typed_keys)
+        return {key: row_value(whole, row) if (whole := _whole(key, value, value_keys))
+                else substitute_tree(value, row, value_keys=value_keys)
                 for key, value in obj.items()}  # fmt: skip
     return obj
 
@@ -127,34 +127,34 @@ def row_value(key: str, row: dict[str, Any]) -> Any:
     return row[key]
 
 
-def value_fields_in_tree(obj: Any, typed_keys: frozenset[str]) -> set[str]:
+def value_fields_in_tree(obj: Any, value_keys: frozenset[str]) -> set[str]:
     """The row fields ``obj`` takes as whole values (one placeholder under a key of
-    ``typed_keys``); :func:`fields_in_tree` finds these and the ones put into text."""
+    ``value_keys``); :func:`fields_in_tree` finds these and the ones put into text."""
     if isinstance(obj, list):
-        return {name for item in obj for name in value_fields_in_tree(item, typed_keys)}
+        return {name for item in obj for name in value_fields_in_tree(item, value_keys)}
     if isinstance(obj, dict):
         found: set[str] = set()
         for key, value in obj.items():
-            whole = _whole(key, value, typed_keys)
-            found |= {whole} if whole else value_fields_in_tree(value, typed_keys)
+            whole = _whole(key, value, value_keys)
+            found |= {whole} if whole else value_fields_in_tree(value, value_keys)
         return found
     return set()
 
 
-def text_fields_in_tree(obj: Any, typed_keys: frozenset[str]) -> set[str]:
+def text_fields_in_tree(obj: Any, value_keys: frozenset[str]) -> set[str]:
     """The row fields ``obj`` puts into text (every placeholder but the whole values of
     :func:`value_fields_in_tree`)."""
     if isinstance(obj, list):
-        return {name for item in obj for name in text_fields_in_tree(item, typed_keys)}
+        return {name for item in obj for name in text_fields_in_tree(item, value_keys)}
     if isinstance(obj, dict):
-        return {name for key, value in obj.items() if not _whole(key, value, typed_keys)
-                for name in text_fields_in_tree(value, typed_keys)}  # fmt: skip
+        return {name for key, value in obj.items() if not _whole(key, value, value_keys)
+                for name in text_fields_in_tree(value, value_keys)}  # fmt: skip
     return fields_in(obj) if isinstance(obj, str) else set()
 
 
-def _whole(key: str, value: Any, typed_keys: frozenset[str]) -> str | None:
+def _whole(key: str, value: Any, value_keys: frozenset[str]) -> str | None:
     """The field of ``value`` when it is one whole placeholder under a typed key."""
-    if key not in typed_keys or not isinstance(value, str):
+    if key not in value_keys or not isinstance(value, str):
         return None
     match = PLACEHOLDER.fullmatch(value)
     return match.group(1) if match else None

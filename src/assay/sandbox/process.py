@@ -94,12 +94,13 @@ gives one), and the kept text ends with a note saying so."""
 @dataclass(frozen=True)
 class ProcessResult:
     """How a program ended: exit code (``None`` when killed at the timeout), output, seconds,
-    ``dropped``: output bytes read past ``max_output_bytes`` per stream and not kept in
-    memory, and ``logs``: the files a stream that passed it was written to whole (up to the
-    logs' own cap). ``stdout`` is what the program wrote and assay kept (its start and, past
-    the cap, its end: what is graded, parsed or matched); where it was cut, ``stdout_note`` is
-    assay's line saying so, and :attr:`shown_stdout` the two (what a person or a model
-    reads). ``stderr`` ends with its own note (it is only shown)."""
+    ``dropped``: output bytes read past ``max_output_bytes`` per stream (of them only the
+    last :data:`TAIL_BYTES` are kept), and ``logs``: the files a stream that passed it was
+    written to whole (up to the logs' own cap). ``stdout`` is what the program wrote and
+    assay kept (its start and, past the cap, its end: what is graded, parsed or matched);
+    where it was cut, ``stdout_note`` is assay's line saying so, and :attr:`shown_stdout`
+    the two (what a person or a model reads). ``stderr`` ends with its own note (it is
+    only shown)."""
 
     exit_code: int | None
     stdout: str
@@ -432,6 +433,8 @@ class _Sink:
     ahead: bytearray | None = None
     after: bytearray = field(default_factory=bytearray)
     """The bytes past the kept start, their end held (for the kept end)."""
+    end: bytes | None = None
+    """The kept end, decided at :meth:`close`."""
 
     def take(self, chunk: bytes) -> None:
         """The next ``chunk``: kept while there is room, and written to the log from the
@@ -476,6 +479,7 @@ class _Sink:
 
     def close(self) -> None:
         self._decide()
+        self.end = self._end()
         if self.log is not None:
             self.log.close()
 
@@ -487,8 +491,7 @@ class _Sink:
     def kept_text(self) -> str:
         """The kept start and end as text, the program's bytes only (call it after
         :meth:`close`)."""
-        end = self._end()
-        return _text(self.kept + end if end else self.kept)
+        return _text(self.kept + self.end if self.end else self.kept)
 
     def _end(self) -> bytes:
         """The kept end: the last :data:`TAIL_BYTES` past the kept start, where the stream
@@ -504,7 +507,7 @@ class _Sink:
         it stands between the kept start and the kept end."""
         if not self.dropped:
             return ""
-        end = len(self._end())
+        end = len(self.end or b"")
         follows = f"; the last {end} bytes above are its end" if end else ""
         cut = (f"\n[assay: output cut after {len(self.kept)} bytes; {self.dropped - end} more "
                "bytes ")  # fmt: skip

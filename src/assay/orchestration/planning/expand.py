@@ -113,7 +113,7 @@ class CriterionTemplate:
             return self.spec
         late = self.spec.late_fields
         data = substitute_tree({k: v for k, v in self.raw.items() if k not in late}, row,
-                               typed_keys=self.spec.value_keys)  # fmt: skip
+                               value_keys=self.spec.value_keys)  # fmt: skip
         changed = {k: v for k, v in data.items() if k != "type" and v != self.raw.get(k)}
         if self.needs_validation or any(_nested(v) for v in changed.values()):
             return type(self.spec).model_validate({**self.raw, **data})

@@ -527,7 +527,7 @@ class Runner:
             f" ({outcome.error})" if outcome.error else ""))  # fmt: skip
         results: list[CriterionResult] = []
         if self.options.stage == "run":
-            _restore_stand_ins(outcome, sandbox, task, base_dir)
+            _ready_for_grading(outcome, sandbox, task, base_dir)
             grading = self._grading(row, outcome, sandbox, context, base_dir)
             if outcome.status != "error":
                 results = await grade(list(task.success_criteria), grading, self.criteria)
@@ -580,7 +580,7 @@ class Runner:
         assert config is not None
 
         async def check(outcome: AgentOutcome) -> bool:
-            _restore_stand_ins(outcome, sandbox, task, base_dir)
+            _ready_for_grading(outcome, sandbox, task, base_dir)
             if outcome.status == "error":
                 return False
             grading = self._grading(row, outcome, sandbox, context, base_dir)
@@ -874,7 +874,7 @@ def _limit_reached(
                    error=f"{note}; {outcome.error}" if outcome.error else note)  # fmt: skip
 
 
-def _restore_stand_ins(
+def _ready_for_grading(
     outcome: AgentOutcome, sandbox: Sandbox | None, task: TaskDefinition, base_dir: Path
 ) -> None:
     """The row's sandbox folder there (an agent that removed it leaves an empty one: its
