@@ -257,7 +257,9 @@ def test_a_json_reply_cut_at_max_tokens_is_the_rows_error_not_a_wrong_answer(
 
 @pytest.mark.parametrize(("path", "said"), [
     ("../../x", "agent.response_file: path '../../x' leaves the sandbox ('..')"),
-    ("/tmp/x", "agent.response_file: path '/tmp/x' is absolute")])  # fmt: skip
+    ("/tmp/x", "agent.response_file: path '/tmp/x' is absolute"),
+    (".", "agent.response_file: response_file '.' names a folder"),
+    ("out/", "agent.response_file: response_file 'out/' names a folder")])  # fmt: skip
 def test_a_response_file_outside_the_sandbox_is_refused_at_load(
     tmp_path: Path, path: str, said: str
 ) -> None:

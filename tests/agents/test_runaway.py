@@ -46,7 +46,7 @@ def test_200_mb_of_output_keeps_memory_bounded(tmp_path: Path) -> None:
     big_rss, big_kept, big_dropped = peak("head -c 200000000 /dev/zero", tmp_path)
     assert (small_kept, small_dropped) == (1000, 0)
     assert big_dropped == 200_000_000 - 10 * 1024 * 1024
-    assert big_kept < 10 * 1024 * 1024 + TAIL_BYTES + 200  # the start and the last 64 KiB
+    assert big_kept < 10 * 1024 * 1024 + TAIL_BYTES + 200  # the start, the last 64 KiB
     # KiB. 190 MB more output than the capped run costs no more memory than it (kept before:
     # 200 MB of bytes, then their text); and the cap's own cost stays well under the output.
     assert big_rss < capped_rss + 32 * 1024
@@ -131,7 +131,7 @@ success_criteria:
     record = json.loads(path.read_text())
     assert record["agent"]["output_dropped_bytes"] == 2097152
     assert record["agent"]["output_logs"] == ["agent.stdout.log"]
-    assert_noted(path.parent, "y" * (10485760 + TAIL_BYTES), "output cut after 10485760 bytes; "
+    assert_noted(path.parent, kept_10485760, "output cut after 10485760 bytes; "
                  "2031616 more bytes not kept here; the whole stream is in agent.stdout.log; the "
                  "last 65536 bytes above are its end]")  # fmt: skip
     log = path.parent / "agent.stdout.log"
@@ -176,7 +176,7 @@ def assert_capped(record: dict[str, Any], folder: Path) -> None:
     """What is kept in memory is 128 KiB of each stream, and each stream is whole on disk."""
     assert record["agent"]["output_dropped_bytes"] == 307200 - 131072
     assert record["agent"]["output_logs"] == ["agent.stdout.log"]
-    assert_noted(folder, "y" * (131072 + TAIL_BYTES), "output cut after 131072 bytes; 110592 "
+    assert_noted(folder, kept_131072, "output cut after 131072 bytes; 110592 "
                  "more bytes not kept here; the whole stream is in agent.stdout.log; the last "
                  "65536 bytes above are its end]")  # fmt: skip
     criterion = record["success_criteria_results"][0]
@@ -241,7 +241,7 @@ success_criteria:
     log = (path.parent / "agent.stdout.log").read_bytes()
     cut = b"\n[assay: log cut after 262144 bytes (sandbox.limits.max_log_mb); 147456 more bytes "
     assert log == b"y" * 262144 + cut + b"not written]\n"
-    assert_noted(path.parent, "y" * (131072 + TAIL_BYTES), "212992 more bytes not kept here; "
+    assert_noted(path.parent, kept_131072, "212992 more bytes not kept here; "
                  "agent.stdout.log holds its first 262144 bytes (sandbox.limits.max_log_mb); the "
                  "last 65536 bytes above are its end]")  # fmt: skip
 
@@ -427,6 +427,10 @@ def test_a_streamed_programs_stderr_end_starts_after_a_secret(tmp_path: Path) ->
                               capture_output=True, text=True, timeout=120)  # fmt: skip
         assert done.returncode == 0, done.stderr
         assert done.stdout.split()[-1] in {"err", secret}, shift  # a whole word first
+
+
+kept_10485760 = "y" * 10485760 + "\n" + "y" * TAIL_BYTES  # the start, a line break, the end
+kept_131072 = "y" * 131072 + "\n" + "y" * TAIL_BYTES
 
 
 def assert_noted(folder: Path, response: str, note: str) -> None:

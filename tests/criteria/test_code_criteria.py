@@ -233,3 +233,14 @@ def test_coder_evals_removed_reference_forms_are_refused(tmp_path: Path, form: s
     with pytest.raises(TaskFileError) as caught:
         load_task(path)
     assert "Coder Eval removed reference.file and reference.code" in caught.value.render()
+
+
+def test_a_pylint_package_the_agent_wrote_is_not_the_one_that_runs(box: Sandbox) -> None:
+    """A break-test's agent wrote ``pylint/__main__.py`` printing a 10/10 report into its
+    sandbox, the folder ``python3 -m pylint`` runs in: the sandbox is not put first on
+    ``sys.path`` (PYTHONSAFEPATH), so the real pylint grades."""
+    put(box, "untidy.py", "import os\nx=1\n")
+    put(box, "pylint/__init__.py", "")
+    put(box, "pylint/__main__.py", 'print(\'{"messages": [], "statistics": {"score": 10.0}}\')\n')
+    result = grade(box, env=PATH_WITH_PYTEST, type="pylint_score", path="untidy.py")
+    assert result.score < 1.0, result.details

@@ -507,3 +507,15 @@ def test_json_nested_past_the_recursion_limit_scores_zero(box: Sandbox) -> None:
         result.details == "'out.json' nests too deep to read or check (past Python's "
         "recursion limit)"
     )
+
+
+def test_a_recorded_calls_flag_pattern_is_searched_in_bounded_time_too() -> None:
+    from assay.criteria import patterns
+    from assay.spec import cli_facets
+
+    call = {"tool": "gh", "argv": ["pr", "create", "--title", "a" * 40 + "!"]}
+    facets = {"tool": "gh", "verb": "pr create", "flags": {"title": {"matches_regex": "^(a|aa)+$"}}}
+    with pytest.raises(EvidenceError, match="did not finish on this text in 2 s"):
+        cli_facets.matches(call, facets, patterns.search)
+    assert cli_facets.matches({**call, "argv": ["pr", "create", "--title", "aaaa"]}, facets,
+                              patterns.search)  # fmt: skip

@@ -429,3 +429,18 @@ def test_skip_invalid_leaves_out_the_rows_that_cannot_be_converted_and_names_eac
     assert "2 row(s) left out (--skip-invalid): line 2: Sample x-00002 lists 'Unknown'" in said
     assert "; line 4: field 'answers' holds no answer" in said
     assert "wrote 2 samples" in said
+
+
+def test_a_conversion_to_stdout_and_one_that_leaves_out_every_row(tmp_path: Path) -> None:
+    src = tmp_path / "x.jsonl"
+    src.write_text('{"question": "q1", "answers": ["a"]}\n', encoding="utf-8")
+    done = convert(src, "-o", "-", "--from", "jsonl-answers", "--source", "x.jsonl")
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.stdout.splitlines()[0])["question"] == "q1"
+    assert not (Path.cwd() / "-").exists()
+    wrong = convert(src, "-o", tmp_path / "o.jsonl", "--from", "jsonl-answers",
+                    "--question", "Questoin", "--skip-invalid")  # fmt: skip
+    assert (
+        "every row was left out (--skip-invalid); the first, line 1: field 'Questoin' is "
+        "missing" in error_of(wrong)
+    )

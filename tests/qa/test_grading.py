@@ -293,7 +293,8 @@ THOUSANDS = item(["14,000"], [])
         (GSM, "The answer is 18. That took 3 steps.", True, "numeric_match"),
         (GSM, "Answer: 18 (after 3 days)", True, "numeric_match"),
         (GSM, "Answer: **18**, in 3 steps", True, "numeric_match"),
-        (GSM, "The answer is 17. That took 18 steps.", True, "last_number_match"),  # as before
+        (GSM, "The answer is 20. That took 18 steps.", False, "no_match"),  # stated, wrong
+        (GSM, "The final answer is 18, after the 3 steps above.", True, "numeric_match"),
         (GSM, "Answer: 17 (not 3)", False, "no_match"),  # a stated miss still goes on
         (item(["0.5"], []), "Answer: 1/2 of it", False, "no_match"),  # no lead: a fraction
         # typeset numbers: the minus sign, a currency after the sign, spaced thousands

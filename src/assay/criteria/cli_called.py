@@ -12,6 +12,7 @@ from __future__ import annotations
 import shlex
 from typing import ClassVar
 
+from assay.criteria import patterns
 from assay.criteria.base import (
     Criterion,
     CriterionError,
@@ -38,7 +39,7 @@ class CliCalledCriterion(CliCalled, Criterion):
         """Read the shims' log and count the matching calls."""
         log = _read(self, context)
         facets = self.facets()
-        matched = [c for c in log.calls if cli_facets.matches(c, facets)]
+        matched = [c for c in log.calls if cli_facets.matches(c, facets, patterns.search)]
         count = len(matched)
         upper = self.max_count
         passed = self.min_count <= count and (upper is None or count <= upper)

@@ -144,7 +144,11 @@ class PylintScoreCriterion(PylintScore, Criterion):
         if self.fail_under is not None:
             argv.append(f"--fail-under={self.fail_under:g}")
         relative = target.relative_to(sandbox.root).as_posix()  # a glob's one match
-        result = await sandbox.run(shlex.join([*argv, relative]), env=context.env,
+        # PYTHONSAFEPATH (Python >= 3.11; older ones ignore it): the sandbox, the working
+        # folder, is not put first on sys.path, so a ``pylint`` package the agent wrote
+        # there is not the one that runs
+        result = await sandbox.run(shlex.join([*argv, relative]),
+                                   env={**context.env, "PYTHONSAFEPATH": "1"},
                                    timeout=self.timeout)  # fmt: skip
         report = _report(result, self.timeout)
         score = float(report["statistics"]["score"])

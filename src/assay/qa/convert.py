@@ -245,6 +245,11 @@ def convert_file(
         joined += fields.answer_separator is None and _looks_joined(row["answer"])
         lines.append(json.dumps(row, ensure_ascii=False, allow_nan=False))
     if not lines:
+        if skipped:  # --skip-invalid left out every row: the first reason is the fix
+            raise DatasetError(f"every row was left out (--skip-invalid); the first, "
+                               f"{skipped[0]}", file=source_path,
+                               hint="a field named wrong leaves out every row: the fields are "
+                               "the file's first line (CSV) or its rows' keys")  # fmt: skip
         raise DatasetError(f"{source_path} has no rows to convert", file=source_path)
     output.parent.mkdir(parents=True, exist_ok=True)
     partial = output.with_name(output.name + ".partial")

@@ -76,7 +76,7 @@ GradedBy = Literal["rule", "judge"]
 _LAST_BOX = re.compile(r"\\box(?:ed)?\s*\{([^{}]*)\}")
 _AFTER = re.compile(r"(?i)(?:\banswer\s*(?:is|:)|####)\s*([^\n]*)")
 _LEAD = re.compile(  # a number at the start (after bold marks), not a fraction, time or date
-    r"^[\s*]*([-+\u2212]?\s*\$?\s*[-+\u2212]?\d[\d,]*(?:\.\d+)?%?)(?![\w/:]|[.,]\d)"
+    r"^[\s*]*([-+\u2212]?\s*\$?\s*[-+\u2212]?\d+(?:,\d{3})*(?:\.\d+)?%?)(?![\w/:]|[.,]\d)"
 )
 
 
@@ -297,8 +297,10 @@ def _numeric_grade(
                 graded_by="rule",
                 rule="numeric_match" if correct else "numeric_mismatch",
             )
-    if stated is not None and stated in gold:
-        return _verdict(item, True, graded_by="rule", rule="numeric_match")
+    if stated is not None:  # the answer the response names: a later number never overrules it
+        if stated in gold:
+            return _verdict(item, True, graded_by="rule", rule="numeric_match")
+        return None  # "The answer is 20. That took 18 steps.": the judge (or no_match) decides
     for text in reversed(candidates):  # "12 * 12 = 144", "144 apples": the last number
         number = last_number(text)
         if number is not None:

@@ -489,9 +489,9 @@ class _Sink:
         return self.kept_text() + self.cut_note()
 
     def kept_text(self) -> str:
-        """The kept start and end as text, the program's bytes only (call it after
-        :meth:`close`)."""
-        return _text(self.kept + self.end if self.end else self.kept)
+        """The kept start and end as text, the program's bytes only, a line break between
+        them (no pattern matches across the bytes left out; call it after :meth:`close`)."""
+        return _text(self.kept + b"\n" + self.end if self.end else self.kept)
 
     def _end(self) -> bytes:
         """The kept end: the last :data:`TAIL_BYTES` past the kept start, where the stream

@@ -28,7 +28,7 @@ always binds; ``-rf`` is the flags ``r`` and ``f``; ``--`` ends the flags.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 PREDICATES = ("equals", "contains", "matches_regex", "any_of", "present", "absent")
@@ -116,7 +116,12 @@ def _flag_names(token: str) -> list[tuple[str, str | None]]:
     return [(letter, None) for letter in body]
 
 
-def _holds(rule: Mapping[str, Any], values: list[Any]) -> bool:
+Search = Callable[[str, str, int], Any]
+"""``search(pattern, text, flags)``: a match or ``None`` (``re.search`` by default; the
+criterion in assay's process gives a bounded one)."""
+
+
+def _holds(rule: Mapping[str, Any], values: list[Any], search: Search | None = None) -> bool:
     if rule.get("absent"):
         return not values
     if rule.get("present"):
@@ -127,8 +132,9 @@ def _holds(rule: Mapping[str, Any], values: list[Any]) -> bool:
     if "contains" in rule:
         return any(str(rule["contains"]) in text for text in texts)
     if "matches_regex" in rule:
-        pattern = re.compile(str(rule["matches_regex"]), int(rule.get("flags") or 0))
-        return any(pattern.search(text) for text in texts)
+        chosen = search or re.search
+        pattern, flags = str(rule["matches_regex"]), int(rule.get("flags") or 0)
+        return any(chosen(pattern, text, flags) for text in texts)
     if "any_of" in rule:
         wanted = {str(_scalar(v)) for v in rule["any_of"]}
         return any(text in wanted for text in texts)
@@ -142,8 +148,11 @@ def _scalar(value: Any) -> Any:
     return value
 
 
-def matches(call: Mapping[str, Any], facets: Mapping[str, Any]) -> bool:
-    """Whether a recorded ``call`` (``{"tool", "argv"}``) has every facet."""
+def matches(
+    call: Mapping[str, Any], facets: Mapping[str, Any], search: Search | None = None
+) -> bool:
+    """Whether a recorded ``call`` (``{"tool", "argv"}``) has every facet (``search``: how a
+    ``matches_regex`` is searched, ``re.search`` by default)."""
     tool = facets.get("tool")
     if tool is not None and call.get("tool") != tool:
         return False
@@ -159,7 +168,7 @@ def matches(call: Mapping[str, Any], facets: Mapping[str, Any]) -> bool:
     if positional and rest[: len(positional)] != positional:
         return False
     return all(
-        _holds(predicate(value), flags.get(str(flag), []))
+        _holds(predicate(value), flags.get(str(flag), []), search)
         for flag, value in (facets.get("flags") or {}).items()
     )
 

@@ -185,7 +185,17 @@ class LlmAgent(AgentBase, ModelFieldsSpec):
     command_timeout: float = Field(default=120, gt=0)
     tool_protocol: Literal["native", "text"] = "native"
 
-    _response_file = field_validator("response_file")(check_relative_path)
+    @field_validator("response_file")
+    @classmethod
+    def _response_file(cls, value: str | None) -> str | None:
+        value = check_relative_path(value)
+        if value is not None and "${" not in value and (
+                value.endswith(("/", "\\")) or Path(value).name in ("", ".")):  # fmt: skip
+            raise ValueError(
+                f"response_file '{value}' names a folder; name the file to write "
+                "the answer to (answer.txt)"
+            )
+        return value
 
     @property
     def transcript(self) -> TranscriptKind:  # type: ignore[override]

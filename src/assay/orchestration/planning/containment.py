@@ -961,7 +961,7 @@ def private_paths(
     return [p for p in found if not any(other in p.parents for other in found)]  # outermost
 
 
-RUN_SEARCH_DEPTH = 4
+RUN_SEARCH_DEPTH = 8
 """How deep below a task's folder :func:`run_folders_in` looks for run folders."""
 
 _NOT_SEARCHED = frozenset({"node_modules", "__pycache__", "site-packages"})
