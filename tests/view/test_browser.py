@@ -261,7 +261,7 @@ def test_a_run_in_progress_updates_as_rows_finish(page: Any, tmp_path: Path) -> 
         screenshot(page, "06-live-run")
         finish(rows[10:25])
         page.wait_for_function("() => document.body.innerText.includes('in progress: 25 of 30')",
-                               timeout=30_000)  # fmt: skip
+                               timeout=60_000)  # fmt: skip
         counts = page.inner_text("section.suite p.counts")
         assert counts.startswith("25 rows")
 
@@ -323,7 +323,7 @@ def test_a_live_page_updates_in_place_keeping_a_typed_search_and_open_panels(
         page.focus("input[name=q]")
         finish(rows[10:20])
         page.wait_for_function("() => document.querySelector('#row-count').innerText"
-                               ".startsWith('20 row')", timeout=30_000)  # fmt: skip
+                               ".startsWith('20 row')", timeout=60_000)  # fmt: skip
         assert page.eval_on_selector_all("#rows tbody tr[data-row]", ROW_IDS) == [
             r.name for r in rows[:20]]  # fmt: skip
         assert page.input_value("input[name=q]") == "half typed"
@@ -332,7 +332,7 @@ def test_a_live_page_updates_in_place_keeping_a_typed_search_and_open_panels(
 
         page.goto(f"{address}runs/live")
         page.wait_for_function("() => document.body.innerText.includes('in progress: 20 of 30')",
-                               timeout=30_000)  # fmt: skip
+                               timeout=60_000)  # fmt: skip
         wait_for_charts(page)
         panels = page.locator("section.suite figure details.numbers")
         assert panels.count() >= 1
@@ -356,7 +356,7 @@ def test_a_live_page_updates_in_place_keeping_a_typed_search_and_open_panels(
         # the first copy at 25 rows may lack it still (the row index is not complete yet: the
         # intervals wait for it); the copy made once it is brings the panel back, open
         page.wait_for_function(f"() => document.getElementById('{opened}') !== null",
-                               timeout=30_000)  # fmt: skip
+                               timeout=60_000)  # fmt: skip
         assert page.evaluate(f"document.getElementById('{opened}').open") is True
         closed = page.evaluate(
             "Array.from(document.querySelectorAll('details.numbers'))"

@@ -48,6 +48,17 @@
     });
     document.dispatchEvent(new CustomEvent("assay:updated"));
   }
+  // A request that fails or hangs (a busy viewer, a page read while a row was being
+  // written) is given up after ten seconds and tried again at the next tick: one bad answer
+  // never stops a live page from following its run.
+  function fetched(url) {
+    var control = new AbortController();
+    var timeout = setTimeout(function () { control.abort(); }, 10000);
+    return fetch(url, { cache: "no-store", signal: control.signal }).then(function (r) {
+      if (!r.ok) throw new Error("HTTP " + r.status);
+      return r;
+    }).finally(function () { clearTimeout(timeout); });
+  }
   function followProgress() {
     var body = document.body;
     if (!body.dataset.progress) return;
@@ -55,21 +66,21 @@
     var timer = setInterval(function () {
       if (busy) return;
       busy = true;
-      fetch(body.dataset.progress, { cache: "no-store" }).then(function (r) { return r.json(); }).then(function (p) {
+      fetched(body.dataset.progress).then(function (r) { return r.json(); }).then(function (p) {
         if (body.dataset.reload && p.complete) {  // a page waiting for every row: load it whole
           clearInterval(timer);
           window.location.reload();
           return null;
         }
         if (String(p.version) === body.dataset.version) return null;
-        return fetch(window.location.href, { cache: "no-store" }).then(function (r) { return r.text(); }).then(function (text) {
+        return fetched(window.location.href).then(function (r) { return r.text(); }).then(function (text) {
           var fresh = new DOMParser().parseFromString(text, "text/html");
           swapLive(fresh);
           body.dataset.version = fresh.body.dataset.version || "";
           body.dataset.progress = fresh.body.dataset.progress || "";
-          if (!body.dataset.progress) clearInterval(timer);
+          if (!body.dataset.progress) clearInterval(timer);  // the run finished
         });
-      }).catch(function () { /* the viewer stopped: keep the page as it is */ }).then(function () {
+      }).catch(function () { /* the viewer stopped or failed once: try at the next tick */ }).then(function () {
         busy = false;
       });
     }, 2000);
