@@ -516,6 +516,6 @@ def test_a_recorded_calls_flag_pattern_is_searched_in_bounded_time_too() -> None
     call = {"tool": "gh", "argv": ["pr", "create", "--title", "a" * 40 + "!"]}
     facets = {"tool": "gh", "verb": "pr create", "flags": {"title": {"matches_regex": "^(a|aa)+$"}}}
     with pytest.raises(EvidenceError, match="did not finish on this text in 2 s"):
-        cli_facets.matches(call, facets, patterns.search)
+        cli_facets.matches(call, facets, search=patterns.search)
     assert cli_facets.matches({**call, "argv": ["pr", "create", "--title", "aaaa"]}, facets,
-                              patterns.search)  # fmt: skip
+                              search=patterns.search)  # fmt: skip

@@ -39,7 +39,7 @@ class CliCalledCriterion(CliCalled, Criterion):
         """Read the shims' log and count the matching calls."""
         log = _read(self, context)
         facets = self.facets()
-        matched = [c for c in log.calls if cli_facets.matches(c, facets, patterns.search)]
+        matched = [c for c in log.calls if cli_facets.matches(c, facets, search=patterns.search)]
         count = len(matched)
         upper = self.max_count
         passed = self.min_count <= count and (upper is None or count <= upper)

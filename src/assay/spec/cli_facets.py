@@ -149,7 +149,7 @@ def _scalar(value: Any) -> Any:
 
 
 def matches(
-    call: Mapping[str, Any], facets: Mapping[str, Any], search: Search | None = None
+    call: Mapping[str, Any], facets: Mapping[str, Any], *, search: Search | None = None
 ) -> bool:
     """Whether a recorded ``call`` (``{"tool", "argv"}``) has every facet (``search``: how a
     ``matches_regex`` is searched, ``re.search`` by default)."""
