@@ -361,8 +361,7 @@ class _Tail:
                     self.log.write(bytes(self.kept))  # all of it: nothing was trimmed yet
         elif self.log is not None:
             self.log.write(chunk)
-        if len(self.kept) > 2 * self.keep + LOOK_AHEAD:
-            del self.kept[: -(self.keep + LOOK_AHEAD)]  # and what comes before, to look back
+        _hold_end(self.kept, self.keep)
 
     def close(self) -> None:
         if self.log is not None:
@@ -384,11 +383,24 @@ class _Tail:
         )
 
     def _end(self) -> bytes:
-        if len(self.kept) <= self.keep:
-            return bytes(self.kept)
-        data = bytes(self.kept)
-        writer = self.logs.writer if self.logs is not None else PLAIN
-        return data[stream_start(data, len(data) - self.keep, writer.spans(data)) :]
+        return _end_of(self.kept, self.keep, self.logs)
+
+
+def _hold_end(buffer: bytearray, keep: int) -> None:
+    """Trim ``buffer`` to its last ``keep`` bytes and the :data:`LOOK_AHEAD` before them
+    (to look back for a secret the start would split), once it holds twice that."""
+    if len(buffer) > 2 * (keep + LOOK_AHEAD):
+        del buffer[: -(keep + LOOK_AHEAD)]
+
+
+def _end_of(buffer: bytearray, keep: int, logs: OutputLogs | None) -> bytes:
+    """The last ``keep`` bytes of ``buffer`` (:func:`_hold_end`), starting where no secret or
+    token is split (:func:`~assay.results.secrets.stream_start`)."""
+    if len(buffer) <= keep:
+        return bytes(buffer)
+    data = bytes(buffer)
+    writer = logs.writer if logs is not None else PLAIN
+    return data[stream_start(data, len(data) - keep, writer.spans(data)) :]
 
 
 async def _collect_tail(stream: asyncio.StreamReader, sink: _Tail) -> None:
@@ -432,7 +444,9 @@ class _Sink:
     problem: str | None = None
     ahead: bytearray | None = None
     after: bytearray = field(default_factory=bytearray)
-    """The bytes past the kept start, their end held (for the kept end)."""
+    """The bytes past ``limit``, their end held (for the kept end)."""
+    past: int = 0
+    """How many bytes came past ``limit`` (``dropped`` less what the kept start gave back)."""
     end: bytes | None = None
     """The kept end, decided at :meth:`close`."""
 
@@ -459,9 +473,9 @@ class _Sink:
             if len(self.ahead) >= LOOK_AHEAD:
                 self._decide()
         self.dropped += len(chunk) - max(room, 0)
+        self.past += len(chunk) - max(room, 0)
         self.after.extend(chunk[max(room, 0) :])
-        if len(self.after) > 2 * (TAIL_BYTES + LOOK_AHEAD):
-            del self.after[: -(TAIL_BYTES + LOOK_AHEAD)]
+        _hold_end(self.after, TAIL_BYTES)
         if self.log is not None:
             self.log.write(chunk)
 
@@ -494,17 +508,16 @@ class _Sink:
         return _text(self.kept + b"\n" + self.end if self.end else self.kept)
 
     def _end(self) -> bytes:
-        """The kept end: the last :data:`TAIL_BYTES` past the kept start, where the stream
-        went on for :data:`LOOK_AHEAD` bytes more than that (else nothing)."""
-        if self.dropped <= TAIL_BYTES + LOOK_AHEAD or len(self.after) < TAIL_BYTES:
+        """The kept end: the last :data:`TAIL_BYTES` past ``limit``, where the stream went
+        on for :data:`LOOK_AHEAD` bytes more than that (else nothing: a secret the start's
+        cut split could reach into it)."""
+        if self.past <= TAIL_BYTES + LOOK_AHEAD:
             return b""
-        data = bytes(self.after)
-        writer = self.logs.writer if self.logs is not None else PLAIN
-        return data[stream_start(data, len(data) - TAIL_BYTES, writer.spans(data)) :]
+        return _end_of(self.after, TAIL_BYTES, self.logs)
 
     def cut_note(self) -> str:
-        """The line naming the cut (and the file that holds the whole stream), or ``""``;
-        it stands between the kept start and the kept end."""
+        """The line naming the cut (and the file that holds the whole stream), or ``""``; it
+        follows the kept end, and says how long that end is."""
         if not self.dropped:
             return ""
         end = len(self.end or b"")
