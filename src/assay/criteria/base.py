@@ -254,13 +254,18 @@ SCORE_SLACK = 1e-9
 """How far outside [0, 1] a score may stray by floating-point rounding (taken as the bound)."""
 
 
+def in_score_range(score: float) -> bool:
+    """``score`` lies in [0, 1], :data:`SCORE_SLACK` either side allowed."""
+    return -SCORE_SLACK <= score <= 1 + SCORE_SLACK
+
+
 def _check_score(score: object) -> None:
     if isinstance(score, bool) or not isinstance(score, numbers.Real):  # numpy's too
         raise CriterionError(f"the score is {type(score).__name__} {score!r}, not a number "
                              "in [0, 1]")  # fmt: skip
     if not math.isfinite(score):
         raise CriterionError(f"the score is not a finite number ({score!r})")
-    if not -SCORE_SLACK <= float(score) <= 1 + SCORE_SLACK:
+    if not in_score_range(float(score)):
         raise CriterionError(f"the score {score!r} is outside [0, 1]: a criterion scores a "
                              "share, not a count (refused, not clamped)")  # fmt: skip
 

@@ -10,11 +10,11 @@ from typing import ClassVar
 
 from assay.criteria import patterns
 from assay.criteria.base import (
-    SCORE_SLACK,
     Criterion,
     EvidenceError,
     GradingContext,
     basic_result,
+    in_score_range,
     sandbox_of,
 )
 from assay.results.task_result import CriterionResult
@@ -98,7 +98,7 @@ def score_from_stdout(spec: RunCommand, result: ProcessResult) -> CriterionResul
         raise EvidenceError(f"Could not parse score from first line: {first!r}") from None
     if math.isnan(raw) or math.isinf(raw):
         raise EvidenceError(f"Invalid score value from stdout: {first!r}")
-    if not -SCORE_SLACK <= raw <= 1 + SCORE_SLACK:
+    if not in_score_range(raw):
         raise EvidenceError(f"Score {first} from stdout is outside [0, 1]: print a share "
                             "(passed / total), not a count; a score out of range is refused, "
                             f"never clamped\n{stream}")  # fmt: skip

@@ -72,14 +72,15 @@ class JsonCheckCriterion(JsonCheck, Criterion):
             what = f"File {text.source}" if self.path else "The final response"
             return basic_result(self, 0.0, f"{what} does not exist")
         try:
-            return self._graded(text.value, text, context)
+            return self._graded(text, context)
         except RecursionError:
             return basic_result(self, 0.0, f"{text.source} nests too deep to read or check "
                                 "(past Python's recursion limit)")  # fmt: skip
 
-    def _graded(self, value: str, text: Text, context: GradingContext) -> CriterionResult:
+    def _graded(self, text: Text, context: GradingContext) -> CriterionResult:
+        assert text.value is not None  # the caller scored an absent one
         try:
-            data = _parse(value, fenced=self.path is None)
+            data = _parse(text.value, fenced=self.path is None)
         except ValueError as exc:
             return basic_result(self, 0.0, f"Invalid JSON in {text.source}: {exc}")
         if self.json_schema is None and not self.assertions:
