@@ -46,34 +46,53 @@ def shim_path(env: dict[str, str], sandbox: Path, config: SandboxConfig) -> dict
     return {**env, "PATH": os.pathsep.join([*first, *filter(None, [env.get("PATH")])])}
 
 
+def place_stand_ins(
+    root: Path, config: SandboxConfig, base_dir: Path, *, fresh_log: bool = True
+) -> None:
+    """Write ``config.record_cli``'s shims into ``cli_mocks/`` (with ``fresh_log``, an empty
+    call log) and copy each of ``config.mock_path_dirs`` into ``.mock_path/N/``, the folders
+    :func:`shim_path` puts first on ``PATH``; each is made a folder of its own first
+    (:func:`own_folder`).
+
+    Raises:
+        OSError: a folder cannot be written. ValueError: a ``record_cli`` rule is refused.
+    """
+    if config.record_cli:
+        own_folder(root / MOCKS_DIR)
+        write_shims(root, [rule.model_dump() for rule in config.record_cli], fresh_log=fresh_log)
+    if config.mock_path_dirs:
+        own_folder(root / MOCK_PATH_DIR)
+    for index, folder in enumerate(config.mock_path_dirs or []):
+        shutil.copytree(base_dir / folder, root / MOCK_PATH_DIR / str(index), symlinks=True)
+
+
 def restore_stand_ins(root: Path, config: SandboxConfig, base_dir: Path) -> None:
     """Make the folders :func:`shim_path` puts first on ``PATH`` what the task wrote again,
     before criteria run: the agent could write them (they are in its sandbox), and a
-    ``python3`` or ``pytest`` it left there would answer for a criterion's command. Each
-    ``mock_path_dirs`` copy is made anew from the task's folder; ``cli_mocks/`` keeps only
-    the calls it recorded, its shims and matcher written again.
+    ``python3`` or ``pytest`` it left there would answer for a criterion's command. What the
+    agent left in them goes, but for the calls ``cli_mocks/`` recorded; then
+    :func:`place_stand_ins` writes them again.
 
     Raises:
         OSError: a folder cannot be removed or written.
     """
-    if config.record_cli:
-        folder = root / MOCKS_DIR
-        if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
-            folder.unlink()
-        for entry in folder.iterdir() if folder.is_dir() else ():
-            if entry.name not in (LOG_NAME, PROBLEMS_NAME) or not entry.is_file() or (
-                    entry.is_symlink()):  # fmt: skip
+    folders = [root / MOCKS_DIR] if config.record_cli else []
+    folders += [root / MOCK_PATH_DIR] if config.mock_path_dirs else []
+    for folder in folders:
+        own_folder(folder)
+        for entry in folder.iterdir():
+            kept = entry.name in (LOG_NAME, PROBLEMS_NAME) and folder.name == MOCKS_DIR
+            if not kept or entry.is_symlink() or not entry.is_file():
                 _remove(entry)
-        write_shims(root, [rule.model_dump() for rule in config.record_cli], fresh_log=False)
-    mocks = root / MOCK_PATH_DIR
-    if config.mock_path_dirs and (mocks.is_symlink() or (mocks.exists() and not mocks.is_dir())):
-        mocks.unlink()
-    for index, name in enumerate(config.mock_path_dirs or []):
-        target = mocks / str(index)
-        if target.exists() or target.is_symlink():
-            _remove(target)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copytree(base_dir / name, target, symlinks=True)
+    place_stand_ins(root, config, base_dir, fresh_log=False)
+
+
+def own_folder(path: Path) -> None:
+    """``path`` a folder of its own: a link or a file the agent put there instead goes first
+    (a link is never followed)."""
+    if path.is_symlink() or (path.exists() and not path.is_dir()):
+        path.unlink()
+    path.mkdir(parents=True, exist_ok=True)
 
 
 def _remove(path: Path) -> None:
@@ -242,11 +261,7 @@ class Sandbox:
                         target = sandbox.resolve(item.path)
                         target.parent.mkdir(parents=True, exist_ok=True)
                         target.write_text(item.content, encoding="utf-8")
-            if config.record_cli:
-                write_shims(sandbox.root, [rule.model_dump() for rule in config.record_cli])
-            for index, folder in enumerate(config.mock_path_dirs or []):
-                shutil.copytree(base_dir / folder, sandbox.root / MOCK_PATH_DIR / str(index),
-                                symlinks=True)  # fmt: skip
+            place_stand_ins(sandbox.root, config, base_dir)
         except SandboxError:
             sandbox.remove()
             raise

@@ -79,7 +79,7 @@ from assay.sandbox.archive import pack
 from assay.sandbox.limit_counts import NOTHING_COUNTED, LimitCounts
 from assay.sandbox.process import end_marked_processes, exit_text, tail
 from assay.sandbox.reaper import RowProcesses
-from assay.sandbox.tempdir import Sandbox, restore_stand_ins
+from assay.sandbox.tempdir import Sandbox, own_folder, restore_stand_ins
 from assay.spec.criteria import CriterionSpec
 from assay.spec.qa import QaJudge
 from assay.spec.run_names import runs_beside
@@ -884,16 +884,12 @@ def _ready_for_grading(
     error, its criteria's commands never run with what the agent left there."""
     if sandbox is None:
         return
-    root = sandbox.root
-    if not root.is_dir() or root.is_symlink():  # the agent removed (or replaced) its folder
-        try:
-            if root.is_symlink() or root.exists():
-                root.unlink()
-            root.mkdir(parents=True)
-        except OSError as exc:
-            outcome.status = "error"
-            outcome.error = f"the agent removed its sandbox folder, and it cannot be made: {exc}"
-            return
+    try:
+        own_folder(sandbox.root)  # the agent may have removed (or replaced) its folder
+    except OSError as exc:
+        outcome.status = "error"
+        outcome.error = f"the agent removed its sandbox folder, and it cannot be made: {exc}"
+        return
     if not (task.sandbox.record_cli or task.sandbox.mock_path_dirs):
         return
     try:
