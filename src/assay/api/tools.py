@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from assay.errors import UsageError
 from assay.providers.cache import (
@@ -21,7 +21,7 @@ from assay.results.io import check_output_file
 
 def convert_qa(
     input_path: str | Path,
-    output: str | Path,
+    output: str | Path | BinaryIO,
     *,
     shape: str,
     numbered_ids: bool = False,
@@ -36,7 +36,8 @@ def convert_qa(
 
     Args:
         input_path: the dataset.
-        output: the QA JSONL to write.
+        output: the QA JSONL to write (or a binary stream: it is written there once every
+            row converted).
         shape: ``csv-choices``, ``jsonl-answers``, ``squad`` or ``gsm8k``
             (:data:`assay.qa.convert.SHAPES`).
         numbered_ids: number the rows even when the shape has an id field.
@@ -66,8 +67,10 @@ def convert_qa(
         raise UsageError(f"unknown field mapping: {exc}") from None
     if numbered_ids:
         mapping = replace(mapping, id=None)
-    check_output_file(Path(output), "--output")
-    return convert_file(Path(input_path), Path(output), fields=mapping, source=source,
+    target = Path(output) if isinstance(output, str | Path) else output
+    if isinstance(target, Path):
+        check_output_file(target, "--output")
+    return convert_file(Path(input_path), target, fields=mapping, source=source,
                         id_prefix=id_prefix, limit=limit, skip_invalid=skip_invalid)  # fmt: skip
 
 

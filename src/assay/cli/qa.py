@@ -3,9 +3,7 @@ schema (:mod:`assay.qa.convert` has the shapes and their default field mapping).
 
 from __future__ import annotations
 
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 from typing import Annotated
 
@@ -96,30 +94,23 @@ def convert(
     from assay.api.tools import convert_qa
 
     to_stdout = str(output) == "-"  # -o -: stdout, the convention of every Unix tool
-    scratch = Path(tempfile.mkdtemp(prefix="assay-convert-")) if to_stdout else None
-    target = scratch / "out.qa.jsonl" if scratch is not None else output
-    try:
-        with user_errors():
-            summary = convert_qa(
-                input_path, target, shape=shape, numbered_ids=no_id, source=source,
-                id_prefix=id_prefix, limit=limit, story=story, question=question, answers=answers,
-                wrong=wrong, choices=_split(choices), choice_prefix=choice_prefix, label=label,
-                label_base=label_base, id=id_field, meta=tuple(meta) if meta else None,
-                answer_after=answer_after, unanswerable_if_empty=unanswerable_if_empty,
-                answer_separator=answer_separator, skip_invalid=skip_invalid,
-            )  # fmt: skip
-        kinds = ", ".join(f"{kind} {n}" for kind, n in sorted(summary.by_prompt_type.items()))
-        for text in summary.warnings:
-            warn(text)
-        if scratch is not None:
-            with target.open("rb") as handle:
-                shutil.copyfileobj(handle, sys.stdout.buffer)
-            sys.stdout.buffer.flush()
-            typer.echo(f"wrote {summary.rows} samples to stdout ({kinds or 'none'})", err=True)
-            return
-    finally:
-        if scratch is not None:
-            shutil.rmtree(scratch, ignore_errors=True)
+    with user_errors():
+        summary = convert_qa(
+            input_path, sys.stdout.buffer if to_stdout else output, shape=shape,
+            numbered_ids=no_id, source=source, id_prefix=id_prefix, limit=limit, story=story,
+            question=question, answers=answers, wrong=wrong, choices=_split(choices),
+            choice_prefix=choice_prefix, label=label, label_base=label_base, id=id_field,
+            meta=tuple(meta) if meta else None, answer_after=answer_after,
+            unanswerable_if_empty=unanswerable_if_empty, answer_separator=answer_separator,
+            skip_invalid=skip_invalid,
+        )  # fmt: skip
+    kinds = ", ".join(f"{kind} {n}" for kind, n in sorted(summary.by_prompt_type.items()))
+    for text in summary.warnings:
+        warn(text)
+    if to_stdout:
+        sys.stdout.buffer.flush()
+        typer.echo(f"wrote {summary.rows} samples to stdout ({kinds or 'none'})", err=True)
+        return
     typer.echo(f"wrote {summary.rows} samples to {output} ({kinds or 'none'})")
 
 

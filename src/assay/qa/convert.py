@@ -41,7 +41,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, BinaryIO, Literal
 
 from assay.data.csvrows import iter_csv
 from assay.data.jsonl import iter_jsonl
@@ -207,7 +207,7 @@ def _converted(
 
 def convert_file(
     source_path: Path,
-    output: Path,
+    output: Path | BinaryIO,
     *,
     fields: FieldMap,
     source: str | None = None,
@@ -219,7 +219,8 @@ def convert_file(
 
     Args:
         source_path: the input file.
-        output: the QA JSONL to write (replaced atomically).
+        output: the QA JSONL to write (replaced atomically), or a binary stream to write it
+            to once every row converted (stdout).
         fields: the field mapping (:func:`preset`).
         source: the ``meta.source`` label (default: the input's file name).
         id_prefix: the prefix of numbered ids (default: the input's stem and ``-``).
@@ -227,7 +228,7 @@ def convert_file(
         skip_invalid: leave out a row that cannot be converted (each named in the
             summary's ``skipped`` and a warning) instead of stopping at it.
     """
-    if output.exists() and output.resolve() == source_path.resolve():
+    if isinstance(output, Path) and output.exists() and output.resolve() == source_path.resolve():
         raise UsageError(
             f"the output {output} is the input file; converting would replace the source rows",
             hint="write the QA JSONL to another file (-o NAME.qa.jsonl)",
@@ -251,10 +252,14 @@ def convert_file(
                                hint="a field named wrong leaves out every row: the fields are "
                                "the file's first line (CSV) or its rows' keys")  # fmt: skip
         raise DatasetError(f"{source_path} has no rows to convert", file=source_path)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    partial = output.with_name(output.name + ".partial")
-    partial.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-    partial.replace(output)
+    text = "".join(line + "\n" for line in lines)
+    if not isinstance(output, Path):
+        output.write(text.encode("utf-8"))
+    else:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        partial = output.with_name(output.name + ".partial")
+        partial.write_text(text, encoding="utf-8")
+        partial.replace(output)
     warnings = [
         f"{source_path}: {joined} of {len(lines)} rows hold an answer with '; ' in it, kept "
         "as one answer; if the field joins several answers (TruthfulQA's do), convert again "
