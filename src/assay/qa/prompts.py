@@ -241,10 +241,9 @@ def _mutated(
     held = {"s": story, "q": question}
     masked = {}
     for number, (letter, text) in enumerate(options.items()):
-        held[f"o{number}"] = " ".join(text.splitlines())
+        held[f"o{number}"] = " ".join(text.splitlines())  # as render_options puts it
         masked[letter] = f"\ue000o{number}\ue001"
-    block = "\n".join(render(templates.option, {"letter": letter, "text": mask})
-                      for letter, mask in masked.items())  # fmt: skip
+    block = render_options(masked, template=templates.option)
     values = {"story": "\ue000s\ue001" if story else "", "question": "\ue000q\ue001",
               "options": block, "instruction": instruction}  # fmt: skip
     skeleton = render(template, values)
