@@ -276,6 +276,9 @@ def test_pytest_counts_tests_a_conftest_deselects_as_failed(box: Sandbox) -> Non
     assert result.details.startswith("Exit code: 0, Pytest: 3 passed, 2 failed (2 deselected by "
                                      "something other than the task's args: counted as "
                                      "failed), 0 errors, 0 skipped out of 5 collected")  # fmt: skip
+    quiet = grade(box, env=PATH_WITH_PYTEST, type="pytest", path="test_calc.py", args=["-q"])
+    assert quiet.score == pytest.approx(0.6)  # -q: the summary line has no rule around it
+    assert "3 passed, 2 failed (2 deselected by something other" in quiet.details
     chosen = grade(
         box, env=PATH_WITH_PYTEST, type="pytest", path="test_calc.py", args=["-k", "not sub"]
     )  # the task's own choice: deselected are absent

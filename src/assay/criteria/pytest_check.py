@@ -167,8 +167,8 @@ def _deselected(result: ProcessResult) -> int:
     """The tests pytest collected and then left out, from its last summary line: with
     the sandbox's ``addopts`` cleared (``-o addopts=``), a ``conftest.py`` or ini option the
     agent wrote is what deselects them, so they count as failed, not as absent."""
-    closing = [line for line in result.stdout.splitlines() if line.startswith("=")]
-    found = _DESELECTED.search(closing[-1]) if closing else None
+    closing = _closing(result.stdout.splitlines())
+    found = _DESELECTED.search(closing) if closing else None
     return int(found.group(1)) if found else 0
 
 
@@ -178,13 +178,26 @@ def _summary(result: ProcessResult) -> str:
     ModuleNotFoundError: No module named 'calc'``: a collection error names no test), at
     most :data:`SHORT_LINES` of them."""
     lines = result.stdout.splitlines()
-    closing = [line for line in lines if line.startswith("=")]
+    closing = _closing(lines)
     named = [line for line in lines if line.startswith(("ERROR ", "FAILED "))]
     named += list(dict.fromkeys(_error_lines(lines)))  # why a collection failed
     shown = named[:SHORT_LINES] + ([f"… and {len(named) - SHORT_LINES} more"]
                                    if len(named) > SHORT_LINES else [])  # fmt: skip
-    last = closing[-1] if closing else tail(result.shown_stdout.strip(), 300)
+    last = closing or tail(result.shown_stdout.strip(), 300)
     return "\n".join([*shown, last])
+
+
+_TALLY = re.compile(r"\b\d+ (?:passed|failed|errors?|skipped|deselected|xfailed|xpassed)\b"
+                    r".* in [\d.]+s")  # fmt: skip
+
+
+def _closing(lines: list[str]) -> str | None:
+    """pytest's last summary line: ``=== 2 passed, 1 failed in 0.1s ===``, or with ``-q``
+    (no rule around it) ``2 passed, 1 failed in 0.1s``."""
+    ruled = [line for line in lines if line.startswith("=")]
+    if ruled:
+        return ruled[-1]
+    return next((line for line in reversed(lines) if _TALLY.search(line)), None)
 
 
 def _error_lines(lines: list[str]) -> list[str]:
