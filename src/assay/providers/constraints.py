@@ -16,6 +16,7 @@ from typing import Any
 from assay.data.jsonl import parse_json_strict
 from assay.errors import ModelError
 from assay.providers.base import Choice, Constraint, JsonSchema
+from assay.results.secrets import clip_head
 
 ANSWER_KEY = "answer"
 
@@ -126,7 +127,6 @@ def cut_json_reply(
     try:
         parse_json_strict(text.strip())
     except ValueError:
-        head = text if len(text) <= 80 else text[:80] + "..."
         return (f"the reply was cut at max_tokens ({max_tokens}) before its JSON closed: "
-                f"{head!r}; raise agent.max_tokens")  # fmt: skip
+                f"{clip_head(text, 80)!r}; raise agent.max_tokens")  # fmt: skip
     return None
