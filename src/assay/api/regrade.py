@@ -35,6 +35,7 @@ from assay.orchestration.planning.containment import (
     content_id,
     image_identity,
     image_key,
+    is_contained,
     needs_bridge_socket,
     private_paths,
     refuse_other_images,
@@ -230,7 +231,8 @@ async def grading_session(
                                     bridge_socket=socket, log_stream=out) as services:  # fmt: skip
                 containment = Containment.for_tasks(
                     contained, private=private_paths(run_dir, cache=None,
-                                                     task_dirs=scan.task_dirs),
+                                                     task_dirs=scan.task_dirs if contained
+                                                     else ()),
                     bridge=bridge_link(services.bridge), check=True, images=scan.images,
                 )  # fmt: skip
                 yield GradingSession(registry, services, writer, containment)
@@ -387,7 +389,7 @@ def _checked(
             hint="restore the files (or run the rows again: `assay run --resume` after "
             "removing their task.json); `assay report` rebuilds reports without grading",
         )
-    contained = [t for t in scan.suites.values() if t.sandbox_driver in ("bwrap", "docker")]
+    contained = [t for t in scan.suites.values() if is_contained(t)]
     scan.images = _check_images(run_dir, scan.suites)
     return scan, contained, writer
 

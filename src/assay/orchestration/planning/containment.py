@@ -80,10 +80,16 @@ def uses_bwrap(tasks: Iterable[TaskDefinition]) -> bool:
     return any(t.sandbox_driver == "bwrap" for t in tasks)
 
 
+def is_contained(task: TaskDefinition) -> bool:
+    """``task``'s rows run in a ``bwrap`` sandbox or a ``docker`` container (what
+    :func:`private_paths` lists is hidden there)."""
+    return task.sandbox_driver in ("bwrap", "docker")
+
+
 def needs_bridge_socket(tasks: Iterable[TaskDefinition]) -> bool:
     """Some of ``tasks`` runs in a ``bwrap`` sandbox or ``docker`` container, without the
     host's network: a coding agent there reaches the model bridge through its unix socket."""
-    return any(t.sandbox_driver in ("bwrap", "docker") for t in tasks)
+    return any(is_contained(t) for t in tasks)
 
 
 ImageKey = tuple[str, str, str, str]

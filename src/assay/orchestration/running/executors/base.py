@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol, TextIO
 
-from assay.orchestration.planning.containment import Containment, private_paths
+from assay.orchestration.planning.containment import Containment, is_contained, private_paths
 from assay.orchestration.planning.plan import Plan, WorkItem
 from assay.orchestration.running.progress import Progress
 from assay.orchestration.running.runner import RunOptions
@@ -159,7 +159,8 @@ def run_containment(
     stores = [t.expansion.store.url for t in plan.tasks if t.expansion.store is not None]
     private = private_paths(run_dir, cache=cache.path if cache is not None else None,
                             store_urls=stores,
-                            task_dirs=[t.loaded.base_dir for t in plan.tasks])  # fmt: skip
+                            task_dirs=[t.loaded.base_dir for t in plan.tasks]
+                            if any(is_contained(d) for d in plan.definitions) else ())  # fmt: skip
     return Containment.for_tasks(plan.definitions, private=private, bridge=link, check=check,
                                  images=plan.image_ids())  # fmt: skip
 
