@@ -699,8 +699,9 @@ def check_placeholders(
             values.setdefault(name, []).append(where)
     if not places and not values:
         return
+    ordered = sorted(places.keys() | values.keys())
     for index, row in enumerate(rows.items):
-        for name in sorted(places.keys() | values.keys()):
+        for name in ordered:
             value = row.get(name, _MISSING)
             if value is _MISSING or (name in places and isinstance(value, dict | list)):
                 used_in = places.get(name, []) + values.get(name, [])
