@@ -267,7 +267,7 @@ def rule_grade_open(item: Graded, response: str) -> SampleResult | None:
         return None
     if any(matches_any(text, item.correct_answers) for text in candidates):
         return _verdict(item, True, graded_by="rule", rule="exact_match")
-    numeric = _numeric_grade(item, candidates, stated=stated_number(response))
+    numeric = _numeric_grade(item, candidates, response)
     if numeric is not None:
         return numeric
     if any(matches_any(text, item.wrong_answers) for text in candidates):
@@ -277,13 +277,11 @@ def rule_grade_open(item: Graded, response: str) -> SampleResult | None:
     return None
 
 
-def _numeric_grade(
-    item: Graded, candidates: list[str], *, stated: Decimal | None = None
-) -> SampleResult | None:
+def _numeric_grade(item: Graded, candidates: list[str], response: str) -> SampleResult | None:
     """When every accepted answer is a number, the final number written (after a marker, in a
     box, or the whole response) decides: equal by value is correct, different is wrong; then
-    a ``stated`` number equal to one is correct (the answer a marker names, with more text
-    after it); then the last number written, when equal."""
+    the number a marker names with more text after it (:func:`stated_number`) decides when
+    equal, and defers when not; then the last number written, when equal."""
     gold = [to_number(answer) for answer in item.correct_answers]
     if not gold or any(number is None for number in gold):
         return None
@@ -297,6 +295,7 @@ def _numeric_grade(
                 graded_by="rule",
                 rule="numeric_match" if correct else "numeric_mismatch",
             )
+    stated = stated_number(response)  # only here: most responses are decided above
     if stated is not None:  # the answer the response names: a later number never overrules it
         if stated in gold:
             return _verdict(item, True, graded_by="rule", rule="numeric_match")
