@@ -27,8 +27,7 @@ from typing import Any
 from xml.sax.saxutils import quoteattr
 
 from assay.metrics.streaming import ExactSum
-from assay.reports.numbers import fmt_close
-from assay.reports.suite_rules import failure_reasons, passed_gate_notes
+from assay.reports.suite_rules import failure_reasons, gate_line, passed_gate_notes
 from assay.results.io import WrittenFile
 from assay.results.suite import SuiteRollup
 from assay.results.task_result import EvaluationResult
@@ -96,8 +95,7 @@ def _gate_case(suite: SuiteRollup) -> ET.Element:
                                    "time": "0"})  # fmt: skip
     if not suite.passed:
         failed = [
-            f"{agg.criterion_type}: {c.name} = {fmt_close(c.actual_value, c.min_value)}"
-            f" < {c.min_value:g}" + (f" ({c.note})" if c.note else "")
+            gate_line(agg.criterion_type, c)
             if c.actual_value is not None
             else f"{agg.criterion_type}: {c.name} "
             + (

@@ -12,7 +12,7 @@ from assay.data.substitute import PLACEHOLDER
 from assay.reports.numbers import fmt_close
 from assay.results.secrets import clip_head
 from assay.results.status import RowCounts
-from assay.results.suite import CriterionAggregate, FailedRowSummary, SuiteRollup
+from assay.results.suite import CriterionAggregate, FailedRowSummary, SuiteRollup, ThresholdCheck
 from assay.results.task_result import EvaluationResult, QaCriterionResult
 from assay.spec.criteria import CriterionSpec
 
@@ -202,7 +202,17 @@ def failed_summary(result: EvaluationResult, relpath: str) -> FailedRowSummary:
 def passed_gate_notes(suite: SuiteRollup) -> list[str]:
     """``"classification_match: accuracy = 0.400 >= 0.3 (the 95% interval … straddles …)"``
     for each gate that passed with a note (its interval straddles the threshold)."""
-    return [f"{agg.criterion_type}: {c.name} = {fmt_close(c.actual_value, c.min_value)} >= "
-            f"{c.min_value:g} ({c.note})"
+    return [gate_line(agg.criterion_type, c)
             for agg in suite.criterion_aggregates for c in agg.threshold_checks
             if c.passed and c.note and c.actual_value is not None]  # fmt: skip
+
+
+def gate_line(criterion: str, check: ThresholdCheck) -> str:
+    """``"criterion: name = value >= minimum (note)"`` (``<`` for a check that failed) of a
+    check with a value."""
+    assert check.actual_value is not None
+    sign = ">=" if check.passed else "<"
+    return (
+        f"{criterion}: {check.name} = {fmt_close(check.actual_value, check.min_value)} "
+        f"{sign} {check.min_value:g}" + (f" ({check.note})" if check.note else "")
+    )
