@@ -18,6 +18,7 @@ from assay.orchestration.loading.task_loader import load_task
 from assay.providers.base import Model
 from assay.providers.mock import MockModel, MockRule
 from assay.providers.pool import ModelKey
+from assay.providers.pricing import Price, PriceTable
 from assay.results.task_result import JudgeCriterionResult, JudgeRef
 from assay.sandbox.tempdir import Sandbox
 from assay.spec.criteria import LlmJudge
@@ -35,6 +36,9 @@ class Models:
     def get(self, key: ModelKey) -> Model:
         self.keys.append(key)
         return self.model
+
+    def price(self, model: str) -> Price | None:
+        return PriceTable().lookup(model)
 
 
 class Recording(MockModel):

@@ -162,6 +162,49 @@ def test_every_billed_call_counts_and_what_is_not_counted_is_said(tmp_path: Path
     assert "**Usage unknown**: 1 row(s)" in markdown and "**Judges** (apart" in markdown
 
 
+JUDGED = """\
+task_id: judged
+description: what the judges spent
+initial_prompt: "review ${{row.id}}"
+agent: {{type: llm, model: mock/agent.yaml}}
+dataset:
+  rows: [{{id: a}}, {{id: b}}]
+success_criteria:
+  - {{type: llm_judge, model: openai/priced, base_url: "{url}", api_key_env: ODD_KEY,
+     prompt: "Is ${{response}} fine?"}}
+  - {{type: llm_judge, model: openai/unpriced, base_url: "{url}", api_key_env: ODD_KEY,
+     prompt: "Is ${{response}} right?"}}
+"""
+
+
+def test_the_judges_calls_are_priced_apart_and_an_unpriced_judge_is_said(tmp_path: Path) -> None:
+    """Judges' tokens were counted but their cost was not priced at all: each verdict now
+    has its cost from the price table, run.json sums them apart from the agents' cost, and
+    verdicts of a judge model without a price are counted and said."""
+    write(tmp_path / "agent.yaml", "default: positive\n")
+    write(tmp_path / "prices.yaml", "openai/priced: {input_per_mtok: 3.0, output_per_mtok: 15.0}\n")
+    verdict = _plain('{"reason": "fine", "score": 1}')  # 1,000 in and 500 out a call
+    with scripted_server(lambda body: verdict) as server:
+        write(tmp_path / "task.yaml", JUDGED.format(url=server.base_url))
+        assay("run", "task.yaml", "--prices", "prices.yaml", "--max-retries", "0",
+              cwd=tmp_path, env={"ODD_KEY": "k-odd-0123456789"})  # fmt: skip
+    run_dir = latest(tmp_path)
+    row = json.loads((run_dir / "default/judged/a/00/task.json").read_text())
+    priced, unpriced = row["success_criteria_results"]
+    assert priced["judge_tokens"] == unpriced["judge_tokens"] == 1500
+    assert priced["judge_cost_usd"] == (1000 * 3.0 + 500 * 15.0) / 1e6  # 0.0105, by hand
+    assert unpriced["judge_cost_usd"] is None
+    summary = json.loads((run_dir / "run.json").read_text())
+    assert summary["judge_tokens"] == 4 * 1500
+    assert summary["judge_cost_usd"] == 0.021 and summary["judge_results_unpriced"] == 2
+    assert summary["total_cost_usd"] == 0.0  # the agent's (mock, free): judges apart
+    markdown = (run_dir / "run.md").read_text()
+    assert (
+        "**Judges** (apart from the above): 6,000 tokens · **Cost**: $0.0210 (2 verdict(s) "
+        "of a judge model without a price are not in it)"
+    ) in markdown, markdown
+
+
 def test_a_dripping_reply_is_cut_at_the_timeout_and_a_404_names_the_url(tmp_path: Path) -> None:
     """``--timeout`` bounded each socket read: a body sent a byte at a time ran 11 s under
     ``--timeout 2``. A 404 did not say which URL was called (base_url without /v1)."""

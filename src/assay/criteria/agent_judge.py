@@ -183,11 +183,13 @@ class AgentJudgeCriterion(AgentJudge, Criterion):
             raw = "\n".join(transcript.lines()) if transcript is not None else None
             return self._result(0.0, f"judge_error: {message}", status="error",
                                 error=f"judge_error: {message}", judge_tokens=tokens,
+                                judge_cost_usd=outcome.cost_usd,
                                 raw=clip_head(raw, MAX_RAW_CHARS) if raw else None)  # fmt: skip
         found = f" ({len(verdict.findings)} finding(s))" if verdict.findings else ""
         return self._result(verdict.score, f"verdict {verdict.score:g}: {verdict.rationale}{found}",
                             verdict=verdict.score, reason=verdict.rationale,
                             findings=list(verdict.findings), judge_tokens=tokens,
+                            judge_cost_usd=outcome.cost_usd,
                             attempts=outcome.model_calls)  # fmt: skip
 
     def _result(self, score: float, details: str, *, status: str = "evaluated",

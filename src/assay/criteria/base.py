@@ -44,6 +44,7 @@ from assay.spec.criterion_base import CriterionSpec
 if TYPE_CHECKING:
     from assay.providers.base import Model
     from assay.providers.pool import ModelKey
+    from assay.providers.pricing import Price
 
 
 class ModelSource(Protocol):
@@ -52,6 +53,11 @@ class ModelSource(Protocol):
 
     def get(self, key: ModelKey) -> Model:
         """The model for ``key`` (started with the run)."""
+        ...
+
+    def price(self, model: str) -> Price | None:
+        """The price of ``model`` (``provider/name``) in the run's price table (``--prices``
+        and the built-in entries); ``None``: none."""
         ...
 
 

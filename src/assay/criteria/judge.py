@@ -50,6 +50,7 @@ from assay.data.substitute import PlaceholderKeyError
 from assay.judges.grade import JudgeOutcome, judge_case
 from assay.judges.prompt import JudgeCase, dialog_text, transcript_text
 from assay.metrics.values import MetricTable
+from assay.providers.pricing import Price
 from assay.results.task_result import (
     CriterionResult,
     JudgeCriterionResult,
@@ -132,7 +133,8 @@ class LlmJudgeCriterion(LlmJudge, Criterion):
             )
         except PlaceholderKeyError as exc:
             raise CriterionError(f"the rubric of judge {asset.name}: {exc}") from None
-        return outcome_result(self, asset, outcome)
+        price = context.models.price(definition.model)
+        return outcome_result(self, asset, outcome, price=price)
 
     def aggregate(self, results: list[CriterionResult]) -> tuple[MetricTable, dict[str, Any]]:
         """Score statistics and the judge metrics of the verdict's kind
@@ -255,9 +257,10 @@ def _same_label(a: str, b: str) -> bool:
 
 
 def outcome_result(
-    spec: LlmJudge, asset: JudgeAsset, outcome: JudgeOutcome
+    spec: LlmJudge, asset: JudgeAsset, outcome: JudgeOutcome, *, price: Price | None = None
 ) -> JudgeCriterionResult:
-    """The criterion result of one judged row (a judge error when no verdict was read)."""
+    """The criterion result of one judged row (a judge error when no verdict was read);
+    ``price``: the judge model's (its calls unpriced when ``None``)."""
     verdict = asset.definition.verdict
     samples = [
         JudgeSampleRecord(verdict=s.value, reason=s.reason, attempts=s.attempts, error=s.error)
@@ -269,6 +272,7 @@ def outcome_result(
         "self_agreement": outcome.self_agreement,
         "spread": outcome.spread,
         "judge_tokens": outcome.usage.total_tokens,
+        "judge_cost_usd": price.cost(outcome.usage) if price is not None else None,
     }
     if outcome.value is None:
         return _result(

@@ -22,7 +22,7 @@ from assay.providers.cache import Identity, ResponseCache
 from assay.providers.limiter import AdaptiveLimiter
 from assay.providers.limits import Gate
 from assay.providers.managed import ManagedModel
-from assay.providers.pricing import PriceTable
+from assay.providers.pricing import Price, PriceTable
 from assay.providers.retry import RetryPolicy
 from assay.spec.base import check_base_url
 
@@ -270,6 +270,11 @@ class ModelPool:
     def add(self, key: ModelKey, model: Model) -> None:
         """Use ``model`` for ``key``'s endpoint (tests register scripted models this way)."""
         self._providers[self._endpoint(key)] = model
+
+    def price(self, model: str) -> Price | None:
+        """The price of ``model`` (``provider/name``) in the run's price table; ``None``:
+        none."""
+        return self.settings.prices.lookup(model)
 
     def get(self, key: ModelKey) -> ManagedModel:
         """The managed model for ``key``, created on first use (not started)."""

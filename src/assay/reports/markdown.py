@@ -361,8 +361,7 @@ def _usage_lines(summary: RunSummary) -> list[str]:
     unknown = ([f"**Usage unknown**: {summary.rows_usage_unknown} row(s) were answered "
                 "without the model reporting its usage: their tokens and cost are not in the "
                 "totals"] if summary.rows_usage_unknown else [])  # fmt: skip
-    judges = ([f"**Judges** (apart from the above): {summary.judge_tokens:,} tokens; their "
-               "cost is not counted"] if summary.judge_tokens else [])  # fmt: skip
+    judges = [_judges_line(summary)] if summary.judge_tokens else []
     if usage is None or not usage.total_tokens:
         return cached + unknown + judges
     cost = "—" if summary.total_cost_usd is None else f"${summary.total_cost_usd:.4f}"
@@ -382,6 +381,15 @@ def _usage_lines(summary: RunSummary) -> list[str]:
                      "agent ran with route: direct, so their tokens and cost are what the CLI "
                      "reported, not counted by assay's model bridge.")  # fmt: skip
     return lines + cached
+
+
+def _judges_line(summary: RunSummary) -> str:
+    """The LLM and agent judges' tokens and cost, apart from the agents'."""
+    cost = "—" if summary.judge_cost_usd is None else f"${summary.judge_cost_usd:.4f}"
+    unpriced = summary.judge_results_unpriced
+    return (f"**Judges** (apart from the above): {summary.judge_tokens:,} tokens · **Cost**: "
+            f"{cost}" + (f" ({unpriced} verdict(s) of a judge model without a price are not "
+                         "in it)" if unpriced else ""))  # fmt: skip
 
 
 def _estimate(value: Estimate | None) -> str:

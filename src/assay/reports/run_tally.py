@@ -113,6 +113,8 @@ class RunTally:
         self.usage_from_cli = 0
         self.usage_unknown = 0
         self.judge_tokens = 0
+        self.judge_cost = ExactSum()
+        self.judge_unpriced = 0
         self.from_cache = 0
         self.active = (_Active(meta.session_times, meta.end_time)
                        if meta.session_times is not None else None)  # fmt: skip
@@ -175,8 +177,8 @@ class RunTally:
         elif result.agent.model_calls and (usage is not None or result.agent.response_chars):
             self.cost_complete = False  # unpriced, or answered without its usage
             self.usage_unknown += usage is None
-        self.judge_tokens += sum(getattr(c, "judge_tokens", 0) for c in (
-            *result.success_criteria_results, *result.post_failure_criteria_results))  # fmt: skip
+        self._count_judges([*result.success_criteria_results,
+                            *result.post_failure_criteria_results])  # fmt: skip
         dialog = result.simulation
         if dialog is not None:
             self.simulator[0] += dialog.simulator_input_tokens
@@ -188,6 +190,17 @@ class RunTally:
         self.from_cache += result.agent.cached
         if self.active is not None:
             self.active.add(result.completed_at)
+
+    def _count_judges(self, results: list[Any]) -> None:
+        """The judges' tokens and cost (a verdict with tokens but no price counted apart)."""
+        for judged in results:
+            if not isinstance(judged, JudgeCriterionResult):
+                continue
+            self.judge_tokens += judged.judge_tokens
+            if judged.judge_cost_usd is not None:
+                self.judge_cost.add(judged.judge_cost_usd)
+            elif judged.judge_tokens:
+                self.judge_unpriced += 1
 
     @staticmethod
     def _row(result: EvaluationResult) -> TaskRow:
@@ -241,6 +254,8 @@ class RunTally:
             total_cost_usd=self.cost.total if self.cost.count else None,
             cost_complete=self.cost_complete, rows_usage_from_cli=self.usage_from_cli,
             rows_usage_unknown=self.usage_unknown, judge_tokens=self.judge_tokens,
+            judge_cost_usd=self.judge_cost.total if self.judge_cost.count else None,
+            judge_results_unpriced=self.judge_unpriced,
             rows_from_cache=self.from_cache,
             simulator_input_tokens=self.simulator[0], simulator_output_tokens=self.simulator[1],
             simulator_cost_usd=self.simulator_cost.total if self.simulator_cost.count else None,

@@ -129,8 +129,13 @@ class RunSummary(_Model):
     """Rows whose model answered without reporting its usage: their tokens and cost are not
     in the totals (``cost_complete`` is false)."""
     judge_tokens: int = 0
-    """The LLM and agent judges' tokens over every row, counted apart from the agents' (their
-    cost is not in ``total_cost_usd``)."""
+    """The LLM and agent judges' tokens over every row, counted apart from the agents'."""
+    judge_cost_usd: float | None = None
+    """What those judges' calls cost (US dollars, from the run's price table), apart from
+    ``total_cost_usd``; ``None``: none was priced."""
+    judge_results_unpriced: int = 0
+    """Judge verdicts whose calls used tokens but whose model has no price: their cost is
+    not in ``judge_cost_usd``."""
     rows_from_cache: int = 0
     tasks_timeout: int = 0
     interrupted: bool = False

@@ -118,7 +118,9 @@ class JudgeCriterionResult(BasicCriterionResult):
     the row's true label (labels verdicts); ``samples`` holds each sample when there were
     several, and ``self_agreement`` (binary, labels) or ``spread`` (scale) how much they
     agreed. ``evaluation_status`` is ``skipped`` for ``enabled: false``. An ``agent_judge``
-    adds its ``findings`` (short observations; ``None`` for other judges).
+    adds its ``findings`` (short observations; ``None`` for other judges). ``judge_tokens``
+    are what the judge's calls used and ``judge_cost_usd`` what they cost (US dollars, from
+    the run's price table, as an agent's; ``None``: no price for the judge's model).
     """
 
     result_kind: Literal["judge"] = "judge"  # type: ignore[assignment]
@@ -133,6 +135,7 @@ class JudgeCriterionResult(BasicCriterionResult):
     self_agreement: float | None = None
     spread: float | None = None
     judge_tokens: int = 0
+    judge_cost_usd: float | None = None
     findings: list[str] | None = None
 
 
