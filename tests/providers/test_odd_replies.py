@@ -205,6 +205,57 @@ def test_the_judges_calls_are_priced_apart_and_an_unpriced_judge_is_said(tmp_pat
     ) in markdown, markdown
 
 
+QA_JUDGED = """\
+task_id: qa-judged
+description: what the QA judge spent
+agent: {{type: llm, model: mock/agent.yaml}}
+dataset: {{paths: [qa.jsonl]}}
+qa:
+  judge: {{model: openai/priced, base_url: "{url}", api_key_env: ODD_KEY, check: false}}
+success_criteria:
+  - type: qa
+"""
+
+
+def test_the_qa_judges_calls_are_counted_and_priced(tmp_path: Path) -> None:
+    """The QA judge's calls on open questions were counted nowhere (neither tokens nor
+    cost); an answer the rules decide costs nothing."""
+    write(tmp_path / "agent.yaml", "default: in the early seventies\n")
+    write(tmp_path / "prices.yaml", "openai/priced: {input_per_mtok: 3.0, output_per_mtok: 15.0}\n")
+    rows = [
+        {
+            "sample_id": "moon",
+            "story": "",
+            "question": "When did people last walk there?",
+            "answer": {"correct_answers": ["December 1972"], "wrong_answers": []},
+            "meta": {},
+        },
+        {
+            "sample_id": "rule",
+            "story": "",
+            "question": "When?",
+            "answer": {"correct_answers": ["in the early seventies"], "wrong_answers": []},
+            "meta": {},
+        },
+    ]
+    write(tmp_path / "qa.jsonl", "".join(json.dumps(row) + "\n" for row in rows))
+    verdict = _plain('{"is_correct": true, "reason": "1972 is early seventies"}')
+    with scripted_server(lambda body: verdict) as server:
+        write(tmp_path / "task.yaml", QA_JUDGED.format(url=server.base_url))
+        assay("run", "task.yaml", "--prices", "prices.yaml", "--max-retries", "0",
+              cwd=tmp_path, env={"ODD_KEY": "k-odd-0123456789"})  # fmt: skip
+    run_dir = latest(tmp_path)
+    judged, ruled = (json.loads((run_dir / f"default/qa-judged/{row}/00/task.json").read_text())
+                     ["success_criteria_results"][0] for row in ("moon", "rule"))  # fmt: skip
+    assert judged["sample_result"]["graded_by"] == "judge" and judged["judge_tokens"] == 1500
+    assert judged["judge_cost_usd"] == (1000 * 3.0 + 500 * 15.0) / 1e6
+    assert ruled["sample_result"]["graded_by"] == "rule"
+    assert ruled["judge_tokens"] == 0 and ruled["judge_cost_usd"] is None
+    summary = json.loads((run_dir / "run.json").read_text())
+    assert summary["judge_tokens"] == 1500 and summary["judge_cost_usd"] == 0.0105
+    assert summary["judge_results_unpriced"] == 0
+
+
 def test_a_dripping_reply_is_cut_at_the_timeout_and_a_404_names_the_url(tmp_path: Path) -> None:
     """``--timeout`` bounded each socket read: a body sent a byte at a time ran 11 s under
     ``--timeout 2``. A 404 did not say which URL was called (base_url without /v1)."""

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import re
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
-from assay.providers.base import JsonSchema, ModelRequest
+from assay.providers.base import JsonSchema, ModelRequest, Usage
 from assay.providers.mock import MockModel, MockRule
 from assay.qa import (
     VERDICT_SCHEMA,
@@ -91,14 +92,14 @@ def test_verdict_is_requested_as_json_schema() -> None:
 
         async def generate(self, request: ModelRequest) -> Any:
             self.requests.append(request)
-            return await super().generate(request)
+            return replace(await super().generate(request), usage=Usage(30, 7))
 
     model = Recorder()
     verdict = run(judge_open(model, open_item(), "December 1972"))
     (request,) = model.requests
     assert request.constraint == JsonSchema(VERDICT_SCHEMA)
     assert request.temperature == 0.0
-    assert verdict == JudgeVerdict(True, "matches December 1972", 1, None, GOOD)
+    assert verdict == JudgeVerdict(True, "matches December 1972", 1, None, GOOD, Usage(30, 7))
 
 
 def test_a_response_with_braces_reaches_the_judge_unchanged() -> None:

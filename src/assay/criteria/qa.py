@@ -15,6 +15,7 @@ interval in the details, and the rates of ``extraction_failed`` and ``content_no
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from assay.criteria.base import (
@@ -29,9 +30,10 @@ from assay.criteria.classification import OneLabel
 from assay.errors import UsageError
 from assay.metrics.intervals import wilson_interval
 from assay.metrics.values import MetricTable
-from assay.providers.base import Model
+from assay.providers.base import Model, Usage
 from assay.qa.grading import SampleResult, grade_choice, grade_open, refused
 from assay.qa.item import QaItem
+from assay.qa.judge import JudgeSubject, JudgeVerdict, OpenJudge
 from assay.qa.open_judge import open_judge
 from assay.results.task_result import CriterionResult, QaCriterionResult
 from assay.spec.criteria import QaCriterion
@@ -71,16 +73,25 @@ class QaRowCriterion(QaCriterion, Criterion):
             return to_criterion_result(self, refused(item))
         try:
             if item.is_choice:
-                result = grade_choice(item, context.response)
-            else:
-                judge = open_judge(settings, context.need(QA_JUDGE))
-                result = await grade_open(item, context.response, open_judge=judge,
-                                          rules=settings.rules if settings else True)  # fmt: skip
+                return to_criterion_result(self, grade_choice(item, context.response))
+            return await self._open(item, settings, context)
         except UsageError as exc:
             raise CriterionError(
                 f"{exc.message} ({exc.hint})" if exc.hint else exc.message
             ) from None
-        return to_criterion_result(self, result)
+
+    async def _open(
+        self, item: QaItem, settings: QaJudge | None, context: GradingContext
+    ) -> QaCriterionResult:
+        """An open question: the rules, then the judge, with what the judge's calls used."""
+        judge = open_judge(settings, context.need(QA_JUDGE))
+        spent = SpentJudge(judge) if judge is not None else None
+        result = await grade_open(item, context.response, open_judge=spent,
+                                  rules=settings.rules if settings else True)  # fmt: skip
+        usage = spent.usage if spent is not None else Usage()
+        cost = _cost(usage, settings, context) if usage.total_tokens else None
+        return to_criterion_result(self, result, judge_tokens=usage.total_tokens,
+                                   judge_cost_usd=cost)  # fmt: skip
 
     def tally(self) -> Tally:
         """Score statistics, accuracy, and the rates of unreadable and empty answers."""
@@ -141,8 +152,35 @@ class QaTally(ScoreTally):
         return table, details
 
 
-def to_criterion_result(spec: QaCriterion, result: SampleResult) -> QaCriterionResult:
-    """The criterion result of one graded sample."""
+@dataclass
+class SpentJudge:
+    """An open-answer judge that adds up the tokens of the calls behind its verdicts."""
+
+    judge: OpenJudge
+    usage: Usage = field(default_factory=Usage)
+
+    async def __call__(self, item: JudgeSubject, response: str) -> JudgeVerdict:
+        """``judge``'s verdict, its calls' tokens added to :attr:`usage`."""
+        verdict = await self.judge(item, response)
+        self.usage = self.usage + verdict.usage
+        return verdict
+
+
+def _cost(usage: Usage, settings: QaJudge | None, context: GradingContext) -> float | None:
+    """What ``usage`` of the ``qa.judge`` model cost (``None``: no price for it)."""
+    if settings is None or context.models is None:
+        return None
+    model = settings.asset.definition.model if settings.asset is not None else settings.model
+    price = context.models.price(model) if model else None
+    return price.cost(usage) if price is not None else None
+
+
+def to_criterion_result(
+    spec: QaCriterion, result: SampleResult, *, judge_tokens: int = 0,
+    judge_cost_usd: float | None = None,
+) -> QaCriterionResult:  # fmt: skip
+    """The criterion result of one graded sample (``judge_tokens``, ``judge_cost_usd``: what
+    the judge's calls on it used and cost)."""
     judge_error = result.error_reason == "judge_error"
     status = "error" if judge_error else "refused" if result.error_reason == "refused" else (
         "evaluated")  # fmt: skip
@@ -161,6 +199,8 @@ def to_criterion_result(spec: QaCriterion, result: SampleResult) -> QaCriterionR
         is_correct=result.is_correct,
         error_reason=result.error_reason,
         sample_result=result.to_dict(),
+        judge_tokens=judge_tokens,
+        judge_cost_usd=judge_cost_usd,
     )
 
 

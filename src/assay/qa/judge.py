@@ -26,14 +26,14 @@ keeps out of its denominator, visibly.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from string import Template
 from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, StrictBool, StrictStr
 
 from assay.judges.verdict import ask_json, json_object, repair
-from assay.providers.base import Message, Model
+from assay.providers.base import Message, Model, Usage
 
 VERDICT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -71,6 +71,7 @@ class JudgeVerdict:
         attempts: model calls made (1 to ``retries + 1``).
         error: why the last attempt failed, on a judge error.
         raw: the judge's last raw reply, if any.
+        usage: the tokens of every call it made.
     """
 
     is_correct: bool | None
@@ -78,6 +79,7 @@ class JudgeVerdict:
     attempts: int = 0
     error: str | None = None
     raw: str | None = None
+    usage: Usage = field(default_factory=Usage)
 
     @property
     def judge_error(self) -> bool:
@@ -223,9 +225,11 @@ async def judge_open(
                              retries=retries, max_tokens=max_tokens,
                              reply_shape=REPLY_SHAPE)  # fmt: skip
     if outcome.value is None:
-        return JudgeVerdict(None, None, outcome.attempts, outcome.error, outcome.raw)
+        return JudgeVerdict(None, None, outcome.attempts, outcome.error, outcome.raw,
+                            outcome.usage)  # fmt: skip
     reply = outcome.value
-    return JudgeVerdict(reply.is_correct, reply.reason, outcome.attempts, None, outcome.raw)
+    return JudgeVerdict(reply.is_correct, reply.reason, outcome.attempts, None, outcome.raw,
+                        outcome.usage)  # fmt: skip
 
 
 class OpenJudge(Protocol):

@@ -83,9 +83,11 @@ class AssetJudge:
         case = JudgeCase(row=judge_row(item), response=response)
         outcome = await judge_case(self.model, definition, case)
         if outcome.value is None:
-            return JudgeVerdict(None, None, outcome.attempts, outcome.error, outcome.raw)
+            return JudgeVerdict(None, None, outcome.attempts, outcome.error, outcome.raw,
+                                outcome.usage)  # fmt: skip
         correct = definition.verdict.passes(outcome.value) is True  # asset_problem: it says
-        return JudgeVerdict(correct, outcome.reason, outcome.attempts, None, outcome.raw)
+        return JudgeVerdict(correct, outcome.reason, outcome.attempts, None, outcome.raw,
+                            outcome.usage)  # fmt: skip
 
 
 def open_judge(config: QaJudge | None, model: Model | None) -> OpenJudge | None:

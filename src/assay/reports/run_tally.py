@@ -27,6 +27,7 @@ from assay.results.suite import SuiteRollup
 from assay.results.task_result import (
     EvaluationResult,
     JudgeCriterionResult,
+    QaCriterionResult,
     TaskConfigRecord,
     TokenUsage,
 )
@@ -194,7 +195,7 @@ class RunTally:
     def _count_judges(self, results: list[Any]) -> None:
         """The judges' tokens and cost (a verdict with tokens but no price counted apart)."""
         for judged in results:
-            if not isinstance(judged, JudgeCriterionResult):
+            if not isinstance(judged, JudgeCriterionResult | QaCriterionResult):
                 continue
             self.judge_tokens += judged.judge_tokens
             if judged.judge_cost_usd is not None:

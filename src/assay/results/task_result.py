@@ -77,6 +77,8 @@ class QaCriterionResult(BasicCriterionResult):
     ``extraction_failed``, ``refused`` (``evaluation_status`` ``refused``, ``is_correct``
     ``None``) or ``judge_error`` (then ``error`` is set and ``is_correct`` is ``None``).
     ``sample_result`` is the full per-sample result written to ``metrics.json``.
+    ``judge_tokens`` and ``judge_cost_usd``: the judge's calls on an open question, as an
+    ``llm_judge``'s (:class:`JudgeCriterionResult`).
     """
 
     result_kind: Literal["qa"] = "qa"  # type: ignore[assignment]
@@ -85,6 +87,8 @@ class QaCriterionResult(BasicCriterionResult):
     is_correct: bool | None
     error_reason: str | None = None
     sample_result: dict[str, Any] = Field(default_factory=dict)
+    judge_tokens: int = 0
+    judge_cost_usd: float | None = None
 
 
 class JudgeRef(_Result):
