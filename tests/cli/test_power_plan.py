@@ -115,3 +115,45 @@ def test_a_design_that_cannot_be_is_refused(keywords: dict[str, float], says: st
         assay.power(**keywords)  # type: ignore[arg-type]
     assert caught.value.message == says
     assert assay.power(0.05, baseline_rate=0.7, correlation=-0.4).rows_needed is not None
+
+
+REPLICATED = """\
+task_id: rep
+description: each replicate's outcome is written in the row
+agent: {type: command, command: 'printf "%s" "$ASSAY_PROMPT" | cut -c$((ASSAY_REPLICATE + 1))'}
+dataset: {paths: [data.jsonl]}
+initial_prompt: "${row.A}"
+success_criteria: [{type: response_match, expected: "P"}]
+"""
+
+ARMS = """\
+experiment_id: arms
+variants:
+  - {variant_id: a, initial_prompt: "${row.A}"}
+  - {variant_id: b, initial_prompt: "${row.B}"}
+"""
+
+
+def test_a_design_replanned_for_more_replicates_keeps_the_arms_covariance(tmp_path: Path) -> None:
+    """Replanning a 2-replicate run for 4 replicates shrank each arm's deviation but kept the
+    measured correlation, which changed the arms' covariance (it does not depend on R)."""
+    from tests.helpers import write
+
+    outcomes = [("PP", "PP"), ("PF", "PP"), ("FF", "PF"), ("PP", "FP"), ("FF", "FF"),
+                ("PF", "PF"), ("FP", "PP"), ("PP", "PP"), ("FF", "FP"), ("FF", "PP"),
+                ("PF", "FF"), ("PP", "PF")]  # fmt: skip
+    rows = [{"id": f"r{i:02d}", "A": a, "B": b} for i, (a, b) in enumerate(outcomes)]
+    write(tmp_path / "data.jsonl", "".join(json.dumps(row) + "\n" for row in rows))
+    write(tmp_path / "t.yaml", REPLICATED)
+    write(tmp_path / "arms.yaml", ARMS)
+    run_cli("run", "t.yaml", "-e", "arms.yaml", "--repeats", "2", cwd=tmp_path)
+    found = assay.power(0.1, baseline_run=latest(tmp_path), replicates=4)
+    passes = np.array([[[c == "P" for c in arm] for arm in pair] for pair in outcomes], float)
+    xa, xb = passes[:, 0].mean(axis=1), passes[:, 1].mean(axis=1)
+    within = passes.var(axis=2, ddof=1).mean()  # every row has 2 replicates in both arms
+    sd_a2 = np.var(xa, ddof=1) - within / 2 + within / 4
+    sd_b2 = np.var(xb, ddof=1) - within / 2 + within / 4
+    sd_d = math.sqrt(sd_a2 + sd_b2 - 2 * np.cov(xa, xb, ddof=1)[0, 1])
+    assert found.design.sd_a == pytest.approx(math.sqrt(sd_a2))
+    solved = TTestPower().solve_power(effect_size=0.1 / sd_d, alpha=0.05, power=0.8)
+    assert found.rows_needed == math.ceil(solved)

@@ -9,7 +9,9 @@ stated ``correlation`` and the same standard deviation for both arms), and the d
 of its clusters: the CR1 clustered variance of the mean difference over the unclustered one
 (at least 1). Replicates: the within-row variance ``w`` (pooled over rows with two or more
 graded replicates) is taken out of each arm's variance at the run's replicate count and put
-back at the planned one (``sd² - w/R_run + w/R_plan``).
+back at the planned one (``sd² - w/R_run + w/R_plan``); the covariance of the arms' row means
+does not change with R (one arm's replicates are independent of the other's), so the pairing
+correlation at the planned R is the measured covariance over the replanned deviations.
 """
 
 from __future__ import annotations
@@ -177,7 +179,10 @@ def measured_design(
     run_replicates = max(len(rows[v][i]) for v in (a, b) for i in shared)
     sd_a = _replanned(_sd(xa), within, run_replicates, replicates)
     sd_b = _replanned(_sd(xb), within, run_replicates, replicates)
-    rho = correlation if a == b and correlation is not None else _correlation(xa, xb)
+    if a == b and correlation is not None:
+        rho = correlation
+    else:  # the arms' replicates are independent: their covariance keeps, whatever R is
+        rho = _covariance(xa, xb) / (sd_a * sd_b) if sd_a and sd_b else 0.0
     differences = [y - x for x, y in zip(xa, xb, strict=True)] if a != b else xa
     deff = _design_effect(differences, [clusters[i] for i in shared])
     pair = f"{b} vs {a}" if a != b else f"{a} (one variant; correlation {rho:g} stated)"
@@ -194,13 +199,10 @@ def _sd(values: list[float]) -> float:
     return math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
 
 
-def _correlation(xa: list[float], xb: list[float]) -> float:
-    sa, sb = _sd(xa), _sd(xb)
-    if sa == 0 or sb == 0:
-        return 0.0
+def _covariance(xa: list[float], xb: list[float]) -> float:
+    """The sample covariance of the arms' row means (``n - 1`` in the denominator)."""
     ma, mb = _mean(xa), _mean(xb)
-    covariance = sum((x - ma) * (y - mb) for x, y in zip(xa, xb, strict=True)) / (len(xa) - 1)
-    return covariance / (sa * sb)
+    return sum((x - ma) * (y - mb) for x, y in zip(xa, xb, strict=True)) / (len(xa) - 1)
 
 
 def _within_variance(groups: list[list[float]]) -> float:
