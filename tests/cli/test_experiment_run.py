@@ -178,3 +178,41 @@ def test_experiment_md_with_replicates_says_why_an_interval_is_missing(tmp_path:
             "estimated) |" in markdown)  # fmt: skip
     assert ("With replicates, a row passes when more than half of its graded replicates "
             "passed; the links go to its first replicate.") in markdown  # fmt: skip
+
+
+LABELLED = """\
+task_id: cx
+description: each variant's answer is written in the row
+agent: {type: command, command: 'printf "%s" "$ASSAY_PROMPT"'}
+dataset: {paths: [data.jsonl]}
+initial_prompt: "${row.A}"
+success_criteria:
+  - {type: classification_match, expected_label: "${row.expected}", allowed_labels: [a, b]}
+"""
+
+
+def test_a_paired_macro_f1_averages_both_arms_over_the_same_classes(tmp_path: Path) -> None:
+    """One answer outside the labels added a class of F1 0 to that arm's average only, so
+    an arm with fewer mistakes came out worse (a statistician's break-test: -0.170 where
+    scikit-learn with one label set for both arms gives +0.144)."""
+    from sklearn.metrics import f1_score
+
+    truth = list("aaaaabbbbb")
+    arm_a = list("aabaaabbbb")
+    arm_b = [*"aaaaabbbb", "zzz"]
+    write(tmp_path / "data.jsonl", "".join(
+        json.dumps({"id": f"r{i:02d}", "expected": e, "A": a, "B": b}) + "\n"
+        for i, (e, a, b) in enumerate(zip(truth, arm_a, arm_b, strict=True))))  # fmt: skip
+    write(tmp_path / "t.yaml", LABELLED)
+    write(tmp_path / "e.yaml", "experiment_id: cxab\nvariants:\n"
+          '  - {variant_id: A, initial_prompt: "${row.A}"}\n'
+          '  - {variant_id: B, initial_prompt: "${row.B}"}\n')  # fmt: skip
+    assay("run", "t.yaml", "-e", "e.yaml", cwd=tmp_path)
+    report = experiment(tmp_path)
+    found = [v["metrics"]["classification_match.macro_f1"]["value"] for v in report["variants"]]
+    expected = [f1_score(truth, arm, labels=["a", "b"], average="macro")
+                for arm in (arm_a, [p if p in "ab" else "(other)" for p in arm_b])]  # fmt: skip
+    assert found == pytest.approx(expected)  # 0.800 and 0.944
+    (comparison,) = report["comparisons"]
+    difference = comparison["metrics"]["classification_match.macro_f1"]
+    assert difference["difference"] == pytest.approx(expected[1] - expected[0])  # +0.144

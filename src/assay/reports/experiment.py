@@ -160,13 +160,18 @@ def _qa_accuracy_row(position: int) -> RowFn:
 
 
 def _labels(arms: Sequence[Arm], position: int) -> list[str]:
+    """The classes of a paired macro-F1: every label a graded row expected, in any arm (one
+    set for every arm, as scikit-learn's ``labels=``); a label only predicted (an answer
+    outside them, ``(other)``) is no class of its own: it is the expected label's miss. Each
+    arm's own label set (the suite's ``macro_f1``) would average the arms over different
+    labels, and the difference could take the wrong sign."""
     found: set[str] = set()
     for arm in arms:
         for results in arm.rows.values():
             for result in results:
                 item = _criterion(result, position)
                 if isinstance(item, ClassificationCriterionResult):
-                    found |= {item.expected_label, item.observed_label}
+                    found.add(item.expected_label)
     return sorted(found)
 
 
@@ -204,12 +209,13 @@ def _f1_row(position: int, labels: list[str]) -> RowFn:
         for c in (_criterion(r, position) for r in results):
             if not isinstance(c, ClassificationCriterionResult):
                 continue
-            e, o = labels.index(c.expected_label), labels.index(c.observed_label)
-            if e == o:
+            e = labels.index(c.expected_label)
+            if c.observed_label == c.expected_label:
                 counts[e, 0] += 1
-            else:
-                counts[o, 1] += 1
-                counts[e, 2] += 1
+                continue
+            counts[e, 2] += 1
+            if c.observed_label in labels:
+                counts[labels.index(c.observed_label), 1] += 1
         return list(counts.reshape(-1))
 
     return row
