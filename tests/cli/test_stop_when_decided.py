@@ -323,3 +323,44 @@ def test_a_run_that_did_not_stop_keeps_its_clustered_intervals(tmp_path: Path) -
     assert not stop["stopped"]
     suite = json.loads((run / "keyword" / "toy" / "suite.json").read_text())
     assert suite["intervals"]["pass_rate"]["method"].startswith("cluster")
+
+
+CLUSTERED = """\
+task_id: st
+description: rows of one cluster answer alike
+agent: {type: command, command: 'test "$ASSAY_PROMPT" = P && printf yes || printf no'}
+dataset: {paths: [data.jsonl], cluster_field: grp}
+initial_prompt: "${row.A}"
+success_criteria: [{type: response_match, expected: "yes"}]
+"""
+
+
+def _clustered(folder: Path, stop: str) -> Path:
+    """10 clusters of 8 rows: in 7, `b` passes and `a` fails; in 3 the reverse."""
+    rows = [{"id": f"g{g}r{j}", "grp": f"g{g}", "A": "F" if g < 7 else "P",
+             "B": "P" if g < 7 else "F"} for g in range(10) for j in range(8)]  # fmt: skip
+    write(folder / "data.jsonl", "".join(json.dumps(row) + "\n" for row in rows))
+    write(folder / "t.yaml", CLUSTERED)
+    write(folder / "e.yaml", "experiment_id: ab\nvariants:\n"
+          '  - {variant_id: a, initial_prompt: "${row.A}"}\n'
+          '  - {variant_id: b, initial_prompt: "${row.B}"}\n' + stop)  # fmt: skip
+    assay("run", "t.yaml", "-e", "e.yaml", "-j", "2", cwd=folder)
+    return latest(folder)
+
+
+def test_rows_of_one_cluster_are_one_difference_of_the_stopping_test(tmp_path: Path) -> None:
+    """Fed row by row, the test took 20 rows of 9 clusters for 20 independent differences and
+    decided `b` better (a statistician's break-test; a null rejected about a third of the
+    time). 7 clusters of 10 for `b` is no evidence at 0.05 (sign test p = 0.34)."""
+    run = _clustered(tmp_path / "stop", "stop: {alpha: 0.05}\n")
+    stop = json.loads((run / STOPPING_FILE).read_text())
+    assert stop["unit"] == "clusters" and stop["decision"] == "undecided"
+    assert stop["rows_decided"] == 10 and len(stop["sequence"]) == 80
+    assert "undecided after 10 clusters" in stop["reason"]
+    first = [row[1][:2] for row in stop["sequence"][:8]]
+    assert len(set(first)) == 1  # a cluster's rows are heard together
+    replayed = _clustered(tmp_path / "fixed", "")
+    (comparison,) = json.loads((replayed / "experiment.json").read_text())["comparisons"]
+    sequential = comparison["sequential"]
+    assert sequential["unit"] == "clusters" and sequential["of_rows"] == 10
+    assert sequential["decision"] == "undecided"

@@ -172,14 +172,15 @@ class StopDecision:
     alpha: float
     delta: float | None = None
 
-    def reason(self, a: str = "a", b: str = "b") -> str:
+    def reason(self, a: str = "a", b: str = "b", *, unit: str = "rows") -> str:
         """The decision in words, naming the variants: ``a`` the first (the differences are
-        ``b - a``), ``b`` the second."""
+        ``b - a``), ``b`` the second; ``unit``: what each difference is of (``rows``, or
+        ``clusters`` when rows that share a cluster are one difference)."""
         a, b = f"`{a}`", f"`{b}`"
         if self.rows == 0:  # no row graded in both variants: no mean to state
-            return (f"undecided after 0 rows: no row was graded in both {a} and {b}, so there "
-                    "is no paired difference yet")  # fmt: skip
-        where = (f"after {self.rows} rows: mean difference ({b} minus {a}) {self.mean:+.3f}, "
+            return (f"undecided after 0 {unit}: no row was graded in both {a} and {b}, so "
+                    "there is no paired difference yet")  # fmt: skip
+        where = (f"after {self.rows} {unit}: mean difference ({b} minus {a}) {self.mean:+.3f}, "
                  f"{1 - self.alpha:.0%} confidence sequence "
                  f"[{self.low:+.3f}, {self.high:+.3f}]")  # fmt: skip
         if self.decision == "equivalent":

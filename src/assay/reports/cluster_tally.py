@@ -10,8 +10,9 @@ grows with the number of clusters.
 A run that stopped when decided (``experiment.stop``) chose its rows by looking at them, so a
 fixed-size interval would not hold; its intervals are instead the anytime-valid confidence
 sequence of each metric (:func:`assay.metrics.sequential.mean_confidence_sequence`) over the
-rows' means (a row's replicates averaged) in the order the stopping test heard the rows, as
-at the row the run stopped; ``method`` then says ``confidence sequence``.
+clusters' means (a row's replicates, and a ``cluster_field`` cluster's rows, averaged) in the
+order the stopping test heard them, as at the row the run stopped; ``method`` then says
+``confidence sequence``.
 """
 
 from __future__ import annotations
@@ -97,6 +98,8 @@ class ClusterTally:
     sequence: Mapping[RowKey, int] | None = None
     suite: dict[str, _Metric] = field(default_factory=dict)
     criteria: dict[int, dict[str, _Metric]] = field(default_factory=dict)
+    places: dict[tuple[str, Hashable], int] = field(default_factory=dict)
+    """A stopped run: ``(suite, cluster)`` → the place of its first row in :attr:`sequence`."""
 
     def __post_init__(self) -> None:
         self.suite["pass_rate"] = _Metric(pass_contribution, True)
@@ -118,7 +121,14 @@ class ClusterTally:
             total, count = metric.contribution(result)
             metric.sums.add(cluster, total, count)
             if self.sequence is not None:
-                metric.rows.add((result.suite_id or "", result.row_id or ""), total, count)
+                metric.rows.add((result.suite_id or "", cluster), total, count)
+        if self.sequence is not None:
+            key, row = (
+                (result.suite_id or "", cluster),
+                (result.suite_id or "", result.row_id or ""),
+            )
+            place = self.sequence.get(row, len(self.sequence))
+            self.places[key] = min(place, self.places.get(key, place))
 
     def _cluster(self, result: EvaluationResult) -> Hashable:
         row_id = result.row_id if result.row_id is not None else result.task_id
@@ -134,7 +144,7 @@ class ClusterTally:
 
     def _interval(self, metric: _Metric) -> IntervalRecord:
         if self.sequence is not None:
-            return sequence_record(metric.rows.totals, self.sequence)
+            return sequence_record(metric.rows.totals, self.places)
         return record(metric.sums.estimate(proportion=metric.proportion, unit=True))
 
 
@@ -145,10 +155,11 @@ def record(found: ClusteredEstimate) -> IntervalRecord:
                           clusters=found.clusters, reason=found.reason)  # fmt: skip
 
 
-def sequence_record(rows: Mapping[Any, list[float]], order: Mapping[RowKey, int]) -> IntervalRecord:
-    """The confidence sequence (95%) of the mean of the rows' means (``row → [total,
-    count]``), the rows taken in ``order`` (a row outside it after those in it, by key), as
-    after the last row: ``value`` the mean of the rows' means, ``clusters`` the rows."""
+def sequence_record(rows: Mapping[Any, list[float]], order: Mapping[Any, int]) -> IntervalRecord:
+    """The confidence sequence (95%) of the mean of the clusters' means (``cluster → [total,
+    count]``; a row with its replicates, or a ``cluster_field`` cluster), taken in ``order``
+    (one outside it after those in it, by key), as after the last: ``value`` the mean of the
+    clusters' means, ``clusters`` their number."""
     import numpy as np
 
     from assay.metrics.sequential import mean_confidence_sequence

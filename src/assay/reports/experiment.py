@@ -244,13 +244,21 @@ def estimate(
     """One metric of one arm, with its interval (clustered by row and ``clusters``); for a
     run that stopped when decided (``sequence``: its suite, and ``(suite, row)`` → the place
     the stopping test heard the row), a rate's or mean's interval is the confidence sequence
-    of :func:`~assay.reports.cluster_tally.sequence_record`, as in the suites' reports."""
+    of :func:`~assay.reports.cluster_tally.sequence_record` over the clusters, as in the
+    suites' reports."""
     rows = matrix.shape[0]
     if spec.pooled and sequence is not None:
         suite, order = sequence
-        graded = {(suite, row_id): [float(matrix[i, 0]), float(matrix[i, 1])]
-                  for i, row_id in enumerate(row_ids) if matrix[i, 1] > 0}  # fmt: skip
-        held = sequence_record(graded, order)
+        graded: dict[Hashable, list[float]] = {}
+        places: dict[Hashable, int] = {}
+        for i, row_id in enumerate(row_ids):
+            if matrix[i, 1] > 0:  # a cluster's rows are one value, heard with its first row
+                cluster = clusters.get(row_id, row_id)
+                total = graded.setdefault(cluster, [0.0, 0.0])
+                total[0], total[1] = total[0] + float(matrix[i, 0]), total[1] + float(matrix[i, 1])
+                place = order.get((suite, row_id), len(order))
+                places[cluster] = min(place, places.get(cluster, place))
+        held = sequence_record(graded, places)
         return Estimate(value=held.value, low=held.low, high=held.high, method=held.method,
                         rows=rows, reason=held.reason, clusters=held.clusters)  # fmt: skip
     by_cluster = cluster_matrix(matrix, row_ids, clusters)
@@ -333,24 +341,28 @@ def replay_sequential(
     a: Arm, b: Arm, row_ids: list[str], *, alpha: float = 0.05, seed: int = REPLAY_SEED
 ) -> SequentialRecord | None:
     """The stopping rule (:func:`assay.metrics.sequential.decide`) over the rows graded in
-    both arms, each row's difference of pass fractions, in a seeded random order; ``None``
-    with no such row."""
+    both arms, each row's difference of pass fractions, in a seeded random order; rows that
+    share a cluster are one difference, the mean of theirs (the test's guarantee needs
+    independent differences); ``None`` with no such row."""
     from assay.metrics.sequential import decide
 
-    values = []
+    clusters = {**a.clusters, **b.clusters}
+    grouped: dict[Hashable, list[float]] = {}
     for row_id in row_ids:
         (pa, na), (pb, nb) = _pass_row(a.rows.get(row_id, [])), _pass_row(b.rows.get(row_id, []))
         if na and nb:
-            values.append(pb / nb - pa / na)
-    if not values:
+            grouped.setdefault(clusters.get(row_id, row_id), []).append(pb / nb - pa / na)
+    if not grouped:
         return None
+    values = [sum(found) / len(found) for found in grouped.values()]
+    unit = "clusters" if len(values) < sum(len(found) for found in grouped.values()) else "rows"
     order = np.random.default_rng(seed).permutation(len(values))
     found = decide(np.array(values)[order], alpha=alpha)
     low = None if np.isnan(found.low) else found.low
     high = None if np.isnan(found.high) else found.high
     return SequentialRecord(decision=found.decision, rows=found.rows, of_rows=len(values),
-                            low=low, high=high, reason=found.reason(a.variant_id, b.variant_id),
-                            alpha=alpha, seed=seed)  # fmt: skip
+                            low=low, high=high, alpha=alpha, seed=seed, unit=unit,
+                            reason=found.reason(a.variant_id, b.variant_id, unit=unit))  # fmt: skip
 
 
 def _difference(

@@ -564,11 +564,11 @@ def _comparison_section(
     ]  # fmt: skip
     if c.sequential is not None and not stopped:  # a stopped run states its own decision
         seq = c.sequential
-        saved = (f"; a run that stops when decided would have run {seq.rows} of {seq.of_rows} "
-                 f"rows ({1 - seq.rows / seq.of_rows:.0%} fewer)" if seq.decision != "undecided"
-                 else "; it would not have stopped early")  # fmt: skip
-        out += ["", f"Anytime-valid replay (rows in a seeded random order, betting test at "
-                f"{seq.alpha:g}): {md_text(seq.reason)}{saved}."]  # fmt: skip
+        saved = ("; it would not have stopped early" if seq.decision == "undecided" else
+                 f"; a run that stops when decided would have run {seq.rows} of {seq.of_rows} "
+                 f"{seq.unit} ({1 - seq.rows / seq.of_rows:.0%} fewer)")  # fmt: skip
+        out += ["", f"Anytime-valid replay ({seq.unit} in a seeded random order, betting test "
+                f"at {seq.alpha:g}): {md_text(seq.reason)}{saved}."]  # fmt: skip
     rate = c.metrics.get("pass_rate")
     if stopped:  # rows ran until decided: a fixed design's power says nothing of them
         rate = None

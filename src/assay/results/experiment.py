@@ -94,7 +94,9 @@ class McNemarRecord(_Model):
 class SequentialRecord(_Model):
     """The anytime-valid betting test of the pass-rate difference replayed over the compared
     rows in a seeded random order (``assay.metrics.sequential``): where a run that stops when
-    decided would have stopped, and why."""
+    decided would have stopped, and why. ``unit``: ``rows``, or ``clusters`` when rows share
+    a ``cluster_field`` value (each cluster one difference, the mean of its rows'; ``rows``
+    and ``of_rows`` then count clusters): the test needs independent differences."""
 
     decision: str
     rows: int
@@ -104,6 +106,7 @@ class SequentialRecord(_Model):
     reason: str
     alpha: float = 0.05
     seed: int
+    unit: str = "rows"
 
 
 class Comparison(_Model):

@@ -8,7 +8,11 @@ finished item, turns each row whose items have all finished into one paired diff
 second variant's pass fraction minus the first's; a row that graded in neither is left out)
 and feeds it to the test in the shuffled order: a row that finishes before one ahead of it
 waits for it (a variant whose failures take longer would otherwise reach the test late, and
-the test's error guarantee needs the rows in random order). Once decided, no new item
+the test's error guarantee needs the rows in random order). With ``dataset.cluster_field``
+the test's unit is the cluster: a cluster's rows run together, clusters are shuffled, and a
+cluster is one difference (the mean of its rows') once all its rows have finished (rows of
+one cluster are not independent, and the test's guarantee needs independent differences:
+fed row by row it rejected a true null about a third of the time). Once decided, no new item
 starts; the items already running finish.
 ``stopping.json`` records the decision, the rows and calls spent, and what the fixed design
 (every planned row) would have spent; the reports read it (:func:`read_stopping`).
@@ -18,19 +22,23 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from assay.metrics.clustered import cluster_of
 from assay.metrics.sequential import SequentialTest
-from assay.orchestration.planning.plan import Plan, WorkItem, WorkItems
+from assay.orchestration.planning.expand import cluster_field
+from assay.orchestration.planning.plan import Plan, PlannedTask, WorkItem, WorkItems
 from assay.orchestration.running.executors.base import PendingItems
 from assay.results.task_result import EvaluationResult
 from assay.spec.experiment import StopRule
 from assay.spec.run_names import STOPPING_FILE as STOPPING_FILE  # re-exported
+
+RowKey = tuple[str, str]
 
 
 @dataclass
@@ -40,33 +48,43 @@ class Stopper:
     rule: StopRule
     variants: tuple[str, str]
     order: list[list[int]]
-    """Per row with pending items, in the shuffled order: those items' indexes (both
-    variants)."""
-    expected: dict[tuple[str, str], int]
+    """Per unit (a row, or a cluster's rows) with pending items, in the shuffled order: those
+    items' indexes (both variants)."""
+    expected: dict[RowKey, int]
     """``(suite, row)`` → the items of the row (both variants, every replicate); one entry per
     planned row, those finished in an earlier session included."""
     planned_items: int
     test: SequentialTest
-    seen: dict[tuple[str, str], list[EvaluationResult]] = field(
-        default_factory=lambda: defaultdict(list))  # fmt: skip
+    clustered: bool = False
+    """The units are clusters (``dataset.cluster_field``), not rows."""
+    seen: dict[RowKey, list[EvaluationResult]] = field(default_factory=lambda: defaultdict(list))
     scheduled: int = 0
     finished: int = 0
     calls: int = 0
-    rank: dict[tuple[str, str], int] = field(default_factory=dict)
-    """``(suite, row)`` → its position in the shuffled order (for :meth:`replay`)."""
-    keys: list[tuple[str, str]] = field(default_factory=list)
-    """``(suite, row)`` of each row of :attr:`order`."""
-    started_rows: set[tuple[str, str]] = field(default_factory=set)
+    rank: dict[RowKey, int] = field(default_factory=dict)
+    """``(suite, row)`` → its unit's position in the shuffled order (for :meth:`replay`)."""
+    sizes: dict[int, int] = field(default_factory=dict)
+    """A unit's position → its planned rows."""
+    keys: list[list[RowKey]] = field(default_factory=list)
+    """The rows of each unit of :attr:`order`."""
+    started_rows: set[RowKey] = field(default_factory=set)
     """The rows scheduled so far, in this session or an earlier one (a row interrupted
     half-way and scheduled again counts once)."""
-    sequence: list[tuple[str, str]] = field(default_factory=list)
+    sequence: list[RowKey] = field(default_factory=list)
     """``(suite, row)`` of each row whose items have all finished, in the order the test
     heard them (the gates of a stopped run read each variant's values in this order)."""
-    held: dict[int, tuple[tuple[str, str], float | None]] = field(default_factory=dict)
-    """Finished rows the test has not heard yet, by place in the shuffled order: a row is
-    heard only after every row before it (rows that take longer to fail would otherwise be
-    heard late, and the test's guarantee needs the rows in random order)."""
+    gathering: dict[int, list[tuple[RowKey, float | None]]] = field(default_factory=dict)
+    """Finished rows of units not finished yet, by the unit's place."""
+    held: dict[int, list[tuple[RowKey, float | None]]] = field(default_factory=dict)
+    """Finished units the test has not heard yet, by place in the shuffled order: a unit is
+    heard only after every unit before it (rows that take longer to fail would otherwise be
+    heard late, and the test's guarantee needs the units in random order)."""
     next_place: int = 0
+
+    @property
+    def unit(self) -> str:
+        """What the test's differences are of: ``rows`` or ``clusters``."""
+        return "clusters" if self.clustered else "rows"
 
     @property
     def rows_scheduled(self) -> int:
@@ -82,26 +100,31 @@ class Stopper:
         if not isinstance(items, WorkItems):
             return None
         rule = experiment.stop
-        rows: dict[tuple[int, int], list[int]] = defaultdict(list)
-        expected: dict[tuple[str, str], int] = {}
+        units: dict[tuple[int, int], list[int]] = defaultdict(list)  # (task, first row) → items
+        members: dict[tuple[int, int], list[RowKey]] = defaultdict(list)
+        expected: dict[RowKey, int] = {}
+        clustered = False
         for block, (planned, _, repeats) in enumerate(items.blocks):
             task_number = plan.tasks.index(planned)
+            firsts = _cluster_firsts(planned)
+            clustered = clustered or firsts is not None
             for row in range(len(planned.expansion.row_tasks)):
                 start = items._starts[block] + row * repeats
-                indexes = [i for i in range(start, start + repeats) if not kept[i]]
-                rows[(task_number, row)].extend(indexes)
-                row_task = planned.expansion.row_tasks[row]
-                key = (planned.loaded.definition.task_id, row_task.row_id or "")
+                unit = (task_number, firsts[row] if firsts is not None else row)
+                units[unit].extend(i for i in range(start, start + repeats) if not kept[i])
+                key = _row_key(plan, task_number, row)
+                if key not in expected:
+                    members[unit].append(key)
                 expected[key] = expected.get(key, 0) + repeats
-        keys = sorted(rows)
+        keys = sorted(units)
         shuffled = [keys[i] for i in np.random.default_rng(rule.seed).permutation(len(keys))]
-        order = [rows[k] for k in shuffled if rows[k]]
-        variants = (plan.variants[0], plan.variants[1])
-        names = {(t, r): _row_key(plan, t, r) for t, r in keys}
-        stopper = cls(rule, variants, order, expected, len(items),
-                      SequentialTest(alpha=rule.alpha, delta=rule.delta))  # fmt: skip
-        stopper.rank = {names[key]: position for position, key in enumerate(shuffled)}
-        stopper.keys = [names[k] for k in shuffled if rows[k]]
+        stopper = cls(rule, (plan.variants[0], plan.variants[1]),
+                      [units[k] for k in shuffled if units[k]], expected, len(items),
+                      SequentialTest(alpha=rule.alpha, delta=rule.delta),
+                      clustered=clustered)  # fmt: skip
+        stopper.rank = {row: place for place, unit in enumerate(shuffled) for row in members[unit]}
+        stopper.sizes = {place: len(members[unit]) for place, unit in enumerate(shuffled)}
+        stopper.keys = [members[k] for k in shuffled if units[k]]
         return stopper
 
     def replay(self, results: Iterable[EvaluationResult]) -> None:
@@ -118,11 +141,11 @@ class Stopper:
 
     def indexes(self) -> Iterator[int]:
         """The pending items' indexes row by row, until the test is decided."""
-        for key, row in zip(self.keys, self.order, strict=True):
+        for rows, unit in zip(self.keys, self.order, strict=True):
             if self.test.decision is not None:
                 return
-            self.started_rows.add(key)
-            for index in row:
+            self.started_rows.update(rows)
+            for index in unit:
                 self.scheduled += 1
                 yield index
 
@@ -136,13 +159,19 @@ class Stopper:
         self.seen[key].append(result)
         if len(self.seen[key]) < self.expected.get(key, 0):
             return
-        self.held[self.rank.get(key, len(self.rank))] = (key, self._difference(self.seen.pop(key)))
+        place = self.rank.get(key, len(self.rank))
+        unit = self.gathering.setdefault(place, [])
+        unit.append((key, self._difference(self.seen.pop(key))))
+        if len(unit) < self.sizes.get(place, 1):
+            return
+        self.held[place] = self.gathering.pop(place)
         while self.next_place in self.held:  # in the shuffled order, never as they finish
-            heard, difference = self.held.pop(self.next_place)
+            heard = self.held.pop(self.next_place)
             self.next_place += 1
-            self.sequence.append(heard)
-            if difference is not None:
-                self.test.add(difference)
+            self.sequence.extend(row for row, _ in heard)
+            differences = [d for _, d in heard if d is not None]
+            if differences:  # a cluster's rows are one difference: the mean of theirs
+                self.test.add(sum(differences) / len(differences))
 
     def _difference(self, results: list[EvaluationResult]) -> float | None:
         """The row's paired difference (the second variant's pass fraction minus the
@@ -166,7 +195,8 @@ class Stopper:
             "variant_b": self.variants[1],
             "decision": state.decision,
             "stopped": state.decision != "undecided",
-            "reason": state.reason(*self.variants),
+            "reason": state.reason(*self.variants, unit=self.unit),
+            "unit": self.unit,
             "rows_decided": state.rows,
             "rows_scheduled": self.rows_scheduled,
             "items_scheduled": self.scheduled,
@@ -197,7 +227,21 @@ class StoppingItems(PendingItems):
         return self.stopper.indexes()
 
 
-def _row_key(plan: Plan, task: int, row: int) -> tuple[str, str]:
+def _cluster_firsts(planned: PlannedTask) -> list[int] | None:
+    """Per row of ``planned``, the first row of its ``dataset.cluster_field`` cluster (the
+    cluster's place in the row order); ``None`` without a cluster field."""
+    name = cluster_field(planned.loaded.definition)
+    if name is None:
+        return None
+    firsts: dict[Hashable, int] = {}
+    found = []
+    for row, row_task in enumerate(planned.expansion.row_tasks):
+        cluster = cluster_of(row_task.row, name, row_task.row_id or str(row))
+        found.append(firsts.setdefault(cluster, row))
+    return found
+
+
+def _row_key(plan: Plan, task: int, row: int) -> RowKey:
     """``(task_id, row_id)`` of row ``row`` of the plan's task ``task``."""
     planned = plan.tasks[task]
     return planned.loaded.definition.task_id, planned.expansion.row_tasks[row].row_id or ""
