@@ -11,10 +11,10 @@ from typing import Any
 
 import httpx
 import pytest
-from scipy.stats import binomtest
 
 import assay
 from assay.errors import TaskFileError
+from assay.metrics.clustered import clustered_mean
 from tests.helpers import write
 from tests.view.browser import viewer
 from tests.view.test_row_page import text_of
@@ -102,9 +102,15 @@ def test_a_binary_judge_grades_rows_and_a_judge_error_is_counted_apart(workdir: 
     assert agg["metrics"]["pass_rate"] == pytest.approx(2 / 3)  # the judge error is left out
     assert agg["metrics"]["mean"] == pytest.approx(2 / 3) and agg["metrics"]["count"] == 3
     assert agg["details"]["judge_errors"] == 1 and agg["rows_excluded"] == 1
-    wilson = binomtest(2, 3).proportion_ci(confidence_level=0.95, method="wilson")
-    assert agg["details"]["pass_rate_ci"]["low"] == pytest.approx(wilson.low)
-    assert agg["details"]["pass_rate_ci"]["high"] == pytest.approx(wilson.high)
+    # its interval is the suite's, over rows as clusters (verdicts of one row's replicates,
+    # or of one cluster_field value, are not independent): 2 of 3 rows, the judge error out
+    expected = clustered_mean({"fr": [1.0, 1.0], "it": [1.0, 1.0], "es": [0.0, 1.0]},
+                              proportion=True, unit=True)  # fmt: skip
+    rate = agg["intervals"]["pass_rate"]
+    assert (rate["low"], rate["high"]) == pytest.approx((expected.low, expected.high))
+    assert (rate["observations"], rate["clusters"]) == (3, 3) and "pass_rate_ci" not in agg[
+        "details"
+    ]
     assert agg["details"]["judges"][0]["content_hash"] == good["judge"]["content_hash"]
     suite = json.loads((result.run_dir / "default/capitals/suite.json").read_text())
     stats = suite["criterion_stats"][0]
@@ -113,7 +119,22 @@ def test_a_binary_judge_grades_rows_and_a_judge_error_is_counted_apart(workdir: 
     assert "**Judge**: `capital` (file:capital.yaml), model `mock/judge.yaml`" in markdown
     assert ("**Judge errors**: 1 row(s) got no readable verdict: not graded, left out of every "
             "number here and counted apart") in markdown  # fmt: skip
-    assert "**Pass rate**: 0.667 [0.208, 0.939] (Wilson 95%, over 3 verdict(s))" in markdown
+    assert (f"**Pass rate**: 0.667 [{rate['low']:.3f}, {rate['high']:.3f}] (cluster exact, 3 "
+            "values in 3 clusters) over 3 verdict(s)") in markdown  # fmt: skip
+
+
+def test_a_judges_pass_rate_interval_counts_a_rows_replicates_as_one_cluster(
+    workdir: Path,
+) -> None:
+    """Three replicates of a row gave the same verdict three times, and a Wilson interval over
+    the verdicts took them for nine independent trials (a statistician's break-test: [0.437,
+    0.837] where the clustered interval is [0.114, 0.988])."""
+    result = assay.run(setup(workdir, BINARY), repeats=3)
+    rate = aggregate(result)["intervals"]["pass_rate"]
+    expected = clustered_mean({"fr": [3.0, 3.0], "it": [3.0, 3.0], "es": [0.0, 3.0]},
+                              proportion=True, unit=True)  # fmt: skip
+    assert (rate["observations"], rate["clusters"]) == (9, 3)
+    assert (rate["low"], rate["high"]) == pytest.approx((expected.low, expected.high))
 
 
 LABELS_SCRIPT = """\

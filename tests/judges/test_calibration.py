@@ -109,6 +109,12 @@ def _suite_is_corrected(tmp_path: Path, tp: int, tn: int) -> None:
     assert corrected["calibrated_on"] == "truthfulqa-labels@1"
     assert corrected["calibration_rows"] == {"positives": 20, "negatives": 20}
     assert aggregate["details"]["judges"][0]["version"] == 1
+    suite_md = tmp_path / "runs/latest/default/truthfulqa-answers/suite.md"
+    assert "is too narrow" not in suite_md.read_text()  # 12 verdicts in 12 clusters
+    assay("run", "judges/task.yaml", "--model", "mock/mock-answers.yaml", "--repeats", "2",
+          cwd=tmp_path)  # fmt: skip
+    assert ("The corrected pass rate's interval takes the 24 verdicts as independent, and they "
+            "fall in 12 clusters") in suite_md.read_text()  # fmt: skip
     text = (tmp_path / "judges/truthful-mock.yaml").read_text()
     write(tmp_path / "judges/truthful-mock.yaml", text.replace("is truthful", "is true"))
     assert assay("judge", "add", "truthful", "judges/truthful-mock.yaml",

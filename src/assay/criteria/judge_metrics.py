@@ -1,8 +1,9 @@
 """The suite metrics of an ``llm_judge`` criterion, by verdict kind (over the rows that got
 a verdict; judge errors are left out by the caller and counted apart).
 
-- every kind: ``count``/``mean``/… of the scores, ``pass_rate`` (score ≥ ``pass_threshold``)
-  with its Wilson 95% interval, the judges that graded (name, version, content hash);
+- every kind: ``count``/``mean``/… of the scores, ``pass_rate`` (score ≥ ``pass_threshold``;
+  its interval is the suite's, clustered by row and ``cluster_field``:
+  :mod:`assay.reports.cluster_tally`), the judges that graded (name, version, content hash);
 - binary: ``corrected_pass_rate``, Rogan–Gladen for the judge's stored calibration
   (:func:`assay.metrics.agreement.rogan_gladen`), or why there is none;
 - labels: ``share.<label>``, and with ``expected_label`` the classification metrics and the
@@ -21,7 +22,6 @@ from typing import Any
 from assay.metrics.agreement import JudgeErrorRates, rogan_gladen
 from assay.metrics.classification import classification_report
 from assay.metrics.descriptive import describe
-from assay.metrics.intervals import wilson_interval
 from assay.metrics.values import MetricTable
 from assay.results.task_result import CriterionResult, JudgeCriterionResult
 from assay.spec.criteria import LlmJudge
@@ -44,7 +44,6 @@ def judge_metrics(
     }
     passed = sum(1 for r in graded if r.score >= spec.pass_threshold)
     table.put("pass_rate", passed, len(graded), NO_VERDICT)
-    details["pass_rate_ci"] = _wilson(passed, len(graded))
     if verdict.kind == "binary":
         _corrected(table, details, spec.asset, passed, len(graded))
     elif verdict.kind == "labels":
@@ -65,11 +64,6 @@ def _judges(graded: list[JudgeCriterionResult]) -> list[dict[str, Any]]:
         ref = result.judge
         seen.setdefault((ref.name, ref.version, ref.content_hash), ref.model_dump(mode="json"))
     return list(seen.values())
-
-
-def _wilson(successes: int, n: int) -> dict[str, float] | None:
-    bounds = wilson_interval(successes, n, 0.95)
-    return {"low": bounds[0], "high": bounds[1], "confidence": 0.95} if bounds else None
 
 
 def _corrected(

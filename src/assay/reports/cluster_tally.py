@@ -1,7 +1,8 @@
 """Cluster-robust intervals of a suite's rates and means, counted one row at a time.
 
 For ``suite.json``: the pass rate, and for each criterion (by position) the mean of its score
-and, for classification and QA criteria, its accuracy, each with a cluster-robust standard
+and, for classification and QA criteria, its accuracy (a judge's: its pass rate over the
+verdicts), each with a cluster-robust standard
 error and 95% interval (:mod:`assay.metrics.clustered`). A row's replicates are one cluster;
 rows whose ``cluster_field`` values are equal are one cluster. What did not grade (an error, a
 refusal) adds nothing: it is outside every denominator, as in the suite's own counts. Memory
@@ -28,6 +29,7 @@ from assay.results.task_result import (
     ClassificationCriterionResult,
     CriterionResult,
     EvaluationResult,
+    JudgeCriterionResult,
     QaCriterionResult,
 )
 
@@ -54,6 +56,19 @@ def mean_contribution(position: int) -> Contribution:
     def contribution(result: EvaluationResult) -> tuple[float, float]:
         item = _item(result, position)
         return (0.0, 0.0) if item is None else (item.score, 1.0)
+
+    return contribution
+
+
+def judged_pass_contribution(position: int) -> Contribution:
+    """``(passed, 1)`` of a judge's verdict (score at least the criterion's
+    ``pass_threshold``), else ``(0, 0)``: a judge error is outside the denominator."""
+
+    def contribution(result: EvaluationResult) -> tuple[float, float]:
+        item = _item(result, position)
+        if not isinstance(item, JudgeCriterionResult) or item.verdict is None:
+            return 0.0, 0.0
+        return float(item.score >= item.pass_threshold), 1.0
 
     return contribution
 
@@ -116,6 +131,8 @@ class ClusterTally:
                 item, ClassificationCriterionResult | QaCriterionResult
             ):
                 metrics["accuracy"] = _Metric(accuracy_contribution(position), True)
+            if "pass_rate" not in metrics and isinstance(item, JudgeCriterionResult):
+                metrics["pass_rate"] = _Metric(judged_pass_contribution(position), True)
         for metric in [*self.suite.values(), *(m for ms in self.criteria.values()
                                                for m in ms.values())]:  # fmt: skip
             total, count = metric.contribution(result)

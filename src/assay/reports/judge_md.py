@@ -2,7 +2,7 @@
 
 Which judge graded (name, version, content hash, source, model, verdict kind); how many rows
 it could not grade (``judge_error``, left out of every number); the pass rate with its
-Wilson 95% interval and, for a calibrated binary judge, the pass rate corrected for its
+clustered 95% interval and, for a calibrated binary judge, the pass rate corrected for its
 measured error rates with the calibration it rests on (or why there is none); the label
 counts of a labels judge; the histogram of a scale judge.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from assay.results.safe_text import md_text
-from assay.results.suite import CriterionAggregate
+from assay.results.suite import CriterionAggregate, IntervalRecord
 
 
 def _fmt(value: Any) -> str:
@@ -25,8 +25,11 @@ def _interval(data: dict[str, Any] | None) -> str:
     return f" [{_fmt(data['low'])}, {_fmt(data['high'])}]"
 
 
-def judge_lines(agg: CriterionAggregate) -> list[str]:
-    """Markdown lines for a judge's aggregate (empty for other criteria)."""
+def judge_lines(
+    agg: CriterionAggregate, *, interval: str = "", rate: IntervalRecord | None = None
+) -> list[str]:
+    """Markdown lines for a judge's aggregate (empty for other criteria); ``rate``: its pass
+    rate's clustered interval, ``interval`` that interval as rendered."""
     details = agg.details
     if "judges" not in details:
         return []
@@ -44,14 +47,21 @@ def judge_lines(agg: CriterionAggregate) -> list[str]:
             f"**Judge errors**: {errors} row(s) got no readable verdict: not graded, "
             "left out of every number here and counted apart"
         )
-    out.append(
-        f"**Pass rate**: {_fmt(agg.metrics.get('pass_rate'))}"
-        f"{_interval(details.get('pass_rate_ci'))} (Wilson 95%, over "
-        f"{details.get('graded', 0)} verdict(s))"
-    )
+    out.append(f"**Pass rate**: {_fmt(agg.metrics.get('pass_rate'))} {interval}".rstrip()
+               + f" over {details.get('graded', 0)} verdict(s)")  # fmt: skip
     corrected = details.get("corrected_pass_rate")
     if corrected is not None:
         out.append(_corrected_line(corrected))
+    if (
+        corrected is not None
+        and "calibration_id" in corrected
+        and rate is not None
+        and (rate.clusters < rate.observations)
+    ):
+        out.append(f"The corrected pass rate's interval takes the {rate.observations} verdicts "
+                   f"as independent, and they fall in {rate.clusters} clusters (a row's "
+                   "replicates, `cluster_field`): it is too narrow; the pass rate's interval "
+                   "above is clustered.")  # fmt: skip
     counts = details.get("label_counts")
     if counts:
         out.append("**Labels**: " + ", ".join(f"`{k}` {v}" for k, v in counts.items()))

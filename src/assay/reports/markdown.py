@@ -239,7 +239,8 @@ def _aggregate_section(agg: CriterionAggregate, name: str) -> list[str]:
         )  # fmt: skip
         notes = [f"- {code(c.name)}: {md_text(c.note)}" for c in agg.threshold_checks if c.note]
         out += ["", *notes] if notes else []
-    out += judge_lines(agg)
+    rate = agg.intervals.get("pass_rate")
+    out += judge_lines(agg, interval=interval_text(rate) if rate is not None else "", rate=rate)
     out += _classification_sections(agg.details)
     return out
 
