@@ -103,3 +103,18 @@ def test_fewer_than_two_clusters_gives_no_interval() -> None:
     runs = [(r[:1], s[:1]) for r, s in replicates(3, 4)]
     document = metrics_document([replicate_metrics(*run) for run in runs], pooled_intervals(runs))
     assert document["avg_metrics"]["accuracy_ci"] is None
+
+
+def test_one_replicates_interval_is_clustered_by_story_when_samples_share_one() -> None:
+    """A replicate's own accuracy_ci was a Wilson interval over samples that share stories,
+    taken for independent (a statistician's break-test: [0.397, 0.892] where the story
+    clustered interval is [0.198, 0.980])."""
+    (run,) = replicates(1, 5)
+    metrics = replicate_metrics(*run)
+    found = metrics["accuracy_ci"]
+    mean, se, clusters = oracle([run])
+    assert metrics["accuracy"] == pytest.approx(mean) and found["low"] < mean < found["high"]
+    assert found["se"] == pytest.approx(se, rel=1e-9) and found["clusters"] == clusters < 100
+    assert found["method"] == "cluster t"
+    (key,) = metrics["by_prompt_type_ci"]
+    assert metrics["by_prompt_type_ci"][key]["se"] == pytest.approx(se, rel=1e-9)

@@ -3,7 +3,9 @@
 One replicate's metrics (:func:`replicate_metrics`)::
 
     accuracy              correct / graded; null when graded is 0 (reason in undefined_metrics)
-    accuracy_ci           Wilson 95% interval of accuracy: {low, high, confidence} or null
+    accuracy_ci           Wilson 95% interval of accuracy: {low, high, confidence} or null;
+                          when samples share a story (not independent), the interval
+                          clustered by story instead (:func:`pooled_intervals`' form)
     correct               samples graded correct
     total                 samples in the replicate
     graded                total - excluded (accuracy's denominator)
@@ -35,7 +37,8 @@ non-blank item (ToMEval's ``first_value``); a missing, null or blank value is ``
 a boolean is ``"true"``/``"false"``. For the group named ``by_<path without "meta.">`` it adds
 ToMEval's three entries, the flat ``by_x.<key>`` accuracies, the dict ``by_x`` and the counts
 ``by_x_counts`` (samples graded per key: its accuracy's denominator, as in ToMEval, where
-nothing is excluded), plus ``by_x_ci``, each key's Wilson interval; a key with nothing graded
+nothing is excluded), plus ``by_x_ci``, each key's interval (as ``accuracy_ci``); a key with
+nothing graded
 has a null accuracy and interval, its reason in ``undefined_metrics`` (``by_x.<key>``).
 
 ``metrics.json`` (:func:`metrics_document`) is ``{schema_version, avg_metrics, all_metrics}``:
@@ -276,6 +279,12 @@ def replicate_metrics(
         metrics["undefined_metrics"].update(
             {f"{group_name(path)}.{key}": NO_GRADED
              for key, value in grouped[group_name(path)].items() if value is None})  # fmt: skip
+    stories = {cluster_of(view, QA_CLUSTER_FIELD, result.sample_id)
+               for view, result in zip(views, results, strict=True)
+               if result.error_reason not in NOT_GRADED_REASONS}  # fmt: skip
+    if len(stories) < metrics["graded"]:  # samples share a story: not independent
+        _clustered(metrics, pooled_intervals([(records, results)], group_by=group_by,
+                                             confidence=confidence))  # fmt: skip
     # every field of a SampleResult is JSON-native, so the Python dump is the JSON one
     metrics["per_sample_results"] = [result.to_dict() for result in results]
     if hook is None:
@@ -295,8 +304,23 @@ def replicate_metrics(
         )
     accuracy = merged["accuracy"]
     agrees = accuracy is not None and graded and abs(accuracy - merged["correct"] / graded) < 1e-9
-    merged["accuracy_ci"] = interval(int(merged["correct"]), graded, confidence) if agrees else None
+    if (merged["correct"], graded) != (metrics["correct"], metrics["graded"]):  # its own counts
+        merged["accuracy_ci"] = (
+            interval(int(merged["correct"]), graded, confidence) if agrees else None
+        )
+    elif not agrees:
+        merged["accuracy_ci"] = None
     return merged
+
+
+def _clustered(metrics: dict[str, Any], clustered: Mapping[str, Any]) -> None:
+    """Put the intervals of :func:`pooled_intervals` (clustered by story) in place of the
+    Wilson ones, which would take the samples of one story for independent; a group key
+    without a clustered interval (nothing graded, or one cluster) gets ``None``."""
+    metrics["accuracy_ci"] = clustered["accuracy_ci"]
+    for name, found in clustered.items():
+        if name != "accuracy_ci" and name in metrics:
+            metrics[name] = {key: found.get(key) for key in metrics[name]}
 
 
 def _view(record: PredictionRecord | Mapping[str, Any]) -> Mapping[str, Any]:
