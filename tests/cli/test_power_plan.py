@@ -157,3 +157,31 @@ def test_a_design_replanned_for_more_replicates_keeps_the_arms_covariance(tmp_pa
     assert found.design.sd_a == pytest.approx(math.sqrt(sd_a2))
     solved = TTestPower().solve_power(effect_size=0.1 / sd_d, alpha=0.05, power=0.8)
     assert found.rows_needed == math.ceil(solved)
+
+
+def test_suite_md_says_why_the_pass_rate_and_pass_at_1_differ(tmp_path: Path) -> None:
+    """Replicates lost unevenly to errors weigh rows unevenly in the pooled pass rate, and
+    nothing said why it differed from pass@1 (a statistician's break-test: 0.478 and 0.524)."""
+    from tests.helpers import write
+
+    outcomes = ["PPPP", "PFFF", "FFFF", "PPEE", "PFEE", "EEEE", "PPFE", "FFFP"]
+    write(tmp_path / "data.jsonl", "".join(json.dumps({"id": f"r{i}", "A": o}) + "\n"
+                                           for i, o in enumerate(outcomes)))  # fmt: skip
+    write(
+        tmp_path / "t.yaml",
+        REPLICATED.replace(
+            "cut -c$((ASSAY_REPLICATE + 1))'", "cut -c$((ASSAY_REPLICATE + 1)) | grep -v E'"
+        ),
+    )
+    run_cli("run", "t.yaml", "--repeats", "4", cwd=tmp_path)
+    suite = json.loads((latest(tmp_path) / "default/rep/suite.json").read_text())
+    graded = [o.replace("E", "") for o in outcomes if o.replace("E", "")]
+    pooled = sum(o.count("P") for o in graded) / sum(len(o) for o in graded)
+    per_row = sum(o.count("P") / len(o) for o in graded) / len(graded)
+    assert suite["pass_rate"] == pytest.approx(pooled)  # 11 / 24
+    assert suite["pass_k"]["1"]["pass_at_k"] == pytest.approx(per_row)
+    markdown = (latest(tmp_path) / "default/rep/suite.md").read_text()
+    assert (
+        f"The pass rate ({pooled:.3f}) pools every graded replicate, so a row with more "
+        f"graded replicates weighs more; pass@1 ({per_row:.3f}) is the mean"
+    ) in markdown

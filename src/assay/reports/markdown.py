@@ -179,7 +179,19 @@ def _replicates_section(suite: SuiteRollup) -> list[str]:
             "pass@k / pass^k (Chen et al. 2021; rows with at least k graded "
             "replicates): " + _pass_k(suite.pass_k),
         ]
+        out += _uneven_note(suite)
     return out
+
+
+def _uneven_note(suite: SuiteRollup) -> list[str]:
+    """Why the pass rate and pass@1 differ: replicates graded unevenly across rows."""
+    first = suite.pass_k.get("1", {}).get("pass_at_k")
+    if first is None or suite.pass_rate is None or abs(first - suite.pass_rate) < 1e-9:
+        return []
+    return ["", f"The pass rate ({fmt(suite.pass_rate)}) pools every graded replicate, so a row "
+            f"with more graded replicates weighs more; pass@1 ({fmt(first)}) is the mean of the "
+            "rows' pass fractions, each row once. They differ because rows lost different "
+            "numbers of replicates to errors or refusals."]  # fmt: skip
 
 
 def _pass_k(values: Mapping[str, Mapping[str, Any]]) -> str:
