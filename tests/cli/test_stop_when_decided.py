@@ -364,3 +364,19 @@ def test_rows_of_one_cluster_are_one_difference_of_the_stopping_test(tmp_path: P
     sequential = comparison["sequential"]
     assert sequential["unit"] == "clusters" and sequential["of_rows"] == 10
     assert sequential["decision"] == "undecided"
+
+
+def test_a_damaged_stopping_file_is_named_with_its_fix(tmp_path: Path) -> None:
+    """A stopping.json cut short (a kill, a full disk: it was not written atomically) made
+    `assay report` and `assay evaluate` end in a JSONDecodeError traceback."""
+    run = _clustered(tmp_path, "stop: {alpha: 0.05}\n")
+    stopping = run / STOPPING_FILE
+    stopping.write_text(stopping.read_text()[:200])
+    done = assay("report", str(run), cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert "stopping.json cannot be read" in done.stderr and str(stopping) in done.stderr
+    assert "assay run --resume RUN_DIR" in done.stderr
+    assert "Traceback" not in done.stderr
+    resumed = assay("run", "--resume", str(run), cwd=tmp_path)
+    assert resumed.returncode in (0, 1), resumed.stderr
+    assert json.loads(stopping.read_text())["unit"] == "clusters"

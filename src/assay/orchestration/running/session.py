@@ -326,7 +326,7 @@ class RunSession:
         with pidfd_child_watcher():
             execution = await executor.execute(context, items, done)
         if stopper is not None:
-            write_stopping(self.run_dir, stopper)
+            write_stopping(self.run_dir, stopper, self.plan.writer)
         self.plan.warnings.extend(execution.warnings)
         return self.rows_done, execution.interrupted
 

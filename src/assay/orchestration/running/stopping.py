@@ -29,11 +29,13 @@ from typing import Any
 
 import numpy as np
 
+from assay.errors import UsageError
 from assay.metrics.clustered import cluster_of
 from assay.metrics.sequential import SequentialTest
 from assay.orchestration.planning.expand import cluster_field
 from assay.orchestration.planning.plan import Plan, PlannedTask, WorkItem, WorkItems
 from assay.orchestration.running.executors.base import PendingItems
+from assay.results.io import Writer
 from assay.results.task_result import EvaluationResult
 from assay.spec.experiment import StopRule
 from assay.spec.run_names import STOPPING_FILE as STOPPING_FILE  # re-exported
@@ -247,18 +249,44 @@ def _row_key(plan: Plan, task: int, row: int) -> RowKey:
     return planned.loaded.definition.task_id, planned.expansion.row_tasks[row].row_id or ""
 
 
-def write_stopping(run_dir: Path, stopper: Stopper) -> None:
-    """Write ``stopping.json`` into the run folder."""
-    text = json.dumps(stopper.record(), indent=2, allow_nan=False) + "\n"
-    (run_dir / STOPPING_FILE).write_text(text, encoding="utf-8")
+def write_stopping(run_dir: Path, stopper: Stopper, writer: Writer) -> None:
+    """Write ``stopping.json`` into the run folder, whole or not at all (a temporary file
+    renamed into place).
+
+    Raises:
+        UsageError: it cannot be written (a full disk), with what to do.
+    """
+    try:
+        writer.json(run_dir / STOPPING_FILE, stopper.record())
+    except OSError as exc:
+        raise UsageError(
+            f"cannot write {STOPPING_FILE} into {run_dir}: {exc}",
+            hint="the finished rows are kept: free space (or make the folder writable), "
+            "then `assay run --resume RUN_DIR` hears them again and writes it",
+        ) from None
 
 
 def read_stopping(run_dir: Path) -> dict[str, Any] | None:
-    """The run's ``stopping.json``, or ``None`` for a run that did not use a stop rule."""
+    """The run's ``stopping.json``, or ``None`` for a run that did not use a stop rule.
+
+    Raises:
+        UsageError: it is not a JSON object (cut short by a kill or a full disk), naming it
+            and the fix.
+    """
     path = run_dir / STOPPING_FILE
     if not path.is_file():
         return None
-    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        data = exc
+    if not isinstance(data, dict):
+        why = data if isinstance(data, Exception) else "not a JSON object"
+        raise UsageError(
+            f"{STOPPING_FILE} cannot be read ({why})",
+            file=path,
+            hint="`assay run --resume RUN_DIR` hears the finished rows again and writes it anew",
+        )
     return data
 
 
