@@ -77,6 +77,8 @@ def test_unquoted_aws_secret_keys_and_bare_npm_tokens_are_redacted_and_found(
      ("dapi0123456789abcdef0123456789abcdef", "databricks-token"),
      ("shpat_0123456789abcdef0123456789abcdef", "shopify-token"),
      ("Authorization: Basic YWRtaW46S3o0UHE4V20yUnQ2", "authorization"),
+     # user:Pz3Oc6Vb9Nm2Ax5Sd8Fq: a Basic header's base64 without a digit (a break-test)
+     ("Authorization: Basic dXNlcjpQejNPYzZWYjlObTJBeDVTZDhGcQ==", "authorization"),
      ("Authorization: Token 9944b09199c62bcf9418ad846dd0e4bbdfc6ee4b", "authorization"),
      ("EAAAl8q2Wm7Xb1Zz4Ck9Pd3Lr6Tt5Yy0Hh2Jj8Nn4Qq1Ss7Ee3Uu9Ii5Oo6Gg2Ff0Aa1Bb", "square-token")],
 )  # fmt: skip
@@ -95,7 +97,8 @@ def test_more_detect_secrets_shapes_and_service_tokens_are_redacted_and_found(
     ["xSKe60caea63367c29a80b21ead8f062d15",  # inside a word
      "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855-us1",  # a sha256
      "12345678:AAshort", "the bearer of bad news", "zdapi0123456789abcdef0123456789abcdef",
-     "the authorization token was approved by basic rules"],
+     "the authorization token was approved by basic rules",
+     "Authorization: Basic abcdefghijklmnop"],  # no digit, and no user:password inside
 )  # fmt: skip
 def test_the_new_shapes_leave_ordinary_text_alone(text: str) -> None:
     assert Redactor().redact(text) == text

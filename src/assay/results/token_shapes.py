@@ -20,10 +20,11 @@ one, so a run of hex or base64 that merely contains ``ACCA…`` or ``ghp_…`` i
 
 from __future__ import annotations
 
+import base64
 import functools
 import importlib
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from mmap import mmap
 from typing import Any, TypeAlias
@@ -66,6 +67,9 @@ class KeyShape:
     """``(literal, before, after)`` of a shape with no literal at its start: it is matched
     only in a window of ``before`` bytes before each ``literal`` and ``after`` bytes from
     it (the ``re`` module searches a pattern that starts with a literal fast, others not)."""
+    plausible: Callable[[bytes], bool] | None = None
+    """Whether a match's body is a key rather than an example (``None``:
+    :func:`looks_random`)."""
 
     def _matches(self, data: Buffer) -> Iterator[re.Match[bytes]]:
         if self.anchor is None:
@@ -86,7 +90,7 @@ class KeyShape:
         kind = f"a string shaped like {self.kind}"
         for match in self._matches(data):
             has_body = "body" in self.pattern.groupindex
-            if has_body and not looks_random(match["body"]):
+            if has_body and not (self.plausible or looks_random)(match["body"]):
                 continue
             if self.body_only and has_body:
                 yield TokenHit(match.start("body"), match.end("body"), kind, self.name)
@@ -95,9 +99,23 @@ class KeyShape:
 
 
 def _shape(kind: str, name: str, prefixes: tuple[bytes, ...], pattern: bytes,
-           *, body_only: bool = False,
-           anchor: tuple[bytes, int, int] | None = None) -> KeyShape:  # fmt: skip
-    return KeyShape(kind, name, prefixes, re.compile(pattern), body_only, anchor)
+           *, body_only: bool = False, anchor: tuple[bytes, int, int] | None = None,
+           plausible: Callable[[bytes], bool] | None = None) -> KeyShape:  # fmt: skip
+    return KeyShape(kind, name, prefixes, re.compile(pattern), body_only, anchor, plausible)
+
+
+def basic_credentials(body: bytes) -> bool:
+    """``body`` is the base64 of ``user:password`` (HTTP Basic, RFC 7617), or looks random:
+    a Basic header's base64 often has no digit (``dXNlcjpQejNP…``), and the header is the
+    evidence."""
+    if looks_random(body):
+        return True
+    try:
+        text = base64.b64decode(body, validate=True).decode("utf-8")
+    except (ValueError, UnicodeDecodeError):
+        return False
+    user, colon, password = text.partition(":")
+    return bool(colon) and bool(user) and len(password) >= 4 and text.isprintable()
 
 
 KEY_SHAPES: tuple[KeyShape, ...] = (
@@ -162,7 +180,7 @@ KEY_SHAPES: tuple[KeyShape, ...] = (
     _shape("an Authorization header's credentials", "authorization",
            (b"uthorization", b"UTHORIZATION"),
            rb"(?i)authorization[\"']?\s*[:=]\s*[\"']?(?:basic|token|digest|apikey)\s+"
-           rb"(?P<body>[A-Za-z0-9._~+/\-]{8,}=*)", body_only=True),
+           rb"(?P<body>[A-Za-z0-9._~+/\-]{8,}=*)", body_only=True, plausible=basic_credentials),
     _shape("a Square access token", "square-token", (b"EAAA",),
            rb"EAAA(?<![A-Za-z0-9_\-]EAAA)(?P<body>[A-Za-z0-9_\-]{56,})"),
     _shape("a URL's userinfo token or password", "url-credential", (b"://",),
