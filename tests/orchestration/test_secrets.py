@@ -42,6 +42,20 @@ def test_run_redactor_gathers_every_kind_of_secret() -> None:
     assert "ASSAY_BRIDGE_KEY" not in plain.names and key in plain.redact(key)
 
 
+def test_secret_named_entries_of_an_agents_free_form_mappings_are_secrets() -> None:
+    """A key in the task file's extra_body was written in clear into every task.json, while
+    the same value given by -D was redacted (a platform engineer's break-test)."""
+    task = definition({"type": "llm", "model": "openai/m", "api_key_env": "OPENAI_API_KEY",
+                       "extra_body": {"api_key": "Wq4Er7Ty1Ui3Op6As9Df", "temperature_hint": 1,
+                                      "metadata": {"auth_token": "Lk8Jh5Gf2Ds9Ap6Zx3Cv",
+                                                   "team": "search-quality"}}})  # fmt: skip
+    redactor = run_redactor([task], {})
+    text = "Wq4Er7Ty1Ui3Op6As9Df Lk8Jh5Gf2Ds9Ap6Zx3Cv search-quality OPENAI_API_KEY openai/m"
+    assert redactor.redact(text) == (
+        "[redacted:api_key] [redacted:auth_token] search-quality OPENAI_API_KEY openai/m"
+    )
+
+
 def test_results_redactor_reads_the_recorded_configurations() -> None:
     resolved = definition({"type": "command", "command": "x",
                            "env": {"DEPLOY_TOKEN": "deploy-token-value-1",

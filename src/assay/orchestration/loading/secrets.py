@@ -4,8 +4,9 @@ A run knows: every secret variable of the environment it runs in (by name, plus 
 variables its tasks name in ``agent.api_key_env`` / ``qa.judge.api_key_env`` / an
 ``llm_judge``'s ``api_key_env``), the password of every URL with credentials in that
 environment or given as ``--store``, the values of secret-named entries of ``agent.env`` in
-its tasks and the URL passwords in its other entries. ``assay evaluate`` and ``assay report``
-gather the same from the rows' recorded task configurations.
+its tasks and the URL passwords in its other entries, and likewise the secret-named entries
+of any free-form mapping of its agent and criteria (``extra_body: {api_key: …}``). ``assay
+evaluate`` and ``assay report`` gather the same from the rows' recorded task configurations.
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ def run_redactor(
     redactor = Redactor.from_environment(environ, names=names)
     for task in definitions:
         _add_agent_env(redactor, task.agent.program_env, names)
+        for config in [task.agent, *task.success_criteria]:
+            _add_free_form(redactor, config.model_dump(mode="json"))
         for url in _base_urls(task):
             redactor.add_variable("base_url", url)
     for override in overrides:
@@ -205,6 +208,16 @@ def _judge_credentials(criteria: Iterable[Any]) -> set[str]:
         if isinstance(name, str) and name:
             names.add(name)
     return names
+
+
+def _add_free_form(redactor: Redactor, config: Mapping[str, Any]) -> None:
+    """The secret-named entries of a configuration's free-form mappings and lists
+    (``extra_body: {api_key: …}``, ``sdk_options``, ``env``), at any depth, as a ``-D``
+    override's (:meth:`Redactor.add_setting`); its own scalar fields are declared, not
+    secrets (``api_key_env`` names a variable)."""
+    for key, value in config.items():
+        if isinstance(value, Mapping | list):
+            redactor.add_setting(key, value)
 
 
 def _add_agent_env(redactor: Redactor, env: Mapping[str, Any], names: set[str]) -> None:
