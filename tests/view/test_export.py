@@ -143,6 +143,22 @@ def test_the_page_downloads_what_its_filter_selects(client: TestClient, run_dir:
     assert client.get(f"/runs/{run_dir.name}/rows.xml").status_code == 404
 
 
+def test_pages_and_file_views_redact_what_the_exports_redact(
+    client: TestClient, run_dir: Path
+) -> None:
+    """The exports redacted the viewer's environment's secrets, and the rows page, the row
+    page and the file view served them in clear (a platform engineer's break-test)."""
+    name = run_dir.name
+    for url in (f"/runs/{name}/rows", f"/runs/{name}/rows/default/echo/r02/00",
+                f"/runs/{name}/files/default/echo/r02/00/response.txt",
+                f"/runs/{name}/files/default/echo/r02/00/task.json"):  # fmt: skip
+        got = client.get(url, params={"size": "100"} if url.endswith("rows") else None)
+        assert got.status_code == 200, url
+        assert SECRET not in got.text, url
+        assert url.endswith("rows") or "[redacted:EXPORT_TEST_API_KEY]" in got.text, url
+        assert int(got.headers["content-length"]) == len(got.content)
+
+
 def test_a_status_is_read_in_any_case(client: TestClient, run_dir: Path) -> None:
     """A hand-typed ``status=failure`` selects the FAILURE rows (it matched no row before)."""
     upper = client.get(f"/runs/{run_dir.name}/rows.jsonl", params={"status": "FAILURE"}).text

@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import mimetypes
+import os
 import secrets
 import subprocess
 import sys
@@ -49,6 +50,7 @@ from starlette.staticfiles import StaticFiles
 
 from assay.errors import StoreError, UsageError, UserError
 from assay.results.experiment import ExperimentResult
+from assay.results.io import Writer
 from assay.view.diff import CHANGES, Side, build_diff, outputs, pair_page, text_diff
 from assay.view.export import FORMATS, export_lines
 from assay.view.guard import RequestGuard
@@ -61,6 +63,8 @@ from assay.view.queries import (
     neighbours,
     row_page,
 )
+from assay.view.reading import read_bytes
+from assay.view.redacting import RedactedAnswers
 from assay.view.render import ASSETS, render
 from assay.view.review import (
     MAX_BATCH,
@@ -211,8 +215,8 @@ def build_app(ws: Workspace, *, hosts: Iterable[str], labels: LabelBook | None =
         kind, _ = mimetypes.guess_type(target.name)
         textual = kind is None or kind.startswith("text/") or kind in (
             "application/json", "application/xml", "application/x-yaml")  # fmt: skip
-        if textual and _looks_textual(target):
-            return FileResponse(target, media_type="text/plain; charset=utf-8", headers=_HEADERS)
+        if textual and _looks_textual(target):  # sent in one piece: redacted (RedactedAnswers)
+            return _shown_text(target)
         return FileResponse(target, media_type="application/octet-stream", headers=_HEADERS,
                             filename=target.name)  # fmt: skip
 
@@ -264,8 +268,10 @@ def build_app(ws: Workspace, *, hosts: Iterable[str], labels: LabelBook | None =
         Route("/favicon.ico", no_icon),
         Mount("/assets", StaticFiles(directory=ASSETS), name="assets"),
     ]
+    shown = Writer.from_environment(os.environ)  # the viewer's environment's secrets
     return Starlette(routes=routes,
-                     middleware=[Middleware(RequestGuard, hosts=tuple(hosts))])  # fmt: skip
+                     middleware=[Middleware(RequestGuard, hosts=tuple(hosts)),
+                                 Middleware(RedactedAnswers, writer=shown)])  # fmt: skip
 
 
 def _with_columns(request: Request) -> dict[str, str]:
@@ -287,6 +293,19 @@ def _live(entry: RunEntry, state: str, index: Any, live: bool) -> dict[str, Any]
     if not live:
         return {}
     return {"progress_url": f"/api/runs/{entry.key}/progress", "version": _version(state, index)}
+
+
+SHOWN_BYTES = 32 * 1024 * 1024
+"""A text file the viewer shows (redacted, in one piece); a longer one is named, not sent."""
+
+
+def _shown_text(path: Path) -> Response:
+    size = path.stat().st_size
+    if size > SHOWN_BYTES:
+        return _page("error.html", 413, title="Too large to show", message=(
+            f"{path.name} holds {size:,} bytes, more than the viewer shows "
+            f"({SHOWN_BYTES:,})"), hint=f"open it from the run folder: {path}")  # fmt: skip
+    return Response(read_bytes(path), media_type="text/plain; charset=utf-8", headers=_HEADERS)
 
 
 def _looks_textual(path: Any) -> bool:
