@@ -261,3 +261,31 @@ def test_the_scan_never_enters_a_kept_sandbox(tmp_path: Path) -> None:
     sandbox.mkdir(parents=True)
     (sandbox / "task.json").write_text("{}")
     assert sorted(scan_rows(run)) == [f"default/sst2-three-way/r00000{i}/00" for i in range(3)]
+
+
+def test_a_scan_asked_for_while_one_runs_is_asked_again(tmp_path: Path) -> None:
+    """The run's last rows and its reports landed while a scan ran: the request for the scan
+    that would see them was dropped but its reports' stamp recorded, so the index stayed
+    short of the finished run for good (a reviewer's break-test: 77 of 80 rows)."""
+    from assay.view.workspace import Workspace
+
+    run = make_run(20, tmp_path / "runs")
+    (tmp_path / "scratch").mkdir()
+    ws = Workspace([tmp_path / "runs"], scratch=tmp_path / "scratch")
+    entry = ws.entry(run.name)
+    assert entry is not None and not ws.info(entry).open_session  # a finished run
+    index = ws.index(entry)
+    index.wait()
+    assert index.state().indexed == 20
+    copy = run / "default" / "sst2-three-way" / "r000099" / "00"
+    copy.mkdir(parents=True)
+    row = run / "default" / "sst2-three-way" / "r000003" / "00" / "task.json"
+    (copy / "task.json").write_text(row.read_text().replace("r000003", "r000099"))
+    run_json = run / "run.json"
+    run_json.write_text(run_json.read_text())  # the reports rewritten after the last row
+    os.utime(run_json, ns=(2, 2))
+    assert ws.index(entry) is index  # a scan ended less than 2 s ago: this one is dropped
+    assert index.state().indexed == 20
+    index._scanned_at = None  # as 2 s later: the next request scans again
+    ws.index(entry).wait()
+    assert index.state().indexed == 21

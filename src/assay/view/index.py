@@ -214,17 +214,19 @@ class RowIndex:
         return IndexState(indexed, max(self._found, indexed) if running else self._found,
                           running, self._scanned_at, self._error)  # fmt: skip
 
-    def refresh_in_background(self, *, min_interval: float = 2.0) -> None:
+    def refresh_in_background(self, *, min_interval: float = 2.0) -> bool:
         """Start a scan in a background thread unless one runs, or one ended less than
-        ``min_interval`` seconds ago."""
+        ``min_interval`` seconds ago; whether it started (a caller that records what the
+        scan will see records it only then, so a request dropped here is asked again)."""
         with self._lock:
             if self._thread is not None and self._thread.is_alive():
-                return
+                return False
             if self._scanned_at is not None and time.monotonic() - self._scanned_at < min_interval:
-                return
+                return False
             name = f"assay-view-index-{self.run_dir.name}"
             self._thread = threading.Thread(target=self._refresh_logged, daemon=True, name=name)
             self._thread.start()
+            return True
 
     def wait(self, timeout: float | None = None) -> None:
         """Wait for the running scan (if any) to end."""

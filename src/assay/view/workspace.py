@@ -231,9 +231,8 @@ class Workspace:
         if start:
             now = stamp(entry.path)
             live = now[0] == (0, 0) or self._open_session(entry)
-            if live or index.stamp != now:
-                index.stamp = now
-                index.refresh_in_background()
+            if (live or index.stamp != now) and index.refresh_in_background():
+                index.stamp = now  # only a scan that starts sees it: a dropped one is asked again
         return index
 
     def selections(self, entry: RunEntry) -> dict[str, TaskSelection]:
