@@ -64,6 +64,11 @@ def test_every_route_answers_its_own_addresses(url: str) -> None:
             for route in ROUTES:
                 answer = client.get(route, headers={"Host": host})
                 assert answer.status_code in (200, 204), (host, route, answer.text[:200])
+                # no page may frame it (a click and a key there saved a label: clickjacking)
+                assert answer.headers["x-frame-options"] == "DENY", route
+                assert answer.headers["content-security-policy"] == "frame-ancestors 'none'"
+        refused = client.get(ROUTES[0], headers={"Host": "attacker.example"})
+        assert refused.status_code == 421 and refused.headers["x-frame-options"] == "DENY"
 
 
 def test_a_forged_host_is_refused_on_every_route(url: str) -> None:

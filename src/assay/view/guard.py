@@ -15,6 +15,8 @@ pages, are answered.
   page in a tab (``Sec-Fetch-Mode: navigate``, GET, no foreign ``Origin``): the other page
   cannot read that answer, and a link to the viewer from elsewhere keeps working. No CORS
   header is ever sent.
+- **Frames** (clickjacking): every answer forbids being shown in a frame (``X-Frame-Options:
+  DENY``, ``frame-ancestors 'none'``).
 """
 
 from __future__ import annotations
@@ -32,6 +34,10 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 _SAME = frozenset({"same-origin", "none"})
+UNFRAMED = ((b"x-frame-options", b"DENY"),
+            (b"content-security-policy", b"frame-ancestors 'none'"))  # fmt: skip
+"""Sent with every answer: no page of any origin may show the viewer in a frame, where a
+click and a key on a page made to look like another would save a label (clickjacking)."""
 
 
 def allowed_hosts(host: str, port: int) -> frozenset[str]:
@@ -82,14 +88,15 @@ class RequestGuard:
                    for k, v in scope.get("headers", [])}  # fmt: skip
         refusal = self.refusal(headers, method=scope.get("method", "GET"))
         if refusal is None:
-            await self.app(scope, receive, send)
+            await self.app(scope, receive, _unframed(send))
             return
         status, text = refusal
         body = text.encode()
         await send({"type": "http.response.start", "status": status, "headers": [
             (b"content-type", b"text/plain; charset=utf-8"),
             (b"content-length", str(len(body)).encode()),
-            (b"cache-control", b"no-store"), (b"x-content-type-options", b"nosniff")]})  # fmt: skip
+            (b"cache-control", b"no-store"), (b"x-content-type-options", b"nosniff"),
+            *UNFRAMED]})  # fmt: skip
         await send({"type": "http.response.body", "body": body})
 
     def refusal(self, headers: dict[str, str], *, method: str) -> tuple[int, str] | None:
@@ -107,3 +114,14 @@ class RequestGuard:
         if foreign or (site is not None and site not in _SAME and not opened):
             return 403, "assay view answers only its own pages: open it from its own address\n"
         return None
+
+
+def _unframed(send: Send) -> Send:
+    """``send`` with :data:`UNFRAMED` added to the answer's headers."""
+
+    async def sent(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            message = {**message, "headers": [*(message.get("headers") or []), *UNFRAMED]}
+        await send(message)
+
+    return sent
