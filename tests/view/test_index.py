@@ -289,3 +289,15 @@ def test_a_scan_asked_for_while_one_runs_is_asked_again(tmp_path: Path) -> None:
     index._scanned_at = None  # as 2 s later: the next request scans again
     ws.index(entry).wait()
     assert index.state().indexed == 21
+
+
+def test_a_text_cut_at_its_limit_never_ends_in_half_a_character(tmp_path: Path) -> None:
+    """A response of emoji cut at 200,000 bytes ended in U+FFFD (a reviewer's break-test)."""
+    from assay.view.reading import read_text_head
+
+    path = tmp_path / "response.txt"
+    path.write_text("😀" * 1002, encoding="utf-8")  # 4 bytes each
+    for limit in (4000, 4001, 4002, 4003, 4005):
+        text, cut = read_text_head(path, limit=limit)
+        assert text == "😀" * (limit // 4) and cut, limit
+    assert read_text_head(path, limit=4 * 1002) == ("😀" * 1002, False)

@@ -38,7 +38,7 @@ from tests.store.conftest import BACKENDS, POSTGRES_ENV, postgres_base_url
 from tests.view.browser import files_of, viewer
 from tests.view.generate import make_run
 
-RUNS = ("tokens", "bad", "two", "orders", "scales", "walk", "unsure", "mixed")
+RUNS = ("tokens", "bad", "two", "orders", "scales", "walk", "unsure", "mixed", "sets")
 UNSURE = {3: 1 / 3, 7: None, 11: 0.8, 15: 0.5}  # row index → the judge's self-agreement
 # (None: a judge error); every other row has a sure judge
 
@@ -424,6 +424,28 @@ def test_a_dataset_of_labels_keeps_one_scale(served: dict[str, Any]) -> None:
         assert "would hold pass/fail and score labels" in mixed.json()["error"]
         assert post("1..5", first, 4).status_code == 200  # it replaces carol's only label
         assert latest(served["store"], run)[f"{run}/{first}/carol"]["label"] == 4
+
+
+def test_a_set_of_labels_may_hold_pass_and_fail(served: dict[str, Any]) -> None:
+    """``scale=pass,fail,unsure``: after a ``pass``, an ``unsure`` was refused as a second
+    kind (the kind was read from the value, not the scale; a reviewer's break-test)."""
+    url, run = served["url"], "sets"
+    first, second, third = list(folders_of(served["root"] / run))[:3]
+    with httpx.Client(base_url=url, timeout=30) as client:
+        headers = own_headers(url, token_of(client, run))
+
+        def post(scale: str, folder: str, label: Any) -> httpx.Response:
+            body = {"scale": scale, "items": [{"folder": folder, "label": label,
+                                                "reviewer": "dana"}]}  # fmt: skip
+            return client.post(f"/api/runs/{run}/labels", json=body, headers=headers)
+
+        assert post("pass,fail,unsure", first, "pass").status_code == 200
+        assert post("pass,fail,unsure", second, "unsure").status_code == 200
+        binary = post("pass/fail", third, "fail")  # pass/fail beside a set: two kinds
+        assert binary.status_code == 400, binary.text
+        assert "would hold pass/fail and set labels" in binary.json()["error"]
+        stored = latest(served["store"], run)
+        assert {stored[f"{run}/{f}/dana"]["label"] for f in (first, second)} == {"pass", "unsure"}
 
 
 def test_scales_parse_and_refuse() -> None:

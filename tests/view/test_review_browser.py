@@ -308,3 +308,24 @@ def test_a_queue_of_rows_not_read_yet_shows_how_far_and_follows(
         go.set()
         tab.wait_for_selector("#review", timeout=60_000)  # loaded by itself
         assert tab.inner_text("#queue-position").startswith("Row 1 of 6")
+
+
+def test_an_empty_score_box_is_never_saved_as_zero(tmp_path: Path) -> None:
+    """ "save score" with an empty box saved the score 0 (``Number("")`` is 0; a reviewer's
+    break-test): it says to type a score, and nothing reaches the store."""
+    chromium_path()
+    root = tmp_path / "runs"
+    make_run(3, root, name="one")
+    store = f"sqlite:///{tmp_path / 'labels.db'}"
+    folder = "default/sst2-three-way/r000001/00"
+    with viewer(str(root), "--store", store, cwd=tmp_path) as url, chromium() as browser:
+        page = browser.new_page()
+        page.goto(f"{url}runs/one/rows/{folder}?scale=0..10")
+        page.click("#score-save")
+        page.wait_for_function("document.getElementById('review-status').className === 'bad'")
+        assert "type a score first" in page.inner_text("#review-status")
+        page.fill("#score", "7")
+        page.click("#score-save")
+        page.wait_for_function("document.getElementById('review-status').className === 'ok'")
+    with Store(store) as opened:
+        assert [e.data["label"] for e in opened.iter_examples("review-one")] == [7]

@@ -479,7 +479,7 @@ def _save_labels(ws: Workspace, book: LabelBook, entry: RunEntry, body: Any) -> 
         if missing:
             raise UsageError(f"run {entry.key} has no row folder {', '.join(missing[:5])}",
                              hint="label rows the run's index lists")  # fmt: skip
-        version = book.save(entry.key, chosen, facts)
+        version = book.save(entry.key, chosen, facts, scale=scale)
     except (UsageError, StoreError) as exc:
         return _error_json(exc)
     return JSONResponse({"dataset": version.dataset, "version": version.number,

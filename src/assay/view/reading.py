@@ -151,12 +151,18 @@ def read_text_tail(path: Path, *, limit: int = 200_000) -> tuple[str | None, boo
 
 
 def read_text_head(path: Path | str, *, limit: int = 200_000) -> tuple[str | None, bool]:
-    """A text file's first ``limit`` bytes as text, and whether it was cut."""
+    """A text file's first ``limit`` bytes as text, and whether it was cut (at the start of
+    a UTF-8 character: a character cut in two is left out, not shown as U+FFFD)."""
     try:
         data = read_bytes(path, limit=limit + 1)
     except OSError:
         return None, False
-    return data[:limit].decode("utf-8", "replace"), len(data) > limit
+    if len(data) <= limit:
+        return data.decode("utf-8", "replace"), False
+    end = limit
+    while end > max(0, limit - 3) and data[end] & 0xC0 == 0x80:  # a continuation byte
+        end -= 1
+    return data[:end].decode("utf-8", "replace"), True
 
 
 def open_regular(path: Path | str) -> BinaryIO:

@@ -36,7 +36,7 @@ from assay.store import Schema, Store, VersionInfo
 from assay.store.engine import resolve_url, sqlite_path
 from assay.view.index import read_row
 from assay.view.reading import read_json_text, read_text_head
-from assay.view.row_view import TEXT_LIMIT, safe_path
+from assay.view.row_view import safe_path
 
 if TYPE_CHECKING:
     from assay.store.judges import CalibrationRecord
@@ -131,6 +131,11 @@ class Scale:
         if isinstance(given, bool) or not self.low <= number <= self.high:
             raise ValueError(f"{given!r} is not a score from {self.low:g} to {self.high:g}")
         return int(number) if number.is_integer() else number
+
+
+LABELLED_OUTPUT = 64 * 1024 * 1024
+"""How much of a row's response a label keeps as its ``output`` (bytes): the whole response
+of any run a viewer shows (a judge calibrated on the labels reads what the reviewer read)."""
 
 
 @dataclass(frozen=True)
@@ -266,7 +271,10 @@ class LabelBook:
         """The dataset that holds ``run``'s labels."""
         return self.dataset or dataset_name(run)
 
-    def save(self, run: str, labels: Sequence[Label], facts: Mapping[str, RowFacts]) -> VersionInfo:
+    def save(
+        self, run: str, labels: Sequence[Label], facts: Mapping[str, RowFacts], *,
+        scale: Scale | None = None,
+    ) -> VersionInfo:  # fmt: skip
         """Save a batch of labels of ``run`` as one new version of its dataset (created
         with :data:`LABEL_SCHEMA` on first use).
 
@@ -276,7 +284,7 @@ class LabelBook:
         store = self.store()
         name = self.name(run)
         self._ensure(store, name)
-        self._one_scale(store, name, run, labels)
+        self._one_scale(store, name, run, labels, scale)
         now = datetime.now(UTC).isoformat(timespec="milliseconds")
         rows = []
         for label in labels:
@@ -304,19 +312,26 @@ class LabelBook:
                 hint="name another dataset for the labels: assay view --labels NAME",
             )
 
-    def _one_scale(self, store: Store, name: str, run: str, labels: Sequence[Label]) -> None:
+    def _one_scale(
+        self, store: Store, name: str, run: str, labels: Sequence[Label], scale: Scale | None
+    ) -> None:
         """A dataset of labels holds one kind (pass/fail, a score, or labels of a set): a
         judge is calibrated on one verdict kind, so a batch that would leave two kinds in it
-        (besides the labels it replaces) is refused.
+        (besides the labels it replaces) is refused. A batch's kind is its ``scale``'s (a
+        set may hold ``pass`` and ``fail``: kept ones are then its labels too), else its
+        labels' own.
 
         Raises:
             StoreError: naming both kinds.
         """
-        given = {label_kind(label.label) for label in labels}
+        given = {SCALE_KINDS[scale.kind]} if scale is not None else {
+            label_kind(label.label) for label in labels}  # fmt: skip
         replaced = {example_id(run, label.folder, label.reviewer) for label in labels}
         kept = (e for e in store.iter_examples(name, None) if e.example_id not in replaced
                 ) if store.dataset(name).current_version else ()  # fmt: skip
         held = {label_kind(e.data.get("label")) for e in kept}
+        if held == {"pass/fail"} and given == {"set"}:
+            held = given  # pass and fail kept so far: labels of this set as well
         if len(given | held) > 1:
             kinds = " and ".join(sorted(given | held))
             raise StoreError(
@@ -369,10 +384,15 @@ class LabelBook:
 
 
 def label_kind(label: Any) -> str:
-    """``pass/fail``, ``score`` (a number) or ``set`` (one of a set of labels)."""
+    """``pass/fail``, ``score`` (a number) or ``set`` (one of a set of labels), from a stored
+    label's value alone: ``pass`` and ``fail`` may also be labels of a set."""
     if isinstance(label, int | float) and not isinstance(label, bool):
         return "score"
     return "pass/fail" if label in ("pass", "fail") else "set"
+
+
+SCALE_KINDS = {"binary": "pass/fail", "score": "score", "labels": "set"}
+"""The kind of label each scale gives (a set's labels may be ``pass`` and ``fail`` too)."""
 
 
 def disagrees(scale: Scale, label: Any, category: str, score: float | None) -> bool:
@@ -407,7 +427,7 @@ def row_facts(run_dir: Path, db: sqlite3.Connection, folders: Sequence[str]) -> 
         resolved = config.get("resolved") if isinstance(config, dict) else None
         prompt = resolved.get("initial_prompt") if isinstance(resolved, dict) else None
         own = data.get("row")
-        response, _ = read_text_head(run_dir / folder / "response.txt", limit=TEXT_LIMIT)
+        response, _ = read_text_head(run_dir / folder / "response.txt", limit=LABELLED_OUTPUT)
         graded = {"passed": "pass", "failed": "fail"}.get(category, category)
         found[folder] = RowFacts(folder=folder, suite=suite, variant=variant, row_id=row_id,
                                  input=prompt if isinstance(prompt, str) else "",

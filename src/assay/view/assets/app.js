@@ -155,7 +155,13 @@
     });
     var score = document.getElementById("score-save");
     if (score) score.addEventListener("click", function () {
-      save(Number(document.getElementById("score").value));
+      var typed = document.getElementById("score").value.trim();
+      if (typed === "" || !isFinite(Number(typed))) {  // Number("") is 0: never saved as a score
+        shown.className = "bad";
+        shown.textContent = "not saved: type a score first";
+        return;
+      }
+      save(Number(typed));
     });
     document.addEventListener("keydown", function (event) {
       if (event.ctrlKey || event.metaKey || event.altKey) return;
