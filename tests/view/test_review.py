@@ -407,17 +407,23 @@ def test_a_scale_of_labels_or_scores_sets_the_keys_and_the_values(served: dict[s
             assert latest(served["store"], run)[f"{run}/{folder}/alice"]["label"] == stored
 
 
+def poster(client: httpx.Client, url: str, run: str, reviewer: str) -> Any:
+    """A function that posts one label of ``reviewer`` on ``run`` with the page's token."""
+    headers = own_headers(url, token_of(client, run))
+
+    def post(scale: str, folder: str, label: Any) -> httpx.Response:
+        body = {"scale": scale, "items": [{"folder": folder, "label": label,
+                                            "reviewer": reviewer}]}  # fmt: skip
+        return client.post(f"/api/runs/{run}/labels", json=body, headers=headers)
+
+    return post
+
+
 def test_a_dataset_of_labels_keeps_one_scale(served: dict[str, Any]) -> None:
     url, run = served["url"], "mixed"
     first, second = list(folders_of(served["root"] / run))[:2]
     with httpx.Client(base_url=url, timeout=30) as client:
-        headers = own_headers(url, token_of(client, run))
-
-        def post(scale: str, folder: str, label: Any) -> httpx.Response:
-            body = {"scale": scale, "items": [{"folder": folder, "label": label,
-                                                "reviewer": "carol"}]}  # fmt: skip
-            return client.post(f"/api/runs/{run}/labels", json=body, headers=headers)
-
+        post = poster(client, url, run, "carol")
         assert post("pass/fail", first, "pass").status_code == 200
         mixed = post("1..5", second, 4)
         assert mixed.status_code == 400
@@ -432,13 +438,7 @@ def test_a_set_of_labels_may_hold_pass_and_fail(served: dict[str, Any]) -> None:
     url, run = served["url"], "sets"
     first, second, third = list(folders_of(served["root"] / run))[:3]
     with httpx.Client(base_url=url, timeout=30) as client:
-        headers = own_headers(url, token_of(client, run))
-
-        def post(scale: str, folder: str, label: Any) -> httpx.Response:
-            body = {"scale": scale, "items": [{"folder": folder, "label": label,
-                                                "reviewer": "dana"}]}  # fmt: skip
-            return client.post(f"/api/runs/{run}/labels", json=body, headers=headers)
-
+        post = poster(client, url, run, "dana")
         assert post("pass,fail,unsure", first, "pass").status_code == 200
         assert post("pass,fail,unsure", second, "unsure").status_code == 200
         binary = post("pass/fail", third, "fail")  # pass/fail beside a set: two kinds
