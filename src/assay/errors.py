@@ -220,3 +220,8 @@ class AgentError(RunFailure):
 
 class SandboxError(RunFailure):
     """A sandbox could not be prepared: a template is missing or ``pre_run`` failed."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """A command stopped by Ctrl-C or a signal after some of its work was kept: the message
+    says what is kept and what finishes it (the command line prints it and exits 130)."""

@@ -76,6 +76,25 @@ def test_sigint_keeps_finished_rows_and_exits_130(tmp_path: Path, sigint: Sigint
     assert failure is not None and failure.text == "2 planned row(s) never ran"
 
 
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_sigterm_and_sighup_stop_a_run_as_ctrl_c_does(tmp_path: Path, sig: signal.Signals) -> None:
+    """A closed terminal (SIGHUP) killed a run as kill -9 would: no reports, the lock left and
+    its agents running on (a platform engineer's break-test)."""
+    pids = tmp_path / "pids"
+    path = write(tmp_path / "slow.yaml", TASK.format(pids=pids, wait="exec sleep 30"))
+    process = start_assay("run", str(path), "-j", "4", cwd=tmp_path, sigint="ignored")
+    run_dir = tmp_path / "runs" / "latest"
+    wait_for(lambda: len(list(run_dir.glob("default/slow/*/00/task.json"))) == 2
+             and len(pids_in(pids)) == 2, what="r0 and r1 finished, r2 and r3 running")  # fmt: skip
+    process.send_signal(sig)
+    _, err = finish(process)
+    assert process.returncode == 130, err
+    run = json.loads((latest(tmp_path) / "run.json").read_text())
+    assert run["interrupted"] is True and run["exit_code"] == 130
+    assert (latest(tmp_path) / ".lock").read_text() == ""  # freed: no holder recorded
+    wait_gone(pids_in(pids))
+
+
 SEE_SIGINT = (
     "import signal; found = signal.getsignal(signal.SIGINT); "
     "print('ignored' if found == signal.SIG_IGN else "
@@ -156,3 +175,51 @@ def test_agents_killed_at_ctrl_c_are_reaped_once(tmp_path: Path) -> None:
     assert process.returncode == 130, err
     assert "exit status already read" not in err
     assert "Traceback" not in err
+
+
+REGRADED = """\
+task_id: regrade
+description: a criterion that is slow for some rows once a flag is there
+initial_prompt: "${{row.id}}"
+agent: {{type: command, command: "echo done"}}
+dataset:
+  rows: [{{id: r0}}, {{id: r1}}, {{id: r2}}, {{id: r3}}]
+success_criteria:
+  - type: run_command
+    command: >-
+      if [ -e {flag} ]; then case "$ASSAY_ROW_ID" in r0|r1) exit 1;;
+      *) echo $$ >> {pids}; exec sleep 30;; esac; fi
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_an_interrupted_evaluate_rebuilds_the_reports_over_the_mix(
+    tmp_path: Path, sig: signal.Signals
+) -> None:
+    """`assay evaluate` stopped by a signal left run.json saying 4 passed while two rows'
+    task.json said failed (SIGTERM: exit 143, the lock held; a background SIGINT: ignored)."""
+    pids, flag = tmp_path / "pids", tmp_path / "slow"
+    write(tmp_path / "t.yaml", REGRADED.format(pids=pids, flag=flag))
+    done = start_assay("run", "t.yaml", "--keep-sandboxes", cwd=tmp_path)
+    finish(done)
+    assert done.returncode == 0
+    flag.touch()
+    run_dir = latest(tmp_path)
+    process = start_assay("evaluate", str(run_dir), cwd=tmp_path, sigint="ignored")
+
+    def regraded() -> bool:
+        rows = [json.loads((run_dir / f"default/regrade/{r}/00/task.json").read_text())
+                for r in ("r0", "r1")]  # fmt: skip
+        return len(pids_in(pids)) == 2 and all(r["final_status"] == "FAILURE" for r in rows)
+
+    wait_for(regraded, what="r0 and r1 graded again, r2 and r3 grading")
+    process.send_signal(sig)
+    _, err = finish(process)
+    assert process.returncode == 130, err
+    assert "grading was stopped: the rows graded again so far keep their new grade" in err
+    assert f"`assay evaluate {run_dir}` grades every row again" in err
+    run = json.loads((run_dir / "run.json").read_text())
+    assert (run["tasks_succeeded"], run["tasks_failed"]) == (2, 2)  # the reports over the mix
+    assert any("grading was stopped" in warning for warning in run["warnings"])
+    assert (run_dir / ".lock").read_text() == ""
+    wait_gone(pids_in(pids))

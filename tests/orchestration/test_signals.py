@@ -135,3 +135,43 @@ def test_sigterm_stops_a_run_whose_event_loop_a_criterion_blocks(tmp_path: Path)
     (folder,) = [p for p in (tmp_path / "runs").iterdir() if not p.is_symlink()]
     assert (folder / "default" / "t" / "a" / "00" / "task.json").exists()
     assert not (folder / "default" / "t" / "b" / "00" / "task.json").exists()
+
+
+WAITS = """
+import signal, sys, time
+for name in sys.argv[1:]:
+    signal.signal(getattr(signal, name), signal.SIG_IGN)  # as a background start, or nohup
+from assay.orchestration.running.signals import interrupting_signals
+try:
+    with interrupting_signals():
+        print("ready", flush=True)
+        time.sleep(30)
+except KeyboardInterrupt:
+    sys.exit(130)
+"""
+
+
+@pytest.mark.parametrize(("ignored", "sent", "stops"), [
+    (["SIGINT"], signal.SIGINT, True),  # a background start: a CI's cancel
+    ([], signal.SIGHUP, True),  # a closed terminal
+    (["SIGHUP"], signal.SIGHUP, False),  # nohup: it goes on
+    ([], signal.SIGTERM, True),
+])  # fmt: skip
+def test_a_command_is_interrupted_by_the_signals_that_stop_a_run(
+    ignored: list[str], sent: signal.Signals, stops: bool
+) -> None:
+    """Before and after a run's rows (loading, the reports) a background SIGINT was dropped,
+    and SIGHUP and SIGTERM killed the process without its clean-up (a platform engineer's
+    break-test)."""
+    process = subprocess.Popen([sys.executable, "-c", WAITS, *ignored], stdout=subprocess.PIPE,
+                               text=True)  # fmt: skip
+    assert process.stdout is not None and process.stdout.readline() == "ready\n"
+    process.send_signal(sent)
+    try:
+        process.wait(5 if stops else 1)
+    except subprocess.TimeoutExpired:
+        process.terminate()
+        process.wait(5)
+        assert not stops, f"{sent!r} did not interrupt"
+        return
+    assert stops and process.returncode == 130

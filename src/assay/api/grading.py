@@ -26,10 +26,12 @@ from assay.api.result import RunResult
 from assay.api.runs import no_running_loop
 from assay.criteria.base import Criterion
 from assay.criteria.registry import CriterionRegistry
+from assay.errors import Interrupted
 from assay.orchestration.loading.secrets import results_writer
 from assay.orchestration.planning.datacheck import check_run_dir
 from assay.orchestration.planning.options import criteria_registry
 from assay.orchestration.running.runlock import lock_run_dir
+from assay.orchestration.running.signals import stop_on_signals
 from assay.reports.compare import compare_runs, write_comparison
 from assay.reports.rebuild import check_secrets as find_secrets
 from assay.reports.rebuild import rebuild_reports, report_regraded
@@ -46,9 +48,13 @@ def evaluate(
     junit_xml: str | Path | None = None,
     criteria: Sequence[type[Criterion]] = (),
     agents: Sequence[type[Agent[Any]]] = (),
+    stop_on_sigterm: bool = False,
 ) -> RunResult:
     """Grade every row of a finished run again, without running its agents, and rewrite its
-    reports (``assay evaluate RUN_DIR``; ToMEval's metric stage after ``execute``).
+    reports (``assay evaluate RUN_DIR``; ToMEval's metric stage after ``execute``). Stopped
+    by Ctrl-C (or, with ``stop_on_sigterm``, SIGTERM, SIGHUP and a background SIGINT, as a
+    run is), the rows graded again so far keep their new grade, the reports are rebuilt over
+    every row, and :class:`~assay.errors.Interrupted` says so.
 
     Args:
         run_dir: the run (``runs/latest`` works).
@@ -58,6 +64,8 @@ def evaluate(
             :func:`assay.run`).
         agents: the agent classes of your own that the run's tasks name (as given to
             :func:`assay.run`; an installed plugin's are found by their type).
+        stop_on_sigterm: take those signals (the command line does; a library leaves its
+            process's signals alone).
 
     Raises:
         PluginError: a class of ``criteria`` is not a criterion (of ``agents``, not an
@@ -72,7 +80,7 @@ def evaluate(
     """
     no_running_loop("evaluate")
     return asyncio.run(evaluate_async(run_dir, jobs=jobs, junit_xml=junit_xml, criteria=criteria,
-                                      agents=agents))  # fmt: skip
+                                      agents=agents, stop_on_sigterm=stop_on_sigterm))  # fmt: skip
 
 
 async def evaluate_async(
@@ -82,6 +90,7 @@ async def evaluate_async(
     junit_xml: str | Path | None = None,
     criteria: Sequence[type[Criterion]] = (),
     agents: Sequence[type[Agent[Any]]] = (),
+    stop_on_sigterm: bool = False,
 ) -> RunResult:
     """:func:`evaluate` for async code.
 
@@ -95,8 +104,19 @@ async def evaluate_async(
         warnings = check_run_dir(folder, iter_results(folder), action="assay evaluate")
         started = datetime.now()
         registry = criteria_registry(criteria, agents=agents)
-        warnings += _printed(await regrade_run(folder, jobs=jobs, criteria=registry))
+        try:
+            with stop_on_signals(enabled=stop_on_sigterm):
+                warnings += _printed(await regrade_run(folder, jobs=jobs, criteria=registry))
+        except asyncio.CancelledError:  # Ctrl-C or a signal: the reports say what is there
+            _regraded(folder, started, jobs, junit_xml, [*warnings, STOPPED], registry)
+            raise Interrupted(
+                f"{STOPPED}; `assay evaluate {folder}` grades every row again"
+            ) from None
         return _regraded(folder, started, jobs, junit_xml, warnings, registry)
+
+
+STOPPED = ("grading was stopped: the rows graded again so far keep their new grade, the rest "
+           "their earlier one, and the reports are rebuilt over every row")  # fmt: skip
 
 
 def _warn(message: str) -> None:

@@ -15,7 +15,7 @@ from assay.api.result import RunResult
 from assay.api.tasks import task
 from assay.criteria.base import Criterion
 from assay.criteria.registry import CriterionRegistry
-from assay.errors import UsageError
+from assay.errors import Interrupted, UsageError
 from assay.orchestration.loading.task_loader import LoadedTask
 from assay.orchestration.planning.options import Overrides, plan_options
 from assay.orchestration.planning.plan import Plan, PlanOptions, TaskSource, build_plan
@@ -437,7 +437,13 @@ def _progress(choice: bool | Progress, stream: TextIO) -> Progress:
 
 def _reported(session: RunSession, outcome: SessionOutcome, *, html: bool) -> RunResult:
     try:
-        reports = write_session_reports(session, outcome)
+        try:
+            reports = write_session_reports(session, outcome)
+        except KeyboardInterrupt:
+            raise Interrupted(
+                f"while writing the reports of {session.run_dir}: every finished row is kept; "
+                f"`assay report {session.run_dir}` writes them"
+            ) from None
         result = RunResult.from_reports(session.run_dir, reports)
         if html:
             from assay.view.static_report import write_report_file

@@ -130,7 +130,8 @@ app = lazy_app(
 
 
 def main() -> None:
-    """Console-script entry point; Ctrl-C before a run starts exits 130 without a traceback.
+    """Console-script entry point; Ctrl-C (or SIGTERM, SIGHUP) outside a run's rows exits 130
+    without a traceback, saying what was kept.
 
     Everything printed, a crash's traceback included, goes through streams that redact the
     secrets of the environment and of the command line's ``-D`` and ``--store`` values
@@ -141,13 +142,15 @@ def main() -> None:
     """
     from assay.cli.shared.scratch import process_scratch
     from assay.orchestration.loading.secrets import command_line_writer
+    from assay.orchestration.running.signals import interrupting_signals
     from assay.results.output import redacted_output
 
     with redacted_output(command_line_writer(sys.argv[1:], os.environ)), process_scratch():
         try:
-            app()
-        except KeyboardInterrupt:
-            sys.stderr.write("interrupted\n")
+            with interrupting_signals():
+                app()
+        except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP: what is kept, if anything
+            sys.stderr.write(f"interrupted{f': {exc}' if str(exc) else ''}\n")
             raise SystemExit(130) from None
         except Exception:  # a bug: its traceback, redacted, then exit 1 as Python would
             traceback.print_exc()

@@ -76,7 +76,7 @@ def evaluate(
     if any(value not in (None, []) for value in file_only):
         raise fail(UsageError(FILE_ONLY))
     with user_errors():
-        result = api.evaluate(run_dir, jobs=jobs, junit_xml=junit_xml)
+        result = api.evaluate(run_dir, jobs=jobs, junit_xml=junit_xml, stop_on_sigterm=True)
     print_reports(result)
     raise typer.Exit(result.exit_code)
 

@@ -14,6 +14,7 @@ from rich.markup import escape
 from assay.errors import UserError
 
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
 
 
 def err() -> Console:
@@ -48,11 +49,16 @@ def secret_findings(run_dir: str, findings: list[str], *, clean_too: bool = Fals
 
 @contextmanager
 def user_errors() -> Iterator[None]:
-    """Print a :class:`UserError` raised in the block and exit 2."""
+    """Print a :class:`UserError` raised in the block and exit 2; an interruption (Ctrl-C,
+    SIGTERM, SIGHUP: :func:`assay.orchestration.running.signals.interrupting_signals`) says
+    what it kept, if anything (:class:`~assay.errors.Interrupted`), and exits 130."""
     try:
         yield
     except UserError as exc:
         raise fail(exc) from None
+    except KeyboardInterrupt as exc:
+        err().print(f"interrupted{': ' + str(exc) if str(exc) else ''}", markup=False)
+        raise typer.Exit(EXIT_INTERRUPTED) from None
 
 
 _CONTROLS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")

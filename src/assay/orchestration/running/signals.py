@@ -1,6 +1,8 @@
-"""Which signals stop a run: Ctrl-C (SIGINT) and SIGTERM, however the process was started.
+"""Which signals stop a run: Ctrl-C (SIGINT), SIGTERM and SIGHUP, however the process was
+started.
 
-A run stops cleanly on either: the run's main task is cancelled, rows in flight are cancelled
+A run stops cleanly on any of them (SIGHUP unless ``nohup`` made the process ignore it): the
+run's main task is cancelled, rows in flight are cancelled
 and their processes killed, finished rows are kept, the reports are written and the exit code
 is 130 (:mod:`assay.orchestration.running.runner`, :mod:`assay.reports.writer`).
 
@@ -31,10 +33,43 @@ where it is (a criterion or agent of one's own that blocks the loop: ``time.slee
 ``async def``)."""
 
 
+def interrupt(number: int, frame: FrameType | None) -> None:
+    """A signal handler that interrupts the main thread where it is, as Ctrl-C does."""
+    raise KeyboardInterrupt
+
+
+@contextmanager
+def interrupting_signals() -> Iterator[None]:
+    """For a command-line process, while the block runs: SIGTERM, SIGHUP (a closed terminal,
+    a dropped ssh session; not when ``nohup`` made the process ignore it) and SIGINT, when
+    the process started with SIGINT ignored (a background start), interrupt the main thread
+    as Ctrl-C does, wherever it is (loading, planning, writing the reports), so each ends
+    the command with exit 130 and its ``finally`` blocks run (a run folder's lock is
+    freed). While a run's rows run, :func:`stop_on_signals` takes them over (the rows are
+    cancelled cleanly) and gives them back. Outside the main thread it does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    taken = [signal.SIGTERM]
+    if signal.getsignal(signal.SIGHUP) != signal.SIG_IGN:  # nohup: it is to go on
+        taken.append(signal.SIGHUP)
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        taken.append(signal.SIGINT)
+    before = {sig: signal.getsignal(sig) for sig in taken}
+    for sig in taken:
+        signal.signal(sig, interrupt)
+    try:
+        yield
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
+
+
 @contextmanager
 def stop_on_signals(*, enabled: bool = True) -> Iterator[None]:
-    """While the block runs, cancel the current task (the run) on SIGTERM, and on SIGINT when
-    the process started with SIGINT ignored; afterwards each signal is handled as before.
+    """While the block runs, cancel the current task (the run) on SIGTERM and SIGHUP, and on
+    SIGINT when the process started with SIGINT ignored (or :func:`interrupting_signals`
+    took it); afterwards each signal is handled as before.
     When the event loop does not take the signal within :data:`GRACE_SECONDS` (code that
     blocks it), the main thread is interrupted as by Ctrl-C (``KeyboardInterrupt``), which
     stops the run the same way.
@@ -52,7 +87,9 @@ def stop_on_signals(*, enabled: bool = True) -> Iterator[None]:
         yield
         return
     taken = [signal.SIGTERM]
-    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    if signal.getsignal(signal.SIGHUP) in (signal.SIG_DFL, interrupt):  # not under nohup
+        taken.append(signal.SIGHUP)
+    if signal.getsignal(signal.SIGINT) in (signal.SIG_IGN, interrupt):  # a background start
         taken.append(signal.SIGINT)
     before = {sig: signal.getsignal(sig) for sig in taken}
     stopper = _Stopper(loop, task)
