@@ -230,3 +230,25 @@ def test_a_row_whose_files_cannot_be_written_ends_error_and_the_run_goes_on(
     assert "### `disk/b` — ERROR\n- score: —\n- error: the row's files could not be written: " in (
         report
     )
+
+
+@pytest.mark.parametrize("damage", ['{"start": "2026-12-07T09:4', "\0" * 6])
+def test_a_cut_session_line_neither_stops_the_reports_nor_the_resume(
+    tmp_path: Path, damage: str
+) -> None:
+    """An append to sessions.jsonl cut by a kill (or the NUL bytes a crashed file system
+    leaves) made `assay report` and `assay run --resume` end in a JSONDecodeError traceback,
+    and the resume glued its own line to the cut one (a platform engineer's break-test)."""
+    make_task(tmp_path)
+    assert assay("run", "task.yaml", "-q", cwd=tmp_path).returncode in (0, 1)
+    run_dir = latest(tmp_path)
+    sessions = run_dir / "sessions.jsonl"
+    with sessions.open("a", encoding="utf-8") as handle:
+        handle.write(damage)
+    done = assay("report", str(run_dir), cwd=tmp_path)
+    assert done.returncode in (0, 1) and "Traceback" not in done.stderr, done.stderr
+    resumed = assay("run", "--resume", str(run_dir), "-q", cwd=tmp_path)
+    assert resumed.returncode in (0, 1) and "Traceback" not in resumed.stderr, resumed.stderr
+    lines = sessions.read_text().splitlines()
+    assert json.loads(lines[-2]).keys() == {"start"} and json.loads(lines[-1]).keys() == {"end"}
+    assert json.loads((run_dir / "run.json").read_text())["sessions"] == 2

@@ -10,6 +10,7 @@ invocation started and ended, so durations cover the whole run, not its downtime
 from __future__ import annotations
 
 import json
+import os
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -169,22 +170,45 @@ def log_session(
     *,
     writer: Writer,
 ) -> None:
-    """Append one line to ``sessions.jsonl`` (through ``writer``, like every file)."""
-    writer.append(run_dir / SESSIONS_FILE, json.dumps({event: when.isoformat()}) + "\n")
+    """Append one line to ``sessions.jsonl`` (through ``writer``, like every file), on a line
+    of its own after a last line that a kill cut short."""
+    path = run_dir / SESSIONS_FILE
+    line = json.dumps({event: when.isoformat()}) + "\n"
+    writer.append(path, ("\n" if _ends_cut(path) else "") + line)
+
+
+def _ends_cut(path: Path) -> bool:
+    """``path`` ends without a line break (an append a kill cut short)."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(-1, os.SEEK_END)
+            return handle.read(1) != b"\n"
+    except OSError:  # no file yet, or an empty one
+        return False
 
 
 def read_sessions(run_dir: Path) -> list[tuple[datetime, datetime | None]]:
-    """Each invocation's (start, end); end is ``None`` for one that was killed."""
+    """Each invocation's (start, end); end is ``None`` for one that was killed. A line that
+    does not read (cut short by a kill, the NUL bytes a crashed file system leaves) is
+    passed over: the log only times the sessions."""
     sessions: list[tuple[datetime, datetime | None]] = []
     path = run_dir / SESSIONS_FILE
     if not path.exists():
         return sessions
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if not line.strip():
-            continue
-        event = json.loads(line)
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        event = _event(line)
         if "start" in event:
-            sessions.append((datetime.fromisoformat(event["start"]), None))
+            sessions.append((event["start"], None))
         elif "end" in event and sessions and sessions[-1][1] is None:
-            sessions[-1] = (sessions[-1][0], datetime.fromisoformat(event["end"]))
+            sessions[-1] = (sessions[-1][0], event["end"])
     return sessions
+
+
+def _event(line: str) -> dict[str, datetime]:
+    """A session line's ``{start|end: time}``; empty when it does not read."""
+    try:
+        data = json.loads(line)
+        return {key: datetime.fromisoformat(value) for key, value in data.items()
+                if key in ("start", "end")}  # fmt: skip
+    except (ValueError, TypeError, AttributeError):
+        return {}
