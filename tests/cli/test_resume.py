@@ -252,3 +252,15 @@ def test_a_cut_session_line_neither_stops_the_reports_nor_the_resume(
     lines = sessions.read_text().splitlines()
     assert json.loads(lines[-2]).keys() == {"start"} and json.loads(lines[-1]).keys() == {"end"}
     assert json.loads((run_dir / "run.json").read_text())["sessions"] == 2
+
+
+def test_row_ids_that_differ_only_in_case_are_warned_of(tmp_path: Path) -> None:
+    """``r1`` and ``R1`` share one folder on macOS's and Windows's file systems, where one
+    row's results replace the other's (a platform engineer's break-test)."""
+    write(tmp_path / "t.yaml", "task_id: case\ndescription: d\ninitial_prompt: x\n"
+          "agent: {type: command, command: echo x}\n"
+          "dataset: {rows: [{id: r1}, {id: R1}, {id: r2}]}\n"
+          "success_criteria: [{type: response_match, expected: x}]\n")  # fmt: skip
+    done = assay("plan", "t.yaml", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "has row ids that differ only in case ('r1' and 'R1'; 1 in all)" in done.stderr

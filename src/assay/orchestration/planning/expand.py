@@ -429,8 +429,25 @@ def expand_dataset(
         check_qa_rows(loaded, row_tasks, rows, task)
         qa_warnings += group_by_warnings([rt.qa for rt in row_tasks if rt.qa], task.qa)
     warnings = [*selection.warnings, *_label_warnings(row_tasks, templates, loaded),
-                *_boolean_warnings(loaded), *qa_warnings]  # fmt: skip
+                *_boolean_warnings(loaded), *qa_warnings, *_case_warnings(ids, loaded)]  # fmt: skip
     return Expansion(loaded, row_tasks, rows, selection, warnings, ids, store)
+
+
+def _case_warnings(ids: Sequence[str], loaded: LoadedTask) -> list[str]:
+    """Row ids that differ only in case (``r1``, ``R1``): they name two folders here, and one
+    on a case-insensitive file system (macOS's and Windows's default), where one row's
+    results would replace the other's."""
+    first: dict[str, str] = {}
+    pairs = [(first.setdefault(row_id.casefold(), row_id), row_id) for row_id in ids]
+    clashes = [(a, b) for a, b in pairs if a != b]
+    if not clashes:
+        return []
+    shown = ", ".join(f"{a!r} and {b!r}" for a, b in clashes[:3])
+    return [f"{loaded.display}: task '{loaded.definition.task_id}' has row ids that differ "
+            f"only in case ({shown}{', …' if len(clashes) > 3 else ''}; {len(clashes)} in "
+            "all): on a case-insensitive file system (macOS's and Windows's default) they "
+            "would share one folder, one row's results replacing the other's; rename them "
+            "where runs may be written there"]  # fmt: skip
 
 
 def check_qa_rows(
