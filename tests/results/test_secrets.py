@@ -364,3 +364,15 @@ def test_url_passwords_in_a_query_or_a_libpq_string_and_in_any_variable() -> Non
     redactor.add_variable("SVC_URL", "https://bob:SvcUrlPassw0rd@h/x")
     assert redactor.redact("SvcUrlPassw0rd") == "[redacted:SVC_URL]"
     assert redactor.names == frozenset()  # the variable itself still passes
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-16-be"])
+def test_a_known_value_written_in_utf16_is_redacted_and_found(encoding: str) -> None:
+    """PowerShell's `>` and Windows tools write UTF-16: a kept file held the token in clear
+    and the scan said clean (a platform engineer's break-test); the file stays UTF-16."""
+    redactor = Redactor.from_environment({"MY_SERVICE_TOKEN": "Tk9Lm3Np7Qr2St6Uv1Wx5Yz"})
+    data = "tok Tk9Lm3Np7Qr2St6Uv1Wx5Yz end".encode(encoding)
+    assert redactor.redact_bytes(data).decode(encoding) == "tok [redacted:MY_SERVICE_TOKEN] end"
+    assert [name for _, _, name in redactor.find_bytes(data)] == ["MY_SERVICE_TOKEN"]
+    plain = b"tok Tk9Lm3Np7Qr2St6Uv1Wx5Yz end"
+    assert redactor.redact_bytes(plain) == b"tok [redacted:MY_SERVICE_TOKEN] end"

@@ -108,6 +108,9 @@ PROVIDER_CREDENTIALS = frozenset(
 """Credential variables of providers and agent CLIs, withheld and redacted whatever their
 names look like (``AWS_ACCESS_KEY_ID`` ends in ``_ID``)."""
 
+WIDE_ENCODINGS = ("utf-16-le", "utf-16-be")
+"""The other encodings a known value is searched in, in bytes (a kept file, a stream)."""
+
 _FEW = 16
 """Up to this many forms, :meth:`Redactor.contains` runs one substring search per form
 (measured faster than the alternation when the values start with different characters)."""
@@ -255,6 +258,9 @@ class _Matcher:
     places to look, found by one search in C however many marks a text holds."""
     tail_marks: re.Pattern[str] | None = None
     """A cut mark right before the first characters of a tail, likewise."""
+    wide: dict[bytes, tuple[str, str]] = field(default_factory=dict)
+    """Each form in UTF-16 (:data:`WIDE_ENCODINGS`: what Windows tools and PowerShell's ``>``
+    write), with its marker and encoding: ``byte_pattern`` finds those too."""
 
     def contains(self, text: str) -> bool:
         if self.few is not None:  # a few values: one C-level substring search each is faster
@@ -267,8 +273,17 @@ class _Matcher:
         if match.lastgroup is not None:
             return marker(self.shapes[int(match.lastgroup[1:])])
         found = match.group(0)
+        if isinstance(found, bytes) and found in self.wide:
+            return self.wide[found][0]
         return self.markers[found.decode("utf-8", "surrogatepass") if isinstance(found, bytes)
                             else found]  # fmt: skip
+
+    def replacement(self, match: re.Match[bytes]) -> bytes:
+        """The marker of a byte match, in the encoding of what it replaces (a UTF-16 file
+        stays UTF-16)."""
+        shown = self.marker_of(match)
+        wide = self.wide.get(match.group(0))
+        return shown.encode(wide[1] if wide is not None else "utf-8")
 
     def fragments(self, text: str) -> list[tuple[int, int, str]]:
         """``(start, end, marker)`` of each piece of a known value left at a cut mark (a
@@ -302,7 +317,9 @@ class _Matcher:
         if not markers and not patterns:
             return cls()
         ordered = sorted(markers, key=len, reverse=True)  # the longest form wins an overlap
-        raw = [f.encode("utf-8", "surrogatepass") for f in ordered]
+        wide = {form.encode(encoding, "surrogatepass"): (markers[form], encoding)
+                for form in ordered for encoding in WIDE_ENCODINGS}  # fmt: skip
+        raw = [*(f.encode("utf-8", "surrogatepass") for f in ordered), *wide]
         shapes = tuple(patterns)
         groups = [f"(?P<p{i}>{patterns[name]})" for i, name in enumerate(shapes)]
         pattern = re.compile("|".join([*(re.escape(f) for f in ordered), *groups]))
@@ -317,7 +334,7 @@ class _Matcher:
                 tails.setdefault(form[-size:], markers[form])
         head_marks, tail_marks = _cut_marks(heads, tails)
         return cls(markers, pattern, byte_pattern, few, tuple(raw), shapes, heads, tails,
-                   head_marks, tail_marks)  # fmt: skip
+                   head_marks, tail_marks, wide)  # fmt: skip
 
 
 def _cut_marks(
@@ -480,7 +497,7 @@ class Redactor:
         same object) when nothing in it is redacted."""
         matcher = self._matcher
         if matcher.byte_pattern is not None and matcher.byte_pattern.search(data) is not None:
-            data = matcher.byte_pattern.sub(lambda m: matcher.marker_of(m).encode(), data)
+            data = matcher.byte_pattern.sub(matcher.replacement, data)
         return redact_tokens(data) if self.shapes else data
 
     def spans_bytes(self, data: bytes) -> list[tuple[int, int, str]]:
