@@ -80,6 +80,9 @@ def test_unquoted_aws_secret_keys_and_bare_npm_tokens_are_redacted_and_found(
      # user:Pz3Oc6Vb9Nm2Ax5Sd8Fq: a Basic header's base64 without a digit (a break-test)
      ("Authorization: Basic dXNlcjpQejNPYzZWYjlObTJBeDVTZDhGcQ==", "authorization"),
      ("Authorization: Token 9944b09199c62bcf9418ad846dd0e4bbdfc6ee4b", "authorization"),
+     # an agent CLI's own token in the `env` it printed (a platform engineer's break-test)
+     ("CLAUDE_CODE_MESSAGING_TOKEN=aee31fda0b1c2d3e4f5a6b7c8d9e0f1a", "secret-variable"),
+     ("export DB_PASSWORD=hunter2hunter2x9", "secret-variable"),
      ("EAAAl8q2Wm7Xb1Zz4Ck9Pd3Lr6Tt5Yy0Hh2Jj8Nn4Qq1Ss7Ee3Uu9Ii5Oo6Gg2Ff0Aa1Bb", "square-token")],
 )  # fmt: skip
 def test_more_detect_secrets_shapes_and_service_tokens_are_redacted_and_found(
@@ -98,7 +101,9 @@ def test_more_detect_secrets_shapes_and_service_tokens_are_redacted_and_found(
      "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855-us1",  # a sha256
      "12345678:AAshort", "the bearer of bad news", "zdapi0123456789abcdef0123456789abcdef",
      "the authorization token was approved by basic rules",
-     "Authorization: Basic abcdefghijklmnop"],  # no digit, and no user:password inside
+     "Authorization: Basic abcdefghijklmnop",  # no digit, and no user:password inside
+     "MAX_TOKENS=4096", "STOP_TOKEN=<DONE>", "GITHUB_TOKEN=$GITHUB_TOKEN",
+     "SECRET=placeholder-value"],
 )  # fmt: skip
 def test_the_new_shapes_leave_ordinary_text_alone(text: str) -> None:
     assert Redactor().redact(text) == text

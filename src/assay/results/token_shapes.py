@@ -181,6 +181,9 @@ KEY_SHAPES: tuple[KeyShape, ...] = (
            (b"uthorization", b"UTHORIZATION"),
            rb"(?i)authorization[\"']?\s*[:=]\s*[\"']?(?:basic|token|digest|apikey)\s+"
            rb"(?P<body>[A-Za-z0-9._~+/\-]{8,}=*)", body_only=True, plausible=basic_credentials),
+    _shape("a secret-named variable's value", "secret-variable",
+           (b"TOKEN=", b"SECRET=", b"PASSWORD=", b"_KEY="),
+           rb"(?:TOKEN|SECRET|PASSWORD|_KEY)=(?P<body>[^\s'\"`;&|]{8,})", body_only=True),
     _shape("a Square access token", "square-token", (b"EAAA",),
            rb"EAAA(?<![A-Za-z0-9_\-]EAAA)(?P<body>[A-Za-z0-9_\-]{56,})"),
     _shape("a URL's userinfo token or password", "url-credential", (b"://",),
