@@ -264,3 +264,25 @@ def test_row_ids_that_differ_only_in_case_are_warned_of(tmp_path: Path) -> None:
     done = assay("plan", "t.yaml", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "has row ids that differ only in case ('r1' and 'R1'; 1 in all)" in done.stderr
+
+
+def test_a_mock_script_edited_since_the_run_started_is_refused_on_resume(tmp_path: Path) -> None:
+    """An edited `mock/` script answered the resumed rows and the report mixed two models'
+    answers without a word (a platform engineer's break-test); the task file and judge files
+    were already checked."""
+    write(tmp_path / "script.yaml", "default: even\n")
+    write(tmp_path / "t.yaml", "task_id: mocked\ndescription: d\ninitial_prompt: x ${row.id}\n"
+          "agent: {type: llm, model: mock/script.yaml}\n"
+          "dataset: {rows: [{id: r1}, {id: r2}]}\n"
+          "success_criteria: [{type: response_match, expected: even}]\n")  # fmt: skip
+    assert assay("run", "t.yaml", "-q", cwd=tmp_path).returncode == 0
+    run_dir = latest(tmp_path)
+    recorded = json.loads((run_dir / "plan.json").read_text())["scripts"]
+    assert list(recorded) == [str((tmp_path / "script.yaml").resolve())]
+    write(tmp_path / "script.yaml", "default: odd\n")
+    done = assay("run", "--resume", str(run_dir), "-q", cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert f"mock script {(tmp_path / 'script.yaml').resolve()} has content hash" in done.stderr
+    assert "its rows would be answered by two scripts" in done.stderr
+    write(tmp_path / "script.yaml", "default: even\n")  # restored: the resume goes on
+    assert assay("run", "--resume", str(run_dir), "-q", cwd=tmp_path).returncode == 0

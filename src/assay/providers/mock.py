@@ -278,6 +278,16 @@ def _fill_value(value: Any, variables: dict[str, str], name: str) -> Any:
     return value
 
 
+def script_path(name: str, base_dir: Path) -> Path:
+    """Where the script of ``mock/<file>`` is read from: ``file`` relative to ``base_dir``,
+    else to the working directory, else absolute (it may not exist)."""
+    rest = name.partition("/")[2]
+    path = Path(rest) if Path(rest).is_absolute() else base_dir / rest
+    if not path.is_file() and (Path.cwd() / rest).is_file():
+        path = Path.cwd() / rest
+    return path
+
+
 def load_mock(name: str, base_dir: Path) -> MockModel:
     """Build ``mock/echo`` or ``mock/<file>`` (``file`` relative to ``base_dir``, else to the
     working directory, else absolute).
@@ -289,9 +299,7 @@ def load_mock(name: str, base_dir: Path) -> MockModel:
     rest = name.partition("/")[2]
     if rest == "echo":
         return MockModel(name=name, echo=True)
-    path = Path(rest) if Path(rest).is_absolute() else base_dir / rest
-    if not path.is_file() and (Path.cwd() / rest).is_file():
-        path = Path.cwd() / rest
+    path = script_path(name, base_dir)
     if not path.is_file():
         here = Path.cwd() / rest
         tried = f"{path}" if Path(rest).is_absolute() or here == path else f"{path} (nor {here})"

@@ -95,6 +95,10 @@ class PlanRecord(_Model):
     work_items: int = 0
     planned: dict[str, int] = Field(default_factory=dict)
     judges: dict[str, list[JudgeUse]] = Field(default_factory=dict)
+    scripts: dict[str, str] = Field(default_factory=dict)
+    """Each ``mock/`` model script the run's agents, judges and simulated users read (its
+    path) → the SHA-256 of its content: a resumed run refuses one edited since (its rows
+    would be answered by two scripts); empty in older runs."""
 
     def selections(self) -> list[TaskSelection]:
         """Each dataset task's dataset and selection, as ``run.json`` lists them (rows as

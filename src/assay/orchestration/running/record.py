@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
@@ -11,7 +13,8 @@ from assay.orchestration.loading.task_loader import load_task
 from assay.orchestration.planning.expand import Selectors
 from assay.orchestration.planning.plan import Plan, PlanOptions, TaskSource
 from assay.orchestration.planning.resume_check import experiment_hash, task_hash
-from assay.orchestration.running.runner import RunOptions
+from assay.orchestration.running.runner import RunOptions, model_keys
+from assay.providers.mock import script_path
 from assay.providers.pricing import PriceTable
 from assay.results.plan_record import JudgeUse, PlannedTaskRecord, PlanOptionsRecord, PlanRecord
 from assay.results.selection_file import write_selection_rows
@@ -113,7 +116,19 @@ def plan_record(
         work_items=len(plan.work_items()),
         planned=planned_rows(plan),
         judges=judge_uses(plan),
+        scripts=mock_scripts(plan),
     )
+
+
+def mock_scripts(plan: Plan) -> dict[str, str]:
+    """The ``mock/`` scripts the plan's models read (path → SHA-256 of the content)."""
+    found: dict[str, str] = {}
+    for key in model_keys(plan):
+        if key.name.startswith("mock/") and key.name != "mock/echo":
+            path = script_path(key.name, Path(key.base_dir))
+            with contextlib.suppress(OSError):
+                found[str(path.resolve())] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return found
 
 
 def judge_uses(plan: Plan) -> dict[str, list[JudgeUse]]:

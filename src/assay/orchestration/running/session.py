@@ -38,6 +38,7 @@ from assay.orchestration.running.executors import (
 from assay.orchestration.running.progress import NoProgress, Progress, RedactedProgress
 from assay.orchestration.running.record import (
     judge_uses,
+    mock_scripts,
     plan_record,
     plan_sources,
     replayed_options,
@@ -243,6 +244,7 @@ class RunSession:
                           request.registry)  # fmt: skip
         _check_same_store_versions(plan, record)
         _check_same_judges(plan, record)
+        _check_same_scripts(plan, record)
         check_same_tasks(plan, record.tasks)
         check_same_experiment(plan, record.options.experiment_hash)
         request.options.stage = record.stage
@@ -374,6 +376,23 @@ def _check_same_judges(plan: Plan, record: PlanRecord) -> None:
                     f"{use.content_hash[:12]}: its rows would be graded by two judges",
                     hint="restore the judge as it was, or start a new run",
                 )
+
+
+def _check_same_scripts(plan: Plan, record: PlanRecord) -> None:
+    """A resumed run must be answered by the ``mock/`` scripts it started with.
+
+    Raises:
+        UsageError: a script's content differs (edited since), naming it.
+    """
+    now = mock_scripts(plan)
+    for path, started in record.scripts.items():
+        found = now.get(path)
+        if found is not None and found != started:
+            raise UsageError(
+                f"mock script {path} has content hash {found[:12]} now, but the run started "
+                f"with {started[:12]}: its rows would be answered by two scripts",
+                hint="restore the script as it was, or start a new run",
+            )
 
 
 def _check_same_store_versions(plan: Plan, record: PlanRecord) -> None:
