@@ -286,3 +286,18 @@ def test_a_mock_script_edited_since_the_run_started_is_refused_on_resume(tmp_pat
     assert "its rows would be answered by two scripts" in done.stderr
     write(tmp_path / "script.yaml", "default: even\n")  # restored: the resume goes on
     assert assay("run", "--resume", str(run_dir), "-q", cwd=tmp_path).returncode == 0
+
+
+def test_a_damaged_task_json_that_runs_again_is_said(tmp_path: Path) -> None:
+    """`--resume` ran again, without a word, rows whose task.json was cut short or emptied:
+    finished rows, as far as the run could tell (a platform engineer's break-test)."""
+    make_task(tmp_path)
+    assert assay("run", "task.yaml", "-q", cwd=tmp_path).returncode in (0, 1)
+    run_dir = latest(tmp_path)
+    row = run_dir / "default/resumable/r05/00/task.json"
+    row.write_text(row.read_text()[:300])
+    done = assay("run", "--resume", str(run_dir), "-q", cwd=tmp_path)
+    assert done.returncode in (0, 1), done.stderr
+    assert ("1 row(s) whose task.json cannot be read run again "
+            "(default/resumable/r05/00/task.json)") in done.stderr  # fmt: skip
+    assert json.loads(row.read_text())["row_id"] == "r05"

@@ -11,10 +11,14 @@ from assay.orchestration.running.rundir import item_dir
 from assay.results.task_result import EvaluationResult
 
 
-def finished_mask(run_dir: Path, items: Sequence[WorkItem], *, retry_errors: bool) -> bytearray:
+def finished_mask(
+    run_dir: Path, items: Sequence[WorkItem], *, retry_errors: bool,
+    damaged: list[Path] | None = None,
+) -> bytearray:  # fmt: skip
     """``1`` for each item whose ``task.json`` is complete (not for ``ERROR`` ones when
-    retrying errors), ``0`` for the rest; an unreadable one is ``0``, so its row runs again.
-    One byte an item: the results are read one at a time and not kept."""
+    retrying errors), ``0`` for the rest; an unreadable one is ``0``, so its row runs again,
+    and its path is added to ``damaged``. One byte an item: the results are read one at a
+    time and not kept."""
     mask = bytearray(len(items))
     for position, item in enumerate(items):
         path = _task_json(run_dir, item)
@@ -23,6 +27,8 @@ def finished_mask(run_dir: Path, items: Sequence[WorkItem], *, retry_errors: boo
         try:
             result = EvaluationResult.model_validate_json(path.read_bytes())
         except (ValueError, OSError):
+            if damaged is not None:
+                damaged.append(path)
             continue  # unreadable: run it again
         if retry_errors and result.final_status.category == "error":
             continue

@@ -252,7 +252,13 @@ class RunSession:
         if not request.jobs_given:
             request.options.jobs = record.jobs
         items = plan.work_items()
-        kept = finished_mask(run_dir, items, retry_errors=request.retry_errors)
+        damaged: list[Path] = []
+        kept = finished_mask(run_dir, items, retry_errors=request.retry_errors, damaged=damaged)
+        if damaged and request.on_warning is not None:
+            shown = ", ".join(str(p.relative_to(run_dir)) for p in damaged[:3])
+            request.on_warning(f"{len(damaged)} row(s) whose task.json cannot be read run "
+                               f"again ({shown}{', …' if len(damaged) > 3 else ''}): cut short "
+                               "by a kill, or damaged since")  # fmt: skip
         drifted, record = same_data(run_dir, plan, record, kept_results(run_dir, items, kept),
                                     rerun_changed=request.rerun_changed)  # fmt: skip
         for position, item in enumerate(items):
