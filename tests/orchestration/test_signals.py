@@ -141,7 +141,7 @@ WAITS = """
 import signal, sys, time
 for name in sys.argv[1:]:
     signal.signal(getattr(signal, name), signal.SIG_IGN)  # as a background start, or nohup
-from assay.orchestration.running.signals import interrupting_signals
+from assay.interrupts import interrupting_signals
 try:
     with interrupting_signals():
         print("ready", flush=True)

@@ -141,8 +141,8 @@ def main() -> None:
     by the next command (:mod:`assay.cli.shared.scratch`).
     """
     from assay.cli.shared.scratch import process_scratch
+    from assay.interrupts import interrupting_signals
     from assay.orchestration.loading.secrets import command_line_writer
-    from assay.orchestration.running.signals import interrupting_signals
     from assay.results.output import redacted_output
 
     with redacted_output(command_line_writer(sys.argv[1:], os.environ)), process_scratch():

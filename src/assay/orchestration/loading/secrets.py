@@ -12,6 +12,8 @@ evaluate`` and ``assay report`` gather the same from the rows' recorded task con
 from __future__ import annotations
 
 import contextlib
+import types
+import typing
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,6 +24,8 @@ from assay.results.io import Writer
 from assay.results.secrets import MIN_SECRET_LENGTH, Redactor, url_secrets
 
 if TYPE_CHECKING:  # annotations only: the command line's redactor needs neither model
+    from pydantic import BaseModel
+
     from assay.results.task_result import EvaluationResult
     from assay.spec.task import TaskDefinition
 
@@ -45,7 +49,7 @@ def run_redactor(
     for task in definitions:
         _add_agent_env(redactor, task.agent.program_env, names)
         for config in [task.agent, *task.success_criteria]:
-            _add_free_form(redactor, config.model_dump(mode="json"))
+            _add_free_form(redactor, config)
         for url in _base_urls(task):
             redactor.add_variable("base_url", url)
     for override in overrides:
@@ -210,14 +214,27 @@ def _judge_credentials(criteria: Iterable[Any]) -> set[str]:
     return names
 
 
-def _add_free_form(redactor: Redactor, config: Mapping[str, Any]) -> None:
-    """The secret-named entries of a configuration's free-form mappings and lists
-    (``extra_body: {api_key: …}``, ``sdk_options``, ``env``), at any depth, as a ``-D``
-    override's (:meth:`Redactor.add_setting`); its own scalar fields are declared, not
-    secrets (``api_key_env`` names a variable)."""
-    for key, value in config.items():
-        if isinstance(value, Mapping | list):
-            redactor.add_setting(key, value)
+def _add_free_form(redactor: Redactor, config: BaseModel) -> None:
+    """The secret-named entries of a configuration's free-form mappings (a field typed
+    ``dict[str, Any]``: ``extra_body: {api_key: …}``, ``sdk_options``), at any depth, as a
+    ``-D`` override's (:meth:`Redactor.add_setting`); the nested configurations' too. Its
+    declared fields are not secrets by their names (``api_key_env`` names a variable)."""
+    for name, info in type(config).model_fields.items():
+        value = getattr(config, name, None)
+        items: list[Any] = list(value) if isinstance(value, list | tuple) else [value]
+        for item in items:
+            if hasattr(type(item), "model_fields"):  # a nested configuration (pydantic)
+                _add_free_form(redactor, item)
+        if isinstance(value, dict) and _free_form(info.annotation):
+            redactor.add_setting(name, value)
+
+
+def _free_form(annotation: Any) -> bool:
+    """``annotation`` is a mapping of any values (``dict[str, Any]``, optional or not)."""
+    options = typing.get_args(annotation) if typing.get_origin(annotation) in (
+        typing.Union, types.UnionType) else (annotation,)  # fmt: skip
+    return any(typing.get_origin(option) in (dict, Mapping)
+               and typing.get_args(option)[1:] == (Any,) for option in options)  # fmt: skip
 
 
 def _add_agent_env(redactor: Redactor, env: Mapping[str, Any], names: set[str]) -> None:
