@@ -244,7 +244,6 @@ class RunSession:
                           request.registry)  # fmt: skip
         _check_same_store_versions(plan, record)
         _check_same_judges(plan, record)
-        _check_same_scripts(plan, record)
         check_same_tasks(plan, record.tasks)
         check_same_experiment(plan, record.options.experiment_hash)
         request.options.stage = record.stage
@@ -264,6 +263,8 @@ class RunSession:
         for position, item in enumerate(items):
             if (item.row_task.suite_id, item.row_task.row_id) in drifted:
                 kept[position] = 0  # its content changed: it runs again
+        if any(kept):  # rows the old scripts answered stay: the new ones would mix in
+            _check_same_scripts(plan, record)
         point_latest(run_dir.parent, run_dir)
         return cls(plan, record, run_dir, request, started, items, kept, options.prices,
                    lock=lock)  # fmt: skip
@@ -385,7 +386,8 @@ def _check_same_judges(plan: Plan, record: PlanRecord) -> None:
 
 
 def _check_same_scripts(plan: Plan, record: PlanRecord) -> None:
-    """A resumed run must be answered by the ``mock/`` scripts it started with.
+    """A resumed run that keeps rows must be answered by the ``mock/`` scripts it started
+    with (one whose every row runs again, ``--retry-errors`` after an outage, may not).
 
     Raises:
         UsageError: a script's content differs (edited since), naming it.
