@@ -84,6 +84,21 @@ def test_a_folder_that_does_not_exist_exits_2(tmp_path: Path) -> None:
                                    "run folders or folders of runs (default: runs)")  # fmt: skip
 
 
+def test_the_label_store_is_never_made_inside_a_run_folder_it_shows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`assay view .` inside a run folder wrote the default store (.assay/store.db) into it,
+    though the viewer never writes into a run folder (a reviewer's break-test)."""
+    run = make_run(3, tmp_path / "runs", name="one")
+    monkeypatch.delenv("ASSAY_STORE", raising=False)
+    done = assay("view", ".", cwd=run)
+    assert done.returncode == 2, done.stderr
+    assert f"the label store {run}/.assay/store.db would be written inside the run folder" in (
+        done.stderr)  # fmt: skip
+    assert "start assay view from outside the run folder, or give --store URL" in done.stderr
+    assert not (run / ".assay").exists()
+
+
 def test_a_port_in_use_is_a_clear_error(runs: Path) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

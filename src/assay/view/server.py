@@ -125,6 +125,7 @@ def view_runs(
     from assay.view.review import LabelBook
 
     ws = Workspace([Path(f) for f in folders])
+    _store_outside_runs(store, ws)
     book = LabelBook(store, labels, reviewer or _user_name())
     book.check()
     try:
@@ -173,3 +174,24 @@ def stop_server_on_signals(server: uvicorn.Server) -> Iterator[None]:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def _store_outside_runs(store: str | None, ws: Workspace) -> None:
+    """The label store is never written into a run folder the viewer shows (the default
+    ``.assay/store.db`` of a working directory inside one would be).
+
+    Raises:
+        UsageError: naming the store file and the run folder, with the way out.
+    """
+    from assay.store.engine import resolve_url, sqlite_path
+
+    path = sqlite_path(resolve_url(store))
+    if path is None:
+        return
+    for entry in ws.runs():
+        if path.resolve().is_relative_to(entry.path.resolve()):
+            raise UsageError(
+                f"the label store {path} would be written inside the run folder {entry.path}, "
+                "which the viewer only reads",
+                hint="start assay view from outside the run folder, or give --store URL",
+            )
