@@ -301,3 +301,22 @@ def test_a_text_cut_at_its_limit_never_ends_in_half_a_character(tmp_path: Path) 
         text, cut = read_text_head(path, limit=limit)
         assert text == "😀" * (limit // 4) and cut, limit
     assert read_text_head(path, limit=4 * 1002) == ("😀" * 1002, False)
+
+
+def test_a_transcript_event_is_clipped_as_the_response_is() -> None:
+    """The Transcript's final answer repeated a 9.9 MB response whole: a 10.7 MB page that
+    took 4.7 s to load (a reviewer's break-test)."""
+    from assay.results.transcript import Transcript, TranscriptEvent
+    from assay.view.row_view import TEXT_LIMIT, event_views
+
+    long = "x" * (TEXT_LIMIT + 5000)
+    transcript = Transcript(
+        agent="command",
+        events=[TranscriptEvent("final", 1, text=long), TranscriptEvent("text", 2, text="short")],
+    )
+    final, short = event_views(transcript)
+    assert final.body.startswith("x" * TEXT_LIMIT) and len(final.body) < TEXT_LIMIT + 200
+    assert final.body.endswith(
+        "[cut: 5,000 more characters; the whole event is in the row's trace.json]"
+    )
+    assert short.body == "short"

@@ -155,7 +155,9 @@ def _event(event: TranscriptEvent, at: float) -> EventView:
                   f"write) / {usage.output} out ({usage.reasoning} reasoning)"
                   if usage else "")  # fmt: skip
         title = f"model call {event.name} → {event.stop_reason or '?'}"
-        return EventView(kind, at, title, event.text, event.is_error, tokens, event.cost_usd)
+        return EventView(
+            kind, at, title, _clipped(event.text), event.is_error, tokens, event.cost_usd
+        )
     titles = {
         "text": "assistant",
         "tool_call": f"tool call {event.name}",
@@ -168,7 +170,18 @@ def _event(event: TranscriptEvent, at: float) -> EventView:
         "user": "user (simulated)" if event.name == "simulated" else "user",
     }
     body = _pretty(event.arguments) if kind == "tool_call" else event.text
-    return EventView(kind, at, titles.get(kind, kind), body, event.is_error)
+    return EventView(kind, at, titles.get(kind, kind), _clipped(body), event.is_error)
+
+
+def _clipped(text: str) -> str:
+    """An event's text cut at :data:`TEXT_LIMIT` characters, saying how much was left out (a
+    final answer repeats the whole response, which the Response section clips too)."""
+    if len(text) <= TEXT_LIMIT:
+        return text
+    return (
+        f"{text[:TEXT_LIMIT]}\n… [cut: {len(text) - TEXT_LIMIT:,} more characters; the whole "
+        "event is in the row's trace.json]"
+    )
 
 
 def safe_path(run_dir: Path, relative: str) -> Path | None:
