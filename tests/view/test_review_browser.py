@@ -151,6 +151,10 @@ def test_label_by_keyboard_then_calibrate_and_see_kappa(reviewed: dict[str, Any]
             "fp": sum(not h and j for h, j in pairs),
         }  # fmt: skip
         assert report["rows_compared"] == 50 and report["rows_judge_error"] == 0
+        # ten rows have two reviewers' labels: said, as the numbers count labels, not rows
+        assert report["rows_reviewed_twice"] == 10
+        assert any(note.startswith("10 row(s) carry the labels of several reviewers")
+                   for note in report["notes"])  # fmt: skip
         shown = report["binary_counts"]
         assert {k: shown[k] for k in counts} == counts
         assert shown["positives"] == counts["tp"] + counts["fn"]

@@ -75,6 +75,7 @@ class Cases:
     Attributes:
         cases: the labelled examples, in dataset order.
         unlabelled: ids of examples whose label is ``null``.
+        reviewed_twice: see the field.
         source: where the judged output came from (``trace``, ``session`` or ``field:X``).
         dataset: ``{name, version, content_hash, item_count}``.
     """
@@ -83,6 +84,9 @@ class Cases:
     unlabelled: list[str] = field(default_factory=list)
     source: str = ""
     dataset: dict[str, Any] = field(default_factory=dict)
+    reviewed_twice: int = 0
+    """Rows of a viewer's labels (``run`` and ``folder`` fields) labelled by more than one
+    reviewer: each label is a case of its own."""
 
 
 def human_value(verdict: VerdictSpec, value: Any) -> Value:
@@ -176,6 +180,7 @@ def read_cases(
     )
     bad: list[str] = []
     unfilled: list[str] = []
+    rows: dict[tuple[Any, Any], int] = {}  # a viewer's labels: (run, folder) → labels
     for example in store.iter_examples(dataset, pinned.number):
         label = example.data.get(label_field)
         if label is None:
@@ -193,6 +198,9 @@ def read_cases(
             unfilled.append(f"{example.example_id}: {exc}")
             continue
         found.cases.append(Case(example.example_id, human, case))
+        row = (example.data.get("run"), example.data.get("folder"))
+        if None not in row:
+            rows[row] = rows.get(row, 0) + 1
     if unfilled:
         raise StoreError(
             f"{len(unfilled)} example(s) of {dataset}@{pinned.number} cannot fill the rubric "
@@ -209,6 +217,7 @@ def read_cases(
             hint="fix the labels (or set them to null to leave a row out), or calibrate a "
             "judge whose verdict fits them",
         )
+    found.reviewed_twice = sum(1 for count in rows.values() if count > 1)
     return found
 
 
@@ -314,7 +323,7 @@ def build_report(
         if o.value is None
     ]
     tokens = sum(o.usage.total_tokens for o in outcomes)
-    return {
+    report = {
         "schema_version": CALIBRATION_SCHEMA_VERSION,
         "created_at": datetime.now().astimezone().isoformat(),
         "judge": {
@@ -337,6 +346,14 @@ def build_report(
         "unlabelled_example_ids": cases.unlabelled,
         "judge_tokens": tokens,
     }
+    if cases.reviewed_twice:  # the numbers count labels, not rows
+        report["rows_reviewed_twice"] = cases.reviewed_twice
+        report["notes"] = [*report.get("notes", []), (
+            f"{cases.reviewed_twice} row(s) carry the labels of several reviewers: each label "
+            "is compared as a case of its own, so such a row counts once per reviewer and the "
+            "intervals take its labels as independent (they are too narrow); calibrate on one "
+            "reviewer's labels for numbers over rows")]  # fmt: skip
+    return report
 
 
 @dataclass(frozen=True)
