@@ -9,6 +9,7 @@ The oracles are the rows' ``task.json`` files and the store read back with its o
 from __future__ import annotations
 
 import contextlib
+import html
 import json
 import re
 import threading
@@ -16,7 +17,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 import httpx
 import pytest
@@ -545,3 +546,40 @@ def test_the_calibrations_page_redacts_an_older_stored_reports_secret(
     )  # fmt: skip
     shown = calibration_view(record, set())
     assert shown["disagreements"][0]["reason"] == "leaks [redacted:MY_SERVICE_TOKEN]"
+
+
+def test_a_run_folder_named_with_url_characters_is_labelled_and_walked(tmp_path: Path) -> None:
+    """A run folder named `run#2` or `a?b%c` could not be labelled (the label URL ended at
+    the `#`) and next/previous led to Not found (a reviewer's break-test)."""
+    from starlette.testclient import TestClient
+
+    from assay.view.app import build_app
+    from assay.view.review import LabelBook
+    from assay.view.workspace import Workspace
+
+    root = tmp_path / "runs"
+    run = make_run(3, root, name="run#2 a?b%c")
+    (tmp_path / "scratch").mkdir()
+    ws = Workspace([root], scratch=tmp_path / "scratch")
+    book = LabelBook(f"sqlite:///{tmp_path / 'labels.db'}", None, "ana")
+    with TestClient(build_app(ws, hosts=["testserver"], labels=book)) as client:
+        (entry,) = ws.runs()
+        ws.index(entry).wait()
+        key = quote(run.name, safe="")
+        page = client.get(f"/runs/{key}/rows/default/sst2-three-way/r000001/00")
+        assert page.status_code == 200
+        url = re.search(r'data-url="([^"]+)"', page.text)
+        after = re.search(r'data-next="([^"]+)"', page.text)
+        assert url is not None and after is not None
+        assert url.group(1) == f"/api/runs/{key}/labels"
+        assert client.get(html.unescape(after.group(1))).status_code == 200
+        token = re.search(r'data-token="([^"]+)"', page.text)
+        assert token is not None
+        saved = client.post(
+            url.group(1),
+            headers={"X-Assay-Token": token.group(1)},
+            json={"items": [{"folder": "default/sst2-three-way/r000001/00", "label": "pass"}]},
+        )
+        assert saved.status_code == 200, saved.text
+    book.close()
+    ws.close()

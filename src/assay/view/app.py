@@ -32,7 +32,7 @@ import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -292,7 +292,7 @@ def _live(entry: RunEntry, state: str, index: Any, live: bool) -> dict[str, Any]
     """The page's progress URL and version when it should reload as the run moves."""
     if not live:
         return {}
-    return {"progress_url": f"/api/runs/{entry.key}/progress", "version": _version(state, index)}
+    return {"progress_url": f"/api/runs/{_key(entry)}/progress", "version": _version(state, index)}
 
 
 SHOWN_BYTES = 32 * 1024 * 1024
@@ -306,6 +306,11 @@ def _shown_text(path: Path) -> Response:
             f"{path.name} holds {size:,} bytes, more than the viewer shows "
             f"({SHOWN_BYTES:,})"), hint=f"open it from the run folder: {path}")  # fmt: skip
     return Response(read_bytes(path), media_type="text/plain; charset=utf-8", headers=_HEADERS)
+
+
+def _key(entry: RunEntry) -> str:
+    """The run's key as one URL path segment (a folder named ``run#2`` or ``a?b``)."""
+    return quote(entry.key, safe="")
 
 
 def _looks_textual(path: Any) -> bool:
@@ -515,13 +520,13 @@ def _review_panel(
         scale = Scale.parse(request.query_params.get("scale"))
     except UsageError:
         scale = Scale()
-    base = f"/runs/{entry.key}/rows/"
+    base = f"/runs/{_key(entry)}/rows/"
     query = f"?{urlencode({'scale': scale.text})}" if scale.kind != "binary" else ""
     return {"scale": scale, "token": token, "dataset": book.name(entry.key),
             "reviewer": book.reviewer, "labels": _labels_of(book, entry.key).get(folder, []),
-            "next": base + after + query if after else "",
-            "prev": base + before + query if before else "", "folder": folder,
-            "url": f"/api/runs/{entry.key}/labels"}  # fmt: skip
+            "next": base + quote(after) + query if after else "",
+            "prev": base + quote(before) + query if before else "", "folder": folder,
+            "url": f"/api/runs/{_key(entry)}/labels"}  # fmt: skip
 
 
 def _labels_of(
@@ -559,7 +564,7 @@ def _review_page(
     if index.state().scanned_at is None:  # a first visit of a big run: show how far it is
         state = index.state()
         return _page("review.html", indexing=state, reload_when_ready=True,
-                     progress_url=f"/api/runs/{entry.key}/progress",
+                     progress_url=f"/api/runs/{_key(entry)}/progress",
                      version=_version(ws.info(entry).state, state), **context)  # fmt: skip
     index.wait()
     human = _labels_of(book, entry.key, at) if order == "disagree" else {}
@@ -574,7 +579,7 @@ def _review_page(
               "g": str(started)}  # fmt: skip
 
     def link(number: int) -> str:
-        return f"/runs/{entry.key}/review?" + urlencode({**params, "i": number})
+        return f"/runs/{_key(entry)}/review?" + urlencode({**params, "i": number})
 
     latest = _labels_of(book, entry.key)
     with index.connect() as db:
@@ -590,7 +595,7 @@ def _review_page(
               "reviewer": book.reviewer, "labels": latest.get(folder, []), "folder": folder,
               "next": link(position + 1) if position + 1 < rows.length else "",
               "prev": link(position - 1) if position > 0 else "",
-              "url": f"/api/runs/{entry.key}/labels"}  # fmt: skip
+              "url": f"/api/runs/{_key(entry)}/labels"}  # fmt: skip
     return _page("review.html", view=view, review=review,
                  uncertainty=line["uncertainty"] if line else None, **context)  # fmt: skip
 

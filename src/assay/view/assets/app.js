@@ -131,7 +131,8 @@
       fetch(panel.dataset.url, { method: "POST", cache: "no-store", credentials: "same-origin",
         headers: { "Content-Type": "application/json", "X-Assay-Token": panel.dataset.token },
         body: JSON.stringify(body) }).then(function (r) {
-        return r.json().then(function (answer) { return { ok: r.ok, answer: answer }; });
+        return r.json().then(function (answer) { return { ok: r.ok, answer: answer }; },
+          function () { return { ok: false, answer: { error: "the viewer answered " + r.status + " " + r.statusText } }; });
       }).then(function (result) {
         if (!result.ok) {
           shown.className = "bad";
