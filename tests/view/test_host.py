@@ -7,6 +7,7 @@ viewer's data with ``fetch()``."""
 from __future__ import annotations
 
 import http.server
+import subprocess
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -113,6 +114,17 @@ def test_allowed_hosts_name_every_loopback_spelling() -> None:
     assert allowed_hosts("::1", 80) == {"127.0.0.1:80", "localhost:80", "[::1]:80"}
     assert allowed_hosts("10.1.2.3", 9) == {"10.1.2.3:9"}
     assert "127.0.0.1:9" in allowed_hosts("0.0.0.0", 9)
+
+
+def test_every_address_means_every_interfaces_address_too() -> None:
+    """`--host 0.0.0.0` answered 421 to a browser using the machine's IP: its name resolved
+    to loopback alone (/etc/hosts), and interfaces were never listed (a reviewer's
+    break-test)."""
+    shown = subprocess.run(["ip", "-o", "-4", "addr", "show"], capture_output=True, text=True)
+    if shown.returncode != 0:
+        pytest.skip("no `ip` program to list the interfaces with")
+    addresses = {line.split()[3].split("/")[0] for line in shown.stdout.splitlines()}
+    assert addresses and {f"{a}:9" for a in addresses} <= allowed_hosts("0.0.0.0", 9)
 
 
 class _Page(http.server.BaseHTTPRequestHandler):

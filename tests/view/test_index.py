@@ -116,6 +116,12 @@ def test_sorting_and_paging_cover_every_row_once(
     assert [r["row_id"] for r in rows] == [f"r{i:06d}" for i in range(50)]  # dataset order
     rows, _ = page(index, page="999")  # past the end: the last page
     assert rows[-1]["row_id"] == "r000299"
+    for order in ("asc", "desc"):  # a row without a score (an error) last either way
+        rows, _ = page(index, sort="score", order=order, size="500")
+        scores = [r["score"] for r in rows]
+        known = [s for s in scores if s is not None]
+        assert scores == known + [None] * (len(scores) - len(known)), order
+        assert known == sorted(known, reverse=order == "desc")
 
 
 def test_a_malformed_url_falls_back_to_defaults() -> None:

@@ -144,7 +144,8 @@ def test_listening_beyond_loopback_is_warned_about(runs: Path) -> None:
     assert f"warning: {exposure_warning('0.0.0.0', port)}" in " ".join(stderr.split())
     assert exposure_warning("0.0.0.0", port) == (
         f"assay view listens on 0.0.0.0:{port}, not only on this machine: anyone who can reach "
-        "it can read these runs (prompts, responses, files); there is no login"
+        "it can read these runs (prompts, responses, files) and save labels into your store; "
+        "there is no login"
     )
 
 

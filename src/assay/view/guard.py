@@ -59,12 +59,37 @@ def allowed_hosts(host: str, port: int) -> frozenset[str]:
 
 
 def _machine_names() -> set[str]:
-    """This machine's host name, full name and IPv4 addresses, as far as they resolve."""
+    """This machine's host name, full name and addresses: those its name resolves to, and
+    its network interfaces' (a name often resolves to loopback alone, ``/etc/hosts``)."""
     name = socket.gethostname()
     names = {name.lower(), socket.getfqdn(name).lower()}
     with contextlib.suppress(OSError):
         names.update(socket.gethostbyname_ex(name)[2])
-    return names
+    return names | interface_addresses()
+
+
+SIOCGIFADDR = 0x8915
+"""Linux's ioctl that reads an interface's IPv4 address (``netdevice(7)``)."""
+
+
+def interface_addresses() -> set[str]:
+    """The IPv4 addresses of this machine's network interfaces (``SIOCGIFADDR``) and its IPv6
+    ones (``/proc/net/if_inet6``, ``proc(5)``); empty where neither can be read (not Linux)."""
+    import fcntl
+    import struct
+
+    found: set[str] = set()
+    with contextlib.suppress(OSError), socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        for _, name in socket.if_nameindex():
+            with contextlib.suppress(OSError):
+                answer = fcntl.ioctl(probe.fileno(), SIOCGIFADDR,
+                                     struct.pack("256s", name.encode()[:15]))  # fmt: skip
+                found.add(socket.inet_ntoa(answer[20:24]))
+    with contextlib.suppress(OSError, ValueError), open("/proc/net/if_inet6") as table:
+        for line in table:
+            packed = bytes.fromhex(line.split()[0])
+            found.add(str(ipaddress.IPv6Address(packed)))
+    return found
 
 
 class RequestGuard:

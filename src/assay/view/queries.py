@@ -187,7 +187,8 @@ def row_page(db: sqlite3.Connection, chosen: RowFilter, *, texts: bool = False) 
     pages = max(1, -(-total // chosen.size))
     page = min(chosen.page, pages)
     direction = "DESC" if chosen.order == "desc" else "ASC"
-    keys = ", ".join(f"{key.strip()} {direction}" for key in SORTS[chosen.sort].split(","))
+    keys = ", ".join(f"{key.strip()} {'ASC' if key.endswith('IS NULL') else direction}"
+                     for key in SORTS[chosen.sort].split(","))  # fmt: skip  # no value: last
     if chosen.sort != "row":
         keys += ", " + SORTS["row"]
     found = db.execute(

@@ -45,7 +45,8 @@ def exposure_warning(host: str, port: int) -> str:
     """What a user is told when the viewer listens beyond this machine."""
     return (
         f"assay view listens on {host}:{port}, not only on this machine: anyone who can "
-        "reach it can read these runs (prompts, responses, files); there is no login"
+        "reach it can read these runs (prompts, responses, files) and save labels into your "
+        "store; there is no login"
     )
 
 
