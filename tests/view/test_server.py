@@ -99,6 +99,15 @@ def test_the_label_store_is_never_made_inside_a_run_folder_it_shows(
     assert not (run / ".assay").exists()
 
 
+def test_a_store_that_is_no_url_is_refused_before_the_viewer_serves(runs: Path) -> None:
+    """`--store /path/store.db` (a path, not a URL) was accepted, and the reviewer's first
+    label failed (a reviewer's break-test)."""
+    done = assay("view", str(runs), "--store", str(runs.parent / "store.db"), cwd=runs.parent)
+    assert done.returncode == 2, done.stderr
+    assert f"invalid store URL '{runs.parent / 'store.db'}'" in done.stderr
+    assert "a store is a SQLAlchemy URL" in done.stderr
+
+
 def test_a_port_in_use_is_a_clear_error(runs: Path) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

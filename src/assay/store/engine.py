@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Connection, Engine, create_engine, event, inspect, select, text, update
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
 from sqlalchemy.pool import StaticPool
 
@@ -75,6 +75,23 @@ def display_url(url: str) -> str:
         return url
 
 
+def parsed_url(url: str) -> URL:
+    """``url`` parsed, without opening anything (a command checks its ``--store`` with it
+    before it starts).
+
+    Raises:
+        StoreError: it is not a SQLAlchemy URL (a bare path), with the forms that are.
+    """
+    try:
+        return make_url(url)
+    except ArgumentError as exc:
+        raise StoreError(
+            f"invalid store URL {url!r}: {exc}",
+            hint="a store is a SQLAlchemy URL: sqlite:////absolute/path/store.db (four "
+            "slashes), sqlite:///relative/store.db, or postgresql+psycopg://user@host/db",
+        ) from None
+
+
 def make_engine(url: str) -> Engine:
     """An engine for ``url`` (see :func:`resolve_url`), with the locking described above.
 
@@ -82,14 +99,7 @@ def make_engine(url: str) -> Engine:
         StoreError: the URL cannot be parsed, names an unknown backend, or needs a driver
             that is not installed (PostgreSQL: ``pip install 'assay[postgres]'``).
     """
-    try:
-        parsed = make_url(url)
-    except ArgumentError as exc:
-        raise StoreError(
-            f"invalid store URL {url!r}: {exc}",
-            hint="a store is a SQLAlchemy URL: sqlite:////absolute/path/store.db (four "
-            "slashes), sqlite:///relative/store.db, or postgresql+psycopg://user@host/db",
-        ) from None
+    parsed = parsed_url(url)
     try:
         if parsed.get_backend_name() == "sqlite":
             return _sqlite_engine(parsed.database)

@@ -178,15 +178,18 @@ def stop_server_on_signals(server: uvicorn.Server) -> Iterator[None]:
 
 
 def _store_outside_runs(store: str | None, ws: Workspace) -> None:
-    """The label store is never written into a run folder the viewer shows (the default
-    ``.assay/store.db`` of a working directory inside one would be).
+    """The label store is a store URL, and is never written into a run folder the viewer
+    shows (the default ``.assay/store.db`` of a working directory inside one would be).
 
     Raises:
+        StoreError: ``store`` is not a store URL.
         UsageError: naming the store file and the run folder, with the way out.
     """
-    from assay.store.engine import resolve_url, sqlite_path
+    from assay.store.engine import parsed_url, resolve_url, sqlite_path
 
-    path = sqlite_path(resolve_url(store))
+    url = resolve_url(store)
+    parsed_url(url)  # a bad --store said now, not at a reviewer's first label
+    path = sqlite_path(url)
     if path is None:
         return
     for entry in ws.runs():
