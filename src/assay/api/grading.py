@@ -54,7 +54,8 @@ def evaluate(
     reports (``assay evaluate RUN_DIR``; ToMEval's metric stage after ``execute``). Stopped
     by Ctrl-C (or, with ``stop_on_sigterm``, SIGTERM, SIGHUP and a background SIGINT, as a
     run is), the rows graded again so far keep their new grade, the reports are rebuilt over
-    every row, and :class:`~assay.errors.Interrupted` says so.
+    every row, and :class:`~assay.errors.Interrupted` says so (with ``stop_on_sigterm``;
+    otherwise the cancellation or ``KeyboardInterrupt`` goes on as it came).
 
     Args:
         run_dir: the run (``runs/latest`` works).
@@ -109,6 +110,8 @@ async def evaluate_async(
                 warnings += _printed(await regrade_run(folder, jobs=jobs, criteria=registry))
         except asyncio.CancelledError:  # Ctrl-C or a signal: the reports say what is there
             _regraded(folder, started, jobs, junit_xml, [*warnings, STOPPED], registry)
+            if not stop_on_sigterm:
+                raise  # a library's own cancellation stays one
             raise Interrupted(
                 f"{STOPPED}; `assay evaluate {folder}` grades every row again"
             ) from None
