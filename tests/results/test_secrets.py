@@ -76,6 +76,8 @@ KEY = "sk-proj-Zq81vXw2LmN4pR7tY0uB3cD6"
         ("GIT_AUTHOR_NAME", False),
         ("SSH_AUTH_SOCK", False),
         ("COLUMNS", False),
+        ("x-api-key", True),  # a header name in a task's extra_body (a break-test)
+        ("X-Api-Key", True),
     ],
 )
 def test_secret_names(name: str, secret: bool) -> None:

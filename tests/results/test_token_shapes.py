@@ -83,6 +83,11 @@ def test_unquoted_aws_secret_keys_and_bare_npm_tokens_are_redacted_and_found(
      # an agent CLI's own token in the `env` it printed (a platform engineer's break-test)
      ("CLAUDE_CODE_MESSAGING_TOKEN=aee31fda0b1c2d3e4f5a6b7c8d9e0f1a", "secret-variable"),
      ("export DB_PASSWORD=hunter2hunter2x9", "secret-variable"),
+     ('export MY_SERVICE_SECRET="Zq8Wx7Ec6Rv5Tb4Yn3Um"', "secret-variable"),  # export -p
+     ("DB_PASSWORD: hunterhunterhunter22", "secret-variable"),  # YAML
+     ('{"SESSION_TOKEN": "b7c8d9e0f1a2b3c4d5e6"}', "secret-variable"),  # JSON
+     ("session_token=c1d2e3f4a5b6c7d8", "secret-variable"),
+     ("x-api-key: Hh2Gg3Ff4Dd5Ss6Aa7Qq", "secret-variable"),  # a gateway's header
      ("EAAAl8q2Wm7Xb1Zz4Ck9Pd3Lr6Tt5Yy0Hh2Jj8Nn4Qq1Ss7Ee3Uu9Ii5Oo6Gg2Ff0Aa1Bb", "square-token")],
 )  # fmt: skip
 def test_more_detect_secrets_shapes_and_service_tokens_are_redacted_and_found(
@@ -103,7 +108,8 @@ def test_more_detect_secrets_shapes_and_service_tokens_are_redacted_and_found(
      "the authorization token was approved by basic rules",
      "Authorization: Basic abcdefghijklmnop",  # no digit, and no user:password inside
      "MAX_TOKENS=4096", "STOP_TOKEN=<DONE>", "GITHUB_TOKEN=$GITHUB_TOKEN",
-     "SECRET=placeholder-value"],
+     "SECRET=placeholder-value", '"sort_key": "created_at_2024"', '"max_tokens": 4096',
+     '"api_key_env": "OPENAI_API_KEY"', '"stop_token": "<DONE>"'],
 )  # fmt: skip
 def test_the_new_shapes_leave_ordinary_text_alone(text: str) -> None:
     assert Redactor().redact(text) == text

@@ -10,6 +10,7 @@ import csv
 import io
 import json
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -157,6 +158,32 @@ def test_pages_and_file_views_redact_what_the_exports_redact(
         assert SECRET not in got.text, url
         assert url.endswith("rows") or "[redacted:EXPORT_TEST_API_KEY]" in got.text, url
         assert int(got.headers["content-length"]) == len(got.content)
+
+
+def test_search_never_matches_what_the_pages_show_redacted(
+    client: TestClient, run_dir: Path
+) -> None:
+    """A search matched the secret the page showed redacted, so anyone with the viewer could
+    recover it a character at a time (a platform engineer's break-test)."""
+    name = run_dir.name
+    for fmt in ("csv", "jsonl"):
+        found = client.get(f"/runs/{name}/rows.{fmt}", params={"q": SECRET[:12]}).text
+        assert found.count("\n") <= (1 if fmt == "csv" else 0), found  # a header at most
+    shown = client.get(f"/runs/{name}/rows.jsonl", params={"q": "redacted:EXPORT_TEST"}).text
+    assert [json.loads(line)["row_id"] for line in shown.splitlines()] == ["r02"]
+
+
+def test_downloads_sort_as_the_page_does(client: TestClient, run_dir: Path) -> None:
+    """The page put rows without a score last in both orders, and its CSV put them first
+    when descending (a reviewer's break-test)."""
+    name = run_dir.name
+    for order in ("asc", "desc"):
+        params = {"sort": "score", "order": order, "size": "500"}
+        got = client.get(f"/runs/{name}/rows.jsonl", params=params).text  # the whole index
+        page = client.get(f"/runs/{name}/rows", params=params).text
+        shown = re.findall(r'/rows/default/echo/(r\d+)/00"', page)
+        assert len(shown) == 62
+        assert [json.loads(line)["row_id"] for line in got.splitlines()] == shown, order
 
 
 def test_a_status_is_read_in_any_case(client: TestClient, run_dir: Path) -> None:

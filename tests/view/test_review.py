@@ -437,11 +437,13 @@ def test_a_set_of_labels_may_hold_pass_and_fail(served: dict[str, Any]) -> None:
     """``scale=pass,fail,unsure``: after a ``pass``, an ``unsure`` was refused as a second
     kind (the kind was read from the value, not the scale; a reviewer's break-test)."""
     url, run = served["url"], "sets"
-    first, second, third = list(folders_of(served["root"] / run))[:3]
+    first, second, third, fourth = list(folders_of(served["root"] / run))[:4]
     with httpx.Client(base_url=url, timeout=30) as client:
         post = poster(client, url, run, "dana")
         assert post("pass,fail,unsure", first, "pass").status_code == 200
         assert post("pass,fail,unsure", second, "unsure").status_code == 200
+        # kept: pass and unsure; a fail of the set is one of its labels too (it was refused)
+        assert post("pass,fail,unsure", fourth, "fail").status_code == 200
         binary = post("pass/fail", third, "fail")  # pass/fail beside a set: two kinds
         assert binary.status_code == 400, binary.text
         assert "would hold pass/fail and set labels" in binary.json()["error"]

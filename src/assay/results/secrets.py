@@ -124,7 +124,7 @@ connection string (``host=db password=pw``)."""
 
 def is_secret_name(name: str) -> bool:
     """True when the variable ``name`` holds a secret by its name (see the module docstring)."""
-    upper = _NUMBERED.sub("", name.upper())
+    upper = _NUMBERED.sub("", name.upper().replace("-", "_"))  # a header: x-api-key
     return (
         upper.endswith(SECRET_SUFFIXES)
         or _SECRET_WORDS.search(upper) is not None

@@ -181,9 +181,6 @@ KEY_SHAPES: tuple[KeyShape, ...] = (
            (b"uthorization", b"UTHORIZATION"),
            rb"(?i)authorization[\"']?\s*[:=]\s*[\"']?(?:basic|token|digest|apikey)\s+"
            rb"(?P<body>[A-Za-z0-9._~+/\-]{8,}=*)", body_only=True, plausible=basic_credentials),
-    _shape("a secret-named variable's value", "secret-variable",
-           (b"TOKEN=", b"SECRET=", b"PASSWORD=", b"_KEY="),
-           rb"(?:TOKEN|SECRET|PASSWORD|_KEY)=(?P<body>[^\s'\"`;&|]{8,})", body_only=True),
     _shape("a Square access token", "square-token", (b"EAAA",),
            rb"EAAA(?<![A-Za-z0-9_\-]EAAA)(?P<body>[A-Za-z0-9_\-]{56,})"),
     _shape("a URL's userinfo token or password", "url-credential", (b"://",),
@@ -192,6 +189,11 @@ KEY_SHAPES: tuple[KeyShape, ...] = (
            (b"key=", b"sig=", b"code=", b"token=", b"password=", b"secret=", b"signature="),
            rb"(?i)[?&;](?:[a-z_\-]*key|sig|signature|code|[a-z_\-]*token|password|secret)"
            rb"=(?P<body>[A-Za-z0-9%+/=_\-.~]{8,})", body_only=True),
+    _shape("a secret-named variable's value", "secret-variable",
+           (b"TOKEN", b"SECRET", b"PASSWORD", b"_KEY", b"token", b"secret", b"password",
+            b"Token", b"Secret", b"Password", b"api-key", b"Api-Key", b"api_key"),
+           rb"(?:(?<!-)(?i:token|secret|password)|(?i:api[_-]key)|_KEY)[\"']?\s*[=:]\s*[\"']?"
+           rb"(?P<body>[^\s'\"`;&|,}]{8,})", body_only=True),
     _shape("a private key", "private-key", (b"PRIVATE KEY",),
            rb"-----BEGIN [A-Z0-9 ]{0,30}PRIVATE KEY(?: BLOCK)?-----(?:\\[nr]|\s)+"
            rb"[A-Za-z0-9+/=:,\- ]{20,}(?:(?:\\[nr]|[A-Za-z0-9+/=:,\- \t\r\n])*?"

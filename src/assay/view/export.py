@@ -38,7 +38,7 @@ from assay.results.run_folder import resolve_run_dir
 from assay.results.safe_text import csv_cell
 from assay.results.status import FinalStatus
 from assay.results.task_result import EvaluationResult
-from assay.view.queries import SORTS, RowFilter, is_number, status_value, where
+from assay.view.queries import SORTS, RowFilter, is_number, order_by, status_value, where
 from assay.view.reading import read_bytes
 
 FORMATS = ("csv", "jsonl")
@@ -126,11 +126,7 @@ def export_lines(
 
 def _records(db: sqlite3.Connection, run_dir: Path, chosen: RowFilter) -> Iterator[dict[str, Any]]:
     condition, params = where(chosen)
-    direction = "DESC" if chosen.order == "desc" else "ASC"
-    keys = ", ".join(f"{key.strip()} {direction}" for key in SORTS[chosen.sort].split(","))
-    if chosen.sort != "row":
-        keys += ", " + SORTS["row"]
-    sql = f"SELECT {', '.join(_INDEXED)} FROM rows{condition} ORDER BY {keys}"
+    sql = f"SELECT {', '.join(_INDEXED)} FROM rows{condition} ORDER BY {order_by(chosen)}"
     for found in db.execute(sql, params):
         record = dict(zip(_INDEXED, found, strict=True))
         result = _result(run_dir / record["folder"])
@@ -214,7 +210,8 @@ def export_rows(run_dir: str | Path, *, rows: str = "", format: str = "csv") -> 
     def lines() -> Iterator[str]:
         scratch = Path(tempfile.mkdtemp(prefix="assay-export-"))
         try:
-            index = RowIndex(folder, scratch / "index.sqlite")
+            index = RowIndex(folder, scratch / "index.sqlite",
+                             redact=Writer.from_environment(os.environ).redact)  # fmt: skip
             index.refresh()
             with index.connect() as db:
                 yield from export_lines(db, folder, chosen, format)

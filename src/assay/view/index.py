@@ -21,8 +21,8 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -177,11 +177,16 @@ class RowIndex:
     Args:
         run_dir: the run folder (read only).
         db_path: the SQLite file to keep the index in (created; outside the run folder).
+        redact: applied to each row's prompt and response before they are kept (searched,
+            previewed): a search never matches what the pages show redacted.
     """
 
-    def __init__(self, run_dir: Path, db_path: Path) -> None:
+    def __init__(
+        self, run_dir: Path, db_path: Path, *, redact: Callable[[str], str] | None = None
+    ) -> None:
         self.run_dir = run_dir
         self.db_path = db_path
+        self.redact = redact
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._found = 0
@@ -298,6 +303,10 @@ class RowIndex:
         primary keys given here (one past the largest) so no row needs a statement of its
         own to learn its key."""
         self._forget(db, [line.folder for line, _ in lines])
+        if self.redact is not None:  # what is searched and previewed is what pages show
+            shown = self.redact
+            lines = [(replace(line, prompt=shown(line.prompt), response=shown(line.response)),
+                      stamp) for line, stamp in lines]  # fmt: skip
         first = int(db.execute("SELECT COALESCE(MAX(pk), 0) FROM rows").fetchone()[0]) + 1
         keyed = list(enumerate(lines, start=first))
         db.executemany(_INSERT, [

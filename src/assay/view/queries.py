@@ -179,6 +179,16 @@ LIST_COLUMNS = (
 )
 
 
+def order_by(chosen: RowFilter) -> str:
+    """The ``ORDER BY`` keys of ``chosen``'s sort and order, the rows page's and its
+    downloads' alike: a row without the value (an error's score) last either way, then
+    report order."""
+    direction = "DESC" if chosen.order == "desc" else "ASC"
+    keys = ", ".join(f"{key.strip()} {'ASC' if key.endswith('IS NULL') else direction}"
+                     for key in SORTS[chosen.sort].split(","))  # fmt: skip
+    return keys if chosen.sort == "row" else f"{keys}, {SORTS['row']}"
+
+
 def row_page(db: sqlite3.Connection, chosen: RowFilter, *, texts: bool = False) -> RowPage:
     """The page of rows ``chosen`` asks for, and how many match (``texts``: with each
     row's prompt and response)."""
@@ -186,13 +196,8 @@ def row_page(db: sqlite3.Connection, chosen: RowFilter, *, texts: bool = False) 
     total = int(db.execute(f"SELECT COUNT(*) FROM rows{condition}", params).fetchone()[0])
     pages = max(1, -(-total // chosen.size))
     page = min(chosen.page, pages)
-    direction = "DESC" if chosen.order == "desc" else "ASC"
-    keys = ", ".join(f"{key.strip()} {'ASC' if key.endswith('IS NULL') else direction}"
-                     for key in SORTS[chosen.sort].split(","))  # fmt: skip  # no value: last
-    if chosen.sort != "row":
-        keys += ", " + SORTS["row"]
     found = db.execute(
-        f"SELECT {LIST_COLUMNS} FROM rows{condition} ORDER BY {keys} LIMIT ? OFFSET ?",
+        f"SELECT {LIST_COLUMNS} FROM rows{condition} ORDER BY {order_by(chosen)} LIMIT ? OFFSET ?",
         [*params, chosen.size, (page - 1) * chosen.size],
     ).fetchall()
     rows = [dict(r) for r in found]

@@ -330,8 +330,8 @@ class LabelBook:
         kept = (e for e in store.iter_examples(name, None) if e.example_id not in replaced
                 ) if store.dataset(name).current_version else ()  # fmt: skip
         held = {label_kind(e.data.get("label")) for e in kept}
-        if held == {"pass/fail"} and given == {"set"}:
-            held = given  # pass and fail kept so far: labels of this set as well
+        if given == {"set"} and held <= {"pass/fail", "set"}:
+            held = given  # pass and fail kept (with other labels or not): labels of this set
         if len(given | held) > 1:
             kinds = " and ".join(sorted(given | held))
             raise StoreError(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import tempfile
 import threading
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from assay.errors import UsageError
+from assay.results.io import Writer
 from assay.results.plan_record import PLAN_FILE, SESSIONS_FILE
 from assay.results.run import TaskSelection
 from assay.results.selection_file import SELECTION_FILE
@@ -170,6 +172,7 @@ class Workspace:
         self._memo: dict[tuple[Any, ...], Any] = {}
         self._selections: dict[Path, tuple[object, dict[str, TaskSelection]]] = {}
         self._jobs: dict[tuple[Any, ...], Job] = {}
+        self.shown = Writer.from_environment(os.environ)  # what pages show (and search) redacted
 
     def memo(self, key: tuple[Any, ...], compute: Callable[[], T]) -> T:
         """``compute()``, kept under ``key`` (the last ``MEMO_SIZE`` answers): pages whose
@@ -226,7 +229,8 @@ class Workspace:
             index = self._indexes.get(entry.path)
             if index is None:
                 number = len(self._indexes) + 1
-                index = RowIndex(entry.path, self.scratch / f"run-{number}.sqlite")
+                index = RowIndex(entry.path, self.scratch / f"run-{number}.sqlite",
+                                 redact=self.shown.redact)  # fmt: skip
                 self._indexes[entry.path] = index
         if start:
             now = stamp(entry.path)

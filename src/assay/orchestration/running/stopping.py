@@ -262,7 +262,7 @@ def write_stopping(run_dir: Path, stopper: Stopper, writer: Writer) -> None:
         raise UsageError(
             f"cannot write {STOPPING_FILE} into {run_dir}: {exc}",
             hint="the finished rows are kept: free space (or make the folder writable), "
-            "then `assay run --resume RUN_DIR` hears them again and writes it",
+            "then `assay run --resume RUN_DIR` reads them again and writes it",
         ) from None
 
 
@@ -285,7 +285,7 @@ def read_stopping(run_dir: Path) -> dict[str, Any] | None:
         raise UsageError(
             f"{STOPPING_FILE} cannot be read ({why})",
             file=path,
-            hint="`assay run --resume RUN_DIR` hears the finished rows again and writes it anew",
+            hint="`assay run --resume RUN_DIR` reads the finished rows again and writes it anew",
         )
     return data
 
