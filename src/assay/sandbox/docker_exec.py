@@ -45,6 +45,7 @@ import signal
 import subprocess
 import sys
 import tarfile
+import time
 
 START_FAILED = 125
 KILLED = 137
@@ -132,11 +133,22 @@ def refused_forks(config: dict[str, object]) -> int:
     return max(0, total - seen)
 
 
+COUNT_TRIES = 10
+"""Times a cgroup count is read before it is taken as 0, :data:`COUNT_PAUSE` seconds apart:
+at the pids limit the reading program itself cannot start until the row's processes, being
+ended, are gone (on a busy machine that takes a moment)."""
+COUNT_PAUSE = 0.2
+
+
 def cgroup_count(config: dict[str, object], key: str, *files: str) -> int:
     """The ``key N`` count of the first of ``files`` (cgroup v2's, then v1's) the row's
     container shows; 0 when none can be read."""
     read = [str(config["engine"]), "exec", "-u", "0", str(config["container"]), "cat", *files]
-    done = subprocess.run(read, capture_output=True, text=True, check=False)
+    for attempt in range(COUNT_TRIES):
+        done = subprocess.run(read, capture_output=True, text=True, check=False)
+        if done.stdout.strip() or "No such" in done.stderr:  # read, or nothing to read
+            break
+        time.sleep(COUNT_PAUSE if attempt + 1 < COUNT_TRIES else 0)
     for line in done.stdout.splitlines():
         name, _, value = line.partition(" ")
         if name == key and value.strip().isdigit():
