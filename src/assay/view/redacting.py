@@ -13,6 +13,9 @@ from __future__ import annotations
 from assay.results.io import Writer
 from assay.view.guard import ASGIApp, Message, Receive, Scope, Send
 
+OWN_ASSETS = "/assets/"
+"""The viewer's own style sheet and scripts: passed as they are (no run's text is in them)."""
+
 REDACTED_TYPES = (b"text/", b"application/json")
 """The content types redacted (a download of another kind passes as it is)."""
 
@@ -26,8 +29,8 @@ class RedactedAnswers:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Answer ``scope`` through the app, redacting what it sends in one piece."""
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
+        if scope["type"] != "http" or scope.get("path", "").startswith(OWN_ASSETS):
+            await self.app(scope, receive, send)  # the viewer's own scripts hold no secret
             return
         held: list[Message] = []
 
