@@ -223,3 +223,28 @@ def test_an_interrupted_evaluate_rebuilds_the_reports_over_the_mix(
     assert any("grading was stopped" in warning for warning in run["warnings"])
     assert (run_dir / ".lock").read_text() == ""
     wait_gone(pids_in(pids))
+
+
+def test_an_interruption_while_the_reports_are_written_says_what_is_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C (or SIGTERM, SIGHUP) while the reports were written exited 130 with nothing
+    said; the run's rows are kept and `assay report` writes the reports."""
+    import assay
+    import assay.api.runs as runs
+    from assay.errors import Interrupted
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    path = write(tmp_path / "t.yaml", "task_id: t\ndescription: d\ninitial_prompt: p\n"
+                 "agent: {type: command, command: echo x}\n"
+                 "success_criteria: [{type: response_match, expected: x}]\n")  # fmt: skip
+    monkeypatch.setattr(runs, "write_session_reports", interrupted)
+    with pytest.raises(Interrupted) as caught:
+        assay.run(str(path), run_dir=str(tmp_path / "runs"))
+    run_dir = latest(tmp_path)
+    assert str(caught.value) == (f"while writing the reports of {run_dir}: every finished row "
+                                 f"is kept; `assay report {run_dir}` writes them")  # fmt: skip
+    assert (run_dir / "default/t/00/task.json").is_file()
+    assert (run_dir / ".lock").read_text() == ""  # freed
