@@ -151,6 +151,31 @@ def test_neighbours_follow_dataset_order(index: RowIndex) -> None:
         assert neighbours(db, "default/sst2-three-way/r000000/00")[0] is None
 
 
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"status": "FAILURE"},
+        {"status": "SUCCESS", "sort": "score", "order": "desc"},
+        {"expected": "neutral", "sort": "duration"},
+        {"q": "r0001"},
+    ],
+)
+def test_neighbours_step_through_the_list_a_row_was_opened_from(
+    index: RowIndex, params: dict[str, str]
+) -> None:
+    listed = [str(r["folder"]) for r in page(index, **params, size="500")[0]]
+    assert len(listed) > 3
+    chosen = RowFilter.from_params(params)
+    with index.connect() as db:
+        for position, folder in enumerate(listed):
+            expected_before = listed[position - 1] if position else None
+            expected_after = listed[position + 1] if position + 1 < len(listed) else None
+            assert neighbours(db, folder, chosen) == (expected_before, expected_after)
+        outside = next(str(r["folder"]) for r in page(index, size="500")[0]
+                       if str(r["folder"]) not in listed)  # fmt: skip
+        assert neighbours(db, outside, chosen) == neighbours(db, outside)  # report order
+
+
 def test_rows_that_appear_change_or_go_are_followed(tmp_path: Path) -> None:
     run = make_run(20, tmp_path / "runs")
     index = RowIndex(run, tmp_path / "index.sqlite")

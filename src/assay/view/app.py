@@ -173,11 +173,13 @@ def build_app(ws: Workspace, *, hosts: Iterable[str], labels: LabelBook | None =
             return _not_found(f"no row folder '{folder}' in run {entry.key}")
         view = read_row_view(entry.path, folder)
         index = ws.index(entry, start=False)
+        chosen = RowFilter.from_params(request.query_params)
         with index.connect() as db:
-            before, after = neighbours(db, folder)
+            before, after = neighbours(db, folder, chosen)
         review = _review_panel(book, entry, folder, request, token, after, before)
         return _page("row.html", key=entry.key, path=str(entry.path), view=view, before=before,
-                     after=after, review=review)  # fmt: skip
+                     after=after, review=review, back=chosen.query(),
+                     trail=_trail(request, chosen))  # fmt: skip
 
     def review_page(request: Request) -> Response:
         entry = entry_of(request)
@@ -521,12 +523,25 @@ def _review_panel(
     except UsageError:
         scale = Scale()
     base = f"/runs/{_key(entry)}/rows/"
-    query = f"?{urlencode({'scale': scale.text})}" if scale.kind != "binary" else ""
+    query = _trail(request, RowFilter.from_params(request.query_params))
     return {"scale": scale, "token": token, "dataset": book.name(entry.key),
             "reviewer": book.reviewer, "labels": _labels_of(book, entry.key).get(folder, []),
             "next": base + quote(after) + query if after else "",
             "prev": base + quote(before) + query if before else "", "folder": folder,
             "url": f"/api/runs/{_key(entry)}/labels"}  # fmt: skip
+
+
+def _trail(request: Request, chosen: RowFilter) -> str:
+    """The query string a row page's links to its neighbours carry: the list's filter, sort
+    and page it was opened from, and the label panel's scale (not the default, binary)."""
+    params = chosen.params()
+    try:
+        scale = Scale.parse(request.query_params.get("scale"))
+    except UsageError:
+        scale = Scale()
+    if scale.kind != "binary":
+        params["scale"] = scale.text
+    return "?" + urlencode(params) if params else ""
 
 
 def _labels_of(

@@ -242,8 +242,17 @@ def criterion_types(db: sqlite3.Connection) -> dict[str, str]:
     return {str(position): str(kind) for position, kind in db.execute(sql)}
 
 
-def neighbours(db: sqlite3.Connection, folder: str) -> tuple[str | None, str | None]:
-    """The row folders before and after ``folder`` in report order."""
+def neighbours(
+    db: sqlite3.Connection, folder: str, chosen: RowFilter | None = None
+) -> tuple[str | None, str | None]:
+    """The row folders before and after ``folder`` among the rows ``chosen`` selects, in
+    its sort (the rows page's order: a reviewer who opened a row from a filtered list steps
+    through that list); in report order over every row when ``chosen`` is ``None`` or does
+    not select ``folder``."""
+    if chosen is not None:
+        found = _neighbours_in(db, folder, chosen)
+        if found is not None:
+            return found
     key = "(suite, variant, ord_index, ord_id, replicate)"
     here = db.execute(f"SELECT {key[1:-1]} FROM rows WHERE folder = ?", [folder]).fetchone()
     if here is None:
@@ -255,3 +264,22 @@ def neighbours(db: sqlite3.Connection, folder: str) -> tuple[str | None, str | N
     after = db.execute(f"SELECT folder FROM rows WHERE {key} > (?, ?, ?, ?, ?) ORDER BY "
                        f"{SORTS['row']} LIMIT 1", values).fetchone()  # fmt: skip
     return (before[0] if before else None), (after[0] if after else None)
+
+
+def _neighbours_in(
+    db: sqlite3.Connection, folder: str, chosen: RowFilter
+) -> tuple[str | None, str | None] | None:
+    """``folder``'s neighbours in ``chosen``'s ordered selection; ``None``: not in it."""
+    condition, params = where(chosen)
+    ordered = (f"SELECT folder, ROW_NUMBER() OVER (ORDER BY {order_by(chosen)}) AS n "
+               f"FROM rows{condition}")  # fmt: skip
+    found = db.execute(
+        f"WITH ordered AS ({ordered}), here AS (SELECT n FROM ordered WHERE folder = ?) "
+        "SELECT ordered.n - here.n, folder FROM ordered, here "
+        "WHERE ordered.n BETWEEN here.n - 1 AND here.n + 1",
+        [*params, folder],
+    ).fetchall()
+    if not found:
+        return None
+    by_step = {int(step): str(name) for step, name in found}
+    return by_step.get(-1), by_step.get(1)
