@@ -221,8 +221,17 @@ def test_an_interrupted_evaluate_rebuilds_the_reports_over_the_mix(
     run = json.loads((run_dir / "run.json").read_text())
     assert (run["tasks_succeeded"], run["tasks_failed"]) == (2, 2)  # the reports over the mix
     assert any("grading was stopped" in warning for warning in run["warnings"])
+    assert run["exit_code"] == 130  # as the command exited (it said 0)
     assert (run_dir / ".lock").read_text() == ""
     wait_gone(pids_in(pids))
+    flag.unlink()  # every row passes and is quick again
+    again = start_assay("evaluate", str(run_dir), cwd=tmp_path)
+    finish(again)
+    assert again.returncode == 0
+    run = json.loads((run_dir / "run.json").read_text())
+    assert (run["tasks_succeeded"], run["exit_code"]) == (4, 0)
+    # the stopped grading's warning went with it (it stayed in every later run.json)
+    assert not any("grading was stopped" in warning for warning in run["warnings"])
 
 
 def test_an_interruption_while_the_reports_are_written_says_what_is_kept(

@@ -33,6 +33,7 @@ from assay.orchestration.planning.options import criteria_registry
 from assay.orchestration.running.runlock import lock_run_dir
 from assay.orchestration.running.signals import stop_on_signals
 from assay.reports.compare import compare_runs, write_comparison
+from assay.reports.meta import GRADING_STOPPED
 from assay.reports.rebuild import check_secrets as find_secrets
 from assay.reports.rebuild import rebuild_reports, report_regraded
 from assay.results.experiment import ExperimentResult
@@ -109,17 +110,13 @@ async def evaluate_async(
             with stop_on_signals(enabled=stop_on_sigterm):
                 warnings += _printed(await regrade_run(folder, jobs=jobs, criteria=registry))
         except asyncio.CancelledError:  # Ctrl-C or a signal: the reports say what is there
-            _regraded(folder, started, jobs, junit_xml, [*warnings, STOPPED], registry)
+            _regraded(folder, started, jobs, junit_xml, [*warnings, GRADING_STOPPED], registry)
             if not stop_on_sigterm:
                 raise  # a library's own cancellation stays one
             raise Interrupted(
-                f"{STOPPED}; `assay evaluate {folder}` grades every row again"
+                f"{GRADING_STOPPED}; `assay evaluate {folder}` grades every row again"
             ) from None
         return _regraded(folder, started, jobs, junit_xml, warnings, registry)
-
-
-STOPPED = ("grading was stopped: the rows graded again so far keep their new grade, the rest "
-           "their earlier one, and the reports are rebuilt over every row")  # fmt: skip
 
 
 def _warn(message: str) -> None:

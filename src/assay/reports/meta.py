@@ -21,6 +21,12 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_INVALID = 2
 EXIT_INTERRUPTED = 130
+GRADING_STOPPED = (
+    "grading was stopped: the rows graded again so far keep their new grade, the rest their "
+    "earlier one, and the reports are rebuilt over every row"
+)
+"""The warning of an ``assay evaluate`` stopped by a signal: its ``run.json`` exits 130 (as
+the command did) until an ``assay evaluate`` that grades every row again replaces it."""
 
 
 @dataclass

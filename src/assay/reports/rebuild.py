@@ -14,6 +14,7 @@ from assay.errors import UsageError
 from assay.orchestration.loading.secrets import results_writer
 from assay.orchestration.planning.datacheck import check_run_dir
 from assay.orchestration.running.stopping import stopping_facts
+from assay.reports.meta import GRADING_STOPPED
 from assay.reports.writer import Reports, RunMeta, Stage, write_reports
 from assay.results.io import Writer, read_json, read_model
 from assay.results.plan_record import PLAN_FILE, PlanRecord, read_sessions
@@ -166,14 +167,16 @@ def report_regraded(
 ) -> Reports:
     """The reports of a run whose rows were graded again (``assay evaluate``: each
     ``task.json`` rewritten), the re-grading having started at ``started`` with ``jobs``
-    rows at once.
+    rows at once. ``warnings`` replace an earlier evaluate's :data:`GRADING_STOPPED` (pass
+    it again when this one was stopped too: ``run.json`` then exits 130).
 
     Raises:
         TaskFileError: a QA suite's metrics hook failed; every other file is written first.
     """
     meta = previous_meta(run_dir, "evaluate")
     meta.start_time, meta.end_time, meta.max_parallel = started, datetime.now(), jobs
-    meta.warnings = list(dict.fromkeys([*meta.warnings, *warnings]))
+    carried = (w for w in meta.warnings if w != GRADING_STOPPED)  # this grading replaces it
+    meta.warnings = list(dict.fromkeys([*carried, *warnings]))
     return write_reports(run_dir, lambda: iter_results(run_dir), meta,
                          criteria or default_criteria(),
                          junit_path=junit_path, writer=_writer(run_dir))  # fmt: skip

@@ -26,6 +26,7 @@ from assay.reports.meta import (
     EXIT_INTERRUPTED,
     EXIT_INVALID,
     EXIT_OK,
+    GRADING_STOPPED,
     Reports,
     RunMeta,
     Source,
@@ -274,7 +275,8 @@ def _suite_ref(suite: SuiteRollup) -> SuiteRef:
 def decide_exit_code(
     results: Iterable[EvaluationResult], suites: Sequence[SuiteRollup], meta: RunMeta
 ) -> int:
-    """The exit codes of the docs: 130 when this invocation was interrupted; for a suite
+    """The exit codes of the docs: 130 when this invocation was interrupted (a run, or an
+    ``assay evaluate`` stopped while grading: :data:`GRADING_STOPPED`); for a suite
     whose rows await ``assay evaluate`` (:attr:`SuiteRollup.awaiting_grading`: ``assay
     execute``, no gate to decide) 1 when a row errored or refused and the suite does not
     gate ``completion_rate``, or a row never ran; for any other suite 1 when it is not
@@ -285,6 +287,8 @@ def decide_exit_code(
     so an executed run graded since and resumed exits as its reports read. An outage can
     never pass CI."""
     if meta.interrupted and meta.stage in ("run", "execute"):
+        return EXIT_INTERRUPTED
+    if meta.stage == "evaluate" and GRADING_STOPPED in meta.warnings:
         return EXIT_INTERRUPTED
     if any(_awaiting_broken(s) if s.awaiting_grading else not s.passed for s in suites):
         return EXIT_FAILED
