@@ -94,3 +94,24 @@ def test_a_qa_tasks_mutations_apply_to_each_built_prompt(tmp_path: Path) -> None
     assert qa is not None
     assert [m.content for m in qa.prompt_mutations] == ["FIRST"]  # type: ignore[union-attr]
     assert resolved.provenance["qa.prompt_mutations"] == "variant"
+
+
+def test_variant_and_task_ids_that_differ_only_in_case_are_warned_about(tmp_path: Path) -> None:
+    """``Fast`` and ``fast`` are two folders here and one on macOS's and Windows's default
+    file systems (one variant's rows would replace the other's): said, as for row ids."""
+    plan = plan_for(tmp_path, "experiment_id: e\nvariants:\n  - variant_id: Fast\n"
+                              "  - variant_id: slow\n  - variant_id: fast\n")  # fmt: skip
+    said = [w for w in plan.warnings if "differ only in case" in w]
+    assert len(said) == 1 and "variant ids differ only in case ('Fast' and 'fast'; 1 in all)" \
+        in said[0] and "case-insensitive file system" in said[0]  # fmt: skip
+    write(
+        tmp_path / "u.yaml", (tmp_path / "t.yaml").read_text().replace("task_id: t", "task_id: T")
+    )
+    both = build_plan([str(tmp_path / "t.yaml"), str(tmp_path / "u.yaml")], PlanOptions())
+    assert [w for w in both.warnings if "differ only in case" in w] == [
+        "task ids differ only in case ('t' and 'T'; 1 in all): on a case-insensitive file "
+        "system (macOS's and Windows's default) they would share one folder, one's results "
+        "replacing the other's; rename them where runs may be written there"
+    ]
+    alone = build_plan([str(tmp_path / "t.yaml")], PlanOptions())
+    assert not [w for w in alone.warnings if "differ only in case" in w]

@@ -9,6 +9,7 @@ A new file written at the top of a run folder is named here and added to :data:`
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 PLAN_FILE = "plan.json"
@@ -55,3 +56,25 @@ def runs_beside(run_dir: Path) -> list[Path]:
     return [entry for entry in entries if entry != run_dir and (
         entry.name == LATEST or (entry.is_dir() and not entry.is_symlink()
                                  and is_run_folder(entry)))]  # fmt: skip
+
+
+def case_clashes(names: Iterable[str]) -> list[tuple[str, str]]:
+    """Each name of ``names`` that differs from an earlier one only in case, with that
+    earlier one (``[("r1", "R1")]``): names of folders of a run (variant, task and row ids)
+    that are two folders here and one on a case-insensitive file system (macOS's and
+    Windows's default), where one's results would replace the other's."""
+    first: dict[str, str] = {}
+    pairs = [(first.setdefault(name.casefold(), name), name) for name in names]
+    return [(a, b) for a, b in pairs if a != b]
+
+
+def case_clash_text(clashes: Sequence[tuple[str, str]]) -> str:
+    """``'a' and 'A', …; N in all`` of :func:`case_clashes` (the first three shown)."""
+    shown = ", ".join(f"{a!r} and {b!r}" for a, b in clashes[:3])
+    return f"{shown}{', …' if len(clashes) > 3 else ''}; {len(clashes)} in all"
+
+
+CASE_CLASH_CONSEQUENCE = (
+    "on a case-insensitive file system (macOS's and Windows's default) they would share one "
+    "folder, one's results replacing the other's; rename them where runs may be written there"
+)

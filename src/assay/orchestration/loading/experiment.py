@@ -25,6 +25,7 @@ from assay.orchestration.loading.overrides import apply_override, drop_alternati
 from assay.orchestration.loading.task_loader import LoadedTask, data_loc
 from assay.spec.base import ScreenError, screen
 from assay.spec.experiment import Experiment, PromptMutation
+from assay.spec.run_names import CASE_CLASH_CONSEQUENCE, case_clash_text, case_clashes
 from assay.spec.source import field_path, read_yaml
 from assay.spec.task import TaskDefinition
 
@@ -63,7 +64,12 @@ def load_experiment(argument: str) -> tuple[Experiment, Path, list[str]]:
         screened = screen(document.data, Experiment)
         warnings = [f"{path}:{document.line_of(loc) or '?'}: {field_path(loc)}: {text}"
                     for loc, text in screened.warnings]  # fmt: skip
-        return Experiment.model_validate(screened.data), path, warnings
+        experiment = Experiment.model_validate(screened.data)
+        clashes = case_clashes(v.variant_id for v in experiment.variants)
+        if clashes:
+            warnings.append(f"{path}: variant ids differ only in case "
+                            f"({case_clash_text(clashes)}): {CASE_CLASH_CONSEQUENCE}")  # fmt: skip
+        return experiment, path, warnings
     except ScreenError as exc:
         loc = exc.problem.loc
         raise TaskFileError(exc.problem.message, file=path, line=document.line_of(loc),

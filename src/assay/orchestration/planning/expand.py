@@ -54,6 +54,7 @@ from assay.results.secrets import clip_head
 from assay.results.suite import DatasetRecord, FileRecord, SelectionRecord
 from assay.spec.criteria import ClassificationMatch, CriterionSpec
 from assay.spec.ids import ID_PATTERN, MAX_ID_LENGTH, RESERVED_ROW_IDS, row_id_problem
+from assay.spec.run_names import CASE_CLASH_CONSEQUENCE, case_clash_text, case_clashes
 from assay.spec.source import field_loc
 from assay.spec.task import DatasetSpec, TaskDefinition
 
@@ -434,20 +435,12 @@ def expand_dataset(
 
 
 def _case_warnings(ids: Sequence[str], loaded: LoadedTask) -> list[str]:
-    """Row ids that differ only in case (``r1``, ``R1``): they name two folders here, and one
-    on a case-insensitive file system (macOS's and Windows's default), where one row's
-    results would replace the other's."""
-    first: dict[str, str] = {}
-    pairs = [(first.setdefault(row_id.casefold(), row_id), row_id) for row_id in ids]
-    clashes = [(a, b) for a, b in pairs if a != b]
+    """Row ids that differ only in case (``r1``, ``R1``): see :func:`case_clashes`."""
+    clashes = case_clashes(ids)
     if not clashes:
         return []
-    shown = ", ".join(f"{a!r} and {b!r}" for a, b in clashes[:3])
     return [f"{loaded.display}: task '{loaded.definition.task_id}' has row ids that differ "
-            f"only in case ({shown}{', …' if len(clashes) > 3 else ''}; {len(clashes)} in "
-            "all): on a case-insensitive file system (macOS's and Windows's default) they "
-            "would share one folder, one row's results replacing the other's; rename them "
-            "where runs may be written there"]  # fmt: skip
+            f"only in case ({case_clash_text(clashes)}): {CASE_CLASH_CONSEQUENCE}"]  # fmt: skip
 
 
 def check_qa_rows(

@@ -70,6 +70,7 @@ from assay.results.run import SkippedTask, TaskSelection
 from assay.results.secrets import Redactor
 from assay.spec.base import did_you_mean
 from assay.spec.experiment import Experiment, StopRule
+from assay.spec.run_names import CASE_CLASH_CONSEQUENCE, case_clash_text, case_clashes
 from assay.spec.task import TaskDefinition
 
 
@@ -523,6 +524,10 @@ def _plan_tasks(
         except (TaskFileError, DatasetError, SelectionError) as exc:
             refused.append(_in_file(exc, loaded.display))
     _raise_refused(refused, planned, plan.skipped)
+    clashes = case_clashes(t.loaded.definition.task_id for t in plan.tasks)
+    if clashes:
+        plan.warnings.append(f"task ids differ only in case ({case_clash_text(clashes)}): "
+                             f"{CASE_CLASH_CONSEQUENCE}")  # fmt: skip
     return context.engines
 
 
