@@ -146,3 +146,19 @@ def test_a_private_key_is_redacted_whole_or_in_any_part(piece: str) -> None:
     assert redacted.startswith("before: ") and redacted.endswith(". ok")
     if piece.startswith("-----") and "\\n" in piece:
         json.loads(f'"{redacted.splitlines()[0]}"')  # a JSON string stays valid JSON
+
+
+def test_an_env_listing_of_markers_in_json_is_no_finding_and_a_value_in_it_is() -> None:
+    """A coding agent's ``env`` in trace.json (JSON: each newline the two characters ``\\n``):
+    the value after a secret-named variable ran over the escape into the next variables, and
+    from a marker redaction wrote, so a passing run exited 1 with nothing left to remove
+    (two break-tests)."""
+    listed = (
+        "ANTHROPIC_API_KEY=[redacted:ASSAY_BRIDGE_KEY]\nCONTAINER=uid-gwttwf-nkwvwz-nfmbcv"
+        "\nCLAUDE_CODE_MESSAGING_TOKEN=[redacted:secret-variable]\nHOME=/tmp/h-8ad1f0e9c2"
+    )
+    assert scan_buffer(json.dumps({"output": listed}).encode(), Redactor()) == []
+    leaked = listed.replace("[redacted:secret-variable]", "aee31fda0b1c2d3e4f5a6b7c8d9e0f1a")
+    found = scan_buffer(json.dumps({"output": leaked}).encode(), Redactor())
+    assert found == [(1, "a string shaped like a secret-named variable's value")]
+    assert "aee31fda" not in Redactor().redact(json.dumps({"output": leaked}))

@@ -193,7 +193,8 @@ KEY_SHAPES: tuple[KeyShape, ...] = (
            (b"TOKEN", b"SECRET", b"PASSWORD", b"_KEY", b"token", b"secret", b"password",
             b"Token", b"Secret", b"Password", b"api-key", b"Api-Key", b"api_key"),
            rb"(?:(?<!-)(?i:token|secret|password)|(?i:api[_-]key)|_KEY)[\"']?\s*[=:]\s*[\"']?"
-           rb"(?P<body>[^\s'\"`;&|,}]{8,})", body_only=True),
+           # not a marker redaction wrote; a JSON escape (``\n``) ends the value
+           rb"(?!\[redacted:)(?P<body>[^\s'\"`;&|,}\\]{8,})", body_only=True),
     _shape("a private key", "private-key", (b"PRIVATE KEY",),
            rb"-----BEGIN [A-Z0-9 ]{0,30}PRIVATE KEY(?: BLOCK)?-----(?:\\[nr]|\s)+"
            rb"[A-Za-z0-9+/=:,\- ]{20,}(?:(?:\\[nr]|[A-Za-z0-9+/=:,\- \t\r\n])*?"
