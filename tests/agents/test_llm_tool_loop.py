@@ -417,6 +417,53 @@ def test_native_tool_calls_on_the_chat_completions_wire(tmp_path: Path) -> None:
     assert result["transcript"]["stop_reason"] == "end_turn"
 
 
+@pytest.mark.parametrize("given", ["call_0", ""])
+def test_a_server_that_repeats_or_empties_call_ids_keeps_each_calls_result(
+    tmp_path: Path, given: str
+) -> None:
+    """A server that numbers calls per turn (``call_0`` each time) or sends empty ids: the
+    second command's result replaced the first's, so ``false`` counted as a success and
+    the row passed (a break-test). Each call now gets an id of its own, sent back with its
+    result."""
+
+    def reply(body: dict[str, Any]) -> str | Fault:
+        ran = sum(1 for m in body["messages"] if m["role"] == "tool")
+        if ran == 2:
+            return "all done"
+        call = {
+            "id": given,
+            "type": "function",
+            "function": {
+                "name": "run_command",
+                "arguments": json.dumps({"command": ["false", "true"][ran]}),
+            },
+        }
+        message = {"role": "assistant", "content": None, "tool_calls": [call]}
+        return Fault(body=json.dumps({
+            "id": "x", "object": "chat.completion", "model": "m",
+            "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+        }))  # fmt: skip
+
+    criteria = ("  - {type: command_executed, command_pattern: 'true|false', min_count: 2, "
+                "require_success: true}")  # fmt: skip
+    with scripted_server(reply) as server:
+        task = TASK.format(tools="[run_command]", max_turns=4, driver="tempdir",
+                           criteria=criteria)  # fmt: skip
+        task = task.replace("model: mock/script.yaml", f"model: openai/m\n  base_url: "
+                            f"{server.base_url}")  # fmt: skip
+        write(tmp_path / "task.yaml", task)
+        done = assay("run", "task.yaml", cwd=tmp_path)
+    result = task_json(latest(tmp_path))
+    assert result["final_status"] == "FAILURE", done.stderr
+    assert result["success_criteria_results"][0]["score"] == 0.5
+    assert (result["transcript"]["tool_errors"], result["transcript"]["commands_failed"]) == (1, 1)
+    last = server.requests[-1]["messages"]
+    sent = [c["id"] for m in last if m["role"] == "assistant" for c in m.get("tool_calls") or []]
+    answered = [m["tool_call_id"] for m in last if m["role"] == "tool"]
+    assert len(set(sent)) == 2 and answered == sent  # each result goes back under its call
+
+
 def test_the_token_budget_ends_the_loop_after_the_call_that_crosses_it(tmp_path: Path) -> None:
     criteria = "  - {type: tool_called, tool: submit_answer}"  # never called: the row fails
     _, run_dir, stderr = run_task(tmp_path, FOREVER, criteria=criteria,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from assay.results.trace import Span, new_trace_id, split_traces, to_otlp_json
 from assay.results.transcript import TokenBuckets, Transcript, TranscriptEvent
 from assay.results.transcript_otlp import from_session, from_trace, to_spans
@@ -130,3 +132,37 @@ def test_long_tool_output_is_cut_at_whitespace_in_task_log_and_trace() -> None:
         pieces = [secret[:n] for n in range(3, len(secret))] + [secret[-n:] for n in range(3, 29)]
         whole = shown.count(secret)
         assert not any(shown.count(p) > whole for p in pieces), shown[-60:]
+
+
+def _bash(call_id: str, command: str, exit_code: int, at: int) -> list[TranscriptEvent]:
+    return [TranscriptEvent("tool_call", at, name="Bash", call_id=call_id,
+                            arguments={"command": command}),
+            TranscriptEvent("command", at + 1, name="Bash", call_id=call_id, command=command,
+                            exit_code=exit_code),
+            TranscriptEvent("tool_result", at + 2, name="Bash", call_id=call_id,
+                            text=f"exit {exit_code}", is_error=exit_code != 0)]  # fmt: skip
+
+
+@pytest.mark.parametrize("call_id", ["call_0", ""])
+def test_two_calls_with_one_id_keep_their_own_outcomes(call_id: str) -> None:
+    """A server that numbers calls per turn (``call_0`` each turn), one that sends empty ids,
+    or the text protocol's ids in a dialog's later turns: the second result replaced the
+    first, so a failing command counted as a success (a break-test)."""
+    read = TranscriptEvent("tool_call", 0, name="Read", call_id=call_id, arguments={})
+    events = [read, TranscriptEvent("tool_result", 1, name="Read", call_id=call_id, text="x"),
+              *_bash(call_id, "false", 1, 10), *_bash(call_id, "true", 0, 20)]  # fmt: skip
+    uses = Transcript(agent="llm", events=events).tool_uses()
+    codes = (1, 0) if call_id else (None, None)  # a command without an id joins no call
+    assert [(u.name, u.result, u.is_error, u.exit_code) for u in uses] == [
+        ("Read", "x", False, None),
+        ("Bash", "exit 1", True, codes[0]),
+        ("Bash", "exit 0", False, codes[1]),
+    ]
+    summary = Transcript(agent="llm", events=events).summary()
+    assert (summary.tool_errors, summary.commands_failed) == (1, 1)
+
+
+def test_a_result_recorded_before_its_call_still_joins_it() -> None:
+    events = [TranscriptEvent("tool_result", 0, name="Bash", call_id="c", text="late"),
+              TranscriptEvent("tool_call", 1, name="Bash", call_id="c")]  # fmt: skip
+    assert [u.result for u in Transcript(agent="llm", events=events).tool_uses()] == ["late"]

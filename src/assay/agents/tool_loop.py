@@ -129,9 +129,9 @@ class ToolLoop:
             if isinstance(reply, _Stop):
                 stop = reply
                 break
-            native = () if self.text else reply.tool_calls
-            messages.append(Message("assistant", reply.text, tool_calls=native))
             text, calls = self._read(reply)
+            native = () if self.text else calls
+            messages.append(Message("assistant", reply.text, tool_calls=native))
             if text:
                 self.last_text = text
             stop = self._over_budget()
@@ -177,10 +177,25 @@ class ToolLoop:
 
     def _read(self, reply: ModelResponse) -> tuple[str, tuple[ToolCall, ...]]:
         """The reply's text and tool calls: native, or read from its ``<tool_call>``
-        blocks (the text protocol)."""
+        blocks (the text protocol), each with an id no earlier call of the conversation
+        has (a dialog's earlier turns included): the text protocol numbers them by the
+        conversation's assistant turn; a native call whose id is empty or taken (a server
+        that numbers calls per turn, ``call_0`` each time) gets one, sent back with its
+        result, so each call keeps its own result."""
+        turn = 1 + sum(1 for m in self.messages if m.role == "assistant")
         if self.text:
-            return parse_calls(reply.text, self.calls)
-        return reply.text, reply.tool_calls
+            return parse_calls(reply.text, turn)
+        taken = {c.id for m in self.messages for c in m.tool_calls}
+        calls = []
+        for position, call in enumerate(reply.tool_calls, 1):
+            if not call.id or call.id in taken:
+                fresh = f"{call.id or 'call'}_{turn}_{position}"
+                while fresh in taken:
+                    fresh += "_"
+                call = dataclasses.replace(call, id=fresh)
+            taken.add(call.id)
+            calls.append(call)
+        return reply.text, tuple(calls)
 
     def _refusal(self) -> _Stop | None:
         """Why the next model call may not be made (as the model bridge's limits)."""

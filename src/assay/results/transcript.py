@@ -94,6 +94,33 @@ class ToolUse:
         return self.result is not None and not self.denied
 
 
+_JOINED = ("tool_result", "command", "denial")
+"""The events joined to a tool call by its id (:meth:`Transcript.tool_uses`)."""
+
+
+def _join(
+    joined: list[dict[str, TranscriptEvent]], slots: list[int], event: TranscriptEvent
+) -> bool:
+    """Give ``event`` to the first of ``slots`` without one of its kind (the last, for a
+    command); ``False``: every one has one."""
+    order = reversed(slots) if event.kind == "command" else slots
+    free = next((i for i in order if event.kind not in joined[i]), None)
+    if free is None:
+        return False
+    joined[free][event.kind] = event
+    return True
+
+
+def _use(call: TranscriptEvent, found: dict[str, TranscriptEvent]) -> ToolUse:
+    result, command = found.get("tool_result"), found.get("command")
+    denied = "denial" in found
+    return ToolUse(name=call.name, call_id=call.call_id, arguments=call.arguments,
+                   result=result.text if result is not None else None,
+                   is_error=bool(result is not None and result.is_error) or denied,
+                   denied=denied,
+                   exit_code=command.exit_code if command is not None else None)  # fmt: skip
+
+
 @dataclass
 class Transcript:
     """Everything one agent run did.
@@ -167,22 +194,30 @@ class Transcript:
         return sum(costs) if costs else None
 
     def tool_uses(self) -> list[ToolUse]:
-        """Every tool call with its result, exit code and denial, in call order."""
-        results = {e.call_id: e for e in self.of_kind("tool_result")}
-        commands = {e.call_id: e for e in self.of_kind("command") if e.call_id}
-        denied = {e.call_id for e in self.of_kind("denial")}
-        uses = []
-        for call in self.of_kind("tool_call"):
-            result = results.get(call.call_id)
-            command = commands.get(call.call_id)
-            uses.append(ToolUse(
-                name=call.name, call_id=call.call_id, arguments=call.arguments,
-                result=result.text if result is not None else None,
-                is_error=bool(result is not None and result.is_error) or call.call_id in denied,
-                denied=call.call_id in denied,
-                exit_code=command.exit_code if command is not None else None,
-            ))  # fmt: skip
-        return uses
+        """Every tool call with its result, exit code and denial, in call order. A result,
+        command or denial goes to a call with its id made before it: the first such call
+        still without one (the last, for a command: a call that ran no command never gets
+        one), so a model or CLI that gives two calls one id (an id per turn that starts
+        again, an empty id) keeps each call's own outcome; one with no such call before it
+        goes to the first call of its id without one."""
+        calls = self.of_kind("tool_call")
+        joined: list[dict[str, TranscriptEvent]] = [{} for _ in calls]
+        before: dict[str, list[int]] = {}
+        late: list[TranscriptEvent] = []
+        position = 0
+        for event in self.events:
+            if event.kind == "tool_call":
+                before.setdefault(event.call_id, []).append(position)
+                position += 1
+            elif (event.kind in _JOINED and (event.kind != "command" or event.call_id)
+                  and not _join(joined, before.get(event.call_id, []), event)):  # fmt: skip
+                late.append(event)
+        every: dict[str, list[int]] = {}
+        for index, call in enumerate(calls):
+            every.setdefault(call.call_id, []).append(index)
+        for event in late:
+            _join(joined, every.get(event.call_id, []), event)
+        return [_use(call, found) for call, found in zip(calls, joined, strict=True)]
 
     def lines(self) -> list[str]:
         """The transcript as readable lines (``task.log``)."""
