@@ -377,6 +377,16 @@ def test_command_timeout_kills_a_command_and_the_model_is_told(tmp_path: Path) -
     assert "error of run_command: killed after 0.5 s\n" in log  # nothing printed
 
 
+def chat_tool_reply(call: dict[str, Any]) -> Fault:
+    """A Chat Completions reply that makes one tool call."""
+    message = {"role": "assistant", "content": None, "tool_calls": [call]}
+    return Fault(body=json.dumps({
+        "id": "x", "object": "chat.completion", "model": "m",
+        "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+    }))  # fmt: skip
+
+
 def test_native_tool_calls_on_the_chat_completions_wire(tmp_path: Path) -> None:
     """An OpenAI-compatible server gets the tools and, next turn, the results as ``tool``
     messages; its tool call runs in the sandbox."""
@@ -391,12 +401,7 @@ def test_native_tool_calls_on_the_chat_completions_wire(tmp_path: Path) -> None:
                     "arguments": json.dumps({"command": "echo hi > f.txt; echo ok"}),
                 },
             }
-            message = {"role": "assistant", "content": None, "tool_calls": [call]}
-            return Fault(body=json.dumps({
-                "id": "x", "object": "chat.completion", "model": "m",
-                "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}],
-                "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-            }))  # fmt: skip
+            return chat_tool_reply(call)
         return "all done"
 
     with scripted_server(reply) as server:
@@ -438,12 +443,7 @@ def test_a_server_that_repeats_or_empties_call_ids_keeps_each_calls_result(
                 "arguments": json.dumps({"command": ["false", "true"][ran]}),
             },
         }
-        message = {"role": "assistant", "content": None, "tool_calls": [call]}
-        return Fault(body=json.dumps({
-            "id": "x", "object": "chat.completion", "model": "m",
-            "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-        }))  # fmt: skip
+        return chat_tool_reply(call)
 
     criteria = ("  - {type: command_executed, command_pattern: 'true|false', min_count: 2, "
                 "require_success: true}")  # fmt: skip
