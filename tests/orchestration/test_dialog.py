@@ -246,14 +246,38 @@ def test_a_run_limit_ends_the_dialog_with_that_limits_status(tmp_path: Path) -> 
 
 
 def test_the_task_timeout_bounds_the_whole_dialog(tmp_path: Path) -> None:
-    slow = USER.replace('reply: "Just add and subtract, please."',
-                        'reply: "Just add and subtract, please."\n    delay: 30')  # fmt: skip
-    record = row(run(tmp_path, user=slow.format(after_add="x"),
-                     extra="run_limits: {task_timeout: 1}\n"))  # fmt: skip
-    assert record["final_status"] == "TIMEOUT"
-    assert record["simulation"]["stop_reason"] == "run_limit_exceeded"
-    assert record["error_message"] == "the dialog ran out of run_limits.task_timeout (1 s)"
-    assert record["simulation"]["total_turns"] == 1
+    write(tmp_path / "agent.yaml", AGENT)
+    record = row(run(tmp_path, extra="run_limits: {task_timeout: 1}\n"))
+    assert record["final_status"] == "SUCCESS"  # quick: the limit leaves it alone
+    slow = AGENT.replace(
+        'reply: "Here it is: def add(a, b): return a + b"',
+        'reply: "Here it is: def add(a, b): return a + b"\n    delay: 30',
+    )
+    write(tmp_path / "task.yaml", TASK.format(extra="run_limits: {task_timeout: 1}\n",
+                                              simulation=""))  # fmt: skip
+    write(tmp_path / "agent.yaml", slow)
+    again = row(assay.run([str(tmp_path / "task.yaml")], run_dir=str(tmp_path / "slow")))
+    assert again["final_status"] == "TIMEOUT"  # the agent's second turn ran the time out
+    assert again["simulation"]["stop_reason"] == "run_limit_exceeded"
+
+
+@pytest.mark.parametrize("fault", ["delay: 30", "fail: {{status: 503, times: 100}}"])
+def test_a_simulated_user_that_does_not_answer_in_time_is_the_rows_error(
+    tmp_path: Path, fault: str
+) -> None:
+    """A simulated user that hangs, or whose endpoint answers 503 until the time runs out:
+    the harness's model failed, not the agent, whose answer passed; the row was TIMEOUT, a
+    failure of the agent (a break-test)."""
+    broken = USER.replace('reply: "Just add and subtract, please."',
+                          f'reply: "Just add and subtract, please."\n    {fault}')  # fmt: skip
+    record = row(run(tmp_path, user=broken.format(after_add="x"),
+                     extra="run_limits: {task_timeout: 2}\n"))  # fmt: skip
+    assert record["final_status"] == "ERROR"
+    assert record["simulation"]["stop_reason"] == "error"
+    assert record["error_message"].startswith("the simulated user's model did not answer in ")
+    assert "run_limits.task_timeout (2 s) left it" in record["error_message"]
+    if "503" in fault:
+        assert "its last attempt failed" in record["error_message"]
 
 
 def test_a_dialog_graded_again_keeps_it_for_its_judge(tmp_path: Path) -> None:

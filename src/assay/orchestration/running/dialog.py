@@ -135,7 +135,8 @@ class _Dialog:
         """The simulated user's next message (the conversation so far, its roles swapped).
 
         Raises:
-            SimulatorFailed: the model failed or said nothing.
+            SimulatorFailed: the model failed, said nothing, or did not answer before the
+                dialog's time ran out (the row is an ``ERROR``, not the agent's timeout).
         """
         config = self.setup.config
         messages = [Message("system", simulator_prompt(config, self.setup.description)),
@@ -148,15 +149,25 @@ class _Dialog:
             script_vars=script_vars(self.context) if config.simulator_model.startswith("mock/")
             else {},
         )  # fmt: skip
+        record = CallRecord()
         call = self.setup.simulator.generate(
-            request, replicate=self.context.replicate, record=CallRecord(),
+            request, replicate=self.context.replicate, record=record,
             on_retry=self.context.on_retry,
         )  # fmt: skip
+        left = max(self._time_left(), 0.001)
         try:
-            response = await asyncio.wait_for(call, max(self._time_left(), 0.001))
+            response = await asyncio.wait_for(call, left)
         except ModelError as exc:
             self.simulator_failures += 1
             raise SimulatorFailed(f"the simulated user's model failed: {exc}") from None
+        except TimeoutError:  # the harness's model, not the agent: the row did not grade
+            self.simulator_failures += 1
+            last = f"; its last attempt failed: {record.attempts[-1].error}" if (
+                record.attempts) else ""  # fmt: skip
+            raise SimulatorFailed(
+                f"the simulated user's model did not answer in the {left:.1f} s "
+                f"run_limits.task_timeout ({self.context.timeout:g} s) left it "
+                f"({record.retries} attempt(s) failed{last})") from None  # fmt: skip
         if response.usage is not None:
             self.simulator_usage = self.simulator_usage + response.usage
         if not response.text.strip():
