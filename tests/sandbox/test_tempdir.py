@@ -325,6 +325,26 @@ def test_resolve_refuses_a_symlink_that_leads_out(box: Sandbox, tmp_path: Path) 
         assert str(caught.value) == f"path '{relative}' resolves outside the sandbox (a symlink)"
 
 
+def test_a_link_that_cannot_be_followed_is_an_escape_not_a_crash(box: Sandbox) -> None:
+    """A loop of links, or a link through another process's ``/proc/PID/root``: resolving
+    raised RuntimeError or PermissionError, and the criterion's internal error took the
+    row out of the averages (a break-test); the glob fallback passes over them."""
+    (box.root / "a").symlink_to("b")
+    (box.root / "b").symlink_to("a")
+    (box.root / "proc1.txt").symlink_to("/proc/1/root/etc/hostname")
+    with pytest.raises(SandboxEscape, match=r"path 'a' resolves through a link that cannot "
+                       r"be followed \(a loop\)"):  # fmt: skip
+        box.resolve("a")
+    try:
+        followed = os.path.realpath("/proc/1/root/etc/hostname") is not None
+    except PermissionError:
+        followed = False
+    if not followed:  # as for an unprivileged assay: refused, named
+        with pytest.raises(SandboxEscape, match=r"cannot be followed \(Permission denied\)"):
+            box.resolve("proc1.txt")
+    assert box.matches("*") == []  # neither a loop nor /proc leads anywhere inside
+
+
 def test_resolve_allows_symlinks_that_stay_inside(box: Sandbox) -> None:
     write(box.root / "data" / "real.txt", "R")
     (box.root / "alias.txt").symlink_to("data/real.txt")

@@ -287,7 +287,8 @@ class Sandbox:
 
         Raises:
             SandboxEscape: ``relative`` is absolute or climbs out with ``..``; its
-                :class:`LinkEscape` when it resolves (through symlinks) outside the sandbox.
+                :class:`LinkEscape` when it resolves (through symlinks) outside the sandbox,
+                or through a link that may not be followed (``/proc/1/root``, a loop).
         """
         pure = PurePosixPath(relative.replace("\\", "/"))
         if pure.is_absolute() or (relative[1:3] in (":\\", ":/")):
@@ -295,7 +296,12 @@ class Sandbox:
         if ".." in pure.parts:
             raise SandboxEscape(f"path '{relative}' leaves the sandbox ('..')")
         candidate = self.root.joinpath(*pure.parts)
-        real = candidate.resolve()
+        try:
+            real = candidate.resolve()
+        except (OSError, RuntimeError) as exc:  # /proc/PID/root, or a loop of links
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else "a loop"
+            raise LinkEscape(f"path '{relative}' resolves through a link that cannot be "
+                             f"followed ({why})") from None  # fmt: skip
         if real != self._real and self._real not in real.parents:
             raise LinkEscape(f"path '{relative}' resolves outside the sandbox (a symlink)")
         return candidate
@@ -317,7 +323,10 @@ class Sandbox:
             relative = path.relative_to(self.root)
             if GLOB_IGNORED & set(relative.parts[:-1]):
                 continue
-            real = path.resolve()
+            try:
+                real = path.resolve()
+            except (OSError, RuntimeError):  # a link not to be followed, or a loop
+                continue
             if real == self._real or self._real in real.parents:
                 found.append(relative.as_posix())
         return sorted(found)
