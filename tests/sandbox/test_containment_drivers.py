@@ -200,6 +200,27 @@ def test_what_a_program_leaves_running_ends_with_the_row(make_row) -> None:  # t
         assert not (box.root / "late").exists()
 
 
+def test_what_the_agent_left_at_home_and_in_tmp_is_gone_when_the_criteria_run(  # type: ignore[no-untyped-def]
+    make_row,
+) -> None:
+    """An agent planted a ``.pth`` in its Python user site (``HOME``; on docker, the
+    container's ``/tmp``) that made every later ``python3`` exit 0, and a criterion's
+    ``python3 check.py`` passed its wrong answer (a break-test); a cache left in ``/tmp``
+    held the memory the criteria are limited to. Once the agent ends (``settle``), both are
+    gone; the row's folder, mounted under ``/tmp`` here, is kept whole."""
+    plant = (
+        'd=$(/usr/bin/python3 -c "import site; print(site.getusersitepackages())"); mkdir -p "$d"; '
+        'echo "import os; os._exit(0)" > "$d/zz.pth"; echo left > /tmp/left; '
+        'echo kept > kept.txt; /usr/bin/python3 -c "raise SystemExit(3)"; echo "exit $?"'
+    )
+    look = '/usr/bin/python3 -c "raise SystemExit(3)"; echo "exit $?"; cat /tmp/left; cat kept.txt'
+    with make_row() as box:
+        assert "exit 0" in run(box, plant).stdout  # the agent's own python3 obeys it
+        box.jail.settle()
+        after = run(box, look)
+    assert after.stdout.split() == ["exit", "3", "kept"], (after.stdout, after.stderr)
+
+
 def test_files_the_row_made_are_given_back(make_row) -> None:  # type: ignore[no-untyped-def]
     with make_row() as box:
         run(box, "mkdir -p a/b && echo x > a/b/c && ln -s /etc/passwd a/link")

@@ -33,6 +33,7 @@ says why and how to fix it.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import resource
@@ -302,6 +303,18 @@ class Jail:
         if self.uid is not None:
             clean["USER"] = clean["LOGNAME"] = "assay"
         return clean
+
+    def settle(self) -> None:
+        """Empty the row's home once the agent has ended, before the criteria run: what the
+        agent left there (a Python user site whose ``.pth`` runs first in every ``python3``,
+        a ``pytest`` plugin, a shell's or a tool's settings) must not answer for a criterion.
+        Each program's ``/tmp`` is its own already."""
+        for entry in list(self.home.iterdir()) if self.home.is_dir() else []:
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                with contextlib.suppress(OSError):
+                    entry.unlink()
 
     def close(self) -> None:
         """Give the row's files back to the user running assay and remove the home."""

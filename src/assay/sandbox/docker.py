@@ -75,6 +75,23 @@ ENGINE_VARIABLES = ("DOCKER_HOST", "DOCKER_CONFIG", "DOCKER_CONTEXT", "DOCKER_CE
 for the engine; a program that gets one of these names too gets its own value, as
 ``-e NAME=value`` (:meth:`DockerJail._launcher`)."""
 CATATONIT = "/usr/libexec/podman/catatonit"
+SETTLE_SCRIPT = r"""
+mounted=""
+while read -r _ point _; do mounted="$mounted
+$point"; done < /proc/mounts
+for entry in /tmp/* /tmp/.[!.]* /tmp/..?* /var/tmp/* /var/tmp/.[!.]* /var/tmp/..?*; do
+  [ -e "$entry" ] || [ -L "$entry" ] || continue
+  case "$mounted
+" in *"
+$entry
+"* | *"
+$entry/"*) continue ;; esac
+  rm -rf -- "$entry"
+done
+"""
+"""What :meth:`DockerJail.settle` runs in the row's container as the row's user (``sh``
+builtins and ``rm``): every entry of ``/tmp`` and ``/var/tmp`` removed but those that are,
+or hold, a mount point (``/proc/mounts``): the row's folder and the task's may be there."""
 SCRATCH = ("/tmp/", "/var/tmp/")
 """Where a container has folders of its own (tmpfs): what a program reads or writes outside
 the row's folder is copied there."""
@@ -716,6 +733,20 @@ class DockerJail:
                 if where is not None and not (where == str(path) and path in self.root.parents):
                     found.append((path, where))
         return found
+
+    def settle(self) -> None:
+        """Empty the row container's ``/tmp`` (also ``HOME``) and ``/var/tmp`` once the agent
+        has ended, before the criteria run there: what the agent left (a Python user site
+        whose ``.pth`` runs first in every ``python3``, caches) must neither answer for a
+        criterion nor hold the memory its programs are limited to (a tmpfs's pages count
+        against ``sandbox.limits.max_memory_mb``). What is mounted there (the row's folder,
+        the task's, a prompt's) is left alone (:data:`SETTLE_SCRIPT`). Nothing to do before
+        the container started; a failure leaves it as it was (the criteria still run)."""
+        if not (self.state / "started").exists():
+            return
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            self.policy.engine.run("exec", "-u", f"{self.owner[0]}:{self.owner[1]}", self.name,
+                                   "sh", "-c", SETTLE_SCRIPT)  # fmt: skip
 
     def close(self) -> None:
         """Remove the container and give the row's files back to the user running assay.

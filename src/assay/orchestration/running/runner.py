@@ -527,6 +527,8 @@ class Runner:
             f" ({outcome.error})" if outcome.error else ""))  # fmt: skip
         results: list[CriterionResult] = []
         if self.options.stage == "run":
+            if sandbox is not None and sandbox.jail is not None:  # the agent has ended
+                await asyncio.to_thread(sandbox.jail.settle)
             _ready_for_grading(outcome, sandbox, task, base_dir)
             grading = self._grading(row, outcome, sandbox, context, base_dir)
             if outcome.status != "error":
