@@ -47,6 +47,22 @@ def test_import_check_scores_what_the_sandboxs_python_resolves(box: Sandbox) -> 
     assert grade(box, env=PATH_WITH_PYTEST, type="import_check", path="uses.py").score == 1.0
 
 
+def test_import_check_is_not_answered_by_the_files_it_checks(box: Sandbox) -> None:
+    """A ``json.py`` the agent left was the checker's own ``import json`` (run in the row's
+    folder, ``''`` first on ``sys.path``), and printed every module resolved; a package's
+    ``__init__`` ran while a dotted name was looked up, and could print the same (two
+    break-tests). Local modules and dotted names still resolve."""
+    put(box, "app.py", "import notamodule\nimport os.path\nimport xml.etree.ElementTree\n"
+        "import loc.sub\nimport loc.gone\n")  # fmt: skip
+    forged = ('import sys\nprint("{" + ",".join(\'"%s": true\' % a for a in sys.argv[1:]) + '
+              '"}")\nsys.exit(0)\n')  # fmt: skip
+    put(box, "json.py", forged)
+    put(box, "loc/__init__.py", forged.replace("sys.argv[1:]", "['notamodule', 'loc.gone']"))
+    put(box, "loc/sub.py", "")
+    result = grade(box, env=PATH_WITH_PYTEST, type="import_check", path="app.py")
+    assert result.details == "Checked: 5, resolved: 3/5; Failed: notamodule, loc.gone"
+
+
 def test_import_check_without_imports_a_syntax_error_and_a_missing_file(box: Sandbox) -> None:
     put(box, "plain.py", "x = 1\n")
     put(box, "broken.py", "def (:\n")

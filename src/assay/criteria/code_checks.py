@@ -43,15 +43,39 @@ from assay.sandbox.process import ProcessResult, tail
 from assay.spec.code_criteria import ImportCheck, PylintScore, ReferenceComparison
 
 _FIND_SPECS = """\
-import importlib.util, json, sys
+import sys
+sys.path[:] = [p for p in sys.path if p not in ("", ".")]  # the row's files never run here
+import importlib.machinery, importlib.util, json, os
+sys.path.insert(0, os.getcwd())  # ... but its modules resolve
+
+
+def resolves(name):
+    top, _, rest = name.partition(".")
+    if not rest or top in sys.modules:
+        return importlib.util.find_spec(name) is not None
+    spec, qualified = importlib.util.find_spec(top), top  # found, not run
+    for part in rest.split("."):
+        if spec is None or spec.submodule_search_locations is None:
+            return False
+        qualified += "." + part
+        spec = importlib.machinery.PathFinder.find_spec(
+            qualified, list(spec.submodule_search_locations))
+    return spec is not None
+
+
 found = {}
 for name in sys.argv[1:]:
     try:
-        found[name] = importlib.util.find_spec(name) is not None
+        found[name] = resolves(name)
     except Exception:
         found[name] = False
 print(json.dumps(found))
 """
+"""The import check, run by the sandbox's ``python3`` in the row's folder: the checker's own
+modules are imported before the row's folder is on ``sys.path`` (a ``json.py`` the agent
+left must not answer for it), and a dotted name is resolved package by package without
+running a package's ``__init__`` (``find_spec("a.b")`` imports ``a``: the agent's code would
+print the verdict)."""
 PYLINT_FATAL = 1
 PYLINT_USAGE = 32
 SHOWN_MESSAGES = 5
