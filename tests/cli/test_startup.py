@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from typing import Any
 
@@ -38,11 +39,15 @@ BUDGET = {(): 20, ("run",): 23, ("qa", "convert"): 31, ("dataset", "add"): 27,
 
 
 def imported_modules(arguments: tuple[str, ...]) -> set[str]:
-    """Every module ``python -m assay ARGUMENTS --help`` imports (``-X importtime``)."""
-    done = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "assay", *arguments, "--help"],
-        capture_output=True, text=True, env={**os.environ, "COLUMNS": "100"},
-    )  # fmt: skip
+    """Every module ``python -m assay ARGUMENTS --help`` imports (``-X importtime``), in a
+    temporary folder of its own: the start-up sweep of old scratch folders imports
+    ``assay.sandbox.trees`` only when it finds one to remove."""
+    with tempfile.TemporaryDirectory() as scratch:
+        done = subprocess.run(
+            [sys.executable, "-X", "importtime", "-m", "assay", *arguments, "--help"],
+            capture_output=True, text=True,
+            env={**os.environ, "COLUMNS": "100", "TMPDIR": scratch},
+        )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     return {m.group(1) for m in re.finditer(r"^import time:.*\|\s+(\S+)$", done.stderr, re.M)}
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import shutil
 import tempfile
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
@@ -66,6 +65,7 @@ from assay.results.transcript import Transcript
 from assay.results.transcript_otlp import from_session
 from assay.sandbox.process import pidfd_child_watcher
 from assay.sandbox.tempdir import Sandbox, restore_stand_ins
+from assay.sandbox.trees import remove_tree
 from assay.spec.judge_criteria import LlmJudge
 from assay.spec.qa import QaJudge
 from assay.spec.task import TaskDefinition
@@ -177,7 +177,7 @@ class GradingSession:
             if scratch is not None:
                 if scratch.jail is not None:
                     scratch.jail.close()
-                shutil.rmtree(scratch.root.parent, ignore_errors=True)
+                remove_tree(scratch.root.parent)
 
     def _context(
         self, result: EvaluationResult, task: TaskDefinition, task_dir: Path,

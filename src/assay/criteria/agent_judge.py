@@ -55,6 +55,7 @@ from assay.results.task_result import CriterionResult, JudgeCriterionResult, Jud
 from assay.results.trace import Span, new_trace_id
 from assay.results.transcript import Transcript
 from assay.sandbox.bwrap import Jail
+from assay.sandbox.trees import remove_tree
 from assay.spec.agent_judge import AgentJudge
 
 if TYPE_CHECKING:
@@ -131,7 +132,7 @@ class AgentJudgeCriterion(AgentJudge, Criterion):
                 if jail is not None:
                     jail.close()
         finally:
-            shutil.rmtree(workdir, ignore_errors=True)
+            remove_tree(workdir)
         return self._graded(outcome)
 
     async def _run(

@@ -54,6 +54,7 @@ from assay.sandbox.mounts import (
     system_binds,
     tool_folders,
 )
+from assay.sandbox.trees import remove_tree, walk_tree
 
 INIT_SOURCE = Path(__file__).with_name("jail_init.py")
 INIT = "/run/assay/init.py"
@@ -311,7 +312,7 @@ class Jail:
         Each program's ``/tmp`` is its own already."""
         for entry in list(self.home.iterdir()) if self.home.is_dir() else []:
             if entry.is_dir() and not entry.is_symlink():
-                shutil.rmtree(entry, ignore_errors=True)
+                remove_tree(entry)
             else:
                 with contextlib.suppress(OSError):
                     entry.unlink()
@@ -321,9 +322,9 @@ class Jail:
         if self.uid is not None:
             for path in [self.root, *self.given]:
                 give(path, os.getuid(), os.getgid())
-        shutil.rmtree(self.home, ignore_errors=True)
+        remove_tree(self.home)
         if self.accounts is not None:
-            shutil.rmtree(self.accounts, ignore_errors=True)
+            remove_tree(self.accounts)
 
 
 _PRLIMIT = {"RLIMIT_NPROC": "nproc", "RLIMIT_NOFILE": "nofile", "RLIMIT_FSIZE": "fsize",
@@ -340,16 +341,20 @@ XDG_HOMES = ("XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HO
 
 
 def give(path: Path, uid: int, gid: int | None = None) -> None:
-    """``chown -R`` without following symlinks (a link the agent made may point anywhere)."""
+    """``chown -R`` without following symlinks (a link the agent made may point anywhere),
+    at any depth; what cannot be reached (a path past ``PATH_MAX`` in a tree the agent made
+    thousands of folders deep) is left as it is: removing the tree still works
+    (:func:`~assay.sandbox.trees.remove_tree`)."""
     group = uid if gid is None else gid
     if not path.exists() and not path.is_symlink():
         return
     os.lchown(path, uid, group)
     if path.is_symlink() or not path.is_dir():
         return
-    for folder, dirs, files in os.walk(path):
+    for folder, dirs, files in walk_tree(path):
         for name in [*dirs, *files]:
-            os.lchown(os.path.join(folder, name), uid, group)
+            with contextlib.suppress(OSError):
+                os.lchown(os.path.join(folder, name), uid, group)
 
 
 def _accounts(uid: int, home: Path) -> Path:

@@ -29,6 +29,7 @@ from assay.sandbox.docker import DockerJail
 from assay.sandbox.limit_counts import LimitCounts
 from assay.sandbox.process import MAX_OUTPUT_BYTES, ProcessResult, run_process
 from assay.sandbox.reaper import RowProcesses
+from assay.sandbox.trees import remove_tree, walk_tree
 from assay.spec.task import SandboxConfig, StarterFiles, TemplateDir
 
 MOCK_PATH_DIR = ".mock_path"
@@ -364,7 +365,7 @@ class Sandbox:
         """
         changed = []
         _own(self.root, 0o700)
-        for folder, dirs, files in os.walk(self.root):
+        for folder, dirs, files in walk_tree(self.root):
             for name in dirs:
                 _own(Path(folder) / name, 0o700)
             changed += [path for name in files
@@ -376,7 +377,7 @@ class Sandbox:
         try:
             self.root.rmdir()
         except OSError:
-            shutil.rmtree(self.root, ignore_errors=True)
+            remove_tree(self.root)
 
 
 def _redact_file(path: Path, writer: Writer) -> bool:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import shutil
 import signal
 import tempfile
 from collections.abc import Iterator
@@ -55,7 +54,7 @@ def process_scratch(*, base: Path | None = None) -> Iterator[Path | None]:
         yield folder
     finally:
         tempfile.tempdir = previous
-        shutil.rmtree(folder, ignore_errors=True)
+        _remove(folder)
         if held is not None:
             held.close()
 
@@ -77,9 +76,25 @@ def sweep(base: Path) -> list[Path]:
             except OSError:  # held: its process is alive (or locks do not work here)
                 continue
             _end_processes_in(folder)
-            shutil.rmtree(folder, ignore_errors=True)
+            _remove(folder)
             removed.append(folder)
     return removed
+
+
+def _remove(folder: Path) -> None:
+    """Remove a scratch folder: one that holds only its lock at once; else with
+    :func:`~assay.sandbox.trees.remove_tree` (imported only then), which removes a tree the
+    agents left at any depth (``shutil.rmtree`` recursed into ``RecursionError`` there)."""
+    try:
+        if set(os.listdir(folder)) <= {LOCK}:
+            (folder / LOCK).unlink(missing_ok=True)
+            folder.rmdir()
+            return
+    except OSError:
+        pass
+    from assay.sandbox.trees import remove_tree
+
+    remove_tree(folder)
 
 
 def _end_processes_in(folder: Path) -> None:

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import shutil
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -44,6 +43,7 @@ from assay.results.dialog import DialogStop, DialogTurn, SimulationRecord
 from assay.results.trace import Span, new_trace_id
 from assay.results.transcript import Transcript, TranscriptEvent
 from assay.results.transcript_otlp import to_spans
+from assay.sandbox.trees import remove_tree
 from assay.spec.simulation import SimulationConfig
 
 CriteriaCheck = Callable[[AgentOutcome], Awaitable[bool]]
@@ -317,7 +317,7 @@ async def run_dialog(agent: Agent[Any], context: AgentContext, setup: DialogSetu
         return await _converse(dialog)
     finally:
         if dialog.state.home is not None:
-            shutil.rmtree(dialog.state.home, ignore_errors=True)
+            remove_tree(dialog.state.home)
 
 
 async def _converse(dialog: _Dialog) -> AgentOutcome:

@@ -25,6 +25,7 @@ from assay.results.task_result import EvaluationResult
 from assay.results.trace import to_otlp_json
 from assay.sandbox.archive import unpack
 from assay.sandbox.tempdir import Sandbox
+from assay.sandbox.trees import remove_tree
 
 SANDBOX_DIR = "sandbox"
 ATTEMPT_FILES = ("task.json", "response.txt", "trace.json")  # and every *.log, and sandbox/
@@ -138,7 +139,7 @@ def clear_attempt(directory: Path) -> None:
         return
     for entry in entries:
         if entry.name == SANDBOX_DIR and entry.is_dir(follow_symlinks=False):
-            shutil.rmtree(entry.path, ignore_errors=True)
+            remove_tree(entry.path)
         elif entry.is_symlink() or not entry.is_file(follow_symlinks=False):
             continue
         elif entry.name in ATTEMPT_FILES or entry.name.endswith(".log"):

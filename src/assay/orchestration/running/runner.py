@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import shutil
 import tempfile
 import time
 import traceback
@@ -80,6 +79,7 @@ from assay.sandbox.limit_counts import NOTHING_COUNTED, LimitCounts
 from assay.sandbox.process import end_marked_processes, exit_text, tail
 from assay.sandbox.reaper import RowProcesses
 from assay.sandbox.tempdir import Sandbox, own_folder, restore_stand_ins
+from assay.sandbox.trees import remove_tree
 from assay.spec.criteria import CriterionSpec
 from assay.spec.qa import QaJudge
 from assay.spec.run_names import runs_beside
@@ -408,7 +408,7 @@ class Runner:
             return self._finish(row, AgentOutcome(status="error", error=str(exc)), [], sandbox)
         finally:
             if self.remote:
-                shutil.rmtree(logs, ignore_errors=True)
+                remove_tree(logs)
             try:  # in a worker thread: ending them may wait, other rows go on meanwhile
                 await asyncio.to_thread(_end_processes, sandbox)
             finally:
@@ -550,7 +550,7 @@ class Runner:
                 return self._finish(row, outcome, results, sandbox.copy_to(keep_copy))
             except OSError as exc:  # the row is graded; only its kept copy is incomplete
                 row.note(f"the sandbox could not be kept in the run folder: {exc}")
-                shutil.rmtree(keep_copy, ignore_errors=True)
+                remove_tree(keep_copy)
         return self._finish(row, outcome, results, sandbox)
 
     def _grading(
