@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from assay.agents.llm_tools import SandboxTools
+from assay.agents.llm_tools import EDIT_BYTES, SandboxTools
 from assay.agents.tool_text import INVALID, parse_calls
 from assay.providers.base import ToolCall
 from assay.sandbox.tempdir import Sandbox
@@ -215,6 +216,35 @@ def test_tools_refuse_escapes_directly(tmp_path: Path) -> None:
     (root / "big.txt").write_text("word " * 100_000)  # read in part, clipped at whitespace
     text, failed = call("read_file", path="big.txt")
     assert not failed and text.endswith("word…") and 29_990 < len(text) <= 30_000
+
+
+def test_a_fifo_or_a_huge_file_is_a_tool_error_at_once(tmp_path: Path) -> None:
+    """``mkfifo f`` then ``read_file f``: opening the FIFO blocked assay's own process, and
+    with it every row of the run, past every timeout; ``edit_file`` read a file of any size
+    into assay's memory (two break-tests)."""
+    root = tmp_path / "box"
+    root.mkdir()
+    os.mkfifo(root / "f")
+    tools = SandboxTools(Sandbox(root), offered=["read_file", "write_file", "edit_file"],
+                         env={}, owner=None)  # fmt: skip
+
+    def call(name: str, **arguments: str) -> tuple[str, bool]:
+        run = asyncio.run(tools.call(ToolCall("c", name, json.dumps(arguments)), timeout=5))
+        return run.output, run.is_error
+
+    fifo = "error: 'f' is not a regular file (a FIFO or a device): look at it with run_command"
+    assert call("read_file", path="f") == (fifo, True)
+    assert call("edit_file", path="f", old_string="a", new_string="b") == (fifo, True)
+    written = call("write_file", path="f", content="x")  # no reader: refused, never waited on
+    assert written[1] and written[0].startswith("error: cannot write 'f': ")
+    (root / "d").mkdir()
+    assert call("read_file", path="d")[0] == ("error: 'd' is a folder: look at it with run_command")
+    with (root / "huge.txt").open("wb") as handle:
+        handle.truncate(EDIT_BYTES + 1)
+    assert call("edit_file", path="huge.txt", old_string="a", new_string="b") == (
+        "error: 'huge.txt' is over 16 MiB: edit it with run_command (sed, a script)",
+        True,
+    )
 
 
 FOREVER = """\

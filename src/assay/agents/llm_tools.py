@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +34,9 @@ from assay.sandbox.tempdir import Sandbox, SandboxEscape
 
 OUTPUT_CHARS = 30_000
 """Characters of a command's output or of a file the model reads back."""
+EDIT_BYTES = 16 * 2**20
+"""The largest file ``edit_file`` reads (bytes): a larger one is edited with ``run_command``
+(the whole file is held in assay's own memory)."""
 
 _PATH = {"type": "string", "description": "a path relative to the working directory"}
 _DEFINITIONS: dict[str, Tool] = {
@@ -160,8 +164,8 @@ class SandboxTools:
     def _read(self, relative: str) -> ToolRun:
         path = self._path(relative)
         try:
-            with path.open("rb") as handle:  # at most 4 bytes a character, and one more
-                data = handle.read(4 * OUTPUT_CHARS + 1)
+            with os.fdopen(_open_file(path, relative, os.O_RDONLY), "rb") as handle:
+                data = handle.read(4 * OUTPUT_CHARS + 1)  # 4 bytes a character, and one more
         except OSError as exc:
             raise ToolError(f"cannot read '{relative}': {exc.strerror or exc}") from None
         if b"\0" in data[:8192]:  # git's test for a binary file
@@ -183,11 +187,16 @@ class SandboxTools:
         old, new = _text(arguments, "old_string"), _text(arguments, "new_string")
         path = self._path(relative)
         try:
-            text = path.read_text(encoding="utf-8")
+            with os.fdopen(_open_file(path, relative, os.O_RDONLY), "rb") as handle:
+                data = handle.read(EDIT_BYTES + 1)
+            text = data.decode("utf-8")
         except OSError as exc:  # its strerror: the host's path of the sandbox is not the model's
             raise ToolError(f"cannot read '{relative}': {exc.strerror or exc}") from None
         except UnicodeDecodeError:
             raise ToolError(f"'{relative}' is not UTF-8 text: edit it with run_command") from None
+        if len(data) > EDIT_BYTES:
+            raise ToolError(f"'{relative}' is over {EDIT_BYTES // 2**20} MiB: edit it with "
+                            "run_command (sed, a script)")  # fmt: skip
         found = text.count(old) if old else 0
         if found != 1:
             raise ToolError(f"old_string occurs {found} times in '{relative}'; it must occur "
@@ -202,8 +211,8 @@ class SandboxTools:
             made = [p for p in reversed(path.parents) if p.is_relative_to(self.sandbox.root)
                     and not p.exists()]  # fmt: skip
             path.parent.mkdir(parents=True, exist_ok=True)
-            flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
-            descriptor = os.open(path, flags, 0o644)
+            descriptor = _open_file(path, relative, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW)
+            os.ftruncate(descriptor, 0)
             with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
                 handle.write(content)
             if self.owner is not None:
@@ -211,6 +220,25 @@ class SandboxTools:
                     os.lchown(owned, self.owner, self.owner)
         except OSError as exc:
             raise ToolError(f"cannot write '{relative}': {exc.strerror or exc}") from None
+
+
+def _open_file(path: Path, relative: str, flags: int) -> int:
+    """A descriptor of the regular file at ``path`` opened with ``flags``, never waiting: a
+    FIFO the agent made (``mkfifo``) blocked ``open`` in assay's own process, and with it
+    every row of the run, past every timeout.
+
+    Raises:
+        ToolError: it is not a regular file (a FIFO, a socket, a device, a folder).
+        OSError: it cannot be opened (a FIFO for writing no one reads: ``ENXIO``).
+    """
+    descriptor = os.open(path, flags | os.O_NONBLOCK, 0o644)
+    mode = os.fstat(descriptor).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(descriptor)
+        kind = "a folder" if stat.S_ISDIR(mode) else "not a regular file (a FIFO or a device)"
+        raise ToolError(f"'{relative}' is {kind}: look at it with run_command")
+    os.set_blocking(descriptor, True)
+    return descriptor
 
 
 def _text(arguments: dict[str, Any], key: str) -> str:
