@@ -71,6 +71,24 @@ def bash_not_offered() -> Transcript:
     return parsed([stream[0], stream[1], json.dumps(result), stream[4], json.dumps(ending)])
 
 
+def bash_refused_before_running(content: str) -> Transcript:
+    """The recorded Bash call, answered as Claude Code answers a call it refuses before
+    running anything (its input invalid, the command blocked): a ``<tool_use_error>`` result
+    (a break-test: it counted as a command that ran)."""
+    stream = lines("denied.claude")
+    result = json.loads(stream[3])
+    result["message"]["content"][0].update(content=content, is_error=True)
+    ending = json.loads(stream[5])
+    ending.pop("permission_denials", None)
+    return parsed([stream[0], stream[1], json.dumps(result), stream[4], json.dumps(ending)])
+
+
+INVALID = ("<tool_use_error>InputValidationError: Bash failed due to the following issue:\n"
+           "The parameter `timeout` type is expected as `number` but provided as `string`"
+           "</tool_use_error>")  # fmt: skip
+BLOCKED = "<tool_use_error>Blocked: standalone sleep 127. Run blocking commands in the background"
+
+
 def skill_call_never_answered() -> Transcript:
     """The recorded Skill call, the run ending before any result came back."""
     return parsed(lines("skill-then-work.claude")[:2])
@@ -111,6 +129,8 @@ BASH_CASES = {
     "claude-denied-trace": lambda: through_the_trace(parsed(lines("denied.claude"))),
     "claude-not-offered": bash_not_offered,
     "claude-not-offered-trace": lambda: through_the_trace(bash_not_offered()),
+    "claude-invalid-input": lambda: bash_refused_before_running(INVALID),
+    "claude-blocked": lambda: bash_refused_before_running(BLOCKED + "</tool_use_error>"),
     "codex-declined": codex_declined_command,
     "codex-declined-trace": lambda: through_the_trace(codex_declined_command()),
     "codex-never-completed": codex_command_never_completed,

@@ -221,6 +221,18 @@ def test_what_the_agent_left_at_home_and_in_tmp_is_gone_when_the_criteria_run(  
     assert after.stdout.split() == ["exit", "3", "kept"], (after.stdout, after.stderr)
 
 
+def test_a_program_cannot_stop_the_programs_that_come_after_it(  # type: ignore[no-untyped-def]
+    make_row,
+) -> None:
+    """``kill -TERM 1`` from an agent stopped the row's container (its init ran as the row's
+    user): every criterion after it failed to start, and one expecting exit code 1 passed
+    (a break-test)."""
+    with make_row() as box:
+        run(box, "kill -TERM 1; kill -KILL 1; sleep 1")
+        after = run(box, "echo still-here")
+    assert (after.exit_code, after.stdout.strip()) == (0, "still-here"), after.stderr
+
+
 def test_files_the_row_made_are_given_back(make_row) -> None:  # type: ignore[no-untyped-def]
     with make_row() as box:
         run(box, "mkdir -p a/b && echo x > a/b/c && ln -s /etc/passwd a/link")

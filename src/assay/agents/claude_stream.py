@@ -10,8 +10,9 @@ Write's ``{type: create|update, filePath}``), and last ``result`` (``subtype``,
 ``permission_denied`` event (``tool_use_id``, ``message``) says at once that a call was
 refused, so a run that ends before its ``result`` still records the denial; a refused call
 is a denial, never a command or a file change, and so is a call of a tool the CLI does not
-offer (``disallowed_tools``: its result says ``No such tool available``). A line that is not
-JSON (a warning the CLI printed) is ignored.
+offer (``disallowed_tools``: its result says ``No such tool available``) or one it refused
+before running it (a ``<tool_use_error>`` result: its input invalid, a command blocked). A
+line that is not JSON (a warning the CLI printed) is ignored.
 
 Qwen Code prints the same shape under its own tool names; the parser takes a mapping of
 those to Claude Code's (``names``) and how its shell results state the exit code.
@@ -126,8 +127,9 @@ class ClaudeStreamParser:
             self._results[call_id] = text
             self.transcript.add(TranscriptEvent("tool_result", now, name=name, call_id=call_id,
                                                 text=text, is_error=error))  # fmt: skip
-            if error and UNAVAILABLE in text and call_id not in self._refused:
-                # a tool the CLI does not offer (disallowed_tools): called, but nothing ran
+            if error and _not_run(text) and call_id not in self._refused:
+                # a tool the CLI does not offer (disallowed_tools), or a call it refused before
+                # running anything (its input invalid, a command blocked): nothing ran
                 self._refused.add(call_id)
                 self.transcript.add(TranscriptEvent("denial", now, name=name, call_id=call_id,
                                                     text=text))  # fmt: skip
@@ -222,6 +224,14 @@ class ClaudeStreamParser:
             e for e in self.transcript.events
             if not (e.kind in ("command", "file_change") and e.call_id in refused)
         ]  # fmt: skip
+
+
+def _not_run(text: str) -> bool:
+    """An error result of a call the CLI refused before running it: ``No such tool
+    available``, or a ``<tool_use_error>`` (Claude Code's answer to a call whose input
+    fails its schema, or that it blocks); a tool that ran and failed answers with its
+    output."""
+    return UNAVAILABLE in text or text.lstrip().startswith("<tool_use_error>")
 
 
 def _at(event: dict[str, Any]) -> int:

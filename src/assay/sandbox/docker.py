@@ -660,12 +660,15 @@ class DockerJail:
 
     def _start_args(self, name: str, network: str, shown: list[Mount]) -> list[str]:
         """``ENGINE run -d`` arguments of a container of the row (it sleeps; programs run in
-        it with ``exec``): the row's folder and ``shown`` mounted, the hidden paths
-        covered."""
+        it with ``exec``, as the row's user): the row's folder and ``shown`` mounted, the
+        hidden paths covered. Its first processes (the init and ``sleep``) are the
+        container's root without a capability, so the row's programs cannot signal them:
+        ``kill -TERM 1`` stopped the container, and every criterion after it failed to
+        start."""
         args = ["--name", name, "--hostname", "assay", "--read-only",
                 "--network", network, "--cap-drop", "ALL",
-                "--security-opt", "no-new-privileges", "--user",
-                f"{self.owner[0]}:{self.owner[1]}", "--tmpfs", "/tmp:rw,exec,mode=1777",
+                "--security-opt", "no-new-privileges", "--user", "0:0",
+                "--tmpfs", "/tmp:rw,exec,mode=1777",
                 "--tmpfs", "/var/tmp:rw,exec,mode=1777", "--label", ROW_LABEL,
                 "--label", owner_label()]  # fmt: skip
         args += self._limit_args() + self._init_args()
