@@ -220,6 +220,27 @@ def test_criteria_checked_every_turn_without_stopping_only_mark_the_turns(
     assert record["final_status"] == "FAILURE"  # graded again at the end
 
 
+def test_the_time_per_turn_checks_take_is_not_the_agents(tmp_path: Path) -> None:
+    """Criteria checked after each exchange took 1.2 s each, out of a 3 s task_timeout:
+    the row ended TIMEOUT, "spent by the dialog's earlier turns", though the agent's turns
+    took milliseconds (a break-test). The checks' time is the harness's."""
+    write(tmp_path / "agent.yaml", AGENT)
+    write(tmp_path / "user.yaml", USER.format(after_add="Great, can it also multiply?"))
+    task = TASK.format(
+        extra="run_limits: {task_timeout: 3}\n",
+        simulation="  check_criteria: every_turn\n  max_turns: 4\n",
+    )
+    task = task.replace("success_criteria:\n", "success_criteria:\n  - {type: run_command, "
+                        "command: 'sleep 1.2; echo ok', expected_stdout: ok}\n")  # fmt: skip
+    write(tmp_path / "task.yaml", task)
+    record = row(assay.run([str(tmp_path / "task.yaml")], run_dir=str(tmp_path / "runs")))
+    simulation = record["simulation"]
+    assert simulation["stop_reason"] == "stop_token", record.get("error_message")
+    checks = [t["criteria_passed"] for t in simulation["turns"] if t["role"] == "agent"]
+    assert len(checks) == 3 and None not in checks  # each checked: 3.6 s of checks in all
+    assert record["final_status"] != "TIMEOUT"
+
+
 def test_the_dialogs_token_budget_ends_it_and_it_is_still_graded(tmp_path: Path) -> None:
     record = row(run(tmp_path, simulation="  max_total_tokens: 60\n"))
     simulation = record["simulation"]

@@ -115,6 +115,9 @@ class _Dialog:
     simulator_usage: Usage = field(default_factory=Usage)
     simulator_failures: int = 0
     started: float = field(default_factory=time.perf_counter)
+    grading: float = 0.0
+    """Seconds the per-turn criteria checks took: not the agent's, so not out of
+    ``task_timeout`` (the runner's bound on the whole dialog moves by as much)."""
 
     @property
     def tokens(self) -> int:
@@ -176,7 +179,7 @@ class _Dialog:
         return response.text.strip(), response.usage
 
     def _time_left(self) -> float:
-        return self.context.timeout - (time.perf_counter() - self.started)
+        return self.context.timeout - (time.perf_counter() - self.started - self.grading)
 
     def turn_context(self, prompt: str) -> AgentContext | tuple[OutcomeStatus, str]:
         """The agent's context for its next turn: ``run_limits`` bound the whole dialog, so
@@ -235,9 +238,14 @@ class _Dialog:
         self.state.session_id = session or self.state.session_id
 
     async def criteria_passed(self) -> bool:
-        """Grade the row as it stands and mark the last agent turn."""
+        """Grade the row as it stands and mark the last agent turn (the time it takes is
+        not the dialog's: :attr:`grading`)."""
         assert self.setup.check is not None
-        passed = await self.setup.check(self.merged("completed", None, "max_turns"))
+        begun = time.perf_counter()
+        try:
+            passed = await self.setup.check(self.merged("completed", None, "max_turns"))
+        finally:
+            self.grading += time.perf_counter() - begun
         self.turns[-1] = self.turns[-1].model_copy(update={"criteria_passed": passed})
         return passed
 

@@ -513,7 +513,9 @@ class Runner:
         if not task.agent.answers and item.row_task.trace_id is not None:
             outcome = self._replay(item.row_task)
         elif task.dialog is not None:
-            outcome = await _bounded(self._dialog(row, context, sandbox, base_dir), context, row)
+            deadline = _Deadline()  # moved on by the time per-turn checks take
+            outcome = await _bounded(self._dialog(row, context, sandbox, base_dir, deadline),
+                                     context, row, deadline=deadline)  # fmt: skip
         else:
             agent = self.criteria.agents.build(task.agent)
             outcome = await _bounded(agent.run(context), context, row)
@@ -572,8 +574,9 @@ class Runner:
         )  # fmt: skip
 
     async def _dialog(
-        self, row: _Row, context: AgentContext, sandbox: Sandbox | None, base_dir: Path
-    ) -> AgentOutcome:
+        self, row: _Row, context: AgentContext, sandbox: Sandbox | None, base_dir: Path,
+        deadline: _Deadline,
+    ) -> AgentOutcome:  # fmt: skip
         """Dialog mode (:mod:`assay.orchestration.running.dialog`): the agent and a simulated user
         take turns; with ``check_criteria`` every turn, the row is graded after each one.
         ``assay execute`` grades nothing but for ``stop_on_criteria_pass``: there the criteria
@@ -582,12 +585,16 @@ class Runner:
         assert config is not None
 
         async def check(outcome: AgentOutcome) -> bool:
-            _ready_for_grading(outcome, sandbox, task, base_dir)
-            if outcome.status == "error":
-                return False
-            grading = self._grading(row, outcome, sandbox, context, base_dir)
-            results = await grade(list(task.success_criteria), grading, self.criteria)
-            return final_status(outcome.status, results, graded=True) is FinalStatus.SUCCESS
+            begun = time.monotonic()
+            try:
+                _ready_for_grading(outcome, sandbox, task, base_dir)
+                if outcome.status == "error":
+                    return False
+                grading = self._grading(row, outcome, sandbox, context, base_dir)
+                results = await grade(list(task.success_criteria), grading, self.criteria)
+                return final_status(outcome.status, results, graded=True) is FinalStatus.SUCCESS
+            finally:
+                deadline.extend(time.monotonic() - begun)
 
         setup = DialogSetup(
             config=config, description=task.description, opener=task.initial_prompt,
@@ -818,13 +825,31 @@ def grace_seconds(timeout: float) -> float:
     return min(60.0, max(15.0, timeout))
 
 
-async def _bounded(work: Awaitable[AgentOutcome], context: AgentContext, row: _Row) -> AgentOutcome:
+@dataclass
+class _Deadline:
+    """The bound :func:`_bounded` set on an agent's work, moved on while a dialog's criteria
+    grade it between turns (their time is not the agent's)."""
+
+    timer: asyncio.Timeout | None = None
+
+    def extend(self, seconds: float) -> None:
+        when = self.timer.when() if self.timer is not None else None
+        if self.timer is not None and when is not None:
+            self.timer.reschedule(when + seconds)
+
+
+async def _bounded(
+    work: Awaitable[AgentOutcome], context: AgentContext, row: _Row, *,
+    deadline: _Deadline | None = None,
+) -> AgentOutcome:  # fmt: skip
     """``work``'s outcome; ``timeout`` when it has not returned :func:`grace_seconds`
-    after ``context.timeout`` (it is cancelled); ``error`` naming the agent type when it
-    raised (an agent of one's own: its traceback goes to the row's log), so the row is
-    graded as after a crash."""
+    after ``context.timeout`` (it is cancelled; ``deadline`` may move that on); ``error``
+    naming the agent type when it raised (an agent of one's own: its traceback goes to the
+    row's log), so the row is graded as after a crash."""
     grace = grace_seconds(context.timeout)
     timer = asyncio.timeout(context.timeout + grace)
+    if deadline is not None:
+        deadline.timer = timer
     try:
         async with timer:
             outcome: object = await work
