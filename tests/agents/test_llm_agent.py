@@ -269,3 +269,58 @@ def test_a_response_file_outside_the_sandbox_is_refused_at_load(
     write(tmp_path / "task.yaml", TASK.format(agent=agent))
     done = assay("plan", "task.yaml", cwd=tmp_path)
     assert done.returncode == 2 and said in done.stderr, done.stderr
+
+
+LEFT_AT_RESPONSE_FILE = """\
+replies:
+  - match: "good"
+    steps:
+      - {tool: submit_answer, input: {answer: "42"}}
+  - match: "link"
+    steps:
+      - {tool: run_command, input: {command: "ln -s / answer.txt"}}
+      - {tool: submit_answer, input: {answer: "I do not know"}}
+  - match: "fifo"
+    steps:
+      - {tool: run_command, input: {command: "mkfifo answer.txt"}}
+      - {tool: submit_answer, input: {answer: "I do not know"}}
+  - match: "folder"
+    steps:
+      - {tool: run_command, input: {command: "mkdir answer.txt"}}
+      - {tool: submit_answer, input: {answer: "I do not know"}}
+  - match: "outside"
+    steps:
+      - {tool: run_command, input: {command: "ln -s / out"}}
+      - {tool: submit_answer, input: {answer: "I do not know"}}
+"""
+
+
+@pytest.mark.parametrize(("what", "path"), [("link", "answer.txt"), ("fifo", "answer.txt"),
+                                            ("folder", "answer.txt"),
+                                            ("outside", "out/answer.txt")])  # fmt: skip
+def test_what_the_agent_left_at_response_file_never_takes_its_row_out(
+    tmp_path: Path, what: str, path: str
+) -> None:
+    """An agent's link at ``response_file`` made its wrong row an ERROR of assay's (out of
+    every rate: pass rate 1.0 for one right and one wrong answer); a FIFO there hung the run
+    (two break-tests). The row is graded on its answer."""
+    write(tmp_path / "script.yaml", LEFT_AT_RESPONSE_FILE)
+    write(
+        tmp_path / "task.yaml",
+        f"""\
+task_id: rf
+description: d
+initial_prompt: "${{row.p}}"
+agent: {{type: llm, model: mock/script.yaml, tools: [run_command, submit_answer],
+        response_file: {path}}}
+sandbox: {{driver: tempdir}}
+dataset:
+  rows: [{{id: g, p: good}}, {{id: h, p: {what}}}]
+success_criteria:
+  - {{type: response_match, expected: "42", match: contains}}
+""",
+    )
+    done = assay("run", "task.yaml", cwd=tmp_path)
+    suite = json.loads((latest(tmp_path) / "default" / "rf" / "suite.json").read_text())
+    assert (suite["rows_passed"], suite["rows_failed"], suite["rows_error"]) == (1, 1, 0)
+    assert suite["pass_rate"] == 0.5, done.stderr

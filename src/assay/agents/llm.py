@@ -10,6 +10,7 @@ runs :mod:`assay.agents.tool_loop` in the row's sandbox instead of answering onc
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from pathlib import Path
 from typing import Protocol
@@ -276,11 +277,27 @@ class LlmRunner(Agent[LlmAgent]):
         return context.models.settings.prices.lookup(self.config.model)
 
     def _write_response_file(self, outcome: AgentOutcome, root: Path | None) -> None:
+        """Write the response at ``response_file``. What the agent left there that is not a
+        regular file (a link, a FIFO) is replaced; a path that leads out of the sandbox
+        through a link the agent made, or a folder it made there, is left unwritten, and the
+        row is graded as it stands
+        (its criteria that read the file score it 0.0): neither takes the row out of the
+        metrics as an error of assay's, nor waits on a FIFO. A write that fails otherwise
+        (a full disk) is the row's error."""
         if self.config.response_file is None or outcome.response is None or root is None:
             return
         try:
             target = Sandbox(root).resolve(self.config.response_file)
+        except SandboxEscape:
+            return
+        if target.is_dir() and not target.is_symlink():
+            return  # the agent made a folder there: graded as it stands
+        try:
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(outcome.response, encoding="utf-8")
-        except (SandboxEscape, OSError) as exc:
+            if target.is_symlink() or (target.exists() and not target.is_file()):
+                target.unlink()
+            flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_NONBLOCK
+            with os.fdopen(os.open(target, flags, 0o644), "w", encoding="utf-8") as handle:
+                handle.write(outcome.response)
+        except OSError as exc:
             outcome.status, outcome.error = "error", f"cannot write response_file: {exc}"
