@@ -335,8 +335,11 @@ async def _converse(dialog: _Dialog) -> AgentOutcome:
         if prompt is None:
             prompt, usage = await dialog.simulate()
             dialog.said(1, prompt, simulated=True, usage=usage)
-            if config.stop_token in prompt:
-                return dialog.merged("completed", None, "stop_token")
+            if config.stop_token in prompt:  # before the agent said a word: nothing to grade
+                dialog.simulator_failures += 1
+                return dialog.merged("error", "the simulated user ended the dialog with its stop "
+                                     f"token ({config.stop_token!r}) before the agent was asked "
+                                     "anything", "error")  # fmt: skip
         else:
             dialog.said(1, prompt, simulated=False, usage=None)
         for exchange in range(1, config.max_turns + 1):
