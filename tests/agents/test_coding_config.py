@@ -221,6 +221,16 @@ def test_a_cli_not_on_path_is_found_where_make_install_dev_put_it(
     assert find_cli("codex", configured=None, base_dir=tmp_path, bundled=lambda: None) == (
         own / "codex"
     )
+    # found through a linked folder (a `.tools` that is a link): named at its real place,
+    # which is what a sandbox shows (the linked path ran as exit 127 in bwrap)
+    (tmp_path / "linked").symlink_to(own)
+    monkeypatch.setenv("ASSAY_CLI_DIR", str(tmp_path / "linked"))
+    assert find_cli("codex", configured=None, base_dir=tmp_path, bundled=lambda: None) == (
+        own / "codex"
+    )
+    configured = find_cli("codex", configured=str(tmp_path / "linked" / "codex"),
+                          base_dir=tmp_path, bundled=lambda: None)  # fmt: skip
+    assert configured == own / "codex"
     monkeypatch.setenv("ASSAY_CLI_DIR", str(tmp_path / "none"))
     with pytest.raises(UsageError, match=r"the codex CLI was not found \(agent.cli_path, then "
                        r"PATH, then .*none\)"):  # fmt: skip

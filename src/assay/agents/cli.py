@@ -73,16 +73,16 @@ def find_cli(
         path = Path(os.path.expandvars(configured)).expanduser()
         path = path if path.is_absolute() else (base_dir / path).resolve()
         if path.is_file() and os.access(path, os.X_OK):
-            return path
+            return _real_folder(path)
         raise UsageError(f"{configured} is not an executable file"
                          + (f" ({path})" if str(path) != configured else ""),
                          field="agent.cli_path")  # fmt: skip
     found = shutil.which(name) or shutil.which(name, path=str(project_clis()))
     if found:
-        return Path(found)
+        return _real_folder(Path(found))
     packaged = bundled()
     if packaged is not None:
-        return packaged
+        return _real_folder(packaged)
     raise UsageError(f"the {name} CLI was not found (agent.cli_path, then PATH, then "
                      f"{project_clis()})",
                      hint=install_cli_hint(name))  # fmt: skip
@@ -97,6 +97,14 @@ _NPM_PACKAGES = {
 }
 """Each npm CLI's pinned package (as the Makefile pins it) and its Makefile target's name
 (``.tools/.installed-<target>``)."""
+
+
+def _real_folder(path: Path) -> Path:
+    """``path`` in its folder's real place (links on the way resolved, the file's own name
+    kept: ``node_modules/.bin/pi`` stays the link npm made): a sandbox shows a CLI's folder
+    where it really is, so a CLI found through a linked folder (``.tools`` a link) ran as a
+    path the sandbox did not have (exit 127)."""
+    return Path(os.path.realpath(path.parent)) / path.name
 
 
 def install_cli_hint(name: str) -> str:
