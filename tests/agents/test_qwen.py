@@ -62,6 +62,10 @@ STOP = """\
   - {type: command_executed, command_pattern: "rm -rf", min_count: 0, max_count: 0,
      description: never deletes, stop_early: {}}
 """
+NEVER_DELETES = """\
+  - {type: command_executed, command_pattern: "rm -rf", min_count: 0, max_count: 0,
+     description: never deletes}
+"""
 OPENAI_KEY = "sk-users-own-openai-key-never-passed-on"
 
 
@@ -75,6 +79,9 @@ def ran(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "edits": (", permission_mode: acceptEdits, disallowed_tools: [Read]",
                   [{"id": "e", "job": "note", "word": "beta"}], NOTE),
         "stop": ("", [{"id": "s", "job": "stop", "word": "x"}], STOP),
+        # allowed_tools without a mode: Coder Eval's acceptEdits, never yolo
+        "allowed": (", allowed_tools: ['Bash(echo:*)']",
+                    [{"id": "l", "job": "stop", "word": "x"}], NEVER_DELETES),
     }  # fmt: skip
     for name, (agent, rows, criteria) in tasks.items():
         write(cwd / "tasks" / f"{name}.yaml", TASK.format(
@@ -123,6 +130,16 @@ def test_accept_edits_lets_the_file_be_written_and_refuses_the_commands(ran: Pat
     assert summary["files_changed"] == ["note.txt"]
     assert [c["score"] for c in result["success_criteria_results"]] == [1.0, 0.0, 1.0]
     assert result["final_status"] == "FAILURE"
+
+
+def test_allowed_tools_alone_allow_only_those_tools(ran: Path) -> None:
+    """``allowed_tools: ["Bash(python3:*)"]`` without ``permission_mode`` ran under
+    ``--approval-mode yolo``, which allowed every command (a break-test)."""
+    result = task_json(ran, "allowed", "l")
+    summary = result["transcript"]
+    assert "Bash" in [d["tool"] for d in summary["denials"]]  # rm -rf refused
+    assert result["success_criteria_results"][0]["score"] == 1.0
+    assert result["final_status"] == "SUCCESS"
 
 
 def test_a_live_verdict_ends_the_qwen_cli(ran: Path) -> None:

@@ -92,8 +92,11 @@ def qwen_argv(config: QwenCodeAgent, cli: Path, context: AgentContext) -> list[s
     Raises:
         UserError: a system prompt file that cannot be read.
     """
+    # allowed_tools without a mode is Coder Eval's default mode, acceptEdits (as for
+    # OpenCode): under yolo the list allowed everything
+    mode = config.permission_mode or ("acceptEdits" if config.allowed_tools else None)
     argv = [str(cli), "--output-format", "stream-json",
-            "--auth-type", "openai", "--approval-mode", APPROVAL_MODES[config.permission_mode],
+            "--auth-type", "openai", "--approval-mode", APPROVAL_MODES[mode],
             "--model", cli_model(config)]  # fmt: skip
     if config.allowed_tools:
         argv += ["--allowed-tools", *config.allowed_tools]
