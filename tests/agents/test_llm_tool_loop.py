@@ -494,6 +494,34 @@ def test_a_server_that_repeats_or_empties_call_ids_keeps_each_calls_result(
     assert len(set(sent)) == 2 and answered == sent  # each result goes back under its call
 
 
+def test_a_server_that_reports_no_usage_leaves_the_rows_usage_unknown(tmp_path: Path) -> None:
+    """A server without ``usage`` in its answers: the row recorded 0 tokens, as if measured,
+    and the run did not count it as unknown (a break-test)."""
+
+    def reply(body: dict[str, Any]) -> str | Fault:
+        message = {"role": "assistant", "content": "all done"}
+        return Fault(body=json.dumps({"id": "x", "object": "chat.completion", "model": "m",
+                                      "choices": [{"index": 0, "message": message,
+                                                   "finish_reason": "stop"}]}))  # fmt: skip
+
+    with scripted_server(reply) as server:
+        task = TASK.format(
+            tools="[run_command]",
+            max_turns=3,
+            driver="tempdir",
+            criteria="  - {type: response_match, expected: done, match: contains}",
+        )
+        task = task.replace("model: mock/script.yaml", f"model: openai/m\n  base_url: "
+                            f"{server.base_url}")  # fmt: skip
+        write(tmp_path / "task.yaml", task)
+        done = assay("run", "task.yaml", cwd=tmp_path)
+    result = task_json(latest(tmp_path))
+    assert result["final_status"] == "SUCCESS", done.stderr
+    assert result["total_token_usage"] is None
+    summary = json.loads((latest(tmp_path) / "run.json").read_text())
+    assert (summary["rows_usage_unknown"], summary["cost_complete"]) == (1, False)
+
+
 def test_the_token_budget_ends_the_loop_after_the_call_that_crosses_it(tmp_path: Path) -> None:
     criteria = "  - {type: tool_called, tool: submit_answer}"  # never called: the row fails
     _, run_dir, stderr = run_task(tmp_path, FOREVER, criteria=criteria,

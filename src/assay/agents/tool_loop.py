@@ -103,6 +103,7 @@ class ToolLoop:
         self.tools = SandboxTools(sandbox, offered=offered, env=context.env, owner=owner)
         self.transcript = Transcript(agent="llm", usage_source="model")
         self.usage = Usage()
+        self.usage_missing = False
         self.cost: float | None = None
         self.calls = 0
         self.tool_calls = 0
@@ -241,6 +242,7 @@ class ToolLoop:
         cost = None
         if isinstance(result, ModelResponse):
             outcome.cached = outcome.cached or result.cached
+            self.usage_missing = self.usage_missing or result.usage is None
             if result.usage is not None:
                 self.usage = self.usage + result.usage
                 if self.price is not None:
@@ -316,8 +318,11 @@ class ToolLoop:
 
     def _finish(self, outcome: AgentOutcome, agent_span: Span, started: float) -> AgentOutcome:
         outcome.model_calls = self.calls
-        outcome.usage = self.usage if self.calls else None
-        outcome.cost_usd = self.cost
+        # a call answered without its usage: the row's tokens and cost are unknown, not 0
+        # (the run counts it in rows_usage_unknown, its totals incomplete)
+        known = self.calls and not self.usage_missing
+        outcome.usage = self.usage if known else None
+        outcome.cost_usd = self.cost if known else None
         outcome.output_dropped_bytes, outcome.output_logs = self.tools.dropped, self.tools.logs
         outcome.seconds = time.perf_counter() - started
         if outcome.response is not None:
