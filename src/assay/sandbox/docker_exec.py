@@ -24,9 +24,9 @@ object:
 - ``max_pids``: the row's ``--pids-limit``, or ``null``: a program that fails while the
   container's pids cgroup refused forks since the last look gets a last line on stderr
   naming ``sandbox.limits.max_pids``;
-- ``memory_mb``: the row's memory limit, or ``null``: a program killed (``137``) while the
-  container's memory cgroup counts an OOM kill gets a last line on stderr naming
-  ``sandbox.limits.max_memory_mb``;
+- ``memory_mb``: the row's memory limit, or ``null``: a program while which the container's
+  memory cgroup counted an OOM kill (itself killed, ``137``, or a process it started while
+  it went on) gets a last line on stderr naming ``sandbox.limits.max_memory_mb``;
 - ``marker``: ``NAME=value`` set for the program only: when the program ends, or this
   launcher is killed first (the program's timeout), a watcher in its own session kills
   every process holding the marker (the container's processes are the host's, seen
@@ -80,10 +80,12 @@ def main(argv: list[str]) -> int:
         exec_args += ["-e", variable]
     for variable, given in (config.get("set") or {}).items():
         exec_args += ["-e", f"{variable}={given}"]
+    kills_before = oom_kills(config) if config.get("memory_mb") else 0
     code = subprocess.run([*exec_args, config["container"], *command], env=env,
                           check=False).returncode  # fmt: skip
     why = not_started(config) if code >= START_FAILED else ""
-    killed = code == KILLED and config.get("memory_mb") and oom_kills(config) > 0
+    kills = oom_kills(config) - kills_before if config.get("memory_mb") and not why else 0
+    killed = code == KILLED and kills > 0
     os.write(done, KEEP)  # the container is removed below, after its last look
     os.close(done)
     os.waitpid(watcher, 0)  # what the program left running has ended
@@ -96,10 +98,12 @@ def main(argv: list[str]) -> int:
         return START_FAILED
     for path in back:
         copy_out(config, path)
-    if killed:
+    if kills > 0:  # the program itself, or one it started while it went on
         sys.stderr.write(
             f"assay: killed for memory: the row's processes passed "
-            f"sandbox.limits.max_memory_mb ({config['memory_mb']} MiB)\n"
+            f"sandbox.limits.max_memory_mb ({config['memory_mb']} MiB)"
+            + ("" if killed else f"; {kills} process(es) killed, the program went on")
+            + "\n"
         )
     if forks:
         sys.stderr.write(
