@@ -38,6 +38,7 @@ from assay.orchestration.planning.containment import (
     needs_bridge_socket,
     private_paths,
     refuse_other_images,
+    shown_folders,
 )
 from assay.orchestration.planning.judging import judge_keys as task_judge_keys
 from assay.orchestration.running.environment import grading_env, row_env
@@ -286,7 +287,8 @@ class _Scan:
     images: dict[ImageKey, str] = field(default_factory=dict)
     """The content id of each ``docker`` image the rows ran in (:func:`_check_images`)."""
     task_dirs: set[Path] = field(default_factory=set)
-    """The folders of the rows' task files (their other run folders are hidden from rows)."""
+    """The folders shown to the rows (their task files', ``read_only``, ``extra_mounts``):
+    the run folders in them are hidden from rows."""
 
     def add(self, run_dir: Path, path: Path, result: EvaluationResult) -> None:
         """Count one row: its judges, its suite's task, a sandbox its criteria need."""
@@ -299,7 +301,8 @@ class _Scan:
             self.suites[suite] = task_of(result, self.registry)
             self.graders(self.suites[suite], Path(result.task_config.task_dir or "."))
             if result.task_config.task_dir:
-                self.task_dirs.add(Path(result.task_config.task_dir))
+                base = Path(result.task_config.task_dir)
+                self.task_dirs.update(shown_folders(self.suites[suite], base))
         if agent_status(result) == "error":
             return
         if result.agent.response_chars and not (path.parent / "response.txt").is_file():

@@ -942,6 +942,18 @@ class Containment:
                                 task_dir=base_dir, isolation=docker.isolated)  # fmt: skip
 
 
+def shown_folders(task: TaskDefinition, base_dir: Path) -> list[Path]:
+    """The host folders a task's rows are shown: its own folder, ``sandbox.read_only`` and
+    ``sandbox.docker.extra_mounts`` (relative ones from ``base_dir``); the run folders in
+    any of them are private (:func:`private_paths`)."""
+    shown = [base_dir, *(p if p.is_absolute() else base_dir / p
+                         for p in map(Path, task.sandbox.read_only))]  # fmt: skip
+    docker = task.sandbox.docker
+    if docker is not None:
+        shown += [parse_mount(m, base_dir).source for m in docker.extra_mounts]
+    return shown
+
+
 def private_paths(
     run_dir: Path,
     *,
@@ -951,8 +963,9 @@ def private_paths(
 ) -> list[Path]:
     """What rows may not see: the runs folder, ``.assay/`` (store and cache), the cache file,
     every SQLite store the run reads or ``$ASSAY_STORE`` names (with its journals), and
-    every other run folder in the tasks' folders (``task_dirs``; :func:`run_folders_in`):
-    an earlier run's ``task.json`` holds each row with its expected answer."""
+    every other run folder in the folders shown to the rows (``task_dirs``: the tasks'
+    folders and what :func:`shown_folders` adds; :func:`run_folders_in`): an earlier run's
+    ``task.json`` holds each row with its expected answer."""
     paths = [run_dir.parent, Path.cwd() / ".assay"]
     for folder in {Path(d).absolute() for d in task_dirs}:
         paths += run_folders_in(folder)

@@ -18,7 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol, TextIO
 
-from assay.orchestration.planning.containment import Containment, is_contained, private_paths
+from assay.orchestration.planning.containment import (
+    Containment,
+    is_contained,
+    private_paths,
+    shown_folders,
+)
 from assay.orchestration.planning.plan import Plan, WorkItem
 from assay.orchestration.running.progress import Progress
 from assay.orchestration.running.runner import RunOptions
@@ -159,7 +164,8 @@ def run_containment(
     stores = [t.expansion.store.url for t in plan.tasks if t.expansion.store is not None]
     private = private_paths(run_dir, cache=cache.path if cache is not None else None,
                             store_urls=stores,
-                            task_dirs=[t.loaded.base_dir for t in plan.tasks]
+                            task_dirs=[f for t in plan.tasks for v in t.variants
+                                       for f in shown_folders(v.definition, t.loaded.base_dir)]
                             if any(is_contained(d) for d in plan.definitions) else ())  # fmt: skip
     return Containment.for_tasks(plan.definitions, private=private, bridge=link, check=check,
                                  images=plan.image_ids())  # fmt: skip
