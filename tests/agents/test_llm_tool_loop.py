@@ -325,6 +325,29 @@ def test_an_unknown_tool_name_is_a_load_error_naming_the_field(tmp_path: Path) -
     )
 
 
+@pytest.mark.local_model
+def test_native_tools_on_a_local_model_whose_template_drops_them_are_refused(
+    tmp_path: Path,
+) -> None:
+    """SmolLM2's chat template never names ``tools``: asked natively, the model was never
+    shown them, with the same input tokens as without (a break-test). The plan refuses
+    it, naming the text protocol, and takes the text protocol."""
+    task = TASK.format(tools="[write_file, submit_answer]", max_turns=2, driver="tempdir",
+                       criteria="  - {type: file_exists, path: hello.txt}")  # fmt: skip
+    task = task.replace("model: mock/script.yaml", "model: local/smollm2")
+    write(tmp_path / "task.yaml", task)
+    own = {"ASSAY_LOCAL_MODEL_URL": ""}  # the weights are read, not a shared server asked
+    refused = assay("plan", "task.yaml", cwd=tmp_path, env=own)
+    assert refused.returncode == 2
+    assert ("agent.tool_protocol: local/smollm2's chat template drops the request's tools"
+            in refused.stderr)  # fmt: skip
+    assert "hint: set agent.tool_protocol: text" in refused.stderr
+    write(
+        tmp_path / "task.yaml", task.replace("max_turns: 2", "max_turns: 2\n  tool_protocol: text")
+    )
+    assert assay("plan", "task.yaml", cwd=tmp_path, env=own).returncode == 0
+
+
 def test_max_turns_without_tools_is_refused(tmp_path: Path) -> None:
     path = write(tmp_path / "task.yaml", (
         "task_id: t\ndescription: d\ninitial_prompt: p\n"

@@ -140,8 +140,31 @@ class LlmRunner(Agent[LlmAgent]):
         return [
             PreflightCheck(("agent", "model"), lambda: setup.providers.preflight(key)),
             PreflightCheck(("agent", "model"), self._chat_only),
+            PreflightCheck(("agent", "tool_protocol"), self._tools_shown),
             PreflightCheck(("run_limits", "max_usd"), lambda: self._priced(setup)),
         ]
+
+    def _tools_shown(self) -> None:
+        """A ``local/`` model asked with native tools whose chat template drops them would
+        never see its tools (SmolLM2's, the default model's): refused, naming the text
+        protocol, which puts them in the prompt."""
+        config = self.config
+        if not (config.tools and config.tool_protocol == "native"
+                and config.model.startswith("local/")):  # fmt: skip
+            return
+        from assay.providers.local import find_gguf, running_server_url, template_shows_tools
+
+        if running_server_url() is not None:
+            return  # a server of one's own: its template is not known here
+        try:
+            gguf = find_gguf(config.model.partition("/")[2])
+        except UserError:
+            return  # not installed: the model's own check says so
+        if template_shows_tools(gguf) is False:
+            raise UserError(f"{config.model}'s chat template drops the request's tools: the "
+                            "model would never see them", field="agent.tool_protocol",
+                            hint="set agent.tool_protocol: text (the tools are described in "
+                            "the prompt and called in <tool_call> blocks)")  # fmt: skip
 
     def _chat_only(self) -> None:
         config = self.config

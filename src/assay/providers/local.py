@@ -66,6 +66,23 @@ def trained_context(gguf: Path) -> int | None:
         return None
 
 
+def template_shows_tools(gguf: Path) -> bool | None:
+    """Whether the chat template in ``gguf`` (its ``tokenizer.chat_template`` metadata) puts
+    the request's ``tools`` before the model: a template that never names them (SmolLM2's)
+    drops them, so the model is never shown its tools. ``None``: the file does not say or
+    cannot be read."""
+    try:
+        from gguf import GGUFReader
+    except ImportError:
+        return None
+    try:
+        field = GGUFReader(gguf).fields.get("tokenizer.chat_template")
+        template = field.contents() if field is not None else None
+    except (OSError, ValueError, KeyError, IndexError):
+        return None
+    return "tools" in template if isinstance(template, str) else None
+
+
 def context_per_slot(gguf: Path) -> int:
     """Tokens of context for each parallel slot of a local server: ``ASSAY_LOCAL_MODEL_CONTEXT``
     when set, else the model's trained context (:func:`trained_context`), else
