@@ -453,6 +453,36 @@ def test_a_judge_sees_the_dialog_with_the_users_turns_marked_untrusted(
     assert judged["reason"] == ("saw the dialog" if seen else "no dialog")
 
 
+def test_the_judges_of_per_turn_checks_count_in_the_runs_judge_totals(tmp_path: Path) -> None:
+    """With ``check_criteria: both`` the judge ran after each exchange and once more at the
+    end, and run.json counted only the last call's tokens and cost (a break-test)."""
+    write(tmp_path / "judge.yaml", JUDGE.format())
+    write(tmp_path / "prices.yaml", "mock/judge.yaml: {input_per_mtok: 1000000, "
+                                    "output_per_mtok: 1000000}\n")  # fmt: skip
+    criterion = (
+        "  - {{type: llm_judge, description: helpful, model: mock/judge.yaml, "
+        "verdict: {{kind: binary}}, prompt: 'Helpful?', include_dialog: true}}\n"
+    )
+    text = TASK.replace("success_criteria:\n", "success_criteria:\n" + criterion)
+    write(tmp_path / "agent.yaml", AGENT)
+    write(tmp_path / "user.yaml", USER.format(after_add="Thanks, that works. <<<END>>>"))
+    totals = {}
+    for check in ("end_of_dialog", "both"):
+        task = write(tmp_path / f"{check}.yaml", text.format(
+            extra="", simulation=f"  check_criteria: {check}\n"))  # fmt: skip
+        result = assay.run([str(task)], run_dir=str(tmp_path / check),
+                           prices=str(tmp_path / "prices.yaml"))  # fmt: skip
+        record, summary = row(result), json.loads((result.run_dir / "run.json").read_text())
+        final = record["success_criteria_results"][0]["judge_tokens"]
+        checked = record["simulation"]["check_judge_tokens"]
+        assert summary["judge_tokens"] == final + checked
+        assert summary["judge_cost_usd"] == pytest.approx(float(final + checked))
+        totals[check] = (final, checked)
+    exchanges = 2  # the user ends the dialog after the agent's second answer
+    assert totals["end_of_dialog"][1] == 0 and totals["both"][1] > 0
+    assert totals["both"][1] >= exchanges * min(totals["both"][0], 1)
+
+
 def test_a_variant_merges_its_partial_simulation_block(tmp_path: Path) -> None:
     write(tmp_path / "e.yaml", "experiment_id: e\nvariants:\n  - variant_id: short\n"
           "    simulation: {max_turns: 1}\n  - variant_id: plain\n"

@@ -27,9 +27,10 @@ from assay.results.suite import SuiteRollup
 from assay.results.task_result import (
     EvaluationResult,
     JudgeCriterionResult,
-    QaCriterionResult,
+    JudgeSpend,
     TaskConfigRecord,
     TokenUsage,
+    judge_spend,
 )
 from assay.spec.criteria import CriterionSpec
 
@@ -186,6 +187,8 @@ class RunTally:
             self.simulator[1] += dialog.simulator_output_tokens
             if dialog.simulator_cost_usd is not None:
                 self.simulator_cost.add(dialog.simulator_cost_usd)
+            self._add_judges(JudgeSpend(dialog.check_judge_tokens, dialog.check_judge_cost_usd,
+                                        dialog.check_judge_unpriced))  # fmt: skip
         if result.transcript is not None and result.transcript.usage_source == "cli":
             self.usage_from_cli += 1
         self.from_cache += result.agent.cached
@@ -194,14 +197,13 @@ class RunTally:
 
     def _count_judges(self, results: list[Any]) -> None:
         """The judges' tokens and cost (a verdict with tokens but no price counted apart)."""
-        for judged in results:
-            if not isinstance(judged, JudgeCriterionResult | QaCriterionResult):
-                continue
-            self.judge_tokens += judged.judge_tokens
-            if judged.judge_cost_usd is not None:
-                self.judge_cost.add(judged.judge_cost_usd)
-            elif judged.judge_tokens:
-                self.judge_unpriced += 1
+        self._add_judges(judge_spend(results))
+
+    def _add_judges(self, spend: JudgeSpend) -> None:
+        self.judge_tokens += spend.tokens
+        if spend.cost_usd is not None:
+            self.judge_cost.add(spend.cost_usd)
+        self.judge_unpriced += spend.unpriced
 
     @staticmethod
     def _row(result: EvaluationResult) -> TaskRow:

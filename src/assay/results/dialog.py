@@ -68,6 +68,10 @@ class SimulationRecord(_Record):
             table; ``None``: its model has no price). Not part of the row's ``cost_usd``.
         dialog_tokens: tokens of the whole dialog (agent and simulated user), what
             ``simulation.max_total_tokens`` bounds.
+        check_judge_tokens, check_judge_cost_usd, check_judge_unpriced: what the judges of
+            the criteria checked after each exchange (``check_criteria: every_turn`` or
+            ``both``) used (tokens; US dollars, ``None``: none priced; verdicts with tokens
+            but no price), counted in the run's judge totals with the final grading's.
         turns: every message, in order.
     """
 
@@ -81,6 +85,9 @@ class SimulationRecord(_Record):
     simulator_failures: int = 0
     simulator_cost_usd: float | None = None
     dialog_tokens: int = 0
+    check_judge_tokens: int = 0
+    check_judge_cost_usd: float | None = None
+    check_judge_unpriced: int = 0
     turns: list[DialogTurn] = Field(default_factory=list)
 
 

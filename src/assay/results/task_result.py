@@ -9,6 +9,9 @@ Field names follow ``reference/originals.md`` §1.10; assay adds ``schema_versio
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -147,6 +150,33 @@ CriterionResult = Annotated[
     QaCriterionResult | ClassificationCriterionResult | JudgeCriterionResult | BasicCriterionResult,
     Field(discriminator="result_kind"),
 ]
+
+
+@dataclass(frozen=True)
+class JudgeSpend:
+    """What the judges of some criterion results used: ``tokens``, ``cost_usd`` (US dollars,
+    the priced ones; ``None``: none was priced) and ``unpriced`` (verdicts with tokens but no
+    price)."""
+
+    tokens: int = 0
+    cost_usd: float | None = None
+    unpriced: int = 0
+
+
+def judge_spend(results: Iterable[object]) -> JudgeSpend:
+    """The judges' tokens and cost over ``results`` (LLM, agent and QA judges' verdicts;
+    other results have none)."""
+    tokens = unpriced = 0
+    costs: list[float] = []
+    for judged in results:
+        if not isinstance(judged, JudgeCriterionResult | QaCriterionResult):
+            continue
+        tokens += judged.judge_tokens
+        if judged.judge_cost_usd is not None:
+            costs.append(judged.judge_cost_usd)
+        elif judged.judge_tokens:
+            unpriced += 1
+    return JudgeSpend(tokens, math.fsum(costs) if costs else None, unpriced)
 
 
 class CommandResult(_Result):

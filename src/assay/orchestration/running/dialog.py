@@ -28,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,14 +40,16 @@ from assay.providers.base import Message, ModelRequest, Usage
 from assay.providers.managed import ManagedModel
 from assay.providers.retry import CallRecord
 from assay.results.dialog import DialogStop, DialogTurn, SimulationRecord
+from assay.results.task_result import JudgeSpend, judge_spend
 from assay.results.trace import Span, new_trace_id
 from assay.results.transcript import Transcript, TranscriptEvent
 from assay.results.transcript_otlp import to_spans
 from assay.sandbox.trees import remove_tree
 from assay.spec.simulation import SimulationConfig
 
-CriteriaCheck = Callable[[AgentOutcome], Awaitable[bool]]
-"""Grades the row as it stands (the merged outcome so far): whether every criterion passed."""
+CriteriaCheck = Callable[[AgentOutcome], Awaitable[tuple[bool, Sequence[object]]]]
+"""Grades the row as it stands (the merged outcome so far): whether every criterion passed,
+and the criterion results (their judges' tokens and cost count in the run's)."""
 
 SIMULATOR_MAX_TOKENS = 512
 """The longest message the simulated user may write (tokens): a user's turn is short."""
@@ -116,6 +118,8 @@ class _Dialog:
     simulator_failures: int = 0
     started: float = field(default_factory=time.perf_counter)
     grading: float = 0.0
+    judged: JudgeSpend = field(default_factory=JudgeSpend)
+    """What the judges of the per-turn checks used (the final grading's are the row's)."""
     """Seconds the per-turn criteria checks took: not the agent's, so not out of
     ``task_timeout`` (the runner's bound on the whole dialog moves by as much)."""
 
@@ -243,9 +247,16 @@ class _Dialog:
         assert self.setup.check is not None
         begun = time.perf_counter()
         try:
-            passed = await self.setup.check(self.merged("completed", None, "max_turns"))
+            passed, results = await self.setup.check(self.merged("completed", None, "max_turns"))
         finally:
             self.grading += time.perf_counter() - begun
+        spent = judge_spend(results)
+        self.judged = JudgeSpend(
+            self.judged.tokens + spent.tokens,
+            None if self.judged.cost_usd is None and spent.cost_usd is None
+            else (self.judged.cost_usd or 0.0) + (spent.cost_usd or 0.0),
+            self.judged.unpriced + spent.unpriced,
+        )  # fmt: skip
         self.turns[-1] = self.turns[-1].model_copy(update={"criteria_passed": passed})
         return passed
 
@@ -280,6 +291,9 @@ class _Dialog:
                 simulator_output_tokens=self.simulator_usage.output_tokens,
                 simulator_failures=self.simulator_failures, dialog_tokens=self.tokens,
                 simulator_cost_usd=self._simulator_cost(),
+                check_judge_tokens=self.judged.tokens,
+                check_judge_cost_usd=self.judged.cost_usd,
+                check_judge_unpriced=self.judged.unpriced,
                 turns=list(self.turns),
             ),
         )  # fmt: skip

@@ -584,15 +584,16 @@ class Runner:
         task, config = row.task, row.task.dialog
         assert config is not None
 
-        async def check(outcome: AgentOutcome) -> bool:
+        async def check(outcome: AgentOutcome) -> tuple[bool, list[CriterionResult]]:
             begun = time.monotonic()
             try:
                 _ready_for_grading(outcome, sandbox, task, base_dir)
                 if outcome.status == "error":
-                    return False
+                    return False, []
                 grading = self._grading(row, outcome, sandbox, context, base_dir)
                 results = await grade(list(task.success_criteria), grading, self.criteria)
-                return final_status(outcome.status, results, graded=True) is FinalStatus.SUCCESS
+                passed = final_status(outcome.status, results, graded=True) is FinalStatus.SUCCESS
+                return passed, results
             finally:
                 deadline.extend(time.monotonic() - begun)
 
