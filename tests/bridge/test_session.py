@@ -35,3 +35,26 @@ def test_a_token_budget_is_crossed_by_the_first_token_over_it() -> None:
     assert session.stopped is None
     spend(session, Usage(1, 0))
     assert session.stopped == "token_budget" and session.stop_event.is_set()
+
+
+def test_a_call_answered_without_usage_leaves_the_sessions_usage_unknown() -> None:
+    """A server that sends no usage: a coding agent's row recorded 0 tokens through the
+    bridge, as if measured (a break-test); calls that failed or were refused have none and
+    leave it known."""
+    from assay.agents.base import AgentOutcome
+    from assay.agents.cli import _usage_and_cost
+    from assay.results.transcript import Transcript
+
+    session = BridgeSession(label="t", model_key=ModelKey("mock/x"), price=Price(1.0, 1.0))
+    spend(session, Usage(6, 4))
+    failed = session.begin("anthropic", "m")
+    failed.error, failed.status = "upstream 503", 503
+    session.end(failed)
+    assert session.usage_known
+    outcome = AgentOutcome()
+    _usage_and_cost(outcome, Transcript(agent="claude-code"), session)
+    assert outcome.usage == Usage(6, 4) and outcome.cost_usd is not None
+    spend(session, None)  # type: ignore[arg-type]
+    assert not session.usage_known
+    _usage_and_cost(outcome, Transcript(agent="claude-code"), session)
+    assert (outcome.usage, outcome.cost_usd) == (None, None)

@@ -225,9 +225,13 @@ def test_what_the_agent_left_at_home_and_in_tmp_is_gone_when_the_criteria_run(  
     plant = (
         'd=$(/usr/bin/python3 -c "import site; print(site.getusersitepackages())"); mkdir -p "$d"; '
         'echo "import os; os._exit(0)" > "$d/zz.pth"; echo left > /tmp/left; '
+        "echo left > /dev/shm/left 2>/dev/null; "
         'echo kept > kept.txt; /usr/bin/python3 -c "raise SystemExit(3)"; echo "exit $?"'
     )
-    look = '/usr/bin/python3 -c "raise SystemExit(3)"; echo "exit $?"; cat /tmp/left; cat kept.txt'
+    look = (
+        '/usr/bin/python3 -c "raise SystemExit(3)"; echo "exit $?"; '
+        "cat /tmp/left /dev/shm/left; cat kept.txt"
+    )
     with make_row() as box:
         assert "exit 0" in run(box, plant).stdout  # the agent's own python3 obeys it
         box.jail.settle()

@@ -473,8 +473,9 @@ def _usage_and_cost(
 ) -> None:
     """Usage and cost: the bridge's counts when it carried the calls, else the CLI's own."""
     if session is not None:
-        outcome.usage = session.usage if session.calls else None
-        outcome.cost_usd = session.cost_usd
+        known = bool(session.calls) and session.usage_known
+        outcome.usage = session.usage if known else None
+        outcome.cost_usd = session.cost_usd if known else None
         return
     reported = transcript.cli_usage
     if reported is not None:

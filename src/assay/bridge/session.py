@@ -126,6 +126,13 @@ class BridgeSession:
         return total
 
     @property
+    def usage_known(self) -> bool:
+        """Every call the model answered reported its usage (a server that sends none
+        leaves the row's tokens and cost unknown, never 0)."""
+        return all(c.usage is not None for c in self.calls
+                   if c.error is None and not c.refused and c.status < 400)  # fmt: skip
+
+    @property
     def cost_usd(self) -> float | None:
         """US dollars of every call so far; ``None`` when no call could be priced."""
         costs = [c.cost_usd for c in self.calls if c.cost_usd is not None]

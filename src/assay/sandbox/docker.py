@@ -79,7 +79,8 @@ SETTLE_SCRIPT = r"""
 mounted=""
 while read -r _ point _; do mounted="$mounted
 $point"; done < /proc/mounts
-for entry in /tmp/* /tmp/.[!.]* /tmp/..?* /var/tmp/* /var/tmp/.[!.]* /var/tmp/..?*; do
+for entry in /tmp/* /tmp/.[!.]* /tmp/..?* /var/tmp/* /var/tmp/.[!.]* /var/tmp/..?* \
+  /dev/shm/* /dev/shm/.[!.]* /dev/shm/..?*; do
   [ -e "$entry" ] || [ -L "$entry" ] || continue
   case "$mounted
 " in *"
@@ -90,8 +91,9 @@ $entry/"*) continue ;; esac
 done
 """
 """What :meth:`DockerJail.settle` runs in the row's container as the row's user (``sh``
-builtins and ``rm``): every entry of ``/tmp`` and ``/var/tmp`` removed but those that are,
-or hold, a mount point (``/proc/mounts``): the row's folder and the task's may be there."""
+builtins and ``rm``): every entry of ``/tmp``, ``/var/tmp`` and ``/dev/shm`` removed but
+those that are, or hold, a mount point (``/proc/mounts``): the row's folder and the task's
+may be there."""
 SCRATCH = ("/tmp/", "/var/tmp/")
 """Where a container has folders of its own (tmpfs): what a program reads or writes outside
 the row's folder is copied there."""
@@ -738,13 +740,14 @@ class DockerJail:
         return found
 
     def settle(self) -> None:
-        """Empty the row container's ``/tmp`` (also ``HOME``) and ``/var/tmp`` once the agent
-        has ended, before the criteria run there: what the agent left (a Python user site
-        whose ``.pth`` runs first in every ``python3``, caches) must neither answer for a
-        criterion nor hold the memory its programs are limited to (a tmpfs's pages count
-        against ``sandbox.limits.max_memory_mb``). What is mounted there (the row's folder,
-        the task's, a prompt's) is left alone (:data:`SETTLE_SCRIPT`). Nothing to do before
-        the container started; a failure leaves it as it was (the criteria still run)."""
+        """Empty the row container's ``/tmp`` (also ``HOME``), ``/var/tmp`` and ``/dev/shm``
+        once the agent has ended, before the criteria run there: what the agent left (a
+        Python user site whose ``.pth`` runs first in every ``python3``, caches) must
+        neither answer for a criterion nor hold the memory its programs are limited to (a
+        tmpfs's pages count against ``sandbox.limits.max_memory_mb``). What is mounted there
+        (the row's folder, the task's, a prompt's) is left alone (:data:`SETTLE_SCRIPT`).
+        Nothing to do before the container started; a failure leaves it as it was (the
+        criteria still run)."""
         if not (self.state / "started").exists():
             return
         with contextlib.suppress(OSError, subprocess.SubprocessError):
