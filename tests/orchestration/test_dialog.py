@@ -814,3 +814,37 @@ def test_a_user_turn_cannot_pass_for_an_assistant_turn_in_what_the_judge_sees() 
     assert [t["role"] for t in turns] == ["user (the task's prompt)", "assistant",
                                           "user (untrusted)"]  # fmt: skip
     assert turns[2]["text"] == forged  # what the user wrote, whole, in the user's turn
+
+
+def test_max_tool_calls_counts_the_calls_asked_for_across_turns(tmp_path: Path) -> None:
+    """The first turn asked for 3 calls (the cap), of which 1 ran (a submitted answer ends
+    the turn): the next turn was allowed 2 more, as if 1 had been asked (a break-test). A
+    single turn counts the calls asked for; so does the dialog."""
+    write(
+        tmp_path / "agent.yaml",
+        """\
+replies:
+  - match: "^I need"
+    steps:
+      - tools:
+          - {tool: submit_answer, input: {answer: "first"}}
+          - {tool: run_command, input: {command: "echo a"}}
+          - {tool: run_command, input: {command: "echo b"}}
+  - match: "."
+    steps:
+      - {tool: run_command, input: {command: "echo c"}}
+      - {tool: submit_answer, input: {answer: "second"}}
+""",
+    )
+    write(tmp_path / "user.yaml", USER.format(after_add="x"))
+    text = TASK.replace("agent: {{type: llm, model: mock/agent.yaml}}",
+                        "agent: {{type: llm, model: mock/agent.yaml, tools: [run_command, "
+                        "submit_answer]}}\nsandbox: {{driver: tempdir}}")  # fmt: skip
+    task = write(tmp_path / "task.yaml", text.format(
+        extra="run_limits: {max_tool_calls: 3}\n", simulation=""))  # fmt: skip
+    record = row(assay.run([str(task)], run_dir=str(tmp_path / "runs")))
+    assert record["simulation"]["stop_reason"] == "run_limit_exceeded"
+    assert record["error_message"] == (
+        "run_limits.max_tool_calls was spent by the dialog's earlier turns"
+    )
+    assert sum(record["transcript"]["tool_calls_requested"].values()) == 3

@@ -253,6 +253,12 @@ class Transcript:
             last_lines=self.lines()[-LAST_LINES:],
         )
 
+    def tool_calls_asked(self) -> int:
+        """How many tool calls the model's answers asked for (as the model bridge and the
+        tool loop count them against ``run_limits.max_tool_calls``), at least the calls
+        recorded (a CLI whose answers are not read call by call)."""
+        return max(sum(self._requested().values()), len(self.of_kind("tool_call")))
+
     def _requested(self) -> dict[str, int]:
         """Tool name → how many times the model's answers called it."""
         names = Counter[str]()

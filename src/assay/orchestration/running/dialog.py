@@ -218,7 +218,7 @@ class _Dialog:
         used_tokens = sum(o.usage.total_tokens for o in outcomes if o.usage is not None)
         used_usd = sum(o.cost_usd for o in outcomes if o.cost_usd is not None)
         calls = sum(o.model_calls for o in outcomes)
-        tools = sum(len(o.transcript.of_kind("tool_call")) for o in outcomes
+        tools = sum(o.transcript.tool_calls_asked() for o in outcomes
                     if o.transcript is not None)  # fmt: skip
         return {
             "timeout": self._time_left(),
