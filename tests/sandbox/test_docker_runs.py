@@ -539,6 +539,9 @@ def _plain_task(docker: str) -> str:
         ("['data:/etc']", "extra_mounts[0]: /etc is the container's own (its system or its /tmp)"),
         ("['data:/tmp/']", "extra_mounts[0]: /tmp is the container's own"),
         ("['data:/d', 'data:/d:rw']", "extra_mounts[1]: /d is the target of extra_mounts[0] too"),
+        # the task's folder is mounted at its host path (a break-test: every row failed)
+        ("['data:TASK']", "extra_mounts[0]: TASK is where the task's folder is mounted"),
+        ("['data:TASK/runs']", "extra_mounts[0]: TASK/runs is where the task's folder is"),
     ],
 )
 def test_an_extra_mount_onto_the_containers_own_folders_is_refused_at_plan(
@@ -546,10 +549,31 @@ def test_an_extra_mount_onto_the_containers_own_folders_is_refused_at_plan(
 ) -> None:
     _, image = docker_image
     (tmp_path / "data").mkdir()
+    mounts, message = mounts.replace("TASK", str(tmp_path)), message.replace("TASK", str(tmp_path))
     write(tmp_path / "t.yaml", _plain_task(f"image: '{image}', extra_mounts: {mounts}"))
     refused = run_assay("plan", "t.yaml", cwd=tmp_path, env=env())
     assert refused.returncode == 2, refused.stdout + refused.stderr
     assert f"t.yaml:5: sandbox.docker.{message}" in refused.stderr
+
+
+@pytest.mark.parametrize(
+    ("limits", "message"),
+    [("max_cpus: 4096.0", "sandbox.limits.max_cpus: 4096 CPUs is more than this machine has"),
+     ("max_pids: 3", "sandbox.limits.max_pids: 3 processes are too few for a container")],
+)  # fmt: skip
+def test_limits_a_container_cannot_start_under_are_refused_at_plan(
+    tmp_path: Path, docker_image: tuple[Engine, str], limits: str, message: str
+) -> None:
+    """The engine refused them at every row, said as something else ("needs sh and tar")
+    (a break-test)."""
+    _, image = docker_image
+    task = _plain_task(f"image: '{image}'").replace("sandbox: {driver: docker,",
+                                                    f"sandbox: {{limits: {{{limits}}}, "
+                                                    "driver: docker,")  # fmt: skip
+    write(tmp_path / "t.yaml", task)
+    refused = run_assay("plan", "t.yaml", cwd=tmp_path, env=env())
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert f"t.yaml:5: {message}" in refused.stderr
 
 
 def test_podman_taking_over_from_a_silent_docker_is_said(

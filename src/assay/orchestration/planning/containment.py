@@ -353,6 +353,7 @@ def check_docker(
                 raise _located(loaded, exc.message, exc.hint) from None
         engine = found[wanted]
         _check_mounts(loaded, task)
+        _check_container_limits(loaded, task)
         _note_engine_choice(engine, wanted, looked.warnings)
         _note_unset_args(loaded, task, looked.warnings)
         try:
@@ -574,6 +575,10 @@ def _check_mounts(loaded: LoadedTask, task: TaskDefinition) -> None:
         elif target in targets:
             problem = f"{target} is the target of extra_mounts[{targets[target]}] too"
             hint = "give each entry a target of its own"
+        elif _within(target, str(loaded.base_dir.absolute())):
+            problem = (f"{target} is where the task's folder is mounted (at its host path); "
+                       "the engine cannot mount another folder there")  # fmt: skip
+            hint = "mount it under a folder of its own, e.g. /data"
         targets.setdefault(target, index)
         if problem is not None:
             raise TaskFileError(
@@ -581,6 +586,39 @@ def _check_mounts(loaded: LoadedTask, task: TaskDefinition) -> None:
                 line=loaded.document.line_of(("sandbox", "docker", "extra_mounts", index)),
                 hint=hint,
             )  # fmt: skip
+
+
+def _within(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+CONTAINER_LEAST_PIDS = 8
+"""The fewest processes a row's container may be limited to: its init, ``sleep``, a
+program's shell and the copy in and out take several (a smaller ``--pids-limit`` fails every
+row, said as something else)."""
+
+
+def _check_container_limits(loaded: LoadedTask, task: TaskDefinition) -> None:
+    """``sandbox.limits`` a container can start under: ``max_cpus`` at most this machine's
+    CPUs (the engine refuses more) and ``max_pids`` at least :data:`CONTAINER_LEAST_PIDS`.
+
+    Raises:
+        TaskFileError: at the field, with what would work.
+    """
+    limits, cpus = task.sandbox.limits, os.cpu_count() or 1
+    problem: tuple[str, str, str] | None = None
+    if limits.max_cpus is not None and limits.max_cpus > cpus:
+        problem = ("max_cpus", f"{limits.max_cpus:g} CPUs is more than this machine has ({cpus})",
+                   f"set sandbox.limits.max_cpus to at most {cpus}")  # fmt: skip
+    elif limits.max_pids < CONTAINER_LEAST_PIDS:
+        problem = ("max_pids", f"{limits.max_pids} processes are too few for a container (its "
+                   "init, sleep and a program's shell take several)",
+                   f"set sandbox.limits.max_pids to {CONTAINER_LEAST_PIDS} or more")  # fmt: skip
+    if problem is not None:
+        raise TaskFileError(problem[1], file=loaded.display,
+                            field=f"sandbox.limits.{problem[0]}",
+                            line=loaded.document.line_of(("sandbox", "limits", problem[0])),
+                            hint=problem[2])  # fmt: skip
 
 
 def engine_of(task: TaskDefinition) -> str | None:
