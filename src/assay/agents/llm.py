@@ -303,10 +303,9 @@ class LlmRunner(Agent[LlmAgent]):
         """Write the response at ``response_file``. What the agent left there that is not a
         regular file (a link, a FIFO) is replaced; a path that leads out of the sandbox
         through a link the agent made, or a folder it made there, is left unwritten, and the
-        row is graded as it stands
-        (its criteria that read the file score it 0.0): neither takes the row out of the
-        metrics as an error of assay's, nor waits on a FIFO. A write that fails otherwise
-        (a full disk) is the row's error."""
+        row is graded as it stands (its criteria that read the file score it 0.0): neither
+        takes the row out of the metrics as an error of assay's, nor waits on a FIFO. A
+        write that fails otherwise (a full disk) is the row's error."""
         if self.config.response_file is None or outcome.response is None or root is None:
             return
         try:

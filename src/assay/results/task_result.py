@@ -162,6 +162,12 @@ class JudgeSpend:
     cost_usd: float | None = None
     unpriced: int = 0
 
+    def __add__(self, other: JudgeSpend) -> JudgeSpend:
+        """Both together (a cost ``None`` only when neither was priced)."""
+        costs = [c for c in (self.cost_usd, other.cost_usd) if c is not None]
+        return JudgeSpend(self.tokens + other.tokens, math.fsum(costs) if costs else None,
+                          self.unpriced + other.unpriced)  # fmt: skip
+
 
 def judge_spend(results: Iterable[object]) -> JudgeSpend:
     """The judges' tokens and cost over ``results`` (LLM, agent and QA judges' verdicts;

@@ -118,10 +118,10 @@ class _Dialog:
     simulator_failures: int = 0
     started: float = field(default_factory=time.perf_counter)
     grading: float = 0.0
-    judged: JudgeSpend = field(default_factory=JudgeSpend)
-    """What the judges of the per-turn checks used (the final grading's are the row's)."""
     """Seconds the per-turn criteria checks took: not the agent's, so not out of
     ``task_timeout`` (the runner's bound on the whole dialog moves by as much)."""
+    judged: JudgeSpend = field(default_factory=JudgeSpend)
+    """What the judges of the per-turn checks used (the final grading's are the row's)."""
 
     @property
     def tokens(self) -> int:
@@ -250,13 +250,7 @@ class _Dialog:
             passed, results = await self.setup.check(self.merged("completed", None, "max_turns"))
         finally:
             self.grading += time.perf_counter() - begun
-        spent = judge_spend(results)
-        self.judged = JudgeSpend(
-            self.judged.tokens + spent.tokens,
-            None if self.judged.cost_usd is None and spent.cost_usd is None
-            else (self.judged.cost_usd or 0.0) + (spent.cost_usd or 0.0),
-            self.judged.unpriced + spent.unpriced,
-        )  # fmt: skip
+        self.judged = self.judged + judge_spend(results)
         self.turns[-1] = self.turns[-1].model_copy(update={"criteria_passed": passed})
         return passed
 
