@@ -545,6 +545,40 @@ def test_a_server_that_reports_no_usage_leaves_the_rows_usage_unknown(tmp_path: 
     assert (summary["rows_usage_unknown"], summary["cost_complete"]) == (1, False)
 
 
+def test_a_tool_call_cut_at_max_tokens_is_said_to_be_cut(tmp_path: Path) -> None:
+    """A ``write_file`` whose arguments ran past ``max_tokens`` (``finish_reason: length``)
+    was reported to the model and the transcript as malformed JSON, with nothing of the
+    limit (a break-test)."""
+
+    def reply(body: dict[str, Any]) -> str | Fault:
+        if any(m["role"] == "tool" for m in body["messages"]):
+            return "all done"
+        call = {
+            "id": "c1",
+            "type": "function",
+            "function": {"name": "write_file", "arguments": '{"path": "a.py", "content": "print(1'},
+        }
+        message = {"role": "assistant", "content": None, "tool_calls": [call]}
+        return Fault(body=json.dumps({
+            "id": "x", "object": "chat.completion", "model": "m",
+            "choices": [{"index": 0, "message": message, "finish_reason": "length"}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+        }))  # fmt: skip
+
+    with scripted_server(reply) as server:
+        task = TASK.format(tools="[write_file]", max_turns=3, driver="tempdir",
+                           criteria="  - {type: file_exists, path: a.py}")  # fmt: skip
+        task = task.replace("model: mock/script.yaml", f"model: openai/m\n  base_url: "
+                            f"{server.base_url}")  # fmt: skip
+        write(tmp_path / "task.yaml", task)
+        assay("run", "task.yaml", cwd=tmp_path)
+    told = next(m for m in server.requests[-1]["messages"] if m["role"] == "tool")["content"]
+    assert told == (
+        "error: the answer was cut at agent.max_tokens (256) before this call's "
+        "arguments ended: write less in one call, or raise agent.max_tokens"
+    )
+
+
 def test_the_token_budget_ends_the_loop_after_the_call_that_crosses_it(tmp_path: Path) -> None:
     criteria = "  - {type: tool_called, tool: submit_answer}"  # never called: the row fails
     _, run_dir, stderr = run_task(tmp_path, FOREVER, criteria=criteria,

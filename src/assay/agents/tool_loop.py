@@ -37,6 +37,7 @@ from assay.agents.llm_tools import SandboxTools, ToolRun, tool_definitions
 from assay.agents.tool_text import INVALID, parse_calls, results_message, text_request
 from assay.errors import ModelError
 from assay.providers.base import Message, ModelRequest, ModelResponse, ToolCall, ToolResult, Usage
+from assay.providers.constraints import CUT_FINISH_REASONS
 from assay.providers.managed import ManagedModel
 from assay.providers.pricing import Price
 from assay.providers.retry import CallRecord
@@ -145,7 +146,8 @@ class ToolLoop:
             if text:
                 self.transcript.add(TranscriptEvent("text", time.time_ns(), text=text))
             self.tool_calls += len(calls)
-            results, submitted = await self._run_tools(calls, deadline)
+            cut = (reply.finish_reason or "") in CUT_FINISH_REASONS
+            results, submitted = await self._run_tools(calls, deadline, cut=cut)
             if self.early is not None:  # a live verdict ended the row after a call that ran
                 stop = _Stop("early_stop", self.early.message())
                 break
@@ -272,14 +274,21 @@ class ToolLoop:
         return None
 
     async def _run_tools(
-        self, calls: tuple[ToolCall, ...], deadline: float
+        self, calls: tuple[ToolCall, ...], deadline: float, *, cut: bool = False
     ) -> tuple[list[ToolResult], str | None]:
-        """Run ``calls`` in order; the results, and the answer if one was submitted."""
+        """Run ``calls`` in order; the results, and the answer if one was submitted. In an
+        answer ``cut`` at ``max_tokens``, a call whose arguments do not read as JSON was cut
+        short, and the model is told so (not that it wrote malformed JSON)."""
         results: list[ToolResult] = []
         for call in calls:
             self.transcript.add(TranscriptEvent("tool_call", time.time_ns(), name=call.name,
                                                 call_id=call.id, arguments=call.input))  # fmt: skip
-            if self.text and call.name == INVALID:
+            if cut and (call.name == INVALID if self.text else not isinstance(call.input, dict)):
+                run = ToolRun(f"error: the answer was cut at agent.max_tokens "
+                              f"({self.config.max_tokens}) before this call's arguments "
+                              "ended: write less in one call, or raise agent.max_tokens",
+                              True)  # fmt: skip
+            elif self.text and call.name == INVALID:
                 run = ToolRun(f"error: {call.input.get('error', 'unreadable tool call')}", True)
             elif call.name == "submit_answer" and "submit_answer" in self.tools.offered:
                 answer = call.input.get("answer") if isinstance(call.input, dict) else None
