@@ -430,12 +430,12 @@ def test_command_timeout_kills_a_command_and_the_model_is_told(tmp_path: Path) -
     assert "error of run_command: killed after 0.5 s\n" in log  # nothing printed
 
 
-def chat_tool_reply(call: dict[str, Any]) -> Fault:
+def chat_tool_reply(call: dict[str, Any], finish: str = "tool_calls") -> Fault:
     """A Chat Completions reply that makes one tool call."""
     message = {"role": "assistant", "content": None, "tool_calls": [call]}
     return Fault(body=json.dumps({
         "id": "x", "object": "chat.completion", "model": "m",
-        "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}],
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
         "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
     }))  # fmt: skip
 
@@ -558,12 +558,7 @@ def test_a_tool_call_cut_at_max_tokens_is_said_to_be_cut(tmp_path: Path) -> None
             "type": "function",
             "function": {"name": "write_file", "arguments": '{"path": "a.py", "content": "print(1'},
         }
-        message = {"role": "assistant", "content": None, "tool_calls": [call]}
-        return Fault(body=json.dumps({
-            "id": "x", "object": "chat.completion", "model": "m",
-            "choices": [{"index": 0, "message": message, "finish_reason": "length"}],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-        }))  # fmt: skip
+        return chat_tool_reply(call, finish="length")
 
     with scripted_server(reply) as server:
         task = TASK.format(tools="[write_file]", max_turns=3, driver="tempdir",
