@@ -195,6 +195,20 @@ def test_a_process_killed_for_memory_is_named_when_its_program_goes_on(  # type:
     assert (said in done.stderr) == (driver != "bwrap"), done.stderr
 
 
+def test_a_program_past_its_cpu_seconds_is_ended_by_the_signal_that_names_them(  # type: ignore[no-untyped-def]
+    make_row,
+) -> None:
+    """At equal soft and hard limits the kernel killed a busy loop with SIGKILL at once:
+    the row said "exit 137 (SIGKILL)", not ``cpu_seconds`` (a break-test). SIGXCPU now
+    comes first, a second before the hard limit."""
+    from assay.sandbox.process import exit_text
+
+    with make_row(limits={**LIMITS, "RLIMIT_CPU": 1}) as box:
+        done = run(box, "exec /usr/bin/python3 -c 'while True: pass'", timeout=60)
+    assert not done.timed_out
+    assert "SIGXCPU: the CPU time passed sandbox.limits.cpu_seconds" in exit_text(done.exit_code)
+
+
 def test_the_timeout_kills_the_whole_tree_even_what_left_the_group(make_row) -> None:  # type: ignore[no-untyped-def]
     with make_row() as box:
         done = run(box, "(setsid sh -c 'sleep 3; touch escaped' &); nohup sh -c 'sleep 3; "

@@ -264,7 +264,8 @@ class Jail:
         tools = self.policy.tools
         if link is None and tools is not None:
             prlimit, setpriv = tools
-            limits = [f"--{_PRLIMIT[name]}={value}" for name, value in self._limits().items()]
+            limits = [f"--{_PRLIMIT[name]}={_soft_hard(name, value)}"
+                      for name, value in self._limits().items()]  # fmt: skip
             chain = [str(prlimit), *limits, "--"]
             if self.uid is not None:
                 chain += [str(setpriv), f"--reuid={self.uid}", f"--regid={self.uid}",
@@ -329,6 +330,14 @@ class Jail:
 
 _PRLIMIT = {"RLIMIT_NPROC": "nproc", "RLIMIT_NOFILE": "nofile", "RLIMIT_FSIZE": "fsize",
             "RLIMIT_CPU": "cpu"}  # fmt: skip
+
+
+def _soft_hard(name: str, value: int) -> str:
+    """``prlimit``'s ``SOFT:HARD`` of a limit: CPU seconds' hard limit one second on, so a
+    program past them gets ``SIGXCPU`` (which names the limit) before ``SIGKILL`` (at equal
+    limits the kernel kills at once), as :func:`assay.sandbox.jail_init.set_limits` does."""
+    return f"{value}:{value + 1}" if name == "RLIMIT_CPU" else f"{value}:{value}"
+
 
 HOST_POINTERS = frozenset({
     "SSH_AUTH_SOCK", "SSH_AGENT_PID", "GPG_AGENT_INFO", "DBUS_SESSION_BUS_ADDRESS",

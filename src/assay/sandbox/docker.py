@@ -699,8 +699,9 @@ class DockerJail:
             args += ["--pids-limit", str(limits["RLIMIT_NPROC"])]
         for name, flag in (("RLIMIT_NOFILE", "nofile"), ("RLIMIT_FSIZE", "fsize"),
                            ("RLIMIT_CPU", "cpu")):  # fmt: skip
-            if name in limits:
-                args += ["--ulimit", f"{flag}={limits[name]}:{limits[name]}"]
+            if name in limits:  # CPU's hard limit a second on: SIGXCPU names the limit
+                top = limits[name] + 1 if name == "RLIMIT_CPU" else limits[name]
+                args += ["--ulimit", f"{flag}={limits[name]}:{top}"]
         if self.policy.engine.kind == "podman" and "RLIMIT_NPROC" in limits:
             args += ["--ulimit", "nproc=32768:32768"]  # podman asks for more than root may give
         if self.memory_mb is not None:

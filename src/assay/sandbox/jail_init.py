@@ -130,7 +130,9 @@ def found(name: str) -> str:
 
 
 def set_limits(limits: dict[str, int]) -> None:
-    """Lower each named limit to its value (soft and hard).
+    """Lower each named limit to its value (soft and hard; CPU seconds' hard limit one
+    second past the soft one, so a program past it gets ``SIGXCPU``, which names the limit,
+    and ``SIGKILL`` only a second later: at equal limits the kernel kills at once).
 
     Raises:
         ValueError: a name that is not one of :mod:`resource`'s ``RLIMIT_*``.
@@ -140,9 +142,10 @@ def set_limits(limits: dict[str, int]) -> None:
         if kind is None:
             raise ValueError(f"no resource limit {name!r}")
         _, hard = resource.getrlimit(kind)
+        top = value + 1 if name == "RLIMIT_CPU" else value
         if hard != resource.RLIM_INFINITY:
-            value = min(value, hard)
-        resource.setrlimit(kind, (value, value))
+            value, top = min(value, hard), min(top, hard)
+        resource.setrlimit(kind, (value, top))
 
 
 def start_forwarder(port: int, path: str) -> None:
