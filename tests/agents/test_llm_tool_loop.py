@@ -8,6 +8,7 @@ import asyncio
 import json
 import os
 import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +83,27 @@ def task_json(run_dir: Path, row: str = "a") -> dict[str, Any]:
         (run_dir / "default" / "tools" / row / "00" / "task.json").read_text()
     )
     return data
+
+
+def run_on_model(
+    tmp_path: Path,
+    model: str,
+    *,
+    tools: str,
+    criteria: str,
+    max_turns: int = 3,
+    env: dict[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """Run :data:`TASK` (``tempdir``) with the agent's ``model`` lines (a real model's name
+    and where it answers) in place of the scripted one."""
+    task = TASK.format(tools=tools, max_turns=max_turns, driver="tempdir", criteria=criteria)
+    write(tmp_path / "task.yaml", task.replace("model: mock/script.yaml", model))
+    return assay("run", "task.yaml", cwd=tmp_path, env=env)
+
+
+def openai_model(server: Any, extra: str = "") -> str:
+    """The agent's model lines for a scripted OpenAI-compatible ``server``."""
+    return f"model: openai/m\n  base_url: {server.base_url}{extra}"
 
 
 def run_task(
@@ -458,12 +480,8 @@ def test_native_tool_calls_on_the_chat_completions_wire(tmp_path: Path) -> None:
         return "all done"
 
     with scripted_server(reply) as server:
-        task = TASK.format(tools="[run_command]", max_turns=3, driver="tempdir",
-                           criteria="  - {type: file_exists, path: f.txt}")  # fmt: skip
-        task = task.replace("model: mock/script.yaml", f"model: openai/m\n  base_url: "
-                            f"{server.base_url}")  # fmt: skip
-        write(tmp_path / "task.yaml", task)
-        done = assay("run", "task.yaml", cwd=tmp_path)
+        done = run_on_model(tmp_path, openai_model(server), tools="[run_command]",
+                            criteria="  - {type: file_exists, path: f.txt}")  # fmt: skip
     result = task_json(latest(tmp_path))
     assert result["final_status"] == "SUCCESS", done.stderr
     assert (latest(tmp_path) / "default/tools/a/00/response.txt").read_text() == "all done"
@@ -501,12 +519,8 @@ def test_a_server_that_repeats_or_empties_call_ids_keeps_each_calls_result(
     criteria = ("  - {type: command_executed, command_pattern: 'true|false', min_count: 2, "
                 "require_success: true}")  # fmt: skip
     with scripted_server(reply) as server:
-        task = TASK.format(tools="[run_command]", max_turns=4, driver="tempdir",
-                           criteria=criteria)  # fmt: skip
-        task = task.replace("model: mock/script.yaml", f"model: openai/m\n  base_url: "
-                            f"{server.base_url}")  # fmt: skip
-        write(tmp_path / "task.yaml", task)
-        done = assay("run", "task.yaml", cwd=tmp_path)
+        done = run_on_model(tmp_path, openai_model(server), tools="[run_command]",
+                            criteria=criteria, max_turns=4)  # fmt: skip
     result = task_json(latest(tmp_path))
     assert result["final_status"] == "FAILURE", done.stderr
     assert result["success_criteria_results"][0]["score"] == 0.5
@@ -528,16 +542,9 @@ def test_a_server_that_reports_no_usage_leaves_the_rows_usage_unknown(tmp_path: 
                                                    "finish_reason": "stop"}]}))  # fmt: skip
 
     with scripted_server(reply) as server:
-        task = TASK.format(
-            tools="[run_command]",
-            max_turns=3,
-            driver="tempdir",
-            criteria="  - {type: response_match, expected: done, match: contains}",
-        )
-        task = task.replace("model: mock/script.yaml", f"model: openai/m\n  base_url: "
-                            f"{server.base_url}")  # fmt: skip
-        write(tmp_path / "task.yaml", task)
-        done = assay("run", "task.yaml", cwd=tmp_path)
+        done = run_on_model(tmp_path, openai_model(server), tools="[run_command]",
+                            criteria="  - {type: response_match, expected: done, "
+                            "match: contains}")  # fmt: skip
     result = task_json(latest(tmp_path))
     assert result["final_status"] == "SUCCESS", done.stderr
     assert result["total_token_usage"] is None
@@ -561,12 +568,8 @@ def test_a_tool_call_cut_at_max_tokens_is_said_to_be_cut(tmp_path: Path) -> None
         return chat_tool_reply(call, finish="length")
 
     with scripted_server(reply) as server:
-        task = TASK.format(tools="[write_file]", max_turns=3, driver="tempdir",
-                           criteria="  - {type: file_exists, path: a.py}")  # fmt: skip
-        task = task.replace("model: mock/script.yaml", f"model: openai/m\n  base_url: "
-                            f"{server.base_url}")  # fmt: skip
-        write(tmp_path / "task.yaml", task)
-        assay("run", "task.yaml", cwd=tmp_path)
+        run_on_model(tmp_path, openai_model(server), tools="[write_file]",
+                     criteria="  - {type: file_exists, path: a.py}")  # fmt: skip
     told = next(m for m in server.requests[-1]["messages"] if m["role"] == "tool")["content"]
     assert told == (
         "error: the answer was cut at agent.max_tokens (256) before this call's "
@@ -623,13 +626,9 @@ def test_the_text_protocol_sends_no_native_tools(tmp_path: Path) -> None:
         return "the file is missing"
 
     with scripted_server(reply) as server:
-        task = TASK.format(tools="[read_file]", max_turns=3, driver="tempdir",
-                           criteria="  - {type: response_match, expected: missing, "
-                           "match: contains}")  # fmt: skip
-        task = task.replace("model: mock/script.yaml", f"model: openai/m\n  base_url: "
-                            f"{server.base_url}\n  tool_protocol: text")  # fmt: skip
-        write(tmp_path / "task.yaml", task)
-        done = assay("run", "task.yaml", cwd=tmp_path)
+        done = run_on_model(tmp_path, openai_model(server, "\n  tool_protocol: text"),
+                            tools="[read_file]", criteria="  - {type: response_match, "
+                            "expected: missing, match: contains}")  # fmt: skip
     result = task_json(latest(tmp_path))
     assert result["final_status"] == "SUCCESS", done.stderr
     first, second = server.requests
@@ -712,14 +711,14 @@ def test_native_tool_calls_on_the_anthropic_messages_wire(tmp_path: Path) -> Non
         return [{"type": "text", "text": "all done"}]
 
     with anthropic_upstream(answer) as upstream:
-        task = TASK.format(tools="[write_file, submit_answer]", max_turns=3, driver="tempdir",
-                           criteria="  - {type: file_contains, path: f.txt, "
-                                    "includes: [from claude]}")  # fmt: skip
-        task = task.replace("model: mock/script.yaml", "model: anthropic/claude-sonnet-4-5\n"
-                            f"  base_url: {upstream.url}\n  api_key_env: UPSTREAM_KEY")  # fmt: skip
-        write(tmp_path / "task.yaml", task)
-        done = assay("run", "task.yaml", cwd=tmp_path,
-                     env={"UPSTREAM_KEY": "sk-ant-upstream-key-1234567890"})  # fmt: skip
+        model = (
+            "model: anthropic/claude-sonnet-4-5\n"
+            f"  base_url: {upstream.url}\n  api_key_env: UPSTREAM_KEY"
+        )
+        done = run_on_model(tmp_path, model, tools="[write_file, submit_answer]",
+                            criteria="  - {type: file_contains, path: f.txt, "
+                            "includes: [from claude]}",
+                            env={"UPSTREAM_KEY": "sk-ant-upstream-key-1234567890"})  # fmt: skip
     result = task_json(latest(tmp_path))
     assert result["final_status"] == "SUCCESS", done.stderr
     first, second = upstream.bodies
