@@ -264,7 +264,7 @@ class Jail:
         tools = self.policy.tools
         if link is None and tools is not None:
             prlimit, setpriv = tools
-            limits = [f"--{_PRLIMIT[name]}={_soft_hard(name, value)}"
+            limits = [f"--{_PRLIMIT[name]}={soft_hard(name, value)}"
                       for name, value in self._limits().items()]  # fmt: skip
             chain = [str(prlimit), *limits, "--"]
             if self.uid is not None:
@@ -332,10 +332,11 @@ _PRLIMIT = {"RLIMIT_NPROC": "nproc", "RLIMIT_NOFILE": "nofile", "RLIMIT_FSIZE": 
             "RLIMIT_CPU": "cpu"}  # fmt: skip
 
 
-def _soft_hard(name: str, value: int) -> str:
-    """``prlimit``'s ``SOFT:HARD`` of a limit: CPU seconds' hard limit one second on, so a
-    program past them gets ``SIGXCPU`` (which names the limit) before ``SIGKILL`` (at equal
-    limits the kernel kills at once), as :func:`assay.sandbox.jail_init.set_limits` does."""
+def soft_hard(name: str, value: int) -> str:
+    """``SOFT:HARD`` of a limit (``prlimit``'s and ``docker run --ulimit``'s form): CPU
+    seconds' hard limit one second on, so a program past them gets ``SIGXCPU`` (which names
+    the limit) before ``SIGKILL`` (at equal limits the kernel kills at once), as
+    :func:`assay.sandbox.jail_init.set_limits` does (it runs without assay)."""
     return f"{value}:{value + 1}" if name == "RLIMIT_CPU" else f"{value}:{value}"
 
 

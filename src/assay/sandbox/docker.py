@@ -61,6 +61,7 @@ from assay.sandbox.bwrap import (
     XDG_HOMES,
     BridgeLink,
     give,
+    soft_hard,
 )
 from assay.sandbox.docker_sweep import ROW_LABEL, owner_label
 
@@ -699,9 +700,8 @@ class DockerJail:
             args += ["--pids-limit", str(limits["RLIMIT_NPROC"])]
         for name, flag in (("RLIMIT_NOFILE", "nofile"), ("RLIMIT_FSIZE", "fsize"),
                            ("RLIMIT_CPU", "cpu")):  # fmt: skip
-            if name in limits:  # CPU's hard limit a second on: SIGXCPU names the limit
-                top = limits[name] + 1 if name == "RLIMIT_CPU" else limits[name]
-                args += ["--ulimit", f"{flag}={limits[name]}:{top}"]
+            if name in limits:
+                args += ["--ulimit", f"{flag}={soft_hard(name, limits[name])}"]
         if self.policy.engine.kind == "podman" and "RLIMIT_NPROC" in limits:
             args += ["--ulimit", "nproc=32768:32768"]  # podman asks for more than root may give
         if self.memory_mb is not None:
