@@ -80,11 +80,10 @@ def main(argv: list[str]) -> int:
         exec_args += ["-e", variable]
     for variable, given in (config.get("set") or {}).items():
         exec_args += ["-e", f"{variable}={given}"]
-    kills_before = oom_kills(config) if config.get("memory_mb") else 0
     code = subprocess.run([*exec_args, config["container"], *command], env=env,
                           check=False).returncode  # fmt: skip
     why = not_started(config) if code >= START_FAILED else ""
-    kills = oom_kills(config) - kills_before if config.get("memory_mb") and not why else 0
+    kills = new_oom_kills(config) if config.get("memory_mb") and not why else 0
     killed = code == KILLED and kills > 0
     os.write(done, KEEP)  # the container is removed below, after its last look
     os.close(done)
@@ -111,6 +110,22 @@ def main(argv: list[str]) -> int:
             f"sandbox.limits.max_pids ({config['max_pids']})\n"
         )
     return code
+
+
+def new_oom_kills(config: dict[str, object]) -> int:
+    """The OOM kills of the row's container since an earlier program of it last looked
+    (the count each look saw is kept beside the row's start lock): one read a program, not
+    one before it and one after."""
+    seen_file = f"{config['lock']}.oom-kills"
+    try:
+        with open(seen_file) as handle:
+            seen = int(handle.read().strip() or 0)
+    except (OSError, ValueError):
+        seen = 0
+    now = oom_kills(config)
+    with contextlib.suppress(OSError), open(seen_file, "w") as handle:
+        handle.write(str(now))
+    return max(now - seen, 0)
 
 
 def oom_kills(config: dict[str, object]) -> int:
