@@ -44,6 +44,13 @@ def test_refused_forks_count_only_those_since_the_last_look(tmp_path: Path) -> N
     assert seen == [3, 0, 2, 0]
     count.write_text("nothing")  # a count it cannot read is no refusal
     assert launcher.refused_forks(config) == 0
+    # the memory kills the same way, kept apart: one read after each program
+    write(engine, f"#!/bin/sh\necho oom_kill $(cat {count})\n")
+    kills = []
+    for total in (0, 1, 1, 4):
+        count.write_text(str(total))
+        kills.append(launcher.new_oom_kills(config))
+    assert kills == [0, 1, 0, 3]
 
 
 def _docker_task(image: str) -> TaskDefinition:

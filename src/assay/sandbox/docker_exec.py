@@ -113,35 +113,26 @@ def main(argv: list[str]) -> int:
 
 
 def new_oom_kills(config: dict[str, object]) -> int:
-    """The OOM kills of the row's container since an earlier program of it last looked
-    (the count each look saw is kept beside the row's start lock): one read a program, not
-    one before it and one after."""
-    seen_file = f"{config['lock']}.oom-kills"
-    try:
-        with open(seen_file) as handle:
-            seen = int(handle.read().strip() or 0)
-    except (OSError, ValueError):
-        seen = 0
-    now = oom_kills(config)
-    with contextlib.suppress(OSError), open(seen_file, "w") as handle:
-        handle.write(str(now))
-    return max(now - seen, 0)
-
-
-def oom_kills(config: dict[str, object]) -> int:
     """How many processes the kernel killed for memory in the row's container (its memory
-    cgroup's ``oom_kill`` count, cgroup v1 or v2); 0 when it cannot be read."""
-    return cgroup_count(config, "oom_kill", "/sys/fs/cgroup/memory.events",
-                        "/sys/fs/cgroup/memory/memory.oom_control")  # fmt: skip
+    cgroup's ``oom_kill`` count, cgroup v1 or v2) since the last look; 0 when it cannot be
+    read."""
+    return since_last_look(config, "oom-kills", "oom_kill", "/sys/fs/cgroup/memory.events",
+                           "/sys/fs/cgroup/memory/memory.oom_control")  # fmt: skip
 
 
 def refused_forks(config: dict[str, object]) -> int:
     """How many forks the row's container refused at its ``--pids-limit`` since the last
-    look (its pids cgroup's ``max`` count, cgroup v1 or v2, kept beside the container's
-    lock file between its programs); 0 when it cannot be read."""
-    total = cgroup_count(config, "max", "/sys/fs/cgroup/pids.events",
-                         "/sys/fs/cgroup/pids/pids.events")  # fmt: skip
-    seen_file = f"{config['lock']}.pids-max-seen"  # per container: a coding agent's own
+    look (its pids cgroup's ``max`` count, cgroup v1 or v2); 0 when it cannot be read."""
+    return since_last_look(config, "pids-max-seen", "max", "/sys/fs/cgroup/pids.events",
+                           "/sys/fs/cgroup/pids/pids.events")  # fmt: skip
+
+
+def since_last_look(config: dict[str, object], name: str, key: str, *files: str) -> int:
+    """What a cgroup count (:func:`cgroup_count`) grew by since an earlier program of the
+    container last read it: each read is kept beside the container's start lock (``name``;
+    per container: a coding agent's own too), so a program reads it once, after it ends."""
+    total = cgroup_count(config, key, *files)
+    seen_file = f"{config['lock']}.{name}"
     try:
         with open(seen_file) as handle:
             seen = int(handle.read().strip() or 0)
@@ -152,10 +143,11 @@ def refused_forks(config: dict[str, object]) -> int:
     return max(0, total - seen)
 
 
-COUNT_TRIES = 10
+COUNT_TRIES = 25
 """Times a cgroup count is read before it is taken as 0, :data:`COUNT_PAUSE` seconds apart:
 at the pids limit the reading program itself cannot start until the row's processes, being
-ended, are gone (on a busy machine that takes a moment)."""
+ended, are gone (on a busy machine that takes a moment: 2 s were too few under a loaded
+test suite)."""
 COUNT_PAUSE = 0.2
 
 
