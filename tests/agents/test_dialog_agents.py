@@ -97,6 +97,8 @@ def test_claude_code_resumes_its_session_across_three_exchanges(tmp_path: Path) 
     assert summary["model_calls"] == 6 and record["agent"]["model_calls"] == 6
     assert summary["files_changed"] == ["hello.txt"]
     assert summary["cli"]["session_id"]  # the session every turn continued
+    assert summary["cli_usage"]["total"] == summary["usage"]["total"] > 0
+    assert summary["usage_difference"] is None  # the CLI's counts, turn by turn, agree
     log = row_file(tmp_path, "greet", ".", "task.log")
     assert "dialog: 3 exchange(s), stopped by stop_token" in log
 
@@ -143,3 +145,8 @@ def test_codex_resumes_its_session_across_three_exchanges(tmp_path: Path) -> Non
     assert record["final_status"] == "SUCCESS"
     assert record["transcript"]["commands"] == 3 and record["agent"]["model_calls"] == 6
     assert record["transcript"]["cli"]["session_id"]  # the thread every turn continued
+    # Codex reports its session's running total at each turn's end: a turn's own is the
+    # difference, so the dialog's sum agrees with the bridge's count of the same calls
+    summary = record["transcript"]
+    assert summary["cli_usage"]["total"] == summary["usage"]["total"] > 0
+    assert summary["usage_difference"] is None

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from assay.agents.base import DialogState
 from assay.results.trace import Span, new_trace_id, split_traces, to_otlp_json
 from assay.results.transcript import TokenBuckets, Transcript, TranscriptEvent
 from assay.results.transcript_otlp import from_session, from_trace, to_spans
@@ -166,3 +167,28 @@ def test_a_result_recorded_before_its_call_still_joins_it() -> None:
     events = [TranscriptEvent("tool_result", 0, name="Bash", call_id="c", text="late"),
               TranscriptEvent("tool_call", 1, name="Bash", call_id="c")]  # fmt: skip
     assert [u.result for u in Transcript(agent="llm", events=events).tool_uses()] == ["late"]
+
+
+def _buckets(input_tokens: int, output: int, cache_read: int = 0) -> TokenBuckets:
+    return TokenBuckets(input=input_tokens, output=output, cache_read=cache_read,
+                        total=input_tokens + output)  # fmt: skip
+
+
+def test_a_running_total_less_an_earlier_one_is_what_was_added() -> None:
+    later, earlier = _buckets(12935, 12, 4000), _buckets(4309, 4, 1000)
+    assert later.since(earlier) == _buckets(8626, 8, 3000)
+    assert later.since(later) == TokenBuckets()
+    assert earlier.since(later) is None  # not a running total of the later one's
+    assert _buckets(10, 5).since(_buckets(9, 6)) is None  # one bucket went down
+
+
+def test_a_resumed_cli_turn_counts_its_own_tokens_only() -> None:
+    state = DialogState()
+    first = state.turn_usage(_buckets(4309, 4))
+    assert first == _buckets(4309, 4)  # the first turn: the session's total is its own
+    state.session_id = "thread-1"
+    assert state.turn_usage(_buckets(8626, 8)) == _buckets(4317, 4)
+    assert state.turn_usage(None) is None  # a turn without a report keeps nothing
+    assert state.turn_usage(_buckets(100, 1)) == _buckets(100, 1)  # nothing to take from
+    assert state.turn_usage(_buckets(50, 1)) == _buckets(50, 1)  # went down: as reported
+    assert first + _buckets(4317, 4) == _buckets(8626, 8)

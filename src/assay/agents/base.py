@@ -22,7 +22,7 @@ from assay.results.dialog import SimulationRecord
 from assay.results.io import LogFolder
 from assay.results.task_result import EarlyStopRecord
 from assay.results.trace import Span
-from assay.results.transcript import Transcript
+from assay.results.transcript import TokenBuckets, Transcript
 from assay.sandbox.process import MAX_OUTPUT_BYTES
 from assay.spec.agent_base import AgentSpec
 from assay.spec.task import RunLimits
@@ -57,12 +57,27 @@ class DialogState:
         messages: the ``llm`` agent's tool loop: its whole message list after its previous
             turn (its tool calls and their results included), which its next turn continues
             (``None`` on the first turn).
+        session_usage: the running token total of its session a CLI reported at its
+            previous turn's end (a CLI whose report is such a total, Codex's), from which
+            :meth:`turn_usage` takes a turn's own.
     """
 
     history: list[tuple[str, str]] = field(default_factory=list)
     session_id: str | None = None
     home: Path | None = None
     messages: tuple[Message, ...] | None = None
+    session_usage: TokenBuckets | None = None
+
+    def turn_usage(self, total: TokenBuckets | None) -> TokenBuckets | None:
+        """This turn's own tokens from the running total of the session a CLI reported at
+        the turn's end: the total less the previous turn's when this turn resumed the
+        session (the total as it is otherwise, or when it is not above the previous one in
+        every bucket); the total is kept for the next turn."""
+        before = self.session_usage if self.session_id else None
+        self.session_usage = total
+        if total is None or before is None:
+            return total
+        return total.since(before) or total
 
 
 @dataclass

@@ -151,13 +151,16 @@ class EventParser(Protocol):
 @dataclass
 class CliEnding:
     """What the CLI reported at its end: its final answer, whether it hit its own turn
-    limit or an API error (and the message), and its own usage and cost totals."""
+    limit or an API error (and the message), and its own usage and cost totals;
+    ``session_total``: the usage is its session's running total, a resumed session's
+    earlier turns included (Codex's ``exec resume``)."""
 
     final: str | None = None
     max_turns: bool = False
     api_error: str | None = None
     usage: TokenBuckets | None = None
     cost_usd: float | None = None
+    session_total: bool = False
 
 
 @dataclass
@@ -299,13 +302,12 @@ async def run_cli(
         )
         ending = CliEnding()
     _relative_paths(transcript, context.sandbox)
+    transcript.cli_usage, transcript.cli_cost_usd = ending.usage, ending.cost_usd
+    if ending.session_total and context.dialog is not None:
+        transcript.cli_usage = context.dialog.turn_usage(ending.usage)
     if session is not None:
         _merge_calls(transcript, session.calls)
-        transcript.cli_usage, transcript.cli_cost_usd = ending.usage, ending.cost_usd
-        transcript.usage_source = "bridge"
-    else:
-        transcript.cli_usage, transcript.cli_cost_usd = ending.usage, ending.cost_usd
-        transcript.usage_source = "cli"
+    transcript.usage_source = "bridge" if session is not None else "cli"
     early = watch.record if watch is not None else None
     status, error = _status(name, result, ending, session, context.timeout, early)
     transcript.stop_reason = transcript.stop_reason or _stop_reason(status, ending)

@@ -6,7 +6,8 @@ with an ``item`` of type ``command_execution`` (``command``, ``aggregated_output
 ``exit_code``, ``status``), ``file_change`` (``changes: [{path, kind}]``), ``agent_message``
 (``text``), ``reasoning``, ``mcp_tool_call``, ``web_search``, ``todo_list`` or ``error``;
 ``turn.completed`` (``usage``: ``input_tokens`` with cached ones included,
-``cached_input_tokens``, ``output_tokens``, ``reasoning_output_tokens``), ``turn.failed``
+``cached_input_tokens``, ``output_tokens``, ``reasoning_output_tokens``: the session's
+running total, so on ``exec resume`` the earlier turns' too), ``turn.failed``
 and ``error``. Tool names follow Coder Eval's mapping across harnesses (a command is
 ``Bash``, a file change ``Write``), so criteria such as ``command_executed`` read Codex and
 Claude Code runs alike; the last agent message is the final answer.
@@ -130,7 +131,8 @@ class CodexStreamParser:
     def ending(self) -> CliEnding:
         """The last agent message as the final answer, or the turn's failure."""
         final = self._messages[-1] if self._messages and self._failure is None else None
-        return CliEnding(final=final, api_error=self._failure, usage=self._usage)
+        return CliEnding(final=final, api_error=self._failure, usage=self._usage,
+                         session_total=True)  # fmt: skip
 
 
 def _command(item: dict[str, Any]) -> tuple[str, Any]:

@@ -328,6 +328,12 @@ class TokenBuckets(_Record):
     def __add__(self, other: TokenBuckets) -> TokenBuckets:
         return TokenBuckets(**{k: getattr(self, k) + getattr(other, k) for k in _BUCKETS})
 
+    def since(self, earlier: TokenBuckets) -> TokenBuckets | None:
+        """What a running total added since ``earlier`` (bucket by bucket); ``None`` when a
+        bucket went down, so this is not a running total of ``earlier``'s."""
+        spent = {k: getattr(self, k) - getattr(earlier, k) for k in _BUCKETS}
+        return TokenBuckets(**spent) if min(spent.values()) >= 0 else None
+
 
 _BUCKETS = ("input", "output", "cache_read", "cache_write", "reasoning", "total")
 
