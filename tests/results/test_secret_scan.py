@@ -134,3 +134,34 @@ def test_a_large_file_read_in_blocks_finds_what_the_whole_file_holds(
     expected = scan_buffer(data, redactor)  # the oracle: the whole file at once
     assert len(expected) == 9
     assert scan_file(path, redactor, block=block) == expected
+
+
+def _sparse(path: Path, pieces: list[tuple[int, bytes]], size: int) -> Path:
+    """A file of ``size`` bytes with ``pieces`` written at their offsets, holes between."""
+    with path.open("wb") as handle:
+        for offset, data in pieces:
+            handle.seek(offset)
+            handle.write(data)
+        handle.truncate(size)
+    return path
+
+
+@pytest.mark.parametrize("block", [700, 1 << 20])
+def test_a_sparse_files_holes_are_not_read_and_its_data_is_found_on_its_line(
+    tmp_path: Path, block: int
+) -> None:
+    """Field report: a kept sandbox's `truncate -s 1000M` files cost a minute each of
+    reading zeros. The oracle is the whole file read at once."""
+    from assay.results.secret_scan import scan_file
+
+    known = "my-very-own-service-token-42"
+    redactor = Redactor()
+    redactor.add("SERVICE_TOKEN", known)
+    head, tail = b"a\nb\n" + known[:10].encode(), known[10:].encode() + b"\n" + known.encode()
+    path = _sparse(tmp_path / "big.bin", [(0, head), (4 << 20, tail)], 16 << 20)
+    assert path.stat().st_blocks * 512 < 1 << 20  # holes on this file system
+    data = path.read_bytes()
+    expected = scan_buffer(data, redactor)
+    assert expected == [(4, "the value of SERVICE_TOKEN")]  # the one whole value, not the
+    assert scan_file(path, redactor, block=block) == expected  # halves either side of a hole
+    assert scan_file(_sparse(tmp_path / "hole", [], 1 << 30), redactor) == []

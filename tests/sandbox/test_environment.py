@@ -157,3 +157,51 @@ def test_a_rows_python_leaves_no_bytecode_to_go_stale(
     kept = row_env({"PATH": "/bin", "PYTHONDONTWRITEBYTECODE": "x"}, definition,
                    variant_id="default", replicate=0, sandbox=None, task_dir=None)  # fmt: skip
     assert kept["PYTHONDONTWRITEBYTECODE"] == "x"
+
+
+def test_a_kept_sparse_file_is_redacted_in_its_data_and_keeps_its_holes(tmp_path: Path) -> None:
+    """Field report: each `truncate -s 1000M` file a row left cost ~50 s of reading zeros
+    when its sandbox was kept. The oracle: the whole file redacted as one buffer."""
+    key = "sk-proj-kept-sparse-value-31"
+    redactor = Redactor()
+    redactor.add("OPENAI_API_KEY", key)
+    root = tmp_path / "sandbox"
+    root.mkdir()
+    path = root / "big.bin"
+    with path.open("wb") as handle:
+        handle.write(f"head {key}\n".encode())
+        handle.seek(16 << 20)
+        handle.write(f"middle {key} and {key}\n".encode())
+        handle.truncate(32 << 20)
+    os.utime(path, (1_000_000, 1_000_000))
+    empty = root / "hole.bin"
+    with empty.open("wb") as handle:
+        handle.truncate(1 << 30)
+    expected = Writer(redactor).redact_bytes(path.read_bytes())
+    assert Sandbox(root).redact(Writer(redactor)) == [path]
+    assert path.read_bytes() == expected
+    assert path.stat().st_blocks * 512 < 1 << 20 and empty.stat().st_blocks == 0  # still holes
+    assert path.stat().st_mtime == 1_000_000
+
+
+def test_a_kept_copy_of_a_sandbox_keeps_a_sparse_files_holes(tmp_path: Path) -> None:
+    """A coding agent's sandbox is kept as a copy: `shutil.copy2` wrote each hole out as
+    zeros (1 GiB of disk for a `truncate -s 1G` file)."""
+    root = tmp_path / "sandbox"
+    root.mkdir()
+    with (root / "big.bin").open("wb") as handle:
+        handle.write(b"start")
+        handle.seek(24 << 20)
+        handle.write(b"middle")
+        handle.truncate(1 << 30)
+    write(root / "dense.txt", "plain\n" * 1000)
+    os.utime(root / "big.bin", (1_000_000, 1_000_000))
+    copy = Sandbox(root).copy_to(tmp_path / "kept").root
+    big = copy / "big.bin"
+    assert big.stat().st_size == 1 << 30 and big.stat().st_blocks * 512 < 1 << 20
+    assert big.stat().st_mtime == 1_000_000
+    with big.open("rb") as handle:
+        assert handle.read(5) == b"start"
+        handle.seek(24 << 20)
+        assert handle.read(6) == b"middle"
+    assert (copy / "dense.txt").read_text() == "plain\n" * 1000

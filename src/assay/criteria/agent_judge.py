@@ -51,6 +51,7 @@ from assay.judges.verdict_tool import (
 )
 from assay.providers.pool import ModelPool
 from assay.results.secrets import clip_head
+from assay.results.sparse import copy_file
 from assay.results.task_result import CriterionResult, JudgeCriterionResult, JudgeRef
 from assay.results.trace import Span, new_trace_id
 from assay.results.transcript import Transcript
@@ -289,4 +290,4 @@ def copy_workspace(source: Path, target: Path, *, ignored: frozenset[str]) -> No
 
 def _regular_only(source: str, target: str) -> None:
     if stat.S_ISREG(os.lstat(source).st_mode):
-        shutil.copy2(source, target)
+        copy_file(source, target)  # a sparse file's holes stay holes

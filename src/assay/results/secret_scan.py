@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from assay.results.secrets import Buffer, Redactor
+from assay.results.sparse import data_blocks
 from assay.results.token_shapes import KEY_SHAPES, find_tokens, library_shapes, looks_random
 
 __all__ = ["KEY_SHAPES", "SecretFinding", "library_shapes", "looks_random", "scan_buffer",
@@ -103,8 +104,8 @@ def scan_file(
 ) -> list[tuple[int, str]]:
     """``(line, kind)`` of every secret in the file at ``path`` (empty when it is empty),
     read in blocks of ``block`` bytes that overlap by :data:`SCAN_OVERLAP`, so a file of any
-    size costs the same memory; a file that cannot be read is one finding at line 0
-    (:data:`UNREADABLE`): it may hold one."""
+    size costs the same memory, its holes left out (:mod:`assay.results.sparse`); a file that
+    cannot be read is one finding at line 0 (:data:`UNREADABLE`): it may hold one."""
     try:
         with path.open("rb") as handle:
             return _scan_blocks(handle, redactor, shapes=shapes, block=block)
@@ -117,8 +118,9 @@ def _scan_blocks(
 ) -> list[tuple[int, str]]:
     found: list[tuple[int, str]] = []
     kept, lines = b"", 0  # the overlap carried over, and the newlines before it
+    blocks = data_blocks(handle, block)  # a sparse file's holes are not read
     while True:
-        read = handle.read(block)
+        read = next(blocks, b"")
         data = kept + read
         final = not read  # a hit that starts before `settled` is whole in `data`, and is
         settled = len(data) if final else max(0, len(data) - SCAN_OVERLAP)  # not seen again

@@ -23,6 +23,7 @@ from pathlib import Path, PurePosixPath
 
 from assay.errors import SandboxError
 from assay.results.io import LogFolder, Writer
+from assay.results.sparse import copy_file, data_extents, read_range
 from assay.sandbox.bwrap import Jail
 from assay.sandbox.cli_shims import LOG_NAME, MOCKS_DIR, PROBLEMS_NAME, write_shims
 from assay.sandbox.docker import DockerJail
@@ -337,8 +338,9 @@ class Sandbox:
         inside this sandbox point to the same place inside the copy, relative to the link's
         folder (so they hold wherever the copy is read from, and when it moves). Named pipes,
         sockets and device files are not copied (they hold no content, and opening a pipe
-        would block)."""
-        shutil.copytree(self.root, destination, symlinks=True, ignore=_special_files)
+        would block); a sparse file's holes stay holes (:func:`~assay.results.sparse.copy_file`)."""
+        shutil.copytree(self.root, destination, symlinks=True, ignore=_special_files,
+                        copy_function=copy_file)  # fmt: skip
         real = self.root.resolve()
         for link in [p for p in destination.rglob("*") if p.is_symlink()]:
             target = Path(os.readlink(link))
@@ -382,20 +384,28 @@ class Sandbox:
 
 def _redact_file(path: Path, writer: Writer) -> bool:
     """Redact one regular file of a kept sandbox (see :meth:`Sandbox.redact`); whether it
-    changed. A file that cannot be read or written is left as it is."""
+    changed. Only its data is read and written: its holes (a sparse file,
+    :mod:`assay.results.sparse`) stay holes, and cost nothing. A file that cannot be read
+    or written is left as it is."""
     try:
         info = path.lstat()
         if not stat.S_ISREG(info.st_mode):
             return False
         if info.st_nlink == 1:  # a hard link's inode is shared with a file elsewhere
             _own(path, 0o600, info)
-        data = path.read_bytes()
-        redacted = writer.redact_bytes(data)
-        if redacted is data:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        try:
+            pieces = [(start, read_range(fd, start, end))
+                      for start, end in data_extents(fd, info.st_size)]  # fmt: skip
+        finally:
+            os.close(fd)
+        redacted = [writer.redact_bytes(data) for _, data in pieces]
+        if all(new is data for new, (_, data) in zip(redacted, pieces, strict=True)):
             return False
         tmp = path.with_name(f".{path.name}.assay-redacted")
         try:
-            tmp.write_bytes(redacted)
+            _write_pieces(tmp, [(start, new, len(data)) for new, (start, data)
+                                in zip(redacted, pieces, strict=True)], info.st_size)  # fmt: skip
             os.chmod(tmp, stat.S_IMODE(path.lstat().st_mode))
             os.utime(tmp, ns=(info.st_atime_ns, info.st_mtime_ns))
             os.replace(tmp, path)
@@ -404,6 +414,23 @@ def _redact_file(path: Path, writer: Writer) -> bool:
         return True
     except OSError:
         return False
+
+
+def _write_pieces(path: Path, pieces: list[tuple[int, bytes, int]], size: int) -> None:
+    """Write a new file at ``path`` of ``size`` bytes less what redaction took out: each
+    ``(offset, data, length before redaction)`` at its offset, moved by what the pieces
+    before it shrank or grew; the gaps between stay holes."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        shift = 0
+        for offset, data, length in pieces:
+            written = 0
+            while written < len(data):
+                written += os.pwrite(fd, data[written:], offset + shift + written)
+            shift += len(data) - length
+        os.ftruncate(fd, size + shift)
+    finally:
+        os.close(fd)
 
 
 def _own(path: Path, bits: int, info: os.stat_result | None = None) -> None:
@@ -459,7 +486,7 @@ def _copy_over(
         if entry.is_symlink():
             os.symlink(os.readlink(entry.path), destination)
         else:
-            shutil.copy2(entry.path, destination)
+            copy_file(entry.path, destination)
     shutil.copystat(source, target)
 
 
