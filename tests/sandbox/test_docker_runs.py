@@ -289,6 +289,12 @@ def test_a_resume_or_a_regrade_in_another_image_is_refused(
     graded = run_assay("evaluate", "runs/latest", cwd=tmp_path, env=env())
     assert graded.returncode == 0, graded.stdout + graded.stderr  # the same image: fine
 
+    engine.run("image", "rm", started.split(" ")[1])  # field report: an image prune
+    pruned = run_assay("evaluate", "runs/latest", cwd=tmp_path, env=env())
+    assert pruned.returncode == 2, pruned.stdout + pruned.stderr
+    assert "which the engine no longer holds (removed since" in pruned.stderr
+    assert "`docker load`" in pruned.stderr and "restore the Dockerfile" not in pruned.stderr
+
     fresh = uuid.uuid4().hex  # a content this engine never built, in no earlier test run
     write(tmp_path / "image" / "Dockerfile", f"FROM {image}\nRUN echo v2 {fresh} > /version\n")
     changed, _ = image_tag(tmp_path / "image" / "Dockerfile")

@@ -711,24 +711,35 @@ def refuse_other_images(
     ``started`` in.
 
     Raises:
-        UsageError: a variant's image is another one now (its Dockerfile, build context,
-            base image or tag changed since), naming both, and (``task``) each ``$VAR`` of
-            its ``build.args`` that is not set here.
+        UsageError: a variant's image is another one now, naming both: its Dockerfile,
+            build context, base image or tag changed since (and, ``task``, each ``$VAR`` of
+            its ``build.args`` that is not set here), or, under the same name, the engine
+            no longer holds the first one (removed, then built or tagged anew).
     """
     unset = [variable for *_, variable in _unset_build_args(task)] if task is not None else []
     for variant, first in started.items():
         now = images.get(variant)
-        if now is not None and now != first:
-            where = "" if variant == "default" else f" (variant {variant})"
+        if now is None or now == first:
+            continue
+        where = "" if variant == "default" else f" (variant {variant})"
+        if _parts(now)[:2] == _parts(first)[:2]:  # one name: the first image is not held
             raise UsageError(
                 f"task {task_id}{where} runs in the image {describe_image(now)} now, but "
-                f"the run started in {describe_image(first)}: its Dockerfile, build context, "
-                "base image or tag changed since, and its rows would run in two environments",
-                file=file, hint="restore the Dockerfile (or tag the image back) as it "
-                "was, or start a new run" + "".join(
-                    f"; sandbox.docker.build.args names ${name}, which is not set here"
-                    for name in unset),
+                f"the run started in {describe_image(first)}, which the engine no longer "
+                "holds (removed since, as by `image prune`): the image under that name now "
+                "is another one, and the rows would run in two environments",
+                file=file, hint="load the image the run started in back into the engine "
+                f"(`{_parts(first)[0]} load` of a saved copy), or start a new run",
             )  # fmt: skip
+        raise UsageError(
+            f"task {task_id}{where} runs in the image {describe_image(now)} now, but "
+            f"the run started in {describe_image(first)}: its Dockerfile, build context, "
+            "base image or tag changed since, and its rows would run in two environments",
+            file=file, hint="restore the Dockerfile (or tag the image back) as it "
+            "was, or start a new run" + "".join(
+                f"; sandbox.docker.build.args names ${name}, which is not set here"
+                for name in unset),
+        )  # fmt: skip
 
 
 def _unset_build_args(task: TaskDefinition) -> list[tuple[str, str, str]]:
