@@ -209,6 +209,27 @@ def test_a_program_past_its_cpu_seconds_is_ended_by_the_signal_that_names_them( 
     assert "SIGXCPU: the CPU time passed sandbox.limits.cpu_seconds" in exit_text(done.exit_code)
 
 
+@pytest.mark.parametrize(
+    ("limit", "code", "named"),
+    [
+        ("RLIMIT_FSIZE", "open('big', 'wb').write(b'x' * (3 << 20))", "max_file_size_mb"),
+        ("RLIMIT_NOFILE", "[open('/dev/null') for _ in range(100)]", "max_open_files"),
+    ],
+)
+def test_a_python_program_past_a_file_limit_is_told_by_the_limits_name(  # type: ignore[no-untyped-def]
+    make_row, limit: str, code: str, named: str
+) -> None:
+    """Python handles EFBIG and EMFILE itself (its ``OSError``): the row's error named no
+    limit (a break-test)."""
+    from assay.sandbox.process import exit_text
+
+    value = 1 << 20 if limit == "RLIMIT_FSIZE" else 32
+    with make_row(limits={**LIMITS, limit: value}) as box:
+        done = run(box, f'exec /usr/bin/python3 -c "{code}"', timeout=60)
+    assert done.exit_code == 1, done.stderr
+    assert f"sandbox.limits.{named})" in exit_text(done.exit_code, stderr=done.stderr)
+
+
 def test_the_timeout_kills_the_whole_tree_even_what_left_the_group(make_row) -> None:  # type: ignore[no-untyped-def]
     with make_row() as box:
         done = run(box, "(setsid sh -c 'sleep 3; touch escaped' &); nohup sh -c 'sleep 3; "

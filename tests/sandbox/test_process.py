@@ -317,6 +317,24 @@ def test_exit_text_names_the_signal_and_the_limit_behind_it() -> None:
     assert exit_text(255) == "exited with code 255"  # 128 + 127: no such signal
 
 
+def test_exit_text_names_the_limit_behind_an_error_the_program_printed() -> None:
+    """Python ignores SIGXFSZ: a write past max_file_size_mb is its ``OSError``, which named
+    no limit (a break-test)."""
+    efbig = "Traceback ...\nOSError: [Errno 27] File too large\n"
+    assert exit_text(1, stderr=efbig) == (
+        "exited with code 1 (EFBIG: a file may not grow past sandbox.limits.max_file_size_mb)"
+    )
+    emfile = "OSError: [Errno 24] Too many open files: '/dev/null'\n"
+    assert exit_text(1, stderr=emfile).endswith(
+        "(EMFILE: a process may not open more files than sandbox.limits.max_open_files)"
+    )
+    assert exit_text(1, stderr="File too large\n" + "x" * 5000) == "exited with code 1"
+    assert exit_text(0, stderr=efbig) == "exited with code 0"  # a success names nothing
+    assert exit_text(153, stderr=efbig) == (  # the signal, when one ended it
+        "exited with code 153 (SIGXFSZ: a file grew past sandbox.limits.max_file_size_mb)"
+    )
+
+
 @pytest.mark.parametrize("ticks", range(8))
 def test_a_cancellation_at_any_point_of_the_start_ends_the_group(
     tmp_path: Path, ticks: int

@@ -454,7 +454,8 @@ def _status(
         return "error", f"the {name} CLI ended with an API error: {cause}"
     if result.exit_code != 0:
         stderr = tail(result.stderr.strip(), 500)
-        return "error", f"the {name} CLI {exit_text(result.exit_code)}" + (
+        said = exit_text(result.exit_code, stderr=result.stderr)
+        return "error", f"the {name} CLI {said}" + (
             f": {stderr}" if stderr else " without a result"
         )
     if ending.final is None:

@@ -102,7 +102,8 @@ class CommandRunner(Agent[CommandAgent]):
             outcome.error = f"the agent command was killed after {seconds:g} s"
         elif result.exit_code != 0:
             outcome.status = "error"
-            outcome.error = f"the agent command {exit_text(result.exit_code)}" + (
+            said = exit_text(result.exit_code, stderr=result.stderr)
+            outcome.error = f"the agent command {said}" + (
                 f": {tail(result.stderr.strip(), 500)}" if result.stderr.strip() else ""
             )
         outcome.transcript = _transcript(outcome, shown=result.shown_stdout)

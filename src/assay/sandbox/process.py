@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import os
 import signal
 import sys
@@ -716,16 +717,28 @@ LIMIT_SIGNALS = {
 }
 
 
-def exit_text(code: int | None) -> str:
+LIMIT_ERRORS = {
+    os.strerror(errno.EFBIG): "EFBIG: a file may not grow past sandbox.limits.max_file_size_mb",
+    os.strerror(errno.EMFILE): "EMFILE: a process may not open more files than "
+    "sandbox.limits.max_open_files",
+}
+"""What a program that handles the error itself prints (``strerror``: ``File too large``,
+``Too many open files``; Python ignores ``SIGXFSZ`` and raises ``OSError``) → the limit."""
+
+
+def exit_text(code: int | None, *, stderr: str = "") -> str:
     """``exited with code N``, naming the signal that ended the program when ``N`` says one
     did (``-N`` from the kernel, ``128 + N`` from a shell, the POSIX convention), and the
-    ``sandbox.limits`` field behind ``SIGXFSZ`` and ``SIGXCPU``."""
+    ``sandbox.limits`` field behind ``SIGXFSZ`` and ``SIGXCPU``, or behind an error of
+    :data:`LIMIT_ERRORS` that the last lines of the program's ``stderr`` show."""
     text = f"exited with code {code}"
     if code is None or code == 0:
         return text
     number = -code if code < 0 else code - 128 if 128 < code < 128 + signal.NSIG else None
     if number is None:
-        return text
+        last = stderr[-2000:]
+        shown = [why for error, why in LIMIT_ERRORS.items() if error in last]
+        return f"{text} ({'; '.join(shown)})" if shown else text
     try:
         name = signal.Signals(number)
     except ValueError:
