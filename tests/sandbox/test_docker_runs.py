@@ -357,6 +357,8 @@ def test_a_container_that_cannot_start_fails_its_rows_and_the_run_goes_on(
     assert ("good", "SUCCESS") in statuses and ("broken", "ERROR") in statuses
     errors = [message for name, status, message in found if status == "ERROR"]
     assert errors and all("container did not start" in m for m in errors), errors
+    # the image has no sleep, its containers' first program: said, with the fix (F8)
+    assert all("the image has no sleep on its PATH" in m and "coreutils" in m for m in errors)
 
 
 @pytest.mark.parametrize("kind", ["docker", "podman"])

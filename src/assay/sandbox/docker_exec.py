@@ -203,11 +203,15 @@ def ensure_started(config: dict[str, object]) -> str:
 
 
 def start_failure(config: dict[str, object], why: str) -> str:
-    """The message of a container that did not start: the engine's last lines."""
+    """The message of a container that did not start: the engine's last lines, and what
+    to do when its init could not start ``sleep`` (an image without it)."""
     lines = why.strip().splitlines()[-10:]
     image = config["start"][-2]  # type: ignore[index]
+    fix = ("; the image has no sleep on its PATH, the first program of each row's container "
+           "(sleep infinity): add it to the image (Debian: RUN apt-get install -y coreutils)"
+           if "exec sleep failed" in why else "")  # fmt: skip
     return (f"assay: the row's container did not start ({config['engine']} run, image "
-            f"{image}): " + "\n".join(lines) + "\n")  # fmt: skip
+            f"{image}): " + "\n".join(lines) + fix + "\n")  # fmt: skip
 
 
 def not_started(config: dict[str, object]) -> str:
