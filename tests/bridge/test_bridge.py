@@ -35,6 +35,9 @@ replies:
   - match: broken
     error: always down
     status: 500
+  - match: refuse me
+    error: scripted bad request
+    status: 400
   - match: namespaced
     steps:
       - tool: mcp__srv__do_it
@@ -282,6 +285,31 @@ def test_a_429_storm_is_retried_by_the_bridge_and_a_dead_model_is_final(tmp_path
     assert [a.status for a in storm.attempts] == [429, 429, 429] and storm.error is None
     assert len(broken.attempts) == 4 and broken.status == 400
     assert broken.error is not None and "gave up after 5 attempts" in broken.error
+
+
+def test_a_request_the_model_refused_is_not_sent_to_it_again_by_the_same_row(
+    tmp_path: Path,
+) -> None:
+    """Field report: Claude Code sent a request the model answered 400 six times (some of
+    them the very same request), and a real endpoint got every one."""
+
+    async def scenario(bridge: Bridge, session: BridgeSession, client: httpx.AsyncClient) -> None:
+        bad = message("refuse me", stream=False)
+        for body in (bad, bad, {**bad, "max_tokens": 999}):
+            answer = await client.post("/v1/messages", json=body, headers=claude(session))
+            assert answer.status_code == 400
+            assert "scripted bad request" in answer.json()["error"]["message"]
+        fine = await client.post(
+            "/v1/messages", json=message("storm", stream=False), headers=claude(session)
+        )
+        assert fine.status_code == 200  # not an outage: the row's other requests go on
+
+    session = run(tmp_path, scenario)
+    _, again, other, fine = session.calls
+    assert [c.refused for c in session.calls] == [False, True, False, False]
+    assert again.error is not None and "sent the same request before" in again.error
+    assert other.error is not None and "sent the same request" not in other.error
+    assert fine.error is None
 
 
 def test_a_token_budget_stops_the_session(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ passed-through answer has already streamed by then.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -95,8 +96,10 @@ async def translate(
             f"the bridge cannot translate this request for {model.name}: {exc}",
         )
     request = dataclasses.replace(request, script_vars=dict(session.script_vars))
-    if session.outage is not None:
-        return _failed(session, log, protocol, FAILED, "api_error", _not_again(session))
+    again = _not_again(session, body)
+    if again is not None:
+        log.refused = True  # no model is asked: not a model call of the row
+        return _failed(session, log, protocol, FAILED, "api_error", again)
     record = CallRecord()
     try:
         response = await model.generate(
@@ -104,7 +107,7 @@ async def translate(
         )
     except ModelError as exc:
         log.attempts = record.attempts
-        _note_outage(session, exc)
+        _note_failure(session, exc, body)
         return _failed(session, log, protocol, FAILED, "api_error", str(exc))
     except Exception as exc:  # a provider's bug answers this call, never the whole server
         log.attempts = record.attempts
@@ -135,18 +138,35 @@ FAILED = 400
 """The status of a call whose model failed (see the module docstring)."""
 
 
-def _note_outage(session: BridgeSession, exc: ModelError) -> None:
-    """A call that failed as an outage does (the server down, overloaded, rate-limiting)
-    after the bridge's own retries: the row's later calls are answered without calling the
-    model again (Claude Code sent six requests a row to a failing gateway, whatever its
-    retry setting, and every one was retried on top)."""
+def _note_failure(session: BridgeSession, exc: ModelError, body: Any) -> None:
+    """Remember a call that failed so the row does not call the model for it again: one
+    that failed as an outage does (the server down, overloaded, rate-limiting) after the
+    bridge's own retries answers every later call of the row; any other failure (the model
+    refused the request: a 400) answers the same request sent again. Claude Code sends six
+    requests after a failure, whatever its retry setting or the status, and a real endpoint
+    got each of them (every one retried on top, for an outage)."""
     if isinstance(exc, TransientModelError) or isinstance(exc.__cause__, TransientModelError):
         session.outage = str(exc)
+    else:
+        session.failed_requests[request_digest(body)] = str(exc)
 
 
-def _not_again(session: BridgeSession) -> str:
-    return (f"{session.outage} (the model was not called again: this row's earlier call "
-            "failed after the bridge's retries)")  # fmt: skip
+def _not_again(session: BridgeSession, body: Any) -> str | None:
+    """Why this call is answered without the model (:func:`_note_failure`), or ``None``."""
+    if session.outage is not None:
+        return (f"{session.outage} (the model was not called again: this row's earlier call "
+                "failed after the bridge's retries)")  # fmt: skip
+    failed = session.failed_requests.get(request_digest(body)) if session.failed_requests else None
+    if failed is None:
+        return None
+    return (f"{failed} (the model was not called again: this row sent the same request "
+            "before, and it failed)")  # fmt: skip
+
+
+def request_digest(body: Any) -> str:
+    """SHA-256 of a request body's JSON with its keys sorted: one request sent twice."""
+    text = json.dumps(body, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _failed(
@@ -225,8 +245,10 @@ async def forward(
         hit = model.cache.get_raw(cache_key)
         if hit is not None:
             return _replayed(session, log, hit, sent_model)
-    if session.outage is not None:
-        return _failed(session, log, "anthropic", FAILED, "api_error", _not_again(session))
+    again = _not_again(session, body)
+    if again is not None:
+        log.refused = True  # no model is asked: not a model call of the row
+        return _failed(session, log, "anthropic", FAILED, "api_error", again)
     record = CallRecord()
     try:
         forwarded = await model.forward(
@@ -234,7 +256,7 @@ async def forward(
         )
     except ModelError as exc:
         log.attempts = record.attempts
-        _note_outage(session, exc)
+        _note_failure(session, exc, body)
         return _failed(session, log, "anthropic", FAILED, "api_error", str(exc))
     log.attempts = record.attempts
     response = forwarded.response

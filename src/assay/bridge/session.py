@@ -60,7 +60,9 @@ class CallLog:
         attempts: retried attempts.
         passthrough: the request was forwarded untranslated.
         cached: the answer came from the response cache.
-        refused: the bridge refused the call (a limit was reached); no model was asked.
+        refused: the bridge answered the call itself, no model asked: a limit was reached,
+            or an earlier call of the row failed so that this one would (an outage, the
+            same request refused).
     """
 
     index: int
@@ -98,6 +100,9 @@ class BridgeSession:
         token: the credential the CLI sends (``assay-row-`` and 32 hex digits).
         outage: why a call of this row failed as an outage, after the bridge's retries: the
             row's later calls are answered with it, the model not called again.
+        failed_requests: why each request that the model refused failed (not an outage),
+            by :func:`~assay.bridge.calls.request_digest`: the same request sent again is
+            answered with it, the model not called again.
     """
 
     label: str
@@ -113,6 +118,7 @@ class BridgeSession:
     stopped: StopKind | None = None
     stop_message: str | None = None
     outage: str | None = None
+    failed_requests: dict[str, str] = field(default_factory=dict)
     stop_event: asyncio.Event = field(default_factory=asyncio.Event)
     closed: asyncio.Event = field(default_factory=asyncio.Event)
 
