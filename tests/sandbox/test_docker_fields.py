@@ -239,7 +239,7 @@ def test_agent_isolation_hides_the_task_folder_and_false_shows_it(
         (CODEX, "/usr/bin/node /usr/bin/nodejs", ["has no node on its PATH", "codex.js) is a "
                                                   "script for it", "apt-get install -y nodejs"]),
         ("{type: claude-code, model: mock/script.yaml}", "/usr/bin/python3*",
-         ["has no python3 on its PATH", "the model bridge's forwarder",
+         ["has no python3 on its PATH", "the forwarder to the model bridge",
           "apt-get install -y python3"]),
     ],
 )  # fmt: skip

@@ -126,6 +126,26 @@ def test_it_becomes_the_rows_user() -> None:
     assert done.stdout.startswith("uid=65534") and "gid=65534" in done.stdout
 
 
+def test_own_output_gives_the_program_root_owned_pipes_and_copies_them_whole() -> None:
+    """A coding agent's commands share its CLI's uid: through ``/proc/PID/fd/1`` they wrote
+    forged events into the stream assay reads (a break-test on docker). Pipes made by root
+    before it becomes the row's user cannot be reopened by that user."""
+    if os.geteuid() != 0:
+        pytest.skip("only root can become another user")
+    options = jail_init.arguments(user=(65534, 65534), own_output=True)
+    program = (
+        "id -u; stat -L -c %u /proc/self/fd/1 /proc/self/fd/2; echo to-err >&2; "
+        "(sleep 300 &); head -c 1048576 /dev/zero | tr '\\0' x; exit 3"
+    )
+    done = first(options, "sh", "-c", program)  # 30 s at most: the sleep is not waited for
+    lines = done.stdout.split("\n")
+    assert lines[:3] == ["65534", "0", "0"], done.stderr  # the user; root's pipes
+    assert lines[3] == "x" * 1048576  # copied whole, after the program ended
+    assert (done.returncode, done.stderr) == (3, "to-err\n")
+    killed = first(options, "sh", "-c", "kill -TERM $$")
+    assert killed.returncode == 128 + signal.SIGTERM  # a shell's convention, as docker exec's
+
+
 def test_a_program_that_does_not_exist_exits_127() -> None:
     done = first([], "no-such-program-anywhere")
     assert done.returncode == 127

@@ -98,6 +98,13 @@ may be there."""
 SCRATCH = ("/tmp/", "/var/tmp/")
 """Where a container has folders of its own (tmpfs): what a program reads or writes outside
 the row's folder is copied there."""
+OWN_OUTPUT_CAPABILITIES = ["--cap-add", "SETUID", "--cap-add", "SETGID"]
+"""What a coding agent's container keeps of root's powers: its CLI is started by
+:mod:`~assay.sandbox.jail_init` as root, which makes the CLI's output pipes (root's, so the
+commands the CLI runs, of the row's uid, cannot reopen them through ``/proc`` to forge the
+transcript) and then becomes the row's user. A process of the row's uid gets neither power
+(``no-new-privileges``: no setuid program nor file capability gives it one)."""
+
 PODMAN_ULIMITS = ["--ulimit", "nofile=4096:4096", "--ulimit", "nproc=32768:32768"]
 """Limits a rootful Podman can set where root lacks ``CAP_SYS_RESOURCE`` (its defaults ask
 for more open files and processes than that root may give)."""
@@ -569,8 +576,10 @@ class DockerJail:
         plugins, settings) and ``sandbox.read_only`` read-only, never the task's folder
         nor (with ``agent_isolation``) ``extra_mounts``; no network (``network``: the
         host's, a CLI on its own credentials), and with ``bridge`` the model bridge's unix
-        socket mounted in behind ``127.0.0.1:port``
-        (:mod:`assay.sandbox.jail_init`, run on the image's ``python3``).
+        socket mounted in behind ``127.0.0.1:port``. The CLI is started by
+        :mod:`assay.sandbox.jail_init` (on the image's ``python3``), as root, which gives it
+        output pipes of root's before it becomes the row's user
+        (:data:`OWN_OUTPUT_CAPABILITIES`).
 
         Raises:
             SandboxError: the row's user cannot be given ``writable``.
@@ -590,16 +599,20 @@ class DockerJail:
         if argv and os.path.isabs(argv[0]):  # mounted where it really is
             argv = [os.path.realpath(argv[0]), *argv[1:]]
         link = self.policy.bridge if bridge and mode != "host" else None
+        shown.append(Mount(INIT_SOURCE, INIT))
         if link is not None:
-            shown += [Mount(link.socket, str(link.socket)), Mount(INIT_SOURCE, INIT)]
-            forward = jail_init.arguments(forward=(link.port, str(link.socket)))
-            argv = ["python3", "-I", "-S", INIT, *forward, "--", *argv]
+            shown.append(Mount(link.socket, str(link.socket)))
+        options = jail_init.arguments(
+            user=self.owner, own_output=True,
+            forward=(link.port, str(link.socket)) if link is not None else None,
+        )  # fmt: skip
+        argv = ["python3", "-I", "-S", INIT, *options, "--", *argv]
         name = f"{self.name}-agent{len(self.agents)}"
         self.agents.append(name)
         inner = self._environment(env, writable=extra)
-        config = self._config(name, self._start_args(name, mode, [m for m in shown
-                              if m.source.exists()]), name, cwd)  # fmt: skip
-        config["remove"] = True
+        start = self._start_args(name, mode, [m for m in shown if m.source.exists()])
+        config = self._config(name, [*OWN_OUTPUT_CAPABILITIES, *start], name, cwd)
+        config["remove"], config["user"] = True, "0:0"  # jail_init becomes the row's user
         return self._launcher(config, argv, inner)
 
     def _config(

@@ -9,7 +9,14 @@ Run by :mod:`assay.sandbox.bwrap` (and the docker driver, on the image's ``pytho
   otherwise the user namespace already made the process unprivileged);
 - ``--forward PORT SOCKET``: listen on ``127.0.0.1:PORT`` inside the sandbox's own network
   and copy every connection to and from the unix socket ``SOCKET`` (the model bridge's,
-  bound into the sandbox), in a child process that lives until the sandbox ends.
+  bound into the sandbox), in a child process that lives until the sandbox ends;
+- ``--own-output`` (with ``--user``, run as root): the program's standard output and error
+  become pipes this process makes before it gives up root, so they are root's (mode
+  ``0600``), and it copies them on to its own until the program ends. A coding agent's CLI
+  and the commands it runs share a uid; through ``/proc/PID/fd/1`` a command could reopen
+  a pipe of its own uid and write events into the stream assay reads as the transcript
+  (a docker container's exec pipes are given to the exec's user). In bwrap the pipes are
+  the host's, which the sandbox's user cannot open.
 
 Then ``ARGV`` replaces this process (``execvp``), with the environment it was given.
 
@@ -39,19 +46,22 @@ CHUNK = 65536
 def arguments(
     *,
     limits: dict[str, int] | None = None,
-    user: int | None = None,
+    user: int | tuple[int, int] | None = None,
     forward: tuple[int, str] | None = None,
+    own_output: bool = False,
 ) -> list[str]:
-    """The options before ``--`` for ``limits`` (``{"RLIMIT_NPROC": n}``), ``user`` (uid and
-    gid) and ``forward`` (``(port, unix socket path)``)."""
+    """The options before ``--`` for ``limits`` (``{"RLIMIT_NPROC": n}``), ``user`` (a uid,
+    also the gid, or ``(uid, gid)``), ``forward`` (``(port, unix socket path)``) and
+    ``own_output``."""
     options: list[str] = []
     for name, value in (limits or {}).items():
         options += ["--limit", f"{name}={int(value)}"]
     if user is not None:
-        options += ["--user", f"{int(user)}:{int(user)}"]
+        uid, gid = user if isinstance(user, tuple) else (user, user)
+        options += ["--user", f"{int(uid)}:{int(gid)}"]
     if forward is not None:
         options += ["--forward", str(int(forward[0])), str(forward[1])]
-    return options
+    return options + (["--own-output"] if own_output else [])
 
 
 def main(argv: list[str]) -> None:
@@ -60,12 +70,17 @@ def main(argv: list[str]) -> None:
     Exits 2 on an option it does not know or cannot read (a caller's mistake), 127 when the
     program is not found and 126 when it cannot be run. A file without ``#!`` that is not
     a binary runs under ``/bin/sh``, as the C library's ``execvp`` does."""
+    split = argv.index("--") if "--" in argv else len(argv)
+    own_output = "--own-output" in argv[1:split]
     try:
-        limits, user, forward, command = parse(argv[1:])
+        options = [a for a in argv[1:split] if a != "--own-output"] + argv[split:]
+        limits, user, forward, command = parse(options)
         set_limits(limits)
     except ValueError as exc:
         sys.stderr.write(f"jail_init: {exc}\n")
         sys.exit(2)
+    if own_output and user is not None and command:
+        own_pipes()
     if user is not None:
         os.setgroups([])
         os.setgid(user[1])
@@ -74,6 +89,75 @@ def main(argv: list[str]) -> None:
         start_forwarder(*forward)
     if command:
         run(command)
+
+
+def own_pipes() -> None:
+    """Give the program (this process, from here on) standard output and error pipes made
+    now, as root (see the module docstring); a parent process copies them to the real ones
+    until the program ends, then exits with its exit code (``128 + N`` for signal ``N``)."""
+    pipes = [os.pipe(), os.pipe()]
+    child = os.fork()
+    if child == 0:
+        for fd, (read, write) in zip((1, 2), pipes, strict=True):
+            os.dup2(write, fd)
+            os.close(read)
+            os.close(write)
+        return
+    for read, write in pipes:
+        os.close(write)
+        os.set_blocking(read, False)
+    sys.exit(copy_until_exit(child, {pipes[0][0]: 1, pipes[1][0]: 2}))
+
+
+def copy_until_exit(child: int, copies: dict[int, int]) -> int:
+    """Copy each pipe of ``copies`` (read end, non-blocking → where to) until the process
+    ``child`` has ended, then what its pipes still hold (up to :data:`DRAIN_CHUNKS` reads
+    each: what it started may keep a pipe open and writing); ``child``'s exit code
+    (``128 + N`` for signal ``N``)."""
+    import select
+
+    status = None
+    while status is None:
+        ready = select.select(list(copies), [], [], 0.2)[0] if copies else []
+        for read in ready:
+            if copy_once(read, copies[read]) == b"":  # its end: every writer closed it
+                del copies[read]
+        ended, found = os.waitpid(child, os.WNOHANG if copies else 0)
+        status = found if ended else None
+    for read, fd in copies.items():
+        for _ in range(DRAIN_CHUNKS):
+            if not copy_once(read, fd):  # empty for now, or its end
+                break
+    code = os.waitstatus_to_exitcode(status)
+    return 128 - code if code < 0 else code
+
+
+DRAIN_CHUNKS = 1024
+"""Reads of :data:`CHUNK` bytes of each pipe at most, once the program has ended."""
+
+
+def copy_once(read: int, fd: int) -> bytes | None:
+    """Copy one read of the pipe ``read`` to ``fd``: what was read (``b""`` at the pipe's
+    end), ``None`` when it holds nothing for now."""
+    try:
+        data = os.read(read, CHUNK)
+    except BlockingIOError:
+        return None
+    write_all(fd, data)
+    return data
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """Write all of ``data`` to ``fd`` (a reader gone: the rest is dropped)."""
+    while data:
+        try:
+            data = data[os.write(fd, data) :]
+        except BlockingIOError:
+            import select
+
+            select.select([], [fd], [])
+        except OSError:
+            return
 
 
 def parse(

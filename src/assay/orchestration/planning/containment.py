@@ -414,10 +414,11 @@ def _check_agent_programs(
     agents: AgentRegistry | None,
     looked: _Looks,
 ) -> None:
-    """A coding agent's container runs programs of the image: ``python3`` for the model
-    bridge's forwarder (no network but the bridge) and for an ``agent_judge``'s verdict
-    tool, and the interpreter a CLI that is a script names (``node`` for Codex and Gemini);
-    an image that lacks one is refused here, not in every row."""
+    """A coding agent's container runs programs of the image: ``python3`` for assay's first
+    program there (:mod:`assay.sandbox.jail_init`: the CLI's output pipes, the model
+    bridge's forwarder) and for an ``agent_judge``'s verdict tool, and the interpreter a CLI
+    that is a script names (``node`` for Codex and Gemini); an image that lacks one is
+    refused here, not in every row."""
     if agents is None:
         return
     for config, judge in [(task.agent, False),
@@ -425,11 +426,12 @@ def _check_agent_programs(
         agent = agents.build(config)
         if not isinstance(agent, CliAgent):
             continue
-        needed: dict[str, str] = {}
+        needed = {
+            "python3": "assay's first program in the agent's container (its CLI's "
+            "output pipes, the forwarder to the model bridge) runs on it"
+        }
         if judge:
             needed["python3"] = "an agent_judge's verdict tool runs on it"
-        elif agent.config.uses_bridge and not task.sandbox.network:
-            needed["python3"] = "the model bridge's forwarder in the agent's container runs on it"
         try:
             cli = agent.program(loaded.base_dir)
         except UsageError:
