@@ -3,7 +3,6 @@ scan found."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -12,6 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from assay.errors import UserError
+from assay.results.printable import shown_controls
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
@@ -61,11 +61,7 @@ def user_errors() -> Iterator[None]:
         raise typer.Exit(EXIT_INTERRUPTED) from None
 
 
-_CONTROLS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
-
-
 def for_terminal(text: str) -> str:
     """``text`` with its control characters but tab, line feed and carriage return shown as
-    ``\\x1b`` and the like: an agent's output printed to a terminal cannot clear the screen,
-    fake a line or write the clipboard (OSC 52) through its escape sequences."""
-    return _CONTROLS.sub(lambda found: f"\\x{ord(found.group()):02x}", text)
+    ``\\x1b`` and the like (:func:`~assay.results.printable.shown_controls`)."""
+    return shown_controls(text)

@@ -20,6 +20,7 @@ from pathlib import Path
 from assay.agents.base import AgentOutcome
 from assay.errors import SandboxError
 from assay.results.io import LOG_BLOCK, Writer, dumps, make_dirs
+from assay.results.printable import shown_controls
 from assay.results.status import FinalStatus
 from assay.results.task_result import EvaluationResult
 from assay.results.trace import to_otlp_json
@@ -180,7 +181,8 @@ def write_row_files(directory: Path, files: RowFiles, *, writer: Writer) -> None
         writer.text(directory / "response.txt", files.response, atomic=False)
     if files.trace is not None:
         writer.json_lines(directory / "trace.json", files.trace, atomic=False)
-    writer.text(directory / "task.log", files.log, atomic=False)
+    # read in a terminal (cat, tail): the agent's escape sequences are shown, not obeyed
+    writer.text(directory / "task.log", shown_controls(files.log, keep="\t\n"), atomic=False)
     if files.logs is not None:
         write_logs(files.logs, directory, writer=writer)
     kept = directory / SANDBOX_DIR
