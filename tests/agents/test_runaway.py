@@ -342,6 +342,33 @@ def test_without_cgroups_the_rows_subreaper_finds_the_last_leaver(
     leavers_end_with_their_row(tmp_path)
 
 
+LATE_WRITER = """\
+task_id: late
+description: an agent that leaves a process to change its files while they are graded
+initial_prompt: go
+agent:
+  type: command
+  command: "nohup sh -c 'sleep 1; echo forged > answer.txt' >/dev/null 2>&1 & echo done"
+success_criteria:
+  - type: run_command
+    command: "sleep 3; cat answer.txt 2>/dev/null || echo nothing"
+    expected_stdout: nothing
+"""
+
+
+def test_on_tempdir_what_the_agent_left_running_ends_before_the_criteria_run(
+    tmp_path: Path,
+) -> None:
+    """Field report: on ``tempdir`` a process the agent left running (``nohup … &``) went on
+    while the criteria ran, and wrote the file they graded (``bwrap`` and ``docker`` end it
+    with the agent's sandbox)."""
+    task = write(tmp_path / "task.yaml", LATE_WRITER)
+    result = api.run([str(task)], run_dir=str(tmp_path / "runs"))
+    (row,) = result.rows()
+    assert row.final_status.value == "SUCCESS", row.error_message
+    assert row.success_criteria_results[0].score == 1.0
+
+
 SPLIT = """\
 task_id: split
 description: an agent whose output passes a cap in the middle of a secret

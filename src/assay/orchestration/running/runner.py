@@ -531,6 +531,8 @@ class Runner:
         if self.options.stage == "run":
             if sandbox is not None and sandbox.jail is not None:  # the agent has ended
                 await asyncio.to_thread(sandbox.jail.settle)
+            elif sandbox is not None:  # tempdir: what the agent left running ends now
+                await asyncio.to_thread(_end_marked, sandbox)
             _ready_for_grading(outcome, sandbox, task, base_dir)
             grading = self._grading(row, outcome, sandbox, context, base_dir)
             if outcome.status != "error":
@@ -810,7 +812,15 @@ def _end_processes(sandbox: Sandbox) -> None:
     if sandbox.groups is not None:
         sandbox.groups.close()
     if sandbox.jail is None:
-        end_marked_processes(f"ASSAY_SANDBOX={sandbox.root.absolute()}", inside=sandbox.root)
+        _end_marked(sandbox)
+
+
+def _end_marked(sandbox: Sandbox) -> None:
+    """End every process found by a ``tempdir`` row's environment marker or working folder:
+    also once its agent has ended, before the criteria run, so what the agent left running
+    (``nohup … &``) cannot change the files they grade, or answer for them (in ``bwrap``
+    and ``docker`` the agent's processes end with its sandbox or container)."""
+    end_marked_processes(f"ASSAY_SANDBOX={sandbox.root.absolute()}", inside=sandbox.root)
 
 
 def _traceback(exc: BaseException) -> list[str]:
