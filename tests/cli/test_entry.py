@@ -34,6 +34,19 @@ def test_python_dash_m_assay_uses_the_entry() -> None:
     assert done.returncode == 0 and "Usage: " in done.stdout
 
 
+def test_help_in_a_pipe_is_laid_out_wide_enough_to_keep_every_word() -> None:
+    """Field report: ``assay run --help | less`` (or a CI log) cut long words at rich's 80
+    columns (``dataset.stratify_fie…``). A real process: its output is a pipe."""
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "TERMINAL_WIDTH")}
+    done = subprocess.run([sys.executable, "-m", "assay", "run", "--help"],
+                          capture_output=True, text=True, env=env)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "…" not in done.stdout and "(dataset.stratify_field)" in done.stdout
+    narrow = subprocess.run([sys.executable, "-m", "assay", "run", "--help"], capture_output=True,
+                            text=True, env={**env, "TERMINAL_WIDTH": "80"})  # fmt: skip
+    assert max(map(len, narrow.stdout.splitlines())) == 80  # the user's own width stands
+
+
 CRASH = """
 import os, sys
 import assay.cli.app as command_line

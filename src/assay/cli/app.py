@@ -145,6 +145,7 @@ def main() -> None:
     from assay.orchestration.loading.secrets import command_line_writer
     from assay.results.output import redacted_output
 
+    _help_width(sys.argv[1:])
     with redacted_output(command_line_writer(sys.argv[1:], os.environ)), process_scratch():
         try:
             with interrupting_signals():
@@ -155,3 +156,25 @@ def main() -> None:
         except Exception:  # a bug: its traceback, redacted, then exit 1 as Python would
             traceback.print_exc()
             raise SystemExit(1) from None
+
+
+HELP_WIDTH = 120
+"""Columns of help written to a file or a pipe (``assay run --help | less``, a CI log): at
+rich's 80 the option tables cut long words (``dataset.stratify_fie…``)."""
+
+
+def _help_width(argv: list[str]) -> None:
+    """Help asked for off a terminal is laid out :data:`HELP_WIDTH` wide, unless
+    ``TERMINAL_WIDTH`` or ``COLUMNS`` says otherwise (typer's own setting, read when it was
+    imported)."""
+    asked = any(arg in ("--help", "-h") for arg in argv) or not argv
+    if (
+        not asked
+        or sys.stdout.isatty()
+        or os.environ.get("TERMINAL_WIDTH")
+        or (os.environ.get("COLUMNS"))
+    ):
+        return
+    import typer.rich_utils
+
+    typer.rich_utils.MAX_WIDTH = HELP_WIDTH
