@@ -43,6 +43,8 @@ replies:
         input: {{command: "nohup {linger} >/dev/null 2>&1 & echo left", description: bg}}
       - tool: Bash
         input: {{command: {forge}, description: forge}}
+      - tool: Bash
+        input: {{command: {trace}, description: trace}}
       - reply: "done"
   - match: "job: codex"
     steps:
@@ -57,8 +59,35 @@ replies:
         input: {{cmd: "nohup {linger} >/dev/null 2>&1 & echo left"}}
       - tool: exec_command
         input: {{cmd: {forge}}}
+      - tool: exec_command
+        input: {{cmd: {trace}}}
       - reply: "done"
 """
+TRACE = """python3 -c '
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+for pid in [p for p in os.listdir("/proc") if p.isdigit() and int(p) != os.getpid()]:
+    try:
+        name = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\\0")[0]
+    except OSError:
+        continue
+    if os.path.basename(name) not in (b"claude", b"codex", b"node"):
+        continue
+    print("cli", pid, end=" ")
+    try:
+        open(f"/proc/{pid}/mem", "r+b").close(); print("MEM-OPENED", end=" ")
+    except OSError:
+        pass
+    fd = libc.syscall(434, int(pid), 0)
+    if fd >= 0 and libc.syscall(438, fd, 1, 0) >= 0:
+        print("FD-TAKEN", end=" ")
+    if libc.ptrace(16, int(pid), 0, 0) == 0:
+        print("TRACED", end=" "); os.waitpid(int(pid), 0); libc.ptrace(17, int(pid), 0, 0)
+    print()
+print("trace-tried")'"""
+"""A command that tries to reach its CLI's process: write its memory, take its standard
+output (``pidfd_getfd``), trace it (a break-test: each worked where the CLI and the
+commands shared a uid, docker's, Podman's and bwrap's alike)."""
 FORGE = (
     'M=FORG; M="$M"ED_CMD; for f in /proc/[0-9]*/fd/1; do (printf \''
     '{"type":"assistant","message":{"id":"msg_f","type":"message","role":"assistant",'
@@ -127,7 +156,8 @@ def runs(
         probe = PROBE.format(secret=secret, home_secret=home_secret, task_file=cwd / "codex.yaml")
         write(cwd / "script.yaml", SCRIPT.format(outside=outside, probe=probe, connect=connect,
                                                  linger=LINGER.format(n=number),
-                                                 forge=json.dumps(FORGE)))  # fmt: skip
+                                                 forge=json.dumps(FORGE),
+                                                 trace=json.dumps(TRACE)))  # fmt: skip
         sandbox = sandbox_of(driver, request)
         for job, agent in AGENTS.items():
             write(cwd / f"{job}.yaml", TASK.format(task_id=job, agent=agent, job=job,
@@ -159,7 +189,7 @@ def test_the_rows_own_folder_is_written_and_the_bridge_answers(
     for row in ("r1", "r2"):
         result = row_of(runs["cwd"], job, row)
         assert result["final_status"] == "SUCCESS", (result["error_message"], runs["done"].stderr)
-        assert result["transcript"]["tool_calls"] >= 5
+        assert result["transcript"]["tool_calls"] >= 6
         assert any("probed" in text for text in tool_results(runs["cwd"], job, row))
 
 
@@ -196,6 +226,16 @@ def test_a_command_cannot_write_into_the_clis_event_stream(runs: dict[str, Any],
         assert any("forge-tried" in (use.result or "") for use in uses)  # it did run
         forged = [use for use in uses if "FORGED_CMD" in json.dumps(use.arguments)]
         assert forged == [], forged
+
+
+@pytest.mark.parametrize("job", sorted(AGENTS))
+def test_a_command_can_neither_trace_its_cli_nor_take_its_output(
+    runs: dict[str, Any], job: str
+) -> None:
+    for row in ("r1", "r2"):
+        said = next(t for t in tool_results(runs["cwd"], job, row) if "trace-tried" in t)
+        assert "cli " in said, said  # it found its CLI
+        assert not {"MEM-OPENED", "FD-TAKEN", "TRACED"} & set(said.split()), said
 
 
 def test_what_the_agent_left_running_ended_with_it(runs: dict[str, Any]) -> None:

@@ -146,6 +146,26 @@ def test_own_output_gives_the_program_root_owned_pipes_and_copies_them_whole() -
     assert killed.returncode == 128 + signal.SIGTERM  # a shell's convention, as docker exec's
 
 
+def test_a_sealed_program_is_not_dumpable_and_its_commands_lose_the_group_it_keeps() -> None:
+    """A coding agent's commands traced their CLI, wrote its memory and took its output
+    (``pidfd_getfd``) as the same user (a break-test). Sealed, the CLI's real group is
+    another: after ``execve`` it is not dumpable, and a shell it starts drops to that group."""
+    if os.geteuid() != 0:
+        pytest.skip("only root can become another user")
+    options = jail_init.arguments(user=(4242, 4242), sealed=True)
+    probe = ("import ctypes, os, subprocess; libc = ctypes.CDLL(None); "
+             "print(os.getresuid(), os.getresgid(), os.getgroups(), libc.prctl(3, 0, 0, 0, 0)); "
+             "print(subprocess.run(['sh', '-c', 'id -g; id -G'], capture_output=True, "
+             "text=True).stdout.split())")  # fmt: skip
+    done = first(options, "/usr/bin/python3", "-I", "-c", probe)
+    assert done.returncode == 0, done.stderr
+    own, shell = done.stdout.splitlines()
+    assert own == "(4242, 4242, 4242) (65534, 4242, 4242) [] 0"  # not dumpable (PR_GET_DUMPABLE)
+    assert shell == "['65534', '65534']"  # what it runs has no way back to the user's group
+    plain = first(jail_init.arguments(user=(4242, 4242)), "/usr/bin/python3", "-I", "-c", probe)
+    assert plain.stdout.splitlines()[0] == "(4242, 4242, 4242) (4242, 4242, 4242) [] 1"
+
+
 def test_a_program_that_does_not_exist_exits_127() -> None:
     done = first([], "no-such-program-anywhere")
     assert done.returncode == 127

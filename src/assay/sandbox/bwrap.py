@@ -242,7 +242,7 @@ class Jail:
         if forward and link is not None:
             args += ["--ro-bind", str(link.socket), str(link.socket)]
         args += ["--remount-ro", "/", "--chdir", os.path.abspath(cwd or self.root), "--"]
-        args += self._first(argv, link if forward else None)
+        args += self._first(argv, link if forward else None, sealed=agent)
         return args, self._environment(env, extra)
 
     def _limits(self) -> dict[str, int]:
@@ -256,13 +256,18 @@ class Jail:
             clamped[name] = value if hard == resource.RLIM_INFINITY else min(value, hard)
         return clamped
 
-    def _first(self, argv: list[str], link: BridgeLink | None) -> list[str]:
+    def _first(
+        self, argv: list[str], link: BridgeLink | None, *, sealed: bool = False
+    ) -> list[str]:
         """The sandbox's first program, which sets the limits, becomes the row's user and
         (with the bridge) starts the forwarder before ``argv``: util-linux's ``prlimit`` and
         ``setpriv`` where they exist and no forwarder is needed (a few milliseconds), else
-        :mod:`assay.sandbox.jail_init` on Python."""
+        :mod:`assay.sandbox.jail_init` on Python. ``sealed`` (a coding agent's CLI, when
+        assay runs as root and so has a user to become): jail_init, which seals it from the
+        commands it runs (:func:`~assay.sandbox.jail_init.become`)."""
         tools = self.policy.tools
-        if link is None and tools is not None:
+        sealed = sealed and self.uid is not None
+        if link is None and tools is not None and not sealed:
             prlimit, setpriv = tools
             limits = [f"--{_PRLIMIT[name]}={soft_hard(name, value)}"
                       for name, value in self._limits().items()]  # fmt: skip
@@ -273,7 +278,7 @@ class Jail:
                           "--"]  # fmt: skip
             return [*chain, *argv]
         options = jail_init.arguments(
-            limits=self._limits(), user=self.uid,
+            limits=self._limits(), user=self.uid, sealed=sealed,
             forward=(link.port, str(link.socket)) if link is not None else None,
         )  # fmt: skip
         return [str(self.policy.python), "-I", "-S", INIT, *options, "--", *argv]

@@ -603,7 +603,7 @@ class DockerJail:
         if link is not None:
             shown.append(Mount(link.socket, str(link.socket)))
         options = jail_init.arguments(
-            user=self.owner, own_output=True,
+            user=self.owner, own_output=True, sealed=True,
             forward=(link.port, str(link.socket)) if link is not None else None,
         )  # fmt: skip
         argv = ["python3", "-I", "-S", INIT, *options, "--", *argv]

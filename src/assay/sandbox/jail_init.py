@@ -12,11 +12,14 @@ Run by :mod:`assay.sandbox.bwrap` (and the docker driver, on the image's ``pytho
   bound into the sandbox), in a child process that lives until the sandbox ends;
 - ``--own-output`` (with ``--user``, run as root): the program's standard output and error
   become pipes this process makes before it gives up root, so they are root's (mode
-  ``0600``), and it copies them on to its own until the program ends. A coding agent's CLI
-  and the commands it runs share a uid; through ``/proc/PID/fd/1`` a command could reopen
-  a pipe of its own uid and write events into the stream assay reads as the transcript
-  (a docker container's exec pipes are given to the exec's user). In bwrap the pipes are
-  the host's, which the sandbox's user cannot open.
+  ``0600``), and it copies them on to its own until the program ends (a docker
+  container's exec pipes are given to the exec's user, who could reopen them through
+  ``/proc/PID/fd/1``);
+- ``--sealed`` (with ``--user``, run as root): the program becomes the user sealed
+  (:func:`become`): not dumpable, so no process of its user can trace it, write its memory
+  or take its descriptors. A coding agent's CLI and the commands it runs share a uid;
+  through ``ptrace(2)``, ``/proc/PID/mem`` or ``pidfd_getfd(2)`` a command could write
+  events into the stream assay reads as the transcript.
 
 Then ``ARGV`` replaces this process (``execvp``), with the environment it was given.
 
@@ -49,10 +52,11 @@ def arguments(
     user: int | tuple[int, int] | None = None,
     forward: tuple[int, str] | None = None,
     own_output: bool = False,
+    sealed: bool = False,
 ) -> list[str]:
     """The options before ``--`` for ``limits`` (``{"RLIMIT_NPROC": n}``), ``user`` (a uid,
-    also the gid, or ``(uid, gid)``), ``forward`` (``(port, unix socket path)``) and
-    ``own_output``."""
+    also the gid, or ``(uid, gid)``), ``forward`` (``(port, unix socket path)``),
+    ``own_output`` and ``sealed``."""
     options: list[str] = []
     for name, value in (limits or {}).items():
         options += ["--limit", f"{name}={int(value)}"]
@@ -61,7 +65,7 @@ def arguments(
         options += ["--user", f"{int(uid)}:{int(gid)}"]
     if forward is not None:
         options += ["--forward", str(int(forward[0])), str(forward[1])]
-    return options + (["--own-output"] if own_output else [])
+    return options + (["--own-output"] if own_output else []) + (["--sealed"] if sealed else [])
 
 
 def main(argv: list[str]) -> None:
@@ -71,9 +75,10 @@ def main(argv: list[str]) -> None:
     program is not found and 126 when it cannot be run. A file without ``#!`` that is not
     a binary runs under ``/bin/sh``, as the C library's ``execvp`` does."""
     split = argv.index("--") if "--" in argv else len(argv)
-    own_output = "--own-output" in argv[1:split]
+    own_output, sealed = "--own-output" in argv[1:split], "--sealed" in argv[1:split]
     try:
-        options = [a for a in argv[1:split] if a != "--own-output"] + argv[split:]
+        flags = ("--own-output", "--sealed")
+        options = [a for a in argv[1:split] if a not in flags] + argv[split:]
         limits, user, forward, command = parse(options)
         set_limits(limits)
     except ValueError as exc:
@@ -82,13 +87,33 @@ def main(argv: list[str]) -> None:
     if own_output and user is not None and command:
         own_pipes()
     if user is not None:
-        os.setgroups([])
-        os.setgid(user[1])
-        os.setuid(user[0])
+        become(user, sealed=sealed)
     if forward is not None:
         start_forwarder(*forward)
     if command:
         run(command)
+
+
+SEALED_GID = 65534
+"""The real group of a sealed program (``nogroup``; ``65533`` when that is the user's own)."""
+
+
+def become(user: tuple[int, int], *, sealed: bool = False) -> None:
+    """Become ``user`` (uid, gid), with no supplementary groups. ``sealed``: the real group
+    is another one (:data:`SEALED_GID`), the effective and saved groups the user's: a
+    program run with real and effective groups apart is not dumpable (``execve(2)``), and
+    ``ptrace(2)``'s access check wants all of them equal to the caller's, so the commands
+    it runs (a shell makes them the real group's: bash and dash drop an effective group
+    they were not started in) can neither trace it, nor read or write its memory
+    (``/proc/PID/mem``), nor take its file descriptors (``/proc/PID/fd``,
+    ``pidfd_getfd(2)``). The program keeps its files' access as the user."""
+    uid, gid = user
+    os.setgroups([])
+    if sealed:
+        os.setresgid(SEALED_GID if gid != SEALED_GID else SEALED_GID - 1, gid, gid)
+    else:
+        os.setgid(gid)
+    os.setuid(uid)
 
 
 def own_pipes() -> None:
