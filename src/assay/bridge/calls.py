@@ -95,8 +95,9 @@ async def translate(
             "invalid_request_error",
             f"the bridge cannot translate this request for {model.name}: {exc}",
         )
+    key = request_digest(request)  # as the model gets it: what the wire adds is left out
     request = dataclasses.replace(request, script_vars=dict(session.script_vars))
-    again = _not_again(session, body)
+    again = _not_again(session, key)
     if again is not None:
         log.refused = True  # no model is asked: not a model call of the row
         return _failed(session, log, protocol, FAILED, "api_error", again)
@@ -107,7 +108,7 @@ async def translate(
         )
     except ModelError as exc:
         log.attempts = record.attempts
-        _note_failure(session, exc, body)
+        _note_failure(session, exc, key)
         return _failed(session, log, protocol, FAILED, "api_error", str(exc))
     except Exception as exc:  # a provider's bug answers this call, never the whole server
         log.attempts = record.attempts
@@ -138,34 +139,38 @@ FAILED = 400
 """The status of a call whose model failed (see the module docstring)."""
 
 
-def _note_failure(session: BridgeSession, exc: ModelError, body: Any) -> None:
+def _note_failure(session: BridgeSession, exc: ModelError, key: str) -> None:
     """Remember a call that failed so the row does not call the model for it again: one
     that failed as an outage does (the server down, overloaded, rate-limiting) after the
     bridge's own retries answers every later call of the row; any other failure (the model
-    refused the request: a 400) answers the same request sent again. Claude Code sends six
-    requests after a failure, whatever its retry setting or the status, and a real endpoint
-    got each of them (every one retried on top, for an outage)."""
+    refused the request: a 400) answers the same request (``key``, :func:`request_digest`)
+    sent again. Claude Code sends six requests after a failure, whatever its retry setting
+    or the status (each dropping a feature a translated model never sees), and a real
+    endpoint got each of them (every one retried on top, for an outage)."""
     if isinstance(exc, TransientModelError) or isinstance(exc.__cause__, TransientModelError):
         session.outage = str(exc)
     else:
-        session.failed_requests[request_digest(body)] = str(exc)
+        session.failed_requests[key] = str(exc)
 
 
-def _not_again(session: BridgeSession, body: Any) -> str | None:
-    """Why this call is answered without the model (:func:`_note_failure`), or ``None``."""
+def _not_again(session: BridgeSession, key: str) -> str | None:
+    """Why this call (its :func:`request_digest`) is answered without the model
+    (:func:`_note_failure`), or ``None``."""
     if session.outage is not None:
         return (f"{session.outage} (the model was not called again: this row's earlier call "
                 "failed after the bridge's retries)")  # fmt: skip
-    failed = session.failed_requests.get(request_digest(body)) if session.failed_requests else None
+    failed = session.failed_requests.get(key)
     if failed is None:
         return None
     return (f"{failed} (the model was not called again: this row sent the same request "
             "before, and it failed)")  # fmt: skip
 
 
-def request_digest(body: Any) -> str:
-    """SHA-256 of a request body's JSON with its keys sorted: one request sent twice."""
-    text = json.dumps(body, sort_keys=True, ensure_ascii=False, default=str)
+def request_digest(request: Any) -> str:
+    """SHA-256 of a request: a body's JSON with its keys sorted (passed through as sent), or
+    a translated :class:`~assay.providers.base.ModelRequest`'s text (what the model gets:
+    two bodies that differ only in what the translation drops are one request)."""
+    text = json.dumps(request, sort_keys=True, ensure_ascii=False, default=repr)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -245,7 +250,8 @@ async def forward(
         hit = model.cache.get_raw(cache_key)
         if hit is not None:
             return _replayed(session, log, hit, sent_model)
-    again = _not_again(session, body)
+    key = request_digest(body)  # passed through as sent
+    again = _not_again(session, key)
     if again is not None:
         log.refused = True  # no model is asked: not a model call of the row
         return _failed(session, log, "anthropic", FAILED, "api_error", again)
@@ -256,7 +262,7 @@ async def forward(
         )
     except ModelError as exc:
         log.attempts = record.attempts
-        _note_failure(session, exc, body)
+        _note_failure(session, exc, key)
         return _failed(session, log, "anthropic", FAILED, "api_error", str(exc))
     log.attempts = record.attempts
     response = forwarded.response
