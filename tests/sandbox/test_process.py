@@ -329,6 +329,12 @@ def test_exit_text_names_the_limit_behind_an_error_the_program_printed() -> None
         "(EMFILE: a process may not open more files than sandbox.limits.max_open_files)"
     )
     assert exit_text(1, stderr="File too large\n" + "x" * 5000) == "exited with code 1"
+    node = "Error: EFBIG: file too large, write\n    at Object.writeSync (node:fs:927:3)\n"
+    assert "max_file_size_mb" in exit_text(1, stderr=node)  # Node's and Go's: lower case
+    assert "max_open_files" in exit_text(1, stderr="open x: too many open files\n")
+    assert "max_open_files" in exit_text(1, stderr="Error: EMFILE, open 'f'\n")
+    assert exit_text(1, stderr="EMFILES and EFBIGGER\n") == "exited with code 1"  # words only
+    assert exit_text(1, stderr=efbig, limits=False) == "exited with code 1"  # tempdir sets none
     assert exit_text(0, stderr=efbig) == "exited with code 0"  # a success names nothing
     assert exit_text(153, stderr=efbig) == (  # the signal, when one ended it
         "exited with code 153 (SIGXFSZ: a file grew past sandbox.limits.max_file_size_mb)"

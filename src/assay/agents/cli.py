@@ -309,7 +309,8 @@ async def run_cli(
         _merge_calls(transcript, session.calls)
     transcript.usage_source = "bridge" if session is not None else "cli"
     early = watch.record if watch is not None else None
-    status, error = _status(name, result, ending, session, context.timeout, early)
+    status, error = _status(name, result, ending, session, context.timeout, early,
+                            limits=context.jail is not None)  # fmt: skip
     transcript.stop_reason = transcript.stop_reason or _stop_reason(status, ending)
     if ending.final is not None and not any(e.kind == "final" for e in transcript.events):
         transcript.add(TranscriptEvent("final", time.time_ns(), text=ending.final))
@@ -438,6 +439,8 @@ def _status(
     session: BridgeSession | None,
     timeout: float,
     early: EarlyStopRecord | None = None,
+    *,
+    limits: bool = True,
 ) -> tuple[OutcomeStatus, str | None]:
     if session is not None and session.stopped is not None:
         return session.stopped, session.stop_message
@@ -454,7 +457,7 @@ def _status(
         return "error", f"the {name} CLI ended with an API error: {cause}"
     if result.exit_code != 0:
         stderr = tail(result.stderr.strip(), 500)
-        said = exit_text(result.exit_code, stderr=result.stderr)
+        said = exit_text(result.exit_code, stderr=result.stderr, limits=limits)
         return "error", f"the {name} CLI {said}" + (
             f": {stderr}" if stderr else " without a result"
         )

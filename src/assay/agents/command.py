@@ -102,7 +102,9 @@ class CommandRunner(Agent[CommandAgent]):
             outcome.error = f"the agent command was killed after {seconds:g} s"
         elif result.exit_code != 0:
             outcome.status = "error"
-            said = exit_text(result.exit_code, stderr=result.stderr)
+            said = exit_text(
+                result.exit_code, stderr=result.stderr, limits=context.jail is not None
+            )  # tempdir sets none
             outcome.error = f"the agent command {said}" + (
                 f": {tail(result.stderr.strip(), 500)}" if result.stderr.strip() else ""
             )

@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import errno
 import os
+import re
 import signal
 import sys
 import threading
@@ -717,27 +718,29 @@ LIMIT_SIGNALS = {
 }
 
 
-LIMIT_ERRORS = {
-    os.strerror(errno.EFBIG): "EFBIG: a file may not grow past sandbox.limits.max_file_size_mb",
-    os.strerror(errno.EMFILE): "EMFILE: a process may not open more files than "
-    "sandbox.limits.max_open_files",
-}
-"""What a program that handles the error itself prints (``strerror``: ``File too large``,
-``Too many open files``; Python ignores ``SIGXFSZ`` and raises ``OSError``) → the limit."""
+LIMIT_ERRORS = (
+    (errno.EFBIG, "EFBIG: a file may not grow past sandbox.limits.max_file_size_mb"),
+    (errno.EMFILE, "EMFILE: a process may not open more files than sandbox.limits.max_open_files"),
+)
+"""What a program that handles the error itself prints → the limit: the C library's text
+(``File too large``, ``Too many open files``; Python ignores ``SIGXFSZ`` and raises
+``OSError``), in any case (Node and Go write it in lower case), or the error's name."""
 
 
-def exit_text(code: int | None, *, stderr: str = "") -> str:
+def exit_text(code: int | None, *, stderr: str = "", limits: bool = True) -> str:
     """``exited with code N``, naming the signal that ended the program when ``N`` says one
     did (``-N`` from the kernel, ``128 + N`` from a shell, the POSIX convention), and the
-    ``sandbox.limits`` field behind ``SIGXFSZ`` and ``SIGXCPU``, or behind an error of
-    :data:`LIMIT_ERRORS` that the last lines of the program's ``stderr`` show."""
+    ``sandbox.limits`` field behind ``SIGXFSZ`` and ``SIGXCPU``, or (``limits``: the driver
+    set them; ``tempdir`` does not) behind an error of :data:`LIMIT_ERRORS` that the last
+    lines of the program's ``stderr`` show."""
     text = f"exited with code {code}"
     if code is None or code == 0:
         return text
     number = -code if code < 0 else code - 128 if 128 < code < 128 + signal.NSIG else None
     if number is None:
-        last = stderr[-2000:]
-        shown = [why for error, why in LIMIT_ERRORS.items() if error in last]
+        last = stderr[-2000:].lower() if limits else ""
+        shown = [why for error, why in LIMIT_ERRORS if os.strerror(error).lower() in last
+                 or re.search(rf"\b{errno.errorcode[error].lower()}\b", last)]  # fmt: skip
         return f"{text} ({'; '.join(shown)})" if shown else text
     try:
         name = signal.Signals(number)

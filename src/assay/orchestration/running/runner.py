@@ -642,7 +642,9 @@ class Runner:
             row.pre_run.append(result)
             row.note(f"pre_run {command.command!r}: {_ended(result)}")
             if command.fail_on_error and result.exit_code != 0:
-                why = result.error or exit_text(result.exit_code, stderr=result.stderr or "")
+                why = result.error or exit_text(
+                    result.exit_code, stderr=result.stderr or "", limits=sandbox.jail is not None
+                )
                 said = tail((result.stderr or result.stdout).strip(), 500)
                 return f"pre_run command {command.command!r} {why}" + (f": {said}" if said else "")
         return None
