@@ -150,3 +150,36 @@ def test_codex_resumes_its_session_across_three_exchanges(tmp_path: Path) -> Non
     summary = record["transcript"]
     assert summary["cli_usage"]["total"] == summary["usage"]["total"] > 0
     assert summary["usage_difference"] is None
+
+
+FAILING_TURN = """\
+replies:
+  - match: "(?s)greeting.*second line"
+    search: request
+    steps:
+      - tool: exec_command
+        input: {cmd: "echo world >> hello.txt"}
+      - error: "the model refused this request"
+        status: 400
+  - match: "greeting"
+    steps:
+      - tool: exec_command
+        input: {cmd: "echo hello > hello.txt"}
+      - reply: "I wrote hello.txt. Anything else?"
+"""
+
+
+def test_a_codex_dialog_whose_last_turn_failed_claims_no_cli_count(tmp_path: Path) -> None:
+    """A break-test: Codex reports no usage for a failed turn (``turn.failed``), so its own
+    count of the dialog was short by that turn and a difference from the bridge's was
+    recorded; the CLI's count is unknown then, as in a one-turn row that failed."""
+    write(tmp_path / "agent.yaml", FAILING_TURN)
+    write(tmp_path / "user.yaml", USER)
+    claude = "{type: claude-code, model: mock/agent.yaml, allowed_tools: [Write, Bash, Read]}"
+    write(tmp_path / "task.yaml", TASK.replace(claude, "{type: codex, model: mock/agent.yaml}"))
+    run_assay("run", "task.yaml", cwd=tmp_path, env={"PATH": codex_path()})
+    record = task_json(tmp_path, "greet", ".")
+    assert record["final_status"] == "ERROR", record["error_message"]
+    summary = record["transcript"]
+    assert summary["usage"]["total"] > 0  # the bridge's count of both turns
+    assert summary["cli_usage"] is None and summary["usage_difference"] is None

@@ -70,14 +70,15 @@ class DialogState:
 
     def turn_usage(self, total: TokenBuckets | None) -> TokenBuckets | None:
         """This turn's own tokens from the running total of the session a CLI reported at
-        the turn's end: the total less the previous turn's when this turn resumed the
-        session (the total as it is otherwise, or when it is not above the previous one in
-        every bucket); the total is kept for the next turn."""
+        the turn's end: the total less the last one reported when this turn resumed the
+        session (the total as it is otherwise, or when it is not above that one in every
+        bucket); the total is kept for the next turn. A turn that reported none (Codex's
+        ``turn.failed``) keeps the one before, so the next turn's count holds its tokens."""
         before = self.session_usage if self.session_id else None
+        if total is None:
+            return None
         self.session_usage = total
-        if total is None or before is None:
-            return total
-        return total.since(before) or total
+        return total if before is None else total.since(before) or total
 
 
 @dataclass

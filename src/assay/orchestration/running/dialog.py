@@ -298,7 +298,8 @@ class _Dialog:
 
     def _transcript(self, status: OutcomeStatus) -> Transcript:
         """The turns' transcripts one after another, each after the user message it
-        answered; the CLI's facts of the last turn, its own usage summed."""
+        answered; the CLI's facts of the last turn, its own usage summed (unknown when the
+        last turn reported none: a failed Codex turn's tokens are in no later report)."""
         parts = [o.transcript for o in self.outcomes if o.transcript is not None]
         last = parts[-1] if parts else None
         transcript = Transcript(
@@ -310,7 +311,7 @@ class _Dialog:
             usage_source=last.usage_source if last else None,
         )  # fmt: skip
         cli_usages = [p.cli_usage for p in parts if p.cli_usage is not None]
-        if cli_usages:
+        if cli_usages and parts[-1].cli_usage is not None:  # else the CLI's count is short
             transcript.cli_usage = sum(cli_usages[1:], cli_usages[0])
         cli_costs = [p.cli_cost_usd for p in parts if p.cli_cost_usd is not None]
         transcript.cli_cost_usd = sum(cli_costs) if cli_costs else None
