@@ -205,3 +205,16 @@ def test_a_kept_copy_of_a_sandbox_keeps_a_sparse_files_holes(tmp_path: Path) -> 
         handle.seek(24 << 20)
         assert handle.read(6) == b"middle"
     assert (copy / "dense.txt").read_text() == "plain\n" * 1000
+
+
+def test_a_named_pipe_given_to_the_sparse_copy_is_refused_not_opened(tmp_path: Path) -> None:
+    """Opening a FIFO for reading blocks until a writer comes: the copy refuses it as
+    ``shutil.copy2`` does (a template folder's FIFO), never hangs."""
+    import shutil
+
+    from assay.results.sparse import copy_file
+
+    os.mkfifo(tmp_path / "pipe")
+    with pytest.raises(shutil.SpecialFileError, match="named pipe"):
+        copy_file(tmp_path / "pipe", tmp_path / "copy")
+    assert not (tmp_path / "copy").exists()

@@ -13,6 +13,7 @@ from __future__ import annotations
 import errno
 import os
 import shutil
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
@@ -24,7 +25,8 @@ Extent = tuple[int, int]
 SMALL_HOLE = 1 << 20
 """A hole shorter than this (bytes) is read as the zeros it holds, with the data on either
 side: a file of a byte every 8 KiB is thousands of stretches, each read and scanned alone
-cost far more than reading it whole (a break-test: 100 MB in 8.2 s, 0.6 s whole)."""
+cost far more than reading it whole (a break-test: a secret scan of 100 MB took 73 s, and
+5 s read whole)."""
 
 
 def data_extents(fd: int, size: int) -> list[Extent]:
@@ -99,8 +101,11 @@ def copy_file(source: str | Path, target: str | Path) -> str | Path:
     serves as :func:`shutil.copytree`'s ``copy_function``.
 
     Raises:
-        OSError: ``source`` cannot be read or ``target`` written.
+        OSError: ``source`` cannot be read or ``target`` written (``shutil.SpecialFileError``
+            for a named pipe, as ``copy2``: opening one would block).
     """
+    if not stat.S_ISREG(os.stat(source).st_mode):
+        return shutil.copy2(source, target)
     with open(source, "rb") as reader:
         fd = reader.fileno()
         size = os.fstat(fd).st_size
