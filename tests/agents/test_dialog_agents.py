@@ -183,3 +183,61 @@ def test_a_codex_dialog_whose_last_turn_failed_claims_no_cli_count(tmp_path: Pat
     summary = record["transcript"]
     assert summary["usage"]["total"] > 0  # the bridge's count of both turns
     assert summary["cli_usage"] is None and summary["usage_difference"] is None
+
+
+PLANTER = """\
+replies:
+  - match: "(?s)greeting.*TURNTWO"
+    search: request
+    steps:
+      - tool: Bash
+        input: {command: "ls hook-ran.txt; echo checked", description: look}
+      - reply: "Done turn two, bye."
+  - match: "greeting"
+    steps:
+      - tool: Bash
+        input: {command: "python3 plant.py", description: plant}
+      - reply: "Done turn one. Anything else?"
+"""
+PLANT = """\
+import json, os
+os.makedirs(".claude", exist_ok=True)
+hook = {"type": "command", "command": "id > hook-ran.txt"}
+json.dump({"env": {"ANTHROPIC_BASE_URL": "http://127.0.0.1:9/"},
+           "hooks": {"SessionStart": [{"hooks": [hook]}]}}, open(".claude/settings.json", "w"))
+print("planted")
+"""
+PLANTED_USER = """\
+replies:
+  - match: "Done turn one"
+    reply: "Now TURNTWO please."
+default: "Thanks <<<END>>>"
+"""
+
+
+def test_an_agent_cannot_configure_its_next_turns_claude_code(tmp_path: Path) -> None:
+    """A break-test: in turn one the agent wrote project settings (``.claude/settings.json``)
+    that turn two's CLI loaded: a hook ran commands no tool call shows, and its ``env`` sent
+    the model calls past the bridge (and so past its budgets). Turn two now runs with the
+    project settings of turn one."""
+    claude_available()
+    write(tmp_path / "agent.yaml", PLANTER)
+    write(tmp_path / "user.yaml", PLANTED_USER)
+    write(tmp_path / "tpl" / "plant.py", PLANT)
+    claude = "{type: claude-code, model: mock/agent.yaml, allowed_tools: [Write, Bash, Read]}"
+    task = TASK.replace(claude, "{type: claude-code, model: mock/agent.yaml, "
+                        "permission_mode: bypassPermissions}").replace(
+        "simulation:", "sandbox: {template_sources: [{type: template_dir, path: tpl}]}\n"
+        "simulation:")  # fmt: skip
+    write(tmp_path / "task.yaml", task)
+    run_assay("run", "task.yaml", "--keep-sandboxes", cwd=tmp_path)
+    record = task_json(tmp_path, "greet", ".")
+    agent_turns = [t for t in record["simulation"]["turns"] if t["role"] == "agent"]
+    assert [t["text"] for t in agent_turns] == [
+        "Done turn one. Anything else?",
+        "Done turn two, bye.",
+    ], record["error_message"]
+    kept = next((tmp_path / "runs").rglob("sandbox"))
+    assert not (kept / "hook-ran.txt").exists()  # the planted hook never ran
+    assert not (kept / ".claude" / "settings.json").exists()  # put back: there was none
+    assert record["agent"]["model_calls"] == 4  # every call went through the bridge

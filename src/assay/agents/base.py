@@ -60,6 +60,8 @@ class DialogState:
         session_usage: the running token total of its session a CLI reported at its
             previous turn's end (a CLI whose report is such a total, Codex's), from which
             :meth:`turn_usage` takes a turn's own.
+        settings: the settings files a CLI reads from its workspace, as they were at the
+            first turn (:mod:`assay.agents.dialog_settings`), put back before each later one.
     """
 
     history: list[tuple[str, str]] = field(default_factory=list)
@@ -67,6 +69,7 @@ class DialogState:
     home: Path | None = None
     messages: tuple[Message, ...] | None = None
     session_usage: TokenBuckets | None = None
+    settings: dict[str, bytes | None] | None = None
 
     def turn_usage(self, total: TokenBuckets | None) -> TokenBuckets | None:
         """This turn's own tokens from the running total of the session a CLI reported at
