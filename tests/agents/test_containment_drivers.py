@@ -11,6 +11,7 @@ same calls do escape a ``tempdir`` sandbox."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -242,3 +243,43 @@ def test_what_the_agent_left_running_ended_with_it(runs: dict[str, Any]) -> None
     assert runs["left"] == []
     texts = tool_results(runs["cwd"], "claude", "r1") + tool_results(runs["cwd"], "codex", "r1")
     assert sum("left" in t for t in texts) == 2  # both did start one
+
+
+ENV_SCRIPT = """\
+replies:
+  - match: "env"
+    steps:
+      - tool: Bash
+        input: {command: "echo tz=$TZDIR tmp=${TMPDIR:+set}; id -g", description: env}
+      - reply: "done"
+"""
+
+
+@pytest.mark.parametrize(("env", "sealed"), [("{}", True), ("{TZDIR: /opt/tz}", False)])
+def test_a_variable_a_sealed_cli_would_lose_leaves_it_unsealed(
+    tmp_path: Path, env: str, sealed: bool
+) -> None:
+    """A break-test: sealed, a CLI runs in secure-execution mode, where the C library drops
+    ``TZDIR``, ``LD_*`` and the like and Node ignores ``NODE_OPTIONS``: a task that sets one
+    in ``agent.env`` gets its CLI unsealed, and the variable reaches it and its commands."""
+    claude_available()
+    if os.geteuid() != 0:
+        pytest.skip("a CLI is sealed only when assay runs as root")
+    write(tmp_path / "script.yaml", ENV_SCRIPT)
+    agent = (
+        "{type: claude-code, model: mock/script.yaml, permission_mode: bypassPermissions, "
+        f"env: {env}}}"
+    )
+    write(
+        tmp_path / "t.yaml",
+        f"task_id: e\ndescription: d\ninitial_prompt: env\nagent: {agent}\n"
+        "sandbox: {driver: bwrap}\nsuccess_criteria: [{type: response_match, expected: done}]\n",
+    )
+    done = run_assay("run", "t.yaml", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    said = next(t for t in tool_results(tmp_path, "e", ".") if "tz=" in t)
+    if sealed:  # the shell it runs drops to the seal's group; the C library dropped TMPDIR
+        assert said.split() == ["tz=", "tmp=", "65534"], said
+    else:
+        assert said.split()[:2] == ["tz=/opt/tz", "tmp=set"], said
+        assert said.split()[2] != "65534"

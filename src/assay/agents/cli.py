@@ -166,7 +166,9 @@ class CliEnding:
 @dataclass
 class CliLaunch:
     """How to start the CLI for one row: argv, environment, standard input, the folders it
-    reads (its installation, plugins) and writes (its home) besides the sandbox's."""
+    reads (its installation, plugins) and writes (its home) besides the sandbox's, and
+    whether it is sealed from the commands it runs (:meth:`Jail.command
+    <assay.sandbox.bwrap.Jail.command>`)."""
 
     argv: list[str]
     env: dict[str, str]
@@ -174,6 +176,7 @@ class CliLaunch:
     cleanup: list[Path] = field(default_factory=list)
     readable: list[Path] = field(default_factory=list)
     writable: list[Path] = field(default_factory=list)
+    sealed: bool = True
 
     def contained(self, context: AgentContext, *, bridge: bool) -> tuple[list[str], dict[str, str]]:
         """argv and environment, inside the row's bwrap sandbox when it has one; a CLI on
@@ -183,7 +186,8 @@ class CliLaunch:
             argv, env = context.jail.command(self.argv, env=self.env, cwd=context.sandbox,
                                              readable=self.readable, writable=self.writable,
                                              bridge=bridge, agent=True,
-                                             network=not bridge)  # fmt: skip
+                                             network=not bridge,
+                                             sealed=self.sealed)  # fmt: skip
         return (argv if context.groups is None else context.groups.enter(argv)), env
 
 

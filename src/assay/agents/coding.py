@@ -44,6 +44,7 @@ from assay.agents.skill_rules import SkillRule
 from assay.bridge import BridgeSession
 from assay.errors import UserError
 from assay.providers.pool import ModelKey
+from assay.sandbox.bwrap import seal_lost
 from assay.sandbox.mounts import install_root
 from assay.spec.coding_agents import CodingAgent
 
@@ -218,6 +219,7 @@ class CliAgent(Agent[Config]):
                 *(f for server in context.tool_servers.values() for f in server.readable),
             ],
             writable=[home, *launch.writable],
+            sealed=not seal_lost([*self.config.env, *self.config.env_passthrough]),
         )
         return await run_cli(context, name=self.type_name, launch=launch, parser=parser,
                              session=session, span=span)  # fmt: skip

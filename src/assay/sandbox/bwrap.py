@@ -192,6 +192,7 @@ class Jail:
         bridge: bool = False,
         agent: bool = False,
         network: bool = False,
+        sealed: bool = True,
     ) -> tuple[list[str], dict[str, str]]:
         """The argv and environment that run ``argv`` in this sandbox.
 
@@ -206,6 +207,9 @@ class Jail:
             agent: a coding agent: the task file's folder stays hidden from it.
             network: this program needs the host's network (a CLI on its own credentials,
                 ``route: direct``), whatever ``sandbox.network`` says.
+            sealed: with ``agent``, the CLI is sealed from the commands it runs when assay
+                runs as root (:func:`assay.sandbox.jail_init.become`); off for one whose
+                environment needs what a sealed program loses (:data:`SEAL_LOST`).
         """
         network = network or self.network
         extra = [Path(os.path.abspath(p)) for p in writable]
@@ -242,7 +246,7 @@ class Jail:
         if forward and link is not None:
             args += ["--ro-bind", str(link.socket), str(link.socket)]
         args += ["--remount-ro", "/", "--chdir", os.path.abspath(cwd or self.root), "--"]
-        args += self._first(argv, link if forward else None, sealed=agent)
+        args += self._first(argv, link if forward else None, sealed=agent and sealed)
         return args, self._environment(env, extra)
 
     def _limits(self) -> dict[str, int]:
@@ -331,6 +335,39 @@ class Jail:
         remove_tree(self.home)
         if self.accounts is not None:
             remove_tree(self.accounts)
+
+
+SEAL_LOST = frozenset(
+    {
+        "NODE_OPTIONS",
+        "NODE_EXTRA_CA_CERTS",
+        "NODE_ICU_DATA",
+        "OPENSSL_CONF",
+        "SSL_CERT_FILE",
+        "SSL_CERT_DIR",
+        "GCONV_PATH",
+        "GETCONF_DIR",
+        "HOSTALIASES",
+        "LOCALDOMAIN",
+        "LOCPATH",
+        "MALLOC_TRACE",
+        "NIS_PATH",
+        "NLSPATH",
+        "RESOLV_HOST_CONF",
+        "RES_OPTIONS",
+        "TZDIR",
+    }
+)
+"""Variables a sealed program does not see (besides every ``LD_*`` and ``TMPDIR``): its real
+and effective groups differ, so the kernel runs it in secure-execution mode (``AT_SECURE``),
+in which the C library drops them and Node.js ignores its own; a task that sets one in
+``agent.env`` (or passes it through) gets its CLI unsealed (:func:`seal_lost`)."""
+
+
+def seal_lost(names: Iterable[str]) -> list[str]:
+    """Those of ``names`` a sealed program would not see (:data:`SEAL_LOST`, ``LD_*``; not
+    ``TMPDIR``, which only moves a CLI's temporary files to ``/tmp``)."""
+    return sorted(n for n in set(names) if n in SEAL_LOST or n.startswith("LD_"))
 
 
 _PRLIMIT = {"RLIMIT_NPROC": "nproc", "RLIMIT_NOFILE": "nofile", "RLIMIT_FSIZE": "fsize",

@@ -519,6 +519,7 @@ class DockerJail:
         bridge: bool = False,
         agent: bool = False,
         network: bool = False,
+        sealed: bool = True,
     ) -> tuple[list[str], dict[str, str]]:
         """The argv and environment that run ``argv`` in the row's container (see
         :meth:`assay.sandbox.bwrap.Jail.command` for the arguments; ``agent``: in a
@@ -535,7 +536,7 @@ class DockerJail:
         if agent:
             return self.agent_command(argv, env=env, cwd=cwd, readable=readable,
                                       writable=writable, bridge=bridge,
-                                      network=network)  # fmt: skip
+                                      network=network, sealed=sealed)  # fmt: skip
         back = [str(Path(os.path.abspath(p))) for p in writable
                 if not self._inside(Path(os.path.abspath(p)), writable_only=True)]  # fmt: skip
         if bridge or (network and self.network != "host"):
@@ -569,6 +570,7 @@ class DockerJail:
         writable: Iterable[Path] = (),
         bridge: bool = False,
         network: bool = False,
+        sealed: bool = True,
     ) -> tuple[list[str], dict[str, str]]:
         """A coding agent's CLI in a container of its own, from the row's image, removed
         with everything it started when the CLI ends: the row's folder its only writable
@@ -579,7 +581,8 @@ class DockerJail:
         socket mounted in behind ``127.0.0.1:port``. The CLI is started by
         :mod:`assay.sandbox.jail_init` (on the image's ``python3``), as root, which gives it
         output pipes of root's before it becomes the row's user
-        (:data:`OWN_OUTPUT_CAPABILITIES`).
+        (:data:`OWN_OUTPUT_CAPABILITIES`), sealed unless ``sealed`` is false
+        (:func:`assay.sandbox.bwrap.seal_lost`).
 
         Raises:
             SandboxError: the row's user cannot be given ``writable``.
@@ -603,7 +606,7 @@ class DockerJail:
         if link is not None:
             shown.append(Mount(link.socket, str(link.socket)))
         options = jail_init.arguments(
-            user=self.owner, own_output=True, sealed=True,
+            user=self.owner, own_output=True, sealed=sealed,
             forward=(link.port, str(link.socket)) if link is not None else None,
         )  # fmt: skip
         argv = ["python3", "-I", "-S", INIT, *options, "--", *argv]
