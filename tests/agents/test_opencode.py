@@ -239,3 +239,24 @@ def test_a_missing_cli_is_refused_with_how_to_install_it(tmp_path: Path) -> None
     assert done.returncode == 2, done.stderr
     assert "the opencode CLI was not found" in done.stderr
     assert "opencode-ai@1.18.33" in done.stderr and "make .tools/.installed-opencode" in done.stderr
+
+
+@pytest.mark.docker
+def test_opencode_works_in_a_docker_container_far_from_the_folder_assay_ran_in(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """A break-test: on docker every OpenCode row failed ("Unexpected server error"): the
+    row's ``PWD`` was the folder assay ran in, which OpenCode took for its project and which
+    the container does not have. A row's programs get no ``PWD`` of the host's."""
+    _, image = request.getfixturevalue("docker_image")
+    write(tmp_path / "script.yaml", SCRIPT)
+    write(tmp_path / "tasks" / "task.yaml", TASK.format(
+        task_id="note", agent="", rows=json.dumps([{"id": "a", "job": "note", "word": "dock"}]),
+        criteria=NOTE).replace("dataset:", f"sandbox: {{driver: docker, docker: {{image: "
+                               f"'{image}'}}}}\ndataset:"))  # fmt: skip
+    # run from tmp_path in a shell, which sets PWD (the container has no such folder)
+    done = run_assay("run", "tasks/task.yaml", cwd=tmp_path,
+                     env={"PATH": codex_path(), "PWD": str(tmp_path)})  # fmt: skip
+    assert "Traceback" not in done.stderr, done.stderr
+    result = task_json(tmp_path, "note", "a")
+    assert result["final_status"] == "SUCCESS", (result["error_message"], done.stderr)

@@ -41,6 +41,13 @@ def test_secrets_are_withheld_and_everything_else_passes() -> None:
                    "TOKENIZERS_PARALLELISM": "false"}  # fmt: skip
 
 
+def test_the_folders_assay_ran_in_are_not_a_programs() -> None:
+    host = {**HOST, "PWD": "/home/u/project", "OLDPWD": "/home/u"}
+    assert agent_environment(host) == agent_environment(HOST)
+    names = environment_names(host)
+    assert "PWD" not in names.received and "PWD" not in names.withheld  # not a secret either
+
+
 def test_passthrough_and_hidden_names() -> None:
     env = agent_environment(HOST, passthrough={"GITHUB_TOKEN", "NOT_SET_TOKEN"}, hidden={"MY_LLM"})
     assert env == {"PATH": "/bin", "HOME": "/home/u", "GITHUB_TOKEN": "gh-two",

@@ -5,7 +5,8 @@ host environment except those that hold a secret (:func:`assay.results.secrets.i
 plus the variables a run names as credentials, e.g. ``agent.api_key_env``), unless the task
 passes them on purpose (``agent.env_passthrough``, or Coder Eval's
 ``sandbox.docker.env_passthrough`` / ``env_passthrough_extra``). An agent's own ``env``
-block is added on top by the agent, as written in the task file.
+block is added on top by the agent, as written in the task file. ``PWD`` and ``OLDPWD``
+name the folders assay was run in, not a program's, and are left out (:data:`HOST_FOLDERS`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,12 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
 from assay.results.secrets import is_secret_name
+
+HOST_FOLDERS = frozenset({"PWD", "OLDPWD"})
+"""The shell's names of the folder assay was run in (and the one before): a row's program
+works in the row's folder, and a shell sets them anew; a program that is not one takes
+``PWD`` at its word (OpenCode looked for its project there, in a container where that folder
+is not, and failed every row)."""
 
 
 def withheld(name: str, *, passthrough: Collection[str], hidden: Collection[str]) -> bool:
@@ -37,7 +44,7 @@ def agent_environment(
     return {
         name: value
         for name, value in base.items()
-        if not withheld(name, passthrough=passthrough, hidden=hidden)
+        if name not in HOST_FOLDERS and not withheld(name, passthrough=passthrough, hidden=hidden)
     }
 
 
@@ -69,7 +76,7 @@ def environment_names(
     kept = agent_environment(base, passthrough=passthrough, hidden=hidden)
     return EnvironmentNames(
         received=sorted(kept),
-        withheld=sorted(set(base) - set(kept)),
+        withheld=sorted(set(base) - set(kept) - HOST_FOLDERS),
         passed_on_purpose=sorted(passthrough),
         missing=sorted(set(passthrough) - set(base)),
     )
