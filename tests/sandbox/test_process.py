@@ -317,6 +317,19 @@ def test_exit_text_names_the_signal_and_the_limit_behind_it() -> None:
     assert exit_text(255) == "exited with code 255"  # 128 + 127: no such signal
 
 
+def test_a_container_that_did_not_start_is_said_so_not_as_a_programs_exit() -> None:
+    """A break-test: every row of an image without ``sleep`` said "the agent command exited
+    with code 125", though no agent ran."""
+    from assay.sandbox.process import container_not_started
+
+    said = "noise\nassay: the row's container did not start (docker run, image i): no sleep\n"
+    assert container_not_started(125, said) == (
+        "the row's container did not start (docker run, image i): no sleep"
+    )
+    assert container_not_started(1, said) is None  # a program's own exit
+    assert container_not_started(125, "docker: invalid reference format\n") is None
+
+
 def test_exit_text_names_the_limit_behind_an_error_the_program_printed() -> None:
     """Python ignores SIGXFSZ: a write past max_file_size_mb is its ``OSError``, which named
     no limit (a break-test)."""

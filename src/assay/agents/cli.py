@@ -38,7 +38,13 @@ from assay.results.task_result import EarlyStopRecord
 from assay.results.trace import Span
 from assay.results.transcript import TokenBuckets, Transcript, TranscriptEvent
 from assay.results.transcript_otlp import to_spans
-from assay.sandbox.process import StreamResult, exit_text, stream_process, tail
+from assay.sandbox.process import (
+    StreamResult,
+    container_not_started,
+    exit_text,
+    stream_process,
+    tail,
+)
 from assay.spec.coding_agents import CodingAgent
 
 CLI_PREFIXES = CodingAgent.withheld_prefixes
@@ -460,6 +466,9 @@ def _status(
         cause = failed_call.error if failed_call is not None else ending.api_error
         return "error", f"the {name} CLI ended with an API error: {cause}"
     if result.exit_code != 0:
+        unstarted = container_not_started(result.exit_code, result.stderr)
+        if unstarted is not None:
+            return "error", unstarted
         stderr = tail(result.stderr.strip(), 500)
         said = exit_text(result.exit_code, stderr=result.stderr, limits=limits)
         return "error", f"the {name} CLI {said}" + (

@@ -208,8 +208,9 @@ def start_failure(config: dict[str, object], why: str) -> str:
     lines = why.strip().splitlines()[-10:]
     image = config["start"][-2]  # type: ignore[index]
     fix = ("; the image has no sleep on its PATH, the first program of each row's container "
-           "(sleep infinity): add it to the image (Debian: RUN apt-get install -y coreutils)"
-           if "exec sleep failed" in why else "")  # fmt: skip
+           "(sleep infinity): add it to the image (Debian: RUN apt-get install -y "
+           "--reinstall coreutils)" if "exec sleep failed" in why else "")  # fmt: skip
+    # assay.sandbox.process.NOT_STARTED: the words a row's error is found by
     return (f"assay: the row's container did not start ({config['engine']} run, image "
             f"{image}): " + "\n".join(lines) + fix + "\n")  # fmt: skip
 

@@ -727,6 +727,18 @@ LIMIT_ERRORS = (
 ``OSError``), in any case (Node and Go write it in lower case), or the error's name."""
 
 
+NOT_STARTED = "assay: the row's container did not start"
+"""How :mod:`assay.sandbox.docker_exec` (standard library only, so it writes the words
+itself) begins the message of a row's container that could not start; it exits 125."""
+
+
+def container_not_started(code: int | None, stderr: str) -> str | None:
+    """The message of a row's container that could not start (no program of the row ran),
+    from a docker program's exit ``code`` and ``stderr``; ``None`` otherwise."""
+    at = stderr.find(NOT_STARTED) if code == 125 else -1
+    return None if at < 0 else tail(stderr[at + len("assay: ") :].strip(), 1000)
+
+
 def exit_text(code: int | None, *, stderr: str = "", limits: bool = True) -> str:
     """``exited with code N``, naming the signal that ended the program when ``N`` says one
     did (``-N`` from the kernel, ``128 + N`` from a shell, the POSIX convention), and the
