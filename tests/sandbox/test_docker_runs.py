@@ -307,6 +307,8 @@ def test_a_resume_or_a_regrade_in_another_image_is_refused(
             "its Dockerfile, build context, base image or tag changed since, and its rows "
             "would run in two environments" in refused.stderr
         )
+        # pruned above too: restoring the Dockerfile alone would meet a second refusal
+        assert "restoring the Dockerfile is not enough" in refused.stderr, refused.stderr
 
 
 @pytest.mark.parametrize("what", ["no engine", "missing image", "no image"])

@@ -653,7 +653,9 @@ def image_identity(
         engine = find_engine(engine_of(task))
         tag = _dockerfile_tag(task, base_dir) if started is not None else None
         if started is not None and tag is not None and started.split(" ")[1:2] != [tag]:
-            return f"{engine.kind} {tag} {NOT_BUILT}"  # a resume's: refused without a build
+            # a resume's: refused without a build (and said whether the first is still held)
+            gone = "" if _still_held(engine, task, started) else FIRST_GONE
+            return f"{engine.kind} {tag} {NOT_BUILT}{gone}"
         if started is not None and _still_held(engine, task, started):
             return started  # its rows go on in the image the run started in, not rebuilt
         if build is None:  # no plan's answers (a regrade): a resume keeps a held tag
@@ -690,7 +692,7 @@ def image_key(task: TaskDefinition, base_dir: Path) -> ImageKey:
 def content_id(identity: str) -> str | None:
     """The content id of an :func:`image_identity` (``None``: unknown or not built)."""
     content = _parts(identity)[2]
-    return None if content in ("", "?", NOT_BUILT) else content
+    return None if content in ("", "?", NOT_BUILT, NOT_BUILT + FIRST_GONE) else content
 
 
 def _parts(identity: str) -> tuple[str, str, str]:
@@ -737,11 +739,19 @@ def refuse_other_images(
             f"task {task_id}{where} runs in the image {describe_image(now)} now, but "
             f"the run started in {describe_image(first)}: its Dockerfile, build context, "
             "base image or tag changed since, and its rows would run in two environments",
-            file=file, hint="restore the Dockerfile (or tag the image back) as it "
-            "was, or start a new run" + "".join(
+            file=file, hint=(_first_gone(first) if _parts(now)[2].endswith(FIRST_GONE) else
+            "restore the Dockerfile (or tag the image back) as it was, or start a new run")
+            + "".join(
                 f"; sandbox.docker.build.args names ${name}, which is not set here"
                 for name in unset),
         )  # fmt: skip
+
+
+def _first_gone(first: str) -> str:
+    """The hint when the Dockerfile changed and the first image is gone too."""
+    return (f"restoring the Dockerfile is not enough: the engine no longer holds the image the "
+            f"run started in either (removed since); `{_parts(first)[0]} load` a saved copy "
+            "of it and restore the Dockerfile, or start a new run")  # fmt: skip
 
 
 def _unset_build_args(task: TaskDefinition) -> list[tuple[str, str, str]]:
@@ -755,6 +765,10 @@ def _unset_build_args(task: TaskDefinition) -> list[tuple[str, str, str]]:
     return [(name, value, unset.group(1)) for name, value, unset in found if unset is not None]
 
 
+FIRST_GONE = "+first-gone"
+"""Added to :data:`NOT_BUILT` when the engine no longer holds the image the run started in
+either (a resume then needs more than the Dockerfile restored)."""
+
 NOT_BUILT = "not-built"
 """The content id of an :func:`image_identity` that was not built (it differs already)."""
 
@@ -763,7 +777,8 @@ def describe_image(identity: str) -> str:
     """``IMAGE (ENGINE, ID)`` of an :func:`image_identity`, its id cut to 12 hex digits (or
     ``not built``)."""
     engine, image, content = _parts(identity)
-    shown = "not built" if content == NOT_BUILT else content.removeprefix("sha256:")[:12]
+    built = not content.startswith(NOT_BUILT)
+    shown = content.removeprefix("sha256:")[:12] if built else "not built"
     return f"{image} ({engine}, {shown})"
 
 
