@@ -225,3 +225,23 @@ def test_a_named_pipe_given_to_the_sparse_copy_is_refused_not_opened(tmp_path: P
     with pytest.raises(shutil.SpecialFileError, match="named pipe"):
         copy_file(tmp_path / "pipe", tmp_path / "copy")
     assert not (tmp_path / "copy").exists()
+
+
+@pytest.mark.parametrize("at", [0, (1 << 20) - 10, (1 << 20) - (1 << 16) - 5, (3 << 20) - 40])
+def test_a_large_kept_file_is_redacted_wherever_its_secret_falls(tmp_path: Path, at: int) -> None:
+    """A large file is first looked at in overlapping blocks (its memory is spent only when
+    it changes): a secret across any cut of them is still found. The oracle: the whole file
+    redacted as one buffer."""
+    key = "sk-proj-kept-large-value-57"
+    redactor = Redactor()
+    redactor.add("OPENAI_API_KEY", key)
+    root = tmp_path / "sandbox"
+    data = bytearray(b"x" * (3 << 20))
+    data[at : at + len(key)] = key.encode()
+    path = root / "big.txt"
+    root.mkdir()
+    path.write_bytes(bytes(data))
+    write(root / "clean.txt", "y" * (3 << 20))
+    expected = Writer(redactor).redact_bytes(bytes(data))
+    assert Sandbox(root).redact(Writer(redactor)) == [path]
+    assert path.read_bytes() == expected and key.encode() not in expected

@@ -23,6 +23,7 @@ from pathlib import Path, PurePosixPath
 
 from assay.errors import SandboxError
 from assay.results.io import LogFolder, Writer
+from assay.results.secret_scan import SCAN_BLOCK, SCAN_OVERLAP
 from assay.results.sparse import copy_file, data_extents, read_range
 from assay.sandbox.bwrap import Jail
 from assay.sandbox.cli_shims import LOG_NAME, MOCKS_DIR, PROBLEMS_NAME, write_shims
@@ -395,8 +396,10 @@ def _redact_file(path: Path, writer: Writer) -> bool:
             _own(path, 0o600, info)
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         try:
-            pieces = [(start, read_range(fd, start, end))
-                      for start, end in data_extents(fd, info.st_size)]  # fmt: skip
+            extents = data_extents(fd, info.st_size)
+            if not any(_redacts(fd, start, end, writer) for start, end in extents):
+                return False  # read in blocks: a large file costs its memory only to change
+            pieces = [(start, read_range(fd, start, end)) for start, end in extents]
         finally:
             os.close(fd)
         redacted = [writer.redact_bytes(data) for _, data in pieces]
@@ -414,6 +417,21 @@ def _redact_file(path: Path, writer: Writer) -> bool:
         return True
     except OSError:
         return False
+
+
+def _redacts(fd: int, start: int, end: int, writer: Writer) -> bool:
+    """Whether ``writer`` changes anything in bytes ``start`` to ``end`` of the open file
+    ``fd``, read in blocks of :data:`~assay.results.secret_scan.SCAN_BLOCK` that overlap by
+    :data:`~assay.results.secret_scan.SCAN_OVERLAP` (so a secret across a cut is whole in
+    one of them)."""
+    step = SCAN_BLOCK - SCAN_OVERLAP
+    for offset in range(start, end, step):
+        block = read_range(fd, offset, min(end, offset + SCAN_BLOCK))
+        if writer.redact_bytes(block) is not block:
+            return True
+        if offset + SCAN_BLOCK >= end:
+            break
+    return False
 
 
 def _write_pieces(path: Path, pieces: list[tuple[int, bytes, int]], size: int) -> None:
