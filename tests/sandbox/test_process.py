@@ -348,6 +348,7 @@ def test_exit_text_names_the_limit_behind_an_error_the_program_printed() -> None
     assert "max_open_files" in exit_text(1, stderr="Error: EMFILE, open 'f'\n")
     assert exit_text(1, stderr="EMFILES and EFBIGGER\n") == "exited with code 1"  # words only
     assert exit_text(1, stderr=efbig, limits=False) == "exited with code 1"  # tempdir sets none
+    assert exit_text(153, limits=False) == "exited with code 153 (SIGXFSZ)"  # the host's limit
     assert exit_text(0, stderr=efbig) == "exited with code 0"  # a success names nothing
     assert exit_text(153, stderr=efbig) == (  # the signal, when one ended it
         "exited with code 153 (SIGXFSZ: a file grew past sandbox.limits.max_file_size_mb)"

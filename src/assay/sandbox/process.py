@@ -742,9 +742,9 @@ def container_not_started(code: int | None, stderr: str) -> str | None:
 def exit_text(code: int | None, *, stderr: str = "", limits: bool = True) -> str:
     """``exited with code N``, naming the signal that ended the program when ``N`` says one
     did (``-N`` from the kernel, ``128 + N`` from a shell, the POSIX convention), and the
-    ``sandbox.limits`` field behind ``SIGXFSZ`` and ``SIGXCPU``, or (``limits``: the driver
-    set them; ``tempdir`` does not) behind an error of :data:`LIMIT_ERRORS` that the last
-    lines of the program's ``stderr`` show."""
+    ``sandbox.limits`` field behind ``SIGXFSZ`` and ``SIGXCPU`` or behind an error of
+    :data:`LIMIT_ERRORS` that the last lines of the program's ``stderr`` show, when
+    ``limits`` (the driver set them; ``tempdir`` does not: there the host's limit was met)."""
     text = f"exited with code {code}"
     if code is None or code == 0:
         return text
@@ -758,5 +758,5 @@ def exit_text(code: int | None, *, stderr: str = "", limits: bool = True) -> str
         name = signal.Signals(number)
     except ValueError:
         return text
-    why = LIMIT_SIGNALS.get(name)
+    why = LIMIT_SIGNALS.get(name) if limits else None
     return f"{text} ({name.name}: {why})" if why else f"{text} ({name.name})"
