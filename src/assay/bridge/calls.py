@@ -95,9 +95,9 @@ async def translate(
             "invalid_request_error",
             f"the bridge cannot translate this request for {model.name}: {exc}",
         )
-    key = request_digest(request)  # as the model gets it: what the wire adds is left out
+    asked = request  # as the model gets it: what the wire adds is left out
     request = dataclasses.replace(request, script_vars=dict(session.script_vars))
-    again = _not_again(session, key)
+    again = _not_again(session, asked)
     if again is not None:
         log.refused = True  # no model is asked: not a model call of the row
         return _failed(session, log, protocol, FAILED, "api_error", again)
@@ -108,7 +108,7 @@ async def translate(
         )
     except ModelError as exc:
         log.attempts = record.attempts
-        _note_failure(session, exc, key)
+        _note_failure(session, exc, asked)
         return _failed(session, log, protocol, FAILED, "api_error", str(exc))
     except Exception as exc:  # a provider's bug answers this call, never the whole server
         log.attempts = record.attempts
@@ -139,27 +139,29 @@ FAILED = 400
 """The status of a call whose model failed (see the module docstring)."""
 
 
-def _note_failure(session: BridgeSession, exc: ModelError, key: str) -> None:
+def _note_failure(session: BridgeSession, exc: ModelError, request: Any) -> None:
     """Remember a call that failed so the row does not call the model for it again: one
     that failed as an outage does (the server down, overloaded, rate-limiting) after the
     bridge's own retries answers every later call of the row; any other failure (the model
-    refused the request: a 400) answers the same request (``key``, :func:`request_digest`)
-    sent again. Claude Code sends six requests after a failure, whatever its retry setting
+    refused the request: a 400) answers the same ``request`` (:func:`request_digest`) sent
+    again. Claude Code sends six requests after a failure, whatever its retry setting
     or the status (each dropping a feature a translated model never sees), and a real
     endpoint got each of them (every one retried on top, for an outage)."""
     if isinstance(exc, TransientModelError) or isinstance(exc.__cause__, TransientModelError):
         session.outage = str(exc)
     else:
-        session.failed_requests[key] = str(exc)
+        session.failed_requests[request_digest(request)] = str(exc)
 
 
-def _not_again(session: BridgeSession, key: str) -> str | None:
-    """Why this call (its :func:`request_digest`) is answered without the model
-    (:func:`_note_failure`), or ``None``."""
+def _not_again(session: BridgeSession, request: Any) -> str | None:
+    """Why this call's ``request`` is answered without the model (:func:`_note_failure`),
+    or ``None``; hashed only once a request of the row has failed (every call asks)."""
     if session.outage is not None:
         return (f"{session.outage} (the model was not called again: this row's earlier call "
                 "failed after the bridge's retries)")  # fmt: skip
-    failed = session.failed_requests.get(key)
+    if not session.failed_requests:
+        return None
+    failed = session.failed_requests.get(request_digest(request))
     if failed is None:
         return None
     return (f"{failed} (the model was not called again: this row sent the same request "
@@ -250,8 +252,7 @@ async def forward(
         hit = model.cache.get_raw(cache_key)
         if hit is not None:
             return _replayed(session, log, hit, sent_model)
-    key = request_digest(body)  # passed through as sent
-    again = _not_again(session, key)
+    again = _not_again(session, body)  # passed through as sent
     if again is not None:
         log.refused = True  # no model is asked: not a model call of the row
         return _failed(session, log, "anthropic", FAILED, "api_error", again)
@@ -262,7 +263,7 @@ async def forward(
         )
     except ModelError as exc:
         log.attempts = record.attempts
-        _note_failure(session, exc, key)
+        _note_failure(session, exc, body)
         return _failed(session, log, "anthropic", FAILED, "api_error", str(exc))
     log.attempts = record.attempts
     response = forwarded.response
