@@ -53,6 +53,47 @@ def test_refused_forks_count_only_those_since_the_last_look(tmp_path: Path) -> N
     assert kills == [0, 1, 0, 3]
 
 
+REFUSAL = (
+    "OCI runtime exec failed: exec failed: unable to start container process: "
+    "read init-p: connection reset by peer: unknown"
+)
+
+
+def test_a_copy_into_the_container_is_tried_again_while_the_runtime_could_not_start_it(
+    tmp_path: Path,
+) -> None:
+    """Found in CI: at ``max_pids: 8`` on a loaded machine, runc's own start process (its
+    threads count against the limit) failed now and then, and the prompt's copy was the
+    row's error, as a misleading "Permission denied" of the first try."""
+    tries = tmp_path / "tries"
+    script = (f"#!/bin/sh\necho x >> {tries}\n"
+              f"[ $(wc -l < {tries}) -gt 2 ] && {{ cat > /dev/null; exit 0; }}\n"
+              f"echo '{REFUSAL}' >&2\nexit 126\n")  # fmt: skip
+    engine = write(tmp_path / "engine", script)
+    engine.chmod(0o755)
+    config = {"engine": str(engine), "container": "c", "user": "1:1"}
+    folder = tmp_path / "assay-prompt-1"
+    write(folder / "prompt", "p")
+    assert _launcher().copy_in(config, str(folder)) == ""
+    assert len(tries.read_text().splitlines()) == 3
+
+
+def test_a_copy_that_fails_for_good_is_not_tried_again(tmp_path: Path) -> None:
+    tries = tmp_path / "tries"
+    missing = ('OCI runtime exec failed: exec failed: unable to start container process: '
+               'exec: "sh": executable file not found in $PATH: unknown')  # fmt: skip
+    script = f"#!/bin/sh\necho x >> {tries}\ncat > /dev/null\necho '{missing}' >&2\nexit 127\n"
+    engine = write(tmp_path / "engine", script)
+    engine.chmod(0o755)
+    config = {"engine": str(engine), "container": "c", "user": "1:1"}
+    folder = tmp_path / "assay-prompt-1"
+    write(folder / "prompt", "p")
+    said = _launcher().copy_in(config, str(folder))
+    assert "executable file not found" in said and "it needs sh and tar" in said
+    # the copy, then the parent's opening (under /tmp) that failed too: each once
+    assert len(tries.read_text().splitlines()) == 2
+
+
 def _docker_task(image: str) -> TaskDefinition:
     return assay.task({
         "task_id": "t", "description": "d", "initial_prompt": "p",

@@ -382,7 +382,7 @@ def test_a_row_out_of_processes_names_the_limit(
         r"sandbox\.limits\.max_pids \(8\)",
         result["agent"]["stderr_tail"],
     )
-    assert said is not None and int(said[1]) >= 1, result["agent"]
+    assert said is not None and int(said[1]) >= 1, result["agent"]["stderr_tail"]
 
 
 def test_a_coding_agents_command_out_of_processes_names_the_limit(

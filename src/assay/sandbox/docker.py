@@ -63,6 +63,7 @@ from assay.sandbox.bwrap import (
     give,
     soft_hard,
 )
+from assay.sandbox.docker_exec import START_TRIES, start_refused
 from assay.sandbox.docker_sweep import ROW_LABEL, owner_label
 
 LAUNCHER = Path(__file__).with_name("docker_exec.py")
@@ -764,12 +765,15 @@ class DockerJail:
         tmpfs's pages count against ``sandbox.limits.max_memory_mb``). What is mounted there
         (the row's folder, the task's, a prompt's) is left alone (:data:`SETTLE_SCRIPT`).
         Nothing to do before the container started; a failure leaves it as it was (the
-        criteria still run)."""
+        criteria still run; the engine's refusal to start it for a moment is tried again)."""
         if not (self.state / "started").exists():
             return
         with contextlib.suppress(OSError, subprocess.SubprocessError):
-            self.policy.engine.run("exec", "-u", f"{self.owner[0]}:{self.owner[1]}", self.name,
-                                   "sh", "-c", SETTLE_SCRIPT)  # fmt: skip
+            for _ in range(START_TRIES):  # the runtime's own start can meet max_pids
+                done = self.policy.engine.run("exec", "-u", f"{self.owner[0]}:{self.owner[1]}",
+                                              self.name, "sh", "-c", SETTLE_SCRIPT)  # fmt: skip
+                if not start_refused(done):
+                    break
 
     def close(self) -> None:
         """Remove the container and give the row's files back to the user running assay.

@@ -143,6 +143,39 @@ def since_last_look(config: dict[str, object], name: str, key: str, *files: str)
     return max(0, total - seen)
 
 
+START_TRIES = 5
+"""Times an engine's ``exec`` of one of this launcher's own helpers (a copy in or out, the
+program's input) is tried when the engine could not start its process (:func:`start_refused`),
+:data:`COUNT_PAUSE` seconds apart."""
+START_REFUSALS = (b"init-p", b"temporarily unavailable", b"connection reset")
+"""What the engine's runtime says when it could not start a process in the container for a
+moment (runc, Docker's and this machine's Podman's: ``OCI runtime exec failed: … read init-p:
+connection reset by peer``). The runtime's own start process (a Go program: its threads) is
+counted against the container's ``--pids-limit``, so at a small ``sandbox.limits.max_pids``
+a busy machine sees it now and then; a missing program or user is never tried again."""
+
+
+def exec_helper(args: list[str], data: bytes = b"") -> subprocess.CompletedProcess[bytes]:
+    """``subprocess.run`` of an engine's ``exec`` (``args``, ``data`` on its input, both
+    outputs captured), tried again (:data:`START_TRIES`) while :func:`start_refused`."""
+    for attempt in range(START_TRIES):
+        done = subprocess.run(args, input=data, capture_output=True, check=False)
+        if not start_refused(done) or attempt + 1 == START_TRIES:
+            break
+        time.sleep(COUNT_PAUSE)
+    return done
+
+
+def start_refused(
+    done: subprocess.CompletedProcess[bytes] | subprocess.CompletedProcess[str],
+) -> bool:
+    """Whether the engine could not start the process for a moment (:data:`START_REFUSALS`):
+    its runtime's message, and nothing else of the process (it never ran)."""
+    message = done.stderr if isinstance(done.stderr, bytes) else str(done.stderr).encode()
+    return (done.returncode != 0 and not done.stdout and b"OCI runtime" in message
+            and any(word in message for word in START_REFUSALS))  # fmt: skip
+
+
 COUNT_TRIES = 25
 """Times a cgroup count is read before it is taken as 0, :data:`COUNT_PAUSE` seconds apart:
 at the pids limit the reading program itself cannot start until the row's processes, being
@@ -177,7 +210,7 @@ def stdin_from_file(config: dict[str, object], command: list[str]) -> list[str]:
     path = f"/tmp/.assay-stdin-{str(config['marker']).partition('=')[2]}"
     write = [str(config["engine"]), "exec", "-i", "-u", str(config["user"]),
              str(config["container"]), "sh", "-c", f"cat > {path}"]  # fmt: skip
-    subprocess.run(write, input=data, capture_output=True, check=False)
+    exec_helper(write, data)
     return ["/bin/sh", "-c", f'exec "$@" < {path}', "sh", *command]
 
 
@@ -247,9 +280,9 @@ def copy_in(config: dict[str, object], path: str, *, owned: bool = False) -> str
               str(config["container"]), "sh", "-c", f"{{ chmod -R u+w '{path}'; rm -rf "
               f"'{path}'; }} 2>/dev/null; mkdir -p '{parent}' && tar -x "
               f"--no-same-owner -C '{parent}' && chmod -R {mode} '{path}'"]  # fmt: skip
-    done = subprocess.run(unpack, input=data.getvalue(), capture_output=True, check=False)
+    done = exec_helper(unpack, data.getvalue())
     if done.returncode != 0 and open_parent(config, parent):
-        done = subprocess.run(unpack, input=data.getvalue(), capture_output=True, check=False)
+        done = exec_helper(unpack, data.getvalue())
     if done.returncode != 0:
         return (f"assay: cannot copy {path} into the row's container (it needs sh and tar): "
                 + done.stderr.decode("utf-8", "replace").strip() + "\n")  # fmt: skip
@@ -269,7 +302,7 @@ def open_parent(config: dict[str, object], parent: str) -> bool:
     script = (f"mkdir -p '{parent}' && [ \"$(stat -c %d '{parent}')\" = "
               f"\"$(stat -c %d {scratch})\" ] && chmod 1777 '{parent}'")  # fmt: skip
     fix = [str(config["engine"]), "exec", "-u", "0", str(config["container"]), "sh", "-c", script]
-    return subprocess.run(fix, capture_output=True, check=False).returncode == 0
+    return exec_helper(fix).returncode == 0
 
 
 def copy_out(config: dict[str, object], path: str) -> None:
@@ -279,7 +312,7 @@ def copy_out(config: dict[str, object], path: str) -> None:
     pack = [str(config["engine"]), "exec", "-u", str(config["user"]), str(config["container"]),
             "tar", "-c",
             "-C", parent, os.path.basename(path.rstrip("/"))]  # fmt: skip
-    done = subprocess.run(pack, capture_output=True, check=False)
+    done = exec_helper(pack)
     if done.returncode != 0:
         return
     with tarfile.open(fileobj=io.BytesIO(done.stdout)) as archive:
