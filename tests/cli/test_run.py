@@ -314,3 +314,13 @@ def test_no_nan_in_any_json(tmp_path: Path) -> None:
     assert aggregate["metrics"]["mean"] is None
     assert aggregate["undefined_metrics"]["mean"] == "no graded rows"
     assert aggregate["metrics"]["completion_rate"] == 0.0
+
+
+def test_a_node_programs_error_names_its_message_not_only_its_stack(tmp_path: Path) -> None:
+    """A real Node failure: its stack alone filled the error's 500 characters."""
+    script = write(tmp_path / "fail.js", "require('fs').writeFileSync('/nonexistent/x', 'y')\n")
+    path = rows_task(tmp_path, f"node {script}", ["js"])
+    assay("run", str(path), cwd=tmp_path)
+    said = task_json(tmp_path, "rows", "js")["error_message"]
+    assert said.startswith("the agent command exited with code 1: "), said
+    assert "Error: ENOENT: no such file or directory, open '/nonexistent/x'" in said, said

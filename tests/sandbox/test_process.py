@@ -15,6 +15,7 @@ import pytest
 from assay.sandbox.process import (
     TAIL_BYTES,
     ProcessResult,
+    error_tail,
     exit_text,
     pidfd_child_watcher,
     run_process,
@@ -411,3 +412,38 @@ def test_past_the_cap_the_streams_end_is_kept_too_and_never_starts_inside_a_toke
     result = asyncio.run(run_process("cat out.txt", cwd=tmp_path, env={"PATH": "/usr/bin:/bin"},
                                      timeout=30, max_output_bytes=1000))  # fmt: skip
     assert result.stdout == "x" * 1000 and "above are its end" not in result.stdout_note
+
+
+NODE_FAILURE = (
+    "node:fs:2380\n    return binding.writeFileUtf8(\n           ^\n\n"
+    "Error: EFBIG: file too large, write\n"
+    + "".join(f"    at frame{n} (node:internal/modules/cjs/loader:{n}:{n})\n" for n in range(12))
+    + "  errno: -27,\n  code: 'EFBIG'\n}\n\nNode.js v20.20.2\n"
+)
+
+
+def test_an_errors_own_line_is_kept_in_front_of_a_stack_that_fills_the_tail() -> None:
+    """Found in review: a Node program's 500-character error tail was its stack alone; the
+    ``Error: …`` line above it (written first, as Node, the JVM and Go do) was cut away."""
+    said = error_tail(NODE_FAILURE)
+    assert said.startswith("Error: EFBIG: file too large, write …")
+    assert said.endswith("Node.js v20.20.2") and len(said) < 600
+    jvm = ("Exception in thread main java.lang.RuntimeException: outer\n\tat A.b(A.java:1)\n"
+           "Caused by: java.io.IOException: No space left on device\n"
+           + "\tat java.io.FileOutputStream.write(FileOutputStream.java:326)\n" * 12)  # fmt: skip
+    assert error_tail(jvm).startswith("Caused by: java.io.IOException: No space left on device …")
+    go = ("panic: open /x: too many open files\n\ngoroutine 1 [running]:\n"
+          + "main.main()\n\t/src/main.go:12 +0x1d\n" * 20)  # fmt: skip
+    assert error_tail(go).startswith("panic: open /x: too many open files …")
+
+
+def test_an_error_tail_is_the_plain_tail_where_nothing_was_cut_away() -> None:
+    python = "Traceback (most recent call last):\n" + '  File "x.py", line 1\n' * 40
+    python += "OSError: [Errno 27] File too large"
+    assert error_tail(python) == tail(python, 500)  # Python's message is last: kept already
+    assert error_tail("  boom \n") == "boom"
+    short = "Error: boom\n    at f (x.js:1:1)\n"
+    assert error_tail(short) == short.strip()
+    assert error_tail("x" * 2000) == tail("x" * 2000, 500)
+    long_cause = "Error: " + "y" * 600 + "\n" + "    at f (x.js:1:1)\n" * 40
+    assert error_tail(long_cause) == tail(long_cause.strip(), 500)

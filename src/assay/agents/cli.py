@@ -41,6 +41,7 @@ from assay.results.transcript_otlp import to_spans
 from assay.sandbox.process import (
     StreamResult,
     container_not_started,
+    error_tail,
     exit_text,
     stream_process,
     tail,
@@ -469,7 +470,7 @@ def _status(
         unstarted = container_not_started(result.exit_code, result.stderr)
         if unstarted is not None:
             return "error", unstarted
-        stderr = tail(result.stderr.strip(), 500)
+        stderr = error_tail(result.stderr)
         said = exit_text(result.exit_code, stderr=result.stderr, limits=limits)
         return "error", f"the {name} CLI {said}" + (
             f": {stderr}" if stderr else " without a result"

@@ -18,7 +18,7 @@ from assay.agents.base import Agent, AgentContext, AgentOutcome
 from assay.results.trace import Span
 from assay.results.transcript import Transcript, TranscriptEvent
 from assay.results.transcript_otlp import agent_attributes
-from assay.sandbox.process import container_not_started, exit_text, run_process, tail
+from assay.sandbox.process import container_not_started, error_tail, exit_text, run_process, tail
 from assay.spec.task import CommandAgent
 
 ENVIRONMENT_LIMIT = 64 * 1024
@@ -107,7 +107,7 @@ class CommandRunner(Agent[CommandAgent]):
             )  # tempdir sets none
             outcome.error = container_not_started(result.exit_code, result.stderr) or (
                 f"the agent command {said}"
-                + (f": {tail(result.stderr.strip(), 500)}" if result.stderr.strip() else "")
+                + (f": {error_tail(result.stderr)}" if result.stderr.strip() else "")
             )
         outcome.transcript = _transcript(outcome, shown=result.shown_stdout)
         span.attributes.update(agent_attributes(outcome.transcript))

@@ -712,6 +712,38 @@ def tail(text: str, limit: int = 2000) -> str:
     return clip_tail(text, limit)
 
 
+STACK_FRAME = re.compile(r"\s+at\s")
+"""A stack frame's line: Node's and the JVM's (``    at f (file.js:1:2)``)."""
+RUNTIME_FAILURE = re.compile(r"(panic|fatal error): ")
+"""Go's run-time failure, whose message comes before its goroutines' stacks."""
+CAUSE_SEARCH = 1 << 16
+"""Characters at the end of a program's output searched for its error's own line."""
+
+
+def error_tail(text: str, limit: int = 500) -> str:
+    """:func:`tail` of a failed program's output (``text``, stripped), with its error's own
+    line (:func:`error_line`) put in front when the cut dropped it: Node, the JVM and Go
+    write the message before a stack that alone can fill ``limit``."""
+    text = text.strip()
+    shown = tail(text, limit)
+    cause = error_line(text)
+    if not cause or cause in shown or len(cause) > limit:
+        return shown
+    return f"{cause} {shown}"
+
+
+def error_line(text: str) -> str:
+    """The line of ``text`` that states its error above a stack trace: the last one right
+    above a frame (:data:`STACK_FRAME`: Node's ``Error: EFBIG: file too large, write``, the
+    JVM's last ``Caused by: …``), else Go's last ``panic: …`` (:data:`RUNTIME_FAILURE`);
+    ``""`` for none (Python writes its message last, after the stack)."""
+    lines = text[-CAUSE_SEARCH:].splitlines()
+    for above, below in zip(reversed(lines[:-1]), reversed(lines[1:]), strict=True):
+        if STACK_FRAME.match(below) and above.strip() and not STACK_FRAME.match(above):
+            return above.strip()
+    return next((line.strip() for line in reversed(lines) if RUNTIME_FAILURE.match(line)), "")
+
+
 LIMIT_SIGNALS = {
     signal.SIGXFSZ: "a file grew past sandbox.limits.max_file_size_mb",
     signal.SIGXCPU: "the CPU time passed sandbox.limits.cpu_seconds",

@@ -76,7 +76,7 @@ from assay.results.transcript import TranscriptEvent
 from assay.results.transcript_otlp import from_session, from_trace
 from assay.sandbox.archive import pack
 from assay.sandbox.limit_counts import NOTHING_COUNTED, LimitCounts
-from assay.sandbox.process import end_marked_processes, exit_text, tail
+from assay.sandbox.process import end_marked_processes, error_tail, exit_text, tail
 from assay.sandbox.reaper import RowProcesses
 from assay.sandbox.tempdir import Sandbox, own_folder, restore_stand_ins
 from assay.sandbox.trees import remove_tree
@@ -645,7 +645,7 @@ class Runner:
                 why = result.error or exit_text(
                     result.exit_code, stderr=result.stderr or "", limits=sandbox.jail is not None
                 )
-                said = tail((result.stderr or result.stdout).strip(), 500)
+                said = error_tail(result.stderr or result.stdout)
                 return f"pre_run command {command.command!r} {why}" + (f": {said}" if said else "")
         return None
 
