@@ -743,3 +743,22 @@ def test_doctor_leaves_out_the_limits_the_engine_ignores(
         f"; {why}: max_memory_mb, max_cpus, max_pids not enforced")  # fmt: skip
     assert podman.limits == ("cpu_seconds", "max_file_size_mb", "max_open_files",
                              "max_output_mb", "max_log_mb")  # fmt: skip
+
+
+def test_an_image_whose_sleep_ends_at_once_is_named(
+    tmp_path: Path, docker_image: tuple[Engine, str]
+) -> None:
+    """Found by a helper (G7): a ``sleep`` that exits at once left each row's container
+    stopped with "it stopped at once (no message)" and nothing said of ``sleep``."""
+    _, image = docker_image
+    write(tmp_path / "image" / "Dockerfile", f"FROM {image}\n"
+          "RUN printf '#!/bin/sh\\nexit 0\\n' > \"$(command -v sleep)\"\n")  # fmt: skip
+    write(tmp_path / "t.yaml", "task_id: t\ndescription: d\ninitial_prompt: p\n"
+          "agent: {type: command, command: 'true'}\n"
+          "sandbox: {driver: docker, docker: {dockerfile_path: image/Dockerfile}}\n"
+          "success_criteria: [{type: file_exists, path: x, description: d}]\n")  # fmt: skip
+    run_assay("run", "t.yaml", cwd=tmp_path, env=env())
+    (result,) = results(tmp_path).values()
+    said = result["error_message"]
+    assert "container did not start" in said and "it stopped at once" in said, said
+    assert "ended at once, a sleep that waits (sleep infinity)" in said and "coreutils" in said

@@ -240,9 +240,15 @@ def start_failure(config: dict[str, object], why: str) -> str:
     to do when its init could not start ``sleep`` (an image without it)."""
     lines = why.strip().splitlines()[-10:]
     image = config["start"][-2]  # type: ignore[index]
-    fix = ("; the image has no sleep on its PATH, the first program of each row's container "
-           "(sleep infinity): add it to the image (Debian: RUN apt-get install -y "
-           "--reinstall coreutils)" if "exec sleep failed" in why else "")  # fmt: skip
+    if "exec sleep failed" in why:
+        fix = "; the image has no sleep on its PATH, the first program of each row's container"
+    elif why == STOPPED_AT_ONCE:
+        fix = "; the first program of each row's container ended at once, a sleep that waits"
+    else:
+        fix = ""
+    if fix:
+        fix += " (sleep infinity): add it to the image (Debian: RUN apt-get install -y "
+        fix += "--reinstall coreutils)"
     # assay.sandbox.process.NOT_STARTED: the words a row's error is found by
     return (f"assay: the row's container did not start ({config['engine']} run, image "
             f"{image}): " + "\n".join(lines) + fix + "\n")  # fmt: skip
@@ -256,6 +262,9 @@ def not_started(config: dict[str, object]) -> str:
     return start_failure(config, why) if why else ""
 
 
+STOPPED_AT_ONCE = "it stopped at once (no message)"
+
+
 def stopped(config: dict[str, object]) -> str:
     """``""`` when the row's container runs; else what it printed before it stopped."""
     engine, name = str(config["engine"]), str(config["container"])
@@ -264,7 +273,7 @@ def stopped(config: dict[str, object]) -> str:
     if state.stdout.strip() == "true":
         return ""
     logs = subprocess.run([engine, "logs", name], capture_output=True, text=True, check=False)
-    return (logs.stdout + logs.stderr).strip() or "it stopped at once (no message)"
+    return (logs.stdout + logs.stderr).strip() or STOPPED_AT_ONCE
 
 
 def copy_in(config: dict[str, object], path: str, *, owned: bool = False) -> str:
