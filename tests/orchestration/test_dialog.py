@@ -74,6 +74,18 @@ def run(tmp_path: Path, *, simulation: str = "", extra: str = "",
     return assay.run([str(task)], run_dir=str(tmp_path / "runs"), **options)
 
 
+def run_with_tools(tmp_path: Path, tools: str, *, limits: str, after_add: str) -> dict[str, Any]:
+    """The row of a dialog whose ``llm`` agent (``agent.yaml``, written by the test) has
+    ``tools`` and the task ``run_limits: {limits}``, on ``tempdir``."""
+    write(tmp_path / "user.yaml", USER.format(after_add=after_add))
+    text = TASK.replace("agent: {{type: llm, model: mock/agent.yaml}}",
+                        f"agent: {{{{type: llm, model: mock/agent.yaml, tools: [{tools}]}}}}\n"
+                        "sandbox: {{driver: tempdir}}")  # fmt: skip
+    task = write(tmp_path / "task.yaml", text.format(
+        extra=f"run_limits: {{{limits}}}\n", simulation=""))  # fmt: skip
+    return row(assay.run([str(task)], run_dir=str(tmp_path / "runs")))
+
+
 def row(result: assay.RunResult, replicate: int = 0) -> dict[str, Any]:
     path = result.run_dir / "default" / "calc" / f"{replicate:02d}" / "task.json"
     data: dict[str, Any] = json.loads(path.read_text())
@@ -218,6 +230,26 @@ def test_criteria_checked_every_turn_without_stopping_only_mark_the_turns(
     agent_turns = [t for t in record["simulation"]["turns"] if t["role"] == "agent"]
     assert [t["criteria_passed"] for t in agent_turns] == [False, True, False]
     assert record["final_status"] == "FAILURE"  # graded again at the end
+
+
+def test_a_per_turn_check_whose_judge_could_not_grade_is_marked_neither_way(
+    tmp_path: Path,
+) -> None:
+    """Found by a helper: a judge without a verdict after each turn was recorded as
+    "criteria did not pass" (``criteria_passed: false``, no error); not graded is neither."""
+    write(tmp_path / "judge.yaml", "default: 'I think it is fine'\n")
+    simulation = "  check_criteria: both\n  max_turns: 2\n"
+    extra = ("  - {type: llm_judge, description: judged, model: mock/judge.yaml, "
+             "prompt: Rubric, verdict: {kind: binary}, retries: 0}\n")  # fmt: skip
+    write(tmp_path / "agent.yaml", AGENT)
+    write(tmp_path / "user.yaml", USER.format(after_add="Great, can it also multiply?"))
+    task = write(tmp_path / "task.yaml", TASK.format(extra="", simulation=simulation) + extra)
+    record = row(assay.run([str(task)], run_dir=str(tmp_path / "runs")))
+    agent_turns = [t for t in record["simulation"]["turns"] if t["role"] == "agent"]
+    assert [t["criteria_passed"] for t in agent_turns] == [None, None]
+    for turn in agent_turns:
+        assert turn["error"].startswith("criterion 'judged' could not grade after this turn: ")
+    assert record["final_status"] == "ERROR"  # graded at the end: the judge's error again
 
 
 def test_the_time_per_turn_checks_take_is_not_the_agents(tmp_path: Path) -> None:
@@ -816,6 +848,65 @@ def test_a_user_turn_cannot_pass_for_an_assistant_turn_in_what_the_judge_sees() 
     assert turns[2]["text"] == forged  # what the user wrote, whole, in the user's turn
 
 
+def test_a_dialog_past_max_dialog_chars_is_cut_between_whole_turns() -> None:
+    """Found by a helper: the cut joined the head of an assistant turn to the tail of a
+    later user turn, so the judge read the simulated user's claim ("I ran its tests, all
+    pass") inside a line that opened as the assistant's."""
+    from assay.judges.prompt import dialog_text
+    from assay.results.transcript import Transcript, TranscriptEvent
+
+    claim = "y " * 1500 + "The assistant wrote def add and I ran its tests, all pass. <<<END>>>"
+    events = [TranscriptEvent("user", 0, name="initial_prompt", text="hello")]
+    for number in range(1, 7):
+        answer = f"answer {number} " + "x" * 3000
+        events.append(TranscriptEvent("final", 2 * number - 1, text=answer))
+        events.append(TranscriptEvent("user", 2 * number, text=f"turn {number} " + claim))
+    for limit in (400, 2_000, 9_000):
+        text = dialog_text(Transcript(agent="llm", events=events), limit=limit)
+        assert text is not None
+        body = text.split("<dialog>\n", 1)[1].removesuffix("\n</dialog>").splitlines()
+        assert len("\n".join(body)) <= limit + 200, limit
+        markers = [line for line in body if not line.startswith("{")]
+        assert len(markers) == 1 and "turn(s) cut here: max_dialog_chars" in markers[0]
+        turns = [json.loads(line) for line in body if line.startswith("{")]
+        assert turns[0] == {"role": "user (the task's prompt)", "text": "hello"}
+        assert turns[-1]["role"] == "user (untrusted)" and turns[-1]["text"].startswith("turn 6")
+        for turn in turns:  # each kept turn is its own, its role with its own words
+            said_by_user = "all pass" in turn["text"] or turn["text"].startswith("turn ")
+            assert said_by_user == (turn["role"] == "user (untrusted)"), turn
+            assert not (turn["role"] == "assistant" and "y y" in turn["text"]), turn
+    whole = dialog_text(Transcript(agent="llm", events=events[:3]), limit=100_000)
+    assert whole is not None and "characters cut" not in whole and "cut here" not in whole
+
+
+def test_a_last_turn_cut_before_it_answered_is_graded_on_the_earlier_answer(
+    tmp_path: Path,
+) -> None:
+    """Found by a helper: the second exchange ran out of ``run_limits.max_turns`` while its
+    model asked for a tool, and the row was graded on no response at all ("the final
+    response is missing"), though the first exchange had answered."""
+    write(tmp_path / "agent.yaml", """\
+replies:
+  - match: "^I need"
+    steps:
+      - {tool: run_command, input: {command: "echo one"}}
+      - reply: "Here it is: def add(a, b): return a + b"
+  - match: "."
+    steps:
+      - {tool: run_command, input: {command: "echo two"}}
+      - reply: "Added subtract."
+""")  # fmt: skip
+    record = run_with_tools(tmp_path, "run_command", limits="max_turns: 3",
+                            after_add="And subtract?")  # fmt: skip
+    assert record["simulation"]["stop_reason"] == "run_limit_exceeded"
+    assert "run_limits.max_turns" in record["agent"]["stopped_early"]
+    assert record["final_status"] == "SUCCESS"  # Coder Eval's rule: a cap hit that passes
+    (result,) = record["success_criteria_results"]
+    assert result["score"] == 1.0, result  # the first exchange's answer defines add
+    response = tmp_path / "runs" / "latest" / "default" / "calc" / "00" / "response.txt"
+    assert response.read_text().startswith("Here it is: def add")
+
+
 def test_max_tool_calls_counts_the_calls_asked_for_across_turns(tmp_path: Path) -> None:
     """The first turn asked for 3 calls (the cap), of which 1 ran (a submitted answer ends
     the turn): the next turn was allowed 2 more, as if 1 had been asked (a break-test). A
@@ -836,13 +927,8 @@ replies:
       - {tool: submit_answer, input: {answer: "second"}}
 """,
     )
-    write(tmp_path / "user.yaml", USER.format(after_add="x"))
-    text = TASK.replace("agent: {{type: llm, model: mock/agent.yaml}}",
-                        "agent: {{type: llm, model: mock/agent.yaml, tools: [run_command, "
-                        "submit_answer]}}\nsandbox: {{driver: tempdir}}")  # fmt: skip
-    task = write(tmp_path / "task.yaml", text.format(
-        extra="run_limits: {max_tool_calls: 3}\n", simulation=""))  # fmt: skip
-    record = row(assay.run([str(task)], run_dir=str(tmp_path / "runs")))
+    record = run_with_tools(tmp_path, "run_command, submit_answer", limits="max_tool_calls: 3",
+                            after_add="x")  # fmt: skip
     assert record["simulation"]["stop_reason"] == "run_limit_exceeded"
     assert record["error_message"] == (
         "run_limits.max_tool_calls was spent by the dialog's earlier turns"

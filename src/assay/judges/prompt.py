@@ -313,20 +313,56 @@ def _role(event: TranscriptEvent) -> str:
     return "user (the task's prompt)" if event.name == "initial_prompt" else "user (untrusted)"
 
 
+def _turn_line(role: str, text: str) -> str:
+    """One turn as the JSON line the judge reads (see :func:`dialog_text`)."""
+    return json.dumps({"role": role, "text": text}, ensure_ascii=False).replace("</", "<\\/")
+
+
+def _cut_turns(turns: list[tuple[str, str]], limit: int) -> list[str]:
+    """The lines of ``turns`` (``(role, text)``) in about ``limit`` characters: each turn's
+    text at most a quarter of it (its middle cut, marked inside its own JSON string), then
+    the first turns and the last ones, half the room each, and one line in between saying
+    how many turns were left out. Every line kept is a whole turn with its own role."""
+    share = max(limit // 4 - 60, 40)
+    lines = [_turn_line(role, _shortened(text, share)) for role, text in turns]
+    head: list[str] = []
+    tail: list[str] = []
+    room = limit // 2
+    for line in lines:
+        if sum(map(len, head)) + len(line) > room and head:
+            break
+        head.append(line)
+    for line in reversed(lines[len(head) :]):
+        if sum(map(len, tail)) + len(line) > room and tail:
+            break
+        tail.insert(0, line)
+    left_out = len(lines) - len(head) - len(tail)
+    middle = [f"… [{left_out} turn(s) cut here: max_dialog_chars] …"] if left_out else []
+    return [*head, *middle, *tail]
+
+
+def _shortened(text: str, limit: int) -> str:
+    """``text`` whole, or its first and last characters around a mark of what was cut, in
+    about ``limit`` characters."""
+    if len(text) <= limit:
+        return text
+    keep = max(limit - 40, 20) // 2
+    return f"{text[:keep]} … [{len(text) - 2 * keep} characters cut] … {text[len(text) - keep :]}"
+
+
 def dialog_text(transcript: Transcript | None, *, limit: int = 100_000) -> str | None:
     r"""The conversation of a dialog-mode row, for the judge: :data:`DIALOG_NOTE`, then each
     message as one JSON line (``{"role": ..., "text": ...}``, the role :func:`_role`'s),
     in order, inside ``<dialog>`` … ``</dialog>``: a turn's text cannot start a line, so it cannot
     pass for another turn, and ``</`` is written ``<\/`` (the same string in JSON), so it
-    cannot close the block either. Past ``limit`` characters the middle is cut. ``None``
-    for a row that held no dialog."""
+    cannot close the block either. Past ``limit`` characters whole turns are cut from the
+    middle (:func:`_cut_turns`), never a part of one joined to another's. ``None`` for a row
+    that held no dialog."""
     if transcript is None or not transcript.of_kind("user"):
         return None
-    turns = [e for e in transcript.events if e.kind in ("user", "final")]
-    lines = [json.dumps({"role": _role(e), "text": e.text}, ensure_ascii=False)
-             .replace("</", "<\\/") for e in turns]  # fmt: skip
+    turns = [(_role(e), e.text) for e in transcript.events if e.kind in ("user", "final")]
+    lines = [_turn_line(role, text) for role, text in turns]
+    if sum(map(len, lines)) + len(lines) > limit:
+        lines = _cut_turns(turns, limit)
     body = "\n".join(lines)
-    if len(body) > limit:
-        keep = max(0, limit - 60) // 2
-        body = body[:keep] + f"\n… [{len(body) - 2 * keep} characters cut] …\n" + body[-keep:]
     return f"{DIALOG_NOTE}\n<dialog>\n{body}\n</dialog>"

@@ -40,14 +40,14 @@ from assay.providers.base import Message, ModelRequest, Usage
 from assay.providers.managed import ManagedModel
 from assay.providers.retry import CallRecord
 from assay.results.dialog import DialogStop, DialogTurn, SimulationRecord
-from assay.results.task_result import JudgeSpend, judge_spend
+from assay.results.task_result import BasicCriterionResult, JudgeSpend, judge_spend
 from assay.results.trace import Span, new_trace_id
 from assay.results.transcript import Transcript, TranscriptEvent
 from assay.results.transcript_otlp import to_spans
 from assay.sandbox.trees import remove_tree
 from assay.spec.simulation import SimulationConfig
 
-CriteriaCheck = Callable[[AgentOutcome], Awaitable[tuple[bool, Sequence[object]]]]
+CriteriaCheck = Callable[[AgentOutcome], Awaitable[tuple[bool, Sequence[BasicCriterionResult]]]]
 """Grades the row as it stands (the merged outcome so far): whether every criterion passed,
 and the criterion results (their judges' tokens and cost count in the run's)."""
 
@@ -243,7 +243,8 @@ class _Dialog:
 
     async def criteria_passed(self) -> bool:
         """Grade the row as it stands and mark the last agent turn (the time it takes is
-        not the dialog's: :attr:`grading`)."""
+        not the dialog's: :attr:`grading`): whether every criterion passed, or, where one
+        could not grade (a judge's error), neither, with that error."""
         assert self.setup.check is not None
         begun = time.perf_counter()
         try:
@@ -251,8 +252,14 @@ class _Dialog:
         finally:
             self.grading += time.perf_counter() - begun
         self.judged = self.judged + judge_spend(results)
-        self.turns[-1] = self.turns[-1].model_copy(update={"criteria_passed": passed})
-        return passed
+        failed = next((r for r in results if r.grader_failed), None)
+        update: dict[str, object] = {"criteria_passed": passed}
+        if failed is not None:  # not graded: neither passed nor failed (the row's rule)
+            update = {"criteria_passed": None, "error": (
+                f"criterion {failed.description or failed.criterion_type!r} could not grade "
+                f"after this turn: {failed.error}")}  # fmt: skip
+        self.turns[-1] = self.turns[-1].model_copy(update=update)
+        return passed and failed is None
 
     def merged(self, status: OutcomeStatus, error: str | None, stop: DialogStop) -> AgentOutcome:
         """Every turn's outcome as one (module docstring)."""
@@ -267,7 +274,7 @@ class _Dialog:
         config = self.setup.config
         exchanges = max((t.exchange for t in self.turns if t.role == "agent"), default=0)
         return AgentOutcome(
-            response=last.response, status=status, error=error,
+            response=_last_answer(outcomes), status=status, error=error,
             usage=sum(usages[1:], usages[0]) if usages else None,
             exit_code=last.exit_code, stderr_tail=last.stderr_tail,
             model_calls=sum(o.model_calls for o in outcomes), model_used=last.model_used,
@@ -403,3 +410,10 @@ __all__ = [
     "simulator_key",
     "simulator_prompt",
 ]
+
+
+def _last_answer(outcomes: list[AgentOutcome]) -> str | None:
+    """The dialog's answer: the last turn's response, or, where that turn wrote none (cut by
+    a limit or its timeout before it answered), the last one an earlier turn wrote."""
+    last = outcomes[-1].response if outcomes else None
+    return last or next((o.response for o in reversed(outcomes) if o.response), last)
