@@ -245,3 +245,20 @@ def test_a_large_kept_file_is_redacted_wherever_its_secret_falls(tmp_path: Path,
     expected = Writer(redactor).redact_bytes(bytes(data))
     assert Sandbox(root).redact(Writer(redactor)) == [path]
     assert path.read_bytes() == expected and key.encode() not in expected
+
+
+def test_a_url_with_a_password_is_withheld_whatever_its_variable_is_called() -> None:
+    """Found by a helper: ``ASSAY_TEST_POSTGRES_URL`` (a name that does not look secret)
+    reached every row with its password, which assay itself redacted everywhere it wrote
+    it; a row wrote it reversed and base64-encoded, past the redaction and the scan."""
+    host = {**HOST, "ASSAY_TEST_POSTGRES_URL": "postgresql+psycopg://u:pw-x@127.0.0.1/db",
+            "HTTP_PROXY": "http://proxy.example:3128",
+            "DOCS": "https://example.org/a@b"}  # fmt: skip
+    env = agent_environment(host)
+    assert "ASSAY_TEST_POSTGRES_URL" not in env
+    assert env["HTTP_PROXY"] == "http://proxy.example:3128"  # no credentials: passed
+    assert env["DOCS"] == "https://example.org/a@b"
+    names = environment_names(host)
+    assert "ASSAY_TEST_POSTGRES_URL" in names.withheld  # `assay plan` lists it
+    passed = agent_environment(host, passthrough=["ASSAY_TEST_POSTGRES_URL"])
+    assert passed["ASSAY_TEST_POSTGRES_URL"].endswith("@127.0.0.1/db")  # on purpose

@@ -2,7 +2,8 @@
 
 Agents, ``pre_run``/``post_run`` commands and command criteria get every variable of the
 host environment except those that hold a secret (:func:`assay.results.secrets.is_secret_name`,
-plus the variables a run names as credentials, e.g. ``agent.api_key_env``), unless the task
+a value with a URL's password, plus the variables a run names as credentials, e.g.
+``agent.api_key_env``), unless the task
 passes them on purpose (``agent.env_passthrough``, or Coder Eval's
 ``sandbox.docker.env_passthrough`` / ``env_passthrough_extra``). An agent's own ``env``
 block is added on top by the agent, as written in the task file. ``PWD`` and ``OLDPWD``
@@ -14,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
-from assay.results.secrets import is_secret_name
+from assay.results.secrets import is_secret_name, url_passwords
 
 HOST_FOLDERS = frozenset({"PWD", "OLDPWD"})
 """The shell's names of the folder assay was run in (and the one before): a row's program
@@ -23,9 +24,16 @@ works in the row's folder, and a shell sets them anew; a program that is not one
 is not, and failed every row)."""
 
 
-def withheld(name: str, *, passthrough: Collection[str], hidden: Collection[str]) -> bool:
-    """Whether ``name`` is kept from the row's programs."""
-    return name not in passthrough and (name in hidden or is_secret_name(name))
+def withheld(
+    name: str, *, value: str = "", passthrough: Collection[str], hidden: Collection[str]
+) -> bool:
+    """Whether the variable ``name`` (set to ``value``) is kept from the row's programs: a
+    secret's name, a name of ``hidden``, or a value holding a URL's password
+    (:func:`assay.results.secrets.url_passwords`: ``postgresql://user:pw@host``, whatever
+    the variable is called), unless ``passthrough`` names it."""
+    if name in passthrough:
+        return False
+    return name in hidden or is_secret_name(name) or bool(value and url_passwords(value))
 
 
 def agent_environment(
@@ -44,7 +52,8 @@ def agent_environment(
     return {
         name: value
         for name, value in base.items()
-        if name not in HOST_FOLDERS and not withheld(name, passthrough=passthrough, hidden=hidden)
+        if name not in HOST_FOLDERS
+        and not withheld(name, value=value, passthrough=passthrough, hidden=hidden)
     }
 
 
