@@ -762,3 +762,34 @@ def test_an_image_whose_sleep_ends_at_once_is_named(
     said = result["error_message"]
     assert "container did not start" in said and "it stopped at once" in said, said
     assert "ended at once, a sleep that waits (sleep infinity)" in said and "coreutils" in said
+
+
+def test_the_images_own_environment_holds_over_the_hosts(
+    tmp_path: Path, docker_image: tuple[Engine, str]
+) -> None:
+    """Found by a helper (findings I F1, F2): rows ran with a fixed ``PATH`` (a venv or
+    conda image's tools not found, by the agent or a criterion), and the host's
+    ``PYTHONPATH`` or ``JAVA_HOME`` replaced the image's own ``ENV``."""
+    _, image = docker_image
+    write(tmp_path / "image" / "Dockerfile", f"FROM {image}\n"
+          "RUN mkdir -p /opt/venv/bin /opt/lib && printf '#!/bin/sh\\necho mytool-ok\\n' > "
+          "/opt/venv/bin/mytool && chmod 755 /opt/venv/bin/mytool && "
+          "echo 'X = \"imglib-ok\"' > /opt/lib/imglib.py\n"
+          "ENV PATH=/opt/venv/bin:$PATH PYTHONPATH=/opt/lib\n"
+          "ENV JAVA_HOME=/opt/java-image\n")  # fmt: skip
+    command = ("echo PYTHONPATH=$PYTHONPATH JAVA_HOME=$JAVA_HOME; mytool; "
+               "python3 -c 'import imglib; print(imglib.X)'")  # fmt: skip
+    write(tmp_path / "t.yaml", "task_id: t\ndescription: d\ninitial_prompt: p\n"
+          f"agent: {{type: command, command: {json.dumps(command)}}}\n"
+          "sandbox: {driver: docker, docker: {dockerfile_path: image/Dockerfile, "
+          "env_passthrough: [JAVA_HOME]}}\n"
+          "success_criteria: [{type: run_command, command: mytool, "
+          "expected_stdout: mytool-ok}]\n")  # fmt: skip
+    host = {**env(), "PYTHONPATH": "/host/lib", "JAVA_HOME": "/host/java"}
+    run_assay("run", "t.yaml", cwd=tmp_path, env=host)
+    (result,) = results(tmp_path).values()
+    assert result["final_status"] == "SUCCESS", result.get("error_message")
+    response = next((tmp_path / "runs").rglob("response.txt")).read_text()
+    # the image's PYTHONPATH; JAVA_HOME passed on purpose: the host's
+    assert response.splitlines() == ["PYTHONPATH=/opt/lib JAVA_HOME=/host/java", "mytool-ok",
+                                     "imglib-ok"]  # fmt: skip

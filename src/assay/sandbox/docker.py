@@ -392,6 +392,15 @@ class DockerPolicy:
     user: tuple[int, int] = (0, 0)
     numbers: Iterator[int] = field(default_factory=lambda: itertools.count(
         secrets.randbelow(UID_SLOTS)), compare=False, repr=False)  # fmt: skip
+    environments: dict[str, dict[str, str]] = field(default_factory=dict, compare=False,
+                                                    repr=False)  # fmt: skip
+
+    def image_environment(self, image: str) -> dict[str, str]:
+        """The variables ``image`` sets (its ``ENV``: ``Config.Env``), asked of the engine
+        once per image in a run; ``{}`` when it cannot say."""
+        if image not in self.environments:
+            self.environments[image] = image_environment(self.engine, image)
+        return self.environments[image]
 
     def jail(
         self,
@@ -407,6 +416,7 @@ class DockerPolicy:
         mounts: Iterable[Mount] = (),
         task_dir: Path | None = None,
         isolation: bool = True,
+        kept: Iterable[str] = (),
     ) -> DockerJail:
         """The container of one row whose folder is ``root`` (started by its first
         program); as root, the row's user is given ``root`` until :meth:`DockerJail.close`.
@@ -425,6 +435,9 @@ class DockerPolicy:
             task_dir: the task file's folder, shown read-only to the task's own programs.
             isolation: ``sandbox.docker.agent_isolation``: a coding agent's container
                 shows neither ``task_dir`` nor ``mounts``.
+            kept: the variables the task passes on purpose (``env_passthrough``, the
+                agent's ``env``): they override the image's ``ENV``, where the others the
+                programs get from the host do not (:meth:`DockerJail._environment`).
 
         Raises:
             SandboxError: the row's files cannot be given to its user.
@@ -444,7 +457,9 @@ class DockerPolicy:
                           (uid, gid), dict(limits), memory_mb, cpus,
                           "host" if network else engine_network or "none",
                           tuple(m for m in shown if m.source.exists()), tuple(mounts),
-                          tuple(m for m in task if m.source.exists()), isolation)  # fmt: skip
+                          tuple(m for m in task if m.source.exists()), isolation,
+                          image_env=self.image_environment(image),
+                          kept=frozenset(kept))  # fmt: skip
         try:
             if self.as_root:
                 give(root, uid)
@@ -476,6 +491,8 @@ class DockerJail:
     isolation: bool = True
     agents: list[str] = field(default_factory=list)
     given: list[Path] = field(default_factory=list)
+    image_env: dict[str, str] = field(default_factory=dict)
+    kept: frozenset[str] = frozenset()
 
     @property
     def uid(self) -> int | None:
@@ -506,7 +523,7 @@ class DockerJail:
             root, image=self.image, limits=self.limits, memory_mb=self.memory_mb,
             cpus=self.cpus, network=network == "host",
             engine_network=None if network in ("host", "none") else network,
-            readable=[mount.source for mount in self.shown],
+            readable=[mount.source for mount in self.shown], kept=self.kept,
         )  # fmt: skip
 
     def command(
@@ -658,8 +675,13 @@ class DockerJail:
         """``env`` without pointers to the host; ``HOME`` and ``TMPDIR`` are the container's
         ``/tmp`` (a coding agent's: its fresh home and that home's ``tmp``, mounted in),
         ``PATH`` keeps the row's own folders (its ``record_cli`` shims) before the image's
-        system folders."""
-        clean = {k: v for k, v in env.items() if k not in HOST_POINTERS}
+        ``PATH`` (:data:`SYSTEM_PATH` for an image that sets none). A variable the image
+        sets keeps the image's value where the row would get the host's own (a
+        ``PYTHONPATH`` or ``JAVA_HOME`` of the machine assay runs on, not the image's; Coder
+        Eval passes only what a task names): only a value assay, the agent or the task sets
+        (:attr:`kept`: passed on purpose) overrides it."""
+        clean = {k: v for k, v in env.items()
+                 if k not in HOST_POINTERS and not self._image_sets(k, v)}  # fmt: skip
         home = Path(clean.get("HOME") or "/nonexistent")
         if home in list(writable):
             for name in XDG_HOMES:
@@ -673,10 +695,17 @@ class DockerJail:
             clean["HOME"] = clean["TMPDIR"] = "/tmp"
         own = [p for p in env.get("PATH", "").split(os.pathsep)
                if p and os.path.isabs(p) and self._inside(Path(p))]  # fmt: skip
-        clean["PATH"] = os.pathsep.join([*own, SYSTEM_PATH])
+        clean["PATH"] = os.pathsep.join([*own, self.image_env.get("PATH") or SYSTEM_PATH])
         if self.uid is not None:
             clean["USER"] = clean["LOGNAME"] = "assay"
         return clean
+
+    def _image_sets(self, name: str, value: str) -> bool:
+        """Whether the image's ``ENV`` sets ``name`` and the row would get the host's own
+        value of it instead (passed through from this process's environment, not set
+        anew by assay or the agent, and not passed on purpose)."""
+        return (name in self.image_env and name not in self.kept
+                and os.environ.get(name) == value)  # fmt: skip
 
     def _start_args(self, name: str, network: str, shown: list[Mount]) -> list[str]:
         """``ENGINE run -d`` arguments of a container of the row (it sleeps; programs run in
@@ -793,6 +822,19 @@ class DockerJail:
             for path in [self.root, *self.given]:
                 give(path, os.getuid(), os.getgid())
         shutil.rmtree(self.state, ignore_errors=True)
+
+
+def image_environment(engine: Engine, image: str) -> dict[str, str]:
+    """The variables ``image`` sets (``ENGINE image inspect``'s ``Config.Env``, each
+    ``NAME=value``); ``{}`` when the engine cannot say (the row's container, started from
+    it, then says what is wrong)."""
+    try:
+        done = engine.run("image", "inspect", "--format", "{{json .Config.Env}}", image)
+        listed = json.loads(done.stdout) if done.returncode == 0 else None
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return {}
+    pairs = [str(item).partition("=") for item in listed or []]
+    return {name: value for name, _, value in pairs if name}
 
 
 def make_docker_policy(

@@ -1005,7 +1005,9 @@ class Containment:
                                 network=task.sandbox.network,
                                 engine_network=docker.network, readable=readable,
                                 mounts=[parse_mount(m, base_dir) for m in docker.extra_mounts],
-                                task_dir=base_dir, isolation=docker.isolated)  # fmt: skip
+                                task_dir=base_dir, isolation=docker.isolated,
+                                kept=[*task.env_passthrough,
+                                      *task.agent.program_variables])  # fmt: skip
 
 
 def shown_folders(task: TaskDefinition, base_dir: Path) -> list[Path]:
