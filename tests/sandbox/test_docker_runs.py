@@ -793,3 +793,22 @@ def test_the_images_own_environment_holds_over_the_hosts(
     # the image's PYTHONPATH; JAVA_HOME passed on purpose: the host's
     assert response.splitlines() == ["PYTHONPATH=/opt/lib JAVA_HOME=/host/java", "mytool-ok",
                                      "imglib-ok"]  # fmt: skip
+
+
+def test_a_row_killed_for_the_memory_its_tmp_holds_names_the_limit(
+    tmp_path: Path, docker_image: tuple[Engine, str]
+) -> None:
+    """Found by a helper (findings I F7): files in the container's ``/tmp`` (a tmpfs:
+    memory) got the program killed, and the count was read with a program started in that
+    container, still out of memory: not named, and 5 s of retries."""
+    _, image = docker_image
+    command = "for i in 1 2 3; do head -c 100000000 /dev/zero > /tmp/f$i; done; echo survived"
+    write(tmp_path / "t.yaml", "task_id: tmpfs\ndescription: d\ninitial_prompt: p\n"
+          f"agent: {{type: command, command: {json.dumps(command)}}}\n"
+          f"sandbox: {{driver: docker, docker: {{image: '{image}'}}, "
+          "limits: {max_memory_mb: 100}}\n"
+          "success_criteria: [{type: response_match, expected: survived}]\n")  # fmt: skip
+    run_assay("run", "t.yaml", cwd=tmp_path, env=env())
+    (result,) = results(tmp_path).values()
+    assert result["final_status"] == "ERROR"
+    assert "sandbox.limits.max_memory_mb (100 MiB)" in result["error_message"], result

@@ -185,19 +185,62 @@ COUNT_PAUSE = 0.2
 
 
 def cgroup_count(config: dict[str, object], key: str, *files: str) -> int:
-    """The ``key N`` count of the first of ``files`` (cgroup v2's, then v1's) the row's
-    container shows; 0 when none can be read."""
+    """The ``key N`` count of the first of ``files`` (cgroup v2's, then v1's, as the row's
+    container shows them) that can be read: from the host first (:func:`host_files`; no
+    program has to start in a container that may be at its memory or pids limit still: its
+    ``/tmp`` holding the memory that killed the program), else from inside; 0 when none
+    can be read."""
+    for path in host_files(config, files):
+        try:
+            with open(path) as handle:
+                return key_count(handle.read(), key)
+        except OSError:
+            continue
     read = [str(config["engine"]), "exec", "-u", "0", str(config["container"]), "cat", *files]
     for attempt in range(COUNT_TRIES):
         done = subprocess.run(read, capture_output=True, text=True, check=False)
         if done.stdout.strip() or "No such" in done.stderr:  # read, or nothing to read
             break
         time.sleep(COUNT_PAUSE if attempt + 1 < COUNT_TRIES else 0)
-    for line in done.stdout.splitlines():
+    return key_count(done.stdout, key)
+
+
+def key_count(text: str, key: str) -> int:
+    """The ``N`` of a ``key N`` line of a cgroup file's ``text``; 0 without one."""
+    for line in text.splitlines():
         name, _, value = line.partition(" ")
         if name == key and value.strip().isdigit():
             return int(value)
     return 0
+
+
+def host_files(config: dict[str, object], files: tuple[str, ...]) -> list[str]:
+    """Where the host shows ``files`` (the container's ``/sys/fs/cgroup/…``): the groups its
+    first process is in (``/proc/PID/cgroup``: ``N:memory:/docker/ID`` on cgroup v1,
+    ``0::/…`` on v2), under this process's ``/sys/fs/cgroup``; ``[]`` when the engine does
+    not say the process or its groups cannot be read."""
+    asked = [str(config["engine"]), "inspect", "--format", "{{.State.Pid}}",
+             str(config["container"])]  # fmt: skip
+    pid = subprocess.run(asked, capture_output=True, text=True, check=False).stdout.strip()
+    try:
+        with open(f"/proc/{int(pid)}/cgroup") as handle:
+            lines = handle.read().splitlines()
+    except (OSError, ValueError):
+        return []
+    groups = {}
+    for line in lines:
+        _, controllers, group = [*line.split(":", 2), "", ""][:3]
+        for controller in controllers.split(",") if controllers else [""]:
+            groups[controller] = group.rstrip("/")
+    found = []
+    for file in files:
+        rest = file.removeprefix("/sys/fs/cgroup/")
+        controller, _, name = rest.partition("/")
+        if name and controller in groups:  # v1: /sys/fs/cgroup/memory/memory.oom_control
+            found.append(f"/sys/fs/cgroup/{controller}{groups[controller]}/{name}")
+        elif not name and "" in groups:  # v2: /sys/fs/cgroup/memory.events
+            found.append(f"/sys/fs/cgroup{groups['']}/{rest}")
+    return found
 
 
 def stdin_from_file(config: dict[str, object], command: list[str]) -> list[str]:
