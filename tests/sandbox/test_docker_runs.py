@@ -812,3 +812,20 @@ def test_a_row_killed_for_the_memory_its_tmp_holds_names_the_limit(
     (result,) = results(tmp_path).values()
     assert result["final_status"] == "ERROR"
     assert "sandbox.limits.max_memory_mb (100 MiB)" in result["error_message"], result
+
+
+def test_a_task_folder_with_a_colon_or_a_comma_in_its_path_is_mounted(
+    tmp_path: Path, docker_image: tuple[Engine, str]
+) -> None:
+    """Found by a helper (findings I F6): ``-v HOST:CONTAINER:ro`` cannot write a path with
+    a ``:``: every row failed at its container's start ("too many colons")."""
+    _, image = docker_image
+    folder = tmp_path / "co:l,on"
+    write(folder / "data.txt", "from the task folder\n")
+    criteria = "success_criteria: [{type: response_match, expected: from the task folder}]\n"
+    write(folder / "t.yaml", "task_id: t\ndescription: d\ninitial_prompt: p\n"
+          "agent: {type: command, command: 'cat \"$ASSAY_TASK_DIR/data.txt\"'}\n"
+          f"sandbox: {{driver: docker, docker: {{image: '{image}'}}}}\n{criteria}")  # fmt: skip
+    run_assay("run", "t.yaml", cwd=folder, env=env())
+    (result,) = (json.loads(p.read_text()) for p in (folder / "runs").rglob("task.json"))
+    assert result["final_status"] == "SUCCESS", result.get("error_message")

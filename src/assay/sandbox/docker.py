@@ -367,8 +367,19 @@ class Mount:
     writable: bool = False
 
     def flag(self) -> list[str]:
-        """The engine's ``-v`` argument."""
-        return ["-v", f"{self.source}:{self.target}:{'rw' if self.writable else 'ro'}"]
+        """The engine's ``--mount`` argument (Docker's and Podman's CSV fields: a path with
+        a ``:``, which ``-v HOST:CONTAINER`` cannot write, or a ``,``, quoted)."""
+        fields = ["type=bind", f"source={self.source}", f"target={self.target}"]
+        fields += [] if self.writable else ["readonly"]
+        return ["--mount", ",".join(map(_csv_field, fields))]
+
+
+def _csv_field(text: str) -> str:
+    """``text`` as one field of a comma-separated line (RFC 4180: quoted where it holds a
+    comma, a quote or a line end, its quotes doubled)."""
+    if not any(mark in text for mark in ',"\n\r'):
+        return text
+    return '"' + text.replace('"', '""') + '"'
 
 
 def parse_mount(text: str, base_dir: Path) -> Mount:
@@ -757,7 +768,7 @@ class DockerJail:
         return args
 
     def _cover(self, path: Path, target: str) -> list[str]:
-        """The ``-v`` that shows ``target`` empty: an empty folder for a folder, ``/dev/null``
+        """The mount that shows ``target`` empty: an empty folder for a folder, ``/dev/null``
         for a file (bound after what it covers, as Podman orders binds)."""
         return Mount(self.state / "empty" if path.is_dir() else Path("/dev/null"), target).flag()
 
