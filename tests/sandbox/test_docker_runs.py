@@ -749,17 +749,19 @@ def test_an_image_whose_sleep_ends_at_once_is_named(
     tmp_path: Path, docker_image: tuple[Engine, str]
 ) -> None:
     """Found by a helper (G7): a ``sleep`` that exits at once left each row's container
-    stopped with "it stopped at once (no message)" and nothing said of ``sleep``."""
+    stopped with "it stopped at once (no message)" and nothing said of ``sleep``; and
+    (findings I F6) the error blamed the row's ``pre_run`` command, which never ran."""
     _, image = docker_image
     write(tmp_path / "image" / "Dockerfile", f"FROM {image}\n"
           "RUN printf '#!/bin/sh\\nexit 0\\n' > \"$(command -v sleep)\"\n")  # fmt: skip
     write(tmp_path / "t.yaml", "task_id: t\ndescription: d\ninitial_prompt: p\n"
-          "agent: {type: command, command: 'true'}\n"
+          "agent: {type: command, command: 'true'}\npre_run: [{command: 'touch made'}]\n"
           "sandbox: {driver: docker, docker: {dockerfile_path: image/Dockerfile}}\n"
           "success_criteria: [{type: file_exists, path: x, description: d}]\n")  # fmt: skip
     run_assay("run", "t.yaml", cwd=tmp_path, env=env())
     (result,) = results(tmp_path).values()
     said = result["error_message"]
+    assert said.startswith("the row's container did not start"), said
     assert "container did not start" in said and "it stopped at once" in said, said
     assert "ended at once, a sleep that waits (sleep infinity)" in said and "coreutils" in said
 

@@ -76,7 +76,13 @@ from assay.results.transcript import TranscriptEvent
 from assay.results.transcript_otlp import from_session, from_trace
 from assay.sandbox.archive import pack
 from assay.sandbox.limit_counts import NOTHING_COUNTED, LimitCounts
-from assay.sandbox.process import end_marked_processes, error_tail, exit_text, tail
+from assay.sandbox.process import (
+    container_not_started,
+    end_marked_processes,
+    error_tail,
+    exit_text,
+    tail,
+)
 from assay.sandbox.reaper import RowProcesses
 from assay.sandbox.tempdir import Sandbox, own_folder, restore_stand_ins
 from assay.sandbox.trees import remove_tree
@@ -641,6 +647,9 @@ class Runner:
                                          log_name=f"pre_run-{number}")  # fmt: skip
             row.pre_run.append(result)
             row.note(f"pre_run {command.command!r}: {_ended(result)}")
+            unstarted = container_not_started(result.exit_code, result.stderr or "")
+            if command.fail_on_error and unstarted is not None:
+                return unstarted  # no program of the row ran: not the command's failure
             if command.fail_on_error and result.exit_code != 0:
                 why = result.error or exit_text(
                     result.exit_code, stderr=result.stderr or "", limits=sandbox.jail is not None
