@@ -831,3 +831,29 @@ def test_a_task_folder_with_a_colon_or_a_comma_in_its_path_is_mounted(
     run_assay("run", "t.yaml", cwd=folder, env=env())
     (result,) = (json.loads(p.read_text()) for p in (folder / "runs").rglob("task.json"))
     assert result["final_status"] == "SUCCESS", result.get("error_message")
+
+
+def test_a_task_folder_inside_one_the_image_closes_is_refused_at_plan(
+    tmp_path: Path, docker_image: tuple[Engine, str]
+) -> None:
+    """Found by a helper (findings I F5): as root, a task under ``/root`` (``700`` on the
+    host and in Debian's image) passed ``assay plan``, and every row failed with "Permission
+    denied": the row's own user could not pass the image's ``/root``. The same shape here:
+    a folder closed on the host and in the image, holding the task."""
+    if os.geteuid() != 0:
+        pytest.skip("as root only: a normal user's rows run as that user")
+    _, image = docker_image
+    closed = tmp_path / "closed"
+    folder = closed / "task"
+    write(folder / "image" / "Dockerfile", f"FROM {image}\nRUN mkdir -p -m 700 {closed}\n")
+    write(folder / "t.yaml", "task_id: t\ndescription: d\ninitial_prompt: p\n"
+          "agent: {type: command, command: 'true'}\n"
+          "sandbox: {driver: docker, docker: {dockerfile_path: image/Dockerfile}}\n"
+          "success_criteria: [{type: file_exists, path: x}]\n")  # fmt: skip
+    closed.chmod(0o700)
+    done = run_assay("plan", "t.yaml", cwd=folder, env=env())
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert f"inside {closed}, which the image" in done.stderr, done.stderr
+    assert "move the task's folder" in done.stderr
+    closed.chmod(0o755)  # open on the host: not looked up in the image at all
+    assert run_assay("plan", "t.yaml", cwd=folder, env=env()).returncode == 0

@@ -267,6 +267,30 @@ def missing_programs(engine: Engine, image: str, programs: Iterable[str]) -> lis
     return done.stdout.split()
 
 
+def closed_folders(engine: Engine, image: str, folders: Iterable[str]) -> list[str]:
+    """Those of ``folders`` that ``image`` holds and its other users may not enter (no
+    ``o+x``: Debian's ``/root`` is ``700``), found by one throwaway container (``sh`` and
+    ``stat``); ``[]`` when it cannot look (the rows then say what failed). A folder the image
+    lacks is made by the engine on the way to a mount, open to everyone."""
+    wanted = sorted(set(folders))
+    if not wanted:
+        return []
+    script = ("for p in " + " ".join(f"'{p}'" for p in wanted)
+              + '; do [ -d "$p" ] && stat -c "%a %n" "$p"; done; true')  # fmt: skip
+    ulimits = PODMAN_ULIMITS if engine.kind == "podman" else []
+    try:
+        done = engine.run("run", "--rm", "--network", "none", *ulimits, "--entrypoint", "sh",
+                          image, "-c", script)  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    found = []
+    for line in done.stdout.splitlines() if done.returncode == 0 else []:
+        mode, _, folder = line.partition(" ")
+        if re.fullmatch(r"[0-7]{3,4}", mode) and not int(mode, 8) & 0o001:
+            found.append(folder)
+    return found
+
+
 def image_tag(
     dockerfile: Path, *, args: dict[str, str] | None = None, extra_args: Iterable[str] = ()
 ) -> tuple[str, list[str]]:

@@ -36,6 +36,7 @@ from assay.sandbox.docker import (
     DockerPolicy,
     Engine,
     build_image,
+    closed_folders,
     find_engine,
     has_image,
     has_network,
@@ -368,7 +369,36 @@ def check_docker(
                 problem = unreadable(path)
                 if problem is not None:
                     raise _located(loaded, problem, READABLE_HINT)
+            _check_reachable(engine, loaded, task, image, folders)
     return looked.warnings
+
+
+def _check_reachable(
+    engine: Engine, loaded: LoadedTask, task: TaskDefinition, image: str, folders: list[Path]
+) -> None:
+    """As root (each row its own user): the folders a row is shown at their own paths can
+    be reached in the container, through the image's own folders on the way (a task under
+    ``/root``: the host's ``/root`` and the image's are both ``700``). Only a folder on the
+    way that the host closes too is looked up in the image."""
+    shown = [*folders, *(Path(p) if Path(p).is_absolute() else loaded.base_dir / p
+                         for p in task.sandbox.read_only)]  # fmt: skip
+    on_way = {str(parent): path for path in shown for parent in Path(os.path.abspath(path)).parents
+              if parent != Path("/") and _closed(parent)}  # fmt: skip
+    for folder in closed_folders(engine, image, on_way):
+        raise _docker_located(loaded, task, (
+            f"{on_way[folder]} is shown to each row at its own path, inside {folder}, which "
+            f"the image {image} holds closed to other users: the row's unprivileged user "
+            "cannot reach it in the container"),
+            hint="move the task's folder (and sandbox.read_only) out of it, e.g. under /srv "
+            "or /tmp, or run assay as a normal user")  # fmt: skip
+
+
+def _closed(folder: Path) -> bool:
+    """Whether other users may not enter ``folder`` on this machine (no ``o+x``)."""
+    try:
+        return not folder.stat().st_mode & 0o001
+    except OSError:
+        return False
 
 
 def _note_unset_args(loaded: LoadedTask, task: TaskDefinition, warnings: list[str]) -> None:
