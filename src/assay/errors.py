@@ -222,6 +222,12 @@ class SandboxError(RunFailure):
     """A sandbox could not be prepared: a template is missing or ``pre_run`` failed."""
 
 
+class BuildFailed(SandboxError):
+    """A ``docker`` task's image did not build from its Dockerfile (the build's last lines):
+    that task's rows end ``ERROR`` with it, the other tasks run (Coder Eval's
+    ``BUILD_FAILED``)."""
+
+
 class Interrupted(KeyboardInterrupt):
     """A command stopped by Ctrl-C or a signal after some of its work was kept: the message
     says what is kept and what finishes it (the command line prints it and exits 130)."""

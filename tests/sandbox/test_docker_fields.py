@@ -193,8 +193,8 @@ def test_build_args_and_extra_args_make_the_image_and_buildkit_is_set(
     if engine.run("buildx", "version").returncode == 0:
         assert done.returncode == 0, done.stderr
         engine.run("rmi", *(tags() - before))
-    else:
-        assert done.returncode == 2, done.stderr
+    else:  # that task's rows would end ERROR with it
+        assert done.returncode == 0, done.stderr
         assert "t.yaml:5: sandbox.docker.dockerfile_path" in done.stderr
         assert "BuildKit is enabled but the buildx component is missing" in done.stderr
 

@@ -138,7 +138,8 @@ def test_a_dockerfile_is_built_once_per_content_and_a_failed_build_says_why(
 
     write(tmp_path / "image" / "Dockerfile", f"FROM {image}\nRUN echo the step fails >&2; exit 3\n")
     failed = run_assay("plan", "t.yaml", cwd=tmp_path, env=env())
-    assert failed.returncode == 2, failed.stdout + failed.stderr
+    assert failed.returncode == 0, failed.stdout + failed.stderr  # that task's rows: ERROR
+    assert "each row of this task ends ERROR with it; the other tasks run" in failed.stderr
     assert "t.yaml:6: sandbox.docker.dockerfile_path" in failed.stderr
     assert str(tmp_path / "image" / "Dockerfile") in failed.stderr
     assert "the step fails" in failed.stderr and "did not build" in failed.stderr
@@ -857,3 +858,29 @@ def test_a_task_folder_inside_one_the_image_closes_is_refused_at_plan(
     assert "move the task's folder" in done.stderr
     closed.chmod(0o755)  # open on the host: not looked up in the image at all
     assert run_assay("plan", "t.yaml", cwd=folder, env=env()).returncode == 0
+
+
+def test_a_task_whose_image_does_not_build_ends_its_rows_error_and_the_others_run(
+    tmp_path: Path, docker_image: tuple[Engine, str]
+) -> None:
+    """Found by a helper (findings I F4): one broken Dockerfile stopped ``assay run`` over a
+    folder of tasks before any row ran (Coder Eval: that task is ``BUILD_FAILED``)."""
+    _, image = docker_image
+    dockerfile = f"FROM {image}\nRUN echo the step fails >&2; exit 3\n"
+    write(tmp_path / "tasks" / "bad" / "Dockerfile", dockerfile)
+    sandboxes = {"good": f"image: '{image}'", "broken": "dockerfile_path: bad/Dockerfile"}
+    for name, where in sandboxes.items():
+        write(tmp_path / "tasks" / f"{name}.yaml", f"task_id: {name}\ndescription: d\n"
+              "initial_prompt: p\nagent: {type: command, command: 'echo done'}\n"
+              "dataset: {rows: [{id: a}, {id: b}]}\n"
+              f"sandbox: {{driver: docker, docker: {{{where}}}}}\n"
+              "success_criteria: [{type: response_match, expected: done}]\n")  # fmt: skip
+    done = run_assay("run", "tasks", cwd=tmp_path, env=env())
+    assert done.returncode == 1, done.stdout + done.stderr
+    found = {(r["task_id"], r["final_status"]): r.get("error_message") or ""
+             for r in results(tmp_path).values()}  # fmt: skip
+    assert {key[1] for key in found if key[0].startswith("good")} == {"SUCCESS"}, found
+    broken = [message for (task_id, status), message in found.items()
+              if task_id.startswith("broken") and status == "ERROR"]  # fmt: skip
+    assert len(broken) == 2 and all("did not build" in m and "the step fails" in m
+                                    for m in broken), found  # fmt: skip

@@ -49,7 +49,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from assay.errors import SandboxError, UsageError
+from assay.errors import BuildFailed, SandboxError, UsageError
 from assay.sandbox import jail_init
 from assay.sandbox.build_context import context_hash, copy_context, needs_copy
 from assay.sandbox.bwrap import (
@@ -337,7 +337,8 @@ def build_image(
         reuse: keep an image of the tag the engine holds, unbuilt.
 
     Raises:
-        SandboxError: the Dockerfile is missing, or the build failed (its last lines).
+        SandboxError: the Dockerfile is missing; BuildFailed: the build failed (its last
+            lines).
     """
     tag, flags = image_tag(dockerfile, args=args, extra_args=extra_args)
     if reuse and has_image(engine, tag):
@@ -353,7 +354,7 @@ def build_image(
             raise SandboxError(f"cannot build the image of {dockerfile}: {exc}") from exc
     if done.returncode != 0:
         lines = _build_lines(done.stdout + done.stderr)[-BUILD_TAIL_LINES:]
-        raise SandboxError(f"the image of {dockerfile} did not build ({engine.kind} build "
+        raise BuildFailed(f"the image of {dockerfile} did not build ({engine.kind} build "
                            f"exited with code {done.returncode}); its last lines:\n"
                            + "\n".join(lines))  # fmt: skip
     return tag

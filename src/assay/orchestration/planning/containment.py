@@ -23,7 +23,7 @@ from pathlib import Path
 
 from assay.agents.coding import CliAgent
 from assay.agents.registry import AgentRegistry
-from assay.errors import SandboxError, TaskFileError, UsageError
+from assay.errors import BuildFailed, SandboxError, TaskFileError, UsageError
 from assay.orchestration.loading.task_loader import LoadedTask
 from assay.sandbox import cgroups, reaper
 from assay.sandbox.build_context import is_run_folder
@@ -108,6 +108,7 @@ class EngineAnswers:
     answers: dict[str | None, str | None] = field(default_factory=dict)
     images: dict[tuple[ImageKey, str | None], str | None] = field(default_factory=dict)
     built: dict[ImageKey, str] = field(default_factory=dict)
+    failed: dict[ImageKey, str] = field(default_factory=dict)
 
     def limits_ignored(self, kind: str | None) -> str | None:
         """:meth:`~assay.sandbox.docker.Engine.limits_ignored` of the engine ``kind`` (``None``:
@@ -140,11 +141,18 @@ class EngineAnswers:
         every check that names the image.
 
         Raises:
-            SandboxError: as :func:`task_image`.
+            SandboxError: as :func:`task_image` (a build that failed: once, then its
+                :class:`~assay.errors.BuildFailed` again for the others that name it).
         """
         key = image_key(task, base_dir)
+        if key in self.failed:
+            raise BuildFailed(self.failed[key])
         if key not in self.built:
-            self.built[key] = task_image(engine, task, base_dir, reuse=self.reuse_images)
+            try:
+                self.built[key] = task_image(engine, task, base_dir, reuse=self.reuse_images)
+            except BuildFailed as exc:
+                self.failed[key] = str(exc)
+                raise
         return self.built[key]
 
 
@@ -359,6 +367,10 @@ def check_docker(
         _note_unset_args(loaded, task, looked.warnings)
         try:
             image = engines.task_image(engine, task, loaded.base_dir)
+        except BuildFailed as exc:  # that task's rows end ERROR with it; the others run
+            note = _build_failed(loaded, str(exc))
+            looked.warnings += [] if note in looked.warnings else [note]
+            continue
         except SandboxError as exc:
             raise _docker_located(loaded, task, str(exc)) from None
         _check_network(engine, loaded, task, image, looked)
@@ -371,6 +383,13 @@ def check_docker(
                     raise _located(loaded, problem, READABLE_HINT)
             _check_reachable(engine, loaded, task, image, folders)
     return looked.warnings
+
+
+def _build_failed(loaded: LoadedTask, message: str) -> str:
+    """The warning of a task whose image did not build (``message``: the build's)."""
+    line = loaded.document.line_of(("sandbox", "docker", "dockerfile_path")) or "?"
+    return (f"{loaded.display}:{line}: sandbox.docker.dockerfile_path: {message}\n"
+            "  each row of this task ends ERROR with it; the other tasks run")  # fmt: skip
 
 
 def _check_reachable(
@@ -928,6 +947,7 @@ class Containment:
     docker: dict[str | None, DockerPolicy] = field(default_factory=dict)
     images: dict[ImageKey, str] = field(default_factory=dict, compare=False)
     planned: Mapping[ImageKey, str] = field(default_factory=dict)
+    failed: dict[ImageKey, str] = field(default_factory=dict, compare=False)
     private: tuple[Path, ...] = ()
     groups: Hierarchies | None = None
 
@@ -1022,10 +1042,16 @@ class Containment:
         docker = task.sandbox.docker
         assert docker is not None  # SandboxConfig refuses driver docker without the block
         key = image_key(task, base_dir)
+        if key in self.failed:  # built once per run: its other rows end with the same error
+            raise BuildFailed(self.failed[key])
         if key not in self.images:  # by the id the plan found, if this engine holds it
             image = self.planned.get(key)
-            if image is None or not has_image(policy.engine, image):
-                image = task_image(policy.engine, task, base_dir, reuse=True)
+            try:
+                if image is None or not has_image(policy.engine, image):
+                    image = task_image(policy.engine, task, base_dir, reuse=True)
+            except BuildFailed as exc:
+                self.failed[key] = str(exc)
+                raise
             self.images[key] = image
         readable = [p if p.is_absolute() else base_dir / p
                     for p in map(Path, task.sandbox.read_only)]  # fmt: skip
