@@ -884,3 +884,25 @@ def test_a_task_whose_image_does_not_build_ends_its_rows_error_and_the_others_ru
               if task_id.startswith("broken") and status == "ERROR"]  # fmt: skip
     assert len(broken) == 2 and all("did not build" in m and "the step fails" in m
                                     for m in broken), found  # fmt: skip
+
+
+def test_an_rw_mount_no_row_could_write_is_warned_at_plan(
+    tmp_path: Path, docker_image: tuple[Engine, str]
+) -> None:
+    """Found by a helper (findings I F8): as root each row is a user of its own, and a
+    ``:rw`` folder of mode 755 was writable by none of them, unsaid until every row failed."""
+    if os.geteuid() != 0:
+        pytest.skip("as root only: a normal user's rows run as that user")
+    _, image = docker_image
+    (tmp_path / "shared").mkdir(mode=0o755)
+    write(tmp_path / "t.yaml", "task_id: t\ndescription: d\ninitial_prompt: p\n"
+          "agent: {type: command, command: 'true'}\n"
+          f"sandbox: {{driver: docker, docker: {{image: '{image}', "
+          "extra_mounts: ['shared:/shared:rw']}}\n"
+          "success_criteria: [{type: file_exists, path: x}]\n")  # fmt: skip
+    done = run_assay("plan", "t.yaml", cwd=tmp_path, env=env())
+    assert done.returncode == 0, done.stderr
+    assert "t.yaml:5: sandbox.docker.extra_mounts[0]" in done.stderr, done.stderr
+    assert "is marked rw, but each row runs as a user of its own" in done.stderr
+    (tmp_path / "shared").chmod(0o777)
+    assert "is marked rw" not in run_assay("plan", "t.yaml", cwd=tmp_path, env=env()).stderr

@@ -362,6 +362,7 @@ def check_docker(
                 raise _located(loaded, exc.message, exc.hint) from None
         engine = found[wanted]
         _check_mounts(loaded, task)
+        _note_closed_mounts(loaded, task, looked.warnings)
         _check_container_limits(loaded, task)
         _note_engine_choice(engine, wanted, looked.warnings)
         _note_unset_args(loaded, task, looked.warnings)
@@ -637,6 +638,26 @@ def _check_mounts(loaded: LoadedTask, task: TaskDefinition) -> None:
                 line=loaded.document.line_of(("sandbox", "docker", "extra_mounts", index)),
                 hint=hint,
             )  # fmt: skip
+
+
+def _note_closed_mounts(loaded: LoadedTask, task: TaskDefinition, warnings: list[str]) -> None:
+    """As root (each row its own user), a warning for each ``extra_mounts`` entry marked
+    ``rw`` whose folder other users may not write: no row could."""
+    docker = task.sandbox.docker
+    if os.geteuid() != 0 or docker is None:
+        return
+    for index, text in enumerate(docker.extra_mounts):
+        mount = parse_mount(text, loaded.base_dir)
+        if not mount.writable or not mount.source.is_dir():
+            continue
+        if mount.source.stat().st_mode & 0o003 != 0o003:
+            line = loaded.document.line_of(("sandbox", "docker", "extra_mounts", index))
+            warnings.append(
+                f"{loaded.display}:{line or '?'}: sandbox.docker.extra_mounts[{index}]: "
+                f"{mount.source} is marked rw, but each row runs as a user of its own, which "
+                "may not write there: chmod o+wx it (what a row makes there is that row's "
+                "user's: another row cannot change it)"
+            )
 
 
 def _within(path: str, folder: str) -> bool:
