@@ -9,9 +9,11 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -906,3 +908,25 @@ def test_an_rw_mount_no_row_could_write_is_warned_at_plan(
     assert "is marked rw, but each row runs as a user of its own" in done.stderr
     (tmp_path / "shared").chmod(0o777)
     assert "is marked rw" not in run_assay("plan", "t.yaml", cwd=tmp_path, env=env()).stderr
+
+
+def test_a_prompt_the_container_cannot_be_shown_is_the_rows_error_not_an_internal_one(
+    tmp_path: Path, docker_image: tuple[Engine, str]
+) -> None:
+    """Found by a helper (findings I N4): with ``TMPDIR`` outside ``/tmp`` and ``/var/tmp``
+    a command agent's prompt folder cannot be copied into the container; the row said
+    "internal error in agent command: SandboxError(...)"."""
+    _, image = docker_image
+    scratch = Path(tempfile.mkdtemp(prefix="assay-test-", dir="/dev/shm"))
+    try:
+        write(tmp_path / "t.yaml", "task_id: t\ndescription: d\ninitial_prompt: p\n"
+              "agent: {type: command, command: 'cat \"$ASSAY_PROMPT_FILE\"'}\n"
+              f"sandbox: {{driver: docker, docker: {{image: '{image}'}}}}\n"
+              "success_criteria: [{type: response_match, expected: p}]\n")  # fmt: skip
+        run_assay("run", "t.yaml", cwd=tmp_path, env={**env(), "TMPDIR": str(scratch)})
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    (result,) = results(tmp_path).values()
+    said = result["error_message"]
+    assert said.startswith("the docker driver cannot show"), said
+    assert "set TMPDIR to one of them" in said and "internal error" not in said

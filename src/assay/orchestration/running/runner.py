@@ -867,7 +867,8 @@ async def _bounded(
     """``work``'s outcome; ``timeout`` when it has not returned :func:`grace_seconds`
     after ``context.timeout`` (it is cancelled; ``deadline`` may move that on); ``error``
     naming the agent type when it raised (an agent of one's own: its traceback goes to the
-    row's log), so the row is graded as after a crash."""
+    row's log), so the row is graded as after a crash; the sandbox's own error (a
+    :class:`~assay.errors.SandboxError`: it could not run the agent's program) as it is."""
     grace = grace_seconds(context.timeout)
     timer = asyncio.timeout(context.timeout + grace)
     if deadline is not None:
@@ -875,6 +876,9 @@ async def _bounded(
     try:
         async with timer:
             outcome: object = await work
+    except SandboxError as exc:  # the row's sandbox could not run it: said as such
+        row.note(f"sandbox: {exc}")
+        return AgentOutcome(status="error", error=str(exc))
     except Exception as exc:
         if not (isinstance(exc, TimeoutError) and timer.expired()):
             row.note(f"internal error in agent {row.task.agent.type}:")
