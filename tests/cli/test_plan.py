@@ -169,3 +169,14 @@ def test_output_limits_under_tempdir_are_enforced_and_not_warned(tmp_path: Path)
     agent = json.loads((row / "task.json").read_text())["agent"]
     assert agent["output_dropped_bytes"] > 0 and agent["output_logs"] == ["agent.stdout.log"]
     assert (row / "agent.stdout.log").read_text().startswith("hello\nhello")
+
+
+def test_a_large_limit_is_shown_as_written(tmp_path: Path) -> None:
+    """Found by a helper (findings I N8): ``max_memory_mb: 99999999`` was shown as ``1e+08``, and
+    ``max_log_mb: 1048576`` as ``1.04858e+06``."""
+    write(tmp_path / "t.yaml", "task_id: v\ndescription: v\ninitial_prompt: go\n"
+          "agent: {type: command, command: 'true'}\n"
+          "sandbox: {limits: {max_log_mb: 1048576, max_output_mb: 0.125}}\n"
+          "success_criteria: [{type: response_match, expected: hello}]\n")  # fmt: skip
+    planned = assay("plan", "t.yaml", cwd=tmp_path)
+    assert "max_output_mb 0.125, max_log_mb 1048576" in planned.stdout, planned.stdout

@@ -177,3 +177,16 @@ def test_a_refusal_names_the_unset_variables_of_the_build_args(
     assert refused.value.hint.endswith(
         "; sandbox.docker.build.args names $BT_UNSET_MSG, which is not set here"
     )
+
+
+def test_a_copy_that_failed_says_what_the_engine_wrote_on_either_stream(tmp_path: Path) -> None:
+    """Found by a helper (findings I N3): Docker's CLI writes an exec's failure to start
+    (an image without ``sh``) on its standard output; the row's error ended in a colon."""
+    message = 'OCI runtime exec failed: exec: "sh": executable file not found in $PATH'
+    script = f"#!/bin/sh\ncat > /dev/null\necho '{message}'\nexit 126\n"
+    engine = write(tmp_path / "engine", script)
+    engine.chmod(0o755)
+    folder = tmp_path / "assay-prompt-1"
+    write(folder / "prompt", "p")
+    config = {"engine": str(engine), "container": "c", "user": "1:1"}
+    assert _launcher().copy_in(config, str(folder)).rstrip().endswith(message)

@@ -137,6 +137,12 @@ def test_a_dockerfile_is_built_once_per_content_and_a_failed_build_says_why(
     plan = run_assay("plan", "t.yaml", cwd=tmp_path, env=env())
     assert plan.returncode == 0, plan.stderr
     assert engine.run("image", "inspect", "--format", "{{.Id}}", tag).stdout == built != ""
+    assert "is not used" not in plan.stderr
+    # found by a helper (findings I N7): an image named beside the Dockerfile is not used
+    both = sandbox.replace("{dockerfile_path", f"{{image: '{image}', dockerfile_path")
+    write(tmp_path / "both.yaml", task(image, sandbox=both, agent="cat /mark.txt", pytest=False))
+    plan = run_assay("plan", "both.yaml", cwd=tmp_path, env=env())
+    assert f"sandbox.docker.image: {image} is not used" in plan.stderr, plan.stderr
 
     write(tmp_path / "image" / "Dockerfile", f"FROM {image}\nRUN echo the step fails >&2; exit 3\n")
     failed = run_assay("plan", "t.yaml", cwd=tmp_path, env=env())
@@ -465,6 +471,11 @@ def test_extra_mounts_secrets_passed_on_purpose_and_assay_evaluate(
     assert f"t.yaml:5: sandbox.docker.extra_mounts[1]: {tmp_path / 'gone'} does not exist" in (
         refused.stderr
     )
+    assert "expands neither" not in refused.stderr
+    # found by a helper (findings I N10): a ~ is taken as written, and now said to be
+    write(tmp_path / "t.yaml", (tmp_path / "t.yaml").read_text().replace("'gone:", "'~/gone:"))
+    refused = run_assay("plan", "t.yaml", cwd=tmp_path, env=env())
+    assert "does not exist (extra_mounts expands neither ~ nor $VARIABLES)" in refused.stderr
 
 
 @pytest.mark.parametrize("kind", ["docker", "podman"])

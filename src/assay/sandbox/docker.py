@@ -343,6 +343,7 @@ def build_image(
     tag, flags = image_tag(dockerfile, args=args, extra_args=extra_args)
     if reuse and has_image(engine, tag):
         return tag
+    shown = os.path.normpath(dockerfile)  # task/../image/Dockerfile: image/Dockerfile
     with tempfile.TemporaryDirectory(prefix="assay-context-") as scratch:
         context = dockerfile.parent
         try:
@@ -351,10 +352,10 @@ def build_image(
                 copy_context(dockerfile.parent, context)
             done = _build(engine, context / dockerfile.name, tag, flags, buildkit=buildkit)
         except (OSError, subprocess.TimeoutExpired) as exc:
-            raise SandboxError(f"cannot build the image of {dockerfile}: {exc}") from exc
+            raise SandboxError(f"cannot build the image of {shown}: {exc}") from exc
     if done.returncode != 0:
         lines = _build_lines(done.stdout + done.stderr)[-BUILD_TAIL_LINES:]
-        raise BuildFailed(f"the image of {dockerfile} did not build ({engine.kind} build "
+        raise BuildFailed(f"the image of {shown} did not build ({engine.kind} build "
                            f"exited with code {done.returncode}); its last lines:\n"
                            + "\n".join(lines))  # fmt: skip
     return tag

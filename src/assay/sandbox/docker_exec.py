@@ -336,8 +336,10 @@ def copy_in(config: dict[str, object], path: str, *, owned: bool = False) -> str
     if done.returncode != 0 and open_parent(config, parent):
         done = exec_helper(unpack, data.getvalue())
     if done.returncode != 0:
+        said = (done.stderr or done.stdout).decode("utf-8", "replace").strip()
         return (f"assay: cannot copy {path} into the row's container (it needs sh and tar): "
-                + done.stderr.decode("utf-8", "replace").strip() + "\n")  # fmt: skip
+                + (said or f"{config['engine']} exec exited with code {done.returncode}")
+                + "\n")  # fmt: skip
     return ""
 
 

@@ -81,7 +81,7 @@ def limits_text(task: TaskDefinition, *, engine_ignores: bool = False) -> str:
     drops: :func:`enforced_limits`)."""
     driver, limits = task.sandbox_driver, task.sandbox.limits
     enforced = enforced_limits(driver, engine_ignores=engine_ignores)
-    shown = [f"{name} {getattr(limits, name):g}" for name in enforced
+    shown = [f"{name} {getattr(limits, name):.12g}" for name in enforced
              if getattr(limits, name) is not None]  # fmt: skip
     unset = [name for name in enforced if getattr(limits, name) is None]
     ignored = sorted(n for n in limits.model_fields_set if n not in enforced)

@@ -366,6 +366,7 @@ def check_docker(
         _check_container_limits(loaded, task)
         _note_engine_choice(engine, wanted, looked.warnings)
         _note_unset_args(loaded, task, looked.warnings)
+        _note_unused_image(loaded, task, looked.warnings)
         try:
             image = engines.task_image(engine, task, loaded.base_dir)
         except BuildFailed as exc:  # that task's rows end ERROR with it; the others run
@@ -419,6 +420,18 @@ def _closed(folder: Path) -> bool:
         return not folder.stat().st_mode & 0o001
     except OSError:
         return False
+
+
+def _note_unused_image(loaded: LoadedTask, task: TaskDefinition, warnings: list[str]) -> None:
+    """A warning for ``sandbox.docker.image`` beside ``dockerfile_path``: the image is built
+    from the Dockerfile and the name is not used (Coder Eval's rule)."""
+    docker = task.sandbox.docker
+    if docker is None or not (docker.image and docker.dockerfile_path):
+        return
+    line = loaded.document.line_of(("sandbox", "docker", "image")) or "?"
+    note = (f"{loaded.display}:{line}: sandbox.docker.image: {docker.image} is not used: "
+            "the rows' image is built from sandbox.docker.dockerfile_path, set too")  # fmt: skip
+    warnings += [] if note in warnings else [note]
 
 
 def _note_unset_args(loaded: LoadedTask, task: TaskDefinition, warnings: list[str]) -> None:
@@ -621,6 +634,8 @@ def _check_mounts(loaded: LoadedTask, task: TaskDefinition) -> None:
         problem, hint = None, "create it, or fix the path (relative to the task file)"
         if not mount.source.exists():
             problem = f"{mount.source} does not exist"
+            if text.startswith("~") or "$" in text:
+                problem += " (extra_mounts expands neither ~ nor $VARIABLES)"
         elif target in SYSTEM_TARGETS:
             problem = f"{target} is the container's own (its system or its /tmp)"
             hint = "mount it under a folder of its own, e.g. /data"
