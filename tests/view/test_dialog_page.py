@@ -12,6 +12,7 @@ from pathlib import Path
 import httpx
 
 import assay
+from tests.helpers import write
 from tests.view.browser import viewer
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "dialog"
@@ -66,3 +67,32 @@ def test_the_row_page_shows_the_dialog_as_a_conversation(tmp_path: Path) -> None
     assert "stopped: max_turns" in section(pow_, "dialog")
     transcript = section(add, "transcript")
     assert "user (simulated) Floats, please." in transcript
+
+
+def test_a_failed_simulated_user_and_a_judges_error_are_said_as_such(tmp_path: Path) -> None:
+    """Found by a helper: the row page said "The agent failed" where the simulated user's
+    model had; a judge's details ran into its error on one line; a row without a dataset
+    was titled "None"."""
+    write(tmp_path / "user.yaml", "replies:\n  - match: '.'\n    error: upstream broke\n")
+    write(tmp_path / "agent.yaml", "default: 'def add(a, b): return a + b'\n")
+    write(tmp_path / "judge.yaml", "default: 'I think it is fine'\n")
+    write(tmp_path / "t.yaml", "task_id: solo\ndescription: d\ninitial_prompt: hello\n"
+          "agent: {type: llm, model: mock/agent.yaml}\n"
+          "simulation: {enabled: true, goal: g, max_turns: 3, model: mock/user.yaml}\n"
+          "success_criteria:\n  - {type: response_match, expected: def add}\n")  # fmt: skip
+    write(tmp_path / "j.yaml", "task_id: judged\ndescription: d\ninitial_prompt: hello\n"
+          "agent: {type: llm, model: mock/agent.yaml}\n"
+          "success_criteria:\n  - {type: llm_judge, model: mock/judge.yaml, prompt: Rubric,\n"
+          "     retries: 0, verdict: {kind: binary}}\n")  # fmt: skip
+    result = assay.run([str(tmp_path / "t.yaml"), str(tmp_path / "j.yaml")],
+                       run_dir=str(tmp_path / "runs"))  # fmt: skip
+    with viewer(str(tmp_path / "runs"), cwd=tmp_path) as url, httpx.Client(base_url=url) as http:
+        page = http.get(f"/runs/{result.run_dir.name}/rows/default/solo/00").text
+        judged = http.get(f"/runs/{result.run_dir.name}/rows/default/judged/00").text
+    note = re.search(r'id="post-failure-note">([^<]*)', page)
+    assert note is not None and note[1].startswith("The simulated user failed, so"), page
+    assert re.search(r"<title>assay · [^<]* · solo</title>", page)
+    reason = next(r for r in re.findall(r'<pre class="reason">(.*?)</pre>', judged, re.S)
+                  if "judge_error" in r)  # fmt: skip
+    details, _, error = html.unescape(reason).partition("\nerror: ")
+    assert details and error.startswith("judge_error"), reason

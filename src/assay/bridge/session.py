@@ -165,7 +165,8 @@ class BridgeSession:
             return self.stop_message
         tools, cap = self.tool_calls, self.limits.max_tool_calls
         if cap is not None and tools >= cap:
-            self.stop("max_tool_calls", f"the agent's model asked for {tools} tool calls; "
+            calls = "1 tool call" if tools == 1 else f"{tools} tool calls"
+            self.stop("max_tool_calls", f"the agent's model asked for {calls}; "
                                         f"run_limits.max_tool_calls is {cap}")  # fmt: skip
             return self.stop_message
         return None
