@@ -442,6 +442,10 @@ def test_n_trials_are_replicates_and_beat_repeats(tmp_path: Path) -> None:
     plan = assay.plan([str(tmp_path / "task.yaml")])
     assert plan.tasks[0].repeats == 3
     assert not [w for w in plan.warnings if "--repeats" in w]
+    # the task's own repeats too (found by a helper: it was dropped without a word)
+    assert [w for w in plan.warnings if "does not apply" in w] == [
+        f"{tmp_path / 'task.yaml'}: repeats (2) does not apply: simulation.n_trials (3) sets "
+        "this dialog task's replicates (as in Coder Eval)"]  # fmt: skip
     # --repeats beside n_trials is said, not silently dropped
     overridden = assay.plan([str(tmp_path / "task.yaml")], repeats=5)
     assert [w for w in overridden.warnings if "--repeats" in w] == [
@@ -603,18 +607,18 @@ def test_a_bad_simulation_block_is_refused_at_its_field(
 
 
 @pytest.mark.parametrize(
-    ("agent", "message"),
+    ("agent", "message", "field"),
     [
         ("{type: command, command: cat}",
          "simulation: agent type 'command' answers once and cannot continue a conversation; "
-         "dialog mode runs llm, claude-code and codex agents"),
+         "dialog mode runs llm, claude-code and codex agents", "agent.type"),
         ("{type: llm, model: mock/echo, prompt_format: completion}",
          "simulation: prompt_format 'completion' sends one plain prompt and cannot continue a "
-         "conversation; use prompt_format: chat"),
+         "conversation; use prompt_format: chat", "agent.prompt_format"),
     ],
 )  # fmt: skip
 def test_an_agent_that_cannot_converse_is_refused_with_what_can(
-    tmp_path: Path, agent: str, message: str
+    tmp_path: Path, agent: str, message: str, field: str
 ) -> None:
     text = (f"task_id: t\ndescription: d\ninitial_prompt: p\nagent: {agent}\n"
             "simulation: {enabled: true, goal: g}\n"
@@ -622,7 +626,7 @@ def test_an_agent_that_cannot_converse_is_refused_with_what_can(
     with pytest.raises(TaskFileError) as error:
         load_task(write(tmp_path / "t.yaml", text))
     assert message in error.value.message
-    assert (error.value.field, error.value.line) == ("agent.type", 4)  # the agent's line
+    assert (error.value.field, error.value.line) == (field, 4)  # the agent's line
 
 
 def test_early_stop_is_refused_in_dialog_mode(tmp_path: Path) -> None:

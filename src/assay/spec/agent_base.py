@@ -83,6 +83,12 @@ class AgentSpec(StrictModel):
                 "sessions yet)")  # fmt: skip
 
     @property
+    def dialog_problem_field(self) -> str:
+        """Capability (dialog mode): the field of the agent's block that
+        :attr:`dialog_problem` is about (where the task file's error points)."""
+        return "type"
+
+    @property
     def needs_directory(self) -> bool:
         """Capability: the agent itself needs the row's working directory (the row makes
         one anyway when templates, hooks or criteria use it)."""

@@ -228,6 +228,10 @@ class LlmAgent(AgentBase, ModelFieldsSpec):
                     "conversation; use prompt_format: chat")  # fmt: skip
         return None
 
+    @property
+    def dialog_problem_field(self) -> str:
+        return "prompt_format" if self.prompt_format == "completion" else "type"
+
     @model_validator(mode="after")
     def _consistent(self) -> LlmAgent:
         if self.labels and self.json_schema:
@@ -825,7 +829,7 @@ class TaskDefinition(StrictModel):
             return self
         problem = self.agent.dialog_problem
         if problem is not None:
-            raise located(("agent", "type"), f"simulation: {problem}")
+            raise located(("agent", self.agent.dialog_problem_field), f"simulation: {problem}")
         armed = [i for i, c in enumerate(self.success_criteria) if getattr(c, "stop_early", None)]
         if armed:
             raise located(

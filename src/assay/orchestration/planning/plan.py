@@ -412,19 +412,22 @@ def build_plan(
 
 
 def _trials_beat_repeats(plan: Plan) -> list[str]:
-    """``--repeats`` beside a dialog task's ``simulation.n_trials``: the task's trials decide
-    (as in Coder Eval); said, not silently dropped."""
-    if plan.repeats_override is None:
-        return []
+    """``--repeats`` or the task's own ``repeats`` beside a dialog task's
+    ``simulation.n_trials``: the task's trials decide (as in Coder Eval); said, not silently
+    dropped."""
     found = []
     for planned in plan.tasks:
         for variant in planned.variants:
             definition = variant.definition
-            trials = definition.replicates(plan.repeats_override)
-            if trials != plan.repeats_override:
-                found.append(f"{planned.loaded.display}: --repeats {plan.repeats_override} does "
-                             f"not apply: simulation.n_trials ({trials}) sets this dialog "
-                             "task's replicates (as in Coder Eval)")  # fmt: skip
+            asked = plan.repeats_override
+            given = f"--repeats {asked}"
+            if asked is None and "repeats" in definition.model_fields_set:
+                asked, given = definition.repeats, f"repeats ({definition.repeats})"
+            trials = definition.replicates(asked)
+            if asked is not None and trials != asked:
+                found.append(f"{planned.loaded.display}: {given} does not apply: "
+                             f"simulation.n_trials ({trials}) sets this dialog task's "
+                             "replicates (as in Coder Eval)")  # fmt: skip
                 break
     return found
 
