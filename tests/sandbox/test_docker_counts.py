@@ -57,18 +57,24 @@ REFUSAL = (
     "OCI runtime exec failed: exec failed: unable to start container process: "
     "read init-p: connection reset by peer: unknown"
 )
+PODMAN_REFUSAL = (
+    "Error: OCI runtime error: runc: exec failed: unable to start container "
+    "process: read init-p: connection reset by peer"
+)
 
 
+@pytest.mark.parametrize(("stream", "said"), [("", REFUSAL), (">&2", PODMAN_REFUSAL)])
 def test_a_copy_into_the_container_is_tried_again_while_the_runtime_could_not_start_it(
-    tmp_path: Path,
+    tmp_path: Path, stream: str, said: str
 ) -> None:
     """Found in CI: at ``max_pids: 8`` on a loaded machine, runc's own start process (its
     threads count against the limit) failed now and then, and the prompt's copy was the
-    row's error, as a misleading "Permission denied" of the first try."""
+    row's error, as a misleading "Permission denied" of the first try. Docker's CLI says it
+    on its standard output (exit 126), Podman's on its standard error (exit 255)."""
     tries = tmp_path / "tries"
     script = (f"#!/bin/sh\necho x >> {tries}\n"
               f"[ $(wc -l < {tries}) -gt 2 ] && {{ cat > /dev/null; exit 0; }}\n"
-              f"echo '{REFUSAL}' >&2\nexit 126\n")  # fmt: skip
+              f"echo '{said}' {stream}\nexit 126\n")  # fmt: skip
     engine = write(tmp_path / "engine", script)
     engine.chmod(0o755)
     config = {"engine": str(engine), "container": "c", "user": "1:1"}

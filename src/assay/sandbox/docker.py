@@ -41,6 +41,7 @@ import json
 import os
 import re
 import secrets
+import shlex
 import shutil
 import subprocess
 import sys
@@ -275,7 +276,7 @@ def closed_folders(engine: Engine, image: str, folders: Iterable[str]) -> list[s
     wanted = sorted(set(folders))
     if not wanted:
         return []
-    script = ("for p in " + " ".join(f"'{p}'" for p in wanted)
+    script = ("for p in " + " ".join(map(shlex.quote, wanted))
               + '; do [ -d "$p" ] && stat -c "%a %n" "$p"; done; true')  # fmt: skip
     ulimits = PODMAN_ULIMITS if engine.kind == "podman" else []
     try:

@@ -170,9 +170,12 @@ def start_refused(
     done: subprocess.CompletedProcess[bytes] | subprocess.CompletedProcess[str],
 ) -> bool:
     """Whether the engine could not start the process for a moment (:data:`START_REFUSALS`):
-    its runtime's message, and nothing else of the process (it never ran)."""
-    message = done.stderr if isinstance(done.stderr, bytes) else str(done.stderr).encode()
-    return (done.returncode != 0 and not done.stdout and b"OCI runtime" in message
+    its runtime's message (Docker's CLI writes it on its standard output, Podman's on its
+    standard error) and nothing else, one line (the process never ran)."""
+    said = [part if isinstance(part, bytes) else str(part or "").encode()
+            for part in (done.stdout, done.stderr)]  # fmt: skip
+    message = b"".join(said).strip()
+    return (done.returncode != 0 and b"OCI runtime" in message and b"\n" not in message
             and any(word in message for word in START_REFUSALS))  # fmt: skip
 
 

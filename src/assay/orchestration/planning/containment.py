@@ -405,7 +405,9 @@ def _check_reachable(
                          for p in task.sandbox.read_only)]  # fmt: skip
     on_way = {str(parent): path for path in shown for parent in Path(os.path.abspath(path)).parents
               if parent != Path("/") and _closed(parent)}  # fmt: skip
-    for folder in closed_folders(engine, image, on_way):
+    closed = closed_folders(engine, image, on_way)
+    if closed:
+        folder = closed[0]
         raise _docker_located(loaded, task, (
             f"{on_way[folder]} is shown to each row at its own path, inside {folder}, which "
             f"the image {image} holds closed to other users: the row's unprivileged user "
