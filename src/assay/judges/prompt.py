@@ -313,9 +313,17 @@ def _role(event: TranscriptEvent) -> str:
     return "user (the task's prompt)" if event.name == "initial_prompt" else "user (untrusted)"
 
 
+LINE_BREAKS = {"\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0085"}
+"""Characters a reader may take for a line's end that JSON leaves as they are: escaped, so a
+turn is one line to any reader (the same string in JSON)."""
+
+
 def _turn_line(role: str, text: str) -> str:
     """One turn as the JSON line the judge reads (see :func:`dialog_text`)."""
-    return json.dumps({"role": role, "text": text}, ensure_ascii=False).replace("</", "<\\/")
+    line = json.dumps({"role": role, "text": text}, ensure_ascii=False).replace("</", "<\\/")
+    for mark, escaped in LINE_BREAKS.items():
+        line = line.replace(mark, escaped)
+    return line
 
 
 def _cut_turns(turns: list[tuple[str, str]], limit: int) -> list[str]:
@@ -324,7 +332,7 @@ def _cut_turns(turns: list[tuple[str, str]], limit: int) -> list[str]:
     the first turns and the last ones, half the room each, and one line in between saying
     how many turns were left out. Every line kept is a whole turn with its own role."""
     share = max(limit // 4 - 60, 40)
-    lines = [_turn_line(role, _shortened(text, share)) for role, text in turns]
+    lines = [_fitted_line(role, text, share) for role, text in turns]
     head: list[str] = []
     tail: list[str] = []
     room = limit // 2
@@ -339,6 +347,22 @@ def _cut_turns(turns: list[tuple[str, str]], limit: int) -> list[str]:
     left_out = len(lines) - len(head) - len(tail)
     middle = [f"… [{left_out} turn(s) cut here: max_dialog_chars] …"] if left_out else []
     return [*head, *middle, *tail]
+
+
+def _fitted_line(role: str, text: str, limit: int) -> str:
+    """The turn's line in about ``limit`` characters as written (its escapes counted: a
+    control character is six), its text's middle cut (:func:`_shortened`) until it fits."""
+    line = _turn_line(role, text)
+    if len(line) <= limit + 80:
+        return line
+    low, high = 20, min(len(text), limit)  # the most text whose line fits: found by halves
+    while low < high:
+        middle = (low + high + 1) // 2
+        if len(_turn_line(role, _shortened(text, middle))) <= limit + 80:
+            low = middle
+        else:
+            high = middle - 1
+    return _turn_line(role, _shortened(text, low))
 
 
 def _shortened(text: str, limit: int) -> str:

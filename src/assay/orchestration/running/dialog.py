@@ -413,7 +413,12 @@ __all__ = [
 
 
 def _last_answer(outcomes: list[AgentOutcome]) -> str | None:
-    """The dialog's answer: the last turn's response, or, where that turn wrote none (cut by
-    a limit or its timeout before it answered), the last one an earlier turn wrote."""
-    last = outcomes[-1].response if outcomes else None
-    return last or next((o.response for o in reversed(outcomes) if o.response), last)
+    """The dialog's answer: the last turn's response, or, where that turn was cut (by a
+    limit, its timeout or an error) before it wrote any, the last one an earlier turn wrote.
+    A turn that ended as it chose keeps its answer, an empty one too."""
+    if not outcomes:
+        return None
+    last = outcomes[-1]
+    if last.response or last.status == "completed":
+        return last.response
+    return next((o.response for o in reversed(outcomes) if o.response), last.response)
