@@ -252,10 +252,13 @@ def test_a_url_with_a_password_is_withheld_whatever_its_variable_is_called() -> 
     reached every row with its password, which assay itself redacted everywhere it wrote
     it; a row wrote it reversed and base64-encoded, past the redaction and the scan."""
     host = {**HOST, "ASSAY_TEST_POSTGRES_URL": "postgresql+psycopg://u:pw-x@127.0.0.1/db",
+            "GIT_REMOTE_URL": "https://ghp_Z9xtokenAAAA1111@github.com/org/repo.git",
+            "BLOB_URL": "https://acct.blob.core.windows.net/c/f?sv=2022-11-02&sig=SIGxyz",
             "HTTP_PROXY": "http://proxy.example:3128",
             "DOCS": "https://example.org/a@b"}  # fmt: skip
     env = agent_environment(host)
-    assert "ASSAY_TEST_POSTGRES_URL" not in env
+    # the redactor's own rule: a token as the user, a query's secret (found by a helper)
+    assert not {"ASSAY_TEST_POSTGRES_URL", "GIT_REMOTE_URL", "BLOB_URL"} & set(env)
     assert env["HTTP_PROXY"] == "http://proxy.example:3128"  # no credentials: passed
     assert env["DOCS"] == "https://example.org/a@b"
     names = environment_names(host)

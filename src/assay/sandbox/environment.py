@@ -2,7 +2,7 @@
 
 Agents, ``pre_run``/``post_run`` commands and command criteria get every variable of the
 host environment except those that hold a secret (:func:`assay.results.secrets.is_secret_name`,
-a value with a URL's password, plus the variables a run names as credentials, e.g.
+a value with a URL's secret, plus the variables a run names as credentials, e.g.
 ``agent.api_key_env``), unless the task
 passes them on purpose (``agent.env_passthrough``, or Coder Eval's
 ``sandbox.docker.env_passthrough`` / ``env_passthrough_extra``). An agent's own ``env``
@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
-from assay.results.secrets import is_secret_name, url_passwords
+from assay.results.secrets import is_secret_name, url_secrets
 
 HOST_FOLDERS = frozenset({"PWD", "OLDPWD"})
 """The shell's names of the folder assay was run in (and the one before): a row's program
@@ -28,12 +28,13 @@ def withheld(
     name: str, *, value: str = "", passthrough: Collection[str], hidden: Collection[str]
 ) -> bool:
     """Whether the variable ``name`` (set to ``value``) is kept from the row's programs: a
-    secret's name, a name of ``hidden``, or a value holding a URL's password
-    (:func:`assay.results.secrets.url_passwords`: ``postgresql://user:pw@host``, whatever
-    the variable is called), unless ``passthrough`` names it."""
+    secret's name, a name of ``hidden``, or a value holding a URL's secret, whatever the
+    variable is called (:func:`assay.results.secrets.url_secrets`, the redactor's own rule:
+    ``postgresql://user:pw@host``, ``https://TOKEN@host``, ``?sig=…``), unless
+    ``passthrough`` names it."""
     if name in passthrough:
         return False
-    return name in hidden or is_secret_name(name) or bool(value and url_passwords(value))
+    return name in hidden or is_secret_name(name) or bool(value and url_secrets(value))
 
 
 def agent_environment(
