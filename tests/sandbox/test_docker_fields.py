@@ -358,3 +358,28 @@ def test_a_plan_asks_each_engine_once_whether_it_ignores_limits(
     assert [t.limits for t in plan.tasks] == [plan.tasks[0].limits] * 2
     assert "max_memory_mb 64" in plan.tasks[0].limits
     assert sum(1 for a in asked if a[0] == "info") == 1, asked
+
+
+@pytest.mark.docker
+@pytest.mark.coding_agent
+def test_an_images_own_model_route_does_not_reach_the_coding_agent(
+    tmp_path: Path, docker_image: tuple[Engine, str]
+) -> None:
+    """Found by a helper (findings K): an image whose ENV sets ``CLAUDE_CODE_USE_BEDROCK``
+    sent Claude Code to Bedrock, past the model bridge (its limits, its accounting); the
+    host's such variables were withheld, the image's were not."""
+    claude_available()
+    _, image = docker_image
+    write(tmp_path / "image" / "Dockerfile", f"FROM {image}\n"
+          "ENV CLAUDE_CODE_USE_BEDROCK=1 ANTHROPIC_BEDROCK_BASE_URL=http://192.0.2.1 "
+          "AWS_REGION=us-east-1\n")  # fmt: skip
+    write(tmp_path / "script.yaml", "replies:\n  - match: p\n    steps:\n"
+          "      - tool: Bash\n        input: {command: 'echo made > out.txt', "
+          "description: make}\n      - reply: done\n")  # fmt: skip
+    agent = "{type: claude-code, model: mock/script.yaml, permission_mode: bypassPermissions}"
+    sandbox = "{driver: docker, docker: {dockerfile_path: image/Dockerfile}}"
+    write(tmp_path / "t.yaml", task_text(agent=agent, sandbox=sandbox, criterion=CHECK))
+    done = run_assay("run", "t.yaml", cwd=tmp_path, env={**env(), "PATH": codex_path()})
+    result = json.loads(next((tmp_path / "runs").rglob("task.json")).read_text())
+    assert result["final_status"] == "SUCCESS", (result["error_message"], done.stderr)
+    assert result["transcript"]["model_calls"] >= 1  # through the bridge

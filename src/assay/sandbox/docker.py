@@ -66,6 +66,7 @@ from assay.sandbox.bwrap import (
 )
 from assay.sandbox.docker_exec import START_TRIES, start_refused
 from assay.sandbox.docker_sweep import ROW_LABEL, owner_label
+from assay.spec.coding_agents import CodingAgent
 
 LAUNCHER = Path(__file__).with_name("docker_exec.py")
 ENGINES = ("docker", "podman")
@@ -638,7 +639,10 @@ class DockerJail:
         :mod:`assay.sandbox.jail_init` (on the image's ``python3``), as root, which gives it
         output pipes of root's before it becomes the row's user
         (:data:`OWN_OUTPUT_CAPABILITIES`), sealed unless ``sealed`` is false
-        (:func:`assay.sandbox.bwrap.seal_lost`).
+        (:func:`assay.sandbox.bwrap.seal_lost`). A variable of the image's ``ENV`` through
+        which a CLI reaches a model on its own (``CLAUDE_CODE_USE_BEDROCK``,
+        :attr:`~assay.spec.coding_agents.CodingAgent.withheld_prefixes`) is set empty, as
+        the host's are withheld, unless assay sets it (the bridge's address).
 
         Raises:
             SandboxError: the row's user cannot be given ``writable``.
@@ -669,6 +673,9 @@ class DockerJail:
         name = f"{self.name}-agent{len(self.agents)}"
         self.agents.append(name)
         inner = self._environment(env, writable=extra)
+        for variable in self.image_env:  # the image's own model routes: as the host's are
+            if variable.startswith(CodingAgent.withheld_prefixes) and variable not in inner:
+                inner[variable] = ""  # set empty over the image's (an exec cannot unset)
         start = self._start_args(name, mode, [m for m in shown if m.source.exists()])
         config = self._config(name, [*OWN_OUTPUT_CAPABILITIES, *start], name, cwd)
         config["remove"], config["user"] = True, "0:0"  # jail_init becomes the row's user
