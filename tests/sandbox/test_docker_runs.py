@@ -19,6 +19,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -941,3 +942,31 @@ def test_a_prompt_the_container_cannot_be_shown_is_the_rows_error_not_an_interna
     said = result["error_message"]
     assert said.startswith("the docker driver cannot show"), said
     assert "set TMPDIR to one of them" in said and "internal error" not in said
+
+
+def test_an_image_that_did_not_build_when_planned_is_not_built_again_by_the_run(
+    tmp_path: Path, docker_image: tuple[Engine, str]
+) -> None:
+    """Found by a helper (findings K): a Dockerfile that built only sometimes failed in the
+    plan (its warning said each row ends ERROR) and built in the run (the rows passed, on an
+    image no check had looked at; built twice). The run keeps the plan's answer."""
+    import assay
+    from assay.errors import BuildFailed
+    from assay.orchestration.planning.containment import image_key
+    from assay.orchestration.running.executors.base import run_containment
+
+    _, image = docker_image
+    dockerfile = write(tmp_path / "image" / "Dockerfile", f"FROM {image}\nRUN exit 3\n")
+    write(tmp_path / "t.yaml", "task_id: t\ndescription: d\ninitial_prompt: p\n"
+          "agent: {type: command, command: 'true'}\n"
+          "sandbox: {driver: docker, docker: {dockerfile_path: image/Dockerfile}}\n"
+          "success_criteria: [{type: file_exists, path: x}]\n")  # fmt: skip
+    plan = assay.plan([str(tmp_path / "t.yaml")])
+    (definition,) = plan.definitions
+    key = image_key(definition, tmp_path)
+    assert "did not build" in plan.build_failures[key]
+    write(dockerfile, f"FROM {image}\n")  # it would build now: the run does not try
+    pool: Any = SimpleNamespace(settings=SimpleNamespace(cache=None))  # no model: no cache
+    containment = run_containment(plan, tmp_path / "runs", None, pool)
+    with pytest.raises(BuildFailed, match="did not build"):
+        containment.jail(definition, tmp_path / "row", tmp_path)

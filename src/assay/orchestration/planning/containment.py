@@ -998,10 +998,12 @@ class Containment:
         bridge: BridgeLink | None = None,
         check: bool = False,
         images: Mapping[ImageKey, str] | None = None,
+        failed: Mapping[ImageKey, str] | None = None,
     ) -> Containment:
         """A policy when one of ``tasks`` uses ``bwrap`` (``check``: and make one sandbox
         first, as :func:`check_containment` does), and one per engine the ``docker`` tasks
-        ask for; ``images``: the content ids of their images (``planned``).
+        ask for; ``images``: the content ids of their images (``planned``); ``failed``: the
+        images that did not build when planned (their rows end ``ERROR`` with the message).
 
         Raises:
             UsageError: bwrap is not installed, or (``check``) cannot make a sandbox here;
@@ -1021,14 +1023,16 @@ class Containment:
                 sweep_containers(engine)  # the containers of a run that was killed go now
                 docker[kind] = make_docker_policy(engine=engine, hidden=private,
                                                   bridge=bridge)  # fmt: skip
-        planned = dict(images or {})
+        planned, broken = dict(images or {}), dict(failed or {})
         if not uses_bwrap(tasks):
-            return cls(docker=docker, planned=planned, private=tuple(private), groups=groups)
+            return cls(docker=docker, planned=planned, failed=broken, private=tuple(private),
+                       groups=groups)  # fmt: skip
         policy = make_policy(path_variable=os.environ.get("PATH", ""), hidden=private,
                              bridge=bridge)  # fmt: skip
         if check:
             probe(policy)
-        return cls(policy, docker, planned=planned, private=tuple(private), groups=groups)
+        return cls(policy, docker, planned=planned, failed=broken, private=tuple(private),
+                   groups=groups)  # fmt: skip
 
     def row_groups(self, task: TaskDefinition) -> RowProcesses | None:
         """New control groups for a row of ``task`` with its ``max_memory_mb``, ``max_cpus``

@@ -187,6 +187,10 @@ class Plan:
     redactor: Redactor = field(default_factory=Redactor)
     criteria: CriterionRegistry = field(default_factory=default_criteria)
     """The criterion types of the run: they grade its rows and roll up its suites."""
+    build_failures: dict[ImageKey, str] = field(default_factory=dict)
+    """The ``docker`` images that did not build when planned (key: :func:`image_key`): the
+    build's message; the run ends their rows ``ERROR`` with it, not building them again
+    (a Dockerfile that builds only sometimes gives one answer per run)."""
 
     def __repr__(self) -> str:
         """``Plan(2 tasks, 12 work items, 1 variant, 1 warning)``: short enough for a notebook
@@ -397,6 +401,7 @@ def build_plan(
     plan.warnings.extend(check_containment(
         ((t.loaded, v.definition) for t in plan.tasks for v in t.variants),
         agents=plan.criteria.agents, engines=engines))  # fmt: skip
+    plan.build_failures = dict(engines.failed)
     if experiment is not None and experiment_file is not None:
         plan.variants = tuple(v.variant_id for v in experiment.variants)
         plan.experiment = experiment

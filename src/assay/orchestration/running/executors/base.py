@@ -168,7 +168,8 @@ def run_containment(
                                        for f in shown_folders(v.definition, t.loaded.base_dir)]
                             if any(is_contained(d) for d in plan.definitions) else ())  # fmt: skip
     return Containment.for_tasks(plan.definitions, private=private, bridge=link, check=check,
-                                 images=plan.image_ids())  # fmt: skip
+                                 images=plan.image_ids(),
+                                 failed=plan.build_failures)  # fmt: skip
 
 
 def bridge_link(bridge: Bridge | None) -> BridgeLink | None:
