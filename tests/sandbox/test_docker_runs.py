@@ -147,7 +147,7 @@ def test_a_dockerfile_is_built_once_per_content_and_a_failed_build_says_why(
 
     write(tmp_path / "image" / "Dockerfile", f"FROM {image}\nRUN echo the step fails >&2; exit 3\n")
     failed = run_assay("plan", "t.yaml", cwd=tmp_path, env=env())
-    assert failed.returncode == 0, failed.stdout + failed.stderr  # that task's rows: ERROR
+    assert failed.returncode == 1, failed.stdout + failed.stderr  # its rows would be ERROR
     assert "each row of this task ends ERROR with it; the other tasks run" in failed.stderr
     assert "t.yaml:6: sandbox.docker.dockerfile_path" in failed.stderr
     assert str(tmp_path / "image" / "Dockerfile") in failed.stderr

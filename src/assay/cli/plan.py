@@ -40,7 +40,8 @@ def plan(
 ) -> None:
     """Show the expansion, the row selection, each variant's resolved configuration (with
     where each value came from) and the variables its programs receive (names only); run
-    nothing. Exits 2 on invalid input."""
+    nothing. Exits 2 on invalid input, 1 when a task's docker image did not build (the run
+    would end its rows ERROR and go on with the others)."""
     from assay import api
     from assay.cli.shared.plan_render import print_plan
     from assay.reports.plan import plan_as_json
@@ -73,3 +74,5 @@ def plan(
                               correlation=correlation, baseline_rate=baseline_rate,
                               replicates=repeats or 1)  # fmt: skip
         sys.stdout.write("\n".join(found.lines()) + "\n")
+    if built.build_failures:
+        raise typer.Exit(1)
