@@ -870,7 +870,9 @@ def test_a_task_folder_inside_one_the_image_closes_is_refused_at_plan(
     assert done.returncode == 2, done.stdout + done.stderr
     assert f"inside {closed}, which the image" in done.stderr, done.stderr
     assert "move the task's folder" in done.stderr
-    closed.chmod(0o755)  # open on the host: not looked up in the image at all
+    closed.chmod(0o755)  # open on the host, closed in the image (findings K): refused too
+    assert run_assay("plan", "t.yaml", cwd=folder, env=env()).returncode == 2
+    write(folder / "image" / "Dockerfile", f"FROM {image}\nRUN mkdir -p -m 755 {closed}\n")
     assert run_assay("plan", "t.yaml", cwd=folder, env=env()).returncode == 0
 
 

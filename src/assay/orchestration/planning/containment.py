@@ -383,7 +383,7 @@ def check_docker(
                 problem = unreadable(path)
                 if problem is not None:
                     raise _located(loaded, problem, READABLE_HINT)
-            _check_reachable(engine, loaded, task, image, folders)
+            _check_reachable(engine, loaded, task, image, folders, looked)
     return looked.warnings
 
 
@@ -395,17 +395,25 @@ def _build_failed(loaded: LoadedTask, message: str) -> str:
 
 
 def _check_reachable(
-    engine: Engine, loaded: LoadedTask, task: TaskDefinition, image: str, folders: list[Path]
+    engine: Engine,
+    loaded: LoadedTask,
+    task: TaskDefinition,
+    image: str,
+    folders: list[Path],
+    looked: _Looks,
 ) -> None:
     """As root (each row its own user): the folders a row is shown at their own paths can
     be reached in the container, through the image's own folders on the way (a task under
-    ``/root``: the host's ``/root`` and the image's are both ``700``). Only a folder on the
-    way that the host closes too is looked up in the image."""
+    ``/root``: Debian's image closes it; a home an image's ``useradd -m`` made ``700``).
+    One throwaway container per image and set of folders in a plan."""
     shown = [*folders, *(Path(p) if Path(p).is_absolute() else loaded.base_dir / p
                          for p in task.sandbox.read_only)]  # fmt: skip
     on_way = {str(parent): path for path in shown for parent in Path(os.path.abspath(path)).parents
-              if parent != Path("/") and _closed(parent)}  # fmt: skip
-    closed = closed_folders(engine, image, on_way)
+              if parent != Path("/")}  # fmt: skip
+    key = (image, tuple(sorted(on_way)))
+    if key not in looked.closed:
+        looked.closed[key] = closed_folders(engine, image, on_way)
+    closed = looked.closed[key]
     if closed:
         folder = closed[0]
         raise _docker_located(loaded, task, (
@@ -414,14 +422,6 @@ def _check_reachable(
             "cannot reach it in the container"),
             hint="move the task's folder (and sandbox.read_only) out of it, e.g. under /srv "
             "or /tmp, or run assay as a normal user")  # fmt: skip
-
-
-def _closed(folder: Path) -> bool:
-    """Whether other users may not enter ``folder`` on this machine (no ``o+x``)."""
-    try:
-        return not folder.stat().st_mode & 0o001
-    except OSError:
-        return False
 
 
 def _note_unused_image(loaded: LoadedTask, task: TaskDefinition, warnings: list[str]) -> None:
@@ -463,11 +463,12 @@ def _note_engine_choice(engine: Engine, wanted: str | None, warnings: list[str])
 @dataclass
 class _Looks:
     """What :func:`check_docker` looked up in images, each once: the programs an image
-    lacks, its Node.js version; and the warnings found."""
+    lacks, its Node.js version, its folders closed to other users; and the warnings found."""
 
     missing: dict[tuple[str, str, tuple[str, ...]], list[str]] = field(default_factory=dict)
     node: dict[tuple[str, str], str | None] = field(default_factory=dict)
     bridge: dict[str, str | None] = field(default_factory=dict)
+    closed: dict[tuple[str, tuple[str, ...]], list[str]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
 
 
