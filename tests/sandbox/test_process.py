@@ -445,5 +445,10 @@ def test_an_error_tail_is_the_plain_tail_where_nothing_was_cut_away() -> None:
     short = "Error: boom\n    at f (x.js:1:1)\n"
     assert error_tail(short) == short.strip()
     assert error_tail("x" * 2000) == tail("x" * 2000, 500)
-    long_cause = "Error: " + "y" * 600 + "\n" + "    at f (x.js:1:1)\n" * 40
-    assert error_tail(long_cause) == tail(long_cause.strip(), 500)
+    # a long error line is shortened, not dropped (findings K: a Go panic over 500)
+    long_cause = "panic: " + "y " * 400 + "\n\ngoroutine 1 [running]:\n" + "main.f()\n" * 80
+    said = error_tail(long_cause)
+    assert said.startswith("panic: y y") and len(said) < 800 and said.endswith("main.f()")
+    # an indented "at" that is prose, not a frame, names no error (findings K)
+    prose = "   at startup we load config\nTraceback (most recent call last):\n" + python
+    assert error_tail(prose) == tail(prose, 500)

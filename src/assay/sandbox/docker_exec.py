@@ -295,6 +295,8 @@ def start_failure(config: dict[str, object], why: str) -> str:
     if fix:
         fix += " (sleep infinity): add it to the image (Debian: RUN apt-get install -y "
         fix += "--reinstall coreutils)"
+    if "exec sleep failed" in why:  # or it is there, on no folder of the image's PATH
+        fix += ", or keep its folder (/usr/bin, /bin) on the image's ENV PATH"
     # assay.sandbox.process.NOT_STARTED: the words a row's error is found by
     return (f"assay: the row's container did not start ({config['engine']} run, image "
             f"{image}): " + "\n".join(lines) + fix + "\n")  # fmt: skip

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.results.io import PLAIN, REDACT_WINDOW, OutputLogs, StreamLog
-from assay.results.secrets import clip_tail, stream_cut, stream_start
+from assay.results.secrets import clip_head, clip_tail, stream_cut, stream_start
 from assay.sandbox.cgroups import thaw
 
 
@@ -712,8 +712,9 @@ def tail(text: str, limit: int = 2000) -> str:
     return clip_tail(text, limit)
 
 
-STACK_FRAME = re.compile(r"\s+at\s")
-"""A stack frame's line: Node's and the JVM's (``    at f (file.js:1:2)``)."""
+STACK_FRAME = re.compile(r"\s+at\s.*(\)|:\d+)\s*$")
+"""A stack frame's line: Node's and the JVM's (``    at f (file.js:1:2)``,
+``\tat pkg.C.m(C.java:12)``, ``    at file.js:1:2``): indented ``at``, ending with a place."""
 RUNTIME_FAILURE = re.compile(r"(panic|fatal error): ")
 """Go's run-time failure, whose message comes before its goroutines' stacks."""
 CAUSE_SEARCH = 1 << 16
@@ -727,9 +728,9 @@ def error_tail(text: str, limit: int = 500) -> str:
     text = text.strip()
     shown = tail(text, limit)
     cause = error_line(text)
-    if not cause or cause in shown or len(cause) > limit:
+    if not cause or cause in shown:
         return shown
-    return f"{cause} {shown}"
+    return f"{clip_head(cause, limit // 2)} {shown}"
 
 
 def error_line(text: str) -> str:
