@@ -73,7 +73,8 @@ COMMANDS = {
                     "grade later with `assay evaluate`."),
     "plan": Lazy("assay.cli.plan:plan", "Show the expansion, the row selection, each variant's "
                  "resolved configuration (with where each value came from) and the variables "
-                 "its programs receive (names only); run nothing. Exits 2 on invalid input."),
+                 "its programs receive (names only); run nothing. Exits 2 on invalid input, "
+                 "1 when a docker image did not build."),
     "evaluate": Lazy("assay.cli.grading:evaluate", "Grade a finished run again without running "
                      "agents, and rewrite its reports; or grade a QA prediction.jsonl file and "
                      "write its metrics.json."),

@@ -40,8 +40,7 @@ def plan(
 ) -> None:
     """Show the expansion, the row selection, each variant's resolved configuration (with
     where each value came from) and the variables its programs receive (names only); run
-    nothing. Exits 2 on invalid input, 1 when a task's docker image did not build (the run
-    would end its rows ERROR and go on with the others)."""
+    nothing. Exits 2 on invalid input, 1 when a docker image did not build."""
     from assay import api
     from assay.cli.shared.plan_render import print_plan
     from assay.reports.plan import plan_as_json
