@@ -138,6 +138,25 @@ class Engine:
         return subprocess.run([str(self.path), *args], capture_output=True, text=True,
                               timeout=timeout, check=False)  # fmt: skip
 
+    def run_in_image(
+        self,
+        image: str,
+        program: str,
+        *args: str,
+        network: str = "none",
+        timeout: float = ENGINE_SECONDS,
+    ) -> subprocess.CompletedProcess[str]:
+        """``program args…`` in a throwaway container of ``image`` (removed when it ends; no
+        network unless ``network`` names one; Podman's rlimits, :data:`PODMAN_ULIMITS`), as
+        :meth:`run`: the plan's looks into an image.
+
+        Raises:
+            OSError: the CLI cannot be started; subprocess.TimeoutExpired: it hung.
+        """
+        ulimits = PODMAN_ULIMITS if self.kind == "podman" else []
+        return self.run("run", "--rm", "--network", network, *ulimits, "--entrypoint", program,
+                        image, *args, timeout=timeout)  # fmt: skip
+
     def info(self) -> str:
         """The engine's cgroup version and whether it runs rootless, as ``ENGINE info``
         answers them (Podman's ``{{.Host.CgroupsVersion}} {{.Host.Security.Rootless}}``:
@@ -256,10 +275,8 @@ def missing_programs(engine: Engine, image: str, programs: Iterable[str]) -> lis
         + " ".join(f"'{p}'" for p in wanted)
         + ('; do command -v "$p" >/dev/null 2>&1 || echo "$p"; done')
     )
-    ulimits = PODMAN_ULIMITS if engine.kind == "podman" else []
     try:
-        done = engine.run("run", "--rm", "--network", "none", *ulimits, "--entrypoint", "sh",
-                          image, "-c", script)  # fmt: skip
+        done = engine.run_in_image(image, "sh", "-c", script)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise SandboxError(f"cannot look into the image {image}: {exc}") from exc
     if done.returncode != 0:
@@ -279,10 +296,8 @@ def closed_folders(engine: Engine, image: str, folders: Iterable[str]) -> list[s
         return []
     script = ("for p in " + " ".join(map(shlex.quote, wanted))
               + '; do [ -d "$p" ] && stat -c "%a %n" "$p"; done; true')  # fmt: skip
-    ulimits = PODMAN_ULIMITS if engine.kind == "podman" else []
     try:
-        done = engine.run("run", "--rm", "--network", "none", *ulimits, "--entrypoint", "sh",
-                          image, "-c", script)  # fmt: skip
+        done = engine.run_in_image(image, "sh", "-c", script)
     except (OSError, subprocess.TimeoutExpired):
         return []
     found = []

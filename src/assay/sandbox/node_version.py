@@ -17,7 +17,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from assay.sandbox.docker import PODMAN_ULIMITS, Engine
+from assay.sandbox.docker import Engine
 
 _LOWER = re.compile(r"^\s*>=\s*v?(\d+)(?:\.(\d+))?(?:\.(\d+))?\s*$")
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)")
@@ -48,10 +48,8 @@ def declared_node(cli: Path) -> str | None:
 def image_node(engine: Engine, image: str) -> str | None:
     """``node --version`` in a throwaway container of ``image`` (no network), e.g.
     ``v18.20.4``; ``None`` when it cannot be told."""
-    ulimits = PODMAN_ULIMITS if engine.kind == "podman" else []
     try:
-        done = engine.run("run", "--rm", "--network", "none", *ulimits, "--entrypoint", "node",
-                          image, "--version")  # fmt: skip
+        done = engine.run_in_image(image, "node", "--version")
     except (OSError, subprocess.TimeoutExpired):
         return None
     text = done.stdout.strip()

@@ -30,7 +30,6 @@ from assay.sandbox.build_context import is_run_folder
 from assay.sandbox.bwrap import JAIL_PROCESSES, BridgeLink, Jail, JailPolicy, make_policy
 from assay.sandbox.cgroups import Hierarchies
 from assay.sandbox.docker import (
-    PODMAN_ULIMITS,
     SCRATCH,
     DockerJail,
     DockerPolicy,
@@ -593,8 +592,7 @@ def _check_network(
 def _podman_bridge_problem(engine: Engine, image: str) -> str | None:
     """Why a Podman container cannot join its bridge network here, or ``None``."""
     try:
-        done = engine.run("run", "--rm", "--network", "bridge", *PODMAN_ULIMITS, "--entrypoint",
-                          "true", image, timeout=60)  # fmt: skip
+        done = engine.run_in_image(image, "true", network="bridge", timeout=60)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return str(exc)
     if done.returncode == 0:
