@@ -290,8 +290,14 @@ def transcript_text(transcript: Transcript | None, *, limit: int = 100_000) -> s
     text = head + "\n" + "\n".join(transcript.lines())
     if len(text) <= limit:
         return text
-    keep = max(0, limit - 60) // 2
-    return text[:keep] + f"\n… [{len(text) - 2 * keep} characters cut] …\n" + text[-keep:]
+    return _cut_middle(text, max(0, limit - 60) // 2, gap="\n")
+
+
+def _cut_middle(text: str, keep: int, *, gap: str) -> str:
+    """``text``'s first and last ``keep`` characters around a mark of how many were cut,
+    ``gap`` on either side of the mark."""
+    cut = len(text) - 2 * keep
+    return f"{text[:keep]}{gap}… [{cut} characters cut] …{gap}{text[len(text) - keep :]}"
 
 
 DIALOG_NOTE = (
@@ -370,8 +376,7 @@ def _shortened(text: str, limit: int) -> str:
     about ``limit`` characters."""
     if len(text) <= limit:
         return text
-    keep = max(limit - 40, 20) // 2
-    return f"{text[:keep]} … [{len(text) - 2 * keep} characters cut] … {text[len(text) - keep :]}"
+    return _cut_middle(text, max(limit - 40, 20) // 2, gap=" ")
 
 
 def dialog_text(transcript: Transcript | None, *, limit: int = 100_000) -> str | None:
