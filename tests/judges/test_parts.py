@@ -210,3 +210,20 @@ def test_first_line_of_a_pydantic_error() -> None:
         "x: Input should be a valid integer, unable to parse string as an integer"
     )
     assert first_line(ValueError("")) == "ValueError"
+
+
+def test_a_transcript_past_its_limit_keeps_its_start_and_end_and_counts_what_was_cut() -> None:
+    """``max_transcript_chars``: the judge reads the first and last (limit − 60) / 2
+    characters and how many were cut between them (hand-computed from the whole text)."""
+    from assay.judges.prompt import transcript_text
+    from assay.results.transcript import Transcript, TranscriptEvent
+
+    events = [TranscriptEvent("final", n, text=f"line {n} " + "x" * 50) for n in range(40)]
+    transcript = Transcript(agent="llm", events=events)
+    whole = transcript_text(transcript, limit=10**9)
+    assert whole is not None and len(whole) > 2_000
+    cut = transcript_text(transcript, limit=300)
+    keep = (300 - 60) // 2
+    assert cut == (whole[:keep] + f"\n… [{len(whole) - 2 * keep} characters cut] …\n"
+                   + whole[-keep:])  # fmt: skip
+    assert transcript_text(transcript, limit=len(whole)) == whole  # at the limit: whole
