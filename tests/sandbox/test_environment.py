@@ -265,3 +265,24 @@ def test_a_url_with_a_password_is_withheld_whatever_its_variable_is_called() -> 
     assert "ASSAY_TEST_POSTGRES_URL" in names.withheld  # `assay plan` lists it
     passed = agent_environment(host, passthrough=["ASSAY_TEST_POSTGRES_URL"])
     assert passed["ASSAY_TEST_POSTGRES_URL"].endswith("@127.0.0.1/db")  # on purpose
+
+
+@pytest.mark.parametrize("before", [1, 5, 27])
+def test_a_kept_files_secret_across_a_block_cut_is_redacted(tmp_path: Path, before: int) -> None:
+    """The kept sandbox reads a file in blocks to see whether redaction changes it: a
+    secret that starts ``before`` bytes ahead of the first cut is whole in the next block's
+    overlap (the oracle: the whole file redacted as one buffer)."""
+    from assay.results.secret_scan import SCAN_BLOCK, SCAN_OVERLAP
+
+    key = "sk-proj-across-the-cut-value-42"
+    redactor = Redactor()
+    redactor.add("OPENAI_API_KEY", key)
+    root = tmp_path / "sandbox"
+    root.mkdir()
+    path = root / "data.txt"
+    cut = SCAN_BLOCK - SCAN_OVERLAP
+    path.write_bytes(b"a" * (cut - before) + key.encode() + b"b" * (2 * SCAN_BLOCK))
+    expected = Writer(redactor).redact_bytes(path.read_bytes())
+    assert expected != path.read_bytes()
+    assert Sandbox(root).redact(Writer(redactor)) == [path]
+    assert path.read_bytes() == expected

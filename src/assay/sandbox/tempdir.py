@@ -20,11 +20,12 @@ import tempfile
 from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path, PurePosixPath
+from typing import BinaryIO
 
 from assay.errors import SandboxError
 from assay.results.io import LogFolder, Writer
 from assay.results.secret_scan import SCAN_BLOCK, SCAN_OVERLAP
-from assay.results.sparse import copy_file, data_extents, read_range
+from assay.results.sparse import copy_file, data_blocks, data_extents, read_range
 from assay.sandbox.bwrap import Jail
 from assay.sandbox.cli_shims import LOG_NAME, MOCKS_DIR, PROBLEMS_NAME, write_shims
 from assay.sandbox.docker import DockerJail
@@ -395,13 +396,11 @@ def _redact_file(path: Path, writer: Writer) -> bool:
         if info.st_nlink == 1:  # a hard link's inode is shared with a file elsewhere
             _own(path, 0o600, info)
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-        try:
-            extents = data_extents(fd, info.st_size)
-            if not any(_redacts(fd, start, end, writer) for start, end in extents):
+        with open(fd, "rb") as handle:
+            if not _redacts(handle, writer):
                 return False  # read in blocks: a large file costs its memory only to change
-            pieces = [(start, read_range(fd, start, end)) for start, end in extents]
-        finally:
-            os.close(fd)
+            pieces = [(start, read_range(fd, start, end))
+                      for start, end in data_extents(fd, info.st_size)]  # fmt: skip
         redacted = [writer.redact_bytes(data) for _, data in pieces]
         if all(new is data for new, (_, data) in zip(redacted, pieces, strict=True)):
             return False
@@ -419,18 +418,17 @@ def _redact_file(path: Path, writer: Writer) -> bool:
         return False
 
 
-def _redacts(fd: int, start: int, end: int, writer: Writer) -> bool:
-    """Whether ``writer`` changes anything in bytes ``start`` to ``end`` of the open file
-    ``fd``, read in blocks of :data:`~assay.results.secret_scan.SCAN_BLOCK` that overlap by
-    :data:`~assay.results.secret_scan.SCAN_OVERLAP` (so a secret across a cut is whole in
-    one of them)."""
-    step = SCAN_BLOCK - SCAN_OVERLAP
-    for offset in range(start, end, step):
-        block = read_range(fd, offset, min(end, offset + SCAN_BLOCK))
-        if writer.redact_bytes(block) is not block:
+def _redacts(handle: BinaryIO, writer: Writer) -> bool:
+    """Whether ``writer`` changes anything in the open file ``handle``'s data, read in blocks
+    (:func:`~assay.results.sparse.data_blocks`, its holes left out) each seen with the last
+    :data:`~assay.results.secret_scan.SCAN_OVERLAP` bytes before it (so a secret across a
+    cut is whole in one of them)."""
+    kept = b""
+    for block in data_blocks(handle, SCAN_BLOCK - SCAN_OVERLAP):
+        data = kept + block
+        if writer.redact_bytes(data) is not data:
             return True
-        if offset + SCAN_BLOCK >= end:
-            break
+        kept = data[-SCAN_OVERLAP:]
     return False
 
 
