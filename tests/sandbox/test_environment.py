@@ -166,14 +166,20 @@ def test_a_rows_python_leaves_no_bytecode_to_go_stale(
     assert kept["PYTHONDONTWRITEBYTECODE"] == "x"
 
 
-def test_a_kept_sparse_file_is_redacted_in_its_data_and_keeps_its_holes(tmp_path: Path) -> None:
-    """Field report: each `truncate -s 1000M` file a row left cost ~50 s of reading zeros
-    when its sandbox was kept. The oracle: the whole file redacted as one buffer."""
-    key = "sk-proj-kept-sparse-value-31"
+def _kept_sandbox(tmp_path: Path, key: str) -> tuple[Redactor, Path]:
+    """A redactor that knows ``key`` (as ``OPENAI_API_KEY``), and an empty sandbox folder."""
     redactor = Redactor()
     redactor.add("OPENAI_API_KEY", key)
     root = tmp_path / "sandbox"
     root.mkdir()
+    return redactor, root
+
+
+def test_a_kept_sparse_file_is_redacted_in_its_data_and_keeps_its_holes(tmp_path: Path) -> None:
+    """Field report: each `truncate -s 1000M` file a row left cost ~50 s of reading zeros
+    when its sandbox was kept. The oracle: the whole file redacted as one buffer."""
+    key = "sk-proj-kept-sparse-value-31"
+    redactor, root = _kept_sandbox(tmp_path, key)
     path = root / "big.bin"
     with path.open("wb") as handle:
         handle.write(f"head {key}\n".encode())
@@ -275,10 +281,7 @@ def test_a_kept_files_secret_across_a_block_cut_is_redacted(tmp_path: Path, befo
     from assay.results.secret_scan import SCAN_BLOCK, SCAN_OVERLAP
 
     key = "sk-proj-across-the-cut-value-42"
-    redactor = Redactor()
-    redactor.add("OPENAI_API_KEY", key)
-    root = tmp_path / "sandbox"
-    root.mkdir()
+    redactor, root = _kept_sandbox(tmp_path, key)
     path = root / "data.txt"
     cut = SCAN_BLOCK - SCAN_OVERLAP
     path.write_bytes(b"a" * (cut - before) + key.encode() + b"b" * (2 * SCAN_BLOCK))
