@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import socket
 import subprocess
@@ -817,9 +818,12 @@ def test_a_row_killed_for_the_memory_its_tmp_holds_names_the_limit(
 ) -> None:
     """Found by a helper (findings I F7): files in the container's ``/tmp`` (a tmpfs:
     memory) got the program killed, and the count was read with a program started in that
-    container, still out of memory: not named, and 5 s of retries."""
+    container, still out of memory: not named, and 5 s of retries. One program fills
+    ``/tmp`` (the kernel's victim: with ``sh`` and ``head`` alike small, it may pick either,
+    and a shell that goes on is a row that went on, see the next test)."""
     _, image = docker_image
-    command = "for i in 1 2 3; do head -c 100000000 /dev/zero > /tmp/f$i; done; echo survived"
+    fill = "b = bytes(2**20)\nwith open('/tmp/f', 'wb') as f:\n    for _ in range(300): f.write(b)"
+    command = f"python3 -c {shlex.quote(fill)} && echo survived"
     write(tmp_path / "t.yaml", "task_id: tmpfs\ndescription: d\ninitial_prompt: p\n"
           f"agent: {{type: command, command: {json.dumps(command)}}}\n"
           f"sandbox: {{driver: docker, docker: {{image: '{image}'}}, "
@@ -829,6 +833,29 @@ def test_a_row_killed_for_the_memory_its_tmp_holds_names_the_limit(
     (result,) = results(tmp_path).values()
     assert result["final_status"] == "ERROR"
     assert "sandbox.limits.max_memory_mb (100 MiB)" in result["error_message"], result
+
+
+def test_a_program_that_went_on_after_a_kill_for_memory_keeps_its_status_and_the_log_says_it(
+    tmp_path: Path, docker_image: tuple[Engine, str]
+) -> None:
+    """As on ``bwrap`` and ``tempdir``: a process the kernel killed for memory while the
+    agent's program went on (and succeeded) leaves the row's status to the program, and the
+    row's log names the limit (it was only in ``task.json``'s ``stderr_tail``)."""
+    _, image = docker_image
+    command = "python3 -c 'x = bytearray(400 * 2**20)'; echo survived"
+    write(tmp_path / "t.yaml", "task_id: goon\ndescription: d\ninitial_prompt: p\n"
+          f"agent: {{type: command, command: {json.dumps(command)}}}\n"
+          f"sandbox: {{driver: docker, docker: {{image: '{image}'}}, "
+          "limits: {max_memory_mb: 64}}\n"
+          "success_criteria: [{type: response_match, expected: survived}]\n")  # fmt: skip
+    run_assay("run", "t.yaml", cwd=tmp_path, env=env())
+    (result,) = results(tmp_path).values()
+    assert result["final_status"] == "SUCCESS", result.get("error_message")
+    (log,) = (tmp_path / "runs").rglob("task.log")
+    assert (
+        "killed for memory: the row's processes passed sandbox.limits.max_memory_mb "
+        "(64 MiB); 1 process(es) killed, the program went on"
+    ) in log.read_text()
 
 
 def test_a_task_folder_with_a_colon_or_a_comma_in_its_path_is_mounted(

@@ -4,6 +4,7 @@ it reached one (the ``docker`` driver's programs say the same, see
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 
@@ -39,3 +40,14 @@ def limit_note(
         return (f"{refused} fork(s) refused: the row's processes reached "
                 f"sandbox.limits.max_pids ({max_pids})")  # fmt: skip
     return None
+
+
+LAUNCHER_NOTE = re.compile(r"^assay: (killed for memory: .*)$", re.MULTILINE)
+"""The last line a ``docker`` row's program gets on stderr when the kernel killed one of its
+processes for memory (:mod:`assay.sandbox.docker_exec`, which imports nothing of assay)."""
+
+
+def launcher_notes(stderr: str) -> list[str]:
+    """The memory kills the ``docker`` driver's launcher named on a program's ``stderr``
+    (:data:`LAUNCHER_NOTE`), without their ``assay:`` prefix, in order."""
+    return LAUNCHER_NOTE.findall(stderr)

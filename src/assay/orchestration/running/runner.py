@@ -75,7 +75,7 @@ from assay.results.trace import Span, new_trace_id
 from assay.results.transcript import TranscriptEvent
 from assay.results.transcript_otlp import from_session, from_trace
 from assay.sandbox.archive import pack
-from assay.sandbox.limit_counts import NOTHING_COUNTED, LimitCounts
+from assay.sandbox.limit_counts import NOTHING_COUNTED, LimitCounts, launcher_notes
 from assay.sandbox.process import (
     container_not_started,
     end_marked_processes,
@@ -527,6 +527,9 @@ class Runner:
             outcome = await _bounded(agent.run(context), context, row)
         if groups is not None:
             outcome = _limit_reached(outcome, groups, before=counts, row=row)
+        elif outcome.status not in ("error", "timeout"):  # docker: its launcher said it
+            for note in launcher_notes(outcome.stderr_tail):
+                row.note(note)
         root_span.end(error=outcome.error)
         outcome.spans.insert(0, root_span)
         if outcome.transcript is not None:
