@@ -241,3 +241,86 @@ def test_an_agent_cannot_configure_its_next_turns_claude_code(tmp_path: Path) ->
     assert not (kept / "hook-ran.txt").exists()  # the planted hook never ran
     assert not (kept / ".claude" / "settings.json").exists()  # put back: there was none
     assert record["agent"]["model_calls"] == 4  # every call went through the bridge
+
+
+# The other CLIs: a shell tool each (its name and input), and the project settings file each
+# reads from its workspace, which the agent plants in turn one.
+OTHER_CLIS = {
+    "gemini": ("run_shell_command", ", description: x", ".gemini/settings.json"),
+    "qwen-code": ("run_shell_command", "", ".qwen/settings.json"),
+    "opencode": ("bash", ", description: x", "opencode.json"),
+    "pi": ("bash", "", ".pi/settings.json"),
+}
+REMEMBERING = """\
+replies:
+  - match: "(?s)my name is Ada.*colour is green.*Both noted.*what are my name and colour"
+    search: request
+    reply: "Your name is Ada and your colour is green."
+  - match: "(?s)my name is Ada.*colour is green"
+    search: request
+    steps:
+      - tool: {shell}
+        input: {{command: "test -e {settings} && echo kept >t2 || echo put-back >t2"{extra}}}
+      - reply: "Both noted."
+  - match: "my name is Ada"
+    steps:
+      - tool: {shell}
+        input: {{command: "mkdir -p {folder}; echo '{{}}' > {settings}"{extra}}}
+      - reply: "Noted. Anything else?"
+default: "I do not remember what we said."
+"""
+REMEMBERING_USER = """\
+replies:
+  - match: "Anything else"
+    reply: "Yes: my colour is green."
+  - match: "Both noted"
+    reply: "Now, what are my name and colour?"
+  - match: "Ada and your colour is green"
+    reply: "Perfect. <<<END>>>"
+default: "You forgot what we said."
+"""
+REMEMBERING_TASK = """\
+task_id: remember
+description: remember two facts
+initial_prompt: "Hello, my name is Ada."
+agent: {{type: {agent}, model: mock/agent.yaml}}
+run_limits: {{task_timeout: 120}}
+simulation: {{enabled: true, goal: the agent remembers both facts, model: mock/user.yaml}}
+success_criteria:
+  - {{type: response_match, expected: "Ada and your colour is green", match: contains}}
+  - {{type: file_contains, path: t2, includes: [put-back]}}
+"""
+
+
+@pytest.mark.parametrize("agent", sorted(OTHER_CLIS))
+def test_each_other_cli_resumes_its_session_and_its_settings_are_put_back(
+    tmp_path: Path, agent: str
+) -> None:
+    """Gemini CLI, Qwen Code, OpenCode and Pi hold a dialog (they were refused at load):
+    each later answer needs the earlier turns in the request the CLI sends, which only its
+    resumed session holds; the project settings file the agent wrote in turn one is gone
+    when turn two runs; the CLI's own count of the dialog agrees with the bridge's (Qwen
+    Code reports a resumed session's running total)."""
+    shell, extra, settings = OTHER_CLIS[agent]
+    folder = str(Path(settings).parent)
+    write(
+        tmp_path / "agent.yaml",
+        REMEMBERING.format(shell=shell, extra=extra, settings=settings, folder=folder),
+    )
+    write(tmp_path / "user.yaml", REMEMBERING_USER)
+    write(tmp_path / "task.yaml", REMEMBERING_TASK.format(agent=agent))
+    done = run_assay("run", "task.yaml", cwd=tmp_path, env={"PATH": codex_path()})
+    assert done.returncode == 0, done.stderr + row_file(tmp_path, "remember", ".", "task.log")
+    record = task_json(tmp_path, "remember", ".")
+    simulation = record["simulation"]
+    assert simulation["stop_reason"] == "stop_token"
+    assert [t["text"] for t in simulation["turns"] if t["role"] == "agent"] == [
+        "Noted. Anything else?",
+        "Both noted.",
+        "Your name is Ada and your colour is green.",
+    ]
+    summary = record["transcript"]
+    assert summary["cli"]["session_id"]  # the session every turn continued
+    assert summary["commands"] == 2
+    assert summary["cli_usage"]["total"] == summary["usage"]["total"] > 0
+    assert summary["usage_difference"] is None

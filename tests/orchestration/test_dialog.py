@@ -611,7 +611,8 @@ def test_a_bad_simulation_block_is_refused_at_its_field(
     [
         ("{type: command, command: cat}",
          "simulation: agent type 'command' answers once and cannot continue a conversation; "
-         "dialog mode runs llm, claude-code and codex agents", "agent.type"),
+         "dialog mode runs llm agents and the coding-agent CLIs (claude-code, codex, gemini, "
+         "qwen-code, opencode, pi)", "agent.type"),
         ("{type: llm, model: mock/echo, prompt_format: completion}",
          "simulation: prompt_format 'completion' sends one plain prompt and cannot continue a "
          "conversation; use prompt_format: chat", "agent.prompt_format"),

@@ -24,8 +24,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from assay.agents import dialog_settings
-from assay.agents.base import AgentContext, DialogState, PreflightCheck, ToolServer
+from assay.agents.base import AgentContext, PreflightCheck, ToolServer
 from assay.agents.claude_stream import ClaudeStreamParser
 from assay.agents.cli import CliLaunch, EventParser, cli_environment, find_cli
 from assay.agents.coding import CliAgent, CliRow, OwnCredentials
@@ -69,6 +68,7 @@ class ClaudeCodeRunner(CliAgent[ClaudeCodeAgent]):
     config_model = ClaudeCodeAgent
     executable = "claude"  # found by find_claude (the bundled CLI when none is configured)
     keeps_home = True  # a later turn of a dialog resumes the session kept in its home
+    project_settings = (".claude/settings.json", ".claude/settings.local.json")
     own_credentials = OwnCredentials(
         ("ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"), ".claude/.credentials.json",
         "export ANTHROPIC_API_KEY, or log in with `claude login`",
@@ -91,11 +91,7 @@ class ClaudeCodeRunner(CliAgent[ClaudeCodeAgent]):
         self, context: AgentContext, cli: Path, parser: EventParser
     ) -> tuple[list[str], list[Path]]:
         """The command line and the plugin folders (refused: a system prompt file, settings
-        file or plugin folder it cannot read); the transcript names the skills offered. In a
-        dialog, the project settings are those of its first turn
-        (:mod:`assay.agents.dialog_settings`): the agent cannot configure its next turn."""
-        if context.dialog is not None and context.sandbox is not None:
-            _pin_settings(context.dialog, context.sandbox)
+        file or plugin folder it cannot read); the transcript names the skills offered."""
         argv = claude_argv(self.config, cli, context)
         plugins = plugin_dirs(self.config, context.base_dir)
         parser.transcript.skills_offered = skill_folder_names(plugins)
@@ -116,27 +112,6 @@ class ClaudeCodeRunner(CliAgent[ClaudeCodeAgent]):
             env["IS_SANDBOX"] = "1"  # the CLI refuses the mode as root otherwise
         readable = [*plugins, *_settings_files(config, row.context.base_dir)]
         return CliLaunch(argv, env, stdin=row.context.prompt or "", readable=readable)
-
-
-PROJECT_SETTINGS = (".claude/settings.json", ".claude/settings.local.json")
-"""Claude Code's project settings files, in the folder it works in."""
-
-
-def _pin_settings(dialog: DialogState, workspace: Path) -> None:
-    """Keep the project settings at a dialog's first turn; put them back before a later one.
-
-    Raises:
-        UserError: they cannot be put back (the turn does not run with the agent's).
-    """
-    if dialog.settings is None:
-        dialog.settings = dialog_settings.keep(workspace, PROJECT_SETTINGS)
-        return
-    try:
-        dialog_settings.restore(workspace, dialog.settings)
-    except OSError as exc:
-        raise UserError(
-            f"the project settings the agent changed cannot be put back: {exc}"
-        ) from None
 
 
 def claude_argv(config: ClaudeCodeAgent, cli: Path, context: AgentContext) -> list[str]:

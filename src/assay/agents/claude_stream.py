@@ -54,6 +54,8 @@ class ClaudeStreamParser:
         names: the CLI's tool names → Claude Code's (others keep their own).
         exit_code: where a shell tool's result text states its exit code (the last match's
             first group); without one a failed command's code is unknown (``None``).
+        session_total: the ``result`` event's usage is the session's running total, a
+            resumed session's earlier runs included (Qwen Code's; Claude Code's is the run's).
     """
 
     def __init__(
@@ -62,8 +64,10 @@ class ClaudeStreamParser:
         agent: str = "claude-code",
         names: Mapping[str, str] | None = None,
         exit_code: re.Pattern[str] = _EXIT,
+        session_total: bool = False,
     ) -> None:
         self.transcript = Transcript(agent=agent)
+        self._session_total = session_total
         self._names = dict(names or {})
         self._exit = exit_code
         self._calls: dict[str, tuple[str, Any]] = {}
@@ -186,7 +190,7 @@ class ClaudeStreamParser:
         return CliEnding(
             final=str(text) if isinstance(text, str) and not failed and not max_turns else None,
             max_turns=max_turns, api_error=api_error, usage=usage,
-            cost_usd=_money(cost),
+            cost_usd=_money(cost), session_total=self._session_total,
         )  # fmt: skip
 
     def _denied(self, event: dict[str, Any], now: int) -> None:

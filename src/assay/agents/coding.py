@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
+from assay.agents import dialog_settings
 from assay.agents.base import Agent, AgentContext, AgentOutcome, PreflightCheck, PreflightSetup
 from assay.agents.cli import (
     CliLaunch,
@@ -97,6 +98,10 @@ class CliAgent(Agent[Config]):
     keeps_home: ClassVar[bool] = False
     """Capability (dialog): the CLI resumes its session in a later turn of a dialog, so its
     home folder, where the session lives, is kept for the dialog's every turn."""
+    project_settings: ClassVar[tuple[str, ...]] = ()
+    """The settings files the CLI reads from the folder it works in (relative to it): in a
+    dialog they are put back as they were at its first turn before each later one
+    (:func:`assay.agents.dialog_settings.pin`), so the agent cannot configure its next turn."""
 
     own_credentials: ClassVar[OwnCredentials | None] = None
     """Capability (credentials): what ``route: direct`` needs (``None``: not checked)."""
@@ -188,6 +193,9 @@ class CliAgent(Agent[Config]):
         span = context.root_span.child(f"invoke_agent {self.type_name}")
         parser = self.parser()
         try:
+            dialog, workspace = context.dialog, context.sandbox
+            if self.project_settings and dialog is not None and workspace is not None:
+                dialog_settings.pin(dialog, workspace, self.project_settings)
             cli = self.find(context.base_dir)
             # files read, and for some CLIs a program run: off the event loop, which serves
             # the other rows and the bridge meanwhile (nothing is made yet to clean up)

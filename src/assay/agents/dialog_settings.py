@@ -2,7 +2,8 @@
 dialog began.
 
 A CLI that reads settings from the folder it works in (Claude Code's project settings,
-``.claude/settings.json`` and ``.claude/settings.local.json``) would let the agent configure
+``.claude/settings.json`` and ``.claude/settings.local.json``; each CLI names its own,
+:attr:`assay.agents.coding.CliAgent.project_settings`) would let the agent configure
 its own next turn: a hook that runs commands no tool call shows, an ``env`` that moves the
 CLI's model calls off the model bridge (and so off its budgets and counts), wider
 permissions. Before each later turn of a dialog the files are put back as they were at its
@@ -17,10 +18,30 @@ import stat
 from collections.abc import Iterable
 from pathlib import Path
 
+from assay.agents.base import DialogState
+from assay.errors import UserError
 from assay.sandbox.trees import remove_tree
 
 Kept = dict[str, bytes | None]
 """Each settings file (relative to the workspace) → its bytes, ``None`` when absent."""
+
+
+def pin(dialog: DialogState, workspace: Path, names: Iterable[str]) -> None:
+    """Keep the files ``names`` of ``workspace`` at a dialog's first turn (in ``dialog``);
+    put them back before a later one.
+
+    Raises:
+        UserError: they cannot be put back (the turn does not run with the agent's).
+    """
+    if dialog.settings is None:
+        dialog.settings = keep(workspace, names)
+        return
+    try:
+        restore(workspace, dialog.settings)
+    except OSError as exc:
+        raise UserError(
+            f"the project settings the agent changed cannot be put back: {exc}"
+        ) from None
 
 
 def keep(workspace: Path, names: Iterable[str]) -> Kept:

@@ -8,6 +8,8 @@ update checks off. Its model calls go to the model bridge's Gemini wire
 answers with the task's model whatever model name the CLI sends. The plugins' skills are
 copied to its user skills folder (``~/.gemini/skills/<name>``), where its ``activate_skill``
 tool finds them. The stream is read by :class:`~assay.agents.gemini_stream.GeminiStreamParser`.
+In dialog mode the home is kept for the whole dialog and each turn after the first continues
+the CLI's session (``--resume SESSION_ID``, the id from its ``init`` event).
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ class GeminiRunner(CliAgent[GeminiAgent]):
     executable = "gemini"
     skills_only = True
     skill_rule = GEMINI_CLI
+    keeps_home = True  # a later turn of a dialog resumes the session kept in its home
+    project_settings = (".gemini/settings.json", ".gemini/.env")
 
     def parser(self) -> EventParser:
         """:class:`~assay.agents.gemini_stream.GeminiStreamParser`."""
@@ -55,7 +59,7 @@ class GeminiRunner(CliAgent[GeminiAgent]):
     def launch(self, row: CliRow) -> CliLaunch:
         """The settings file and the plugins' skills (``~/.gemini/skills``) in the home
         folder, the bridge's Gemini wire in the environment, the prompt as ``-p``."""
-        (row.home / ".gemini").mkdir()
+        (row.home / ".gemini").mkdir(exist_ok=True)  # a dialog's later turn: made at its first
         (row.home / ".gemini" / "settings.json").write_text(json.dumps(SETTINGS),
                                                             encoding="utf-8")  # fmt: skip
         copy_skills(row.prepared, row.home / ".gemini" / "skills")
@@ -65,6 +69,9 @@ class GeminiRunner(CliAgent[GeminiAgent]):
         }  # fmt: skip
         argv = [str(row.cli), "-p", row.context.prompt or "", "--output-format", "stream-json",
                 "--yolo", "-m", cli_model(self.config)]  # fmt: skip
+        dialog = row.context.dialog
+        if dialog is not None and dialog.session_id:  # the dialog's next turn
+            argv += ["--resume", dialog.session_id]
         return CliLaunch(argv, env)
 
 

@@ -12,6 +12,9 @@ skills are copied to a folder its ``skills.paths`` names, where its ``skill`` to
 Its fetch of the models.dev catalogue, its default plugins and its language-server downloads are off
 (``OPENCODE_DISABLE_*``). The bridge answers with the task's model whatever name the CLI
 sends. The stream is read by :class:`~assay.agents.opencode_stream.OpenCodeStreamParser`.
+In dialog mode the home (where its sessions live) is kept for the whole dialog and each turn
+after the first continues the CLI's session (``--session SESSION_ID``, the events'
+``sessionID``).
 """
 
 from __future__ import annotations
@@ -54,6 +57,9 @@ class OpenCodeRunner(CliAgent[OpenCodeAgent]):
     executable = "opencode"
     skills_only = True
     skill_rule = OPENCODE
+    keeps_home = True  # a later turn of a dialog resumes the session kept in its home
+    project_settings = ("opencode.json", "opencode.jsonc", ".opencode/opencode.json",
+                        ".opencode/opencode.jsonc")  # fmt: skip
 
     def parser(self) -> EventParser:
         """:class:`~assay.agents.opencode_stream.OpenCodeStreamParser`."""
@@ -84,6 +90,9 @@ class OpenCodeRunner(CliAgent[OpenCodeAgent]):
             "OPENCODE_CONFIG_CONTENT": json.dumps(settings), BRIDGE_KEY_NAME: row.token,
         }  # fmt: skip
         argv = [str(row.cli), "run", "--format", "json", "-m", f"assay/{cli_model(self.config)}"]
+        dialog = row.context.dialog
+        if dialog is not None and dialog.session_id:  # the dialog's next turn
+            argv += ["--session", dialog.session_id]
         return CliLaunch(argv, env, stdin=row.context.prompt or "")
 
 

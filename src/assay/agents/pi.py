@@ -8,7 +8,9 @@ checks, install telemetry) is off (``PI_OFFLINE``). ``allowed_tools`` /
 ``disallowed_tools`` become ``--tools``, ``system_prompt`` ``--append-system-prompt`` (or
 ``--system-prompt``), each plugin skill a ``--skill``. The bridge answers with the task's
 model whatever name the CLI sends. The stream is read by
-:class:`~assay.agents.pi_stream.PiStreamParser`.
+:class:`~assay.agents.pi_stream.PiStreamParser`. In dialog mode the session is kept
+(no ``--no-session``) in the home, which is kept for the whole dialog, and each turn after
+the first continues it (``--session SESSION_ID``, the id of its ``session`` event).
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ class PiRunner(CliAgent[PiAgent]):
     config_model = PiAgent
     executable = "pi"
     skill_rule = PI
+    keeps_home = True  # a later turn of a dialog resumes the session kept in its home
+    project_settings = (".pi/settings.json",)
 
     def parser(self) -> EventParser:
         """:class:`~assay.agents.pi_stream.PiStreamParser`."""
@@ -57,7 +61,7 @@ class PiRunner(CliAgent[PiAgent]):
         """``models.json`` (the provider ``assay`` at the bridge) in the home folder, the
         prompt on standard input."""
         argv, plugins = row.prepared
-        (row.home / ".pi" / "agent").mkdir(parents=True)
+        (row.home / ".pi" / "agent").mkdir(parents=True, exist_ok=True)  # kept in a dialog
         (row.home / ".pi" / "agent" / "models.json").write_text(
             json.dumps(models_file(self.config, bridge_url=row.bridge_url)), encoding="utf-8"
         )
@@ -74,7 +78,12 @@ def pi_argv(
     Raises:
         UserError: a system prompt file that cannot be read.
     """
-    argv = [str(cli), "-p", "--mode", "json", "--no-session", "--provider", "assay",
+    dialog = context.dialog
+    if dialog is None:
+        session = ["--no-session"]
+    else:  # kept in the dialog's home; each later turn continues it
+        session = ["--session", dialog.session_id] if dialog.session_id else []
+    argv = [str(cli), "-p", "--mode", "json", *session, "--provider", "assay",
             "--model", cli_model(config)]  # fmt: skip
     tools = pi_tools(config.allowed_tools, config.disallowed_tools)
     if tools is not None:

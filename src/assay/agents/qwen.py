@@ -9,7 +9,8 @@ the CLI sends. Its stream-json output has Claude Code's shape, so it is read by
 :class:`~assay.agents.claude_stream.ClaudeStreamParser` with Qwen Code's tool names mapped to Claude
 Code's (:data:`NAMES`); a shell result states its exit code as a line ``Exit Code: N``. The
 plugins' skills are copied to its user skills folder (``~/.qwen/skills/<name>``), where its
-``skill`` tool finds them.
+``skill`` tool finds them. In dialog mode the home is kept for the whole dialog and each turn
+after the first continues the CLI's session (``--resume SESSION_ID``).
 """
 
 from __future__ import annotations
@@ -47,7 +48,9 @@ SETTINGS = {
 
 def qwen_parser() -> ClaudeStreamParser:
     """The stream parser for Qwen Code's stream-json (see the module docstring)."""
-    return ClaudeStreamParser(agent="qwen-code", names=NAMES, exit_code=EXIT_CODE)
+    return ClaudeStreamParser(
+        agent="qwen-code", names=NAMES, exit_code=EXIT_CODE, session_total=True
+    )  # a resumed session's result: its total
 
 
 class QwenCodeRunner(CliAgent[QwenCodeAgent]):
@@ -58,6 +61,8 @@ class QwenCodeRunner(CliAgent[QwenCodeAgent]):
     executable = "qwen"
     skills_only = True
     skill_rule = QWEN_CODE
+    keeps_home = True  # a later turn of a dialog resumes the session kept in its home
+    project_settings = (".qwen/settings.json", ".qwen/.env")
 
     def parser(self) -> EventParser:
         """:func:`qwen_parser`."""
@@ -76,7 +81,7 @@ class QwenCodeRunner(CliAgent[QwenCodeAgent]):
         """The settings file and the plugins' skills (``~/.qwen/skills``) in the home
         folder, the bridge's OpenAI wire in the environment, the prompt on standard input."""
         argv, skills = row.prepared
-        (row.home / ".qwen").mkdir()
+        (row.home / ".qwen").mkdir(exist_ok=True)  # a dialog's later turn: made at its first
         (row.home / ".qwen" / "settings.json").write_text(json.dumps(SETTINGS), encoding="utf-8")
         copy_skills(skills, row.home / ".qwen" / "skills")
         env = cli_environment(row.context, self.config, row.home) | {
@@ -102,6 +107,8 @@ def qwen_argv(config: QwenCodeAgent, cli: Path, context: AgentContext) -> list[s
         argv += ["--allowed-tools", *config.allowed_tools]
     if config.disallowed_tools:
         argv += ["--exclude-tools", *config.disallowed_tools]
+    if context.dialog is not None and context.dialog.session_id:  # the dialog's next turn
+        argv += ["--resume", context.dialog.session_id]
     text = read_system_prompt(config, context.base_dir)
     if text is not None:
         flag = "--system-prompt" if config.system_prompt_mode == "replace" else (

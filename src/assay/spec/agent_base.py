@@ -79,8 +79,8 @@ class AgentSpec(StrictModel):
         message history, or its CLI's resume) from one turn to the next."""
         kind = getattr(self, "type", "?")
         return (f"agent type '{kind}' answers once and cannot continue a conversation; dialog "
-                "mode runs llm, claude-code and codex agents (assay does not resume other CLIs' "
-                "sessions yet)")  # fmt: skip
+                "mode runs llm agents and the coding-agent CLIs (claude-code, codex, gemini, "
+                "qwen-code, opencode, pi), each continuing its own session")  # fmt: skip
 
     @property
     def dialog_problem_field(self) -> str:

@@ -442,6 +442,11 @@ class GeminiAgent(CodingAgent):
     native_provider: ClassVar[str] = "google"
 
     @property
+    def dialog_problem(self) -> str | None:
+        """Gemini CLI continues its session between turns (``--resume SESSION_ID``)."""
+        return None
+
+    @property
     def may_act(self) -> bool:
         """Gemini with --yolo always may."""
         return True
@@ -496,6 +501,11 @@ class QwenCodeAgent(CodingAgent):
     native_provider: ClassVar[str] = "openai"
 
     _tool_names = field_validator("allowed_tools", "disallowed_tools")(check_tool_rules)
+
+    @property
+    def dialog_problem(self) -> str | None:
+        """Qwen Code continues its session between turns (``--resume SESSION_ID``)."""
+        return None
 
     @property
     def may_act(self) -> bool:
@@ -643,6 +653,11 @@ class OpenCodeAgent(CodingAgent):
     native_provider: ClassVar[str] = "openai"
 
     @property
+    def dialog_problem(self) -> str | None:
+        """OpenCode continues its session between turns (``--session SESSION_ID``)."""
+        return None
+
+    @property
     def may_act(self) -> bool:
         """OpenCode may write or run unless its permissions say it may not (``plan``, or
         ``default`` allowing no writing or shell tool)."""
@@ -720,6 +735,11 @@ class PiAgent(CodingAgent):
     system_prompt_mode: Literal["append", "replace"] = "append"
 
     native_provider: ClassVar[str] = "openai"
+
+    @property
+    def dialog_problem(self) -> str | None:
+        """Pi continues its session between turns (``--session SESSION_ID``)."""
+        return None
 
     @property
     def may_act(self) -> bool:
