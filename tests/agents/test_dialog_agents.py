@@ -260,15 +260,19 @@ replies:
     search: request
     steps:
       - tool: {shell}
-        input: {{command: "test -e {settings} && echo kept >t2 || echo put-back >t2"{extra}}}
+        input: {{command: "{check}"{extra}}}
       - reply: "Both noted."
   - match: "my name is Ada"
     steps:
       - tool: {shell}
-        input: {{command: "mkdir -p {folder}; echo '{{}}' > {settings}"{extra}}}
+        input: {{command: "mkdir -p {folder}; echo '{{}}' > {settings}; touch $HOME/p"{extra}}}
       - reply: "Noted. Anything else?"
 default: "I do not remember what we said."
 """
+CHECK = (
+    "(test -e {settings} && echo kept || echo put-back; test -e $HOME/p && echo same-home "
+    "|| echo fresh-home) | paste -sd' ' > t2"
+)
 REMEMBERING_USER = """\
 replies:
   - match: "Anything else"
@@ -288,7 +292,7 @@ run_limits: {{task_timeout: 120}}
 simulation: {{enabled: true, goal: the agent remembers both facts, model: mock/user.yaml}}
 success_criteria:
   - {{type: response_match, expected: "Ada and your colour is green", match: contains}}
-  - {{type: file_contains, path: t2, includes: [put-back]}}
+  - {{type: file_contains, path: t2, includes: [put-back fresh-home]}}
 """
 
 
@@ -299,13 +303,21 @@ def test_each_other_cli_resumes_its_session_and_its_settings_are_put_back(
     """Gemini CLI, Qwen Code, OpenCode and Pi hold a dialog (they were refused at load):
     each later answer needs the earlier turns in the request the CLI sends, which only its
     resumed session holds; the project settings file the agent wrote in turn one is gone
-    when turn two runs; the CLI's own count of the dialog agrees with the bridge's (Qwen
-    Code reports a resumed session's running total)."""
+    when turn two runs (and the log says so), and so is what it wrote into the CLI's home
+    (a break-test: an extension or plugin there ran in turn two; each later turn now gets
+    a fresh home with the CLI's sessions carried over); the CLI's own count of the dialog
+    agrees with the bridge's (Qwen Code reports a resumed session's running total)."""
     shell, extra, settings = OTHER_CLIS[agent]
     folder = str(Path(settings).parent)
     write(
         tmp_path / "agent.yaml",
-        REMEMBERING.format(shell=shell, extra=extra, settings=settings, folder=folder),
+        REMEMBERING.format(
+            shell=shell,
+            extra=extra,
+            settings=settings,
+            folder=folder,
+            check=CHECK.format(settings=settings),
+        ),
     )
     write(tmp_path / "user.yaml", REMEMBERING_USER)
     write(tmp_path / "task.yaml", REMEMBERING_TASK.format(agent=agent))
@@ -324,3 +336,10 @@ def test_each_other_cli_resumes_its_session_and_its_settings_are_put_back(
     assert summary["commands"] == 2
     assert summary["cli_usage"]["total"] == summary["usage"]["total"] > 0
     assert summary["usage_difference"] is None
+    assert [t["settings_put_back"] for t in simulation["turns"] if t["role"] == "agent"] == [
+        [],
+        [settings],
+        [],
+    ]
+    log = row_file(tmp_path, "remember", ".", "task.log")
+    assert f"dialog: before exchange 2, put back as at the first: {settings}" in log

@@ -148,10 +148,15 @@ def test_the_system_prompt_and_the_plugin_skills_reach_the_model(ran: Path) -> N
 
 
 def test_a_live_verdict_ends_the_pi_cli(ran: Path) -> None:
+    """Its own count of a run assay ended is cut where it was killed: not recorded, and no
+    difference from the bridge's is claimed (a break-test: a token cap recorded one)."""
     result = task_json(ran, "stop", "s")
     assert result["agent"]["early_stop"]["reason"] == "criterion_failed"
     assert result["transcript"]["commands"] == 2
     assert result["final_status"] == "FAILURE"
+    summary = result["transcript"]
+    assert summary["cli_usage"] is None and summary["usage_difference"] is None
+    assert summary["usage"]["total"] > 0  # the bridge's
 
 
 @pytest.mark.parametrize(

@@ -28,6 +28,7 @@ from assay.spec.agent_base import AgentSpec
 from assay.spec.task import RunLimits
 
 if TYPE_CHECKING:
+    from assay.agents.dialog_settings import Kept
     from assay.bridge import Bridge
     from assay.sandbox.bwrap import Jail
     from assay.sandbox.docker import DockerJail
@@ -62,6 +63,7 @@ class DialogState:
             :meth:`turn_usage` takes a turn's own.
         settings: the settings files a CLI reads from its workspace, as they were at the
             first turn (:mod:`assay.agents.dialog_settings`), put back before each later one.
+        put_back: those the agent had changed, put back before the turn now running.
     """
 
     history: list[tuple[str, str]] = field(default_factory=list)
@@ -69,7 +71,8 @@ class DialogState:
     home: Path | None = None
     messages: tuple[Message, ...] | None = None
     session_usage: TokenBuckets | None = None
-    settings: dict[str, bytes | None] | None = None
+    settings: Kept | None = None
+    put_back: list[str] = field(default_factory=list)
 
     def turn_usage(self, total: TokenBuckets | None) -> TokenBuckets | None:
         """This turn's own tokens from the running total of the session a CLI reported at

@@ -46,6 +46,7 @@ from assay.sandbox.process import (
     stream_process,
     tail,
 )
+from assay.sandbox.trees import remove_tree
 from assay.spec.coding_agents import CodingAgent
 
 CLI_PREFIXES = CodingAgent.withheld_prefixes
@@ -214,13 +215,27 @@ def fresh_home(prefix: str) -> Path:
     return home
 
 
-def dialog_home(context: AgentContext, prefix: str) -> tuple[Path, bool]:
+def dialog_home(
+    context: AgentContext, prefix: str, *, carried: tuple[str, ...] | None = None
+) -> tuple[Path, bool]:
     """The CLI's home folder and whether it is kept: in dialog mode the one kept for every
     turn (the CLI's sessions live there; made on the first turn, removed by the dialog),
-    else a fresh one removed after the run (:func:`fresh_home`)."""
+    else a fresh one removed after the run (:func:`fresh_home`). With ``carried`` (paths
+    relative to the home: where the CLI keeps its sessions), each later turn of a dialog
+    gets a fresh home instead, with only those moved into it from the one before: what
+    else the agent wrote into the CLI's home (an extension, a plugin, a configuration the
+    CLI loads at its start) does not reach its next turn."""
     dialog = context.dialog
     if dialog is None:
         return fresh_home(prefix), False
+    if dialog.home is not None and carried is not None:
+        home = fresh_home(prefix)
+        for name in carried:
+            if os.path.lexists(dialog.home / name):
+                (home / name).parent.mkdir(parents=True, exist_ok=True)
+                os.rename(dialog.home / name, home / name)
+        remove_tree(dialog.home)
+        dialog.home = home
     if dialog.home is None:
         dialog.home = fresh_home(prefix)
     return dialog.home, True
@@ -313,13 +328,16 @@ async def run_cli(
         )
         ending = CliEnding()
     _relative_paths(transcript, context.sandbox)
-    transcript.cli_usage, transcript.cli_cost_usd = ending.usage, ending.cost_usd
-    if ending.session_total and context.dialog is not None:
-        transcript.cli_usage = context.dialog.turn_usage(ending.usage)
+    early = watch.record if watch is not None else None
+    killed = result.timed_out or early is not None or (
+        session is not None and session.stopped is not None)  # fmt: skip
+    if not (killed and session is not None):  # a count cut where it was killed: the bridge's
+        transcript.cli_usage, transcript.cli_cost_usd = ending.usage, ending.cost_usd
+        if ending.session_total and context.dialog is not None:
+            transcript.cli_usage = context.dialog.turn_usage(ending.usage)
     if session is not None:
         _merge_calls(transcript, session.calls)
     transcript.usage_source = "bridge" if session is not None else "cli"
-    early = watch.record if watch is not None else None
     status, error = _status(name, result, ending, session, context.timeout, early,
                             limits=context.jail is not None)  # fmt: skip
     transcript.stop_reason = transcript.stop_reason or _stop_reason(status, ending)

@@ -98,6 +98,11 @@ class CliAgent(Agent[Config]):
     keeps_home: ClassVar[bool] = False
     """Capability (dialog): the CLI resumes its session in a later turn of a dialog, so its
     home folder, where the session lives, is kept for the dialog's every turn."""
+    session_files: ClassVar[tuple[str, ...] | None] = None
+    """Capability (dialog, with :attr:`keeps_home`): where in its home the CLI keeps its
+    sessions; each later turn then gets a fresh home with only these carried over
+    (:func:`assay.agents.cli.dialog_home`). ``None``: the whole home is kept (a CLI that
+    loads nothing from its home as code or settings, or rewrites what it loads)."""
     project_settings: ClassVar[tuple[str, ...]] = ()
     """The settings files the CLI reads from the folder it works in (relative to it): in a
     dialog they are put back as they were at its first turn before each later one
@@ -195,7 +200,8 @@ class CliAgent(Agent[Config]):
         try:
             dialog, workspace = context.dialog, context.sandbox
             if self.project_settings and dialog is not None and workspace is not None:
-                dialog_settings.pin(dialog, workspace, self.project_settings)
+                dialog.put_back = await asyncio.to_thread(
+                    dialog_settings.pin, dialog, workspace, self.project_settings)  # fmt: skip
             cli = self.find(context.base_dir)
             # files read, and for some CLIs a program run: off the event loop, which serves
             # the other rows and the bridge meanwhile (nothing is made yet to clean up)
@@ -203,7 +209,8 @@ class CliAgent(Agent[Config]):
         except UserError as exc:
             return refused(span, parser.transcript, str(exc))
         name = self.executable or self.type_name
-        home, kept = dialog_home(context, name) if self.keeps_home else (fresh_home(name), False)
+        home, kept = (dialog_home(context, name, carried=self.session_files) if self.keeps_home
+                      else (fresh_home(name), False))  # fmt: skip
         session: BridgeSession | None = None
         try:
             url = ""

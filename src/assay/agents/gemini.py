@@ -8,8 +8,8 @@ update checks off. Its model calls go to the model bridge's Gemini wire
 answers with the task's model whatever model name the CLI sends. The plugins' skills are
 copied to its user skills folder (``~/.gemini/skills/<name>``), where its ``activate_skill``
 tool finds them. The stream is read by :class:`~assay.agents.gemini_stream.GeminiStreamParser`.
-In dialog mode the home is kept for the whole dialog and each turn after the first continues
-the CLI's session (``--resume SESSION_ID``, the id from its ``init`` event).
+In dialog mode each turn after the first continues the CLI's session (``--resume SESSION_ID``,
+the id from its ``init`` event) in a fresh home with the session files carried over.
 """
 
 from __future__ import annotations
@@ -33,6 +33,9 @@ SETTINGS = {
     "telemetry": {"enabled": False},
     "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
 }
+DIALOG_SETTINGS = {**SETTINGS, "advanced": {"ignoreLocalEnv": True}}
+"""In dialog mode the CLI does not load the workspace's generic ``.env`` (where the agent could
+set, say, ``GEMINI_SYSTEM_MD`` for its next turn); ``.gemini/.env`` is put back each turn."""
 
 
 class GeminiRunner(CliAgent[GeminiAgent]):
@@ -44,6 +47,7 @@ class GeminiRunner(CliAgent[GeminiAgent]):
     skills_only = True
     skill_rule = GEMINI_CLI
     keeps_home = True  # a later turn of a dialog resumes the session kept in its home
+    session_files = (".gemini/tmp", ".gemini/history", ".gemini/projects.json")
     project_settings = (".gemini/settings.json", ".gemini/.env")
 
     def parser(self) -> EventParser:
@@ -60,7 +64,8 @@ class GeminiRunner(CliAgent[GeminiAgent]):
         """The settings file and the plugins' skills (``~/.gemini/skills``) in the home
         folder, the bridge's Gemini wire in the environment, the prompt as ``-p``."""
         (row.home / ".gemini").mkdir(exist_ok=True)  # a dialog's later turn: made at its first
-        (row.home / ".gemini" / "settings.json").write_text(json.dumps(SETTINGS),
+        settings = SETTINGS if row.context.dialog is None else DIALOG_SETTINGS
+        (row.home / ".gemini" / "settings.json").write_text(json.dumps(settings),
                                                             encoding="utf-8")  # fmt: skip
         copy_skills(row.prepared, row.home / ".gemini" / "skills")
         env = cli_environment(row.context, self.config, row.home) | {

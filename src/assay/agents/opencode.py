@@ -12,9 +12,8 @@ skills are copied to a folder its ``skills.paths`` names, where its ``skill`` to
 Its fetch of the models.dev catalogue, its default plugins and its language-server downloads are off
 (``OPENCODE_DISABLE_*``). The bridge answers with the task's model whatever name the CLI
 sends. The stream is read by :class:`~assay.agents.opencode_stream.OpenCodeStreamParser`.
-In dialog mode the home (where its sessions live) is kept for the whole dialog and each turn
-after the first continues the CLI's session (``--session SESSION_ID``, the events'
-``sessionID``).
+In dialog mode each turn after the first continues the CLI's session (``--session
+SESSION_ID``, the events' ``sessionID``) in a fresh home with its data folder carried over.
 """
 
 from __future__ import annotations
@@ -58,8 +57,8 @@ class OpenCodeRunner(CliAgent[OpenCodeAgent]):
     skills_only = True
     skill_rule = OPENCODE
     keeps_home = True  # a later turn of a dialog resumes the session kept in its home
-    project_settings = ("opencode.json", "opencode.jsonc", ".opencode/opencode.json",
-                        ".opencode/opencode.jsonc")  # fmt: skip
+    session_files = (".local/opencode",)
+    project_settings = ("opencode.json", "opencode.jsonc", ".opencode/")  # its plugins too
 
     def parser(self) -> EventParser:
         """:class:`~assay.agents.opencode_stream.OpenCodeStreamParser`."""

@@ -9,8 +9,8 @@ checks, install telemetry) is off (``PI_OFFLINE``). ``allowed_tools`` /
 ``--system-prompt``), each plugin skill a ``--skill``. The bridge answers with the task's
 model whatever name the CLI sends. The stream is read by
 :class:`~assay.agents.pi_stream.PiStreamParser`. In dialog mode the session is kept
-(no ``--no-session``) in the home, which is kept for the whole dialog, and each turn after
-the first continues it (``--session SESSION_ID``, the id of its ``session`` event).
+(no ``--no-session``) and each turn after the first continues it (``--session
+SESSION_ID``, the id of its ``session`` event) in a fresh home with the sessions carried over.
 """
 
 from __future__ import annotations
@@ -40,7 +40,9 @@ class PiRunner(CliAgent[PiAgent]):
     executable = "pi"
     skill_rule = PI
     keeps_home = True  # a later turn of a dialog resumes the session kept in its home
-    project_settings = (".pi/settings.json",)
+    session_files = (".pi/agent/sessions",)
+    project_settings = (".pi/settings.json", ".pi/SYSTEM.md", ".pi/APPEND_SYSTEM.md",
+                        ".pi/extensions/")  # fmt: skip
 
     def parser(self) -> EventParser:
         """:class:`~assay.agents.pi_stream.PiStreamParser`."""

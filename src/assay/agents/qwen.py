@@ -9,8 +9,8 @@ the CLI sends. Its stream-json output has Claude Code's shape, so it is read by
 :class:`~assay.agents.claude_stream.ClaudeStreamParser` with Qwen Code's tool names mapped to Claude
 Code's (:data:`NAMES`); a shell result states its exit code as a line ``Exit Code: N``. The
 plugins' skills are copied to its user skills folder (``~/.qwen/skills/<name>``), where its
-``skill`` tool finds them. In dialog mode the home is kept for the whole dialog and each turn
-after the first continues the CLI's session (``--resume SESSION_ID``).
+``skill`` tool finds them. In dialog mode each turn after the first continues the CLI's
+session (``--resume SESSION_ID``) in a fresh home with the session files carried over.
 """
 
 from __future__ import annotations
@@ -44,6 +44,11 @@ SETTINGS = {
     "telemetry": {"enabled": False},
     "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
 }
+DIALOG_SETTINGS = {**SETTINGS, "advanced": {"excludedEnvVars": [
+    "DEBUG", "DEBUG_MODE", "QWEN_SYSTEM_MD", "QWEN_WRITE_SYSTEM_MD"]}}  # fmt: skip
+"""In dialog mode the workspace's generic ``.env`` cannot replace the CLI's system prompt for
+its next turn (Qwen Code itself refuses the variables that would run code from it);
+``.qwen/.env`` is put back each turn."""
 
 
 def qwen_parser() -> ClaudeStreamParser:
@@ -62,6 +67,7 @@ class QwenCodeRunner(CliAgent[QwenCodeAgent]):
     skills_only = True
     skill_rule = QWEN_CODE
     keeps_home = True  # a later turn of a dialog resumes the session kept in its home
+    session_files = (".qwen/projects", ".qwen/tmp")
     project_settings = (".qwen/settings.json", ".qwen/.env")
 
     def parser(self) -> EventParser:
@@ -82,7 +88,8 @@ class QwenCodeRunner(CliAgent[QwenCodeAgent]):
         folder, the bridge's OpenAI wire in the environment, the prompt on standard input."""
         argv, skills = row.prepared
         (row.home / ".qwen").mkdir(exist_ok=True)  # a dialog's later turn: made at its first
-        (row.home / ".qwen" / "settings.json").write_text(json.dumps(SETTINGS), encoding="utf-8")
+        settings = SETTINGS if row.context.dialog is None else DIALOG_SETTINGS
+        (row.home / ".qwen" / "settings.json").write_text(json.dumps(settings), encoding="utf-8")
         copy_skills(skills, row.home / ".qwen" / "skills")
         env = cli_environment(row.context, self.config, row.home) | {
             "OPENAI_API_KEY": row.token, "OPENAI_BASE_URL": row.bridge_url + "/v1",

@@ -39,6 +39,9 @@ class DialogTurn(_Record):
             (``check_criteria`` ``every_turn`` or ``both``; ``None``: not checked).
         status: the agent turn's outcome (``completed``, ``timeout``, ``token_budget``, …).
         error: why this message failed (the simulated user's or the agent's error).
+        settings_put_back: before this agent turn, the settings files the CLI reads from
+            its workspace that the agent had changed in an earlier turn, put back as they
+            were at the first (:mod:`assay.agents.dialog_settings`).
     """
 
     exchange: int
@@ -51,6 +54,7 @@ class DialogTurn(_Record):
     criteria_passed: bool | None = None
     status: str | None = None
     error: str | None = None
+    settings_put_back: list[str] = []
 
 
 class SimulationRecord(_Record):

@@ -236,7 +236,9 @@ class _Dialog:
             input_tokens=usage.input_tokens if usage is not None else None,
             output_tokens=usage.output_tokens if usage is not None else None,
             status=outcome.status, error=outcome.error,
+            settings_put_back=self.state.put_back,
         ))  # fmt: skip
+        self.state.put_back = []
         self.state.history += [("user", prompt), ("assistant", outcome.response or "")]
         session = outcome.transcript.cli.get("session_id") if outcome.transcript else None
         self.state.session_id = session or self.state.session_id

@@ -616,6 +616,10 @@ class Runner:
         )  # fmt: skip
         outcome = await run_dialog(self.criteria.agents.build(task.agent), context, setup)
         if outcome.simulation is not None:
+            for turn in outcome.simulation.turns:
+                if turn.settings_put_back:
+                    row.note(f"dialog: before exchange {turn.exchange}, put back as at the "
+                             f"first: {', '.join(turn.settings_put_back)}")  # fmt: skip
             row.note(f"dialog: {outcome.simulation.total_turns} exchange(s), stopped by "
                      f"{outcome.simulation.stop_reason}")  # fmt: skip
         return outcome
