@@ -291,8 +291,9 @@ def test_a_run_limit_ends_the_dialog_with_that_limits_status(tmp_path: Path) -> 
     # (Coder Eval), and the row says which limit ended the dialog
     assert (record["final_status"], record["error_message"]) == ("SUCCESS", None)
     assert record["agent"]["stopped_early"] == (
-        "the call used 24 tokens; run_limits.max_total_tokens is 6 (in exchange 2: each turn "
-        "gets what the dialog's earlier turns left of run_limits)"
+        "the call used 24 tokens; run_limits.max_total_tokens is 6 (in exchange 2: "
+        "run_limits.max_total_tokens is 15 for the whole dialog; each turn gets what the "
+        "dialog's earlier turns left of run_limits)"
     )
     assert record["simulation"]["turns"][-1]["status"] == "token_budget"
     assert record["simulation"]["total_turns"] == 2  # 8 tokens, then 23 of the 15
@@ -811,8 +812,9 @@ simulation: {{enabled: true, goal: g, model: mock/user.yaml, max_turns: 3}}
     [
         (", max_turns: 2", "", "max_turns is 2 (agent.max_turns)"),
         ("", "run_limits: {max_turns: 4}\n",
-         "max_turns is 2 (run_limits.max_turns) (in exchange 2: each turn gets what the "
-         "dialog's earlier turns left of run_limits)"),
+         "max_turns is 2 (run_limits.max_turns) (in exchange 2: run_limits.max_turns is 4 "
+         "for the whole dialog; each turn gets what the dialog's earlier turns left of "
+         "run_limits)"),
     ],
 )  # fmt: skip
 def test_a_turn_cap_in_a_dialog_names_whose_it_is(

@@ -368,7 +368,8 @@ async def _converse(dialog: _Dialog) -> AgentOutcome:
             dialog.answered(exchange, outcome, prompt)
             if outcome.status in LIMIT_STATUSES:
                 why = outcome.error if exchange == 1 or not _run_limit(outcome, turn) else (
-                    f"{outcome.error} (in exchange {exchange}: each turn gets what the "
+                    f"{outcome.error} (in exchange {exchange}: "
+                    f"{_whole_limit(outcome.status, dialog.context)}each turn gets what the "
                     "dialog's earlier turns left of run_limits)")  # fmt: skip
                 return dialog.merged(outcome.status, why, "run_limit_exceeded")
             if outcome.status != "completed":
@@ -393,6 +394,24 @@ async def _converse(dialog: _Dialog) -> AgentOutcome:
         why = f"the dialog ran out of run_limits.task_timeout ({dialog.context.timeout:g} s)"
         return dialog.merged("timeout", why, "run_limit_exceeded")
     raise AssertionError("unreachable: the last exchange stops the dialog")
+
+
+LIMIT_FIELDS: dict[OutcomeStatus, str] = {
+    "timeout": "timeout", "token_budget": "max_total_tokens", "cost_budget": "max_usd",
+    "max_turns": "max_turns", "max_tool_calls": "max_tool_calls",
+}  # fmt: skip
+"""A limit status → the :class:`AgentContext` field (and ``run_limits`` field) it stops at."""
+
+
+def _whole_limit(status: OutcomeStatus, context: AgentContext) -> str:
+    """``run_limits.NAME is VALUE for the whole dialog; `` for the limit of ``status`` (the
+    turn's own error names what its turn was left of it), ``""`` when it is not set."""
+    field = LIMIT_FIELDS[status]
+    value = getattr(context, field)
+    if value is None:
+        return ""
+    name = "task_timeout" if field == "timeout" else field
+    return f"run_limits.{name} is {value:g} for the whole dialog; "
 
 
 def _run_limit(outcome: AgentOutcome, turn: AgentContext) -> bool:
