@@ -250,7 +250,9 @@ OTHER_CLIS = {
     "qwen-code": ("run_shell_command", "", ".qwen/settings.json"),
     "opencode": ("bash", ", description: x", "opencode.json"),
     "pi": ("bash", "", ".pi/settings.json"),
+    "claude-code": ("Bash", ", description: x", ".claude/settings.json"),
 }
+OWN_FIELDS = {"claude-code": ", permission_mode: bypassPermissions"}
 REMEMBERING = """\
 replies:
   - match: "(?s)my name is Ada.*colour is green.*Both noted.*what are my name and colour"
@@ -287,7 +289,7 @@ REMEMBERING_TASK = """\
 task_id: remember
 description: remember two facts
 initial_prompt: "Hello, my name is Ada."
-agent: {{type: {agent}, model: mock/agent.yaml}}
+agent: {{type: {agent}, model: mock/agent.yaml{own}}}
 run_limits: {{task_timeout: 120}}
 simulation: {{enabled: true, goal: the agent remembers both facts, model: mock/user.yaml}}
 success_criteria:
@@ -300,7 +302,8 @@ success_criteria:
 def test_each_other_cli_resumes_its_session_and_its_settings_are_put_back(
     tmp_path: Path, agent: str
 ) -> None:
-    """Gemini CLI, Qwen Code, OpenCode and Pi hold a dialog (they were refused at load):
+    """Gemini CLI, Qwen Code, OpenCode and Pi hold a dialog (they were refused at load), as
+    Claude Code does:
     each later answer needs the earlier turns in the request the CLI sends, which only its
     resumed session holds; the project settings file the agent wrote in turn one is gone
     when turn two runs (and the log says so), and so is what it wrote into the CLI's home
@@ -320,7 +323,11 @@ def test_each_other_cli_resumes_its_session_and_its_settings_are_put_back(
         ),
     )
     write(tmp_path / "user.yaml", REMEMBERING_USER)
-    write(tmp_path / "task.yaml", REMEMBERING_TASK.format(agent=agent))
+    if agent == "claude-code":
+        claude_available()
+    write(
+        tmp_path / "task.yaml", REMEMBERING_TASK.format(agent=agent, own=OWN_FIELDS.get(agent, ""))
+    )
     done = run_assay("run", "task.yaml", cwd=tmp_path, env={"PATH": codex_path()})
     assert done.returncode == 0, done.stderr + row_file(tmp_path, "remember", ".", "task.log")
     record = task_json(tmp_path, "remember", ".")

@@ -68,6 +68,7 @@ class ClaudeCodeRunner(CliAgent[ClaudeCodeAgent]):
     config_model = ClaudeCodeAgent
     executable = "claude"  # found by find_claude (the bundled CLI when none is configured)
     keeps_home = True  # a later turn of a dialog resumes the session kept in its home
+    session_files = (".claude/projects",)
     project_settings = (".claude/settings.json", ".claude/settings.local.json")
     own_credentials = OwnCredentials(
         ("ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"), ".claude/.credentials.json",

@@ -48,6 +48,7 @@ class CodexRunner(CliAgent[CodexAgent]):
     executable = "codex"
 
     keeps_home = True  # a later turn of a dialog resumes the session kept in CODEX_HOME
+    session_files = (".codex/sessions",)
 
     def parser(self) -> EventParser:
         """:class:`~assay.agents.codex_stream.CodexStreamParser`."""

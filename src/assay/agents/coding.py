@@ -101,8 +101,7 @@ class CliAgent(Agent[Config]):
     session_files: ClassVar[tuple[str, ...] | None] = None
     """Capability (dialog, with :attr:`keeps_home`): where in its home the CLI keeps its
     sessions; each later turn then gets a fresh home with only these carried over
-    (:func:`assay.agents.cli.dialog_home`). ``None``: the whole home is kept (a CLI that
-    loads nothing from its home as code or settings, or rewrites what it loads)."""
+    (:func:`assay.agents.cli.dialog_home`). ``None``: the whole home is kept."""
     project_settings: ClassVar[tuple[str, ...]] = ()
     """The settings files the CLI reads from the folder it works in (relative to it): in a
     dialog they are put back as they were at its first turn before each later one
