@@ -103,8 +103,9 @@ class CliAgent(Agent[Config]):
     sessions; each later turn then gets a fresh home with only these carried over
     (:func:`assay.agents.cli.dialog_home`). ``None``: the whole home is kept."""
     project_settings: ClassVar[tuple[str, ...]] = ()
-    """The settings files the CLI reads from the folder it works in (relative to it): in a
-    dialog they are put back as they were at its first turn before each later one
+    """The settings files the CLI reads from the folder it works in (relative to it; a name
+    ending with ``/``: a whole folder, such as one of plugins): in a dialog they are put
+    back as they were at its first turn before each later one
     (:func:`assay.agents.dialog_settings.pin`), so the agent cannot configure its next turn."""
 
     own_credentials: ClassVar[OwnCredentials | None] = None
@@ -208,8 +209,11 @@ class CliAgent(Agent[Config]):
         except UserError as exc:
             return refused(span, parser.transcript, str(exc))
         name = self.executable or self.type_name
-        home, kept = (dialog_home(context, name, carried=self.session_files) if self.keeps_home
-                      else (fresh_home(name), False))  # fmt: skip
+        if self.keeps_home:  # a later turn may remove what the agent left in the last home
+            home, kept = await asyncio.to_thread(dialog_home, context, name,
+                                                 carried=self.session_files)  # fmt: skip
+        else:
+            home, kept = fresh_home(name), False
         session: BridgeSession | None = None
         try:
             url = ""
