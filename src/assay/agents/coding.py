@@ -200,8 +200,9 @@ class CliAgent(Agent[Config]):
         try:
             dialog, workspace = context.dialog, context.sandbox
             if self.project_settings and dialog is not None and workspace is not None:
-                dialog.put_back = await asyncio.to_thread(
-                    dialog_settings.pin, dialog, workspace, self.project_settings)  # fmt: skip
+                dialog.settings, dialog.put_back = await asyncio.to_thread(
+                    dialog_settings.pin, dialog.settings, workspace, self.project_settings
+                )
             cli = self.find(context.base_dir)
             # files read, and for some CLIs a program run: off the event loop, which serves
             # the other rows and the bridge meanwhile (nothing is made yet to clean up)

@@ -23,7 +23,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from assay.agents.base import DialogState
 from assay.errors import UserError
 from assay.sandbox.trees import remove_tree, walk_tree
 
@@ -42,18 +41,18 @@ Kept = dict[str, "Entry | dict[str, Entry] | None"]
 ending with ``/``), its files and links by path within it; ``None`` when absent."""
 
 
-def pin(dialog: DialogState, workspace: Path, names: Iterable[str]) -> list[str]:
-    """Keep ``names`` of ``workspace`` at a dialog's first turn (in ``dialog``); put them
-    back before a later one: the names that had changed (``[]`` at the first turn).
+def pin(kept: Kept | None, workspace: Path, names: Iterable[str]) -> tuple[Kept, list[str]]:
+    """At a dialog's first turn (``kept`` is ``None``), keep ``names`` of ``workspace``;
+    before a later one, put ``kept`` back. What is kept, and the names that had changed
+    (``[]`` at the first turn).
 
     Raises:
         UserError: they cannot be put back (the turn does not run with the agent's).
     """
-    if dialog.settings is None:
-        dialog.settings = keep(workspace, names)
-        return []
+    if kept is None:
+        return keep(workspace, names), []
     try:
-        return restore(workspace, dialog.settings)
+        return kept, restore(workspace, kept)
     except OSError as exc:
         raise UserError(
             f"the project settings the agent changed cannot be put back: {exc}"
