@@ -180,3 +180,26 @@ def test_a_large_limit_is_shown_as_written(tmp_path: Path) -> None:
           "success_criteria: [{type: response_match, expected: hello}]\n")  # fmt: skip
     planned = assay("plan", "t.yaml", cwd=tmp_path)
     assert "max_output_mb 0.125, max_log_mb 1048576" in planned.stdout, planned.stdout
+
+
+def test_plan_says_how_a_dialog_runs(tmp_path: Path) -> None:
+    """A task in dialog mode said nothing of its dialog in ``assay plan`` (who the simulated
+    user is, how many exchanges, when the criteria run)."""
+    write(tmp_path / "user.yaml", "replies: []\ndefault: more <<<END>>>\n")
+    write(tmp_path / "t.yaml", "task_id: d\ndescription: d\ninitial_prompt: hi\n"
+          "agent: {type: llm, model: mock/user.yaml}\n"
+          "simulation: {enabled: true, goal: g, model: mock/user.yaml, max_turns: 3, "
+          "check_criteria: every_turn, stop_on_criteria_pass: true, n_trials: 2}\n"
+          "success_criteria: [{type: response_match, expected: x}]\n")  # fmt: skip
+    done = assay("plan", "t.yaml", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert ("  dialog: simulated user mock/user.yaml, up to 3 exchange(s), stop token "
+            "'<<<END>>>', criteria checked every_turn, stops when they pass, 2 trials a "
+            "row-task") in done.stdout  # fmt: skip
+    data = plan_json(tmp_path, "t.yaml")
+    dialog = data["tasks"][0]["dialog"]  # type: ignore[index]
+    assert (dialog["model"], dialog["max_turns"], dialog["n_trials"]) == ("mock/user.yaml", 3, 2)
+    write(tmp_path / "t.yaml", (tmp_path / "t.yaml").read_text().replace(
+        "simulation: {enabled: true,", "simulation: {enabled: false,"))  # fmt: skip
+    assert "dialog:" not in assay("plan", "t.yaml", cwd=tmp_path).stdout
+    assert plan_json(tmp_path, "t.yaml")["tasks"][0]["dialog"] is None  # type: ignore[index]

@@ -11,6 +11,7 @@ from assay.orchestration.loading.experiment import ResolvedVariant
 from assay.orchestration.planning.plan import Plan
 from assay.orchestration.running.environment import AgentVariables, agent_variables
 from assay.results.secrets import clip_head
+from assay.spec.simulation import SimulationConfig
 
 
 def variant_settings(
@@ -53,6 +54,32 @@ def variables_of(variant: ResolvedVariant, plan: Plan) -> AgentVariables:
     return agent_variables(variant.definition, os.environ, hidden=plan.writer.withheld)
 
 
+def dialog_text(config: SimulationConfig) -> str:
+    """``assay plan``'s account of a task's dialog mode (``simulation:``): the simulated
+    user's model, the most exchanges, the stop token, when the criteria run, and the
+    budget and trials where set."""
+    parts = [
+        f"simulated user {config.simulator_model}",
+        f"up to {config.max_turns} exchange(s)",
+        f"stop token {config.stop_token!r}",
+        f"criteria checked {config.check_criteria}",
+    ]
+    if config.stop_on_criteria_pass:
+        parts.append("stops when they pass")
+    if config.max_total_tokens is not None:
+        parts.append(f"max_total_tokens {config.max_total_tokens}")
+    if config.n_trials > 1:
+        parts.append(f"{config.n_trials} trials a row-task")
+    return ", ".join(parts)
+
+
+def _dialog_json(config: SimulationConfig | None) -> dict[str, Any] | None:
+    if config is None:
+        return None
+    return {**config.model_dump(mode="json", exclude={"enabled"}),
+            "model": config.simulator_model}  # fmt: skip
+
+
 def environment_lines(names: AgentVariables, indent: str) -> list[str]:
     """Two lines for ``assay plan``: the names received, then the secrets withheld and
     those passed on purpose (``(not set)`` when the host has none)."""
@@ -92,6 +119,7 @@ def plan_as_json(plan: Plan) -> dict[str, Any]:
                 "repeats": planned.loaded.definition.replicates(plan.repeats_override),
                 "selection": selection.selection.model_dump(mode="json") if selection else None,
                 "task_ids": [t.task_id for t in planned.expansion.row_tasks],
+                "dialog": _dialog_json(planned.loaded.definition.dialog),
                 "variants": [
                     {
                         "variant_id": v.variant_id,

@@ -10,7 +10,7 @@ from rich.markup import escape
 from assay.cli.shared.render import out
 from assay.orchestration.planning.containment import describe_image
 from assay.orchestration.planning.plan import Plan, PlannedTask
-from assay.reports.plan import environment_lines, variables_of, variant_settings
+from assay.reports.plan import dialog_text, environment_lines, variables_of, variant_settings
 
 
 def _selection_text(planned: PlannedTask) -> str:
@@ -72,6 +72,8 @@ def print_plan(plan: Plan, *, show_rows: int) -> None:
         judge = task.qa.judge if task.qa is not None else None
         if judge is not None:
             console.print(escape(f"  qa judge: {_qa_judge_text(judge)}"))
+        if task.dialog is not None:
+            console.print(escape(f"  dialog: {dialog_text(task.dialog)}"))
         console.print(f"  rows: {_selection_text(planned)}")
         for line in environment_lines(variables_of(planned.variants[0], plan), "  "):
             console.print(escape(line))
