@@ -54,9 +54,12 @@ and the criterion results (their judges' tokens and cost count in the run's)."""
 SIMULATOR_MAX_TOKENS = 512
 """The longest message the simulated user may write (tokens): a user's turn is short."""
 OPENER = "(The conversation starts: write your first message to the assistant.)"
-LIMIT_STATUSES: frozenset[OutcomeStatus] = frozenset(
-    {"timeout", "token_budget", "cost_budget", "max_turns", "max_tool_calls"}
-)
+LIMIT_FIELDS: dict[OutcomeStatus, str] = {
+    "timeout": "timeout", "token_budget": "max_total_tokens", "cost_budget": "max_usd",
+    "max_turns": "max_turns", "max_tool_calls": "max_tool_calls",
+}  # fmt: skip
+"""A limit status → the :class:`AgentContext` field (and ``run_limits`` field) it stops at."""
+LIMIT_STATUSES: frozenset[OutcomeStatus] = frozenset(LIMIT_FIELDS)
 
 
 class SimulatorFailed(Exception):
@@ -202,14 +205,11 @@ class _Dialog:
     ) -> tuple[OutcomeStatus, str] | None:
         """The ``run_limits`` limit the dialog's turns have spent (its status and why), or
         ``None``: asked before the simulated user is, so a spent dialog costs no more."""
-        statuses: dict[str, OutcomeStatus] = {
-            "timeout": "timeout", "max_total_tokens": "token_budget", "max_usd": "cost_budget",
-            "max_turns": "max_turns", "max_tool_calls": "max_tool_calls",
-        }  # fmt: skip
+        statuses = {field: status for status, field in LIMIT_FIELDS.items()}
         for name, value in (left if left is not None else self._left()).items():
             if value is not None and value <= 0:
-                limit = "task_timeout" if name == "timeout" else name
-                return statuses[name], f"run_limits.{limit} was spent by the dialog's earlier turns"
+                return statuses[name], (f"run_limits.{_limit_name(name)} was spent by the "
+                                        "dialog's earlier turns")  # fmt: skip
         return None
 
     def _left(self) -> dict[str, float | int | None]:
@@ -396,13 +396,6 @@ async def _converse(dialog: _Dialog) -> AgentOutcome:
     raise AssertionError("unreachable: the last exchange stops the dialog")
 
 
-LIMIT_FIELDS: dict[OutcomeStatus, str] = {
-    "timeout": "timeout", "token_budget": "max_total_tokens", "cost_budget": "max_usd",
-    "max_turns": "max_turns", "max_tool_calls": "max_tool_calls",
-}  # fmt: skip
-"""A limit status → the :class:`AgentContext` field (and ``run_limits`` field) it stops at."""
-
-
 def _whole_limit(status: OutcomeStatus, context: AgentContext) -> str:
     """``run_limits.NAME is VALUE for the whole dialog; `` for the limit of ``status`` (the
     turn's own error names what its turn was left of it), ``""`` when it is not set."""
@@ -410,8 +403,12 @@ def _whole_limit(status: OutcomeStatus, context: AgentContext) -> str:
     value = getattr(context, field)
     if value is None:
         return ""
-    name = "task_timeout" if field == "timeout" else field
-    return f"run_limits.{name} is {value:g} for the whole dialog; "
+    return f"run_limits.{_limit_name(field)} is {value:g} for the whole dialog; "
+
+
+def _limit_name(field: str) -> str:
+    """The ``run_limits`` name of an :class:`AgentContext` limit field."""
+    return "task_timeout" if field == "timeout" else field
 
 
 def _run_limit(outcome: AgentOutcome, turn: AgentContext) -> bool:
