@@ -108,13 +108,15 @@ def _entry(path: Path) -> Entry | None:
 def _folder(path: Path) -> dict[str, Entry] | None:
     if path.is_symlink() or not path.is_dir():
         return None
-    found: dict[str, Entry] = {}
-    for folder, _, files in walk_tree(path):
-        for name in files:
-            entry = _entry(Path(folder, name))
-            if entry is not None:
-                found[os.path.relpath(os.path.join(folder, name), path)] = entry
-    return found
+    found = {name: _entry(path / name) for name in _files_in(path)}
+    return {name: entry for name, entry in found.items() if entry is not None}
+
+
+def _files_in(folder: Path) -> set[str]:
+    """The paths (relative to ``folder``) of what it holds at any depth that is not a
+    folder: files, links (a link to a folder too), others."""
+    return {os.path.relpath(os.path.join(parent, name), folder)
+            for parent, _, files in walk_tree(folder) for name in files}  # fmt: skip
 
 
 def _same(path: Path, value: Entry | dict[str, Entry] | None) -> bool:
@@ -125,9 +127,8 @@ def _same(path: Path, value: Entry | dict[str, Entry] | None) -> bool:
     if isinstance(value, dict):
         if path.is_symlink() or not path.is_dir():
             return False
-        names = {os.path.relpath(os.path.join(folder, name), path)
-                 for folder, _, files in walk_tree(path) for name in files}  # fmt: skip
-        return names == set(value) and all(_same(path / n, e) for n, e in value.items())
+        return _files_in(path) == set(value) and all(
+            _same(path / name, entry) for name, entry in value.items())  # fmt: skip
     try:
         info = path.lstat()
     except OSError:
