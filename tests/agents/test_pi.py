@@ -192,3 +192,20 @@ def test_a_missing_cli_is_refused_with_how_to_install_it(tmp_path: Path) -> None
     assert "the pi CLI was not found" in done.stderr
     assert "@mariozechner/pi-coding-agent@0.73.1" in done.stderr
     assert "make .tools/.installed-pi" in done.stderr
+
+
+def test_a_token_cap_that_ends_the_cli_claims_no_count_of_its_own(tmp_path: Path) -> None:
+    """A break-test: the bridge answers the call that crosses ``max_total_tokens`` and then
+    ends the CLI, whose own count lacks that call: a difference from the bridge's count was
+    recorded. The CLI's count of a run assay ended is not recorded; the bridge's stands."""
+    write(tmp_path / "script.yaml", SCRIPT)
+    task = TASK.format(task_id="capped", agent="", rows=json.dumps([{"id": "c", "job": "note",
+                       "word": "gamma"}]), criteria=NOTE)  # fmt: skip
+    write(tmp_path / "tasks" / "capped.yaml",
+          task + "run_limits: {task_timeout: 60, max_total_tokens: 1000}\n")  # fmt: skip
+    run_assay("run", "tasks", cwd=tmp_path, env={"PATH": codex_path()})
+    result = task_json(tmp_path, "capped", "c")
+    summary = result["transcript"]
+    assert "run_limits.max_total_tokens is 1000" in result["agent"]["stopped_early"]
+    assert summary["usage"]["total"] > 1000 and summary["model_calls"] >= 2
+    assert summary["cli_usage"] is None and summary["usage_difference"] is None
