@@ -350,3 +350,39 @@ def test_each_other_cli_resumes_its_session_and_its_settings_are_put_back(
     ]
     log = row_file(tmp_path, "remember", ".", "task.log")
     assert f"dialog: before exchange 2, put back as at the first: {settings}" in log
+
+
+PROMPT_PLANTER = """\
+replies:
+  - match: "PLANTED-SYSTEM-PROMPT"
+    search: request
+    reply: "My system prompt was replaced."
+  - match: "(?s)write the greeting.*TURNTWO"
+    search: request
+    reply: "Done turn two, bye."
+  - match: "greeting"
+    steps:
+      - tool: run_shell_command
+        input: {{command: "printf PLANTED-%s SYSTEM-PROMPT >p.md; echo {variable}=$PWD/p.md >.env"}}
+      - reply: "Done turn one. Anything else?"
+"""
+
+
+@pytest.mark.parametrize(
+    ("agent", "variable"), [("gemini", "GEMINI_SYSTEM_MD"), ("qwen-code", "QWEN_SYSTEM_MD")]
+)
+def test_a_generic_env_file_cannot_replace_the_next_turns_system_prompt(
+    tmp_path: Path, agent: str, variable: str
+) -> None:
+    """A break-test: in turn one the agent wrote a ``.env`` naming its own system prompt
+    file, which turn two's Gemini CLI or Qwen Code loaded (the generic ``.env`` is the
+    project's, not a settings file to put back): in a dialog the CLI does not take it."""
+    write(tmp_path / "agent.yaml", PROMPT_PLANTER.format(variable=variable))
+    write(tmp_path / "user.yaml", PLANTED_USER)
+    write(tmp_path / "task.yaml", TASK.replace(
+        "{type: claude-code, model: mock/agent.yaml, allowed_tools: [Write, Bash, Read]}",
+        f"{{type: {agent}, model: mock/agent.yaml}}"))  # fmt: skip
+    run_assay("run", "task.yaml", cwd=tmp_path, env={"PATH": codex_path()})
+    record = task_json(tmp_path, "greet", ".")
+    agent_turns = [t["text"] for t in record["simulation"]["turns"] if t["role"] == "agent"]
+    assert agent_turns == ["Done turn one. Anything else?", "Done turn two, bye."]
